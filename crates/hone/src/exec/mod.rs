@@ -1,0 +1,1 @@
+//! Processes: running a shell command in its own process group under a timeout.

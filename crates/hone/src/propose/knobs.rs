@@ -1,0 +1,1 @@
+//! Knobs: literal constants in editable files, their search domains, and in-place rewriting.

@@ -1,0 +1,1 @@
+//! Metric parsing from verifier output lines, and constraints on secondary metrics.

@@ -1,0 +1,3 @@
+//! Verification: reading metrics from the verifier's output, constraints, and decisions.
+
+pub mod metrics;
