@@ -1,1 +1,417 @@
-fn main() {}
+//! The `hone` command: argument parsing, terminal output and Ctrl-C handling over the hone
+//! library. Everything that decides anything lives in the library.
+
+mod output;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use clap::{Parser, Subcommand};
+
+use hone::engine::{self, RunOptions, StatePaths};
+use hone::spec::{self, AgentKind, Spec};
+use hone::store::Store;
+use hone::workspace::Git;
+
+#[derive(Parser)]
+#[command(
+    name = "hone",
+    version,
+    about = "Autonomous experiment loops that cannot cheat their verifier"
+)]
+struct Cli {
+    /// Run as if started in this directory.
+    #[arg(short = 'C', global = true, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// The spec file (default: hone.toml at the repository's top level).
+    #[arg(long, global = true, value_name = "FILE")]
+    spec: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Write hone.toml and program.md into this repository and list the knobs found.
+    Init {
+        /// Files (globs) the loop may edit; default: the tracked files that hold knobs.
+        #[arg(long, value_delimiter = ',')]
+        editable: Vec<String>,
+        /// The verifier command.
+        #[arg(long)]
+        command: Option<String>,
+        /// The objective's name, as the command prints it.
+        #[arg(long)]
+        metric: Option<String>,
+    },
+    /// Run the loop (resumes an unfinished run; Ctrl-C once stops after the current experiment).
+    Run {
+        /// The run's tag (branch hone/<tag>); an existing tag is resumed.
+        #[arg(long)]
+        tag: Option<String>,
+        /// Stop after this many experiments in all (the baseline counts).
+        #[arg(short = 'n', long = "max-experiments")]
+        max_experiments: Option<u64>,
+        /// Stop after this much loop time, e.g. 30m or 8h (summed over resumes).
+        #[arg(long, value_parser = parse_duration)]
+        time: Option<Duration>,
+        /// The proposer: knobs or command.
+        #[arg(long)]
+        agent: Option<String>,
+        /// Seed for the built-in optimizer (the same seed gives the same candidates).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Start a new run even if the last one could be resumed.
+        #[arg(long)]
+        new: bool,
+    },
+    /// Best so far, counts by status, budgets used and left.
+    Status {
+        #[arg(long)]
+        run: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One row per experiment.
+    Log {
+        #[arg(long)]
+        run: Option<String>,
+        /// JSON lines, one object per experiment.
+        #[arg(long, conflicts_with = "tsv")]
+        json: bool,
+        /// autoresearch's results.tsv layout: commit, metric, status, description.
+        #[arg(long)]
+        tsv: bool,
+    },
+    /// One experiment: description, decision, metrics, diff from its parent, log tail.
+    Show {
+        n: u64,
+        #[arg(long)]
+        run: Option<String>,
+        /// Lines of the verifier's log to print.
+        #[arg(long, default_value_t = 30)]
+        tail: usize,
+    },
+    /// Run the whole thing on the bundled example (a character-level language model), offline.
+    Demo {
+        /// Where to put the example (must be empty or absent); kept afterwards.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Keep the temporary directory afterwards.
+        #[arg(long)]
+        keep: bool,
+        #[arg(short = 'n', long = "max-experiments")]
+        max_experiments: Option<u64>,
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    spec::parse_duration(s)
+}
+
+/// A failure with the exit status it maps to.
+struct Failure {
+    code: u8,
+    error: anyhow::Error,
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(error: anyhow::Error) -> Self {
+        Failure { code: 1, error }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match real_main(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("error: {:#}", f.error);
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn real_main(cli: Cli) -> Result<(), Failure> {
+    let cwd = match &cli.dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir().context("cannot read the current directory")?,
+    };
+    match cli.command {
+        Cmd::Init {
+            editable,
+            command,
+            metric,
+        } => init(&cwd, editable, command, metric),
+        Cmd::Run {
+            tag,
+            max_experiments,
+            time,
+            agent,
+            seed,
+            new,
+        } => {
+            let git = Git::discover(&cwd).map_err(anyhow::Error::from)?;
+            let mut spec = load_spec(git.root(), cli.spec.as_deref())?;
+            if let Some(a) = agent {
+                spec.agent.kind = AgentKind::parse(&a).ok_or_else(|| Failure {
+                    code: 2,
+                    error: anyhow!(
+                        "--agent {a}: expected one of {}",
+                        AgentKind::NAMES.join(", ")
+                    ),
+                })?;
+                if spec.agent.kind == AgentKind::Command && spec.agent.command.is_none() {
+                    return Err(Failure {
+                        code: 2,
+                        error: anyhow!("--agent command needs [agent] command in hone.toml"),
+                    });
+                }
+            }
+            let opts = RunOptions {
+                tag,
+                max_experiments,
+                max_time: time,
+                seed,
+                new_run: new,
+            };
+            run_loop(git.root(), &spec, &opts)
+        }
+        Cmd::Status { run, json } => {
+            let (store, run) = open_run(&cwd, run.as_deref())?;
+            let exps = store.experiments(run.id).map_err(anyhow::Error::from)?;
+            let spec: serde_json::Value = serde_json::from_str(&run.spec_json).unwrap_or_default();
+            output::status(&run, &exps, &spec, json);
+            Ok(())
+        }
+        Cmd::Log { run, json, tsv } => {
+            let (store, run) = open_run(&cwd, run.as_deref())?;
+            let exps = store.experiments(run.id).map_err(anyhow::Error::from)?;
+            output::log(&run, &exps, json, tsv);
+            Ok(())
+        }
+        Cmd::Show { n, run, tail } => {
+            let (store, run) = open_run(&cwd, run.as_deref())?;
+            let e = store
+                .experiment(run.id, n)
+                .map_err(anyhow::Error::from)?
+                .ok_or_else(|| {
+                    anyhow!("run `{}` has no experiment {n}; see `hone log`", run.tag)
+                })?;
+            let git = Git::discover(&cwd).map_err(anyhow::Error::from)?;
+            output::show(&git, &run, &e, tail);
+            Ok(())
+        }
+        Cmd::Demo {
+            dir,
+            keep,
+            max_experiments,
+            seed,
+        } => demo(dir, keep, max_experiments, seed),
+    }
+}
+
+fn load_spec(root: &Path, path: Option<&Path>) -> Result<Spec, Failure> {
+    let path = path
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| root.join("hone.toml"));
+    Spec::load(&path).map_err(|e| Failure {
+        code: 2,
+        error: anyhow!(e),
+    })
+}
+
+fn open_run(cwd: &Path, tag: Option<&str>) -> Result<(Store, hone::store::RunRecord), Failure> {
+    let git = Git::discover(cwd).map_err(anyhow::Error::from)?;
+    let paths = StatePaths::new(git.root());
+    let store = Store::open_existing(&paths.db())
+        .map_err(anyhow::Error::from)?
+        .ok_or_else(|| {
+            anyhow!(
+                "no hone runs in {} yet; start one with `hone run`",
+                git.root().display()
+            )
+        })?;
+    let run = match tag {
+        Some(t) => store
+            .run_by_tag(t)
+            .map_err(anyhow::Error::from)?
+            .ok_or_else(|| anyhow!("no run tagged `{t}`; `hone status` shows the latest"))?,
+        None => store
+            .latest_run()
+            .map_err(anyhow::Error::from)?
+            .ok_or_else(|| anyhow!("no hone runs yet; start one with `hone run`"))?,
+    };
+    Ok((store, run))
+}
+
+fn run_loop(root: &Path, spec: &Spec, opts: &RunOptions) -> Result<(), Failure> {
+    let interrupt = output::install_interrupt_handler();
+    let mut printer = output::Printer::new(spec.verify.metric.clone());
+    let result = engine::run(root, spec, opts, interrupt, &mut |ev| printer.event(ev));
+    printer.clear_line();
+    match result {
+        Ok(summary) => {
+            output::summary(&summary);
+            Ok(())
+        }
+        Err(engine::EngineError::Stopped { reason, summary }) => {
+            output::summary(&summary);
+            Err(Failure {
+                code: 1,
+                error: anyhow!(reason),
+            })
+        }
+        Err(e) => Err(anyhow::Error::from(e).into()),
+    }
+}
+
+fn demo(
+    dir: Option<PathBuf>,
+    keep: bool,
+    max_experiments: Option<u64>,
+    seed: Option<u64>,
+) -> Result<(), Failure> {
+    hone::demo::check_python().map_err(anyhow::Error::from)?;
+    let (dir, keep) = match dir {
+        Some(d) => (d, true),
+        None => {
+            let stamp = hone::store::now() as u64;
+            (
+                std::env::temp_dir().join(format!("hone-demo-{}-{stamp}", std::process::id())),
+                keep,
+            )
+        }
+    };
+    hone::demo::set_up(&dir).map_err(anyhow::Error::from)?;
+    println!(
+        "hone demo: a character-level language model in {}",
+        dir.display()
+    );
+    println!("the knobs optimizer will tune train.py; prepare.py and data/ are sealed\n");
+    let spec = load_spec(&dir, None)?;
+    let opts = RunOptions {
+        tag: Some("demo".into()),
+        max_experiments,
+        seed,
+        ..Default::default()
+    };
+    let result = run_loop(&dir, &spec, &opts);
+    if keep {
+        println!(
+            "\nthe demo is in {}: try `hone -C {} log` or `hone -C {} show 1`",
+            dir.display(),
+            dir.display(),
+            dir.display()
+        );
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+        println!("\n(the demo directory was removed; pass --keep or --dir DIR to explore it with `hone log` and `hone show`)");
+    }
+    result
+}
+
+fn init(
+    cwd: &Path,
+    editable: Vec<String>,
+    command: Option<String>,
+    metric: Option<String>,
+) -> Result<(), Failure> {
+    let git = Git::discover(cwd).map_err(anyhow::Error::from)?;
+    let root = git.root();
+    let spec_path = root.join("hone.toml");
+    let program_path = root.join("program.md");
+    for p in [&spec_path, &program_path] {
+        if p.exists() {
+            return Err(anyhow!("{} already exists; hone init does not overwrite files (edit it, or remove it first)", p.display()).into());
+        }
+    }
+    let files: Vec<String> = git
+        .run(&["ls-files", "-z"])
+        .map_err(anyhow::Error::from)?
+        .split('\0')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    let mut knobs = Vec::new();
+    let mut with_knobs = Vec::new();
+    for f in &files {
+        if !editable.is_empty() && !hone::workspace::matches_any(&editable, f) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(root.join(f)) else {
+            continue;
+        };
+        match hone::propose::knobs::discover(f, &text) {
+            Ok(found) if !found.is_empty() => {
+                with_knobs.push(f.clone());
+                knobs.extend(found);
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("warning: {e}"),
+        }
+    }
+    let editable = if editable.is_empty() {
+        if with_knobs.is_empty() {
+            vec!["train.py".to_string()]
+        } else {
+            with_knobs.clone()
+        }
+    } else {
+        editable
+    };
+    let command = command.unwrap_or_else(|| {
+        if files.iter().any(|f| f == "train.py") {
+            "python3 train.py".into()
+        } else {
+            "./measure.sh".into()
+        }
+    });
+    let metric = metric.unwrap_or_else(|| "score".into());
+    let quoted: Vec<String> = editable.iter().map(|e| format!("{e:?}")).collect();
+    let toml = format!(
+        r#"# hone.toml: the loop's contract. Every key is described in hone's README.
+
+[loop]
+program   = "program.md"       # read on every experiment
+editable  = [{editable}]       # the only files a candidate may change
+protected = []                 # e.g. ["prepare.py"]: any change is a violation
+pinned    = []                 # e.g. ["data/"]: hashed at start; a change stops the run
+
+[verify]
+command   = {command:?}
+timeout   = "10m"              # the process group is killed after this
+metric    = {metric:?}         # the command prints `{metric}: <number>`
+direction = "minimize"         # or "maximize"
+min_delta = 0.0                # the smallest improvement worth keeping
+
+[agent]
+kind = "knobs"                 # the built-in optimizer; or "command"
+
+[stop]
+max_experiments = 100
+patience = 30
+"#,
+        editable = quoted.join(", ")
+    );
+    let program = "# Program\n\nWhat this project is, what the metric means, and what good research looks like here.\n\
+                   hone shows this file to the agent on every experiment.\n\n\
+                   - Make one focused change per experiment.\n\
+                   - Prefer simple changes; explain the hypothesis in one line.\n";
+    std::fs::write(&spec_path, toml)
+        .with_context(|| format!("cannot write {}", spec_path.display()))?;
+    std::fs::write(&program_path, program)
+        .with_context(|| format!("cannot write {}", program_path.display()))?;
+    println!(
+        "wrote {} and {}",
+        spec_path.display(),
+        program_path.display()
+    );
+    output::knob_table(&knobs);
+    println!("\nnext: set [verify] command and metric in hone.toml, commit, then `hone run`");
+    Ok(())
+}

@@ -2,7 +2,23 @@
 //!
 //! The library holds the whole engine and does no terminal I/O; the `hone` binary in
 //! `crates/hone-cli` is a thin layer over it. See DESIGN.md for the words used here.
+//!
+//! - [`spec`]: hone.toml, validated with line-precise errors.
+//! - [`workspace`]: git (run branch, worktrees, archive refs, scope checks).
+//! - [`exec`]: processes in their own groups, under timeouts.
+//! - [`verify`]: metrics, constraints, the decision rule.
+//! - [`propose`]: the `Proposer` trait, the knobs optimizer, agent commands.
+//! - [`store`]: SQLite state.
+//! - [`engine`]: the loop.
+//! - [`report`]: summaries.
+//! - [`demo`]: the bundled example.
 
+pub mod demo;
+pub mod engine;
 pub mod exec;
 pub mod propose;
+pub mod report;
+pub mod spec;
+pub mod store;
 pub mod verify;
+pub mod workspace;

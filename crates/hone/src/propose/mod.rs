@@ -1,3 +1,102 @@
-//! Proposers: what makes a candidate change (built-in knobs optimizer, agent commands).
+//! Proposers: what makes a candidate. The engine hands a proposer a worktree checked out at
+//! the current best; the proposer edits files there and says what it did. The engine, not the
+//! proposer, then diffs, gates, verifies and decides.
+//!
+//! Built in: [`optimizer::KnobsProposer`] (an optimizer over literal constants, offline) and
+//! [`command::CommandProposer`] (any shell command, e.g. a coding agent, given a prompt file).
 
+pub mod command;
 pub mod knobs;
+pub mod optimizer;
+pub mod prompt;
+
+use std::path::Path;
+
+use crate::spec::Spec;
+use crate::store::ExperimentRecord;
+use crate::workspace::Git;
+
+/// Everything a proposer may look at for one experiment.
+pub struct ProposeContext<'a> {
+    /// The experiment number being proposed.
+    pub n: u64,
+    /// The candidate's worktree, checked out at `parent_commit` (the current best).
+    pub worktree: &'a Path,
+    pub parent_commit: &'a str,
+    /// Finished experiments of this run, in order (the baseline first).
+    pub history: &'a [ExperimentRecord],
+    /// The current best experiment (baseline or last keep), if measured.
+    pub best: Option<&'a ExperimentRecord>,
+    pub spec: &'a Spec,
+    pub git: &'a Git,
+    /// The user's checkout (program and skills are read from here, so they can be edited
+    /// while a run goes on).
+    pub repo_root: &'a Path,
+    /// `.hone/runs/<tag>`: where prompts and agent logs go (never inside the worktree).
+    pub run_dir: &'a Path,
+    pub seed: u64,
+    /// True once the user asked to stop immediately (second Ctrl-C).
+    pub cancel: &'a dyn Fn() -> bool,
+}
+
+/// What a proposer did.
+#[derive(Clone, Debug, Default)]
+pub struct Proposal {
+    /// One line saying what changed (`LEARNING_RATE 0.04 -> 0.02`) or the agent's hypothesis.
+    pub description: String,
+    /// The full knob configuration of the candidate, when the proposer knows it.
+    pub config: Option<serde_json::Value>,
+    /// Money spent making this proposal.
+    pub cost_usd: f64,
+}
+
+/// Why a proposal did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum ProposeError {
+    /// This experiment is `invalid` (the reason is recorded); the loop goes on.
+    #[error("{0}")]
+    Invalid(String),
+    /// The search space has nothing new left to try: the run stops.
+    #[error("{0}")]
+    Exhausted(String),
+    /// The proposer cannot work at all (misconfiguration): the run stops with this error.
+    #[error("{0}")]
+    Fatal(String),
+    /// The user asked to stop now.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// Makes candidates. Implementations must only write inside `ctx.worktree`.
+pub trait Proposer {
+    /// Short name for logs (`knobs`, `command`).
+    fn name(&self) -> &str;
+
+    /// Edits the worktree to make one candidate.
+    fn propose(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError>;
+
+    /// The configuration of the unmodified project (recorded with the baseline), if any.
+    fn describe_baseline(&mut self, _ctx: &ProposeContext<'_>) -> Option<serde_json::Value> {
+        None
+    }
+}
+
+/// Builds the proposer a spec asks for.
+pub fn from_spec(spec: &Spec) -> Box<dyn Proposer> {
+    match spec.agent.kind {
+        crate::spec::AgentKind::Knobs => Box::new(optimizer::KnobsProposer::default()),
+        crate::spec::AgentKind::Command => Box::new(command::CommandProposer::default()),
+    }
+}
+
+/// Files of the parent commit that a candidate may edit, in sorted order.
+pub fn editable_files(ctx: &ProposeContext<'_>) -> Result<Vec<String>, ProposeError> {
+    let files = ctx
+        .git
+        .files_at(ctx.parent_commit)
+        .map_err(|e| ProposeError::Fatal(e.to_string()))?;
+    Ok(files
+        .into_iter()
+        .filter(|f| crate::workspace::matches_any(&ctx.spec.loop_.editable, f))
+        .collect())
+}

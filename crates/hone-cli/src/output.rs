@@ -1,0 +1,360 @@
+//! Terminal output: the live line per experiment, summaries, tables, and the Ctrl-C handler.
+
+use std::io::{IsTerminal, Write};
+
+use hone::engine::{Event, Interrupt};
+use hone::propose::knobs::{Domain, Knob};
+use hone::report::{fmt_metric, summarize, tsv_row, Summary};
+use hone::spec::format_duration;
+use hone::store::{ExperimentRecord, RunRecord, Status};
+use hone::workspace::Git;
+
+static INTERRUPT: Interrupt = Interrupt::new();
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    let n = INTERRUPT.request();
+    let msg: &[u8] = if n == 1 {
+        b"\nhone: stopping after the current experiment (Ctrl-C again to kill it now)\n"
+    } else {
+        b"\nhone: killing the current experiment\n"
+    };
+    // SAFETY: write(2) is async-signal-safe; the buffer is valid for its length.
+    unsafe {
+        libc::write(2, msg.as_ptr().cast(), msg.len());
+    }
+}
+
+/// Routes SIGINT (and SIGTERM) to the engine's interrupt counter.
+pub fn install_interrupt_handler() -> &'static Interrupt {
+    // SAFETY: installing a handler that only touches an atomic and calls write(2).
+    unsafe {
+        let handler = on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::signal(libc::SIGINT, handler);
+        libc::signal(libc::SIGTERM, handler);
+    }
+    &INTERRUPT
+}
+
+/// Prints one line per finished experiment, and a transient status line on a terminal.
+pub struct Printer {
+    metric: String,
+    tty: bool,
+    transient: bool,
+}
+
+fn status_word(s: Status) -> String {
+    format!("{:<9}", s.as_str())
+}
+
+impl Printer {
+    pub fn new(metric: String) -> Printer {
+        Printer {
+            metric,
+            tty: std::io::stderr().is_terminal(),
+            transient: false,
+        }
+    }
+
+    pub fn clear_line(&mut self) {
+        if self.transient {
+            eprint!("\r\x1b[2K");
+            let _ = std::io::stderr().flush();
+            self.transient = false;
+        }
+    }
+
+    fn transient(&mut self, text: &str) {
+        if self.tty {
+            let width = 100;
+            let t: String = text.chars().take(width).collect();
+            eprint!("\r\x1b[2K{t}");
+            let _ = std::io::stderr().flush();
+            self.transient = true;
+        }
+    }
+
+    pub fn event(&mut self, ev: &Event) {
+        match ev {
+            Event::RunStarted {
+                tag,
+                branch,
+                base_commit,
+                resumed,
+                finished_experiments,
+                metric,
+                direction,
+            } => {
+                let short = &base_commit[..base_commit.len().min(10)];
+                if *resumed {
+                    println!("hone: resuming run {tag} on {branch} ({finished_experiments} experiments done), {metric} ({})", direction.as_str());
+                } else {
+                    println!(
+                        "hone: run {tag} on branch {branch} from {short}, {metric} ({})",
+                        direction.as_str()
+                    );
+                }
+            }
+            Event::Warning { message } => {
+                self.clear_line();
+                eprintln!("warning: {message}");
+            }
+            Event::ExperimentStarted { n } => self.transient(&format!("  #{n:<4} proposing..")),
+            Event::Proposed { n, description } => {
+                self.transient(&format!("  #{n:<4} proposed: {description}"))
+            }
+            Event::Verifying { n } => self.transient(&format!("  #{n:<4} verifying..")),
+            Event::ExperimentFinished {
+                record,
+                best,
+                baseline,
+            } => {
+                self.clear_line();
+                let change = match (best, baseline) {
+                    (Some(b), Some(a)) if *a != 0.0 => {
+                        format!(" ({:+.2}%)", (b - a) / a.abs() * 100.0)
+                    }
+                    _ => String::new(),
+                };
+                let detail = if record.status().is_failure() || record.status() == Status::Aborted {
+                    format!("{}  [{}]", record.description, record.reason)
+                } else {
+                    record.description.clone()
+                };
+                println!(
+                    "  #{:<4} {} {} {:>12}  best {}{change}  {:>6}  {}",
+                    record.n,
+                    status_word(record.status()),
+                    self.metric,
+                    fmt_metric(record.objective),
+                    fmt_metric(*best),
+                    format_duration(std::time::Duration::from_millis(record.total_ms)),
+                    detail.trim()
+                );
+            }
+            Event::RunStopped { .. } => self.clear_line(),
+        }
+    }
+}
+
+/// The end-of-run summary.
+pub fn summary(s: &Summary) {
+    println!();
+    println!(
+        "run {} ({}): {} experiments",
+        s.tag, s.branch, s.experiments
+    );
+    println!(
+        "  baseline {} = {}   best {} (#{}){}",
+        s.metric,
+        fmt_metric(s.baseline),
+        fmt_metric(s.best),
+        s.best_experiment
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "-".into()),
+        s.change_pct
+            .map(|p| format!("   change {p:+.2}%"))
+            .unwrap_or_default()
+    );
+    if let Some(d) = &s.best_description {
+        if s.best_experiment.unwrap_or(0) > 0 {
+            println!("  best change: {d}");
+        }
+    }
+    let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    println!("  {}", counts.join(", "));
+    println!(
+        "  loop time {}, verifier time {}",
+        format_duration(std::time::Duration::from_secs_f64(s.active_seconds)),
+        format_duration(std::time::Duration::from_secs_f64(s.verify_seconds))
+    );
+    if let Some(r) = &s.stop_reason {
+        println!("  stopped: {r}");
+    }
+}
+
+/// `hone status`.
+pub fn status(run: &RunRecord, exps: &[ExperimentRecord], spec: &serde_json::Value, json: bool) {
+    let s = summarize(run, exps);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+        return;
+    }
+    let state = match run.state.as_str() {
+        "running" => "running (or interrupted without a clean stop)",
+        "interrupted" => "interrupted (resume with `hone run`)",
+        other => other,
+    };
+    println!("run {} on {}: {state}", s.tag, s.branch);
+    println!(
+        "  {} ({}): baseline {}, best {} (#{}){}",
+        s.metric,
+        s.direction,
+        fmt_metric(s.baseline),
+        fmt_metric(s.best),
+        s.best_experiment
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "-".into()),
+        s.change_pct
+            .map(|p| format!(", {p:+.2}%"))
+            .unwrap_or_default()
+    );
+    let counts: Vec<String> = Status::ALL
+        .iter()
+        .filter_map(|st| s.counts.get(st.as_str()).map(|c| format!("{st} {c}")))
+        .collect();
+    println!("  experiments: {} ({})", s.experiments, counts.join(", "));
+    let stop = &spec["stop"];
+    if let Some(max) = stop["max_experiments"].as_u64() {
+        println!(
+            "  budget: experiments {}/{max} ({} left)",
+            s.experiments,
+            max.saturating_sub(s.experiments)
+        );
+    }
+    let used = format_duration(std::time::Duration::from_secs_f64(s.active_seconds));
+    match stop["max_time"].as_f64() {
+        Some(t) => println!(
+            "  budget: time {used} of {} ({} left)",
+            format_duration(std::time::Duration::from_secs_f64(t)),
+            format_duration(std::time::Duration::from_secs_f64(
+                (t - s.active_seconds).max(0.0)
+            ))
+        ),
+        None => println!("  time used: {used} (no max_time)"),
+    }
+    match stop["max_cost_usd"].as_f64() {
+        Some(c) => println!("  budget: cost ${:.2} of ${c:.2}", s.cost_usd),
+        None => println!("  cost: ${:.2}", s.cost_usd),
+    }
+    if let Some(r) = &s.stop_reason {
+        println!("  stopped: {r}");
+    }
+}
+
+/// `hone log`.
+pub fn log(run: &RunRecord, exps: &[ExperimentRecord], json: bool, tsv: bool) {
+    if json {
+        for e in exps {
+            println!("{}", serde_json::to_string(e).unwrap_or_default());
+        }
+    } else if tsv {
+        println!("commit\t{}\tstatus\tdescription", run.metric);
+        for e in exps {
+            println!("{}", tsv_row(e));
+        }
+    } else {
+        println!(
+            "{:>4}  {:<9}  {:>12}  {:>8}  {:<10}  description",
+            "#", "status", run.metric, "time", "commit"
+        );
+        for e in exps {
+            let commit = e
+                .candidate_commit
+                .as_deref()
+                .map(|c| &c[..c.len().min(10)])
+                .unwrap_or("-");
+            println!(
+                "{:>4}  {:<9}  {:>12}  {:>8}  {:<10}  {}",
+                e.n,
+                e.status().as_str(),
+                fmt_metric(e.objective),
+                format_duration(std::time::Duration::from_millis(e.total_ms)),
+                commit,
+                e.description
+            );
+        }
+    }
+}
+
+/// `hone show N`.
+pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
+    println!("experiment {} of run {}: {}", e.n, run.tag, e.status());
+    println!(
+        "  description: {}",
+        if e.description.is_empty() {
+            "-"
+        } else {
+            &e.description
+        }
+    );
+    if !e.reason.is_empty() {
+        println!("  why: {}", e.reason);
+    }
+    println!("  {}: {}", run.metric, fmt_metric(e.objective));
+    let others: Vec<String> = e
+        .metrics
+        .iter()
+        .filter(|(k, _)| **k != run.metric)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if !others.is_empty() {
+        println!("  other metrics: {}", others.join(" "));
+    }
+    if let Some(c) = &e.config {
+        println!("  configuration: {c}");
+    }
+    println!(
+        "  time: total {}, propose {}, verify {}",
+        format_duration(std::time::Duration::from_millis(e.total_ms)),
+        format_duration(std::time::Duration::from_millis(e.propose_ms)),
+        format_duration(std::time::Duration::from_millis(e.verify_ms))
+    );
+    println!(
+        "  parent {}  candidate {}",
+        e.parent_commit,
+        e.candidate_commit.as_deref().unwrap_or("-")
+    );
+    println!("  archive ref: refs/hone/{}/{}", run.tag, e.n);
+    if let Some(c) = &e.candidate_commit {
+        if *c != e.parent_commit {
+            match git.diff(&e.parent_commit, c) {
+                Ok(d) if !d.is_empty() => println!("\n{d}"),
+                Ok(_) => {}
+                Err(err) => println!("  (diff unavailable: {err})"),
+            }
+        }
+    }
+    if let Some(p) = &e.log_path {
+        match std::fs::read_to_string(p) {
+            Ok(text) => {
+                let lines: Vec<&str> = text.lines().collect();
+                let from = lines.len().saturating_sub(tail);
+                println!("--- log tail ({p}) ---");
+                for l in &lines[from..] {
+                    println!("{l}");
+                }
+            }
+            Err(_) => println!("  (log {p} is gone)"),
+        }
+    }
+}
+
+/// The knobs `hone init` found.
+pub fn knob_table(knobs: &[Knob]) {
+    if knobs.is_empty() {
+        println!("no knobs found: write top-level constants such as `LEARNING_RATE = 0.04  # hone: log 1e-4..1.0`");
+        return;
+    }
+    println!("\nknobs found ({}):", knobs.len());
+    for k in knobs {
+        let domain = match &k.domain {
+            Domain::Float { lo, hi, log } => {
+                format!("{}{lo}..{hi}", if *log { "log " } else { "" })
+            }
+            Domain::Int { lo, hi, log } => {
+                format!("int {}{lo}..{hi}", if *log { "log " } else { "" })
+            }
+            Domain::Choice(c) => format!("choice of {}", c.len()),
+            Domain::Bool => "bool".into(),
+            Domain::Fixed => "fixed".into(),
+        };
+        let how = if k.annotated { "" } else { " (inferred)" };
+        println!(
+            "  {:<24} {:<12} {domain}{how}   {}:{}",
+            k.name,
+            format!("{:?}", k.value),
+            k.file,
+            k.line
+        );
+    }
+}

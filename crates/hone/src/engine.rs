@@ -1,0 +1,1021 @@
+//! The loop. One experiment flows one way:
+//!
+//! ```text
+//! stop? -> record start -> reset worktree to best -> proposer -> snapshot (archive ref)
+//!       -> gate (scope, sealed files, pinned inputs) -> verifier -> decision
+//!       -> record outcome -> (keep: fast-forward hone/<tag>) -> events
+//! ```
+//!
+//! Crash safety comes from ordering: an experiment's row is written (status `running`) before
+//! anything runs, its candidate commit is recorded before its archive ref is written, and its
+//! outcome is recorded before the run branch moves. `resume` repairs whatever a crash left
+//! between two of those steps: a `running` row becomes `aborted` (its process group killed),
+//! missing archive refs are written, and a recorded keep whose branch move was lost is applied.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::exec::{self, ExecRequest, Exit};
+use crate::propose::{self, ProposeContext, ProposeError, Proposer};
+use crate::report::{best_experiment, summarize, Summary};
+use crate::spec::{format_duration, Direction, Spec};
+use crate::store::{now, ExperimentRecord, RunRecord, Status, Store, StoreError};
+use crate::verify::decide::decide;
+use crate::verify::metrics::{Constraint, MetricReader};
+use crate::workspace::{first_difference, hash_paths, matches_any, Git, GitError};
+
+/// Where hone keeps its state inside a repository (excluded from git).
+pub const STATE_DIR: &str = ".hone";
+
+/// A failure that stops `hone run` (as opposed to a failed experiment, which is recorded).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("another `hone run` is already running in this repository (lock {0}); wait for it or stop it first")]
+    Locked(PathBuf),
+    #[error("{0}")]
+    Io(String),
+    #[error("{0}")]
+    Setup(String),
+    /// The run stopped on a condition that needs the user: recorded, then reported as an error.
+    #[error("{reason}")]
+    Stopped {
+        reason: String,
+        summary: Box<Summary>,
+    },
+}
+
+/// Ctrl-C as the engine sees it: once = finish the current experiment and stop; twice = kill
+/// the running process group now and record the experiment `aborted`.
+#[derive(Debug, Default)]
+pub struct Interrupt(AtomicUsize);
+
+impl Interrupt {
+    pub const fn new() -> Interrupt {
+        Interrupt(AtomicUsize::new(0))
+    }
+    /// Records one more request; returns how many there have been.
+    pub fn request(&self) -> usize {
+        self.0.fetch_add(1, Ordering::SeqCst) + 1
+    }
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+    pub fn stop_requested(&self) -> bool {
+        self.count() >= 1
+    }
+    pub fn kill_requested(&self) -> bool {
+        self.count() >= 2
+    }
+}
+
+/// What the caller may override from the command line.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub tag: Option<String>,
+    pub max_experiments: Option<u64>,
+    pub max_time: Option<Duration>,
+    pub seed: Option<u64>,
+    /// Start a new run even if an unfinished one could be resumed.
+    pub new_run: bool,
+}
+
+/// What the engine reports while it works. The terminal output, logs and anything else
+/// subscribe to these; none of them reaches into the engine.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    RunStarted {
+        tag: String,
+        branch: String,
+        base_commit: String,
+        resumed: bool,
+        finished_experiments: u64,
+        metric: String,
+        direction: Direction,
+    },
+    Warning {
+        message: String,
+    },
+    ExperimentStarted {
+        n: u64,
+    },
+    Proposed {
+        n: u64,
+        description: String,
+    },
+    Verifying {
+        n: u64,
+    },
+    ExperimentFinished {
+        record: Box<ExperimentRecord>,
+        best: Option<f64>,
+        baseline: Option<f64>,
+    },
+    RunStopped {
+        reason: String,
+        resumable: bool,
+    },
+}
+
+impl Event {
+    fn kind(&self) -> &'static str {
+        match self {
+            Event::RunStarted { .. } => "run_started",
+            Event::Warning { .. } => "warning",
+            Event::ExperimentStarted { .. } => "experiment_started",
+            Event::Proposed { .. } => "proposed",
+            Event::Verifying { .. } => "verifying",
+            Event::ExperimentFinished { .. } => "experiment_finished",
+            Event::RunStopped { .. } => "run_stopped",
+        }
+    }
+}
+
+/// Paths of hone's state in a repository.
+#[derive(Clone, Debug)]
+pub struct StatePaths {
+    pub dir: PathBuf,
+}
+
+impl StatePaths {
+    pub fn new(repo_root: &Path) -> StatePaths {
+        StatePaths {
+            dir: repo_root.join(STATE_DIR),
+        }
+    }
+    pub fn db(&self) -> PathBuf {
+        self.dir.join("hone.db")
+    }
+    pub fn lock(&self) -> PathBuf {
+        self.dir.join("lock")
+    }
+    pub fn run_dir(&self, tag: &str) -> PathBuf {
+        self.dir.join("runs").join(tag)
+    }
+    pub fn worktree(&self, tag: &str) -> PathBuf {
+        self.dir.join("worktrees").join(tag)
+    }
+}
+
+/// The archive ref of experiment `n`.
+pub fn archive_ref(tag: &str, n: u64) -> String {
+    format!("refs/hone/{tag}/{n}")
+}
+
+/// The run branch of a tag.
+pub fn branch_ref(tag: &str) -> String {
+    format!("refs/heads/hone/{tag}")
+}
+
+/// Hashes taken at the start of a run.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Seals {
+    /// Protected (and tracked pinned) files, as checked out at the base commit.
+    protected: BTreeMap<String, String>,
+    /// Pinned inputs in the user's checkout (or absolute paths).
+    pinned: BTreeMap<String, String>,
+}
+
+/// An exclusive lock on a repository's state, released when dropped.
+struct StateLock {
+    _file: std::fs::File,
+}
+
+fn lock_state(path: &Path) -> Result<StateLock, EngineError> {
+    use std::os::unix::io::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| EngineError::Io(format!("cannot open {}: {e}", path.display())))?;
+    // SAFETY: flock on a valid, open file descriptor owned by `file`.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        return Err(EngineError::Locked(path.to_path_buf()));
+    }
+    Ok(StateLock { _file: file })
+}
+
+/// A valid run tag: it becomes part of a branch name and of paths.
+pub fn validate_tag(tag: &str) -> Result<(), EngineError> {
+    let ok = !tag.is_empty()
+        && tag.len() <= 64
+        && tag
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !tag.starts_with(['.', '-'])
+        && !tag.ends_with(".lock")
+        && !tag.contains("..");
+    if ok {
+        Ok(())
+    } else {
+        Err(EngineError::Setup(format!(
+            "`{tag}` is not a usable tag: use letters, digits, '-', '_' and '.' (it becomes branch hone/{tag})"
+        )))
+    }
+}
+
+/// Today's date as YYYYMMDD (UTC), the default tag.
+pub fn today_tag() -> String {
+    let days = (now() / 86400.0).floor() as i64;
+    // Civil-from-days (Howard Hinnant's algorithm), for the proleptic Gregorian calendar.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}{m:02}{d:02}")
+}
+
+/// Runs (or resumes) a loop in the repository at `repo_root` until a stop condition holds.
+pub fn run(
+    repo_root: &Path,
+    spec: &Spec,
+    opts: &RunOptions,
+    interrupt: &Interrupt,
+    on_event: &mut dyn FnMut(&Event),
+) -> Result<Summary, EngineError> {
+    let git = Git::discover(repo_root)?;
+    let paths = StatePaths::new(git.root());
+    std::fs::create_dir_all(&paths.dir)
+        .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", paths.dir.display())))?;
+    git.ensure_excluded(&format!("{STATE_DIR}/"))?;
+    let _lock = lock_state(&paths.lock())?;
+    let store = Store::open(&paths.db())?;
+    let mut engine = Engine::open(git, paths, store, spec.clone(), opts, interrupt, on_event)?;
+    engine.run_loop()
+}
+
+struct Engine<'a> {
+    git: Git,
+    paths: StatePaths,
+    store: Store,
+    spec: Spec,
+    run: RunRecord,
+    seals: Seals,
+    worktree: PathBuf,
+    proposer: Box<dyn Proposer>,
+    interrupt: &'a Interrupt,
+    on_event: &'a mut dyn FnMut(&Event),
+    session_start: Instant,
+    active_before: f64,
+}
+
+impl<'a> Engine<'a> {
+    fn open(
+        git: Git,
+        paths: StatePaths,
+        store: Store,
+        mut spec: Spec,
+        opts: &RunOptions,
+        interrupt: &'a Interrupt,
+        on_event: &'a mut dyn FnMut(&Event),
+    ) -> Result<Engine<'a>, EngineError> {
+        if let Some(n) = opts.max_experiments {
+            spec.stop.max_experiments = n.max(1);
+        }
+        if let Some(t) = opts.max_time {
+            spec.stop.max_time = Some(t);
+        }
+        let existing = match &opts.tag {
+            Some(tag) => {
+                validate_tag(tag)?;
+                store.run_by_tag(tag)?
+            }
+            None if opts.new_run => None,
+            None => store.latest_run()?.filter(|r| r.state != "stopped"),
+        };
+        let mut warnings = Vec::new();
+        let (run, resumed) = match existing {
+            Some(run) => {
+                if run.metric != spec.verify.metric {
+                    return Err(EngineError::Setup(format!(
+                        "run `{}` measures `{}` but hone.toml now says metric = \"{}\"; start a new run with `hone run --new`",
+                        run.tag, run.metric, spec.verify.metric
+                    )));
+                }
+                if let Some(seed) = opts.seed {
+                    if seed != run.seed {
+                        warnings.push(format!(
+                            "run `{}` was started with seed {}; --seed {seed} is ignored on resume",
+                            run.tag, run.seed
+                        ));
+                    }
+                }
+                (run, true)
+            }
+            None => {
+                let tag = match &opts.tag {
+                    Some(t) => t.clone(),
+                    None => unique_tag(&store, &git)?,
+                };
+                let branch = branch_ref(&tag);
+                if git.ref_target(&branch)?.is_some() {
+                    return Err(EngineError::Setup(format!(
+                        "branch hone/{tag} already exists but no run of that tag is recorded; choose another --tag or delete the branch"
+                    )));
+                }
+                let head = git.head()?;
+                let dirty = git.uncommitted()?;
+                if !dirty.is_empty() {
+                    warnings.push(format!(
+                        "uncommitted changes are not part of the run (it starts from HEAD {}): {}",
+                        &head[..head.len().min(10)],
+                        dirty.join(", ")
+                    ));
+                }
+                let wt = paths.worktree(&tag);
+                git.prepare_worktree(&wt, &head)?;
+                let sealed: Vec<String> = git
+                    .files_at(&head)?
+                    .into_iter()
+                    .filter(|f| {
+                        matches_any(&spec.loop_.protected, f) || matches_any(&spec.loop_.pinned, f)
+                    })
+                    .collect();
+                let seals = Seals {
+                    protected: hash_paths(&wt, &sealed)?,
+                    pinned: hash_paths(git.root(), &spec.loop_.pinned)?,
+                };
+                for (path, h) in &seals.pinned {
+                    if h == "missing" {
+                        warnings.push(format!(
+                            "pinned path `{path}` does not exist; its appearance will stop the run"
+                        ));
+                    }
+                }
+                git.update_ref(&branch, &head, None)?;
+                let seed = opts.seed.unwrap_or(spec.agent.seed);
+                let run = store.create_run(
+                    &tag,
+                    &format!("hone/{tag}"),
+                    &head,
+                    seed,
+                    spec.agent.kind.as_str(),
+                    &spec.verify.metric,
+                    spec.verify.direction.as_str(),
+                    &serde_json::to_string(&seals).unwrap_or_default(),
+                    &serde_json::to_string(&spec).unwrap_or_default(),
+                )?;
+                (run, false)
+            }
+        };
+        let seals: Seals = serde_json::from_str(&run.seals).unwrap_or_default();
+        let worktree = paths.worktree(&run.tag);
+        let proposer = propose::from_spec(&spec);
+        let active_before = run.active_seconds;
+        let mut engine = Engine {
+            git,
+            paths,
+            store,
+            spec,
+            run,
+            seals,
+            worktree,
+            proposer,
+            interrupt,
+            on_event,
+            session_start: Instant::now(),
+            active_before,
+        };
+        let finished = engine.store.experiments(engine.run.id)?.len() as u64;
+        engine.emit(Event::RunStarted {
+            tag: engine.run.tag.clone(),
+            branch: engine.run.branch.clone(),
+            base_commit: engine.run.base_commit.clone(),
+            resumed,
+            finished_experiments: finished,
+            metric: engine.spec.verify.metric.clone(),
+            direction: engine.spec.verify.direction,
+        });
+        for w in warnings {
+            engine.emit(Event::Warning { message: w });
+        }
+        if resumed {
+            engine.recover()?;
+        }
+        engine.store.set_run_state(engine.run.id, "running", None)?;
+        Ok(engine)
+    }
+
+    fn emit(&mut self, event: Event) {
+        let n = match &event {
+            Event::ExperimentStarted { n } | Event::Proposed { n, .. } | Event::Verifying { n } => {
+                Some(*n)
+            }
+            Event::ExperimentFinished { record, .. } => Some(record.n),
+            _ => None,
+        };
+        let data = serde_json::to_value(&event).unwrap_or(serde_json::Value::Null);
+        // The event log is a record, not a control path: a failed append must not stop the loop.
+        let _ = self.store.append_event(self.run.id, n, event.kind(), &data);
+        (self.on_event)(&event);
+    }
+
+    fn active_seconds(&self) -> f64 {
+        self.active_before + self.session_start.elapsed().as_secs_f64()
+    }
+
+    /// Repairs what a crash left behind (see the module docs).
+    fn recover(&mut self) -> Result<(), EngineError> {
+        let tag = self.run.tag.clone();
+        let mut exps = self.store.experiments(self.run.id)?;
+        for e in exps.iter_mut().filter(|e| e.status() == Status::Running) {
+            let mut killed = false;
+            if let Some(pid) = e.pid {
+                killed = exec::kill_stale_group(pid, e.pid_start);
+            }
+            e.status = Some(Status::Aborted);
+            e.reason = "interrupted: hone stopped during this experiment".into();
+            e.finished_at = Some(now());
+            self.store.put_experiment(self.run.id, e)?;
+            let msg = format!(
+                "experiment {} was interrupted; recorded as aborted{}",
+                e.n,
+                if killed {
+                    " (its leftover processes were killed)"
+                } else {
+                    ""
+                }
+            );
+            self.emit(Event::Warning { message: msg });
+        }
+        for e in &exps {
+            if let Some(c) = &e.candidate_commit {
+                let r = archive_ref(&tag, e.n);
+                if self.git.ref_target(&r)?.is_none() {
+                    self.git.update_ref(&r, c, None)?;
+                }
+            }
+        }
+        let branch = branch_ref(&tag);
+        let expected = best_experiment(&exps)
+            .and_then(|b| b.candidate_commit.clone())
+            .unwrap_or_else(|| self.run.base_commit.clone());
+        match self.git.ref_target(&branch)? {
+            Some(head) if head == expected => {}
+            Some(head) => {
+                // A keep recorded just before a crash may have missed its branch move.
+                let last_keep_parent = exps
+                    .iter()
+                    .rev()
+                    .find(|e| e.status() == Status::Keep)
+                    .map(|e| e.parent_commit.clone());
+                if last_keep_parent.as_deref() == Some(head.as_str()) {
+                    self.git.update_ref(&branch, &expected, Some(&head))?;
+                } else {
+                    return Err(GitError::RefMoved {
+                        name: branch,
+                        expected,
+                        found: head,
+                    }
+                    .into());
+                }
+            }
+            None => return Err(EngineError::Setup(format!(
+                "branch hone/{tag} was deleted; every experiment is still under refs/hone/{tag}/, \
+                     recreate the branch with `git branch hone/{tag} {expected}` to resume"
+            ))),
+        }
+        Ok(())
+    }
+
+    fn run_loop(&mut self) -> Result<Summary, EngineError> {
+        let wt = self.worktree.clone();
+        let branch = branch_ref(&self.run.tag);
+        let head = self
+            .git
+            .ref_target(&branch)?
+            .ok_or_else(|| EngineError::Setup(format!("branch {branch} is missing")))?;
+        self.git.prepare_worktree(&wt, &head)?;
+        let stop = loop {
+            let exps = self.store.experiments(self.run.id)?;
+            if let Some(stop) = self.stop_condition(&exps) {
+                break stop;
+            }
+            if let Err(changed) = self.check_pinned() {
+                let reason = format!(
+                    "pinned input `{changed}` changed since the run started; restore it, or start a new run with `hone run --new`"
+                );
+                break Stop::failed(reason);
+            }
+            let step = self.experiment(&exps)?;
+            self.store
+                .set_active_seconds(self.run.id, self.active_seconds())?;
+            if let Some(stop) = step {
+                break stop;
+            }
+        };
+        self.store
+            .set_active_seconds(self.run.id, self.active_seconds())?;
+        let state = if stop.resumable {
+            "interrupted"
+        } else {
+            "stopped"
+        };
+        self.store
+            .set_run_state(self.run.id, state, Some(&stop.reason))?;
+        self.emit(Event::RunStopped {
+            reason: stop.reason.clone(),
+            resumable: stop.resumable,
+        });
+        let run = self
+            .store
+            .run_by_tag(&self.run.tag)?
+            .ok_or_else(|| EngineError::Setup("the run vanished from the store".into()))?;
+        let summary = summarize(&run, &self.store.experiments(run.id)?);
+        if stop.error {
+            return Err(EngineError::Stopped {
+                reason: stop.reason,
+                summary: Box::new(summary),
+            });
+        }
+        Ok(summary)
+    }
+
+    /// Why the loop should stop before the next experiment, if it should.
+    fn stop_condition(&self, exps: &[ExperimentRecord]) -> Option<Stop> {
+        let s = &self.spec.stop;
+        if self.interrupt.stop_requested() {
+            return Some(Stop::resumable(
+                "interrupted by the user (run `hone run` to resume)",
+            ));
+        }
+        if exps.len() as u64 >= s.max_experiments {
+            return Some(Stop::done(format!(
+                "reached max_experiments ({})",
+                s.max_experiments
+            )));
+        }
+        if let Some(t) = s.max_time {
+            if self.active_seconds() >= t.as_secs_f64() {
+                return Some(Stop::done(format!(
+                    "reached max_time ({})",
+                    format_duration(t)
+                )));
+            }
+        }
+        let best = best_experiment(exps);
+        if let (Some(target), Some(b)) = (s.target, best.and_then(|b| b.objective)) {
+            let reached = match self.spec.verify.direction {
+                Direction::Minimize => b <= target,
+                Direction::Maximize => b >= target,
+            };
+            if reached {
+                return Some(Stop::done(format!(
+                    "reached target ({} = {b})",
+                    self.spec.verify.metric
+                )));
+            }
+        }
+        if let (Some(p), Some(b)) = (s.patience, best) {
+            let since = exps.iter().filter(|e| e.n > b.n).count() as u64;
+            if since >= p {
+                return Some(Stop::done(format!(
+                    "no improvement in {since} experiments (patience {p})"
+                )));
+            }
+        }
+        let failures = exps
+            .iter()
+            .rev()
+            .take_while(|e| e.status().is_failure())
+            .count() as u64;
+        if failures >= s.max_consecutive_failures {
+            return Some(Stop::failed(format!(
+                "{failures} failed experiments in a row (max_consecutive_failures); see `hone log` and `hone show {}`",
+                exps.last().map(|e| e.n).unwrap_or(0)
+            )));
+        }
+        if let Some(max) = s.max_cost_usd {
+            let spent: f64 = exps.iter().map(|e| e.cost_usd).sum();
+            if spent >= max {
+                return Some(Stop::done(format!(
+                    "reached max_cost_usd (${spent:.2} of ${max:.2})"
+                )));
+            }
+        }
+        None
+    }
+
+    /// The first pinned input that changed, if any.
+    fn check_pinned(&self) -> Result<(), String> {
+        if self.seals.pinned.is_empty() {
+            return Ok(());
+        }
+        match hash_paths(self.git.root(), &self.spec.loop_.pinned) {
+            Ok(now) => match first_difference(&self.seals.pinned, &now) {
+                Some(p) => Err(p),
+                None => Ok(()),
+            },
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Runs one experiment; `Some(stop)` when the run must stop after it.
+    fn experiment(&mut self, exps: &[ExperimentRecord]) -> Result<Option<Stop>, EngineError> {
+        let t_start = Instant::now();
+        let n = exps.last().map(|e| e.n + 1).unwrap_or(0);
+        let best = best_experiment(exps).cloned();
+        let baseline = best.is_none();
+        let parent = best
+            .as_ref()
+            .and_then(|b| b.candidate_commit.clone())
+            .unwrap_or_else(|| self.run.base_commit.clone());
+        let mut rec = ExperimentRecord {
+            n,
+            parent_commit: parent.clone(),
+            status: Some(Status::Running),
+            started_at: now(),
+            ..Default::default()
+        };
+        self.store.put_experiment(self.run.id, &rec)?;
+        self.emit(Event::ExperimentStarted { n });
+        let wt = self.worktree.clone();
+        self.git.reset_worktree(&wt, &parent)?;
+        let run_dir = self.paths.run_dir(&self.run.tag);
+        std::fs::create_dir_all(run_dir.join("logs"))
+            .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", run_dir.display())))?;
+
+        let finished: Vec<ExperimentRecord> = exps
+            .iter()
+            .filter(|e| e.status() != Status::Running)
+            .cloned()
+            .collect();
+        let interrupt = self.interrupt;
+        let cancel = move || interrupt.kill_requested();
+        let ctx = ProposeContext {
+            n,
+            worktree: &wt,
+            parent_commit: &parent,
+            history: &finished,
+            best: best.as_ref(),
+            spec: &self.spec,
+            git: &self.git,
+            repo_root: self.git.root(),
+            run_dir: &run_dir,
+            seed: self.run.seed,
+            cancel: &cancel,
+        };
+
+        // Propose.
+        let t_propose = Instant::now();
+        if baseline {
+            rec.description = "baseline".into();
+            rec.config = self.proposer.describe_baseline(&ctx);
+            rec.candidate_commit = Some(parent.clone());
+        } else {
+            let proposal = self.proposer.propose(&ctx);
+            rec.propose_ms = t_propose.elapsed().as_millis() as u64;
+            match proposal {
+                Ok(p) => {
+                    rec.description = p.description;
+                    rec.config = p.config;
+                    rec.cost_usd = p.cost_usd;
+                }
+                Err(ProposeError::Invalid(reason)) => {
+                    return self
+                        .finish(rec, Status::Invalid, reason, t_start)
+                        .map(|_| None)
+                }
+                Err(ProposeError::Cancelled) => {
+                    self.finish(
+                        rec,
+                        Status::Aborted,
+                        "interrupted by the user".into(),
+                        t_start,
+                    )?;
+                    return Ok(Some(Stop::resumable(
+                        "interrupted by the user (run `hone run` to resume)",
+                    )));
+                }
+                Err(ProposeError::Exhausted(reason)) => {
+                    self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
+                    return Ok(Some(Stop::done(reason)));
+                }
+                Err(ProposeError::Fatal(reason)) => {
+                    self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
+                    return Ok(Some(Stop::failed(reason)));
+                }
+            }
+            self.emit(Event::Proposed {
+                n,
+                description: rec.description.clone(),
+            });
+        }
+
+        // Snapshot and gate.
+        let t_gate = Instant::now();
+        if !baseline {
+            let message = format!(
+                "hone #{n}: {}\n\nHone-Run: {}\nHone-Experiment: {n}\n",
+                if rec.description.is_empty() {
+                    "candidate"
+                } else {
+                    &rec.description
+                },
+                self.run.tag
+            );
+            let ignored = self.git.ignored_files(&wt, &format!("{STATE_DIR}/"))?;
+            match self.git.snapshot(&wt, &parent, &message)? {
+                None if ignored.is_empty() => {
+                    rec.gate_ms = t_gate.elapsed().as_millis() as u64;
+                    return self
+                        .finish(
+                            rec,
+                            Status::Invalid,
+                            "no change: the proposer left the files as they were".into(),
+                            t_start,
+                        )
+                        .map(|_| None);
+                }
+                None => {}
+                Some(snap) => {
+                    rec.files_changed = snap.changes.len() as u64;
+                    rec.lines_added = snap.lines_added();
+                    rec.lines_deleted = snap.lines_deleted();
+                    rec.candidate_commit = Some(snap.commit.clone());
+                    self.store.put_experiment(self.run.id, &rec)?;
+                    self.git
+                        .update_ref(&archive_ref(&self.run.tag, n), &snap.commit, None)?;
+                    if let Some(v) = self.scope_violation(&snap.changes) {
+                        rec.gate_ms = t_gate.elapsed().as_millis() as u64;
+                        return self
+                            .finish(rec, Status::Violation, v, t_start)
+                            .map(|_| None);
+                    }
+                }
+            }
+            if let Some(path) = ignored.first() {
+                rec.gate_ms = t_gate.elapsed().as_millis() as u64;
+                let why = format!(
+                    "created `{path}`, which git ignores: files outside the diff are not allowed"
+                );
+                return self
+                    .finish(rec, Status::Violation, why, t_start)
+                    .map(|_| None);
+            }
+            if let Some(path) = self.sealed_changed(&wt) {
+                rec.gate_ms = t_gate.elapsed().as_millis() as u64;
+                let why = format!("protected file `{path}` differs from the run's start");
+                return self
+                    .finish(rec, Status::Violation, why, t_start)
+                    .map(|_| None);
+            }
+        } else {
+            self.git
+                .update_ref_if_missing(&archive_ref(&self.run.tag, n), &parent)?;
+        }
+        if let Err(changed) = self.check_pinned() {
+            rec.gate_ms = t_gate.elapsed().as_millis() as u64;
+            let reason = format!(
+                "pinned input `{changed}` changed since the run started; restore it, or start a new run with `hone run --new`"
+            );
+            self.finish(rec, Status::Aborted, reason.clone(), t_start)?;
+            return Ok(Some(Stop::failed(reason)));
+        }
+        rec.gate_ms = t_gate.elapsed().as_millis() as u64;
+
+        // Verify.
+        self.emit(Event::Verifying { n });
+        let t_verify = Instant::now();
+        let log_path = run_dir.join("logs").join(format!("{n}.log"));
+        rec.log_path = Some(log_path.to_string_lossy().into_owned());
+        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+            .filter(|(k, _)| !k.to_string_lossy().starts_with("HONE_"))
+            .collect();
+        for (k, v) in &self.spec.verify.env {
+            env.push((k.into(), v.into()));
+        }
+        env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
+        env.push(("HONE_RUN".into(), self.run.tag.clone().into()));
+        let req = ExecRequest {
+            command: self.spec.verify.command.clone(),
+            cwd: wt.clone(),
+            env,
+            timeout: Some(self.spec.verify.timeout),
+            kill_grace: self.spec.verify.kill_grace,
+            drain_timeout: Duration::from_secs(2),
+            log_path,
+            max_log_bytes: self.spec.verify.max_log_bytes,
+        };
+        let running = exec::spawn(&req)
+            .map_err(|e| EngineError::Setup(format!("cannot start the verifier: {e}")))?;
+        rec.pid = Some(running.pid());
+        rec.pid_start = running.start_time();
+        self.store.put_experiment(self.run.id, &rec)?;
+        let mut reader = MetricReader::new(
+            &self.spec.verify.metric,
+            self.spec.verify.metric_regex.as_deref(),
+        )
+        .map_err(|e| EngineError::Setup(e.to_string()))?;
+        let outcome = running
+            .wait(&mut |line: &str| reader.feed(line), &cancel)
+            .map_err(|e| EngineError::Setup(format!("verifier failed: {e}")))?;
+        rec.verify_ms = t_verify.elapsed().as_millis() as u64;
+        let metrics = reader.finish();
+        rec.metrics = metrics.values.clone();
+        let metric = &self.spec.verify.metric;
+        let objective = metrics.values.get(metric).copied();
+        let (status, reason) = match outcome.exit {
+            Exit::Cancelled => {
+                self.finish(
+                    rec,
+                    Status::Aborted,
+                    "interrupted by the user; its processes were killed".into(),
+                    t_start,
+                )?;
+                return Ok(Some(Stop::resumable(
+                    "interrupted by the user (run `hone run` to resume)",
+                )));
+            }
+            Exit::TimedOut => (
+                Status::Timeout,
+                format!(
+                    "ran past {}; its process group was killed",
+                    format_duration(self.spec.verify.timeout)
+                ),
+            ),
+            Exit::Signal(s) => (Status::Crash, format!("killed by signal {s}")),
+            Exit::Code(c) if c != 0 => (Status::Crash, format!("exited with status {c}")),
+            Exit::Code(_) => match objective {
+                None => (Status::Crash, format!("exited 0 but printed no `{metric}`")),
+                Some(v) if !v.is_finite() => (Status::Crash, format!("`{metric}` is {v}")),
+                Some(v) => {
+                    rec.objective = Some(v);
+                    let constraints: Vec<Constraint> = self
+                        .spec
+                        .verify
+                        .constraints
+                        .iter()
+                        .filter_map(|c| c.parse().ok())
+                        .collect();
+                    let broken = constraints.iter().find_map(|c| c.check(&metrics).err());
+                    match (&best, broken) {
+                        (None, None) => (Status::Baseline, "the unmodified project".into()),
+                        (None, Some(b)) => (
+                            Status::Baseline,
+                            format!("the unmodified project (constraint not met: {b})"),
+                        ),
+                        (Some(_), Some(b)) => (Status::Discard, format!("constraint not met: {b}")),
+                        (Some(b), None) => {
+                            let best_v = b.objective.unwrap_or(f64::NAN);
+                            let d = decide(
+                                v,
+                                best_v,
+                                self.spec.verify.direction,
+                                self.spec.verify.min_delta,
+                            );
+                            (
+                                if d.keep {
+                                    Status::Keep
+                                } else {
+                                    Status::Discard
+                                },
+                                d.reason,
+                            )
+                        }
+                    }
+                }
+            },
+        };
+        if baseline && status != Status::Baseline {
+            let reason = format!("baseline {status}: {reason}");
+            self.finish(rec, status, reason.clone(), t_start)?;
+            let log = self
+                .paths
+                .run_dir(&self.run.tag)
+                .join("logs")
+                .join(format!("{n}.log"));
+            return Ok(Some(Stop::failed(format!(
+                "the baseline failed ({reason}); the unmodified project must pass the verifier. See {}",
+                log.display()
+            ))));
+        }
+        let keep_commit = rec.candidate_commit.clone();
+        self.finish(rec, status, reason, t_start)?;
+        if status == Status::Keep {
+            if let Some(c) = keep_commit {
+                // The outcome is recorded; now the branch may move (compare-and-swap).
+                self.git
+                    .update_ref(&branch_ref(&self.run.tag), &c, Some(&parent))?;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Records an experiment's outcome and tells subscribers.
+    fn finish(
+        &mut self,
+        mut rec: ExperimentRecord,
+        status: Status,
+        reason: String,
+        t_start: Instant,
+    ) -> Result<(), EngineError> {
+        rec.status = Some(status);
+        rec.reason = reason;
+        rec.finished_at = Some(now());
+        rec.total_ms = t_start.elapsed().as_millis() as u64;
+        self.store.put_experiment(self.run.id, &rec)?;
+        let exps = self.store.experiments(self.run.id)?;
+        let best = best_experiment(&exps).and_then(|b| b.objective);
+        let baseline = exps
+            .iter()
+            .find(|e| e.status() == Status::Baseline)
+            .and_then(|e| e.objective);
+        self.emit(Event::ExperimentFinished {
+            record: Box::new(rec),
+            best,
+            baseline,
+        });
+        Ok(())
+    }
+
+    /// Why a set of changes breaks the scope rules, if it does.
+    fn scope_violation(&self, changes: &[crate::workspace::Change]) -> Option<String> {
+        let l = &self.spec.loop_;
+        for c in changes {
+            if matches_any(&l.protected, &c.path) {
+                return Some(format!("changed protected file `{}`", c.path));
+            }
+            if matches_any(&l.pinned, &c.path) {
+                return Some(format!("changed pinned input `{}`", c.path));
+            }
+            if !matches_any(&l.editable, &c.path) {
+                return Some(format!(
+                    "changed `{}`, which is not editable (editable: {})",
+                    c.path,
+                    l.editable.join(", ")
+                ));
+            }
+        }
+        None
+    }
+
+    /// The first protected file in the worktree whose content differs from the start.
+    fn sealed_changed(&self, wt: &Path) -> Option<String> {
+        if self.seals.protected.is_empty() {
+            return None;
+        }
+        let paths: Vec<String> = self.seals.protected.keys().cloned().collect();
+        match hash_paths(wt, &paths) {
+            Ok(now) => first_difference(&self.seals.protected, &now),
+            Err(e) => Some(e.to_string()),
+        }
+    }
+}
+
+/// Why the loop stopped.
+struct Stop {
+    reason: String,
+    /// `hone run` continues the same run as it is (interrupts, failed baselines).
+    resumable: bool,
+    /// Report as an error (exit status 1).
+    error: bool,
+}
+
+impl Stop {
+    fn done(reason: impl Into<String>) -> Stop {
+        Stop {
+            reason: reason.into(),
+            resumable: false,
+            error: false,
+        }
+    }
+    fn resumable(reason: impl Into<String>) -> Stop {
+        Stop {
+            reason: reason.into(),
+            resumable: true,
+            error: false,
+        }
+    }
+    fn failed(reason: impl Into<String>) -> Stop {
+        Stop {
+            reason: reason.into(),
+            resumable: true,
+            error: true,
+        }
+    }
+}
+
+fn unique_tag(store: &Store, git: &Git) -> Result<String, EngineError> {
+    let base = today_tag();
+    let mut tag = base.clone();
+    let mut i = 2;
+    while store.run_by_tag(&tag)?.is_some() || git.ref_target(&branch_ref(&tag))?.is_some() {
+        tag = format!("{base}-{i}");
+        i += 1;
+    }
+    Ok(tag)
+}

@@ -1,0 +1,113 @@
+//! The `knobs` proposer: finds the knobs in the editable files, asks the sampler for an untried
+//! configuration, and rewrites the literals in the worktree.
+
+use std::collections::BTreeMap;
+
+use super::knobs::{self, Config, Knob, Observation};
+use super::{editable_files, Proposal, ProposeContext, ProposeError, Proposer};
+use crate::spec::Direction;
+use crate::store::Status;
+
+/// The built-in optimizer over literal constants.
+#[derive(Default)]
+pub struct KnobsProposer;
+
+/// Every knob in the editable files of the worktree, with each file's text.
+pub fn find_knobs(
+    ctx: &ProposeContext<'_>,
+) -> Result<(Vec<Knob>, BTreeMap<String, String>), ProposeError> {
+    let mut all = Vec::new();
+    let mut texts = BTreeMap::new();
+    for f in editable_files(ctx)? {
+        let path = ctx.worktree.join(&f);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue; // binary or unreadable files hold no knobs
+        };
+        let found = knobs::discover(&f, &text).map_err(|e| ProposeError::Fatal(e.to_string()))?;
+        for k in found {
+            if all.iter().any(|o: &Knob| o.name == k.name) {
+                continue; // the first file that defines a name owns it
+            }
+            all.push(k);
+        }
+        texts.insert(f, text);
+    }
+    Ok((all, texts))
+}
+
+fn config_from_json(v: &serde_json::Value) -> Option<Config> {
+    serde_json::from_value(v.clone()).ok()
+}
+
+impl Proposer for KnobsProposer {
+    fn name(&self) -> &str {
+        "knobs"
+    }
+
+    fn describe_baseline(&mut self, ctx: &ProposeContext<'_>) -> Option<serde_json::Value> {
+        let (found, _) = find_knobs(ctx).ok()?;
+        serde_json::to_value(knobs::config_of(&found)).ok()
+    }
+
+    fn propose(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
+        let (found, texts) = find_knobs(ctx)?;
+        let tunable: Vec<&Knob> = found
+            .iter()
+            .filter(|k| !matches!(k.domain, knobs::Domain::Fixed))
+            .collect();
+        if tunable.is_empty() {
+            return Err(ProposeError::Fatal(format!(
+                "no tunable knobs in the editable files ({}): write top-level constants such as \
+                 `LEARNING_RATE = 0.04  # hone: log 1e-4..1.0`, or use [agent] kind = \"command\"",
+                ctx.spec.loop_.editable.join(", ")
+            )));
+        }
+        let incumbent = knobs::config_of(&found);
+        let history: Vec<Observation> = ctx
+            .history
+            .iter()
+            .filter_map(|e| {
+                let config = config_from_json(e.config.as_ref()?)?;
+                let measured = matches!(
+                    e.status(),
+                    Status::Baseline | Status::Keep | Status::Discard
+                );
+                Some(Observation {
+                    config,
+                    objective: if measured { e.objective } else { None },
+                })
+            })
+            .collect();
+        let minimize = ctx.spec.verify.direction == Direction::Minimize;
+        let Some(next) = knobs::suggest(&found, &history, &incumbent, minimize, ctx.seed, ctx.n)
+        else {
+            return Err(ProposeError::Exhausted(
+                "the knob search space has no untried configuration left".into(),
+            ));
+        };
+        for (file, text) in &texts {
+            let changes: Config = found
+                .iter()
+                .filter(|k| &k.file == file)
+                .filter_map(|k| next.get(&k.name).map(|v| (k.name.clone(), v.clone())))
+                .collect();
+            if changes.is_empty() {
+                continue;
+            }
+            let new_text = knobs::apply(file, text, &changes)
+                .map_err(|e| ProposeError::Invalid(e.to_string()))?;
+            if &new_text != text {
+                std::fs::write(ctx.worktree.join(file), new_text).map_err(|e| {
+                    ProposeError::Fatal(format!("cannot write {file} in the worktree: {e}"))
+                })?;
+            }
+        }
+        let mut full = incumbent.clone();
+        full.extend(next.clone());
+        Ok(Proposal {
+            description: knobs::describe(&incumbent, &full),
+            config: serde_json::to_value(&full).ok(),
+            cost_usd: 0.0,
+        })
+    }
+}

@@ -1,0 +1,96 @@
+//! Summaries of a run: best so far, counts by status, budgets, and the table rows that
+//! `hone status`, `hone log` and the end-of-run summary print.
+
+use std::collections::BTreeMap;
+
+use crate::store::{ExperimentRecord, RunRecord, Status};
+
+/// The current best: the last kept experiment, else the baseline.
+pub fn best_experiment(exps: &[ExperimentRecord]) -> Option<&ExperimentRecord> {
+    exps.iter()
+        .rev()
+        .find(|e| matches!(e.status(), Status::Keep | Status::Baseline))
+}
+
+/// A run at a glance.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Summary {
+    pub tag: String,
+    pub branch: String,
+    pub metric: String,
+    pub direction: String,
+    pub state: String,
+    pub stop_reason: Option<String>,
+    pub experiments: u64,
+    pub baseline: Option<f64>,
+    pub best: Option<f64>,
+    pub best_experiment: Option<u64>,
+    pub best_description: Option<String>,
+    /// Relative change of the best against the baseline, in percent (signed: an improvement
+    /// in a minimized metric is negative).
+    pub change_pct: Option<f64>,
+    pub counts: BTreeMap<String, u64>,
+    pub active_seconds: f64,
+    pub verify_seconds: f64,
+    pub cost_usd: f64,
+}
+
+/// Summarizes a run from its records.
+pub fn summarize(run: &RunRecord, exps: &[ExperimentRecord]) -> Summary {
+    let baseline = exps
+        .iter()
+        .find(|e| e.status() == Status::Baseline)
+        .and_then(|e| e.objective);
+    let best = best_experiment(exps);
+    let best_v = best.and_then(|b| b.objective);
+    let change_pct = match (baseline, best_v) {
+        (Some(a), Some(b)) if a != 0.0 => Some((b - a) / a.abs() * 100.0),
+        _ => None,
+    };
+    let mut counts = BTreeMap::new();
+    for e in exps {
+        *counts.entry(e.status().as_str().to_string()).or_insert(0) += 1;
+    }
+    Summary {
+        tag: run.tag.clone(),
+        branch: run.branch.clone(),
+        metric: run.metric.clone(),
+        direction: run.direction.clone(),
+        state: run.state.clone(),
+        stop_reason: run.stop_reason.clone(),
+        experiments: exps.len() as u64,
+        baseline,
+        best: best_v,
+        best_experiment: best.map(|b| b.n),
+        best_description: best.map(|b| b.description.clone()),
+        change_pct,
+        counts,
+        active_seconds: run.active_seconds,
+        verify_seconds: exps.iter().map(|e| e.verify_ms as f64 / 1000.0).sum(),
+        cost_usd: exps.iter().map(|e| e.cost_usd).sum(),
+    }
+}
+
+/// Formats a metric value compactly but exactly enough to compare.
+pub fn fmt_metric(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v == 0.0 || (v.abs() >= 1e-3 && v.abs() < 1e6) => format!("{v:.6}"),
+        Some(v) => format!("{v:.4e}"),
+    }
+}
+
+/// One row of autoresearch's results.tsv: commit, metric, status, description.
+pub fn tsv_row(e: &ExperimentRecord) -> String {
+    let commit = e
+        .candidate_commit
+        .as_deref()
+        .map(|c| &c[..c.len().min(7)])
+        .unwrap_or("-");
+    let metric = e
+        .objective
+        .map(|v| format!("{v:.6}"))
+        .unwrap_or_else(|| "0.000000".into());
+    let desc = e.description.replace(['\t', '\n'], " ");
+    format!("{commit}\t{metric}\t{}\t{desc}", e.status())
+}

@@ -1,0 +1,1018 @@
+//! The loop's contract: the `hone.toml` schema, its defaults, and validation whose errors name
+//! the file, the line and the key (and suggest the closest valid key).
+//!
+//! Parsing walks a span-preserving TOML document by hand instead of using serde derive, so that
+//! every error can point at the exact line of the offending key or value.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toml_edit::{Document, Item, Table, Value};
+
+/// Which way the objective should go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Minimize,
+    Maximize,
+}
+
+impl Direction {
+    /// True when `a` is better than `b` in this direction (ties are not better).
+    pub fn better(self, a: f64, b: f64) -> bool {
+        match self {
+            Direction::Minimize => a < b,
+            Direction::Maximize => a > b,
+        }
+    }
+
+    /// How much `candidate` improves on `best` (positive = better), whatever the direction.
+    pub fn improvement(self, candidate: f64, best: f64) -> f64 {
+        match self {
+            Direction::Minimize => best - candidate,
+            Direction::Maximize => candidate - best,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Minimize => "minimize",
+            Direction::Maximize => "maximize",
+        }
+    }
+}
+
+/// What makes the candidates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentKind {
+    /// The built-in optimizer over literal constants.
+    Knobs,
+    /// Any shell command run in the candidate's worktree with a prompt file.
+    Command,
+}
+
+impl AgentKind {
+    pub const NAMES: &'static [&'static str] = &["knobs", "command"];
+    /// Kinds that DESIGN.md names but this version does not run yet.
+    pub const PLANNED: &'static [&'static str] = &[
+        "claude",
+        "codex",
+        "aider",
+        "gemini",
+        "opencode",
+        "openai",
+        "anthropic",
+    ];
+
+    pub fn parse(s: &str) -> Option<AgentKind> {
+        match s {
+            "knobs" => Some(AgentKind::Knobs),
+            "command" => Some(AgentKind::Command),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentKind::Knobs => "knobs",
+            AgentKind::Command => "command",
+        }
+    }
+}
+
+/// `[loop]`: what the proposer may touch and what it must not.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LoopSpec {
+    pub program: Option<String>,
+    pub skills: Vec<String>,
+    pub editable: Vec<String>,
+    pub protected: Vec<String>,
+    pub pinned: Vec<String>,
+}
+
+/// `[verify]`: the user's command and how its output is judged.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct VerifySpec {
+    pub command: String,
+    #[serde(with = "duration_secs")]
+    pub timeout: Duration,
+    #[serde(with = "duration_secs")]
+    pub kill_grace: Duration,
+    pub metric: String,
+    pub direction: Direction,
+    pub min_delta: f64,
+    pub constraints: Vec<String>,
+    pub metric_regex: Option<String>,
+    pub max_log_bytes: u64,
+    pub env: Vec<(String, String)>,
+}
+
+/// `[agent]`: the proposer.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AgentSpec {
+    pub kind: AgentKind,
+    pub command: Option<String>,
+    #[serde(with = "duration_secs")]
+    pub timeout: Duration,
+    pub seed: u64,
+}
+
+/// `[stop]`: when the loop ends.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct StopSpec {
+    pub max_experiments: u64,
+    #[serde(with = "opt_duration_secs")]
+    pub max_time: Option<Duration>,
+    pub patience: Option<u64>,
+    pub target: Option<f64>,
+    pub max_consecutive_failures: u64,
+    pub max_cost_usd: Option<f64>,
+}
+
+/// A validated `hone.toml`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Spec {
+    #[serde(rename = "loop")]
+    pub loop_: LoopSpec,
+    pub verify: VerifySpec,
+    pub agent: AgentSpec,
+    pub stop: StopSpec,
+}
+
+/// Defaults, in one place, so the README reference and the code agree.
+pub mod defaults {
+    pub const VERIFY_TIMEOUT_SECS: u64 = 600;
+    pub const KILL_GRACE_SECS: u64 = 5;
+    pub const MAX_LOG_BYTES: u64 = 1_000_000;
+    pub const AGENT_TIMEOUT_SECS: u64 = 1800;
+    pub const MAX_EXPERIMENTS: u64 = 100;
+    pub const MAX_CONSECUTIVE_FAILURES: u64 = 10;
+    pub const PROGRAM: &str = "program.md";
+}
+
+/// A problem in a spec file, located at a line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpecError {
+    pub file: PathBuf,
+    /// 1-based line (0 when the file could not be read at all).
+    pub line: usize,
+    /// Dotted key such as `verify.timeout` (empty when the error is not about one key).
+    pub key: String,
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let file = self.file.display();
+        match (self.line, self.key.is_empty()) {
+            (0, _) => write!(f, "{file}: {}", self.message),
+            (l, true) => write!(f, "{file}:{l}: {}", self.message),
+            (l, false) => write!(f, "{file}:{l}: `{}`: {}", self.key, self.message),
+        }
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+const SECTIONS: &[&str] = &["loop", "verify", "agent", "stop"];
+const LOOP_KEYS: &[&str] = &["program", "skills", "editable", "protected", "pinned"];
+const VERIFY_KEYS: &[&str] = &[
+    "command",
+    "timeout",
+    "kill_grace",
+    "metric",
+    "direction",
+    "min_delta",
+    "constraints",
+    "metric_regex",
+    "max_log_bytes",
+    "env",
+];
+const AGENT_KEYS: &[&str] = &["kind", "command", "timeout", "seed"];
+const STOP_KEYS: &[&str] = &[
+    "max_experiments",
+    "max_time",
+    "patience",
+    "target",
+    "max_consecutive_failures",
+    "max_cost_usd",
+];
+
+impl Spec {
+    /// Reads and validates a spec file.
+    pub fn load(path: &Path) -> Result<Spec, SpecError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SpecError {
+            file: path.to_path_buf(),
+            line: 0,
+            key: String::new(),
+            message: if e.kind() == std::io::ErrorKind::NotFound {
+                "not found; run `hone init` to write one".to_string()
+            } else {
+                format!("cannot read: {e}")
+            },
+        })?;
+        Spec::parse(path, &text)
+    }
+
+    /// Validates spec text; `file` is only used in error messages.
+    pub fn parse(file: &Path, text: &str) -> Result<Spec, SpecError> {
+        let p = Parser {
+            file,
+            text,
+            line_starts: line_starts(text),
+        };
+        let doc = Document::parse(text).map_err(|e| {
+            let line = e.span().map(|s| p.line_of(s.start)).unwrap_or(1);
+            let msg = e.message().trim().to_string();
+            p.err_at_line(line, "", format!("invalid TOML: {msg}"))
+        })?;
+        p.check_keys(doc.as_table(), "", SECTIONS, true)?;
+        let lp = p.section(doc.as_table(), "loop")?;
+        let vf = p.section(doc.as_table(), "verify")?;
+        let ag = p.section(doc.as_table(), "agent")?;
+        let st = p.section(doc.as_table(), "stop")?;
+        if let Some(t) = lp {
+            p.check_keys(t, "loop", LOOP_KEYS, false)?;
+        }
+        if let Some(t) = vf {
+            p.check_keys(t, "verify", VERIFY_KEYS, false)?;
+        }
+        if let Some(t) = ag {
+            p.check_keys(t, "agent", AGENT_KEYS, false)?;
+        }
+        if let Some(t) = st {
+            p.check_keys(t, "stop", STOP_KEYS, false)?;
+        }
+
+        // [loop]
+        let loop_ = LoopSpec {
+            program: p.opt_str(lp, "loop", "program")?,
+            skills: p.str_list(lp, "loop", "skills")?,
+            editable: p.str_list(lp, "loop", "editable")?,
+            protected: p.str_list(lp, "loop", "protected")?,
+            pinned: p.str_list(lp, "loop", "pinned")?,
+        };
+        if loop_.editable.is_empty() {
+            let line = p.key_line(lp, "editable").or(p.table_line(lp)).unwrap_or(1);
+            return Err(p.err_at_line(
+                line,
+                "loop.editable",
+                "required: list the files a candidate may change, e.g. editable = [\"train.py\"]"
+                    .into(),
+            ));
+        }
+        for (key, list) in [("protected", &loop_.protected), ("pinned", &loop_.pinned)] {
+            for pat in list {
+                if loop_.editable.iter().any(|e| e == pat) {
+                    let line = p.key_line(lp, key).unwrap_or(1);
+                    return Err(p.err_at_line(
+                        line,
+                        &format!("loop.{key}"),
+                        format!("`{pat}` is also listed in `editable`: a file cannot be both"),
+                    ));
+                }
+            }
+        }
+        for (key, list) in [
+            ("editable", &loop_.editable),
+            ("protected", &loop_.protected),
+        ] {
+            for pat in list {
+                if pat.is_empty()
+                    || Path::new(pat).is_absolute()
+                    || pat.split('/').any(|c| c == "..")
+                {
+                    let line = p.key_line(lp, key).unwrap_or(1);
+                    return Err(p.err_at_line(
+                        line,
+                        &format!("loop.{key}"),
+                        format!("`{pat}` must be a relative path or glob inside the repository"),
+                    ));
+                }
+            }
+        }
+
+        // [verify]
+        let command = p.req_str(
+            vf,
+            "verify",
+            "command",
+            "the command that measures a candidate, e.g. command = \"python3 train.py\"",
+        )?;
+        let metric = p.req_str(
+            vf,
+            "verify",
+            "metric",
+            "the name of the objective the command prints, e.g. metric = \"val_bpb\"",
+        )?;
+        let direction = match p.opt_str(vf, "verify", "direction")? {
+            None => Direction::Minimize,
+            Some(s) => match s.as_str() {
+                "minimize" | "min" => Direction::Minimize,
+                "maximize" | "max" => Direction::Maximize,
+                other => {
+                    return Err(p.err_value(
+                        vf,
+                        "verify",
+                        "direction",
+                        format!("`{other}` is not a direction: use \"minimize\" or \"maximize\""),
+                    ))
+                }
+            },
+        };
+        let timeout = p
+            .opt_duration(vf, "verify", "timeout")?
+            .unwrap_or(Duration::from_secs(defaults::VERIFY_TIMEOUT_SECS));
+        if timeout.is_zero() {
+            return Err(p.err_value(vf, "verify", "timeout", "must be more than zero".into()));
+        }
+        let kill_grace = p
+            .opt_duration(vf, "verify", "kill_grace")?
+            .unwrap_or(Duration::from_secs(defaults::KILL_GRACE_SECS));
+        let min_delta = p.opt_f64(vf, "verify", "min_delta")?.unwrap_or(0.0);
+        if !(min_delta >= 0.0) || !min_delta.is_finite() {
+            return Err(p.err_value(
+                vf,
+                "verify",
+                "min_delta",
+                "must be a finite number >= 0 (the smallest improvement worth keeping)".into(),
+            ));
+        }
+        let constraints = p.str_list(vf, "verify", "constraints")?;
+        for c in &constraints {
+            if let Err(e) = c.parse::<crate::verify::metrics::Constraint>() {
+                return Err(p.err_value(vf, "verify", "constraints", e.to_string()));
+            }
+        }
+        let metric_regex = p.opt_str(vf, "verify", "metric_regex")?;
+        if let Some(r) = &metric_regex {
+            if let Err(e) = crate::verify::metrics::MetricReader::new(&metric, Some(r)) {
+                return Err(p.err_value(vf, "verify", "metric_regex", e.to_string()));
+            }
+        }
+        let max_log_bytes = p
+            .opt_u64(vf, "verify", "max_log_bytes")?
+            .unwrap_or(defaults::MAX_LOG_BYTES);
+        if max_log_bytes < 1024 {
+            return Err(p.err_value(
+                vf,
+                "verify",
+                "max_log_bytes",
+                "must be at least 1024".into(),
+            ));
+        }
+        let env = p.str_table(vf, "verify", "env")?;
+        let verify = VerifySpec {
+            command,
+            timeout,
+            kill_grace,
+            metric,
+            direction,
+            min_delta,
+            constraints,
+            metric_regex,
+            max_log_bytes,
+            env,
+        };
+
+        // [agent]
+        let kind = match p.opt_str(ag, "agent", "kind")? {
+            None => AgentKind::Knobs,
+            Some(s) => match AgentKind::parse(&s) {
+                Some(k) => k,
+                None if AgentKind::PLANNED.contains(&s.as_str()) => {
+                    return Err(p.err_value(
+                        ag,
+                        "agent",
+                        "kind",
+                        format!("`{s}` is not available in this version yet; use \"knobs\", or \"command\" with your agent's command line"),
+                    ))
+                }
+                None => {
+                    let hint = closest(&s, AgentKind::NAMES)
+                        .map(|c| format!("; did you mean \"{c}\"?"))
+                        .unwrap_or_default();
+                    return Err(p.err_value(
+                        ag,
+                        "agent",
+                        "kind",
+                        format!("unknown agent kind `{s}` (expected one of: knobs, command){hint}"),
+                    ));
+                }
+            },
+        };
+        let agent_command = p.opt_str(ag, "agent", "command")?;
+        match (kind, &agent_command) {
+            (AgentKind::Command, None) => {
+                let line = p.key_line(ag, "kind").unwrap_or(1);
+                return Err(p.err_at_line(
+                    line,
+                    "agent.command",
+                    "kind = \"command\" needs `command`, e.g. command = \"my-agent {prompt_file}\""
+                        .into(),
+                ));
+            }
+            (AgentKind::Knobs, Some(_)) => {
+                return Err(p.err_value(
+                    ag,
+                    "agent",
+                    "command",
+                    "the knobs optimizer runs no command: remove `command`, or set kind = \"command\"".into(),
+                ));
+            }
+            _ => {}
+        }
+        let agent = AgentSpec {
+            kind,
+            command: agent_command,
+            timeout: p
+                .opt_duration(ag, "agent", "timeout")?
+                .unwrap_or(Duration::from_secs(defaults::AGENT_TIMEOUT_SECS)),
+            seed: p.opt_u64(ag, "agent", "seed")?.unwrap_or(0),
+        };
+
+        // [stop]
+        let max_experiments = p
+            .opt_u64(st, "stop", "max_experiments")?
+            .unwrap_or(defaults::MAX_EXPERIMENTS);
+        if max_experiments == 0 {
+            return Err(p.err_value(
+                st,
+                "stop",
+                "max_experiments",
+                "must be at least 1 (the baseline is experiment 0)".into(),
+            ));
+        }
+        let patience = p.opt_u64(st, "stop", "patience")?;
+        if patience == Some(0) {
+            return Err(p.err_value(st, "stop", "patience", "must be at least 1".into()));
+        }
+        let max_consecutive_failures = p
+            .opt_u64(st, "stop", "max_consecutive_failures")?
+            .unwrap_or(defaults::MAX_CONSECUTIVE_FAILURES);
+        if max_consecutive_failures == 0 {
+            return Err(p.err_value(
+                st,
+                "stop",
+                "max_consecutive_failures",
+                "must be at least 1".into(),
+            ));
+        }
+        let max_cost_usd = p.opt_f64(st, "stop", "max_cost_usd")?;
+        if matches!(max_cost_usd, Some(c) if !(c >= 0.0)) {
+            return Err(p.err_value(st, "stop", "max_cost_usd", "must be a number >= 0".into()));
+        }
+        let stop = StopSpec {
+            max_experiments,
+            max_time: p.opt_duration(st, "stop", "max_time")?,
+            patience,
+            target: p.opt_f64(st, "stop", "target")?,
+            max_consecutive_failures,
+            max_cost_usd,
+        };
+
+        Ok(Spec {
+            loop_,
+            verify,
+            agent,
+            stop,
+        })
+    }
+
+    /// The program file to read on every experiment, if any.
+    pub fn program_path(&self) -> &str {
+        self.loop_.program.as_deref().unwrap_or(defaults::PROGRAM)
+    }
+}
+
+struct Parser<'a> {
+    file: &'a Path,
+    text: &'a str,
+    line_starts: Vec<usize>,
+}
+
+fn line_starts(text: &str) -> Vec<usize> {
+    let mut v = vec![0];
+    v.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+    v
+}
+
+impl Parser<'_> {
+    fn line_of(&self, offset: usize) -> usize {
+        let offset = offset.min(self.text.len());
+        match self.line_starts.binary_search(&offset) {
+            Ok(i) => i + 1,
+            Err(i) => i,
+        }
+    }
+
+    fn err_at_line(&self, line: usize, key: &str, message: String) -> SpecError {
+        SpecError {
+            file: self.file.to_path_buf(),
+            line,
+            key: key.to_string(),
+            message,
+        }
+    }
+
+    fn table_line(&self, t: Option<&Table>) -> Option<usize> {
+        t.and_then(|t| t.span()).map(|s| self.line_of(s.start))
+    }
+
+    fn key_line(&self, t: Option<&Table>, key: &str) -> Option<usize> {
+        let (k, item) = t?.get_key_value(key)?;
+        k.span()
+            .or_else(|| item.span())
+            .map(|s| self.line_of(s.start))
+    }
+
+    fn item_line(&self, item: &Item) -> Option<usize> {
+        item.span().map(|s| self.line_of(s.start))
+    }
+
+    /// An error about the value of `section.key` (located at the value, else the key).
+    fn err_value(&self, t: Option<&Table>, section: &str, key: &str, message: String) -> SpecError {
+        let line = t
+            .and_then(|t| t.get(key))
+            .and_then(|i| self.item_line(i))
+            .or_else(|| self.key_line(t, key))
+            .or_else(|| self.table_line(t))
+            .unwrap_or(1);
+        self.err_at_line(line, &format!("{section}.{key}"), message)
+    }
+
+    fn check_keys(
+        &self,
+        t: &Table,
+        section: &str,
+        known: &[&str],
+        top: bool,
+    ) -> Result<(), SpecError> {
+        for (name, item) in t.iter() {
+            if known.contains(&name) {
+                continue;
+            }
+            let line = t
+                .get_key_value(name)
+                .and_then(|(k, _)| k.span())
+                .or_else(|| item.span())
+                .map(|s| self.line_of(s.start))
+                .unwrap_or(1);
+            let hint = closest(name, known)
+                .map(|c| format!("; did you mean `{c}`?"))
+                .unwrap_or_default();
+            let (key, what) = if top {
+                (name.to_string(), format!("unknown section `[{name}]` (valid: [loop], [verify], [agent], [stop]){hint}"))
+            } else {
+                (
+                    format!("{section}.{name}"),
+                    format!("unknown key in [{section}]{hint}"),
+                )
+            };
+            return Err(self.err_at_line(line, &key, what));
+        }
+        Ok(())
+    }
+
+    fn section<'t>(&self, doc: &'t Table, name: &str) -> Result<Option<&'t Table>, SpecError> {
+        match doc.get(name) {
+            None => Ok(None),
+            Some(Item::Table(t)) => Ok(Some(t)),
+            Some(other) => Err(self.err_at_line(
+                self.key_line(Some(doc), name)
+                    .or_else(|| self.item_line(other))
+                    .unwrap_or(1),
+                name,
+                format!(
+                    "must be a table written `[{name}]`, found {}",
+                    other.type_name()
+                ),
+            )),
+        }
+    }
+
+    fn value<'t>(&self, t: Option<&'t Table>, key: &str) -> Option<&'t Item> {
+        t.and_then(|t| t.get(key))
+    }
+
+    fn type_err(
+        &self,
+        t: Option<&Table>,
+        section: &str,
+        key: &str,
+        want: &str,
+        item: &Item,
+    ) -> SpecError {
+        self.err_value(
+            t,
+            section,
+            key,
+            format!("expected {want}, found {}", item.type_name()),
+        )
+    }
+
+    fn opt_str(
+        &self,
+        t: Option<&Table>,
+        section: &str,
+        key: &str,
+    ) -> Result<Option<String>, SpecError> {
+        match self.value(t, key) {
+            None => Ok(None),
+            Some(item) => match item.as_str() {
+                Some(s) => Ok(Some(s.to_string())),
+                None => Err(self.type_err(t, section, key, "a string", item)),
+            },
+        }
+    }
+
+    fn req_str(
+        &self,
+        t: Option<&Table>,
+        section: &str,
+        key: &str,
+        what: &str,
+    ) -> Result<String, SpecError> {
+        match self.opt_str(t, section, key)? {
+            Some(s) if !s.trim().is_empty() => Ok(s),
+            Some(_) => Err(self.err_value(t, section, key, "must not be empty".into())),
+            None => {
+                let line = self.table_line(t).unwrap_or(1);
+                let msg = if t.is_none() {
+                    format!("required, and the [{section}] section is missing: add it with {what}")
+                } else {
+                    format!("required: {what}")
+                };
+                Err(self.err_at_line(line, &format!("{section}.{key}"), msg))
+            }
+        }
+    }
+
+    fn str_list(
+        &self,
+        t: Option<&Table>,
+        section: &str,
+        key: &str,
+    ) -> Result<Vec<String>, SpecError> {
+        let Some(item) = self.value(t, key) else {
+            return Ok(Vec::new());
+        };
+        if let Some(s) = item.as_str() {
+            return Ok(vec![s.to_string()]);
+        }
+        let Some(arr) = item.as_array() else {
+            return Err(self.type_err(t, section, key, "a list of strings", item));
+        };
+        let mut out = Vec::new();
+        for v in arr.iter() {
+            match v.as_str() {
+                Some(s) => out.push(s.to_string()),
+                None => {
+                    let line = v
+                        .span()
+                        .map(|s| self.line_of(s.start))
+                        .or_else(|| self.key_line(t, key))
+                        .unwrap_or(1);
+                    return Err(self.err_at_line(
+                        line,
+                        &format!("{section}.{key}"),
+                        format!("expected a list of strings, found {} in it", v.type_name()),
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn str_table(
+        &self,
+        t: Option<&Table>,
+        section: &str,
+        key: &str,
+    ) -> Result<Vec<(String, String)>, SpecError> {
+        let Some(item) = self.value(t, key) else {
+            return Ok(Vec::new());
+        };
+        let pairs: Vec<(String, Option<String>)> = match item {
+            Item::Table(tb) => tb
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.as_str().map(str::to_string)))
+                .collect(),
+            Item::Value(Value::InlineTable(tb)) => tb
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.as_str().map(str::to_string)))
+                .collect(),
+            other => {
+                return Err(self.type_err(
+                    t,
+                    section,
+                    key,
+                    "a table of strings, e.g. env = { CUDA_VISIBLE_DEVICES = \"0\" }",
+                    other,
+                ))
+            }
+        };
+        let mut out = Vec::new();
+        for (k, v) in pairs {
+            match v {
+                Some(v) => out.push((k, v)),
+                None => {
+                    return Err(self.err_value(t, section, key, format!("`{k}` must be a string")))
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn opt_f64(
+        &self,
+        t: Option<&Table>,
+        section: &str,
+        key: &str,
+    ) -> Result<Option<f64>, SpecError> {
+        match self.value(t, key) {
+            None => Ok(None),
+            Some(item) => match (item.as_float(), item.as_integer()) {
+                (Some(f), _) => Ok(Some(f)),
+                (None, Some(i)) => Ok(Some(i as f64)),
+                _ => Err(self.type_err(t, section, key, "a number", item)),
+            },
+        }
+    }
+
+    fn opt_u64(
+        &self,
+        t: Option<&Table>,
+        section: &str,
+        key: &str,
+    ) -> Result<Option<u64>, SpecError> {
+        match self.value(t, key) {
+            None => Ok(None),
+            Some(item) => match item.as_integer() {
+                Some(i) if i >= 0 => Ok(Some(i as u64)),
+                Some(_) => Err(self.err_value(t, section, key, "must not be negative".into())),
+                None => Err(self.type_err(t, section, key, "a whole number", item)),
+            },
+        }
+    }
+
+    fn opt_duration(
+        &self,
+        t: Option<&Table>,
+        section: &str,
+        key: &str,
+    ) -> Result<Option<Duration>, SpecError> {
+        match self.value(t, key) {
+            None => Ok(None),
+            Some(item) => {
+                if let Some(i) = item.as_integer() {
+                    if i >= 0 {
+                        return Ok(Some(Duration::from_secs(i as u64)));
+                    }
+                }
+                match item.as_str().map(parse_duration) {
+                    Some(Ok(d)) => Ok(Some(d)),
+                    Some(Err(e)) => Err(self.err_value(t, section, key, e)),
+                    None => Err(self.type_err(
+                        t,
+                        section,
+                        key,
+                        "a duration such as \"90s\", \"6m\" or \"8h\"",
+                        item,
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// Parses `90s`, `6m`, `8h`, `1d`, `500ms`, `1h30m`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad =
+        || format!("`{s}` is not a duration: write it like \"90s\", \"6m\", \"8h\" or \"1h30m\"");
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(bad());
+    }
+    if let Ok(secs) = t.parse::<f64>() {
+        return if secs >= 0.0 && secs.is_finite() {
+            Ok(Duration::from_secs_f64(secs))
+        } else {
+            Err(bad())
+        };
+    }
+    let mut total = 0.0f64;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        if num_len == 0 {
+            return Err(bad());
+        }
+        let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = rest[..unit_len].trim();
+        rest = &rest[unit_len..];
+        let mult = match unit {
+            "ms" => 0.001,
+            "s" | "sec" | "secs" => 1.0,
+            "m" | "min" | "mins" => 60.0,
+            "h" | "hr" | "hrs" => 3600.0,
+            "d" => 86400.0,
+            _ => return Err(bad()),
+        };
+        total += n * mult;
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+/// Formats a duration compactly for people: `850ms`, `4.2s`, `6m05s`, `2h03m`.
+pub fn format_duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 1.0 {
+        format!("{}ms", d.as_millis())
+    } else if s < 60.0 {
+        format!("{s:.1}s")
+    } else if s < 3600.0 {
+        format!("{}m{:02}s", (s / 60.0) as u64, (s as u64) % 60)
+    } else {
+        format!("{}h{:02}m", (s / 3600.0) as u64, ((s as u64) % 3600) / 60)
+    }
+}
+
+/// The closest candidate by edit distance, if it is close enough to be a plausible typo.
+pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
+        .iter()
+        .map(|c| (edit_distance(word, c), *c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+mod duration_secs {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+mod opt_duration_secs {
+    pub fn serialize<S: serde::Serializer>(
+        d: &Option<std::time::Duration>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[loop]
+program   = "program.md"
+editable  = ["train.py"]
+protected = ["prepare.py"]
+pinned    = ["data/"]
+
+[verify]
+command   = "python3 train.py"
+timeout   = "6m"
+metric    = "val_bpb"
+direction = "minimize"
+min_delta = 0.0005
+
+[agent]
+kind = "knobs"
+
+[stop]
+max_experiments = 100
+max_time = "8h"
+patience = 30
+max_cost_usd = 20
+"#;
+
+    fn parse(text: &str) -> Result<Spec, SpecError> {
+        Spec::parse(Path::new("hone.toml"), text)
+    }
+
+    #[test]
+    fn parses_the_design_example() {
+        let s = parse(GOOD).unwrap();
+        assert_eq!(s.loop_.editable, vec!["train.py"]);
+        assert_eq!(s.verify.timeout, Duration::from_secs(360));
+        assert_eq!(s.verify.kill_grace, Duration::from_secs(5));
+        assert_eq!(s.verify.direction, Direction::Minimize);
+        assert_eq!(s.stop.max_time, Some(Duration::from_secs(8 * 3600)));
+        assert_eq!(s.stop.patience, Some(30));
+        assert_eq!(s.stop.max_consecutive_failures, 10);
+        assert_eq!(s.agent.kind, AgentKind::Knobs);
+    }
+
+    fn err(text: &str) -> SpecError {
+        parse(text).unwrap_err()
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_suggests() {
+        let t = GOOD.replace("timeout   = \"6m\"", "timout    = \"6m\"");
+        let e = err(&t);
+        assert_eq!(e.line, 10, "{e}");
+        assert_eq!(e.key, "verify.timout");
+        assert!(e.message.contains("did you mean `timeout`"), "{e}");
+    }
+
+    #[test]
+    fn unknown_section_suggests() {
+        let e = err(&format!("{GOOD}\n[stpo]\nx = 1\n"));
+        assert_eq!(e.line, 24, "{e}");
+        assert!(e.message.contains("did you mean `stop`"), "{e}");
+    }
+
+    #[test]
+    fn wrong_type_names_value_line() {
+        let e = err(&GOOD.replace("patience = 30", "patience = \"thirty\""));
+        assert_eq!((e.line, e.key.as_str()), (21, "stop.patience"), "{e}");
+        assert!(e.message.contains("expected a whole number"), "{e}");
+    }
+
+    #[test]
+    fn missing_required_key() {
+        let e = err(&GOOD.replace("metric    = \"val_bpb\"\n", ""));
+        assert_eq!((e.line, e.key.as_str()), (8, "verify.metric"), "{e}");
+        let e = err("[loop]\neditable = [\"a\"]\n");
+        assert_eq!(e.key, "verify.command");
+        assert!(e.message.contains("section is missing"), "{e}");
+    }
+
+    #[test]
+    fn contradictions() {
+        let e = err(&GOOD.replace("protected = [\"prepare.py\"]", "protected = [\"train.py\"]"));
+        assert_eq!((e.line, e.key.as_str()), (5, "loop.protected"), "{e}");
+        let e = err(&GOOD.replace("kind = \"knobs\"", "kind = \"command\""));
+        assert_eq!(e.key, "agent.command", "{e}");
+        let e = err(&GOOD.replace("min_delta = 0.0005", "min_delta = -1"));
+        assert_eq!((e.line, e.key.as_str()), (13, "verify.min_delta"), "{e}");
+    }
+
+    #[test]
+    fn bad_duration_and_direction() {
+        let e = err(&GOOD.replace("\"6m\"", "\"six minutes\""));
+        assert_eq!((e.line, e.key.as_str()), (10, "verify.timeout"), "{e}");
+        let e = err(&GOOD.replace("\"minimize\"", "\"down\""));
+        assert_eq!((e.line, e.key.as_str()), (12, "verify.direction"), "{e}");
+    }
+
+    #[test]
+    fn toml_syntax_error_has_line() {
+        let e = err(&GOOD.replace("patience = 30", "patience = = 30"));
+        assert_eq!(e.line, 21, "{e}");
+        assert!(e.message.starts_with("invalid TOML"), "{e}");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("6m"), Ok(Duration::from_secs(360)));
+        assert_eq!(parse_duration("8h"), Ok(Duration::from_secs(8 * 3600)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("12"), Ok(Duration::from_secs(12)));
+        assert!(parse_duration("6 parsecs").is_err());
+        assert!(parse_duration("m").is_err());
+    }
+
+    #[test]
+    fn closest_key() {
+        assert_eq!(closest("comand", VERIFY_KEYS), Some("command"));
+        assert_eq!(closest("zzzzzzzz", VERIFY_KEYS), None);
+    }
+}

@@ -1,0 +1,534 @@
+//! State: runs, experiments and an append-only event log in SQLite (`.hone/hone.db`).
+//!
+//! The database runs in WAL mode so readers (`hone status`, `hone log`) never block the loop.
+//! The schema is versioned with `PRAGMA user_version`; each migration runs once, in a
+//! transaction. The engine writes an experiment's start before its verifier starts and its
+//! outcome before any ref moves, so a crash at any point leaves enough to recover from.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+/// A store failure.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("state database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("state database {path} was written by a newer hone (schema {found}, this hone knows {known}); upgrade hone")]
+    TooNew {
+        path: String,
+        found: i64,
+        known: i64,
+    },
+    #[error("cannot create {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// The status of an experiment (DESIGN.md §2), plus `running` while it is in progress.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Running,
+    Baseline,
+    Keep,
+    Discard,
+    Crash,
+    Timeout,
+    Violation,
+    Rejected,
+    Invalid,
+    Aborted,
+}
+
+impl Status {
+    pub const ALL: &'static [Status] = &[
+        Status::Baseline,
+        Status::Keep,
+        Status::Discard,
+        Status::Crash,
+        Status::Timeout,
+        Status::Violation,
+        Status::Rejected,
+        Status::Invalid,
+        Status::Aborted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Baseline => "baseline",
+            Status::Keep => "keep",
+            Status::Discard => "discard",
+            Status::Crash => "crash",
+            Status::Timeout => "timeout",
+            Status::Violation => "violation",
+            Status::Rejected => "rejected",
+            Status::Invalid => "invalid",
+            Status::Aborted => "aborted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL
+            .iter()
+            .chain(std::iter::once(&Status::Running))
+            .copied()
+            .find(|st| st.as_str() == s)
+    }
+
+    /// Counts toward `max_consecutive_failures`.
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            Status::Crash | Status::Timeout | Status::Invalid | Status::Violation
+        )
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One run: one loop over one spec on branch `hone/<tag>`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunRecord {
+    pub id: i64,
+    pub tag: String,
+    pub branch: String,
+    pub base_commit: String,
+    pub created_at: f64,
+    pub seed: u64,
+    pub agent: String,
+    pub metric: String,
+    pub direction: String,
+    /// `running` (or interrupted: resumable), `stopped` (a stop condition held).
+    pub state: String,
+    pub stop_reason: Option<String>,
+    /// Loop time summed over every session of this run.
+    pub active_seconds: f64,
+    /// Hashes of protected and pinned files at the start, as JSON.
+    pub seals: String,
+    pub spec_json: String,
+}
+
+/// One experiment.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ExperimentRecord {
+    pub n: u64,
+    pub parent_commit: String,
+    pub candidate_commit: Option<String>,
+    pub status: Option<Status>,
+    pub objective: Option<f64>,
+    pub metrics: BTreeMap<String, f64>,
+    pub config: Option<serde_json::Value>,
+    pub description: String,
+    /// Why it got its status (crash reason, violating path, decision arithmetic...).
+    pub reason: String,
+    pub files_changed: u64,
+    pub lines_added: u64,
+    pub lines_deleted: u64,
+    pub propose_ms: u64,
+    pub gate_ms: u64,
+    pub verify_ms: u64,
+    pub total_ms: u64,
+    pub started_at: f64,
+    pub finished_at: Option<f64>,
+    pub log_path: Option<String>,
+    pub pid: Option<u32>,
+    pub pid_start: Option<u64>,
+    pub cost_usd: f64,
+}
+
+impl ExperimentRecord {
+    pub fn status(&self) -> Status {
+        self.status.unwrap_or(Status::Running)
+    }
+}
+
+/// Migrations, in order; `user_version` is the number applied.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE runs (
+    id             INTEGER PRIMARY KEY,
+    tag            TEXT NOT NULL UNIQUE,
+    branch         TEXT NOT NULL,
+    base_commit    TEXT NOT NULL,
+    created_at     REAL NOT NULL,
+    seed           INTEGER NOT NULL,
+    agent          TEXT NOT NULL,
+    metric         TEXT NOT NULL,
+    direction      TEXT NOT NULL,
+    state          TEXT NOT NULL,
+    stop_reason    TEXT,
+    active_seconds REAL NOT NULL DEFAULT 0,
+    seals          TEXT NOT NULL,
+    spec_json      TEXT NOT NULL
+);
+CREATE TABLE experiments (
+    run_id           INTEGER NOT NULL REFERENCES runs(id),
+    n                INTEGER NOT NULL,
+    parent_commit    TEXT NOT NULL,
+    candidate_commit TEXT,
+    status           TEXT NOT NULL,
+    objective        REAL,
+    metrics          TEXT NOT NULL DEFAULT '{}',
+    config           TEXT,
+    description      TEXT NOT NULL DEFAULT '',
+    reason           TEXT NOT NULL DEFAULT '',
+    files_changed    INTEGER NOT NULL DEFAULT 0,
+    lines_added      INTEGER NOT NULL DEFAULT 0,
+    lines_deleted    INTEGER NOT NULL DEFAULT 0,
+    propose_ms       INTEGER NOT NULL DEFAULT 0,
+    gate_ms          INTEGER NOT NULL DEFAULT 0,
+    verify_ms        INTEGER NOT NULL DEFAULT 0,
+    total_ms         INTEGER NOT NULL DEFAULT 0,
+    started_at       REAL NOT NULL,
+    finished_at      REAL,
+    log_path         TEXT,
+    pid              INTEGER,
+    pid_start        INTEGER,
+    cost_usd         REAL NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, n)
+);
+CREATE TABLE events (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id     INTEGER NOT NULL REFERENCES runs(id),
+    experiment INTEGER,
+    at         REAL NOT NULL,
+    kind       TEXT NOT NULL,
+    data       TEXT NOT NULL
+);
+CREATE INDEX events_by_run ON events(run_id, id);
+CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+    BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+"#];
+
+/// The embedded SQLite store.
+pub struct Store {
+    conn: Connection,
+}
+
+/// Seconds since the Unix epoch, as a float.
+pub fn now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+impl Store {
+    /// Opens (creating if needed) the database and brings its schema up to date.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let mut conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let known = MIGRATIONS.len() as i64;
+        if version > known {
+            return Err(StoreError::TooNew {
+                path: path.display().to_string(),
+                found: version,
+                known,
+            });
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = conn.transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            tx.commit()?;
+        }
+        Ok(Store { conn })
+    }
+
+    /// Opens an existing database read-mostly; `None` when there is none yet.
+    pub fn open_existing(path: &Path) -> Result<Option<Store>, StoreError> {
+        if !path.exists() {
+            return Ok(None);
+        }
+        Store::open(path).map(Some)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn create_run(
+        &self,
+        tag: &str,
+        branch: &str,
+        base_commit: &str,
+        seed: u64,
+        agent: &str,
+        metric: &str,
+        direction: &str,
+        seals: &str,
+        spec_json: &str,
+    ) -> Result<RunRecord, StoreError> {
+        self.conn.execute(
+            "INSERT INTO runs (tag, branch, base_commit, created_at, seed, agent, metric, direction, state, seals, spec_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10)",
+            params![tag, branch, base_commit, now(), seed as i64, agent, metric, direction, seals, spec_json],
+        )?;
+        let id = self.conn.last_insert_rowid();
+        self.run_by_id(id)
+    }
+
+    fn run_from_row(r: &Row<'_>) -> rusqlite::Result<RunRecord> {
+        Ok(RunRecord {
+            id: r.get("id")?,
+            tag: r.get("tag")?,
+            branch: r.get("branch")?,
+            base_commit: r.get("base_commit")?,
+            created_at: r.get("created_at")?,
+            seed: r.get::<_, i64>("seed")? as u64,
+            agent: r.get("agent")?,
+            metric: r.get("metric")?,
+            direction: r.get("direction")?,
+            state: r.get("state")?,
+            stop_reason: r.get("stop_reason")?,
+            active_seconds: r.get("active_seconds")?,
+            seals: r.get("seals")?,
+            spec_json: r.get("spec_json")?,
+        })
+    }
+
+    fn run_by_id(&self, id: i64) -> Result<RunRecord, StoreError> {
+        Ok(self
+            .conn
+            .query_row("SELECT * FROM runs WHERE id = ?1", [id], Self::run_from_row)?)
+    }
+
+    /// The run with this tag.
+    pub fn run_by_tag(&self, tag: &str) -> Result<Option<RunRecord>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT * FROM runs WHERE tag = ?1",
+                [tag],
+                Self::run_from_row,
+            )
+            .optional()?)
+    }
+
+    /// All runs, oldest first.
+    pub fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
+        let mut st = self.conn.prepare("SELECT * FROM runs ORDER BY id")?;
+        let rows = st.query_map([], Self::run_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The newest run, if any.
+    pub fn latest_run(&self) -> Result<Option<RunRecord>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT * FROM runs ORDER BY id DESC LIMIT 1",
+                [],
+                Self::run_from_row,
+            )
+            .optional()?)
+    }
+
+    pub fn set_active_seconds(&self, run_id: i64, secs: f64) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE runs SET active_seconds = ?2 WHERE id = ?1",
+            params![run_id, secs],
+        )?;
+        Ok(())
+    }
+
+    /// Records why a run's session ended. `state` is `stopped` when a stop condition held and
+    /// `interrupted` when it can be resumed as is.
+    pub fn set_run_state(
+        &self,
+        run_id: i64,
+        state: &str,
+        reason: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE runs SET state = ?2, stop_reason = ?3 WHERE id = ?1",
+            params![run_id, state, reason],
+        )?;
+        Ok(())
+    }
+
+    /// Writes an experiment row (insert or replace): the whole record is the truth.
+    pub fn put_experiment(&self, run_id: i64, e: &ExperimentRecord) -> Result<(), StoreError> {
+        let metrics = serde_json::to_string(&e.metrics).unwrap_or_else(|_| "{}".into());
+        let config = e.config.as_ref().map(|c| c.to_string());
+        self.conn.execute(
+            "INSERT OR REPLACE INTO experiments (run_id, n, parent_commit, candidate_commit, status, objective, metrics,
+                config, description, reason, files_changed, lines_added, lines_deleted, propose_ms, gate_ms, verify_ms,
+                total_ms, started_at, finished_at, log_path, pid, pid_start, cost_usd)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+            params![
+                run_id,
+                e.n as i64,
+                e.parent_commit,
+                e.candidate_commit,
+                e.status().as_str(),
+                e.objective,
+                metrics,
+                config,
+                e.description,
+                e.reason,
+                e.files_changed as i64,
+                e.lines_added as i64,
+                e.lines_deleted as i64,
+                e.propose_ms as i64,
+                e.gate_ms as i64,
+                e.verify_ms as i64,
+                e.total_ms as i64,
+                e.started_at,
+                e.finished_at,
+                e.log_path,
+                e.pid,
+                e.pid_start.map(|v| v as i64),
+                e.cost_usd,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn experiment_from_row(r: &Row<'_>) -> rusqlite::Result<ExperimentRecord> {
+        let metrics: String = r.get("metrics")?;
+        let config: Option<String> = r.get("config")?;
+        let status: String = r.get("status")?;
+        Ok(ExperimentRecord {
+            n: r.get::<_, i64>("n")? as u64,
+            parent_commit: r.get("parent_commit")?,
+            candidate_commit: r.get("candidate_commit")?,
+            status: Status::parse(&status),
+            objective: r.get("objective")?,
+            metrics: serde_json::from_str(&metrics).unwrap_or_default(),
+            config: config.and_then(|c| serde_json::from_str(&c).ok()),
+            description: r.get("description")?,
+            reason: r.get("reason")?,
+            files_changed: r.get::<_, i64>("files_changed")? as u64,
+            lines_added: r.get::<_, i64>("lines_added")? as u64,
+            lines_deleted: r.get::<_, i64>("lines_deleted")? as u64,
+            propose_ms: r.get::<_, i64>("propose_ms")? as u64,
+            gate_ms: r.get::<_, i64>("gate_ms")? as u64,
+            verify_ms: r.get::<_, i64>("verify_ms")? as u64,
+            total_ms: r.get::<_, i64>("total_ms")? as u64,
+            started_at: r.get("started_at")?,
+            finished_at: r.get("finished_at")?,
+            log_path: r.get("log_path")?,
+            pid: r.get("pid")?,
+            pid_start: r.get::<_, Option<i64>>("pid_start")?.map(|v| v as u64),
+            cost_usd: r.get("cost_usd")?,
+        })
+    }
+
+    /// Every experiment of a run, in order.
+    pub fn experiments(&self, run_id: i64) -> Result<Vec<ExperimentRecord>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare_cached("SELECT * FROM experiments WHERE run_id = ?1 ORDER BY n")?;
+        let rows = st.query_map([run_id], Self::experiment_from_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// One experiment.
+    pub fn experiment(&self, run_id: i64, n: u64) -> Result<Option<ExperimentRecord>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT * FROM experiments WHERE run_id = ?1 AND n = ?2",
+                params![run_id, n as i64],
+                Self::experiment_from_row,
+            )
+            .optional()?)
+    }
+
+    /// Appends to the event log (never updated or deleted: triggers refuse it).
+    pub fn append_event(
+        &self,
+        run_id: i64,
+        experiment: Option<u64>,
+        kind: &str,
+        data: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO events (run_id, experiment, at, kind, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![
+                run_id,
+                experiment.map(|n| n as i64),
+                now(),
+                kind,
+                data.to_string()
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Events of a run as (experiment, kind, data), in order.
+    pub fn events(&self, run_id: i64) -> Result<Vec<(Option<u64>, String, String)>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT experiment, kind, data FROM events WHERE run_id = ?1 ORDER BY id")?;
+        let rows = st.query_map([run_id], |r| {
+            Ok((
+                r.get::<_, Option<i64>>(0)?.map(|v| v as u64),
+                r.get(1)?,
+                r.get(2)?,
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_append_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hone.db");
+        let s = Store::open(&path).unwrap();
+        let run = s
+            .create_run(
+                "t", "hone/t", "abc", 7, "knobs", "m", "minimize", "{}", "{}",
+            )
+            .unwrap();
+        let mut e = ExperimentRecord {
+            n: 0,
+            parent_commit: "abc".into(),
+            status: Some(Status::Baseline),
+            objective: Some(1.5),
+            started_at: now(),
+            ..Default::default()
+        };
+        e.metrics.insert("m".into(), 1.5);
+        s.put_experiment(run.id, &e).unwrap();
+        e.status = Some(Status::Keep);
+        s.put_experiment(run.id, &e).unwrap();
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        let got = s.experiments(run.id).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].status, Some(Status::Keep));
+        assert_eq!(got[0].metrics.get("m"), Some(&1.5));
+        s.append_event(run.id, Some(0), "x", &serde_json::json!({"a": 1}))
+            .unwrap();
+        assert!(s.conn.execute("DELETE FROM events", []).is_err());
+        assert!(s.conn.execute("UPDATE events SET kind = 'y'", []).is_err());
+        assert_eq!(s.events(run.id).unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,562 @@
+//! Git: the run branch, candidate worktrees, archive refs, and the scope and integrity checks.
+//!
+//! Everything goes through the `git` CLI (as cargo, uv and codex-rs do), run with a fixed
+//! identity and without the caller's `GIT_DIR`-style variables, so hone behaves the same in any
+//! repository and never needs the user's git configuration to commit.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use sha2::{Digest, Sha256};
+
+/// A git invocation that failed, with what git said.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("cannot run git ({0}); install git and make sure it is on PATH")]
+    Spawn(std::io::Error),
+    #[error("`git {args}` failed: {stderr}")]
+    Failed { args: String, stderr: String },
+    #[error("{0} is not inside a git repository; run `git init` and commit your project first")]
+    NotARepo(PathBuf),
+    #[error("the repository has no commit yet; commit your project first (hone starts from HEAD)")]
+    NoCommit,
+    #[error("ref {name} moved under hone: expected {expected}, found {found}; another process changed it, so the run stops")]
+    RefMoved {
+        name: String,
+        expected: String,
+        found: String,
+    },
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// One file changed by a candidate, relative to its parent commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// `A`dded, `M`odified, `D`eleted, `T`ype changed.
+    pub status: char,
+    pub path: String,
+    pub added: u64,
+    pub deleted: u64,
+}
+
+/// A candidate committed from a worktree.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub commit: String,
+    pub changes: Vec<Change>,
+}
+
+impl Snapshot {
+    pub fn lines_added(&self) -> u64 {
+        self.changes.iter().map(|c| c.added).sum()
+    }
+    pub fn lines_deleted(&self) -> u64 {
+        self.changes.iter().map(|c| c.deleted).sum()
+    }
+}
+
+/// A repository, driven through the git CLI.
+#[derive(Clone, Debug)]
+pub struct Git {
+    root: PathBuf,
+}
+
+const ENV_REMOVE: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+];
+
+fn git_command(cwd: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(cwd)
+        .stdin(Stdio::null())
+        .env("GIT_AUTHOR_NAME", "hone")
+        .env("GIT_AUTHOR_EMAIL", "hone@localhost")
+        .env("GIT_COMMITTER_NAME", "hone")
+        .env("GIT_COMMITTER_EMAIL", "hone@localhost")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("LC_ALL", "C");
+    for v in ENV_REMOVE {
+        c.env_remove(v);
+    }
+    c
+}
+
+fn run_git(cwd: &Path, args: &[&str]) -> Result<String, GitError> {
+    let out = git_command(cwd)
+        .args(args)
+        .output()
+        .map_err(GitError::Spawn)?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(GitError::Failed {
+            args: args.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+impl Git {
+    /// Opens the repository that contains `dir` (its top level becomes the root).
+    pub fn discover(dir: &Path) -> Result<Git, GitError> {
+        match run_git(dir, &["rev-parse", "--show-toplevel"]) {
+            Ok(top) => Ok(Git {
+                root: PathBuf::from(top.trim()),
+            }),
+            Err(GitError::Failed { .. }) => Err(GitError::NotARepo(dir.to_path_buf())),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The checkout's top-level directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Runs git in the user's checkout.
+    pub fn run(&self, args: &[&str]) -> Result<String, GitError> {
+        run_git(&self.root, args)
+    }
+
+    /// Runs git in another directory of this repository (a worktree).
+    pub fn run_in(&self, dir: &Path, args: &[&str]) -> Result<String, GitError> {
+        run_git(dir, args)
+    }
+
+    /// The commit HEAD points at.
+    pub fn head(&self) -> Result<String, GitError> {
+        self.run(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
+            .map(|s| s.trim().to_string())
+            .map_err(|_| GitError::NoCommit)
+    }
+
+    /// Tracked files with uncommitted changes in the user's checkout (they are not part of a run).
+    pub fn uncommitted(&self) -> Result<Vec<String>, GitError> {
+        let out = self.run(&["status", "--porcelain", "--untracked-files=no"])?;
+        Ok(out
+            .lines()
+            .filter(|l| l.len() > 3)
+            .map(|l| l[3..].to_string())
+            .collect())
+    }
+
+    /// The shared `.git` directory (the same for every worktree).
+    pub fn common_dir(&self) -> Result<PathBuf, GitError> {
+        let out = self.run(&["rev-parse", "--git-common-dir"])?;
+        let p = PathBuf::from(out.trim());
+        Ok(if p.is_absolute() {
+            p
+        } else {
+            self.root.join(p)
+        })
+    }
+
+    /// Adds `pattern` to `.git/info/exclude` unless it is there already.
+    pub fn ensure_excluded(&self, pattern: &str) -> Result<(), GitError> {
+        let info = self.common_dir()?.join("info");
+        let path = info.join("exclude");
+        let io = |source| GitError::Io {
+            path: path.clone(),
+            source,
+        };
+        let current = match std::fs::read_to_string(&path) {
+            Ok(s) => s,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(io(e)),
+        };
+        if current.lines().any(|l| l.trim() == pattern) {
+            return Ok(());
+        }
+        std::fs::create_dir_all(&info).map_err(io)?;
+        let mut text = current;
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(pattern);
+        text.push('\n');
+        std::fs::write(&path, text).map_err(io)
+    }
+
+    /// The commit a ref points at, if it exists.
+    pub fn ref_target(&self, name: &str) -> Result<Option<String>, GitError> {
+        match self.run(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{name}^{{commit}}"),
+        ]) {
+            Ok(s) => Ok(Some(s.trim().to_string())),
+            Err(GitError::Failed { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Points `name` at `new` only if it currently points at `old` (`None`: must not exist).
+    /// A ref that moved under hone is an error, never silently overwritten.
+    pub fn update_ref(&self, name: &str, new: &str, old: Option<&str>) -> Result<(), GitError> {
+        let zero = "0000000000000000000000000000000000000000";
+        let old_arg = old.unwrap_or(zero);
+        match self.run(&["update-ref", "-m", "hone", name, new, old_arg]) {
+            Ok(_) => Ok(()),
+            Err(GitError::Failed { stderr, args }) => {
+                let found = self.ref_target(name)?.unwrap_or_else(|| "nothing".into());
+                if found != old.unwrap_or("nothing") {
+                    Err(GitError::RefMoved {
+                        name: name.to_string(),
+                        expected: old.unwrap_or("nothing").to_string(),
+                        found,
+                    })
+                } else {
+                    Err(GitError::Failed { args, stderr })
+                }
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates `name` at `commit` unless it already points there.
+    pub fn update_ref_if_missing(&self, name: &str, commit: &str) -> Result<(), GitError> {
+        match self.ref_target(name)? {
+            Some(c) if c == commit => Ok(()),
+            Some(c) => self.update_ref(name, commit, Some(&c)),
+            None => self.update_ref(name, commit, None),
+        }
+    }
+
+    /// All refs under a prefix, as (name, commit).
+    pub fn refs_under(&self, prefix: &str) -> Result<Vec<(String, String)>, GitError> {
+        let out = self.run(&["for-each-ref", "--format=%(refname) %(objectname)", prefix])?;
+        Ok(out
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect())
+    }
+
+    /// Creates (or repairs) a detached worktree at `path` checked out at `commit`.
+    pub fn prepare_worktree(&self, path: &Path, commit: &str) -> Result<(), GitError> {
+        let usable = path.join(".git").exists()
+            && self
+                .run_in(path, &["rev-parse", "--show-toplevel"])
+                .map(|t| Path::new(t.trim()) == path)
+                .unwrap_or(false);
+        if !usable {
+            if path.exists() {
+                std::fs::remove_dir_all(path).map_err(|source| GitError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+            }
+            self.run(&["worktree", "prune"])?;
+            let p = path.to_string_lossy();
+            self.run(&["worktree", "add", "--force", "--detach", &p, commit])?;
+        }
+        self.reset_worktree(path, commit)
+    }
+
+    /// Makes a worktree exactly `commit`: tracked files reset, everything else removed
+    /// (including ignored files, so nothing a previous candidate left behind survives).
+    pub fn reset_worktree(&self, path: &Path, commit: &str) -> Result<(), GitError> {
+        self.run_in(path, &["reset", "--quiet", "--hard", commit])?;
+        self.run_in(path, &["clean", "-ffdxq"])?;
+        Ok(())
+    }
+
+    /// Removes a worktree (best effort: a missing one is fine).
+    pub fn remove_worktree(&self, path: &Path) -> Result<(), GitError> {
+        if path.exists() {
+            let p = path.to_string_lossy();
+            let _ = self.run(&["worktree", "remove", "--force", &p]);
+            if path.exists() {
+                std::fs::remove_dir_all(path).map_err(|source| GitError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+            }
+        }
+        self.run(&["worktree", "prune"])?;
+        Ok(())
+    }
+
+    /// Files in the worktree that git ignores (they would escape the diff), except under `skip`.
+    pub fn ignored_files(&self, wt: &Path, skip: &str) -> Result<Vec<String>, GitError> {
+        let out = self.run_in(
+            wt,
+            &[
+                "ls-files",
+                "--others",
+                "--ignored",
+                "--exclude-standard",
+                "--directory",
+            ],
+        )?;
+        Ok(out
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with(skip))
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Commits everything in the worktree on top of `parent`. `None` when nothing changed.
+    pub fn snapshot(
+        &self,
+        wt: &Path,
+        parent: &str,
+        message: &str,
+    ) -> Result<Option<Snapshot>, GitError> {
+        self.run_in(wt, &["add", "-A"])?;
+        let tree = self.run_in(wt, &["write-tree"])?.trim().to_string();
+        let parent_tree = self
+            .run_in(wt, &["rev-parse", &format!("{parent}^{{tree}}")])?
+            .trim()
+            .to_string();
+        if tree == parent_tree {
+            return Ok(None);
+        }
+        let commit = self
+            .run_in(wt, &["commit-tree", &tree, "-p", parent, "-m", message])?
+            .trim()
+            .to_string();
+        let changes = self.changes(parent, &commit)?;
+        Ok(Some(Snapshot { commit, changes }))
+    }
+
+    /// What `commit` changed relative to `parent`: status and line counts per file.
+    pub fn changes(&self, parent: &str, commit: &str) -> Result<Vec<Change>, GitError> {
+        let status = self.run(&[
+            "diff-tree",
+            "-r",
+            "--no-renames",
+            "--name-status",
+            "-z",
+            parent,
+            commit,
+        ])?;
+        let numstat = self.run(&[
+            "diff-tree",
+            "-r",
+            "--no-renames",
+            "--numstat",
+            "-z",
+            parent,
+            commit,
+        ])?;
+        let mut counts: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        for rec in numstat.split('\0').filter(|s| !s.is_empty()) {
+            let mut parts = rec.splitn(3, '\t');
+            let (Some(a), Some(d), Some(p)) = (parts.next(), parts.next(), parts.next()) else {
+                continue;
+            };
+            counts.insert(
+                p.to_string(),
+                (a.parse().unwrap_or(0), d.parse().unwrap_or(0)),
+            );
+        }
+        let fields: Vec<&str> = status.split('\0').filter(|s| !s.is_empty()).collect();
+        let mut out = Vec::new();
+        for pair in fields.chunks(2) {
+            if let [st, path] = pair {
+                let (added, deleted) = counts.get(*path).copied().unwrap_or((0, 0));
+                out.push(Change {
+                    status: st.chars().next().unwrap_or('M'),
+                    path: path.to_string(),
+                    added,
+                    deleted,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The unified diff from `parent` to `commit`.
+    pub fn diff(&self, parent: &str, commit: &str) -> Result<String, GitError> {
+        self.run(&["diff", "--no-color", "--no-ext-diff", parent, commit])
+    }
+
+    /// Paths of all files in a commit.
+    pub fn files_at(&self, commit: &str) -> Result<Vec<String>, GitError> {
+        let out = self.run(&["ls-tree", "-r", "-z", "--name-only", commit])?;
+        Ok(out
+            .split('\0')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// The content of a file in a commit.
+    pub fn file_at(&self, commit: &str, path: &str) -> Result<Vec<u8>, GitError> {
+        let out = git_command(&self.root)
+            .args(["cat-file", "blob", &format!("{commit}:{path}")])
+            .output()
+            .map_err(GitError::Spawn)?;
+        if out.status.success() {
+            Ok(out.stdout)
+        } else {
+            Err(GitError::Failed {
+                args: format!("cat-file blob {commit}:{path}"),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            })
+        }
+    }
+}
+
+/// Does `path` (repository-relative, `/`-separated) match a glob from `editable`, `protected`
+/// or `pinned`? `*` and `?` stay within one path segment, `**` crosses segments, and a pattern
+/// naming a directory (`data/` or `data`) matches everything under it.
+pub fn glob_match(pattern: &str, path: &str) -> bool {
+    let pat = pattern.trim_start_matches("./");
+    let dir = pat.trim_end_matches('/');
+    if dir.is_empty() {
+        return false;
+    }
+    if path == dir || path.starts_with(&format!("{dir}/")) && !has_glob(dir) {
+        return true;
+    }
+    let p: Vec<&str> = dir.split('/').collect();
+    let s: Vec<&str> = path.split('/').collect();
+    match_segments(&p, &s)
+        || (pat.ends_with('/')
+            && has_glob(dir)
+            && (1..s.len()).any(|k| match_segments(&p, &s[..k])))
+}
+
+fn has_glob(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+fn match_segments(p: &[&str], s: &[&str]) -> bool {
+    match p.first() {
+        None => s.is_empty(),
+        Some(&"**") => (0..=s.len()).any(|k| match_segments(&p[1..], &s[k..])),
+        Some(seg) => {
+            !s.is_empty()
+                && match_one(seg.as_bytes(), s[0].as_bytes())
+                && match_segments(&p[1..], &s[1..])
+        }
+    }
+}
+
+fn match_one(p: &[u8], s: &[u8]) -> bool {
+    match p.first() {
+        None => s.is_empty(),
+        Some(b'*') => (0..=s.len()).any(|k| match_one(&p[1..], &s[k..])),
+        Some(b'?') => !s.is_empty() && match_one(&p[1..], &s[1..]),
+        Some(c) => s.first() == Some(c) && match_one(&p[1..], &s[1..]),
+    }
+}
+
+/// True if `path` matches any of `patterns`.
+pub fn matches_any(patterns: &[String], path: &str) -> bool {
+    patterns.iter().any(|p| glob_match(p, path))
+}
+
+/// Content hashes of files (directories are walked, in sorted order), keyed by path relative to
+/// `base`. A path that does not exist hashes to `missing`, so that its later appearance counts
+/// as a change too.
+pub fn hash_paths(base: &Path, paths: &[String]) -> Result<BTreeMap<String, String>, GitError> {
+    let mut out = BTreeMap::new();
+    for p in paths {
+        let full = if Path::new(p).is_absolute() {
+            PathBuf::from(p)
+        } else {
+            base.join(p.trim_end_matches('/'))
+        };
+        hash_into(&full, p.trim_end_matches('/'), &mut out)?;
+    }
+    Ok(out)
+}
+
+fn hash_into(full: &Path, key: &str, out: &mut BTreeMap<String, String>) -> Result<(), GitError> {
+    let io = |source| GitError::Io {
+        path: full.to_path_buf(),
+        source,
+    };
+    let meta = match std::fs::symlink_metadata(full) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            out.insert(key.to_string(), "missing".into());
+            return Ok(());
+        }
+        Err(e) => return Err(io(e)),
+    };
+    if meta.file_type().is_symlink() {
+        let target = std::fs::read_link(full).map_err(io)?;
+        out.insert(key.to_string(), format!("symlink:{}", target.display()));
+    } else if meta.is_dir() {
+        let mut names: Vec<_> = std::fs::read_dir(full)
+            .map_err(io)?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for n in names {
+            if n == "__pycache__" {
+                continue;
+            }
+            hash_into(&full.join(&n), &format!("{key}/{n}"), out)?;
+        }
+    } else {
+        let mut f = std::fs::File::open(full).map_err(io)?;
+        let mut h = Sha256::new();
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = f.read(&mut buf).map_err(io)?;
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+        }
+        out.insert(key.to_string(), hex(&h.finalize()));
+    }
+    Ok(())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The first difference between two hash maps, as a path, for error messages.
+pub fn first_difference(
+    a: &BTreeMap<String, String>,
+    b: &BTreeMap<String, String>,
+) -> Option<String> {
+    a.iter()
+        .find(|(k, v)| b.get(*k) != Some(v))
+        .map(|(k, _)| k.clone())
+        .or_else(|| b.keys().find(|k| !a.contains_key(*k)).cloned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("train.py", "train.py"));
+        assert!(!glob_match("train.py", "src/train.py"));
+        assert!(glob_match("*.py", "train.py"));
+        assert!(!glob_match("*.py", "src/train.py"));
+        assert!(glob_match("**/*.py", "src/a/train.py"));
+        assert!(glob_match("**/*.py", "train.py"));
+        assert!(glob_match("data/", "data/x/y.bin"));
+        assert!(glob_match("data", "data/x.bin"));
+        assert!(!glob_match("data/", "database.txt"));
+        assert!(glob_match("src/*/mod.rs", "src/a/mod.rs"));
+        assert!(glob_match("model_?.py", "model_a.py"));
+        assert!(!glob_match("model_?.py", "model_ab.py"));
+        assert!(glob_match("src/**", "src/a/b.rs"));
+    }
+}
