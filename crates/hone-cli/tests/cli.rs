@@ -1,0 +1,491 @@
+//! End-to-end tests: the real `hone` binary against real git repositories, real verifier
+//! processes and a scripted fake agent (`fake-agent`, built in this package).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const HONE: &str = env!("CARGO_BIN_EXE_hone");
+const FAKE_AGENT: &str = env!("CARGO_BIN_EXE_fake-agent");
+
+struct Repo {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    script: PathBuf,
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+impl Repo {
+    /// A repository with `value.txt` (editable, holds `score: N`), `prepare.py` (protected),
+    /// `data/input.txt` (pinned), the given hone.toml body appended to a standard header, and
+    /// an agent script.
+    fn new(toml_extra: &str, verify_command: &str, script: &str) -> Repo {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("project");
+        std::fs::create_dir_all(dir.join("data")).unwrap();
+        std::fs::write(dir.join("value.txt"), "score: 5\n").unwrap();
+        std::fs::write(dir.join("prepare.py"), "# the fixed evaluator\n").unwrap();
+        std::fs::write(dir.join("data/input.txt"), "pinned\n").unwrap();
+        let script_path = tmp.path().join("agent-script");
+        std::fs::write(&script_path, script).unwrap();
+        let toml = format!(
+            "[loop]\neditable = [\"value.txt\"]\nprotected = [\"prepare.py\"]\npinned = [\"data/\"]\n\n\
+             [verify]\ncommand = {verify_command:?}\nmetric = \"score\"\ntimeout = \"60s\"\nkill_grace = \"1s\"\n\n\
+             [agent]\nkind = \"command\"\ncommand = \"{FAKE_AGENT} {}\"\n{toml_extra}",
+            script_path.display()
+        );
+        std::fs::write(dir.join("hone.toml"), toml).unwrap();
+        git(&dir, &["init", "-q", "-b", "main"]);
+        git(&dir, &["add", "-A"]);
+        git(&dir, &["commit", "-q", "-m", "init"]);
+        Repo {
+            _tmp: tmp,
+            dir,
+            script: script_path,
+        }
+    }
+
+    fn hone(&self, args: &[&str]) -> Output {
+        Command::new(HONE).args(args).current_dir(&self.dir).output().unwrap()
+    }
+
+    fn spawn_hone(&self, args: &[&str]) -> std::process::Child {
+        Command::new(HONE)
+            .args(args)
+            .current_dir(&self.dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    fn log(&self) -> Vec<serde_json::Value> {
+        let out = self.hone(&["log", "--json"]);
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn statuses(&self) -> Vec<String> {
+        self.log().iter().map(|e| e["status"].as_str().unwrap().to_string()).collect()
+    }
+
+    fn rev(&self, r: &str) -> String {
+        git(&self.dir, &["rev-parse", r])
+    }
+
+    fn tmp(&self) -> &Path {
+        self._tmp.path()
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// Waits for a file to appear (the event a test needs), failing after a generous deadline.
+fn wait_for_file(p: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !p.exists() {
+        assert!(Instant::now() < deadline, "{} never appeared", p.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn group_alive(pgid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks for existence.
+    unsafe { libc::kill(-pgid, 0) == 0 }
+}
+
+fn wait_group_gone(pgid: i32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while group_alive(pgid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+const SCORE: &str = "cat value.txt";
+
+#[test]
+fn keep_and_discard_move_the_branch_only_on_keep() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "t1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    let log = r.log();
+    assert_eq!(log[1]["description"], "lower is better");
+    // The branch is at the last keep; every candidate has an archive ref.
+    assert_eq!(r.rev("hone/t1"), r.rev("refs/hone/t1/3"));
+    assert_eq!(r.rev("refs/hone/t1/0"), r.rev("main"));
+    let discard = r.rev("refs/hone/t1/2");
+    assert_eq!(git(&r.dir, &["show", &format!("{discard}:value.txt")]), "score: 7");
+    // A discard's parent is the best at its time (#1), and the branch never pointed at it.
+    assert_eq!(r.rev(&format!("{discard}^")), r.rev("refs/hone/t1/1"));
+    assert_eq!(r.rev("refs/hone/t1/3^"), r.rev("refs/hone/t1/1"));
+    // The user's checkout was never touched.
+    assert_eq!(std::fs::read_to_string(r.dir.join("value.txt")).unwrap(), "score: 5\n");
+    assert_eq!(git(&r.dir, &["status", "--porcelain"]), "");
+    // hone show prints the discarded diff, recoverable forever.
+    let show = text(&r.hone(&["show", "2"]));
+    assert!(show.contains("+score: 7"), "{show}");
+    // results.tsv layout.
+    let tsv = String::from_utf8_lossy(&r.hone(&["log", "--tsv"]).stdout).to_string();
+    assert!(tsv.starts_with("commit\tscore\tstatus\tdescription\n"), "{tsv}");
+    assert!(tsv.contains("\t4.000000\tkeep\tlower is better"), "{tsv}");
+}
+
+#[test]
+fn crash_no_metric_and_constraint_are_recorded() {
+    let verify = "cat value.txt; if grep -q crash value.txt; then exit 3; fi";
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        verify,
+        "write\tvalue.txt\tcrash\\nscore: 1\\n\n---\nwrite\tvalue.txt\tall good, no number\\n\n---\nwrite\tvalue.txt\tscore: 2\\nmem: 900\\n\n",
+    );
+    std::fs::write(
+        r.dir.join("hone.toml"),
+        std::fs::read_to_string(r.dir.join("hone.toml"))
+            .unwrap()
+            .replace("metric = \"score\"", "metric = \"score\"\nconstraints = [\"mem <= 500\"]"),
+    )
+    .unwrap();
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "crash", "crash", "discard"]);
+    assert!(log[1]["reason"].as_str().unwrap().contains("status 3"), "{:?}", log[1]);
+    assert!(log[2]["reason"].as_str().unwrap().contains("printed no `score`"), "{:?}", log[2]);
+    assert!(log[3]["reason"].as_str().unwrap().contains("mem <= 500"), "{:?}", log[3]);
+    assert_eq!(r.rev("hone/").len(), 0, "sanity");
+}
+
+#[test]
+fn timeout_kills_the_whole_group_even_with_a_grandchild_holding_stdout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pidfile = tmp.path().join("pgid");
+    let verify = format!(
+        "if grep -q hang value.txt; then echo $$ > {}; (sleep 300 &); sleep 300; fi; cat value.txt",
+        pidfile.display()
+    );
+    let r = Repo::new("[stop]\nmax_experiments = 2\n", &verify, "write\tvalue.txt\thang\\n\n");
+    std::fs::write(
+        r.dir.join("hone.toml"),
+        std::fs::read_to_string(r.dir.join("hone.toml"))
+            .unwrap()
+            .replace("timeout = \"60s\"", "timeout = \"1s\""),
+    )
+    .unwrap();
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "timeout"]);
+    let pgid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    assert!(!group_alive(pgid), "a process of the verifier's group outlived the timeout");
+}
+
+#[test]
+fn violation_is_never_verified_and_leaves_the_branch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let verify = format!("echo run >> {}; cat value.txt", runs.display());
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        &verify,
+        "write\tprepare.py\tprint('val_bpb: 0.0')\\n\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tnotes.txt\thello\\n\n---\nwrite\tdata/input.txt\tswapped\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "v"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "violation", "violation", "violation"]);
+    let log = r.log();
+    assert!(log[1]["reason"].as_str().unwrap().contains("prepare.py"));
+    assert!(log[2]["reason"].as_str().unwrap().contains("not editable"));
+    assert!(log[3]["reason"].as_str().unwrap().contains("data/input.txt"));
+    // Only the baseline ran the verifier.
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
+    assert_eq!(r.rev("hone/v"), r.rev("main"));
+    // The attempts are archived all the same.
+    assert!(git(&r.dir, &["show", "refs/hone/v/1:prepare.py"]).contains("val_bpb"));
+}
+
+#[test]
+fn pinned_input_changed_mid_run_stops_the_run() {
+    let r = Repo::new("[stop]\nmax_experiments = 6\n", SCORE, "");
+    // The "agent" escapes its worktree and rewrites the pinned data in the user's checkout.
+    let pinned = r.dir.join("data/input.txt");
+    std::fs::write(
+        &r.script,
+        format!("write\tvalue.txt\tscore: 4\\n\n---\nwrite\t{}\ttampered\\n\nwrite\tvalue.txt\tscore: 1\\n\n", pinned.display()),
+    )
+    .unwrap();
+    let out = r.hone(&["run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let msg = text(&out);
+    assert!(msg.contains("pinned input `data/input.txt` changed"), "{msg}");
+    let st = r.statuses();
+    assert_eq!(st, ["baseline", "keep", "aborted"]);
+}
+
+#[test]
+fn broken_specs_name_the_line_and_key() {
+    let r = Repo::new("", SCORE, "");
+    let base = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
+    let cases: Vec<(String, &str)> = vec![
+        (base.replace("metric = \"score\"", "metrc = \"score\""), "hone.toml:8: `verify.metrc`: unknown key in [verify]; did you mean `metric`?"),
+        (base.replace("timeout = \"60s\"", "timeout = \"sixty\""), "hone.toml:9: `verify.timeout`"),
+        (base.replace("editable = [\"value.txt\"]", "editable = [1]"), "hone.toml:2: `loop.editable`: expected a list of strings"),
+        (base.replace("metric = \"score\"\n", ""), "`verify.metric`: required"),
+        (base.replace("protected = [\"prepare.py\"]", "protected = [\"value.txt\"]"), "hone.toml:3: `loop.protected`"),
+        (format!("{base}\n[stp]\nmax_experiments = 3\n"), "unknown section `[stp]`"),
+    ];
+    for (toml, expected) in cases {
+        std::fs::write(r.dir.join("hone.toml"), &toml).unwrap();
+        let out = r.hone(&["run"]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        let msg = text(&out);
+        assert!(msg.contains(expected), "expected {expected:?} in:\n{msg}");
+    }
+}
+
+#[test]
+fn kill_9_during_verification_then_resume() {
+    let tmp = tempfile::tempdir().unwrap();
+    let started = tmp.path().join("started");
+    let pgid_file = tmp.path().join("pgid");
+    // Experiment 2's verifier hangs (once) until killed.
+    let verify = format!(
+        "if [ \"$HONE_EXPERIMENT\" = 2 ] && [ ! -f {s} ]; then echo $$ > {p}; touch {s}; sleep 300; fi; cat value.txt",
+        s = started.display(),
+        p = pgid_file.display()
+    );
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 5\n",
+        &verify,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
+    );
+    let mut child = r.spawn_hone(&["run", "--tag", "k"]);
+    wait_for_file(&started);
+    let pgid: i32 = std::fs::read_to_string(&pgid_file).unwrap().trim().parse().unwrap();
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(group_alive(pgid), "the orphaned verifier should still be running before resume");
+    let st = r.statuses();
+    assert_eq!(st, ["baseline", "keep", "running"]);
+
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("experiment 2 was interrupted"), "{}", text(&out));
+    assert!(wait_group_gone(pgid), "resume must kill the interrupted verifier's group");
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "aborted", "keep", "keep"]);
+    assert_eq!(log[1]["objective"], 4.0, "finished experiments intact");
+    assert_eq!(r.rev("hone/k"), r.rev("refs/hone/k/4"));
+    // The worktree was cleaned: the last candidate's parent chain is linear over keeps.
+    assert_eq!(r.rev("refs/hone/k/4^"), r.rev("refs/hone/k/3"));
+    assert_eq!(r.rev("refs/hone/k/3^"), r.rev("refs/hone/k/1"));
+}
+
+#[test]
+fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
+    let tmp = tempfile::tempdir().unwrap();
+    let started = tmp.path().join("started");
+    let release = tmp.path().join("release");
+    let verify = format!(
+        "if [ \"$HONE_EXPERIMENT\" = 1 ]; then touch {s}; while [ ! -f {r} ]; do sleep 0.05; done; fi; cat value.txt",
+        s = started.display(),
+        r = release.display()
+    );
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        &verify,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    let mut child = r.spawn_hone(&["run"]);
+    wait_for_file(&started);
+    // SAFETY: sending SIGINT to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    std::fs::write(&release, "").unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    assert_eq!(r.statuses(), ["baseline", "keep"], "the current experiment finishes");
+    let st = text(&r.hone(&["status"]));
+    assert!(st.contains("interrupted"), "{st}");
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "keep"]);
+}
+
+#[test]
+fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let started = tmp.path().join("started");
+    let pgid_file = tmp.path().join("pgid");
+    let verify = format!(
+        "if [ \"$HONE_EXPERIMENT\" = 1 ]; then echo $$ > {p}; touch {s}; sleep 300; fi; cat value.txt",
+        s = started.display(),
+        p = pgid_file.display()
+    );
+    let r = Repo::new("[stop]\nmax_experiments = 3\n", &verify, "write\tvalue.txt\tscore: 4\\n\n");
+    let mut child = r.spawn_hone(&["run"]);
+    wait_for_file(&started);
+    let pgid: i32 = std::fs::read_to_string(&pgid_file).unwrap().trim().parse().unwrap();
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    assert!(child.wait().unwrap().success());
+    assert!(!group_alive(pgid));
+    assert_eq!(r.statuses(), ["baseline", "aborted"]);
+}
+
+#[test]
+fn prompt_holds_program_history_and_rules() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tfirst idea\n---\nexpect-prompt\tfirst idea\nexpect-prompt\tYou may change only these files (globs): value.txt\nexpect-prompt\tRESEARCH NOTES\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    std::fs::write(r.dir.join("program.md"), "RESEARCH NOTES: lower the score\n").unwrap();
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "keep"], "the agent found all it expected in the prompt");
+}
+
+#[test]
+fn agent_failure_is_invalid_and_the_loop_goes_on() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        SCORE,
+        "say\tI give up\nexit\t7\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
+    );
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "invalid");
+    assert!(log[1]["reason"].as_str().unwrap().contains("status 7"));
+    assert_eq!(log[2]["status"], "keep");
+}
+
+#[test]
+fn consecutive_failures_stop_the_run() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 50\nmax_consecutive_failures = 3\n",
+        SCORE,
+        "say\tno idea\n",
+    );
+    let out = r.hone(&["run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("3 failed experiments in a row"), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "invalid", "invalid", "invalid"]);
+}
+
+/// A repository tuned by the knobs optimizer: `params.txt` holds two knobs, and the verifier
+/// (plain sh arithmetic) scores them.
+fn knob_repo() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    std::fs::write(dir.join("params.txt"), "WIDTH = 2  # hone: int 1..20\nDEPTH = 9  # hone: int 1..20\n").unwrap();
+    std::fs::write(
+        dir.join("score.sh"),
+        "w=$(sed -n 's/^WIDTH = \\([0-9]*\\).*/\\1/p' params.txt)\nd=$(sed -n 's/^DEPTH = \\([0-9]*\\).*/\\1/p' params.txt)\necho \"loss: $(( (w-13)*(w-13) + (d-4)*(d-4) ))\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("hone.toml"),
+        "[loop]\neditable = [\"params.txt\"]\nprotected = [\"score.sh\"]\n\n[verify]\ncommand = \"sh score.sh\"\nmetric = \"loss\"\n\n[stop]\nmax_experiments = 15\n",
+    )
+    .unwrap();
+    git(&dir, &["init", "-q", "-b", "main"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "init"]);
+    (tmp, dir)
+}
+
+#[test]
+fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
+    let descs = |dir: &Path| -> Vec<String> {
+        let out = Command::new(HONE).args(["run", "--seed", "7"]).current_dir(dir).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let log = Command::new(HONE).args(["log", "--json"]).current_dir(dir).output().unwrap();
+        String::from_utf8_lossy(&log.stdout)
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                format!("{} {} {}", v["status"], v["objective"], v["description"])
+            })
+            .collect()
+    };
+    let (_a, da) = knob_repo();
+    let (_b, db) = knob_repo();
+    let first = descs(&da);
+    let second = descs(&db);
+    assert_eq!(first, second, "the same seed gives the same candidates");
+    assert_eq!(first.len(), 15);
+    assert!(first[1].contains("->"), "descriptions say what changed: {first:?}");
+    let log = Command::new(HONE).args(["status", "--json"]).current_dir(&da).output().unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();
+    assert!(s["best"].as_f64().unwrap() < s["baseline"].as_f64().unwrap() * 0.5, "{s}");
+}
+
+#[test]
+fn init_writes_a_spec_lists_knobs_and_refuses_to_overwrite() {
+    let (_t, dir) = knob_repo();
+    std::fs::remove_file(dir.join("hone.toml")).unwrap();
+    let out = Command::new(HONE).args(["init", "--metric", "loss"]).current_dir(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("WIDTH") && t.contains("DEPTH"), "{t}");
+    let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
+    assert!(toml.contains("editable  = [\"params.txt\"]"), "{toml}");
+    assert!(dir.join("program.md").exists());
+    let again = Command::new(HONE).args(["init"]).current_dir(&dir).output().unwrap();
+    assert_eq!(again.status.code(), Some(1));
+    assert!(text(&again).contains("already exists"));
+    assert_eq!(std::fs::read_to_string(dir.join("hone.toml")).unwrap(), toml);
+}
+
+#[test]
+fn demo_runs_offline_on_the_bundled_example() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("demo");
+    let out = Command::new(HONE)
+        .args(["demo", "-n", "3", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(t.contains("baseline val_bpb"), "{t}");
+    let log = Command::new(HONE).args(["log", "--json"]).current_dir(&dir).output().unwrap();
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["status"], "baseline");
+    assert!(rows[0]["objective"].as_f64().unwrap() > 0.5);
+}
