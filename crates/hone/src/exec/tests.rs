@@ -372,3 +372,10 @@ fn a_grandchild_that_ignores_sigterm_is_killed_after_the_grace() {
     assert_process_dies(fx.pid_from("stubborn.pid"));
     assert_group_gone(pgid(fx.pid_from("leader.pid")));
 }
+
+#[test]
+fn a_running_verifier_can_be_waited_on_from_another_thread() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Running>();
+    assert_send::<ExecOutcome>();
+}
