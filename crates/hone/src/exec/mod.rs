@@ -43,6 +43,12 @@
 //!
 //! A [`Running`] dropped without [`Running::wait`] (or left by an error in it) kills its
 //! group with `SIGKILL` and reaps the leader, so no code path leaves a verifier behind.
+//!
+//! If hone itself dies (a crash, `SIGKILL`, power loss), the group lives on: it is not in
+//! hone's process group, so a terminal's Ctrl-C or hangup does not reach it, and no death
+//! signal is set up (`PR_SET_PDEATHSIG` would only reach the leader, and fires when the
+//! spawning *thread* exits). The caller records [`Running::pid`] and
+//! [`Running::start_time`] before waiting, and the next hone calls [`kill_stale_group`].
 
 mod group;
 mod lines;
