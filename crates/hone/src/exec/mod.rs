@@ -1,91 +1,520 @@
-//! Processes: running a shell command in its own process group under a timeout.
-// TEMPORARY STUB: replaced by the real runner from branch helper/exec.
+//! Processes: running the verifier as `/bin/sh -c <command>` in its own process group,
+//! under a wall-clock timeout, with its output logged (capped) and handed over line by line.
+//!
+//! # Process handling
+//!
+//! This is the whole story of one verifier process; the code below follows it in order.
+//!
+//! 1. **Spawn.** [`spawn`] runs `/bin/sh -c <command>` in `cwd` with an environment that
+//!    is exactly [`ExecRequest::env`] (the inherited one is cleared first), stdin from
+//!    `/dev/null`, and stdout and stderr on two pipes. `process_group(0)` makes the shell
+//!    the leader of a new process group whose id is its pid; everything it starts inherits
+//!    the group, so one `killpg` reaches the whole tree. A side effect is that Ctrl-C at
+//!    hone's terminal does not reach the verifier: hone decides what happens to it.
+//!    [`Running::start_time`] records the leader's `/proc` start time so that a later hone
+//!    can recognise (and kill, see [`kill_stale_group`]) a group left by a crash.
+//!
+//! 2. **Output.** [`Running::wait`] reads both pipes on the calling thread with `poll(2)`:
+//!    no reader threads, so a pipe held open by a process that escaped the group never
+//!    leaks a thread, and the line callback runs on the caller's thread. Complete lines go
+//!    to the log one write per chunk (the streams interleave at line granularity) and to
+//!    the callback (each cut to [`MAX_LINE_BYTES`]). The poll also wakes on a pidfd of the
+//!    leader (Linux 5.3+) and at least every [`POLL_INTERVAL`] to ask `cancel()`.
+//!
+//! 3. **Timeout.** When [`ExecRequest::timeout`] passes, the group gets `SIGTERM`. hone
+//!    then waits up to [`ExecRequest::kill_grace`] for the leader to exit and the pipes to
+//!    close (a well-behaved verifier cleans up), and sends `SIGKILL` to the group. The exit
+//!    is [`Exit::TimedOut`] even if the leader exited by itself during the grace.
+//!
+//! 4. **Cancel.** As soon as `cancel()` returns true the group gets `SIGKILL` (no grace:
+//!    the user asked to stop) and the exit is [`Exit::Cancelled`].
+//!
+//! 5. **Leader exit and drain.** When the leader exits on its own, other members may
+//!    still hold the pipes (a `cmd &` left running). hone keeps reading for up to
+//!    [`ExecRequest::drain_timeout`], then sends `SIGKILL` to the group whatever happened,
+//!    so nothing the verifier started outlives it. If the pipes were still open at that
+//!    point, [`ExecOutcome::pipes_left_open`] is set.
+//!
+//! 6. **Reap.** The leader is observed with `waitid(WNOWAIT)` and stays a zombie until
+//!    after the final `SIGKILL`, so its pgid cannot be reused by an unrelated group
+//!    between the exit and the kill (details in `group.rs`). After the kill hone reads
+//!    what is left in the pipes for at most [`POST_KILL_DRAIN`], reaps the leader, closes
+//!    its ends of the pipes and writes the tail of the log.
+//!
+//! A [`Running`] dropped without [`Running::wait`] (or left by an error in it) kills its
+//! group with `SIGKILL` and reaps the leader, so no code path leaves a verifier behind.
+//!
+//! If hone itself dies (a crash, `SIGKILL`, power loss), the group lives on: it is not in
+//! hone's process group, so a terminal's Ctrl-C or hangup does not reach it, and no death
+//! signal is set up (`PR_SET_PDEATHSIG` would only reach the leader, and fires when the
+//! spawning *thread* exits). The caller records [`Running::pid`] and
+//! [`Running::start_time`] before waiting, and the next hone calls [`kill_stale_group`].
+
+mod group;
+mod lines;
+mod log;
+#[cfg(test)]
+mod tests;
+
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+pub use group::{kill_stale_group, process_start_time};
+pub use lines::MAX_LINE_BYTES;
+
+use lines::LineSplitter;
+use log::CappedLog;
+
+/// The shell every verifier command runs under, as `SHELL -c <command>`.
+pub const SHELL: &str = "/bin/sh";
+
+/// How often, at least, the wait loop wakes to ask `cancel()` and check its deadlines.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(50);
+
+/// After the final `SIGKILL`, how long hone keeps reading what the killed processes left in
+/// the pipes before it closes them.
+pub const POST_KILL_DRAIN: Duration = Duration::from_millis(250);
+
+/// Size of the buffer for one `read` from a pipe.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// What to run and how.
+#[derive(Clone, Debug)]
 pub struct ExecRequest {
+    /// Run as `/bin/sh -c <command>`.
     pub command: String,
+    /// Working directory; must exist.
     pub cwd: PathBuf,
+    /// The child's whole environment: nothing is inherited from hone.
     pub env: Vec<(OsString, OsString)>,
+    /// Wall-clock limit from spawn; `None` waits for ever.
     pub timeout: Option<Duration>,
+    /// After `SIGTERM` to the group on timeout, how long before `SIGKILL`.
     pub kill_grace: Duration,
+    /// After the leader exits, how long to wait for the pipes to close.
     pub drain_timeout: Duration,
+    /// stdout and stderr merged, in arrival order (line granularity).
     pub log_path: PathBuf,
+    /// Cap on the log: the first half and the last half are kept, with a marker line
+    /// `[hone: N bytes omitted]` between them.
     pub max_log_bytes: u64,
 }
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+
+/// How the verifier ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exit {
+    /// The leader exited with this code.
     Code(i32),
+    /// The leader was killed by this signal (not sent by hone).
     Signal(i32),
+    /// The timeout passed; the group was terminated.
     TimedOut,
+    /// `cancel()` returned true; the group was killed.
     Cancelled,
 }
-#[derive(Debug)]
+
+/// The result of [`Running::wait`].
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExecOutcome {
     pub exit: Exit,
+    /// From spawn until the leader exited or hone killed the group, whichever came first
+    /// (the drain after the leader's exit is not counted).
     pub duration: Duration,
+    /// Bytes the process wrote to stdout and stderr together, before any cap.
     pub log_bytes: u64,
+    /// The leader had exited but other processes still held its stdout or stderr open when
+    /// the drain ended; they were killed.
     pub pipes_left_open: bool,
 }
+
+/// Why a verifier could not be started or followed.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ExecError(String);
-pub struct Running {
-    child: std::process::Child,
-    start: Instant,
-    log: PathBuf,
+pub enum ExecError {
+    #[error(
+        "the working directory {} does not exist or is not a directory; create it or run the \
+         verifier from an existing one",
+        .0.display()
+    )]
+    MissingCwd(PathBuf),
+    #[error(
+        "could not start {SHELL}: {0}; hone runs the verifier as `{SHELL} -c <command>`, so a \
+         POSIX shell must be installed at {SHELL}"
+    )]
+    NoShell(io::Error),
+    #[error("could not start `{command}` in {}: {error}", cwd.display())]
+    Spawn {
+        command: String,
+        cwd: PathBuf,
+        error: io::Error,
+    },
+    #[error(
+        "could not write the verifier log {}: {error}; check that its directory exists, is \
+         writable and has free space",
+        path.display()
+    )]
+    Log { path: PathBuf, error: io::Error },
+    #[error("lost track of verifier process {pid}: {error}")]
+    Process { pid: u32, error: io::Error },
 }
+
+/// Starts `req.command` and returns as soon as the child exists; see the module docs for
+/// everything that happens to it.
 pub fn spawn(req: &ExecRequest) -> Result<Running, ExecError> {
-    let child = std::process::Command::new("sh")
+    if !req.cwd.is_dir() {
+        return Err(ExecError::MissingCwd(req.cwd.clone()));
+    }
+    let log =
+        CappedLog::create(&req.log_path, req.max_log_bytes).map_err(|error| ExecError::Log {
+            path: req.log_path.clone(),
+            error,
+        })?;
+    let mut command = Command::new(SHELL);
+    command
         .arg("-c")
         .arg(&req.command)
         .current_dir(&req.cwd)
         .env_clear()
-        .envs(req.env.iter().map(|(a, b)| (a, b)))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| ExecError(e.to_string()))?;
+        .envs(req.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let started = Instant::now();
+    let mut child = command.spawn().map_err(|error| {
+        if error.kind() == io::ErrorKind::NotFound && !Path::new(SHELL).exists() {
+            ExecError::NoShell(error)
+        } else {
+            ExecError::Spawn {
+                command: req.command.clone(),
+                cwd: req.cwd.clone(),
+                error,
+            }
+        }
+    })?;
+    let pid = child.id();
+    let stdout = child.stdout.take().map(|p| File::from(OwnedFd::from(p)));
+    let stderr = child.stderr.take().map(|p| File::from(OwnedFd::from(p)));
     Ok(Running {
-        child,
-        start: Instant::now(),
-        log: req.log_path.clone(),
+        leader: Leader {
+            child,
+            pid,
+            exited: false,
+            reaped: false,
+        },
+        start_time: process_start_time(pid),
+        pidfd: group::pidfd_open(pid),
+        streams: [Stream::new(stdout), Stream::new(stderr)],
+        log,
+        log_path: req.log_path.clone(),
+        started,
+        timeout: req.timeout,
+        kill_grace: req.kill_grace,
+        drain_timeout: req.drain_timeout,
     })
 }
+
+/// A verifier that has been started. Call [`Running::wait`]; dropping it kills the group.
+pub struct Running {
+    leader: Leader,
+    start_time: Option<u64>,
+    pidfd: Option<OwnedFd>,
+    streams: [Stream; 2],
+    log: CappedLog,
+    log_path: PathBuf,
+    started: Instant,
+    timeout: Option<Duration>,
+    kill_grace: Duration,
+    drain_timeout: Duration,
+}
+
+/// Where the wait loop stands. Each phase but `Running` ends at a point in time (`None`:
+/// never, for durations too large to add to an `Instant`).
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    /// The leader runs; waiting for its exit, the timeout or a cancel.
+    Running,
+    /// Timed out and sent `SIGTERM`; waiting out the grace.
+    Terminating { until: Option<Instant> },
+    /// The leader exited; waiting for the pipes to close.
+    Draining { until: Option<Instant> },
+    /// The group got `SIGKILL`; reading what is left in the pipes.
+    Killed { until: Option<Instant> },
+}
+
 impl Running {
+    /// The leader's pid, which is also the process group id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.leader.pid
     }
+
+    /// The leader's start time from `/proc/<pid>/stat`, to recognise this group later with
+    /// [`kill_stale_group`]; `None` where `/proc` is unavailable.
     pub fn start_time(&self) -> Option<u64> {
-        None
+        self.start_time
     }
+
+    /// Follows the process to its end: calls `on_line` for every line of output (stdout and
+    /// stderr, on this thread), polls `cancel` at least every [`POLL_INTERVAL`], enforces
+    /// the timeout, and kills whatever is left of the group before returning.
     pub fn wait(
         self,
         on_line: &mut dyn FnMut(&str),
-        _cancel: &dyn Fn() -> bool,
+        cancel: &dyn Fn() -> bool,
     ) -> Result<ExecOutcome, ExecError> {
-        let out = self
-            .child
-            .wait_with_output()
-            .map_err(|e| ExecError(e.to_string()))?;
-        let mut all = out.stdout.clone();
-        all.extend_from_slice(&out.stderr);
-        let _ = std::fs::write(&self.log, &all);
-        for l in String::from_utf8_lossy(&all).lines() {
-            on_line(l);
+        let Running {
+            mut leader,
+            start_time: _,
+            pidfd,
+            mut streams,
+            mut log,
+            log_path,
+            started,
+            timeout,
+            kill_grace,
+            drain_timeout,
+        } = self;
+        let pid = leader.pid;
+        let lost = |error: io::Error| ExecError::Process { pid, error };
+        let deadline = timeout.map(|t| started.checked_add(t));
+        let mut buf = vec![0u8; READ_CHUNK];
+        let mut phase = Phase::Running;
+        let mut forced_exit = None;
+        let mut ended_at = None;
+        let mut pipes_left_open = false;
+
+        loop {
+            let now = Instant::now();
+            let leader_exited = leader.exited().map_err(lost)?;
+            if leader_exited {
+                ended_at.get_or_insert(now);
+            }
+            let pipes_closed = streams.iter().all(|s| s.pipe.is_none());
+
+            let next = if !matches!(phase, Phase::Killed { .. }) && cancel() {
+                leader.signal(libc::SIGKILL).map_err(lost)?;
+                forced_exit = Some(Exit::Cancelled);
+                ended_at.get_or_insert(now);
+                Phase::Killed {
+                    until: now.checked_add(POST_KILL_DRAIN),
+                }
+            } else {
+                match phase {
+                    Phase::Running if leader_exited => Phase::Draining {
+                        until: now.checked_add(drain_timeout),
+                    },
+                    Phase::Running if deadline.is_some_and(|d| passed(d, now)) => {
+                        leader.signal(libc::SIGTERM).map_err(lost)?;
+                        forced_exit = Some(Exit::TimedOut);
+                        Phase::Terminating {
+                            until: now.checked_add(kill_grace),
+                        }
+                    }
+                    Phase::Terminating { until }
+                        if (leader_exited && pipes_closed) || passed(until, now) =>
+                    {
+                        pipes_left_open = leader_exited && !pipes_closed;
+                        leader.signal(libc::SIGKILL).map_err(lost)?;
+                        ended_at.get_or_insert(now);
+                        Phase::Killed {
+                            until: now.checked_add(POST_KILL_DRAIN),
+                        }
+                    }
+                    Phase::Draining { until } if pipes_closed || passed(until, now) => {
+                        pipes_left_open = !pipes_closed;
+                        leader.signal(libc::SIGKILL).map_err(lost)?;
+                        Phase::Killed {
+                            until: now.checked_add(POST_KILL_DRAIN),
+                        }
+                    }
+                    Phase::Killed { until } if pipes_closed || passed(until, now) => break,
+                    unchanged => unchanged,
+                }
+            };
+            if std::mem::discriminant(&next) != std::mem::discriminant(&phase) {
+                // Re-evaluate at once: the new phase may already be complete.
+                phase = next;
+                continue;
+            }
+
+            let wake = match phase {
+                Phase::Running => deadline.flatten(),
+                Phase::Terminating { until }
+                | Phase::Draining { until }
+                | Phase::Killed { until } => until,
+            };
+            let mut sleep = POLL_INTERVAL;
+            if let Some(wake) = wake {
+                sleep = sleep.min(wake.saturating_duration_since(now));
+            }
+            let pidfd = pidfd.as_ref().filter(|_| !leader_exited);
+            pump(&mut streams, pidfd, sleep, &mut log, &mut buf, on_line).map_err(lost)?;
         }
+
+        let status = leader.reap().map_err(lost)?;
+        // Pipes still open (held by processes outside the group) are closed here; a final
+        // partial line is still logged and delivered.
+        for stream in &mut streams {
+            if stream.pipe.take().is_some() {
+                stream.splitter.finish(&mut log, on_line);
+            }
+        }
+        let log_bytes = log.finish().map_err(|error| ExecError::Log {
+            path: log_path,
+            error,
+        })?;
         Ok(ExecOutcome {
-            exit: Exit::Code(out.status.code().unwrap_or(-1)),
-            duration: self.start.elapsed(),
-            log_bytes: all.len() as u64,
-            pipes_left_open: false,
+            exit: forced_exit.unwrap_or_else(|| exit_of(status)),
+            duration: ended_at
+                .unwrap_or_else(Instant::now)
+                .duration_since(started),
+            log_bytes,
+            pipes_left_open,
         })
     }
 }
-pub fn kill_stale_group(_pid: u32, _start_time: Option<u64>) -> bool {
-    false
+
+/// Whether the instant `until` (`None`: never) has passed.
+fn passed(until: Option<Instant>, now: Instant) -> bool {
+    until.is_some_and(|u| now >= u)
 }
-pub fn process_start_time(_pid: u32) -> Option<u64> {
-    None
+
+fn exit_of(status: ExitStatus) -> Exit {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Exit::Code(code),
+        (None, Some(signal)) => Exit::Signal(signal),
+        // `wait` reports only exited or killed children, never stopped or continued ones.
+        (None, None) => Exit::Code(-1),
+    }
+}
+
+/// One output pipe and its line state.
+struct Stream {
+    /// `None` once the pipe reached end of file (or hone closed it).
+    pipe: Option<File>,
+    splitter: LineSplitter,
+}
+
+impl Stream {
+    fn new(pipe: Option<File>) -> Self {
+        Self {
+            pipe,
+            splitter: LineSplitter::default(),
+        }
+    }
+
+    fn raw_fd(&self) -> RawFd {
+        self.pipe.as_ref().map_or(-1, AsRawFd::as_raw_fd)
+    }
+
+    /// One `read` after `poll` said the pipe is ready (so it does not block).
+    fn read_once(&mut self, log: &mut CappedLog, buf: &mut [u8], on_line: &mut dyn FnMut(&str)) {
+        let Some(pipe) = self.pipe.as_mut() else {
+            return;
+        };
+        match pipe.read(buf) {
+            Ok(0) => {
+                self.pipe = None;
+                self.splitter.finish(log, on_line);
+            }
+            Ok(n) => self.splitter.push(&buf[..n], log, on_line),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                ) => {}
+            // Any other error on a pipe means no more data will come: treat it as the end.
+            Err(_) => {
+                self.pipe = None;
+                self.splitter.finish(log, on_line);
+            }
+        }
+    }
+}
+
+/// Waits up to `timeout` for output or the leader's exit, and handles what arrived.
+fn pump(
+    streams: &mut [Stream; 2],
+    pidfd: Option<&OwnedFd>,
+    timeout: Duration,
+    log: &mut CappedLog,
+    buf: &mut [u8],
+    on_line: &mut dyn FnMut(&str),
+) -> io::Result<()> {
+    let pollfd = |fd: RawFd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // poll ignores entries with a negative fd.
+    let mut fds = [
+        pollfd(streams[0].raw_fd()),
+        pollfd(streams[1].raw_fd()),
+        pollfd(pidfd.map_or(-1, AsRawFd::as_raw_fd)),
+    ];
+    let millis =
+        libc::c_int::try_from(timeout.as_micros().div_ceil(1000)).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `fds` is a valid array of pollfd of the length we pass, alive for the call.
+    let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, millis) };
+    if rc < 0 {
+        let err = io::Error::last_os_error();
+        return if err.kind() == io::ErrorKind::Interrupted {
+            Ok(())
+        } else {
+            Err(err)
+        };
+    }
+    for (stream, fd) in streams.iter_mut().zip(&fds) {
+        if fd.fd >= 0 && fd.revents != 0 {
+            stream.read_once(log, buf, on_line);
+        }
+    }
+    Ok(())
+}
+
+/// The group's leader. Dropping it before [`Leader::reap`] kills the group and reaps the
+/// leader, so an early return (or a [`Running`] never waited on) leaves nothing behind.
+struct Leader {
+    child: Child,
+    pid: u32,
+    exited: bool,
+    reaped: bool,
+}
+
+impl Leader {
+    /// Whether the leader has exited (it is not reaped: see `group.rs`).
+    fn exited(&mut self) -> io::Result<bool> {
+        if !self.exited {
+            self.exited = group::leader_exited(self.pid)?;
+        }
+        Ok(self.exited)
+    }
+
+    /// Sends `signal` to the whole group; a group already gone is fine.
+    fn signal(&self, signal: libc::c_int) -> io::Result<()> {
+        group::signal_group(self.pid, signal).map(|_| ())
+    }
+
+    /// Reaps the leader. Call only after the final `SIGKILL` to the group.
+    fn reap(&mut self) -> io::Result<ExitStatus> {
+        let status = self.child.wait()?;
+        self.reaped = true;
+        Ok(status)
+    }
+}
+
+impl Drop for Leader {
+    fn drop(&mut self) {
+        if !self.reaped {
+            // Best effort: there is no one to report an error to, and SIGKILL to our own
+            // child's group can only fail if the group is already gone.
+            let _ = group::signal_group(self.pid, libc::SIGKILL);
+            let _ = self.child.wait();
+        }
+    }
 }

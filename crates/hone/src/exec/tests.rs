@@ -1,0 +1,381 @@
+//! Tests of `exec` with real processes. No test sleeps in place of waiting for an event;
+//! the only timing checks are generous upper bounds that catch a hang.
+
+use super::*;
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+/// Bound for "this happens promptly": far above any normal latency, so it only catches hangs.
+const LIVENESS: Duration = Duration::from_secs(20);
+
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn request(&self, command: &str) -> ExecRequest {
+        ExecRequest {
+            command: command.to_owned(),
+            cwd: self.dir.path().to_owned(),
+            env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
+            timeout: Some(Duration::from_secs(60)),
+            kill_grace: Duration::from_secs(5),
+            drain_timeout: Duration::from_secs(5),
+            log_path: self.path("verify.log"),
+            max_log_bytes: 1 << 20,
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.path("verify.log")).expect("read log")
+    }
+
+    /// Reads a pid the command wrote to `name`. The command writes it before anything that
+    /// can time out, so by the time `wait` returns the file is complete.
+    fn pid_from(&self, name: &str) -> u32 {
+        let text = std::fs::read_to_string(self.path(name)).expect("read pid file");
+        text.trim().parse().expect("pid file holds a pid")
+    }
+}
+
+/// Runs the request to the end, collecting every line.
+fn run(req: &ExecRequest) -> (ExecOutcome, Vec<String>) {
+    let mut lines = Vec::new();
+    let outcome = spawn(req)
+        .expect("spawn")
+        .wait(&mut |l| lines.push(l.to_owned()), &|| false)
+        .expect("wait");
+    (outcome, lines)
+}
+
+/// `kill(target, 0)`: whether a process (target > 0) or group (target < 0) exists.
+fn exists(target: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks for existence and permission.
+    unsafe { libc::kill(target, 0) == 0 }
+}
+
+fn pgid(pid: u32) -> libc::pid_t {
+    libc::pid_t::try_from(pid).expect("pid fits in pid_t")
+}
+
+/// Waits (bounded) until no process of group `pgid` is alive. SIGKILL is delivered
+/// asynchronously and orphans are reaped by init, so "gone" may lag the kill slightly.
+fn assert_group_gone(pgid: libc::pid_t) {
+    let start = Instant::now();
+    while exists(-pgid) {
+        assert!(
+            start.elapsed() < LIVENESS,
+            "process group {pgid} still alive {LIVENESS:?} after hone killed it"
+        );
+        std::thread::yield_now();
+    }
+    assert_eq!(
+        io::Error::last_os_error().raw_os_error(),
+        Some(libc::ESRCH),
+        "kill(-pgid, 0) should fail with ESRCH"
+    );
+}
+
+/// Whether `pid` is a live process (not gone and not a zombie awaiting its reaper).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().next());
+            state != Some("Z")
+        }
+        Err(_) => false,
+    }
+}
+
+fn assert_process_dies(pid: u32) {
+    let start = Instant::now();
+    while alive(pid) {
+        assert!(
+            start.elapsed() < LIVENESS,
+            "process {pid} outlived the verifier"
+        );
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn exit_codes_are_reported() {
+    let fx = Fixture::new();
+    for code in [0, 1, 3, 255] {
+        let (outcome, _) = run(&fx.request(&format!("exit {code}")));
+        assert_eq!(outcome.exit, Exit::Code(code));
+        assert!(!outcome.pipes_left_open);
+    }
+}
+
+#[test]
+fn death_by_signal_is_reported() {
+    let fx = Fixture::new();
+    let (outcome, _) = run(&fx.request("kill -9 $$"));
+    assert_eq!(outcome.exit, Exit::Signal(libc::SIGKILL));
+    let (outcome, _) = run(&fx.request("kill -TERM $$"));
+    assert_eq!(outcome.exit, Exit::Signal(libc::SIGTERM));
+}
+
+#[test]
+fn lines_from_stdout_and_stderr_reach_the_callback_and_the_log() {
+    let fx = Fixture::new();
+    let (outcome, lines) = run(&fx
+        .request("echo 'val_bpb: 0.9979'; echo 'METRIC peak_vram_mb=41000' >&2; printf 'last=1'"));
+    assert_eq!(outcome.exit, Exit::Code(0));
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        ["METRIC peak_vram_mb=41000", "last=1", "val_bpb: 0.9979"]
+    );
+    let log = fx.log();
+    for line in &lines {
+        assert!(log.contains(line.as_str()), "log lacks {line:?}: {log:?}");
+    }
+    assert_eq!(outcome.log_bytes, log.len() as u64);
+}
+
+#[test]
+fn order_within_one_stream_is_kept() {
+    let fx = Fixture::new();
+    let (_, lines) =
+        run(&fx.request("i=0; while [ $i -lt 500 ]; do echo \"step=$i\"; i=$((i+1)); done"));
+    let expected: Vec<String> = (0..500).map(|i| format!("step={i}")).collect();
+    assert_eq!(lines, expected);
+}
+
+#[test]
+fn large_output_on_both_streams_does_not_deadlock() {
+    let fx = Fixture::new();
+    let cmd = "head -c 3000000 /dev/zero | tr '\\0' a; head -c 3000000 /dev/zero | tr '\\0' b >&2";
+    let (outcome, lines) = run(&fx.request(cmd));
+    assert_eq!(outcome.exit, Exit::Code(0));
+    assert_eq!(outcome.log_bytes, 6_000_000);
+    // Two unterminated 3 MB lines, each cut to the cap for the callback.
+    assert_eq!(lines.len(), 2);
+    assert!(lines.iter().all(|l| l.len() == MAX_LINE_BYTES));
+}
+
+#[test]
+fn timeout_terminates_sleep() {
+    let fx = Fixture::new();
+    let mut req = fx.request("echo $$ > leader.pid; exec sleep 1000");
+    req.timeout = Some(Duration::from_millis(200));
+    let started = Instant::now();
+    let (outcome, _) = run(&req);
+    assert_eq!(outcome.exit, Exit::TimedOut);
+    assert!(started.elapsed() < LIVENESS);
+    assert_group_gone(pgid(fx.pid_from("leader.pid")));
+}
+
+#[test]
+fn timeout_kills_a_grandchild_that_holds_stdout() {
+    let fx = Fixture::new();
+    let mut req = fx.request("echo $$ > leader.pid; (sleep 1000 &) ; sleep 1000");
+    req.timeout = Some(Duration::from_millis(200));
+    req.kill_grace = Duration::from_millis(200);
+    let started = Instant::now();
+    let (outcome, _) = run(&req);
+    assert_eq!(outcome.exit, Exit::TimedOut);
+    assert!(started.elapsed() < LIVENESS);
+    assert_group_gone(pgid(fx.pid_from("leader.pid")));
+}
+
+#[test]
+fn timeout_gives_a_grace_period_to_clean_up() {
+    let fx = Fixture::new();
+    // The trap runs on SIGTERM; `sleep` runs in the background so that the shell can run
+    // the trap as soon as the signal arrives.
+    let mut req =
+        fx.request("trap 'echo cleaned-up > done.txt; exit 7' TERM; echo ready; sleep 1000 & wait");
+    req.timeout = Some(Duration::from_millis(200));
+    req.kill_grace = Duration::from_secs(10);
+    let (outcome, lines) = run(&req);
+    assert_eq!(outcome.exit, Exit::TimedOut);
+    assert_eq!(lines, ["ready"]);
+    assert_eq!(
+        std::fs::read_to_string(fx.path("done.txt")).expect("trap ran"),
+        "cleaned-up\n"
+    );
+}
+
+#[test]
+fn a_leader_that_exits_while_a_grandchild_holds_the_pipe_returns_and_kills_it() {
+    let fx = Fixture::new();
+    let mut req = fx.request("sleep 1000 & echo $! > grandchild.pid; echo 'score: 1'; exit 0");
+    req.drain_timeout = Duration::from_millis(200);
+    let started = Instant::now();
+    let (outcome, lines) = run(&req);
+    assert!(started.elapsed() < LIVENESS);
+    assert_eq!(outcome.exit, Exit::Code(0));
+    assert!(outcome.pipes_left_open);
+    assert_eq!(lines, ["score: 1"]);
+    assert_process_dies(fx.pid_from("grandchild.pid"));
+}
+
+#[test]
+fn a_background_process_without_the_pipes_is_killed_too() {
+    let fx = Fixture::new();
+    let (outcome, _) =
+        run(&fx.request("sleep 1000 >/dev/null 2>&1 & echo $! > grandchild.pid; exit 0"));
+    assert_eq!(outcome.exit, Exit::Code(0));
+    assert!(!outcome.pipes_left_open);
+    assert_process_dies(fx.pid_from("grandchild.pid"));
+}
+
+#[test]
+fn cancel_kills_the_group_at_once() {
+    let fx = Fixture::new();
+    let req = fx.request("echo $$ > leader.pid; echo started; sleep 1000");
+    let seen = Cell::new(false);
+    let running = spawn(&req).expect("spawn");
+    let pid = running.pid();
+    let started = Instant::now();
+    let outcome = running
+        .wait(&mut |l| seen.set(seen.get() || l == "started"), &|| {
+            seen.get()
+        })
+        .expect("wait");
+    assert_eq!(outcome.exit, Exit::Cancelled);
+    assert!(started.elapsed() < LIVENESS);
+    assert_eq!(fx.pid_from("leader.pid"), pid);
+    assert_group_gone(pgid(pid));
+}
+
+#[test]
+fn dropping_a_running_process_kills_its_group() {
+    let fx = Fixture::new();
+    let running = spawn(&fx.request("sleep 1000")).expect("spawn");
+    let pid = running.pid();
+    drop(running);
+    assert_group_gone(pgid(pid));
+}
+
+#[test]
+fn log_cap_keeps_head_and_tail_with_a_marker() {
+    let fx = Fixture::new();
+    let mut req = fx.request("i=0; while [ $i -lt 2000 ]; do echo \"line $i\"; i=$((i+1)); done");
+    req.max_log_bytes = 1000;
+    let (outcome, lines) = run(&req);
+    assert_eq!(
+        lines.len(),
+        2000,
+        "the callback sees every line, whatever the cap"
+    );
+    let full: String = (0..2000).map(|i| format!("line {i}\n")).collect();
+    assert_eq!(outcome.log_bytes, full.len() as u64);
+    let log = fx.log();
+    let omitted = full.len() - 1000;
+    let expected = format!(
+        "{}{}{}",
+        &full[..500],
+        if full[..500].ends_with('\n') {
+            ""
+        } else {
+            "\n"
+        },
+        log::omission_marker(omitted as u64)
+    ) + &full[full.len() - 500..];
+    assert_eq!(log, expected);
+    assert!(log.starts_with("line 0\n"));
+    assert!(log.ends_with("line 1999\n"));
+    assert!(log.contains(&format!("[hone: {omitted} bytes omitted]")));
+}
+
+#[test]
+fn the_environment_is_exactly_the_one_given() {
+    let fx = Fixture::new();
+    let mut req = fx.request("/usr/bin/env");
+    req.env = vec![
+        ("HONE_TEST_VAR".into(), "some value".into()),
+        ("PATH".into(), "/usr/bin:/bin".into()),
+    ];
+    let (outcome, lines) = run(&req);
+    assert_eq!(outcome.exit, Exit::Code(0));
+    assert!(lines.contains(&"HONE_TEST_VAR=some value".to_owned()));
+    assert!(lines.contains(&"PATH=/usr/bin:/bin".to_owned()));
+    // The shell itself may export a few variables of its own (dash sets PWD).
+    let shell_own = ["PWD=", "OLDPWD=", "SHLVL=", "_="];
+    for line in &lines {
+        let ours = line == "HONE_TEST_VAR=some value" || line == "PATH=/usr/bin:/bin";
+        assert!(
+            ours || shell_own.iter().any(|p| line.starts_with(p)),
+            "unexpected variable leaked into the verifier: {line}"
+        );
+    }
+}
+
+#[test]
+fn missing_cwd_is_an_error_that_says_what_to_do() {
+    let fx = Fixture::new();
+    let mut req = fx.request("true");
+    req.cwd = fx.path("no-such-dir");
+    let err = spawn(&req).err().expect("spawn must fail");
+    assert!(matches!(err, ExecError::MissingCwd(_)));
+    assert!(err.to_string().contains("create it"), "{err}");
+}
+
+#[test]
+fn unwritable_log_is_an_error() {
+    let fx = Fixture::new();
+    let mut req = fx.request("true");
+    req.log_path = fx.path("missing-dir/verify.log");
+    let err = spawn(&req).err().expect("spawn must fail");
+    assert!(matches!(err, ExecError::Log { .. }), "{err}");
+}
+
+#[test]
+fn kill_stale_group_checks_the_start_time() {
+    let fx = Fixture::new();
+    let running = spawn(&fx.request("sleep 1000")).expect("spawn");
+    let pid = running.pid();
+    let start = running.start_time().expect("/proc is available on Linux");
+    assert_eq!(process_start_time(pid), Some(start));
+
+    assert!(!kill_stale_group(pid, Some(start + 1)));
+    assert!(!kill_stale_group(pid, None));
+    assert!(alive(pid), "a wrong start time must not kill anything");
+
+    assert!(kill_stale_group(pid, Some(start)));
+    let outcome = running.wait(&mut |_| {}, &|| false).expect("wait");
+    assert_eq!(outcome.exit, Exit::Signal(libc::SIGKILL));
+    assert!(!kill_stale_group(pid, Some(start)), "the group is gone");
+}
+
+#[test]
+fn a_grandchild_that_ignores_sigterm_is_killed_after_the_grace() {
+    let fx = Fixture::new();
+    let mut req = fx.request(
+        "echo $$ > leader.pid; (trap '' TERM; sleep 1000 & echo $! > stubborn.pid); sleep 1000",
+    );
+    req.timeout = Some(Duration::from_millis(200));
+    req.kill_grace = Duration::from_millis(300);
+    let (outcome, _) = run(&req);
+    assert_eq!(outcome.exit, Exit::TimedOut);
+    assert!(
+        outcome.pipes_left_open,
+        "the stubborn grandchild held stdout past the grace"
+    );
+    assert_process_dies(fx.pid_from("stubborn.pid"));
+    assert_group_gone(pgid(fx.pid_from("leader.pid")));
+}
+
+#[test]
+fn a_running_verifier_can_be_waited_on_from_another_thread() {
+    fn assert_send<T: Send>() {}
+    assert_send::<Running>();
+    assert_send::<ExecOutcome>();
+}
