@@ -1,0 +1,350 @@
+//! Knobs: literal constants in editable files, their search domains, in-place rewriting, and
+//! the built-in optimizer's sampler over them.
+//!
+//! A knob is a top-level (unindented) assignment of an UPPER_CASE name to one literal:
+//!
+//! ```text
+//! LEARNING_RATE = 0.04   # hone: log 1e-4..1.0
+//! DEPTH = 8              # hone: int 2..16
+//! pub const WINDOW: &str = "SSSL"; // hone: choice ["L", "SL", "SSSL"]
+//! ```
+//!
+//! - Prefixes: any run of lowercase keywords (`const`, `static`, `pub const`, `export const`,
+//!   `let`, `var`, `pub(crate) static`...), then an optional type (`: f64`, or Go's `X float64`),
+//!   `=`, the literal, an optional `;`, and an optional `#` or `//` comment.
+//! - Literals: integers (`-3`, `1_000`), floats (`0.04`, `1e-3`, `3.`, `.5`, `-2.5E+3`),
+//!   strings in `"` or `'` quotes, booleans (`True`/`False`/`true`/`false`).
+//! - Annotations (a comment starting `hone:`): `lo..hi` (linear float), `log lo..hi`,
+//!   `int lo..hi`, `int log lo..hi`, `choice [a, b, ...]`, `bool`, `fixed`.
+//! - Without one: floats range a decade either way on a log scale (negative ones on their
+//!   magnitude, keeping the sign; `0.0` is fixed), integers a quarter to four times the value
+//!   on a log scale (at least 1 apart; `0` is fixed), booleans flip, strings are fixed, and any
+//!   name containing `SEED` is fixed (changing a seed is noise, not an improvement).
+//! - An annotated value may lie outside its range; the sampler only proposes values inside it.
+//! - The same name twice in one file: the first assignment is the knob, later ones are ignored
+//!   (and never rewritten). Across files names must be unique ([`discover_all`]).
+//! - Lines inside Python triple-quoted strings are skipped, tracked simply by counting `"""` and
+//!   `'''` (a triple quote inside an ordinary string or comment confuses it).
+//! - A `hone:` comment on a line that is not a knob (indented, lowercase name, an expression)
+//!   is an error rather than silently ignored.
+
+mod line;
+mod literal;
+mod sampler;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use line::{annotated_domain, inferred_domain, scan_line, LineScan, TripleQuotes};
+use literal::{format_float_readable, style_type_name, write_literal, Literal, WriteError};
+
+pub use sampler::{initial_design_size, suggest, Observation};
+
+/// A knob's value: what its literal reads as.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum KnobValue {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+}
+
+impl fmt::Display for KnobValue {
+    /// How a value reads in a description: `0.04`, `3.0`, `1e-7`, `8`, `"SSSL"`, `true`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KnobValue::Bool(b) => write!(f, "{b}"),
+            KnobValue::Int(n) => write!(f, "{n}"),
+            KnobValue::Float(x) => f.write_str(&format_float_readable(*x)),
+            KnobValue::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// Where the sampler may move a knob. Float and int bounds are inclusive; `log` ranges never
+/// cross zero (inferred ones for negative values lie wholly below it).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Domain {
+    Float {
+        lo: f64,
+        hi: f64,
+        log: bool,
+    },
+    Int {
+        lo: i64,
+        hi: i64,
+        log: bool,
+    },
+    Choice(Vec<KnobValue>),
+    Bool,
+    /// Never changed by the sampler.
+    Fixed,
+}
+
+/// One knob found in a file.
+#[derive(Clone, Debug)]
+pub struct Knob {
+    pub name: String,
+    /// Repo-relative path of the file that holds it.
+    pub file: String,
+    /// 1-based line number.
+    pub line: usize,
+    pub value: KnobValue,
+    pub domain: Domain,
+    /// Whether the domain came from a `hone:` annotation rather than inference.
+    pub annotated: bool,
+    /// The literal exactly as written (`1e-3`, `'SSSL'`, `1_000`).
+    pub literal: String,
+}
+
+/// A configuration: knob name -> value.
+pub type Config = BTreeMap<String, KnobValue>;
+
+/// What went wrong reading or rewriting knobs. Messages name `file:line` and what to do.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum KnobError {
+    #[error("{file}:{line}: bad `hone:` annotation on {name}: {problem}")]
+    BadAnnotation {
+        file: String,
+        line: usize,
+        name: String,
+        problem: String,
+    },
+    #[error("{file}:{line}: `hone:` annotation on a line that is not a knob: {problem}")]
+    NotAKnob {
+        file: String,
+        line: usize,
+        problem: String,
+    },
+    #[error(
+        "{file}:{line}: cannot write {value} into {name}, which holds a {expected} literal; \
+         give it a {expected} value"
+    )]
+    TypeMismatch {
+        file: String,
+        line: usize,
+        name: String,
+        value: KnobValue,
+        expected: &'static str,
+    },
+    #[error("{file}:{line}: cannot write {value} into {name}: only finite numbers can be written")]
+    NonFinite {
+        file: String,
+        line: usize,
+        name: String,
+        value: KnobValue,
+    },
+    #[error(
+        "knob {name} is defined in both {first} and {second}; rename one of them or mark one \
+         `# hone: fixed` and keep its name unique"
+    )]
+    DuplicateName {
+        name: String,
+        first: String,
+        second: String,
+    },
+}
+
+/// One line of a file: its number, its text without the line ending, the ending itself, and
+/// whether it starts inside a triple-quoted string.
+#[derive(Clone, Copy)]
+struct Line<'a> {
+    number: usize,
+    body: &'a str,
+    ending: &'a str,
+    in_string: bool,
+}
+
+fn lines(text: &str) -> impl Iterator<Item = Line<'_>> {
+    let mut quotes = TripleQuotes::default();
+    text.split_inclusive('\n').enumerate().map(move |(i, raw)| {
+        let body = raw
+            .strip_suffix("\r\n")
+            .or_else(|| raw.strip_suffix('\n'))
+            .unwrap_or(raw);
+        let ending = &raw[body.len()..];
+        let in_string = quotes.inside();
+        quotes.feed(body);
+        Line {
+            number: i + 1,
+            body,
+            ending,
+            in_string,
+        }
+    })
+}
+
+/// A knob with where its literal sits in its line, as found by [`scan_file`].
+struct Found {
+    knob: Knob,
+    literal_start: usize,
+    literal: Literal,
+}
+
+/// Every line of `text`, with the knob found on it (first assignment of a name only).
+fn scan_file<'a>(file: &str, text: &'a str) -> Result<Vec<(Line<'a>, Option<Found>)>, KnobError> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for l in lines(text) {
+        // A byte-order mark before the first line is not part of it.
+        let (offset, body) = match l.body.strip_prefix('\u{feff}') {
+            Some(b) if l.number == 1 => ('\u{feff}'.len_utf8(), b),
+            _ => (0, l.body),
+        };
+        if l.in_string {
+            out.push((l, None));
+            continue;
+        }
+        match scan_line(body) {
+            LineScan::Other => out.push((l, None)),
+            LineScan::Misannotated(problem) => {
+                return Err(KnobError::NotAKnob {
+                    file: file.to_string(),
+                    line: l.number,
+                    problem: problem.to_string(),
+                })
+            }
+            LineScan::Knob(k) => {
+                let value = k.literal.value.clone();
+                let (domain, annotated) = match k.annotation {
+                    Some(a) => match annotated_domain(a, &value) {
+                        Ok(d) => (d, true),
+                        Err(problem) => {
+                            return Err(KnobError::BadAnnotation {
+                                file: file.to_string(),
+                                line: l.number,
+                                name: k.name.to_string(),
+                                problem,
+                            })
+                        }
+                    },
+                    None => (inferred_domain(k.name, &value), false),
+                };
+                if !seen.insert(k.name.to_string()) {
+                    out.push((l, None));
+                    continue;
+                }
+                let literal_start = offset + k.literal_start;
+                let literal_text = &l.body[literal_start..literal_start + k.literal.len];
+                let knob = Knob {
+                    name: k.name.to_string(),
+                    file: file.to_string(),
+                    line: l.number,
+                    value,
+                    domain,
+                    annotated,
+                    literal: literal_text.to_string(),
+                };
+                let found = Found {
+                    knob,
+                    literal_start,
+                    literal: k.literal,
+                };
+                out.push((l, Some(found)));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The knobs of one file, in line order. `file` is the repo-relative path used in messages.
+pub fn discover(file: &str, text: &str) -> Result<Vec<Knob>, KnobError> {
+    Ok(scan_file(file, text)?
+        .into_iter()
+        .filter_map(|(_, found)| found.map(|f| f.knob))
+        .collect())
+}
+
+/// The knobs of several files (`(path, text)` pairs), in order; a name defined in two files is
+/// an error because a [`Config`] addresses knobs by name alone.
+pub fn discover_all<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<Vec<Knob>, KnobError> {
+    let mut all: Vec<Knob> = Vec::new();
+    for (file, text) in files {
+        for knob in discover(file, text)? {
+            if let Some(first) = all.iter().find(|k| k.name == knob.name) {
+                return Err(KnobError::DuplicateName {
+                    name: knob.name,
+                    first: format!("{}:{}", first.file, first.line),
+                    second: format!("{}:{}", knob.file, knob.line),
+                });
+            }
+            all.push(knob);
+        }
+    }
+    Ok(all)
+}
+
+/// The current configuration: each knob's value by name (the first knob wins on a clash).
+pub fn config_of(knobs: &[Knob]) -> Config {
+    let mut config = Config::new();
+    for k in knobs {
+        config
+            .entry(k.name.clone())
+            .or_insert_with(|| k.value.clone());
+    }
+    config
+}
+
+/// Rewrites the knobs of `file` named in `changes`, replacing only their literals' characters
+/// and keeping each literal's type and style. Names in `changes` that are not knobs of this
+/// file are ignored (a [`Config`] spans many files). A knob whose value is unchanged keeps its
+/// literal byte for byte, so applying the current configuration returns `text` unchanged.
+pub fn apply(file: &str, text: &str, changes: &Config) -> Result<String, KnobError> {
+    let mut out = String::with_capacity(text.len() + 16);
+    for (l, found) in scan_file(file, text)? {
+        let Some(found) = found else {
+            out.push_str(l.body);
+            out.push_str(l.ending);
+            continue;
+        };
+        let knob = &found.knob;
+        match changes.get(&knob.name) {
+            Some(new) if *new != knob.value => {
+                let written = write_literal(new, &found.literal.style).map_err(|e| match e {
+                    WriteError::TypeMismatch { .. } => KnobError::TypeMismatch {
+                        file: file.to_string(),
+                        line: l.number,
+                        name: knob.name.clone(),
+                        value: new.clone(),
+                        expected: style_type_name(&found.literal.style),
+                    },
+                    WriteError::NonFinite => KnobError::NonFinite {
+                        file: file.to_string(),
+                        line: l.number,
+                        name: knob.name.clone(),
+                        value: new.clone(),
+                    },
+                })?;
+                out.push_str(&l.body[..found.literal_start]);
+                out.push_str(&written);
+                out.push_str(&l.body[found.literal_start + found.literal.len..]);
+            }
+            _ => out.push_str(l.body),
+        }
+        out.push_str(l.ending);
+    }
+    Ok(out)
+}
+
+/// The changes from one configuration to another, by name: `DEPTH 8 -> 6, LR 0.04 -> 0.02`.
+/// Only changed knobs are listed; a name missing from `from` reads `?`. `"no change"` if none.
+pub fn describe(from: &Config, to: &Config) -> String {
+    let parts: Vec<String> = to
+        .iter()
+        .filter(|(name, value)| from.get(*name) != Some(value))
+        .map(|(name, value)| match from.get(name) {
+            Some(old) => format!("{name} {old} -> {value}"),
+            None => format!("{name} ? -> {value}"),
+        })
+        .collect();
+    if parts.is_empty() {
+        "no change".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
