@@ -661,6 +661,25 @@ def f():
     }
 
     #[test]
+    fn apply_handles_a_byte_order_mark_tabs_and_no_final_newline() -> Result<(), KnobError> {
+        let text = "\u{feff}LR\t=\t0.04\t# hone: log 1e-4..1\nDEPTH = 8";
+        let knobs = discover("t.py", text)?;
+        assert_eq!(knobs[0].name, "LR");
+        assert_eq!(knobs[0].literal, "0.04");
+        let changes: Config = [
+            ("LR".to_string(), KnobValue::Float(0.1)),
+            ("DEPTH".to_string(), KnobValue::Int(16)),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(
+            apply("t.py", text, &changes)?,
+            "\u{feff}LR\t=\t0.1\t# hone: log 1e-4..1\nDEPTH = 16"
+        );
+        Ok(())
+    }
+
+    #[test]
     fn apply_with_current_values_changes_nothing() -> Result<(), KnobError> {
         for (file, text) in [("train.py", PY), ("src/main.rs", RS), ("x.py", "A = 1")] {
             let config = config_of(&discover(file, text)?);
