@@ -978,7 +978,9 @@ mod tests {
             random.push(best);
         }
         let (s, r) = (median(sampler.clone()), median(random.clone()));
-        eprintln!("sampler {s:.5} {sampler:.4?}\nrandom  {r:.5} {random:.4?}");
-        assert!(s < 0.5 * r, "sampler median {s} vs random {r}");
+        assert!(
+            s < 0.5 * r,
+            "sampler median {s} {sampler:.4?} vs random median {r} {random:.4?}"
+        );
     }
 }
