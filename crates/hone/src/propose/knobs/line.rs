@@ -1,0 +1,582 @@
+//! Lines: recognising a knob line (`[prefix] NAME [: type] = literal [;] [# hone: ...]`),
+//! parsing its `hone:` annotation, and turning both into a search [`Domain`].
+//!
+//! The scanner is hand-written rather than a regex so that it knows the literal's exact byte
+//! span (rewriting replaces only those bytes) and never panics.
+
+use super::literal::{parse_literal, Literal};
+use super::{Domain, KnobValue};
+
+/// A line that holds a knob.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct KnobLine<'a> {
+    pub name: &'a str,
+    /// Byte offset of the literal in the line.
+    pub literal_start: usize,
+    pub literal: Literal,
+    /// The text after `hone:` in the trailing comment, trimmed.
+    pub annotation: Option<&'a str>,
+}
+
+/// What a line is, as far as knobs go.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum LineScan<'a> {
+    Knob(KnobLine<'a>),
+    /// Not a knob and no `hone:` annotation: ignored.
+    Other,
+    /// Carries a `hone:` annotation but is not a knob: almost surely a mistake worth reporting.
+    Misannotated(&'static str),
+}
+
+fn is_name_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && (b[i] == b' ' || b[i] == b'\t') {
+        i += 1;
+    }
+    i
+}
+
+/// Reads a `hone:` annotation out of a comment body that starts at a `#` or `//` marker.
+fn annotation_of(comment: &str) -> Option<&str> {
+    let body = comment
+        .strip_prefix("//")
+        .or_else(|| comment.strip_prefix('#'))?;
+    body.trim_start().strip_prefix("hone:").map(str::trim)
+}
+
+/// Whether a line that is not a knob has a `# hone:` / `// hone:` comment after an `=`.
+fn misannotation(line: &str) -> Option<&'static str> {
+    for marker in ["#", "//"] {
+        for (at, _) in line.match_indices(marker) {
+            if annotation_of(&line[at..]).is_some() && line[..at].contains('=') {
+                let trimmed = line.trim_start();
+                if !trimmed.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+                    return None;
+                }
+                return Some(if trimmed.len() != line.len() {
+                    "knobs must be top-level assignments (no indentation)"
+                } else {
+                    "not a knob: a knob is `NAME = literal` with an UPPER_CASE name and a single \
+                     number, string or boolean literal as its value"
+                });
+            }
+        }
+    }
+    None
+}
+
+/// Scans one line (without its line ending).
+pub(crate) fn scan_line(line: &str) -> LineScan<'_> {
+    match scan_knob(line) {
+        Some(knob) => LineScan::Knob(knob),
+        None => match misannotation(line) {
+            Some(reason) => LineScan::Misannotated(reason),
+            None => LineScan::Other,
+        },
+    }
+}
+
+fn scan_knob(line: &str) -> Option<KnobLine<'_>> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    // Prefix: lowercase keywords (`const`, `pub static`, `export const`, `let`, `pub(crate)`...).
+    while b.get(i).is_some_and(u8::is_ascii_lowercase) {
+        while b.get(i).is_some_and(|&c| is_name_char(c)) {
+            i += 1;
+        }
+        if b.get(i) == Some(&b'(') {
+            while b.get(i).is_some_and(|&c| c != b')') {
+                i += 1;
+            }
+            i += 1;
+        }
+        let after = skip_ws(b, i);
+        if after == i {
+            return None;
+        }
+        i = after;
+    }
+    // The name.
+    let name_start = i;
+    if !b.get(i).is_some_and(u8::is_ascii_uppercase) {
+        return None;
+    }
+    while b
+        .get(i)
+        .is_some_and(|&c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_')
+    {
+        i += 1;
+    }
+    if b.get(i).is_some_and(|&c| is_name_char(c)) {
+        return None;
+    }
+    let name = &line[name_start..i];
+    // An optional type: `: f64`, `: &'static str`, or Go's `NAME float64`.
+    let after_name = skip_ws(b, i);
+    if b.get(after_name) == Some(&b':') {
+        i = after_name + 1;
+        while b.get(i).is_some_and(|&c| c != b'=') {
+            i += 1;
+        }
+    } else if after_name > i && b.get(after_name).is_some_and(u8::is_ascii_lowercase) {
+        i = after_name;
+        while b.get(i).is_some_and(|&c| is_name_char(c)) {
+            i += 1;
+        }
+        i = skip_ws(b, i);
+    } else {
+        i = after_name;
+    }
+    if b.get(i) != Some(&b'=') || b.get(i + 1) == Some(&b'=') {
+        return None;
+    }
+    let literal_start = skip_ws(b, i + 1);
+    let literal = parse_literal(&line[literal_start..])?;
+    let mut j = skip_ws(b, literal_start + literal.len);
+    if b.get(j) == Some(&b';') {
+        j = skip_ws(b, j + 1);
+    }
+    let rest = &line[j..];
+    let annotation = if rest.is_empty() {
+        None
+    } else if rest.starts_with('#') || rest.starts_with("//") {
+        annotation_of(rest)
+    } else {
+        return None;
+    };
+    Some(KnobLine {
+        name,
+        literal_start,
+        literal,
+        annotation,
+    })
+}
+
+/// Tracks whether a line starts inside a Python triple-quoted string, whose lines are not
+/// scanned for knobs. Deliberately simple: it does not know about `"""` inside ordinary strings
+/// or comments.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct TripleQuotes {
+    open: Option<&'static str>,
+}
+
+impl TripleQuotes {
+    /// Whether the line about to be fed starts inside a triple-quoted string.
+    pub fn inside(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// Updates the state with one line.
+    pub fn feed(&mut self, line: &str) {
+        let mut rest = line;
+        loop {
+            match self.open {
+                Some(delim) => match rest.find(delim) {
+                    Some(at) => {
+                        rest = &rest[at + 3..];
+                        self.open = None;
+                    }
+                    None => return,
+                },
+                None => {
+                    let dq = rest.find("\"\"\"");
+                    let sq = rest.find("'''");
+                    let (at, delim) = match (dq, sq) {
+                        (Some(d), Some(s)) if s < d => (s, "'''"),
+                        (Some(d), _) => (d, "\"\"\""),
+                        (None, Some(s)) => (s, "'''"),
+                        (None, None) => return,
+                    };
+                    rest = &rest[at + 3..];
+                    self.open = Some(delim);
+                }
+            }
+        }
+    }
+}
+
+/// A parsed `hone:` annotation, before it is checked against the knob's value.
+#[derive(Clone, Debug, PartialEq)]
+enum Annotation {
+    Fixed,
+    Bool,
+    Choice(Vec<KnobValue>),
+    Range {
+        int: bool,
+        log: bool,
+        lo: KnobValue,
+        hi: KnobValue,
+    },
+}
+
+const FORMS: &str =
+    "expected `lo..hi`, `log lo..hi`, `int lo..hi`, `int log lo..hi`, `choice [a, b, ...]`, \
+     `bool` or `fixed`";
+
+fn parse_annotation(text: &str) -> Result<Annotation, String> {
+    let text = text.trim();
+    match text {
+        "fixed" => return Ok(Annotation::Fixed),
+        "bool" => return Ok(Annotation::Bool),
+        "" => return Err(format!("empty annotation; {FORMS}")),
+        _ => {}
+    }
+    if let Some(list) = text.strip_prefix("choice") {
+        return parse_choices(list.trim()).map(Annotation::Choice);
+    }
+    let mut rest = text;
+    let mut int = false;
+    let mut log = false;
+    loop {
+        if let Some(r) = rest.strip_prefix("int ") {
+            int = true;
+            rest = r.trim_start();
+        } else if let Some(r) = rest.strip_prefix("log ") {
+            log = true;
+            rest = r.trim_start();
+        } else {
+            break;
+        }
+    }
+    let Some((lo, hi)) = rest.split_once("..") else {
+        return Err(format!("cannot read `{text}`: {FORMS}"));
+    };
+    let bound = |s: &str, which: &str| -> Result<KnobValue, String> {
+        let s = s.trim();
+        match parse_literal(s) {
+            Some(l) if l.len == s.len() => match l.value {
+                KnobValue::Int(_) | KnobValue::Float(_) => Ok(l.value),
+                _ => Err(format!("the {which} bound `{s}` is not a number")),
+            },
+            _ => Err(format!(
+                "cannot read the {which} bound `{s}` as a number; {FORMS}"
+            )),
+        }
+    };
+    Ok(Annotation::Range {
+        int,
+        log,
+        lo: bound(lo, "lower")?,
+        hi: bound(hi, "upper")?,
+    })
+}
+
+fn parse_choices(list: &str) -> Result<Vec<KnobValue>, String> {
+    let inner = list
+        .strip_prefix('[')
+        .and_then(|l| l.strip_suffix(']'))
+        .ok_or_else(|| {
+            format!("write the choices as a list in brackets: `choice [a, b]`, not `{list}`")
+        })?;
+    let mut out: Vec<KnobValue> = Vec::new();
+    let mut rest = inner.trim_start();
+    while !rest.is_empty() {
+        let lit = parse_literal(rest)
+            .ok_or_else(|| format!("cannot read a literal at `{rest}` in the choice list"))?;
+        if out.contains(&lit.value) {
+            return Err(format!("`{}` appears twice in the choice list", lit.value));
+        }
+        out.push(lit.value);
+        rest = rest[lit.len..].trim_start();
+        if let Some(r) = rest.strip_prefix(',') {
+            rest = r.trim_start();
+        } else if !rest.is_empty() {
+            return Err(format!("expected `,` between choices, found `{rest}`"));
+        }
+    }
+    if out.len() < 2 {
+        return Err("a choice needs at least two options".to_string());
+    }
+    Ok(out)
+}
+
+fn kind_name(v: &KnobValue) -> &'static str {
+    match v {
+        KnobValue::Bool(_) => "boolean",
+        KnobValue::Int(_) => "integer",
+        KnobValue::Float(_) => "float",
+        KnobValue::Str(_) => "string",
+    }
+}
+
+/// The domain an annotation gives a knob whose current value is `value`, or why it is wrong.
+pub(crate) fn annotated_domain(text: &str, value: &KnobValue) -> Result<Domain, String> {
+    match parse_annotation(text)? {
+        Annotation::Fixed => Ok(Domain::Fixed),
+        Annotation::Bool => match value {
+            KnobValue::Bool(_) => Ok(Domain::Bool),
+            other => Err(format!(
+                "`bool` annotates a {} value ({other}); use `true`/`false`, or another annotation",
+                kind_name(other)
+            )),
+        },
+        Annotation::Choice(options) => {
+            if let Some(bad) = options
+                .iter()
+                .find(|o| std::mem::discriminant(*o) != std::mem::discriminant(value))
+            {
+                return Err(format!(
+                    "the choice `{bad}` is a {} but the value {value} is a {}; every choice must \
+                     have the value's type",
+                    kind_name(bad),
+                    kind_name(value)
+                ));
+            }
+            if !options.contains(value) {
+                return Err(format!(
+                    "the current value {value} is not among the choices; add it to the list"
+                ));
+            }
+            Ok(Domain::Choice(options))
+        }
+        Annotation::Range { int, log, lo, hi } => {
+            if int {
+                let (KnobValue::Int(lo), KnobValue::Int(hi)) = (&lo, &hi) else {
+                    return Err(format!("`int` ranges need integer bounds, not {lo}..{hi}"));
+                };
+                let (lo, hi) = (*lo, *hi);
+                if !matches!(value, KnobValue::Int(_)) {
+                    return Err(format!(
+                        "`int` annotates a {} value ({value}); write an integer or use a float \
+                         range `lo..hi`",
+                        kind_name(value)
+                    ));
+                }
+                check_bounds(lo as f64, hi as f64, log, &format!("{lo}..{hi}"))?;
+                Ok(Domain::Int { lo, hi, log })
+            } else {
+                let as_f64 = |v: &KnobValue| match v {
+                    KnobValue::Int(n) => *n as f64,
+                    KnobValue::Float(x) => *x,
+                    _ => f64::NAN,
+                };
+                let (lo, hi) = (as_f64(&lo), as_f64(&hi));
+                match value {
+                    KnobValue::Float(_) => {}
+                    KnobValue::Int(n) => {
+                        return Err(format!(
+                            "the value {n} is an integer but `lo..hi` is a float range; use \
+                             `int lo..hi`, or write the value as {n}.0"
+                        ))
+                    }
+                    other => {
+                        return Err(format!(
+                            "a numeric range annotates a {} value ({other})",
+                            kind_name(other)
+                        ))
+                    }
+                }
+                check_bounds(lo, hi, log, &format!("{lo}..{hi}"))?;
+                Ok(Domain::Float { lo, hi, log })
+            }
+        }
+    }
+}
+
+fn check_bounds(lo: f64, hi: f64, log: bool, shown: &str) -> Result<(), String> {
+    if lo.partial_cmp(&hi) != Some(std::cmp::Ordering::Less) {
+        return Err(format!(
+            "the range {shown} is empty: the lower bound must be below the upper"
+        ));
+    }
+    if log && lo <= 0.0 {
+        return Err(format!(
+            "a `log` range must be positive, but {shown} starts at {lo}; drop `log` or raise the \
+             lower bound"
+        ));
+    }
+    Ok(())
+}
+
+/// The domain of an unannotated knob, inferred from its name and value.
+pub(crate) fn inferred_domain(name: &str, value: &KnobValue) -> Domain {
+    if name.contains("SEED") {
+        return Domain::Fixed;
+    }
+    match *value {
+        KnobValue::Float(x) if x != 0.0 && x.is_finite() => {
+            let (a, b) = (x / 10.0, x * 10.0);
+            if a.is_finite() && b.is_finite() && a != 0.0 {
+                Domain::Float {
+                    lo: a.min(b),
+                    hi: a.max(b),
+                    log: true,
+                }
+            } else {
+                Domain::Fixed
+            }
+        }
+        KnobValue::Int(n) if n != 0 => {
+            let m = n.unsigned_abs();
+            let lo = i64::try_from((m / 4).max(1)).unwrap_or(i64::MAX);
+            let hi = i64::try_from(m.saturating_mul(4)).unwrap_or(i64::MAX);
+            if n > 0 {
+                Domain::Int { lo, hi, log: true }
+            } else {
+                Domain::Int {
+                    lo: -hi,
+                    hi: -lo,
+                    log: true,
+                }
+            }
+        }
+        KnobValue::Bool(_) => Domain::Bool,
+        _ => Domain::Fixed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn knob(line: &str) -> Option<(String, KnobValue, Option<String>)> {
+        match scan_line(line) {
+            LineScan::Knob(k) => Some((
+                k.name.to_string(),
+                k.literal.value,
+                k.annotation.map(str::to_string),
+            )),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn scans_python_and_rust_lines() {
+        let f = |x: f64| KnobValue::Float(x);
+        assert_eq!(knob("LR = 0.04"), Some(("LR".into(), f(0.04), None)));
+        assert_eq!(
+            knob("LR: float = 0.04  # hone: log 1e-4..1"),
+            Some(("LR".into(), f(0.04), Some("log 1e-4..1".into())))
+        );
+        assert_eq!(
+            knob("pub const LR: f64 = 0.04; // hone: fixed"),
+            Some(("LR".into(), f(0.04), Some("fixed".into())))
+        );
+        assert_eq!(
+            knob("export const N=3;"),
+            Some(("N".into(), KnobValue::Int(3), None))
+        );
+        assert_eq!(
+            knob("var X float64 = 1.5"),
+            Some(("X".into(), f(1.5), None))
+        );
+        assert_eq!(
+            knob("const S: &'static str = \"a\"; // plain comment"),
+            Some(("S".into(), KnobValue::Str("a".into()), None))
+        );
+        assert_eq!(knob("  LR = 0.04"), None);
+        assert_eq!(knob("lr = 0.04"), None);
+        assert_eq!(knob("Lr = 0.04"), None);
+        assert_eq!(knob("LR == 0.04"), None);
+        assert_eq!(knob("LR = 0.04 * 2"), None);
+        assert_eq!(knob("LR = f(1)"), None);
+        assert_eq!(knob("LR += 1"), None);
+        assert_eq!(knob("A = B = 1"), None);
+        assert_eq!(knob("X = None"), None);
+    }
+
+    #[test]
+    fn reports_annotations_on_lines_that_are_not_knobs() {
+        assert!(matches!(
+            scan_line("    LR = 0.1  # hone: log 1e-3..1"),
+            LineScan::Misannotated(r) if r.contains("top-level")
+        ));
+        assert!(matches!(
+            scan_line("lr = 0.1  # hone: log 1e-3..1"),
+            LineScan::Misannotated(_)
+        ));
+        assert_eq!(scan_line("// LR = 0.1 // hone: bool"), LineScan::Other);
+        assert_eq!(scan_line("x = 1  # a comment"), LineScan::Other);
+    }
+
+    #[test]
+    fn tracks_triple_quotes() {
+        let mut t = TripleQuotes::default();
+        let mut inside = Vec::new();
+        for line in [
+            "A = 1",
+            "DOC = \"\"\"",
+            "B = 2",
+            "\"\"\"",
+            "C = '''x'''",
+            "D = 4",
+        ] {
+            inside.push(t.inside());
+            t.feed(line);
+        }
+        assert_eq!(inside, [false, false, true, true, false, false]);
+    }
+
+    #[test]
+    fn annotation_errors_say_what_is_wrong() {
+        let err = |a: &str, v: KnobValue| annotated_domain(a, &v).err().unwrap_or_default();
+        assert!(err("log 0..1", KnobValue::Float(0.5)).contains("positive"));
+        assert!(err("1..0", KnobValue::Float(0.5)).contains("empty"));
+        assert!(err("0..1", KnobValue::Int(1)).contains("int lo..hi"));
+        assert!(err("int 0..1.5", KnobValue::Int(1)).contains("integer bounds"));
+        assert!(err("bool", KnobValue::Int(1)).contains("bool"));
+        assert!(err("choice [1, 2]", KnobValue::Int(3)).contains("not among"));
+        assert!(err("choice [1, \"a\"]", KnobValue::Int(1)).contains("type"));
+        assert!(err("choice 1, 2", KnobValue::Int(1)).contains("brackets"));
+        assert!(err("banana", KnobValue::Int(1)).contains("expected"));
+        assert!(err("0..x", KnobValue::Float(0.5)).contains("upper"));
+    }
+
+    #[test]
+    fn infers_domains() {
+        assert_eq!(
+            inferred_domain("LR", &KnobValue::Float(0.04)),
+            Domain::Float {
+                lo: 0.004,
+                hi: 0.4,
+                log: true
+            }
+        );
+        assert_eq!(
+            inferred_domain("SHIFT", &KnobValue::Float(-2.0)),
+            Domain::Float {
+                lo: -20.0,
+                hi: -0.2,
+                log: true
+            }
+        );
+        assert_eq!(inferred_domain("Z", &KnobValue::Float(0.0)), Domain::Fixed);
+        assert_eq!(
+            inferred_domain("DEPTH", &KnobValue::Int(8)),
+            Domain::Int {
+                lo: 2,
+                hi: 32,
+                log: true
+            }
+        );
+        assert_eq!(
+            inferred_domain("ONE", &KnobValue::Int(1)),
+            Domain::Int {
+                lo: 1,
+                hi: 4,
+                log: true
+            }
+        );
+        assert_eq!(
+            inferred_domain("NEG", &KnobValue::Int(-8)),
+            Domain::Int {
+                lo: -32,
+                hi: -2,
+                log: true
+            }
+        );
+        assert_eq!(inferred_domain("Z", &KnobValue::Int(0)), Domain::Fixed);
+        assert_eq!(inferred_domain("B", &KnobValue::Bool(true)), Domain::Bool);
+        assert_eq!(
+            inferred_domain("S", &KnobValue::Str("x".into())),
+            Domain::Fixed
+        );
+        assert_eq!(
+            inferred_domain("DATA_SEED", &KnobValue::Int(42)),
+            Domain::Fixed
+        );
+    }
+}
