@@ -24,7 +24,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .env("GIT_COMMITTER_EMAIL", "t@t")
         .output()
         .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -59,7 +63,11 @@ impl Repo {
     }
 
     fn hone(&self, args: &[&str]) -> Output {
-        Command::new(HONE).args(args).current_dir(&self.dir).output().unwrap()
+        Command::new(HONE)
+            .args(args)
+            .current_dir(&self.dir)
+            .output()
+            .unwrap()
     }
 
     fn spawn_hone(&self, args: &[&str]) -> std::process::Child {
@@ -82,7 +90,10 @@ impl Repo {
     }
 
     fn statuses(&self) -> Vec<String> {
-        self.log().iter().map(|e| e["status"].as_str().unwrap().to_string()).collect()
+        self.log()
+            .iter()
+            .map(|e| e["status"].as_str().unwrap().to_string())
+            .collect()
     }
 
     fn rev(&self, r: &str) -> String {
@@ -95,7 +106,11 @@ impl Repo {
 }
 
 fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// Waits for a file to appear (the event a test needs), failing after a generous deadline.
@@ -107,9 +122,23 @@ fn wait_for_file(p: &Path) {
     }
 }
 
+/// Is any live (non-zombie) process in process group `pgid`? Zombies are skipped: they have
+/// exited, and an init that does not reap (as in some containers) may keep them listed.
 fn group_alive(pgid: i32) -> bool {
-    // SAFETY: kill with signal 0 only checks for existence.
-    unsafe { libc::kill(-pgid, 0) == 0 }
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.filter_map(|e| e.ok()).any(|e| {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            return false;
+        };
+        // Fields after the command name, which is in parentheses and may contain spaces.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+            return false;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        f.len() > 2 && f[0] != "Z" && f[2] == pgid.to_string()
+    })
 }
 
 fn wait_group_gone(pgid: i32) -> bool {
@@ -141,19 +170,28 @@ fn keep_and_discard_move_the_branch_only_on_keep() {
     assert_eq!(r.rev("hone/t1"), r.rev("refs/hone/t1/3"));
     assert_eq!(r.rev("refs/hone/t1/0"), r.rev("main"));
     let discard = r.rev("refs/hone/t1/2");
-    assert_eq!(git(&r.dir, &["show", &format!("{discard}:value.txt")]), "score: 7");
+    assert_eq!(
+        git(&r.dir, &["show", &format!("{discard}:value.txt")]),
+        "score: 7"
+    );
     // A discard's parent is the best at its time (#1), and the branch never pointed at it.
     assert_eq!(r.rev(&format!("{discard}^")), r.rev("refs/hone/t1/1"));
     assert_eq!(r.rev("refs/hone/t1/3^"), r.rev("refs/hone/t1/1"));
     // The user's checkout was never touched.
-    assert_eq!(std::fs::read_to_string(r.dir.join("value.txt")).unwrap(), "score: 5\n");
+    assert_eq!(
+        std::fs::read_to_string(r.dir.join("value.txt")).unwrap(),
+        "score: 5\n"
+    );
     assert_eq!(git(&r.dir, &["status", "--porcelain"]), "");
     // hone show prints the discarded diff, recoverable forever.
     let show = text(&r.hone(&["show", "2"]));
     assert!(show.contains("+score: 7"), "{show}");
     // results.tsv layout.
     let tsv = String::from_utf8_lossy(&r.hone(&["log", "--tsv"]).stdout).to_string();
-    assert!(tsv.starts_with("commit\tscore\tstatus\tdescription\n"), "{tsv}");
+    assert!(
+        tsv.starts_with("commit\tscore\tstatus\tdescription\n"),
+        "{tsv}"
+    );
     assert!(tsv.contains("\t4.000000\tkeep\tlower is better"), "{tsv}");
 }
 
@@ -169,7 +207,10 @@ fn crash_no_metric_and_constraint_are_recorded() {
         r.dir.join("hone.toml"),
         std::fs::read_to_string(r.dir.join("hone.toml"))
             .unwrap()
-            .replace("metric = \"score\"", "metric = \"score\"\nconstraints = [\"mem <= 500\"]"),
+            .replace(
+                "metric = \"score\"",
+                "metric = \"score\"\nconstraints = [\"mem <= 500\"]",
+            ),
     )
     .unwrap();
     let out = r.hone(&["run"]);
@@ -177,10 +218,24 @@ fn crash_no_metric_and_constraint_are_recorded() {
     let log = r.log();
     let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
     assert_eq!(st, ["baseline", "crash", "crash", "discard"]);
-    assert!(log[1]["reason"].as_str().unwrap().contains("status 3"), "{:?}", log[1]);
-    assert!(log[2]["reason"].as_str().unwrap().contains("printed no `score`"), "{:?}", log[2]);
-    assert!(log[3]["reason"].as_str().unwrap().contains("mem <= 500"), "{:?}", log[3]);
-    assert_eq!(r.rev("hone/").len(), 0, "sanity");
+    assert!(
+        log[1]["reason"].as_str().unwrap().contains("status 3"),
+        "{:?}",
+        log[1]
+    );
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("printed no `score`"),
+        "{:?}",
+        log[2]
+    );
+    assert!(
+        log[3]["reason"].as_str().unwrap().contains("mem <= 500"),
+        "{:?}",
+        log[3]
+    );
 }
 
 #[test]
@@ -191,7 +246,11 @@ fn timeout_kills_the_whole_group_even_with_a_grandchild_holding_stdout() {
         "if grep -q hang value.txt; then echo $$ > {}; (sleep 300 &); sleep 300; fi; cat value.txt",
         pidfile.display()
     );
-    let r = Repo::new("[stop]\nmax_experiments = 2\n", &verify, "write\tvalue.txt\thang\\n\n");
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 2\n",
+        &verify,
+        "write\tvalue.txt\thang\\n\n",
+    );
     std::fs::write(
         r.dir.join("hone.toml"),
         std::fs::read_to_string(r.dir.join("hone.toml"))
@@ -202,8 +261,15 @@ fn timeout_kills_the_whole_group_even_with_a_grandchild_holding_stdout() {
     let out = r.hone(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(r.statuses(), ["baseline", "timeout"]);
-    let pgid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
-    assert!(!group_alive(pgid), "a process of the verifier's group outlived the timeout");
+    let pgid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !group_alive(pgid),
+        "a process of the verifier's group outlived the timeout"
+    );
 }
 
 #[test]
@@ -218,11 +284,17 @@ fn violation_is_never_verified_and_leaves_the_branch() {
     );
     let out = r.hone(&["run", "--tag", "v"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "violation", "violation", "violation"]);
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "violation", "violation", "violation"]
+    );
     let log = r.log();
     assert!(log[1]["reason"].as_str().unwrap().contains("prepare.py"));
     assert!(log[2]["reason"].as_str().unwrap().contains("not editable"));
-    assert!(log[3]["reason"].as_str().unwrap().contains("data/input.txt"));
+    assert!(log[3]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("data/input.txt"));
     // Only the baseline ran the verifier.
     assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
     assert_eq!(r.rev("hone/v"), r.rev("main"));
@@ -243,7 +315,10 @@ fn pinned_input_changed_mid_run_stops_the_run() {
     let out = r.hone(&["run"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let msg = text(&out);
-    assert!(msg.contains("pinned input `data/input.txt` changed"), "{msg}");
+    assert!(
+        msg.contains("pinned input `data/input.txt` changed"),
+        "{msg}"
+    );
     let st = r.statuses();
     assert_eq!(st, ["baseline", "keep", "aborted"]);
 }
@@ -253,12 +328,33 @@ fn broken_specs_name_the_line_and_key() {
     let r = Repo::new("", SCORE, "");
     let base = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
     let cases: Vec<(String, &str)> = vec![
-        (base.replace("metric = \"score\"", "metrc = \"score\""), "hone.toml:8: `verify.metrc`: unknown key in [verify]; did you mean `metric`?"),
-        (base.replace("timeout = \"60s\"", "timeout = \"sixty\""), "hone.toml:9: `verify.timeout`"),
-        (base.replace("editable = [\"value.txt\"]", "editable = [1]"), "hone.toml:2: `loop.editable`: expected a list of strings"),
-        (base.replace("metric = \"score\"\n", ""), "`verify.metric`: required"),
-        (base.replace("protected = [\"prepare.py\"]", "protected = [\"value.txt\"]"), "hone.toml:3: `loop.protected`"),
-        (format!("{base}\n[stp]\nmax_experiments = 3\n"), "unknown section `[stp]`"),
+        (
+            base.replace("metric = \"score\"", "metrc = \"score\""),
+            "hone.toml:8: `verify.metrc`: unknown key in [verify]; did you mean `metric`?",
+        ),
+        (
+            base.replace("timeout = \"60s\"", "timeout = \"sixty\""),
+            "hone.toml:9: `verify.timeout`",
+        ),
+        (
+            base.replace("editable = [\"value.txt\"]", "editable = [1]"),
+            "hone.toml:2: `loop.editable`: expected a list of strings",
+        ),
+        (
+            base.replace("metric = \"score\"\n", ""),
+            "`verify.metric`: required",
+        ),
+        (
+            base.replace(
+                "protected = [\"prepare.py\"]",
+                "protected = [\"value.txt\"]",
+            ),
+            "hone.toml:3: `loop.protected`",
+        ),
+        (
+            format!("{base}\n[stp]\nmax_experiments = 3\n"),
+            "unknown section `[stp]`",
+        ),
     ];
     for (toml, expected) in cases {
         std::fs::write(r.dir.join("hone.toml"), &toml).unwrap();
@@ -287,17 +383,31 @@ fn kill_9_during_verification_then_resume() {
     );
     let mut child = r.spawn_hone(&["run", "--tag", "k"]);
     wait_for_file(&started);
-    let pgid: i32 = std::fs::read_to_string(&pgid_file).unwrap().trim().parse().unwrap();
+    let pgid: i32 = std::fs::read_to_string(&pgid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    assert!(group_alive(pgid), "the orphaned verifier should still be running before resume");
+    assert!(
+        group_alive(pgid),
+        "the orphaned verifier should still be running before resume"
+    );
     let st = r.statuses();
     assert_eq!(st, ["baseline", "keep", "running"]);
 
     let out = r.hone(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("experiment 2 was interrupted"), "{}", text(&out));
-    assert!(wait_group_gone(pgid), "resume must kill the interrupted verifier's group");
+    assert!(
+        text(&out).contains("experiment 2 was interrupted"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        wait_group_gone(pgid),
+        "resume must kill the interrupted verifier's group"
+    );
     let log = r.log();
     let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
     assert_eq!(st, ["baseline", "keep", "aborted", "keep", "keep"]);
@@ -330,7 +440,11 @@ fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
     std::fs::write(&release, "").unwrap();
     let status = child.wait().unwrap();
     assert!(status.success());
-    assert_eq!(r.statuses(), ["baseline", "keep"], "the current experiment finishes");
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "keep"],
+        "the current experiment finishes"
+    );
     let st = text(&r.hone(&["status"]));
     assert!(st.contains("interrupted"), "{st}");
     let out = r.hone(&["run"]);
@@ -348,15 +462,39 @@ fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
         s = started.display(),
         p = pgid_file.display()
     );
-    let r = Repo::new("[stop]\nmax_experiments = 3\n", &verify, "write\tvalue.txt\tscore: 4\\n\n");
-    let mut child = r.spawn_hone(&["run"]);
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        &verify,
+        "write\tvalue.txt\tscore: 4\\n\n",
+    );
+    let mut child = Command::new(HONE)
+        .arg("run")
+        .current_dir(&r.dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     wait_for_file(&started);
-    let pgid: i32 = std::fs::read_to_string(&pgid_file).unwrap().trim().parse().unwrap();
+    let pgid: i32 = std::fs::read_to_string(&pgid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Two signals sent at once would merge into one; send the second after hone said it saw
+    // the first.
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
     // SAFETY: signalling our own child.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-        libc::kill(child.id() as i32, libc::SIGINT);
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut line = String::new();
+    while !line.contains("stopping after the current experiment") {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0,
+            "hone exited early"
+        );
     }
+    // SAFETY: as above.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     assert!(child.wait().unwrap().success());
     assert!(!group_alive(pgid));
     assert_eq!(r.statuses(), ["baseline", "aborted"]);
@@ -369,10 +507,18 @@ fn prompt_holds_program_history_and_rules() {
         SCORE,
         "write\tvalue.txt\tscore: 4\\n\nhypothesis\tfirst idea\n---\nexpect-prompt\tfirst idea\nexpect-prompt\tYou may change only these files (globs): value.txt\nexpect-prompt\tRESEARCH NOTES\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
-    std::fs::write(r.dir.join("program.md"), "RESEARCH NOTES: lower the score\n").unwrap();
+    std::fs::write(
+        r.dir.join("program.md"),
+        "RESEARCH NOTES: lower the score\n",
+    )
+    .unwrap();
     let out = r.hone(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep", "keep"], "the agent found all it expected in the prompt");
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "keep", "keep"],
+        "the agent found all it expected in the prompt"
+    );
 }
 
 #[test]
@@ -399,7 +545,11 @@ fn consecutive_failures_stop_the_run() {
     );
     let out = r.hone(&["run"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("3 failed experiments in a row"), "{}", text(&out));
+    assert!(
+        text(&out).contains("3 failed experiments in a row"),
+        "{}",
+        text(&out)
+    );
     assert_eq!(r.statuses(), ["baseline", "invalid", "invalid", "invalid"]);
 }
 
@@ -408,7 +558,11 @@ fn consecutive_failures_stop_the_run() {
 fn knob_repo() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
-    std::fs::write(dir.join("params.txt"), "WIDTH = 2  # hone: int 1..20\nDEPTH = 9  # hone: int 1..20\n").unwrap();
+    std::fs::write(
+        dir.join("params.txt"),
+        "WIDTH = 2  # hone: int 1..20\nDEPTH = 9  # hone: int 1..20\n",
+    )
+    .unwrap();
     std::fs::write(
         dir.join("score.sh"),
         "w=$(sed -n 's/^WIDTH = \\([0-9]*\\).*/\\1/p' params.txt)\nd=$(sed -n 's/^DEPTH = \\([0-9]*\\).*/\\1/p' params.txt)\necho \"loss: $(( (w-13)*(w-13) + (d-4)*(d-4) ))\"\n",
@@ -428,9 +582,17 @@ fn knob_repo() -> (tempfile::TempDir, PathBuf) {
 #[test]
 fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
     let descs = |dir: &Path| -> Vec<String> {
-        let out = Command::new(HONE).args(["run", "--seed", "7"]).current_dir(dir).output().unwrap();
+        let out = Command::new(HONE)
+            .args(["run", "--seed", "7"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}", text(&out));
-        let log = Command::new(HONE).args(["log", "--json"]).current_dir(dir).output().unwrap();
+        let log = Command::new(HONE)
+            .args(["log", "--json"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
         String::from_utf8_lossy(&log.stdout)
             .lines()
             .map(|l| {
@@ -445,27 +607,48 @@ fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
     let second = descs(&db);
     assert_eq!(first, second, "the same seed gives the same candidates");
     assert_eq!(first.len(), 15);
-    assert!(first[1].contains("->"), "descriptions say what changed: {first:?}");
-    let log = Command::new(HONE).args(["status", "--json"]).current_dir(&da).output().unwrap();
+    assert!(
+        first[1].contains("->"),
+        "descriptions say what changed: {first:?}"
+    );
+    let log = Command::new(HONE)
+        .args(["status", "--json"])
+        .current_dir(&da)
+        .output()
+        .unwrap();
     let s: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();
-    assert!(s["best"].as_f64().unwrap() < s["baseline"].as_f64().unwrap() * 0.5, "{s}");
+    assert!(
+        s["best"].as_f64().unwrap() < s["baseline"].as_f64().unwrap() * 0.5,
+        "{s}"
+    );
 }
 
 #[test]
 fn init_writes_a_spec_lists_knobs_and_refuses_to_overwrite() {
     let (_t, dir) = knob_repo();
     std::fs::remove_file(dir.join("hone.toml")).unwrap();
-    let out = Command::new(HONE).args(["init", "--metric", "loss"]).current_dir(&dir).output().unwrap();
+    let out = Command::new(HONE)
+        .args(["init", "--metric", "loss"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let t = text(&out);
     assert!(t.contains("WIDTH") && t.contains("DEPTH"), "{t}");
     let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
     assert!(toml.contains("editable  = [\"params.txt\"]"), "{toml}");
     assert!(dir.join("program.md").exists());
-    let again = Command::new(HONE).args(["init"]).current_dir(&dir).output().unwrap();
+    let again = Command::new(HONE)
+        .args(["init"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
     assert_eq!(again.status.code(), Some(1));
     assert!(text(&again).contains("already exists"));
-    assert_eq!(std::fs::read_to_string(dir.join("hone.toml")).unwrap(), toml);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("hone.toml")).unwrap(),
+        toml
+    );
 }
 
 #[test]
@@ -480,7 +663,11 @@ fn demo_runs_offline_on_the_bundled_example() {
     assert!(out.status.success(), "{}", text(&out));
     let t = text(&out);
     assert!(t.contains("baseline val_bpb"), "{t}");
-    let log = Command::new(HONE).args(["log", "--json"]).current_dir(&dir).output().unwrap();
+    let log = Command::new(HONE)
+        .args(["log", "--json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
     let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&log.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

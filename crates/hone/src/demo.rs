@@ -7,9 +7,18 @@ use std::process::Command;
 
 /// The example's files, as (relative path, content).
 pub const CHARLM: &[(&str, &[u8])] = &[
-    // PENDING     ("README.md", include_bytes!("../../../examples/charlm/README.md")),
-    // PENDING     ("hone.toml", include_bytes!("../../../examples/charlm/hone.toml")),
-    // PENDING     ("program.md", include_bytes!("../../../examples/charlm/program.md")),
+    (
+        "README.md",
+        include_bytes!("../../../examples/charlm/README.md"),
+    ),
+    (
+        "hone.toml",
+        include_bytes!("../../../examples/charlm/hone.toml"),
+    ),
+    (
+        "program.md",
+        include_bytes!("../../../examples/charlm/program.md"),
+    ),
     (
         "prepare.py",
         include_bytes!("../../../examples/charlm/prepare.py"),
@@ -22,7 +31,10 @@ pub const CHARLM: &[(&str, &[u8])] = &[
         "data/corpus.txt",
         include_bytes!("../../../examples/charlm/data/corpus.txt"),
     ),
-    // PENDING     ("data/SOURCE.md", include_bytes!("../../../examples/charlm/data/SOURCE.md")),
+    (
+        "data/SOURCE.md",
+        include_bytes!("../../../examples/charlm/data/SOURCE.md"),
+    ),
 ];
 
 /// Why the demo could not be set up.

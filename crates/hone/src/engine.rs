@@ -483,10 +483,12 @@ impl<'a> Engine<'a> {
                     .into());
                 }
             }
-            None => return Err(EngineError::Setup(format!(
+            None => {
+                return Err(EngineError::Setup(format!(
                 "branch hone/{tag} was deleted; every experiment is still under refs/hone/{tag}/, \
                      recreate the branch with `git branch hone/{tag} {expected}` to resume"
-            ))),
+            )))
+            }
         }
         Ok(())
     }
