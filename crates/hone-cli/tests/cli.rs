@@ -1,6 +1,8 @@
 //! End-to-end tests: the real `hone` binary against real git repositories, real verifier
 //! processes and a scripted fake agent (`fake-agent`, built in this package).
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -98,10 +100,6 @@ impl Repo {
 
     fn rev(&self, r: &str) -> String {
         git(&self.dir, &["rev-parse", r])
-    }
-
-    fn tmp(&self) -> &Path {
-        self._tmp.path()
     }
 }
 

@@ -3,15 +3,15 @@
 //! The library holds the whole engine and does no terminal I/O; the `hone` binary in
 //! `crates/hone-cli` is a thin layer over it. See DESIGN.md for the words used here.
 //!
-//! - [`spec`]: hone.toml, validated with line-precise errors.
-//! - [`workspace`]: git (run branch, worktrees, archive refs, scope checks).
-//! - [`exec`]: processes in their own groups, under timeouts.
-//! - [`verify`]: metrics, constraints, the decision rule.
-//! - [`propose`]: the `Proposer` trait, the knobs optimizer, agent commands.
-//! - [`store`]: SQLite state.
-//! - [`engine`]: the loop.
-//! - [`report`]: summaries.
-//! - [`demo`]: the bundled example.
+//! - `spec`: hone.toml, validated with line-precise errors.
+//! - `workspace`: git (run branch, worktrees, archive refs, scope checks).
+//! - `exec`: processes in their own groups, under timeouts.
+//! - `verify`: metrics, constraints, the decision rule.
+//! - `propose`: the `Proposer` trait, the knobs optimizer, agent commands.
+//! - `store`: SQLite state.
+//! - `engine`: the loop.
+//! - `report`: summaries.
+//! - `demo`: the bundled example.
 
 pub mod demo;
 pub mod engine;

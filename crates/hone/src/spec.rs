@@ -332,7 +332,7 @@ impl Spec {
             .opt_duration(vf, "verify", "kill_grace")?
             .unwrap_or(Duration::from_secs(defaults::KILL_GRACE_SECS));
         let min_delta = p.opt_f64(vf, "verify", "min_delta")?.unwrap_or(0.0);
-        if !(min_delta >= 0.0) || !min_delta.is_finite() {
+        if min_delta.is_nan() || min_delta < 0.0 || !min_delta.is_finite() {
             return Err(p.err_value(
                 vf,
                 "verify",
@@ -461,7 +461,7 @@ impl Spec {
             ));
         }
         let max_cost_usd = p.opt_f64(st, "stop", "max_cost_usd")?;
-        if matches!(max_cost_usd, Some(c) if !(c >= 0.0)) {
+        if matches!(max_cost_usd, Some(c) if c.is_nan() || c < 0.0) {
             return Err(p.err_value(st, "stop", "max_cost_usd", "must be a number >= 0".into()));
         }
         let stop = StopSpec {

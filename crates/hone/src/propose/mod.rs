@@ -84,8 +84,8 @@ pub trait Proposer {
 /// Builds the proposer a spec asks for.
 pub fn from_spec(spec: &Spec) -> Box<dyn Proposer> {
     match spec.agent.kind {
-        crate::spec::AgentKind::Knobs => Box::new(optimizer::KnobsProposer::default()),
-        crate::spec::AgentKind::Command => Box::new(command::CommandProposer::default()),
+        crate::spec::AgentKind::Knobs => Box::new(optimizer::KnobsProposer),
+        crate::spec::AgentKind::Command => Box::new(command::CommandProposer),
     }
 }
 
