@@ -185,7 +185,10 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             let (store, run) = open_run(&cwd, run.as_deref())?;
             let exps = store.experiments(run.id).map_err(anyhow::Error::from)?;
             let spec: serde_json::Value = serde_json::from_str(&run.spec_json).unwrap_or_default();
-            output::status(&run, &exps, &spec, json);
+            let live = Git::discover(&cwd)
+                .map(|g| engine::is_running(g.root()))
+                .unwrap_or(false);
+            output::status(&run, &exps, &spec, json, live);
             Ok(())
         }
         Cmd::Log { run, json, tsv } => {

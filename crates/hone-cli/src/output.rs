@@ -136,6 +136,21 @@ impl Printer {
     }
 }
 
+/// "baseline X, best Y (#n), -12.34%".
+fn best_line(s: &Summary) -> String {
+    format!(
+        "baseline {}, best {} (#{}){}",
+        fmt_metric(s.baseline),
+        fmt_metric(s.best),
+        s.best_experiment
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "-".into()),
+        s.change_pct
+            .map(|p| format!(", {p:+.2}%"))
+            .unwrap_or_default()
+    )
+}
+
 /// The end-of-run summary.
 pub fn summary(s: &Summary) {
     println!();
@@ -143,18 +158,7 @@ pub fn summary(s: &Summary) {
         "run {} ({}): {} experiments",
         s.tag, s.branch, s.experiments
     );
-    println!(
-        "  baseline {} = {}   best {} (#{}){}",
-        s.metric,
-        fmt_metric(s.baseline),
-        fmt_metric(s.best),
-        s.best_experiment
-            .map(|n| n.to_string())
-            .unwrap_or_else(|| "-".into()),
-        s.change_pct
-            .map(|p| format!("   change {p:+.2}%"))
-            .unwrap_or_default()
-    );
+    println!("  {} ({}): {}", s.metric, s.direction, best_line(s));
     if let Some(d) = &s.best_description {
         if s.best_experiment.unwrap_or(0) > 0 {
             println!("  best change: {d}");
@@ -173,31 +177,26 @@ pub fn summary(s: &Summary) {
 }
 
 /// `hone status`.
-pub fn status(run: &RunRecord, exps: &[ExperimentRecord], spec: &serde_json::Value, json: bool) {
+pub fn status(
+    run: &RunRecord,
+    exps: &[ExperimentRecord],
+    spec: &serde_json::Value,
+    json: bool,
+    live: bool,
+) {
     let s = summarize(run, exps);
     if json {
         println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
         return;
     }
     let state = match run.state.as_str() {
-        "running" => "running (or interrupted without a clean stop)",
+        "running" if live => "running",
+        "running" => "interrupted without a clean stop (resume with `hone run`)",
         "interrupted" => "interrupted (resume with `hone run`)",
         other => other,
     };
     println!("run {} on {}: {state}", s.tag, s.branch);
-    println!(
-        "  {} ({}): baseline {}, best {} (#{}){}",
-        s.metric,
-        s.direction,
-        fmt_metric(s.baseline),
-        fmt_metric(s.best),
-        s.best_experiment
-            .map(|n| n.to_string())
-            .unwrap_or_else(|| "-".into()),
-        s.change_pct
-            .map(|p| format!(", {p:+.2}%"))
-            .unwrap_or_default()
-    );
+    println!("  {} ({}): {}", s.metric, s.direction, best_line(&s));
     let counts: Vec<String> = Status::ALL
         .iter()
         .filter_map(|st| s.counts.get(st.as_str()).map(|c| format!("{st} {c}")))

@@ -526,8 +526,20 @@ fn agent_failure_is_invalid_and_the_loop_goes_on() {
         SCORE,
         "say\tI give up\nexit\t7\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
     );
+    // An uncommitted edit in the user's checkout is not part of the run, and hone says so.
+    std::fs::write(r.dir.join("value.txt"), "score: 0\n").unwrap();
     let out = r.hone(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("uncommitted changes are not part of the run"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        r.log()[0]["objective"],
+        5.0,
+        "the baseline is HEAD, not the dirty checkout"
+    );
     let log = r.log();
     assert_eq!(log[1]["status"], "invalid");
     assert!(log[1]["reason"].as_str().unwrap().contains("status 7"));
@@ -660,7 +672,7 @@ fn demo_runs_offline_on_the_bundled_example() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let t = text(&out);
-    assert!(t.contains("baseline val_bpb"), "{t}");
+    assert!(t.contains("val_bpb (minimize): baseline 2."), "{t}");
     let log = Command::new(HONE)
         .args(["log", "--json"])
         .current_dir(&dir)

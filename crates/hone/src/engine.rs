@@ -203,6 +203,12 @@ fn lock_state(path: &Path) -> Result<StateLock, EngineError> {
     Ok(StateLock { _file: file })
 }
 
+/// True while a `hone run` holds the repository's state lock.
+pub fn is_running(repo_root: &Path) -> bool {
+    let lock = StatePaths::new(repo_root).lock();
+    lock.exists() && lock_state(&lock).is_err()
+}
+
 /// A valid run tag: it becomes part of a branch name and of paths.
 pub fn validate_tag(tag: &str) -> Result<(), EngineError> {
     let ok = !tag.is_empty()

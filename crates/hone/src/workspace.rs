@@ -251,7 +251,10 @@ impl Git {
         let usable = path.join(".git").exists()
             && self
                 .run_in(path, &["rev-parse", "--show-toplevel"])
-                .map(|t| Path::new(t.trim()) == path)
+                .map(|t| {
+                    let canon = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+                    Path::new(t.trim()) == canon
+                })
                 .unwrap_or(false);
         if !usable {
             if path.exists() {
@@ -272,22 +275,6 @@ impl Git {
     pub fn reset_worktree(&self, path: &Path, commit: &str) -> Result<(), GitError> {
         self.run_in(path, &["reset", "--quiet", "--hard", commit])?;
         self.run_in(path, &["clean", "-ffdxq"])?;
-        Ok(())
-    }
-
-    /// Removes a worktree (best effort: a missing one is fine).
-    pub fn remove_worktree(&self, path: &Path) -> Result<(), GitError> {
-        if path.exists() {
-            let p = path.to_string_lossy();
-            let _ = self.run(&["worktree", "remove", "--force", &p]);
-            if path.exists() {
-                std::fs::remove_dir_all(path).map_err(|source| GitError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-            }
-        }
-        self.run(&["worktree", "prune"])?;
         Ok(())
     }
 
