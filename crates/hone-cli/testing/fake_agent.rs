@@ -9,6 +9,9 @@
 //! - `hypothesis<TAB>TEXT`: write `.hone/hypothesis.txt`
 //! - `say<TAB>TEXT`: print TEXT on stdout
 //! - `expect-prompt<TAB>TEXT`: exit 4 unless the prompt file ($HONE_PROMPT) contains TEXT
+//! - `run<TAB>COMMAND`: run COMMAND with `sh -c` (exit 5 if it fails)
+//! - `mark<TAB>PATH`: write this process's group id to PATH (a test's cue that the agent runs)
+//! - `sleep<TAB>SECONDS`
 //! - `exit<TAB>CODE`
 
 use std::path::Path;
@@ -74,6 +77,26 @@ fn main() {
                     eprintln!("fake-agent: prompt {prompt} lacks {needle:?}");
                     std::process::exit(4);
                 }
+            }
+            ["run", command] => {
+                let ok = std::process::Command::new("sh")
+                    .arg("-c")
+                    .arg(unescape(command))
+                    .status()
+                    .map(|s| s.success())
+                    .unwrap_or(false);
+                if !ok {
+                    eprintln!("fake-agent: `{command}` failed");
+                    std::process::exit(5);
+                }
+            }
+            ["mark", path] => {
+                // SAFETY: getpgrp has no preconditions.
+                let pgid = unsafe { libc::getpgrp() };
+                let _ = std::fs::write(path, pgid.to_string());
+            }
+            ["sleep", secs] => {
+                std::thread::sleep(std::time::Duration::from_secs(secs.parse().unwrap_or(1)));
             }
             ["exit", code] => std::process::exit(code.parse().unwrap_or(1)),
             other => {

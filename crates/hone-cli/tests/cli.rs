@@ -72,8 +72,12 @@ impl Repo {
             .unwrap()
     }
 
+    /// Starts `hone` in its own process group, as a shell does for a foreground job, so that a
+    /// test can send "Ctrl-C" to the whole group as a terminal would.
     fn spawn_hone(&self, args: &[&str]) -> std::process::Child {
+        use std::os::unix::process::CommandExt;
         Command::new(HONE)
+            .process_group(0)
             .args(args)
             .current_dir(&self.dir)
             .stdout(std::process::Stdio::null())
@@ -433,8 +437,9 @@ fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
     );
     let mut child = r.spawn_hone(&["run"]);
     wait_for_file(&started);
-    // SAFETY: sending SIGINT to our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // Ctrl-C at a terminal: SIGINT to hone's whole foreground process group.
+    // SAFETY: signalling the process group of our own child.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
     std::fs::write(&release, "").unwrap();
     let status = child.wait().unwrap();
     assert!(status.success());
@@ -465,7 +470,9 @@ fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
         &verify,
         "write\tvalue.txt\tscore: 4\\n\n",
     );
+    use std::os::unix::process::CommandExt;
     let mut child = Command::new(HONE)
+        .process_group(0)
         .arg("run")
         .current_dir(&r.dir)
         .stdout(std::process::Stdio::null())
@@ -481,8 +488,8 @@ fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
     // Two signals sent at once would merge into one; send the second after hone said it saw
     // the first.
     let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
     let mut line = String::new();
     while !line.contains("stopping after the current experiment") {
         line.clear();
@@ -492,7 +499,7 @@ fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
         );
     }
     // SAFETY: as above.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
     assert!(child.wait().unwrap().success());
     assert!(!group_alive(pgid));
     assert_eq!(r.statuses(), ["baseline", "aborted"]);
@@ -591,9 +598,9 @@ fn knob_repo() -> (tempfile::TempDir, PathBuf) {
 
 #[test]
 fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
-    let descs = |dir: &Path| -> Vec<String> {
+    let descs = |dir: &Path, seed: &str| -> Vec<String> {
         let out = Command::new(HONE)
-            .args(["run", "--seed", "7"])
+            .args(["run", "--seed", seed])
             .current_dir(dir)
             .output()
             .unwrap();
@@ -613,9 +620,15 @@ fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
     };
     let (_a, da) = knob_repo();
     let (_b, db) = knob_repo();
-    let first = descs(&da);
-    let second = descs(&db);
+    let first = descs(&da, "7");
+    let second = descs(&db, "7");
     assert_eq!(first, second, "the same seed gives the same candidates");
+    let (_c, dc) = knob_repo();
+    assert_ne!(
+        first,
+        descs(&dc, "8"),
+        "another seed gives other candidates"
+    );
     assert_eq!(first.len(), 15);
     assert!(
         first[1].contains("->"),
@@ -685,4 +698,198 @@ fn demo_runs_offline_on_the_bundled_example() {
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[0]["status"], "baseline");
     assert!(rows[0]["objective"].as_f64().unwrap() > 0.5);
+}
+
+#[test]
+fn index_flags_cannot_hide_an_edit_from_the_gate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let verify = format!("echo run >> {}; cat value.txt", runs.display());
+    // The agent tells git to look away from prepare.py, then edits it.
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 2\n",
+        &verify,
+        "run\tgit update-index --assume-unchanged prepare.py\nwrite\tprepare.py\tprint('score: 0')\\n\nwrite\tvalue.txt\tscore: 4\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "h"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "violation", "{:?}", log[1]);
+    assert!(
+        log[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("hid `prepare.py`"),
+        "{:?}",
+        log[1]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap().lines().count(),
+        1,
+        "never verified"
+    );
+    // The archived candidate holds the real edit.
+    assert!(git(&r.dir, &["show", "refs/hone/h/1:prepare.py"]).contains("score: 0"));
+}
+
+#[test]
+fn a_verifier_run_that_rewrites_a_protected_file_is_a_violation() {
+    // train-time code patching the evaluator: the measurement is void.
+    let verify =
+        "if grep -q tamper value.txt; then echo '# patched' >> prepare.py; fi; echo score: 1";
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 2\n",
+        verify,
+        "write\tvalue.txt\ttamper\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "p"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "violation", "{:?}", log[1]);
+    assert!(log[1]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("modified while the verifier ran"));
+    assert_eq!(r.rev("hone/p"), r.rev("main"));
+}
+
+#[test]
+fn ignored_files_a_proposer_plants_never_reach_the_verifier() {
+    // `*.secret` is ignored by git; the verifier would report a perfect score if it saw one.
+    let verify = "if ls *.secret >/dev/null 2>&1; then echo score: 0; else cat value.txt; fi";
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 2\n",
+        verify,
+        "write\tvalue.txt\tscore: 4\\n\nwrite\tboost.secret\tx\\n\n",
+    );
+    std::fs::write(r.dir.join(".gitignore"), "*.secret\n").unwrap();
+    git(&r.dir, &["add", ".gitignore"]);
+    git(&r.dir, &["commit", "-q", "-m", "ignore secrets"]);
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "keep");
+    assert_eq!(
+        log[1]["objective"], 4.0,
+        "the verifier saw the planted file"
+    );
+}
+
+#[test]
+fn kill_9_while_the_agent_works_then_resume_kills_the_agent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mark = tmp.path().join("agent-pgid");
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        SCORE,
+        &format!(
+            "write\tvalue.txt\tscore: 4\\n\n---\nmark\t{}\nsleep\t300\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+            mark.display()
+        ),
+    );
+    let mut child = r.spawn_hone(&["run", "--tag", "a"]);
+    wait_for_file(&mark);
+    let pgid: i32 = std::fs::read_to_string(&mark)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        group_alive(pgid),
+        "the orphaned agent should still be running before resume"
+    );
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        wait_group_gone(pgid),
+        "resume must kill the interrupted agent"
+    );
+    assert_eq!(r.statuses(), ["baseline", "keep", "aborted"]);
+    let out = r.hone(&["run", "--tag", "a", "-n", "4"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "aborted", "keep"]);
+}
+
+#[test]
+fn resume_after_a_failure_stop_counts_failures_afresh() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 6\nmax_consecutive_failures = 2\n",
+        SCORE,
+        "say\tno idea\n---\nsay\tstill no idea\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    );
+    let out = r.hone(&["run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "invalid", "invalid"]);
+    // The user fixed the cause; `hone run` resumes the same run instead of stopping again.
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("resuming run"), "{}", text(&out));
+    let st = r.statuses();
+    assert_eq!(&st[..4], ["baseline", "invalid", "invalid", "keep"]);
+    assert_eq!(st.len(), 6);
+}
+
+#[test]
+fn resume_completes_a_keep_whose_branch_move_was_lost() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    );
+    assert!(r.hone(&["run", "--tag", "b"]).status.success());
+    assert_eq!(r.statuses(), ["baseline", "keep", "keep"]);
+    // Simulate a crash between recording keep #2 and moving the branch.
+    let k1 = r.rev("refs/hone/b/1");
+    git(&r.dir, &["update-ref", "refs/heads/hone/b", &k1]);
+    let out = r.hone(&["run", "--tag", "b", "-n", "4"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "keep", "keep"]);
+    assert_eq!(
+        r.rev("refs/hone/b/3^"),
+        r.rev("refs/hone/b/2"),
+        "#3 was built on the repaired branch"
+    );
+    assert_eq!(r.rev("hone/b"), r.rev("refs/hone/b/3"));
+    // A branch moved by someone else is not "repaired": the run refuses with what to do.
+    git(&r.dir, &["update-ref", "refs/heads/hone/b", &r.rev("main")]);
+    let out = r.hone(&["run", "--tag", "b", "-n", "5"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).contains("moved under hone"), "{}", text(&out));
+    assert!(text(&out).contains("hone run --new"), "{}", text(&out));
+}
+
+#[test]
+fn agent_flag_switches_to_the_command_proposer() {
+    let (_t, dir) = knob_repo();
+    let script = dir.join("../agent-script");
+    std::fs::write(&script, "replace\tparams.txt\tWIDTH = 2\tWIDTH = 13\n").unwrap();
+    let toml = std::fs::read_to_string(dir.join("hone.toml"))
+        .unwrap()
+        .replace(
+            "[stop]",
+            &format!(
+                "[agent]\nkind = \"knobs\"\ncommand = \"{FAKE_AGENT} {}\"\n\n[stop]",
+                script.display()
+            ),
+        );
+    std::fs::write(dir.join("hone.toml"), toml).unwrap();
+    let out = Command::new(HONE)
+        .args(["run", "--agent", "command", "-n", "2"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let log = Command::new(HONE)
+        .args(["log", "--json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[1]["status"], "keep");
+    assert_eq!(rows[1]["objective"], 25.0);
 }

@@ -2,6 +2,7 @@
 //! `hone demo` does before running the loop on it: copy the files into a fresh directory,
 //! `git init`, and commit, so that an installed `hone` needs only python3.
 
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -84,6 +85,7 @@ pub fn set_up(dir: &Path) -> Result<(), DemoError> {
     std::fs::write(dir.join(".gitignore"), "__pycache__/\n").map_err(io(dir))?;
     let git = |args: &[&str]| -> Result<(), DemoError> {
         let out = Command::new("git")
+            .process_group(0)
             .args(args)
             .current_dir(dir)
             .env("GIT_AUTHOR_NAME", "hone demo")

@@ -180,6 +180,9 @@ struct Seals {
     protected: BTreeMap<String, String>,
     /// Pinned inputs in the user's checkout (or absolute paths).
     pinned: BTreeMap<String, String>,
+    /// The `pinned` list the hashes were taken from.
+    #[serde(default)]
+    pinned_paths: Vec<String>,
 }
 
 /// An exclusive lock on a repository's state, released when dropped.
@@ -195,18 +198,28 @@ fn lock_state(path: &Path) -> Result<StateLock, EngineError> {
         .write(true)
         .open(path)
         .map_err(|e| EngineError::Io(format!("cannot open {}: {e}", path.display())))?;
-    // SAFETY: flock on a valid, open file descriptor owned by `file`.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        return Err(EngineError::Locked(path.to_path_buf()));
+    // A reader such as `hone status` may hold the lock for an instant; retry briefly.
+    for _ in 0..20 {
+        // SAFETY: flock on a valid, open file descriptor owned by `file`.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc == 0 {
+            return Ok(StateLock { _file: file });
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
-    Ok(StateLock { _file: file })
+    Err(EngineError::Locked(path.to_path_buf()))
 }
 
 /// True while a `hone run` holds the repository's state lock.
 pub fn is_running(repo_root: &Path) -> bool {
     let lock = StatePaths::new(repo_root).lock();
-    lock.exists() && lock_state(&lock).is_err()
+    let Ok(file) = std::fs::OpenOptions::new().write(true).open(&lock) else {
+        return false;
+    };
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: flock on a valid, open file descriptor owned by `file`; a shared probe that is
+    // released when `file` is dropped.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) != 0 }
 }
 
 /// A valid run tag: it becomes part of a branch name and of paths.
@@ -276,6 +289,8 @@ struct Engine<'a> {
     on_event: &'a mut dyn FnMut(&Event),
     session_start: Instant,
     active_before: f64,
+    /// The first experiment number of this session.
+    session_first: u64,
 }
 
 impl<'a> Engine<'a> {
@@ -311,6 +326,23 @@ impl<'a> Engine<'a> {
                         run.tag, run.metric, spec.verify.metric
                     )));
                 }
+                if run.direction != spec.verify.direction.as_str() {
+                    return Err(EngineError::Setup(format!(
+                        "run `{}` was started with direction = \"{}\" but hone.toml now says \"{}\"; start a new run with `hone run --new`",
+                        run.tag,
+                        run.direction,
+                        spec.verify.direction.as_str()
+                    )));
+                }
+                if let Ok(head) = git.head() {
+                    if head != run.base_commit {
+                        warnings.push(format!(
+                            "HEAD has moved since run `{}` started; the run goes on from its own start commit {} (start a new run from HEAD with `hone run --new`)",
+                            run.tag,
+                            &run.base_commit[..run.base_commit.len().min(10)]
+                        ));
+                    }
+                }
                 if let Some(seed) = opts.seed {
                     if seed != run.seed {
                         warnings.push(format!(
@@ -330,6 +362,11 @@ impl<'a> Engine<'a> {
                 if git.ref_target(&branch)?.is_some() {
                     return Err(EngineError::Setup(format!(
                         "branch hone/{tag} already exists but no run of that tag is recorded; choose another --tag or delete the branch"
+                    )));
+                }
+                if !git.refs_under(&format!("refs/hone/{tag}/"))?.is_empty() {
+                    return Err(EngineError::Setup(format!(
+                        "refs/hone/{tag}/ already holds experiments of an earlier run that hone has no record of; choose another --tag (or delete them with `git for-each-ref --format='delete %(refname)' refs/hone/{tag}/ | git update-ref --stdin`)"
                     )));
                 }
                 let head = git.head()?;
@@ -353,6 +390,7 @@ impl<'a> Engine<'a> {
                 let seals = Seals {
                     protected: hash_paths(&wt, &sealed)?,
                     pinned: hash_paths(git.root(), &spec.loop_.pinned)?,
+                    pinned_paths: spec.loop_.pinned.clone(),
                 };
                 for (path, h) in &seals.pinned {
                     if h == "missing" {
@@ -394,6 +432,7 @@ impl<'a> Engine<'a> {
             on_event,
             session_start: Instant::now(),
             active_before,
+            session_first: 0,
         };
         let finished = engine.store.experiments(engine.run.id)?.len() as u64;
         engine.emit(Event::RunStarted {
@@ -507,16 +546,18 @@ impl<'a> Engine<'a> {
             .ref_target(&branch)?
             .ok_or_else(|| EngineError::Setup(format!("branch {branch} is missing")))?;
         self.git.prepare_worktree(&wt, &head)?;
+        self.session_first = self.store.experiments(self.run.id)?.len() as u64;
+        let first_check = self
+            .check_pinned()
+            .err()
+            .map(|changed| Stop::failed(pinned_message(&changed)));
         let stop = loop {
+            if let Some(stop) = first_check {
+                break stop;
+            }
             let exps = self.store.experiments(self.run.id)?;
             if let Some(stop) = self.stop_condition(&exps) {
                 break stop;
-            }
-            if let Err(changed) = self.check_pinned() {
-                let reason = format!(
-                    "pinned input `{changed}` changed since the run started; restore it, or start a new run with `hone run --new`"
-                );
-                break Stop::failed(reason);
             }
             let step = self.experiment(&exps)?;
             self.store
@@ -595,10 +636,11 @@ impl<'a> Engine<'a> {
                 )));
             }
         }
+        // Only this session's failures count: resuming after fixing the cause starts afresh.
         let failures = exps
             .iter()
             .rev()
-            .take_while(|e| e.status().is_failure())
+            .take_while(|e| e.n >= self.session_first && e.status().is_failure())
             .count() as u64;
         if failures >= s.max_consecutive_failures {
             return Some(Stop::failed(format!(
@@ -622,7 +664,7 @@ impl<'a> Engine<'a> {
         if self.seals.pinned.is_empty() {
             return Ok(());
         }
-        match hash_paths(self.git.root(), &self.spec.loop_.pinned) {
+        match hash_paths(self.git.root(), &self.seals.pinned_paths) {
             Ok(now) => match first_difference(&self.seals.pinned, &now) {
                 Some(p) => Err(p),
                 None => Ok(()),
@@ -663,133 +705,116 @@ impl<'a> Engine<'a> {
             .collect();
         let interrupt = self.interrupt;
         let cancel = move || interrupt.kill_requested();
-        let ctx = ProposeContext {
-            n,
-            worktree: &wt,
-            parent_commit: &parent,
-            history: &finished,
-            best: best.as_ref(),
-            spec: &self.spec,
-            git: &self.git,
-            repo_root: self.git.root(),
-            run_dir: &run_dir,
-            seed: self.run.seed,
-            cancel: &cancel,
-        };
 
         // Propose.
         let t_propose = Instant::now();
-        if baseline {
-            rec.description = "baseline".into();
-            rec.config = self.proposer.describe_baseline(&ctx);
-            rec.candidate_commit = Some(parent.clone());
-        } else {
-            let proposal = self.proposer.propose(&ctx);
-            rec.propose_ms = t_propose.elapsed().as_millis() as u64;
-            match proposal {
-                Ok(p) => {
-                    rec.description = p.description;
-                    rec.config = p.config;
-                    rec.cost_usd = p.cost_usd;
-                }
-                Err(ProposeError::Invalid(reason)) => {
-                    return self
-                        .finish(rec, Status::Invalid, reason, t_start)
-                        .map(|_| None)
-                }
-                Err(ProposeError::Cancelled) => {
-                    self.finish(
-                        rec,
-                        Status::Aborted,
-                        "interrupted by the user".into(),
-                        t_start,
-                    )?;
-                    return Ok(Some(Stop::resumable(
-                        "interrupted by the user (run `hone run` to resume)",
-                    )));
-                }
-                Err(ProposeError::Exhausted(reason)) => {
-                    self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
-                    return Ok(Some(Stop::done(reason)));
-                }
-                Err(ProposeError::Fatal(reason)) => {
-                    self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
-                    return Ok(Some(Stop::failed(reason)));
-                }
-            }
-            self.emit(Event::Proposed {
+        let proposal = {
+            let (store, run_id) = (&self.store, self.run.id);
+            // Record the agent's process group as soon as it exists, so that a crash of hone
+            // while the agent works leaves enough to kill it on resume.
+            let on_spawn = move |pid: u32, start: Option<u64>| {
+                let _ = store.set_experiment_pid(run_id, n, pid, start);
+            };
+            let ctx = ProposeContext {
                 n,
-                description: rec.description.clone(),
-            });
+                worktree: &wt,
+                parent_commit: &parent,
+                history: &finished,
+                best: best.as_ref(),
+                spec: &self.spec,
+                git: &self.git,
+                repo_root: self.git.root(),
+                run_dir: &run_dir,
+                seed: self.run.seed,
+                cancel: &cancel,
+                on_spawn: &on_spawn,
+            };
+            if baseline {
+                rec.config = self.proposer.describe_baseline(&ctx);
+                None
+            } else {
+                Some(self.proposer.propose(&ctx))
+            }
+        };
+        rec.propose_ms = t_propose.elapsed().as_millis() as u64;
+        let t_gate = Instant::now();
+        match proposal {
+            None => {
+                rec.description = "baseline".into();
+                rec.candidate_commit = Some(parent.clone());
+                self.git
+                    .update_ref_if_missing(&archive_ref(&self.run.tag, n), &parent)?;
+            }
+            Some(Ok(p)) => {
+                rec.description = p.description;
+                rec.config = p.config;
+                rec.cost_usd = p.cost_usd;
+                self.emit(Event::Proposed {
+                    n,
+                    description: rec.description.clone(),
+                });
+            }
+            Some(Err(ProposeError::Invalid(reason))) => {
+                // Whatever the proposer left is archived all the same.
+                self.archive(&mut rec, &wt, &parent)?;
+                return self
+                    .finish(rec, Status::Invalid, reason, t_start)
+                    .map(|_| None);
+            }
+            Some(Err(ProposeError::Cancelled)) => {
+                self.finish(
+                    rec,
+                    Status::Aborted,
+                    "interrupted by the user".into(),
+                    t_start,
+                )?;
+                return Ok(Some(Stop::resumable(
+                    "interrupted by the user (run `hone run` to resume)",
+                )));
+            }
+            Some(Err(ProposeError::Exhausted(reason))) => {
+                self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
+                return Ok(Some(Stop::done(reason)));
+            }
+            Some(Err(ProposeError::Fatal(reason))) => {
+                self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
+                return Ok(Some(Stop::failed(reason)));
+            }
         }
 
         // Snapshot and gate.
-        let t_gate = Instant::now();
         if !baseline {
-            let message = format!(
-                "hone #{n}: {}\n\nHone-Run: {}\nHone-Experiment: {n}\n",
-                if rec.description.is_empty() {
-                    "candidate"
-                } else {
-                    &rec.description
-                },
-                self.run.tag
-            );
-            let ignored = self.git.ignored_files(&wt, &format!("{STATE_DIR}/"))?;
-            match self.git.snapshot(&wt, &parent, &message)? {
-                None if ignored.is_empty() => {
-                    rec.gate_ms = t_gate.elapsed().as_millis() as u64;
-                    return self
-                        .finish(
-                            rec,
-                            Status::Invalid,
-                            "no change: the proposer left the files as they were".into(),
-                            t_start,
-                        )
-                        .map(|_| None);
-                }
-                None => {}
-                Some(snap) => {
-                    rec.files_changed = snap.changes.len() as u64;
-                    rec.lines_added = snap.lines_added();
-                    rec.lines_deleted = snap.lines_deleted();
-                    rec.candidate_commit = Some(snap.commit.clone());
-                    self.store.put_experiment(self.run.id, &rec)?;
-                    self.git
-                        .update_ref(&archive_ref(&self.run.tag, n), &snap.commit, None)?;
-                    if let Some(v) = self.scope_violation(&snap.changes) {
-                        rec.gate_ms = t_gate.elapsed().as_millis() as u64;
-                        return self
-                            .finish(rec, Status::Violation, v, t_start)
-                            .map(|_| None);
-                    }
-                }
-            }
-            if let Some(path) = ignored.first() {
+            let Some(snap) = self.archive(&mut rec, &wt, &parent)? else {
                 rec.gate_ms = t_gate.elapsed().as_millis() as u64;
-                let why = format!(
-                    "created `{path}`, which git ignores: files outside the diff are not allowed"
-                );
+                let why = "no change: the proposer left the files as they were".to_string();
+                return self
+                    .finish(rec, Status::Invalid, why, t_start)
+                    .map(|_| None);
+            };
+            let violation = if !snap.hidden.is_empty() {
+                Some(format!(
+                    "hid `{}` from git (assume-unchanged/skip-worktree index flags)",
+                    snap.hidden.join("`, `")
+                ))
+            } else {
+                self.scope_violation(&snap.changes)
+            };
+            // Files git ignores are not part of the candidate: the verifier must not see them.
+            self.git.remove_ignored(&wt)?;
+            let violation = violation.or_else(|| {
+                self.sealed_changed(&wt)
+                    .map(|path| format!("protected file `{path}` differs from the run's start"))
+            });
+            if let Some(why) = violation {
+                rec.gate_ms = t_gate.elapsed().as_millis() as u64;
                 return self
                     .finish(rec, Status::Violation, why, t_start)
                     .map(|_| None);
             }
-            if let Some(path) = self.sealed_changed(&wt) {
-                rec.gate_ms = t_gate.elapsed().as_millis() as u64;
-                let why = format!("protected file `{path}` differs from the run's start");
-                return self
-                    .finish(rec, Status::Violation, why, t_start)
-                    .map(|_| None);
-            }
-        } else {
-            self.git
-                .update_ref_if_missing(&archive_ref(&self.run.tag, n), &parent)?;
         }
         if let Err(changed) = self.check_pinned() {
             rec.gate_ms = t_gate.elapsed().as_millis() as u64;
-            let reason = format!(
-                "pinned input `{changed}` changed since the run started; restore it, or start a new run with `hone run --new`"
-            );
+            let reason = pinned_message(&changed);
             self.finish(rec, Status::Aborted, reason.clone(), t_start)?;
             return Ok(Some(Stop::failed(reason)));
         }
@@ -832,22 +857,29 @@ impl<'a> Engine<'a> {
             .wait(&mut |line: &str| reader.feed(line), &cancel)
             .map_err(|e| EngineError::Setup(format!("verifier failed: {e}")))?;
         rec.verify_ms = t_verify.elapsed().as_millis() as u64;
+        // A candidate whose run rewrote a protected file (say, train.py patching prepare.py
+        // before importing it) measured something other than the sealed evaluator.
+        let tampered = if baseline {
+            None
+        } else {
+            self.sealed_changed(&wt)
+        };
         let metrics = reader.finish();
         rec.metrics = metrics.values.clone();
         let metric = &self.spec.verify.metric;
         let objective = metrics.values.get(metric).copied();
-        let (status, reason) = match outcome.exit {
-            Exit::Cancelled => {
-                self.finish(
-                    rec,
-                    Status::Aborted,
-                    "interrupted by the user; its processes were killed".into(),
-                    t_start,
-                )?;
-                return Ok(Some(Stop::resumable(
-                    "interrupted by the user (run `hone run` to resume)",
-                )));
+        let (status, reason) = match (outcome.exit, tampered) {
+            (Exit::Cancelled, _) => {
+                self.finish(rec, Status::Aborted, "interrupted by the user; its processes were killed".into(), t_start)?;
+                return Ok(Some(Stop::resumable("interrupted by the user (run `hone run` to resume)")));
             }
+            (_, Some(path)) => (
+                Status::Violation,
+                format!("protected file `{path}` was modified while the verifier ran; the measurement is void"),
+            ),
+            (exit, None) => match exit {
+            // Handled above; listed so the match stays exhaustive without a panic.
+            Exit::Cancelled => (Status::Aborted, "interrupted by the user".into()),
             Exit::TimedOut => (
                 Status::Timeout,
                 format!(
@@ -897,6 +929,7 @@ impl<'a> Engine<'a> {
                     }
                 }
             },
+            },
         };
         if baseline && status != Status::Baseline {
             let reason = format!("baseline {status}: {reason}");
@@ -907,7 +940,7 @@ impl<'a> Engine<'a> {
                 .join("logs")
                 .join(format!("{n}.log"));
             return Ok(Some(Stop::failed(format!(
-                "the baseline failed ({reason}); the unmodified project must pass the verifier. See {}",
+                "the baseline failed ({reason}); the unmodified project must pass the verifier (log: {}). Fix [verify] in hone.toml and run `hone run` again, or commit a fix and start a new run with `hone run --new`",
                 log.display()
             ))));
         }
@@ -921,6 +954,36 @@ impl<'a> Engine<'a> {
             }
         }
         Ok(None)
+    }
+
+    /// Commits what the proposer left in the worktree, records the candidate commit, then
+    /// writes its archive ref (in that order, so a crash between the two is repaired on resume).
+    fn archive(
+        &mut self,
+        rec: &mut ExperimentRecord,
+        wt: &Path,
+        parent: &str,
+    ) -> Result<Option<crate::workspace::Snapshot>, EngineError> {
+        let title = if rec.description.is_empty() {
+            "candidate"
+        } else {
+            &rec.description
+        };
+        let message = format!(
+            "hone #{}: {title}\n\nHone-Run: {}\nHone-Experiment: {}\n",
+            rec.n, self.run.tag, rec.n
+        );
+        let Some(snap) = self.git.snapshot(wt, parent, &message)? else {
+            return Ok(None);
+        };
+        rec.files_changed = snap.changes.len() as u64;
+        rec.lines_added = snap.lines_added();
+        rec.lines_deleted = snap.lines_deleted();
+        rec.candidate_commit = Some(snap.commit.clone());
+        self.store.put_experiment(self.run.id, rec)?;
+        self.git
+            .update_ref(&archive_ref(&self.run.tag, rec.n), &snap.commit, None)?;
+        Ok(Some(snap))
     }
 
     /// Records an experiment's outcome and tells subscribers.
@@ -1017,11 +1080,20 @@ impl Stop {
     }
 }
 
+fn pinned_message(changed: &str) -> String {
+    format!(
+        "pinned input `{changed}` changed since the run started; restore it and run `hone run` again, or start a new run with `hone run --new`"
+    )
+}
+
 fn unique_tag(store: &Store, git: &Git) -> Result<String, EngineError> {
     let base = today_tag();
     let mut tag = base.clone();
     let mut i = 2;
-    while store.run_by_tag(&tag)?.is_some() || git.ref_target(&branch_ref(&tag))?.is_some() {
+    while store.run_by_tag(&tag)?.is_some()
+        || git.ref_target(&branch_ref(&tag))?.is_some()
+        || !git.refs_under(&format!("refs/hone/{tag}/"))?.is_empty()
+    {
         tag = format!("{base}-{i}");
         i += 1;
     }

@@ -414,14 +414,6 @@ impl Spec {
                         .into(),
                 ));
             }
-            (AgentKind::Knobs, Some(_)) => {
-                return Err(p.err_value(
-                    ag,
-                    "agent",
-                    "command",
-                    "the knobs optimizer runs no command: remove `command`, or set kind = \"command\"".into(),
-                ));
-            }
             _ => {}
         }
         let agent = AgentSpec {

@@ -238,7 +238,8 @@ impl Store {
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        // FULL: a recorded outcome survives power loss before the branch move that follows it.
+        conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         let known = MIGRATIONS.len() as i64;
@@ -401,6 +402,21 @@ impl Store {
                 e.pid_start.map(|v| v as i64),
                 e.cost_usd,
             ],
+        )?;
+        Ok(())
+    }
+
+    /// Records the process group an experiment is running (agent or verifier).
+    pub fn set_experiment_pid(
+        &self,
+        run_id: i64,
+        n: u64,
+        pid: u32,
+        start: Option<u64>,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "UPDATE experiments SET pid = ?3, pid_start = ?4 WHERE run_id = ?1 AND n = ?2",
+            params![run_id, n as i64, pid, start.map(|v| v as i64)],
         )?;
         Ok(())
     }

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -22,7 +23,7 @@ pub enum GitError {
     NotARepo(PathBuf),
     #[error("the repository has no commit yet; commit your project first (hone starts from HEAD)")]
     NoCommit,
-    #[error("ref {name} moved under hone: expected {expected}, found {found}; another process changed it, so the run stops")]
+    #[error("ref {name} moved under hone: expected {expected}, found {found}; another process changed it, so the run stops. Put it back with `git update-ref {name} {expected}` and run `hone run` again, or start a new run with `hone run --new`")]
     RefMoved {
         name: String,
         expected: String,
@@ -50,6 +51,9 @@ pub struct Change {
 pub struct Snapshot {
     pub commit: String,
     pub changes: Vec<Change>,
+    /// Tracked files the proposer hid from git (`assume-unchanged` / `skip-worktree` flags in
+    /// the index); their real content is in `commit` all the same.
+    pub hidden: Vec<String>,
 }
 
 impl Snapshot {
@@ -80,6 +84,9 @@ const ENV_REMOVE: &[&str] = &[
 
 fn git_command(cwd: &Path) -> Command {
     let mut c = Command::new("git");
+    // Its own process group: a Ctrl-C at the terminal is meant for hone (which finishes the
+    // experiment cleanly), not for the git command that happens to be running.
+    c.process_group(0);
     c.current_dir(cwd)
         .stdin(Stdio::null())
         .env("GIT_AUTHOR_NAME", "hone")
@@ -270,40 +277,54 @@ impl Git {
         self.reset_worktree(path, commit)
     }
 
-    /// Makes a worktree exactly `commit`: tracked files reset, everything else removed
-    /// (including ignored files, so nothing a previous candidate left behind survives).
+    /// Makes a worktree exactly `commit`: HEAD detached there (so no branch can be moved by
+    /// the reset, even one a proposer checked out), tracked files reset, everything else
+    /// removed (ignored files too, so nothing a previous candidate left behind survives).
     pub fn reset_worktree(&self, path: &Path, commit: &str) -> Result<(), GitError> {
+        self.run_in(path, &["update-ref", "--no-deref", "HEAD", commit])?;
         self.run_in(path, &["reset", "--quiet", "--hard", commit])?;
         self.run_in(path, &["clean", "-ffdxq"])?;
         Ok(())
     }
 
-    /// Files in the worktree that git ignores (they would escape the diff), except under `skip`.
-    pub fn ignored_files(&self, wt: &Path, skip: &str) -> Result<Vec<String>, GitError> {
-        let out = self.run_in(
-            wt,
-            &[
-                "ls-files",
-                "--others",
-                "--ignored",
-                "--exclude-standard",
-                "--directory",
-            ],
-        )?;
-        Ok(out
-            .lines()
-            .filter(|l| !l.is_empty() && !l.starts_with(skip))
-            .map(str::to_string)
-            .collect())
+    /// Removes the files git ignores from a worktree, so the verifier sees exactly the
+    /// committed candidate (a planted `__pycache__/*.pyc` cannot stand in for a source file).
+    pub fn remove_ignored(&self, path: &Path) -> Result<(), GitError> {
+        self.run_in(path, &["clean", "-ffdXq"]).map(|_| ())
     }
 
     /// Commits everything in the worktree on top of `parent`. `None` when nothing changed.
+    ///
+    /// Index flags that make git look away from a file (`assume-unchanged`, `skip-worktree`)
+    /// are detected: the index is then rebuilt from `parent` so the commit holds the files'
+    /// real content, and the flagged paths are reported in [`Snapshot::hidden`].
     pub fn snapshot(
         &self,
         wt: &Path,
         parent: &str,
         message: &str,
     ) -> Result<Option<Snapshot>, GitError> {
+        let listing = self.run_in(wt, &["ls-files", "-v", "-z"])?;
+        let hidden: Vec<String> = listing
+            .split('\0')
+            .filter_map(|e| {
+                let (tag, path) = e.split_once(' ')?;
+                let flagged = tag
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_lowercase() || c == 'S');
+                flagged.then(|| path.to_string())
+            })
+            .collect();
+        if !hidden.is_empty() {
+            let index = self.run_in(wt, &["rev-parse", "--git-path", "index"])?;
+            let index = wt.join(index.trim());
+            std::fs::remove_file(&index).map_err(|source| GitError::Io {
+                path: index,
+                source,
+            })?;
+            self.run_in(wt, &["read-tree", parent])?;
+        }
         self.run_in(wt, &["add", "-A"])?;
         let tree = self.run_in(wt, &["write-tree"])?.trim().to_string();
         let parent_tree = self
@@ -318,7 +339,11 @@ impl Git {
             .trim()
             .to_string();
         let changes = self.changes(parent, &commit)?;
-        Ok(Some(Snapshot { commit, changes }))
+        Ok(Some(Snapshot {
+            commit,
+            changes,
+            hidden,
+        }))
     }
 
     /// What `commit` changed relative to `parent`: status and line counts per file.

@@ -56,6 +56,7 @@ impl Proposer for CommandProposer {
         };
         let running = exec::spawn(&req)
             .map_err(|e| ProposeError::Fatal(format!("cannot start the agent command: {e}")))?;
+        (ctx.on_spawn)(running.pid(), running.start_time());
         let mut last_line = String::new();
         let outcome = running
             .wait(

@@ -37,6 +37,9 @@ pub struct ProposeContext<'a> {
     pub seed: u64,
     /// True once the user asked to stop immediately (second Ctrl-C).
     pub cancel: &'a dyn Fn() -> bool,
+    /// Call with the process group id (and start time) of any process the proposer starts,
+    /// right after it starts: hone records it so that a crash can be cleaned up on resume.
+    pub on_spawn: &'a dyn Fn(u32, Option<u64>),
 }
 
 /// What a proposer did.
