@@ -404,17 +404,14 @@ impl Spec {
             },
         };
         let agent_command = p.opt_str(ag, "agent", "command")?;
-        match (kind, &agent_command) {
-            (AgentKind::Command, None) => {
-                let line = p.key_line(ag, "kind").unwrap_or(1);
-                return Err(p.err_at_line(
-                    line,
-                    "agent.command",
-                    "kind = \"command\" needs `command`, e.g. command = \"my-agent {prompt_file}\""
-                        .into(),
-                ));
-            }
-            _ => {}
+        if kind == AgentKind::Command && agent_command.is_none() {
+            let line = p.key_line(ag, "kind").unwrap_or(1);
+            return Err(p.err_at_line(
+                line,
+                "agent.command",
+                "kind = \"command\" needs `command`, e.g. command = \"my-agent {prompt_file}\""
+                    .into(),
+            ));
         }
         let agent = AgentSpec {
             kind,
