@@ -893,3 +893,42 @@ fn agent_flag_switches_to_the_command_proposer() {
     assert_eq!(rows[1]["status"], "keep");
     assert_eq!(rows[1]["objective"], 25.0);
 }
+
+#[test]
+fn target_patience_and_time_stop_the_run_and_say_why() {
+    let script = "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 9\\n\n";
+    let target = Repo::new(
+        "[stop]\nmax_experiments = 10\ntarget = 3.5\n",
+        SCORE,
+        script,
+    );
+    let out = target.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("reached target (score = 3)"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(target.statuses(), ["baseline", "keep", "keep"]);
+
+    let patience = Repo::new(
+        "[stop]\nmax_experiments = 10\npatience = 2\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 9\\n\n",
+    );
+    let out = patience.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("no improvement in 2 experiments (patience 2)"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(patience.statuses(), ["baseline", "discard", "discard"]);
+
+    let time = Repo::new("[stop]\nmax_experiments = 10\n", SCORE, script);
+    let out = time.hone(&["run", "--time", "0s"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("reached max_time"), "{}", text(&out));
+    let st = text(&time.hone(&["status"]));
+    assert!(st.contains("stopped: reached max_time"), "{st}");
+}
