@@ -120,7 +120,7 @@ impl Printer {
                 } else {
                     record.description.clone()
                 };
-                println!(
+                let line = format!(
                     "  #{:<4} {} {} {:>12}  best {}{change}  {:>6}  {}",
                     record.n,
                     status_word(record.status()),
@@ -130,10 +130,34 @@ impl Printer {
                     format_duration(std::time::Duration::from_millis(record.total_ms)),
                     detail.trim()
                 );
+                println!("{}", fit_terminal(&line));
             }
             Event::RunStopped { .. } => self.clear_line(),
         }
     }
+}
+
+/// Cuts a line to the terminal's width (one line per experiment stays one line); the full
+/// text is in `hone log` and `hone show`. Lines to a pipe or file are left whole.
+fn fit_terminal(line: &str) -> String {
+    if !std::io::stdout().is_terminal() {
+        return line.to_string();
+    }
+    // SAFETY: TIOCGWINSZ fills a winsize struct we own; failure leaves it zeroed.
+    let width = unsafe {
+        let mut ws: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(1, libc::TIOCGWINSZ, &mut ws) == 0 {
+            ws.ws_col as usize
+        } else {
+            0
+        }
+    };
+    if width < 20 || line.chars().count() <= width {
+        return line.to_string();
+    }
+    let mut cut: String = line.chars().take(width - 1).collect();
+    cut.push('…');
+    cut
 }
 
 /// "baseline X, best Y (#n), -12.34%".
@@ -161,7 +185,7 @@ pub fn summary(s: &Summary) {
     println!("  {} ({}): {}", s.metric, s.direction, best_line(s));
     if let Some(d) = &s.best_description {
         if s.best_experiment.unwrap_or(0) > 0 {
-            println!("  best change: {d}");
+            println!("{}", fit_terminal(&format!("  best change: {d}")));
         }
     }
     let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
