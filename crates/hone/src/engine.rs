@@ -291,6 +291,8 @@ struct Engine<'a> {
     active_before: f64,
     /// The first experiment number of this session.
     session_first: u64,
+    /// Every experiment of the run, finished ones as recorded.
+    history: Vec<ExperimentRecord>,
 }
 
 impl<'a> Engine<'a> {
@@ -433,6 +435,7 @@ impl<'a> Engine<'a> {
             session_start: Instant::now(),
             active_before,
             session_first: 0,
+            history: Vec::new(),
         };
         let finished = engine.store.experiments(engine.run.id)?.len() as u64;
         engine.emit(Event::RunStarted {
@@ -546,7 +549,10 @@ impl<'a> Engine<'a> {
             .ref_target(&branch)?
             .ok_or_else(|| EngineError::Setup(format!("branch {branch} is missing")))?;
         self.git.prepare_worktree(&wt, &head)?;
-        self.session_first = self.store.experiments(self.run.id)?.len() as u64;
+        // The run's experiments, kept in memory from here on (the store stays the truth on
+        // disk; `finish` writes each outcome there before updating this copy).
+        self.history = self.store.experiments(self.run.id)?;
+        self.session_first = self.history.len() as u64;
         let first_check = self
             .check_pinned()
             .err()
@@ -555,7 +561,7 @@ impl<'a> Engine<'a> {
             if let Some(stop) = first_check {
                 break stop;
             }
-            let exps = self.store.experiments(self.run.id)?;
+            let exps = self.history.clone();
             if let Some(stop) = self.stop_condition(&exps) {
                 break stop;
             }
@@ -999,9 +1005,13 @@ impl<'a> Engine<'a> {
         rec.finished_at = Some(now());
         rec.total_ms = t_start.elapsed().as_millis() as u64;
         self.store.put_experiment(self.run.id, &rec)?;
-        let exps = self.store.experiments(self.run.id)?;
-        let best = best_experiment(&exps).and_then(|b| b.objective);
-        let baseline = exps
+        match self.history.last_mut() {
+            Some(last) if last.n == rec.n => *last = rec.clone(),
+            _ => self.history.push(rec.clone()),
+        }
+        let best = best_experiment(&self.history).and_then(|b| b.objective);
+        let baseline = self
+            .history
             .iter()
             .find(|e| e.status() == Status::Baseline)
             .and_then(|e| e.objective);

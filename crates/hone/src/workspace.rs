@@ -281,8 +281,10 @@ impl Git {
     /// the reset, even one a proposer checked out), tracked files reset, everything else
     /// removed (ignored files too, so nothing a previous candidate left behind survives).
     pub fn reset_worktree(&self, path: &Path, commit: &str) -> Result<(), GitError> {
-        self.run_in(path, &["update-ref", "--no-deref", "HEAD", commit])?;
-        self.run_in(path, &["reset", "--quiet", "--hard", commit])?;
+        self.run_in(
+            path,
+            &["checkout", "--quiet", "--force", "--detach", commit],
+        )?;
         self.run_in(path, &["clean", "-ffdxq"])?;
         Ok(())
     }
@@ -346,51 +348,55 @@ impl Git {
         }))
     }
 
-    /// What `commit` changed relative to `parent`: status and line counts per file.
+    /// What `commit` changed relative to `parent`: status and line counts per file (one git
+    /// call: `--raw` records carry the status, `--numstat` records the line counts).
     pub fn changes(&self, parent: &str, commit: &str) -> Result<Vec<Change>, GitError> {
-        let status = self.run(&[
+        let out = self.run(&[
             "diff-tree",
             "-r",
-            "--no-renames",
-            "--name-status",
             "-z",
-            parent,
-            commit,
-        ])?;
-        let numstat = self.run(&[
-            "diff-tree",
-            "-r",
             "--no-renames",
+            "--raw",
             "--numstat",
-            "-z",
             parent,
             commit,
         ])?;
+        let mut out_changes: Vec<Change> = Vec::new();
         let mut counts: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-        for rec in numstat.split('\0').filter(|s| !s.is_empty()) {
-            let mut parts = rec.splitn(3, '\t');
-            let (Some(a), Some(d), Some(p)) = (parts.next(), parts.next(), parts.next()) else {
-                continue;
-            };
-            counts.insert(
-                p.to_string(),
-                (a.parse().unwrap_or(0), d.parse().unwrap_or(0)),
-            );
-        }
-        let fields: Vec<&str> = status.split('\0').filter(|s| !s.is_empty()).collect();
-        let mut out = Vec::new();
-        for pair in fields.chunks(2) {
-            if let [st, path] = pair {
-                let (added, deleted) = counts.get(*path).copied().unwrap_or((0, 0));
-                out.push(Change {
-                    status: st.chars().next().unwrap_or('M'),
+        let mut fields = out.split('\0').filter(|f| !f.is_empty());
+        while let Some(f) = fields.next() {
+            if let Some(raw) = f.strip_prefix(':') {
+                // ":old_mode new_mode old_sha new_sha STATUS" then the path.
+                let status = raw
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|s| s.chars().next())
+                    .unwrap_or('M');
+                let Some(path) = fields.next() else { break };
+                out_changes.push(Change {
+                    status,
                     path: path.to_string(),
-                    added,
-                    deleted,
+                    added: 0,
+                    deleted: 0,
                 });
+            } else {
+                // "added TAB deleted TAB path" ("-" for binary files).
+                let mut parts = f.splitn(3, '\t');
+                if let (Some(a), Some(d), Some(p)) = (parts.next(), parts.next(), parts.next()) {
+                    counts.insert(
+                        p.to_string(),
+                        (a.parse().unwrap_or(0), d.parse().unwrap_or(0)),
+                    );
+                }
             }
         }
-        Ok(out)
+        for c in &mut out_changes {
+            if let Some((a, d)) = counts.get(&c.path) {
+                c.added = *a;
+                c.deleted = *d;
+            }
+        }
+        Ok(out_changes)
     }
 
     /// The unified diff from `parent` to `commit`.
@@ -554,6 +560,53 @@ pub fn first_difference(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sh(dir: &Path, cmd: &str) {
+        let ok = Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .current_dir(dir)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "{cmd}");
+    }
+
+    #[test]
+    fn snapshot_reports_changes_with_line_counts_and_reset_restores() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        sh(d, "git init -q -b main && printf 'a\\nb\\n' > f.txt && printf 'x\\n' > 'sp ace.txt' && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+        let git = Git::discover(d).unwrap();
+        let head = git.head().unwrap();
+        let wt = d.join(".hone/wt");
+        git.prepare_worktree(&wt, &head).unwrap();
+        sh(
+            &wt,
+            "printf 'a\\nB\\nc\\n' > f.txt && rm 'sp ace.txt' && printf '\\0\\1' > bin.dat",
+        );
+        let snap = git.snapshot(&wt, &head, "m").unwrap().unwrap();
+        let mut got: Vec<(char, String, u64, u64)> = snap
+            .changes
+            .iter()
+            .map(|c| (c.status, c.path.clone(), c.added, c.deleted))
+            .collect();
+        got.sort_by(|a, b| a.1.cmp(&b.1));
+        assert_eq!(
+            got,
+            vec![
+                ('A', "bin.dat".to_string(), 0, 0),
+                ('M', "f.txt".to_string(), 2, 1),
+                ('D', "sp ace.txt".to_string(), 0, 1),
+            ]
+        );
+        assert!(snap.hidden.is_empty());
+        // Nothing changed: no snapshot.
+        git.reset_worktree(&wt, &head).unwrap();
+        assert!(git.snapshot(&wt, &head, "m").unwrap().is_none());
+        assert_eq!(std::fs::read_to_string(wt.join("f.txt")).unwrap(), "a\nb\n");
+        assert!(!wt.join("bin.dat").exists());
+    }
 
     #[test]
     fn globs() {

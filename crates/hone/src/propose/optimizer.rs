@@ -57,8 +57,9 @@ impl Proposer for KnobsProposer {
             .collect();
         if tunable.is_empty() {
             return Err(ProposeError::Fatal(format!(
-                "no tunable knobs in the editable files ({}): write top-level constants such as \
-                 `LEARNING_RATE = 0.04  # hone: log 1e-4..1.0`, or use [agent] kind = \"command\"",
+                "no tunable knobs in the editable files ({}) as committed at the run's start: write \
+                 top-level constants such as `LEARNING_RATE = 0.04  # hone: log 1e-4..1.0` and \
+                 commit them, or use [agent] kind = \"command\"",
                 ctx.spec.loop_.editable.join(", ")
             )));
         }
