@@ -1,6 +1,27 @@
 //! The `hone` command: argument parsing, terminal output and Ctrl-C handling over the hone
 //! library. Everything that decides anything lives in the library.
 
+/// `println!` that never panics: a closed pipe (`hone run | head`) must not kill a loop, and
+/// `hone log | head` should end quietly.
+macro_rules! out {
+    () => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout());
+    }};
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that never panics.
+macro_rules! err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod output;
 
 use std::path::{Path, PathBuf};
@@ -24,7 +45,7 @@ use hone::workspace::Git;
 struct Cli {
     /// Run as if started in this directory.
     #[arg(short = 'C', global = true, value_name = "DIR")]
-    dir: Option<PathBuf>,
+    chdir: Option<PathBuf>,
     /// The spec file (default: hone.toml at the repository's top level).
     #[arg(long, global = true, value_name = "FILE")]
     spec: Option<PathBuf>,
@@ -52,10 +73,10 @@ enum Cmd {
         #[arg(long)]
         tag: Option<String>,
         /// Stop after this many experiments in all (the baseline counts).
-        #[arg(short = 'n', long = "max-experiments")]
+        #[arg(short = 'n', long = "max-experiments", value_parser = clap::value_parser!(u64).range(1..))]
         max_experiments: Option<u64>,
         /// Stop after this much loop time, e.g. 30m or 8h (summed over resumes).
-        #[arg(long, value_parser = parse_duration)]
+        #[arg(long, value_parser = parse_positive_duration)]
         time: Option<Duration>,
         /// The proposer: knobs or command.
         #[arg(long)]
@@ -69,13 +90,16 @@ enum Cmd {
     },
     /// Best so far, counts by status, budgets used and left.
     Status {
+        /// The run's tag (default: the latest run).
         #[arg(long)]
         run: Option<String>,
+        /// Machine-readable summary.
         #[arg(long)]
         json: bool,
     },
     /// One row per experiment.
     Log {
+        /// The run's tag (default: the latest run).
         #[arg(long)]
         run: Option<String>,
         /// JSON lines, one object per experiment.
@@ -87,7 +111,9 @@ enum Cmd {
     },
     /// One experiment: description, decision, metrics, diff from its parent, log tail.
     Show {
+        /// The experiment's number (0 is the baseline).
         n: u64,
+        /// The run's tag (default: the latest run).
         #[arg(long)]
         run: Option<String>,
         /// Lines of the verifier's log to print.
@@ -102,15 +128,20 @@ enum Cmd {
         /// Keep the temporary directory afterwards.
         #[arg(long)]
         keep: bool,
-        #[arg(short = 'n', long = "max-experiments")]
+        /// Experiments in all (default: the example's 25).
+        #[arg(short = 'n', long = "max-experiments", value_parser = clap::value_parser!(u64).range(1..))]
         max_experiments: Option<u64>,
+        /// Seed for the knobs optimizer.
         #[arg(long)]
         seed: Option<u64>,
     },
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    spec::parse_duration(s)
+fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match spec::parse_duration(s)? {
+        d if d.is_zero() => Err("must be more than zero".into()),
+        d => Ok(d),
+    }
 }
 
 /// A failure with the exit status it maps to.
@@ -130,14 +161,20 @@ fn main() -> ExitCode {
     match real_main(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
-            eprintln!("error: {:#}", f.error);
+            err!("error: {:#}", f.error);
             ExitCode::from(f.code)
         }
     }
 }
 
 fn real_main(cli: Cli) -> Result<(), Failure> {
-    let cwd = match &cli.dir {
+    let cwd = match &cli.chdir {
+        Some(d) if !d.is_dir() => {
+            return Err(Failure {
+                code: 2,
+                error: anyhow!("-C {}: no such directory", d.display()),
+            })
+        }
         Some(d) => d.clone(),
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
@@ -155,6 +192,12 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             seed,
             new,
         } => {
+            if let Some(t) = &tag {
+                engine::validate_tag(t).map_err(|e| Failure {
+                    code: 2,
+                    error: anyhow!(e),
+                })?;
+            }
             let git = Git::discover(&cwd).map_err(anyhow::Error::from)?;
             let mut spec = load_spec(git.root(), cli.spec.as_deref())?;
             if let Some(a) = agent {
@@ -258,6 +301,14 @@ fn run_loop(root: &Path, spec: &Spec, opts: &RunOptions) -> Result<(), Failure> 
     let result = engine::run(root, spec, opts, interrupt, &mut |ev| printer.event(ev));
     printer.clear_line();
     match result {
+        Ok(summary) if interrupt.stop_requested() => {
+            output::summary(&summary);
+            // 128 + SIGINT, as shells report a job stopped by Ctrl-C.
+            Err(Failure {
+                code: 130,
+                error: anyhow!("interrupted; `hone run` resumes this run"),
+            })
+        }
         Ok(summary) => {
             output::summary(&summary);
             Ok(())
@@ -291,11 +342,11 @@ fn demo(
         }
     };
     hone::demo::set_up(&dir).map_err(anyhow::Error::from)?;
-    println!(
+    out!(
         "hone demo: a character-level language model in {}",
         dir.display()
     );
-    println!("the knobs optimizer will tune train.py; prepare.py and data/ are sealed\n");
+    out!("the knobs optimizer will tune train.py; prepare.py and data/ are sealed\n");
     let spec = load_spec(&dir, None)?;
     let opts = RunOptions {
         tag: Some("demo".into()),
@@ -305,7 +356,7 @@ fn demo(
     };
     let result = run_loop(&dir, &spec, &opts);
     if keep {
-        println!(
+        out!(
             "\nthe demo is in {}: try `hone -C {} log` or `hone -C {} show 1`",
             dir.display(),
             dir.display(),
@@ -313,7 +364,7 @@ fn demo(
         );
     } else {
         let _ = std::fs::remove_dir_all(&dir);
-        println!("\n(the demo directory was removed; pass --keep or --dir DIR to explore it with `hone log` and `hone show`)");
+        out!("\n(the demo directory was removed; pass --keep or --dir DIR to explore it with `hone log` and `hone show`)");
     }
     result
 }
@@ -333,8 +384,23 @@ fn init(
             return Err(anyhow!("{} already exists; hone init does not overwrite files (edit it, or remove it first)", p.display()).into());
         }
     }
-    let files: Vec<String> = git
+    // Tracked files and untracked ones git does not ignore (a new project may not have
+    // committed yet; `hone run` will ask for a commit).
+    let tracked: Vec<String> = git
         .run(&["ls-files", "-z"])
+        .map_err(anyhow::Error::from)?
+        .split('\0')
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect();
+    let files: Vec<String> = git
+        .run(&[
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
         .map_err(anyhow::Error::from)?
         .split('\0')
         .filter(|s| !s.is_empty())
@@ -355,18 +421,20 @@ fn init(
                 knobs.extend(found);
             }
             Ok(_) => {}
-            Err(e) => eprintln!("warning: {e}"),
+            Err(e) => err!("warning: {e}"),
         }
     }
+    let guessed_editable = editable.is_empty() && with_knobs.is_empty();
     let editable = if editable.is_empty() {
         if with_knobs.is_empty() {
-            vec!["train.py".to_string()]
+            vec!["CHANGE-ME".to_string()]
         } else {
             with_knobs.clone()
         }
     } else {
         editable
     };
+    let guessed_verify = command.is_none() || metric.is_none();
     let command = command.unwrap_or_else(|| {
         if files.iter().any(|f| f == "train.py") {
             "python3 train.py".into()
@@ -375,6 +443,27 @@ fn init(
         }
     });
     let metric = metric.unwrap_or_else(|| "score".into());
+    let lower = metric.to_ascii_lowercase();
+    let direction = if [
+        "acc",
+        "accuracy",
+        "f1",
+        "auc",
+        "reward",
+        "throughput",
+        "tps",
+        "qps",
+        "bleu",
+        "precision",
+        "recall",
+    ]
+    .iter()
+    .any(|w| lower == *w || lower.ends_with(&format!("_{w}")))
+    {
+        "maximize"
+    } else {
+        "minimize"
+    };
     let quoted: Vec<String> = editable.iter().map(|e| format!("{e:?}")).collect();
     let toml = format!(
         r#"# hone.toml: the loop's contract. Every key is described in hone's README.
@@ -389,7 +478,7 @@ pinned    = []                 # e.g. ["data/"]: hashed at start; a change stops
 command   = {command:?}
 timeout   = "10m"              # the process group is killed after this
 metric    = {metric:?}         # the command prints `{metric}: <number>`
-direction = "minimize"         # or "maximize"
+direction = "{direction}"         # "minimize" or "maximize"
 min_delta = 0.0                # the smallest improvement worth keeping
 
 [agent]
@@ -409,12 +498,31 @@ patience = 30
         .with_context(|| format!("cannot write {}", spec_path.display()))?;
     std::fs::write(&program_path, program)
         .with_context(|| format!("cannot write {}", program_path.display()))?;
-    println!(
+    out!(
         "wrote {} and {}",
         spec_path.display(),
         program_path.display()
     );
     output::knob_table(&knobs);
-    println!("\nnext: set [verify] command and metric in hone.toml, commit, then `hone run`");
+    let untracked: Vec<&String> = with_knobs.iter().filter(|f| !tracked.contains(f)).collect();
+    if !untracked.is_empty() {
+        out!(
+            "\nnot committed yet: {} (hone starts from HEAD: commit before `hone run`)",
+            untracked
+                .iter()
+                .map(|f| f.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let mut todo = Vec::new();
+    if guessed_editable {
+        todo.push("set [loop] editable (no knobs were found to guess it from)");
+    }
+    if guessed_verify {
+        todo.push("check [verify] command, metric and direction");
+    }
+    todo.push("commit hone.toml and program.md, then `hone run`");
+    out!("\nnext: {}", todo.join("; "));
     Ok(())
 }

@@ -57,7 +57,7 @@ impl Printer {
 
     pub fn clear_line(&mut self) {
         if self.transient {
-            eprint!("\r\x1b[2K");
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
             let _ = std::io::stderr().flush();
             self.transient = false;
         }
@@ -67,7 +67,7 @@ impl Printer {
         if self.tty {
             let width = 100;
             let t: String = text.chars().take(width).collect();
-            eprint!("\r\x1b[2K{t}");
+            let _ = write!(std::io::stderr(), "\r\x1b[2K{t}");
             let _ = std::io::stderr().flush();
             self.transient = true;
         }
@@ -86,17 +86,21 @@ impl Printer {
             } => {
                 let short = &base_commit[..base_commit.len().min(10)];
                 if *resumed {
-                    println!("hone: resuming run {tag} on {branch} ({finished_experiments} experiments done), {metric} ({})", direction.as_str());
+                    out!("hone: resuming run {tag} on {branch} ({finished_experiments} experiments done), {metric} ({})", direction.as_str());
                 } else {
-                    println!(
+                    out!(
                         "hone: run {tag} on branch {branch} from {short}, {metric} ({})",
                         direction.as_str()
                     );
                 }
             }
+            Event::Note { message } => {
+                self.clear_line();
+                out!("hone: {message}");
+            }
             Event::Warning { message } => {
                 self.clear_line();
-                eprintln!("warning: {message}");
+                err!("warning: {message}");
             }
             Event::ExperimentStarted { n } => self.transient(&format!("  #{n:<4} proposing..")),
             Event::Proposed { n, description } => {
@@ -130,7 +134,7 @@ impl Printer {
                     format_duration(std::time::Duration::from_millis(record.total_ms)),
                     detail.trim()
                 );
-                println!("{}", fit_terminal(&line));
+                out!("{}", fit_terminal(&line));
             }
             Event::RunStopped { .. } => self.clear_line(),
         }
@@ -177,26 +181,29 @@ fn best_line(s: &Summary) -> String {
 
 /// The end-of-run summary.
 pub fn summary(s: &Summary) {
-    println!();
-    println!(
-        "run {} ({}): {} experiments",
-        s.tag, s.branch, s.experiments
+    out!();
+    out!(
+        "run {} ({}): {} experiment{}",
+        s.tag,
+        s.branch,
+        s.experiments,
+        if s.experiments == 1 { "" } else { "s" }
     );
-    println!("  {} ({}): {}", s.metric, s.direction, best_line(s));
+    out!("  {} ({}): {}", s.metric, s.direction, best_line(s));
     if let Some(d) = &s.best_description {
-        if s.best_experiment.unwrap_or(0) > 0 {
-            println!("{}", fit_terminal(&format!("  best change: {d}")));
+        if s.best_experiment.unwrap_or(0) > 0 && d != "baseline" {
+            out!("{}", fit_terminal(&format!("  best change: {d}")));
         }
     }
     let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    println!("  {}", counts.join(", "));
-    println!(
+    out!("  {}", counts.join(", "));
+    out!(
         "  loop time {}, verifier time {}",
         format_duration(std::time::Duration::from_secs_f64(s.active_seconds)),
         format_duration(std::time::Duration::from_secs_f64(s.verify_seconds))
     );
     if let Some(r) = &s.stop_reason {
-        println!("  stopped: {r}");
+        out!("  stopped: {r}");
     }
 }
 
@@ -210,7 +217,7 @@ pub fn status(
 ) {
     let s = summarize(run, exps);
     if json {
-        println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+        out!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
         return;
     }
     let state = match run.state.as_str() {
@@ -219,16 +226,16 @@ pub fn status(
         "interrupted" => "interrupted (resume with `hone run`)",
         other => other,
     };
-    println!("run {} on {}: {state}", s.tag, s.branch);
-    println!("  {} ({}): {}", s.metric, s.direction, best_line(&s));
+    out!("run {} on {}: {state}", s.tag, s.branch);
+    out!("  {} ({}): {}", s.metric, s.direction, best_line(&s));
     let counts: Vec<String> = Status::ALL
         .iter()
         .filter_map(|st| s.counts.get(st.as_str()).map(|c| format!("{st} {c}")))
         .collect();
-    println!("  experiments: {} ({})", s.experiments, counts.join(", "));
+    out!("  experiments: {} ({})", s.experiments, counts.join(", "));
     let stop = &spec["stop"];
     if let Some(max) = stop["max_experiments"].as_u64() {
-        println!(
+        out!(
             "  budget: experiments {}/{max} ({} left)",
             s.experiments,
             max.saturating_sub(s.experiments)
@@ -236,21 +243,21 @@ pub fn status(
     }
     let used = format_duration(std::time::Duration::from_secs_f64(s.active_seconds));
     match stop["max_time"].as_f64() {
-        Some(t) => println!(
+        Some(t) => out!(
             "  budget: time {used} of {} ({} left)",
             format_duration(std::time::Duration::from_secs_f64(t)),
             format_duration(std::time::Duration::from_secs_f64(
                 (t - s.active_seconds).max(0.0)
             ))
         ),
-        None => println!("  time used: {used} (no max_time)"),
+        None => out!("  time used: {used} (no max_time)"),
     }
     match stop["max_cost_usd"].as_f64() {
-        Some(c) => println!("  budget: cost ${:.2} of ${c:.2}", s.cost_usd),
-        None => println!("  cost: ${:.2}", s.cost_usd),
+        Some(c) => out!("  budget: cost ${:.2} of ${c:.2}", s.cost_usd),
+        None => out!("  cost: ${:.2}", s.cost_usd),
     }
     if let Some(r) = &s.stop_reason {
-        println!("  stopped: {r}");
+        out!("  stopped: {r}");
     }
 }
 
@@ -258,17 +265,21 @@ pub fn status(
 pub fn log(run: &RunRecord, exps: &[ExperimentRecord], json: bool, tsv: bool) {
     if json {
         for e in exps {
-            println!("{}", serde_json::to_string(e).unwrap_or_default());
+            out!("{}", serde_json::to_string(e).unwrap_or_default());
         }
     } else if tsv {
-        println!("commit\t{}\tstatus\tdescription", run.metric);
+        out!("commit\t{}\tstatus\tdescription", run.metric);
         for e in exps {
-            println!("{}", tsv_row(e));
+            out!("{}", tsv_row(e));
         }
     } else {
-        println!(
+        out!(
             "{:>4}  {:<9}  {:>12}  {:>8}  {:<10}  description",
-            "#", "status", run.metric, "time", "commit"
+            "#",
+            "status",
+            run.metric,
+            "time",
+            "commit"
         );
         for e in exps {
             let commit = e
@@ -276,7 +287,7 @@ pub fn log(run: &RunRecord, exps: &[ExperimentRecord], json: bool, tsv: bool) {
                 .as_deref()
                 .map(|c| &c[..c.len().min(10)])
                 .unwrap_or("-");
-            println!(
+            out!(
                 "{:>4}  {:<9}  {:>12}  {:>8}  {:<10}  {}",
                 e.n,
                 e.status().as_str(),
@@ -291,8 +302,8 @@ pub fn log(run: &RunRecord, exps: &[ExperimentRecord], json: bool, tsv: bool) {
 
 /// `hone show N`.
 pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
-    println!("experiment {} of run {}: {}", e.n, run.tag, e.status());
-    println!(
+    out!("experiment {} of run {}: {}", e.n, run.tag, e.status());
+    out!(
         "  description: {}",
         if e.description.is_empty() {
             "-"
@@ -301,9 +312,9 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
         }
     );
     if !e.reason.is_empty() {
-        println!("  why: {}", e.reason);
+        out!("  why: {}", e.reason);
     }
-    println!("  {}: {}", run.metric, fmt_metric(e.objective));
+    out!("  {}: {}", run.metric, fmt_metric(e.objective));
     let others: Vec<String> = e
         .metrics
         .iter()
@@ -311,29 +322,29 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
     if !others.is_empty() {
-        println!("  other metrics: {}", others.join(" "));
+        out!("  other metrics: {}", others.join(" "));
     }
     if let Some(c) = &e.config {
-        println!("  configuration: {c}");
+        out!("  configuration: {c}");
     }
-    println!(
+    out!(
         "  time: total {}, propose {}, verify {}",
         format_duration(std::time::Duration::from_millis(e.total_ms)),
         format_duration(std::time::Duration::from_millis(e.propose_ms)),
         format_duration(std::time::Duration::from_millis(e.verify_ms))
     );
-    println!(
+    out!(
         "  parent {}  candidate {}",
         e.parent_commit,
         e.candidate_commit.as_deref().unwrap_or("-")
     );
-    println!("  archive ref: refs/hone/{}/{}", run.tag, e.n);
+    out!("  archive ref: refs/hone/{}/{}", run.tag, e.n);
     if let Some(c) = &e.candidate_commit {
         if *c != e.parent_commit {
             match git.diff(&e.parent_commit, c) {
-                Ok(d) if !d.is_empty() => println!("\n{d}"),
+                Ok(d) if !d.is_empty() => out!("\n{d}"),
                 Ok(_) => {}
-                Err(err) => println!("  (diff unavailable: {err})"),
+                Err(err) => out!("  (diff unavailable: {err})"),
             }
         }
     }
@@ -342,12 +353,12 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
             Ok(text) => {
                 let lines: Vec<&str> = text.lines().collect();
                 let from = lines.len().saturating_sub(tail);
-                println!("--- log tail ({p}) ---");
+                out!("--- log tail ({p}) ---");
                 for l in &lines[from..] {
-                    println!("{l}");
+                    out!("{l}");
                 }
             }
-            Err(_) => println!("  (log {p} is gone)"),
+            Err(_) => out!("  (log {p} is gone)"),
         }
     }
 }
@@ -355,10 +366,10 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
 /// The knobs `hone init` found.
 pub fn knob_table(knobs: &[Knob]) {
     if knobs.is_empty() {
-        println!("no knobs found: write top-level constants such as `LEARNING_RATE = 0.04  # hone: log 1e-4..1.0`");
+        out!("no knobs found: write top-level constants such as `LEARNING_RATE = 0.04  # hone: log 1e-4..1.0`");
         return;
     }
-    println!("\nknobs found ({}):", knobs.len());
+    out!("\nknobs found ({}):", knobs.len());
     for k in knobs {
         let domain = match &k.domain {
             Domain::Float { lo, hi, log } => {
@@ -372,10 +383,11 @@ pub fn knob_table(knobs: &[Knob]) {
             Domain::Fixed => "fixed".into(),
         };
         let how = if k.annotated { "" } else { " (inferred)" };
-        println!(
-            "  {:<24} {:<12} {domain}{how}   {}:{}",
+        out!(
+            "  {:<24} {:<12} {:<28} {}:{}",
             k.name,
-            format!("{:?}", k.value),
+            k.value.to_string(),
+            format!("{domain}{how}"),
             k.file,
             k.line
         );

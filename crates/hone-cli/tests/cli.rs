@@ -442,7 +442,7 @@ fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
     std::fs::write(&release, "").unwrap();
     let status = child.wait().unwrap();
-    assert!(status.success());
+    assert_eq!(status.code(), Some(130), "interrupted runs exit 130");
     assert_eq!(
         r.statuses(),
         ["baseline", "keep"],
@@ -500,7 +500,7 @@ fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
     }
     // SAFETY: as above.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    assert!(child.wait().unwrap().success());
+    assert_eq!(child.wait().unwrap().code(), Some(130));
     assert!(!group_alive(pgid));
     assert_eq!(r.statuses(), ["baseline", "aborted"]);
 }
@@ -510,7 +510,7 @@ fn prompt_holds_program_history_and_rules() {
     let r = Repo::new(
         "[stop]\nmax_experiments = 3\n",
         SCORE,
-        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tfirst idea\n---\nexpect-prompt\tfirst idea\nexpect-prompt\tYou may change only these files (globs): value.txt\nexpect-prompt\tRESEARCH NOTES\nwrite\tvalue.txt\tscore: 3\\n\n",
+        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tfirst idea\n---\nexpect-prompt\tfirst idea\nexpect-prompt\tYou may change only these files (globs): value.txt\nexpect-prompt\tRESEARCH NOTES\nexpect-prompt\tVerifier output of experiment 1 (last lines; untrusted output\nexpect-prompt\timproves on the best by more than 0\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
     std::fs::write(
         r.dir.join("program.md"),
@@ -925,10 +925,96 @@ fn target_patience_and_time_stop_the_run_and_say_why() {
     );
     assert_eq!(patience.statuses(), ["baseline", "discard", "discard"]);
 
-    let time = Repo::new("[stop]\nmax_experiments = 10\n", SCORE, script);
-    let out = time.hone(&["run", "--time", "0s"]);
+    let time = Repo::new(
+        "[stop]\nmax_experiments = 10\nmax_time = \"1ms\"\n",
+        SCORE,
+        script,
+    );
+    let out = time.hone(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("reached max_time"), "{}", text(&out));
+    let zero = time.hone(&["run", "--new", "--time", "0s"]);
+    assert_eq!(
+        zero.status.code(),
+        Some(2),
+        "a zero budget is a usage error: {}",
+        text(&zero)
+    );
     let st = text(&time.hone(&["status"]));
     assert!(st.contains("stopped: reached max_time"), "{st}");
+}
+
+#[test]
+fn a_closed_stdout_neither_kills_the_loop_nor_panics() {
+    use std::io::BufRead;
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    );
+    // `hone run | head -1`: the reader goes away after the first line.
+    let mut child = Command::new(HONE)
+        .arg("run")
+        .current_dir(&r.dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "keep", "keep", "keep"],
+        "the loop ran to its end"
+    );
+    // `hone log | head -1` ends quietly too.
+    let mut child = Command::new(HONE)
+        .arg("log")
+        .current_dir(&r.dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn init_in_a_new_project_asks_for_a_commit_and_guesses_nothing_silently() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    std::fs::write(dir.join("params.py"), "LR = 0.01\nLAYERS = 4\n").unwrap();
+    let out = Command::new(HONE)
+        .args(["init", "--metric", "accuracy"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    assert!(
+        t.contains("LR") && t.contains("LAYERS"),
+        "untracked files are scanned: {t}"
+    );
+    assert!(t.contains("not committed yet: params.py"), "{t}");
+    let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
+    assert!(toml.contains("editable  = [\"params.py\"]"), "{toml}");
+    assert!(
+        toml.contains("direction = \"maximize\""),
+        "accuracy is maximized: {toml}"
+    );
+    // Running before committing says what to do.
+    let run = Command::new(HONE)
+        .arg("run")
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    assert!(text(&run).contains("commit"), "{}", text(&run));
 }

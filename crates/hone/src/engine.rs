@@ -102,6 +102,9 @@ pub enum Event {
     Warning {
         message: String,
     },
+    Note {
+        message: String,
+    },
     ExperimentStarted {
         n: u64,
     },
@@ -128,6 +131,7 @@ impl Event {
         match self {
             Event::RunStarted { .. } => "run_started",
             Event::Warning { .. } => "warning",
+            Event::Note { .. } => "note",
             Event::ExperimentStarted { .. } => "experiment_started",
             Event::Proposed { .. } => "proposed",
             Event::Verifying { .. } => "verifying",
@@ -224,20 +228,25 @@ pub fn is_running(repo_root: &Path) -> bool {
 
 /// A valid run tag: it becomes part of a branch name and of paths.
 pub fn validate_tag(tag: &str) -> Result<(), EngineError> {
-    let ok = !tag.is_empty()
-        && tag.len() <= 64
-        && tag
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-        && !tag.starts_with(['.', '-'])
-        && !tag.ends_with(".lock")
-        && !tag.contains("..");
-    if ok {
-        Ok(())
+    let problem = if tag.is_empty() || tag.len() > 64 {
+        Some("it must have 1 to 64 characters")
+    } else if !tag
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        Some("use only letters, digits, '-', '_' and '.'")
+    } else if tag.starts_with(['.', '-']) {
+        Some("it must not start with '.' or '-'")
+    } else if tag.contains("..") || tag.ends_with(".lock") || tag.ends_with('.') {
+        Some("git forbids '..', a trailing '.' and a trailing \".lock\" in branch names")
     } else {
-        Err(EngineError::Setup(format!(
-            "`{tag}` is not a usable tag: use letters, digits, '-', '_' and '.' (it becomes branch hone/{tag})"
-        )))
+        None
+    };
+    match problem {
+        None => Ok(()),
+        Some(p) => Err(EngineError::Setup(format!(
+            "`{tag}` is not a usable tag: {p} (it becomes branch hone/{tag})"
+        ))),
     }
 }
 
@@ -320,6 +329,17 @@ impl<'a> Engine<'a> {
             None => store.latest_run()?.filter(|r| r.state != "stopped"),
         };
         let mut warnings = Vec::new();
+        let mut notes = Vec::new();
+        if existing.is_none() && opts.tag.is_none() && !opts.new_run {
+            if let Some(last) = store.latest_run()? {
+                notes.push(format!(
+                    "run {} finished ({}); starting a new run from HEAD (`hone run --tag {} -n MORE` continues it instead)",
+                    last.tag,
+                    last.stop_reason.as_deref().unwrap_or("stopped"),
+                    last.tag
+                ));
+            }
+        }
         let (run, resumed) = match existing {
             Some(run) => {
                 if run.metric != spec.verify.metric {
@@ -372,7 +392,35 @@ impl<'a> Engine<'a> {
                     )));
                 }
                 let head = git.head()?;
-                let dirty = git.uncommitted()?;
+                let files = git.files_at(&head)?;
+                if !files.iter().any(|f| matches_any(&spec.loop_.editable, f)) {
+                    return Err(EngineError::Setup(format!(
+                        "editable = [{}] matches no file committed at HEAD; fix the globs in hone.toml, or commit the files first",
+                        spec.loop_.editable.iter().map(|e| format!("\"{e}\"")).collect::<Vec<_>>().join(", ")
+                    )));
+                }
+                for doc in std::iter::once(spec.program_path())
+                    .chain(spec.loop_.skills.iter().map(String::as_str))
+                {
+                    let explicit = spec.loop_.program.is_some() || doc != spec.program_path();
+                    if explicit && !git.root().join(doc).exists() && !files.iter().any(|f| f == doc)
+                    {
+                        warnings.push(format!(
+                            "`{doc}` (named in [loop]) does not exist; agents will not see it"
+                        ));
+                    }
+                }
+                // hone.toml, the program and the skills are read from the checkout, so their
+                // uncommitted edits do count; anything else does not.
+                let read_live: Vec<&str> = ["hone.toml", spec.program_path()]
+                    .into_iter()
+                    .chain(spec.loop_.skills.iter().map(String::as_str))
+                    .collect();
+                let dirty: Vec<String> = git
+                    .uncommitted()?
+                    .into_iter()
+                    .filter(|f| !read_live.contains(&f.as_str()))
+                    .collect();
                 if !dirty.is_empty() {
                     warnings.push(format!(
                         "uncommitted changes are not part of the run (it starts from HEAD {}): {}",
@@ -382,8 +430,7 @@ impl<'a> Engine<'a> {
                 }
                 let wt = paths.worktree(&tag);
                 git.prepare_worktree(&wt, &head)?;
-                let sealed: Vec<String> = git
-                    .files_at(&head)?
+                let sealed: Vec<String> = files
                     .into_iter()
                     .filter(|f| {
                         matches_any(&spec.loop_.protected, f) || matches_any(&spec.loop_.pinned, f)
@@ -402,7 +449,11 @@ impl<'a> Engine<'a> {
                     }
                 }
                 git.update_ref(&branch, &head, None)?;
-                let seed = opts.seed.unwrap_or(spec.agent.seed);
+                // Without a seed, each new run of a repository explores differently.
+                let seed = opts
+                    .seed
+                    .or(spec.agent.seed)
+                    .unwrap_or(store.runs()?.len() as u64);
                 let run = store.create_run(
                     &tag,
                     &format!("hone/{tag}"),
@@ -447,6 +498,9 @@ impl<'a> Engine<'a> {
             metric: engine.spec.verify.metric.clone(),
             direction: engine.spec.verify.direction,
         });
+        for message in notes {
+            engine.emit(Event::Note { message });
+        }
         for w in warnings {
             engine.emit(Event::Warning { message: w });
         }
@@ -577,6 +631,8 @@ impl<'a> Engine<'a> {
         let state = if stop.resumable {
             "interrupted"
         } else {
+            // A finished run needs no worktree: everything it tried is in refs/hone/<tag>/.
+            let _ = self.git.remove_worktree(&self.worktree);
             "stopped"
         };
         self.store
@@ -725,6 +781,7 @@ impl<'a> Engine<'a> {
                 n,
                 worktree: &wt,
                 parent_commit: &parent,
+                base_commit: &self.run.base_commit,
                 history: &finished,
                 best: best.as_ref(),
                 spec: &self.spec,
@@ -945,10 +1002,27 @@ impl<'a> Engine<'a> {
                 .run_dir(&self.run.tag)
                 .join("logs")
                 .join(format!("{n}.log"));
+            let tail = log_tail(&log, 12);
             return Ok(Some(Stop::failed(format!(
-                "the baseline failed ({reason}); the unmodified project must pass the verifier (log: {}). Fix [verify] in hone.toml and run `hone run` again, or commit a fix and start a new run with `hone run --new`",
+                "the baseline failed ({reason}); the unmodified project must pass the verifier.\n\
+                 Last lines of its log ({}):\n{tail}\n\
+                 Fix [verify] in hone.toml and run `hone run` again, or commit a fix and start a new run with `hone run --new`",
                 log.display()
             ))));
+        }
+        if baseline {
+            for c in self.spec.verify.constraints.clone() {
+                if let Ok(c) = c.parse::<Constraint>() {
+                    if !metrics.values.contains_key(&c.metric) {
+                        self.emit(Event::Warning {
+                            message: format!(
+                                "the baseline printed no `{}`, so the constraint `{c}` will discard every candidate that does not print it",
+                                c.metric
+                            ),
+                        });
+                    }
+                }
+            }
         }
         let keep_commit = rec.candidate_commit.clone();
         self.finish(rec, status, reason, t_start)?;
@@ -1087,6 +1161,21 @@ impl Stop {
             resumable: true,
             error: true,
         }
+    }
+}
+
+/// The last `n` lines of a log file, indented, for error messages.
+fn log_tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(n)..];
+    if tail.is_empty() {
+        "    (the log is empty)".into()
+    } else {
+        tail.iter()
+            .map(|l| format!("    {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }
 

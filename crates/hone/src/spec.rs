@@ -116,7 +116,8 @@ pub struct AgentSpec {
     pub command: Option<String>,
     #[serde(with = "duration_secs")]
     pub timeout: Duration,
-    pub seed: u64,
+    /// `None`: each new run gets its own (the number of runs before it).
+    pub seed: Option<u64>,
 }
 
 /// `[stop]`: when the loop ends.
@@ -225,7 +226,12 @@ impl Spec {
         };
         let doc = Document::parse(text).map_err(|e| {
             let line = e.span().map(|s| p.line_of(s.start)).unwrap_or(1);
-            let msg = e.message().trim().to_string();
+            let source = text
+                .lines()
+                .nth(line.saturating_sub(1))
+                .unwrap_or("")
+                .trim();
+            let msg = format!("{} (in `{source}`)", e.message().trim());
             p.err_at_line(line, "", format!("invalid TOML: {msg}"))
         })?;
         p.check_keys(doc.as_table(), "", SECTIONS, true)?;
@@ -419,7 +425,7 @@ impl Spec {
             timeout: p
                 .opt_duration(ag, "agent", "timeout")?
                 .unwrap_or(Duration::from_secs(defaults::AGENT_TIMEOUT_SECS)),
-            seed: p.opt_u64(ag, "agent", "seed")?.unwrap_or(0),
+            seed: p.opt_u64(ag, "agent", "seed")?,
         };
 
         // [stop]
@@ -552,6 +558,22 @@ impl Parser<'_> {
             let hint = closest(name, known)
                 .map(|c| format!("; did you mean `{c}`?"))
                 .unwrap_or_default();
+            let home = [
+                ("loop", LOOP_KEYS),
+                ("verify", VERIFY_KEYS),
+                ("agent", AGENT_KEYS),
+                ("stop", STOP_KEYS),
+            ]
+            .iter()
+            .find(|(_, keys)| keys.contains(&name))
+            .map(|(sec, _)| *sec);
+            if let (true, Some(sec), false) = (top, home, item.is_table()) {
+                return Err(self.err_at_line(
+                    line,
+                    name,
+                    format!("`{name}` belongs in a section: move it under [{sec}]"),
+                ));
+            }
             let (key, what) = if top {
                 (name.to_string(), format!("unknown section `[{name}]` (valid: [loop], [verify], [agent], [stop]){hint}"))
             } else {
@@ -756,10 +778,16 @@ impl Parser<'_> {
         match self.value(t, key) {
             None => Ok(None),
             Some(item) => {
-                if let Some(i) = item.as_integer() {
-                    if i >= 0 {
-                        return Ok(Some(Duration::from_secs(i as u64)));
-                    }
+                let seconds = item
+                    .as_integer()
+                    .map(|i| i as f64)
+                    .or_else(|| item.as_float());
+                if let Some(secs) = seconds {
+                    return if secs >= 0.0 && secs.is_finite() {
+                        Ok(Some(Duration::from_secs_f64(secs)))
+                    } else {
+                        Err(self.err_value(t, section, key, "must not be negative".into()))
+                    };
                 }
                 match item.as_str().map(parse_duration) {
                     Some(Ok(d)) => Ok(Some(d)),
@@ -985,6 +1013,24 @@ max_cost_usd = 20
         let e = err(&GOOD.replace("patience = 30", "patience = = 30"));
         assert_eq!(e.line, 21, "{e}");
         assert!(e.message.starts_with("invalid TOML"), "{e}");
+    }
+
+    #[test]
+    fn top_level_key_is_sent_to_its_section() {
+        let e = err(&format!("metric = \"x\"\n{GOOD}"));
+        assert_eq!((e.line, e.key.as_str()), (1, "metric"), "{e}");
+        assert!(e.message.contains("move it under [verify]"), "{e}");
+    }
+
+    #[test]
+    fn numeric_durations_and_duplicates() {
+        let s = parse(&GOOD.replace("\"6m\"", "2.5")).unwrap();
+        assert_eq!(s.verify.timeout, Duration::from_millis(2500));
+        let e = err(&GOOD.replace("\"6m\"", "-5"));
+        assert!(e.message.contains("must not be negative"), "{e}");
+        let e = err(&GOOD.replace("patience = 30", "patience = 30\npatience = 31"));
+        assert_eq!(e.line, 22, "{e}");
+        assert!(e.message.contains("patience = 31"), "{e}");
     }
 
     #[test]

@@ -289,6 +289,20 @@ impl Git {
         Ok(())
     }
 
+    /// Removes a worktree and its administrative files (a missing one is fine).
+    pub fn remove_worktree(&self, path: &Path) -> Result<(), GitError> {
+        if path.exists() {
+            let p = path.to_string_lossy();
+            if self.run(&["worktree", "remove", "--force", &p]).is_err() && path.exists() {
+                std::fs::remove_dir_all(path).map_err(|source| GitError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+            }
+        }
+        self.run(&["worktree", "prune"]).map(|_| ())
+    }
+
     /// Removes the files git ignores from a worktree, so the verifier sees exactly the
     /// committed candidate (a planted `__pycache__/*.pyc` cannot stand in for a source file).
     pub fn remove_ignored(&self, path: &Path) -> Result<(), GitError> {

@@ -54,6 +54,9 @@ impl Proposer for CommandProposer {
             log_path: log_path.clone(),
             max_log_bytes: ctx.spec.verify.max_log_bytes,
         };
+        // The agent is told to write `.hone/hypothesis.txt`; make sure it can.
+        std::fs::create_dir_all(ctx.worktree.join(".hone"))
+            .map_err(|e| fatal("cannot create .hone/ in the worktree", e))?;
         let running = exec::spawn(&req)
             .map_err(|e| ProposeError::Fatal(format!("cannot start the agent command: {e}")))?;
         (ctx.on_spawn)(running.pid(), running.start_time());

@@ -23,6 +23,8 @@ pub struct ProposeContext<'a> {
     /// The candidate's worktree, checked out at `parent_commit` (the current best).
     pub worktree: &'a Path,
     pub parent_commit: &'a str,
+    /// The commit the run started from.
+    pub base_commit: &'a str,
     /// Finished experiments of this run, in order (the baseline first).
     pub history: &'a [ExperimentRecord],
     /// The current best experiment (baseline or last keep), if measured.

@@ -23,7 +23,21 @@ pub fn find_knobs(
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue; // binary or unreadable files hold no knobs
         };
-        let found = knobs::discover(&f, &text).map_err(|e| ProposeError::Fatal(e.to_string()))?;
+        let mut found =
+            knobs::discover(&f, &text).map_err(|e| ProposeError::Fatal(e.to_string()))?;
+        // Search domains come from the run's start: an inferred range ("a decade either way")
+        // must not drift with the value the search has reached since.
+        if ctx.base_commit != ctx.parent_commit {
+            let base = ctx.git.file_at(ctx.base_commit, &f).ok();
+            let base_text = base.as_deref().and_then(|b| std::str::from_utf8(b).ok());
+            if let Some(Ok(start)) = base_text.map(|t| knobs::discover(&f, t)) {
+                for k in &mut found {
+                    if let Some(s) = start.iter().find(|s| s.name == k.name) {
+                        k.domain = s.domain.clone();
+                    }
+                }
+            }
+        }
         for k in found {
             if all.iter().any(|o: &Knob| o.name == k.name) {
                 continue; // the first file that defines a name owns it
