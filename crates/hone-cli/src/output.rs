@@ -190,7 +190,9 @@ pub fn summary(s: &Summary) {
         if s.experiments == 1 { "" } else { "s" }
     );
     out!("  {} ({}): {}", s.metric, s.direction, best_line(s));
-    if let Some(d) = &s.best_description {
+    if let Some(d) = &s.best_vs_baseline {
+        out!("{}", fit_terminal(&format!("  best vs baseline: {d}")));
+    } else if let Some(d) = &s.best_description {
         if s.best_experiment.unwrap_or(0) > 0 && d != "baseline" {
             out!("{}", fit_terminal(&format!("  best change: {d}")));
         }
@@ -232,6 +234,9 @@ pub fn status(
         .iter()
         .filter_map(|st| s.counts.get(st.as_str()).map(|c| format!("{st} {c}")))
         .collect();
+    if let Some(d) = &s.best_vs_baseline {
+        out!("  best vs baseline: {d}");
+    }
     out!("  experiments: {} ({})", s.experiments, counts.join(", "));
     let stop = &spec["stop"];
     if let Some(max) = stop["max_experiments"].as_u64() {

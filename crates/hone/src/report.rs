@@ -26,6 +26,8 @@ pub struct Summary {
     pub best: Option<f64>,
     pub best_experiment: Option<u64>,
     pub best_description: Option<String>,
+    /// For knob searches: every knob the best differs in from the baseline (`A 1 -> 3, ...`).
+    pub best_vs_baseline: Option<String>,
     /// Relative change of the best against the baseline, in percent (signed: an improvement
     /// in a minimized metric is negative).
     pub change_pct: Option<f64>,
@@ -47,6 +49,16 @@ pub fn summarize(run: &RunRecord, exps: &[ExperimentRecord]) -> Summary {
         (Some(a), Some(b)) if a != 0.0 => Some((b - a) / a.abs() * 100.0),
         _ => None,
     };
+    let config = |e: &ExperimentRecord| -> Option<crate::propose::knobs::Config> {
+        serde_json::from_value(e.config.clone()?).ok()
+    };
+    let best_vs_baseline = match (exps.iter().find(|e| e.status() == Status::Baseline), best) {
+        (Some(a), Some(b)) if a.n != b.n => match (config(a), config(b)) {
+            (Some(ca), Some(cb)) => Some(crate::propose::knobs::describe(&ca, &cb)),
+            _ => None,
+        },
+        _ => None,
+    };
     let mut counts = BTreeMap::new();
     for e in exps {
         *counts.entry(e.status().as_str().to_string()).or_insert(0) += 1;
@@ -63,6 +75,7 @@ pub fn summarize(run: &RunRecord, exps: &[ExperimentRecord]) -> Summary {
         best: best_v,
         best_experiment: best.map(|b| b.n),
         best_description: best.map(|b| b.description.clone()),
+        best_vs_baseline,
         change_pct,
         counts,
         active_seconds: run.active_seconds,
