@@ -644,6 +644,10 @@ fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
         s["best"].as_f64().unwrap() < s["baseline"].as_f64().unwrap() * 0.5,
         "{s}"
     );
+    assert!(
+        s["best_vs_baseline"].as_str().unwrap().contains(" -> "),
+        "{s}"
+    );
 }
 
 #[test]
