@@ -124,6 +124,15 @@ fn wait_for_file(p: &Path) {
     }
 }
 
+/// A process group id a test's verifier or agent wrote to a file.
+fn read_pgid(path: &Path) -> i32 {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
 /// Is any live (non-zombie) process in process group `pgid`? Zombies are skipped: they have
 /// exited, and an init that does not reap (as in some containers) may keep them listed.
 fn group_alive(pgid: i32) -> bool {
@@ -263,11 +272,7 @@ fn timeout_kills_the_whole_group_even_with_a_grandchild_holding_stdout() {
     let out = r.hone(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(r.statuses(), ["baseline", "timeout"]);
-    let pgid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pgid: i32 = read_pgid(&pidfile);
     assert!(
         !group_alive(pgid),
         "a process of the verifier's group outlived the timeout"
@@ -385,11 +390,7 @@ fn kill_9_during_verification_then_resume() {
     );
     let mut child = r.spawn_hone(&["run", "--tag", "k"]);
     wait_for_file(&started);
-    let pgid: i32 = std::fs::read_to_string(&pgid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pgid: i32 = read_pgid(&pgid_file);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     assert!(
@@ -480,11 +481,7 @@ fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
         .spawn()
         .unwrap();
     wait_for_file(&started);
-    let pgid: i32 = std::fs::read_to_string(&pgid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pgid: i32 = read_pgid(&pgid_file);
     // Two signals sent at once would merge into one; send the second after hone said it saw
     // the first.
     let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
@@ -793,11 +790,7 @@ fn kill_9_while_the_agent_works_then_resume_kills_the_agent() {
     );
     let mut child = r.spawn_hone(&["run", "--tag", "a"]);
     wait_for_file(&mark);
-    let pgid: i32 = std::fs::read_to_string(&mark)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pgid: i32 = read_pgid(&mark);
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(
