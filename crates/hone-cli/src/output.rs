@@ -329,6 +329,26 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
     if !others.is_empty() {
         out!("  other metrics: {}", others.join(" "));
     }
+    if e.runs.len() > 1 {
+        let runs: Vec<String> = e.runs.iter().map(|v| fmt_metric(Some(*v))).collect();
+        out!(
+            "  runs: {} (mean {})",
+            runs.join(", "),
+            fmt_metric(e.objective)
+        );
+    }
+    if let Some(j) = &e.judgement {
+        out!(
+            "  decision: {} (delta {:+.6} vs threshold {:.6}; sigma {}; {} run{} of this code; best was {})",
+            if j.simplification { "keep as a simplification" } else if j.keep { "keep" } else { "discard" },
+            j.delta,
+            j.threshold,
+            j.sigma.map(|s| format!("{s:.6}")).unwrap_or_else(|| "unknown".into()),
+            j.runs.len(),
+            if j.runs.len() == 1 { "" } else { "s" },
+            fmt_metric(Some(j.best))
+        );
+    }
     if let Some(c) = &e.config {
         out!("  configuration: {c}");
     }

@@ -22,8 +22,8 @@ use crate::propose::{self, ProposeContext, ProposeError, Proposer};
 use crate::report::{best_experiment, summarize, Summary};
 use crate::spec::{format_duration, Direction, Spec};
 use crate::store::{now, ExperimentRecord, RunRecord, Status, Store, StoreError};
-use crate::verify::decide::decide;
 use crate::verify::metrics::{Constraint, MetricReader};
+use crate::verify::noise::{estimate_sigma, mean};
 use crate::workspace::{first_difference, hash_paths, matches_any, Git, GitError};
 
 /// Where hone keeps its state inside a repository (excluded from git).
@@ -805,6 +805,7 @@ impl<'a> Engine<'a> {
             None => {
                 rec.description = "baseline".into();
                 rec.candidate_commit = Some(parent.clone());
+                rec.tree = Some(self.git.tree_of(&parent)?);
                 self.git
                     .update_ref_if_missing(&archive_ref(&self.run.tag, n), &parent)?;
             }
@@ -883,117 +884,96 @@ impl<'a> Engine<'a> {
         }
         rec.gate_ms = t_gate.elapsed().as_millis() as u64;
 
-        // Verify.
+        // Dedup: the same files as an experiment already measured give the same answer.
+        if let Some(tree) = rec.tree.clone() {
+            let measured = |e: &&ExperimentRecord| {
+                e.tree.as_deref() == Some(tree.as_str())
+                    && matches!(
+                        e.status(),
+                        Status::Baseline
+                            | Status::Keep
+                            | Status::Discard
+                            | Status::Crash
+                            | Status::Timeout
+                    )
+            };
+            if let Some(dup) = exps.iter().find(measured) {
+                let why = format!("duplicate of #{} (identical files; not run again)", dup.n);
+                return self
+                    .finish(rec, Status::Invalid, why, t_start)
+                    .map(|_| None);
+            }
+        }
+
+        // Verify: a first run, then the baseline's repeats or a passing candidate's confirms.
         self.emit(Event::Verifying { n });
         let t_verify = Instant::now();
-        let log_path = run_dir.join("logs").join(format!("{n}.log"));
-        rec.log_path = Some(log_path.to_string_lossy().into_owned());
-        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
-            .filter(|(k, _)| !k.to_string_lossy().starts_with("HONE_"))
-            .collect();
-        for (k, v) in &self.spec.verify.env {
-            env.push((k.into(), v.into()));
-        }
-        env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
-        env.push(("HONE_RUN".into(), self.run.tag.clone().into()));
-        let req = ExecRequest {
-            command: self.spec.verify.command.clone(),
-            cwd: wt.clone(),
-            env,
-            timeout: Some(self.spec.verify.timeout),
-            kill_grace: self.spec.verify.kill_grace,
-            drain_timeout: Duration::from_secs(2),
-            log_path,
-            max_log_bytes: self.spec.verify.max_log_bytes,
-        };
-        let running = exec::spawn(&req)
-            .map_err(|e| EngineError::Setup(format!("cannot start the verifier: {e}")))?;
-        rec.pid = Some(running.pid());
-        rec.pid_start = running.start_time();
-        self.store.put_experiment(self.run.id, &rec)?;
-        let mut reader = MetricReader::new(
-            &self.spec.verify.metric,
-            self.spec.verify.metric_regex.as_deref(),
-        )
-        .map_err(|e| EngineError::Setup(e.to_string()))?;
-        let outcome = running
-            .wait(&mut |line: &str| reader.feed(line), &cancel)
-            .map_err(|e| EngineError::Setup(format!("verifier failed: {e}")))?;
-        rec.verify_ms = t_verify.elapsed().as_millis() as u64;
-        // A candidate whose run rewrote a protected file (say, train.py patching prepare.py
-        // before importing it) measured something other than the sealed evaluator.
-        let tampered = if baseline {
-            None
-        } else {
-            self.sealed_changed(&wt)
-        };
-        let metrics = reader.finish();
-        rec.metrics = metrics.values.clone();
-        let metric = &self.spec.verify.metric;
-        let objective = metrics.values.get(metric).copied();
-        let (status, reason) = match (outcome.exit, tampered) {
-            (Exit::Cancelled, _) => {
-                self.finish(rec, Status::Aborted, "interrupted by the user; its processes were killed".into(), t_start)?;
-                return Ok(Some(Stop::resumable("interrupted by the user (run `hone run` to resume)")));
-            }
-            (_, Some(path)) => (
-                Status::Violation,
-                format!("protected file `{path}` was modified while the verifier ran; the measurement is void"),
-            ),
-            (exit, None) => match exit {
-            // Handled above; listed so the match stays exhaustive without a panic.
-            Exit::Cancelled => (Status::Aborted, "interrupted by the user".into()),
-            Exit::TimedOut => (
-                Status::Timeout,
-                format!(
-                    "ran past {}; its process group was killed",
-                    format_duration(self.spec.verify.timeout)
-                ),
-            ),
-            Exit::Signal(s) => (Status::Crash, format!("killed by signal {s}")),
-            Exit::Code(c) if c != 0 => (Status::Crash, format!("exited with status {c}")),
-            Exit::Code(_) => match objective {
-                None => (Status::Crash, format!("exited 0 but printed no `{metric}`")),
-                Some(v) if !v.is_finite() => (Status::Crash, format!("`{metric}` is {v}")),
-                Some(v) => {
-                    rec.objective = Some(v);
-                    let constraints: Vec<Constraint> = self
-                        .spec
-                        .verify
-                        .constraints
-                        .iter()
-                        .filter_map(|c| c.parse().ok())
-                        .collect();
-                    let broken = constraints.iter().find_map(|c| c.check(&metrics).err());
-                    match (&best, broken) {
-                        (None, None) => (Status::Baseline, "the unmodified project".into()),
-                        (None, Some(b)) => (
-                            Status::Baseline,
-                            format!("the unmodified project (constraint not met: {b})"),
-                        ),
-                        (Some(_), Some(b)) => (Status::Discard, format!("constraint not met: {b}")),
-                        (Some(b), None) => {
-                            let best_v = b.objective.unwrap_or(f64::NAN);
-                            let d = decide(
-                                v,
-                                best_v,
-                                self.spec.verify.direction,
-                                self.spec.verify.min_delta,
-                            );
-                            (
-                                if d.keep {
-                                    Status::Keep
-                                } else {
-                                    Status::Discard
-                                },
-                                d.reason,
-                            )
+        let policy = self.spec.noise_policy();
+        let net_lines = rec.lines_added as i64 - rec.lines_deleted as i64;
+        let best_value = best.as_ref().and_then(|b| b.objective);
+        let mut sigma = self.sigma(None);
+        let (status, reason) = match self.measure(&mut rec, &wt, 0, !baseline, &cancel)? {
+            Measured::Cancelled => return self.abort(rec, t_start),
+            Measured::Failed { status, reason } => (status, reason),
+            Measured::Value { value, metrics } => {
+                rec.metrics = metrics.values.clone();
+                rec.runs = vec![value];
+                let broken = self
+                    .spec
+                    .verify
+                    .constraints
+                    .iter()
+                    .filter_map(|c| c.parse::<Constraint>().ok())
+                    .find_map(|c| c.check(&metrics).err());
+                let extra = match (best_value, &broken) {
+                    (None, _) => self.spec.verify.baseline_repeats.saturating_sub(1),
+                    (Some(b), None) if policy.passes_first(value, b, sigma, net_lines) => {
+                        policy.confirm
+                    }
+                    _ => 0,
+                };
+                let mut failed = None;
+                for k in 1..=extra {
+                    match self.measure(&mut rec, &wt, k, !baseline, &cancel)? {
+                        Measured::Cancelled => return self.abort(rec, t_start),
+                        Measured::Failed { status, reason } => {
+                            failed = Some((status, format!("repeat {k} of this code: {reason}")));
+                            break;
                         }
+                        Measured::Value { value, .. } => rec.runs.push(value),
                     }
                 }
-            },
-            },
+                rec.objective = Some(mean(&rec.runs));
+                if rec.runs.len() > 1 {
+                    sigma = self.sigma(Some(&rec.runs));
+                }
+                match (failed, best_value, broken) {
+                    (Some(f), _, _) => f,
+                    (None, None, None) => {
+                        (Status::Baseline, baseline_reason(&rec.runs, sigma, None))
+                    }
+                    (None, None, Some(b)) => (
+                        Status::Baseline,
+                        baseline_reason(&rec.runs, sigma, Some(&b)),
+                    ),
+                    (None, Some(_), Some(b)) => {
+                        (Status::Discard, format!("constraint not met: {b}"))
+                    }
+                    (None, Some(b), None) => {
+                        let j = policy.judge(&rec.runs, b, sigma, net_lines);
+                        let status = if j.keep {
+                            Status::Keep
+                        } else {
+                            Status::Discard
+                        };
+                        let reason = j.reason.clone();
+                        rec.judgement = Some(j);
+                        (status, reason)
+                    }
+                }
+            }
         };
+        rec.verify_ms = t_verify.elapsed().as_millis() as u64;
         if baseline && status != Status::Baseline {
             let reason = format!("baseline {status}: {reason}");
             self.finish(rec, status, reason.clone(), t_start)?;
@@ -1013,7 +993,7 @@ impl<'a> Engine<'a> {
         if baseline {
             for c in self.spec.verify.constraints.clone() {
                 if let Ok(c) = c.parse::<Constraint>() {
-                    if !metrics.values.contains_key(&c.metric) {
+                    if !rec.metrics.contains_key(&c.metric) {
                         self.emit(Event::Warning {
                             message: format!(
                                 "the baseline printed no `{}`, so the constraint `{c}` will discard every candidate that does not print it",
@@ -1031,9 +1011,174 @@ impl<'a> Engine<'a> {
                 // The outcome is recorded; now the branch may move (compare-and-swap).
                 self.git
                     .update_ref(&branch_ref(&self.run.tag), &c, Some(&parent))?;
+                self.maybe_retest(n, &wt, &c, &cancel)?;
             }
         }
         Ok(None)
+    }
+
+    /// σ from every experiment with repeated runs (plus `extra`, the runs of the experiment
+    /// being decided, which is not in the history yet).
+    fn sigma(&self, extra: Option<&[f64]>) -> Option<f64> {
+        let groups = self
+            .history
+            .iter()
+            .filter(|e| e.runs.len() > 1)
+            .map(|e| e.runs.as_slice())
+            .chain(extra);
+        estimate_sigma(groups)
+    }
+
+    /// Records an experiment interrupted by the user, and stops.
+    fn abort(
+        &mut self,
+        rec: ExperimentRecord,
+        t_start: Instant,
+    ) -> Result<Option<Stop>, EngineError> {
+        self.finish(
+            rec,
+            Status::Aborted,
+            "interrupted by the user; its processes were killed".into(),
+            t_start,
+        )?;
+        Ok(Some(Stop::resumable(
+            "interrupted by the user (run `hone run` to resume)",
+        )))
+    }
+
+    /// Re-measures the champion after every `retest_every` keeps and updates its value.
+    fn maybe_retest(
+        &mut self,
+        n: u64,
+        wt: &Path,
+        commit: &str,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<(), EngineError> {
+        let Some(every) = self.spec.verify.retest_every else {
+            return Ok(());
+        };
+        let keeps = self
+            .history
+            .iter()
+            .filter(|e| e.status() == Status::Keep)
+            .count() as u64;
+        if keeps == 0 || keeps % every != 0 {
+            return Ok(());
+        }
+        let Some(mut rec) = self.history.iter().find(|e| e.n == n).cloned() else {
+            return Ok(());
+        };
+        self.git.reset_worktree(wt, commit)?;
+        let repeat = rec.runs.len() as u64;
+        let message = match self.measure(&mut rec, wt, repeat, true, cancel)? {
+            Measured::Value { value, .. } => {
+                rec.runs.push(value);
+                let before = rec.objective.unwrap_or(f64::NAN);
+                rec.objective = Some(mean(&rec.runs));
+                format!(
+                    "re-tested the champion #{n}: {} -> {} over {} runs",
+                    crate::report::fmt_metric(Some(before)),
+                    crate::report::fmt_metric(rec.objective),
+                    rec.runs.len()
+                )
+            }
+            Measured::Failed { reason, .. } => {
+                format!("re-test of the champion #{n} failed ({reason}); its value stands")
+            }
+            Measured::Cancelled => "re-test of the champion interrupted".to_string(),
+        };
+        self.store.put_experiment(self.run.id, &rec)?;
+        if let Some(h) = self.history.iter_mut().find(|e| e.n == n) {
+            *h = rec;
+        }
+        self.emit(Event::Note { message });
+        Ok(())
+    }
+
+    /// One run of the verifier on the worktree. `repeat` numbers the runs of the same code
+    /// (0 is the first): it names the log and is the value of `seed_env`.
+    fn measure(
+        &mut self,
+        rec: &mut ExperimentRecord,
+        wt: &Path,
+        repeat: u64,
+        check_seal: bool,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Measured, EngineError> {
+        let n = rec.n;
+        let logs = self.paths.run_dir(&self.run.tag).join("logs");
+        let log_path = if repeat == 0 {
+            logs.join(format!("{n}.log"))
+        } else {
+            logs.join(format!("{n}.r{repeat}.log"))
+        };
+        if repeat == 0 {
+            rec.log_path = Some(log_path.to_string_lossy().into_owned());
+        }
+        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+            .filter(|(k, _)| !k.to_string_lossy().starts_with("HONE_"))
+            .collect();
+        for (k, v) in &self.spec.verify.env {
+            env.push((k.into(), v.into()));
+        }
+        if let Some(name) = &self.spec.verify.seed_env {
+            env.push((name.into(), repeat.to_string().into()));
+        }
+        env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
+        env.push(("HONE_REPEAT".into(), repeat.to_string().into()));
+        env.push(("HONE_RUN".into(), self.run.tag.clone().into()));
+        let req = ExecRequest {
+            command: self.spec.verify.command.clone(),
+            cwd: wt.to_path_buf(),
+            env,
+            timeout: Some(self.spec.verify.timeout),
+            kill_grace: self.spec.verify.kill_grace,
+            drain_timeout: Duration::from_secs(2),
+            log_path,
+            max_log_bytes: self.spec.verify.max_log_bytes,
+        };
+        let running = exec::spawn(&req)
+            .map_err(|e| EngineError::Setup(format!("cannot start the verifier: {e}")))?;
+        self.store
+            .set_experiment_pid(self.run.id, n, running.pid(), running.start_time())?;
+        let mut reader = MetricReader::new(
+            &self.spec.verify.metric,
+            self.spec.verify.metric_regex.as_deref(),
+        )
+        .map_err(|e| EngineError::Setup(e.to_string()))?;
+        let outcome = running
+            .wait(&mut |line: &str| reader.feed(line), cancel)
+            .map_err(|e| EngineError::Setup(format!("verifier failed: {e}")))?;
+        // A run that rewrote a protected file (say, train.py patching prepare.py before
+        // importing it) measured something other than the sealed evaluator.
+        if check_seal {
+            if let Some(path) = self.sealed_changed(wt) {
+                return Ok(Measured::Failed {
+                    status: Status::Violation,
+                    reason: format!("protected file `{path}` was modified while the verifier ran; the measurement is void"),
+                });
+            }
+        }
+        let metrics = reader.finish();
+        let metric = &self.spec.verify.metric;
+        let failed = |status, reason| Ok(Measured::Failed { status, reason });
+        match outcome.exit {
+            Exit::Cancelled => Ok(Measured::Cancelled),
+            Exit::TimedOut => failed(
+                Status::Timeout,
+                format!(
+                    "ran past {}; its process group was killed",
+                    format_duration(self.spec.verify.timeout)
+                ),
+            ),
+            Exit::Signal(s) => failed(Status::Crash, format!("killed by signal {s}")),
+            Exit::Code(c) if c != 0 => failed(Status::Crash, format!("exited with status {c}")),
+            Exit::Code(_) => match metrics.values.get(metric).copied() {
+                None => failed(Status::Crash, format!("exited 0 but printed no `{metric}`")),
+                Some(v) if !v.is_finite() => failed(Status::Crash, format!("`{metric}` is {v}")),
+                Some(value) => Ok(Measured::Value { value, metrics }),
+            },
+        }
     }
 
     /// Commits what the proposer left in the worktree, records the candidate commit, then
@@ -1060,6 +1205,7 @@ impl<'a> Engine<'a> {
         rec.lines_added = snap.lines_added();
         rec.lines_deleted = snap.lines_deleted();
         rec.candidate_commit = Some(snap.commit.clone());
+        rec.tree = Some(snap.tree.clone());
         self.store.put_experiment(self.run.id, rec)?;
         self.git
             .update_ref(&archive_ref(&self.run.tag, rec.n), &snap.commit, None)?;
@@ -1129,6 +1275,34 @@ impl<'a> Engine<'a> {
             Err(e) => Some(e.to_string()),
         }
     }
+}
+
+/// One run of the verifier, classified.
+enum Measured {
+    Value {
+        value: f64,
+        metrics: crate::verify::metrics::MetricSet,
+    },
+    Failed {
+        status: Status,
+        reason: String,
+    },
+    Cancelled,
+}
+
+/// Why the baseline is what it is, with the noise it showed.
+fn baseline_reason(runs: &[f64], sigma: Option<f64>, broken: Option<&str>) -> String {
+    let mut r = "the unmodified project".to_string();
+    if runs.len() > 1 {
+        let s = sigma
+            .map(|s| format!("{s:.6}"))
+            .unwrap_or_else(|| "?".into());
+        r.push_str(&format!(": mean of {} runs, sigma {s}", runs.len()));
+    }
+    if let Some(b) = broken {
+        r.push_str(&format!(" (constraint not met: {b})"));
+    }
+    r
 }
 
 /// Why the loop stopped.

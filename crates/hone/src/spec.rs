@@ -107,6 +107,18 @@ pub struct VerifySpec {
     pub metric_regex: Option<String>,
     pub max_log_bytes: u64,
     pub env: Vec<(String, String)>,
+    /// Runs of the unmodified project, to measure the noise.
+    pub baseline_repeats: u64,
+    /// The keep threshold is `max(min_delta, noise_k × σ)`.
+    pub noise_k: f64,
+    /// Extra runs of a candidate that passes on its first run; the mean must still pass.
+    pub confirm: u64,
+    /// Re-measure the champion after every this many keeps.
+    pub retest_every: Option<u64>,
+    /// An environment variable set to the repeat's index (0, 1, ...) on every run.
+    pub seed_env: Option<String>,
+    /// Inside the noise band, keep a candidate that deletes net lines.
+    pub prefer_simpler: bool,
 }
 
 /// `[agent]`: the proposer.
@@ -151,6 +163,7 @@ pub mod defaults {
     pub const MAX_EXPERIMENTS: u64 = 100;
     pub const MAX_CONSECUTIVE_FAILURES: u64 = 10;
     pub const PROGRAM: &str = "program.md";
+    pub const NOISE_K: f64 = 2.0;
 }
 
 /// A problem in a spec file, located at a line.
@@ -190,6 +203,12 @@ const VERIFY_KEYS: &[&str] = &[
     "metric_regex",
     "max_log_bytes",
     "env",
+    "baseline_repeats",
+    "noise_k",
+    "confirm",
+    "retest_every",
+    "seed_env",
+    "prefer_simpler",
 ];
 const AGENT_KEYS: &[&str] = &["kind", "command", "timeout", "seed"];
 const STOP_KEYS: &[&str] = &[
@@ -202,6 +221,17 @@ const STOP_KEYS: &[&str] = &[
 ];
 
 impl Spec {
+    /// The noise settings of `[verify]`.
+    pub fn noise_policy(&self) -> crate::verify::noise::NoisePolicy {
+        crate::verify::noise::NoisePolicy {
+            direction: self.verify.direction,
+            min_delta: self.verify.min_delta,
+            noise_k: self.verify.noise_k,
+            confirm: self.verify.confirm,
+            prefer_simpler: self.verify.prefer_simpler,
+        }
+    }
+
     /// Reads and validates a spec file.
     pub fn load(path: &Path) -> Result<Spec, SpecError> {
         let text = std::fs::read_to_string(path).map_err(|e| SpecError {
@@ -370,6 +400,49 @@ impl Spec {
             ));
         }
         let env = p.str_table(vf, "verify", "env")?;
+        let baseline_repeats = p.opt_u64(vf, "verify", "baseline_repeats")?.unwrap_or(1);
+        if baseline_repeats == 0 {
+            return Err(p.err_value(
+                vf,
+                "verify",
+                "baseline_repeats",
+                "must be at least 1".into(),
+            ));
+        }
+        let noise_k = p
+            .opt_f64(vf, "verify", "noise_k")?
+            .unwrap_or(defaults::NOISE_K);
+        if noise_k.is_nan() || noise_k < 0.0 || !noise_k.is_finite() {
+            return Err(p.err_value(
+                vf,
+                "verify",
+                "noise_k",
+                "must be a finite number >= 0".into(),
+            ));
+        }
+        let retest_every = p.opt_u64(vf, "verify", "retest_every")?;
+        if retest_every == Some(0) {
+            return Err(p.err_value(
+                vf,
+                "verify",
+                "retest_every",
+                "must be at least 1 (or leave it out)".into(),
+            ));
+        }
+        let seed_env = p.opt_str(vf, "verify", "seed_env")?;
+        if let Some(name) = &seed_env {
+            let ok = !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ok {
+                return Err(p.err_value(
+                    vf,
+                    "verify",
+                    "seed_env",
+                    format!("`{name}` is not an environment variable name"),
+                ));
+            }
+        }
         let verify = VerifySpec {
             command,
             timeout,
@@ -381,6 +454,12 @@ impl Spec {
             metric_regex,
             max_log_bytes,
             env,
+            baseline_repeats,
+            noise_k,
+            confirm: p.opt_u64(vf, "verify", "confirm")?.unwrap_or(0),
+            retest_every,
+            seed_env,
+            prefer_simpler: p.opt_bool(vf, "verify", "prefer_simpler")?.unwrap_or(false),
         };
 
         // [agent]
@@ -749,6 +828,21 @@ impl Parser<'_> {
                 (Some(f), _) => Ok(Some(f)),
                 (None, Some(i)) => Ok(Some(i as f64)),
                 _ => Err(self.type_err(t, section, key, "a number", item)),
+            },
+        }
+    }
+
+    fn opt_bool(
+        &self,
+        t: Option<&Table>,
+        section: &str,
+        key: &str,
+    ) -> Result<Option<bool>, SpecError> {
+        match self.value(t, key) {
+            None => Ok(None),
+            Some(item) => match item.as_bool() {
+                Some(b) => Ok(Some(b)),
+                None => Err(self.type_err(t, section, key, "true or false", item)),
             },
         }
     }

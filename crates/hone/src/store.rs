@@ -146,6 +146,12 @@ pub struct ExperimentRecord {
     pub pid: Option<u32>,
     pub pid_start: Option<u64>,
     pub cost_usd: f64,
+    /// Every measurement of the objective for this code (first run, confirms, re-tests).
+    pub runs: Vec<f64>,
+    /// How the keep/discard decision was reached.
+    pub judgement: Option<crate::verify::noise::Judgement>,
+    /// The candidate's git tree (identical trees are identical candidates).
+    pub tree: Option<String>,
 }
 
 impl ExperimentRecord {
@@ -155,7 +161,8 @@ impl ExperimentRecord {
 }
 
 /// Migrations, in order; `user_version` is the number applied.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE runs (
     id             INTEGER PRIMARY KEY,
     tag            TEXT NOT NULL UNIQUE,
@@ -211,7 +218,14 @@ CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
     BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
     BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
-"#];
+"#,
+    // 2: repeated runs, the decision's reasoning, and the candidate's tree (for dedup).
+    r#"
+ALTER TABLE experiments ADD COLUMN runs TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE experiments ADD COLUMN judgement TEXT;
+ALTER TABLE experiments ADD COLUMN tree TEXT;
+"#,
+];
 
 /// The embedded SQLite store.
 pub struct Store {
@@ -375,8 +389,8 @@ impl Store {
         self.conn.execute(
             "INSERT OR REPLACE INTO experiments (run_id, n, parent_commit, candidate_commit, status, objective, metrics,
                 config, description, reason, files_changed, lines_added, lines_deleted, propose_ms, gate_ms, verify_ms,
-                total_ms, started_at, finished_at, log_path, pid, pid_start, cost_usd)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+                total_ms, started_at, finished_at, log_path, pid, pid_start, cost_usd, runs, judgement, tree)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
             params![
                 run_id,
                 e.n as i64,
@@ -401,6 +415,9 @@ impl Store {
                 e.pid,
                 e.pid_start.map(|v| v as i64),
                 e.cost_usd,
+                serde_json::to_string(&e.runs).unwrap_or_else(|_| "[]".into()),
+                e.judgement.as_ref().and_then(|j| serde_json::to_string(j).ok()),
+                e.tree,
             ],
         )?;
         Ok(())
@@ -448,6 +465,11 @@ impl Store {
             pid: r.get("pid")?,
             pid_start: r.get::<_, Option<i64>>("pid_start")?.map(|v| v as u64),
             cost_usd: r.get("cost_usd")?,
+            runs: serde_json::from_str(&r.get::<_, String>("runs")?).unwrap_or_default(),
+            judgement: r
+                .get::<_, Option<String>>("judgement")?
+                .and_then(|j| serde_json::from_str(&j).ok()),
+            tree: r.get("tree")?,
         })
     }
 

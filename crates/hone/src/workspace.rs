@@ -50,6 +50,8 @@ pub struct Change {
 #[derive(Clone, Debug)]
 pub struct Snapshot {
     pub commit: String,
+    /// The commit's tree: equal trees are identical candidates.
+    pub tree: String,
     pub changes: Vec<Change>,
     /// Tracked files the proposer hid from git (`assume-unchanged` / `skip-worktree` flags in
     /// the index); their real content is in `commit` all the same.
@@ -357,6 +359,7 @@ impl Git {
         let changes = self.changes(parent, &commit)?;
         Ok(Some(Snapshot {
             commit,
+            tree,
             changes,
             hidden,
         }))
@@ -411,6 +414,14 @@ impl Git {
             }
         }
         Ok(out_changes)
+    }
+
+    /// The tree of a commit.
+    pub fn tree_of(&self, commit: &str) -> Result<String, GitError> {
+        Ok(self
+            .run(&["rev-parse", &format!("{commit}^{{tree}}")])?
+            .trim()
+            .to_string())
     }
 
     /// The unified diff from `parent` to `commit`.

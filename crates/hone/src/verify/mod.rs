@@ -1,4 +1,4 @@
 //! Verification: reading metrics from the verifier's output, constraints, and decisions.
 
-pub mod decide;
 pub mod metrics;
+pub mod noise;

@@ -1,0 +1,278 @@
+//! Noise: how much a measurement moves when nothing changed, and the keep rule that accounts
+//! for it. `threshold = max(min_delta, noise_k × σ)`; a candidate is kept only when the mean of
+//! all its runs beats the best by more than the threshold (DESIGN.md §3).
+//!
+//! σ comes from repeated runs of the same code: the baseline's `baseline_repeats`, every
+//! confirm run, every re-test of a champion. Each candidate's runs are centred on their own
+//! median and the residuals pooled; with enough of them σ is the scaled median absolute
+//! deviation (robust to one wild run), with few it is the pooled standard deviation (the MAD of
+//! three numbers is mostly luck).
+
+use crate::spec::Direction;
+
+/// Residuals needed before the MAD is trusted over the pooled standard deviation.
+const MAD_MIN_RESIDUALS: usize = 8;
+/// Scales a median absolute deviation to a standard deviation for normal noise.
+const MAD_TO_SIGMA: f64 = 1.4826;
+
+/// The noise settings of `[verify]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NoisePolicy {
+    pub direction: Direction,
+    pub min_delta: f64,
+    pub noise_k: f64,
+    /// Extra runs of a candidate that passes on its first run.
+    pub confirm: u64,
+    /// Keep a candidate inside the noise band that deletes net lines.
+    pub prefer_simpler: bool,
+}
+
+/// Estimates σ from groups of repeated measurements of the same code (groups with one run
+/// carry no information and are skipped). `None` when no group has two runs.
+pub fn estimate_sigma<'a>(groups: impl IntoIterator<Item = &'a [f64]>) -> Option<f64> {
+    let mut residuals = Vec::new();
+    let mut sum_sq = 0.0;
+    let mut dof = 0usize;
+    for g in groups {
+        let runs: Vec<f64> = g.iter().copied().filter(|v| v.is_finite()).collect();
+        if runs.len() < 2 {
+            continue;
+        }
+        let mean = runs.iter().sum::<f64>() / runs.len() as f64;
+        sum_sq += runs.iter().map(|v| (v - mean).powi(2)).sum::<f64>();
+        dof += runs.len() - 1;
+        let med = median(&runs);
+        let mut r: Vec<f64> = runs.iter().map(|v| (v - med).abs()).collect();
+        // The median run of an odd group sits at zero by construction: drop one zero so the
+        // residuals count the group's degrees of freedom, not its size.
+        if runs.len() % 2 == 1 {
+            if let Some(i) = r.iter().position(|x| *x == 0.0) {
+                r.swap_remove(i);
+            }
+        }
+        residuals.extend(r);
+    }
+    if dof == 0 {
+        return None;
+    }
+    if residuals.len() >= MAD_MIN_RESIDUALS {
+        Some(MAD_TO_SIGMA * median(&residuals))
+    } else {
+        Some((sum_sq / dof as f64).sqrt())
+    }
+}
+
+/// The median of a non-empty slice (NaN-free input); 0 for an empty one.
+pub fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// The mean of a slice; NaN for an empty one.
+pub fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// The verdict on a candidate, with everything needed to explain it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Judgement {
+    pub keep: bool,
+    /// Kept inside the noise band because it deletes net lines.
+    pub simplification: bool,
+    /// Improvement of the candidate's mean over the best (positive = better).
+    pub delta: f64,
+    pub threshold: f64,
+    pub sigma: Option<f64>,
+    /// The candidate's runs that were used.
+    pub runs: Vec<f64>,
+    pub candidate_mean: f64,
+    pub best: f64,
+    pub reason: String,
+}
+
+impl NoisePolicy {
+    /// `max(min_delta, noise_k × σ)`.
+    pub fn threshold(&self, sigma: Option<f64>) -> f64 {
+        let noise = sigma.map(|s| self.noise_k * s).unwrap_or(0.0);
+        self.min_delta.max(noise).max(0.0)
+    }
+
+    /// Does a first run look good enough to spend confirm runs on (or to keep, with
+    /// `confirm = 0`)? Inside the noise band counts too when simpler code would be kept.
+    pub fn passes_first(&self, first: f64, best: f64, sigma: Option<f64>, net_lines: i64) -> bool {
+        let d = self.direction.improvement(first, best);
+        let t = self.threshold(sigma);
+        first.is_finite() && (d > t || (self.prefer_simpler && net_lines < 0 && d >= -t))
+    }
+
+    /// Judges a candidate from all its runs against the best's recorded value. `net_lines` is
+    /// lines added minus lines deleted.
+    pub fn judge(&self, runs: &[f64], best: f64, sigma: Option<f64>, net_lines: i64) -> Judgement {
+        let finite: Vec<f64> = runs.iter().copied().filter(|v| v.is_finite()).collect();
+        let m = if finite.len() == runs.len() && !runs.is_empty() {
+            mean(&finite)
+        } else {
+            f64::NAN
+        };
+        let delta = self.direction.improvement(m, best);
+        let threshold = self.threshold(sigma);
+        let better = m.is_finite() && delta > threshold;
+        let simplification =
+            !better && self.prefer_simpler && m.is_finite() && net_lines < 0 && delta >= -threshold;
+        let sigma_txt = sigma
+            .map(|s| format!("{s:.6}"))
+            .unwrap_or_else(|| "unknown".into());
+        let basis = format!(
+            "mean of {} run{} {m:.6} vs best {best:.6}: delta {delta:+.6}, threshold {threshold:.6} (min_delta {}, {} x sigma {sigma_txt})",
+            runs.len(),
+            if runs.len() == 1 { "" } else { "s" },
+            self.min_delta,
+            self.noise_k
+        );
+        let reason = if better {
+            format!("improved: {basis}")
+        } else if simplification {
+            format!(
+                "simplification: within the noise band and {} net lines: {basis}",
+                net_lines
+            )
+        } else if delta > 0.0 {
+            format!("within noise: {basis}")
+        } else {
+            format!("not better: {basis}")
+        };
+        Judgement {
+            keep: better || simplification,
+            simplification,
+            delta,
+            threshold,
+            sigma,
+            runs: runs.to_vec(),
+            candidate_mean: m,
+            best,
+            reason,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn policy() -> NoisePolicy {
+        NoisePolicy {
+            direction: Direction::Minimize,
+            min_delta: 0.0,
+            noise_k: 2.0,
+            confirm: 1,
+            prefer_simpler: false,
+        }
+    }
+
+    #[test]
+    fn sigma_from_repeats() {
+        assert_eq!(estimate_sigma([&[1.0][..]]), None);
+        let s = estimate_sigma([&[1.0, 3.0][..]]).unwrap();
+        assert!(
+            (s - 2f64.sqrt()).abs() < 1e-12,
+            "pooled sd of 1,3 is sqrt(2): {s}"
+        );
+        // One wild run among many does not blow the robust estimate up.
+        let calm: Vec<f64> = (0..12)
+            .map(|i| 10.0 + if i % 2 == 0 { 0.1 } else { -0.1 })
+            .collect();
+        let mut wild = calm.clone();
+        wild[3] = 50.0;
+        let a = estimate_sigma([calm.as_slice()]).unwrap();
+        let b = estimate_sigma([wild.as_slice()]).unwrap();
+        assert!(b < 2.0 * a + 1e-9, "MAD is robust: {a} vs {b}");
+    }
+
+    #[test]
+    fn threshold_is_the_larger_of_min_delta_and_k_sigma() {
+        let mut p = policy();
+        assert_eq!(p.threshold(Some(0.5)), 1.0);
+        p.min_delta = 2.0;
+        assert_eq!(p.threshold(Some(0.5)), 2.0);
+        assert_eq!(p.threshold(None), 2.0);
+    }
+
+    #[test]
+    fn noise_is_not_an_improvement() {
+        let p = policy();
+        let j = p.judge(&[9.5], 10.0, Some(0.4), 0);
+        assert!(!j.keep, "{j:?}");
+        assert!(j.reason.starts_with("within noise"), "{}", j.reason);
+        assert!(p.judge(&[9.0], 10.0, Some(0.4), 0).keep);
+    }
+
+    #[test]
+    fn simplification_inside_the_band() {
+        let mut p = policy();
+        p.prefer_simpler = true;
+        let j = p.judge(&[10.2], 10.0, Some(0.4), -5);
+        assert!(j.keep && j.simplification, "{j:?}");
+        assert!(!p.judge(&[10.2], 10.0, Some(0.4), 3).keep, "adds lines");
+        assert!(
+            !p.judge(&[11.0], 10.0, Some(0.4), -5).keep,
+            "outside the band, worse"
+        );
+        assert!(p.passes_first(10.2, 10.0, Some(0.4), -5));
+    }
+
+    #[test]
+    fn a_failed_run_fails_the_candidate() {
+        let p = policy();
+        assert!(!p.judge(&[1.0, f64::NAN], 10.0, Some(0.1), 0).keep);
+        assert!(!p.judge(&[], 10.0, Some(0.1), 0).keep);
+    }
+
+    proptest! {
+        #[test]
+        fn never_keeps_when_the_mean_fails(runs in prop::collection::vec(-100.0f64..100.0, 1..6),
+                                           best in -100.0f64..100.0, sigma in 0.0f64..10.0,
+                                           min_delta in 0.0f64..5.0) {
+            let mut p = policy();
+            p.min_delta = min_delta;
+            let j = p.judge(&runs, best, Some(sigma), 0);
+            let m = mean(&runs);
+            prop_assert_eq!(j.keep, best - m > p.threshold(Some(sigma)));
+        }
+
+        #[test]
+        fn monotone_in_delta(first in -100.0f64..100.0, better_by in 0.0f64..50.0,
+                             best in -100.0f64..100.0, sigma in 0.0f64..10.0) {
+            let p = policy();
+            let worse = p.judge(&[first], best, Some(sigma), 0);
+            let better = p.judge(&[first - better_by], best, Some(sigma), 0);
+            prop_assert!(!worse.keep || better.keep);
+        }
+
+        #[test]
+        fn invariant_to_the_order_of_repeats(mut runs in prop::collection::vec(-100.0f64..100.0, 1..6),
+                                             best in -100.0f64..100.0, sigma in 0.0f64..10.0) {
+            let p = policy();
+            let a = p.judge(&runs, best, Some(sigma), 0).keep;
+            runs.reverse();
+            let b = p.judge(&runs, best, Some(sigma), 0).keep;
+            prop_assert_eq!(a, b);
+            let s1 = estimate_sigma([runs.as_slice()]);
+            runs.rotate_left(1);
+            let s2 = estimate_sigma([runs.as_slice()]);
+            match (s1, s2) {
+                (Some(x), Some(y)) => prop_assert!((x - y).abs() < 1e-9),
+                (x, y) => prop_assert_eq!(x, y),
+            }
+        }
+    }
+}
