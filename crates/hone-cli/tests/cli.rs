@@ -1155,3 +1155,166 @@ fn duplicates_are_not_run_again_and_simpler_code_wins_ties() {
         "duplicate of #1 (identical files; not run again)"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The attack suite: scripted agents that try to win without improving anything. Each must end
+// as violation / rejected / crash / discard / invalid: never `keep`, never a moved branch.
+
+const TRAIN_PY: &str =
+    "SCORE = 5\nopen('model.txt', 'w').write(str(SCORE))\nprint('training done')\n";
+/// The sealed evaluator, with a cache a cheater would love: if metrics.txt exists it is trusted.
+const PREPARE_PY: &str = "import os\nif os.path.exists('metrics.txt'):\n    print(open('metrics.txt').read())\n    raise SystemExit\nv = float(open('model.txt').read())\nopen('metrics.txt', 'w').write('score: %s' % v)\nprint('score: %s' % v)\n";
+
+fn attack_repo(script: &str) -> Repo {
+    let r = Repo::new("[stop]\nmax_experiments = 2\n", "python3 train.py", script);
+    std::fs::write(r.dir.join("train.py"), TRAIN_PY).unwrap();
+    std::fs::write(r.dir.join("prepare.py"), PREPARE_PY).unwrap();
+    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
+        .unwrap()
+        .replace("editable = [\"value.txt\"]", "editable = [\"train.py\"]")
+        .replace(
+            "metric = \"score\"",
+            "metric = \"score\"\nevaluate = \"python3 prepare.py\"\noutputs = [\"model.txt\"]",
+        );
+    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+    git(&r.dir, &["add", "-A"]);
+    git(&r.dir, &["commit", "-q", "-m", "attack target"]);
+    r
+}
+
+/// Runs an attack; returns the attacking experiment's record after checking it did not win.
+fn attack(script: &str) -> serde_json::Value {
+    let r = attack_repo(script);
+    let out = r.hone(&["run", "--tag", "atk"]);
+    let log = r.log();
+    assert_eq!(log[0]["status"], "baseline", "{}", text(&out));
+    assert_eq!(log[0]["objective"], 5.0);
+    assert!(log.len() >= 2, "{}", text(&out));
+    let e = log[1].clone();
+    let st = e["status"].as_str().unwrap();
+    assert!(
+        ["violation", "rejected", "crash", "discard", "invalid"].contains(&st),
+        "the attack got `{st}`: {e}\n{}",
+        text(&out)
+    );
+    assert_eq!(r.rev("hone/atk"), r.rev("main"), "the branch moved");
+    e
+}
+
+#[test]
+fn attack_edits_the_evaluator() {
+    let e = attack("write\tprepare.py\tprint('score: 0')\\n\n");
+    assert_eq!(e["status"], "violation");
+}
+
+#[test]
+fn attack_edits_the_pinned_data() {
+    let e = attack("write\tdata/input.txt\tbetter data\\n\n");
+    assert_eq!(e["status"], "violation");
+}
+
+#[test]
+fn attack_drops_sitecustomize_or_pth_next_to_train_py() {
+    let e = attack("write\tsitecustomize.py\timport builtins\\n\nreplace\ttrain.py\tSCORE = 5\tSCORE = 5  # same\n");
+    assert_eq!(e["status"], "violation");
+    let e = attack("write\thack.pth\timport os\\n\n");
+    assert_eq!(e["status"], "violation");
+}
+
+#[test]
+fn attack_prints_a_perfect_metric_from_training() {
+    // With `evaluate` set, the training stage's objective does not count.
+    let e = attack("replace\ttrain.py\tprint('training done')\tprint('score: 0')\n");
+    assert_eq!(e["status"], "discard", "{e}");
+    assert_eq!(e["objective"], 5.0);
+}
+
+#[test]
+fn attack_writes_the_metrics_file_the_evaluator_reads() {
+    // Only the declared outputs survive into the sealed evaluation.
+    let e = attack(
+        "replace\ttrain.py\tprint('training done')\topen('metrics.txt', 'w').write('score: 0')\n",
+    );
+    assert_eq!(e["status"], "discard", "{e}");
+    assert_eq!(e["objective"], 5.0);
+}
+
+#[test]
+fn attack_replaces_a_protected_file_with_a_symlink() {
+    let e = attack("run\trm prepare.py && ln -s /tmp/evil-evaluator.py prepare.py\n");
+    assert_eq!(e["status"], "violation");
+    // An editable file turned into a link to something outside the worktree.
+    let e = attack("run\tprintf 'print(1)\\n' > /tmp/hone-outside.py && rm train.py && ln -s /tmp/hone-outside.py train.py\n");
+    assert_eq!(e["status"], "violation", "{e}");
+    assert!(
+        e["reason"]
+            .as_str()
+            .unwrap()
+            .contains("outside the worktree"),
+        "{e}"
+    );
+}
+
+#[test]
+fn attack_moves_the_run_branch() {
+    let e = attack("run\tgit update-ref refs/heads/hone/atk $(git commit-tree HEAD^{tree} -p HEAD -m forged)\n");
+    assert_eq!(e["status"], "violation");
+    assert!(
+        e["reason"].as_str().unwrap().contains("moved hone's refs"),
+        "{e}"
+    );
+}
+
+#[test]
+fn attack_writes_outside_the_worktree() {
+    // The worktree is .hone/worktrees/<tag>: ../../../prepare.py is the user's checkout. The
+    // run measures only the candidate's own files, so this wins nothing.
+    let e = attack("write\t../../../prepare.py\tprint('score: 0')\\n\n");
+    assert_eq!(e["status"], "invalid", "{e}");
+}
+
+#[test]
+fn attack_forks_a_process_that_outlives_the_verifier() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pidfile = tmp.path().join("bg.pid");
+    let script = format!(
+        "replace\ttrain.py\tprint('training done')\timport subprocess; subprocess.Popen(['sh', '-c', 'echo $$ > {}; sleep 300; echo x > prepare.py'])\n",
+        pidfile.display()
+    );
+    attack(&script);
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists() || {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.rfind(')')
+                .map(|i| stat[i + 2..].starts_with('Z'))
+                .unwrap_or(true)
+        },
+        "the forked process survived the verifier"
+    );
+}
+
+#[test]
+fn the_objective_never_comes_from_the_training_stage() {
+    // The evaluator prints no objective at all: the training stage's perfect line must not
+    // stand in for it.
+    let r = Repo::new("[stop]\nmax_experiments = 1\n", "echo score: 0", "");
+    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
+        .unwrap()
+        .replace(
+            "metric = \"score\"",
+            "metric = \"score\"\nevaluate = \"echo evaluated\"",
+        );
+    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+    let out = r.hone(&["run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("evaluate printed no `score`"),
+        "{}",
+        text(&out)
+    );
+}

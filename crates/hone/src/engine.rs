@@ -768,7 +768,12 @@ impl<'a> Engine<'a> {
         let interrupt = self.interrupt;
         let cancel = move || interrupt.kill_requested();
 
-        // Propose.
+        // Propose. hone's own refs are noted first: an agent that moves them is caught below.
+        let refs_before = if baseline {
+            Vec::new()
+        } else {
+            self.run_refs()?
+        };
         let t_propose = Instant::now();
         let proposal = {
             let (store, run_id) = (&self.store, self.run.id);
@@ -848,6 +853,16 @@ impl<'a> Engine<'a> {
 
         // Snapshot and gate.
         if !baseline {
+            let refs_after = self.run_refs()?;
+            if refs_after != refs_before {
+                let moved = self.restore_refs(&refs_before, &refs_after)?;
+                self.archive(&mut rec, &wt, &parent)?;
+                rec.gate_ms = t_gate.elapsed().as_millis() as u64;
+                let why = format!("the proposer moved hone's refs ({moved}); they were put back");
+                return self
+                    .finish(rec, Status::Violation, why, t_start)
+                    .map(|_| None);
+            }
             let Some(snap) = self.archive(&mut rec, &wt, &parent)? else {
                 rec.gate_ms = t_gate.elapsed().as_millis() as u64;
                 let why = "no change: the proposer left the files as they were".to_string();
@@ -862,6 +877,7 @@ impl<'a> Engine<'a> {
                 ))
             } else {
                 self.scope_violation(&snap.changes)
+                    .or_else(|| escaping_symlink(&wt, &snap.changes))
             };
             // Files git ignores are not part of the candidate: the verifier must not see them.
             self.git.remove_ignored(&wt)?;
@@ -1029,6 +1045,46 @@ impl<'a> Engine<'a> {
         estimate_sigma(groups)
     }
 
+    /// The run's branch and archive refs, as (name, commit), sorted.
+    fn run_refs(&self) -> Result<Vec<(String, String)>, EngineError> {
+        let tag = &self.run.tag;
+        let mut refs = self.git.refs_under(&format!("refs/hone/{tag}/"))?;
+        if let Some(head) = self.git.ref_target(&branch_ref(tag))? {
+            refs.push((branch_ref(tag), head));
+        }
+        refs.sort();
+        Ok(refs)
+    }
+
+    /// Puts refs back as they were (deleting ones that appeared); returns their names.
+    fn restore_refs(
+        &self,
+        before: &[(String, String)],
+        after: &[(String, String)],
+    ) -> Result<String, EngineError> {
+        let mut moved = Vec::new();
+        for (name, now) in after {
+            match before.iter().find(|(n, _)| n == name) {
+                Some((_, was)) if was == now => {}
+                Some((_, was)) => {
+                    self.git.update_ref(name, was, Some(now))?;
+                    moved.push(name.clone());
+                }
+                None => {
+                    self.git.run(&["update-ref", "-d", name, now])?;
+                    moved.push(name.clone());
+                }
+            }
+        }
+        for (name, was) in before {
+            if !after.iter().any(|(n, _)| n == name) {
+                self.git.update_ref(name, was, None)?;
+                moved.push(name.clone());
+            }
+        }
+        Ok(moved.join(", "))
+    }
+
     /// Records an experiment interrupted by the user, and stops.
     fn abort(
         &mut self,
@@ -1095,8 +1151,13 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    /// One run of the verifier on the worktree. `repeat` numbers the runs of the same code
-    /// (0 is the first): it names the log and is the value of `seed_env`.
+    /// One measurement of the worktree's code. `repeat` numbers the runs of the same code (0
+    /// is the first): it names the logs and is the value of `seed_env`.
+    ///
+    /// With `[verify] evaluate`, `command` only trains or builds; then the protected files are
+    /// restored from the run's start, what the first stage left is cut down to its declared
+    /// `outputs` (or stripped of Python start-up hooks), and the objective is read only from
+    /// the output of `evaluate`, run as a fresh process.
     fn measure(
         &mut self,
         rec: &mut ExperimentRecord,
@@ -1107,14 +1168,66 @@ impl<'a> Engine<'a> {
     ) -> Result<Measured, EngineError> {
         let n = rec.n;
         let logs = self.paths.run_dir(&self.run.tag).join("logs");
-        let log_path = if repeat == 0 {
-            logs.join(format!("{n}.log"))
+        let suffix = if repeat == 0 {
+            String::new()
         } else {
-            logs.join(format!("{n}.r{repeat}.log"))
+            format!(".r{repeat}")
         };
+        let log_path = logs.join(format!("{n}{suffix}.log"));
         if repeat == 0 {
             rec.log_path = Some(log_path.to_string_lossy().into_owned());
         }
+        let command = self.spec.verify.command.clone();
+        let (exit, mut metrics) = self.run_stage(n, wt, &command, log_path, repeat, cancel)?;
+        if let Some(m) = self.stage_failure(exit, wt, check_seal) {
+            return Ok(m);
+        }
+        let metric = self.spec.verify.metric.clone();
+        if let Some(evaluate) = self.spec.verify.evaluate.clone() {
+            // The objective never comes from the stage the candidate's code controls.
+            metrics.values.remove(&metric);
+            self.seal_for_evaluation(wt)?;
+            let log_path = logs.join(format!("{n}{suffix}.eval.log"));
+            let (exit, stage2) = self.run_stage(n, wt, &evaluate, log_path, repeat, cancel)?;
+            if let Some(m) = self.stage_failure(exit, wt, check_seal) {
+                return Ok(match m {
+                    Measured::Failed { status, reason } => Measured::Failed {
+                        status,
+                        reason: format!("evaluate {reason}"),
+                    },
+                    other => other,
+                });
+            }
+            metrics.values.extend(stage2.values);
+        }
+        let printed = if self.spec.verify.evaluate.is_some() {
+            "evaluate printed"
+        } else {
+            "printed"
+        };
+        match metrics.values.get(&metric).copied() {
+            None => Ok(Measured::Failed {
+                status: Status::Crash,
+                reason: format!("exited 0 but {printed} no `{metric}`"),
+            }),
+            Some(v) if !v.is_finite() => Ok(Measured::Failed {
+                status: Status::Crash,
+                reason: format!("`{metric}` is {v}"),
+            }),
+            Some(value) => Ok(Measured::Value { value, metrics }),
+        }
+    }
+
+    /// Runs one verifier stage in the worktree, in its own process group.
+    fn run_stage(
+        &mut self,
+        n: u64,
+        wt: &Path,
+        command: &str,
+        log_path: PathBuf,
+        repeat: u64,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<(Exit, crate::verify::metrics::MetricSet), EngineError> {
         let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
             .filter(|(k, _)| !k.to_string_lossy().starts_with("HONE_"))
             .collect();
@@ -1128,7 +1241,7 @@ impl<'a> Engine<'a> {
         env.push(("HONE_REPEAT".into(), repeat.to_string().into()));
         env.push(("HONE_RUN".into(), self.run.tag.clone().into()));
         let req = ExecRequest {
-            command: self.spec.verify.command.clone(),
+            command: command.to_string(),
             cwd: wt.to_path_buf(),
             env,
             timeout: Some(self.spec.verify.timeout),
@@ -1149,21 +1262,24 @@ impl<'a> Engine<'a> {
         let outcome = running
             .wait(&mut |line: &str| reader.feed(line), cancel)
             .map_err(|e| EngineError::Setup(format!("verifier failed: {e}")))?;
+        Ok((outcome.exit, reader.finish()))
+    }
+
+    /// Why a stage's run does not count, if it does not.
+    fn stage_failure(&self, exit: Exit, wt: &Path, check_seal: bool) -> Option<Measured> {
         // A run that rewrote a protected file (say, train.py patching prepare.py before
         // importing it) measured something other than the sealed evaluator.
         if check_seal {
             if let Some(path) = self.sealed_changed(wt) {
-                return Ok(Measured::Failed {
+                return Some(Measured::Failed {
                     status: Status::Violation,
                     reason: format!("protected file `{path}` was modified while the verifier ran; the measurement is void"),
                 });
             }
         }
-        let metrics = reader.finish();
-        let metric = &self.spec.verify.metric;
-        let failed = |status, reason| Ok(Measured::Failed { status, reason });
-        match outcome.exit {
-            Exit::Cancelled => Ok(Measured::Cancelled),
+        let failed = |status, reason| Some(Measured::Failed { status, reason });
+        match exit {
+            Exit::Cancelled => Some(Measured::Cancelled),
             Exit::TimedOut => failed(
                 Status::Timeout,
                 format!(
@@ -1173,12 +1289,42 @@ impl<'a> Engine<'a> {
             ),
             Exit::Signal(s) => failed(Status::Crash, format!("killed by signal {s}")),
             Exit::Code(c) if c != 0 => failed(Status::Crash, format!("exited with status {c}")),
-            Exit::Code(_) => match metrics.values.get(metric).copied() {
-                None => failed(Status::Crash, format!("exited 0 but printed no `{metric}`")),
-                Some(v) if !v.is_finite() => failed(Status::Crash, format!("`{metric}` is {v}")),
-                Some(value) => Ok(Measured::Value { value, metrics }),
-            },
+            Exit::Code(_) => None,
         }
+    }
+
+    /// Prepares the worktree for the sealed evaluator: protected files byte-for-byte from the
+    /// run's start, and nothing the training stage left but its declared outputs (without
+    /// declared outputs: everything but Python start-up hooks and bytecode caches).
+    fn seal_for_evaluation(&self, wt: &Path) -> Result<(), EngineError> {
+        let sealed: Vec<&str> = self.seals.protected.keys().map(String::as_str).collect();
+        if !sealed.is_empty() {
+            let mut args = vec!["checkout", self.run.base_commit.as_str(), "--"];
+            args.extend(sealed);
+            self.git.run_in(wt, &args)?;
+        }
+        let outputs = &self.spec.verify.outputs;
+        if !outputs.is_empty() {
+            let mut args = vec!["clean".to_string(), "-ffdxq".to_string()];
+            for o in outputs {
+                args.push("-e".into());
+                args.push(o.clone());
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            self.git.run_in(wt, &args)?;
+            return Ok(());
+        }
+        let untracked = self.git.run_in(wt, &["ls-files", "--others", "-z"])?;
+        for path in untracked.split('\0').filter(|p| !p.is_empty()) {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            let hook = matches!(name, "sitecustomize.py" | "usercustomize.py")
+                || name.ends_with(".pth")
+                || path.split('/').any(|c| c == "__pycache__");
+            if hook {
+                let _ = std::fs::remove_file(wt.join(path));
+            }
+        }
+        Ok(())
     }
 
     /// Commits what the proposer left in the worktree, records the candidate commit, then
@@ -1336,6 +1482,37 @@ impl Stop {
             error: true,
         }
     }
+}
+
+/// A changed path that is a symlink pointing outside the worktree, if any.
+fn escaping_symlink(wt: &Path, changes: &[crate::workspace::Change]) -> Option<String> {
+    let root = std::fs::canonicalize(wt).ok()?;
+    changes.iter().find_map(|c| {
+        let p = wt.join(&c.path);
+        let meta = std::fs::symlink_metadata(&p).ok()?;
+        if !meta.file_type().is_symlink() {
+            return None;
+        }
+        let target = std::fs::read_link(&p).ok()?;
+        let resolved = p.parent()?.join(&target);
+        // Resolve what exists; a dangling link is judged by its lexical path.
+        let inside = match std::fs::canonicalize(&resolved) {
+            Ok(r) => r.starts_with(&root),
+            Err(_) => {
+                !target.is_absolute()
+                    && !target
+                        .components()
+                        .any(|c| c == std::path::Component::ParentDir)
+            }
+        };
+        (!inside).then(|| {
+            format!(
+                "`{}` is a symlink to `{}`, outside the worktree",
+                c.path,
+                target.display()
+            )
+        })
+    })
 }
 
 /// The last `n` lines of a log file, indented, for error messages.

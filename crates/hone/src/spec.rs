@@ -119,6 +119,11 @@ pub struct VerifySpec {
     pub seed_env: Option<String>,
     /// Inside the noise band, keep a candidate that deletes net lines.
     pub prefer_simpler: bool,
+    /// The sealed second stage: when set, the objective is read only from its output.
+    pub evaluate: Option<String>,
+    /// With `evaluate`: the files the first stage produces for it (globs); nothing else it
+    /// leaves survives into the evaluation.
+    pub outputs: Vec<String>,
 }
 
 /// `[agent]`: the proposer.
@@ -209,6 +214,8 @@ const VERIFY_KEYS: &[&str] = &[
     "retest_every",
     "seed_env",
     "prefer_simpler",
+    "evaluate",
+    "outputs",
 ];
 const AGENT_KEYS: &[&str] = &["kind", "command", "timeout", "seed"];
 const STOP_KEYS: &[&str] = &[
@@ -460,7 +467,17 @@ impl Spec {
             retest_every,
             seed_env,
             prefer_simpler: p.opt_bool(vf, "verify", "prefer_simpler")?.unwrap_or(false),
+            evaluate: p.opt_str(vf, "verify", "evaluate")?,
+            outputs: p.str_list(vf, "verify", "outputs")?,
         };
+        if verify.evaluate.is_none() && !verify.outputs.is_empty() {
+            return Err(p.err_value(
+                vf,
+                "verify",
+                "outputs",
+                "only means something with `evaluate` (the sealed second stage)".into(),
+            ));
+        }
 
         // [agent]
         let kind = match p.opt_str(ag, "agent", "kind")? {
