@@ -237,6 +237,13 @@ pub fn status(
     if let Some(d) = &s.best_vs_baseline {
         out!("  best vs baseline: {d}");
     }
+    if s.holdout_baseline.is_some() || s.holdout_best.is_some() {
+        out!(
+            "  holdout (sealed): baseline {}, best {}",
+            fmt_metric(s.holdout_baseline),
+            fmt_metric(s.holdout_best)
+        );
+    }
     out!("  experiments: {} ({})", s.experiments, counts.join(", "));
     let stop = &spec["stop"];
     if let Some(max) = stop["max_experiments"].as_u64() {
@@ -278,8 +285,15 @@ pub fn log(run: &RunRecord, exps: &[ExperimentRecord], json: bool, tsv: bool) {
             out!("{}", tsv_row(e));
         }
     } else {
+        // Search and sealed holdout side by side, when the run has a holdout.
+        let holdout = exps.iter().any(|e| e.holdout.is_some());
+        let h_head = if holdout {
+            format!("  {:>12}", "holdout")
+        } else {
+            String::new()
+        };
         out!(
-            "{:>4}  {:<9}  {:>12}  {:>8}  {:<10}  description",
+            "{:>4}  {:<9}  {:>12}{h_head}  {:>8}  {:<10}  description",
             "#",
             "status",
             run.metric,
@@ -292,8 +306,13 @@ pub fn log(run: &RunRecord, exps: &[ExperimentRecord], json: bool, tsv: bool) {
                 .as_deref()
                 .map(|c| &c[..c.len().min(10)])
                 .unwrap_or("-");
+            let h = if holdout {
+                format!("  {:>12}", fmt_metric(e.holdout))
+            } else {
+                String::new()
+            };
             out!(
-                "{:>4}  {:<9}  {:>12}  {:>8}  {:<10}  {}",
+                "{:>4}  {:<9}  {:>12}{h}  {:>8}  {:<10}  {}",
                 e.n,
                 e.status().as_str(),
                 fmt_metric(e.objective),
@@ -320,6 +339,9 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
         out!("  why: {}", e.reason);
     }
     out!("  {}: {}", run.metric, fmt_metric(e.objective));
+    if let Some(h) = e.holdout {
+        out!("  holdout (sealed): {}", fmt_metric(Some(h)));
+    }
     let others: Vec<String> = e
         .metrics
         .iter()

@@ -9,6 +9,7 @@
 //! - `hypothesis<TAB>TEXT`: write `.hone/hypothesis.txt`
 //! - `say<TAB>TEXT`: print TEXT on stdout
 //! - `expect-prompt<TAB>TEXT`: exit 4 unless the prompt file ($HONE_PROMPT) contains TEXT
+//! - `forbid-prompt<TAB>TEXT`: exit 4 if the prompt file contains TEXT
 //! - `run<TAB>COMMAND`: run COMMAND with `sh -c` (exit 5 if it fails)
 //! - `mark<TAB>PATH`: write this process's group id to PATH (a test's cue that the agent runs)
 //! - `sleep<TAB>SECONDS`
@@ -75,6 +76,14 @@ fn main() {
                 let content = std::fs::read_to_string(&prompt).unwrap_or_default();
                 if !content.contains(&unescape(needle)) {
                     eprintln!("fake-agent: prompt {prompt} lacks {needle:?}");
+                    std::process::exit(4);
+                }
+            }
+            ["forbid-prompt", needle] => {
+                let prompt = std::env::var("HONE_PROMPT").unwrap_or_default();
+                let content = std::fs::read_to_string(&prompt).unwrap_or_default();
+                if content.contains(&unescape(needle)) {
+                    eprintln!("fake-agent: prompt {prompt} shows {needle:?}");
                     std::process::exit(4);
                 }
             }

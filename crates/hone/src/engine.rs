@@ -628,6 +628,9 @@ impl<'a> Engine<'a> {
         };
         self.store
             .set_active_seconds(self.run.id, self.active_seconds())?;
+        if !stop.error {
+            self.holdout_final()?;
+        }
         let state = if stop.resumable {
             "interrupted"
         } else {
@@ -1020,6 +1023,11 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+        let (status, reason) = if matches!(status, Status::Keep | Status::Baseline) {
+            self.holdout_gate(&mut rec, &wt, best.as_ref(), status, reason, &cancel)?
+        } else {
+            (status, reason)
+        };
         let keep_commit = rec.candidate_commit.clone();
         self.finish(rec, status, reason, t_start)?;
         if status == Status::Keep {
@@ -1083,6 +1091,108 @@ impl<'a> Engine<'a> {
             }
         }
         Ok(moved.join(", "))
+    }
+
+    /// Measures the sealed holdout of a baseline or a keep; with `holdout_gate`, a keep that
+    /// makes the holdout worse than the best's by more than its `min_delta` becomes a discard.
+    fn holdout_gate(
+        &mut self,
+        rec: &mut ExperimentRecord,
+        wt: &Path,
+        best: Option<&ExperimentRecord>,
+        status: Status,
+        reason: String,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<(Status, String), EngineError> {
+        let Some(h) = self.spec.verify.holdout.clone() else {
+            return Ok((status, reason));
+        };
+        rec.holdout = self.measure_holdout(rec.n, wt, &h, cancel)?;
+        if status != Status::Keep || !self.spec.verify.holdout_gate {
+            return Ok((status, reason));
+        }
+        let best_h = best.and_then(|b| b.holdout);
+        match (rec.holdout, best_h) {
+            (None, _) => Ok((Status::Discard, format!("holdout: the holdout command failed (see .hone/runs/{}/holdout/{}.log); {reason}", self.run.tag, rec.n))),
+            (Some(now), Some(was)) if self.spec.verify.direction.improvement(now, was) < -h.min_delta => Ok((
+                Status::Discard,
+                format!("holdout: {} went from {was} to {now}, worse by more than {}; {reason}", h.metric, h.min_delta),
+            )),
+            _ => Ok((status, reason)),
+        }
+    }
+
+    /// At the end of a run, the best gets a holdout value if it has none yet (for instance when
+    /// the holdout was configured after it was kept).
+    fn holdout_final(&mut self) -> Result<(), EngineError> {
+        let Some(h) = self.spec.verify.holdout.clone() else {
+            return Ok(());
+        };
+        let Some(mut best) = best_experiment(&self.history).cloned() else {
+            return Ok(());
+        };
+        let Some(commit) = best.candidate_commit.clone() else {
+            return Ok(());
+        };
+        if best.holdout.is_some() {
+            return Ok(());
+        }
+        let wt = self.worktree.clone();
+        self.git.prepare_worktree(&wt, &commit)?;
+        let interrupt = self.interrupt;
+        best.holdout =
+            self.measure_holdout(best.n, &wt, &h, &move || interrupt.kill_requested())?;
+        self.store.put_experiment(self.run.id, &best)?;
+        if let Some(e) = self.history.iter_mut().find(|e| e.n == best.n) {
+            *e = best;
+        }
+        Ok(())
+    }
+
+    /// Runs the holdout command in the worktree; its log stays outside every worktree and
+    /// out of every prompt.
+    fn measure_holdout(
+        &mut self,
+        n: u64,
+        wt: &Path,
+        h: &crate::spec::HoldoutSpec,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Option<f64>, EngineError> {
+        let dir = self.paths.run_dir(&self.run.tag).join("holdout");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+            .filter(|(k, _)| !k.to_string_lossy().starts_with("HONE_"))
+            .collect();
+        for (k, v) in &self.spec.verify.env {
+            env.push((k.into(), v.into()));
+        }
+        env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
+        env.push(("HONE_RUN".into(), self.run.tag.clone().into()));
+        let req = ExecRequest {
+            command: h.command.clone(),
+            cwd: wt.to_path_buf(),
+            env,
+            timeout: Some(h.timeout),
+            kill_grace: self.spec.verify.kill_grace,
+            drain_timeout: Duration::from_secs(2),
+            log_path: dir.join(format!("{n}.log")),
+            max_log_bytes: self.spec.verify.max_log_bytes,
+        };
+        let running = exec::spawn(&req)
+            .map_err(|e| EngineError::Setup(format!("cannot start the holdout command: {e}")))?;
+        self.store
+            .set_experiment_pid(self.run.id, n, running.pid(), running.start_time())?;
+        let mut reader =
+            MetricReader::new(&h.metric, None).map_err(|e| EngineError::Setup(e.to_string()))?;
+        let outcome = running
+            .wait(&mut |line: &str| reader.feed(line), cancel)
+            .map_err(|e| EngineError::Setup(format!("holdout failed: {e}")))?;
+        let value = reader.finish().values.get(&h.metric).copied();
+        Ok(match outcome.exit {
+            Exit::Code(0) => value.filter(|v| v.is_finite()),
+            _ => None,
+        })
     }
 
     /// Records an experiment interrupted by the user, and stops.

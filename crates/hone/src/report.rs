@@ -32,6 +32,9 @@ pub struct Summary {
     /// in a minimized metric is negative).
     pub change_pct: Option<f64>,
     pub counts: BTreeMap<String, u64>,
+    /// The sealed holdout of the baseline and of the best, when there is one.
+    pub holdout_baseline: Option<f64>,
+    pub holdout_best: Option<f64>,
     pub active_seconds: f64,
     pub verify_seconds: f64,
     pub cost_usd: f64,
@@ -78,6 +81,11 @@ pub fn summarize(run: &RunRecord, exps: &[ExperimentRecord]) -> Summary {
         best_vs_baseline,
         change_pct,
         counts,
+        holdout_baseline: exps
+            .iter()
+            .find(|e| e.status() == Status::Baseline)
+            .and_then(|e| e.holdout),
+        holdout_best: best.and_then(|b| b.holdout),
         active_seconds: run.active_seconds,
         verify_seconds: exps.iter().map(|e| e.verify_ms as f64 / 1000.0).sum(),
         cost_usd: exps.iter().map(|e| e.cost_usd).sum(),

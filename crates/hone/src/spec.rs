@@ -124,6 +124,21 @@ pub struct VerifySpec {
     /// With `evaluate`: the files the first stage produces for it (globs); nothing else it
     /// leaves survives into the evaluation.
     pub outputs: Vec<String>,
+    /// The sealed holdout, measured on the baseline and every keep, never shown to agents.
+    pub holdout: Option<HoldoutSpec>,
+    /// Revert a keep that worsens the holdout by more than its `min_delta`.
+    pub holdout_gate: bool,
+}
+
+/// `[verify.holdout]`: a second measurement on data the search never sees.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct HoldoutSpec {
+    pub command: String,
+    /// Default: the search metric's name.
+    pub metric: String,
+    #[serde(with = "duration_secs")]
+    pub timeout: Duration,
+    pub min_delta: f64,
 }
 
 /// `[agent]`: the proposer.
@@ -216,7 +231,10 @@ const VERIFY_KEYS: &[&str] = &[
     "prefer_simpler",
     "evaluate",
     "outputs",
+    "holdout",
+    "holdout_gate",
 ];
+const HOLDOUT_KEYS: &[&str] = &["command", "metric", "timeout", "min_delta"];
 const AGENT_KEYS: &[&str] = &["kind", "command", "timeout", "seed"];
 const STOP_KEYS: &[&str] = &[
     "max_experiments",
@@ -469,6 +487,64 @@ impl Spec {
             prefer_simpler: p.opt_bool(vf, "verify", "prefer_simpler")?.unwrap_or(false),
             evaluate: p.opt_str(vf, "verify", "evaluate")?,
             outputs: p.str_list(vf, "verify", "outputs")?,
+            holdout: None,
+            holdout_gate: false,
+        };
+        let holdout = match vf.and_then(|t| t.get("holdout")) {
+            None => None,
+            Some(Item::Table(h)) => {
+                p.check_keys(h, "verify.holdout", HOLDOUT_KEYS, false)?;
+                let h = Some(h);
+                let min_delta = p
+                    .opt_f64(h, "verify.holdout", "min_delta")?
+                    .unwrap_or(verify.min_delta);
+                if min_delta.is_nan() || min_delta < 0.0 {
+                    return Err(p.err_value(
+                        h,
+                        "verify.holdout",
+                        "min_delta",
+                        "must be a number >= 0".into(),
+                    ));
+                }
+                Some(HoldoutSpec {
+                    command: p.req_str(
+                        h,
+                        "verify.holdout",
+                        "command",
+                        "the command that measures the holdout",
+                    )?,
+                    metric: p
+                        .opt_str(h, "verify.holdout", "metric")?
+                        .unwrap_or_else(|| verify.metric.clone()),
+                    timeout: p
+                        .opt_duration(h, "verify.holdout", "timeout")?
+                        .unwrap_or(verify.timeout),
+                    min_delta,
+                })
+            }
+            Some(other) => {
+                return Err(p.type_err(
+                    vf,
+                    "verify",
+                    "holdout",
+                    "a table written [verify.holdout]",
+                    other,
+                ));
+            }
+        };
+        let holdout_gate = p.opt_bool(vf, "verify", "holdout_gate")?.unwrap_or(false);
+        if holdout_gate && holdout.is_none() {
+            return Err(p.err_value(
+                vf,
+                "verify",
+                "holdout_gate",
+                "needs a [verify.holdout] command to gate on".into(),
+            ));
+        }
+        let verify = VerifySpec {
+            holdout,
+            holdout_gate,
+            ..verify
         };
         if verify.evaluate.is_none() && !verify.outputs.is_empty() {
             return Err(p.err_value(

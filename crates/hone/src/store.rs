@@ -152,6 +152,8 @@ pub struct ExperimentRecord {
     pub judgement: Option<crate::verify::noise::Judgement>,
     /// The candidate's git tree (identical trees are identical candidates).
     pub tree: Option<String>,
+    /// The sealed holdout's value (baseline and keeps only); never shown to agents.
+    pub holdout: Option<f64>,
 }
 
 impl ExperimentRecord {
@@ -224,6 +226,10 @@ CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
 ALTER TABLE experiments ADD COLUMN runs TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE experiments ADD COLUMN judgement TEXT;
 ALTER TABLE experiments ADD COLUMN tree TEXT;
+"#,
+    // 3: the sealed holdout's value.
+    r#"
+ALTER TABLE experiments ADD COLUMN holdout REAL;
 "#,
 ];
 
@@ -389,8 +395,8 @@ impl Store {
         self.conn.execute(
             "INSERT OR REPLACE INTO experiments (run_id, n, parent_commit, candidate_commit, status, objective, metrics,
                 config, description, reason, files_changed, lines_added, lines_deleted, propose_ms, gate_ms, verify_ms,
-                total_ms, started_at, finished_at, log_path, pid, pid_start, cost_usd, runs, judgement, tree)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+                total_ms, started_at, finished_at, log_path, pid, pid_start, cost_usd, runs, judgement, tree, holdout)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
             params![
                 run_id,
                 e.n as i64,
@@ -418,6 +424,7 @@ impl Store {
                 serde_json::to_string(&e.runs).unwrap_or_else(|_| "[]".into()),
                 e.judgement.as_ref().and_then(|j| serde_json::to_string(j).ok()),
                 e.tree,
+                e.holdout,
             ],
         )?;
         Ok(())
@@ -470,6 +477,7 @@ impl Store {
                 .get::<_, Option<String>>("judgement")?
                 .and_then(|j| serde_json::from_str(&j).ok()),
             tree: r.get("tree")?,
+            holdout: r.get("holdout")?,
         })
     }
 

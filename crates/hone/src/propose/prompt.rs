@@ -174,7 +174,12 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
                 .map(|v| format!("{v}"))
                 .unwrap_or_else(|| "-".into()),
             cell(&e.description, 200),
-            cell(&e.reason, 160)
+            // The holdout is sealed: its numbers never reach an agent.
+            if e.reason.starts_with("holdout:") {
+                "reverted by a sealed check (details are not shown)".to_string()
+            } else {
+                cell(&e.reason, 160)
+            }
         );
     }
     if let Some(last) = ctx.history.last() {
