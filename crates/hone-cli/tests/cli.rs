@@ -1371,3 +1371,25 @@ fn the_sealed_holdout_gates_keeps_and_stays_out_of_prompts() {
         "{status}"
     );
 }
+
+#[test]
+fn sandbox_limits_stop_runaway_memory_and_cpu() {
+    let verify = "if grep -q spin value.txt; then while :; do :; done; fi; python3 -c \"n = int(open('value.txt').read().split()[1]); x = bytearray(n * 1024 * 1024); print('score:', 1000 - n)\"";
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n\n[sandbox]\nmemory = \"400M\"\ncpu_time = \"1s\"\n",
+        verify,
+        "write\tvalue.txt\tscore: 900\\n\n---\nwrite\tvalue.txt\tspin 1\\n\n",
+    );
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    // 900 MiB does not fit in 400M of address space; a busy loop runs out of CPU time.
+    assert_eq!(log[0]["status"], "baseline", "{:?}", log[0]);
+    assert_eq!(log[1]["status"], "crash", "{:?}", log[1]);
+    assert_eq!(log[2]["status"], "crash", "{:?}", log[2]);
+    assert!(
+        log[2]["reason"].as_str().unwrap().contains("signal"),
+        "{:?}",
+        log[2]
+    );
+}

@@ -1178,6 +1178,7 @@ impl<'a> Engine<'a> {
             drain_timeout: Duration::from_secs(2),
             log_path: dir.join(format!("{n}.log")),
             max_log_bytes: self.spec.verify.max_log_bytes,
+            limits: self.spec.sandbox.limits(),
         };
         let running = exec::spawn(&req)
             .map_err(|e| EngineError::Setup(format!("cannot start the holdout command: {e}")))?;
@@ -1359,6 +1360,7 @@ impl<'a> Engine<'a> {
             drain_timeout: Duration::from_secs(2),
             log_path,
             max_log_bytes: self.spec.verify.max_log_bytes,
+            limits: self.spec.sandbox.limits(),
         };
         let running = exec::spawn(&req)
             .map_err(|e| EngineError::Setup(format!("cannot start the verifier: {e}")))?;

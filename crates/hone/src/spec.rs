@@ -164,6 +164,27 @@ pub struct StopSpec {
     pub max_cost_usd: Option<f64>,
 }
 
+/// `[sandbox]`: resource limits for the agent's and the verifier's processes.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct SandboxSpec {
+    pub memory_bytes: Option<u64>,
+    pub cpu_seconds: Option<u64>,
+    pub max_output_bytes: Option<u64>,
+    pub max_processes: Option<u64>,
+}
+
+impl SandboxSpec {
+    /// The limits for the process runner.
+    pub fn limits(&self) -> crate::exec::Limits {
+        crate::exec::Limits {
+            memory_bytes: self.memory_bytes,
+            cpu_seconds: self.cpu_seconds,
+            file_bytes: self.max_output_bytes,
+            processes: self.max_processes,
+        }
+    }
+}
+
 /// A validated `hone.toml`.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Spec {
@@ -172,6 +193,7 @@ pub struct Spec {
     pub verify: VerifySpec,
     pub agent: AgentSpec,
     pub stop: StopSpec,
+    pub sandbox: SandboxSpec,
 }
 
 /// Defaults, in one place, so the README reference and the code agree.
@@ -210,7 +232,8 @@ impl fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
-const SECTIONS: &[&str] = &["loop", "verify", "agent", "stop"];
+const SECTIONS: &[&str] = &["loop", "verify", "agent", "stop", "sandbox"];
+const SANDBOX_KEYS: &[&str] = &["kind", "memory", "cpu_time", "max_output", "max_processes"];
 const LOOP_KEYS: &[&str] = &["program", "skills", "editable", "protected", "pinned"];
 const VERIFY_KEYS: &[&str] = &[
     "command",
@@ -294,6 +317,10 @@ impl Spec {
         let vf = p.section(doc.as_table(), "verify")?;
         let ag = p.section(doc.as_table(), "agent")?;
         let st = p.section(doc.as_table(), "stop")?;
+        let sb = p.section(doc.as_table(), "sandbox")?;
+        if let Some(t) = sb {
+            p.check_keys(t, "sandbox", SANDBOX_KEYS, false)?;
+        }
         if let Some(t) = lp {
             p.check_keys(t, "loop", LOOP_KEYS, false)?;
         }
@@ -640,11 +667,34 @@ impl Spec {
             max_cost_usd,
         };
 
+        match p.opt_str(sb, "sandbox", "kind")?.as_deref() {
+            None | Some("rlimits") => {}
+            Some("bwrap") => {
+                return Err(p.err_value(
+                    sb,
+                    "sandbox",
+                    "kind",
+                    "bubblewrap containment is not available in this version; use kind = \"rlimits\" (resource limits only)".into(),
+                ))
+            }
+            Some(other) => {
+                return Err(p.err_value(sb, "sandbox", "kind", format!("unknown sandbox kind `{other}` (expected \"rlimits\")")))
+            }
+        }
+        let sandbox = SandboxSpec {
+            memory_bytes: p.opt_size(sb, "sandbox", "memory")?,
+            cpu_seconds: p
+                .opt_duration(sb, "sandbox", "cpu_time")?
+                .map(|d| d.as_secs().max(1)),
+            max_output_bytes: p.opt_size(sb, "sandbox", "max_output")?,
+            max_processes: p.opt_u64(sb, "sandbox", "max_processes")?,
+        };
         Ok(Spec {
             loop_,
             verify,
             agent,
             stop,
+            sandbox,
         })
     }
 
@@ -925,6 +975,37 @@ impl Parser<'_> {
         }
     }
 
+    fn opt_size(
+        &self,
+        t: Option<&Table>,
+        section: &str,
+        key: &str,
+    ) -> Result<Option<u64>, SpecError> {
+        match self.value(t, key) {
+            None => Ok(None),
+            Some(item) => {
+                if let Some(i) = item.as_integer() {
+                    return if i > 0 {
+                        Ok(Some(i as u64))
+                    } else {
+                        Err(self.err_value(t, section, key, "must be more than zero".into()))
+                    };
+                }
+                match item.as_str().map(parse_size) {
+                    Some(Ok(b)) => Ok(Some(b)),
+                    Some(Err(e)) => Err(self.err_value(t, section, key, e)),
+                    None => Err(self.type_err(
+                        t,
+                        section,
+                        key,
+                        "a size such as \"512M\" or \"8G\"",
+                        item,
+                    )),
+                }
+            }
+        }
+    }
+
     fn opt_bool(
         &self,
         t: Option<&Table>,
@@ -1034,6 +1115,35 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         total += n * mult;
     }
     Ok(Duration::from_secs_f64(total))
+}
+
+/// Parses `512M`, `8G`, `100K`, `1.5G`, `2T` or a number of bytes (powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let bad = || format!("`{s}` is not a size: write it like \"512M\" or \"8G\"");
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let n: f64 = t[..split].parse().map_err(|_| bad())?;
+    let mult = match t[split..]
+        .trim()
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
+        "" => 1.0,
+        "K" => 1024.0,
+        "M" => 1024.0 * 1024.0,
+        "G" => 1024.0 * 1024.0 * 1024.0,
+        "T" => 1024.0f64.powi(4),
+        _ => return Err(bad()),
+    };
+    let bytes = n * mult;
+    if bytes >= 1.0 && bytes.is_finite() {
+        Ok(bytes as u64)
+    } else {
+        Err(bad())
+    }
 }
 
 /// Formats a duration compactly for people: `850ms`, `4.2s`, `6m05s`, `2h03m`.
@@ -1218,6 +1328,24 @@ max_cost_usd = 20
         let e = err(&GOOD.replace("patience = 30", "patience = 30\npatience = 31"));
         assert_eq!(e.line, 22, "{e}");
         assert!(e.message.contains("patience = 31"), "{e}");
+    }
+
+    #[test]
+    fn sandbox_sizes_and_kinds() {
+        let s = parse(&format!(
+            "{GOOD}\n[sandbox]\nmemory = \"1.5G\"\ncpu_time = \"2m\"\nmax_output = 1024\n"
+        ))
+        .unwrap();
+        assert_eq!(s.sandbox.memory_bytes, Some(3 * 512 * 1024 * 1024));
+        assert_eq!(s.sandbox.cpu_seconds, Some(120));
+        assert_eq!(s.sandbox.max_output_bytes, Some(1024));
+        let e = err(&format!("{GOOD}\n[sandbox]\nmemory = \"lots\"\n"));
+        assert_eq!(e.key, "sandbox.memory", "{e}");
+        let e = err(&format!("{GOOD}\n[sandbox]\nkind = \"bwrap\"\n"));
+        assert!(e.message.contains("not available"), "{e}");
+        assert_eq!(parse_size("512M"), Ok(512 * 1024 * 1024));
+        assert_eq!(parse_size("8GiB"), Ok(8 << 30));
+        assert!(parse_size("0").is_err());
     }
 
     #[test]

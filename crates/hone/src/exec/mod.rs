@@ -104,6 +104,57 @@ pub struct ExecRequest {
     /// Cap on the log: the first half and the last half are kept, with a marker line
     /// `[hone: N bytes omitted]` between them.
     pub max_log_bytes: u64,
+    /// Resource limits set on the shell (and so inherited by everything it starts).
+    pub limits: Limits,
+}
+
+/// Resource limits applied with `setrlimit(2)` in the child before it runs the command.
+/// Each is inherited by every process the command starts; `None` leaves hone's own limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Address space per process (`RLIMIT_AS`), bytes.
+    pub memory_bytes: Option<u64>,
+    /// CPU time per process (`RLIMIT_CPU`), seconds: SIGXCPU at the limit, SIGKILL a second later.
+    pub cpu_seconds: Option<u64>,
+    /// Largest file a process may write (`RLIMIT_FSIZE`), bytes.
+    pub file_bytes: Option<u64>,
+    /// Processes of the user (`RLIMIT_NPROC`); not enforced for root.
+    pub processes: Option<u64>,
+}
+
+impl Limits {
+    fn is_empty(&self) -> bool {
+        *self == Limits::default()
+    }
+}
+
+/// Applies `limits` in a freshly forked child (only async-signal-safe calls: setrlimit).
+fn apply_limits(limits: &Limits) -> io::Result<()> {
+    let set = |resource, soft: u64, hard: u64| -> io::Result<()> {
+        let lim = libc::rlimit {
+            rlim_cur: soft as libc::rlim_t,
+            rlim_max: hard as libc::rlim_t,
+        };
+        // SAFETY: setrlimit with a valid pointer to a local struct.
+        if unsafe { libc::setrlimit(resource, &lim) } == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    if let Some(b) = limits.memory_bytes {
+        set(libc::RLIMIT_AS, b, b)?;
+    }
+    if let Some(s) = limits.cpu_seconds {
+        set(libc::RLIMIT_CPU, s, s.saturating_add(1))?;
+    }
+    if let Some(b) = limits.file_bytes {
+        set(libc::RLIMIT_FSIZE, b, b)?;
+    }
+    if let Some(n) = limits.processes {
+        set(libc::RLIMIT_NPROC, n, n)?;
+    }
+    Ok(())
 }
 
 /// How the verifier ended.
@@ -185,6 +236,14 @@ pub fn spawn(req: &ExecRequest) -> Result<Running, ExecError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    if !req.limits.is_empty() {
+        let limits = req.limits;
+        // SAFETY: the closure runs between fork and exec and only calls setrlimit, which is
+        // async-signal-safe; it allocates nothing.
+        unsafe {
+            command.pre_exec(move || apply_limits(&limits));
+        }
+    }
     let started = Instant::now();
     let mut child = command.spawn().map_err(|error| {
         if error.kind() == io::ErrorKind::NotFound && !Path::new(SHELL).exists() {

@@ -33,6 +33,7 @@ impl Fixture {
             drain_timeout: Duration::from_secs(5),
             log_path: self.path("verify.log"),
             max_log_bytes: 1 << 20,
+            limits: Limits::default(),
         }
     }
 

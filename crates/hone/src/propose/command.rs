@@ -53,6 +53,7 @@ impl Proposer for CommandProposer {
             drain_timeout: Duration::from_secs(2),
             log_path: log_path.clone(),
             max_log_bytes: ctx.spec.verify.max_log_bytes,
+            limits: ctx.spec.sandbox.limits(),
         };
         // The agent is told to write `.hone/hypothesis.txt`; make sure it can.
         std::fs::create_dir_all(ctx.worktree.join(".hone"))
