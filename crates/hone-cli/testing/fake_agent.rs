@@ -1,7 +1,7 @@
 //! A scripted stand-in for a coding agent, used by hone's integration tests (like jj's fake
-//! editor). `fake-agent SCRIPT` runs the next block of SCRIPT (blocks are separated by lines
-//! `---`; a counter file `SCRIPT.count` remembers which block is next; past the end, the last
-//! block repeats). Each line of a block is a tab-separated command, run in the working directory:
+//! editor). `fake-agent SCRIPT` runs one block of SCRIPT (blocks are separated by lines
+//! `---`): block n-1 for experiment n (`HONE_EXPERIMENT`), or, outside hone, the next one as
+//! counted in `SCRIPT.count`; past the end, the last block repeats. Each line of a block is a tab-separated command, run in the working directory:
 //!
 //! - `write<TAB>PATH<TAB>TEXT`: write TEXT (`\n` escapes allowed) to PATH, creating directories
 //! - `replace<TAB>PATH<TAB>OLD<TAB>NEW`: replace the first OLD in PATH with NEW (exit 3 if absent)
@@ -32,15 +32,26 @@ fn main() {
         std::process::exit(2);
     });
     let blocks: Vec<&str> = text.split("\n---\n").collect();
-    let counter = format!("{script}.count");
-    let i: usize = std::fs::read_to_string(&counter)
+    // Experiment n runs block n-1 (hone numbers candidates from 1). Without HONE_EXPERIMENT a
+    // counter file beside the script says which block is next.
+    let i = match std::env::var("HONE_EXPERIMENT")
         .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0);
-    if let Err(e) = std::fs::write(&counter, (i + 1).to_string()) {
-        eprintln!("fake-agent: cannot write {counter}: {e}");
-        std::process::exit(2);
-    }
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        Some(n) => n.saturating_sub(1),
+        None => {
+            let counter = format!("{script}.count");
+            let i: usize = std::fs::read_to_string(&counter)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0);
+            if let Err(e) = std::fs::write(&counter, (i + 1).to_string()) {
+                eprintln!("fake-agent: cannot write {counter}: {e}");
+                std::process::exit(2);
+            }
+            i
+        }
+    };
     let block = blocks[i.min(blocks.len() - 1)];
     for line in block.lines().filter(|l| !l.trim().is_empty()) {
         let f: Vec<&str> = line.split('\t').collect();

@@ -302,6 +302,8 @@ struct Engine<'a> {
     session_first: u64,
     /// Every experiment of the run, finished ones as recorded.
     history: Vec<ExperimentRecord>,
+    /// bubblewrap is configured and runs here.
+    contained: bool,
 }
 
 impl<'a> Engine<'a> {
@@ -487,7 +489,19 @@ impl<'a> Engine<'a> {
             active_before,
             session_first: 0,
             history: Vec::new(),
+            contained: false,
         };
+        if engine.spec.sandbox.bwrap {
+            match crate::sandbox::probe() {
+                Ok(()) => engine.contained = true,
+                Err(e) if engine.spec.sandbox.required => {
+                    return Err(EngineError::Setup(format!(
+                        "[sandbox] kind = \"bwrap\": {e}. Fix that, or set [sandbox] required = false to run without containment"
+                    )))
+                }
+                Err(e) => warnings.push(format!("{e}; running WITHOUT containment ([sandbox] required = false)")),
+            }
+        }
         let finished = engine.store.experiments(engine.run.id)?.len() as u64;
         engine.emit(Event::RunStarted {
             tag: engine.run.tag.clone(),
@@ -778,6 +792,7 @@ impl<'a> Engine<'a> {
             self.run_refs()?
         };
         let t_propose = Instant::now();
+        let agent_wrapper = self.wrapper(&wt, true);
         let proposal = {
             let (store, run_id) = (&self.store, self.run.id);
             // Record the agent's process group as soon as it exists, so that a crash of hone
@@ -799,6 +814,7 @@ impl<'a> Engine<'a> {
                 seed: self.run.seed,
                 cancel: &cancel,
                 on_spawn: &on_spawn,
+                wrapper: &agent_wrapper,
             };
             if baseline {
                 rec.config = self.proposer.describe_baseline(&ctx);
@@ -1179,6 +1195,7 @@ impl<'a> Engine<'a> {
             log_path: dir.join(format!("{n}.log")),
             max_log_bytes: self.spec.verify.max_log_bytes,
             limits: self.spec.sandbox.limits(),
+            wrapper: self.wrapper(wt, self.spec.sandbox.network),
         };
         let running = exec::spawn(&req)
             .map_err(|e| EngineError::Setup(format!("cannot start the holdout command: {e}")))?;
@@ -1194,6 +1211,16 @@ impl<'a> Engine<'a> {
             Exit::Code(0) => value.filter(|v| v.is_finite()),
             _ => None,
         })
+    }
+
+    /// The sandbox prefix for a process confined to `wt` (empty without bubblewrap). Agents
+    /// keep the network (they talk to their models); the verifier follows `[sandbox] network`.
+    fn wrapper(&self, wt: &Path, network: bool) -> Vec<std::ffi::OsString> {
+        if self.contained {
+            crate::sandbox::bwrap_wrapper(self.git.root(), wt, network)
+        } else {
+            Vec::new()
+        }
     }
 
     /// Records an experiment interrupted by the user, and stops.
@@ -1361,6 +1388,7 @@ impl<'a> Engine<'a> {
             log_path,
             max_log_bytes: self.spec.verify.max_log_bytes,
             limits: self.spec.sandbox.limits(),
+            wrapper: self.wrapper(wt, self.spec.sandbox.network),
         };
         let running = exec::spawn(&req)
             .map_err(|e| EngineError::Setup(format!("cannot start the verifier: {e}")))?;

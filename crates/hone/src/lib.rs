@@ -11,6 +11,7 @@
 //! - `store`: SQLite state.
 //! - `engine`: the loop.
 //! - `report`: summaries.
+//! - `sandbox`: bubblewrap containment.
 //! - `demo`: the bundled example.
 
 pub mod demo;
@@ -18,6 +19,7 @@ pub mod engine;
 pub mod exec;
 pub mod propose;
 pub mod report;
+pub mod sandbox;
 pub mod spec;
 pub mod store;
 pub mod verify;

@@ -167,6 +167,12 @@ pub struct StopSpec {
 /// `[sandbox]`: resource limits for the agent's and the verifier's processes.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct SandboxSpec {
+    /// Run agent and verifier processes under bubblewrap.
+    pub bwrap: bool,
+    /// With bwrap: may the verifier reach the network?
+    pub network: bool,
+    /// With bwrap: stop when bubblewrap cannot run here (else warn and go on without it).
+    pub required: bool,
     pub memory_bytes: Option<u64>,
     pub cpu_seconds: Option<u64>,
     pub max_output_bytes: Option<u64>,
@@ -233,7 +239,15 @@ impl fmt::Display for SpecError {
 impl std::error::Error for SpecError {}
 
 const SECTIONS: &[&str] = &["loop", "verify", "agent", "stop", "sandbox"];
-const SANDBOX_KEYS: &[&str] = &["kind", "memory", "cpu_time", "max_output", "max_processes"];
+const SANDBOX_KEYS: &[&str] = &[
+    "kind",
+    "memory",
+    "cpu_time",
+    "max_output",
+    "max_processes",
+    "network",
+    "required",
+];
 const LOOP_KEYS: &[&str] = &["program", "skills", "editable", "protected", "pinned"];
 const VERIFY_KEYS: &[&str] = &[
     "command",
@@ -667,21 +681,31 @@ impl Spec {
             max_cost_usd,
         };
 
-        match p.opt_str(sb, "sandbox", "kind")?.as_deref() {
-            None | Some("rlimits") => {}
-            Some("bwrap") => {
+        let bwrap = match p.opt_str(sb, "sandbox", "kind")?.as_deref() {
+            None | Some("rlimits") => false,
+            Some("bwrap") => true,
+            Some(other) => {
                 return Err(p.err_value(
                     sb,
                     "sandbox",
                     "kind",
-                    "bubblewrap containment is not available in this version; use kind = \"rlimits\" (resource limits only)".into(),
+                    format!("unknown sandbox kind `{other}` (expected \"rlimits\" or \"bwrap\")"),
                 ))
             }
-            Some(other) => {
-                return Err(p.err_value(sb, "sandbox", "kind", format!("unknown sandbox kind `{other}` (expected \"rlimits\")")))
-            }
+        };
+        let network = p.opt_bool(sb, "sandbox", "network")?.unwrap_or(true);
+        if !bwrap && !network {
+            return Err(p.err_value(
+                sb,
+                "sandbox",
+                "network",
+                "cutting the network needs kind = \"bwrap\"".into(),
+            ));
         }
         let sandbox = SandboxSpec {
+            bwrap,
+            network,
+            required: p.opt_bool(sb, "sandbox", "required")?.unwrap_or(true),
             memory_bytes: p.opt_size(sb, "sandbox", "memory")?,
             cpu_seconds: p
                 .opt_duration(sb, "sandbox", "cpu_time")?
@@ -1341,8 +1365,18 @@ max_cost_usd = 20
         assert_eq!(s.sandbox.max_output_bytes, Some(1024));
         let e = err(&format!("{GOOD}\n[sandbox]\nmemory = \"lots\"\n"));
         assert_eq!(e.key, "sandbox.memory", "{e}");
-        let e = err(&format!("{GOOD}\n[sandbox]\nkind = \"bwrap\"\n"));
-        assert!(e.message.contains("not available"), "{e}");
+        let e = err(&format!("{GOOD}\n[sandbox]\nkind = \"jail\"\n"));
+        assert!(
+            e.message.contains("expected \"rlimits\" or \"bwrap\""),
+            "{e}"
+        );
+        let e = err(&format!("{GOOD}\n[sandbox]\nnetwork = false\n"));
+        assert!(e.message.contains("needs kind = \"bwrap\""), "{e}");
+        let s = parse(&format!(
+            "{GOOD}\n[sandbox]\nkind = \"bwrap\"\nnetwork = false\n"
+        ))
+        .unwrap();
+        assert!(s.sandbox.bwrap && !s.sandbox.network && s.sandbox.required);
         assert_eq!(parse_size("512M"), Ok(512 * 1024 * 1024));
         assert_eq!(parse_size("8GiB"), Ok(8 << 30));
         assert!(parse_size("0").is_err());

@@ -106,6 +106,8 @@ pub struct ExecRequest {
     pub max_log_bytes: u64,
     /// Resource limits set on the shell (and so inherited by everything it starts).
     pub limits: Limits,
+    /// A program and arguments that run the shell (e.g. `bwrap ... --`); empty runs it directly.
+    pub wrapper: Vec<OsString>,
 }
 
 /// Resource limits applied with `setrlimit(2)` in the child before it runs the command.
@@ -225,7 +227,14 @@ pub fn spawn(req: &ExecRequest) -> Result<Running, ExecError> {
             path: req.log_path.clone(),
             error,
         })?;
-    let mut command = Command::new(SHELL);
+    let mut command = match req.wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(SHELL);
+            c
+        }
+        None => Command::new(SHELL),
+    };
     command
         .arg("-c")
         .arg(&req.command)

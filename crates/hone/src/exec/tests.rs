@@ -34,6 +34,7 @@ impl Fixture {
             log_path: self.path("verify.log"),
             max_log_bytes: 1 << 20,
             limits: Limits::default(),
+            wrapper: Vec::new(),
         }
     }
 

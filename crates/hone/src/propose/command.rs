@@ -54,6 +54,7 @@ impl Proposer for CommandProposer {
             log_path: log_path.clone(),
             max_log_bytes: ctx.spec.verify.max_log_bytes,
             limits: ctx.spec.sandbox.limits(),
+            wrapper: ctx.wrapper.to_vec(),
         };
         // The agent is told to write `.hone/hypothesis.txt`; make sure it can.
         std::fs::create_dir_all(ctx.worktree.join(".hone"))

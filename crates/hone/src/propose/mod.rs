@@ -42,6 +42,9 @@ pub struct ProposeContext<'a> {
     /// Call with the process group id (and start time) of any process the proposer starts,
     /// right after it starts: hone records it so that a crash can be cleaned up on resume.
     pub on_spawn: &'a dyn Fn(u32, Option<u64>),
+    /// A program prefix that confines the proposer's processes (`[sandbox] kind = "bwrap"`);
+    /// empty when there is no sandbox.
+    pub wrapper: &'a [std::ffi::OsString],
 }
 
 /// What a proposer did.
