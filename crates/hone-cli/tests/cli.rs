@@ -1444,8 +1444,7 @@ fn bwrap_confines_agents_and_verifiers_to_their_worktree_and_cuts_the_network() 
         &verify,
         "",
     );
-    // Inside the sandbox only the repository (read-only) and the worktree are visible, so the
-    // agent's script lives in the repository (untracked).
+    // The agent's script may live anywhere readable; here, untracked in the repository.
     let inner = contained.dir.join("agent-script");
     std::fs::write(&inner, script(&contained.dir.join("prepare.py"))).unwrap();
     let toml = std::fs::read_to_string(contained.dir.join("hone.toml")).unwrap();

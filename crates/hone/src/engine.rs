@@ -1216,11 +1216,14 @@ impl<'a> Engine<'a> {
     /// The sandbox prefix for a process confined to `wt` (empty without bubblewrap). Agents
     /// keep the network (they talk to their models); the verifier follows `[sandbox] network`.
     fn wrapper(&self, wt: &Path, network: bool) -> Vec<std::ffi::OsString> {
-        if self.contained {
-            crate::sandbox::bwrap_wrapper(self.git.root(), wt, network)
-        } else {
-            Vec::new()
+        if !self.contained {
+            return Vec::new();
         }
+        // A private temporary directory inside the worktree: git ignores `.hone/`, and the
+        // next reset removes it.
+        let tmp = wt.join(STATE_DIR).join("tmp");
+        let _ = std::fs::create_dir_all(&tmp);
+        crate::sandbox::bwrap_wrapper(wt, &tmp, network)
     }
 
     /// Records an experiment interrupted by the user, and stops.

@@ -1,17 +1,19 @@
 //! Containment with bubblewrap: agent and verifier processes see the whole filesystem
-//! read-only except their worktree and a private /tmp, optionally without a network. The
+//! read-only except their worktree and a private temporary directory inside it, optionally
+//! without a network. The
 //! wrapper is a program prefix for the process runner (`bwrap ... -- /bin/sh -c <command>`).
 
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// The `bwrap` argument list that confines a command to `worktree` (read-write) and a private
-/// `/tmp`, with the rest of the filesystem read-only (the repository too, even when it lives
-/// under `/tmp`); `network = false` also gives it an empty network namespace.
-pub fn bwrap_wrapper(repo_root: &Path, worktree: &Path, network: bool) -> Vec<OsString> {
+/// The `bwrap` argument list that lets a command write only `worktree` and `tmp` (a private
+/// temporary directory, which `TMPDIR`, `TMP` and `TEMP` point to), with the rest of the
+/// filesystem read-only, `/tmp` included; `network = false` also gives it an empty network
+/// namespace. (`/tmp` stays visible rather than replaced, so tools installed under it still run.)
+pub fn bwrap_wrapper(worktree: &Path, tmp: &Path, network: bool) -> Vec<OsString> {
     let wt = worktree.as_os_str().to_owned();
-    let root = repo_root.as_os_str().to_owned();
+    let tmp = tmp.as_os_str().to_owned();
     let mut args: Vec<OsString> = [
         "bwrap",
         "--ro-bind",
@@ -21,14 +23,14 @@ pub fn bwrap_wrapper(repo_root: &Path, worktree: &Path, network: bool) -> Vec<Os
         "/dev",
         "--proc",
         "/proc",
-        "--tmpfs",
-        "/tmp",
     ]
     .iter()
     .map(OsString::from)
     .collect();
-    args.extend([OsString::from("--ro-bind"), root.clone(), root]);
     args.extend([OsString::from("--bind"), wt.clone(), wt.clone()]);
+    for var in ["TMPDIR", "TMP", "TEMP"] {
+        args.extend([OsString::from("--setenv"), var.into(), tmp.clone()]);
+    }
     args.extend([OsString::from("--chdir"), wt]);
     // If hone dies, so does the sandbox (its process group would otherwise be orphaned).
     args.push("--die-with-parent".into());
