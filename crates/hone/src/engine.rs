@@ -280,6 +280,8 @@ pub fn run(
         .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", paths.dir.display())))?;
     git.ensure_excluded(&format!("{STATE_DIR}/"))?;
     let _lock = lock_state(&paths.lock())?;
+    // Escaped descendants of the verifier (setsid) come back to hone, to be killed.
+    exec::become_subreaper();
     let store = Store::open(&paths.db())?;
     let mut engine = Engine::open(git, paths, store, spec.clone(), opts, interrupt, on_event)?;
     engine.run_loop()
@@ -304,6 +306,8 @@ struct Engine<'a> {
     history: Vec<ExperimentRecord>,
     /// bubblewrap is configured and runs here.
     contained: bool,
+    /// The verifier stage running now is the sealed evaluator.
+    evaluating: bool,
 }
 
 impl<'a> Engine<'a> {
@@ -490,6 +494,7 @@ impl<'a> Engine<'a> {
             session_first: 0,
             history: Vec::new(),
             contained: false,
+            evaluating: false,
         };
         if engine.spec.sandbox.bwrap {
             match crate::sandbox::probe() {
@@ -829,6 +834,7 @@ impl<'a> Engine<'a> {
             }
         };
         rec.propose_ms = t_propose.elapsed().as_millis() as u64;
+        exec::kill_orphans();
         let t_gate = Instant::now();
         match proposal {
             None => {
@@ -999,6 +1005,14 @@ impl<'a> Engine<'a> {
                     (None, Some(_), Some(b)) => {
                         (Status::Discard, format!("constraint not met: {b}"))
                     }
+                    (None, Some(_), None) if self.ignores_seed(&rec.runs) => (
+                        Status::Discard,
+                        format!(
+                            "its {} runs are identical while the baseline's vary with {}: the code ignores the repeat seed (a fixed seed?), so its confirm runs prove nothing",
+                            rec.runs.len(),
+                            self.spec.verify.seed_env.as_deref().unwrap_or("the seed")
+                        ),
+                    ),
                     (None, Some(b), None) => {
                         let j = policy.judge(&rec.runs, b, sigma, net_lines);
                         let status = if j.keep {
@@ -1064,6 +1078,9 @@ impl<'a> Engine<'a> {
 
     /// σ from every experiment with repeated runs (plus `extra`, the runs of the experiment
     /// being decided, which is not in the history yet).
+    ///
+    /// Never below the baseline's own σ: candidates whose code pins its own seed repeat
+    /// identically and would otherwise talk the noise estimate down.
     fn sigma(&self, extra: Option<&[f64]>) -> Option<f64> {
         let groups = self
             .history
@@ -1071,7 +1088,17 @@ impl<'a> Engine<'a> {
             .filter(|e| e.runs.len() > 1)
             .map(|e| e.runs.as_slice())
             .chain(extra);
-        estimate_sigma(groups)
+        let all = estimate_sigma(groups);
+        let baseline = estimate_sigma(
+            self.history
+                .iter()
+                .filter(|e| e.status() == Status::Baseline && e.runs.len() > 1)
+                .map(|e| e.runs.as_slice()),
+        );
+        match (all, baseline) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The run's branch and archive refs, as (name, commit), sorted.
@@ -1211,6 +1238,7 @@ impl<'a> Engine<'a> {
         let outcome = running
             .wait(&mut |line: &str| reader.feed(line), cancel)
             .map_err(|e| EngineError::Setup(format!("holdout failed: {e}")))?;
+        exec::kill_orphans();
         let value = reader.finish().values.get(&h.metric).copied();
         Ok(match outcome.exit {
             Exit::Code(0) => value.filter(|v| v.is_finite()),
@@ -1229,6 +1257,20 @@ impl<'a> Engine<'a> {
         let tmp = wt.join(STATE_DIR).join("tmp");
         let _ = std::fs::create_dir_all(&tmp);
         crate::sandbox::bwrap_wrapper(wt, &tmp, network)
+    }
+
+    /// With `seed_env`, repeats are meant to differ: a candidate whose confirm runs are all
+    /// identical while the baseline's varied is not measuring noise at all.
+    fn ignores_seed(&self, runs: &[f64]) -> bool {
+        let baseline_varies = self
+            .history
+            .iter()
+            .find(|e| e.status() == Status::Baseline)
+            .is_some_and(|b| b.runs.len() > 1 && b.runs.iter().any(|v| *v != b.runs[0]));
+        self.spec.verify.seed_env.is_some()
+            && baseline_varies
+            && runs.len() > 1
+            && runs.iter().all(|v| *v == runs[0])
     }
 
     /// Records an experiment interrupted by the user, and stops.
@@ -1332,9 +1374,16 @@ impl<'a> Engine<'a> {
         if let Some(evaluate) = self.spec.verify.evaluate.clone() {
             // The objective never comes from the stage the candidate's code controls.
             metrics.values.remove(&metric);
-            self.seal_for_evaluation(wt)?;
+            let candidate = rec
+                .candidate_commit
+                .clone()
+                .unwrap_or_else(|| self.run.base_commit.clone());
+            self.seal_for_evaluation(wt, &candidate)?;
             let log_path = logs.join(format!("{n}{suffix}.eval.log"));
-            let (exit, stage2) = self.run_stage(n, wt, &evaluate, log_path, repeat, cancel)?;
+            self.evaluating = true;
+            let staged = self.run_stage(n, wt, &evaluate, log_path, repeat, cancel);
+            self.evaluating = false;
+            let (exit, stage2) = staged?;
             if let Some(m) = self.stage_failure(exit, wt, check_seal) {
                 return Ok(match m {
                     Measured::Failed { status, reason } => Measured::Failed {
@@ -1383,6 +1432,14 @@ impl<'a> Engine<'a> {
         if let Some(name) = &self.spec.verify.seed_env {
             env.push((name.into(), repeat.to_string().into()));
         }
+        if self.evaluating {
+            // The sealed evaluator loads nothing from the user's site-packages or a startup
+            // file, and writes no bytecode a later stage could find.
+            env.retain(|(k, _)| k != "PYTHONPATH" && k != "PYTHONSTARTUP");
+            for (k, v) in [("PYTHONNOUSERSITE", "1"), ("PYTHONDONTWRITEBYTECODE", "1")] {
+                env.push((k.into(), v.into()));
+            }
+        }
         env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
         env.push(("HONE_REPEAT".into(), repeat.to_string().into()));
         env.push(("HONE_RUN".into(), self.run.tag.clone().into()));
@@ -1410,6 +1467,8 @@ impl<'a> Engine<'a> {
         let outcome = running
             .wait(&mut |line: &str| reader.feed(line), cancel)
             .map_err(|e| EngineError::Setup(format!("verifier failed: {e}")))?;
+        // Anything the stage started that escaped its process group dies with the stage.
+        exec::kill_orphans();
         Ok((outcome.exit, reader.finish()))
     }
 
@@ -1441,37 +1500,25 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Prepares the worktree for the sealed evaluator: protected files byte-for-byte from the
-    /// run's start, and nothing the training stage left but its declared outputs (without
-    /// declared outputs: everything but Python start-up hooks and bytecode caches).
-    fn seal_for_evaluation(&self, wt: &Path) -> Result<(), EngineError> {
+    /// Prepares the worktree for the sealed evaluator: every tracked file exactly as the
+    /// candidate committed it, the protected files byte-for-byte from the run's start, and of
+    /// what the training stage wrote, only its declared `outputs`.
+    fn seal_for_evaluation(&self, wt: &Path, candidate: &str) -> Result<(), EngineError> {
+        self.git
+            .run_in(wt, &["checkout", "--force", candidate, "--", "."])?;
         let sealed: Vec<&str> = self.seals.protected.keys().map(String::as_str).collect();
         if !sealed.is_empty() {
-            let mut args = vec!["checkout", self.run.base_commit.as_str(), "--"];
+            let mut args = vec!["checkout", "--force", self.run.base_commit.as_str(), "--"];
             args.extend(sealed);
             self.git.run_in(wt, &args)?;
         }
-        let outputs = &self.spec.verify.outputs;
-        if !outputs.is_empty() {
-            let mut args = vec!["clean".to_string(), "-ffdxq".to_string()];
-            for o in outputs {
-                args.push("-e".into());
-                args.push(o.clone());
-            }
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            self.git.run_in(wt, &args)?;
-            return Ok(());
+        let mut args = vec!["clean".to_string(), "-ffdxq".to_string()];
+        for o in &self.spec.verify.outputs {
+            args.push("-e".into());
+            args.push(o.clone());
         }
-        let untracked = self.git.run_in(wt, &["ls-files", "--others", "-z"])?;
-        for path in untracked.split('\0').filter(|p| !p.is_empty()) {
-            let name = path.rsplit('/').next().unwrap_or(path);
-            let hook = matches!(name, "sitecustomize.py" | "usercustomize.py")
-                || name.ends_with(".pth")
-                || path.split('/').any(|c| c == "__pycache__");
-            if hook {
-                let _ = std::fs::remove_file(wt.join(path));
-            }
-        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.git.run_in(wt, &args)?;
         Ok(())
     }
 

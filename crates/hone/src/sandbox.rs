@@ -32,8 +32,10 @@ pub fn bwrap_wrapper(worktree: &Path, tmp: &Path, network: bool) -> Vec<OsString
         args.extend([OsString::from("--setenv"), var.into(), tmp.clone()]);
     }
     args.extend([OsString::from("--chdir"), wt]);
-    // If hone dies, so does the sandbox (its process group would otherwise be orphaned).
+    // If hone dies, so does the sandbox; and in its own PID namespace nothing started inside
+    // outlives the command, even a process that left its process group.
     args.push("--die-with-parent".into());
+    args.push("--unshare-pid".into());
     if !network {
         args.push("--unshare-net".into());
     }

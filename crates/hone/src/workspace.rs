@@ -71,6 +71,8 @@ impl Snapshot {
 #[derive(Clone, Debug)]
 pub struct Git {
     root: PathBuf,
+    /// The shared `.git` directory, once asked for.
+    common: std::sync::OnceLock<PathBuf>,
 }
 
 const ENV_REMOVE: &[&str] = &[
@@ -89,6 +91,13 @@ fn git_command(cwd: &Path) -> Command {
     // Its own process group: a Ctrl-C at the terminal is meant for hone (which finishes the
     // experiment cleanly), not for the git command that happens to be running.
     c.process_group(0);
+    // No hooks and no fsmonitor: nothing a candidate could have planted runs through git.
+    c.args([
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "core.fsmonitor=false",
+    ]);
     c.current_dir(cwd)
         .stdin(Stdio::null())
         .env("GIT_AUTHOR_NAME", "hone")
@@ -124,6 +133,7 @@ impl Git {
         match run_git(dir, &["rev-parse", "--show-toplevel"]) {
             Ok(top) => Ok(Git {
                 root: PathBuf::from(top.trim()),
+                common: std::sync::OnceLock::new(),
             }),
             Err(GitError::Failed { .. }) => Err(GitError::NotARepo(dir.to_path_buf())),
             Err(e) => Err(e),
@@ -164,13 +174,17 @@ impl Git {
 
     /// The shared `.git` directory (the same for every worktree).
     pub fn common_dir(&self) -> Result<PathBuf, GitError> {
+        if let Some(p) = self.common.get() {
+            return Ok(p.clone());
+        }
         let out = self.run(&["rev-parse", "--git-common-dir"])?;
         let p = PathBuf::from(out.trim());
-        Ok(if p.is_absolute() {
+        let p = if p.is_absolute() {
             p
         } else {
             self.root.join(p)
-        })
+        };
+        Ok(self.common.get_or_init(|| p).clone())
     }
 
     /// Adds `pattern` to `.git/info/exclude` unless it is there already.
@@ -257,15 +271,7 @@ impl Git {
 
     /// Creates (or repairs) a detached worktree at `path` checked out at `commit`.
     pub fn prepare_worktree(&self, path: &Path, commit: &str) -> Result<(), GitError> {
-        let usable = path.join(".git").exists()
-            && self
-                .run_in(path, &["rev-parse", "--show-toplevel"])
-                .map(|t| {
-                    let canon = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-                    Path::new(t.trim()) == canon
-                })
-                .unwrap_or(false);
-        if !usable {
+        if !self.worktree_link_ok(path) {
             if path.exists() {
                 std::fs::remove_dir_all(path).map_err(|source| GitError::Io {
                     path: path.to_path_buf(),
@@ -283,12 +289,41 @@ impl Git {
     /// the reset, even one a proposer checked out), tracked files reset, everything else
     /// removed (ignored files too, so nothing a previous candidate left behind survives).
     pub fn reset_worktree(&self, path: &Path, commit: &str) -> Result<(), GitError> {
+        if !self.worktree_link_ok(path) {
+            // Never run git through a `.git` a candidate may have replaced: rebuild instead.
+            return self.prepare_worktree(path, commit);
+        }
         self.run_in(
             path,
             &["checkout", "--quiet", "--force", "--detach", commit],
         )?;
         self.run_in(path, &["clean", "-ffdxq"])?;
         Ok(())
+    }
+
+    /// Is `wt/.git` still the link `git worktree add` wrote (a file naming an administrative
+    /// directory of this repository)? A candidate that replaced it could make git run its
+    /// configuration or read another object store.
+    pub fn worktree_link_ok(&self, wt: &Path) -> bool {
+        let link = wt.join(".git");
+        match std::fs::symlink_metadata(&link) {
+            Ok(m) if m.is_file() => {}
+            _ => return false,
+        }
+        let Ok(text) = std::fs::read_to_string(&link) else {
+            return false;
+        };
+        let Some(target) = text.trim().strip_prefix("gitdir: ") else {
+            return false;
+        };
+        let Ok(common) = self.common_dir() else {
+            return false;
+        };
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let admin = canon(Path::new(target));
+        admin.parent() == Some(canon(&common.join("worktrees")).as_path())
+            && admin.file_name().is_some()
+            && admin.join("gitdir").exists()
     }
 
     /// Removes a worktree and its administrative files (a missing one is fine).

@@ -586,3 +586,55 @@ impl Drop for Leader {
         }
     }
 }
+
+/// Makes hone the reaper of every orphan among its descendants (Linux
+/// `PR_SET_CHILD_SUBREAPER`): a process that left the verifier's group with `setsid` and
+/// outlived its parent is re-parented to hone instead of to init, so [`kill_orphans`] can end
+/// it. Returns false where the kernel refuses.
+pub fn become_subreaper() -> bool {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes an integer flag and no pointers.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
+}
+
+/// Kills and reaps every child of this process. Call it only when hone has no process of its
+/// own running (between verifier stages): what is left then are descendants of finished
+/// stages that escaped their process group. Returns how many were killed.
+pub fn kill_orphans() -> usize {
+    let me = std::process::id();
+    let mut killed = 0;
+    // Killing an orphan may orphan its own children, which then come to hone too.
+    for _ in 0..64 {
+        let kids = children_of(me);
+        if kids.is_empty() {
+            break;
+        }
+        for pid in &kids {
+            // SAFETY: plain signal and wait calls on our own children.
+            unsafe {
+                libc::kill(*pid, libc::SIGKILL);
+                libc::waitpid(*pid, std::ptr::null_mut(), 0);
+            }
+        }
+        killed += kids.len();
+    }
+    killed
+}
+
+/// Pids whose parent is `ppid`, from /proc.
+fn children_of(ppid: u32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Fields after the command name: state, ppid, ...
+            stat.rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().nth(1).map(str::to_string))
+                .and_then(|p| p.parse::<u32>().ok())
+                == Some(ppid)
+        })
+        .collect()
+}

@@ -42,7 +42,10 @@ pub fn estimate_sigma<'a>(groups: impl IntoIterator<Item = &'a [f64]>) -> Option
         sum_sq += runs.iter().map(|v| (v - mean).powi(2)).sum::<f64>();
         dof += runs.len() - 1;
         let med = median(&runs);
-        let mut r: Vec<f64> = runs.iter().map(|v| (v - med).abs()).collect();
+        // Deviations from a group's own centre understate the noise (for a pair, each is half
+        // the gap); the usual n/(n-1) correction brings them back to the scale of σ.
+        let scale = (runs.len() as f64 / (runs.len() - 1) as f64).sqrt();
+        let mut r: Vec<f64> = runs.iter().map(|v| scale * (v - med).abs()).collect();
         // The median run of an odd group sits at zero by construction: drop one zero so the
         // residuals count the group's degrees of freedom, not its size.
         if runs.len() % 2 == 1 {
@@ -196,6 +199,32 @@ mod tests {
         let a = estimate_sigma([calm.as_slice()]).unwrap();
         let b = estimate_sigma([wild.as_slice()]).unwrap();
         assert!(b < 2.0 * a + 1e-9, "MAD is robust: {a} vs {b}");
+    }
+
+    #[test]
+    fn sigma_is_unbiased_enough_from_many_pairs() {
+        // Pairs are what confirm = 1 produces; the robust estimate must not shrink with them.
+        let mut state = 0x1234_5678_u64;
+        let mut normal = || {
+            let mut u = || {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((state >> 11) as f64 / (1u64 << 53) as f64).max(1e-12)
+            };
+            let (a, b) = (u(), u());
+            (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
+        };
+        let mut estimates = Vec::new();
+        for _ in 0..200 {
+            let groups: Vec<Vec<f64>> = (0..20).map(|_| vec![normal(), normal()]).collect();
+            estimates.push(estimate_sigma(groups.iter().map(Vec::as_slice)).unwrap());
+        }
+        let m = mean(&estimates);
+        assert!(
+            (0.85..1.15).contains(&m),
+            "mean sigma estimate {m} for true sigma 1"
+        );
     }
 
     #[test]
