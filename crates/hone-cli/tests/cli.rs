@@ -1275,27 +1275,26 @@ fn attack_writes_outside_the_worktree() {
 
 #[test]
 fn attack_forks_a_process_that_outlives_the_verifier() {
-    let tmp = tempfile::tempdir().unwrap();
-    let pidfile = tmp.path().join("bg.pid");
-    let script = format!(
-        "replace\ttrain.py\tprint('training done')\timport subprocess; subprocess.Popen(['sh', '-c', 'echo $$ > {}; sleep 300; echo x > prepare.py'])\n",
-        pidfile.display()
-    );
-    attack(&script);
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(
-        !std::path::Path::new(&format!("/proc/{pid}")).exists() || {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            stat.rfind(')')
-                .map(|i| stat[i + 2..].starts_with('Z'))
-                .unwrap_or(true)
-        },
-        "the forked process survived the verifier"
-    );
+    // A plain child dies with the verifier's process group; one that starts its own session
+    // escapes the group, and here keeps forging the evaluator's trusted cache after training.
+    for detach in ["False", "True"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let pidfile = tmp.path().join("bg.pid");
+        let script = format!(
+            "replace\ttrain.py\tprint('training done')\timport subprocess; subprocess.Popen(['sh', '-c', 'echo $$ > {}; while :; do echo score: 0 > metrics.txt; done'], start_new_session={detach})\n",
+            pidfile.display()
+        );
+        let e = attack(&script);
+        assert_eq!(
+            e["objective"], 5.0,
+            "the forged cache was read (start_new_session={detach}): {e}"
+        );
+        let pid = read_pgid(&pidfile);
+        assert!(
+            !group_alive(pid),
+            "the forked process survived the verifier (start_new_session={detach})"
+        );
+    }
 }
 
 #[test]
@@ -1430,12 +1429,12 @@ fn bwrap_confines_agents_and_verifiers_to_their_worktree_and_cuts_the_network() 
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let verify = format!(
-        "echo x > {e} 2>/dev/null; if grep -q net value.txt; then python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)\" || exit 7; fi; cat value.txt",
+        "echo x > {e} 2>/dev/null; if grep -q net value.txt && [ -e ../../hone.db ]; then echo score: -100; exit 0; fi; if grep -q net value.txt; then python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)\" || exit 7; fi; cat value.txt",
         e = escape.display()
     );
     let script = |user_prepare: &Path| {
         format!(
-            "write\t{}\tprint('score: 0')\\n\n---\nwrite\tvalue.txt\tnet\\nscore: 1\\n\n",
+            "write\t{}\tprint('score: 0')\\n\n---\nexpect-prompt\tYou may change only\nwrite\tvalue.txt\tnet\\nscore: 1\\n\n",
             user_prepare.display()
         )
     };
@@ -1526,6 +1525,102 @@ fn bwrap_missing_stops_the_run_unless_not_required() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         text(&out).contains("running WITHOUT containment"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn attack_replaces_the_worktree_git_link() {
+    let e = attack("run\trm .git && git init -q . && git config core.hooksPath .evil\nreplace\ttrain.py\tSCORE = 5\tSCORE = 4\n");
+    assert_eq!(e["status"], "violation", "{e}");
+    assert!(e["reason"].as_str().unwrap().contains(".git"), "{e}");
+}
+
+#[test]
+fn attack_the_verifier_moves_the_run_branch() {
+    let verify = "if grep -q forge value.txt; then git update-ref refs/heads/hone/v $(git commit-tree HEAD^{tree} -p HEAD -m forged); fi; echo score: 1";
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 2\n",
+        verify,
+        "write\tvalue.txt\tforge\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "v"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "violation", "{:?}", log[1]);
+    assert!(
+        log[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("moved hone's refs"),
+        "{:?}",
+        log[1]
+    );
+    assert_eq!(
+        r.rev("hone/v"),
+        r.rev("main"),
+        "the forged branch was put back"
+    );
+}
+
+#[test]
+fn a_candidate_that_pins_its_own_seed_is_not_confirmed() {
+    // The verifier honours NOISE_SEED unless the candidate's file says FIXED, as code with a
+    // hard-coded seed would: its repeats are then identical and prove nothing.
+    let verify = "python3 -c \"import os, random; t = open('value.txt').read(); s = t.split('=')[1].strip(); r = random.Random(s if 'FIXED' in t else s + '-' + os.environ.get('NOISE_SEED', 'x')); print('score:', 10 + r.gauss(0, 1))\"";
+    let script = (1..21)
+        .map(|s| format!("write\tvalue.txt\tSEED = {s} FIXED\\n\n"))
+        .collect::<Vec<_>>()
+        .join("---\n");
+    let r = Repo::new("[stop]\nmax_experiments = 21\n", verify, &script);
+    std::fs::write(r.dir.join("value.txt"), "SEED = 0\n").unwrap();
+    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
+        .unwrap()
+        .replace(
+            "metric = \"score\"",
+            "metric = \"score\"\nseed_env = \"NOISE_SEED\"\nbaseline_repeats = 5\nconfirm = 2",
+        );
+    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+    git(&r.dir, &["commit", "-q", "-am", "seeded"]);
+    let out = r.hone(&["run", "--tag", "fixed"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert!(
+        log[1..].iter().all(|e| e["status"] != "keep"),
+        "a pinned seed was kept: {log:?}"
+    );
+    assert!(
+        log.iter().any(|e| e["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("ignores the repeat seed")),
+        "some lucky pinned seed passed its first run and was caught at confirmation: {log:?}"
+    );
+}
+
+#[test]
+fn a_failing_holdout_on_the_baseline_stops_a_gated_run() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 4\\n\n",
+    );
+    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
+        .unwrap()
+        .replace(
+            "metric = \"score\"",
+            "metric = \"score\"\nholdout_gate = true",
+        );
+    std::fs::write(
+        r.dir.join("hone.toml"),
+        format!("{toml}\n[verify.holdout]\ncommand = \"exit 3\"\n"),
+    )
+    .unwrap();
+    let out = r.hone(&["run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("the holdout command failed on the baseline"),
         "{}",
         text(&out)
     );

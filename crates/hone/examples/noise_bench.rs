@@ -94,7 +94,16 @@ fn simulate(seed: u64, rule: Rule, t: &mut Tally) {
         let first = measure(&mut rng, truth);
         t.verifications += 1;
         let keep = if hone_rule {
-            let sigma = estimate_sigma(groups.iter().map(Vec::as_slice));
+            // As the engine does: σ from every repeated group, never below the baseline's.
+            let floor = estimate_sigma(groups.iter().take(1).map(Vec::as_slice));
+            let pooled = |extra: Option<&[f64]>| {
+                let all = estimate_sigma(groups.iter().map(Vec::as_slice).chain(extra));
+                match (all, floor) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                }
+            };
+            let sigma = pooled(None);
             let mut runs = vec![first];
             if policy.passes_first(first, best_value, sigma, 0) {
                 for _ in 0..policy.confirm {
@@ -103,12 +112,7 @@ fn simulate(seed: u64, rule: Rule, t: &mut Tally) {
                 }
             }
             let sigma = if runs.len() > 1 {
-                estimate_sigma(
-                    groups
-                        .iter()
-                        .map(Vec::as_slice)
-                        .chain(std::iter::once(runs.as_slice())),
-                )
+                pooled(Some(runs.as_slice()))
             } else {
                 sigma
             };
@@ -147,7 +151,7 @@ fn main() {
     let rules: [(&str, Rule); 4] = [
         ("greedy (autoresearch)", None),
         (
-            "hone defaults + baseline_repeats 3, confirm 1 (noise_k 2)",
+            "hone, baseline_repeats 3, confirm 1, noise_k 2 (default k)",
             Some((3, 1, 2.0)),
         ),
         (
@@ -183,8 +187,10 @@ fn main() {
     }
     let greedy = &tallies[0];
     for ((name, _), t) in rules.iter().zip(tallies.iter()).skip(1) {
+        let rate = |t: &Tally| t.false_keeps as f64 / t.keeps.max(1) as f64;
         println!(
-            "{name}: false keeps cut {:.1}x for {:.2}x the verifications",
+            "{name}: false-keep rate cut {:.1}x (false keeps per run {:.1}x) for {:.2}x the verifications",
+            rate(greedy) / rate(t).max(1e-12),
             greedy.false_keeps as f64 / t.false_keeps.max(1) as f64,
             t.verifications as f64 / greedy.verifications as f64
         );

@@ -802,7 +802,8 @@ impl<'a> Engine<'a> {
             self.run_refs()?
         };
         let t_propose = Instant::now();
-        let agent_wrapper = self.wrapper(&wt, true);
+        let _ = std::fs::create_dir_all(run_dir.join("prompts"));
+        let agent_wrapper = self.wrapper(&wt, true, Role::Agent);
         let proposal = {
             let (store, run_id) = (&self.store, self.run.id);
             // Record the agent's process group as soon as it exists, so that a crash of hone
@@ -883,6 +884,13 @@ impl<'a> Engine<'a> {
 
         // Snapshot and gate.
         if !baseline {
+            if !self.git.worktree_link_ok(&wt) {
+                rec.gate_ms = t_gate.elapsed().as_millis() as u64;
+                let why = "replaced the worktree's .git (git would have run another repository's settings); nothing was committed".to_string();
+                return self
+                    .finish(rec, Status::Violation, why, t_start)
+                    .map(|_| None);
+            }
             let refs_after = self.run_refs()?;
             if refs_after != refs_before {
                 let moved = self.restore_refs(&refs_before, &refs_after)?;
@@ -958,6 +966,11 @@ impl<'a> Engine<'a> {
         let net_lines = rec.lines_added as i64 - rec.lines_deleted as i64;
         let best_value = best.as_ref().and_then(|b| b.objective);
         let mut sigma = self.sigma(None);
+        let refs_at_verify = if baseline {
+            Vec::new()
+        } else {
+            self.run_refs()?
+        };
         let (status, reason) = match self.measure(&mut rec, &wt, 0, !baseline, &cancel)? {
             Measured::Cancelled => return self.abort(rec, t_start),
             Measured::Failed { status, reason } => (status, reason),
@@ -1028,6 +1041,26 @@ impl<'a> Engine<'a> {
             }
         };
         rec.verify_ms = t_verify.elapsed().as_millis() as u64;
+        // The candidate's own code ran: it must not have touched hone's refs or git link.
+        let (status, reason) = if baseline {
+            (status, reason)
+        } else if !self.git.worktree_link_ok(&wt) {
+            (
+                Status::Violation,
+                "the verifier run replaced the worktree's .git".to_string(),
+            )
+        } else {
+            let now = self.run_refs()?;
+            if now != refs_at_verify {
+                let moved = self.restore_refs(&refs_at_verify, &now)?;
+                (
+                    Status::Violation,
+                    format!("the verifier run moved hone's refs ({moved}); they were put back"),
+                )
+            } else {
+                (status, reason)
+            }
+        };
         if baseline && status != Status::Baseline {
             let reason = format!("baseline {status}: {reason}");
             self.finish(rec, status, reason.clone(), t_start)?;
@@ -1063,8 +1096,16 @@ impl<'a> Engine<'a> {
         } else {
             (status, reason)
         };
+        let baseline_holdout_failed =
+            status == Status::Baseline && self.spec.verify.holdout_gate && rec.holdout.is_none();
         let keep_commit = rec.candidate_commit.clone();
         self.finish(rec, status, reason, t_start)?;
+        if baseline_holdout_failed {
+            return Ok(Some(Stop::failed(format!(
+                "the holdout command failed on the baseline (log: {}), so holdout_gate has nothing to compare with; fix [verify.holdout] and run `hone run` again",
+                self.paths.run_dir(&self.run.tag).join("holdout").join(format!("{n}.log")).display()
+            ))));
+        }
         if status == Status::Keep {
             if let Some(c) = keep_commit {
                 // The outcome is recorded; now the branch may move (compare-and-swap).
@@ -1155,7 +1196,17 @@ impl<'a> Engine<'a> {
         let Some(h) = self.spec.verify.holdout.clone() else {
             return Ok((status, reason));
         };
+        // The holdout sees the committed candidate, not what its verifier run left behind.
+        let commit = rec
+            .candidate_commit
+            .clone()
+            .unwrap_or_else(|| self.run.base_commit.clone());
+        self.git.reset_worktree(wt, &commit)?;
+        self.git.remove_ignored(wt)?;
         rec.holdout = self.measure_holdout(rec.n, wt, &h, cancel)?;
+        if status == Status::Keep && self.sealed_changed(wt).is_some() {
+            rec.holdout = None;
+        }
         if status != Status::Keep || !self.spec.verify.holdout_gate {
             return Ok((status, reason));
         }
@@ -1227,7 +1278,7 @@ impl<'a> Engine<'a> {
             log_path: dir.join(format!("{n}.log")),
             max_log_bytes: self.spec.verify.max_log_bytes,
             limits: self.spec.sandbox.limits(),
-            wrapper: self.wrapper(wt, self.spec.sandbox.network),
+            wrapper: self.wrapper(wt, self.spec.sandbox.network, Role::Holdout),
         };
         let running = exec::spawn(&req)
             .map_err(|e| EngineError::Setup(format!("cannot start the holdout command: {e}")))?;
@@ -1248,7 +1299,10 @@ impl<'a> Engine<'a> {
 
     /// The sandbox prefix for a process confined to `wt` (empty without bubblewrap). Agents
     /// keep the network (they talk to their models); the verifier follows `[sandbox] network`.
-    fn wrapper(&self, wt: &Path, network: bool) -> Vec<std::ffi::OsString> {
+    ///
+    /// Agents and verifiers cannot read hone's state (`.hone/`: the database, logs and
+    /// holdout results) nor `[verify.holdout] hide`; an agent may read its prompts.
+    fn wrapper(&self, wt: &Path, network: bool, role: Role) -> Vec<std::ffi::OsString> {
         if !self.contained {
             return Vec::new();
         }
@@ -1256,7 +1310,18 @@ impl<'a> Engine<'a> {
         // next reset removes it.
         let tmp = wt.join(STATE_DIR).join("tmp");
         let _ = std::fs::create_dir_all(&tmp);
-        crate::sandbox::bwrap_wrapper(wt, &tmp, network)
+        let mut hide = Vec::new();
+        let mut expose = Vec::new();
+        if role != Role::Holdout {
+            hide.push(self.paths.dir.clone());
+            if let Some(h) = &self.spec.verify.holdout {
+                hide.extend(h.hide.iter().map(|p| self.git.root().join(p)));
+            }
+        }
+        if role == Role::Agent {
+            expose.push(self.paths.run_dir(&self.run.tag).join("prompts"));
+        }
+        crate::sandbox::bwrap_wrapper(wt, &tmp, network, &hide, &expose)
     }
 
     /// With `seed_env`, repeats are meant to differ: a candidate whose confirm runs are all
@@ -1378,6 +1443,12 @@ impl<'a> Engine<'a> {
                 .candidate_commit
                 .clone()
                 .unwrap_or_else(|| self.run.base_commit.clone());
+            if !self.git.worktree_link_ok(wt) {
+                return Ok(Measured::Failed {
+                    status: Status::Violation,
+                    reason: "the training stage replaced the worktree's .git".into(),
+                });
+            }
             self.seal_for_evaluation(wt, &candidate)?;
             let log_path = logs.join(format!("{n}{suffix}.eval.log"));
             self.evaluating = true;
@@ -1453,7 +1524,7 @@ impl<'a> Engine<'a> {
             log_path,
             max_log_bytes: self.spec.verify.max_log_bytes,
             limits: self.spec.sandbox.limits(),
-            wrapper: self.wrapper(wt, self.spec.sandbox.network),
+            wrapper: self.wrapper(wt, self.spec.sandbox.network, Role::Verifier),
         };
         let running = exec::spawn(&req)
             .map_err(|e| EngineError::Setup(format!("cannot start the verifier: {e}")))?;
@@ -1616,6 +1687,14 @@ impl<'a> Engine<'a> {
             Err(e) => Some(e.to_string()),
         }
     }
+}
+
+/// Whose process a sandbox is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Agent,
+    Verifier,
+    Holdout,
 }
 
 /// One run of the verifier, classified.

@@ -1,17 +1,27 @@
 //! Containment with bubblewrap: agent and verifier processes see the whole filesystem
-//! read-only except their worktree and a private temporary directory inside it, optionally
-//! without a network. The
-//! wrapper is a program prefix for the process runner (`bwrap ... -- /bin/sh -c <command>`).
+//! read-only except their worktree and a private temporary directory inside it, cannot read
+//! hone's own state or hidden holdout data, and optionally have no network. The wrapper is a
+//! program prefix for the process runner (`bwrap ... -- /bin/sh -c <command>`).
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The `bwrap` argument list that lets a command write only `worktree` and `tmp` (a private
 /// temporary directory, which `TMPDIR`, `TMP` and `TEMP` point to), with the rest of the
-/// filesystem read-only, `/tmp` included; `network = false` also gives it an empty network
-/// namespace. (`/tmp` stays visible rather than replaced, so tools installed under it still run.)
-pub fn bwrap_wrapper(worktree: &Path, tmp: &Path, network: bool) -> Vec<OsString> {
+/// filesystem read-only, `/tmp` included (kept visible, so tools installed under it still
+/// run); `network = false` also gives it an empty network namespace.
+///
+/// `hide` lists paths the command must not even read (hone's state directory, holdout data):
+/// a directory becomes an empty tmpfs, a file reads as empty. `expose` lists paths inside a
+/// hidden directory that it may read after all (an agent's prompts).
+pub fn bwrap_wrapper(
+    worktree: &Path,
+    tmp: &Path,
+    network: bool,
+    hide: &[PathBuf],
+    expose: &[PathBuf],
+) -> Vec<OsString> {
     let wt = worktree.as_os_str().to_owned();
     let tmp = tmp.as_os_str().to_owned();
     let mut args: Vec<OsString> = [
@@ -27,6 +37,25 @@ pub fn bwrap_wrapper(worktree: &Path, tmp: &Path, network: bool) -> Vec<OsString
     .iter()
     .map(OsString::from)
     .collect();
+    for h in hide {
+        if h.is_dir() {
+            args.extend([OsString::from("--tmpfs"), h.as_os_str().to_owned()]);
+        } else if h.exists() {
+            args.extend([
+                OsString::from("--ro-bind"),
+                "/dev/null".into(),
+                h.as_os_str().to_owned(),
+            ]);
+        }
+    }
+    for e in expose.iter().filter(|e| e.exists()) {
+        args.extend([
+            OsString::from("--ro-bind"),
+            e.as_os_str().to_owned(),
+            e.as_os_str().to_owned(),
+        ]);
+    }
+    // After the hiding: the worktree usually lives inside hone's (hidden) state directory.
     args.extend([OsString::from("--bind"), wt.clone(), wt.clone()]);
     for var in ["TMPDIR", "TMP", "TEMP"] {
         args.extend([OsString::from("--setenv"), var.into(), tmp.clone()]);
@@ -55,6 +84,7 @@ pub fn probe() -> Result<(), String> {
             "--proc",
             "/proc",
             "--unshare-net",
+            "--unshare-pid",
             "true",
         ])
         .stdin(Stdio::null())

@@ -139,6 +139,9 @@ pub struct HoldoutSpec {
     #[serde(with = "duration_secs")]
     pub timeout: Duration,
     pub min_delta: f64,
+    /// Paths (absolute or relative to the repository) that agents and verifiers must not read;
+    /// enforced under `[sandbox] kind = "bwrap"`.
+    pub hide: Vec<String>,
 }
 
 /// `[agent]`: the proposer.
@@ -271,7 +274,7 @@ const VERIFY_KEYS: &[&str] = &[
     "holdout",
     "holdout_gate",
 ];
-const HOLDOUT_KEYS: &[&str] = &["command", "metric", "timeout", "min_delta"];
+const HOLDOUT_KEYS: &[&str] = &["command", "metric", "timeout", "min_delta", "hide"];
 const AGENT_KEYS: &[&str] = &["kind", "command", "timeout", "seed"];
 const STOP_KEYS: &[&str] = &[
     "max_experiments",
@@ -561,6 +564,7 @@ impl Spec {
                         .opt_duration(h, "verify.holdout", "timeout")?
                         .unwrap_or(verify.timeout),
                     min_delta,
+                    hide: p.str_list(h, "verify.holdout", "hide")?,
                 })
             }
             Some(other) => {
