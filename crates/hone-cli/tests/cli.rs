@@ -1268,7 +1268,8 @@ fn attack_moves_the_run_branch() {
 #[test]
 fn attack_writes_outside_the_worktree() {
     // The worktree is .hone/worktrees/<tag>: ../../../prepare.py is the user's checkout. The
-    // run measures only the candidate's own files, so this wins nothing.
+    // run measures only the candidate's own files, so this wins nothing in the run (the write
+    // itself succeeds without a sandbox; under bwrap it fails: see the bwrap test).
     let e = attack("write\t../../../prepare.py\tprint('score: 0')\\n\n");
     assert_eq!(e["status"], "invalid", "{e}");
 }
