@@ -119,13 +119,18 @@ impl Printer {
                     }
                     _ => String::new(),
                 };
+                let cost = if record.cost_usd > 0.0 {
+                    format!("  ${:.4}", record.cost_usd)
+                } else {
+                    String::new()
+                };
                 let detail = if record.status().is_failure() || record.status() == Status::Aborted {
                     format!("{}  [{}]", record.description, record.reason)
                 } else {
                     record.description.clone()
                 };
                 let line = format!(
-                    "  #{:<4} {} {} {:>12}  best {}{change}  {:>6}  {}",
+                    "  #{:<4} {} {} {:>12}  best {}{change}  {:>6}{cost}  {}",
                     record.n,
                     status_word(record.status()),
                     self.metric,
@@ -292,6 +297,13 @@ pub fn log(run: &RunRecord, exps: &[ExperimentRecord], json: bool, tsv: bool) {
         } else {
             String::new()
         };
+        // Money spent per experiment, when an LLM proposer spent any.
+        let paid = exps.iter().any(|e| e.cost_usd > 0.0);
+        let h_head = if paid {
+            format!("{h_head}  {:>8}", "cost")
+        } else {
+            h_head
+        };
         out!(
             "{:>4}  {:<9}  {:>12}{h_head}  {:>8}  {:<10}  description",
             "#",
@@ -310,6 +322,11 @@ pub fn log(run: &RunRecord, exps: &[ExperimentRecord], json: bool, tsv: bool) {
                 format!("  {:>12}", fmt_metric(e.holdout))
             } else {
                 String::new()
+            };
+            let h = if paid {
+                format!("{h}  {:>8}", format!("${:.4}", e.cost_usd))
+            } else {
+                h
             };
             out!(
                 "{:>4}  {:<9}  {:>12}{h}  {:>8}  {:<10}  {}",

@@ -1626,3 +1626,339 @@ fn a_failing_holdout_on_the_baseline_stops_a_gated_run() {
         text(&out)
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// HTTP LLM proposers against a scripted server on 127.0.0.1 that speaks the real wire formats.
+
+/// A scripted reply.
+#[derive(Clone)]
+enum Reply {
+    /// 200 with an answer and its usage (input, output tokens).
+    Answer(String, u64, u64),
+    /// Any status, with headers and a body.
+    Status(u16, Vec<(String, String)>, String),
+    /// Never answer (the client must time out).
+    Hang,
+}
+
+/// A recorded request: path, headers (lower-case names), body.
+type Recorded = (String, Vec<(String, String)>, String);
+
+struct LlmServer {
+    url: String,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<Recorded>>>,
+}
+
+impl LlmServer {
+    /// Serves `replies` in order (the last one repeats), as OpenAI (`anthropic = false`) or
+    /// Anthropic would.
+    fn start(replies: Vec<Reply>, anthropic: bool) -> LlmServer {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = requests.clone();
+        std::thread::spawn(move || {
+            let mut n = 0;
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { break };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    continue;
+                }
+                let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+                let mut headers = Vec::new();
+                let mut len = 0usize;
+                loop {
+                    let mut h = String::new();
+                    reader.read_line(&mut h).unwrap();
+                    let h = h.trim_end().to_string();
+                    if h.is_empty() {
+                        break;
+                    }
+                    if let Some((k, v)) = h.split_once(':') {
+                        let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_string());
+                        if k == "content-length" {
+                            len = v.parse().unwrap();
+                        }
+                        headers.push((k, v));
+                    }
+                }
+                let mut body = vec![0u8; len];
+                reader.read_exact(&mut body).unwrap();
+                log.lock().unwrap().push((
+                    path,
+                    headers,
+                    String::from_utf8_lossy(&body).into_owned(),
+                ));
+                let reply = replies[n.min(replies.len() - 1)].clone();
+                n += 1;
+                let (status, extra, body) = match reply {
+                    Reply::Hang => {
+                        // Hold the connection until the client gives up and closes it.
+                        let mut sink = Vec::new();
+                        let _ = reader.read_to_end(&mut sink);
+                        continue;
+                    }
+                    Reply::Status(s, h, b) => (s, h, b),
+                    Reply::Answer(text, input, output) => {
+                        let body = if anthropic {
+                            serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
+                                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                                "usage": {"input_tokens": input, "output_tokens": output}})
+                        } else {
+                            serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+                                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                                "usage": {"prompt_tokens": input, "completion_tokens": output, "total_tokens": input + output}})
+                        };
+                        (200, Vec::new(), body.to_string())
+                    }
+                };
+                let mut resp = format!("HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n", body.len());
+                for (k, v) in extra {
+                    resp.push_str(&format!("{k}: {v}\r\n"));
+                }
+                resp.push_str("\r\n");
+                resp.push_str(&body);
+                let _ = stream.write_all(resp.as_bytes());
+            }
+        });
+        LlmServer { url, requests }
+    }
+
+    fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+const SECRET: &str = "sk-test-do-not-log-4f1c";
+
+fn edit(path: &str, old: &str, new: &str) -> String {
+    format!("HYPOTHESIS: change {path}\n\n{path}\n<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE\n")
+}
+
+fn llm_repo(kind: &str, server: &LlmServer, agent_extra: &str, stop: &str) -> Repo {
+    let r = Repo::new("", SCORE, "");
+    let base = if kind == "anthropic" {
+        server.url.clone()
+    } else {
+        format!("{}/v1", server.url)
+    };
+    let toml = format!(
+        "[loop]\neditable = [\"value.txt\"]\nprotected = [\"prepare.py\"]\n\n[verify]\ncommand = \"cat value.txt\"\nmetric = \"score\"\n\n\
+         [agent]\nkind = \"{kind}\"\nmodel = \"test-model\"\nbase_url = \"{base}\"\napi_key_env = \"HONE_TEST_KEY\"\n{agent_extra}\n\n[stop]\n{stop}\n"
+    );
+    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+    git(&r.dir, &["commit", "-q", "-am", "llm"]);
+    r
+}
+
+fn hone_with_key(r: &Repo, args: &[&str]) -> Output {
+    Command::new(HONE)
+        .args(args)
+        .current_dir(&r.dir)
+        .env("HONE_TEST_KEY", SECRET)
+        .output()
+        .unwrap()
+}
+
+/// Every byte hone wrote under .hone (database, logs, prompts, events).
+fn state_bytes(r: &Repo) -> Vec<u8> {
+    fn walk(p: &Path, out: &mut Vec<u8>) {
+        if p.is_dir() {
+            for e in std::fs::read_dir(p).unwrap().flatten() {
+                walk(&e.path(), out);
+            }
+        } else if let Ok(b) = std::fs::read(p) {
+            out.extend(b);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&r.dir.join(".hone"), &mut out);
+    out
+}
+
+#[test]
+fn openai_edits_are_applied_repaired_once_and_gated() {
+    let server = LlmServer::start(
+        vec![
+            Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 100, 20),
+            Reply::Answer(edit("value.txt", "score: 99", "score: 1"), 100, 20),
+            Reply::Answer(edit("value.txt", "score: 77", "score: 1"), 100, 20),
+            Reply::Answer(
+                edit("prepare.py", "# the fixed evaluator", "print('score: 0')"),
+                100,
+                20,
+            ),
+        ],
+        false,
+    );
+    let r = llm_repo("openai", &server, "", "max_experiments = 4");
+    let out = hone_with_key(&r, &["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "invalid", "violation"], "{log:?}");
+    assert_eq!(log[1]["description"], "change value.txt");
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("after a repair round"),
+        "{}",
+        log[2]
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 4, "one call, a call and its repair, one call");
+    assert!(reqs.iter().all(|(p, _, _)| p == "/v1/chat/completions"));
+    let (_, headers, body) = &reqs[0];
+    assert!(headers.contains(&("authorization".to_string(), format!("Bearer {SECRET}"))));
+    let body: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(body["model"], "test-model");
+    assert_eq!(body["messages"][0]["role"], "system");
+    assert!(body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("value.txt"));
+    assert!(
+        reqs[2].2.contains("could not be applied"),
+        "the repair quotes the failing block"
+    );
+    let state = state_bytes(&r);
+    assert!(
+        !state.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+        "the API key leaked into .hone"
+    );
+}
+
+#[test]
+fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
+    let server = LlmServer::start(
+        vec![
+            Reply::Status(
+                429,
+                vec![("retry-after".into(), "0".into())],
+                "{\"error\":\"slow down\"}".into(),
+            ),
+            Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 10, 10),
+            Reply::Status(500, vec![("retry-after".into(), "0".into())], "boom".into()),
+            Reply::Status(503, vec![("retry-after".into(), "0".into())], "boom".into()),
+            Reply::Status(500, vec![("retry-after".into(), "0".into())], "boom".into()),
+            Reply::Hang,
+        ],
+        false,
+    );
+    let r = llm_repo(
+        "openai",
+        &server,
+        "max_attempts = 3\nrequest_timeout = \"1s\"",
+        "max_experiments = 4",
+    );
+    let out = hone_with_key(&r, &["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "invalid", "invalid"], "{log:?}");
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("gave up after 3 attempts"),
+        "{}",
+        log[2]
+    );
+    assert!(
+        log[3]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("gave up after 3 attempts"),
+        "{}",
+        log[3]
+    );
+    // 429 then success; three 5xx; three hanging attempts.
+    assert_eq!(server.requests().len(), 2 + 3 + 3);
+}
+
+#[test]
+fn the_budget_holds_before_a_call_is_sent() {
+    // Each answer reports 1000 + 1000 tokens; at $100 per million that is $0.20 a call. After
+    // three calls $0.05 of $0.65 is left, less than the next call's worst case.
+    let replies = (1..5)
+        .rev()
+        .map(|v| {
+            Reply::Answer(
+                edit(
+                    "value.txt",
+                    &format!("score: {}", v + 1),
+                    &format!("score: {v}"),
+                ),
+                1000,
+                1000,
+            )
+        })
+        .collect();
+    let server = LlmServer::start(replies, false);
+    let r = llm_repo(
+        "openai",
+        &server,
+        "max_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
+        "max_experiments = 10\nmax_cost_usd = 0.65",
+    );
+    let out = hone_with_key(&r, &["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "no fourth request may be sent: {:?}",
+        r.log()
+            .iter()
+            .map(|e| (
+                e["status"].clone(),
+                e["reason"].clone(),
+                e["cost_usd"].clone()
+            ))
+            .collect::<Vec<_>>()
+    );
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(
+        st,
+        ["baseline", "keep", "keep", "keep", "invalid"],
+        "{log:?}"
+    );
+    assert!(
+        log[4]["reason"].as_str().unwrap().starts_with("budget"),
+        "{}",
+        log[4]
+    );
+    let cost: f64 = log.iter().map(|e| e["cost_usd"].as_f64().unwrap()).sum();
+    assert!((cost - 0.6).abs() < 1e-9, "recorded cost {cost}");
+    assert_eq!(log[1]["tokens"], 2000);
+    assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
+}
+
+#[test]
+fn anthropic_messages_api_drives_a_run() {
+    let server = LlmServer::start(
+        vec![Reply::Answer(
+            edit("value.txt", "score: 5", "score: 3"),
+            50,
+            10,
+        )],
+        true,
+    );
+    let r = llm_repo("anthropic", &server, "", "max_experiments = 2");
+    let out = hone_with_key(&r, &["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep"]);
+    let reqs = server.requests();
+    let (path, headers, body) = &reqs[0];
+    assert_eq!(path, "/v1/messages");
+    assert!(headers.contains(&("x-api-key".to_string(), SECRET.to_string())));
+    assert!(headers.contains(&("anthropic-version".to_string(), "2023-06-01".to_string())));
+    let body: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert!(body["system"].as_str().unwrap().contains("SEARCH/REPLACE"));
+    assert_eq!(body["messages"][0]["role"], "user");
+    assert_eq!(body["max_tokens"], 4096);
+}

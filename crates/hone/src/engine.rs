@@ -517,6 +517,14 @@ impl<'a> Engine<'a> {
             metric: engine.spec.verify.metric.clone(),
             direction: engine.spec.verify.direction,
         });
+        if let Some(llm) = &engine.spec.agent.llm {
+            if std::env::var_os(&llm.api_key_env).is_none() {
+                notes.push(format!(
+                    "${} is not set: requests to {} go without an API key (fine for a local server)",
+                    llm.api_key_env, llm.base_url
+                ));
+            }
+        }
         for message in notes {
             engine.emit(Event::Note { message });
         }
@@ -741,7 +749,15 @@ impl<'a> Engine<'a> {
             let spent: f64 = exps.iter().map(|e| e.cost_usd).sum();
             if spent >= max {
                 return Some(Stop::done(format!(
-                    "reached max_cost_usd (${spent:.2} of ${max:.2})"
+                    "budget: reached max_cost_usd (${spent:.2} of ${max:.2})"
+                )));
+            }
+        }
+        if let Some(max) = s.max_tokens {
+            let spent: u64 = exps.iter().map(|e| e.tokens).sum();
+            if spent >= max {
+                return Some(Stop::done(format!(
+                    "budget: reached max_tokens ({spent} of {max})"
                 )));
             }
         }
@@ -804,6 +820,19 @@ impl<'a> Engine<'a> {
         let t_propose = Instant::now();
         let _ = std::fs::create_dir_all(run_dir.join("prompts"));
         let agent_wrapper = self.wrapper(&wt, true, Role::Agent);
+        let spent = std::cell::Cell::new((0.0f64, 0u64));
+        let budget = propose::Budget {
+            usd_left: self
+                .spec
+                .stop
+                .max_cost_usd
+                .map(|m| m - self.history.iter().map(|e| e.cost_usd).sum::<f64>()),
+            tokens_left: self
+                .spec
+                .stop
+                .max_tokens
+                .map(|m| m.saturating_sub(self.history.iter().map(|e| e.tokens).sum::<u64>())),
+        };
         let proposal = {
             let (store, run_id) = (&self.store, self.run.id);
             // Record the agent's process group as soon as it exists, so that a crash of hone
@@ -826,6 +855,8 @@ impl<'a> Engine<'a> {
                 cancel: &cancel,
                 on_spawn: &on_spawn,
                 wrapper: &agent_wrapper,
+                budget,
+                spent: &spent,
             };
             if baseline {
                 rec.config = self.proposer.describe_baseline(&ctx);
@@ -835,6 +866,9 @@ impl<'a> Engine<'a> {
             }
         };
         rec.propose_ms = t_propose.elapsed().as_millis() as u64;
+        let (usd, tokens) = spent.get();
+        rec.cost_usd += usd;
+        rec.tokens += tokens;
         exec::kill_orphans();
         let t_gate = Instant::now();
         match proposal {
@@ -848,7 +882,7 @@ impl<'a> Engine<'a> {
             Some(Ok(p)) => {
                 rec.description = p.description;
                 rec.config = p.config;
-                rec.cost_usd = p.cost_usd;
+                rec.cost_usd += p.cost_usd;
                 self.emit(Event::Proposed {
                     n,
                     description: rec.description.clone(),
@@ -873,6 +907,10 @@ impl<'a> Engine<'a> {
                 )));
             }
             Some(Err(ProposeError::Exhausted(reason))) => {
+                self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
+                return Ok(Some(Stop::done(reason)));
+            }
+            Some(Err(ProposeError::Budget(reason))) => {
                 self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
                 return Ok(Some(Stop::done(reason)));
             }

@@ -51,25 +51,25 @@ pub enum AgentKind {
     Knobs,
     /// Any shell command run in the candidate's worktree with a prompt file.
     Command,
+    /// An OpenAI-compatible chat-completions server.
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// The Anthropic Messages API.
+    Anthropic,
 }
 
 impl AgentKind {
-    pub const NAMES: &'static [&'static str] = &["knobs", "command"];
+    pub const NAMES: &'static [&'static str] = &["knobs", "command", "openai", "anthropic"];
     /// Kinds that DESIGN.md names but this version does not run yet.
-    pub const PLANNED: &'static [&'static str] = &[
-        "claude",
-        "codex",
-        "aider",
-        "gemini",
-        "opencode",
-        "openai",
-        "anthropic",
-    ];
+    pub const PLANNED: &'static [&'static str] =
+        &["claude", "codex", "aider", "gemini", "opencode"];
 
     pub fn parse(s: &str) -> Option<AgentKind> {
         match s {
             "knobs" => Some(AgentKind::Knobs),
             "command" => Some(AgentKind::Command),
+            "openai" => Some(AgentKind::OpenAi),
+            "anthropic" => Some(AgentKind::Anthropic),
             _ => None,
         }
     }
@@ -78,7 +78,14 @@ impl AgentKind {
         match self {
             AgentKind::Knobs => "knobs",
             AgentKind::Command => "command",
+            AgentKind::OpenAi => "openai",
+            AgentKind::Anthropic => "anthropic",
         }
+    }
+
+    /// An LLM over HTTP (hone builds the prompt and applies the answer).
+    pub fn is_http(self) -> bool {
+        matches!(self, AgentKind::OpenAi | AgentKind::Anthropic)
     }
 }
 
@@ -153,6 +160,55 @@ pub struct AgentSpec {
     pub timeout: Duration,
     /// `None`: each new run gets its own (the number of runs before it).
     pub seed: Option<u64>,
+    /// HTTP kinds: the model, the server, where the key is, and how to sample.
+    pub llm: Option<LlmSpec>,
+}
+
+/// `[agent]` settings of the HTTP kinds (`openai`, `anthropic`).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LlmSpec {
+    pub model: String,
+    pub base_url: String,
+    /// The environment variable holding the API key (its value is never stored or logged).
+    pub api_key_env: String,
+    pub temperature: Option<f64>,
+    pub max_tokens: u64,
+    #[serde(with = "duration_secs")]
+    pub request_timeout: Duration,
+    /// Attempts per call (429, 5xx and timeouts are retried with backoff).
+    pub max_attempts: u64,
+    /// US dollars per million input and output tokens (built-in defaults for common models).
+    pub price_in_per_mtok: Option<f64>,
+    pub price_out_per_mtok: Option<f64>,
+}
+
+/// Built-in prices (USD per million input, output tokens) of common models, matched by prefix.
+pub const PRICES: &[(&str, f64, f64)] = &[
+    ("gpt-4o-mini", 0.15, 0.60),
+    ("gpt-4o", 2.50, 10.00),
+    ("gpt-4.1-nano", 0.10, 0.40),
+    ("gpt-4.1-mini", 0.40, 1.60),
+    ("gpt-4.1", 2.00, 8.00),
+    ("o4-mini", 1.10, 4.40),
+    ("o3", 2.00, 8.00),
+    ("claude-3-5-haiku", 0.80, 4.00),
+    ("claude-3-5-sonnet", 3.00, 15.00),
+    ("claude-sonnet-4", 3.00, 15.00),
+    ("claude-opus-4", 15.00, 75.00),
+    ("deepseek-chat", 0.27, 1.10),
+];
+
+impl LlmSpec {
+    /// (input, output) USD per million tokens, from the spec or the built-in table.
+    pub fn prices(&self) -> Option<(f64, f64)> {
+        match (self.price_in_per_mtok, self.price_out_per_mtok) {
+            (Some(i), Some(o)) => Some((i, o)),
+            _ => PRICES
+                .iter()
+                .find(|(m, _, _)| self.model.starts_with(m))
+                .map(|(_, i, o)| (*i, *o)),
+        }
+    }
 }
 
 /// `[stop]`: when the loop ends.
@@ -165,6 +221,8 @@ pub struct StopSpec {
     pub target: Option<f64>,
     pub max_consecutive_failures: u64,
     pub max_cost_usd: Option<f64>,
+    /// Tokens spent by LLM proposers, in and out, over the whole run.
+    pub max_tokens: Option<u64>,
 }
 
 /// `[sandbox]`: resource limits for the agent's and the verifier's processes.
@@ -275,8 +333,24 @@ const VERIFY_KEYS: &[&str] = &[
     "holdout_gate",
 ];
 const HOLDOUT_KEYS: &[&str] = &["command", "metric", "timeout", "min_delta", "hide"];
-const AGENT_KEYS: &[&str] = &["kind", "command", "timeout", "seed"];
+const AGENT_KEYS: &[&str] = &[
+    "kind",
+    "command",
+    "timeout",
+    "seed",
+    "model",
+    "base_url",
+    "api_key_env",
+    "temperature",
+    "max_tokens",
+    "request_timeout",
+    "max_attempts",
+    "edit_mode",
+    "price_in_per_mtok",
+    "price_out_per_mtok",
+];
 const STOP_KEYS: &[&str] = &[
+    "max_tokens",
     "max_experiments",
     "max_time",
     "patience",
@@ -643,7 +717,71 @@ impl Spec {
                 .opt_duration(ag, "agent", "timeout")?
                 .unwrap_or(Duration::from_secs(defaults::AGENT_TIMEOUT_SECS)),
             seed: p.opt_u64(ag, "agent", "seed")?,
+            llm: None,
         };
+        let llm = if kind.is_http() {
+            let model = p.req_str(
+                ag,
+                "agent",
+                "model",
+                "the model to ask, e.g. model = \"gpt-4.1-mini\"",
+            )?;
+            let (default_url, default_key) = match kind {
+                AgentKind::Anthropic => ("https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+                _ => ("https://api.openai.com/v1", "OPENAI_API_KEY"),
+            };
+            match p.opt_str(ag, "agent", "edit_mode")?.as_deref() {
+                None | Some("blocks") => {}
+                Some("patch") | Some("knobs") => {
+                    return Err(p.err_value(
+                        ag,
+                        "agent",
+                        "edit_mode",
+                        "only \"blocks\" (SEARCH/REPLACE) is available in this version".into(),
+                    ))
+                }
+                Some(other) => {
+                    return Err(p.err_value(
+                        ag,
+                        "agent",
+                        "edit_mode",
+                        format!("unknown edit mode `{other}` (expected \"blocks\")"),
+                    ))
+                }
+            }
+            let max_tokens = p.opt_u64(ag, "agent", "max_tokens")?.unwrap_or(4096);
+            if max_tokens == 0 {
+                return Err(p.err_value(ag, "agent", "max_tokens", "must be at least 1".into()));
+            }
+            let max_attempts = p.opt_u64(ag, "agent", "max_attempts")?.unwrap_or(4).max(1);
+            Some(LlmSpec {
+                model,
+                base_url: p
+                    .opt_str(ag, "agent", "base_url")?
+                    .unwrap_or_else(|| default_url.into())
+                    .trim_end_matches('/')
+                    .to_string(),
+                api_key_env: p
+                    .opt_str(ag, "agent", "api_key_env")?
+                    .unwrap_or_else(|| default_key.into()),
+                temperature: p.opt_f64(ag, "agent", "temperature")?,
+                max_tokens,
+                request_timeout: p
+                    .opt_duration(ag, "agent", "request_timeout")?
+                    .unwrap_or(Duration::from_secs(120)),
+                max_attempts,
+                price_in_per_mtok: p.opt_f64(ag, "agent", "price_in_per_mtok")?,
+                price_out_per_mtok: p.opt_f64(ag, "agent", "price_out_per_mtok")?,
+            })
+        } else {
+            for key in ["model", "base_url", "api_key_env", "edit_mode"] {
+                if p.value(ag, key).is_some() {
+                    return Err(p.err_value(ag, "agent", key, format!("only means something with kind = \"openai\" or \"anthropic\" (kind is \"{}\")", kind.as_str())));
+                }
+            }
+            None
+        };
+        let agent = AgentSpec { llm, ..agent };
 
         // [stop]
         let max_experiments = p
@@ -683,7 +821,18 @@ impl Spec {
             target: p.opt_f64(st, "stop", "target")?,
             max_consecutive_failures,
             max_cost_usd,
+            max_tokens: p.opt_u64(st, "stop", "max_tokens")?,
         };
+        if let (Some(_), Some(llm)) = (stop.max_cost_usd, &agent.llm) {
+            if llm.prices().is_none() {
+                return Err(p.err_value(
+                    ag,
+                    "agent",
+                    "model",
+                    format!("max_cost_usd needs the price of `{}`: set price_in_per_mtok and price_out_per_mtok", llm.model),
+                ));
+            }
+        }
 
         let bwrap = match p.opt_str(sb, "sandbox", "kind")?.as_deref() {
             None | Some("rlimits") => false,

@@ -154,6 +154,8 @@ pub struct ExperimentRecord {
     pub tree: Option<String>,
     /// The sealed holdout's value (baseline and keeps only); never shown to agents.
     pub holdout: Option<f64>,
+    /// Tokens the proposer spent (input and output).
+    pub tokens: u64,
 }
 
 impl ExperimentRecord {
@@ -230,6 +232,10 @@ ALTER TABLE experiments ADD COLUMN tree TEXT;
     // 3: the sealed holdout's value.
     r#"
 ALTER TABLE experiments ADD COLUMN holdout REAL;
+"#,
+    // 4: tokens spent by LLM proposers.
+    r#"
+ALTER TABLE experiments ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
 "#,
 ];
 
@@ -395,8 +401,8 @@ impl Store {
         self.conn.execute(
             "INSERT OR REPLACE INTO experiments (run_id, n, parent_commit, candidate_commit, status, objective, metrics,
                 config, description, reason, files_changed, lines_added, lines_deleted, propose_ms, gate_ms, verify_ms,
-                total_ms, started_at, finished_at, log_path, pid, pid_start, cost_usd, runs, judgement, tree, holdout)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
+                total_ms, started_at, finished_at, log_path, pid, pid_start, cost_usd, runs, judgement, tree, holdout, tokens)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
             params![
                 run_id,
                 e.n as i64,
@@ -425,6 +431,7 @@ impl Store {
                 e.judgement.as_ref().and_then(|j| serde_json::to_string(j).ok()),
                 e.tree,
                 e.holdout,
+                e.tokens as i64,
             ],
         )?;
         Ok(())
@@ -478,6 +485,7 @@ impl Store {
                 .and_then(|j| serde_json::from_str(&j).ok()),
             tree: r.get("tree")?,
             holdout: r.get("holdout")?,
+            tokens: r.get::<_, i64>("tokens")? as u64,
         })
     }
 

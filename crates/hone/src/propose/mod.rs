@@ -5,6 +5,8 @@
 //! Built in: [`optimizer::KnobsProposer`] (an optimizer over literal constants, offline) and
 //! [`command::CommandProposer`] (any shell command, e.g. a coding agent, given a prompt file).
 
+pub mod blocks;
+pub mod chat;
 pub mod command;
 pub mod knobs;
 pub mod optimizer;
@@ -45,6 +47,31 @@ pub struct ProposeContext<'a> {
     /// A program prefix that confines the proposer's processes (`[sandbox] kind = "bwrap"`);
     /// empty when there is no sandbox.
     pub wrapper: &'a [std::ffi::OsString],
+    /// What is left of the run's money and token budgets when this experiment starts.
+    pub budget: Budget,
+    /// Money and tokens this proposal has spent so far (the proposer adds to it after every
+    /// call, so a failed proposal is still paid for).
+    pub spent: &'a std::cell::Cell<(f64, u64)>,
+}
+
+/// What is left of the run's budgets (`None`: no limit).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Budget {
+    pub usd_left: Option<f64>,
+    pub tokens_left: Option<u64>,
+}
+
+impl ProposeContext<'_> {
+    /// Records money and tokens spent by this proposal.
+    pub fn add_spend(&self, usd: f64, tokens: u64) {
+        let (u, t) = self.spent.get();
+        self.spent.set((u + usd, t + tokens));
+    }
+
+    /// Money and tokens this proposal has spent so far.
+    pub fn spent(&self) -> (f64, u64) {
+        self.spent.get()
+    }
 }
 
 /// What a proposer did.
@@ -70,6 +97,9 @@ pub enum ProposeError {
     /// The proposer cannot work at all (misconfiguration): the run stops with this error.
     #[error("{0}")]
     Fatal(String),
+    /// The next call could cross `max_cost_usd` or `max_tokens`: the run stops, nothing sent.
+    #[error("{0}")]
+    Budget(String),
     /// The user asked to stop now.
     #[error("cancelled")]
     Cancelled,
@@ -94,6 +124,13 @@ pub fn from_spec(spec: &Spec) -> Box<dyn Proposer> {
     match spec.agent.kind {
         crate::spec::AgentKind::Knobs => Box::new(optimizer::KnobsProposer),
         crate::spec::AgentKind::Command => Box::new(command::CommandProposer),
+        kind @ (crate::spec::AgentKind::OpenAi | crate::spec::AgentKind::Anthropic) => {
+            match &spec.agent.llm {
+                Some(llm) => Box::new(chat::ChatProposer::new(kind, llm.clone())),
+                // The spec parser always fills `llm` for HTTP kinds; fall back to a clear failure.
+                None => Box::new(command::CommandProposer),
+            }
+        }
     }
 }
 

@@ -1,0 +1,236 @@
+//! SEARCH/REPLACE edit blocks, the edit format hone asks HTTP LLMs for:
+//!
+//! ```text
+//! path/to/file.py
+//! <<<<<<< SEARCH
+//! lines as they are now
+//! =======
+//! lines as they should be
+//! >>>>>>> REPLACE
+//! ```
+//!
+//! Every block must match exactly once: first byte for byte, then line by line ignoring
+//! leading and trailing whitespace. An empty SEARCH creates a file that does not exist yet.
+
+use std::path::Path;
+
+/// One edit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EditBlock {
+    pub path: String,
+    pub search: String,
+    pub replace: String,
+}
+
+/// Finds the blocks in a model's answer (the path is the last non-empty line before the
+/// `SEARCH` marker, without markdown decoration).
+pub fn parse(answer: &str) -> Vec<EditBlock> {
+    let lines: Vec<&str> = answer.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim() != "<<<<<<< SEARCH" {
+            i += 1;
+            continue;
+        }
+        let path = lines[..i]
+            .iter()
+            .rev()
+            .map(|l| l.trim())
+            .find(|l| !l.is_empty() && !l.starts_with("```"))
+            .map(|l| {
+                l.trim_matches(|c| c == '`' || c == '*' || c == ':')
+                    .trim()
+                    .to_string()
+            })
+            .unwrap_or_default();
+        let mut j = i + 1;
+        let mut search = Vec::new();
+        while j < lines.len() && lines[j].trim() != "=======" {
+            search.push(lines[j]);
+            j += 1;
+        }
+        let mut k = j + 1;
+        let mut replace = Vec::new();
+        while k < lines.len() && lines[k].trim() != ">>>>>>> REPLACE" {
+            replace.push(lines[k]);
+            k += 1;
+        }
+        if k >= lines.len() {
+            break; // an unterminated block is no edit
+        }
+        out.push(EditBlock {
+            path,
+            search: join(&search),
+            replace: join(&replace),
+        });
+        i = k + 1;
+    }
+    out
+}
+
+fn join(lines: &[&str]) -> String {
+    if lines.is_empty() {
+        String::new()
+    } else {
+        format!("{}\n", lines.join("\n"))
+    }
+}
+
+/// Why a block could not be applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockFailure {
+    pub block: EditBlock,
+    pub why: String,
+}
+
+/// Applies `search -> replace` to `text`, if it matches exactly once.
+pub fn apply_one(text: &str, search: &str, replace: &str) -> Result<String, String> {
+    let exact = text.matches(search).count();
+    if exact == 1 {
+        return Ok(text.replacen(search, replace, 1));
+    }
+    if exact > 1 {
+        return Err(format!(
+            "the SEARCH text occurs {exact} times; include more lines so it is unique"
+        ));
+    }
+    // Whitespace-tolerant: compare trimmed lines.
+    let hay: Vec<&str> = text.split_inclusive('\n').collect();
+    let needle: Vec<&str> = search.lines().map(str::trim).collect();
+    if needle.is_empty() {
+        return Err("the SEARCH text is empty".into());
+    }
+    let starts: Vec<usize> = (0..hay.len().saturating_sub(needle.len() - 1))
+        .filter(|&s| (0..needle.len()).all(|k| hay[s + k].trim() == needle[k]))
+        .collect();
+    match starts.as_slice() {
+        [s] => {
+            let mut out: String = hay[..*s].concat();
+            out.push_str(replace);
+            out.push_str(&hay[s + needle.len()..].concat());
+            Ok(out)
+        }
+        [] => Err("the SEARCH text matches nothing in the file".into()),
+        many => Err(format!(
+            "the SEARCH text matches {} places; include more lines so it is unique",
+            many.len()
+        )),
+    }
+}
+
+/// Applies blocks to files under `root` (relative paths only). Applies every block that
+/// matches and returns the ones that did not.
+pub fn apply(root: &Path, blocks: &[EditBlock]) -> Vec<BlockFailure> {
+    let mut failures = Vec::new();
+    for b in blocks {
+        let fail = |why: String| BlockFailure {
+            block: b.clone(),
+            why,
+        };
+        let rel = Path::new(&b.path);
+        if b.path.is_empty()
+            || rel.is_absolute()
+            || rel
+                .components()
+                .any(|c| c == std::path::Component::ParentDir)
+        {
+            failures.push(fail(format!(
+                "`{}` is not a path inside the project",
+                b.path
+            )));
+            continue;
+        }
+        let path = root.join(rel);
+        let result = match std::fs::read_to_string(&path) {
+            Ok(text) => apply_one(&text, &b.search, &b.replace),
+            Err(_) if b.search.trim().is_empty() => Ok(b.replace.clone()),
+            Err(e) => Err(format!("cannot read `{}`: {e}", b.path)),
+        };
+        match result {
+            Ok(new) => {
+                if let Some(dir) = path.parent() {
+                    let _ = std::fs::create_dir_all(dir);
+                }
+                if let Err(e) = std::fs::write(&path, new) {
+                    failures.push(fail(format!("cannot write `{}`: {e}", b.path)));
+                }
+            }
+            Err(why) => failures.push(fail(why)),
+        }
+    }
+    failures
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ANSWER: &str = "I will lower the rate.\n\ntrain.py\n```python\n<<<<<<< SEARCH\nLR = 0.1\n=======\nLR = 0.05\n>>>>>>> REPLACE\n```\n";
+
+    #[test]
+    fn parses_a_block_with_its_path() {
+        let b = parse(ANSWER);
+        assert_eq!(
+            b,
+            vec![EditBlock {
+                path: "train.py".into(),
+                search: "LR = 0.1\n".into(),
+                replace: "LR = 0.05\n".into()
+            }]
+        );
+        assert!(parse("<<<<<<< SEARCH\nno end").is_empty());
+    }
+
+    #[test]
+    fn applies_exactly_then_tolerantly() {
+        assert_eq!(
+            apply_one("a\nLR = 0.1\nb\n", "LR = 0.1\n", "LR = 0.05\n").unwrap(),
+            "a\nLR = 0.05\nb\n"
+        );
+        // Indentation differs: the tolerant match still finds the one place.
+        assert_eq!(
+            apply_one(
+                "def f():\n    x = 1\n    return x\n",
+                "x = 1\nreturn x\n",
+                "    return 2\n"
+            )
+            .unwrap(),
+            "def f():\n    return 2\n"
+        );
+        assert!(apply_one("x\nx\n", "x\n", "y\n")
+            .unwrap_err()
+            .contains("2 times"));
+        assert!(apply_one("a\n", "zzz\n", "y\n")
+            .unwrap_err()
+            .contains("matches nothing"));
+    }
+
+    #[test]
+    fn apply_reports_failures_and_refuses_escaping_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("train.py"), "LR = 0.1\n").unwrap();
+        let mut blocks = parse(ANSWER);
+        blocks.push(EditBlock {
+            path: "../outside.py".into(),
+            search: String::new(),
+            replace: "x\n".into(),
+        });
+        blocks.push(EditBlock {
+            path: "new.py".into(),
+            search: String::new(),
+            replace: "print(1)\n".into(),
+        });
+        let failures = apply(dir.path(), &blocks);
+        assert_eq!(failures.len(), 1);
+        assert!(failures[0].why.contains("not a path inside"));
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("train.py")).unwrap(),
+            "LR = 0.05\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("new.py")).unwrap(),
+            "print(1)\n"
+        );
+    }
+}

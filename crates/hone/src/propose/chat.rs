@@ -1,0 +1,343 @@
+//! LLMs over HTTP as proposers: `kind = "openai"` (any OpenAI-compatible chat-completions
+//! server) and `kind = "anthropic"` (the Messages API). hone builds the prompt, the model
+//! answers with SEARCH/REPLACE blocks, and hone applies them in the worktree; a block that
+//! does not apply gets one repair round-trip quoting it, then the experiment is `invalid`.
+//!
+//! Every call is priced before it is made: the worst case (the prompt's tokens plus
+//! `max_tokens`) must fit in what is left of `max_cost_usd` and `max_tokens`, or the run stops
+//! on its budget without sending the request. 429, 5xx and timeouts are retried with
+//! exponential backoff and jitter (honouring `Retry-After`), a bounded number of times.
+//! The API key is read from the environment for each call and never stored or logged.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::blocks::{self, EditBlock};
+use super::{prompt, Proposal, ProposeContext, ProposeError, Proposer};
+use crate::spec::{AgentKind, LlmSpec};
+
+/// Largest response body read (a server that ignores max_tokens cannot exhaust memory).
+const MAX_BODY_BYTES: u64 = 8 * 1024 * 1024;
+/// First retry delay; doubled each attempt, capped at 60 s, plus jitter.
+const BACKOFF_BASE: Duration = Duration::from_millis(500);
+
+/// What one call cost and said.
+#[derive(Clone, Debug)]
+pub struct Completion {
+    pub text: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// Why a call failed for good.
+#[derive(Debug)]
+enum CallError {
+    /// Not worth retrying, or retries exhausted: the experiment is invalid.
+    Failed(String),
+    /// The configuration is wrong (a refused key, a missing model): the run stops.
+    Fatal(String),
+}
+
+/// The proposer for `openai` and `anthropic`.
+pub struct ChatProposer {
+    kind: AgentKind,
+    llm: LlmSpec,
+    agent: ureq::Agent,
+    rng: u64,
+}
+
+impl ChatProposer {
+    pub fn new(kind: AgentKind, llm: LlmSpec) -> ChatProposer {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(llm.request_timeout))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        ChatProposer {
+            kind,
+            llm,
+            agent,
+            rng: 0x2545_F491_4F6C_DD1D,
+        }
+    }
+
+    fn jitter(&mut self) -> f64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Dollars for a number of input and output tokens (0 when no price is known).
+    fn price(&self, input: u64, output: u64) -> f64 {
+        let (pi, po) = self.llm.prices().unwrap_or((0.0, 0.0));
+        (input as f64 * pi + output as f64 * po) / 1e6
+    }
+
+    /// Refuses a call whose worst case could cross the budget.
+    fn reserve(&self, ctx: &ProposeContext<'_>, prompt_chars: usize) -> Result<(), ProposeError> {
+        // A token is at least ~3 characters of English or code: a pessimistic estimate.
+        let input = (prompt_chars as u64).div_ceil(3);
+        let worst_tokens = input + self.llm.max_tokens;
+        let worst_cost = self.price(input, self.llm.max_tokens);
+        let spent = ctx.spent();
+        if let Some(left) = ctx.budget.usd_left.map(|l| l - spent.0) {
+            if worst_cost > left {
+                return Err(ProposeError::Budget(format!(
+                    "budget: the next call could cost ${worst_cost:.4} and ${:.4} of max_cost_usd is left",
+                    left.max(0.0)
+                )));
+            }
+        }
+        if let Some(left) = ctx.budget.tokens_left.map(|l| l.saturating_sub(spent.1)) {
+            if worst_tokens > left {
+                return Err(ProposeError::Budget(format!(
+                    "budget: the next call could use {worst_tokens} tokens and {left} of max_tokens are left"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// One completion, with retries.
+    fn call(
+        &mut self,
+        system: &str,
+        messages: &[(String, String)],
+    ) -> Result<Completion, CallError> {
+        let key = std::env::var(&self.llm.api_key_env)
+            .ok()
+            .filter(|k| !k.is_empty());
+        let (url, body) = match self.kind {
+            AgentKind::Anthropic => {
+                let msgs: Vec<Value> = messages
+                    .iter()
+                    .map(|(r, c)| json!({"role": r, "content": c}))
+                    .collect();
+                let mut body = json!({"model": self.llm.model, "max_tokens": self.llm.max_tokens, "system": system, "messages": msgs});
+                if let Some(t) = self.llm.temperature {
+                    body["temperature"] = json!(t);
+                }
+                (format!("{}/v1/messages", self.llm.base_url), body)
+            }
+            _ => {
+                let mut msgs = vec![json!({"role": "system", "content": system})];
+                msgs.extend(
+                    messages
+                        .iter()
+                        .map(|(r, c)| json!({"role": r, "content": c})),
+                );
+                let mut body = json!({"model": self.llm.model, "max_tokens": self.llm.max_tokens, "messages": msgs});
+                if let Some(t) = self.llm.temperature {
+                    body["temperature"] = json!(t);
+                }
+                (format!("{}/chat/completions", self.llm.base_url), body)
+            }
+        };
+        let body = body.to_string();
+        let mut last = String::new();
+        for attempt in 0..self.llm.max_attempts {
+            let mut req = self
+                .agent
+                .post(&url)
+                .header("content-type", "application/json");
+            req = match (self.kind, &key) {
+                (AgentKind::Anthropic, Some(k)) => req
+                    .header("x-api-key", k)
+                    .header("anthropic-version", "2023-06-01"),
+                (AgentKind::Anthropic, None) => req.header("anthropic-version", "2023-06-01"),
+                (_, Some(k)) => req.header("authorization", &format!("Bearer {k}")),
+                (_, None) => req,
+            };
+            let retry_after;
+            match req.send(body.as_str()) {
+                Ok(resp) => {
+                    let status = resp.status().as_u16();
+                    retry_after = resp
+                        .headers()
+                        .get("retry-after")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse::<f64>().ok());
+                    let text = resp
+                        .into_body()
+                        .with_config()
+                        .limit(MAX_BODY_BYTES)
+                        .read_to_string()
+                        .unwrap_or_default();
+                    match status {
+                        200..=299 => {
+                            return self.parse_completion(&text).map_err(CallError::Failed)
+                        }
+                        401 | 403 => {
+                            return Err(CallError::Fatal(format!(
+                                "the server refused the request ({status}): check the key in ${}",
+                                self.llm.api_key_env
+                            )))
+                        }
+                        404 => {
+                            return Err(CallError::Fatal(format!(
+                                "{url} answered 404: check base_url and model = \"{}\"",
+                                self.llm.model
+                            )))
+                        }
+                        429 | 500..=599 => last = format!("HTTP {status}: {}", snippet(&text)),
+                        _ => {
+                            return Err(CallError::Failed(format!(
+                                "HTTP {status}: {}",
+                                snippet(&text)
+                            )))
+                        }
+                    }
+                }
+                Err(e) => {
+                    retry_after = None;
+                    last = format!("request failed: {e}");
+                }
+            }
+            if attempt + 1 < self.llm.max_attempts {
+                let backoff = BACKOFF_BASE.as_secs_f64() * 2f64.powi(attempt as i32);
+                let wait = retry_after
+                    .unwrap_or(backoff * (1.0 + 0.25 * self.jitter()))
+                    .clamp(0.0, 60.0);
+                std::thread::sleep(Duration::from_secs_f64(wait));
+            }
+        }
+        Err(CallError::Failed(format!(
+            "gave up after {} attempts; last: {last}",
+            self.llm.max_attempts
+        )))
+    }
+
+    fn parse_completion(&self, text: &str) -> Result<Completion, String> {
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| format!("the answer is not JSON ({e}): {}", snippet(text)))?;
+        let (content, input, output) = match self.kind {
+            AgentKind::Anthropic => {
+                let content: String = v["content"]
+                    .as_array()
+                    .map(|parts| {
+                        parts
+                            .iter()
+                            .filter_map(|p| p["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join("")
+                    })
+                    .unwrap_or_default();
+                (
+                    content,
+                    v["usage"]["input_tokens"].as_u64(),
+                    v["usage"]["output_tokens"].as_u64(),
+                )
+            }
+            _ => (
+                v["choices"][0]["message"]["content"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                v["usage"]["prompt_tokens"].as_u64(),
+                v["usage"]["completion_tokens"].as_u64(),
+            ),
+        };
+        Ok(Completion {
+            text: content,
+            input_tokens: input.unwrap_or(0),
+            output_tokens: output.unwrap_or(0),
+        })
+    }
+}
+
+fn snippet(text: &str) -> String {
+    prompt::sanitize(text, 200).replace('\n', " ")
+}
+
+const SYSTEM: &str =
+    "You are a careful research engineer improving a project one change at a time. \
+Answer with one line starting with HYPOTHESIS: saying what you change and why, then the edits as \
+SEARCH/REPLACE blocks. Each block is the file's path on its own line, then\n\
+<<<<<<< SEARCH\n(lines copied exactly from the file)\n=======\n(the new lines)\n>>>>>>> REPLACE\n\
+The SEARCH part must match the file exactly once. Edit only the files you are allowed to change.";
+
+impl Proposer for ChatProposer {
+    fn name(&self) -> &str {
+        self.kind.as_str()
+    }
+
+    fn propose(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
+        let user = prompt::build(ctx)?;
+        let mut messages = vec![("user".to_string(), user)];
+        let mut description = String::new();
+        for round in 0..2 {
+            let chars = SYSTEM.len() + messages.iter().map(|(_, c)| c.len()).sum::<usize>();
+            self.reserve(ctx, chars)?;
+            let done = self.call(SYSTEM, &messages).map_err(|e| match e {
+                CallError::Failed(m) => {
+                    ProposeError::Invalid(format!("{}: {m}", self.kind.as_str()))
+                }
+                CallError::Fatal(m) => ProposeError::Fatal(m),
+            })?;
+            let cost = self.price(done.input_tokens, done.output_tokens);
+            ctx.add_spend(cost, done.input_tokens + done.output_tokens);
+            if description.is_empty() {
+                description = hypothesis(&done.text);
+            }
+            let edits: Vec<EditBlock> = blocks::parse(&done.text);
+            if edits.is_empty() {
+                return Err(ProposeError::Invalid(
+                    "the model's answer has no SEARCH/REPLACE block".into(),
+                ));
+            }
+            let failures = blocks::apply(ctx.worktree, &edits);
+            if failures.is_empty() {
+                return Ok(Proposal {
+                    description,
+                    config: None,
+                    cost_usd: 0.0, // already counted through ctx.spend
+                });
+            }
+            if round == 1 {
+                return Err(ProposeError::Invalid(format!(
+                    "{} edit block(s) still did not apply after a repair round: {}",
+                    failures.len(),
+                    failures[0].why
+                )));
+            }
+            let mut repair = String::from("Some of your blocks could not be applied; the others were. Send corrected blocks for these only:\n");
+            for f in &failures {
+                repair.push_str(&format!(
+                    "\n{}\n<<<<<<< SEARCH\n{}=======\n{}>>>>>>> REPLACE\nProblem: {}\n",
+                    f.block.path, f.block.search, f.block.replace, f.why
+                ));
+            }
+            messages.push(("assistant".into(), done.text));
+            messages.push(("user".into(), repair));
+        }
+        Err(ProposeError::Invalid("no edit applied".into()))
+    }
+}
+
+/// The model's one-line hypothesis, or its first line of prose.
+fn hypothesis(answer: &str) -> String {
+    let line = answer
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("HYPOTHESIS:").map(str::trim))
+        .or_else(|| {
+            answer
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty() && !l.starts_with("```"))
+        })
+        .unwrap_or("");
+    prompt::sanitize(line, 300)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hypothesis_line() {
+        assert_eq!(hypothesis("HYPOTHESIS: lower LR\ntrain.py\n"), "lower LR");
+        assert_eq!(hypothesis("\nI will try X.\n"), "I will try X.");
+    }
+}
