@@ -8,6 +8,9 @@
 //! on its budget without sending the request. 429, 5xx and timeouts are retried with
 //! exponential backoff and jitter (honouring `Retry-After`), a bounded number of times.
 //! The API key is read from the environment for each call and never stored or logged.
+//!
+//! The HTTP client is ureq (blocking) rather than reqwest: the engine is synchronous and runs
+//! one call at a time, so an async runtime would add a large dependency tree and nothing else.
 
 use std::time::Duration;
 
