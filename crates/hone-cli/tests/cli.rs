@@ -1962,3 +1962,48 @@ fn anthropic_messages_api_drives_a_run() {
     assert_eq!(body["messages"][0]["role"], "user");
     assert_eq!(body["max_tokens"], 4096);
 }
+
+#[test]
+fn the_review_gate_rejects_before_any_compute() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let verify = format!("echo run >> {}; cat value.txt", runs.display());
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 5\n\n[review]\nmax_diff_lines = 6\nforbid = [\"open\\\\(.data\"]\ncommand = \"if grep -q 'score: 1' \\\"$HONE_REVIEW_PROMPT\\\"; then echo 'REJECT: too good to be true'; else echo 'looks fine'; echo APPROVE; fi\"\n",
+        &verify,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tvalue.txt\tscore: 3\\nx = open('data/input.txt')\\n\n---\nwrite\tvalue.txt\tscore: 2\\na\\nb\\nc\\nd\\ne\\nf\\ng\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "rv"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(
+        st,
+        ["baseline", "keep", "rejected", "rejected", "rejected"],
+        "{log:?}"
+    );
+    assert_eq!(
+        log[2]["reason"],
+        "the reviewer rejected it: too good to be true"
+    );
+    assert!(
+        log[3]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("forbidden pattern"),
+        "{}",
+        log[3]
+    );
+    assert!(
+        log[4]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("max_diff_lines"),
+        "{}",
+        log[4]
+    );
+    // Only the baseline and the approved #1 ran the verifier.
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 2);
+    // Rejected candidates are archived like every other.
+    assert!(git(&r.dir, &["show", "refs/hone/rv/2:value.txt"]).contains("score: 1"));
+}

@@ -967,6 +967,13 @@ impl<'a> Engine<'a> {
                     .finish(rec, Status::Violation, why, t_start)
                     .map(|_| None);
             }
+            // Rules and the reviewer, before any compute is spent on the candidate.
+            if let Some(why) = self.review(&rec, &wt, &parent, &cancel)? {
+                rec.gate_ms = t_gate.elapsed().as_millis() as u64;
+                return self
+                    .finish(rec, Status::Rejected, why, t_start)
+                    .map(|_| None);
+            }
         }
         if let Err(changed) = self.check_pinned() {
             rec.gate_ms = t_gate.elapsed().as_millis() as u64;
@@ -1360,6 +1367,129 @@ impl<'a> Engine<'a> {
             expose.push(self.paths.run_dir(&self.run.tag).join("prompts"));
         }
         crate::sandbox::bwrap_wrapper(wt, &tmp, network, &hide, &expose)
+    }
+
+    /// The review gate: `max_diff_lines`, `forbid` on added lines, then the reviewer command.
+    /// Returns why the candidate is rejected, if it is.
+    fn review(
+        &mut self,
+        rec: &ExperimentRecord,
+        wt: &Path,
+        parent: &str,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Option<String>, EngineError> {
+        let r = self.spec.review.clone();
+        if r.command.is_none() && r.max_diff_lines.is_none() && r.forbid.is_empty() {
+            return Ok(None);
+        }
+        let Some(commit) = rec.candidate_commit.clone() else {
+            return Ok(None);
+        };
+        let changed = rec.lines_added + rec.lines_deleted;
+        if let Some(max) = r.max_diff_lines {
+            if changed > max {
+                return Ok(Some(format!(
+                    "the diff changes {changed} lines (max_diff_lines = {max})"
+                )));
+            }
+        }
+        let diff = self.git.diff(parent, &commit)?;
+        for pattern in &r.forbid {
+            // Validated when the spec was read.
+            let Ok(re) = regex::Regex::new(pattern) else {
+                continue;
+            };
+            let hit = diff
+                .lines()
+                .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+                .find(|l| re.is_match(&l[1..]));
+            if let Some(line) = hit {
+                let shown = prompt_line(&line[1..]);
+                return Ok(Some(format!(
+                    "an added line matches the forbidden pattern `{pattern}`: {shown}"
+                )));
+            }
+        }
+        let Some(template) = r.command else {
+            return Ok(None);
+        };
+        let dir = self.paths.run_dir(&self.run.tag).join("prompts");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        let prompt_path = dir.join(format!("{}.review.md", rec.n));
+        let instructions = r
+            .instructions
+            .as_ref()
+            .and_then(|f| std::fs::read_to_string(self.git.root().join(f)).ok())
+            .unwrap_or_default();
+        let bounded: String = diff.chars().take(100_000).collect();
+        let text = format!(
+            "# Review of experiment {n}\n\nA proposer made the change below to improve `{metric}` ({dir}). Decide before any compute is spent.\n             Answer on the LAST line with `APPROVE` or `REJECT: <reason>`.\n\n## Rules\n\n- editable: {editable}\n- protected: {protected}\n\n             ## Instructions\n\n{instructions}\n\n## Description (untrusted)\n\n{desc}\n\n## Diff\n\n```diff\n{bounded}\n```\n",
+            n = rec.n,
+            metric = self.spec.verify.metric,
+            dir = self.spec.verify.direction.as_str(),
+            editable = self.spec.loop_.editable.join(", "),
+            protected = self.spec.loop_.protected.join(", "),
+            desc = crate::propose::prompt::sanitize(&rec.description, 500),
+        );
+        std::fs::write(&prompt_path, text)
+            .map_err(|e| EngineError::Io(format!("cannot write the review prompt: {e}")))?;
+        let command = template.replace(
+            "{prompt_file}",
+            &crate::propose::command::shell_quote(&prompt_path.to_string_lossy()),
+        );
+        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+        env.push((
+            "HONE_REVIEW_PROMPT".into(),
+            prompt_path.clone().into_os_string(),
+        ));
+        env.push(("HONE_EXPERIMENT".into(), rec.n.to_string().into()));
+        let req = ExecRequest {
+            command,
+            cwd: wt.to_path_buf(),
+            env,
+            timeout: Some(r.timeout),
+            kill_grace: self.spec.verify.kill_grace,
+            drain_timeout: Duration::from_secs(2),
+            log_path: self
+                .paths
+                .run_dir(&self.run.tag)
+                .join("logs")
+                .join(format!("{}.review.log", rec.n)),
+            max_log_bytes: self.spec.verify.max_log_bytes,
+            limits: self.spec.sandbox.limits(),
+            wrapper: self.wrapper(wt, true, Role::Agent),
+        };
+        let running = exec::spawn(&req)
+            .map_err(|e| EngineError::Setup(format!("cannot start the reviewer: {e}")))?;
+        self.store
+            .set_experiment_pid(self.run.id, rec.n, running.pid(), running.start_time())?;
+        let mut last = String::new();
+        let outcome = running
+            .wait(
+                &mut |line: &str| {
+                    if !line.trim().is_empty() {
+                        last = line.trim().to_string();
+                    }
+                },
+                cancel,
+            )
+            .map_err(|e| EngineError::Setup(format!("reviewer failed: {e}")))?;
+        exec::kill_orphans();
+        // The reviewer looked at the worktree: put the candidate back exactly as committed.
+        self.git.reset_worktree(wt, &commit)?;
+        let verdict = prompt_line(&last);
+        Ok(match outcome.exit {
+            Exit::Code(0) if verdict.to_ascii_uppercase().starts_with("APPROVE") => None,
+            Exit::Code(0) if verdict.to_ascii_uppercase().starts_with("REJECT") => {
+                let why = verdict[6..].trim_start_matches([':', ' ']).trim();
+                Some(format!("the reviewer rejected it: {}", if why.is_empty() { "no reason given" } else { why }))
+            }
+            Exit::Code(0) => Some(format!(
+                "the reviewer gave no verdict (its last line must start with APPROVE or REJECT; it was `{verdict}`)"
+            )),
+            other => Some(format!("the reviewer failed ({other:?}); a candidate is only verified when approved")),
+        })
     }
 
     /// With `seed_env`, repeats are meant to differ: a candidate whose confirm runs are all
@@ -1794,6 +1924,11 @@ impl Stop {
             error: true,
         }
     }
+}
+
+/// One line of untrusted text, cleaned and bounded for a reason string.
+fn prompt_line(line: &str) -> String {
+    crate::propose::prompt::sanitize(line, 200).replace('\n', " ")
 }
 
 /// A changed path that is a symlink pointing outside the worktree, if any.

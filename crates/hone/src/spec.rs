@@ -261,6 +261,24 @@ pub struct Spec {
     pub agent: AgentSpec,
     pub stop: StopSpec,
     pub sandbox: SandboxSpec,
+    pub review: ReviewSpec,
+}
+
+/// `[review]`: the gate between a candidate and any compute: static rules, then optionally a
+/// reviewer command that approves or rejects.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ReviewSpec {
+    /// Run with the review prompt (`{prompt_file}`, `HONE_REVIEW_PROMPT`); its last line must
+    /// start with `APPROVE` or `REJECT` (a reason may follow).
+    pub command: Option<String>,
+    /// A file of instructions for the reviewer (read from the checkout each time).
+    pub instructions: Option<String>,
+    /// Reject diffs with more changed lines than this.
+    pub max_diff_lines: Option<u64>,
+    /// Reject a candidate whose added lines match any of these regexes.
+    pub forbid: Vec<String>,
+    #[serde(with = "duration_secs")]
+    pub timeout: Duration,
 }
 
 /// Defaults, in one place, so the README reference and the code agree.
@@ -299,7 +317,14 @@ impl fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
-const SECTIONS: &[&str] = &["loop", "verify", "agent", "stop", "sandbox"];
+const SECTIONS: &[&str] = &["loop", "verify", "agent", "stop", "sandbox", "review"];
+const REVIEW_KEYS: &[&str] = &[
+    "command",
+    "instructions",
+    "max_diff_lines",
+    "forbid",
+    "timeout",
+];
 const SANDBOX_KEYS: &[&str] = &[
     "kind",
     "memory",
@@ -409,6 +434,10 @@ impl Spec {
         let ag = p.section(doc.as_table(), "agent")?;
         let st = p.section(doc.as_table(), "stop")?;
         let sb = p.section(doc.as_table(), "sandbox")?;
+        let rv = p.section(doc.as_table(), "review")?;
+        if let Some(t) = rv {
+            p.check_keys(t, "review", REVIEW_KEYS, false)?;
+        }
         if let Some(t) = sb {
             p.check_keys(t, "sandbox", SANDBOX_KEYS, false)?;
         }
@@ -866,12 +895,33 @@ impl Spec {
             max_output_bytes: p.opt_size(sb, "sandbox", "max_output")?,
             max_processes: p.opt_u64(sb, "sandbox", "max_processes")?,
         };
+        let forbid = p.str_list(rv, "review", "forbid")?;
+        for f in &forbid {
+            if let Err(e) = regex::Regex::new(f) {
+                return Err(p.err_value(
+                    rv,
+                    "review",
+                    "forbid",
+                    format!("`{f}` is not a valid regex: {e}"),
+                ));
+            }
+        }
+        let review = ReviewSpec {
+            command: p.opt_str(rv, "review", "command")?,
+            instructions: p.opt_str(rv, "review", "instructions")?,
+            max_diff_lines: p.opt_u64(rv, "review", "max_diff_lines")?,
+            forbid,
+            timeout: p
+                .opt_duration(rv, "review", "timeout")?
+                .unwrap_or(Duration::from_secs(600)),
+        };
         Ok(Spec {
             loop_,
             verify,
             agent,
             stop,
             sandbox,
+            review,
         })
     }
 

@@ -87,7 +87,7 @@ impl Status {
     pub fn is_failure(self) -> bool {
         matches!(
             self,
-            Status::Crash | Status::Timeout | Status::Invalid | Status::Violation
+            Status::Crash | Status::Timeout | Status::Invalid | Status::Violation | Status::Rejected
         )
     }
 }
