@@ -2007,3 +2007,104 @@ fn the_review_gate_rejects_before_any_compute() {
     // Rejected candidates are archived like every other.
     assert!(git(&r.dir, &["show", "refs/hone/rv/2:value.txt"]).contains("score: 1"));
 }
+
+/// A stand-in `claude` on PATH: records its arguments, environment and stdin, makes a scripted
+/// edit and prints Claude Code's JSON result (the shape its headless docs show).
+const FAKE_CLAUDE: &str = r#"#!/bin/sh
+printf '%s\n' "$@" > "$FAKE_RECORD/argv"
+env > "$FAKE_RECORD/env"
+cat > "$FAKE_RECORD/stdin"
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+if [ $n = 1 ]; then
+  printf 'score: 4\n' > value.txt
+  echo '{"type":"result","subtype":"success","is_error":false,"duration_ms":1200,"duration_api_ms":1100,"num_turns":3,"result":"Lowered the score to 4.","session_id":"s-1","total_cost_usd":0.0123,"usage":{"input_tokens":100,"output_tokens":50,"cache_creation_input_tokens":10,"cache_read_input_tokens":20}}'
+else
+  echo '{"type":"result","subtype":"success","is_error":true,"num_turns":1,"result":"API Error: 529 overloaded","session_id":"s-2","total_cost_usd":0.001,"usage":{"input_tokens":5,"output_tokens":0}}'
+fi
+"#;
+
+#[test]
+fn claude_code_preset_runs_headless_and_reads_its_cost() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().unwrap();
+    let record = tempfile::tempdir().unwrap();
+    let claude = bin.path().join("claude");
+    std::fs::write(&claude, FAKE_CLAUDE).unwrap();
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let r = Repo::new("", SCORE, "");
+    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
+    let agent_start = toml.find("[agent]").unwrap();
+    let toml = format!(
+        "{}[agent]\nkind = \"claude\"\nmodel = \"sonnet\"\nextra_args = [\"--max-turns\", \"30\"]\n\n[stop]\nmax_experiments = 3\n",
+        &toml[..agent_start]
+    );
+    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+    git(&r.dir, &["commit", "-q", "-am", "claude"]);
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = Command::new(HONE)
+        .arg("run")
+        .current_dir(&r.dir)
+        .env("PATH", &path)
+        .env("FAKE_RECORD", record.path())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let argv = std::fs::read_to_string(record.path().join("argv")).unwrap();
+    assert_eq!(
+        argv.lines().collect::<Vec<_>>(),
+        [
+            "-p",
+            "--output-format",
+            "json",
+            "--permission-mode",
+            "acceptEdits",
+            "--model",
+            "sonnet",
+            "--max-turns",
+            "30"
+        ]
+    );
+    let stdin = std::fs::read_to_string(record.path().join("stdin")).unwrap();
+    assert!(
+        stdin.contains("You may change only these files (globs): value.txt"),
+        "the prompt arrives on stdin"
+    );
+    let env = std::fs::read_to_string(record.path().join("env")).unwrap();
+    assert!(
+        env.contains("ANTHROPIC_API_KEY=sk-ant-test"),
+        "the tool's own key is passed through"
+    );
+    let log = r.log();
+    assert_eq!(log[1]["status"], "keep");
+    assert_eq!(log[1]["description"], "Lowered the score to 4.");
+    assert_eq!(log[1]["cost_usd"], 0.0123);
+    assert_eq!(log[1]["tokens"], 180);
+    assert_eq!(log[2]["status"], "invalid");
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("API Error: 529 overloaded"),
+        "{}",
+        log[2]
+    );
+
+    // Without the tool, a clear error that names the package.
+    let out = Command::new(HONE)
+        .args(["run", "--new"])
+        .current_dir(&r.dir)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out).contains("npm install -g @anthropic-ai/claude-code"),
+        "{}",
+        text(&out)
+    );
+}

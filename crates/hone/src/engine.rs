@@ -283,6 +283,15 @@ pub fn run(
     // Escaped descendants of the verifier (setsid) come back to hone, to be killed.
     exec::become_subreaper();
     let store = Store::open(&paths.db())?;
+    if spec.agent.kind == crate::spec::AgentKind::Claude
+        && spec.agent.command.is_none()
+        && !crate::propose::command::on_path("claude")
+    {
+        return Err(EngineError::Setup(
+                "Claude Code (`claude`) is not on PATH: install it with `npm install -g @anthropic-ai/claude-code`, or set [agent] command".into(),
+            ));
+    }
+
     let mut engine = Engine::open(git, paths, store, spec.clone(), opts, interrupt, on_event)?;
     engine.run_loop()
 }

@@ -56,13 +56,15 @@ pub enum AgentKind {
     OpenAi,
     /// The Anthropic Messages API.
     Anthropic,
+    /// Claude Code in headless mode (`claude -p`).
+    Claude,
 }
 
 impl AgentKind {
-    pub const NAMES: &'static [&'static str] = &["knobs", "command", "openai", "anthropic"];
+    pub const NAMES: &'static [&'static str] =
+        &["knobs", "command", "openai", "anthropic", "claude"];
     /// Kinds that DESIGN.md names but this version does not run yet.
-    pub const PLANNED: &'static [&'static str] =
-        &["claude", "codex", "aider", "gemini", "opencode"];
+    pub const PLANNED: &'static [&'static str] = &["codex", "aider", "gemini", "opencode"];
 
     pub fn parse(s: &str) -> Option<AgentKind> {
         match s {
@@ -70,6 +72,7 @@ impl AgentKind {
             "command" => Some(AgentKind::Command),
             "openai" => Some(AgentKind::OpenAi),
             "anthropic" => Some(AgentKind::Anthropic),
+            "claude" => Some(AgentKind::Claude),
             _ => None,
         }
     }
@@ -80,6 +83,7 @@ impl AgentKind {
             AgentKind::Command => "command",
             AgentKind::OpenAi => "openai",
             AgentKind::Anthropic => "anthropic",
+            AgentKind::Claude => "claude",
         }
     }
 
@@ -162,6 +166,10 @@ pub struct AgentSpec {
     pub seed: Option<u64>,
     /// HTTP kinds: the model, the server, where the key is, and how to sample.
     pub llm: Option<LlmSpec>,
+    /// Agent CLI presets: the model to ask for (`--model`).
+    pub model: Option<String>,
+    /// Agent CLI presets: more arguments for the tool, appended to the preset's.
+    pub extra_args: Vec<String>,
 }
 
 /// `[agent]` settings of the HTTP kinds (`openai`, `anthropic`).
@@ -360,6 +368,7 @@ const VERIFY_KEYS: &[&str] = &[
 const HOLDOUT_KEYS: &[&str] = &["command", "metric", "timeout", "min_delta", "hide"];
 const AGENT_KEYS: &[&str] = &[
     "kind",
+    "extra_args",
     "command",
     "timeout",
     "seed",
@@ -747,6 +756,8 @@ impl Spec {
                 .unwrap_or(Duration::from_secs(defaults::AGENT_TIMEOUT_SECS)),
             seed: p.opt_u64(ag, "agent", "seed")?,
             llm: None,
+            model: None,
+            extra_args: p.str_list(ag, "agent", "extra_args")?,
         };
         let llm = if kind.is_http() {
             let model = p.req_str(
@@ -803,14 +814,34 @@ impl Spec {
                 price_out_per_mtok: p.opt_f64(ag, "agent", "price_out_per_mtok")?,
             })
         } else {
+            let preset = kind == AgentKind::Claude;
             for key in ["model", "base_url", "api_key_env", "edit_mode"] {
+                if preset && key == "model" {
+                    continue;
+                }
                 if p.value(ag, key).is_some() {
                     return Err(p.err_value(ag, "agent", key, format!("only means something with kind = \"openai\" or \"anthropic\" (kind is \"{}\")", kind.as_str())));
                 }
             }
             None
         };
-        let agent = AgentSpec { llm, ..agent };
+        let model = match kind {
+            AgentKind::Claude => p.opt_str(ag, "agent", "model")?,
+            _ => llm.as_ref().map(|l| l.model.clone()),
+        };
+        if !agent.extra_args.is_empty() && kind != AgentKind::Claude {
+            return Err(p.err_value(
+                ag,
+                "agent",
+                "extra_args",
+                "only means something for an agent CLI preset such as kind = \"claude\"".into(),
+            ));
+        }
+        let agent = AgentSpec {
+            llm,
+            model,
+            ..agent
+        };
 
         // [stop]
         let max_experiments = p

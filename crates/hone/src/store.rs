@@ -87,7 +87,11 @@ impl Status {
     pub fn is_failure(self) -> bool {
         matches!(
             self,
-            Status::Crash | Status::Timeout | Status::Invalid | Status::Violation | Status::Rejected
+            Status::Crash
+                | Status::Timeout
+                | Status::Invalid
+                | Status::Violation
+                | Status::Rejected
         )
     }
 }

@@ -7,9 +7,104 @@ use std::time::Duration;
 use super::{prompt, Proposal, ProposeContext, ProposeError, Proposer};
 use crate::exec::{self, ExecRequest, Exit};
 
-/// Runs a user-given command as the proposer.
+/// Runs a user-given command, or an agent CLI preset, as the proposer.
 #[derive(Default)]
-pub struct CommandProposer;
+pub struct CommandProposer {
+    preset: Option<Preset>,
+}
+
+/// Agent CLIs hone knows how to drive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preset {
+    /// Claude Code: `claude -p --output-format json --permission-mode acceptEdits`. The
+    /// accept-edits mode (not the skip-permissions flag, which Claude Code refuses as root)
+    /// lets it edit files without prompts; its JSON result carries `is_error`, `result`,
+    /// `total_cost_usd` and `usage`.
+    Claude,
+}
+
+impl CommandProposer {
+    pub fn claude() -> CommandProposer {
+        CommandProposer {
+            preset: Some(Preset::Claude),
+        }
+    }
+}
+
+/// The shell command line of a preset, reading the prompt from `prompt` on stdin.
+pub fn preset_command(
+    preset: Preset,
+    model: Option<&str>,
+    extra: &[String],
+    prompt: &str,
+) -> String {
+    match preset {
+        Preset::Claude => {
+            let mut c =
+                String::from("claude -p --output-format json --permission-mode acceptEdits");
+            if let Some(m) = model {
+                c.push_str(&format!(" --model {}", shell_quote(m)));
+            }
+            for a in extra {
+                c.push(' ');
+                c.push_str(&shell_quote(a));
+            }
+            c.push_str(&format!(" < {}", shell_quote(prompt)));
+            c
+        }
+    }
+}
+
+/// Is `program` on PATH?
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+        .unwrap_or(false)
+}
+
+/// What an agent CLI said about its own run.
+#[derive(Debug, Default, PartialEq)]
+pub struct AgentReport {
+    pub error: Option<String>,
+    pub result: Option<String>,
+    pub cost_usd: f64,
+    pub tokens: u64,
+}
+
+/// Reads Claude Code's JSON result (the last JSON line of type `result`).
+pub fn parse_claude(lines: &[String]) -> Option<AgentReport> {
+    let v: serde_json::Value = lines
+        .iter()
+        .rev()
+        .filter(|l| l.trim_start().starts_with('{'))
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "result")?;
+    let u = &v["usage"];
+    let tokens = [
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+    ]
+    .iter()
+    .filter_map(|k| u[*k].as_u64())
+    .sum();
+    let result = v["result"].as_str().map(str::to_string);
+    let error = (v["is_error"].as_bool() == Some(true)
+        || v["subtype"].as_str().is_some_and(|s| s != "success"))
+    .then(|| {
+        result
+            .clone()
+            .or_else(|| v["subtype"].as_str().map(str::to_string))
+            .unwrap_or_else(|| "unknown error".into())
+    });
+    Some(AgentReport {
+        error,
+        result,
+        cost_usd: v["total_cost_usd"].as_f64().unwrap_or(0.0),
+        tokens,
+    })
+}
 
 /// Quotes a string for `sh`.
 pub fn shell_quote(s: &str) -> String {
@@ -22,10 +117,24 @@ impl Proposer for CommandProposer {
     }
 
     fn propose(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
-        let Some(template) = ctx.spec.agent.command.as_deref() else {
+        if self.preset == Some(Preset::Claude) && !on_path("claude") {
             return Err(ProposeError::Fatal(
-                "[agent] kind = \"command\" needs `command`".into(),
+                "Claude Code (`claude`) is not on PATH: install it with `npm install -g @anthropic-ai/claude-code`".into(),
             ));
+        }
+        let template = match (self.preset, ctx.spec.agent.command.as_deref()) {
+            (_, Some(t)) => t.to_string(),
+            (Some(p), None) => preset_command(
+                p,
+                ctx.spec.agent.model.as_deref(),
+                &ctx.spec.agent.extra_args,
+                "{prompt_file_raw}",
+            ),
+            (None, None) => {
+                return Err(ProposeError::Fatal(
+                    "[agent] kind = \"command\" needs `command`".into(),
+                ))
+            }
         };
         let fatal = |what: &str, e: std::io::Error| ProposeError::Fatal(format!("{what}: {e}"));
         let prompts = ctx.run_dir.join("prompts");
@@ -37,7 +146,9 @@ impl Proposer for CommandProposer {
         std::fs::write(&prompt_path, prompt::build(ctx)?)
             .map_err(|e| fatal("cannot write the prompt", e))?;
         let prompt_str = prompt_path.to_string_lossy().into_owned();
-        let command = template.replace("{prompt_file}", &shell_quote(&prompt_str));
+        let command = template
+            .replace("'{prompt_file_raw}'", &shell_quote(&prompt_str))
+            .replace("{prompt_file}", &shell_quote(&prompt_str));
 
         let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
         env.push(("HONE_PROMPT".into(), prompt_path.clone().into_os_string()));
@@ -63,11 +174,16 @@ impl Proposer for CommandProposer {
             .map_err(|e| ProposeError::Fatal(format!("cannot start the agent command: {e}")))?;
         (ctx.on_spawn)(running.pid(), running.start_time());
         let mut last_line = String::new();
+        let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
         let outcome = running
             .wait(
                 &mut |line: &str| {
                     if !line.trim().is_empty() {
                         last_line = line.trim().to_string();
+                        tail.push_back(line.to_string());
+                        if tail.len() > 50 {
+                            tail.pop_front();
+                        }
                     }
                 },
                 ctx.cancel,
@@ -93,6 +209,28 @@ impl Proposer for CommandProposer {
                 )))
             }
             Exit::Cancelled => return Err(ProposeError::Cancelled),
+        }
+        let report = match self.preset {
+            Some(Preset::Claude) => parse_claude(&tail.iter().cloned().collect::<Vec<_>>()),
+            None => None,
+        };
+        if let Some(r) = &report {
+            ctx.add_spend(r.cost_usd, r.tokens);
+            if let Some(e) = &r.error {
+                return Err(ProposeError::Invalid(format!(
+                    "the agent reported an error: {}",
+                    prompt::sanitize(e, 300)
+                )));
+            }
+            if let Some(res) = &r.result {
+                last_line = res
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .trim()
+                    .to_string();
+            }
         }
         let hyp_dir = ctx.worktree.join(".hone");
         let hypothesis = std::fs::read_to_string(hyp_dir.join("hypothesis.txt"))

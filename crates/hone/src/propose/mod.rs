@@ -123,12 +123,13 @@ pub trait Proposer {
 pub fn from_spec(spec: &Spec) -> Box<dyn Proposer> {
     match spec.agent.kind {
         crate::spec::AgentKind::Knobs => Box::new(optimizer::KnobsProposer),
-        crate::spec::AgentKind::Command => Box::new(command::CommandProposer),
+        crate::spec::AgentKind::Command => Box::new(command::CommandProposer::default()),
+        crate::spec::AgentKind::Claude => Box::new(command::CommandProposer::claude()),
         kind @ (crate::spec::AgentKind::OpenAi | crate::spec::AgentKind::Anthropic) => {
             match &spec.agent.llm {
                 Some(llm) => Box::new(chat::ChatProposer::new(kind, llm.clone())),
                 // The spec parser always fills `llm` for HTTP kinds; fall back to a clear failure.
-                None => Box::new(command::CommandProposer),
+                None => Box::new(command::CommandProposer::default()),
             }
         }
     }
