@@ -2108,3 +2108,45 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
         text(&out)
     );
 }
+
+#[test]
+fn agent_notes_are_kept_between_experiments() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        SCORE,
+        "run\techo 'learned: lower is better here' >> .hone/notes.md\nwrite\tvalue.txt\tscore: 4\\n\n---\nexpect-prompt\tlearned: lower is better here\nrun\tgrep -q 'learned: lower' .hone/notes.md\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "keep", "keep"],
+        "the second agent saw the first one's notes"
+    );
+    let tag = r.log()[0]["log_path"]
+        .as_str()
+        .unwrap()
+        .split("/runs/")
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let kept =
+        std::fs::read_to_string(r.dir.join(".hone/runs").join(&tag).join("notes/1.md")).unwrap();
+    assert!(kept.contains("learned: lower is better here"));
+    // The notes live under .hone/ in the worktree: never part of a candidate's diff.
+    assert_eq!(
+        git(
+            &r.dir,
+            &[
+                "diff",
+                "--name-only",
+                &r.rev("main"),
+                &r.rev(&format!("refs/hone/{tag}/1"))
+            ]
+        ),
+        "value.txt"
+    );
+}

@@ -97,6 +97,9 @@ impl AgentKind {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct LoopSpec {
     pub program: Option<String>,
+    /// A file in the worktree where an agent may append learnings; hone keeps it between
+    /// experiments and shows it in every prompt.
+    pub notes: String,
     pub skills: Vec<String>,
     pub editable: Vec<String>,
     pub protected: Vec<String>,
@@ -342,7 +345,14 @@ const SANDBOX_KEYS: &[&str] = &[
     "network",
     "required",
 ];
-const LOOP_KEYS: &[&str] = &["program", "skills", "editable", "protected", "pinned"];
+const LOOP_KEYS: &[&str] = &[
+    "program",
+    "skills",
+    "editable",
+    "protected",
+    "pinned",
+    "notes",
+];
 const VERIFY_KEYS: &[&str] = &[
     "command",
     "timeout",
@@ -466,6 +476,9 @@ impl Spec {
         // [loop]
         let loop_ = LoopSpec {
             program: p.opt_str(lp, "loop", "program")?,
+            notes: p
+                .opt_str(lp, "loop", "notes")?
+                .unwrap_or_else(|| ".hone/notes.md".into()),
             skills: p.str_list(lp, "loop", "skills")?,
             editable: p.str_list(lp, "loop", "editable")?,
             protected: p.str_list(lp, "loop", "protected")?,

@@ -167,6 +167,14 @@ impl Proposer for CommandProposer {
             limits: ctx.spec.sandbox.limits(),
             wrapper: ctx.wrapper.to_vec(),
         };
+        // The notes so far, where the agent can read and extend them.
+        let notes_rel = ctx.spec.loop_.notes.clone();
+        let notes_path = ctx.worktree.join(&notes_rel);
+        let kept_notes = std::fs::read_to_string(ctx.run_dir.join("notes.md")).unwrap_or_default();
+        if let Some(dir) = notes_path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::write(&notes_path, &kept_notes);
         // The agent is told to write `.hone/hypothesis.txt`; make sure it can.
         std::fs::create_dir_all(ctx.worktree.join(".hone"))
             .map_err(|e| fatal("cannot create .hone/ in the worktree", e))?;
@@ -230,6 +238,17 @@ impl Proposer for CommandProposer {
                     .unwrap_or("")
                     .trim()
                     .to_string();
+            }
+        }
+        // Keep what the agent added to its notes (also per experiment, for `hone show`).
+        if let Ok(notes) = std::fs::read_to_string(&notes_path) {
+            if notes != kept_notes {
+                let _ = std::fs::write(ctx.run_dir.join("notes.md"), &notes);
+                let _ = std::fs::create_dir_all(ctx.run_dir.join("notes"));
+                let _ = std::fs::write(
+                    ctx.run_dir.join("notes").join(format!("{}.md", ctx.n)),
+                    &notes,
+                );
             }
         }
         let hyp_dir = ctx.worktree.join(".hone");

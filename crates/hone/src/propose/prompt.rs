@@ -11,17 +11,65 @@ const MAX_FILE_BYTES: usize = 64 * 1024;
 /// At most this many past experiments are listed.
 const MAX_HISTORY: usize = 30;
 
-/// Keeps printable text and newlines/tabs only, and bounds the length.
+/// Keeps printable text only, and bounds the length: ANSI escape sequences (colours, cursor
+/// moves) are removed whole, other control characters and invisible Unicode (zero-width
+/// characters, bidirectional overrides, byte-order marks) are dropped; newlines and tabs stay.
 pub fn sanitize(text: &str, max_chars: usize) -> String {
-    let mut out: String = text
-        .chars()
-        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
-        .take(max_chars)
-        .collect();
-    if text.chars().count() > max_chars {
+    let mut cleaned = String::with_capacity(text.len().min(max_chars * 4));
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ params final-byte; OSC: ESC ] ... BEL or ESC \; others: ESC + one char.
+            match chars.peek() {
+                Some('[') => {
+                    chars.next();
+                    for d in chars.by_ref() {
+                        if ('@'..='~').contains(&d) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    chars.next();
+                    while let Some(d) = chars.next() {
+                        if d == '\u{7}' || (d == '\u{1b}' && chars.peek() == Some(&'\\')) {
+                            if d == '\u{1b}' {
+                                chars.next();
+                            }
+                            break;
+                        }
+                    }
+                }
+                _ => {
+                    chars.next();
+                }
+            }
+            continue;
+        }
+        let invisible = matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{feff}' | '\u{00ad}');
+        if (c.is_control() && c != '\n' && c != '\t') || invisible {
+            continue;
+        }
+        cleaned.push(c);
+    }
+    let total = cleaned.chars().count();
+    let mut out: String = cleaned.chars().take(max_chars).collect();
+    if total > max_chars {
         out.push_str(" [...]");
     }
     out
+}
+
+#[cfg(test)]
+mod sanitize_tests {
+    use super::sanitize;
+
+    #[test]
+    fn strips_ansi_controls_and_invisible_unicode() {
+        let raw = "\u{1b}[31merror\u{1b}[0m: x\u{200b}y \u{202e}evil\u{1b}]0;title\u{7} ok\u{0}\n";
+        assert_eq!(sanitize(raw, 100), "error: xy evil ok\n");
+        assert_eq!(sanitize("abcdef", 3), "abc [...]");
+    }
 }
 
 fn read_bounded(path: &std::path::Path) -> Option<String> {
@@ -94,7 +142,12 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
     );
     let _ = writeln!(
         p,
-        "- Write one line saying what you changed and why to `.hone/hypothesis.txt` in the working directory.\n"
+        "- Write one line saying what you changed and why to `.hone/hypothesis.txt` in the working directory."
+    );
+    let _ = writeln!(
+        p,
+        "- You may append what you learned (what worked, what did not, and why) to `{}`; it is kept for the next experiments.\n",
+        spec.loop_.notes
     );
     let _ = writeln!(p, "## How a change is judged\n");
     let _ = writeln!(
@@ -151,6 +204,15 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
         None => {
             let _ = writeln!(p, "## Best so far\n\nnothing measured yet\n");
         }
+    }
+    if let Some(notes) =
+        read_bounded(&ctx.run_dir.join("notes.md")).filter(|n| !n.trim().is_empty())
+    {
+        let _ = writeln!(
+            p,
+            "## Notes from earlier experiments\n\n{}\n",
+            sanitize(&notes, 16_000)
+        );
     }
     let _ = writeln!(
         p,
@@ -214,4 +276,113 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
         }
     }
     Ok(p)
+}
+
+#[cfg(test)]
+mod snapshot_tests {
+    use super::*;
+    use crate::spec::Spec;
+    use crate::store::{ExperimentRecord, Status};
+    use crate::workspace::Git;
+    use std::cell::Cell;
+    use std::path::Path;
+    use std::process::Command;
+
+    const SNAPSHOT: &str = "src/propose/snapshots/prompt.md";
+
+    /// Pins the exact prompt for a fixed history. After an intended change, regenerate with
+    /// `HONE_UPDATE_SNAPSHOTS=1 cargo test -p hone snapshot` and review the diff.
+    #[test]
+    fn prompt_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let sh = |cmd: &str| {
+            assert!(Command::new("sh")
+                .arg("-c")
+                .arg(cmd)
+                .current_dir(d)
+                .status()
+                .unwrap()
+                .success())
+        };
+        sh("git init -q -b main && printf 'LR = 0.1  # hone: log 1e-3..1\\nDEPTH = 4\\n' > train.py && printf 'fixed\\n' > prepare.py \
+            && printf 'Improve val_loss. Keep runs short.\\n' > program.md && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+        let spec = Spec::parse(
+            Path::new("hone.toml"),
+            "[loop]\neditable = [\"train.py\"]\nprotected = [\"prepare.py\"]\n[verify]\ncommand = \"python3 train.py\"\nmetric = \"val_loss\"\nmin_delta = 0.01\n[agent]\nkind = \"command\"\ncommand = \"agent {prompt_file}\"\n",
+        )
+        .unwrap();
+        let git = Git::discover(d).unwrap();
+        let head = git.head().unwrap();
+        let run_dir = d.join(".hone/runs/t");
+        std::fs::create_dir_all(&run_dir).unwrap();
+        std::fs::write(run_dir.join("notes.md"), "- depth above 6 diverged\n").unwrap();
+        let log = d.join("1.log");
+        std::fs::write(&log, "step 1\nTraceback: \u{1b}[31mboom\u{1b}[0m\n").unwrap();
+        let rec =
+            |n: u64, status: Status, objective: Option<f64>, description: &str, reason: &str| {
+                ExperimentRecord {
+                    n,
+                    status: Some(status),
+                    objective,
+                    description: description.into(),
+                    reason: reason.into(),
+                    ..Default::default()
+                }
+            };
+        let mut crashed = rec(
+            2,
+            Status::Crash,
+            None,
+            "DEPTH 4 -> 12",
+            "exited with status 1",
+        );
+        crashed.log_path = Some(log.to_string_lossy().into_owned());
+        let history = vec![
+            rec(
+                0,
+                Status::Baseline,
+                Some(2.5),
+                "baseline",
+                "the unmodified project",
+            ),
+            rec(
+                1,
+                Status::Keep,
+                Some(2.3),
+                "LR 0.1 -> 0.05 | halve it",
+                "improved: delta +0.2",
+            ),
+            crashed,
+        ];
+        let spent = Cell::new((0.0, 0));
+        let ctx = ProposeContext {
+            n: 3,
+            worktree: d,
+            parent_commit: &head,
+            base_commit: &head,
+            history: &history,
+            best: Some(&history[1]),
+            spec: &spec,
+            git: &git,
+            repo_root: d,
+            run_dir: &run_dir,
+            seed: 0,
+            cancel: &|| false,
+            on_spawn: &|_, _| {},
+            wrapper: &[],
+            budget: crate::propose::Budget::default(),
+            spent: &spent,
+        };
+        let got = build(&ctx).unwrap();
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(SNAPSHOT);
+        if std::env::var_os("HONE_UPDATE_SNAPSHOTS").is_some() {
+            std::fs::write(&path, &got).unwrap();
+        }
+        let want = std::fs::read_to_string(&path).unwrap_or_default();
+        assert_eq!(
+            got, want,
+            "the prompt changed; if intended, regenerate {SNAPSHOT} (see the doc comment)"
+        );
+    }
 }
