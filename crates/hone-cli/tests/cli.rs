@@ -2150,3 +2150,85 @@ fn agent_notes_are_kept_between_experiments() {
         "value.txt"
     );
 }
+
+#[test]
+fn openai_knobs_mode_validates_names_types_and_ranges() {
+    let server = LlmServer::start(
+        vec![
+            Reply::Answer("{\"changes\": {\"LR\": 0.01, \"DEPTH\": 6}, \"hypothesis\": \"smaller steps, deeper\"}".into(), 10, 10),
+            Reply::Answer("Sure: {\"changes\": {\"LR\": 5}}".into(), 10, 10),
+            Reply::Answer("{\"changes\": {\"DEPTH\": 7}, \"hypothesis\": \"deeper still\"}".into(), 10, 10),
+            Reply::Answer("{\"changes\": {\"BOGUS\": 1}}".into(), 10, 10),
+        ],
+        false,
+    );
+    let r = Repo::new("", SCORE, "");
+    std::fs::write(
+        r.dir.join("params.txt"),
+        "LR = 0.1  # hone: log 1e-3..1\nDEPTH = 4  # hone: int 1..8\n",
+    )
+    .unwrap();
+    let verify = "python3 -c \\\"import re; t = open('params.txt').read(); lr = float(re.search(r'LR = ([0-9.e-]+)', t).group(1)); d = int(re.search(r'DEPTH = (\\\\d+)', t).group(1)); print('score:', abs(lr - 0.01) * 100 + abs(d - 6))\\\"";
+    let toml = format!(
+        "[loop]\neditable = [\"params.txt\"]\n\n[verify]\ncommand = \"{verify}\"\nmetric = \"score\"\n\n[agent]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"{}/v1\"\nedit_mode = \"knobs\"\n\n[stop]\nmax_experiments = 4\n",
+        server.url
+    );
+    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+    git(&r.dir, &["add", "-A"]);
+    git(&r.dir, &["commit", "-q", "-m", "knobs"]);
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "discard", "invalid"], "{log:?}");
+    assert_eq!(log[1]["objective"], 0.0);
+    assert_eq!(log[1]["config"]["LR"], 0.01);
+    assert_eq!(
+        log[1]["description"],
+        "DEPTH 4 -> 6, LR 0.1 -> 0.01: smaller steps, deeper"
+    );
+    assert!(
+        log[3]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("`BOGUS` is not a knob"),
+        "{}",
+        log[3]
+    );
+    let reqs = server.requests();
+    assert_eq!(
+        reqs.len(),
+        5,
+        "one call, a call with its repair, a call with its repair"
+    );
+    let first: serde_json::Value = serde_json::from_str(&reqs[0].2).unwrap();
+    assert!(first["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("| LR | 0.1 | float 0.001..1 (log scale) |"));
+    assert!(
+        reqs[2].2.contains("must be a number in 0.001..1"),
+        "the repair names the range"
+    );
+    // Nothing out of range was ever written.
+    assert!(!git(&r.dir, &["log", "--all", "-p", "--", "params.txt"]).contains("LR = 5"));
+}
+
+#[test]
+fn a_response_far_larger_than_max_tokens_is_refused() {
+    let huge = format!(
+        "{{\"choices\": [{{\"message\": {{\"content\": \"{}\"}}}}]}}",
+        "x".repeat(9 * 1024 * 1024)
+    );
+    let server = LlmServer::start(vec![Reply::Status(200, Vec::new(), huge)], false);
+    let r = llm_repo("openai", &server, "max_tokens = 100", "max_experiments = 2");
+    let out = hone_with_key(&r, &["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "invalid", "{:?}", log[1]);
+    assert!(
+        log[1]["reason"].as_str().unwrap().contains("MiB are refused"),
+        "{}",
+        log[1]
+    );
+}

@@ -191,6 +191,8 @@ pub struct LlmSpec {
     /// US dollars per million input and output tokens (built-in defaults for common models).
     pub price_in_per_mtok: Option<f64>,
     pub price_out_per_mtok: Option<f64>,
+    /// `edit_mode = "knobs"`: the model picks knob values (JSON) instead of writing edits.
+    pub knobs_mode: bool,
 }
 
 /// Built-in prices (USD per million input, output tokens) of common models, matched by prefix.
@@ -783,14 +785,16 @@ impl Spec {
                 AgentKind::Anthropic => ("https://api.anthropic.com", "ANTHROPIC_API_KEY"),
                 _ => ("https://api.openai.com/v1", "OPENAI_API_KEY"),
             };
-            match p.opt_str(ag, "agent", "edit_mode")?.as_deref() {
-                None | Some("blocks") => {}
-                Some("patch") | Some("knobs") => {
+            let knobs_mode = match p.opt_str(ag, "agent", "edit_mode")?.as_deref() {
+                None | Some("blocks") => false,
+                Some("knobs") => true,
+                Some("patch") => {
                     return Err(p.err_value(
                         ag,
                         "agent",
                         "edit_mode",
-                        "only \"blocks\" (SEARCH/REPLACE) is available in this version".into(),
+                        "\"patch\" is not available in this version; use \"blocks\" or \"knobs\""
+                            .into(),
                     ))
                 }
                 Some(other) => {
@@ -798,10 +802,10 @@ impl Spec {
                         ag,
                         "agent",
                         "edit_mode",
-                        format!("unknown edit mode `{other}` (expected \"blocks\")"),
+                        format!("unknown edit mode `{other}` (expected \"blocks\" or \"knobs\")"),
                     ))
                 }
-            }
+            };
             let max_tokens = p.opt_u64(ag, "agent", "max_tokens")?.unwrap_or(4096);
             if max_tokens == 0 {
                 return Err(p.err_value(ag, "agent", "max_tokens", "must be at least 1".into()));
@@ -825,6 +829,7 @@ impl Spec {
                 max_attempts,
                 price_in_per_mtok: p.opt_f64(ag, "agent", "price_in_per_mtok")?,
                 price_out_per_mtok: p.opt_f64(ag, "agent", "price_out_per_mtok")?,
+                knobs_mode,
             })
         } else {
             let preset = kind == AgentKind::Claude;

@@ -162,12 +162,20 @@ impl ChatProposer {
                         .get("retry-after")
                         .and_then(|v| v.to_str().ok())
                         .and_then(|v| v.trim().parse::<f64>().ok());
-                    let text = resp
+                    let text = match resp
                         .into_body()
                         .with_config()
                         .limit(MAX_BODY_BYTES)
                         .read_to_string()
-                        .unwrap_or_default();
+                    {
+                        Ok(t) => t,
+                        Err(e) => {
+                            return Err(CallError::Failed(format!(
+                                "could not read the answer ({e}); answers over {} MiB are refused",
+                                MAX_BODY_BYTES >> 20
+                            )))
+                        }
+                    };
                     match status {
                         200..=299 => {
                             return self.parse_completion(&text).map_err(CallError::Failed)
@@ -267,6 +275,9 @@ impl Proposer for ChatProposer {
     }
 
     fn propose(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
+        if self.llm.knobs_mode {
+            return self.propose_knobs(ctx);
+        }
         let user = prompt::build(ctx)?;
         let mut messages = vec![("user".to_string(), user)];
         let mut description = String::new();
@@ -316,6 +327,185 @@ impl Proposer for ChatProposer {
             messages.push(("user".into(), repair));
         }
         Err(ProposeError::Invalid("no edit applied".into()))
+    }
+}
+
+const SYSTEM_KNOBS: &str = "You are a careful research engineer tuning a project's knobs (named constants with \
+allowed ranges). Study the history of configurations tried and their results, then choose the next configuration \
+to try. Answer with one JSON object only: {\"changes\": {\"KNOB_NAME\": value, ...}, \"hypothesis\": \"why\"}. \
+Use only knobs from the table, values inside their ranges, and never repeat a configuration already tried.";
+
+impl ChatProposer {
+    /// `edit_mode = "knobs"` (Level 1 of Bilevel Autoresearch, with validation): the model
+    /// sees the knob table and the configurations tried, answers `{changes, hypothesis}`, and
+    /// hone checks every name, type and range before writing anything.
+    fn propose_knobs(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
+        use super::knobs::{self, Domain};
+        let (found, texts) = super::optimizer::find_knobs(ctx)?;
+        let tunable: Vec<&knobs::Knob> = found
+            .iter()
+            .filter(|k| !matches!(k.domain, Domain::Fixed))
+            .collect();
+        if tunable.is_empty() {
+            return Err(ProposeError::Fatal(
+                "edit_mode = \"knobs\" needs knobs in the editable files (see hone init)".into(),
+            ));
+        }
+        let incumbent = knobs::config_of(&found);
+        let mut table = String::from("\n## Knobs (current values are the best so far)\n\n| knob | current | allowed |\n|---|---|---|\n");
+        for k in &tunable {
+            let allowed = match &k.domain {
+                Domain::Float { lo, hi, log } => {
+                    format!("float {lo}..{hi}{}", if *log { " (log scale)" } else { "" })
+                }
+                Domain::Int { lo, hi, .. } => format!("integer {lo}..{hi}"),
+                Domain::Choice(c) => format!(
+                    "one of {}",
+                    c.iter()
+                        .map(|v| v.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                Domain::Bool => "true or false".into(),
+                Domain::Fixed => "fixed".into(),
+            };
+            table.push_str(&format!("| {} | {} | {allowed} |\n", k.name, k.value));
+        }
+        let user = format!("{}{table}", prompt::build(ctx)?);
+        let mut messages = vec![("user".to_string(), user)];
+        for round in 0..2 {
+            let chars = SYSTEM_KNOBS.len() + messages.iter().map(|(_, c)| c.len()).sum::<usize>();
+            self.reserve(ctx, chars)?;
+            let done = self.call(SYSTEM_KNOBS, &messages).map_err(|e| match e {
+                CallError::Failed(m) => {
+                    ProposeError::Invalid(format!("{}: {m}", self.kind.as_str()))
+                }
+                CallError::Fatal(m) => ProposeError::Fatal(m),
+            })?;
+            ctx.add_spend(
+                self.price(done.input_tokens, done.output_tokens),
+                done.input_tokens + done.output_tokens,
+            );
+            match validate_knob_answer(&done.text, &tunable) {
+                Ok((changes, hypothesis)) => {
+                    let mut next = incumbent.clone();
+                    next.extend(changes);
+                    if next == incumbent {
+                        return Err(ProposeError::Invalid(
+                            "the model chose the current configuration again".into(),
+                        ));
+                    }
+                    for (file, text) in &texts {
+                        let mine: knobs::Config = found
+                            .iter()
+                            .filter(|k| &k.file == file)
+                            .filter_map(|k| next.get(&k.name).map(|v| (k.name.clone(), v.clone())))
+                            .collect();
+                        let new_text = knobs::apply(file, text, &mine)
+                            .map_err(|e| ProposeError::Invalid(e.to_string()))?;
+                        if &new_text != text {
+                            std::fs::write(ctx.worktree.join(file), new_text).map_err(|e| {
+                                ProposeError::Fatal(format!("cannot write {file}: {e}"))
+                            })?;
+                        }
+                    }
+                    let described = knobs::describe(&incumbent, &next);
+                    return Ok(Proposal {
+                        description: if hypothesis.is_empty() {
+                            described
+                        } else {
+                            format!("{described}: {hypothesis}")
+                        },
+                        config: serde_json::to_value(&next).ok(),
+                        cost_usd: 0.0,
+                    });
+                }
+                Err(problems) if round == 0 => {
+                    messages.push(("assistant".into(), done.text));
+                    messages.push((
+                        "user".into(),
+                        format!("Your answer could not be used:\n- {}\nAnswer again with one valid JSON object.", problems.join("\n- ")),
+                    ));
+                }
+                Err(problems) => {
+                    return Err(ProposeError::Invalid(format!(
+                        "the knob answer was still invalid after a repair round: {}",
+                        problems.join("; ")
+                    )));
+                }
+            }
+        }
+        Err(ProposeError::Invalid("no usable knob answer".into()))
+    }
+}
+
+/// Checks a `{changes, hypothesis}` answer against the knobs' names, types and ranges.
+pub fn validate_knob_answer(
+    answer: &str,
+    knobs: &[&super::knobs::Knob],
+) -> Result<(super::knobs::Config, String), Vec<String>> {
+    use super::knobs::{Domain, KnobValue};
+    let json = match (answer.find('{'), answer.rfind('}')) {
+        (Some(a), Some(b)) if a < b => &answer[a..=b],
+        _ => return Err(vec!["no JSON object in the answer".into()]),
+    };
+    let v: Value =
+        serde_json::from_str(json).map_err(|e| vec![format!("the JSON does not parse: {e}")])?;
+    let Some(changes) = v["changes"].as_object() else {
+        return Err(vec![
+            "`changes` must be an object of knob names to values".into()
+        ]);
+    };
+    let mut out = super::knobs::Config::new();
+    let mut problems = Vec::new();
+    for (name, value) in changes {
+        let Some(k) = knobs.iter().find(|k| &k.name == name) else {
+            problems.push(format!("`{name}` is not a knob you may change"));
+            continue;
+        };
+        let parsed = match (&k.domain, value) {
+            (Domain::Float { lo, hi, .. }, Value::Number(n)) => match n.as_f64() {
+                Some(x) if x >= *lo && x <= *hi => Ok(KnobValue::Float(x)),
+                _ => Err(format!(
+                    "`{name}` must be a number in {lo}..{hi}, not {value}"
+                )),
+            },
+            (Domain::Int { lo, hi, .. }, Value::Number(n)) => match n.as_i64() {
+                Some(x) if x >= *lo && x <= *hi => Ok(KnobValue::Int(x)),
+                _ => Err(format!(
+                    "`{name}` must be an integer in {lo}..{hi}, not {value}"
+                )),
+            },
+            (Domain::Bool, Value::Bool(b)) => Ok(KnobValue::Bool(*b)),
+            (Domain::Choice(options), _) => {
+                let as_knob: Option<KnobValue> = serde_json::from_value(value.clone()).ok();
+                match as_knob.filter(|c| options.contains(c)) {
+                    Some(c) => Ok(c),
+                    None => Err(format!(
+                        "`{name}` must be one of {}, not {value}",
+                        options
+                            .iter()
+                            .map(|o| o.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                }
+            }
+            _ => Err(format!("`{name}` has the wrong type: {value}")),
+        };
+        match parsed {
+            Ok(x) => {
+                out.insert(name.clone(), x);
+            }
+            Err(p) => problems.push(p),
+        }
+    }
+    if problems.is_empty() {
+        let hypothesis =
+            prompt::sanitize(v["hypothesis"].as_str().unwrap_or(""), 300).replace('\n', " ");
+        Ok((out, hypothesis))
+    } else {
+        Err(problems)
     }
 }
 
