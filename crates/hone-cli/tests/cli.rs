@@ -2227,8 +2227,100 @@ fn a_response_far_larger_than_max_tokens_is_refused() {
     let log = r.log();
     assert_eq!(log[1]["status"], "invalid", "{:?}", log[1]);
     assert!(
-        log[1]["reason"].as_str().unwrap().contains("MiB are refused"),
+        log[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("MiB are refused"),
         "{}",
         log[1]
+    );
+}
+
+/// A stand-in `codex` on PATH printing Codex's `exec --json` event stream.
+const FAKE_CODEX: &str = r#"#!/bin/sh
+printf '%s\n' "$@" > "$FAKE_RECORD/argv"
+cat > "$FAKE_RECORD/stdin"
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+echo '{"type":"thread.started","thread_id":"th_1"}'
+echo '{"type":"turn.started"}'
+if [ $n = 1 ]; then
+  printf 'score: 3\n' > value.txt
+  echo '{"type":"item.completed","item":{"id":"item_0","type":"command_execution","command":"cat value.txt","status":"completed"}}'
+  echo '{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Set the score to 3."}}'
+  echo '{"type":"turn.completed","usage":{"input_tokens":1200,"cached_input_tokens":200,"output_tokens":300,"reasoning_output_tokens":100}}'
+else
+  echo '{"type":"turn.failed","error":{"message":"stream disconnected before completion"}}'
+fi
+"#;
+
+#[test]
+fn codex_preset_runs_exec_json_and_reads_its_usage() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().unwrap();
+    let record = tempfile::tempdir().unwrap();
+    let codex = bin.path().join("codex");
+    std::fs::write(&codex, FAKE_CODEX).unwrap();
+    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let r = Repo::new("", SCORE, "");
+    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
+    let agent_start = toml.find("[agent]").unwrap();
+    let toml = format!(
+        "{}[agent]\nkind = \"codex\"\nmodel = \"gpt-5-codex\"\n\n[stop]\nmax_experiments = 3\n",
+        &toml[..agent_start]
+    );
+    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+    git(&r.dir, &["commit", "-q", "-am", "codex"]);
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = Command::new(HONE)
+        .arg("run")
+        .current_dir(&r.dir)
+        .env("PATH", &path)
+        .env("FAKE_RECORD", record.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let argv = std::fs::read_to_string(record.path().join("argv")).unwrap();
+    assert_eq!(
+        argv.lines().collect::<Vec<_>>(),
+        [
+            "exec",
+            "--json",
+            "--full-auto",
+            "--model",
+            "gpt-5-codex",
+            "-"
+        ]
+    );
+    assert!(std::fs::read_to_string(record.path().join("stdin"))
+        .unwrap()
+        .contains("You may change only"));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "keep");
+    assert_eq!(log[1]["description"], "Set the score to 3.");
+    assert_eq!(log[1]["tokens"], 1500);
+    assert_eq!(log[2]["status"], "invalid");
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("stream disconnected"),
+        "{}",
+        log[2]
+    );
+    let out = Command::new(HONE)
+        .args(["run", "--new"])
+        .current_dir(&r.dir)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out).contains("npm install -g @openai/codex"),
+        "{}",
+        text(&out)
     );
 }

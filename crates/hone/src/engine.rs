@@ -283,13 +283,18 @@ pub fn run(
     // Escaped descendants of the verifier (setsid) come back to hone, to be killed.
     exec::become_subreaper();
     let store = Store::open(&paths.db())?;
-    if spec.agent.kind == crate::spec::AgentKind::Claude
-        && spec.agent.command.is_none()
-        && !crate::propose::command::on_path("claude")
-    {
-        return Err(EngineError::Setup(
-                "Claude Code (`claude`) is not on PATH: install it with `npm install -g @anthropic-ai/claude-code`, or set [agent] command".into(),
-            ));
+    let preset = match spec.agent.kind {
+        crate::spec::AgentKind::Claude => Some(crate::propose::command::Preset::Claude),
+        crate::spec::AgentKind::Codex => Some(crate::propose::command::Preset::Codex),
+        _ => None,
+    };
+    if let (Some(p), None) = (preset, &spec.agent.command) {
+        let (program, package) = p.program();
+        if !crate::propose::command::on_path(program) {
+            return Err(EngineError::Setup(format!(
+                "`{program}` is not on PATH: install it with `{package}`, or set [agent] command"
+            )));
+        }
     }
 
     let mut engine = Engine::open(git, paths, store, spec.clone(), opts, interrupt, on_event)?;

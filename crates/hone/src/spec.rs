@@ -58,13 +58,15 @@ pub enum AgentKind {
     Anthropic,
     /// Claude Code in headless mode (`claude -p`).
     Claude,
+    /// OpenAI's Codex CLI (`codex exec --json`).
+    Codex,
 }
 
 impl AgentKind {
     pub const NAMES: &'static [&'static str] =
-        &["knobs", "command", "openai", "anthropic", "claude"];
+        &["knobs", "command", "openai", "anthropic", "claude", "codex"];
     /// Kinds that DESIGN.md names but this version does not run yet.
-    pub const PLANNED: &'static [&'static str] = &["codex", "aider", "gemini", "opencode"];
+    pub const PLANNED: &'static [&'static str] = &["aider", "gemini", "opencode"];
 
     pub fn parse(s: &str) -> Option<AgentKind> {
         match s {
@@ -73,6 +75,7 @@ impl AgentKind {
             "openai" => Some(AgentKind::OpenAi),
             "anthropic" => Some(AgentKind::Anthropic),
             "claude" => Some(AgentKind::Claude),
+            "codex" => Some(AgentKind::Codex),
             _ => None,
         }
     }
@@ -84,6 +87,7 @@ impl AgentKind {
             AgentKind::OpenAi => "openai",
             AgentKind::Anthropic => "anthropic",
             AgentKind::Claude => "claude",
+            AgentKind::Codex => "codex",
         }
     }
 
@@ -832,7 +836,7 @@ impl Spec {
                 knobs_mode,
             })
         } else {
-            let preset = kind == AgentKind::Claude;
+            let preset = matches!(kind, AgentKind::Claude | AgentKind::Codex);
             for key in ["model", "base_url", "api_key_env", "edit_mode"] {
                 if preset && key == "model" {
                     continue;
@@ -844,10 +848,10 @@ impl Spec {
             None
         };
         let model = match kind {
-            AgentKind::Claude => p.opt_str(ag, "agent", "model")?,
+            AgentKind::Claude | AgentKind::Codex => p.opt_str(ag, "agent", "model")?,
             _ => llm.as_ref().map(|l| l.model.clone()),
         };
-        if !agent.extra_args.is_empty() && kind != AgentKind::Claude {
+        if !agent.extra_args.is_empty() && !matches!(kind, AgentKind::Claude | AgentKind::Codex) {
             return Err(p.err_value(
                 ag,
                 "agent",

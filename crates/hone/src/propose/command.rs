@@ -21,13 +21,24 @@ pub enum Preset {
     /// lets it edit files without prompts; its JSON result carries `is_error`, `result`,
     /// `total_cost_usd` and `usage`.
     Claude,
+    /// Codex CLI: `codex exec --json --full-auto -` (prompt on stdin); its JSONL events carry
+    /// token usage per turn (`turn.completed`) and failures (`turn.failed`, `error`), no cost.
+    Codex,
+}
+
+impl Preset {
+    /// The program on PATH and the package that provides it.
+    pub fn program(self) -> (&'static str, &'static str) {
+        match self {
+            Preset::Claude => ("claude", "npm install -g @anthropic-ai/claude-code"),
+            Preset::Codex => ("codex", "npm install -g @openai/codex"),
+        }
+    }
 }
 
 impl CommandProposer {
-    pub fn claude() -> CommandProposer {
-        CommandProposer {
-            preset: Some(Preset::Claude),
-        }
+    pub fn preset(p: Preset) -> CommandProposer {
+        CommandProposer { preset: Some(p) }
     }
 }
 
@@ -38,21 +49,24 @@ pub fn preset_command(
     extra: &[String],
     prompt: &str,
 ) -> String {
-    match preset {
+    let mut c = match preset {
         Preset::Claude => {
-            let mut c =
-                String::from("claude -p --output-format json --permission-mode acceptEdits");
-            if let Some(m) = model {
-                c.push_str(&format!(" --model {}", shell_quote(m)));
-            }
-            for a in extra {
-                c.push(' ');
-                c.push_str(&shell_quote(a));
-            }
-            c.push_str(&format!(" < {}", shell_quote(prompt)));
-            c
+            String::from("claude -p --output-format json --permission-mode acceptEdits")
         }
+        Preset::Codex => String::from("codex exec --json --full-auto"),
+    };
+    if let Some(m) = model {
+        c.push_str(&format!(" --model {}", shell_quote(m)));
     }
+    for a in extra {
+        c.push(' ');
+        c.push_str(&shell_quote(a));
+    }
+    if preset == Preset::Codex {
+        c.push_str(" -"); // read the prompt from stdin
+    }
+    c.push_str(&format!(" < {}", shell_quote(prompt)));
+    c
 }
 
 /// Is `program` on PATH?
@@ -69,6 +83,48 @@ pub struct AgentReport {
     pub result: Option<String>,
     pub cost_usd: f64,
     pub tokens: u64,
+}
+
+/// Reads Codex's JSONL events: tokens from every `turn.completed`, the last agent message as
+/// the result, and `turn.failed` / `error` as an error.
+pub fn parse_codex(lines: &[String]) -> Option<AgentReport> {
+    let events: Vec<serde_json::Value> = lines
+        .iter()
+        .filter(|l| l.trim_start().starts_with('{'))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|v: &serde_json::Value| v["type"].is_string())
+        .collect();
+    if events.is_empty() {
+        return None;
+    }
+    let mut report = AgentReport::default();
+    for e in &events {
+        match e["type"].as_str().unwrap_or("") {
+            "turn.completed" => {
+                let u = &e["usage"];
+                report.tokens += ["input_tokens", "output_tokens"]
+                    .iter()
+                    .filter_map(|k| u[*k].as_u64())
+                    .sum::<u64>();
+            }
+            "turn.failed" => {
+                report.error = Some(
+                    e["error"]["message"]
+                        .as_str()
+                        .unwrap_or("the turn failed")
+                        .to_string(),
+                );
+            }
+            "error" => {
+                report.error = Some(e["message"].as_str().unwrap_or("error").to_string());
+            }
+            "item.completed" if e["item"]["type"] == "agent_message" => {
+                report.result = e["item"]["text"].as_str().map(str::to_string);
+            }
+            _ => {}
+        }
+    }
+    Some(report)
 }
 
 /// Reads Claude Code's JSON result (the last JSON line of type `result`).
@@ -117,10 +173,13 @@ impl Proposer for CommandProposer {
     }
 
     fn propose(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
-        if self.preset == Some(Preset::Claude) && !on_path("claude") {
-            return Err(ProposeError::Fatal(
-                "Claude Code (`claude`) is not on PATH: install it with `npm install -g @anthropic-ai/claude-code`".into(),
-            ));
+        if let Some(p) = self.preset {
+            let (program, package) = p.program();
+            if ctx.spec.agent.command.is_none() && !on_path(program) {
+                return Err(ProposeError::Fatal(format!(
+                    "`{program}` is not on PATH: install it with `{package}`"
+                )));
+            }
         }
         let template = match (self.preset, ctx.spec.agent.command.as_deref()) {
             (_, Some(t)) => t.to_string(),
@@ -220,6 +279,7 @@ impl Proposer for CommandProposer {
         }
         let report = match self.preset {
             Some(Preset::Claude) => parse_claude(&tail.iter().cloned().collect::<Vec<_>>()),
+            Some(Preset::Codex) => parse_codex(&tail.iter().cloned().collect::<Vec<_>>()),
             None => None,
         };
         if let Some(r) = &report {
