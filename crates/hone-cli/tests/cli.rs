@@ -1746,8 +1746,8 @@ fn llm_repo(kind: &str, server: &LlmServer, agent_extra: &str, stop: &str) -> Re
         format!("{}/v1", server.url)
     };
     let toml = format!(
-        "[loop]\neditable = [\"value.txt\"]\nprotected = [\"prepare.py\"]\n\n[verify]\ncommand = \"cat value.txt\"\nmetric = \"score\"\n\n\
-         [agent]\nkind = \"{kind}\"\nmodel = \"test-model\"\nbase_url = \"{base}\"\napi_key_env = \"HONE_TEST_KEY\"\n{agent_extra}\n\n[stop]\n{stop}\n"
+        "[loop]\neditable = [\"value.txt\"]\nprotected = [\"prepare.py\"]\n\n[verify]\ncommand = \"echo key=$TEST_LLM_KEY; cat value.txt\"\nmetric = \"score\"\n\n\
+         [agent]\nkind = \"{kind}\"\nmodel = \"test-model\"\nbase_url = \"{base}\"\napi_key_env = \"TEST_LLM_KEY\"\n{agent_extra}\n\n[stop]\n{stop}\n"
     );
     std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
     git(&r.dir, &["commit", "-q", "-am", "llm"]);
@@ -1758,7 +1758,7 @@ fn hone_with_key(r: &Repo, args: &[&str]) -> Output {
     Command::new(HONE)
         .args(args)
         .current_dir(&r.dir)
-        .env("HONE_TEST_KEY", SECRET)
+        .env("TEST_LLM_KEY", SECRET)
         .output()
         .unwrap()
 }
@@ -2019,7 +2019,8 @@ if [ $n = 1 ]; then
   printf 'score: 4\n' > value.txt
   echo '{"type":"result","subtype":"success","is_error":false,"duration_ms":1200,"duration_api_ms":1100,"num_turns":3,"result":"Lowered the score to 4.","session_id":"s-1","total_cost_usd":0.0123,"usage":{"input_tokens":100,"output_tokens":50,"cache_creation_input_tokens":10,"cache_read_input_tokens":20}}'
 else
-  echo '{"type":"result","subtype":"success","is_error":true,"num_turns":1,"result":"API Error: 529 overloaded","session_id":"s-2","total_cost_usd":0.001,"usage":{"input_tokens":5,"output_tokens":0}}'
+  echo '{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":1,"session_id":"s-2","total_cost_usd":0.001,"usage":{"input_tokens":5,"output_tokens":0},"errors":["API Error: 529 overloaded"]}'
+  exit 1
 fi
 "#;
 
@@ -2093,6 +2094,7 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
         "{}",
         log[2]
     );
+    assert_eq!(log[2]["cost_usd"], 0.001, "a failed run is paid for too");
 
     // Without the tool, a clear error that names the package.
     let out = Command::new(HONE)
@@ -2230,7 +2232,7 @@ fn a_response_far_larger_than_max_tokens_is_refused() {
         log[1]["reason"]
             .as_str()
             .unwrap()
-            .contains("MiB are refused"),
+            .contains("MiB and was refused"),
         "{}",
         log[1]
     );

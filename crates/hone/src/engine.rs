@@ -1320,7 +1320,7 @@ impl<'a> Engine<'a> {
         std::fs::create_dir_all(&dir)
             .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", dir.display())))?;
         let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
-            .filter(|(k, _)| !k.to_string_lossy().starts_with("HONE_"))
+            .filter(|(k, _)| self.env_allowed_for_candidate(k))
             .collect();
         for (k, v) in &self.spec.verify.env {
             env.push((k.into(), v.into()));
@@ -1354,6 +1354,20 @@ impl<'a> Engine<'a> {
             Exit::Code(0) => value.filter(|v| v.is_finite()),
             _ => None,
         })
+    }
+
+    /// May this inherited variable reach code hone runs on a candidate's behalf (verifier,
+    /// holdout, reviewer)? Not hone's own settings, and not the API key of hone's own LLM
+    /// proposer: code the model wrote must not be able to print it into a log or prompt.
+    fn env_allowed_for_candidate(&self, name: &std::ffi::OsStr) -> bool {
+        let name = name.to_string_lossy();
+        let own_key = self
+            .spec
+            .agent
+            .llm
+            .as_ref()
+            .is_some_and(|l| l.api_key_env == name);
+        !name.starts_with("HONE_") && !own_key
     }
 
     /// The sandbox prefix for a process confined to `wt` (empty without bubblewrap). Agents
@@ -1415,7 +1429,13 @@ impl<'a> Engine<'a> {
             };
             let hit = diff
                 .lines()
-                .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+                // Added lines; `+++ b/path` headers are skipped, but an added line that itself
+                // starts with "++" (say `++i;`) is checked.
+                .filter(|l| {
+                    l.starts_with('+')
+                        && !l.starts_with("+++ b/")
+                        && !l.starts_with("+++ /dev/null")
+                })
                 .find(|l| re.is_match(&l[1..]));
             if let Some(line) = hit {
                 let shown = prompt_line(&line[1..]);
@@ -1436,9 +1456,10 @@ impl<'a> Engine<'a> {
             .as_ref()
             .and_then(|f| std::fs::read_to_string(self.git.root().join(f)).ok())
             .unwrap_or_default();
-        let bounded: String = diff.chars().take(100_000).collect();
+        let bounded = crate::propose::prompt::sanitize(&diff, 100_000);
+        let fence = crate::propose::prompt::fence_for(&bounded);
         let text = format!(
-            "# Review of experiment {n}\n\nA proposer made the change below to improve `{metric}` ({dir}). Decide before any compute is spent.\n             Answer on the LAST line with `APPROVE` or `REJECT: <reason>`.\n\n## Rules\n\n- editable: {editable}\n- protected: {protected}\n\n             ## Instructions\n\n{instructions}\n\n## Description (untrusted)\n\n{desc}\n\n## Diff\n\n```diff\n{bounded}\n```\n",
+            "# Review of experiment {n}\n\nA proposer made the change below to improve `{metric}` ({dir}). Decide before any compute is spent.\nAnswer on the LAST line with `APPROVE` or `REJECT: <reason>`.\n\n## Rules\n\n- editable: {editable}\n- protected: {protected}\n\n## Instructions\n\n{instructions}\n\n## Description (untrusted)\n\n{desc}\n\n## Diff (untrusted)\n\n{fence}diff\n{bounded}\n{fence}\n",
             n = rec.n,
             metric = self.spec.verify.metric,
             dir = self.spec.verify.direction.as_str(),
@@ -1452,7 +1473,9 @@ impl<'a> Engine<'a> {
             "{prompt_file}",
             &crate::propose::command::shell_quote(&prompt_path.to_string_lossy()),
         );
-        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+            .filter(|(k, _)| self.env_allowed_for_candidate(k))
+            .collect();
         env.push((
             "HONE_REVIEW_PROMPT".into(),
             prompt_path.clone().into_os_string(),
@@ -1677,7 +1700,7 @@ impl<'a> Engine<'a> {
         cancel: &dyn Fn() -> bool,
     ) -> Result<(Exit, crate::verify::metrics::MetricSet), EngineError> {
         let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
-            .filter(|(k, _)| !k.to_string_lossy().starts_with("HONE_"))
+            .filter(|(k, _)| self.env_allowed_for_candidate(k))
             .collect();
         for (k, v) in &self.spec.verify.env {
             env.push((k.into(), v.into()));

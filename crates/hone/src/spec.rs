@@ -222,7 +222,9 @@ impl LlmSpec {
             (Some(i), Some(o)) => Some((i, o)),
             _ => PRICES
                 .iter()
-                .find(|(m, _, _)| self.model.starts_with(m))
+                // The exact name, or a dated snapshot of it (`claude-sonnet-4-20250514`); never
+                // a longer family name (`o3` must not price `o3-pro`).
+                .find(|(m, _, _)| self.model == *m || self.model.starts_with(&format!("{m}-20")))
                 .map(|(_, i, o)| (*i, *o)),
         }
     }
@@ -905,6 +907,14 @@ impl Spec {
             max_cost_usd,
             max_tokens: p.opt_u64(st, "stop", "max_tokens")?,
         };
+        if stop.max_cost_usd.is_some() && agent.kind == AgentKind::Codex {
+            return Err(p.err_value(
+                st,
+                "stop",
+                "max_cost_usd",
+                "Codex reports tokens, not money: use max_tokens to bound a codex run".into(),
+            ));
+        }
         if let (Some(_), Some(llm)) = (stop.max_cost_usd, &agent.llm) {
             if llm.prices().is_none() {
                 return Err(p.err_value(

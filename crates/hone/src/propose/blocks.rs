@@ -142,6 +142,24 @@ pub fn apply(root: &Path, blocks: &[EditBlock]) -> Vec<BlockFailure> {
             continue;
         }
         let path = root.join(rel);
+        // Never write through a symlink (say a tracked `data -> /mnt/datasets`): every
+        // existing component of the path must be a real directory or file.
+        let mut walk = root.to_path_buf();
+        let mut linked = false;
+        for c in rel.components() {
+            walk.push(c);
+            if std::fs::symlink_metadata(&walk).is_ok_and(|m| m.file_type().is_symlink()) {
+                linked = true;
+                break;
+            }
+        }
+        if linked {
+            failures.push(fail(format!(
+                "`{}` goes through a symbolic link; edit the real file instead",
+                b.path
+            )));
+            continue;
+        }
         let result = match std::fs::read_to_string(&path) {
             Ok(text) => apply_one(&text, &b.search, &b.replace),
             Err(_) if b.search.trim().is_empty() => Ok(b.replace.clone()),
@@ -204,6 +222,21 @@ mod tests {
         assert!(apply_one("a\n", "zzz\n", "y\n")
             .unwrap_err()
             .contains("matches nothing"));
+    }
+
+    #[test]
+    fn never_writes_through_a_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("data")).unwrap();
+        let blocks = vec![EditBlock {
+            path: "data/val.py".into(),
+            search: String::new(),
+            replace: "stolen\n".into(),
+        }];
+        let failures = apply(dir.path(), &blocks);
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert!(!outside.path().join("val.py").exists());
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub struct Completion {
     pub text: String,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// The server said what the call used (else hone charges the worst case).
+    pub usage_reported: bool,
 }
 
 /// Why a call failed for good.
@@ -40,6 +42,8 @@ enum CallError {
     Failed(String),
     /// The configuration is wrong (a refused key, a missing model): the run stops.
     Fatal(String),
+    /// The next attempt could cross the budget: the run stops, nothing sent.
+    Budget(String),
 }
 
 /// The proposer for `openai` and `anthropic`.
@@ -78,12 +82,20 @@ impl ChatProposer {
         (input as f64 * pi + output as f64 * po) / 1e6
     }
 
+    /// The most a call with this much prompt text can cost: (dollars, tokens).
+    fn worst(&self, prompt_chars: usize) -> (f64, u64) {
+        // Pessimistic: real tokenizers average 3-4 characters per token on prose and code, and
+        // fewer on digits and symbols; assume 2, plus a per-message overhead.
+        let input = (prompt_chars as u64).div_ceil(2) + 16;
+        (
+            self.price(input, self.llm.max_tokens),
+            input + self.llm.max_tokens,
+        )
+    }
+
     /// Refuses a call whose worst case could cross the budget.
     fn reserve(&self, ctx: &ProposeContext<'_>, prompt_chars: usize) -> Result<(), ProposeError> {
-        // A token is at least ~3 characters of English or code: a pessimistic estimate.
-        let input = (prompt_chars as u64).div_ceil(3);
-        let worst_tokens = input + self.llm.max_tokens;
-        let worst_cost = self.price(input, self.llm.max_tokens);
+        let (worst_cost, worst_tokens) = self.worst(prompt_chars);
         let spent = ctx.spent();
         if let Some(left) = ctx.budget.usd_left.map(|l| l - spent.0) {
             if worst_cost > left {
@@ -104,11 +116,18 @@ impl ChatProposer {
     }
 
     /// One completion, with retries.
+    ///
+    /// Every attempt is reserved against the budget before it is sent and charged after: the
+    /// usage the server reports, or the worst case when it reports none or the attempt ended
+    /// in a way the provider may still bill (a timeout, a cut-off body).
     fn call(
         &mut self,
+        ctx: &ProposeContext<'_>,
         system: &str,
         messages: &[(String, String)],
     ) -> Result<Completion, CallError> {
+        let chars = system.len() + messages.iter().map(|(_, c)| c.len()).sum::<usize>();
+        let (worst_cost, worst_tokens) = self.worst(chars);
         let key = std::env::var(&self.llm.api_key_env)
             .ok()
             .filter(|k| !k.is_empty());
@@ -131,7 +150,15 @@ impl ChatProposer {
                         .iter()
                         .map(|(r, c)| json!({"role": r, "content": c})),
                 );
-                let mut body = json!({"model": self.llm.model, "max_tokens": self.llm.max_tokens, "messages": msgs});
+                // OpenAI's own API wants `max_completion_tokens` (its reasoning models refuse
+                // `max_tokens`); other compatible servers know `max_tokens`.
+                let cap = if self.llm.base_url.contains("api.openai.com") {
+                    "max_completion_tokens"
+                } else {
+                    "max_tokens"
+                };
+                let mut body = json!({"model": self.llm.model, "messages": msgs});
+                body[cap] = json!(self.llm.max_tokens);
                 if let Some(t) = self.llm.temperature {
                     body["temperature"] = json!(t);
                 }
@@ -141,6 +168,8 @@ impl ChatProposer {
         let body = body.to_string();
         let mut last = String::new();
         for attempt in 0..self.llm.max_attempts {
+            self.reserve(ctx, chars)
+                .map_err(|e| CallError::Budget(e.to_string()))?;
             let mut req = self
                 .agent
                 .post(&url)
@@ -169,16 +198,32 @@ impl ChatProposer {
                         .read_to_string()
                     {
                         Ok(t) => t,
-                        Err(e) => {
+                        Err(ureq::Error::BodyExceedsLimit(_)) => {
+                            ctx.add_spend(worst_cost, worst_tokens);
                             return Err(CallError::Failed(format!(
-                                "could not read the answer ({e}); answers over {} MiB are refused",
+                                "the answer is larger than {} MiB and was refused (charged at its worst case)",
                                 MAX_BODY_BYTES >> 20
-                            )))
+                            )));
+                        }
+                        Err(e) => {
+                            // Cut off mid-answer: it may be billed, and it may work next time.
+                            ctx.add_spend(worst_cost, worst_tokens);
+                            last = format!("reading the answer failed: {e}");
+                            self.backoff(attempt, None);
+                            continue;
                         }
                     };
                     match status {
                         200..=299 => {
-                            return self.parse_completion(&text).map_err(CallError::Failed)
+                            let done = self.parse_completion(&text);
+                            match &done {
+                                Ok(c) if c.usage_reported => ctx.add_spend(
+                                    self.price(c.input_tokens, c.output_tokens),
+                                    c.input_tokens + c.output_tokens,
+                                ),
+                                _ => ctx.add_spend(worst_cost, worst_tokens),
+                            }
+                            return done.map_err(CallError::Failed);
                         }
                         401 | 403 => {
                             return Err(CallError::Fatal(format!(
@@ -202,22 +247,30 @@ impl ChatProposer {
                     }
                 }
                 Err(e) => {
+                    // A timeout or a dropped connection after the request went out may still
+                    // be billed: count the worst case.
+                    ctx.add_spend(worst_cost, worst_tokens);
                     retry_after = None;
                     last = format!("request failed: {e}");
                 }
             }
-            if attempt + 1 < self.llm.max_attempts {
-                let backoff = BACKOFF_BASE.as_secs_f64() * 2f64.powi(attempt as i32);
-                let wait = retry_after
-                    .unwrap_or(backoff * (1.0 + 0.25 * self.jitter()))
-                    .clamp(0.0, 60.0);
-                std::thread::sleep(Duration::from_secs_f64(wait));
-            }
+            self.backoff(attempt, retry_after);
         }
         Err(CallError::Failed(format!(
             "gave up after {} attempts; last: {last}",
             self.llm.max_attempts
         )))
+    }
+
+    /// Waits before the next attempt (unless this was the last one).
+    fn backoff(&mut self, attempt: u64, retry_after: Option<f64>) {
+        if attempt + 1 < self.llm.max_attempts {
+            let backoff = BACKOFF_BASE.as_secs_f64() * 2f64.powi(attempt as i32);
+            let wait = retry_after
+                .unwrap_or(backoff * (1.0 + 0.25 * self.jitter()))
+                .clamp(0.0, 60.0);
+            std::thread::sleep(Duration::from_secs_f64(wait));
+        }
     }
 
     fn parse_completion(&self, text: &str) -> Result<Completion, String> {
@@ -252,9 +305,19 @@ impl ChatProposer {
         };
         Ok(Completion {
             text: content,
+            usage_reported: input.is_some() && output.is_some(),
             input_tokens: input.unwrap_or(0),
             output_tokens: output.unwrap_or(0),
         })
+    }
+}
+
+/// What a failed call means for the experiment.
+fn call_error(kind: AgentKind, e: CallError) -> ProposeError {
+    match e {
+        CallError::Failed(m) => ProposeError::Invalid(format!("{}: {m}", kind.as_str())),
+        CallError::Fatal(m) => ProposeError::Fatal(m),
+        CallError::Budget(m) => ProposeError::Budget(m),
     }
 }
 
@@ -282,16 +345,10 @@ impl Proposer for ChatProposer {
         let mut messages = vec![("user".to_string(), user)];
         let mut description = String::new();
         for round in 0..2 {
-            let chars = SYSTEM.len() + messages.iter().map(|(_, c)| c.len()).sum::<usize>();
-            self.reserve(ctx, chars)?;
-            let done = self.call(SYSTEM, &messages).map_err(|e| match e {
-                CallError::Failed(m) => {
-                    ProposeError::Invalid(format!("{}: {m}", self.kind.as_str()))
-                }
-                CallError::Fatal(m) => ProposeError::Fatal(m),
-            })?;
-            let cost = self.price(done.input_tokens, done.output_tokens);
-            ctx.add_spend(cost, done.input_tokens + done.output_tokens);
+            let kind = self.kind;
+            let done = self
+                .call(ctx, SYSTEM, &messages)
+                .map_err(|e| call_error(kind, e))?;
             if description.is_empty() {
                 description = hypothesis(&done.text);
             }
@@ -374,18 +431,10 @@ impl ChatProposer {
         let user = format!("{}{table}", prompt::build(ctx)?);
         let mut messages = vec![("user".to_string(), user)];
         for round in 0..2 {
-            let chars = SYSTEM_KNOBS.len() + messages.iter().map(|(_, c)| c.len()).sum::<usize>();
-            self.reserve(ctx, chars)?;
-            let done = self.call(SYSTEM_KNOBS, &messages).map_err(|e| match e {
-                CallError::Failed(m) => {
-                    ProposeError::Invalid(format!("{}: {m}", self.kind.as_str()))
-                }
-                CallError::Fatal(m) => ProposeError::Fatal(m),
-            })?;
-            ctx.add_spend(
-                self.price(done.input_tokens, done.output_tokens),
-                done.input_tokens + done.output_tokens,
-            );
+            let kind = self.kind;
+            let done = self
+                .call(ctx, SYSTEM_KNOBS, &messages)
+                .map_err(|e| call_error(kind, e))?;
             match validate_knob_answer(&done.text, &tunable) {
                 Ok((changes, hypothesis)) => {
                     let mut next = incumbent.clone();

@@ -69,6 +69,23 @@ pub fn preset_command(
     c
 }
 
+/// Reads at most `max` bytes of a regular file, refusing symlinks (an agent could point its
+/// notes at a secret for hone to copy into every later prompt).
+fn read_plain_file(path: &std::path::Path, max: usize) -> Option<String> {
+    use std::io::Read;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.file_type().is_file() {
+        return None;
+    }
+    let mut buf = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(max as u64)
+        .read_to_end(&mut buf)
+        .ok()?;
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
 /// Is `program` on PATH?
 pub fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
@@ -145,7 +162,15 @@ pub fn parse_claude(lines: &[String]) -> Option<AgentReport> {
     .iter()
     .filter_map(|k| u[*k].as_u64())
     .sum();
-    let result = v["result"].as_str().map(str::to_string);
+    let result = v["result"].as_str().map(str::to_string).or_else(|| {
+        // Error subtypes (error_max_turns, error_during_execution...) carry `errors` instead.
+        v["errors"].as_array().map(|e| {
+            e.iter()
+                .filter_map(|x| x.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        })
+    });
     let error = (v["is_error"].as_bool() == Some(true)
         || v["subtype"].as_str().is_some_and(|s| s != "success"))
     .then(|| {
@@ -256,27 +281,8 @@ impl Proposer for CommandProposer {
                 ctx.cancel,
             )
             .map_err(|e| ProposeError::Fatal(format!("agent command failed: {e}")))?;
-        let log = log_path.display();
-        match outcome.exit {
-            Exit::Code(0) => {}
-            Exit::Code(c) => {
-                return Err(ProposeError::Invalid(format!(
-                    "agent exited with status {c} (log: {log})"
-                )))
-            }
-            Exit::Signal(s) => {
-                return Err(ProposeError::Invalid(format!(
-                    "agent killed by signal {s} (log: {log})"
-                )))
-            }
-            Exit::TimedOut => {
-                return Err(ProposeError::Invalid(format!(
-                    "agent timed out after {} (log: {log})",
-                    crate::spec::format_duration(ctx.spec.agent.timeout)
-                )))
-            }
-            Exit::Cancelled => return Err(ProposeError::Cancelled),
-        }
+        // The tool's own account first: a failed run is paid for all the same, and its
+        // message says more than its exit status.
         let report = match self.preset {
             Some(Preset::Claude) => parse_claude(&tail.iter().cloned().collect::<Vec<_>>()),
             Some(Preset::Codex) => parse_codex(&tail.iter().cloned().collect::<Vec<_>>()),
@@ -300,8 +306,29 @@ impl Proposer for CommandProposer {
                     .to_string();
             }
         }
+        let log = log_path.display();
+        match outcome.exit {
+            Exit::Code(0) => {}
+            Exit::Code(c) => {
+                return Err(ProposeError::Invalid(format!(
+                    "agent exited with status {c} (log: {log})"
+                )))
+            }
+            Exit::Signal(s) => {
+                return Err(ProposeError::Invalid(format!(
+                    "agent killed by signal {s} (log: {log})"
+                )))
+            }
+            Exit::TimedOut => {
+                return Err(ProposeError::Invalid(format!(
+                    "agent timed out after {} (log: {log})",
+                    crate::spec::format_duration(ctx.spec.agent.timeout)
+                )))
+            }
+            Exit::Cancelled => return Err(ProposeError::Cancelled),
+        }
         // Keep what the agent added to its notes (also per experiment, for `hone show`).
-        if let Ok(notes) = std::fs::read_to_string(&notes_path) {
+        if let Some(notes) = read_plain_file(&notes_path, 64 * 1024) {
             if notes != kept_notes {
                 let _ = std::fs::write(ctx.run_dir.join("notes.md"), &notes);
                 let _ = std::fs::create_dir_all(ctx.run_dir.join("notes"));
@@ -312,13 +339,11 @@ impl Proposer for CommandProposer {
             }
         }
         let hyp_dir = ctx.worktree.join(".hone");
-        let hypothesis = std::fs::read_to_string(hyp_dir.join("hypothesis.txt"))
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .find(|l| !l.trim().is_empty())
-                    .map(|l| l.trim().to_string())
-            });
+        let hypothesis = read_plain_file(&hyp_dir.join("hypothesis.txt"), 4096).and_then(|t| {
+            t.lines()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| l.trim().to_string())
+        });
         let _ = std::fs::remove_dir_all(&hyp_dir);
         let description =
             prompt::sanitize(&hypothesis.unwrap_or(last_line), 300).replace('\n', " ");
