@@ -2008,6 +2008,32 @@ fn the_review_gate_rejects_before_any_compute() {
     assert!(git(&r.dir, &["show", "refs/hone/rv/2:value.txt"]).contains("score: 1"));
 }
 
+/// Puts a fake executable `name` (a shell script) on a fresh PATH directory; returns that
+/// directory and a directory where the script records what it saw (`FAKE_RECORD`).
+fn fake_tool(name: &str, script: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().unwrap();
+    let record = tempfile::tempdir().unwrap();
+    let path = bin.path().join(name);
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (bin, record)
+}
+
+/// A repository whose [agent] section is `agent` (and [stop] max_experiments = 3).
+fn preset_repo(agent: &str) -> Repo {
+    let r = Repo::new("", SCORE, "");
+    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
+    let agent_start = toml.find("[agent]").unwrap();
+    let toml = format!(
+        "{}[agent]\n{agent}\n\n[stop]\nmax_experiments = 3\n",
+        &toml[..agent_start]
+    );
+    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+    git(&r.dir, &["commit", "-q", "-am", "preset"]);
+    r
+}
+
 /// A stand-in `claude` on PATH: records its arguments, environment and stdin, makes a scripted
 /// edit and prints Claude Code's JSON result (the shape its headless docs show).
 const FAKE_CLAUDE: &str = r#"#!/bin/sh
@@ -2026,21 +2052,10 @@ fi
 
 #[test]
 fn claude_code_preset_runs_headless_and_reads_its_cost() {
-    use std::os::unix::fs::PermissionsExt;
-    let bin = tempfile::tempdir().unwrap();
-    let record = tempfile::tempdir().unwrap();
-    let claude = bin.path().join("claude");
-    std::fs::write(&claude, FAKE_CLAUDE).unwrap();
-    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let r = Repo::new("", SCORE, "");
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
-    let agent_start = toml.find("[agent]").unwrap();
-    let toml = format!(
-        "{}[agent]\nkind = \"claude\"\nmodel = \"sonnet\"\nextra_args = [\"--max-turns\", \"30\"]\n\n[stop]\nmax_experiments = 3\n",
-        &toml[..agent_start]
+    let (bin, record) = fake_tool("claude", FAKE_CLAUDE);
+    let r = preset_repo(
+        "kind = \"claude\"\nmodel = \"sonnet\"\nextra_args = [\"--max-turns\", \"30\"]",
     );
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
-    git(&r.dir, &["commit", "-q", "-am", "claude"]);
     let path = format!(
         "{}:{}",
         bin.path().display(),
@@ -2257,21 +2272,8 @@ fi
 
 #[test]
 fn codex_preset_runs_exec_json_and_reads_its_usage() {
-    use std::os::unix::fs::PermissionsExt;
-    let bin = tempfile::tempdir().unwrap();
-    let record = tempfile::tempdir().unwrap();
-    let codex = bin.path().join("codex");
-    std::fs::write(&codex, FAKE_CODEX).unwrap();
-    std::fs::set_permissions(&codex, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let r = Repo::new("", SCORE, "");
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
-    let agent_start = toml.find("[agent]").unwrap();
-    let toml = format!(
-        "{}[agent]\nkind = \"codex\"\nmodel = \"gpt-5-codex\"\n\n[stop]\nmax_experiments = 3\n",
-        &toml[..agent_start]
-    );
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
-    git(&r.dir, &["commit", "-q", "-am", "codex"]);
+    let (bin, record) = fake_tool("codex", FAKE_CODEX);
+    let r = preset_repo("kind = \"codex\"\nmodel = \"gpt-5-codex\"");
     let path = format!(
         "{}:{}",
         bin.path().display(),

@@ -1319,14 +1319,7 @@ impl<'a> Engine<'a> {
         let dir = self.paths.run_dir(&self.run.tag).join("holdout");
         std::fs::create_dir_all(&dir)
             .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", dir.display())))?;
-        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
-            .filter(|(k, _)| self.env_allowed_for_candidate(k))
-            .collect();
-        for (k, v) in &self.spec.verify.env {
-            env.push((k.into(), v.into()));
-        }
-        env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
-        env.push(("HONE_RUN".into(), self.run.tag.clone().into()));
+        let env = self.candidate_env(n);
         let req = ExecRequest {
             command: h.command.clone(),
             cwd: wt.to_path_buf(),
@@ -1354,6 +1347,20 @@ impl<'a> Engine<'a> {
             Exit::Code(0) => value.filter(|v| v.is_finite()),
             _ => None,
         })
+    }
+
+    /// The environment of the verifier and the holdout for experiment `n`: what hone was
+    /// given (less its own settings and its LLM key), `[verify] env`, and the experiment.
+    fn candidate_env(&self, n: u64) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+            .filter(|(k, _)| self.env_allowed_for_candidate(k))
+            .collect();
+        for (k, v) in &self.spec.verify.env {
+            env.push((k.into(), v.into()));
+        }
+        env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
+        env.push(("HONE_RUN".into(), self.run.tag.clone().into()));
+        env
     }
 
     /// May this inherited variable reach code hone runs on a candidate's behalf (verifier,
@@ -1699,12 +1706,7 @@ impl<'a> Engine<'a> {
         repeat: u64,
         cancel: &dyn Fn() -> bool,
     ) -> Result<(Exit, crate::verify::metrics::MetricSet), EngineError> {
-        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
-            .filter(|(k, _)| self.env_allowed_for_candidate(k))
-            .collect();
-        for (k, v) in &self.spec.verify.env {
-            env.push((k.into(), v.into()));
-        }
+        let mut env = self.candidate_env(n);
         if let Some(name) = &self.spec.verify.seed_env {
             env.push((name.into(), repeat.to_string().into()));
         }
@@ -1716,9 +1718,7 @@ impl<'a> Engine<'a> {
                 env.push((k.into(), v.into()));
             }
         }
-        env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
         env.push(("HONE_REPEAT".into(), repeat.to_string().into()));
-        env.push(("HONE_RUN".into(), self.run.tag.clone().into()));
         let req = ExecRequest {
             command: command.to_string(),
             cwd: wt.to_path_buf(),
