@@ -120,6 +120,15 @@ enum Cmd {
         #[arg(long, default_value_t = 30)]
         tail: usize,
     },
+    /// Write a report: progress plot (SVG), markdown summary and a self-contained HTML page.
+    Report {
+        /// The run's tag (default: the latest run).
+        #[arg(long)]
+        run: Option<String>,
+        /// Where to write (default: .hone/reports/<tag>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Run the whole thing on the bundled example (a character-level language model), offline.
     Demo {
         /// Where to put the example (must be empty or absent); kept afterwards.
@@ -252,6 +261,34 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             output::show(&git, &run, &e, tail);
             Ok(())
         }
+        Cmd::Report { run, out } => {
+            let (store, run) = open_run(&cwd, run.as_deref())?;
+            let exps = store.experiments(run.id).map_err(anyhow::Error::from)?;
+            let git = Git::discover(&cwd).map_err(anyhow::Error::from)?;
+            let out = out.unwrap_or_else(|| {
+                StatePaths::new(git.root())
+                    .dir
+                    .join("reports")
+                    .join(&run.tag)
+            });
+            std::fs::create_dir_all(&out)
+                .with_context(|| format!("cannot create {}", out.display()))?;
+            let report = hone::report::document::render(&run, &exps);
+            for (name, content) in [
+                ("report.html", &report.html),
+                ("report.md", &report.markdown),
+                ("progress.svg", &report.svg),
+            ] {
+                let path = out.join(name);
+                std::fs::write(&path, content)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            out!(
+                "wrote {}/report.html, report.md and progress.svg",
+                out.display()
+            );
+            Ok(())
+        }
         Cmd::Demo {
             dir,
             keep,
@@ -357,10 +394,8 @@ fn demo(
     let result = run_loop(&dir, &spec, &opts);
     if keep {
         out!(
-            "\nthe demo is in {}: try `hone -C {} log` or `hone -C {} show 1`",
-            dir.display(),
-            dir.display(),
-            dir.display()
+            "\nthe demo is in {d}: try `hone -C {d} log`, `hone -C {d} show 1` or `hone -C {d} report`",
+            d = dir.display()
         );
     } else {
         let _ = std::fs::remove_dir_all(&dir);

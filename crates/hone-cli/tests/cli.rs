@@ -102,6 +102,10 @@ impl Repo {
             .collect()
     }
 
+    fn tmp_dir(&self) -> &Path {
+        self._tmp.path()
+    }
+
     fn rev(&self, r: &str) -> String {
         git(&self.dir, &["rev-parse", r])
     }
@@ -2327,4 +2331,50 @@ fn codex_preset_runs_exec_json_and_reads_its_usage() {
         "{}",
         text(&out)
     );
+}
+
+#[test]
+fn report_writes_a_plot_a_summary_and_a_page() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 6\n",
+        "cat value.txt; if grep -q boom value.txt; then exit 2; fi",
+        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tfirst gain\n---\nwrite\tvalue.txt\tscore: 9\\n\n---\nwrite\tvalue.txt\tboom\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\nhypothesis\tbig <gain> & more\n---\nwrite\tvalue.txt\tscore: 7\\n\n",
+    );
+    assert!(r.hone(&["run", "--tag", "rep"]).status.success());
+    let out_dir = r.tmp_dir().join("report");
+    let out = r.hone(&["report", "--out", out_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let svg = std::fs::read_to_string(out_dir.join("progress.svg")).unwrap();
+    assert!(svg.starts_with("<svg"));
+    assert_eq!(
+        svg.matches("class=\"keep\"").count(),
+        3,
+        "baseline and two keeps"
+    );
+    assert_eq!(svg.matches("class=\"discard\"").count(), 2);
+    assert_eq!(svg.matches("class=\"fail crash\"").count(), 1);
+    assert!(
+        svg.contains("big &lt;gain&gt; &amp; more"),
+        "labels are escaped"
+    );
+    assert!(svg.contains("class=\"best\""));
+    let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("**baseline → best**: 5.000000 → 2.000000 (-60.00%)"),
+        "{md}"
+    );
+    assert!(md.contains("**keep rate**: 40.0% of 5 candidates"), "{md}");
+    // The biggest gain (#4: 4 -> 2) comes first.
+    let top = md.split("## Top improvements").nth(1).unwrap();
+    assert!(
+        top.find("| 4 |").unwrap() < top.find("| 1 |").unwrap(),
+        "{top}"
+    );
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("</html>"));
+    assert!(
+        !html.contains("http://") || !html.contains("<script"),
+        "self-contained"
+    );
+    assert!(!html.contains("src=\"http"), "nothing fetched");
 }

@@ -1,5 +1,9 @@
 //! Summaries of a run: best so far, counts by status, budgets, and the table rows that
-//! `hone status`, `hone log` and the end-of-run summary print.
+//! `hone status`, `hone log` and the end-of-run summary print; `document` and `plot` render
+//! `hone report`.
+
+pub mod document;
+pub mod plot;
 
 use std::collections::BTreeMap;
 

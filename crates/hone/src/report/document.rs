@@ -1,0 +1,253 @@
+//! `hone report`: a markdown summary and a self-contained HTML page (inline CSS and the
+//! progress plot as inline SVG; nothing fetched from anywhere).
+
+use std::fmt::Write as _;
+
+use super::{fmt_metric, plot, summarize};
+use crate::store::{ExperimentRecord, RunRecord, Status};
+
+/// The report's three files.
+pub struct Report {
+    pub markdown: String,
+    pub html: String,
+    pub svg: String,
+}
+
+/// A keep and how much it gained over the previous best.
+struct Gain<'a> {
+    e: &'a ExperimentRecord,
+    delta: f64,
+}
+
+fn gains(exps: &[ExperimentRecord], minimize: bool) -> Vec<Gain<'_>> {
+    let mut prev: Option<f64> = None;
+    let mut out = Vec::new();
+    for e in exps {
+        match (e.status(), e.objective) {
+            (Status::Baseline, Some(v)) => prev = Some(v),
+            (Status::Keep, Some(v)) => {
+                if let Some(p) = prev {
+                    let delta = if minimize { p - v } else { v - p };
+                    out.push(Gain { e, delta });
+                }
+                prev = Some(v);
+            }
+            _ => {}
+        }
+    }
+    out.sort_by(|a, b| b.delta.total_cmp(&a.delta));
+    out
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// Renders the report of a run.
+pub fn render(run: &RunRecord, exps: &[ExperimentRecord]) -> Report {
+    let s = summarize(run, exps);
+    let minimize = run.direction == "minimize";
+    let change = s
+        .change_pct
+        .map(|p| format!(" ({p:+.2}%)"))
+        .unwrap_or_default();
+    let title = format!(
+        "run {}: {} {} → {}{change}",
+        run.tag,
+        run.metric,
+        fmt_metric(s.baseline),
+        fmt_metric(s.best)
+    );
+    let svg = plot::progress_svg(exps, &run.metric, minimize, &title);
+    let candidates = exps
+        .iter()
+        .filter(|e| e.status() != Status::Baseline)
+        .count();
+    let keeps = s.counts.get("keep").copied().unwrap_or(0);
+    let keep_rate = if candidates > 0 {
+        keeps as f64 / candidates as f64 * 100.0
+    } else {
+        0.0
+    };
+    let counts: Vec<String> = Status::ALL
+        .iter()
+        .filter_map(|st| s.counts.get(st.as_str()).map(|c| format!("{st} {c}")))
+        .collect();
+    let gains = gains(exps, minimize);
+    let holdout: Vec<&ExperimentRecord> = exps.iter().filter(|e| e.holdout.is_some()).collect();
+    let hours = |secs: f64| crate::spec::format_duration(std::time::Duration::from_secs_f64(secs));
+
+    // Facts, shared by both formats.
+    let mut facts: Vec<(String, String)> = vec![
+        (
+            "metric".into(),
+            format!("{} ({})", run.metric, run.direction),
+        ),
+        (
+            "baseline → best".into(),
+            format!(
+                "{} → {}{change}",
+                fmt_metric(s.baseline),
+                fmt_metric(s.best)
+            ),
+        ),
+        (
+            "best experiment".into(),
+            s.best_experiment
+                .map(|n| format!("#{n}: {}", s.best_description.clone().unwrap_or_default()))
+                .unwrap_or_else(|| "-".into()),
+        ),
+    ];
+    if let Some(d) = &s.best_vs_baseline {
+        facts.push(("best vs baseline".into(), d.clone()));
+    }
+    facts.extend([
+        (
+            "experiments".into(),
+            format!("{} ({})", s.experiments, counts.join(", ")),
+        ),
+        (
+            "keep rate".into(),
+            format!("{keep_rate:.1}% of {candidates} candidates"),
+        ),
+        (
+            "loop time / verifier time".into(),
+            format!("{} / {}", hours(s.active_seconds), hours(s.verify_seconds)),
+        ),
+        ("cost".into(), format!("${:.4}", s.cost_usd)),
+        (
+            "stopped".into(),
+            s.stop_reason
+                .clone()
+                .unwrap_or_else(|| "still running or interrupted".into()),
+        ),
+    ]);
+    if s.holdout_baseline.is_some() || s.holdout_best.is_some() {
+        facts.push((
+            "holdout (sealed)".into(),
+            format!(
+                "{} → {}",
+                fmt_metric(s.holdout_baseline),
+                fmt_metric(s.holdout_best)
+            ),
+        ));
+    }
+
+    // Markdown.
+    let mut md = String::new();
+    let _ = writeln!(md, "# hone run {}\n\n![progress](progress.svg)\n", run.tag);
+    for (k, v) in &facts {
+        let _ = writeln!(md, "- **{k}**: {}", md_cell(v));
+    }
+    let _ = writeln!(md, "\n## Top improvements\n\n| # | gain over the previous best | {} | description |\n|---|---|---|---|", run.metric);
+    for g in gains.iter().take(10) {
+        let _ = writeln!(
+            md,
+            "| {} | {:+.6} | {} | {} |",
+            g.e.n,
+            g.delta,
+            fmt_metric(g.e.objective),
+            md_cell(&g.e.description)
+        );
+    }
+    if !holdout.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n## Search vs holdout\n\n| # | status | search | holdout |\n|---|---|---|---|"
+        );
+        for e in &holdout {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} |",
+                e.n,
+                e.status(),
+                fmt_metric(e.objective),
+                fmt_metric(e.holdout)
+            );
+        }
+    }
+    let _ = writeln!(
+        md,
+        "\n## Experiments\n\n| # | status | {} | description | why |\n|---|---|---|---|---|",
+        run.metric
+    );
+    for e in exps {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            e.n,
+            e.status(),
+            fmt_metric(e.objective),
+            md_cell(&e.description),
+            md_cell(&crate::propose::prompt::sanitize(&e.reason, 160))
+        );
+    }
+
+    // HTML.
+    let mut html = String::new();
+    let _ = writeln!(
+        html,
+        "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>hone run {}</title><style>\
+         body{{font-family:sans-serif;max-width:1060px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0}}\
+         td,th{{border:1px solid #ddd;padding:3px 8px;text-align:left;font-size:13px}}th{{background:#f4f4f4}}\
+         .keep{{color:#2e7d32}}.crash,.timeout{{color:#c62828}}.violation,.rejected,.invalid{{color:#ef6c00}}.discard{{color:#777}}\
+         </style></head><body>",
+        esc(&run.tag)
+    );
+    let _ = writeln!(html, "<h1>hone run {}</h1>\n{svg}\n<table>", esc(&run.tag));
+    for (k, v) in &facts {
+        let _ = writeln!(html, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+    }
+    let _ = writeln!(html, "</table>\n<h2>Top improvements</h2>\n<table><tr><th>#</th><th>gain</th><th>{}</th><th>description</th></tr>", esc(&run.metric));
+    for g in gains.iter().take(10) {
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td>{:+.6}</td><td>{}</td><td>{}</td></tr>",
+            g.e.n,
+            g.delta,
+            fmt_metric(g.e.objective),
+            esc(&g.e.description)
+        );
+    }
+    let _ = writeln!(html, "</table>");
+    if !holdout.is_empty() {
+        let _ = writeln!(html, "<h2>Search vs holdout</h2>\n<table><tr><th>#</th><th>status</th><th>search</th><th>holdout</th></tr>");
+        for e in &holdout {
+            let _ = writeln!(
+                html,
+                "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td></tr>",
+                e.n,
+                e.status(),
+                e.status(),
+                fmt_metric(e.objective),
+                fmt_metric(e.holdout)
+            );
+        }
+        let _ = writeln!(html, "</table>");
+    }
+    let _ = writeln!(html, "<h2>Experiments</h2>\n<table><tr><th>#</th><th>status</th><th>{}</th><th>description</th><th>why</th></tr>", esc(&run.metric));
+    for e in exps {
+        let _ = writeln!(
+            html,
+            "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            e.n,
+            e.status(),
+            e.status(),
+            fmt_metric(e.objective),
+            esc(&e.description),
+            esc(&crate::propose::prompt::sanitize(&e.reason, 160))
+        );
+    }
+    let _ = writeln!(html, "</table></body></html>");
+    Report {
+        markdown: md,
+        html,
+        svg,
+    }
+}

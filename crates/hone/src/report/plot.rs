@@ -1,0 +1,268 @@
+//! The progress plot, as a self-contained SVG (no fonts or network needed to make it): every
+//! experiment on the x axis, discards as faint grey points, keeps as green points labelled
+//! with their description, the running best as a step line, and crashes, timeouts and other
+//! failures marked along the axis. The y range follows the improvements, as autoresearch's
+//! progress plot does: the baseline near the top, the best near the bottom (for a minimized
+//! metric), and far-off discards clipped to the edge.
+
+use std::fmt::Write as _;
+
+use crate::store::{ExperimentRecord, Status};
+
+const W: f64 = 1000.0;
+const H: f64 = 520.0;
+const LEFT: f64 = 100.0;
+const RIGHT: f64 = 110.0;
+const TOP: f64 = 50.0;
+const BOTTOM: f64 = 60.0;
+
+/// The value range shown: (low, high).
+pub fn y_range(baseline: f64, best: f64, values: &[f64]) -> (f64, f64) {
+    let span = (baseline - best).abs();
+    if span > 0.0 {
+        let (lo, hi) = (baseline.min(best), baseline.max(best));
+        // Room above the worse end for discards, a little below the better end.
+        if best < baseline {
+            (lo - 0.15 * span, hi + 0.35 * span)
+        } else {
+            (lo - 0.35 * span, hi + 0.15 * span)
+        }
+    } else {
+        let (mut lo, mut hi) = values
+            .iter()
+            .fold((baseline, baseline), |(a, b), v| (a.min(*v), b.max(*v)));
+        if hi - lo < 1e-12 {
+            let pad = (baseline.abs() * 0.05).max(1e-6);
+            lo -= pad;
+            hi += pad;
+        }
+        (lo, hi)
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn short(s: &str, n: usize) -> String {
+    let t: String = s.chars().take(n).collect();
+    if s.chars().count() > n {
+        format!("{t}…")
+    } else {
+        t
+    }
+}
+
+/// Renders the plot. `minimize` says which way is better; `title` goes on top.
+pub fn progress_svg(
+    exps: &[ExperimentRecord],
+    metric: &str,
+    minimize: bool,
+    title: &str,
+) -> String {
+    let measured: Vec<&ExperimentRecord> = exps
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.status(),
+                Status::Baseline | Status::Keep | Status::Discard
+            ) && e.objective.is_some()
+        })
+        .collect();
+    let baseline = exps
+        .iter()
+        .find(|e| e.status() == Status::Baseline)
+        .and_then(|e| e.objective);
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="{W}" height="{H}" fill="white"/>"#);
+    let _ = writeln!(
+        svg,
+        r#"<text x="{}" y="28" font-size="16" text-anchor="middle">{}</text>"#,
+        W / 2.0,
+        esc(title)
+    );
+    let Some(base) = baseline else {
+        let _ = writeln!(
+            svg,
+            r#"<text x="{}" y="{}" text-anchor="middle">no measured baseline yet</text></svg>"#,
+            W / 2.0,
+            H / 2.0
+        );
+        return svg;
+    };
+    let best_of = |a: f64, b: f64| if minimize { a.min(b) } else { a.max(b) };
+    // The running best after each experiment (keeps and the baseline move it).
+    let mut best = base;
+    let mut steps = Vec::new();
+    for e in exps {
+        if matches!(e.status(), Status::Keep | Status::Baseline) {
+            if let Some(v) = e.objective {
+                best = if e.status() == Status::Baseline {
+                    v
+                } else {
+                    best_of(best, v)
+                };
+            }
+        }
+        steps.push((e.n, best));
+    }
+    let values: Vec<f64> = measured.iter().filter_map(|e| e.objective).collect();
+    let (lo, hi) = y_range(base, best, &values);
+    let n_max = exps.last().map(|e| e.n).unwrap_or(0).max(1) as f64;
+    let x = |n: u64| LEFT + (n as f64 / n_max) * (W - LEFT - RIGHT);
+    let plot_bottom = H - BOTTOM;
+    let y = |v: f64| {
+        let t = ((v - lo) / (hi - lo)).clamp(0.0, 1.0);
+        // Higher values up.
+        plot_bottom - t * (plot_bottom - TOP)
+    };
+    // Axes, grid and ticks.
+    let _ = writeln!(svg, r##"<g stroke="#ccc">"##);
+    for i in 0..=5 {
+        let v = lo + (hi - lo) * i as f64 / 5.0;
+        let yy = y(v);
+        let _ = writeln!(
+            svg,
+            r#"<line x1="{LEFT}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}"/>"#,
+            W - RIGHT
+        );
+    }
+    let _ = writeln!(svg, "</g>");
+    for i in 0..=5 {
+        let v = lo + (hi - lo) * i as f64 / 5.0;
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            LEFT - 6.0,
+            y(v) + 4.0,
+            crate::report::fmt_metric(Some(v))
+        );
+    }
+    let step = ((n_max / 10.0).ceil() as u64).max(1);
+    let mut t = 0;
+    while t as f64 <= n_max {
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{t}</text>"#,
+            x(t),
+            plot_bottom + 18.0
+        );
+        t += step;
+    }
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">experiment</text>"#,
+        (LEFT + W - RIGHT) / 2.0,
+        H - 12.0
+    );
+    let _ = writeln!(
+        svg,
+        r#"<text x="16" y="{:.1}" text-anchor="middle" transform="rotate(-90 16 {:.1})">{} ({})</text>"#,
+        (TOP + plot_bottom) / 2.0,
+        (TOP + plot_bottom) / 2.0,
+        esc(metric),
+        if minimize {
+            "lower is better"
+        } else {
+            "higher is better"
+        }
+    );
+    // The running best, as a step line.
+    let mut path = String::new();
+    for (i, (n, b)) in steps.iter().enumerate() {
+        if i == 0 {
+            let _ = write!(path, "M{:.1},{:.1}", x(*n), y(*b));
+        } else {
+            let _ = write!(path, " H{:.1} V{:.1}", x(*n), y(*b));
+        }
+    }
+    let _ = writeln!(
+        svg,
+        r##"<path class="best" d="{path}" fill="none" stroke="#2e7d32" stroke-width="2"/>"##
+    );
+    // Discards first (underneath), then keeps with labels.
+    for e in &measured {
+        let (Some(v), Status::Discard) = (e.objective, e.status()) else {
+            continue;
+        };
+        let _ = writeln!(
+            svg,
+            r##"<circle class="discard" cx="{:.1}" cy="{:.1}" r="3" fill="#9e9e9e" fill-opacity="0.5"><title>#{} {}: {}</title></circle>"##,
+            x(e.n),
+            y(v),
+            e.n,
+            crate::report::fmt_metric(Some(v)),
+            esc(&e.description)
+        );
+    }
+    for e in &measured {
+        let Some(v) = e.objective else { continue };
+        if !matches!(e.status(), Status::Keep | Status::Baseline) {
+            continue;
+        }
+        let (cx, cy) = (x(e.n), y(v));
+        let _ = writeln!(
+            svg,
+            r##"<circle class="keep" cx="{cx:.1}" cy="{cy:.1}" r="5" fill="#2e7d32"><title>#{} {}: {}</title></circle>"##,
+            e.n,
+            crate::report::fmt_metric(Some(v)),
+            esc(&e.description)
+        );
+        let _ = writeln!(
+            svg,
+            r##"<text class="label" x="{:.1}" y="{:.1}" font-size="10" fill="#1b5e20" transform="rotate(-25 {:.1} {:.1})">{}</text>"##,
+            cx + 6.0,
+            cy - 6.0,
+            cx + 6.0,
+            cy - 6.0,
+            esc(&short(&e.description, 40))
+        );
+    }
+    // Failures along the axis.
+    for e in exps {
+        let (mark, colour) = match e.status() {
+            Status::Crash => ("x", "#c62828"),
+            Status::Timeout => ("t", "#c62828"),
+            Status::Violation | Status::Rejected | Status::Invalid => ("·", "#ef6c00"),
+            _ => continue,
+        };
+        let _ = writeln!(
+            svg,
+            r#"<text class="fail {}" x="{:.1}" y="{:.1}" text-anchor="middle" fill="{colour}">{mark}<title>#{} {}: {}</title></text>"#,
+            e.status(),
+            x(e.n),
+            plot_bottom - 3.0,
+            e.n,
+            e.status(),
+            esc(&e.reason)
+        );
+    }
+    svg.push_str("</svg>\n");
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_range_follows_the_improvement() {
+        let (lo, hi) = y_range(3.0, 2.0, &[3.0, 2.0, 10.0]);
+        assert!(lo < 2.0 && lo > 1.8, "{lo}");
+        assert!(
+            hi > 3.0 && hi < 3.5,
+            "a far-off discard (10) does not flatten the plot: {hi}"
+        );
+        let (lo, hi) = y_range(5.0, 5.0, &[5.0, 6.0]);
+        assert!(lo <= 5.0 && hi >= 6.0);
+        let (lo, hi) = y_range(1.0, 1.0, &[1.0]);
+        assert!(hi > lo);
+    }
+}
