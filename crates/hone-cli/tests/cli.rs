@@ -2038,6 +2038,18 @@ fn preset_repo(agent: &str) -> Repo {
     r
 }
 
+/// Without the tool on PATH, `hone run` stops before it starts and says what to install.
+fn assert_missing_tool_is_named(r: &Repo, install: &str) {
+    let out = Command::new(HONE)
+        .args(["run", "--new"])
+        .current_dir(&r.dir)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).contains(install), "{}", text(&out));
+}
+
 /// A stand-in `claude` on PATH: records its arguments, environment and stdin, makes a scripted
 /// edit and prints Claude Code's JSON result (the shape its headless docs show).
 const FAKE_CLAUDE: &str = r#"#!/bin/sh
@@ -2116,18 +2128,7 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
     assert_eq!(log[2]["cost_usd"], 0.001, "a failed run is paid for too");
 
     // Without the tool, a clear error that names the package.
-    let out = Command::new(HONE)
-        .args(["run", "--new"])
-        .current_dir(&r.dir)
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out).contains("npm install -g @anthropic-ai/claude-code"),
-        "{}",
-        text(&out)
-    );
+    assert_missing_tool_is_named(&r, "npm install -g @anthropic-ai/claude-code");
 }
 
 #[test]
@@ -2319,18 +2320,7 @@ fn codex_preset_runs_exec_json_and_reads_its_usage() {
         "{}",
         log[2]
     );
-    let out = Command::new(HONE)
-        .args(["run", "--new"])
-        .current_dir(&r.dir)
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        text(&out).contains("npm install -g @openai/codex"),
-        "{}",
-        text(&out)
-    );
+    assert_missing_tool_is_named(&r, "npm install -g @openai/codex");
 }
 
 #[test]
