@@ -235,8 +235,10 @@ pub fn status(
     };
     out!("run {} on {}: {state}", s.tag, s.branch);
     out!("  {} ({}): {}", s.metric, s.direction, best_line(&s));
+    // The experiment in flight (if any) is counted too, so the numbers add up.
     let counts: Vec<String> = Status::ALL
         .iter()
+        .chain(std::iter::once(&Status::Running))
         .filter_map(|st| s.counts.get(st.as_str()).map(|c| format!("{st} {c}")))
         .collect();
     if let Some(d) = &s.best_vs_baseline {
