@@ -167,6 +167,31 @@ impl StatePaths {
     }
 }
 
+/// With `[exec] backend = "slurm"`, this run's directory under the shared directory (its
+/// worktree and job files), named after the repository so that several can share it.
+fn shared_run_dir(spec: &Spec, repo_root: &Path, tag: &str) -> Option<PathBuf> {
+    use sha2::Digest as _;
+    let shared = spec.exec.shared_dir.as_ref()?;
+    if spec.exec.backend != crate::spec::Backend::Slurm {
+        return None;
+    }
+    let digest = sha2::Sha256::digest(repo_root.as_os_str().as_encoded_bytes());
+    let short: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let name = repo_root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "repo".into());
+    Some(shared.join(format!("{name}-{short}")).join(tag))
+}
+
+/// Where a run's worktree lives: under `.hone/`, or under the shared directory for SLURM.
+fn worktree_path(paths: &StatePaths, spec: &Spec, repo_root: &Path, tag: &str) -> PathBuf {
+    match shared_run_dir(spec, repo_root, tag) {
+        Some(dir) => dir.join("worktree"),
+        None => paths.worktree(tag),
+    }
+}
+
 /// The archive ref of experiment `n`.
 pub fn archive_ref(tag: &str, n: u64) -> String {
     format!("refs/hone/{tag}/{n}")
@@ -288,6 +313,21 @@ pub fn run(
         crate::spec::AgentKind::Codex => Some(crate::propose::command::Preset::Codex),
         _ => None,
     };
+    if spec.exec.backend == crate::spec::Backend::Slurm {
+        if !crate::propose::command::on_path("sbatch") {
+            return Err(EngineError::Setup(
+                "[exec] backend = \"slurm\" but `sbatch` is not on PATH: install the SLURM client tools (Debian: apt-get install slurm-client) on this machine".into(),
+            ));
+        }
+        if let Some(d) = &spec.exec.shared_dir {
+            std::fs::create_dir_all(d).map_err(|e| {
+                EngineError::Setup(format!(
+                    "[exec] shared_dir {}: {e}; it must be a writable directory the compute nodes also see",
+                    d.display()
+                ))
+            })?;
+        }
+    }
     if let (Some(p), None) = (preset, &spec.agent.command) {
         let (program, package) = p.program();
         if !crate::propose::command::on_path(program) {
@@ -448,7 +488,7 @@ impl<'a> Engine<'a> {
                         dirty.join(", ")
                     ));
                 }
-                let wt = paths.worktree(&tag);
+                let wt = worktree_path(&paths, &spec, git.root(), &tag);
                 git.prepare_worktree(&wt, &head)?;
                 let sealed: Vec<String> = files
                     .into_iter()
@@ -489,7 +529,7 @@ impl<'a> Engine<'a> {
             }
         };
         let seals: Seals = serde_json::from_str(&run.seals).unwrap_or_default();
-        let worktree = paths.worktree(&run.tag);
+        let worktree = worktree_path(&paths, &spec, git.root(), &run.tag);
         let proposer = propose::from_spec(&spec);
         let active_before = run.active_seconds;
         let mut engine = Engine {
@@ -578,6 +618,21 @@ impl<'a> Engine<'a> {
             let mut killed = false;
             if let Some(pid) = e.pid {
                 killed = exec::kill_stale_group(pid, e.pid_start);
+            }
+            let jobs: Vec<u64> = self
+                .store
+                .events(self.run.id)?
+                .into_iter()
+                .filter(|(n, kind, _)| *n == Some(e.n) && kind == "slurm_job")
+                .filter_map(|(_, _, data)| {
+                    serde_json::from_str::<serde_json::Value>(&data)
+                        .ok()?
+                        .get("job")?
+                        .as_u64()
+                })
+                .collect();
+            if !jobs.is_empty() && exec::slurm::cancel_stale(&jobs) > 0 {
+                killed = true;
             }
             e.status = Some(Status::Aborted);
             e.reason = "interrupted: hone stopped during this experiment".into();
@@ -1332,19 +1387,18 @@ impl<'a> Engine<'a> {
             limits: self.spec.sandbox.limits(),
             wrapper: self.wrapper(wt, self.spec.sandbox.network, Role::Holdout),
         };
-        let running = exec::spawn(&req)
-            .map_err(|e| EngineError::Setup(format!("cannot start the holdout command: {e}")))?;
-        self.store
-            .set_experiment_pid(self.run.id, n, running.pid(), running.start_time())?;
         let mut reader =
             MetricReader::new(&h.metric, None).map_err(|e| EngineError::Setup(e.to_string()))?;
-        let outcome = running
-            .wait(&mut |line: &str| reader.feed(line), cancel)
-            .map_err(|e| EngineError::Setup(format!("holdout failed: {e}")))?;
-        exec::kill_orphans();
+        let (exit, failure) = self.execute(
+            n,
+            &req,
+            "holdout command",
+            &mut |line| reader.feed(line),
+            cancel,
+        )?;
         let value = reader.finish().values.get(&h.metric).copied();
-        Ok(match outcome.exit {
-            Exit::Code(0) => value.filter(|v| v.is_finite()),
+        Ok(match (exit, failure) {
+            (Exit::Code(0), None) => value.filter(|v| v.is_finite()),
             _ => None,
         })
     }
@@ -1643,8 +1697,9 @@ impl<'a> Engine<'a> {
             rec.log_path = Some(log_path.to_string_lossy().into_owned());
         }
         let command = self.spec.verify.command.clone();
-        let (exit, mut metrics) = self.run_stage(n, wt, &command, log_path, repeat, cancel)?;
-        if let Some(m) = self.stage_failure(exit, wt, check_seal) {
+        let (exit, failure, mut metrics) =
+            self.run_stage(n, wt, &command, log_path, repeat, cancel)?;
+        if let Some(m) = self.stage_failure(exit, failure, wt, check_seal) {
             return Ok(m);
         }
         let metric = self.spec.verify.metric.clone();
@@ -1666,8 +1721,8 @@ impl<'a> Engine<'a> {
             self.evaluating = true;
             let staged = self.run_stage(n, wt, &evaluate, log_path, repeat, cancel);
             self.evaluating = false;
-            let (exit, stage2) = staged?;
-            if let Some(m) = self.stage_failure(exit, wt, check_seal) {
+            let (exit, failure, stage2) = staged?;
+            if let Some(m) = self.stage_failure(exit, failure, wt, check_seal) {
                 return Ok(match m {
                     Measured::Failed { status, reason } => Measured::Failed {
                         status,
@@ -1705,7 +1760,7 @@ impl<'a> Engine<'a> {
         log_path: PathBuf,
         repeat: u64,
         cancel: &dyn Fn() -> bool,
-    ) -> Result<(Exit, crate::verify::metrics::MetricSet), EngineError> {
+    ) -> Result<(Exit, Option<String>, crate::verify::metrics::MetricSet), EngineError> {
         let mut env = self.candidate_env(n);
         if let Some(name) = &self.spec.verify.seed_env {
             env.push((name.into(), repeat.to_string().into()));
@@ -1731,25 +1786,76 @@ impl<'a> Engine<'a> {
             limits: self.spec.sandbox.limits(),
             wrapper: self.wrapper(wt, self.spec.sandbox.network, Role::Verifier),
         };
-        let running = exec::spawn(&req)
-            .map_err(|e| EngineError::Setup(format!("cannot start the verifier: {e}")))?;
-        self.store
-            .set_experiment_pid(self.run.id, n, running.pid(), running.start_time())?;
         let mut reader = MetricReader::new(
             &self.spec.verify.metric,
             self.spec.verify.metric_regex.as_deref(),
         )
         .map_err(|e| EngineError::Setup(e.to_string()))?;
+        let (exit, failure) =
+            self.execute(n, &req, "verifier", &mut |line| reader.feed(line), cancel)?;
+        Ok((exit, failure, reader.finish()))
+    }
+
+    /// Runs one verification command (a verifier stage or the holdout) where `[exec]` says:
+    /// a process group here, or a SLURM job. Returns the exit and, for a job that ended for a
+    /// reason outside the command (cancelled by someone else, node failure...), that reason.
+    fn execute(
+        &mut self,
+        n: u64,
+        req: &ExecRequest,
+        what: &str,
+        on_line: &mut dyn FnMut(&str),
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<(Exit, Option<String>), EngineError> {
+        if let Some(dir) = shared_run_dir(&self.spec, self.git.root(), &self.run.tag) {
+            let job_dir = dir.join("jobs");
+            let name = format!("hone-{}-{n}", self.run.tag);
+            let job = exec::slurm::submit(req, &self.spec.exec.slurm, &job_dir, &name)
+                .map_err(|e| EngineError::Setup(format!("cannot submit the {what} job: {e}")))?;
+            let (store, run_id) = (&self.store, self.run.id);
+            let outcome = job
+                .wait(
+                    on_line,
+                    &mut |id| {
+                        // The record of the job id is what lets a later hone cancel it.
+                        let _ = store.append_event(
+                            run_id,
+                            Some(n),
+                            "slurm_job",
+                            &serde_json::json!({ "job": id }),
+                        );
+                    },
+                    cancel,
+                )
+                .map_err(|e| EngineError::Setup(format!("lost the {what} job: {e}")))?;
+            // The job's files (its output may be a holdout's) do not outlive it.
+            if let Ok(entries) = std::fs::read_dir(&job_dir) {
+                for entry in entries.flatten() {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+            return Ok((outcome.exit, outcome.failure));
+        }
+        let running = exec::spawn(req)
+            .map_err(|e| EngineError::Setup(format!("cannot start the {what}: {e}")))?;
+        self.store
+            .set_experiment_pid(self.run.id, n, running.pid(), running.start_time())?;
         let outcome = running
-            .wait(&mut |line: &str| reader.feed(line), cancel)
-            .map_err(|e| EngineError::Setup(format!("verifier failed: {e}")))?;
+            .wait(on_line, cancel)
+            .map_err(|e| EngineError::Setup(format!("{what} failed: {e}")))?;
         // Anything the stage started that escaped its process group dies with the stage.
         exec::kill_orphans();
-        Ok((outcome.exit, reader.finish()))
+        Ok((outcome.exit, None))
     }
 
     /// Why a stage's run does not count, if it does not.
-    fn stage_failure(&self, exit: Exit, wt: &Path, check_seal: bool) -> Option<Measured> {
+    fn stage_failure(
+        &self,
+        exit: Exit,
+        failure: Option<String>,
+        wt: &Path,
+        check_seal: bool,
+    ) -> Option<Measured> {
         // A run that rewrote a protected file (say, train.py patching prepare.py before
         // importing it) measured something other than the sealed evaluator.
         if check_seal {
@@ -1761,6 +1867,9 @@ impl<'a> Engine<'a> {
             }
         }
         let failed = |status, reason| Some(Measured::Failed { status, reason });
+        if let Some(reason) = failure {
+            return failed(Status::Crash, reason);
+        }
         match exit {
             Exit::Cancelled => Some(Measured::Cancelled),
             Exit::TimedOut => failed(

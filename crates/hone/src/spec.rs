@@ -281,6 +281,27 @@ pub struct Spec {
     pub stop: StopSpec,
     pub sandbox: SandboxSpec,
     pub review: ReviewSpec,
+    pub exec: ExecSpec,
+}
+
+/// Where verifications run (`[exec]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum Backend {
+    /// Child processes of hone on this machine.
+    #[default]
+    Local,
+    /// One SLURM batch job per verification.
+    Slurm,
+}
+
+/// `[exec]`: where verifications run.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ExecSpec {
+    pub backend: Backend,
+    /// With SLURM: a directory the compute nodes see (worktrees and job files live there).
+    pub shared_dir: Option<PathBuf>,
+    #[serde(skip)]
+    pub slurm: crate::exec::slurm::SlurmConfig,
 }
 
 /// `[review]`: the gate between a candidate and any compute: static rules, then optionally a
@@ -336,7 +357,19 @@ impl fmt::Display for SpecError {
 
 impl std::error::Error for SpecError {}
 
-const SECTIONS: &[&str] = &["loop", "verify", "agent", "stop", "sandbox", "review"];
+const SECTIONS: &[&str] = &[
+    "loop", "verify", "agent", "stop", "sandbox", "review", "exec",
+];
+const EXEC_KEYS: &[&str] = &[
+    "backend",
+    "shared_dir",
+    "partition",
+    "gres",
+    "cpus",
+    "mem",
+    "time",
+    "extra_args",
+];
 const REVIEW_KEYS: &[&str] = &[
     "command",
     "instructions",
@@ -462,6 +495,10 @@ impl Spec {
         let st = p.section(doc.as_table(), "stop")?;
         let sb = p.section(doc.as_table(), "sandbox")?;
         let rv = p.section(doc.as_table(), "review")?;
+        let ex = p.section(doc.as_table(), "exec")?;
+        if let Some(t) = ex {
+            p.check_keys(t, "exec", EXEC_KEYS, false)?;
+        }
         if let Some(t) = rv {
             p.check_keys(t, "review", REVIEW_KEYS, false)?;
         }
@@ -978,6 +1015,7 @@ impl Spec {
                 .opt_duration(rv, "review", "timeout")?
                 .unwrap_or(Duration::from_secs(600)),
         };
+        let exec = p.exec(ex)?;
         Ok(Spec {
             loop_,
             verify,
@@ -985,6 +1023,7 @@ impl Spec {
             stop,
             sandbox,
             review,
+            exec,
         })
     }
 
@@ -1171,6 +1210,80 @@ impl Parser<'_> {
                 Err(self.err_at_line(line, &format!("{section}.{key}"), msg))
             }
         }
+    }
+
+    /// `[exec]`.
+    fn exec(&self, ex: Option<&Table>) -> Result<ExecSpec, SpecError> {
+        let backend = match self.opt_str(ex, "exec", "backend")?.as_deref() {
+            None | Some("local") => Backend::Local,
+            Some("slurm") => Backend::Slurm,
+            Some(other) => {
+                return Err(self.err_value(
+                    ex,
+                    "exec",
+                    "backend",
+                    format!("unknown backend `{other}` (expected \"local\" or \"slurm\")"),
+                ))
+            }
+        };
+        let shared_dir = self.opt_str(ex, "exec", "shared_dir")?.map(PathBuf::from);
+        let slurm = crate::exec::slurm::SlurmConfig {
+            partition: self.opt_str(ex, "exec", "partition")?,
+            gres: self.opt_str(ex, "exec", "gres")?,
+            cpus: match self.opt_u64(ex, "exec", "cpus")? {
+                Some(c) => Some(u32::try_from(c).ok().filter(|c| *c > 0).ok_or_else(|| {
+                    self.err_value(ex, "exec", "cpus", "must be between 1 and 2^32-1".into())
+                })?),
+                None => None,
+            },
+            mem: self.opt_str(ex, "exec", "mem")?,
+            time: self.opt_duration(ex, "exec", "time")?,
+            extra_args: self.str_list(ex, "exec", "extra_args")?,
+        };
+        if backend == Backend::Local {
+            for key in [
+                "shared_dir",
+                "partition",
+                "gres",
+                "cpus",
+                "mem",
+                "time",
+                "extra_args",
+            ] {
+                if self.value(ex, key).is_some() {
+                    return Err(self.err_value(
+                        ex,
+                        "exec",
+                        key,
+                        format!("`{key}` is for backend = \"slurm\"; set backend = \"slurm\" or remove it"),
+                    ));
+                }
+            }
+        }
+        match &shared_dir {
+            None if backend == Backend::Slurm => {
+                return Err(self.err_value(
+                    ex,
+                    "exec",
+                    "backend",
+                    "backend = \"slurm\" needs shared_dir: a directory the compute nodes also see, for the worktrees and job files".into(),
+                ))
+            }
+            Some(d) if !d.is_absolute() => {
+                return Err(self.err_value(
+                    ex,
+                    "exec",
+                    "shared_dir",
+                    format!("`{}` must be an absolute path (compute nodes resolve it)", d.display()),
+                ))
+            }
+            _ => {}
+        }
+        Ok(ExecSpec {
+            backend,
+            shared_dir,
+            slurm,
+        })
     }
 
     fn str_list(
@@ -1618,6 +1731,37 @@ max_cost_usd = 20
         let e = err(&GOOD.replace("patience = 30", "patience = 30\npatience = 31"));
         assert_eq!(e.line, 22, "{e}");
         assert!(e.message.contains("patience = 31"), "{e}");
+    }
+
+    #[test]
+    fn exec_section() {
+        let s = parse(&format!(
+            "{GOOD}\n[exec]\nbackend = \"slurm\"\nshared_dir = \"/shared/hone\"\npartition = \"gpu\"\ngres = \"gpu:1\"\ncpus = 8\nmem = \"32G\"\ntime = \"2h\"\nextra_args = [\"--qos=high\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(s.exec.backend, Backend::Slurm);
+        assert_eq!(
+            s.exec.shared_dir.as_deref(),
+            Some(Path::new("/shared/hone"))
+        );
+        assert_eq!(s.exec.slurm.partition.as_deref(), Some("gpu"));
+        assert_eq!(s.exec.slurm.cpus, Some(8));
+        assert_eq!(s.exec.slurm.time, Some(Duration::from_secs(7200)));
+        assert_eq!(s.exec.slurm.extra_args, vec!["--qos=high".to_string()]);
+        assert_eq!(parse(GOOD).unwrap().exec.backend, Backend::Local);
+        let e = err(&format!("{GOOD}\n[exec]\nbackend = \"slurm\"\n"));
+        assert_eq!(e.key, "exec.backend", "{e}");
+        assert!(e.message.contains("shared_dir"), "{e}");
+        let e = err(&format!(
+            "{GOOD}\n[exec]\nbackend = \"slurm\"\nshared_dir = \"rel\"\n"
+        ));
+        assert_eq!(e.key, "exec.shared_dir", "{e}");
+        let e = err(&format!("{GOOD}\n[exec]\npartition = \"gpu\"\n"));
+        assert_eq!(e.key, "exec.partition", "{e}");
+        let e = err(&format!("{GOOD}\n[exec]\nbackend = \"k8s\"\n"));
+        assert!(e.message.contains("slurm"), "{e}");
+        let e = err(&format!("{GOOD}\n[exec]\npartion = \"gpu\"\n"));
+        assert!(e.message.contains("partition"), "{e}");
     }
 
     #[test]

@@ -53,6 +53,7 @@
 mod group;
 mod lines;
 mod log;
+pub mod slurm;
 #[cfg(test)]
 mod tests;
 

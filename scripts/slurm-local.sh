@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Starts a one-node SLURM cluster on this machine (slurmctld + slurmd + munged, as root) for
+# hone's SLURM tests; idempotent: a running, idle cluster is left as it is.
+# Installs Debian's slurm-wlm and munge when missing. Usage: scripts/slurm-local.sh [--stop]
+set -euo pipefail
+
+if [ "${1:-}" = "--stop" ]; then
+  pkill -x slurmd 2>/dev/null || true
+  pkill -x slurmctld 2>/dev/null || true
+  exit 0
+fi
+
+if ! command -v slurmctld >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1; then
+  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge
+fi
+
+host=$(hostname -s)
+if [ ! -s /etc/munge/munge.key ]; then
+  mkdir -p /etc/munge
+  dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
+fi
+chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key
+mkdir -p /run/munge /var/log/munge /var/lib/munge
+chown munge:munge /run/munge /var/log/munge /var/lib/munge
+if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
+  runuser -u munge -- /usr/sbin/munged
+  for _ in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.2; done
+fi
+
+mem_mib=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 * 9 / 10 ))
+conf=$(cat <<CONF
+ClusterName=local
+SlurmctldHost=$host
+SlurmUser=root
+AuthType=auth/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+StateSaveLocation=/var/spool/slurmctld
+SlurmdSpoolDir=/var/spool/slurmd
+SlurmctldLogFile=/var/log/slurm/slurmctld.log
+SlurmdLogFile=/var/log/slurm/slurmd.log
+ReturnToService=2
+MinJobAge=600
+KillWait=5
+NodeName=$host CPUs=$(nproc) RealMemory=$mem_mib State=UNKNOWN
+PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
+CONF
+)
+mkdir -p /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm
+if [ "$(cat /etc/slurm/slurm.conf 2>/dev/null)" != "$conf" ]; then
+  printf '%s\n' "$conf" > /etc/slurm/slurm.conf
+  pkill -x slurmd 2>/dev/null || true
+  pkill -x slurmctld 2>/dev/null || true
+  sleep 1
+fi
+pgrep -x slurmctld >/dev/null || slurmctld
+pgrep -x slurmd >/dev/null || slurmd
+
+for _ in $(seq 100); do
+  state=$(sinfo -h -n "$host" -o %T 2>/dev/null || true)
+  case "$state" in
+    idle|mixed|allocated) echo "slurm: node $host $state"; exit 0 ;;
+    down*|drain*) scontrol update nodename="$host" state=resume 2>/dev/null || true ;;
+  esac
+  sleep 0.3
+done
+echo "slurm: the node did not become idle; see /var/log/slurm/" >&2
+exit 1
