@@ -129,6 +129,33 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Verify candidates for runs on other hosts: take jobs from the PostgreSQL store's queue,
+    /// check each candidate out of the shared git remote, run the verifier, post the result.
+    Worker {
+        /// The PostgreSQL store, as in [store] url (postgres://user@host:port/database).
+        #[arg(long, value_name = "URL")]
+        store: String,
+        /// The shared git remote the coordinator pushes candidates to (URL or path).
+        #[arg(long, value_name = "REMOTE")]
+        repo: String,
+        /// The worker's directory (a clone, a worktree, logs); default: ./hone-worker-<slot>.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// This slot's name, shown by `hone status` (say, the GPU it owns).
+        #[arg(long, default_value = "0")]
+        slot: String,
+        /// A variable for every verifier of this slot, NAME=VALUE (repeatable), e.g.
+        /// CUDA_VISIBLE_DEVICES=3.
+        #[arg(long = "env", value_name = "NAME=VALUE")]
+        env: Vec<String>,
+        /// How long a claim lasts without a heartbeat (a dead worker's job goes to another
+        /// worker after it).
+        #[arg(long, default_value = "30s", value_parser = parse_positive_duration)]
+        lease: Duration,
+        /// Exit after this many verifications.
+        #[arg(long)]
+        max_jobs: Option<u64>,
+    },
     /// Run the whole thing on the bundled example (a character-level language model), offline.
     Demo {
         /// Where to put the example (must be empty or absent); kept afterwards.
@@ -241,6 +268,51 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
                 .map(|g| engine::is_running(g.root()))
                 .unwrap_or(false);
             output::status(&run, &exps, &spec, json, live);
+            // With remote workers, the workers the shared store has seen.
+            if let Ok(git) = Git::discover(&cwd) {
+                if let Ok(Some(url)) =
+                    load_spec(git.root(), cli.spec.as_deref()).map(|s| s.exec.store_url)
+                {
+                    output::workers(&url, json);
+                }
+            }
+            Ok(())
+        }
+        Cmd::Worker {
+            store,
+            repo,
+            dir,
+            slot,
+            env,
+            lease,
+            max_jobs,
+        } => {
+            let mut vars = Vec::new();
+            for e in env {
+                let Some((k, v)) = e.split_once('=') else {
+                    return Err(Failure {
+                        code: 2,
+                        error: anyhow!("--env {e}: expected NAME=VALUE"),
+                    });
+                };
+                vars.push((k.to_string(), v.to_string()));
+            }
+            let opts = hone::worker::WorkerOptions {
+                store_url: store,
+                remote: repo,
+                dir: dir.unwrap_or_else(|| cwd.join(format!("hone-worker-{slot}"))),
+                slot,
+                env: vars,
+                lease,
+                max_jobs,
+            };
+            let interrupt = output::install_interrupt_handler();
+            hone::worker::run(
+                &opts,
+                &|| interrupt.stop_requested(),
+                &mut output::worker_event,
+            )
+            .map_err(|e| anyhow!(e))?;
             Ok(())
         }
         Cmd::Log { run, json, tsv } => {

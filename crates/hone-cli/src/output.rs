@@ -459,3 +459,76 @@ pub fn knob_table(knobs: &[Knob]) {
         );
     }
 }
+
+/// One line per thing a worker does.
+pub fn worker_event(ev: &hone::worker::WorkerEvent) {
+    use hone::worker::WorkerEvent as W;
+    match ev {
+        W::Ready { id } => out!("worker {id}: waiting for verifications"),
+        W::Claimed {
+            job,
+            run,
+            n,
+            attempt,
+        } => out!("job {job}: run {run}, experiment {n} (attempt {attempt})"),
+        W::Finished {
+            job,
+            exit,
+            accepted,
+        } => {
+            if *accepted {
+                out!("job {job}: done ({exit})");
+            } else {
+                out!("job {job}: done ({exit}) but no longer ours; the result was discarded");
+            }
+        }
+        W::Lost { job } => out!("job {job}: cancelled or taken over; verifier killed"),
+        W::KilledStale { pid } => {
+            out!("killed the verifier (pid {pid}) a previous worker in this directory left")
+        }
+    }
+}
+
+/// The workers a PostgreSQL store has seen, for `hone status`.
+pub fn workers(url: &str, json: bool) {
+    let list = hone::queue::Queue::connect(url).and_then(|mut q| q.workers());
+    let list = match list {
+        Ok(l) => l,
+        Err(e) => {
+            err!("workers: {e}");
+            return;
+        }
+    };
+    if json {
+        for w in &list {
+            out!(
+                "{}",
+                serde_json::json!({"worker": w.id, "host": w.host, "slot": w.slot,
+                    "heartbeat_age_s": w.heartbeat_age_s, "job": w.job, "alive": w.alive})
+            );
+        }
+        return;
+    }
+    let live = list.iter().filter(|w| w.alive).count();
+    out!(
+        "workers: {live} live{}",
+        match list.len() - live {
+            0 => String::new(),
+            silent => format!(", {silent} silent past their lease (stopped or dead)"),
+        }
+    );
+    for w in &list {
+        let job = match (w.alive, w.job) {
+            (false, _) => "silent".to_string(),
+            (true, Some(j)) => format!("job {j}"),
+            (true, None) => "idle".into(),
+        };
+        out!(
+            "  {:<32} host {:<16} slot {:<6} heartbeat {:>5.1}s ago  {job}",
+            w.id,
+            w.host,
+            w.slot,
+            w.heartbeat_age_s
+        );
+    }
+}

@@ -2511,3 +2511,265 @@ fn slurm_job_left_by_a_killed_hone_is_cancelled_on_resume() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A PostgreSQL server of its own in a temporary directory, on a free loopback port (Debian's
+/// postgresql package; .ci/run installs it). Stopped when dropped.
+struct PgServer {
+    _tmp: tempfile::TempDir,
+    data: PathBuf,
+    url: String,
+    child: std::process::Child,
+}
+
+impl PgServer {
+    /// Starts one, or returns None (the test is skipped) where PostgreSQL is not installed,
+    /// unless HONE_REQUIRE_POSTGRES is set (as .ci/run does).
+    fn start() -> Option<PgServer> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()
+            .and_then(|d| d.flatten().map(|e| e.path().join("bin")).max())
+            .filter(|b| b.join("postgres").exists());
+        let Some(bin) = bin else {
+            assert!(
+                std::env::var_os("HONE_REQUIRE_POSTGRES").is_none(),
+                "HONE_REQUIRE_POSTGRES is set but PostgreSQL is not installed (apt-get install postgresql)"
+            );
+            eprintln!("skipped: PostgreSQL is not installed (apt-get install postgresql)");
+            return None;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        // PostgreSQL refuses to run as root: as root, run it as the postgres user.
+        let root = unsafe { libc_geteuid() } == 0;
+        let as_pg = |program: &Path| {
+            let mut c = if root {
+                let mut c = Command::new("runuser");
+                c.args(["-u", "postgres", "--"]).arg(program);
+                c
+            } else {
+                Command::new(program)
+            };
+            c.stdin(std::process::Stdio::null());
+            c
+        };
+        if root {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+            let st = Command::new("chown")
+                .args(["postgres:postgres"])
+                .arg(&data)
+                .status()
+                .unwrap();
+            assert!(st.success());
+        }
+        let out = as_pg(&bin.join("initdb"))
+            .args(["--no-sync", "-A", "trust", "-U", "hone", "-D"])
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "initdb: {}", text(&out));
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = as_pg(&bin.join("postgres"))
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-p",
+                &port.to_string(),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "unix_socket_directories=",
+                "-c",
+                "fsync=off",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = PgServer {
+            _tmp: tmp,
+            data,
+            url: format!("postgres://hone@127.0.0.1:{port}/postgres"),
+            child,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let ready = Command::new(bin.join("pg_isready"))
+                .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
+                .status()
+                .unwrap();
+            if ready.success() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "PostgreSQL did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(server)
+    }
+
+    fn psql(&self, sql: &str) -> String {
+        let out = Command::new("psql")
+            .args(["-X", "-A", "-t", "-d", &self.url, "-c", sql])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "psql: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        if let Some(pid) = std::fs::read_to_string(self.data.join("postmaster.pid"))
+            .ok()
+            .and_then(|s| s.lines().next().and_then(|l| l.trim().parse::<i32>().ok()))
+        {
+            // SIGQUIT: immediate shutdown.
+            unsafe { libc_kill(pid, 3) };
+        }
+        let _ = self.child.wait();
+    }
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let mark = tempfile::tempdir().unwrap();
+    let marker = mark.path().join("slow-started");
+    let verify = format!(
+        "cat value.txt; echo worker_slot=$SLOT_NAME; if grep -q slow value.txt && [ ! -e {m} ]; then echo $$ > {m}; sleep 300; fi",
+        m = marker.display()
+    );
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        &verify,
+        "write\tvalue.txt\tslow\\nscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 6\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    );
+    let bare = r.tmp_dir().join("shared.git");
+    git(
+        r.tmp_dir(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    );
+    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
+    std::fs::write(
+        r.dir.join("hone.toml"),
+        format!(
+            "{toml}\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\n\n[store]\nurl = \"{}\"\n",
+            bare.display(),
+            pg.url
+        ),
+    )
+    .unwrap();
+    git(&r.dir, &["commit", "-q", "-am", "workers"]);
+    let worker = |name: &str| {
+        Command::new(HONE)
+            .args([
+                "worker",
+                "--store",
+                &pg.url,
+                "--repo",
+                bare.to_str().unwrap(),
+            ])
+            .args([
+                "--slot",
+                name,
+                "--lease",
+                "2s",
+                "--env",
+                &format!("SLOT_NAME={name}"),
+            ])
+            .arg("--dir")
+            .arg(r.tmp_dir().join(format!("w-{name}")))
+            .stdout(std::fs::File::create(r.tmp_dir().join(format!("w-{name}.out"))).unwrap())
+            .stderr(std::fs::File::create(r.tmp_dir().join(format!("w-{name}.err"))).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let mut a = worker("a");
+    let mut coordinator = r.spawn_hone(&["run", "--tag", "w"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !marker.exists() {
+        if Instant::now() > deadline {
+            let _ = coordinator.kill();
+            panic!(
+                "worker a never started experiment 1's verifier\nworker: {}{}\nlog: {}",
+                std::fs::read_to_string(r.tmp_dir().join("w-a.out")).unwrap_or_default(),
+                std::fs::read_to_string(r.tmp_dir().join("w-a.err")).unwrap_or_default(),
+                text(&r.hone(&["log"]))
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Worker a is verifying experiment 1. A second coordinator of the same run, from
+    // another clone of the project, is refused.
+    let clone = r.tmp_dir().join("clone");
+    git(
+        r.tmp_dir(),
+        &[
+            "clone",
+            "-q",
+            r.dir.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    let second = Command::new(HONE)
+        .args(["run", "--tag", "w"])
+        .current_dir(&clone)
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    assert!(
+        text(&second).contains("already coordinated"),
+        "{}",
+        text(&second)
+    );
+    // Worker a dies; its verifier's group is killed too (as a host going down would).
+    a.kill().unwrap();
+    a.wait().unwrap();
+    let pgid = read_pgid(&marker);
+    unsafe { libc_kill(-pgid, 9) };
+    let mut b = worker("b");
+    let mut c = worker("c");
+    let st = coordinator.wait().unwrap();
+    assert!(st.success(), "the coordinator failed");
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    assert_eq!(r.rev("hone/w"), r.rev("refs/hone/w/3"));
+    // Experiment 1 was attempted twice: worker a's lease ran out, another worker finished it.
+    let attempts = pg.psql(
+        "SELECT a.attempt || ':' || split_part(a.worker, ':', 2) || ':' || coalesce(a.outcome, '-') \
+         FROM hone_job_attempts a JOIN hone_jobs j ON j.id = a.job_id WHERE j.n = 1 ORDER BY a.attempt",
+    );
+    let attempts: Vec<&str> = attempts.lines().collect();
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert_eq!(attempts[0], "1:a:lease expired");
+    assert!(
+        attempts[1] == "2:b:code" || attempts[1] == "2:c:code",
+        "{attempts:?}"
+    );
+    // The log came back from the worker, with its slot's environment.
+    let show = text(&r.hone(&["show", "1"]));
+    assert!(
+        show.contains("worker_slot=b") || show.contains("worker_slot=c"),
+        "{show}"
+    );
+    // Both live workers are listed by hone status.
+    let status = text(&r.hone(&["status"]));
+    assert!(status.contains("workers: 2 live, 1 silent"), "{status}");
+    for w in [&mut b, &mut c] {
+        w.kill().unwrap();
+        w.wait().unwrap();
+    }
+}

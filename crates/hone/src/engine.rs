@@ -192,6 +192,10 @@ fn worktree_path(paths: &StatePaths, spec: &Spec, repo_root: &Path, tag: &str) -
     }
 }
 
+/// A verification that ended for a reason outside its command's exit (a job cancelled by
+/// someone else, a protected file modified on a remote worker): the status and the reason.
+type Failure = (Status, String);
+
 /// The archive ref of experiment `n`.
 pub fn archive_ref(tag: &str, n: u64) -> String {
     format!("refs/hone/{tag}/{n}")
@@ -362,6 +366,12 @@ struct Engine<'a> {
     contained: bool,
     /// The verifier stage running now is the sealed evaluator.
     evaluating: bool,
+    /// With `[exec] backend = "workers"`: the queue, and this run's coordinator registration.
+    queue: Option<crate::queue::Queue>,
+    _coordination: Option<crate::queue::Coordination>,
+    /// The commit being measured by `measure` (the worktree's HEAD may still be its parent:
+    /// candidates are committed without moving it).
+    measuring: Option<String>,
 }
 
 impl<'a> Engine<'a> {
@@ -549,7 +559,27 @@ impl<'a> Engine<'a> {
             history: Vec::new(),
             contained: false,
             evaluating: false,
+            queue: None,
+            _coordination: None,
+            measuring: None,
         };
+        if engine.spec.exec.backend == crate::spec::Backend::Workers {
+            let url = engine.spec.exec.store_url.clone().unwrap_or_default();
+            let owner = format!(
+                "hone run (pid {}) in {}",
+                std::process::id(),
+                engine.git.root().display()
+            );
+            let key = engine.run_key();
+            engine._coordination = Some(
+                crate::queue::Coordination::start(&url, &key, &owner)
+                    .map_err(|e| EngineError::Setup(e.to_string()))?,
+            );
+            engine.queue = Some(
+                crate::queue::Queue::connect(&url)
+                    .map_err(|e| EngineError::Setup(e.to_string()))?,
+            );
+        }
         if engine.spec.sandbox.bwrap {
             match crate::sandbox::probe() {
                 Ok(()) => engine.contained = true,
@@ -633,6 +663,12 @@ impl<'a> Engine<'a> {
                 .collect();
             if !jobs.is_empty() && exec::slurm::cancel_stale(&jobs) > 0 {
                 killed = true;
+            }
+            let key = self.run_key();
+            if let Some(q) = self.queue.as_mut() {
+                if q.cancel_experiment(&key, e.n).unwrap_or(0) > 0 {
+                    killed = true;
+                }
             }
             e.status = Some(Status::Aborted);
             e.reason = "interrupted: hone stopped during this experiment".into();
@@ -1697,8 +1733,14 @@ impl<'a> Engine<'a> {
             rec.log_path = Some(log_path.to_string_lossy().into_owned());
         }
         let command = self.spec.verify.command.clone();
-        let (exit, failure, mut metrics) =
-            self.run_stage(n, wt, &command, log_path, repeat, cancel)?;
+        self.measuring = Some(
+            rec.candidate_commit
+                .clone()
+                .unwrap_or_else(|| self.run.base_commit.clone()),
+        );
+        let staged = self.run_stage(n, wt, &command, log_path, repeat, cancel);
+        self.measuring = None;
+        let (exit, failure, mut metrics) = staged?;
         if let Some(m) = self.stage_failure(exit, failure, wt, check_seal) {
             return Ok(m);
         }
@@ -1760,7 +1802,7 @@ impl<'a> Engine<'a> {
         log_path: PathBuf,
         repeat: u64,
         cancel: &dyn Fn() -> bool,
-    ) -> Result<(Exit, Option<String>, crate::verify::metrics::MetricSet), EngineError> {
+    ) -> Result<(Exit, Option<Failure>, crate::verify::metrics::MetricSet), EngineError> {
         let mut env = self.candidate_env(n);
         if let Some(name) = &self.spec.verify.seed_env {
             env.push((name.into(), repeat.to_string().into()));
@@ -1806,7 +1848,10 @@ impl<'a> Engine<'a> {
         what: &str,
         on_line: &mut dyn FnMut(&str),
         cancel: &dyn Fn() -> bool,
-    ) -> Result<(Exit, Option<String>), EngineError> {
+    ) -> Result<(Exit, Option<Failure>), EngineError> {
+        if self.queue.is_some() {
+            return self.execute_remote(n, req, what, on_line, cancel);
+        }
         if let Some(dir) = shared_run_dir(&self.spec, self.git.root(), &self.run.tag) {
             let job_dir = dir.join("jobs");
             let name = format!("hone-{}-{n}", self.run.tag);
@@ -1834,7 +1879,7 @@ impl<'a> Engine<'a> {
                     let _ = std::fs::remove_file(entry.path());
                 }
             }
-            return Ok((outcome.exit, outcome.failure));
+            return Ok((outcome.exit, outcome.failure.map(|f| (Status::Crash, f))));
         }
         let running = exec::spawn(req)
             .map_err(|e| EngineError::Setup(format!("cannot start the {what}: {e}")))?;
@@ -1848,11 +1893,166 @@ impl<'a> Engine<'a> {
         Ok((outcome.exit, None))
     }
 
+    /// The run's name in the shared queue: the remote and the tag.
+    fn run_key(&self) -> String {
+        format!(
+            "{}#{}",
+            self.spec.exec.remote.as_deref().unwrap_or(""),
+            self.run.tag
+        )
+    }
+
+    /// Runs a verification on a remote worker: pushes the checked-out commit to the shared
+    /// remote, posts the job, and waits for its result (see `crate::queue`).
+    fn execute_remote(
+        &mut self,
+        n: u64,
+        req: &ExecRequest,
+        what: &str,
+        on_line: &mut dyn FnMut(&str),
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<(Exit, Option<Failure>), EngineError> {
+        let remote = self.spec.exec.remote.clone().unwrap_or_default();
+        let commit = match self.measuring.clone() {
+            Some(c) => c,
+            // The holdout runs in a worktree checked out at the commit it measures.
+            None => self
+                .git
+                .run_in(&req.cwd, &["rev-parse", "HEAD"])?
+                .trim()
+                .to_string(),
+        };
+        let git_ref = archive_ref(&self.run.tag, n);
+        self.git
+            .run(&[
+                "push",
+                "-q",
+                "--force",
+                &remote,
+                &format!("{commit}:{git_ref}"),
+            ])
+            .map_err(|e| {
+                EngineError::Setup(format!(
+                    "cannot push the candidate to [exec] remote `{remote}` for the workers: {e}"
+                ))
+            })?;
+        // The worker's own environment is the base; only what hone itself sets travels.
+        let mut env: Vec<(String, String)> = req
+            .env
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .filter(|(k, _)| {
+                k.starts_with("HONE_")
+                    || self.spec.verify.env.iter().any(|(name, _)| name == k)
+                    || self.spec.verify.seed_env.as_deref() == Some(k.as_str())
+            })
+            .collect();
+        env.sort();
+        let job = crate::queue::JobSpec {
+            git_ref,
+            commit,
+            command: req.command.clone(),
+            env,
+            timeout_ms: req
+                .timeout
+                .map(|t| t.as_millis() as u64)
+                .unwrap_or(u64::MAX / 2),
+            kill_grace_ms: req.kill_grace.as_millis() as u64,
+            max_log_bytes: req.max_log_bytes,
+        };
+        let key = self.run_key();
+        let db = |e: crate::queue::QueueError| EngineError::Setup(format!("{what}: {e}"));
+        let Some(queue) = self.queue.as_mut() else {
+            return Err(EngineError::Setup("no queue".into()));
+        };
+        let id = queue.submit(&key, n, &job).map_err(db)?;
+        let posted = Instant::now();
+        let mut waiting_noted = false;
+        let result = loop {
+            let Some(queue) = self.queue.as_mut() else {
+                return Err(EngineError::Setup("no queue".into()));
+            };
+            if cancel() {
+                queue.cancel(id).map_err(db)?;
+                return Ok((Exit::Cancelled, None));
+            }
+            match queue.status(id).map_err(db)? {
+                crate::queue::JobStatus::Done(r) => break r,
+                crate::queue::JobStatus::Cancelled => {
+                    return Ok((
+                        Exit::Code(-1),
+                        Some((
+                            Status::Crash,
+                            format!("job {id} was cancelled in the store by someone else"),
+                        )),
+                    ))
+                }
+                crate::queue::JobStatus::Queued
+                    if !waiting_noted && posted.elapsed() > Duration::from_secs(10) =>
+                {
+                    waiting_noted = true;
+                    self.emit(Event::Note {
+                        message: format!(
+                            "experiment {n}: waiting for a worker to claim job {id}; start one with `hone worker --store <url> --repo {remote}`"
+                        ),
+                    });
+                }
+                _ => {}
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        if let Some(parent) = req.log_path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        std::fs::write(&req.log_path, &result.log).map_err(|e| {
+            EngineError::Io(format!("cannot write {}: {e}", req.log_path.display()))
+        })?;
+        for line in result.log.lines() {
+            on_line(line);
+        }
+        if let Some(f) = result.failure {
+            return Ok((Exit::Code(-1), Some((Status::Crash, f))));
+        }
+        if let Some(p) = result
+            .modified
+            .iter()
+            .find(|p| matches_any(&self.spec.loop_.protected, p))
+        {
+            return Ok((
+                Exit::Code(0),
+                Some((
+                    Status::Violation,
+                    format!("protected file `{p}` was modified while the verifier ran on worker {}; the measurement is void", result.worker),
+                )),
+            ));
+        }
+        let exit = match result.exit.as_str() {
+            "code" => Exit::Code(result.value),
+            "signal" => Exit::Signal(result.value),
+            "timeout" => Exit::TimedOut,
+            other => {
+                return Ok((
+                    Exit::Code(-1),
+                    Some((
+                        Status::Crash,
+                        format!("worker {} reported `{other}`", result.worker),
+                    )),
+                ))
+            }
+        };
+        Ok((exit, None))
+    }
+
     /// Why a stage's run does not count, if it does not.
     fn stage_failure(
         &self,
         exit: Exit,
-        failure: Option<String>,
+        failure: Option<Failure>,
         wt: &Path,
         check_seal: bool,
     ) -> Option<Measured> {
@@ -1867,8 +2067,8 @@ impl<'a> Engine<'a> {
             }
         }
         let failed = |status, reason| Some(Measured::Failed { status, reason });
-        if let Some(reason) = failure {
-            return failed(Status::Crash, reason);
+        if let Some((status, reason)) = failure {
+            return failed(status, reason);
         }
         match exit {
             Exit::Cancelled => Some(Measured::Cancelled),

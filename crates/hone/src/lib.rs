@@ -9,6 +9,8 @@
 //! - `verify`: metrics, constraints, the decision rule.
 //! - `propose`: the `Proposer` trait, the knobs optimizer, agent commands.
 //! - `store`: SQLite state.
+//! - `queue`: the PostgreSQL verification queue shared with remote workers.
+//! - `worker`: `hone worker`, which verifies candidates from that queue.
 //! - `engine`: the loop.
 //! - `report`: summaries.
 //! - `sandbox`: bubblewrap containment.
@@ -18,9 +20,11 @@ pub mod demo;
 pub mod engine;
 pub mod exec;
 pub mod propose;
+pub mod queue;
 pub mod report;
 pub mod sandbox;
 pub mod spec;
 pub mod store;
 pub mod verify;
+pub mod worker;
 pub mod workspace;

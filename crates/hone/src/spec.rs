@@ -292,6 +292,8 @@ pub enum Backend {
     Local,
     /// One SLURM batch job per verification.
     Slurm,
+    /// `hone worker` processes on any host, through the PostgreSQL store's queue.
+    Workers,
 }
 
 /// `[exec]`: where verifications run.
@@ -302,6 +304,14 @@ pub struct ExecSpec {
     pub shared_dir: Option<PathBuf>,
     #[serde(skip)]
     pub slurm: crate::exec::slurm::SlurmConfig,
+    /// With workers: the git remote (URL or path) the workers fetch candidates from.
+    pub remote: Option<String>,
+    /// With workers: how long a worker's claim lasts without a heartbeat.
+    #[serde(with = "duration_secs")]
+    pub lease: Duration,
+    /// `[store] url`: the PostgreSQL database shared with workers.
+    #[serde(skip)]
+    pub store_url: Option<String>,
 }
 
 /// `[review]`: the gate between a candidate and any compute: static rules, then optionally a
@@ -358,8 +368,9 @@ impl fmt::Display for SpecError {
 impl std::error::Error for SpecError {}
 
 const SECTIONS: &[&str] = &[
-    "loop", "verify", "agent", "stop", "sandbox", "review", "exec",
+    "loop", "verify", "agent", "stop", "sandbox", "review", "exec", "store",
 ];
+const STORE_KEYS: &[&str] = &["url"];
 const EXEC_KEYS: &[&str] = &[
     "backend",
     "shared_dir",
@@ -369,6 +380,8 @@ const EXEC_KEYS: &[&str] = &[
     "mem",
     "time",
     "extra_args",
+    "remote",
+    "lease",
 ];
 const REVIEW_KEYS: &[&str] = &[
     "command",
@@ -498,6 +511,10 @@ impl Spec {
         let ex = p.section(doc.as_table(), "exec")?;
         if let Some(t) = ex {
             p.check_keys(t, "exec", EXEC_KEYS, false)?;
+        }
+        let so = p.section(doc.as_table(), "store")?;
+        if let Some(t) = so {
+            p.check_keys(t, "store", STORE_KEYS, false)?;
         }
         if let Some(t) = rv {
             p.check_keys(t, "review", REVIEW_KEYS, false)?;
@@ -1015,7 +1032,36 @@ impl Spec {
                 .opt_duration(rv, "review", "timeout")?
                 .unwrap_or(Duration::from_secs(600)),
         };
-        let exec = p.exec(ex)?;
+        let mut exec = p.exec(ex)?;
+        exec.store_url = p.opt_str(so, "store", "url")?;
+        if let Some(u) = &exec.store_url {
+            if !(u.starts_with("postgres://") || u.starts_with("postgresql://")) {
+                return Err(p.err_value(
+                    so,
+                    "store",
+                    "url",
+                    "expected a PostgreSQL URL, postgres://user@host:port/database (without it the store is .hone/hone.db)".into(),
+                ));
+            }
+        }
+        if exec.backend == Backend::Workers {
+            if exec.store_url.is_none() {
+                return Err(p.err_value(
+                    ex,
+                    "exec",
+                    "backend",
+                    "backend = \"workers\" needs [store] url = \"postgres://...\": the database the workers take verifications from".into(),
+                ));
+            }
+            if verify.evaluate.is_some() {
+                return Err(p.err_value(
+                    vf,
+                    "verify",
+                    "evaluate",
+                    "the sealed two-stage evaluator is not supported with [exec] backend = \"workers\" yet; use one verify command".into(),
+                ));
+            }
+        }
         Ok(Spec {
             loop_,
             verify,
@@ -1217,15 +1263,41 @@ impl Parser<'_> {
         let backend = match self.opt_str(ex, "exec", "backend")?.as_deref() {
             None | Some("local") => Backend::Local,
             Some("slurm") => Backend::Slurm,
+            Some("workers") => Backend::Workers,
             Some(other) => {
                 return Err(self.err_value(
                     ex,
                     "exec",
                     "backend",
-                    format!("unknown backend `{other}` (expected \"local\" or \"slurm\")"),
+                    format!(
+                        "unknown backend `{other}` (expected \"local\", \"slurm\" or \"workers\")"
+                    ),
                 ))
             }
         };
+        let remote = self.opt_str(ex, "exec", "remote")?;
+        let lease = self
+            .opt_duration(ex, "exec", "lease")?
+            .unwrap_or(Duration::from_secs(30));
+        match (&backend, &remote) {
+            (Backend::Workers, None) => {
+                return Err(self.err_value(
+                    ex,
+                    "exec",
+                    "backend",
+                    "backend = \"workers\" needs remote: a git remote (URL or path) that hone pushes candidates to and the workers fetch from".into(),
+                ))
+            }
+            (Backend::Local | Backend::Slurm, Some(_)) => {
+                return Err(self.err_value(
+                    ex,
+                    "exec",
+                    "remote",
+                    "`remote` is for backend = \"workers\"".into(),
+                ))
+            }
+            _ => {}
+        }
         let shared_dir = self.opt_str(ex, "exec", "shared_dir")?.map(PathBuf::from);
         let slurm = crate::exec::slurm::SlurmConfig {
             partition: self.opt_str(ex, "exec", "partition")?,
@@ -1240,7 +1312,7 @@ impl Parser<'_> {
             time: self.opt_duration(ex, "exec", "time")?,
             extra_args: self.str_list(ex, "exec", "extra_args")?,
         };
-        if backend == Backend::Local {
+        if backend != Backend::Slurm {
             for key in [
                 "shared_dir",
                 "partition",
@@ -1283,6 +1355,9 @@ impl Parser<'_> {
             backend,
             shared_dir,
             slurm,
+            remote,
+            lease,
+            store_url: None,
         })
     }
 

@@ -112,7 +112,7 @@ fn git_command(cwd: &Path) -> Command {
     c
 }
 
-fn run_git(cwd: &Path, args: &[&str]) -> Result<String, GitError> {
+pub(crate) fn run_git(cwd: &Path, args: &[&str]) -> Result<String, GitError> {
     let out = git_command(cwd)
         .args(args)
         .output()

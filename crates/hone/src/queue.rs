@@ -1,0 +1,480 @@
+//! The shared verification queue for remote workers: a PostgreSQL database where a
+//! coordinator (`hone run` with `[exec] backend = "workers"`) posts verifications and
+//! `hone worker` processes on any host claim them.
+//!
+//! - **Claims** take the oldest queued job with `FOR UPDATE SKIP LOCKED`, so two workers never
+//!   take the same one, and set a lease (`lease_until`, in the database's clock, so the hosts'
+//!   clocks do not matter).
+//! - **Heartbeats** renew the lease. A heartbeat that finds the job no longer its own (the
+//!   coordinator cancelled it, or the lease ran out and another worker took it) tells the
+//!   worker to kill its verifier.
+//! - **A dead worker** stops renewing; once its lease has run out the job is claimable again
+//!   and the next worker takes it with the next attempt number. Every attempt is recorded in
+//!   `hone_job_attempts`.
+//! - **Results** are accepted only from the worker holding the current attempt, so no
+//!   verification is decided twice.
+//! - **Coordinators** register per run; a second coordinator of the same run is refused while
+//!   the first one's heartbeat is fresh.
+
+use std::time::Duration;
+
+use postgres::{Client, NoTls};
+
+/// Schema version this code writes; tables are created on first connection.
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS hone_jobs (
+    id          BIGSERIAL PRIMARY KEY,
+    run_key     TEXT NOT NULL,
+    n           BIGINT NOT NULL,
+    spec        TEXT NOT NULL,
+    state       TEXT NOT NULL DEFAULT 'queued',
+    attempt     INTEGER NOT NULL DEFAULT 0,
+    worker      TEXT,
+    lease_until TIMESTAMPTZ,
+    result      TEXT,
+    created_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+    finished_at TIMESTAMPTZ
+);
+CREATE INDEX IF NOT EXISTS hone_jobs_claimable ON hone_jobs (state, id);
+CREATE TABLE IF NOT EXISTS hone_job_attempts (
+    job_id     BIGINT NOT NULL,
+    attempt    INTEGER NOT NULL,
+    worker     TEXT NOT NULL,
+    started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    ended_at   TIMESTAMPTZ,
+    outcome    TEXT,
+    PRIMARY KEY (job_id, attempt)
+);
+CREATE TABLE IF NOT EXISTS hone_workers (
+    id             TEXT PRIMARY KEY,
+    host           TEXT NOT NULL,
+    slot           TEXT NOT NULL,
+    started_at     TIMESTAMPTZ NOT NULL DEFAULT now(),
+    last_heartbeat TIMESTAMPTZ NOT NULL DEFAULT now(),
+    lease_ms       DOUBLE PRECISION NOT NULL DEFAULT 30000,
+    job_id         BIGINT
+);
+CREATE TABLE IF NOT EXISTS hone_coordinators (
+    run_key   TEXT PRIMARY KEY,
+    owner     TEXT NOT NULL,
+    heartbeat TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+";
+
+/// An arbitrary constant: the advisory lock that serialises schema creation between processes.
+const SCHEMA_LOCK: i64 = 0x686f_6e65;
+
+/// How long a coordinator's registration lasts without a heartbeat.
+pub const COORDINATOR_TTL: Duration = Duration::from_secs(30);
+
+/// What went wrong with the queue.
+#[derive(Debug, thiserror::Error)]
+pub enum QueueError {
+    #[error("cannot reach the PostgreSQL store: {0}; check [store] url (postgres://user@host:port/db) and that the server runs")]
+    Connect(String),
+    #[error("PostgreSQL store: {0}")]
+    Db(String),
+    #[error("run `{run}` is already coordinated by {owner} (last heartbeat {age_s:.0} s ago); stop that `hone run` first, or wait {ttl} s after it died")]
+    CoordinatorBusy {
+        run: String,
+        owner: String,
+        age_s: f64,
+        ttl: u64,
+    },
+    #[error("bad job record: {0}")]
+    Corrupt(String),
+}
+
+impl From<postgres::Error> for QueueError {
+    fn from(e: postgres::Error) -> Self {
+        QueueError::Db(e.to_string())
+    }
+}
+
+/// One verification, as the coordinator posts it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JobSpec {
+    /// The git ref (on the shared remote) and commit to verify.
+    pub git_ref: String,
+    pub commit: String,
+    /// Run as `/bin/sh -c <command>` in the checkout.
+    pub command: String,
+    /// Variables set on top of the worker's own environment.
+    pub env: Vec<(String, String)>,
+    pub timeout_ms: u64,
+    pub kill_grace_ms: u64,
+    pub max_log_bytes: u64,
+}
+
+/// How a job ended on a worker.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JobResult {
+    /// `code`, `signal`, `timeout` or `failed` (the worker could not run it).
+    pub exit: String,
+    pub value: i32,
+    pub failure: Option<String>,
+    /// The verifier's output (capped as the local log is).
+    pub log: String,
+    /// Tracked files the run modified in its checkout.
+    pub modified: Vec<String>,
+    pub worker: String,
+    pub attempt: i32,
+}
+
+/// A job's state as the coordinator sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum JobStatus {
+    Queued,
+    Claimed { worker: String, attempt: i32 },
+    Done(Box<JobResult>),
+    Cancelled,
+}
+
+/// A job a worker holds.
+#[derive(Clone, Debug)]
+pub struct Claimed {
+    pub id: i64,
+    pub run_key: String,
+    pub n: u64,
+    pub attempt: i32,
+    pub spec: JobSpec,
+}
+
+/// A worker as `hone status` lists it.
+#[derive(Clone, Debug)]
+pub struct WorkerInfo {
+    pub id: String,
+    pub host: String,
+    pub slot: String,
+    pub heartbeat_age_s: f64,
+    pub job: Option<i64>,
+    /// Heard from within its lease.
+    pub alive: bool,
+}
+
+/// A connection to the queue.
+pub struct Queue {
+    client: Client,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+impl Queue {
+    /// Connects and creates the tables if needed.
+    pub fn connect(url: &str) -> Result<Queue, QueueError> {
+        let mut client =
+            Client::connect(url, NoTls).map_err(|e| QueueError::Connect(e.to_string()))?;
+        let mut tx = client.transaction()?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
+        tx.batch_execute(SCHEMA)?;
+        tx.commit()?;
+        Ok(Queue { client })
+    }
+
+    /// Registers `owner` as the coordinator of `run_key`, or says who already is.
+    pub fn register_coordinator(&mut self, run_key: &str, owner: &str) -> Result<(), QueueError> {
+        let ttl = COORDINATOR_TTL.as_secs_f64();
+        let rows = self.client.query(
+            "INSERT INTO hone_coordinators (run_key, owner, heartbeat) VALUES ($1, $2, now())
+             ON CONFLICT (run_key) DO UPDATE SET owner = EXCLUDED.owner, heartbeat = now()
+             WHERE hone_coordinators.owner = EXCLUDED.owner
+                OR hone_coordinators.heartbeat < now() - make_interval(secs => $3::float8)
+             RETURNING owner",
+            &[&run_key, &owner, &ttl],
+        )?;
+        if !rows.is_empty() {
+            return Ok(());
+        }
+        let row = self.client.query_one(
+            "SELECT owner, EXTRACT(EPOCH FROM now() - heartbeat)::float8 FROM hone_coordinators WHERE run_key = $1",
+            &[&run_key],
+        )?;
+        Err(QueueError::CoordinatorBusy {
+            run: run_key.to_string(),
+            owner: row.get(0),
+            age_s: row.get(1),
+            ttl: COORDINATOR_TTL.as_secs(),
+        })
+    }
+
+    /// Renews a coordinator's registration; false if another coordinator took the run over.
+    pub fn coordinator_heartbeat(
+        &mut self,
+        run_key: &str,
+        owner: &str,
+    ) -> Result<bool, QueueError> {
+        let n = self.client.execute(
+            "UPDATE hone_coordinators SET heartbeat = now() WHERE run_key = $1 AND owner = $2",
+            &[&run_key, &owner],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Ends a coordinator's registration.
+    pub fn release_coordinator(&mut self, run_key: &str, owner: &str) -> Result<(), QueueError> {
+        self.client.execute(
+            "DELETE FROM hone_coordinators WHERE run_key = $1 AND owner = $2",
+            &[&run_key, &owner],
+        )?;
+        Ok(())
+    }
+
+    /// Posts a job; returns its id.
+    pub fn submit(&mut self, run_key: &str, n: u64, spec: &JobSpec) -> Result<i64, QueueError> {
+        let text = serde_json::to_string(spec).map_err(|e| QueueError::Corrupt(e.to_string()))?;
+        let n = i64::try_from(n).map_err(|_| QueueError::Corrupt("experiment number".into()))?;
+        let row = self.client.query_one(
+            "INSERT INTO hone_jobs (run_key, n, spec) VALUES ($1, $2, $3) RETURNING id",
+            &[&run_key, &n, &text],
+        )?;
+        Ok(row.get(0))
+    }
+
+    /// A job's state.
+    pub fn status(&mut self, id: i64) -> Result<JobStatus, QueueError> {
+        let row = self.client.query_one(
+            "SELECT state, worker, attempt, result FROM hone_jobs WHERE id = $1",
+            &[&id],
+        )?;
+        let state: String = row.get(0);
+        Ok(match state.as_str() {
+            "queued" => JobStatus::Queued,
+            "claimed" => JobStatus::Claimed {
+                worker: row.get::<_, Option<String>>(1).unwrap_or_default(),
+                attempt: row.get(2),
+            },
+            "done" => {
+                let text: Option<String> = row.get(3);
+                let result = serde_json::from_str(text.as_deref().unwrap_or(""))
+                    .map_err(|e| QueueError::Corrupt(format!("job {id}'s result: {e}")))?;
+                JobStatus::Done(Box::new(result))
+            }
+            _ => JobStatus::Cancelled,
+        })
+    }
+
+    /// Withdraws a job that is not done; a worker running it notices at its next heartbeat.
+    pub fn cancel(&mut self, id: i64) -> Result<(), QueueError> {
+        self.client.execute(
+            "UPDATE hone_jobs SET state = 'cancelled', finished_at = now() WHERE id = $1 AND state IN ('queued', 'claimed')",
+            &[&id],
+        )?;
+        Ok(())
+    }
+
+    /// Withdraws every unfinished job of an experiment (what a crashed coordinator left).
+    pub fn cancel_experiment(&mut self, run_key: &str, n: u64) -> Result<u64, QueueError> {
+        let n = i64::try_from(n).map_err(|_| QueueError::Corrupt("experiment number".into()))?;
+        Ok(self.client.execute(
+            "UPDATE hone_jobs SET state = 'cancelled', finished_at = now() WHERE run_key = $1 AND n = $2 AND state IN ('queued', 'claimed')",
+            &[&run_key, &n],
+        )?)
+    }
+
+    /// Records a worker (or refreshes it).
+    pub fn register_worker(
+        &mut self,
+        id: &str,
+        host: &str,
+        slot: &str,
+        lease: Duration,
+    ) -> Result<(), QueueError> {
+        self.client.execute(
+            "INSERT INTO hone_workers (id, host, slot, lease_ms) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (id) DO UPDATE SET host = EXCLUDED.host, slot = EXCLUDED.slot,
+                 lease_ms = EXCLUDED.lease_ms, last_heartbeat = now(), job_id = NULL",
+            &[&id, &host, &slot, &ms(lease)],
+        )?;
+        Ok(())
+    }
+
+    /// Claims the oldest claimable job: queued, or claimed by a worker whose lease ran out.
+    pub fn claim(&mut self, worker: &str, lease: Duration) -> Result<Option<Claimed>, QueueError> {
+        let mut tx = self.client.transaction()?;
+        let row = tx.query_opt(
+            "SELECT id, attempt, worker FROM hone_jobs
+             WHERE state = 'queued' OR (state = 'claimed' AND lease_until < now())
+             ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
+            &[],
+        )?;
+        let Some(row) = row else {
+            tx.commit()?;
+            return Ok(None);
+        };
+        let id: i64 = row.get(0);
+        let previous: i32 = row.get(1);
+        if previous > 0 {
+            tx.execute(
+                "UPDATE hone_job_attempts SET ended_at = now(), outcome = 'lease expired'
+                 WHERE job_id = $1 AND attempt = $2 AND ended_at IS NULL",
+                &[&id, &previous],
+            )?;
+        }
+        let row = tx.query_one(
+            "UPDATE hone_jobs SET state = 'claimed', attempt = attempt + 1, worker = $2,
+                 lease_until = now() + make_interval(secs => $3::float8 / 1000.0)
+             WHERE id = $1 RETURNING run_key, n, attempt, spec",
+            &[&id, &worker, &ms(lease)],
+        )?;
+        let attempt: i32 = row.get(2);
+        tx.execute(
+            "INSERT INTO hone_job_attempts (job_id, attempt, worker) VALUES ($1, $2, $3)",
+            &[&id, &attempt, &worker],
+        )?;
+        tx.execute(
+            "UPDATE hone_workers SET job_id = $2, last_heartbeat = now() WHERE id = $1",
+            &[&worker, &id],
+        )?;
+        tx.commit()?;
+        let spec_text: String = row.get(3);
+        let spec = serde_json::from_str(&spec_text)
+            .map_err(|e| QueueError::Corrupt(format!("job {id}'s spec: {e}")))?;
+        Ok(Some(Claimed {
+            id,
+            run_key: row.get(0),
+            n: u64::try_from(row.get::<_, i64>(1)).unwrap_or(0),
+            attempt,
+            spec,
+        }))
+    }
+
+    /// Renews the lease of a held job; false when the job is no longer this attempt's (it was
+    /// cancelled, or the lease ran out and another worker took it): kill the verifier.
+    pub fn heartbeat(
+        &mut self,
+        worker: &str,
+        job: Option<(i64, i32)>,
+        lease: Duration,
+    ) -> Result<bool, QueueError> {
+        self.client.execute(
+            "UPDATE hone_workers SET last_heartbeat = now() WHERE id = $1",
+            &[&worker],
+        )?;
+        let Some((id, attempt)) = job else {
+            return Ok(true);
+        };
+        let n = self.client.execute(
+            "UPDATE hone_jobs SET lease_until = now() + make_interval(secs => $4::float8 / 1000.0)
+             WHERE id = $1 AND worker = $2 AND attempt = $3 AND state = 'claimed'",
+            &[&id, &worker, &attempt, &ms(lease)],
+        )?;
+        Ok(n == 1)
+    }
+
+    /// Delivers a result; false (and nothing written) when this attempt no longer holds the
+    /// job, so a verification is never decided twice.
+    pub fn finish(&mut self, id: i64, result: &JobResult) -> Result<bool, QueueError> {
+        let text = serde_json::to_string(result).map_err(|e| QueueError::Corrupt(e.to_string()))?;
+        let mut tx = self.client.transaction()?;
+        let n = tx.execute(
+            "UPDATE hone_jobs SET state = 'done', result = $4, finished_at = now()
+             WHERE id = $1 AND worker = $2 AND attempt = $3 AND state = 'claimed'",
+            &[&id, &result.worker, &result.attempt, &text],
+        )?;
+        let outcome = if n == 1 {
+            result.exit.as_str()
+        } else {
+            "superseded"
+        };
+        tx.execute(
+            "UPDATE hone_job_attempts SET ended_at = now(), outcome = $3 WHERE job_id = $1 AND attempt = $2",
+            &[&id, &result.attempt, &outcome],
+        )?;
+        tx.execute(
+            "UPDATE hone_workers SET job_id = NULL WHERE id = $1",
+            &[&result.worker],
+        )?;
+        tx.commit()?;
+        Ok(n == 1)
+    }
+
+    /// Every attempt at a job: (attempt, worker, outcome).
+    pub fn attempts(&mut self, id: i64) -> Result<Vec<(i32, String, Option<String>)>, QueueError> {
+        Ok(self
+            .client
+            .query(
+                "SELECT attempt, worker, outcome FROM hone_job_attempts WHERE job_id = $1 ORDER BY attempt",
+                &[&id],
+            )?
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect())
+    }
+
+    /// The workers seen recently, newest heartbeat first.
+    pub fn workers(&mut self) -> Result<Vec<WorkerInfo>, QueueError> {
+        Ok(self
+            .client
+            .query(
+                "SELECT id, host, slot, EXTRACT(EPOCH FROM now() - last_heartbeat)::float8, job_id, lease_ms
+                 FROM hone_workers ORDER BY last_heartbeat DESC",
+                &[],
+            )?
+            .iter()
+            .map(|r| WorkerInfo {
+                id: r.get(0),
+                host: r.get(1),
+                slot: r.get(2),
+                heartbeat_age_s: r.get(3),
+                job: r.get(4),
+                alive: r.get::<_, f64>(3) * 1000.0 <= r.get::<_, f64>(5),
+            })
+            .collect())
+    }
+
+    /// Removes a worker's registration (a clean exit).
+    pub fn unregister_worker(&mut self, id: &str) -> Result<(), QueueError> {
+        self.client
+            .execute("DELETE FROM hone_workers WHERE id = $1", &[&id])?;
+        Ok(())
+    }
+}
+
+/// A coordinator's registration for one run, kept fresh by a background heartbeat and
+/// released when dropped.
+pub struct Coordination {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Coordination {
+    /// Registers `owner` as the coordinator of `run_key` (or fails with who is) and starts
+    /// the heartbeat.
+    pub fn start(url: &str, run_key: &str, owner: &str) -> Result<Coordination, QueueError> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let mut queue = Queue::connect(url)?;
+        queue.register_coordinator(run_key, owner)?;
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let (run_key, owner) = (run_key.to_string(), owner.to_string());
+        let thread = std::thread::spawn(move || {
+            let beat = COORDINATOR_TTL / 6;
+            let mut last = std::time::Instant::now();
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                if last.elapsed() >= beat {
+                    last = std::time::Instant::now();
+                    // A failed heartbeat is retried at the next beat; the registration only
+                    // lapses after COORDINATOR_TTL without one.
+                    let _ = queue.coordinator_heartbeat(&run_key, &owner);
+                }
+            }
+            let _ = queue.release_coordinator(&run_key, &owner);
+        });
+        Ok(Coordination {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Coordination {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

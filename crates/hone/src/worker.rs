@@ -1,0 +1,283 @@
+//! `hone worker`: a process on any host that takes verifications from the shared queue
+//! (see [`crate::queue`]), checks the candidate out of the shared git remote into a local
+//! worktree, runs the verifier there under the job's timeout, and posts the result.
+//!
+//! While a verifier runs, the worker renews its lease; if the renewal says the job is no
+//! longer its own (cancelled by the coordinator, or taken over after a lost lease), it kills
+//! the verifier's process group at once. A worker killed outright leaves its verifier's pid
+//! in `<dir>/running`; the next worker started on the same directory kills that group.
+
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::exec::{self, ExecRequest, Exit};
+use crate::queue::{Claimed, JobResult, Queue, QueueError};
+use crate::workspace::Git;
+
+/// How a worker was started.
+#[derive(Clone, Debug)]
+pub struct WorkerOptions {
+    /// The PostgreSQL store (`postgres://...`).
+    pub store_url: String,
+    /// The shared git remote the coordinator pushes candidates to.
+    pub remote: String,
+    /// The worker's own directory: a clone, a worktree and logs.
+    pub dir: PathBuf,
+    /// The slot's name (say, the GPU it owns).
+    pub slot: String,
+    /// Variables this slot adds to every verifier (`CUDA_VISIBLE_DEVICES=3`).
+    pub env: Vec<(String, String)>,
+    /// How long a claim lasts without a heartbeat.
+    pub lease: Duration,
+    /// Stop after this many jobs (`None`: run until stopped).
+    pub max_jobs: Option<u64>,
+}
+
+/// What a worker reports as it goes.
+#[derive(Clone, Debug)]
+pub enum WorkerEvent {
+    Ready {
+        id: String,
+    },
+    Claimed {
+        job: i64,
+        run: String,
+        n: u64,
+        attempt: i32,
+    },
+    Finished {
+        job: i64,
+        exit: String,
+        accepted: bool,
+    },
+    Lost {
+        job: i64,
+    },
+    KilledStale {
+        pid: u32,
+    },
+}
+
+/// Why a worker stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    #[error("{0}")]
+    Setup(String),
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+fn setup<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> WorkerError + '_ {
+    move |e| WorkerError::Setup(format!("{what}: {e}"))
+}
+
+/// Runs a worker until `stop()` or `max_jobs`.
+pub fn run(
+    opts: &WorkerOptions,
+    stop: &dyn Fn() -> bool,
+    on_event: &mut dyn FnMut(&WorkerEvent),
+) -> Result<(), WorkerError> {
+    std::fs::create_dir_all(&opts.dir).map_err(setup("cannot create the worker directory"))?;
+    let running_file = opts.dir.join("running");
+    if let Some((pid, start)) = std::fs::read_to_string(&running_file).ok().and_then(|s| {
+        let mut it = s.split_whitespace();
+        Some((
+            it.next()?.parse().ok()?,
+            it.next().and_then(|t| t.parse().ok()),
+        ))
+    }) {
+        if exec::kill_stale_group(pid, start) {
+            on_event(&WorkerEvent::KilledStale { pid });
+        }
+        let _ = std::fs::remove_file(&running_file);
+    }
+    let repo_dir = opts.dir.join("repo");
+    if !repo_dir.join(".git").exists() {
+        std::fs::create_dir_all(&repo_dir).map_err(setup("cannot create the clone"))?;
+        crate::workspace::run_git(&repo_dir, &["init", "-q"])
+            .map_err(setup("git init of the worker's clone failed"))?;
+    }
+    let git = Git::discover(&repo_dir).map_err(setup("the worker's clone"))?;
+    let id = format!("{}:{}:{}", host_name(), opts.slot, std::process::id());
+    let queue = RefCell::new(Queue::connect(&opts.store_url)?);
+    queue
+        .borrow_mut()
+        .register_worker(&id, &host_name(), &opts.slot, opts.lease)?;
+    on_event(&WorkerEvent::Ready { id: id.clone() });
+    let mut done = 0u64;
+    let mut last_beat = Instant::now();
+    let outcome = loop {
+        if stop() || opts.max_jobs.is_some_and(|m| done >= m) {
+            break Ok(());
+        }
+        let claimed = match queue.borrow_mut().claim(&id, opts.lease) {
+            Ok(c) => c,
+            Err(e) => break Err(e.into()),
+        };
+        let Some(job) = claimed else {
+            if last_beat.elapsed() >= opts.lease / 3 {
+                queue.borrow_mut().heartbeat(&id, None, opts.lease)?;
+                last_beat = Instant::now();
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        };
+        on_event(&WorkerEvent::Claimed {
+            job: job.id,
+            run: job.run_key.clone(),
+            n: job.n,
+            attempt: job.attempt,
+        });
+        let result = verify(opts, &git, &id, &job, &queue, &running_file, stop);
+        let _ = std::fs::remove_file(&running_file);
+        match result {
+            Ok(Some(r)) => {
+                let accepted = queue.borrow_mut().finish(job.id, &r)?;
+                on_event(&WorkerEvent::Finished {
+                    job: job.id,
+                    exit: r.exit.clone(),
+                    accepted,
+                });
+                done += 1;
+            }
+            Ok(None) => on_event(&WorkerEvent::Lost { job: job.id }),
+            Err(e) => {
+                let r = JobResult {
+                    exit: "failed".into(),
+                    value: -1,
+                    failure: Some(format!("worker {id} could not run the verification: {e}")),
+                    log: String::new(),
+                    modified: Vec::new(),
+                    worker: id.clone(),
+                    attempt: job.attempt,
+                };
+                let accepted = queue.borrow_mut().finish(job.id, &r)?;
+                on_event(&WorkerEvent::Finished {
+                    job: job.id,
+                    exit: r.exit,
+                    accepted,
+                });
+                done += 1;
+            }
+        }
+        last_beat = Instant::now();
+    };
+    let _ = queue.borrow_mut().unregister_worker(&id);
+    outcome
+}
+
+/// Runs one job; `None` when the job stopped being this worker's while it ran.
+fn verify(
+    opts: &WorkerOptions,
+    git: &Git,
+    id: &str,
+    job: &Claimed,
+    queue: &RefCell<Queue>,
+    running_file: &Path,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<JobResult>, WorkerError> {
+    let spec = &job.spec;
+    let refspec = format!("+{}:{}", spec.git_ref, spec.git_ref);
+    git.run(&["fetch", "-q", "--no-tags", &opts.remote, &refspec])
+        .map_err(setup("cannot fetch the candidate from the shared remote"))?;
+    let wt = opts.dir.join("worktree");
+    git.prepare_worktree(&wt, &spec.commit)
+        .map_err(setup("cannot check the candidate out"))?;
+    let logs = opts.dir.join("logs");
+    std::fs::create_dir_all(&logs).map_err(setup("cannot create the log directory"))?;
+    let log_path = logs.join(format!("{}.{}.log", job.id, job.attempt));
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+        .filter(|(k, _)| !k.to_string_lossy().starts_with("HONE_"))
+        .collect();
+    for (k, v) in opts.env.iter().chain(&spec.env) {
+        env.retain(|(name, _)| name.to_string_lossy() != k.as_str());
+        env.push((k.into(), v.into()));
+    }
+    let req = ExecRequest {
+        command: spec.command.clone(),
+        cwd: wt.clone(),
+        env,
+        timeout: Some(Duration::from_millis(spec.timeout_ms)),
+        kill_grace: Duration::from_millis(spec.kill_grace_ms),
+        drain_timeout: Duration::from_secs(2),
+        log_path: log_path.clone(),
+        max_log_bytes: spec.max_log_bytes,
+        limits: Default::default(),
+        wrapper: Vec::new(),
+    };
+    let running = exec::spawn(&req).map_err(setup("cannot start the verifier"))?;
+    let _ = std::fs::write(
+        running_file,
+        format!(
+            "{} {}",
+            running.pid(),
+            running
+                .start_time()
+                .map(|t| t.to_string())
+                .unwrap_or_default()
+        ),
+    );
+    let lost = Cell::new(false);
+    let last = Cell::new(Instant::now());
+    let cancel = || {
+        if last.get().elapsed() >= opts.lease / 3 {
+            last.set(Instant::now());
+            match queue
+                .borrow_mut()
+                .heartbeat(id, Some((job.id, job.attempt)), opts.lease)
+            {
+                Ok(true) => {}
+                // A store that cannot be reached is not a reason to kill a verification: the
+                // lease decides, and a result that comes too late is refused.
+                Err(_) => {}
+                Ok(false) => lost.set(true),
+            }
+        }
+        lost.get() || stop()
+    };
+    let outcome = running
+        .wait(&mut |_| {}, &cancel)
+        .map_err(setup("lost the verifier"))?;
+    exec::kill_orphans();
+    if lost.get() {
+        return Ok(None);
+    }
+    let (exit, value) = match outcome.exit {
+        Exit::Code(c) => ("code", c),
+        Exit::Signal(s) => ("signal", s),
+        Exit::TimedOut => ("timeout", 0),
+        // The worker itself was asked to stop: the job goes back to the queue's next claim
+        // once the lease runs out.
+        Exit::Cancelled => return Ok(None),
+    };
+    let modified = git
+        .run_in(&wt, &["status", "--porcelain", "--untracked-files=no"])
+        .map(|out| {
+            out.lines()
+                .filter(|l| l.len() > 3)
+                .map(|l| l[3..].to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let log = std::fs::read(&log_path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    Ok(Some(JobResult {
+        exit: exit.into(),
+        value,
+        failure: None,
+        log,
+        modified,
+        worker: id.to_string(),
+        attempt: job.attempt,
+    }))
+}
