@@ -283,16 +283,12 @@ pub fn run(
     // Escaped descendants of the verifier (setsid) come back to hone, to be killed.
     exec::become_subreaper();
     let store = Store::open(&paths.db())?;
-    let preset = match spec.agent.kind {
-        crate::spec::AgentKind::Claude => Some(crate::propose::command::Preset::Claude),
-        crate::spec::AgentKind::Codex => Some(crate::propose::command::Preset::Codex),
-        _ => None,
-    };
+    let preset = crate::propose::command::Preset::of(spec.agent.kind);
     if let (Some(p), None) = (preset, &spec.agent.command) {
-        let (program, package) = p.program();
+        let (program, install) = p.program();
         if !crate::propose::command::on_path(program) {
             return Err(EngineError::Setup(format!(
-                "`{program}` is not on PATH: install it with `{package}`, or set [agent] command"
+                "`{program}` is not on PATH: install it with {install}, or set [agent] command"
             )));
         }
     }
@@ -1364,17 +1360,15 @@ impl<'a> Engine<'a> {
     }
 
     /// May this inherited variable reach code hone runs on a candidate's behalf (verifier,
-    /// holdout, reviewer)? Not hone's own settings, and not the API key of hone's own LLM
-    /// proposer: code the model wrote must not be able to print it into a log or prompt.
+    /// holdout, reviewer)? Not hone's own settings, and not the API keys of hone's own HTTP
+    /// proposer and reviewer: code the model wrote must not be able to print them into a log
+    /// or prompt.
     fn env_allowed_for_candidate(&self, name: &std::ffi::OsStr) -> bool {
         let name = name.to_string_lossy();
-        let own_key = self
-            .spec
-            .agent
-            .llm
-            .as_ref()
-            .is_some_and(|l| l.api_key_env == name);
-        !name.starts_with("HONE_") && !own_key
+        !name.starts_with("HONE_")
+            && !crate::propose::command::hone_secret_vars(&self.spec)
+                .iter()
+                .any(|k| *k == name)
     }
 
     /// The sandbox prefix for a process confined to `wt` (empty without bubblewrap). Agents

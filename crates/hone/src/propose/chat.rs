@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::blocks::{self, EditBlock};
 use super::{prompt, Proposal, ProposeContext, ProposeError, Proposer};
-use crate::spec::{AgentKind, LlmSpec};
+use crate::spec::{AgentKind, EditMode, LlmSpec};
 
 /// Largest response body read (a server that ignores max_tokens cannot exhaust memory).
 const MAX_BODY_BYTES: u64 = 8 * 1024 * 1024;
@@ -338,8 +338,14 @@ impl Proposer for ChatProposer {
     }
 
     fn propose(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
-        if self.llm.knobs_mode {
-            return self.propose_knobs(ctx);
+        match self.llm.edit_mode {
+            EditMode::Knobs => return self.propose_knobs(ctx),
+            EditMode::Patch => {
+                return Err(ProposeError::Fatal(
+                    "edit_mode = \"patch\" is not available yet".into(),
+                ))
+            }
+            EditMode::Blocks => {}
         }
         let user = prompt::build(ctx)?;
         let mut messages = vec![("user".to_string(), user)];
