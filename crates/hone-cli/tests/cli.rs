@@ -2699,3 +2699,66 @@ fn a_preset_that_spends_the_budget_stops_the_run_before_the_next_agent_starts() 
     assert_eq!(r.statuses(), ["baseline", "keep"]);
     assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
 }
+
+/// An apply_patch patch changing one line of `path`.
+fn patch(path: &str, old: &str, new: &str) -> String {
+    format!("HYPOTHESIS: patch {path}\n\n*** Begin Patch\n*** Update File: {path}\n@@\n-{old}\n+{new}\n*** End Patch\n")
+}
+
+#[test]
+fn openai_patch_mode_applies_repairs_once_and_gates() {
+    let server = LlmServer::start(
+        vec![
+            Reply::Answer(patch("value.txt", "score: 5", "score: 4"), 100, 20),
+            Reply::Answer(patch("value.txt", "score: 99", "score: 1"), 100, 20),
+            Reply::Answer(patch("value.txt", "score: 4", "score: 3"), 100, 20),
+            Reply::Answer(patch("value.txt", "score: 77", "score: 1"), 100, 20),
+            Reply::Answer(patch("value.txt", "score: 78", "score: 1"), 100, 20),
+            Reply::Answer(
+                "*** Begin Patch\n*** Update File: prepare.py\n-# the fixed evaluator\n+print('score: 0')\n*** End Patch\n".into(),
+                100,
+                20,
+            ),
+        ],
+        false,
+    );
+    let r = llm_repo(
+        "openai",
+        &server,
+        "edit_mode = \"patch\"",
+        "max_experiments = 5",
+    );
+    let out = hone_with_key(&r, &["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(
+        st,
+        ["baseline", "keep", "keep", "invalid", "violation"],
+        "{log:?}"
+    );
+    assert_eq!(log[1]["description"], "patch value.txt");
+    assert_eq!(log[2]["objective"], 3.0);
+    assert!(
+        log[3]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("after a repair round"),
+        "{}",
+        log[3]
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 6, "one, a repaired one, a failed repair, one");
+    let first: serde_json::Value = serde_json::from_str(&reqs[0].2).unwrap();
+    assert!(first["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("*** Begin Patch"));
+    let repair: serde_json::Value = serde_json::from_str(&reqs[2].2).unwrap();
+    let repair = repair["messages"][3]["content"].as_str().unwrap();
+    assert!(
+        repair.contains("-score: 99\n+score: 1"),
+        "the repair quotes the failing hunk: {repair}"
+    );
+    assert!(repair.contains("match nothing"), "{repair}");
+}

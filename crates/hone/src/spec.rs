@@ -1093,14 +1093,16 @@ impl Parser<'_> {
                 None | Some("blocks") => EditMode::Blocks,
                 Some("patch") => EditMode::Patch,
                 Some("knobs") => EditMode::Knobs,
-                Some(other) => return Err(p.err_value(
-                    t,
-                    section,
-                    "edit_mode",
-                    format!(
+                Some(other) => {
+                    return Err(p.err_value(
+                        t,
+                        section,
+                        "edit_mode",
+                        format!(
                         "unknown edit mode `{other}` (expected \"blocks\", \"patch\" or \"knobs\")"
                     ),
-                )),
+                    ))
+                }
             }
         };
         let max_tokens = p.opt_u64(t, section, "max_tokens")?.unwrap_or(4096);

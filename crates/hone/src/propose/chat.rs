@@ -1,7 +1,9 @@
 //! LLMs over HTTP as proposers: `kind = "openai"` (any OpenAI-compatible chat-completions
 //! server) and `kind = "anthropic"` (the Messages API). hone builds the prompt, the model
-//! answers with SEARCH/REPLACE blocks, and hone applies them in the worktree; a block that
-//! does not apply gets one repair round-trip quoting it, then the experiment is `invalid`.
+//! answers with SEARCH/REPLACE blocks (`edit_mode = "blocks"`, [`super::blocks`]), an
+//! apply_patch patch (`"patch"`, [`super::patch`]) or knob values (`"knobs"`), and hone
+//! applies them in the worktree; an edit that does not apply gets one repair round-trip
+//! quoting it, then the experiment is `invalid`.
 //!
 //! Every call is priced before it is made: the worst case (the prompt's tokens plus
 //! `max_tokens`) must fit in what is left of `max_cost_usd` and `max_tokens`, or the run stops
@@ -17,6 +19,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::blocks::{self, EditBlock};
+use super::patch;
 use super::{prompt, Proposal, ProposeContext, ProposeError, Proposer};
 use crate::spec::{AgentKind, EditMode, LlmSpec};
 
@@ -340,11 +343,7 @@ impl Proposer for ChatProposer {
     fn propose(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
         match self.llm.edit_mode {
             EditMode::Knobs => return self.propose_knobs(ctx),
-            EditMode::Patch => {
-                return Err(ProposeError::Fatal(
-                    "edit_mode = \"patch\" is not available yet".into(),
-                ))
-            }
+            EditMode::Patch => return self.propose_patch(ctx),
             EditMode::Blocks => {}
         }
         let user = prompt::build(ctx)?;
@@ -390,6 +389,74 @@ impl Proposer for ChatProposer {
             messages.push(("user".into(), repair));
         }
         Err(ProposeError::Invalid("no edit applied".into()))
+    }
+}
+
+const SYSTEM_PATCH: &str =
+    "You are a careful research engineer improving a project one change at a time. \
+Answer with one line starting with HYPOTHESIS: saying what you change and why, then the edits as one patch in \
+the apply_patch format:\n\
+*** Begin Patch\n*** Update File: path/to/file\n@@ a line just above the change (optional)\n \
+context line\n-removed line\n+added line\n context line\n*** End Patch\n\
+Use `*** Add File: path` (every line prefixed with +) for a new file and `*** Delete File: path` to delete one. \
+Context and removed lines must be copied exactly from the file and match one place only. \
+Edit only the files you are allowed to change.";
+
+impl ChatProposer {
+    /// `edit_mode = "patch"`: the model answers with an apply_patch patch; file operations
+    /// that do not apply get one repair round-trip quoting the failing hunk.
+    fn propose_patch(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
+        let user = prompt::build(ctx)?;
+        let mut messages = vec![("user".to_string(), user)];
+        let mut description = String::new();
+        for round in 0..2 {
+            let kind = self.kind;
+            let done = self
+                .call(ctx, SYSTEM_PATCH, &messages)
+                .map_err(|e| call_error(kind, e))?;
+            if description.is_empty() {
+                description = hypothesis(&done.text);
+            }
+            if round == 0 && !patch::contains_patch(&done.text) {
+                return Err(ProposeError::Invalid(
+                    "the model's answer has no `*** Begin Patch` patch".into(),
+                ));
+            }
+            let failures = match patch::parse(&done.text) {
+                Ok(ops) => patch::apply(ctx.worktree, &ops),
+                Err(f) => vec![f],
+            };
+            if failures.is_empty() {
+                return Ok(Proposal {
+                    description,
+                    config: None,
+                    cost_usd: 0.0,
+                });
+            }
+            if round == 1 {
+                return Err(ProposeError::Invalid(format!(
+                    "{} patch part(s) still did not apply after a repair round: {}",
+                    failures.len(),
+                    failures[0].why
+                )));
+            }
+            let mut repair = String::from("Parts of your patch could not be applied; the other files were changed as you asked. Send one new patch (`*** Begin Patch` ... `*** End Patch`) for these only, against the files as they are now:\n");
+            for f in &failures {
+                let file = if f.path.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in `{}`", f.path)
+                };
+                repair.push_str(&format!("\nProblem{file}: {}\n", f.why));
+                if !f.quote.is_empty() {
+                    let nl = if f.quote.ends_with('\n') { "" } else { "\n" };
+                    repair.push_str(&format!("```\n{}{nl}```\n", f.quote));
+                }
+            }
+            messages.push(("assistant".into(), done.text));
+            messages.push(("user".into(), repair));
+        }
+        Err(ProposeError::Invalid("no patch applied".into()))
     }
 }
 

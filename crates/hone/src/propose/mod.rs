@@ -10,6 +10,7 @@ pub mod chat;
 pub mod command;
 pub mod knobs;
 pub mod optimizer;
+pub mod patch;
 pub mod prompt;
 
 use std::path::Path;
