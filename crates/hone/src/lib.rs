@@ -11,6 +11,7 @@
 //! - `store`: SQLite state.
 //! - `engine`: the loop.
 //! - `report`: summaries.
+//! - `review`: the reviewer as an LLM over HTTP.
 //! - `sandbox`: bubblewrap containment.
 //! - `demo`: the bundled example.
 
@@ -19,6 +20,7 @@ pub mod engine;
 pub mod exec;
 pub mod propose;
 pub mod report;
+pub mod review;
 pub mod sandbox;
 pub mod spec;
 pub mod store;

@@ -1668,6 +1668,52 @@ max_cost_usd = 20
     }
 
     #[test]
+    fn review_kinds_and_edit_modes() {
+        let base = GOOD.replace("max_cost_usd = 20\n", "");
+        let s = parse(&format!(
+            "{base}\n[review]\nkind = \"anthropic\"\nmodel = \"claude-sonnet-4\"\nmax_tokens = 300\n"
+        ))
+        .unwrap();
+        let llm = s.review.llm.unwrap();
+        assert_eq!(s.review.kind, Some(AgentKind::Anthropic));
+        assert_eq!(llm.api_key_env, "ANTHROPIC_API_KEY");
+        assert_eq!(llm.max_tokens, 300);
+        let e = parse(&format!(
+            "{base}\n[review]\nkind = \"openai\"\nmodel = \"m\"\ncommand = \"x\"\n"
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("not both"), "{e}");
+        let e = parse(&format!("{base}\n[review]\nmodel = \"m\"\n")).unwrap_err();
+        assert!(e.message.contains("only means something"), "{e}");
+        let e = parse(&format!("{base}\n[review]\nkind = \"openai\"\n")).unwrap_err();
+        assert_eq!(e.key, "review.model");
+        // max_cost_usd needs the reviewer's price too.
+        let e = parse(&format!(
+            "{GOOD}\n[review]\nkind = \"openai\"\nmodel = \"my-local-model\"\n"
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("needs the price"), "{e}");
+        let agent = |mode: &str| {
+            parse(&base.replace(
+                "kind = \"knobs\"",
+                &format!("kind = \"openai\"\nmodel = \"m\"\nedit_mode = \"{mode}\""),
+            ))
+        };
+        assert_eq!(
+            agent("patch").unwrap().agent.llm.unwrap().edit_mode,
+            EditMode::Patch
+        );
+        assert!(agent("diff").unwrap_err().message.contains("\"patch\""));
+        let e = parse(
+            &base
+                .replace("kind = \"knobs\"", "kind = \"gemini\"")
+                .replace("patience = 30", "patience = 30\nmax_cost_usd = 1"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("use max_tokens"), "{e}");
+    }
+
+    #[test]
     fn parses_the_design_example() {
         let s = parse(GOOD).unwrap();
         assert_eq!(s.loop_.editable, vec!["train.py"]);

@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 
 use super::blocks::{self, EditBlock};
 use super::patch;
-use super::{prompt, Proposal, ProposeContext, ProposeError, Proposer};
+use super::{prompt, Meter, Proposal, ProposeContext, ProposeError, Proposer};
 use crate::spec::{AgentKind, EditMode, LlmSpec};
 
 /// Largest response body read (a server that ignores max_tokens cannot exhaust memory).
@@ -40,7 +40,7 @@ pub struct Completion {
 
 /// Why a call failed for good.
 #[derive(Debug)]
-enum CallError {
+pub enum CallError {
     /// Not worth retrying, or retries exhausted: the experiment is invalid.
     Failed(String),
     /// The configuration is wrong (a refused key, a missing model): the run stops.
@@ -49,22 +49,35 @@ enum CallError {
     Budget(String),
 }
 
-/// The proposer for `openai` and `anthropic`.
-pub struct ChatProposer {
-    kind: AgentKind,
-    llm: LlmSpec,
+/// A client for one HTTP LLM (`openai` or `anthropic`): the proposer's, or the reviewer's.
+pub struct LlmClient {
+    pub kind: AgentKind,
+    pub llm: LlmSpec,
     agent: ureq::Agent,
     rng: u64,
 }
 
+/// The proposer for `openai` and `anthropic`.
+pub struct ChatProposer {
+    client: LlmClient,
+}
+
 impl ChatProposer {
     pub fn new(kind: AgentKind, llm: LlmSpec) -> ChatProposer {
+        ChatProposer {
+            client: LlmClient::new(kind, llm),
+        }
+    }
+}
+
+impl LlmClient {
+    pub fn new(kind: AgentKind, llm: LlmSpec) -> LlmClient {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(llm.request_timeout))
             .http_status_as_error(false)
             .build()
             .into();
-        ChatProposer {
+        LlmClient {
             kind,
             llm,
             agent,
@@ -97,10 +110,10 @@ impl ChatProposer {
     }
 
     /// Refuses a call whose worst case could cross the budget.
-    fn reserve(&self, ctx: &ProposeContext<'_>, prompt_chars: usize) -> Result<(), ProposeError> {
+    fn reserve(&self, meter: &Meter<'_>, prompt_chars: usize) -> Result<(), ProposeError> {
         let (worst_cost, worst_tokens) = self.worst(prompt_chars);
-        let spent = ctx.spent();
-        if let Some(left) = ctx.budget.usd_left.map(|l| l - spent.0) {
+        let spent = meter.spent();
+        if let Some(left) = meter.budget.usd_left.map(|l| l - spent.0) {
             if worst_cost > left {
                 return Err(ProposeError::Budget(format!(
                     "budget: the next call could cost ${worst_cost:.4} and ${:.4} of max_cost_usd is left",
@@ -108,7 +121,7 @@ impl ChatProposer {
                 )));
             }
         }
-        if let Some(left) = ctx.budget.tokens_left.map(|l| l.saturating_sub(spent.1)) {
+        if let Some(left) = meter.budget.tokens_left.map(|l| l.saturating_sub(spent.1)) {
             if worst_tokens > left {
                 return Err(ProposeError::Budget(format!(
                     "budget: the next call could use {worst_tokens} tokens and {left} of max_tokens are left"
@@ -123,9 +136,9 @@ impl ChatProposer {
     /// Every attempt is reserved against the budget before it is sent and charged after: the
     /// usage the server reports, or the worst case when it reports none or the attempt ended
     /// in a way the provider may still bill (a timeout, a cut-off body).
-    fn call(
+    pub fn call(
         &mut self,
-        ctx: &ProposeContext<'_>,
+        meter: &Meter<'_>,
         system: &str,
         messages: &[(String, String)],
     ) -> Result<Completion, CallError> {
@@ -171,7 +184,7 @@ impl ChatProposer {
         let body = body.to_string();
         let mut last = String::new();
         for attempt in 0..self.llm.max_attempts {
-            self.reserve(ctx, chars)
+            self.reserve(meter, chars)
                 .map_err(|e| CallError::Budget(e.to_string()))?;
             let mut req = self
                 .agent
@@ -202,7 +215,7 @@ impl ChatProposer {
                     {
                         Ok(t) => t,
                         Err(ureq::Error::BodyExceedsLimit(_)) => {
-                            ctx.add_spend(worst_cost, worst_tokens);
+                            meter.add(worst_cost, worst_tokens);
                             return Err(CallError::Failed(format!(
                                 "the answer is larger than {} MiB and was refused (charged at its worst case)",
                                 MAX_BODY_BYTES >> 20
@@ -210,7 +223,7 @@ impl ChatProposer {
                         }
                         Err(e) => {
                             // Cut off mid-answer: it may be billed, and it may work next time.
-                            ctx.add_spend(worst_cost, worst_tokens);
+                            meter.add(worst_cost, worst_tokens);
                             last = format!("reading the answer failed: {e}");
                             self.backoff(attempt, None);
                             continue;
@@ -220,11 +233,11 @@ impl ChatProposer {
                         200..=299 => {
                             let done = self.parse_completion(&text);
                             match &done {
-                                Ok(c) if c.usage_reported => ctx.add_spend(
+                                Ok(c) if c.usage_reported => meter.add(
                                     self.price(c.input_tokens, c.output_tokens),
                                     c.input_tokens + c.output_tokens,
                                 ),
-                                _ => ctx.add_spend(worst_cost, worst_tokens),
+                                _ => meter.add(worst_cost, worst_tokens),
                             }
                             return done.map_err(CallError::Failed);
                         }
@@ -252,7 +265,7 @@ impl ChatProposer {
                 Err(e) => {
                     // A timeout or a dropped connection after the request went out may still
                     // be billed: count the worst case.
-                    ctx.add_spend(worst_cost, worst_tokens);
+                    meter.add(worst_cost, worst_tokens);
                     retry_after = None;
                     last = format!("request failed: {e}");
                 }
@@ -337,11 +350,11 @@ The SEARCH part must match the file exactly once. Edit only the files you are al
 
 impl Proposer for ChatProposer {
     fn name(&self) -> &str {
-        self.kind.as_str()
+        self.client.kind.as_str()
     }
 
     fn propose(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
-        match self.llm.edit_mode {
+        match self.client.llm.edit_mode {
             EditMode::Knobs => return self.propose_knobs(ctx),
             EditMode::Patch => return self.propose_patch(ctx),
             EditMode::Blocks => {}
@@ -350,9 +363,10 @@ impl Proposer for ChatProposer {
         let mut messages = vec![("user".to_string(), user)];
         let mut description = String::new();
         for round in 0..2 {
-            let kind = self.kind;
+            let kind = self.client.kind;
             let done = self
-                .call(ctx, SYSTEM, &messages)
+                .client
+                .call(&ctx.meter(), SYSTEM, &messages)
                 .map_err(|e| call_error(kind, e))?;
             if description.is_empty() {
                 description = hypothesis(&done.text);
@@ -410,9 +424,10 @@ impl ChatProposer {
         let mut messages = vec![("user".to_string(), user)];
         let mut description = String::new();
         for round in 0..2 {
-            let kind = self.kind;
+            let kind = self.client.kind;
             let done = self
-                .call(ctx, SYSTEM_PATCH, &messages)
+                .client
+                .call(&ctx.meter(), SYSTEM_PATCH, &messages)
                 .map_err(|e| call_error(kind, e))?;
             if description.is_empty() {
                 description = hypothesis(&done.text);
@@ -504,9 +519,10 @@ impl ChatProposer {
         let user = format!("{}{table}", prompt::build(ctx)?);
         let mut messages = vec![("user".to_string(), user)];
         for round in 0..2 {
-            let kind = self.kind;
+            let kind = self.client.kind;
             let done = self
-                .call(ctx, SYSTEM_KNOBS, &messages)
+                .client
+                .call(&ctx.meter(), SYSTEM_KNOBS, &messages)
                 .map_err(|e| call_error(kind, e))?;
             match validate_knob_answer(&done.text, &tunable) {
                 Ok((changes, hypothesis)) => {

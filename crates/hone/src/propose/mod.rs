@@ -62,7 +62,36 @@ pub struct Budget {
     pub tokens_left: Option<u64>,
 }
 
+/// The run's budgets as one LLM call sees them: what was left when the experiment started,
+/// and what the experiment has spent since (its proposer and its reviewer together).
+#[derive(Clone, Copy)]
+pub struct Meter<'a> {
+    pub budget: Budget,
+    pub spent: &'a std::cell::Cell<(f64, u64)>,
+}
+
+impl Meter<'_> {
+    /// Records money and tokens spent.
+    pub fn add(&self, usd: f64, tokens: u64) {
+        let (u, t) = self.spent.get();
+        self.spent.set((u + usd, t + tokens));
+    }
+
+    /// Money and tokens spent so far.
+    pub fn spent(&self) -> (f64, u64) {
+        self.spent.get()
+    }
+}
+
 impl ProposeContext<'_> {
+    /// The budget meter of this experiment.
+    pub fn meter(&self) -> Meter<'_> {
+        Meter {
+            budget: self.budget,
+            spent: self.spent,
+        }
+    }
+
     /// Records money and tokens spent by this proposal.
     pub fn add_spend(&self, usd: f64, tokens: u64) {
         let (u, t) = self.spent.get();
