@@ -200,14 +200,8 @@ fn agent_env(
     prompt_path: &std::path::Path,
 ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     let own_secrets = hone_secret_vars(ctx.spec);
-    let tool_reads = |name: &str| {
-        preset.is_some_and(|p| p.env_prefixes().iter().any(|pre| name.starts_with(pre)))
-    };
     let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
-        .filter(|(k, _)| {
-            let k = k.to_string_lossy();
-            !k.starts_with("HONE_") && (!own_secrets.contains(&k.to_string()) || tool_reads(&k))
-        })
+        .filter(|(k, _)| passes_to_agent(&k.to_string_lossy(), preset, &own_secrets))
         .collect();
     if let Some(p) = preset {
         for (k, v) in p.fixed_env() {
@@ -220,6 +214,14 @@ fn agent_env(
     env.push(("HONE_EXPERIMENT".into(), ctx.n.to_string().into()));
     env.push(("HONE_WORKTREE".into(), ctx.worktree.as_os_str().to_owned()));
     env
+}
+
+/// May an inherited variable reach the agent? Not hone's own settings (`HONE_*`), and not a
+/// key hone itself uses (`secrets`) unless the preset's tool reads that variable too.
+fn passes_to_agent(name: &str, preset: Option<Preset>, secrets: &[String]) -> bool {
+    let tool_reads =
+        preset.is_some_and(|p| p.env_prefixes().iter().any(|pre| name.starts_with(pre)));
+    !name.starts_with("HONE_") && (!secrets.iter().any(|s| s == name) || tool_reads)
 }
 
 /// The environment variables holding API keys hone itself uses (its HTTP proposer's and its
@@ -711,6 +713,30 @@ mod tests {
             files,
             history: "/l/3",
         }
+    }
+
+    #[test]
+    fn agents_get_their_own_keys_but_not_hones() {
+        let secrets = vec!["ANTHROPIC_API_KEY".to_string(), "REVIEW_KEY".to_string()];
+        let claude = Some(Preset::Claude);
+        assert!(
+            passes_to_agent("ANTHROPIC_API_KEY", claude, &secrets),
+            "the tool's own key"
+        );
+        assert!(!passes_to_agent("REVIEW_KEY", claude, &secrets));
+        assert!(!passes_to_agent(
+            "ANTHROPIC_API_KEY",
+            Some(Preset::Codex),
+            &secrets
+        ));
+        assert!(!passes_to_agent("ANTHROPIC_API_KEY", None, &secrets));
+        assert!(passes_to_agent(
+            "OPENAI_API_KEY",
+            Some(Preset::Codex),
+            &secrets
+        ));
+        assert!(passes_to_agent("HOME", Some(Preset::Gemini), &secrets));
+        assert!(!passes_to_agent("HONE_TOKEN", claude, &[]));
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! the current best; the proposer edits files there and says what it did. The engine, not the
 //! proposer, then diffs, gates, verifies and decides.
 //!
-//! Built in: [`optimizer::KnobsProposer`] (an optimizer over literal constants, offline) and
-//! [`command::CommandProposer`] (any shell command, e.g. a coding agent, given a prompt file).
+//! Built in: [`optimizer::KnobsProposer`] (an optimizer over literal constants, offline),
+//! [`command::CommandProposer`] (any shell command, or an agent CLI preset: Claude Code, Codex,
+//! aider, Gemini CLI, opencode, given a prompt file) and [`chat::ChatProposer`] (an LLM over
+//! HTTP whose answer hone applies: [`blocks`], [`patch`] or knob values).
 
 pub mod blocks;
 pub mod chat;
