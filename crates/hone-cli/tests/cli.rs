@@ -2933,3 +2933,35 @@ fn proposer_and_reviewer_share_one_budget() {
     );
     assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
 }
+
+#[test]
+fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
+    let reviewer = LlmServer::start(
+        vec![Reply::Status(
+            401,
+            Vec::new(),
+            "{\"error\":\"bad key\"}".into(),
+        )],
+        false,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let r = Repo::new(
+        &format!(
+            "\n[review]\nkind = \"openai\"\nmodel = \"judge\"\nbase_url = \"{}/v1\"\napi_key_env = \"REVIEW_KEY\"\n",
+            reviewer.url
+        ),
+        &format!("echo run >> {}; cat value.txt", runs.display()),
+        "write\tvalue.txt\tscore: 4\\n\n",
+    );
+    let out = r.hone(&["run"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("check the key in $REVIEW_KEY"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(r.statuses(), ["baseline", "rejected"]);
+    assert_eq!(reviewer.requests().len(), 1, "a refused key is not retried");
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
+}
