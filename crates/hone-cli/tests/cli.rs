@@ -2773,3 +2773,600 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
         w.wait().unwrap();
     }
 }
+
+/// Runs `hone run` with a fake tool's directory first on PATH.
+fn run_with_tool(r: &Repo, bin: &Path, record: &Path, extra_env: &[(&str, &str)]) -> Output {
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let mut cmd = Command::new(HONE);
+    cmd.arg("run")
+        .current_dir(&r.dir)
+        .env("PATH", &path)
+        .env("FAKE_RECORD", record);
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+/// The lines of a file a fake tool recorded.
+fn recorded(record: &Path, name: &str) -> Vec<String> {
+    std::fs::read_to_string(record.join(name))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// A stand-in `aider`: like the real one, it writes its chat history where
+/// `--chat-history-file` says, edits the files it was given, and prints its usage line
+/// (`Tokens: ... Cost: ...`); the second time it prints a litellm error as aider does.
+const FAKE_AIDER: &str = r##"#!/bin/sh
+printf '%s\n' "$@" > "$FAKE_RECORD/argv"
+env > "$FAKE_RECORD/env"
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+history=.aider.chat.history.md
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --chat-history-file) history="$2"; shift ;;
+    --message-file) cp "$2" "$FAKE_RECORD/message" ;;
+    --) shift; files="$*"; break ;;
+  esac
+  shift
+done
+echo "# aider chat started" >> "$history"
+echo "Aider v0.86.1"
+echo "Main model: anthropic/claude-sonnet-4-20250514 with diff edit format, infinite output"
+echo "Git repo: .git with 4 files"
+echo "Repo-map: disabled"
+for f in $files; do echo "Added $f to the chat."; done
+if [ $n = 1 ]; then
+  echo "I will lower the score."
+  printf 'score: 4\n' > value.txt
+  echo "Tokens: 2.3k sent, 85 received. Cost: \$0.0082 message, \$0.0082 session."
+  echo "Applied edit to value.txt"
+else
+  echo 'litellm.AuthenticationError: AnthropicException - {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}'
+  echo "The API provider is not able to authenticate you. Check your API key."
+fi
+"##;
+
+#[test]
+fn aider_preset_edits_the_editable_files_and_reads_its_usage_line() {
+    let (bin, record) = fake_tool("aider", FAKE_AIDER);
+    let r = preset_repo("kind = \"aider\"\nmodel = \"sonnet\"");
+    let out = run_with_tool(&r, bin.path(), record.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let argv = recorded(record.path(), "argv");
+    let tag_logs = |a: &str| a.contains("/.hone/runs/") && a.contains("/logs/");
+    assert_eq!(argv[0], "--message-file");
+    assert!(argv[1].ends_with("/prompts/2.md"), "{argv:?}");
+    assert_eq!(
+        argv[2..13],
+        [
+            "--yes-always",
+            "--no-auto-commits",
+            "--no-dirty-commits",
+            "--no-gitignore",
+            "--no-stream",
+            "--no-pretty",
+            "--no-fancy-input",
+            "--no-check-update",
+            "--analytics-disable",
+            "--map-tokens",
+            "0",
+        ]
+    );
+    assert_eq!(argv[13], "--chat-history-file");
+    assert!(
+        tag_logs(&argv[14]) && argv[14].ends_with("2.aider.chat.md"),
+        "{argv:?}"
+    );
+    assert_eq!(argv[15], "--input-history-file");
+    assert!(tag_logs(&argv[16]), "{argv:?}");
+    assert_eq!(argv[17..], ["--model", "sonnet", "--", "value.txt"]);
+    assert!(std::fs::read_to_string(record.path().join("message"))
+        .unwrap()
+        .contains("You may change only"));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "keep", "{log:?}");
+    assert_eq!(log[1]["cost_usd"], 0.0082);
+    assert_eq!(log[1]["tokens"], 2385);
+    assert_eq!(log[2]["status"], "invalid");
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("invalid x-api-key"),
+        "{}",
+        log[2]
+    );
+    // Its history never entered a candidate.
+    let tag = log[0]["log_path"]
+        .as_str()
+        .unwrap()
+        .split("/runs/")
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let files = git(
+        &r.dir,
+        &[
+            "ls-tree",
+            "-r",
+            "--name-only",
+            &format!("refs/hone/{tag}/1"),
+        ],
+    );
+    assert!(!files.contains(".aider"), "{files}");
+    assert_missing_tool_is_named(&r, "pip install aider-chat");
+}
+
+/// A stand-in `gemini` printing Gemini CLI's `--output-format json` object (pretty-printed,
+/// as the real one does), then an API error object with exit status 1.
+const FAKE_GEMINI: &str = r#"#!/bin/sh
+printf '%s\n' "$@" > "$FAKE_RECORD/argv"
+env > "$FAKE_RECORD/env"
+cat > "$FAKE_RECORD/stdin"
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+if [ $n = 1 ]; then
+  printf 'score: 3\n' > value.txt
+  cat <<'JSON'
+{
+  "response": "I set the score to 3.",
+  "stats": {
+    "models": {
+      "gemini-2.5-pro": {
+        "api": {
+          "totalRequests": 2,
+          "totalErrors": 0,
+          "totalLatencyMs": 5053
+        },
+        "tokens": {
+          "prompt": 24939,
+          "candidates": 20,
+          "total": 25113,
+          "cached": 21263,
+          "thoughts": 154,
+          "tool": 0
+        }
+      }
+    },
+    "tools": {
+      "totalCalls": 1,
+      "totalSuccess": 1,
+      "totalFail": 0,
+      "totalDurationMs": 1881,
+      "totalDecisions": { "accept": 0, "reject": 0, "modify": 0, "auto_accept": 1 },
+      "byName": {
+        "replace": { "count": 1, "success": 1, "fail": 0, "durationMs": 1881 }
+      }
+    },
+    "files": { "totalLinesAdded": 1, "totalLinesRemoved": 1 }
+  }
+}
+JSON
+else
+  cat <<'JSON'
+{
+  "error": {
+    "type": "ApiError",
+    "message": "[API Error: You exceeded your current quota]",
+    "code": 429
+  }
+}
+JSON
+  exit 1
+fi
+"#;
+
+#[test]
+fn gemini_preset_runs_headless_json_and_reads_its_stats() {
+    let (bin, record) = fake_tool("gemini", FAKE_GEMINI);
+    let r = preset_repo("kind = \"gemini\"\nmodel = \"gemini-2.5-pro\"");
+    let out = run_with_tool(
+        &r,
+        bin.path(),
+        record.path(),
+        &[("GEMINI_API_KEY", "g-test")],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        recorded(record.path(), "argv"),
+        [
+            "--output-format",
+            "json",
+            "--approval-mode",
+            "auto_edit",
+            "--skip-trust",
+            "--model",
+            "gemini-2.5-pro",
+            "-p",
+            "Do the task described above."
+        ]
+    );
+    assert!(std::fs::read_to_string(record.path().join("stdin"))
+        .unwrap()
+        .contains("You may change only"));
+    let env = recorded(record.path(), "env");
+    assert!(env.contains(&"GEMINI_API_KEY=g-test".to_string()));
+    assert!(env.contains(&"GEMINI_CLI_TRUST_WORKSPACE=true".to_string()));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "keep", "{log:?}");
+    assert_eq!(log[1]["description"], "I set the score to 3.");
+    assert_eq!(log[1]["tokens"], 25113);
+    assert_eq!(log[2]["status"], "invalid");
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("exceeded your current quota"),
+        "{}",
+        log[2]
+    );
+    assert_missing_tool_is_named(&r, "npm install -g @google/gemini-cli");
+}
+
+/// A stand-in `opencode` printing `opencode run --format json` events.
+const FAKE_OPENCODE: &str = r#"#!/bin/sh
+printf '%s\n' "$@" > "$FAKE_RECORD/argv"
+env > "$FAKE_RECORD/env"
+cat > "$FAKE_RECORD/stdin"
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+echo '{"type":"step_start","timestamp":1767036059338,"sessionID":"ses_4a1","part":{"id":"prt_1","sessionID":"ses_4a1","messageID":"msg_1","type":"step-start","snapshot":"4b825dc642cb6eb9a060e54bf8d69288fbee4904"}}'
+if [ $n = 1 ]; then
+  printf 'score: 2\n' > value.txt
+  echo '{"type":"tool_use","timestamp":1767036061000,"sessionID":"ses_4a1","part":{"id":"prt_2","type":"tool","tool":"edit","callID":"c1","state":{"status":"completed","input":{"filePath":"value.txt"},"output":"","title":"value.txt"}}}'
+  echo '{"type":"text","timestamp":1767036062000,"sessionID":"ses_4a1","part":{"id":"prt_3","type":"text","text":"Lowered the score to 2.","time":{"start":1767036061500,"end":1767036062000}}}'
+  echo '{"type":"step_finish","timestamp":1767036062100,"sessionID":"ses_4a1","part":{"id":"prt_4","type":"step-finish","reason":"stop","snapshot":"9f1c","cost":0.0042,"tokens":{"input":1200,"output":80,"reasoning":0,"cache":{"read":300,"write":0}}}}'
+else
+  echo '{"type":"error","timestamp":1767036063000,"sessionID":"ses_4a1","error":{"name":"APIError","data":{"message":"Invalid API key.","statusCode":401,"isRetryable":false}}}'
+  exit 1
+fi
+"#;
+
+#[test]
+fn opencode_preset_runs_json_events_and_reads_cost_and_tokens() {
+    let (bin, record) = fake_tool("opencode", FAKE_OPENCODE);
+    let r = preset_repo(
+        "kind = \"opencode\"\nmodel = \"anthropic/claude-sonnet-4-20250514\"\nextra_args = [\"--agent\", \"build\"]",
+    );
+    let out = run_with_tool(
+        &r,
+        bin.path(),
+        record.path(),
+        &[("ANTHROPIC_API_KEY", "sk-ant-oc")],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        recorded(record.path(), "argv"),
+        [
+            "run",
+            "--format",
+            "json",
+            "--model",
+            "anthropic/claude-sonnet-4-20250514",
+            "--agent",
+            "build"
+        ]
+    );
+    assert!(std::fs::read_to_string(record.path().join("stdin"))
+        .unwrap()
+        .contains("You may change only"));
+    let env = recorded(record.path(), "env");
+    assert!(env.contains(&"ANTHROPIC_API_KEY=sk-ant-oc".to_string()));
+    assert!(
+        env.iter().any(|l| l.starts_with("OPENCODE_PERMISSION=")
+            && l.contains("\"edit\":\"allow\"")
+            && l.contains("\"bash\":\"deny\"")),
+        "{env:?}"
+    );
+    let log = r.log();
+    assert_eq!(log[1]["status"], "keep", "{log:?}");
+    assert_eq!(log[1]["description"], "Lowered the score to 2.");
+    assert_eq!(log[1]["cost_usd"], 0.0042);
+    assert_eq!(log[1]["tokens"], 1580);
+    assert_eq!(log[2]["status"], "invalid");
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Invalid API key."),
+        "{}",
+        log[2]
+    );
+    assert_missing_tool_is_named(&r, "npm install -g opencode-ai");
+}
+
+#[test]
+fn a_preset_that_spends_the_budget_stops_the_run_before_the_next_agent_starts() {
+    // A CLI agent's cost is only known after it ran: the run stops as soon as the spend
+    // reaches max_cost_usd, and no further agent is started.
+    let (bin, record) = fake_tool("claude", FAKE_CLAUDE);
+    let r = preset_repo("kind = \"claude\"");
+    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
+    std::fs::write(
+        r.dir.join("hone.toml"),
+        format!("{toml}max_cost_usd = 0.01\n"),
+    )
+    .unwrap();
+    git(&r.dir, &["commit", "-q", "-am", "budget"]);
+    let out = run_with_tool(&r, bin.path(), record.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(record.path().join("count"))
+            .unwrap()
+            .trim(),
+        "1"
+    );
+    assert_eq!(r.statuses(), ["baseline", "keep"]);
+    assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
+}
+
+/// An apply_patch patch changing one line of `path`.
+fn patch(path: &str, old: &str, new: &str) -> String {
+    format!("HYPOTHESIS: patch {path}\n\n*** Begin Patch\n*** Update File: {path}\n@@\n-{old}\n+{new}\n*** End Patch\n")
+}
+
+#[test]
+fn openai_patch_mode_applies_repairs_once_and_gates() {
+    let server = LlmServer::start(
+        vec![
+            Reply::Answer(patch("value.txt", "score: 5", "score: 4"), 100, 20),
+            Reply::Answer(patch("value.txt", "score: 99", "score: 1"), 100, 20),
+            Reply::Answer(patch("value.txt", "score: 4", "score: 3"), 100, 20),
+            Reply::Answer(patch("value.txt", "score: 77", "score: 1"), 100, 20),
+            Reply::Answer(patch("value.txt", "score: 78", "score: 1"), 100, 20),
+            Reply::Answer(
+                "*** Begin Patch\n*** Update File: prepare.py\n-# the fixed evaluator\n+print('score: 0')\n*** End Patch\n".into(),
+                100,
+                20,
+            ),
+        ],
+        false,
+    );
+    let r = llm_repo(
+        "openai",
+        &server,
+        "edit_mode = \"patch\"",
+        "max_experiments = 5",
+    );
+    let out = hone_with_key(&r, &["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(
+        st,
+        ["baseline", "keep", "keep", "invalid", "violation"],
+        "{log:?}"
+    );
+    assert_eq!(log[1]["description"], "patch value.txt");
+    assert_eq!(log[2]["objective"], 3.0);
+    assert!(
+        log[3]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("after a repair round"),
+        "{}",
+        log[3]
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 6, "one, a repaired one, a failed repair, one");
+    let first: serde_json::Value = serde_json::from_str(&reqs[0].2).unwrap();
+    assert!(first["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("*** Begin Patch"));
+    let repair: serde_json::Value = serde_json::from_str(&reqs[2].2).unwrap();
+    let repair = repair["messages"][3]["content"].as_str().unwrap();
+    assert!(
+        repair.contains("-score: 99\n+score: 1"),
+        "the repair quotes the failing hunk: {repair}"
+    );
+    assert!(repair.contains("match nothing"), "{repair}");
+}
+
+const REVIEW_SECRET: &str = "sk-review-never-leak-91ab";
+
+fn verdict(decision: &str, reason: &str) -> String {
+    serde_json::json!({"decision": decision, "reason": reason}).to_string()
+}
+
+#[test]
+fn an_http_reviewer_approves_or_rejects_before_the_verifier_runs() {
+    let reviewer = LlmServer::start(
+        vec![
+            Reply::Answer(verdict("approve", "a plain change"), 400, 20),
+            Reply::Answer(verdict("reject", "it reads the validation data"), 400, 20),
+            Reply::Answer("LGTM, ship it".into(), 400, 20),
+        ],
+        false,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let keys = tmp.path().join("keys");
+    let verify = format!(
+        "echo run >> {runs}; echo \\\"verifier=$REVIEW_KEY\\\" >> {keys}; cat value.txt",
+        runs = runs.display(),
+        keys = keys.display()
+    );
+    let r = Repo::new(
+        &format!(
+            "\n[stop]\nmax_experiments = 4\n\n[review]\nkind = \"openai\"\nmodel = \"judge\"\nbase_url = \"{}/v1\"\napi_key_env = \"REVIEW_KEY\"\nmax_tokens = 200\nprice_in_per_mtok = 1\nprice_out_per_mtok = 2\ninstructions = \"REVIEW.md\"\n",
+            reviewer.url
+        ),
+        &verify,
+        &format!(
+            "run\techo \"agent=$REVIEW_KEY\" >> {keys}\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+            keys = keys.display()
+        ),
+    );
+    std::fs::write(
+        r.dir.join("REVIEW.md"),
+        "Reject anything that reads data/.\n",
+    )
+    .unwrap();
+    git(&r.dir, &["add", "-A"]);
+    git(&r.dir, &["commit", "-q", "-m", "review"]);
+    let out = Command::new(HONE)
+        .arg("run")
+        .current_dir(&r.dir)
+        .env("REVIEW_KEY", REVIEW_SECRET)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "rejected", "rejected"], "{log:?}");
+    assert_eq!(
+        log[2]["reason"],
+        "the reviewer rejected it: it reads the validation data"
+    );
+    assert!(
+        log[3]["reason"].as_str().unwrap().contains("not a verdict"),
+        "anything but the JSON verdict rejects: {}",
+        log[3]
+    );
+    // Only the baseline and the approved candidate were measured.
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 2);
+    // The review's usage is the experiment's: 400 in at $1/M + 20 out at $2/M.
+    assert_eq!(log[2]["tokens"], 420);
+    assert!(
+        (log[2]["cost_usd"].as_f64().unwrap() - 0.00044).abs() < 1e-12,
+        "{}",
+        log[2]
+    );
+    let reqs = reviewer.requests();
+    assert_eq!(reqs.len(), 3);
+    let (_, headers, body) = &reqs[1];
+    assert!(headers.contains(&(
+        "authorization".to_string(),
+        format!("Bearer {REVIEW_SECRET}")
+    )));
+    let body: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(body["model"], "judge");
+    assert!(body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("\"decision\""));
+    let prompt = body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("+score: 1"),
+        "the reviewer sees the diff: {prompt}"
+    );
+    assert!(
+        prompt.contains("Reject anything that reads data/."),
+        "and its instructions"
+    );
+    // Its key reaches neither the agent nor the verifier, nor hone's records.
+    let seen = std::fs::read_to_string(&keys).unwrap();
+    assert!(!seen.contains(REVIEW_SECRET), "{seen}");
+    assert!(
+        seen.contains("agent=") && seen.contains("verifier="),
+        "{seen}"
+    );
+    let state = state_bytes(&r);
+    assert!(!state
+        .windows(REVIEW_SECRET.len())
+        .any(|w| w == REVIEW_SECRET.as_bytes()));
+}
+
+#[test]
+fn proposer_and_reviewer_share_one_budget() {
+    // Prices only on output tokens make every worst case exact: max_tokens = 100 at $1000 per
+    // million is $0.10 a call. Proposer calls cost $0.10, reviews $0.05. With $0.33:
+    // propose (0.10) + review (0.05); propose (0.10), then only $0.08 is left for a review
+    // whose worst case is $0.10, so it is never sent and the run stops on its budget.
+    let proposer = LlmServer::start(
+        vec![
+            Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 1000, 100),
+            Reply::Answer(edit("value.txt", "score: 4", "score: 3"), 1000, 100),
+        ],
+        false,
+    );
+    let reviewer = LlmServer::start(
+        vec![Reply::Answer(verdict("approve", "ok"), 500, 50)],
+        false,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let r = Repo::new("", SCORE, "");
+    let toml = format!(
+        "[loop]\neditable = [\"value.txt\"]\n\n[verify]\ncommand = \"echo run >> {runs}; cat value.txt\"\nmetric = \"score\"\n\n\
+         [agent]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"{p}/v1\"\nmax_tokens = 100\nprice_in_per_mtok = 0\nprice_out_per_mtok = 1000\n\n\
+         [review]\nkind = \"openai\"\nmodel = \"judge\"\nbase_url = \"{q}/v1\"\nmax_tokens = 100\nprice_in_per_mtok = 0\nprice_out_per_mtok = 1000\n\n\
+         [stop]\nmax_experiments = 10\nmax_cost_usd = 0.33\n",
+        runs = runs.display(),
+        p = proposer.url,
+        q = reviewer.url
+    );
+    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+    git(&r.dir, &["commit", "-q", "-am", "budget"]);
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(proposer.requests().len(), 2);
+    assert_eq!(
+        reviewer.requests().len(),
+        1,
+        "no review past the budget was sent"
+    );
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "rejected"], "{log:?}");
+    assert!(
+        (log[1]["cost_usd"].as_f64().unwrap() - 0.15).abs() < 1e-9,
+        "{}",
+        log[1]
+    );
+    assert_eq!(log[1]["tokens"], 1100 + 550);
+    assert!(
+        (log[2]["cost_usd"].as_f64().unwrap() - 0.10).abs() < 1e-9,
+        "{}",
+        log[2]
+    );
+    assert!(
+        log[2]["reason"].as_str().unwrap().starts_with("budget"),
+        "{}",
+        log[2]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap().lines().count(),
+        2,
+        "the unreviewed candidate never ran"
+    );
+    assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
+}
+
+#[test]
+fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
+    let reviewer = LlmServer::start(
+        vec![Reply::Status(
+            401,
+            Vec::new(),
+            "{\"error\":\"bad key\"}".into(),
+        )],
+        false,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let r = Repo::new(
+        &format!(
+            "\n[review]\nkind = \"openai\"\nmodel = \"judge\"\nbase_url = \"{}/v1\"\napi_key_env = \"REVIEW_KEY\"\n",
+            reviewer.url
+        ),
+        &format!("echo run >> {}; cat value.txt", runs.display()),
+        "write\tvalue.txt\tscore: 4\\n\n",
+    );
+    let out = r.hone(&["run"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("check the key in $REVIEW_KEY"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(r.statuses(), ["baseline", "rejected"]);
+    assert_eq!(reviewer.requests().len(), 1, "a refused key is not retried");
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
+}

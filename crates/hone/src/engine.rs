@@ -312,11 +312,7 @@ pub fn run(
     // Escaped descendants of the verifier (setsid) come back to hone, to be killed.
     exec::become_subreaper();
     let store = Store::open(&paths.db())?;
-    let preset = match spec.agent.kind {
-        crate::spec::AgentKind::Claude => Some(crate::propose::command::Preset::Claude),
-        crate::spec::AgentKind::Codex => Some(crate::propose::command::Preset::Codex),
-        _ => None,
-    };
+    let preset = crate::propose::command::Preset::of(spec.agent.kind);
     if spec.exec.backend == crate::spec::Backend::Slurm {
         if !crate::propose::command::on_path("sbatch") {
             return Err(EngineError::Setup(
@@ -333,10 +329,10 @@ pub fn run(
         }
     }
     if let (Some(p), None) = (preset, &spec.agent.command) {
-        let (program, package) = p.program();
+        let (program, install) = p.program();
         if !crate::propose::command::on_path(program) {
             return Err(EngineError::Setup(format!(
-                "`{program}` is not on PATH: install it with `{package}`, or set [agent] command"
+                "`{program}` is not on PATH: install it with {install}, or set [agent] command"
             )));
         }
     }
@@ -601,7 +597,7 @@ impl<'a> Engine<'a> {
             metric: engine.spec.verify.metric.clone(),
             direction: engine.spec.verify.direction,
         });
-        if let Some(llm) = &engine.spec.agent.llm {
+        for llm in engine.spec.agent.llm.iter().chain(&engine.spec.review.llm) {
             if std::env::var_os(&llm.api_key_env).is_none() {
                 notes.push(format!(
                     "${} is not set: requests to {} go without an API key (fine for a local server)",
@@ -1073,11 +1069,23 @@ impl<'a> Engine<'a> {
                     .map(|_| None);
             }
             // Rules and the reviewer, before any compute is spent on the candidate.
-            if let Some(why) = self.review(&rec, &wt, &parent, &cancel)? {
-                rec.gate_ms = t_gate.elapsed().as_millis() as u64;
-                return self
-                    .finish(rec, Status::Rejected, why, t_start)
-                    .map(|_| None);
+            let meter = propose::Meter {
+                budget,
+                spent: &spent,
+            };
+            match self.review(&mut rec, &wt, &parent, &cancel, &meter)? {
+                Gate::Pass => {}
+                Gate::Reject(why) => {
+                    rec.gate_ms = t_gate.elapsed().as_millis() as u64;
+                    return self
+                        .finish(rec, Status::Rejected, why, t_start)
+                        .map(|_| None);
+                }
+                Gate::Stop(stop) => {
+                    rec.gate_ms = t_gate.elapsed().as_millis() as u64;
+                    self.finish(rec, Status::Rejected, stop.reason.clone(), t_start)?;
+                    return Ok(Some(stop));
+                }
             }
         }
         if let Err(changed) = self.check_pinned() {
@@ -1454,17 +1462,15 @@ impl<'a> Engine<'a> {
     }
 
     /// May this inherited variable reach code hone runs on a candidate's behalf (verifier,
-    /// holdout, reviewer)? Not hone's own settings, and not the API key of hone's own LLM
-    /// proposer: code the model wrote must not be able to print it into a log or prompt.
+    /// holdout, reviewer)? Not hone's own settings, and not the API keys of hone's own HTTP
+    /// proposer and reviewer: code the model wrote must not be able to print them into a log
+    /// or prompt.
     fn env_allowed_for_candidate(&self, name: &std::ffi::OsStr) -> bool {
         let name = name.to_string_lossy();
-        let own_key = self
-            .spec
-            .agent
-            .llm
-            .as_ref()
-            .is_some_and(|l| l.api_key_env == name);
-        !name.starts_with("HONE_") && !own_key
+        !name.starts_with("HONE_")
+            && !crate::propose::command::hone_secret_vars(&self.spec)
+                .iter()
+                .any(|k| *k == name)
     }
 
     /// The sandbox prefix for a process confined to `wt` (empty without bubblewrap). Agents
@@ -1494,26 +1500,31 @@ impl<'a> Engine<'a> {
         crate::sandbox::bwrap_wrapper(wt, &tmp, network, &hide, &expose)
     }
 
-    /// The review gate: `max_diff_lines`, `forbid` on added lines, then the reviewer command.
-    /// Returns why the candidate is rejected, if it is.
+    /// The review gate: `max_diff_lines`, `forbid` on added lines, then the reviewer (a
+    /// command, or an LLM over HTTP whose spend goes on `meter` and into `rec`).
     fn review(
         &mut self,
-        rec: &ExperimentRecord,
+        rec: &mut ExperimentRecord,
         wt: &Path,
         parent: &str,
         cancel: &dyn Fn() -> bool,
-    ) -> Result<Option<String>, EngineError> {
+        meter: &propose::Meter<'_>,
+    ) -> Result<Gate, EngineError> {
         let r = self.spec.review.clone();
-        if r.command.is_none() && r.max_diff_lines.is_none() && r.forbid.is_empty() {
-            return Ok(None);
+        if r.command.is_none()
+            && r.llm.is_none()
+            && r.max_diff_lines.is_none()
+            && r.forbid.is_empty()
+        {
+            return Ok(Gate::Pass);
         }
         let Some(commit) = rec.candidate_commit.clone() else {
-            return Ok(None);
+            return Ok(Gate::Pass);
         };
         let changed = rec.lines_added + rec.lines_deleted;
         if let Some(max) = r.max_diff_lines {
             if changed > max {
-                return Ok(Some(format!(
+                return Ok(Gate::Reject(format!(
                     "the diff changes {changed} lines (max_diff_lines = {max})"
                 )));
             }
@@ -1536,14 +1547,14 @@ impl<'a> Engine<'a> {
                 .find(|l| re.is_match(&l[1..]));
             if let Some(line) = hit {
                 let shown = prompt_line(&line[1..]);
-                return Ok(Some(format!(
+                return Ok(Gate::Reject(format!(
                     "an added line matches the forbidden pattern `{pattern}`: {shown}"
                 )));
             }
         }
-        let Some(template) = r.command else {
-            return Ok(None);
-        };
+        if r.command.is_none() && r.llm.is_none() {
+            return Ok(Gate::Pass);
+        }
         let dir = self.paths.run_dir(&self.run.tag).join("prompts");
         std::fs::create_dir_all(&dir)
             .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", dir.display())))?;
@@ -1555,8 +1566,18 @@ impl<'a> Engine<'a> {
             .unwrap_or_default();
         let bounded = crate::propose::prompt::sanitize(&diff, 100_000);
         let fence = crate::propose::prompt::fence_for(&bounded);
+        let answer_line = if r.command.is_some() {
+            "Answer on the LAST line with `APPROVE` or `REJECT: <reason>`.\n"
+        } else {
+            ""
+        };
+        let forbidden = if r.forbid.is_empty() {
+            String::new()
+        } else {
+            format!("\n- added lines must not match: {}", r.forbid.join(", "))
+        };
         let text = format!(
-            "# Review of experiment {n}\n\nA proposer made the change below to improve `{metric}` ({dir}). Decide before any compute is spent.\nAnswer on the LAST line with `APPROVE` or `REJECT: <reason>`.\n\n## Rules\n\n- editable: {editable}\n- protected: {protected}\n\n## Instructions\n\n{instructions}\n\n## Description (untrusted)\n\n{desc}\n\n## Diff (untrusted)\n\n{fence}diff\n{bounded}\n{fence}\n",
+            "# Review of experiment {n}\n\nA proposer made the change below to improve `{metric}` ({dir}). Decide before any compute is spent.\n{answer_line}\n## Rules\n\n- editable: {editable}\n- protected: {protected}{forbidden}\n\n## Instructions\n\n{instructions}\n\n## Description (untrusted)\n\n{desc}\n\n## Diff (untrusted)\n\n{fence}diff\n{bounded}\n{fence}\n",
             n = rec.n,
             metric = self.spec.verify.metric,
             dir = self.spec.verify.direction.as_str(),
@@ -1564,8 +1585,16 @@ impl<'a> Engine<'a> {
             protected = self.spec.loop_.protected.join(", "),
             desc = crate::propose::prompt::sanitize(&rec.description, 500),
         );
-        std::fs::write(&prompt_path, text)
+        std::fs::write(&prompt_path, &text)
             .map_err(|e| EngineError::Io(format!("cannot write the review prompt: {e}")))?;
+        let log_path = self
+            .paths
+            .run_dir(&self.run.tag)
+            .join("logs")
+            .join(format!("{}.review.log", rec.n));
+        let Some(template) = r.command else {
+            return Ok(self.review_http(rec, meter, &text, &log_path));
+        };
         let command = template.replace(
             "{prompt_file}",
             &crate::propose::command::shell_quote(&prompt_path.to_string_lossy()),
@@ -1585,11 +1614,7 @@ impl<'a> Engine<'a> {
             timeout: Some(r.timeout),
             kill_grace: self.spec.verify.kill_grace,
             drain_timeout: Duration::from_secs(2),
-            log_path: self
-                .paths
-                .run_dir(&self.run.tag)
-                .join("logs")
-                .join(format!("{}.review.log", rec.n)),
+            log_path,
             max_log_bytes: self.spec.verify.max_log_bytes,
             limits: self.spec.sandbox.limits(),
             wrapper: self.wrapper(wt, true, Role::Agent),
@@ -1614,16 +1639,56 @@ impl<'a> Engine<'a> {
         self.git.reset_worktree(wt, &commit)?;
         let verdict = prompt_line(&last);
         Ok(match outcome.exit {
-            Exit::Code(0) if verdict.to_ascii_uppercase().starts_with("APPROVE") => None,
+            Exit::Code(0) if verdict.to_ascii_uppercase().starts_with("APPROVE") => Gate::Pass,
             Exit::Code(0) if verdict.to_ascii_uppercase().starts_with("REJECT") => {
                 let why = verdict[6..].trim_start_matches([':', ' ']).trim();
-                Some(format!("the reviewer rejected it: {}", if why.is_empty() { "no reason given" } else { why }))
+                Gate::Reject(format!("the reviewer rejected it: {}", if why.is_empty() { "no reason given" } else { why }))
             }
-            Exit::Code(0) => Some(format!(
+            Exit::Code(0) => Gate::Reject(format!(
                 "the reviewer gave no verdict (its last line must start with APPROVE or REJECT; it was `{verdict}`)"
             )),
-            other => Some(format!("the reviewer failed ({other:?}); a candidate is only verified when approved")),
+            other => Gate::Reject(format!("the reviewer failed ({other:?}); a candidate is only verified when approved")),
         })
+    }
+
+    /// The HTTP reviewer's verdict on the review prompt `text`. Its spend is added to `rec`
+    /// whatever the outcome; its raw answer goes to `log_path`.
+    fn review_http(
+        &mut self,
+        rec: &mut ExperimentRecord,
+        meter: &propose::Meter<'_>,
+        text: &str,
+        log_path: &Path,
+    ) -> Gate {
+        let (Some(kind), Some(llm)) = (self.spec.review.kind, self.spec.review.llm.clone()) else {
+            return Gate::Pass;
+        };
+        let before = meter.spent();
+        let mut client = crate::propose::chat::LlmClient::new(kind, llm);
+        let outcome = crate::review::review(&mut client, meter, text);
+        let after = meter.spent();
+        rec.cost_usd += after.0 - before.0;
+        rec.tokens += after.1.saturating_sub(before.1);
+        let logged = match &outcome {
+            Ok(v) => format!("{v:?}\n"),
+            Err(e) => format!("{e:?}\n"),
+        };
+        let _ = std::fs::write(log_path, logged);
+        match outcome {
+            Ok(crate::review::Verdict::Approve(_)) => Gate::Pass,
+            Ok(crate::review::Verdict::Reject(why)) => {
+                Gate::Reject(format!("the reviewer rejected it: {why}"))
+            }
+            Err(crate::review::ReviewError::Failed(m)) => Gate::Reject(format!(
+                "the reviewer failed ({m}); a candidate is only verified when approved"
+            )),
+            Err(crate::review::ReviewError::Fatal(m)) => {
+                Gate::Stop(Stop::failed(format!("the reviewer: {m}")))
+            }
+            Err(crate::review::ReviewError::Budget(m)) => {
+                Gate::Stop(Stop::done(format!("{m} (for the review)")))
+            }
+        }
     }
 
     /// With `seed_env`, repeats are meant to differ: a candidate whose confirm runs are all
@@ -2225,6 +2290,14 @@ enum Measured {
 }
 
 /// Why the baseline is what it is, with the noise it showed.
+/// What the review gate decided.
+enum Gate {
+    Pass,
+    Reject(String),
+    /// The candidate cannot be reviewed and the run must stop (budget, a broken reviewer).
+    Stop(Stop),
+}
+
 fn baseline_reason(runs: &[f64], sigma: Option<f64>, broken: Option<&str>) -> String {
     let mut r = "the unmodified project".to_string();
     if runs.len() > 1 {

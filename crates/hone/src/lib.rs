@@ -13,6 +13,7 @@
 //! - `worker`: `hone worker`, which verifies candidates from that queue.
 //! - `engine`: the loop.
 //! - `report`: summaries.
+//! - `review`: the reviewer as an LLM over HTTP.
 //! - `sandbox`: bubblewrap containment.
 //! - `demo`: the bundled example.
 
@@ -22,6 +23,7 @@ pub mod exec;
 pub mod propose;
 pub mod queue;
 pub mod report;
+pub mod review;
 pub mod sandbox;
 pub mod spec;
 pub mod store;

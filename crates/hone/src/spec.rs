@@ -60,13 +60,27 @@ pub enum AgentKind {
     Claude,
     /// OpenAI's Codex CLI (`codex exec --json`).
     Codex,
+    /// aider (`aider --message-file`).
+    Aider,
+    /// Google's Gemini CLI (`gemini -p --output-format json`).
+    Gemini,
+    /// opencode (`opencode run --format json`).
+    #[serde(rename = "opencode")]
+    OpenCode,
 }
 
 impl AgentKind {
-    pub const NAMES: &'static [&'static str] =
-        &["knobs", "command", "openai", "anthropic", "claude", "codex"];
-    /// Kinds that DESIGN.md names but this version does not run yet.
-    pub const PLANNED: &'static [&'static str] = &["aider", "gemini", "opencode"];
+    pub const NAMES: &'static [&'static str] = &[
+        "knobs",
+        "command",
+        "openai",
+        "anthropic",
+        "claude",
+        "codex",
+        "aider",
+        "gemini",
+        "opencode",
+    ];
 
     pub fn parse(s: &str) -> Option<AgentKind> {
         match s {
@@ -76,6 +90,9 @@ impl AgentKind {
             "anthropic" => Some(AgentKind::Anthropic),
             "claude" => Some(AgentKind::Claude),
             "codex" => Some(AgentKind::Codex),
+            "aider" => Some(AgentKind::Aider),
+            "gemini" => Some(AgentKind::Gemini),
+            "opencode" => Some(AgentKind::OpenCode),
             _ => None,
         }
     }
@@ -88,7 +105,22 @@ impl AgentKind {
             AgentKind::Anthropic => "anthropic",
             AgentKind::Claude => "claude",
             AgentKind::Codex => "codex",
+            AgentKind::Aider => "aider",
+            AgentKind::Gemini => "gemini",
+            AgentKind::OpenCode => "opencode",
         }
+    }
+
+    /// An agent CLI preset (hone runs the tool in the worktree).
+    pub fn is_preset(self) -> bool {
+        matches!(
+            self,
+            AgentKind::Claude
+                | AgentKind::Codex
+                | AgentKind::Aider
+                | AgentKind::Gemini
+                | AgentKind::OpenCode
+        )
     }
 
     /// An LLM over HTTP (hone builds the prompt and applies the answer).
@@ -195,8 +227,20 @@ pub struct LlmSpec {
     /// US dollars per million input and output tokens (built-in defaults for common models).
     pub price_in_per_mtok: Option<f64>,
     pub price_out_per_mtok: Option<f64>,
-    /// `edit_mode = "knobs"`: the model picks knob values (JSON) instead of writing edits.
-    pub knobs_mode: bool,
+    /// How the model writes its change (`edit_mode`).
+    pub edit_mode: EditMode,
+}
+
+/// How an HTTP LLM proposer writes its change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EditMode {
+    /// SEARCH/REPLACE blocks.
+    Blocks,
+    /// The apply_patch format (`*** Begin Patch`).
+    Patch,
+    /// Knob values as JSON `{changes, hypothesis}`.
+    Knobs,
 }
 
 /// Built-in prices (USD per million input, output tokens) of common models, matched by prefix.
@@ -321,6 +365,10 @@ pub struct ReviewSpec {
     /// Run with the review prompt (`{prompt_file}`, `HONE_REVIEW_PROMPT`); its last line must
     /// start with `APPROVE` or `REJECT` (a reason may follow).
     pub command: Option<String>,
+    /// `kind = "openai" | "anthropic"`: an LLM over HTTP reviews instead of a command.
+    pub kind: Option<AgentKind>,
+    /// The HTTP reviewer's model, server, key and sampling (like `[agent]`).
+    pub llm: Option<LlmSpec>,
     /// A file of instructions for the reviewer (read from the checkout each time).
     pub instructions: Option<String>,
     /// Reject diffs with more changed lines than this.
@@ -384,6 +432,16 @@ const EXEC_KEYS: &[&str] = &[
     "lease",
 ];
 const REVIEW_KEYS: &[&str] = &[
+    "kind",
+    "model",
+    "base_url",
+    "api_key_env",
+    "temperature",
+    "max_tokens",
+    "request_timeout",
+    "max_attempts",
+    "price_in_per_mtok",
+    "price_out_per_mtok",
     "command",
     "instructions",
     "max_diff_lines",
@@ -792,14 +850,6 @@ impl Spec {
             None => AgentKind::Knobs,
             Some(s) => match AgentKind::parse(&s) {
                 Some(k) => k,
-                None if AgentKind::PLANNED.contains(&s.as_str()) => {
-                    return Err(p.err_value(
-                        ag,
-                        "agent",
-                        "kind",
-                        format!("`{s}` is not available in this version yet; use \"knobs\", or \"command\" with your agent's command line"),
-                    ))
-                }
                 None => {
                     let hint = closest(&s, AgentKind::NAMES)
                         .map(|c| format!("; did you mean \"{c}\"?"))
@@ -808,7 +858,10 @@ impl Spec {
                         ag,
                         "agent",
                         "kind",
-                        format!("unknown agent kind `{s}` (expected one of: knobs, command){hint}"),
+                        format!(
+                            "unknown agent kind `{s}` (expected one of: {}){hint}",
+                            AgentKind::NAMES.join(", ")
+                        ),
                     ));
                 }
             },
@@ -835,64 +888,9 @@ impl Spec {
             extra_args: p.str_list(ag, "agent", "extra_args")?,
         };
         let llm = if kind.is_http() {
-            let model = p.req_str(
-                ag,
-                "agent",
-                "model",
-                "the model to ask, e.g. model = \"gpt-4.1-mini\"",
-            )?;
-            let (default_url, default_key) = match kind {
-                AgentKind::Anthropic => ("https://api.anthropic.com", "ANTHROPIC_API_KEY"),
-                _ => ("https://api.openai.com/v1", "OPENAI_API_KEY"),
-            };
-            let knobs_mode = match p.opt_str(ag, "agent", "edit_mode")?.as_deref() {
-                None | Some("blocks") => false,
-                Some("knobs") => true,
-                Some("patch") => {
-                    return Err(p.err_value(
-                        ag,
-                        "agent",
-                        "edit_mode",
-                        "\"patch\" is not available in this version; use \"blocks\" or \"knobs\""
-                            .into(),
-                    ))
-                }
-                Some(other) => {
-                    return Err(p.err_value(
-                        ag,
-                        "agent",
-                        "edit_mode",
-                        format!("unknown edit mode `{other}` (expected \"blocks\" or \"knobs\")"),
-                    ))
-                }
-            };
-            let max_tokens = p.opt_u64(ag, "agent", "max_tokens")?.unwrap_or(4096);
-            if max_tokens == 0 {
-                return Err(p.err_value(ag, "agent", "max_tokens", "must be at least 1".into()));
-            }
-            let max_attempts = p.opt_u64(ag, "agent", "max_attempts")?.unwrap_or(4).max(1);
-            Some(LlmSpec {
-                model,
-                base_url: p
-                    .opt_str(ag, "agent", "base_url")?
-                    .unwrap_or_else(|| default_url.into())
-                    .trim_end_matches('/')
-                    .to_string(),
-                api_key_env: p
-                    .opt_str(ag, "agent", "api_key_env")?
-                    .unwrap_or_else(|| default_key.into()),
-                temperature: p.opt_f64(ag, "agent", "temperature")?,
-                max_tokens,
-                request_timeout: p
-                    .opt_duration(ag, "agent", "request_timeout")?
-                    .unwrap_or(Duration::from_secs(120)),
-                max_attempts,
-                price_in_per_mtok: p.opt_f64(ag, "agent", "price_in_per_mtok")?,
-                price_out_per_mtok: p.opt_f64(ag, "agent", "price_out_per_mtok")?,
-                knobs_mode,
-            })
+            Some(p.llm(ag, "agent", kind, true)?)
         } else {
-            let preset = matches!(kind, AgentKind::Claude | AgentKind::Codex);
+            let preset = kind.is_preset();
             for key in ["model", "base_url", "api_key_env", "edit_mode"] {
                 if preset && key == "model" {
                     continue;
@@ -904,10 +902,10 @@ impl Spec {
             None
         };
         let model = match kind {
-            AgentKind::Claude | AgentKind::Codex => p.opt_str(ag, "agent", "model")?,
+            k if k.is_preset() => p.opt_str(ag, "agent", "model")?,
             _ => llm.as_ref().map(|l| l.model.clone()),
         };
-        if !agent.extra_args.is_empty() && !matches!(kind, AgentKind::Claude | AgentKind::Codex) {
+        if !agent.extra_args.is_empty() && !kind.is_preset() {
             return Err(p.err_value(
                 ag,
                 "agent",
@@ -961,12 +959,21 @@ impl Spec {
             max_cost_usd,
             max_tokens: p.opt_u64(st, "stop", "max_tokens")?,
         };
-        if stop.max_cost_usd.is_some() && agent.kind == AgentKind::Codex {
+        if stop.max_cost_usd.is_some() && matches!(agent.kind, AgentKind::Codex | AgentKind::Gemini)
+        {
+            let tool = if agent.kind == AgentKind::Codex {
+                "Codex"
+            } else {
+                "Gemini CLI"
+            };
             return Err(p.err_value(
                 st,
                 "stop",
                 "max_cost_usd",
-                "Codex reports tokens, not money: use max_tokens to bound a codex run".into(),
+                format!(
+                    "{tool} reports tokens, not money: use max_tokens to bound a {} run",
+                    agent.kind.as_str()
+                ),
             ));
         }
         if let (Some(_), Some(llm)) = (stop.max_cost_usd, &agent.llm) {
@@ -1023,8 +1030,73 @@ impl Spec {
                 ));
             }
         }
+        let review_command = p.opt_str(rv, "review", "command")?;
+        let review_kind = match p.opt_str(rv, "review", "kind")?.as_deref() {
+            None | Some("command") => None,
+            Some("openai") => Some(AgentKind::OpenAi),
+            Some("anthropic") => Some(AgentKind::Anthropic),
+            Some(other) => {
+                return Err(p.err_value(
+                    rv,
+                    "review",
+                    "kind",
+                    format!("unknown reviewer kind `{other}` (expected \"command\", \"openai\" or \"anthropic\")"),
+                ))
+            }
+        };
+        let review_llm = match review_kind {
+            Some(k) => {
+                if review_command.is_some() {
+                    return Err(p.err_value(
+                        rv,
+                        "review",
+                        "command",
+                        format!(
+                            "a reviewer is either a command or kind = \"{}\", not both",
+                            k.as_str()
+                        ),
+                    ));
+                }
+                Some(p.llm(rv, "review", k, false)?)
+            }
+            None => {
+                for key in [
+                    "model",
+                    "base_url",
+                    "api_key_env",
+                    "temperature",
+                    "max_tokens",
+                    "request_timeout",
+                    "max_attempts",
+                    "price_in_per_mtok",
+                    "price_out_per_mtok",
+                ] {
+                    if p.value(rv, key).is_some() {
+                        return Err(p.err_value(
+                            rv,
+                            "review",
+                            key,
+                            "only means something with kind = \"openai\" or \"anthropic\"".into(),
+                        ));
+                    }
+                }
+                None
+            }
+        };
+        if let (Some(_), Some(llm)) = (stop.max_cost_usd, &review_llm) {
+            if llm.prices().is_none() {
+                return Err(p.err_value(
+                    rv,
+                    "review",
+                    "model",
+                    format!("max_cost_usd needs the price of `{}`: set price_in_per_mtok and price_out_per_mtok", llm.model),
+                ));
+            }
+        }
         let review = ReviewSpec {
-            command: p.opt_str(rv, "review", "command")?,
+            command: review_command,
+            kind: review_kind,
+            llm: review_llm,
             instructions: p.opt_str(rv, "review", "instructions")?,
             max_diff_lines: p.opt_u64(rv, "review", "max_diff_lines")?,
             forbid,
@@ -1076,6 +1148,73 @@ impl Spec {
     /// The program file to read on every experiment, if any.
     pub fn program_path(&self) -> &str {
         self.loop_.program.as_deref().unwrap_or(defaults::PROGRAM)
+    }
+}
+
+impl Parser<'_> {
+    /// The settings of an HTTP LLM (`[agent]` or `[review]` with kind = "openai" | "anthropic").
+    fn llm(
+        &self,
+        t: Option<&Table>,
+        section: &str,
+        kind: AgentKind,
+        edits: bool,
+    ) -> Result<LlmSpec, SpecError> {
+        let p = self;
+        let model = p.req_str(
+            t,
+            section,
+            "model",
+            "the model to ask, e.g. model = \"gpt-4.1-mini\"",
+        )?;
+        let (default_url, default_key) = match kind {
+            AgentKind::Anthropic => ("https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+            _ => ("https://api.openai.com/v1", "OPENAI_API_KEY"),
+        };
+        let edit_mode = if !edits {
+            EditMode::Blocks
+        } else {
+            match p.opt_str(t, section, "edit_mode")?.as_deref() {
+                None | Some("blocks") => EditMode::Blocks,
+                Some("patch") => EditMode::Patch,
+                Some("knobs") => EditMode::Knobs,
+                Some(other) => {
+                    return Err(p.err_value(
+                        t,
+                        section,
+                        "edit_mode",
+                        format!(
+                        "unknown edit mode `{other}` (expected \"blocks\", \"patch\" or \"knobs\")"
+                    ),
+                    ))
+                }
+            }
+        };
+        let max_tokens = p.opt_u64(t, section, "max_tokens")?.unwrap_or(4096);
+        if max_tokens == 0 {
+            return Err(p.err_value(t, section, "max_tokens", "must be at least 1".into()));
+        }
+        let max_attempts = p.opt_u64(t, section, "max_attempts")?.unwrap_or(4).max(1);
+        Ok(LlmSpec {
+            model,
+            base_url: p
+                .opt_str(t, section, "base_url")?
+                .unwrap_or_else(|| default_url.into())
+                .trim_end_matches('/')
+                .to_string(),
+            api_key_env: p
+                .opt_str(t, section, "api_key_env")?
+                .unwrap_or_else(|| default_key.into()),
+            temperature: p.opt_f64(t, section, "temperature")?,
+            max_tokens,
+            request_timeout: p
+                .opt_duration(t, section, "request_timeout")?
+                .unwrap_or(Duration::from_secs(120)),
+            max_attempts,
+            price_in_per_mtok: p.opt_f64(t, section, "price_in_per_mtok")?,
+            price_out_per_mtok: p.opt_f64(t, section, "price_out_per_mtok")?,
+            edit_mode,
+        })
     }
 }
 
@@ -1714,6 +1853,52 @@ max_cost_usd = 20
 
     fn parse(text: &str) -> Result<Spec, SpecError> {
         Spec::parse(Path::new("hone.toml"), text)
+    }
+
+    #[test]
+    fn review_kinds_and_edit_modes() {
+        let base = GOOD.replace("max_cost_usd = 20\n", "");
+        let s = parse(&format!(
+            "{base}\n[review]\nkind = \"anthropic\"\nmodel = \"claude-sonnet-4\"\nmax_tokens = 300\n"
+        ))
+        .unwrap();
+        let llm = s.review.llm.unwrap();
+        assert_eq!(s.review.kind, Some(AgentKind::Anthropic));
+        assert_eq!(llm.api_key_env, "ANTHROPIC_API_KEY");
+        assert_eq!(llm.max_tokens, 300);
+        let e = parse(&format!(
+            "{base}\n[review]\nkind = \"openai\"\nmodel = \"m\"\ncommand = \"x\"\n"
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("not both"), "{e}");
+        let e = parse(&format!("{base}\n[review]\nmodel = \"m\"\n")).unwrap_err();
+        assert!(e.message.contains("only means something"), "{e}");
+        let e = parse(&format!("{base}\n[review]\nkind = \"openai\"\n")).unwrap_err();
+        assert_eq!(e.key, "review.model");
+        // max_cost_usd needs the reviewer's price too.
+        let e = parse(&format!(
+            "{GOOD}\n[review]\nkind = \"openai\"\nmodel = \"my-local-model\"\n"
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("needs the price"), "{e}");
+        let agent = |mode: &str| {
+            parse(&base.replace(
+                "kind = \"knobs\"",
+                &format!("kind = \"openai\"\nmodel = \"m\"\nedit_mode = \"{mode}\""),
+            ))
+        };
+        assert_eq!(
+            agent("patch").unwrap().agent.llm.unwrap().edit_mode,
+            EditMode::Patch
+        );
+        assert!(agent("diff").unwrap_err().message.contains("\"patch\""));
+        let e = parse(
+            &base
+                .replace("kind = \"knobs\"", "kind = \"gemini\"")
+                .replace("patience = 30", "patience = 30\nmax_cost_usd = 1"),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("use max_tokens"), "{e}");
     }
 
     #[test]

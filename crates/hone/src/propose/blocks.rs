@@ -119,6 +119,34 @@ pub fn apply_one(text: &str, search: &str, replace: &str) -> Result<String, Stri
     }
 }
 
+/// The file `rel` names under `root`, if an edit may write it: a relative path inside the
+/// project that goes through no symbolic link (say a tracked `data -> /mnt/datasets`): every
+/// existing component must be a real directory or file.
+pub(crate) fn resolve(root: &Path, rel: &str) -> Result<std::path::PathBuf, String> {
+    let r = Path::new(rel);
+    if rel.is_empty()
+        || r.is_absolute()
+        || r.components().any(|c| {
+            matches!(
+                c,
+                std::path::Component::ParentDir | std::path::Component::Prefix(_)
+            )
+        })
+    {
+        return Err(format!("`{rel}` is not a path inside the project"));
+    }
+    let mut walk = root.to_path_buf();
+    for c in r.components() {
+        walk.push(c);
+        if std::fs::symlink_metadata(&walk).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(format!(
+                "`{rel}` goes through a symbolic link; edit the real file instead"
+            ));
+        }
+    }
+    Ok(root.join(r))
+}
+
 /// Applies blocks to files under `root` (relative paths only). Applies every block that
 /// matches and returns the ones that did not.
 pub fn apply(root: &Path, blocks: &[EditBlock]) -> Vec<BlockFailure> {
@@ -128,38 +156,13 @@ pub fn apply(root: &Path, blocks: &[EditBlock]) -> Vec<BlockFailure> {
             block: b.clone(),
             why,
         };
-        let rel = Path::new(&b.path);
-        if b.path.is_empty()
-            || rel.is_absolute()
-            || rel
-                .components()
-                .any(|c| c == std::path::Component::ParentDir)
-        {
-            failures.push(fail(format!(
-                "`{}` is not a path inside the project",
-                b.path
-            )));
-            continue;
-        }
-        let path = root.join(rel);
-        // Never write through a symlink (say a tracked `data -> /mnt/datasets`): every
-        // existing component of the path must be a real directory or file.
-        let mut walk = root.to_path_buf();
-        let mut linked = false;
-        for c in rel.components() {
-            walk.push(c);
-            if std::fs::symlink_metadata(&walk).is_ok_and(|m| m.file_type().is_symlink()) {
-                linked = true;
-                break;
+        let path = match resolve(root, &b.path) {
+            Ok(p) => p,
+            Err(why) => {
+                failures.push(fail(why));
+                continue;
             }
-        }
-        if linked {
-            failures.push(fail(format!(
-                "`{}` goes through a symbolic link; edit the real file instead",
-                b.path
-            )));
-            continue;
-        }
+        };
         let result = match std::fs::read_to_string(&path) {
             Ok(text) => apply_one(&text, &b.search, &b.replace),
             Err(_) if b.search.trim().is_empty() => Ok(b.replace.clone()),

@@ -1,7 +1,9 @@
 //! LLMs over HTTP as proposers: `kind = "openai"` (any OpenAI-compatible chat-completions
 //! server) and `kind = "anthropic"` (the Messages API). hone builds the prompt, the model
-//! answers with SEARCH/REPLACE blocks, and hone applies them in the worktree; a block that
-//! does not apply gets one repair round-trip quoting it, then the experiment is `invalid`.
+//! answers with SEARCH/REPLACE blocks (`edit_mode = "blocks"`, [`super::blocks`]), an
+//! apply_patch patch (`"patch"`, [`super::patch`]) or knob values (`"knobs"`), and hone
+//! applies them in the worktree; an edit that does not apply gets one repair round-trip
+//! quoting it, then the experiment is `invalid`.
 //!
 //! Every call is priced before it is made: the worst case (the prompt's tokens plus
 //! `max_tokens`) must fit in what is left of `max_cost_usd` and `max_tokens`, or the run stops
@@ -17,8 +19,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::blocks::{self, EditBlock};
-use super::{prompt, Proposal, ProposeContext, ProposeError, Proposer};
-use crate::spec::{AgentKind, LlmSpec};
+use super::patch;
+use super::{prompt, Meter, Proposal, ProposeContext, ProposeError, Proposer};
+use crate::spec::{AgentKind, EditMode, LlmSpec};
 
 /// Largest response body read (a server that ignores max_tokens cannot exhaust memory).
 const MAX_BODY_BYTES: u64 = 8 * 1024 * 1024;
@@ -37,7 +40,7 @@ pub struct Completion {
 
 /// Why a call failed for good.
 #[derive(Debug)]
-enum CallError {
+pub enum CallError {
     /// Not worth retrying, or retries exhausted: the experiment is invalid.
     Failed(String),
     /// The configuration is wrong (a refused key, a missing model): the run stops.
@@ -46,22 +49,35 @@ enum CallError {
     Budget(String),
 }
 
-/// The proposer for `openai` and `anthropic`.
-pub struct ChatProposer {
-    kind: AgentKind,
-    llm: LlmSpec,
+/// A client for one HTTP LLM (`openai` or `anthropic`): the proposer's, or the reviewer's.
+pub struct LlmClient {
+    pub kind: AgentKind,
+    pub llm: LlmSpec,
     agent: ureq::Agent,
     rng: u64,
 }
 
+/// The proposer for `openai` and `anthropic`.
+pub struct ChatProposer {
+    client: LlmClient,
+}
+
 impl ChatProposer {
     pub fn new(kind: AgentKind, llm: LlmSpec) -> ChatProposer {
+        ChatProposer {
+            client: LlmClient::new(kind, llm),
+        }
+    }
+}
+
+impl LlmClient {
+    pub fn new(kind: AgentKind, llm: LlmSpec) -> LlmClient {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(llm.request_timeout))
             .http_status_as_error(false)
             .build()
             .into();
-        ChatProposer {
+        LlmClient {
             kind,
             llm,
             agent,
@@ -94,10 +110,10 @@ impl ChatProposer {
     }
 
     /// Refuses a call whose worst case could cross the budget.
-    fn reserve(&self, ctx: &ProposeContext<'_>, prompt_chars: usize) -> Result<(), ProposeError> {
+    fn reserve(&self, meter: &Meter<'_>, prompt_chars: usize) -> Result<(), ProposeError> {
         let (worst_cost, worst_tokens) = self.worst(prompt_chars);
-        let spent = ctx.spent();
-        if let Some(left) = ctx.budget.usd_left.map(|l| l - spent.0) {
+        let spent = meter.spent();
+        if let Some(left) = meter.budget.usd_left.map(|l| l - spent.0) {
             if worst_cost > left {
                 return Err(ProposeError::Budget(format!(
                     "budget: the next call could cost ${worst_cost:.4} and ${:.4} of max_cost_usd is left",
@@ -105,7 +121,7 @@ impl ChatProposer {
                 )));
             }
         }
-        if let Some(left) = ctx.budget.tokens_left.map(|l| l.saturating_sub(spent.1)) {
+        if let Some(left) = meter.budget.tokens_left.map(|l| l.saturating_sub(spent.1)) {
             if worst_tokens > left {
                 return Err(ProposeError::Budget(format!(
                     "budget: the next call could use {worst_tokens} tokens and {left} of max_tokens are left"
@@ -120,9 +136,9 @@ impl ChatProposer {
     /// Every attempt is reserved against the budget before it is sent and charged after: the
     /// usage the server reports, or the worst case when it reports none or the attempt ended
     /// in a way the provider may still bill (a timeout, a cut-off body).
-    fn call(
+    pub fn call(
         &mut self,
-        ctx: &ProposeContext<'_>,
+        meter: &Meter<'_>,
         system: &str,
         messages: &[(String, String)],
     ) -> Result<Completion, CallError> {
@@ -168,7 +184,7 @@ impl ChatProposer {
         let body = body.to_string();
         let mut last = String::new();
         for attempt in 0..self.llm.max_attempts {
-            self.reserve(ctx, chars)
+            self.reserve(meter, chars)
                 .map_err(|e| CallError::Budget(e.to_string()))?;
             let mut req = self
                 .agent
@@ -199,7 +215,7 @@ impl ChatProposer {
                     {
                         Ok(t) => t,
                         Err(ureq::Error::BodyExceedsLimit(_)) => {
-                            ctx.add_spend(worst_cost, worst_tokens);
+                            meter.add(worst_cost, worst_tokens);
                             return Err(CallError::Failed(format!(
                                 "the answer is larger than {} MiB and was refused (charged at its worst case)",
                                 MAX_BODY_BYTES >> 20
@@ -207,7 +223,7 @@ impl ChatProposer {
                         }
                         Err(e) => {
                             // Cut off mid-answer: it may be billed, and it may work next time.
-                            ctx.add_spend(worst_cost, worst_tokens);
+                            meter.add(worst_cost, worst_tokens);
                             last = format!("reading the answer failed: {e}");
                             self.backoff(attempt, None);
                             continue;
@@ -217,11 +233,11 @@ impl ChatProposer {
                         200..=299 => {
                             let done = self.parse_completion(&text);
                             match &done {
-                                Ok(c) if c.usage_reported => ctx.add_spend(
+                                Ok(c) if c.usage_reported => meter.add(
                                     self.price(c.input_tokens, c.output_tokens),
                                     c.input_tokens + c.output_tokens,
                                 ),
-                                _ => ctx.add_spend(worst_cost, worst_tokens),
+                                _ => meter.add(worst_cost, worst_tokens),
                             }
                             return done.map_err(CallError::Failed);
                         }
@@ -249,7 +265,7 @@ impl ChatProposer {
                 Err(e) => {
                     // A timeout or a dropped connection after the request went out may still
                     // be billed: count the worst case.
-                    ctx.add_spend(worst_cost, worst_tokens);
+                    meter.add(worst_cost, worst_tokens);
                     retry_after = None;
                     last = format!("request failed: {e}");
                 }
@@ -334,20 +350,23 @@ The SEARCH part must match the file exactly once. Edit only the files you are al
 
 impl Proposer for ChatProposer {
     fn name(&self) -> &str {
-        self.kind.as_str()
+        self.client.kind.as_str()
     }
 
     fn propose(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
-        if self.llm.knobs_mode {
-            return self.propose_knobs(ctx);
+        match self.client.llm.edit_mode {
+            EditMode::Knobs => return self.propose_knobs(ctx),
+            EditMode::Patch => return self.propose_patch(ctx),
+            EditMode::Blocks => {}
         }
         let user = prompt::build(ctx)?;
         let mut messages = vec![("user".to_string(), user)];
         let mut description = String::new();
         for round in 0..2 {
-            let kind = self.kind;
+            let kind = self.client.kind;
             let done = self
-                .call(ctx, SYSTEM, &messages)
+                .client
+                .call(&ctx.meter(), SYSTEM, &messages)
                 .map_err(|e| call_error(kind, e))?;
             if description.is_empty() {
                 description = hypothesis(&done.text);
@@ -384,6 +403,75 @@ impl Proposer for ChatProposer {
             messages.push(("user".into(), repair));
         }
         Err(ProposeError::Invalid("no edit applied".into()))
+    }
+}
+
+const SYSTEM_PATCH: &str =
+    "You are a careful research engineer improving a project one change at a time. \
+Answer with one line starting with HYPOTHESIS: saying what you change and why, then the edits as one patch in \
+the apply_patch format:\n\
+*** Begin Patch\n*** Update File: path/to/file\n@@ a line just above the change (optional)\n \
+context line\n-removed line\n+added line\n context line\n*** End Patch\n\
+Use `*** Add File: path` (every line prefixed with +) for a new file and `*** Delete File: path` to delete one. \
+Context and removed lines must be copied exactly from the file and match one place only. \
+Edit only the files you are allowed to change.";
+
+impl ChatProposer {
+    /// `edit_mode = "patch"`: the model answers with an apply_patch patch; file operations
+    /// that do not apply get one repair round-trip quoting the failing hunk.
+    fn propose_patch(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
+        let user = prompt::build(ctx)?;
+        let mut messages = vec![("user".to_string(), user)];
+        let mut description = String::new();
+        for round in 0..2 {
+            let kind = self.client.kind;
+            let done = self
+                .client
+                .call(&ctx.meter(), SYSTEM_PATCH, &messages)
+                .map_err(|e| call_error(kind, e))?;
+            if description.is_empty() {
+                description = hypothesis(&done.text);
+            }
+            if round == 0 && !patch::contains_patch(&done.text) {
+                return Err(ProposeError::Invalid(
+                    "the model's answer has no `*** Begin Patch` patch".into(),
+                ));
+            }
+            let failures = match patch::parse(&done.text) {
+                Ok(ops) => patch::apply(ctx.worktree, &ops),
+                Err(f) => vec![f],
+            };
+            if failures.is_empty() {
+                return Ok(Proposal {
+                    description,
+                    config: None,
+                    cost_usd: 0.0,
+                });
+            }
+            if round == 1 {
+                return Err(ProposeError::Invalid(format!(
+                    "{} patch part(s) still did not apply after a repair round: {}",
+                    failures.len(),
+                    failures[0].why
+                )));
+            }
+            let mut repair = String::from("Parts of your patch could not be applied; the other files were changed as you asked. Send one new patch (`*** Begin Patch` ... `*** End Patch`) for these only, against the files as they are now:\n");
+            for f in &failures {
+                let file = if f.path.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in `{}`", f.path)
+                };
+                repair.push_str(&format!("\nProblem{file}: {}\n", f.why));
+                if !f.quote.is_empty() {
+                    let nl = if f.quote.ends_with('\n') { "" } else { "\n" };
+                    repair.push_str(&format!("```\n{}{nl}```\n", f.quote));
+                }
+            }
+            messages.push(("assistant".into(), done.text));
+            messages.push(("user".into(), repair));
+        }
+        Err(ProposeError::Invalid("no patch applied".into()))
     }
 }
 
@@ -431,9 +519,10 @@ impl ChatProposer {
         let user = format!("{}{table}", prompt::build(ctx)?);
         let mut messages = vec![("user".to_string(), user)];
         for round in 0..2 {
-            let kind = self.kind;
+            let kind = self.client.kind;
             let done = self
-                .call(ctx, SYSTEM_KNOBS, &messages)
+                .client
+                .call(&ctx.meter(), SYSTEM_KNOBS, &messages)
                 .map_err(|e| call_error(kind, e))?;
             match validate_knob_answer(&done.text, &tunable) {
                 Ok((changes, hypothesis)) => {

@@ -2,14 +2,17 @@
 //! the current best; the proposer edits files there and says what it did. The engine, not the
 //! proposer, then diffs, gates, verifies and decides.
 //!
-//! Built in: [`optimizer::KnobsProposer`] (an optimizer over literal constants, offline) and
-//! [`command::CommandProposer`] (any shell command, e.g. a coding agent, given a prompt file).
+//! Built in: [`optimizer::KnobsProposer`] (an optimizer over literal constants, offline),
+//! [`command::CommandProposer`] (any shell command, or an agent CLI preset: Claude Code, Codex,
+//! aider, Gemini CLI, opencode, given a prompt file) and [`chat::ChatProposer`] (an LLM over
+//! HTTP whose answer hone applies: [`blocks`], [`patch`] or knob values).
 
 pub mod blocks;
 pub mod chat;
 pub mod command;
 pub mod knobs;
 pub mod optimizer;
+pub mod patch;
 pub mod prompt;
 
 use std::path::Path;
@@ -61,7 +64,36 @@ pub struct Budget {
     pub tokens_left: Option<u64>,
 }
 
+/// The run's budgets as one LLM call sees them: what was left when the experiment started,
+/// and what the experiment has spent since (its proposer and its reviewer together).
+#[derive(Clone, Copy)]
+pub struct Meter<'a> {
+    pub budget: Budget,
+    pub spent: &'a std::cell::Cell<(f64, u64)>,
+}
+
+impl Meter<'_> {
+    /// Records money and tokens spent.
+    pub fn add(&self, usd: f64, tokens: u64) {
+        let (u, t) = self.spent.get();
+        self.spent.set((u + usd, t + tokens));
+    }
+
+    /// Money and tokens spent so far.
+    pub fn spent(&self) -> (f64, u64) {
+        self.spent.get()
+    }
+}
+
 impl ProposeContext<'_> {
+    /// The budget meter of this experiment.
+    pub fn meter(&self) -> Meter<'_> {
+        Meter {
+            budget: self.budget,
+            spent: self.spent,
+        }
+    }
+
     /// Records money and tokens spent by this proposal.
     pub fn add_spend(&self, usd: f64, tokens: u64) {
         let (u, t) = self.spent.get();
@@ -124,12 +156,14 @@ pub fn from_spec(spec: &Spec) -> Box<dyn Proposer> {
     match spec.agent.kind {
         crate::spec::AgentKind::Knobs => Box::new(optimizer::KnobsProposer),
         crate::spec::AgentKind::Command => Box::new(command::CommandProposer::default()),
-        crate::spec::AgentKind::Claude => {
-            Box::new(command::CommandProposer::preset(command::Preset::Claude))
-        }
-        crate::spec::AgentKind::Codex => {
-            Box::new(command::CommandProposer::preset(command::Preset::Codex))
-        }
+        kind @ (crate::spec::AgentKind::Claude
+        | crate::spec::AgentKind::Codex
+        | crate::spec::AgentKind::Aider
+        | crate::spec::AgentKind::Gemini
+        | crate::spec::AgentKind::OpenCode) => match command::Preset::of(kind) {
+            Some(p) => Box::new(command::CommandProposer::preset(p)),
+            None => Box::new(command::CommandProposer::default()),
+        },
         kind @ (crate::spec::AgentKind::OpenAi | crate::spec::AgentKind::Anthropic) => {
             match &spec.agent.llm {
                 Some(llm) => Box::new(chat::ChatProposer::new(kind, llm.clone())),
