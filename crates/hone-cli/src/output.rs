@@ -142,6 +142,10 @@ impl Printer {
                 out!("{}", fit_terminal(&line));
             }
             Event::RunStopped { .. } => self.clear_line(),
+            Event::Outer { n, message } => {
+                self.clear_line();
+                out!("  #{n:<4} outer: {message}");
+            }
         }
     }
 }

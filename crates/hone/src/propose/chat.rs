@@ -364,6 +364,7 @@ impl Proposer for ChatProposer {
                     description,
                     config: None,
                     cost_usd: 0.0, // already counted through ctx.spend
+                    source: None,
                 });
             }
             if round == 1 {
@@ -467,6 +468,7 @@ impl ChatProposer {
                         },
                         config: serde_json::to_value(&next).ok(),
                         cost_usd: 0.0,
+                        source: None,
                     });
                 }
                 Err(problems) if round == 0 => {
