@@ -118,9 +118,7 @@ impl Mechanism for Bandit {
     }
 
     fn on_result(&mut self, outcome: &Outcome<'_>) -> Option<String> {
-        let Some((n, area, scale)) = self.chosen.take() else {
-            return None;
-        };
+        let (n, area, scale) = self.chosen.take()?;
         if n != outcome.record.n {
             return None;
         }

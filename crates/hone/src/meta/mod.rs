@@ -276,7 +276,7 @@ pub fn builtin(name: &str) -> Option<Box<dyn Mechanism>> {
         "explore" => Box::new(explore::Explore::default()),
         "restart" => Box::new(restart::Restart::default()),
         "plateau" => Box::new(plateau::Plateau::default()),
-        "orthogonal" => Box::new(orthogonal::Orthogonal::default()),
+        "orthogonal" => Box::new(orthogonal::Orthogonal),
         _ => return None,
     })
 }

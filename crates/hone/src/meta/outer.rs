@@ -271,7 +271,6 @@ impl Outer {
             } else {
                 Effect::Guided
             };
-            g.text = g.text.into_iter().map(|t| format!("{name}: {t}")).collect();
             Outer::record(
                 &mut calls,
                 n,
@@ -280,6 +279,7 @@ impl Outer {
                 effect,
                 g.summary(),
             );
+            g.text = g.text.into_iter().map(|t| format!("{name}: {t}")).collect();
             guidance.merge(g);
         }
         let mut suggested: Vec<(String, usize)> = Vec::new();
@@ -314,6 +314,7 @@ impl Outer {
         };
         let cheap = proposer.resamples();
         let mut attempts = 0;
+        let mut relaxed = false;
         let result = loop {
             let sub = ProposeContext {
                 guidance: &guidance,
@@ -322,6 +323,20 @@ impl Outer {
             };
             let proposal = match proposer.propose(&sub) {
                 Ok(p) => p,
+                // Guidance must not end a run: with nothing new left under it, the knobs
+                // optimizer is asked once more with only the exclusions.
+                Err(ProposeError::Exhausted(_)) if cheap && !relaxed && restricts(&guidance) => {
+                    relaxed = true;
+                    guidance = Guidance {
+                        avoid: std::mem::take(&mut guidance.avoid),
+                        ..Guidance::default()
+                    };
+                    self.events.push((
+                        n,
+                        "guidance relaxed: the knobs optimizer found nothing new under it".into(),
+                    ));
+                    continue;
+                }
                 Err(e) => break Err(e),
             };
             if !cheap {
@@ -516,6 +531,11 @@ impl Outer {
             .map(|s| s.mech.name().to_string())
             .collect()
     }
+}
+
+/// Whether guidance narrows what the knobs optimizer may propose.
+fn restricts(g: &Guidance) -> bool {
+    !g.frozen.is_empty() || !g.focus.is_empty() || g.mode.is_some() || !g.candidates.is_empty()
 }
 
 /// Records a state change (and makes it an event).

@@ -72,8 +72,9 @@ pub struct RuleController {
 }
 
 impl RuleController {
-    /// The strategy for the next period, from the run so far.
-    pub fn revise(&self, history: &[ExperimentRecord]) -> SearchStrategy {
+    /// The strategy for the next period, from the run so far; `free` is the number of knobs
+    /// the search moves (at least one of them always stays free).
+    pub fn revise(&self, history: &[ExperimentRecord], free: usize) -> SearchStrategy {
         let window: Vec<&ExperimentRecord> = history
             .iter()
             .filter(|e| e.n > 0)
@@ -106,13 +107,13 @@ impl RuleController {
         };
         SearchStrategy {
             mode: Some(mode),
-            frozen: self.frozen(history, total),
+            frozen: self.frozen(history, total, free),
             guidance,
             step_scale,
         }
     }
 
-    fn frozen(&self, history: &[ExperimentRecord], window: usize) -> Vec<String> {
+    fn frozen(&self, history: &[ExperimentRecord], window: usize, free: usize) -> Vec<String> {
         let mut best: Option<Config> = None;
         let mut tries: BTreeMap<String, (usize, bool)> = BTreeMap::new();
         let start = history.len().saturating_sub(window);
@@ -139,7 +140,7 @@ impl RuleController {
         candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         candidates
             .into_iter()
-            .take(self.max_frozen)
+            .take(self.max_frozen.min(free.saturating_sub(1)))
             .map(|(_, k)| k)
             .collect()
     }
@@ -184,7 +185,8 @@ impl Mechanism for Strategy {
         if n == 0 || n % self.controller.every != 0 {
             return None;
         }
-        let next = self.controller.revise(outcome.view.history);
+        let free = crate::propose::knobs::dimensions(outcome.view.knobs).len();
+        let next = self.controller.revise(outcome.view.history, free);
         let same = next.mode == self.current.mode
             && next.frozen == self.current.frozen
             && next.step_scale == self.current.step_scale;
@@ -219,20 +221,30 @@ mod tests {
             let cfg = config(&[("A", a), ("B", b), ("C", 1)]);
             history.push(exp(n, Status::Discard, Some(2.0), Some(&cfg)));
         }
-        let s = c.revise(&history);
+        let s = c.revise(&history, 3);
         assert_eq!(s.mode, Some(Mode::Explore));
         assert_eq!(s.step_scale, 2.0);
         // A and B were each changed three times without a keep; the cap freezes one.
         assert_eq!(s.frozen, vec!["A".to_string()]);
+        let wide = RuleController {
+            every: 5,
+            max_frozen: 5,
+        };
+        assert_eq!(wide.revise(&history, 3).frozen, vec!["A", "B"]);
+        assert_eq!(
+            wide.revise(&history, 2).frozen,
+            vec!["A"],
+            "one knob always stays free"
+        );
         let kept = config(&[("A", 1), ("B", 1), ("C", 5)]);
         history.push(exp(7, Status::Keep, Some(0.5), Some(&kept)));
-        let s = c.revise(&history);
+        let s = c.revise(&history, 3);
         assert_eq!(s.mode, Some(Mode::Exploit));
         assert_eq!(s.step_scale, 0.5);
         for n in 8..=17u64 {
             history.push(exp(n, Status::Crash, None, None));
         }
-        let s = c.revise(&history);
+        let s = c.revise(&history, 3);
         assert!(s.guidance.contains("failed"), "{}", s.guidance);
     }
 
