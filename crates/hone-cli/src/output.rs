@@ -439,10 +439,14 @@ pub fn show_mechanisms(calls: &[hone::store::MechanismCall]) {
         return;
     }
     out!("--- mechanisms ---");
-    let mut quiet: Vec<String> = Vec::new();
+    let mut quiet: Vec<(String, usize)> = Vec::new();
     for c in calls {
         if c.effect == "none" {
-            quiet.push(format!("{} {}", c.mechanism, c.hook));
+            let key = format!("{} {}", c.mechanism, c.hook);
+            match quiet.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, count)) => *count += 1,
+                None => quiet.push((key, 1)),
+            }
             continue;
         }
         let detail = if c.detail.is_empty() {
@@ -453,11 +457,21 @@ pub fn show_mechanisms(calls: &[hone::store::MechanismCall]) {
         out!("  {} {} -> {}{detail}", c.mechanism, c.hook, c.effect);
     }
     if !quiet.is_empty() {
+        let total: usize = quiet.iter().map(|(_, c)| c).sum();
+        let listed: Vec<String> = quiet
+            .iter()
+            .map(|(k, c)| {
+                if *c == 1 {
+                    k.clone()
+                } else {
+                    format!("{k} x{c}")
+                }
+            })
+            .collect();
         out!(
-            "  ({} hook call{} without effect: {})",
-            quiet.len(),
-            if quiet.len() == 1 { "" } else { "s" },
-            quiet.join(", ")
+            "  ({total} hook call{} without effect: {})",
+            if total == 1 { "" } else { "s" },
+            listed.join(", ")
         );
     }
 }

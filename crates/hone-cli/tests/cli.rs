@@ -2576,3 +2576,42 @@ fn an_agent_repeating_a_failed_edit_is_rejected_before_any_compute() {
         "no verifier ran for the rejected candidate"
     );
 }
+
+#[test]
+fn the_portfolio_switches_mechanisms_per_segment_and_records_it() {
+    let (_a, dir) = knob_repo();
+    append_spec(
+        &dir,
+        "\n[outer]\nmechanisms = [\"tabu\", \"bandit\", \"explore\", \"plateau\"]\nsegment = 4\nportfolio = true\n",
+    );
+    let out = hone_in(&dir, &["run", "--seed", "3", "-n", "16"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("outer: portfolio: deactivated `"),
+        "{}",
+        text(&out)
+    );
+    let stats = mech_stats(&dir);
+    let portfolio = &stats["portfolio"];
+    assert!(portfolio["changed"].as_u64().unwrap() >= 2, "{portfolio}");
+    // Half of the four run in each segment after the first: the other two are not called
+    // for the whole segment, so no mechanism saw every proposal.
+    for name in ["tabu", "bandit", "explore", "plateau"] {
+        let proposals = stats[name]["calls"]["before_propose"].as_u64().unwrap_or(0);
+        assert!(
+            proposals < 15,
+            "{name} ran in every segment: {}",
+            stats[name]
+        );
+    }
+    // The switches are in the run's event log too.
+    let store = hone::store::Store::open(&dir.join(".hone/hone.db")).unwrap();
+    let run = store.latest_run().unwrap().unwrap();
+    let switches = store
+        .events(run.id)
+        .unwrap()
+        .into_iter()
+        .filter(|(_, kind, data)| kind == "outer" && data.contains("portfolio"))
+        .count();
+    assert!(switches >= 2, "{switches} portfolio events");
+}

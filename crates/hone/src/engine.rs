@@ -1921,9 +1921,13 @@ impl<'a> Engine<'a> {
             return Ok(None);
         };
         let diff = self.git.diff(parent, commit)?;
+        let config: Option<crate::propose::knobs::Config> = rec
+            .config
+            .as_ref()
+            .and_then(|c| serde_json::from_value(c.clone()).ok());
         Ok(self
             .outer
-            .filter_diff(rec.n, &rec.description, &diff, history))
+            .filter_diff(rec.n, &rec.description, config.as_ref(), &diff, history))
     }
 
     /// Why a set of changes breaks the scope rules, if it does.

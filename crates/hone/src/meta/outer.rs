@@ -410,12 +410,13 @@ impl Outer {
         result
     }
 
-    /// Filters a proposal that is not a knob configuration (an agent's edit), once its diff
-    /// is known. Returns why it is rejected, if it is.
+    /// Filters a proposal that is not the knobs optimizer's (an agent's edit, an LLM's knob
+    /// values), once its diff is known. Returns why it is rejected, if it is.
     pub fn filter_diff(
         &mut self,
         n: u64,
         description: &str,
+        config: Option<&Config>,
         diff: &str,
         history: &[ExperimentRecord],
     ) -> Option<String> {
@@ -434,7 +435,7 @@ impl Outer {
         };
         let cand = Candidate {
             description,
-            config: None,
+            config,
             diff: Some(diff),
         };
         let mut calls = Vec::new();
@@ -571,7 +572,7 @@ fn filter_all(
             }
             Verdict::Reject(reason) => {
                 let detail = format!(
-                    "rejected `{}`: {reason}",
+                    "`{}`: {reason}",
                     crate::propose::prompt::sanitize(cand.description, 200)
                 );
                 Outer::record(calls, n, &name, Hook::Filter, Effect::Rejected, detail);

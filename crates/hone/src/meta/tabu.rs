@@ -1,9 +1,10 @@
 //! `tabu`: rejects a candidate that lies within a distance of a recent failure, before any
 //! compute is spent on it.
 //!
-//! - Knob configurations: the distance is [`crate::propose::knobs::distance`] (the largest
-//!   per-knob gap in the unit cube, integers by their bins, choices 0 or 1); within
-//!   [`RADIUS`] of any of the last [`TENURE`] failures is tabu.
+//! - Knob configurations: the distance is [`crate::propose::knobs::distance`] (the sum of the
+//!   per-knob gaps in the unit cube, integers by their bins, choices 0 or 1); within
+//!   [`RADIUS`] of any of the last [`TENURE`] failures is tabu: the failure itself and, on a
+//!   20-value integer knob, its neighbours one step away along a single knob.
 //! - Diffs (agent edits): the changed lines (added and removed, trimmed) as a set; a Jaccard
 //!   similarity of at least [`SIMILARITY`] with a recent failure's diff is tabu.
 //!
@@ -17,7 +18,7 @@ use crate::store::{ExperimentRecord, Status};
 
 /// How many recent failures are tabu.
 pub const TENURE: usize = 12;
-/// Largest knob distance (unit cube, L-infinity) that counts as a repeat.
+/// Largest knob distance (unit cube, Manhattan) that counts as a repeat.
 pub const RADIUS: f64 = 0.05;
 /// Smallest Jaccard similarity of changed lines that counts as a repeat.
 pub const SIMILARITY: f64 = 0.8;
@@ -92,10 +93,7 @@ impl Mechanism for Tabu {
     }
 
     fn filter(&mut self, candidate: &Candidate<'_>, view: &View<'_>) -> Verdict {
-        if let Some(c) = candidate.config {
-            if view.knobs.is_empty() {
-                return Verdict::Accept;
-            }
+        if let (Some(c), false) = (candidate.config, view.knobs.is_empty()) {
             for (n, failed) in self.configs.iter().rev() {
                 let d = distance(view.knobs, c, failed);
                 if d <= RADIUS + 1e-9 {
@@ -168,6 +166,10 @@ mod tests {
         }
         assert!(matches!(judge(&mut t, &near), Verdict::Reject(_)));
         assert_eq!(judge(&mut t, &far), Verdict::Accept);
+        // One step along the failure's knob is tabu; one step along another knob and one
+        // along the failure's is not (a different direction).
+        let diagonal = config(&[("WIDTH", 11), ("DEPTH", 10)]);
+        assert_eq!(judge(&mut t, &diagonal), Verdict::Accept);
         // The baseline and keeps are never tabu.
         assert_eq!(judge(&mut t, &base), Verdict::Accept);
     }

@@ -862,12 +862,13 @@ pub fn config_at(knobs: &[Knob], incumbent: &Config, u: &[f64]) -> Config {
     space.config(&point)
 }
 
-/// How far apart two configurations are: the largest difference over the free knobs, in unit
-/// space for numbers (integers by their bins) and 0 or 1 for choices. A knob missing from
-/// either configuration counts as 1.
+/// How far apart two configurations are: the sum of the differences over the free knobs (a
+/// Manhattan distance), in unit space for numbers (integers by their bins) and 0 or 1 for
+/// choices. A knob missing from either configuration counts as 1. One step of an integer knob
+/// over 20 values is 0.05; the same step on two knobs is 0.1.
 pub fn distance(knobs: &[Knob], a: &Config, b: &Config) -> f64 {
     let space = Space::new(knobs, &[], &Config::new());
-    let mut worst: f64 = 0.0;
+    let mut total: f64 = 0.0;
     for d in &space.dims {
         let pa = a.get(&d.name).and_then(|v| d.encode(v));
         let pb = b.get(&d.name).and_then(|v| d.encode(v));
@@ -876,9 +877,9 @@ pub fn distance(knobs: &[Knob], a: &Config, b: &Config) -> f64 {
             (Some(Coord::C(x)), Some(Coord::C(y))) => f64::from(u8::from(x != y)),
             _ => 1.0,
         };
-        worst = worst.max(gap);
+        total += gap;
     }
-    worst
+    total
 }
 
 #[cfg(test)]
