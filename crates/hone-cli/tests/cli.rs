@@ -2615,3 +2615,75 @@ fn the_portfolio_switches_mechanisms_per_segment_and_records_it() {
         .count();
     assert!(switches >= 2, "{switches} portfolio events");
 }
+
+#[test]
+fn an_llm_revises_the_strategy_and_an_invalid_answer_changes_nothing() {
+    let knob = |changes: &str| Reply::Answer(format!("{{\"changes\": {changes}}}"), 10, 10);
+    let strategy = |json: &str| Reply::Answer(json.to_string(), 100, 50);
+    let server = LlmServer::start(
+        vec![
+            knob("{\"LR\": 0.05}"),
+            knob("{\"DEPTH\": 5}"),
+            strategy("{\"mode\": \"explore\", \"frozen\": [\"LR\"], \"guidance\": \"vary DEPTH widely\", \"step_scale\": 2}"),
+            knob("{\"DEPTH\": 6}"),
+            knob("{\"DEPTH\": 7}"),
+            strategy("{\"mode\": \"exploit\", \"frozen\": [], \"guidance\": \"x\", \"step_scale\": 99}"),
+            knob("{\"DEPTH\": 3}"),
+        ],
+        false,
+    );
+    let r = Repo::new("", SCORE, "");
+    std::fs::write(
+        r.dir.join("params.txt"),
+        "LR = 0.1  # hone: log 1e-3..1\nDEPTH = 4  # hone: int 1..8\n",
+    )
+    .unwrap();
+    let verify = "python3 -c \\\"import re; t = open('params.txt').read(); lr = float(re.search(r'LR = ([0-9.e-]+)', t).group(1)); d = int(re.search(r'DEPTH = (\\\\d+)', t).group(1)); print('score:', abs(lr - 0.01) * 100 + abs(d - 6))\\\"";
+    let toml = format!(
+        "[loop]\neditable = [\"params.txt\"]\n\n[verify]\ncommand = \"{verify}\"\nmetric = \"score\"\n\n[agent]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"{}/v1\"\nedit_mode = \"knobs\"\n\n[stop]\nmax_experiments = 6\n\n[outer]\nstrategy_every = 2\n",
+        server.url
+    );
+    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+    git(&r.dir, &["add", "-A"]);
+    git(&r.dir, &["commit", "-q", "-m", "knobs"]);
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 7, "five proposals and two strategy questions");
+    let body = |i: usize| -> String {
+        let v: serde_json::Value = serde_json::from_str(&reqs[i].2).unwrap();
+        v["messages"][1]["content"].as_str().unwrap().to_string()
+    };
+    let question = body(2);
+    assert!(question.contains("Current strategy"), "{question}");
+    assert!(
+        question.contains("| 2 | "),
+        "the trace is shown: {question}"
+    );
+    // The valid answer steers the next proposals' prompt.
+    let next = body(3);
+    assert!(
+        next.contains("Guidance from hone's search mechanisms"),
+        "{next}"
+    );
+    assert!(next.contains("strategy: vary DEPTH widely"), "{next}");
+    assert!(next.contains("Leave these unchanged: LR"), "{next}");
+    let show3 = text(&r.hone(&["show", "3"]));
+    assert!(
+        show3.contains("strategy ask -> changed: strategy revised by the LLM: mode explore"),
+        "{show3}"
+    );
+    // The invalid one is refused with its reason, and the strategy stays as it was.
+    let show5 = text(&r.hone(&["show", "5"]));
+    assert!(show5.contains("strategy ask -> ignored"), "{show5}");
+    assert!(show5.contains("`step_scale` must be a number"), "{show5}");
+    assert!(
+        body(6).contains("strategy: vary DEPTH widely"),
+        "{}",
+        body(6)
+    );
+    // The question's tokens are charged to the experiment it was asked for.
+    let log = r.log();
+    assert_eq!(log[1]["tokens"], 20);
+    assert_eq!(log[3]["tokens"], 170);
+}

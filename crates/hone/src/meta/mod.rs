@@ -11,6 +11,8 @@
 //! candidates(view) -> [Config]       knob configurations to try first (knobs proposer only)
 //! filter(candidate, view) -> Verdict Accept | Reject(reason) | Modify(config), before any
 //!                                    compute is spent on the candidate
+//! ask(view) / answer(text)          one question to the run's LLM before a proposal (only
+//!                                    with an `openai` or `anthropic` agent)
 //! on_result(outcome)                 after the experiment is recorded
 //! on_segment_end(view)               every `[outer] segment` experiments
 //! ```
@@ -255,6 +257,19 @@ pub trait Mechanism {
     /// Accept, reject or modify a candidate before any compute is spent on it.
     fn filter(&mut self, _candidate: &Candidate<'_>, _view: &View<'_>) -> Verdict {
         Verdict::Accept
+    }
+
+    /// A question for the run's LLM before the next proposal, as (system, user) messages. Only
+    /// asked when `[agent]` is an LLM over HTTP (`openai`, `anthropic`); its cost is charged to
+    /// the experiment being proposed.
+    fn ask(&mut self, _view: &View<'_>) -> Option<(String, String)> {
+        None
+    }
+
+    /// The answer to [`Mechanism::ask`] (or why there is none): `Ok(what changed)` or
+    /// `Err(why nothing changed)`.
+    fn answer(&mut self, _answer: Result<&str, &str>, _view: &View<'_>) -> Result<String, String> {
+        Err("no question was asked".into())
     }
 
     /// After an experiment is recorded.

@@ -20,6 +20,7 @@ pub enum Hook {
     BeforePropose,
     Candidates,
     Filter,
+    Ask,
     OnResult,
     OnSegmentEnd,
 }
@@ -30,6 +31,7 @@ impl Hook {
         Hook::BeforePropose,
         Hook::Candidates,
         Hook::Filter,
+        Hook::Ask,
         Hook::OnResult,
         Hook::OnSegmentEnd,
     ];
@@ -40,6 +42,7 @@ impl Hook {
             Hook::BeforePropose => "before_propose",
             Hook::Candidates => "candidates",
             Hook::Filter => "filter",
+            Hook::Ask => "ask",
             Hook::OnResult => "on_result",
             Hook::OnSegmentEnd => "on_segment_end",
         }
@@ -104,6 +107,8 @@ pub struct Outer {
     knobs: Vec<Knob>,
     calls: Vec<MechanismCall>,
     events: Vec<(u64, String)>,
+    /// The run's LLM, when `[agent]` is one: mechanisms may ask it questions.
+    llm: Option<crate::propose::chat::ChatProposer>,
 }
 
 impl Outer {
@@ -112,8 +117,9 @@ impl Outer {
         let o = &spec.outer;
         let mut slots: Vec<Slot> = Vec::new();
         if let Some(every) = o.strategy_every {
+            let llm = spec.agent.kind.is_http() && spec.agent.llm.is_some();
             slots.push(Slot {
-                mech: Box::new(Strategy::new(every, o.max_frozen)),
+                mech: Box::new(Strategy::new(every, o.max_frozen).with_llm(llm)),
                 active: true,
                 managed: false,
             });
@@ -133,6 +139,7 @@ impl Outer {
 
     fn with(slots: Vec<Slot>, spec: &Spec, knobs_proposer: bool) -> Outer {
         let o = &spec.outer;
+        let slots_empty = slots.is_empty();
         Outer {
             portfolio: o.portfolio.then(Portfolio::default),
             slots,
@@ -144,6 +151,13 @@ impl Outer {
             knobs: Vec::new(),
             calls: Vec::new(),
             events: Vec::new(),
+            llm: match (&spec.agent.llm, spec.agent.kind.is_http(), slots_empty) {
+                (Some(l), true, false) => Some(crate::propose::chat::ChatProposer::new(
+                    spec.agent.kind,
+                    l.clone(),
+                )),
+                _ => None,
+            },
         }
     }
 
@@ -262,6 +276,40 @@ impl Outer {
             editable: &self.editable,
         };
         let mut calls = Vec::new();
+        // Questions to the run's LLM first (the strategy's revision), paid by this experiment.
+        if let Some(client) = self.llm.as_mut() {
+            for slot in self.slots.iter_mut().filter(|s| s.active) {
+                let Some((system, user)) = slot.mech.ask(&view) else {
+                    continue;
+                };
+                let name = slot.mech.name().to_string();
+                let reply = match client.complete(ctx, &system, &user) {
+                    Ok(text) => Ok(text),
+                    Err(ProposeError::Invalid(why)) => Err(format!("the LLM call failed: {why}")),
+                    Err(stop) => {
+                        Outer::record(
+                            &mut calls,
+                            n,
+                            &name,
+                            Hook::Ask,
+                            Effect::Ignored,
+                            stop.to_string(),
+                        );
+                        self.calls.extend(calls);
+                        return Err(stop);
+                    }
+                };
+                let (effect, detail) = match slot
+                    .mech
+                    .answer(reply.as_deref().map_err(String::as_str), &view)
+                {
+                    Ok(d) => (Effect::Changed, d),
+                    Err(d) => (Effect::Ignored, d),
+                };
+                self.events.push((n, format!("{name}: {detail}")));
+                Outer::record(&mut calls, n, &name, Hook::Ask, effect, detail);
+            }
+        }
         let mut guidance = Guidance::default();
         for slot in self.slots.iter_mut().filter(|s| s.active) {
             let name = slot.mech.name().to_string();

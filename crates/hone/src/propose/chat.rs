@@ -394,6 +394,20 @@ to try. Answer with one JSON object only: {\"changes\": {\"KNOB_NAME\": value, .
 Use only knobs from the table, values inside their ranges, and never repeat a configuration already tried.";
 
 impl ChatProposer {
+    /// One question and its answer's text, outside a proposal (the outer loop's strategy):
+    /// reserved against the budget and charged to `ctx` like any proposal's call.
+    pub fn complete(
+        &mut self,
+        ctx: &ProposeContext<'_>,
+        system: &str,
+        user: &str,
+    ) -> Result<String, ProposeError> {
+        let kind = self.kind;
+        self.call(ctx, system, &[("user".to_string(), user.to_string())])
+            .map(|c| c.text)
+            .map_err(|e| call_error(kind, e))
+    }
+
     /// `edit_mode = "knobs"` (Level 1 of Bilevel Autoresearch, with validation): the model
     /// sees the knob table and the configurations tried, answers `{changes, hypothesis}`, and
     /// hone checks every name, type and range before writing anything.
