@@ -1190,6 +1190,7 @@ impl Parser<'_> {
                 ("verify", VERIFY_KEYS),
                 ("agent", AGENT_KEYS),
                 ("stop", STOP_KEYS),
+                ("outer", OUTER_KEYS),
             ]
             .iter()
             .find(|(_, keys)| keys.contains(&name))
@@ -1688,6 +1689,8 @@ max_cost_usd = 20
         assert!(e.message.contains("did you mean `strategy_every`"), "{e}");
         let e = err(&format!("{GOOD}\n[outer]\nsegment = 0\n"));
         assert_eq!((e.line, e.key.as_str()), (25, "outer.segment"), "{e}");
+        let e = err(&format!("mechanisms = [\"tabu\"]\n{GOOD}"));
+        assert!(e.message.contains("move it under [outer]"), "{e}");
         let e = err(&format!("{GOOD}\n[outer]\nportfolio = true\n"));
         assert!(e.message.contains("list some"), "{e}");
     }

@@ -639,3 +639,166 @@ fn filter_all(
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::propose::knobs::KnobValue;
+    use crate::propose::optimizer::KnobsProposer;
+    use crate::workspace::Git;
+    use std::cell::Cell;
+    use std::path::Path;
+    use std::process::Command;
+
+    /// Modifies the first proposal into `target`, then accepts.
+    struct Steer {
+        target: Config,
+    }
+
+    impl Mechanism for Steer {
+        fn name(&self) -> &str {
+            "steer"
+        }
+        fn filter(&mut self, c: &Candidate<'_>, _view: &View<'_>) -> Verdict {
+            match c.config {
+                Some(config) if *config != self.target => {
+                    Verdict::Modify(self.target.clone(), "steered".into())
+                }
+                _ => Verdict::Accept,
+            }
+        }
+    }
+
+    /// Rejects everything.
+    struct Wall;
+
+    impl Mechanism for Wall {
+        fn name(&self) -> &str {
+            "wall"
+        }
+        fn filter(&mut self, _c: &Candidate<'_>, _view: &View<'_>) -> Verdict {
+            Verdict::Reject("nothing passes".into())
+        }
+    }
+
+    /// Runs `f` with a proposal context over a repository holding two integer knobs.
+    fn with_ctx(f: impl FnOnce(&ProposeContext<'_>, &Path)) {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let sh = |cmd: &str| {
+            let ok = Command::new("sh")
+                .arg("-c")
+                .arg(cmd)
+                .current_dir(d)
+                .status()
+                .unwrap();
+            assert!(ok.success(), "{cmd}");
+        };
+        sh("git init -q -b main && printf 'A = 3  # hone: int 1..9\\nB = 3  # hone: int 1..9\\n' > p.txt \
+            && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+        let spec = Spec::parse(
+            Path::new("hone.toml"),
+            "[loop]\neditable = [\"p.txt\"]\n[verify]\ncommand = \"true\"\nmetric = \"m\"\n",
+        )
+        .unwrap();
+        let git = Git::discover(d).unwrap();
+        let head = git.head().unwrap();
+        let wt = d.join(".hone/wt");
+        git.prepare_worktree(&wt, &head).unwrap();
+        let run_dir = d.join(".hone/runs/t");
+        std::fs::create_dir_all(&run_dir).unwrap();
+        let base: Config = [("A", 3), ("B", 3)]
+            .iter()
+            .map(|(k, v)| (k.to_string(), KnobValue::Int(*v)))
+            .collect();
+        let history = vec![ExperimentRecord {
+            n: 0,
+            status: Some(crate::store::Status::Baseline),
+            objective: Some(1.0),
+            config: serde_json::to_value(&base).ok(),
+            ..Default::default()
+        }];
+        let spent = Cell::new((0.0, 0));
+        let guidance = Guidance::default();
+        let ctx = ProposeContext {
+            n: 1,
+            worktree: &wt,
+            parent_commit: &head,
+            base_commit: &head,
+            history: &history,
+            best: Some(&history[0]),
+            spec: &spec,
+            git: &git,
+            repo_root: d,
+            run_dir: &run_dir,
+            seed: 0,
+            cancel: &|| false,
+            on_spawn: &|_, _| {},
+            wrapper: &[],
+            budget: crate::propose::Budget::default(),
+            spent: &spent,
+            guidance: &guidance,
+        };
+        f(&ctx, &wt);
+    }
+
+    fn spec() -> Spec {
+        Spec::parse(
+            Path::new("hone.toml"),
+            "[loop]\neditable = [\"p.txt\"]\n[verify]\ncommand = \"true\"\nmetric = \"m\"\n",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_modified_knob_proposal_is_the_one_written_and_recorded() {
+        with_ctx(|ctx, wt| {
+            let target: Config = [("A", 8), ("B", 1)]
+                .iter()
+                .map(|(k, v)| (k.to_string(), KnobValue::Int(*v)))
+                .collect();
+            let mut outer = Outer::from_mechanisms(
+                vec![Box::new(Steer {
+                    target: target.clone(),
+                })],
+                &spec(),
+            );
+            let p = outer.propose(&mut KnobsProposer, ctx).unwrap();
+            assert_eq!(p.config, serde_json::to_value(&target).ok());
+            assert_eq!(p.source.as_deref(), Some("steer"));
+            let written = std::fs::read_to_string(wt.join("p.txt")).unwrap();
+            assert!(
+                written.starts_with("A = 8  #") && written.contains("\nB = 1  #"),
+                "{written}"
+            );
+            let calls = outer.take_calls();
+            let effects: Vec<&str> = calls
+                .iter()
+                .filter(|c| c.hook == "filter")
+                .map(|c| c.effect.as_str())
+                .collect();
+            assert_eq!(effects, ["modified", "none"]);
+        });
+    }
+
+    #[test]
+    fn when_every_knob_proposal_is_rejected_the_experiment_is_rejected_and_the_worktree_clean() {
+        with_ctx(|ctx, wt| {
+            let mut outer = Outer::from_mechanisms(vec![Box::new(Wall)], &spec());
+            match outer.propose(&mut KnobsProposer, ctx) {
+                Err(ProposeError::Rejected(why)) => {
+                    assert!(why.starts_with("mechanism `wall`: nothing passes"), "{why}")
+                }
+                other => panic!("{other:?}"),
+            }
+            let rejected = outer
+                .take_calls()
+                .iter()
+                .filter(|c| c.effect == "rejected")
+                .count();
+            assert_eq!(rejected, MAX_RESAMPLES, "each resample is on record");
+            let left = std::fs::read_to_string(wt.join("p.txt")).unwrap();
+            assert!(left.starts_with("A = 3  #"), "{left}");
+        });
+    }
+}
