@@ -2687,3 +2687,25 @@ fn an_llm_revises_the_strategy_and_an_invalid_answer_changes_nothing() {
     assert_eq!(log[1]["tokens"], 20);
     assert_eq!(log[3]["tokens"], 170);
 }
+
+#[test]
+fn a_resumed_run_restarts_its_mechanisms_from_the_recorded_history() {
+    let (_a, dir) = knob_repo();
+    append_spec(
+        &dir,
+        "\n[outer]\nmechanisms = [\"tabu\", \"plateau\"]\nstrategy_every = 5\n",
+    );
+    let out = hone_in(&dir, &["run", "--tag", "r", "--seed", "7", "-n", "10"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = hone_in(&dir, &["run", "--tag", "r", "-n", "14"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(log_lines(&dir).len(), 14);
+    let stats = mech_stats(&dir);
+    assert_eq!(stats["tabu"]["calls"]["on_start"], 2, "{}", stats["tabu"]);
+    // The strategy revised at #5 is back for the first experiment of the new session.
+    let show = text(&hone_in(&dir, &["show", "10"]));
+    assert!(
+        show.contains("strategy before_propose -> guided: mode "),
+        "{show}"
+    );
+}

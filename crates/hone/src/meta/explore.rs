@@ -65,8 +65,15 @@ impl Mechanism for Explore {
 
     fn candidates(&mut self, view: &View<'_>) -> Vec<Config> {
         if !self.started {
+            // The first phase runs from the start; a resumed run continues it where it was.
             self.started = true;
             self.begin(view);
+            let incumbent = Explore::incumbent(view);
+            let tried: Vec<Config> = view.history.iter().filter_map(View::config_of).collect();
+            self.remaining
+                .retain(|u| !tried.contains(&config_at(view.knobs, &incumbent, u)));
+            let done = view.history.iter().filter(|e| e.n > 0).count();
+            self.left = self.left.saturating_sub(done).min(self.remaining.len());
         }
         if self.left == 0 {
             return Vec::new();

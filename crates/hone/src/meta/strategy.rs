@@ -159,6 +159,8 @@ pub struct Strategy {
     llm: bool,
     /// A revision by the LLM is due before the next proposal.
     due: bool,
+    /// A resumed run: restore the last revision at the first proposal.
+    restore: bool,
 }
 
 /// The largest step scale an answer may set (and 1 / it the smallest).
@@ -287,6 +289,7 @@ impl Strategy {
             },
             llm: false,
             due: false,
+            restore: false,
         }
     }
 
@@ -312,7 +315,26 @@ impl Mechanism for Strategy {
         "strategy"
     }
 
-    fn before_propose(&mut self, _view: &View<'_>) -> Guidance {
+    /// A resumed run gets back the strategy its last revision chose, at its first proposal
+    /// (when the knobs are known): the rules are a function of the history up to that point.
+    /// An LLM's answer is not replayed; its strategy starts afresh.
+    fn on_start(&mut self, view: &View<'_>) -> Option<String> {
+        self.restore = !self.llm && view.history.len() > 1;
+        None
+    }
+
+    fn before_propose(&mut self, view: &View<'_>) -> Guidance {
+        if std::mem::take(&mut self.restore) {
+            let every = self.controller.every;
+            if let Some(last) = view
+                .history
+                .iter()
+                .rposition(|e| e.n > 0 && e.n % every == 0)
+            {
+                let free = crate::propose::knobs::dimensions(view.knobs).len();
+                self.current = self.controller.revise(&view.history[..=last], free);
+            }
+        }
         self.current.as_guidance()
     }
 
@@ -546,6 +568,36 @@ mod tests {
             (Some(Mode::Exploit), vec!["A".to_string()], Some(0.5))
         );
         assert_eq!(g.text, vec!["refine B".to_string()]);
+    }
+
+    #[test]
+    fn a_resumed_run_gets_back_the_strategy_of_its_last_revision() {
+        let k = knobs("A = 1  # hone: int 1..9\n");
+        let ed = vec![];
+        let mut history = vec![exp(0, Status::Baseline, Some(1.0), None)];
+        let mut running = Strategy::new(3, 2);
+        for n in 1..=7u64 {
+            let s = if n == 5 {
+                Status::Keep
+            } else {
+                Status::Discard
+            };
+            history.push(exp(n, s, Some(2.0), None));
+            let rec = history[history.len() - 1].clone();
+            running.on_result(&Outcome {
+                record: &rec,
+                view: view(&history, &k, &ed),
+            });
+        }
+        let mut resumed = Strategy::new(3, 2);
+        resumed.on_start(&view(&history, &k, &ed));
+        let v = view(&history, &k, &ed);
+        assert_eq!(resumed.before_propose(&v), running.before_propose(&v));
+        assert_eq!(
+            resumed.current().mode,
+            Some(Mode::Exploit),
+            "revised at #6, after the keep"
+        );
     }
 
     #[test]
