@@ -409,7 +409,9 @@ impl Outer {
                 None => break Ok(proposal),
                 Some((name, Verdict::Reject(reason))) => {
                     attempts += 1;
-                    reset()?;
+                    if let Err(e) = reset() {
+                        break Err(e);
+                    }
                     let Some(c) = config else {
                         break Err(ProposeError::Rejected(format!(
                             "mechanism `{name}`: {reason}"
@@ -425,7 +427,9 @@ impl Outer {
                 }
                 Some((name, Verdict::Modify(c, _))) => {
                     attempts += 1;
-                    reset()?;
+                    if let Err(e) = reset() {
+                        break Err(e);
+                    }
                     if let Some(old) = config {
                         guidance.avoid.push(old);
                     }
