@@ -120,6 +120,11 @@ enum Cmd {
         #[arg(long, default_value_t = 30)]
         tail: usize,
     },
+    /// The outer loop's mechanisms: what each did over a run.
+    Mech {
+        #[command(subcommand)]
+        command: MechCmd,
+    },
     /// Write a report: progress plot (SVG), markdown summary and a self-contained HTML page.
     Report {
         /// The run's tag (default: the latest run).
@@ -170,6 +175,20 @@ enum Cmd {
         /// Seed for the knobs optimizer.
         #[arg(long)]
         seed: Option<u64>,
+    },
+}
+
+#[derive(Subcommand)]
+enum MechCmd {
+    /// Per mechanism: calls per hook, guidance given, proposals rejected or modified, keeps
+    /// after its guidance; a mechanism that never changed anything over its probation is inert.
+    Stats {
+        /// The run's tag (default: the latest run).
+        #[arg(long)]
+        run: Option<String>,
+        /// Machine-readable, one object per mechanism.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -330,7 +349,27 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
                     anyhow!("run `{}` has no experiment {n}; see `hone log`", run.tag)
                 })?;
             let git = Git::discover(&cwd).map_err(anyhow::Error::from)?;
+            let calls = store
+                .mechanism_calls(run.id, Some(n))
+                .map_err(anyhow::Error::from)?;
             output::show(&git, &run, &e, tail);
+            output::show_mechanisms(&calls);
+            Ok(())
+        }
+        Cmd::Mech {
+            command: MechCmd::Stats { run, json },
+        } => {
+            let (store, run) = open_run(&cwd, run.as_deref())?;
+            let exps = store.experiments(run.id).map_err(anyhow::Error::from)?;
+            let calls = store
+                .mechanism_calls(run.id, None)
+                .map_err(anyhow::Error::from)?;
+            let spec: serde_json::Value = serde_json::from_str(&run.spec_json).unwrap_or_default();
+            let probation = spec["outer"]["probation"]
+                .as_u64()
+                .unwrap_or(hone::spec::OuterSpec::default().probation);
+            let stats = hone::meta::stats::compute(&calls, &exps, probation);
+            output::mech_stats(&run, &stats, probation, json);
             Ok(())
         }
         Cmd::Report { run, out } => {

@@ -142,6 +142,10 @@ impl Printer {
                 out!("{}", fit_terminal(&line));
             }
             Event::RunStopped { .. } => self.clear_line(),
+            Event::Outer { n, message } => {
+                self.clear_line();
+                out!("  #{n:<4} outer: {message}");
+            }
         }
     }
 }
@@ -426,6 +430,110 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
             }
             Err(_) => out!("  (log {p} is gone)"),
         }
+    }
+}
+
+/// What each mechanism did for one experiment (`hone show N`).
+pub fn show_mechanisms(calls: &[hone::store::MechanismCall]) {
+    if calls.is_empty() {
+        return;
+    }
+    out!("--- mechanisms ---");
+    let mut quiet: Vec<(String, usize)> = Vec::new();
+    for c in calls {
+        if c.effect == "none" {
+            let key = format!("{} {}", c.mechanism, c.hook);
+            match quiet.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, count)) => *count += 1,
+                None => quiet.push((key, 1)),
+            }
+            continue;
+        }
+        let detail = if c.detail.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", c.detail)
+        };
+        out!("  {} {} -> {}{detail}", c.mechanism, c.hook, c.effect);
+    }
+    if !quiet.is_empty() {
+        let total: usize = quiet.iter().map(|(_, c)| c).sum();
+        let listed: Vec<String> = quiet
+            .iter()
+            .map(|(k, c)| {
+                if *c == 1 {
+                    k.clone()
+                } else {
+                    format!("{k} x{c}")
+                }
+            })
+            .collect();
+        out!(
+            "  ({total} hook call{} without effect: {})",
+            if total == 1 { "" } else { "s" },
+            listed.join(", ")
+        );
+    }
+}
+
+/// `hone mech stats`.
+pub fn mech_stats(
+    run: &RunRecord,
+    stats: &[hone::meta::stats::MechanismStats],
+    probation: u64,
+    json: bool,
+) {
+    if json {
+        for s in stats {
+            let mut v = serde_json::to_value(s).unwrap_or_default();
+            v["effective"] = s.effective().into();
+            out!("{v}");
+        }
+        return;
+    }
+    if stats.is_empty() {
+        out!(
+            "run {} recorded no mechanism calls (enable some with [outer] mechanisms = [...] in hone.toml)",
+            run.tag
+        );
+        return;
+    }
+    out!(
+        "mechanisms of run {} (probation {probation} experiments):",
+        run.tag
+    );
+    out!(
+        "  {:<12} {:>5} {:>7} {:>9} {:>8} {:>8} {:>7} {:>11}  calls per hook",
+        "mechanism",
+        "exps",
+        "guided",
+        "suggested",
+        "rejected",
+        "modified",
+        "changed",
+        "keeps after"
+    );
+    for s in stats {
+        let hooks: Vec<String> = s.calls.iter().map(|(h, n)| format!("{h} {n}")).collect();
+        out!(
+            "  {:<12} {:>5} {:>7} {:>9} {:>8} {:>8} {:>7} {:>11}  {}{}",
+            s.name,
+            s.experiments,
+            s.guided,
+            s.suggested,
+            s.rejected,
+            s.modified,
+            s.changed,
+            s.keeps_after_guidance,
+            hooks.join(", "),
+            if s.inert { "  INERT" } else { "" }
+        );
+    }
+    for s in stats.iter().filter(|s| s.inert) {
+        out!(
+            "inert: `{}` ran over {} experiments and never changed anything; remove it from [outer] mechanisms or give it a problem it fits",
+            s.name, s.experiments
+        );
     }
 }
 

@@ -3370,3 +3370,344 @@ fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
     assert_eq!(reviewer.requests().len(), 1, "a refused key is not retried");
     assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
 }
+
+/// Appends to a repository's hone.toml (hone reads it from the checkout, committed or not).
+fn append_spec(dir: &Path, extra: &str) {
+    let path = dir.join("hone.toml");
+    let mut spec = std::fs::read_to_string(&path).unwrap();
+    spec.push_str(extra);
+    std::fs::write(path, spec).unwrap();
+}
+
+fn hone_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(HONE)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn log_lines(dir: &Path) -> Vec<String> {
+    let out = hone_in(dir, &["log", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!("{} {} {}", v["status"], v["objective"], v["description"])
+        })
+        .collect()
+}
+
+/// What `knob_repo` proposed with seed 7 before the outer loop existed (recorded from the
+/// binary of the commit before it): a run without mechanisms must not change by one candidate.
+const BEFORE_MECHANISMS_SEED_7: &[&str] = &[
+    "\"baseline\" 146.0 \"baseline\"",
+    "\"keep\" 137.0 \"DEPTH 9 -> 15, WIDTH 2 -> 9\"",
+    "\"keep\" 122.0 \"DEPTH 15 -> 5, WIDTH 9 -> 2\"",
+    "\"keep\" 25.0 \"DEPTH 5 -> 7, WIDTH 2 -> 17\"",
+    "\"discard\" 61.0 \"DEPTH 7 -> 10, WIDTH 17 -> 18\"",
+    "\"discard\" 97.0 \"DEPTH 7 -> 13\"",
+    "\"keep\" 10.0 \"DEPTH 7 -> 5, WIDTH 17 -> 16\"",
+    "\"keep\" 5.0 \"DEPTH 5 -> 3, WIDTH 16 -> 15\"",
+    "\"discard\" 13.0 \"DEPTH 3 -> 2, WIDTH 15 -> 16\"",
+    "\"discard\" 18.0 \"DEPTH 3 -> 1, WIDTH 15 -> 16\"",
+    "\"discard\" 18.0 \"DEPTH 3 -> 1, WIDTH 15 -> 10\"",
+    "\"keep\" 1.0 \"DEPTH 3 -> 5, WIDTH 15 -> 13\"",
+    "\"discard\" 10.0 \"DEPTH 5 -> 7, WIDTH 13 -> 12\"",
+    "\"discard\" 25.0 \"DEPTH 5 -> 8, WIDTH 13 -> 16\"",
+    "\"discard\" 29.0 \"DEPTH 5 -> 9, WIDTH 13 -> 11\"",
+];
+
+#[test]
+fn a_run_without_mechanisms_proposes_exactly_what_it_did_before_the_outer_loop() {
+    let (_a, plain) = knob_repo();
+    let out = hone_in(&plain, &["run", "--seed", "7"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(log_lines(&plain), BEFORE_MECHANISMS_SEED_7);
+    // An empty [outer] is no outer loop either, and records no mechanism calls.
+    let (_b, empty) = knob_repo();
+    append_spec(&empty, "\n[outer]\nmechanisms = []\n");
+    let out = hone_in(&empty, &["run", "--seed", "7"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(log_lines(&empty), BEFORE_MECHANISMS_SEED_7);
+    let stats = text(&hone_in(&empty, &["mech", "stats"]));
+    assert!(stats.contains("recorded no mechanism calls"), "{stats}");
+}
+
+/// Per-mechanism records from `hone mech stats --json`, by name.
+fn mech_stats(dir: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let out = hone_in(dir, &["mech", "stats", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (v["name"].as_str().unwrap().to_string(), v)
+        })
+        .collect()
+}
+
+#[test]
+fn mechanisms_demonstrably_run_on_a_knobs_problem() {
+    let outer = "\n[outer]\nmechanisms = [\"tabu\", \"bandit\", \"explore\", \"restart\", \"plateau\", \"orthogonal\"]\nstrategy_every = 5\n";
+    let (_a, dir) = knob_repo();
+    append_spec(&dir, outer);
+    let out = hone_in(&dir, &["run", "--seed", "7", "-n", "25"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("outer: strategy: strategy revised"),
+        "{}",
+        text(&out)
+    );
+    let stats = mech_stats(&dir);
+    for name in [
+        "strategy",
+        "tabu",
+        "bandit",
+        "explore",
+        "restart",
+        "plateau",
+        "orthogonal",
+    ] {
+        let s = stats
+            .get(name)
+            .unwrap_or_else(|| panic!("no record of {name}: {stats:?}"));
+        let calls: u64 = s["calls"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert!(calls > 0, "{name} was never called");
+        assert_eq!(
+            s["calls"]["before_propose"], 24,
+            "{name}: once per candidate"
+        );
+    }
+    assert!(
+        stats["tabu"]["rejected"].as_u64().unwrap() > 0,
+        "{:?}",
+        stats["tabu"]
+    );
+    assert!(stats["explore"]["suggested"].as_u64().unwrap() > 0);
+    assert!(stats["bandit"]["guided"].as_u64().unwrap() > 0);
+    assert!(stats["strategy"]["changed"].as_u64().unwrap() > 0);
+    // The rejection is on record where it happened, and its candidate was never verified:
+    // the knobs optimizer was asked again and the experiment ran another configuration.
+    let rejected_in = (1..25u64)
+        .find(|n| {
+            text(&hone_in(&dir, &["show", &n.to_string()])).contains("tabu filter -> rejected")
+        })
+        .expect("some experiment shows a tabu rejection");
+    let show = text(&hone_in(&dir, &["show", &rejected_in.to_string()]));
+    let rejected_desc = show
+        .lines()
+        .find(|l| l.contains("tabu filter -> rejected"))
+        .and_then(|l| l.split('`').nth(1))
+        .unwrap()
+        .to_string();
+    let ran = &log_at(&dir, rejected_in)["description"];
+    assert_ne!(ran.as_str().unwrap(), rejected_desc, "{show}");
+    assert!(show.contains("within"), "{show}");
+    // The same seed gives the same run, mechanisms included.
+    let (_b, again) = knob_repo();
+    append_spec(&again, outer);
+    let out = hone_in(&again, &["run", "--seed", "7", "-n", "25"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(log_lines(&dir), log_lines(&again));
+    // And differs from the same seed without them.
+    let (_c, plain) = knob_repo();
+    let out = hone_in(&plain, &["run", "--seed", "7", "-n", "25"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_ne!(log_lines(&dir), log_lines(&plain));
+}
+
+fn log_at(dir: &Path, n: u64) -> serde_json::Value {
+    let out = hone_in(dir, &["log", "--json"]);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["n"] == n)
+        .unwrap()
+}
+
+#[test]
+fn a_mechanism_that_never_changes_anything_is_reported_inert() {
+    let (_a, dir) = knob_repo();
+    // Eight experiments with keeps are too few for a restart to trigger.
+    append_spec(
+        &dir,
+        "\n[outer]\nmechanisms = [\"restart\", \"bandit\"]\nprobation = 5\n",
+    );
+    let out = hone_in(&dir, &["run", "--seed", "7", "-n", "8"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stats = mech_stats(&dir);
+    assert_eq!(stats["restart"]["inert"], true, "{:?}", stats["restart"]);
+    assert_eq!(stats["bandit"]["inert"], false, "{:?}", stats["bandit"]);
+    let table = text(&hone_in(&dir, &["mech", "stats"]));
+    assert!(
+        table.contains("inert: `restart` ran over 8 experiments"),
+        "{table}"
+    );
+}
+
+#[test]
+fn an_agent_repeating_a_failed_edit_is_rejected_before_any_compute() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n\n[outer]\nmechanisms = [\"tabu\", \"bandit\"]\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 7\\n\n---\nexpect-prompt\tGuidance from hone's search mechanisms\nexpect-prompt\tbandit: make\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "t"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "discard", "rejected", "keep"]);
+    let log = r.log();
+    let why = log[2]["reason"].as_str().unwrap();
+    assert!(why.starts_with("mechanism `tabu`: "), "{why}");
+    assert!(
+        log[2]["objective"].is_null(),
+        "a rejected candidate is never verified"
+    );
+    let show = text(&r.hone(&["show", "2"]));
+    assert!(show.contains("tabu filter -> rejected"), "{show}");
+    let logs = r.dir.join(".hone/runs/t/logs");
+    assert!(logs.join("1.log").exists() && logs.join("3.log").exists());
+    assert!(
+        !logs.join("2.log").exists(),
+        "no verifier ran for the rejected candidate"
+    );
+}
+
+#[test]
+fn the_portfolio_switches_mechanisms_per_segment_and_records_it() {
+    let (_a, dir) = knob_repo();
+    append_spec(
+        &dir,
+        "\n[outer]\nmechanisms = [\"tabu\", \"bandit\", \"explore\", \"plateau\"]\nsegment = 4\nportfolio = true\n",
+    );
+    let out = hone_in(&dir, &["run", "--seed", "3", "-n", "16"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("outer: portfolio: deactivated `"),
+        "{}",
+        text(&out)
+    );
+    let stats = mech_stats(&dir);
+    let portfolio = &stats["portfolio"];
+    assert!(portfolio["changed"].as_u64().unwrap() >= 2, "{portfolio}");
+    // Half of the four run in each segment after the first: the other two are not called
+    // for the whole segment, so no mechanism saw every proposal.
+    for name in ["tabu", "bandit", "explore", "plateau"] {
+        let proposals = stats[name]["calls"]["before_propose"].as_u64().unwrap_or(0);
+        assert!(
+            proposals < 15,
+            "{name} ran in every segment: {}",
+            stats[name]
+        );
+    }
+    // The switches are in the run's event log too.
+    let store = hone::store::Store::open(&dir.join(".hone/hone.db")).unwrap();
+    let run = store.latest_run().unwrap().unwrap();
+    let switches = store
+        .events(run.id)
+        .unwrap()
+        .into_iter()
+        .filter(|(_, kind, data)| kind == "outer" && data.contains("portfolio"))
+        .count();
+    assert!(switches >= 2, "{switches} portfolio events");
+}
+
+#[test]
+fn an_llm_revises_the_strategy_and_an_invalid_answer_changes_nothing() {
+    let knob = |changes: &str| Reply::Answer(format!("{{\"changes\": {changes}}}"), 10, 10);
+    let strategy = |json: &str| Reply::Answer(json.to_string(), 100, 50);
+    let server = LlmServer::start(
+        vec![
+            knob("{\"LR\": 0.05}"),
+            knob("{\"DEPTH\": 5}"),
+            strategy("{\"mode\": \"explore\", \"frozen\": [\"LR\"], \"guidance\": \"vary DEPTH widely\", \"step_scale\": 2}"),
+            knob("{\"DEPTH\": 6}"),
+            knob("{\"DEPTH\": 7}"),
+            strategy("{\"mode\": \"exploit\", \"frozen\": [], \"guidance\": \"x\", \"step_scale\": 99}"),
+            knob("{\"DEPTH\": 3}"),
+        ],
+        false,
+    );
+    let r = Repo::new("", SCORE, "");
+    std::fs::write(
+        r.dir.join("params.txt"),
+        "LR = 0.1  # hone: log 1e-3..1\nDEPTH = 4  # hone: int 1..8\n",
+    )
+    .unwrap();
+    let verify = "python3 -c \\\"import re; t = open('params.txt').read(); lr = float(re.search(r'LR = ([0-9.e-]+)', t).group(1)); d = int(re.search(r'DEPTH = (\\\\d+)', t).group(1)); print('score:', abs(lr - 0.01) * 100 + abs(d - 6))\\\"";
+    let toml = format!(
+        "[loop]\neditable = [\"params.txt\"]\n\n[verify]\ncommand = \"{verify}\"\nmetric = \"score\"\n\n[agent]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"{}/v1\"\nedit_mode = \"knobs\"\n\n[stop]\nmax_experiments = 6\n\n[outer]\nstrategy_every = 2\n",
+        server.url
+    );
+    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+    git(&r.dir, &["add", "-A"]);
+    git(&r.dir, &["commit", "-q", "-m", "knobs"]);
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 7, "five proposals and two strategy questions");
+    let body = |i: usize| -> String {
+        let v: serde_json::Value = serde_json::from_str(&reqs[i].2).unwrap();
+        v["messages"][1]["content"].as_str().unwrap().to_string()
+    };
+    let question = body(2);
+    assert!(question.contains("Current strategy"), "{question}");
+    assert!(
+        question.contains("| 2 | "),
+        "the trace is shown: {question}"
+    );
+    // The valid answer steers the next proposals' prompt.
+    let next = body(3);
+    assert!(
+        next.contains("Guidance from hone's search mechanisms"),
+        "{next}"
+    );
+    assert!(next.contains("strategy: vary DEPTH widely"), "{next}");
+    assert!(next.contains("Leave these unchanged: LR"), "{next}");
+    let show3 = text(&r.hone(&["show", "3"]));
+    assert!(
+        show3.contains("strategy ask -> changed: strategy revised by the LLM: mode explore"),
+        "{show3}"
+    );
+    // The invalid one is refused with its reason, and the strategy stays as it was.
+    let show5 = text(&r.hone(&["show", "5"]));
+    assert!(show5.contains("strategy ask -> ignored"), "{show5}");
+    assert!(show5.contains("`step_scale` must be a number"), "{show5}");
+    assert!(
+        body(6).contains("strategy: vary DEPTH widely"),
+        "{}",
+        body(6)
+    );
+    // The question's tokens are charged to the experiment it was asked for.
+    let log = r.log();
+    assert_eq!(log[1]["tokens"], 20);
+    assert_eq!(log[3]["tokens"], 170);
+}
+
+#[test]
+fn a_resumed_run_restarts_its_mechanisms_from_the_recorded_history() {
+    let (_a, dir) = knob_repo();
+    append_spec(
+        &dir,
+        "\n[outer]\nmechanisms = [\"tabu\", \"plateau\"]\nstrategy_every = 5\n",
+    );
+    let out = hone_in(&dir, &["run", "--tag", "r", "--seed", "7", "-n", "10"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = hone_in(&dir, &["run", "--tag", "r", "-n", "14"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(log_lines(&dir).len(), 14);
+    let stats = mech_stats(&dir);
+    assert_eq!(stats["tabu"]["calls"]["on_start"], 2, "{}", stats["tabu"]);
+    // The strategy revised at #5 is back for the first experiment of the new session.
+    let show = text(&hone_in(&dir, &["show", "10"]));
+    assert!(
+        show.contains("strategy before_propose -> guided: mode "),
+        "{show}"
+    );
+}

@@ -124,6 +124,12 @@ pub enum Event {
         reason: String,
         resumable: bool,
     },
+    /// The outer loop changed how the search goes (a restart, a new strategy, a mechanism
+    /// turned on or off).
+    Outer {
+        n: u64,
+        message: String,
+    },
 }
 
 impl Event {
@@ -137,6 +143,7 @@ impl Event {
             Event::Verifying { .. } => "verifying",
             Event::ExperimentFinished { .. } => "experiment_finished",
             Event::RunStopped { .. } => "run_stopped",
+            Event::Outer { .. } => "outer",
         }
     }
 }
@@ -368,6 +375,8 @@ struct Engine<'a> {
     /// The commit being measured by `measure` (the worktree's HEAD may still be its parent:
     /// candidates are committed without moving it).
     measuring: Option<String>,
+    /// The outer loop's mechanisms (empty without `[outer]`).
+    outer: crate::meta::Outer,
 }
 
 impl<'a> Engine<'a> {
@@ -537,6 +546,7 @@ impl<'a> Engine<'a> {
         let seals: Seals = serde_json::from_str(&run.seals).unwrap_or_default();
         let worktree = worktree_path(&paths, &spec, git.root(), &run.tag);
         let proposer = propose::from_spec(&spec);
+        let outer = crate::meta::Outer::from_spec(&spec);
         let active_before = run.active_seconds;
         let mut engine = Engine {
             git,
@@ -558,6 +568,7 @@ impl<'a> Engine<'a> {
             queue: None,
             _coordination: None,
             measuring: None,
+            outer,
         };
         if engine.spec.exec.backend == crate::spec::Backend::Workers {
             let url = engine.spec.exec.store_url.clone().unwrap_or_default();
@@ -624,6 +635,7 @@ impl<'a> Engine<'a> {
                 Some(*n)
             }
             Event::ExperimentFinished { record, .. } => Some(record.n),
+            Event::Outer { n, .. } => Some(*n),
             _ => None,
         };
         let data = serde_json::to_value(&event).unwrap_or(serde_json::Value::Null);
@@ -735,6 +747,10 @@ impl<'a> Engine<'a> {
         // disk; `finish` writes each outcome there before updating this copy).
         self.history = self.store.experiments(self.run.id)?;
         self.session_first = self.history.len() as u64;
+        // Outer loop: mechanisms start (a resumed run's history rebuilds what they can).
+        let next = self.history.last().map_or(0, |e| e.n + 1);
+        self.outer.on_start(next, self.run.seed, &self.history);
+        self.flush_outer()?;
         let first_check = self
             .check_pinned()
             .err()
@@ -934,6 +950,7 @@ impl<'a> Engine<'a> {
                 .max_tokens
                 .map(|m| m.saturating_sub(self.history.iter().map(|e| e.tokens).sum::<u64>())),
         };
+        let no_guidance = crate::meta::Guidance::default();
         let proposal = {
             let (store, run_id) = (&self.store, self.run.id);
             // Record the agent's process group as soon as it exists, so that a crash of hone
@@ -958,12 +975,14 @@ impl<'a> Engine<'a> {
                 wrapper: &agent_wrapper,
                 budget,
                 spent: &spent,
+                guidance: &no_guidance,
             };
             if baseline {
                 rec.config = self.proposer.describe_baseline(&ctx);
                 None
             } else {
-                Some(self.proposer.propose(&ctx))
+                // Outer loop: guidance, candidates and (for the knobs optimizer) filters.
+                Some(self.outer.propose(&mut *self.proposer, &ctx))
             }
         };
         rec.propose_ms = t_propose.elapsed().as_millis() as u64;
@@ -1014,6 +1033,12 @@ impl<'a> Engine<'a> {
             Some(Err(ProposeError::Budget(reason))) => {
                 self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
                 return Ok(Some(Stop::done(reason)));
+            }
+            Some(Err(ProposeError::Rejected(reason))) => {
+                // A mechanism refused every proposal; nothing was archived or verified.
+                return self
+                    .finish(rec, Status::Rejected, reason, t_start)
+                    .map(|_| None);
             }
             Some(Err(ProposeError::Fatal(reason))) => {
                 self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
@@ -1066,6 +1091,13 @@ impl<'a> Engine<'a> {
                 rec.gate_ms = t_gate.elapsed().as_millis() as u64;
                 return self
                     .finish(rec, Status::Violation, why, t_start)
+                    .map(|_| None);
+            }
+            // Outer loop: mechanisms' filters on an agent's edit, before any compute.
+            if let Some(why) = self.outer_filter(&rec, &parent, &finished)? {
+                rec.gate_ms = t_gate.elapsed().as_millis() as u64;
+                return self
+                    .finish(rec, Status::Rejected, why, t_start)
                     .map(|_| None);
             }
             // Rules and the reviewer, before any compute is spent on the candidate.
@@ -2231,7 +2263,45 @@ impl<'a> Engine<'a> {
             best,
             baseline,
         });
+        // Outer loop: results, segment ends, the portfolio; then their record.
+        if let Some(last) = self.history.last().cloned() {
+            self.outer.after(&last, &self.history);
+        }
+        self.flush_outer()
+    }
+
+    /// Stores the mechanisms' recorded hook calls and emits their notable changes.
+    fn flush_outer(&mut self) -> Result<(), EngineError> {
+        let calls = self.outer.take_calls();
+        self.store.put_mechanism_calls(self.run.id, &calls)?;
+        for (n, message) in self.outer.take_events() {
+            self.emit(Event::Outer { n, message });
+        }
         Ok(())
+    }
+
+    /// The mechanisms' filters on a proposal that is not the knobs optimizer's (those are
+    /// filtered, and resampled, while proposing). Returns why it is rejected, if it is.
+    fn outer_filter(
+        &mut self,
+        rec: &ExperimentRecord,
+        parent: &str,
+        history: &[ExperimentRecord],
+    ) -> Result<Option<String>, EngineError> {
+        if self.outer.is_empty() || self.proposer.resamples() {
+            return Ok(None);
+        }
+        let Some(commit) = rec.candidate_commit.as_deref() else {
+            return Ok(None);
+        };
+        let diff = self.git.diff(parent, commit)?;
+        let config: Option<crate::propose::knobs::Config> = rec
+            .config
+            .as_ref()
+            .and_then(|c| serde_json::from_value(c.clone()).ok());
+        Ok(self
+            .outer
+            .filter_diff(rec.n, &rec.description, config.as_ref(), &diff, history))
     }
 
     /// Why a set of changes breaks the scope rules, if it does.

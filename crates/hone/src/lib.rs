@@ -8,6 +8,7 @@
 //! - `exec`: processes in their own groups, under timeouts.
 //! - `verify`: metrics, constraints, the decision rule.
 //! - `propose`: the `Proposer` trait, the knobs optimizer, agent commands.
+//! - `meta`: the outer loop: mechanisms, the search strategy, the portfolio.
 //! - `store`: SQLite state.
 //! - `queue`: the PostgreSQL verification queue shared with remote workers.
 //! - `worker`: `hone worker`, which verifies candidates from that queue.
@@ -20,6 +21,7 @@
 pub mod demo;
 pub mod engine;
 pub mod exec;
+pub mod meta;
 pub mod propose;
 pub mod queue;
 pub mod report;

@@ -326,6 +326,7 @@ pub struct Spec {
     pub sandbox: SandboxSpec,
     pub review: ReviewSpec,
     pub exec: ExecSpec,
+    pub outer: OuterSpec,
 }
 
 /// Where verifications run (`[exec]`).
@@ -356,6 +357,37 @@ pub struct ExecSpec {
     /// `[store] url`: the PostgreSQL database shared with workers.
     #[serde(skip)]
     pub store_url: Option<String>,
+}
+
+/// `[outer]`: the outer loop (see `crate::meta`). Absent: no mechanism runs and the inner
+/// loop behaves exactly as without it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct OuterSpec {
+    /// Built-in mechanisms to enable, in the order their hooks run.
+    pub mechanisms: Vec<String>,
+    /// Revise the Level 1.5 search strategy every this many experiments.
+    pub strategy_every: Option<u64>,
+    /// The strategy freezes at most this many knobs at a time.
+    pub max_frozen: usize,
+    /// Experiments per segment (`on_segment_end`, the portfolio's decisions).
+    pub segment: u64,
+    /// Offline Level 2: turn mechanisms on and off by credit assignment every segment.
+    pub portfolio: bool,
+    /// Experiments a mechanism may run without any effect before it is reported inert.
+    pub probation: u64,
+}
+
+impl Default for OuterSpec {
+    fn default() -> Self {
+        OuterSpec {
+            mechanisms: Vec::new(),
+            strategy_every: None,
+            max_frozen: 2,
+            segment: 10,
+            portfolio: false,
+            probation: 10,
+        }
+    }
 }
 
 /// `[review]`: the gate between a candidate and any compute: static rules, then optionally a
@@ -416,9 +448,17 @@ impl fmt::Display for SpecError {
 impl std::error::Error for SpecError {}
 
 const SECTIONS: &[&str] = &[
-    "loop", "verify", "agent", "stop", "sandbox", "review", "exec", "store",
+    "loop", "verify", "agent", "stop", "sandbox", "review", "outer", "exec", "store",
 ];
 const STORE_KEYS: &[&str] = &["url"];
+const OUTER_KEYS: &[&str] = &[
+    "mechanisms",
+    "strategy_every",
+    "max_frozen",
+    "segment",
+    "portfolio",
+    "probation",
+];
 const EXEC_KEYS: &[&str] = &[
     "backend",
     "shared_dir",
@@ -573,6 +613,10 @@ impl Spec {
         let so = p.section(doc.as_table(), "store")?;
         if let Some(t) = so {
             p.check_keys(t, "store", STORE_KEYS, false)?;
+        }
+        let ou = p.section(doc.as_table(), "outer")?;
+        if let Some(t) = ou {
+            p.check_keys(t, "outer", OUTER_KEYS, false)?;
         }
         if let Some(t) = rv {
             p.check_keys(t, "review", REVIEW_KEYS, false)?;
@@ -1134,6 +1178,7 @@ impl Spec {
                 ));
             }
         }
+        let outer = p.outer(ou)?;
         Ok(Spec {
             loop_,
             verify,
@@ -1142,6 +1187,7 @@ impl Spec {
             sandbox,
             review,
             exec,
+            outer,
         })
     }
 
@@ -1231,6 +1277,73 @@ fn line_starts(text: &str) -> Vec<usize> {
 }
 
 impl Parser<'_> {
+    /// `[outer]`, with every mechanism name checked against the built-ins.
+    fn outer(&self, t: Option<&Table>) -> Result<OuterSpec, SpecError> {
+        let d = OuterSpec::default();
+        let mechanisms = self.str_list(t, "outer", "mechanisms")?;
+        for (i, name) in mechanisms.iter().enumerate() {
+            let line = t
+                .and_then(|t| t.get("mechanisms"))
+                .and_then(|m| m.as_array())
+                .and_then(|a| a.get(i))
+                .and_then(|v| v.span())
+                .map(|s| self.line_of(s.start))
+                .or_else(|| self.key_line(t, "mechanisms"))
+                .unwrap_or(1);
+            if !crate::meta::BUILTIN.contains(&name.as_str()) {
+                let hint = closest(name, crate::meta::BUILTIN)
+                    .map(|c| format!("did you mean `{c}`? "))
+                    .unwrap_or_default();
+                return Err(self.err_at_line(
+                    line,
+                    "outer.mechanisms",
+                    format!(
+                        "unknown mechanism `{name}`; {hint}(built in: {})",
+                        crate::meta::BUILTIN.join(", ")
+                    ),
+                ));
+            }
+            if mechanisms[..i].contains(name) {
+                return Err(self.err_at_line(
+                    line,
+                    "outer.mechanisms",
+                    format!("`{name}` is listed twice"),
+                ));
+            }
+        }
+        let positive = |key: &str, v: Option<u64>| match v {
+            Some(0) => Err(self.err_value(t, "outer", key, "must be at least 1".into())),
+            v => Ok(v),
+        };
+        let strategy_every = positive(
+            "strategy_every",
+            self.opt_u64(t, "outer", "strategy_every")?,
+        )?;
+        let segment =
+            positive("segment", self.opt_u64(t, "outer", "segment")?)?.unwrap_or(d.segment);
+        let probation =
+            positive("probation", self.opt_u64(t, "outer", "probation")?)?.unwrap_or(d.probation);
+        let portfolio = self.opt_bool(t, "outer", "portfolio")?.unwrap_or(false);
+        if portfolio && mechanisms.is_empty() {
+            return Err(self.err_value(
+                t,
+                "outer",
+                "portfolio",
+                "the portfolio turns mechanisms on and off: list some in `mechanisms`".into(),
+            ));
+        }
+        Ok(OuterSpec {
+            mechanisms,
+            strategy_every,
+            max_frozen: self
+                .opt_u64(t, "outer", "max_frozen")?
+                .map_or(d.max_frozen, |v| v as usize),
+            segment,
+            portfolio,
+            probation,
+        })
+    }
+
     fn line_of(&self, offset: usize) -> usize {
         let offset = offset.min(self.text.len());
         match self.line_starts.binary_search(&offset) {
@@ -1299,6 +1412,7 @@ impl Parser<'_> {
                 ("verify", VERIFY_KEYS),
                 ("agent", AGENT_KEYS),
                 ("stop", STOP_KEYS),
+                ("outer", OUTER_KEYS),
             ]
             .iter()
             .find(|(_, keys)| keys.contains(&name))
@@ -1311,7 +1425,7 @@ impl Parser<'_> {
                 ));
             }
             let (key, what) = if top {
-                (name.to_string(), format!("unknown section `[{name}]` (valid: [loop], [verify], [agent], [stop]){hint}"))
+                (name.to_string(), format!("unknown section `[{name}]` (valid: [loop], [verify], [agent], [stop], [sandbox], [review], [outer]){hint}"))
             } else {
                 (
                     format!("{section}.{name}"),
@@ -1925,6 +2039,31 @@ max_cost_usd = 20
         assert_eq!(e.line, 10, "{e}");
         assert_eq!(e.key, "verify.timout");
         assert!(e.message.contains("did you mean `timeout`"), "{e}");
+    }
+
+    #[test]
+    fn outer_mechanisms_are_checked_by_name_with_a_suggestion() {
+        let s = parse(&format!(
+            "{GOOD}\n[outer]\nmechanisms = [\"tabu\", \"plateau\"]\nstrategy_every = 5\n"
+        ))
+        .unwrap();
+        assert_eq!(s.outer.mechanisms, vec!["tabu", "plateau"]);
+        assert_eq!(s.outer.strategy_every, Some(5));
+        assert_eq!((s.outer.segment, s.outer.portfolio), (10, false));
+        assert!(parse(GOOD).unwrap().outer.mechanisms.is_empty());
+        let e = err(&format!(
+            "{GOOD}\n[outer]\nmechanisms = [\n  \"tabu\",\n  \"bandti\",\n]\n"
+        ));
+        assert_eq!((e.line, e.key.as_str()), (27, "outer.mechanisms"), "{e}");
+        assert!(e.message.contains("did you mean `bandit`?"), "{e}");
+        let e = err(&format!("{GOOD}\n[outer]\nstrategy_evry = 5\n"));
+        assert!(e.message.contains("did you mean `strategy_every`"), "{e}");
+        let e = err(&format!("{GOOD}\n[outer]\nsegment = 0\n"));
+        assert_eq!((e.line, e.key.as_str()), (25, "outer.segment"), "{e}");
+        let e = err(&format!("mechanisms = [\"tabu\"]\n{GOOD}"));
+        assert!(e.message.contains("move it under [outer]"), "{e}");
+        let e = err(&format!("{GOOD}\n[outer]\nportfolio = true\n"));
+        assert!(e.message.contains("list some"), "{e}");
     }
 
     #[test]

@@ -162,6 +162,20 @@ pub struct ExperimentRecord {
     pub tokens: u64,
 }
 
+/// One invocation of a mechanism's hook and what it did (see `crate::meta`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct MechanismCall {
+    /// The experiment it was called for.
+    pub experiment: u64,
+    pub mechanism: String,
+    /// `on_start`, `before_propose`, `candidates`, `filter`, `on_result`, `on_segment_end`.
+    pub hook: String,
+    /// `none`, `guided`, `suggested`, `rejected`, `modified`, `ignored`, `changed`,
+    /// `activated`, `deactivated`.
+    pub effect: String,
+    pub detail: String,
+}
+
 impl ExperimentRecord {
     pub fn status(&self) -> Status {
         self.status.unwrap_or(Status::Running)
@@ -240,6 +254,20 @@ ALTER TABLE experiments ADD COLUMN holdout REAL;
     // 4: tokens spent by LLM proposers.
     r#"
 ALTER TABLE experiments ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;
+"#,
+    // 5: every hook call of the outer loop's mechanisms, with its effect.
+    r#"
+CREATE TABLE mechanism_calls (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id     INTEGER NOT NULL REFERENCES runs(id),
+    experiment INTEGER NOT NULL,
+    mechanism  TEXT NOT NULL,
+    hook       TEXT NOT NULL,
+    effect     TEXT NOT NULL,
+    detail     TEXT NOT NULL DEFAULT '',
+    at         REAL NOT NULL
+);
+CREATE INDEX mechanism_calls_by_run ON mechanism_calls(run_id, experiment);
 "#,
 ];
 
@@ -535,6 +563,60 @@ impl Store {
         Ok(())
     }
 
+    /// Records mechanism hook calls of a run (one transaction).
+    pub fn put_mechanism_calls(
+        &self,
+        run_id: i64,
+        calls: &[MechanismCall],
+    ) -> Result<(), StoreError> {
+        if calls.is_empty() {
+            return Ok(());
+        }
+        let tx = self.conn.unchecked_transaction()?;
+        {
+            let mut st = tx.prepare_cached(
+                "INSERT INTO mechanism_calls (run_id, experiment, mechanism, hook, effect, detail, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            let at = now();
+            for c in calls {
+                st.execute(params![
+                    run_id,
+                    c.experiment as i64,
+                    c.mechanism,
+                    c.hook,
+                    c.effect,
+                    c.detail,
+                    at
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Mechanism hook calls of a run (of one experiment, when given), in order.
+    pub fn mechanism_calls(
+        &self,
+        run_id: i64,
+        experiment: Option<u64>,
+    ) -> Result<Vec<MechanismCall>, StoreError> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT experiment, mechanism, hook, effect, detail FROM mechanism_calls
+             WHERE run_id = ?1 AND (?2 IS NULL OR experiment = ?2) ORDER BY id",
+        )?;
+        let rows = st.query_map(params![run_id, experiment.map(|n| n as i64)], |r| {
+            Ok(MechanismCall {
+                experiment: r.get::<_, i64>(0)? as u64,
+                mechanism: r.get(1)?,
+                hook: r.get(2)?,
+                effect: r.get(3)?,
+                detail: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Events of a run as (experiment, kind, data), in order.
     pub fn events(&self, run_id: i64) -> Result<Vec<(Option<u64>, String, String)>, StoreError> {
         let mut st = self
@@ -588,5 +670,22 @@ mod tests {
         assert!(s.conn.execute("DELETE FROM events", []).is_err());
         assert!(s.conn.execute("UPDATE events SET kind = 'y'", []).is_err());
         assert_eq!(s.events(run.id).unwrap().len(), 1);
+        let call = |n: u64, m: &str| MechanismCall {
+            experiment: n,
+            mechanism: m.into(),
+            hook: "filter".into(),
+            effect: "rejected".into(),
+            detail: "near #1".into(),
+        };
+        s.put_mechanism_calls(
+            run.id,
+            &[call(1, "tabu"), call(2, "tabu"), call(2, "bandit")],
+        )
+        .unwrap();
+        assert_eq!(s.mechanism_calls(run.id, None).unwrap().len(), 3);
+        assert_eq!(
+            s.mechanism_calls(run.id, Some(2)).unwrap(),
+            vec![call(2, "tabu"), call(2, "bandit")]
+        );
     }
 }

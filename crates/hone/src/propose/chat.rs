@@ -383,6 +383,7 @@ impl Proposer for ChatProposer {
                     description,
                     config: None,
                     cost_usd: 0.0, // already counted through ctx.spend
+                    source: None,
                 });
             }
             if round == 1 {
@@ -446,6 +447,7 @@ impl ChatProposer {
                     description,
                     config: None,
                     cost_usd: 0.0,
+                    source: None,
                 });
             }
             if round == 1 {
@@ -481,6 +483,25 @@ to try. Answer with one JSON object only: {\"changes\": {\"KNOB_NAME\": value, .
 Use only knobs from the table, values inside their ranges, and never repeat a configuration already tried.";
 
 impl ChatProposer {
+    /// One question and its answer's text, outside a proposal (the outer loop's strategy):
+    /// reserved against the budget and charged to `ctx` like any proposal's call.
+    pub fn complete(
+        &mut self,
+        ctx: &ProposeContext<'_>,
+        system: &str,
+        user: &str,
+    ) -> Result<String, ProposeError> {
+        let kind = self.client.kind;
+        self.client
+            .call(
+                &ctx.meter(),
+                system,
+                &[("user".to_string(), user.to_string())],
+            )
+            .map(|c| c.text)
+            .map_err(|e| call_error(kind, e))
+    }
+
     /// `edit_mode = "knobs"` (Level 1 of Bilevel Autoresearch, with validation): the model
     /// sees the knob table and the configurations tried, answers `{changes, hypothesis}`, and
     /// hone checks every name, type and range before writing anything.
@@ -556,6 +577,7 @@ impl ChatProposer {
                         },
                         config: serde_json::to_value(&next).ok(),
                         cost_usd: 0.0,
+                        source: None,
                     });
                 }
                 Err(problems) if round == 0 => {

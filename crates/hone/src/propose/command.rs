@@ -689,6 +689,7 @@ impl Proposer for CommandProposer {
             description,
             config: None,
             cost_usd: 0.0,
+            source: None,
         })
     }
 }

@@ -55,6 +55,8 @@ pub struct ProposeContext<'a> {
     /// Money and tokens this proposal has spent so far (the proposer adds to it after every
     /// call, so a failed proposal is still paid for).
     pub spent: &'a std::cell::Cell<(f64, u64)>,
+    /// What the outer loop's mechanisms ask of this proposal (empty without `[outer]`).
+    pub guidance: &'a crate::meta::Guidance,
 }
 
 /// What is left of the run's budgets (`None`: no limit).
@@ -115,6 +117,8 @@ pub struct Proposal {
     pub config: Option<serde_json::Value>,
     /// Money spent making this proposal.
     pub cost_usd: f64,
+    /// The mechanism whose candidate this is, when it is one.
+    pub source: Option<String>,
 }
 
 /// Why a proposal did not happen.
@@ -135,6 +139,9 @@ pub enum ProposeError {
     /// The user asked to stop now.
     #[error("cancelled")]
     Cancelled,
+    /// A mechanism's filter refused it before any compute: the experiment is `rejected`.
+    #[error("{0}")]
+    Rejected(String),
 }
 
 /// Makes candidates. Implementations must only write inside `ctx.worktree`.
@@ -144,6 +151,12 @@ pub trait Proposer {
 
     /// Edits the worktree to make one candidate.
     fn propose(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError>;
+
+    /// Whether a proposal costs so little that a mechanism's rejection should just ask again
+    /// (the built-in optimizer) rather than record the experiment `rejected` (agents, LLMs).
+    fn resamples(&self) -> bool {
+        false
+    }
 
     /// The configuration of the unmodified project (recorded with the baseline), if any.
     fn describe_baseline(&mut self, _ctx: &ProposeContext<'_>) -> Option<serde_json::Value> {

@@ -58,6 +58,10 @@ impl Proposer for KnobsProposer {
         "knobs"
     }
 
+    fn resamples(&self) -> bool {
+        true
+    }
+
     fn describe_baseline(&mut self, ctx: &ProposeContext<'_>) -> Option<serde_json::Value> {
         let (found, _) = find_knobs(ctx).ok()?;
         serde_json::to_value(knobs::config_of(&found)).ok()
@@ -94,8 +98,20 @@ impl Proposer for KnobsProposer {
             })
             .collect();
         let minimize = ctx.spec.verify.direction == Direction::Minimize;
-        let Some(next) = knobs::suggest(&found, &history, &incumbent, minimize, ctx.seed, ctx.n)
-        else {
+        let g = ctx.guidance;
+        let candidates: Vec<Config> = g.candidates.iter().map(|(_, c)| c.clone()).collect();
+        let guide = knobs::SamplerGuide {
+            candidates: &candidates,
+            frozen: &g.frozen,
+            focus: &g.focus,
+            step_scale: g.step_scale,
+            mode: g.mode,
+            avoid: &g.avoid,
+        };
+        let suggested = knobs::suggest_guided(
+            &found, &history, &incumbent, minimize, ctx.seed, ctx.n, &guide,
+        );
+        let Some((next, from)) = suggested else {
             return Err(ProposeError::Exhausted(
                 "the knob search space has no untried configuration left".into(),
             ));
@@ -123,6 +139,9 @@ impl Proposer for KnobsProposer {
             description: knobs::describe(&incumbent, &full),
             config: serde_json::to_value(&full).ok(),
             cost_usd: 0.0,
+            source: from
+                .and_then(|i| g.candidates.get(i))
+                .map(|(m, _)| m.clone()),
         })
     }
 }

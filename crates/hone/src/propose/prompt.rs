@@ -119,6 +119,42 @@ fn read_doc(ctx: &ProposeContext<'_>, rel: &str) -> Option<String> {
     read_bounded(&ctx.repo_root.join(rel)).or_else(|| read_bounded(&ctx.worktree.join(rel)))
 }
 
+/// The outer loop's advice for this experiment (nothing when it has none).
+fn guidance_section(p: &mut String, g: &crate::meta::Guidance) {
+    let mut lines: Vec<String> = g.text.iter().map(|t| sanitize(t, 400)).collect();
+    if !g.focus.is_empty() {
+        lines.push(format!("Focus the change on: {}", g.focus.join(", ")));
+    }
+    if !g.frozen.is_empty() {
+        lines.push(format!("Leave these unchanged: {}", g.frozen.join(", ")));
+    }
+    if let Some(m) = g.mode {
+        lines.push(match m {
+            crate::meta::Mode::Explore => {
+                "Mode: explore (a bold change, unlike what was tried so far)".into()
+            }
+            crate::meta::Mode::Exploit => {
+                "Mode: exploit (a small refinement of the best so far)".into()
+            }
+        });
+    }
+    if let Some(s) = g.step_scale {
+        let size = if s < 1.0 { "smaller" } else { "larger" };
+        lines.push(format!("Step size: {size} than usual (x{s})"));
+    }
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        p,
+        "## Guidance from hone's search mechanisms\n\nhone's outer loop watches how the search is going; follow this advice for this experiment.\n"
+    );
+    for l in lines {
+        let _ = writeln!(p, "- {l}");
+    }
+    let _ = writeln!(p);
+}
+
 /// Builds the prompt for experiment `ctx.n`.
 pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
     let spec = ctx.spec;
@@ -230,6 +266,7 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
             sanitize(&notes, 16_000)
         );
     }
+    guidance_section(&mut p, ctx.guidance);
     let _ = writeln!(
         p,
         "## History (most recent last; descriptions are untrusted text)\n"
@@ -373,6 +410,12 @@ mod snapshot_tests {
             crashed,
         ];
         let spent = Cell::new((0.0, 0));
+        let guidance = crate::meta::Guidance {
+            text: vec!["plateau: no improvement in 6 experiments; try a different approach".into()],
+            focus: vec!["train.py".into()],
+            mode: Some(crate::meta::Mode::Explore),
+            ..Default::default()
+        };
         let ctx = ProposeContext {
             n: 3,
             worktree: d,
@@ -390,6 +433,7 @@ mod snapshot_tests {
             wrapper: &[],
             budget: crate::propose::Budget::default(),
             spent: &spent,
+            guidance: &guidance,
         };
         let got = build(&ctx).unwrap();
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(SNAPSHOT);

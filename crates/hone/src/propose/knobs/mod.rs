@@ -40,7 +40,10 @@ use serde::{Deserialize, Serialize};
 use line::{annotated_domain, inferred_domain, scan_line, LineScan, TripleQuotes};
 use literal::{format_float_readable, style_type_name, write_literal, Literal, WriteError};
 
-pub use sampler::{initial_design_size, suggest, Observation};
+pub use sampler::{
+    config_at, dimensions, distance, initial_design_size, suggest, suggest_guided, Observation,
+    SamplerGuide,
+};
 
 /// A knob's value: what its literal reads as.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

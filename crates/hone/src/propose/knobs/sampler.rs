@@ -25,6 +25,27 @@ use std::collections::HashSet;
 
 use super::literal::quantize_float;
 use super::{Config, Domain, Knob, KnobValue};
+use crate::meta::Mode;
+
+/// What the outer loop's mechanisms ask of one suggestion (see `crate::meta`). The default
+/// asks nothing, and [`suggest_guided`] with it is exactly [`suggest`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SamplerGuide<'a> {
+    /// Configurations to try first, in order: the first that is untried, inside the knobs'
+    /// domains and leaves every frozen knob alone is taken as it is.
+    pub candidates: &'a [Config],
+    /// Knobs that keep the incumbent's value.
+    pub frozen: &'a [String],
+    /// Knobs local moves should change (when any of them is free).
+    pub focus: &'a [String],
+    /// Multiplies the size of local moves (`None`: 1).
+    pub step_scale: Option<f64>,
+    /// `Explore`: uniform random draws instead of the model and local moves; `Exploit`: local
+    /// moves around the incumbent only.
+    pub mode: Option<Mode>,
+    /// Configurations to treat as already tried (proposals a mechanism rejected).
+    pub avoid: &'a [Config],
+}
 
 /// One finished experiment as the sampler sees it.
 #[derive(Clone, Debug)]
@@ -289,6 +310,8 @@ struct Space {
     dims: Vec<Dim>,
     base: Config,
     tried: HashSet<String>,
+    /// Dimensions that keep the base value whatever a draw says.
+    frozen: HashSet<String>,
 }
 
 impl Space {
@@ -309,6 +332,7 @@ impl Space {
             dims,
             base,
             tried: HashSet::new(),
+            frozen: HashSet::new(),
         };
         let mut tried: HashSet<String> = history.iter().map(|o| space.key(&o.config)).collect();
         tried.insert(space.key(&space.base));
@@ -342,8 +366,27 @@ impl Space {
         self.fresh_config(self.config(point))
     }
 
-    fn fresh_config(&self, config: Config) -> Option<Config> {
+    fn fresh_config(&self, mut config: Config) -> Option<Config> {
+        for name in &self.frozen {
+            if let Some(v) = self.base.get(name) {
+                config.insert(name.clone(), v.clone());
+            }
+        }
         (!self.tried.contains(&self.key(&config))).then_some(config)
+    }
+
+    /// Indices of the dimensions local moves may change.
+    fn movable(&self, focus: &[String]) -> Vec<usize> {
+        let free = |i: &usize| !self.frozen.contains(&self.dims[*i].name);
+        let focused: Vec<usize> = (0..self.dims.len())
+            .filter(free)
+            .filter(|&i| focus.contains(&self.dims[i].name))
+            .collect();
+        if focused.is_empty() {
+            (0..self.dims.len()).filter(free).collect()
+        } else {
+            focused
+        }
     }
 
     fn encode(&self, config: &Config) -> Option<Vec<Coord>> {
@@ -576,13 +619,19 @@ impl<'a> Model<'a> {
 /// Nudges 1-2 dimensions of `from`: numbers by a Gaussian step (scale 0.02, 0.05 or 0.15 of the
 /// unit range, reflected at the edges, and at least one integer step), categories to another
 /// option.
-fn local_move(space: &Space, from: &[Coord], rng: &mut Rng) -> Vec<Coord> {
+fn local_move(
+    space: &Space,
+    from: &[Coord],
+    rng: &mut Rng,
+    movable: &[usize],
+    step_scale: f64,
+) -> Vec<Coord> {
     let mut point = from.to_vec();
-    let n = space.dims.len();
+    let n = movable.len();
     let count = if n >= 2 && rng.unit() < 0.4 { 2 } else { 1 };
-    let mut order: Vec<usize> = (0..n).collect();
+    let mut order: Vec<usize> = movable.to_vec();
     rng.shuffle(&mut order);
-    let scale = [0.02, 0.05, 0.15][rng.below(3)];
+    let scale = [0.02, 0.05, 0.15][rng.below(3)] * step_scale;
     for &i in order.iter().take(count) {
         let d = &space.dims[i];
         point[i] = match (point[i], &d.kind) {
@@ -624,6 +673,9 @@ fn untried_neighbour(space: &Space, rng: &mut Rng) -> Option<Config> {
     for k in 0..n {
         let i = (start + k) % n;
         let d = &space.dims[i];
+        if space.frozen.contains(&d.name) {
+            continue;
+        }
         let mut values: Vec<KnobValue> = Vec::new();
         match (&d.kind, from[i]) {
             (Kind::Cat(options), _) => values.extend(options.iter().cloned()),
@@ -695,38 +747,139 @@ pub fn suggest(
     seed: u64,
     index: u64,
 ) -> Option<Config> {
-    let space = Space::new(knobs, history, incumbent);
+    let guide = SamplerGuide::default();
+    suggest_guided(knobs, history, incumbent, minimize, seed, index, &guide).map(|(c, _)| c)
+}
+
+/// [`suggest`] under a mechanism's guidance. Returns the configuration and, when it is one of
+/// `guide.candidates`, its index there.
+pub fn suggest_guided(
+    knobs: &[Knob],
+    history: &[Observation],
+    incumbent: &Config,
+    minimize: bool,
+    seed: u64,
+    index: u64,
+    guide: &SamplerGuide<'_>,
+) -> Option<(Config, Option<usize>)> {
+    let mut space = Space::new(knobs, history, incumbent);
     if space.dims.is_empty() {
         return None;
     }
+    for c in guide.avoid {
+        let key = space.key(c);
+        space.tried.insert(key);
+    }
+    space.frozen = guide
+        .frozen
+        .iter()
+        .filter(|f| space.dims.iter().any(|d| &d.name == *f))
+        .cloned()
+        .collect();
+    for (i, c) in guide.candidates.iter().enumerate() {
+        if let Some(config) = space.candidate(c) {
+            return Some((config, Some(i)));
+        }
+    }
+    let found = |c: Option<Config>| c.map(|c| (c, None));
     let n_init = initial_design_size(space.dims.len());
     if history.len() < n_init {
         let design = latin_hypercube(&space, n_init, seed);
         let start = (index % n_init as u64) as usize;
         for k in 0..n_init {
             if let Some(c) = space.fresh(&design[(start + k) % n_init]) {
-                return Some(c);
+                return found(Some(c));
             }
         }
     }
     let mut rng = Rng::new(seed, index);
     let model = Model::fit(&space, history, minimize);
     let from = space.incumbent_point();
+    let movable = space.movable(guide.focus);
+    let step = guide.step_scale.unwrap_or(1.0).clamp(0.05, 20.0);
     for _ in 0..MODEL_ATTEMPTS {
-        let found = match &model {
-            Some(m) if rng.unit() >= LOCAL_PROBABILITY => m.propose(&space, &mut rng),
-            _ => space.fresh(&local_move(&space, &from, &mut rng)),
+        let next = match (guide.mode, &model) {
+            (Some(Mode::Explore), _) => space.fresh(&space.random_point(&mut rng)),
+            (Some(Mode::Exploit), _) => {
+                space.fresh(&local_move(&space, &from, &mut rng, &movable, step))
+            }
+            (None, Some(m)) if rng.unit() >= LOCAL_PROBABILITY => m.propose(&space, &mut rng),
+            _ => space.fresh(&local_move(&space, &from, &mut rng, &movable, step)),
         };
-        if found.is_some() {
-            return found;
+        if next.is_some() {
+            return found(next);
         }
     }
     for _ in 0..RANDOM_ATTEMPTS {
         if let Some(c) = space.fresh(&space.random_point(&mut rng)) {
-            return Some(c);
+            return found(Some(c));
         }
     }
-    untried_neighbour(&space, &mut rng).or_else(|| untried_by_enumeration(&space, &mut rng))
+    found(untried_neighbour(&space, &mut rng).or_else(|| untried_by_enumeration(&space, &mut rng)))
+}
+
+impl Space {
+    /// A mechanism's candidate, completed from the base, when it is inside the domains, leaves
+    /// frozen knobs alone and was not tried.
+    fn candidate(&self, c: &Config) -> Option<Config> {
+        let mut config = self.base.clone();
+        for (name, v) in c {
+            match self.dims.iter().find(|d| &d.name == name) {
+                Some(d) if d.contains(v) => {
+                    if self.frozen.contains(name) && self.base.get(name) != Some(v) {
+                        return None;
+                    }
+                    config.insert(name.clone(), v.clone());
+                }
+                // A knob the sampler does not move keeps its value.
+                None if self.base.get(name) == Some(v) => {}
+                _ => return None,
+            }
+        }
+        self.fresh_config(config)
+    }
+}
+
+/// The knobs the sampler moves, in order: the dimensions of its unit cube.
+pub fn dimensions(knobs: &[Knob]) -> Vec<String> {
+    Space::new(knobs, &[], &Config::new())
+        .dims
+        .into_iter()
+        .map(|d| d.name)
+        .collect()
+}
+
+/// The configuration at point `u` of the unit cube (one coordinate in [0, 1] per entry of
+/// [`dimensions`], in order; missing ones are 0.5); other knobs keep `incumbent`'s value.
+pub fn config_at(knobs: &[Knob], incumbent: &Config, u: &[f64]) -> Config {
+    let space = Space::new(knobs, &[], incumbent);
+    let point: Vec<Coord> = space
+        .dims
+        .iter()
+        .enumerate()
+        .map(|(i, d)| d.coord_at(u.get(i).copied().unwrap_or(0.5).clamp(0.0, 1.0)))
+        .collect();
+    space.config(&point)
+}
+
+/// How far apart two configurations are: the sum of the differences over the free knobs (a
+/// Manhattan distance), in unit space for numbers (integers by their bins) and 0 or 1 for
+/// choices. A knob missing from either configuration counts as 1. One step of an integer knob
+/// over 20 values is 0.05; the same step on two knobs is 0.1.
+pub fn distance(knobs: &[Knob], a: &Config, b: &Config) -> f64 {
+    let space = Space::new(knobs, &[], &Config::new());
+    let mut total: f64 = 0.0;
+    for d in &space.dims {
+        let pa = a.get(&d.name).and_then(|v| d.encode(v));
+        let pb = b.get(&d.name).and_then(|v| d.encode(v));
+        let gap = match (pa, pb) {
+            (Some(Coord::U(x)), Some(Coord::U(y))) => (x - y).abs(),
+            (Some(Coord::C(x)), Some(Coord::C(y))) => f64::from(u8::from(x != y)),
+            _ => 1.0,
+        };
+        total += gap;
+    }
+    total
 }
 
 #[cfg(test)]
@@ -982,5 +1135,116 @@ mod tests {
             s < 0.5 * r,
             "sampler median {s} {sampler:.4?} vs random median {r} {random:.4?}"
         );
+    }
+
+    #[test]
+    fn guidance_freezes_focuses_and_switches_modes() {
+        let knobs = knobs_of(QUAD);
+        let (history, _) = run(&knobs, 12, 3, quadratic);
+        let incumbent = config_of(&knobs);
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let frozen = names(&["A", "C"]);
+        let focus = names(&["B"]);
+        for index in 0..20 {
+            let guide = SamplerGuide {
+                frozen: &frozen,
+                ..SamplerGuide::default()
+            };
+            let (c, _) = suggest_guided(&knobs, &history, &incumbent, true, 3, index, &guide)
+                .unwrap_or_else(|| panic!("nothing at {index}"));
+            assert_eq!(c.get("A"), incumbent.get("A"));
+            assert_eq!(c.get("C"), incumbent.get("C"));
+            let guide = SamplerGuide {
+                focus: &focus,
+                mode: Some(Mode::Exploit),
+                ..SamplerGuide::default()
+            };
+            let (c, _) = suggest_guided(&knobs, &history, &incumbent, true, 3, index, &guide)
+                .unwrap_or_else(|| panic!("nothing at {index}"));
+            let moved: Vec<&String> = c
+                .iter()
+                .filter(|(k, v)| incumbent.get(*k) != Some(v))
+                .map(|(k, _)| k)
+                .collect();
+            assert_eq!(moved, vec!["B"], "an exploit step on the focused knob only");
+        }
+        // Explore draws land far from the incumbent more often than the default's local moves.
+        let spread = |mode: Option<Mode>| -> f64 {
+            (0..40)
+                .filter_map(|i| {
+                    let guide = SamplerGuide {
+                        mode,
+                        ..SamplerGuide::default()
+                    };
+                    suggest_guided(&knobs, &history, &incumbent, true, 3, i, &guide)
+                })
+                .map(|(c, _)| distance(&knobs, &c, &incumbent))
+                .sum::<f64>()
+        };
+        assert!(spread(Some(Mode::Explore)) > 1.5 * spread(Some(Mode::Exploit)));
+    }
+
+    #[test]
+    fn candidates_come_first_unless_tried_frozen_or_out_of_range() {
+        let knobs = knobs_of("A = 3  # hone: int 1..9\nB = 3  # hone: int 1..9\n");
+        let incumbent = config_of(&knobs);
+        let cfg = |a: i64, b: i64| {
+            Config::from([
+                ("A".to_string(), KnobValue::Int(a)),
+                ("B".to_string(), KnobValue::Int(b)),
+            ])
+        };
+        let history = vec![Observation {
+            config: cfg(5, 5),
+            objective: Some(1.0),
+        }];
+        let frozen = vec!["B".to_string()];
+        let candidates = vec![cfg(5, 5), cfg(42, 3), cfg(4, 4), cfg(6, 3)];
+        let guide = SamplerGuide {
+            candidates: &candidates,
+            frozen: &frozen,
+            ..SamplerGuide::default()
+        };
+        let got = suggest_guided(&knobs, &history, &incumbent, true, 0, 1, &guide);
+        assert_eq!(got, Some((cfg(6, 3), Some(3))));
+        let avoid = vec![cfg(6, 3)];
+        let guide = SamplerGuide {
+            candidates: &candidates,
+            avoid: &avoid,
+            ..SamplerGuide::default()
+        };
+        let got = suggest_guided(&knobs, &history, &incumbent, true, 0, 1, &guide);
+        assert_eq!(
+            got,
+            Some((cfg(4, 4), Some(2))),
+            "avoided ones count as tried"
+        );
+    }
+
+    #[test]
+    fn no_guidance_is_exactly_the_plain_sampler() {
+        let knobs = knobs_of(QUAD);
+        let (history, _) = run(&knobs, 20, 5, quadratic);
+        let incumbent = config_of(&knobs);
+        for index in 0..30 {
+            let plain = suggest(
+                &knobs,
+                &history[..(index as usize % 20) + 1],
+                &incumbent,
+                true,
+                5,
+                index,
+            );
+            let guided = suggest_guided(
+                &knobs,
+                &history[..(index as usize % 20) + 1],
+                &incumbent,
+                true,
+                5,
+                index,
+                &SamplerGuide::default(),
+            );
+            assert_eq!(plain, guided.map(|(c, _)| c));
+        }
     }
 }

@@ -1,0 +1,376 @@
+//! The outer loop: search mechanisms with typed hooks, the Level 1.5 search strategy and the
+//! offline Level 2 portfolio that turns mechanisms on and off.
+//!
+//! A [`Mechanism`] changes *how* the inner loop searches. The engine calls its hooks at fixed
+//! points of every experiment (all of them optional, all no-ops by default):
+//!
+//! ```text
+//! on_start(run)                      once per session, before the first experiment
+//! before_propose(view) -> Guidance   text for an agent's prompt, focus, frozen knobs, step
+//!                                    scale, explore/exploit mode
+//! candidates(view) -> [Config]       knob configurations to try first (knobs proposer only)
+//! filter(candidate, view) -> Verdict Accept | Reject(reason) | Modify(config), before any
+//!                                    compute is spent on the candidate
+//! ask(view) / answer(text)          one question to the run's LLM before a proposal (only
+//!                                    with an `openai` or `anthropic` agent)
+//! on_result(outcome)                 after the experiment is recorded
+//! on_segment_end(view)               every `[outer] segment` experiments
+//! ```
+//!
+//! Every invocation is recorded with its effect ([`Outer::take_calls`], stored per experiment
+//! in the `mechanism_calls` table), so `hone show N` and `hone mech stats` prove what each
+//! mechanism did. A mechanism that ran over its probation window without ever changing
+//! anything is reported as inert ([`stats`]).
+//!
+//! A rejected proposal is never verified. For the built-in knobs optimizer a rejection costs
+//! nothing, so the proposer is simply asked again with the rejected configuration excluded (up
+//! to [`outer::MAX_RESAMPLES`] times; the rejections stay recorded on the experiment); only
+//! when every attempt is rejected is the experiment recorded `rejected`. Any other proposer
+//! (an agent, an LLM) is not asked again: its candidate is recorded `rejected` with the
+//! mechanism's reason.
+
+pub mod bandit;
+pub mod explore;
+pub mod orthogonal;
+pub mod outer;
+pub mod plateau;
+pub mod portfolio;
+pub mod restart;
+pub mod stats;
+pub mod strategy;
+pub mod tabu;
+
+use crate::propose::knobs::{Config, Knob};
+use crate::spec::Direction;
+use crate::store::{ExperimentRecord, Status};
+
+pub use outer::Outer;
+
+/// The built-in mechanisms, by the name `[outer] mechanisms` uses.
+pub const BUILTIN: &[&str] = &[
+    "tabu",
+    "bandit",
+    "explore",
+    "restart",
+    "plateau",
+    "orthogonal",
+];
+
+/// Whether the next proposals should spread out or refine the best.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Spread out: bold changes far from what was tried.
+    Explore,
+    /// Refine: small changes around the best.
+    Exploit,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Explore => "explore",
+            Mode::Exploit => "exploit",
+        }
+    }
+}
+
+/// What mechanisms ask of the next proposal. Merged over every active mechanism by
+/// [`Guidance::merge`]; the default asks nothing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Guidance {
+    /// Advice for an agent's prompt, one line each, attributed to its mechanism.
+    pub text: Vec<String>,
+    /// Knobs or file paths to concentrate the change on.
+    pub focus: Vec<String>,
+    /// Knobs to leave as they are.
+    pub frozen: Vec<String>,
+    /// Multiplies the size of local moves (`None`: as usual).
+    pub step_scale: Option<f64>,
+    pub mode: Option<Mode>,
+    /// Knob configurations to try first (from `candidates`), with the mechanism that made each.
+    pub candidates: Vec<(String, Config)>,
+    /// Configurations not to propose again in this experiment (rejected by a filter).
+    pub avoid: Vec<Config>,
+    /// Show the proposer only experiments from this number on (and the best): a fresh
+    /// history window after a restart.
+    pub history_from: Option<u64>,
+}
+
+impl Guidance {
+    /// True when the guidance asks for nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == Guidance::default()
+    }
+
+    /// Adds `other` (from a later mechanism): lists are joined, the step scales multiply, and
+    /// the first mode and window set win.
+    pub fn merge(&mut self, other: Guidance) {
+        self.text.extend(other.text);
+        for f in other.focus {
+            if !self.focus.contains(&f) {
+                self.focus.push(f);
+            }
+        }
+        for f in other.frozen {
+            if !self.frozen.contains(&f) {
+                self.frozen.push(f);
+            }
+        }
+        self.step_scale = match (self.step_scale, other.step_scale) {
+            (Some(a), Some(b)) => Some((a * b).clamp(0.05, 20.0)),
+            (a, b) => a.or(b),
+        };
+        self.mode = self.mode.or(other.mode);
+        self.candidates.extend(other.candidates);
+        self.avoid.extend(other.avoid);
+        self.history_from = self.history_from.or(other.history_from);
+    }
+
+    /// One line saying what this guidance asks (for the record).
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(m) = self.mode {
+            parts.push(format!("mode {}", m.as_str()));
+        }
+        if !self.focus.is_empty() {
+            parts.push(format!("focus {}", self.focus.join(", ")));
+        }
+        if !self.frozen.is_empty() {
+            parts.push(format!("freeze {}", self.frozen.join(", ")));
+        }
+        if let Some(s) = self.step_scale {
+            parts.push(format!("step x{s}"));
+        }
+        if let Some(n) = self.history_from {
+            parts.push(format!("history from #{n}"));
+        }
+        if !self.candidates.is_empty() {
+            parts.push(format!("{} candidate(s)", self.candidates.len()));
+        }
+        parts.extend(self.text.iter().cloned());
+        parts.join("; ")
+    }
+}
+
+/// What a filter decides about a candidate.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    Accept,
+    /// Do not verify it; the reason is recorded.
+    Reject(String),
+    /// Verify this knob configuration instead (applies to knob proposals only; for any other
+    /// proposal it is recorded as ignored and the candidate goes on unchanged).
+    Modify(Config, String),
+}
+
+/// A proposal as a filter sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Candidate<'a> {
+    pub description: &'a str,
+    /// The full knob configuration, when the proposer knows it.
+    pub config: Option<&'a Config>,
+    /// The unified diff from the best, for proposals that are not knob configurations.
+    pub diff: Option<&'a str>,
+}
+
+/// What a mechanism may look at.
+#[derive(Clone, Copy, Debug)]
+pub struct View<'a> {
+    /// The experiment being proposed (or, in `on_result`, the one just recorded).
+    pub n: u64,
+    /// Finished experiments of the run, in order (the baseline first).
+    pub history: &'a [ExperimentRecord],
+    /// The knobs of the editable files (empty unless the proposer searches knobs).
+    pub knobs: &'a [Knob],
+    /// True for the built-in knobs optimizer (mechanisms that only help agents stay quiet).
+    pub knobs_proposer: bool,
+    pub direction: Direction,
+    /// The run's seed: mechanisms draw their randomness from it.
+    pub seed: u64,
+    /// The `[loop] editable` globs.
+    pub editable: &'a [String],
+}
+
+impl View<'_> {
+    /// The best experiment so far (baseline or last keep).
+    pub fn best(&self) -> Option<&ExperimentRecord> {
+        crate::report::best_experiment(self.history)
+    }
+
+    /// How many experiments since the last keep (or since the baseline).
+    pub fn since_improvement(&self) -> u64 {
+        match self
+            .history
+            .iter()
+            .rposition(|e| matches!(e.status(), Status::Keep | Status::Baseline))
+        {
+            Some(i) => (self.history.len() - 1 - i) as u64,
+            None => self.history.len() as u64,
+        }
+    }
+
+    /// The knob configuration an experiment recorded.
+    pub fn config_of(e: &ExperimentRecord) -> Option<Config> {
+        serde_json::from_value(e.config.clone()?).ok()
+    }
+}
+
+/// One finished experiment, as `on_result` sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct Outcome<'a> {
+    pub record: &'a ExperimentRecord,
+    /// The run up to and including this experiment.
+    pub view: View<'a>,
+}
+
+impl Outcome<'_> {
+    /// Kept: it improved on the best.
+    pub fn improved(&self) -> bool {
+        self.record.status() == Status::Keep
+    }
+}
+
+/// A piece of search behaviour. Every hook is optional; what a hook returns is its effect, and
+/// the return value of [`Mechanism::on_result`] and [`Mechanism::on_segment_end`] says, when
+/// `Some`, what changed in the mechanism's own state (recorded as an effect too).
+pub trait Mechanism {
+    /// The name `[outer] mechanisms` and the records use.
+    fn name(&self) -> &str;
+
+    /// Once per session, before the first experiment; `view.history` is what the run already
+    /// has (a resumed run rebuilds its state from it).
+    fn on_start(&mut self, _view: &View<'_>) -> Option<String> {
+        None
+    }
+
+    /// Advice for the next proposal.
+    fn before_propose(&mut self, _view: &View<'_>) -> Guidance {
+        Guidance::default()
+    }
+
+    /// Knob configurations to try first (only called for the knobs proposer).
+    fn candidates(&mut self, _view: &View<'_>) -> Vec<Config> {
+        Vec::new()
+    }
+
+    /// Accept, reject or modify a candidate before any compute is spent on it.
+    fn filter(&mut self, _candidate: &Candidate<'_>, _view: &View<'_>) -> Verdict {
+        Verdict::Accept
+    }
+
+    /// A question for the run's LLM before the next proposal, as (system, user) messages. Only
+    /// asked when `[agent]` is an LLM over HTTP (`openai`, `anthropic`); its cost is charged to
+    /// the experiment being proposed.
+    fn ask(&mut self, _view: &View<'_>) -> Option<(String, String)> {
+        None
+    }
+
+    /// The answer to [`Mechanism::ask`] (or why there is none): `Ok(what changed)` or
+    /// `Err(why nothing changed)`.
+    fn answer(&mut self, _answer: Result<&str, &str>, _view: &View<'_>) -> Result<String, String> {
+        Err("no question was asked".into())
+    }
+
+    /// After an experiment is recorded.
+    fn on_result(&mut self, _outcome: &Outcome<'_>) -> Option<String> {
+        None
+    }
+
+    /// At the end of every segment of `[outer] segment` experiments.
+    fn on_segment_end(&mut self, _view: &View<'_>) -> Option<String> {
+        None
+    }
+}
+
+/// Builds a built-in mechanism by name (`None` for an unknown name).
+pub fn builtin(name: &str) -> Option<Box<dyn Mechanism>> {
+    Some(match name {
+        "tabu" => Box::new(tabu::Tabu::default()),
+        "bandit" => Box::new(bandit::Bandit::default()),
+        "explore" => Box::new(explore::Explore::default()),
+        "restart" => Box::new(restart::Restart::default()),
+        "plateau" => Box::new(plateau::Plateau::default()),
+        "orthogonal" => Box::new(orthogonal::Orthogonal),
+        _ => return None,
+    })
+}
+
+/// A small deterministic generator (splitmix64) for mechanisms that draw.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64, stream: u64) -> Rng {
+        let mut r = Rng(seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        r.next_u64();
+        r
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Synthetic histories for the mechanisms' unit tests.
+
+    use super::*;
+    use crate::propose::knobs::{discover, KnobValue};
+
+    pub fn knobs(text: &str) -> Vec<Knob> {
+        match discover("t.py", text) {
+            Ok(k) => k,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    pub fn config(pairs: &[(&str, i64)]) -> Config {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), KnobValue::Int(*v)))
+            .collect()
+    }
+
+    pub fn exp(
+        n: u64,
+        status: Status,
+        objective: Option<f64>,
+        config: Option<&Config>,
+    ) -> ExperimentRecord {
+        ExperimentRecord {
+            n,
+            status: Some(status),
+            objective,
+            description: format!("experiment {n}"),
+            config: config.and_then(|c| serde_json::to_value(c).ok()),
+            ..Default::default()
+        }
+    }
+
+    pub fn view<'a>(
+        history: &'a [ExperimentRecord],
+        knobs: &'a [Knob],
+        editable: &'a [String],
+    ) -> View<'a> {
+        View {
+            n: history.last().map(|e| e.n + 1).unwrap_or(0),
+            history,
+            knobs,
+            knobs_proposer: !knobs.is_empty(),
+            direction: Direction::Minimize,
+            seed: 1,
+            editable,
+        }
+    }
+}

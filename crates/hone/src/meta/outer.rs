@@ -1,0 +1,815 @@
+//! The host of the active mechanisms: calls their hooks for the engine, merges their guidance,
+//! runs the filters (resampling the knobs optimizer on a rejection), records every invocation
+//! with its effect, and lets the offline portfolio turn mechanisms on and off per segment.
+
+use super::portfolio::Portfolio;
+use super::strategy::Strategy;
+use super::{Candidate, Guidance, Mechanism, Outcome, Verdict, View};
+use crate::propose::knobs::{Config, Knob};
+use crate::propose::{optimizer, Proposal, ProposeContext, ProposeError, Proposer};
+use crate::spec::{Direction, Spec};
+use crate::store::{ExperimentRecord, MechanismCall};
+
+/// How many times the knobs optimizer is asked again after a filter rejects its proposal.
+pub const MAX_RESAMPLES: usize = 16;
+
+/// Where in an experiment a hook was called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hook {
+    OnStart,
+    BeforePropose,
+    Candidates,
+    Filter,
+    Ask,
+    OnResult,
+    OnSegmentEnd,
+}
+
+impl Hook {
+    pub const ALL: &'static [Hook] = &[
+        Hook::OnStart,
+        Hook::BeforePropose,
+        Hook::Candidates,
+        Hook::Filter,
+        Hook::Ask,
+        Hook::OnResult,
+        Hook::OnSegmentEnd,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hook::OnStart => "on_start",
+            Hook::BeforePropose => "before_propose",
+            Hook::Candidates => "candidates",
+            Hook::Filter => "filter",
+            Hook::Ask => "ask",
+            Hook::OnResult => "on_result",
+            Hook::OnSegmentEnd => "on_segment_end",
+        }
+    }
+}
+
+/// What a hook invocation did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Called; changed nothing.
+    None,
+    /// Gave guidance for the proposal.
+    Guided,
+    /// Suggested knob configurations.
+    Suggested,
+    Rejected,
+    Modified,
+    /// A modification that could not apply (the proposal has no knob configuration).
+    Ignored,
+    /// Changed the mechanism's own state in a way that changes the search (a restart, a mode
+    /// switch, a new strategy).
+    Changed,
+    /// The portfolio turned a mechanism on or off.
+    Activated,
+    Deactivated,
+}
+
+impl Effect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::None => "none",
+            Effect::Guided => "guided",
+            Effect::Suggested => "suggested",
+            Effect::Rejected => "rejected",
+            Effect::Modified => "modified",
+            Effect::Ignored => "ignored",
+            Effect::Changed => "changed",
+            Effect::Activated => "activated",
+            Effect::Deactivated => "deactivated",
+        }
+    }
+}
+
+struct Slot {
+    mech: Box<dyn Mechanism>,
+    active: bool,
+    /// The portfolio may turn it off (built-ins; not the strategy).
+    managed: bool,
+}
+
+/// The outer loop of one run. Without `[outer]` it holds nothing and every call is a no-op,
+/// so the inner loop behaves exactly as it would without it.
+pub struct Outer {
+    slots: Vec<Slot>,
+    portfolio: Option<Portfolio>,
+    segment: u64,
+    direction: Direction,
+    editable: Vec<String>,
+    knobs_proposer: bool,
+    seed: u64,
+    /// The knobs of the latest proposal (what `on_result` and segment hooks see).
+    knobs: Vec<Knob>,
+    calls: Vec<MechanismCall>,
+    events: Vec<(u64, String)>,
+    /// The run's LLM, when `[agent]` is one: mechanisms may ask it questions.
+    llm: Option<crate::propose::chat::ChatProposer>,
+}
+
+impl Outer {
+    /// The mechanisms, strategy and portfolio `[outer]` asks for.
+    pub fn from_spec(spec: &Spec) -> Outer {
+        let o = &spec.outer;
+        let mut slots: Vec<Slot> = Vec::new();
+        if let Some(every) = o.strategy_every {
+            let llm = spec.agent.kind.is_http() && spec.agent.llm.is_some();
+            slots.push(Slot {
+                mech: Box::new(Strategy::new(every, o.max_frozen).with_llm(llm)),
+                active: true,
+                managed: false,
+            });
+        }
+        for name in &o.mechanisms {
+            if let Some(mech) = super::builtin(name) {
+                slots.push(Slot {
+                    mech,
+                    active: true,
+                    managed: true,
+                });
+            }
+        }
+        let knobs_proposer = spec.agent.kind == crate::spec::AgentKind::Knobs;
+        Outer::with(slots, spec, knobs_proposer)
+    }
+
+    fn with(slots: Vec<Slot>, spec: &Spec, knobs_proposer: bool) -> Outer {
+        let o = &spec.outer;
+        let slots_empty = slots.is_empty();
+        Outer {
+            portfolio: o.portfolio.then(Portfolio::default),
+            slots,
+            segment: o.segment,
+            direction: spec.verify.direction,
+            editable: spec.loop_.editable.clone(),
+            knobs_proposer,
+            seed: 0,
+            knobs: Vec::new(),
+            calls: Vec::new(),
+            events: Vec::new(),
+            llm: match (&spec.agent.llm, spec.agent.kind.is_http(), slots_empty) {
+                (Some(l), true, false) => Some(crate::propose::chat::ChatProposer::new(
+                    spec.agent.kind,
+                    l.clone(),
+                )),
+                _ => None,
+            },
+        }
+    }
+
+    /// An outer loop over the given mechanisms (for tests and embedders).
+    pub fn from_mechanisms(mechs: Vec<Box<dyn Mechanism>>, spec: &Spec) -> Outer {
+        let slots = mechs
+            .into_iter()
+            .map(|mech| Slot {
+                mech,
+                active: true,
+                managed: true,
+            })
+            .collect();
+        Outer::with(
+            slots,
+            spec,
+            spec.agent.kind == crate::spec::AgentKind::Knobs,
+        )
+    }
+
+    /// True when no mechanism is configured.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The hook invocations recorded since the last call, oldest first.
+    pub fn take_calls(&mut self) -> Vec<MechanismCall> {
+        std::mem::take(&mut self.calls)
+    }
+
+    /// Notable changes (restarts, strategy revisions, portfolio switches) as (experiment,
+    /// message), for the engine's event log.
+    pub fn take_events(&mut self) -> Vec<(u64, String)> {
+        std::mem::take(&mut self.events)
+    }
+
+    fn record(
+        calls: &mut Vec<MechanismCall>,
+        n: u64,
+        name: &str,
+        hook: Hook,
+        effect: Effect,
+        detail: String,
+    ) {
+        calls.push(MechanismCall {
+            experiment: n,
+            mechanism: name.to_string(),
+            hook: hook.as_str().to_string(),
+            effect: effect.as_str().to_string(),
+            detail,
+        });
+    }
+
+    /// `on_start` of every active mechanism; `n` is the next experiment's number.
+    pub fn on_start(&mut self, n: u64, seed: u64, history: &[ExperimentRecord]) {
+        self.seed = seed;
+        let knobs = std::mem::take(&mut self.knobs);
+        let view = View {
+            n,
+            history,
+            knobs: &knobs,
+            knobs_proposer: self.knobs_proposer,
+            direction: self.direction,
+            seed: self.seed,
+            editable: &self.editable,
+        };
+        let mut calls = Vec::new();
+        let mut events = Vec::new();
+        for slot in self.slots.iter_mut().filter(|s| s.active) {
+            let name = slot.mech.name().to_string();
+            let effect = slot.mech.on_start(&view);
+            let (e, d) = changed(effect, &mut events, n, &name);
+            Outer::record(&mut calls, n, &name, Hook::OnStart, e, d);
+        }
+        self.calls.extend(calls);
+        self.events.extend(events);
+        self.knobs = knobs;
+    }
+
+    /// Proposes experiment `ctx.n` under the mechanisms' guidance. A knobs proposal is
+    /// filtered here and, when rejected, proposed again with the rejected configuration
+    /// excluded; any other proposal is filtered after its snapshot ([`Outer::filter_diff`]).
+    pub fn propose(
+        &mut self,
+        proposer: &mut dyn Proposer,
+        ctx: &ProposeContext<'_>,
+    ) -> Result<Proposal, ProposeError> {
+        if self.slots.is_empty() {
+            return proposer.propose(ctx);
+        }
+        if self.knobs_proposer
+            || ctx
+                .spec
+                .agent
+                .llm
+                .as_ref()
+                .is_some_and(|l| l.edit_mode == crate::spec::EditMode::Knobs)
+        {
+            if let Ok((found, _)) = optimizer::find_knobs(ctx) {
+                self.knobs = found;
+            }
+        }
+        let knobs = std::mem::take(&mut self.knobs);
+        let result = self.propose_with(proposer, ctx, &knobs);
+        self.knobs = knobs;
+        result
+    }
+
+    fn propose_with(
+        &mut self,
+        proposer: &mut dyn Proposer,
+        ctx: &ProposeContext<'_>,
+        knobs: &[Knob],
+    ) -> Result<Proposal, ProposeError> {
+        let n = ctx.n;
+        let view = View {
+            n,
+            history: ctx.history,
+            knobs,
+            knobs_proposer: self.knobs_proposer,
+            direction: self.direction,
+            seed: self.seed,
+            editable: &self.editable,
+        };
+        let mut calls = Vec::new();
+        // Questions to the run's LLM first (the strategy's revision), paid by this experiment.
+        if let Some(client) = self.llm.as_mut() {
+            for slot in self.slots.iter_mut().filter(|s| s.active) {
+                let Some((system, user)) = slot.mech.ask(&view) else {
+                    continue;
+                };
+                let name = slot.mech.name().to_string();
+                let reply = match client.complete(ctx, &system, &user) {
+                    Ok(text) => Ok(text),
+                    Err(ProposeError::Invalid(why)) => Err(format!("the LLM call failed: {why}")),
+                    Err(stop) => {
+                        Outer::record(
+                            &mut calls,
+                            n,
+                            &name,
+                            Hook::Ask,
+                            Effect::Ignored,
+                            stop.to_string(),
+                        );
+                        self.calls.extend(calls);
+                        return Err(stop);
+                    }
+                };
+                let (effect, detail) = match slot
+                    .mech
+                    .answer(reply.as_deref().map_err(String::as_str), &view)
+                {
+                    Ok(d) => (Effect::Changed, d),
+                    Err(d) => (Effect::Ignored, d),
+                };
+                self.events.push((n, format!("{name}: {detail}")));
+                Outer::record(&mut calls, n, &name, Hook::Ask, effect, detail);
+            }
+        }
+        let mut guidance = Guidance::default();
+        for slot in self.slots.iter_mut().filter(|s| s.active) {
+            let name = slot.mech.name().to_string();
+            let mut g = slot.mech.before_propose(&view);
+            let effect = if g.is_empty() {
+                Effect::None
+            } else {
+                Effect::Guided
+            };
+            Outer::record(
+                &mut calls,
+                n,
+                &name,
+                Hook::BeforePropose,
+                effect,
+                g.summary(),
+            );
+            g.text = g.text.into_iter().map(|t| format!("{name}: {t}")).collect();
+            guidance.merge(g);
+        }
+        let mut suggested: Vec<(String, usize)> = Vec::new();
+        if self.knobs_proposer {
+            for slot in self.slots.iter_mut().filter(|s| s.active) {
+                let name = slot.mech.name().to_string();
+                let cands = slot.mech.candidates(&view);
+                suggested.push((name.clone(), cands.len()));
+                guidance
+                    .candidates
+                    .extend(cands.into_iter().map(|c| (name.clone(), c)));
+            }
+        }
+        // A fresh history window: the proposer sees only recent experiments and the best, and
+        // the knobs optimizer still never repeats an older configuration.
+        let window: Vec<ExperimentRecord>;
+        let history = match guidance.history_from {
+            Some(from) => {
+                let best_n = view.best().map(|b| b.n);
+                window = ctx
+                    .history
+                    .iter()
+                    .filter(|e| e.n >= from || Some(e.n) == best_n)
+                    .cloned()
+                    .collect();
+                for e in ctx.history.iter().filter(|e| e.n < from) {
+                    guidance.avoid.extend(View::config_of(e));
+                }
+                &window[..]
+            }
+            None => ctx.history,
+        };
+        let cheap = proposer.resamples();
+        let mut attempts = 0;
+        let mut relaxed = false;
+        let result = loop {
+            let sub = ProposeContext {
+                guidance: &guidance,
+                history,
+                ..*ctx
+            };
+            let proposal = match proposer.propose(&sub) {
+                Ok(p) => p,
+                // Guidance must not end a run: with nothing new left under it, the knobs
+                // optimizer is asked once more with only the exclusions.
+                Err(ProposeError::Exhausted(_)) if cheap && !relaxed && restricts(&guidance) => {
+                    relaxed = true;
+                    guidance = Guidance {
+                        avoid: std::mem::take(&mut guidance.avoid),
+                        ..Guidance::default()
+                    };
+                    self.events.push((
+                        n,
+                        "guidance relaxed: the knobs optimizer found nothing new under it".into(),
+                    ));
+                    continue;
+                }
+                Err(e) => break Err(e),
+            };
+            if !cheap {
+                break Ok(proposal);
+            }
+            let config: Option<Config> = proposal
+                .config
+                .as_ref()
+                .and_then(|c| serde_json::from_value(c.clone()).ok());
+            let cand = Candidate {
+                description: &proposal.description,
+                config: config.as_ref(),
+                diff: None,
+            };
+            let verdict = filter_all(&mut self.slots, &mut calls, n, &cand, &view, true);
+            let reset = || {
+                ctx.git
+                    .reset_worktree(ctx.worktree, ctx.parent_commit)
+                    .map_err(|e| ProposeError::Fatal(e.to_string()))
+            };
+            match verdict {
+                None => break Ok(proposal),
+                Some((name, Verdict::Reject(reason))) => {
+                    attempts += 1;
+                    if let Err(e) = reset() {
+                        break Err(e);
+                    }
+                    let Some(c) = config else {
+                        break Err(ProposeError::Rejected(format!(
+                            "mechanism `{name}`: {reason}"
+                        )));
+                    };
+                    guidance.avoid.push(c);
+                    if attempts >= MAX_RESAMPLES {
+                        break Err(ProposeError::Rejected(format!(
+                            "mechanism `{name}`: {reason} (and {} earlier proposals were rejected too)",
+                            attempts - 1
+                        )));
+                    }
+                }
+                Some((name, Verdict::Modify(c, _))) => {
+                    attempts += 1;
+                    if let Err(e) = reset() {
+                        break Err(e);
+                    }
+                    if let Some(old) = config {
+                        guidance.avoid.push(old);
+                    }
+                    guidance.candidates.insert(0, (name, c));
+                    if attempts >= MAX_RESAMPLES {
+                        break Err(ProposeError::Rejected(
+                            "the mechanisms kept modifying the proposal".into(),
+                        ));
+                    }
+                }
+                Some((_, Verdict::Accept)) => break Ok(proposal),
+            }
+        };
+        let used = result.as_ref().ok().and_then(|p| p.source.clone());
+        for (name, count) in suggested {
+            let (effect, detail) = match (count, used.as_deref() == Some(name.as_str())) {
+                (0, _) => (Effect::None, String::new()),
+                (c, true) => (
+                    Effect::Suggested,
+                    format!("{c} candidate(s); one was proposed"),
+                ),
+                (c, false) => (
+                    Effect::Suggested,
+                    format!("{c} candidate(s); none was proposed"),
+                ),
+            };
+            Outer::record(&mut calls, n, &name, Hook::Candidates, effect, detail);
+        }
+        self.calls.extend(calls);
+        result
+    }
+
+    /// Filters a proposal that is not the knobs optimizer's (an agent's edit, an LLM's knob
+    /// values), once its diff is known. Returns why it is rejected, if it is.
+    pub fn filter_diff(
+        &mut self,
+        n: u64,
+        description: &str,
+        config: Option<&Config>,
+        diff: &str,
+        history: &[ExperimentRecord],
+    ) -> Option<String> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let knobs = std::mem::take(&mut self.knobs);
+        let view = View {
+            n,
+            history,
+            knobs: &knobs,
+            knobs_proposer: self.knobs_proposer,
+            direction: self.direction,
+            seed: self.seed,
+            editable: &self.editable,
+        };
+        let cand = Candidate {
+            description,
+            config,
+            diff: Some(diff),
+        };
+        let mut calls = Vec::new();
+        let verdict = filter_all(&mut self.slots, &mut calls, n, &cand, &view, false);
+        self.calls.extend(calls);
+        self.knobs = knobs;
+        match verdict {
+            Some((name, Verdict::Reject(reason))) => Some(format!("mechanism `{name}`: {reason}")),
+            _ => None,
+        }
+    }
+
+    /// After experiment `rec` is recorded (`history` includes it): `on_result`, then at the
+    /// end of a segment `on_segment_end` and the portfolio's decision.
+    pub fn after(&mut self, rec: &ExperimentRecord, history: &[ExperimentRecord]) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let n = rec.n;
+        let knobs = std::mem::take(&mut self.knobs);
+        let view = View {
+            n,
+            history,
+            knobs: &knobs,
+            knobs_proposer: self.knobs_proposer,
+            direction: self.direction,
+            seed: self.seed,
+            editable: &self.editable,
+        };
+        let mut calls = Vec::new();
+        let mut events = Vec::new();
+        let outcome = Outcome { record: rec, view };
+        for slot in self.slots.iter_mut().filter(|s| s.active) {
+            let name = slot.mech.name().to_string();
+            let effect = slot.mech.on_result(&outcome);
+            let (e, d) = changed(effect, &mut events, n, &name);
+            Outer::record(&mut calls, n, &name, Hook::OnResult, e, d);
+        }
+        let segment_end = self.segment > 0 && (n + 1) % self.segment == 0;
+        if segment_end {
+            for slot in self.slots.iter_mut().filter(|s| s.active) {
+                let name = slot.mech.name().to_string();
+                let effect = slot.mech.on_segment_end(&view);
+                let (e, d) = changed(effect, &mut events, n, &name);
+                Outer::record(&mut calls, n, &name, Hook::OnSegmentEnd, e, d);
+            }
+            if let Some(p) = self.portfolio.as_mut() {
+                let reward = super::portfolio::segment_reward(history, self.segment);
+                let arms: Vec<(String, bool)> = self
+                    .slots
+                    .iter()
+                    .filter(|s| s.managed)
+                    .map(|s| (s.mech.name().to_string(), s.active))
+                    .collect();
+                let next = p.decide(&arms, reward);
+                for slot in self.slots.iter_mut().filter(|s| s.managed) {
+                    let name = slot.mech.name().to_string();
+                    let on = next.contains(&name);
+                    if on == slot.active {
+                        continue;
+                    }
+                    slot.active = on;
+                    let (effect, word) = if on {
+                        (Effect::Activated, "activated")
+                    } else {
+                        (Effect::Deactivated, "deactivated")
+                    };
+                    let detail = format!(
+                        "{word} `{name}` for the next segment (segment reward {reward:.3}; {})",
+                        p.describe(&name)
+                    );
+                    Outer::record(
+                        &mut calls,
+                        n,
+                        "portfolio",
+                        Hook::OnSegmentEnd,
+                        effect,
+                        detail.clone(),
+                    );
+                    events.push((n, format!("portfolio: {detail}")));
+                }
+            }
+        }
+        self.calls.extend(calls);
+        self.events.extend(events);
+        self.knobs = knobs;
+    }
+
+    /// The names of the mechanisms active now.
+    pub fn active(&self) -> Vec<String> {
+        self.slots
+            .iter()
+            .filter(|s| s.active)
+            .map(|s| s.mech.name().to_string())
+            .collect()
+    }
+}
+
+/// Whether guidance narrows what the knobs optimizer may propose.
+fn restricts(g: &Guidance) -> bool {
+    !g.frozen.is_empty() || !g.focus.is_empty() || g.mode.is_some() || !g.candidates.is_empty()
+}
+
+/// Records a state change (and makes it an event).
+fn changed(
+    effect: Option<String>,
+    events: &mut Vec<(u64, String)>,
+    n: u64,
+    name: &str,
+) -> (Effect, String) {
+    match effect {
+        Some(d) => {
+            events.push((n, format!("{name}: {d}")));
+            (Effect::Changed, d)
+        }
+        None => (Effect::None, String::new()),
+    }
+}
+
+/// Runs the filters of the active mechanisms in order until one rejects or modifies.
+fn filter_all(
+    slots: &mut [Slot],
+    calls: &mut Vec<MechanismCall>,
+    n: u64,
+    cand: &Candidate<'_>,
+    view: &View<'_>,
+    knob_proposal: bool,
+) -> Option<(String, Verdict)> {
+    for slot in slots.iter_mut().filter(|s| s.active) {
+        let name = slot.mech.name().to_string();
+        match slot.mech.filter(cand, view) {
+            Verdict::Accept => {
+                Outer::record(calls, n, &name, Hook::Filter, Effect::None, String::new())
+            }
+            Verdict::Reject(reason) => {
+                let detail = format!(
+                    "`{}`: {reason}",
+                    crate::propose::prompt::sanitize(cand.description, 200)
+                );
+                Outer::record(calls, n, &name, Hook::Filter, Effect::Rejected, detail);
+                return Some((name, Verdict::Reject(reason)));
+            }
+            Verdict::Modify(c, why) if knob_proposal && cand.config.is_some() => {
+                let detail = format!("modified the proposal: {why}");
+                Outer::record(calls, n, &name, Hook::Filter, Effect::Modified, detail);
+                return Some((name, Verdict::Modify(c, why)));
+            }
+            Verdict::Modify(_, why) => {
+                let detail = format!("modification ignored (not a knob proposal): {why}");
+                Outer::record(calls, n, &name, Hook::Filter, Effect::Ignored, detail);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::propose::knobs::KnobValue;
+    use crate::propose::optimizer::KnobsProposer;
+    use crate::workspace::Git;
+    use std::cell::Cell;
+    use std::path::Path;
+    use std::process::Command;
+
+    /// Modifies the first proposal into `target`, then accepts.
+    struct Steer {
+        target: Config,
+    }
+
+    impl Mechanism for Steer {
+        fn name(&self) -> &str {
+            "steer"
+        }
+        fn filter(&mut self, c: &Candidate<'_>, _view: &View<'_>) -> Verdict {
+            match c.config {
+                Some(config) if *config != self.target => {
+                    Verdict::Modify(self.target.clone(), "steered".into())
+                }
+                _ => Verdict::Accept,
+            }
+        }
+    }
+
+    /// Rejects everything.
+    struct Wall;
+
+    impl Mechanism for Wall {
+        fn name(&self) -> &str {
+            "wall"
+        }
+        fn filter(&mut self, _c: &Candidate<'_>, _view: &View<'_>) -> Verdict {
+            Verdict::Reject("nothing passes".into())
+        }
+    }
+
+    /// Runs `f` with a proposal context over a repository holding two integer knobs.
+    fn with_ctx(f: impl FnOnce(&ProposeContext<'_>, &Path)) {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let sh = |cmd: &str| {
+            let ok = Command::new("sh")
+                .arg("-c")
+                .arg(cmd)
+                .current_dir(d)
+                .status()
+                .unwrap();
+            assert!(ok.success(), "{cmd}");
+        };
+        sh("git init -q -b main && printf 'A = 3  # hone: int 1..9\\nB = 3  # hone: int 1..9\\n' > p.txt \
+            && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+        let spec = Spec::parse(
+            Path::new("hone.toml"),
+            "[loop]\neditable = [\"p.txt\"]\n[verify]\ncommand = \"true\"\nmetric = \"m\"\n",
+        )
+        .unwrap();
+        let git = Git::discover(d).unwrap();
+        let head = git.head().unwrap();
+        let wt = d.join(".hone/wt");
+        git.prepare_worktree(&wt, &head).unwrap();
+        let run_dir = d.join(".hone/runs/t");
+        std::fs::create_dir_all(&run_dir).unwrap();
+        let base: Config = [("A", 3), ("B", 3)]
+            .iter()
+            .map(|(k, v)| (k.to_string(), KnobValue::Int(*v)))
+            .collect();
+        let history = vec![ExperimentRecord {
+            n: 0,
+            status: Some(crate::store::Status::Baseline),
+            objective: Some(1.0),
+            config: serde_json::to_value(&base).ok(),
+            ..Default::default()
+        }];
+        let spent = Cell::new((0.0, 0));
+        let guidance = Guidance::default();
+        let ctx = ProposeContext {
+            n: 1,
+            worktree: &wt,
+            parent_commit: &head,
+            base_commit: &head,
+            history: &history,
+            best: Some(&history[0]),
+            spec: &spec,
+            git: &git,
+            repo_root: d,
+            run_dir: &run_dir,
+            seed: 0,
+            cancel: &|| false,
+            on_spawn: &|_, _| {},
+            wrapper: &[],
+            budget: crate::propose::Budget::default(),
+            spent: &spent,
+            guidance: &guidance,
+        };
+        f(&ctx, &wt);
+    }
+
+    fn spec() -> Spec {
+        Spec::parse(
+            Path::new("hone.toml"),
+            "[loop]\neditable = [\"p.txt\"]\n[verify]\ncommand = \"true\"\nmetric = \"m\"\n",
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_modified_knob_proposal_is_the_one_written_and_recorded() {
+        with_ctx(|ctx, wt| {
+            let target: Config = [("A", 8), ("B", 1)]
+                .iter()
+                .map(|(k, v)| (k.to_string(), KnobValue::Int(*v)))
+                .collect();
+            let mut outer = Outer::from_mechanisms(
+                vec![Box::new(Steer {
+                    target: target.clone(),
+                })],
+                &spec(),
+            );
+            let p = outer.propose(&mut KnobsProposer, ctx).unwrap();
+            assert_eq!(p.config, serde_json::to_value(&target).ok());
+            assert_eq!(p.source.as_deref(), Some("steer"));
+            let written = std::fs::read_to_string(wt.join("p.txt")).unwrap();
+            assert!(
+                written.starts_with("A = 8  #") && written.contains("\nB = 1  #"),
+                "{written}"
+            );
+            let calls = outer.take_calls();
+            let effects: Vec<&str> = calls
+                .iter()
+                .filter(|c| c.hook == "filter")
+                .map(|c| c.effect.as_str())
+                .collect();
+            assert_eq!(effects, ["modified", "none"]);
+        });
+    }
+
+    #[test]
+    fn when_every_knob_proposal_is_rejected_the_experiment_is_rejected_and_the_worktree_clean() {
+        with_ctx(|ctx, wt| {
+            let mut outer = Outer::from_mechanisms(vec![Box::new(Wall)], &spec());
+            match outer.propose(&mut KnobsProposer, ctx) {
+                Err(ProposeError::Rejected(why)) => {
+                    assert!(why.starts_with("mechanism `wall`: nothing passes"), "{why}")
+                }
+                other => panic!("{other:?}"),
+            }
+            let rejected = outer
+                .take_calls()
+                .iter()
+                .filter(|c| c.effect == "rejected")
+                .count();
+            assert_eq!(rejected, MAX_RESAMPLES, "each resample is on record");
+            let left = std::fs::read_to_string(wt.join("p.txt")).unwrap();
+            assert!(left.starts_with("A = 3  #"), "{left}");
+        });
+    }
+}

@@ -1,0 +1,110 @@
+//! `restart`: for a search stuck in one idea. After [`STUCK_AFTER`] experiments without a
+//! keep since the last restart, the next proposals start again from the best commit (the
+//! engine always proposes from it) with a fresh history window: the proposer sees only the
+//! best and what came after the restart, so an agent stops circling its old attempts and the
+//! knobs optimizer refits its model on the new window (it still never repeats an older
+//! configuration).
+
+use super::{Guidance, Mechanism, Outcome, View};
+
+/// Experiments without improvement before a restart.
+pub const STUCK_AFTER: u64 = 12;
+
+#[derive(Default)]
+pub struct Restart {
+    /// The experiment from which the proposer's history window starts.
+    from: Option<u64>,
+}
+
+impl Mechanism for Restart {
+    fn name(&self) -> &str {
+        "restart"
+    }
+
+    fn before_propose(&mut self, view: &View<'_>) -> Guidance {
+        let Some(from) = self.from else {
+            return Guidance::default();
+        };
+        let mut g = Guidance {
+            history_from: Some(from),
+            ..Guidance::default()
+        };
+        if !view.knobs_proposer && view.n == from {
+            g.text.push(
+                "the search restarted from the best version: earlier attempts are hidden on purpose; approach the problem afresh".into(),
+            );
+        }
+        g
+    }
+
+    fn on_result(&mut self, outcome: &Outcome<'_>) -> Option<String> {
+        let n = outcome.record.n;
+        let view = &outcome.view;
+        let since = view.since_improvement();
+        let since_restart = self.from.map_or(u64::MAX, |f| n + 1 - f.min(n + 1));
+        if since >= STUCK_AFTER && since_restart >= STUCK_AFTER {
+            self.from = Some(n + 1);
+            let best = view.best().map(|b| b.n).unwrap_or(0);
+            return Some(format!(
+                "no keep in {since} experiments: restart from the best (#{best}) with a history window from #{}",
+                n + 1
+            ));
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::meta::testing::{exp, view};
+    use crate::store::Status;
+
+    #[test]
+    fn a_stuck_run_restarts_with_a_fresh_window_and_not_again_at_once() {
+        let ed = vec!["train.py".to_string()];
+        let mut history = vec![exp(0, Status::Baseline, Some(1.0), None)];
+        let mut r = Restart::default();
+        let mut restarts = Vec::new();
+        for n in 1..=(2 * STUCK_AFTER) {
+            history.push(exp(n, Status::Discard, Some(2.0), None));
+            let rec = history[history.len() - 1].clone();
+            if r.on_result(&Outcome {
+                record: &rec,
+                view: view(&history, &[], &ed),
+            })
+            .is_some()
+            {
+                restarts.push(n);
+            }
+        }
+        assert_eq!(restarts, vec![STUCK_AFTER, 2 * STUCK_AFTER]);
+        let g = r.before_propose(&view(&history, &[], &ed));
+        assert_eq!(g.history_from, Some(2 * STUCK_AFTER + 1));
+        assert!(g.text[0].contains("restarted"), "{:?}", g.text);
+    }
+
+    #[test]
+    fn a_run_that_improves_never_restarts() {
+        let ed = vec![];
+        let mut history = vec![exp(0, Status::Baseline, Some(1.0), None)];
+        let mut r = Restart::default();
+        for n in 1..=40 {
+            let s = if n % 5 == 0 {
+                Status::Keep
+            } else {
+                Status::Discard
+            };
+            history.push(exp(n, s, Some(1.0), None));
+            let rec = history[history.len() - 1].clone();
+            assert_eq!(
+                r.on_result(&Outcome {
+                    record: &rec,
+                    view: view(&history, &[], &ed)
+                }),
+                None
+            );
+        }
+        assert!(r.before_propose(&view(&history, &[], &ed)).is_empty());
+    }
+}

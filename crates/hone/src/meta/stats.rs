@@ -1,0 +1,187 @@
+//! What each mechanism did over a run, from its recorded hook calls: calls per hook, guidance
+//! given, candidates suggested, proposals rejected and modified, state changes, keeps that
+//! followed its guidance, and whether it was inert (active over its probation window without
+//! ever changing anything).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::store::{ExperimentRecord, MechanismCall, Status};
+
+/// One mechanism's record over a run.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct MechanismStats {
+    pub name: String,
+    /// Invocations per hook name.
+    pub calls: BTreeMap<String, u64>,
+    /// Experiments in which any of its hooks ran.
+    pub experiments: u64,
+    /// Experiments it gave guidance for (`before_propose` with an effect).
+    pub guided: u64,
+    /// Experiments it suggested candidates for.
+    pub suggested: u64,
+    pub rejected: u64,
+    pub modified: u64,
+    /// Changes of its own state that change the search (restarts, mode switches, revisions,
+    /// portfolio switches).
+    pub changed: u64,
+    /// Kept experiments that had its guidance, candidates or modification.
+    pub keeps_after_guidance: u64,
+    /// Active over at least the probation window and never had any effect.
+    pub inert: bool,
+}
+
+impl MechanismStats {
+    /// Calls that had an effect.
+    pub fn effective(&self) -> u64 {
+        self.guided + self.suggested + self.rejected + self.modified + self.changed
+    }
+}
+
+/// Per-mechanism statistics, in order of first appearance.
+pub fn compute(
+    calls: &[MechanismCall],
+    experiments: &[ExperimentRecord],
+    probation: u64,
+) -> Vec<MechanismStats> {
+    let kept: BTreeSet<u64> = experiments
+        .iter()
+        .filter(|e| e.status() == Status::Keep)
+        .map(|e| e.n)
+        .collect();
+    let mut order: Vec<String> = Vec::new();
+    let mut stats: BTreeMap<String, MechanismStats> = BTreeMap::new();
+    let mut seen: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    let mut helped: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    let mut guided: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    let mut suggested: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    for c in calls {
+        if !stats.contains_key(&c.mechanism) {
+            order.push(c.mechanism.clone());
+        }
+        let s = stats
+            .entry(c.mechanism.clone())
+            .or_insert_with(|| MechanismStats {
+                name: c.mechanism.clone(),
+                ..MechanismStats::default()
+            });
+        *s.calls.entry(c.hook.clone()).or_default() += 1;
+        seen.entry(c.mechanism.clone())
+            .or_default()
+            .insert(c.experiment);
+        match c.effect.as_str() {
+            "guided" => {
+                guided
+                    .entry(c.mechanism.clone())
+                    .or_default()
+                    .insert(c.experiment);
+                helped
+                    .entry(c.mechanism.clone())
+                    .or_default()
+                    .insert(c.experiment);
+            }
+            "suggested" => {
+                suggested
+                    .entry(c.mechanism.clone())
+                    .or_default()
+                    .insert(c.experiment);
+                helped
+                    .entry(c.mechanism.clone())
+                    .or_default()
+                    .insert(c.experiment);
+            }
+            "rejected" => s.rejected += 1,
+            "modified" => {
+                s.modified += 1;
+                helped
+                    .entry(c.mechanism.clone())
+                    .or_default()
+                    .insert(c.experiment);
+            }
+            "changed" | "activated" | "deactivated" => s.changed += 1,
+            _ => {}
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|name| {
+            let mut s = stats.remove(&name)?;
+            let count =
+                |m: &BTreeMap<String, BTreeSet<u64>>| m.get(&name).map_or(0, |x| x.len() as u64);
+            s.experiments = count(&seen);
+            s.guided = count(&guided);
+            s.suggested = count(&suggested);
+            s.keeps_after_guidance = helped
+                .get(&name)
+                .map_or(0, |x| x.iter().filter(|n| kept.contains(n)).count() as u64);
+            s.inert = s.experiments >= probation && s.effective() == 0;
+            Some(s)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(n: u64, m: &str, hook: &str, effect: &str) -> MechanismCall {
+        MechanismCall {
+            experiment: n,
+            mechanism: m.into(),
+            hook: hook.into(),
+            effect: effect.into(),
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn counts_effects_keeps_after_guidance_and_inert_mechanisms() {
+        let mut calls = Vec::new();
+        for n in 1..=10 {
+            calls.push(call(
+                n,
+                "plateau",
+                "before_propose",
+                if n == 4 { "guided" } else { "none" },
+            ));
+            calls.push(call(
+                n,
+                "tabu",
+                "filter",
+                if n == 2 { "rejected" } else { "none" },
+            ));
+            calls.push(call(n, "quiet", "before_propose", "none"));
+        }
+        calls.push(call(3, "late", "filter", "none"));
+        let exps: Vec<ExperimentRecord> = (0..=10)
+            .map(|n| ExperimentRecord {
+                n,
+                status: Some(if n == 4 {
+                    Status::Keep
+                } else {
+                    Status::Discard
+                }),
+                ..Default::default()
+            })
+            .collect();
+        let s = compute(&calls, &exps, 10);
+        let by = |name: &str| {
+            s.iter()
+                .find(|x| x.name == name)
+                .cloned()
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            s.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(),
+            ["plateau", "tabu", "quiet", "late"]
+        );
+        assert_eq!(by("plateau").calls.get("before_propose"), Some(&10));
+        assert_eq!(
+            (by("plateau").guided, by("plateau").keeps_after_guidance),
+            (1, 1)
+        );
+        assert_eq!(by("tabu").rejected, 1);
+        assert!(!by("tabu").inert && !by("plateau").inert);
+        assert!(by("quiet").inert, "ten experiments without an effect");
+        assert!(!by("late").inert, "not past its probation yet");
+    }
+}
