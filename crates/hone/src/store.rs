@@ -612,6 +612,26 @@ impl Store {
             .optional()?)
     }
 
+    /// Runs `f` in one transaction: committed when it returns `Ok`, rolled back otherwise.
+    /// Many writes in one go (an import, a benchmark's fixture) then cost one sync, not one
+    /// each.
+    pub fn in_transaction<T>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match f(self) {
+            Ok(v) => {
+                self.conn.execute_batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
     /// One page of a run's experiments, sorted and filtered in SQL (indexed: fast on runs of
     /// 10,000+), and how many experiments match the filter in all. Ties, and experiments
     /// without a value, go by number; missing values sort last either way.
@@ -626,14 +646,24 @@ impl Store {
             key => format!("{} {dir} NULLS LAST, n {dir}", key.column()),
         };
         let status = q.status.map(|s| s.as_str());
-        let filter = "run_id = ?1 AND (?2 IS NULL OR status = ?2)";
+        // Two shapes rather than `(?2 IS NULL OR status = ?2)`, which keeps SQLite from using
+        // the status index.
+        let filter = if status.is_some() {
+            "run_id = ?1 AND status = ?2"
+        } else {
+            "run_id = ?1 AND ?2 IS NULL"
+        };
         let total: i64 = self.conn.query_row(
             &format!("SELECT COUNT(*) FROM experiments WHERE {filter}"),
             params![run_id, status],
             |r| r.get(0),
         )?;
+        // The page's rows are found by sorting row ids alone, then read in full: a deep page
+        // of an unindexed sort then moves keys, not whole records (descriptions, judgements).
         let mut st = self.conn.prepare_cached(&format!(
-            "SELECT * FROM experiments WHERE {filter} ORDER BY {order} LIMIT ?3 OFFSET ?4"
+            "SELECT experiments.* FROM (SELECT rowid AS rid FROM experiments WHERE {filter}
+                 ORDER BY {order} LIMIT ?3 OFFSET ?4) AS page
+             JOIN experiments ON experiments.rowid = page.rid ORDER BY {order}"
         ))?;
         let rows = st.query_map(
             params![
