@@ -631,6 +631,32 @@ fn serve_without_a_token_answers_only_to_loopback_names() {
     assert!(page.body.contains("no hone runs here yet"), "{}", page.body);
 }
 
+#[test]
+fn ctrl_c_stops_the_server_with_an_event_stream_open() {
+    let (_tmp, dir) = knob_repo();
+    hone_run(&dir, 2);
+    let mut s = serve(&dir, &[], None);
+    let res = agent()
+        .get(&format!("{}api/runs/t/events", s.url))
+        .call()
+        .unwrap();
+    let mut stream = BufReader::new(res.into_body().into_reader());
+    let mut line = String::new();
+    stream.read_line(&mut line).unwrap();
+    assert_eq!(line, "event: change\n", "the stream is open");
+    // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(s.child.id() as i32, libc::SIGINT) }, 0);
+    let mut status = None;
+    wait_for("hone serve to exit", Duration::from_secs(30), || {
+        status = s.child.try_wait().unwrap();
+        status.is_some()
+    });
+    assert!(status.unwrap().success(), "{status:?}");
+    let mut rest = String::new();
+    let _ = stream.read_to_string(&mut rest);
+    assert!(!rest.contains("event: change"), "no more events: {rest}");
+}
+
 // ---- The browser test -------------------------------------------------------------------
 
 /// A chromedriver process and one headless Chromium session.

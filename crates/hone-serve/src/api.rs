@@ -148,8 +148,15 @@ async fn events(
         let st = st.clone();
         let run = run.clone();
         async move {
+            let mut stopping = st.stopping.clone();
             loop {
-                ticker.tick().await;
+                if *stopping.borrow() {
+                    return None;
+                }
+                tokio::select! {
+                    _ = ticker.tick() => {}
+                    _ = stopping.changed() => return None,
+                }
                 let root = st.repo_root.clone();
                 let r = run.clone();
                 let current = st

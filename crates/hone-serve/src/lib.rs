@@ -67,26 +67,31 @@ pub fn check_options(opts: &ServeOptions) -> Result<()> {
 pub(crate) struct Shared {
     pub repo_root: PathBuf,
     pub db: Arc<db::Db>,
+    /// Turns true when the server stops: event streams end then, so that the graceful
+    /// shutdown (which waits for open responses) does not wait for a browser tab forever.
+    pub stopping: tokio::sync::watch::Receiver<bool>,
 }
 
 pub(crate) type AppState = Arc<Shared>;
 
 /// The dashboard's routes merged with `extra` (an embedder's own routes, e.g. automation
-/// endpoints), all behind the token and Host checks.
-pub fn app(opts: &ServeOptions, extra: Router) -> Result<Router> {
+/// endpoints), all behind the token and Host checks; and the switch that ends event streams.
+fn app(opts: &ServeOptions, extra: Router) -> Result<(Router, tokio::sync::watch::Sender<bool>)> {
     check_options(opts)?;
+    let (stop, stopping) = tokio::sync::watch::channel(false);
     let db = db::Db::new(&opts.repo_root);
     db.upgrade()?;
     let state: AppState = Arc::new(Shared {
         repo_root: opts.repo_root.clone(),
         db: Arc::new(db),
+        stopping,
     });
     let routes = pages::routes()
         .merge(api::routes())
         .with_state(state)
         .merge(assets::routes())
         .merge(extra);
-    Ok(auth::protect(routes, auth::Guard::new(opts)))
+    Ok((auth::protect(routes, auth::Guard::new(opts)), stop))
 }
 
 type Task = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
@@ -96,6 +101,7 @@ pub struct Server {
     listener: std::net::TcpListener,
     addr: SocketAddr,
     app: Router,
+    stop: tokio::sync::watch::Sender<bool>,
     tasks: Vec<Task>,
 }
 
@@ -107,7 +113,7 @@ pub fn bind(opts: &ServeOptions) -> Result<Server> {
 /// Checks the options and binds the address; `extra` routes (e.g. `POST /api/trigger`, with
 /// their own state already applied) are served beside the dashboard's, behind the same token.
 pub fn bind_with(opts: &ServeOptions, extra: Router) -> Result<Server> {
-    let app = app(opts, extra)?;
+    let (app, stop) = app(opts, extra)?;
     let listener = std::net::TcpListener::bind(opts.addr).with_context(|| {
         format!(
             "cannot listen on {} (is another `hone serve` using that port? try --port)",
@@ -124,6 +130,7 @@ pub fn bind_with(opts: &ServeOptions, extra: Router) -> Result<Server> {
         listener,
         addr,
         app,
+        stop,
         tasks: Vec::new(),
     })
 }
@@ -166,8 +173,12 @@ impl Server {
             let listener = tokio::net::TcpListener::from_std(self.listener)
                 .context("cannot hand the listening socket to the runtime")?;
             let tasks: Vec<_> = self.tasks.into_iter().map(tokio::spawn).collect();
+            let stop = self.stop;
             let result = axum::serve(listener, self.app)
-                .with_graceful_shutdown(shutdown)
+                .with_graceful_shutdown(async move {
+                    shutdown.await;
+                    let _ = stop.send(true);
+                })
                 .await
                 .context("the server failed");
             for t in tasks {
