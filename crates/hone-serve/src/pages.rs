@@ -26,6 +26,8 @@ const MAX_PER_PAGE: u64 = 500;
 const MAX_DIFF_BYTES: usize = 512 * 1024;
 const LOG_TAIL_BYTES: u64 = 64 * 1024;
 const LOG_TAIL_LINES: usize = 200;
+/// Kept experiments labelled on the plot at most (the biggest gains and the best).
+const PLOT_LABELS: usize = 15;
 
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
@@ -211,11 +213,12 @@ pub(crate) fn load_run_view(
     let outlines = store.experiment_outlines(run.id)?;
     let summary = report::summarize(&run, &outlines);
     let minimize = run.direction == "minimize";
-    let plot = report::plot::progress_svg(
+    let plot = report::plot::progress_svg_labelled(
         &outlines,
         &run.metric,
         minimize,
         &format!("{} ({} experiments)", run.metric, outlines.len()),
+        PLOT_LABELS,
     );
     let (rows, matching) = store.experiments_page(run.id, &table.query())?;
     Ok(RunView {
@@ -673,7 +676,7 @@ fn metrics_box(run: &RunRecord, e: &ExperimentRecord) -> String {
     );
     for (k, v) in &e.metrics {
         if *k != run.metric {
-            row(k, &esc(&v.to_string()));
+            row(k, &fmt_metric(Some(*v)));
         }
     }
     if let Some(h) = e.holdout {
