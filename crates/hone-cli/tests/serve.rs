@@ -839,14 +839,21 @@ fn screenshots_dir() -> PathBuf {
 }
 
 #[test]
-fn dashboard_in_headless_chromium_shows_new_experiments_without_a_reload() {
+fn dashboard_in_headless_chromium_with_a_token_shows_new_experiments_without_a_reload() {
     let Some(browser) = Browser::start() else {
         return;
     };
     let (_tmp, dir) = knob_repo();
     hone_run(&dir, 4);
-    let s = serve(&dir, &[], None);
-    browser.goto(&format!("{}runs/t", s.url));
+    // With a token, as on a shared machine: the page, its script, its fetches and its event
+    // stream all need it, and the cookie set from ?token= carries it.
+    let s = serve(&dir, &[], Some(TOKEN));
+    browser.goto(&format!("{}runs/t?token={TOKEN}", s.url));
+    assert_eq!(
+        browser.eval("return location.pathname + location.search"),
+        "/runs/t",
+        "the token left the address bar"
+    );
     let rows = "return document.querySelectorAll('#experiments tbody tr[data-n]').length";
     assert_eq!(browser.eval(rows), 4, "the table's rows");
     assert_eq!(
