@@ -421,7 +421,7 @@ fn demo(
     let result = run_loop(&dir, &spec, &opts);
     if keep {
         out!(
-            "\nthe demo is in {d}: try `hone -C {d} log`, `hone -C {d} show 1` or `hone -C {d} report`",
+            "\nthe demo is in {d}: try `hone -C {d} log`, `hone -C {d} show 1`, `hone -C {d} report` or `hone -C {d} serve`",
             d = dir.display()
         );
     } else {
