@@ -161,6 +161,15 @@ enum Cmd {
         #[arg(long)]
         max_jobs: Option<u64>,
     },
+    /// Serve the live dashboard: runs, progress plot, experiment table, diffs and logs.
+    Serve {
+        /// Port to listen on (0: any free port).
+        #[arg(long, default_value_t = hone_serve::DEFAULT_PORT)]
+        port: u16,
+        /// Address to listen on; anything but loopback needs a token in HONE_TOKEN.
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: std::net::IpAddr,
+    },
     /// Run the whole thing on the bundled example (a character-level language model), offline.
     Demo {
         /// Where to put the example (must be empty or absent); kept afterwards.
@@ -400,6 +409,7 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             );
             Ok(())
         }
+        Cmd::Serve { port, bind } => serve(&cwd, port, bind),
         Cmd::Demo {
             dir,
             keep,
@@ -472,6 +482,23 @@ fn run_loop(root: &Path, spec: &Spec, opts: &RunOptions) -> Result<(), Failure> 
     }
 }
 
+fn serve(cwd: &Path, port: u16, bind: std::net::IpAddr) -> Result<(), Failure> {
+    let git = Git::discover(cwd).map_err(anyhow::Error::from)?;
+    let opts = hone_serve::ServeOptions {
+        repo_root: git.root().to_path_buf(),
+        addr: std::net::SocketAddr::new(bind, port),
+        token: std::env::var("HONE_TOKEN").ok().filter(|t| !t.is_empty()),
+    };
+    hone_serve::check_options(&opts).map_err(|error| Failure { code: 2, error })?;
+    let server = hone_serve::bind(&opts)?;
+    out!("hone serve: {} (Ctrl-C stops)", server.url());
+    if opts.token.is_some() {
+        out!("every request needs the token in HONE_TOKEN: open the page once with ?token=<token>, or send `Authorization: Bearer <token>`");
+    }
+    server.run()?;
+    Ok(())
+}
+
 fn demo(
     dir: Option<PathBuf>,
     keep: bool,
@@ -505,7 +532,7 @@ fn demo(
     let result = run_loop(&dir, &spec, &opts);
     if keep {
         out!(
-            "\nthe demo is in {d}: try `hone -C {d} log`, `hone -C {d} show 1` or `hone -C {d} report`",
+            "\nthe demo is in {d}: try `hone -C {d} log`, `hone -C {d} show 1`, `hone -C {d} report` or `hone -C {d} serve`",
             d = dir.display()
         );
     } else {

@@ -269,7 +269,83 @@ CREATE TABLE mechanism_calls (
 );
 CREATE INDEX mechanism_calls_by_run ON mechanism_calls(run_id, experiment);
 "#,
+    // 6: the dashboard's experiment table filters by status and sorts by status or objective
+    // over runs of 10,000+ experiments.
+    r#"
+CREATE INDEX experiments_by_status ON experiments(run_id, status, n);
+CREATE INDEX experiments_by_objective ON experiments(run_id, objective, n);
+"#,
 ];
+
+/// A column the experiment table can be sorted by (a closed list: never SQL from a request).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SortKey {
+    /// The experiment's number.
+    #[default]
+    Number,
+    Status,
+    Objective,
+    /// Wall-clock time of the whole experiment.
+    Duration,
+    Cost,
+}
+
+impl SortKey {
+    pub const ALL: &'static [SortKey] = &[
+        SortKey::Number,
+        SortKey::Status,
+        SortKey::Objective,
+        SortKey::Duration,
+        SortKey::Cost,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SortKey::Number => "n",
+            SortKey::Status => "status",
+            SortKey::Objective => "objective",
+            SortKey::Duration => "duration",
+            SortKey::Cost => "cost",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<SortKey> {
+        SortKey::ALL.iter().copied().find(|k| k.as_str() == s)
+    }
+
+    fn column(self) -> &'static str {
+        match self {
+            SortKey::Number => "n",
+            SortKey::Status => "status",
+            SortKey::Objective => "objective",
+            SortKey::Duration => "total_ms",
+            SortKey::Cost => "cost_usd",
+        }
+    }
+}
+
+/// One page of a run's experiments: which ones, in what order.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct ExperimentQuery {
+    /// Only experiments with this status.
+    pub status: Option<Status>,
+    pub sort: SortKey,
+    pub descending: bool,
+    pub limit: u64,
+    pub offset: u64,
+}
+
+/// What changes when a run makes progress: compared between two polls, it tells a watcher
+/// (the dashboard's event stream) that something new was written, without reading the rows.
+#[derive(Clone, Debug, PartialEq, Default, serde::Serialize)]
+pub struct RunChangeMark {
+    pub experiments: u64,
+    pub running: u64,
+    /// The newest experiment's last write (finish, else start), in seconds since the epoch.
+    pub last_write: f64,
+    pub last_event: i64,
+    pub state: String,
+}
 
 /// The embedded SQLite store.
 pub struct Store {
@@ -323,6 +399,28 @@ impl Store {
             return Ok(None);
         }
         Store::open(path).map(Some)
+    }
+
+    /// Opens an existing, up-to-date database for reading only (the dashboard: many readers
+    /// beside one `hone run` writing). Fails on a schema this hone does not know; open it once
+    /// with [`Store::open`] first to bring an older one up to date.
+    pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        use rusqlite::OpenFlags;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        let known = MIGRATIONS.len() as i64;
+        if version > known {
+            return Err(StoreError::TooNew {
+                path: path.display().to_string(),
+                found: version,
+                known,
+            });
+        }
+        Ok(Store { conn })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -542,6 +640,122 @@ impl Store {
             .optional()?)
     }
 
+    /// Runs `f` in one transaction: committed when it returns `Ok`, rolled back otherwise.
+    /// Many writes in one go (an import, a benchmark's fixture) then cost one sync, not one
+    /// each.
+    pub fn in_transaction<T>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match f(self) {
+            Ok(v) => {
+                self.conn.execute_batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// One page of a run's experiments, sorted and filtered in SQL (indexed: fast on runs of
+    /// 10,000+), and how many experiments match the filter in all. Ties, and experiments
+    /// without a value, go by number; missing values sort last either way.
+    pub fn experiments_page(
+        &self,
+        run_id: i64,
+        q: &ExperimentQuery,
+    ) -> Result<(Vec<ExperimentRecord>, u64), StoreError> {
+        let dir = if q.descending { "DESC" } else { "ASC" };
+        let order = match q.sort {
+            SortKey::Number => format!("n {dir}"),
+            key => format!("{} {dir} NULLS LAST, n {dir}", key.column()),
+        };
+        let status = q.status.map(|s| s.as_str());
+        // Two shapes rather than `(?2 IS NULL OR status = ?2)`, which keeps SQLite from using
+        // the status index.
+        let filter = if status.is_some() {
+            "run_id = ?1 AND status = ?2"
+        } else {
+            "run_id = ?1 AND ?2 IS NULL"
+        };
+        let total: i64 = self.conn.query_row(
+            &format!("SELECT COUNT(*) FROM experiments WHERE {filter}"),
+            params![run_id, status],
+            |r| r.get(0),
+        )?;
+        // The page's rows are found by sorting row ids alone, then read in full: a deep page
+        // of an unindexed sort then moves keys, not whole records (descriptions, judgements).
+        let mut st = self.conn.prepare_cached(&format!(
+            "SELECT experiments.* FROM (SELECT rowid AS rid FROM experiments WHERE {filter}
+                 ORDER BY {order} LIMIT ?3 OFFSET ?4) AS page
+             JOIN experiments ON experiments.rowid = page.rid ORDER BY {order}"
+        ))?;
+        let rows = st.query_map(
+            params![
+                run_id,
+                status,
+                q.limit.min(i64::MAX as u64) as i64,
+                q.offset.min(i64::MAX as u64) as i64
+            ],
+            Self::experiment_from_row,
+        )?;
+        Ok((rows.collect::<Result<_, _>>()?, total as u64))
+    }
+
+    /// Every experiment of a run with only what a plot and a summary need (number, status,
+    /// objective, description, reason, cost, verification time, holdout), in order: cheaper
+    /// than [`Store::experiments`] on long runs.
+    pub fn experiment_outlines(&self, run_id: i64) -> Result<Vec<ExperimentRecord>, StoreError> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT n, status, objective, description, reason, cost_usd, verify_ms, holdout
+             FROM experiments WHERE run_id = ?1 ORDER BY n",
+        )?;
+        let rows = st.query_map([run_id], |r| {
+            Ok(ExperimentRecord {
+                n: r.get::<_, i64>(0)? as u64,
+                status: Status::parse(&r.get::<_, String>(1)?),
+                objective: r.get(2)?,
+                description: r.get(3)?,
+                reason: r.get(4)?,
+                cost_usd: r.get(5)?,
+                verify_ms: r.get::<_, i64>(6)? as u64,
+                holdout: r.get(7)?,
+                ..Default::default()
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// A cheap mark of a run's progress (see [`RunChangeMark`]); `None` when there is no such
+    /// run.
+    pub fn run_change_mark(&self, run_id: i64) -> Result<Option<RunChangeMark>, StoreError> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT (SELECT COUNT(*) FROM experiments WHERE run_id = ?1),
+                        (SELECT COUNT(*) FROM experiments WHERE run_id = ?1 AND status = 'running'),
+                        (SELECT COALESCE(finished_at, started_at) FROM experiments
+                            WHERE run_id = ?1 ORDER BY n DESC LIMIT 1),
+                        (SELECT MAX(id) FROM events WHERE run_id = ?1),
+                        state
+                 FROM runs WHERE id = ?1",
+                [run_id],
+                |r| {
+                    Ok(RunChangeMark {
+                        experiments: r.get::<_, i64>(0)? as u64,
+                        running: r.get::<_, i64>(1)? as u64,
+                        last_write: r.get::<_, Option<f64>>(2)?.unwrap_or(0.0),
+                        last_event: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
+                        state: r.get(4)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
     /// Appends to the event log (never updated or deleted: triggers refuse it).
     pub fn append_event(
         &self,
@@ -687,5 +901,64 @@ mod tests {
             s.mechanism_calls(run.id, Some(2)).unwrap(),
             vec![call(2, "tabu"), call(2, "bandit")]
         );
+    }
+
+    #[test]
+    fn pages_sort_filter_and_change_marks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hone.db");
+        let s = Store::open(&path).unwrap();
+        let run = s
+            .create_run(
+                "t", "hone/t", "abc", 7, "knobs", "m", "minimize", "{}", "{}",
+            )
+            .unwrap();
+        let mark0 = s.run_change_mark(run.id).unwrap().unwrap();
+        for n in 0..30u64 {
+            let status = match n {
+                0 => Status::Baseline,
+                n if n % 10 == 3 => Status::Crash,
+                n if n % 5 == 0 => Status::Keep,
+                _ => Status::Discard,
+            };
+            let e = ExperimentRecord {
+                n,
+                parent_commit: "abc".into(),
+                status: Some(status),
+                objective: (status != Status::Crash).then_some(100.0 - (n as f64 * 7.0) % 13.0),
+                started_at: n as f64,
+                ..Default::default()
+            };
+            s.put_experiment(run.id, &e).unwrap();
+        }
+        let ro = Store::open_read_only(&path).unwrap();
+        let mark1 = ro.run_change_mark(run.id).unwrap().unwrap();
+        assert_ne!(mark0, mark1);
+        assert_eq!(mark1.experiments, 30);
+        let q = ExperimentQuery {
+            status: Some(Status::Crash),
+            limit: 2,
+            offset: 1,
+            ..Default::default()
+        };
+        let (page, total) = ro.experiments_page(run.id, &q).unwrap();
+        assert_eq!(total, 3);
+        assert_eq!(page.iter().map(|e| e.n).collect::<Vec<_>>(), vec![13, 23]);
+        let q = ExperimentQuery {
+            sort: SortKey::Objective,
+            descending: true,
+            limit: 100,
+            ..Default::default()
+        };
+        let (page, total) = ro.experiments_page(run.id, &q).unwrap();
+        assert_eq!((page.len(), total), (30, 30));
+        let values: Vec<f64> = page.iter().filter_map(|e| e.objective).collect();
+        assert!(values.windows(2).all(|w| w[0] >= w[1]), "{values:?}");
+        assert!(
+            page[27..].iter().all(|e| e.objective.is_none()),
+            "missing values last"
+        );
+        assert!(ro.put_experiment(run.id, &page[0]).is_err(), "read only");
+        assert_eq!(ro.experiment_outlines(run.id).unwrap().len(), 30);
     }
 }

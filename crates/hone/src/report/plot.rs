@@ -63,6 +63,52 @@ pub fn progress_svg(
     minimize: bool,
     title: &str,
 ) -> String {
+    progress_svg_labelled(exps, metric, minimize, title, usize::MAX)
+}
+
+/// The keeps worth a label when there is room for `max`: those that gained the most over the
+/// best before them, and always the last one (the current best).
+fn labelled_keeps(exps: &[ExperimentRecord], minimize: bool, max: usize) -> Vec<u64> {
+    let mut prev: Option<f64> = None;
+    let mut gains = Vec::new();
+    for e in exps {
+        let Some(v) = e.objective else { continue };
+        match e.status() {
+            Status::Baseline => prev = Some(v),
+            Status::Keep => {
+                let gain = prev.map(|p| if minimize { p - v } else { v - p });
+                gains.push((e.n, gain.unwrap_or(0.0)));
+                prev = Some(v);
+            }
+            _ => {}
+        }
+    }
+    if gains.len() <= max {
+        return gains.into_iter().map(|(n, _)| n).collect();
+    }
+    let last = gains.last().map(|(n, _)| *n);
+    gains.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut chosen: Vec<u64> = gains
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| Some(*n) != last)
+        .take(max.saturating_sub(1))
+        .collect();
+    chosen.extend(last);
+    chosen
+}
+
+/// [`progress_svg`] with at most `max_labels` keeps labelled (the biggest gains and the
+/// current best), so that a run with hundreds of keeps stays readable; the baseline is always
+/// labelled.
+pub fn progress_svg_labelled(
+    exps: &[ExperimentRecord],
+    metric: &str,
+    minimize: bool,
+    title: &str,
+    max_labels: usize,
+) -> String {
+    let labelled = labelled_keeps(exps, minimize, max_labels);
     let measured: Vec<&ExperimentRecord> = exps
         .iter()
         .filter(|e| {
@@ -215,6 +261,9 @@ pub fn progress_svg(
             crate::report::fmt_metric(Some(v)),
             esc(&e.description)
         );
+        if e.status() == Status::Keep && !labelled.contains(&e.n) {
+            continue;
+        }
         let _ = writeln!(
             svg,
             r##"<text class="label" x="{:.1}" y="{:.1}" font-size="10" fill="#1b5e20" transform="rotate(-25 {:.1} {:.1})">{}</text>"##,
@@ -251,6 +300,43 @@ pub fn progress_svg(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn many_keeps_get_only_the_biggest_gains_and_the_best_labelled() {
+        let exps: Vec<ExperimentRecord> = (0..50u64)
+            .map(|n| ExperimentRecord {
+                n,
+                status: Some(if n == 0 {
+                    Status::Baseline
+                } else {
+                    Status::Keep
+                }),
+                // Experiment 10 gains the most, then 20; every other keep gains 0.01.
+                objective: Some(
+                    100.0
+                        - n as f64 * 0.01
+                        - if n >= 10 { 5.0 } else { 0.0 }
+                        - if n >= 20 { 3.0 } else { 0.0 },
+                ),
+                description: format!("change {n}"),
+                ..Default::default()
+            })
+            .collect();
+        assert_eq!(labelled_keeps(&exps, true, 3), vec![10, 20, 49]);
+        let svg = progress_svg_labelled(&exps, "m", true, "t", 3);
+        assert_eq!(
+            svg.matches(r#"class="label""#).count(),
+            4,
+            "three keeps and the baseline"
+        );
+        assert_eq!(
+            svg.matches(r#"class="keep""#).count(),
+            50,
+            "every point is still drawn"
+        );
+        let all = progress_svg(&exps, "m", true, "t");
+        assert_eq!(all.matches(r#"class="label""#).count(), 50);
+    }
 
     #[test]
     fn the_range_follows_the_improvement() {

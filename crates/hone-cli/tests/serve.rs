@@ -1,0 +1,904 @@
+//! `hone serve` end to end: the real binary over stores written by a real `hone run` or
+//! through the store API, real HTTP on 127.0.0.1, and a real headless Chromium driven
+//! through the W3C WebDriver protocol (chromedriver), which watches a run page update itself
+//! while another `hone run` process adds experiments.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hone::store::{ExperimentRecord, Status, Store};
+use hone::verify::noise::Judgement;
+
+const HONE: &str = env!("CARGO_BIN_EXE_hone");
+const TOKEN: &str = "test-token-0123456789abcdef";
+const HOSTILE: &str = r#"<script>alert("x")</script><img src=x onerror=alert(1)>'"&"#;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A project whose verifier is a shell one-liner (experiments take milliseconds): the knobs
+/// optimizer looks for WIDTH 13 and DEPTH 4.
+fn knob_repo() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    std::fs::write(
+        dir.join("params.txt"),
+        "WIDTH = 2  # hone: int 1..20\nDEPTH = 9  # hone: int 1..20\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("score.sh"),
+        "w=$(sed -n 's/^WIDTH = \\([0-9]*\\).*/\\1/p' params.txt)\nd=$(sed -n 's/^DEPTH = \\([0-9]*\\).*/\\1/p' params.txt)\necho \"loss: $(( (w-13)*(w-13) + (d-4)*(d-4) ))\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("hone.toml"),
+        "[loop]\neditable = [\"params.txt\"]\nprotected = [\"score.sh\"]\n\n[verify]\ncommand = \"sh score.sh\"\nmetric = \"loss\"\n\n[stop]\nmax_experiments = 50\n",
+    )
+    .unwrap();
+    git(&dir, &["init", "-q", "-b", "main"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "init"]);
+    (tmp, dir)
+}
+
+fn hone_run(dir: &Path, n: u64) {
+    let out = Command::new(HONE)
+        .args(["run", "--tag", "t", "-n", &n.to_string()])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "hone run: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A running `hone serve`; killed when dropped.
+struct Served {
+    child: Child,
+    _stdout: BufReader<ChildStdout>,
+    url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `hone serve --port 0 <args>` in `dir` and waits for the line that gives its address.
+fn serve(dir: &Path, args: &[&str], token: Option<&str>) -> Served {
+    let mut cmd = Command::new(HONE);
+    cmd.args(["serve", "--port", "0"])
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match token {
+        Some(t) => cmd.env("HONE_TOKEN", t),
+        None => cmd.env_remove("HONE_TOKEN"),
+    };
+    let mut child = cmd.spawn().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let Some(url) = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .map(str::to_string)
+    else {
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        panic!("hone serve did not start: {line}{err}");
+    };
+    Served {
+        child,
+        _stdout: stdout,
+        url,
+    }
+}
+
+/// An HTTP answer: status, headers (lower-case names) and body.
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+fn get_with(url: &str, headers: &[(&str, &str)]) -> Answer {
+    let mut req = agent().get(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let mut res = req.call().unwrap();
+    let status = res.status().as_u16();
+    let headers = res
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
+        .collect();
+    let body = res
+        .body_mut()
+        .with_config()
+        .limit(64 << 20)
+        .read_to_string()
+        .unwrap();
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn get(url: &str) -> Answer {
+    get_with(url, &[])
+}
+
+fn json(url: &str) -> serde_json::Value {
+    let a = get(url);
+    assert_eq!(a.status, 200, "{url}: {}", a.body);
+    serde_json::from_str(&a.body).unwrap()
+}
+
+/// The experiment numbers of the table's rows, in order.
+fn row_numbers(html: &str) -> Vec<u64> {
+    html.split(r#"<tr id="exp-"#)
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap().parse().unwrap())
+        .collect()
+}
+
+/// Opens the event stream and returns its first event.
+fn first_event(url: &str, headers: &[(&str, &str)]) -> (u16, Option<String>, String) {
+    let mut req = agent().get(url);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let res = req.call().unwrap();
+    let status = res.status().as_u16();
+    let ctype = res
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string());
+    if status != 200 {
+        return (status, ctype, String::new());
+    }
+    let mut reader = BufReader::new(res.into_body().into_reader());
+    let mut event = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
+        if line.trim().is_empty() && event.contains("data:") {
+            return (status, ctype, event);
+        }
+        if !line.starts_with(':') {
+            event.push_str(&line);
+        }
+    }
+}
+
+fn record(n: u64, status: Status, objective: Option<f64>, description: &str) -> ExperimentRecord {
+    ExperimentRecord {
+        n,
+        parent_commit: "0".repeat(40),
+        status: Some(status),
+        objective,
+        description: description.into(),
+        started_at: 1_800_000_000.0 + n as f64,
+        finished_at: Some(1_800_000_000.5 + n as f64),
+        total_ms: 1000 + n,
+        ..Default::default()
+    }
+}
+
+/// What the synthetic run's experiment `n` is: (status, objective).
+fn synthetic(n: u64) -> (Status, Option<f64>) {
+    match n {
+        0 => (Status::Baseline, Some(100.0)),
+        n if n % 7 == 3 => (Status::Crash, None),
+        n if n % 10 == 5 => (Status::Keep, Some(100.0 - n as f64 * 0.5)),
+        n => (Status::Discard, Some(100.0 + (n * 37 % 50) as f64)),
+    }
+}
+
+/// A git repository with a store written through the store API: run `t` with 120 synthetic
+/// experiments, and a run whose tag, metric and texts are hostile markup.
+fn api_store() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    std::fs::write(dir.join("model.py"), "LR = 0.1  # learning rate\n").unwrap();
+    git(&dir, &["init", "-q", "-b", "main"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "init"]);
+    let parent = git(&dir, &["rev-parse", "HEAD"]);
+    std::fs::write(
+        dir.join("model.py"),
+        format!("LR = 0.2  # {HOSTILE}\nNAME = \"{HOSTILE}\"\n"),
+    )
+    .unwrap();
+    git(&dir, &["commit", "-q", "-am", "candidate"]);
+    let candidate = git(&dir, &["rev-parse", "HEAD"]);
+    git(&dir, &["reset", "-q", "--hard", &parent]);
+
+    let store = Store::open(&dir.join(".hone/hone.db")).unwrap();
+    let run = store
+        .create_run(
+            "t", "hone/t", &parent, 1, "knobs", "loss", "minimize", "{}", "{}",
+        )
+        .unwrap();
+    for n in 0..120 {
+        let (status, objective) = synthetic(n);
+        store
+            .put_experiment(
+                run.id,
+                &record(n, status, objective, &format!("change {n}")),
+            )
+            .unwrap();
+    }
+    let evil = store
+        .create_run(
+            HOSTILE,
+            "hone/evil",
+            &parent,
+            1,
+            HOSTILE,
+            HOSTILE,
+            "minimize",
+            "{}",
+            "{}",
+        )
+        .unwrap();
+    let log = dir.join(".hone/runs/evil/1.log");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, format!("step 1\n{HOSTILE}\nloss: 1.5\n")).unwrap();
+    store
+        .put_experiment(evil.id, &record(0, Status::Baseline, Some(2.0), HOSTILE))
+        .unwrap();
+    let mut e = record(1, Status::Keep, Some(1.5), HOSTILE);
+    e.parent_commit = parent;
+    e.candidate_commit = Some(candidate);
+    e.reason = HOSTILE.into();
+    e.metrics.insert(HOSTILE.into(), 3.0);
+    e.config = Some(serde_json::json!({ "NAME": HOSTILE }));
+    e.log_path = Some(log.to_string_lossy().into_owned());
+    e.judgement = Some(Judgement {
+        keep: true,
+        simplification: false,
+        delta: 0.5,
+        threshold: 0.1,
+        sigma: None,
+        runs: vec![1.5],
+        candidate_mean: 1.5,
+        best: 2.0,
+        reason: HOSTILE.into(),
+    });
+    store.put_experiment(evil.id, &e).unwrap();
+    (tmp, dir)
+}
+
+/// Fails if `html` holds any of the hostile markup unescaped, or lacks it escaped.
+fn assert_escaped(what: &str, html: &str) {
+    for raw in ["<script>alert", "<img src=x", "onerror=alert(1)>"] {
+        assert!(!html.contains(raw), "{what} holds raw `{raw}`:\n{html}");
+    }
+    assert!(
+        html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"),
+        "{what} does not show the text escaped:\n{html}"
+    );
+}
+
+#[test]
+fn serve_shows_a_real_run_its_experiments_diffs_logs_and_events() {
+    let (_tmp, dir) = knob_repo();
+    hone_run(&dir, 6);
+    let s = serve(&dir, &[], None);
+    let runs = get(&s.url);
+    assert_eq!(runs.status, 200);
+    assert!(
+        runs.body.contains(r#"<a href="/runs/t">t</a>"#),
+        "{}",
+        runs.body
+    );
+    assert!(
+        runs.header("content-security-policy")
+            .unwrap()
+            .contains("script-src 'self'"),
+        "a strict CSP on every page"
+    );
+
+    let page = get(&format!("{}runs/t", s.url));
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(
+        row_numbers(&page.body),
+        vec![5, 4, 3, 2, 1, 0],
+        "newest first"
+    );
+    assert!(page
+        .body
+        .contains(r#"<section id="plot" class="plot"><svg"#));
+    assert!(
+        page.body.contains(r#"class="keep""#),
+        "kept points on the plot"
+    );
+    assert!(page
+        .body
+        .contains(r#"<span class="badge s-baseline">baseline</span> 1"#));
+    let log = Command::new(HONE)
+        .args(["log", "--json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let first: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&log.stdout).lines().nth(1).unwrap()).unwrap();
+    assert!(
+        page.body
+            .contains(&first["description"].as_str().unwrap().replace('>', "&gt;")),
+        "descriptions in the table"
+    );
+
+    let exp = get(&format!("{}runs/t/experiments/1", s.url));
+    assert_eq!(exp.status, 200, "{}", exp.body);
+    assert!(
+        exp.body.contains(r#"<pre class="diff" id="diff">"#),
+        "{}",
+        exp.body
+    );
+    assert!(exp
+        .body
+        .contains(r#"<span class="dl dh">diff --git a/params.txt b/params.txt</span>"#));
+    assert!(exp
+        .body
+        .contains(r#"<span class="dl add"><span class="sg">+</span>"#));
+    assert!(exp.body.contains(r#"<span class="tn">20</span>"#));
+    assert!(
+        exp.body.contains(r#"<pre class="log" id="log">loss: "#),
+        "{}",
+        exp.body
+    );
+    assert!(exp.body.contains("<h2>decision</h2>"));
+    assert_eq!(get(&format!("{}runs/t/experiments/99", s.url)).status, 404);
+    assert_eq!(get(&format!("{}runs/nope", s.url)).status, 404);
+
+    let api = json(&format!("{}api/runs/t", s.url));
+    assert_eq!(api["summary"]["experiments"], 6);
+    assert_eq!(api["live"], false);
+    let (status, ctype, event) = first_event(&format!("{}api/runs/t/events", s.url), &[]);
+    assert_eq!(status, 200);
+    assert_eq!(ctype.as_deref(), Some("text/event-stream"));
+    assert!(event.starts_with("event: change\n"), "{event}");
+    assert!(event.contains(&format!("\"mark\":\"{}", 6)), "{event}");
+    for asset in ["assets/style.css", "assets/app.js"] {
+        assert_eq!(get(&format!("{}{asset}", s.url)).status, 200, "{asset}");
+    }
+}
+
+#[test]
+fn serve_sorts_filters_and_pages_in_the_store() {
+    let (_tmp, dir) = api_store();
+    let s = serve(&dir, &[], None);
+    let page = |q: &str| {
+        let a = get(&format!("{}runs/t{q}", s.url));
+        assert_eq!(a.status, 200, "{q}: {}", a.body);
+        a.body
+    };
+    let body = page("?per=10&page=2");
+    assert_eq!(row_numbers(&body), (100..110).rev().collect::<Vec<_>>());
+    assert!(body.contains("11–20 of 120"), "{body}");
+    assert!(body.contains("page 2 of 12"), "{body}");
+    assert_eq!(
+        row_numbers(&page("?page=3&per=50")),
+        (0..20).rev().collect::<Vec<_>>()
+    );
+
+    let crashes: Vec<u64> = (0..120)
+        .filter(|n| synthetic(*n).0 == Status::Crash)
+        .collect();
+    let body = page("?status=crash&sort=n&dir=asc&per=500");
+    assert_eq!(row_numbers(&body), crashes);
+    assert!(
+        body.contains(&format!(
+            r#"<a class="filter on" href="?status=crash&amp;dir=asc&amp;per=500">crash {}</a>"#,
+            crashes.len()
+        )),
+        "{body}"
+    );
+
+    let mut by_value: Vec<(f64, u64)> = (0..120)
+        .filter_map(|n| synthetic(n).1.map(|v| (v, n)))
+        .collect();
+    by_value.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let body = page("?sort=objective&per=5");
+    let want: Vec<u64> = by_value[..5].iter().map(|(_, n)| *n).collect();
+    assert_eq!(row_numbers(&body), want, "best (lowest) first");
+    let body = page("?sort=objective&dir=desc&per=500");
+    let rows = row_numbers(&body);
+    assert_eq!(rows.len(), 120);
+    assert!(
+        rows[rows.len() - crashes.len()..]
+            .iter()
+            .all(|n| crashes.contains(n)),
+        "experiments without a value sort last"
+    );
+
+    let api = json(&format!(
+        "{}api/runs/t/experiments?status=keep&sort=objective&dir=desc&per=3&page=2",
+        s.url
+    ));
+    let keeps: Vec<u64> = (0..120)
+        .filter(|n| synthetic(*n).0 == Status::Keep)
+        .collect();
+    assert_eq!(api["total"], keeps.len());
+    let got: Vec<u64> = api["experiments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["n"].as_u64().unwrap())
+        .collect();
+    // Keeps' values fall with n, so highest value first is lowest n first.
+    assert_eq!(got, keeps[3..6].to_vec());
+
+    let bad = get(&format!("{}runs/t?status=nonsense", s.url));
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("unknown status"), "{}", bad.body);
+    let bad = get(&format!("{}api/runs/t/experiments?sort=evil%3BDROP", s.url));
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("cannot sort by"), "{}", bad.body);
+}
+
+#[test]
+fn serve_escapes_what_agents_wrote_everywhere() {
+    let (_tmp, dir) = api_store();
+    let s = serve(&dir, &[], None);
+    let tag =
+        "%3Cscript%3Ealert(%22x%22)%3C%2Fscript%3E%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E'%22%26";
+    let runs = get(&s.url);
+    assert_escaped("the runs list", &runs.body);
+    let run = get(&format!("{}runs/{tag}", s.url));
+    assert_eq!(run.status, 200, "{}", run.body);
+    assert_escaped("the run page", &run.body);
+    let exp = get(&format!("{}runs/{tag}/experiments/1", s.url));
+    assert_eq!(exp.status, 200, "{}", exp.body);
+    assert_escaped("the experiment page", &exp.body);
+    assert!(
+        exp.body.contains(r#"<span class="dl add">"#),
+        "the diff is shown"
+    );
+    assert!(
+        exp.body.contains(
+            r#"<pre class="log" id="log">step 1\n&lt;script&gt;"#
+                .replace("\\n", "\n")
+                .as_str()
+        ),
+        "the log tail is shown, escaped: {}",
+        exp.body
+    );
+    let view = json(&format!("{}api/runs/{tag}/view", s.url));
+    for part in ["counters", "plot", "table"] {
+        assert_escaped(part, view[part].as_str().unwrap());
+    }
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_bind_without_a_long_token() {
+    let (_tmp, dir) = knob_repo();
+    for token in [None, Some("short")] {
+        let mut cmd = Command::new(HONE);
+        cmd.args(["serve", "--bind", "0.0.0.0", "--port", "0"])
+            .current_dir(&dir);
+        match token {
+            Some(t) => cmd.env("HONE_TOKEN", t),
+            None => cmd.env_remove("HONE_TOKEN"),
+        };
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{token:?}: {err}");
+        assert!(
+            err.contains("HONE_TOKEN"),
+            "{token:?}: says what to set: {err}"
+        );
+        assert!(out.stdout.is_empty(), "nothing was served");
+    }
+}
+
+#[test]
+fn serve_with_a_token_answers_401_to_every_request_without_it() {
+    let (_tmp, dir) = knob_repo();
+    hone_run(&dir, 3);
+    let s = serve(&dir, &["--bind", "0.0.0.0"], Some(TOKEN));
+    let port = s.url.rsplit(':').next().unwrap().trim_end_matches('/');
+    let base = format!("http://127.0.0.1:{port}/");
+    let paths = [
+        "",
+        "runs/t",
+        "runs/t/experiments/1",
+        "api/runs",
+        "api/runs/t",
+        "api/runs/t/experiments",
+        "api/runs/t/view",
+        "assets/style.css",
+        "assets/app.js",
+        "healthz",
+        "no/such/page",
+    ];
+    let bearer = format!("Bearer {TOKEN}");
+    for p in paths {
+        let url = format!("{base}{p}");
+        let a = get(&url);
+        assert_eq!(a.status, 401, "{p} without the token");
+        assert!(
+            a.body.contains("HONE_TOKEN"),
+            "{p}: says what to do: {}",
+            a.body
+        );
+        assert_eq!(
+            get_with(
+                &url,
+                &[("Authorization", "Bearer wrong-token-0123456789abcdef")]
+            )
+            .status,
+            401,
+            "{p} with a wrong token"
+        );
+        assert_eq!(
+            get_with(&url, &[("Cookie", "hone_token=wrong")]).status,
+            401,
+            "{p} with a wrong cookie"
+        );
+        let ok = get_with(&url, &[("Authorization", &bearer)]);
+        let want = if p == "no/such/page" { 404 } else { 200 };
+        assert_eq!(ok.status, want, "{p} with the token: {}", ok.body);
+    }
+    let events = format!("{base}api/runs/t/events");
+    assert_eq!(first_event(&events, &[]).0, 401, "the event stream too");
+    let (status, ctype, event) = first_event(&events, &[("Authorization", &bearer)]);
+    assert_eq!((status, ctype.as_deref()), (200, Some("text/event-stream")));
+    assert!(event.contains("event: change"), "{event}");
+    let (status, _, _) = first_event(&format!("{events}?token={TOKEN}"), &[]);
+    assert_eq!(status, 200, "EventSource can carry it in the query");
+
+    // A browser: ?token= once sets a cookie and drops the token from the address.
+    let a = get(&format!("{base}runs/t?per=10&token={TOKEN}"));
+    assert_eq!(a.status, 303);
+    assert_eq!(a.header("location"), Some("/runs/t?per=10"));
+    let cookie = a.header("set-cookie").unwrap().to_string();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap();
+    let page = get_with(&format!("{base}runs/t?per=10"), &[("Cookie", pair)]);
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains(r#"id="experiments""#));
+}
+
+#[test]
+fn serve_without_a_token_answers_only_to_loopback_names() {
+    let (_tmp, dir) = knob_repo();
+    let s = serve(&dir, &[], None);
+    assert_eq!(get(&s.url).status, 200);
+    let port = s.url.rsplit(':').next().unwrap().trim_end_matches('/');
+    assert_eq!(get(&format!("http://localhost:{port}/healthz")).status, 200);
+    let rebound = get_with(&s.url, &[("Host", "attacker.example")]);
+    assert_eq!(rebound.status, 403, "a DNS-rebinding page cannot read it");
+    assert!(rebound.body.contains("HONE_TOKEN"), "{}", rebound.body);
+    let page = get(&s.url);
+    assert!(page.body.contains("no hone runs here yet"), "{}", page.body);
+}
+
+#[test]
+fn ctrl_c_stops_the_server_with_an_event_stream_open() {
+    let (_tmp, dir) = knob_repo();
+    hone_run(&dir, 2);
+    let mut s = serve(&dir, &[], None);
+    let res = agent()
+        .get(&format!("{}api/runs/t/events", s.url))
+        .call()
+        .unwrap();
+    let mut stream = BufReader::new(res.into_body().into_reader());
+    let mut line = String::new();
+    stream.read_line(&mut line).unwrap();
+    assert_eq!(line, "event: change\n", "the stream is open");
+    // SAFETY: kill(2) on the pid of a child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(s.child.id() as i32, libc::SIGINT) }, 0);
+    let mut status = None;
+    wait_for("hone serve to exit", Duration::from_secs(30), || {
+        status = s.child.try_wait().unwrap();
+        status.is_some()
+    });
+    assert!(status.unwrap().success(), "{status:?}");
+    let mut rest = String::new();
+    let _ = stream.read_to_string(&mut rest);
+    assert!(!rest.contains("event: change"), "no more events: {rest}");
+}
+
+// ---- The browser test -------------------------------------------------------------------
+
+/// A chromedriver process and one headless Chromium session.
+struct Browser {
+    driver: Child,
+    base: String,
+    session: String,
+    _profile: tempfile::TempDir,
+}
+
+fn find_program(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+impl Browser {
+    /// `None` only when HONE_SKIP_BROWSER_TESTS=1; a missing browser fails the test.
+    fn start() -> Option<Browser> {
+        if std::env::var("HONE_SKIP_BROWSER_TESTS").as_deref() == Ok("1") {
+            eprintln!("HONE_SKIP_BROWSER_TESTS=1: skipping the headless-browser test");
+            return None;
+        }
+        let install = "install chromium and chromium-driver (`apt-get install -y chromium chromium-driver`; .ci/run does), or set HONE_SKIP_BROWSER_TESTS=1 to skip the browser test";
+        let driver = find_program("chromedriver")
+            .unwrap_or_else(|| panic!("chromedriver is not on PATH: {install}"));
+        let chromium = find_program("chromium")
+            .unwrap_or_else(|| panic!("chromium is not on PATH: {install}"));
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let mut browser = Browser {
+            driver: child,
+            base,
+            session: String::new(),
+            _profile: tempfile::tempdir().unwrap(),
+        };
+        wait_for("chromedriver to answer", Duration::from_secs(60), || {
+            agent()
+                .get(&format!("{}/status", browser.base))
+                .call()
+                .ok()
+                .map(|mut r| r.body_mut().read_to_string().unwrap_or_default())
+                .is_some_and(|b| b.contains("\"ready\":true"))
+        });
+        let caps = serde_json::json!({
+            "capabilities": { "alwaysMatch": {
+                "browserName": "chrome",
+                "goog:chromeOptions": {
+                    "binary": chromium,
+                    "args": [
+                        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                        "--no-first-run", "--disable-background-networking",
+                        "--disable-component-update", "--disable-sync",
+                        "--window-size=1360,1500",
+                        format!("--user-data-dir={}", browser._profile.path().display()),
+                    ]
+                }
+            }}
+        });
+        let v = browser.call("POST", "/session", Some(caps));
+        browser.session = v["sessionId"].as_str().unwrap().to_string();
+        Some(browser)
+    }
+
+    /// One WebDriver command; returns its `value`.
+    fn call(&self, method: &str, path: &str, body: Option<serde_json::Value>) -> serde_json::Value {
+        let url = if path == "/session" {
+            format!("{}/session", self.base)
+        } else {
+            format!("{}/session/{}{path}", self.base, self.session)
+        };
+        let mut res = match body {
+            Some(b) => agent()
+                .post(&url)
+                .header("Content-Type", "application/json")
+                .send(b.to_string())
+                .unwrap(),
+            None if method == "DELETE" => agent().delete(&url).call().unwrap(),
+            None => agent().get(&url).call().unwrap(),
+        };
+        let status = res.status().as_u16();
+        let text = res
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_string()
+            .unwrap();
+        assert_eq!(status, 200, "WebDriver {method} {path}: {text}");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["value"].clone()
+    }
+
+    fn goto(&self, url: &str) {
+        self.call("POST", "/url", Some(serde_json::json!({ "url": url })));
+    }
+
+    fn eval(&self, script: &str) -> serde_json::Value {
+        self.call(
+            "POST",
+            "/execute/sync",
+            Some(serde_json::json!({ "script": script, "args": [] })),
+        )
+    }
+
+    fn screenshot(&self, path: &Path) {
+        let b64 = self.call("GET", "/screenshot", None);
+        let png = base64_decode(b64.as_str().unwrap());
+        assert!(png.starts_with(b"\x89PNG"), "a PNG");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, png).unwrap();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let url = format!("{}/session/{}", self.base, self.session);
+            let _ = agent().delete(&url).call();
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    let value = |c: u8| -> u32 {
+        match c {
+            b'A'..=b'Z' => (c - b'A') as u32,
+            b'a'..=b'z' => (c - b'a' + 26) as u32,
+            b'0'..=b'9' => (c - b'0' + 52) as u32,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {c}"),
+        }
+    };
+    let clean: Vec<u8> = s.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
+    let mut out = Vec::with_capacity(clean.len() / 4 * 3);
+    for chunk in clean.chunks(4) {
+        let digits: Vec<u32> = chunk
+            .iter()
+            .take_while(|c| **c != b'=')
+            .map(|c| value(*c))
+            .collect();
+        let mut n = 0u32;
+        for (i, d) in digits.iter().enumerate() {
+            n |= d << (18 - 6 * i);
+        }
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..digits.len().saturating_sub(1)]);
+    }
+    out
+}
+
+/// Polls `cond` until it holds, failing after `limit`.
+fn wait_for(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn screenshots_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("screenshots")
+}
+
+#[test]
+fn dashboard_in_headless_chromium_with_a_token_shows_new_experiments_without_a_reload() {
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let (_tmp, dir) = knob_repo();
+    hone_run(&dir, 4);
+    // With a token, as on a shared machine: the page, its script, its fetches and its event
+    // stream all need it, and the cookie set from ?token= carries it.
+    let s = serve(&dir, &[], Some(TOKEN));
+    browser.goto(&format!("{}runs/t?token={TOKEN}", s.url));
+    assert_eq!(
+        browser.eval("return location.pathname + location.search"),
+        "/runs/t",
+        "the token left the address bar"
+    );
+    let rows = "return document.querySelectorAll('#experiments tbody tr[data-n]').length";
+    assert_eq!(browser.eval(rows), 4, "the table's rows");
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('#plot svg circle.keep').length > 0"),
+        true,
+        "the plot, with its kept points"
+    );
+    // The page's event stream is open once its first event has arrived.
+    wait_for("the event stream", Duration::from_secs(30), || {
+        browser.eval("return document.getElementById('conn').textContent") == "watching"
+    });
+    browser.eval("window.honeTestMarker = 'same page'; return null");
+
+    // Another process adds experiments to the store the page shows.
+    hone_run(&dir, 9);
+    wait_for("the new rows", Duration::from_secs(30), || {
+        browser.eval(rows) == 9
+    });
+    assert_eq!(
+        browser.eval("return window.honeTestMarker || 'reloaded'"),
+        "same page",
+        "the page updated itself without a reload"
+    );
+    assert_eq!(
+        browser.eval("return document.querySelector('#experiments tbody tr').dataset.n"),
+        "8",
+        "the newest experiment on top"
+    );
+    assert_eq!(
+        browser.eval("return document.querySelector('#counters .card .value').textContent"),
+        "9",
+        "the counters follow"
+    );
+    // The new rows' highlight fades out before the picture is taken.
+    wait_for("the highlight to fade", Duration::from_secs(30), || {
+        browser.eval("return document.getAnimations().length") == 0
+    });
+    let shots = screenshots_dir();
+    browser.screenshot(&shots.join("hone-dashboard.png"));
+    browser.goto(&format!("{}runs/t/experiments/1", s.url));
+    assert_eq!(
+        browser.eval("return document.querySelectorAll('#diff .dl.add').length > 0"),
+        true,
+        "the experiment page shows the diff"
+    );
+    browser.screenshot(&shots.join("hone-experiment.png"));
+    eprintln!("screenshots in {}", shots.display());
+}

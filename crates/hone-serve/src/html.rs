@@ -1,0 +1,149 @@
+//! HTML building blocks: escaping (every string from the store is untrusted: agents write
+//! descriptions, verifiers write logs), the page frame, and number, time and status
+//! formatting shared by the pages.
+
+use std::fmt::Write as _;
+
+/// Escapes text for element content and quoted attribute values.
+pub(crate) fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Percent-encodes a path segment or query value.
+pub(crate) fn url(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// A whole page: `crumbs` are (label, link) pairs after the home link, `body` is trusted HTML
+/// built by the pages (with everything untrusted already escaped).
+pub(crate) fn page(title: &str, crumbs: &[(String, Option<String>)], body: &str) -> String {
+    let mut nav = String::from(r#"<a class="brand" href="/">hone</a>"#);
+    for (label, link) in crumbs {
+        nav.push_str(r#"<span class="sep">/</span>"#);
+        match link {
+            Some(href) => {
+                let _ = write!(nav, r#"<a href="{}">{}</a>"#, esc(href), esc(label));
+            }
+            None => {
+                let _ = write!(nav, "<span>{}</span>", esc(label));
+            }
+        }
+    }
+    format!(
+        r#"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title} · hone</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/assets/style.css">
+<script src="/assets/app.js" defer></script>
+</head>
+<body>
+<header class="top"><nav>{nav}</nav></header>
+<main>
+{body}
+</main>
+</body>
+</html>
+"#,
+        title = esc(title)
+    )
+}
+
+/// A status as a coloured badge.
+pub(crate) fn badge(status: &str) -> String {
+    format!(r#"<span class="badge s-{s}">{s}</span>"#, s = esc(status))
+}
+
+/// Milliseconds as `850 ms`, `12.3 s`, `4 m 05 s` or `2 h 10 m`.
+pub(crate) fn duration_ms(ms: u64) -> String {
+    let s = ms / 1000;
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if s < 60 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else if s < 3600 {
+        format!("{} m {:02} s", s / 60, s % 60)
+    } else {
+        format!("{} h {:02} m", s / 3600, (s % 3600) / 60)
+    }
+}
+
+/// Seconds since the epoch as `2026-11-29 21:18 UTC`.
+pub(crate) fn utc(secs: f64) -> String {
+    if !secs.is_finite() || secs < 0.0 {
+        return "-".into();
+    }
+    let secs = secs as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        (rem % 3600) / 60
+    )
+}
+
+/// Dollars, or `-` when nothing was spent.
+pub(crate) fn cost(usd: f64) -> String {
+    if usd > 0.0 {
+        format!("${usd:.4}")
+    } else {
+        "-".into()
+    }
+}
+
+/// Shortens text to `n` characters with an ellipsis.
+pub(crate) fn short(s: &str, n: usize) -> String {
+    let mut out: String = s.chars().take(n).collect();
+    if s.chars().count() > n {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_leaves_no_markup() {
+        assert_eq!(
+            esc(r#"<img src=x onerror="a('b')">&"#),
+            "&lt;img src=x onerror=&quot;a(&#39;b&#39;)&quot;&gt;&amp;"
+        );
+    }
+
+    #[test]
+    fn dates_and_durations() {
+        assert_eq!(utc(0.0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(1_798_579_088.0), "2026-12-29 21:18 UTC");
+        assert_eq!(utc(951_782_400.0), "2000-02-29 00:00 UTC");
+        assert_eq!(duration_ms(850), "850 ms");
+        assert_eq!(duration_ms(12_345), "12.3 s");
+        assert_eq!(duration_ms(245_000), "4 m 05 s");
+        assert_eq!(duration_ms(7_800_000), "2 h 10 m");
+    }
+}
