@@ -129,6 +129,29 @@ enum Cmd {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Build a clean review branch from a run's kept experiments; with --pr, push it and open a
+    /// pull request on GitHub.
+    Finalize {
+        /// The run's tag (default: the latest run).
+        #[arg(long)]
+        run: Option<String>,
+        /// One commit with every kept change, instead of one commit per keep.
+        #[arg(long)]
+        squash: bool,
+        /// Push the branch and open a pull request (needs GITHUB_TOKEN; GITHUB_API_URL for
+        /// GitHub Enterprise).
+        #[arg(long)]
+        pr: bool,
+        /// The branch to write (default: hone/<tag>-final).
+        #[arg(long)]
+        branch: Option<String>,
+        /// The git remote to push to.
+        #[arg(long, default_value = "origin")]
+        remote: String,
+        /// The branch the pull request merges into (default: the current branch).
+        #[arg(long)]
+        base: Option<String>,
+    },
     /// Run the whole thing on the bundled example (a character-level language model), offline.
     Demo {
         /// Where to put the example (must be empty or absent); kept afterwards.
@@ -289,6 +312,14 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             );
             Ok(())
         }
+        Cmd::Finalize {
+            run,
+            squash,
+            pr,
+            branch,
+            remote,
+            base,
+        } => finalize(&cwd, run, squash, pr, branch, &remote, base.as_deref()),
         Cmd::Demo {
             dir,
             keep,
@@ -296,6 +327,79 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             seed,
         } => demo(dir, keep, max_experiments, seed),
     }
+}
+
+fn finalize(
+    cwd: &Path,
+    tag: Option<String>,
+    squash: bool,
+    pr: bool,
+    branch: Option<String>,
+    remote: &str,
+    base: Option<&str>,
+) -> Result<(), Failure> {
+    use hone::finalize as fin;
+    if let Some(t) = &tag {
+        fin::check_tag(t).map_err(|e| Failure {
+            code: 2,
+            error: anyhow!(e),
+        })?;
+    }
+    let git = Git::discover(cwd).map_err(anyhow::Error::from)?;
+    let (run, exps) = fin::load_run(git.root(), tag.as_deref()).map_err(anyhow::Error::from)?;
+    // Everything a pull request needs is checked before anything is built or pushed.
+    let plan = if pr {
+        Some(
+            fin::plan_pull_request(
+                &git,
+                remote,
+                base,
+                std::env::var("GITHUB_TOKEN").ok(),
+                std::env::var("GITHUB_API_URL").ok(),
+            )
+            .map_err(anyhow::Error::from)?,
+        )
+    } else {
+        None
+    };
+    let opts = fin::FinalizeOptions {
+        tag: Some(run.tag.clone()),
+        squash,
+        branch,
+    };
+    let done = fin::build_branch(&git, &run, &exps, &opts).map_err(anyhow::Error::from)?;
+    out!(
+        "wrote branch {} ({} commit{} on {})",
+        done.branch,
+        done.commits.len(),
+        if done.commits.len() == 1 { "" } else { "s" },
+        &done.base_commit[..done.base_commit.len().min(10)]
+    );
+    for c in &done.commits {
+        out!(
+            "  {} {}",
+            &c.commit[..c.commit.len().min(10)],
+            c.message.lines().next().unwrap_or("")
+        );
+    }
+    let Some(plan) = plan else {
+        out!(
+            "review it with `git log -p {}`; `hone finalize --pr` pushes it and opens a pull request",
+            done.branch
+        );
+        return Ok(());
+    };
+    fin::push(&git, &plan.remote, &done.branch).map_err(anyhow::Error::from)?;
+    out!("pushed {} to {}", done.branch, plan.remote);
+    let pull = fin::open_pull_request(
+        &plan,
+        &done.branch,
+        &fin::pr_title(&run, &exps),
+        &fin::pr_body(&run, &exps),
+    )
+    .map_err(anyhow::Error::from)?;
+    out!("opened pull request #{}: {}", pull.number, pull.url);
+    Ok(())
 }
 
 fn load_spec(root: &Path, path: Option<&Path>) -> Result<Spec, Failure> {

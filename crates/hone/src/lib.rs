@@ -11,12 +11,14 @@
 //! - `store`: SQLite state.
 //! - `engine`: the loop.
 //! - `report`: summaries.
+//! - `finalize`: review branches and pull requests from a run's keeps.
 //! - `sandbox`: bubblewrap containment.
 //! - `demo`: the bundled example.
 
 pub mod demo;
 pub mod engine;
 pub mod exec;
+pub mod finalize;
 pub mod propose;
 pub mod report;
 pub mod sandbox;
