@@ -11,6 +11,7 @@
 //! - `store`: SQLite state.
 //! - `engine`: the loop.
 //! - `report`: summaries.
+//! - `notify`: webhook notifications from background threads.
 //! - `finalize`: review branches and pull requests from a run's keeps.
 //! - `sandbox`: bubblewrap containment.
 //! - `demo`: the bundled example.
@@ -19,6 +20,7 @@ pub mod demo;
 pub mod engine;
 pub mod exec;
 pub mod finalize;
+pub mod notify;
 pub mod propose;
 pub mod report;
 pub mod sandbox;
