@@ -12,10 +12,12 @@
 //! - `engine`: the loop.
 //! - `report`: summaries.
 //! - `notify`: webhook notifications from background threads.
+//! - `automation`: schedules, signed webhook triggers, and the launcher of unattended runs.
 //! - `finalize`: review branches and pull requests from a run's keeps.
 //! - `sandbox`: bubblewrap containment.
 //! - `demo`: the bundled example.
 
+pub mod automation;
 pub mod demo;
 pub mod engine;
 pub mod exec;
