@@ -152,6 +152,16 @@ enum Cmd {
         #[arg(long)]
         base: Option<String>,
     },
+    /// Run [[schedule]] entries and the signed webhook (POST /api/trigger), without the web
+    /// pages; Ctrl-C stops it.
+    Daemon {
+        /// The port to listen on (0: any free port, printed at start).
+        #[arg(long, default_value_t = 8750)]
+        port: u16,
+        /// The address to listen on; anything but loopback needs HONE_TOKEN.
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: std::net::IpAddr,
+    },
     /// Run the whole thing on the bundled example (a character-level language model), offline.
     Demo {
         /// Where to put the example (must be empty or absent); kept afterwards.
@@ -320,6 +330,7 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             remote,
             base,
         } => finalize(&cwd, run, squash, pr, branch, &remote, base.as_deref()),
+        Cmd::Daemon { port, bind } => daemon(&cwd, cli.spec.as_deref(), bind, port),
         Cmd::Demo {
             dir,
             keep,
@@ -399,6 +410,38 @@ fn finalize(
     )
     .map_err(anyhow::Error::from)?;
     out!("opened pull request #{}: {}", pull.number, pull.url);
+    Ok(())
+}
+
+fn daemon(
+    cwd: &Path,
+    spec_path: Option<&Path>,
+    bind: std::net::IpAddr,
+    port: u16,
+) -> Result<(), Failure> {
+    use hone_serve::automation as auto;
+    let git = Git::discover(cwd).map_err(anyhow::Error::from)?;
+    let spec = load_spec(git.root(), spec_path)?;
+    let addr = std::net::SocketAddr::new(bind, port);
+    let token = std::env::var("HONE_TOKEN").ok();
+    auto::token_required(&addr, token.as_deref()).map_err(|e| Failure {
+        code: 2,
+        error: anyhow!(e),
+    })?;
+    let program = std::env::current_exe().context("cannot find the hone executable")?;
+    let messages: auto::Messages = std::sync::Arc::new(|m: &str| out!("{m}"));
+    let automation = auto::AutomationOptions::from_spec(
+        git.root().to_path_buf(),
+        spec_path.map(|p| cwd.join(p)),
+        &spec,
+        program,
+        messages,
+    );
+    auto::daemon(auto::DaemonOptions {
+        addr,
+        token,
+        automation,
+    })?;
     Ok(())
 }
 

@@ -1,6 +1,8 @@
 //! hone's web side: the dashboard (`hone serve`) and the automation endpoints, an axum
 //! server over the run store that `hone run` writes from another process.
 
+pub mod automation;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
