@@ -2848,6 +2848,8 @@ impl Daemon {
             .current_dir(&r.dir)
             .env_remove("HONE_TOKEN")
             .env_remove("HONE_WEBHOOK_SECRET")
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("GITHUB_API_URL")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit());
         for (k, v) in env {
@@ -3034,4 +3036,82 @@ fn daemon_off_loopback_needs_a_token_and_checks_it() {
     let (status, msg) = http(&local, "POST", "/api/trigger", &[], "{}");
     assert_eq!(status, 503, "{msg}");
     assert!(msg.contains("HONE_WEBHOOK_SECRET"), "{msg}");
+}
+
+/// The unattended path end to end: a signed trigger (what a schedule also does) runs the loop,
+/// finalizes it into a pull request, and a Slack-format endpoint hears of the keeps and the end.
+#[test]
+fn a_triggered_run_opens_a_pull_request_and_notifies_with_no_one_at_the_keyboard() {
+    let ok = Reply::Status(200, Vec::new(), "ok".into());
+    let slack = LlmServer::start(vec![ok], false);
+    let api = LlmServer::start(
+        vec![Reply::Status(
+            201,
+            Vec::new(),
+            r#"{"number": 7, "html_url": "https://github.com/acme/widgets/pull/7"}"#.into(),
+        )],
+        false,
+    );
+    let r = Repo::new(
+        &format!(
+            "[[notify]]\nurl = \"{}/hook\"\nformat = \"slack\"\non = [\"keep\", \"finish\"]\n",
+            slack.url
+        ),
+        SCORE,
+        KEEPS_SCRIPT,
+    );
+    let bare = r.tmp_dir().join("remote.git");
+    git(
+        r.tmp_dir(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    );
+    git(
+        &r.dir,
+        &["remote", "add", "origin", "git@github.com:acme/widgets.git"],
+    );
+    git(
+        &r.dir,
+        &[
+            "remote",
+            "set-url",
+            "--push",
+            "origin",
+            bare.to_str().unwrap(),
+        ],
+    );
+    let d = Daemon::start(
+        &r,
+        &["--port", "0"],
+        &[
+            ("HONE_WEBHOOK_SECRET", HOOK_SECRET),
+            ("GITHUB_TOKEN", "ghp_nightly"),
+            ("GITHUB_API_URL", &api.url),
+        ],
+    );
+    let body = r#"{"tag": "night", "max_experiments": 4, "pr": true}"#;
+    let (status, msg) = http(
+        &d.addr,
+        "POST",
+        "/api/trigger",
+        &[("X-Hub-Signature-256", &signed(body))],
+        body,
+    );
+    assert_eq!(status, 202, "{msg}");
+    d.wait_for("run night finished and was finalized");
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    assert_eq!(
+        git(&bare, &["rev-parse", "refs/heads/hone/night-final^{tree}"]),
+        r.rev("refs/hone/night/3^{tree}")
+    );
+    let reqs = api.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].0, "/repos/acme/widgets/pulls");
+    let texts: Vec<String> = bodies(&slack)
+        .iter()
+        .map(|b| b["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert!(texts[2].starts_with("hone run night finished"), "{texts:?}");
+    let log = std::fs::read_to_string(r.dir.join(".hone/automation/night.log")).unwrap();
+    assert!(log.contains("opened pull request #7"), "{log}");
 }
