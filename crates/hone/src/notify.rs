@@ -37,7 +37,12 @@ impl Notice {
     /// The request body for a format.
     pub fn body(&self, format: NotifyFormat) -> serde_json::Value {
         match format {
-            NotifyFormat::Slack => serde_json::json!({ "text": self.text }),
+            // Slack reads `<...>` as links and mentions (`<!channel>`); a description written
+            // by an agent must not ping anyone, so the three control characters are escaped as
+            // Slack asks.
+            NotifyFormat::Slack => serde_json::json!({
+                "text": self.text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+            }),
             NotifyFormat::Json => {
                 let mut v = serde_json::json!({
                     "event": self.on.as_str(),
@@ -294,16 +299,16 @@ mod tests {
         let n = Notice {
             on: NotifyOn::Keep,
             run: "t".into(),
-            text: "kept #1".into(),
+            text: "kept #1 <!channel> & more".into(),
             data: serde_json::json!({"experiment": 1, "event": "not overwritten"}),
         };
         assert_eq!(
             n.body(NotifyFormat::Slack),
-            serde_json::json!({"text": "kept #1"})
+            serde_json::json!({"text": "kept #1 &lt;!channel&gt; &amp; more"})
         );
         assert_eq!(
             n.body(NotifyFormat::Json),
-            serde_json::json!({"event": "keep", "run": "t", "text": "kept #1", "experiment": 1})
+            serde_json::json!({"event": "keep", "run": "t", "text": "kept #1 <!channel> & more", "experiment": 1})
         );
     }
 
