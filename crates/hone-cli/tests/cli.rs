@@ -3115,3 +3115,69 @@ fn a_triggered_run_opens_a_pull_request_and_notifies_with_no_one_at_the_keyboard
     let log = std::fs::read_to_string(r.dir.join(".hone/automation/night.log")).unwrap();
     assert!(log.contains("opened pull request #7"), "{log}");
 }
+
+/// A notification endpoint that answers nothing until the run it hears from has stopped (as
+/// the store says), then 200 to everything. Were notifications sent from the loop itself, the
+/// first keep would wait for an answer that only comes after the run's end: the run would
+/// never end, and the delivery would time out.
+#[test]
+fn a_notification_endpoint_that_holds_its_answer_never_holds_up_the_loop() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let r = Repo::new(
+        &format!("[stop]\nmax_experiments = 4\n\n[[notify]]\nurl = \"{url}\"\ntimeout = \"60s\"\nretries = 0\n"),
+        SCORE,
+        KEEPS_SCRIPT,
+    );
+    let db = r.dir.join(".hone/hone.db");
+    let server = std::thread::spawn(move || {
+        let mut events = Vec::new();
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut len = 0;
+            loop {
+                let mut h = String::new();
+                reader.read_line(&mut h).unwrap();
+                if h.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; len];
+            reader.read_exact(&mut body).unwrap();
+            let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            // Hold the answer until the run is recorded as stopped.
+            let deadline = Instant::now() + Duration::from_secs(120);
+            loop {
+                let stopped = hone::store::Store::open(&db)
+                    .ok()
+                    .and_then(|s| s.run_by_tag("hold").ok().flatten())
+                    .is_some_and(|run| run.state == "stopped");
+                if stopped {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the run never stopped while a notification waited"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            events.push(body["event"].as_str().unwrap().to_string());
+            if events.len() == 3 {
+                return events;
+            }
+        }
+        events
+    });
+    let out = r.hone(&["run", "--tag", "hold"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("not delivered"), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    assert_eq!(server.join().unwrap(), ["keep", "keep", "finish"]);
+}
