@@ -3181,3 +3181,42 @@ fn a_notification_endpoint_that_holds_its_answer_never_holds_up_the_loop() {
     assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
     assert_eq!(server.join().unwrap(), ["keep", "keep", "finish"]);
 }
+
+#[test]
+fn a_budget_stop_is_notified_as_budget() {
+    // $0.20 a call against $0.30: the second call could cross it and is never sent.
+    let server = LlmServer::start(
+        vec![Reply::Answer(
+            edit("value.txt", "score: 5", "score: 4"),
+            1000,
+            1000,
+        )],
+        false,
+    );
+    let hook = LlmServer::start(vec![Reply::Status(200, Vec::new(), "ok".into())], false);
+    let r = llm_repo(
+        "openai",
+        &server,
+        "max_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
+        &format!(
+            "max_experiments = 10\nmax_cost_usd = 0.30\n\n[[notify]]\nurl = \"{}/hook\"\non = [\"budget\", \"finish\"]\n",
+            hook.url
+        ),
+    );
+    let out = hone_with_key(&r, &["run", "--tag", "b"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let b = bodies(&hook);
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!(b[0]["event"], "budget");
+    assert!(
+        b[0]["reason"].as_str().unwrap().starts_with("budget: "),
+        "{b:?}"
+    );
+    assert!(
+        b[0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("hone run b stopped on its budget: the next call could cost $"),
+        "{b:?}"
+    );
+}

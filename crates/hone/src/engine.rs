@@ -396,7 +396,10 @@ fn end_notice(on: NotifyOn, tag: &str, reason: &str, summary: Option<&Summary>) 
     Notice {
         on,
         run: tag.to_string(),
-        text: format!("hone run {tag} {what}: {reason}{result}"),
+        text: format!(
+            "hone run {tag} {what}: {}{result}",
+            reason.strip_prefix("budget: ").unwrap_or(reason)
+        ),
         data: serde_json::json!({ "reason": reason, "summary": summary }),
     }
 }
