@@ -283,6 +283,16 @@ pub fn run(
         return run_engine(repo_root, spec, opts, interrupt, on_event);
     }
     let git = Git::discover(repo_root)?;
+    for n in &spec.notify {
+        if let Err(e) = n.url.resolve() {
+            on_event(&Event::Warning {
+                message: format!(
+                    "[[notify]] at line {}: {e}; its notifications cannot be sent",
+                    n.line
+                ),
+            });
+        }
+    }
     let notifier = Notifier::start(&spec.notify, Some(StatePaths::new(git.root()).db()));
     let mut tag = opts.tag.clone().unwrap_or_default();
     let result = {

@@ -66,28 +66,38 @@ pub struct Undelivered {
     /// `[[notify]]` entry's line in hone.toml, and the endpoint's host (never the full URL).
     pub line: usize,
     pub host: String,
-    pub on: NotifyOn,
+    /// The message's kind (`None`: the endpoint was still busy when hone stopped waiting).
+    pub on: Option<NotifyOn>,
     pub attempts: u32,
     pub error: String,
 }
 
 impl std::fmt::Display for Undelivered {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "the {} notification to {} ([[notify]] at line {}) was not delivered after {} attempt{}: {}",
-            self.on.as_str(),
-            self.host,
-            self.line,
-            self.attempts,
-            if self.attempts == 1 { "" } else { "s" },
-            self.error
-        )
+        match self.on {
+            Some(on) => write!(
+                f,
+                "the {} notification to {} ([[notify]] at line {}) was not delivered after {} attempt{}: {}",
+                on.as_str(),
+                self.host,
+                self.line,
+                self.attempts,
+                if self.attempts == 1 { "" } else { "s" },
+                self.error
+            ),
+            None => write!(
+                f,
+                "notifications to {} ([[notify]] at line {}) were given up on: {}",
+                self.host, self.line, self.error
+            ),
+        }
     }
 }
 
 struct Worker {
     on: Vec<NotifyOn>,
+    line: usize,
+    host: String,
     tx: Option<mpsc::Sender<Notice>>,
     /// Signalled once the thread has drained its queue.
     done: mpsc::Receiver<()>,
@@ -122,8 +132,14 @@ impl Notifier {
                 let (done_tx, done) = mpsc::channel();
                 let target = t.clone();
                 let (db, failures, deadline) = (db.clone(), failures.clone(), deadline.clone());
+                let url = target.url.resolve();
+                let host = match (&url, &t.url) {
+                    (Ok(u), _) => host_of(u),
+                    (Err(_), crate::spec::NotifyUrl::Env(v)) => format!("${v}"),
+                    (Err(_), crate::spec::NotifyUrl::Literal(u)) => host_of(u),
+                };
+                let worker_host = host.clone();
                 std::thread::spawn(move || {
-                    let url = target.url.resolve();
                     let agent: ureq::Agent = ureq::Agent::config_builder()
                         .timeout_global(Some(target.timeout))
                         .http_status_as_error(false)
@@ -137,8 +153,8 @@ impl Notifier {
                         if let Err((attempts, error)) = result {
                             let u = Undelivered {
                                 line: target.line,
-                                host: url.as_deref().map(host_of).unwrap_or_default(),
-                                on: notice.on,
+                                host: worker_host.clone(),
+                                on: Some(notice.on),
                                 attempts,
                                 error,
                             };
@@ -152,6 +168,8 @@ impl Notifier {
                 });
                 Worker {
                     on: t.on.clone(),
+                    line: t.line,
+                    host,
                     tx: Some(tx),
                     done,
                 }
@@ -195,11 +213,14 @@ impl Notifier {
             let left = end.saturating_duration_since(Instant::now());
             if w.done.recv_timeout(left).is_err() {
                 late.push(Undelivered {
-                    line: 0,
-                    host: String::new(),
-                    on: w.on.first().copied().unwrap_or(NotifyOn::Finish),
+                    line: w.line,
+                    host: w.host.clone(),
+                    on: None,
                     attempts: 0,
-                    error: format!("still sending when hone exited ({}s wait)", wait.as_secs()),
+                    error: format!(
+                        "still sending when the run ended, after waiting {}s",
+                        wait.as_secs()
+                    ),
                 });
             }
         }
@@ -266,7 +287,7 @@ fn record(db: Option<&PathBuf>, tag: &str, u: &Undelivered) {
     let Ok(store) = Store::open(db) else { return };
     if let Ok(Some(run)) = store.run_by_tag(tag) {
         let data = serde_json::json!({
-            "on": u.on.as_str(),
+            "on": u.on.map(NotifyOn::as_str),
             "host": u.host,
             "notify_line": u.line,
             "attempts": u.attempts,
@@ -309,6 +330,59 @@ mod tests {
         assert_eq!(
             n.body(NotifyFormat::Json),
             serde_json::json!({"event": "keep", "run": "t", "text": "kept #1 <!channel> & more", "experiment": 1})
+        );
+    }
+
+    fn target(url: crate::spec::NotifyUrl) -> NotifySpec {
+        NotifySpec {
+            url,
+            on: NotifyOn::ALL.to_vec(),
+            format: NotifyFormat::Json,
+            retries: 0,
+            backoff: Duration::from_millis(1),
+            timeout: Duration::from_secs(30),
+            line: 12,
+        }
+    }
+
+    fn notice() -> Notice {
+        Notice {
+            on: NotifyOn::Finish,
+            run: "t".into(),
+            text: "done".into(),
+            data: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn an_unset_url_variable_and_a_busy_endpoint_are_reported() {
+        let n = Notifier::start(
+            &[target(crate::spec::NotifyUrl::Env(
+                "HONE_TEST_SURELY_UNSET_HOOK".into(),
+            ))],
+            None,
+        );
+        n.send(&notice());
+        let u = n.close(Duration::from_secs(60));
+        assert_eq!(u.len(), 1);
+        assert_eq!(
+            u[0].to_string(),
+            "the finish notification to $HONE_TEST_SURELY_UNSET_HOOK ([[notify]] at line 12) was not delivered after 0 attempts: $HONE_TEST_SURELY_UNSET_HOOK is not set"
+        );
+        // An endpoint that accepts the connection and never answers: `close` does not wait
+        // past its bound.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/x", silent.local_addr().unwrap());
+        let n = Notifier::start(&[target(crate::spec::NotifyUrl::Literal(url))], None);
+        n.send(&notice());
+        let u = n.close(Duration::ZERO);
+        assert_eq!(u.len(), 1);
+        assert_eq!(u[0].on, None);
+        assert!(
+            u[0].to_string()
+                .contains("were given up on: still sending when the run ended"),
+            "{}",
+            u[0]
         );
     }
 
