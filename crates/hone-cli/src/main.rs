@@ -170,6 +170,39 @@ enum Cmd {
         #[arg(long, default_value = "127.0.0.1")]
         bind: std::net::IpAddr,
     },
+    /// Build a clean review branch from a run's kept experiments; with --pr, push it and open a
+    /// pull request on GitHub.
+    Finalize {
+        /// The run's tag (default: the latest run).
+        #[arg(long)]
+        run: Option<String>,
+        /// One commit with every kept change, instead of one commit per keep.
+        #[arg(long)]
+        squash: bool,
+        /// Push the branch and open a pull request (needs GITHUB_TOKEN; GITHUB_API_URL for
+        /// GitHub Enterprise).
+        #[arg(long)]
+        pr: bool,
+        /// The branch to write (default: hone/<tag>-final).
+        #[arg(long)]
+        branch: Option<String>,
+        /// The git remote to push to.
+        #[arg(long, default_value = "origin")]
+        remote: String,
+        /// The branch the pull request merges into (default: the current branch).
+        #[arg(long)]
+        base: Option<String>,
+    },
+    /// Run [[schedule]] entries and the signed webhook (POST /api/trigger), without the web
+    /// pages; Ctrl-C stops it.
+    Daemon {
+        /// The port to listen on (0: any free port, printed at start).
+        #[arg(long, default_value_t = 8750)]
+        port: u16,
+        /// The address to listen on; anything but loopback needs HONE_TOKEN.
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: std::net::IpAddr,
+    },
     /// Run the whole thing on the bundled example (a character-level language model), offline.
     Demo {
         /// Where to put the example (must be empty or absent); kept afterwards.
@@ -409,7 +442,16 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             );
             Ok(())
         }
-        Cmd::Serve { port, bind } => serve(&cwd, port, bind),
+        Cmd::Serve { port, bind } => serve(&cwd, cli.spec.as_deref(), port, bind),
+        Cmd::Finalize {
+            run,
+            squash,
+            pr,
+            branch,
+            remote,
+            base,
+        } => finalize(&cwd, run, squash, pr, branch, &remote, base.as_deref()),
+        Cmd::Daemon { port, bind } => daemon(&cwd, cli.spec.as_deref(), bind, port),
         Cmd::Demo {
             dir,
             keep,
@@ -417,6 +459,111 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             seed,
         } => demo(dir, keep, max_experiments, seed),
     }
+}
+
+fn finalize(
+    cwd: &Path,
+    tag: Option<String>,
+    squash: bool,
+    pr: bool,
+    branch: Option<String>,
+    remote: &str,
+    base: Option<&str>,
+) -> Result<(), Failure> {
+    use hone::finalize as fin;
+    if let Some(t) = &tag {
+        fin::check_tag(t).map_err(|e| Failure {
+            code: 2,
+            error: anyhow!(e),
+        })?;
+    }
+    let git = Git::discover(cwd).map_err(anyhow::Error::from)?;
+    let (run, exps) = fin::load_run(git.root(), tag.as_deref()).map_err(anyhow::Error::from)?;
+    // Everything a pull request needs is checked before anything is built or pushed.
+    let plan = if pr {
+        Some(
+            fin::plan_pull_request(
+                &git,
+                remote,
+                base,
+                std::env::var("GITHUB_TOKEN").ok(),
+                std::env::var("GITHUB_API_URL").ok(),
+            )
+            .map_err(anyhow::Error::from)?,
+        )
+    } else {
+        None
+    };
+    let opts = fin::FinalizeOptions {
+        tag: Some(run.tag.clone()),
+        squash,
+        branch,
+    };
+    let done = fin::build_branch(&git, &run, &exps, &opts).map_err(anyhow::Error::from)?;
+    out!(
+        "wrote branch {} ({} commit{} on {})",
+        done.branch,
+        done.commits.len(),
+        if done.commits.len() == 1 { "" } else { "s" },
+        &done.base_commit[..done.base_commit.len().min(10)]
+    );
+    for c in &done.commits {
+        out!(
+            "  {} {}",
+            &c.commit[..c.commit.len().min(10)],
+            c.message.lines().next().unwrap_or("")
+        );
+    }
+    let Some(plan) = plan else {
+        out!(
+            "review it with `git log -p {}`; `hone finalize --pr` pushes it and opens a pull request",
+            done.branch
+        );
+        return Ok(());
+    };
+    fin::push(&git, &plan.remote, &done.branch).map_err(anyhow::Error::from)?;
+    out!("pushed {} to {}", done.branch, plan.remote);
+    let pull = fin::open_pull_request(
+        &plan,
+        &done.branch,
+        &fin::pr_title(&run, &exps),
+        &fin::pr_body(&run, &exps),
+    )
+    .map_err(anyhow::Error::from)?;
+    out!("opened pull request #{}: {}", pull.number, pull.url);
+    Ok(())
+}
+
+fn daemon(
+    cwd: &Path,
+    spec_path: Option<&Path>,
+    bind: std::net::IpAddr,
+    port: u16,
+) -> Result<(), Failure> {
+    use hone_serve::automation as auto;
+    let git = Git::discover(cwd).map_err(anyhow::Error::from)?;
+    let spec = load_spec(git.root(), spec_path)?;
+    let addr = std::net::SocketAddr::new(bind, port);
+    let token = std::env::var("HONE_TOKEN").ok();
+    auto::token_required(&addr, token.as_deref()).map_err(|e| Failure {
+        code: 2,
+        error: anyhow!(e),
+    })?;
+    let program = std::env::current_exe().context("cannot find the hone executable")?;
+    let messages: auto::Messages = std::sync::Arc::new(|m: &str| out!("{m}"));
+    let automation = auto::AutomationOptions::from_spec(
+        git.root().to_path_buf(),
+        spec_path.map(|p| cwd.join(p)),
+        &spec,
+        program,
+        messages,
+    );
+    auto::daemon(auto::DaemonOptions {
+        addr,
+        token,
+        automation,
+    })?;
+    Ok(())
 }
 
 fn load_spec(root: &Path, path: Option<&Path>) -> Result<Spec, Failure> {
@@ -482,7 +629,12 @@ fn run_loop(root: &Path, spec: &Spec, opts: &RunOptions) -> Result<(), Failure> 
     }
 }
 
-fn serve(cwd: &Path, port: u16, bind: std::net::IpAddr) -> Result<(), Failure> {
+fn serve(
+    cwd: &Path,
+    spec_path: Option<&Path>,
+    port: u16,
+    bind: std::net::IpAddr,
+) -> Result<(), Failure> {
     let git = Git::discover(cwd).map_err(anyhow::Error::from)?;
     let opts = hone_serve::ServeOptions {
         repo_root: git.root().to_path_buf(),
@@ -490,8 +642,37 @@ fn serve(cwd: &Path, port: u16, bind: std::net::IpAddr) -> Result<(), Failure> {
         token: std::env::var("HONE_TOKEN").ok().filter(|t| !t.is_empty()),
     };
     hone_serve::check_options(&opts).map_err(|error| Failure { code: 2, error })?;
-    let server = hone_serve::bind(&opts)?;
+    // The automation endpoints and schedules of hone.toml run beside the pages (a repository
+    // without a hone.toml gets the pages only).
+    use hone_serve::automation as auto;
+    let automation = match load_spec(git.root(), spec_path) {
+        Ok(spec) => {
+            let program = std::env::current_exe().context("cannot find the hone executable")?;
+            let messages: auto::Messages = std::sync::Arc::new(|m: &str| out!("{m}"));
+            Some(auto::Automation::new(auto::AutomationOptions::from_spec(
+                git.root().to_path_buf(),
+                spec_path.map(|p| cwd.join(p)),
+                &spec,
+                program,
+                messages,
+            )))
+        }
+        Err(_) => None,
+    };
+    let server = match &automation {
+        Some(a) => hone_serve::bind_with(&opts, auto::router(a.clone()))?
+            .with_task(auto::run_scheduler(a.clone(), Duration::from_secs(30))),
+        None => hone_serve::bind(&opts)?,
+    };
     out!("hone serve: {} (Ctrl-C stops)", server.url());
+    if let Some(a) = &automation {
+        if a.trigger_configured() {
+            out!("POST /api/trigger starts a run (signed with X-Hub-Signature-256; off loopback, add ?token=<token> to the webhook URL)");
+        }
+        for (cron, tag) in a.schedule_list() {
+            out!("schedule `{cron}` (UTC) -> runs tagged {tag}-<time>");
+        }
+    }
     if opts.token.is_some() {
         out!("every request needs the token in HONE_TOKEN: open the page once with ?token=<token>, or send `Authorization: Bearer <token>`");
     }

@@ -3711,3 +3711,855 @@ fn a_resumed_run_restarts_its_mechanisms_from_the_recorded_history() {
         "{show}"
     );
 }
+
+/// A run with keeps at #1 and #3 (score 5 -> 4 -> 3) and a discard at #2, plus a bare
+/// repository on disk standing in for GitHub: `origin` fetches from a github.com URL (which
+/// names the owner and repository) and pushes to the bare repository through `pushurl`, as a
+/// user's own remote configuration would.
+fn finalize_repo() -> (Repo, PathBuf) {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\nhypothesis\tlower still\n",
+    );
+    let out = r.hone(&["run", "--tag", "t1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    let bare = r.tmp_dir().join("remote.git");
+    git(
+        r.tmp_dir(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    );
+    git(
+        &r.dir,
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://github.com/acme/widgets.git",
+        ],
+    );
+    git(
+        &r.dir,
+        &[
+            "remote",
+            "set-url",
+            "--push",
+            "origin",
+            bare.to_str().unwrap(),
+        ],
+    );
+    (r, bare)
+}
+
+/// What the user's checkout looks like: HEAD, its branch, status, and the index's bytes.
+fn checkout_state(r: &Repo) -> (String, String, String, Vec<u8>) {
+    (
+        r.rev("HEAD"),
+        git(&r.dir, &["symbolic-ref", "HEAD"]),
+        git(&r.dir, &["status", "--porcelain"]),
+        std::fs::read(r.dir.join(".git/index")).unwrap(),
+    )
+}
+
+fn hone_env(r: &Repo, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(HONE);
+    c.args(args)
+        .current_dir(&r.dir)
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GITHUB_API_URL");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+#[test]
+fn finalize_pushes_one_commit_per_keep_and_opens_a_pull_request() {
+    let (r, bare) = finalize_repo();
+    // A user mid-work: a staged edit and an unstaged one.
+    std::fs::write(r.dir.join("prepare.py"), "# staged\n").unwrap();
+    git(&r.dir, &["add", "prepare.py"]);
+    std::fs::write(r.dir.join("value.txt"), "score: 99\n").unwrap();
+    let before = checkout_state(&r);
+    let api = LlmServer::start(
+        vec![Reply::Status(
+            201,
+            Vec::new(),
+            r#"{"number": 42, "html_url": "https://github.com/acme/widgets/pull/42"}"#.into(),
+        )],
+        false,
+    );
+    let out = hone_env(
+        &r,
+        &["finalize", "--run", "t1", "--pr"],
+        &[("GITHUB_TOKEN", "ghp_test"), ("GITHUB_API_URL", &api.url)],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("opened pull request #42: https://github.com/acme/widgets/pull/42"),
+        "{}",
+        text(&out)
+    );
+    // The user's branch, index and working tree are as they were.
+    assert_eq!(checkout_state(&r), before);
+    assert_eq!(
+        std::fs::read_to_string(r.dir.join("value.txt")).unwrap(),
+        "score: 99\n"
+    );
+    // The pushed branch: base <- keep #1 <- keep #3, each with the keep's exact tree.
+    let head = git(&bare, &["rev-parse", "refs/heads/hone/t1-final"]);
+    assert_eq!(head, r.rev("hone/t1-final"));
+    let tree = |rev: &str, dir: &Path| git(dir, &["rev-parse", &format!("{rev}^{{tree}}")]);
+    assert_eq!(tree(&head, &bare), tree("refs/hone/t1/3", &r.dir));
+    assert_eq!(
+        tree(&format!("{head}^"), &bare),
+        tree("refs/hone/t1/1", &r.dir)
+    );
+    assert_eq!(
+        git(&bare, &["rev-parse", &format!("{head}~2")]),
+        r.rev("main")
+    );
+    let messages = git(
+        &bare,
+        &["log", "--format=%B%x00", &format!("{head}~2..{head}")],
+    );
+    let messages: Vec<&str> = messages
+        .split('\0')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages[0]
+            .starts_with("lower still\n\nscore: 4.000000 → 3.000000 (delta -1.000000, better)"),
+        "{}",
+        messages[0]
+    );
+    assert!(
+        messages[1]
+            .starts_with("lower is better\n\nscore: 5.000000 → 4.000000 (delta -1.000000, better)"),
+        "{}",
+        messages[1]
+    );
+    assert!(messages[1].contains("Hone-Experiment: 1"));
+    // The request GitHub got.
+    let reqs = api.requests();
+    assert_eq!(reqs.len(), 1);
+    let (path, headers, body) = &reqs[0];
+    assert_eq!(path, "/repos/acme/widgets/pulls");
+    let header = |k: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
+    };
+    assert_eq!(header("authorization"), "Bearer ghp_test");
+    assert_eq!(header("accept"), "application/vnd.github+json");
+    assert_eq!(header("x-github-api-version"), "2022-11-28");
+    let json: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(json["head"], "hone/t1-final");
+    assert_eq!(json["base"], "main");
+    assert_eq!(
+        json["title"],
+        "hone run t1: score 5.000000 → 3.000000 (-40.00%)"
+    );
+    let body = json["body"].as_str().unwrap();
+    assert!(
+        body.contains("**baseline → best**: 5.000000 → 3.000000"),
+        "{body}"
+    );
+    assert!(body.contains("## Top improvements"), "{body}");
+    assert!(body.contains("## Progress\n\n```text\n"), "{body}");
+    assert!(
+        !body.contains("progress.svg"),
+        "no image GitHub cannot show: {body}"
+    );
+}
+
+#[test]
+fn finalize_squash_makes_one_commit_with_the_last_keeps_tree() {
+    let (r, _bare) = finalize_repo();
+    let before = checkout_state(&r);
+    let out = r.hone(&["finalize", "--squash", "--branch", "review/t1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(checkout_state(&r), before);
+    assert_eq!(r.rev("review/t1^{tree}"), r.rev("refs/hone/t1/3^{tree}"));
+    assert_eq!(r.rev("review/t1^"), r.rev("main"));
+    let msg = git(&r.dir, &["log", "-1", "--format=%B", "review/t1"]);
+    assert!(
+        msg.starts_with("hone run t1: score: 5.000000 → 3.000000 (delta -2.000000, better)"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("- #1 lower is better: score: 5.000000 → 4.000000"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("- #3 lower still: score: 4.000000 → 3.000000"),
+        "{msg}"
+    );
+    // Never overwritten.
+    let again = r.hone(&["finalize", "--squash", "--branch", "review/t1"]);
+    assert!(!again.status.success());
+    assert!(
+        text(&again).contains("branch review/t1 already exists"),
+        "{}",
+        text(&again)
+    );
+}
+
+#[test]
+fn finalize_errors_say_what_to_do_and_push_nothing() {
+    let (r, bare) = finalize_repo();
+    let pushed = || git(&bare, &["for-each-ref"]);
+    // No token.
+    let out = hone_env(&r, &["finalize", "--pr"], &[]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("GITHUB_TOKEN is not set"),
+        "{}",
+        text(&out)
+    );
+    // A remote that is not on GitHub.
+    git(&r.dir, &["remote", "add", "disk", bare.to_str().unwrap()]);
+    let out = hone_env(
+        &r,
+        &["finalize", "--pr", "--remote", "disk"],
+        &[("GITHUB_TOKEN", "t")],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("is not a GitHub repository"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(pushed(), "", "nothing is pushed before the checks pass");
+    assert!(git(&r.dir, &["branch", "--list", "hone/t1-final"]).is_empty());
+    // GitHub's own message comes through.
+    let api = LlmServer::start(
+        vec![Reply::Status(
+            422,
+            Vec::new(),
+            r#"{"message": "Validation Failed", "errors": [{"resource": "PullRequest", "code": "custom", "message": "A pull request already exists for acme:hone/t1-final."}]}"#.into(),
+        )],
+        false,
+    );
+    let out = hone_env(
+        &r,
+        &["finalize", "--pr"],
+        &[("GITHUB_TOKEN", "t"), ("GITHUB_API_URL", &api.url)],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("GitHub refused the pull request (HTTP 422): Validation Failed: A pull request already exists for acme:hone/t1-final."),
+        "{}",
+        text(&out)
+    );
+    // A run with nothing kept.
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 2\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 9\\n\n",
+    );
+    assert!(r.hone(&["run", "--tag", "flat"]).status.success());
+    let out = r.hone(&["finalize"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("run `flat` has no kept experiments"),
+        "{}",
+        text(&out)
+    );
+}
+
+const KEEPS_SCRIPT: &str = "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\nhypothesis\tlower still\n";
+
+/// A 127.0.0.1 port where nothing listens (connection refused).
+fn dead_url() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", l.local_addr().unwrap());
+    drop(l);
+    url
+}
+
+fn bodies(server: &LlmServer) -> Vec<serde_json::Value> {
+    server
+        .requests()
+        .iter()
+        .map(|(path, _, body)| {
+            assert_eq!(path, "/hook");
+            serde_json::from_str(body).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn notifications_reach_slack_and_json_endpoints_on_keep_and_finish() {
+    let ok = || Reply::Status(200, Vec::new(), "ok".into());
+    let slack = LlmServer::start(vec![ok()], false);
+    let json = LlmServer::start(vec![ok()], false);
+    let r = Repo::new(
+        &format!(
+            "[stop]\nmax_experiments = 4\n\n[[notify]]\nurl = \"{}/hook\"\nformat = \"slack\"\non = [\"keep\", \"finish\"]\n\n\
+             [[notify]]\nurl_env = \"TEST_HOOK_URL\"\non = [\"finish\", \"keep\", \"failure\"]\n",
+            slack.url
+        ),
+        SCORE,
+        KEEPS_SCRIPT,
+    );
+    let out = hone_env(
+        &r,
+        &["run", "--tag", "n1"],
+        &[("TEST_HOOK_URL", &format!("{}/hook", json.url))],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("not delivered"), "{}", text(&out));
+    // Everything queued was delivered before `hone run` returned.
+    let s = bodies(&slack);
+    assert_eq!(s.len(), 3, "two keeps and the finish: {s:?}");
+    for b in &s {
+        assert_eq!(b.as_object().unwrap().len(), 1, "slack gets only text: {b}");
+    }
+    assert_eq!(
+        s[0]["text"],
+        "hone run n1: kept #1 \"lower is better\": score 5.000000 → 4.000000 (baseline 5.000000)"
+    );
+    assert!(
+        s[1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("kept #3 \"lower still\": score 4.000000 → 3.000000"),
+        "{s:?}"
+    );
+    assert_eq!(
+        s[2]["text"],
+        "hone run n1 finished: reached max_experiments (4); score 5.000000 → 3.000000 (-40.00%), 4 experiments, 2 kept"
+    );
+    let j = bodies(&json);
+    assert_eq!(j.len(), 3, "{j:?}");
+    assert_eq!(j[0]["event"], "keep");
+    assert_eq!(j[0]["run"], "n1");
+    assert_eq!(j[0]["experiment"], 1);
+    assert_eq!(j[0]["value"], 4.0);
+    assert_eq!(j[0]["previous_best"], 5.0);
+    assert_eq!(j[0]["commit"], r.rev("refs/hone/n1/1"));
+    assert_eq!(j[2]["event"], "finish");
+    assert_eq!(j[2]["reason"], "reached max_experiments (4)");
+    assert_eq!(j[2]["summary"]["best"], 3.0);
+    assert_eq!(j[2]["summary"]["experiments"], 4);
+}
+
+#[test]
+fn a_dead_notification_endpoint_is_given_up_on_and_changes_nothing() {
+    let plain = Repo::new("[stop]\nmax_experiments = 4\n", SCORE, KEEPS_SCRIPT);
+    assert!(plain.hone(&["run", "--tag", "d"]).status.success());
+    let r = Repo::new(
+        &format!(
+            "[stop]\nmax_experiments = 4\n\n[[notify]]\nurl = \"{}\"\nretries = 2\nbackoff = \"10ms\"\n",
+            dead_url()
+        ),
+        SCORE,
+        KEEPS_SCRIPT,
+    );
+    let out = r.hone(&["run", "--tag", "d"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let strip = |log: Vec<serde_json::Value>| -> Vec<(String, String)> {
+        log.iter()
+            .map(|e| (e["status"].to_string(), e["objective"].to_string()))
+            .collect()
+    };
+    assert_eq!(
+        strip(r.log()),
+        strip(plain.log()),
+        "the same run as without notifications"
+    );
+    // Each of the three messages (two keeps, the finish) was tried 3 times, then given up on,
+    // said so, and recorded in the run's event log.
+    let said = text(&out);
+    assert_eq!(
+        said.matches("was not delivered after 3 attempts").count(),
+        3,
+        "{said}"
+    );
+    assert!(
+        !said.contains("/hook"),
+        "the URL (a secret) is never printed: {said}"
+    );
+    let store = hone::store::Store::open(&r.dir.join(".hone/hone.db")).unwrap();
+    let run = store.run_by_tag("d").unwrap().unwrap();
+    let failed: Vec<serde_json::Value> = store
+        .events(run.id)
+        .unwrap()
+        .into_iter()
+        .filter(|(_, kind, _)| kind == "notify_failed")
+        .map(|(_, _, data)| serde_json::from_str(&data).unwrap())
+        .collect();
+    assert_eq!(failed.len(), 3, "{failed:?}");
+    assert_eq!(failed[0]["on"], "keep");
+    assert_eq!(failed[0]["attempts"], 3);
+    assert!(
+        failed[2]["error"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("refused"),
+        "{failed:?}"
+    );
+}
+
+#[test]
+fn a_notification_answered_500_is_retried_and_delivered_once() {
+    let hook = LlmServer::start(
+        vec![
+            Reply::Status(500, Vec::new(), "busy".into()),
+            Reply::Status(200, Vec::new(), "ok".into()),
+        ],
+        false,
+    );
+    let r = Repo::new(
+        &format!(
+            "[stop]\nmax_experiments = 10\nmax_consecutive_failures = 2\n\n[[notify]]\nurl = \"{}/hook\"\non = [\"failure\", \"finish\"]\nbackoff = \"10ms\"\n",
+            hook.url
+        ),
+        SCORE,
+        "say\tno idea\n",
+    );
+    let out = r.hone(&["run", "--tag", "f"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(!text(&out).contains("not delivered"), "{}", text(&out));
+    let b = bodies(&hook);
+    assert_eq!(
+        b.len(),
+        2,
+        "one 500, then the same message once more: {b:?}"
+    );
+    assert_eq!(b[0], b[1]);
+    assert_eq!(b[1]["event"], "failure");
+    assert!(
+        b[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("2 failed experiments in a row"),
+        "{b:?}"
+    );
+}
+
+/// One HTTP/1.1 request to 127.0.0.1; returns the status and the body.
+fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let status = resp.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = resp
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// `hone daemon` on a free port, its output lines arriving on a channel.
+struct Daemon {
+    child: std::process::Child,
+    addr: String,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Daemon {
+    fn start(r: &Repo, args: &[&str], env: &[(&str, &str)]) -> Daemon {
+        use std::io::BufRead;
+        let mut c = Command::new(HONE);
+        c.arg("daemon")
+            .args(args)
+            .current_dir(&r.dir)
+            .env_remove("HONE_TOKEN")
+            .env_remove("HONE_WEBHOOK_SECRET")
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("GITHUB_API_URL")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c.spawn().unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut d = Daemon {
+            child,
+            addr: String::new(),
+            lines,
+        };
+        let first = d.wait_for("listening on http://");
+        d.addr = first.rsplit("http://").next().unwrap().to_string();
+        d
+    }
+
+    /// The first output line containing `what` (waiting for it, with a generous deadline).
+    fn wait_for(&self, what: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) if l.contains(what) => return l,
+                Ok(_) => {}
+                Err(e) => panic!("hone daemon never said `{what}`: {e}"),
+            }
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const HOOK_SECRET: &str = "webhook-secret-for-tests";
+
+fn signed(body: &str) -> String {
+    hone::automation::signature::sign(HOOK_SECRET.as_bytes(), body.as_bytes())
+}
+
+#[test]
+fn webhook_starts_a_signed_run_one_at_a_time() {
+    // The first measurement waits on a FIFO, so the test decides when the run may go on.
+    let tmp = tempfile::tempdir().unwrap();
+    let gate = tmp.path().join("gate");
+    let open = tmp.path().join("open");
+    assert!(Command::new("mkfifo")
+        .arg(&gate)
+        .status()
+        .unwrap()
+        .success());
+    let r = Repo::new(
+        "",
+        &format!(
+            "if [ ! -e {open} ]; then read _ < {gate}; touch {open}; fi; cat value.txt",
+            open = open.display(),
+            gate = gate.display()
+        ),
+        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower\n",
+    );
+    let d = Daemon::start(
+        &r,
+        &["--port", "0"],
+        &[("HONE_WEBHOOK_SECRET", HOOK_SECRET)],
+    );
+    let body = r#"{"tag": "hook1", "max_experiments": 2}"#;
+    // Unsigned, wrongly signed, or signed for another body: 401, and nothing starts.
+    let (status, msg) = http(&d.addr, "POST", "/api/trigger", &[], body);
+    assert_eq!(status, 401, "{msg}");
+    assert!(msg.contains("missing X-Hub-Signature-256"), "{msg}");
+    let wrong = hone::automation::signature::sign(b"not the secret", body.as_bytes());
+    let (status, msg) = http(
+        &d.addr,
+        "POST",
+        "/api/trigger",
+        &[("X-Hub-Signature-256", &wrong)],
+        body,
+    );
+    assert_eq!(status, 401, "{msg}");
+    assert!(msg.contains("does not match"), "{msg}");
+    let other = signed("{}");
+    assert_eq!(
+        http(
+            &d.addr,
+            "POST",
+            "/api/trigger",
+            &[("X-Hub-Signature-256", &other)],
+            body
+        )
+        .0,
+        401
+    );
+    assert!(!r.dir.join(".hone").exists(), "nothing ran");
+    // Signed: accepted with the run's tag.
+    let (status, msg) = http(
+        &d.addr,
+        "POST",
+        "/api/trigger",
+        &[("X-Hub-Signature-256", &signed(body))],
+        body,
+    );
+    assert_eq!(status, 202, "{msg}");
+    let accepted: serde_json::Value = serde_json::from_str(&msg).unwrap();
+    assert_eq!(accepted["tag"], "hook1");
+    // While it runs, another trigger is refused with 409 and says why.
+    let again = r#"{"tag": "hook2"}"#;
+    let (status, msg) = http(
+        &d.addr,
+        "POST",
+        "/api/trigger",
+        &[("X-Hub-Signature-256", &signed(again))],
+        again,
+    );
+    assert_eq!(status, 409, "{msg}");
+    assert!(msg.contains("run `hook1` is still in progress"), "{msg}");
+    // Let the baseline measure; the run finishes on its own.
+    std::fs::write(&gate, "go\n").unwrap();
+    d.wait_for("run hook1 finished");
+    assert_eq!(r.statuses(), ["baseline", "keep"]);
+    let log = std::fs::read_to_string(r.dir.join(".hone/automation/hook1.log")).unwrap();
+    assert!(log.contains("reached max_experiments (2)"), "{log}");
+    let (status, msg) = http(&d.addr, "GET", "/api/automation", &[], "");
+    assert_eq!(status, 200);
+    let s: serde_json::Value = serde_json::from_str(&msg).unwrap();
+    assert_eq!(s["job"]["tag"], "hook1");
+    assert_eq!(s["job"]["run_exit"], 0);
+    assert_eq!(s["busy"], serde_json::Value::Null);
+}
+
+#[test]
+fn daemon_off_loopback_needs_a_token_and_checks_it() {
+    let r = Repo::new("", SCORE, "");
+    let out = Command::new(HONE)
+        .args(["daemon", "--bind", "0.0.0.0", "--port", "0"])
+        .current_dir(&r.dir)
+        .env_remove("HONE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("set HONE_TOKEN"), "{}", text(&out));
+    let d = Daemon::start(
+        &r,
+        &["--bind", "0.0.0.0", "--port", "0"],
+        &[("HONE_TOKEN", "tok-123")],
+    );
+    let port = d.addr.rsplit(':').next().unwrap();
+    let local = format!("127.0.0.1:{port}");
+    assert_eq!(http(&local, "GET", "/api/automation", &[], "").0, 401);
+    assert_eq!(
+        http(
+            &local,
+            "GET",
+            "/api/automation",
+            &[("Authorization", "Bearer nope")],
+            ""
+        )
+        .0,
+        401
+    );
+    assert_eq!(
+        http(
+            &local,
+            "GET",
+            "/api/automation",
+            &[("Authorization", "Bearer tok-123")],
+            ""
+        )
+        .0,
+        200
+    );
+    // Without a secret the trigger is off, and says how to turn it on.
+    let (status, msg) = http(&local, "POST", "/api/trigger", &[], "{}");
+    assert_eq!(status, 503, "{msg}");
+    assert!(msg.contains("HONE_WEBHOOK_SECRET"), "{msg}");
+}
+
+/// The unattended path end to end: a signed trigger (what a schedule also does) runs the loop,
+/// finalizes it into a pull request, and a Slack-format endpoint hears of the keeps and the end.
+#[test]
+fn a_triggered_run_opens_a_pull_request_and_notifies_with_no_one_at_the_keyboard() {
+    let ok = Reply::Status(200, Vec::new(), "ok".into());
+    let slack = LlmServer::start(vec![ok], false);
+    let api = LlmServer::start(
+        vec![Reply::Status(
+            201,
+            Vec::new(),
+            r#"{"number": 7, "html_url": "https://github.com/acme/widgets/pull/7"}"#.into(),
+        )],
+        false,
+    );
+    let r = Repo::new(
+        &format!(
+            "[[notify]]\nurl = \"{}/hook\"\nformat = \"slack\"\non = [\"keep\", \"finish\"]\n",
+            slack.url
+        ),
+        SCORE,
+        KEEPS_SCRIPT,
+    );
+    let bare = r.tmp_dir().join("remote.git");
+    git(
+        r.tmp_dir(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    );
+    git(
+        &r.dir,
+        &["remote", "add", "origin", "git@github.com:acme/widgets.git"],
+    );
+    git(
+        &r.dir,
+        &[
+            "remote",
+            "set-url",
+            "--push",
+            "origin",
+            bare.to_str().unwrap(),
+        ],
+    );
+    let d = Daemon::start(
+        &r,
+        &["--port", "0"],
+        &[
+            ("HONE_WEBHOOK_SECRET", HOOK_SECRET),
+            ("GITHUB_TOKEN", "ghp_nightly"),
+            ("GITHUB_API_URL", &api.url),
+        ],
+    );
+    let body = r#"{"tag": "night", "max_experiments": 4, "pr": true}"#;
+    let (status, msg) = http(
+        &d.addr,
+        "POST",
+        "/api/trigger",
+        &[("X-Hub-Signature-256", &signed(body))],
+        body,
+    );
+    assert_eq!(status, 202, "{msg}");
+    d.wait_for("run night finished and was finalized");
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    assert_eq!(
+        git(&bare, &["rev-parse", "refs/heads/hone/night-final^{tree}"]),
+        r.rev("refs/hone/night/3^{tree}")
+    );
+    let reqs = api.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].0, "/repos/acme/widgets/pulls");
+    let texts: Vec<String> = bodies(&slack)
+        .iter()
+        .map(|b| b["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert!(texts[2].starts_with("hone run night finished"), "{texts:?}");
+    let log = std::fs::read_to_string(r.dir.join(".hone/automation/night.log")).unwrap();
+    assert!(log.contains("opened pull request #7"), "{log}");
+}
+
+/// A notification endpoint that answers nothing until the run it hears from has stopped (as
+/// the store says), then 200 to everything. Were notifications sent from the loop itself, the
+/// first keep would wait for an answer that only comes after the run's end: the run would
+/// never end, and the delivery would time out.
+#[test]
+fn a_notification_endpoint_that_holds_its_answer_never_holds_up_the_loop() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let r = Repo::new(
+        &format!("[stop]\nmax_experiments = 4\n\n[[notify]]\nurl = \"{url}\"\ntimeout = \"60s\"\nretries = 0\n"),
+        SCORE,
+        KEEPS_SCRIPT,
+    );
+    let db = r.dir.join(".hone/hone.db");
+    let server = std::thread::spawn(move || {
+        let mut events = Vec::new();
+        for stream in listener.incoming() {
+            let mut stream = stream.unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut len = 0;
+            loop {
+                let mut h = String::new();
+                reader.read_line(&mut h).unwrap();
+                if h.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; len];
+            reader.read_exact(&mut body).unwrap();
+            let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            // Hold the answer until the run is recorded as stopped.
+            let deadline = Instant::now() + Duration::from_secs(120);
+            loop {
+                let stopped = hone::store::Store::open(&db)
+                    .ok()
+                    .and_then(|s| s.run_by_tag("hold").ok().flatten())
+                    .is_some_and(|run| run.state == "stopped");
+                if stopped {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the run never stopped while a notification waited"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            events.push(body["event"].as_str().unwrap().to_string());
+            if events.len() == 3 {
+                return events;
+            }
+        }
+        events
+    });
+    let out = r.hone(&["run", "--tag", "hold"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("not delivered"), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    assert_eq!(server.join().unwrap(), ["keep", "keep", "finish"]);
+}
+
+#[test]
+fn a_budget_stop_is_notified_as_budget() {
+    // $0.20 a call against $0.30: the second call could cross it and is never sent.
+    let server = LlmServer::start(
+        vec![Reply::Answer(
+            edit("value.txt", "score: 5", "score: 4"),
+            1000,
+            1000,
+        )],
+        false,
+    );
+    let hook = LlmServer::start(vec![Reply::Status(200, Vec::new(), "ok".into())], false);
+    let r = llm_repo(
+        "openai",
+        &server,
+        "max_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
+        &format!(
+            "max_experiments = 10\nmax_cost_usd = 0.30\n\n[[notify]]\nurl = \"{}/hook\"\non = [\"budget\", \"finish\"]\n",
+            hook.url
+        ),
+    );
+    let out = hone_with_key(&r, &["run", "--tag", "b"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let b = bodies(&hook);
+    assert_eq!(b.len(), 1, "{b:?}");
+    assert_eq!(b[0]["event"], "budget");
+    assert!(
+        b[0]["reason"].as_str().unwrap().starts_with("budget: "),
+        "{b:?}"
+    );
+    assert!(
+        b[0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("hone run b stopped on its budget: the next call could cost $"),
+        "{b:?}"
+    );
+}

@@ -7,6 +7,8 @@
 //! and script, embedded in the binary); [`auth`] puts every one of them, and any routes an
 //! embedder adds through [`bind_with`], behind the same token and Host checks.
 
+pub mod automation;
+
 mod api;
 mod assets;
 mod auth;

@@ -15,13 +15,19 @@
 //! - `engine`: the loop.
 //! - `report`: summaries.
 //! - `review`: the reviewer as an LLM over HTTP.
+//! - `notify`: webhook notifications from background threads.
+//! - `automation`: schedules, signed webhook triggers, and the launcher of unattended runs.
+//! - `finalize`: review branches and pull requests from a run's keeps.
 //! - `sandbox`: bubblewrap containment.
 //! - `demo`: the bundled example.
 
+pub mod automation;
 pub mod demo;
 pub mod engine;
 pub mod exec;
+pub mod finalize;
 pub mod meta;
+pub mod notify;
 pub mod propose;
 pub mod queue;
 pub mod report;

@@ -327,6 +327,15 @@ pub struct Spec {
     pub review: ReviewSpec,
     pub exec: ExecSpec,
     pub outer: OuterSpec,
+    /// `[[notify]]` (not stored with the run: a webhook URL is a secret).
+    #[serde(skip)]
+    pub notify: Vec<NotifySpec>,
+    /// `[[schedule]]`.
+    #[serde(skip)]
+    pub schedule: Vec<ScheduleSpec>,
+    /// `[trigger]`.
+    #[serde(skip)]
+    pub trigger: TriggerSpec,
 }
 
 /// Where verifications run (`[exec]`).
@@ -390,6 +399,128 @@ impl Default for OuterSpec {
     }
 }
 
+/// What a notification is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NotifyOn {
+    /// A candidate was kept.
+    Keep,
+    /// The run finished (a stop condition other than a budget held).
+    Finish,
+    /// The run stopped on a failure (too many failed experiments, a changed pinned input, an
+    /// error of hone itself).
+    Failure,
+    /// The run stopped on its cost or token budget.
+    Budget,
+}
+
+impl NotifyOn {
+    pub const NAMES: &'static [&'static str] = &["keep", "finish", "failure", "budget"];
+    pub const ALL: &'static [NotifyOn] = &[
+        NotifyOn::Keep,
+        NotifyOn::Finish,
+        NotifyOn::Failure,
+        NotifyOn::Budget,
+    ];
+    pub fn parse(s: &str) -> Option<NotifyOn> {
+        NotifyOn::ALL.iter().copied().find(|n| n.as_str() == s)
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotifyOn::Keep => "keep",
+            NotifyOn::Finish => "finish",
+            NotifyOn::Failure => "failure",
+            NotifyOn::Budget => "budget",
+        }
+    }
+}
+
+/// The body a notification endpoint gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotifyFormat {
+    /// `{"text": "..."}`, as Slack's (and Mattermost's, Discord's /slack) incoming webhooks take.
+    Slack,
+    /// hone's own object: `{"event", "run", "text", ...}`.
+    Json,
+}
+
+/// One `[[notify]]` entry.
+#[derive(Clone, Debug)]
+pub struct NotifySpec {
+    /// Where to POST (from `url`, or read from the variable `url_env` names when hone starts).
+    pub url: NotifyUrl,
+    pub on: Vec<NotifyOn>,
+    pub format: NotifyFormat,
+    /// Attempts after the first one.
+    pub retries: u32,
+    /// The wait before the first retry; it doubles after each.
+    pub backoff: Duration,
+    /// Per attempt.
+    pub timeout: Duration,
+    /// The entry's line in hone.toml (for messages).
+    pub line: usize,
+}
+
+/// Where a notification goes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NotifyUrl {
+    Literal(String),
+    /// An environment variable holding the URL (a Slack webhook URL is a secret).
+    Env(String),
+}
+
+impl NotifyUrl {
+    /// The URL, or why there is none.
+    pub fn resolve(&self) -> Result<String, String> {
+        match self {
+            NotifyUrl::Literal(u) => Ok(u.clone()),
+            NotifyUrl::Env(v) => match std::env::var(v) {
+                Ok(u) if u.starts_with("http://") || u.starts_with("https://") => Ok(u),
+                Ok(_) => Err(format!("${v} does not hold an http(s) URL")),
+                Err(_) => Err(format!("${v} is not set")),
+            },
+        }
+    }
+}
+
+/// One `[[schedule]]` entry: when to start a run, and with which options.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScheduleSpec {
+    /// A cron expression (five fields, or six with seconds), evaluated in UTC.
+    pub cron: String,
+    /// The run's tag is `<tag>-<YYYYMMDD-HHMM>` of the scheduled time (default tag: `scheduled`).
+    pub tag: String,
+    pub max_experiments: Option<u64>,
+    pub time: Option<Duration>,
+    pub agent: Option<AgentKind>,
+    pub seed: Option<u64>,
+    /// A start missed while hone was not running is run once at startup.
+    pub catch_up: bool,
+    /// After the run: build the review branch (`hone finalize`).
+    pub finalize: bool,
+    /// After the run: push it and open a pull request (`hone finalize --pr`).
+    pub pr: bool,
+    /// With finalize: one squashed commit.
+    pub squash: bool,
+    /// The entry's line in hone.toml.
+    pub line: usize,
+}
+
+/// `[trigger]`: the webhook that starts runs (`POST /api/trigger`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TriggerSpec {
+    /// The environment variable holding the shared HMAC secret.
+    pub secret_env: String,
+}
+
+impl Default for TriggerSpec {
+    fn default() -> TriggerSpec {
+        TriggerSpec {
+            secret_env: "HONE_WEBHOOK_SECRET".into(),
+        }
+    }
+}
+
 /// `[review]`: the gate between a candidate and any compute: static rules, then optionally a
 /// reviewer command that approves or rejects.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -448,7 +579,8 @@ impl fmt::Display for SpecError {
 impl std::error::Error for SpecError {}
 
 const SECTIONS: &[&str] = &[
-    "loop", "verify", "agent", "stop", "sandbox", "review", "outer", "exec", "store",
+    "loop", "verify", "agent", "stop", "sandbox", "review", "outer", "exec", "store", "notify",
+    "schedule", "trigger",
 ];
 const STORE_KEYS: &[&str] = &["url"];
 const OUTER_KEYS: &[&str] = &[
@@ -471,6 +603,22 @@ const EXEC_KEYS: &[&str] = &[
     "remote",
     "lease",
 ];
+const NOTIFY_KEYS: &[&str] = &[
+    "url", "url_env", "on", "format", "retries", "backoff", "timeout",
+];
+const SCHEDULE_KEYS: &[&str] = &[
+    "cron",
+    "tag",
+    "max_experiments",
+    "time",
+    "agent",
+    "seed",
+    "catch_up",
+    "finalize",
+    "pr",
+    "squash",
+];
+const TRIGGER_KEYS: &[&str] = &["secret_env"];
 const REVIEW_KEYS: &[&str] = &[
     "kind",
     "model",
@@ -1179,6 +1327,27 @@ impl Spec {
             }
         }
         let outer = p.outer(ou)?;
+        let notify = p
+            .array_of_tables(doc.as_table(), "notify")?
+            .into_iter()
+            .map(|t| p.notify(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let schedule = p
+            .array_of_tables(doc.as_table(), "schedule")?
+            .into_iter()
+            .map(|t| p.schedule(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let tr = p.section(doc.as_table(), "trigger")?;
+        if let Some(t) = tr {
+            p.check_keys(t, "trigger", TRIGGER_KEYS, false)?;
+        }
+        let trigger = match p.opt_str(tr, "trigger", "secret_env")? {
+            Some(v) if v.trim().is_empty() => {
+                return Err(p.err_value(tr, "trigger", "secret_env", "must not be empty".into()))
+            }
+            Some(v) => TriggerSpec { secret_env: v },
+            None => TriggerSpec::default(),
+        };
         Ok(Spec {
             loop_,
             verify,
@@ -1188,6 +1357,9 @@ impl Spec {
             review,
             exec,
             outer,
+            notify,
+            schedule,
+            trigger,
         })
     }
 
@@ -1341,6 +1513,193 @@ impl Parser<'_> {
             segment,
             portfolio,
             probation,
+        })
+    }
+
+    /// The tables of `[[name]]` (none when absent).
+    fn array_of_tables<'t>(&self, doc: &'t Table, name: &str) -> Result<Vec<&'t Table>, SpecError> {
+        match doc.get(name) {
+            None => Ok(Vec::new()),
+            Some(Item::ArrayOfTables(a)) => Ok(a.iter().collect()),
+            Some(other) => Err(self.err_at_line(
+                self.key_line(Some(doc), name)
+                    .or_else(|| self.item_line(other))
+                    .unwrap_or(1),
+                name,
+                format!(
+                    "must be written `[[{name}]]` (one per entry), found {}",
+                    other.type_name()
+                ),
+            )),
+        }
+    }
+
+    fn notify(&self, t: &Table) -> Result<NotifySpec, SpecError> {
+        let s = "notify";
+        self.check_keys(t, s, NOTIFY_KEYS, false)?;
+        let t = Some(t);
+        let url = match (self.opt_str(t, s, "url")?, self.opt_str(t, s, "url_env")?) {
+            (Some(_), Some(_)) => {
+                return Err(self.err_value(t, s, "url_env", "set `url` or `url_env`, not both".into()))
+            }
+            (Some(u), None) => {
+                if !(u.starts_with("http://") || u.starts_with("https://")) {
+                    return Err(self.err_value(t, s, "url", format!("`{u}` is not an http(s) URL")));
+                }
+                NotifyUrl::Literal(u)
+            }
+            (None, Some(v)) if v.trim().is_empty() => {
+                return Err(self.err_value(t, s, "url_env", "must not be empty".into()))
+            }
+            (None, Some(v)) => NotifyUrl::Env(v),
+            (None, None) => {
+                return Err(self.err_at_line(
+                    self.table_line(t).unwrap_or(1),
+                    "notify.url",
+                    "required: where to POST, e.g. url = \"https://hooks.slack.com/services/...\", or url_env = \"SLACK_WEBHOOK_URL\" to keep it out of the file".into(),
+                ))
+            }
+        };
+        let on = match self.value(t, "on") {
+            None => NotifyOn::ALL.to_vec(),
+            Some(_) => {
+                let mut on = Vec::new();
+                for name in self.str_list(t, s, "on")? {
+                    match NotifyOn::parse(&name) {
+                        Some(n) if !on.contains(&n) => on.push(n),
+                        Some(_) => {}
+                        None => {
+                            let hint = closest(&name, NotifyOn::NAMES)
+                                .map(|c| format!("; did you mean `{c}`?"))
+                                .unwrap_or_default();
+                            return Err(self.err_value(
+                                t,
+                                s,
+                                "on",
+                                format!(
+                                    "unknown event `{name}` (expected {}){hint}",
+                                    NotifyOn::NAMES.join(", ")
+                                ),
+                            ));
+                        }
+                    }
+                }
+                if on.is_empty() {
+                    return Err(self.err_value(
+                        t,
+                        s,
+                        "on",
+                        format!("must name at least one of {}", NotifyOn::NAMES.join(", ")),
+                    ));
+                }
+                on
+            }
+        };
+        let format = match self.opt_str(t, s, "format")?.as_deref() {
+            None | Some("json") => NotifyFormat::Json,
+            Some("slack") => NotifyFormat::Slack,
+            Some(other) => {
+                return Err(self.err_value(
+                    t,
+                    s,
+                    "format",
+                    format!("unknown format `{other}` (expected \"slack\" or \"json\")"),
+                ))
+            }
+        };
+        let retries = self.opt_u64(t, s, "retries")?.unwrap_or(3);
+        if retries > 10 {
+            return Err(self.err_value(t, s, "retries", "at most 10".into()));
+        }
+        let timeout = self
+            .opt_duration(t, s, "timeout")?
+            .unwrap_or(Duration::from_secs(10));
+        if timeout.is_zero() {
+            return Err(self.err_value(t, s, "timeout", "must be more than zero".into()));
+        }
+        Ok(NotifySpec {
+            url,
+            on,
+            format,
+            retries: retries as u32,
+            backoff: self
+                .opt_duration(t, s, "backoff")?
+                .unwrap_or(Duration::from_secs(1)),
+            timeout,
+            line: self.table_line(t).unwrap_or(1),
+        })
+    }
+
+    fn schedule(&self, t: &Table) -> Result<ScheduleSpec, SpecError> {
+        let s = "schedule";
+        self.check_keys(t, s, SCHEDULE_KEYS, false)?;
+        let t = Some(t);
+        let cron = self.req_str(
+            t,
+            s,
+            "cron",
+            "a cron expression, e.g. cron = \"0 2 * * *\" (02:00 UTC every day)",
+        )?;
+        if let Err(e) = croner::Cron::new(&cron).with_seconds_optional().parse() {
+            return Err(self.err_value(
+                t,
+                s,
+                "cron",
+                format!("`{cron}` is not a cron expression: {e}"),
+            ));
+        }
+        let tag = self
+            .opt_str(t, s, "tag")?
+            .unwrap_or_else(|| "scheduled".into());
+        // The tag gets `-YYYYMMDD-HHMM` appended; the whole must be a valid tag.
+        if let Err(e) = crate::engine::validate_tag(&format!("{tag}-20260101-0000")) {
+            return Err(self.err_value(t, s, "tag", e.to_string()));
+        }
+        let agent = match self.opt_str(t, s, "agent")? {
+            None => None,
+            Some(a) => Some(AgentKind::parse(&a).ok_or_else(|| {
+                self.err_value(
+                    t,
+                    s,
+                    "agent",
+                    format!(
+                        "unknown agent kind `{a}` (expected one of {})",
+                        AgentKind::NAMES.join(", ")
+                    ),
+                )
+            })?),
+        };
+        let max_experiments = self.opt_u64(t, s, "max_experiments")?;
+        if max_experiments == Some(0) {
+            return Err(self.err_value(t, s, "max_experiments", "must be more than zero".into()));
+        }
+        let time = self.opt_duration(t, s, "time")?;
+        if time.is_some_and(|d| d.is_zero()) {
+            return Err(self.err_value(t, s, "time", "must be more than zero".into()));
+        }
+        let pr = self.opt_bool(t, s, "pr")?.unwrap_or(false);
+        let finalize = self.opt_bool(t, s, "finalize")?;
+        if pr && finalize == Some(false) {
+            return Err(self.err_value(
+                t,
+                s,
+                "finalize",
+                "pr = true opens a pull request from the finalized branch: drop finalize = false"
+                    .into(),
+            ));
+        }
+        Ok(ScheduleSpec {
+            cron,
+            tag,
+            max_experiments,
+            time,
+            agent,
+            seed: self.opt_u64(t, s, "seed")?,
+            catch_up: self.opt_bool(t, s, "catch_up")?.unwrap_or(false),
+            finalize: pr || finalize.unwrap_or(false),
+            pr,
+            squash: self.opt_bool(t, s, "squash")?.unwrap_or(false),
+            line: self.table_line(t).unwrap_or(1),
         })
     }
 
@@ -2030,6 +2389,81 @@ max_cost_usd = 20
 
     fn err(text: &str) -> SpecError {
         parse(text).unwrap_err()
+    }
+
+    const MIN: &str = "[loop]\neditable = [\"a.py\"]\n[verify]\ncommand = \"x\"\nmetric = \"m\"\n";
+
+    #[test]
+    fn notify_schedule_and_trigger_entries() {
+        let s = parse(&format!(
+            "{MIN}\n[[notify]]\nurl = \"https://hooks.example/a\"\non = [\"keep\", \"finish\"]\nformat = \"slack\"\n\n\
+             [[notify]]\nurl_env = \"HOOK\"\nretries = 1\nbackoff = \"250ms\"\n\n\
+             [[schedule]]\ncron = \"0 2 * * *\"\ntag = \"nightly\"\nmax_experiments = 30\ntime = \"1h\"\npr = true\ncatch_up = true\n\n\
+             [trigger]\nsecret_env = \"MY_SECRET\"\n"
+        ))
+        .unwrap();
+        assert_eq!(s.notify.len(), 2);
+        assert_eq!(
+            s.notify[0].url,
+            NotifyUrl::Literal("https://hooks.example/a".into())
+        );
+        assert_eq!(s.notify[0].on, [NotifyOn::Keep, NotifyOn::Finish]);
+        assert_eq!(s.notify[0].format, NotifyFormat::Slack);
+        assert_eq!(s.notify[0].line, 7);
+        assert_eq!(s.notify[1].url, NotifyUrl::Env("HOOK".into()));
+        assert_eq!(s.notify[1].on, NotifyOn::ALL);
+        assert_eq!(s.notify[1].format, NotifyFormat::Json);
+        assert_eq!(s.notify[1].backoff, Duration::from_millis(250));
+        let sc = &s.schedule[0];
+        assert_eq!(
+            (sc.cron.as_str(), sc.tag.as_str()),
+            ("0 2 * * *", "nightly")
+        );
+        assert_eq!(sc.max_experiments, Some(30));
+        assert_eq!(sc.time, Some(Duration::from_secs(3600)));
+        assert!(sc.pr && sc.finalize && sc.catch_up && !sc.squash);
+        assert_eq!(s.trigger.secret_env, "MY_SECRET");
+        // Secrets never reach the run's stored spec.
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(!json.contains("hooks.example"), "{json}");
+        assert_eq!(
+            parse(MIN).unwrap().trigger.secret_env,
+            "HONE_WEBHOOK_SECRET"
+        );
+    }
+
+    #[test]
+    fn automation_errors_name_the_line_and_key() {
+        let at = |extra: &str| err(&format!("{MIN}{extra}"));
+        let e = at("[[notify]]\nurl = \"https://h/x\"\non = [\"keeps\"]\n");
+        assert_eq!((e.line, e.key.as_str()), (8, "notify.on"));
+        assert!(e.message.contains("did you mean `keep`?"), "{e}");
+        let e = at("[[notify]]\nurl = \"https://h/x\"\nformat = \"teams\"\n");
+        assert_eq!((e.line, e.key.as_str()), (8, "notify.format"));
+        let e = at("[[notify]]\nurl = \"ftp://h/x\"\n");
+        assert_eq!((e.line, e.key.as_str()), (7, "notify.url"));
+        let e = at("[[notify]]\non = [\"keep\"]\n");
+        assert_eq!((e.line, e.key.as_str()), (6, "notify.url"));
+        let e = at("[[notify]]\nurl = \"https://h/x\"\nurl_env = \"X\"\n");
+        assert_eq!(e.key, "notify.url_env");
+        let e = at("[[notify]]\nurl = \"https://h/x\"\nretires = 2\n");
+        assert_eq!((e.line, e.key.as_str()), (8, "notify.retires"));
+        assert!(e.message.contains("did you mean `retries`?"), "{e}");
+        let e = at("[notify]\nurl = \"https://h/x\"\n");
+        assert!(e.message.contains("[[notify]]"), "{e}");
+        let e = at("[[schedule]]\ncron = \"0 25 * * *\"\n");
+        assert_eq!((e.line, e.key.as_str()), (7, "schedule.cron"));
+        assert!(e.message.contains("is not a cron expression"), "{e}");
+        let e = at("[[schedule]]\ntag = \"x\"\n");
+        assert_eq!(e.key, "schedule.cron");
+        let e = at("[[schedule]]\ncron = \"@daily\"\ntag = \"bad tag\"\n");
+        assert_eq!((e.line, e.key.as_str()), (8, "schedule.tag"));
+        let e = at("[[schedule]]\ncron = \"@daily\"\nagent = \"gpt\"\n");
+        assert_eq!(e.key, "schedule.agent");
+        let e = at("[[schedule]]\ncron = \"@daily\"\ncatch_up = \"yes\"\n");
+        assert_eq!((e.line, e.key.as_str()), (8, "schedule.catch_up"));
+        let e = at("[trigger]\nsecret = \"x\"\n");
+        assert_eq!(e.key, "trigger.secret");
     }
 
     #[test]

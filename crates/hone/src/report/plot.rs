@@ -297,6 +297,108 @@ pub fn progress_svg_labelled(
     svg
 }
 
+/// The same plot as text, for places that cannot show SVG (a pull request's body, a terminal):
+/// one column per experiment (bucketed when there are more than 72), `*` keeps and the
+/// baseline, `·` discards, `-` the running best, and failures marked under the axis (`x` crash,
+/// `t` timeout, `!` violation, rejected or invalid). Higher values are up.
+pub fn progress_text(exps: &[ExperimentRecord], metric: &str, minimize: bool) -> String {
+    const COLS: usize = 72;
+    const ROWS: usize = 14;
+    let Some(base) = exps
+        .iter()
+        .find(|e| e.status() == Status::Baseline)
+        .and_then(|e| e.objective)
+    else {
+        return "no measured baseline yet\n".into();
+    };
+    let best_of = |a: f64, b: f64| if minimize { a.min(b) } else { a.max(b) };
+    let mut best = base;
+    let mut steps = Vec::new();
+    let mut values = Vec::new();
+    for e in exps {
+        if let (Some(v), Status::Keep | Status::Baseline | Status::Discard) =
+            (e.objective, e.status())
+        {
+            values.push(v);
+            if e.status() == Status::Keep {
+                best = best_of(best, v);
+            }
+        }
+        steps.push(best);
+    }
+    let (lo, hi) = y_range(base, best, &values);
+    let n = exps.len().max(1);
+    let cols = n.min(COLS);
+    let col = |i: usize| i * cols / n;
+    let row = |v: f64| {
+        let t = ((v - lo) / (hi - lo)).clamp(0.0, 1.0);
+        ROWS - 1 - ((t * (ROWS - 1) as f64).round() as usize).min(ROWS - 1)
+    };
+    let mut grid = vec![vec![' '; cols]; ROWS];
+    let mut axis = vec![' '; cols];
+    for (i, b) in steps.iter().enumerate() {
+        grid[row(*b)][col(i)] = '-';
+    }
+    // Discards first, keeps over them, so a keep is never hidden.
+    for pass in 0..2 {
+        for (i, e) in exps.iter().enumerate() {
+            let Some(v) = e.objective else { continue };
+            match (pass, e.status()) {
+                (0, Status::Discard) => grid[row(v)][col(i)] = '·',
+                (1, Status::Keep | Status::Baseline) => grid[row(v)][col(i)] = '*',
+                _ => {}
+            }
+        }
+    }
+    for (i, e) in exps.iter().enumerate() {
+        let mark = match e.status() {
+            Status::Crash => 'x',
+            Status::Timeout => 't',
+            Status::Violation | Status::Rejected | Status::Invalid => '!',
+            _ => continue,
+        };
+        axis[col(i)] = mark;
+    }
+    let label = |v: f64| format!("{:>12}", crate::report::fmt_metric(Some(v)));
+    let mut out = format!(
+        "{metric} ({}), {} experiments; * keep  · discard  - best  x crash  t timeout  ! refused\n",
+        if minimize {
+            "lower is better"
+        } else {
+            "higher is better"
+        },
+        exps.len()
+    );
+    for (r, line) in grid.iter().enumerate() {
+        let v = hi - (hi - lo) * r as f64 / (ROWS - 1) as f64;
+        let tick = if r == 0 || r == ROWS - 1 || r == ROWS / 2 {
+            label(v)
+        } else {
+            " ".repeat(12)
+        };
+        let _ = writeln!(
+            out,
+            "{tick} |{}",
+            line.iter().collect::<String>().trim_end()
+        );
+    }
+    let _ = writeln!(out, "{} +{}", " ".repeat(12), "-".repeat(cols));
+    let _ = writeln!(
+        out,
+        "{}  {}",
+        " ".repeat(12),
+        axis.iter().collect::<String>().trim_end()
+    );
+    let last = exps.last().map(|e| e.n).unwrap_or(0);
+    let _ = writeln!(
+        out,
+        "{}  0{}{last}",
+        " ".repeat(12),
+        " ".repeat(cols.saturating_sub(1 + last.to_string().len()))
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -350,5 +452,41 @@ mod tests {
         assert!(lo <= 5.0 && hi >= 6.0);
         let (lo, hi) = y_range(1.0, 1.0, &[1.0]);
         assert!(hi > lo);
+    }
+
+    fn exp(n: u64, status: Status, v: Option<f64>) -> ExperimentRecord {
+        ExperimentRecord {
+            n,
+            status: Some(status),
+            objective: v,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_text_plot_has_every_point_and_the_best_ends_low() {
+        let exps = vec![
+            exp(0, Status::Baseline, Some(5.0)),
+            exp(1, Status::Keep, Some(4.0)),
+            exp(2, Status::Discard, Some(4.5)),
+            exp(3, Status::Crash, None),
+            exp(4, Status::Keep, Some(3.0)),
+        ];
+        let t = progress_text(&exps, "score", true);
+        let rows: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            t.matches('*').count() - 1,
+            3,
+            "baseline and two keeps (one * in the legend): {t}"
+        );
+        assert_eq!(t.matches('·').count() - 1, 1, "{t}");
+        // The last keep (the best) is on the plot's lowest rows for a minimized metric.
+        let best_row = rows.iter().rposition(|l| l.ends_with('*')).unwrap();
+        let base_row = rows.iter().position(|l| l.contains("|*")).unwrap();
+        assert!(best_row > base_row, "{t}");
+        assert!(
+            rows.iter().any(|l| l.trim() == "x"),
+            "the crash is under the axis: {t}"
+        );
     }
 }
