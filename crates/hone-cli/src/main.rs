@@ -426,7 +426,16 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             });
             std::fs::create_dir_all(&out)
                 .with_context(|| format!("cannot create {}", out.display()))?;
-            let report = hone::report::document::render(&run, &exps);
+            // The outer loop's activity, when mechanisms ran.
+            let calls = store
+                .mechanism_calls(run.id, None)
+                .map_err(anyhow::Error::from)?;
+            let spec: serde_json::Value = serde_json::from_str(&run.spec_json).unwrap_or_default();
+            let probation = spec["outer"]["probation"]
+                .as_u64()
+                .unwrap_or(hone::spec::OuterSpec::default().probation);
+            let mechs = hone::meta::stats::compute(&calls, &exps, probation);
+            let report = hone::report::document::render_with(&run, &exps, &mechs);
             for (name, content) in [
                 ("report.html", &report.html),
                 ("report.md", &report.markdown),

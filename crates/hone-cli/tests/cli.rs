@@ -3510,6 +3510,29 @@ fn mechanisms_demonstrably_run_on_a_knobs_problem() {
     let ran = &log_at(&dir, rejected_in)["description"];
     assert_ne!(ran.as_str().unwrap(), rejected_desc, "{show}");
     assert!(show.contains("within"), "{show}");
+    // hone report has the mechanisms' activity, with the same figures as mech stats.
+    let out = hone_in(&dir, &["report", "--out", "rep"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(dir.join("rep/report.md")).unwrap();
+    assert!(md.contains("## Mechanisms (outer loop)"), "{md}");
+    let tabu_row = md
+        .lines()
+        .find(|l| l.starts_with("| tabu |"))
+        .unwrap_or_else(|| panic!("no tabu row: {md}"));
+    let cells: Vec<&str> = tabu_row.split('|').map(str::trim).collect();
+    let tabu_calls: u64 = stats["tabu"]["calls"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(cells[2], tabu_calls.to_string(), "{tabu_row}");
+    assert!(
+        cells[5].starts_with(&stats["tabu"]["rejected"].to_string()),
+        "{tabu_row}"
+    );
+    let html = std::fs::read_to_string(dir.join("rep/report.html")).unwrap();
+    assert!(html.contains("<h2>Mechanisms (outer loop)</h2>"));
     // The same seed gives the same run, mechanisms included.
     let (_b, again) = knob_repo();
     append_spec(&again, outer);
@@ -3521,6 +3544,10 @@ fn mechanisms_demonstrably_run_on_a_knobs_problem() {
     let out = hone_in(&plain, &["run", "--seed", "7", "-n", "25"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_ne!(log_lines(&dir), log_lines(&plain));
+    let out = hone_in(&plain, &["report", "--out", "rep"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let md = std::fs::read_to_string(plain.join("rep/report.md")).unwrap();
+    assert!(!md.contains("Mechanisms"), "no outer loop, no section");
 }
 
 fn log_at(dir: &Path, n: u64) -> serde_json::Value {

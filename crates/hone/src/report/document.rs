@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{fmt_metric, plot, summarize};
+use crate::meta::stats::MechanismStats;
 use crate::store::{ExperimentRecord, RunRecord, Status};
 
 /// The report's three files.
@@ -51,7 +52,50 @@ fn md_cell(s: &str) -> String {
 
 /// Renders the report of a run.
 pub fn render(run: &RunRecord, exps: &[ExperimentRecord]) -> Report {
+    render_with(run, exps, &[])
+}
+
+/// One row per mechanism of the outer loop, for both formats: name, what its hooks did, and
+/// whether it was inert.
+fn mechanism_rows(mechs: &[MechanismStats]) -> Vec<[String; 7]> {
+    mechs
+        .iter()
+        .map(|m| {
+            let calls: u64 = m.calls.values().sum();
+            [
+                m.name.clone(),
+                calls.to_string(),
+                m.guided.to_string(),
+                m.suggested.to_string(),
+                format!("{} / {}", m.rejected, m.modified),
+                m.keeps_after_guidance.to_string(),
+                if m.inert {
+                    "inert".into()
+                } else if m.effective() > 0 {
+                    format!("{} effects", m.effective())
+                } else {
+                    "no effect yet".into()
+                },
+            ]
+        })
+        .collect()
+}
+
+const MECH_HEAD: [&str; 7] = [
+    "mechanism",
+    "hook calls",
+    "guided",
+    "suggested",
+    "rejected / modified",
+    "keeps after its guidance",
+    "verdict",
+];
+
+/// The report, with a section on the outer loop's mechanisms when it ran (`mechs` from
+/// `crate::meta::stats::compute`).
+pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[MechanismStats]) -> Report {
     let s = summarize(run, exps);
+    let mech_rows = mechanism_rows(mechs);
     let minimize = run.direction == "minimize";
     let change = s
         .change_pct
@@ -172,6 +216,18 @@ pub fn render(run: &RunRecord, exps: &[ExperimentRecord]) -> Report {
             );
         }
     }
+    if !mech_rows.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n## Mechanisms (outer loop)\n\n| {} |\n|{}",
+            MECH_HEAD.join(" | "),
+            "---|".repeat(MECH_HEAD.len())
+        );
+        for r in &mech_rows {
+            let cells: Vec<String> = r.iter().map(|c| md_cell(c)).collect();
+            let _ = writeln!(md, "| {} |", cells.join(" | "));
+        }
+    }
     let _ = writeln!(
         md,
         "\n## Experiments\n\n| # | status | {} | description | why |\n|---|---|---|---|---|",
@@ -228,6 +284,22 @@ pub fn render(run: &RunRecord, exps: &[ExperimentRecord]) -> Report {
                 fmt_metric(e.objective),
                 fmt_metric(e.holdout)
             );
+        }
+        let _ = writeln!(html, "</table>");
+    }
+    if !mech_rows.is_empty() {
+        let head: Vec<String> = MECH_HEAD
+            .iter()
+            .map(|h| format!("<th>{}</th>", esc(h)))
+            .collect();
+        let _ = writeln!(
+            html,
+            "<h2>Mechanisms (outer loop)</h2>\n<table><tr>{}</tr>",
+            head.concat()
+        );
+        for r in &mech_rows {
+            let cells: Vec<String> = r.iter().map(|c| format!("<td>{}</td>", esc(c))).collect();
+            let _ = writeln!(html, "<tr>{}</tr>", cells.concat());
         }
         let _ = writeln!(html, "</table>");
     }
