@@ -4211,9 +4211,20 @@ struct Daemon {
 
 impl Daemon {
     fn start(r: &Repo, args: &[&str], env: &[(&str, &str)]) -> Daemon {
+        Daemon::start_as("daemon", "listening on http://", r, args, env)
+    }
+
+    /// `hone <command>` (daemon or serve), whose first line naming `marker` gives the address.
+    fn start_as(
+        command: &str,
+        marker: &str,
+        r: &Repo,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Daemon {
         use std::io::BufRead;
         let mut c = Command::new(HONE);
-        c.arg("daemon")
+        c.arg(command)
             .args(args)
             .current_dir(&r.dir)
             .env_remove("HONE_TOKEN")
@@ -4240,8 +4251,15 @@ impl Daemon {
             addr: String::new(),
             lines,
         };
-        let first = d.wait_for("listening on http://");
-        d.addr = first.rsplit("http://").next().unwrap().to_string();
+        let first = d.wait_for(marker);
+        d.addr = first
+            .rsplit("http://")
+            .next()
+            .unwrap()
+            .split(['/', ' '])
+            .next()
+            .unwrap()
+            .to_string();
         d
     }
 
@@ -4589,4 +4607,35 @@ fn a_budget_stop_is_notified_as_budget() {
             .starts_with("hone run b stopped on its budget: the next call could cost $"),
         "{b:?}"
     );
+}
+
+#[test]
+fn hone_serve_takes_signed_triggers_beside_the_dashboard() {
+    let r = Repo::new("", SCORE, "write\tvalue.txt\tscore: 4\\n\n");
+    let d = Daemon::start_as(
+        "serve",
+        "hone serve: http://",
+        &r,
+        &["--port", "0"],
+        &[("HONE_WEBHOOK_SECRET", HOOK_SECRET)],
+    );
+    d.wait_for("POST /api/trigger starts a run");
+    let body = r#"{"tag": "viaserve", "max_experiments": 2}"#;
+    let (status, msg) = http(&d.addr, "POST", "/api/trigger", &[], body);
+    assert_eq!(status, 401, "{msg}");
+    assert!(!r.dir.join(".hone").exists(), "nothing ran");
+    let (status, msg) = http(
+        &d.addr,
+        "POST",
+        "/api/trigger",
+        &[("X-Hub-Signature-256", &signed(body))],
+        body,
+    );
+    assert_eq!(status, 202, "{msg}");
+    d.wait_for("run viaserve finished");
+    assert_eq!(r.statuses(), ["baseline", "keep"]);
+    // The dashboard beside it shows the run the trigger started.
+    let (status, page) = http(&d.addr, "GET", "/", &[], "");
+    assert_eq!(status, 200);
+    assert!(page.contains("viaserve"), "{page}");
 }
