@@ -2348,6 +2348,38 @@ fn report_writes_a_plot_a_summary_and_a_page() {
         "labels are escaped"
     );
     assert!(svg.contains("class=\"best\""));
+    // The SVG is well-formed XML (a real parser), with one point per experiment, and its step
+    // line ends at the height of the best experiment's point (#4, score 2) at the last x.
+    let check = Command::new("python3")
+        .args([
+            "-c",
+            r#"
+import sys, re, xml.etree.ElementTree as E
+root = E.parse(sys.argv[1]).getroot()
+ns = '{http://www.w3.org/2000/svg}'
+pts = [c for c in root.iter(ns + 'circle')] + [c for c in root.iter('circle')]
+marks = [m for m in root.iter() if m.get('class', '').startswith('fail')]
+best = [p for p in root.iter() if p.get('class') == 'best'][0]
+nums = re.findall(r'[-0-9.]+', best.get('d'))
+keeps = {c.find(ns + 'title').text.split()[0] if c.find(ns + 'title') is not None else c.find('title').text.split()[0]: c for c in pts}
+b = keeps['#4']
+print(len(pts) + len(marks), nums[-1], b.get('cy'), nums[-2])
+"#,
+        ])
+        .arg(out_dir.join("progress.svg"))
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "the SVG does not parse: {}",
+        text(&check)
+    );
+    let f: Vec<String> = String::from_utf8_lossy(&check.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(f[0], "6", "one point or mark per experiment: {f:?}");
+    assert_eq!(f[1], f[2], "the step line ends at the best's height: {f:?}");
     let md = std::fs::read_to_string(out_dir.join("report.md")).unwrap();
     assert!(
         md.contains("**baseline → best**: 5.000000 → 2.000000 (-60.00%)"),
