@@ -272,15 +272,21 @@ pub struct AgentReport {
     pub tokens: u64,
 }
 
-/// Reads Codex's JSONL events: tokens from every `turn.completed`, the last agent message as
-/// the result, and `turn.failed` / `error` as an error.
-pub fn parse_codex(lines: &[String]) -> Option<AgentReport> {
-    let events: Vec<serde_json::Value> = lines
+/// The JSON objects with a `type` among an agent's output lines (a JSONL event stream, with
+/// whatever else the tool printed skipped).
+fn json_events(lines: &[String]) -> Vec<serde_json::Value> {
+    lines
         .iter()
         .filter(|l| l.trim_start().starts_with('{'))
         .filter_map(|l| serde_json::from_str(l).ok())
         .filter(|v: &serde_json::Value| v["type"].is_string())
-        .collect();
+        .collect()
+}
+
+/// Reads Codex's JSONL events: tokens from every `turn.completed`, the last agent message as
+/// the result, and `turn.failed` / `error` as an error.
+pub fn parse_codex(lines: &[String]) -> Option<AgentReport> {
+    let events = json_events(lines);
     if events.is_empty() {
         return None;
     }
@@ -424,12 +430,7 @@ pub fn parse_gemini(lines: &[String]) -> Option<AgentReport> {
 /// Reads opencode's `run --format json` events: cost and tokens from every `step_finish`
 /// part, the last `text` part as the result, and `error` events as the error.
 pub fn parse_opencode(lines: &[String]) -> Option<AgentReport> {
-    let events: Vec<serde_json::Value> = lines
-        .iter()
-        .filter(|l| l.trim_start().starts_with('{'))
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .filter(|v: &serde_json::Value| v["type"].is_string())
-        .collect();
+    let events = json_events(lines);
     if events.is_empty() {
         return None;
     }
