@@ -113,7 +113,11 @@ fn main() {
             ["mark", path] => {
                 // SAFETY: getpgrp has no preconditions.
                 let pgid = unsafe { libc::getpgrp() };
-                let _ = std::fs::write(path, pgid.to_string());
+                // Written whole, then renamed: a test that sees the file sees the number.
+                let tmp = format!("{path}.tmp");
+                if std::fs::write(&tmp, format!("{pgid}\n")).is_ok() {
+                    let _ = std::fs::rename(&tmp, path);
+                }
             }
             ["sleep", secs] => {
                 std::thread::sleep(std::time::Duration::from_secs(secs.parse().unwrap_or(1)));

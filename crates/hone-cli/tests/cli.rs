@@ -128,13 +128,24 @@ fn wait_for_file(p: &Path) {
     }
 }
 
-/// A process group id a test's verifier or agent wrote to a file.
+/// A process group id a test's verifier or agent wrote to a file. The file can exist before
+/// its contents do (`echo $$ > file` creates it first), so wait for a whole number.
 fn read_pgid(path: &Path) -> i32 {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.ends_with('\n') {
+            if let Ok(pgid) = text.trim().parse() {
+                return pgid;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never held a process group id: {text:?}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Is any live (non-zombie) process in process group `pgid`? Zombies are skipped: they have
