@@ -382,8 +382,14 @@ pub struct OuterSpec {
     pub segment: u64,
     /// Offline Level 2: turn mechanisms on and off by credit assignment every segment.
     pub portfolio: bool,
-    /// Experiments a mechanism may run without any effect before it is reported inert.
+    /// Experiments a mechanism may run without any effect before it is reported inert; also
+    /// the probation window of a Level 2 script mechanism.
     pub probation: u64,
+    /// Level 2: research a new script mechanism every this many experiments (needs an
+    /// `openai` or `anthropic` agent).
+    pub research_every: Option<u64>,
+    /// Level 2: Rhai script mechanisms to load (paths relative to the repository).
+    pub scripts: Vec<String>,
 }
 
 impl Default for OuterSpec {
@@ -395,6 +401,8 @@ impl Default for OuterSpec {
             segment: 10,
             portfolio: false,
             probation: 10,
+            research_every: None,
+            scripts: Vec::new(),
         }
     }
 }
@@ -590,6 +598,8 @@ const OUTER_KEYS: &[&str] = &[
     "segment",
     "portfolio",
     "probation",
+    "research_every",
+    "scripts",
 ];
 const EXEC_KEYS: &[&str] = &[
     "backend",
@@ -1327,6 +1337,17 @@ impl Spec {
             }
         }
         let outer = p.outer(ou)?;
+        if outer.research_every.is_some() && !(agent.kind.is_http() && agent.llm.is_some()) {
+            return Err(p.err_value(
+                ou,
+                "outer",
+                "research_every",
+                format!(
+                    "mechanism research asks an LLM: it needs [agent] kind = \"openai\" or \"anthropic\" (this run's agent is `{}`)",
+                    agent.kind.as_str()
+                ),
+            ));
+        }
         let notify = p
             .array_of_tables(doc.as_table(), "notify")?
             .into_iter()
@@ -1496,6 +1517,28 @@ impl Parser<'_> {
         let probation =
             positive("probation", self.opt_u64(t, "outer", "probation")?)?.unwrap_or(d.probation);
         let portfolio = self.opt_bool(t, "outer", "portfolio")?.unwrap_or(false);
+        let research_every = positive(
+            "research_every",
+            self.opt_u64(t, "outer", "research_every")?,
+        )?;
+        let scripts = self.str_list(t, "outer", "scripts")?;
+        for (i, path) in scripts.iter().enumerate() {
+            if !path.ends_with(".rhai") {
+                let line = t
+                    .and_then(|t| t.get("scripts"))
+                    .and_then(|m| m.as_array())
+                    .and_then(|a| a.get(i))
+                    .and_then(|v| v.span())
+                    .map(|s| self.line_of(s.start))
+                    .or_else(|| self.key_line(t, "scripts"))
+                    .unwrap_or(1);
+                return Err(self.err_at_line(
+                    line,
+                    "outer.scripts",
+                    format!("`{path}` is not a Rhai script (expected a path ending in .rhai)"),
+                ));
+            }
+        }
         if portfolio && mechanisms.is_empty() {
             return Err(self.err_value(
                 t,
@@ -1513,6 +1556,8 @@ impl Parser<'_> {
             segment,
             portfolio,
             probation,
+            research_every,
+            scripts,
         })
     }
 
@@ -2498,6 +2543,26 @@ max_cost_usd = 20
         assert!(e.message.contains("move it under [outer]"), "{e}");
         let e = err(&format!("{GOOD}\n[outer]\nportfolio = true\n"));
         assert!(e.message.contains("list some"), "{e}");
+    }
+
+    #[test]
+    fn outer_research_needs_an_http_llm_and_scripts_must_be_rhai() {
+        let e = err(&format!("{GOOD}\n[outer]\nresearch_every = 10\n"));
+        assert_eq!(
+            (e.line, e.key.as_str()),
+            (25, "outer.research_every"),
+            "{e}"
+        );
+        assert!(e.message.contains("needs [agent] kind = \"openai\""), "{e}");
+        let e = err(&format!("{GOOD}\n[outer]\nresearch_every = 0\n"));
+        assert!(e.message.contains("at least 1"), "{e}");
+        let e = err(&format!(
+            "{GOOD}\n[outer]\nscripts = [\n  \"a.rhai\",\n  \"b.py\",\n]\n"
+        ));
+        assert_eq!((e.line, e.key.as_str()), (27, "outer.scripts"), "{e}");
+        let s = parse(&format!("{GOOD}\n[outer]\nscripts = [\"m/a.rhai\"]\n")).unwrap();
+        assert_eq!(s.outer.scripts, vec!["m/a.rhai"]);
+        assert_eq!(s.outer.research_every, None);
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub struct MechanismStats {
     pub keeps_after_guidance: u64,
     /// Active over at least the probation window and never had any effect.
     pub inert: bool,
+    /// Level 2: a script's validation ladder, activation, probation decision and any stop by
+    /// its sandbox, as `effect: detail`, in order.
+    pub lifecycle: Vec<String>,
 }
 
 impl MechanismStats {
@@ -65,6 +68,12 @@ pub fn compute(
                 ..MechanismStats::default()
             });
         *s.calls.entry(c.hook.clone()).or_default() += 1;
+        let stopped = c.effect == "deactivated" && c.mechanism != "portfolio";
+        if c.hook == "research" || stopped {
+            s.lifecycle
+                .push(format!("#{} {}: {}", c.experiment, c.effect, c.detail));
+            continue;
+        }
         seen.entry(c.mechanism.clone())
             .or_default()
             .insert(c.experiment);
