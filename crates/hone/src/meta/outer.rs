@@ -131,6 +131,8 @@ struct Level2 {
     model: String,
     /// Every call recorded this session (the research rounds show their statistics).
     history: Vec<MechanismCall>,
+    /// `scripts` were loaded this session.
+    loaded: bool,
 }
 
 /// The outer loop of one run. Without `[outer]` it holds nothing and every call is a no-op,
@@ -208,6 +210,7 @@ impl Outer {
                     .map(|l| l.model.clone())
                     .unwrap_or_default(),
                 history: Vec::new(),
+                loaded: false,
             },
         }
     }
@@ -294,10 +297,6 @@ impl Outer {
         };
         let mut calls = Vec::new();
         let mut events = Vec::new();
-        // Level 2: `[outer] scripts` go through the validation ladder and onto probation.
-        for path in self.level2.scripts.clone() {
-            self.load_script(&path, &view, &mut calls, &mut events);
-        }
         for slot in self.slots.iter_mut().filter(|s| s.active) {
             let name = slot.mech.name().to_string();
             let effect = slot.mech.on_start(&view);
@@ -389,6 +388,14 @@ impl Outer {
                 };
                 self.events.push((n, format!("{name}: {detail}")));
                 Outer::record(&mut calls, n, &name, Hook::Ask, effect, detail);
+            }
+        }
+        // Level 2: `[outer] scripts` go through the validation ladder and onto probation at
+        // the first proposal of the session (when the knobs are known).
+        if !self.level2.loaded {
+            self.level2.loaded = true;
+            for path in self.level2.scripts.clone() {
+                self.load_script(&path, &view, &mut calls);
             }
         }
         // Level 2: mechanism research, paid by this experiment from the run's budget.
@@ -862,13 +869,7 @@ impl Outer {
     }
 
     /// Loads one `[outer] scripts` path and runs the ladder on it.
-    fn load_script(
-        &mut self,
-        path: &str,
-        view: &View<'_>,
-        calls: &mut Vec<MechanismCall>,
-        events: &mut Vec<(u64, String)>,
-    ) {
+    fn load_script(&mut self, path: &str, view: &View<'_>, calls: &mut Vec<MechanismCall>) {
         let full = match &self.level2.root {
             Some(root) => root.join(path),
             None => std::path::PathBuf::from(path),
@@ -881,16 +882,14 @@ impl Outer {
                     view.n,
                     &name,
                     Hook::Research,
-                    Effect::None,
+                    Effect::Passed,
                     format!("loaded from {path}"),
                 );
-                let before = self.events.len();
                 self.validate_and_activate(&source, view, calls);
-                events.extend(self.events.drain(before..));
             }
             Err(e) => {
                 let detail = format!("cannot read {path}: {e}");
-                events.push((view.n, format!("script: {detail}")));
+                self.events.push((view.n, format!("script: {detail}")));
                 Outer::record(
                     calls,
                     view.n,
@@ -950,12 +949,18 @@ impl Outer {
                 self.level2.probation
             );
             self.research_step(calls, n, &name, Effect::Activated, detail);
-            self.slots.push(Slot {
+            let mut slot = Slot {
                 mech: Box::new(m),
                 active: true,
                 managed: false,
                 probation: Some(n),
-            });
+            };
+            // It joins a session under way: its `on_start` sees the run so far.
+            let effect = slot.mech.on_start(view);
+            let (e, d) = changed(effect, &mut self.events, n, &name);
+            Outer::record(calls, n, &name, Hook::OnStart, e, d);
+            stop_if_faulty(&mut slot, calls, &mut self.events, n, Hook::OnStart);
+            self.slots.push(slot);
         }
     }
 

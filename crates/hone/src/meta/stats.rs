@@ -67,13 +67,14 @@ pub fn compute(
                 name: c.mechanism.clone(),
                 ..MechanismStats::default()
             });
-        *s.calls.entry(c.hook.clone()).or_default() += 1;
+        // Research steps and stops are the mechanism's lifecycle, not hook invocations.
         let stopped = c.effect == "deactivated" && c.mechanism != "portfolio";
         if c.hook == "research" || stopped {
             s.lifecycle
                 .push(format!("#{} {}: {}", c.experiment, c.effect, c.detail));
             continue;
         }
+        *s.calls.entry(c.hook.clone()).or_default() += 1;
         seen.entry(c.mechanism.clone())
             .or_default()
             .insert(c.experiment);
