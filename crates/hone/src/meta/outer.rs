@@ -781,7 +781,7 @@ impl Outer {
                 ["explore", "critique", "specify", "generate"][i.min(3)],
                 crate::propose::prompt::sanitize(t, 160).replace('\n', " ")
             );
-            self.research_step(calls, n, "research", Effect::None, detail);
+            self.research_step(calls, n, "research", Effect::Passed, detail);
         }
         let Some(mut source) = rounds.source.clone() else {
             let detail = "the generate round gave no code block: nothing to validate".into();

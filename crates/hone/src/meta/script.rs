@@ -672,10 +672,12 @@ impl ScriptMechanism {
         self.script.hooks()
     }
 
+    /// Calls `hook` with the arguments `args` builds (only when the script defines it) and
+    /// converts its answer; any failure stops the mechanism.
     fn run<T>(
         &mut self,
         hook: &str,
-        args: Vec<Dynamic>,
+        args: impl FnOnce() -> Vec<Dynamic>,
         convert: impl FnOnce(&Dynamic) -> Result<T, String>,
     ) -> Option<T> {
         if self.dead || !self.script.hooks().contains(&hook) {
@@ -683,7 +685,7 @@ impl ScriptMechanism {
         }
         match self
             .script
-            .call(hook, args)
+            .call(hook, args())
             .and_then(|v| convert(&v).map_err(|e| format!("`{hook}` returned a bad value: {e}")))
         {
             Ok(t) => Some(t),
@@ -715,24 +717,30 @@ impl Mechanism for ScriptMechanism {
     }
 
     fn on_start(&mut self, view: &View<'_>) -> Option<String> {
-        self.run("on_start", vec![view_map(view)], |v| {
-            to_change(v, "on_start")
-        })
+        self.run(
+            "on_start",
+            || vec![view_map(view)],
+            |v| to_change(v, "on_start"),
+        )
         .flatten()
     }
 
     fn before_propose(&mut self, view: &View<'_>) -> Guidance {
-        self.run("before_propose", vec![view_map(view)], |v| {
-            to_guidance(v, view.knobs)
-        })
+        self.run(
+            "before_propose",
+            || vec![view_map(view)],
+            |v| to_guidance(v, view.knobs),
+        )
         .unwrap_or_default()
     }
 
     fn candidates(&mut self, view: &View<'_>) -> Vec<Config> {
         let base = base_config(view);
-        self.run("candidates", vec![view_map(view)], |v| {
-            to_candidates(v, view.knobs, &base)
-        })
+        self.run(
+            "candidates",
+            || vec![view_map(view)],
+            |v| to_candidates(v, view.knobs, &base),
+        )
         .unwrap_or_default()
     }
 
@@ -743,28 +751,38 @@ impl Mechanism for ScriptMechanism {
             .unwrap_or_else(|| base_config(view));
         self.run(
             "filter",
-            vec![proposal_map(candidate), view_map(view)],
+            || vec![proposal_map(candidate), view_map(view)],
             |v| to_verdict(v, view.knobs, &base),
         )
         .unwrap_or(Verdict::Accept)
     }
 
     fn on_result(&mut self, outcome: &Outcome<'_>) -> Option<String> {
-        // The outcome as the history shows it (with its delta); the history includes it.
-        let record = history_array(outcome.view.history, outcome.view.direction)
-            .last()
-            .cloned()
-            .unwrap_or_else(|| experiment_map(outcome.record, None));
-        self.run("on_result", vec![record, view_map(&outcome.view)], |v| {
-            to_change(v, "on_result")
-        })
+        self.run(
+            "on_result",
+            || {
+                // The outcome as the view's history shows it (with its delta): the last entry.
+                let view = view_map(&outcome.view);
+                let record = view
+                    .clone()
+                    .try_cast::<Map>()
+                    .and_then(|m| m.get("history").cloned())
+                    .and_then(|h| h.try_cast::<Array>())
+                    .and_then(|h| h.last().cloned())
+                    .unwrap_or_else(|| experiment_map(outcome.record, None));
+                vec![record, view]
+            },
+            |v| to_change(v, "on_result"),
+        )
         .flatten()
     }
 
     fn on_segment_end(&mut self, view: &View<'_>) -> Option<String> {
-        self.run("on_segment_end", vec![view_map(view)], |v| {
-            to_change(v, "on_segment_end")
-        })
+        self.run(
+            "on_segment_end",
+            || vec![view_map(view)],
+            |v| to_change(v, "on_segment_end"),
+        )
         .flatten()
     }
 }
@@ -1113,6 +1131,58 @@ mod tests {
         let src = "fn before_propose(v) { let e = v.history[1]; #{ text: `${e.n} ${e.status} ${e.delta} ${e.config.A} ${v.knobs[0].hi} ${v.best.n}` } }";
         let mut m = ScriptMechanism::compile(src, limits()).unwrap();
         assert_eq!(m.before_propose(&view).text, vec!["1 discard 0.5 4 9 0"]);
+        let src = "fn on_result(o, v) { `#${o.n} ${o.status} delta ${o.delta}` }";
+        let mut m = ScriptMechanism::compile(src, limits()).unwrap();
+        let outcome = Outcome {
+            record: &h[1],
+            view,
+        };
+        assert_eq!(
+            m.on_result(&outcome).as_deref(),
+            Some("#1 discard delta 0.5")
+        );
+    }
+
+    #[test]
+    fn the_readme_example_passes_the_contract_and_does_what_it_says() {
+        let src = include_str!("../../../../examples/mechanisms/stall.rhai");
+        let k = knobs("A = 3  # hone: int 1..9\n");
+        assert!(contract(src, limits(), &k).is_ok());
+        let mut h = vec![exp(
+            0,
+            Status::Baseline,
+            Some(1.0),
+            Some(&config(&[("A", 3)])),
+        )];
+        for n in 1..6 {
+            h.push(exp(
+                n,
+                Status::Discard,
+                Some(2.0),
+                Some(&config(&[("A", n as i64 + 3)])),
+            ));
+        }
+        let ed: Vec<String> = Vec::new();
+        let view = view(&h, &k, &ed);
+        let mut m = ScriptMechanism::compile(src, limits()).unwrap();
+        let g = m.before_propose(&view);
+        assert_eq!((g.mode, g.step_scale), (Some(Mode::Explore), Some(2.0)));
+        let again = config(&[("A", 5)]);
+        let cand = Candidate {
+            description: "A 3 -> 5",
+            config: Some(&again),
+            diff: None,
+        };
+        assert_eq!(
+            m.filter(&cand, &view),
+            Verdict::Reject("the same configuration was discarded in #2".into())
+        );
+        let fresh = config(&[("A", 1)]);
+        let cand = Candidate {
+            config: Some(&fresh),
+            ..cand
+        };
+        assert_eq!(m.filter(&cand, &view), Verdict::Accept);
     }
 
     #[test]
