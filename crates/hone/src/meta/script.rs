@@ -61,7 +61,8 @@ Data (plain maps and arrays):
   proposal = #{ description, config: #{ KNOB: value } or (), diff: string or () }
   outcome  = the experiment just recorded
 
-State: `this` is a map kept between calls (write `this.count = 1;`).
+State: `this` is a map kept between calls (write `this.count = 1;`); code outside the
+functions is never run.
 Randomness: only `rand_unit(view.seed, i)` (a float in [0, 1), the same for the same inputs).
 Limits per call: operations, call depth, string/array/map sizes and a wall-clock deadline;
 breaking one, throwing, or returning the wrong shape deactivates the mechanism.
@@ -997,6 +998,14 @@ mod tests {
             limits(),
         );
         assert!(e.contains("size cap"), "{e}");
+        let e = call_err(
+            "fn on_start(v) { let a = []; a.pad(100000000, 0); }",
+            limits(),
+        );
+        assert!(
+            e.contains("size cap"),
+            "one allocation past the cap is refused: {e}"
+        );
         let e = call_err(
             "fn on_start(v) { let m = #{}; let i = 0; loop { let one = #{}; one[`k${i}`] = i; m += one; i += 1; } }",
             limits(),
