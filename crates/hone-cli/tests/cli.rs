@@ -4568,12 +4568,15 @@ fn a_budget_stop_is_notified_as_budget() {
 
 /// A knob repository whose agent is the scripted LLM (knob edit mode), with `outer` appended.
 fn research_repo(server: &LlmServer, outer: &str) -> (tempfile::TempDir, PathBuf) {
+    research_repo_of("openai", &format!("{}/v1", server.url), outer)
+}
+
+fn research_repo_of(kind: &str, base_url: &str, outer: &str) -> (tempfile::TempDir, PathBuf) {
     let (tmp, dir) = knob_repo();
     append_spec(
         &dir,
         &format!(
-            "\n[agent]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"{}/v1\"\nedit_mode = \"knobs\"\n\n[outer]\n{outer}",
-            server.url
+            "\n[agent]\nkind = \"{kind}\"\nmodel = \"m\"\nbase_url = \"{base_url}\"\nedit_mode = \"knobs\"\n\n[outer]\n{outer}"
         ),
     );
     (tmp, dir)
@@ -4902,4 +4905,34 @@ fn a_stored_script_is_reused_by_path_and_validated_like_a_generated_one() {
         show1.contains("candidates -> suggested: 1 candidate(s); one was proposed"),
         "{show1}"
     );
+}
+
+#[test]
+fn mechanism_research_speaks_the_anthropic_wire_format_too() {
+    let mut replies = vec![knob_answer("{\"DEPTH\": 12}")];
+    replies.extend(rounds_answering(DEEP_FILTER));
+    replies.extend([
+        knob_answer("{\"DEPTH\": 15}"),
+        knob_answer("{\"DEPTH\": 6}"),
+    ]);
+    let server = LlmServer::start(replies, true);
+    let (_t, dir) = research_repo_of("anthropic", &server.url, "research_every = 2\n");
+    let out = hone_in(&dir, &["run", "-n", "4"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 7);
+    assert!(reqs[1].0.ends_with("/v1/messages"), "{}", reqs[1].0);
+    let body: serde_json::Value = serde_json::from_str(&reqs[1].2).unwrap();
+    assert!(
+        body["system"]
+            .as_str()
+            .unwrap()
+            .contains("research scientist"),
+        "{body}"
+    );
+    let st: Vec<String> = hone_log(&dir)
+        .iter()
+        .map(|e| e["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(st, ["baseline", "discard", "rejected", "keep"]);
 }

@@ -1243,6 +1243,36 @@ mod tests {
     }
 
     #[test]
+    fn a_script_that_throws_is_deactivated_on_record_and_the_proposal_goes_on() {
+        with_ctx(|ctx, _wt| {
+            let script = super::super::script::ScriptMechanism::compile(
+                "fn before_propose(v) { throw \"no idea\" }",
+                super::super::script::Limits::default(),
+            )
+            .unwrap();
+            let mut outer = Outer::from_mechanisms(vec![Box::new(script)], &spec());
+            let name = outer.active()[0].clone();
+            assert!(name.starts_with("script:"), "{name}");
+            assert!(outer.propose(&mut KnobsProposer, ctx).is_ok());
+            assert!(outer.active().is_empty(), "deactivated");
+            let calls = outer.take_calls();
+            let stop = calls
+                .iter()
+                .find(|c| c.effect == "deactivated")
+                .expect("the stop is on record");
+            assert_eq!(
+                (stop.mechanism.as_str(), stop.hook.as_str()),
+                (name.as_str(), "before_propose")
+            );
+            assert!(stop.detail.contains("threw `no idea`"), "{}", stop.detail);
+            assert!(outer.take_events()[0].1.contains("stopped and deactivated"));
+            // Not called again.
+            assert!(outer.propose(&mut KnobsProposer, ctx).is_ok());
+            assert!(outer.take_calls().iter().all(|c| c.mechanism != name));
+        });
+    }
+
+    #[test]
     fn when_every_knob_proposal_is_rejected_the_experiment_is_rejected_and_the_worktree_clean() {
         with_ctx(|ctx, wt| {
             let mut outer = Outer::from_mechanisms(vec![Box::new(Wall)], &spec());
