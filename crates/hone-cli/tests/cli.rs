@@ -4936,3 +4936,28 @@ fn mechanism_research_speaks_the_anthropic_wire_format_too() {
         .collect();
     assert_eq!(st, ["baseline", "discard", "rejected", "keep"]);
 }
+
+#[test]
+fn a_generated_mechanism_that_acts_without_lowering_the_keep_rate_stays_after_probation() {
+    let mut replies = vec![knob_answer("{\"DEPTH\": 12}")];
+    replies.extend(rounds_answering(DEEP_FILTER));
+    replies.extend([
+        knob_answer("{\"DEPTH\": 15}"),
+        knob_answer("{\"DEPTH\": 6}"),
+    ]);
+    let server = LlmServer::start(replies, false);
+    let (_t, dir) = research_repo(&server, "research_every = 2\nprobation = 2\n");
+    let out = hone_in(&dir, &["run", "-n", "4"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // Window #2..#3: one rejection, one keep in two; the window before: no keep in one.
+    let show3 = text(&hone_in(&dir, &["show", "3"]));
+    assert!(
+        show3.contains("research -> passed: probation: kept after probation: keep rate 0.50 per experiment against 0.00 before (1 effects)"),
+        "{show3}"
+    );
+    assert!(
+        text(&out).contains("kept after probation"),
+        "{}",
+        text(&out)
+    );
+}
