@@ -390,6 +390,9 @@ pub struct OuterSpec {
     pub research_every: Option<u64>,
     /// Level 2: Rhai script mechanisms to load (paths relative to the repository).
     pub scripts: Vec<String>,
+    /// The line of each entry of `scripts` in hone.toml (for errors found after parsing).
+    #[serde(skip)]
+    pub script_lines: Vec<usize>,
 }
 
 impl Default for OuterSpec {
@@ -403,6 +406,7 @@ impl Default for OuterSpec {
             probation: 10,
             research_every: None,
             scripts: Vec::new(),
+            script_lines: Vec::new(),
         }
     }
 }
@@ -737,7 +741,34 @@ impl Spec {
                 format!("cannot read: {e}")
             },
         })?;
-        Spec::parse(path, &text)
+        let spec = Spec::parse(path, &text)?;
+        spec.check_scripts(path)?;
+        Ok(spec)
+    }
+
+    /// `[outer] scripts` must exist (relative to the directory of hone.toml, the repository
+    /// root in the usual layout) and compile in the sandbox.
+    fn check_scripts(&self, path: &Path) -> Result<(), SpecError> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        for (i, script) in self.outer.scripts.iter().enumerate() {
+            let problem = match std::fs::read_to_string(dir.join(script)) {
+                Err(e) => format!("cannot read `{script}`: {e}"),
+                Ok(source) => match crate::meta::script::Script::compile(
+                    &source,
+                    crate::meta::script::Limits::default(),
+                ) {
+                    Ok(_) => continue,
+                    Err(e) => format!("`{script}` does not compile: {e}"),
+                },
+            };
+            return Err(SpecError {
+                file: path.to_path_buf(),
+                line: self.outer.script_lines.get(i).copied().unwrap_or(1),
+                key: "outer.scripts".into(),
+                message: problem,
+            });
+        }
+        Ok(())
     }
 
     /// Validates spec text; `file` is only used in error messages.
@@ -1522,16 +1553,18 @@ impl Parser<'_> {
             self.opt_u64(t, "outer", "research_every")?,
         )?;
         let scripts = self.str_list(t, "outer", "scripts")?;
+        let mut script_lines = Vec::new();
         for (i, path) in scripts.iter().enumerate() {
+            let line = t
+                .and_then(|t| t.get("scripts"))
+                .and_then(|m| m.as_array())
+                .and_then(|a| a.get(i))
+                .and_then(|v| v.span())
+                .map(|s| self.line_of(s.start))
+                .or_else(|| self.key_line(t, "scripts"))
+                .unwrap_or(1);
+            script_lines.push(line);
             if !path.ends_with(".rhai") {
-                let line = t
-                    .and_then(|t| t.get("scripts"))
-                    .and_then(|m| m.as_array())
-                    .and_then(|a| a.get(i))
-                    .and_then(|v| v.span())
-                    .map(|s| self.line_of(s.start))
-                    .or_else(|| self.key_line(t, "scripts"))
-                    .unwrap_or(1);
                 return Err(self.err_at_line(
                     line,
                     "outer.scripts",
@@ -1558,6 +1591,7 @@ impl Parser<'_> {
             probation,
             research_every,
             scripts,
+            script_lines,
         })
     }
 
@@ -2563,6 +2597,24 @@ max_cost_usd = 20
         let s = parse(&format!("{GOOD}\n[outer]\nscripts = [\"m/a.rhai\"]\n")).unwrap();
         assert_eq!(s.outer.scripts, vec!["m/a.rhai"]);
         assert_eq!(s.outer.research_every, None);
+        // Loading checks that each script is there and compiles.
+        let dir = tempfile::tempdir().unwrap();
+        let toml = dir.path().join("hone.toml");
+        std::fs::write(
+            &toml,
+            format!("{GOOD}\n[outer]\nscripts = [\n  \"ok.rhai\",\n  \"bad.rhai\",\n]\n"),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("ok.rhai"), "fn on_start(v) { () }").unwrap();
+        let e = Spec::load(&toml).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (27, "outer.scripts"), "{e}");
+        assert!(e.message.contains("cannot read `bad.rhai`"), "{e}");
+        std::fs::write(dir.path().join("bad.rhai"), "fn on_start(v) { let }").unwrap();
+        let e = Spec::load(&toml).unwrap_err();
+        assert_eq!(e.line, 27, "{e}");
+        assert!(e.message.contains("`bad.rhai` does not compile"), "{e}");
+        std::fs::write(dir.path().join("bad.rhai"), "fn on_start(v) { 1 }").unwrap();
+        assert!(Spec::load(&toml).is_ok());
     }
 
     #[test]
