@@ -178,11 +178,6 @@ impl Script {
         &self.hooks
     }
 
-    /// Forgets the state its hooks kept.
-    pub fn reset(&mut self) {
-        self.state = Dynamic::from_map(Map::new());
-    }
-
     /// Calls a hook in the sandbox (`Ok(())` as unit when the script does not define it).
     pub fn call(&mut self, hook: &str, args: Vec<Dynamic>) -> Result<Dynamic, String> {
         if !self.hooks.contains(&hook) {
