@@ -66,7 +66,7 @@ functions is never run.
 Randomness: only `rand_unit(view.seed, i)` (a float in [0, 1), the same for the same inputs).
 Limits per call: operations, call depth, string/array/map sizes and a wall-clock deadline;
 breaking one, throwing, or returning the wrong shape deactivates the mechanism.
-No file, network, time, print or import."#;
+No file, network, time or import; print goes nowhere."#;
 
 /// The sandbox's caps for one hook call.
 #[derive(Clone, Copy, Debug, PartialEq)]
