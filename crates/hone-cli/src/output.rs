@@ -529,6 +529,12 @@ pub fn mech_stats(
             if s.inert { "  INERT" } else { "" }
         );
     }
+    for s in stats.iter().filter(|s| !s.lifecycle.is_empty()) {
+        out!("{}:", s.name);
+        for line in &s.lifecycle {
+            out!("  {line}");
+        }
+    }
     for s in stats.iter().filter(|s| s.inert) {
         out!(
             "inert: `{}` ran over {} experiments and never changed anything; remove it from [outer] mechanisms or give it a problem it fits",

@@ -693,7 +693,8 @@ impl<'a> Engine<'a> {
         let seals: Seals = serde_json::from_str(&run.seals).unwrap_or_default();
         let worktree = worktree_path(&paths, &spec, git.root(), &run.tag);
         let proposer = propose::from_spec(&spec);
-        let outer = crate::meta::Outer::from_spec(&spec);
+        // Outer loop (Level 2): scripts are read from and stored under the repository.
+        let outer = crate::meta::Outer::from_spec(&spec).with_level2(git.root(), &run.tag);
         let active_before = run.active_seconds;
         let mut engine = Engine {
             git,

@@ -382,8 +382,17 @@ pub struct OuterSpec {
     pub segment: u64,
     /// Offline Level 2: turn mechanisms on and off by credit assignment every segment.
     pub portfolio: bool,
-    /// Experiments a mechanism may run without any effect before it is reported inert.
+    /// Experiments a mechanism may run without any effect before it is reported inert; also
+    /// the probation window of a Level 2 script mechanism.
     pub probation: u64,
+    /// Level 2: research a new script mechanism every this many experiments (needs an
+    /// `openai` or `anthropic` agent).
+    pub research_every: Option<u64>,
+    /// Level 2: Rhai script mechanisms to load (paths relative to the repository).
+    pub scripts: Vec<String>,
+    /// The line of each entry of `scripts` in hone.toml (for errors found after parsing).
+    #[serde(skip)]
+    pub script_lines: Vec<usize>,
 }
 
 impl Default for OuterSpec {
@@ -395,6 +404,9 @@ impl Default for OuterSpec {
             segment: 10,
             portfolio: false,
             probation: 10,
+            research_every: None,
+            scripts: Vec::new(),
+            script_lines: Vec::new(),
         }
     }
 }
@@ -590,6 +602,8 @@ const OUTER_KEYS: &[&str] = &[
     "segment",
     "portfolio",
     "probation",
+    "research_every",
+    "scripts",
 ];
 const EXEC_KEYS: &[&str] = &[
     "backend",
@@ -727,7 +741,34 @@ impl Spec {
                 format!("cannot read: {e}")
             },
         })?;
-        Spec::parse(path, &text)
+        let spec = Spec::parse(path, &text)?;
+        spec.check_scripts(path)?;
+        Ok(spec)
+    }
+
+    /// `[outer] scripts` must exist (relative to the directory of hone.toml, the repository
+    /// root in the usual layout) and compile in the sandbox.
+    fn check_scripts(&self, path: &Path) -> Result<(), SpecError> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        for (i, script) in self.outer.scripts.iter().enumerate() {
+            let problem = match std::fs::read_to_string(dir.join(script)) {
+                Err(e) => format!("cannot read `{script}`: {e}"),
+                Ok(source) => match crate::meta::script::Script::compile(
+                    &source,
+                    crate::meta::script::Limits::default(),
+                ) {
+                    Ok(_) => continue,
+                    Err(e) => format!("`{script}` does not compile: {e}"),
+                },
+            };
+            return Err(SpecError {
+                file: path.to_path_buf(),
+                line: self.outer.script_lines.get(i).copied().unwrap_or(1),
+                key: "outer.scripts".into(),
+                message: problem,
+            });
+        }
+        Ok(())
     }
 
     /// Validates spec text; `file` is only used in error messages.
@@ -1327,6 +1368,17 @@ impl Spec {
             }
         }
         let outer = p.outer(ou)?;
+        if outer.research_every.is_some() && !(agent.kind.is_http() && agent.llm.is_some()) {
+            return Err(p.err_value(
+                ou,
+                "outer",
+                "research_every",
+                format!(
+                    "mechanism research asks an LLM: it needs [agent] kind = \"openai\" or \"anthropic\" (this run's agent is `{}`)",
+                    agent.kind.as_str()
+                ),
+            ));
+        }
         let notify = p
             .array_of_tables(doc.as_table(), "notify")?
             .into_iter()
@@ -1496,6 +1548,30 @@ impl Parser<'_> {
         let probation =
             positive("probation", self.opt_u64(t, "outer", "probation")?)?.unwrap_or(d.probation);
         let portfolio = self.opt_bool(t, "outer", "portfolio")?.unwrap_or(false);
+        let research_every = positive(
+            "research_every",
+            self.opt_u64(t, "outer", "research_every")?,
+        )?;
+        let scripts = self.str_list(t, "outer", "scripts")?;
+        let mut script_lines = Vec::new();
+        for (i, path) in scripts.iter().enumerate() {
+            let line = t
+                .and_then(|t| t.get("scripts"))
+                .and_then(|m| m.as_array())
+                .and_then(|a| a.get(i))
+                .and_then(|v| v.span())
+                .map(|s| self.line_of(s.start))
+                .or_else(|| self.key_line(t, "scripts"))
+                .unwrap_or(1);
+            script_lines.push(line);
+            if !path.ends_with(".rhai") {
+                return Err(self.err_at_line(
+                    line,
+                    "outer.scripts",
+                    format!("`{path}` is not a Rhai script (expected a path ending in .rhai)"),
+                ));
+            }
+        }
         if portfolio && mechanisms.is_empty() {
             return Err(self.err_value(
                 t,
@@ -1513,6 +1589,9 @@ impl Parser<'_> {
             segment,
             portfolio,
             probation,
+            research_every,
+            scripts,
+            script_lines,
         })
     }
 
@@ -2498,6 +2577,44 @@ max_cost_usd = 20
         assert!(e.message.contains("move it under [outer]"), "{e}");
         let e = err(&format!("{GOOD}\n[outer]\nportfolio = true\n"));
         assert!(e.message.contains("list some"), "{e}");
+    }
+
+    #[test]
+    fn outer_research_needs_an_http_llm_and_scripts_must_be_rhai() {
+        let e = err(&format!("{GOOD}\n[outer]\nresearch_every = 10\n"));
+        assert_eq!(
+            (e.line, e.key.as_str()),
+            (25, "outer.research_every"),
+            "{e}"
+        );
+        assert!(e.message.contains("needs [agent] kind = \"openai\""), "{e}");
+        let e = err(&format!("{GOOD}\n[outer]\nresearch_every = 0\n"));
+        assert!(e.message.contains("at least 1"), "{e}");
+        let e = err(&format!(
+            "{GOOD}\n[outer]\nscripts = [\n  \"a.rhai\",\n  \"b.py\",\n]\n"
+        ));
+        assert_eq!((e.line, e.key.as_str()), (27, "outer.scripts"), "{e}");
+        let s = parse(&format!("{GOOD}\n[outer]\nscripts = [\"m/a.rhai\"]\n")).unwrap();
+        assert_eq!(s.outer.scripts, vec!["m/a.rhai"]);
+        assert_eq!(s.outer.research_every, None);
+        // Loading checks that each script is there and compiles.
+        let dir = tempfile::tempdir().unwrap();
+        let toml = dir.path().join("hone.toml");
+        std::fs::write(
+            &toml,
+            format!("{GOOD}\n[outer]\nscripts = [\n  \"ok.rhai\",\n  \"bad.rhai\",\n]\n"),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("ok.rhai"), "fn on_start(v) { () }").unwrap();
+        let e = Spec::load(&toml).unwrap_err();
+        assert_eq!((e.line, e.key.as_str()), (27, "outer.scripts"), "{e}");
+        assert!(e.message.contains("cannot read `bad.rhai`"), "{e}");
+        std::fs::write(dir.path().join("bad.rhai"), "fn on_start(v) { let }").unwrap();
+        let e = Spec::load(&toml).unwrap_err();
+        assert_eq!(e.line, 27, "{e}");
+        assert!(e.message.contains("`bad.rhai` does not compile"), "{e}");
+        std::fs::write(dir.path().join("bad.rhai"), "fn on_start(v) { 1 }").unwrap();
+        assert!(Spec::load(&toml).is_ok());
     }
 
     #[test]

@@ -35,7 +35,9 @@ pub mod orthogonal;
 pub mod outer;
 pub mod plateau;
 pub mod portfolio;
+pub mod research;
 pub mod restart;
+pub mod script;
 pub mod stats;
 pub mod strategy;
 pub mod tabu;
@@ -279,6 +281,12 @@ pub trait Mechanism {
 
     /// At the end of every segment of `[outer] segment` experiments.
     fn on_segment_end(&mut self, _view: &View<'_>) -> Option<String> {
+        None
+    }
+
+    /// Why the mechanism stopped working, once (a script that broke a sandbox cap, threw or
+    /// returned the wrong type): the outer loop then deactivates it with this reason.
+    fn fault(&mut self) -> Option<String> {
         None
     }
 }

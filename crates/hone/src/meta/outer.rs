@@ -1,6 +1,9 @@
 //! The host of the active mechanisms: calls their hooks for the engine, merges their guidance,
 //! runs the filters (resampling the knobs optimizer on a rejection), records every invocation
 //! with its effect, and lets the offline portfolio turn mechanisms on and off per segment.
+//! Level 2: it loads `[outer] scripts`, runs mechanism research every `[outer] research_every`
+//! experiments, puts script mechanisms on probation, and deactivates any mechanism that
+//! reports a fault (a script stopped by its sandbox).
 
 use super::portfolio::Portfolio;
 use super::strategy::Strategy;
@@ -23,6 +26,8 @@ pub enum Hook {
     Ask,
     OnResult,
     OnSegmentEnd,
+    /// Level 2: a research round, a validation step, activation and probation.
+    Research,
 }
 
 impl Hook {
@@ -34,6 +39,7 @@ impl Hook {
         Hook::Ask,
         Hook::OnResult,
         Hook::OnSegmentEnd,
+        Hook::Research,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -45,6 +51,7 @@ impl Hook {
             Hook::Ask => "ask",
             Hook::OnResult => "on_result",
             Hook::OnSegmentEnd => "on_segment_end",
+            Hook::Research => "research",
         }
     }
 }
@@ -68,6 +75,10 @@ pub enum Effect {
     /// The portfolio turned a mechanism on or off.
     Activated,
     Deactivated,
+    /// A step of a script's validation ladder (or its probation) passed.
+    Passed,
+    /// A step of a script's validation ladder failed: the script is dropped.
+    Failed,
 }
 
 impl Effect {
@@ -82,6 +93,8 @@ impl Effect {
             Effect::Changed => "changed",
             Effect::Activated => "activated",
             Effect::Deactivated => "deactivated",
+            Effect::Passed => "passed",
+            Effect::Failed => "failed",
         }
     }
 }
@@ -91,6 +104,35 @@ struct Slot {
     active: bool,
     /// The portfolio may turn it off (built-ins; not the strategy).
     managed: bool,
+    /// A script mechanism on probation since this experiment.
+    probation: Option<u64>,
+}
+
+impl Slot {
+    fn new(mech: Box<dyn Mechanism>, managed: bool) -> Slot {
+        Slot {
+            mech,
+            active: true,
+            managed,
+            probation: None,
+        }
+    }
+}
+
+/// Level 2's settings for one run.
+struct Level2 {
+    research_every: Option<u64>,
+    probation: u64,
+    scripts: Vec<String>,
+    limits: super::script::Limits,
+    /// The repository (scripts are relative to it; generated ones go under .hone/mechanisms).
+    root: Option<std::path::PathBuf>,
+    tag: String,
+    model: String,
+    /// Every call recorded this session (the research rounds show their statistics).
+    history: Vec<MechanismCall>,
+    /// `scripts` were loaded this session.
+    loaded: bool,
 }
 
 /// The outer loop of one run. Without `[outer]` it holds nothing and every call is a no-op,
@@ -109,6 +151,7 @@ pub struct Outer {
     events: Vec<(u64, String)>,
     /// The run's LLM, when `[agent]` is one: mechanisms may ask it questions.
     llm: Option<crate::propose::chat::ChatProposer>,
+    level2: Level2,
 }
 
 impl Outer {
@@ -118,19 +161,14 @@ impl Outer {
         let mut slots: Vec<Slot> = Vec::new();
         if let Some(every) = o.strategy_every {
             let llm = spec.agent.kind.is_http() && spec.agent.llm.is_some();
-            slots.push(Slot {
-                mech: Box::new(Strategy::new(every, o.max_frozen).with_llm(llm)),
-                active: true,
-                managed: false,
-            });
+            slots.push(Slot::new(
+                Box::new(Strategy::new(every, o.max_frozen).with_llm(llm)),
+                false,
+            ));
         }
         for name in &o.mechanisms {
             if let Some(mech) = super::builtin(name) {
-                slots.push(Slot {
-                    mech,
-                    active: true,
-                    managed: true,
-                });
+                slots.push(Slot::new(mech, true));
             }
         }
         let knobs_proposer = spec.agent.kind == crate::spec::AgentKind::Knobs;
@@ -139,7 +177,7 @@ impl Outer {
 
     fn with(slots: Vec<Slot>, spec: &Spec, knobs_proposer: bool) -> Outer {
         let o = &spec.outer;
-        let slots_empty = slots.is_empty();
+        let slots_empty = slots.is_empty() && o.research_every.is_none() && o.scripts.is_empty();
         Outer {
             portfolio: o.portfolio.then(Portfolio::default),
             slots,
@@ -158,18 +196,44 @@ impl Outer {
                 )),
                 _ => None,
             },
+            level2: Level2 {
+                research_every: o.research_every,
+                probation: o.probation,
+                scripts: o.scripts.clone(),
+                limits: super::script::Limits::default(),
+                root: None,
+                tag: String::new(),
+                model: spec
+                    .agent
+                    .llm
+                    .as_ref()
+                    .map(|l| l.model.clone())
+                    .unwrap_or_default(),
+                history: Vec::new(),
+                loaded: false,
+            },
         }
+    }
+
+    /// Where Level 2 reads `[outer] scripts` and stores generated mechanisms (the repository
+    /// root), and the run they are recorded for.
+    pub fn with_level2(mut self, root: &std::path::Path, tag: &str) -> Outer {
+        self.level2.root = Some(root.to_path_buf());
+        self.level2.tag = tag.to_string();
+        self
+    }
+
+    /// The sandbox caps for script mechanisms (for tests and embedders).
+    pub fn with_script_limits(mut self, limits: super::script::Limits) -> Outer {
+        self.level2.limits = limits;
+        self
     }
 
     /// An outer loop over the given mechanisms (for tests and embedders).
     pub fn from_mechanisms(mechs: Vec<Box<dyn Mechanism>>, spec: &Spec) -> Outer {
         let slots = mechs
             .into_iter()
-            .map(|mech| Slot {
-                mech,
-                active: true,
-                managed: true,
-            })
+            .map(|mech| Slot::new(mech, true))
             .collect();
         Outer::with(
             slots,
@@ -181,11 +245,17 @@ impl Outer {
     /// True when no mechanism is configured.
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
+            && self.level2.research_every.is_none()
+            && self.level2.scripts.is_empty()
     }
 
     /// The hook invocations recorded since the last call, oldest first.
     pub fn take_calls(&mut self) -> Vec<MechanismCall> {
-        std::mem::take(&mut self.calls)
+        let calls = std::mem::take(&mut self.calls);
+        if self.level2.research_every.is_some() || !self.level2.scripts.is_empty() {
+            self.level2.history.extend(calls.iter().cloned());
+        }
+        calls
     }
 
     /// Notable changes (restarts, strategy revisions, portfolio switches) as (experiment,
@@ -215,6 +285,7 @@ impl Outer {
     pub fn on_start(&mut self, n: u64, seed: u64, history: &[ExperimentRecord]) {
         self.seed = seed;
         let knobs = std::mem::take(&mut self.knobs);
+        let editable = self.editable.clone();
         let view = View {
             n,
             history,
@@ -222,7 +293,7 @@ impl Outer {
             knobs_proposer: self.knobs_proposer,
             direction: self.direction,
             seed: self.seed,
-            editable: &self.editable,
+            editable: &editable,
         };
         let mut calls = Vec::new();
         let mut events = Vec::new();
@@ -231,6 +302,7 @@ impl Outer {
             let effect = slot.mech.on_start(&view);
             let (e, d) = changed(effect, &mut events, n, &name);
             Outer::record(&mut calls, n, &name, Hook::OnStart, e, d);
+            stop_if_faulty(slot, &mut calls, &mut events, n, Hook::OnStart);
         }
         self.calls.extend(calls);
         self.events.extend(events);
@@ -245,7 +317,7 @@ impl Outer {
         proposer: &mut dyn Proposer,
         ctx: &ProposeContext<'_>,
     ) -> Result<Proposal, ProposeError> {
-        if self.slots.is_empty() {
+        if self.is_empty() {
             return proposer.propose(ctx);
         }
         if self.knobs_proposer
@@ -273,6 +345,7 @@ impl Outer {
         knobs: &[Knob],
     ) -> Result<Proposal, ProposeError> {
         let n = ctx.n;
+        let editable = self.editable.clone();
         let view = View {
             n,
             history: ctx.history,
@@ -280,7 +353,7 @@ impl Outer {
             knobs_proposer: self.knobs_proposer,
             direction: self.direction,
             seed: self.seed,
-            editable: &self.editable,
+            editable: &editable,
         };
         let mut calls = Vec::new();
         // Questions to the run's LLM first (the strategy's revision), paid by this experiment.
@@ -317,6 +390,25 @@ impl Outer {
                 Outer::record(&mut calls, n, &name, Hook::Ask, effect, detail);
             }
         }
+        // Level 2: `[outer] scripts` go through the validation ladder and onto probation at
+        // the first proposal of the session (when the knobs are known).
+        if !self.level2.loaded {
+            self.level2.loaded = true;
+            for path in self.level2.scripts.clone() {
+                self.load_script(&path, &view, &mut calls);
+            }
+        }
+        // Level 2: mechanism research, paid by this experiment from the run's budget.
+        if self.research_due(n) {
+            if let Some(mut client) = self.llm.take() {
+                let done = self.research(&mut client, ctx, &view, &mut calls);
+                self.llm = Some(client);
+                if let Err(stop) = done {
+                    self.calls.extend(calls);
+                    return Err(stop);
+                }
+            }
+        }
         let mut guidance = Guidance::default();
         for slot in self.slots.iter_mut().filter(|s| s.active) {
             let name = slot.mech.name().to_string();
@@ -334,6 +426,7 @@ impl Outer {
                 effect,
                 g.summary(),
             );
+            stop_if_faulty(slot, &mut calls, &mut self.events, n, Hook::BeforePropose);
             g.text = g.text.into_iter().map(|t| format!("{name}: {t}")).collect();
             guidance.merge(g);
         }
@@ -342,6 +435,7 @@ impl Outer {
             for slot in self.slots.iter_mut().filter(|s| s.active) {
                 let name = slot.mech.name().to_string();
                 let cands = slot.mech.candidates(&view);
+                stop_if_faulty(slot, &mut calls, &mut self.events, n, Hook::Candidates);
                 suggested.push((name.clone(), cands.len()));
                 guidance
                     .candidates
@@ -406,7 +500,15 @@ impl Outer {
                 config: config.as_ref(),
                 diff: None,
             };
-            let verdict = filter_all(&mut self.slots, &mut calls, n, &cand, &view, true);
+            let verdict = filter_all(
+                &mut self.slots,
+                &mut calls,
+                &mut self.events,
+                n,
+                &cand,
+                &view,
+                true,
+            );
             let reset = || {
                 ctx.git
                     .reset_worktree(ctx.worktree, ctx.parent_commit)
@@ -479,7 +581,7 @@ impl Outer {
         diff: &str,
         history: &[ExperimentRecord],
     ) -> Option<String> {
-        if self.slots.is_empty() {
+        if self.is_empty() {
             return None;
         }
         let knobs = std::mem::take(&mut self.knobs);
@@ -498,7 +600,15 @@ impl Outer {
             diff: Some(diff),
         };
         let mut calls = Vec::new();
-        let verdict = filter_all(&mut self.slots, &mut calls, n, &cand, &view, false);
+        let verdict = filter_all(
+            &mut self.slots,
+            &mut calls,
+            &mut self.events,
+            n,
+            &cand,
+            &view,
+            false,
+        );
         self.calls.extend(calls);
         self.knobs = knobs;
         match verdict {
@@ -510,7 +620,7 @@ impl Outer {
     /// After experiment `rec` is recorded (`history` includes it): `on_result`, then at the
     /// end of a segment `on_segment_end` and the portfolio's decision.
     pub fn after(&mut self, rec: &ExperimentRecord, history: &[ExperimentRecord]) {
-        if self.slots.is_empty() {
+        if self.is_empty() {
             return;
         }
         let n = rec.n;
@@ -532,6 +642,7 @@ impl Outer {
             let effect = slot.mech.on_result(&outcome);
             let (e, d) = changed(effect, &mut events, n, &name);
             Outer::record(&mut calls, n, &name, Hook::OnResult, e, d);
+            stop_if_faulty(slot, &mut calls, &mut events, n, Hook::OnResult);
         }
         let segment_end = self.segment > 0 && (n + 1) % self.segment == 0;
         if segment_end {
@@ -540,6 +651,7 @@ impl Outer {
                 let effect = slot.mech.on_segment_end(&view);
                 let (e, d) = changed(effect, &mut events, n, &name);
                 Outer::record(&mut calls, n, &name, Hook::OnSegmentEnd, e, d);
+                stop_if_faulty(slot, &mut calls, &mut events, n, Hook::OnSegmentEnd);
             }
             if let Some(p) = self.portfolio.as_mut() {
                 let reward = super::portfolio::segment_reward(history, self.segment);
@@ -578,6 +690,8 @@ impl Outer {
                 }
             }
         }
+        // Level 2: script mechanisms whose probation ends with this experiment.
+        self.end_probations(n, history, &mut calls, &mut events);
         self.calls.extend(calls);
         self.events.extend(events);
         self.knobs = knobs;
@@ -591,6 +705,321 @@ impl Outer {
             .map(|s| s.mech.name().to_string())
             .collect()
     }
+}
+
+/// Level 2: research, the validation ladder, probation.
+impl Outer {
+    /// Research is due every `research_every` experiments, when no script is on probation.
+    fn research_due(&self, n: u64) -> bool {
+        match self.level2.research_every {
+            Some(every) => {
+                n > 0
+                    && n % every == 0
+                    && !self.slots.iter().any(|s| s.active && s.probation.is_some())
+            }
+            None => false,
+        }
+    }
+
+    /// Records one research step under `name` (and, when it changes something, as an event).
+    fn research_step(
+        &mut self,
+        calls: &mut Vec<MechanismCall>,
+        n: u64,
+        name: &str,
+        effect: Effect,
+        detail: String,
+    ) {
+        if effect != Effect::None && effect != Effect::Passed {
+            self.events.push((n, format!("{name}: {detail}")));
+        }
+        Outer::record(calls, n, name, Hook::Research, effect, detail);
+    }
+
+    /// The four rounds, the repair round when the script does not compile, then the ladder.
+    /// A budget stop or a fatal error from the client is returned (the experiment stops as
+    /// any proposal's call would stop it); any other failure is recorded and research goes on
+    /// next time.
+    fn research(
+        &mut self,
+        client: &mut crate::propose::chat::ChatProposer,
+        ctx: &ProposeContext<'_>,
+        view: &View<'_>,
+        calls: &mut Vec<MechanismCall>,
+    ) -> Result<(), ProposeError> {
+        let n = view.n;
+        let mut all = self.level2.history.clone();
+        all.extend(self.calls.iter().cloned());
+        all.extend(calls.iter().cloned());
+        let active_names = self.active();
+        let stats: Vec<_> = super::stats::compute(&all, ctx.history, self.level2.probation)
+            .into_iter()
+            .filter(|s| active_names.contains(&s.name))
+            .collect();
+        let input = super::research::Input {
+            history: ctx.history,
+            knobs: view.knobs,
+            direction: view.direction,
+            active: &stats,
+        };
+        let mut ask = |system: &str, user: &str| client.complete(ctx, system, user);
+        let mut rounds = match super::research::rounds(&input, &mut ask) {
+            Ok(r) => r,
+            Err((r, e)) => {
+                let detail = format!("round {} failed: {e}", r.texts.len() + 1);
+                self.research_step(calls, n, "research", Effect::Failed, detail);
+                return match e {
+                    ProposeError::Invalid(_) => Ok(()),
+                    stop => Err(stop),
+                };
+            }
+        };
+        for (i, t) in rounds.texts.iter().enumerate() {
+            let detail = format!(
+                "round {} ({}): {}",
+                i + 1,
+                ["explore", "critique", "specify", "generate"][i.min(3)],
+                crate::propose::prompt::sanitize(t, 160).replace('\n', " ")
+            );
+            self.research_step(calls, n, "research", Effect::Passed, detail);
+        }
+        let Some(mut source) = rounds.source.clone() else {
+            let detail = "the generate round gave no code block: nothing to validate".into();
+            self.research_step(calls, n, "research", Effect::Failed, detail);
+            return Ok(());
+        };
+        // Compile, with one repair round-trip quoting the error.
+        if let Err(error) = super::script::Script::compile(&source, self.level2.limits) {
+            let name = script_name(&source);
+            self.research_step(
+                calls,
+                n,
+                &name,
+                Effect::Failed,
+                format!("compile: {error}; asking for one repair"),
+            );
+            let (system, user) = super::research::repair_prompt(&source, &error);
+            let fixed = match client.complete(ctx, &system, &user) {
+                Ok(text) => text,
+                Err(ProposeError::Invalid(why)) => {
+                    self.research_step(
+                        calls,
+                        n,
+                        &name,
+                        Effect::Failed,
+                        format!("repair round failed: {why}; dropped"),
+                    );
+                    return Ok(());
+                }
+                Err(stop) => return Err(stop),
+            };
+            rounds.texts.push(fixed.clone());
+            match super::research::code_block(&fixed) {
+                Some(f) => source = f,
+                None => {
+                    self.research_step(
+                        calls,
+                        n,
+                        &name,
+                        Effect::Failed,
+                        "repair round gave no code block; dropped".into(),
+                    );
+                    return Ok(());
+                }
+            }
+            if let Err(error) = super::script::Script::compile(&source, self.level2.limits) {
+                let name = script_name(&source);
+                self.research_step(
+                    calls,
+                    n,
+                    &name,
+                    Effect::Failed,
+                    format!("compile after repair: {error}; dropped"),
+                );
+                return Ok(());
+            }
+        }
+        rounds.source = Some(source.clone());
+        let stored = self.level2.root.as_ref().map(|root| {
+            let provenance = serde_json::json!({
+                "run": self.level2.tag,
+                "experiment": n,
+                "model": self.level2.model,
+                "rounds": rounds.texts,
+            });
+            super::research::store(&root.join(".hone/mechanisms"), &source, &provenance)
+        });
+        let name = script_name(&source);
+        match stored {
+            Some(Ok(path)) => {
+                let detail = format!(
+                    "generated by research, stored as {}",
+                    display_path(&path, self.level2.root.as_deref())
+                );
+                self.research_step(calls, n, &name, Effect::None, detail);
+            }
+            Some(Err(e)) => {
+                let detail = format!("could not store the script: {e}");
+                self.research_step(calls, n, &name, Effect::None, detail);
+            }
+            None => {}
+        }
+        self.validate_and_activate(&source, view, calls);
+        Ok(())
+    }
+
+    /// Loads one `[outer] scripts` path and runs the ladder on it.
+    fn load_script(&mut self, path: &str, view: &View<'_>, calls: &mut Vec<MechanismCall>) {
+        let full = match &self.level2.root {
+            Some(root) => root.join(path),
+            None => std::path::PathBuf::from(path),
+        };
+        match std::fs::read_to_string(&full) {
+            Ok(source) => {
+                let name = script_name(&source);
+                Outer::record(
+                    calls,
+                    view.n,
+                    &name,
+                    Hook::Research,
+                    Effect::Passed,
+                    format!("loaded from {path}"),
+                );
+                self.validate_and_activate(&source, view, calls);
+            }
+            Err(e) => {
+                let detail = format!("cannot read {path}: {e}");
+                self.events.push((view.n, format!("script: {detail}")));
+                Outer::record(
+                    calls,
+                    view.n,
+                    "script",
+                    Hook::Research,
+                    Effect::Failed,
+                    detail,
+                );
+            }
+        }
+    }
+
+    /// The ladder (compile, contract, replay), each step on record, then activation on
+    /// probation.
+    fn validate_and_activate(
+        &mut self,
+        source: &str,
+        view: &View<'_>,
+        calls: &mut Vec<MechanismCall>,
+    ) {
+        let n = view.n;
+        let name = script_name(source);
+        if self.slots.iter().any(|s| s.mech.name() == name) {
+            self.research_step(
+                calls,
+                n,
+                &name,
+                Effect::Failed,
+                "already loaded in this run; not added twice".into(),
+            );
+            return;
+        }
+        let l = super::research::ladder(
+            source,
+            self.level2.limits,
+            view.history,
+            view.knobs,
+            view.direction,
+            view.seed,
+        );
+        for step in l.steps {
+            let effect = if step.passed {
+                Effect::Passed
+            } else {
+                Effect::Failed
+            };
+            let detail = if step.passed {
+                step.detail
+            } else {
+                format!("{}; dropped", step.detail)
+            };
+            self.research_step(calls, n, &name, effect, detail);
+        }
+        if let Some(m) = l.mechanism {
+            let detail = format!(
+                "activated on probation for {} experiments (from #{n})",
+                self.level2.probation
+            );
+            self.research_step(calls, n, &name, Effect::Activated, detail);
+            let mut slot = Slot {
+                mech: Box::new(m),
+                active: true,
+                managed: false,
+                probation: Some(n),
+            };
+            // It joins a session under way: its `on_start` sees the run so far.
+            let effect = slot.mech.on_start(view);
+            let (e, d) = changed(effect, &mut self.events, n, &name);
+            Outer::record(calls, n, &name, Hook::OnStart, e, d);
+            stop_if_faulty(&mut slot, calls, &mut self.events, n, Hook::OnStart);
+            self.slots.push(slot);
+        }
+    }
+
+    /// Decides, for every script whose probation window ends with experiment `n`, whether it
+    /// stays or is reverted.
+    fn end_probations(
+        &mut self,
+        n: u64,
+        history: &[ExperimentRecord],
+        calls: &mut Vec<MechanismCall>,
+        events: &mut Vec<(u64, String)>,
+    ) {
+        let p = self.level2.probation;
+        for slot in self.slots.iter_mut().filter(|s| s.active) {
+            let Some(since) = slot.probation else {
+                continue;
+            };
+            if n + 1 < since + p {
+                continue;
+            }
+            let name = slot.mech.name().to_string();
+            let effective = |c: &&MechanismCall| {
+                c.mechanism == name
+                    && c.experiment >= since
+                    && matches!(
+                        c.effect.as_str(),
+                        "guided" | "suggested" | "rejected" | "modified" | "changed"
+                    )
+            };
+            let effects = (self.level2.history.iter().filter(effective).count()
+                + self.calls.iter().filter(effective).count()
+                + calls.iter().filter(effective).count()) as u64;
+            slot.probation = None;
+            let (effect, detail) = match super::research::verdict(history, since, p, effects) {
+                Ok(why) => (Effect::Passed, format!("probation: {why}")),
+                Err(why) => {
+                    slot.active = false;
+                    (
+                        Effect::Deactivated,
+                        format!("reverted after probation: {why}"),
+                    )
+                }
+            };
+            events.push((n, format!("{name}: {detail}")));
+            Outer::record(calls, n, &name, Hook::Research, effect, detail);
+        }
+    }
+}
+
+/// A script mechanism's name: `script:` and the first 8 hex digits of its SHA-256.
+fn script_name(source: &str) -> String {
+    format!("script:{}", &super::script::hash(source)[..8])
+}
+
+fn display_path(path: &std::path::Path, root: Option<&std::path::Path>) -> String {
+    root.and_then(|r| path.strip_prefix(r).ok())
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 /// Whether guidance narrows what the knobs optimizer may propose.
@@ -614,10 +1043,29 @@ fn changed(
     }
 }
 
+/// Deactivates a mechanism that reports a fault (a script its sandbox stopped), on record.
+fn stop_if_faulty(
+    slot: &mut Slot,
+    calls: &mut Vec<MechanismCall>,
+    events: &mut Vec<(u64, String)>,
+    n: u64,
+    hook: Hook,
+) {
+    if let Some(why) = slot.mech.fault() {
+        slot.active = false;
+        slot.probation = None;
+        let name = slot.mech.name().to_string();
+        let detail = format!("stopped and deactivated: {why}");
+        events.push((n, format!("{name}: {detail}")));
+        Outer::record(calls, n, &name, hook, Effect::Deactivated, detail);
+    }
+}
+
 /// Runs the filters of the active mechanisms in order until one rejects or modifies.
 fn filter_all(
     slots: &mut [Slot],
     calls: &mut Vec<MechanismCall>,
+    events: &mut Vec<(u64, String)>,
     n: u64,
     cand: &Candidate<'_>,
     view: &View<'_>,
@@ -625,7 +1073,9 @@ fn filter_all(
 ) -> Option<(String, Verdict)> {
     for slot in slots.iter_mut().filter(|s| s.active) {
         let name = slot.mech.name().to_string();
-        match slot.mech.filter(cand, view) {
+        let verdict = slot.mech.filter(cand, view);
+        stop_if_faulty(slot, calls, events, n, Hook::Filter);
+        match verdict {
             Verdict::Accept => {
                 Outer::record(calls, n, &name, Hook::Filter, Effect::None, String::new())
             }
@@ -789,6 +1239,36 @@ mod tests {
                 .map(|c| c.effect.as_str())
                 .collect();
             assert_eq!(effects, ["modified", "none"]);
+        });
+    }
+
+    #[test]
+    fn a_script_that_throws_is_deactivated_on_record_and_the_proposal_goes_on() {
+        with_ctx(|ctx, _wt| {
+            let script = super::super::script::ScriptMechanism::compile(
+                "fn before_propose(v) { throw \"no idea\" }",
+                super::super::script::Limits::default(),
+            )
+            .unwrap();
+            let mut outer = Outer::from_mechanisms(vec![Box::new(script)], &spec());
+            let name = outer.active()[0].clone();
+            assert!(name.starts_with("script:"), "{name}");
+            assert!(outer.propose(&mut KnobsProposer, ctx).is_ok());
+            assert!(outer.active().is_empty(), "deactivated");
+            let calls = outer.take_calls();
+            let stop = calls
+                .iter()
+                .find(|c| c.effect == "deactivated")
+                .expect("the stop is on record");
+            assert_eq!(
+                (stop.mechanism.as_str(), stop.hook.as_str()),
+                (name.as_str(), "before_propose")
+            );
+            assert!(stop.detail.contains("threw `no idea`"), "{}", stop.detail);
+            assert!(outer.take_events()[0].1.contains("stopped and deactivated"));
+            // Not called again.
+            assert!(outer.propose(&mut KnobsProposer, ctx).is_ok());
+            assert!(outer.take_calls().iter().all(|c| c.mechanism != name));
         });
     }
 

@@ -28,6 +28,9 @@ pub struct MechanismStats {
     pub keeps_after_guidance: u64,
     /// Active over at least the probation window and never had any effect.
     pub inert: bool,
+    /// Level 2: a script's validation ladder, activation, probation decision and any stop by
+    /// its sandbox, as `effect: detail`, in order.
+    pub lifecycle: Vec<String>,
 }
 
 impl MechanismStats {
@@ -64,6 +67,13 @@ pub fn compute(
                 name: c.mechanism.clone(),
                 ..MechanismStats::default()
             });
+        // Research steps and stops are the mechanism's lifecycle, not hook invocations.
+        let stopped = c.effect == "deactivated" && c.mechanism != "portfolio";
+        if c.hook == "research" || stopped {
+            s.lifecycle
+                .push(format!("#{} {}: {}", c.experiment, c.effect, c.detail));
+            continue;
+        }
         *s.calls.entry(c.hook.clone()).or_default() += 1;
         seen.entry(c.mechanism.clone())
             .or_default()
