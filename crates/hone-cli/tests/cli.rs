@@ -5080,3 +5080,34 @@ fn a_generated_mechanism_that_acts_without_lowering_the_keep_rate_stays_after_pr
         text(&out)
     );
 }
+
+#[test]
+fn resume_kills_what_a_dead_hone_started_even_outside_the_agents_group() {
+    let tmp = tempfile::tempdir().unwrap();
+    let escaped = tmp.path().join("escaped-pid");
+    // The agent starts a process in a session (and group) of its own, then works on: killing
+    // the agent's group on resume would miss it; its HONE_JOB token does not.
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        SCORE,
+        &format!(
+            "run\tsetsid sh -c 'echo $$ > {p}.tmp && mv {p}.tmp {p}; exec sleep 300' > /dev/null 2>&1 &\nsleep\t300\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+            p = escaped.display()
+        ),
+    );
+    let mut child = r.spawn_hone(&["run", "--tag", "e"]);
+    let pid = read_pgid(&escaped);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        group_alive(pid),
+        "the escaped process runs on after hone died"
+    );
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        wait_group_gone(pid),
+        "resume must kill every process started for the interrupted experiment"
+    );
+    assert_eq!(r.statuses(), ["baseline", "aborted", "keep"]);
+}

@@ -805,6 +805,11 @@ impl<'a> Engine<'a> {
             if let Some(pid) = e.pid {
                 killed = exec::kill_stale_group(pid, e.pid_start);
             }
+            // Whatever else was started for it (say, an agent whose pid was not yet recorded
+            // when hone died) carries its job token.
+            if exec::kill_groups_with_env("HONE_JOB", &self.job_token(e.n)) > 0 {
+                killed = true;
+            }
             let jobs: Vec<u64> = self
                 .store
                 .events(self.run.id)?
@@ -1099,6 +1104,7 @@ impl<'a> Engine<'a> {
                 .map(|m| m.saturating_sub(self.history.iter().map(|e| e.tokens).sum::<u64>())),
         };
         let no_guidance = crate::meta::Guidance::default();
+        let job = self.job_token(n);
         let proposal = {
             let (store, run_id) = (&self.store, self.run.id);
             // Record the agent's process group as soon as it exists, so that a crash of hone
@@ -1124,6 +1130,7 @@ impl<'a> Engine<'a> {
                 budget,
                 spent: &spent,
                 guidance: &no_guidance,
+                job: &job,
             };
             if baseline {
                 rec.config = self.proposer.describe_baseline(&ctx);
@@ -1638,7 +1645,18 @@ impl<'a> Engine<'a> {
         }
         env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
         env.push(("HONE_RUN".into(), self.run.tag.clone().into()));
+        env.push(("HONE_JOB".into(), self.job_token(n).into()));
         env
+    }
+
+    /// The `HONE_JOB` token of experiment `n`: every process hone starts for it (agent,
+    /// reviewer, verifier, holdout) carries it, so that after a crash the next hone finds and
+    /// kills them, even one whose pid never reached the store.
+    fn job_token(&self, n: u64) -> String {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(self.git.root().as_os_str().as_encoded_bytes());
+        let short: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+        format!("{short}:{}:{n}", self.run.tag)
     }
 
     /// May this inherited variable reach code hone runs on a candidate's behalf (verifier,
@@ -1787,6 +1805,7 @@ impl<'a> Engine<'a> {
             prompt_path.clone().into_os_string(),
         ));
         env.push(("HONE_EXPERIMENT".into(), rec.n.to_string().into()));
+        env.push(("HONE_JOB".into(), self.job_token(rec.n).into()));
         let req = ExecRequest {
             command,
             cwd: wt.to_path_buf(),

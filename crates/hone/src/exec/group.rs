@@ -146,6 +146,49 @@ pub fn kill_stale_group(pid: u32, start_time: Option<u64>) -> bool {
     }
 }
 
+/// Kills the process group of every process (not hone itself or its own group) whose
+/// environment holds `name=value`: what a crashed hone started for one experiment, including a
+/// process that was spawned but whose pid never reached the store. Returns how many groups.
+pub fn kill_groups_with_env(name: &str, value: &str) -> usize {
+    let needle = format!("{name}={value}");
+    let me = std::process::id();
+    let own_group = proc_stat(me).map(|s| s.pgrp);
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut groups = std::collections::BTreeSet::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if !environ
+            .split(|b| *b == 0)
+            .any(|var| var == needle.as_bytes())
+        {
+            continue;
+        }
+        if let Some(stat) = proc_stat(pid) {
+            if Some(stat.pgrp) != own_group && stat.pgrp > 1 {
+                groups.insert(stat.pgrp);
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|g| signal_group(*g, libc::SIGKILL).unwrap_or(false))
+        .count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,7 +66,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-pub use group::{kill_stale_group, process_start_time};
+pub use group::{kill_groups_with_env, kill_stale_group, process_start_time};
 pub use lines::MAX_LINE_BYTES;
 
 use lines::LineSplitter;

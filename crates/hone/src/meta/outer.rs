@@ -1199,6 +1199,7 @@ mod tests {
             budget: crate::propose::Budget::default(),
             spent: &spent,
             guidance: &guidance,
+            job: "",
         };
         f(&ctx, &wt);
     }

@@ -213,6 +213,7 @@ fn agent_env(
     env.push(("HONE_PROMPT".into(), prompt_path.as_os_str().to_owned()));
     env.push(("HONE_EXPERIMENT".into(), ctx.n.to_string().into()));
     env.push(("HONE_WORKTREE".into(), ctx.worktree.as_os_str().to_owned()));
+    env.push(("HONE_JOB".into(), ctx.job.into()));
     env
 }
 

@@ -57,6 +57,9 @@ pub struct ProposeContext<'a> {
     pub spent: &'a std::cell::Cell<(f64, u64)>,
     /// What the outer loop's mechanisms ask of this proposal (empty without `[outer]`).
     pub guidance: &'a crate::meta::Guidance,
+    /// This experiment's `HONE_JOB` token, set in the agent's environment so that a later hone
+    /// can find (and kill) what a crash left running.
+    pub job: &'a str,
 }
 
 /// What is left of the run's budgets (`None`: no limit).

@@ -434,6 +434,7 @@ mod snapshot_tests {
             budget: crate::propose::Budget::default(),
             spent: &spent,
             guidance: &guidance,
+            job: "",
         };
         let got = build(&ctx).unwrap();
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(SNAPSHOT);
