@@ -27,6 +27,8 @@ use crate::verify::metrics::{Constraint, MetricReader};
 use crate::verify::noise::{estimate_sigma, mean};
 use crate::workspace::{first_difference, hash_paths, matches_any, Git, GitError};
 
+mod parallel;
+
 /// Where hone keeps its state inside a repository (excluded from git).
 pub const STATE_DIR: &str = ".hone";
 
@@ -524,6 +526,8 @@ struct Engine<'a> {
     measuring: Option<String>,
     /// The outer loop's mechanisms (empty without `[outer]`).
     outer: crate::meta::Outer,
+    /// The environment of the verification slot this engine verifies in (`[exec] slots`).
+    slot_env: Vec<(String, String)>,
 }
 
 impl<'a> Engine<'a> {
@@ -716,6 +720,7 @@ impl<'a> Engine<'a> {
             _coordination: None,
             measuring: None,
             outer,
+            slot_env: Vec::new(),
         };
         if engine.spec.exec.backend == crate::spec::Backend::Workers {
             let url = engine.spec.exec.store_url.clone().unwrap_or_default();
@@ -840,6 +845,8 @@ impl<'a> Engine<'a> {
             );
             self.emit(Event::Warning { message: msg });
         }
+        // Parallel slots' worktrees hold what in-flight candidates left: gone with them.
+        parallel::clean_slots(&self.git, &self.paths, &tag)?;
         for e in &exps {
             if let Some(c) = &e.candidate_commit {
                 let r = archive_ref(&tag, e.n);
@@ -909,6 +916,10 @@ impl<'a> Engine<'a> {
             let exps = self.history.clone();
             if let Some(stop) = self.stop_condition(&exps) {
                 break stop;
+            }
+            // With `[exec] workers`, the experiments after the baseline run in parallel.
+            if self.spec.exec.workers > 1 && best_experiment(&exps).is_some() {
+                break self.run_parallel()?;
             }
             let step = self.experiment(&exps)?;
             // One loose ref per experiment makes every ref listing slower; pack them now and
@@ -1744,6 +1755,9 @@ impl<'a> Engine<'a> {
         }
         env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
         env.push(("HONE_RUN".into(), self.run.tag.clone().into()));
+        for (k, v) in &self.slot_env {
+            env.push((k.into(), v.into()));
+        }
         env
     }
 

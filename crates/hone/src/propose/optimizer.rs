@@ -82,22 +82,34 @@ impl Proposer for KnobsProposer {
             )));
         }
         let incumbent = knobs::config_of(&found);
+        let minimize = ctx.spec.verify.direction == Direction::Minimize;
+        let measured = |e: &&crate::store::ExperimentRecord| {
+            matches!(
+                e.status(),
+                Status::Baseline | Status::Keep | Status::Discard
+            )
+        };
+        // Constant liar: a configuration still being verified (parallel runs) counts as tried,
+        // with the worst value measured so far, so the model looks elsewhere meanwhile.
+        let worst = ctx
+            .history
+            .iter()
+            .filter(measured)
+            .filter_map(|e| e.objective)
+            .reduce(|a, b| if (a > b) == minimize { a } else { b });
         let history: Vec<Observation> = ctx
             .history
             .iter()
             .filter_map(|e| {
                 let config = config_from_json(e.config.as_ref()?)?;
-                let measured = matches!(
-                    e.status(),
-                    Status::Baseline | Status::Keep | Status::Discard
-                );
-                Some(Observation {
-                    config,
-                    objective: if measured { e.objective } else { None },
-                })
+                let objective = match e.status() {
+                    Status::Running => worst,
+                    _ if measured(&e) => e.objective,
+                    _ => None,
+                };
+                Some(Observation { config, objective })
             })
             .collect();
-        let minimize = ctx.spec.verify.direction == Direction::Minimize;
         let g = ctx.guidance;
         let candidates: Vec<Config> = g.candidates.iter().map(|(_, c)| c.clone()).collect();
         let guide = knobs::SamplerGuide {
