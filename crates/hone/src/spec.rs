@@ -2762,4 +2762,44 @@ max_cost_usd = 20
         assert_eq!(closest("comand", VERIFY_KEYS), Some("command"));
         assert_eq!(closest("zzzzzzzz", VERIFY_KEYS), None);
     }
+
+    #[test]
+    fn workers_and_slots_parse_and_are_checked() {
+        let s = parse(MIN).unwrap();
+        assert_eq!(s.exec.workers, 1);
+        assert!(s.exec.slots.is_empty());
+        let s = parse(&format!(
+            "{MIN}[exec]\nworkers = 2\nslots = [{{ CUDA_VISIBLE_DEVICES = \"0\" }}, {{ CUDA_VISIBLE_DEVICES = \"1\", X = \"y\" }}]\n"
+        ))
+        .unwrap();
+        assert_eq!(s.exec.workers, 2);
+        assert_eq!(
+            s.exec.slots[1],
+            vec![
+                ("CUDA_VISIBLE_DEVICES".to_string(), "1".to_string()),
+                ("X".to_string(), "y".to_string())
+            ]
+        );
+        let s = parse(&format!(
+            "{MIN}[exec]\nworkers = 2\n[[exec.slots]]\nGPU = \"0\"\n[[exec.slots]]\nGPU = \"1\"\n"
+        ))
+        .unwrap();
+        assert_eq!(s.exec.slots.len(), 2);
+        let e = err(&format!(
+            "{MIN}[exec]\nworkers = 3\nslots = [{{ A = \"0\" }}]\n"
+        ));
+        assert_eq!((e.line, e.key.as_str()), (8, "exec.slots"), "{e}");
+        let e = err(&format!("{MIN}[exec]\nworkers = 0\n"));
+        assert_eq!(e.key, "exec.workers");
+        let e = err(&format!("{MIN}[exec]\nslots = [{{ A = 1 }}]\n"));
+        assert!(e.message.contains("`A` must be a string"), "{e}");
+        let e = err(&format!("{MIN}[exec]\nslots = [{{ HONE_RUN = \"x\" }}]\n"));
+        assert!(e.message.contains("not a variable a slot may set"), "{e}");
+        let e = err(&format!("{MIN}[exec]\nslots = \"0,1\"\n"));
+        assert_eq!(e.key, "exec.slots");
+        let e = err(&format!(
+            "{MIN}[exec]\nbackend = \"slurm\"\nshared_dir = \"/s\"\nworkers = 2\n"
+        ));
+        assert!(e.message.contains("needs backend = \"local\""), "{e}");
+    }
 }
