@@ -4926,3 +4926,34 @@ fn parallel_settings_are_checked() {
     let out = r.hone(&["run", "--workers", "0"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+#[test]
+fn parallel_verifier_that_moves_the_run_branch_is_a_violation() {
+    // #1's verifier forges the branch. With two in flight, the move is caught when the next
+    // result is decided (#1's or #2's: which verifier moved a shared ref cannot be told apart).
+    let verify = "if grep -q forge value.txt; then git update-ref refs/heads/hone/v $(git commit-tree HEAD^{tree} -p HEAD -m forged); fi; echo score: 1";
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        verify,
+        "write\tvalue.txt\tforge\n\n---\nwrite\tvalue.txt\tplain\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "v", "--workers", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let caught: Vec<&serde_json::Value> =
+        log.iter().filter(|e| e["status"] == "violation").collect();
+    assert_eq!(caught.len(), 1, "{log:?}");
+    assert!(
+        caught[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("moved hone's refs"),
+        "{:?}",
+        caught[0]
+    );
+    assert_eq!(
+        r.rev("hone/v"),
+        r.rev("main"),
+        "the forged branch was put back"
+    );
+}

@@ -21,6 +21,11 @@
 //! a merge that conflicts makes the candidate `discard` with reason `conflict: ...`. So each
 //! keep was verified on exactly the commit the branch moves to.
 //!
+//! A verifier that moves hone's refs (the run branch, its own archive ref) is caught when the
+//! next result is decided and the refs are put back; with several verifiers running, the
+//! experiment decided then is the one recorded as the `violation`, since which of them moved a
+//! shared ref cannot be told apart (with `[sandbox] kind = "bwrap"` they cannot write refs).
+//!
 //! Crash safety is the serial loop's: every in-flight experiment has its `running` row (and its
 //! verifier's process group) in the store before its verifier starts, so after a `kill -9` the
 //! next `hone run` records each of them `aborted`, kills their groups and removes the slots'
@@ -352,6 +357,17 @@ impl Engine<'_> {
             .and_then(|b| b.candidate_commit.clone())
             .unwrap_or_else(|| self.run.base_commit.clone());
         let best_value = current.as_ref().and_then(|b| b.objective);
+        // Other experiments write refs meanwhile, so the serial check (all of hone's refs as
+        // they were) does not apply; the branch and this experiment's archive ref must be
+        // where the coordinator left them.
+        let moved = self.put_back_refs(&cand.rec, &current_commit)?;
+        let verified = match moved {
+            Some(names) => Verified::Failed(
+                Status::Violation,
+                format!("the verifier run moved hone's refs ({names}); they were put back"),
+            ),
+            None => verified,
+        };
         let (status, reason) = match verified {
             Verified::Cancelled if self.interrupt.kill_requested() => {
                 return self.abort(cand.rec, cand.t_start).map(Next::Free);
@@ -398,6 +414,31 @@ impl Engine<'_> {
         };
         self.conclude(cand, wt, status, reason, None)
             .map(Next::Free)
+    }
+
+    /// Puts the run branch (at `branch_at`) and `rec`'s archive ref back where the
+    /// coordinator left them, if they moved; returns their names then.
+    fn put_back_refs(
+        &mut self,
+        rec: &ExperimentRecord,
+        branch_at: &str,
+    ) -> Result<Option<String>, EngineError> {
+        let mut moved = Vec::new();
+        let branch = super::branch_ref(&self.run.tag);
+        let mut expected = vec![(branch, Some(branch_at.to_string()))];
+        if let Some(c) = &rec.candidate_commit {
+            expected.push((archive_ref(&self.run.tag, rec.n), Some(c.clone())));
+        }
+        for (name, want) in expected {
+            let now = self.git.ref_target(&name)?;
+            if now != want {
+                if let Some(w) = &want {
+                    self.git.update_ref(&name, w, now.as_deref())?;
+                }
+                moved.push(name);
+            }
+        }
+        Ok((!moved.is_empty()).then(|| moved.join(", ")))
     }
 
     /// A candidate that beat the current best although made on an older one: its change is
