@@ -234,12 +234,12 @@ impl Engine<'_> {
                     Prepared::Done(s) => {
                         free.push(slot);
                         stop = s;
+                        self.after_experiment(exps.len())?;
                     }
                     Prepared::Ready(c) => {
                         self.dispatch(slot, &slots[slot], *c, spawn, &mut flying);
                     }
                 }
-                self.after_experiment(exps.len())?;
             }
             if stop.as_ref().is_some_and(|s| s.error) {
                 abort.store(true, Ordering::SeqCst);
