@@ -209,6 +209,8 @@ impl Engine<'_> {
         result
     }
 
+    /// Keeps the slots busy: fills every free slot with a proposal (one at a time), then
+    /// decides the next result to arrive, until a stop condition holds and nothing is in flight.
     fn parallel_loop(
         &mut self,
         slots: &[Slot],
