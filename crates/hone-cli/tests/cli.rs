@@ -4957,3 +4957,85 @@ fn parallel_verifier_that_moves_the_run_branch_is_a_violation() {
         "the forged branch was put back"
     );
 }
+
+#[test]
+fn parallel_ctrl_c_once_lets_the_experiments_in_flight_finish() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().to_path_buf();
+    // Both candidates in flight wait for `release`.
+    let verify = format!(
+        "if [ \"$HONE_EXPERIMENT\" != 0 ]; then touch {m}/started.$HONE_EXPERIMENT; while [ ! -f {m}/release ]; do sleep 0.02; done; fi; cat value.txt",
+        m = m.display()
+    );
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 5\n",
+        &verify,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    );
+    let mut child = r.spawn_hone(&["run", "--workers", "2"]);
+    wait_for_file(&m.join("started.1"));
+    wait_for_file(&m.join("started.2"));
+    // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    std::fs::write(m.join("release"), "").unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let st = r.statuses();
+    assert_eq!(st.len(), 3, "nothing new starts after Ctrl-C: {st:?}");
+    assert!(
+        st[1..]
+            .iter()
+            .all(|s| matches!(s.as_str(), "keep" | "discard")),
+        "{st:?}"
+    );
+    let out = r.hone(&["run", "--workers", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses().len(), 5);
+}
+
+#[test]
+fn parallel_ctrl_c_twice_kills_every_verifier_in_flight() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().to_path_buf();
+    let verify = format!(
+        "if [ \"$HONE_EXPERIMENT\" != 0 ]; then echo $$ > {m}/pgid.$HONE_EXPERIMENT; sleep 300; fi; cat value.txt",
+        m = m.display()
+    );
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 5\n",
+        &verify,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    );
+    use std::os::unix::process::CommandExt;
+    let mut child = Command::new(HONE)
+        .process_group(0)
+        .args(["run", "--workers", "3"])
+        .current_dir(&r.dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for n in 1..=3 {
+        wait_for_file(&m.join(format!("pgid.{n}")));
+    }
+    let pgids: Vec<i32> = (1..=3)
+        .map(|n| read_pgid(&m.join(format!("pgid.{n}"))))
+        .collect();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let mut line = String::new();
+    while !line.contains("stopping after the current experiment") {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0,
+            "hone exited early"
+        );
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    for p in pgids {
+        assert!(!group_alive(p), "every verifier in flight is killed");
+    }
+    assert_eq!(r.statuses(), ["baseline", "aborted", "aborted", "aborted"]);
+}
