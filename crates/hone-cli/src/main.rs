@@ -87,6 +87,10 @@ enum Cmd {
         /// Start a new run even if the last one could be resumed.
         #[arg(long)]
         new: bool,
+        /// Verify this many experiments at once (overrides [exec] workers; each needs a slot
+        /// when [exec] slots is set).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=256))]
+        workers: Option<u64>,
     },
     /// Best so far, counts by status, budgets used and left.
     Status {
@@ -288,6 +292,7 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             agent,
             seed,
             new,
+            workers,
         } => {
             if let Some(t) = &tag {
                 engine::validate_tag(t).map_err(|e| Failure {
@@ -311,6 +316,16 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
                         error: anyhow!("--agent command needs [agent] command in hone.toml"),
                     });
                 }
+            }
+            if let Some(w) = workers {
+                // Bounded by the argument's parser.
+                spec.exec.workers = w as usize;
+                spec.exec
+                    .check_workers(spec.exec.workers)
+                    .map_err(|e| Failure {
+                        code: 2,
+                        error: anyhow!("--workers {w}: {e}"),
+                    })?;
             }
             let opts = RunOptions {
                 tag,

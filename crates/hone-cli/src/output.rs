@@ -256,6 +256,21 @@ pub fn status(
         );
     }
     out!("  experiments: {} ({})", s.experiments, counts.join(", "));
+    // Parallel runs verify several at once: say which.
+    let running: Vec<String> = exps
+        .iter()
+        .filter(|e| e.status() == Status::Running)
+        .map(|e| {
+            format!(
+                "#{} {}",
+                e.n,
+                hone::propose::prompt::sanitize(&e.description, 60).replace('\n', " ")
+            )
+        })
+        .collect();
+    if live && !running.is_empty() {
+        out!("  in flight: {}", running.join("; "));
+    }
     let stop = &spec["stop"];
     if let Some(max) = stop["max_experiments"].as_u64() {
         out!(

@@ -27,6 +27,8 @@ use crate::verify::metrics::{Constraint, MetricReader};
 use crate::verify::noise::{estimate_sigma, mean};
 use crate::workspace::{first_difference, hash_paths, matches_any, Git, GitError};
 
+mod parallel;
+
 /// Where hone keeps its state inside a repository (excluded from git).
 pub const STATE_DIR: &str = ".hone";
 
@@ -524,6 +526,8 @@ struct Engine<'a> {
     measuring: Option<String>,
     /// The outer loop's mechanisms (empty without `[outer]`).
     outer: crate::meta::Outer,
+    /// The environment of the verification slot this engine verifies in (`[exec] slots`).
+    slot_env: Vec<(String, String)>,
 }
 
 impl<'a> Engine<'a> {
@@ -717,6 +721,7 @@ impl<'a> Engine<'a> {
             _coordination: None,
             measuring: None,
             outer,
+            slot_env: Vec::new(),
         };
         if engine.spec.exec.backend == crate::spec::Backend::Workers {
             let url = engine.spec.exec.store_url.clone().unwrap_or_default();
@@ -846,6 +851,8 @@ impl<'a> Engine<'a> {
             );
             self.emit(Event::Warning { message: msg });
         }
+        // Parallel slots' worktrees hold what in-flight candidates left: gone with them.
+        parallel::clean_slots(&self.git, &self.paths, &tag)?;
         for e in &exps {
             if let Some(c) = &e.candidate_commit {
                 let r = archive_ref(&tag, e.n);
@@ -915,6 +922,10 @@ impl<'a> Engine<'a> {
             let exps = self.history.clone();
             if let Some(stop) = self.stop_condition(&exps) {
                 break stop;
+            }
+            // With `[exec] workers`, the experiments after the baseline run in parallel.
+            if self.spec.exec.workers > 1 && best_experiment(&exps).is_some() {
+                break self.run_parallel()?;
             }
             let step = self.experiment(&exps)?;
             // One loose ref per experiment makes every ref listing slower; pack them now and
@@ -1049,9 +1060,31 @@ impl<'a> Engine<'a> {
     }
 
     /// Runs one experiment; `Some(stop)` when the run must stop after it.
+    /// Runs one experiment; `Some(stop)` when the run must stop after it.
     fn experiment(&mut self, exps: &[ExperimentRecord]) -> Result<Option<Stop>, EngineError> {
+        let wt = self.worktree.clone();
+        match self.prepare(exps, &[], &wt)? {
+            Prepared::Done(stop) => Ok(stop),
+            Prepared::Ready(c) => self.verify_and_decide(*c, &wt),
+        }
+    }
+
+    /// The first half of an experiment in worktree `wt`: record its start, propose, archive
+    /// and gate. `in_flight` are experiments being verified meanwhile (parallel runs): the
+    /// proposer sees them, and a candidate identical to one of them is not run again.
+    fn prepare(
+        &mut self,
+        exps: &[ExperimentRecord],
+        in_flight: &[ExperimentRecord],
+        wt: &Path,
+    ) -> Result<Prepared, EngineError> {
         let t_start = Instant::now();
-        let n = exps.last().map(|e| e.n + 1).unwrap_or(0);
+        let n = exps
+            .iter()
+            .chain(in_flight)
+            .map(|e| e.n + 1)
+            .max()
+            .unwrap_or(0);
         let best = best_experiment(exps).cloned();
         let baseline = best.is_none();
         let parent = best
@@ -1067,17 +1100,21 @@ impl<'a> Engine<'a> {
         };
         self.store.put_experiment(self.run.id, &rec)?;
         self.emit(Event::ExperimentStarted { n });
-        let wt = self.worktree.clone();
+        let wt = wt.to_path_buf();
         self.git.reset_worktree(&wt, &parent)?;
         let run_dir = self.paths.run_dir(&self.run.tag);
         std::fs::create_dir_all(run_dir.join("logs"))
             .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", run_dir.display())))?;
 
-        let finished: Vec<ExperimentRecord> = exps
+        // What the proposer sees: finished experiments, and those still being verified
+        // (`running`: their candidates are known, their outcomes not yet).
+        let mut finished: Vec<ExperimentRecord> = exps
             .iter()
             .filter(|e| e.status() != Status::Running)
+            .chain(in_flight)
             .cloned()
             .collect();
+        finished.sort_by_key(|e| e.n);
         let interrupt = self.interrupt;
         let cancel = move || interrupt.kill_requested();
 
@@ -1168,7 +1205,7 @@ impl<'a> Engine<'a> {
                 self.archive(&mut rec, &wt, &parent)?;
                 return self
                     .finish(rec, Status::Invalid, reason, t_start)
-                    .map(|_| None);
+                    .map(|_| Prepared::Done(None));
             }
             Some(Err(ProposeError::Cancelled)) => {
                 self.finish(
@@ -1177,27 +1214,27 @@ impl<'a> Engine<'a> {
                     "interrupted by the user".into(),
                     t_start,
                 )?;
-                return Ok(Some(Stop::resumable(
+                return Ok(Prepared::Done(Some(Stop::resumable(
                     "interrupted by the user (run `hone run` to resume)",
-                )));
+                ))));
             }
             Some(Err(ProposeError::Exhausted(reason))) => {
                 self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
-                return Ok(Some(Stop::done(reason)));
+                return Ok(Prepared::Done(Some(Stop::done(reason))));
             }
             Some(Err(ProposeError::Budget(reason))) => {
                 self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
-                return Ok(Some(Stop::done(reason)));
+                return Ok(Prepared::Done(Some(Stop::done(reason))));
             }
             Some(Err(ProposeError::Rejected(reason))) => {
                 // A mechanism refused every proposal; nothing was archived or verified.
                 return self
                     .finish(rec, Status::Rejected, reason, t_start)
-                    .map(|_| None);
+                    .map(|_| Prepared::Done(None));
             }
             Some(Err(ProposeError::Fatal(reason))) => {
                 self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
-                return Ok(Some(Stop::failed(reason)));
+                return Ok(Prepared::Done(Some(Stop::failed(reason))));
             }
         }
 
@@ -1208,7 +1245,7 @@ impl<'a> Engine<'a> {
                 let why = "replaced the worktree's .git (git would have run another repository's settings); nothing was committed".to_string();
                 return self
                     .finish(rec, Status::Violation, why, t_start)
-                    .map(|_| None);
+                    .map(|_| Prepared::Done(None));
             }
             let refs_after = self.run_refs()?;
             if refs_after != refs_before {
@@ -1218,14 +1255,14 @@ impl<'a> Engine<'a> {
                 let why = format!("the proposer moved hone's refs ({moved}); they were put back");
                 return self
                     .finish(rec, Status::Violation, why, t_start)
-                    .map(|_| None);
+                    .map(|_| Prepared::Done(None));
             }
             let Some(snap) = self.archive(&mut rec, &wt, &parent)? else {
                 rec.gate_ms = t_gate.elapsed().as_millis() as u64;
                 let why = "no change: the proposer left the files as they were".to_string();
                 return self
                     .finish(rec, Status::Invalid, why, t_start)
-                    .map(|_| None);
+                    .map(|_| Prepared::Done(None));
             };
             let violation = if !snap.hidden.is_empty() {
                 Some(format!(
@@ -1246,14 +1283,14 @@ impl<'a> Engine<'a> {
                 rec.gate_ms = t_gate.elapsed().as_millis() as u64;
                 return self
                     .finish(rec, Status::Violation, why, t_start)
-                    .map(|_| None);
+                    .map(|_| Prepared::Done(None));
             }
             // Outer loop: mechanisms' filters on an agent's edit, before any compute.
             if let Some(why) = self.outer_filter(&rec, &parent, &finished)? {
                 rec.gate_ms = t_gate.elapsed().as_millis() as u64;
                 return self
                     .finish(rec, Status::Rejected, why, t_start)
-                    .map(|_| None);
+                    .map(|_| Prepared::Done(None));
             }
             // Rules and the reviewer, before any compute is spent on the candidate.
             let meter = propose::Meter {
@@ -1266,12 +1303,12 @@ impl<'a> Engine<'a> {
                     rec.gate_ms = t_gate.elapsed().as_millis() as u64;
                     return self
                         .finish(rec, Status::Rejected, why, t_start)
-                        .map(|_| None);
+                        .map(|_| Prepared::Done(None));
                 }
                 Gate::Stop(stop) => {
                     rec.gate_ms = t_gate.elapsed().as_millis() as u64;
                     self.finish(rec, Status::Rejected, stop.reason.clone(), t_start)?;
-                    return Ok(Some(stop));
+                    return Ok(Prepared::Done(Some(stop)));
                 }
             }
         }
@@ -1279,7 +1316,7 @@ impl<'a> Engine<'a> {
             rec.gate_ms = t_gate.elapsed().as_millis() as u64;
             let reason = pinned_message(&changed);
             self.finish(rec, Status::Aborted, reason.clone(), t_start)?;
-            return Ok(Some(Stop::failed(reason)));
+            return Ok(Prepared::Done(Some(Stop::failed(reason))));
         }
         rec.gate_ms = t_gate.elapsed().as_millis() as u64;
 
@@ -1296,96 +1333,175 @@ impl<'a> Engine<'a> {
                             | Status::Timeout
                     )
             };
+            let running = |e: &&ExperimentRecord| e.tree.as_deref() == Some(tree.as_str());
             if let Some(dup) = exps.iter().find(measured) {
                 let why = format!("duplicate of #{} (identical files; not run again)", dup.n);
                 return self
                     .finish(rec, Status::Invalid, why, t_start)
-                    .map(|_| None);
+                    .map(|_| Prepared::Done(None));
+            }
+            if let Some(dup) = in_flight.iter().find(running) {
+                let why = format!(
+                    "duplicate of #{}, which is being verified now (identical files)",
+                    dup.n
+                );
+                return self
+                    .finish(rec, Status::Invalid, why, t_start)
+                    .map(|_| Prepared::Done(None));
             }
         }
+        Ok(Prepared::Ready(Box::new(Candidate {
+            rec,
+            t_start,
+            best,
+            parent,
+        })))
+    }
 
+    /// The second half of an experiment: verify the candidate in `wt`, decide, record.
+    fn verify_and_decide(&mut self, c: Candidate, wt: &Path) -> Result<Option<Stop>, EngineError> {
+        let mut c = c;
+        let n = c.rec.n;
         // Verify: a first run, then the baseline's repeats or a passing candidate's confirms.
         self.emit(Event::Verifying { n });
         let t_verify = Instant::now();
-        let policy = self.spec.noise_policy();
-        let net_lines = rec.lines_added as i64 - rec.lines_deleted as i64;
-        let best_value = best.as_ref().and_then(|b| b.objective);
-        let mut sigma = self.sigma(None);
+        let best_value = c.best.as_ref().and_then(|b| b.objective);
+        let baseline = c.best.is_none();
         let refs_at_verify = if baseline {
             Vec::new()
         } else {
             self.run_refs()?
         };
-        let (status, reason) = match self.measure(&mut rec, &wt, 0, !baseline, &cancel)? {
-            Measured::Cancelled => return self.abort(rec, t_start),
-            Measured::Failed { status, reason } => (status, reason),
-            Measured::Value { value, metrics } => {
-                rec.metrics = metrics.values.clone();
-                rec.runs = vec![value];
-                let broken = self
-                    .spec
-                    .verify
-                    .constraints
-                    .iter()
-                    .filter_map(|c| c.parse::<Constraint>().ok())
-                    .find_map(|c| c.check(&metrics).err());
-                let extra = match (best_value, &broken) {
-                    (None, _) => self.spec.verify.baseline_repeats.saturating_sub(1),
-                    (Some(b), None) if policy.passes_first(value, b, sigma, net_lines) => {
-                        policy.confirm
-                    }
-                    _ => 0,
-                };
-                let mut failed = None;
-                for k in 1..=extra {
-                    match self.measure(&mut rec, &wt, k, !baseline, &cancel)? {
-                        Measured::Cancelled => return self.abort(rec, t_start),
-                        Measured::Failed { status, reason } => {
-                            failed = Some((status, format!("repeat {k} of this code: {reason}")));
-                            break;
-                        }
-                        Measured::Value { value, .. } => rec.runs.push(value),
-                    }
-                }
-                rec.objective = Some(mean(&rec.runs));
-                if rec.runs.len() > 1 {
-                    sigma = self.sigma(Some(&rec.runs));
-                }
-                match (failed, best_value, broken) {
-                    (Some(f), _, _) => f,
-                    (None, None, None) => {
-                        (Status::Baseline, baseline_reason(&rec.runs, sigma, None))
-                    }
-                    (None, None, Some(b)) => (
-                        Status::Baseline,
-                        baseline_reason(&rec.runs, sigma, Some(&b)),
-                    ),
-                    (None, Some(_), Some(b)) => {
-                        (Status::Discard, format!("constraint not met: {b}"))
-                    }
-                    (None, Some(_), None) if self.ignores_seed(&rec.runs) => (
-                        Status::Discard,
-                        format!(
-                            "its {} runs are identical while the baseline's vary with {}: the code ignores the repeat seed (a fixed seed?), so its confirm runs prove nothing",
-                            rec.runs.len(),
-                            self.spec.verify.seed_env.as_deref().unwrap_or("the seed")
-                        ),
-                    ),
-                    (None, Some(b), None) => {
-                        let j = policy.judge(&rec.runs, b, sigma, net_lines);
-                        let status = if j.keep {
-                            Status::Keep
-                        } else {
-                            Status::Discard
-                        };
-                        let reason = j.reason.clone();
-                        rec.judgement = Some(j);
-                        (status, reason)
-                    }
-                }
+        let interrupt = self.interrupt;
+        let cancel = move || interrupt.kill_requested();
+        let verified = self.verify(&mut c.rec, wt, baseline, best_value, &cancel)?;
+        let (status, reason) = match verified {
+            Verified::Cancelled => return self.abort(c.rec, c.t_start),
+            Verified::Failed(status, reason) => (status, reason),
+            Verified::Values { broken, failed } => {
+                self.judge(&mut c.rec, failed, broken, best_value)
             }
         };
-        rec.verify_ms = t_verify.elapsed().as_millis() as u64;
+        c.rec.verify_ms = t_verify.elapsed().as_millis() as u64;
+        self.conclude(c, wt, status, reason, Some(refs_at_verify))
+    }
+
+    /// Runs the verifier on the candidate in `wt`: a first run, then the baseline's repeats
+    /// or, when the first run passes against `best_value`, its confirm runs. The runs and
+    /// metrics go into `rec`; the decision is [`Engine::judge`]'s.
+    fn verify(
+        &mut self,
+        rec: &mut ExperimentRecord,
+        wt: &Path,
+        baseline: bool,
+        best_value: Option<f64>,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Verified, EngineError> {
+        let policy = self.spec.noise_policy();
+        let net_lines = rec.lines_added as i64 - rec.lines_deleted as i64;
+        let sigma = self.sigma(None);
+        let (value, metrics) = match self.measure(rec, wt, 0, !baseline, cancel)? {
+            Measured::Cancelled => return Ok(Verified::Cancelled),
+            Measured::Failed { status, reason } => return Ok(Verified::Failed(status, reason)),
+            Measured::Value { value, metrics } => (value, metrics),
+        };
+        rec.metrics = metrics.values.clone();
+        rec.runs = vec![value];
+        let broken = self
+            .spec
+            .verify
+            .constraints
+            .iter()
+            .filter_map(|c| c.parse::<Constraint>().ok())
+            .find_map(|c| c.check(&metrics).err());
+        let extra = match (best_value, &broken) {
+            (None, _) => self.spec.verify.baseline_repeats.saturating_sub(1),
+            (Some(b), None) if policy.passes_first(value, b, sigma, net_lines) => policy.confirm,
+            _ => 0,
+        };
+        let mut failed = None;
+        for k in 1..=extra {
+            match self.measure(rec, wt, k, !baseline, cancel)? {
+                Measured::Cancelled => return Ok(Verified::Cancelled),
+                Measured::Failed { status, reason } => {
+                    failed = Some((status, format!("repeat {k} of this code: {reason}")));
+                    break;
+                }
+                Measured::Value { value, .. } => rec.runs.push(value),
+            }
+        }
+        Ok(Verified::Values { broken, failed })
+    }
+
+    /// The decision on a measured candidate against `best_value` (`None`: it is the
+    /// baseline): sets its objective (the mean of its runs) and judgement.
+    fn judge(
+        &self,
+        rec: &mut ExperimentRecord,
+        failed: Option<Failure>,
+        broken: Option<String>,
+        best_value: Option<f64>,
+    ) -> (Status, String) {
+        let policy = self.spec.noise_policy();
+        let net_lines = rec.lines_added as i64 - rec.lines_deleted as i64;
+        rec.objective = Some(mean(&rec.runs));
+        let sigma = if rec.runs.len() > 1 {
+            self.sigma(Some(&rec.runs))
+        } else {
+            self.sigma(None)
+        };
+        match (failed, best_value, broken) {
+            (Some(f), _, _) => f,
+            (None, None, None) => (Status::Baseline, baseline_reason(&rec.runs, sigma, None)),
+            (None, None, Some(b)) => (
+                Status::Baseline,
+                baseline_reason(&rec.runs, sigma, Some(&b)),
+            ),
+            (None, Some(_), Some(b)) => (Status::Discard, format!("constraint not met: {b}")),
+            (None, Some(_), None) if self.ignores_seed(&rec.runs) => (
+                Status::Discard,
+                format!(
+                    "its {} runs are identical while the baseline's vary with {}: the code ignores the repeat seed (a fixed seed?), so its confirm runs prove nothing",
+                    rec.runs.len(),
+                    self.spec.verify.seed_env.as_deref().unwrap_or("the seed")
+                ),
+            ),
+            (None, Some(b), None) => {
+                let j = policy.judge(&rec.runs, b, sigma, net_lines);
+                let status = if j.keep {
+                    Status::Keep
+                } else {
+                    Status::Discard
+                };
+                let reason = j.reason.clone();
+                rec.judgement = Some(j);
+                (status, reason)
+            }
+        }
+    }
+
+    /// Records a judged candidate: the checks on what its code did while it ran (`refs_at_verify`:
+    /// hone's refs when it started; `None` where other experiments move them meanwhile), the
+    /// holdout, the outcome, then (a keep) the branch move and the re-test.
+    fn conclude(
+        &mut self,
+        c: Candidate,
+        wt: &Path,
+        status: Status,
+        reason: String,
+        refs_at_verify: Option<Vec<(String, String)>>,
+    ) -> Result<Option<Stop>, EngineError> {
+        let Candidate {
+            mut rec,
+            t_start,
+            best,
+            parent,
+        } = c;
+        let n = rec.n;
+        let baseline = best.is_none();
+        let wt = wt.to_path_buf();
+        let interrupt = self.interrupt;
+        let cancel = move || interrupt.kill_requested();
         // The candidate's own code ran: it must not have touched hone's refs or git link.
         let (status, reason) = if baseline {
             (status, reason)
@@ -1394,7 +1510,7 @@ impl<'a> Engine<'a> {
                 Status::Violation,
                 "the verifier run replaced the worktree's .git".to_string(),
             )
-        } else {
+        } else if let Some(refs_at_verify) = refs_at_verify {
             let now = self.run_refs()?;
             if now != refs_at_verify {
                 let moved = self.restore_refs(&refs_at_verify, &now)?;
@@ -1405,6 +1521,8 @@ impl<'a> Engine<'a> {
             } else {
                 (status, reason)
             }
+        } else {
+            (status, reason)
         };
         if baseline && status != Status::Baseline {
             let reason = format!("baseline {status}: {reason}");
@@ -1646,6 +1764,9 @@ impl<'a> Engine<'a> {
         env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
         env.push(("HONE_RUN".into(), self.run.tag.clone().into()));
         env.push(("HONE_JOB".into(), self.job_token(n).into()));
+        for (k, v) in &self.slot_env {
+            env.push((k.into(), v.into()));
+        }
         env
     }
 
@@ -2511,6 +2632,34 @@ enum Role {
     Agent,
     Verifier,
     Holdout,
+}
+
+/// A candidate that passed the gate, waiting for its verifier.
+struct Candidate {
+    rec: ExperimentRecord,
+    t_start: Instant,
+    /// The best when it was proposed (`None`: this is the baseline).
+    best: Option<ExperimentRecord>,
+    /// The commit it was made on (the best's).
+    parent: String,
+}
+
+/// How the first half of an experiment ended.
+enum Prepared {
+    /// Recorded already (invalid, rejected, a violation...); `Some`: the run must stop.
+    Done(Option<Stop>),
+    Ready(Box<Candidate>),
+}
+
+/// What verifying a candidate gave, before any decision.
+enum Verified {
+    Cancelled,
+    Failed(Status, String),
+    /// Its runs are in its record; a constraint it broke, a repeat that failed.
+    Values {
+        broken: Option<String>,
+        failed: Option<Failure>,
+    },
 }
 
 /// One run of the verifier, classified.

@@ -366,6 +366,45 @@ pub struct ExecSpec {
     /// `[store] url`: the PostgreSQL database shared with workers.
     #[serde(skip)]
     pub store_url: Option<String>,
+    /// How many experiments are verified at once on this machine (1: one after another).
+    pub workers: usize,
+    /// `slots`: each verification slot's own environment (one per worker at least), for
+    /// example `{ CUDA_VISIBLE_DEVICES = "0" }`. Empty: the slots share hone's environment.
+    pub slots: Vec<Vec<(String, String)>>,
+    /// The line of `slots` in hone.toml (for errors about it found later), else of `[exec]`.
+    #[serde(skip)]
+    pub slots_line: usize,
+}
+
+/// Most experiments one `hone run` verifies at once.
+pub const MAX_WORKERS: usize = 256;
+
+impl ExecSpec {
+    /// Checks `workers` (from hone.toml or `--workers`) against `slots` and the backend;
+    /// the message says what to change.
+    pub fn check_workers(&self, workers: usize) -> Result<(), String> {
+        if workers == 0 || workers > MAX_WORKERS {
+            return Err(format!("workers must be between 1 and {MAX_WORKERS}"));
+        }
+        if !self.slots.is_empty() && self.slots.len() < workers {
+            return Err(format!(
+                "{workers} workers but only {} slots (hone.toml line {}): give every worker a slot, or remove `slots`",
+                self.slots.len(),
+                self.slots_line
+            ));
+        }
+        if workers > 1 && self.backend != Backend::Local {
+            return Err(format!(
+                "workers = {workers} runs experiments in parallel on this machine, which needs backend = \"local\" (with backend = \"{}\" keep workers = 1)",
+                match self.backend {
+                    Backend::Local => "local",
+                    Backend::Slurm => "slurm",
+                    Backend::Workers => "workers",
+                }
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// `[outer]`: the outer loop (see `crate::meta`). Absent: no mechanism runs and the inner
@@ -616,6 +655,8 @@ const EXEC_KEYS: &[&str] = &[
     "extra_args",
     "remote",
     "lease",
+    "workers",
+    "slots",
 ];
 const NOTIFY_KEYS: &[&str] = &[
     "url", "url_env", "on", "format", "retries", "backoff", "timeout",
@@ -2042,14 +2083,93 @@ impl Parser<'_> {
             }
             _ => {}
         }
-        Ok(ExecSpec {
+        let workers = match self.opt_u64(ex, "exec", "workers")? {
+            None => 1,
+            Some(w) => usize::try_from(w).unwrap_or(usize::MAX),
+        };
+        let slots = self.slots(ex)?;
+        let slots_line = self
+            .key_line(ex, "slots")
+            .or_else(|| self.table_line(ex))
+            .unwrap_or(1);
+        let exec = ExecSpec {
             backend,
             shared_dir,
             slurm,
             remote,
             lease,
             store_url: None,
-        })
+            workers,
+            slots,
+            slots_line,
+        };
+        if let Err(message) = exec.check_workers(workers) {
+            let key = if workers == 0 || workers > MAX_WORKERS || exec.slots.is_empty() {
+                "workers"
+            } else {
+                "slots"
+            };
+            return Err(self.err_value(ex, "exec", key, message));
+        }
+        Ok(exec)
+    }
+
+    /// `[exec] slots`: an array of tables of strings, one environment per slot.
+    fn slots(&self, ex: Option<&Table>) -> Result<Vec<Vec<(String, String)>>, SpecError> {
+        let Some(item) = self.value(ex, "slots") else {
+            return Ok(Vec::new());
+        };
+        let want = "an array of tables of strings, e.g. slots = [{ CUDA_VISIBLE_DEVICES = \"0\" }, { CUDA_VISIBLE_DEVICES = \"1\" }]";
+        let tables: Vec<Vec<(String, Option<String>)>> = match item {
+            Item::Value(Value::Array(a)) => {
+                let mut out = Vec::new();
+                for v in a.iter() {
+                    let Some(t) = v.as_inline_table() else {
+                        return Err(self.type_err(ex, "exec", "slots", want, item));
+                    };
+                    out.push(
+                        t.iter()
+                            .map(|(k, v)| (k.to_string(), v.as_str().map(str::to_string)))
+                            .collect(),
+                    );
+                }
+                out
+            }
+            Item::ArrayOfTables(a) => a
+                .iter()
+                .map(|t| {
+                    t.iter()
+                        .map(|(k, v)| (k.to_string(), v.as_str().map(str::to_string)))
+                        .collect()
+                })
+                .collect(),
+            other => return Err(self.type_err(ex, "exec", "slots", want, other)),
+        };
+        let mut slots = Vec::new();
+        for (i, t) in tables.into_iter().enumerate() {
+            let mut env = Vec::new();
+            for (k, v) in t {
+                let Some(v) = v else {
+                    return Err(self.err_value(
+                        ex,
+                        "exec",
+                        "slots",
+                        format!("slot {i}: `{k}` must be a string"),
+                    ));
+                };
+                if k.is_empty() || k.contains('=') || k.starts_with("HONE_") {
+                    return Err(self.err_value(
+                        ex,
+                        "exec",
+                        "slots",
+                        format!("slot {i}: `{k}` is not a variable a slot may set"),
+                    ));
+                }
+                env.push((k, v));
+            }
+            slots.push(env);
+        }
+        Ok(slots)
     }
 
     fn str_list(
@@ -2758,5 +2878,45 @@ max_cost_usd = 20
     fn closest_key() {
         assert_eq!(closest("comand", VERIFY_KEYS), Some("command"));
         assert_eq!(closest("zzzzzzzz", VERIFY_KEYS), None);
+    }
+
+    #[test]
+    fn workers_and_slots_parse_and_are_checked() {
+        let s = parse(MIN).unwrap();
+        assert_eq!(s.exec.workers, 1);
+        assert!(s.exec.slots.is_empty());
+        let s = parse(&format!(
+            "{MIN}[exec]\nworkers = 2\nslots = [{{ CUDA_VISIBLE_DEVICES = \"0\" }}, {{ CUDA_VISIBLE_DEVICES = \"1\", X = \"y\" }}]\n"
+        ))
+        .unwrap();
+        assert_eq!(s.exec.workers, 2);
+        assert_eq!(
+            s.exec.slots[1],
+            vec![
+                ("CUDA_VISIBLE_DEVICES".to_string(), "1".to_string()),
+                ("X".to_string(), "y".to_string())
+            ]
+        );
+        let s = parse(&format!(
+            "{MIN}[exec]\nworkers = 2\n[[exec.slots]]\nGPU = \"0\"\n[[exec.slots]]\nGPU = \"1\"\n"
+        ))
+        .unwrap();
+        assert_eq!(s.exec.slots.len(), 2);
+        let e = err(&format!(
+            "{MIN}[exec]\nworkers = 3\nslots = [{{ A = \"0\" }}]\n"
+        ));
+        assert_eq!((e.line, e.key.as_str()), (8, "exec.slots"), "{e}");
+        let e = err(&format!("{MIN}[exec]\nworkers = 0\n"));
+        assert_eq!(e.key, "exec.workers");
+        let e = err(&format!("{MIN}[exec]\nslots = [{{ A = 1 }}]\n"));
+        assert!(e.message.contains("`A` must be a string"), "{e}");
+        let e = err(&format!("{MIN}[exec]\nslots = [{{ HONE_RUN = \"x\" }}]\n"));
+        assert!(e.message.contains("not a variable a slot may set"), "{e}");
+        let e = err(&format!("{MIN}[exec]\nslots = \"0,1\"\n"));
+        assert_eq!(e.key, "exec.slots");
+        let e = err(&format!(
+            "{MIN}[exec]\nbackend = \"slurm\"\nshared_dir = \"/s\"\nworkers = 2\n"
+        ));
+        assert!(e.message.contains("needs backend = \"local\""), "{e}");
     }
 }

@@ -326,6 +326,47 @@ impl Git {
             && admin.join("gitdir").exists()
     }
 
+    /// Three-way merges the change from `base` to `change` onto `onto`, without touching any
+    /// worktree (`git merge-tree`). `Ok(Ok(tree))`: the merged tree; `Ok(Err(paths))`: the
+    /// paths that conflict.
+    pub fn merge_onto(
+        &self,
+        base: &str,
+        onto: &str,
+        change: &str,
+    ) -> Result<Result<String, Vec<String>>, GitError> {
+        let merge_base = format!("--merge-base={base}");
+        let args = [
+            "merge-tree",
+            "--write-tree",
+            "--name-only",
+            "--no-messages",
+            merge_base.as_str(),
+            onto,
+            change,
+        ];
+        let out = git_command(&self.root)
+            .args(args)
+            .output()
+            .map_err(GitError::Spawn)?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let mut lines = stdout.lines();
+        let tree = lines.next().unwrap_or_default().trim().to_string();
+        match out.status.code() {
+            Some(0) => Ok(Ok(tree)),
+            // Exit status 1 is a conflict: the conflicted paths follow the tree.
+            Some(1) if !tree.is_empty() => Ok(Err(lines
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect())),
+            _ => Err(GitError::Failed {
+                args: args.join(" "),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            }),
+        }
+    }
+
     /// Removes a worktree and its administrative files (a missing one is fine).
     pub fn remove_worktree(&self, path: &Path) -> Result<(), GitError> {
         if path.exists() {

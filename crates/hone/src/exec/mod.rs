@@ -597,10 +597,24 @@ pub fn become_subreaper() -> bool {
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
 }
 
+/// Set while several verifications run at once (`[exec] workers`): then no moment is "between
+/// stages" for the whole process, so [`kill_orphans`] does nothing until it is cleared.
+static CONCURRENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Marks the start (`true`) or end (`false`) of concurrent verifications.
+pub fn set_concurrent(on: bool) {
+    CONCURRENT.store(on, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// Kills and reaps every child of this process. Call it only when hone has no process of its
 /// own running (between verifier stages): what is left then are descendants of finished
-/// stages that escaped their process group. Returns how many were killed.
+/// stages that escaped their process group. Returns how many were killed. While verifications
+/// run concurrently (see [`set_concurrent`]) it kills nothing: another thread's verifier or
+/// git command is a child too.
 pub fn kill_orphans() -> usize {
+    if CONCURRENT.load(std::sync::atomic::Ordering::SeqCst) {
+        return 0;
+    }
     let me = std::process::id();
     let mut killed = 0;
     // Killing an orphan may orphan its own children, which then come to hone too.

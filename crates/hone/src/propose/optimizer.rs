@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::knobs::{self, Config, Knob, Observation};
 use super::{editable_files, Proposal, ProposeContext, ProposeError, Proposer};
 use crate::spec::Direction;
-use crate::store::Status;
+use crate::store::{ExperimentRecord, Status};
 
 /// The built-in optimizer over literal constants.
 #[derive(Default)]
@@ -49,6 +49,35 @@ pub fn find_knobs(
     Ok((all, texts))
 }
 
+/// What the sampler learns from a run's history. Constant liar: a configuration still being
+/// verified (a `running` experiment of a parallel run) counts as tried, with the worst value
+/// measured so far, so the model looks elsewhere while it runs.
+fn observations(history: &[ExperimentRecord], minimize: bool) -> Vec<Observation> {
+    let measured = |e: &&ExperimentRecord| {
+        matches!(
+            e.status(),
+            Status::Baseline | Status::Keep | Status::Discard
+        )
+    };
+    let worst = history
+        .iter()
+        .filter(measured)
+        .filter_map(|e| e.objective)
+        .reduce(|a, b| if (a > b) == minimize { a } else { b });
+    history
+        .iter()
+        .filter_map(|e| {
+            let config = config_from_json(e.config.as_ref()?)?;
+            let objective = match e.status() {
+                Status::Running => worst,
+                _ if measured(&e) => e.objective,
+                _ => None,
+            };
+            Some(Observation { config, objective })
+        })
+        .collect()
+}
+
 fn config_from_json(v: &serde_json::Value) -> Option<Config> {
     serde_json::from_value(v.clone()).ok()
 }
@@ -82,22 +111,8 @@ impl Proposer for KnobsProposer {
             )));
         }
         let incumbent = knobs::config_of(&found);
-        let history: Vec<Observation> = ctx
-            .history
-            .iter()
-            .filter_map(|e| {
-                let config = config_from_json(e.config.as_ref()?)?;
-                let measured = matches!(
-                    e.status(),
-                    Status::Baseline | Status::Keep | Status::Discard
-                );
-                Some(Observation {
-                    config,
-                    objective: if measured { e.objective } else { None },
-                })
-            })
-            .collect();
         let minimize = ctx.spec.verify.direction == Direction::Minimize;
+        let history = observations(ctx.history, minimize);
         let g = ctx.guidance;
         let candidates: Vec<Config> = g.candidates.iter().map(|(_, c)| c.clone()).collect();
         let guide = knobs::SamplerGuide {
@@ -143,5 +158,46 @@ impl Proposer for KnobsProposer {
                 .and_then(|i| g.candidates.get(i))
                 .map(|(m, _)| m.clone()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(n: u64, status: Status, objective: Option<f64>, a: i64) -> ExperimentRecord {
+        ExperimentRecord {
+            n,
+            status: Some(status),
+            objective,
+            config: Some(serde_json::json!({ "A": a })),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn running_configurations_are_tried_at_the_worst_value_so_far() {
+        let history = [
+            rec(0, Status::Baseline, Some(5.0), 1),
+            rec(1, Status::Discard, Some(9.0), 2),
+            rec(2, Status::Keep, Some(3.0), 3),
+            rec(3, Status::Crash, None, 4),
+            rec(4, Status::Running, None, 5),
+        ];
+        let seen = |minimize| -> Vec<Option<f64>> {
+            observations(&history, minimize)
+                .into_iter()
+                .map(|o| o.objective)
+                .collect()
+        };
+        assert_eq!(
+            seen(true),
+            [Some(5.0), Some(9.0), Some(3.0), None, Some(9.0)]
+        );
+        assert_eq!(
+            seen(false),
+            [Some(5.0), Some(9.0), Some(3.0), None, Some(3.0)]
+        );
+        assert_eq!(observations(&history[4..], true)[0].objective, None);
     }
 }

@@ -284,7 +284,11 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
             p,
             "| {} | {} | {} | {} | {} |",
             e.n,
-            e.status(),
+            if e.status() == crate::store::Status::Running {
+                "running now".to_string()
+            } else {
+                e.status().to_string()
+            },
             e.objective
                 .map(|v| format!("{v}"))
                 .unwrap_or_else(|| "-".into()),
@@ -297,7 +301,13 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
             }
         );
     }
-    if let Some(last) = ctx.history.last() {
+    // Experiments still being verified (parallel runs) have no output yet.
+    let last_finished = ctx
+        .history
+        .iter()
+        .rev()
+        .find(|e| e.status() != crate::store::Status::Running);
+    if let Some(last) = last_finished {
         if let Some(tail) = last
             .log_path
             .as_deref()

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Throughput of parallel experiments on one machine: a verifier that sleeps a fixed time and
+# the knobs proposer, with 1, 2, 4 and 8 workers (`hone run --workers N`).
+#
+#   bench/parallel.sh [CANDIDATES] [SLEEP_SECONDS] [WORKERS...]   (default 32 1 1 2 4 8)
+#
+# The baseline always runs alone, so the figure is the candidates' span: from the first
+# candidate's start to the last one's end, as hone recorded them. Speed-up is candidates per
+# second against 1 worker; the target is at least 0.9 x N (sleeping verifiers need no CPU, so
+# a 2-core machine can show it).
+set -euo pipefail
+m=${1:-32}
+sleep_s=${2:-1}
+shift $(( $# > 2 ? 2 : $# ))
+workers=("$@")
+[ ${#workers[@]} -gt 0 ] || workers=(1 2 4 8)
+here=$(cd "$(dirname "$0")/.." && pwd)
+cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
+hone="${CARGO_TARGET_DIR:-$here/target}/release/hone"
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+printf '| workers | candidates | span | candidates/s | speed-up | target (0.9 x N) | keeps |\n'
+printf '|---|---|---|---|---|---|---|\n'
+base=""
+for w in "${workers[@]}"; do
+  r="$d/w$w"
+  mkdir -p "$r"
+  cd "$r"
+  git init -q -b main
+  printf 'A = 50  # hone: int 1..1000\nB = 50  # hone: int 1..1000\nC = 0.5  # hone: 0.0..1.0\n' > params.py
+  cat > hone.toml <<TOML
+[loop]
+editable = ["params.py"]
+
+[verify]
+command = "sleep $sleep_s; sed -n 's/^A = \\\\([0-9]*\\\\).*/score: \\\\1/p' params.py"
+metric = "score"
+timeout = "5m"
+
+[stop]
+max_experiments = $((m + 1))
+patience = 100000
+TOML
+  git add -A && git -c user.name=b -c user.email=b@b commit -qm init
+  "$hone" run --tag bench --workers "$w" > run.txt
+  "$hone" log --json > log.jsonl
+  line=$(python3 - "$w" "$base" <<'PY'
+import json, sys
+w = int(sys.argv[1])
+base = float(sys.argv[2]) if sys.argv[2] else None
+rows = [json.loads(l) for l in open("log.jsonl")][1:]
+span = max(r["finished_at"] for r in rows) - min(r["started_at"] for r in rows)
+rate = len(rows) / span
+speed = rate / base if base else 1.0
+keeps = sum(r["status"] == "keep" for r in rows)
+print(f"{rate}|| {w} | {len(rows)} | {span:.2f} s | {rate:.2f} | {speed:.2f} | {0.9 * w:.1f} | {keeps} |")
+PY
+)
+  rate=${line%%||*}
+  [ -n "$base" ] || base=$rate
+  printf '|%s\n' "${line#*||}"
+  cd "$here"
+done

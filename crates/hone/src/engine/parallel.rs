@@ -1,0 +1,587 @@
+//! Parallel experiments on one machine (`[exec] workers = N`, `hone run --workers N`).
+//!
+//! After the baseline, up to N candidates are in flight, each in its own worktree
+//! (`.hone/slots/<tag>/w<i>`) with its slot's environment (`[exec] slots`, for example one
+//! `CUDA_VISIBLE_DEVICES` each). The work is split by thread:
+//!
+//! - the coordinating thread (this one) does everything that touches the run's state, one step
+//!   at a time: it asks the proposer for candidates (one call at a time; the proposer sees the
+//!   in-flight experiments as `running`), gates and archives them, and decides each result as
+//!   it arrives: store write, then the compare-and-swap move of `hone/<tag>`. The branch
+//!   history is therefore linear.
+//! - one scoped thread per in-flight candidate runs its verifier (first run, then repeats or
+//!   confirms) through the same `verify`/`measure`/`execute` path as a serial run, with its own
+//!   store connection (SQLite in WAL mode takes the concurrent pid writes).
+//!
+//! When the best moved while a candidate ran, the candidate is first judged against its own
+//! parent, then against the current best. One that loses to either is `discard` (the reason
+//! says which). One that beats both was measured on code that will not be kept: its change is
+//! merged onto the current best (`git merge-tree`, a three-way merge with its parent as the
+//! base) and the result becomes a new experiment, verified from scratch before it can be kept;
+//! a merge that conflicts makes the candidate `discard` with reason `conflict: ...`. So each
+//! keep was verified on exactly the commit the branch moves to.
+//!
+//! A verifier that moves hone's refs (the run branch, its own archive ref) is caught when the
+//! next result is decided and the refs are put back; with several verifiers running, the
+//! experiment decided then is the one recorded as the `violation`, since which of them moved a
+//! shared ref cannot be told apart (with `[sandbox] kind = "bwrap"` they cannot write refs).
+//!
+//! Crash safety is the serial loop's: every in-flight experiment has its `running` row (and its
+//! verifier's process group) in the store before its verifier starts, so after a `kill -9` the
+//! next `hone run` records each of them `aborted`, kills their groups and removes the slots'
+//! worktrees ([`clean_slots`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use super::{archive_ref, Candidate, Engine, EngineError, Event, Prepared, Stop, Verified};
+use crate::exec;
+use crate::report::best_experiment;
+use crate::spec::Spec;
+use crate::store::{now, ExperimentRecord, RunRecord, Status, Store};
+use crate::workspace::Git;
+
+/// Where the slots' worktrees of run `tag` live.
+fn slots_dir(paths: &super::StatePaths, tag: &str) -> PathBuf {
+    paths.dir.join("slots").join(tag)
+}
+
+/// Removes the slots' worktrees of run `tag` (what in-flight candidates left behind).
+/// Returns how many there were.
+pub(super) fn clean_slots(
+    git: &Git,
+    paths: &super::StatePaths,
+    tag: &str,
+) -> Result<usize, EngineError> {
+    let dir = slots_dir(paths, tag);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(0);
+    };
+    let mut n = 0;
+    for e in entries.flatten() {
+        git.remove_worktree(&e.path())?;
+        n += 1;
+    }
+    let _ = std::fs::remove_dir(&dir);
+    Ok(n)
+}
+
+/// One verification slot: its worktree and what its verifier's environment adds.
+struct Slot {
+    worktree: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+/// A candidate whose verifier runs in a slot.
+struct InFlight {
+    cand: Candidate,
+    t_verify: Instant,
+}
+
+/// What a verification thread hands back.
+struct Done {
+    slot: usize,
+    rec: ExperimentRecord,
+    verified: Result<Verified, EngineError>,
+}
+
+/// What a verification thread needs to build its own engine (everything but the proposer,
+/// the event subscribers and the outer loop, which stay with the coordinator).
+struct Parts {
+    git: Git,
+    paths: super::StatePaths,
+    spec: Spec,
+    run: RunRecord,
+    seals: super::Seals,
+    contained: bool,
+    history: Vec<ExperimentRecord>,
+    worktree: PathBuf,
+    slot_env: Vec<(String, String)>,
+}
+
+impl Parts {
+    /// An engine that only verifies, in this thread, with its own store connection.
+    fn engine<'a>(
+        self,
+        interrupt: &'a super::Interrupt,
+        on_event: &'a mut dyn FnMut(&Event),
+    ) -> Result<Engine<'a>, EngineError> {
+        let store = Store::open(&self.paths.db())?;
+        // No mechanism runs here: they belong to the coordinator's proposals and decisions.
+        let mut plain = self.spec.clone();
+        plain.outer = Default::default();
+        let outer = crate::meta::Outer::from_spec(&plain);
+        Ok(Engine {
+            git: self.git,
+            paths: self.paths,
+            store,
+            spec: self.spec,
+            run: self.run,
+            seals: self.seals,
+            worktree: self.worktree,
+            proposer: Box::new(crate::propose::optimizer::KnobsProposer),
+            interrupt,
+            on_event,
+            session_start: Instant::now(),
+            active_before: 0.0,
+            session_first: 0,
+            history: self.history,
+            contained: self.contained,
+            evaluating: false,
+            queue: None,
+            _coordination: None,
+            measuring: None,
+            outer,
+            slot_env: self.slot_env,
+        })
+    }
+}
+
+/// What became of a decided result.
+enum Next {
+    /// The slot is free again; `Some`: the run must stop.
+    Free(Option<Stop>),
+    /// The candidate's change, merged onto the current best, is verified in the same slot.
+    Again(Box<Candidate>),
+}
+
+impl Engine<'_> {
+    /// The loop after the baseline with `[exec] workers` > 1; returns why it stopped, once
+    /// every experiment in flight is decided.
+    pub(super) fn run_parallel(&mut self) -> Result<Stop, EngineError> {
+        let workers = self.spec.exec.workers;
+        let tag = self.run.tag.clone();
+        let head = self
+            .git
+            .ref_target(&super::branch_ref(&tag))?
+            .ok_or_else(|| EngineError::Setup(format!("branch hone/{tag} is missing")))?;
+        let mut slots = Vec::new();
+        for i in 0..workers {
+            let worktree = slots_dir(&self.paths, &tag).join(format!("w{i}"));
+            self.git.prepare_worktree(&worktree, &head)?;
+            let mut env = self.spec.exec.slots.get(i).cloned().unwrap_or_default();
+            env.push(("HONE_SLOT".into(), i.to_string()));
+            slots.push(Slot { worktree, env });
+        }
+        self.emit(Event::Note {
+            message: format!(
+                "{workers} experiments at a time, in worktrees under {}",
+                slots_dir(&self.paths, &tag).display()
+            ),
+        });
+        exec::set_concurrent(true);
+        let abort = AtomicBool::new(false);
+        let (tx, rx) = mpsc::channel::<Done>();
+        let interrupt = self.interrupt;
+        let result = std::thread::scope(|s| {
+            let spawn = |slot: usize, parts: Parts, rec: ExperimentRecord, best: Option<f64>| {
+                let tx = tx.clone();
+                let abort = &abort;
+                s.spawn(move || {
+                    let mut rec = rec;
+                    let mut sink = |_: &Event| {};
+                    let wt = parts.worktree.clone();
+                    let verified = parts.engine(interrupt, &mut sink).and_then(|mut eng| {
+                        let cancel = || interrupt.kill_requested() || abort.load(Ordering::SeqCst);
+                        eng.verify(&mut rec, &wt, false, best, &cancel)
+                    });
+                    // The coordinator outlives every thread of the scope; a failed send means
+                    // it already gave up, and the row stays `running` for resume to repair.
+                    let _ = tx.send(Done {
+                        slot,
+                        rec,
+                        verified,
+                    });
+                });
+            };
+            let result = self.parallel_loop(&slots, &rx, &spawn, &abort);
+            if result.is_err() {
+                // Stop the verifiers now: the scope waits for their threads.
+                abort.store(true, Ordering::SeqCst);
+            }
+            result
+        });
+        exec::set_concurrent(false);
+        exec::kill_orphans();
+        let _ = clean_slots(&self.git, &self.paths, &tag);
+        result
+    }
+
+    /// Keeps the slots busy: fills every free slot with a proposal (one at a time), then
+    /// decides the next result to arrive, until a stop condition holds and nothing is in flight.
+    fn parallel_loop(
+        &mut self,
+        slots: &[Slot],
+        rx: &mpsc::Receiver<Done>,
+        spawn: &dyn Fn(usize, Parts, ExperimentRecord, Option<f64>),
+        abort: &AtomicBool,
+    ) -> Result<Stop, EngineError> {
+        let mut free: Vec<usize> = (0..slots.len()).rev().collect();
+        let mut flying: std::collections::BTreeMap<usize, InFlight> = Default::default();
+        let mut stop: Option<Stop> = None;
+        loop {
+            // Fill the free slots, one proposal at a time.
+            while stop.is_none() && !free.is_empty() {
+                let exps = self.history.clone();
+                let in_flight: Vec<ExperimentRecord> =
+                    flying.values().map(|f| f.cand.rec.clone()).collect();
+                stop = self.parallel_stop(&exps, in_flight.len());
+                if stop.is_some() {
+                    break;
+                }
+                let Some(slot) = free.pop() else { break };
+                match self.prepare(&exps, &in_flight, &slots[slot].worktree)? {
+                    Prepared::Done(s) => {
+                        free.push(slot);
+                        stop = s;
+                        self.after_experiment(exps.len())?;
+                    }
+                    Prepared::Ready(c) => {
+                        self.dispatch(slot, &slots[slot], *c, spawn, &mut flying);
+                    }
+                }
+            }
+            if stop.as_ref().is_some_and(|s| s.error) {
+                abort.store(true, Ordering::SeqCst);
+            }
+            if flying.is_empty() {
+                break;
+            }
+            // Decide the next result to arrive; the others keep running meanwhile.
+            let done = rx
+                .recv()
+                .map_err(|_| EngineError::Setup("a verification thread vanished".into()))?;
+            let slot = done.slot;
+            let Some(f) = flying.remove(&slot) else {
+                continue;
+            };
+            let before = self.history.len();
+            let next_n = self
+                .history
+                .iter()
+                .map(|e| e.n)
+                .chain(flying.values().map(|f| f.cand.rec.n))
+                .chain(std::iter::once(f.cand.rec.n))
+                .max()
+                .map_or(0, |n| n + 1);
+            let room =
+                self.spec.stop.max_experiments > (self.history.len() + flying.len() + 1) as u64;
+            // A keep's holdout runs in this slot, with its environment.
+            self.slot_env = slots[slot].env.clone();
+            let next = self.decide_parallel(f, done, &slots[slot].worktree, next_n, room);
+            self.slot_env.clear();
+            match next? {
+                Next::Free(s) => {
+                    free.push(slot);
+                    if stop.is_none() {
+                        stop = s;
+                    }
+                }
+                Next::Again(c) => self.dispatch(slot, &slots[slot], *c, spawn, &mut flying),
+            }
+            self.after_experiment(before)?;
+        }
+        Ok(stop.unwrap_or_else(|| Stop::done("nothing left to run")))
+    }
+
+    /// Why no further experiment may start (`in_flight` are running), if none may.
+    fn parallel_stop(&self, exps: &[ExperimentRecord], in_flight: usize) -> Option<Stop> {
+        if let Some(stop) = self.stop_condition(exps) {
+            return Some(stop);
+        }
+        let max = self.spec.stop.max_experiments;
+        ((exps.len() + in_flight) as u64 >= max)
+            .then(|| Stop::done(format!("reached max_experiments ({max})")))
+    }
+
+    /// What the serial loop does after each experiment: pack refs now and then, and record
+    /// the loop's active time.
+    fn after_experiment(&mut self, count: usize) -> Result<(), EngineError> {
+        if count % 64 == 63 {
+            let _ = self.git.run(&["pack-refs", "--all"]);
+        }
+        self.store
+            .set_active_seconds(self.run.id, self.active_seconds())?;
+        Ok(())
+    }
+
+    /// Starts the verification of `cand` (checked out in the slot's worktree) on its own thread.
+    fn dispatch(
+        &mut self,
+        slot: usize,
+        s: &Slot,
+        cand: Candidate,
+        spawn: &dyn Fn(usize, Parts, ExperimentRecord, Option<f64>),
+        flying: &mut std::collections::BTreeMap<usize, InFlight>,
+    ) {
+        self.emit(Event::Verifying { n: cand.rec.n });
+        let parts = Parts {
+            git: self.git.clone(),
+            paths: self.paths.clone(),
+            spec: self.spec.clone(),
+            run: self.run.clone(),
+            seals: self.seals.clone(),
+            contained: self.contained,
+            history: self.history.clone(),
+            worktree: s.worktree.clone(),
+            slot_env: s.env.clone(),
+        };
+        let best = cand.best.as_ref().and_then(|b| b.objective);
+        spawn(slot, parts, cand.rec.clone(), best);
+        flying.insert(
+            slot,
+            InFlight {
+                cand,
+                t_verify: Instant::now(),
+            },
+        );
+    }
+
+    /// Decides a verified candidate against the best as it is now (see the module docs).
+    /// `next_n` is the number a re-verification would get; `room`: max_experiments allows one.
+    fn decide_parallel(
+        &mut self,
+        f: InFlight,
+        done: Done,
+        wt: &Path,
+        next_n: u64,
+        room: bool,
+    ) -> Result<Next, EngineError> {
+        let InFlight { mut cand, t_verify } = f;
+        cand.rec = done.rec;
+        cand.rec.verify_ms = t_verify.elapsed().as_millis() as u64;
+        let verified = done.verified?;
+        let current = best_experiment(&self.history).cloned();
+        let current_commit = current
+            .as_ref()
+            .and_then(|b| b.candidate_commit.clone())
+            .unwrap_or_else(|| self.run.base_commit.clone());
+        let best_value = current.as_ref().and_then(|b| b.objective);
+        // Other experiments write refs meanwhile, so the serial check (all of hone's refs as
+        // they were) does not apply; the branch and this experiment's archive ref must be
+        // where the coordinator left them.
+        let moved = self.put_back_refs(&cand.rec, &current_commit)?;
+        let verified = match moved {
+            Some(names) => Verified::Failed(
+                Status::Violation,
+                format!("the verifier run moved hone's refs ({names}); they were put back"),
+            ),
+            None => verified,
+        };
+        let (status, reason) = match verified {
+            Verified::Cancelled if self.interrupt.kill_requested() => {
+                return self.abort(cand.rec, cand.t_start).map(Next::Free);
+            }
+            Verified::Cancelled => {
+                self.finish(
+                    cand.rec,
+                    Status::Aborted,
+                    "the run stopped while it was verified; its processes were killed".into(),
+                    cand.t_start,
+                )?;
+                return Ok(Next::Free(None));
+            }
+            Verified::Failed(status, reason) => (status, reason),
+            Verified::Values { broken, failed } if current_commit == cand.parent => {
+                self.judge(&mut cand.rec, failed, broken, best_value)
+            }
+            Verified::Values { broken, failed } => {
+                // The best moved while it ran: first against its own parent...
+                let parent_n = cand.best.as_ref().map_or(0, |b| b.n);
+                let parent_value = cand.best.as_ref().and_then(|b| b.objective);
+                let (status, reason) = self.judge(&mut cand.rec, failed, broken, parent_value);
+                let best_n = current.as_ref().map_or(0, |b| b.n);
+                if status != Status::Keep {
+                    (status, reason)
+                } else {
+                    // ...then against the current best.
+                    let (status, why) = self.judge(&mut cand.rec, None, None, best_value);
+                    if status != Status::Keep {
+                        (
+                            Status::Discard,
+                            format!(
+                                "beat its parent #{parent_n} but not the current best #{best_n}, kept while it ran: {why}"
+                            ),
+                        )
+                    } else {
+                        let Some(best) = current else {
+                            return Err(EngineError::Setup("no best to merge onto".into()));
+                        };
+                        return self.merge_onto_best(cand, best, wt, next_n, room);
+                    }
+                }
+            }
+        };
+        self.conclude(cand, wt, status, reason, None)
+            .map(Next::Free)
+    }
+
+    /// Puts the run branch (at `branch_at`) and `rec`'s archive ref back where the
+    /// coordinator left them, if they moved; returns their names then.
+    fn put_back_refs(
+        &mut self,
+        rec: &ExperimentRecord,
+        branch_at: &str,
+    ) -> Result<Option<String>, EngineError> {
+        let mut moved = Vec::new();
+        let branch = super::branch_ref(&self.run.tag);
+        let mut expected = vec![(branch, Some(branch_at.to_string()))];
+        if let Some(c) = &rec.candidate_commit {
+            expected.push((archive_ref(&self.run.tag, rec.n), Some(c.clone())));
+        }
+        for (name, want) in expected {
+            let now = self.git.ref_target(&name)?;
+            if now != want {
+                if let Some(w) = &want {
+                    self.git.update_ref(&name, w, now.as_deref())?;
+                }
+                moved.push(name);
+            }
+        }
+        Ok((!moved.is_empty()).then(|| moved.join(", ")))
+    }
+
+    /// A candidate that beat the current best although made on an older one: its change is
+    /// merged onto the best and becomes experiment `next_n`, verified before it can be kept;
+    /// the candidate itself is recorded `discard` (its code is not what would be kept).
+    fn merge_onto_best(
+        &mut self,
+        cand: Candidate,
+        best: ExperimentRecord,
+        wt: &Path,
+        next_n: u64,
+        room: bool,
+    ) -> Result<Next, EngineError> {
+        let (parent_n, n) = (cand.best.as_ref().map_or(0, |b| b.n), cand.rec.n);
+        let onto = best
+            .candidate_commit
+            .clone()
+            .unwrap_or_else(|| self.run.base_commit.clone());
+        let Some(commit) = cand.rec.candidate_commit.clone() else {
+            return self
+                .conclude(
+                    cand,
+                    wt,
+                    Status::Discard,
+                    "no candidate commit".into(),
+                    None,
+                )
+                .map(Next::Free);
+        };
+        let value = crate::report::fmt_metric(cand.rec.objective);
+        let discard = |why: String| (Status::Discard, why);
+        let (status, reason) = match self.git.merge_onto(&cand.parent, &onto, &commit)? {
+            Err(paths) => discard(format!(
+                "conflict: it beat the current best #{} ({value}) but its change does not merge onto it ({})",
+                best.n,
+                paths.join(", ")
+            )),
+            Ok(tree) if Some(&tree) == best.tree.as_ref() => discard(format!(
+                "it beat the current best #{} ({value}) but its change is already in it",
+                best.n
+            )),
+            Ok(_) if !room => discard(format!(
+                "it beat the current best #{} ({value}) but was made on #{parent_n}, and max_experiments leaves no experiment to re-verify it on top of the best",
+                best.n
+            )),
+            Ok(tree) => {
+                let reason = format!(
+                    "it beat the current best #{} ({value}) but was made on #{parent_n}, which is no longer the best: its change, merged onto #{}, is re-verified as #{next_n}",
+                    best.n, best.n
+                );
+                let description = cand.rec.description.clone();
+                let config = merged_config(&cand, &best);
+                if let Some(stop) = self.conclude(cand, wt, Status::Discard, reason, None)? {
+                    return Ok(Next::Free(Some(stop)));
+                }
+                return self
+                    .start_merged(n, &description, config, &tree, best, wt, next_n)
+                    .map(|c| Next::Again(Box::new(c)));
+            }
+        };
+        self.conclude(cand, wt, status, reason, None)
+            .map(Next::Free)
+    }
+
+    /// Records experiment `n`: the change of experiment `from` merged onto `best` (as `tree`),
+    /// checked out in `wt` for its verifier. Row first, then its commit, then its archive ref.
+    #[allow(clippy::too_many_arguments)]
+    fn start_merged(
+        &mut self,
+        from: u64,
+        description: &str,
+        config: Option<serde_json::Value>,
+        tree: &str,
+        best: ExperimentRecord,
+        wt: &Path,
+        n: u64,
+    ) -> Result<Candidate, EngineError> {
+        let onto = best
+            .candidate_commit
+            .clone()
+            .unwrap_or_else(|| self.run.base_commit.clone());
+        let t_start = Instant::now();
+        let mut rec = ExperimentRecord {
+            n,
+            parent_commit: onto.clone(),
+            status: Some(Status::Running),
+            started_at: now(),
+            description: format!("#{from} on top of #{}: {description}", best.n),
+            config,
+            ..Default::default()
+        };
+        self.store.put_experiment(self.run.id, &rec)?;
+        self.emit(Event::ExperimentStarted { n });
+        let message = format!(
+            "hone #{n}: {}\n\nHone-Run: {}\nHone-Experiment: {n}\nHone-Merged-From: {from}\n",
+            rec.description, self.run.tag
+        );
+        let commit = self
+            .git
+            .run(&["commit-tree", tree, "-p", &onto, "-m", &message])?
+            .trim()
+            .to_string();
+        let changes = self.git.changes(&onto, &commit)?;
+        rec.files_changed = changes.len() as u64;
+        rec.lines_added = changes.iter().map(|c| c.added).sum();
+        rec.lines_deleted = changes.iter().map(|c| c.deleted).sum();
+        rec.candidate_commit = Some(commit.clone());
+        rec.tree = Some(tree.to_string());
+        self.store.put_experiment(self.run.id, &rec)?;
+        self.git
+            .update_ref(&archive_ref(&self.run.tag, n), &commit, None)?;
+        self.emit(Event::Proposed {
+            n,
+            description: rec.description.clone(),
+        });
+        self.git.reset_worktree(wt, &commit)?;
+        Ok(Candidate {
+            rec,
+            t_start,
+            best: Some(best),
+            parent: onto,
+        })
+    }
+}
+
+/// The knob configuration of a candidate's change merged onto `best`: the best's, with the
+/// knobs the candidate changed from its parent's.
+fn merged_config(cand: &Candidate, best: &ExperimentRecord) -> Option<serde_json::Value> {
+    let (Some(serde_json::Value::Object(mine)), Some(serde_json::Value::Object(base))) = (
+        cand.rec.config.as_ref(),
+        cand.best.as_ref().and_then(|b| b.config.as_ref()),
+    ) else {
+        return None;
+    };
+    let Some(serde_json::Value::Object(mut out)) = best.config.clone() else {
+        return None;
+    };
+    for (k, v) in mine {
+        if base.get(k) != Some(v) {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    Some(serde_json::Value::Object(out))
+}
