@@ -363,9 +363,14 @@ pub struct ExecSpec {
     /// With workers: how long a worker's claim lasts without a heartbeat.
     #[serde(with = "duration_secs")]
     pub lease: Duration,
-    /// `[store] url`: the PostgreSQL database shared with workers.
+    /// `[store] url`: the PostgreSQL database that holds the records (shared with workers and
+    /// other hosts); `None`: `.hone/hone.db`.
     #[serde(skip)]
     pub store_url: Option<String>,
+    /// `[store] repo`: the key of this repository's runs in that database (default: see
+    /// `engine::repo_key`).
+    #[serde(skip)]
+    pub store_repo: Option<String>,
 }
 
 /// `[outer]`: the outer loop (see `crate::meta`). Absent: no mechanism runs and the inner
@@ -582,7 +587,7 @@ const SECTIONS: &[&str] = &[
     "loop", "verify", "agent", "stop", "sandbox", "review", "outer", "exec", "store", "notify",
     "schedule", "trigger",
 ];
-const STORE_KEYS: &[&str] = &["url"];
+const STORE_KEYS: &[&str] = &["url", "repo"];
 const OUTER_KEYS: &[&str] = &[
     "mechanisms",
     "strategy_every",
@@ -1308,6 +1313,19 @@ impl Spec {
                 ));
             }
         }
+        exec.store_repo = p.opt_str(so, "store", "repo")?;
+        if let Some(r) = &exec.store_repo {
+            let message = if exec.store_url.is_none() {
+                "repo names this repository's runs in a shared PostgreSQL store; it needs [store] url = \"postgres://...\""
+            } else if r.trim().is_empty() {
+                "expected a non-empty key, such as the repository's URL (git@host:lab/project.git)"
+            } else {
+                ""
+            };
+            if !message.is_empty() {
+                return Err(p.err_value(so, "store", "repo", message.into()));
+            }
+        }
         if exec.backend == Backend::Workers {
             if exec.store_url.is_none() {
                 return Err(p.err_value(
@@ -1970,6 +1988,7 @@ impl Parser<'_> {
             remote,
             lease,
             store_url: None,
+            store_repo: None,
         })
     }
 

@@ -3,18 +3,18 @@
 //! (`[store] url`).
 //!
 //! One [`Store`] type serves both: each method's SQL is written once, in the dialect the two
-//! share (`?N` parameters, which [`pg`] rewrites to `$N`), and runs on whichever connection the
-//! store holds. In PostgreSQL the tables live in their own schema `hone`, and every run carries
-//! the key of its repository (`repo`), so many projects can share one database; a tag is
-//! unique per repository. In a repository's own SQLite file that key is empty.
+//! share (`?N` parameters, which [`pg`] rewrites to `$N`), and runs on whichever connection
+//! the store holds. In PostgreSQL the tables live in their own schema `hone_store`, and every
+//! run carries the key of its repository (`repo`), so many projects can share one database; a
+//! tag is unique per repository. In a repository's own SQLite file that key is empty.
 //!
 //! SQLite runs in WAL mode so readers (`hone status`, `hone log`) never block the loop; its
 //! schema is versioned with `PRAGMA user_version`. PostgreSQL's is versioned in
-//! `hone.schema_migrations`, applied under an advisory lock so concurrent first connections
-//! apply each migration once. Either way each migration runs in a transaction, and the event
-//! log refuses updates and deletes in the database itself (triggers). The engine writes an
-//! experiment's start before its verifier starts and its outcome before any ref moves, so a
-//! crash at any point leaves enough to recover from.
+//! `hone_store.schema_migrations`, applied under an advisory lock so that concurrent first
+//! connections apply each migration once. Either way each migration runs in a transaction, and
+//! the event log refuses updates and deletes in the database itself (triggers). The engine
+//! writes an experiment's start before its verifier starts and its outcome before any ref
+//! moves, so a crash at any point leaves enough to recover from.
 
 mod pg;
 #[cfg(test)]

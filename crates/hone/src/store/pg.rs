@@ -2,9 +2,11 @@
 //! `BIGSERIAL`, `DOUBLE PRECISION`, `TEXT`, the event log's append-only rule as a trigger),
 //! its versioned migrations, and the rewriting of the shared SQL's `?N` parameters to `$N`.
 //!
-//! Everything lives in the schema `hone`, so the store sits beside other tables (the workers'
-//! queue among them) in a database of the user's choosing. Migrations are numbered; the ones
-//! applied are rows of `hone.schema_migrations`. A connection applies the missing ones in one
+//! Everything lives in the schema `hone_store`, so the store sits beside other tables (the
+//! workers' queue among them) in a database of the user's choosing. (Not `hone`: a database
+//! user of that name would find it first on PostgreSQL's default search path, `"$user",
+//! public`, and the queue's unqualified tables would follow it there.) Migrations are numbered; the ones
+//! applied are rows of `hone_store.schema_migrations`. A connection applies the missing ones in one
 //! transaction holding an advisory lock, so hosts that connect at once apply each exactly once.
 
 use std::cell::RefCell;
@@ -18,7 +20,7 @@ use super::{Cells, StoreError, Val};
 /// An arbitrary constant (`hone` and `s`): the advisory lock that serialises migrations.
 const MIGRATION_LOCK: i64 = 0x0068_6f6e_6573;
 
-/// Migrations, in order; `hone.schema_migrations` lists the versions applied.
+/// Migrations, in order; `hone_store.schema_migrations` lists the versions applied.
 const MIGRATIONS: &[&str] = &[
     // 1: the SQLite schema as of its version 7, translated.
     r#"
@@ -156,7 +158,7 @@ impl Pg {
         let mut client = Client::connect(url, NoTls)
             .map_err(|e| StoreError::Connect(format!("{}: {e}", redact(url))))?;
         migrate(&mut client, url)?;
-        client.batch_execute("SET search_path TO hone")?;
+        client.batch_execute("SET search_path TO hone_store")?;
         if read_only {
             client.batch_execute("SET default_transaction_read_only = on")?;
         }
@@ -200,16 +202,16 @@ fn migrate(client: &mut Client, url: &str) -> Result<(), StoreError> {
     let mut tx = client.transaction()?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
     tx.batch_execute(
-        "CREATE SCHEMA IF NOT EXISTS hone;
-         CREATE TABLE IF NOT EXISTS hone.schema_migrations (
+        "CREATE SCHEMA IF NOT EXISTS hone_store;
+         CREATE TABLE IF NOT EXISTS hone_store.schema_migrations (
              version    BIGINT PRIMARY KEY,
              applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
          );
-         SET LOCAL search_path TO hone;",
+         SET LOCAL search_path TO hone_store;",
     )?;
     let found: i64 = tx
         .query_one(
-            "SELECT COALESCE(MAX(version), 0) FROM hone.schema_migrations",
+            "SELECT COALESCE(MAX(version), 0) FROM hone_store.schema_migrations",
             &[],
         )?
         .get(0);
@@ -224,7 +226,7 @@ fn migrate(client: &mut Client, url: &str) -> Result<(), StoreError> {
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         tx.batch_execute(sql)?;
         tx.execute(
-            "INSERT INTO hone.schema_migrations (version) VALUES ($1)",
+            "INSERT INTO hone_store.schema_migrations (version) VALUES ($1)",
             &[&(i as i64 + 1)],
         )?;
     }

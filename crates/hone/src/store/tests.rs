@@ -325,7 +325,7 @@ fn postgres_repositories_share_a_database_and_migrate_once() {
     assert_eq!(
         pg.psql(
             &url,
-            "SELECT string_agg(version::text, ',') FROM hone.schema_migrations"
+            "SELECT string_agg(version::text, ',') FROM hone_store.schema_migrations"
         ),
         (1..=pg::migration_count())
             .map(|v| v.to_string())
