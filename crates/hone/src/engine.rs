@@ -259,14 +259,17 @@ fn coordinate(
     let (true, Some(url)) = (store.is_shared(), spec.exec.store_url.as_deref()) else {
         return Ok(None);
     };
-    let owner = format!(
-        "hone run (pid {}) on {} in {}",
-        std::process::id(),
+    // The caller holds this checkout's lock, so an earlier coordinator from the same place
+    // (killed before it could release its registration) is gone: its registration is taken
+    // over rather than waited out.
+    let place = format!(
+        "on {} in {}",
         crate::worker::host_name(),
         git.root().display()
     );
+    let owner = format!("hone run (pid {}) {place}", std::process::id());
     let key = format!("{}#{tag}", store.repo());
-    crate::queue::Coordination::start(url, &key, &owner)
+    crate::queue::Coordination::start(url, &key, &owner, Some(&place))
         .map(Some)
         .map_err(|e| EngineError::Setup(e.to_string()))
 }
