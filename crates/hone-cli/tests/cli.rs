@@ -2886,6 +2886,33 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
         .unwrap();
     assert!(!delete.status.success(), "events are append-only");
     assert!(text(&delete).contains("append-only"), "{}", text(&delete));
+    // The dashboard reads the run from PostgreSQL as well.
+    let mut serve = Command::new(HONE)
+        .args(["serve", "--port", "0"])
+        .current_dir(&r.dir)
+        .env_remove("HONE_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(serve.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("hone serve did not start: {line}"))
+        .to_string();
+    let body = ureq::get(&format!("{url}api/runs/k"))
+        .call()
+        .map(|mut res| res.body_mut().read_to_string().unwrap());
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let api: serde_json::Value = serde_json::from_str(&body.unwrap()).unwrap();
+    assert_eq!(api["summary"]["experiments"], 5, "{api}");
     assert!(!r.dir.join(".hone/hone.db").exists());
 }
 
