@@ -2730,3 +2730,24 @@ fn unique_tag(store: &Store, git: &Git) -> Result<String, EngineError> {
     }
     Ok(tag)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repository_keys_carry_no_credentials() {
+        assert_eq!(
+            without_credentials("https://me:ghp_secret@github.com/lab/p.git"),
+            "https://github.com/lab/p.git"
+        );
+        assert_eq!(
+            without_credentials("git@github.com:lab/p.git"),
+            "git@github.com:lab/p.git"
+        );
+        assert_eq!(
+            without_credentials("ssh://git@host/a@b/p.git"),
+            "ssh://host/a@b/p.git"
+        );
+    }
+}

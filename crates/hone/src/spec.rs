@@ -2348,6 +2348,29 @@ max_cost_usd = 20
     }
 
     #[test]
+    fn store_url_and_repo() {
+        let s = parse(&format!(
+            "{GOOD}\n[store]\nurl = \"postgres://h@db/hone\"\nrepo = \"git@example.com:lab/p.git\"\n"
+        ))
+        .unwrap();
+        assert_eq!(s.exec.store_url.as_deref(), Some("postgres://h@db/hone"));
+        assert_eq!(
+            s.exec.store_repo.as_deref(),
+            Some("git@example.com:lab/p.git")
+        );
+        let e = parse(&format!("{GOOD}\n[store]\nrepo = \"x\"\n")).unwrap_err();
+        assert_eq!(e.key, "store.repo");
+        assert!(e.message.contains("needs [store] url"), "{e}");
+        let e = parse(&format!(
+            "{GOOD}\n[store]\nurl = \"postgres://db/hone\"\nrepo = \" \"\n"
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("non-empty"), "{e}");
+        let e = parse(&format!("{GOOD}\n[store]\nurl = \"mysql://db\"\n")).unwrap_err();
+        assert_eq!(e.key, "store.url");
+    }
+
+    #[test]
     fn review_kinds_and_edit_modes() {
         let base = GOOD.replace("max_cost_usd = 20\n", "");
         let s = parse(&format!(
