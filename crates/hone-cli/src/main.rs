@@ -331,10 +331,12 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             output::status(&run, &exps, &spec, json, live);
             // With remote workers, the workers the shared store has seen.
             if let Ok(git) = Git::discover(&cwd) {
-                if let Ok(Some(url)) =
-                    load_spec(git.root(), cli.spec.as_deref()).map(|s| s.exec.store_url)
-                {
-                    output::workers(&url, json);
+                if let Ok(spec) = load_spec(git.root(), cli.spec.as_deref()) {
+                    if let (spec::Backend::Workers, Some(url)) =
+                        (spec.exec.backend, &spec.exec.store_url)
+                    {
+                        output::workers(url, json);
+                    }
                 }
             }
             Ok(())
