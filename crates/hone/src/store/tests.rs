@@ -499,3 +499,29 @@ impl Drop for PgServer {
         let _ = self.child.wait();
     }
 }
+
+/// A SQLite file written before runs had a repository key (schema 6) opens with its runs
+/// intact, under the empty key.
+#[test]
+fn sqlite_schema_6_is_brought_up_to_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hone.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        for sql in &MIGRATIONS[..6] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 6).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (tag, branch, base_commit, created_at, seed, agent, metric, direction, state, seals, spec_json)
+             VALUES ('old', 'hone/old', 'abc', 1.0, 3, 'knobs', 'm', 'minimize', 'stopped', '{}', '{}')",
+        )
+        .unwrap();
+    }
+    let s = Store::open(&path).unwrap();
+    let run = s.run_by_tag("old").unwrap().unwrap();
+    assert_eq!((run.seed, run.state.as_str()), (3, "stopped"));
+    assert_eq!(s.runs().unwrap().len(), 1);
+    new_run(&s, "new");
+    assert_eq!(s.latest_run().unwrap().unwrap().tag, "new");
+}
