@@ -337,7 +337,7 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             run_loop(git.root(), &spec, &opts)
         }
         Cmd::Status { run, json } => {
-            let (store, run) = open_run(&cwd, run.as_deref())?;
+            let (store, run) = open_run(&cwd, cli.spec.as_deref(), run.as_deref())?;
             let exps = store.experiments(run.id).map_err(anyhow::Error::from)?;
             let spec: serde_json::Value = serde_json::from_str(&run.spec_json).unwrap_or_default();
             let live = Git::discover(&cwd)
@@ -346,10 +346,12 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             output::status(&run, &exps, &spec, json, live);
             // With remote workers, the workers the shared store has seen.
             if let Ok(git) = Git::discover(&cwd) {
-                if let Ok(Some(url)) =
-                    load_spec(git.root(), cli.spec.as_deref()).map(|s| s.exec.store_url)
-                {
-                    output::workers(&url, json);
+                if let Ok(spec) = load_spec(git.root(), cli.spec.as_deref()) {
+                    if let (spec::Backend::Workers, Some(url)) =
+                        (spec.exec.backend, &spec.exec.store_url)
+                    {
+                        output::workers(url, json);
+                    }
                 }
             }
             Ok(())
@@ -392,13 +394,13 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Log { run, json, tsv } => {
-            let (store, run) = open_run(&cwd, run.as_deref())?;
+            let (store, run) = open_run(&cwd, cli.spec.as_deref(), run.as_deref())?;
             let exps = store.experiments(run.id).map_err(anyhow::Error::from)?;
             output::log(&run, &exps, json, tsv);
             Ok(())
         }
         Cmd::Show { n, run, tail } => {
-            let (store, run) = open_run(&cwd, run.as_deref())?;
+            let (store, run) = open_run(&cwd, cli.spec.as_deref(), run.as_deref())?;
             let e = store
                 .experiment(run.id, n)
                 .map_err(anyhow::Error::from)?
@@ -416,7 +418,7 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
         Cmd::Mech {
             command: MechCmd::Stats { run, json },
         } => {
-            let (store, run) = open_run(&cwd, run.as_deref())?;
+            let (store, run) = open_run(&cwd, cli.spec.as_deref(), run.as_deref())?;
             let exps = store.experiments(run.id).map_err(anyhow::Error::from)?;
             let calls = store
                 .mechanism_calls(run.id, None)
@@ -430,7 +432,7 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Cmd::Report { run, out } => {
-            let (store, run) = open_run(&cwd, run.as_deref())?;
+            let (store, run) = open_run(&cwd, cli.spec.as_deref(), run.as_deref())?;
             let exps = store.experiments(run.id).map_err(anyhow::Error::from)?;
             let git = Git::discover(&cwd).map_err(anyhow::Error::from)?;
             let out = out.unwrap_or_else(|| {
@@ -600,10 +602,18 @@ fn load_spec(root: &Path, path: Option<&Path>) -> Result<Spec, Failure> {
     })
 }
 
-fn open_run(cwd: &Path, tag: Option<&str>) -> Result<(Store, hone::store::RunRecord), Failure> {
+/// The configured store (`.hone/hone.db`, or `[store] url`) and the run `tag` (else the latest).
+fn open_run(
+    cwd: &Path,
+    spec_path: Option<&Path>,
+    tag: Option<&str>,
+) -> Result<(Store, hone::store::RunRecord), Failure> {
     let git = Git::discover(cwd).map_err(anyhow::Error::from)?;
-    let paths = StatePaths::new(git.root());
-    let store = Store::open_existing(&paths.db())
+    let location = engine::configured_store(git.root(), spec_path).map_err(|e| Failure {
+        code: 2,
+        error: anyhow!(e),
+    })?;
+    let store = Store::open_existing_at(&location)
         .map_err(anyhow::Error::from)?
         .ok_or_else(|| {
             anyhow!(
@@ -660,8 +670,13 @@ fn serve(
     bind: std::net::IpAddr,
 ) -> Result<(), Failure> {
     let git = Git::discover(cwd).map_err(anyhow::Error::from)?;
+    let store = engine::configured_store(git.root(), spec_path).map_err(|e| Failure {
+        code: 2,
+        error: anyhow!(e),
+    })?;
     let opts = hone_serve::ServeOptions {
         repo_root: git.root().to_path_buf(),
+        store: Some(store),
         addr: std::net::SocketAddr::new(bind, port),
         token: std::env::var("HONE_TOKEN").ok().filter(|t| !t.is_empty()),
     };

@@ -2817,6 +2817,148 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
     }
 }
 
+/// With `[store] url`, the whole store lives in PostgreSQL: a run records everything there
+/// (no `.hone/hone.db`), `hone log --json`, `hone show` and `hone report` read it back, a
+/// kill -9 mid-verification resumes cleanly (at once: the dead coordinator's registration is
+/// taken over), and a coordinator of the same run elsewhere is refused with a clear error.
+#[test]
+fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let started = tmp.path().join("started");
+    let pgid_file = tmp.path().join("pgid");
+    // Experiment 2's verifier hangs (once) until killed.
+    let verify = format!(
+        "if [ \"$HONE_EXPERIMENT\" = 2 ] && [ ! -f {s} ]; then echo $$ > {p}; touch {s}; sleep 300; fi; cat value.txt",
+        s = started.display(),
+        p = pgid_file.display()
+    );
+    let r = Repo::new(
+        &format!(
+            "[stop]\nmax_experiments = 5\n\n[store]\nurl = \"{}\"\n",
+            pg.url
+        ),
+        &verify,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
+    );
+    let mut child = r.spawn_hone(&["run", "--tag", "k"]);
+    wait_for_file(&started);
+    let pgid: i32 = read_pgid(&pgid_file);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert_eq!(r.statuses(), ["baseline", "keep", "running"]);
+    assert!(
+        !r.dir.join(".hone/hone.db").exists(),
+        "nothing is recorded locally"
+    );
+    let root = r.dir.canonicalize().unwrap();
+    assert_eq!(
+        pg.psql("SELECT repo || '|' || tag || '|' || state FROM hone_store.runs"),
+        format!("{}|k|running", root.display())
+    );
+    let key = format!("{}#k", root.display());
+    // The killed coordinator's registration is still there, fresh.
+    let left = pg.psql(&format!(
+        "SELECT owner FROM hone_coordinators WHERE run_key = '{key}' AND heartbeat > now() - interval '1 minute'"
+    ));
+    assert!(
+        left.starts_with("hone run (pid ") && left.ends_with(&format!(" in {}", root.display())),
+        "{left}"
+    );
+
+    // Another host coordinates the run now: refused, saying who.
+    pg.psql(&format!(
+        "UPDATE hone_coordinators SET owner = 'hone run (pid 1) on elsewhere in /src', heartbeat = now() WHERE run_key = '{key}'"
+    ));
+    let refused = r.hone(&["run"]);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains("is already coordinated by hone run (pid 1) on elsewhere"),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!(r.statuses(), ["baseline", "keep", "running"], "untouched");
+
+    // Back to the killed coordinator's fresh registration: it was made from this checkout,
+    // whose lock proves it dead, so the run resumes here at once instead of waiting it out.
+    pg.psql(&format!(
+        "UPDATE hone_coordinators SET owner = '{left}', heartbeat = now() WHERE run_key = '{key}'"
+    ));
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("experiment 2 was interrupted"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        wait_group_gone(pgid),
+        "resume must kill the interrupted verifier's group"
+    );
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "aborted", "keep", "keep"]);
+    assert_eq!(log[1]["objective"], 4.0, "finished experiments intact");
+    assert_eq!(r.rev("hone/k"), r.rev("refs/hone/k/4"));
+    // The registration is released at the end of the run.
+    assert_eq!(
+        pg.psql(&format!(
+            "SELECT count(*) FROM hone_coordinators WHERE run_key = '{key}'"
+        )),
+        "0"
+    );
+
+    let show = r.hone(&["show", "3"]);
+    assert!(show.status.success(), "{}", text(&show));
+    assert!(text(&show).contains("+score: 2"), "{}", text(&show));
+    let report = r.hone(&["report"]);
+    assert!(report.status.success(), "{}", text(&report));
+    let status = text(&r.hone(&["status"]));
+    assert!(status.contains("run k"), "{status}");
+    // The event log is in PostgreSQL too, and append-only there.
+    let events: u64 = pg
+        .psql("SELECT count(*) FROM hone_store.events")
+        .parse()
+        .unwrap();
+    assert!(events > 0);
+    let delete = Command::new("psql")
+        .args(["-X", "-d", &pg.url, "-c", "DELETE FROM hone_store.events"])
+        .output()
+        .unwrap();
+    assert!(!delete.status.success(), "events are append-only");
+    assert!(text(&delete).contains("append-only"), "{}", text(&delete));
+    // The dashboard reads the run from PostgreSQL as well.
+    let mut serve = Command::new(HONE)
+        .args(["serve", "--port", "0"])
+        .current_dir(&r.dir)
+        .env_remove("HONE_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(serve.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("hone serve did not start: {line}"))
+        .to_string();
+    let body = ureq::get(&format!("{url}api/runs/k"))
+        .call()
+        .map(|mut res| res.body_mut().read_to_string().unwrap());
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let api: serde_json::Value = serde_json::from_str(&body.unwrap()).unwrap();
+    assert_eq!(api["summary"]["experiments"], 5, "{api}");
+    assert!(!r.dir.join(".hone/hone.db").exists());
+}
+
 /// Runs `hone run` with a fake tool's directory first on PATH.
 fn run_with_tool(r: &Repo, bin: &Path, record: &Path, extra_env: &[(&str, &str)]) -> Output {
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());

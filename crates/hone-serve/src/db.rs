@@ -1,15 +1,16 @@
-//! Reading the store from the server: read-only SQLite connections kept in a small pool and
-//! used only on tokio's blocking pool, so `hone run` (another process, WAL mode) can write
-//! while pages are served and no query ever runs on the async thread.
+//! Reading the store from the server: read-only connections (to `.hone/hone.db`, or to the
+//! PostgreSQL store of `[store] url`) kept in a small pool and used only on tokio's blocking
+//! pool, so `hone run` (another process; SQLite in WAL mode) can write while pages are served
+//! and no query ever runs on the async thread.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use hone::engine::StatePaths;
-use hone::store::{RunRecord, Store, StoreError};
+use hone::store::{RunRecord, Store, StoreError, StoreLocation};
 
 /// Idle connections kept for reuse; more may be open at once under load.
 const POOL: usize = 4;
@@ -58,14 +59,16 @@ impl IntoResponse for AppError {
 
 /// The store, as the server reads it.
 pub(crate) struct Db {
-    path: PathBuf,
+    location: StoreLocation,
     idle: Mutex<Vec<Store>>,
 }
 
 impl Db {
-    pub fn new(repo_root: &Path) -> Db {
+    /// The store at `location`, or (`None`) the repository's own `.hone/hone.db`.
+    pub fn new(repo_root: &Path, location: Option<StoreLocation>) -> Db {
         Db {
-            path: StatePaths::new(repo_root).db(),
+            location: location
+                .unwrap_or_else(|| StoreLocation::Sqlite(StatePaths::new(repo_root).db())),
             idle: Mutex::new(Vec::new()),
         }
     }
@@ -73,8 +76,8 @@ impl Db {
     /// Brings an existing store's schema up to date once (the read-only connections that
     /// follow cannot); a missing store is fine, `hone run` will create an up-to-date one.
     pub fn upgrade(&self) -> anyhow::Result<()> {
-        Store::open_existing(&self.path)
-            .with_context(|| format!("cannot open {}", self.path.display()))?;
+        Store::open_existing_at(&self.location)
+            .with_context(|| format!("cannot open {}", self.location.describe()))?;
         Ok(())
     }
 
@@ -82,10 +85,12 @@ impl Db {
         if let Some(s) = self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
             return Ok(s);
         }
-        if !self.path.exists() {
-            return Err(AppError::NoStore);
+        if let StoreLocation::Sqlite(path) = &self.location {
+            if !path.exists() {
+                return Err(AppError::NoStore);
+            }
         }
-        Ok(Store::open_read_only(&self.path)?)
+        Ok(Store::open_read_only_at(&self.location)?)
     }
 
     fn give_back(&self, store: Store) {

@@ -35,8 +35,10 @@ pub const MIN_TOKEN_LEN: usize = 16;
 /// What `hone serve` was asked to do.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
-    /// The repository whose `.hone/` store is served.
+    /// The repository whose runs are served.
     pub repo_root: PathBuf,
+    /// Where its records are (`hone::engine::configured_store`); `None`: its `.hone/hone.db`.
+    pub store: Option<hone::store::StoreLocation>,
     /// Address and port to listen on (port 0: any free port; [`Server::url`] says which).
     pub addr: SocketAddr,
     /// The token every request must carry (required off loopback; `HONE_TOKEN` in the CLI).
@@ -81,7 +83,7 @@ pub(crate) type AppState = Arc<Shared>;
 fn app(opts: &ServeOptions, extra: Router) -> Result<(Router, tokio::sync::watch::Sender<bool>)> {
     check_options(opts)?;
     let (stop, stopping) = tokio::sync::watch::channel(false);
-    let db = db::Db::new(&opts.repo_root);
+    let db = db::Db::new(&opts.repo_root, opts.store.clone());
     db.upgrade()?;
     let state: AppState = Arc::new(Shared {
         repo_root: opts.repo_root.clone(),
@@ -208,6 +210,7 @@ mod tests {
     fn opts(addr: &str, token: Option<&str>) -> ServeOptions {
         ServeOptions {
             repo_root: PathBuf::from("."),
+            store: None,
             addr: addr.parse().unwrap(),
             token: token.map(str::to_string),
         }

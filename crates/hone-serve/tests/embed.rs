@@ -25,6 +25,7 @@ fn extra_routes_sit_behind_the_token_and_tasks_run_beside_the_server() {
     let dir = tempfile::tempdir().unwrap();
     let opts = ServeOptions {
         repo_root: dir.path().to_path_buf(),
+        store: None,
         addr: "127.0.0.1:0".parse().unwrap(),
         token: Some(TOKEN.into()),
     };

@@ -22,7 +22,7 @@ use crate::notify::{self, Notice, Notifier};
 use crate::propose::{self, ProposeContext, ProposeError, Proposer};
 use crate::report::{best_experiment, fmt_metric, summarize, Summary};
 use crate::spec::{format_duration, Direction, NotifyOn, Spec};
-use crate::store::{now, ExperimentRecord, RunRecord, Status, Store, StoreError};
+use crate::store::{now, ExperimentRecord, RunRecord, Status, Store, StoreError, StoreLocation};
 use crate::verify::metrics::{Constraint, MetricReader};
 use crate::verify::noise::{estimate_sigma, mean};
 use crate::workspace::{first_difference, hash_paths, matches_any, Git, GitError};
@@ -175,6 +175,105 @@ impl StatePaths {
     pub fn worktree(&self, tag: &str) -> PathBuf {
         self.dir.join("worktrees").join(tag)
     }
+}
+
+/// The key that names this repository's runs in a shared PostgreSQL store: `[store] repo`;
+/// with remote workers, `[exec] remote` (the repository they fetch candidates from); else the
+/// URL of the `origin` remote (without credentials), so every clone of a project on every host
+/// sees the same runs; else the checkout's own path.
+pub fn repo_key(git: &Git, spec: &Spec) -> String {
+    let remote = || {
+        (spec.exec.backend == crate::spec::Backend::Workers)
+            .then(|| spec.exec.remote.clone())
+            .flatten()
+    };
+    let origin = || {
+        git.run(&["config", "--get", "remote.origin.url"])
+            .ok()
+            .map(|u| without_credentials(u.trim()))
+            .filter(|u| !u.is_empty())
+    };
+    spec.exec
+        .store_repo
+        .clone()
+        .or_else(remote)
+        .or_else(origin)
+        .unwrap_or_else(|| {
+            let root = git.root();
+            root.canonicalize()
+                .unwrap_or_else(|_| root.to_path_buf())
+                .display()
+                .to_string()
+        })
+}
+
+/// `https://user:token@host/x.git` as `https://host/x.git`: a key is stored and shown.
+fn without_credentials(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let (authority, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        if let Some((_, host)) = authority.rsplit_once('@') {
+            return format!("{scheme}://{host}{tail}");
+        }
+    }
+    url.to_string()
+}
+
+/// Where the records of the repository at `git` live: `[store] url` (under [`repo_key`]), or
+/// `.hone/hone.db`.
+pub fn store_location(git: &Git, spec: &Spec) -> StoreLocation {
+    match &spec.exec.store_url {
+        Some(url) => StoreLocation::Postgres {
+            url: url.clone(),
+            repo: repo_key(git, spec),
+        },
+        None => StoreLocation::Sqlite(StatePaths::new(git.root()).db()),
+    }
+}
+
+/// [`store_location`] by the repository's `hone.toml` (or `spec_path`); a repository without
+/// one keeps its records in `.hone/hone.db`. A spec that does not load is an error: it may name
+/// a shared store.
+pub fn configured_store(
+    repo_root: &Path,
+    spec_path: Option<&Path>,
+) -> Result<StoreLocation, EngineError> {
+    let git = Git::discover(repo_root)?;
+    let path = spec_path
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| git.root().join("hone.toml"));
+    if spec_path.is_none() && !path.exists() {
+        return Ok(StoreLocation::Sqlite(StatePaths::new(git.root()).db()));
+    }
+    let spec = Spec::load(&path)
+        .map_err(|e| EngineError::Setup(format!("{e} (hone.toml says where the records are)")))?;
+    Ok(store_location(&git, &spec))
+}
+
+/// Registers this process as the coordinator of run `tag` when the run lives in a shared
+/// store: one coordinator at a time, whichever host it is on (the local lock only covers this
+/// checkout). Fails, saying who coordinates it, while another one's heartbeat is fresh.
+fn coordinate(
+    store: &Store,
+    spec: &Spec,
+    git: &Git,
+    tag: &str,
+) -> Result<Option<crate::queue::Coordination>, EngineError> {
+    let (true, Some(url)) = (store.is_shared(), spec.exec.store_url.as_deref()) else {
+        return Ok(None);
+    };
+    // The caller holds this checkout's lock, so an earlier coordinator from the same place
+    // (killed before it could release its registration) is gone: its registration is taken
+    // over rather than waited out.
+    let place = format!(
+        "on {} in {}",
+        crate::worker::host_name(),
+        git.root().display()
+    );
+    let owner = format!("hone run (pid {}) {place}", std::process::id());
+    let key = format!("{}#{tag}", store.repo());
+    crate::queue::Coordination::start(url, &key, &owner, Some(&place))
+        .map(Some)
+        .map_err(|e| EngineError::Setup(e.to_string()))
 }
 
 /// With `[exec] backend = "slurm"`, this run's directory under the shared directory (its
@@ -331,7 +430,7 @@ pub fn run(
             });
         }
     }
-    let notifier = Notifier::start(&spec.notify, Some(StatePaths::new(git.root()).db()));
+    let notifier = Notifier::start(&spec.notify, Some(store_location(&git, spec)));
     let mut tag = opts.tag.clone().unwrap_or_default();
     let result = {
         let mut previous_best = None;
@@ -467,7 +566,7 @@ fn run_engine(
     let _lock = lock_state(&paths.lock())?;
     // Escaped descendants of the verifier (setsid) come back to hone, to be killed.
     exec::become_subreaper();
-    let store = Store::open(&paths.db())?;
+    let store = Store::open_at(&store_location(&git, spec))?;
     let preset = crate::propose::command::Preset::of(spec.agent.kind);
     if spec.exec.backend == crate::spec::Backend::Slurm {
         if !crate::propose::command::on_path("sbatch") {
@@ -518,8 +617,9 @@ struct Engine<'a> {
     contained: bool,
     /// The verifier stage running now is the sealed evaluator.
     evaluating: bool,
-    /// With `[exec] backend = "workers"`: the queue, and this run's coordinator registration.
+    /// With `[exec] backend = "workers"`: the queue.
     queue: Option<crate::queue::Queue>,
+    /// In a shared store: this run's coordinator registration (released when dropped).
     _coordination: Option<crate::queue::Coordination>,
     /// The commit being measured by `measure` (the worktree's HEAD may still be its parent:
     /// candidates are committed without moving it).
@@ -566,8 +666,18 @@ impl<'a> Engine<'a> {
                 ));
             }
         }
+        let coordination;
         let (run, resumed) = match existing {
             Some(run) => {
+                coordination = coordinate(&store, &spec, &git, &run.tag)?;
+                // A shared store holds the runs of every clone of this project; the branch and
+                // the archive refs of a run live in the clone that coordinated it.
+                if store.is_shared() && git.ref_target(&branch_ref(&run.tag))?.is_none() {
+                    return Err(EngineError::Setup(format!(
+                        "run `{tag}` in the shared store was started from another clone: branch hone/{tag} is not in this repository; fetch it (git fetch <remote> 'refs/heads/hone/{tag}:refs/heads/hone/{tag}' 'refs/hone/{tag}/*:refs/hone/{tag}/*'), or start a new run here with `hone run --new`",
+                        tag = run.tag
+                    )));
+                }
                 if run.metric != spec.verify.metric {
                     return Err(EngineError::Setup(format!(
                         "run `{}` measures `{}` but hone.toml now says metric = \"{}\"; start a new run with `hone run --new`",
@@ -606,6 +716,7 @@ impl<'a> Engine<'a> {
                     Some(t) => t.clone(),
                     None => unique_tag(&store, &git)?,
                 };
+                coordination = coordinate(&store, &spec, &git, &tag)?;
                 let branch = branch_ref(&tag);
                 if git.ref_target(&branch)?.is_some() {
                     return Err(EngineError::Setup(format!(
@@ -718,23 +829,13 @@ impl<'a> Engine<'a> {
             contained: false,
             evaluating: false,
             queue: None,
-            _coordination: None,
+            _coordination: coordination,
             measuring: None,
             outer,
             slot_env: Vec::new(),
         };
         if engine.spec.exec.backend == crate::spec::Backend::Workers {
             let url = engine.spec.exec.store_url.clone().unwrap_or_default();
-            let owner = format!(
-                "hone run (pid {}) in {}",
-                std::process::id(),
-                engine.git.root().display()
-            );
-            let key = engine.run_key();
-            engine._coordination = Some(
-                crate::queue::Coordination::start(&url, &key, &owner)
-                    .map_err(|e| EngineError::Setup(e.to_string()))?,
-            );
             engine.queue = Some(
                 crate::queue::Queue::connect(&url)
                     .map_err(|e| EngineError::Setup(e.to_string()))?,
@@ -2278,13 +2379,10 @@ impl<'a> Engine<'a> {
         Ok((outcome.exit, None))
     }
 
-    /// The run's name in the shared queue: the remote and the tag.
+    /// The run's name in a shared store: its repository's key and its tag (with remote
+    /// workers, the repository is `[exec] remote` unless `[store] repo` says otherwise).
     fn run_key(&self) -> String {
-        format!(
-            "{}#{}",
-            self.spec.exec.remote.as_deref().unwrap_or(""),
-            self.run.tag
-        )
+        format!("{}#{}", self.store.repo(), self.run.tag)
     }
 
     /// Runs a verification on a remote worker: pushes the checked-out commit to the shared
@@ -2800,4 +2898,25 @@ fn unique_tag(store: &Store, git: &Git) -> Result<String, EngineError> {
         i += 1;
     }
     Ok(tag)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repository_keys_carry_no_credentials() {
+        assert_eq!(
+            without_credentials("https://me:ghp_secret@github.com/lab/p.git"),
+            "https://github.com/lab/p.git"
+        );
+        assert_eq!(
+            without_credentials("git@github.com:lab/p.git"),
+            "git@github.com:lab/p.git"
+        );
+        assert_eq!(
+            without_credentials("ssh://git@host/a@b/p.git"),
+            "ssh://host/a@b/p.git"
+        );
+    }
 }

@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::engine::{validate_tag, StatePaths};
+use crate::engine::validate_tag;
 use crate::report::fmt_metric;
 use crate::store::{ExperimentRecord, RunRecord, Status, Store};
 use crate::workspace::{Git, GitError};
@@ -73,8 +73,9 @@ pub fn load_run(
     repo_root: &Path,
     tag: Option<&str>,
 ) -> Result<(RunRecord, Vec<ExperimentRecord>), FinalizeError> {
-    let paths = StatePaths::new(repo_root);
-    let store = Store::open_existing(&paths.db())?.ok_or_else(|| {
+    let location = crate::engine::configured_store(repo_root, None)
+        .map_err(|e| FinalizeError::Usage(e.to_string()))?;
+    let store = Store::open_existing_at(&location)?.ok_or_else(|| {
         FinalizeError::Usage(format!(
             "no hone runs in {} yet; start one with `hone run`",
             repo_root.display()

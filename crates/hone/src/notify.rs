@@ -10,13 +10,12 @@
 //!
 //! The URL itself is never logged or stored: it often carries a secret (Slack's do).
 
-use std::path::PathBuf;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::spec::{NotifyFormat, NotifyOn, NotifySpec};
-use crate::store::Store;
+use crate::store::{Store, StoreLocation};
 
 /// How long `close` waits for queued notifications at the end of a run, at most.
 pub const FLUSH_WAIT: Duration = Duration::from_secs(15);
@@ -122,7 +121,7 @@ impl Notifier {
     /// Starts one thread per endpoint. `db` is the store where a given-up delivery is recorded.
     /// An endpoint whose URL cannot be resolved (`url_env` unset) is reported by `close` as
     /// undelivered for each message it should have had.
-    pub fn start(targets: &[NotifySpec], db: Option<PathBuf>) -> Notifier {
+    pub fn start(targets: &[NotifySpec], db: Option<StoreLocation>) -> Notifier {
         let failures = Arc::new(Mutex::new(Vec::new()));
         let deadline = Arc::new(Mutex::new(None));
         let workers = targets
@@ -282,9 +281,11 @@ fn deliver(
 }
 
 /// Writes a given-up delivery to the run's event log (best effort: the log is a record).
-fn record(db: Option<&PathBuf>, tag: &str, u: &Undelivered) {
+fn record(db: Option<&StoreLocation>, tag: &str, u: &Undelivered) {
     let Some(db) = db else { return };
-    let Ok(store) = Store::open(db) else { return };
+    let Ok(store) = Store::open_at(db) else {
+        return;
+    };
     if let Ok(Some(run)) = store.run_by_tag(tag) {
         let data = serde_json::json!({
             "on": u.on.map(NotifyOn::as_str),

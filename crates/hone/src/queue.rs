@@ -173,16 +173,24 @@ impl Queue {
         Ok(Queue { client })
     }
 
-    /// Registers `owner` as the coordinator of `run_key`, or says who already is.
-    pub fn register_coordinator(&mut self, run_key: &str, owner: &str) -> Result<(), QueueError> {
+    /// Registers `owner` as the coordinator of `run_key`, or says who already is. A
+    /// registration whose owner ends with `place` is taken over at once: the caller knows
+    /// (it holds that checkout's lock) that whoever wrote it there is gone.
+    pub fn register_coordinator(
+        &mut self,
+        run_key: &str,
+        owner: &str,
+        place: Option<&str>,
+    ) -> Result<(), QueueError> {
         let ttl = COORDINATOR_TTL.as_secs_f64();
         let rows = self.client.query(
             "INSERT INTO hone_coordinators (run_key, owner, heartbeat) VALUES ($1, $2, now())
              ON CONFLICT (run_key) DO UPDATE SET owner = EXCLUDED.owner, heartbeat = now()
              WHERE hone_coordinators.owner = EXCLUDED.owner
                 OR hone_coordinators.heartbeat < now() - make_interval(secs => $3::float8)
+                OR ($4::text <> '' AND right(hone_coordinators.owner, length($4::text)) = $4::text)
              RETURNING owner",
-            &[&run_key, &owner, &ttl],
+            &[&run_key, &owner, &ttl, &place.unwrap_or("")],
         )?;
         if !rows.is_empty() {
             return Ok(());
@@ -440,12 +448,17 @@ pub struct Coordination {
 }
 
 impl Coordination {
-    /// Registers `owner` as the coordinator of `run_key` (or fails with who is) and starts
-    /// the heartbeat.
-    pub fn start(url: &str, run_key: &str, owner: &str) -> Result<Coordination, QueueError> {
+    /// Registers `owner` as the coordinator of `run_key` (or fails with who is; see
+    /// [`Queue::register_coordinator`] for `place`) and starts the heartbeat.
+    pub fn start(
+        url: &str,
+        run_key: &str,
+        owner: &str,
+        place: Option<&str>,
+    ) -> Result<Coordination, QueueError> {
         use std::sync::atomic::{AtomicBool, Ordering};
         let mut queue = Queue::connect(url)?;
-        queue.register_coordinator(run_key, owner)?;
+        queue.register_coordinator(run_key, owner, place)?;
         let stop = std::sync::Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let (run_key, owner) = (run_key.to_string(), owner.to_string());

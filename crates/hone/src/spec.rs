@@ -363,7 +363,8 @@ pub struct ExecSpec {
     /// With workers: how long a worker's claim lasts without a heartbeat.
     #[serde(with = "duration_secs")]
     pub lease: Duration,
-    /// `[store] url`: the PostgreSQL database shared with workers.
+    /// `[store] url`: the PostgreSQL database that holds the records (shared with workers and
+    /// other hosts); `None`: `.hone/hone.db`.
     #[serde(skip)]
     pub store_url: Option<String>,
     /// How many experiments are verified at once on this machine (1: one after another).
@@ -374,6 +375,10 @@ pub struct ExecSpec {
     /// The line of `slots` in hone.toml (for errors about it found later), else of `[exec]`.
     #[serde(skip)]
     pub slots_line: usize,
+    /// `[store] repo`: the key of this repository's runs in that database (default: see
+    /// `engine::repo_key`).
+    #[serde(skip)]
+    pub store_repo: Option<String>,
 }
 
 /// Most experiments one `hone run` verifies at once.
@@ -633,7 +638,7 @@ const SECTIONS: &[&str] = &[
     "loop", "verify", "agent", "stop", "sandbox", "review", "outer", "exec", "store", "notify",
     "schedule", "trigger",
 ];
-const STORE_KEYS: &[&str] = &["url"];
+const STORE_KEYS: &[&str] = &["url", "repo"];
 const OUTER_KEYS: &[&str] = &[
     "mechanisms",
     "strategy_every",
@@ -1390,6 +1395,19 @@ impl Spec {
                 ));
             }
         }
+        exec.store_repo = p.opt_str(so, "store", "repo")?;
+        if let Some(r) = &exec.store_repo {
+            let message = if exec.store_url.is_none() {
+                "repo names this repository's runs in a shared PostgreSQL store; it needs [store] url = \"postgres://...\""
+            } else if r.trim().is_empty() {
+                "expected a non-empty key, such as the repository's URL (git@host:lab/project.git)"
+            } else {
+                ""
+            };
+            if !message.is_empty() {
+                return Err(p.err_value(so, "store", "repo", message.into()));
+            }
+        }
         if exec.backend == Backend::Workers {
             if exec.store_url.is_none() {
                 return Err(p.err_value(
@@ -2099,6 +2117,7 @@ impl Parser<'_> {
             remote,
             lease,
             store_url: None,
+            store_repo: None,
             workers,
             slots,
             slots_line,
@@ -2525,6 +2544,29 @@ max_cost_usd = 20
 
     fn parse(text: &str) -> Result<Spec, SpecError> {
         Spec::parse(Path::new("hone.toml"), text)
+    }
+
+    #[test]
+    fn store_url_and_repo() {
+        let s = parse(&format!(
+            "{GOOD}\n[store]\nurl = \"postgres://h@db/hone\"\nrepo = \"git@example.com:lab/p.git\"\n"
+        ))
+        .unwrap();
+        assert_eq!(s.exec.store_url.as_deref(), Some("postgres://h@db/hone"));
+        assert_eq!(
+            s.exec.store_repo.as_deref(),
+            Some("git@example.com:lab/p.git")
+        );
+        let e = parse(&format!("{GOOD}\n[store]\nrepo = \"x\"\n")).unwrap_err();
+        assert_eq!(e.key, "store.repo");
+        assert!(e.message.contains("needs [store] url"), "{e}");
+        let e = parse(&format!(
+            "{GOOD}\n[store]\nurl = \"postgres://db/hone\"\nrepo = \" \"\n"
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("non-empty"), "{e}");
+        let e = parse(&format!("{GOOD}\n[store]\nurl = \"mysql://db\"\n")).unwrap_err();
+        assert_eq!(e.key, "store.url");
     }
 
     #[test]

@@ -1,21 +1,43 @@
-//! State: runs, experiments and an append-only event log in SQLite (`.hone/hone.db`).
+//! State: runs, experiments, mechanism hook calls and an append-only event log, in SQLite
+//! (`.hone/hone.db`, the default) or in a PostgreSQL database shared by many hosts
+//! (`[store] url`).
 //!
-//! The database runs in WAL mode so readers (`hone status`, `hone log`) never block the loop.
-//! The schema is versioned with `PRAGMA user_version`; each migration runs once, in a
-//! transaction. The engine writes an experiment's start before its verifier starts and its
-//! outcome before any ref moves, so a crash at any point leaves enough to recover from.
+//! One [`Store`] type serves both: each method's SQL is written once, in the dialect the two
+//! share (`?N` parameters, which [`pg`] rewrites to `$N`), and runs on whichever connection
+//! the store holds. In PostgreSQL the tables live in their own schema `hone_store`, and every
+//! run carries the key of its repository (`repo`), so many projects can share one database; a
+//! tag is unique per repository. In a repository's own SQLite file that key is empty.
+//!
+//! SQLite runs in WAL mode so readers (`hone status`, `hone log`) never block the loop; its
+//! schema is versioned with `PRAGMA user_version`. PostgreSQL's is versioned in
+//! `hone_store.schema_migrations`, applied under an advisory lock so that concurrent first
+//! connections apply each migration once. Either way each migration runs in a transaction, and
+//! the event log refuses updates and deletes in the database itself (triggers). The engine
+//! writes an experiment's start before its verifier starts and its outcome before any ref
+//! moves, so a crash at any point leaves enough to recover from.
 
+mod pg;
+#[cfg(test)]
+mod tests;
+
+use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{params, Connection, OptionalExtension, Row};
+use rusqlite::Connection;
 
 /// A store failure.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("state database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    #[error("PostgreSQL store: {0}")]
+    Postgres(#[from] postgres::Error),
+    #[error("cannot reach the PostgreSQL store: {0}; check [store] url (postgres://user@host:port/database) and that the server runs")]
+    Connect(String),
+    #[error("bad record in the store: {0}")]
+    Corrupt(String),
     #[error("state database {path} was written by a newer hone (schema {found}, this hone knows {known}); upgrade hone")]
     TooNew {
         path: String,
@@ -275,6 +297,11 @@ CREATE INDEX mechanism_calls_by_run ON mechanism_calls(run_id, experiment);
 CREATE INDEX experiments_by_status ON experiments(run_id, status, n);
 CREATE INDEX experiments_by_objective ON experiments(run_id, objective, n);
 "#,
+    // 7: the repository a run belongs to (shared PostgreSQL databases hold many; a
+    // repository's own SQLite file holds one, so its key stays empty).
+    r#"
+ALTER TABLE runs ADD COLUMN repo TEXT NOT NULL DEFAULT '';
+"#,
 ];
 
 /// A column the experiment table can be sorted by (a closed list: never SQL from a request).
@@ -347,9 +374,42 @@ pub struct RunChangeMark {
     pub state: String,
 }
 
-/// The embedded SQLite store.
+/// Where a repository's records live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// A repository's own SQLite file (`.hone/hone.db`).
+    Sqlite(PathBuf),
+    /// A PostgreSQL database (`[store] url`) shared by many hosts and repositories; `repo`
+    /// names this repository's runs there.
+    Postgres { url: String, repo: String },
+}
+
+impl StoreLocation {
+    /// Where this location is, for messages: the SQLite path, or the PostgreSQL server and
+    /// database without the password.
+    pub fn describe(&self) -> String {
+        match self {
+            StoreLocation::Sqlite(p) => p.display().to_string(),
+            StoreLocation::Postgres { url, repo } => {
+                format!("{} (repository {repo})", pg::redact(url))
+            }
+        }
+    }
+}
+
+/// The connection a store holds.
+enum Db {
+    Sqlite(Connection),
+    Postgres(Box<pg::Pg>),
+}
+
+/// The run store: SQLite or PostgreSQL behind one API (see the module's documentation).
 pub struct Store {
-    conn: Connection,
+    db: Db,
+    /// The repository whose runs this store reads and writes ("" in a SQLite file).
+    repo: String,
+    /// How many [`Store::in_transaction`] calls are open (inner ones join the outer one).
+    tx_depth: Cell<u32>,
 }
 
 /// Seconds since the Unix epoch, as a float.
@@ -360,8 +420,121 @@ pub fn now() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// A query parameter, bound the same way by both databases.
+#[derive(Debug)]
+enum Val<'a> {
+    Int(Option<i64>),
+    Real(Option<f64>),
+    Text(Option<&'a str>),
+}
+
+fn int(v: u64) -> Val<'static> {
+    Val::Int(Some(v.min(i64::MAX as u64) as i64))
+}
+
+fn text(v: &str) -> Val<'_> {
+    Val::Text(Some(v))
+}
+
+impl rusqlite::ToSql for Val<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        match self {
+            Val::Int(v) => v.to_sql(),
+            Val::Real(v) => v.to_sql(),
+            Val::Text(v) => v.to_sql(),
+        }
+    }
+}
+
+/// A row of either database, read by column name.
+trait Cells {
+    fn int(&self, col: &str) -> Result<Option<i64>, StoreError>;
+    fn real(&self, col: &str) -> Result<Option<f64>, StoreError>;
+    fn text(&self, col: &str) -> Result<Option<String>, StoreError>;
+
+    fn req_int(&self, col: &str) -> Result<i64, StoreError> {
+        self.int(col)?
+            .ok_or_else(|| StoreError::Corrupt(format!("{col} is NULL")))
+    }
+    fn req_u64(&self, col: &str) -> Result<u64, StoreError> {
+        Ok(self.req_int(col)?.max(0) as u64)
+    }
+    fn req_real(&self, col: &str) -> Result<f64, StoreError> {
+        self.real(col)?
+            .ok_or_else(|| StoreError::Corrupt(format!("{col} is NULL")))
+    }
+    fn req_text(&self, col: &str) -> Result<String, StoreError> {
+        self.text(col)?
+            .ok_or_else(|| StoreError::Corrupt(format!("{col} is NULL")))
+    }
+}
+
+impl Cells for rusqlite::Row<'_> {
+    fn int(&self, col: &str) -> Result<Option<i64>, StoreError> {
+        Ok(self.get(col)?)
+    }
+    fn real(&self, col: &str) -> Result<Option<f64>, StoreError> {
+        Ok(self.get(col)?)
+    }
+    fn text(&self, col: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.get(col)?)
+    }
+}
+
+/// The columns of `experiments` that [`Store::put_experiment`] writes, in parameter order.
+const EXPERIMENT_COLUMNS: &[&str] = &[
+    "run_id",
+    "n",
+    "parent_commit",
+    "candidate_commit",
+    "status",
+    "objective",
+    "metrics",
+    "config",
+    "description",
+    "reason",
+    "files_changed",
+    "lines_added",
+    "lines_deleted",
+    "propose_ms",
+    "gate_ms",
+    "verify_ms",
+    "total_ms",
+    "started_at",
+    "finished_at",
+    "log_path",
+    "pid",
+    "pid_start",
+    "cost_usd",
+    "runs",
+    "judgement",
+    "tree",
+    "holdout",
+    "tokens",
+];
+
+/// `INSERT ... ON CONFLICT DO UPDATE` of a whole experiment row (both dialects' upsert).
+fn put_experiment_sql() -> &'static str {
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SQL.get_or_init(|| {
+        let placeholders: Vec<String> = (1..=EXPERIMENT_COLUMNS.len())
+            .map(|i| format!("?{i}"))
+            .collect();
+        let updates: Vec<String> = EXPERIMENT_COLUMNS[2..]
+            .iter()
+            .map(|c| format!("{c} = excluded.{c}"))
+            .collect();
+        format!(
+            "INSERT INTO experiments ({}) VALUES ({}) ON CONFLICT (run_id, n) DO UPDATE SET {}",
+            EXPERIMENT_COLUMNS.join(", "),
+            placeholders.join(", "),
+            updates.join(", ")
+        )
+    })
+}
+
 impl Store {
-    /// Opens (creating if needed) the database and brings its schema up to date.
+    /// Opens (creating if needed) a SQLite database and brings its schema up to date.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|source| StoreError::Io {
@@ -390,10 +563,10 @@ impl Store {
             tx.pragma_update(None, "user_version", (i + 1) as i64)?;
             tx.commit()?;
         }
-        Ok(Store { conn })
+        Ok(Store::with(Db::Sqlite(conn), ""))
     }
 
-    /// Opens an existing database read-mostly; `None` when there is none yet.
+    /// Opens an existing SQLite database read-mostly; `None` when there is none yet.
     pub fn open_existing(path: &Path) -> Result<Option<Store>, StoreError> {
         if !path.exists() {
             return Ok(None);
@@ -401,9 +574,9 @@ impl Store {
         Store::open(path).map(Some)
     }
 
-    /// Opens an existing, up-to-date database for reading only (the dashboard: many readers
-    /// beside one `hone run` writing). Fails on a schema this hone does not know; open it once
-    /// with [`Store::open`] first to bring an older one up to date.
+    /// Opens an existing, up-to-date SQLite database for reading only (the dashboard: many
+    /// readers beside one `hone run` writing). Fails on a schema this hone does not know; open
+    /// it once with [`Store::open`] first to bring an older one up to date.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         use rusqlite::OpenFlags;
         let conn = Connection::open_with_flags(
@@ -420,7 +593,109 @@ impl Store {
                 known,
             });
         }
-        Ok(Store { conn })
+        Ok(Store::with(Db::Sqlite(conn), ""))
+    }
+
+    /// Connects to a PostgreSQL store, brings its schema up to date, and reads and writes the
+    /// runs of repository `repo` there.
+    pub fn connect(url: &str, repo: &str) -> Result<Store, StoreError> {
+        Ok(Store::with(
+            Db::Postgres(Box::new(pg::Pg::connect(url, false)?)),
+            repo,
+        ))
+    }
+
+    /// Opens the store at `location` (creating and migrating it as needed).
+    pub fn open_at(location: &StoreLocation) -> Result<Store, StoreError> {
+        match location {
+            StoreLocation::Sqlite(path) => Store::open(path),
+            StoreLocation::Postgres { url, repo } => Store::connect(url, repo),
+        }
+    }
+
+    /// Opens the store at `location` if it exists (a SQLite file that is there; a PostgreSQL
+    /// store always does, once reachable).
+    pub fn open_existing_at(location: &StoreLocation) -> Result<Option<Store>, StoreError> {
+        match location {
+            StoreLocation::Sqlite(path) => Store::open_existing(path),
+            StoreLocation::Postgres { .. } => Store::open_at(location).map(Some),
+        }
+    }
+
+    /// Opens the store at `location` for reading only: a read-only SQLite connection (see
+    /// [`Store::open_read_only`]), or a PostgreSQL session whose transactions are read-only.
+    pub fn open_read_only_at(location: &StoreLocation) -> Result<Store, StoreError> {
+        match location {
+            StoreLocation::Sqlite(path) => Store::open_read_only(path),
+            StoreLocation::Postgres { url, repo } => Ok(Store::with(
+                Db::Postgres(Box::new(pg::Pg::connect(url, true)?)),
+                repo,
+            )),
+        }
+    }
+
+    fn with(db: Db, repo: &str) -> Store {
+        Store {
+            db,
+            repo: repo.to_string(),
+            tx_depth: Cell::new(0),
+        }
+    }
+
+    /// The repository whose runs this store holds ("" in a repository's own SQLite file).
+    pub fn repo(&self) -> &str {
+        &self.repo
+    }
+
+    /// Whether the records live in PostgreSQL (shared with other hosts).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.db, Db::Postgres(_))
+    }
+
+    /// Runs one statement; the number of rows it changed.
+    fn exec(&self, sql: &str, params: &[Val<'_>]) -> Result<u64, StoreError> {
+        match &self.db {
+            Db::Sqlite(conn) => {
+                let mut st = conn.prepare_cached(sql)?;
+                Ok(st.execute(rusqlite::params_from_iter(params.iter()))? as u64)
+            }
+            Db::Postgres(pg) => pg.execute(sql, params),
+        }
+    }
+
+    /// Runs a query and converts each row with `f`.
+    fn query<T>(
+        &self,
+        sql: &str,
+        params: &[Val<'_>],
+        mut f: impl FnMut(&dyn Cells) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        match &self.db {
+            Db::Sqlite(conn) => {
+                let mut st = conn.prepare_cached(sql)?;
+                let mut rows = st.query(rusqlite::params_from_iter(params.iter()))?;
+                let mut out = Vec::new();
+                while let Some(row) = rows.next()? {
+                    out.push(f(row)?);
+                }
+                Ok(out)
+            }
+            Db::Postgres(pg) => pg
+                .query(sql, params)?
+                .iter()
+                .map(|row| f(row as &dyn Cells))
+                .collect(),
+        }
+    }
+
+    /// The first row of a query, if any.
+    fn query_opt<T>(
+        &self,
+        sql: &str,
+        params: &[Val<'_>],
+        f: impl FnMut(&dyn Cells) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        Ok(self.query(sql, params, f)?.into_iter().next())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -436,75 +711,65 @@ impl Store {
         seals: &str,
         spec_json: &str,
     ) -> Result<RunRecord, StoreError> {
-        self.conn.execute(
-            "INSERT INTO runs (tag, branch, base_commit, created_at, seed, agent, metric, direction, state, seals, spec_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'running', ?9, ?10)",
-            params![tag, branch, base_commit, now(), seed as i64, agent, metric, direction, seals, spec_json],
-        )?;
-        let id = self.conn.last_insert_rowid();
-        self.run_by_id(id)
-    }
-
-    fn run_from_row(r: &Row<'_>) -> rusqlite::Result<RunRecord> {
-        Ok(RunRecord {
-            id: r.get("id")?,
-            tag: r.get("tag")?,
-            branch: r.get("branch")?,
-            base_commit: r.get("base_commit")?,
-            created_at: r.get("created_at")?,
-            seed: r.get::<_, i64>("seed")? as u64,
-            agent: r.get("agent")?,
-            metric: r.get("metric")?,
-            direction: r.get("direction")?,
-            state: r.get("state")?,
-            stop_reason: r.get("stop_reason")?,
-            active_seconds: r.get("active_seconds")?,
-            seals: r.get("seals")?,
-            spec_json: r.get("spec_json")?,
-        })
-    }
-
-    fn run_by_id(&self, id: i64) -> Result<RunRecord, StoreError> {
-        Ok(self
-            .conn
-            .query_row("SELECT * FROM runs WHERE id = ?1", [id], Self::run_from_row)?)
+        let id = self
+            .query_opt(
+                "INSERT INTO runs (repo, tag, branch, base_commit, created_at, seed, agent, metric, direction, state, seals, spec_json)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 'running', ?10, ?11) RETURNING id",
+                &[
+                    text(&self.repo),
+                    text(tag),
+                    text(branch),
+                    text(base_commit),
+                    Val::Real(Some(now())),
+                    Val::Int(Some(seed as i64)),
+                    text(agent),
+                    text(metric),
+                    text(direction),
+                    text(seals),
+                    text(spec_json),
+                ],
+                |r| r.req_int("id"),
+            )?
+            .ok_or_else(|| StoreError::Corrupt("a new run has no id".into()))?;
+        self.query_opt(
+            "SELECT * FROM runs WHERE id = ?1",
+            &[Val::Int(Some(id))],
+            run_from_row,
+        )?
+        .ok_or_else(|| StoreError::Corrupt(format!("run {id} vanished")))
     }
 
     /// The run with this tag.
     pub fn run_by_tag(&self, tag: &str) -> Result<Option<RunRecord>, StoreError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT * FROM runs WHERE tag = ?1",
-                [tag],
-                Self::run_from_row,
-            )
-            .optional()?)
+        self.query_opt(
+            "SELECT * FROM runs WHERE repo = ?1 AND tag = ?2",
+            &[text(&self.repo), text(tag)],
+            run_from_row,
+        )
     }
 
     /// All runs, oldest first.
     pub fn runs(&self) -> Result<Vec<RunRecord>, StoreError> {
-        let mut st = self.conn.prepare("SELECT * FROM runs ORDER BY id")?;
-        let rows = st.query_map([], Self::run_from_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.query(
+            "SELECT * FROM runs WHERE repo = ?1 ORDER BY id",
+            &[text(&self.repo)],
+            run_from_row,
+        )
     }
 
     /// The newest run, if any.
     pub fn latest_run(&self) -> Result<Option<RunRecord>, StoreError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT * FROM runs ORDER BY id DESC LIMIT 1",
-                [],
-                Self::run_from_row,
-            )
-            .optional()?)
+        self.query_opt(
+            "SELECT * FROM runs WHERE repo = ?1 ORDER BY id DESC LIMIT 1",
+            &[text(&self.repo)],
+            run_from_row,
+        )
     }
 
     pub fn set_active_seconds(&self, run_id: i64, secs: f64) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.exec(
             "UPDATE runs SET active_seconds = ?2 WHERE id = ?1",
-            params![run_id, secs],
+            &[Val::Int(Some(run_id)), Val::Real(Some(secs))],
         )?;
         Ok(())
     }
@@ -517,9 +782,9 @@ impl Store {
         state: &str,
         reason: Option<&str>,
     ) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.exec(
             "UPDATE runs SET state = ?2, stop_reason = ?3 WHERE id = ?1",
-            params![run_id, state, reason],
+            &[Val::Int(Some(run_id)), text(state), Val::Text(reason)],
         )?;
         Ok(())
     }
@@ -528,40 +793,42 @@ impl Store {
     pub fn put_experiment(&self, run_id: i64, e: &ExperimentRecord) -> Result<(), StoreError> {
         let metrics = serde_json::to_string(&e.metrics).unwrap_or_else(|_| "{}".into());
         let config = e.config.as_ref().map(|c| c.to_string());
-        self.conn.execute(
-            "INSERT OR REPLACE INTO experiments (run_id, n, parent_commit, candidate_commit, status, objective, metrics,
-                config, description, reason, files_changed, lines_added, lines_deleted, propose_ms, gate_ms, verify_ms,
-                total_ms, started_at, finished_at, log_path, pid, pid_start, cost_usd, runs, judgement, tree, holdout, tokens)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
-            params![
-                run_id,
-                e.n as i64,
-                e.parent_commit,
-                e.candidate_commit,
-                e.status().as_str(),
-                e.objective,
-                metrics,
-                config,
-                e.description,
-                e.reason,
-                e.files_changed as i64,
-                e.lines_added as i64,
-                e.lines_deleted as i64,
-                e.propose_ms as i64,
-                e.gate_ms as i64,
-                e.verify_ms as i64,
-                e.total_ms as i64,
-                e.started_at,
-                e.finished_at,
-                e.log_path,
-                e.pid,
-                e.pid_start.map(|v| v as i64),
-                e.cost_usd,
-                serde_json::to_string(&e.runs).unwrap_or_else(|_| "[]".into()),
-                e.judgement.as_ref().and_then(|j| serde_json::to_string(j).ok()),
-                e.tree,
-                e.holdout,
-                e.tokens as i64,
+        let runs = serde_json::to_string(&e.runs).unwrap_or_else(|_| "[]".into());
+        let judgement = e
+            .judgement
+            .as_ref()
+            .and_then(|j| serde_json::to_string(j).ok());
+        self.exec(
+            put_experiment_sql(),
+            &[
+                Val::Int(Some(run_id)),
+                int(e.n),
+                text(&e.parent_commit),
+                Val::Text(e.candidate_commit.as_deref()),
+                text(e.status().as_str()),
+                Val::Real(e.objective),
+                text(&metrics),
+                Val::Text(config.as_deref()),
+                text(&e.description),
+                text(&e.reason),
+                int(e.files_changed),
+                int(e.lines_added),
+                int(e.lines_deleted),
+                int(e.propose_ms),
+                int(e.gate_ms),
+                int(e.verify_ms),
+                int(e.total_ms),
+                Val::Real(Some(e.started_at)),
+                Val::Real(e.finished_at),
+                Val::Text(e.log_path.as_deref()),
+                Val::Int(e.pid.map(i64::from)),
+                Val::Int(e.pid_start.map(|v| v as i64)),
+                Val::Real(Some(e.cost_usd)),
+                text(&runs),
+                Val::Text(judgement.as_deref()),
+                Val::Text(e.tree.as_deref()),
+                Val::Real(e.holdout),
+                int(e.tokens),
             ],
         )?;
         Ok(())
@@ -575,89 +842,73 @@ impl Store {
         pid: u32,
         start: Option<u64>,
     ) -> Result<(), StoreError> {
-        self.conn.execute(
+        self.exec(
             "UPDATE experiments SET pid = ?3, pid_start = ?4 WHERE run_id = ?1 AND n = ?2",
-            params![run_id, n as i64, pid, start.map(|v| v as i64)],
+            &[
+                Val::Int(Some(run_id)),
+                int(n),
+                Val::Int(Some(i64::from(pid))),
+                Val::Int(start.map(|v| v as i64)),
+            ],
         )?;
         Ok(())
     }
 
-    fn experiment_from_row(r: &Row<'_>) -> rusqlite::Result<ExperimentRecord> {
-        let metrics: String = r.get("metrics")?;
-        let config: Option<String> = r.get("config")?;
-        let status: String = r.get("status")?;
-        Ok(ExperimentRecord {
-            n: r.get::<_, i64>("n")? as u64,
-            parent_commit: r.get("parent_commit")?,
-            candidate_commit: r.get("candidate_commit")?,
-            status: Status::parse(&status),
-            objective: r.get("objective")?,
-            metrics: serde_json::from_str(&metrics).unwrap_or_default(),
-            config: config.and_then(|c| serde_json::from_str(&c).ok()),
-            description: r.get("description")?,
-            reason: r.get("reason")?,
-            files_changed: r.get::<_, i64>("files_changed")? as u64,
-            lines_added: r.get::<_, i64>("lines_added")? as u64,
-            lines_deleted: r.get::<_, i64>("lines_deleted")? as u64,
-            propose_ms: r.get::<_, i64>("propose_ms")? as u64,
-            gate_ms: r.get::<_, i64>("gate_ms")? as u64,
-            verify_ms: r.get::<_, i64>("verify_ms")? as u64,
-            total_ms: r.get::<_, i64>("total_ms")? as u64,
-            started_at: r.get("started_at")?,
-            finished_at: r.get("finished_at")?,
-            log_path: r.get("log_path")?,
-            pid: r.get("pid")?,
-            pid_start: r.get::<_, Option<i64>>("pid_start")?.map(|v| v as u64),
-            cost_usd: r.get("cost_usd")?,
-            runs: serde_json::from_str(&r.get::<_, String>("runs")?).unwrap_or_default(),
-            judgement: r
-                .get::<_, Option<String>>("judgement")?
-                .and_then(|j| serde_json::from_str(&j).ok()),
-            tree: r.get("tree")?,
-            holdout: r.get("holdout")?,
-            tokens: r.get::<_, i64>("tokens")? as u64,
-        })
-    }
-
     /// Every experiment of a run, in order.
     pub fn experiments(&self, run_id: i64) -> Result<Vec<ExperimentRecord>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare_cached("SELECT * FROM experiments WHERE run_id = ?1 ORDER BY n")?;
-        let rows = st.query_map([run_id], Self::experiment_from_row)?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.query(
+            "SELECT * FROM experiments WHERE run_id = ?1 ORDER BY n",
+            &[Val::Int(Some(run_id))],
+            experiment_from_row,
+        )
     }
 
     /// One experiment.
     pub fn experiment(&self, run_id: i64, n: u64) -> Result<Option<ExperimentRecord>, StoreError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT * FROM experiments WHERE run_id = ?1 AND n = ?2",
-                params![run_id, n as i64],
-                Self::experiment_from_row,
-            )
-            .optional()?)
+        self.query_opt(
+            "SELECT * FROM experiments WHERE run_id = ?1 AND n = ?2",
+            &[Val::Int(Some(run_id)), int(n)],
+            experiment_from_row,
+        )
     }
 
     /// Runs `f` in one transaction: committed when it returns `Ok`, rolled back otherwise.
     /// Many writes in one go (an import, a benchmark's fixture) then cost one sync, not one
-    /// each.
+    /// each. A call inside another joins the outer transaction.
     pub fn in_transaction<T>(
         &self,
         f: impl FnOnce(&Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        match f(self) {
+        let depth = self.tx_depth.get();
+        if depth > 0 {
+            return f(self);
+        }
+        self.batch(match self.db {
+            Db::Sqlite(_) => "BEGIN IMMEDIATE",
+            Db::Postgres(_) => "BEGIN",
+        })?;
+        self.tx_depth.set(1);
+        let out = f(self);
+        self.tx_depth.set(0);
+        match out {
             Ok(v) => {
-                self.conn.execute_batch("COMMIT")?;
+                self.batch("COMMIT")?;
                 Ok(v)
             }
             Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
+                // The error that made us roll back is the one to report.
+                let _ = self.batch("ROLLBACK");
                 Err(e)
             }
         }
+    }
+
+    fn batch(&self, sql: &str) -> Result<(), StoreError> {
+        match &self.db {
+            Db::Sqlite(conn) => conn.execute_batch(sql)?,
+            Db::Postgres(pg) => pg.batch(sql)?,
+        }
+        Ok(())
     }
 
     /// One page of a run's experiments, sorted and filtered in SQL (indexed: fast on runs of
@@ -673,87 +924,87 @@ impl Store {
             SortKey::Number => format!("n {dir}"),
             key => format!("{} {dir} NULLS LAST, n {dir}", key.column()),
         };
-        let status = q.status.map(|s| s.as_str());
+        let mut params = vec![Val::Int(Some(run_id))];
         // Two shapes rather than `(?2 IS NULL OR status = ?2)`, which keeps SQLite from using
-        // the status index.
-        let filter = if status.is_some() {
-            "run_id = ?1 AND status = ?2"
-        } else {
-            "run_id = ?1 AND ?2 IS NULL"
+        // the status index (and leaves PostgreSQL without the parameter's type).
+        let filter = match q.status {
+            Some(s) => {
+                params.push(text(s.as_str()));
+                "run_id = ?1 AND status = ?2"
+            }
+            None => "run_id = ?1",
         };
-        let total: i64 = self.conn.query_row(
-            &format!("SELECT COUNT(*) FROM experiments WHERE {filter}"),
-            params![run_id, status],
-            |r| r.get(0),
+        let total = self
+            .query_opt(
+                &format!("SELECT COUNT(*) AS total FROM experiments WHERE {filter}"),
+                &params,
+                |r| r.req_u64("total"),
+            )?
+            .unwrap_or(0);
+        let (limit, offset) = (params.len() + 1, params.len() + 2);
+        params.push(int(q.limit));
+        params.push(int(q.offset));
+        // The page's rows are found by sorting keys alone, then read in full: a deep page of
+        // an unindexed sort then moves keys, not whole records (descriptions, judgements).
+        let rows = self.query(
+            &format!(
+                "SELECT experiments.* FROM (SELECT n AS page_n FROM experiments WHERE {filter}
+                     ORDER BY {order} LIMIT ?{limit} OFFSET ?{offset}) AS page
+                 JOIN experiments ON experiments.run_id = ?1 AND experiments.n = page.page_n
+                 ORDER BY {order}"
+            ),
+            &params,
+            experiment_from_row,
         )?;
-        // The page's rows are found by sorting row ids alone, then read in full: a deep page
-        // of an unindexed sort then moves keys, not whole records (descriptions, judgements).
-        let mut st = self.conn.prepare_cached(&format!(
-            "SELECT experiments.* FROM (SELECT rowid AS rid FROM experiments WHERE {filter}
-                 ORDER BY {order} LIMIT ?3 OFFSET ?4) AS page
-             JOIN experiments ON experiments.rowid = page.rid ORDER BY {order}"
-        ))?;
-        let rows = st.query_map(
-            params![
-                run_id,
-                status,
-                q.limit.min(i64::MAX as u64) as i64,
-                q.offset.min(i64::MAX as u64) as i64
-            ],
-            Self::experiment_from_row,
-        )?;
-        Ok((rows.collect::<Result<_, _>>()?, total as u64))
+        Ok((rows, total))
     }
 
     /// Every experiment of a run with only what a plot and a summary need (number, status,
     /// objective, description, reason, cost, verification time, holdout), in order: cheaper
     /// than [`Store::experiments`] on long runs.
     pub fn experiment_outlines(&self, run_id: i64) -> Result<Vec<ExperimentRecord>, StoreError> {
-        let mut st = self.conn.prepare_cached(
+        self.query(
             "SELECT n, status, objective, description, reason, cost_usd, verify_ms, holdout
              FROM experiments WHERE run_id = ?1 ORDER BY n",
-        )?;
-        let rows = st.query_map([run_id], |r| {
-            Ok(ExperimentRecord {
-                n: r.get::<_, i64>(0)? as u64,
-                status: Status::parse(&r.get::<_, String>(1)?),
-                objective: r.get(2)?,
-                description: r.get(3)?,
-                reason: r.get(4)?,
-                cost_usd: r.get(5)?,
-                verify_ms: r.get::<_, i64>(6)? as u64,
-                holdout: r.get(7)?,
-                ..Default::default()
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            &[Val::Int(Some(run_id))],
+            |r| {
+                Ok(ExperimentRecord {
+                    n: r.req_u64("n")?,
+                    status: Status::parse(&r.req_text("status")?),
+                    objective: r.real("objective")?,
+                    description: r.req_text("description")?,
+                    reason: r.req_text("reason")?,
+                    cost_usd: r.req_real("cost_usd")?,
+                    verify_ms: r.req_u64("verify_ms")?,
+                    holdout: r.real("holdout")?,
+                    ..Default::default()
+                })
+            },
+        )
     }
 
     /// A cheap mark of a run's progress (see [`RunChangeMark`]); `None` when there is no such
     /// run.
     pub fn run_change_mark(&self, run_id: i64) -> Result<Option<RunChangeMark>, StoreError> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT (SELECT COUNT(*) FROM experiments WHERE run_id = ?1),
-                        (SELECT COUNT(*) FROM experiments WHERE run_id = ?1 AND status = 'running'),
-                        (SELECT COALESCE(finished_at, started_at) FROM experiments
-                            WHERE run_id = ?1 ORDER BY n DESC LIMIT 1),
-                        (SELECT MAX(id) FROM events WHERE run_id = ?1),
-                        state
-                 FROM runs WHERE id = ?1",
-                [run_id],
-                |r| {
-                    Ok(RunChangeMark {
-                        experiments: r.get::<_, i64>(0)? as u64,
-                        running: r.get::<_, i64>(1)? as u64,
-                        last_write: r.get::<_, Option<f64>>(2)?.unwrap_or(0.0),
-                        last_event: r.get::<_, Option<i64>>(3)?.unwrap_or(0),
-                        state: r.get(4)?,
-                    })
-                },
-            )
-            .optional()?)
+        self.query_opt(
+            "SELECT (SELECT COUNT(*) FROM experiments WHERE run_id = ?1) AS experiments,
+                    (SELECT COUNT(*) FROM experiments WHERE run_id = ?1 AND status = 'running') AS running,
+                    (SELECT COALESCE(finished_at, started_at) FROM experiments
+                        WHERE run_id = ?1 ORDER BY n DESC LIMIT 1) AS last_write,
+                    (SELECT MAX(id) FROM events WHERE run_id = ?1) AS last_event,
+                    state
+             FROM runs WHERE id = ?1",
+            &[Val::Int(Some(run_id))],
+            |r| {
+                Ok(RunChangeMark {
+                    experiments: r.req_u64("experiments")?,
+                    running: r.req_u64("running")?,
+                    last_write: r.real("last_write")?.unwrap_or(0.0),
+                    last_event: r.int("last_event")?.unwrap_or(0),
+                    state: r.req_text("state")?,
+                })
+            },
+        )
     }
 
     /// Appends to the event log (never updated or deleted: triggers refuse it).
@@ -764,14 +1015,15 @@ impl Store {
         kind: &str,
         data: &serde_json::Value,
     ) -> Result<(), StoreError> {
-        self.conn.execute(
+        let data = data.to_string();
+        self.exec(
             "INSERT INTO events (run_id, experiment, at, kind, data) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![
-                run_id,
-                experiment.map(|n| n as i64),
-                now(),
-                kind,
-                data.to_string()
+            &[
+                Val::Int(Some(run_id)),
+                Val::Int(experiment.map(|n| n.min(i64::MAX as u64) as i64)),
+                Val::Real(Some(now())),
+                text(kind),
+                text(&data),
             ],
         )?;
         Ok(())
@@ -786,27 +1038,25 @@ impl Store {
         if calls.is_empty() {
             return Ok(());
         }
-        let tx = self.conn.unchecked_transaction()?;
-        {
-            let mut st = tx.prepare_cached(
-                "INSERT INTO mechanism_calls (run_id, experiment, mechanism, hook, effect, detail, at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?;
-            let at = now();
+        let at = now();
+        self.in_transaction(|s| {
             for c in calls {
-                st.execute(params![
-                    run_id,
-                    c.experiment as i64,
-                    c.mechanism,
-                    c.hook,
-                    c.effect,
-                    c.detail,
-                    at
-                ])?;
+                s.exec(
+                    "INSERT INTO mechanism_calls (run_id, experiment, mechanism, hook, effect, detail, at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    &[
+                        Val::Int(Some(run_id)),
+                        int(c.experiment),
+                        text(&c.mechanism),
+                        text(&c.hook),
+                        text(&c.effect),
+                        text(&c.detail),
+                        Val::Real(Some(at)),
+                    ],
+                )?;
             }
-        }
-        tx.commit()?;
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Mechanism hook calls of a run (of one experiment, when given), in order.
@@ -815,150 +1065,99 @@ impl Store {
         run_id: i64,
         experiment: Option<u64>,
     ) -> Result<Vec<MechanismCall>, StoreError> {
-        let mut st = self.conn.prepare_cached(
-            "SELECT experiment, mechanism, hook, effect, detail FROM mechanism_calls
-             WHERE run_id = ?1 AND (?2 IS NULL OR experiment = ?2) ORDER BY id",
-        )?;
-        let rows = st.query_map(params![run_id, experiment.map(|n| n as i64)], |r| {
+        let read = |r: &dyn Cells| {
             Ok(MechanismCall {
-                experiment: r.get::<_, i64>(0)? as u64,
-                mechanism: r.get(1)?,
-                hook: r.get(2)?,
-                effect: r.get(3)?,
-                detail: r.get(4)?,
+                experiment: r.req_u64("experiment")?,
+                mechanism: r.req_text("mechanism")?,
+                hook: r.req_text("hook")?,
+                effect: r.req_text("effect")?,
+                detail: r.req_text("detail")?,
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        };
+        const COLUMNS: &str = "SELECT experiment, mechanism, hook, effect, detail FROM mechanism_calls WHERE run_id = ?1";
+        match experiment {
+            None => self.query(
+                &format!("{COLUMNS} ORDER BY id"),
+                &[Val::Int(Some(run_id))],
+                read,
+            ),
+            Some(n) => self.query(
+                &format!("{COLUMNS} AND experiment = ?2 ORDER BY id"),
+                &[Val::Int(Some(run_id)), int(n)],
+                read,
+            ),
+        }
     }
 
     /// Events of a run as (experiment, kind, data), in order.
     pub fn events(&self, run_id: i64) -> Result<Vec<(Option<u64>, String, String)>, StoreError> {
-        let mut st = self
-            .conn
-            .prepare("SELECT experiment, kind, data FROM events WHERE run_id = ?1 ORDER BY id")?;
-        let rows = st.query_map([run_id], |r| {
-            Ok((
-                r.get::<_, Option<i64>>(0)?.map(|v| v as u64),
-                r.get(1)?,
-                r.get(2)?,
-            ))
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.query(
+            "SELECT experiment, kind, data FROM events WHERE run_id = ?1 ORDER BY id",
+            &[Val::Int(Some(run_id))],
+            |r| {
+                Ok((
+                    r.int("experiment")?.map(|v| v.max(0) as u64),
+                    r.req_text("kind")?,
+                    r.req_text("data")?,
+                ))
+            },
+        )
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+fn run_from_row(r: &dyn Cells) -> Result<RunRecord, StoreError> {
+    Ok(RunRecord {
+        id: r.req_int("id")?,
+        tag: r.req_text("tag")?,
+        branch: r.req_text("branch")?,
+        base_commit: r.req_text("base_commit")?,
+        created_at: r.req_real("created_at")?,
+        seed: r.req_int("seed")? as u64,
+        agent: r.req_text("agent")?,
+        metric: r.req_text("metric")?,
+        direction: r.req_text("direction")?,
+        state: r.req_text("state")?,
+        stop_reason: r.text("stop_reason")?,
+        active_seconds: r.req_real("active_seconds")?,
+        seals: r.req_text("seals")?,
+        spec_json: r.req_text("spec_json")?,
+    })
+}
 
-    #[test]
-    fn round_trip_and_append_only() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("hone.db");
-        let s = Store::open(&path).unwrap();
-        let run = s
-            .create_run(
-                "t", "hone/t", "abc", 7, "knobs", "m", "minimize", "{}", "{}",
-            )
-            .unwrap();
-        let mut e = ExperimentRecord {
-            n: 0,
-            parent_commit: "abc".into(),
-            status: Some(Status::Baseline),
-            objective: Some(1.5),
-            started_at: now(),
-            ..Default::default()
-        };
-        e.metrics.insert("m".into(), 1.5);
-        s.put_experiment(run.id, &e).unwrap();
-        e.status = Some(Status::Keep);
-        s.put_experiment(run.id, &e).unwrap();
-        drop(s);
-        let s = Store::open(&path).unwrap();
-        let got = s.experiments(run.id).unwrap();
-        assert_eq!(got.len(), 1);
-        assert_eq!(got[0].status, Some(Status::Keep));
-        assert_eq!(got[0].metrics.get("m"), Some(&1.5));
-        s.append_event(run.id, Some(0), "x", &serde_json::json!({"a": 1}))
-            .unwrap();
-        assert!(s.conn.execute("DELETE FROM events", []).is_err());
-        assert!(s.conn.execute("UPDATE events SET kind = 'y'", []).is_err());
-        assert_eq!(s.events(run.id).unwrap().len(), 1);
-        let call = |n: u64, m: &str| MechanismCall {
-            experiment: n,
-            mechanism: m.into(),
-            hook: "filter".into(),
-            effect: "rejected".into(),
-            detail: "near #1".into(),
-        };
-        s.put_mechanism_calls(
-            run.id,
-            &[call(1, "tabu"), call(2, "tabu"), call(2, "bandit")],
-        )
-        .unwrap();
-        assert_eq!(s.mechanism_calls(run.id, None).unwrap().len(), 3);
-        assert_eq!(
-            s.mechanism_calls(run.id, Some(2)).unwrap(),
-            vec![call(2, "tabu"), call(2, "bandit")]
-        );
-    }
-
-    #[test]
-    fn pages_sort_filter_and_change_marks() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("hone.db");
-        let s = Store::open(&path).unwrap();
-        let run = s
-            .create_run(
-                "t", "hone/t", "abc", 7, "knobs", "m", "minimize", "{}", "{}",
-            )
-            .unwrap();
-        let mark0 = s.run_change_mark(run.id).unwrap().unwrap();
-        for n in 0..30u64 {
-            let status = match n {
-                0 => Status::Baseline,
-                n if n % 10 == 3 => Status::Crash,
-                n if n % 5 == 0 => Status::Keep,
-                _ => Status::Discard,
-            };
-            let e = ExperimentRecord {
-                n,
-                parent_commit: "abc".into(),
-                status: Some(status),
-                objective: (status != Status::Crash).then_some(100.0 - (n as f64 * 7.0) % 13.0),
-                started_at: n as f64,
-                ..Default::default()
-            };
-            s.put_experiment(run.id, &e).unwrap();
-        }
-        let ro = Store::open_read_only(&path).unwrap();
-        let mark1 = ro.run_change_mark(run.id).unwrap().unwrap();
-        assert_ne!(mark0, mark1);
-        assert_eq!(mark1.experiments, 30);
-        let q = ExperimentQuery {
-            status: Some(Status::Crash),
-            limit: 2,
-            offset: 1,
-            ..Default::default()
-        };
-        let (page, total) = ro.experiments_page(run.id, &q).unwrap();
-        assert_eq!(total, 3);
-        assert_eq!(page.iter().map(|e| e.n).collect::<Vec<_>>(), vec![13, 23]);
-        let q = ExperimentQuery {
-            sort: SortKey::Objective,
-            descending: true,
-            limit: 100,
-            ..Default::default()
-        };
-        let (page, total) = ro.experiments_page(run.id, &q).unwrap();
-        assert_eq!((page.len(), total), (30, 30));
-        let values: Vec<f64> = page.iter().filter_map(|e| e.objective).collect();
-        assert!(values.windows(2).all(|w| w[0] >= w[1]), "{values:?}");
-        assert!(
-            page[27..].iter().all(|e| e.objective.is_none()),
-            "missing values last"
-        );
-        assert!(ro.put_experiment(run.id, &page[0]).is_err(), "read only");
-        assert_eq!(ro.experiment_outlines(run.id).unwrap().len(), 30);
-    }
+fn experiment_from_row(r: &dyn Cells) -> Result<ExperimentRecord, StoreError> {
+    let metrics = r.req_text("metrics")?;
+    let status = r.req_text("status")?;
+    Ok(ExperimentRecord {
+        n: r.req_u64("n")?,
+        parent_commit: r.req_text("parent_commit")?,
+        candidate_commit: r.text("candidate_commit")?,
+        status: Status::parse(&status),
+        objective: r.real("objective")?,
+        metrics: serde_json::from_str(&metrics).unwrap_or_default(),
+        config: r
+            .text("config")?
+            .and_then(|c| serde_json::from_str(&c).ok()),
+        description: r.req_text("description")?,
+        reason: r.req_text("reason")?,
+        files_changed: r.req_u64("files_changed")?,
+        lines_added: r.req_u64("lines_added")?,
+        lines_deleted: r.req_u64("lines_deleted")?,
+        propose_ms: r.req_u64("propose_ms")?,
+        gate_ms: r.req_u64("gate_ms")?,
+        verify_ms: r.req_u64("verify_ms")?,
+        total_ms: r.req_u64("total_ms")?,
+        started_at: r.req_real("started_at")?,
+        finished_at: r.real("finished_at")?,
+        log_path: r.text("log_path")?,
+        pid: r.int("pid")?.and_then(|v| u32::try_from(v).ok()),
+        pid_start: r.int("pid_start")?.map(|v| v as u64),
+        cost_usd: r.req_real("cost_usd")?,
+        runs: serde_json::from_str(&r.req_text("runs")?).unwrap_or_default(),
+        judgement: r
+            .text("judgement")?
+            .and_then(|j| serde_json::from_str(&j).ok()),
+        tree: r.text("tree")?,
+        holdout: r.real("holdout")?,
+        tokens: r.req_u64("tokens")?,
+    })
 }

@@ -68,7 +68,8 @@ pub enum WorkerError {
     Setup(String),
 }
 
-fn host_name() -> String {
+/// This host's name, as workers and coordinators report it.
+pub(crate) fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .ok()

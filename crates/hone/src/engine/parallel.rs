@@ -108,7 +108,8 @@ impl Parts {
         interrupt: &'a super::Interrupt,
         on_event: &'a mut dyn FnMut(&Event),
     ) -> Result<Engine<'a>, EngineError> {
-        let store = Store::open(&self.paths.db())?;
+        // The same store the coordinator writes (a SQLite file or a PostgreSQL database).
+        let store = Store::open_at(&super::store_location(&self.git, &self.spec))?;
         // No mechanism runs here: they belong to the coordinator's proposals and decisions.
         let mut plain = self.spec.clone();
         plain.outer = Default::default();

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The coordinator's overhead per experiment with each store: the embedded SQLite file and a
+# PostgreSQL server (`[store] url`), with a no-op verifier and the knobs proposer.
+#
+#   bench/store.sh [EXPERIMENTS]      (default 200)
+#
+# The PostgreSQL server is a private one started here in a temporary directory on a free
+# loopback port (Debian's postgresql package; as root it runs as the postgres user), with its
+# default durability settings (fsync and synchronous_commit on), as SQLite runs with
+# synchronous = FULL. Overhead is as in bench/overhead.sh: each experiment's total time minus
+# its proposer and verifier time (median, p90), and the wall-clock view (wall time - proposer -
+# verifier) / experiments. For PostgreSQL it also counts the transactions the run committed
+# per experiment (pg_stat_database): each is one round trip or more, the cost to add per
+# experiment for a server farther away than loopback.
+set -euo pipefail
+n=${1:-200}
+here=$(cd "$(dirname "$0")/.." && pwd)
+cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
+hone="${CARGO_TARGET_DIR:-$here/target}/release/hone"
+d=$(mktemp -d)
+chmod 755 "$d"
+pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+cleanup() {
+  if [ -f "$d/pg/postmaster.pid" ]; then kill -QUIT "$(head -1 "$d/pg/postmaster.pid")" 2>/dev/null || true; sleep 1; fi
+  rm -rf "$d"
+}
+trap cleanup EXIT
+mkdir "$d/pg"
+[ "$(id -u)" = 0 ] && chown postgres:postgres "$d/pg"
+as_pg "$pgbin/initdb" -A trust -U hone -D "$d/pg" > /dev/null
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+as_pg "$pgbin/postgres" -D "$d/pg" -p "$port" -c listen_addresses=127.0.0.1 -c unix_socket_directories= > "$d/pg.log" 2>&1 &
+until "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$port"; do sleep 0.1; done
+url="postgres://hone@127.0.0.1:$port/postgres"
+commits() { "$pgbin/psql" -X -A -t -d "$url" -c "SELECT xact_commit FROM pg_stat_database WHERE datname = 'postgres'"; }
+
+echo "| store | experiments | overhead median | overhead p90 | overhead mean (wall clock) | wall time | transactions per experiment |"
+echo "|---|---|---|---|---|---|---|"
+for store in sqlite postgres; do
+  repo="$d/$store"
+  mkdir "$repo" && cd "$repo"
+  git init -q -b main
+  printf 'A = 50  # hone: int 1..1000\nB = 50  # hone: int 1..1000\nC = 0.5  # hone: 0.0..1.0\n' > params.py
+  cat > hone.toml <<TOML
+[loop]
+editable = ["params.py"]
+
+[verify]
+command = "echo score: 1"
+metric = "score"
+
+[stop]
+max_experiments = $n
+patience = 100000
+TOML
+  if [ "$store" = postgres ]; then printf '\n[store]\nurl = "%s"\n' "$url" >> hone.toml; fi
+  git add -A && git -c user.name=b -c user.email=b@b commit -qm init
+  # Statistics are sent to the collector asynchronously: let earlier ones land first.
+  sleep 1; before=$(commits)
+  start=$(date +%s.%N)
+  "$hone" run --tag bench > run.txt
+  end=$(date +%s.%N)
+  sleep 1; after=$(commits)
+  "$hone" log --json > log.jsonl
+  txns=$([ "$store" = postgres ] && echo $((after - before)) || echo "")
+  python3 - "$store" "$start" "$end" "$txns" <<'PY'
+import json, sys, statistics
+store, start, end, txns = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+rows = [json.loads(l) for l in open("log.jsonl")]
+over = sorted(r["total_ms"] - r["propose_ms"] - r["verify_ms"] for r in rows)
+prop = sum(r["propose_ms"] for r in rows)
+ver = sum(r["verify_ms"] for r in rows)
+wall = (end - start) * 1000
+per = f"{int(txns) / len(rows):.1f}" if txns else "-"
+print(f"| {store} | {len(rows)} | {statistics.median(over):.1f} ms | {over[int(len(over)*0.9)]:.1f} ms "
+      f"| {(wall - prop - ver)/len(rows):.1f} ms | {wall/1000:.1f} s | {per} |")
+PY
+done

@@ -1,0 +1,298 @@
+//! The PostgreSQL side of the store: the connection, the schema (the SQLite one translated:
+//! `BIGSERIAL`, `DOUBLE PRECISION`, `TEXT`, the event log's append-only rule as a trigger),
+//! its versioned migrations, and the rewriting of the shared SQL's `?N` parameters to `$N`.
+//!
+//! Everything lives in the schema `hone_store`, so the store sits beside other tables (the
+//! workers' queue among them) in a database of the user's choosing. (Not `hone`: a database
+//! user of that name would find it first on PostgreSQL's default search path, `"$user",
+//! public`, and the queue's unqualified tables would follow it there.) Migrations are numbered; the ones
+//! applied are rows of `hone_store.schema_migrations`. A connection applies the missing ones in one
+//! transaction holding an advisory lock, so hosts that connect at once apply each exactly once.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use postgres::types::{IsNull, ToSql, Type};
+use postgres::{Client, NoTls, Row, Statement};
+
+use super::{Cells, StoreError, Val};
+
+/// An arbitrary constant (`hone` and `s`): the advisory lock that serialises migrations.
+const MIGRATION_LOCK: i64 = 0x0068_6f6e_6573;
+
+/// Migrations, in order; `hone_store.schema_migrations` lists the versions applied.
+const MIGRATIONS: &[&str] = &[
+    // 1: the SQLite schema as of its version 7, translated.
+    r#"
+CREATE TABLE runs (
+    id             BIGSERIAL PRIMARY KEY,
+    repo           TEXT NOT NULL,
+    tag            TEXT NOT NULL,
+    branch         TEXT NOT NULL,
+    base_commit    TEXT NOT NULL,
+    created_at     DOUBLE PRECISION NOT NULL,
+    seed           BIGINT NOT NULL,
+    agent          TEXT NOT NULL,
+    metric         TEXT NOT NULL,
+    direction      TEXT NOT NULL,
+    state          TEXT NOT NULL,
+    stop_reason    TEXT,
+    active_seconds DOUBLE PRECISION NOT NULL DEFAULT 0,
+    seals          TEXT NOT NULL,
+    spec_json      TEXT NOT NULL,
+    UNIQUE (repo, tag)
+);
+CREATE INDEX runs_by_repo ON runs(repo, id);
+CREATE TABLE experiments (
+    run_id           BIGINT NOT NULL REFERENCES runs(id),
+    n                BIGINT NOT NULL,
+    parent_commit    TEXT NOT NULL,
+    candidate_commit TEXT,
+    status           TEXT NOT NULL,
+    objective        DOUBLE PRECISION,
+    metrics          TEXT NOT NULL DEFAULT '{}',
+    config           TEXT,
+    description      TEXT NOT NULL DEFAULT '',
+    reason           TEXT NOT NULL DEFAULT '',
+    files_changed    BIGINT NOT NULL DEFAULT 0,
+    lines_added      BIGINT NOT NULL DEFAULT 0,
+    lines_deleted    BIGINT NOT NULL DEFAULT 0,
+    propose_ms       BIGINT NOT NULL DEFAULT 0,
+    gate_ms          BIGINT NOT NULL DEFAULT 0,
+    verify_ms        BIGINT NOT NULL DEFAULT 0,
+    total_ms         BIGINT NOT NULL DEFAULT 0,
+    started_at       DOUBLE PRECISION NOT NULL,
+    finished_at      DOUBLE PRECISION,
+    log_path         TEXT,
+    pid              BIGINT,
+    pid_start        BIGINT,
+    cost_usd         DOUBLE PRECISION NOT NULL DEFAULT 0,
+    runs             TEXT NOT NULL DEFAULT '[]',
+    judgement        TEXT,
+    tree             TEXT,
+    holdout          DOUBLE PRECISION,
+    tokens           BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, n)
+);
+CREATE INDEX experiments_by_status ON experiments(run_id, status, n);
+CREATE INDEX experiments_by_objective ON experiments(run_id, objective, n);
+CREATE TABLE events (
+    id         BIGSERIAL PRIMARY KEY,
+    run_id     BIGINT NOT NULL REFERENCES runs(id),
+    experiment BIGINT,
+    at         DOUBLE PRECISION NOT NULL,
+    kind       TEXT NOT NULL,
+    data       TEXT NOT NULL
+);
+CREATE INDEX events_by_run ON events(run_id, id);
+CREATE FUNCTION events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION 'events are append-only'; END
+$$;
+CREATE TRIGGER events_append_only_row BEFORE UPDATE OR DELETE ON events
+    FOR EACH ROW EXECUTE FUNCTION events_append_only();
+CREATE TRIGGER events_append_only_truncate BEFORE TRUNCATE ON events
+    FOR EACH STATEMENT EXECUTE FUNCTION events_append_only();
+CREATE TABLE mechanism_calls (
+    id         BIGSERIAL PRIMARY KEY,
+    run_id     BIGINT NOT NULL REFERENCES runs(id),
+    experiment BIGINT NOT NULL,
+    mechanism  TEXT NOT NULL,
+    hook       TEXT NOT NULL,
+    effect     TEXT NOT NULL,
+    detail     TEXT NOT NULL DEFAULT '',
+    at         DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX mechanism_calls_by_run ON mechanism_calls(run_id, experiment);
+"#,
+];
+
+/// How many migrations this hone knows.
+#[cfg(test)]
+pub(super) fn migration_count() -> usize {
+    MIGRATIONS.len()
+}
+
+/// A connection to the PostgreSQL store, with its prepared statements.
+pub(super) struct Pg {
+    client: RefCell<Client>,
+    statements: RefCell<HashMap<String, Statement>>,
+}
+
+/// `url` without its password, for messages.
+pub(crate) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, tail) = match rest.find('/') {
+        Some(i) => rest.split_at(i),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((user, host)) => {
+            let user = user.split(':').next().unwrap_or("");
+            format!("{scheme}://{user}@{host}{tail}")
+        }
+        None => url.to_string(),
+    }
+}
+
+/// The shared SQL in PostgreSQL's spelling: `?N` parameters become `$N`. (The store's SQL has
+/// no `?` inside string literals.)
+fn translate(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut chars = sql.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '?' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+            out.push('$');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+impl Pg {
+    /// Connects, brings the schema up to date, and (for readers) makes every transaction of
+    /// the session read-only.
+    pub fn connect(url: &str, read_only: bool) -> Result<Pg, StoreError> {
+        let mut client = Client::connect(url, NoTls)
+            .map_err(|e| StoreError::Connect(format!("{}: {e}", redact(url))))?;
+        migrate(&mut client, url)?;
+        client.batch_execute("SET search_path TO hone_store")?;
+        if read_only {
+            client.batch_execute("SET default_transaction_read_only = on")?;
+        }
+        Ok(Pg {
+            client: RefCell::new(client),
+            statements: RefCell::new(HashMap::new()),
+        })
+    }
+
+    /// The prepared statement for `sql` (prepared once per connection).
+    fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
+        if let Some(st) = self.statements.borrow().get(sql) {
+            return Ok(st.clone());
+        }
+        let st = self.client.borrow_mut().prepare(&translate(sql))?;
+        self.statements
+            .borrow_mut()
+            .insert(sql.to_string(), st.clone());
+        Ok(st)
+    }
+
+    pub fn execute(&self, sql: &str, params: &[Val<'_>]) -> Result<u64, StoreError> {
+        let st = self.statement(sql)?;
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
+        Ok(self.client.borrow_mut().execute(&st, &refs)?)
+    }
+
+    pub fn query(&self, sql: &str, params: &[Val<'_>]) -> Result<Vec<Row>, StoreError> {
+        let st = self.statement(sql)?;
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
+        Ok(self.client.borrow_mut().query(&st, &refs)?)
+    }
+
+    pub fn batch(&self, sql: &str) -> Result<(), StoreError> {
+        Ok(self.client.borrow_mut().batch_execute(sql)?)
+    }
+}
+
+/// Applies the migrations this database lacks, under the advisory lock.
+fn migrate(client: &mut Client, url: &str) -> Result<(), StoreError> {
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    tx.batch_execute(
+        "CREATE SCHEMA IF NOT EXISTS hone_store;
+         CREATE TABLE IF NOT EXISTS hone_store.schema_migrations (
+             version    BIGINT PRIMARY KEY,
+             applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+         );
+         SET LOCAL search_path TO hone_store;",
+    )?;
+    let found: i64 = tx
+        .query_one(
+            "SELECT COALESCE(MAX(version), 0) FROM hone_store.schema_migrations",
+            &[],
+        )?
+        .get(0);
+    let known = MIGRATIONS.len() as i64;
+    if found > known {
+        return Err(StoreError::TooNew {
+            path: redact(url),
+            found,
+            known,
+        });
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        tx.batch_execute(sql)?;
+        tx.execute(
+            "INSERT INTO hone_store.schema_migrations (version) VALUES ($1)",
+            &[&(i as i64 + 1)],
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+impl ToSql for Val<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            Val::Int(v) => v.to_sql(ty, out),
+            Val::Real(v) => v.to_sql(ty, out),
+            Val::Text(v) => v.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        <Option<i64> as ToSql>::accepts(ty)
+            || <Option<f64> as ToSql>::accepts(ty)
+            || <Option<&str> as ToSql>::accepts(ty)
+    }
+
+    // Each value checks the column's type against its own kind, not against all three.
+    fn to_sql_checked(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            Val::Int(v) => v.to_sql_checked(ty, out),
+            Val::Real(v) => v.to_sql_checked(ty, out),
+            Val::Text(v) => v.to_sql_checked(ty, out),
+        }
+    }
+}
+
+impl Cells for Row {
+    fn int(&self, col: &str) -> Result<Option<i64>, StoreError> {
+        Ok(self.try_get(col)?)
+    }
+    fn real(&self, col: &str) -> Result<Option<f64>, StoreError> {
+        Ok(self.try_get(col)?)
+    }
+    fn text(&self, col: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.try_get(col)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_and_passwords() {
+        assert_eq!(
+            translate("SELECT * FROM t WHERE a = ?1 AND b = ?12 OR c IS NULL"),
+            "SELECT * FROM t WHERE a = $1 AND b = $12 OR c IS NULL"
+        );
+        assert_eq!(
+            redact("postgres://hone:s3cret@db.example:5432/hone"),
+            "postgres://hone@db.example:5432/hone"
+        );
+        assert_eq!(redact("postgres://db/hone"), "postgres://db/hone");
+    }
+}

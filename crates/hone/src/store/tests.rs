@@ -1,0 +1,527 @@
+//! The store's test suite, run against both backends: each case takes a [`Backend`] (a way to
+//! open a fresh, empty store, again and read-only) and is run once on a SQLite file and once
+//! on a database of a private PostgreSQL server the test starts (skipped with a message where
+//! PostgreSQL is not installed, unless HONE_REQUIRE_POSTGRES is set).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// How a case reaches one empty store.
+struct Backend {
+    name: &'static str,
+    location: StoreLocation,
+}
+
+impl Backend {
+    fn open(&self) -> Store {
+        Store::open_at(&self.location).unwrap()
+    }
+    fn read_only(&self) -> Store {
+        Store::open_read_only_at(&self.location).unwrap()
+    }
+}
+
+type Case = fn(&Backend);
+
+/// Every case of the suite, by name.
+const CASES: &[(&str, Case)] = &[
+    ("round_trip_and_append_only", round_trip_and_append_only),
+    (
+        "pages_sort_filter_and_change_marks",
+        pages_sort_filter_and_change_marks,
+    ),
+    (
+        "transactions_commit_or_roll_back",
+        transactions_commit_or_roll_back,
+    ),
+    (
+        "tags_are_unique_and_runs_ordered",
+        tags_are_unique_and_runs_ordered,
+    ),
+];
+
+fn run_suite(make: &mut dyn FnMut(&str) -> Backend) {
+    for (name, case) in CASES {
+        let backend = make(name);
+        eprintln!("{}: {name}", backend.name);
+        case(&backend);
+    }
+}
+
+#[test]
+fn store_suite_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    run_suite(&mut |name| Backend {
+        name: "sqlite",
+        location: StoreLocation::Sqlite(dir.path().join(name).join("hone.db")),
+    });
+}
+
+#[test]
+fn store_suite_on_postgres() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    run_suite(&mut |name| Backend {
+        name: "postgres",
+        location: StoreLocation::Postgres {
+            url: pg.database(name),
+            repo: "/src/project".into(),
+        },
+    });
+}
+
+fn new_run(s: &Store, tag: &str) -> RunRecord {
+    s.create_run(
+        tag,
+        &format!("hone/{tag}"),
+        "abc",
+        7,
+        "knobs",
+        "m",
+        "minimize",
+        "{}",
+        "{}",
+    )
+    .unwrap()
+}
+
+fn round_trip_and_append_only(b: &Backend) {
+    let s = b.open();
+    let run = new_run(&s, "t");
+    assert_eq!(
+        (run.tag.as_str(), run.seed, run.state.as_str()),
+        ("t", 7, "running")
+    );
+    let mut e = ExperimentRecord {
+        n: 0,
+        parent_commit: "abc".into(),
+        status: Some(Status::Baseline),
+        objective: Some(1.5),
+        started_at: now(),
+        config: Some(serde_json::json!({"LR": 0.1})),
+        runs: vec![1.5, 1.25],
+        pid: Some(u32::MAX),
+        pid_start: Some(1 << 40),
+        tokens: 12,
+        ..Default::default()
+    };
+    e.metrics.insert("m".into(), 1.5);
+    s.put_experiment(run.id, &e).unwrap();
+    e.status = Some(Status::Keep);
+    e.reason = "better".into();
+    s.put_experiment(run.id, &e).unwrap();
+    s.set_experiment_pid(run.id, 0, 4242, Some(9)).unwrap();
+    s.set_active_seconds(run.id, 12.5).unwrap();
+    s.set_run_state(run.id, "stopped", Some("max_experiments"))
+        .unwrap();
+    drop(s);
+    let s = b.open();
+    let got = s.experiments(run.id).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].status, Some(Status::Keep));
+    assert_eq!(got[0].reason, "better");
+    assert_eq!(got[0].metrics.get("m"), Some(&1.5));
+    assert_eq!(got[0].config, e.config);
+    assert_eq!(got[0].runs, vec![1.5, 1.25]);
+    assert_eq!((got[0].pid, got[0].pid_start), (Some(4242), Some(9)));
+    assert_eq!(got[0].tokens, 12);
+    assert!(s.experiment(run.id, 1).unwrap().is_none());
+    let again = s.run_by_tag("t").unwrap().unwrap();
+    assert_eq!(again.state, "stopped");
+    assert_eq!(again.stop_reason.as_deref(), Some("max_experiments"));
+    assert_eq!(again.active_seconds, 12.5);
+    s.append_event(run.id, Some(0), "x", &serde_json::json!({"a": 1}))
+        .unwrap();
+    s.append_event(run.id, None, "y", &serde_json::json!({}))
+        .unwrap();
+    assert!(s.exec("DELETE FROM events", &[]).is_err(), "delete");
+    assert!(
+        s.exec("UPDATE events SET kind = 'z'", &[]).is_err(),
+        "update"
+    );
+    assert_eq!(
+        s.events(run.id).unwrap(),
+        vec![
+            (Some(0), "x".to_string(), r#"{"a":1}"#.to_string()),
+            (None, "y".to_string(), "{}".to_string())
+        ]
+    );
+    let call = |n: u64, m: &str| MechanismCall {
+        experiment: n,
+        mechanism: m.into(),
+        hook: "filter".into(),
+        effect: "rejected".into(),
+        detail: "near #1".into(),
+    };
+    s.put_mechanism_calls(
+        run.id,
+        &[call(1, "tabu"), call(2, "tabu"), call(2, "bandit")],
+    )
+    .unwrap();
+    assert_eq!(s.mechanism_calls(run.id, None).unwrap().len(), 3);
+    assert_eq!(
+        s.mechanism_calls(run.id, Some(2)).unwrap(),
+        vec![call(2, "tabu"), call(2, "bandit")]
+    );
+}
+
+fn pages_sort_filter_and_change_marks(b: &Backend) {
+    let s = b.open();
+    let run = new_run(&s, "t");
+    let mark0 = s.run_change_mark(run.id).unwrap().unwrap();
+    for n in 0..30u64 {
+        let status = match n {
+            0 => Status::Baseline,
+            n if n % 10 == 3 => Status::Crash,
+            n if n % 5 == 0 => Status::Keep,
+            _ => Status::Discard,
+        };
+        let e = ExperimentRecord {
+            n,
+            parent_commit: "abc".into(),
+            status: Some(status),
+            objective: (status != Status::Crash).then_some(100.0 - (n as f64 * 7.0) % 13.0),
+            started_at: n as f64,
+            ..Default::default()
+        };
+        s.put_experiment(run.id, &e).unwrap();
+    }
+    let ro = b.read_only();
+    let mark1 = ro.run_change_mark(run.id).unwrap().unwrap();
+    assert_ne!(mark0, mark1);
+    assert_eq!(mark1.experiments, 30);
+    assert_eq!(mark1.last_write, 29.0);
+    assert!(ro.run_change_mark(run.id + 1000).unwrap().is_none());
+    let q = ExperimentQuery {
+        status: Some(Status::Crash),
+        limit: 2,
+        offset: 1,
+        ..Default::default()
+    };
+    let (page, total) = ro.experiments_page(run.id, &q).unwrap();
+    assert_eq!(total, 3);
+    assert_eq!(page.iter().map(|e| e.n).collect::<Vec<_>>(), vec![13, 23]);
+    let q = ExperimentQuery {
+        sort: SortKey::Objective,
+        descending: true,
+        limit: 100,
+        ..Default::default()
+    };
+    let (page, total) = ro.experiments_page(run.id, &q).unwrap();
+    assert_eq!((page.len(), total), (30, 30));
+    let values: Vec<f64> = page.iter().filter_map(|e| e.objective).collect();
+    assert!(values.windows(2).all(|w| w[0] >= w[1]), "{values:?}");
+    assert!(
+        page[27..].iter().all(|e| e.objective.is_none()),
+        "missing values last"
+    );
+    let q = ExperimentQuery {
+        limit: 5,
+        offset: 10,
+        descending: true,
+        ..Default::default()
+    };
+    let (page, _) = ro.experiments_page(run.id, &q).unwrap();
+    assert_eq!(
+        page.iter().map(|e| e.n).collect::<Vec<_>>(),
+        vec![19, 18, 17, 16, 15]
+    );
+    assert!(ro.put_experiment(run.id, &page[0]).is_err(), "read only");
+    assert!(ro
+        .append_event(run.id, None, "x", &serde_json::json!({}))
+        .is_err());
+    let outlines = ro.experiment_outlines(run.id).unwrap();
+    assert_eq!(outlines.len(), 30);
+    assert_eq!(outlines[3].status, Some(Status::Crash));
+}
+
+fn transactions_commit_or_roll_back(b: &Backend) {
+    let s = b.open();
+    let run = new_run(&s, "t");
+    let exp = |n| ExperimentRecord {
+        n,
+        parent_commit: "abc".into(),
+        status: Some(Status::Discard),
+        started_at: 1.0,
+        ..Default::default()
+    };
+    let failed: Result<(), StoreError> = s.in_transaction(|s| {
+        s.put_experiment(run.id, &exp(0))?;
+        s.append_event(run.id, Some(0), "x", &serde_json::json!({}))?;
+        Err(StoreError::Corrupt("on purpose".into()))
+    });
+    assert!(failed.is_err());
+    assert!(s.experiments(run.id).unwrap().is_empty(), "rolled back");
+    assert!(s.events(run.id).unwrap().is_empty(), "rolled back");
+    s.in_transaction(|s| {
+        s.put_experiment(run.id, &exp(0))?;
+        // A nested call joins the outer transaction.
+        s.put_mechanism_calls(
+            run.id,
+            &[MechanismCall {
+                experiment: 0,
+                mechanism: "tabu".into(),
+                hook: "filter".into(),
+                effect: "none".into(),
+                detail: String::new(),
+            }],
+        )?;
+        s.put_experiment(run.id, &exp(1))
+    })
+    .unwrap();
+    let other = b.open();
+    assert_eq!(other.experiments(run.id).unwrap().len(), 2, "committed");
+    assert_eq!(other.mechanism_calls(run.id, None).unwrap().len(), 1);
+    // A failed statement inside a transaction rolls the whole of it back.
+    let failed = s.in_transaction(|s| {
+        s.put_experiment(run.id, &exp(2))?;
+        s.create_run("t", "hone/t", "x", 1, "knobs", "m", "minimize", "{}", "{}")
+    });
+    assert!(failed.is_err());
+    assert_eq!(other.experiments(run.id).unwrap().len(), 2);
+    s.put_experiment(run.id, &exp(2)).unwrap();
+    assert_eq!(other.experiments(run.id).unwrap().len(), 3, "usable after");
+}
+
+fn tags_are_unique_and_runs_ordered(b: &Backend) {
+    let s = b.open();
+    assert!(s.latest_run().unwrap().is_none());
+    let a = new_run(&s, "a");
+    let c = new_run(&s, "c");
+    assert!(
+        s.create_run("a", "hone/a", "x", 1, "knobs", "m", "minimize", "{}", "{}")
+            .is_err(),
+        "a tag is unique"
+    );
+    let tags: Vec<String> = s.runs().unwrap().into_iter().map(|r| r.tag).collect();
+    assert_eq!(tags, vec!["a", "c"]);
+    assert_eq!(s.latest_run().unwrap().unwrap().id, c.id);
+    assert_eq!(s.run_by_tag("a").unwrap().unwrap().id, a.id);
+    assert!(s.run_by_tag("b").unwrap().is_none());
+}
+
+/// Two repositories share one PostgreSQL database: each sees its own runs, and a tag is
+/// unique per repository only.
+#[test]
+fn postgres_repositories_share_a_database_and_migrate_once() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let url = pg.database("shared");
+    // Hosts connecting at once to a fresh database: each migration is applied once.
+    let connects: Vec<_> = (0..4)
+        .map(|i| {
+            let url = url.clone();
+            std::thread::spawn(move || Store::connect(&url, &format!("/repo/{i}")).map(|_| ()))
+        })
+        .collect();
+    for c in connects {
+        c.join().unwrap().unwrap();
+    }
+    assert_eq!(
+        pg.psql(
+            &url,
+            "SELECT string_agg(version::text, ',') FROM hone_store.schema_migrations"
+        ),
+        (1..=pg::migration_count())
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let one = Store::connect(&url, "git@example.com:lab/one.git").unwrap();
+    let two = Store::connect(&url, "/home/me/two").unwrap();
+    let r1 = new_run(&one, "t");
+    let r2 = new_run(&two, "t");
+    assert_ne!(r1.id, r2.id);
+    new_run(&two, "u");
+    assert!(
+        one.create_run("t", "hone/t", "x", 1, "knobs", "m", "minimize", "{}", "{}")
+            .is_err(),
+        "unique within a repository"
+    );
+    assert_eq!(one.runs().unwrap().len(), 1);
+    assert_eq!(two.runs().unwrap().len(), 2);
+    assert_eq!(one.latest_run().unwrap().unwrap().id, r1.id);
+    assert_eq!(two.run_by_tag("t").unwrap().unwrap().id, r2.id);
+    assert!(one.run_by_tag("u").unwrap().is_none());
+    assert_eq!(one.repo(), "git@example.com:lab/one.git");
+    assert!(one.is_shared());
+    // Truncating the event log is refused too.
+    one.append_event(r1.id, None, "x", &serde_json::json!({}))
+        .unwrap();
+    assert!(one.exec("TRUNCATE events", &[]).is_err());
+    assert_eq!(one.events(r1.id).unwrap().len(), 1);
+}
+
+/// A PostgreSQL server of its own in a temporary directory, on a free loopback port (Debian's
+/// postgresql package; .ci/run installs it). Stopped when dropped.
+pub(crate) struct PgServer {
+    _tmp: tempfile::TempDir,
+    data: PathBuf,
+    bin: PathBuf,
+    port: u16,
+    child: std::process::Child,
+}
+
+impl PgServer {
+    /// Starts one, or returns None (the test is skipped) where PostgreSQL is not installed,
+    /// unless HONE_REQUIRE_POSTGRES is set.
+    pub(crate) fn start() -> Option<PgServer> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()
+            .and_then(|d| d.flatten().map(|e| e.path().join("bin")).max())
+            .filter(|b| b.join("postgres").exists());
+        let Some(bin) = bin else {
+            assert!(
+                std::env::var_os("HONE_REQUIRE_POSTGRES").is_none(),
+                "HONE_REQUIRE_POSTGRES is set but PostgreSQL is not installed (apt-get install postgresql)"
+            );
+            eprintln!("skipped: PostgreSQL is not installed (apt-get install postgresql)");
+            return None;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        // PostgreSQL refuses to run as root: as root, run it as the postgres user.
+        let root = unsafe { libc::geteuid() } == 0;
+        let as_pg = |program: &Path| {
+            let mut c = if root {
+                let mut c = Command::new("runuser");
+                c.args(["-u", "postgres", "--"]).arg(program);
+                c
+            } else {
+                Command::new(program)
+            };
+            c.stdin(std::process::Stdio::null());
+            c
+        };
+        if root {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+            let st = Command::new("chown")
+                .args(["postgres:postgres"])
+                .arg(&data)
+                .status()
+                .unwrap();
+            assert!(st.success());
+        }
+        let out = as_pg(&bin.join("initdb"))
+            .args(["--no-sync", "-A", "trust", "-U", "hone", "-D"])
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "initdb: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = as_pg(&bin.join("postgres"))
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-p",
+                &port.to_string(),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "unix_socket_directories=",
+                "-c",
+                "fsync=off",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = PgServer {
+            _tmp: tmp,
+            data,
+            bin,
+            port,
+            child,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let ready = Command::new(server.bin.join("pg_isready"))
+                .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
+                .status()
+                .unwrap();
+            if ready.success() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "PostgreSQL did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(server)
+    }
+
+    fn url(&self, db: &str) -> String {
+        format!("postgres://hone@127.0.0.1:{}/{db}", self.port)
+    }
+
+    /// A new, empty database on this server; its URL.
+    pub(crate) fn database(&self, name: &str) -> String {
+        self.psql(&self.url("postgres"), &format!("CREATE DATABASE {name}"));
+        self.url(name)
+    }
+
+    pub(crate) fn psql(&self, url: &str, sql: &str) -> String {
+        let out = Command::new(self.bin.join("psql"))
+            .args(["-X", "-A", "-t", "-d", url, "-c", sql])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "psql: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        if let Some(pid) = std::fs::read_to_string(self.data.join("postmaster.pid"))
+            .ok()
+            .and_then(|s| s.lines().next().and_then(|l| l.trim().parse::<i32>().ok()))
+        {
+            // SIGQUIT: immediate shutdown.
+            unsafe { libc::kill(pid, libc::SIGQUIT) };
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// A SQLite file written before runs had a repository key (schema 6) opens with its runs
+/// intact, under the empty key.
+#[test]
+fn sqlite_schema_6_is_brought_up_to_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hone.db");
+    {
+        let conn = Connection::open(&path).unwrap();
+        for sql in &MIGRATIONS[..6] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 6).unwrap();
+        conn.execute_batch(
+            "INSERT INTO runs (tag, branch, base_commit, created_at, seed, agent, metric, direction, state, seals, spec_json)
+             VALUES ('old', 'hone/old', 'abc', 1.0, 3, 'knobs', 'm', 'minimize', 'stopped', '{}', '{}')",
+        )
+        .unwrap();
+    }
+    let s = Store::open(&path).unwrap();
+    let run = s.run_by_tag("old").unwrap().unwrap();
+    assert_eq!((run.seed, run.state.as_str()), (3, "stopped"));
+    assert_eq!(s.runs().unwrap().len(), 1);
+    new_run(&s, "new");
+    assert_eq!(s.latest_run().unwrap().unwrap().tag, "new");
+}
