@@ -5729,3 +5729,113 @@ fn parallel_ctrl_c_twice_kills_every_verifier_in_flight() {
     }
     assert_eq!(r.statuses(), ["baseline", "aborted", "aborted", "aborted"]);
 }
+
+/// A verify command for two experiments that must run at the same time: each candidate's
+/// verifier marks itself started, then waits (up to a minute) for the other one's mark; run
+/// one after the other, the first would give up and crash.
+fn together_verifier(marks: &Path) -> String {
+    format!(
+        "if [ \"$HONE_EXPERIMENT\" != 0 ]; then touch {m}/started-$HONE_EXPERIMENT; i=0; \
+         while [ $(ls {m} | wc -l) -lt 2 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \
+         [ $(ls {m} | wc -l) -ge 2 ] || exit 3; fi; cat value.txt",
+        m = marks.display()
+    )
+}
+
+#[test]
+fn slurm_backend_runs_two_experiments_as_jobs_at_once() {
+    if !slurm_cluster() {
+        return;
+    }
+    let marks = tempfile::tempdir().unwrap();
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        &together_verifier(marks.path()),
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    let shared = r.tmp_dir().join("shared");
+    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
+    std::fs::write(
+        r.dir.join("hone.toml"),
+        format!(
+            "{toml}\n[exec]\nbackend = \"slurm\"\nshared_dir = \"{}\"\nworkers = 2\n",
+            shared.display()
+        ),
+    )
+    .unwrap();
+    let out = r.hone(&["run", "--tag", "sp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let st = r.statuses();
+    assert_eq!(st.len(), 3, "{st:?}");
+    assert!(
+        !st.iter().any(|s| s == "crash"),
+        "the two jobs did not run at once: {st:?}"
+    );
+    assert_eq!(std::fs::read_dir(marks.path()).unwrap().count(), 2);
+}
+
+#[test]
+fn remote_workers_verify_two_experiments_at_once() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let marks = tempfile::tempdir().unwrap();
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        &together_verifier(marks.path()),
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    let bare = r.tmp_dir().join("shared.git");
+    git(
+        r.tmp_dir(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    );
+    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
+    std::fs::write(
+        r.dir.join("hone.toml"),
+        format!(
+            "{toml}\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\nworkers = 2\n\n[store]\nurl = \"{}\"\n",
+            bare.display(),
+            pg.url
+        ),
+    )
+    .unwrap();
+    git(&r.dir, &["commit", "-q", "-am", "workers"]);
+    let mut workers: Vec<std::process::Child> = ["a", "b"]
+        .iter()
+        .map(|name| {
+            Command::new(HONE)
+                .args([
+                    "worker",
+                    "--store",
+                    &pg.url,
+                    "--repo",
+                    bare.to_str().unwrap(),
+                ])
+                .args(["--slot", name, "--lease", "5s"])
+                .arg("--dir")
+                .arg(r.tmp_dir().join(format!("w-{name}")))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let out = r.hone(&["run", "--tag", "wp"]);
+    for w in &mut workers {
+        w.kill().unwrap();
+        w.wait().unwrap();
+    }
+    assert!(out.status.success(), "{}", text(&out));
+    let st = r.statuses();
+    assert_eq!(st.len(), 3, "{st:?}");
+    assert!(
+        !st.iter().any(|s| s == "crash"),
+        "the two workers did not verify at once: {st:?}"
+    );
+    // Each of the two candidates was verified by a different worker.
+    let by = pg.psql(
+        "SELECT count(DISTINCT a.worker) FROM hone_job_attempts a JOIN hone_jobs j ON j.id = a.job_id WHERE j.n > 0",
+    );
+    assert_eq!(by, "2");
+}

@@ -953,7 +953,7 @@ impl<'a> Engine<'a> {
             self.emit(Event::Warning { message: msg });
         }
         // Parallel slots' worktrees hold what in-flight candidates left: gone with them.
-        parallel::clean_slots(&self.git, &self.paths, &tag)?;
+        parallel::clean_slots(&self.git, &self.paths, &self.spec, &tag)?;
         for e in &exps {
             if let Some(c) = &e.candidate_commit {
                 let r = archive_ref(&tag, e.n);
@@ -2359,12 +2359,6 @@ impl<'a> Engine<'a> {
                     cancel,
                 )
                 .map_err(|e| EngineError::Setup(format!("lost the {what} job: {e}")))?;
-            // The job's files (its output may be a holdout's) do not outlive it.
-            if let Ok(entries) = std::fs::read_dir(&job_dir) {
-                for entry in entries.flatten() {
-                    let _ = std::fs::remove_file(entry.path());
-                }
-            }
             return Ok((outcome.exit, outcome.failure.map(|f| (Status::Crash, f))));
         }
         let running = exec::spawn(req)

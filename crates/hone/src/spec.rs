@@ -385,8 +385,9 @@ pub struct ExecSpec {
 pub const MAX_WORKERS: usize = 256;
 
 impl ExecSpec {
-    /// Checks `workers` (from hone.toml or `--workers`) against `slots` and the backend;
-    /// the message says what to change.
+    /// Checks `workers` (from hone.toml or `--workers`) against `slots`; the message says
+    /// what to change. Every backend runs that many verifications at once (local process
+    /// groups, SLURM jobs, or jobs for remote workers).
     pub fn check_workers(&self, workers: usize) -> Result<(), String> {
         if workers == 0 || workers > MAX_WORKERS {
             return Err(format!("workers must be between 1 and {MAX_WORKERS}"));
@@ -396,16 +397,6 @@ impl ExecSpec {
                 "{workers} workers but only {} slots (hone.toml line {}): give every worker a slot, or remove `slots`",
                 self.slots.len(),
                 self.slots_line
-            ));
-        }
-        if workers > 1 && self.backend != Backend::Local {
-            return Err(format!(
-                "workers = {workers} runs experiments in parallel on this machine, which needs backend = \"local\" (with backend = \"{}\" keep workers = 1)",
-                match self.backend {
-                    Backend::Local => "local",
-                    Backend::Slurm => "slurm",
-                    Backend::Workers => "workers",
-                }
             ));
         }
         Ok(())
@@ -2956,9 +2947,11 @@ max_cost_usd = 20
         assert!(e.message.contains("not a variable a slot may set"), "{e}");
         let e = err(&format!("{MIN}[exec]\nslots = \"0,1\"\n"));
         assert_eq!(e.key, "exec.slots");
-        let e = err(&format!(
+        // Every backend runs several verifications at once.
+        let s = parse(&format!(
             "{MIN}[exec]\nbackend = \"slurm\"\nshared_dir = \"/s\"\nworkers = 2\n"
-        ));
-        assert!(e.message.contains("needs backend = \"local\""), "{e}");
+        ))
+        .unwrap();
+        assert_eq!(s.exec.workers, 2);
     }
 }

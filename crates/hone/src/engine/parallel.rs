@@ -43,9 +43,13 @@ use crate::spec::Spec;
 use crate::store::{now, ExperimentRecord, RunRecord, Status, Store};
 use crate::workspace::Git;
 
-/// Where the slots' worktrees of run `tag` live.
-fn slots_dir(paths: &super::StatePaths, tag: &str) -> PathBuf {
-    paths.dir.join("slots").join(tag)
+/// Where the slots' worktrees of run `tag` live: under `.hone/`, or for SLURM under the
+/// shared directory the compute nodes see.
+fn slots_dir(paths: &super::StatePaths, spec: &Spec, root: &Path, tag: &str) -> PathBuf {
+    match super::shared_run_dir(spec, root, tag) {
+        Some(dir) => dir.join("slots"),
+        None => paths.dir.join("slots").join(tag),
+    }
 }
 
 /// Removes the slots' worktrees of run `tag` (what in-flight candidates left behind).
@@ -53,9 +57,10 @@ fn slots_dir(paths: &super::StatePaths, tag: &str) -> PathBuf {
 pub(super) fn clean_slots(
     git: &Git,
     paths: &super::StatePaths,
+    spec: &Spec,
     tag: &str,
 ) -> Result<usize, EngineError> {
-    let dir = slots_dir(paths, tag);
+    let dir = slots_dir(paths, spec, git.root(), tag);
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Ok(0);
     };
@@ -114,6 +119,14 @@ impl Parts {
         let mut plain = self.spec.clone();
         plain.outer = Default::default();
         let outer = crate::meta::Outer::from_spec(&plain);
+        // Remote workers: this thread posts its own jobs (the coordinator's registration
+        // stays with the coordinating engine).
+        let queue = match (&self.spec.exec.backend, &self.spec.exec.store_url) {
+            (crate::spec::Backend::Workers, Some(url)) => Some(
+                crate::queue::Queue::connect(url).map_err(|e| EngineError::Setup(e.to_string()))?,
+            ),
+            _ => None,
+        };
         Ok(Engine {
             git: self.git,
             paths: self.paths,
@@ -131,7 +144,9 @@ impl Parts {
             history: self.history,
             contained: self.contained,
             evaluating: false,
-            queue: None,
+            // Remote workers: this thread posts its own jobs (the coordinator's registration
+            // stays with the coordinating engine).
+            queue,
             _coordination: None,
             measuring: None,
             outer,
@@ -160,7 +175,8 @@ impl Engine<'_> {
             .ok_or_else(|| EngineError::Setup(format!("branch hone/{tag} is missing")))?;
         let mut slots = Vec::new();
         for i in 0..workers {
-            let worktree = slots_dir(&self.paths, &tag).join(format!("w{i}"));
+            let worktree =
+                slots_dir(&self.paths, &self.spec, self.git.root(), &tag).join(format!("w{i}"));
             self.git.prepare_worktree(&worktree, &head)?;
             let mut env = self.spec.exec.slots.get(i).cloned().unwrap_or_default();
             env.push(("HONE_SLOT".into(), i.to_string()));
@@ -169,7 +185,7 @@ impl Engine<'_> {
         self.emit(Event::Note {
             message: format!(
                 "{workers} experiments at a time, in worktrees under {}",
-                slots_dir(&self.paths, &tag).display()
+                slots_dir(&self.paths, &self.spec, self.git.root(), &tag).display()
             ),
         });
         exec::set_concurrent(true);
@@ -206,7 +222,7 @@ impl Engine<'_> {
         });
         exec::set_concurrent(false);
         exec::kill_orphans();
-        let _ = clean_slots(&self.git, &self.paths, &tag);
+        let _ = clean_slots(&self.git, &self.paths, &self.spec, &tag);
         result
     }
 

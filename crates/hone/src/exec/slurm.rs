@@ -283,7 +283,18 @@ impl SlurmJob {
         self.id
     }
 
+    /// Removes the current attempt's output and status files.
+    fn remove_files(&self) {
+        for f in [&self.output, &self.status_file] {
+            if !f.as_os_str().is_empty() {
+                let _ = fs::remove_file(f);
+            }
+        }
+    }
+
     fn submit_attempt(&mut self) -> Result<(), ExecError> {
+        // A previous attempt's files were read to the end: they go.
+        self.remove_files();
         self.attempt += 1;
         let stem = format!("{}.{}", self.job_name, self.attempt);
         self.output = self.job_dir.join(format!("{stem}.out"));
@@ -391,6 +402,10 @@ impl SlurmJob {
                 error,
             })?;
             let (exit, failure) = self.classify(&end);
+            // The job's files (its output may be a holdout's) do not outlive it; other jobs'
+            // files in the same directory are theirs.
+            self.remove_files();
+            let _ = fs::remove_file(&self.script);
             return Ok(SlurmOutcome {
                 exit,
                 failure,

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Throughput through PostgreSQL with remote workers: a private PostgreSQL server, N `hone worker`
+# processes (here on this machine, each with its own clone of a bare "shared" remote), a
+# verifier that sleeps a fixed time, and the knobs proposer; the coordinator keeps
+# `--workers N` verifications posted at once.
+#
+#   bench/workers.sh [CANDIDATES] [SLEEP_SECONDS] [WORKERS...]   (default 16 1 1 2)
+#
+# As in bench/parallel.sh the figure is the candidates' span (the baseline runs alone) and the
+# speed-up is candidates per second against the first worker count given.
+set -euo pipefail
+m=${1:-16}
+sleep_s=${2:-1}
+shift $(( $# > 2 ? 2 : $# ))
+counts=("$@")
+[ ${#counts[@]} -gt 0 ] || counts=(1 2)
+here=$(cd "$(dirname "$0")/.." && pwd)
+cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
+hone="${CARGO_TARGET_DIR:-$here/target}/release/hone"
+d=$(mktemp -d)
+chmod 755 "$d"
+pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [ -f "$d/pg/postmaster.pid" ]; then kill -QUIT "$(head -1 "$d/pg/postmaster.pid")" 2>/dev/null || true; sleep 1; fi
+  rm -rf "$d"
+}
+trap cleanup EXIT
+mkdir "$d/pg"
+[ "$(id -u)" = 0 ] && chown postgres:postgres "$d/pg"
+as_pg "$pgbin/initdb" -A trust -U hone -D "$d/pg" > /dev/null
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+as_pg "$pgbin/postgres" -D "$d/pg" -p "$port" -c listen_addresses=127.0.0.1 -c unix_socket_directories= > "$d/pg.log" 2>&1 &
+until "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$port"; do sleep 0.1; done
+url="postgres://hone@127.0.0.1:$port/postgres"
+
+printf '| remote workers | candidates | span | candidates/s | speed-up | target (0.9 x N) |\n'
+printf '|---|---|---|---|---|---|\n'
+base=""
+for w in "${counts[@]}"; do
+  r="$d/w$w"
+  mkdir -p "$r"
+  git init -q --bare "$r/shared.git"
+  mkdir "$r/proj" && cd "$r/proj"
+  git init -q -b main
+  printf 'A = 50  # hone: int 1..1000\nB = 50  # hone: int 1..1000\nC = 0.5  # hone: 0.0..1.0\n' > params.py
+  cat > hone.toml <<TOML
+[loop]
+editable = ["params.py"]
+
+[verify]
+command = "sleep $sleep_s; sed -n 's/^A = \\\\([0-9]*\\\\).*/score: \\\\1/p' params.py"
+metric = "score"
+timeout = "5m"
+
+[stop]
+max_experiments = $((m + 1))
+patience = 100000
+
+[exec]
+backend = "workers"
+remote = "$r/shared.git"
+
+[store]
+url = "$url"
+repo = "bench-w$w"
+TOML
+  git add -A && git -c user.name=b -c user.email=b@b commit -qm init
+  pids=()
+  for i in $(seq "$w"); do
+    "$hone" worker --store "$url" --repo "$r/shared.git" --dir "$r/worker$i" --slot "s$i" > "$r/worker$i.log" 2>&1 &
+    pids+=($!)
+  done
+  "$hone" run --tag bench --workers "$w" > run.txt
+  "$hone" log --json > log.jsonl
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  line=$(python3 - "$w" "$base" <<'PY'
+import json, sys
+w = int(sys.argv[1])
+base = float(sys.argv[2]) if sys.argv[2] else None
+rows = [json.loads(l) for l in open("log.jsonl")][1:]
+span = max(r["finished_at"] for r in rows) - min(r["started_at"] for r in rows)
+rate = len(rows) / span
+speed = rate / base if base else 1.0
+print(f"{rate}|| {w} | {len(rows)} | {span:.2f} s | {rate:.2f} | {speed:.2f} | {0.9 * w:.1f} |")
+PY
+)
+  rate=${line%%||*}
+  [ -n "$base" ] || base=$rate
+  printf '|%s\n' "${line#*||}"
+  cd "$here"
+done
