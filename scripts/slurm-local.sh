@@ -29,6 +29,7 @@ fi
 
 mem_mib=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 * 9 / 10 ))
 conf=$(cat <<CONF
+# written by hone scripts/slurm-local.sh
 ClusterName=local
 SlurmctldHost=$host
 SlurmUser=root
@@ -50,20 +51,32 @@ PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP
 CONF
 )
 mkdir -p /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm
+# Never touch a real cluster's configuration: only a file this script wrote is replaced.
+# (An earlier version wrote no marker; its file starts with `ClusterName=local`.)
+if [ -s /etc/slurm/slurm.conf ] && ! grep -q '^# written by hone scripts/slurm-local.sh' /etc/slurm/slurm.conf \
+   && [ "$(head -1 /etc/slurm/slurm.conf)" != "ClusterName=local" ]; then
+  echo "slurm: /etc/slurm/slurm.conf exists and was not written by this script; leaving SLURM alone" >&2
+  echo "(the SLURM tests need a node of their own: run them where this script may set one up)" >&2
+  exit 1
+fi
 if [ "$(cat /etc/slurm/slurm.conf 2>/dev/null)" != "$conf" ]; then
   printf '%s\n' "$conf" > /etc/slurm/slurm.conf
   pkill -x slurmd 2>/dev/null || true
   pkill -x slurmctld 2>/dev/null || true
-  sleep 1
+  # Wait for them to be gone, so that they are started again below with the new file.
+  for _ in $(seq 100); do
+    pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null || break
+    sleep 0.1
+  done
 fi
 pgrep -x slurmctld >/dev/null || slurmctld
 pgrep -x slurmd >/dev/null || slurmd
 
 for _ in $(seq 100); do
-  state=$(sinfo -h -n "$host" -o %T 2>/dev/null || true)
+  state=$(timeout 5 sinfo -h -n "$host" -o %T 2>/dev/null || true)
   case "$state" in
     idle|mixed|allocated) echo "slurm: node $host $state"; exit 0 ;;
-    down*|drain*) scontrol update nodename="$host" state=resume 2>/dev/null || true ;;
+    down*|drain*) timeout 5 scontrol update nodename="$host" state=resume 2>/dev/null || true ;;
   esac
   sleep 0.3
 done

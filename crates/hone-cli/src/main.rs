@@ -350,7 +350,10 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
                     if let (spec::Backend::Workers, Some(url)) =
                         (spec.exec.backend, &spec.exec.store_url)
                     {
-                        output::workers(url, json);
+                        // --json prints one object: the workers are `hone status` without it.
+                        if !json {
+                            output::workers(url, false);
+                        }
                     }
                 }
             }

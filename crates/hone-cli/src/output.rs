@@ -612,6 +612,9 @@ pub fn worker_event(ev: &hone::worker::WorkerEvent) {
             }
         }
         W::Lost { job } => out!("job {job}: cancelled or taken over; verifier killed"),
+        W::Released { job, why } => {
+            out!("job {job}: could not run it here ({why}); given back to the queue")
+        }
         W::KilledStale { pid } => {
             out!("killed the verifier (pid {pid}) a previous worker in this directory left")
         }

@@ -2341,6 +2341,13 @@ impl<'a> Engine<'a> {
         if let Some(dir) = shared_run_dir(&self.spec, self.git.root(), &self.run.tag) {
             let job_dir = dir.join("jobs");
             let name = format!("hone-{}-{n}", self.run.tag);
+            // The job's environment is what SLURM gives it (its allocation, `--gres` devices)
+            // plus what hone itself sets: hone's own environment (say, the SLURM_* variables
+            // of an allocation hone runs in) never reaches it.
+            let mut req = req.clone();
+            req.env
+                .retain(|(k, _)| self.travels_to_jobs(&k.to_string_lossy()));
+            let req = &req;
             let job = exec::slurm::submit(req, &self.spec.exec.slurm, &job_dir, &name)
                 .map_err(|e| EngineError::Setup(format!("cannot submit the {what} job: {e}")))?;
             let (store, run_id) = (&self.store, self.run.id);
@@ -2371,6 +2378,18 @@ impl<'a> Engine<'a> {
         // Anything the stage started that escaped its process group dies with the stage.
         exec::kill_orphans();
         Ok((outcome.exit, None))
+    }
+
+    /// Whether a variable of a verifier's environment goes to a SLURM job or a remote worker,
+    /// which start from their own environment: only what hone itself sets does (`HONE_*`,
+    /// `[verify] env`, the seed variable, the slot's variables, the sealed evaluator's Python
+    /// settings).
+    fn travels_to_jobs(&self, k: &str) -> bool {
+        k.starts_with("HONE_")
+            || self.spec.verify.env.iter().any(|(name, _)| name == k)
+            || self.spec.verify.seed_env.as_deref() == Some(k)
+            || self.slot_env.iter().any(|(name, _)| name == k)
+            || (self.evaluating && matches!(k, "PYTHONNOUSERSITE" | "PYTHONDONTWRITEBYTECODE"))
     }
 
     /// The run's name in a shared store: its repository's key and its tag (with remote
@@ -2423,14 +2442,11 @@ impl<'a> Engine<'a> {
                     v.to_string_lossy().into_owned(),
                 )
             })
-            .filter(|(k, _)| {
-                k.starts_with("HONE_")
-                    || self.spec.verify.env.iter().any(|(name, _)| name == k)
-                    || self.spec.verify.seed_env.as_deref() == Some(k.as_str())
-            })
+            .filter(|(k, _)| self.travels_to_jobs(k))
             .collect();
         env.sort();
         let job = crate::queue::JobSpec {
+            remote: remote.clone(),
             git_ref,
             commit,
             command: req.command.clone(),

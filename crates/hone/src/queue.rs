@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS hone_jobs (
     created_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
     finished_at TIMESTAMPTZ
 );
+ALTER TABLE hone_jobs ADD COLUMN IF NOT EXISTS remote TEXT NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS hone_jobs_claimable ON hone_jobs (state, id);
 CREATE TABLE IF NOT EXISTS hone_job_attempts (
     job_id     BIGINT NOT NULL,
@@ -94,6 +95,10 @@ impl From<postgres::Error> for QueueError {
 /// One verification, as the coordinator posts it.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct JobSpec {
+    /// The shared git remote the candidate was pushed to: a worker only takes jobs of the
+    /// remote it fetches from (several projects may share one database).
+    #[serde(default)]
+    pub remote: String,
     /// The git ref (on the shared remote) and commit to verify.
     pub git_ref: String,
     pub commit: String,
@@ -234,8 +239,8 @@ impl Queue {
         let text = serde_json::to_string(spec).map_err(|e| QueueError::Corrupt(e.to_string()))?;
         let n = i64::try_from(n).map_err(|_| QueueError::Corrupt("experiment number".into()))?;
         let row = self.client.query_one(
-            "INSERT INTO hone_jobs (run_key, n, spec) VALUES ($1, $2, $3) RETURNING id",
-            &[&run_key, &n, &text],
+            "INSERT INTO hone_jobs (run_key, n, spec, remote) VALUES ($1, $2, $3, $4) RETURNING id",
+            &[&run_key, &n, &text, &spec.remote],
         )?;
         Ok(row.get(0))
     }
@@ -298,14 +303,20 @@ impl Queue {
         Ok(())
     }
 
-    /// Claims the oldest claimable job: queued, or claimed by a worker whose lease ran out.
-    pub fn claim(&mut self, worker: &str, lease: Duration) -> Result<Option<Claimed>, QueueError> {
+    /// Claims the oldest claimable job of `remote`: queued, or claimed by a worker whose lease
+    /// ran out.
+    pub fn claim(
+        &mut self,
+        worker: &str,
+        remote: &str,
+        lease: Duration,
+    ) -> Result<Option<Claimed>, QueueError> {
         let mut tx = self.client.transaction()?;
         let row = tx.query_opt(
             "SELECT id, attempt, worker FROM hone_jobs
-             WHERE state = 'queued' OR (state = 'claimed' AND lease_until < now())
+             WHERE remote = $1 AND (state = 'queued' OR (state = 'claimed' AND lease_until < now()))
              ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
-            &[],
+            &[&remote],
         )?;
         let Some(row) = row else {
             tx.commit()?;
@@ -386,13 +397,42 @@ impl Queue {
         } else {
             "superseded"
         };
+        // An attempt already ended (its lease ran out, it was released) keeps that outcome.
         tx.execute(
-            "UPDATE hone_job_attempts SET ended_at = now(), outcome = $3 WHERE job_id = $1 AND attempt = $2",
+            "UPDATE hone_job_attempts SET ended_at = now(), outcome = $3
+             WHERE job_id = $1 AND attempt = $2 AND ended_at IS NULL",
             &[&id, &result.attempt, &outcome],
         )?;
         tx.execute(
             "UPDATE hone_workers SET job_id = NULL WHERE id = $1",
             &[&result.worker],
+        )?;
+        tx.commit()?;
+        Ok(n == 1)
+    }
+
+    /// Gives a held job back to the queue (the worker could not run it: its own problem, not
+    /// the candidate's), recording why; false if the attempt no longer held it.
+    pub fn release(
+        &mut self,
+        id: i64,
+        worker: &str,
+        attempt: i32,
+        why: &str,
+    ) -> Result<bool, QueueError> {
+        let mut tx = self.client.transaction()?;
+        let n = tx.execute(
+            "UPDATE hone_jobs SET state = 'queued', lease_until = NULL, worker = NULL
+             WHERE id = $1 AND worker = $2 AND attempt = $3 AND state = 'claimed'",
+            &[&id, &worker, &attempt],
+        )?;
+        tx.execute(
+            "UPDATE hone_job_attempts SET ended_at = now(), outcome = $3 WHERE job_id = $1 AND attempt = $2",
+            &[&id, &attempt, &format!("released: {why}")],
+        )?;
+        tx.execute(
+            "UPDATE hone_workers SET job_id = NULL WHERE id = $1",
+            &[&worker],
         )?;
         tx.commit()?;
         Ok(n == 1)
@@ -489,5 +529,99 @@ impl Drop for Coordination {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::tests::PgServer;
+
+    fn job(remote: &str) -> JobSpec {
+        JobSpec {
+            remote: remote.into(),
+            git_ref: "refs/hone/t/1".into(),
+            commit: "abc".into(),
+            command: "true".into(),
+            env: Vec::new(),
+            timeout_ms: 1000,
+            kill_grace_ms: 100,
+            max_log_bytes: 1000,
+        }
+    }
+
+    fn result(worker: &str, attempt: i32) -> JobResult {
+        JobResult {
+            exit: "code".into(),
+            value: 0,
+            failure: None,
+            log: format!("by {worker}"),
+            modified: Vec::new(),
+            worker: worker.into(),
+            attempt,
+        }
+    }
+
+    #[test]
+    fn only_the_attempt_holding_a_job_decides_it() {
+        let Some(pg) = PgServer::start() else {
+            return;
+        };
+        let url = pg.database("queue_attempts");
+        let mut q = Queue::connect(&url).unwrap();
+        let id = q.submit("r#t", 1, &job("R")).unwrap();
+        // Workers of another remote never see it.
+        assert!(q
+            .claim("other", "S", Duration::from_secs(60))
+            .unwrap()
+            .is_none());
+        // Worker a claims with a lease that has already run out; worker b takes it over.
+        let a = q.claim("a", "R", Duration::ZERO).unwrap().unwrap();
+        assert_eq!((a.id, a.attempt), (id, 1));
+        let b = q.claim("b", "R", Duration::from_secs(60)).unwrap().unwrap();
+        assert_eq!((b.id, b.attempt), (id, 2));
+        // a's heartbeat tells it the job is gone, and its late result is refused.
+        assert!(!q
+            .heartbeat("a", Some((id, 1)), Duration::from_secs(60))
+            .unwrap());
+        assert!(!q.finish(id, &result("a", 1)).unwrap());
+        assert_eq!(
+            q.status(id).unwrap(),
+            JobStatus::Claimed {
+                worker: "b".into(),
+                attempt: 2
+            }
+        );
+        // b gives it back (its own problem); c finishes it, once.
+        assert!(q.release(id, "b", 2, "no disk").unwrap());
+        let c = q.claim("c", "R", Duration::from_secs(60)).unwrap().unwrap();
+        assert_eq!(c.attempt, 3);
+        assert!(q.finish(id, &result("c", 3)).unwrap());
+        assert!(!q.finish(id, &result("c", 3)).unwrap(), "decided once");
+        match q.status(id).unwrap() {
+            JobStatus::Done(r) => assert_eq!(r.log, "by c"),
+            other => panic!("{other:?}"),
+        }
+        let outcomes: Vec<(i32, String, Option<String>)> = q.attempts(id).unwrap();
+        assert_eq!(
+            outcomes,
+            vec![
+                (1, "a".into(), Some("lease expired".into())),
+                (2, "b".into(), Some("released: no disk".into())),
+                (3, "c".into(), Some("code".into())),
+            ]
+        );
+        // A cancelled job is not claimable, and a worker holding it learns at its heartbeat.
+        let id2 = q.submit("r#t", 2, &job("R")).unwrap();
+        let d = q.claim("d", "R", Duration::from_secs(60)).unwrap().unwrap();
+        assert_eq!(d.id, id2);
+        q.cancel(id2).unwrap();
+        assert!(!q
+            .heartbeat("d", Some((id2, 1)), Duration::from_secs(60))
+            .unwrap());
+        assert!(q
+            .claim("e", "R", Duration::from_secs(60))
+            .unwrap()
+            .is_none());
     }
 }

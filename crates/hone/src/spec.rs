@@ -1400,6 +1400,14 @@ impl Spec {
             }
         }
         if exec.backend == Backend::Workers {
+            if sandbox.bwrap && sandbox.required {
+                return Err(p.err_value(
+                    sb,
+                    "sandbox",
+                    "kind",
+                    "remote workers do not run verifiers under bubblewrap yet: with [exec] backend = \"workers\" set [sandbox] required = false (and run workers as a user without access to anything you would protect), or verify locally".into(),
+                ));
+            }
             if exec.store_url.is_none() {
                 return Err(p.err_value(
                     ex,

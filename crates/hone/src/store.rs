@@ -18,7 +18,7 @@
 
 mod pg;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::cell::Cell;
 use std::collections::BTreeMap;

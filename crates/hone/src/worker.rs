@@ -54,6 +54,11 @@ pub enum WorkerEvent {
     Lost {
         job: i64,
     },
+    /// The worker could not run the job (its own problem) and gave it back to the queue.
+    Released {
+        job: i64,
+        why: String,
+    },
     KilledStale {
         pid: u32,
     },
@@ -66,6 +71,30 @@ pub enum WorkerError {
     Queue(#[from] QueueError),
     #[error("{0}")]
     Setup(String),
+}
+
+/// Setup failures in a row after which a worker stops.
+const MAX_SETUP_FAILURES: u32 = 3;
+
+/// An exclusive lock on a worker directory, held while the worker runs.
+fn lock_dir(dir: &Path) -> Result<std::fs::File, WorkerError> {
+    use std::os::unix::io::AsRawFd;
+    let path = dir.join("lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(setup("cannot create the worker directory's lock"))?;
+    // SAFETY: flock on a valid, open file descriptor owned by `file`.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        return Err(WorkerError::Setup(format!(
+            "another worker uses {}; give each worker its own --dir (or --slot)",
+            dir.display()
+        )));
+    }
+    Ok(file)
 }
 
 /// This host's name, as workers and coordinators report it.
@@ -88,6 +117,9 @@ pub fn run(
     on_event: &mut dyn FnMut(&WorkerEvent),
 ) -> Result<(), WorkerError> {
     std::fs::create_dir_all(&opts.dir).map_err(setup("cannot create the worker directory"))?;
+    // One worker per directory: two would share (and reset) one worktree, and kill each
+    // other's verifier as "left by a previous worker".
+    let _dir_lock = lock_dir(&opts.dir)?;
     let running_file = opts.dir.join("running");
     if let Some((pid, start)) = std::fs::read_to_string(&running_file).ok().and_then(|s| {
         let mut it = s.split_whitespace();
@@ -115,12 +147,13 @@ pub fn run(
         .register_worker(&id, &host_name(), &opts.slot, opts.lease)?;
     on_event(&WorkerEvent::Ready { id: id.clone() });
     let mut done = 0u64;
+    let mut setup_failures = 0u32;
     let mut last_beat = Instant::now();
     let outcome = loop {
         if stop() || opts.max_jobs.is_some_and(|m| done >= m) {
             break Ok(());
         }
-        let claimed = match queue.borrow_mut().claim(&id, opts.lease) {
+        let claimed = match queue.borrow_mut().claim(&id, &opts.remote, opts.lease) {
             Ok(c) => c,
             Err(e) => break Err(e.into()),
         };
@@ -152,24 +185,26 @@ pub fn run(
             }
             Ok(None) => on_event(&WorkerEvent::Lost { job: job.id }),
             Err(e) => {
-                let r = JobResult {
-                    exit: "failed".into(),
-                    value: -1,
-                    failure: Some(format!("worker {id} could not run the verification: {e}")),
-                    log: String::new(),
-                    modified: Vec::new(),
-                    worker: id.clone(),
-                    attempt: job.attempt,
-                };
-                let accepted = queue.borrow_mut().finish(job.id, &r)?;
-                on_event(&WorkerEvent::Finished {
+                // The worker's own problem (fetch, checkout, spawn): the job goes back to the
+                // queue for another worker, and this one stops after a few in a row rather
+                // than failing every job it could claim.
+                let why = e.to_string();
+                queue.borrow_mut().release(job.id, &id, job.attempt, &why)?;
+                on_event(&WorkerEvent::Released {
                     job: job.id,
-                    exit: r.exit,
-                    accepted,
+                    why: why.clone(),
                 });
-                done += 1;
+                setup_failures += 1;
+                if setup_failures >= MAX_SETUP_FAILURES {
+                    break Err(WorkerError::Setup(format!(
+                        "{MAX_SETUP_FAILURES} jobs in a row could not be run here (last: {why}); fix this worker (its --repo, git credentials, disk) and start it again"
+                    )));
+                }
+                std::thread::sleep(Duration::from_secs(1 << setup_failures.min(5)));
+                continue;
             }
         }
+        setup_failures = 0;
         last_beat = Instant::now();
     };
     let _ = queue.borrow_mut().unregister_worker(&id);
@@ -215,6 +250,14 @@ fn verify(
         limits: Default::default(),
         wrapper: Vec::new(),
     };
+    // The fetch and checkout may have taken a while: make sure the job is still this
+    // worker's before spending compute on it.
+    if !queue
+        .borrow_mut()
+        .heartbeat(id, Some((job.id, job.attempt)), opts.lease)?
+    {
+        return Ok(None);
+    }
     let running = exec::spawn(&req).map_err(setup("cannot start the verifier"))?;
     let _ = std::fs::write(
         running_file,

@@ -4,8 +4,8 @@
 //! The story of one job, in the order the code follows it:
 //!
 //! 1. **Script.** hone writes a small POSIX shell script (mode 0600) into a directory the
-//!    compute nodes can see: it enters the worktree, exports the candidate's environment on
-//!    top of what SLURM gives the job (so `CUDA_VISIBLE_DEVICES` from `--gres` survives), runs
+//!    compute nodes can see: it enters the worktree, exports the variables hone sets for the
+//!    candidate (the caller passes only those) on top of what SLURM gives the job (so `CUDA_VISIBLE_DEVICES` from `--gres` survives), runs
 //!    the command under `/bin/sh -c` and writes the command's exit status to a side file.
 //! 2. **Submit.** `sbatch --parsable --no-requeue` with the configured partition, gres, cpus,
 //!    memory and time limit (by default the verifier's timeout plus its grace, rounded up to

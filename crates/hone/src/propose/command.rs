@@ -237,6 +237,15 @@ pub fn hone_secret_vars(spec: &crate::spec::Spec) -> Vec<String> {
     if let Some(l) = &spec.review.llm {
         v.push(l.api_key_env.clone());
     }
+    // What hone's automation holds: the webhook secret, secret notification URLs, and the
+    // GitHub token that `hone finalize --pr` uses. No agent or candidate needs them.
+    v.push(spec.trigger.secret_env.clone());
+    for n in &spec.notify {
+        if let crate::spec::NotifyUrl::Env(name) = &n.url {
+            v.push(name.clone());
+        }
+    }
+    v.push("GITHUB_TOKEN".into());
     v
 }
 
@@ -740,6 +749,18 @@ mod tests {
         ));
         assert!(passes_to_agent("HOME", Some(Preset::Gemini), &secrets));
         assert!(!passes_to_agent("HONE_TOKEN", claude, &[]));
+    }
+
+    #[test]
+    fn automation_secrets_are_hones_own() {
+        let text = "[loop]\neditable = [\"a.py\"]\n[verify]\ncommand = \"x\"\nmetric = \"m\"\n\
+                    [[notify]]\nurl_env = \"SLACK_HOOK\"\n[trigger]\nsecret_env = \"MY_SECRET\"\n";
+        let spec = crate::spec::Spec::parse(std::path::Path::new("hone.toml"), text).unwrap();
+        let secrets = hone_secret_vars(&spec);
+        for name in ["SLACK_HOOK", "MY_SECRET", "GITHUB_TOKEN"] {
+            assert!(secrets.iter().any(|s| s == name), "{name}: {secrets:?}");
+            assert!(!passes_to_agent(name, Some(Preset::Claude), &secrets));
+        }
     }
 
     #[test]
