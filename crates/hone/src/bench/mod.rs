@@ -57,7 +57,7 @@ pub fn describe_arm(arm: &str) -> String {
     match arm {
         "A" => "Level 1 only: the knobs optimizer".into(),
         "Ap" => format!(
-            "A′: Level 1 with C's segment schedule ({SEGMENT} experiments), restarting from the best with a fresh history window at every segment end"
+            "Level 1 with C's segment schedule ({SEGMENT} experiments), restarting from the best with a fresh history window at every segment end"
         ),
         "B" => format!("Level 1 + 1.5 (rule-based strategy every {STRATEGY_EVERY})"),
         "C" => format!(

@@ -94,9 +94,11 @@ impl Report {
         let mut out = Vec::new();
         for (pi, p) in problems.iter().enumerate() {
             let mine: Vec<&RunResult> = runs.iter().filter(|r| r.problem == p.name).collect();
-            let cap = mine.iter().map(|r| r.budget).max().unwrap_or(0);
+            // The budgets every run of the problem reached, plus that common budget itself
+            // when it falls short of the largest one asked for (charlm's reduced budget).
+            let cap = mine.iter().map(|r| r.budget).min().unwrap_or(0);
             let mut bs: Vec<u64> = budgets.iter().copied().filter(|b| *b <= cap).collect();
-            if bs.is_empty() && cap > 0 {
+            if cap > 0 && !bs.contains(&cap) && budgets.iter().any(|b| *b > cap) {
                 bs.push(cap);
             }
             let mut arms: Vec<String> = mine.iter().map(|r| r.arm.clone()).collect();
@@ -214,6 +216,13 @@ impl Report {
         }
         s.push_str("\n### Targets\n\n");
         for t in &self.targets {
+            if t.evaluated.is_empty() {
+                s.push_str(&format!(
+                    "- {}: **not evaluated** (no problem has runs of both arms it compares)\n",
+                    t.name
+                ));
+                continue;
+            }
             s.push_str(&format!(
                 "- {}: holds on {} of {} evaluated problems ({}; needed {}) — **{}**\n",
                 t.name,
@@ -411,6 +420,9 @@ mod tests {
         }
         let rep = Report::build(&probs, &[2], &runs);
         assert!(!rep.targets[1].met);
+        // Runs shorter than the largest budget asked for are read at their own budget too.
+        let rep = Report::build(&probs, &[1, 50], &runs);
+        assert_eq!(rep.problems[0].budgets, vec![1, 2]);
         assert!(rep.targets[1].holds_on.is_empty());
     }
 }
