@@ -207,6 +207,39 @@ enum Cmd {
         #[arg(long, default_value = "127.0.0.1")]
         bind: std::net::IpAddr,
     },
+    /// The ablation benchmark of the outer loop: arms x problems x paired seeds, at the same
+    /// number of verifications; writes runs.json, results.json and results.md.
+    Bench {
+        /// The reduced suite for CI: the quick problems, arms A and C, 3 repeats, budget 20.
+        #[arg(long)]
+        quick: bool,
+        /// Problems to run, comma-separated (default: the whole suite).
+        #[arg(long, value_delimiter = ',')]
+        problems: Vec<String>,
+        /// Arms, comma-separated: A, Ap (A′), B, C, D, or one mechanism's name.
+        #[arg(long, value_delimiter = ',')]
+        arms: Vec<String>,
+        /// Seeds 1..=N, shared by every arm (default 10; 3 with --quick).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        repeats: Option<u64>,
+        /// Budgets in verifications, comma-separated; a run gets the largest (default 20,50,100).
+        #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+        budget: Vec<u64>,
+        /// Output directory (default bench/out, or bench/out-quick); finished runs in its
+        /// runs.json are not run again.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The suite's manifest (default: bench/problems/manifest.toml above the current
+        /// directory).
+        #[arg(long)]
+        manifest: Option<PathBuf>,
+        /// Run nothing: report what OUT/runs.json and the --with files hold.
+        #[arg(long)]
+        report_only: bool,
+        /// A runs.json from elsewhere (Optuna's baselines) to report side by side; repeatable.
+        #[arg(long)]
+        with: Vec<PathBuf>,
+    },
     /// Run the whole thing on the bundled example (a character-level language model), offline.
     Demo {
         /// Where to put the example (must be empty or absent); kept afterwards.
@@ -487,6 +520,30 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
             max_experiments,
             seed,
         } => demo(dir, keep, max_experiments, seed),
+        Cmd::Bench {
+            quick,
+            problems,
+            arms,
+            repeats,
+            budget,
+            out,
+            manifest,
+            report_only,
+            with,
+        } => bench(
+            &cwd,
+            BenchArgs {
+                quick,
+                problems,
+                arms,
+                repeats,
+                budget,
+                out,
+                manifest,
+                report_only,
+                with,
+            },
+        ),
     }
 }
 
@@ -719,6 +776,94 @@ fn serve(
         out!("every request needs the token in HONE_TOKEN: open the page once with ?token=<token>, or send `Authorization: Bearer <token>`");
     }
     server.run()?;
+    Ok(())
+}
+
+struct BenchArgs {
+    quick: bool,
+    problems: Vec<String>,
+    arms: Vec<String>,
+    repeats: Option<u64>,
+    budget: Vec<u64>,
+    out: Option<PathBuf>,
+    manifest: Option<PathBuf>,
+    report_only: bool,
+    with: Vec<PathBuf>,
+}
+
+fn bench(cwd: &Path, a: BenchArgs) -> Result<(), Failure> {
+    use hone::bench;
+    let usage = |e: bench::BenchError| Failure {
+        code: 2,
+        error: anyhow!(e),
+    };
+    let manifest = match a.manifest {
+        Some(m) => m,
+        None => cwd
+            .ancestors()
+            .map(|d| d.join("bench/problems/manifest.toml"))
+            .find(|m| m.is_file())
+            .ok_or_else(|| Failure {
+                code: 2,
+                error: anyhow!("no bench/problems/manifest.toml in this directory or above it; run from the hone repository or pass --manifest"),
+            })?,
+    };
+    let root = manifest
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .unwrap_or(cwd)
+        .to_path_buf();
+    let all = bench::load_manifest(&manifest).map_err(usage)?;
+    let problems = bench::select(&all, &a.problems, a.quick).map_err(usage)?;
+    let arms = match (a.arms.is_empty(), a.quick) {
+        (false, _) => a.arms,
+        (true, true) => vec!["A".into(), "C".into()],
+        (true, false) => bench::ARMS.iter().map(|s| s.to_string()).collect(),
+    };
+    let budgets = match (a.budget.is_empty(), a.quick) {
+        (false, _) => a.budget,
+        (true, true) => vec![20],
+        (true, false) => vec![20, 50, 100],
+    };
+    let out = a.out.unwrap_or_else(|| {
+        root.join(if a.quick {
+            "bench/out-quick"
+        } else {
+            "bench/out"
+        })
+    });
+    let opts = bench::BenchOptions {
+        problems,
+        arms,
+        repeats: a.repeats.unwrap_or(if a.quick { 3 } else { 10 }),
+        budgets,
+        out: out.clone(),
+        report_only: a.report_only,
+        with: a.with,
+    };
+    let started = std::time::Instant::now();
+    let progress = |p: &bench::Progress| match p {
+        bench::Progress::Planned { todo, done } => {
+            err!("hone bench: {todo} run(s) to do ({done} already in runs.json)")
+        }
+        bench::Progress::Finished { run, index, todo } => err!(
+            "[{index}/{todo}] {} {} seed {}: best {} after {} verifications ({:.1}s)",
+            run.problem,
+            bench::report::label(&run.arm),
+            run.seed,
+            run.trajectory.last().copied().unwrap_or(f64::NAN),
+            run.trajectory.len(),
+            run.wall_s
+        ),
+    };
+    let rep = bench::run(&opts, &progress).map_err(anyhow::Error::from)?;
+    out!("{}", rep.markdown());
+    out!(
+        "wrote {}/results.md, results.json and runs.json in {:.0}s",
+        out.display(),
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 

@@ -20,8 +20,10 @@
 //! - `finalize`: review branches and pull requests from a run's keeps.
 //! - `sandbox`: bubblewrap containment.
 //! - `demo`: the bundled example.
+//! - `bench`: the ablation benchmark of the outer loop (`hone bench`).
 
 pub mod automation;
+pub mod bench;
 pub mod demo;
 pub mod engine;
 pub mod exec;

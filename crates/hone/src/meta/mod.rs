@@ -56,6 +56,7 @@ pub const BUILTIN: &[&str] = &[
     "restart",
     "plateau",
     "orthogonal",
+    "segment_restart",
 ];
 
 /// Whether the next proposals should spread out or refine the best.
@@ -300,6 +301,7 @@ pub fn builtin(name: &str) -> Option<Box<dyn Mechanism>> {
         "restart" => Box::new(restart::Restart::default()),
         "plateau" => Box::new(plateau::Plateau::default()),
         "orthogonal" => Box::new(orthogonal::Orthogonal),
+        "segment_restart" => Box::new(restart::SegmentRestart::default()),
         _ => return None,
     })
 }

@@ -4,6 +4,11 @@
 //! best and what came after the restart, so an agent stops circling its old attempts and the
 //! knobs optimizer refits its model on the new window (it still never repeats an older
 //! configuration).
+//!
+//! `segment_restart` is the same restart on a fixed schedule: at the end of every `[outer]
+//! segment`, whatever happened. It changes nothing else, which makes it the control arm of an
+//! ablation (A′ in `hone bench`): the restart/segment schedule of the outer loop without any
+//! mechanism choosing anything.
 
 use super::{Guidance, Mechanism, Outcome, View};
 
@@ -51,6 +56,34 @@ impl Mechanism for Restart {
             ));
         }
         None
+    }
+}
+
+/// The restart on a fixed schedule: a fresh history window after every segment.
+#[derive(Default)]
+pub struct SegmentRestart {
+    from: Option<u64>,
+}
+
+impl Mechanism for SegmentRestart {
+    fn name(&self) -> &str {
+        "segment_restart"
+    }
+
+    fn before_propose(&mut self, _view: &View<'_>) -> Guidance {
+        Guidance {
+            history_from: self.from,
+            ..Guidance::default()
+        }
+    }
+
+    fn on_segment_end(&mut self, view: &View<'_>) -> Option<String> {
+        let from = view.n + 1;
+        self.from = Some(from);
+        let best = view.best().map(|b| b.n).unwrap_or(0);
+        Some(format!(
+            "end of segment: restart from the best (#{best}) with a history window from #{from}"
+        ))
     }
 }
 
@@ -106,5 +139,20 @@ mod tests {
             );
         }
         assert!(r.before_propose(&view(&history, &[], &ed)).is_empty());
+    }
+
+    #[test]
+    fn the_scheduled_restart_opens_a_window_at_every_segment_end_only() {
+        let ed = vec![];
+        let mut history = vec![exp(0, Status::Baseline, Some(1.0), None)];
+        let mut r = SegmentRestart::default();
+        assert!(r.before_propose(&view(&history, &[], &ed)).is_empty());
+        for n in 1..=9 {
+            history.push(exp(n, Status::Keep, Some(1.0 - n as f64 / 100.0), None));
+        }
+        let v = view(&history, &[], &ed);
+        assert!(r.on_segment_end(&v).is_some());
+        let g = r.before_propose(&view(&history, &[], &ed));
+        assert_eq!(g.history_from, Some(v.n + 1));
     }
 }
