@@ -18,23 +18,15 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
 hone="${CARGO_TARGET_DIR:-$here/target}/release/hone"
 d=$(mktemp -d)
-chmod 755 "$d"
-pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  if [ -f "$d/pg/postmaster.pid" ]; then kill -QUIT "$(head -1 "$d/pg/postmaster.pid")" 2>/dev/null || true; sleep 1; fi
+  stop_pg_server
   rm -rf "$d"
 }
 trap cleanup EXIT
-mkdir "$d/pg"
-[ "$(id -u)" = 0 ] && chown postgres:postgres "$d/pg"
-as_pg "$pgbin/initdb" -A trust -U hone -D "$d/pg" > /dev/null
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-as_pg "$pgbin/postgres" -D "$d/pg" -p "$port" -c listen_addresses=127.0.0.1 -c unix_socket_directories= > "$d/pg.log" 2>&1 &
-until "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$port"; do sleep 0.1; done
-url="postgres://hone@127.0.0.1:$port/postgres"
+# shellcheck source=bench/pg-server.sh
+source "$here/bench/pg-server.sh"
 
 printf '| remote workers | candidates | span | candidates/s | speed-up | target (0.9 x N) |\n'
 printf '|---|---|---|---|---|---|\n'
