@@ -49,8 +49,16 @@ pub struct SlurmConfig {
     pub extra_args: Vec<String>,
 }
 
-/// How often the job's state is asked while it runs (the output file is read as often).
+/// How often the job's state is asked at first (the output file is read as often); the
+/// interval doubles up to [`MAX_POLL`].
 const POLL: Duration = Duration::from_millis(250);
+
+/// The longest interval between two looks at a job.
+const MAX_POLL: Duration = Duration::from_secs(2);
+
+/// How long `scontrol` may keep failing (a busy or restarting controller) before hone gives
+/// up following a job.
+const CONTROLLER_PATIENCE: Duration = Duration::from_secs(300);
 
 /// After `scancel`, how long hone waits for the job to leave the running states before it
 /// gives up following it (SLURM's `KillWait` is 30 s by default).
@@ -429,8 +437,25 @@ impl SlurmJob {
         let mut started: Option<Instant> = None;
         let mut forced: Option<Exit> = None;
         let mut cancelled_at: Option<Instant> = None;
+        let mut poll = POLL;
+        let mut controller_down_since: Option<Instant> = None;
         loop {
-            let info = self.info()?;
+            let info = match self.info() {
+                Ok(info) => {
+                    controller_down_since = None;
+                    info
+                }
+                // A busy or restarting controller is not the end of the job: keep asking for
+                // a while (the job runs on meanwhile), then give up with the error.
+                Err(e) => {
+                    let since = *controller_down_since.get_or_insert(Instant::now());
+                    if since.elapsed() > CONTROLLER_PATIENCE {
+                        return Err(e);
+                    }
+                    std::thread::sleep(poll);
+                    continue;
+                }
+            };
             reader.pump(&self.output, log, on_line);
             let now = Instant::now();
             match &info {
@@ -481,7 +506,12 @@ impl SlurmJob {
                     forced = Some(Exit::TimedOut);
                 }
                 if forced.is_some() {
-                    slurm_tool("scancel", &[self.id.to_string()])?;
+                    // A failed scancel is tried again at the next poll.
+                    if slurm_tool("scancel", &[self.id.to_string()]).is_err() {
+                        forced = None;
+                        std::thread::sleep(poll);
+                        continue;
+                    }
                     cancelled_at = Some(now);
                 }
             } else if cancelled_at.is_some_and(|c| now.duration_since(c) > CANCEL_WAIT) {
@@ -492,7 +522,10 @@ impl SlurmJob {
                     duration: started.map(|s| now - s).unwrap_or_default(),
                 });
             }
-            std::thread::sleep(POLL);
+            std::thread::sleep(poll);
+            // Poll quickly while a job is young, then every few seconds: a cluster's
+            // controller serves everyone.
+            poll = (poll * 2).min(MAX_POLL);
         }
     }
 
@@ -563,6 +596,8 @@ struct JobEnd {
 #[derive(Default)]
 struct OutputReader {
     file: Option<File>,
+    /// Bytes consumed so far.
+    offset: u64,
     splitter: LineSplitter,
 }
 
@@ -578,13 +613,26 @@ impl OutputReader {
         loop {
             match f.read(&mut buf) {
                 Ok(0) | Err(_) => break,
-                Ok(n) => self.splitter.push(&buf[..n], log, on_line),
+                Ok(n) => {
+                    self.offset += n as u64;
+                    self.splitter.push(&buf[..n], log, on_line)
+                }
             }
         }
     }
 
+    /// The job has ended: reads what is left. The file is opened afresh, so that a network
+    /// filesystem revalidates it (close-to-open) and a stale size cannot hide the last lines,
+    /// which usually hold the metric.
     fn finish(&mut self, path: &Path, log: &mut CappedLog, on_line: &mut dyn FnMut(&str)) {
+        use std::io::{Seek, SeekFrom};
         self.pump(path, log, on_line);
+        if let Ok(mut f) = File::open(path) {
+            if f.seek(SeekFrom::Start(self.offset)).is_ok() {
+                self.file = Some(f);
+                self.pump(path, log, on_line);
+            }
+        }
         self.splitter.finish(log, on_line);
     }
 }
