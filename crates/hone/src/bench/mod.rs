@@ -28,8 +28,10 @@ use crate::spec::Spec;
 use crate::store::Status;
 
 /// The mechanisms the offline portfolio chooses among in arms C and D: the built-ins that act
-/// on the knobs optimizer (`orthogonal` reads an agent's descriptions and does nothing here).
-pub const PORTFOLIO_MECHANISMS: &[&str] = &["tabu", "bandit", "explore", "restart", "plateau"];
+/// on the knobs optimizer (`orthogonal` reads an agent's descriptions and does nothing here;
+/// `restart` is left out because its fresh history window throws away what the optimizer's
+/// model learned, which the A′ control measured as a loss on its own).
+pub const PORTFOLIO_MECHANISMS: &[&str] = &["surrogate", "tabu", "bandit", "plateau", "explore"];
 
 /// Experiments per segment in every arm that has segments.
 pub const SEGMENT: u64 = 10;
@@ -50,6 +52,7 @@ pub const ARMS: &[&str] = &[
     "restart",
     "plateau",
     "orthogonal",
+    "surrogate",
 ];
 
 /// What an arm means, for the report.

@@ -40,6 +40,7 @@ pub mod restart;
 pub mod script;
 pub mod stats;
 pub mod strategy;
+pub mod surrogate;
 pub mod tabu;
 
 use crate::propose::knobs::{Config, Knob};
@@ -56,6 +57,7 @@ pub const BUILTIN: &[&str] = &[
     "restart",
     "plateau",
     "orthogonal",
+    "surrogate",
     "segment_restart",
 ];
 
@@ -301,6 +303,7 @@ pub fn builtin(name: &str) -> Option<Box<dyn Mechanism>> {
         "restart" => Box::new(restart::Restart::default()),
         "plateau" => Box::new(plateau::Plateau::default()),
         "orthogonal" => Box::new(orthogonal::Orthogonal),
+        "surrogate" => Box::new(surrogate::Surrogate::default()),
         "segment_restart" => Box::new(restart::SegmentRestart::default()),
         _ => return None,
     })

@@ -1,0 +1,233 @@
+//! A fast, in-process harness for tuning the knobs sampler (not the benchmark: `hone bench`
+//! runs the real loop). It replays the five synthetic problems of `bench/problems` with their
+//! objectives written in Rust, calls [`hone::propose::knobs::suggest`] as the engine does (the
+//! incumbent is the best measured so far), and prints the median and mean normalised regret at
+//! 20, 50 and 100 verifications over `SEEDS` seeds.
+//!
+//! It can also emulate two pieces of the outer loop on top of the sampler, to see what they do
+//! before a real benchmark run: `STRAT=cur|b|c|d` a rule-based strategy every 5 experiments
+//! (`cur`: explore with double steps when the last 10 had no keep, else exploit with half
+//! steps; `b`: the same without forcing exploration; `c`: step scales only; `d`: exploit when
+//! stuck), and `SURR=1` the `surrogate` mechanism's candidates (`EVERY`, `RADIUS`). `SEED0`
+//! moves the first seed.
+//!
+//! `cargo run --release -p hone --example tune_sampler [SEEDS]`, from the repository root.
+
+use hone::meta::Mode;
+use hone::propose::knobs::{
+    config_of, discover, suggest_guided, Config, KnobValue, Observation, SamplerGuide,
+};
+
+fn num(c: &Config, name: &str) -> f64 {
+    match c.get(name) {
+        Some(KnobValue::Float(x)) => *x,
+        Some(KnobValue::Int(n)) => *n as f64,
+        other => panic!("{name} = {other:?}"),
+    }
+}
+
+fn text(c: &Config, name: &str) -> String {
+    match c.get(name) {
+        Some(KnobValue::Str(s)) => s.clone(),
+        Some(KnobValue::Bool(b)) => b.to_string(),
+        other => panic!("{name} = {other:?}"),
+    }
+}
+
+fn objective(problem: &str, c: &Config) -> f64 {
+    match problem {
+        "rosenbrock" => {
+            let shift = [0.7, -0.4, 1.1, 0.3];
+            let z: Vec<f64> = ["X1", "X2", "X3", "X4"]
+                .iter()
+                .zip(shift)
+                .map(|(k, s)| num(c, k) - s + 1.0)
+                .collect();
+            (0..3)
+                .map(|i| 100.0 * (z[i + 1] - z[i] * z[i]).powi(2) + (1.0 - z[i]).powi(2))
+                .sum()
+        }
+        "mixed" => {
+            let act = match text(c, "ACTIVATION").as_str() {
+                "relu" => 0.25,
+                "tanh" => 0.6,
+                "gelu" => 0.0,
+                _ => 0.1,
+            };
+            let norm = text(c, "USE_NORM") == "true";
+            let lr_opt = if norm { -2.5 } else { -3.5 };
+            (num(c, "LAYERS") - 5.0).powi(2) * 0.06
+                + (num(c, "WIDTH").log2() - 7.0).powi(2) * 0.12
+                + act
+                + (num(c, "LEARNING_RATE").log10() - lr_opt).powi(2) * 0.3
+                + if norm { 0.0 } else { 0.3 }
+        }
+        "noisy" => {
+            (num(c, "ALPHA") - 0.65).powi(2) * 2.0
+                + (num(c, "BETA").log10() - 1.0).powi(2) * 0.5
+                + (num(c, "GAMMA").log2() - 12f64.log2()).powi(2) * 0.05
+        }
+        "nuisance" => {
+            (num(c, "LEARNING_RATE").log10() + 2.0).powi(2) * 0.4
+                + (num(c, "MOMENTUM") - 0.9).powi(2) * 2.0
+                + (num(c, "BATCH").log2() - 6.0).powi(2) * 0.05
+        }
+        "conditional" => match text(c, "MODEL").as_str() {
+            "linear" => 0.6 + (num(c, "REGULARIZATION").log10() + 3.0).powi(2) * 0.05,
+            "tree" => 0.3 + (num(c, "TREE_DEPTH") - 9.0).powi(2) * 0.01,
+            _ => {
+                (num(c, "NET_LR").log10() + 2.5).powi(2) * 0.6
+                    + (num(c, "NET_WIDTH").log2() - 6.0).powi(2) * 0.08
+            }
+        },
+        other => panic!("unknown problem {other}"),
+    }
+}
+
+/// Gaussian noise from a splitmix stream (the noisy problem's measurement).
+fn gauss(state: &mut u64) -> f64 {
+    let mut next = || {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let (u1, u2) = (1.0 - next(), next());
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn main() {
+    let seeds: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let budgets = [20usize, 50, 100];
+    for problem in ["rosenbrock", "mixed", "noisy", "nuisance", "conditional"] {
+        let path = format!("bench/problems/{problem}/knobs.py");
+        let source = std::fs::read_to_string(&path).expect("run from the repository root");
+        let knobs = discover("knobs.py", &source).expect("knobs");
+        let base = config_of(&knobs);
+        let base_true = objective(problem, &base);
+        let mut at: Vec<Vec<f64>> = vec![Vec::new(); budgets.len()];
+        let first: u64 = std::env::var("SEED0")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1);
+        for seed in first..first + seeds {
+            let mut noise = seed.wrapping_mul(7919);
+            let measure = |c: &Config, noise: &mut u64| {
+                let t = objective(problem, c);
+                if problem == "noisy" {
+                    t + 0.05 * gauss(noise)
+                } else {
+                    t
+                }
+            };
+            let mut incumbent = base.clone();
+            let mut best = measure(&base, &mut noise);
+            let mut best_true = base_true;
+            let mut history = vec![Observation {
+                config: base.clone(),
+                objective: Some(best),
+            }];
+            let mut trajectory = vec![best_true];
+            let strat = std::env::var("STRAT").unwrap_or_default();
+            let (mut mode, mut scale): (Option<Mode>, f64) = (None, 1.0);
+            let mut kept: Vec<bool> = Vec::new();
+            let surr = std::env::var("SURR").is_ok();
+            let every: u64 = std::env::var("EVERY")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(2);
+            let mut radius: f64 = std::env::var("RADIUS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.2);
+            for n in 1..*budgets.last().unwrap_or(&100) as u64 {
+                // A rule-based strategy, revised every 5 experiments (STRAT: none, cur, b, c, d).
+                if n % 5 == 1 && n > 10 {
+                    let window = &kept[kept.len().saturating_sub(10)..];
+                    let keeps = window.iter().filter(|k| **k).count();
+                    (mode, scale) = match (strat.as_str(), keeps) {
+                        ("cur", 0) => (Some(Mode::Explore), 2.0),
+                        ("cur", _) => (Some(Mode::Exploit), 0.5),
+                        ("b", 0) => (None, 2.0),
+                        ("b", _) => (Some(Mode::Exploit), 0.5),
+                        ("c", 0) => (None, 2.0),
+                        ("c", _) => (None, 0.5),
+                        ("d", 0) => (Some(Mode::Exploit), 2.0),
+                        ("d", _) => (None, 1.0),
+                        _ => (None, 1.0),
+                    };
+                }
+                let mut offered: Vec<Config> = Vec::new();
+                if surr && n % every == 0 {
+                    let measured: Vec<(Config, f64)> = history
+                        .iter()
+                        .filter_map(|o| Some((o.config.clone(), o.objective?)))
+                        .collect();
+                    offered.extend(hone::meta::surrogate::propose(
+                        &knobs, &measured, &incumbent, radius,
+                    ));
+                }
+                let guide = SamplerGuide {
+                    candidates: &offered,
+                    mode,
+                    step_scale: Some(scale),
+                    ..SamplerGuide::default()
+                };
+                let Some((c, _)) =
+                    suggest_guided(&knobs, &history, &incumbent, true, seed, n, &guide)
+                else {
+                    break;
+                };
+                let y = measure(&c, &mut noise);
+                if offered.first() == Some(&c) {
+                    radius = if y < best {
+                        (radius * 1.5).min(0.5)
+                    } else {
+                        (radius * 0.5).max(0.01)
+                    };
+                }
+                kept.push(y < best);
+                if y < best {
+                    best = y;
+                    best_true = objective(problem, &c);
+                    incumbent = c.clone();
+                }
+                history.push(Observation {
+                    config: c,
+                    objective: Some(y),
+                });
+                trajectory.push(best_true);
+            }
+            for (i, b) in budgets.iter().enumerate() {
+                let v = trajectory[(*b).min(trajectory.len()) - 1];
+                at[i].push(v / base_true);
+            }
+        }
+        let cells: Vec<String> = budgets
+            .iter()
+            .zip(&at)
+            .map(|(b, v)| {
+                format!(
+                    "@{b} med {:.4} mean {:.4}",
+                    median(v.clone()),
+                    v.iter().sum::<f64>() / v.len() as f64
+                )
+            })
+            .collect();
+        println!("{problem:12} {}", cells.join(" | "));
+    }
+}

@@ -1,0 +1,367 @@
+//! `surrogate`: a response-surface step for the knobs optimizer. Every
+//! [`EVERY`]-th experiment (once enough have been measured) it fits a quadratic model of the
+//! objective to the best measured configurations that share the incumbent's choices, in the
+//! unit cube of the numeric knobs (log-scaled where the domain is), and offers the model's
+//! minimum inside a trust region around the incumbent as a candidate.
+//!
+//! The model is a full quadratic (with interactions) when there are few numeric knobs and
+//! enough points, else a separable one (a parabola per knob), fitted by ridge-regularised
+//! least squares. Along a knob whose parabola opens downwards or is flat the candidate keeps
+//! the incumbent's value. The trust region's radius starts at [`RADIUS`] of each range, grows
+//! by half after a candidate of its own was kept and halves after one was not (between
+//! [`MIN_RADIUS`] and [`MAX_RADIUS`]). Agents are not helped: it only acts on knobs.
+
+// Small dense linear algebra (normal equations, elimination, Cholesky) reads best with indices.
+#![allow(clippy::needless_range_loop)]
+
+use super::{Mechanism, Outcome, View};
+use crate::propose::knobs::{config_at, config_of, dimensions, unit_coords, Config, Knob};
+use crate::spec::Direction;
+
+/// It offers a candidate on one experiment in this many.
+pub const EVERY: u64 = 2;
+/// The trust region's starting radius, in unit-range fractions.
+pub const RADIUS: f64 = 0.2;
+pub const MIN_RADIUS: f64 = 0.01;
+pub const MAX_RADIUS: f64 = 0.5;
+/// Numeric knobs up to which a full quadratic is fitted.
+const FULL_UP_TO: usize = 6;
+
+pub struct Surrogate {
+    radius: f64,
+    /// The configuration it offered for the experiment in flight.
+    offered: Option<(u64, Config)>,
+}
+
+impl Default for Surrogate {
+    fn default() -> Self {
+        Surrogate {
+            radius: RADIUS,
+            offered: None,
+        }
+    }
+}
+
+/// The candidate a quadratic model fitted to `measured` (configuration, objective; minimised)
+/// puts lowest inside the box of half-width `radius` around `incumbent`; `None` when there
+/// are no numeric knobs or too few points to fit.
+pub fn propose(
+    knobs: &[Knob],
+    measured: &[(Config, f64)],
+    incumbent: &Config,
+    radius: f64,
+) -> Option<Config> {
+    let names = dimensions(knobs);
+    let at = unit_coords(knobs, incumbent);
+    let numeric: Vec<usize> = (0..names.len()).filter(|&i| at[i].is_some()).collect();
+    let d = numeric.len();
+    if d == 0 {
+        return None;
+    }
+    // The points that share the incumbent's choices, as numeric unit coordinates.
+    let same_choices = |c: &Config| {
+        names
+            .iter()
+            .enumerate()
+            .all(|(i, name)| at[i].is_some() || c.get(name) == incumbent.get(name))
+    };
+    let mut points: Vec<(Vec<f64>, f64)> = measured
+        .iter()
+        .filter(|(c, y)| y.is_finite() && same_choices(c))
+        .filter_map(|(c, y)| {
+            let u = unit_coords(knobs, c);
+            let x: Option<Vec<f64>> = numeric.iter().map(|&i| u[i]).collect();
+            Some((x?, *y))
+        })
+        .collect();
+    let full = d <= FULL_UP_TO;
+    let params_full = 1 + d + d * (d + 1) / 2;
+    let params_sep = 1 + 2 * d;
+    let full = full && points.len() >= params_full + 3;
+    let params = if full { params_full } else { params_sep };
+    if points.len() < params + 2 {
+        return None;
+    }
+    // The best points carry the local shape: keep three times as many as there are parameters.
+    points.sort_by(|a, b| a.1.total_cmp(&b.1));
+    points.truncate((3 * params).max(params + 2));
+    let x0: Vec<f64> = numeric.iter().map(|&i| at[i].unwrap_or(0.5)).collect();
+    let features = |x: &[f64]| -> Vec<f64> {
+        let z: Vec<f64> = x.iter().zip(&x0).map(|(a, b)| a - b).collect();
+        let mut f = Vec::with_capacity(params);
+        f.push(1.0);
+        f.extend(&z);
+        if full {
+            for i in 0..d {
+                for j in i..d {
+                    f.push(z[i] * z[j]);
+                }
+            }
+        } else {
+            f.extend(z.iter().map(|v| v * v));
+        }
+        f
+    };
+    // Scale the objective so that the ridge term means the same on every problem.
+    let ys: Vec<f64> = points.iter().map(|p| p.1).collect();
+    let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    let rows: Vec<(Vec<f64>, f64)> = points
+        .iter()
+        .map(|(x, y)| (features(x), (y - lo) / span))
+        .collect();
+    let beta = least_squares(&rows, params, 1e-6)?;
+    let b = &beta[1..=d];
+    // The model's minimum in the shifted coordinates z = x - x0, boxed by the trust region.
+    let mut z = vec![0.0; d];
+    if full {
+        let mut h = vec![vec![0.0; d]; d];
+        let mut k = 1 + d;
+        for i in 0..d {
+            for j in i..d {
+                if i == j {
+                    h[i][i] = 2.0 * beta[k];
+                } else {
+                    h[i][j] = beta[k];
+                    h[j][i] = beta[k];
+                }
+                k += 1;
+            }
+        }
+        let neg_b: Vec<f64> = b.iter().map(|v| -v).collect();
+        match cholesky_solve(&h, &neg_b) {
+            Some(step) => z = step,
+            // Not convex: a step down the gradient to the edge of the region.
+            None => {
+                let norm = b.iter().map(|v| v * v).sum::<f64>().sqrt();
+                if norm > 0.0 {
+                    z = b.iter().map(|v| -v / norm * radius).collect();
+                }
+            }
+        }
+    } else {
+        for i in 0..d {
+            let c = beta[1 + d + i];
+            if c > 1e-9 {
+                z[i] = -b[i] / (2.0 * c);
+            }
+        }
+    }
+    let mut u: Vec<f64> = names
+        .iter()
+        .enumerate()
+        .map(|(i, _)| at[i].unwrap_or(0.5))
+        .collect();
+    for (k, &i) in numeric.iter().enumerate() {
+        let step = z[k].clamp(-radius, radius);
+        u[i] = (x0[k] + if step.is_finite() { step } else { 0.0 }).clamp(0.0, 1.0);
+    }
+    let mut config = config_at(knobs, incumbent, &u);
+    // Choices stay the incumbent's (config_at places them by coordinate).
+    for (i, name) in names.iter().enumerate() {
+        if at[i].is_none() {
+            if let Some(v) = incumbent.get(name) {
+                config.insert(name.clone(), v.clone());
+            }
+        }
+    }
+    Some(config)
+}
+
+/// Ridge least squares `min |A beta - y|^2 + lambda |beta_1..|^2` by the normal equations.
+fn least_squares(rows: &[(Vec<f64>, f64)], p: usize, lambda: f64) -> Option<Vec<f64>> {
+    let mut a = vec![vec![0.0; p]; p];
+    let mut r = vec![0.0; p];
+    for (f, y) in rows {
+        for i in 0..p {
+            r[i] += f[i] * y;
+            for j in 0..p {
+                a[i][j] += f[i] * f[j];
+            }
+        }
+    }
+    for (i, row) in a.iter_mut().enumerate().skip(1) {
+        row[i] += lambda * rows.len() as f64;
+    }
+    gauss_solve(a, r)
+}
+
+/// Solves `a x = r` by Gaussian elimination with partial pivoting; `None` when singular.
+fn gauss_solve(mut a: Vec<Vec<f64>>, mut r: Vec<f64>) -> Option<Vec<f64>> {
+    let n = r.len();
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+        if a[pivot][col].abs() < 1e-12 {
+            return None;
+        }
+        a.swap(col, pivot);
+        r.swap(col, pivot);
+        for row in col + 1..n {
+            let f = a[row][col] / a[col][col];
+            if f != 0.0 {
+                for k in col..n {
+                    a[row][k] -= f * a[col][k];
+                }
+                r[row] -= f * r[col];
+            }
+        }
+    }
+    let mut x = vec![0.0; n];
+    for i in (0..n).rev() {
+        let s: f64 = (i + 1..n).map(|k| a[i][k] * x[k]).sum();
+        x[i] = (r[i] - s) / a[i][i];
+    }
+    x.iter().all(|v| v.is_finite()).then_some(x)
+}
+
+/// Solves `h x = r` for a positive definite `h`; `None` when it is not.
+fn cholesky_solve(h: &[Vec<f64>], r: &[f64]) -> Option<Vec<f64>> {
+    let n = r.len();
+    let mut l = vec![vec![0.0; n]; n];
+    for i in 0..n {
+        for j in 0..=i {
+            let s: f64 = (0..j).map(|k| l[i][k] * l[j][k]).sum();
+            if i == j {
+                let v = h[i][i] - s;
+                if v <= 1e-12 {
+                    return None;
+                }
+                l[i][i] = v.sqrt();
+            } else {
+                l[i][j] = (h[i][j] - s) / l[j][j];
+            }
+        }
+    }
+    let mut y = vec![0.0; n];
+    for i in 0..n {
+        let s: f64 = (0..i).map(|k| l[i][k] * y[k]).sum();
+        y[i] = (r[i] - s) / l[i][i];
+    }
+    let mut x = vec![0.0; n];
+    for i in (0..n).rev() {
+        let s: f64 = (i + 1..n).map(|k| l[k][i] * x[k]).sum();
+        x[i] = (y[i] - s) / l[i][i];
+    }
+    Some(x)
+}
+
+impl Surrogate {
+    fn measured(view: &View<'_>) -> Vec<(Config, f64)> {
+        let sign = match view.direction {
+            Direction::Minimize => 1.0,
+            Direction::Maximize => -1.0,
+        };
+        view.history
+            .iter()
+            .filter_map(|e| Some((View::config_of(e)?, sign * e.objective?)))
+            .collect()
+    }
+}
+
+impl Mechanism for Surrogate {
+    fn name(&self) -> &str {
+        "surrogate"
+    }
+
+    fn candidates(&mut self, view: &View<'_>) -> Vec<Config> {
+        if !view.knobs_proposer || view.n % EVERY != 0 {
+            return Vec::new();
+        }
+        let incumbent = view
+            .best()
+            .and_then(View::config_of)
+            .unwrap_or_else(|| config_of(view.knobs));
+        match propose(
+            view.knobs,
+            &Surrogate::measured(view),
+            &incumbent,
+            self.radius,
+        ) {
+            Some(c) => {
+                self.offered = Some((view.n, c.clone()));
+                vec![c]
+            }
+            None => Vec::new(),
+        }
+    }
+
+    fn on_result(&mut self, outcome: &Outcome<'_>) -> Option<String> {
+        let (n, offered) = self.offered.take()?;
+        if n != outcome.record.n || View::config_of(outcome.record).as_ref() != Some(&offered) {
+            return None;
+        }
+        let before = self.radius;
+        self.radius = if outcome.improved() {
+            (before * 1.5).min(MAX_RADIUS)
+        } else {
+            (before * 0.5).max(MIN_RADIUS)
+        };
+        Some(format!("trust radius {before:.3} -> {:.3}", self.radius))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::propose::knobs::{discover, KnobValue};
+
+    fn knobs(text: &str) -> Vec<Knob> {
+        match discover("k.py", text) {
+            Ok(k) => k,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn num(c: &Config, k: &str) -> f64 {
+        match c.get(k) {
+            Some(KnobValue::Float(x)) => *x,
+            Some(KnobValue::Int(n)) => *n as f64,
+            other => panic!("{k}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_quadratic_bowl_is_solved_in_one_step_inside_the_region() {
+        let k = knobs("A = 0.0  # hone: -1.0..1.0\nB = 0.0  # hone: -1.0..1.0\nM = 'x'  # hone: choice ['x', 'y']\n");
+        let f = |c: &Config| (num(c, "A") - 0.3).powi(2) + 2.0 * (num(c, "B") + 0.2).powi(2);
+        let mut measured = Vec::new();
+        for i in 0..12 {
+            let a = -0.5 + 0.09 * i as f64;
+            let b = 0.4 - 0.07 * ((i * 5) % 12) as f64;
+            let mut c = config_of(&k);
+            c.insert("A".into(), KnobValue::Float(a));
+            c.insert("B".into(), KnobValue::Float(b));
+            let y = f(&c);
+            measured.push((c, y));
+        }
+        // A point with the other choice and a wild value must not bend the fit.
+        let mut other = config_of(&k);
+        other.insert("M".into(), KnobValue::Str("y".into()));
+        measured.push((other, -100.0));
+        let incumbent = config_of(&k);
+        let Some(c) = propose(&k, &measured, &incumbent, 0.5) else {
+            panic!("no candidate")
+        };
+        assert!((num(&c, "A") - 0.3).abs() < 0.01, "{c:?}");
+        assert!((num(&c, "B") + 0.2).abs() < 0.01, "{c:?}");
+        assert_eq!(c.get("M"), Some(&KnobValue::Str("x".into())));
+        // A small region stops the step at its edge (0.05 of the range of 2 = 0.1).
+        let Some(c) = propose(&k, &measured, &incumbent, 0.05) else {
+            panic!("no candidate")
+        };
+        assert!((num(&c, "A") - 0.1).abs() < 1e-3, "{c:?}");
+        assert!((num(&c, "B") + 0.1).abs() < 1e-3, "{c:?}");
+    }
+
+    #[test]
+    fn too_few_points_or_no_numbers_give_nothing() {
+        let k = knobs("A = 0.0  # hone: -1.0..1.0\n");
+        let c = config_of(&k);
+        assert!(propose(&k, &[(c.clone(), 1.0)], &c, 0.2).is_none());
+        let k = knobs("M = 'x'  # hone: choice ['x', 'y']\n");
+        let c = config_of(&k);
+        let many: Vec<(Config, f64)> = (0..20).map(|i| (c.clone(), i as f64)).collect();
+        assert!(propose(&k, &many, &c, 0.2).is_none());
+    }
+}
