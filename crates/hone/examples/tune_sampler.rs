@@ -8,7 +8,8 @@
 //! before a real benchmark run: `STRAT=cur|b|c|d` a rule-based strategy every 5 experiments
 //! (`cur`: explore with double steps when the last 10 had no keep, else exploit with half
 //! steps; `b`: the same without forcing exploration; `c`: step scales only; `d`: exploit when
-//! stuck), and `SURR=1` the `surrogate` mechanism's candidates (`EVERY`, `RADIUS`). `SEED0`
+//! stuck), `FREEZE=1` the rule-based strategy's frozen knobs, and `SURR=1` the `surrogate`
+//! mechanism's candidates (`EVERY`, `RADIUS`). `SEED0`
 //! moves the first seed.
 //!
 //! `cargo run --release -p hone --example tune_sampler [SEEDS]`, from the repository root.
@@ -146,6 +147,7 @@ fn main() {
             let (mut mode, mut scale): (Option<Mode>, f64) = (None, 1.0);
             let mut kept: Vec<bool> = Vec::new();
             let surr = std::env::var("SURR").is_ok();
+            let freeze = std::env::var("FREEZE").is_ok();
             let every: u64 = std::env::var("EVERY")
                 .ok()
                 .and_then(|v| v.parse().ok())
@@ -181,8 +183,35 @@ fn main() {
                         &knobs, &measured, &incumbent, radius,
                     ));
                 }
+                let mut frozen: Vec<String> = Vec::new();
+                if freeze && n > 10 {
+                    let records: Vec<hone::store::ExperimentRecord> = history
+                        .iter()
+                        .enumerate()
+                        .map(|(i, o)| hone::store::ExperimentRecord {
+                            n: i as u64,
+                            status: Some(if i == 0 {
+                                hone::store::Status::Baseline
+                            } else if kept[i - 1] {
+                                hone::store::Status::Keep
+                            } else {
+                                hone::store::Status::Discard
+                            }),
+                            objective: o.objective,
+                            config: serde_json::to_value(&o.config).ok(),
+                            ..Default::default()
+                        })
+                        .collect();
+                    let last = ((n - 1) / 5) * 5;
+                    let rc = hone::meta::strategy::RuleController {
+                        every: 5,
+                        max_frozen: 2,
+                    };
+                    frozen = rc.revise(&records[..=last as usize], knobs.len()).frozen;
+                }
                 let guide = SamplerGuide {
                     candidates: &offered,
+                    frozen: &frozen,
                     mode,
                     step_scale: Some(scale),
                     ..SamplerGuide::default()
