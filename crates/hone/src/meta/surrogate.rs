@@ -355,6 +355,46 @@ mod tests {
     }
 
     #[test]
+    fn log_scaled_knobs_are_fitted_in_their_unit_space_and_many_knobs_separably() {
+        // Seven knobs (more than FULL_UP_TO): one parabola per knob. LR is log-scaled and the
+        // objective is quadratic in log10(LR), so the fit is exact there too.
+        let mut text = String::from("LR = 0.1  # hone: log 1e-5..1.0\n");
+        for i in 0..6 {
+            text.push_str(&format!("K{i} = 0.5  # hone: 0.0..1.0\n"));
+        }
+        let k = knobs(&text);
+        let f = |c: &Config| {
+            (num(c, "LR").log10() + 3.0).powi(2)
+                + (0..6)
+                    .map(|i| (num(c, &format!("K{i}")) - 0.4).powi(2))
+                    .sum::<f64>()
+        };
+        let mut measured = Vec::new();
+        for j in 0..40u32 {
+            let mut c = config_of(&k);
+            // A deterministic spread over the cube.
+            let u = |m: u32| f64::from((j * m + 3) % 17) / 16.0;
+            c.insert(
+                "LR".into(),
+                KnobValue::Float(10f64.powf(-5.0 + 5.0 * u(11))),
+            );
+            for i in 0..6u32 {
+                c.insert(format!("K{i}"), KnobValue::Float(u(i + 2)));
+            }
+            let y = f(&c);
+            measured.push((c, y));
+        }
+        let incumbent = config_of(&k);
+        let Some(c) = propose(&k, &measured, &incumbent, 0.5) else {
+            panic!("no candidate")
+        };
+        assert!((num(&c, "LR").log10() + 3.0).abs() < 0.05, "{c:?}");
+        for i in 0..6 {
+            assert!((num(&c, &format!("K{i}")) - 0.4).abs() < 0.02, "{c:?}");
+        }
+    }
+
+    #[test]
     fn too_few_points_or_no_numbers_give_nothing() {
         let k = knobs("A = 0.0  # hone: -1.0..1.0\n");
         let c = config_of(&k);
