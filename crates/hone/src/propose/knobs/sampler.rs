@@ -9,9 +9,10 @@
 //! 2. **Model-based.** Afterwards each call either makes a *local move* around the incumbent
 //!    (1-2 knobs nudged by a multi-scale Gaussian step in unit space; choices and booleans
 //!    switch) or a *TPE* proposal: the observations are split at the best quarter into good and
-//!    bad, each set becomes a Parzen estimator (a mixture of product kernels, one component per
-//!    observation plus a uniform prior, width [`BANDWIDTH`]), 24 candidates are drawn from the good estimator, and
-//!    the one with the highest ratio `l(x) / g(x)` wins. Failed runs count as the worst.
+//!    bad, each set becomes a Parzen estimator (a mixture of product kernels of width
+//!    [`BANDWIDTH`], one component per observation plus a uniform prior), 24 candidates are
+//!    drawn from the good estimator, and the one with the highest ratio `l(x) / g(x)` wins.
+//!    Failed runs count as the worst.
 //! 3. **Fallbacks.** A candidate that was already tried is redrawn a bounded number of times,
 //!    then random points are tried, then every single-knob neighbour of the incumbent, then (for
 //!    spaces with no float knob) an enumeration of the whole space. `None` means exhausted.
