@@ -179,9 +179,25 @@ fn main() {
                         .iter()
                         .filter_map(|o| Some((o.config.clone(), o.objective?)))
                         .collect();
-                    offered.extend(hone::meta::surrogate::propose(
-                        &knobs, &measured, &incumbent, radius,
-                    ));
+                    // As the mechanism does: one offer in SWAP_EVERY changes a choice; a region
+                    // too small to leave the measured configurations starts again.
+                    let swapped = if (n / every) % hone::meta::surrogate::SWAP_EVERY == 1 {
+                        hone::meta::surrogate::swap(&knobs, &measured, &incumbent)
+                    } else {
+                        None
+                    };
+                    let mut c = swapped.clone().or_else(|| {
+                        hone::meta::surrogate::propose(&knobs, &measured, &incumbent, radius)
+                    });
+                    if let Some(x) = c.clone().filter(|_| swapped.is_none()) {
+                        if radius < 0.2 && history.iter().any(|o| o.config == x) {
+                            radius = 0.2;
+                            c = hone::meta::surrogate::propose(
+                                &knobs, &measured, &incumbent, radius,
+                            );
+                        }
+                    }
+                    offered.extend(c);
                 }
                 let mut frozen: Vec<String> = Vec::new();
                 if freeze && n > 10 {

@@ -5,13 +5,15 @@
 //! experiments, puts script mechanisms on probation, and deactivates any mechanism that
 //! reports a fault (a script stopped by its sandbox).
 
+use std::collections::BTreeMap;
+
 use super::portfolio::Portfolio;
 use super::strategy::Strategy;
 use super::{Candidate, Guidance, Mechanism, Outcome, Verdict, View};
 use crate::propose::knobs::{Config, Knob};
 use crate::propose::{optimizer, Proposal, ProposeContext, ProposeError, Proposer};
 use crate::spec::{Direction, Spec};
-use crate::store::{ExperimentRecord, MechanismCall};
+use crate::store::{ExperimentRecord, MechanismCall, Status};
 
 /// How many times the knobs optimizer is asked again after a filter rejects its proposal.
 pub const MAX_RESAMPLES: usize = 16;
@@ -140,6 +142,11 @@ struct Level2 {
 pub struct Outer {
     slots: Vec<Slot>,
     portfolio: Option<Portfolio>,
+    /// The mechanisms that shaped the experiment in flight (its number, their names): the
+    /// portfolio credits its outcome to them alone.
+    shaped: Option<(u64, Vec<String>)>,
+    /// This segment's tally per mechanism: experiments it shaped, and how many were kept.
+    tally: BTreeMap<String, (u64, u64)>,
     segment: u64,
     direction: Direction,
     editable: Vec<String>,
@@ -180,6 +187,8 @@ impl Outer {
         let slots_empty = slots.is_empty() && o.research_every.is_none() && o.scripts.is_empty();
         Outer {
             portfolio: o.portfolio.then(Portfolio::default),
+            shaped: None,
+            tally: BTreeMap::new(),
             slots,
             segment: o.segment,
             direction: spec.verify.direction,
@@ -567,6 +576,7 @@ impl Outer {
             };
             Outer::record(&mut calls, n, &name, Hook::Candidates, effect, detail);
         }
+        self.shaped = Some((n, shapers(&calls, used.as_deref())));
         self.calls.extend(calls);
         result
     }
@@ -611,6 +621,12 @@ impl Outer {
         );
         self.calls.extend(calls);
         self.knobs = knobs;
+        if let Some((name, Verdict::Reject(_) | Verdict::Modify(..))) = &verdict {
+            match &mut self.shaped {
+                Some((m, names)) if *m == n => names.push(name.clone()),
+                _ => self.shaped = Some((n, vec![name.clone()])),
+            }
+        }
         match verdict {
             Some((name, Verdict::Reject(reason))) => Some(format!("mechanism `{name}`: {reason}")),
             _ => None,
@@ -644,6 +660,16 @@ impl Outer {
             Outer::record(&mut calls, n, &name, Hook::OnResult, e, d);
             stop_if_faulty(slot, &mut calls, &mut events, n, Hook::OnResult);
         }
+        if let Some((m, names)) = self.shaped.take() {
+            if m == n {
+                let kept = u64::from(rec.status() == Status::Keep);
+                for name in names {
+                    let t = self.tally.entry(name).or_default();
+                    t.0 += 1;
+                    t.1 += kept;
+                }
+            }
+        }
         let segment_end = self.segment > 0 && (n + 1) % self.segment == 0;
         if segment_end {
             for slot in self.slots.iter_mut().filter(|s| s.active) {
@@ -653,15 +679,19 @@ impl Outer {
                 Outer::record(&mut calls, n, &name, Hook::OnSegmentEnd, e, d);
                 stop_if_faulty(slot, &mut calls, &mut events, n, Hook::OnSegmentEnd);
             }
+            let tally = std::mem::take(&mut self.tally);
             if let Some(p) = self.portfolio.as_mut() {
-                let reward = super::portfolio::segment_reward(history, self.segment);
-                let arms: Vec<(String, bool)> = self
+                let arms: Vec<(String, Option<f64>)> = self
                     .slots
                     .iter()
                     .filter(|s| s.managed)
-                    .map(|s| (s.mech.name().to_string(), s.active))
+                    .map(|s| {
+                        let name = s.mech.name().to_string();
+                        let reward = s.active.then(|| super::portfolio::reward(tally.get(&name)));
+                        (name, reward)
+                    })
                     .collect();
-                let next = p.decide(&arms, reward);
+                let next = p.decide(&arms);
                 for slot in self.slots.iter_mut().filter(|s| s.managed) {
                     let name = slot.mech.name().to_string();
                     let on = next.contains(&name);
@@ -674,8 +704,10 @@ impl Outer {
                     } else {
                         (Effect::Deactivated, "deactivated")
                     };
+                    let (shaped, kept) = tally.get(&name).copied().unwrap_or_default();
                     let detail = format!(
-                        "{word} `{name}` for the next segment (segment reward {reward:.3}; {})",
+                        "{word} `{name}` for the next segment (this segment: shaped {shaped}, \
+                         kept {kept}; {})",
                         p.describe(&name)
                     );
                     Outer::record(
@@ -1023,6 +1055,24 @@ fn display_path(path: &std::path::Path, root: Option<&std::path::Path>) -> Strin
 }
 
 /// Whether guidance narrows what the knobs optimizer may propose.
+/// The mechanisms that shaped one experiment, from its proposal's calls: the one whose
+/// candidate was proposed (`used`) or else every one that gave guidance, and every filter that
+/// rejected or modified a proposal on the way.
+fn shapers(calls: &[MechanismCall], used: Option<&str>) -> Vec<String> {
+    let mut names: Vec<String> = used.map(String::from).into_iter().collect();
+    for c in calls {
+        let counts = match c.effect.as_str() {
+            "rejected" | "modified" => true,
+            "guided" => used.is_none(),
+            _ => false,
+        };
+        if counts && !names.contains(&c.mechanism) {
+            names.push(c.mechanism.clone());
+        }
+    }
+    names
+}
+
 fn restricts(g: &Guidance) -> bool {
     !g.frozen.is_empty() || !g.focus.is_empty() || g.mode.is_some() || !g.candidates.is_empty()
 }
@@ -1110,6 +1160,26 @@ mod tests {
     use std::cell::Cell;
     use std::path::Path;
     use std::process::Command;
+
+    #[test]
+    fn an_experiment_is_credited_to_the_candidate_it_used_else_to_its_guidance() {
+        let call = |m: &str, hook: Hook, e: Effect| MechanismCall {
+            experiment: 3,
+            mechanism: m.into(),
+            hook: hook.as_str().into(),
+            effect: e.as_str().into(),
+            detail: String::new(),
+        };
+        let calls = vec![
+            call("bandit", Hook::BeforePropose, Effect::Guided),
+            call("plateau", Hook::BeforePropose, Effect::None),
+            call("tabu", Hook::Filter, Effect::Rejected),
+            call("surrogate", Hook::Candidates, Effect::Suggested),
+            call("explore", Hook::Candidates, Effect::Suggested),
+        ];
+        assert_eq!(shapers(&calls, Some("surrogate")), ["surrogate", "tabu"]);
+        assert_eq!(shapers(&calls, None), ["bandit", "tabu"]);
+    }
 
     /// Modifies the first proposal into `target`, then accepts.
     struct Steer {

@@ -1,17 +1,17 @@
 //! Offline Level 2: a portfolio controller that turns the built-in mechanisms on and off by
 //! credit assignment, with no model involved.
 //!
-//! At the end of every segment, the segment's reward (the fraction of its experiments that
-//! were kept) is credited to each mechanism that was active during it. The next segment runs
-//! the half of the mechanisms (rounded up) with the highest UCB1 score (bonus weighted by
-//! [`EXPLORATION`]) over their credited
-//! segments: a mechanism never yet credited comes first, then the highest upper bound, ties to
-//! the one credited less often, then to the configured order. Each switch is recorded as a
-//! call of `portfolio` and as an event.
+//! Each experiment is credited to the mechanisms that shaped it: the one whose candidate was
+//! proposed, or else those that gave the proposer guidance, and any filter that rejected or
+//! modified a proposal on the way. At the end of every segment each active mechanism's reward
+//! is the fraction of the experiments it shaped that were kept ([`reward`]; 0 when it shaped
+//! none, so an inert mechanism loses its place). The next segment runs the half of the
+//! mechanisms (rounded up) with the highest UCB1 score (bonus weighted by [`EXPLORATION`]) over
+//! their credited segments: a mechanism never yet credited comes first, then the highest upper
+//! bound, ties to the one credited less often, then to the configured order. Each switch is
+//! recorded as a call of `portfolio` and as an event. A resumed run starts the credit afresh.
 
 use std::collections::BTreeMap;
-
-use crate::store::{ExperimentRecord, Status};
 
 /// The weight of UCB1's exploration bonus: segment rewards (keep rates) are small, so the
 /// textbook weight of 1 would keep cycling through mechanisms long after one proved itself.
@@ -29,29 +29,24 @@ pub struct Portfolio {
     segments: u64,
 }
 
-/// The reward of the segment that just ended: the fraction of its experiments kept.
-pub fn segment_reward(history: &[ExperimentRecord], segment: u64) -> f64 {
-    let recent: Vec<&ExperimentRecord> = history
-        .iter()
-        .rev()
-        .take(segment as usize)
-        .filter(|e| e.n > 0)
-        .collect();
-    if recent.is_empty() {
-        return 0.0;
+/// A mechanism's reward for one segment from its tally (experiments it shaped, of which kept).
+pub fn reward(tally: Option<&(u64, u64)>) -> f64 {
+    match tally {
+        Some(&(shaped, kept)) if shaped > 0 => kept as f64 / shaped as f64,
+        _ => 0.0,
     }
-    recent.iter().filter(|e| e.status() == Status::Keep).count() as f64 / recent.len() as f64
 }
 
 impl Portfolio {
-    /// Credits the active arms with `reward` and returns the names to run next.
-    pub fn decide(&mut self, arms: &[(String, bool)], reward: f64) -> Vec<String> {
+    /// Credits each active arm (`Some(reward)`; `None`: it was off) and returns the names to
+    /// run next.
+    pub fn decide(&mut self, arms: &[(String, Option<f64>)]) -> Vec<String> {
         self.segments += 1;
-        for (name, active) in arms {
-            if *active {
+        for (name, reward) in arms {
+            if let Some(r) = reward {
                 let c = self.credit.entry(name.clone()).or_default();
                 c.segments += 1;
-                c.reward += reward;
+                c.reward += r;
             }
         }
         let k = arms.len().div_ceil(2);
@@ -99,18 +94,21 @@ mod tests {
     fn credit_moves_the_portfolio_to_the_mechanism_that_pays() {
         let names = ["tabu", "bandit", "explore", "plateau"];
         let mut p = Portfolio::default();
-        let mut active: Vec<(String, bool)> = names.iter().map(|n| (n.to_string(), true)).collect();
+        let mut active: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         let mut explore_on = 0;
         for _ in 0..30 {
-            // Segments with `explore` on keep half their experiments; others keep none.
-            let on = active.iter().any(|(n, a)| n == "explore" && *a);
-            let reward = if on { 0.5 } else { 0.0 };
-            let next = p.decide(&active, reward);
-            assert_eq!(next.len(), 2);
-            for (n, a) in active.iter_mut() {
-                *a = next.contains(n);
-            }
-            if next.iter().any(|n| n == "explore") {
+            // Half of what `explore` shapes is kept; a tenth of what the others shape.
+            let arms: Vec<(String, Option<f64>)> = names
+                .iter()
+                .map(|n| {
+                    let on = active.iter().any(|a| a == n);
+                    let r = if *n == "explore" { 0.5 } else { 0.1 };
+                    (n.to_string(), on.then_some(r))
+                })
+                .collect();
+            active = p.decide(&arms);
+            assert_eq!(active.len(), 2);
+            if active.iter().any(|n| n == "explore") {
                 explore_on += 1;
             }
         }
@@ -119,23 +117,17 @@ mod tests {
             "explore chosen in {explore_on} of 30 segments"
         );
         assert!(p.describe("explore").contains("mean reward"));
+        assert!(p.describe("nothing").contains("not credited"));
     }
 
     #[test]
-    fn the_reward_is_the_segment_keep_rate() {
-        let rec = |n, s| ExperimentRecord {
-            n,
-            status: Some(s),
-            ..Default::default()
-        };
-        let h = vec![
-            rec(0, Status::Baseline),
-            rec(1, Status::Keep),
-            rec(2, Status::Discard),
-            rec(3, Status::Keep),
-            rec(4, Status::Crash),
-        ];
-        assert_eq!(segment_reward(&h, 4), 0.5);
-        assert_eq!(segment_reward(&h[..1], 4), 0.0);
+    fn the_reward_is_the_keep_rate_of_what_it_shaped() {
+        assert_eq!(reward(Some(&(4, 1))), 0.25);
+        assert_eq!(reward(Some(&(0, 0))), 0.0);
+        assert_eq!(
+            reward(None),
+            0.0,
+            "an active mechanism that shaped nothing earns 0"
+        );
     }
 }

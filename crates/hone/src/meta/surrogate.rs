@@ -6,16 +6,26 @@
 //!
 //! The model is a full quadratic (with interactions) when there are few numeric knobs and
 //! enough points, else a separable one (a parabola per knob), fitted by ridge-regularised
-//! least squares. Along a knob whose parabola opens downwards or is flat the candidate keeps
-//! the incumbent's value. The trust region's radius starts at [`RADIUS`] of each range, grows
-//! by half after a candidate of its own was kept and halves after one was not (between
-//! [`MIN_RADIUS`] and [`MAX_RADIUS`]). Agents are not helped: it only acts on knobs.
+//! least squares over the knobs that varied among those points. Along a knob whose parabola
+//! opens downwards or is flat the candidate keeps the incumbent's value; a step longer than
+//! the trust region is shrunk as a whole (its direction stays the model's). The region's
+//! radius starts at [`RADIUS`] of each range, grows by half after a candidate of its own was
+//! kept and halves after one was not (between [`MIN_RADIUS`] and [`MAX_RADIUS`]); when it is so
+//! small that the step rounds back onto a measured configuration it starts again at
+//! [`RADIUS`].
+//!
+//! A model only refines the incumbent's choices, so one offer in [`SWAP_EVERY`] is instead the
+//! incumbent with one categorical or boolean knob changed ([`swap`]): a run whose numbers were
+//! tuned under a poor early choice gets to try the others. Agents are not helped: it only acts
+//! on knobs. The radius is not rebuilt on resume (it starts at [`RADIUS`]).
 
 // Small dense linear algebra (normal equations, elimination, Cholesky) reads best with indices.
 #![allow(clippy::needless_range_loop)]
 
 use super::{Mechanism, Outcome, View};
-use crate::propose::knobs::{config_at, config_of, dimensions, unit_coords, Config, Knob};
+use crate::propose::knobs::{
+    config_at, config_of, dimensions, unit_coords, Config, Domain, Knob, KnobValue,
+};
 use crate::spec::Direction;
 
 /// It offers a candidate on one experiment in this many.
@@ -24,6 +34,8 @@ pub const EVERY: u64 = 2;
 pub const RADIUS: f64 = 0.2;
 pub const MIN_RADIUS: f64 = 0.01;
 pub const MAX_RADIUS: f64 = 0.5;
+/// One offer in this many is a [`swap`] of a choice rather than the model's step.
+pub const SWAP_EVERY: u64 = 3;
 /// Numeric knobs up to which a full quadratic is fitted.
 const FULL_UP_TO: usize = 6;
 
@@ -74,6 +86,28 @@ pub fn propose(
             Some((x?, *y))
         })
         .collect();
+    // A knob that never moved among these points says nothing about the objective (and would
+    // make the fit singular): it keeps the incumbent's value.
+    let varies: Vec<usize> = (0..d)
+        .filter(|&k| {
+            let (lo, hi) = points
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), p| {
+                    (l.min(p.0[k]), h.max(p.0[k]))
+                });
+            hi - lo > 1e-12
+        })
+        .collect();
+    if varies.len() < d {
+        for p in points.iter_mut() {
+            p.0 = varies.iter().map(|&k| p.0[k]).collect();
+        }
+    }
+    let numeric: Vec<usize> = varies.iter().map(|&k| numeric[k]).collect();
+    let d = numeric.len();
+    if d == 0 {
+        return None;
+    }
     let full = d <= FULL_UP_TO;
     let params_full = 1 + d + d * (d + 1) / 2;
     let params_sep = 1 + 2 * d;
@@ -82,10 +116,10 @@ pub fn propose(
     if points.len() < params + 2 {
         return None;
     }
+    let x0: Vec<f64> = numeric.iter().map(|&i| at[i].unwrap_or(0.5)).collect();
     // The best points carry the local shape: keep three times as many as there are parameters.
     points.sort_by(|a, b| a.1.total_cmp(&b.1));
     points.truncate((3 * params).max(params + 2));
-    let x0: Vec<f64> = numeric.iter().map(|&i| at[i].unwrap_or(0.5)).collect();
     let features = |x: &[f64]| -> Vec<f64> {
         let z: Vec<f64> = x.iter().zip(&x0).map(|(a, b)| a - b).collect();
         let mut f = Vec::with_capacity(params);
@@ -153,6 +187,13 @@ pub fn propose(
         .enumerate()
         .map(|(i, _)| at[i].unwrap_or(0.5))
         .collect();
+    // The whole step shrinks until it fits in the box, so its direction stays the model's.
+    let longest = z.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    if longest > radius {
+        for v in z.iter_mut() {
+            *v *= radius / longest;
+        }
+    }
     for (k, &i) in numeric.iter().enumerate() {
         let step = z[k].clamp(-radius, radius);
         u[i] = (x0[k] + if step.is_finite() { step } else { 0.0 }).clamp(0.0, 1.0);
@@ -167,6 +208,45 @@ pub fn propose(
         }
     }
     Some(config)
+}
+
+/// The incumbent with one choice (a categorical or boolean knob) changed to a value not yet
+/// measured with the incumbent's other values: values never measured anywhere first, then the
+/// value whose best measured objective is lowest. `None` when every such swap was measured.
+pub fn swap(knobs: &[Knob], measured: &[(Config, f64)], incumbent: &Config) -> Option<Config> {
+    let mut best: Option<(f64, Config)> = None;
+    for k in knobs {
+        let values: Vec<KnobValue> = match &k.domain {
+            Domain::Choice(v) => v.clone(),
+            Domain::Bool => vec![KnobValue::Bool(false), KnobValue::Bool(true)],
+            _ => continue,
+        };
+        for v in values {
+            if incumbent.get(&k.name) == Some(&v) {
+                continue;
+            }
+            let mut c = incumbent.clone();
+            c.insert(k.name.clone(), v.clone());
+            if measured.iter().any(|(m, _)| *m == c) {
+                continue;
+            }
+            // Never measured: -inf, first in line.
+            let score = measured
+                .iter()
+                .filter(|(m, y)| m.get(&k.name) == Some(&v) && y.is_finite())
+                .map(|(_, y)| *y)
+                .reduce(f64::min)
+                .unwrap_or(f64::NEG_INFINITY);
+            let better = match &best {
+                Some((s, _)) => score < *s,
+                None => true,
+            };
+            if better {
+                best = Some((score, c));
+            }
+        }
+    }
+    best.map(|(_, c)| c)
 }
 
 /// Ridge least squares `min |A beta - y|^2 + lambda |beta_1..|^2` by the normal equations.
@@ -272,12 +352,23 @@ impl Mechanism for Surrogate {
             .best()
             .and_then(View::config_of)
             .unwrap_or_else(|| config_of(view.knobs));
-        match propose(
-            view.knobs,
-            &Surrogate::measured(view),
-            &incumbent,
-            self.radius,
-        ) {
+        let measured = Surrogate::measured(view);
+        // One offer in SWAP_EVERY changes a choice instead (when one is left to try).
+        if (view.n / EVERY) % SWAP_EVERY == 1 {
+            if let Some(c) = swap(view.knobs, &measured, &incumbent) {
+                return vec![c];
+            }
+        }
+        let mut candidate = propose(view.knobs, &measured, &incumbent, self.radius);
+        // A region so small that the step rounds back onto a measured configuration (integer
+        // knobs) would keep the mechanism quiet for good: start it afresh instead.
+        if let Some(c) = &candidate {
+            if self.radius < RADIUS && measured.iter().any(|(m, _)| m == c) {
+                self.radius = RADIUS;
+                candidate = propose(view.knobs, &measured, &incumbent, self.radius);
+            }
+        }
+        match candidate {
             Some(c) => {
                 self.offered = Some((view.n, c.clone()));
                 vec![c]
@@ -304,7 +395,7 @@ impl Mechanism for Surrogate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::propose::knobs::{discover, KnobValue};
+    use crate::propose::knobs::discover;
 
     fn knobs(text: &str) -> Vec<Knob> {
         match discover("k.py", text) {
@@ -346,12 +437,13 @@ mod tests {
         assert!((num(&c, "A") - 0.3).abs() < 0.01, "{c:?}");
         assert!((num(&c, "B") + 0.2).abs() < 0.01, "{c:?}");
         assert_eq!(c.get("M"), Some(&KnobValue::Str("x".into())));
-        // A small region stops the step at its edge (0.05 of the range of 2 = 0.1).
+        // A small region shrinks the whole step to its edge (0.05 of the range of 2 = 0.1 on
+        // the longer axis), keeping its direction: (0.3, -0.2) becomes (0.1, -0.2 / 3).
         let Some(c) = propose(&k, &measured, &incumbent, 0.05) else {
             panic!("no candidate")
         };
         assert!((num(&c, "A") - 0.1).abs() < 1e-3, "{c:?}");
-        assert!((num(&c, "B") + 0.1).abs() < 1e-3, "{c:?}");
+        assert!((num(&c, "B") + 0.2 / 3.0).abs() < 1e-3, "{c:?}");
     }
 
     #[test]
@@ -403,5 +495,119 @@ mod tests {
         let c = config_of(&k);
         let many: Vec<(Config, f64)> = (0..20).map(|i| (c.clone(), i as f64)).collect();
         assert!(propose(&k, &many, &c, 0.2).is_none());
+    }
+
+    #[test]
+    fn a_knob_that_never_moved_keeps_its_value_and_the_others_are_solved() {
+        // C is 0.5 in every point: the full fit over A, B and C would be singular along C.
+        let k = knobs(
+            "A = 0.0  # hone: -1.0..1.0\nB = 0.0  # hone: -1.0..1.0\nC = 0.5  # hone: 0.0..1.0\n",
+        );
+        let f = |c: &Config| (num(c, "A") - 0.3).powi(2) + 2.0 * (num(c, "B") + 0.2).powi(2);
+        let mut measured = Vec::new();
+        for i in 0..14 {
+            let mut c = config_of(&k);
+            c.insert("A".into(), KnobValue::Float(-0.5 + 0.08 * i as f64));
+            c.insert(
+                "B".into(),
+                KnobValue::Float(0.4 - 0.06 * ((i * 5) % 14) as f64),
+            );
+            let y = f(&c);
+            measured.push((c, y));
+        }
+        let Some(c) = propose(&k, &measured, &config_of(&k), 0.5) else {
+            panic!("no candidate")
+        };
+        assert!((num(&c, "A") - 0.3).abs() < 0.01, "{c:?}");
+        assert!((num(&c, "B") + 0.2).abs() < 0.01, "{c:?}");
+        assert_eq!(num(&c, "C"), 0.5);
+    }
+
+    #[test]
+    fn a_swap_tries_choices_never_measured_first_then_the_best_measured() {
+        let k = knobs("A = 0.0  # hone: -1.0..1.0\nM = 'x'  # hone: choice ['x', 'y', 'z']\nF = False  # hone: bool\n");
+        let inc = config_of(&k);
+        let with = |name: &str, v: KnobValue| {
+            let mut c = inc.clone();
+            c.insert(name.into(), v);
+            c
+        };
+        // `y` was measured once elsewhere (A moved); `z` and F = true never were.
+        let mut elsewhere = with("M", KnobValue::Str("y".into()));
+        elsewhere.insert("A".into(), KnobValue::Float(0.9));
+        let mut measured = vec![(inc.clone(), 1.0), (elsewhere, 5.0)];
+        let mut order = Vec::new();
+        while let Some(c) = swap(&k, &measured, &inc) {
+            order.push(c.clone());
+            measured.push((c, 2.0));
+        }
+        assert_eq!(
+            order,
+            vec![
+                with("M", KnobValue::Str("z".into())),
+                with("F", KnobValue::Bool(true)),
+                with("M", KnobValue::Str("y".into())),
+            ]
+        );
+        let numbers_only = knobs("A = 0.0  # hone: -1.0..1.0\n");
+        assert!(swap(&numbers_only, &[], &config_of(&numbers_only)).is_none());
+    }
+
+    #[test]
+    fn a_region_too_small_for_an_integer_step_starts_again() {
+        use crate::meta::testing::{exp, view};
+        use crate::store::Status;
+        let k = knobs("W = 2  # hone: int 1..20\nD = 9  # hone: int 1..20\n");
+        let f = |w: i64, d: i64| ((w - 13) * (w - 13) + (d - 4) * (d - 4)) as f64;
+        let mut history = Vec::new();
+        let points = [
+            (2, 9),
+            (5, 6),
+            (8, 12),
+            (11, 3),
+            (14, 8),
+            (17, 5),
+            (6, 15),
+            (9, 7),
+            (12, 10),
+            (15, 2),
+            (3, 4),
+            (10, 5),
+            (7, 9),
+            (16, 11),
+        ];
+        for (n, (w, d)) in points.iter().enumerate() {
+            let c = crate::meta::testing::config(&[("W", *w), ("D", *d)]);
+            let status = if n == 0 {
+                Status::Baseline
+            } else {
+                Status::Discard
+            };
+            history.push(exp(n as u64, status, Some(f(*w, *d)), Some(&c)));
+        }
+        let view = view(&history, &k, &[]);
+        assert_eq!(view.n % EVERY, 0);
+        let measured = Surrogate::measured(&view);
+        let incumbent = crate::meta::testing::config(&[("W", 12), ("D", 10)]);
+        let incumbent = measured
+            .iter()
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|m| m.0.clone())
+            .unwrap_or(incumbent);
+        // At the smallest radius the step rounds back onto the (measured) incumbent.
+        let tiny = propose(&k, &measured, &incumbent, MIN_RADIUS);
+        assert_eq!(tiny.as_ref(), Some(&incumbent));
+        let mut s = Surrogate {
+            radius: MIN_RADIUS,
+            offered: None,
+        };
+        let offered = s.candidates(&view);
+        assert_eq!(s.radius, RADIUS, "the region starts again");
+        assert_eq!(offered.len(), 1);
+        assert!(
+            !measured.iter().any(|(m, _)| *m == offered[0]),
+            "{:?} was measured",
+            offered[0]
+        );
     }
 }

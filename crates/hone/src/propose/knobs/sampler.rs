@@ -827,17 +827,16 @@ pub fn suggest_guided(
 }
 
 impl Space {
-    /// A mechanism's candidate, completed from the base, when it is inside the domains, leaves
-    /// frozen knobs alone and was not tried.
+    /// A mechanism's candidate, completed from the base, when it is inside the domains and was
+    /// not tried. Frozen knobs keep the base's value (the rest of the candidate still counts).
     fn candidate(&self, c: &Config) -> Option<Config> {
         let mut config = self.base.clone();
         for (name, v) in c {
             match self.dims.iter().find(|d| &d.name == name) {
                 Some(d) if d.contains(v) => {
-                    if self.frozen.contains(name) && self.base.get(name) != Some(v) {
-                        return None;
+                    if !self.frozen.contains(name) {
+                        config.insert(name.clone(), v.clone());
                     }
-                    config.insert(name.clone(), v.clone());
                 }
                 // A knob the sampler does not move keeps its value.
                 None if self.base.get(name) == Some(v) => {}
@@ -1207,7 +1206,7 @@ mod tests {
     }
 
     #[test]
-    fn candidates_come_first_unless_tried_frozen_or_out_of_range() {
+    fn candidates_come_first_unless_tried_or_out_of_range_and_keep_frozen_knobs() {
         let knobs = knobs_of("A = 3  # hone: int 1..9\nB = 3  # hone: int 1..9\n");
         let incumbent = config_of(&knobs);
         let cfg = |a: i64, b: i64| {
@@ -1216,10 +1215,16 @@ mod tests {
                 ("B".to_string(), KnobValue::Int(b)),
             ])
         };
-        let history = vec![Observation {
-            config: cfg(5, 5),
-            objective: Some(1.0),
-        }];
+        let mut history = vec![
+            Observation {
+                config: cfg(5, 5),
+                objective: Some(1.0),
+            },
+            Observation {
+                config: cfg(5, 3),
+                objective: Some(1.5),
+            },
+        ];
         let frozen = vec!["B".to_string()];
         let candidates = vec![cfg(5, 5), cfg(42, 3), cfg(4, 4), cfg(6, 3)];
         let guide = SamplerGuide {
@@ -1227,6 +1232,14 @@ mod tests {
             frozen: &frozen,
             ..SamplerGuide::default()
         };
+        // (5, 5) with B frozen at 3 is (5, 3), tried; (4, 4) is (4, 3): untried, the one.
+        let got = suggest_guided(&knobs, &history, &incumbent, true, 0, 1, &guide);
+        assert_eq!(got, Some((cfg(4, 3), Some(2))));
+        // Once (4, 3) was measured, (4, 4) counts as tried too.
+        history.push(Observation {
+            config: cfg(4, 3),
+            objective: Some(2.0),
+        });
         let got = suggest_guided(&knobs, &history, &incumbent, true, 0, 1, &guide);
         assert_eq!(got, Some((cfg(6, 3), Some(3))));
         let avoid = vec![cfg(6, 3)];
