@@ -182,7 +182,8 @@ fn main() {
                     // As the mechanism does: one offer in SWAP_EVERY changes a choice; a region
                     // too small to leave the measured configurations starts again.
                     let swapped = if (n / every) % hone::meta::surrogate::SWAP_EVERY == 1 {
-                        hone::meta::surrogate::swap(&knobs, &measured, &incumbent)
+                        let tried: Vec<Config> = history.iter().map(|o| o.config.clone()).collect();
+                        hone::meta::surrogate::swap(&knobs, &measured, &tried, &incumbent)
                     } else {
                         None
                     };

@@ -18,6 +18,9 @@ use crate::store::{ExperimentRecord, MechanismCall, Status};
 /// How many times the knobs optimizer is asked again after a filter rejects its proposal.
 pub const MAX_RESAMPLES: usize = 16;
 
+/// The most experiments whose shaping mechanisms are remembered until their outcome.
+const MAX_IN_FLIGHT: usize = 1024;
+
 /// Where in an experiment a hook was called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hook {
@@ -142,9 +145,9 @@ struct Level2 {
 pub struct Outer {
     slots: Vec<Slot>,
     portfolio: Option<Portfolio>,
-    /// The mechanisms that shaped the experiment in flight (its number, their names): the
-    /// portfolio credits its outcome to them alone.
-    shaped: Option<(u64, Vec<String>)>,
+    /// The mechanisms that shaped each experiment in flight, by number (several are in flight
+    /// with parallel workers): the portfolio credits an outcome to them alone.
+    shaped: BTreeMap<u64, Vec<String>>,
     /// This segment's tally per mechanism: experiments it shaped, and how many were kept.
     tally: BTreeMap<String, (u64, u64)>,
     segment: u64,
@@ -187,7 +190,7 @@ impl Outer {
         let slots_empty = slots.is_empty() && o.research_every.is_none() && o.scripts.is_empty();
         Outer {
             portfolio: o.portfolio.then(Portfolio::default),
-            shaped: None,
+            shaped: BTreeMap::new(),
             tally: BTreeMap::new(),
             slots,
             segment: o.segment,
@@ -576,7 +579,11 @@ impl Outer {
             };
             Outer::record(&mut calls, n, &name, Hook::Candidates, effect, detail);
         }
-        self.shaped = Some((n, shapers(&calls, used.as_deref())));
+        self.shaped.insert(n, shapers(&calls, used.as_deref()));
+        // Entries of experiments that never reach `after` (a proposal that failed) go with age.
+        while self.shaped.len() > MAX_IN_FLIGHT {
+            self.shaped.pop_first();
+        }
         self.calls.extend(calls);
         result
     }
@@ -621,10 +628,11 @@ impl Outer {
         );
         self.calls.extend(calls);
         self.knobs = knobs;
-        if let Some((name, Verdict::Reject(_) | Verdict::Modify(..))) = &verdict {
-            match &mut self.shaped {
-                Some((m, names)) if *m == n => names.push(name.clone()),
-                _ => self.shaped = Some((n, vec![name.clone()])),
+        // (This path never modifies: a diff has no configuration to change.)
+        if let Some((name, Verdict::Reject(_))) = &verdict {
+            let names = self.shaped.entry(n).or_default();
+            if !names.contains(name) {
+                names.push(name.clone());
             }
         }
         match verdict {
@@ -660,9 +668,16 @@ impl Outer {
             Outer::record(&mut calls, n, &name, Hook::OnResult, e, d);
             stop_if_faulty(slot, &mut calls, &mut events, n, Hook::OnResult);
         }
-        if let Some((m, names)) = self.shaped.take() {
-            if m == n {
-                let kept = u64::from(rec.status() == Status::Keep);
+        if let Some(names) = self.shaped.remove(&n) {
+            // Only outcomes of the search count: not a cancelled run, a budget stop or a
+            // proposer that broke the rules.
+            let status = rec.status();
+            let counts = matches!(
+                status,
+                Status::Keep | Status::Discard | Status::Crash | Status::Timeout | Status::Rejected
+            );
+            if counts {
+                let kept = u64::from(status == Status::Keep);
                 for name in names {
                     let t = self.tally.entry(name).or_default();
                     t.0 += 1;
@@ -1054,7 +1069,6 @@ fn display_path(path: &std::path::Path, root: Option<&std::path::Path>) -> Strin
         .to_string()
 }
 
-/// Whether guidance narrows what the knobs optimizer may propose.
 /// The mechanisms that shaped one experiment, from its proposal's calls: the one whose
 /// candidate was proposed (`used`) or else every one that gave guidance, and every filter that
 /// rejected or modified a proposal on the way.
@@ -1073,6 +1087,7 @@ fn shapers(calls: &[MechanismCall], used: Option<&str>) -> Vec<String> {
     names
 }
 
+/// Whether guidance narrows what the knobs optimizer may propose.
 fn restricts(g: &Guidance) -> bool {
     !g.frozen.is_empty() || !g.focus.is_empty() || g.mode.is_some() || !g.candidates.is_empty()
 }
@@ -1280,6 +1295,75 @@ mod tests {
             "[loop]\neditable = [\"p.txt\"]\n[verify]\ncommand = \"true\"\nmetric = \"m\"\n",
         )
         .unwrap()
+    }
+
+    /// Offers one configuration for experiment 1 only.
+    struct Offer(Config);
+
+    impl Mechanism for Offer {
+        fn name(&self) -> &str {
+            "offer"
+        }
+        fn candidates(&mut self, view: &View<'_>) -> Vec<Config> {
+            if view.n == 1 {
+                vec![self.0.clone()]
+            } else {
+                Vec::new()
+            }
+        }
+    }
+
+    /// Always gives the proposer a line of advice.
+    struct Hint;
+
+    impl Mechanism for Hint {
+        fn name(&self) -> &str {
+            "hint"
+        }
+        fn before_propose(&mut self, _view: &View<'_>) -> Guidance {
+            Guidance {
+                text: vec!["try something".into()],
+                ..Guidance::default()
+            }
+        }
+    }
+
+    #[test]
+    fn outcomes_are_credited_to_the_mechanisms_that_shaped_them_even_when_interleaved() {
+        with_ctx(|ctx, _wt| {
+            let target: Config = [("A", 8), ("B", 1)]
+                .iter()
+                .map(|(k, v)| (k.to_string(), KnobValue::Int(*v)))
+                .collect();
+            let mut outer =
+                Outer::from_mechanisms(vec![Box::new(Offer(target)), Box::new(Hint)], &spec());
+            // Two experiments in flight (parallel workers): 1 uses the offer, 2 the hint.
+            let first = outer.propose(&mut KnobsProposer, ctx).unwrap();
+            assert_eq!(first.source.as_deref(), Some("offer"));
+            let ctx2 = ProposeContext { n: 2, ..*ctx };
+            let second = outer.propose(&mut KnobsProposer, &ctx2).unwrap();
+            assert_eq!(second.source, None);
+            let rec = |n: u64, status: Status| ExperimentRecord {
+                n,
+                status: Some(status),
+                objective: Some(0.5),
+                ..Default::default()
+            };
+            let mut history = ctx.history.to_vec();
+            history.push(rec(1, Status::Keep));
+            outer.after(&history[1], &history);
+            history.push(rec(2, Status::Discard));
+            outer.after(&history[2], &history);
+            assert_eq!(outer.tally.get("offer"), Some(&(1, 1)));
+            assert_eq!(outer.tally.get("hint"), Some(&(1, 0)));
+            assert!(outer.shaped.is_empty());
+            // A cancelled experiment is nobody's failure.
+            let ctx3 = ProposeContext { n: 3, ..*ctx };
+            outer.propose(&mut KnobsProposer, &ctx3).unwrap();
+            history.push(rec(3, Status::Aborted));
+            outer.after(&history[3], &history);
+            assert_eq!(outer.tally.get("hint"), Some(&(1, 0)));
+        });
     }
 
     #[test]

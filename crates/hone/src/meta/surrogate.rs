@@ -211,9 +211,15 @@ pub fn propose(
 }
 
 /// The incumbent with one choice (a categorical or boolean knob) changed to a value not yet
-/// measured with the incumbent's other values: values never measured anywhere first, then the
-/// value whose best measured objective is lowest. `None` when every such swap was measured.
-pub fn swap(knobs: &[Knob], measured: &[(Config, f64)], incumbent: &Config) -> Option<Config> {
+/// tried with the incumbent's other values (`tried`: every configuration run, measured or
+/// not): values never measured anywhere first, then the value whose best measured objective
+/// is lowest. `None` when every such swap was tried.
+pub fn swap(
+    knobs: &[Knob],
+    measured: &[(Config, f64)],
+    tried: &[Config],
+    incumbent: &Config,
+) -> Option<Config> {
     let mut best: Option<(f64, Config)> = None;
     for k in knobs {
         let values: Vec<KnobValue> = match &k.domain {
@@ -227,7 +233,7 @@ pub fn swap(knobs: &[Knob], measured: &[(Config, f64)], incumbent: &Config) -> O
             }
             let mut c = incumbent.clone();
             c.insert(k.name.clone(), v.clone());
-            if measured.iter().any(|(m, _)| *m == c) {
+            if tried.contains(&c) {
                 continue;
             }
             // Never measured: -inf, first in line.
@@ -355,7 +361,8 @@ impl Mechanism for Surrogate {
         let measured = Surrogate::measured(view);
         // One offer in SWAP_EVERY changes a choice instead (when one is left to try).
         if (view.n / EVERY) % SWAP_EVERY == 1 {
-            if let Some(c) = swap(view.knobs, &measured, &incumbent) {
+            let tried: Vec<Config> = view.history.iter().filter_map(View::config_of).collect();
+            if let Some(c) = swap(view.knobs, &measured, &tried, &incumbent) {
                 return vec![c];
             }
         }
@@ -536,9 +543,11 @@ mod tests {
         let mut elsewhere = with("M", KnobValue::Str("y".into()));
         elsewhere.insert("A".into(), KnobValue::Float(0.9));
         let mut measured = vec![(inc.clone(), 1.0), (elsewhere, 5.0)];
+        let mut tried: Vec<Config> = measured.iter().map(|m| m.0.clone()).collect();
         let mut order = Vec::new();
-        while let Some(c) = swap(&k, &measured, &inc) {
+        while let Some(c) = swap(&k, &measured, &tried, &inc) {
             order.push(c.clone());
+            tried.push(c.clone());
             measured.push((c, 2.0));
         }
         assert_eq!(
@@ -550,7 +559,12 @@ mod tests {
             ]
         );
         let numbers_only = knobs("A = 0.0  # hone: -1.0..1.0\n");
-        assert!(swap(&numbers_only, &[], &config_of(&numbers_only)).is_none());
+        assert!(swap(&numbers_only, &[], &[], &config_of(&numbers_only)).is_none());
+        // A swap that ran but measured nothing (a crash) is not offered again.
+        let crashed = with("M", KnobValue::Str("z".into()));
+        let tried = [measured[0].0.clone(), measured[1].0.clone(), crashed];
+        let first = swap(&k, &measured[..2], &tried, &inc);
+        assert_eq!(first, Some(with("F", KnobValue::Bool(true))));
     }
 
     #[test]
