@@ -9,8 +9,9 @@
 //! (`cur`: explore with double steps when the last 10 had no keep, else exploit with half
 //! steps; `b`: the same without forcing exploration; `c`: step scales only; `d`: exploit when
 //! stuck), `FREEZE=1` the rule-based strategy's frozen knobs, and `SURR=1` the `surrogate`
-//! mechanism's candidates (`EVERY`, `RADIUS`). `SEED0`
-//! moves the first seed.
+//! mechanism's candidates as the mechanism makes them (its model step every `EVERY`-th
+//! experiment from a trust region starting at `RADIUS`, one offer in three a choice swap).
+//! `SEED0` moves the first seed.
 //!
 //! `cargo run --release -p hone --example tune_sampler [SEEDS]`, from the repository root.
 
