@@ -175,6 +175,7 @@ fn main() {
                     };
                 }
                 let mut offered: Vec<Config> = Vec::new();
+                let mut swap_offered = false;
                 if surr && n % every == 0 {
                     let measured: Vec<(Config, f64)> = history
                         .iter()
@@ -199,6 +200,7 @@ fn main() {
                             );
                         }
                     }
+                    swap_offered = swapped.is_some();
                     offered.extend(c);
                 }
                 let mut frozen: Vec<String> = Vec::new();
@@ -240,7 +242,8 @@ fn main() {
                     break;
                 };
                 let y = measure(&c, &mut noise);
-                if offered.first() == Some(&c) {
+                // Only the model's own steps move the trust region (as in the mechanism).
+                if offered.first() == Some(&c) && !swap_offered {
                     radius = if y < best {
                         (radius * 1.5).min(0.5)
                     } else {

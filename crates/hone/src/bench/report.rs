@@ -408,6 +408,14 @@ mod tests {
         // D ties A on every seed: its bilevel line is there and missed.
         assert!(rep.targets[2].name.contains("(D:"), "{:?}", rep.targets[2]);
         assert!(!rep.targets[2].met && rep.targets[2].evaluated == ["p"]);
+        // D better than A on every seed meets it.
+        runs.retain(|r| r.arm != "D");
+        for seed in 1..=10 {
+            let s = seed as f64 / 10.0;
+            runs.push(run("p", "D", seed, vec![10.0, 2.0 + s, 0.5 + s]));
+        }
+        let with_d = Report::build(&probs, &[2, 3], &runs);
+        assert!(with_d.targets[2].met, "{:?}", with_d.targets[2]);
         let p = &rep.problems[0];
         assert_eq!(p.budgets, vec![2, 3]);
         let c = p.arms.iter().find(|a| a.arm == "C").unwrap();

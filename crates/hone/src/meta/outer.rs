@@ -580,7 +580,7 @@ impl Outer {
             Outer::record(&mut calls, n, &name, Hook::Candidates, effect, detail);
         }
         self.shaped.insert(n, shapers(&calls, used.as_deref()));
-        // Entries of experiments that never reach `after` (a proposal that failed) go with age.
+        // Entries of experiments whose outcome is never recorded (the process died) go with age.
         while self.shaped.len() > MAX_IN_FLIGHT {
             self.shaped.pop_first();
         }
@@ -669,8 +669,9 @@ impl Outer {
             stop_if_faulty(slot, &mut calls, &mut events, n, Hook::OnResult);
         }
         if let Some(names) = self.shaped.remove(&n) {
-            // Only outcomes of the search count: not a cancelled run, a budget stop or a
-            // proposer that broke the rules.
+            // Only outcomes of the search count: not a cancelled experiment or a proposal
+            // that broke the rules (violation, invalid). A budget stop at the review gate is
+            // recorded `rejected` and does count.
             let status = rec.status();
             let counts = matches!(
                 status,
@@ -1191,9 +1192,13 @@ mod tests {
             call("tabu", Hook::Filter, Effect::Rejected),
             call("surrogate", Hook::Candidates, Effect::Suggested),
             call("explore", Hook::Candidates, Effect::Suggested),
+            call("steer", Hook::Filter, Effect::Modified),
         ];
-        assert_eq!(shapers(&calls, Some("surrogate")), ["surrogate", "tabu"]);
-        assert_eq!(shapers(&calls, None), ["bandit", "tabu"]);
+        assert_eq!(
+            shapers(&calls, Some("surrogate")),
+            ["surrogate", "tabu", "steer"]
+        );
+        assert_eq!(shapers(&calls, None), ["bandit", "tabu", "steer"]);
     }
 
     /// Modifies the first proposal into `target`, then accepts.

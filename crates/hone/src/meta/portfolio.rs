@@ -3,8 +3,8 @@
 //!
 //! Each experiment is credited to the mechanisms that shaped it: the one whose candidate was
 //! proposed, or else those that gave the proposer guidance, and any filter that rejected or
-//! modified a proposal on the way (a cancelled experiment or a rule violation counts for no
-//! one). At the end of every segment each active mechanism's reward is the fraction of the
+//! modified a proposal on the way (a cancelled or invalid experiment or a rule violation counts
+//! for no one). At the end of every segment each active mechanism's reward is the fraction of the
 //! experiments it shaped that were kept ([`reward`]; 0 when it shaped none, so an inert
 //! mechanism loses its place). The next segment runs the half of the
 //! mechanisms (rounded up) with the highest UCB1 score (bonus weighted by [`EXPLORATION`]) over
