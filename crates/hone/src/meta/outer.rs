@@ -1076,11 +1076,10 @@ fn display_path(path: &std::path::Path, root: Option<&std::path::Path>) -> Strin
 fn shapers(calls: &[MechanismCall], used: Option<&str>) -> Vec<String> {
     let mut names: Vec<String> = used.map(String::from).into_iter().collect();
     for c in calls {
-        let counts = match c.effect.as_str() {
-            "rejected" | "modified" => true,
-            "guided" => used.is_none(),
-            _ => false,
-        };
+        let e = c.effect.as_str();
+        let counts = e == Effect::Rejected.as_str()
+            || e == Effect::Modified.as_str()
+            || (e == Effect::Guided.as_str() && used.is_none());
         if counts && !names.contains(&c.mechanism) {
             names.push(c.mechanism.clone());
         }

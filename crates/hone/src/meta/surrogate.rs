@@ -195,8 +195,9 @@ pub fn propose(
         }
     }
     for (k, &i) in numeric.iter().enumerate() {
-        let step = z[k].clamp(-radius, radius);
-        u[i] = (x0[k] + if step.is_finite() { step } else { 0.0 }).clamp(0.0, 1.0);
+        // Already inside the region (shrunk above); a non-finite step stays put.
+        let step = if z[k].is_finite() { z[k] } else { 0.0 };
+        u[i] = (x0[k] + step).clamp(0.0, 1.0);
     }
     let mut config = config_at(knobs, incumbent, &u);
     // Choices stay the incumbent's (config_at places them by coordinate).
