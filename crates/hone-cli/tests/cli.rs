@@ -3893,6 +3893,40 @@ fn the_portfolio_switches_mechanisms_per_segment_and_records_it() {
 }
 
 #[test]
+fn a_resumed_run_keeps_the_portfolio_it_had() {
+    let (_a, dir) = knob_repo();
+    append_spec(
+        &dir,
+        "\n[outer]\nmechanisms = [\"tabu\", \"bandit\", \"explore\", \"plateau\"]\nsegment = 4\nportfolio = true\n",
+    );
+    // Segments end at #3, #7 and #11; the second session starts at #10, mid-segment.
+    let out = hone_in(&dir, &["run", "--tag", "p", "--seed", "3", "-n", "10"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = hone_in(&dir, &["run", "--tag", "p", "-n", "14"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("outer: portfolio: restored from the record of 10 experiment(s) (2 segment(s) credited)"),
+        "{}",
+        text(&out)
+    );
+    let store = hone::store::Store::open(&dir.join(".hone/hone.db")).unwrap();
+    let run = store.latest_run().unwrap().unwrap();
+    let on = |n: u64| -> Vec<String> {
+        store
+            .mechanism_calls(run.id, Some(n))
+            .unwrap()
+            .into_iter()
+            .filter(|c| c.hook == "before_propose")
+            .map(|c| c.mechanism)
+            .collect()
+    };
+    // The same half of the mechanisms runs on both sides of the resume within a segment.
+    assert_eq!(on(8).len(), 2, "{:?}", on(8));
+    assert_eq!(on(10), on(8));
+    assert_eq!(on(11), on(9));
+}
+
+#[test]
 fn an_llm_revises_the_strategy_and_an_invalid_answer_changes_nothing() {
     let knob = |changes: &str| Reply::Answer(format!("{{\"changes\": {changes}}}"), 10, 10);
     let strategy = |json: &str| Reply::Answer(json.to_string(), 100, 50);

@@ -1010,6 +1010,10 @@ impl<'a> Engine<'a> {
         self.session_first = self.history.len() as u64;
         // Outer loop: mechanisms start (a resumed run's history rebuilds what they can).
         let next = self.history.last().map_or(0, |e| e.n + 1);
+        if self.outer.restores() && !self.history.is_empty() {
+            let calls = self.store.mechanism_calls(self.run.id, None)?;
+            self.outer.restore(&calls, &self.history);
+        }
         self.outer.on_start(next, self.run.seed, &self.history);
         self.flush_outer()?;
         let first_check = self

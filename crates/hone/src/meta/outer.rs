@@ -20,6 +20,8 @@ pub const MAX_RESAMPLES: usize = 16;
 
 /// The most experiments whose shaping mechanisms are remembered until their outcome.
 const MAX_IN_FLIGHT: usize = 1024;
+/// How a `candidates` call records that one of its candidates was the proposal.
+const PROPOSED: &str = "one was proposed";
 
 /// Where in an experiment a hook was called.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -568,10 +570,7 @@ impl Outer {
         for (name, count) in suggested {
             let (effect, detail) = match (count, used.as_deref() == Some(name.as_str())) {
                 (0, _) => (Effect::None, String::new()),
-                (c, true) => (
-                    Effect::Suggested,
-                    format!("{c} candidate(s); one was proposed"),
-                ),
+                (c, true) => (Effect::Suggested, format!("{c} candidate(s); {PROPOSED}")),
                 (c, false) => (
                     Effect::Suggested,
                     format!("{c} candidate(s); none was proposed"),
@@ -669,25 +668,9 @@ impl Outer {
             stop_if_faulty(slot, &mut calls, &mut events, n, Hook::OnResult);
         }
         if let Some(names) = self.shaped.remove(&n) {
-            // Only outcomes of the search count: not a cancelled experiment or a proposal
-            // that broke the rules (violation, invalid). A budget stop at the review gate is
-            // recorded `rejected` and does count.
-            let status = rec.status();
-            let counts = matches!(
-                status,
-                Status::Keep | Status::Discard | Status::Crash | Status::Timeout | Status::Rejected
-            );
-            if counts {
-                let kept = u64::from(status == Status::Keep);
-                for name in names {
-                    let t = self.tally.entry(name).or_default();
-                    t.0 += 1;
-                    t.1 += kept;
-                }
-            }
+            credit(&mut self.tally, names, rec.status());
         }
-        let segment_end = self.segment > 0 && (n + 1) % self.segment == 0;
-        if segment_end {
+        if self.segment_end(n) {
             for slot in self.slots.iter_mut().filter(|s| s.active) {
                 let name = slot.mech.name().to_string();
                 let effect = slot.mech.on_segment_end(&view);
@@ -695,47 +678,21 @@ impl Outer {
                 Outer::record(&mut calls, n, &name, Hook::OnSegmentEnd, e, d);
                 stop_if_faulty(slot, &mut calls, &mut events, n, Hook::OnSegmentEnd);
             }
-            let tally = std::mem::take(&mut self.tally);
-            if let Some(p) = self.portfolio.as_mut() {
-                let arms: Vec<(String, Option<f64>)> = self
-                    .slots
-                    .iter()
-                    .filter(|s| s.managed)
-                    .map(|s| {
-                        let name = s.mech.name().to_string();
-                        let reward = s.active.then(|| super::portfolio::reward(tally.get(&name)));
-                        (name, reward)
-                    })
-                    .collect();
-                let next = p.decide(&arms);
-                for slot in self.slots.iter_mut().filter(|s| s.managed) {
-                    let name = slot.mech.name().to_string();
-                    let on = next.contains(&name);
-                    if on == slot.active {
-                        continue;
-                    }
-                    slot.active = on;
-                    let (effect, word) = if on {
-                        (Effect::Activated, "activated")
-                    } else {
-                        (Effect::Deactivated, "deactivated")
-                    };
-                    let (shaped, kept) = tally.get(&name).copied().unwrap_or_default();
-                    let detail = format!(
-                        "{word} `{name}` for the next segment (this segment: shaped {shaped}, \
-                         kept {kept}; {})",
-                        p.describe(&name)
-                    );
-                    Outer::record(
-                        &mut calls,
-                        n,
-                        "portfolio",
-                        Hook::OnSegmentEnd,
-                        effect,
-                        detail.clone(),
-                    );
-                    events.push((n, format!("portfolio: {detail}")));
-                }
+            for (on, detail) in self.rotate() {
+                let effect = if on {
+                    Effect::Activated
+                } else {
+                    Effect::Deactivated
+                };
+                Outer::record(
+                    &mut calls,
+                    n,
+                    "portfolio",
+                    Hook::OnSegmentEnd,
+                    effect,
+                    detail.clone(),
+                );
+                events.push((n, format!("portfolio: {detail}")));
             }
         }
         // Level 2: script mechanisms whose probation ends with this experiment.
@@ -752,6 +709,114 @@ impl Outer {
             .filter(|s| s.active)
             .map(|s| s.mech.name().to_string())
             .collect()
+    }
+
+    /// Whether experiment `n` ends a segment.
+    fn segment_end(&self, n: u64) -> bool {
+        self.segment > 0 && (n + 1) % self.segment == 0
+    }
+
+    /// The portfolio's turn at a segment end: credits the segment's tally and turns managed
+    /// mechanisms on or off. Returns each switch (on or off, and what to record about it).
+    fn rotate(&mut self) -> Vec<(bool, String)> {
+        let tally = std::mem::take(&mut self.tally);
+        let Some(p) = self.portfolio.as_mut() else {
+            return Vec::new();
+        };
+        let arms: Vec<(String, Option<f64>)> = self
+            .slots
+            .iter()
+            .filter(|s| s.managed)
+            .map(|s| {
+                let name = s.mech.name().to_string();
+                let reward = s.active.then(|| super::portfolio::reward(tally.get(&name)));
+                (name, reward)
+            })
+            .collect();
+        let next = p.decide(&arms);
+        let mut switches = Vec::new();
+        for slot in self.slots.iter_mut().filter(|s| s.managed) {
+            let name = slot.mech.name().to_string();
+            let on = next.contains(&name);
+            if on == slot.active {
+                continue;
+            }
+            slot.active = on;
+            let word = if on { "activated" } else { "deactivated" };
+            let (shaped, kept) = tally.get(&name).copied().unwrap_or_default();
+            switches.push((
+                on,
+                format!(
+                    "{word} `{name}` for the next segment (this segment: shaped {shaped}, \
+                     kept {kept}; {})",
+                    p.describe(&name)
+                ),
+            ));
+        }
+        switches
+    }
+
+    /// Whether a resumed run must hand [`Outer::restore`] its recorded hook calls.
+    pub fn restores(&self) -> bool {
+        self.portfolio.is_some()
+    }
+
+    /// Rebuilds the portfolio of a resumed run (its credit, the current segment's tally and
+    /// which mechanisms are on) by replaying the recorded proposals' hook calls against the
+    /// finished experiments, so that a crash or a stop does not reset it. Call before
+    /// [`Outer::on_start`]; recorded as an `on_start` call of `portfolio`.
+    pub fn restore(&mut self, calls: &[MechanismCall], history: &[ExperimentRecord]) {
+        if self.portfolio.is_none() || history.is_empty() {
+            return;
+        }
+        let proposing = [
+            Hook::BeforePropose.as_str(),
+            Hook::Candidates.as_str(),
+            Hook::Filter.as_str(),
+        ];
+        let mut by_experiment: BTreeMap<u64, Vec<MechanismCall>> = BTreeMap::new();
+        for c in calls
+            .iter()
+            .filter(|c| proposing.contains(&c.hook.as_str()))
+        {
+            by_experiment
+                .entry(c.experiment)
+                .or_default()
+                .push(c.clone());
+        }
+        let mut segments = 0;
+        for rec in history {
+            if let Some(cs) = by_experiment.get(&rec.n) {
+                let used = cs
+                    .iter()
+                    .find(|c| {
+                        c.hook == Hook::Candidates.as_str()
+                            && c.effect == Effect::Suggested.as_str()
+                            && c.detail.ends_with(PROPOSED)
+                    })
+                    .map(|c| c.mechanism.as_str());
+                credit(&mut self.tally, shapers(cs, used), rec.status());
+            }
+            if self.segment_end(rec.n) {
+                self.rotate();
+                segments += 1;
+            }
+        }
+        let n = history.last().map_or(0, |e| e.n + 1);
+        let detail = format!(
+            "restored from the record of {} experiment(s) ({segments} segment(s) credited); on: {}",
+            history.len(),
+            self.active().join(", ")
+        );
+        self.events.push((n, format!("portfolio: {detail}")));
+        Outer::record(
+            &mut self.calls,
+            n,
+            "portfolio",
+            Hook::OnStart,
+            Effect::Changed,
+            detail,
+        );
     }
 }
 
@@ -1087,6 +1152,25 @@ fn shapers(calls: &[MechanismCall], used: Option<&str>) -> Vec<String> {
     names
 }
 
+/// Credits a finished experiment to the mechanisms that shaped it. Only outcomes of the
+/// search count: not a cancelled experiment or a proposal that broke the rules
+/// (violation, invalid). A budget stop at the review gate is recorded `rejected` and does
+/// count.
+fn credit(tally: &mut BTreeMap<String, (u64, u64)>, names: Vec<String>, status: Status) {
+    let counts = matches!(
+        status,
+        Status::Keep | Status::Discard | Status::Crash | Status::Timeout | Status::Rejected
+    );
+    if counts {
+        let kept = u64::from(status == Status::Keep);
+        for name in names {
+            let t = tally.entry(name).or_default();
+            t.0 += 1;
+            t.1 += kept;
+        }
+    }
+}
+
 /// Whether guidance narrows what the knobs optimizer may propose.
 fn restricts(g: &Guidance) -> bool {
     !g.frozen.is_empty() || !g.focus.is_empty() || g.mode.is_some() || !g.candidates.is_empty()
@@ -1367,6 +1451,85 @@ mod tests {
             history.push(rec(3, Status::Aborted));
             outer.after(&history[3], &history);
             assert_eq!(outer.tally.get("hint"), Some(&(1, 0)));
+        });
+    }
+
+    /// Offers a configuration of its own for every experiment.
+    struct Every;
+
+    impl Mechanism for Every {
+        fn name(&self) -> &str {
+            "every"
+        }
+        fn candidates(&mut self, view: &View<'_>) -> Vec<Config> {
+            let (a, b) = (view.n % 9 + 1, view.n / 9 + 1);
+            vec![[("A", a), ("B", b)]
+                .iter()
+                .map(|(k, v)| (k.to_string(), KnobValue::Int(*v as i64)))
+                .collect()]
+        }
+    }
+
+    #[test]
+    fn a_resumed_portfolio_is_rebuilt_from_the_recorded_calls() {
+        with_ctx(|ctx, _wt| {
+            let spec = Spec::parse(
+                Path::new("hone.toml"),
+                "[loop]\neditable = [\"p.txt\"]\n[verify]\ncommand = \"true\"\nmetric = \"m\"\n\
+                 [outer]\nmechanisms = [\"tabu\"]\nportfolio = true\nsegment = 3\n",
+            )
+            .unwrap();
+            let make = || Outer::from_mechanisms(vec![Box::new(Every), Box::new(Hint)], &spec);
+            let mut outer = make();
+            let mut history = ctx.history.to_vec();
+            let mut calls = Vec::new();
+            // Experiments 1..=10: segments end at 2, 5 and 8; 9 and 10 are the segment in
+            // progress when the session stops.
+            for n in 1..=10u64 {
+                {
+                    let c = ProposeContext {
+                        n,
+                        history: &history,
+                        ..*ctx
+                    };
+                    outer.propose(&mut KnobsProposer, &c).unwrap();
+                }
+                let status = if n % 4 == 1 || n == 6 {
+                    Status::Keep
+                } else {
+                    Status::Discard
+                };
+                history.push(ExperimentRecord {
+                    n,
+                    status: Some(status),
+                    objective: Some(1.0 / n as f64),
+                    ..Default::default()
+                });
+                outer.after(&history[n as usize], &history);
+                calls.extend(outer.take_calls());
+            }
+            assert_eq!(outer.active().len(), 1, "one of the two runs per segment");
+            assert!(!outer.tally.is_empty());
+            // A new session over the same record picks up where the last one stopped...
+            let mut resumed = make();
+            resumed.restore(&calls, &history);
+            assert_eq!(resumed.active(), outer.active());
+            assert_eq!(resumed.tally, outer.tally);
+            assert_eq!(
+                format!("{:?}", resumed.portfolio),
+                format!("{:?}", outer.portfolio)
+            );
+            let restored = resumed.take_calls();
+            assert_eq!(restored.len(), 1);
+            assert_eq!(restored[0].mechanism, "portfolio");
+            assert!(
+                restored[0].detail.contains("3 segment(s) credited"),
+                "{}",
+                restored[0].detail
+            );
+            // ...where one that did not restore would start with both on and no credit.
+            let fresh = make();
+            assert_ne!(fresh.active(), outer.active());
         });
     }
 

@@ -10,7 +10,9 @@
 //! mechanisms (rounded up) with the highest UCB1 score (bonus weighted by [`EXPLORATION`]) over
 //! their credited segments: a mechanism never yet credited comes first, then the highest upper
 //! bound, ties to the one credited less often, then to the configured order. Each switch is
-//! recorded as a call of `portfolio` and as an event. A resumed run starts the credit afresh.
+//! recorded as a call of `portfolio` and as an event. A resumed run rebuilds the credit, the
+//! current segment's tally and which mechanisms are on from the recorded calls
+//! (`Outer::restore`).
 
 use std::collections::BTreeMap;
 
