@@ -3,12 +3,13 @@
 //!
 //! Each experiment it picks one arm of each kind, gives it as guidance (focus and step scale
 //! for the knobs optimizer; a line of advice for an agent), and credits both arms with the
-//! experiment's outcome.
+//! experiment's outcome. A resumed run credits the arms again from its recorded guidance.
 
 use std::collections::BTreeMap;
 
 use super::{Guidance, Mechanism, Outcome, View};
 use crate::propose::knobs::dimensions;
+use crate::store::{ExperimentRecord, MechanismCall, Status};
 
 /// The step scales it chooses between.
 pub const SCALES: &[f64] = &[0.5, 1.0, 2.0];
@@ -127,6 +128,38 @@ impl Mechanism for Bandit {
         self.scales.credit(&scale, reward);
         None
     }
+
+    /// Credits the arms of every recorded guidance whose experiment finished, as `on_result`
+    /// did: the area from its focus, the scale from its step (or, for agents, its advice).
+    fn resume(&mut self, calls: &[MechanismCall], history: &[ExperimentRecord]) {
+        let done: BTreeMap<u64, Status> = history.iter().map(|e| (e.n, e.status())).collect();
+        for c in calls.iter().filter(|c| c.hook == "before_propose") {
+            let Some(status) = done.get(&c.experiment) else {
+                continue;
+            };
+            let parts: Vec<&str> = c.detail.split("; ").collect();
+            let Some(area) = parts.iter().find_map(|p| p.strip_prefix("focus ")) else {
+                continue;
+            };
+            let scale = parts
+                .iter()
+                .find_map(|p| {
+                    p.strip_prefix("step x").map(String::from).or_else(|| {
+                        if p.starts_with("make a small change") {
+                            Some("0.5".into())
+                        } else if p.starts_with("make a bold change") {
+                            Some("2".into())
+                        } else {
+                            None
+                        }
+                    })
+                })
+                .unwrap_or_else(|| "1".into());
+            let reward = if *status == Status::Keep { 1.0 } else { 0.0 };
+            self.areas.credit(area, reward);
+            self.scales.credit(&scale, reward);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -186,6 +219,64 @@ mod tests {
             });
         }
         assert!(focus_b >= 14, "B focused {focus_b} times of 24");
+    }
+
+    #[test]
+    fn a_resumed_bandit_credits_its_recorded_choices_again() {
+        for agent in [false, true] {
+            let k = if agent {
+                Vec::new()
+            } else {
+                knobs("A = 0.5  # hone: 0.0..1.0\nB = 0.5  # hone: 0.0..1.0\n")
+            };
+            let ed: Vec<String> = if agent {
+                vec!["model.py".into(), "data.py".into()]
+            } else {
+                Vec::new()
+            };
+            let mut history = vec![exp(0, Status::Baseline, Some(1.0), None)];
+            let mut bandit = Bandit::default();
+            let mut calls = Vec::new();
+            let call = |n: u64, g: &Guidance| MechanismCall {
+                experiment: n,
+                mechanism: "bandit".into(),
+                hook: "before_propose".into(),
+                effect: "guided".into(),
+                detail: g.summary(),
+            };
+            for n in 1..=12u64 {
+                let g = bandit.before_propose(&view(&history, &k, &ed));
+                calls.push(call(n, &g));
+                let status = if n % 3 == 0 || n == 4 {
+                    Status::Keep
+                } else {
+                    Status::Discard
+                };
+                history.push(exp(n, status, Some(1.0), None));
+                let rec = history[history.len() - 1].clone();
+                bandit.on_result(&Outcome {
+                    record: &rec,
+                    view: view(&history, &k, &ed),
+                });
+            }
+            // Guidance for an experiment that never finished is not credited.
+            let g = bandit.before_propose(&view(&history, &k, &ed));
+            calls.push(call(13, &g));
+            assert!(bandit.scales.mean("0.5").is_some() && bandit.scales.mean("2").is_some());
+            let mut resumed = Bandit::default();
+            resumed.resume(&calls, &history);
+            assert_eq!(
+                format!("{:?}", resumed.areas),
+                format!("{:?}", bandit.areas)
+            );
+            assert_eq!(
+                format!("{:?}", resumed.scales),
+                format!("{:?}", bandit.scales)
+            );
+            // So it chooses as the uninterrupted one would.
+            let v = view(&history, &k, &ed);
+            assert_eq!(resumed.before_propose(&v).summary(), g.summary());
+        }
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub mod tabu;
 
 use crate::propose::knobs::{Config, Knob};
 use crate::spec::Direction;
-use crate::store::{ExperimentRecord, Status};
+use crate::store::{ExperimentRecord, MechanismCall, Status};
 
 pub use outer::Outer;
 
@@ -292,6 +292,11 @@ pub trait Mechanism {
     fn fault(&mut self) -> Option<String> {
         None
     }
+
+    /// A resumed run, before [`Mechanism::on_start`]: the mechanism's own recorded hook calls
+    /// (oldest first) and the finished experiments, for state that the history alone does not
+    /// give back (what it chose, its own parameters).
+    fn resume(&mut self, _calls: &[MechanismCall], _history: &[ExperimentRecord]) {}
 }
 
 /// Builds a built-in mechanism by name (`None` for an unknown name).

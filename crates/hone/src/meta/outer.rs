@@ -758,15 +758,29 @@ impl Outer {
 
     /// Whether a resumed run must hand [`Outer::restore`] its recorded hook calls.
     pub fn restores(&self) -> bool {
-        self.portfolio.is_some()
+        !self.slots.is_empty()
     }
 
-    /// Rebuilds the portfolio of a resumed run (its credit, the current segment's tally and
-    /// which mechanisms are on) by replaying the recorded proposals' hook calls against the
-    /// finished experiments, so that a crash or a stop does not reset it. Call before
-    /// [`Outer::on_start`]; recorded as an `on_start` call of `portfolio`.
+    /// A resumed run: hands every mechanism its own recorded calls ([`Mechanism::resume`]),
+    /// then rebuilds the portfolio (its credit, the current segment's tally and which
+    /// mechanisms are on) by replaying the recorded proposals' hook calls against the finished
+    /// experiments, so that a crash or a stop does not reset it. Call before
+    /// [`Outer::on_start`]; the portfolio's part is recorded as an `on_start` call of
+    /// `portfolio`.
     pub fn restore(&mut self, calls: &[MechanismCall], history: &[ExperimentRecord]) {
-        if self.portfolio.is_none() || history.is_empty() {
+        if history.is_empty() {
+            return;
+        }
+        for slot in self.slots.iter_mut() {
+            let name = slot.mech.name().to_string();
+            let own: Vec<MechanismCall> = calls
+                .iter()
+                .filter(|c| c.mechanism == name)
+                .cloned()
+                .collect();
+            slot.mech.resume(&own, history);
+        }
+        if self.portfolio.is_none() {
             return;
         }
         let proposing = [

@@ -17,7 +17,7 @@
 //! A model only refines the incumbent's choices, so one offer in [`SWAP_EVERY`] is instead the
 //! incumbent with one categorical or boolean knob changed ([`swap`]): a run whose numbers were
 //! tuned under a poor early choice gets to try the others. Agents are not helped: it only acts
-//! on knobs. The radius is not rebuilt on resume (it starts at [`RADIUS`]).
+//! on knobs. A resumed run takes up the radius its last recorded result left.
 
 // Small dense linear algebra (normal equations, elimination, Cholesky) reads best with indices.
 #![allow(clippy::needless_range_loop)]
@@ -27,6 +27,7 @@ use crate::propose::knobs::{
     config_at, config_of, dimensions, unit_coords, Config, Domain, Knob, KnobValue,
 };
 use crate::spec::Direction;
+use crate::store::{ExperimentRecord, MechanismCall};
 
 /// It offers a candidate on one experiment in this many.
 pub const EVERY: u64 = 2;
@@ -398,6 +399,19 @@ impl Mechanism for Surrogate {
         };
         Some(format!("trust radius {before:.3} -> {:.3}", self.radius))
     }
+
+    /// The radius its last recorded result left.
+    fn resume(&mut self, calls: &[MechanismCall], _history: &[ExperimentRecord]) {
+        let last = calls
+            .iter()
+            .filter(|c| c.hook == "on_result")
+            .filter_map(|c| c.detail.strip_prefix("trust radius "))
+            .filter_map(|d| d.split(" -> ").nth(1)?.parse::<f64>().ok())
+            .next_back();
+        if let Some(r) = last {
+            self.radius = r.clamp(MIN_RADIUS, MAX_RADIUS);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -566,6 +580,30 @@ mod tests {
         let tried = [measured[0].0.clone(), measured[1].0.clone(), crashed];
         let first = swap(&k, &measured[..2], &tried, &inc);
         assert_eq!(first, Some(with("F", KnobValue::Bool(true))));
+    }
+
+    #[test]
+    fn a_resumed_surrogate_takes_up_its_last_recorded_radius() {
+        let call = |hook: &str, detail: &str| MechanismCall {
+            experiment: 4,
+            mechanism: "surrogate".into(),
+            hook: hook.into(),
+            effect: "changed".into(),
+            detail: detail.into(),
+        };
+        let mut s = Surrogate::default();
+        s.resume(
+            &[
+                call("on_result", "trust radius 0.200 -> 0.100"),
+                call("on_result", "trust radius 0.100 -> 0.050"),
+                call("candidates", "1 candidate(s); one was proposed"),
+            ],
+            &[],
+        );
+        assert_eq!(s.radius, 0.05);
+        let mut fresh = Surrogate::default();
+        fresh.resume(&[], &[]);
+        assert_eq!(fresh.radius, RADIUS);
     }
 
     #[test]
