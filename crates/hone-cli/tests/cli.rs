@@ -3916,14 +3916,26 @@ fn a_resumed_run_keeps_the_portfolio_it_had() {
             .mechanism_calls(run.id, Some(n))
             .unwrap()
             .into_iter()
-            .filter(|c| c.hook == "before_propose")
+            .filter(|c| c.hook == "candidates")
             .map(|c| c.mechanism)
             .collect()
     };
-    // The same half of the mechanisms runs on both sides of the resume within a segment.
+    // Every mechanism on is asked for candidates: the same half of them runs on both sides
+    // of the resume within a segment.
     assert_eq!(on(8).len(), 2, "{:?}", on(8));
     assert_eq!(on(10), on(8));
     assert_eq!(on(11), on(9));
+    // Those switched off rebuild from the history too, for when they are switched on again.
+    let started: Vec<String> = store
+        .mechanism_calls(run.id, Some(10))
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.hook == "on_start")
+        .map(|c| c.mechanism)
+        .collect();
+    for m in ["tabu", "bandit", "explore", "plateau"] {
+        assert!(started.iter().any(|s| s == m), "{m}: {started:?}");
+    }
 }
 
 #[test]

@@ -129,8 +129,10 @@ impl Mechanism for Bandit {
         None
     }
 
-    /// Credits the arms of every recorded guidance whose experiment finished, as `on_result`
-    /// did: the area from its focus, the scale from its step (or, for agents, its advice).
+    /// Credits the arms of every recorded guidance whose experiment finished with its outcome
+    /// (1 for a keep): the area from its focus, the scale from its step (or, for agents, its
+    /// advice). With parallel workers this credits every choice, where the live run credits
+    /// only the latest one in flight.
     fn resume(&mut self, calls: &[MechanismCall], history: &[ExperimentRecord]) {
         let done: BTreeMap<u64, Status> = history.iter().map(|e| (e.n, e.status())).collect();
         for c in calls.iter().filter(|c| c.hook == "before_propose") {

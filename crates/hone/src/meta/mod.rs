@@ -293,9 +293,10 @@ pub trait Mechanism {
         None
     }
 
-    /// A resumed run, before [`Mechanism::on_start`]: the mechanism's own recorded hook calls
-    /// (oldest first) and the finished experiments, for state that the history alone does not
-    /// give back (what it chose, its own parameters).
+    /// A resumed run, before [`Mechanism::on_start`] (built-in mechanisms; a script is loaded
+    /// afresh): the mechanism's own recorded hook calls (oldest first) and the finished
+    /// experiments, for state that the history alone does not give back (what it chose, its
+    /// own parameters).
     fn resume(&mut self, _calls: &[MechanismCall], _history: &[ExperimentRecord]) {}
 }
 

@@ -295,7 +295,8 @@ impl Outer {
         });
     }
 
-    /// `on_start` of every active mechanism; `n` is the next experiment's number.
+    /// `on_start` of every active mechanism, and of those the portfolio switched off (so that
+    /// they, too, rebuild from the history); `n` is the next experiment's number.
     pub fn on_start(&mut self, n: u64, seed: u64, history: &[ExperimentRecord]) {
         self.seed = seed;
         let knobs = std::mem::take(&mut self.knobs);
@@ -311,7 +312,7 @@ impl Outer {
         };
         let mut calls = Vec::new();
         let mut events = Vec::new();
-        for slot in self.slots.iter_mut().filter(|s| s.active) {
+        for slot in self.slots.iter_mut().filter(|s| s.active || s.managed) {
             let name = slot.mech.name().to_string();
             let effect = slot.mech.on_start(&view);
             let (e, d) = changed(effect, &mut events, n, &name);
@@ -761,24 +762,27 @@ impl Outer {
         !self.slots.is_empty()
     }
 
-    /// A resumed run: hands every mechanism its own recorded calls ([`Mechanism::resume`]),
-    /// then rebuilds the portfolio (its credit, the current segment's tally and which
-    /// mechanisms are on) by replaying the recorded proposals' hook calls against the finished
-    /// experiments, so that a crash or a stop does not reset it. Call before
-    /// [`Outer::on_start`]; the portfolio's part is recorded as an `on_start` call of
-    /// `portfolio`.
+    /// A resumed run: hands every built-in mechanism its own recorded calls
+    /// ([`Mechanism::resume`]), then rebuilds the portfolio (its credit, the current segment's
+    /// tally and which mechanisms are on) by replaying the recorded proposals' hook calls
+    /// against the finished experiments in the order they finished, as if the last session had
+    /// run to its last recorded experiment. Call before [`Outer::on_start`]; the portfolio's
+    /// part is recorded as an `on_start` call of `portfolio`.
+    ///
+    /// One difference from the live credit: a proposal that a script's filter modified is
+    /// credited to the modifier and, on replay, to the guidance givers too (the record does not
+    /// say whether the modified configuration was the one verified).
     pub fn restore(&mut self, calls: &[MechanismCall], history: &[ExperimentRecord]) {
         if history.is_empty() {
             return;
         }
+        let mut own: BTreeMap<&str, Vec<MechanismCall>> = BTreeMap::new();
+        for c in calls {
+            own.entry(c.mechanism.as_str()).or_default().push(c.clone());
+        }
         for slot in self.slots.iter_mut() {
-            let name = slot.mech.name().to_string();
-            let own: Vec<MechanismCall> = calls
-                .iter()
-                .filter(|c| c.mechanism == name)
-                .cloned()
-                .collect();
-            slot.mech.resume(&own, history);
+            let mine = own.remove(slot.mech.name()).unwrap_or_default();
+            slot.mech.resume(&mine, history);
         }
         if self.portfolio.is_none() {
             return;
@@ -798,15 +802,22 @@ impl Outer {
                 .or_default()
                 .push(c.clone());
         }
+        let proposed = format!("; {PROPOSED}");
+        // Live, outcomes are credited as they arrive (out of order with parallel workers).
+        let mut finished: Vec<&ExperimentRecord> = history.iter().collect();
+        finished.sort_by(|a, b| {
+            let at = |e: &ExperimentRecord| e.finished_at.unwrap_or(f64::INFINITY);
+            at(a).total_cmp(&at(b)).then(a.n.cmp(&b.n))
+        });
         let mut segments = 0;
-        for rec in history {
+        for rec in finished {
             if let Some(cs) = by_experiment.get(&rec.n) {
                 let used = cs
                     .iter()
                     .find(|c| {
                         c.hook == Hook::Candidates.as_str()
                             && c.effect == Effect::Suggested.as_str()
-                            && c.detail.ends_with(PROPOSED)
+                            && c.detail.ends_with(&proposed)
                     })
                     .map(|c| c.mechanism.as_str());
                 credit(&mut self.tally, shapers(cs, used), rec.status());
@@ -816,7 +827,10 @@ impl Outer {
                 segments += 1;
             }
         }
-        let n = history.last().map_or(0, |e| e.n + 1);
+        if segments == 0 && self.tally.is_empty() {
+            return;
+        }
+        let n = history.iter().map(|e| e.n + 1).max().unwrap_or(0);
         let detail = format!(
             "restored from the record of {} experiment(s) ({segments} segment(s) credited); on: {}",
             history.len(),
@@ -1468,7 +1482,8 @@ mod tests {
         });
     }
 
-    /// Offers a configuration of its own for every experiment.
+    /// Offers a configuration of its own for every experiment; for #2 the baseline's, which
+    /// the optimizer does not repeat (so it is offered but not proposed).
     struct Every;
 
     impl Mechanism for Every {
@@ -1476,7 +1491,10 @@ mod tests {
             "every"
         }
         fn candidates(&mut self, view: &View<'_>) -> Vec<Config> {
-            let (a, b) = (view.n % 9 + 1, view.n / 9 + 1);
+            let (a, b) = match view.n {
+                2 => (3, 3),
+                n => (n % 9 + 1, n / 9 + 1),
+            };
             vec![[("A", a), ("B", b)]
                 .iter()
                 .map(|(k, v)| (k.to_string(), KnobValue::Int(*v as i64)))
@@ -1497,10 +1515,13 @@ mod tests {
             let mut outer = make();
             let mut history = ctx.history.to_vec();
             let mut calls = Vec::new();
-            // Experiments 1..=10: segments end at 2, 5 and 8; 9 and 10 are the segment in
-            // progress when the session stops.
-            for n in 1..=10u64 {
-                {
+            let mut clock = 0.0;
+            // Experiments 1..=10: segments end at 2, 5 and 8; #7 and #8 are in flight together
+            // and #8 (a segment end) finishes first; 9 and 10 are the segment in progress
+            // when the session stops.
+            let batches: [&[u64]; 9] = [&[1], &[2], &[3], &[4], &[5], &[6], &[7, 8], &[9], &[10]];
+            for batch in batches {
+                for &n in batch {
                     let c = ProposeContext {
                         n,
                         history: &history,
@@ -1508,23 +1529,37 @@ mod tests {
                     };
                     outer.propose(&mut KnobsProposer, &c).unwrap();
                 }
-                let status = if n % 4 == 1 || n == 6 {
-                    Status::Keep
-                } else {
-                    Status::Discard
-                };
-                history.push(ExperimentRecord {
-                    n,
-                    status: Some(status),
-                    objective: Some(1.0 / n as f64),
-                    ..Default::default()
-                });
-                outer.after(&history[n as usize], &history);
-                calls.extend(outer.take_calls());
+                for &n in batch.iter().rev() {
+                    let status = if n % 4 == 1 || n == 6 || n == 7 {
+                        Status::Keep
+                    } else {
+                        Status::Discard
+                    };
+                    clock += 1.0;
+                    history.push(ExperimentRecord {
+                        n,
+                        status: Some(status),
+                        objective: Some(1.0 / n as f64),
+                        finished_at: Some(clock),
+                        ..Default::default()
+                    });
+                    outer.after(&history[history.len() - 1], &history);
+                    calls.extend(outer.take_calls());
+                }
             }
+            let offered: Vec<&MechanismCall> = calls
+                .iter()
+                .filter(|c| c.experiment == 2 && c.mechanism == "every" && c.hook == "candidates")
+                .collect();
+            assert!(
+                offered[0].detail.ends_with("none was proposed"),
+                "{offered:?}"
+            );
             assert_eq!(outer.active().len(), 1, "one of the two runs per segment");
             assert!(!outer.tally.is_empty());
-            // A new session over the same record picks up where the last one stopped...
+            // A new session over the same record (read back in experiment order) picks up
+            // where the last one stopped...
+            history.sort_by_key(|e| e.n);
             let mut resumed = make();
             resumed.restore(&calls, &history);
             assert_eq!(resumed.active(), outer.active());

@@ -400,7 +400,8 @@ impl Mechanism for Surrogate {
         Some(format!("trust radius {before:.3} -> {:.3}", self.radius))
     }
 
-    /// The radius its last recorded result left.
+    /// The radius its last recorded result left (recorded to three decimals). A restart of the
+    /// region after that result is not recorded; the next candidates call repeats it.
     fn resume(&mut self, calls: &[MechanismCall], _history: &[ExperimentRecord]) {
         let last = calls
             .iter()
@@ -584,25 +585,47 @@ mod tests {
 
     #[test]
     fn a_resumed_surrogate_takes_up_its_last_recorded_radius() {
-        let call = |hook: &str, detail: &str| MechanismCall {
-            experiment: 4,
-            mechanism: "surrogate".into(),
-            hook: hook.into(),
-            effect: "changed".into(),
-            detail: detail.into(),
-        };
+        use crate::meta::testing::{config, exp, view};
+        use crate::store::Status;
+        let k = knobs("W = 2  # hone: int 1..20\n");
+        let mut history = vec![exp(0, Status::Baseline, Some(5.0), None)];
         let mut s = Surrogate::default();
-        s.resume(
-            &[
-                call("on_result", "trust radius 0.200 -> 0.100"),
-                call("on_result", "trust radius 0.100 -> 0.050"),
-                call("candidates", "1 candidate(s); one was proposed"),
-            ],
-            &[],
+        let mut calls = Vec::new();
+        // Its own candidates, kept once and then discarded twice, as the live run records them.
+        for (n, status) in [
+            (1, Status::Keep),
+            (2, Status::Discard),
+            (3, Status::Discard),
+        ] {
+            let c = config(&[("W", n + 2)]);
+            s.offered = Some((n as u64, c.clone()));
+            history.push(exp(n as u64, status, Some(4.0), Some(&c)));
+            let rec = history[history.len() - 1].clone();
+            let detail = s
+                .on_result(&Outcome {
+                    record: &rec,
+                    view: view(&history, &k, &[]),
+                })
+                .unwrap_or_default();
+            calls.push(MechanismCall {
+                experiment: n as u64,
+                mechanism: "surrogate".into(),
+                hook: "on_result".into(),
+                effect: "changed".into(),
+                detail,
+            });
+        }
+        assert_eq!(s.radius, RADIUS * 1.5 * 0.25);
+        let mut resumed = Surrogate::default();
+        resumed.resume(&calls, &history);
+        // Recorded to three decimals.
+        assert!(
+            (resumed.radius - s.radius).abs() < 5e-4,
+            "{}",
+            resumed.radius
         );
-        assert_eq!(s.radius, 0.05);
         let mut fresh = Surrogate::default();
-        fresh.resume(&[], &[]);
+        fresh.resume(&[], &history);
         assert_eq!(fresh.radius, RADIUS);
     }
 
