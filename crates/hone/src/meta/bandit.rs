@@ -13,6 +13,8 @@ use crate::store::{ExperimentRecord, MechanismCall, Status};
 
 /// The step scales it chooses between.
 pub const SCALES: &[f64] = &[0.5, 1.0, 2.0];
+/// How an agent's advice words each scale (by its name), and how a resumed run reads it back.
+const ADVICE: [(&str, &str); 3] = [("0.5", "a small"), ("1", "a focused"), ("2", "a bold")];
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Arm {
@@ -96,7 +98,7 @@ impl Mechanism for Bandit {
             .choose(&scale_names())
             .unwrap_or_else(|| "1".into());
         let step: f64 = scale.parse().unwrap_or(1.0);
-        self.chosen = Some((view.n, area.clone(), scale));
+        self.chosen = Some((view.n, area.clone(), scale.clone()));
         let mut g = Guidance {
             focus: vec![area.clone()],
             ..Guidance::default()
@@ -104,13 +106,10 @@ impl Mechanism for Bandit {
         if view.knobs_proposer {
             g.step_scale = (step != 1.0).then_some(step);
         } else {
-            let size = if step < 1.0 {
-                "a small"
-            } else if step > 1.0 {
-                "a bold"
-            } else {
-                "a focused"
-            };
+            let size = ADVICE
+                .iter()
+                .find(|(s, _)| *s == scale)
+                .map_or("a focused", |(_, size)| *size);
             g.text.push(format!(
                 "make {size} change in `{area}` (the area with the best record of improvements so far, or one not tried yet)"
             ));
@@ -147,13 +146,10 @@ impl Mechanism for Bandit {
                 .iter()
                 .find_map(|p| {
                     p.strip_prefix("step x").map(String::from).or_else(|| {
-                        if p.starts_with("make a small change") {
-                            Some("0.5".into())
-                        } else if p.starts_with("make a bold change") {
-                            Some("2".into())
-                        } else {
-                            None
-                        }
+                        ADVICE
+                            .iter()
+                            .find(|(_, size)| p.starts_with(&format!("make {size} change")))
+                            .map(|(s, _)| s.to_string())
                     })
                 })
                 .unwrap_or_else(|| "1".into());
