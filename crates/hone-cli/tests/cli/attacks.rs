@@ -9,20 +9,21 @@ const TRAIN_PY: &str =
 const PREPARE_PY: &str = "import os\nif os.path.exists('metrics.txt'):\n    print(open('metrics.txt').read())\n    raise SystemExit\nv = float(open('model.txt').read())\nopen('metrics.txt', 'w').write('score: %s' % v)\nprint('score: %s' % v)\n";
 
 fn attack_repo(script: &str) -> Repo {
-    let r = Repo::new("[stop]\nmax_experiments = 2\n", "python3 train.py", script);
-    std::fs::write(r.dir.join("train.py"), TRAIN_PY).unwrap();
-    std::fs::write(r.dir.join("prepare.py"), PREPARE_PY).unwrap();
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
-        .unwrap()
-        .replace("editable = [\"value.txt\"]", "editable = [\"train.py\"]")
-        .replace(
-            "metric = \"score\"",
-            "metric = \"score\"\nevaluate = \"python3 prepare.py\"\noutputs = [\"model.txt\"]",
-        );
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
-    git(&r.dir, &["add", "-A"]);
-    git(&r.dir, &["commit", "-q", "-m", "attack target"]);
-    r
+    Repo::builder()
+        .file("train.py", TRAIN_PY)
+        .file("prepare.py", PREPARE_PY)
+        .script(script)
+        .spec_with(|agent| {
+            Spec::standard("python3 train.py", agent)
+                .editable(&["train.py"])
+                .after(
+                    "verify",
+                    "metric",
+                    "evaluate = \"python3 prepare.py\"\noutputs = [\"model.txt\"]",
+                )
+                .tail("[stop]\nmax_experiments = 2\n")
+        })
+        .create()
 }
 
 /// Runs an attack; returns the attacking experiment's record after checking it did not win.
@@ -146,13 +147,12 @@ fn the_objective_never_comes_from_the_training_stage() {
     // The evaluator prints no objective at all: the training stage's perfect line must not
     // stand in for it.
     let r = Repo::new("[stop]\nmax_experiments = 1\n", "echo score: 0", "");
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
-        .unwrap()
-        .replace(
+    edit_spec(&r.dir, |t| {
+        t.replace(
             "metric = \"score\"",
             "metric = \"score\"\nevaluate = \"echo evaluated\"",
-        );
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+        )
+    });
     let out = r.hone(&["run"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(

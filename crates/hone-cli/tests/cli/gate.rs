@@ -111,14 +111,11 @@ fn a_verifier_run_that_rewrites_a_protected_file_is_a_violation() {
 fn ignored_files_a_proposer_plants_never_reach_the_verifier() {
     // `*.secret` is ignored by git; the verifier would report a perfect score if it saw one.
     let verify = "if ls *.secret >/dev/null 2>&1; then echo score: 0; else cat value.txt; fi";
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 2\n",
-        verify,
-        "write\tvalue.txt\tscore: 4\\n\nwrite\tboost.secret\tx\\n\n",
-    );
-    std::fs::write(r.dir.join(".gitignore"), "*.secret\n").unwrap();
-    git(&r.dir, &["add", ".gitignore"]);
-    git(&r.dir, &["commit", "-q", "-m", "ignore secrets"]);
+    let r = Repo::builder()
+        .file(".gitignore", "*.secret\n")
+        .script("write\tvalue.txt\tscore: 4\\n\nwrite\tboost.secret\tx\\n\n")
+        .spec_with(|agent| Spec::standard(verify, agent).tail("[stop]\nmax_experiments = 2\n"))
+        .create();
     let out = r.hone(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
     let log = r.log();

@@ -4,23 +4,16 @@ use crate::support::*;
 
 #[test]
 fn the_sealed_holdout_gates_keeps_and_stays_out_of_prompts() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 4\n",
-        "grep score value.txt",
-        "write\tvalue.txt\tscore: 4\\nhold 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\nhold 9\\n\n---\nforbid-prompt\tgot worse\nforbid-prompt\twent from\nwrite\tvalue.txt\tscore: 2\\nhold 3\\n\n",
-    );
-    std::fs::write(r.dir.join("value.txt"), "score: 5\nhold 5\n").unwrap();
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
-        .unwrap()
-        .replace(
-            "metric = \"score\"",
-            "metric = \"score\"\nholdout_gate = true",
-        );
-    let toml = format!(
-        "{toml}\n[verify.holdout]\ncommand = \"echo score: $(sed -n 's/^hold //p' value.txt)\"\n"
-    );
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
-    git(&r.dir, &["commit", "-q", "-am", "holdout"]);
+    let r = Repo::builder()
+        .file("value.txt", "score: 5\nhold 5\n")
+        .script("write\tvalue.txt\tscore: 4\\nhold 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\nhold 9\\n\n---\nforbid-prompt\tgot worse\nforbid-prompt\twent from\nwrite\tvalue.txt\tscore: 2\\nhold 3\\n\n")
+        .spec_with(|agent| {
+            Spec::standard("grep score value.txt", agent)
+                .after("verify", "metric", "holdout_gate = true")
+                .tail("[stop]\nmax_experiments = 4\n")
+                .tail("\n[verify.holdout]\ncommand = \"echo score: $(sed -n 's/^hold //p' value.txt)\"\n")
+        })
+        .create();
     let out = r.hone(&["run", "--tag", "h"]);
     assert!(out.status.success(), "{}", text(&out));
     let log = r.log();
@@ -62,17 +55,13 @@ fn a_failing_holdout_on_the_baseline_stops_a_gated_run() {
         SCORE,
         "write\tvalue.txt\tscore: 4\\n\n",
     );
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
-        .unwrap()
-        .replace(
+    edit_spec(&r.dir, |t| {
+        let toml = t.replace(
             "metric = \"score\"",
             "metric = \"score\"\nholdout_gate = true",
         );
-    std::fs::write(
-        r.dir.join("hone.toml"),
-        format!("{toml}\n[verify.holdout]\ncommand = \"exit 3\"\n"),
-    )
-    .unwrap();
+        format!("{toml}\n[verify.holdout]\ncommand = \"exit 3\"\n")
+    });
     let out = r.hone(&["run"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(

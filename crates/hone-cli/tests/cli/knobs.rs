@@ -61,16 +61,15 @@ fn agent_flag_switches_to_the_command_proposer() {
     let (_t, dir) = knob_repo();
     let script = dir.join("../agent-script");
     std::fs::write(&script, "replace\tparams.txt\tWIDTH = 2\tWIDTH = 13\n").unwrap();
-    let toml = std::fs::read_to_string(dir.join("hone.toml"))
-        .unwrap()
-        .replace(
+    edit_spec(&dir, |t| {
+        t.replace(
             "[stop]",
             &format!(
                 "[agent]\nkind = \"knobs\"\ncommand = \"{FAKE_AGENT} {}\"\n\n[stop]",
                 script.display()
             ),
-        );
-    std::fs::write(dir.join("hone.toml"), toml).unwrap();
+        )
+    });
     let out = Command::new(HONE)
         .args(["run", "--agent", "command", "-n", "2"])
         .current_dir(&dir)

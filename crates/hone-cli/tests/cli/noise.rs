@@ -15,21 +15,17 @@ fn seed_script(seeds: std::ops::Range<u32>) -> String {
 }
 
 fn noisy_repo(verify_extra: &str, trials: u32) -> Repo {
-    let r = Repo::new(
-        &format!("[stop]\nmax_experiments = {}\n", trials + 1),
-        NOISY,
-        &seed_script(1..trials + 1),
-    );
-    std::fs::write(r.dir.join("value.txt"), "SEED = 0\n").unwrap();
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
-        .unwrap()
-        .replace(
-            "metric = \"score\"",
-            &format!("metric = \"score\"\nseed_env = \"NOISE_SEED\"\n{verify_extra}"),
-        );
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
-    git(&r.dir, &["commit", "-q", "-am", "seeded"]);
-    r
+    let seeded = format!("seed_env = \"NOISE_SEED\"\n{verify_extra}");
+    let stop = format!("[stop]\nmax_experiments = {}\n", trials + 1);
+    Repo::builder()
+        .file("value.txt", "SEED = 0\n")
+        .script(&seed_script(1..trials + 1))
+        .spec_with(move |agent| {
+            Spec::standard(NOISY, agent)
+                .after("verify", "metric", &seeded)
+                .tail(&stop)
+        })
+        .create()
 }
 
 #[test]
@@ -78,13 +74,12 @@ fn confirm_runs_and_retests_are_recorded() {
         SCORE,
         "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
-        .unwrap()
-        .replace(
+    edit_spec(&r.dir, |t| {
+        t.replace(
             "metric = \"score\"",
             "metric = \"score\"\nbaseline_repeats = 2\nconfirm = 2\nretest_every = 2",
-        );
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+        )
+    });
     let out = r.hone(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
     let log = r.log();
@@ -104,20 +99,15 @@ fn confirm_runs_and_retests_are_recorded() {
 
 #[test]
 fn duplicates_are_not_run_again_and_simpler_code_wins_ties() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 5\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 6\\n\n---\nwrite\tvalue.txt\tscore: 5\\n# a long comment\\n\n---\nwrite\tvalue.txt\tscore: 6\\n\n---\nwrite\tvalue.txt\tscore: 5\\n\n",
-    );
-    std::fs::write(r.dir.join("value.txt"), "score: 5\n# notes\n# more notes\n").unwrap();
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
-        .unwrap()
-        .replace(
-            "metric = \"score\"",
-            "metric = \"score\"\nprefer_simpler = true",
-        );
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
-    git(&r.dir, &["commit", "-q", "-am", "notes"]);
+    let r = Repo::builder()
+        .file("value.txt", "score: 5\n# notes\n# more notes\n")
+        .script("write\tvalue.txt\tscore: 6\\n\n---\nwrite\tvalue.txt\tscore: 5\\n# a long comment\\n\n---\nwrite\tvalue.txt\tscore: 6\\n\n---\nwrite\tvalue.txt\tscore: 5\\n\n")
+        .spec_with(|agent| {
+            Spec::standard(SCORE, agent)
+                .after("verify", "metric", "prefer_simpler = true")
+                .tail("[stop]\nmax_experiments = 5\n")
+        })
+        .create();
     let out = r.hone(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
     let log = r.log();
@@ -152,16 +142,19 @@ fn a_candidate_that_pins_its_own_seed_is_not_confirmed() {
         .map(|s| format!("write\tvalue.txt\tSEED = {s} FIXED\\n\n"))
         .collect::<Vec<_>>()
         .join("---\n");
-    let r = Repo::new("[stop]\nmax_experiments = 21\n", verify, &script);
-    std::fs::write(r.dir.join("value.txt"), "SEED = 0\n").unwrap();
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
-        .unwrap()
-        .replace(
-            "metric = \"score\"",
-            "metric = \"score\"\nseed_env = \"NOISE_SEED\"\nbaseline_repeats = 5\nconfirm = 2",
-        );
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
-    git(&r.dir, &["commit", "-q", "-am", "seeded"]);
+    let r = Repo::builder()
+        .file("value.txt", "SEED = 0\n")
+        .script(&script)
+        .spec_with(|agent| {
+            Spec::standard(verify, agent)
+                .after(
+                    "verify",
+                    "metric",
+                    "seed_env = \"NOISE_SEED\"\nbaseline_repeats = 5\nconfirm = 2",
+                )
+                .tail("[stop]\nmax_experiments = 21\n")
+        })
+        .create();
     let out = r.hone(&["run", "--tag", "fixed"]);
     assert!(out.status.success(), "{}", text(&out));
     let log = r.log();

@@ -385,20 +385,7 @@ fn an_llm_revises_the_strategy_and_an_invalid_answer_changes_nothing() {
         ],
         false,
     );
-    let r = Repo::new("", SCORE, "");
-    std::fs::write(
-        r.dir.join("params.txt"),
-        "LR = 0.1  # hone: log 1e-3..1\nDEPTH = 4  # hone: int 1..8\n",
-    )
-    .unwrap();
-    let verify = "python3 -c \\\"import re; t = open('params.txt').read(); lr = float(re.search(r'LR = ([0-9.e-]+)', t).group(1)); d = int(re.search(r'DEPTH = (\\\\d+)', t).group(1)); print('score:', abs(lr - 0.01) * 100 + abs(d - 6))\\\"";
-    let toml = format!(
-        "[loop]\neditable = [\"params.txt\"]\n\n[verify]\ncommand = \"{verify}\"\nmetric = \"score\"\n\n[agent]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"{}/v1\"\nedit_mode = \"knobs\"\n\n[stop]\nmax_experiments = 6\n\n[outer]\nstrategy_every = 2\n",
-        server.url
-    );
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
-    git(&r.dir, &["add", "-A"]);
-    git(&r.dir, &["commit", "-q", "-m", "knobs"]);
+    let r = knobs_llm_repo(knobs_llm_spec(&server, 6).set("outer", "strategy_every", "2"));
     let out = r.hone(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
     let reqs = server.requests();

@@ -27,15 +27,14 @@ fn parallel_repo(toml_extra: &str, script: &str) -> (Repo, PathBuf) {
     for f in ["a.txt", "b.txt", "c.txt"] {
         std::fs::write(r.dir.join(f), "5\n").unwrap();
     }
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
-        .unwrap()
-        .replace("editable = [\"value.txt\"]", "editable = [\"?.txt\"]")
-        .replace(
-            "protected = [\"prepare.py\"]",
-            "protected = [\"prepare.py\", \"verify.sh\"]",
-        )
-        .replace("metric = \"score\"", "metric = \"loss\"");
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+    edit_spec(&r.dir, |t| {
+        t.replace("editable = [\"value.txt\"]", "editable = [\"?.txt\"]")
+            .replace(
+                "protected = [\"prepare.py\"]",
+                "protected = [\"prepare.py\", \"verify.sh\"]",
+            )
+            .replace("metric = \"score\"", "metric = \"loss\"")
+    });
     git(&r.dir, &["add", "-A"]);
     git(&r.dir, &["commit", "-q", "-m", "parallel"]);
     (r, log)
@@ -349,10 +348,7 @@ fn parallel_settings_are_checked() {
         "{t}"
     );
     assert!(t.contains("hone.toml:17:"), "names the line: {t}");
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
-        .unwrap()
-        .replace("workers = 3\n", "");
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+    edit_spec(&r.dir, |t| t.replace("workers = 3\n", ""));
     let out = r.hone(&["run", "--workers", "3"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(

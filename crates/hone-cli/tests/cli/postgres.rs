@@ -154,16 +154,14 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
         r.tmp_dir(),
         &["init", "-q", "--bare", bare.to_str().unwrap()],
     );
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
-    std::fs::write(
-        r.dir.join("hone.toml"),
-        format!(
-            "{toml}\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\n\n[store]\nurl = \"{}\"\n",
+    append_spec(
+        &r.dir,
+        &format!(
+            "\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\n\n[store]\nurl = \"{}\"\n",
             bare.display(),
             pg.url
         ),
-    )
-    .unwrap();
+    );
     git(&r.dir, &["commit", "-q", "-am", "workers"]);
     let worker = |name: &str| {
         Command::new(HONE)
@@ -423,16 +421,14 @@ fn remote_workers_verify_two_experiments_at_once() {
         r.tmp_dir(),
         &["init", "-q", "--bare", bare.to_str().unwrap()],
     );
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
-    std::fs::write(
-        r.dir.join("hone.toml"),
-        format!(
-            "{toml}\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\nworkers = 2\n\n[store]\nurl = \"{}\"\n",
+    append_spec(
+        &r.dir,
+        &format!(
+            "\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\nworkers = 2\n\n[store]\nurl = \"{}\"\n",
             bare.display(),
             pg.url
         ),
-    )
-    .unwrap();
+    );
     git(&r.dir, &["commit", "-q", "-am", "workers"]);
     let mut workers: Vec<std::process::Child> = ["a", "b"]
         .iter()

@@ -5,16 +5,13 @@ use crate::support::*;
 
 /// A repository whose [agent] section is `agent` (and [stop] max_experiments = 3).
 fn preset_repo(agent: &str) -> Repo {
-    let r = Repo::new("", SCORE, "");
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
-    let agent_start = toml.find("[agent]").unwrap();
-    let toml = format!(
-        "{}[agent]\n{agent}\n\n[stop]\nmax_experiments = 3\n",
-        &toml[..agent_start]
-    );
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
-    git(&r.dir, &["commit", "-q", "-am", "preset"]);
-    r
+    Repo::builder()
+        .spec(
+            Spec::standard_loop(SCORE)
+                .lines("agent", agent)
+                .set("stop", "max_experiments", "3"),
+        )
+        .create()
 }
 
 /// Without the tool on PATH, `hone run` stops before it starts and says what to install.
@@ -506,12 +503,7 @@ fn a_preset_that_spends_the_budget_stops_the_run_before_the_next_agent_starts() 
     // reaches max_cost_usd, and no further agent is started.
     let (bin, record) = fake_tool("claude", FAKE_CLAUDE);
     let r = preset_repo("kind = \"claude\"");
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
-    std::fs::write(
-        r.dir.join("hone.toml"),
-        format!("{toml}max_cost_usd = 0.01\n"),
-    )
-    .unwrap();
+    append_spec(&r.dir, "max_cost_usd = 0.01\n");
     git(&r.dir, &["commit", "-q", "-am", "budget"]);
     let out = run_with_tool(&r, bin.path(), record.path(), &[]);
     assert!(out.status.success(), "{}", text(&out));

@@ -269,14 +269,13 @@ fn mechanism_research_stays_inside_the_budget() {
     }
     let server = LlmServer::start(replies, false);
     let (_t, dir) = research_repo(&server, "research_every = 2\n");
-    let spec = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
-    let spec = spec
-        .replace(
+    edit_spec(&dir, |spec| {
+        spec.replace(
             "edit_mode = \"knobs\"\n",
             "edit_mode = \"knobs\"\nmax_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100\n",
         )
-        .replace("max_experiments = 15\n", "max_experiments = 15\nmax_cost_usd = 0.75\n");
-    std::fs::write(dir.join("hone.toml"), spec).unwrap();
+        .replace("max_experiments = 15\n", "max_experiments = 15\nmax_cost_usd = 0.75\n")
+    });
     let out = hone_in(&dir, &["run", "-n", "4"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("stopped: budget"), "{}", text(&out));

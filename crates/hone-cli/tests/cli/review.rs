@@ -72,24 +72,24 @@ fn an_http_reviewer_approves_or_rejects_before_the_verifier_runs() {
         runs = runs.display(),
         keys = keys.display()
     );
-    let r = Repo::new(
-        &format!(
-            "\n[stop]\nmax_experiments = 4\n\n[review]\nkind = \"openai\"\nmodel = \"judge\"\nbase_url = \"{}/v1\"\napi_key_env = \"REVIEW_KEY\"\nmax_tokens = 200\nprice_in_per_mtok = 1\nprice_out_per_mtok = 2\ninstructions = \"REVIEW.md\"\n",
-            reviewer.url
-        ),
-        &verify,
-        &format!(
+    let review_url = format!("{}/v1", reviewer.url);
+    let r = Repo::builder()
+        .file("REVIEW.md", "Reject anything that reads data/.\n")
+        .script(&format!(
             "run\techo \"agent=$REVIEW_KEY\" >> {keys}\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
             keys = keys.display()
-        ),
-    );
-    std::fs::write(
-        r.dir.join("REVIEW.md"),
-        "Reject anything that reads data/.\n",
-    )
-    .unwrap();
-    git(&r.dir, &["add", "-A"]);
-    git(&r.dir, &["commit", "-q", "-m", "review"]);
+        ))
+        .spec_with(move |agent| {
+            Spec::standard(&verify, agent)
+                .set("stop", "max_experiments", "4")
+                .provider("review", "openai", "judge", &review_url)
+                .set("review", "api_key_env", "\"REVIEW_KEY\"")
+                .lines(
+                    "review",
+                    "max_tokens = 200\nprice_in_per_mtok = 1\nprice_out_per_mtok = 2\ninstructions = \"REVIEW.md\"",
+                )
+        })
+        .create();
     let out = Command::new(HONE)
         .arg("run")
         .current_dir(&r.dir)
@@ -172,18 +172,21 @@ fn proposer_and_reviewer_share_one_budget() {
     );
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
-    let r = Repo::new("", SCORE, "");
-    let toml = format!(
-        "[loop]\neditable = [\"value.txt\"]\n\n[verify]\ncommand = \"echo run >> {runs}; cat value.txt\"\nmetric = \"score\"\n\n\
-         [agent]\nkind = \"openai\"\nmodel = \"m\"\nbase_url = \"{p}/v1\"\nmax_tokens = 100\nprice_in_per_mtok = 0\nprice_out_per_mtok = 1000\n\n\
-         [review]\nkind = \"openai\"\nmodel = \"judge\"\nbase_url = \"{q}/v1\"\nmax_tokens = 100\nprice_in_per_mtok = 0\nprice_out_per_mtok = 1000\n\n\
-         [stop]\nmax_experiments = 10\nmax_cost_usd = 0.33\n",
-        runs = runs.display(),
-        p = proposer.url,
-        q = reviewer.url
-    );
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
-    git(&r.dir, &["commit", "-q", "-am", "budget"]);
+    let prices = "max_tokens = 100\nprice_in_per_mtok = 0\nprice_out_per_mtok = 1000";
+    let r = Repo::builder()
+        .spec(
+            Spec::new()
+                .editable(&["value.txt"])
+                .command(&format!("echo run >> {}; cat value.txt", runs.display()))
+                .metric("score")
+                .provider("agent", "openai", "m", &format!("{}/v1", proposer.url))
+                .lines("agent", prices)
+                .provider("review", "openai", "judge", &format!("{}/v1", reviewer.url))
+                .lines("review", prices)
+                .set("stop", "max_experiments", "10")
+                .set("stop", "max_cost_usd", "0.33"),
+        )
+        .create();
     let out = r.hone(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(proposer.requests().len(), 2);

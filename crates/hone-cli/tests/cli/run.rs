@@ -47,21 +47,14 @@ fn keep_and_discard_move_the_branch_only_on_keep() {
 #[test]
 fn crash_no_metric_and_constraint_are_recorded() {
     let verify = "cat value.txt; if grep -q crash value.txt; then exit 3; fi";
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 4\n",
-        verify,
-        "write\tvalue.txt\tcrash\\nscore: 1\\n\n---\nwrite\tvalue.txt\tall good, no number\\n\n---\nwrite\tvalue.txt\tscore: 2\\nmem: 900\\n\n",
-    );
-    std::fs::write(
-        r.dir.join("hone.toml"),
-        std::fs::read_to_string(r.dir.join("hone.toml"))
-            .unwrap()
-            .replace(
-                "metric = \"score\"",
-                "metric = \"score\"\nconstraints = [\"mem <= 500\"]",
-            ),
-    )
-    .unwrap();
+    let r = Repo::builder()
+        .script("write\tvalue.txt\tcrash\\nscore: 1\\n\n---\nwrite\tvalue.txt\tall good, no number\\n\n---\nwrite\tvalue.txt\tscore: 2\\nmem: 900\\n\n")
+        .spec_with(|agent| {
+            Spec::standard(verify, agent)
+                .after("verify", "metric", "constraints = [\"mem <= 500\"]")
+                .tail("[stop]\nmax_experiments = 4\n")
+        })
+        .create();
     let out = r.hone(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
     let log = r.log();
@@ -95,18 +88,14 @@ fn timeout_kills_the_whole_group_even_with_a_grandchild_holding_stdout() {
         "if grep -q hang value.txt; then echo $$ > {}; (sleep 300 &); sleep 300; fi; cat value.txt",
         pidfile.display()
     );
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 2\n",
-        &verify,
-        "write\tvalue.txt\thang\\n\n",
-    );
-    std::fs::write(
-        r.dir.join("hone.toml"),
-        std::fs::read_to_string(r.dir.join("hone.toml"))
-            .unwrap()
-            .replace("timeout = \"60s\"", "timeout = \"1s\""),
-    )
-    .unwrap();
+    let r = Repo::builder()
+        .script("write\tvalue.txt\thang\\n\n")
+        .spec_with(move |agent| {
+            Spec::standard(&verify, agent)
+                .set("verify", "timeout", "\"1s\"")
+                .tail("[stop]\nmax_experiments = 2\n")
+        })
+        .create();
     let out = r.hone(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(r.statuses(), ["baseline", "timeout"]);

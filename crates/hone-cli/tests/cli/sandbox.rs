@@ -78,15 +78,12 @@ fn bwrap_confines_agents_and_verifiers_to_their_worktree_and_cuts_the_network() 
     // The agent's script may live anywhere readable; here, untracked in the repository.
     let inner = contained.dir.join("agent-script");
     std::fs::write(&inner, script(&contained.dir.join("prepare.py"))).unwrap();
-    let toml = std::fs::read_to_string(contained.dir.join("hone.toml")).unwrap();
-    std::fs::write(
-        contained.dir.join("hone.toml"),
-        toml.replace(
+    edit_spec(&contained.dir, |t| {
+        t.replace(
             &contained.script.display().to_string(),
             &inner.display().to_string(),
-        ),
-    )
-    .unwrap();
+        )
+    });
     let out = contained.hone(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
     let log = contained.log();
@@ -149,10 +146,9 @@ fn bwrap_missing_stops_the_run_unless_not_required() {
         "{}",
         text(&out)
     );
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
-        .unwrap()
-        .replace("kind = \"bwrap\"", "kind = \"bwrap\"\nrequired = false");
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
+    edit_spec(&r.dir, |t| {
+        t.replace("kind = \"bwrap\"", "kind = \"bwrap\"\nrequired = false")
+    });
     let out = run(&["run"]);
     assert!(out.status.success(), "{}", text(&out));
     assert!(

@@ -45,17 +45,13 @@ fn slurm_backend_runs_every_verification_as_a_job() {
         "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tcrash\\n\n---\nwrite\tvalue.txt\thang\\n\n---\nwrite\tvalue.txt\tcancel\\n\n",
     );
     let shared = r.tmp_dir().join("shared");
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml"))
-        .unwrap()
-        .replace("timeout = \"60s\"", "timeout = \"3s\"");
-    std::fs::write(
-        r.dir.join("hone.toml"),
+    edit_spec(&r.dir, |t| {
+        let toml = t.replace("timeout = \"60s\"", "timeout = \"3s\"");
         format!(
             "{toml}\n[exec]\nbackend = \"slurm\"\nshared_dir = \"{}\"\n",
             shared.display()
-        ),
-    )
-    .unwrap();
+        )
+    });
     let out = r.hone(&["run", "--tag", "s"]);
     assert!(out.status.success(), "{}", text(&out));
     let log = r.log();
@@ -106,15 +102,13 @@ fn slurm_job_left_by_a_killed_hone_is_cancelled_on_resume() {
         "write\tvalue.txt\thang\\n\n---\nwrite\tvalue.txt\tscore: 4\\n\n",
     );
     let shared = r.tmp_dir().join("shared");
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
-    std::fs::write(
-        r.dir.join("hone.toml"),
-        format!(
-            "{toml}\n[exec]\nbackend = \"slurm\"\nshared_dir = \"{}\"\n",
+    append_spec(
+        &r.dir,
+        &format!(
+            "\n[exec]\nbackend = \"slurm\"\nshared_dir = \"{}\"\n",
             shared.display()
         ),
-    )
-    .unwrap();
+    );
     let running = || {
         let q = Command::new("squeue")
             .args(["-h", "-n", "hone-k-1", "-o", "%i %T"])
@@ -158,15 +152,13 @@ fn slurm_backend_runs_two_experiments_as_jobs_at_once() {
         "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
     let shared = r.tmp_dir().join("shared");
-    let toml = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
-    std::fs::write(
-        r.dir.join("hone.toml"),
-        format!(
-            "{toml}\n[exec]\nbackend = \"slurm\"\nshared_dir = \"{}\"\nworkers = 2\n",
+    append_spec(
+        &r.dir,
+        &format!(
+            "\n[exec]\nbackend = \"slurm\"\nshared_dir = \"{}\"\nworkers = 2\n",
             shared.display()
         ),
-    )
-    .unwrap();
+    );
     let out = r.hone(&["run", "--tag", "sp"]);
     assert!(out.status.success(), "{}", text(&out));
     let st = r.statuses();

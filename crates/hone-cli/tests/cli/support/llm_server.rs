@@ -108,20 +108,31 @@ impl LlmServer {
 
 pub(crate) const SECRET: &str = "sk-test-do-not-log-4f1c";
 
+/// A standard repository whose agent is the scripted server (`kind` is `openai` or
+/// `anthropic`) with its key in `TEST_LLM_KEY` (which the verifier echoes: it must never be
+/// logged); `agent_extra` and `stop` are raw lines for `[agent]` and `[stop]`.
 pub(crate) fn llm_repo(kind: &str, server: &LlmServer, agent_extra: &str, stop: &str) -> Repo {
-    let r = Repo::new("", SCORE, "");
     let base = if kind == "anthropic" {
         server.url.clone()
     } else {
         format!("{}/v1", server.url)
     };
-    let toml = format!(
-        "[loop]\neditable = [\"value.txt\"]\nprotected = [\"prepare.py\"]\n\n[verify]\ncommand = \"echo key=$TEST_LLM_KEY; cat value.txt\"\nmetric = \"score\"\n\n\
-         [agent]\nkind = \"{kind}\"\nmodel = \"test-model\"\nbase_url = \"{base}\"\napi_key_env = \"TEST_LLM_KEY\"\n{agent_extra}\n\n[stop]\n{stop}\n"
-    );
-    std::fs::write(r.dir.join("hone.toml"), toml).unwrap();
-    git(&r.dir, &["commit", "-q", "-am", "llm"]);
-    r
+    Repo::builder()
+        .spec(llm_spec(kind, &base, agent_extra, stop))
+        .create()
+}
+
+/// `llm_repo`'s spec.
+fn llm_spec(kind: &str, base: &str, agent_extra: &str, stop: &str) -> Spec {
+    Spec::new()
+        .editable(&["value.txt"])
+        .protected(&["prepare.py"])
+        .command("echo key=$TEST_LLM_KEY; cat value.txt")
+        .metric("score")
+        .provider("agent", kind, "test-model", base)
+        .set("agent", "api_key_env", "\"TEST_LLM_KEY\"")
+        .lines("agent", agent_extra)
+        .lines("stop", stop)
 }
 
 pub(crate) fn hone_with_key(r: &Repo, args: &[&str]) -> Output {
@@ -142,4 +153,30 @@ pub(crate) fn bodies(server: &LlmServer) -> Vec<serde_json::Value> {
             serde_json::from_str(body).unwrap()
         })
         .collect()
+}
+
+/// The knobs the knobs-mode tests have the scripted server tune.
+const LR_DEPTH_PARAMS: &str = "LR = 0.1  # hone: log 1e-3..1\nDEPTH = 4  # hone: int 1..8\n";
+
+/// Scores `LR_DEPTH_PARAMS`: 0 at LR 0.01 and DEPTH 6.
+const LR_DEPTH_VERIFY: &str = r#"python3 -c "import re; t = open('params.txt').read(); lr = float(re.search(r'LR = ([0-9.e-]+)', t).group(1)); d = int(re.search(r'DEPTH = (\d+)', t).group(1)); print('score:', abs(lr - 0.01) * 100 + abs(d - 6))""#;
+
+/// The spec of a knobs-mode run: the scripted server (OpenAI format) proposes new values
+/// of the knobs in `params.txt`, for `max_experiments` experiments.
+pub(crate) fn knobs_llm_spec(server: &LlmServer, max_experiments: u32) -> Spec {
+    Spec::new()
+        .editable(&["params.txt"])
+        .command(LR_DEPTH_VERIFY)
+        .metric("score")
+        .provider("agent", "openai", "m", &format!("{}/v1", server.url))
+        .set("agent", "edit_mode", "\"knobs\"")
+        .set("stop", "max_experiments", &max_experiments.to_string())
+}
+
+/// The standard repository plus `params.txt` (LR and DEPTH knobs), with `spec`.
+pub(crate) fn knobs_llm_repo(spec: Spec) -> Repo {
+    Repo::builder()
+        .file("params.txt", LR_DEPTH_PARAMS)
+        .spec(spec)
+        .create()
 }

@@ -7,8 +7,10 @@ pub(crate) use std::process::{Command, Output};
 pub(crate) use std::time::{Duration, Instant};
 
 mod llm_server;
+mod spec;
 
 pub(crate) use llm_server::*;
+pub(crate) use spec::*;
 
 pub(crate) const HONE: &str = env!("CARGO_BIN_EXE_hone");
 pub(crate) const FAKE_AGENT: &str = env!("CARGO_BIN_EXE_fake-agent");
@@ -40,31 +42,18 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
 impl Repo {
     /// A repository with `value.txt` (editable, holds `score: N`), `prepare.py` (protected),
     /// `data/input.txt` (pinned), the given hone.toml body appended to a standard header, and
-    /// an agent script.
+    /// an agent script. (`Repo::builder` for anything else.)
     pub(crate) fn new(toml_extra: &str, verify_command: &str, script: &str) -> Repo {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("project");
-        std::fs::create_dir_all(dir.join("data")).unwrap();
-        std::fs::write(dir.join("value.txt"), "score: 5\n").unwrap();
-        std::fs::write(dir.join("prepare.py"), "# the fixed evaluator\n").unwrap();
-        std::fs::write(dir.join("data/input.txt"), "pinned\n").unwrap();
-        let script_path = tmp.path().join("agent-script");
-        std::fs::write(&script_path, script).unwrap();
-        let toml = format!(
-            "[loop]\neditable = [\"value.txt\"]\nprotected = [\"prepare.py\"]\npinned = [\"data/\"]\n\n\
-             [verify]\ncommand = {verify_command:?}\nmetric = \"score\"\ntimeout = \"60s\"\nkill_grace = \"1s\"\n\n\
-             [agent]\nkind = \"command\"\ncommand = \"{FAKE_AGENT} {}\"\n{toml_extra}",
-            script_path.display()
-        );
-        std::fs::write(dir.join("hone.toml"), toml).unwrap();
-        git(&dir, &["init", "-q", "-b", "main"]);
-        git(&dir, &["add", "-A"]);
-        git(&dir, &["commit", "-q", "-m", "init"]);
-        Repo {
-            _tmp: tmp,
-            dir,
-            script: script_path,
-        }
+        let (verify, extra) = (verify_command.to_string(), toml_extra.to_string());
+        Repo::builder()
+            .script(script)
+            .spec_with(move |agent| Spec::standard(&verify, agent).tail(&extra))
+            .create()
+    }
+
+    /// The standard repository, to be changed before it is created (`RepoBuilder`).
+    pub(crate) fn builder() -> RepoBuilder {
+        RepoBuilder::new()
     }
 
     pub(crate) fn hone(&self, args: &[&str]) -> Output {
@@ -198,11 +187,13 @@ pub(crate) fn knob_repo() -> (tempfile::TempDir, PathBuf) {
         "w=$(sed -n 's/^WIDTH = \\([0-9]*\\).*/\\1/p' params.txt)\nd=$(sed -n 's/^DEPTH = \\([0-9]*\\).*/\\1/p' params.txt)\necho \"loss: $(( (w-13)*(w-13) + (d-4)*(d-4) ))\"\n",
     )
     .unwrap();
-    std::fs::write(
-        dir.join("hone.toml"),
-        "[loop]\neditable = [\"params.txt\"]\nprotected = [\"score.sh\"]\n\n[verify]\ncommand = \"sh score.sh\"\nmetric = \"loss\"\n\n[stop]\nmax_experiments = 15\n",
-    )
-    .unwrap();
+    Spec::new()
+        .editable(&["params.txt"])
+        .protected(&["score.sh"])
+        .command("sh score.sh")
+        .metric("loss")
+        .set("stop", "max_experiments", "15")
+        .write(&dir);
     git(&dir, &["init", "-q", "-b", "main"]);
     git(&dir, &["add", "-A"]);
     git(&dir, &["commit", "-q", "-m", "init"]);
@@ -269,12 +260,18 @@ pub(crate) fn recorded(record: &Path, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// Rewrites a repository's hone.toml with `edit`, leaving it uncommitted (hone reads it from
+/// the checkout, committed or not): for a test that changes the spec of a repository made
+/// already, or between two runs.
+pub(crate) fn edit_spec(dir: &Path, edit: impl FnOnce(String) -> String) {
+    let path = dir.join("hone.toml");
+    let spec = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(path, edit(spec)).unwrap();
+}
+
 /// Appends to a repository's hone.toml (hone reads it from the checkout, committed or not).
 pub(crate) fn append_spec(dir: &Path, extra: &str) {
-    let path = dir.join("hone.toml");
-    let mut spec = std::fs::read_to_string(&path).unwrap();
-    spec.push_str(extra);
-    std::fs::write(path, spec).unwrap();
+    edit_spec(dir, |spec| spec + extra);
 }
 
 pub(crate) fn hone_in(dir: &Path, args: &[&str]) -> Output {
