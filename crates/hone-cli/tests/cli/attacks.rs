@@ -1,0 +1,197 @@
+//! The attack suite: scripted agents that try to win without improving anything. Each must end
+//! as violation / rejected / crash / discard / invalid: never `keep`, never a moved branch.
+
+use crate::support::*;
+
+const TRAIN_PY: &str =
+    "SCORE = 5\nopen('model.txt', 'w').write(str(SCORE))\nprint('training done')\n";
+/// The sealed evaluator, with a cache a cheater would love: if metrics.txt exists it is trusted.
+const PREPARE_PY: &str = "import os\nif os.path.exists('metrics.txt'):\n    print(open('metrics.txt').read())\n    raise SystemExit\nv = float(open('model.txt').read())\nopen('metrics.txt', 'w').write('score: %s' % v)\nprint('score: %s' % v)\n";
+
+fn attack_repo(script: &str) -> Repo {
+    Repo::builder()
+        .file("train.py", TRAIN_PY)
+        .file("prepare.py", PREPARE_PY)
+        .script(script)
+        .spec_with(|agent| {
+            Spec::standard("python3 train.py", agent)
+                .editable(&["train.py"])
+                .after(
+                    "verify",
+                    "metric",
+                    "evaluate = \"python3 prepare.py\"\noutputs = [\"model.txt\"]",
+                )
+                .tail("[stop]\nmax_experiments = 2\n")
+        })
+        .create()
+}
+
+/// Runs an attack; returns the attacking experiment's record after checking it did not win.
+fn attack(script: &str) -> serde_json::Value {
+    let r = attack_repo(script);
+    let out = r.hone(&["run", "--tag", "atk"]);
+    let log = r.log();
+    assert_eq!(log[0]["status"], "baseline", "{}", text(&out));
+    assert_eq!(log[0]["objective"], 5.0);
+    assert!(log.len() >= 2, "{}", text(&out));
+    let e = log[1].clone();
+    let st = e["status"].as_str().unwrap();
+    assert!(
+        ["violation", "rejected", "crash", "discard", "invalid"].contains(&st),
+        "the attack got `{st}`: {e}\n{}",
+        text(&out)
+    );
+    assert_eq!(r.rev("hone/atk"), r.rev("main"), "the branch moved");
+    e
+}
+
+#[test]
+fn attack_edits_the_evaluator() {
+    let e = attack("write\tprepare.py\tprint('score: 0')\\n\n");
+    assert_eq!(e["status"], "violation");
+}
+
+#[test]
+fn attack_edits_the_pinned_data() {
+    let e = attack("write\tdata/input.txt\tbetter data\\n\n");
+    assert_eq!(e["status"], "violation");
+}
+
+#[test]
+fn attack_drops_sitecustomize_or_pth_next_to_train_py() {
+    let e = attack("write\tsitecustomize.py\timport builtins\\n\nreplace\ttrain.py\tSCORE = 5\tSCORE = 5  # same\n");
+    assert_eq!(e["status"], "violation");
+    let e = attack("write\thack.pth\timport os\\n\n");
+    assert_eq!(e["status"], "violation");
+}
+
+#[test]
+fn attack_prints_a_perfect_metric_from_training() {
+    // With `evaluate` set, the training stage's objective does not count.
+    let e = attack("replace\ttrain.py\tprint('training done')\tprint('score: 0')\n");
+    assert_eq!(e["status"], "discard", "{e}");
+    assert_eq!(e["objective"], 5.0);
+}
+
+#[test]
+fn attack_writes_the_metrics_file_the_evaluator_reads() {
+    // Only the declared outputs survive into the sealed evaluation.
+    let e = attack(
+        "replace\ttrain.py\tprint('training done')\topen('metrics.txt', 'w').write('score: 0')\n",
+    );
+    assert_eq!(e["status"], "discard", "{e}");
+    assert_eq!(e["objective"], 5.0);
+}
+
+#[test]
+fn attack_replaces_a_protected_file_with_a_symlink() {
+    let e = attack("run\trm prepare.py && ln -s /tmp/evil-evaluator.py prepare.py\n");
+    assert_eq!(e["status"], "violation");
+    // An editable file turned into a link to something outside the worktree.
+    let e = attack("run\tprintf 'print(1)\\n' > /tmp/hone-outside.py && rm train.py && ln -s /tmp/hone-outside.py train.py\n");
+    assert_eq!(e["status"], "violation", "{e}");
+    assert!(
+        e["reason"]
+            .as_str()
+            .unwrap()
+            .contains("outside the worktree"),
+        "{e}"
+    );
+}
+
+#[test]
+fn attack_moves_the_run_branch() {
+    let e = attack("run\tgit update-ref refs/heads/hone/atk $(git commit-tree HEAD^{tree} -p HEAD -m forged)\n");
+    assert_eq!(e["status"], "violation");
+    assert!(
+        e["reason"].as_str().unwrap().contains("moved hone's refs"),
+        "{e}"
+    );
+}
+
+#[test]
+fn attack_writes_outside_the_worktree() {
+    // The worktree is .hone/worktrees/<tag>: ../../../prepare.py is the user's checkout. The
+    // run measures only the candidate's own files, so this wins nothing in the run (the write
+    // itself succeeds without a sandbox; under bwrap it fails: see the bwrap test).
+    let e = attack("write\t../../../prepare.py\tprint('score: 0')\\n\n");
+    assert_eq!(e["status"], "invalid", "{e}");
+}
+
+#[test]
+fn attack_forks_a_process_that_outlives_the_verifier() {
+    // A plain child dies with the verifier's process group; one that starts its own session
+    // escapes the group, and here keeps forging the evaluator's trusted cache after training.
+    for detach in ["False", "True"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let pidfile = tmp.path().join("bg.pid");
+        let script = format!(
+            "replace\ttrain.py\tprint('training done')\timport subprocess; subprocess.Popen(['sh', '-c', 'echo $$ > {}; while :; do echo score: 0 > metrics.txt; done'], start_new_session={detach})\n",
+            pidfile.display()
+        );
+        let e = attack(&script);
+        assert_eq!(
+            e["objective"], 5.0,
+            "the forged cache was read (start_new_session={detach}): {e}"
+        );
+        let pid = read_pgid(&pidfile);
+        assert!(
+            !group_alive(pid),
+            "the forked process survived the verifier (start_new_session={detach})"
+        );
+    }
+}
+
+#[test]
+fn the_objective_never_comes_from_the_training_stage() {
+    // The evaluator prints no objective at all: the training stage's perfect line must not
+    // stand in for it.
+    let r = Repo::new("[stop]\nmax_experiments = 1\n", "echo score: 0", "");
+    edit_spec(&r.dir, |t| {
+        t.replace(
+            "metric = \"score\"",
+            "metric = \"score\"\nevaluate = \"echo evaluated\"",
+        )
+    });
+    let out = r.hone(&["run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("evaluate printed no `score`"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn attack_replaces_the_worktree_git_link() {
+    let e = attack("run\trm .git && git init -q . && git config core.hooksPath .evil\nreplace\ttrain.py\tSCORE = 5\tSCORE = 4\n");
+    assert_eq!(e["status"], "violation", "{e}");
+    assert!(e["reason"].as_str().unwrap().contains(".git"), "{e}");
+}
+
+#[test]
+fn attack_the_verifier_moves_the_run_branch() {
+    let verify = "if grep -q forge value.txt; then git update-ref refs/heads/hone/v $(git commit-tree HEAD^{tree} -p HEAD -m forged); fi; echo score: 1";
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 2\n",
+        verify,
+        "write\tvalue.txt\tforge\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "v"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "violation", "{:?}", log[1]);
+    assert!(
+        log[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("moved hone's refs"),
+        "{:?}",
+        log[1]
+    );
+    assert_eq!(
+        r.rev("hone/v"),
+        r.rev("main"),
+        "the forged branch was put back"
+    );
+}

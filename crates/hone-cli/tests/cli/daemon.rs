@@ -1,0 +1,337 @@
+//! `hone daemon` and `hone serve`'s trigger endpoint: signed webhooks start runs one at a time,
+//! a token off loopback, and the unattended path from a trigger to a pull request.
+
+use crate::support::*;
+
+/// `hone daemon` on a free port, its output lines arriving on a channel.
+struct Daemon {
+    child: std::process::Child,
+    addr: String,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Daemon {
+    fn start(r: &Repo, args: &[&str], env: &[(&str, &str)]) -> Daemon {
+        Daemon::start_as("daemon", "listening on http://", r, args, env)
+    }
+
+    /// `hone <command>` (daemon or serve), whose first line naming `marker` gives the address.
+    fn start_as(
+        command: &str,
+        marker: &str,
+        r: &Repo,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Daemon {
+        use std::io::BufRead;
+        let mut c = Command::new(HONE);
+        c.arg(command)
+            .args(args)
+            .current_dir(&r.dir)
+            .env_remove("HONE_TOKEN")
+            .env_remove("HONE_WEBHOOK_SECRET")
+            .env_remove("GITHUB_TOKEN")
+            .env_remove("GITHUB_API_URL")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit());
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let mut child = c.spawn().unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut d = Daemon {
+            child,
+            addr: String::new(),
+            lines,
+        };
+        let first = d.wait_for(marker);
+        d.addr = first
+            .rsplit("http://")
+            .next()
+            .unwrap()
+            .split(['/', ' '])
+            .next()
+            .unwrap()
+            .to_string();
+        d
+    }
+
+    /// The first output line containing `what` (waiting for it, with a generous deadline).
+    fn wait_for(&self, what: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) if l.contains(what) => return l,
+                Ok(_) => {}
+                Err(e) => panic!("hone daemon never said `{what}`: {e}"),
+            }
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const HOOK_SECRET: &str = "webhook-secret-for-tests";
+
+fn signed(body: &str) -> String {
+    hone::automation::signature::sign(HOOK_SECRET.as_bytes(), body.as_bytes())
+}
+
+#[test]
+fn webhook_starts_a_signed_run_one_at_a_time() {
+    // The first measurement waits on a FIFO, so the test decides when the run may go on.
+    let tmp = tempfile::tempdir().unwrap();
+    let gate = tmp.path().join("gate");
+    let open = tmp.path().join("open");
+    assert!(Command::new("mkfifo")
+        .arg(&gate)
+        .status()
+        .unwrap()
+        .success());
+    let r = Repo::new(
+        "",
+        &format!(
+            "if [ ! -e {open} ]; then read _ < {gate}; touch {open}; fi; cat value.txt",
+            open = open.display(),
+            gate = gate.display()
+        ),
+        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower\n",
+    );
+    let d = Daemon::start(
+        &r,
+        &["--port", "0"],
+        &[("HONE_WEBHOOK_SECRET", HOOK_SECRET)],
+    );
+    let body = r#"{"tag": "hook1", "max_experiments": 2}"#;
+    // Unsigned, wrongly signed, or signed for another body: 401, and nothing starts.
+    let (status, msg) = http(&d.addr, "POST", "/api/trigger", &[], body);
+    assert_eq!(status, 401, "{msg}");
+    assert!(msg.contains("missing X-Hub-Signature-256"), "{msg}");
+    let wrong = hone::automation::signature::sign(b"not the secret", body.as_bytes());
+    let (status, msg) = http(
+        &d.addr,
+        "POST",
+        "/api/trigger",
+        &[("X-Hub-Signature-256", &wrong)],
+        body,
+    );
+    assert_eq!(status, 401, "{msg}");
+    assert!(msg.contains("does not match"), "{msg}");
+    let other = signed("{}");
+    assert_eq!(
+        http(
+            &d.addr,
+            "POST",
+            "/api/trigger",
+            &[("X-Hub-Signature-256", &other)],
+            body
+        )
+        .0,
+        401
+    );
+    assert!(!r.dir.join(".hone").exists(), "nothing ran");
+    // Signed: accepted with the run's tag.
+    let (status, msg) = http(
+        &d.addr,
+        "POST",
+        "/api/trigger",
+        &[("X-Hub-Signature-256", &signed(body))],
+        body,
+    );
+    assert_eq!(status, 202, "{msg}");
+    let accepted: serde_json::Value = serde_json::from_str(&msg).unwrap();
+    assert_eq!(accepted["tag"], "hook1");
+    // While it runs, another trigger is refused with 409 and says why.
+    let again = r#"{"tag": "hook2"}"#;
+    let (status, msg) = http(
+        &d.addr,
+        "POST",
+        "/api/trigger",
+        &[("X-Hub-Signature-256", &signed(again))],
+        again,
+    );
+    assert_eq!(status, 409, "{msg}");
+    assert!(msg.contains("run `hook1` is still in progress"), "{msg}");
+    // Let the baseline measure; the run finishes on its own.
+    std::fs::write(&gate, "go\n").unwrap();
+    d.wait_for("run hook1 finished");
+    assert_eq!(r.statuses(), ["baseline", "keep"]);
+    let log = std::fs::read_to_string(r.dir.join(".hone/automation/hook1.log")).unwrap();
+    assert!(log.contains("reached max_experiments (2)"), "{log}");
+    let (status, msg) = http(&d.addr, "GET", "/api/automation", &[], "");
+    assert_eq!(status, 200);
+    let s: serde_json::Value = serde_json::from_str(&msg).unwrap();
+    assert_eq!(s["job"]["tag"], "hook1");
+    assert_eq!(s["job"]["run_exit"], 0);
+    assert_eq!(s["busy"], serde_json::Value::Null);
+}
+
+#[test]
+fn daemon_off_loopback_needs_a_token_and_checks_it() {
+    let r = Repo::new("", SCORE, "");
+    let out = Command::new(HONE)
+        .args(["daemon", "--bind", "0.0.0.0", "--port", "0"])
+        .current_dir(&r.dir)
+        .env_remove("HONE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("set HONE_TOKEN"), "{}", text(&out));
+    let d = Daemon::start(
+        &r,
+        &["--bind", "0.0.0.0", "--port", "0"],
+        &[("HONE_TOKEN", "tok-123")],
+    );
+    let port = d.addr.rsplit(':').next().unwrap();
+    let local = format!("127.0.0.1:{port}");
+    assert_eq!(http(&local, "GET", "/api/automation", &[], "").0, 401);
+    assert_eq!(
+        http(
+            &local,
+            "GET",
+            "/api/automation",
+            &[("Authorization", "Bearer nope")],
+            ""
+        )
+        .0,
+        401
+    );
+    assert_eq!(
+        http(
+            &local,
+            "GET",
+            "/api/automation",
+            &[("Authorization", "Bearer tok-123")],
+            ""
+        )
+        .0,
+        200
+    );
+    // Without a secret the trigger is off, and says how to turn it on.
+    let (status, msg) = http(&local, "POST", "/api/trigger", &[], "{}");
+    assert_eq!(status, 503, "{msg}");
+    assert!(msg.contains("HONE_WEBHOOK_SECRET"), "{msg}");
+}
+
+/// The unattended path end to end: a signed trigger (what a schedule also does) runs the loop,
+/// finalizes it into a pull request, and a Slack-format endpoint hears of the keeps and the end.
+#[test]
+fn a_triggered_run_opens_a_pull_request_and_notifies_with_no_one_at_the_keyboard() {
+    let ok = Reply::Status(200, Vec::new(), "ok".into());
+    let slack = LlmServer::start(vec![ok], false);
+    let api = LlmServer::start(
+        vec![Reply::Status(
+            201,
+            Vec::new(),
+            r#"{"number": 7, "html_url": "https://github.com/acme/widgets/pull/7"}"#.into(),
+        )],
+        false,
+    );
+    let r = Repo::new(
+        &format!(
+            "[[notify]]\nurl = \"{}/hook\"\nformat = \"slack\"\non = [\"keep\", \"finish\"]\n",
+            slack.url
+        ),
+        SCORE,
+        KEEPS_SCRIPT,
+    );
+    let bare = r.tmp_dir().join("remote.git");
+    git(
+        r.tmp_dir(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    );
+    git(
+        &r.dir,
+        &["remote", "add", "origin", "git@github.com:acme/widgets.git"],
+    );
+    git(
+        &r.dir,
+        &[
+            "remote",
+            "set-url",
+            "--push",
+            "origin",
+            bare.to_str().unwrap(),
+        ],
+    );
+    let d = Daemon::start(
+        &r,
+        &["--port", "0"],
+        &[
+            ("HONE_WEBHOOK_SECRET", HOOK_SECRET),
+            ("GITHUB_TOKEN", "ghp_nightly"),
+            ("GITHUB_API_URL", &api.url),
+        ],
+    );
+    let body = r#"{"tag": "night", "max_experiments": 4, "pr": true}"#;
+    let (status, msg) = http(
+        &d.addr,
+        "POST",
+        "/api/trigger",
+        &[("X-Hub-Signature-256", &signed(body))],
+        body,
+    );
+    assert_eq!(status, 202, "{msg}");
+    d.wait_for("run night finished and was finalized");
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    assert_eq!(
+        git(&bare, &["rev-parse", "refs/heads/hone/night-final^{tree}"]),
+        r.rev("refs/hone/night/3^{tree}")
+    );
+    let reqs = api.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].0, "/repos/acme/widgets/pulls");
+    let texts: Vec<String> = bodies(&slack)
+        .iter()
+        .map(|b| b["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    assert!(texts[2].starts_with("hone run night finished"), "{texts:?}");
+    let log = std::fs::read_to_string(r.dir.join(".hone/automation/night.log")).unwrap();
+    assert!(log.contains("opened pull request #7"), "{log}");
+}
+
+#[test]
+fn hone_serve_takes_signed_triggers_beside_the_dashboard() {
+    let r = Repo::new("", SCORE, "write\tvalue.txt\tscore: 4\\n\n");
+    let d = Daemon::start_as(
+        "serve",
+        "hone serve: http://",
+        &r,
+        &["--port", "0"],
+        &[("HONE_WEBHOOK_SECRET", HOOK_SECRET)],
+    );
+    d.wait_for("POST /api/trigger starts a run");
+    let body = r#"{"tag": "viaserve", "max_experiments": 2}"#;
+    let (status, msg) = http(&d.addr, "POST", "/api/trigger", &[], body);
+    assert_eq!(status, 401, "{msg}");
+    assert!(!r.dir.join(".hone").exists(), "nothing ran");
+    let (status, msg) = http(
+        &d.addr,
+        "POST",
+        "/api/trigger",
+        &[("X-Hub-Signature-256", &signed(body))],
+        body,
+    );
+    assert_eq!(status, 202, "{msg}");
+    d.wait_for("run viaserve finished");
+    assert_eq!(r.statuses(), ["baseline", "keep"]);
+    // The dashboard beside it shows the run the trigger started.
+    let (status, page) = http(&d.addr, "GET", "/", &[], "");
+    assert_eq!(status, 200);
+    assert!(page.contains("viaserve"), "{page}");
+}

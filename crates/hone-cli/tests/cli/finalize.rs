@@ -1,0 +1,253 @@
+//! `hone finalize`: one commit per keep (or one squashed commit) pushed to a bare repository
+//! standing in for GitHub, a pull request opened, and errors that say what to do.
+
+use crate::support::*;
+
+/// A run with keeps at #1 and #3 (score 5 -> 4 -> 3) and a discard at #2, plus a bare
+/// repository on disk standing in for GitHub: `origin` fetches from a github.com URL (which
+/// names the owner and repository) and pushes to the bare repository through `pushurl`, as a
+/// user's own remote configuration would.
+fn finalize_repo() -> (Repo, PathBuf) {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\nhypothesis\tlower still\n",
+    );
+    let out = r.hone(&["run", "--tag", "t1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    let bare = r.tmp_dir().join("remote.git");
+    git(
+        r.tmp_dir(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    );
+    git(
+        &r.dir,
+        &[
+            "remote",
+            "add",
+            "origin",
+            "https://github.com/acme/widgets.git",
+        ],
+    );
+    git(
+        &r.dir,
+        &[
+            "remote",
+            "set-url",
+            "--push",
+            "origin",
+            bare.to_str().unwrap(),
+        ],
+    );
+    (r, bare)
+}
+
+/// What the user's checkout looks like: HEAD, its branch, status, and the index's bytes.
+fn checkout_state(r: &Repo) -> (String, String, String, Vec<u8>) {
+    (
+        r.rev("HEAD"),
+        git(&r.dir, &["symbolic-ref", "HEAD"]),
+        git(&r.dir, &["status", "--porcelain"]),
+        std::fs::read(r.dir.join(".git/index")).unwrap(),
+    )
+}
+
+#[test]
+fn finalize_pushes_one_commit_per_keep_and_opens_a_pull_request() {
+    let (r, bare) = finalize_repo();
+    // A user mid-work: a staged edit and an unstaged one.
+    std::fs::write(r.dir.join("prepare.py"), "# staged\n").unwrap();
+    git(&r.dir, &["add", "prepare.py"]);
+    std::fs::write(r.dir.join("value.txt"), "score: 99\n").unwrap();
+    let before = checkout_state(&r);
+    let api = LlmServer::start(
+        vec![Reply::Status(
+            201,
+            Vec::new(),
+            r#"{"number": 42, "html_url": "https://github.com/acme/widgets/pull/42"}"#.into(),
+        )],
+        false,
+    );
+    let out = hone_env(
+        &r,
+        &["finalize", "--run", "t1", "--pr"],
+        &[("GITHUB_TOKEN", "ghp_test"), ("GITHUB_API_URL", &api.url)],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("opened pull request #42: https://github.com/acme/widgets/pull/42"),
+        "{}",
+        text(&out)
+    );
+    // The user's branch, index and working tree are as they were.
+    assert_eq!(checkout_state(&r), before);
+    assert_eq!(
+        std::fs::read_to_string(r.dir.join("value.txt")).unwrap(),
+        "score: 99\n"
+    );
+    // The pushed branch: base <- keep #1 <- keep #3, each with the keep's exact tree.
+    let head = git(&bare, &["rev-parse", "refs/heads/hone/t1-final"]);
+    assert_eq!(head, r.rev("hone/t1-final"));
+    let tree = |rev: &str, dir: &Path| git(dir, &["rev-parse", &format!("{rev}^{{tree}}")]);
+    assert_eq!(tree(&head, &bare), tree("refs/hone/t1/3", &r.dir));
+    assert_eq!(
+        tree(&format!("{head}^"), &bare),
+        tree("refs/hone/t1/1", &r.dir)
+    );
+    assert_eq!(
+        git(&bare, &["rev-parse", &format!("{head}~2")]),
+        r.rev("main")
+    );
+    let messages = git(
+        &bare,
+        &["log", "--format=%B%x00", &format!("{head}~2..{head}")],
+    );
+    let messages: Vec<&str> = messages
+        .split('\0')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages[0]
+            .starts_with("lower still\n\nscore: 4.000000 → 3.000000 (delta -1.000000, better)"),
+        "{}",
+        messages[0]
+    );
+    assert!(
+        messages[1]
+            .starts_with("lower is better\n\nscore: 5.000000 → 4.000000 (delta -1.000000, better)"),
+        "{}",
+        messages[1]
+    );
+    assert!(messages[1].contains("Hone-Experiment: 1"));
+    // The request GitHub got.
+    let reqs = api.requests();
+    assert_eq!(reqs.len(), 1);
+    let (path, headers, body) = &reqs[0];
+    assert_eq!(path, "/repos/acme/widgets/pulls");
+    let header = |k: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
+    };
+    assert_eq!(header("authorization"), "Bearer ghp_test");
+    assert_eq!(header("accept"), "application/vnd.github+json");
+    assert_eq!(header("x-github-api-version"), "2022-11-28");
+    let json: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(json["head"], "hone/t1-final");
+    assert_eq!(json["base"], "main");
+    assert_eq!(
+        json["title"],
+        "hone run t1: score 5.000000 → 3.000000 (-40.00%)"
+    );
+    let body = json["body"].as_str().unwrap();
+    assert!(
+        body.contains("**baseline → best**: 5.000000 → 3.000000"),
+        "{body}"
+    );
+    assert!(body.contains("## Top improvements"), "{body}");
+    assert!(body.contains("## Progress\n\n```text\n"), "{body}");
+    assert!(
+        !body.contains("progress.svg"),
+        "no image GitHub cannot show: {body}"
+    );
+}
+
+#[test]
+fn finalize_squash_makes_one_commit_with_the_last_keeps_tree() {
+    let (r, _bare) = finalize_repo();
+    let before = checkout_state(&r);
+    let out = r.hone(&["finalize", "--squash", "--branch", "review/t1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(checkout_state(&r), before);
+    assert_eq!(r.rev("review/t1^{tree}"), r.rev("refs/hone/t1/3^{tree}"));
+    assert_eq!(r.rev("review/t1^"), r.rev("main"));
+    let msg = git(&r.dir, &["log", "-1", "--format=%B", "review/t1"]);
+    assert!(
+        msg.starts_with("hone run t1: score: 5.000000 → 3.000000 (delta -2.000000, better)"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("- #1 lower is better: score: 5.000000 → 4.000000"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("- #3 lower still: score: 4.000000 → 3.000000"),
+        "{msg}"
+    );
+    // Never overwritten.
+    let again = r.hone(&["finalize", "--squash", "--branch", "review/t1"]);
+    assert!(!again.status.success());
+    assert!(
+        text(&again).contains("branch review/t1 already exists"),
+        "{}",
+        text(&again)
+    );
+}
+
+#[test]
+fn finalize_errors_say_what_to_do_and_push_nothing() {
+    let (r, bare) = finalize_repo();
+    let pushed = || git(&bare, &["for-each-ref"]);
+    // No token.
+    let out = hone_env(&r, &["finalize", "--pr"], &[]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("GITHUB_TOKEN is not set"),
+        "{}",
+        text(&out)
+    );
+    // A remote that is not on GitHub.
+    git(&r.dir, &["remote", "add", "disk", bare.to_str().unwrap()]);
+    let out = hone_env(
+        &r,
+        &["finalize", "--pr", "--remote", "disk"],
+        &[("GITHUB_TOKEN", "t")],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("is not a GitHub repository"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(pushed(), "", "nothing is pushed before the checks pass");
+    assert!(git(&r.dir, &["branch", "--list", "hone/t1-final"]).is_empty());
+    // GitHub's own message comes through.
+    let api = LlmServer::start(
+        vec![Reply::Status(
+            422,
+            Vec::new(),
+            r#"{"message": "Validation Failed", "errors": [{"resource": "PullRequest", "code": "custom", "message": "A pull request already exists for acme:hone/t1-final."}]}"#.into(),
+        )],
+        false,
+    );
+    let out = hone_env(
+        &r,
+        &["finalize", "--pr"],
+        &[("GITHUB_TOKEN", "t"), ("GITHUB_API_URL", &api.url)],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("GitHub refused the pull request (HTTP 422): Validation Failed: A pull request already exists for acme:hone/t1-final."),
+        "{}",
+        text(&out)
+    );
+    // A run with nothing kept.
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 2\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 9\\n\n",
+    );
+    assert!(r.hone(&["run", "--tag", "flat"]).status.success());
+    let out = r.hone(&["finalize"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("run `flat` has no kept experiments"),
+        "{}",
+        text(&out)
+    );
+}

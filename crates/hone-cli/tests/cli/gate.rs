@@ -1,0 +1,127 @@
+//! The gate and its scope: edits outside `editable` are violations and never reach the verifier,
+//! whatever the index or the verifier itself does; pinned inputs must not change mid-run.
+
+use crate::support::*;
+
+#[test]
+fn violation_is_never_verified_and_leaves_the_branch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let verify = format!("echo run >> {}; cat value.txt", runs.display());
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        &verify,
+        "write\tprepare.py\tprint('val_bpb: 0.0')\\n\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tnotes.txt\thello\\n\n---\nwrite\tdata/input.txt\tswapped\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "v"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "violation", "violation", "violation"]
+    );
+    let log = r.log();
+    assert!(log[1]["reason"].as_str().unwrap().contains("prepare.py"));
+    assert!(log[2]["reason"].as_str().unwrap().contains("not editable"));
+    assert!(log[3]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("data/input.txt"));
+    // Only the baseline ran the verifier.
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
+    assert_eq!(r.rev("hone/v"), r.rev("main"));
+    // The attempts are archived all the same.
+    assert!(git(&r.dir, &["show", "refs/hone/v/1:prepare.py"]).contains("val_bpb"));
+}
+
+#[test]
+fn pinned_input_changed_mid_run_stops_the_run() {
+    let r = Repo::new("[stop]\nmax_experiments = 6\n", SCORE, "");
+    // The "agent" escapes its worktree and rewrites the pinned data in the user's checkout.
+    let pinned = r.dir.join("data/input.txt");
+    std::fs::write(
+        &r.script,
+        format!("write\tvalue.txt\tscore: 4\\n\n---\nwrite\t{}\ttampered\\n\nwrite\tvalue.txt\tscore: 1\\n\n", pinned.display()),
+    )
+    .unwrap();
+    let out = r.hone(&["run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let msg = text(&out);
+    assert!(
+        msg.contains("pinned input `data/input.txt` changed"),
+        "{msg}"
+    );
+    let st = r.statuses();
+    assert_eq!(st, ["baseline", "keep", "aborted"]);
+}
+
+#[test]
+fn index_flags_cannot_hide_an_edit_from_the_gate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let verify = format!("echo run >> {}; cat value.txt", runs.display());
+    // The agent tells git to look away from prepare.py, then edits it.
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 2\n",
+        &verify,
+        "run\tgit update-index --assume-unchanged prepare.py\nwrite\tprepare.py\tprint('score: 0')\\n\nwrite\tvalue.txt\tscore: 4\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "h"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "violation", "{:?}", log[1]);
+    assert!(
+        log[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("hid `prepare.py`"),
+        "{:?}",
+        log[1]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap().lines().count(),
+        1,
+        "never verified"
+    );
+    // The archived candidate holds the real edit.
+    assert!(git(&r.dir, &["show", "refs/hone/h/1:prepare.py"]).contains("score: 0"));
+}
+
+#[test]
+fn a_verifier_run_that_rewrites_a_protected_file_is_a_violation() {
+    // train-time code patching the evaluator: the measurement is void.
+    let verify =
+        "if grep -q tamper value.txt; then echo '# patched' >> prepare.py; fi; echo score: 1";
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 2\n",
+        verify,
+        "write\tvalue.txt\ttamper\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "p"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "violation", "{:?}", log[1]);
+    assert!(log[1]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("modified while the verifier ran"));
+    assert_eq!(r.rev("hone/p"), r.rev("main"));
+}
+
+#[test]
+fn ignored_files_a_proposer_plants_never_reach_the_verifier() {
+    // `*.secret` is ignored by git; the verifier would report a perfect score if it saw one.
+    let verify = "if ls *.secret >/dev/null 2>&1; then echo score: 0; else cat value.txt; fi";
+    let r = Repo::builder()
+        .file(".gitignore", "*.secret\n")
+        .script("write\tvalue.txt\tscore: 4\\n\nwrite\tboost.secret\tx\\n\n")
+        .spec_with(|agent| Spec::standard(verify, agent).tail("[stop]\nmax_experiments = 2\n"))
+        .create();
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "keep");
+    assert_eq!(
+        log[1]["objective"], 4.0,
+        "the verifier saw the planted file"
+    );
+}

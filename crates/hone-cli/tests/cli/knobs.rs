@@ -1,0 +1,90 @@
+//! The knobs optimizer (no agent: it tunes `# hone:` annotated values itself), and `--agent`.
+
+use crate::support::*;
+
+#[test]
+fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
+    let descs = |dir: &Path, seed: &str| -> Vec<String> {
+        let out = Command::new(HONE)
+            .args(["run", "--seed", seed])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let log = Command::new(HONE)
+            .args(["log", "--json"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&log.stdout)
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                format!("{} {} {}", v["status"], v["objective"], v["description"])
+            })
+            .collect()
+    };
+    let (_a, da) = knob_repo();
+    let (_b, db) = knob_repo();
+    let first = descs(&da, "7");
+    let second = descs(&db, "7");
+    assert_eq!(first, second, "the same seed gives the same candidates");
+    let (_c, dc) = knob_repo();
+    assert_ne!(
+        first,
+        descs(&dc, "8"),
+        "another seed gives other candidates"
+    );
+    assert_eq!(first.len(), 15);
+    assert!(
+        first[1].contains("->"),
+        "descriptions say what changed: {first:?}"
+    );
+    let log = Command::new(HONE)
+        .args(["status", "--json"])
+        .current_dir(&da)
+        .output()
+        .unwrap();
+    let s: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();
+    assert!(
+        s["best"].as_f64().unwrap() < s["baseline"].as_f64().unwrap() * 0.5,
+        "{s}"
+    );
+    assert!(
+        s["best_vs_baseline"].as_str().unwrap().contains(" -> "),
+        "{s}"
+    );
+}
+
+#[test]
+fn agent_flag_switches_to_the_command_proposer() {
+    let (_t, dir) = knob_repo();
+    let script = dir.join("../agent-script");
+    std::fs::write(&script, "replace\tparams.txt\tWIDTH = 2\tWIDTH = 13\n").unwrap();
+    edit_spec(&dir, |t| {
+        t.replace(
+            "[stop]",
+            &format!(
+                "[agent]\nkind = \"knobs\"\ncommand = \"{FAKE_AGENT} {}\"\n\n[stop]",
+                script.display()
+            ),
+        )
+    });
+    let out = Command::new(HONE)
+        .args(["run", "--agent", "command", "-n", "2"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let log = Command::new(HONE)
+        .args(["log", "--json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[1]["status"], "keep");
+    assert_eq!(rows[1]["objective"], 25.0);
+}

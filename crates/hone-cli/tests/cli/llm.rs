@@ -1,0 +1,323 @@
+//! HTTP LLM proposers against the scripted server: edit, patch and knobs modes, retries, the
+//! budget, oversized answers, and the Anthropic wire format.
+
+use crate::support::*;
+
+#[test]
+fn openai_edits_are_applied_repaired_once_and_gated() {
+    let server = LlmServer::start(
+        vec![
+            Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 100, 20),
+            Reply::Answer(edit("value.txt", "score: 99", "score: 1"), 100, 20),
+            Reply::Answer(edit("value.txt", "score: 77", "score: 1"), 100, 20),
+            Reply::Answer(
+                edit("prepare.py", "# the fixed evaluator", "print('score: 0')"),
+                100,
+                20,
+            ),
+        ],
+        false,
+    );
+    let r = llm_repo("openai", &server, "", "max_experiments = 4");
+    let out = hone_with_key(&r, &["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "invalid", "violation"], "{log:?}");
+    assert_eq!(log[1]["description"], "change value.txt");
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("after a repair round"),
+        "{}",
+        log[2]
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 4, "one call, a call and its repair, one call");
+    assert!(reqs.iter().all(|(p, _, _)| p == "/v1/chat/completions"));
+    let (_, headers, body) = &reqs[0];
+    assert!(headers.contains(&("authorization".to_string(), format!("Bearer {SECRET}"))));
+    let body: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(body["model"], "test-model");
+    assert_eq!(body["messages"][0]["role"], "system");
+    assert!(body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("value.txt"));
+    assert!(
+        reqs[2].2.contains("could not be applied"),
+        "the repair quotes the failing block"
+    );
+    let state = state_bytes(&r);
+    assert!(
+        !state.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+        "the API key leaked into .hone"
+    );
+}
+
+#[test]
+fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
+    let server = LlmServer::start(
+        vec![
+            Reply::Status(
+                429,
+                vec![("retry-after".into(), "0".into())],
+                "{\"error\":\"slow down\"}".into(),
+            ),
+            Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 10, 10),
+            Reply::Status(500, vec![("retry-after".into(), "0".into())], "boom".into()),
+            Reply::Status(503, vec![("retry-after".into(), "0".into())], "boom".into()),
+            Reply::Status(500, vec![("retry-after".into(), "0".into())], "boom".into()),
+            Reply::Hang,
+        ],
+        false,
+    );
+    let r = llm_repo(
+        "openai",
+        &server,
+        "max_attempts = 3\nrequest_timeout = \"1s\"",
+        "max_experiments = 4",
+    );
+    let out = hone_with_key(&r, &["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "invalid", "invalid"], "{log:?}");
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("gave up after 3 attempts"),
+        "{}",
+        log[2]
+    );
+    assert!(
+        log[3]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("gave up after 3 attempts"),
+        "{}",
+        log[3]
+    );
+    // 429 then success; three 5xx; three hanging attempts.
+    assert_eq!(server.requests().len(), 2 + 3 + 3);
+}
+
+#[test]
+fn the_budget_holds_before_a_call_is_sent() {
+    // Each answer reports 1000 + 1000 tokens; at $100 per million that is $0.20 a call. After
+    // three calls $0.05 of $0.65 is left, less than the next call's worst case.
+    let replies = (1..5)
+        .rev()
+        .map(|v| {
+            Reply::Answer(
+                edit(
+                    "value.txt",
+                    &format!("score: {}", v + 1),
+                    &format!("score: {v}"),
+                ),
+                1000,
+                1000,
+            )
+        })
+        .collect();
+    let server = LlmServer::start(replies, false);
+    let r = llm_repo(
+        "openai",
+        &server,
+        "max_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
+        "max_experiments = 10\nmax_cost_usd = 0.65",
+    );
+    let out = hone_with_key(&r, &["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        server.requests().len(),
+        3,
+        "no fourth request may be sent: {:?}",
+        r.log()
+            .iter()
+            .map(|e| (
+                e["status"].clone(),
+                e["reason"].clone(),
+                e["cost_usd"].clone()
+            ))
+            .collect::<Vec<_>>()
+    );
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(
+        st,
+        ["baseline", "keep", "keep", "keep", "invalid"],
+        "{log:?}"
+    );
+    assert!(
+        log[4]["reason"].as_str().unwrap().starts_with("budget"),
+        "{}",
+        log[4]
+    );
+    let cost: f64 = log.iter().map(|e| e["cost_usd"].as_f64().unwrap()).sum();
+    assert!((cost - 0.6).abs() < 1e-9, "recorded cost {cost}");
+    assert_eq!(log[1]["tokens"], 2000);
+    assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
+}
+
+#[test]
+fn anthropic_messages_api_drives_a_run() {
+    let server = LlmServer::start(
+        vec![Reply::Answer(
+            edit("value.txt", "score: 5", "score: 3"),
+            50,
+            10,
+        )],
+        true,
+    );
+    let r = llm_repo("anthropic", &server, "", "max_experiments = 2");
+    let out = hone_with_key(&r, &["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep"]);
+    let reqs = server.requests();
+    let (path, headers, body) = &reqs[0];
+    assert_eq!(path, "/v1/messages");
+    assert!(headers.contains(&("x-api-key".to_string(), SECRET.to_string())));
+    assert!(headers.contains(&("anthropic-version".to_string(), "2023-06-01".to_string())));
+    let body: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert!(body["system"].as_str().unwrap().contains("SEARCH/REPLACE"));
+    assert_eq!(body["messages"][0]["role"], "user");
+    assert_eq!(body["max_tokens"], 4096);
+}
+
+#[test]
+fn openai_knobs_mode_validates_names_types_and_ranges() {
+    let server = LlmServer::start(
+        vec![
+            Reply::Answer("{\"changes\": {\"LR\": 0.01, \"DEPTH\": 6}, \"hypothesis\": \"smaller steps, deeper\"}".into(), 10, 10),
+            Reply::Answer("Sure: {\"changes\": {\"LR\": 5}}".into(), 10, 10),
+            Reply::Answer("{\"changes\": {\"DEPTH\": 7}, \"hypothesis\": \"deeper still\"}".into(), 10, 10),
+            Reply::Answer("{\"changes\": {\"BOGUS\": 1}}".into(), 10, 10),
+        ],
+        false,
+    );
+    let r = knobs_llm_repo(knobs_llm_spec(&server, 4));
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "discard", "invalid"], "{log:?}");
+    assert_eq!(log[1]["objective"], 0.0);
+    assert_eq!(log[1]["config"]["LR"], 0.01);
+    assert_eq!(
+        log[1]["description"],
+        "DEPTH 4 -> 6, LR 0.1 -> 0.01: smaller steps, deeper"
+    );
+    assert!(
+        log[3]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("`BOGUS` is not a knob"),
+        "{}",
+        log[3]
+    );
+    let reqs = server.requests();
+    assert_eq!(
+        reqs.len(),
+        5,
+        "one call, a call with its repair, a call with its repair"
+    );
+    let first: serde_json::Value = serde_json::from_str(&reqs[0].2).unwrap();
+    assert!(first["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("| LR | 0.1 | float 0.001..1 (log scale) |"));
+    assert!(
+        reqs[2].2.contains("must be a number in 0.001..1"),
+        "the repair names the range"
+    );
+    // Nothing out of range was ever written.
+    assert!(!git(&r.dir, &["log", "--all", "-p", "--", "params.txt"]).contains("LR = 5"));
+}
+
+#[test]
+fn a_response_far_larger_than_max_tokens_is_refused() {
+    let huge = format!(
+        "{{\"choices\": [{{\"message\": {{\"content\": \"{}\"}}}}]}}",
+        "x".repeat(9 * 1024 * 1024)
+    );
+    let server = LlmServer::start(vec![Reply::Status(200, Vec::new(), huge)], false);
+    let r = llm_repo("openai", &server, "max_tokens = 100", "max_experiments = 2");
+    let out = hone_with_key(&r, &["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "invalid", "{:?}", log[1]);
+    assert!(
+        log[1]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("MiB and was refused"),
+        "{}",
+        log[1]
+    );
+}
+
+/// An apply_patch patch changing one line of `path`.
+fn patch(path: &str, old: &str, new: &str) -> String {
+    format!("HYPOTHESIS: patch {path}\n\n*** Begin Patch\n*** Update File: {path}\n@@\n-{old}\n+{new}\n*** End Patch\n")
+}
+
+#[test]
+fn openai_patch_mode_applies_repairs_once_and_gates() {
+    let server = LlmServer::start(
+        vec![
+            Reply::Answer(patch("value.txt", "score: 5", "score: 4"), 100, 20),
+            Reply::Answer(patch("value.txt", "score: 99", "score: 1"), 100, 20),
+            Reply::Answer(patch("value.txt", "score: 4", "score: 3"), 100, 20),
+            Reply::Answer(patch("value.txt", "score: 77", "score: 1"), 100, 20),
+            Reply::Answer(patch("value.txt", "score: 78", "score: 1"), 100, 20),
+            Reply::Answer(
+                "*** Begin Patch\n*** Update File: prepare.py\n-# the fixed evaluator\n+print('score: 0')\n*** End Patch\n".into(),
+                100,
+                20,
+            ),
+        ],
+        false,
+    );
+    let r = llm_repo(
+        "openai",
+        &server,
+        "edit_mode = \"patch\"",
+        "max_experiments = 5",
+    );
+    let out = hone_with_key(&r, &["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(
+        st,
+        ["baseline", "keep", "keep", "invalid", "violation"],
+        "{log:?}"
+    );
+    assert_eq!(log[1]["description"], "patch value.txt");
+    assert_eq!(log[2]["objective"], 3.0);
+    assert!(
+        log[3]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("after a repair round"),
+        "{}",
+        log[3]
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 6, "one, a repaired one, a failed repair, one");
+    let first: serde_json::Value = serde_json::from_str(&reqs[0].2).unwrap();
+    assert!(first["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("*** Begin Patch"));
+    let repair: serde_json::Value = serde_json::from_str(&reqs[2].2).unwrap();
+    let repair = repair["messages"][3]["content"].as_str().unwrap();
+    assert!(
+        repair.contains("-score: 99\n+score: 1"),
+        "the repair quotes the failing hunk: {repair}"
+    );
+    assert!(repair.contains("match nothing"), "{repair}");
+}

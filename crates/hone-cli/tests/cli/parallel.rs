@@ -1,0 +1,474 @@
+//! Parallel experiments (`[exec] workers`, slots): keeps merge onto a moved best, nothing is
+//! proposed twice, and kill -9 / Ctrl-C with several experiments in flight.
+
+use crate::support::*;
+
+/// A repository for parallel runs: `a.txt`, `b.txt`, `c.txt` each hold a number (editable);
+/// `verify.sh` (protected) prints `loss: a+b+c` and appends `n slot SLOT_NAME a b c` to `log`.
+/// Before measuring, experiment n waits while `wait.<n>` names a ref that does not yet point
+/// where the line says (the verifier's own cue; the test never sleeps).
+fn parallel_repo(toml_extra: &str, script: &str) -> (Repo, PathBuf) {
+    let r = Repo::new(toml_extra, "sh verify.sh", script);
+    let log = r.tmp_dir().join("verify.log");
+    let verify = format!(
+        "n=$HONE_EXPERIMENT\n\
+         w={wait}/wait.$n\n\
+         if [ -f \"$w\" ]; then\n\
+           read want ref < \"$w\"\n\
+           while [ \"$(git rev-parse -q --verify \"$want\" 2>/dev/null)\" != \"$(git rev-parse -q --verify \"$ref\" 2>/dev/null)\" ] || [ -z \"$(git rev-parse -q --verify \"$want\" 2>/dev/null)\" ]; do sleep 0.02; done\n\
+         fi\n\
+         a=$(cat a.txt); b=$(cat b.txt); c=$(cat c.txt)\n\
+         echo \"$n ${{HONE_SLOT:-main}} ${{SLOT_NAME:-none}} $a $b $c\" >> {log}\n\
+         echo \"loss: $((a + b + c))\"\n",
+        wait = r.tmp_dir().display(),
+        log = log.display()
+    );
+    std::fs::write(r.dir.join("verify.sh"), verify).unwrap();
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        std::fs::write(r.dir.join(f), "5\n").unwrap();
+    }
+    edit_spec(&r.dir, |t| {
+        t.replace("editable = [\"value.txt\"]", "editable = [\"?.txt\"]")
+            .replace(
+                "protected = [\"prepare.py\"]",
+                "protected = [\"prepare.py\", \"verify.sh\"]",
+            )
+            .replace("metric = \"score\"", "metric = \"loss\"")
+    });
+    git(&r.dir, &["add", "-A"]);
+    git(&r.dir, &["commit", "-q", "-m", "parallel"]);
+    (r, log)
+}
+
+/// The measurements the verifier logged: (experiment, slot, SLOT_NAME, [a, b, c]).
+fn measured(log: &Path) -> Vec<(u64, String, String, [i64; 3])> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].to_string(),
+                f[2].to_string(),
+                [
+                    f[3].parse().unwrap(),
+                    f[4].parse().unwrap(),
+                    f[5].parse().unwrap(),
+                ],
+            )
+        })
+        .collect()
+}
+
+/// The branch is a straight line of keeps, and each keep was measured on exactly its code.
+fn assert_linear_and_verified_on_final_code(r: &Repo, tag: &str, log: &Path) {
+    let exps = r.log();
+    let keeps: Vec<&serde_json::Value> = exps
+        .iter()
+        .filter(|e| matches!(e["status"].as_str(), Some("keep" | "baseline")))
+        .collect();
+    let chain: Vec<String> = git(&r.dir, &["rev-list", "--parents", &format!("hone/{tag}")])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    for line in &chain {
+        assert!(
+            line.split(' ').count() <= 2,
+            "a merge commit on the branch: {line}"
+        );
+    }
+    let on_branch: Vec<String> = chain
+        .iter()
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    // Newest first: the keeps in reverse, then the commits before the run.
+    for (k, commit) in keeps.iter().rev().zip(&on_branch) {
+        assert_eq!(k["candidate_commit"].as_str(), Some(commit.as_str()), "{k}");
+    }
+    for pair in keeps.windows(2) {
+        assert_eq!(pair[1]["parent_commit"], pair[0]["candidate_commit"]);
+    }
+    let runs = measured(log);
+    for k in keeps {
+        let n = k["n"].as_u64().unwrap();
+        let commit = k["candidate_commit"].as_str().unwrap();
+        let files: Vec<i64> = ["a.txt", "b.txt", "c.txt"]
+            .iter()
+            .map(|f| {
+                git(&r.dir, &["show", &format!("{commit}:{f}")])
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        let mine: Vec<_> = runs.iter().filter(|m| m.0 == n).collect();
+        assert!(!mine.is_empty(), "keep #{n} was never measured");
+        for m in mine {
+            assert_eq!(m.3.to_vec(), files, "keep #{n} was measured on other code");
+        }
+    }
+}
+
+#[test]
+fn parallel_keeps_merge_onto_a_moved_best_and_conflicts_are_discarded() {
+    // Two workers. #1 keeps at once; #2 waits for that keep, beats its parent but not #1;
+    // #3 (on #1) waits for #4 to be kept, then beats it and is merged onto it as #6;
+    // #5 (on #4) waits for #6, beats it, and its change conflicts with #6's.
+    // #3 is proposed while #2 is verified: its prompt lists #2 as running now.
+    let script = "write\ta.txt\t1\\n\n---\nwrite\tb.txt\t3\\n\n---\nexpect-prompt\t| 2 | running now |\nwrite\tc.txt\t-2\\n\n---\nwrite\tb.txt\t0\\n\n---\nwrite\tc.txt\t-4\\n\n";
+    let (r, log) = parallel_repo(
+        "[stop]\nmax_experiments = 7\n\n[exec]\nworkers = 2\nslots = [{ SLOT_NAME = \"alpha\" }, { SLOT_NAME = \"beta\" }]\n",
+        script,
+    );
+    let wait = |n: u64, want: &str, ref_: &str| {
+        std::fs::write(
+            r.tmp_dir().join(format!("wait.{n}")),
+            format!("{want} {ref_}\n"),
+        )
+        .unwrap()
+    };
+    wait(2, "refs/heads/hone/p", "refs/hone/p/1");
+    wait(3, "refs/heads/hone/p", "refs/hone/p/4");
+    wait(5, "refs/heads/hone/p", "refs/hone/p/6");
+    let out = r.hone(&["run", "--tag", "p"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let exps = r.log();
+    let st: Vec<&str> = exps.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(
+        st,
+        ["baseline", "keep", "discard", "discard", "keep", "discard", "keep"],
+        "{}",
+        text(&out)
+    );
+    let reason = |n: usize| exps[n]["reason"].as_str().unwrap().to_string();
+    assert!(
+        reason(2).contains("beat its parent #0 but not the current best #1"),
+        "{}",
+        reason(2)
+    );
+    assert!(reason(3).contains("re-verified as #6"), "{}", reason(3));
+    assert!(reason(5).starts_with("conflict:"), "{}", reason(5));
+    assert!(reason(5).contains("c.txt"), "{}", reason(5));
+    assert!(
+        exps[6]["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("#3 on top of #4"),
+        "{}",
+        exps[6]
+    );
+    assert_eq!(exps[6]["objective"], -1.0, "a=1 b=0 c=-2, measured again");
+    assert_eq!(r.rev("hone/p"), r.rev("refs/hone/p/6"));
+    assert_linear_and_verified_on_final_code(&r, "p", &log);
+    // Every slot's environment reached its verifiers, and only its own.
+    let runs = measured(&log);
+    for (n, slot, name, _) in &runs {
+        let want = match slot.as_str() {
+            "0" => "alpha",
+            "1" => "beta",
+            _ => "none", // the baseline runs before the slots exist
+        };
+        assert_eq!(name, want, "#{n}: {runs:?}");
+    }
+    assert!(runs.iter().any(|m| m.1 == "0") && runs.iter().any(|m| m.1 == "1"));
+    // The slots' worktrees are gone with the run.
+    assert!(!r.dir.join(".hone/slots/p").exists());
+    assert!(!git(&r.dir, &["worktree", "list"]).contains("slots"));
+}
+
+#[test]
+fn parallel_knobs_run_with_four_workers_proposes_nothing_twice() {
+    let (_t, dir) = knob_repo();
+    let log = dir.join("..").join("knobs.log");
+    let log = log.canonicalize().unwrap_or(log);
+    std::fs::write(
+        dir.join("score.sh"),
+        format!(
+            "w=$(sed -n 's/^WIDTH = \\([0-9]*\\).*/\\1/p' params.txt)\nd=$(sed -n 's/^DEPTH = \\([0-9]*\\).*/\\1/p' params.txt)\necho \"$HONE_EXPERIMENT $w $d\" >> {}\necho \"loss: $(( (w-13)*(w-13) + (d-4)*(d-4) ))\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    git(&dir, &["commit", "-qam", "log"]);
+    let out = Command::new(HONE)
+        .args([
+            "run",
+            "--tag",
+            "k4",
+            "--workers",
+            "4",
+            "--seed",
+            "3",
+            "-n",
+            "24",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let lines = Command::new(HONE)
+        .args(["log", "--json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let exps: Vec<serde_json::Value> = String::from_utf8_lossy(&lines.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(exps.len(), 24);
+    // Nothing proposed twice: every configuration differs, none was a duplicate.
+    let mut configs: Vec<String> = exps.iter().map(|e| e["config"].to_string()).collect();
+    configs.sort();
+    configs.dedup();
+    assert_eq!(configs.len(), 24, "{exps:?}");
+    assert!(exps.iter().all(|e| e["status"] != "invalid"), "{exps:?}");
+    assert!(exps.iter().filter(|e| e["status"] == "keep").count() >= 1);
+    // The branch is linear, and each keep's parameters are what its verifier read.
+    let measured: Vec<(u64, String)> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (n, rest) = l.split_once(' ').unwrap();
+            (n.parse().unwrap(), rest.to_string())
+        })
+        .collect();
+    let mut parent = git(&dir, &["rev-parse", "main"]);
+    for k in exps.iter().filter(|e| e["status"] == "keep") {
+        assert_eq!(k["parent_commit"].as_str().unwrap(), parent, "{k}");
+        let commit = k["candidate_commit"].as_str().unwrap();
+        let params = git(&dir, &["show", &format!("{commit}:params.txt")]);
+        let num = |name: &str| -> String {
+            params
+                .lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.split_whitespace().nth(2))
+                .unwrap()
+                .to_string()
+        };
+        let want = format!("{} {}", num("WIDTH"), num("DEPTH"));
+        let n = k["n"].as_u64().unwrap();
+        assert!(
+            measured.iter().any(|m| m.0 == n && m.1 == want),
+            "#{n}: {want}"
+        );
+        parent = commit.to_string();
+    }
+    assert_eq!(git(&dir, &["rev-parse", "hone/k4"]), parent);
+    assert_eq!(
+        git(&dir, &["rev-list", "--min-parents=2", "--count", "hone/k4"]),
+        "0"
+    );
+}
+
+#[test]
+fn parallel_kill_9_with_four_in_flight_then_resume_aborts_them_all() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marks = tmp.path().to_path_buf();
+    // Candidates hang until `release` exists, after writing their process group.
+    let verify = format!(
+        "if [ \"$HONE_EXPERIMENT\" != 0 ] && [ ! -f {m}/release ]; then echo $$ > {m}/pgid.$HONE_EXPERIMENT; sleep 300; fi; cat value.txt",
+        m = marks.display()
+    );
+    let script = (1..=12)
+        .map(|i| format!("write\tvalue.txt\tscore: {}\\n\n", 100 - i))
+        .collect::<Vec<_>>()
+        .join("---\n");
+    let r = Repo::new("[stop]\nmax_experiments = 9\n", &verify, &script);
+    let mut child = r.spawn_hone(&["run", "--tag", "k", "--workers", "4"]);
+    for n in 1..=4 {
+        wait_for_file(&marks.join(format!("pgid.{n}")));
+    }
+    let status = r.hone(&["status"]);
+    assert!(text(&status).contains("in flight: #1"), "{}", text(&status));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let pgids: Vec<i32> = (1..=4)
+        .map(|n| read_pgid(&marks.join(format!("pgid.{n}"))))
+        .collect();
+    for p in &pgids {
+        assert!(
+            group_alive(*p),
+            "the orphaned verifiers still run before resume"
+        );
+    }
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "running", "running", "running", "running"]
+    );
+    let slot = r.dir.join(".hone/slots/k/w0");
+    assert!(slot.exists());
+    std::fs::write(slot.join("leftover.txt"), "from the crash").unwrap();
+    std::fs::write(marks.join("release"), "").unwrap();
+    let out = r.hone(&["run", "--workers", "4"]);
+    assert!(out.status.success(), "{}", text(&out));
+    for n in 1..=4 {
+        assert!(
+            text(&out).contains(&format!("experiment {n} was interrupted")),
+            "{}",
+            text(&out)
+        );
+    }
+    for p in pgids {
+        assert!(wait_group_gone(p), "resume kills every in-flight verifier");
+    }
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st.len(), 9, "{st:?}");
+    assert_eq!(
+        &st[..5],
+        ["baseline", "aborted", "aborted", "aborted", "aborted"]
+    );
+    assert!(
+        st[5..].iter().all(|s| matches!(*s, "keep" | "discard")),
+        "{st:?}"
+    );
+    // Nothing lost: each aborted candidate is archived.
+    for n in 1..=4 {
+        assert_eq!(
+            git(&r.dir, &["show", &format!("refs/hone/k/{n}:value.txt")]),
+            format!("score: {}", 100 - n)
+        );
+    }
+    assert!(!slot.join("leftover.txt").exists());
+    assert!(!r.dir.join(".hone/slots/k").exists());
+}
+
+#[test]
+fn parallel_settings_are_checked() {
+    let r = Repo::new(
+        "[exec]\nworkers = 3\nslots = [{ CUDA_VISIBLE_DEVICES = \"0\" }, { CUDA_VISIBLE_DEVICES = \"1\" }]\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 4\\n\n",
+    );
+    let out = r.hone(&["run"]);
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(
+        t.contains("exec.slots") && t.contains("3 workers but only 2 slots"),
+        "{t}"
+    );
+    assert!(t.contains("hone.toml:17:"), "names the line: {t}");
+    edit_spec(&r.dir, |t| t.replace("workers = 3\n", ""));
+    let out = r.hone(&["run", "--workers", "3"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("3 workers but only 2 slots"),
+        "{}",
+        text(&out)
+    );
+    let out = r.hone(&["run", "--workers", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+#[test]
+fn parallel_verifier_that_moves_the_run_branch_is_a_violation() {
+    // #1's verifier forges the branch. With two in flight, the move is caught when the next
+    // result is decided (#1's or #2's: which verifier moved a shared ref cannot be told apart).
+    let verify = "if grep -q forge value.txt; then git update-ref refs/heads/hone/v $(git commit-tree HEAD^{tree} -p HEAD -m forged); fi; echo score: 1";
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        verify,
+        "write\tvalue.txt\tforge\n\n---\nwrite\tvalue.txt\tplain\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "v", "--workers", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let caught: Vec<&serde_json::Value> =
+        log.iter().filter(|e| e["status"] == "violation").collect();
+    assert_eq!(caught.len(), 1, "{log:?}");
+    assert!(
+        caught[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("moved hone's refs"),
+        "{:?}",
+        caught[0]
+    );
+    assert_eq!(
+        r.rev("hone/v"),
+        r.rev("main"),
+        "the forged branch was put back"
+    );
+}
+
+#[test]
+fn parallel_ctrl_c_once_lets_the_experiments_in_flight_finish() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().to_path_buf();
+    // Both candidates in flight wait for `release`.
+    let verify = format!(
+        "if [ \"$HONE_EXPERIMENT\" != 0 ]; then touch {m}/started.$HONE_EXPERIMENT; while [ ! -f {m}/release ]; do sleep 0.02; done; fi; cat value.txt",
+        m = m.display()
+    );
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 5\n",
+        &verify,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    );
+    let mut child = r.spawn_hone(&["run", "--workers", "2"]);
+    wait_for_file(&m.join("started.1"));
+    wait_for_file(&m.join("started.2"));
+    // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    std::fs::write(m.join("release"), "").unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let st = r.statuses();
+    assert_eq!(st.len(), 3, "nothing new starts after Ctrl-C: {st:?}");
+    assert!(
+        st[1..]
+            .iter()
+            .all(|s| matches!(s.as_str(), "keep" | "discard")),
+        "{st:?}"
+    );
+    let out = r.hone(&["run", "--workers", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses().len(), 5);
+}
+
+#[test]
+fn parallel_ctrl_c_twice_kills_every_verifier_in_flight() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = tmp.path().to_path_buf();
+    let verify = format!(
+        "if [ \"$HONE_EXPERIMENT\" != 0 ]; then echo $$ > {m}/pgid.$HONE_EXPERIMENT; sleep 300; fi; cat value.txt",
+        m = m.display()
+    );
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 5\n",
+        &verify,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    );
+    use std::os::unix::process::CommandExt;
+    let mut child = Command::new(HONE)
+        .process_group(0)
+        .args(["run", "--workers", "3"])
+        .current_dir(&r.dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for n in 1..=3 {
+        wait_for_file(&m.join(format!("pgid.{n}")));
+    }
+    let pgids: Vec<i32> = (1..=3)
+        .map(|n| read_pgid(&m.join(format!("pgid.{n}"))))
+        .collect();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let mut line = String::new();
+    while !line.contains("stopping after the current experiment") {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0,
+            "hone exited early"
+        );
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    for p in pgids {
+        assert!(!group_alive(p), "every verifier in flight is killed");
+    }
+    assert_eq!(r.statuses(), ["baseline", "aborted", "aborted", "aborted"]);
+}

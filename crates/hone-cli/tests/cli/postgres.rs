@@ -1,0 +1,470 @@
+//! The PostgreSQL store and remote workers, against a server of the test's own (Debian's
+//! postgresql package); without one these tests say so and pass.
+
+use crate::support::*;
+
+/// A PostgreSQL server of its own in a temporary directory, on a free loopback port (Debian's
+/// postgresql package; .ci/run installs it). Stopped when dropped.
+struct PgServer {
+    _tmp: tempfile::TempDir,
+    data: PathBuf,
+    url: String,
+    child: std::process::Child,
+}
+
+impl PgServer {
+    /// Starts one, or returns None (the test is skipped) where PostgreSQL is not installed,
+    /// unless HONE_REQUIRE_POSTGRES is set (as .ci/run does).
+    fn start() -> Option<PgServer> {
+        let bin = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()
+            .and_then(|d| d.flatten().map(|e| e.path().join("bin")).max())
+            .filter(|b| b.join("postgres").exists());
+        let Some(bin) = bin else {
+            assert!(
+                std::env::var_os("HONE_REQUIRE_POSTGRES").is_none(),
+                "HONE_REQUIRE_POSTGRES is set but PostgreSQL is not installed (apt-get install postgresql)"
+            );
+            eprintln!("skipped: PostgreSQL is not installed (apt-get install postgresql)");
+            return None;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        // PostgreSQL refuses to run as root: as root, run it as the postgres user.
+        let root = unsafe { libc_geteuid() } == 0;
+        let as_pg = |program: &Path| {
+            let mut c = if root {
+                let mut c = Command::new("runuser");
+                c.args(["-u", "postgres", "--"]).arg(program);
+                c
+            } else {
+                Command::new(program)
+            };
+            c.stdin(std::process::Stdio::null());
+            c
+        };
+        if root {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+            let st = Command::new("chown")
+                .args(["postgres:postgres"])
+                .arg(&data)
+                .status()
+                .unwrap();
+            assert!(st.success());
+        }
+        let out = as_pg(&bin.join("initdb"))
+            .args(["--no-sync", "-A", "trust", "-U", "hone", "-D"])
+            .arg(&data)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "initdb: {}", text(&out));
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = as_pg(&bin.join("postgres"))
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-p",
+                &port.to_string(),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                "unix_socket_directories=",
+                "-c",
+                "fsync=off",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = PgServer {
+            _tmp: tmp,
+            data,
+            url: format!("postgres://hone@127.0.0.1:{port}/postgres"),
+            child,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let ready = Command::new(bin.join("pg_isready"))
+                .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
+                .status()
+                .unwrap();
+            if ready.success() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "PostgreSQL did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(server)
+    }
+
+    fn psql(&self, sql: &str) -> String {
+        let out = Command::new("psql")
+            .args(["-X", "-A", "-t", "-d", &self.url, "-c", sql])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "psql: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        if let Some(pid) = std::fs::read_to_string(self.data.join("postmaster.pid"))
+            .ok()
+            .and_then(|s| s.lines().next().and_then(|l| l.trim().parse::<i32>().ok()))
+        {
+            // SIGQUIT: immediate shutdown.
+            unsafe { libc_kill(pid, 3) };
+        }
+        let _ = self.child.wait();
+    }
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let mark = tempfile::tempdir().unwrap();
+    let marker = mark.path().join("slow-started");
+    let verify = format!(
+        "cat value.txt; echo worker_slot=$SLOT_NAME; if grep -q slow value.txt && [ ! -e {m} ]; then echo $$ > {m}; sleep 300; fi",
+        m = marker.display()
+    );
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        &verify,
+        "write\tvalue.txt\tslow\\nscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 6\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    );
+    let bare = r.tmp_dir().join("shared.git");
+    git(
+        r.tmp_dir(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    );
+    append_spec(
+        &r.dir,
+        &format!(
+            "\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\n\n[store]\nurl = \"{}\"\n",
+            bare.display(),
+            pg.url
+        ),
+    );
+    git(&r.dir, &["commit", "-q", "-am", "workers"]);
+    let worker = |name: &str| {
+        Command::new(HONE)
+            .args([
+                "worker",
+                "--store",
+                &pg.url,
+                "--repo",
+                bare.to_str().unwrap(),
+            ])
+            .args([
+                "--slot",
+                name,
+                "--lease",
+                "2s",
+                "--env",
+                &format!("SLOT_NAME={name}"),
+            ])
+            .arg("--dir")
+            .arg(r.tmp_dir().join(format!("w-{name}")))
+            .stdout(std::fs::File::create(r.tmp_dir().join(format!("w-{name}.out"))).unwrap())
+            .stderr(std::fs::File::create(r.tmp_dir().join(format!("w-{name}.err"))).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let mut a = worker("a");
+    let mut coordinator = r.spawn_hone(&["run", "--tag", "w"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !marker.exists() {
+        if Instant::now() > deadline {
+            let _ = coordinator.kill();
+            panic!(
+                "worker a never started experiment 1's verifier\nworker: {}{}\nlog: {}",
+                std::fs::read_to_string(r.tmp_dir().join("w-a.out")).unwrap_or_default(),
+                std::fs::read_to_string(r.tmp_dir().join("w-a.err")).unwrap_or_default(),
+                text(&r.hone(&["log"]))
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Worker a is verifying experiment 1. A second coordinator of the same run, from
+    // another clone of the project, is refused.
+    let clone = r.tmp_dir().join("clone");
+    git(
+        r.tmp_dir(),
+        &[
+            "clone",
+            "-q",
+            r.dir.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    let second = Command::new(HONE)
+        .args(["run", "--tag", "w"])
+        .current_dir(&clone)
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    assert!(
+        text(&second).contains("already coordinated"),
+        "{}",
+        text(&second)
+    );
+    // Worker a dies; its verifier's group is killed too (as a host going down would).
+    a.kill().unwrap();
+    a.wait().unwrap();
+    let pgid = read_pgid(&marker);
+    unsafe { libc_kill(-pgid, 9) };
+    let mut b = worker("b");
+    let mut c = worker("c");
+    let st = coordinator.wait().unwrap();
+    assert!(st.success(), "the coordinator failed");
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    assert_eq!(r.rev("hone/w"), r.rev("refs/hone/w/3"));
+    // Experiment 1 was attempted twice: worker a's lease ran out, another worker finished it.
+    let attempts = pg.psql(
+        "SELECT a.attempt || ':' || split_part(a.worker, ':', 2) || ':' || coalesce(a.outcome, '-') \
+         FROM hone_job_attempts a JOIN hone_jobs j ON j.id = a.job_id WHERE j.n = 1 ORDER BY a.attempt",
+    );
+    let attempts: Vec<&str> = attempts.lines().collect();
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    assert_eq!(attempts[0], "1:a:lease expired");
+    assert!(
+        attempts[1] == "2:b:code" || attempts[1] == "2:c:code",
+        "{attempts:?}"
+    );
+    // The log came back from the worker, with its slot's environment.
+    let show = text(&r.hone(&["show", "1"]));
+    assert!(
+        show.contains("worker_slot=b") || show.contains("worker_slot=c"),
+        "{show}"
+    );
+    // Both live workers are listed by hone status.
+    let status = text(&r.hone(&["status"]));
+    assert!(status.contains("workers: 2 live, 1 silent"), "{status}");
+    for w in [&mut b, &mut c] {
+        w.kill().unwrap();
+        w.wait().unwrap();
+    }
+}
+
+/// With `[store] url`, the whole store lives in PostgreSQL: a run records everything there
+/// (no `.hone/hone.db`), `hone log --json`, `hone show` and `hone report` read it back, a
+/// kill -9 mid-verification resumes cleanly (at once: the dead coordinator's registration is
+/// taken over), and a coordinator of the same run elsewhere is refused with a clear error.
+#[test]
+fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let started = tmp.path().join("started");
+    let pgid_file = tmp.path().join("pgid");
+    // Experiment 2's verifier hangs (once) until killed.
+    let verify = format!(
+        "if [ \"$HONE_EXPERIMENT\" = 2 ] && [ ! -f {s} ]; then echo $$ > {p}; touch {s}; sleep 300; fi; cat value.txt",
+        s = started.display(),
+        p = pgid_file.display()
+    );
+    let r = Repo::new(
+        &format!(
+            "[stop]\nmax_experiments = 5\n\n[store]\nurl = \"{}\"\n",
+            pg.url
+        ),
+        &verify,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
+    );
+    let mut child = r.spawn_hone(&["run", "--tag", "k"]);
+    wait_for_file(&started);
+    let pgid: i32 = read_pgid(&pgid_file);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert_eq!(r.statuses(), ["baseline", "keep", "running"]);
+    assert!(
+        !r.dir.join(".hone/hone.db").exists(),
+        "nothing is recorded locally"
+    );
+    let root = r.dir.canonicalize().unwrap();
+    assert_eq!(
+        pg.psql("SELECT repo || '|' || tag || '|' || state FROM hone_store.runs"),
+        format!("{}|k|running", root.display())
+    );
+    let key = format!("{}#k", root.display());
+    // The killed coordinator's registration is still there, fresh.
+    let left = pg.psql(&format!(
+        "SELECT owner FROM hone_coordinators WHERE run_key = '{key}' AND heartbeat > now() - interval '1 minute'"
+    ));
+    assert!(
+        left.starts_with("hone run (pid ") && left.ends_with(&format!(" in {}", root.display())),
+        "{left}"
+    );
+
+    // Another host coordinates the run now: refused, saying who.
+    pg.psql(&format!(
+        "UPDATE hone_coordinators SET owner = 'hone run (pid 1) on elsewhere in /src', heartbeat = now() WHERE run_key = '{key}'"
+    ));
+    let refused = r.hone(&["run"]);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains("is already coordinated by hone run (pid 1) on elsewhere"),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!(r.statuses(), ["baseline", "keep", "running"], "untouched");
+
+    // Back to the killed coordinator's fresh registration: it was made from this checkout,
+    // whose lock proves it dead, so the run resumes here at once instead of waiting it out.
+    pg.psql(&format!(
+        "UPDATE hone_coordinators SET owner = '{left}', heartbeat = now() WHERE run_key = '{key}'"
+    ));
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("experiment 2 was interrupted"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        wait_group_gone(pgid),
+        "resume must kill the interrupted verifier's group"
+    );
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "aborted", "keep", "keep"]);
+    assert_eq!(log[1]["objective"], 4.0, "finished experiments intact");
+    assert_eq!(r.rev("hone/k"), r.rev("refs/hone/k/4"));
+    // The registration is released at the end of the run.
+    assert_eq!(
+        pg.psql(&format!(
+            "SELECT count(*) FROM hone_coordinators WHERE run_key = '{key}'"
+        )),
+        "0"
+    );
+
+    let show = r.hone(&["show", "3"]);
+    assert!(show.status.success(), "{}", text(&show));
+    assert!(text(&show).contains("+score: 2"), "{}", text(&show));
+    let report = r.hone(&["report"]);
+    assert!(report.status.success(), "{}", text(&report));
+    let status = text(&r.hone(&["status"]));
+    assert!(status.contains("run k"), "{status}");
+    // The event log is in PostgreSQL too, and append-only there.
+    let events: u64 = pg
+        .psql("SELECT count(*) FROM hone_store.events")
+        .parse()
+        .unwrap();
+    assert!(events > 0);
+    let delete = Command::new("psql")
+        .args(["-X", "-d", &pg.url, "-c", "DELETE FROM hone_store.events"])
+        .output()
+        .unwrap();
+    assert!(!delete.status.success(), "events are append-only");
+    assert!(text(&delete).contains("append-only"), "{}", text(&delete));
+    // The dashboard reads the run from PostgreSQL as well.
+    let mut serve = Command::new(HONE)
+        .args(["serve", "--port", "0"])
+        .current_dir(&r.dir)
+        .env_remove("HONE_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(serve.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("hone serve did not start: {line}"))
+        .to_string();
+    let body = ureq::get(&format!("{url}api/runs/k"))
+        .call()
+        .map(|mut res| res.body_mut().read_to_string().unwrap());
+    let _ = serve.kill();
+    let _ = serve.wait();
+    let api: serde_json::Value = serde_json::from_str(&body.unwrap()).unwrap();
+    assert_eq!(api["summary"]["experiments"], 5, "{api}");
+    assert!(!r.dir.join(".hone/hone.db").exists());
+}
+
+#[test]
+fn remote_workers_verify_two_experiments_at_once() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let marks = tempfile::tempdir().unwrap();
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        &together_verifier(marks.path()),
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    let bare = r.tmp_dir().join("shared.git");
+    git(
+        r.tmp_dir(),
+        &["init", "-q", "--bare", bare.to_str().unwrap()],
+    );
+    append_spec(
+        &r.dir,
+        &format!(
+            "\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\nworkers = 2\n\n[store]\nurl = \"{}\"\n",
+            bare.display(),
+            pg.url
+        ),
+    );
+    git(&r.dir, &["commit", "-q", "-am", "workers"]);
+    let mut workers: Vec<std::process::Child> = ["a", "b"]
+        .iter()
+        .map(|name| {
+            Command::new(HONE)
+                .args([
+                    "worker",
+                    "--store",
+                    &pg.url,
+                    "--repo",
+                    bare.to_str().unwrap(),
+                ])
+                .args(["--slot", name, "--lease", "5s"])
+                .arg("--dir")
+                .arg(r.tmp_dir().join(format!("w-{name}")))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let out = r.hone(&["run", "--tag", "wp"]);
+    for w in &mut workers {
+        w.kill().unwrap();
+        w.wait().unwrap();
+    }
+    assert!(out.status.success(), "{}", text(&out));
+    let st = r.statuses();
+    assert_eq!(st.len(), 3, "{st:?}");
+    assert!(
+        !st.iter().any(|s| s == "crash"),
+        "the two workers did not verify at once: {st:?}"
+    );
+    // Each of the two candidates was verified by a different worker.
+    let by = pg.psql(
+        "SELECT count(DISTINCT a.worker) FROM hone_job_attempts a JOIN hone_jobs j ON j.id = a.job_id WHERE j.n > 0",
+    );
+    assert_eq!(by, "2");
+}

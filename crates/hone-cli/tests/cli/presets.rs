@@ -1,0 +1,518 @@
+//! Coding-agent presets (Claude Code, Codex, aider, Gemini CLI, opencode) against stand-in
+//! executables on PATH: the command line they get, the edits they make, the cost they report.
+
+use crate::support::*;
+
+/// A repository whose [agent] section is `agent` (and [stop] max_experiments = 3).
+fn preset_repo(agent: &str) -> Repo {
+    Repo::builder()
+        .spec(
+            Spec::standard_loop(SCORE)
+                .lines("agent", agent)
+                .set("stop", "max_experiments", "3"),
+        )
+        .create()
+}
+
+/// Without the tool on PATH, `hone run` stops before it starts and says what to install.
+fn assert_missing_tool_is_named(r: &Repo, install: &str) {
+    let out = Command::new(HONE)
+        .args(["run", "--new"])
+        .current_dir(&r.dir)
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).contains(install), "{}", text(&out));
+}
+
+/// A stand-in `claude` on PATH: records its arguments, environment and stdin, makes a scripted
+/// edit and prints Claude Code's JSON result (the shape its headless docs show).
+const FAKE_CLAUDE: &str = r#"#!/bin/sh
+printf '%s\n' "$@" > "$FAKE_RECORD/argv"
+env > "$FAKE_RECORD/env"
+cat > "$FAKE_RECORD/stdin"
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+if [ $n = 1 ]; then
+  printf 'score: 4\n' > value.txt
+  echo '{"type":"result","subtype":"success","is_error":false,"duration_ms":1200,"duration_api_ms":1100,"num_turns":3,"result":"Lowered the score to 4.","session_id":"s-1","total_cost_usd":0.0123,"usage":{"input_tokens":100,"output_tokens":50,"cache_creation_input_tokens":10,"cache_read_input_tokens":20}}'
+else
+  echo '{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":1,"session_id":"s-2","total_cost_usd":0.001,"usage":{"input_tokens":5,"output_tokens":0},"errors":["API Error: 529 overloaded"]}'
+  exit 1
+fi
+"#;
+
+#[test]
+fn claude_code_preset_runs_headless_and_reads_its_cost() {
+    let (bin, record) = fake_tool("claude", FAKE_CLAUDE);
+    let r = preset_repo(
+        "kind = \"claude\"\nmodel = \"sonnet\"\nextra_args = [\"--max-turns\", \"30\"]",
+    );
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = Command::new(HONE)
+        .arg("run")
+        .current_dir(&r.dir)
+        .env("PATH", &path)
+        .env("FAKE_RECORD", record.path())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let argv = std::fs::read_to_string(record.path().join("argv")).unwrap();
+    assert_eq!(
+        argv.lines().collect::<Vec<_>>(),
+        [
+            "-p",
+            "--output-format",
+            "json",
+            "--permission-mode",
+            "acceptEdits",
+            "--model",
+            "sonnet",
+            "--max-turns",
+            "30"
+        ]
+    );
+    let stdin = std::fs::read_to_string(record.path().join("stdin")).unwrap();
+    assert!(
+        stdin.contains("You may change only these files (globs): value.txt"),
+        "the prompt arrives on stdin"
+    );
+    let env = std::fs::read_to_string(record.path().join("env")).unwrap();
+    assert!(
+        env.contains("ANTHROPIC_API_KEY=sk-ant-test"),
+        "the tool's own key is passed through"
+    );
+    let log = r.log();
+    assert_eq!(log[1]["status"], "keep");
+    assert_eq!(log[1]["description"], "Lowered the score to 4.");
+    assert_eq!(log[1]["cost_usd"], 0.0123);
+    assert_eq!(log[1]["tokens"], 180);
+    assert_eq!(log[2]["status"], "invalid");
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("API Error: 529 overloaded"),
+        "{}",
+        log[2]
+    );
+    assert_eq!(log[2]["cost_usd"], 0.001, "a failed run is paid for too");
+
+    // Without the tool, a clear error that names the package.
+    assert_missing_tool_is_named(&r, "npm install -g @anthropic-ai/claude-code");
+}
+
+#[test]
+fn agent_notes_are_kept_between_experiments() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        SCORE,
+        "run\techo 'learned: lower is better here' >> .hone/notes.md\nwrite\tvalue.txt\tscore: 4\\n\n---\nexpect-prompt\tlearned: lower is better here\nrun\tgrep -q 'learned: lower' .hone/notes.md\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "keep", "keep"],
+        "the second agent saw the first one's notes"
+    );
+    let tag = r.log()[0]["log_path"]
+        .as_str()
+        .unwrap()
+        .split("/runs/")
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let kept =
+        std::fs::read_to_string(r.dir.join(".hone/runs").join(&tag).join("notes/1.md")).unwrap();
+    assert!(kept.contains("learned: lower is better here"));
+    // The notes live under .hone/ in the worktree: never part of a candidate's diff.
+    assert_eq!(
+        git(
+            &r.dir,
+            &[
+                "diff",
+                "--name-only",
+                &r.rev("main"),
+                &r.rev(&format!("refs/hone/{tag}/1"))
+            ]
+        ),
+        "value.txt"
+    );
+}
+
+/// A stand-in `codex` on PATH printing Codex's `exec --json` event stream.
+const FAKE_CODEX: &str = r#"#!/bin/sh
+printf '%s\n' "$@" > "$FAKE_RECORD/argv"
+cat > "$FAKE_RECORD/stdin"
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+echo '{"type":"thread.started","thread_id":"th_1"}'
+echo '{"type":"turn.started"}'
+if [ $n = 1 ]; then
+  printf 'score: 3\n' > value.txt
+  echo '{"type":"item.completed","item":{"id":"item_0","type":"command_execution","command":"cat value.txt","status":"completed"}}'
+  echo '{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Set the score to 3."}}'
+  echo '{"type":"turn.completed","usage":{"input_tokens":1200,"cached_input_tokens":200,"output_tokens":300,"reasoning_output_tokens":100}}'
+else
+  echo '{"type":"turn.failed","error":{"message":"stream disconnected before completion"}}'
+fi
+"#;
+
+#[test]
+fn codex_preset_runs_exec_json_and_reads_its_usage() {
+    let (bin, record) = fake_tool("codex", FAKE_CODEX);
+    let r = preset_repo("kind = \"codex\"\nmodel = \"gpt-5-codex\"");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = Command::new(HONE)
+        .arg("run")
+        .current_dir(&r.dir)
+        .env("PATH", &path)
+        .env("FAKE_RECORD", record.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let argv = std::fs::read_to_string(record.path().join("argv")).unwrap();
+    assert_eq!(
+        argv.lines().collect::<Vec<_>>(),
+        [
+            "exec",
+            "--json",
+            "--full-auto",
+            "--model",
+            "gpt-5-codex",
+            "-"
+        ]
+    );
+    assert!(std::fs::read_to_string(record.path().join("stdin"))
+        .unwrap()
+        .contains("You may change only"));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "keep");
+    assert_eq!(log[1]["description"], "Set the score to 3.");
+    assert_eq!(log[1]["tokens"], 1500);
+    assert_eq!(log[2]["status"], "invalid");
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("stream disconnected"),
+        "{}",
+        log[2]
+    );
+    assert_missing_tool_is_named(&r, "npm install -g @openai/codex");
+}
+
+/// A stand-in `aider`: like the real one, it writes its chat history where
+/// `--chat-history-file` says, edits the files it was given, and prints its usage line
+/// (`Tokens: ... Cost: ...`); the second time it prints a litellm error as aider does.
+const FAKE_AIDER: &str = r##"#!/bin/sh
+printf '%s\n' "$@" > "$FAKE_RECORD/argv"
+env > "$FAKE_RECORD/env"
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+history=.aider.chat.history.md
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --chat-history-file) history="$2"; shift ;;
+    --message-file) cp "$2" "$FAKE_RECORD/message" ;;
+    --) shift; files="$*"; break ;;
+  esac
+  shift
+done
+echo "# aider chat started" >> "$history"
+echo "Aider v0.86.1"
+echo "Main model: anthropic/claude-sonnet-4-20250514 with diff edit format, infinite output"
+echo "Git repo: .git with 4 files"
+echo "Repo-map: disabled"
+for f in $files; do echo "Added $f to the chat."; done
+if [ $n = 1 ]; then
+  echo "I will lower the score."
+  printf 'score: 4\n' > value.txt
+  echo "Tokens: 2.3k sent, 85 received. Cost: \$0.0082 message, \$0.0082 session."
+  echo "Applied edit to value.txt"
+else
+  echo 'litellm.AuthenticationError: AnthropicException - {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}'
+  echo "The API provider is not able to authenticate you. Check your API key."
+fi
+"##;
+
+#[test]
+fn aider_preset_edits_the_editable_files_and_reads_its_usage_line() {
+    let (bin, record) = fake_tool("aider", FAKE_AIDER);
+    let r = preset_repo("kind = \"aider\"\nmodel = \"sonnet\"");
+    let out = run_with_tool(&r, bin.path(), record.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let argv = recorded(record.path(), "argv");
+    let tag_logs = |a: &str| a.contains("/.hone/runs/") && a.contains("/logs/");
+    assert_eq!(argv[0], "--message-file");
+    assert!(argv[1].ends_with("/prompts/2.md"), "{argv:?}");
+    assert_eq!(
+        argv[2..13],
+        [
+            "--yes-always",
+            "--no-auto-commits",
+            "--no-dirty-commits",
+            "--no-gitignore",
+            "--no-stream",
+            "--no-pretty",
+            "--no-fancy-input",
+            "--no-check-update",
+            "--analytics-disable",
+            "--map-tokens",
+            "0",
+        ]
+    );
+    assert_eq!(argv[13], "--chat-history-file");
+    assert!(
+        tag_logs(&argv[14]) && argv[14].ends_with("2.aider.chat.md"),
+        "{argv:?}"
+    );
+    assert_eq!(argv[15], "--input-history-file");
+    assert!(tag_logs(&argv[16]), "{argv:?}");
+    assert_eq!(argv[17..], ["--model", "sonnet", "--", "value.txt"]);
+    assert!(std::fs::read_to_string(record.path().join("message"))
+        .unwrap()
+        .contains("You may change only"));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "keep", "{log:?}");
+    assert_eq!(log[1]["cost_usd"], 0.0082);
+    assert_eq!(log[1]["tokens"], 2385);
+    assert_eq!(log[2]["status"], "invalid");
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("invalid x-api-key"),
+        "{}",
+        log[2]
+    );
+    // Its history never entered a candidate.
+    let tag = log[0]["log_path"]
+        .as_str()
+        .unwrap()
+        .split("/runs/")
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let files = git(
+        &r.dir,
+        &[
+            "ls-tree",
+            "-r",
+            "--name-only",
+            &format!("refs/hone/{tag}/1"),
+        ],
+    );
+    assert!(!files.contains(".aider"), "{files}");
+    assert_missing_tool_is_named(&r, "pip install aider-chat");
+}
+
+/// A stand-in `gemini` printing Gemini CLI's `--output-format json` object (pretty-printed,
+/// as the real one does), then an API error object with exit status 1.
+const FAKE_GEMINI: &str = r#"#!/bin/sh
+printf '%s\n' "$@" > "$FAKE_RECORD/argv"
+env > "$FAKE_RECORD/env"
+cat > "$FAKE_RECORD/stdin"
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+if [ $n = 1 ]; then
+  printf 'score: 3\n' > value.txt
+  cat <<'JSON'
+{
+  "response": "I set the score to 3.",
+  "stats": {
+    "models": {
+      "gemini-2.5-pro": {
+        "api": {
+          "totalRequests": 2,
+          "totalErrors": 0,
+          "totalLatencyMs": 5053
+        },
+        "tokens": {
+          "prompt": 24939,
+          "candidates": 20,
+          "total": 25113,
+          "cached": 21263,
+          "thoughts": 154,
+          "tool": 0
+        }
+      }
+    },
+    "tools": {
+      "totalCalls": 1,
+      "totalSuccess": 1,
+      "totalFail": 0,
+      "totalDurationMs": 1881,
+      "totalDecisions": { "accept": 0, "reject": 0, "modify": 0, "auto_accept": 1 },
+      "byName": {
+        "replace": { "count": 1, "success": 1, "fail": 0, "durationMs": 1881 }
+      }
+    },
+    "files": { "totalLinesAdded": 1, "totalLinesRemoved": 1 }
+  }
+}
+JSON
+else
+  cat <<'JSON'
+{
+  "error": {
+    "type": "ApiError",
+    "message": "[API Error: You exceeded your current quota]",
+    "code": 429
+  }
+}
+JSON
+  exit 1
+fi
+"#;
+
+#[test]
+fn gemini_preset_runs_headless_json_and_reads_its_stats() {
+    let (bin, record) = fake_tool("gemini", FAKE_GEMINI);
+    let r = preset_repo("kind = \"gemini\"\nmodel = \"gemini-2.5-pro\"");
+    let out = run_with_tool(
+        &r,
+        bin.path(),
+        record.path(),
+        &[("GEMINI_API_KEY", "g-test")],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        recorded(record.path(), "argv"),
+        [
+            "--output-format",
+            "json",
+            "--approval-mode",
+            "auto_edit",
+            "--skip-trust",
+            "--model",
+            "gemini-2.5-pro",
+            "-p",
+            "Do the task described above."
+        ]
+    );
+    assert!(std::fs::read_to_string(record.path().join("stdin"))
+        .unwrap()
+        .contains("You may change only"));
+    let env = recorded(record.path(), "env");
+    assert!(env.contains(&"GEMINI_API_KEY=g-test".to_string()));
+    assert!(env.contains(&"GEMINI_CLI_TRUST_WORKSPACE=true".to_string()));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "keep", "{log:?}");
+    assert_eq!(log[1]["description"], "I set the score to 3.");
+    assert_eq!(log[1]["tokens"], 25113);
+    assert_eq!(log[2]["status"], "invalid");
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("exceeded your current quota"),
+        "{}",
+        log[2]
+    );
+    assert_missing_tool_is_named(&r, "npm install -g @google/gemini-cli");
+}
+
+/// A stand-in `opencode` printing `opencode run --format json` events.
+const FAKE_OPENCODE: &str = r#"#!/bin/sh
+printf '%s\n' "$@" > "$FAKE_RECORD/argv"
+env > "$FAKE_RECORD/env"
+cat > "$FAKE_RECORD/stdin"
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+echo '{"type":"step_start","timestamp":1767036059338,"sessionID":"ses_4a1","part":{"id":"prt_1","sessionID":"ses_4a1","messageID":"msg_1","type":"step-start","snapshot":"4b825dc642cb6eb9a060e54bf8d69288fbee4904"}}'
+if [ $n = 1 ]; then
+  printf 'score: 2\n' > value.txt
+  echo '{"type":"tool_use","timestamp":1767036061000,"sessionID":"ses_4a1","part":{"id":"prt_2","type":"tool","tool":"edit","callID":"c1","state":{"status":"completed","input":{"filePath":"value.txt"},"output":"","title":"value.txt"}}}'
+  echo '{"type":"text","timestamp":1767036062000,"sessionID":"ses_4a1","part":{"id":"prt_3","type":"text","text":"Lowered the score to 2.","time":{"start":1767036061500,"end":1767036062000}}}'
+  echo '{"type":"step_finish","timestamp":1767036062100,"sessionID":"ses_4a1","part":{"id":"prt_4","type":"step-finish","reason":"stop","snapshot":"9f1c","cost":0.0042,"tokens":{"input":1200,"output":80,"reasoning":0,"cache":{"read":300,"write":0}}}}'
+else
+  echo '{"type":"error","timestamp":1767036063000,"sessionID":"ses_4a1","error":{"name":"APIError","data":{"message":"Invalid API key.","statusCode":401,"isRetryable":false}}}'
+  exit 1
+fi
+"#;
+
+#[test]
+fn opencode_preset_runs_json_events_and_reads_cost_and_tokens() {
+    let (bin, record) = fake_tool("opencode", FAKE_OPENCODE);
+    let r = preset_repo(
+        "kind = \"opencode\"\nmodel = \"anthropic/claude-sonnet-4-20250514\"\nextra_args = [\"--agent\", \"build\"]",
+    );
+    let out = run_with_tool(
+        &r,
+        bin.path(),
+        record.path(),
+        &[("ANTHROPIC_API_KEY", "sk-ant-oc")],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        recorded(record.path(), "argv"),
+        [
+            "run",
+            "--format",
+            "json",
+            "--model",
+            "anthropic/claude-sonnet-4-20250514",
+            "--agent",
+            "build"
+        ]
+    );
+    assert!(std::fs::read_to_string(record.path().join("stdin"))
+        .unwrap()
+        .contains("You may change only"));
+    let env = recorded(record.path(), "env");
+    assert!(env.contains(&"ANTHROPIC_API_KEY=sk-ant-oc".to_string()));
+    assert!(
+        env.iter().any(|l| l.starts_with("OPENCODE_PERMISSION=")
+            && l.contains("\"edit\":\"allow\"")
+            && l.contains("\"bash\":\"deny\"")),
+        "{env:?}"
+    );
+    let log = r.log();
+    assert_eq!(log[1]["status"], "keep", "{log:?}");
+    assert_eq!(log[1]["description"], "Lowered the score to 2.");
+    assert_eq!(log[1]["cost_usd"], 0.0042);
+    assert_eq!(log[1]["tokens"], 1580);
+    assert_eq!(log[2]["status"], "invalid");
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Invalid API key."),
+        "{}",
+        log[2]
+    );
+    assert_missing_tool_is_named(&r, "npm install -g opencode-ai");
+}
+
+#[test]
+fn a_preset_that_spends_the_budget_stops_the_run_before_the_next_agent_starts() {
+    // A CLI agent's cost is only known after it ran: the run stops as soon as the spend
+    // reaches max_cost_usd, and no further agent is started.
+    let (bin, record) = fake_tool("claude", FAKE_CLAUDE);
+    let r = preset_repo("kind = \"claude\"");
+    append_spec(&r.dir, "max_cost_usd = 0.01\n");
+    git(&r.dir, &["commit", "-q", "-am", "budget"]);
+    let out = run_with_tool(&r, bin.path(), record.path(), &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        std::fs::read_to_string(record.path().join("count"))
+            .unwrap()
+            .trim(),
+        "1"
+    );
+    assert_eq!(r.statuses(), ["baseline", "keep"]);
+    assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
+}

@@ -1,0 +1,255 @@
+//! The review gate: a reviewer (command or HTTP model) approves or rejects a candidate before
+//! any compute, shares the proposer's budget, and a refused key stops the run unverified.
+
+use crate::support::*;
+
+#[test]
+fn the_review_gate_rejects_before_any_compute() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let verify = format!("echo run >> {}; cat value.txt", runs.display());
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 5\n\n[review]\nmax_diff_lines = 6\nforbid = [\"open\\\\(.data\"]\ncommand = \"if grep -q 'score: 1' \\\"$HONE_REVIEW_PROMPT\\\"; then echo 'REJECT: too good to be true'; else echo 'looks fine'; echo APPROVE; fi\"\n",
+        &verify,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tvalue.txt\tscore: 3\\nx = open('data/input.txt')\\n\n---\nwrite\tvalue.txt\tscore: 2\\na\\nb\\nc\\nd\\ne\\nf\\ng\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "rv"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(
+        st,
+        ["baseline", "keep", "rejected", "rejected", "rejected"],
+        "{log:?}"
+    );
+    assert_eq!(
+        log[2]["reason"],
+        "the reviewer rejected it: too good to be true"
+    );
+    assert!(
+        log[3]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("forbidden pattern"),
+        "{}",
+        log[3]
+    );
+    assert!(
+        log[4]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("max_diff_lines"),
+        "{}",
+        log[4]
+    );
+    // Only the baseline and the approved #1 ran the verifier.
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 2);
+    // Rejected candidates are archived like every other.
+    assert!(git(&r.dir, &["show", "refs/hone/rv/2:value.txt"]).contains("score: 1"));
+}
+
+const REVIEW_SECRET: &str = "sk-review-never-leak-91ab";
+
+fn verdict(decision: &str, reason: &str) -> String {
+    serde_json::json!({"decision": decision, "reason": reason}).to_string()
+}
+
+#[test]
+fn an_http_reviewer_approves_or_rejects_before_the_verifier_runs() {
+    let reviewer = LlmServer::start(
+        vec![
+            Reply::Answer(verdict("approve", "a plain change"), 400, 20),
+            Reply::Answer(verdict("reject", "it reads the validation data"), 400, 20),
+            Reply::Answer("LGTM, ship it".into(), 400, 20),
+        ],
+        false,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let keys = tmp.path().join("keys");
+    let verify = format!(
+        "echo run >> {runs}; echo \\\"verifier=$REVIEW_KEY\\\" >> {keys}; cat value.txt",
+        runs = runs.display(),
+        keys = keys.display()
+    );
+    let review_url = format!("{}/v1", reviewer.url);
+    let r = Repo::builder()
+        .file("REVIEW.md", "Reject anything that reads data/.\n")
+        .script(&format!(
+            "run\techo \"agent=$REVIEW_KEY\" >> {keys}\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+            keys = keys.display()
+        ))
+        .spec_with(move |agent| {
+            Spec::standard(&verify, agent)
+                .set("stop", "max_experiments", "4")
+                .provider("review", "openai", "judge", &review_url)
+                .set("review", "api_key_env", "\"REVIEW_KEY\"")
+                .lines(
+                    "review",
+                    "max_tokens = 200\nprice_in_per_mtok = 1\nprice_out_per_mtok = 2\ninstructions = \"REVIEW.md\"",
+                )
+        })
+        .create();
+    let out = Command::new(HONE)
+        .arg("run")
+        .current_dir(&r.dir)
+        .env("REVIEW_KEY", REVIEW_SECRET)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "rejected", "rejected"], "{log:?}");
+    assert_eq!(
+        log[2]["reason"],
+        "the reviewer rejected it: it reads the validation data"
+    );
+    assert!(
+        log[3]["reason"].as_str().unwrap().contains("not a verdict"),
+        "anything but the JSON verdict rejects: {}",
+        log[3]
+    );
+    // Only the baseline and the approved candidate were measured.
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 2);
+    // The review's usage is the experiment's: 400 in at $1/M + 20 out at $2/M.
+    assert_eq!(log[2]["tokens"], 420);
+    assert!(
+        (log[2]["cost_usd"].as_f64().unwrap() - 0.00044).abs() < 1e-12,
+        "{}",
+        log[2]
+    );
+    let reqs = reviewer.requests();
+    assert_eq!(reqs.len(), 3);
+    let (_, headers, body) = &reqs[1];
+    assert!(headers.contains(&(
+        "authorization".to_string(),
+        format!("Bearer {REVIEW_SECRET}")
+    )));
+    let body: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(body["model"], "judge");
+    assert!(body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("\"decision\""));
+    let prompt = body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        prompt.contains("+score: 1"),
+        "the reviewer sees the diff: {prompt}"
+    );
+    assert!(
+        prompt.contains("Reject anything that reads data/."),
+        "and its instructions"
+    );
+    // Its key reaches neither the agent nor the verifier, nor hone's records.
+    let seen = std::fs::read_to_string(&keys).unwrap();
+    assert!(!seen.contains(REVIEW_SECRET), "{seen}");
+    assert!(
+        seen.contains("agent=") && seen.contains("verifier="),
+        "{seen}"
+    );
+    let state = state_bytes(&r);
+    assert!(!state
+        .windows(REVIEW_SECRET.len())
+        .any(|w| w == REVIEW_SECRET.as_bytes()));
+}
+
+#[test]
+fn proposer_and_reviewer_share_one_budget() {
+    // Prices only on output tokens make every worst case exact: max_tokens = 100 at $1000 per
+    // million is $0.10 a call. Proposer calls cost $0.10, reviews $0.05. With $0.33:
+    // propose (0.10) + review (0.05); propose (0.10), then only $0.08 is left for a review
+    // whose worst case is $0.10, so it is never sent and the run stops on its budget.
+    let proposer = LlmServer::start(
+        vec![
+            Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 1000, 100),
+            Reply::Answer(edit("value.txt", "score: 4", "score: 3"), 1000, 100),
+        ],
+        false,
+    );
+    let reviewer = LlmServer::start(
+        vec![Reply::Answer(verdict("approve", "ok"), 500, 50)],
+        false,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let prices = "max_tokens = 100\nprice_in_per_mtok = 0\nprice_out_per_mtok = 1000";
+    let r = Repo::builder()
+        .spec(
+            Spec::new()
+                .editable(&["value.txt"])
+                .command(&format!("echo run >> {}; cat value.txt", runs.display()))
+                .metric("score")
+                .provider("agent", "openai", "m", &format!("{}/v1", proposer.url))
+                .lines("agent", prices)
+                .provider("review", "openai", "judge", &format!("{}/v1", reviewer.url))
+                .lines("review", prices)
+                .set("stop", "max_experiments", "10")
+                .set("stop", "max_cost_usd", "0.33"),
+        )
+        .create();
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(proposer.requests().len(), 2);
+    assert_eq!(
+        reviewer.requests().len(),
+        1,
+        "no review past the budget was sent"
+    );
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "rejected"], "{log:?}");
+    assert!(
+        (log[1]["cost_usd"].as_f64().unwrap() - 0.15).abs() < 1e-9,
+        "{}",
+        log[1]
+    );
+    assert_eq!(log[1]["tokens"], 1100 + 550);
+    assert!(
+        (log[2]["cost_usd"].as_f64().unwrap() - 0.10).abs() < 1e-9,
+        "{}",
+        log[2]
+    );
+    assert!(
+        log[2]["reason"].as_str().unwrap().starts_with("budget"),
+        "{}",
+        log[2]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap().lines().count(),
+        2,
+        "the unreviewed candidate never ran"
+    );
+    assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
+}
+
+#[test]
+fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
+    let reviewer = LlmServer::start(
+        vec![Reply::Status(
+            401,
+            Vec::new(),
+            "{\"error\":\"bad key\"}".into(),
+        )],
+        false,
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let runs = tmp.path().join("runs");
+    let r = Repo::new(
+        &format!(
+            "\n[review]\nkind = \"openai\"\nmodel = \"judge\"\nbase_url = \"{}/v1\"\napi_key_env = \"REVIEW_KEY\"\n",
+            reviewer.url
+        ),
+        &format!("echo run >> {}; cat value.txt", runs.display()),
+        "write\tvalue.txt\tscore: 4\\n\n",
+    );
+    let out = r.hone(&["run"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("check the key in $REVIEW_KEY"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(r.statuses(), ["baseline", "rejected"]);
+    assert_eq!(reviewer.requests().len(), 1, "a refused key is not retried");
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
+}

@@ -1,0 +1,263 @@
+//! The loop's basic outcomes: keep and discard, crash, timeout, invalid agent output, what the
+//! prompt holds, and the stop conditions (failures, target, patience, time, a closed stdout).
+
+use crate::support::*;
+
+#[test]
+fn keep_and_discard_move_the_branch_only_on_keep() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "t1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    let log = r.log();
+    assert_eq!(log[1]["description"], "lower is better");
+    // The branch is at the last keep; every candidate has an archive ref.
+    assert_eq!(r.rev("hone/t1"), r.rev("refs/hone/t1/3"));
+    assert_eq!(r.rev("refs/hone/t1/0"), r.rev("main"));
+    let discard = r.rev("refs/hone/t1/2");
+    assert_eq!(
+        git(&r.dir, &["show", &format!("{discard}:value.txt")]),
+        "score: 7"
+    );
+    // A discard's parent is the best at its time (#1), and the branch never pointed at it.
+    assert_eq!(r.rev(&format!("{discard}^")), r.rev("refs/hone/t1/1"));
+    assert_eq!(r.rev("refs/hone/t1/3^"), r.rev("refs/hone/t1/1"));
+    // The user's checkout was never touched.
+    assert_eq!(
+        std::fs::read_to_string(r.dir.join("value.txt")).unwrap(),
+        "score: 5\n"
+    );
+    assert_eq!(git(&r.dir, &["status", "--porcelain"]), "");
+    // hone show prints the discarded diff, recoverable forever.
+    let show = text(&r.hone(&["show", "2"]));
+    assert!(show.contains("+score: 7"), "{show}");
+    // results.tsv layout.
+    let tsv = String::from_utf8_lossy(&r.hone(&["log", "--tsv"]).stdout).to_string();
+    assert!(
+        tsv.starts_with("commit\tscore\tstatus\tdescription\n"),
+        "{tsv}"
+    );
+    assert!(tsv.contains("\t4.000000\tkeep\tlower is better"), "{tsv}");
+}
+
+#[test]
+fn crash_no_metric_and_constraint_are_recorded() {
+    let verify = "cat value.txt; if grep -q crash value.txt; then exit 3; fi";
+    let r = Repo::builder()
+        .script("write\tvalue.txt\tcrash\\nscore: 1\\n\n---\nwrite\tvalue.txt\tall good, no number\\n\n---\nwrite\tvalue.txt\tscore: 2\\nmem: 900\\n\n")
+        .spec_with(|agent| {
+            Spec::standard(verify, agent)
+                .after("verify", "metric", "constraints = [\"mem <= 500\"]")
+                .tail("[stop]\nmax_experiments = 4\n")
+        })
+        .create();
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "crash", "crash", "discard"]);
+    assert!(
+        log[1]["reason"].as_str().unwrap().contains("status 3"),
+        "{:?}",
+        log[1]
+    );
+    assert!(
+        log[2]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("printed no `score`"),
+        "{:?}",
+        log[2]
+    );
+    assert!(
+        log[3]["reason"].as_str().unwrap().contains("mem <= 500"),
+        "{:?}",
+        log[3]
+    );
+}
+
+#[test]
+fn timeout_kills_the_whole_group_even_with_a_grandchild_holding_stdout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pidfile = tmp.path().join("pgid");
+    let verify = format!(
+        "if grep -q hang value.txt; then echo $$ > {}; (sleep 300 &); sleep 300; fi; cat value.txt",
+        pidfile.display()
+    );
+    let r = Repo::builder()
+        .script("write\tvalue.txt\thang\\n\n")
+        .spec_with(move |agent| {
+            Spec::standard(&verify, agent)
+                .set("verify", "timeout", "\"1s\"")
+                .tail("[stop]\nmax_experiments = 2\n")
+        })
+        .create();
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "timeout"]);
+    let pgid: i32 = read_pgid(&pidfile);
+    assert!(
+        !group_alive(pgid),
+        "a process of the verifier's group outlived the timeout"
+    );
+}
+
+#[test]
+fn prompt_holds_program_history_and_rules() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tfirst idea\n---\nexpect-prompt\tfirst idea\nexpect-prompt\tYou may change only these files (globs): value.txt\nexpect-prompt\tRESEARCH NOTES\nexpect-prompt\tVerifier output of experiment 1 (last lines; untrusted output\nexpect-prompt\timproves on the best by more than 0\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    std::fs::write(
+        r.dir.join("program.md"),
+        "RESEARCH NOTES: lower the score\n",
+    )
+    .unwrap();
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "keep", "keep"],
+        "the agent found all it expected in the prompt"
+    );
+}
+
+#[test]
+fn agent_failure_is_invalid_and_the_loop_goes_on() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        SCORE,
+        "say\tI give up\nexit\t7\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
+    );
+    // An uncommitted edit in the user's checkout is not part of the run, and hone says so.
+    std::fs::write(r.dir.join("value.txt"), "score: 0\n").unwrap();
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("uncommitted changes are not part of the run"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        r.log()[0]["objective"],
+        5.0,
+        "the baseline is HEAD, not the dirty checkout"
+    );
+    let log = r.log();
+    assert_eq!(log[1]["status"], "invalid");
+    assert!(log[1]["reason"].as_str().unwrap().contains("status 7"));
+    assert_eq!(log[2]["status"], "keep");
+}
+
+#[test]
+fn consecutive_failures_stop_the_run() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 50\nmax_consecutive_failures = 3\n",
+        SCORE,
+        "say\tno idea\n",
+    );
+    let out = r.hone(&["run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("3 failed experiments in a row"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(r.statuses(), ["baseline", "invalid", "invalid", "invalid"]);
+}
+
+#[test]
+fn target_patience_and_time_stop_the_run_and_say_why() {
+    let script = "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 9\\n\n";
+    let target = Repo::new(
+        "[stop]\nmax_experiments = 10\ntarget = 3.5\n",
+        SCORE,
+        script,
+    );
+    let out = target.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("reached target (score = 3)"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(target.statuses(), ["baseline", "keep", "keep"]);
+
+    let patience = Repo::new(
+        "[stop]\nmax_experiments = 10\npatience = 2\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 9\\n\n---\nwrite\tvalue.txt\tscore: 8\\n\n",
+    );
+    let out = patience.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("no improvement in 2 experiments (patience 2)"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(patience.statuses(), ["baseline", "discard", "discard"]);
+
+    let time = Repo::new(
+        "[stop]\nmax_experiments = 10\nmax_time = \"1ms\"\n",
+        SCORE,
+        script,
+    );
+    let out = time.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("reached max_time"), "{}", text(&out));
+    let zero = time.hone(&["run", "--new", "--time", "0s"]);
+    assert_eq!(
+        zero.status.code(),
+        Some(2),
+        "a zero budget is a usage error: {}",
+        text(&zero)
+    );
+    let st = text(&time.hone(&["status"]));
+    assert!(st.contains("stopped: reached max_time"), "{st}");
+}
+
+#[test]
+fn a_closed_stdout_neither_kills_the_loop_nor_panics() {
+    use std::io::BufRead;
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    );
+    // `hone run | head -1`: the reader goes away after the first line.
+    let mut child = Command::new(HONE)
+        .arg("run")
+        .current_dir(&r.dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "keep", "keep", "keep"],
+        "the loop ran to its end"
+    );
+    // `hone log | head -1` ends quietly too.
+    let mut child = Command::new(HONE)
+        .arg("log")
+        .current_dir(&r.dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}

@@ -1,0 +1,159 @@
+//! Containment: resource limits, and bubblewrap confining agents and verifiers to their worktree
+//! (skipped with a notice where bubblewrap is not installed).
+
+use crate::support::*;
+
+#[test]
+fn sandbox_limits_stop_runaway_memory_and_cpu() {
+    let verify = "if grep -q spin value.txt; then while :; do :; done; fi; python3 -c \"n = int(open('value.txt').read().split()[1]); x = bytearray(n * 1024 * 1024); print('score:', 1000 - n)\"";
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n\n[sandbox]\nmemory = \"400M\"\ncpu_time = \"1s\"\n",
+        verify,
+        "write\tvalue.txt\tscore: 900\\n\n---\nwrite\tvalue.txt\tspin 1\\n\n",
+    );
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    // 900 MiB does not fit in 400M of address space; a busy loop runs out of CPU time.
+    assert_eq!(log[0]["status"], "baseline", "{:?}", log[0]);
+    assert_eq!(log[1]["status"], "crash", "{:?}", log[1]);
+    assert_eq!(log[2]["status"], "crash", "{:?}", log[2]);
+    assert!(
+        log[2]["reason"].as_str().unwrap().contains("signal"),
+        "{:?}",
+        log[2]
+    );
+}
+
+/// bubblewrap is needed for the containment tests. CI installs it (`.ci/run`); elsewhere a
+/// machine without it skips them with a notice rather than failing the suite.
+fn bwrap_available() -> bool {
+    let ok = Command::new("bwrap")
+        .args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--unshare-net",
+            "true",
+        ])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        ok || std::env::var_os("CI").is_none(),
+        "CI must be able to run bubblewrap (see .ci/run)"
+    );
+    if !ok {
+        eprintln!("SKIPPED: bubblewrap is not usable here (apt-get install bubblewrap)");
+    }
+    ok
+}
+
+#[test]
+fn bwrap_confines_agents_and_verifiers_to_their_worktree_and_cuts_the_network() {
+    if !bwrap_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let escape = tmp.path().join("escaped.txt");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let verify = format!(
+        "echo x > {e} 2>/dev/null; if grep -q net value.txt && [ -e ../../hone.db ]; then echo score: -100; exit 0; fi; if grep -q net value.txt; then python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)\" || exit 7; fi; cat value.txt",
+        e = escape.display()
+    );
+    let script = |user_prepare: &Path| {
+        format!(
+            "write\t{}\tprint('score: 0')\\n\n---\nexpect-prompt\tYou may change only\nwrite\tvalue.txt\tnet\\nscore: 1\\n\n",
+            user_prepare.display()
+        )
+    };
+    let contained = Repo::new(
+        "[stop]\nmax_experiments = 3\n\n[sandbox]\nkind = \"bwrap\"\nnetwork = false\n",
+        &verify,
+        "",
+    );
+    // The agent's script may live anywhere readable; here, untracked in the repository.
+    let inner = contained.dir.join("agent-script");
+    std::fs::write(&inner, script(&contained.dir.join("prepare.py"))).unwrap();
+    edit_spec(&contained.dir, |t| {
+        t.replace(
+            &contained.script.display().to_string(),
+            &inner.display().to_string(),
+        )
+    });
+    let out = contained.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = contained.log();
+    // The agent could not write the user's prepare.py; the verifier reached no network.
+    assert_eq!(log[1]["status"], "invalid", "{:?}", log[1]);
+    assert_eq!(
+        std::fs::read_to_string(contained.dir.join("prepare.py")).unwrap(),
+        "# the fixed evaluator\n"
+    );
+    assert_eq!(log[2]["status"], "crash", "{:?}", log[2]);
+    assert!(
+        log[2]["reason"].as_str().unwrap().contains("status 7"),
+        "{:?}",
+        log[2]
+    );
+    assert!(!escape.exists(), "the verifier wrote outside its worktree");
+
+    // Control: without the sandbox the same agent and verifier do all of that.
+    let open = Repo::new("[stop]\nmax_experiments = 3\n", &verify, "");
+    std::fs::write(&open.script, script(&open.dir.join("prepare.py"))).unwrap();
+    let out = open.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(open.log()[2]["status"], "keep");
+    assert!(escape.exists());
+    drop(listener);
+}
+
+#[test]
+fn bwrap_missing_stops_the_run_unless_not_required() {
+    // A PATH without bwrap stands in for a machine without it.
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 1\n\n[sandbox]\nkind = \"bwrap\"\n",
+        SCORE,
+        "",
+    );
+    let bin = tempfile::tempdir().unwrap();
+    for tool in ["git", "sh", "cat"] {
+        let path = String::from_utf8(
+            Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(path.trim(), bin.path().join(tool)).unwrap();
+    }
+    let run = |args: &[&str]| {
+        Command::new(HONE)
+            .args(args)
+            .current_dir(&r.dir)
+            .env("PATH", bin.path())
+            .output()
+            .unwrap()
+    };
+    let out = run(&["run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("bubblewrap is not installed"),
+        "{}",
+        text(&out)
+    );
+    edit_spec(&r.dir, |t| {
+        t.replace("kind = \"bwrap\"", "kind = \"bwrap\"\nrequired = false")
+    });
+    let out = run(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("running WITHOUT containment"),
+        "{}",
+        text(&out)
+    );
+}

@@ -1,0 +1,339 @@
+//! Shared helpers for the end-to-end tests: the standard test repository (`Repo`), git and
+//! process-group helpers, small fixtures several topics use, and a prelude of the std items the
+//! topic modules need (each topic does `use crate::support::*;`).
+
+pub(crate) use std::path::{Path, PathBuf};
+pub(crate) use std::process::{Command, Output};
+pub(crate) use std::time::{Duration, Instant};
+
+mod llm_server;
+mod spec;
+
+pub(crate) use llm_server::*;
+pub(crate) use spec::*;
+
+pub(crate) const HONE: &str = env!("CARGO_BIN_EXE_hone");
+pub(crate) const FAKE_AGENT: &str = env!("CARGO_BIN_EXE_fake-agent");
+
+pub(crate) struct Repo {
+    pub(crate) _tmp: tempfile::TempDir,
+    pub(crate) dir: PathBuf,
+    pub(crate) script: PathBuf,
+}
+
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+impl Repo {
+    /// A repository with `value.txt` (editable, holds `score: N`), `prepare.py` (protected),
+    /// `data/input.txt` (pinned), the given hone.toml body appended to a standard header, and
+    /// an agent script. (`Repo::builder` for anything else.)
+    pub(crate) fn new(toml_extra: &str, verify_command: &str, script: &str) -> Repo {
+        let (verify, extra) = (verify_command.to_string(), toml_extra.to_string());
+        Repo::builder()
+            .script(script)
+            .spec_with(move |agent| Spec::standard(&verify, agent).tail(&extra))
+            .create()
+    }
+
+    /// The standard repository, to be changed before it is created (`RepoBuilder`).
+    pub(crate) fn builder() -> RepoBuilder {
+        RepoBuilder::new()
+    }
+
+    pub(crate) fn hone(&self, args: &[&str]) -> Output {
+        Command::new(HONE)
+            .args(args)
+            .current_dir(&self.dir)
+            .output()
+            .unwrap()
+    }
+
+    /// Starts `hone` in its own process group, as a shell does for a foreground job, so that a
+    /// test can send "Ctrl-C" to the whole group as a terminal would.
+    pub(crate) fn spawn_hone(&self, args: &[&str]) -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        Command::new(HONE)
+            .process_group(0)
+            .args(args)
+            .current_dir(&self.dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
+    pub(crate) fn log(&self) -> Vec<serde_json::Value> {
+        let out = self.hone(&["log", "--json"]);
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    pub(crate) fn statuses(&self) -> Vec<String> {
+        self.log()
+            .iter()
+            .map(|e| e["status"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    pub(crate) fn tmp_dir(&self) -> &Path {
+        self._tmp.path()
+    }
+
+    pub(crate) fn rev(&self, r: &str) -> String {
+        git(&self.dir, &["rev-parse", r])
+    }
+}
+
+pub(crate) fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Waits for a file to appear (the event a test needs), failing after a generous deadline.
+pub(crate) fn wait_for_file(p: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !p.exists() {
+        assert!(Instant::now() < deadline, "{} never appeared", p.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A process group id a test's verifier or agent wrote to a file. The file can exist before
+/// its contents do (`echo $$ > file` creates it first), so wait for a whole number.
+pub(crate) fn read_pgid(path: &Path) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.ends_with('\n') {
+            if let Ok(pgid) = text.trim().parse() {
+                return pgid;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{} never held a process group id: {text:?}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Is any live (non-zombie) process in process group `pgid`? Zombies are skipped: they have
+/// exited, and an init that does not reap (as in some containers) may keep them listed.
+pub(crate) fn group_alive(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.filter_map(|e| e.ok()).any(|e| {
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            return false;
+        };
+        // Fields after the command name, which is in parentheses and may contain spaces.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+            return false;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        f.len() > 2 && f[0] != "Z" && f[2] == pgid.to_string()
+    })
+}
+
+pub(crate) fn wait_group_gone(pgid: i32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while group_alive(pgid) {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+pub(crate) const SCORE: &str = "cat value.txt";
+
+/// A repository tuned by the knobs optimizer: `params.txt` holds two knobs, and the verifier
+/// (plain sh arithmetic) scores them.
+pub(crate) fn knob_repo() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    std::fs::write(
+        dir.join("params.txt"),
+        "WIDTH = 2  # hone: int 1..20\nDEPTH = 9  # hone: int 1..20\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("score.sh"),
+        "w=$(sed -n 's/^WIDTH = \\([0-9]*\\).*/\\1/p' params.txt)\nd=$(sed -n 's/^DEPTH = \\([0-9]*\\).*/\\1/p' params.txt)\necho \"loss: $(( (w-13)*(w-13) + (d-4)*(d-4) ))\"\n",
+    )
+    .unwrap();
+    Spec::new()
+        .editable(&["params.txt"])
+        .protected(&["score.sh"])
+        .command("sh score.sh")
+        .metric("loss")
+        .set("stop", "max_experiments", "15")
+        .write(&dir);
+    git(&dir, &["init", "-q", "-b", "main"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "init"]);
+    (tmp, dir)
+}
+
+pub(crate) fn edit(path: &str, old: &str, new: &str) -> String {
+    format!("HYPOTHESIS: change {path}\n\n{path}\n<<<<<<< SEARCH\n{old}\n=======\n{new}\n>>>>>>> REPLACE\n")
+}
+
+/// Every byte hone wrote under .hone (database, logs, prompts, events).
+pub(crate) fn state_bytes(r: &Repo) -> Vec<u8> {
+    fn walk(p: &Path, out: &mut Vec<u8>) {
+        if p.is_dir() {
+            for e in std::fs::read_dir(p).unwrap().flatten() {
+                walk(&e.path(), out);
+            }
+        } else if let Ok(b) = std::fs::read(p) {
+            out.extend(b);
+        }
+    }
+    let mut out = Vec::new();
+    walk(&r.dir.join(".hone"), &mut out);
+    out
+}
+
+/// Puts a fake executable `name` (a shell script) on a fresh PATH directory; returns that
+/// directory and a directory where the script records what it saw (`FAKE_RECORD`).
+pub(crate) fn fake_tool(name: &str, script: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().unwrap();
+    let record = tempfile::tempdir().unwrap();
+    let path = bin.path().join(name);
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (bin, record)
+}
+
+/// Runs `hone run` with a fake tool's directory first on PATH.
+pub(crate) fn run_with_tool(
+    r: &Repo,
+    bin: &Path,
+    record: &Path,
+    extra_env: &[(&str, &str)],
+) -> Output {
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let mut cmd = Command::new(HONE);
+    cmd.arg("run")
+        .current_dir(&r.dir)
+        .env("PATH", &path)
+        .env("FAKE_RECORD", record);
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+/// The lines of a file a fake tool recorded.
+pub(crate) fn recorded(record: &Path, name: &str) -> Vec<String> {
+    std::fs::read_to_string(record.join(name))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Rewrites a repository's hone.toml with `edit`, leaving it uncommitted (hone reads it from
+/// the checkout, committed or not): for a test that changes the spec of a repository made
+/// already, or between two runs.
+pub(crate) fn edit_spec(dir: &Path, edit: impl FnOnce(String) -> String) {
+    let path = dir.join("hone.toml");
+    let spec = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(path, edit(spec)).unwrap();
+}
+
+/// Appends to a repository's hone.toml (hone reads it from the checkout, committed or not).
+pub(crate) fn append_spec(dir: &Path, extra: &str) {
+    edit_spec(dir, |spec| spec + extra);
+}
+
+pub(crate) fn hone_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(HONE)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+pub(crate) fn hone_env(r: &Repo, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(HONE);
+    c.args(args)
+        .current_dir(&r.dir)
+        .env_remove("GITHUB_TOKEN")
+        .env_remove("GITHUB_API_URL");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+pub(crate) const KEEPS_SCRIPT: &str = "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\nhypothesis\tlower still\n";
+
+/// One HTTP/1.1 request to 127.0.0.1; returns the status and the body.
+pub(crate) fn http(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    let mut resp = String::new();
+    s.read_to_string(&mut resp).unwrap();
+    let status = resp.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = resp
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// A verify command for two experiments that must run at the same time: each candidate's
+/// verifier marks itself started, then waits (up to a minute) for the other one's mark; run
+/// one after the other, the first would give up and crash.
+pub(crate) fn together_verifier(marks: &Path) -> String {
+    format!(
+        "if [ \"$HONE_EXPERIMENT\" != 0 ]; then touch {m}/started-$HONE_EXPERIMENT; i=0; \
+         while [ $(ls {m} | wc -l) -lt 2 ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; \
+         [ $(ls {m} | wc -l) -ge 2 ] || exit 3; fi; cat value.txt",
+        m = marks.display()
+    )
+}
