@@ -172,14 +172,7 @@ pub fn from_spec(spec: &Spec) -> Box<dyn Proposer> {
     match spec.agent.kind {
         crate::spec::AgentKind::Knobs => Box::new(optimizer::KnobsProposer),
         crate::spec::AgentKind::Command => Box::new(command::CommandProposer::default()),
-        kind @ (crate::spec::AgentKind::Claude
-        | crate::spec::AgentKind::Codex
-        | crate::spec::AgentKind::Aider
-        | crate::spec::AgentKind::Gemini
-        | crate::spec::AgentKind::OpenCode) => match command::Preset::of(kind) {
-            Some(p) => Box::new(command::CommandProposer::preset(p)),
-            None => Box::new(command::CommandProposer::default()),
-        },
+        crate::spec::AgentKind::Agent(p) => Box::new(command::CommandProposer::preset(p)),
         kind @ (crate::spec::AgentKind::OpenAi | crate::spec::AgentKind::Anthropic) => {
             match &spec.agent.llm {
                 Some(llm) => Box::new(chat::ChatProposer::new(kind, llm.clone())),
