@@ -340,7 +340,7 @@ fn real_main(cli: Cli) -> Result<(), Failure> {
                     code: 2,
                     error: anyhow!(
                         "--agent {a}: expected one of {}",
-                        AgentKind::NAMES.join(", ")
+                        AgentKind::names().join(", ")
                     ),
                 })?;
                 if spec.agent.kind == AgentKind::Command && spec.agent.command.is_none() {

@@ -567,7 +567,7 @@ fn run_engine(
     // Escaped descendants of the verifier (setsid) come back to hone, to be killed.
     exec::become_subreaper();
     let store = Store::open_at(&store_location(&git, spec))?;
-    let preset = crate::propose::command::Preset::of(spec.agent.kind);
+    let preset = spec.agent.kind.preset();
     if spec.exec.backend == crate::spec::Backend::Slurm {
         if !crate::propose::command::on_path("sbatch") {
             return Err(EngineError::Setup(

@@ -7,6 +7,7 @@
 //! - `workspace`: git (run branch, worktrees, archive refs, scope checks).
 //! - `exec`: processes in their own groups, under timeouts.
 //! - `verify`: metrics, constraints, the decision rule.
+//! - `presets`: the agent CLIs hone drives, as one table.
 //! - `propose`: the `Proposer` trait, the knobs optimizer, agent commands.
 //! - `meta`: the outer loop: mechanisms, the search strategy, the portfolio.
 //! - `store`: SQLite state.
@@ -30,6 +31,7 @@ pub mod exec;
 pub mod finalize;
 pub mod meta;
 pub mod notify;
+pub mod presets;
 pub mod propose;
 pub mod queue;
 pub mod report;

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use toml_edit::{Document, Item, Table, Value};
 
+use crate::presets::Preset;
+
 /// Which way the objective should go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -44,88 +46,86 @@ impl Direction {
 }
 
 /// What makes the candidates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AgentKind {
     /// The built-in optimizer over literal constants.
     Knobs,
     /// Any shell command run in the candidate's worktree with a prompt file.
     Command,
     /// An OpenAI-compatible chat-completions server.
-    #[serde(rename = "openai")]
     OpenAi,
     /// The Anthropic Messages API.
     Anthropic,
-    /// Claude Code in headless mode (`claude -p`).
-    Claude,
-    /// OpenAI's Codex CLI (`codex exec --json`).
-    Codex,
-    /// aider (`aider --message-file`).
-    Aider,
-    /// Google's Gemini CLI (`gemini -p --output-format json`).
-    Gemini,
-    /// opencode (`opencode run --format json`).
-    #[serde(rename = "opencode")]
-    OpenCode,
+    /// An agent CLI preset (Claude Code, Codex, ...: one entry of [`crate::presets::PRESETS`]).
+    Agent(Preset),
 }
 
+/// The kinds that are not agent CLI presets, by name.
+const OWN_KINDS: [(&str, AgentKind); 4] = [
+    ("knobs", AgentKind::Knobs),
+    ("command", AgentKind::Command),
+    ("openai", AgentKind::OpenAi),
+    ("anthropic", AgentKind::Anthropic),
+];
+
 impl AgentKind {
-    pub const NAMES: &'static [&'static str] = &[
-        "knobs",
-        "command",
-        "openai",
-        "anthropic",
-        "claude",
-        "codex",
-        "aider",
-        "gemini",
-        "opencode",
-    ];
+    /// Every `[agent] kind`, in the order error messages list them.
+    pub fn names() -> Vec<&'static str> {
+        OWN_KINDS
+            .iter()
+            .map(|(n, _)| *n)
+            .chain(Preset::all().map(Preset::name))
+            .collect()
+    }
 
     pub fn parse(s: &str) -> Option<AgentKind> {
-        match s {
-            "knobs" => Some(AgentKind::Knobs),
-            "command" => Some(AgentKind::Command),
-            "openai" => Some(AgentKind::OpenAi),
-            "anthropic" => Some(AgentKind::Anthropic),
-            "claude" => Some(AgentKind::Claude),
-            "codex" => Some(AgentKind::Codex),
-            "aider" => Some(AgentKind::Aider),
-            "gemini" => Some(AgentKind::Gemini),
-            "opencode" => Some(AgentKind::OpenCode),
-            _ => None,
-        }
+        OWN_KINDS
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|(_, k)| *k)
+            .or_else(|| Preset::named(s).map(AgentKind::Agent))
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
-            AgentKind::Knobs => "knobs",
-            AgentKind::Command => "command",
-            AgentKind::OpenAi => "openai",
-            AgentKind::Anthropic => "anthropic",
-            AgentKind::Claude => "claude",
-            AgentKind::Codex => "codex",
-            AgentKind::Aider => "aider",
-            AgentKind::Gemini => "gemini",
-            AgentKind::OpenCode => "opencode",
+            AgentKind::Agent(p) => p.name(),
+            own => OWN_KINDS
+                .iter()
+                .find(|(_, k)| *k == own)
+                .map_or("", |(n, _)| *n),
         }
     }
 
     /// An agent CLI preset (hone runs the tool in the worktree).
     pub fn is_preset(self) -> bool {
-        matches!(
-            self,
-            AgentKind::Claude
-                | AgentKind::Codex
-                | AgentKind::Aider
-                | AgentKind::Gemini
-                | AgentKind::OpenCode
-        )
+        self.preset().is_some()
+    }
+
+    /// The agent CLI preset, if it is one.
+    pub fn preset(self) -> Option<Preset> {
+        match self {
+            AgentKind::Agent(p) => Some(p),
+            _ => None,
+        }
     }
 
     /// An LLM over HTTP (hone builds the prompt and applies the answer).
     pub fn is_http(self) -> bool {
         matches!(self, AgentKind::OpenAi | AgentKind::Anthropic)
+    }
+}
+
+impl serde::Serialize for AgentKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for AgentKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<AgentKind, D::Error> {
+        let name = String::deserialize(d)?;
+        AgentKind::parse(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown agent kind `{name}`")))
     }
 }
 
@@ -1121,7 +1121,7 @@ impl Spec {
             Some(s) => match AgentKind::parse(&s) {
                 Some(k) => k,
                 None => {
-                    let hint = closest(&s, AgentKind::NAMES)
+                    let hint = closest(&s, &AgentKind::names())
                         .map(|c| format!("; did you mean \"{c}\"?"))
                         .unwrap_or_default();
                     return Err(p.err_value(
@@ -1130,7 +1130,7 @@ impl Spec {
                         "kind",
                         format!(
                             "unknown agent kind `{s}` (expected one of: {}){hint}",
-                            AgentKind::NAMES.join(", ")
+                            AgentKind::names().join(", ")
                         ),
                     ));
                 }
@@ -1229,19 +1229,15 @@ impl Spec {
             max_cost_usd,
             max_tokens: p.opt_u64(st, "stop", "max_tokens")?,
         };
-        if stop.max_cost_usd.is_some() && matches!(agent.kind, AgentKind::Codex | AgentKind::Gemini)
-        {
-            let tool = if agent.kind == AgentKind::Codex {
-                "Codex"
-            } else {
-                "Gemini CLI"
-            };
+        let tokens_only = agent.kind.preset().filter(|t| !t.def().reports_cost);
+        if let (Some(_), Some(tool)) = (stop.max_cost_usd, tokens_only) {
             return Err(p.err_value(
                 st,
                 "stop",
                 "max_cost_usd",
                 format!(
-                    "{tool} reports tokens, not money: use max_tokens to bound a {} run",
+                    "{} reports tokens, not money: use max_tokens to bound a {} run",
+                    tool.def().tool,
                     agent.kind.as_str()
                 ),
             ));
@@ -1801,7 +1797,7 @@ impl Parser<'_> {
                     "agent",
                     format!(
                         "unknown agent kind `{a}` (expected one of {})",
-                        AgentKind::NAMES.join(", ")
+                        AgentKind::names().join(", ")
                     ),
                 )
             })?),

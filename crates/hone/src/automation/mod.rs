@@ -75,7 +75,7 @@ impl RunRequest {
             if AgentKind::parse(a).is_none() {
                 return Err(format!(
                     "agent: `{a}` is not an agent kind (expected one of {})",
-                    AgentKind::NAMES.join(", ")
+                    AgentKind::names().join(", ")
                 ));
             }
         }

@@ -10,6 +10,7 @@
 pub mod blocks;
 pub mod chat;
 pub mod command;
+pub mod guidance;
 pub mod knobs;
 pub mod optimizer;
 pub mod patch;
@@ -56,7 +57,7 @@ pub struct ProposeContext<'a> {
     /// call, so a failed proposal is still paid for).
     pub spent: &'a std::cell::Cell<(f64, u64)>,
     /// What the outer loop's mechanisms ask of this proposal (empty without `[outer]`).
-    pub guidance: &'a crate::meta::Guidance,
+    pub guidance: &'a guidance::Guidance,
     /// This experiment's `HONE_JOB` token, set in the agent's environment so that a later hone
     /// can find (and kill) what a crash left running.
     pub job: &'a str,
@@ -172,14 +173,7 @@ pub fn from_spec(spec: &Spec) -> Box<dyn Proposer> {
     match spec.agent.kind {
         crate::spec::AgentKind::Knobs => Box::new(optimizer::KnobsProposer),
         crate::spec::AgentKind::Command => Box::new(command::CommandProposer::default()),
-        kind @ (crate::spec::AgentKind::Claude
-        | crate::spec::AgentKind::Codex
-        | crate::spec::AgentKind::Aider
-        | crate::spec::AgentKind::Gemini
-        | crate::spec::AgentKind::OpenCode) => match command::Preset::of(kind) {
-            Some(p) => Box::new(command::CommandProposer::preset(p)),
-            None => Box::new(command::CommandProposer::default()),
-        },
+        crate::spec::AgentKind::Agent(p) => Box::new(command::CommandProposer::preset(p)),
         kind @ (crate::spec::AgentKind::OpenAi | crate::spec::AgentKind::Anthropic) => {
             match &spec.agent.llm {
                 Some(llm) => Box::new(chat::ChatProposer::new(kind, llm.clone())),

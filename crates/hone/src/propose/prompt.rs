@@ -120,7 +120,7 @@ fn read_doc(ctx: &ProposeContext<'_>, rel: &str) -> Option<String> {
 }
 
 /// The outer loop's advice for this experiment (nothing when it has none).
-fn guidance_section(p: &mut String, g: &crate::meta::Guidance) {
+fn guidance_section(p: &mut String, g: &crate::propose::guidance::Guidance) {
     let mut lines: Vec<String> = g.text.iter().map(|t| sanitize(t, 400)).collect();
     if !g.focus.is_empty() {
         lines.push(format!("Focus the change on: {}", g.focus.join(", ")));
@@ -130,10 +130,10 @@ fn guidance_section(p: &mut String, g: &crate::meta::Guidance) {
     }
     if let Some(m) = g.mode {
         lines.push(match m {
-            crate::meta::Mode::Explore => {
+            crate::propose::guidance::Mode::Explore => {
                 "Mode: explore (a bold change, unlike what was tried so far)".into()
             }
-            crate::meta::Mode::Exploit => {
+            crate::propose::guidance::Mode::Exploit => {
                 "Mode: exploit (a small refinement of the best so far)".into()
             }
         });
@@ -420,10 +420,10 @@ mod snapshot_tests {
             crashed,
         ];
         let spent = Cell::new((0.0, 0));
-        let guidance = crate::meta::Guidance {
+        let guidance = crate::propose::guidance::Guidance {
             text: vec!["plateau: no improvement in 6 experiments; try a different approach".into()],
             focus: vec!["train.py".into()],
-            mode: Some(crate::meta::Mode::Explore),
+            mode: Some(crate::propose::guidance::Mode::Explore),
             ..Default::default()
         };
         let ctx = ProposeContext {

@@ -26,7 +26,7 @@ use std::collections::HashSet;
 
 use super::literal::quantize_float;
 use super::{Config, Domain, Knob, KnobValue};
-use crate::meta::Mode;
+use crate::propose::guidance::Mode;
 
 /// What the outer loop's mechanisms ask of one suggestion (see `crate::meta`). The default
 /// asks nothing, and [`suggest_guided`] with it is exactly [`suggest`].
