@@ -2627,6 +2627,133 @@ max_cost_usd = 20
         assert_eq!(s.agent.kind, AgentKind::Knobs);
     }
 
+    /// A spec that sets a key of every section (for the serialized-form test).
+    const EVERY: &str = r#"
+[loop]
+program = "prog.md"
+notes = "NOTES.md"
+skills = ["skills/a.md"]
+editable = ["train.py", "model/*.py"]
+protected = ["prepare.py"]
+pinned = ["data/"]
+
+[verify]
+command = "python3 train.py"
+timeout = "1h30m"
+kill_grace = 2.5
+metric = "val_bpb"
+direction = "max"
+min_delta = 0.001
+constraints = ["peak_vram_mb<=40000.0", "  tokens_per_s >= 1e3 "]
+metric_regex = "score (?P<value>[0-9.]+)"
+max_log_bytes = 2048
+env = { CUDA_VISIBLE_DEVICES = "0", B = "x" }
+baseline_repeats = 3
+noise_k = 1.5
+confirm = 2
+retest_every = 4
+seed_env = "SEED"
+prefer_simpler = true
+evaluate = "python3 eval.py"
+outputs = ["out/*.pt"]
+holdout_gate = true
+
+[verify.holdout]
+command = "python3 holdout.py"
+timeout = "2m"
+hide = ["data/holdout"]
+
+[agent]
+kind = "openai"
+model = "gpt-4.1-mini"
+base_url = "http://localhost:8000/v1/"
+api_key_env = "MY_KEY"
+temperature = 0.7
+max_tokens = 2000
+request_timeout = "30s"
+max_attempts = 0
+edit_mode = "patch"
+timeout = "10m"
+seed = 7
+
+[stop]
+max_experiments = 50
+max_time = "2h"
+patience = 5
+target = 0.9
+max_consecutive_failures = 3
+max_cost_usd = 2.5
+max_tokens = 100000
+
+[sandbox]
+kind = "bwrap"
+memory = "8G"
+cpu_time = "500ms"
+max_output = "1M"
+max_processes = 64
+network = false
+required = false
+
+[review]
+kind = "anthropic"
+model = "claude-sonnet-4-20250514"
+instructions = "REVIEW.md"
+max_diff_lines = 200
+forbid = ["TODO", "import os"]
+timeout = "1m"
+
+[exec]
+backend = "slurm"
+shared_dir = "/shared/hone"
+partition = "gpu"
+time = "2h"
+workers = 2
+slots = [{ CUDA_VISIBLE_DEVICES = "0" }, { CUDA_VISIBLE_DEVICES = "1" }]
+
+[store]
+url = "postgres://h@db/hone"
+repo = "git@example.com:lab/p.git"
+
+[outer]
+mechanisms = ["tabu", "bandit"]
+strategy_every = 5
+max_frozen = 3
+segment = 8
+portfolio = true
+probation = 6
+research_every = 20
+
+[[notify]]
+url = "https://hooks.example/a"
+
+[[schedule]]
+cron = "0 2 * * *"
+
+[trigger]
+secret_env = "S"
+"#;
+
+    /// The JSON each run stores (`serde_json::to_string(&spec)`) and the CLI and dashboard
+    /// read back by key: it must not change, byte for byte.
+    #[test]
+    fn serialized_form_is_unchanged() {
+        let json = |text: &str| serde_json::to_string(&parse(text).unwrap()).unwrap();
+        assert_eq!(json(GOOD), GOOD_JSON);
+        assert_eq!(json(MIN), MIN_JSON);
+        assert_eq!(json(EVERY), EVERY_JSON);
+        let workers = format!(
+            "{MIN}[exec]\nbackend = \"workers\"\nremote = \"git@h:r.git\"\nlease = \"45s\"\n\
+             [store]\nurl = \"postgres://db/h\"\n[agent]\nkind = \"claude\"\nmodel = \"opus\"\n\
+             extra_args = [\"--x\"]\n"
+        );
+        assert_eq!(json(&workers), WORKERS_JSON);
+    }
+
+    const GOOD_JSON: &str = r#"{"loop":{"program":"program.md","notes":".hone/notes.md","skills":[],"editable":["train.py"],"protected":["prepare.py"],"pinned":["data/"]},"verify":{"command":"python3 train.py","timeout":360.0,"kill_grace":5.0,"metric":"val_bpb","direction":"minimize","min_delta":0.0005,"constraints":[],"metric_regex":null,"max_log_bytes":1000000,"env":[],"baseline_repeats":1,"noise_k":2.0,"confirm":0,"retest_every":null,"seed_env":null,"prefer_simpler":false,"evaluate":null,"outputs":[],"holdout":null,"holdout_gate":false},"agent":{"kind":"knobs","command":null,"timeout":1800.0,"seed":null,"llm":null,"model":null,"extra_args":[]},"stop":{"max_experiments":100,"max_time":28800.0,"patience":30,"target":null,"max_consecutive_failures":10,"max_cost_usd":20.0,"max_tokens":null},"sandbox":{"bwrap":false,"network":true,"required":true,"memory_bytes":null,"cpu_seconds":null,"max_output_bytes":null,"max_processes":null},"review":{"command":null,"kind":null,"llm":null,"instructions":null,"max_diff_lines":null,"forbid":[],"timeout":600.0},"exec":{"backend":"Local","shared_dir":null,"remote":null,"lease":30.0,"workers":1,"slots":[]},"outer":{"mechanisms":[],"strategy_every":null,"max_frozen":2,"segment":10,"portfolio":false,"probation":10,"research_every":null,"scripts":[]}}"#;
+    const MIN_JSON: &str = r#"{"loop":{"program":null,"notes":".hone/notes.md","skills":[],"editable":["a.py"],"protected":[],"pinned":[]},"verify":{"command":"x","timeout":600.0,"kill_grace":5.0,"metric":"m","direction":"minimize","min_delta":0.0,"constraints":[],"metric_regex":null,"max_log_bytes":1000000,"env":[],"baseline_repeats":1,"noise_k":2.0,"confirm":0,"retest_every":null,"seed_env":null,"prefer_simpler":false,"evaluate":null,"outputs":[],"holdout":null,"holdout_gate":false},"agent":{"kind":"knobs","command":null,"timeout":1800.0,"seed":null,"llm":null,"model":null,"extra_args":[]},"stop":{"max_experiments":100,"max_time":null,"patience":null,"target":null,"max_consecutive_failures":10,"max_cost_usd":null,"max_tokens":null},"sandbox":{"bwrap":false,"network":true,"required":true,"memory_bytes":null,"cpu_seconds":null,"max_output_bytes":null,"max_processes":null},"review":{"command":null,"kind":null,"llm":null,"instructions":null,"max_diff_lines":null,"forbid":[],"timeout":600.0},"exec":{"backend":"Local","shared_dir":null,"remote":null,"lease":30.0,"workers":1,"slots":[]},"outer":{"mechanisms":[],"strategy_every":null,"max_frozen":2,"segment":10,"portfolio":false,"probation":10,"research_every":null,"scripts":[]}}"#;
+    const EVERY_JSON: &str = r#"{"loop":{"program":"prog.md","notes":"NOTES.md","skills":["skills/a.md"],"editable":["train.py","model/*.py"],"protected":["prepare.py"],"pinned":["data/"]},"verify":{"command":"python3 train.py","timeout":5400.0,"kill_grace":2.5,"metric":"val_bpb","direction":"maximize","min_delta":0.001,"constraints":["peak_vram_mb<=40000.0","  tokens_per_s >= 1e3 "],"metric_regex":"score (?P<value>[0-9.]+)","max_log_bytes":2048,"env":[["CUDA_VISIBLE_DEVICES","0"],["B","x"]],"baseline_repeats":3,"noise_k":1.5,"confirm":2,"retest_every":4,"seed_env":"SEED","prefer_simpler":true,"evaluate":"python3 eval.py","outputs":["out/*.pt"],"holdout":{"command":"python3 holdout.py","metric":"val_bpb","timeout":120.0,"min_delta":0.001,"hide":["data/holdout"]},"holdout_gate":true},"agent":{"kind":"openai","command":null,"timeout":600.0,"seed":7,"llm":{"model":"gpt-4.1-mini","base_url":"http://localhost:8000/v1","api_key_env":"MY_KEY","temperature":0.7,"max_tokens":2000,"request_timeout":30.0,"max_attempts":1,"price_in_per_mtok":null,"price_out_per_mtok":null,"edit_mode":"patch"},"model":"gpt-4.1-mini","extra_args":[]},"stop":{"max_experiments":50,"max_time":7200.0,"patience":5,"target":0.9,"max_consecutive_failures":3,"max_cost_usd":2.5,"max_tokens":100000},"sandbox":{"bwrap":true,"network":false,"required":false,"memory_bytes":8589934592,"cpu_seconds":1,"max_output_bytes":1048576,"max_processes":64},"review":{"command":null,"kind":"anthropic","llm":{"model":"claude-sonnet-4-20250514","base_url":"https://api.anthropic.com","api_key_env":"ANTHROPIC_API_KEY","temperature":null,"max_tokens":4096,"request_timeout":120.0,"max_attempts":4,"price_in_per_mtok":null,"price_out_per_mtok":null,"edit_mode":"blocks"},"instructions":"REVIEW.md","max_diff_lines":200,"forbid":["TODO","import os"],"timeout":60.0},"exec":{"backend":"Slurm","shared_dir":"/shared/hone","remote":null,"lease":30.0,"workers":2,"slots":[[["CUDA_VISIBLE_DEVICES","0"]],[["CUDA_VISIBLE_DEVICES","1"]]]},"outer":{"mechanisms":["tabu","bandit"],"strategy_every":5,"max_frozen":3,"segment":8,"portfolio":true,"probation":6,"research_every":20,"scripts":[]}}"#;
+    const WORKERS_JSON: &str = r#"{"loop":{"program":null,"notes":".hone/notes.md","skills":[],"editable":["a.py"],"protected":[],"pinned":[]},"verify":{"command":"x","timeout":600.0,"kill_grace":5.0,"metric":"m","direction":"minimize","min_delta":0.0,"constraints":[],"metric_regex":null,"max_log_bytes":1000000,"env":[],"baseline_repeats":1,"noise_k":2.0,"confirm":0,"retest_every":null,"seed_env":null,"prefer_simpler":false,"evaluate":null,"outputs":[],"holdout":null,"holdout_gate":false},"agent":{"kind":"claude","command":null,"timeout":1800.0,"seed":null,"llm":null,"model":"opus","extra_args":["--x"]},"stop":{"max_experiments":100,"max_time":null,"patience":null,"target":null,"max_consecutive_failures":10,"max_cost_usd":null,"max_tokens":null},"sandbox":{"bwrap":false,"network":true,"required":true,"memory_bytes":null,"cpu_seconds":null,"max_output_bytes":null,"max_processes":null},"review":{"command":null,"kind":null,"llm":null,"instructions":null,"max_diff_lines":null,"forbid":[],"timeout":600.0},"exec":{"backend":"Workers","shared_dir":null,"remote":"git@h:r.git","lease":45.0,"workers":1,"slots":[]},"outer":{"mechanisms":[],"strategy_every":null,"max_frozen":2,"segment":10,"portfolio":false,"probation":10,"research_every":null,"scripts":[]}}"#;
+
     fn err(text: &str) -> SpecError {
         parse(text).unwrap_err()
     }
