@@ -4,7 +4,7 @@
 //!
 //! A section parser holds a [`Section`] (its table, absent or not, and its dotted name) and
 //! never spells the section's name again: `s.get::<Duration>("timeout")?`,
-//! `s.get_or("noise_k", 2.0)?`, `s.err("noise_k", "must be ...")`.
+//! `s.get_or("segment", 10)?`, `s.err("segment", "must be at least 1")`.
 
 use std::path::Path;
 use std::time::Duration;
