@@ -23,7 +23,7 @@ use crate::propose::{self, ProposeContext, ProposeError, Proposer};
 use crate::report::{best_experiment, fmt_metric, summarize, Summary};
 use crate::spec::{format_duration, Direction, NotifyOn, Spec};
 use crate::store::{now, ExperimentRecord, RunRecord, Status, Store, StoreError, StoreLocation};
-use crate::verify::metrics::{Constraint, MetricReader};
+use crate::verify::metrics::MetricReader;
 use crate::verify::noise::{estimate_sigma, mean};
 use crate::workspace::{first_difference, hash_paths, matches_any, Git, GitError};
 
@@ -1517,7 +1517,6 @@ impl<'a> Engine<'a> {
             .verify
             .constraints
             .iter()
-            .filter_map(|c| c.parse::<Constraint>().ok())
             .find_map(|c| c.check(&metrics).err());
         let extra = match (best_value, &broken) {
             (None, _) => self.spec.verify.baseline_repeats.saturating_sub(1),
@@ -1647,15 +1646,13 @@ impl<'a> Engine<'a> {
         }
         if baseline {
             for c in self.spec.verify.constraints.clone() {
-                if let Ok(c) = c.parse::<Constraint>() {
-                    if !rec.metrics.contains_key(&c.metric) {
-                        self.emit(Event::Warning {
-                            message: format!(
-                                "the baseline printed no `{}`, so the constraint `{c}` will discard every candidate that does not print it",
-                                c.metric
-                            ),
-                        });
-                    }
+                if !rec.metrics.contains_key(&c.metric) {
+                    self.emit(Event::Warning {
+                        message: format!(
+                            "the baseline printed no `{}`, so the constraint `{c}` will discard every candidate that does not print it",
+                            c.metric
+                        ),
+                    });
                 }
             }
         }
@@ -2318,9 +2315,9 @@ impl<'a> Engine<'a> {
             limits: self.spec.sandbox.limits(),
             wrapper: self.wrapper(wt, self.spec.sandbox.network, Role::Verifier),
         };
-        let mut reader = MetricReader::new(
+        let mut reader = MetricReader::with_regex(
             &self.spec.verify.metric,
-            self.spec.verify.metric_regex.as_deref(),
+            self.spec.verify.metric_regex.clone(),
         )
         .map_err(|e| EngineError::Setup(e.to_string()))?;
         let (exit, failure) =

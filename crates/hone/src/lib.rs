@@ -20,6 +20,7 @@
 //! - `automation`: schedules, signed webhook triggers, and the launcher of unattended runs.
 //! - `finalize`: review branches and pull requests from a run's keeps.
 //! - `sandbox`: bubblewrap containment.
+//! - `tag`: run tags, which become branch names.
 //! - `demo`: the bundled example.
 //! - `bench`: the ablation benchmark of the outer loop (`hone bench`).
 
@@ -39,6 +40,7 @@ pub mod review;
 pub mod sandbox;
 pub mod spec;
 pub mod store;
+pub mod tag;
 pub mod verify;
 pub mod worker;
 pub mod workspace;

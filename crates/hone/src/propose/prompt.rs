@@ -213,7 +213,12 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
         let _ = writeln!(
             p,
             "- And only if every constraint holds: {}.",
-            spec.verify.constraints.join(", ")
+            spec.verify
+                .constraints
+                .iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     let _ = writeln!(

@@ -168,14 +168,37 @@ pub enum MetricError {
 pub struct MetricReader {
     objective: String,
     /// With a `metric_regex`, the objective comes only from its matches.
-    objective_regex: Option<ObjectiveRegex>,
+    objective_regex: Option<MetricRegex>,
     metrics: MetricSet,
 }
 
-struct ObjectiveRegex {
+/// A compiled `metric_regex`: the regex, the capture group holding the number, and the text
+/// as written (what a spec stores and shows).
+#[derive(Clone, Debug)]
+pub struct MetricRegex {
+    source: String,
     regex: Regex,
     /// Index of the capture group holding the number.
     group: usize,
+}
+
+impl MetricRegex {
+    /// Compiles `pattern`; the error says what to write instead.
+    pub fn compile(pattern: &str) -> Result<MetricRegex, MetricError> {
+        compile_objective_regex(pattern)
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+}
+
+/// Serialized as the pattern as written.
+impl serde::Serialize for MetricRegex {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.source)
+    }
 }
 
 impl MetricReader {
@@ -187,6 +210,17 @@ impl MetricReader {
             return Err(MetricError::BadName(objective.to_owned()));
         }
         let objective_regex = metric_regex.map(compile_objective_regex).transpose()?;
+        Self::with_regex(objective, objective_regex)
+    }
+
+    /// Like [`MetricReader::new`], with a `metric_regex` compiled already.
+    pub fn with_regex(
+        objective: &str,
+        objective_regex: Option<MetricRegex>,
+    ) -> Result<Self, MetricError> {
+        if !is_metric_name(objective) {
+            return Err(MetricError::BadName(objective.to_owned()));
+        }
         Ok(Self {
             objective: objective.to_owned(),
             objective_regex,
@@ -220,7 +254,7 @@ impl MetricReader {
     }
 }
 
-fn compile_objective_regex(pattern: &str) -> Result<ObjectiveRegex, MetricError> {
+fn compile_objective_regex(pattern: &str) -> Result<MetricRegex, MetricError> {
     let regex = Regex::new(pattern).map_err(|e| MetricError::BadRegex {
         regex: pattern.to_owned(),
         error: e.to_string(),
@@ -240,7 +274,11 @@ fn compile_objective_regex(pattern: &str) -> Result<ObjectiveRegex, MetricError>
             })
         }
     };
-    Ok(ObjectiveRegex { regex, group })
+    Ok(MetricRegex {
+        source: pattern.to_owned(),
+        regex,
+        group,
+    })
 }
 
 /// A comparison in a [`Constraint`].
@@ -304,6 +342,15 @@ pub struct Constraint {
     pub metric: String,
     pub op: CmpOp,
     pub bound: f64,
+    /// The text it was parsed from, as written (what a spec stores and shows to agents).
+    text: String,
+}
+
+/// Serialized as the text it was parsed from.
+impl serde::Serialize for Constraint {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
 }
 
 impl FromStr for Constraint {
@@ -325,6 +372,7 @@ impl FromStr for Constraint {
             metric: metric.to_owned(),
             op,
             bound,
+            text: s.to_owned(),
         })
     }
 }
@@ -336,6 +384,11 @@ impl fmt::Display for Constraint {
 }
 
 impl Constraint {
+    /// The text it was parsed from, as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
     /// `Ok` when the run reported the metric and it satisfies the bound; otherwise a
     /// sentence saying which value broke which constraint, or that it was not reported.
     pub fn check(&self, metrics: &MetricSet) -> Result<(), String> {

@@ -1,0 +1,304 @@
+//! `[agent]`: the proposer (its kind, command or CLI preset, timeout and seed) and, for the
+//! HTTP kinds, the LLM's settings, which `[review]` shares for an HTTP reviewer.
+
+use std::time::Duration;
+
+use super::read::{closest, Section};
+use super::units::duration_secs;
+use super::SpecError;
+use crate::presets::Preset;
+
+/// The keys of `[agent]`.
+pub(super) const KEYS: &[&str] = &[
+    "kind",
+    "extra_args",
+    "command",
+    "timeout",
+    "seed",
+    "model",
+    "base_url",
+    "api_key_env",
+    "temperature",
+    "max_tokens",
+    "request_timeout",
+    "max_attempts",
+    "edit_mode",
+    "price_in_per_mtok",
+    "price_out_per_mtok",
+];
+
+/// The agent's timeout when `timeout` is not set.
+pub const TIMEOUT_SECS: u64 = 1800;
+
+/// What makes the candidates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentKind {
+    /// The built-in optimizer over literal constants.
+    Knobs,
+    /// Any shell command run in the candidate's worktree with a prompt file.
+    Command,
+    /// An OpenAI-compatible chat-completions server.
+    OpenAi,
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// An agent CLI preset (Claude Code, Codex, ...: one entry of [`crate::presets::PRESETS`]).
+    Agent(Preset),
+}
+
+/// The kinds that are not agent CLI presets, by name.
+const OWN_KINDS: [(&str, AgentKind); 4] = [
+    ("knobs", AgentKind::Knobs),
+    ("command", AgentKind::Command),
+    ("openai", AgentKind::OpenAi),
+    ("anthropic", AgentKind::Anthropic),
+];
+
+impl AgentKind {
+    /// Every `[agent] kind`, in the order error messages list them.
+    pub fn names() -> Vec<&'static str> {
+        OWN_KINDS
+            .iter()
+            .map(|(n, _)| *n)
+            .chain(Preset::all().map(Preset::name))
+            .collect()
+    }
+
+    pub fn parse(s: &str) -> Option<AgentKind> {
+        OWN_KINDS
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|(_, k)| *k)
+            .or_else(|| Preset::named(s).map(AgentKind::Agent))
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentKind::Agent(p) => p.name(),
+            own => OWN_KINDS
+                .iter()
+                .find(|(_, k)| *k == own)
+                .map_or("", |(n, _)| *n),
+        }
+    }
+
+    /// An agent CLI preset (hone runs the tool in the worktree).
+    pub fn is_preset(self) -> bool {
+        self.preset().is_some()
+    }
+
+    /// The agent CLI preset, if it is one.
+    pub fn preset(self) -> Option<Preset> {
+        match self {
+            AgentKind::Agent(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// An LLM over HTTP (hone builds the prompt and applies the answer).
+    pub fn is_http(self) -> bool {
+        matches!(self, AgentKind::OpenAi | AgentKind::Anthropic)
+    }
+}
+
+impl serde::Serialize for AgentKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for AgentKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<AgentKind, D::Error> {
+        let name = String::deserialize(d)?;
+        AgentKind::parse(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown agent kind `{name}`")))
+    }
+}
+
+/// `[agent]`: the proposer.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AgentSpec {
+    pub kind: AgentKind,
+    pub command: Option<String>,
+    #[serde(with = "duration_secs")]
+    pub timeout: Duration,
+    /// `None`: each new run gets its own (the number of runs before it).
+    pub seed: Option<u64>,
+    /// HTTP kinds: the model, the server, where the key is, and how to sample.
+    pub llm: Option<LlmSpec>,
+    /// Agent CLI presets: the model to ask for (`--model`).
+    pub model: Option<String>,
+    /// Agent CLI presets: more arguments for the tool, appended to the preset's.
+    pub extra_args: Vec<String>,
+}
+
+/// `[agent]` settings of the HTTP kinds (`openai`, `anthropic`).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct LlmSpec {
+    pub model: String,
+    pub base_url: String,
+    /// The environment variable holding the API key (its value is never stored or logged).
+    pub api_key_env: String,
+    pub temperature: Option<f64>,
+    pub max_tokens: u64,
+    #[serde(with = "duration_secs")]
+    pub request_timeout: Duration,
+    /// Attempts per call (429, 5xx and timeouts are retried with backoff).
+    pub max_attempts: u64,
+    /// US dollars per million input and output tokens (built-in defaults for common models).
+    pub price_in_per_mtok: Option<f64>,
+    pub price_out_per_mtok: Option<f64>,
+    /// How the model writes its change (`edit_mode`).
+    pub edit_mode: EditMode,
+}
+
+/// How an HTTP LLM proposer writes its change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EditMode {
+    /// SEARCH/REPLACE blocks.
+    Blocks,
+    /// The apply_patch format (`*** Begin Patch`).
+    Patch,
+    /// Knob values as JSON `{changes, hypothesis}`.
+    Knobs,
+}
+
+/// Built-in prices (USD per million input, output tokens) of common models, matched by prefix.
+pub const PRICES: &[(&str, f64, f64)] = &[
+    ("gpt-4o-mini", 0.15, 0.60),
+    ("gpt-4o", 2.50, 10.00),
+    ("gpt-4.1-nano", 0.10, 0.40),
+    ("gpt-4.1-mini", 0.40, 1.60),
+    ("gpt-4.1", 2.00, 8.00),
+    ("o4-mini", 1.10, 4.40),
+    ("o3", 2.00, 8.00),
+    ("claude-3-5-haiku", 0.80, 4.00),
+    ("claude-3-5-sonnet", 3.00, 15.00),
+    ("claude-sonnet-4", 3.00, 15.00),
+    ("claude-opus-4", 15.00, 75.00),
+    ("deepseek-chat", 0.27, 1.10),
+];
+
+impl LlmSpec {
+    /// (input, output) USD per million tokens, from the spec or the built-in table.
+    pub fn prices(&self) -> Option<(f64, f64)> {
+        match (self.price_in_per_mtok, self.price_out_per_mtok) {
+            (Some(i), Some(o)) => Some((i, o)),
+            _ => PRICES
+                .iter()
+                // The exact name, or a dated snapshot of it (`claude-sonnet-4-20250514`); never
+                // a longer family name (`o3` must not price `o3-pro`).
+                .find(|(m, _, _)| self.model == *m || self.model.starts_with(&format!("{m}-20")))
+                .map(|(_, i, o)| (*i, *o)),
+        }
+    }
+}
+
+pub(super) fn parse(s: &Section) -> Result<AgentSpec, SpecError> {
+    let kind = match s.get::<String>("kind")? {
+        None => AgentKind::Knobs,
+        Some(k) => AgentKind::parse(&k).ok_or_else(|| {
+            let hint = closest(&k, &AgentKind::names())
+                .map(|c| format!("; did you mean \"{c}\"?"))
+                .unwrap_or_default();
+            s.err(
+                "kind",
+                format!(
+                    "unknown agent kind `{k}` (expected one of: {}){hint}",
+                    AgentKind::names().join(", ")
+                ),
+            )
+        })?,
+    };
+    let command = s.get("command")?;
+    if kind == AgentKind::Command && command.is_none() {
+        let line = s.key_line("kind").unwrap_or(1);
+        return Err(s.err_at(
+            line,
+            "command",
+            "kind = \"command\" needs `command`, e.g. command = \"my-agent {prompt_file}\"".into(),
+        ));
+    }
+    let timeout = s.get_or("timeout", Duration::from_secs(TIMEOUT_SECS))?;
+    let seed = s.get("seed")?;
+    let extra_args: Vec<String> = s.get_or_default("extra_args")?;
+    let llm = if kind.is_http() {
+        Some(llm(s, kind, true)?)
+    } else {
+        for key in ["model", "base_url", "api_key_env", "edit_mode"] {
+            if kind.is_preset() && key == "model" {
+                continue;
+            }
+            if s.has(key) {
+                return Err(s.err(key, format!("only means something with kind = \"openai\" or \"anthropic\" (kind is \"{}\")", kind.as_str())));
+            }
+        }
+        None
+    };
+    let model = match kind {
+        k if k.is_preset() => s.get("model")?,
+        _ => llm.as_ref().map(|l| l.model.clone()),
+    };
+    if !extra_args.is_empty() && !kind.is_preset() {
+        return Err(s.err(
+            "extra_args",
+            "only means something for an agent CLI preset such as kind = \"claude\"",
+        ));
+    }
+    Ok(AgentSpec {
+        kind,
+        command,
+        timeout,
+        seed,
+        llm,
+        model,
+        extra_args,
+    })
+}
+
+/// The settings of an HTTP LLM (`[agent]` or `[review]` with kind = "openai" | "anthropic");
+/// `edits`: it writes changes, so `edit_mode` applies.
+pub(super) fn llm(s: &Section, kind: AgentKind, edits: bool) -> Result<LlmSpec, SpecError> {
+    let model = s.required("model", "the model to ask, e.g. model = \"gpt-4.1-mini\"")?;
+    let (default_url, default_key) = match kind {
+        AgentKind::Anthropic => ("https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+        _ => ("https://api.openai.com/v1", "OPENAI_API_KEY"),
+    };
+    let edit_mode = if !edits {
+        EditMode::Blocks
+    } else {
+        match s.get::<String>("edit_mode")?.as_deref() {
+            None | Some("blocks") => EditMode::Blocks,
+            Some("patch") => EditMode::Patch,
+            Some("knobs") => EditMode::Knobs,
+            Some(other) => {
+                return Err(s.err(
+                    "edit_mode",
+                    format!(
+                        "unknown edit mode `{other}` (expected \"blocks\", \"patch\" or \"knobs\")"
+                    ),
+                ))
+            }
+        }
+    };
+    let max_tokens = s.get_or("max_tokens", 4096)?;
+    if max_tokens == 0 {
+        return Err(s.err("max_tokens", "must be at least 1"));
+    }
+    let max_attempts = s.get_or("max_attempts", 4u64)?.max(1);
+    Ok(LlmSpec {
+        model,
+        base_url: s
+            .get_or("base_url", default_url.to_string())?
+            .trim_end_matches('/')
+            .to_string(),
+        api_key_env: s.get_or("api_key_env", default_key.to_string())?,
+        temperature: s.get("temperature")?,
+        max_tokens,
+        request_timeout: s.get_or("request_timeout", Duration::from_secs(120))?,
+        max_attempts,
+        price_in_per_mtok: s.get("price_in_per_mtok")?,
+        price_out_per_mtok: s.get("price_out_per_mtok")?,
+        edit_mode,
+    })
+}

@@ -1,0 +1,387 @@
+//! `[exec]` and `[store]`: where verifications run (here, SLURM jobs or remote workers), how
+//! many at once and in which environment (`slots`), and where the records live.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use toml_edit::{Item, Value};
+
+use super::read::Section;
+use super::units::duration_secs;
+use super::SpecError;
+
+/// The keys of `[exec]`.
+pub(super) const KEYS: &[&str] = &[
+    "backend",
+    "shared_dir",
+    "partition",
+    "gres",
+    "cpus",
+    "mem",
+    "time",
+    "extra_args",
+    "remote",
+    "lease",
+    "workers",
+    "slots",
+];
+/// The keys of `[store]`.
+pub(super) const STORE_KEYS: &[&str] = &["url", "repo"];
+/// The keys that only the SLURM backend reads.
+const SLURM_KEYS: &[&str] = &[
+    "shared_dir",
+    "partition",
+    "gres",
+    "cpus",
+    "mem",
+    "time",
+    "extra_args",
+];
+
+/// Where verifications run (`[exec]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum Backend {
+    /// Child processes of hone on this machine.
+    #[default]
+    Local,
+    /// One SLURM batch job per verification.
+    Slurm,
+    /// `hone worker` processes on any host, through the PostgreSQL store's queue.
+    Workers,
+}
+
+/// `[exec]`: where verifications run.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ExecSpec {
+    pub backend: Backend,
+    /// With SLURM: a directory the compute nodes see (worktrees and job files live there).
+    pub shared_dir: Option<PathBuf>,
+    #[serde(skip)]
+    pub slurm: crate::exec::slurm::SlurmConfig,
+    /// With workers: the git remote (URL or path) the workers fetch candidates from.
+    pub remote: Option<String>,
+    /// With workers: how long a worker's claim lasts without a heartbeat.
+    #[serde(with = "duration_secs")]
+    pub lease: Duration,
+    /// `[store] url`: the PostgreSQL database that holds the records (shared with workers and
+    /// other hosts); `None`: `.hone/hone.db`.
+    #[serde(skip)]
+    pub store_url: Option<String>,
+    /// How many experiments are verified at once on this machine (1: one after another).
+    pub workers: usize,
+    /// `slots`: each verification slot's own environment (one per worker at least), for
+    /// example `{ CUDA_VISIBLE_DEVICES = "0" }`. Empty: the slots share hone's environment.
+    pub slots: Vec<Vec<(String, String)>>,
+    /// The line of `slots` in hone.toml (for errors about it found later), else of `[exec]`.
+    #[serde(skip)]
+    pub slots_line: usize,
+    /// `[store] repo`: the key of this repository's runs in that database (default: see
+    /// `engine::repo_key`).
+    #[serde(skip)]
+    pub store_repo: Option<String>,
+}
+
+/// Most experiments one `hone run` verifies at once.
+pub const MAX_WORKERS: usize = 256;
+
+impl ExecSpec {
+    /// Checks `workers` (from hone.toml or `--workers`) against `slots`; the message says
+    /// what to change. Every backend runs that many verifications at once (local process
+    /// groups, SLURM jobs, or jobs for remote workers).
+    pub fn check_workers(&self, workers: usize) -> Result<(), String> {
+        if workers == 0 || workers > MAX_WORKERS {
+            return Err(format!("workers must be between 1 and {MAX_WORKERS}"));
+        }
+        if !self.slots.is_empty() && self.slots.len() < workers {
+            return Err(format!(
+                "{workers} workers but only {} slots (hone.toml line {}): give every worker a slot, or remove `slots`",
+                self.slots.len(),
+                self.slots_line
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `[exec]`, then `[store]` (kept in the same struct).
+pub(super) fn parse(ex: &Section, store: &Section) -> Result<ExecSpec, SpecError> {
+    let backend = backend(ex)?;
+    let remote = ex.get("remote")?;
+    let lease = ex.get_or("lease", Duration::from_secs(30))?;
+    match (&backend, &remote) {
+        (Backend::Workers, None) => {
+            return Err(ex.err(
+                "backend",
+                "backend = \"workers\" needs remote: a git remote (URL or path) that hone pushes candidates to and the workers fetch from",
+            ))
+        }
+        (Backend::Local | Backend::Slurm, Some(_)) => {
+            return Err(ex.err("remote", "`remote` is for backend = \"workers\""))
+        }
+        _ => {}
+    }
+    let shared_dir = ex.get::<String>("shared_dir")?.map(PathBuf::from);
+    let slurm = slurm(ex)?;
+    if backend != Backend::Slurm {
+        if let Some(key) = SLURM_KEYS.iter().find(|k| ex.has(k)) {
+            return Err(ex.err(
+                key,
+                format!("`{key}` is for backend = \"slurm\"; set backend = \"slurm\" or remove it"),
+            ));
+        }
+    }
+    match &shared_dir {
+        None if backend == Backend::Slurm => {
+            return Err(ex.err(
+                "backend",
+                "backend = \"slurm\" needs shared_dir: a directory the compute nodes also see, for the worktrees and job files",
+            ))
+        }
+        Some(d) if !d.is_absolute() => {
+            return Err(ex.err(
+                "shared_dir",
+                format!("`{}` must be an absolute path (compute nodes resolve it)", d.display()),
+            ))
+        }
+        _ => {}
+    }
+    let workers = match ex.get::<u64>("workers")? {
+        None => 1,
+        Some(w) => usize::try_from(w).unwrap_or(usize::MAX),
+    };
+    let exec = ExecSpec {
+        backend,
+        shared_dir,
+        slurm,
+        remote,
+        lease,
+        store_url: None,
+        store_repo: None,
+        workers,
+        slots: slots(ex)?,
+        slots_line: ex.key_line("slots").or_else(|| ex.line()).unwrap_or(1),
+    };
+    if let Err(message) = exec.check_workers(workers) {
+        let key = if workers == 0 || workers > MAX_WORKERS || exec.slots.is_empty() {
+            "workers"
+        } else {
+            "slots"
+        };
+        return Err(ex.err(key, message));
+    }
+    parse_store(store, exec)
+}
+
+fn backend(ex: &Section) -> Result<Backend, SpecError> {
+    match ex.get::<String>("backend")?.as_deref() {
+        None | Some("local") => Ok(Backend::Local),
+        Some("slurm") => Ok(Backend::Slurm),
+        Some("workers") => Ok(Backend::Workers),
+        Some(other) => Err(ex.err(
+            "backend",
+            format!("unknown backend `{other}` (expected \"local\", \"slurm\" or \"workers\")"),
+        )),
+    }
+}
+
+/// The SLURM job settings (checked against the backend by the caller).
+fn slurm(ex: &Section) -> Result<crate::exec::slurm::SlurmConfig, SpecError> {
+    Ok(crate::exec::slurm::SlurmConfig {
+        partition: ex.get("partition")?,
+        gres: ex.get("gres")?,
+        cpus: match ex.get::<u64>("cpus")? {
+            Some(c) => Some(
+                u32::try_from(c)
+                    .ok()
+                    .filter(|c| *c > 0)
+                    .ok_or_else(|| ex.err("cpus", "must be between 1 and 2^32-1"))?,
+            ),
+            None => None,
+        },
+        mem: ex.get("mem")?,
+        time: ex.get("time")?,
+        extra_args: ex.get_or_default("extra_args")?,
+    })
+}
+
+/// `[store]`: `url` (a PostgreSQL database) and `repo` (this repository's key in it).
+fn parse_store(so: &Section, mut exec: ExecSpec) -> Result<ExecSpec, SpecError> {
+    exec.store_url = so.get("url")?;
+    if let Some(u) = &exec.store_url {
+        if !(u.starts_with("postgres://") || u.starts_with("postgresql://")) {
+            return Err(so.err(
+                "url",
+                "expected a PostgreSQL URL, postgres://user@host:port/database (without it the store is .hone/hone.db)",
+            ));
+        }
+    }
+    exec.store_repo = so.get("repo")?;
+    if let Some(r) = &exec.store_repo {
+        let message = if exec.store_url.is_none() {
+            "repo names this repository's runs in a shared PostgreSQL store; it needs [store] url = \"postgres://...\""
+        } else if r.trim().is_empty() {
+            "expected a non-empty key, such as the repository's URL (git@host:lab/project.git)"
+        } else {
+            ""
+        };
+        if !message.is_empty() {
+            return Err(so.err("repo", message));
+        }
+    }
+    Ok(exec)
+}
+
+/// `[exec] slots`: an array of tables of strings, one environment per slot.
+fn slots(ex: &Section) -> Result<Vec<Vec<(String, String)>>, SpecError> {
+    let Some(item) = ex.item("slots") else {
+        return Ok(Vec::new());
+    };
+    let want = "an array of tables of strings, e.g. slots = [{ CUDA_VISIBLE_DEVICES = \"0\" }, { CUDA_VISIBLE_DEVICES = \"1\" }]";
+    let tables: Vec<Vec<(String, Option<String>)>> = match item {
+        Item::Value(Value::Array(a)) => {
+            let mut out = Vec::new();
+            for v in a.iter() {
+                let Some(t) = v.as_inline_table() else {
+                    return Err(ex.type_err("slots", want, item));
+                };
+                out.push(
+                    t.iter()
+                        .map(|(k, v)| (k.to_string(), v.as_str().map(str::to_string)))
+                        .collect(),
+                );
+            }
+            out
+        }
+        Item::ArrayOfTables(a) => a
+            .iter()
+            .map(|t| {
+                t.iter()
+                    .map(|(k, v)| (k.to_string(), v.as_str().map(str::to_string)))
+                    .collect()
+            })
+            .collect(),
+        other => return Err(ex.type_err("slots", want, other)),
+    };
+    let mut slots = Vec::new();
+    for (i, t) in tables.into_iter().enumerate() {
+        let mut env = Vec::new();
+        for (k, v) in t {
+            let Some(v) = v else {
+                return Err(ex.err("slots", format!("slot {i}: `{k}` must be a string")));
+            };
+            if k.is_empty() || k.contains('=') || k.starts_with("HONE_") {
+                return Err(ex.err(
+                    "slots",
+                    format!("slot {i}: `{k}` is not a variable a slot may set"),
+                ));
+            }
+            env.push((k, v));
+        }
+        slots.push(env);
+    }
+    Ok(slots)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::super::tests::{err, parse, GOOD, MIN};
+    use super::*;
+
+    #[test]
+    fn store_url_and_repo() {
+        let s = parse(&format!(
+            "{GOOD}\n[store]\nurl = \"postgres://h@db/hone\"\nrepo = \"git@example.com:lab/p.git\"\n"
+        ))
+        .unwrap();
+        assert_eq!(s.exec.store_url.as_deref(), Some("postgres://h@db/hone"));
+        assert_eq!(
+            s.exec.store_repo.as_deref(),
+            Some("git@example.com:lab/p.git")
+        );
+        let e = parse(&format!("{GOOD}\n[store]\nrepo = \"x\"\n")).unwrap_err();
+        assert_eq!(e.key, "store.repo");
+        assert!(e.message.contains("needs [store] url"), "{e}");
+        let e = parse(&format!(
+            "{GOOD}\n[store]\nurl = \"postgres://db/hone\"\nrepo = \" \"\n"
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("non-empty"), "{e}");
+        let e = parse(&format!("{GOOD}\n[store]\nurl = \"mysql://db\"\n")).unwrap_err();
+        assert_eq!(e.key, "store.url");
+    }
+
+    #[test]
+    fn exec_section() {
+        let s = parse(&format!(
+            "{GOOD}\n[exec]\nbackend = \"slurm\"\nshared_dir = \"/shared/hone\"\npartition = \"gpu\"\ngres = \"gpu:1\"\ncpus = 8\nmem = \"32G\"\ntime = \"2h\"\nextra_args = [\"--qos=high\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(s.exec.backend, Backend::Slurm);
+        assert_eq!(
+            s.exec.shared_dir.as_deref(),
+            Some(Path::new("/shared/hone"))
+        );
+        assert_eq!(s.exec.slurm.partition.as_deref(), Some("gpu"));
+        assert_eq!(s.exec.slurm.cpus, Some(8));
+        assert_eq!(s.exec.slurm.time, Some(Duration::from_secs(7200)));
+        assert_eq!(s.exec.slurm.extra_args, vec!["--qos=high".to_string()]);
+        assert_eq!(parse(GOOD).unwrap().exec.backend, Backend::Local);
+        let e = err(&format!("{GOOD}\n[exec]\nbackend = \"slurm\"\n"));
+        assert_eq!(e.key, "exec.backend", "{e}");
+        assert!(e.message.contains("shared_dir"), "{e}");
+        let e = err(&format!(
+            "{GOOD}\n[exec]\nbackend = \"slurm\"\nshared_dir = \"rel\"\n"
+        ));
+        assert_eq!(e.key, "exec.shared_dir", "{e}");
+        let e = err(&format!("{GOOD}\n[exec]\npartition = \"gpu\"\n"));
+        assert_eq!(e.key, "exec.partition", "{e}");
+        let e = err(&format!("{GOOD}\n[exec]\nbackend = \"k8s\"\n"));
+        assert!(e.message.contains("slurm"), "{e}");
+        let e = err(&format!("{GOOD}\n[exec]\npartion = \"gpu\"\n"));
+        assert!(e.message.contains("partition"), "{e}");
+    }
+
+    #[test]
+    fn workers_and_slots_parse_and_are_checked() {
+        let s = parse(MIN).unwrap();
+        assert_eq!(s.exec.workers, 1);
+        assert!(s.exec.slots.is_empty());
+        let s = parse(&format!(
+            "{MIN}[exec]\nworkers = 2\nslots = [{{ CUDA_VISIBLE_DEVICES = \"0\" }}, {{ CUDA_VISIBLE_DEVICES = \"1\", X = \"y\" }}]\n"
+        ))
+        .unwrap();
+        assert_eq!(s.exec.workers, 2);
+        assert_eq!(
+            s.exec.slots[1],
+            vec![
+                ("CUDA_VISIBLE_DEVICES".to_string(), "1".to_string()),
+                ("X".to_string(), "y".to_string())
+            ]
+        );
+        let s = parse(&format!(
+            "{MIN}[exec]\nworkers = 2\n[[exec.slots]]\nGPU = \"0\"\n[[exec.slots]]\nGPU = \"1\"\n"
+        ))
+        .unwrap();
+        assert_eq!(s.exec.slots.len(), 2);
+        let e = err(&format!(
+            "{MIN}[exec]\nworkers = 3\nslots = [{{ A = \"0\" }}]\n"
+        ));
+        assert_eq!((e.line, e.key.as_str()), (8, "exec.slots"), "{e}");
+        let e = err(&format!("{MIN}[exec]\nworkers = 0\n"));
+        assert_eq!(e.key, "exec.workers");
+        let e = err(&format!("{MIN}[exec]\nslots = [{{ A = 1 }}]\n"));
+        assert!(e.message.contains("`A` must be a string"), "{e}");
+        let e = err(&format!("{MIN}[exec]\nslots = [{{ HONE_RUN = \"x\" }}]\n"));
+        assert!(e.message.contains("not a variable a slot may set"), "{e}");
+        let e = err(&format!("{MIN}[exec]\nslots = \"0,1\"\n"));
+        assert_eq!(e.key, "exec.slots");
+        // Every backend runs several verifications at once.
+        let s = parse(&format!(
+            "{MIN}[exec]\nbackend = \"slurm\"\nshared_dir = \"/s\"\nworkers = 2\n"
+        ))
+        .unwrap();
+        assert_eq!(s.exec.workers, 2);
+    }
+}

@@ -1,0 +1,122 @@
+//! The contradictions between sections of hone.toml, in one place: each section's own parser
+//! checks what it can alone; what needs two sections at once is checked here, once every
+//! section has parsed, in a fixed order (the first that holds is the error reported).
+
+use super::agent::LlmSpec;
+use super::exec::Backend;
+use super::read::Section;
+use super::{Sections, Spec, SpecError};
+
+/// Every rule, in order.
+pub(super) fn check(spec: &Spec, s: &Sections) -> Result<(), SpecError> {
+    budget_needs_prices(spec, s)?;
+    workers_backend(spec, s)?;
+    research_needs_an_http_llm(spec, s)
+}
+
+/// `[stop] max_cost_usd` needs proposers and reviewers whose cost hone can count in money.
+fn budget_needs_prices(spec: &Spec, s: &Sections) -> Result<(), SpecError> {
+    if spec.stop.max_cost_usd.is_none() {
+        return Ok(());
+    }
+    let kind = spec.agent.kind;
+    if let Some(tool) = kind.preset().filter(|t| !t.def().reports_cost) {
+        return Err(s.stop.err(
+            "max_cost_usd",
+            format!(
+                "{} reports tokens, not money: use max_tokens to bound a {} run",
+                tool.def().tool,
+                kind.as_str()
+            ),
+        ));
+    }
+    priced(&s.agent, spec.agent.llm.as_ref())?;
+    priced(&s.review, spec.review.llm.as_ref())
+}
+
+/// An HTTP LLM under a cost budget must have a price (set, or in the built-in table).
+fn priced(s: &Section, llm: Option<&LlmSpec>) -> Result<(), SpecError> {
+    match llm {
+        Some(llm) if llm.prices().is_none() => Err(s.err(
+            "model",
+            format!("max_cost_usd needs the price of `{}`: set price_in_per_mtok and price_out_per_mtok", llm.model),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `[exec] backend = "workers"`: what remote workers cannot do yet, and the store they need.
+fn workers_backend(spec: &Spec, s: &Sections) -> Result<(), SpecError> {
+    if spec.exec.backend != Backend::Workers {
+        return Ok(());
+    }
+    if spec.sandbox.bwrap && spec.sandbox.required {
+        return Err(s.sandbox.err(
+            "kind",
+            "remote workers do not run verifiers under bubblewrap yet: with [exec] backend = \"workers\" set [sandbox] required = false (and run workers as a user without access to anything you would protect), or verify locally",
+        ));
+    }
+    if spec.exec.store_url.is_none() {
+        return Err(s.exec.err(
+            "backend",
+            "backend = \"workers\" needs [store] url = \"postgres://...\": the database the workers take verifications from",
+        ));
+    }
+    if spec.verify.evaluate.is_some() {
+        return Err(s.verify.err(
+            "evaluate",
+            "the sealed two-stage evaluator is not supported with [exec] backend = \"workers\" yet; use one verify command",
+        ));
+    }
+    Ok(())
+}
+
+/// `[outer] research_every` asks an LLM over HTTP: the agent must be one.
+fn research_needs_an_http_llm(spec: &Spec, s: &Sections) -> Result<(), SpecError> {
+    let agent = &spec.agent;
+    if spec.outer.research_every.is_some() && !(agent.kind.is_http() && agent.llm.is_some()) {
+        return Err(s.outer.err(
+            "research_every",
+            format!(
+                "mechanism research asks an LLM: it needs [agent] kind = \"openai\" or \"anthropic\" (this run's agent is `{}`)",
+                agent.kind.as_str()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{err, MIN};
+
+    const WORKERS: &str = "[exec]\nbackend = \"workers\"\nremote = \"r.git\"\n";
+    const STORE: &str = "[store]\nurl = \"postgres://db/h\"\n";
+
+    #[test]
+    fn workers_need_a_store_and_no_bwrap_or_evaluator() {
+        let e = err(&format!("{MIN}{WORKERS}"));
+        assert_eq!(e.key, "exec.backend", "{e}");
+        assert!(e.message.contains("needs [store] url"), "{e}");
+        let e = err(&format!(
+            "{MIN}{WORKERS}{STORE}[sandbox]\nkind = \"bwrap\"\n"
+        ));
+        assert_eq!((e.line, e.key.as_str()), (12, "sandbox.kind"), "{e}");
+        let e = err(&format!("{MIN}evaluate = \"e\"\n{WORKERS}{STORE}"));
+        assert_eq!((e.line, e.key.as_str()), (6, "verify.evaluate"), "{e}");
+    }
+
+    #[test]
+    fn a_cost_budget_needs_prices() {
+        let e = err(&format!(
+            "{MIN}[agent]\nkind = \"codex\"\n[stop]\nmax_cost_usd = 1\n"
+        ));
+        assert_eq!((e.line, e.key.as_str()), (9, "stop.max_cost_usd"), "{e}");
+        assert!(e.message.starts_with("Codex reports tokens"), "{e}");
+        let e = err(&format!(
+            "{MIN}[agent]\nkind = \"openai\"\nmodel = \"mine\"\n[stop]\nmax_cost_usd = 1\n"
+        ));
+        assert_eq!((e.line, e.key.as_str()), (8, "agent.model"), "{e}");
+        assert!(e.message.contains("needs the price of `mine`"), "{e}");
+    }
+}

@@ -1,0 +1,129 @@
+//! Durations and sizes as hone.toml writes them (`"90s"`, `"1h30m"`, `"8G"`), as people read
+//! them (`6m05s`), and as a stored spec serializes them (seconds, as a number).
+
+use std::time::Duration;
+
+/// Parses `90s`, `6m`, `8h`, `1d`, `500ms`, `1h30m`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad =
+        || format!("`{s}` is not a duration: write it like \"90s\", \"6m\", \"8h\" or \"1h30m\"");
+    let t = s.trim();
+    if t.is_empty() {
+        return Err(bad());
+    }
+    if let Ok(secs) = t.parse::<f64>() {
+        return if secs >= 0.0 && secs.is_finite() {
+            Ok(Duration::from_secs_f64(secs))
+        } else {
+            Err(bad())
+        };
+    }
+    let mut total = 0.0f64;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        if num_len == 0 {
+            return Err(bad());
+        }
+        let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = rest[..unit_len].trim();
+        rest = &rest[unit_len..];
+        let mult = match unit {
+            "ms" => 0.001,
+            "s" | "sec" | "secs" => 1.0,
+            "m" | "min" | "mins" => 60.0,
+            "h" | "hr" | "hrs" => 3600.0,
+            "d" => 86400.0,
+            _ => return Err(bad()),
+        };
+        total += n * mult;
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+/// Parses `512M`, `8G`, `100K`, `1.5G`, `2T` or a number of bytes (powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let bad = || format!("`{s}` is not a size: write it like \"512M\" or \"8G\"");
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let n: f64 = t[..split].parse().map_err(|_| bad())?;
+    let mult = match t[split..]
+        .trim()
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
+        "" => 1.0,
+        "K" => 1024.0,
+        "M" => 1024.0 * 1024.0,
+        "G" => 1024.0 * 1024.0 * 1024.0,
+        "T" => 1024.0f64.powi(4),
+        _ => return Err(bad()),
+    };
+    let bytes = n * mult;
+    if bytes >= 1.0 && bytes.is_finite() {
+        Ok(bytes as u64)
+    } else {
+        Err(bad())
+    }
+}
+
+/// Formats a duration compactly for people: `850ms`, `4.2s`, `6m05s`, `2h03m`.
+pub fn format_duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 1.0 {
+        format!("{}ms", d.as_millis())
+    } else if s < 60.0 {
+        format!("{s:.1}s")
+    } else if s < 3600.0 {
+        format!("{}m{:02}s", (s / 60.0) as u64, (s as u64) % 60)
+    } else {
+        format!("{}h{:02}m", (s / 3600.0) as u64, ((s as u64) % 3600) / 60)
+    }
+}
+
+pub(super) mod duration_secs {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+pub(super) mod opt_duration_secs {
+    pub fn serialize<S: serde::Serializer>(
+        d: &Option<std::time::Duration>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("6m"), Ok(Duration::from_secs(360)));
+        assert_eq!(parse_duration("8h"), Ok(Duration::from_secs(8 * 3600)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("12"), Ok(Duration::from_secs(12)));
+        assert!(parse_duration("6 parsecs").is_err());
+        assert!(parse_duration("m").is_err());
+    }
+}

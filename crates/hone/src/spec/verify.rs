@@ -1,0 +1,348 @@
+//! `[verify]` and `[verify.holdout]`: the user's command, how its output is judged (the
+//! metric, its direction, constraints, the noise rule), and the sealed holdout.
+//!
+//! Values are kept as parsed: constraints as [`Constraint`]s and `metric_regex` compiled, so
+//! the engine never parses them again (each serializes as the text written in hone.toml).
+
+use std::time::Duration;
+
+use super::read::Section;
+use super::units::duration_secs;
+use super::SpecError;
+use crate::verify::metrics::{is_metric_name, Constraint, MetricError, MetricRegex};
+
+/// The keys of `[verify]`.
+pub(super) const KEYS: &[&str] = &[
+    "command",
+    "timeout",
+    "kill_grace",
+    "metric",
+    "direction",
+    "min_delta",
+    "constraints",
+    "metric_regex",
+    "max_log_bytes",
+    "env",
+    "baseline_repeats",
+    "noise_k",
+    "confirm",
+    "retest_every",
+    "seed_env",
+    "prefer_simpler",
+    "evaluate",
+    "outputs",
+    "holdout",
+    "holdout_gate",
+];
+/// The keys of `[verify.holdout]`.
+const HOLDOUT_KEYS: &[&str] = &["command", "metric", "timeout", "min_delta", "hide"];
+
+/// Defaults of `[verify]`.
+pub const TIMEOUT_SECS: u64 = 600;
+pub const KILL_GRACE_SECS: u64 = 5;
+pub const MAX_LOG_BYTES: u64 = 1_000_000;
+pub const NOISE_K: f64 = 2.0;
+
+/// Which way the objective should go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Minimize,
+    Maximize,
+}
+
+impl Direction {
+    /// True when `a` is better than `b` in this direction (ties are not better).
+    pub fn better(self, a: f64, b: f64) -> bool {
+        match self {
+            Direction::Minimize => a < b,
+            Direction::Maximize => a > b,
+        }
+    }
+
+    /// How much `candidate` improves on `best` (positive = better), whatever the direction.
+    pub fn improvement(self, candidate: f64, best: f64) -> f64 {
+        match self {
+            Direction::Minimize => best - candidate,
+            Direction::Maximize => candidate - best,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Minimize => "minimize",
+            Direction::Maximize => "maximize",
+        }
+    }
+}
+
+/// `[verify]`: the user's command and how its output is judged.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct VerifySpec {
+    pub command: String,
+    #[serde(with = "duration_secs")]
+    pub timeout: Duration,
+    #[serde(with = "duration_secs")]
+    pub kill_grace: Duration,
+    pub metric: String,
+    pub direction: Direction,
+    pub min_delta: f64,
+    pub constraints: Vec<Constraint>,
+    pub metric_regex: Option<MetricRegex>,
+    pub max_log_bytes: u64,
+    pub env: Vec<(String, String)>,
+    /// Runs of the unmodified project, to measure the noise.
+    pub baseline_repeats: u64,
+    /// The keep threshold is `max(min_delta, noise_k × σ)`.
+    pub noise_k: f64,
+    /// Extra runs of a candidate that passes on its first run; the mean must still pass.
+    pub confirm: u64,
+    /// Re-measure the champion after every this many keeps.
+    pub retest_every: Option<u64>,
+    /// An environment variable set to the repeat's index (0, 1, ...) on every run.
+    pub seed_env: Option<String>,
+    /// Inside the noise band, keep a candidate that deletes net lines.
+    pub prefer_simpler: bool,
+    /// The sealed second stage: when set, the objective is read only from its output.
+    pub evaluate: Option<String>,
+    /// With `evaluate`: the files the first stage produces for it (globs); nothing else it
+    /// leaves survives into the evaluation.
+    pub outputs: Vec<String>,
+    /// The sealed holdout, measured on the baseline and every keep, never shown to agents.
+    pub holdout: Option<HoldoutSpec>,
+    /// Revert a keep that worsens the holdout by more than its `min_delta`.
+    pub holdout_gate: bool,
+}
+
+/// `[verify.holdout]`: a second measurement on data the search never sees.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct HoldoutSpec {
+    pub command: String,
+    /// Default: the search metric's name.
+    pub metric: String,
+    #[serde(with = "duration_secs")]
+    pub timeout: Duration,
+    pub min_delta: f64,
+    /// Paths (absolute or relative to the repository) that agents and verifiers must not read;
+    /// enforced under `[sandbox] kind = "bwrap"`.
+    pub hide: Vec<String>,
+}
+
+impl VerifySpec {
+    /// The noise settings.
+    pub fn noise_policy(&self) -> crate::verify::noise::NoisePolicy {
+        crate::verify::noise::NoisePolicy {
+            direction: self.direction,
+            min_delta: self.min_delta,
+            noise_k: self.noise_k,
+            confirm: self.confirm,
+            prefer_simpler: self.prefer_simpler,
+        }
+    }
+}
+
+pub(super) fn parse(s: &Section) -> Result<VerifySpec, SpecError> {
+    let verify = judged(s)?;
+    let holdout = match s.item("holdout") {
+        None => None,
+        Some(toml_edit::Item::Table(h)) => Some(holdout(
+            &Section::new(s.doc(), Some(h), "verify.holdout"),
+            &verify,
+        )?),
+        Some(other) => {
+            return Err(s.type_err("holdout", "a table written [verify.holdout]", other));
+        }
+    };
+    let holdout_gate = s.get_or("holdout_gate", false)?;
+    if holdout_gate && holdout.is_none() {
+        return Err(s.err(
+            "holdout_gate",
+            "needs a [verify.holdout] command to gate on",
+        ));
+    }
+    if verify.evaluate.is_none() && !verify.outputs.is_empty() {
+        return Err(s.err(
+            "outputs",
+            "only means something with `evaluate` (the sealed second stage)",
+        ));
+    }
+    Ok(VerifySpec {
+        holdout,
+        holdout_gate,
+        ..verify
+    })
+}
+
+/// Everything but the holdout: the command, the metric and how it is judged.
+fn judged(s: &Section) -> Result<VerifySpec, SpecError> {
+    let command = s.required(
+        "command",
+        "the command that measures a candidate, e.g. command = \"python3 train.py\"",
+    )?;
+    let metric = s.required(
+        "metric",
+        "the name of the objective the command prints, e.g. metric = \"val_bpb\"",
+    )?;
+    let direction = direction(s)?;
+    let timeout = s.get_or("timeout", Duration::from_secs(TIMEOUT_SECS))?;
+    if timeout.is_zero() {
+        return Err(s.err("timeout", "must be more than zero"));
+    }
+    let kill_grace = s.get_or("kill_grace", Duration::from_secs(KILL_GRACE_SECS))?;
+    let min_delta = s.get_or("min_delta", 0.0)?;
+    if min_delta.is_nan() || min_delta < 0.0 || !min_delta.is_finite() {
+        return Err(s.err(
+            "min_delta",
+            "must be a finite number >= 0 (the smallest improvement worth keeping)",
+        ));
+    }
+    let constraints = s
+        .get_or_default::<Vec<String>>("constraints")?
+        .iter()
+        .map(|c| c.parse::<Constraint>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| s.err("constraints", e.to_string()))?;
+    let metric_regex = match s.get::<String>("metric_regex")? {
+        None => None,
+        Some(r) => {
+            Some(metric_regex(&metric, &r).map_err(|e| s.err("metric_regex", e.to_string()))?)
+        }
+    };
+    let max_log_bytes = s.get_or("max_log_bytes", MAX_LOG_BYTES)?;
+    if max_log_bytes < 1024 {
+        return Err(s.err("max_log_bytes", "must be at least 1024"));
+    }
+    let env = s.get_or_default("env")?;
+    let baseline_repeats = s.get_or("baseline_repeats", 1)?;
+    if baseline_repeats == 0 {
+        return Err(s.err("baseline_repeats", "must be at least 1"));
+    }
+    let noise_k = s.get_or("noise_k", NOISE_K)?;
+    if noise_k.is_nan() || noise_k < 0.0 || !noise_k.is_finite() {
+        return Err(s.err("noise_k", "must be a finite number >= 0"));
+    }
+    let retest_every = s.get("retest_every")?;
+    if retest_every == Some(0) {
+        return Err(s.err("retest_every", "must be at least 1 (or leave it out)"));
+    }
+    let seed_env = seed_env(s)?;
+    Ok(VerifySpec {
+        command,
+        timeout,
+        kill_grace,
+        metric,
+        direction,
+        min_delta,
+        constraints,
+        metric_regex,
+        max_log_bytes,
+        env,
+        baseline_repeats,
+        noise_k,
+        confirm: s.get_or("confirm", 0)?,
+        retest_every,
+        seed_env,
+        prefer_simpler: s.get_or("prefer_simpler", false)?,
+        evaluate: s.get("evaluate")?,
+        outputs: s.get_or_default("outputs")?,
+        holdout: None,
+        holdout_gate: false,
+    })
+}
+
+/// `direction`: `minimize` (the default) or `maximize`.
+fn direction(s: &Section) -> Result<Direction, SpecError> {
+    match s.get::<String>("direction")? {
+        None => Ok(Direction::Minimize),
+        Some(d) => match d.as_str() {
+            "minimize" | "min" => Ok(Direction::Minimize),
+            "maximize" | "max" => Ok(Direction::Maximize),
+            other => Err(s.err(
+                "direction",
+                format!("`{other}` is not a direction: use \"minimize\" or \"maximize\""),
+            )),
+        },
+    }
+}
+
+/// `seed_env`: the name of an environment variable.
+fn seed_env(s: &Section) -> Result<Option<String>, SpecError> {
+    let seed_env = s.get::<String>("seed_env")?;
+    if let Some(name) = &seed_env {
+        let ok = !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ok {
+            return Err(s.err(
+                "seed_env",
+                format!("`{name}` is not an environment variable name"),
+            ));
+        }
+    }
+    Ok(seed_env)
+}
+
+/// `metric_regex`, compiled once; with it the objective must also be a metric name (as the
+/// reader that uses it requires).
+fn metric_regex(metric: &str, pattern: &str) -> Result<MetricRegex, MetricError> {
+    if !is_metric_name(metric) {
+        return Err(MetricError::BadName(metric.to_owned()));
+    }
+    MetricRegex::compile(pattern)
+}
+
+/// `[verify.holdout]`; its metric, timeout and min_delta default to the search's.
+fn holdout(h: &Section, verify: &VerifySpec) -> Result<HoldoutSpec, SpecError> {
+    h.check_keys(HOLDOUT_KEYS)?;
+    let min_delta = h.get_or("min_delta", verify.min_delta)?;
+    if min_delta.is_nan() || min_delta < 0.0 {
+        return Err(h.err("min_delta", "must be a number >= 0"));
+    }
+    Ok(HoldoutSpec {
+        command: h.required("command", "the command that measures the holdout")?,
+        metric: h.get_or("metric", verify.metric.clone())?,
+        timeout: h.get_or("timeout", verify.timeout)?,
+        min_delta,
+        hide: h.get_or_default("hide")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::closest;
+    use super::super::tests::{err, parse, GOOD};
+    use super::*;
+
+    #[test]
+    fn closest_key() {
+        assert_eq!(closest("comand", KEYS), Some("command"));
+        assert_eq!(closest("zzzzzzzz", KEYS), None);
+    }
+
+    #[test]
+    fn constraints_and_metric_regex_are_kept_parsed() {
+        let s = parse(&GOOD.replace(
+            "min_delta = 0.0005",
+            "min_delta = 0.0005\nconstraints = [\"mem<=5\"]\nmetric_regex = \"bpb ([0-9.]+)\"",
+        ))
+        .unwrap();
+        assert_eq!(s.verify.constraints[0].metric, "mem");
+        assert_eq!(s.verify.constraints[0].as_str(), "mem<=5");
+        assert_eq!(
+            s.verify.metric_regex.as_ref().map(MetricRegex::as_str),
+            Some("bpb ([0-9.]+)")
+        );
+        let e = err(&GOOD.replace(
+            "min_delta = 0.0005",
+            "min_delta = 0.0005\nconstraints = [\"mem<=5\", \"mem ~ 5\"]",
+        ));
+        assert_eq!((e.line, e.key.as_str()), (14, "verify.constraints"), "{e}");
+        assert!(e.message.contains("`mem ~ 5` is not a constraint"), "{e}");
+        let e = err(&GOOD.replace(
+            "min_delta = 0.0005",
+            "min_delta = 0.0005\nmetric_regex = \"bpb [0-9.]+\"",
+        ));
+        assert_eq!((e.line, e.key.as_str()), (14, "verify.metric_regex"), "{e}");
+        assert!(e.message.contains("has no capture group"), "{e}");
+    }
+}
