@@ -88,7 +88,8 @@ struct StageRun<'r> {
     log_path: PathBuf,
     repeat: u64,
     stage: Stage,
-    commit: &'r str,
+    /// The commit being measured; `None`: the worktree's HEAD.
+    commit: Option<&'r str>,
 }
 
 /// Measures candidates of one run, in one place (the run's worktree or a parallel slot).
@@ -222,7 +223,7 @@ impl Verifier {
             log_path,
             repeat,
             stage: Stage::Command,
-            commit: &candidate,
+            commit: Some(&candidate),
         };
         let (exit, failure, mut metrics) = self.run_stage(sink, wt, first, cancel)?;
         if let Some(m) = self.stage_failure(exit, failure, wt, check_seal) {
@@ -245,7 +246,9 @@ impl Verifier {
                 log_path: logs.join(format!("{n}{suffix}.eval.log")),
                 repeat,
                 stage: Stage::Evaluate,
-                commit: &candidate,
+                // As before the engine was split: the evaluator's job names the worktree's
+                // HEAD (the sealed checkout does not move it).
+                commit: None,
             };
             let (exit, failure, stage2) = self.run_stage(sink, wt, second, cancel)?;
             if let Some(m) = self.stage_failure(exit, failure, wt, check_seal) {
@@ -362,7 +365,7 @@ impl Verifier {
         let (exit, failure) = self.execute(
             sink,
             (n, &req, "holdout command"),
-            (commit, Stage::Holdout),
+            (Some(commit), Stage::Holdout),
             &mut |line| reader.feed(line),
             cancel,
         )?;
@@ -379,7 +382,7 @@ impl Verifier {
         &mut self,
         sink: &mut Sink<'_>,
         (n, req, what): (u64, &ExecRequest, &str),
-        (commit, stage): (&str, Stage),
+        (commit, stage): (Option<&str>, Stage),
         on_line: &mut dyn FnMut(&str),
         cancel: &dyn Fn() -> bool,
     ) -> Result<(Exit, Option<Failure>), EngineError> {

@@ -32,8 +32,8 @@ pub(super) struct Job<'j> {
     /// What it is, for messages ("verifier", "holdout command").
     pub what: &'j str,
     /// The commit whose code runs (remote workers fetch it; candidates are committed without
-    /// moving the worktree's HEAD).
-    pub commit: &'j str,
+    /// moving the worktree's HEAD). `None`: the commit checked out in `req.cwd` (its HEAD).
+    pub commit: Option<&'j str>,
     /// Whether a variable of `req.env` goes to a job that starts from its own environment (a
     /// SLURM job, a remote worker): only what hone itself sets does.
     pub travels: &'j dyn Fn(&str) -> bool,

@@ -72,8 +72,8 @@ impl Executor for Workers {
         if self.queue.is_none() {
             self.queue = Some(self.connected()?);
         }
-        self.push(job)?;
-        let result = match self.wait(job, sink, cancel)? {
+        let commit = self.push(job)?;
+        let result = match self.wait(job, &commit, sink, cancel)? {
             Waited::Cancelled => return Ok((Exit::Cancelled, None)),
             Waited::Ended(exit, failure) => return Ok((exit, failure)),
             Waited::Done(r) => r,
@@ -113,11 +113,19 @@ impl Executor for Workers {
 }
 
 impl Workers {
-    /// Pushes the commit to be measured to the shared remote, under its archive ref.
-    fn push(&self, job: &Job<'_>) -> Result<(), EngineError> {
+    /// Pushes the commit to be measured to the shared remote, under its archive ref; returns
+    /// the commit.
+    fn push(&self, job: &Job<'_>) -> Result<String, EngineError> {
         let remote = &self.remote;
         let Some(git) = &self.git else {
             return Err(EngineError::Setup("no queue".into()));
+        };
+        let commit = match job.commit {
+            Some(c) => c.to_string(),
+            None => git
+                .run_in(&job.req.cwd, &["rev-parse", "HEAD"])?
+                .trim()
+                .to_string(),
         };
         let git_ref = archive_ref(&self.tag, job.n);
         git.run(&[
@@ -125,20 +133,21 @@ impl Workers {
             "-q",
             "--force",
             remote,
-            &format!("{}:{git_ref}", job.commit),
+            &format!("{commit}:{git_ref}"),
         ])
         .map_err(|e| {
             EngineError::Setup(format!(
                 "cannot push the candidate to [exec] remote `{remote}` for the workers: {e}"
             ))
         })?;
-        Ok(())
+        Ok(commit)
     }
 
-    /// Posts `job` and waits for its result.
+    /// Posts `job` (on `commit`) and waits for its result.
     fn wait(
         &mut self,
         job: &Job<'_>,
+        commit: &str,
         sink: &mut Sink<'_>,
         cancel: &dyn Fn() -> bool,
     ) -> Result<Waited, EngineError> {
@@ -160,7 +169,7 @@ impl Workers {
         let spec = JobSpec {
             remote: remote.clone(),
             git_ref: archive_ref(&self.tag, n),
-            commit: job.commit.to_string(),
+            commit: commit.to_string(),
             command: req.command.clone(),
             env,
             timeout_ms: req
