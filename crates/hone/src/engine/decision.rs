@@ -1,6 +1,6 @@
 //! The verdict on a verified candidate, through one ordered pipeline:
 //!
-//! 1. the judge ([`Engine::judge`]): the noise rule against the best (or, for the baseline,
+//! 1. the judge ([`Judge::verdict`]): the noise rule against the best (or, for the baseline,
 //!    its own runs), constraints, a failed repeat, a code that ignores the repeat seed;
 //! 2. integrity ([`Engine::integrity`]): what the candidate's code did while it ran (hone's
 //!    refs, the worktree's git link) voids the judge's verdict;
@@ -13,6 +13,7 @@
 
 use std::path::Path;
 
+use crate::spec::Spec;
 use crate::store::{ExperimentRecord, Status};
 use crate::verify::metrics::Constraint;
 use crate::verify::noise::{estimate_sigma, mean};
@@ -25,51 +26,11 @@ use super::{Engine, EngineError, Event};
 pub(super) type Verdict = (Status, String);
 
 impl Engine<'_> {
-    /// The decision on a measured candidate against `best_value` (`None`: it is the
-    /// baseline): sets its objective (the mean of its runs) and judgement.
-    pub(super) fn judge(
-        &self,
-        rec: &mut ExperimentRecord,
-        failed: Option<Failure>,
-        broken: Option<String>,
-        best_value: Option<f64>,
-    ) -> Verdict {
-        let spec = &self.verifier.spec;
-        let policy = spec.noise_policy();
-        let net_lines = rec.lines_added as i64 - rec.lines_deleted as i64;
-        rec.objective = Some(mean(&rec.runs));
-        let sigma = if rec.runs.len() > 1 {
-            self.sigma(Some(&rec.runs))
-        } else {
-            self.sigma(None)
-        };
-        match (failed, best_value, broken) {
-            (Some(f), _, _) => f,
-            (None, None, None) => (Status::Baseline, baseline_reason(&rec.runs, sigma, None)),
-            (None, None, Some(b)) => (
-                Status::Baseline,
-                baseline_reason(&rec.runs, sigma, Some(&b)),
-            ),
-            (None, Some(_), Some(b)) => (Status::Discard, format!("constraint not met: {b}")),
-            (None, Some(_), None) if self.ignores_seed(&rec.runs) => (
-                Status::Discard,
-                format!(
-                    "its {} runs are identical while the baseline's vary with {}: the code ignores the repeat seed (a fixed seed?), so its confirm runs prove nothing",
-                    rec.runs.len(),
-                    spec.verify.seed_env.as_deref().unwrap_or("the seed")
-                ),
-            ),
-            (None, Some(b), None) => {
-                let j = policy.judge(&rec.runs, b, sigma, net_lines);
-                let status = if j.keep {
-                    Status::Keep
-                } else {
-                    Status::Discard
-                };
-                let reason = j.reason.clone();
-                rec.judgement = Some(j);
-                (status, reason)
-            }
+    /// The judge of this run, as its history stands.
+    pub(super) fn judge(&self) -> Judge<'_> {
+        Judge {
+            spec: &self.verifier.spec,
+            history: &self.history,
         }
     }
 
@@ -170,7 +131,7 @@ impl Engine<'_> {
         self.verifier.git.reset_worktree(wt, &commit)?;
         self.verifier.git.remove_ignored(wt)?;
         let cancel = self.cancel();
-        let (verifier, mut sink) = self.measuring();
+        let (verifier, mut sink) = self.verifying();
         rec.holdout = verifier.measure_holdout(&mut sink, (rec.n, &commit), wt, &h, &cancel)?;
         if status == Status::Keep && self.verifier.sealed_changed(wt).is_some() {
             rec.holdout = None;
@@ -187,6 +148,63 @@ impl Engine<'_> {
                 format!("holdout: {} went from {was} to {now}, worse by more than {}; {reason}", h.metric, h.min_delta),
             )),
             _ => Ok((status, reason)),
+        }
+    }
+}
+
+/// The noise rule's view of a run: its settings and its history so far. Pure: it reads the
+/// measured runs of a candidate and says what they are worth.
+pub(super) struct Judge<'j> {
+    pub spec: &'j Spec,
+    pub history: &'j [ExperimentRecord],
+}
+
+impl Judge<'_> {
+    /// The decision on a measured candidate against `best_value` (`None`: it is the
+    /// baseline): sets its objective (the mean of its runs) and judgement.
+    pub(super) fn verdict(
+        &self,
+        rec: &mut ExperimentRecord,
+        failed: Option<Failure>,
+        broken: Option<String>,
+        best_value: Option<f64>,
+    ) -> Verdict {
+        let spec = self.spec;
+        let policy = spec.noise_policy();
+        let net_lines = rec.lines_added as i64 - rec.lines_deleted as i64;
+        rec.objective = Some(mean(&rec.runs));
+        let sigma = if rec.runs.len() > 1 {
+            self.sigma(Some(&rec.runs))
+        } else {
+            self.sigma(None)
+        };
+        match (failed, best_value, broken) {
+            (Some(f), _, _) => f,
+            (None, None, None) => (Status::Baseline, baseline_reason(&rec.runs, sigma, None)),
+            (None, None, Some(b)) => (
+                Status::Baseline,
+                baseline_reason(&rec.runs, sigma, Some(&b)),
+            ),
+            (None, Some(_), Some(b)) => (Status::Discard, format!("constraint not met: {b}")),
+            (None, Some(_), None) if self.ignores_seed(&rec.runs) => (
+                Status::Discard,
+                format!(
+                    "its {} runs are identical while the baseline's vary with {}: the code ignores the repeat seed (a fixed seed?), so its confirm runs prove nothing",
+                    rec.runs.len(),
+                    spec.verify.seed_env.as_deref().unwrap_or("the seed")
+                ),
+            ),
+            (None, Some(b), None) => {
+                let j = policy.judge(&rec.runs, b, sigma, net_lines);
+                let status = if j.keep {
+                    Status::Keep
+                } else {
+                    Status::Discard
+                };
+                let reason = j.reason.clone();
+                rec.judgement = Some(j);
+                (status, reason)
+            }
         }
     }
 
@@ -223,7 +241,7 @@ impl Engine<'_> {
             .iter()
             .find(|e| e.status() == Status::Baseline)
             .is_some_and(|b| b.runs.len() > 1 && b.runs.iter().any(|v| *v != b.runs[0]));
-        self.verifier.spec.verify.seed_env.is_some()
+        self.spec.verify.seed_env.is_some()
             && baseline_varies
             && runs.len() > 1
             && runs.iter().all(|v| *v == runs[0])

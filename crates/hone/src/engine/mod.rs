@@ -13,7 +13,7 @@
 //! missing archive refs are written, and a recorded keep whose branch move was lost is applied.
 //!
 //! This module is the coordinator: the public API and the story of one experiment
-//! ([`Engine::experiment`]: [`Engine::prepare`], then [`Engine::verify_and_decide`]). Each step
+//! (`Engine::experiment`: `Engine::prepare`, then `Engine::verify_and_decide`). Each step
 //! lives in a room of its own:
 //!
 //! - `session`: the lock, opening or resuming a run, the loop and its stop conditions;
@@ -269,17 +269,9 @@ impl Stop {
 }
 
 impl<'a> Engine<'a> {
-    /// Where the engine writes: the store, and the subscribers of its events.
-    fn sink(&mut self) -> Sink<'_> {
-        Sink {
-            store: &self.store,
-            run_id: self.run.id,
-            on_event: &mut *self.on_event,
-        }
-    }
-
-    /// The verifier, and where it writes (for calls that need both).
-    fn measuring(&mut self) -> (&mut Verifier, Sink<'_>) {
+    /// The verifier, and where the engine writes: the store and the subscribers of its
+    /// events (for calls that need both).
+    fn verifying(&mut self) -> (&mut Verifier, Sink<'_>) {
         let sink = Sink {
             store: &self.store,
             run_id: self.run.id,
@@ -289,7 +281,7 @@ impl<'a> Engine<'a> {
     }
 
     fn emit(&mut self, event: Event) {
-        self.sink().emit(event);
+        self.verifying().1.emit(event);
     }
 
     fn active_seconds(&self) -> f64 {
@@ -340,7 +332,7 @@ impl<'a> Engine<'a> {
         };
         let spent = std::cell::Cell::new((0.0f64, 0u64));
         let meter = propose::Meter {
-            budget: self.budget_left(),
+            budget: budget_left(&self.verifier.spec, &self.history),
             spent: &spent,
         };
         let turn = proposal::Turn {
@@ -390,8 +382,8 @@ impl<'a> Engine<'a> {
             self.run_refs()?
         };
         let cancel = self.cancel();
-        let sigma = self.sigma(None);
-        let (verifier, mut sink) = self.measuring();
+        let sigma = self.judge().sigma(None);
+        let (verifier, mut sink) = self.verifying();
         let verified = verifier.verify(
             &mut sink, &mut c.rec, wt, baseline, best_value, sigma, &cancel,
         )?;
@@ -399,28 +391,28 @@ impl<'a> Engine<'a> {
             Verified::Cancelled => return self.abort(c.rec, c.t_start),
             Verified::Failed(status, reason) => (status, reason),
             Verified::Values { broken, failed } => {
-                self.judge(&mut c.rec, failed, broken, best_value)
+                self.judge().verdict(&mut c.rec, failed, broken, best_value)
             }
         };
         c.rec.verify_ms = t_verify.elapsed().as_millis() as u64;
         self.conclude(c, wt, status, reason, Some(refs_at_verify))
     }
 
-    /// What is left of the run's budgets for the next experiment.
-    fn budget_left(&self) -> propose::Budget {
-        let stop = &self.verifier.spec.stop;
-        propose::Budget {
-            usd_left: stop
-                .max_cost_usd
-                .map(|m| m - self.history.iter().map(|e| e.cost_usd).sum::<f64>()),
-            tokens_left: stop
-                .max_tokens
-                .map(|m| m.saturating_sub(self.history.iter().map(|e| e.tokens).sum::<u64>())),
-        }
-    }
-
     /// The run's branch and archive refs, as (name, commit), sorted.
     fn run_refs(&self) -> Result<Vec<(String, String)>, EngineError> {
         state::run_refs(&self.verifier.git, &self.run.tag)
+    }
+}
+
+/// What is left of the run's budgets for the next experiment, after `history`.
+fn budget_left(spec: &Spec, history: &[ExperimentRecord]) -> propose::Budget {
+    let stop = &spec.stop;
+    propose::Budget {
+        usd_left: stop
+            .max_cost_usd
+            .map(|m| m - history.iter().map(|e| e.cost_usd).sum::<f64>()),
+        tokens_left: stop
+            .max_tokens
+            .map(|m| m.saturating_sub(history.iter().map(|e| e.tokens).sum::<u64>())),
     }
 }

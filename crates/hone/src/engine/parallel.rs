@@ -314,7 +314,7 @@ impl Engine<'_> {
             worktree: s.worktree.clone(),
             rec: cand.rec.clone(),
             best: cand.best.as_ref().and_then(|b| b.objective),
-            sigma: self.sigma(None),
+            sigma: self.judge().sigma(None),
         };
         spawn(work);
         flying.insert(
@@ -371,20 +371,22 @@ impl Engine<'_> {
                 return Ok(Next::Free(None));
             }
             Verified::Failed(status, reason) => (status, reason),
-            Verified::Values { broken, failed } if current_commit == cand.parent => {
-                self.judge(&mut cand.rec, failed, broken, best_value)
-            }
+            Verified::Values { broken, failed } if current_commit == cand.parent => self
+                .judge()
+                .verdict(&mut cand.rec, failed, broken, best_value),
             Verified::Values { broken, failed } => {
                 // The best moved while it ran: first against its own parent...
                 let parent_n = cand.best.as_ref().map_or(0, |b| b.n);
                 let parent_value = cand.best.as_ref().and_then(|b| b.objective);
-                let (status, reason) = self.judge(&mut cand.rec, failed, broken, parent_value);
+                let (status, reason) =
+                    self.judge()
+                        .verdict(&mut cand.rec, failed, broken, parent_value);
                 let best_n = current.as_ref().map_or(0, |b| b.n);
                 if status != Status::Keep {
                     (status, reason)
                 } else {
                     // ...then against the current best.
-                    let (status, why) = self.judge(&mut cand.rec, None, None, best_value);
+                    let (status, why) = self.judge().verdict(&mut cand.rec, None, None, best_value);
                     if status != Status::Keep {
                         (
                             Status::Discard,

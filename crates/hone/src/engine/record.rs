@@ -233,7 +233,7 @@ impl Engine<'_> {
         self.verifier.git.reset_worktree(wt, commit)?;
         let repeat = rec.runs.len() as u64;
         let cancel = self.cancel();
-        let (verifier, mut sink) = self.measuring();
+        let (verifier, mut sink) = self.verifying();
         let message = match verifier.measure(&mut sink, &mut rec, wt, repeat, true, &cancel)? {
             Measured::Value { value, .. } => {
                 rec.runs.push(value);
@@ -277,7 +277,7 @@ impl Engine<'_> {
         let wt = self.worktree.clone();
         self.verifier.git.prepare_worktree(&wt, &commit)?;
         let cancel = self.cancel();
-        let (verifier, mut sink) = self.measuring();
+        let (verifier, mut sink) = self.verifying();
         best.holdout = verifier.measure_holdout(&mut sink, (best.n, &commit), &wt, &h, &cancel)?;
         self.store.put_experiment(self.run.id, &best)?;
         if let Some(e) = self.history.iter_mut().find(|e| e.n == best.n) {

@@ -8,7 +8,7 @@ use std::time::Instant;
 use crate::exec;
 use crate::propose;
 use crate::report::{best_experiment, summarize, Summary};
-use crate::spec::{format_duration, Direction, Spec};
+use crate::spec::{format_duration, Direction, Spec, StopSpec};
 use crate::store::{now, ExperimentRecord, RunRecord, Store};
 use crate::workspace::{hash_paths, matches_any, Git};
 
@@ -393,42 +393,45 @@ impl<'a> Engine<'a> {
                 )));
             }
         }
-        self.failure_or_budget_stop(exps)
+        failure_or_budget_stop(s, exps, self.session_first)
     }
+}
 
-    /// The stop conditions on failures in a row and on the budgets.
-    fn failure_or_budget_stop(&self, exps: &[ExperimentRecord]) -> Option<Stop> {
-        let s = &self.verifier.spec.stop;
-        // Only this session's failures count: resuming after fixing the cause starts afresh.
-        let failures = exps
-            .iter()
-            .rev()
-            .take_while(|e| e.n >= self.session_first && e.status().is_failure())
-            .count() as u64;
-        if failures >= s.max_consecutive_failures {
-            return Some(Stop::failed(format!(
-                "{failures} failed experiments in a row (max_consecutive_failures); see `hone log` and `hone show {}`",
-                exps.last().map(|e| e.n).unwrap_or(0)
+/// The stop conditions on failures in a row and on the budgets.
+fn failure_or_budget_stop(
+    s: &StopSpec,
+    exps: &[ExperimentRecord],
+    session_first: u64,
+) -> Option<Stop> {
+    // Only this session's failures count: resuming after fixing the cause starts afresh.
+    let failures = exps
+        .iter()
+        .rev()
+        .take_while(|e| e.n >= session_first && e.status().is_failure())
+        .count() as u64;
+    if failures >= s.max_consecutive_failures {
+        return Some(Stop::failed(format!(
+            "{failures} failed experiments in a row (max_consecutive_failures); see `hone log` and `hone show {}`",
+            exps.last().map(|e| e.n).unwrap_or(0)
+        )));
+    }
+    if let Some(max) = s.max_cost_usd {
+        let spent: f64 = exps.iter().map(|e| e.cost_usd).sum();
+        if spent >= max {
+            return Some(Stop::done(format!(
+                "budget: reached max_cost_usd (${spent:.2} of ${max:.2})"
             )));
         }
-        if let Some(max) = s.max_cost_usd {
-            let spent: f64 = exps.iter().map(|e| e.cost_usd).sum();
-            if spent >= max {
-                return Some(Stop::done(format!(
-                    "budget: reached max_cost_usd (${spent:.2} of ${max:.2})"
-                )));
-            }
-        }
-        if let Some(max) = s.max_tokens {
-            let spent: u64 = exps.iter().map(|e| e.tokens).sum();
-            if spent >= max {
-                return Some(Stop::done(format!(
-                    "budget: reached max_tokens ({spent} of {max})"
-                )));
-            }
-        }
-        None
     }
+    if let Some(max) = s.max_tokens {
+        let spent: u64 = exps.iter().map(|e| e.tokens).sum();
+        if spent >= max {
+            return Some(Stop::done(format!(
+                "budget: reached max_tokens ({spent} of {max})"
+            )));
+        }
+    }
+    None
 }
 
 /// The run `opts` names, or the latest unfinished one (`None`: a new run starts; a note
