@@ -95,7 +95,7 @@ pub(super) fn run_engine(
     let preset = crate::propose::command::Preset::of(spec.agent.kind);
     // The executor is chosen once, here, from `[exec] backend`.
     let executor = executor::choose(spec);
-    executor.preflight(spec)?;
+    executor.preflight()?;
     if let (Some(p), None) = (preset, &spec.agent.command) {
         let (program, install) = p.program();
         if !crate::propose::command::on_path(program) {

@@ -2,7 +2,7 @@
 //! batch job ([`slurm`]) or a remote `hone worker` through the shared store's queue
 //! ([`workers`]). The backend is chosen once, from `[exec] backend`, when the run opens; the
 //! rest of the engine only sees [`Executor`]. A new backend is one more file here and one more
-//! arm in [`choose`].
+//! arm in [`choose`] (besides its `[exec] backend` name in the spec).
 //!
 //! An executor's lifecycle: [`Executor::preflight`] before the run is opened (tools on PATH,
 //! shared directories), [`Executor::start`] once the run is known (connections, job
@@ -51,7 +51,7 @@ pub(super) struct RunPlace<'p> {
 /// Runs verification commands somewhere.
 pub(super) trait Executor: Send {
     /// Checks before the run is opened.
-    fn preflight(&self, _spec: &Spec) -> Result<(), EngineError> {
+    fn preflight(&self) -> Result<(), EngineError> {
         Ok(())
     }
     /// Gets ready to run the commands of run `place`.

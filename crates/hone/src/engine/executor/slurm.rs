@@ -34,7 +34,7 @@ impl Slurm {
 }
 
 impl Executor for Slurm {
-    fn preflight(&self, _spec: &Spec) -> Result<(), EngineError> {
+    fn preflight(&self) -> Result<(), EngineError> {
         if !crate::propose::command::on_path("sbatch") {
             return Err(EngineError::Setup(
                 "[exec] backend = \"slurm\" but `sbatch` is not on PATH: install the SLURM client tools (Debian: apt-get install slurm-client) on this machine".into(),
