@@ -10,8 +10,9 @@
 //!   it arrives: store write, then the compare-and-swap move of `hone/<tag>`. The branch
 //!   history is therefore linear.
 //! - one scoped thread per in-flight candidate runs its verifier (first run, then repeats or
-//!   confirms) through the same `verify`/`measure`/`execute` path as a serial run, with its own
-//!   store connection (SQLite in WAL mode takes the concurrent pid writes).
+//!   confirms) through the same `verify`/`measure`/`execute` path as a serial run: it owns a
+//!   [`Verifier`] of its own (the slot's worktree environment, its own executor connections)
+//!   and its own store connection (SQLite in WAL mode takes the concurrent pid writes).
 //!
 //! When the best moved while a candidate ran, the candidate is first judged against its own
 //! parent, then against the current best. One that loses to either is `discard` (the reason
@@ -36,17 +37,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
-use super::{archive_ref, Candidate, Engine, EngineError, Event, Prepared, Stop, Verified};
+use super::state::{archive_ref, branch_ref, shared_run_dir, store_location, StatePaths};
+use super::verifier::{Sink, Verified, Verifier};
+use super::{Candidate, Engine, EngineError, Event, Interrupt, Prepared, Stop};
 use crate::exec;
 use crate::report::best_experiment;
 use crate::spec::Spec;
-use crate::store::{now, ExperimentRecord, RunRecord, Status, Store};
+use crate::store::{now, ExperimentRecord, Status, Store};
 use crate::workspace::Git;
 
 /// Where the slots' worktrees of run `tag` live: under `.hone/`, or for SLURM under the
 /// shared directory the compute nodes see.
-fn slots_dir(paths: &super::StatePaths, spec: &Spec, root: &Path, tag: &str) -> PathBuf {
-    match super::shared_run_dir(spec, root, tag) {
+fn slots_dir(paths: &StatePaths, spec: &Spec, root: &Path, tag: &str) -> PathBuf {
+    match shared_run_dir(spec, root, tag) {
         Some(dir) => dir.join("slots"),
         None => paths.dir.join("slots").join(tag),
     }
@@ -56,7 +59,7 @@ fn slots_dir(paths: &super::StatePaths, spec: &Spec, root: &Path, tag: &str) -> 
 /// Returns how many there were.
 pub(super) fn clean_slots(
     git: &Git,
-    paths: &super::StatePaths,
+    paths: &StatePaths,
     spec: &Spec,
     tag: &str,
 ) -> Result<usize, EngineError> {
@@ -92,66 +95,40 @@ struct Done {
     verified: Result<Verified, EngineError>,
 }
 
-/// What a verification thread needs to build its own engine (everything but the proposer,
-/// the event subscribers and the outer loop, which stay with the coordinator).
-struct Parts {
-    git: Git,
-    paths: super::StatePaths,
-    spec: Spec,
-    run: RunRecord,
-    seals: super::Seals,
-    contained: bool,
-    history: Vec<ExperimentRecord>,
+/// What a verification thread is handed: its own verifier (with the slot's environment),
+/// the slot's worktree, and the candidate with what it is measured against.
+struct Work {
+    slot: usize,
+    verifier: Verifier,
     worktree: PathBuf,
-    slot_env: Vec<(String, String)>,
+    rec: ExperimentRecord,
+    /// The best's value when it was proposed, and the noise known then.
+    best: Option<f64>,
+    sigma: Option<f64>,
 }
 
-impl Parts {
-    /// An engine that only verifies, in this thread, with its own store connection.
-    fn engine<'a>(
-        self,
-        interrupt: &'a super::Interrupt,
-        on_event: &'a mut dyn FnMut(&Event),
-    ) -> Result<Engine<'a>, EngineError> {
-        // The same store the coordinator writes (a SQLite file or a PostgreSQL database).
-        let store = Store::open_at(&super::store_location(&self.git, &self.spec))?;
-        // No mechanism runs here: they belong to the coordinator's proposals and decisions.
-        let mut plain = self.spec.clone();
-        plain.outer = Default::default();
-        let outer = crate::meta::Outer::from_spec(&plain);
-        // Remote workers: this thread posts its own jobs (the coordinator's registration
-        // stays with the coordinating engine).
-        let queue = match (&self.spec.exec.backend, &self.spec.exec.store_url) {
-            (crate::spec::Backend::Workers, Some(url)) => Some(
-                crate::queue::Queue::connect(url).map_err(|e| EngineError::Setup(e.to_string()))?,
-            ),
-            _ => None,
+impl Work {
+    /// Verifies the candidate in this thread, with its own store connection (the same store
+    /// the coordinator writes: a SQLite file or a PostgreSQL database). Events go to the
+    /// store only: the subscribers stay with the coordinator.
+    fn verify(&mut self, run_id: i64, cancel: &dyn Fn() -> bool) -> Result<Verified, EngineError> {
+        let v = &mut self.verifier;
+        let store = Store::open_at(&store_location(&v.git, &v.spec))?;
+        let mut quiet = |_: &Event| {};
+        let mut sink = Sink {
+            store: &store,
+            run_id,
+            on_event: &mut quiet,
         };
-        Ok(Engine {
-            git: self.git,
-            paths: self.paths,
-            store,
-            spec: self.spec,
-            run: self.run,
-            seals: self.seals,
-            worktree: self.worktree,
-            proposer: Box::new(crate::propose::optimizer::KnobsProposer),
-            interrupt,
-            on_event,
-            session_start: Instant::now(),
-            active_before: 0.0,
-            session_first: 0,
-            history: self.history,
-            contained: self.contained,
-            evaluating: false,
-            // Remote workers: this thread posts its own jobs (the coordinator's registration
-            // stays with the coordinating engine).
-            queue,
-            _coordination: None,
-            measuring: None,
-            outer,
-            slot_env: self.slot_env,
-        })
+        v.verify(
+            &mut sink,
+            &mut self.rec,
+            &self.worktree,
+            false,
+            self.best,
+            self.sigma,
+            cancel,
+        )
     }
 }
 
@@ -167,48 +144,44 @@ impl Engine<'_> {
     /// The loop after the baseline with `[exec] workers` > 1; returns why it stopped, once
     /// every experiment in flight is decided.
     pub(super) fn run_parallel(&mut self) -> Result<Stop, EngineError> {
-        let workers = self.spec.exec.workers;
+        let workers = self.verifier.spec.exec.workers;
         let tag = self.run.tag.clone();
-        let head = self
+        let v = &self.verifier;
+        let head = v
             .git
-            .ref_target(&super::branch_ref(&tag))?
+            .ref_target(&branch_ref(&tag))?
             .ok_or_else(|| EngineError::Setup(format!("branch hone/{tag} is missing")))?;
         let mut slots = Vec::new();
         for i in 0..workers {
-            let worktree =
-                slots_dir(&self.paths, &self.spec, self.git.root(), &tag).join(format!("w{i}"));
-            self.git.prepare_worktree(&worktree, &head)?;
-            let mut env = self.spec.exec.slots.get(i).cloned().unwrap_or_default();
+            let worktree = slots_dir(&v.paths, &v.spec, v.git.root(), &tag).join(format!("w{i}"));
+            v.git.prepare_worktree(&worktree, &head)?;
+            let mut env = v.spec.exec.slots.get(i).cloned().unwrap_or_default();
             env.push(("HONE_SLOT".into(), i.to_string()));
             slots.push(Slot { worktree, env });
         }
-        self.emit(Event::Note {
-            message: format!(
-                "{workers} experiments at a time, in worktrees under {}",
-                slots_dir(&self.paths, &self.spec, self.git.root(), &tag).display()
-            ),
-        });
+        let message = format!(
+            "{workers} experiments at a time, in worktrees under {}",
+            slots_dir(&v.paths, &v.spec, v.git.root(), &tag).display()
+        );
+        self.emit(Event::Note { message });
         exec::set_concurrent(true);
         let abort = AtomicBool::new(false);
         let (tx, rx) = mpsc::channel::<Done>();
-        let interrupt = self.interrupt;
+        let interrupt: &Interrupt = self.interrupt;
+        let run_id = self.run.id;
         let result = std::thread::scope(|s| {
-            let spawn = |slot: usize, parts: Parts, rec: ExperimentRecord, best: Option<f64>| {
+            let spawn = |work: Work| {
                 let tx = tx.clone();
                 let abort = &abort;
                 s.spawn(move || {
-                    let mut rec = rec;
-                    let mut sink = |_: &Event| {};
-                    let wt = parts.worktree.clone();
-                    let verified = parts.engine(interrupt, &mut sink).and_then(|mut eng| {
-                        let cancel = || interrupt.kill_requested() || abort.load(Ordering::SeqCst);
-                        eng.verify(&mut rec, &wt, false, best, &cancel)
-                    });
+                    let mut work = work;
+                    let cancel = || interrupt.kill_requested() || abort.load(Ordering::SeqCst);
+                    let verified = work.verify(run_id, &cancel);
                     // The coordinator outlives every thread of the scope; a failed send means
                     // it already gave up, and the row stays `running` for resume to repair.
                     let _ = tx.send(Done {
-                        slot,
-                        rec,
+                        slot: work.slot,
+                        rec: work.rec,
                         verified,
                     });
                 });
@@ -222,7 +195,8 @@ impl Engine<'_> {
         });
         exec::set_concurrent(false);
         exec::kill_orphans();
-        let _ = clean_slots(&self.git, &self.paths, &self.spec, &tag);
+        let v = &self.verifier;
+        let _ = clean_slots(&v.git, &v.paths, &v.spec, &tag);
         result
     }
 
@@ -232,7 +206,7 @@ impl Engine<'_> {
         &mut self,
         slots: &[Slot],
         rx: &mpsc::Receiver<Done>,
-        spawn: &dyn Fn(usize, Parts, ExperimentRecord, Option<f64>),
+        spawn: &dyn Fn(Work),
         abort: &AtomicBool,
     ) -> Result<Stop, EngineError> {
         let mut free: Vec<usize> = (0..slots.len()).rev().collect();
@@ -283,12 +257,12 @@ impl Engine<'_> {
                 .chain(std::iter::once(f.cand.rec.n))
                 .max()
                 .map_or(0, |n| n + 1);
-            let room =
-                self.spec.stop.max_experiments > (self.history.len() + flying.len() + 1) as u64;
+            let room = self.verifier.spec.stop.max_experiments
+                > (self.history.len() + flying.len() + 1) as u64;
             // A keep's holdout runs in this slot, with its environment.
-            self.slot_env = slots[slot].env.clone();
+            self.verifier.slot_env = slots[slot].env.clone();
             let next = self.decide_parallel(f, done, &slots[slot].worktree, next_n, room);
-            self.slot_env.clear();
+            self.verifier.slot_env.clear();
             match next? {
                 Next::Free(s) => {
                     free.push(slot);
@@ -308,7 +282,7 @@ impl Engine<'_> {
         if let Some(stop) = self.stop_condition(exps) {
             return Some(stop);
         }
-        let max = self.spec.stop.max_experiments;
+        let max = self.verifier.spec.stop.max_experiments;
         ((exps.len() + in_flight) as u64 >= max)
             .then(|| Stop::done(format!("reached max_experiments ({max})")))
     }
@@ -317,7 +291,7 @@ impl Engine<'_> {
     /// the loop's active time.
     fn after_experiment(&mut self, count: usize) -> Result<(), EngineError> {
         if count % 64 == 63 {
-            let _ = self.git.run(&["pack-refs", "--all"]);
+            let _ = self.verifier.git.run(&["pack-refs", "--all"]);
         }
         self.store
             .set_active_seconds(self.run.id, self.active_seconds())?;
@@ -330,23 +304,19 @@ impl Engine<'_> {
         slot: usize,
         s: &Slot,
         cand: Candidate,
-        spawn: &dyn Fn(usize, Parts, ExperimentRecord, Option<f64>),
+        spawn: &dyn Fn(Work),
         flying: &mut std::collections::BTreeMap<usize, InFlight>,
     ) {
         self.emit(Event::Verifying { n: cand.rec.n });
-        let parts = Parts {
-            git: self.git.clone(),
-            paths: self.paths.clone(),
-            spec: self.spec.clone(),
-            run: self.run.clone(),
-            seals: self.seals.clone(),
-            contained: self.contained,
-            history: self.history.clone(),
+        let work = Work {
+            slot,
+            verifier: self.verifier.for_slot(s.env.clone()),
             worktree: s.worktree.clone(),
-            slot_env: s.env.clone(),
+            rec: cand.rec.clone(),
+            best: cand.best.as_ref().and_then(|b| b.objective),
+            sigma: self.judge().sigma(None),
         };
-        let best = cand.best.as_ref().and_then(|b| b.objective);
-        spawn(slot, parts, cand.rec.clone(), best);
+        spawn(work);
         flying.insert(
             slot,
             InFlight {
@@ -401,20 +371,22 @@ impl Engine<'_> {
                 return Ok(Next::Free(None));
             }
             Verified::Failed(status, reason) => (status, reason),
-            Verified::Values { broken, failed } if current_commit == cand.parent => {
-                self.judge(&mut cand.rec, failed, broken, best_value)
-            }
+            Verified::Values { broken, failed } if current_commit == cand.parent => self
+                .judge()
+                .verdict(&mut cand.rec, failed, broken, best_value),
             Verified::Values { broken, failed } => {
                 // The best moved while it ran: first against its own parent...
                 let parent_n = cand.best.as_ref().map_or(0, |b| b.n);
                 let parent_value = cand.best.as_ref().and_then(|b| b.objective);
-                let (status, reason) = self.judge(&mut cand.rec, failed, broken, parent_value);
+                let (status, reason) =
+                    self.judge()
+                        .verdict(&mut cand.rec, failed, broken, parent_value);
                 let best_n = current.as_ref().map_or(0, |b| b.n);
                 if status != Status::Keep {
                     (status, reason)
                 } else {
                     // ...then against the current best.
-                    let (status, why) = self.judge(&mut cand.rec, None, None, best_value);
+                    let (status, why) = self.judge().verdict(&mut cand.rec, None, None, best_value);
                     if status != Status::Keep {
                         (
                             Status::Discard,
@@ -443,16 +415,16 @@ impl Engine<'_> {
         branch_at: &str,
     ) -> Result<Option<String>, EngineError> {
         let mut moved = Vec::new();
-        let branch = super::branch_ref(&self.run.tag);
+        let branch = branch_ref(&self.run.tag);
         let mut expected = vec![(branch, Some(branch_at.to_string()))];
         if let Some(c) = &rec.candidate_commit {
             expected.push((archive_ref(&self.run.tag, rec.n), Some(c.clone())));
         }
         for (name, want) in expected {
-            let now = self.git.ref_target(&name)?;
+            let now = self.verifier.git.ref_target(&name)?;
             if now != want {
                 if let Some(w) = &want {
-                    self.git.update_ref(&name, w, now.as_deref())?;
+                    self.verifier.git.update_ref(&name, w, now.as_deref())?;
                 }
                 moved.push(name);
             }
@@ -477,19 +449,14 @@ impl Engine<'_> {
             .clone()
             .unwrap_or_else(|| self.run.base_commit.clone());
         let Some(commit) = cand.rec.candidate_commit.clone() else {
+            let why = "no candidate commit".to_string();
             return self
-                .conclude(
-                    cand,
-                    wt,
-                    Status::Discard,
-                    "no candidate commit".into(),
-                    None,
-                )
+                .conclude(cand, wt, Status::Discard, why, None)
                 .map(Next::Free);
         };
         let value = crate::report::fmt_metric(cand.rec.objective);
         let discard = |why: String| (Status::Discard, why);
-        let (status, reason) = match self.git.merge_onto(&cand.parent, &onto, &commit)? {
+        let (status, reason) = match self.verifier.git.merge_onto(&cand.parent, &onto, &commit)? {
             Err(paths) => discard(format!(
                 "conflict: it beat the current best #{} ({value}) but its change does not merge onto it ({})",
                 best.n,
@@ -556,24 +523,26 @@ impl Engine<'_> {
             rec.description, self.run.tag
         );
         let commit = self
+            .verifier
             .git
             .run(&["commit-tree", tree, "-p", &onto, "-m", &message])?
             .trim()
             .to_string();
-        let changes = self.git.changes(&onto, &commit)?;
+        let changes = self.verifier.git.changes(&onto, &commit)?;
         rec.files_changed = changes.len() as u64;
         rec.lines_added = changes.iter().map(|c| c.added).sum();
         rec.lines_deleted = changes.iter().map(|c| c.deleted).sum();
         rec.candidate_commit = Some(commit.clone());
         rec.tree = Some(tree.to_string());
         self.store.put_experiment(self.run.id, &rec)?;
-        self.git
+        self.verifier
+            .git
             .update_ref(&archive_ref(&self.run.tag, n), &commit, None)?;
         self.emit(Event::Proposed {
             n,
             description: rec.description.clone(),
         });
-        self.git.reset_worktree(wt, &commit)?;
+        self.verifier.git.reset_worktree(wt, &commit)?;
         Ok(Candidate {
             rec,
             t_start,

@@ -1,0 +1,46 @@
+//! Verification commands as process groups on this machine (`[exec] backend = "local"`).
+
+use crate::exec::{self, Exit};
+
+use super::super::verifier::Sink;
+use super::super::EngineError;
+use super::{Executor, Failure, Job};
+
+/// Child processes of hone, each in its own process group.
+pub(super) struct Local;
+
+impl Executor for Local {
+    fn run(
+        &mut self,
+        job: &Job<'_>,
+        sink: &mut Sink<'_>,
+        on_line: &mut dyn FnMut(&str),
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<(Exit, Option<Failure>), EngineError> {
+        run_here(job, sink, on_line, cancel)
+    }
+
+    fn for_slot(&self) -> Box<dyn Executor> {
+        Box::new(Local)
+    }
+}
+
+/// Runs `job` here, its process group recorded (so that a later hone can kill it).
+pub(super) fn run_here(
+    job: &Job<'_>,
+    sink: &mut Sink<'_>,
+    on_line: &mut dyn FnMut(&str),
+    cancel: &dyn Fn() -> bool,
+) -> Result<(Exit, Option<Failure>), EngineError> {
+    let what = job.what;
+    let running = exec::spawn(job.req)
+        .map_err(|e| EngineError::Setup(format!("cannot start the {what}: {e}")))?;
+    sink.store
+        .set_experiment_pid(sink.run_id, job.n, running.pid(), running.start_time())?;
+    let outcome = running
+        .wait(on_line, cancel)
+        .map_err(|e| EngineError::Setup(format!("{what} failed: {e}")))?;
+    // Anything the stage started that escaped its process group dies with the stage.
+    exec::kill_orphans();
+    Ok((outcome.exit, None))
+}

@@ -1,0 +1,87 @@
+//! Where a verification command runs: a process group on this machine ([`local`]), a SLURM
+//! batch job ([`slurm`]) or a remote `hone worker` through the shared store's queue
+//! ([`workers`]). The backend is chosen once, from `[exec] backend`, when the run opens; the
+//! rest of the engine only sees [`Executor`]. A new backend is one more file here and one more
+//! arm in [`choose`] (besides its `[exec] backend` name in the spec).
+//!
+//! An executor's lifecycle: [`Executor::preflight`] before the run is opened (tools on PATH,
+//! shared directories), [`Executor::start`] once the run is known (connections, job
+//! directories), [`Executor::run`] per command, [`Executor::recover`] on resume for what a
+//! crashed hone left running, and [`Executor::for_slot`] for each parallel verification thread.
+
+use crate::exec::{ExecRequest, Exit};
+use crate::spec::{Backend, Spec};
+use crate::store::Status;
+use crate::workspace::Git;
+
+use super::verifier::Sink;
+use super::EngineError;
+
+mod local;
+pub(super) mod slurm;
+mod workers;
+
+/// A verification that ended for a reason outside its command's exit (a job cancelled by
+/// someone else, a protected file modified on a remote worker): the status and the reason.
+pub(super) type Failure = (Status, String);
+
+/// One command to run for experiment `n`.
+pub(super) struct Job<'j> {
+    pub n: u64,
+    pub req: &'j ExecRequest,
+    /// What it is, for messages ("verifier", "holdout command").
+    pub what: &'j str,
+    /// The commit whose code runs (remote workers fetch it; candidates are committed without
+    /// moving the worktree's HEAD). `None`: the commit checked out in `req.cwd` (its HEAD).
+    pub commit: Option<&'j str>,
+    /// Whether a variable of `req.env` goes to a job that starts from its own environment (a
+    /// SLURM job, a remote worker): only what hone itself sets does.
+    pub travels: &'j dyn Fn(&str) -> bool,
+}
+
+/// What the executor needs to know of the run it serves.
+pub(super) struct RunPlace<'p> {
+    pub spec: &'p Spec,
+    pub git: &'p Git,
+    pub tag: &'p str,
+    /// The run's name in a shared store (`<repo key>#<tag>`).
+    pub key: String,
+}
+
+/// Runs verification commands somewhere.
+pub(super) trait Executor: Send {
+    /// Checks before the run is opened.
+    fn preflight(&self) -> Result<(), EngineError> {
+        Ok(())
+    }
+    /// Gets ready to run the commands of run `place`.
+    fn start(&mut self, _place: &RunPlace<'_>) -> Result<(), EngineError> {
+        Ok(())
+    }
+    /// Runs `job`: its exit and, for a job that ended for a reason outside the command
+    /// (cancelled by someone else, node failure...), that reason.
+    fn run(
+        &mut self,
+        job: &Job<'_>,
+        sink: &mut Sink<'_>,
+        on_line: &mut dyn FnMut(&str),
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<(Exit, Option<Failure>), EngineError>;
+    /// On resume, stops what was started for experiment `n` of run `key` before hone died;
+    /// true if something was.
+    fn recover(&mut self, _key: &str, _n: u64) -> bool {
+        false
+    }
+    /// The same executor for a parallel verification thread (which makes its own
+    /// connections, in that thread).
+    fn for_slot(&self) -> Box<dyn Executor>;
+}
+
+/// The executor `[exec] backend` names.
+pub(super) fn choose(spec: &Spec) -> Box<dyn Executor> {
+    match spec.exec.backend {
+        Backend::Local => Box::new(local::Local),
+        Backend::Slurm => Box::new(slurm::Slurm::new(spec)),
+        Backend::Workers => Box::new(workers::Workers::new(spec)),
+    }
+}

@@ -1,0 +1,255 @@
+//! Verification commands on remote `hone worker` processes (`[exec] backend = "workers"`): the
+//! candidate's commit is pushed to `[exec] remote`, the job posted to the shared store's
+//! queue, and its result awaited (see `crate::queue`).
+
+use std::time::{Duration, Instant};
+
+use crate::exec::Exit;
+use crate::queue::{JobResult, JobSpec, JobStatus, Queue, QueueError};
+use crate::spec::Spec;
+use crate::store::Status;
+use crate::workspace::{matches_any, Git};
+
+use super::super::state::archive_ref;
+use super::super::verifier::Sink;
+use super::super::{EngineError, Event};
+use super::{Executor, Failure, Job, RunPlace};
+
+/// How waiting for a posted job ended.
+enum Waited {
+    /// Cancelled here (the job is cancelled in the queue).
+    Cancelled,
+    /// The job ended without a result.
+    Ended(Exit, Option<Failure>),
+    Done(Box<JobResult>),
+}
+
+/// Jobs posted to the queue of the store at `url`.
+pub(super) struct Workers {
+    url: String,
+    remote: String,
+    protected: Vec<String>,
+    git: Option<Git>,
+    tag: String,
+    key: String,
+    queue: Option<Queue>,
+}
+
+impl Workers {
+    pub(super) fn new(spec: &Spec) -> Workers {
+        Workers {
+            url: spec.exec.store_url.clone().unwrap_or_default(),
+            remote: spec.exec.remote.clone().unwrap_or_default(),
+            protected: spec.loop_.protected.clone(),
+            git: None,
+            tag: String::new(),
+            key: String::new(),
+            queue: None,
+        }
+    }
+
+    fn connected(&self) -> Result<Queue, EngineError> {
+        Queue::connect(&self.url).map_err(|e| EngineError::Setup(e.to_string()))
+    }
+}
+
+impl Executor for Workers {
+    fn start(&mut self, place: &RunPlace<'_>) -> Result<(), EngineError> {
+        self.queue = Some(self.connected()?);
+        self.git = Some(place.git.clone());
+        self.tag = place.tag.to_string();
+        self.key = place.key.clone();
+        Ok(())
+    }
+
+    fn run(
+        &mut self,
+        job: &Job<'_>,
+        sink: &mut Sink<'_>,
+        on_line: &mut dyn FnMut(&str),
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<(Exit, Option<Failure>), EngineError> {
+        if self.queue.is_none() {
+            self.queue = Some(self.connected()?);
+        }
+        let commit = self.push(job)?;
+        let result = match self.wait(job, &commit, sink, cancel)? {
+            Waited::Cancelled => return Ok((Exit::Cancelled, None)),
+            Waited::Ended(exit, failure) => return Ok((exit, failure)),
+            Waited::Done(r) => r,
+        };
+        let req = job.req;
+        if let Some(parent) = req.log_path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        std::fs::write(&req.log_path, &result.log).map_err(|e| {
+            EngineError::Io(format!("cannot write {}: {e}", req.log_path.display()))
+        })?;
+        for line in result.log.lines() {
+            on_line(line);
+        }
+        Ok(self.outcome(*result))
+    }
+
+    fn recover(&mut self, key: &str, n: u64) -> bool {
+        self.queue
+            .as_mut()
+            .is_some_and(|q| q.cancel_experiment(key, n).unwrap_or(0) > 0)
+    }
+
+    fn for_slot(&self) -> Box<dyn Executor> {
+        // The thread posts its own jobs, on a connection of its own made when it first runs
+        // one (the coordinator's registration stays with the coordinating engine).
+        Box::new(Workers {
+            url: self.url.clone(),
+            remote: self.remote.clone(),
+            protected: self.protected.clone(),
+            git: self.git.clone(),
+            tag: self.tag.clone(),
+            key: self.key.clone(),
+            queue: None,
+        })
+    }
+}
+
+impl Workers {
+    /// Pushes the commit to be measured to the shared remote, under its archive ref; returns
+    /// the commit.
+    fn push(&self, job: &Job<'_>) -> Result<String, EngineError> {
+        let remote = &self.remote;
+        let Some(git) = &self.git else {
+            return Err(EngineError::Setup("no queue".into()));
+        };
+        let commit = match job.commit {
+            Some(c) => c.to_string(),
+            None => git
+                .run_in(&job.req.cwd, &["rev-parse", "HEAD"])?
+                .trim()
+                .to_string(),
+        };
+        let git_ref = archive_ref(&self.tag, job.n);
+        git.run(&[
+            "push",
+            "-q",
+            "--force",
+            remote,
+            &format!("{commit}:{git_ref}"),
+        ])
+        .map_err(|e| {
+            EngineError::Setup(format!(
+                "cannot push the candidate to [exec] remote `{remote}` for the workers: {e}"
+            ))
+        })?;
+        Ok(commit)
+    }
+
+    /// Posts `job` (on `commit`) and waits for its result.
+    fn wait(
+        &mut self,
+        job: &Job<'_>,
+        commit: &str,
+        sink: &mut Sink<'_>,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Waited, EngineError> {
+        let (n, what, req) = (job.n, job.what, job.req);
+        let remote = self.remote.clone();
+        // The worker's own environment is the base; only what hone itself sets travels.
+        let mut env: Vec<(String, String)> = req
+            .env
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .filter(|(k, _)| (job.travels)(k))
+            .collect();
+        env.sort();
+        let spec = JobSpec {
+            remote: remote.clone(),
+            git_ref: archive_ref(&self.tag, n),
+            commit: commit.to_string(),
+            command: req.command.clone(),
+            env,
+            timeout_ms: req
+                .timeout
+                .map(|t| t.as_millis() as u64)
+                .unwrap_or(u64::MAX / 2),
+            kill_grace_ms: req.kill_grace.as_millis() as u64,
+            max_log_bytes: req.max_log_bytes,
+        };
+        let db = |e: QueueError| EngineError::Setup(format!("{what}: {e}"));
+        let Some(queue) = self.queue.as_mut() else {
+            return Err(EngineError::Setup("no queue".into()));
+        };
+        let id = queue.submit(&self.key, n, &spec).map_err(db)?;
+        let posted = Instant::now();
+        let mut waiting_noted = false;
+        loop {
+            if cancel() {
+                queue.cancel(id).map_err(db)?;
+                return Ok(Waited::Cancelled);
+            }
+            match queue.status(id).map_err(db)? {
+                JobStatus::Done(r) => return Ok(Waited::Done(r)),
+                JobStatus::Cancelled => {
+                    return Ok(Waited::Ended(
+                        Exit::Code(-1),
+                        Some((
+                            Status::Crash,
+                            format!("job {id} was cancelled in the store by someone else"),
+                        )),
+                    ))
+                }
+                JobStatus::Queued
+                    if !waiting_noted && posted.elapsed() > Duration::from_secs(10) =>
+                {
+                    waiting_noted = true;
+                    sink.emit(Event::Note {
+                        message: format!(
+                            "experiment {n}: waiting for a worker to claim job {id}; start one with `hone worker --store <url> --repo {remote}`"
+                        ),
+                    });
+                }
+                _ => {}
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// A finished job's outcome as an exit (and a failure outside it).
+    fn outcome(&self, result: JobResult) -> (Exit, Option<Failure>) {
+        if let Some(f) = result.failure {
+            return (Exit::Code(-1), Some((Status::Crash, f)));
+        }
+        if let Some(p) = result
+            .modified
+            .iter()
+            .find(|p| matches_any(&self.protected, p))
+        {
+            return (
+                Exit::Code(0),
+                Some((
+                    Status::Violation,
+                    format!("protected file `{p}` was modified while the verifier ran on worker {}; the measurement is void", result.worker),
+                )),
+            );
+        }
+        let exit = match result.exit.as_str() {
+            "code" => Exit::Code(result.value),
+            "signal" => Exit::Signal(result.value),
+            "timeout" => Exit::TimedOut,
+            other => {
+                return (
+                    Exit::Code(-1),
+                    Some((
+                        Status::Crash,
+                        format!("worker {} reported `{other}`", result.worker),
+                    )),
+                )
+            }
+        };
+        (exit, None)
+    }
+}

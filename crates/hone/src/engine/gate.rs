@@ -1,0 +1,251 @@
+//! The gate: the checks between a proposal and its verifier, in order, before any compute is
+//! spent on the candidate. The worktree's git link, hone's refs, the snapshot (an unchanged
+//! worktree is `invalid`), hidden files, the scope rules, escaping symlinks, sealed files, the
+//! outer loop's filters, the review (limits, `forbid`, the reviewer) and the pinned inputs;
+//! after the gate, duplicates. Each check is a function that returns at most one rejection;
+//! [`Engine::gate`] runs them in order and its caller times the whole gate once.
+
+use std::path::Path;
+
+use crate::spec::Spec;
+use crate::store::{ExperimentRecord, Status};
+use crate::workspace::{first_difference, hash_paths, matches_any, Change};
+
+use super::proposal::Turn;
+use super::review::Gate;
+use super::state::{restore_refs, Seals};
+use super::{Engine, EngineError, Stop};
+
+/// Why a candidate does not go on to its verifier.
+pub(super) struct Rejection {
+    pub status: Status,
+    pub reason: String,
+    /// The run must stop too (a changed pinned input, a reviewer that cannot work).
+    pub stop: Option<Stop>,
+}
+
+impl Rejection {
+    fn new(status: Status, reason: String) -> Option<Rejection> {
+        Some(Rejection {
+            status,
+            reason,
+            stop: None,
+        })
+    }
+}
+
+impl Engine<'_> {
+    /// Snapshots the candidate `turn` left in its worktree (the archive) and runs the checks
+    /// on it, in order; the first rejection, if any. The baseline only has its pinned inputs
+    /// checked.
+    pub(super) fn gate(
+        &mut self,
+        rec: &mut ExperimentRecord,
+        turn: &Turn<'_>,
+        refs_before: &[(String, String)],
+    ) -> Result<Option<Rejection>, EngineError> {
+        if turn.best.is_some() {
+            if let Some(r) = self.gate_candidate(rec, turn, refs_before)? {
+                return Ok(Some(r));
+            }
+        }
+        Ok(self.check_pinned().err().map(|changed| {
+            let reason = pinned_message(&changed);
+            Rejection {
+                status: Status::Aborted,
+                reason: reason.clone(),
+                stop: Some(Stop::failed(reason)),
+            }
+        }))
+    }
+
+    /// The checks on an agent's candidate (see the module docs).
+    fn gate_candidate(
+        &mut self,
+        rec: &mut ExperimentRecord,
+        turn: &Turn<'_>,
+        refs_before: &[(String, String)],
+    ) -> Result<Option<Rejection>, EngineError> {
+        let (wt, parent) = (turn.wt, turn.parent);
+        if !self.verifier.git.worktree_link_ok(wt) {
+            let why = "replaced the worktree's .git (git would have run another repository's settings); nothing was committed".to_string();
+            return Ok(Rejection::new(Status::Violation, why));
+        }
+        let refs_after = self.run_refs()?;
+        if refs_after != refs_before {
+            let moved = restore_refs(&self.verifier.git, refs_before, &refs_after)?;
+            self.archive(rec, wt, parent)?;
+            let why = format!("the proposer moved hone's refs ({moved}); they were put back");
+            return Ok(Rejection::new(Status::Violation, why));
+        }
+        let Some(snap) = self.archive(rec, wt, parent)? else {
+            let why = "no change: the proposer left the files as they were".to_string();
+            return Ok(Rejection::new(Status::Invalid, why));
+        };
+        let violation = if !snap.hidden.is_empty() {
+            Some(format!(
+                "hid `{}` from git (assume-unchanged/skip-worktree index flags)",
+                snap.hidden.join("`, `")
+            ))
+        } else {
+            scope_violation(&self.verifier.spec, &snap.changes)
+                .or_else(|| escaping_symlink(wt, &snap.changes))
+        };
+        // Files git ignores are not part of the candidate: the verifier must not see them.
+        self.verifier.git.remove_ignored(wt)?;
+        let violation = violation.or_else(|| {
+            self.verifier
+                .sealed_changed(wt)
+                .map(|path| format!("protected file `{path}` differs from the run's start"))
+        });
+        if let Some(why) = violation {
+            return Ok(Rejection::new(Status::Violation, why));
+        }
+        // Outer loop: mechanisms' filters on an agent's edit, before any compute.
+        if let Some(why) = self.outer_filter(rec, parent, turn.finished)? {
+            return Ok(Rejection::new(Status::Rejected, why));
+        }
+        // Rules and the reviewer, before any compute is spent on the candidate.
+        let cancel = self.cancel();
+        Ok(match self.review(rec, wt, parent, &cancel, &turn.meter)? {
+            Gate::Pass => None,
+            Gate::Reject(why) => Rejection::new(Status::Rejected, why),
+            Gate::Stop(stop) => Some(Rejection {
+                status: Status::Rejected,
+                reason: stop.reason.clone(),
+                stop: Some(stop),
+            }),
+        })
+    }
+
+    /// The mechanisms' filters on a proposal that is not the knobs optimizer's (those are
+    /// filtered, and resampled, while proposing). Returns why it is rejected, if it is.
+    fn outer_filter(
+        &mut self,
+        rec: &ExperimentRecord,
+        parent: &str,
+        history: &[ExperimentRecord],
+    ) -> Result<Option<String>, EngineError> {
+        if self.outer.is_empty() || self.proposer.resamples() {
+            return Ok(None);
+        }
+        let Some(commit) = rec.candidate_commit.as_deref() else {
+            return Ok(None);
+        };
+        let diff = self.verifier.git.diff(parent, commit)?;
+        let config: Option<crate::propose::knobs::Config> = rec
+            .config
+            .as_ref()
+            .and_then(|c| serde_json::from_value(c.clone()).ok());
+        Ok(self
+            .outer
+            .filter_diff(rec.n, &rec.description, config.as_ref(), &diff, history))
+    }
+
+    /// The first pinned input that changed, if any.
+    pub(super) fn check_pinned(&self) -> Result<(), String> {
+        pinned_changed(&self.verifier.seals, self.verifier.git.root())
+    }
+}
+
+/// The first pinned input (under `root`) whose hash differs from the seals', if any.
+fn pinned_changed(seals: &Seals, root: &Path) -> Result<(), String> {
+    if seals.pinned.is_empty() {
+        return Ok(());
+    }
+    match hash_paths(root, &seals.pinned_paths) {
+        Ok(now) => match first_difference(&seals.pinned, &now) {
+            Some(p) => Err(p),
+            None => Ok(()),
+        },
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+pub(super) fn pinned_message(changed: &str) -> String {
+    format!(
+        "pinned input `{changed}` changed since the run started; restore it and run `hone run` again, or start a new run with `hone run --new`"
+    )
+}
+
+/// Why a candidate with `rec`'s files is not run: the same files as an experiment already
+/// measured (in `exps`) or being verified (`in_flight`) give the same answer.
+pub(super) fn duplicate(
+    rec: &ExperimentRecord,
+    exps: &[ExperimentRecord],
+    in_flight: &[ExperimentRecord],
+) -> Option<String> {
+    let tree = rec.tree.as_deref()?;
+    let measured = |e: &&ExperimentRecord| {
+        e.tree.as_deref() == Some(tree)
+            && matches!(
+                e.status(),
+                Status::Baseline | Status::Keep | Status::Discard | Status::Crash | Status::Timeout
+            )
+    };
+    let running = |e: &&ExperimentRecord| e.tree.as_deref() == Some(tree);
+    if let Some(dup) = exps.iter().find(measured) {
+        return Some(format!(
+            "duplicate of #{} (identical files; not run again)",
+            dup.n
+        ));
+    }
+    in_flight.iter().find(running).map(|dup| {
+        format!(
+            "duplicate of #{}, which is being verified now (identical files)",
+            dup.n
+        )
+    })
+}
+
+/// Why a set of changes breaks the scope rules, if it does.
+fn scope_violation(spec: &Spec, changes: &[Change]) -> Option<String> {
+    let l = &spec.loop_;
+    for c in changes {
+        if matches_any(&l.protected, &c.path) {
+            return Some(format!("changed protected file `{}`", c.path));
+        }
+        if matches_any(&l.pinned, &c.path) {
+            return Some(format!("changed pinned input `{}`", c.path));
+        }
+        if !matches_any(&l.editable, &c.path) {
+            return Some(format!(
+                "changed `{}`, which is not editable (editable: {})",
+                c.path,
+                l.editable.join(", ")
+            ));
+        }
+    }
+    None
+}
+
+/// A changed path that is a symlink pointing outside the worktree, if any.
+fn escaping_symlink(wt: &Path, changes: &[Change]) -> Option<String> {
+    let root = std::fs::canonicalize(wt).ok()?;
+    changes.iter().find_map(|c| {
+        let p = wt.join(&c.path);
+        let meta = std::fs::symlink_metadata(&p).ok()?;
+        if !meta.file_type().is_symlink() {
+            return None;
+        }
+        let target = std::fs::read_link(&p).ok()?;
+        let resolved = p.parent()?.join(&target);
+        // Resolve what exists; a dangling link is judged by its lexical path.
+        let inside = match std::fs::canonicalize(&resolved) {
+            Ok(r) => r.starts_with(&root),
+            Err(_) => {
+                !target.is_absolute()
+                    && !target
+                        .components()
+                        .any(|c| c == std::path::Component::ParentDir)
+            }
+        };
+        (!inside).then(|| {
+            format!(
+                "`{}` is a symlink to `{}`, outside the worktree",
+                c.path,
+                target.display()
+            )
+        })
+    })
+}

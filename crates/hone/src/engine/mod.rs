@@ -1,0 +1,418 @@
+//! The loop. One experiment flows one way:
+//!
+//! ```text
+//! stop? -> record start -> reset worktree to best -> proposer -> snapshot (archive ref)
+//!       -> gate (scope, sealed files, pinned inputs) -> verifier -> decision
+//!       -> record outcome -> (keep: fast-forward hone/<tag>) -> events
+//! ```
+//!
+//! Crash safety comes from ordering: an experiment's row is written (status `running`) before
+//! anything runs, its candidate commit is recorded before its archive ref is written, and its
+//! outcome is recorded before the run branch moves. `resume` repairs whatever a crash left
+//! between two of those steps: a `running` row becomes `aborted` (its process group killed),
+//! missing archive refs are written, and a recorded keep whose branch move was lost is applied.
+//!
+//! This module is the coordinator: the public API and the story of one experiment
+//! (`Engine::experiment`: `Engine::prepare`, then `Engine::verify_and_decide`). Each step
+//! lives in a room of its own:
+//!
+//! - `session`: the lock, opening or resuming a run, the loop and its stop conditions;
+//! - `recovery`: repairing what a crash left;
+//! - `proposal`: asking the proposer (and the outer loop) for a candidate;
+//! - `gate` (and `review`): the checks between proposal and verification;
+//! - `verifier`: measuring a candidate, on an `executor` (local, SLURM, remote workers);
+//! - `decision`: the verdict (judge, integrity, holdout gate);
+//! - `record`: archiving candidates and recording outcomes;
+//! - `parallel`: several candidates verified at a time;
+//! - `state`: where a run's state lives; `notices`: what `[[notify]]` endpoints hear.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::propose::{self, Proposer};
+use crate::report::{best_experiment, Summary};
+use crate::spec::{Direction, Spec};
+use crate::store::{ExperimentRecord, RunRecord, Status, Store, StoreError};
+use crate::workspace::GitError;
+
+mod decision;
+mod executor;
+mod gate;
+mod notices;
+mod parallel;
+mod proposal;
+mod record;
+mod recovery;
+mod review;
+mod session;
+mod state;
+mod verifier;
+
+pub use session::{today_tag, validate_tag};
+pub use state::{
+    archive_ref, branch_ref, configured_store, is_running, repo_key, store_location, StatePaths,
+    STATE_DIR,
+};
+
+use verifier::{Sink, Verified, Verifier};
+
+/// A failure that stops `hone run` (as opposed to a failed experiment, which is recorded).
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("another `hone run` is already running in this repository (lock {0}); wait for it or stop it first")]
+    Locked(PathBuf),
+    #[error("{0}")]
+    Io(String),
+    #[error("{0}")]
+    Setup(String),
+    /// The run stopped on a condition that needs the user: recorded, then reported as an error.
+    #[error("{reason}")]
+    Stopped {
+        reason: String,
+        summary: Box<Summary>,
+    },
+}
+
+/// Ctrl-C as the engine sees it: once = finish the current experiment and stop; twice = kill
+/// the running process group now and record the experiment `aborted`.
+#[derive(Debug, Default)]
+pub struct Interrupt(AtomicUsize);
+
+impl Interrupt {
+    pub const fn new() -> Interrupt {
+        Interrupt(AtomicUsize::new(0))
+    }
+    /// Records one more request; returns how many there have been.
+    pub fn request(&self) -> usize {
+        self.0.fetch_add(1, Ordering::SeqCst) + 1
+    }
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+    pub fn stop_requested(&self) -> bool {
+        self.count() >= 1
+    }
+    pub fn kill_requested(&self) -> bool {
+        self.count() >= 2
+    }
+}
+
+/// What the caller may override from the command line.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub tag: Option<String>,
+    pub max_experiments: Option<u64>,
+    pub max_time: Option<Duration>,
+    pub seed: Option<u64>,
+    /// Start a new run even if an unfinished one could be resumed.
+    pub new_run: bool,
+}
+
+/// What the engine reports while it works. The terminal output, logs and anything else
+/// subscribe to these; none of them reaches into the engine.
+#[derive(Clone, Debug, serde::Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    RunStarted {
+        tag: String,
+        branch: String,
+        base_commit: String,
+        resumed: bool,
+        finished_experiments: u64,
+        metric: String,
+        direction: Direction,
+    },
+    Warning {
+        message: String,
+    },
+    Note {
+        message: String,
+    },
+    ExperimentStarted {
+        n: u64,
+    },
+    Proposed {
+        n: u64,
+        description: String,
+    },
+    Verifying {
+        n: u64,
+    },
+    ExperimentFinished {
+        record: Box<ExperimentRecord>,
+        best: Option<f64>,
+        baseline: Option<f64>,
+    },
+    RunStopped {
+        reason: String,
+        resumable: bool,
+    },
+    /// The outer loop changed how the search goes (a restart, a new strategy, a mechanism
+    /// turned on or off).
+    Outer {
+        n: u64,
+        message: String,
+    },
+}
+
+impl Event {
+    pub(super) fn kind(&self) -> &'static str {
+        match self {
+            Event::RunStarted { .. } => "run_started",
+            Event::Warning { .. } => "warning",
+            Event::Note { .. } => "note",
+            Event::ExperimentStarted { .. } => "experiment_started",
+            Event::Proposed { .. } => "proposed",
+            Event::Verifying { .. } => "verifying",
+            Event::ExperimentFinished { .. } => "experiment_finished",
+            Event::RunStopped { .. } => "run_stopped",
+            Event::Outer { .. } => "outer",
+        }
+    }
+}
+
+/// Runs (or resumes) a loop in the repository at `repo_root` until a stop condition holds.
+///
+/// `[[notify]]` endpoints hear of keeps and of how the run ended from background threads; the
+/// loop never waits for them, and at the end they get a bounded time (`notify::FLUSH_WAIT`)
+/// to finish. Deliveries that failed come back as warnings after `RunStopped`.
+pub fn run(
+    repo_root: &Path,
+    spec: &Spec,
+    opts: &RunOptions,
+    interrupt: &Interrupt,
+    on_event: &mut dyn FnMut(&Event),
+) -> Result<Summary, EngineError> {
+    if spec.notify.is_empty() {
+        return session::run_engine(repo_root, spec, opts, interrupt, on_event);
+    }
+    notices::run_notified(repo_root, spec, opts, interrupt, on_event)
+}
+
+/// A run being worked on, by this process.
+struct Engine<'a> {
+    /// The repository, the run's settings and seals, and where candidates are measured.
+    verifier: Verifier,
+    store: Store,
+    run: RunRecord,
+    /// The run's worktree (the serial loop's; parallel slots have their own).
+    worktree: PathBuf,
+    proposer: Box<dyn Proposer>,
+    /// The outer loop's mechanisms (empty without `[outer]`).
+    outer: crate::meta::Outer,
+    interrupt: &'a Interrupt,
+    on_event: &'a mut dyn FnMut(&Event),
+    /// When this session started, and the run's active time before it.
+    session_start: Instant,
+    active_before: f64,
+    /// The first experiment number of this session.
+    session_first: u64,
+    /// Every experiment of the run, finished ones as recorded.
+    history: Vec<ExperimentRecord>,
+    /// In a shared store: this run's coordinator registration (released when dropped).
+    _coordination: Option<crate::queue::Coordination>,
+}
+
+/// A candidate that passed the gate, waiting for its verifier.
+struct Candidate {
+    rec: ExperimentRecord,
+    t_start: Instant,
+    /// The best when it was proposed (`None`: this is the baseline).
+    best: Option<ExperimentRecord>,
+    /// The commit it was made on (the best's).
+    parent: String,
+}
+
+/// How the first half of an experiment ended.
+enum Prepared {
+    /// Recorded already (invalid, rejected, a violation...); `Some`: the run must stop.
+    Done(Option<Stop>),
+    Ready(Box<Candidate>),
+}
+
+/// Why the loop stopped.
+struct Stop {
+    reason: String,
+    /// `hone run` continues the same run as it is (interrupts, failed baselines).
+    resumable: bool,
+    /// Report as an error (exit status 1).
+    error: bool,
+}
+
+impl Stop {
+    fn done(reason: impl Into<String>) -> Stop {
+        Stop {
+            reason: reason.into(),
+            resumable: false,
+            error: false,
+        }
+    }
+    fn resumable(reason: impl Into<String>) -> Stop {
+        Stop {
+            reason: reason.into(),
+            resumable: true,
+            error: false,
+        }
+    }
+    fn failed(reason: impl Into<String>) -> Stop {
+        Stop {
+            reason: reason.into(),
+            resumable: true,
+            error: true,
+        }
+    }
+}
+
+impl<'a> Engine<'a> {
+    /// The verifier, and where the engine writes: the store and the subscribers of its
+    /// events (for calls that need both).
+    fn verifying(&mut self) -> (&mut Verifier, Sink<'_>) {
+        let sink = Sink {
+            store: &self.store,
+            run_id: self.run.id,
+            on_event: &mut *self.on_event,
+        };
+        (&mut self.verifier, sink)
+    }
+
+    fn emit(&mut self, event: Event) {
+        self.verifying().1.emit(event);
+    }
+
+    fn active_seconds(&self) -> f64 {
+        self.active_before + self.session_start.elapsed().as_secs_f64()
+    }
+
+    /// The cancel check of the running experiment: a second Ctrl-C.
+    fn cancel(&self) -> impl Fn() -> bool + 'a {
+        let interrupt = self.interrupt;
+        move || interrupt.kill_requested()
+    }
+
+    /// Runs one experiment; `Some(stop)` when the run must stop after it.
+    fn experiment(&mut self, exps: &[ExperimentRecord]) -> Result<Option<Stop>, EngineError> {
+        let wt = self.worktree.clone();
+        match self.prepare(exps, &[], &wt)? {
+            Prepared::Done(stop) => Ok(stop),
+            Prepared::Ready(c) => self.verify_and_decide(*c, &wt),
+        }
+    }
+
+    /// The first half of an experiment in worktree `wt`: record its start, propose, archive
+    /// and gate. `in_flight` are experiments being verified meanwhile (parallel runs): the
+    /// proposer sees them, and a candidate identical to one of them is not run again.
+    fn prepare(
+        &mut self,
+        exps: &[ExperimentRecord],
+        in_flight: &[ExperimentRecord],
+        wt: &Path,
+    ) -> Result<Prepared, EngineError> {
+        let t_start = Instant::now();
+        let best = best_experiment(exps).cloned();
+        let (mut rec, parent) = self.record_start(exps, in_flight, best.as_ref(), wt)?;
+        // What the proposer sees: finished experiments, and those still being verified
+        // (`running`: their candidates are known, their outcomes not yet).
+        let mut finished: Vec<ExperimentRecord> = exps
+            .iter()
+            .filter(|e| e.status() != Status::Running)
+            .chain(in_flight)
+            .cloned()
+            .collect();
+        finished.sort_by_key(|e| e.n);
+        // Propose. hone's own refs are noted first: an agent that moves them is caught below.
+        let refs_before = if best.is_none() {
+            Vec::new()
+        } else {
+            self.run_refs()?
+        };
+        let spent = std::cell::Cell::new((0.0f64, 0u64));
+        let meter = propose::Meter {
+            budget: budget_left(&self.verifier.spec, &self.history),
+            spent: &spent,
+        };
+        let turn = proposal::Turn {
+            wt,
+            parent: &parent,
+            best: best.as_ref(),
+            finished: &finished,
+            meter,
+        };
+        let proposal = self.propose(&mut rec, &turn)?;
+        let t_gate = Instant::now();
+        if let Some(done) = self.take_proposal(&mut rec, proposal, &turn, t_start)? {
+            return Ok(done);
+        }
+        // The gate, timed as one step.
+        let rejection = self.gate(&mut rec, &turn, &refs_before)?;
+        rec.gate_ms = t_gate.elapsed().as_millis() as u64;
+        if let Some(r) = rejection {
+            self.finish(rec, r.status, r.reason, t_start)?;
+            return Ok(Prepared::Done(r.stop));
+        }
+        // Dedup: the same files as an experiment already measured give the same answer.
+        if let Some(why) = gate::duplicate(&rec, exps, in_flight) {
+            self.finish(rec, Status::Invalid, why, t_start)?;
+            return Ok(Prepared::Done(None));
+        }
+        Ok(Prepared::Ready(Box::new(Candidate {
+            rec,
+            t_start,
+            best,
+            parent,
+        })))
+    }
+
+    /// The second half of an experiment: verify the candidate in `wt`, decide, record.
+    fn verify_and_decide(&mut self, c: Candidate, wt: &Path) -> Result<Option<Stop>, EngineError> {
+        let mut c = c;
+        let n = c.rec.n;
+        // Verify: a first run, then the baseline's repeats or a passing candidate's confirms.
+        self.emit(Event::Verifying { n });
+        let t_verify = Instant::now();
+        let best_value = c.best.as_ref().and_then(|b| b.objective);
+        let baseline = c.best.is_none();
+        let refs_at_verify = if baseline {
+            Vec::new()
+        } else {
+            self.run_refs()?
+        };
+        let cancel = self.cancel();
+        let sigma = self.judge().sigma(None);
+        let (verifier, mut sink) = self.verifying();
+        let verified = verifier.verify(
+            &mut sink, &mut c.rec, wt, baseline, best_value, sigma, &cancel,
+        )?;
+        let (status, reason) = match verified {
+            Verified::Cancelled => return self.abort(c.rec, c.t_start),
+            Verified::Failed(status, reason) => (status, reason),
+            Verified::Values { broken, failed } => {
+                self.judge().verdict(&mut c.rec, failed, broken, best_value)
+            }
+        };
+        c.rec.verify_ms = t_verify.elapsed().as_millis() as u64;
+        self.conclude(c, wt, status, reason, Some(refs_at_verify))
+    }
+
+    /// The run's branch and archive refs, as (name, commit), sorted.
+    fn run_refs(&self) -> Result<Vec<(String, String)>, EngineError> {
+        state::run_refs(&self.verifier.git, &self.run.tag)
+    }
+}
+
+/// What is left of the run's budgets for the next experiment, after `history`.
+fn budget_left(spec: &Spec, history: &[ExperimentRecord]) -> propose::Budget {
+    let stop = &spec.stop;
+    propose::Budget {
+        usd_left: stop
+            .max_cost_usd
+            .map(|m| m - history.iter().map(|e| e.cost_usd).sum::<f64>()),
+        tokens_left: stop
+            .max_tokens
+            .map(|m| m.saturating_sub(history.iter().map(|e| e.tokens).sum::<u64>())),
+    }
+}

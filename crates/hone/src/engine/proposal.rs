@@ -1,0 +1,157 @@
+//! Asking for a candidate: the proposer (through the outer loop's mechanisms) edits the
+//! worktree, or describes the baseline; what it says or fails with is then taken up, the
+//! failures recorded at once (an `invalid` proposal is archived all the same).
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::exec;
+use crate::propose::{self, Proposal, ProposeContext, ProposeError};
+use crate::store::{ExperimentRecord, Status};
+
+use super::state::archive_ref;
+use super::verifier::Role;
+use super::{Engine, EngineError, Event, Prepared, Stop};
+
+/// One experiment's turn with the proposer: where it works and what it is shown.
+pub(super) struct Turn<'t> {
+    pub wt: &'t Path,
+    /// The commit the candidate is made on (the best's, or the run's start).
+    pub parent: &'t str,
+    /// The best so far (`None`: this experiment is the baseline).
+    pub best: Option<&'t ExperimentRecord>,
+    /// Finished experiments and those being verified, in order.
+    pub finished: &'t [ExperimentRecord],
+    /// The budgets, and what this experiment has spent (proposer and reviewer together).
+    pub meter: propose::Meter<'t>,
+}
+
+impl Engine<'_> {
+    /// Asks for experiment `rec.n`: `None` for the baseline (the proposer only describes it),
+    /// else the proposal or why there is none. Its time and spend go into `rec`.
+    pub(super) fn propose(
+        &mut self,
+        rec: &mut ExperimentRecord,
+        turn: &Turn<'_>,
+    ) -> Result<Option<Result<Proposal, ProposeError>>, EngineError> {
+        let n = rec.n;
+        let cancel = self.cancel();
+        let t_propose = Instant::now();
+        let run_dir = self.verifier.paths.run_dir(&self.run.tag);
+        let _ = std::fs::create_dir_all(run_dir.join("prompts"));
+        let agent_wrapper = self.verifier.wrapper(turn.wt, true, Role::Agent);
+        let no_guidance = crate::meta::Guidance::default();
+        let job = self.verifier.job_token(n);
+        let proposal = {
+            let (store, run_id) = (&self.store, self.run.id);
+            // Record the agent's process group as soon as it exists, so that a crash of hone
+            // while the agent works leaves enough to kill it on resume.
+            let on_spawn = move |pid: u32, start: Option<u64>| {
+                let _ = store.set_experiment_pid(run_id, n, pid, start);
+            };
+            let ctx = ProposeContext {
+                n,
+                worktree: turn.wt,
+                parent_commit: turn.parent,
+                base_commit: &self.run.base_commit,
+                history: turn.finished,
+                best: turn.best,
+                spec: &self.verifier.spec,
+                git: &self.verifier.git,
+                repo_root: self.verifier.git.root(),
+                run_dir: &run_dir,
+                seed: self.run.seed,
+                cancel: &cancel,
+                on_spawn: &on_spawn,
+                wrapper: &agent_wrapper,
+                budget: turn.meter.budget,
+                spent: turn.meter.spent,
+                guidance: &no_guidance,
+                job: &job,
+            };
+            if turn.best.is_none() {
+                rec.config = self.proposer.describe_baseline(&ctx);
+                None
+            } else {
+                // Outer loop: guidance, candidates and (for the knobs optimizer) filters.
+                Some(self.outer.propose(&mut *self.proposer, &ctx))
+            }
+        };
+        rec.propose_ms = t_propose.elapsed().as_millis() as u64;
+        let (usd, tokens) = turn.meter.spent.get();
+        rec.cost_usd += usd;
+        rec.tokens += tokens;
+        exec::kill_orphans();
+        Ok(proposal)
+    }
+
+    /// Takes up what the proposer gave: the baseline's commit, a proposal's description, or
+    /// (recorded at once) why there is no candidate: `Some` then.
+    pub(super) fn take_proposal(
+        &mut self,
+        rec: &mut ExperimentRecord,
+        proposal: Option<Result<Proposal, ProposeError>>,
+        turn: &Turn<'_>,
+        t_start: Instant,
+    ) -> Result<Option<Prepared>, EngineError> {
+        let n = rec.n;
+        let parent = turn.parent;
+        let error = match proposal {
+            None => {
+                rec.description = "baseline".into();
+                rec.candidate_commit = Some(parent.to_string());
+                rec.tree = Some(self.verifier.git.tree_of(parent)?);
+                self.verifier
+                    .git
+                    .update_ref_if_missing(&archive_ref(&self.run.tag, n), parent)?;
+                return Ok(None);
+            }
+            Some(Ok(p)) => {
+                rec.description = p.description;
+                rec.config = p.config;
+                rec.cost_usd += p.cost_usd;
+                self.emit(Event::Proposed {
+                    n,
+                    description: rec.description.clone(),
+                });
+                return Ok(None);
+            }
+            Some(Err(e)) => e,
+        };
+        let rec = std::mem::take(rec);
+        let stop = match error {
+            ProposeError::Invalid(reason) => {
+                // Whatever the proposer left is archived all the same.
+                let mut rec = rec;
+                self.archive(&mut rec, turn.wt, parent)?;
+                self.finish(rec, Status::Invalid, reason, t_start)?;
+                None
+            }
+            ProposeError::Cancelled => {
+                self.finish(
+                    rec,
+                    Status::Aborted,
+                    "interrupted by the user".into(),
+                    t_start,
+                )?;
+                Some(Stop::resumable(
+                    "interrupted by the user (run `hone run` to resume)",
+                ))
+            }
+            ProposeError::Exhausted(reason) | ProposeError::Budget(reason) => {
+                self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
+                Some(Stop::done(reason))
+            }
+            ProposeError::Rejected(reason) => {
+                // A mechanism refused every proposal; nothing was archived or verified.
+                self.finish(rec, Status::Rejected, reason, t_start)?;
+                None
+            }
+            ProposeError::Fatal(reason) => {
+                self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
+                Some(Stop::failed(reason))
+            }
+        };
+        Ok(Some(Prepared::Done(stop)))
+    }
+}

@@ -1,0 +1,303 @@
+//! Recording an experiment, in the crash-safe order: its row (`running`) before anything runs
+//! ([`Engine::record_start`]), its candidate commit before its archive ref
+//! ([`Engine::archive`]), its outcome before the run branch moves ([`Engine::conclude`]);
+//! then the history, the events and the outer loop's hooks ([`Engine::finish`]). Also the
+//! champion's re-test and the best's holdout at the end of a run.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::report::best_experiment;
+use crate::store::{now, ExperimentRecord, Status};
+use crate::verify::noise::mean;
+
+use super::state::{archive_ref, branch_ref};
+use super::verifier::Measured;
+use super::{Candidate, Engine, EngineError, Event, Stop};
+
+impl Engine<'_> {
+    /// Records the start of the next experiment (made on `best`, or the baseline) and
+    /// checks its parent out in `wt`: its row, then its event. Returns the row and the parent.
+    pub(super) fn record_start(
+        &mut self,
+        exps: &[ExperimentRecord],
+        in_flight: &[ExperimentRecord],
+        best: Option<&ExperimentRecord>,
+        wt: &Path,
+    ) -> Result<(ExperimentRecord, String), EngineError> {
+        let n = exps
+            .iter()
+            .chain(in_flight)
+            .map(|e| e.n + 1)
+            .max()
+            .unwrap_or(0);
+        let parent = best
+            .and_then(|b| b.candidate_commit.clone())
+            .unwrap_or_else(|| self.run.base_commit.clone());
+        let rec = ExperimentRecord {
+            n,
+            parent_commit: parent.clone(),
+            status: Some(Status::Running),
+            started_at: now(),
+            ..Default::default()
+        };
+        self.store.put_experiment(self.run.id, &rec)?;
+        self.emit(Event::ExperimentStarted { n });
+        self.verifier.git.reset_worktree(wt, &parent)?;
+        let run_dir = self.verifier.paths.run_dir(&self.run.tag);
+        std::fs::create_dir_all(run_dir.join("logs"))
+            .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", run_dir.display())))?;
+        Ok((rec, parent))
+    }
+
+    /// Commits what the proposer left in the worktree, records the candidate commit, then
+    /// writes its archive ref (in that order, so a crash between the two is repaired on resume).
+    pub(super) fn archive(
+        &mut self,
+        rec: &mut ExperimentRecord,
+        wt: &Path,
+        parent: &str,
+    ) -> Result<Option<crate::workspace::Snapshot>, EngineError> {
+        let title = if rec.description.is_empty() {
+            "candidate"
+        } else {
+            &rec.description
+        };
+        let message = format!(
+            "hone #{}: {title}\n\nHone-Run: {}\nHone-Experiment: {}\n",
+            rec.n, self.run.tag, rec.n
+        );
+        let git = &self.verifier.git;
+        let Some(snap) = git.snapshot(wt, parent, &message)? else {
+            return Ok(None);
+        };
+        rec.files_changed = snap.changes.len() as u64;
+        rec.lines_added = snap.lines_added();
+        rec.lines_deleted = snap.lines_deleted();
+        rec.candidate_commit = Some(snap.commit.clone());
+        rec.tree = Some(snap.tree.clone());
+        self.store.put_experiment(self.run.id, rec)?;
+        git.update_ref(&archive_ref(&self.run.tag, rec.n), &snap.commit, None)?;
+        Ok(Some(snap))
+    }
+
+    /// Records a judged candidate: the verdict ([`Engine::decide`]), the outcome, then (a
+    /// keep) the branch move and the re-test. `refs_at_verify` as for [`Engine::decide`].
+    pub(super) fn conclude(
+        &mut self,
+        c: Candidate,
+        wt: &Path,
+        status: Status,
+        reason: String,
+        refs_at_verify: Option<Vec<(String, String)>>,
+    ) -> Result<Option<Stop>, EngineError> {
+        let Candidate {
+            mut rec,
+            t_start,
+            best,
+            parent,
+        } = c;
+        let n = rec.n;
+        let judged = (status, reason);
+        let (status, reason) = self.decide(&mut rec, wt, best.as_ref(), judged, refs_at_verify)?;
+        if best.is_none() && status != Status::Baseline {
+            return self.baseline_failed(rec, status, reason, t_start);
+        }
+        let baseline_holdout_failed = status == Status::Baseline
+            && self.verifier.spec.verify.holdout_gate
+            && rec.holdout.is_none();
+        let keep_commit = rec.candidate_commit.clone();
+        self.finish(rec, status, reason, t_start)?;
+        if baseline_holdout_failed {
+            return Ok(Some(Stop::failed(format!(
+                "the holdout command failed on the baseline (log: {}), so holdout_gate has nothing to compare with; fix [verify.holdout] and run `hone run` again",
+                self.verifier.paths.run_dir(&self.run.tag).join("holdout").join(format!("{n}.log")).display()
+            ))));
+        }
+        if status == Status::Keep {
+            if let Some(c) = keep_commit {
+                // The outcome is recorded; now the branch may move (compare-and-swap).
+                self.verifier
+                    .git
+                    .update_ref(&branch_ref(&self.run.tag), &c, Some(&parent))?;
+                self.maybe_retest(n, wt, &c)?;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Records a baseline that failed, and stops: the unmodified project must pass.
+    fn baseline_failed(
+        &mut self,
+        rec: ExperimentRecord,
+        status: Status,
+        reason: String,
+        t_start: Instant,
+    ) -> Result<Option<Stop>, EngineError> {
+        let n = rec.n;
+        let reason = format!("baseline {status}: {reason}");
+        self.finish(rec, status, reason.clone(), t_start)?;
+        let log = self
+            .verifier
+            .paths
+            .run_dir(&self.run.tag)
+            .join("logs")
+            .join(format!("{n}.log"));
+        let tail = log_tail(&log, 12);
+        Ok(Some(Stop::failed(format!(
+            "the baseline failed ({reason}); the unmodified project must pass the verifier.\n\
+             Last lines of its log ({}):\n{tail}\n\
+             Fix [verify] in hone.toml and run `hone run` again, or commit a fix and start a new run with `hone run --new`",
+            log.display()
+        ))))
+    }
+
+    /// Records an experiment interrupted by the user, and stops.
+    pub(super) fn abort(
+        &mut self,
+        rec: ExperimentRecord,
+        t_start: Instant,
+    ) -> Result<Option<Stop>, EngineError> {
+        self.finish(
+            rec,
+            Status::Aborted,
+            "interrupted by the user; its processes were killed".into(),
+            t_start,
+        )?;
+        Ok(Some(Stop::resumable(
+            "interrupted by the user (run `hone run` to resume)",
+        )))
+    }
+
+    /// Records an experiment's outcome and tells subscribers.
+    pub(super) fn finish(
+        &mut self,
+        mut rec: ExperimentRecord,
+        status: Status,
+        reason: String,
+        t_start: Instant,
+    ) -> Result<(), EngineError> {
+        rec.status = Some(status);
+        rec.reason = reason;
+        rec.finished_at = Some(now());
+        rec.total_ms = t_start.elapsed().as_millis() as u64;
+        self.store.put_experiment(self.run.id, &rec)?;
+        match self.history.last_mut() {
+            Some(last) if last.n == rec.n => *last = rec.clone(),
+            _ => self.history.push(rec.clone()),
+        }
+        let best = best_experiment(&self.history).and_then(|b| b.objective);
+        let baseline = self
+            .history
+            .iter()
+            .find(|e| e.status() == Status::Baseline)
+            .and_then(|e| e.objective);
+        self.emit(Event::ExperimentFinished {
+            record: Box::new(rec),
+            best,
+            baseline,
+        });
+        // Outer loop: results, segment ends, the portfolio; then their record.
+        if let Some(last) = self.history.last().cloned() {
+            self.outer.after(&last, &self.history);
+        }
+        self.flush_outer()
+    }
+
+    /// Stores the mechanisms' recorded hook calls and emits their notable changes.
+    pub(super) fn flush_outer(&mut self) -> Result<(), EngineError> {
+        let calls = self.outer.take_calls();
+        self.store.put_mechanism_calls(self.run.id, &calls)?;
+        for (n, message) in self.outer.take_events() {
+            self.emit(Event::Outer { n, message });
+        }
+        Ok(())
+    }
+
+    /// Re-measures the champion after every `retest_every` keeps and updates its value.
+    fn maybe_retest(&mut self, n: u64, wt: &Path, commit: &str) -> Result<(), EngineError> {
+        let Some(every) = self.verifier.spec.verify.retest_every else {
+            return Ok(());
+        };
+        let keeps = self
+            .history
+            .iter()
+            .filter(|e| e.status() == Status::Keep)
+            .count() as u64;
+        if keeps == 0 || keeps % every != 0 {
+            return Ok(());
+        }
+        let Some(mut rec) = self.history.iter().find(|e| e.n == n).cloned() else {
+            return Ok(());
+        };
+        self.verifier.git.reset_worktree(wt, commit)?;
+        let repeat = rec.runs.len() as u64;
+        let cancel = self.cancel();
+        let (verifier, mut sink) = self.verifying();
+        let message = match verifier.measure(&mut sink, &mut rec, wt, repeat, true, &cancel)? {
+            Measured::Value { value, .. } => {
+                rec.runs.push(value);
+                let before = rec.objective.unwrap_or(f64::NAN);
+                rec.objective = Some(mean(&rec.runs));
+                format!(
+                    "re-tested the champion #{n}: {} -> {} over {} runs",
+                    crate::report::fmt_metric(Some(before)),
+                    crate::report::fmt_metric(rec.objective),
+                    rec.runs.len()
+                )
+            }
+            Measured::Failed { reason, .. } => {
+                format!("re-test of the champion #{n} failed ({reason}); its value stands")
+            }
+            Measured::Cancelled => "re-test of the champion interrupted".to_string(),
+        };
+        self.store.put_experiment(self.run.id, &rec)?;
+        if let Some(h) = self.history.iter_mut().find(|e| e.n == n) {
+            *h = rec;
+        }
+        self.emit(Event::Note { message });
+        Ok(())
+    }
+
+    /// At the end of a run, the best gets a holdout value if it has none yet (for instance when
+    /// the holdout was configured after it was kept).
+    pub(super) fn holdout_final(&mut self) -> Result<(), EngineError> {
+        let Some(h) = self.verifier.spec.verify.holdout.clone() else {
+            return Ok(());
+        };
+        let Some(mut best) = best_experiment(&self.history).cloned() else {
+            return Ok(());
+        };
+        let Some(commit) = best.candidate_commit.clone() else {
+            return Ok(());
+        };
+        if best.holdout.is_some() {
+            return Ok(());
+        }
+        let wt = self.worktree.clone();
+        self.verifier.git.prepare_worktree(&wt, &commit)?;
+        let cancel = self.cancel();
+        let (verifier, mut sink) = self.verifying();
+        best.holdout = verifier.measure_holdout(&mut sink, (best.n, &commit), &wt, &h, &cancel)?;
+        self.store.put_experiment(self.run.id, &best)?;
+        if let Some(e) = self.history.iter_mut().find(|e| e.n == best.n) {
+            *e = best;
+        }
+        Ok(())
+    }
+}
+
+/// The last `n` lines of a log file, indented, for error messages.
+fn log_tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(n)..];
+    if tail.is_empty() {
+        "    (the log is empty)".into()
+    } else {
+        tail.iter()
+            .map(|l| format!("    {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}

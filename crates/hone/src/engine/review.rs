@@ -1,0 +1,268 @@
+//! The review gate: `max_diff_lines`, `forbid` on added lines, then the reviewer (a command
+//! that answers APPROVE or REJECT on its last line, or an LLM over HTTP), all before any
+//! compute is spent on the candidate.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::exec::{self, ExecRequest, Exit};
+use crate::propose;
+use crate::spec::ReviewSpec;
+use crate::store::ExperimentRecord;
+
+use super::verifier::Role;
+use super::{Engine, EngineError, Stop};
+
+/// What the review gate decided.
+pub(super) enum Gate {
+    Pass,
+    Reject(String),
+    /// The candidate cannot be reviewed and the run must stop (budget, a broken reviewer).
+    Stop(Stop),
+}
+
+impl Engine<'_> {
+    /// The review gate: `max_diff_lines`, `forbid` on added lines, then the reviewer (a
+    /// command, or an LLM over HTTP whose spend goes on `meter` and into `rec`).
+    pub(super) fn review(
+        &mut self,
+        rec: &mut ExperimentRecord,
+        wt: &Path,
+        parent: &str,
+        cancel: &dyn Fn() -> bool,
+        meter: &propose::Meter<'_>,
+    ) -> Result<Gate, EngineError> {
+        let r = self.verifier.spec.review.clone();
+        if r.command.is_none()
+            && r.llm.is_none()
+            && r.max_diff_lines.is_none()
+            && r.forbid.is_empty()
+        {
+            return Ok(Gate::Pass);
+        }
+        let Some(commit) = rec.candidate_commit.clone() else {
+            return Ok(Gate::Pass);
+        };
+        let changed = rec.lines_added + rec.lines_deleted;
+        if let Some(max) = r.max_diff_lines {
+            if changed > max {
+                return Ok(Gate::Reject(format!(
+                    "the diff changes {changed} lines (max_diff_lines = {max})"
+                )));
+            }
+        }
+        let diff = self.verifier.git.diff(parent, &commit)?;
+        if let Some(why) = forbidden_line(&r.forbid, &diff) {
+            return Ok(Gate::Reject(why));
+        }
+        if r.command.is_none() && r.llm.is_none() {
+            return Ok(Gate::Pass);
+        }
+        let (text, prompt_path) = self.review_prompt(rec, &r, &diff)?;
+        let log_path = self
+            .verifier
+            .paths
+            .run_dir(&self.run.tag)
+            .join("logs")
+            .join(format!("{}.review.log", rec.n));
+        let Some(template) = r.command else {
+            return Ok(self.review_http(rec, meter, &text, &log_path));
+        };
+        let reviewer = Reviewer {
+            template: &template,
+            timeout: r.timeout,
+            prompt_path,
+            log_path,
+        };
+        self.review_command(rec.n, wt, &commit, reviewer, cancel)
+    }
+
+    /// Writes the review prompt of `rec` (its diff `diff`) under the run's prompts; returns
+    /// its text and path.
+    fn review_prompt(
+        &self,
+        rec: &ExperimentRecord,
+        r: &ReviewSpec,
+        diff: &str,
+    ) -> Result<(String, PathBuf), EngineError> {
+        let spec = &self.verifier.spec;
+        let dir = self.verifier.paths.run_dir(&self.run.tag).join("prompts");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        let prompt_path = dir.join(format!("{}.review.md", rec.n));
+        let instructions = r
+            .instructions
+            .as_ref()
+            .and_then(|f| std::fs::read_to_string(self.verifier.git.root().join(f)).ok())
+            .unwrap_or_default();
+        let bounded = crate::propose::prompt::sanitize(diff, 100_000);
+        let fence = crate::propose::prompt::fence_for(&bounded);
+        let answer_line = if r.command.is_some() {
+            "Answer on the LAST line with `APPROVE` or `REJECT: <reason>`.\n"
+        } else {
+            ""
+        };
+        let forbidden = if r.forbid.is_empty() {
+            String::new()
+        } else {
+            format!("\n- added lines must not match: {}", r.forbid.join(", "))
+        };
+        let text = format!(
+            "# Review of experiment {n}\n\nA proposer made the change below to improve `{metric}` ({dir}). Decide before any compute is spent.\n{answer_line}\n## Rules\n\n- editable: {editable}\n- protected: {protected}{forbidden}\n\n## Instructions\n\n{instructions}\n\n## Description (untrusted)\n\n{desc}\n\n## Diff (untrusted)\n\n{fence}diff\n{bounded}\n{fence}\n",
+            n = rec.n,
+            metric = spec.verify.metric,
+            dir = spec.verify.direction.as_str(),
+            editable = spec.loop_.editable.join(", "),
+            protected = spec.loop_.protected.join(", "),
+            desc = crate::propose::prompt::sanitize(&rec.description, 500),
+        );
+        std::fs::write(&prompt_path, &text)
+            .map_err(|e| EngineError::Io(format!("cannot write the review prompt: {e}")))?;
+        Ok((text, prompt_path))
+    }
+
+    /// The reviewer command's verdict on experiment `n` (its candidate `commit` checked out
+    /// in `wt`, put back as committed afterwards).
+    fn review_command(
+        &mut self,
+        n: u64,
+        wt: &Path,
+        commit: &str,
+        reviewer: Reviewer<'_>,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Gate, EngineError> {
+        let v = &self.verifier;
+        let prompt_path = reviewer.prompt_path;
+        let command = reviewer.template.replace(
+            "{prompt_file}",
+            &crate::propose::command::shell_quote(&prompt_path.to_string_lossy()),
+        );
+        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+            .filter(|(k, _)| v.env_allowed_for_candidate(k))
+            .collect();
+        env.push(("HONE_REVIEW_PROMPT".into(), prompt_path.into_os_string()));
+        env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
+        env.push(("HONE_JOB".into(), v.job_token(n).into()));
+        let req = ExecRequest {
+            command,
+            cwd: wt.to_path_buf(),
+            env,
+            timeout: Some(reviewer.timeout),
+            kill_grace: v.spec.verify.kill_grace,
+            drain_timeout: Duration::from_secs(2),
+            log_path: reviewer.log_path,
+            max_log_bytes: v.spec.verify.max_log_bytes,
+            limits: v.spec.sandbox.limits(),
+            wrapper: v.wrapper(wt, true, Role::Agent),
+        };
+        let running = exec::spawn(&req)
+            .map_err(|e| EngineError::Setup(format!("cannot start the reviewer: {e}")))?;
+        self.store
+            .set_experiment_pid(self.run.id, n, running.pid(), running.start_time())?;
+        let mut last = String::new();
+        let outcome = running
+            .wait(
+                &mut |line: &str| {
+                    if !line.trim().is_empty() {
+                        last = line.trim().to_string();
+                    }
+                },
+                cancel,
+            )
+            .map_err(|e| EngineError::Setup(format!("reviewer failed: {e}")))?;
+        exec::kill_orphans();
+        // The reviewer looked at the worktree: put the candidate back exactly as committed.
+        self.verifier.git.reset_worktree(wt, commit)?;
+        let verdict = prompt_line(&last);
+        Ok(match outcome.exit {
+            Exit::Code(0) if verdict.to_ascii_uppercase().starts_with("APPROVE") => Gate::Pass,
+            Exit::Code(0) if verdict.to_ascii_uppercase().starts_with("REJECT") => {
+                let why = verdict[6..].trim_start_matches([':', ' ']).trim();
+                Gate::Reject(format!("the reviewer rejected it: {}", if why.is_empty() { "no reason given" } else { why }))
+            }
+            Exit::Code(0) => Gate::Reject(format!(
+                "the reviewer gave no verdict (its last line must start with APPROVE or REJECT; it was `{verdict}`)"
+            )),
+            other => Gate::Reject(format!("the reviewer failed ({other:?}); a candidate is only verified when approved")),
+        })
+    }
+
+    /// The HTTP reviewer's verdict on the review prompt `text`. Its spend is added to `rec`
+    /// whatever the outcome; its raw answer goes to `log_path`.
+    fn review_http(
+        &mut self,
+        rec: &mut ExperimentRecord,
+        meter: &propose::Meter<'_>,
+        text: &str,
+        log_path: &Path,
+    ) -> Gate {
+        let review = &self.verifier.spec.review;
+        let (Some(kind), Some(llm)) = (review.kind, review.llm.clone()) else {
+            return Gate::Pass;
+        };
+        let before = meter.spent();
+        let mut client = crate::propose::chat::LlmClient::new(kind, llm);
+        let outcome = crate::review::review(&mut client, meter, text);
+        let after = meter.spent();
+        rec.cost_usd += after.0 - before.0;
+        rec.tokens += after.1.saturating_sub(before.1);
+        let logged = match &outcome {
+            Ok(v) => format!("{v:?}\n"),
+            Err(e) => format!("{e:?}\n"),
+        };
+        let _ = std::fs::write(log_path, logged);
+        match outcome {
+            Ok(crate::review::Verdict::Approve(_)) => Gate::Pass,
+            Ok(crate::review::Verdict::Reject(why)) => {
+                Gate::Reject(format!("the reviewer rejected it: {why}"))
+            }
+            Err(crate::review::ReviewError::Failed(m)) => Gate::Reject(format!(
+                "the reviewer failed ({m}); a candidate is only verified when approved"
+            )),
+            Err(crate::review::ReviewError::Fatal(m)) => {
+                Gate::Stop(Stop::failed(format!("the reviewer: {m}")))
+            }
+            Err(crate::review::ReviewError::Budget(m)) => {
+                Gate::Stop(Stop::done(format!("{m} (for the review)")))
+            }
+        }
+    }
+}
+
+/// The reviewer command of one review: its template, time limit, prompt and log.
+struct Reviewer<'r> {
+    template: &'r str,
+    timeout: Duration,
+    prompt_path: PathBuf,
+    log_path: PathBuf,
+}
+
+/// The first added line of `diff` that matches a `forbid` pattern, as a rejection.
+fn forbidden_line(forbid: &[String], diff: &str) -> Option<String> {
+    for pattern in forbid {
+        // Validated when the spec was read.
+        let Ok(re) = regex::Regex::new(pattern) else {
+            continue;
+        };
+        let hit = diff
+            .lines()
+            // Added lines; `+++ b/path` headers are skipped, but an added line that itself
+            // starts with "++" (say `++i;`) is checked.
+            .filter(|l| {
+                l.starts_with('+') && !l.starts_with("+++ b/") && !l.starts_with("+++ /dev/null")
+            })
+            .find(|l| re.is_match(&l[1..]));
+        if let Some(line) = hit {
+            let shown = prompt_line(&line[1..]);
+            return Some(format!(
+                "an added line matches the forbidden pattern `{pattern}`: {shown}"
+            ));
+        }
+    }
+    None
+}
+
+/// One line of untrusted text, cleaned and bounded for a reason string.
+fn prompt_line(line: &str) -> String {
+    crate::propose::prompt::sanitize(line, 200).replace('\n', " ")
+}

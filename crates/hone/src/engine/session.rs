@@ -1,0 +1,605 @@
+//! A session of `hone run`: the repository's lock, opening a new run or resuming one (its
+//! checks, warnings and notes, then the repair of what a crash left), the loop over
+//! experiments, and the conditions that stop it.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::exec;
+use crate::propose;
+use crate::report::{best_experiment, summarize, Summary};
+use crate::spec::{format_duration, Direction, Spec, StopSpec};
+use crate::store::{now, ExperimentRecord, RunRecord, Store};
+use crate::workspace::{hash_paths, matches_any, Git};
+
+use super::executor::{self, Executor};
+use super::gate::pinned_message;
+use super::state::{
+    branch_ref, coordinate, lock_state, store_location, worktree_path, Seals, StatePaths, STATE_DIR,
+};
+use super::verifier::Verifier;
+use super::{Engine, EngineError, Event, Interrupt, RunOptions, Stop};
+
+/// A valid run tag: it becomes part of a branch name and of paths.
+pub fn validate_tag(tag: &str) -> Result<(), EngineError> {
+    crate::tag::check(tag).map_err(EngineError::Setup)
+}
+
+/// Today's date as YYYYMMDD (UTC), the default tag.
+pub fn today_tag() -> String {
+    let days = (now() / 86400.0).floor() as i64;
+    // Civil-from-days (Howard Hinnant's algorithm), for the proleptic Gregorian calendar.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}{m:02}{d:02}")
+}
+
+fn unique_tag(store: &Store, git: &Git) -> Result<String, EngineError> {
+    let base = today_tag();
+    let mut tag = base.clone();
+    let mut i = 2;
+    while store.run_by_tag(&tag)?.is_some()
+        || git.ref_target(&branch_ref(&tag))?.is_some()
+        || !git.refs_under(&format!("refs/hone/{tag}/"))?.is_empty()
+    {
+        tag = format!("{base}-{i}");
+        i += 1;
+    }
+    Ok(tag)
+}
+
+/// [`super::run`] without notifications: the lock, the checks before anything is opened, the
+/// run, its loop.
+pub(super) fn run_engine(
+    repo_root: &Path,
+    spec: &Spec,
+    opts: &RunOptions,
+    interrupt: &Interrupt,
+    on_event: &mut dyn FnMut(&Event),
+) -> Result<Summary, EngineError> {
+    let git = Git::discover(repo_root)?;
+    let paths = StatePaths::new(git.root());
+    std::fs::create_dir_all(&paths.dir)
+        .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", paths.dir.display())))?;
+    git.ensure_excluded(&format!("{STATE_DIR}/"))?;
+    let _lock = lock_state(&paths.lock())?;
+    // Escaped descendants of the verifier (setsid) come back to hone, to be killed.
+    exec::become_subreaper();
+    let store = Store::open_at(&store_location(&git, spec))?;
+    let preset = spec.agent.kind.preset();
+    // The executor is chosen once, here, from `[exec] backend`.
+    let executor = executor::choose(spec);
+    executor.preflight()?;
+    if let (Some(p), None) = (preset, &spec.agent.command) {
+        let (program, install) = p.program();
+        if !crate::propose::command::on_path(program) {
+            return Err(EngineError::Setup(format!(
+                "`{program}` is not on PATH: install it with {install}, or set [agent] command"
+            )));
+        }
+    }
+    let mut engine = Engine::open(
+        git,
+        store,
+        spec.clone(),
+        executor,
+        opts,
+        interrupt,
+        on_event,
+    )?;
+    engine.run_loop()
+}
+
+/// What opening a run found to say before it starts.
+#[derive(Default)]
+struct Said {
+    warnings: Vec<String>,
+    notes: Vec<String>,
+}
+
+impl<'a> Engine<'a> {
+    /// Opens the run `opts` names (or the latest unfinished one, or a new one), repairs what
+    /// a crash left, and marks it running.
+    fn open(
+        git: Git,
+        store: Store,
+        mut spec: Spec,
+        executor: Box<dyn Executor>,
+        opts: &RunOptions,
+        interrupt: &'a Interrupt,
+        on_event: &'a mut dyn FnMut(&Event),
+    ) -> Result<Engine<'a>, EngineError> {
+        let paths = StatePaths::new(git.root());
+        if let Some(n) = opts.max_experiments {
+            spec.stop.max_experiments = n.max(1);
+        }
+        if let Some(t) = opts.max_time {
+            spec.stop.max_time = Some(t);
+        }
+        let mut said = Said::default();
+        let existing = find_run(&store, opts, &mut said)?;
+        let (run, resumed, coordination) = match existing {
+            Some(run) => {
+                let coordination = coordinate(&store, &spec, &git, &run.tag)?;
+                check_resumable(&store, &spec, &git, &run, opts, &mut said)?;
+                (run, true, coordination)
+            }
+            None => {
+                let tag = match &opts.tag {
+                    Some(t) => t.clone(),
+                    None => unique_tag(&store, &git)?,
+                };
+                let coordination = coordinate(&store, &spec, &git, &tag)?;
+                let run = start_run(&store, &spec, &git, &paths, &tag, opts, &mut said)?;
+                (run, false, coordination)
+            }
+        };
+        let seals: Seals = serde_json::from_str(&run.seals).unwrap_or_default();
+        let worktree = worktree_path(&paths, &spec, git.root(), &run.tag);
+        let proposer = propose::from_spec(&spec);
+        // Outer loop (Level 2): scripts are read from and stored under the repository.
+        let outer = crate::meta::Outer::from_spec(&spec).with_level2(git.root(), &run.tag);
+        let active_before = run.active_seconds;
+        let verifier = Verifier {
+            git,
+            paths,
+            spec,
+            seals,
+            tag: run.tag.clone(),
+            base_commit: run.base_commit.clone(),
+            contained: false,
+            slot_env: Vec::new(),
+            executor,
+        };
+        let mut engine = Engine {
+            verifier,
+            store,
+            run,
+            worktree,
+            proposer,
+            outer,
+            interrupt,
+            on_event,
+            session_start: Instant::now(),
+            active_before,
+            session_first: 0,
+            history: Vec::new(),
+            _coordination: coordination,
+        };
+        let key = engine.run_key();
+        engine.verifier.start(key)?;
+        engine.contain(&mut said)?;
+        engine.announce(resumed, said)?;
+        if resumed {
+            engine.recover()?;
+        }
+        engine.store.set_run_state(engine.run.id, "running", None)?;
+        Ok(engine)
+    }
+
+    /// Probes bubblewrap when `[sandbox]` asks for it.
+    fn contain(&mut self, said: &mut Said) -> Result<(), EngineError> {
+        let sandbox = &self.verifier.spec.sandbox;
+        if sandbox.bwrap {
+            match crate::sandbox::probe() {
+                Ok(()) => self.verifier.contained = true,
+                Err(e) if sandbox.required => {
+                    return Err(EngineError::Setup(format!(
+                        "[sandbox] kind = \"bwrap\": {e}. Fix that, or set [sandbox] required = false to run without containment"
+                    )))
+                }
+                Err(e) => said.warnings.push(format!("{e}; running WITHOUT containment ([sandbox] required = false)")),
+            }
+        }
+        Ok(())
+    }
+
+    /// `RunStarted`, then the notes and warnings opening the run found.
+    fn announce(&mut self, resumed: bool, said: Said) -> Result<(), EngineError> {
+        let Said {
+            warnings,
+            mut notes,
+        } = said;
+        let finished = self.store.experiments(self.run.id)?.len() as u64;
+        let spec = &self.verifier.spec;
+        let started = Event::RunStarted {
+            tag: self.run.tag.clone(),
+            branch: self.run.branch.clone(),
+            base_commit: self.run.base_commit.clone(),
+            resumed,
+            finished_experiments: finished,
+            metric: spec.verify.metric.clone(),
+            direction: spec.verify.direction,
+        };
+        self.emit(started);
+        let spec = &self.verifier.spec;
+        for llm in spec.agent.llm.iter().chain(&spec.review.llm) {
+            if std::env::var_os(&llm.api_key_env).is_none() {
+                notes.push(format!(
+                    "${} is not set: requests to {} go without an API key (fine for a local server)",
+                    llm.api_key_env, llm.base_url
+                ));
+            }
+        }
+        for message in notes {
+            self.emit(Event::Note { message });
+        }
+        for w in warnings {
+            self.emit(Event::Warning { message: w });
+        }
+        Ok(())
+    }
+
+    pub(super) fn run_loop(&mut self) -> Result<Summary, EngineError> {
+        self.start_session()?;
+        let first_check = self
+            .check_pinned()
+            .err()
+            .map(|changed| Stop::failed(pinned_message(&changed)));
+        let stop = loop {
+            if let Some(stop) = first_check {
+                break stop;
+            }
+            let exps = self.history.clone();
+            if let Some(stop) = self.stop_condition(&exps) {
+                break stop;
+            }
+            // With `[exec] workers`, the experiments after the baseline run in parallel.
+            if self.verifier.spec.exec.workers > 1 && best_experiment(&exps).is_some() {
+                break self.run_parallel()?;
+            }
+            let step = self.experiment(&exps)?;
+            // One loose ref per experiment makes every ref listing slower; pack them now and
+            // then so the loop's cost does not grow with the run.
+            if exps.len() % 64 == 63 {
+                let _ = self.verifier.git.run(&["pack-refs", "--all"]);
+            }
+            self.store
+                .set_active_seconds(self.run.id, self.active_seconds())?;
+            if let Some(stop) = step {
+                break stop;
+            }
+        };
+        self.end_session(stop)
+    }
+
+    /// Checks the run's worktree out at the branch, loads the history and starts the outer
+    /// loop's mechanisms (a resumed run's history rebuilds what they can).
+    fn start_session(&mut self) -> Result<(), EngineError> {
+        let wt = self.worktree.clone();
+        let branch = branch_ref(&self.run.tag);
+        let head = self
+            .verifier
+            .git
+            .ref_target(&branch)?
+            .ok_or_else(|| EngineError::Setup(format!("branch {branch} is missing")))?;
+        self.verifier.git.prepare_worktree(&wt, &head)?;
+        // The run's experiments, kept in memory from here on (the store stays the truth on
+        // disk; `finish` writes each outcome there before updating this copy).
+        self.history = self.store.experiments(self.run.id)?;
+        self.session_first = self.history.len() as u64;
+        // Outer loop: mechanisms start (a resumed run's history rebuilds what they can).
+        let next = self.history.last().map_or(0, |e| e.n + 1);
+        if self.outer.restores() && !self.history.is_empty() {
+            let calls = self.store.mechanism_calls(self.run.id, None)?;
+            self.outer.restore(&calls, &self.history);
+        }
+        self.outer.on_start(next, self.run.seed, &self.history);
+        self.flush_outer()
+    }
+
+    /// Records why the loop stopped (after the best's holdout, unless it stopped on an
+    /// error) and sums the run up.
+    fn end_session(&mut self, stop: Stop) -> Result<Summary, EngineError> {
+        self.store
+            .set_active_seconds(self.run.id, self.active_seconds())?;
+        if !stop.error {
+            self.holdout_final()?;
+        }
+        let state = if stop.resumable {
+            "interrupted"
+        } else {
+            // A finished run needs no worktree: everything it tried is in refs/hone/<tag>/.
+            let _ = self.verifier.git.remove_worktree(&self.worktree);
+            "stopped"
+        };
+        self.store
+            .set_run_state(self.run.id, state, Some(&stop.reason))?;
+        self.emit(Event::RunStopped {
+            reason: stop.reason.clone(),
+            resumable: stop.resumable,
+        });
+        let run = self
+            .store
+            .run_by_tag(&self.run.tag)?
+            .ok_or_else(|| EngineError::Setup("the run vanished from the store".into()))?;
+        let summary = summarize(&run, &self.store.experiments(run.id)?);
+        if stop.error {
+            return Err(EngineError::Stopped {
+                reason: stop.reason,
+                summary: Box::new(summary),
+            });
+        }
+        Ok(summary)
+    }
+
+    /// Why the loop should stop before the next experiment, if it should.
+    pub(super) fn stop_condition(&self, exps: &[ExperimentRecord]) -> Option<Stop> {
+        let spec = &self.verifier.spec;
+        let s = &spec.stop;
+        if self.interrupt.stop_requested() {
+            return Some(Stop::resumable(
+                "interrupted by the user (run `hone run` to resume)",
+            ));
+        }
+        if exps.len() as u64 >= s.max_experiments {
+            return Some(Stop::done(format!(
+                "reached max_experiments ({})",
+                s.max_experiments
+            )));
+        }
+        if let Some(t) = s.max_time {
+            if self.active_seconds() >= t.as_secs_f64() {
+                return Some(Stop::done(format!(
+                    "reached max_time ({})",
+                    format_duration(t)
+                )));
+            }
+        }
+        let best = best_experiment(exps);
+        if let (Some(target), Some(b)) = (s.target, best.and_then(|b| b.objective)) {
+            let reached = match spec.verify.direction {
+                Direction::Minimize => b <= target,
+                Direction::Maximize => b >= target,
+            };
+            if reached {
+                return Some(Stop::done(format!(
+                    "reached target ({} = {b})",
+                    spec.verify.metric
+                )));
+            }
+        }
+        if let (Some(p), Some(b)) = (s.patience, best) {
+            let since = exps.iter().filter(|e| e.n > b.n).count() as u64;
+            if since >= p {
+                return Some(Stop::done(format!(
+                    "no improvement in {since} experiments (patience {p})"
+                )));
+            }
+        }
+        failure_or_budget_stop(s, exps, self.session_first)
+    }
+}
+
+/// The stop conditions on failures in a row and on the budgets.
+fn failure_or_budget_stop(
+    s: &StopSpec,
+    exps: &[ExperimentRecord],
+    session_first: u64,
+) -> Option<Stop> {
+    // Only this session's failures count: resuming after fixing the cause starts afresh.
+    let failures = exps
+        .iter()
+        .rev()
+        .take_while(|e| e.n >= session_first && e.status().is_failure())
+        .count() as u64;
+    if failures >= s.max_consecutive_failures {
+        return Some(Stop::failed(format!(
+            "{failures} failed experiments in a row (max_consecutive_failures); see `hone log` and `hone show {}`",
+            exps.last().map(|e| e.n).unwrap_or(0)
+        )));
+    }
+    if let Some(max) = s.max_cost_usd {
+        let spent: f64 = exps.iter().map(|e| e.cost_usd).sum();
+        if spent >= max {
+            return Some(Stop::done(format!(
+                "budget: reached max_cost_usd (${spent:.2} of ${max:.2})"
+            )));
+        }
+    }
+    if let Some(max) = s.max_tokens {
+        let spent: u64 = exps.iter().map(|e| e.tokens).sum();
+        if spent >= max {
+            return Some(Stop::done(format!(
+                "budget: reached max_tokens ({spent} of {max})"
+            )));
+        }
+    }
+    None
+}
+
+/// The run `opts` names, or the latest unfinished one (`None`: a new run starts; a note
+/// says so when the latest one finished).
+fn find_run(
+    store: &Store,
+    opts: &RunOptions,
+    said: &mut Said,
+) -> Result<Option<RunRecord>, EngineError> {
+    let existing = match &opts.tag {
+        Some(tag) => {
+            validate_tag(tag)?;
+            store.run_by_tag(tag)?
+        }
+        None if opts.new_run => None,
+        None => store.latest_run()?.filter(|r| r.state != "stopped"),
+    };
+    if existing.is_none() && opts.tag.is_none() && !opts.new_run {
+        if let Some(last) = store.latest_run()? {
+            said.notes.push(format!(
+                "run {} finished ({}); starting a new run from HEAD (`hone run --tag {} -n MORE` continues it instead)",
+                last.tag,
+                last.stop_reason.as_deref().unwrap_or("stopped"),
+                last.tag
+            ));
+        }
+    }
+    Ok(existing)
+}
+
+/// Whether `run` can go on here with this spec (errors), and what changed since it started
+/// (warnings).
+fn check_resumable(
+    store: &Store,
+    spec: &Spec,
+    git: &Git,
+    run: &RunRecord,
+    opts: &RunOptions,
+    said: &mut Said,
+) -> Result<(), EngineError> {
+    // A shared store holds the runs of every clone of this project; the branch and
+    // the archive refs of a run live in the clone that coordinated it.
+    if store.is_shared() && git.ref_target(&branch_ref(&run.tag))?.is_none() {
+        return Err(EngineError::Setup(format!(
+            "run `{tag}` in the shared store was started from another clone: branch hone/{tag} is not in this repository; fetch it (git fetch <remote> 'refs/heads/hone/{tag}:refs/heads/hone/{tag}' 'refs/hone/{tag}/*:refs/hone/{tag}/*'), or start a new run here with `hone run --new`",
+            tag = run.tag
+        )));
+    }
+    if run.metric != spec.verify.metric {
+        return Err(EngineError::Setup(format!(
+            "run `{}` measures `{}` but hone.toml now says metric = \"{}\"; start a new run with `hone run --new`",
+            run.tag, run.metric, spec.verify.metric
+        )));
+    }
+    if run.direction != spec.verify.direction.as_str() {
+        return Err(EngineError::Setup(format!(
+            "run `{}` was started with direction = \"{}\" but hone.toml now says \"{}\"; start a new run with `hone run --new`",
+            run.tag,
+            run.direction,
+            spec.verify.direction.as_str()
+        )));
+    }
+    if let Ok(head) = git.head() {
+        if head != run.base_commit {
+            said.warnings.push(format!(
+                "HEAD has moved since run `{}` started; the run goes on from its own start commit {} (start a new run from HEAD with `hone run --new`)",
+                run.tag,
+                &run.base_commit[..run.base_commit.len().min(10)]
+            ));
+        }
+    }
+    if let Some(seed) = opts.seed {
+        if seed != run.seed {
+            said.warnings.push(format!(
+                "run `{}` was started with seed {}; --seed {seed} is ignored on resume",
+                run.tag, run.seed
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Starts run `tag` from HEAD: its checks, its worktree, its seals, its branch, its record.
+fn start_run(
+    store: &Store,
+    spec: &Spec,
+    git: &Git,
+    paths: &StatePaths,
+    tag: &str,
+    opts: &RunOptions,
+    said: &mut Said,
+) -> Result<RunRecord, EngineError> {
+    let branch = branch_ref(tag);
+    if git.ref_target(&branch)?.is_some() {
+        return Err(EngineError::Setup(format!(
+            "branch hone/{tag} already exists but no run of that tag is recorded; choose another --tag or delete the branch"
+        )));
+    }
+    if !git.refs_under(&format!("refs/hone/{tag}/"))?.is_empty() {
+        return Err(EngineError::Setup(format!(
+            "refs/hone/{tag}/ already holds experiments of an earlier run that hone has no record of; choose another --tag (or delete them with `git for-each-ref --format='delete %(refname)' refs/hone/{tag}/ | git update-ref --stdin`)"
+        )));
+    }
+    let head = git.head()?;
+    let files = git.files_at(&head)?;
+    check_start_files(spec, git, &head, &files, said)?;
+    let wt = worktree_path(paths, spec, git.root(), tag);
+    git.prepare_worktree(&wt, &head)?;
+    let sealed: Vec<String> = files
+        .into_iter()
+        .filter(|f| matches_any(&spec.loop_.protected, f) || matches_any(&spec.loop_.pinned, f))
+        .collect();
+    let seals = Seals {
+        protected: hash_paths(&wt, &sealed)?,
+        pinned: hash_paths(git.root(), &spec.loop_.pinned)?,
+        pinned_paths: spec.loop_.pinned.clone(),
+    };
+    for (path, h) in &seals.pinned {
+        if h == "missing" {
+            said.warnings.push(format!(
+                "pinned path `{path}` does not exist; its appearance will stop the run"
+            ));
+        }
+    }
+    git.update_ref(&branch, &head, None)?;
+    // Without a seed, each new run of a repository explores differently.
+    let seed = opts
+        .seed
+        .or(spec.agent.seed)
+        .unwrap_or(store.runs()?.len() as u64);
+    let run = store.create_run(
+        tag,
+        &format!("hone/{tag}"),
+        &head,
+        seed,
+        spec.agent.kind.as_str(),
+        &spec.verify.metric,
+        spec.verify.direction.as_str(),
+        &serde_json::to_string(&seals).unwrap_or_default(),
+        &serde_json::to_string(&spec).unwrap_or_default(),
+    )?;
+    Ok(run)
+}
+
+/// The files a new run starts from (`files`, committed at `head`): something must be
+/// editable (an error); named documents that are missing and uncommitted changes are
+/// warnings.
+fn check_start_files(
+    spec: &Spec,
+    git: &Git,
+    head: &str,
+    files: &[String],
+    said: &mut Said,
+) -> Result<(), EngineError> {
+    if !files.iter().any(|f| matches_any(&spec.loop_.editable, f)) {
+        return Err(EngineError::Setup(format!(
+            "editable = [{}] matches no file committed at HEAD; fix the globs in hone.toml, or commit the files first",
+            spec.loop_.editable.iter().map(|e| format!("\"{e}\"")).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    for doc in
+        std::iter::once(spec.program_path()).chain(spec.loop_.skills.iter().map(String::as_str))
+    {
+        let explicit = spec.loop_.program.is_some() || doc != spec.program_path();
+        if explicit && !git.root().join(doc).exists() && !files.iter().any(|f| f == doc) {
+            said.warnings.push(format!(
+                "`{doc}` (named in [loop]) does not exist; agents will not see it"
+            ));
+        }
+    }
+    // hone.toml, the program and the skills are read from the checkout, so their
+    // uncommitted edits do count; anything else does not.
+    let read_live: Vec<&str> = ["hone.toml", spec.program_path()]
+        .into_iter()
+        .chain(spec.loop_.skills.iter().map(String::as_str))
+        .collect();
+    let dirty: Vec<String> = git
+        .uncommitted()?
+        .into_iter()
+        .filter(|f| !read_live.contains(&f.as_str()))
+        .collect();
+    if !dirty.is_empty() {
+        said.warnings.push(format!(
+            "uncommitted changes are not part of the run (it starts from HEAD {}): {}",
+            &head[..head.len().min(10)],
+            dirty.join(", ")
+        ));
+    }
+    Ok(())
+}

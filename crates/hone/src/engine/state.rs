@@ -1,0 +1,290 @@
+//! Where a run's state lives: `.hone/` in the repository (database, lock, logs, worktrees),
+//! the shared directory of a SLURM run, the store a repository's records go to, the refs that
+//! name a run's branch and experiments, and the hashes sealed when the run started.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::spec::Spec;
+use crate::store::{Store, StoreLocation};
+use crate::workspace::Git;
+
+use super::EngineError;
+
+/// Where hone keeps its state inside a repository (excluded from git).
+pub const STATE_DIR: &str = ".hone";
+
+/// Paths of hone's state in a repository.
+#[derive(Clone, Debug)]
+pub struct StatePaths {
+    pub dir: PathBuf,
+}
+
+impl StatePaths {
+    pub fn new(repo_root: &Path) -> StatePaths {
+        StatePaths {
+            dir: repo_root.join(STATE_DIR),
+        }
+    }
+    pub fn db(&self) -> PathBuf {
+        self.dir.join("hone.db")
+    }
+    pub fn lock(&self) -> PathBuf {
+        self.dir.join("lock")
+    }
+    pub fn run_dir(&self, tag: &str) -> PathBuf {
+        self.dir.join("runs").join(tag)
+    }
+    pub fn worktree(&self, tag: &str) -> PathBuf {
+        self.dir.join("worktrees").join(tag)
+    }
+}
+
+/// The key that names this repository's runs in a shared PostgreSQL store: `[store] repo`;
+/// with remote workers, `[exec] remote` (the repository they fetch candidates from); else the
+/// URL of the `origin` remote (without credentials), so every clone of a project on every host
+/// sees the same runs; else the checkout's own path.
+pub fn repo_key(git: &Git, spec: &Spec) -> String {
+    let remote = || {
+        (spec.exec.backend == crate::spec::Backend::Workers)
+            .then(|| spec.exec.remote.clone())
+            .flatten()
+    };
+    let origin = || {
+        git.run(&["config", "--get", "remote.origin.url"])
+            .ok()
+            .map(|u| without_credentials(u.trim()))
+            .filter(|u| !u.is_empty())
+    };
+    spec.exec
+        .store_repo
+        .clone()
+        .or_else(remote)
+        .or_else(origin)
+        .unwrap_or_else(|| {
+            let root = git.root();
+            root.canonicalize()
+                .unwrap_or_else(|_| root.to_path_buf())
+                .display()
+                .to_string()
+        })
+}
+
+/// `https://user:token@host/x.git` as `https://host/x.git`: a key is stored and shown.
+fn without_credentials(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let (authority, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        if let Some((_, host)) = authority.rsplit_once('@') {
+            return format!("{scheme}://{host}{tail}");
+        }
+    }
+    url.to_string()
+}
+
+/// Where the records of the repository at `git` live: `[store] url` (under [`repo_key`]), or
+/// `.hone/hone.db`.
+pub fn store_location(git: &Git, spec: &Spec) -> StoreLocation {
+    match &spec.exec.store_url {
+        Some(url) => StoreLocation::Postgres {
+            url: url.clone(),
+            repo: repo_key(git, spec),
+        },
+        None => StoreLocation::Sqlite(StatePaths::new(git.root()).db()),
+    }
+}
+
+/// [`store_location`] by the repository's `hone.toml` (or `spec_path`); a repository without
+/// one keeps its records in `.hone/hone.db`. A spec that does not load is an error: it may name
+/// a shared store.
+pub fn configured_store(
+    repo_root: &Path,
+    spec_path: Option<&Path>,
+) -> Result<StoreLocation, EngineError> {
+    let git = Git::discover(repo_root)?;
+    let path = spec_path
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| git.root().join("hone.toml"));
+    if spec_path.is_none() && !path.exists() {
+        return Ok(StoreLocation::Sqlite(StatePaths::new(git.root()).db()));
+    }
+    let spec = Spec::load(&path)
+        .map_err(|e| EngineError::Setup(format!("{e} (hone.toml says where the records are)")))?;
+    Ok(store_location(&git, &spec))
+}
+
+/// Registers this process as the coordinator of run `tag` when the run lives in a shared
+/// store: one coordinator at a time, whichever host it is on (the local lock only covers this
+/// checkout). Fails, saying who coordinates it, while another one's heartbeat is fresh.
+pub(super) fn coordinate(
+    store: &Store,
+    spec: &Spec,
+    git: &Git,
+    tag: &str,
+) -> Result<Option<crate::queue::Coordination>, EngineError> {
+    let (true, Some(url)) = (store.is_shared(), spec.exec.store_url.as_deref()) else {
+        return Ok(None);
+    };
+    // The caller holds this checkout's lock, so an earlier coordinator from the same place
+    // (killed before it could release its registration) is gone: its registration is taken
+    // over rather than waited out.
+    let place = format!(
+        "on {} in {}",
+        crate::worker::host_name(),
+        git.root().display()
+    );
+    let owner = format!("hone run (pid {}) {place}", std::process::id());
+    let key = format!("{}#{tag}", store.repo());
+    crate::queue::Coordination::start(url, &key, &owner, Some(&place))
+        .map(Some)
+        .map_err(|e| EngineError::Setup(e.to_string()))
+}
+
+/// With `[exec] backend = "slurm"`, this run's directory under the shared directory (its
+/// worktree and job files), named after the repository so that several can share it.
+pub(super) fn shared_run_dir(spec: &Spec, repo_root: &Path, tag: &str) -> Option<PathBuf> {
+    use sha2::Digest as _;
+    let shared = spec.exec.shared_dir.as_ref()?;
+    if spec.exec.backend != crate::spec::Backend::Slurm {
+        return None;
+    }
+    let digest = sha2::Sha256::digest(repo_root.as_os_str().as_encoded_bytes());
+    let short: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    let name = repo_root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "repo".into());
+    Some(shared.join(format!("{name}-{short}")).join(tag))
+}
+
+/// Where a run's worktree lives: under `.hone/`, or under the shared directory for SLURM.
+pub(super) fn worktree_path(
+    paths: &StatePaths,
+    spec: &Spec,
+    repo_root: &Path,
+    tag: &str,
+) -> PathBuf {
+    match shared_run_dir(spec, repo_root, tag) {
+        Some(dir) => dir.join("worktree"),
+        None => paths.worktree(tag),
+    }
+}
+
+/// The archive ref of experiment `n`.
+pub fn archive_ref(tag: &str, n: u64) -> String {
+    format!("refs/hone/{tag}/{n}")
+}
+
+/// The run branch of a tag.
+pub fn branch_ref(tag: &str) -> String {
+    format!("refs/heads/hone/{tag}")
+}
+
+/// The run's branch and archive refs, as (name, commit), sorted.
+pub(super) fn run_refs(git: &Git, tag: &str) -> Result<Vec<(String, String)>, EngineError> {
+    let mut refs = git.refs_under(&format!("refs/hone/{tag}/"))?;
+    if let Some(head) = git.ref_target(&branch_ref(tag))? {
+        refs.push((branch_ref(tag), head));
+    }
+    refs.sort();
+    Ok(refs)
+}
+
+/// Puts refs back as they were (deleting ones that appeared); returns their names.
+pub(super) fn restore_refs(
+    git: &Git,
+    before: &[(String, String)],
+    after: &[(String, String)],
+) -> Result<String, EngineError> {
+    let mut moved = Vec::new();
+    for (name, now) in after {
+        match before.iter().find(|(n, _)| n == name) {
+            Some((_, was)) if was == now => {}
+            Some((_, was)) => {
+                git.update_ref(name, was, Some(now))?;
+                moved.push(name.clone());
+            }
+            None => {
+                git.run(&["update-ref", "-d", name, now])?;
+                moved.push(name.clone());
+            }
+        }
+    }
+    for (name, was) in before {
+        if !after.iter().any(|(n, _)| n == name) {
+            git.update_ref(name, was, None)?;
+            moved.push(name.clone());
+        }
+    }
+    Ok(moved.join(", "))
+}
+
+/// Hashes taken at the start of a run.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(super) struct Seals {
+    /// Protected (and tracked pinned) files, as checked out at the base commit.
+    pub(super) protected: BTreeMap<String, String>,
+    /// Pinned inputs in the user's checkout (or absolute paths).
+    pub(super) pinned: BTreeMap<String, String>,
+    /// The `pinned` list the hashes were taken from.
+    #[serde(default)]
+    pub(super) pinned_paths: Vec<String>,
+}
+
+/// An exclusive lock on a repository's state, released when dropped.
+pub(super) struct StateLock {
+    _file: std::fs::File,
+}
+
+pub(super) fn lock_state(path: &Path) -> Result<StateLock, EngineError> {
+    use std::os::unix::io::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| EngineError::Io(format!("cannot open {}: {e}", path.display())))?;
+    // A reader such as `hone status` may hold the lock for an instant; retry briefly.
+    for _ in 0..20 {
+        // SAFETY: flock on a valid, open file descriptor owned by `file`.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc == 0 {
+            return Ok(StateLock { _file: file });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(EngineError::Locked(path.to_path_buf()))
+}
+
+/// True while a `hone run` holds the repository's state lock.
+pub fn is_running(repo_root: &Path) -> bool {
+    let lock = StatePaths::new(repo_root).lock();
+    let Ok(file) = std::fs::OpenOptions::new().write(true).open(&lock) else {
+        return false;
+    };
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: flock on a valid, open file descriptor owned by `file`; a shared probe that is
+    // released when `file` is dropped.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) != 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repository_keys_carry_no_credentials() {
+        assert_eq!(
+            without_credentials("https://me:ghp_secret@github.com/lab/p.git"),
+            "https://github.com/lab/p.git"
+        );
+        assert_eq!(
+            without_credentials("git@github.com:lab/p.git"),
+            "git@github.com:lab/p.git"
+        );
+        assert_eq!(
+            without_credentials("ssh://git@host/a@b/p.git"),
+            "ssh://host/a@b/p.git"
+        );
+    }
+}

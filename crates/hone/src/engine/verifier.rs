@@ -1,0 +1,549 @@
+//! Measuring a candidate: the verifier's runs (a first run, then the baseline's repeats or a
+//! passing candidate's confirms), the sealed evaluator, the holdout, and the environment and
+//! sandbox every one of them runs in. A [`Verifier`] owns what that needs (the repository, the
+//! run's settings and seals, the slot's environment, the [`Executor`]); what it measures (the
+//! experiment, its commit, the stage) comes in as arguments. The serial loop has one; each
+//! parallel verification thread owns its own ([`Verifier::for_slot`]).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::exec::{ExecRequest, Exit};
+use crate::spec::{format_duration, HoldoutSpec, Spec};
+use crate::store::{ExperimentRecord, Status, Store};
+use crate::verify::metrics::{MetricReader, MetricSet};
+use crate::workspace::{first_difference, hash_paths, Git};
+
+use super::executor::{Executor, Failure, Job, RunPlace};
+use super::state::{Seals, StatePaths, STATE_DIR};
+use super::{EngineError, Event};
+
+/// Where the engine writes while it works: the run's store (experiments, pids, job ids,
+/// events) and whoever listens to its events.
+pub(super) struct Sink<'s> {
+    pub store: &'s Store,
+    pub run_id: i64,
+    pub on_event: &'s mut dyn FnMut(&Event),
+}
+
+impl Sink<'_> {
+    /// Appends `event` to the run's event log, then tells the subscribers.
+    pub(super) fn emit(&mut self, event: Event) {
+        let n = match &event {
+            Event::ExperimentStarted { n } | Event::Proposed { n, .. } | Event::Verifying { n } => {
+                Some(*n)
+            }
+            Event::ExperimentFinished { record, .. } => Some(record.n),
+            Event::Outer { n, .. } => Some(*n),
+            _ => None,
+        };
+        let data = serde_json::to_value(&event).unwrap_or(serde_json::Value::Null);
+        // The event log is a record, not a control path: a failed append must not stop the loop.
+        let _ = self.store.append_event(self.run_id, n, event.kind(), &data);
+        (self.on_event)(&event);
+    }
+}
+
+/// Whose process a sandbox is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Role {
+    Agent,
+    Verifier,
+    Holdout,
+}
+
+/// Which command of a verification runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stage {
+    /// `[verify] command` (with `evaluate`, it only trains or builds).
+    Command,
+    /// `[verify] evaluate`, the sealed evaluator.
+    Evaluate,
+    /// `[verify.holdout] command`.
+    Holdout,
+}
+
+/// What verifying a candidate gave, before any decision.
+pub(super) enum Verified {
+    Cancelled,
+    Failed(Status, String),
+    /// Its runs are in its record; a constraint it broke, a repeat that failed.
+    Values {
+        broken: Option<String>,
+        failed: Option<Failure>,
+    },
+}
+
+/// One run of the verifier, classified.
+pub(super) enum Measured {
+    Value { value: f64, metrics: MetricSet },
+    Failed { status: Status, reason: String },
+    Cancelled,
+}
+
+/// One stage's run: what it runs, on which commit, under which log.
+struct StageRun<'r> {
+    n: u64,
+    command: &'r str,
+    log_path: PathBuf,
+    repeat: u64,
+    stage: Stage,
+    /// The commit being measured; `None`: the worktree's HEAD.
+    commit: Option<&'r str>,
+}
+
+/// Measures candidates of one run, in one place (the run's worktree or a parallel slot).
+pub(super) struct Verifier {
+    pub git: Git,
+    pub paths: StatePaths,
+    pub spec: Spec,
+    pub seals: Seals,
+    pub tag: String,
+    pub base_commit: String,
+    /// bubblewrap is configured and runs here.
+    pub contained: bool,
+    /// The environment of the verification slot this verifier runs in (`[exec] slots`).
+    pub slot_env: Vec<(String, String)>,
+    pub executor: Box<dyn Executor>,
+}
+
+impl Verifier {
+    /// The same verifier for a parallel slot with environment `slot_env`.
+    pub(super) fn for_slot(&self, slot_env: Vec<(String, String)>) -> Verifier {
+        Verifier {
+            git: self.git.clone(),
+            paths: self.paths.clone(),
+            spec: self.spec.clone(),
+            seals: self.seals.clone(),
+            tag: self.tag.clone(),
+            base_commit: self.base_commit.clone(),
+            contained: self.contained,
+            slot_env,
+            executor: self.executor.for_slot(),
+        }
+    }
+
+    /// Gets the executor ready for this run (`key`: its name in a shared store).
+    pub(super) fn start(&mut self, key: String) -> Result<(), EngineError> {
+        let place = RunPlace {
+            spec: &self.spec,
+            git: &self.git,
+            tag: &self.tag,
+            key,
+        };
+        self.executor.start(&place)
+    }
+
+    /// Runs the verifier on the candidate in `wt`: a first run, then the baseline's repeats
+    /// or, when the first run passes against `best_value` (with noise `sigma`), its confirm
+    /// runs. The runs and metrics go into `rec`; the decision is the judge's.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn verify(
+        &mut self,
+        sink: &mut Sink<'_>,
+        rec: &mut ExperimentRecord,
+        wt: &Path,
+        baseline: bool,
+        best_value: Option<f64>,
+        sigma: Option<f64>,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Verified, EngineError> {
+        let policy = self.spec.noise_policy();
+        let net_lines = rec.lines_added as i64 - rec.lines_deleted as i64;
+        let (value, metrics) = match self.measure(sink, rec, wt, 0, !baseline, cancel)? {
+            Measured::Cancelled => return Ok(Verified::Cancelled),
+            Measured::Failed { status, reason } => return Ok(Verified::Failed(status, reason)),
+            Measured::Value { value, metrics } => (value, metrics),
+        };
+        rec.metrics = metrics.values.clone();
+        rec.runs = vec![value];
+        let broken = self
+            .spec
+            .verify
+            .constraints
+            .iter()
+            .find_map(|c| c.check(&metrics).err());
+        let extra = match (best_value, &broken) {
+            (None, _) => self.spec.verify.baseline_repeats.saturating_sub(1),
+            (Some(b), None) if policy.passes_first(value, b, sigma, net_lines) => policy.confirm,
+            _ => 0,
+        };
+        let mut failed = None;
+        for k in 1..=extra {
+            match self.measure(sink, rec, wt, k, !baseline, cancel)? {
+                Measured::Cancelled => return Ok(Verified::Cancelled),
+                Measured::Failed { status, reason } => {
+                    failed = Some((status, format!("repeat {k} of this code: {reason}")));
+                    break;
+                }
+                Measured::Value { value, .. } => rec.runs.push(value),
+            }
+        }
+        Ok(Verified::Values { broken, failed })
+    }
+
+    /// One measurement of the candidate's code in `wt`. `repeat` numbers the runs of the same
+    /// code (0 is the first): it names the logs and is the value of `seed_env`.
+    ///
+    /// With `[verify] evaluate`, `command` only trains or builds; then the protected files are
+    /// restored from the run's start, what the first stage left is cut down to its declared
+    /// `outputs` (or stripped of Python start-up hooks), and the objective is read only from
+    /// the output of `evaluate`, run as a fresh process.
+    pub(super) fn measure(
+        &mut self,
+        sink: &mut Sink<'_>,
+        rec: &mut ExperimentRecord,
+        wt: &Path,
+        repeat: u64,
+        check_seal: bool,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Measured, EngineError> {
+        let n = rec.n;
+        let logs = self.paths.run_dir(&self.tag).join("logs");
+        let suffix = if repeat == 0 {
+            String::new()
+        } else {
+            format!(".r{repeat}")
+        };
+        let log_path = logs.join(format!("{n}{suffix}.log"));
+        if repeat == 0 {
+            rec.log_path = Some(log_path.to_string_lossy().into_owned());
+        }
+        let command = self.spec.verify.command.clone();
+        // The commit being measured (the worktree's HEAD may still be its parent: candidates
+        // are committed without moving it).
+        let candidate = rec
+            .candidate_commit
+            .clone()
+            .unwrap_or_else(|| self.base_commit.clone());
+        let first = StageRun {
+            n,
+            command: &command,
+            log_path,
+            repeat,
+            stage: Stage::Command,
+            commit: Some(&candidate),
+        };
+        let (exit, failure, mut metrics) = self.run_stage(sink, wt, first, cancel)?;
+        if let Some(m) = self.stage_failure(exit, failure, wt, check_seal) {
+            return Ok(m);
+        }
+        let metric = self.spec.verify.metric.clone();
+        if let Some(evaluate) = self.spec.verify.evaluate.clone() {
+            // The objective never comes from the stage the candidate's code controls.
+            metrics.values.remove(&metric);
+            if !self.git.worktree_link_ok(wt) {
+                return Ok(Measured::Failed {
+                    status: Status::Violation,
+                    reason: "the training stage replaced the worktree's .git".into(),
+                });
+            }
+            self.seal_for_evaluation(wt, &candidate)?;
+            let second = StageRun {
+                n,
+                command: &evaluate,
+                log_path: logs.join(format!("{n}{suffix}.eval.log")),
+                repeat,
+                stage: Stage::Evaluate,
+                // As before the engine was split: the evaluator's job names the worktree's
+                // HEAD (the sealed checkout does not move it).
+                commit: None,
+            };
+            let (exit, failure, stage2) = self.run_stage(sink, wt, second, cancel)?;
+            if let Some(m) = self.stage_failure(exit, failure, wt, check_seal) {
+                return Ok(match m {
+                    Measured::Failed { status, reason } => Measured::Failed {
+                        status,
+                        reason: format!("evaluate {reason}"),
+                    },
+                    other => other,
+                });
+            }
+            metrics.values.extend(stage2.values);
+        }
+        Ok(self.objective(metrics))
+    }
+
+    /// The objective a measurement's metrics give, or why they give none.
+    fn objective(&self, metrics: MetricSet) -> Measured {
+        let metric = &self.spec.verify.metric;
+        let printed = if self.spec.verify.evaluate.is_some() {
+            "evaluate printed"
+        } else {
+            "printed"
+        };
+        match metrics.values.get(metric).copied() {
+            None => Measured::Failed {
+                status: Status::Crash,
+                reason: format!("exited 0 but {printed} no `{metric}`"),
+            },
+            Some(v) if !v.is_finite() => Measured::Failed {
+                status: Status::Crash,
+                reason: format!("`{metric}` is {v}"),
+            },
+            Some(value) => Measured::Value { value, metrics },
+        }
+    }
+
+    /// Runs one verifier stage in the worktree, in its own process group.
+    fn run_stage(
+        &mut self,
+        sink: &mut Sink<'_>,
+        wt: &Path,
+        s: StageRun<'_>,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<(Exit, Option<Failure>, MetricSet), EngineError> {
+        let mut env = self.candidate_env(s.n);
+        if let Some(name) = &self.spec.verify.seed_env {
+            env.push((name.into(), s.repeat.to_string().into()));
+        }
+        if s.stage == Stage::Evaluate {
+            // The sealed evaluator loads nothing from the user's site-packages or a startup
+            // file, and writes no bytecode a later stage could find.
+            env.retain(|(k, _)| k != "PYTHONPATH" && k != "PYTHONSTARTUP");
+            for (k, v) in [("PYTHONNOUSERSITE", "1"), ("PYTHONDONTWRITEBYTECODE", "1")] {
+                env.push((k.into(), v.into()));
+            }
+        }
+        env.push(("HONE_REPEAT".into(), s.repeat.to_string().into()));
+        let req = ExecRequest {
+            command: s.command.to_string(),
+            cwd: wt.to_path_buf(),
+            env,
+            timeout: Some(self.spec.verify.timeout),
+            kill_grace: self.spec.verify.kill_grace,
+            drain_timeout: Duration::from_secs(2),
+            log_path: s.log_path,
+            max_log_bytes: self.spec.verify.max_log_bytes,
+            limits: self.spec.sandbox.limits(),
+            wrapper: self.wrapper(wt, self.spec.sandbox.network, Role::Verifier),
+        };
+        let mut reader = MetricReader::with_regex(
+            &self.spec.verify.metric,
+            self.spec.verify.metric_regex.clone(),
+        )
+        .map_err(|e| EngineError::Setup(e.to_string()))?;
+        let (exit, failure) = self.execute(
+            sink,
+            (s.n, &req, "verifier"),
+            (s.commit, s.stage),
+            &mut |line| reader.feed(line),
+            cancel,
+        )?;
+        Ok((exit, failure, reader.finish()))
+    }
+
+    /// Runs the holdout command in the worktree (checked out at `commit`); its log stays
+    /// outside every worktree and out of every prompt.
+    pub(super) fn measure_holdout(
+        &mut self,
+        sink: &mut Sink<'_>,
+        (n, commit): (u64, &str),
+        wt: &Path,
+        h: &HoldoutSpec,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Option<f64>, EngineError> {
+        let dir = self.paths.run_dir(&self.tag).join("holdout");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        let env = self.candidate_env(n);
+        let req = ExecRequest {
+            command: h.command.clone(),
+            cwd: wt.to_path_buf(),
+            env,
+            timeout: Some(h.timeout),
+            kill_grace: self.spec.verify.kill_grace,
+            drain_timeout: Duration::from_secs(2),
+            log_path: dir.join(format!("{n}.log")),
+            max_log_bytes: self.spec.verify.max_log_bytes,
+            limits: self.spec.sandbox.limits(),
+            wrapper: self.wrapper(wt, self.spec.sandbox.network, Role::Holdout),
+        };
+        let mut reader =
+            MetricReader::new(&h.metric, None).map_err(|e| EngineError::Setup(e.to_string()))?;
+        let (exit, failure) = self.execute(
+            sink,
+            (n, &req, "holdout command"),
+            (Some(commit), Stage::Holdout),
+            &mut |line| reader.feed(line),
+            cancel,
+        )?;
+        let value = reader.finish().values.get(&h.metric).copied();
+        Ok(match (exit, failure) {
+            (Exit::Code(0), None) => value.filter(|v| v.is_finite()),
+            _ => None,
+        })
+    }
+
+    /// Runs one verification command (a verifier stage or the holdout) of experiment `n`
+    /// where `[exec]` says, on `commit`'s code.
+    fn execute(
+        &mut self,
+        sink: &mut Sink<'_>,
+        (n, req, what): (u64, &ExecRequest, &str),
+        (commit, stage): (Option<&str>, Stage),
+        on_line: &mut dyn FnMut(&str),
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<(Exit, Option<Failure>), EngineError> {
+        let (spec, slot_env) = (&self.spec, &self.slot_env);
+        let travels = |k: &str| travels_to_jobs(spec, slot_env, k, stage);
+        let job = Job {
+            n,
+            req,
+            what,
+            commit,
+            travels: &travels,
+        };
+        self.executor.run(&job, sink, on_line, cancel)
+    }
+
+    /// Why a stage's run does not count, if it does not.
+    fn stage_failure(
+        &self,
+        exit: Exit,
+        failure: Option<Failure>,
+        wt: &Path,
+        check_seal: bool,
+    ) -> Option<Measured> {
+        // A run that rewrote a protected file (say, train.py patching prepare.py before
+        // importing it) measured something other than the sealed evaluator.
+        if check_seal {
+            if let Some(path) = self.sealed_changed(wt) {
+                return Some(Measured::Failed {
+                    status: Status::Violation,
+                    reason: format!("protected file `{path}` was modified while the verifier ran; the measurement is void"),
+                });
+            }
+        }
+        let failed = |status, reason| Some(Measured::Failed { status, reason });
+        if let Some((status, reason)) = failure {
+            return failed(status, reason);
+        }
+        match exit {
+            Exit::Cancelled => Some(Measured::Cancelled),
+            Exit::TimedOut => failed(
+                Status::Timeout,
+                format!(
+                    "ran past {}; its process group was killed",
+                    format_duration(self.spec.verify.timeout)
+                ),
+            ),
+            Exit::Signal(s) => failed(Status::Crash, format!("killed by signal {s}")),
+            Exit::Code(c) if c != 0 => failed(Status::Crash, format!("exited with status {c}")),
+            Exit::Code(_) => None,
+        }
+    }
+
+    /// Prepares the worktree for the sealed evaluator: every tracked file exactly as the
+    /// candidate committed it, the protected files byte-for-byte from the run's start, and of
+    /// what the training stage wrote, only its declared `outputs`.
+    fn seal_for_evaluation(&self, wt: &Path, candidate: &str) -> Result<(), EngineError> {
+        self.git
+            .run_in(wt, &["checkout", "--force", candidate, "--", "."])?;
+        let sealed: Vec<&str> = self.seals.protected.keys().map(String::as_str).collect();
+        if !sealed.is_empty() {
+            let mut args = vec!["checkout", "--force", self.base_commit.as_str(), "--"];
+            args.extend(sealed);
+            self.git.run_in(wt, &args)?;
+        }
+        let mut args = vec!["clean".to_string(), "-ffdxq".to_string()];
+        for o in &self.spec.verify.outputs {
+            args.push("-e".into());
+            args.push(o.clone());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.git.run_in(wt, &args)?;
+        Ok(())
+    }
+
+    /// The first protected file in the worktree whose content differs from the start.
+    pub(super) fn sealed_changed(&self, wt: &Path) -> Option<String> {
+        if self.seals.protected.is_empty() {
+            return None;
+        }
+        let paths: Vec<String> = self.seals.protected.keys().cloned().collect();
+        match hash_paths(wt, &paths) {
+            Ok(now) => first_difference(&self.seals.protected, &now),
+            Err(e) => Some(e.to_string()),
+        }
+    }
+
+    /// The environment of the verifier and the holdout for experiment `n`: what hone was
+    /// given (less its own settings and its LLM key), `[verify] env`, and the experiment.
+    fn candidate_env(&self, n: u64) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+            .filter(|(k, _)| self.env_allowed_for_candidate(k))
+            .collect();
+        for (k, v) in &self.spec.verify.env {
+            env.push((k.into(), v.into()));
+        }
+        env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
+        env.push(("HONE_RUN".into(), self.tag.clone().into()));
+        env.push(("HONE_JOB".into(), self.job_token(n).into()));
+        for (k, v) in &self.slot_env {
+            env.push((k.into(), v.into()));
+        }
+        env
+    }
+
+    /// The `HONE_JOB` token of experiment `n`: every process hone starts for it (agent,
+    /// reviewer, verifier, holdout) carries it, so that after a crash the next hone finds and
+    /// kills them, even one whose pid never reached the store.
+    pub(super) fn job_token(&self, n: u64) -> String {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(self.git.root().as_os_str().as_encoded_bytes());
+        let short: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+        format!("{short}:{}:{n}", self.tag)
+    }
+
+    /// May this inherited variable reach code hone runs on a candidate's behalf (verifier,
+    /// holdout, reviewer)? Not hone's own settings, and not the API keys of hone's own HTTP
+    /// proposer and reviewer: code the model wrote must not be able to print them into a log
+    /// or prompt.
+    pub(super) fn env_allowed_for_candidate(&self, name: &std::ffi::OsStr) -> bool {
+        let name = name.to_string_lossy();
+        !name.starts_with("HONE_")
+            && !crate::propose::command::hone_secret_vars(&self.spec)
+                .iter()
+                .any(|k| *k == name)
+    }
+
+    /// The sandbox prefix for a process confined to `wt` (empty without bubblewrap). Agents
+    /// keep the network (they talk to their models); the verifier follows `[sandbox] network`.
+    ///
+    /// Agents and verifiers cannot read hone's state (`.hone/`: the database, logs and
+    /// holdout results) nor `[verify.holdout] hide`; an agent may read its prompts.
+    pub(super) fn wrapper(&self, wt: &Path, network: bool, role: Role) -> Vec<std::ffi::OsString> {
+        if !self.contained {
+            return Vec::new();
+        }
+        // A private temporary directory inside the worktree: git ignores `.hone/`, and the
+        // next reset removes it.
+        let tmp = wt.join(STATE_DIR).join("tmp");
+        let _ = std::fs::create_dir_all(&tmp);
+        let mut hide = Vec::new();
+        let mut expose = Vec::new();
+        if role != Role::Holdout {
+            hide.push(self.paths.dir.clone());
+            if let Some(h) = &self.spec.verify.holdout {
+                hide.extend(h.hide.iter().map(|p| self.git.root().join(p)));
+            }
+        }
+        if role == Role::Agent {
+            expose.push(self.paths.run_dir(&self.tag).join("prompts"));
+        }
+        crate::sandbox::bwrap_wrapper(wt, &tmp, network, &hide, &expose)
+    }
+}
+
+/// Whether a variable of a verifier's environment goes to a SLURM job or a remote worker,
+/// which start from their own environment: only what hone itself sets does (`HONE_*`,
+/// `[verify] env`, the seed variable, the slot's variables, the sealed evaluator's Python
+/// settings).
+fn travels_to_jobs(spec: &Spec, slot_env: &[(String, String)], k: &str, stage: Stage) -> bool {
+    k.starts_with("HONE_")
+        || spec.verify.env.iter().any(|(name, _)| name == k)
+        || spec.verify.seed_env.as_deref() == Some(k)
+        || slot_env.iter().any(|(name, _)| name == k)
+        || (stage == Stage::Evaluate && matches!(k, "PYTHONNOUSERSITE" | "PYTHONDONTWRITEBYTECODE"))
+}
