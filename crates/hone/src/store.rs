@@ -198,6 +198,13 @@ pub struct MechanismCall {
     pub detail: String,
 }
 
+/// The current best: the last kept experiment, else the baseline.
+pub fn best_experiment(exps: &[ExperimentRecord]) -> Option<&ExperimentRecord> {
+    exps.iter()
+        .rev()
+        .find(|e| matches!(e.status(), Status::Keep | Status::Baseline))
+}
+
 impl ExperimentRecord {
     pub fn status(&self) -> Status {
         self.status.unwrap_or(Status::Running)

@@ -50,17 +50,9 @@ use crate::store::{ExperimentRecord, MechanismCall, Status};
 pub use crate::propose::guidance::{Guidance, Mode};
 pub use outer::Outer;
 
-/// The built-in mechanisms, by the name `[outer] mechanisms` uses.
-pub const BUILTIN: &[&str] = &[
-    "tabu",
-    "bandit",
-    "explore",
-    "restart",
-    "plateau",
-    "orthogonal",
-    "surrogate",
-    "segment_restart",
-];
+/// The built-in mechanisms, by the name `[outer] mechanisms` uses (the spec checks names
+/// against this list, so it lives there).
+pub use crate::spec::BUILTIN_MECHANISMS as BUILTIN;
 
 /// What a filter decides about a candidate.
 #[derive(Clone, Debug, PartialEq)]
@@ -104,7 +96,7 @@ pub struct View<'a> {
 impl View<'_> {
     /// The best experiment so far (baseline or last keep).
     pub fn best(&self) -> Option<&ExperimentRecord> {
-        crate::report::best_experiment(self.history)
+        crate::store::best_experiment(self.history)
     }
 
     /// How many experiments since the last keep (or since the baseline).

@@ -9,12 +9,7 @@ use std::collections::BTreeMap;
 
 use crate::store::{ExperimentRecord, RunRecord, Status};
 
-/// The current best: the last kept experiment, else the baseline.
-pub fn best_experiment(exps: &[ExperimentRecord]) -> Option<&ExperimentRecord> {
-    exps.iter()
-        .rev()
-        .find(|e| matches!(e.status(), Status::Keep | Status::Baseline))
-}
+pub use crate::store::best_experiment;
 
 /// A run at a glance.
 #[derive(Clone, Debug, serde::Serialize)]

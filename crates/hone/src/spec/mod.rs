@@ -36,7 +36,7 @@ pub use agent::{AgentKind, AgentSpec, EditMode, LlmSpec, PRICES};
 pub use exec::{Backend, ExecSpec, MAX_WORKERS};
 pub use loop_::LoopSpec;
 pub use notify::{NotifyFormat, NotifyOn, NotifySpec, NotifyUrl};
-pub use outer::OuterSpec;
+pub use outer::{OuterSpec, BUILTIN_MECHANISMS};
 pub use read::closest;
 pub use review::ReviewSpec;
 pub use sandbox::SandboxSpec;

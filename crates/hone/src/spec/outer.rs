@@ -7,6 +7,18 @@ use std::path::Path;
 use super::read::{closest, Section};
 use super::SpecError;
 
+/// The built-in mechanisms, by the name `[outer] mechanisms` uses.
+pub const BUILTIN_MECHANISMS: &[&str] = &[
+    "tabu",
+    "bandit",
+    "explore",
+    "restart",
+    "plateau",
+    "orthogonal",
+    "surrogate",
+    "segment_restart",
+];
+
 /// The keys of `[outer]`.
 pub(super) const KEYS: &[&str] = &[
     "mechanisms",
@@ -141,8 +153,8 @@ fn mechanisms(s: &Section) -> Result<Vec<String>, SpecError> {
     let mechanisms: Vec<String> = s.get_or_default("mechanisms")?;
     for (i, name) in mechanisms.iter().enumerate() {
         let line = s.element_line("mechanisms", i);
-        if !crate::meta::BUILTIN.contains(&name.as_str()) {
-            let hint = closest(name, crate::meta::BUILTIN)
+        if !BUILTIN_MECHANISMS.contains(&name.as_str()) {
+            let hint = closest(name, BUILTIN_MECHANISMS)
                 .map(|c| format!("did you mean `{c}`? "))
                 .unwrap_or_default();
             return Err(s.err_at(
@@ -150,7 +162,7 @@ fn mechanisms(s: &Section) -> Result<Vec<String>, SpecError> {
                 "mechanisms",
                 format!(
                     "unknown mechanism `{name}`; {hint}(built in: {})",
-                    crate::meta::BUILTIN.join(", ")
+                    BUILTIN_MECHANISMS.join(", ")
                 ),
             ));
         }

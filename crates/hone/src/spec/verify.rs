@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+pub use crate::verify::Direction;
+
 use super::read::Section;
 use super::units::duration_secs;
 use super::SpecError;
@@ -42,39 +44,6 @@ pub const TIMEOUT_SECS: u64 = 600;
 pub const KILL_GRACE_SECS: u64 = 5;
 pub const MAX_LOG_BYTES: u64 = 1_000_000;
 pub const NOISE_K: f64 = 2.0;
-
-/// Which way the objective should go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    Minimize,
-    Maximize,
-}
-
-impl Direction {
-    /// True when `a` is better than `b` in this direction (ties are not better).
-    pub fn better(self, a: f64, b: f64) -> bool {
-        match self {
-            Direction::Minimize => a < b,
-            Direction::Maximize => a > b,
-        }
-    }
-
-    /// How much `candidate` improves on `best` (positive = better), whatever the direction.
-    pub fn improvement(self, candidate: f64, best: f64) -> f64 {
-        match self {
-            Direction::Minimize => best - candidate,
-            Direction::Maximize => candidate - best,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::Minimize => "minimize",
-            Direction::Maximize => "maximize",
-        }
-    }
-}
 
 /// `[verify]`: the user's command and how its output is judged.
 #[derive(Clone, Debug, serde::Serialize)]

@@ -8,7 +8,7 @@
 //! deviation (robust to one wild run), with few it is the pooled standard deviation (the MAD of
 //! three numbers is mostly luck).
 
-use crate::spec::Direction;
+use super::Direction;
 
 /// Residuals needed before the MAD is trusted over the pooled standard deviation.
 const MAD_MIN_RESIDUALS: usize = 8;
