@@ -27,6 +27,7 @@ use std::collections::HashSet;
 use super::literal::quantize_float;
 use super::{Config, Domain, Knob, KnobValue};
 use crate::meta::Mode;
+use crate::util::{splitmix64, unit_f64};
 
 /// What the outer loop's mechanisms ask of one suggestion (see `crate::meta`). The default
 /// asks nothing, and [`suggest_guided`] with it is exactly [`suggest`].
@@ -84,35 +85,27 @@ const DESIGN_STREAM: u64 = 0x4c48_535f_4445_5349;
 // ---------------------------------------------------------------------------------------------
 // Randomness
 
-/// splitmix64: small, fast, and good enough for sampling; seeded per `(seed, stream)`.
+/// splitmix64 (`util::splitmix64`), seeded per `(seed, stream)`.
 struct Rng {
     state: u64,
-}
-
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 impl Rng {
     fn new(seed: u64, stream: u64) -> Self {
         let mut s = seed;
-        let a = splitmix(&mut s);
+        let a = splitmix64(&mut s);
         let mut t = stream ^ a;
-        let b = splitmix(&mut t);
+        let b = splitmix64(&mut t);
         Rng { state: a ^ b }
     }
 
     fn next_u64(&mut self) -> u64 {
-        splitmix(&mut self.state)
+        splitmix64(&mut self.state)
     }
 
     /// Uniform in [0, 1).
     fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        unit_f64(self.next_u64())
     }
 
     /// Uniform in 0..n (n > 0).
