@@ -52,6 +52,17 @@ pub fn unit_f64(x: u64) -> f64 {
     (x >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
 }
 
+/// Pins a seeded generator's streams: `draw(seed, stream)` gives its first three outputs,
+/// checked against `want` for the seeds `(0, 0)`, `(7, the sampler's design stream)` and
+/// `(42, 3)`.
+#[cfg(test)]
+pub(crate) fn assert_pinned_streams(draw: impl Fn(u64, u64) -> [u64; 3], want: [[u64; 3]; 3]) {
+    let seeds = [(0, 0), (7, 0x4c48_535f_4445_5349), (42, 3)];
+    for ((seed, stream), want) in seeds.into_iter().zip(want) {
+        assert_eq!(draw(seed, stream), want, "seed {seed}, stream {stream:#x}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
