@@ -397,28 +397,27 @@ mod tests {
     /// Seeded mechanisms and benchmarks depend on these exact streams.
     #[test]
     fn rng_streams_are_pinned() {
-        let mut want = [[0u64; 3]; 3];
-        want[0] = [
-            0x6e78_9e6a_a1b9_65f4,
-            0x06c4_5d18_8009_454f,
-            0xf88b_b8a8_724c_81ec,
+        let want = [
+            [
+                0x6e78_9e6a_a1b9_65f4,
+                0x06c4_5d18_8009_454f,
+                0xf88b_b8a8_724c_81ec,
+            ],
+            [
+                0xab61_6b2b_3ae2_7900,
+                0x9532_60af_ec35_d701,
+                0xfe57_e1e7_2cbf_9d47,
+            ],
+            [
+                0xd898_a231_b906_c08f,
+                0xd386_88dd_0512_3b1e,
+                0x4b57_f930_4242_08eb,
+            ],
         ];
-        want[1] = [
-            0xab61_6b2b_3ae2_7900,
-            0x9532_60af_ec35_d701,
-            0xfe57_e1e7_2cbf_9d47,
-        ];
-        want[2] = [
-            0xd898_a231_b906_c08f,
-            0xd386_88dd_0512_3b1e,
-            0x4b57_f930_4242_08eb,
-        ];
-        crate::util::assert_pinned_streams(
-            |seed, stream| {
-                let mut r = Rng::new(seed, stream);
-                std::array::from_fn(|_| r.next_u64())
-            },
-            want,
-        );
+        let draw = |seed, stream| {
+            let mut r = Rng::new(seed, stream);
+            std::array::from_fn(|_| r.next_u64())
+        };
+        crate::util::assert_pinned_streams(draw, want);
     }
 }
