@@ -33,7 +33,9 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 
-use commands::*;
+use commands::{
+    bench, daemon, demo, finalize, init, log, mech, report, run, serve, show, status, worker, Here,
+};
 use error::{CliError, CliResult};
 
 #[derive(Parser)]

@@ -9,7 +9,7 @@ use hone_serve::automation as auto;
 use hone::engine;
 
 use super::{load_spec, Here};
-use crate::error::{CliResult, Kind, Kinded};
+use crate::error::{CliResult, Kinded};
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -30,7 +30,7 @@ pub fn run(here: &Here, a: ServeArgs) -> CliResult {
         addr: std::net::SocketAddr::new(a.bind, a.port),
         token: std::env::var("HONE_TOKEN").ok().filter(|t| !t.is_empty()),
     };
-    hone_serve::check_options(&opts).map_err(|e| crate::error::CliError::new(Kind::Config, e))?;
+    hone_serve::check_options(&opts).config()?;
     // The automation endpoints and schedules of hone.toml run beside the pages (a repository
     // without a hone.toml gets the pages only).
     let automation = match load_spec(git.root(), here.spec_path()) {
