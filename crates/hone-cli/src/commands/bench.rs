@@ -77,7 +77,7 @@ fn options(cwd: &Path, a: BenchArgs) -> CliResult<bench::BenchOptions> {
         .and_then(Path::parent)
         .unwrap_or(cwd)
         .to_path_buf();
-    let all = bench::load_manifest(&manifest).usage()?;
+    let all = bench::load_manifest(&manifest).config()?;
     let problems = bench::select(&all, &a.problems, a.quick).usage()?;
     let arms = match (a.arms.is_empty(), a.quick) {
         (false, _) => a.arms,
