@@ -222,7 +222,7 @@ pub fn summary(s: &Summary) {
 pub fn status(
     run: &RunRecord,
     exps: &[ExperimentRecord],
-    spec: &serde_json::Value,
+    spec: &crate::commands::StoredSpec,
     json: bool,
     live: bool,
 ) {
@@ -271,8 +271,7 @@ pub fn status(
     if live && !running.is_empty() {
         out!("  in flight: {}", running.join("; "));
     }
-    let stop = &spec["stop"];
-    if let Some(max) = stop["max_experiments"].as_u64() {
+    if let Some(max) = spec.max_experiments {
         out!(
             "  budget: experiments {}/{max} ({} left)",
             s.experiments,
@@ -280,7 +279,7 @@ pub fn status(
         );
     }
     let used = format_duration(std::time::Duration::from_secs_f64(s.active_seconds));
-    match stop["max_time"].as_f64() {
+    match spec.max_time_s {
         Some(t) => out!(
             "  budget: time {used} of {} ({} left)",
             format_duration(std::time::Duration::from_secs_f64(t)),
@@ -290,7 +289,7 @@ pub fn status(
         ),
         None => out!("  time used: {used} (no max_time)"),
     }
-    match stop["max_cost_usd"].as_f64() {
+    match spec.max_cost_usd {
         Some(c) => out!("  budget: cost ${:.2} of ${c:.2}", s.cost_usd),
         None => out!("  cost: ${:.2}", s.cost_usd),
     }
@@ -424,6 +423,11 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
         e.candidate_commit.as_deref().unwrap_or("-")
     );
     out!("  archive ref: refs/hone/{}/{}", run.tag, e.n);
+    show_diff_and_log(git, e, tail);
+}
+
+/// `hone show N`'s diff from the parent and the last `tail` lines of the verifier's log.
+fn show_diff_and_log(git: &Git, e: &ExperimentRecord, tail: usize) {
     if let Some(c) = &e.candidate_commit {
         if *c != e.parent_commit {
             match git.diff(&e.parent_commit, c) {

@@ -4,21 +4,9 @@
 
 use std::fmt::Write as _;
 
-/// Escapes text for element content and quoted attribute values.
-pub(crate) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Escapes text for element content and quoted attribute values (the library's, shared with
+/// the report).
+pub(crate) use hone::util::html_escape as esc;
 
 /// Percent-encodes a path segment or query value.
 pub(crate) fn url(s: &str) -> String {

@@ -20,19 +20,15 @@
 use hone::spec::Direction;
 use hone::verify::noise::{estimate_sigma, mean, NoisePolicy};
 
-/// splitmix64: a small, seedable generator (no dependency).
+/// splitmix64 (the library's step), seeded with a plain state.
 struct Rng(u64);
 
 impl Rng {
     fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        hone::util::splitmix64(&mut self.0)
     }
     fn uniform(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+        hone::util::unit_f64(self.next_u64())
     }
     /// Box-Muller.
     fn normal(&mut self) -> f64 {

@@ -19,6 +19,7 @@ use hone::meta::Mode;
 use hone::propose::knobs::{
     config_of, discover, suggest_guided, Config, KnobValue, Observation, SamplerGuide,
 };
+use hone::util::median;
 
 fn num(c: &Config, name: &str) -> f64 {
     match c.get(name) {
@@ -88,25 +89,9 @@ fn objective(problem: &str, c: &Config) -> f64 {
 
 /// Gaussian noise from a splitmix stream (the noisy problem's measurement).
 fn gauss(state: &mut u64) -> f64 {
-    let mut next = || {
-        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = *state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    };
+    let mut next = || hone::util::unit_f64(hone::util::splitmix64(state));
     let (u1, u2) = (1.0 - next(), next());
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 fn main() {
@@ -273,7 +258,7 @@ fn main() {
             .map(|(b, v)| {
                 format!(
                     "@{b} med {:.4} mean {:.4}",
-                    median(v.clone()),
+                    median(v),
                     v.iter().sum::<f64>() / v.len() as f64
                 )
             })

@@ -1,7 +1,8 @@
 //! hone: harness-enforced autonomous experiment loops.
 //!
 //! The library holds the whole engine and does no terminal I/O; the `hone` binary in
-//! `crates/hone-cli` is a thin layer over it. See DESIGN.md for the words used here.
+//! `crates/hone-cli` is a thin layer over it. The words used here (run, experiment, candidate,
+//! keep, discard, mechanism) are those of README.md.
 //!
 //! - `spec`: hone.toml, validated with line-precise errors.
 //! - `workspace`: git (run branch, worktrees, archive refs, scope checks).
@@ -23,6 +24,7 @@
 //! - `tag`: run tags, which become branch names.
 //! - `demo`: the bundled example.
 //! - `bench`: the ablation benchmark of the outer loop (`hone bench`).
+//! - `util`: the HTML escape, the median and the splitmix64 step, one copy each.
 
 pub mod automation;
 pub mod bench;
@@ -41,6 +43,7 @@ pub mod sandbox;
 pub mod spec;
 pub mod store;
 pub mod tag;
+pub mod util;
 pub mod verify;
 pub mod worker;
 pub mod workspace;

@@ -51,7 +51,11 @@ pub enum StoreError {
     },
 }
 
-/// The status of an experiment (DESIGN.md §2), plus `running` while it is in progress.
+/// The status of an experiment, plus `running` while it is in progress: `baseline` (experiment
+/// 0, the unmodified project), `keep` (beat the best by more than the threshold), `discard`
+/// (measured, not better), the failures `crash`, `timeout` and `violation`, `rejected` (refused
+/// before any compute), `invalid` (nothing to measure) and `aborted` (interrupted mid-way).
+/// README.md's "Experiment statuses" says what each one covers.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]

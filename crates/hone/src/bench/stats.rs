@@ -4,20 +4,9 @@
 
 use crate::meta::Rng;
 
-/// The median (mean of the two middle values for an even count); `NaN` for no values.
-pub fn median(xs: &[f64]) -> f64 {
-    if xs.is_empty() {
-        return f64::NAN;
-    }
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    }
-}
+/// The median (mean of the two middle values for an even count); `NaN` for no values, which a
+/// report shows as no data.
+pub use crate::util::median;
 
 /// The arithmetic mean; `NaN` for no values.
 pub fn mean(xs: &[f64]) -> f64 {

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::{fmt_metric, plot, summarize};
 use crate::meta::stats::MechanismStats;
 use crate::store::{ExperimentRecord, RunRecord, Status};
+use crate::util::html_escape as esc;
 
 /// The report's three files.
 pub struct Report {
@@ -38,12 +39,6 @@ fn gains(exps: &[ExperimentRecord], minimize: bool) -> Vec<Gain<'_>> {
     }
     out.sort_by(|a, b| b.delta.total_cmp(&a.delta));
     out
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 fn md_cell(s: &str) -> String {

@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 
 use crate::store::{ExperimentRecord, Status};
+use crate::util::html_escape as esc;
 
 const W: f64 = 1000.0;
 const H: f64 = 520.0;
@@ -38,13 +39,6 @@ pub fn y_range(baseline: f64, best: f64, values: &[f64]) -> (f64, f64) {
         }
         (lo, hi)
     }
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 fn short(s: &str, n: usize) -> String {

@@ -1,6 +1,6 @@
 //! Noise: how much a measurement moves when nothing changed, and the keep rule that accounts
 //! for it. `threshold = max(min_delta, noise_k × σ)`; a candidate is kept only when the mean of
-//! all its runs beats the best by more than the threshold (DESIGN.md §3).
+//! all its runs beats the best by more than the threshold.
 //!
 //! σ comes from repeated runs of the same code: the baseline's `baseline_repeats`, every
 //! confirm run, every re-test of a champion. Each candidate's runs are centred on their own
@@ -9,6 +9,8 @@
 //! three numbers is mostly luck).
 
 use super::Direction;
+// Every call here passes two values or more (an empty slice would give `NaN`).
+use crate::util::median;
 
 /// Residuals needed before the MAD is trusted over the pooled standard deviation.
 const MAD_MIN_RESIDUALS: usize = 8;
@@ -62,21 +64,6 @@ pub fn estimate_sigma<'a>(groups: impl IntoIterator<Item = &'a [f64]>) -> Option
         Some(MAD_TO_SIGMA * median(&residuals))
     } else {
         Some((sum_sq / dof as f64).sqrt())
-    }
-}
-
-/// The median of a non-empty slice (NaN-free input); 0 for an empty one.
-pub fn median(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
     }
 }
 

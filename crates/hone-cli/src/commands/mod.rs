@@ -1,0 +1,142 @@
+//! One module per subcommand, each with its clap arguments (`Args`) and a `run` function; this
+//! module holds what several of them share: where the command runs, the spec, the store and
+//! run they read, and the few settings they read back from a run's stored spec.
+
+pub mod bench;
+pub mod daemon;
+pub mod demo;
+pub mod finalize;
+pub mod init;
+pub mod log;
+pub mod mech;
+pub mod report;
+pub mod run;
+pub mod serve;
+pub mod show;
+pub mod status;
+pub mod worker;
+
+use std::path::{Path, PathBuf};
+
+use hone::engine;
+use hone::spec::Spec;
+use hone::store::{RunRecord, Store};
+use hone::workspace::Git;
+
+use crate::error::{CliError, CliResult, Kinded};
+
+/// Where a command runs: the directory (after `-C`) and the `--spec` file, if given.
+pub struct Here {
+    pub cwd: PathBuf,
+    pub spec: Option<PathBuf>,
+}
+
+impl Here {
+    pub fn spec_path(&self) -> Option<&Path> {
+        self.spec.as_deref()
+    }
+
+    /// The repository around the directory.
+    pub fn git(&self) -> CliResult<Git> {
+        Git::discover(&self.cwd).runtime()
+    }
+
+    /// The configured store (`.hone/hone.db`, or `[store] url`) and the run `tag` (else the
+    /// latest).
+    pub fn open_run(&self, tag: Option<&str>) -> CliResult<(Store, RunRecord)> {
+        let git = self.git()?;
+        let location = engine::configured_store(git.root(), self.spec_path()).config()?;
+        let store = Store::open_existing_at(&location)
+            .runtime()?
+            .ok_or_else(|| {
+                CliError::runtime(format!("no hone runs in {} yet", git.root().display()))
+                    .hint("start one with `hone run`")
+            })?;
+        let run = match tag {
+            Some(t) => store.run_by_tag(t).runtime()?.ok_or_else(|| {
+                CliError::runtime(format!("no run tagged `{t}`"))
+                    .hint("`hone status` shows the latest")
+            })?,
+            None => store.latest_run().runtime()?.ok_or_else(|| {
+                CliError::runtime("no hone runs yet").hint("start one with `hone run`")
+            })?,
+        };
+        Ok((store, run))
+    }
+}
+
+/// A duration argument (`30s`, `8h`) that must be more than zero.
+pub fn parse_positive_duration(s: &str) -> Result<std::time::Duration, String> {
+    match hone::spec::parse_duration(s)? {
+        d if d.is_zero() => Err("must be more than zero".into()),
+        d => Ok(d),
+    }
+}
+
+/// The spec at `path`, else `hone.toml` at `root`; a bad one is a configuration error.
+pub fn load_spec(root: &Path, path: Option<&Path>) -> CliResult<Spec> {
+    let path = path
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| root.join("hone.toml"));
+    Spec::load(&path).config()
+}
+
+/// The settings the CLI reads back from a run's stored spec (`RunRecord::spec_json`), as the
+/// run was started: the one place that knows their keys. A missing or unreadable value reads
+/// as absent (the probation as its default), so an older run's record still shows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredSpec {
+    /// `[stop] max_experiments`.
+    pub max_experiments: Option<u64>,
+    /// `[stop] max_time`, in seconds.
+    pub max_time_s: Option<f64>,
+    /// `[stop] max_cost_usd`.
+    pub max_cost_usd: Option<f64>,
+    /// `[outer] probation`.
+    pub probation: u64,
+}
+
+impl StoredSpec {
+    pub fn of(run: &RunRecord) -> StoredSpec {
+        StoredSpec::parse(&run.spec_json)
+    }
+
+    fn parse(spec_json: &str) -> StoredSpec {
+        let spec: serde_json::Value = serde_json::from_str(spec_json).unwrap_or_default();
+        let stop = &spec["stop"];
+        StoredSpec {
+            max_experiments: stop["max_experiments"].as_u64(),
+            max_time_s: stop["max_time"].as_f64(),
+            max_cost_usd: stop["max_cost_usd"].as_f64(),
+            probation: spec["outer"]["probation"]
+                .as_u64()
+                .unwrap_or(hone::spec::OuterSpec::default().probation),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_spec_reads_its_keys_and_defaults() {
+        let s = StoredSpec::parse(
+            r#"{"stop":{"max_experiments":40,"max_time":3600,"max_cost_usd":2.5},"outer":{"probation":7}}"#,
+        );
+        assert_eq!(
+            s,
+            StoredSpec {
+                max_experiments: Some(40),
+                max_time_s: Some(3600.0),
+                max_cost_usd: Some(2.5),
+                probation: 7,
+            }
+        );
+        let none = StoredSpec::parse("not json");
+        assert_eq!(none.max_experiments, None);
+        assert_eq!(none.max_time_s, None);
+        assert_eq!(none.max_cost_usd, None);
+        assert_eq!(none.probation, hone::spec::OuterSpec::default().probation);
+    }
+}

@@ -1,0 +1,53 @@
+//! `hone report`: writes a run's progress plot (SVG), markdown summary and self-contained HTML
+//! page.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Args;
+
+use hone::engine::StatePaths;
+
+use super::{Here, StoredSpec};
+use crate::error::{CliResult, Kinded};
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// The run's tag (default: the latest run).
+    #[arg(long)]
+    run: Option<String>,
+    /// Where to write (default: .hone/reports/<tag>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+pub fn run(here: &Here, a: ReportArgs) -> CliResult {
+    let (store, run) = here.open_run(a.run.as_deref())?;
+    let exps = store.experiments(run.id).runtime()?;
+    let git = here.git()?;
+    let out = a.out.unwrap_or_else(|| {
+        StatePaths::new(git.root())
+            .dir
+            .join("reports")
+            .join(&run.tag)
+    });
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    // The outer loop's activity, when mechanisms ran.
+    let calls = store.mechanism_calls(run.id, None).runtime()?;
+    let mechs = hone::meta::stats::compute(&calls, &exps, StoredSpec::of(&run).probation);
+    let report = hone::report::document::render_with(&run, &exps, &mechs);
+    for (name, content) in [
+        ("report.html", &report.html),
+        ("report.md", &report.markdown),
+        ("progress.svg", &report.svg),
+    ] {
+        let path = out.join(name);
+        std::fs::write(&path, content)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    out!(
+        "wrote {}/report.html, report.md and progress.svg",
+        out.display()
+    );
+    Ok(())
+}

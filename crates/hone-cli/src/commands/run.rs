@@ -1,0 +1,141 @@
+//! `hone run`: the loop, with the command line's overrides of hone.toml; Ctrl-C once stops
+//! after the current experiment. Also the loop's driver that `hone demo` shares.
+
+use std::path::Path;
+use std::time::Duration;
+
+use clap::Args;
+
+use hone::engine::{self, RunOptions};
+use hone::spec::{AgentKind, Spec};
+
+use super::{load_spec, Here};
+use crate::error::{CliError, CliResult, Kind, Kinded};
+use crate::output;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The run's tag (branch hone/<tag>); an existing tag is resumed.
+    #[arg(long)]
+    tag: Option<String>,
+    /// Stop after this many experiments in all (the baseline counts).
+    #[arg(short = 'n', long = "max-experiments", value_parser = clap::value_parser!(u64).range(1..))]
+    max_experiments: Option<u64>,
+    /// Stop after this much loop time, e.g. 30m or 8h (summed over resumes).
+    #[arg(long, value_parser = super::parse_positive_duration)]
+    time: Option<Duration>,
+    /// The proposer (overrides [agent] kind); the help lists every kind the library knows.
+    #[arg(long, help = agent_help())]
+    agent: Option<String>,
+    /// Seed for the built-in optimizer (the same seed gives the same candidates).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Start a new run even if the last one could be resumed.
+    #[arg(long)]
+    new: bool,
+    /// Verify this many experiments at once (overrides [exec] workers; each needs a slot
+    /// when [exec] slots is set).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=256))]
+    workers: Option<u64>,
+}
+
+pub fn run(here: &Here, a: RunArgs) -> CliResult {
+    if let Some(t) = &a.tag {
+        engine::validate_tag(t).usage()?;
+    }
+    let git = here.git()?;
+    let mut spec = load_spec(git.root(), here.spec_path())?;
+    override_spec(&mut spec, a.agent.as_deref(), a.workers)?;
+    let opts = RunOptions {
+        tag: a.tag,
+        max_experiments: a.max_experiments,
+        max_time: a.time,
+        seed: a.seed,
+        new_run: a.new,
+    };
+    run_loop(git.root(), &spec, &opts)
+}
+
+/// `--agent`'s help: every `[agent] kind`, from the library's table (a new agent preset
+/// needs no change here).
+fn agent_help() -> String {
+    let names = AgentKind::names();
+    let (last, rest) = names.split_last().map_or(("", &[][..]), |(l, r)| (*l, r));
+    format!(
+        "The proposer: {} or {last} (overrides [agent] kind)",
+        rest.join(", ")
+    )
+}
+
+/// `--agent` and `--workers` over hone.toml, checked as hone.toml's own values are.
+fn override_spec(spec: &mut Spec, agent: Option<&str>, workers: Option<u64>) -> CliResult {
+    if let Some(a) = agent {
+        spec.agent.kind = AgentKind::parse(a).ok_or_else(|| {
+            CliError::usage(format!(
+                "--agent {a}: expected one of {}",
+                AgentKind::names().join(", ")
+            ))
+        })?;
+        if spec.agent.kind == AgentKind::Command && spec.agent.command.is_none() {
+            return Err(CliError::usage(
+                "--agent command needs [agent] command in hone.toml",
+            ));
+        }
+    }
+    if let Some(w) = workers {
+        // Bounded by the argument's parser.
+        spec.exec.workers = w as usize;
+        spec.exec
+            .check_workers(spec.exec.workers)
+            .map_err(|e| CliError::usage(format!("--workers {w}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Runs the loop with the live printer and the Ctrl-C handler, then prints the summary.
+pub fn run_loop(root: &Path, spec: &Spec, opts: &RunOptions) -> CliResult {
+    let interrupt = output::install_interrupt_handler();
+    let mut printer = output::Printer::new(spec.verify.metric.clone());
+    let result = engine::run(root, spec, opts, interrupt, &mut |ev| printer.event(ev));
+    printer.clear_line();
+    match result {
+        Ok(summary) if interrupt.stop_requested() => {
+            output::summary(&summary);
+            Err(
+                CliError::new(Kind::Interrupted, anyhow::anyhow!("interrupted"))
+                    .hint("`hone run` resumes this run"),
+            )
+        }
+        Ok(summary) => {
+            output::summary(&summary);
+            Ok(())
+        }
+        Err(engine::EngineError::Stopped { reason, summary }) => {
+            output::summary(&summary);
+            Err(CliError::runtime(reason))
+        }
+        Err(e) => Err(e).runtime(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args as _, Command};
+
+    use super::RunArgs;
+
+    /// `--agent`'s help names every proposer the library knows.
+    #[test]
+    fn agent_help_lists_every_kind() {
+        let cmd = RunArgs::augment_args(Command::new("run"));
+        let help = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == "agent")
+            .and_then(|a| a.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        for name in hone::spec::AgentKind::names() {
+            assert!(help.contains(name), "--agent help lacks {name}: {help}");
+        }
+    }
+}

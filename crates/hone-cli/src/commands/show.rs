@@ -1,0 +1,33 @@
+//! `hone show N`: one experiment: description, decision, metrics, diff from its parent, log
+//! tail, and what each mechanism did for it.
+
+use clap::Args;
+
+use super::Here;
+use crate::error::{CliError, CliResult, Kinded};
+use crate::output;
+
+#[derive(Args)]
+pub struct ShowArgs {
+    /// The experiment's number (0 is the baseline).
+    n: u64,
+    /// The run's tag (default: the latest run).
+    #[arg(long)]
+    run: Option<String>,
+    /// Lines of the verifier's log to print.
+    #[arg(long, default_value_t = 30)]
+    tail: usize,
+}
+
+pub fn run(here: &Here, a: ShowArgs) -> CliResult {
+    let n = a.n;
+    let (store, run) = here.open_run(a.run.as_deref())?;
+    let e = store.experiment(run.id, n).runtime()?.ok_or_else(|| {
+        CliError::runtime(format!("run `{}` has no experiment {n}", run.tag)).hint("see `hone log`")
+    })?;
+    let git = here.git()?;
+    let calls = store.mechanism_calls(run.id, Some(n)).runtime()?;
+    output::show(&git, &run, &e, a.tail);
+    output::show_mechanisms(&calls);
+    Ok(())
+}
