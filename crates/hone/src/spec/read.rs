@@ -335,10 +335,11 @@ impl ReadValue for Duration {
             .map(|i| i as f64)
             .or_else(|| item.as_float());
         if let Some(secs) = seconds {
-            return if secs >= 0.0 && secs.is_finite() {
-                Ok(Duration::from_secs_f64(secs))
-            } else {
+            return if secs < 0.0 || secs.is_nan() {
                 Err(s.err(key, "must not be negative"))
+            } else {
+                super::units::seconds(secs)
+                    .ok_or_else(|| s.err(key, super::units::too_long(&format!("{secs:e}"))))
             };
         }
         match item.as_str().map(parse_duration) {

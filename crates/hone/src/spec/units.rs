@@ -5,6 +5,27 @@ use std::time::Duration;
 
 /// Parses `90s`, `6m`, `8h`, `1d`, `500ms`, `1h30m`, or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_seconds(s)?;
+    seconds(d).ok_or_else(|| too_long(s))
+}
+
+/// The longest duration hone accepts anywhere (a hundred years): anything longer is a typo, and
+/// a deadline computed from one must not overflow.
+pub const MAX_DURATION_SECS: f64 = 36_500.0 * 86400.0;
+
+/// `secs` as a duration, if it is a number of seconds from zero to [`MAX_DURATION_SECS`].
+pub fn seconds(secs: f64) -> Option<Duration> {
+    (secs.is_finite() && (0.0..=MAX_DURATION_SECS).contains(&secs))
+        .then(|| Duration::from_secs_f64(secs))
+}
+
+/// Why a duration of `text` is refused when it is too long.
+pub fn too_long(text: &str) -> String {
+    format!("`{text}` is too long: a duration may be at most 100 years (36500d)")
+}
+
+/// The number of seconds `s` writes (any size; [`parse_duration`] bounds it).
+fn parse_seconds(s: &str) -> Result<f64, String> {
     let bad =
         || format!("`{s}` is not a duration: write it like \"90s\", \"6m\", \"8h\" or \"1h30m\"");
     let t = s.trim();
@@ -12,8 +33,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         return Err(bad());
     }
     if let Ok(secs) = t.parse::<f64>() {
-        return if secs >= 0.0 && secs.is_finite() {
-            Ok(Duration::from_secs_f64(secs))
+        return if secs >= 0.0 && !secs.is_nan() {
+            Ok(secs)
         } else {
             Err(bad())
         };
@@ -44,7 +65,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         };
         total += n * mult;
     }
-    Ok(Duration::from_secs_f64(total))
+    Ok(total)
 }
 
 /// Parses `512M`, `8G`, `100K`, `1.5G`, `2T` or a number of bytes (powers of 1024).
@@ -125,5 +146,26 @@ mod tests {
         assert_eq!(parse_duration("12"), Ok(Duration::from_secs(12)));
         assert!(parse_duration("6 parsecs").is_err());
         assert!(parse_duration("m").is_err());
+    }
+
+    #[test]
+    fn huge_durations_are_errors_not_panics() {
+        for text in [
+            "1e300",
+            "1e20",
+            "18446744073709551615s",
+            "99999999999999999999h",
+            "inf",
+            "36501d",
+        ] {
+            let e = parse_duration(text).unwrap_err();
+            assert!(e.contains("too long"), "{text}: {e}");
+        }
+        assert_eq!(
+            parse_duration("36500d").unwrap(),
+            Duration::from_secs(36_500 * 86400)
+        );
+        assert!(parse_duration("nan").is_err());
+        assert!(seconds(f64::MAX).is_none() && seconds(-1.0).is_none());
     }
 }
