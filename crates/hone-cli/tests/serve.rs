@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use hone::spec::{AgentKind, Direction};
 use hone::store::{ExperimentRecord, Status, Store};
 use hone::verify::noise::Judgement;
 
@@ -269,7 +270,15 @@ fn api_store() -> (tempfile::TempDir, PathBuf) {
     let store = Store::open(&dir.join(".hone/hone.db")).unwrap();
     let run = store
         .create_run(
-            "t", "hone/t", &parent, 1, "knobs", "loss", "minimize", "{}", "{}",
+            "t",
+            "hone/t",
+            &parent,
+            1,
+            AgentKind::Knobs,
+            "loss",
+            Direction::Minimize,
+            "{}",
+            "{}",
         )
         .unwrap();
     for n in 0..120 {
@@ -287,9 +296,11 @@ fn api_store() -> (tempfile::TempDir, PathBuf) {
             "hone/evil",
             &parent,
             1,
+            // The agent is a known kind now (typed at the store's boundary); the tag, metric
+            // and every free text of the run stay hostile.
+            AgentKind::Command,
             HOSTILE,
-            HOSTILE,
-            "minimize",
+            Direction::Minimize,
             "{}",
             "{}",
         )

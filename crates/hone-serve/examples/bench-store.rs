@@ -38,9 +38,9 @@ fn main() -> Result<()> {
         "hone/bench",
         &parent,
         1,
-        "knobs",
+        hone::spec::AgentKind::Knobs,
         "val_bpb",
-        "minimize",
+        hone::spec::Direction::Minimize,
         "{}",
         "{}",
     )?;
@@ -110,7 +110,11 @@ fn main() -> Result<()> {
         }
         Ok(())
     })?;
-    store.set_run_state(run.id, "stopped", Some("reached max_experiments"))?;
+    store.set_run_state(
+        run.id,
+        hone::store::RunState::Stopped,
+        Some("reached max_experiments"),
+    )?;
     println!(
         "wrote run `bench` with {n} experiments to {}",
         StatePaths::new(&dir).db().display()

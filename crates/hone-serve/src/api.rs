@@ -127,7 +127,7 @@ async fn view(
                     "counters": counters_html(&v),
                     "plot": v.plot,
                     "table": table_html(&v),
-                    "state": state_badge(&v.run.state, v.live),
+                    "state": state_badge(v.run.state, v.live),
                     "experiments": v.summary.experiments,
                 }))
             })

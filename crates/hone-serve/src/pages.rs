@@ -12,7 +12,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use hone::report::{self, fmt_metric, Summary};
-use hone::store::{ExperimentQuery, ExperimentRecord, RunRecord, SortKey, Status, Store};
+use hone::store::{ExperimentQuery, ExperimentRecord, RunRecord, RunState, SortKey, Status, Store};
 
 use crate::db::{run_by_tag, AppError};
 use crate::highlight::diff_html;
@@ -185,7 +185,7 @@ pub(crate) struct RunView {
 
 /// Is this run the one a `hone run` is working on right now?
 pub(crate) fn is_live(repo_root: &Path, run: &RunRecord) -> bool {
-    run.state == "running" && hone::engine::is_running(repo_root)
+    run.state == RunState::Running && hone::engine::is_running(repo_root)
 }
 
 /// The run's change mark as one string (what the event stream compares).
@@ -212,7 +212,7 @@ pub(crate) fn load_run_view(
     let mark = mark(store, repo_root, &run)?;
     let outlines = store.experiment_outlines(run.id)?;
     let summary = report::summarize(&run, &outlines);
-    let minimize = run.direction == "minimize";
+    let minimize = run.direction == hone::spec::Direction::Minimize;
     let plot = report::plot::progress_svg_labelled(
         &outlines,
         &run.metric,
@@ -270,14 +270,14 @@ async fn runs_page(State(st): State<AppState>) -> Result<Html<String>, PageError
                 r#"<tr><td><a href="/runs/{}">{}</a></td><td>{}</td><td>{} <span class="dim">({})</span></td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td>{}</td><td>{}</td></tr>"#,
                 url(&run.tag),
                 esc(&run.tag),
-                state_badge(&run.state, *live),
+                state_badge(run.state, *live),
                 esc(&run.metric),
-                esc(&run.direction),
+                esc(run.direction.as_str()),
                 s.experiments,
                 fmt_metric(s.baseline),
                 fmt_metric(s.best),
                 change(s.change_pct),
-                esc(&run.agent),
+                esc(run.agent.as_str()),
                 utc(run.created_at)
             );
         }
@@ -286,11 +286,11 @@ async fn runs_page(State(st): State<AppState>) -> Result<Html<String>, PageError
     Ok(Html(page("Runs", &[], &body)))
 }
 
-pub(crate) fn state_badge(state: &str, live: bool) -> String {
+pub(crate) fn state_badge(state: RunState, live: bool) -> String {
     match (state, live) {
-        ("running", true) => r#"<span class="badge live">running</span>"#.into(),
-        ("running", false) => r#"<span class="badge idle">interrupted</span>"#.into(),
-        (s, _) => format!(r#"<span class="badge idle">{}</span>"#, esc(s)),
+        (RunState::Running, true) => r#"<span class="badge live">running</span>"#.into(),
+        (RunState::Running, false) => r#"<span class="badge idle">interrupted</span>"#.into(),
+        (s, _) => format!(r#"<span class="badge idle">{}</span>"#, esc(s.as_str())),
     }
 }
 
@@ -323,10 +323,10 @@ async fn run_page(
         tag = esc(&view.run.tag),
         utag = url(&view.run.tag),
         mark = esc(&view.mark),
-        state = state_badge(&view.run.state, view.live),
+        state = state_badge(view.run.state, view.live),
         metric = esc(&view.run.metric),
-        direction = esc(&view.run.direction),
-        agent = esc(&view.run.agent),
+        direction = esc(view.run.direction.as_str()),
+        agent = esc(view.run.agent.as_str()),
         branch = esc(&view.run.branch),
         started = utc(view.run.created_at),
         counters = counters_html(&view),
@@ -406,13 +406,13 @@ pub(crate) fn counters_html(v: &RunView) -> String {
     let state_note = match (&s.stop_reason, v.live) {
         (_, true) => "a hone run is writing to it".to_string(),
         (Some(r), _) => esc(r),
-        (None, false) if v.run.state == "running" => "`hone run` resumes it".into(),
+        (None, false) if v.run.state == RunState::Running => "`hone run` resumes it".into(),
         _ => String::new(),
     };
     card(
         &mut out,
         "state",
-        &state_badge(&v.run.state, v.live),
+        &state_badge(v.run.state, v.live),
         &state_note,
     );
     out

@@ -130,7 +130,7 @@ pub fn build_branch(
         .iter()
         .find(|e| e.status() == Status::Baseline)
         .and_then(|e| e.objective);
-    let minimize = run.direction == "minimize";
+    let minimize = run.direction == crate::verify::Direction::Minimize;
     let mut parent = run.base_commit.clone();
     let mut before = baseline;
     let mut commits = Vec::new();
@@ -476,7 +476,7 @@ pub fn pr_body(run: &RunRecord, exps: &[ExperimentRecord]) -> String {
     md.push_str(&crate::report::plot::progress_text(
         exps,
         &run.metric,
-        run.direction == "minimize",
+        run.direction == crate::verify::Direction::Minimize,
     ));
     md.push_str("```\n\n");
     md.push_str(&format!(

@@ -20,6 +20,8 @@ mod pg;
 #[cfg(test)]
 pub(crate) mod tests;
 
+use crate::spec::AgentKind;
+use crate::verify::Direction;
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -128,6 +130,40 @@ impl std::fmt::Display for Status {
     }
 }
 
+/// Where a run stands. Stored as its name (`running`, `interrupted`, `stopped`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    /// A session is working on it, or one died without a clean stop (resumable).
+    Running,
+    /// A session stopped and it can be resumed as it is (Ctrl-C, a failed baseline).
+    Interrupted,
+    /// A stop condition held: it is finished.
+    Stopped,
+}
+
+impl RunState {
+    pub const ALL: [RunState; 3] = [RunState::Running, RunState::Interrupted, RunState::Stopped];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Interrupted => "interrupted",
+            RunState::Stopped => "stopped",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RunState> {
+        RunState::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for RunState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One run: one loop over one spec on branch `hone/<tag>`.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct RunRecord {
@@ -137,11 +173,10 @@ pub struct RunRecord {
     pub base_commit: String,
     pub created_at: f64,
     pub seed: u64,
-    pub agent: String,
+    pub agent: AgentKind,
     pub metric: String,
-    pub direction: String,
-    /// `running` (or interrupted: resumable), `stopped` (a stop condition held).
-    pub state: String,
+    pub direction: Direction,
+    pub state: RunState,
     pub stop_reason: Option<String>,
     /// Loop time summed over every session of this run.
     pub active_seconds: f64,
@@ -716,9 +751,9 @@ impl Store {
         branch: &str,
         base_commit: &str,
         seed: u64,
-        agent: &str,
+        agent: AgentKind,
         metric: &str,
-        direction: &str,
+        direction: Direction,
         seals: &str,
         spec_json: &str,
     ) -> Result<RunRecord, StoreError> {
@@ -733,9 +768,9 @@ impl Store {
                     text(base_commit),
                     Val::Real(Some(now())),
                     Val::Int(Some(seed as i64)),
-                    text(agent),
+                    text(agent.as_str()),
                     text(metric),
-                    text(direction),
+                    text(direction.as_str()),
                     text(seals),
                     text(spec_json),
                 ],
@@ -785,17 +820,20 @@ impl Store {
         Ok(())
     }
 
-    /// Records why a run's session ended. `state` is `stopped` when a stop condition held and
-    /// `interrupted` when it can be resumed as is.
+    /// Records where a run stands and why its session ended.
     pub fn set_run_state(
         &self,
         run_id: i64,
-        state: &str,
+        state: RunState,
         reason: Option<&str>,
     ) -> Result<(), StoreError> {
         self.exec(
             "UPDATE runs SET state = ?2, stop_reason = ?3 WHERE id = ?1",
-            &[Val::Int(Some(run_id)), text(state), Val::Text(reason)],
+            &[
+                Val::Int(Some(run_id)),
+                text(state.as_str()),
+                Val::Text(reason),
+            ],
         )?;
         Ok(())
     }
@@ -1116,6 +1154,17 @@ impl Store {
     }
 }
 
+/// A text column read as the type it names; text this hone does not know is a corrupt record
+/// (a store written by a newer hone says so through its schema version first).
+fn typed<T>(r: &dyn Cells, col: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T, StoreError> {
+    let t = r.req_text(col)?;
+    parse(&t).ok_or_else(|| {
+        StoreError::Corrupt(format!(
+            "runs.{col} is `{t}`, which this hone does not know"
+        ))
+    })
+}
+
 fn run_from_row(r: &dyn Cells) -> Result<RunRecord, StoreError> {
     Ok(RunRecord {
         id: r.req_int("id")?,
@@ -1124,10 +1173,10 @@ fn run_from_row(r: &dyn Cells) -> Result<RunRecord, StoreError> {
         base_commit: r.req_text("base_commit")?,
         created_at: r.req_real("created_at")?,
         seed: r.req_int("seed")? as u64,
-        agent: r.req_text("agent")?,
+        agent: typed(r, "agent", AgentKind::parse)?,
         metric: r.req_text("metric")?,
-        direction: r.req_text("direction")?,
-        state: r.req_text("state")?,
+        direction: typed(r, "direction", Direction::parse)?,
+        state: typed(r, "state", RunState::parse)?,
         stop_reason: r.text("stop_reason")?,
         active_seconds: r.req_real("active_seconds")?,
         seals: r.req_text("seals")?,

@@ -202,7 +202,7 @@ fn a_notification_endpoint_that_holds_its_answer_never_holds_up_the_loop() {
                 let stopped = hone::store::Store::open(&db)
                     .ok()
                     .and_then(|s| s.run_by_tag("hold").ok().flatten())
-                    .is_some_and(|run| run.state == "stopped");
+                    .is_some_and(|run| run.state == hone::store::RunState::Stopped);
                 if stopped {
                     break;
                 }

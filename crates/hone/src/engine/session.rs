@@ -9,7 +9,7 @@ use crate::exec;
 use crate::propose;
 use crate::report::{best_experiment, summarize, Summary};
 use crate::spec::{format_duration, Direction, Spec, StopSpec};
-use crate::store::{now, ExperimentRecord, RunRecord, Store};
+use crate::store::{now, ExperimentRecord, RunRecord, RunState, Store};
 use crate::workspace::{hash_paths, matches_any, Git};
 
 use super::executor::{self, Executor};
@@ -180,7 +180,9 @@ impl<'a> Engine<'a> {
         if resumed {
             engine.recover()?;
         }
-        engine.store.set_run_state(engine.run.id, "running", None)?;
+        engine
+            .store
+            .set_run_state(engine.run.id, RunState::Running, None)?;
         Ok(engine)
     }
 
@@ -304,11 +306,11 @@ impl<'a> Engine<'a> {
             self.holdout_final()?;
         }
         let state = if stop.resumable {
-            "interrupted"
+            RunState::Interrupted
         } else {
             // A finished run needs no worktree: everything it tried is in refs/hone/<tag>/.
             let _ = self.verifier.git.remove_worktree(&self.worktree);
-            "stopped"
+            RunState::Stopped
         };
         self.store
             .set_run_state(self.run.id, state, Some(&stop.reason))?;
@@ -428,7 +430,7 @@ fn find_run(
             store.run_by_tag(tag)?
         }
         None if opts.new_run => None,
-        None => store.latest_run()?.filter(|r| r.state != "stopped"),
+        None => store.latest_run()?.filter(|r| r.state != RunState::Stopped),
     };
     if existing.is_none() && opts.tag.is_none() && !opts.new_run {
         if let Some(last) = store.latest_run()? {
@@ -467,7 +469,7 @@ fn check_resumable(
             run.tag, run.metric, spec.verify.metric
         )));
     }
-    if run.direction != spec.verify.direction.as_str() {
+    if run.direction != spec.verify.direction {
         return Err(EngineError::Setup(format!(
             "run `{}` was started with direction = \"{}\" but hone.toml now says \"{}\"; start a new run with `hone run --new`",
             run.tag,
@@ -548,9 +550,9 @@ fn start_run(
         &format!("hone/{tag}"),
         &head,
         seed,
-        spec.agent.kind.as_str(),
+        spec.agent.kind,
         &spec.verify.metric,
-        spec.verify.direction.as_str(),
+        spec.verify.direction,
         &serde_json::to_string(&seals).unwrap_or_default(),
         &serde_json::to_string(&spec).unwrap_or_default(),
     )?;

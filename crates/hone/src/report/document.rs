@@ -91,7 +91,7 @@ const MECH_HEAD: [&str; 7] = [
 pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[MechanismStats]) -> Report {
     let s = summarize(run, exps);
     let mech_rows = mechanism_rows(mechs);
-    let minimize = run.direction == "minimize";
+    let minimize = run.direction == crate::verify::Direction::Minimize;
     let change = s
         .change_pct
         .map(|p| format!(" ({p:+.2}%)"))

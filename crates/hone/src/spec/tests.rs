@@ -308,7 +308,11 @@ fn bad_duration_and_direction() {
 fn huge_durations_are_spec_errors_with_their_line() {
     for value in ["1e300", "\"1e20\"", "\"18446744073709551615s\"", "1e20"] {
         let e = err(&format!("{MIN}[stop]\nmax_time = {value}\n"));
-        assert_eq!((e.line, e.key.as_str()), (7, "stop.max_time"), "{value}: {e}");
+        assert_eq!(
+            (e.line, e.key.as_str()),
+            (7, "stop.max_time"),
+            "{value}: {e}"
+        );
         assert!(e.message.contains("too long"), "{value}: {e}");
     }
 }

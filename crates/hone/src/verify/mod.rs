@@ -36,4 +36,16 @@ impl Direction {
             Direction::Maximize => "maximize",
         }
     }
+
+    pub fn parse(s: &str) -> Option<Direction> {
+        [Direction::Minimize, Direction::Maximize]
+            .into_iter()
+            .find(|d| d.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
