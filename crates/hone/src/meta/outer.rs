@@ -13,7 +13,7 @@ use super::{Candidate, Guidance, Mechanism, Outcome, Verdict, View};
 use crate::propose::knobs::{Config, Knob};
 use crate::propose::{optimizer, Proposal, ProposeContext, ProposeError, Proposer};
 use crate::spec::{Direction, Spec};
-use crate::store::{ExperimentRecord, MechanismCall, Status};
+use crate::store::{Effect, ExperimentRecord, Hook, MechanismCall, Status};
 
 /// How many times the knobs optimizer is asked again after a filter rejects its proposal.
 pub const MAX_RESAMPLES: usize = 16;
@@ -22,89 +22,6 @@ pub const MAX_RESAMPLES: usize = 16;
 const MAX_IN_FLIGHT: usize = 1024;
 /// How a `candidates` call records that one of its candidates was the proposal.
 const PROPOSED: &str = "one was proposed";
-
-/// Where in an experiment a hook was called.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Hook {
-    OnStart,
-    BeforePropose,
-    Candidates,
-    Filter,
-    Ask,
-    OnResult,
-    OnSegmentEnd,
-    /// Level 2: a research round, a validation step, activation and probation.
-    Research,
-}
-
-impl Hook {
-    pub const ALL: &'static [Hook] = &[
-        Hook::OnStart,
-        Hook::BeforePropose,
-        Hook::Candidates,
-        Hook::Filter,
-        Hook::Ask,
-        Hook::OnResult,
-        Hook::OnSegmentEnd,
-        Hook::Research,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Hook::OnStart => "on_start",
-            Hook::BeforePropose => "before_propose",
-            Hook::Candidates => "candidates",
-            Hook::Filter => "filter",
-            Hook::Ask => "ask",
-            Hook::OnResult => "on_result",
-            Hook::OnSegmentEnd => "on_segment_end",
-            Hook::Research => "research",
-        }
-    }
-}
-
-/// What a hook invocation did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Effect {
-    /// Called; changed nothing.
-    None,
-    /// Gave guidance for the proposal.
-    Guided,
-    /// Suggested knob configurations.
-    Suggested,
-    Rejected,
-    Modified,
-    /// A modification that could not apply (the proposal has no knob configuration).
-    Ignored,
-    /// Changed the mechanism's own state in a way that changes the search (a restart, a mode
-    /// switch, a new strategy).
-    Changed,
-    /// The portfolio turned a mechanism on or off.
-    Activated,
-    Deactivated,
-    /// A step of a script's validation ladder (or its probation) passed.
-    Passed,
-    /// A step of a script's validation ladder failed: the script is dropped.
-    Failed,
-}
-
-impl Effect {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Effect::None => "none",
-            Effect::Guided => "guided",
-            Effect::Suggested => "suggested",
-            Effect::Rejected => "rejected",
-            Effect::Modified => "modified",
-            Effect::Ignored => "ignored",
-            Effect::Changed => "changed",
-            Effect::Activated => "activated",
-            Effect::Deactivated => "deactivated",
-            Effect::Passed => "passed",
-            Effect::Failed => "failed",
-        }
-    }
-}
 
 struct Slot {
     mech: Box<dyn Mechanism>,
@@ -289,8 +206,8 @@ impl Outer {
         calls.push(MechanismCall {
             experiment: n,
             mechanism: name.to_string(),
-            hook: hook.as_str().to_string(),
-            effect: effect.as_str().to_string(),
+            hook,
+            effect,
             detail,
         });
     }
@@ -787,16 +704,9 @@ impl Outer {
         if self.portfolio.is_none() {
             return;
         }
-        let proposing = [
-            Hook::BeforePropose.as_str(),
-            Hook::Candidates.as_str(),
-            Hook::Filter.as_str(),
-        ];
+        let proposing = [Hook::BeforePropose, Hook::Candidates, Hook::Filter];
         let mut by_experiment: BTreeMap<u64, Vec<MechanismCall>> = BTreeMap::new();
-        for c in calls
-            .iter()
-            .filter(|c| proposing.contains(&c.hook.as_str()))
-        {
+        for c in calls.iter().filter(|c| proposing.contains(&c.hook)) {
             by_experiment
                 .entry(c.experiment)
                 .or_default()
@@ -815,8 +725,8 @@ impl Outer {
                 let used = cs
                     .iter()
                     .find(|c| {
-                        c.hook == Hook::Candidates.as_str()
-                            && c.effect == Effect::Suggested.as_str()
+                        c.hook == Hook::Candidates
+                            && c.effect == Effect::Suggested
                             && c.detail.ends_with(&proposed)
                     })
                     .map(|c| c.mechanism.as_str());
@@ -1127,8 +1037,12 @@ impl Outer {
                 c.mechanism == name
                     && c.experiment >= since
                     && matches!(
-                        c.effect.as_str(),
-                        "guided" | "suggested" | "rejected" | "modified" | "changed"
+                        c.effect,
+                        Effect::Guided
+                            | Effect::Suggested
+                            | Effect::Rejected
+                            | Effect::Modified
+                            | Effect::Changed
                     )
             };
             let effects = (self.level2.history.iter().filter(effective).count()
@@ -1169,10 +1083,11 @@ fn display_path(path: &std::path::Path, root: Option<&std::path::Path>) -> Strin
 fn shapers(calls: &[MechanismCall], used: Option<&str>) -> Vec<String> {
     let mut names: Vec<String> = used.map(String::from).into_iter().collect();
     for c in calls {
-        let e = c.effect.as_str();
-        let counts = e == Effect::Rejected.as_str()
-            || e == Effect::Modified.as_str()
-            || (e == Effect::Guided.as_str() && used.is_none());
+        let counts = match c.effect {
+            Effect::Rejected | Effect::Modified => true,
+            Effect::Guided => used.is_none(),
+            _ => false,
+        };
         if counts && !names.contains(&c.mechanism) {
             names.push(c.mechanism.clone());
         }
@@ -1293,8 +1208,8 @@ mod tests {
         let call = |m: &str, hook: Hook, e: Effect| MechanismCall {
             experiment: 3,
             mechanism: m.into(),
-            hook: hook.as_str().into(),
-            effect: e.as_str().into(),
+            hook,
+            effect: e,
             detail: String::new(),
         };
         let calls = vec![
@@ -1549,7 +1464,9 @@ mod tests {
             }
             let offered: Vec<&MechanismCall> = calls
                 .iter()
-                .filter(|c| c.experiment == 2 && c.mechanism == "every" && c.hook == "candidates")
+                .filter(|c| {
+                    c.experiment == 2 && c.mechanism == "every" && c.hook == Hook::Candidates
+                })
                 .collect();
             assert!(
                 offered[0].detail.ends_with("none was proposed"),
@@ -1606,7 +1523,7 @@ mod tests {
             let calls = outer.take_calls();
             let effects: Vec<&str> = calls
                 .iter()
-                .filter(|c| c.hook == "filter")
+                .filter(|c| c.hook == Hook::Filter)
                 .map(|c| c.effect.as_str())
                 .collect();
             assert_eq!(effects, ["modified", "none"]);
@@ -1629,7 +1546,7 @@ mod tests {
             let calls = outer.take_calls();
             let stop = calls
                 .iter()
-                .find(|c| c.effect == "deactivated")
+                .find(|c| c.effect == Effect::Deactivated)
                 .expect("the stop is on record");
             assert_eq!(
                 (stop.mechanism.as_str(), stop.hook.as_str()),
@@ -1656,7 +1573,7 @@ mod tests {
             let rejected = outer
                 .take_calls()
                 .iter()
-                .filter(|c| c.effect == "rejected")
+                .filter(|c| c.effect == Effect::Rejected)
                 .count();
             assert_eq!(rejected, MAX_RESAMPLES, "each resample is on record");
             let left = std::fs::read_to_string(wt.join("p.txt")).unwrap();

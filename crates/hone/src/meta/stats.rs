@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::store::{ExperimentRecord, MechanismCall, Status};
+use crate::store::{Effect, ExperimentRecord, Hook, MechanismCall, Status};
 
 /// One mechanism's record over a run.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -68,18 +68,18 @@ pub fn compute(
                 ..MechanismStats::default()
             });
         // Research steps and stops are the mechanism's lifecycle, not hook invocations.
-        let stopped = c.effect == "deactivated" && c.mechanism != "portfolio";
-        if c.hook == "research" || stopped {
+        let stopped = c.effect == Effect::Deactivated && c.mechanism != "portfolio";
+        if c.hook == Hook::Research || stopped {
             s.lifecycle
                 .push(format!("#{} {}: {}", c.experiment, c.effect, c.detail));
             continue;
         }
-        *s.calls.entry(c.hook.clone()).or_default() += 1;
+        *s.calls.entry(c.hook.to_string()).or_default() += 1;
         seen.entry(c.mechanism.clone())
             .or_default()
             .insert(c.experiment);
-        match c.effect.as_str() {
-            "guided" => {
+        match c.effect {
+            Effect::Guided => {
                 guided
                     .entry(c.mechanism.clone())
                     .or_default()
@@ -89,7 +89,7 @@ pub fn compute(
                     .or_default()
                     .insert(c.experiment);
             }
-            "suggested" => {
+            Effect::Suggested => {
                 suggested
                     .entry(c.mechanism.clone())
                     .or_default()
@@ -99,15 +99,15 @@ pub fn compute(
                     .or_default()
                     .insert(c.experiment);
             }
-            "rejected" => s.rejected += 1,
-            "modified" => {
+            Effect::Rejected => s.rejected += 1,
+            Effect::Modified => {
                 s.modified += 1;
                 helped
                     .entry(c.mechanism.clone())
                     .or_default()
                     .insert(c.experiment);
             }
-            "changed" | "activated" | "deactivated" => s.changed += 1,
+            Effect::Changed | Effect::Activated | Effect::Deactivated => s.changed += 1,
             _ => {}
         }
     }
@@ -137,8 +137,8 @@ mod tests {
         MechanismCall {
             experiment: n,
             mechanism: m.into(),
-            hook: hook.into(),
-            effect: effect.into(),
+            hook: Hook::parse(hook),
+            effect: Effect::parse(effect),
             detail: String::new(),
         }
     }

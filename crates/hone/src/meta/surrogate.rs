@@ -27,7 +27,7 @@ use crate::propose::knobs::{
     config_at, config_of, dimensions, unit_coords, Config, Domain, Knob, KnobValue,
 };
 use crate::spec::Direction;
-use crate::store::{ExperimentRecord, MechanismCall};
+use crate::store::{ExperimentRecord, Hook, MechanismCall};
 
 /// It offers a candidate on one experiment in this many.
 pub const EVERY: u64 = 2;
@@ -405,7 +405,7 @@ impl Mechanism for Surrogate {
     fn resume(&mut self, calls: &[MechanismCall], _history: &[ExperimentRecord]) {
         let last = calls
             .iter()
-            .filter(|c| c.hook == "on_result")
+            .filter(|c| c.hook == Hook::OnResult)
             .filter_map(|c| c.detail.strip_prefix("trust radius "))
             .filter_map(|d| d.split(" -> ").nth(1)?.parse::<f64>().ok())
             .next_back();
@@ -419,6 +419,7 @@ impl Mechanism for Surrogate {
 mod tests {
     use super::*;
     use crate::propose::knobs::discover;
+    use crate::store::Effect;
 
     fn knobs(text: &str) -> Vec<Knob> {
         match discover("k.py", text) {
@@ -610,8 +611,8 @@ mod tests {
             calls.push(MechanismCall {
                 experiment: n as u64,
                 mechanism: "surrogate".into(),
-                hook: "on_result".into(),
-                effect: "changed".into(),
+                hook: Hook::OnResult,
+                effect: Effect::Changed,
                 detail,
             });
         }

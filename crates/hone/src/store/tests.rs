@@ -153,8 +153,8 @@ fn round_trip_and_append_only(b: &Backend) {
     let call = |n: u64, m: &str| MechanismCall {
         experiment: n,
         mechanism: m.into(),
-        hook: "filter".into(),
-        effect: "rejected".into(),
+        hook: Hook::Filter,
+        effect: Effect::Rejected,
         detail: "near #1".into(),
     };
     s.put_mechanism_calls(
@@ -265,8 +265,8 @@ fn transactions_commit_or_roll_back(b: &Backend) {
             &[MechanismCall {
                 experiment: 0,
                 mechanism: "tabu".into(),
-                hook: "filter".into(),
-                effect: "none".into(),
+                hook: Hook::Filter,
+                effect: Effect::None,
                 detail: String::new(),
             }],
         )?;
