@@ -840,7 +840,7 @@ impl Outer {
             return Ok(());
         };
         // Compile, with one repair round-trip quoting the error.
-        if let Err(error) = super::script::Script::compile(&source, self.level2.limits) {
+        if let Err(error) = super::script::compile(&source, self.level2.limits) {
             let name = script_name(&source);
             self.research_step(
                 calls,
@@ -878,7 +878,7 @@ impl Outer {
                     return Ok(());
                 }
             }
-            if let Err(error) = super::script::Script::compile(&source, self.level2.limits) {
+            if let Err(error) = super::script::compile(&source, self.level2.limits) {
                 let name = script_name(&source);
                 self.research_step(
                     calls,
