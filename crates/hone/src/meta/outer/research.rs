@@ -4,7 +4,8 @@
 
 use super::record::{changed, stop_if_faulty};
 use super::{Outer, Slot};
-use crate::meta::View;
+use crate::meta::{research, View};
+use crate::propose::chat::ChatProposer;
 use crate::propose::{ProposeContext, ProposeError};
 use crate::store::{Effect, ExperimentRecord, Hook, MechanismCall};
 
@@ -42,11 +43,40 @@ impl Outer {
     /// next time.
     pub(super) fn research(
         &mut self,
-        client: &mut crate::propose::chat::ChatProposer,
+        client: &mut ChatProposer,
         ctx: &ProposeContext<'_>,
         view: &View<'_>,
         calls: &mut Vec<MechanismCall>,
     ) -> Result<(), ProposeError> {
+        let n = view.n;
+        let Some(mut rounds) = self.research_rounds(client, ctx, view, calls)? else {
+            return Ok(());
+        };
+        let Some(source) = rounds.source.clone() else {
+            let detail = "the generate round gave no code block: nothing to validate".into();
+            self.research_step(calls, n, "research", Effect::Failed, detail);
+            return Ok(());
+        };
+        let Some(source) =
+            self.compile_or_repair(client, ctx, n, source, &mut rounds.texts, calls)?
+        else {
+            return Ok(());
+        };
+        rounds.source = Some(source.clone());
+        self.store_script(n, &source, &rounds.texts, calls);
+        self.validate_and_activate(&source, view, calls);
+        Ok(())
+    }
+
+    /// The four research rounds, shown the active mechanisms' statistics, each on record.
+    /// `None` when a round failed without stopping the experiment.
+    fn research_rounds(
+        &mut self,
+        client: &mut ChatProposer,
+        ctx: &ProposeContext<'_>,
+        view: &View<'_>,
+        calls: &mut Vec<MechanismCall>,
+    ) -> Result<Option<research::Rounds>, ProposeError> {
         let n = view.n;
         let mut all = self.level2.history.clone();
         all.extend(self.calls.iter().cloned());
@@ -56,20 +86,20 @@ impl Outer {
             .into_iter()
             .filter(|s| active_names.contains(&s.name))
             .collect();
-        let input = crate::meta::research::Input {
+        let input = research::Input {
             history: ctx.history,
             knobs: view.knobs,
             direction: view.direction,
             active: &stats,
         };
         let mut ask = |system: &str, user: &str| client.complete(ctx, system, user);
-        let mut rounds = match crate::meta::research::rounds(&input, &mut ask) {
+        let rounds = match research::rounds(&input, &mut ask) {
             Ok(r) => r,
             Err((r, e)) => {
                 let detail = format!("round {} failed: {e}", r.texts.len() + 1);
                 self.research_step(calls, n, "research", Effect::Failed, detail);
                 return match e {
-                    ProposeError::Invalid(_) => Ok(()),
+                    ProposeError::Invalid(_) => Ok(None),
                     stop => Err(stop),
                 };
             }
@@ -83,73 +113,70 @@ impl Outer {
             );
             self.research_step(calls, n, "research", Effect::Passed, detail);
         }
-        let Some(mut source) = rounds.source.clone() else {
-            let detail = "the generate round gave no code block: nothing to validate".into();
-            self.research_step(calls, n, "research", Effect::Failed, detail);
-            return Ok(());
+        Ok(Some(rounds))
+    }
+
+    /// Compiles the generated script, with one repair round-trip quoting the error (its
+    /// answer joins `texts`). `None` when the script is dropped.
+    fn compile_or_repair(
+        &mut self,
+        client: &mut ChatProposer,
+        ctx: &ProposeContext<'_>,
+        n: u64,
+        source: String,
+        texts: &mut Vec<String>,
+        calls: &mut Vec<MechanismCall>,
+    ) -> Result<Option<String>, ProposeError> {
+        let Err(error) = crate::meta::script::compile(&source, self.level2.limits) else {
+            return Ok(Some(source));
         };
-        // Compile, with one repair round-trip quoting the error.
+        let name = script_name(&source);
+        let mut fail = |this: &mut Outer, detail: String| {
+            this.research_step(calls, n, &name, Effect::Failed, detail);
+        };
+        fail(self, format!("compile: {error}; asking for one repair"));
+        let (system, user) = research::repair_prompt(&source, &error);
+        let fixed = match client.complete(ctx, &system, &user) {
+            Ok(text) => text,
+            Err(ProposeError::Invalid(why)) => {
+                fail(self, format!("repair round failed: {why}; dropped"));
+                return Ok(None);
+            }
+            Err(stop) => return Err(stop),
+        };
+        texts.push(fixed.clone());
+        let Some(source) = research::code_block(&fixed) else {
+            fail(self, "repair round gave no code block; dropped".into());
+            return Ok(None);
+        };
         if let Err(error) = crate::meta::script::compile(&source, self.level2.limits) {
             let name = script_name(&source);
-            self.research_step(
-                calls,
-                n,
-                &name,
-                Effect::Failed,
-                format!("compile: {error}; asking for one repair"),
-            );
-            let (system, user) = crate::meta::research::repair_prompt(&source, &error);
-            let fixed = match client.complete(ctx, &system, &user) {
-                Ok(text) => text,
-                Err(ProposeError::Invalid(why)) => {
-                    self.research_step(
-                        calls,
-                        n,
-                        &name,
-                        Effect::Failed,
-                        format!("repair round failed: {why}; dropped"),
-                    );
-                    return Ok(());
-                }
-                Err(stop) => return Err(stop),
-            };
-            rounds.texts.push(fixed.clone());
-            match crate::meta::research::code_block(&fixed) {
-                Some(f) => source = f,
-                None => {
-                    self.research_step(
-                        calls,
-                        n,
-                        &name,
-                        Effect::Failed,
-                        "repair round gave no code block; dropped".into(),
-                    );
-                    return Ok(());
-                }
-            }
-            if let Err(error) = crate::meta::script::compile(&source, self.level2.limits) {
-                let name = script_name(&source);
-                self.research_step(
-                    calls,
-                    n,
-                    &name,
-                    Effect::Failed,
-                    format!("compile after repair: {error}; dropped"),
-                );
-                return Ok(());
-            }
+            let detail = format!("compile after repair: {error}; dropped");
+            self.research_step(calls, n, &name, Effect::Failed, detail);
+            return Ok(None);
         }
-        rounds.source = Some(source.clone());
+        Ok(Some(source))
+    }
+
+    /// Stores a generated script under `.hone/mechanisms` with its provenance (the run, the
+    /// experiment, the model and the rounds), on record.
+    fn store_script(
+        &mut self,
+        n: u64,
+        source: &str,
+        texts: &[String],
+        calls: &mut Vec<MechanismCall>,
+    ) {
         let stored = self.level2.root.as_ref().map(|root| {
             let provenance = serde_json::json!({
                 "run": self.level2.tag,
                 "experiment": n,
                 "model": self.level2.model,
-                "rounds": rounds.texts,
+                "rounds": texts,
             });
-            crate::meta::research::store(&root.join(".hone/mechanisms"), &source, &provenance)
+            research::store(&root.join(".hone/mechanisms"), source, &provenance)
         });
-        let name = script_name(&source);
+        let name = script_name(source);
         match stored {
             Some(Ok(path)) => {
                 let detail = format!(
@@ -164,8 +191,6 @@ impl Outer {
             }
             None => {}
         }
-        self.validate_and_activate(&source, view, calls);
-        Ok(())
     }
 
     /// Loads one `[outer] scripts` path and runs the ladder on it.
@@ -227,7 +252,7 @@ impl Outer {
             );
             return;
         }
-        let l = crate::meta::research::ladder(
+        let l = research::ladder(
             source,
             self.level2.limits,
             view.history,
@@ -303,8 +328,7 @@ impl Outer {
                 + self.calls.iter().filter(effective).count()
                 + calls.iter().filter(effective).count()) as u64;
             slot.probation = None;
-            let (effect, detail) = match crate::meta::research::verdict(history, since, p, effects)
-            {
+            let (effect, detail) = match research::verdict(history, since, p, effects) {
                 Ok(why) => (Effect::Passed, format!("probation: {why}")),
                 Err(why) => {
                     slot.active = false;
