@@ -112,6 +112,9 @@ pub fn propose(
     ))
 }
 
+/// A measured point: its numeric unit coordinates and its objective.
+type Point = (Vec<f64>, f64);
+
 /// The measured points that share the incumbent's choices, as unit coordinates of the numeric
 /// knobs that moved among them (`numeric`: their dimensions), with their objective; `None`
 /// when no numeric knob is left.
@@ -121,7 +124,7 @@ fn fit_points(
     incumbent: &Config,
     names: &[String],
     at: &[Option<f64>],
-) -> Option<(Vec<usize>, Vec<(Vec<f64>, f64)>)> {
+) -> Option<(Vec<usize>, Vec<Point>)> {
     let numeric: Vec<usize> = (0..names.len()).filter(|&i| at[i].is_some()).collect();
     let d = numeric.len();
     if d == 0 {
