@@ -525,3 +525,27 @@ fn sqlite_schema_6_is_brought_up_to_date() {
     new_run(&s, "new");
     assert_eq!(s.latest_run().unwrap().unwrap().tag, "new");
 }
+
+#[test]
+fn mechanism_hooks_and_effects_read_back_as_their_stored_text() {
+    for h in Hook::ALL {
+        assert_eq!(&Hook::parse(h.as_str()), h);
+    }
+    for e in Effect::ALL {
+        assert_eq!(&Effect::parse(e.as_str()), e);
+    }
+    // A text another version wrote is kept as it is, not refused.
+    assert_eq!(Hook::parse("on_idle"), Hook::Other("on_idle".into()));
+    assert_eq!(Hook::parse("on_idle").as_str(), "on_idle");
+    assert_eq!(Effect::parse("vetoed").as_str(), "vetoed");
+    let call = MechanismCall {
+        experiment: 1,
+        mechanism: "m".into(),
+        hook: Hook::OnSegmentEnd,
+        effect: Effect::Other("vetoed".into()),
+        detail: String::new(),
+    };
+    let json = serde_json::to_value(&call).unwrap();
+    assert_eq!(json["hook"], "on_segment_end");
+    assert_eq!(json["effect"], "vetoed");
+}
