@@ -6,9 +6,9 @@
 //! reports a fault (a script stopped by its sandbox).
 //!
 //! This file holds the host's state and its lifecycle (`on_start`, `after`); the parts:
-//! [`propose`] (a proposal under the mechanisms and the filters), [`research`] (Level 2),
-//! [`restore`] (the portfolio's rotation and a resumed run) and [`record`] (the calls on
-//! record and the credit of outcomes).
+//! `propose` (a proposal under the mechanisms and the filters), `research` (Level 2),
+//! `restore` (the portfolio's rotation and a resumed run) and `record` (the calls on record
+//! and the credit of outcomes).
 
 mod propose;
 mod record;

@@ -16,6 +16,9 @@
 //! The parts: [`sandbox`] (the Rhai engine and its caps, nothing of hone's), [`data`] (hone's
 //! data as the script's maps), [`answers`] (its answers checked into typed values),
 //! [`mechanism`] (the [`Mechanism`] adapter) and [`checks`] (the contract and the replay).
+//!
+//! [`Mechanism`]: super::Mechanism
+//! [`Mechanism::fault`]: super::Mechanism::fault
 
 pub mod answers;
 pub mod checks;

@@ -66,6 +66,8 @@ impl Outer {
     /// One difference from the live credit: a proposal that a script's filter modified is
     /// credited to the modifier and, on replay, to the guidance givers too (the record does not
     /// say whether the modified configuration was the one verified).
+    ///
+    /// [`Mechanism::resume`]: crate::meta::Mechanism::resume
     pub fn restore(&mut self, calls: &[MechanismCall], history: &[ExperimentRecord]) {
         if history.is_empty() {
             return;
