@@ -24,7 +24,7 @@ use super::strategy::Strategy;
 use super::{Mechanism, Outcome, View};
 use crate::propose::knobs::Knob;
 use crate::spec::{Direction, Spec};
-use crate::store::{Effect, ExperimentRecord, Hook, MechanismCall};
+use crate::store::{ExperimentRecord, Hook, MechanismCall};
 use record::{changed, credit, stop_if_faulty};
 
 /// How many times the knobs optimizer is asked again after a filter rejects its proposal.
@@ -274,12 +274,7 @@ impl Outer {
                 Outer::record(&mut calls, n, &name, Hook::OnSegmentEnd, e, d);
                 stop_if_faulty(slot, &mut calls, &mut events, n, Hook::OnSegmentEnd);
             }
-            for (on, detail) in self.rotate() {
-                let effect = if on {
-                    Effect::Activated
-                } else {
-                    Effect::Deactivated
-                };
+            for (effect, detail) in self.rotate() {
                 Outer::record(
                     &mut calls,
                     n,

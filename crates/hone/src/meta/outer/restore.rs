@@ -10,8 +10,9 @@ use crate::store::{Effect, ExperimentRecord, Hook, MechanismCall};
 
 impl Outer {
     /// The portfolio's turn at a segment end: credits the segment's tally and turns managed
-    /// mechanisms on or off. Returns each switch (on or off, and what to record about it).
-    pub(super) fn rotate(&mut self) -> Vec<(bool, String)> {
+    /// mechanisms on or off. Returns each switch (`activated` or `deactivated`, and what to
+    /// record about it).
+    pub(super) fn rotate(&mut self) -> Vec<(Effect, String)> {
         let tally = std::mem::take(&mut self.tally);
         let Some(p) = self.portfolio.as_mut() else {
             return Vec::new();
@@ -37,12 +38,16 @@ impl Outer {
                 continue;
             }
             slot.active = on;
-            let word = if on { "activated" } else { "deactivated" };
+            let effect = if on {
+                Effect::Activated
+            } else {
+                Effect::Deactivated
+            };
             let (shaped, kept) = tally.get(&name).copied().unwrap_or_default();
             switches.push((
-                on,
+                effect.clone(),
                 format!(
-                    "{word} `{name}` for the next segment (this segment: shaped {shaped}, \
+                    "{effect} `{name}` for the next segment (this segment: shaped {shaped}, \
                      kept {kept}; {})",
                     p.describe(&name)
                 ),

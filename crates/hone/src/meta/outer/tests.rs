@@ -7,7 +7,7 @@ use crate::propose::knobs::Config;
 use crate::propose::knobs::KnobValue;
 use crate::propose::optimizer::KnobsProposer;
 use crate::propose::{ProposeContext, ProposeError};
-use crate::store::Status;
+use crate::store::{Effect, Status};
 use crate::workspace::Git;
 use std::cell::Cell;
 use std::path::Path;
