@@ -178,6 +178,28 @@ mod tests {
     }
 
     #[test]
+    fn the_sandbox_alone_compiles_what_hone_compiles_and_only_hone_runs_rand_unit() {
+        let src = "fn before_propose(v) { if rand_unit(v.seed, v.n) < 2.0 { () } else { () } }";
+        let view = Dynamic::from_map(
+            [
+                ("seed".into(), Dynamic::from(1_i64)),
+                ("n".into(), Dynamic::from(2_i64)),
+            ]
+            .into_iter()
+            .collect(),
+        );
+        let mut bare = Script::compile(src, limits()).unwrap();
+        let e = bare.call("before_propose", vec![view.clone()]).unwrap_err();
+        assert!(e.contains("rand_unit"), "{e}");
+        let mut full = compile(src, limits()).unwrap();
+        assert!(full.call("before_propose", vec![view]).unwrap().is_unit());
+        assert_eq!(
+            Script::compile("fn f(", limits()).err(),
+            compile("fn f(", limits()).err()
+        );
+    }
+
+    #[test]
     fn compile_refuses_scripts_without_hooks_or_with_a_wrong_arity() {
         let e = Script::compile("fn helper(x) { x }", limits())
             .err()
