@@ -460,7 +460,7 @@ pub fn show_mechanisms(calls: &[hone::store::MechanismCall]) {
     out!("--- mechanisms ---");
     let mut quiet: Vec<(String, usize)> = Vec::new();
     for c in calls {
-        if c.effect == "none" {
+        if c.effect == hone::store::Effect::None {
             let key = format!("{} {}", c.mechanism, c.hook);
             match quiet.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, count)) => *count += 1,

@@ -229,11 +229,10 @@ pub struct MechanismCall {
     /// The experiment it was called for.
     pub experiment: u64,
     pub mechanism: String,
-    /// `on_start`, `before_propose`, `candidates`, `filter`, `on_result`, `on_segment_end`.
-    pub hook: String,
-    /// `none`, `guided`, `suggested`, `rejected`, `modified`, `ignored`, `changed`,
-    /// `activated`, `deactivated`.
-    pub effect: String,
+    /// Where in the experiment it was called.
+    pub hook: Hook,
+    /// What the call did.
+    pub effect: Effect,
     pub detail: String,
 }
 
@@ -242,6 +241,161 @@ pub fn best_experiment(exps: &[ExperimentRecord]) -> Option<&ExperimentRecord> {
     exps.iter()
         .rev()
         .find(|e| matches!(e.status(), Status::Keep | Status::Baseline))
+}
+
+/// Where in an experiment a mechanism's hook was called. Stored as its text
+/// ([`Hook::as_str`]); a text this version does not know is kept as [`Hook::Other`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Hook {
+    #[default]
+    OnStart,
+    BeforePropose,
+    Candidates,
+    Filter,
+    /// A question to the run's LLM and its answer (the strategy's revision).
+    Ask,
+    OnResult,
+    OnSegmentEnd,
+    /// Level 2: a research round, a validation step, activation and probation.
+    Research,
+    /// A hook recorded by another version of hone.
+    Other(String),
+}
+
+impl Hook {
+    /// The hooks this version records, in the order an experiment calls them.
+    pub const ALL: &'static [Hook] = &[
+        Hook::OnStart,
+        Hook::BeforePropose,
+        Hook::Candidates,
+        Hook::Filter,
+        Hook::Ask,
+        Hook::OnResult,
+        Hook::OnSegmentEnd,
+        Hook::Research,
+    ];
+
+    /// The stored text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Hook::OnStart => "on_start",
+            Hook::BeforePropose => "before_propose",
+            Hook::Candidates => "candidates",
+            Hook::Filter => "filter",
+            Hook::Ask => "ask",
+            Hook::OnResult => "on_result",
+            Hook::OnSegmentEnd => "on_segment_end",
+            Hook::Research => "research",
+            Hook::Other(s) => s,
+        }
+    }
+
+    /// The hook a stored text names; never fails (an unknown text is kept as `Other`).
+    pub fn parse(s: &str) -> Hook {
+        Hook::ALL
+            .iter()
+            .find(|h| h.as_str() == s)
+            .cloned()
+            .unwrap_or_else(|| Hook::Other(s.to_string()))
+    }
+}
+
+/// What a hook invocation did. Stored as its text ([`Effect::as_str`]); a text this version
+/// does not know is kept as [`Effect::Other`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Effect {
+    /// Called; changed nothing.
+    #[default]
+    None,
+    /// Gave guidance for the proposal.
+    Guided,
+    /// Suggested knob configurations.
+    Suggested,
+    Rejected,
+    Modified,
+    /// A modification that could not apply (the proposal has no knob configuration).
+    Ignored,
+    /// Changed the mechanism's own state in a way that changes the search (a restart, a mode
+    /// switch, a new strategy).
+    Changed,
+    /// The portfolio turned a mechanism on or off.
+    Activated,
+    Deactivated,
+    /// A step of a script's validation ladder (or its probation) passed.
+    Passed,
+    /// A step of a script's validation ladder failed: the script is dropped.
+    Failed,
+    /// An effect recorded by another version of hone.
+    Other(String),
+}
+
+impl Effect {
+    /// The effects this version records.
+    pub const ALL: &'static [Effect] = &[
+        Effect::None,
+        Effect::Guided,
+        Effect::Suggested,
+        Effect::Rejected,
+        Effect::Modified,
+        Effect::Ignored,
+        Effect::Changed,
+        Effect::Activated,
+        Effect::Deactivated,
+        Effect::Passed,
+        Effect::Failed,
+    ];
+
+    /// The stored text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Effect::None => "none",
+            Effect::Guided => "guided",
+            Effect::Suggested => "suggested",
+            Effect::Rejected => "rejected",
+            Effect::Modified => "modified",
+            Effect::Ignored => "ignored",
+            Effect::Changed => "changed",
+            Effect::Activated => "activated",
+            Effect::Deactivated => "deactivated",
+            Effect::Passed => "passed",
+            Effect::Failed => "failed",
+            Effect::Other(s) => s,
+        }
+    }
+
+    /// The effect a stored text names; never fails (an unknown text is kept as `Other`).
+    pub fn parse(s: &str) -> Effect {
+        Effect::ALL
+            .iter()
+            .find(|e| e.as_str() == s)
+            .cloned()
+            .unwrap_or_else(|| Effect::Other(s.to_string()))
+    }
+}
+
+impl std::fmt::Display for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for Effect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Serialized as the stored text, so JSON output reads as it did when these were strings.
+impl serde::Serialize for Hook {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for Effect {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
 }
 
 impl ExperimentRecord {
@@ -1097,8 +1251,8 @@ impl Store {
                         Val::Int(Some(run_id)),
                         int(c.experiment),
                         text(&c.mechanism),
-                        text(&c.hook),
-                        text(&c.effect),
+                        text(c.hook.as_str()),
+                        text(c.effect.as_str()),
                         text(&c.detail),
                         Val::Real(Some(at)),
                     ],
@@ -1118,8 +1272,8 @@ impl Store {
             Ok(MechanismCall {
                 experiment: r.req_u64("experiment")?,
                 mechanism: r.req_text("mechanism")?,
-                hook: r.req_text("hook")?,
-                effect: r.req_text("effect")?,
+                hook: Hook::parse(&r.req_text("hook")?),
+                effect: Effect::parse(&r.req_text("effect")?),
                 detail: r.req_text("detail")?,
             })
         };

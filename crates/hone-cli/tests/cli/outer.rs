@@ -347,7 +347,7 @@ fn a_resumed_run_keeps_the_portfolio_it_had() {
             .mechanism_calls(run.id, Some(n))
             .unwrap()
             .into_iter()
-            .filter(|c| c.hook == "candidates")
+            .filter(|c| c.hook == hone::store::Hook::Candidates)
             .map(|c| c.mechanism)
             .collect()
     };
@@ -361,7 +361,7 @@ fn a_resumed_run_keeps_the_portfolio_it_had() {
         .mechanism_calls(run.id, Some(10))
         .unwrap()
         .into_iter()
-        .filter(|c| c.hook == "on_start")
+        .filter(|c| c.hook == hone::store::Hook::OnStart)
         .map(|c| c.mechanism)
         .collect();
     for m in ["tabu", "bandit", "explore", "plateau"] {

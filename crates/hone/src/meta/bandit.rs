@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use super::{Guidance, Mechanism, Outcome, View};
 use crate::propose::knobs::dimensions;
-use crate::store::{ExperimentRecord, MechanismCall, Status};
+use crate::store::{ExperimentRecord, Hook, MechanismCall, Status};
 
 /// The step scales it chooses between.
 pub const SCALES: &[f64] = &[0.5, 1.0, 2.0];
@@ -134,7 +134,7 @@ impl Mechanism for Bandit {
     /// only the latest one in flight.
     fn resume(&mut self, calls: &[MechanismCall], history: &[ExperimentRecord]) {
         let done: BTreeMap<u64, Status> = history.iter().map(|e| (e.n, e.status())).collect();
-        for c in calls.iter().filter(|c| c.hook == "before_propose") {
+        for c in calls.iter().filter(|c| c.hook == Hook::BeforePropose) {
             let Some(status) = done.get(&c.experiment) else {
                 continue;
             };
@@ -164,7 +164,7 @@ impl Mechanism for Bandit {
 mod tests {
     use super::*;
     use crate::meta::testing::{exp, knobs, view};
-    use crate::store::Status;
+    use crate::store::{Effect, Status};
 
     #[test]
     fn ucb_tries_every_arm_then_prefers_the_rewarding_one() {
@@ -238,8 +238,8 @@ mod tests {
             let call = |n: u64, g: &Guidance| MechanismCall {
                 experiment: n,
                 mechanism: "bandit".into(),
-                hook: "before_propose".into(),
-                effect: "guided".into(),
+                hook: Hook::BeforePropose,
+                effect: Effect::Guided,
                 detail: g.summary(),
             };
             for n in 1..=12u64 {

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::store::{ExperimentRecord, MechanismCall, Status};
+use crate::store::{Effect, ExperimentRecord, Hook, MechanismCall, Status};
 
 /// One mechanism's record over a run.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -53,10 +53,7 @@ pub fn compute(
         .collect();
     let mut order: Vec<String> = Vec::new();
     let mut stats: BTreeMap<String, MechanismStats> = BTreeMap::new();
-    let mut seen: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
-    let mut helped: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
-    let mut guided: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
-    let mut suggested: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    let mut sets = Experiments::default();
     for c in calls {
         if !stats.contains_key(&c.mechanism) {
             order.push(c.mechanism.clone());
@@ -68,48 +65,13 @@ pub fn compute(
                 ..MechanismStats::default()
             });
         // Research steps and stops are the mechanism's lifecycle, not hook invocations.
-        let stopped = c.effect == "deactivated" && c.mechanism != "portfolio";
-        if c.hook == "research" || stopped {
+        let stopped = c.effect == Effect::Deactivated && c.mechanism != "portfolio";
+        if c.hook == Hook::Research || stopped {
             s.lifecycle
                 .push(format!("#{} {}: {}", c.experiment, c.effect, c.detail));
             continue;
         }
-        *s.calls.entry(c.hook.clone()).or_default() += 1;
-        seen.entry(c.mechanism.clone())
-            .or_default()
-            .insert(c.experiment);
-        match c.effect.as_str() {
-            "guided" => {
-                guided
-                    .entry(c.mechanism.clone())
-                    .or_default()
-                    .insert(c.experiment);
-                helped
-                    .entry(c.mechanism.clone())
-                    .or_default()
-                    .insert(c.experiment);
-            }
-            "suggested" => {
-                suggested
-                    .entry(c.mechanism.clone())
-                    .or_default()
-                    .insert(c.experiment);
-                helped
-                    .entry(c.mechanism.clone())
-                    .or_default()
-                    .insert(c.experiment);
-            }
-            "rejected" => s.rejected += 1,
-            "modified" => {
-                s.modified += 1;
-                helped
-                    .entry(c.mechanism.clone())
-                    .or_default()
-                    .insert(c.experiment);
-            }
-            "changed" | "activated" | "deactivated" => s.changed += 1,
-            _ => {}
-        }
+        tally(s, &mut sets, c);
     }
     order
         .into_iter()
@@ -117,16 +79,55 @@ pub fn compute(
             let mut s = stats.remove(&name)?;
             let count =
                 |m: &BTreeMap<String, BTreeSet<u64>>| m.get(&name).map_or(0, |x| x.len() as u64);
-            s.experiments = count(&seen);
-            s.guided = count(&guided);
-            s.suggested = count(&suggested);
-            s.keeps_after_guidance = helped
+            s.experiments = count(&sets.seen);
+            s.guided = count(&sets.guided);
+            s.suggested = count(&sets.suggested);
+            s.keeps_after_guidance = sets
+                .helped
                 .get(&name)
                 .map_or(0, |x| x.iter().filter(|n| kept.contains(n)).count() as u64);
             s.inert = s.experiments >= probation && s.effective() == 0;
             Some(s)
         })
         .collect()
+}
+
+/// Per mechanism, the experiments it was called for (`seen`), helped shape (guided, suggested
+/// for or modified), guided, and suggested candidates for.
+#[derive(Default)]
+struct Experiments {
+    seen: BTreeMap<String, BTreeSet<u64>>,
+    helped: BTreeMap<String, BTreeSet<u64>>,
+    guided: BTreeMap<String, BTreeSet<u64>>,
+    suggested: BTreeMap<String, BTreeSet<u64>>,
+}
+
+/// Counts one hook invocation `c` (not a lifecycle step) into its mechanism's `s` and `sets`.
+fn tally(s: &mut MechanismStats, sets: &mut Experiments, c: &MechanismCall) {
+    let mark = |m: &mut BTreeMap<String, BTreeSet<u64>>| {
+        m.entry(c.mechanism.clone())
+            .or_default()
+            .insert(c.experiment);
+    };
+    *s.calls.entry(c.hook.to_string()).or_default() += 1;
+    mark(&mut sets.seen);
+    match c.effect {
+        Effect::Guided => {
+            mark(&mut sets.guided);
+            mark(&mut sets.helped);
+        }
+        Effect::Suggested => {
+            mark(&mut sets.suggested);
+            mark(&mut sets.helped);
+        }
+        Effect::Rejected => s.rejected += 1,
+        Effect::Modified => {
+            s.modified += 1;
+            mark(&mut sets.helped);
+        }
+        Effect::Changed | Effect::Activated | Effect::Deactivated => s.changed += 1,
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -137,8 +138,8 @@ mod tests {
         MechanismCall {
             experiment: n,
             mechanism: m.into(),
-            hook: hook.into(),
-            effect: effect.into(),
+            hook: Hook::parse(hook),
+            effect: Effect::parse(effect),
             detail: String::new(),
         }
     }

@@ -192,6 +192,26 @@ pub fn parse_answer(text: &str, knobs: &[String], cap: usize) -> Result<SearchSt
             problems.push(format!("unknown field `{key}`"));
         }
     }
+    let mode = answer_mode(obj, &mut problems);
+    let frozen = answer_frozen(obj, knobs, cap, &mut problems);
+    let guidance = answer_guidance(obj, &mut problems);
+    let step_scale = answer_step_scale(obj, &mut problems);
+    if !problems.is_empty() {
+        return Err(problems.join("; "));
+    }
+    Ok(SearchStrategy {
+        mode,
+        frozen,
+        guidance,
+        step_scale,
+    })
+}
+
+/// The answer's `mode` (a problem when missing or not a mode).
+fn answer_mode(
+    obj: &serde_json::Map<String, serde_json::Value>,
+    problems: &mut Vec<String>,
+) -> Option<Mode> {
     let mode = match obj.get("mode") {
         Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::String(m)) if m == "explore" => Some(Mode::Explore),
@@ -207,6 +227,16 @@ pub fn parse_answer(text: &str, knobs: &[String], cap: usize) -> Result<SearchSt
             None
         }
     };
+    mode
+}
+
+/// The answer's `frozen` knobs, each named once (problems for what is not a knob, and over `cap`).
+fn answer_frozen(
+    obj: &serde_json::Map<String, serde_json::Value>,
+    knobs: &[String],
+    cap: usize,
+    problems: &mut Vec<String>,
+) -> Vec<String> {
     let mut frozen = Vec::new();
     match obj.get("frozen") {
         Some(serde_json::Value::Array(items)) => {
@@ -236,6 +266,14 @@ pub fn parse_answer(text: &str, knobs: &[String], cap: usize) -> Result<SearchSt
         )),
         None => problems.push("`frozen` is missing".into()),
     }
+    frozen
+}
+
+/// The answer's `guidance`, sanitized onto one line (a problem when missing, not text or too long).
+fn answer_guidance(
+    obj: &serde_json::Map<String, serde_json::Value>,
+    problems: &mut Vec<String>,
+) -> String {
     let guidance = match obj.get("guidance").map(|g| g.as_str()) {
         Some(Some(g)) if g.chars().count() <= MAX_GUIDANCE => {
             crate::propose::prompt::sanitize(g, MAX_GUIDANCE).replace('\n', " ")
@@ -255,6 +293,14 @@ pub fn parse_answer(text: &str, knobs: &[String], cap: usize) -> Result<SearchSt
             String::new()
         }
     };
+    guidance
+}
+
+/// The answer's `step_scale` (a problem when missing or out of range; 1 then).
+fn answer_step_scale(
+    obj: &serde_json::Map<String, serde_json::Value>,
+    problems: &mut Vec<String>,
+) -> f64 {
     let step_scale = match obj.get("step_scale").map(|v| v.as_f64()) {
         Some(Some(x)) if (1.0 / MAX_STEP_SCALE..=MAX_STEP_SCALE).contains(&x) => x,
         Some(_) => {
@@ -269,15 +315,7 @@ pub fn parse_answer(text: &str, knobs: &[String], cap: usize) -> Result<SearchSt
             1.0
         }
     };
-    if !problems.is_empty() {
-        return Err(problems.join("; "));
-    }
-    Ok(SearchStrategy {
-        mode,
-        frozen,
-        guidance,
-        step_scale,
-    })
+    step_scale
 }
 
 impl Strategy {

@@ -27,7 +27,7 @@ use crate::propose::knobs::{
     config_at, config_of, dimensions, unit_coords, Config, Domain, Knob, KnobValue,
 };
 use crate::spec::Direction;
-use crate::store::{ExperimentRecord, MechanismCall};
+use crate::store::{ExperimentRecord, Hook, MechanismCall};
 
 /// It offers a candidate on one experiment in this many.
 pub const EVERY: u64 = 2;
@@ -66,6 +66,65 @@ pub fn propose(
 ) -> Option<Config> {
     let names = dimensions(knobs);
     let at = unit_coords(knobs, incumbent);
+    let (numeric, mut points) = fit_points(knobs, measured, incumbent, &names, &at)?;
+    let d = numeric.len();
+    let full = d <= FULL_UP_TO;
+    let params_full = 1 + d + d * (d + 1) / 2;
+    let params_sep = 1 + 2 * d;
+    let full = full && points.len() >= params_full + 3;
+    let params = if full { params_full } else { params_sep };
+    if points.len() < params + 2 {
+        return None;
+    }
+    let x0: Vec<f64> = numeric.iter().map(|&i| at[i].unwrap_or(0.5)).collect();
+    // The best points carry the local shape: keep three times as many as there are parameters.
+    points.sort_by(|a, b| a.1.total_cmp(&b.1));
+    points.truncate((3 * params).max(params + 2));
+    let features = |x: &[f64]| -> Vec<f64> {
+        let z: Vec<f64> = x.iter().zip(&x0).map(|(a, b)| a - b).collect();
+        let mut f = Vec::with_capacity(params);
+        f.push(1.0);
+        f.extend(&z);
+        if full {
+            for i in 0..d {
+                for j in i..d {
+                    f.push(z[i] * z[j]);
+                }
+            }
+        } else {
+            f.extend(z.iter().map(|v| v * v));
+        }
+        f
+    };
+    // Scale the objective so that the ridge term means the same on every problem.
+    let ys: Vec<f64> = points.iter().map(|p| p.1).collect();
+    let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    let rows: Vec<(Vec<f64>, f64)> = points
+        .iter()
+        .map(|(x, y)| (features(x), (y - lo) / span))
+        .collect();
+    let beta = least_squares(&rows, params, 1e-6)?;
+    let z = model_minimum(&beta, d, full, radius);
+    Some(step_config(
+        knobs, incumbent, &names, &at, &numeric, z, radius,
+    ))
+}
+
+/// A measured point: its numeric unit coordinates and its objective.
+type Point = (Vec<f64>, f64);
+
+/// The measured points that share the incumbent's choices, as unit coordinates of the numeric
+/// knobs that moved among them (`numeric`: their dimensions), with their objective; `None`
+/// when no numeric knob is left.
+fn fit_points(
+    knobs: &[Knob],
+    measured: &[(Config, f64)],
+    incumbent: &Config,
+    names: &[String],
+    at: &[Option<f64>],
+) -> Option<(Vec<usize>, Vec<Point>)> {
     let numeric: Vec<usize> = (0..names.len()).filter(|&i| at[i].is_some()).collect();
     let d = numeric.len();
     if d == 0 {
@@ -109,46 +168,13 @@ pub fn propose(
     if d == 0 {
         return None;
     }
-    let full = d <= FULL_UP_TO;
-    let params_full = 1 + d + d * (d + 1) / 2;
-    let params_sep = 1 + 2 * d;
-    let full = full && points.len() >= params_full + 3;
-    let params = if full { params_full } else { params_sep };
-    if points.len() < params + 2 {
-        return None;
-    }
-    let x0: Vec<f64> = numeric.iter().map(|&i| at[i].unwrap_or(0.5)).collect();
-    // The best points carry the local shape: keep three times as many as there are parameters.
-    points.sort_by(|a, b| a.1.total_cmp(&b.1));
-    points.truncate((3 * params).max(params + 2));
-    let features = |x: &[f64]| -> Vec<f64> {
-        let z: Vec<f64> = x.iter().zip(&x0).map(|(a, b)| a - b).collect();
-        let mut f = Vec::with_capacity(params);
-        f.push(1.0);
-        f.extend(&z);
-        if full {
-            for i in 0..d {
-                for j in i..d {
-                    f.push(z[i] * z[j]);
-                }
-            }
-        } else {
-            f.extend(z.iter().map(|v| v * v));
-        }
-        f
-    };
-    // Scale the objective so that the ridge term means the same on every problem.
-    let ys: Vec<f64> = points.iter().map(|p| p.1).collect();
-    let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let span = if hi > lo { hi - lo } else { 1.0 };
-    let rows: Vec<(Vec<f64>, f64)> = points
-        .iter()
-        .map(|(x, y)| (features(x), (y - lo) / span))
-        .collect();
-    let beta = least_squares(&rows, params, 1e-6)?;
+    Some((numeric, points))
+}
+
+/// The model's minimum in the shifted coordinates z = x - x0 (`beta`: its coefficients, `d`
+/// numeric dimensions, `full`: with cross terms), before the trust region's box.
+fn model_minimum(beta: &[f64], d: usize, full: bool, radius: f64) -> Vec<f64> {
     let b = &beta[1..=d];
-    // The model's minimum in the shifted coordinates z = x - x0, boxed by the trust region.
     let mut z = vec![0.0; d];
     if full {
         let mut h = vec![vec![0.0; d]; d];
@@ -183,6 +209,21 @@ pub fn propose(
             }
         }
     }
+    z
+}
+
+/// The configuration the step `z` from the incumbent reaches, shrunk into the box of
+/// half-width `radius`; choices stay the incumbent's.
+fn step_config(
+    knobs: &[Knob],
+    incumbent: &Config,
+    names: &[String],
+    at: &[Option<f64>],
+    numeric: &[usize],
+    mut z: Vec<f64>,
+    radius: f64,
+) -> Config {
+    let x0: Vec<f64> = numeric.iter().map(|&i| at[i].unwrap_or(0.5)).collect();
     let mut u: Vec<f64> = names
         .iter()
         .enumerate()
@@ -209,7 +250,7 @@ pub fn propose(
             }
         }
     }
-    Some(config)
+    config
 }
 
 /// The incumbent with one choice (a categorical or boolean knob) changed to a value not yet
@@ -405,7 +446,7 @@ impl Mechanism for Surrogate {
     fn resume(&mut self, calls: &[MechanismCall], _history: &[ExperimentRecord]) {
         let last = calls
             .iter()
-            .filter(|c| c.hook == "on_result")
+            .filter(|c| c.hook == Hook::OnResult)
             .filter_map(|c| c.detail.strip_prefix("trust radius "))
             .filter_map(|d| d.split(" -> ").nth(1)?.parse::<f64>().ok())
             .next_back();
@@ -419,6 +460,7 @@ impl Mechanism for Surrogate {
 mod tests {
     use super::*;
     use crate::propose::knobs::discover;
+    use crate::store::Effect;
 
     fn knobs(text: &str) -> Vec<Knob> {
         match discover("k.py", text) {
@@ -610,8 +652,8 @@ mod tests {
             calls.push(MechanismCall {
                 experiment: n as u64,
                 mechanism: "surrogate".into(),
-                hook: "on_result".into(),
-                effect: "changed".into(),
+                hook: Hook::OnResult,
+                effect: Effect::Changed,
                 detail,
             });
         }

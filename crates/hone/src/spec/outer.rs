@@ -82,9 +82,9 @@ impl OuterSpec {
         for (i, script) in self.scripts.iter().enumerate() {
             let problem = match std::fs::read_to_string(dir.join(script)) {
                 Err(e) => format!("cannot read `{script}`: {e}"),
-                Ok(source) => match crate::meta::script::Script::compile(
+                Ok(source) => match crate::sandbox::script::Script::compile(
                     &source,
-                    crate::meta::script::Limits::default(),
+                    crate::sandbox::script::Limits::default(),
                 ) {
                     Ok(_) => continue,
                     Err(e) => format!("`{script}` does not compile: {e}"),

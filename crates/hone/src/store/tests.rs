@@ -156,8 +156,8 @@ fn round_trip_and_append_only(b: &Backend) {
     let call = |n: u64, m: &str| MechanismCall {
         experiment: n,
         mechanism: m.into(),
-        hook: "filter".into(),
-        effect: "rejected".into(),
+        hook: Hook::Filter,
+        effect: Effect::Rejected,
         detail: "near #1".into(),
     };
     s.put_mechanism_calls(
@@ -268,8 +268,8 @@ fn transactions_commit_or_roll_back(b: &Backend) {
             &[MechanismCall {
                 experiment: 0,
                 mechanism: "tabu".into(),
-                hook: "filter".into(),
-                effect: "none".into(),
+                hook: Hook::Filter,
+                effect: Effect::None,
                 detail: String::new(),
             }],
         )?;
@@ -621,4 +621,28 @@ fn sqlite_schema_6_is_brought_up_to_date() {
     assert_eq!(s.runs().unwrap().len(), 1);
     new_run(&s, "new");
     assert_eq!(s.latest_run().unwrap().unwrap().tag, "new");
+}
+
+#[test]
+fn mechanism_hooks_and_effects_read_back_as_their_stored_text() {
+    for h in Hook::ALL {
+        assert_eq!(&Hook::parse(h.as_str()), h);
+    }
+    for e in Effect::ALL {
+        assert_eq!(&Effect::parse(e.as_str()), e);
+    }
+    // A text another version wrote is kept as it is, not refused.
+    assert_eq!(Hook::parse("on_idle"), Hook::Other("on_idle".into()));
+    assert_eq!(Hook::parse("on_idle").as_str(), "on_idle");
+    assert_eq!(Effect::parse("vetoed").as_str(), "vetoed");
+    let call = MechanismCall {
+        experiment: 1,
+        mechanism: "m".into(),
+        hook: Hook::OnSegmentEnd,
+        effect: Effect::Other("vetoed".into()),
+        detail: String::new(),
+    };
+    let json = serde_json::to_value(&call).unwrap();
+    assert_eq!(json["hook"], "on_segment_end");
+    assert_eq!(json["effect"], "vetoed");
 }

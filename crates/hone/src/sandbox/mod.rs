@@ -2,6 +2,11 @@
 //! read-only except their worktree and a private temporary directory inside it, cannot read
 //! hone's own state or hidden holdout data, and optionally have no network. The wrapper is a
 //! program prefix for the process runner (`bwrap ... -- /bin/sh -c <command>`).
+//!
+//! `script`: the Rhai sandbox that generated mechanisms run in (no file, network or time
+//! access; operation, depth, size and wall-clock caps).
+
+pub mod script;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
