@@ -6,7 +6,7 @@ use hone::engine::{Event, Interrupt};
 use hone::propose::knobs::{Domain, Knob};
 use hone::report::{fmt_metric, summarize, tsv_row, Summary};
 use hone::spec::format_duration;
-use hone::store::{ExperimentRecord, RunRecord, Status};
+use hone::store::{ExperimentRecord, RunRecord, RunState, Status};
 use hone::workspace::Git;
 
 static INTERRUPT: Interrupt = Interrupt::new();
@@ -231,11 +231,11 @@ pub fn status(
         out!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
         return;
     }
-    let state = match run.state.as_str() {
-        "running" if live => "running",
-        "running" => "interrupted without a clean stop (resume with `hone run`)",
-        "interrupted" => "interrupted (resume with `hone run`)",
-        other => other,
+    let state = match run.state {
+        RunState::Running if live => "running",
+        RunState::Running => "interrupted without a clean stop (resume with `hone run`)",
+        RunState::Interrupted => "interrupted (resume with `hone run`)",
+        RunState::Stopped => "stopped",
     };
     out!("run {} on {}: {state}", s.tag, s.branch);
     out!("  {} ({}): {}", s.metric, s.direction, best_line(&s));

@@ -159,27 +159,9 @@ pub fn build_branch(
         before = k.objective.or(before);
     }
     if opts.squash {
-        // `keeps` is not empty (checked above).
-        let last = keeps[keeps.len() - 1];
-        let line = change_line(&run.metric, baseline, last.objective, minimize);
-        let message = format!(
-            "hone run {}: {line}\n\n{} kept change(s):\n{}\n\nHone-Run: {}\n",
-            run.tag,
-            keeps.len(),
-            lines.join("\n"),
-            run.tag
-        );
-        let tree = tree_of(git, last)?;
-        let commit = git
-            .run(&["commit-tree", &tree, "-p", &run.base_commit, "-m", &message])?
-            .trim()
-            .to_string();
-        commits.push(FinalCommit {
-            experiments: keeps.iter().map(|k| k.n).collect(),
-            commit: commit.clone(),
-            message,
-        });
-        parent = commit;
+        let squashed = squash_commit(git, run, &keeps, baseline, &lines)?;
+        parent = squashed.commit.clone();
+        commits.push(squashed);
     }
     // Created only if absent: a branch made meanwhile by someone else is not overwritten.
     git.run(&["update-ref", &full, &parent, &"0".repeat(40)])?;
@@ -189,6 +171,38 @@ pub fn build_branch(
         base_commit: run.base_commit.clone(),
         head: parent,
         commits,
+    })
+}
+
+/// The one commit of `--squash`: the last keep's tree on the run's base, its message listing
+/// every kept change (`lines`). `keeps` is not empty.
+fn squash_commit(
+    git: &Git,
+    run: &RunRecord,
+    keeps: &[&ExperimentRecord],
+    baseline: Option<f64>,
+    lines: &[String],
+) -> Result<FinalCommit, FinalizeError> {
+    let minimize = run.direction == crate::verify::Direction::Minimize;
+    // `keeps` is not empty (checked by the caller).
+    let last = keeps[keeps.len() - 1];
+    let line = change_line(&run.metric, baseline, last.objective, minimize);
+    let message = format!(
+        "hone run {}: {line}\n\n{} kept change(s):\n{}\n\nHone-Run: {}\n",
+        run.tag,
+        keeps.len(),
+        lines.join("\n"),
+        run.tag
+    );
+    let tree = tree_of(git, last)?;
+    let commit = git
+        .run(&["commit-tree", &tree, "-p", &run.base_commit, "-m", &message])?
+        .trim()
+        .to_string();
+    Ok(FinalCommit {
+        experiments: keeps.iter().map(|k| k.n).collect(),
+        commit,
+        message,
     })
 }
 

@@ -121,25 +121,8 @@ pub fn run(
     // other's verifier as "left by a previous worker".
     let _dir_lock = lock_dir(&opts.dir)?;
     let running_file = opts.dir.join("running");
-    if let Some((pid, start)) = std::fs::read_to_string(&running_file).ok().and_then(|s| {
-        let mut it = s.split_whitespace();
-        Some((
-            it.next()?.parse().ok()?,
-            it.next().and_then(|t| t.parse().ok()),
-        ))
-    }) {
-        if exec::kill_stale_group(pid, start) {
-            on_event(&WorkerEvent::KilledStale { pid });
-        }
-        let _ = std::fs::remove_file(&running_file);
-    }
-    let repo_dir = opts.dir.join("repo");
-    if !repo_dir.join(".git").exists() {
-        std::fs::create_dir_all(&repo_dir).map_err(setup("cannot create the clone"))?;
-        crate::workspace::run_git(&repo_dir, &["init", "-q"])
-            .map_err(setup("git init of the worker's clone failed"))?;
-    }
-    let git = Git::discover(&repo_dir).map_err(setup("the worker's clone"))?;
+    kill_left_behind(&running_file, on_event);
+    let git = worker_clone(opts)?;
     let id = format!("{}:{}:{}", host_name(), opts.slot, std::process::id());
     let queue = RefCell::new(Queue::connect(&opts.store_url)?);
     queue
@@ -188,12 +171,7 @@ pub fn run(
                 // The worker's own problem (fetch, checkout, spawn): the job goes back to the
                 // queue for another worker, and this one stops after a few in a row rather
                 // than failing every job it could claim.
-                let why = e.to_string();
-                queue.borrow_mut().release(job.id, &id, job.attempt, &why)?;
-                on_event(&WorkerEvent::Released {
-                    job: job.id,
-                    why: why.clone(),
-                });
+                let why = release(&queue, &id, &job, &e, on_event)?;
                 setup_failures += 1;
                 if setup_failures >= MAX_SETUP_FAILURES {
                     break Err(WorkerError::Setup(format!(
@@ -211,6 +189,51 @@ pub fn run(
     outcome
 }
 
+/// Kills the verifier a worker killed outright left running (its pid in `running_file`).
+fn kill_left_behind(running_file: &Path, on_event: &mut dyn FnMut(&WorkerEvent)) {
+    if let Some((pid, start)) = std::fs::read_to_string(running_file).ok().and_then(|s| {
+        let mut it = s.split_whitespace();
+        Some((
+            it.next()?.parse().ok()?,
+            it.next().and_then(|t| t.parse().ok()),
+        ))
+    }) {
+        if exec::kill_stale_group(pid, start) {
+            on_event(&WorkerEvent::KilledStale { pid });
+        }
+        let _ = std::fs::remove_file(running_file);
+    }
+}
+
+/// The worker's own clone (`<dir>/repo`), made empty the first time; candidates are fetched
+/// into it.
+fn worker_clone(opts: &WorkerOptions) -> Result<Git, WorkerError> {
+    let repo_dir = opts.dir.join("repo");
+    if !repo_dir.join(".git").exists() {
+        std::fs::create_dir_all(&repo_dir).map_err(setup("cannot create the clone"))?;
+        crate::workspace::run_git(&repo_dir, &["init", "-q"])
+            .map_err(setup("git init of the worker's clone failed"))?;
+    }
+    Git::discover(&repo_dir).map_err(setup("the worker's clone"))
+}
+
+/// Gives a job this worker could not run back to the queue; returns why.
+fn release(
+    queue: &RefCell<Queue>,
+    id: &str,
+    job: &Claimed,
+    e: &WorkerError,
+    on_event: &mut dyn FnMut(&WorkerEvent),
+) -> Result<String, WorkerError> {
+    let why = e.to_string();
+    queue.borrow_mut().release(job.id, id, job.attempt, &why)?;
+    on_event(&WorkerEvent::Released {
+        job: job.id,
+        why: why.clone(),
+    });
+    Ok(why)
+}
+
 /// Runs one job; `None` when the job stopped being this worker's while it ran.
 fn verify(
     opts: &WorkerOptions,
@@ -222,22 +245,11 @@ fn verify(
     stop: &dyn Fn() -> bool,
 ) -> Result<Option<JobResult>, WorkerError> {
     let spec = &job.spec;
-    let refspec = format!("+{}:{}", spec.git_ref, spec.git_ref);
-    git.run(&["fetch", "-q", "--no-tags", &opts.remote, &refspec])
-        .map_err(setup("cannot fetch the candidate from the shared remote"))?;
-    let wt = opts.dir.join("worktree");
-    git.prepare_worktree(&wt, &spec.commit)
-        .map_err(setup("cannot check the candidate out"))?;
+    let wt = check_out(opts, git, job)?;
     let logs = opts.dir.join("logs");
     std::fs::create_dir_all(&logs).map_err(setup("cannot create the log directory"))?;
     let log_path = logs.join(format!("{}.{}.log", job.id, job.attempt));
-    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
-        .filter(|(k, _)| !k.to_string_lossy().starts_with("HONE_"))
-        .collect();
-    for (k, v) in opts.env.iter().chain(&spec.env) {
-        env.retain(|(name, _)| name.to_string_lossy() != k.as_str());
-        env.push((k.into(), v.into()));
-    }
+    let env = verifier_env(opts, job);
     let req = ExecRequest {
         command: spec.command.clone(),
         cwd: wt.clone(),
@@ -259,17 +271,7 @@ fn verify(
         return Ok(None);
     }
     let running = exec::spawn(&req).map_err(setup("cannot start the verifier"))?;
-    let _ = std::fs::write(
-        running_file,
-        format!(
-            "{} {}",
-            running.pid(),
-            running
-                .start_time()
-                .map(|t| t.to_string())
-                .unwrap_or_default()
-        ),
-    );
+    record_running(running_file, &running);
     let lost = Cell::new(false);
     let last = Cell::new(Instant::now());
     let cancel = || {
@@ -295,16 +297,73 @@ fn verify(
     if lost.get() {
         return Ok(None);
     }
-    let (exit, value) = match outcome.exit {
+    Ok(job_result(git, &wt, &log_path, id, job, outcome.exit))
+}
+
+/// Fetches the candidate from the shared remote and checks it out in `<dir>/worktree`.
+fn check_out(opts: &WorkerOptions, git: &Git, job: &Claimed) -> Result<PathBuf, WorkerError> {
+    let spec = &job.spec;
+    let refspec = format!("+{}:{}", spec.git_ref, spec.git_ref);
+    git.run(&["fetch", "-q", "--no-tags", &opts.remote, &refspec])
+        .map_err(setup("cannot fetch the candidate from the shared remote"))?;
+    let wt = opts.dir.join("worktree");
+    git.prepare_worktree(&wt, &spec.commit)
+        .map_err(setup("cannot check the candidate out"))?;
+    Ok(wt)
+}
+
+/// The verifier's environment: the worker's own less hone's settings (`HONE_*`), then the
+/// slot's variables and the job's.
+fn verifier_env(
+    opts: &WorkerOptions,
+    job: &Claimed,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+        .filter(|(k, _)| !k.to_string_lossy().starts_with("HONE_"))
+        .collect();
+    for (k, v) in opts.env.iter().chain(&job.spec.env) {
+        env.retain(|(name, _)| name.to_string_lossy() != k.as_str());
+        env.push((k.into(), v.into()));
+    }
+    env
+}
+
+/// Writes the verifier's pid and start time to `running_file`, for the next worker to kill
+/// should this one be killed outright.
+fn record_running(running_file: &Path, running: &exec::Running) {
+    let _ = std::fs::write(
+        running_file,
+        format!(
+            "{} {}",
+            running.pid(),
+            running
+                .start_time()
+                .map(|t| t.to_string())
+                .unwrap_or_default()
+        ),
+    );
+}
+
+/// The result to post for a verifier that ended with `exit`: its exit, the files it modified
+/// and its log; `None` when the worker itself was asked to stop.
+fn job_result(
+    git: &Git,
+    wt: &Path,
+    log_path: &Path,
+    id: &str,
+    job: &Claimed,
+    exit: Exit,
+) -> Option<JobResult> {
+    let (exit, value) = match exit {
         Exit::Code(c) => ("code", c),
         Exit::Signal(s) => ("signal", s),
         Exit::TimedOut => ("timeout", 0),
         // The worker itself was asked to stop: the job goes back to the queue's next claim
         // once the lease runs out.
-        Exit::Cancelled => return Ok(None),
+        Exit::Cancelled => return None,
     };
     let modified = git
-        .run_in(&wt, &["status", "--porcelain", "--untracked-files=no"])
+        .run_in(wt, &["status", "--porcelain", "--untracked-files=no"])
         .map(|out| {
             out.lines()
                 .filter(|l| l.len() > 3)
@@ -312,10 +371,10 @@ fn verify(
                 .collect()
         })
         .unwrap_or_default();
-    let log = std::fs::read(&log_path)
+    let log = std::fs::read(log_path)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
-    Ok(Some(JobResult {
+    Some(JobResult {
         exit: exit.into(),
         value,
         failure: None,
@@ -323,5 +382,5 @@ fn verify(
         modified,
         worker: id.to_string(),
         attempt: job.attempt,
-    }))
+    })
 }

@@ -264,7 +264,7 @@ impl Launcher {
                 .open(&log)
                 .map_err(|e| LaunchError::Io(format!("cannot open {}: {e}", log.display())))
         };
-        let mut child = self
+        let child = self
             .command(&req.run_args(tag), open_log()?, open_log()?)
             .spawn()
             .map_err(|e| {
@@ -277,45 +277,52 @@ impl Launcher {
         });
         drop(job);
         let finalize = req.finalize_args(tag);
-        let state = self.job.clone();
-        let on_done = self.on_done.clone();
         let (log_path, this) = (log.clone(), self.clone_for_thread());
-        std::thread::spawn(move || {
-            let run_exit = child.wait().ok().and_then(|s| s.code());
-            let mut finalize_exit = None;
-            if let (Some(args), Some(0)) = (finalize, run_exit) {
-                let opened = (
-                    std::fs::OpenOptions::new().append(true).open(&log_path),
-                    std::fs::OpenOptions::new().append(true).open(&log_path),
-                );
-                if let (Ok(out), Ok(err)) = opened {
-                    finalize_exit = this
-                        .command(&args, out, err)
-                        .status()
-                        .ok()
-                        .and_then(|s| s.code());
-                }
-            }
-            let status = if let Ok(mut j) = state.lock() {
-                let j = j.get_or_insert_with(Job::default);
-                j.running = false;
-                j.run_exit = run_exit;
-                j.finalize_exit = finalize_exit;
-                JobStatus {
-                    tag: j.tag.clone(),
-                    running: false,
-                    run_exit,
-                    finalize_exit,
-                }
-            } else {
-                return;
-            };
-            on_done(&status);
-        });
+        std::thread::spawn(move || this.follow_job(child, finalize, &log_path));
         Ok(Launched {
             tag: tag.to_string(),
             log,
         })
+    }
+
+    /// The launched job's thread: waits for the run, then runs `hone finalize` (`finalize`)
+    /// if the run succeeded, records both exits and tells `on_done`.
+    fn follow_job(
+        &self,
+        mut child: std::process::Child,
+        finalize: Option<Vec<String>>,
+        log_path: &Path,
+    ) {
+        let run_exit = child.wait().ok().and_then(|s| s.code());
+        let mut finalize_exit = None;
+        if let (Some(args), Some(0)) = (finalize, run_exit) {
+            let opened = (
+                std::fs::OpenOptions::new().append(true).open(log_path),
+                std::fs::OpenOptions::new().append(true).open(log_path),
+            );
+            if let (Ok(out), Ok(err)) = opened {
+                finalize_exit = self
+                    .command(&args, out, err)
+                    .status()
+                    .ok()
+                    .and_then(|s| s.code());
+            }
+        }
+        let status = if let Ok(mut j) = self.job.lock() {
+            let j = j.get_or_insert_with(Job::default);
+            j.running = false;
+            j.run_exit = run_exit;
+            j.finalize_exit = finalize_exit;
+            JobStatus {
+                tag: j.tag.clone(),
+                running: false,
+                run_exit,
+                finalize_exit,
+            }
+        } else {
+            return;
+        };
+        (self.on_done)(&status);
     }
 
     fn clone_for_thread(&self) -> Launcher {

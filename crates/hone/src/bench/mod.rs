@@ -425,26 +425,7 @@ pub fn run_one(
         why,
     };
     let dir = scratch.join(format!("{}-{arm}-{seed}", problem.name));
-    if dir.exists() {
-        std::fs::remove_dir_all(&dir).map_err(|e| fail(format!("cannot clear {e}")))?;
-    }
-    copy_tree(&problem.dir, &dir).map_err(|e| {
-        fail(format!(
-            "cannot copy {} into a scratch repository: {e}",
-            problem.dir.display()
-        ))
-    })?;
-    let spec_path = dir.join("hone.toml");
-    let base = std::fs::read_to_string(&spec_path)
-        .map_err(|e| fail(format!("the problem has no readable hone.toml: {e}")))?;
-    let text = format!("{}\n{}", base.trim_end(), outer_toml(arm)?);
-    std::fs::write(&spec_path, &text)
-        .and_then(|()| std::fs::write(dir.join(".gitignore"), "__pycache__/\n.hone/\n"))
-        .map_err(|e| fail(format!("cannot write the scratch repository: {e}")))?;
-    git(&dir, &["init", "-q", "-b", "main"])
-        .and_then(|()| git(&dir, &["add", "-A"]))
-        .and_then(|()| git(&dir, &["commit", "-q", "-m", "benchmark problem"]))
-        .map_err(fail)?;
+    let (spec_path, text) = scratch_repo(problem, arm, &dir, &fail)?;
     let spec = Spec::parse(&spec_path, &text).map_err(|e| fail(e.to_string()))?;
     let opts = RunOptions {
         tag: Some(format!("bench-s{seed}")),
@@ -454,45 +435,20 @@ pub fn run_one(
         new_run: true,
     };
     let interrupt = Interrupt::new();
-    let mut trajectory: Vec<f64> = Vec::new();
-    let mut unverified = 0u64;
-    let mut incumbent: Option<f64> = None;
-    let mut bad: Option<String> = None;
+    let mut track = Track::default();
     let started = Instant::now();
     let mut on_event = |ev: &Event| {
-        let Event::ExperimentFinished { record, .. } = ev else {
-            return;
-        };
-        let status = record.status();
-        if !verified(status) {
-            unverified += 1;
-            return;
-        }
-        if matches!(status, Status::Baseline | Status::Keep) {
-            let score = match &problem.score {
-                Some(m) => record.metrics.get(m).copied(),
-                None => record.objective,
-            };
-            match score {
-                Some(s) => incumbent = Some(s),
-                None => {
-                    bad.get_or_insert(format!(
-                        "experiment {} ({}) has no score `{}`",
-                        record.n,
-                        status.as_str(),
-                        problem.score.as_deref().unwrap_or("objective")
-                    ));
-                }
-            }
-        }
-        let repeats = record.runs.len().max(1);
-        if let Some(s) = incumbent {
-            for _ in 0..repeats {
-                trajectory.push(s);
-            }
+        if let Event::ExperimentFinished { record, .. } = ev {
+            track.record(problem, record);
         }
     };
     engine::run(&dir, &spec, &opts, &interrupt, &mut on_event).map_err(|e| fail(e.to_string()))?;
+    let Track {
+        mut trajectory,
+        unverified,
+        bad,
+        ..
+    } = track;
     if let Some(why) = bad {
         return Err(fail(why));
     }
@@ -513,6 +469,82 @@ pub fn run_one(
         wall_s: started.elapsed().as_secs_f64(),
         source: "hone engine (real loop, git repository, verifier process)".into(),
     })
+}
+
+/// Makes `dir` a fresh git repository of the problem's directory, its hone.toml given the
+/// arm's `[outer]`; returns the spec's path and text.
+fn scratch_repo(
+    problem: &Problem,
+    arm: &str,
+    dir: &Path,
+    fail: &dyn Fn(String) -> BenchError,
+) -> Result<(PathBuf, String), BenchError> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(|e| fail(format!("cannot clear {e}")))?;
+    }
+    copy_tree(&problem.dir, dir).map_err(|e| {
+        fail(format!(
+            "cannot copy {} into a scratch repository: {e}",
+            problem.dir.display()
+        ))
+    })?;
+    let spec_path = dir.join("hone.toml");
+    let base = std::fs::read_to_string(&spec_path)
+        .map_err(|e| fail(format!("the problem has no readable hone.toml: {e}")))?;
+    let text = format!("{}\n{}", base.trim_end(), outer_toml(arm)?);
+    std::fs::write(&spec_path, &text)
+        .and_then(|()| std::fs::write(dir.join(".gitignore"), "__pycache__/\n.hone/\n"))
+        .map_err(|e| fail(format!("cannot write the scratch repository: {e}")))?;
+    git(dir, &["init", "-q", "-b", "main"])
+        .and_then(|()| git(dir, &["add", "-A"]))
+        .and_then(|()| git(dir, &["commit", "-q", "-m", "benchmark problem"]))
+        .map_err(fail)?;
+    Ok((spec_path, text))
+}
+
+/// A run's incumbent trajectory as its experiments finish.
+#[derive(Default)]
+struct Track {
+    /// The incumbent's score after each verification (a repeated run counts each time).
+    trajectory: Vec<f64>,
+    /// Experiments that did not run the verifier.
+    unverified: u64,
+    incumbent: Option<f64>,
+    /// The first keep or baseline without a score.
+    bad: Option<String>,
+}
+
+impl Track {
+    fn record(&mut self, problem: &Problem, record: &crate::store::ExperimentRecord) {
+        let status = record.status();
+        if !verified(status) {
+            self.unverified += 1;
+            return;
+        }
+        if matches!(status, Status::Baseline | Status::Keep) {
+            let score = match &problem.score {
+                Some(m) => record.metrics.get(m).copied(),
+                None => record.objective,
+            };
+            match score {
+                Some(s) => self.incumbent = Some(s),
+                None => {
+                    self.bad.get_or_insert(format!(
+                        "experiment {} ({}) has no score `{}`",
+                        record.n,
+                        status.as_str(),
+                        problem.score.as_deref().unwrap_or("objective")
+                    ));
+                }
+            }
+        }
+        let repeats = record.runs.len().max(1);
+        if let Some(s) = self.incumbent {
+            for _ in 0..repeats {
+                self.trajectory.push(s);
+            }
+        }
+    }
 }
 
 /// The problems named in `names` (all when empty; the quick ones with `quick`).

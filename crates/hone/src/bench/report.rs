@@ -93,73 +93,7 @@ impl Report {
     pub fn build(problems: &[Problem], budgets: &[u64], runs: &[RunResult]) -> Report {
         let mut out = Vec::new();
         for (pi, p) in problems.iter().enumerate() {
-            let mine: Vec<&RunResult> = runs.iter().filter(|r| r.problem == p.name).collect();
-            // The budgets every run of the problem reached, plus that common budget itself
-            // when it falls short of the largest one asked for (charlm's reduced budget).
-            let cap = mine.iter().map(|r| r.budget).min().unwrap_or(0);
-            let mut bs: Vec<u64> = budgets.iter().copied().filter(|b| *b <= cap).collect();
-            if cap > 0 && !bs.contains(&cap) && budgets.iter().any(|b| *b > cap) {
-                bs.push(cap);
-            }
-            let mut arms: Vec<String> = mine.iter().map(|r| r.arm.clone()).collect();
-            arms.sort_by_key(|a| arm_order(a));
-            arms.dedup();
-            let reference: Vec<&RunResult> = mine
-                .iter()
-                .copied()
-                .filter(|r| r.arm == REFERENCE)
-                .collect();
-            let mut arm_reports = Vec::new();
-            for arm in &arms {
-                let of_arm: Vec<&RunResult> =
-                    mine.iter().copied().filter(|r| &r.arm == arm).collect();
-                let at = bs
-                    .iter()
-                    .map(|&b| {
-                        let xs: Vec<f64> = of_arm.iter().filter_map(|r| regret(p, r, b)).collect();
-                        let seed = (pi as u64) << 32 | b;
-                        let vs_a = (arm != REFERENCE && !reference.is_empty()).then(|| {
-                            let d: Vec<f64> = of_arm
-                                .iter()
-                                .filter_map(|r| {
-                                    let a = reference.iter().find(|a| a.seed == r.seed)?;
-                                    Some(regret(p, r, b)? - regret(p, a, b)?)
-                                })
-                                .collect();
-                            Paired {
-                                pairs: d.len(),
-                                mean_diff: stats::mean(&d),
-                                p: stats::paired_permutation_p(&d, seed),
-                            }
-                        });
-                        AtBudget {
-                            budget: b,
-                            n: xs.len(),
-                            median: stats::median(&xs),
-                            ci95: stats::bootstrap_median(&xs, seed),
-                            mean: stats::mean(&xs),
-                            sd: stats::sd(&xs),
-                            vs_a,
-                        }
-                    })
-                    .collect();
-                arm_reports.push(ArmReport {
-                    arm: arm.clone(),
-                    description: describe_arm(arm),
-                    source: of_arm.first().map(|r| r.source.clone()).unwrap_or_default(),
-                    at,
-                });
-            }
-            if !arm_reports.is_empty() {
-                out.push(ProblemReport {
-                    name: p.name.clone(),
-                    kind: p.kind.clone(),
-                    optimum: p.optimum,
-                    baseline: p.baseline,
-                    budgets: bs,
-                    arms: arm_reports,
-                });
-            }
+            out.extend(problem_report(pi, p, budgets, runs));
         }
         let mut targets = vec![target_vs_optuna(&out), target_bilevel(&out, "C")];
         // D (Level 1 + offline Level 2, without the strategy) is the other bilevel arm: its
@@ -183,41 +117,7 @@ impl Report {
              shared seeds (Δ = mean of arm − A; negative is better).\n",
         );
         for p in &self.problems {
-            s.push_str(&format!(
-                "\n### {} — {}\n\noptimum {}, baseline {}\n\n| arm | n |",
-                p.name, p.kind, p.optimum, p.baseline
-            ));
-            for b in &p.budgets {
-                s.push_str(&format!(
-                    " @{b} median [CI] | @{b} mean ± sd | @{b} Δ vs A (p) |"
-                ));
-            }
-            s.push_str("\n|---|---|");
-            for _ in &p.budgets {
-                s.push_str("---|---|---|");
-            }
-            s.push('\n');
-            for a in &p.arms {
-                let n = a.at.first().map_or(0, |x| x.n);
-                s.push_str(&format!("| {} | {n} |", label(&a.arm)));
-                for x in &a.at {
-                    let paired = match &x.vs_a {
-                        Some(v) if v.pairs > 0 => {
-                            format!("{} ({})", num(v.mean_diff), pval(v.p))
-                        }
-                        _ => "—".into(),
-                    };
-                    s.push_str(&format!(
-                        " {} [{}, {}] | {} ± {} | {paired} |",
-                        num(x.median),
-                        num(x.ci95.0),
-                        num(x.ci95.1),
-                        num(x.mean),
-                        num(x.sd)
-                    ));
-                }
-                s.push('\n');
-            }
+            problem_table(&mut s, p);
         }
         s.push_str("\n### Targets\n\n");
         for t in &self.targets {
@@ -258,6 +158,130 @@ impl Report {
             }
         }
         s
+    }
+}
+
+/// One problem's summary (the `pi`-th problem): every arm that ran it at the budgets all its
+/// runs reached; `None` when no arm did.
+fn problem_report(
+    pi: usize,
+    p: &Problem,
+    budgets: &[u64],
+    runs: &[RunResult],
+) -> Option<ProblemReport> {
+    let mine: Vec<&RunResult> = runs.iter().filter(|r| r.problem == p.name).collect();
+    // The budgets every run of the problem reached, plus that common budget itself
+    // when it falls short of the largest one asked for (charlm's reduced budget).
+    let cap = mine.iter().map(|r| r.budget).min().unwrap_or(0);
+    let mut bs: Vec<u64> = budgets.iter().copied().filter(|b| *b <= cap).collect();
+    if cap > 0 && !bs.contains(&cap) && budgets.iter().any(|b| *b > cap) {
+        bs.push(cap);
+    }
+    let mut arms: Vec<String> = mine.iter().map(|r| r.arm.clone()).collect();
+    arms.sort_by_key(|a| arm_order(a));
+    arms.dedup();
+    let reference: Vec<&RunResult> = mine
+        .iter()
+        .copied()
+        .filter(|r| r.arm == REFERENCE)
+        .collect();
+    let mut arm_reports = Vec::new();
+    for arm in &arms {
+        let of_arm: Vec<&RunResult> = mine.iter().copied().filter(|r| &r.arm == arm).collect();
+        let at = bs
+            .iter()
+            .map(|&b| at_budget(pi, p, arm, &of_arm, &reference, b))
+            .collect();
+        arm_reports.push(ArmReport {
+            arm: arm.clone(),
+            description: describe_arm(arm),
+            source: of_arm.first().map(|r| r.source.clone()).unwrap_or_default(),
+            at,
+        });
+    }
+    (!arm_reports.is_empty()).then(|| ProblemReport {
+        name: p.name.clone(),
+        kind: p.kind.clone(),
+        optimum: p.optimum,
+        baseline: p.baseline,
+        budgets: bs,
+        arms: arm_reports,
+    })
+}
+
+/// An arm's regrets at budget `b`: their statistics, and the paired comparison with the
+/// reference arm's runs of the same seeds.
+fn at_budget(
+    pi: usize,
+    p: &Problem,
+    arm: &str,
+    of_arm: &[&RunResult],
+    reference: &[&RunResult],
+    b: u64,
+) -> AtBudget {
+    let xs: Vec<f64> = of_arm.iter().filter_map(|r| regret(p, r, b)).collect();
+    let seed = (pi as u64) << 32 | b;
+    let vs_a = (arm != REFERENCE && !reference.is_empty()).then(|| {
+        let d: Vec<f64> = of_arm
+            .iter()
+            .filter_map(|r| {
+                let a = reference.iter().find(|a| a.seed == r.seed)?;
+                Some(regret(p, r, b)? - regret(p, a, b)?)
+            })
+            .collect();
+        Paired {
+            pairs: d.len(),
+            mean_diff: stats::mean(&d),
+            p: stats::paired_permutation_p(&d, seed),
+        }
+    });
+    AtBudget {
+        budget: b,
+        n: xs.len(),
+        median: stats::median(&xs),
+        ci95: stats::bootstrap_median(&xs, seed),
+        mean: stats::mean(&xs),
+        sd: stats::sd(&xs),
+        vs_a,
+    }
+}
+
+/// One problem's markdown table: a row per arm, three columns per budget.
+fn problem_table(s: &mut String, p: &ProblemReport) {
+    s.push_str(&format!(
+        "\n### {} — {}\n\noptimum {}, baseline {}\n\n| arm | n |",
+        p.name, p.kind, p.optimum, p.baseline
+    ));
+    for b in &p.budgets {
+        s.push_str(&format!(
+            " @{b} median [CI] | @{b} mean ± sd | @{b} Δ vs A (p) |"
+        ));
+    }
+    s.push_str("\n|---|---|");
+    for _ in &p.budgets {
+        s.push_str("---|---|---|");
+    }
+    s.push('\n');
+    for a in &p.arms {
+        let n = a.at.first().map_or(0, |x| x.n);
+        s.push_str(&format!("| {} | {n} |", label(&a.arm)));
+        for x in &a.at {
+            let paired = match &x.vs_a {
+                Some(v) if v.pairs > 0 => {
+                    format!("{} ({})", num(v.mean_diff), pval(v.p))
+                }
+                _ => "—".into(),
+            };
+            s.push_str(&format!(
+                " {} [{}, {}] | {} ± {} | {paired} |",
+                num(x.median),
+                num(x.ci95.0),
+                num(x.ci95.1),
+                num(x.mean),
+                num(x.sd)
+            ));
+        }
+        s.push('\n');
     }
 }
 

@@ -432,23 +432,25 @@ impl SlurmJob {
         on_line: &mut dyn FnMut(&str),
         cancel: &dyn Fn() -> bool,
     ) -> Result<JobEnd, ExecError> {
-        let submitted = Instant::now();
+        let mut f = Following {
+            submitted: Instant::now(),
+            started: None,
+            forced: None,
+            cancelled_at: None,
+            controller_down_since: None,
+        };
         let mut reader = OutputReader::default();
-        let mut started: Option<Instant> = None;
-        let mut forced: Option<Exit> = None;
-        let mut cancelled_at: Option<Instant> = None;
         let mut poll = POLL;
-        let mut controller_down_since: Option<Instant> = None;
         loop {
             let info = match self.info() {
                 Ok(info) => {
-                    controller_down_since = None;
+                    f.controller_down_since = None;
                     info
                 }
                 // A busy or restarting controller is not the end of the job: keep asking for
                 // a while (the job runs on meanwhile), then give up with the error.
                 Err(e) => {
-                    let since = *controller_down_since.get_or_insert(Instant::now());
+                    let since = *f.controller_down_since.get_or_insert(Instant::now());
                     if since.elapsed() > CONTROLLER_PATIENCE {
                         return Err(e);
                     }
@@ -461,72 +463,78 @@ impl SlurmJob {
             match &info {
                 Some(i) if !i.is_active() => {
                     reader.finish(&self.output, log, on_line);
-                    return Ok(JobEnd {
-                        info: i.clone(),
-                        forced,
-                        duration: started.map(|s| now - s).unwrap_or_default(),
-                    });
+                    return Ok(f.end(i.clone(), now));
                 }
                 Some(i) if i.has_started() => {
-                    started.get_or_insert(now);
+                    f.started.get_or_insert(now);
                 }
                 Some(_) => {}
-                None if now.duration_since(submitted) > UNKNOWN_GRACE => {
+                None if now.duration_since(f.submitted) > UNKNOWN_GRACE => {
                     // Purged from the controller's memory (or never known): the side file
                     // says how the command ended, if it did.
                     reader.finish(&self.output, log, on_line);
-                    let state = match fs::read_to_string(&self.status_file) {
-                        Ok(rc) => match rc.trim().parse::<i32>() {
-                            Ok(0) => "COMPLETED",
-                            Ok(_) => "FAILED",
-                            Err(_) => "UNKNOWN",
-                        },
-                        Err(_) => "UNKNOWN",
-                    };
-                    return Ok(JobEnd {
-                        info: JobInfo {
-                            state: state.into(),
-                            reason: "the job is no longer known to the controller".into(),
-                            exit_code: -1,
-                            ..JobInfo::default()
-                        },
-                        forced,
-                        duration: started.map(|s| now - s).unwrap_or_default(),
-                    });
+                    return Ok(f.end(self.lost_info(), now));
                 }
                 None => {}
             }
-            if forced.is_none() {
-                let timed_out = started
-                    .zip(self.req.timeout)
-                    .is_some_and(|(s, t)| now.duration_since(s) >= t);
-                if cancel() {
-                    forced = Some(Exit::Cancelled);
-                } else if timed_out {
-                    forced = Some(Exit::TimedOut);
+            if f.forced.is_none() {
+                if !self.force(&mut f, cancel, now) {
+                    std::thread::sleep(poll);
+                    continue;
                 }
-                if forced.is_some() {
-                    // A failed scancel is tried again at the next poll.
-                    if slurm_tool("scancel", &[self.id.to_string()]).is_err() {
-                        forced = None;
-                        std::thread::sleep(poll);
-                        continue;
-                    }
-                    cancelled_at = Some(now);
-                }
-            } else if cancelled_at.is_some_and(|c| now.duration_since(c) > CANCEL_WAIT) {
+            } else if f
+                .cancelled_at
+                .is_some_and(|c| now.duration_since(c) > CANCEL_WAIT)
+            {
                 reader.finish(&self.output, log, on_line);
-                return Ok(JobEnd {
-                    info: info.unwrap_or_default(),
-                    forced,
-                    duration: started.map(|s| now - s).unwrap_or_default(),
-                });
+                return Ok(f.end(info.unwrap_or_default(), now));
             }
             std::thread::sleep(poll);
             // Poll quickly while a job is young, then every few seconds: a cluster's
             // controller serves everyone.
             poll = (poll * 2).min(MAX_POLL);
         }
+    }
+
+    /// What is known of a job the controller no longer knows: the side file's exit status.
+    fn lost_info(&self) -> JobInfo {
+        let state = match fs::read_to_string(&self.status_file) {
+            Ok(rc) => match rc.trim().parse::<i32>() {
+                Ok(0) => "COMPLETED",
+                Ok(_) => "FAILED",
+                Err(_) => "UNKNOWN",
+            },
+            Err(_) => "UNKNOWN",
+        };
+        JobInfo {
+            state: state.into(),
+            reason: "the job is no longer known to the controller".into(),
+            exit_code: -1,
+            ..JobInfo::default()
+        }
+    }
+
+    /// Cancels the job (`scancel`) when `cancel` says so or hone's timeout has passed since it
+    /// started; false when `scancel` failed (it is tried again at the next poll).
+    fn force(&self, f: &mut Following, cancel: &dyn Fn() -> bool, now: Instant) -> bool {
+        let timed_out = f
+            .started
+            .zip(self.req.timeout)
+            .is_some_and(|(s, t)| now.duration_since(s) >= t);
+        if cancel() {
+            f.forced = Some(Exit::Cancelled);
+        } else if timed_out {
+            f.forced = Some(Exit::TimedOut);
+        }
+        if f.forced.is_some() {
+            // A failed scancel is tried again at the next poll.
+            if slurm_tool("scancel", &[self.id.to_string()]).is_err() {
+                f.forced = None;
+                return false;
+            }
+            f.cancelled_at = Some(now);
+        }
+        true
     }
 
     /// The job's state now; `None` if the controller does not know it (any more).
@@ -581,6 +589,29 @@ impl SlurmJob {
                 "SLURM job {id} ended in state {other} ({})",
                 i.reason
             )),
+        }
+    }
+}
+
+/// Where following one job stands.
+struct Following {
+    submitted: Instant,
+    /// When the job was first seen running (hone's timeout counts from there).
+    started: Option<Instant>,
+    /// hone ended the job: its timeout, or a cancel.
+    forced: Option<Exit>,
+    cancelled_at: Option<Instant>,
+    /// Since when `scontrol` keeps failing.
+    controller_down_since: Option<Instant>,
+}
+
+impl Following {
+    /// The job's end, as `info` says it ended, at `now`.
+    fn end(&self, info: JobInfo, now: Instant) -> JobEnd {
+        JobEnd {
+            info,
+            forced: self.forced,
+            duration: self.started.map(|s| now - s).unwrap_or_default(),
         }
     }
 }
@@ -657,231 +688,4 @@ pub fn cancel_stale(ids: &[u64]) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const SAMPLE: &str = "JobId=1 JobName=j.sh UserId=root(0) GroupId=root(0) MCS_label=N/A \
-        Priority=4294901759 Nice=0 Account=(null) QOS=(null) JobState=FAILED \
-        Reason=NonZeroExitCode Dependency=(null) Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 \
-        ExitCode=3:0 RunTime=00:00:00 TimeLimit=UNLIMITED NodeList=vm BatchHost=vm";
-
-    #[test]
-    fn parses_scontrol_one_liner() {
-        let i = JobInfo::parse(SAMPLE).unwrap();
-        assert_eq!(i.state, "FAILED");
-        assert_eq!(i.reason, "NonZeroExitCode");
-        assert_eq!((i.exit_code, i.exit_signal), (3, 0));
-        assert_eq!(i.node, "vm");
-        assert!(!i.is_active());
-        assert!(JobInfo::parse("slurm_load_jobs error: Invalid job id specified").is_none());
-        let running = JobInfo::parse("JobId=2 JobState=RUNNING Reason=None").unwrap();
-        assert!(running.is_active() && running.has_started());
-        let pending = JobInfo::parse("JobId=2 JobState=PENDING Reason=Priority").unwrap();
-        assert!(pending.is_active() && !pending.has_started());
-    }
-
-    #[test]
-    fn time_limits_round_up_to_minutes() {
-        assert_eq!(slurm_time(Duration::from_secs(1)), "0:01:00");
-        assert_eq!(slurm_time(Duration::from_secs(60)), "0:01:00");
-        assert_eq!(slurm_time(Duration::from_secs(61)), "0:02:00");
-        assert_eq!(slurm_time(Duration::from_secs(3 * 3600 + 5)), "3:01:00");
-    }
-
-    #[test]
-    fn script_quotes_and_exports() {
-        let req = ExecRequest {
-            command: "echo 'a b' && exit 4".into(),
-            cwd: PathBuf::from("/shared/it's here"),
-            env: vec![
-                ("GOOD".into(), "x'y".into()),
-                ("BAD-NAME".into(), "z".into()),
-                ("1BAD".into(), "z".into()),
-            ],
-            timeout: None,
-            kill_grace: Duration::from_secs(1),
-            drain_timeout: Duration::from_secs(1),
-            log_path: PathBuf::from("/tmp/log"),
-            max_log_bytes: 1024,
-            limits: Default::default(),
-            wrapper: vec![],
-        };
-        let s = script_text(&req, Path::new("/shared/job.rc"));
-        assert!(s.contains("cd '/shared/it'\\''s here' ||"), "{s}");
-        assert!(s.contains("export GOOD='x'\\''y'\n"), "{s}");
-        assert!(!s.contains("BAD-NAME") && !s.contains("1BAD"), "{s}");
-        assert!(
-            s.contains("/bin/sh -c 'echo '\\''a b'\\'' && exit 4' </dev/null"),
-            "{s}"
-        );
-        // The script really is valid shell that runs the command and records its status.
-        let dir = tempfile::tempdir().unwrap();
-        let rc = dir.path().join("rc");
-        let req = ExecRequest {
-            cwd: dir.path().to_path_buf(),
-            env: vec![("GOOD".into(), "x'y".into())],
-            command: "printf '%s' \"$GOOD\" > out; exit 4".into(),
-            ..req
-        };
-        let path = dir.path().join("job.sh");
-        fs::write(&path, script_text(&req, &rc)).unwrap();
-        let status = Command::new("/bin/sh").arg(&path).status().unwrap();
-        assert_eq!(status.code(), Some(4));
-        assert_eq!(fs::read_to_string(dir.path().join("out")).unwrap(), "x'y");
-        assert_eq!(fs::read_to_string(&rc).unwrap().trim(), "4");
-    }
-
-    /// The real cluster tests: they need a SLURM controller (scripts/slurm-local.sh starts a
-    /// one-node one). Without one they say so and pass, unless HONE_REQUIRE_SLURM=1 (CI).
-    fn cluster() -> bool {
-        let up = slurm_tool("sinfo", &["-h".into(), "-o".into(), "%T".into()]).is_ok_and(|o| {
-            o.lines().map(str::trim).any(|l| {
-                !l.is_empty()
-                    && !l.ends_with('*')
-                    && !["down", "drain", "fail", "unk", "boot", "future"]
-                        .iter()
-                        .any(|bad| l.starts_with(bad))
-            })
-        });
-        if !up {
-            assert!(
-                std::env::var_os("HONE_REQUIRE_SLURM").is_none(),
-                "HONE_REQUIRE_SLURM is set but no SLURM node is up: run scripts/slurm-local.sh"
-            );
-            eprintln!("skipped: no SLURM cluster here (scripts/slurm-local.sh starts one)");
-        }
-        up
-    }
-
-    fn request(dir: &Path, command: &str, timeout: Option<Duration>) -> ExecRequest {
-        let wt = dir.join("wt");
-        fs::create_dir_all(&wt).unwrap();
-        ExecRequest {
-            command: command.into(),
-            cwd: wt,
-            env: vec![
-                ("PATH".into(), "/usr/bin:/bin".into()),
-                ("MARK".into(), "m1".into()),
-            ],
-            timeout,
-            kill_grace: Duration::from_secs(1),
-            drain_timeout: Duration::from_secs(1),
-            log_path: dir.join("verify.log"),
-            max_log_bytes: 1 << 20,
-            limits: Default::default(),
-            wrapper: vec![],
-        }
-    }
-
-    fn run(
-        req: &ExecRequest,
-        dir: &Path,
-        cancel: &dyn Fn() -> bool,
-    ) -> (SlurmOutcome, Vec<String>) {
-        let job = submit(req, &SlurmConfig::default(), &dir.join("jobs"), "hone-test").unwrap();
-        let mut lines = Vec::new();
-        let out = job
-            .wait(&mut |l| lines.push(l.to_string()), &mut |_| {}, cancel)
-            .unwrap();
-        (out, lines)
-    }
-
-    #[test]
-    fn slurm_job_succeeds_with_its_output_and_environment() {
-        if !cluster() {
-            return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let req = request(
-            dir.path(),
-            "echo \"val_loss: 1.5 $MARK\"; pwd; echo err >&2",
-            None,
-        );
-        let (out, lines) = run(&req, dir.path(), &|| false);
-        assert_eq!(out.exit, Exit::Code(0), "{out:?}");
-        assert_eq!(out.failure, None);
-        assert_eq!(out.state, "COMPLETED");
-        assert!(lines.contains(&"val_loss: 1.5 m1".to_string()), "{lines:?}");
-        assert!(lines.iter().any(|l| l.ends_with("/wt")), "{lines:?}");
-        assert!(lines.contains(&"err".to_string()), "{lines:?}");
-        let log = fs::read_to_string(dir.path().join("verify.log")).unwrap();
-        assert!(log.contains("val_loss: 1.5 m1"), "{log}");
-    }
-
-    #[test]
-    fn slurm_job_crash_gives_the_exit_status() {
-        if !cluster() {
-            return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let (out, _) = run(
-            &request(dir.path(), "echo boom; exit 7", None),
-            dir.path(),
-            &|| false,
-        );
-        assert_eq!(out.exit, Exit::Code(7), "{out:?}");
-        assert_eq!(out.state, "FAILED");
-        assert_eq!(out.failure, None);
-    }
-
-    #[test]
-    fn slurm_timeout_cancels_the_job() {
-        if !cluster() {
-            return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let req = request(
-            dir.path(),
-            "echo started; sleep 300",
-            Some(Duration::from_secs(1)),
-        );
-        let (out, lines) = run(&req, dir.path(), &|| false);
-        assert_eq!(out.exit, Exit::TimedOut, "{out:?}");
-        assert_eq!(out.state, "CANCELLED", "{out:?}");
-        assert!(lines.contains(&"started".to_string()), "{lines:?}");
-        let info = slurm_tool(
-            "scontrol",
-            &[
-                "show".into(),
-                "job".into(),
-                "-o".into(),
-                out.job_ids[0].to_string(),
-            ],
-        )
-        .unwrap();
-        assert!(!JobInfo::parse(&info).unwrap().is_active());
-    }
-
-    #[test]
-    fn slurm_job_cancelled_from_outside_is_a_failure_with_its_reason() {
-        if !cluster() {
-            return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let marker = dir.path().join("wt/started");
-        let req = request(
-            dir.path(),
-            "touch started; sleep 300",
-            Some(Duration::from_secs(600)),
-        );
-        let job = submit(
-            &req,
-            &SlurmConfig::default(),
-            &dir.path().join("jobs"),
-            "hone-test",
-        )
-        .unwrap();
-        let id = job.id();
-        // Once the job has really started, someone else cancels it.
-        let cancel_outside = || {
-            if marker.exists() {
-                let _ = slurm_tool("scancel", &[id.to_string()]);
-            }
-            false
-        };
-        let out = job.wait(&mut |_| {}, &mut |_| {}, &cancel_outside).unwrap();
-        assert_eq!(out.state, "CANCELLED", "{out:?}");
-        let why = out.failure.unwrap();
-        assert!(why.contains("cancelled outside hone"), "{why}");
-    }
-}
+mod tests;

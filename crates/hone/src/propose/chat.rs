@@ -49,6 +49,14 @@ pub enum CallError {
     Budget(String),
 }
 
+/// What one attempt of a call came to.
+enum Attempt {
+    /// The call is over: a completion, or an error not worth retrying.
+    Over(Result<Completion, CallError>),
+    /// Worth another attempt: why this one failed, and the server's `Retry-After` (seconds).
+    Retry(String, Option<f64>),
+}
+
 /// A client for one HTTP LLM (`openai` or `anthropic`): the proposer's, or the reviewer's.
 pub struct LlmClient {
     pub kind: AgentKind,
@@ -143,11 +151,33 @@ impl LlmClient {
         messages: &[(String, String)],
     ) -> Result<Completion, CallError> {
         let chars = system.len() + messages.iter().map(|(_, c)| c.len()).sum::<usize>();
-        let (worst_cost, worst_tokens) = self.worst(chars);
+        let worst = self.worst(chars);
         let key = std::env::var(&self.llm.api_key_env)
             .ok()
             .filter(|k| !k.is_empty());
-        let (url, body) = match self.kind {
+        let (url, body) = self.request(system, messages);
+        let body = body.to_string();
+        let mut last = String::new();
+        for attempt in 0..self.llm.max_attempts {
+            self.reserve(meter, chars)
+                .map_err(|e| CallError::Budget(e.to_string()))?;
+            match self.attempt(meter, &url, &body, &key, worst) {
+                Attempt::Over(done) => return done,
+                Attempt::Retry(why, retry_after) => {
+                    last = why;
+                    self.backoff(attempt, retry_after);
+                }
+            }
+        }
+        Err(CallError::Failed(format!(
+            "gave up after {} attempts; last: {last}",
+            self.llm.max_attempts
+        )))
+    }
+
+    /// The endpoint and the JSON body of a call, in the provider's dialect.
+    fn request(&self, system: &str, messages: &[(String, String)]) -> (String, Value) {
+        match self.kind {
             AgentKind::Anthropic => {
                 let msgs: Vec<Value> = messages
                     .iter()
@@ -180,102 +210,114 @@ impl LlmClient {
                 }
                 (format!("{}/chat/completions", self.llm.base_url), body)
             }
-        };
-        let body = body.to_string();
-        let mut last = String::new();
-        for attempt in 0..self.llm.max_attempts {
-            self.reserve(meter, chars)
-                .map_err(|e| CallError::Budget(e.to_string()))?;
-            let mut req = self
-                .agent
-                .post(&url)
-                .header("content-type", "application/json");
-            req = match (self.kind, &key) {
-                (AgentKind::Anthropic, Some(k)) => req
-                    .header("x-api-key", k)
-                    .header("anthropic-version", "2023-06-01"),
-                (AgentKind::Anthropic, None) => req.header("anthropic-version", "2023-06-01"),
-                (_, Some(k)) => req.header("authorization", &format!("Bearer {k}")),
-                (_, None) => req,
-            };
-            let retry_after;
-            match req.send(body.as_str()) {
-                Ok(resp) => {
-                    let status = resp.status().as_u16();
-                    retry_after = resp
-                        .headers()
-                        .get("retry-after")
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<f64>().ok());
-                    let text = match resp
-                        .into_body()
-                        .with_config()
-                        .limit(MAX_BODY_BYTES)
-                        .read_to_string()
-                    {
-                        Ok(t) => t,
-                        Err(ureq::Error::BodyExceedsLimit(_)) => {
-                            meter.add(worst_cost, worst_tokens);
-                            return Err(CallError::Failed(format!(
-                                "the answer is larger than {} MiB and was refused (charged at its worst case)",
-                                MAX_BODY_BYTES >> 20
-                            )));
-                        }
-                        Err(e) => {
-                            // Cut off mid-answer: it may be billed, and it may work next time.
-                            meter.add(worst_cost, worst_tokens);
-                            last = format!("reading the answer failed: {e}");
-                            self.backoff(attempt, None);
-                            continue;
-                        }
-                    };
-                    match status {
-                        200..=299 => {
-                            let done = self.parse_completion(&text);
-                            match &done {
-                                Ok(c) if c.usage_reported => meter.add(
-                                    self.price(c.input_tokens, c.output_tokens),
-                                    c.input_tokens + c.output_tokens,
-                                ),
-                                _ => meter.add(worst_cost, worst_tokens),
-                            }
-                            return done.map_err(CallError::Failed);
-                        }
-                        401 | 403 => {
-                            return Err(CallError::Fatal(format!(
-                                "the server refused the request ({status}): check the key in ${}",
-                                self.llm.api_key_env
-                            )))
-                        }
-                        404 => {
-                            return Err(CallError::Fatal(format!(
-                                "{url} answered 404: check base_url and model = \"{}\"",
-                                self.llm.model
-                            )))
-                        }
-                        429 | 500..=599 => last = format!("HTTP {status}: {}", snippet(&text)),
-                        _ => {
-                            return Err(CallError::Failed(format!(
-                                "HTTP {status}: {}",
-                                snippet(&text)
-                            )))
-                        }
-                    }
-                }
-                Err(e) => {
-                    // A timeout or a dropped connection after the request went out may still
-                    // be billed: count the worst case.
-                    meter.add(worst_cost, worst_tokens);
-                    retry_after = None;
-                    last = format!("request failed: {e}");
-                }
-            }
-            self.backoff(attempt, retry_after);
         }
-        Err(CallError::Failed(format!(
-            "gave up after {} attempts; last: {last}",
-            self.llm.max_attempts
-        )))
+    }
+
+    /// Sends the request once and reads the answer; charges `meter` the worst case when the
+    /// attempt ended in a way the provider may still bill.
+    fn attempt(
+        &self,
+        meter: &Meter<'_>,
+        url: &str,
+        body: &str,
+        key: &Option<String>,
+        (worst_cost, worst_tokens): (f64, u64),
+    ) -> Attempt {
+        let mut req = self
+            .agent
+            .post(url)
+            .header("content-type", "application/json");
+        req = match (self.kind, key) {
+            (AgentKind::Anthropic, Some(k)) => req
+                .header("x-api-key", k)
+                .header("anthropic-version", "2023-06-01"),
+            (AgentKind::Anthropic, None) => req.header("anthropic-version", "2023-06-01"),
+            (_, Some(k)) => req.header("authorization", &format!("Bearer {k}")),
+            (_, None) => req,
+        };
+        let resp = match req.send(body) {
+            Ok(resp) => resp,
+            Err(e) => {
+                // A timeout or a dropped connection after the request went out may still
+                // be billed: count the worst case.
+                meter.add(worst_cost, worst_tokens);
+                return Attempt::Retry(format!("request failed: {e}"), None);
+            }
+        };
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok());
+        let text = match resp
+            .into_body()
+            .with_config()
+            .limit(MAX_BODY_BYTES)
+            .read_to_string()
+        {
+            Ok(t) => t,
+            Err(ureq::Error::BodyExceedsLimit(_)) => {
+                meter.add(worst_cost, worst_tokens);
+                return Attempt::Over(Err(CallError::Failed(format!(
+                    "the answer is larger than {} MiB and was refused (charged at its worst case)",
+                    MAX_BODY_BYTES >> 20
+                ))));
+            }
+            Err(e) => {
+                // Cut off mid-answer: it may be billed, and it may work next time.
+                meter.add(worst_cost, worst_tokens);
+                return Attempt::Retry(format!("reading the answer failed: {e}"), None);
+            }
+        };
+        self.judge(
+            meter,
+            url,
+            status,
+            &text,
+            (worst_cost, worst_tokens),
+            retry_after,
+        )
+    }
+
+    /// What an answer's HTTP status means: a completion (charged), a retry, or the end.
+    fn judge(
+        &self,
+        meter: &Meter<'_>,
+        url: &str,
+        status: u16,
+        text: &str,
+        (worst_cost, worst_tokens): (f64, u64),
+        retry_after: Option<f64>,
+    ) -> Attempt {
+        match status {
+            200..=299 => {
+                let done = self.parse_completion(text);
+                match &done {
+                    Ok(c) if c.usage_reported => meter.add(
+                        self.price(c.input_tokens, c.output_tokens),
+                        c.input_tokens + c.output_tokens,
+                    ),
+                    _ => meter.add(worst_cost, worst_tokens),
+                }
+                Attempt::Over(done.map_err(CallError::Failed))
+            }
+            401 | 403 => Attempt::Over(Err(CallError::Fatal(format!(
+                "the server refused the request ({status}): check the key in ${}",
+                self.llm.api_key_env
+            )))),
+            404 => Attempt::Over(Err(CallError::Fatal(format!(
+                "{url} answered 404: check base_url and model = \"{}\"",
+                self.llm.model
+            )))),
+            429 | 500..=599 => {
+                Attempt::Retry(format!("HTTP {status}: {}", snippet(text)), retry_after)
+            }
+            _ => Attempt::Over(Err(CallError::Failed(format!(
+                "HTTP {status}: {}",
+                snippet(text)
+            )))),
+        }
     }
 
     /// Waits before the next attempt (unless this was the last one).
@@ -518,25 +560,7 @@ impl ChatProposer {
             ));
         }
         let incumbent = knobs::config_of(&found);
-        let mut table = String::from("\n## Knobs (current values are the best so far)\n\n| knob | current | allowed |\n|---|---|---|\n");
-        for k in &tunable {
-            let allowed = match &k.domain {
-                Domain::Float { lo, hi, log } => {
-                    format!("float {lo}..{hi}{}", if *log { " (log scale)" } else { "" })
-                }
-                Domain::Int { lo, hi, .. } => format!("integer {lo}..{hi}"),
-                Domain::Choice(c) => format!(
-                    "one of {}",
-                    c.iter()
-                        .map(|v| v.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                Domain::Bool => "true or false".into(),
-                Domain::Fixed => "fixed".into(),
-            };
-            table.push_str(&format!("| {} | {} | {allowed} |\n", k.name, k.value));
-        }
+        let table = knob_table(&tunable);
         let user = format!("{}{table}", prompt::build(ctx)?);
         let mut messages = vec![("user".to_string(), user)];
         for round in 0..2 {
@@ -554,20 +578,7 @@ impl ChatProposer {
                             "the model chose the current configuration again".into(),
                         ));
                     }
-                    for (file, text) in &texts {
-                        let mine: knobs::Config = found
-                            .iter()
-                            .filter(|k| &k.file == file)
-                            .filter_map(|k| next.get(&k.name).map(|v| (k.name.clone(), v.clone())))
-                            .collect();
-                        let new_text = knobs::apply(file, text, &mine)
-                            .map_err(|e| ProposeError::Invalid(e.to_string()))?;
-                        if &new_text != text {
-                            std::fs::write(ctx.worktree.join(file), new_text).map_err(|e| {
-                                ProposeError::Fatal(format!("cannot write {file}: {e}"))
-                            })?;
-                        }
-                    }
+                    write_knobs(ctx, &found, &texts, &next)?;
                     let described = knobs::describe(&incumbent, &next);
                     return Ok(Proposal {
                         description: if hypothesis.is_empty() {
@@ -597,6 +608,55 @@ impl ChatProposer {
         }
         Err(ProposeError::Invalid("no usable knob answer".into()))
     }
+}
+
+/// The prompt's table of the knobs the model may change: name, current value, allowed values.
+fn knob_table(tunable: &[&super::knobs::Knob]) -> String {
+    use super::knobs::Domain;
+    let mut table = String::from("\n## Knobs (current values are the best so far)\n\n| knob | current | allowed |\n|---|---|---|\n");
+    for k in tunable {
+        let allowed = match &k.domain {
+            Domain::Float { lo, hi, log } => {
+                format!("float {lo}..{hi}{}", if *log { " (log scale)" } else { "" })
+            }
+            Domain::Int { lo, hi, .. } => format!("integer {lo}..{hi}"),
+            Domain::Choice(c) => format!(
+                "one of {}",
+                c.iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Domain::Bool => "true or false".into(),
+            Domain::Fixed => "fixed".into(),
+        };
+        table.push_str(&format!("| {} | {} | {allowed} |\n", k.name, k.value));
+    }
+    table
+}
+
+/// Writes the chosen configuration `next` into the worktree's files (those whose text changes).
+fn write_knobs(
+    ctx: &ProposeContext<'_>,
+    found: &[super::knobs::Knob],
+    texts: &std::collections::BTreeMap<String, String>,
+    next: &super::knobs::Config,
+) -> Result<(), ProposeError> {
+    use super::knobs;
+    for (file, text) in texts {
+        let mine: knobs::Config = found
+            .iter()
+            .filter(|k| &k.file == file)
+            .filter_map(|k| next.get(&k.name).map(|v| (k.name.clone(), v.clone())))
+            .collect();
+        let new_text =
+            knobs::apply(file, text, &mine).map_err(|e| ProposeError::Invalid(e.to_string()))?;
+        if &new_text != text {
+            std::fs::write(ctx.worktree.join(file), new_text)
+                .map_err(|e| ProposeError::Fatal(format!("cannot write {file}: {e}")))?;
+        }
+    }
+    Ok(())
 }
 
 /// Checks a `{changes, hypothesis}` answer against the knobs' names, types and ranges.

@@ -119,40 +119,13 @@ impl Proposer for CommandProposer {
                 )));
             }
         }
-        let fatal = |what: &str, e: std::io::Error| ProposeError::Fatal(format!("{what}: {e}"));
         let prompts = ctx.run_dir.join("prompts");
         let logs = ctx.run_dir.join("logs");
         std::fs::create_dir_all(&prompts)
             .map_err(|e| fatal("cannot create the prompts directory", e))?;
         std::fs::create_dir_all(&logs).map_err(|e| fatal("cannot create the logs directory", e))?;
         let prompt_path = prompts.join(format!("{}.md", ctx.n));
-        let prompt_str = prompt_path.to_string_lossy().into_owned();
-        let command = match (self.preset, ctx.spec.agent.command.as_deref()) {
-            (_, Some(t)) => t.replace("{prompt_file}", &shell_quote(&prompt_str)),
-            (Some(p), None) => {
-                let files = if p.def().takes_files {
-                    super::editable_files(ctx)?
-                } else {
-                    Vec::new()
-                };
-                let history = logs.join(ctx.n.to_string()).to_string_lossy().into_owned();
-                preset_command(
-                    p,
-                    &PresetInvocation {
-                        model: ctx.spec.agent.model.as_deref(),
-                        extra: &ctx.spec.agent.extra_args,
-                        prompt: &prompt_str,
-                        files: &files,
-                        history: &history,
-                    },
-                )
-            }
-            (None, None) => {
-                return Err(ProposeError::Fatal(
-                    "[agent] kind = \"command\" needs `command`".into(),
-                ))
-            }
-        };
+        let command = self.command(ctx, &logs, &prompt_path.to_string_lossy())?;
         std::fs::write(&prompt_path, prompt::build(ctx)?)
             .map_err(|e| fatal("cannot write the prompt", e))?;
 
@@ -170,43 +143,8 @@ impl Proposer for CommandProposer {
             limits: ctx.spec.sandbox.limits(),
             wrapper: ctx.wrapper.to_vec(),
         };
-        // The notes so far, where the agent can read and extend them.
-        let notes_rel = ctx.spec.loop_.notes.clone();
-        let notes_path = ctx.worktree.join(&notes_rel);
-        let kept_notes = std::fs::read_to_string(ctx.run_dir.join("notes.md")).unwrap_or_default();
-        if let Some(dir) = notes_path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let _ = std::fs::write(&notes_path, &kept_notes);
-        // The agent is told to write `.hone/hypothesis.txt`; make sure it can.
-        std::fs::create_dir_all(ctx.worktree.join(".hone"))
-            .map_err(|e| fatal("cannot create .hone/ in the worktree", e))?;
-        let running = exec::spawn(&req)
-            .map_err(|e| ProposeError::Fatal(format!("cannot start the agent command: {e}")))?;
-        (ctx.on_spawn)(running.pid(), running.start_time());
-        let mut last_line = String::new();
-        // The output kept for the tool's own account (Gemini CLI prints one pretty-printed
-        // JSON object; aider prints a usage line per reply): bounded by bytes.
-        let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
-        let mut tail_bytes = 0usize;
-        let outcome = running
-            .wait(
-                &mut |line: &str| {
-                    if !line.trim().is_empty() {
-                        last_line = line.trim().to_string();
-                        tail_bytes += line.len();
-                        tail.push_back(line.to_string());
-                        while tail_bytes > MAX_REPORT_BYTES {
-                            match tail.pop_front() {
-                                Some(l) => tail_bytes -= l.len(),
-                                None => break,
-                            }
-                        }
-                    }
-                },
-                ctx.cancel,
-            )
-            .map_err(|e| ProposeError::Fatal(format!("agent command failed: {e}")))?;
+        let (notes_path, kept_notes) = seed_notes(ctx)?;
+        let (outcome, mut last_line, tail) = run_agent(ctx, &req)?;
         // The tool's own account first: a failed run is paid for all the same, and its
         // message says more than its exit status.
         let report = self
@@ -230,45 +168,9 @@ impl Proposer for CommandProposer {
                     .to_string();
             }
         }
-        let log = log_path.display();
-        match outcome.exit {
-            Exit::Code(0) => {}
-            Exit::Code(c) => {
-                return Err(ProposeError::Invalid(format!(
-                    "agent exited with status {c} (log: {log})"
-                )))
-            }
-            Exit::Signal(s) => {
-                return Err(ProposeError::Invalid(format!(
-                    "agent killed by signal {s} (log: {log})"
-                )))
-            }
-            Exit::TimedOut => {
-                return Err(ProposeError::Invalid(format!(
-                    "agent timed out after {} (log: {log})",
-                    crate::spec::format_duration(ctx.spec.agent.timeout)
-                )))
-            }
-            Exit::Cancelled => return Err(ProposeError::Cancelled),
-        }
-        // Keep what the agent added to its notes (also per experiment, for `hone show`).
-        if let Some(notes) = read_plain_file(&notes_path, 64 * 1024) {
-            if notes != kept_notes {
-                let _ = std::fs::write(ctx.run_dir.join("notes.md"), &notes);
-                let _ = std::fs::create_dir_all(ctx.run_dir.join("notes"));
-                let _ = std::fs::write(
-                    ctx.run_dir.join("notes").join(format!("{}.md", ctx.n)),
-                    &notes,
-                );
-            }
-        }
-        let hyp_dir = ctx.worktree.join(".hone");
-        let hypothesis = read_plain_file(&hyp_dir.join("hypothesis.txt"), 4096).and_then(|t| {
-            t.lines()
-                .find(|l| !l.trim().is_empty())
-                .map(|l| l.trim().to_string())
-        });
-        let _ = std::fs::remove_dir_all(&hyp_dir);
+        exit_error(ctx, outcome.exit, &log_path)?;
+        keep_notes(ctx, &notes_path, &kept_notes);
+        let hypothesis = take_hypothesis(ctx);
         let description =
             prompt::sanitize(&hypothesis.unwrap_or(last_line), 300).replace('\n', " ");
         Ok(Proposal {
@@ -278,6 +180,162 @@ impl Proposer for CommandProposer {
             source: None,
         })
     }
+}
+
+/// A proposer error that stops the run, for a file hone could not make.
+fn fatal(what: &str, e: std::io::Error) -> ProposeError {
+    ProposeError::Fatal(format!("{what}: {e}"))
+}
+
+impl CommandProposer {
+    /// The shell command to run: `[agent] command` with `{prompt_file}` filled in, or the
+    /// preset's invocation.
+    fn command(
+        &self,
+        ctx: &ProposeContext<'_>,
+        logs: &std::path::Path,
+        prompt_str: &str,
+    ) -> Result<String, ProposeError> {
+        Ok(match (self.preset, ctx.spec.agent.command.as_deref()) {
+            (_, Some(t)) => t.replace("{prompt_file}", &shell_quote(prompt_str)),
+            (Some(p), None) => {
+                let files = if p.def().takes_files {
+                    super::editable_files(ctx)?
+                } else {
+                    Vec::new()
+                };
+                let history = logs.join(ctx.n.to_string()).to_string_lossy().into_owned();
+                preset_command(
+                    p,
+                    &PresetInvocation {
+                        model: ctx.spec.agent.model.as_deref(),
+                        extra: &ctx.spec.agent.extra_args,
+                        prompt: prompt_str,
+                        files: &files,
+                        history: &history,
+                    },
+                )
+            }
+            (None, None) => {
+                return Err(ProposeError::Fatal(
+                    "[agent] kind = \"command\" needs `command`".into(),
+                ))
+            }
+        })
+    }
+}
+
+/// Puts the notes so far in the worktree, where the agent can read and extend them, and makes
+/// `.hone/` for the hypothesis the agent is told to write. Returns the notes' path and text.
+fn seed_notes(ctx: &ProposeContext<'_>) -> Result<(std::path::PathBuf, String), ProposeError> {
+    let notes_rel = ctx.spec.loop_.notes.clone();
+    let notes_path = ctx.worktree.join(&notes_rel);
+    let kept_notes = std::fs::read_to_string(ctx.run_dir.join("notes.md")).unwrap_or_default();
+    if let Some(dir) = notes_path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let _ = std::fs::write(&notes_path, &kept_notes);
+    // The agent is told to write `.hone/hypothesis.txt`; make sure it can.
+    std::fs::create_dir_all(ctx.worktree.join(".hone"))
+        .map_err(|e| fatal("cannot create .hone/ in the worktree", e))?;
+    Ok((notes_path, kept_notes))
+}
+
+/// Runs the agent to its end: its outcome, its last non-blank line, and the tail of its output
+/// kept for the tool's own account (Gemini CLI prints one pretty-printed JSON object; aider
+/// prints a usage line per reply), bounded by bytes.
+fn run_agent(
+    ctx: &ProposeContext<'_>,
+    req: &ExecRequest,
+) -> Result<
+    (
+        exec::ExecOutcome,
+        String,
+        std::collections::VecDeque<String>,
+    ),
+    ProposeError,
+> {
+    let running = exec::spawn(req)
+        .map_err(|e| ProposeError::Fatal(format!("cannot start the agent command: {e}")))?;
+    (ctx.on_spawn)(running.pid(), running.start_time());
+    let mut last_line = String::new();
+    let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    let mut tail_bytes = 0usize;
+    let outcome = running
+        .wait(
+            &mut |line: &str| {
+                if !line.trim().is_empty() {
+                    last_line = line.trim().to_string();
+                    tail_bytes += line.len();
+                    tail.push_back(line.to_string());
+                    while tail_bytes > MAX_REPORT_BYTES {
+                        match tail.pop_front() {
+                            Some(l) => tail_bytes -= l.len(),
+                            None => break,
+                        }
+                    }
+                }
+            },
+            ctx.cancel,
+        )
+        .map_err(|e| ProposeError::Fatal(format!("agent command failed: {e}")))?;
+    Ok((outcome, last_line, tail))
+}
+
+/// The experiment's end when the agent did not exit cleanly.
+fn exit_error(
+    ctx: &ProposeContext<'_>,
+    exit: Exit,
+    log_path: &std::path::Path,
+) -> Result<(), ProposeError> {
+    let log = log_path.display();
+    match exit {
+        Exit::Code(0) => {}
+        Exit::Code(c) => {
+            return Err(ProposeError::Invalid(format!(
+                "agent exited with status {c} (log: {log})"
+            )))
+        }
+        Exit::Signal(s) => {
+            return Err(ProposeError::Invalid(format!(
+                "agent killed by signal {s} (log: {log})"
+            )))
+        }
+        Exit::TimedOut => {
+            return Err(ProposeError::Invalid(format!(
+                "agent timed out after {} (log: {log})",
+                crate::spec::format_duration(ctx.spec.agent.timeout)
+            )))
+        }
+        Exit::Cancelled => return Err(ProposeError::Cancelled),
+    }
+    Ok(())
+}
+
+/// Keeps what the agent added to its notes (also per experiment, for `hone show`).
+fn keep_notes(ctx: &ProposeContext<'_>, notes_path: &std::path::Path, kept_notes: &str) {
+    if let Some(notes) = read_plain_file(notes_path, 64 * 1024) {
+        if notes != kept_notes {
+            let _ = std::fs::write(ctx.run_dir.join("notes.md"), &notes);
+            let _ = std::fs::create_dir_all(ctx.run_dir.join("notes"));
+            let _ = std::fs::write(
+                ctx.run_dir.join("notes").join(format!("{}.md", ctx.n)),
+                &notes,
+            );
+        }
+    }
+}
+
+/// The first line of the agent's `.hone/hypothesis.txt`, and `.hone/` removed.
+fn take_hypothesis(ctx: &ProposeContext<'_>) -> Option<String> {
+    let hyp_dir = ctx.worktree.join(".hone");
+    let hypothesis = read_plain_file(&hyp_dir.join("hypothesis.txt"), 4096).and_then(|t| {
+        t.lines()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| l.trim().to_string())
+    });
+    let _ = std::fs::remove_dir_all(&hyp_dir);
+    hypothesis
 }
 
 #[cfg(test)]

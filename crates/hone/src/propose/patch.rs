@@ -90,11 +90,6 @@ pub fn contains_patch(answer: &str) -> bool {
 /// Parses the first patch in a model's answer (markdown fences around it are fine).
 pub fn parse(answer: &str) -> Result<Vec<FileOp>, PatchFailure> {
     let lines: Vec<&str> = answer.lines().collect();
-    let fail = |quote: &str, why: String| PatchFailure {
-        path: String::new(),
-        quote: quote.to_string(),
-        why,
-    };
     let Some(start) = lines.iter().position(|l| l.trim() == BEGIN) else {
         return Err(fail("", format!("no `{BEGIN}` line")));
     };
@@ -111,100 +106,16 @@ pub fn parse(answer: &str) -> Result<Vec<FileOp>, PatchFailure> {
     while i < body.len() {
         let line = body[i];
         if let Some(path) = header(line, "*** Add File:") {
-            let mut contents = String::new();
-            i += 1;
-            while i < body.len() && !body[i].starts_with("*** ") {
-                match body[i].strip_prefix('+') {
-                    Some(l) => {
-                        contents.push_str(l);
-                        contents.push('\n');
-                    }
-                    None => {
-                        return Err(fail(
-                            body[i],
-                            format!("every line of an added file starts with `+` (in `{path}`)"),
-                        ))
-                    }
-                }
-                i += 1;
-            }
-            ops.push(FileOp::Add { path, contents });
+            let (op, next) = parse_add(body, i + 1, path)?;
+            ops.push(op);
+            i = next;
         } else if let Some(path) = header(line, "*** Delete File:") {
             ops.push(FileOp::Delete { path });
             i += 1;
         } else if let Some(path) = header(line, "*** Update File:") {
-            i += 1;
-            let mut move_to = None;
-            if let Some(to) = body.get(i).and_then(|l| header(l, "*** Move to:")) {
-                move_to = Some(to);
-                i += 1;
-            }
-            let mut hunks: Vec<Hunk> = Vec::new();
-            let mut current: Option<Hunk> = None;
-            while i < body.len() {
-                let l = body[i];
-                if is_eof_marker(l) {
-                    let mut h = current.take().unwrap_or_default();
-                    h.at_eof = true;
-                    hunks.push(h);
-                    i += 1;
-                    continue;
-                }
-                if l.starts_with("*** ") {
-                    break;
-                }
-                if let Some(anchor) = l.strip_prefix("@@") {
-                    if let Some(h) = current.take() {
-                        hunks.push(h);
-                    }
-                    let anchor = anchor.trim();
-                    // `@@ ... @@` (unified-diff style) carries no usable anchor.
-                    let anchor = if anchor.starts_with('-') && anchor.ends_with("@@") {
-                        ""
-                    } else {
-                        anchor
-                    };
-                    current = Some(Hunk {
-                        anchor: anchor.to_string(),
-                        ..Hunk::default()
-                    });
-                    i += 1;
-                    continue;
-                }
-                let h = current.get_or_insert_with(Hunk::default);
-                match l.chars().next() {
-                    Some(' ') => {
-                        h.old.push(l[1..].to_string());
-                        h.new.push(l[1..].to_string());
-                    }
-                    Some('-') => h.old.push(l[1..].to_string()),
-                    Some('+') => h.new.push(l[1..].to_string()),
-                    // A blank line: models often drop the space of an empty context line.
-                    None => {
-                        h.old.push(String::new());
-                        h.new.push(String::new());
-                    }
-                    Some(_) => {
-                        return Err(fail(
-                            l,
-                            format!("a hunk line must start with ` `, `-` or `+` (in `{path}`)"),
-                        ))
-                    }
-                }
-                i += 1;
-            }
-            if let Some(h) = current.take() {
-                hunks.push(h);
-            }
-            hunks.retain(|h| !(h.old.is_empty() && h.new.is_empty() && !h.at_eof));
-            if hunks.is_empty() && move_to.is_none() {
-                return Err(fail(line, format!("the update of `{path}` has no hunk")));
-            }
-            ops.push(FileOp::Update {
-                path,
-                move_to,
-                hunks,
-            });
+            let (op, next) = parse_update(body, i + 1, line, path)?;
+            ops.push(op);
+            i = next;
         } else if line.trim().is_empty() {
             i += 1;
         } else {
@@ -218,6 +129,126 @@ pub fn parse(answer: &str) -> Result<Vec<FileOp>, PatchFailure> {
         return Err(fail(BEGIN, "the patch changes no file".into()));
     }
     Ok(ops)
+}
+
+/// A failure of the patch as a whole (no file concerned).
+fn fail(quote: &str, why: String) -> PatchFailure {
+    PatchFailure {
+        path: String::new(),
+        quote: quote.to_string(),
+        why,
+    }
+}
+
+/// An `*** Add File:` operation whose `+` lines start at `body[i]`; returns it and the index
+/// of the line after it.
+fn parse_add(body: &[&str], mut i: usize, path: String) -> Result<(FileOp, usize), PatchFailure> {
+    let mut contents = String::new();
+    while i < body.len() && !body[i].starts_with("*** ") {
+        match body[i].strip_prefix('+') {
+            Some(l) => {
+                contents.push_str(l);
+                contents.push('\n');
+            }
+            None => {
+                return Err(fail(
+                    body[i],
+                    format!("every line of an added file starts with `+` (in `{path}`)"),
+                ))
+            }
+        }
+        i += 1;
+    }
+    Ok((FileOp::Add { path, contents }, i))
+}
+
+/// An `*** Update File:` operation (its header is `line`) whose body starts at `body[i]`: an
+/// optional `*** Move to:`, then hunks. Returns it and the index of the line after it.
+fn parse_update(
+    body: &[&str],
+    mut i: usize,
+    line: &str,
+    path: String,
+) -> Result<(FileOp, usize), PatchFailure> {
+    let mut move_to = None;
+    if let Some(to) = body.get(i).and_then(|l| header(l, "*** Move to:")) {
+        move_to = Some(to);
+        i += 1;
+    }
+    let mut hunks: Vec<Hunk> = Vec::new();
+    let mut current: Option<Hunk> = None;
+    while i < body.len() {
+        let l = body[i];
+        if is_eof_marker(l) {
+            let mut h = current.take().unwrap_or_default();
+            h.at_eof = true;
+            hunks.push(h);
+            i += 1;
+            continue;
+        }
+        if l.starts_with("*** ") {
+            break;
+        }
+        if let Some(anchor) = l.strip_prefix("@@") {
+            if let Some(h) = current.take() {
+                hunks.push(h);
+            }
+            let anchor = anchor.trim();
+            // `@@ ... @@` (unified-diff style) carries no usable anchor.
+            let anchor = if anchor.starts_with('-') && anchor.ends_with("@@") {
+                ""
+            } else {
+                anchor
+            };
+            current = Some(Hunk {
+                anchor: anchor.to_string(),
+                ..Hunk::default()
+            });
+            i += 1;
+            continue;
+        }
+        hunk_line(current.get_or_insert_with(Hunk::default), l, &path)?;
+        i += 1;
+    }
+    if let Some(h) = current.take() {
+        hunks.push(h);
+    }
+    hunks.retain(|h| !(h.old.is_empty() && h.new.is_empty() && !h.at_eof));
+    if hunks.is_empty() && move_to.is_none() {
+        return Err(fail(line, format!("the update of `{path}` has no hunk")));
+    }
+    Ok((
+        FileOp::Update {
+            path,
+            move_to,
+            hunks,
+        },
+        i,
+    ))
+}
+
+/// Adds one context, `-` or `+` line to hunk `h`.
+fn hunk_line(h: &mut Hunk, l: &str, path: &str) -> Result<(), PatchFailure> {
+    match l.chars().next() {
+        Some(' ') => {
+            h.old.push(l[1..].to_string());
+            h.new.push(l[1..].to_string());
+        }
+        Some('-') => h.old.push(l[1..].to_string()),
+        Some('+') => h.new.push(l[1..].to_string()),
+        // A blank line: models often drop the space of an empty context line.
+        None => {
+            h.old.push(String::new());
+            h.new.push(String::new());
+        }
+        Some(_) => {
+            return Err(fail(
+                l,
+                format!("a hunk line must start with ` `, `-` or `+` (in `{path}`)"),
+            ))
+        }
+    }
+    Ok(())
 }
 
 fn header(line: &str, prefix: &str) -> Option<String> {

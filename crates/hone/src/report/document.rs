@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{fmt_metric, plot, summarize};
+use super::{fmt_metric, plot, summarize, Summary};
 use crate::meta::stats::MechanismStats;
 use crate::store::{ExperimentRecord, RunRecord, Status};
 use crate::util::html_escape as esc;
@@ -86,6 +86,16 @@ const MECH_HEAD: [&str; 7] = [
     "verdict",
 ];
 
+/// What both formats show, worked out once from the run.
+struct View<'a> {
+    run: &'a RunRecord,
+    exps: &'a [ExperimentRecord],
+    facts: Vec<(String, String)>,
+    gains: Vec<Gain<'a>>,
+    holdout: Vec<&'a ExperimentRecord>,
+    mech_rows: Vec<[String; 7]>,
+}
+
 /// The report, with a section on the outer loop's mechanisms when it ran (`mechs` from
 /// `crate::meta::stats::compute`).
 pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[MechanismStats]) -> Report {
@@ -104,6 +114,29 @@ pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[Mechanis
         fmt_metric(s.best)
     );
     let svg = plot::progress_svg(exps, &run.metric, minimize, &title);
+    let view = View {
+        run,
+        exps,
+        facts: facts(run, exps, &s, &change),
+        gains: gains(exps, minimize),
+        holdout: exps.iter().filter(|e| e.holdout.is_some()).collect(),
+        mech_rows,
+    };
+    Report {
+        markdown: markdown(&view),
+        html: html(&view, &svg),
+        svg,
+    }
+}
+
+/// The facts at the top of the report, shared by both formats: what was measured, how far it
+/// went, how often a candidate was kept, what it cost and why it stopped.
+fn facts(
+    run: &RunRecord,
+    exps: &[ExperimentRecord],
+    s: &Summary,
+    change: &str,
+) -> Vec<(String, String)> {
     let candidates = exps
         .iter()
         .filter(|e| e.status() != Status::Baseline)
@@ -118,11 +151,7 @@ pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[Mechanis
         .iter()
         .filter_map(|st| s.counts.get(st.as_str()).map(|c| format!("{st} {c}")))
         .collect();
-    let gains = gains(exps, minimize);
-    let holdout: Vec<&ExperimentRecord> = exps.iter().filter(|e| e.holdout.is_some()).collect();
     let hours = |secs: f64| crate::spec::format_duration(std::time::Duration::from_secs_f64(secs));
-
-    // Facts, shared by both formats.
     let mut facts: Vec<(String, String)> = vec![
         (
             "metric".into(),
@@ -177,15 +206,19 @@ pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[Mechanis
             ),
         ));
     }
+    facts
+}
 
-    // Markdown.
+/// The markdown report: facts, top improvements, search vs holdout, mechanisms, experiments.
+fn markdown(view: &View) -> String {
+    let (run, exps) = (view.run, view.exps);
     let mut md = String::new();
     let _ = writeln!(md, "# hone run {}\n\n![progress](progress.svg)\n", run.tag);
-    for (k, v) in &facts {
+    for (k, v) in &view.facts {
         let _ = writeln!(md, "- **{k}**: {}", md_cell(v));
     }
     let _ = writeln!(md, "\n## Top improvements\n\n| # | gain over the previous best | {} | description |\n|---|---|---|---|", run.metric);
-    for g in gains.iter().take(10) {
+    for g in view.gains.iter().take(10) {
         let _ = writeln!(
             md,
             "| {} | {:+.6} | {} | {} |",
@@ -195,12 +228,12 @@ pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[Mechanis
             md_cell(&g.e.description)
         );
     }
-    if !holdout.is_empty() {
+    if !view.holdout.is_empty() {
         let _ = writeln!(
             md,
             "\n## Search vs holdout\n\n| # | status | search | holdout |\n|---|---|---|---|"
         );
-        for e in &holdout {
+        for e in &view.holdout {
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | {} |",
@@ -211,14 +244,14 @@ pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[Mechanis
             );
         }
     }
-    if !mech_rows.is_empty() {
+    if !view.mech_rows.is_empty() {
         let _ = writeln!(
             md,
             "\n## Mechanisms (outer loop)\n\n| {} |\n|{}",
             MECH_HEAD.join(" | "),
             "---|".repeat(MECH_HEAD.len())
         );
-        for r in &mech_rows {
+        for r in &view.mech_rows {
             let cells: Vec<String> = r.iter().map(|c| md_cell(c)).collect();
             let _ = writeln!(md, "| {} |", cells.join(" | "));
         }
@@ -239,8 +272,12 @@ pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[Mechanis
             md_cell(&crate::propose::prompt::sanitize(&e.reason, 160))
         );
     }
+    md
+}
 
-    // HTML.
+/// The HTML page: inline style, the plot, then the same sections as the markdown.
+fn html(view: &View, svg: &str) -> String {
+    let run = view.run;
     let mut html = String::new();
     let _ = writeln!(
         html,
@@ -252,11 +289,11 @@ pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[Mechanis
         esc(&run.tag)
     );
     let _ = writeln!(html, "<h1>hone run {}</h1>\n{svg}\n<table>", esc(&run.tag));
-    for (k, v) in &facts {
+    for (k, v) in &view.facts {
         let _ = writeln!(html, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
     }
     let _ = writeln!(html, "</table>\n<h2>Top improvements</h2>\n<table><tr><th>#</th><th>gain</th><th>{}</th><th>description</th></tr>", esc(&run.metric));
-    for g in gains.iter().take(10) {
+    for g in view.gains.iter().take(10) {
         let _ = writeln!(
             html,
             "<tr><td>{}</td><td>{:+.6}</td><td>{}</td><td>{}</td></tr>",
@@ -267,9 +304,17 @@ pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[Mechanis
         );
     }
     let _ = writeln!(html, "</table>");
+    html_holdout(&mut html, &view.holdout);
+    html_mechanisms(&mut html, &view.mech_rows);
+    html_experiments(&mut html, run, view.exps);
+    html
+}
+
+/// The HTML table of experiments with a sealed holdout score, when there are any.
+fn html_holdout(html: &mut String, holdout: &[&ExperimentRecord]) {
     if !holdout.is_empty() {
         let _ = writeln!(html, "<h2>Search vs holdout</h2>\n<table><tr><th>#</th><th>status</th><th>search</th><th>holdout</th></tr>");
-        for e in &holdout {
+        for e in holdout {
             let _ = writeln!(
                 html,
                 "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td></tr>",
@@ -282,6 +327,10 @@ pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[Mechanis
         }
         let _ = writeln!(html, "</table>");
     }
+}
+
+/// The HTML table of the outer loop's mechanisms, when it ran.
+fn html_mechanisms(html: &mut String, mech_rows: &[[String; 7]]) {
     if !mech_rows.is_empty() {
         let head: Vec<String> = MECH_HEAD
             .iter()
@@ -292,12 +341,16 @@ pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[Mechanis
             "<h2>Mechanisms (outer loop)</h2>\n<table><tr>{}</tr>",
             head.concat()
         );
-        for r in &mech_rows {
+        for r in mech_rows {
             let cells: Vec<String> = r.iter().map(|c| format!("<td>{}</td>", esc(c))).collect();
             let _ = writeln!(html, "<tr>{}</tr>", cells.concat());
         }
         let _ = writeln!(html, "</table>");
     }
+}
+
+/// The HTML table of every experiment, and the page's end.
+fn html_experiments(html: &mut String, run: &RunRecord, exps: &[ExperimentRecord]) {
     let _ = writeln!(html, "<h2>Experiments</h2>\n<table><tr><th>#</th><th>status</th><th>{}</th><th>description</th><th>why</th></tr>", esc(&run.metric));
     for e in exps {
         let _ = writeln!(
@@ -312,9 +365,4 @@ pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[Mechanis
         );
     }
     let _ = writeln!(html, "</table></body></html>");
-    Report {
-        markdown: md,
-        html,
-        svg,
-    }
 }

@@ -117,6 +117,35 @@ pub fn progress_svg_labelled(
         .find(|e| e.status() == Status::Baseline)
         .and_then(|e| e.objective);
     let mut svg = String::new();
+    svg_header(&mut svg, title);
+    let Some(base) = baseline else {
+        let _ = writeln!(
+            svg,
+            r#"<text x="{}" y="{}" text-anchor="middle">no measured baseline yet</text></svg>"#,
+            W / 2.0,
+            H / 2.0
+        );
+        return svg;
+    };
+    let (best, steps) = running_best(exps, base, minimize);
+    let values: Vec<f64> = measured.iter().filter_map(|e| e.objective).collect();
+    let (lo, hi) = y_range(base, best, &values);
+    let frame = Frame {
+        lo,
+        hi,
+        n_max: exps.last().map(|e| e.n).unwrap_or(0).max(1) as f64,
+        plot_bottom: H - BOTTOM,
+    };
+    svg_axes(&mut svg, &frame, metric, minimize);
+    svg_best_line(&mut svg, &frame, &steps);
+    svg_points(&mut svg, &frame, &measured, &labelled);
+    svg_failures(&mut svg, &frame, exps);
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// The SVG's opening, its white background and the title on top.
+fn svg_header(svg: &mut String, title: &str) {
     let _ = writeln!(
         svg,
         r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {H}" width="{W}" height="{H}" font-family="sans-serif" font-size="12">"#
@@ -128,17 +157,12 @@ pub fn progress_svg_labelled(
         W / 2.0,
         esc(title)
     );
-    let Some(base) = baseline else {
-        let _ = writeln!(
-            svg,
-            r#"<text x="{}" y="{}" text-anchor="middle">no measured baseline yet</text></svg>"#,
-            W / 2.0,
-            H / 2.0
-        );
-        return svg;
-    };
+}
+
+/// The running best after each experiment (keeps and the baseline move it): the final best,
+/// and one `(n, best)` step per experiment.
+fn running_best(exps: &[ExperimentRecord], base: f64, minimize: bool) -> (f64, Vec<(u64, f64)>) {
     let best_of = |a: f64, b: f64| if minimize { a.min(b) } else { a.max(b) };
-    // The running best after each experiment (keeps and the baseline move it).
     let mut best = base;
     let mut steps = Vec::new();
     for e in exps {
@@ -153,21 +177,38 @@ pub fn progress_svg_labelled(
         }
         steps.push((e.n, best));
     }
-    let values: Vec<f64> = measured.iter().filter_map(|e| e.objective).collect();
-    let (lo, hi) = y_range(base, best, &values);
-    let n_max = exps.last().map(|e| e.n).unwrap_or(0).max(1) as f64;
-    let x = |n: u64| LEFT + (n as f64 / n_max) * (W - LEFT - RIGHT);
-    let plot_bottom = H - BOTTOM;
-    let y = |v: f64| {
-        let t = ((v - lo) / (hi - lo)).clamp(0.0, 1.0);
+    (best, steps)
+}
+
+/// Where the plot's data goes: the value range shown and the last experiment's number.
+struct Frame {
+    lo: f64,
+    hi: f64,
+    n_max: f64,
+    plot_bottom: f64,
+}
+
+impl Frame {
+    /// The x of experiment `n`.
+    fn x(&self, n: u64) -> f64 {
+        LEFT + (n as f64 / self.n_max) * (W - LEFT - RIGHT)
+    }
+
+    /// The y of value `v`, clipped to the plot.
+    fn y(&self, v: f64) -> f64 {
+        let t = ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0);
         // Higher values up.
-        plot_bottom - t * (plot_bottom - TOP)
-    };
-    // Axes, grid and ticks.
+        self.plot_bottom - t * (self.plot_bottom - TOP)
+    }
+}
+
+/// Axes, grid, ticks and the axis labels.
+fn svg_axes(svg: &mut String, f: &Frame, metric: &str, minimize: bool) {
+    let (lo, hi, n_max, plot_bottom) = (f.lo, f.hi, f.n_max, f.plot_bottom);
     let _ = writeln!(svg, r##"<g stroke="#ccc">"##);
     for i in 0..=5 {
         let v = lo + (hi - lo) * i as f64 / 5.0;
-        let yy = y(v);
+        let yy = f.y(v);
         let _ = writeln!(
             svg,
             r#"<line x1="{LEFT}" y1="{yy:.1}" x2="{:.1}" y2="{yy:.1}"/>"#,
@@ -181,7 +222,7 @@ pub fn progress_svg_labelled(
             svg,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
             LEFT - 6.0,
-            y(v) + 4.0,
+            f.y(v) + 4.0,
             crate::report::fmt_metric(Some(v))
         );
     }
@@ -191,7 +232,7 @@ pub fn progress_svg_labelled(
         let _ = writeln!(
             svg,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{t}</text>"#,
-            x(t),
+            f.x(t),
             plot_bottom + 18.0
         );
         t += step;
@@ -214,40 +255,46 @@ pub fn progress_svg_labelled(
             "higher is better"
         }
     );
-    // The running best, as a step line.
+}
+
+/// The running best, as a step line.
+fn svg_best_line(svg: &mut String, f: &Frame, steps: &[(u64, f64)]) {
     let mut path = String::new();
     for (i, (n, b)) in steps.iter().enumerate() {
         if i == 0 {
-            let _ = write!(path, "M{:.1},{:.1}", x(*n), y(*b));
+            let _ = write!(path, "M{:.1},{:.1}", f.x(*n), f.y(*b));
         } else {
-            let _ = write!(path, " H{:.1} V{:.1}", x(*n), y(*b));
+            let _ = write!(path, " H{:.1} V{:.1}", f.x(*n), f.y(*b));
         }
     }
     let _ = writeln!(
         svg,
         r##"<path class="best" d="{path}" fill="none" stroke="#2e7d32" stroke-width="2"/>"##
     );
-    // Discards first (underneath), then keeps with labels.
-    for e in &measured {
+}
+
+/// Discards first (underneath), then keeps and the baseline, labelled when `labelled` says so.
+fn svg_points(svg: &mut String, f: &Frame, measured: &[&ExperimentRecord], labelled: &[u64]) {
+    for e in measured {
         let (Some(v), Status::Discard) = (e.objective, e.status()) else {
             continue;
         };
         let _ = writeln!(
             svg,
             r##"<circle class="discard" cx="{:.1}" cy="{:.1}" r="3" fill="#9e9e9e" fill-opacity="0.5"><title>#{} {}: {}</title></circle>"##,
-            x(e.n),
-            y(v),
+            f.x(e.n),
+            f.y(v),
             e.n,
             crate::report::fmt_metric(Some(v)),
             esc(&e.description)
         );
     }
-    for e in &measured {
+    for e in measured {
         let Some(v) = e.objective else { continue };
         if !matches!(e.status(), Status::Keep | Status::Baseline) {
             continue;
         }
-        let (cx, cy) = (x(e.n), y(v));
+        let (cx, cy) = (f.x(e.n), f.y(v));
         let _ = writeln!(
             svg,
             r##"<circle class="keep" cx="{cx:.1}" cy="{cy:.1}" r="5" fill="#2e7d32"><title>#{} {}: {}</title></circle>"##,
@@ -268,7 +315,10 @@ pub fn progress_svg_labelled(
             esc(&short(&e.description, 40))
         );
     }
-    // Failures along the axis.
+}
+
+/// Failures along the axis.
+fn svg_failures(svg: &mut String, f: &Frame, exps: &[ExperimentRecord]) {
     for e in exps {
         let (mark, colour) = match e.status() {
             Status::Crash => ("x", "#c62828"),
@@ -280,24 +330,24 @@ pub fn progress_svg_labelled(
             svg,
             r#"<text class="fail {}" x="{:.1}" y="{:.1}" text-anchor="middle" fill="{colour}">{mark}<title>#{} {}: {}</title></text>"#,
             e.status(),
-            x(e.n),
-            plot_bottom - 3.0,
+            f.x(e.n),
+            f.plot_bottom - 3.0,
             e.n,
             e.status(),
             esc(&e.reason)
         );
     }
-    svg.push_str("</svg>\n");
-    svg
 }
+
+/// The text plot's size: columns at most, and rows.
+const COLS: usize = 72;
+const ROWS: usize = 14;
 
 /// The same plot as text, for places that cannot show SVG (a pull request's body, a terminal):
 /// one column per experiment (bucketed when there are more than 72), `*` keeps and the
 /// baseline, `·` discards, `-` the running best, and failures marked under the axis (`x` crash,
 /// `t` timeout, `!` violation, rejected or invalid). Higher values are up.
 pub fn progress_text(exps: &[ExperimentRecord], metric: &str, minimize: bool) -> String {
-    const COLS: usize = 72;
-    const ROWS: usize = 14;
     let Some(base) = exps
         .iter()
         .find(|e| e.status() == Status::Baseline)
@@ -323,6 +373,20 @@ pub fn progress_text(exps: &[ExperimentRecord], metric: &str, minimize: bool) ->
     let (lo, hi) = y_range(base, best, &values);
     let n = exps.len().max(1);
     let cols = n.min(COLS);
+    let (grid, axis) = text_grid(exps, &steps, lo, hi, cols);
+    text_lines(exps, metric, minimize, (lo, hi), &grid, &axis)
+}
+
+/// The text plot's cells: the grid of points and the running best, and the failure marks
+/// under the axis.
+fn text_grid(
+    exps: &[ExperimentRecord],
+    steps: &[f64],
+    lo: f64,
+    hi: f64,
+    cols: usize,
+) -> (Vec<Vec<char>>, Vec<char>) {
+    let n = exps.len().max(1);
     let col = |i: usize| i * cols / n;
     let row = |v: f64| {
         let t = ((v - lo) / (hi - lo)).clamp(0.0, 1.0);
@@ -353,6 +417,20 @@ pub fn progress_text(exps: &[ExperimentRecord], metric: &str, minimize: bool) ->
         };
         axis[col(i)] = mark;
     }
+    (grid, axis)
+}
+
+/// The text plot's lines: a legend, the grid with value ticks on the left, the axis, the
+/// failure marks and the first and last experiment numbers.
+fn text_lines(
+    exps: &[ExperimentRecord],
+    metric: &str,
+    minimize: bool,
+    (lo, hi): (f64, f64),
+    grid: &[Vec<char>],
+    axis: &[char],
+) -> String {
+    let cols = axis.len();
     let label = |v: f64| format!("{:>12}", crate::report::fmt_metric(Some(v)));
     let mut out = format!(
         "{metric} ({}), {} experiments; * keep  · discard  - best  x crash  t timeout  ! refused\n",

@@ -1,0 +1,123 @@
+//! The sampler's moves besides the model: local moves around the incumbent, and the
+//! fallbacks when draws keep hitting tried configurations (single-knob neighbours, then an
+//! enumeration of a small space).
+
+use super::super::{Config, KnobValue};
+use super::space::{Coord, Kind, Space};
+use super::{Rng, ENUMERATION_LIMIT};
+
+/// Nudges 1-2 dimensions of `from`: numbers by a Gaussian step (scale 0.02, 0.05 or 0.15 of the
+/// unit range, reflected at the edges, and at least one integer step), categories to another
+/// option.
+pub(super) fn local_move(
+    space: &Space,
+    from: &[Coord],
+    rng: &mut Rng,
+    movable: &[usize],
+    step_scale: f64,
+) -> Vec<Coord> {
+    let mut point = from.to_vec();
+    let n = movable.len();
+    let count = if n >= 2 && rng.unit() < 0.4 { 2 } else { 1 };
+    let mut order: Vec<usize> = movable.to_vec();
+    rng.shuffle(&mut order);
+    let scale = [0.02, 0.05, 0.15][rng.below(3)] * step_scale;
+    for &i in order.iter().take(count) {
+        let d = &space.dims[i];
+        point[i] = match (point[i], &d.kind) {
+            (Coord::C(c), Kind::Cat(options)) => {
+                let other = rng.below(options.len() - 1);
+                Coord::C(if other >= c { other + 1 } else { other })
+            }
+            (Coord::U(u), kind) => {
+                let mut v = u + scale * rng.normal();
+                if v < 0.0 {
+                    v = -v;
+                }
+                if v > 1.0 {
+                    v = 2.0 - v;
+                }
+                let v = v.clamp(0.0, 1.0);
+                match (kind, d.decode(Coord::U(u)), d.decode(Coord::U(v))) {
+                    (Kind::Int { lo, hi, .. }, KnobValue::Int(old), KnobValue::Int(new))
+                        if old == new =>
+                    {
+                        let up = if v >= u { old < *hi } else { old <= *lo };
+                        let next = if up { old + 1 } else { old - 1 };
+                        d.encode(&KnobValue::Int(next)).unwrap_or(Coord::U(v))
+                    }
+                    _ => Coord::U(v),
+                }
+            }
+            (c, _) => c,
+        };
+    }
+    point
+}
+
+/// The first untried configuration that differs from the incumbent in one knob.
+pub(super) fn untried_neighbour(space: &Space, rng: &mut Rng) -> Option<Config> {
+    let from = space.incumbent_point();
+    let n = space.dims.len();
+    let start = rng.below(n);
+    for k in 0..n {
+        let i = (start + k) % n;
+        let d = &space.dims[i];
+        if space.frozen.contains(&d.name) {
+            continue;
+        }
+        let mut values: Vec<KnobValue> = Vec::new();
+        match (&d.kind, from[i]) {
+            (Kind::Cat(options), _) => values.extend(options.iter().cloned()),
+            (kind, Coord::U(u)) => {
+                if let (Kind::Int { .. }, KnobValue::Int(n)) = (kind, d.decode(Coord::U(u))) {
+                    for step in [1, -1, 2, -2] {
+                        values.push(KnobValue::Int(n.saturating_add(step)));
+                    }
+                }
+                for delta in [1e-3, 1e-2, 0.05, 0.2, 0.5, 1.0] {
+                    values.push(d.decode(Coord::U(u + delta)));
+                    values.push(d.decode(Coord::U(u - delta)));
+                }
+            }
+            _ => {}
+        }
+        for v in values {
+            if !d.contains(&v) {
+                continue;
+            }
+            let mut config = space.base.clone();
+            config.insert(d.name.clone(), v);
+            if let Some(c) = space.fresh_config(config) {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// Walks the whole space (no float knobs, at most [`ENUMERATION_LIMIT`] points) from a random
+/// offset and returns the first untried configuration.
+pub(super) fn untried_by_enumeration(space: &Space, rng: &mut Rng) -> Option<Config> {
+    let mut total: u64 = 1;
+    for d in &space.dims {
+        total = total.checked_mul(d.size()?)?;
+        if total > ENUMERATION_LIMIT {
+            return None;
+        }
+    }
+    let offset = rng.next_u64() % total;
+    for k in 0..total {
+        let mut rest = (offset + k) % total;
+        let mut config = space.base.clone();
+        for d in &space.dims {
+            let size = d.size()?;
+            config.insert(d.name.clone(), d.nth(rest % size));
+            rest /= size;
+        }
+        if let Some(c) = space.fresh_config(config) {
+            return Some(c);
+        }
+    }
+    None
+}

@@ -1,0 +1,415 @@
+//! The sampler's tests: determinism, no repeats, the design, guidance, and a benchmark against
+//! random search.
+
+use std::collections::HashSet;
+
+use super::*;
+use crate::propose::knobs::literal::quantize_float;
+use crate::propose::knobs::{apply, config_of, discover};
+use crate::propose::knobs::{Domain, KnobValue};
+
+fn knobs_of(text: &str) -> Vec<Knob> {
+    match discover("t.py", text) {
+        Ok(k) => k,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Runs `n` suggestions sequentially with `objective`, the incumbent being the best so far.
+/// Returns the history (baseline first) and the best objective.
+fn run(
+    knobs: &[Knob],
+    n: u64,
+    seed: u64,
+    objective: impl Fn(&Config) -> Option<f64>,
+) -> (Vec<Observation>, f64) {
+    let mut incumbent = config_of(knobs);
+    let mut best = objective(&incumbent).unwrap_or(f64::INFINITY);
+    let mut history = vec![Observation {
+        config: incumbent.clone(),
+        objective: objective(&incumbent),
+    }];
+    for i in 0..n {
+        let Some(config) = suggest(knobs, &history, &incumbent, true, seed, i) else {
+            break;
+        };
+        let y = objective(&config);
+        if let Some(y) = y.filter(|&y| y < best) {
+            best = y;
+            incumbent = config.clone();
+        }
+        history.push(Observation {
+            config,
+            objective: y,
+        });
+    }
+    (history, best)
+}
+
+const QUAD: &str = "A = 0.5     # hone: 0.0..1.0\n\
+                        B = 0.01    # hone: log 1e-5..1.0\n\
+                        C = 8       # hone: int 1..64\n\
+                        D = -1.0    # hone: -5.0..5.0\n\
+                        SEED = 3\n";
+
+fn num(c: &Config, name: &str) -> f64 {
+    match c.get(name) {
+        Some(KnobValue::Float(x)) => *x,
+        Some(KnobValue::Int(n)) => *n as f64,
+        other => panic!("{name} = {other:?}"),
+    }
+}
+
+/// A quadratic bowl in the knobs' natural (unit-space) scales, minimum 0.
+fn quadratic(c: &Config) -> Option<f64> {
+    let a = num(c, "A") - 0.83;
+    let b = (num(c, "B").log10() + 3.52) / 5.0;
+    let cc = (num(c, "C") - 37.0) / 63.0;
+    let d = (num(c, "D") - 2.2) / 10.0;
+    Some(a * a + b * b + cc * cc + d * d)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+#[test]
+fn suggest_is_deterministic() {
+    let knobs = knobs_of(QUAD);
+    let (history, _) = run(&knobs, 15, 7, quadratic);
+    let incumbent = config_of(&knobs);
+    for index in [0, 1, 15, 99] {
+        for minimize in [true, false] {
+            let a = suggest(&knobs, &history, &incumbent, minimize, 7, index);
+            let b = suggest(&knobs, &history, &incumbent, minimize, 7, index);
+            assert!(a.is_some());
+            assert_eq!(a, b);
+        }
+    }
+    let (again, _) = run(&knobs, 15, 7, quadratic);
+    let configs = |h: &[Observation]| h.iter().map(|o| o.config.clone()).collect::<Vec<_>>();
+    assert_eq!(configs(&history), configs(&again));
+    let (other_seed, _) = run(&knobs, 15, 8, quadratic);
+    assert_ne!(configs(&history), configs(&other_seed));
+}
+
+#[test]
+fn never_repeats_over_200_suggestions() {
+    let knobs =
+        knobs_of("LR = 0.04  # hone: 0.01..0.05\nDEPTH = 3  # hone: int 1..4\nFLAG = true\n");
+    // Most runs crash, so the model keeps pointing at the few that worked.
+    let (history, _) = run(&knobs, 200, 1, |c| {
+        (num(c, "DEPTH") == 2.0).then(|| (num(c, "LR") - 0.03).abs())
+    });
+    assert_eq!(history.len(), 201);
+    let mut seen = HashSet::new();
+    for o in &history {
+        assert!(
+            seen.insert(format!("{:?}", o.config)),
+            "repeated {:?}",
+            o.config
+        );
+    }
+}
+
+#[test]
+fn a_finite_space_is_walked_exactly_once_then_exhausted() {
+    // 4 * 3 * 2 = 24 configurations, one of which is the incumbent.
+    let knobs = knobs_of(
+        "DEPTH = 3  # hone: int 1..4\nMODE = 'a'  # hone: choice ['a', 'b', 'c']\n\
+             FLAG = False\nSEED = 1\n",
+    );
+    let (history, _) = run(&knobs, 100, 5, |c| Some(num(c, "DEPTH")));
+    assert_eq!(history.len(), 24);
+    let seen: HashSet<String> = history.iter().map(|o| format!("{:?}", o.config)).collect();
+    assert_eq!(seen.len(), 24);
+    let incumbent = config_of(&knobs);
+    assert_eq!(suggest(&knobs, &history, &incumbent, true, 5, 24), None);
+}
+
+#[test]
+fn all_bools_tried_gives_none() {
+    let knobs = knobs_of("A = True\nB = False\nC = true\n");
+    let (history, _) = run(&knobs, 50, 2, |_| None);
+    assert_eq!(history.len(), 8);
+    for index in 0..5 {
+        assert_eq!(
+            suggest(&knobs, &history, &config_of(&knobs), true, 2, index),
+            None
+        );
+    }
+}
+
+#[test]
+fn nothing_to_move_gives_none() {
+    let knobs = knobs_of("SEED = 1\nNAME = 'x'\nZ = 0.0\nW = 2  # hone: fixed\n");
+    assert_eq!(suggest(&knobs, &[], &config_of(&knobs), true, 0, 0), None);
+}
+
+#[test]
+fn suggestions_are_quantized_in_domain_and_survive_a_rewrite() {
+    let text = "LR = 0.04\nB = 0.3  # hone: 0.123456..0.2\nN = 8\nNEG = -2.5\nSEED = 9\n";
+    let knobs = knobs_of(text);
+    let (history, _) = run(&knobs, 60, 11, |c| Some(num(c, "LR") + num(c, "B")));
+    for o in &history[1..] {
+        let c = &o.config;
+        assert_eq!(c.get("SEED"), Some(&KnobValue::Int(9)));
+        for k in &knobs {
+            let v = num(c, &k.name);
+            match k.domain {
+                Domain::Float { lo, hi, .. } => {
+                    assert!((lo..=hi).contains(&v), "{} = {v}", k.name);
+                    let on_grid = quantize_float(v) == v;
+                    assert!(on_grid || v == lo || v == hi, "{} = {v}", k.name);
+                }
+                Domain::Int { lo, hi, .. } => {
+                    assert!((lo as f64..=hi as f64).contains(&v), "{} = {v}", k.name)
+                }
+                _ => {}
+            }
+        }
+        let written = match apply("t.py", text, c) {
+            Ok(w) => w,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(&config_of(&knobs_of(&written)), c);
+    }
+}
+
+#[test]
+fn the_initial_design_is_a_latin_hypercube() {
+    let knobs = knobs_of("A = 0.5  # hone: 0.0..1.0\nB = 0.5  # hone: 0.0..1.0\n");
+    let space = Space::new(&knobs, &[], &config_of(&knobs));
+    let n = initial_design_size(2);
+    assert_eq!(n, 4);
+    // Sequential suggestions with a growing history walk the design in order.
+    let (history, _) = run(&knobs, n as u64 - 1, 3, |_| Some(0.0));
+    let design = latin_hypercube(&space, n, 3);
+    for (o, p) in history[1..].iter().zip(&design) {
+        assert_eq!(o.config, space.config(p));
+    }
+    for dim in 0..2 {
+        let mut strata: Vec<usize> = design
+            .iter()
+            .map(|p| match p[dim] {
+                Coord::U(u) => (u * n as f64) as usize,
+                Coord::C(_) => usize::MAX,
+            })
+            .collect();
+        strata.sort_unstable();
+        assert_eq!(strata, (0..n).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn failed_runs_count_as_the_worst() {
+    let knobs = knobs_of("A = 0.5  # hone: 0.0..1.0\n");
+    let space = Space::new(&knobs, &[], &config_of(&knobs));
+    let obs = |a: f64, y: Option<f64>| Observation {
+        config: Config::from([("A".to_string(), KnobValue::Float(a))]),
+        objective: y,
+    };
+    let history = [
+        obs(0.1, None),
+        obs(0.9, Some(5.0)),
+        obs(0.5, None),
+        obs(0.3, None),
+    ];
+    for (minimize, best) in [(true, 0.9), (false, 0.9)] {
+        let model = match Model::fit(&space, &history, minimize) {
+            Some(m) => m,
+            None => panic!("no model"),
+        };
+        assert_eq!(model.good.centers, vec![vec![Coord::U(best)]]);
+        assert_eq!(model.bad.centers.len(), 3);
+    }
+    assert!(Model::fit(&space, &[obs(0.1, None)], true).is_none());
+    let history = [
+        obs(0.1, Some(1.0)),
+        obs(0.9, Some(5.0)),
+        obs(0.5, Some(3.0)),
+    ];
+    let top = |minimize| Model::fit(&space, &history, minimize).map(|m| m.good.centers);
+    assert_eq!(top(true), Some(vec![vec![Coord::U(0.1)]]));
+    assert_eq!(top(false), Some(vec![vec![Coord::U(0.9)]]));
+}
+
+#[test]
+fn the_sampler_beats_random_search_on_a_quadratic() {
+    let knobs = knobs_of(QUAD);
+    let mut sampler = Vec::new();
+    let mut random = Vec::new();
+    for seed in 0..9u64 {
+        sampler.push(run(&knobs, 40, seed, quadratic).1);
+        let space = Space::new(&knobs, &[], &config_of(&knobs));
+        let best = (0..40)
+            .filter_map(|i| {
+                let mut rng = Rng::new(seed ^ 0x5eed, i);
+                quadratic(&space.config(&space.random_point(&mut rng)))
+            })
+            .fold(f64::INFINITY, f64::min);
+        random.push(best);
+    }
+    let (s, r) = (median(sampler.clone()), median(random.clone()));
+    assert!(
+        s < 0.5 * r,
+        "sampler median {s} {sampler:.4?} vs random median {r} {random:.4?}"
+    );
+}
+
+#[test]
+fn guidance_freezes_focuses_and_switches_modes() {
+    let knobs = knobs_of(QUAD);
+    let (history, _) = run(&knobs, 12, 3, quadratic);
+    let incumbent = config_of(&knobs);
+    let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let frozen = names(&["A", "C"]);
+    let focus = names(&["B"]);
+    for index in 0..20 {
+        let guide = SamplerGuide {
+            frozen: &frozen,
+            ..SamplerGuide::default()
+        };
+        let (c, _) = suggest_guided(&knobs, &history, &incumbent, true, 3, index, &guide)
+            .unwrap_or_else(|| panic!("nothing at {index}"));
+        assert_eq!(c.get("A"), incumbent.get("A"));
+        assert_eq!(c.get("C"), incumbent.get("C"));
+        let guide = SamplerGuide {
+            focus: &focus,
+            mode: Some(Mode::Exploit),
+            ..SamplerGuide::default()
+        };
+        let (c, _) = suggest_guided(&knobs, &history, &incumbent, true, 3, index, &guide)
+            .unwrap_or_else(|| panic!("nothing at {index}"));
+        let moved: Vec<&String> = c
+            .iter()
+            .filter(|(k, v)| incumbent.get(*k) != Some(v))
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(moved, vec!["B"], "an exploit step on the focused knob only");
+    }
+    // Explore draws land far from the incumbent more often than the default's local moves.
+    let spread = |mode: Option<Mode>| -> f64 {
+        (0..40)
+            .filter_map(|i| {
+                let guide = SamplerGuide {
+                    mode,
+                    ..SamplerGuide::default()
+                };
+                suggest_guided(&knobs, &history, &incumbent, true, 3, i, &guide)
+            })
+            .map(|(c, _)| distance(&knobs, &c, &incumbent))
+            .sum::<f64>()
+    };
+    assert!(spread(Some(Mode::Explore)) > 1.5 * spread(Some(Mode::Exploit)));
+}
+
+#[test]
+fn candidates_come_first_unless_tried_or_out_of_range_and_keep_frozen_knobs() {
+    let knobs = knobs_of("A = 3  # hone: int 1..9\nB = 3  # hone: int 1..9\n");
+    let incumbent = config_of(&knobs);
+    let cfg = |a: i64, b: i64| {
+        Config::from([
+            ("A".to_string(), KnobValue::Int(a)),
+            ("B".to_string(), KnobValue::Int(b)),
+        ])
+    };
+    let mut history = vec![
+        Observation {
+            config: cfg(5, 5),
+            objective: Some(1.0),
+        },
+        Observation {
+            config: cfg(5, 3),
+            objective: Some(1.5),
+        },
+    ];
+    let frozen = vec!["B".to_string()];
+    let candidates = vec![cfg(5, 5), cfg(42, 3), cfg(4, 4), cfg(6, 3)];
+    let guide = SamplerGuide {
+        candidates: &candidates,
+        frozen: &frozen,
+        ..SamplerGuide::default()
+    };
+    // (5, 5) with B frozen at 3 is (5, 3), tried; (4, 4) is (4, 3): untried, the one.
+    let got = suggest_guided(&knobs, &history, &incumbent, true, 0, 1, &guide);
+    assert_eq!(got, Some((cfg(4, 3), Some(2))));
+    // Once (4, 3) was measured, (4, 4) counts as tried too.
+    history.push(Observation {
+        config: cfg(4, 3),
+        objective: Some(2.0),
+    });
+    let got = suggest_guided(&knobs, &history, &incumbent, true, 0, 1, &guide);
+    assert_eq!(got, Some((cfg(6, 3), Some(3))));
+    let avoid = vec![cfg(6, 3)];
+    let guide = SamplerGuide {
+        candidates: &candidates,
+        avoid: &avoid,
+        ..SamplerGuide::default()
+    };
+    let got = suggest_guided(&knobs, &history, &incumbent, true, 0, 1, &guide);
+    assert_eq!(
+        got,
+        Some((cfg(4, 4), Some(2))),
+        "avoided ones count as tried"
+    );
+}
+
+#[test]
+fn no_guidance_is_exactly_the_plain_sampler() {
+    let knobs = knobs_of(QUAD);
+    let (history, _) = run(&knobs, 20, 5, quadratic);
+    let incumbent = config_of(&knobs);
+    for index in 0..30 {
+        let plain = suggest(
+            &knobs,
+            &history[..(index as usize % 20) + 1],
+            &incumbent,
+            true,
+            5,
+            index,
+        );
+        let guided = suggest_guided(
+            &knobs,
+            &history[..(index as usize % 20) + 1],
+            &incumbent,
+            true,
+            5,
+            index,
+            &SamplerGuide::default(),
+        );
+        assert_eq!(plain, guided.map(|(c, _)| c));
+    }
+}
+
+/// Seeded candidates (and the benchmarks built on them) depend on these exact streams.
+#[test]
+fn rng_streams_are_pinned() {
+    assert_eq!(
+        DESIGN_STREAM, 0x4c48_535f_4445_5349,
+        "the seeds checked use it"
+    );
+    let want = [
+        [
+            0xa7f7_2697_a273_1486,
+            0xf4e0_cc8a_f2e8_152d,
+            0x4bf6_c411_d938_0697,
+        ],
+        [
+            0xdffd_3cda_f7c0_17ff,
+            0x5111_6469_df83_42b8,
+            0xdd56_7210_554c_9a91,
+        ],
+        [
+            0xd731_03d6_db15_b7fe,
+            0x2270_926b_b3f6_9fa1,
+            0x7e7d_0ef8_83e1_c1a8,
+        ],
+    ];
+    let draw = |seed, stream| {
+        let mut r = Rng::new(seed, stream);
+        std::array::from_fn(|_| r.next_u64())
+    };
+    crate::util::assert_pinned_streams(draw, want);
+}
