@@ -2,7 +2,8 @@
 //!
 //! The library holds the whole engine and does no terminal I/O; the `hone` binary in
 //! `crates/hone-cli` is a thin layer over it. The words used here (run, experiment, candidate,
-//! keep, discard, mechanism) are those of README.md.
+//! keep, discard, mechanism) are those of README.md; ARCHITECTURE.md at the repository's top
+//! draws the modules below as layers and follows one experiment through the engine.
 //!
 //! - `spec`: hone.toml, validated with line-precise errors.
 //! - `workspace`: git (run branch, worktrees, archive refs, scope checks).
