@@ -296,8 +296,6 @@ fn api_store() -> (tempfile::TempDir, PathBuf) {
             "hone/evil",
             &parent,
             1,
-            // The agent is a known kind now (typed at the store's boundary); the tag, metric
-            // and every free text of the run stay hostile.
             AgentKind::Command,
             HOSTILE,
             Direction::Minimize,
@@ -305,6 +303,20 @@ fn api_store() -> (tempfile::TempDir, PathBuf) {
             "{}",
         )
         .unwrap();
+    // hone writes a known agent kind, but a store may hold any text there (another hone's
+    // preset, or a hand-edited row): the dashboard shows it escaped.
+    let set_agent = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); \
+             c.execute('UPDATE runs SET agent = ? WHERE tag = ?', (sys.argv[2], sys.argv[2])); c.commit()",
+        ])
+        .arg(dir.join(".hone/hone.db"))
+        .arg(HOSTILE)
+        .status()
+        .unwrap();
+    assert!(set_agent.success());
+    assert_eq!(store.run_by_tag(HOSTILE).unwrap().unwrap().agent, HOSTILE);
     let log = dir.join(".hone/runs/evil/1.log");
     std::fs::create_dir_all(log.parent().unwrap()).unwrap();
     std::fs::write(&log, format!("step 1\n{HOSTILE}\nloss: 1.5\n")).unwrap();

@@ -277,7 +277,7 @@ async fn runs_page(State(st): State<AppState>) -> Result<Html<String>, PageError
                 fmt_metric(s.baseline),
                 fmt_metric(s.best),
                 change(s.change_pct),
-                esc(run.agent.as_str()),
+                esc(&run.agent),
                 utc(run.created_at)
             );
         }
@@ -326,7 +326,7 @@ async fn run_page(
         state = state_badge(view.run.state, view.live),
         metric = esc(&view.run.metric),
         direction = esc(view.run.direction.as_str()),
-        agent = esc(view.run.agent.as_str()),
+        agent = esc(&view.run.agent),
         branch = esc(&view.run.branch),
         started = utc(view.run.created_at),
         counters = counters_html(&view),

@@ -173,7 +173,10 @@ pub struct RunRecord {
     pub base_commit: String,
     pub created_at: f64,
     pub seed: u64,
-    pub agent: AgentKind,
+    /// The `[agent] kind` it was started with, as written (typed when written; kept as text
+    /// when read, since a newer hone may know agent presets this one does not, without any
+    /// change of schema). [`RunRecord::agent_kind`] reads it.
+    pub agent: String,
     pub metric: String,
     pub direction: Direction,
     pub state: RunState,
@@ -395,6 +398,13 @@ impl serde::Serialize for Hook {
 impl serde::Serialize for Effect {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
+    }
+}
+
+impl RunRecord {
+    /// The agent kind it was started with, if this hone knows it.
+    pub fn agent_kind(&self) -> Option<AgentKind> {
+        AgentKind::parse(&self.agent)
     }
 }
 
@@ -1309,7 +1319,8 @@ impl Store {
 }
 
 /// A text column read as the type it names; text this hone does not know is a corrupt record
-/// (a store written by a newer hone says so through its schema version first).
+/// (a new direction or run state would come with a new schema version, which an older hone
+/// refuses before reading any row).
 fn typed<T>(r: &dyn Cells, col: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T, StoreError> {
     let t = r.req_text(col)?;
     parse(&t).ok_or_else(|| {
@@ -1327,7 +1338,7 @@ fn run_from_row(r: &dyn Cells) -> Result<RunRecord, StoreError> {
         base_commit: r.req_text("base_commit")?,
         created_at: r.req_real("created_at")?,
         seed: r.req_int("seed")? as u64,
-        agent: typed(r, "agent", AgentKind::parse)?,
+        agent: r.req_text("agent")?,
         metric: r.req_text("metric")?,
         direction: typed(r, "direction", Direction::parse)?,
         state: typed(r, "state", RunState::parse)?,
