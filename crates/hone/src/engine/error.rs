@@ -339,6 +339,48 @@ mod tests {
         }
     }
 
+    /// A stage's messages name the stage, then say the process error once.
+    #[test]
+    fn stage_messages_name_the_stage() {
+        let exec = || ExecError::MissingCwd("/wt".into());
+        let inner = exec().to_string();
+        let cases: Vec<(Stage, String)> = vec![
+            (
+                Stage::Start {
+                    what: "verifier".into(),
+                    error: exec(),
+                },
+                format!("cannot start the verifier: {inner}"),
+            ),
+            (
+                Stage::Wait {
+                    what: "reviewer".into(),
+                    error: exec(),
+                },
+                format!("reviewer failed: {inner}"),
+            ),
+            (
+                Stage::Submit {
+                    what: "verifier".into(),
+                    error: exec(),
+                },
+                format!("cannot submit the verifier job: {inner}"),
+            ),
+            (
+                Stage::Lost {
+                    what: "holdout command".into(),
+                    error: exec(),
+                },
+                format!("lost the holdout command job: {inner}"),
+            ),
+        ];
+        for (stage, text) in cases {
+            let error = EngineError::from(stage);
+            assert_eq!(error.to_string(), text);
+            assert!(std::error::Error::source(&error).is_none(), "{text}");
+        }
+    }
+
     #[test]
     fn configuration_errors_are_told_apart_from_runtime_ones() {
         assert!(EngineError::from(Tool::Sbatch).is_configuration());
