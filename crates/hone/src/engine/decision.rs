@@ -176,7 +176,7 @@ impl Judge<'_> {
             self.sigma(None)
         };
         match (failed, best_value, broken) {
-            (Some(f), _, _) => f,
+            (Some(f), _, _) => (f.status, f.reason),
             (None, None, None) => (Status::Baseline, baseline_reason(&rec.runs, sigma, None)),
             (None, None, Some(b)) => (
                 Status::Baseline,

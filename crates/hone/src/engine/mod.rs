@@ -24,7 +24,8 @@
 //! - `decision`: the verdict (judge, integrity, holdout gate);
 //! - `record`: archiving candidates and recording outcomes;
 //! - `parallel`: several candidates verified at a time;
-//! - `state`: where a run's state lives; `notices`: what `[[notify]]` endpoints hear.
+//! - `state`: where a run's state lives; `notices`: what `[[notify]]` endpoints hear;
+//! - `error`: why a run stops with an error, named.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,10 +34,10 @@ use std::time::{Duration, Instant};
 use crate::propose::{self, Proposer};
 use crate::report::{best_experiment, Summary};
 use crate::spec::{Direction, Spec};
-use crate::store::{ExperimentRecord, RunRecord, Status, Store, StoreError};
-use crate::workspace::GitError;
+use crate::store::{ExperimentRecord, RunRecord, Status, Store};
 
 mod decision;
+mod error;
 mod executor;
 mod gate;
 mod notices;
@@ -49,6 +50,7 @@ mod session;
 mod state;
 mod verifier;
 
+pub use error::{Config, EngineError, Fs, Internal, Mismatch, Shared, Stage, Tool};
 pub use session::{today_tag, validate_tag};
 pub use state::{
     archive_ref, branch_ref, configured_store, is_running, repo_key, store_location, StatePaths,
@@ -56,27 +58,6 @@ pub use state::{
 };
 
 use verifier::{Sink, Verified, Verifier};
-
-/// A failure that stops `hone run` (as opposed to a failed experiment, which is recorded).
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error(transparent)]
-    Git(#[from] GitError),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("another `hone run` is already running in this repository (lock {0}); wait for it or stop it first")]
-    Locked(PathBuf),
-    #[error("{0}")]
-    Io(String),
-    #[error("{0}")]
-    Setup(String),
-    /// The run stopped on a condition that needs the user: recorded, then reported as an error.
-    #[error("{reason}")]
-    Stopped {
-        reason: String,
-        summary: Box<Summary>,
-    },
-}
 
 /// Ctrl-C as the engine sees it: once = finish the current experiment and stop; twice = kill
 /// the running process group now and record the experiment `aborted`.

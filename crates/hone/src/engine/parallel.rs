@@ -39,7 +39,7 @@ use std::time::Instant;
 
 use super::state::{archive_ref, branch_ref, shared_run_dir, store_location, StatePaths};
 use super::verifier::{Sink, Verified, Verifier};
-use super::{Candidate, Engine, EngineError, Event, Interrupt, Prepared, Stop};
+use super::{Candidate, Engine, EngineError, Event, Internal, Interrupt, Mismatch, Prepared, Stop};
 use crate::exec;
 use crate::report::best_experiment;
 use crate::spec::Spec;
@@ -150,7 +150,9 @@ impl Engine<'_> {
         let head = v
             .git
             .ref_target(&branch_ref(&tag))?
-            .ok_or_else(|| EngineError::Setup(format!("branch hone/{tag} is missing")))?;
+            .ok_or_else(|| Mismatch::BranchMissing {
+                branch: format!("hone/{tag}"),
+            })?;
         let mut slots = Vec::new();
         for i in 0..workers {
             let worktree = slots_dir(&v.paths, &v.spec, v.git.root(), &tag).join(format!("w{i}"));
@@ -241,9 +243,7 @@ impl Engine<'_> {
                 break;
             }
             // Decide the next result to arrive; the others keep running meanwhile.
-            let done = rx
-                .recv()
-                .map_err(|_| EngineError::Setup("a verification thread vanished".into()))?;
+            let done = rx.recv().map_err(|_| Internal::ThreadVanished)?;
             let slot = done.slot;
             let Some(f) = flying.remove(&slot) else {
                 continue;
@@ -396,7 +396,7 @@ impl Engine<'_> {
                         )
                     } else {
                         let Some(best) = current else {
-                            return Err(EngineError::Setup("no best to merge onto".into()));
+                            return Err(Internal::NoBest.into());
                         };
                         return self.merge_onto_best(cand, best, wt, next_n, room);
                     }

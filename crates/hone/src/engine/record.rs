@@ -13,7 +13,7 @@ use crate::verify::noise::mean;
 
 use super::state::{archive_ref, branch_ref};
 use super::verifier::Measured;
-use super::{Candidate, Engine, EngineError, Event, Stop};
+use super::{Candidate, Engine, EngineError, Event, Fs, Stop};
 
 impl Engine<'_> {
     /// Records the start of the next experiment (made on `best`, or the baseline) and
@@ -45,8 +45,10 @@ impl Engine<'_> {
         self.emit(Event::ExperimentStarted { n });
         self.verifier.git.reset_worktree(wt, &parent)?;
         let run_dir = self.verifier.paths.run_dir(&self.run.tag);
-        std::fs::create_dir_all(run_dir.join("logs"))
-            .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", run_dir.display())))?;
+        std::fs::create_dir_all(run_dir.join("logs")).map_err(|error| Fs::Create {
+            path: run_dir.clone(),
+            error,
+        })?;
         Ok((rec, parent))
     }
 

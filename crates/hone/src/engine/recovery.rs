@@ -10,7 +10,7 @@ use crate::workspace::GitError;
 
 use super::executor::slurm;
 use super::state::{archive_ref, branch_ref};
-use super::{parallel, Engine, EngineError, Event};
+use super::{parallel, Engine, EngineError, Event, Mismatch};
 
 impl Engine<'_> {
     /// Repairs what a crash left behind (see the module docs).
@@ -101,10 +101,11 @@ impl Engine<'_> {
                 }
             }
             None => {
-                return Err(EngineError::Setup(format!(
-                "branch hone/{tag} was deleted; every experiment is still under refs/hone/{tag}/, \
-                     recreate the branch with `git branch hone/{tag} {expected}` to resume"
-            )))
+                return Err(Mismatch::BranchDeleted {
+                    tag: tag.to_string(),
+                    expected: expected.to_string(),
+                }
+                .into())
             }
         }
         Ok(())

@@ -11,7 +11,7 @@ use crate::spec::ReviewSpec;
 use crate::store::ExperimentRecord;
 
 use super::verifier::Role;
-use super::{Engine, EngineError, Stop};
+use super::{Engine, EngineError, Fs, Stage, Stop};
 
 /// What the review gate decided.
 pub(super) enum Gate {
@@ -87,8 +87,10 @@ impl Engine<'_> {
     ) -> Result<(String, PathBuf), EngineError> {
         let spec = &self.verifier.spec;
         let dir = self.verifier.paths.run_dir(&self.run.tag).join("prompts");
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir).map_err(|error| Fs::Create {
+            path: dir.clone(),
+            error,
+        })?;
         let prompt_path = dir.join(format!("{}.review.md", rec.n));
         let instructions = r
             .instructions
@@ -116,8 +118,10 @@ impl Engine<'_> {
             protected = spec.loop_.protected.join(", "),
             desc = crate::propose::prompt::sanitize(&rec.description, 500),
         );
-        std::fs::write(&prompt_path, &text)
-            .map_err(|e| EngineError::Io(format!("cannot write the review prompt: {e}")))?;
+        std::fs::write(&prompt_path, &text).map_err(|error| Fs::ReviewPrompt {
+            path: prompt_path.clone(),
+            error,
+        })?;
         Ok((text, prompt_path))
     }
 
@@ -155,8 +159,10 @@ impl Engine<'_> {
             limits: v.spec.sandbox.limits(),
             wrapper: v.wrapper(wt, true, Role::Agent),
         };
-        let running = exec::spawn(&req)
-            .map_err(|e| EngineError::Setup(format!("cannot start the reviewer: {e}")))?;
+        let running = exec::spawn(&req).map_err(|error| Stage::Start {
+            what: "reviewer".into(),
+            error,
+        })?;
         self.store
             .set_experiment_pid(self.run.id, n, running.pid(), running.start_time())?;
         let mut last = String::new();
@@ -169,7 +175,10 @@ impl Engine<'_> {
                 },
                 cancel,
             )
-            .map_err(|e| EngineError::Setup(format!("reviewer failed: {e}")))?;
+            .map_err(|error| Stage::Wait {
+                what: "reviewer".into(),
+                error,
+            })?;
         exec::kill_orphans();
         // The reviewer looked at the worktree: put the candidate back exactly as committed.
         self.verifier.git.reset_worktree(wt, commit)?;

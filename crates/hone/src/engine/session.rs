@@ -18,11 +18,13 @@ use super::state::{
     branch_ref, coordinate, lock_state, store_location, worktree_path, Seals, StatePaths, STATE_DIR,
 };
 use super::verifier::Verifier;
-use super::{Engine, EngineError, Event, Interrupt, RunOptions, Stop};
+use super::{
+    Config, Engine, EngineError, Event, Fs, Internal, Interrupt, Mismatch, RunOptions, Stop, Tool,
+};
 
 /// A valid run tag: it becomes part of a branch name and of paths.
 pub fn validate_tag(tag: &str) -> Result<(), EngineError> {
-    crate::tag::check(tag).map_err(EngineError::Setup)
+    crate::tag::check(tag).map_err(|e| Config::Tag(e).into())
 }
 
 /// Today's date as YYYYMMDD (UTC), the default tag.
@@ -66,8 +68,10 @@ pub(super) fn run_engine(
 ) -> Result<Summary, EngineError> {
     let git = Git::discover(repo_root)?;
     let paths = StatePaths::new(git.root());
-    std::fs::create_dir_all(&paths.dir)
-        .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", paths.dir.display())))?;
+    std::fs::create_dir_all(&paths.dir).map_err(|error| Fs::Create {
+        path: paths.dir.clone(),
+        error,
+    })?;
     git.ensure_excluded(&format!("{STATE_DIR}/"))?;
     let _lock = lock_state(&paths.lock())?;
     // Escaped descendants of the verifier (setsid) come back to hone, to be killed.
@@ -80,9 +84,11 @@ pub(super) fn run_engine(
     if let (Some(p), None) = (preset, &spec.agent.command) {
         let (program, install) = p.program();
         if !crate::propose::command::on_path(program) {
-            return Err(EngineError::Setup(format!(
-                "`{program}` is not on PATH: install it with {install}, or set [agent] command"
-            )));
+            return Err(Tool::Agent {
+                program: program.to_string(),
+                install: install.to_string(),
+            }
+            .into());
         }
     }
     let mut engine = Engine::open(
@@ -192,12 +198,10 @@ impl<'a> Engine<'a> {
         if sandbox.bwrap {
             match crate::sandbox::probe() {
                 Ok(()) => self.verifier.contained = true,
-                Err(e) if sandbox.required => {
-                    return Err(EngineError::Setup(format!(
-                        "[sandbox] kind = \"bwrap\": {e}. Fix that, or set [sandbox] required = false to run without containment"
-                    )))
-                }
-                Err(e) => said.warnings.push(format!("{e}; running WITHOUT containment ([sandbox] required = false)")),
+                Err(e) if sandbox.required => return Err(Config::Sandbox(e).into()),
+                Err(e) => said.warnings.push(format!(
+                    "{e}; running WITHOUT containment ([sandbox] required = false)"
+                )),
             }
         }
         Ok(())
@@ -281,7 +285,7 @@ impl<'a> Engine<'a> {
             .verifier
             .git
             .ref_target(&branch)?
-            .ok_or_else(|| EngineError::Setup(format!("branch {branch} is missing")))?;
+            .ok_or(Mismatch::BranchMissing { branch })?;
         self.verifier.git.prepare_worktree(&wt, &head)?;
         // The run's experiments, kept in memory from here on (the store stays the truth on
         // disk; `finish` writes each outcome there before updating this copy).
@@ -321,7 +325,7 @@ impl<'a> Engine<'a> {
         let run = self
             .store
             .run_by_tag(&self.run.tag)?
-            .ok_or_else(|| EngineError::Setup("the run vanished from the store".into()))?;
+            .ok_or(Internal::RunVanished)?;
         let summary = summarize(&run, &self.store.experiments(run.id)?);
         if stop.error {
             return Err(EngineError::Stopped {
@@ -458,24 +462,26 @@ fn check_resumable(
     // A shared store holds the runs of every clone of this project; the branch and
     // the archive refs of a run live in the clone that coordinated it.
     if store.is_shared() && git.ref_target(&branch_ref(&run.tag))?.is_none() {
-        return Err(EngineError::Setup(format!(
-            "run `{tag}` in the shared store was started from another clone: branch hone/{tag} is not in this repository; fetch it (git fetch <remote> 'refs/heads/hone/{tag}:refs/heads/hone/{tag}' 'refs/hone/{tag}/*:refs/hone/{tag}/*'), or start a new run here with `hone run --new`",
-            tag = run.tag
-        )));
+        return Err(Mismatch::OtherClone {
+            tag: run.tag.clone(),
+        }
+        .into());
     }
     if run.metric != spec.verify.metric {
-        return Err(EngineError::Setup(format!(
-            "run `{}` measures `{}` but hone.toml now says metric = \"{}\"; start a new run with `hone run --new`",
-            run.tag, run.metric, spec.verify.metric
-        )));
+        return Err(Mismatch::MetricChanged {
+            tag: run.tag.clone(),
+            recorded: run.metric.clone(),
+            configured: spec.verify.metric.clone(),
+        }
+        .into());
     }
     if run.direction != spec.verify.direction {
-        return Err(EngineError::Setup(format!(
-            "run `{}` was started with direction = \"{}\" but hone.toml now says \"{}\"; start a new run with `hone run --new`",
-            run.tag,
-            run.direction,
-            spec.verify.direction.as_str()
-        )));
+        return Err(Mismatch::DirectionChanged {
+            tag: run.tag.clone(),
+            recorded: run.direction,
+            configured: spec.verify.direction,
+        }
+        .into());
     }
     if let Ok(head) = git.head() {
         if head != run.base_commit {
@@ -509,14 +515,16 @@ fn start_run(
 ) -> Result<RunRecord, EngineError> {
     let branch = branch_ref(tag);
     if git.ref_target(&branch)?.is_some() {
-        return Err(EngineError::Setup(format!(
-            "branch hone/{tag} already exists but no run of that tag is recorded; choose another --tag or delete the branch"
-        )));
+        return Err(Mismatch::BranchExists {
+            tag: tag.to_string(),
+        }
+        .into());
     }
     if !git.refs_under(&format!("refs/hone/{tag}/"))?.is_empty() {
-        return Err(EngineError::Setup(format!(
-            "refs/hone/{tag}/ already holds experiments of an earlier run that hone has no record of; choose another --tag (or delete them with `git for-each-ref --format='delete %(refname)' refs/hone/{tag}/ | git update-ref --stdin`)"
-        )));
+        return Err(Mismatch::RefsExist {
+            tag: tag.to_string(),
+        }
+        .into());
     }
     let head = git.head()?;
     let files = git.files_at(&head)?;
@@ -570,10 +578,10 @@ fn check_start_files(
     said: &mut Said,
 ) -> Result<(), EngineError> {
     if !files.iter().any(|f| matches_any(&spec.loop_.editable, f)) {
-        return Err(EngineError::Setup(format!(
-            "editable = [{}] matches no file committed at HEAD; fix the globs in hone.toml, or commit the files first",
-            spec.loop_.editable.iter().map(|e| format!("\"{e}\"")).collect::<Vec<_>>().join(", ")
-        )));
+        return Err(Mismatch::EditableMatchesNothing {
+            globs: spec.loop_.editable.clone(),
+        }
+        .into());
     }
     for doc in
         std::iter::once(spec.program_path()).chain(spec.loop_.skills.iter().map(String::as_str))

@@ -10,7 +10,7 @@ use crate::spec::Spec;
 use crate::store::{Store, StoreLocation};
 use crate::workspace::Git;
 
-use super::EngineError;
+use super::{Config, EngineError, Fs, Shared};
 
 /// Where hone keeps its state inside a repository (excluded from git).
 pub const STATE_DIR: &str = ".hone";
@@ -108,8 +108,7 @@ pub fn configured_store(
     if spec_path.is_none() && !path.exists() {
         return Ok(StoreLocation::Sqlite(StatePaths::new(git.root()).db()));
     }
-    let spec = Spec::load(&path)
-        .map_err(|e| EngineError::Setup(format!("{e} (hone.toml says where the records are)")))?;
+    let spec = Spec::load(&path).map_err(|e| EngineError::from(Config::StoreSpec(e)))?;
     Ok(store_location(&git, &spec))
 }
 
@@ -137,7 +136,7 @@ pub(super) fn coordinate(
     let key = format!("{}#{tag}", store.repo());
     crate::queue::Coordination::start(url, &key, &owner, Some(&place))
         .map(Some)
-        .map_err(|e| EngineError::Setup(e.to_string()))
+        .map_err(|e| Shared::Coordination(e).into())
 }
 
 /// With `[exec] backend = "slurm"`, this run's directory under the shared directory (its
@@ -243,7 +242,10 @@ pub(super) fn lock_state(path: &Path) -> Result<StateLock, EngineError> {
         .truncate(false)
         .write(true)
         .open(path)
-        .map_err(|e| EngineError::Io(format!("cannot open {}: {e}", path.display())))?;
+        .map_err(|error| Fs::Open {
+            path: path.to_path_buf(),
+            error,
+        })?;
     // A reader such as `hone status` may hold the lock for an instant; retry briefly.
     for _ in 0..20 {
         // SAFETY: flock on a valid, open file descriptor owned by `file`.

@@ -16,7 +16,7 @@ use crate::workspace::{first_difference, hash_paths, Git};
 
 use super::executor::{Executor, Failure, Job, RunPlace};
 use super::state::{Seals, StatePaths, STATE_DIR};
-use super::{EngineError, Event};
+use super::{Config, EngineError, Event, Fs};
 
 /// Where the engine writes while it works: the run's store (experiments, pids, job ids,
 /// events) and whoever listens to its events.
@@ -173,7 +173,10 @@ impl Verifier {
             match self.measure(sink, rec, wt, k, !baseline, cancel)? {
                 Measured::Cancelled => return Ok(Verified::Cancelled),
                 Measured::Failed { status, reason } => {
-                    failed = Some((status, format!("repeat {k} of this code: {reason}")));
+                    failed = Some(Failure {
+                        status,
+                        reason: format!("repeat {k} of this code: {reason}"),
+                    });
                     break;
                 }
                 Measured::Value { value, .. } => rec.runs.push(value),
@@ -322,7 +325,7 @@ impl Verifier {
             &self.spec.verify.metric,
             self.spec.verify.metric_regex.clone(),
         )
-        .map_err(|e| EngineError::Setup(e.to_string()))?;
+        .map_err(Config::Metric)?;
         let (exit, failure) = self.execute(
             sink,
             (s.n, &req, "verifier"),
@@ -344,8 +347,10 @@ impl Verifier {
         cancel: &dyn Fn() -> bool,
     ) -> Result<Option<f64>, EngineError> {
         let dir = self.paths.run_dir(&self.tag).join("holdout");
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| EngineError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir).map_err(|error| Fs::Create {
+            path: dir.clone(),
+            error,
+        })?;
         let env = self.candidate_env(n);
         let req = ExecRequest {
             command: h.command.clone(),
@@ -359,8 +364,7 @@ impl Verifier {
             limits: self.spec.sandbox.limits(),
             wrapper: self.wrapper(wt, self.spec.sandbox.network, Role::Holdout),
         };
-        let mut reader =
-            MetricReader::new(&h.metric, None).map_err(|e| EngineError::Setup(e.to_string()))?;
+        let mut reader = MetricReader::new(&h.metric, None).map_err(Config::Metric)?;
         let (exit, failure) = self.execute(
             sink,
             (n, &req, "holdout command"),
@@ -416,8 +420,8 @@ impl Verifier {
             }
         }
         let failed = |status, reason| Some(Measured::Failed { status, reason });
-        if let Some((status, reason)) = failure {
-            return failed(status, reason);
+        if let Some(f) = failure {
+            return failed(f.status, f.reason);
         }
         match exit {
             Exit::Cancelled => Some(Measured::Cancelled),

@@ -3,7 +3,7 @@
 use crate::exec::{self, Exit};
 
 use super::super::verifier::Sink;
-use super::super::EngineError;
+use super::super::{EngineError, Stage};
 use super::{Executor, Failure, Job};
 
 /// Child processes of hone, each in its own process group.
@@ -33,13 +33,16 @@ pub(super) fn run_here(
     cancel: &dyn Fn() -> bool,
 ) -> Result<(Exit, Option<Failure>), EngineError> {
     let what = job.what;
-    let running = exec::spawn(job.req)
-        .map_err(|e| EngineError::Setup(format!("cannot start the {what}: {e}")))?;
+    let running = exec::spawn(job.req).map_err(|error| Stage::Start {
+        what: what.to_string(),
+        error,
+    })?;
     sink.store
         .set_experiment_pid(sink.run_id, job.n, running.pid(), running.start_time())?;
-    let outcome = running
-        .wait(on_line, cancel)
-        .map_err(|e| EngineError::Setup(format!("{what} failed: {e}")))?;
+    let outcome = running.wait(on_line, cancel).map_err(|error| Stage::Wait {
+        what: what.to_string(),
+        error,
+    })?;
     // Anything the stage started that escaped its process group dies with the stage.
     exec::kill_orphans();
     Ok((outcome.exit, None))

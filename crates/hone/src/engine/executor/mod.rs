@@ -23,7 +23,11 @@ mod workers;
 
 /// A verification that ended for a reason outside its command's exit (a job cancelled by
 /// someone else, a protected file modified on a remote worker): the status and the reason.
-pub(super) type Failure = (Status, String);
+#[derive(Debug)]
+pub(super) struct Failure {
+    pub status: Status,
+    pub reason: String,
+}
 
 /// One command to run for experiment `n`.
 pub(super) struct Job<'j> {

@@ -10,7 +10,7 @@ use crate::store::{Status, Store};
 
 use super::super::state::shared_run_dir;
 use super::super::verifier::Sink;
-use super::super::EngineError;
+use super::super::{EngineError, Shared, Stage, Tool};
 use super::{local, Executor, Failure, Job, RunPlace};
 
 /// One batch job per verification command.
@@ -36,16 +36,12 @@ impl Slurm {
 impl Executor for Slurm {
     fn preflight(&self) -> Result<(), EngineError> {
         if !crate::propose::command::on_path("sbatch") {
-            return Err(EngineError::Setup(
-                "[exec] backend = \"slurm\" but `sbatch` is not on PATH: install the SLURM client tools (Debian: apt-get install slurm-client) on this machine".into(),
-            ));
+            return Err(Tool::Sbatch.into());
         }
         if let Some(d) = &self.shared_dir {
-            std::fs::create_dir_all(d).map_err(|e| {
-                EngineError::Setup(format!(
-                    "[exec] shared_dir {}: {e}; it must be a writable directory the compute nodes also see",
-                    d.display()
-                ))
+            std::fs::create_dir_all(d).map_err(|error| Shared::SharedDir {
+                path: d.clone(),
+                error,
             })?;
         }
         Ok(())
@@ -76,8 +72,13 @@ impl Executor for Slurm {
         let mut req = job.req.clone();
         req.env.retain(|(k, _)| (job.travels)(&k.to_string_lossy()));
         let req = &req;
-        let submitted = exec::slurm::submit(req, &self.config, job_dir, &name)
-            .map_err(|e| EngineError::Setup(format!("cannot submit the {what} job: {e}")))?;
+        let submitted =
+            exec::slurm::submit(req, &self.config, job_dir, &name).map_err(|error| {
+                Stage::Submit {
+                    what: what.to_string(),
+                    error,
+                }
+            })?;
         let (store, run_id) = (sink.store, sink.run_id);
         let outcome = submitted
             .wait(
@@ -93,8 +94,17 @@ impl Executor for Slurm {
                 },
                 cancel,
             )
-            .map_err(|e| EngineError::Setup(format!("lost the {what} job: {e}")))?;
-        Ok((outcome.exit, outcome.failure.map(|f| (Status::Crash, f))))
+            .map_err(|error| Stage::Lost {
+                what: what.to_string(),
+                error,
+            })?;
+        Ok((
+            outcome.exit,
+            outcome.failure.map(|reason| Failure {
+                status: Status::Crash,
+                reason,
+            }),
+        ))
     }
 
     fn for_slot(&self) -> Box<dyn Executor> {

@@ -12,7 +12,7 @@ use crate::workspace::{matches_any, Git};
 
 use super::super::state::archive_ref;
 use super::super::verifier::Sink;
-use super::super::{EngineError, Event};
+use super::super::{EngineError, Event, Fs, Internal, Shared};
 use super::{Executor, Failure, Job, RunPlace};
 
 /// How waiting for a posted job ended.
@@ -49,7 +49,7 @@ impl Workers {
     }
 
     fn connected(&self) -> Result<Queue, EngineError> {
-        Queue::connect(&self.url).map_err(|e| EngineError::Setup(e.to_string()))
+        Queue::connect(&self.url).map_err(|e| Shared::Queue(e).into())
     }
 }
 
@@ -82,8 +82,9 @@ impl Executor for Workers {
         if let Some(parent) = req.log_path.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        std::fs::write(&req.log_path, &result.log).map_err(|e| {
-            EngineError::Io(format!("cannot write {}: {e}", req.log_path.display()))
+        std::fs::write(&req.log_path, &result.log).map_err(|error| Fs::Write {
+            path: req.log_path.clone(),
+            error,
         })?;
         for line in result.log.lines() {
             on_line(line);
@@ -118,7 +119,7 @@ impl Workers {
     fn push(&self, job: &Job<'_>) -> Result<String, EngineError> {
         let remote = &self.remote;
         let Some(git) = &self.git else {
-            return Err(EngineError::Setup("no queue".into()));
+            return Err(Internal::NoQueue.into());
         };
         let commit = match job.commit {
             Some(c) => c.to_string(),
@@ -135,10 +136,9 @@ impl Workers {
             remote,
             &format!("{commit}:{git_ref}"),
         ])
-        .map_err(|e| {
-            EngineError::Setup(format!(
-                "cannot push the candidate to [exec] remote `{remote}` for the workers: {e}"
-            ))
+        .map_err(|error| Shared::Push {
+            remote: remote.clone(),
+            error,
         })?;
         Ok(commit)
     }
@@ -179,9 +179,12 @@ impl Workers {
             kill_grace_ms: req.kill_grace.as_millis() as u64,
             max_log_bytes: req.max_log_bytes,
         };
-        let db = |e: QueueError| EngineError::Setup(format!("{what}: {e}"));
+        let db = |error: QueueError| Shared::QueueJob {
+            what: what.to_string(),
+            error,
+        };
         let Some(queue) = self.queue.as_mut() else {
-            return Err(EngineError::Setup("no queue".into()));
+            return Err(Internal::NoQueue.into());
         };
         let id = queue.submit(&self.key, n, &spec).map_err(db)?;
         let posted = Instant::now();
@@ -196,10 +199,10 @@ impl Workers {
                 JobStatus::Cancelled => {
                     return Ok(Waited::Ended(
                         Exit::Code(-1),
-                        Some((
-                            Status::Crash,
-                            format!("job {id} was cancelled in the store by someone else"),
-                        )),
+                        Some(Failure {
+                            status: Status::Crash,
+                            reason: format!("job {id} was cancelled in the store by someone else"),
+                        }),
                     ))
                 }
                 JobStatus::Queued
@@ -221,7 +224,13 @@ impl Workers {
     /// A finished job's outcome as an exit (and a failure outside it).
     fn outcome(&self, result: JobResult) -> (Exit, Option<Failure>) {
         if let Some(f) = result.failure {
-            return (Exit::Code(-1), Some((Status::Crash, f)));
+            return (
+                Exit::Code(-1),
+                Some(Failure {
+                    status: Status::Crash,
+                    reason: f,
+                }),
+            );
         }
         if let Some(p) = result
             .modified
@@ -230,10 +239,10 @@ impl Workers {
         {
             return (
                 Exit::Code(0),
-                Some((
-                    Status::Violation,
-                    format!("protected file `{p}` was modified while the verifier ran on worker {}; the measurement is void", result.worker),
-                )),
+                Some(Failure {
+                    status: Status::Violation,
+                    reason: format!("protected file `{p}` was modified while the verifier ran on worker {}; the measurement is void", result.worker),
+                }),
             );
         }
         let exit = match result.exit.as_str() {
@@ -243,10 +252,10 @@ impl Workers {
             other => {
                 return (
                     Exit::Code(-1),
-                    Some((
-                        Status::Crash,
-                        format!("worker {} reported `{other}`", result.worker),
-                    )),
+                    Some(Failure {
+                        status: Status::Crash,
+                        reason: format!("worker {} reported `{other}`", result.worker),
+                    }),
                 )
             }
         };
