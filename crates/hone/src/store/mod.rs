@@ -37,8 +37,6 @@ pub use records::{
     best_experiment, Effect, ExperimentRecord, Hook, MechanismCall, RunRecord, RunState, Status,
 };
 pub use runs::RunChangeMark;
-#[cfg(test)]
-use schema::MIGRATIONS;
 use sql::{int, text, Cells, Val};
 
 use std::cell::Cell;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use super::schema::MIGRATIONS;
 use super::*;
 use crate::spec::AgentKind;
 use crate::verify::Direction;
