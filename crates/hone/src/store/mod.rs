@@ -16,10 +16,10 @@
 //! writes an experiment's start before its verifier starts and its outcome before any ref
 //! moves, so a crash at any point leaves enough to recover from.
 //!
-//! The parts: [`records`] (what the store holds: runs, experiments, statuses, mechanism
-//! calls), [`schema`] (the SQLite migrations and their application), [`sql`] (the
+//! The parts: `records` (what the store holds: runs, experiments, statuses, mechanism
+//! calls), `schema` (the SQLite migrations and their application), `sql` (the
 //! backend-neutral query layer: parameters, rows, transactions, the row readers), the methods
-//! by what they read and write ([`runs`], [`experiments`], [`events`]), and [`pg`] (the
+//! by what they read and write (`runs`, `experiments`, `events`), and `pg` (the
 //! PostgreSQL connection and its own migrations).
 
 mod events;
