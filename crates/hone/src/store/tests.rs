@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use super::schema::MIGRATIONS;
 use super::*;
 use crate::spec::AgentKind;
 use crate::verify::Direction;
@@ -458,6 +459,45 @@ fn postgres_repositories_share_a_database_and_migrate_once() {
     assert_eq!(one.events(r1.id).unwrap().len(), 1);
 }
 
+/// A command that runs `program` as the postgres user when we are root (PostgreSQL refuses
+/// to run as root), as ourselves otherwise; stdin closed.
+fn as_pg(root: bool, program: &Path) -> Command {
+    let mut c = if root {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]).arg(program);
+        c
+    } else {
+        Command::new(program)
+    };
+    c.stdin(std::process::Stdio::null());
+    c
+}
+
+/// Creates a database cluster in `data` (under the temporary directory `tmp`), owned by the
+/// postgres user when we are root.
+fn initdb(bin: &Path, tmp: &Path, data: &Path, root: bool) {
+    if root {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let st = Command::new("chown")
+            .args(["postgres:postgres"])
+            .arg(data)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    let out = as_pg(root, &bin.join("initdb"))
+        .args(["--no-sync", "-A", "trust", "-U", "hone", "-D"])
+        .arg(data)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "initdb: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// A PostgreSQL server of its own in a temporary directory, on a free loopback port (Debian's
 /// postgresql package; .ci/run installs it). Stopped when dropped.
 pub(crate) struct PgServer {
@@ -489,43 +529,13 @@ impl PgServer {
         std::fs::create_dir(&data).unwrap();
         // PostgreSQL refuses to run as root: as root, run it as the postgres user.
         let root = unsafe { libc::geteuid() } == 0;
-        let as_pg = |program: &Path| {
-            let mut c = if root {
-                let mut c = Command::new("runuser");
-                c.args(["-u", "postgres", "--"]).arg(program);
-                c
-            } else {
-                Command::new(program)
-            };
-            c.stdin(std::process::Stdio::null());
-            c
-        };
-        if root {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-            let st = Command::new("chown")
-                .args(["postgres:postgres"])
-                .arg(&data)
-                .status()
-                .unwrap();
-            assert!(st.success());
-        }
-        let out = as_pg(&bin.join("initdb"))
-            .args(["--no-sync", "-A", "trust", "-U", "hone", "-D"])
-            .arg(&data)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "initdb: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        initdb(&bin, tmp.path(), &data, root);
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let child = as_pg(&bin.join("postgres"))
+        let child = as_pg(root, &bin.join("postgres"))
             .arg("-D")
             .arg(&data)
             .args([
@@ -549,10 +559,16 @@ impl PgServer {
             port,
             child,
         };
+        server.wait_until_ready();
+        Some(server)
+    }
+
+    /// Waits (a minute at most) until the server accepts connections.
+    fn wait_until_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let ready = Command::new(server.bin.join("pg_isready"))
-                .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
+            let ready = Command::new(self.bin.join("pg_isready"))
+                .args(["-q", "-h", "127.0.0.1", "-p", &self.port.to_string()])
                 .status()
                 .unwrap();
             if ready.success() {
@@ -561,7 +577,6 @@ impl PgServer {
             assert!(Instant::now() < deadline, "PostgreSQL did not start");
             std::thread::sleep(Duration::from_millis(100));
         }
-        Some(server)
     }
 
     fn url(&self, db: &str) -> String {

@@ -1,0 +1,60 @@
+//! The dashboard's HTML pages: the runs list, a run (counters, progress plot, experiment
+//! table with sorting, status filter and paging done in SQL) and one experiment
+//! (description, metrics, the decision's reasoning, the highlighted diff and the log tail).
+//! The run page's parts are also rendered alone ([`RunView`]) for its live updates.
+//!
+//! One file per page ([`runs`], [`run`], [`experiment`]), the run page's experiment table
+//! apart ([`table`]); this one holds the routes and the error page.
+
+mod experiment;
+mod run;
+mod runs;
+mod table;
+
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+use crate::db::AppError;
+use crate::html::{esc, page};
+use crate::AppState;
+
+pub(crate) use run::{counters_html, is_live, load_run_view, mark, RunView};
+pub(crate) use runs::state_badge;
+pub(crate) use table::{table_html, Table, TableParams};
+
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(runs::runs_page))
+        .route("/runs/{tag}", get(run::run_page))
+        .route(
+            "/runs/{tag}/experiments/{n}",
+            get(experiment::experiment_page),
+        )
+}
+
+/// An error as a page.
+pub(crate) struct PageError(AppError);
+
+impl From<AppError> for PageError {
+    fn from(e: AppError) -> Self {
+        PageError(e)
+    }
+}
+
+impl IntoResponse for PageError {
+    fn into_response(self) -> Response {
+        let title = match self.0 {
+            AppError::NoStore => "No runs yet",
+            AppError::NotFound(_) => "Not found",
+            AppError::BadRequest(_) => "Bad request",
+            AppError::Internal(_) => "Error",
+        };
+        let body = format!(
+            r#"<h1>{}</h1><p class="note">{}</p>"#,
+            esc(title),
+            esc(&self.0.message())
+        );
+        (self.0.status(), Html(page(title, &[], &body))).into_response()
+    }
+}

@@ -1,0 +1,202 @@
+//! The run page: its title, counters, progress plot and experiment table, read in one go
+//! ([`RunView`]); the counters and the table are also rendered alone for its live updates.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::response::Html;
+use hone::report::{self, fmt_metric, Summary};
+use hone::store::{ExperimentRecord, RunRecord, RunState, Status, Store};
+
+use super::runs::change;
+use super::{state_badge, table_html, PageError, Table, TableParams};
+use crate::db::{run_by_tag, AppError};
+use crate::html::{badge, cost, duration_ms, esc, page, short, url, utc};
+use crate::AppState;
+
+/// Kept experiments labelled on the plot at most (the biggest gains and the best).
+const PLOT_LABELS: usize = 15;
+
+/// Everything the run page shows, read in one go.
+pub(crate) struct RunView {
+    pub run: RunRecord,
+    pub summary: Summary,
+    /// A `hone run` holds the repository's lock and this run is the one it is running.
+    pub live: bool,
+    /// Changes whenever something on the page would (see [`mark`]).
+    pub mark: String,
+    pub plot: String,
+    pub rows: Vec<ExperimentRecord>,
+    pub matching: u64,
+    pub table: Table,
+}
+
+/// Is this run the one a `hone run` is working on right now?
+pub(crate) fn is_live(repo_root: &Path, run: &RunRecord) -> bool {
+    run.state == RunState::Running && hone::engine::is_running(repo_root)
+}
+
+/// The run's change mark as one string (what the event stream compares).
+pub(crate) fn mark(store: &Store, repo_root: &Path, run: &RunRecord) -> Result<String, AppError> {
+    let m = store.run_change_mark(run.id)?.unwrap_or_default();
+    Ok(format!(
+        "{}.{}.{}.{}.{}.{}",
+        m.experiments,
+        m.running,
+        m.last_write,
+        m.last_event,
+        m.state,
+        is_live(repo_root, run)
+    ))
+}
+
+pub(crate) fn load_run_view(
+    store: &Store,
+    repo_root: &Path,
+    tag: &str,
+    table: Table,
+) -> Result<RunView, AppError> {
+    let run = run_by_tag(store, tag)?;
+    let mark = mark(store, repo_root, &run)?;
+    let outlines = store.experiment_outlines(run.id)?;
+    let summary = report::summarize(&run, &outlines);
+    let minimize = run.direction == hone::spec::Direction::Minimize;
+    let plot = report::plot::progress_svg_labelled(
+        &outlines,
+        &run.metric,
+        minimize,
+        &format!("{} ({} experiments)", run.metric, outlines.len()),
+        PLOT_LABELS,
+    );
+    let (rows, matching) = store.experiments_page(run.id, &table.query())?;
+    Ok(RunView {
+        live: is_live(repo_root, &run),
+        run,
+        summary,
+        mark,
+        plot,
+        rows,
+        matching,
+        table,
+    })
+}
+
+pub(super) async fn run_page(
+    State(st): State<AppState>,
+    UrlPath(tag): UrlPath<String>,
+    Query(params): Query<TableParams>,
+) -> Result<Html<String>, PageError> {
+    let table = Table::parse(&params)?;
+    let root = st.repo_root.clone();
+    let t = tag.clone();
+    let view = st
+        .db
+        .read(move |store| load_run_view(store, &root, &t, table))
+        .await?;
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        r#"<div class="run" id="run" data-tag="{tag}" data-mark="{mark}" data-events="/api/runs/{utag}/events" data-view="/api/runs/{utag}/view">
+<div class="title"><h1>{tag}</h1><span id="state">{state}</span><span id="conn" class="conn"></span><span class="dim">{metric} · {direction} · {agent} · branch {branch} · started {started}</span></div>
+<section id="counters" class="counters">{counters}</section>
+<section id="plot" class="plot">{plot}</section>
+<section id="table">{table}</section>
+</div>"#,
+        tag = esc(&view.run.tag),
+        utag = url(&view.run.tag),
+        mark = esc(&view.mark),
+        state = state_badge(view.run.state, view.live),
+        metric = esc(&view.run.metric),
+        direction = esc(view.run.direction.as_str()),
+        agent = esc(&view.run.agent),
+        branch = esc(&view.run.branch),
+        started = utc(view.run.created_at),
+        counters = counters_html(&view),
+        plot = view.plot,
+        table = table_html(&view),
+    );
+    Ok(Html(page(
+        &format!("run {}", view.run.tag),
+        &[(format!("run {}", view.run.tag), None)],
+        &body,
+    )))
+}
+
+/// The counters: experiments, best, baseline → best, counts by status, cost, state.
+pub(crate) fn counters_html(v: &RunView) -> String {
+    let s = &v.summary;
+    let mut out = String::new();
+    let card = |out: &mut String, label: &str, value: &str, note: &str| {
+        let _ = write!(
+            out,
+            r#"<div class="card"><div class="label">{}</div><div class="value">{value}</div><div class="note">{note}</div></div>"#,
+            esc(label)
+        );
+    };
+    let running = s.counts.get("running").copied().unwrap_or(0);
+    card(
+        &mut out,
+        "experiments",
+        &s.experiments.to_string(),
+        &if running > 0 {
+            format!("{running} in flight")
+        } else {
+            String::new()
+        },
+    );
+    card(
+        &mut out,
+        &format!("best {}", s.metric),
+        &fmt_metric(s.best),
+        &s.best_experiment
+            .map(|n| {
+                format!(
+                    r#"<a href="/runs/{}/experiments/{n}">#{n}</a> {}"#,
+                    url(&v.run.tag),
+                    esc(&short(s.best_description.as_deref().unwrap_or(""), 60))
+                )
+            })
+            .unwrap_or_default(),
+    );
+    card(
+        &mut out,
+        "baseline → best",
+        &change(s.change_pct),
+        &format!("{} → {}", fmt_metric(s.baseline), fmt_metric(s.best)),
+    );
+    let mut counts = String::new();
+    for st in std::iter::once(&Status::Running).chain(Status::ALL) {
+        if let Some(c) = s.counts.get(st.as_str()) {
+            let _ = write!(
+                counts,
+                r#"<span class="count">{} {c}</span> "#,
+                badge(st.as_str())
+            );
+        }
+    }
+    card(&mut out, "by status", &counts, "");
+    card(
+        &mut out,
+        "cost",
+        &cost(s.cost_usd),
+        &format!(
+            "verify {} · loop {}",
+            duration_ms((s.verify_seconds * 1000.0) as u64),
+            duration_ms((s.active_seconds * 1000.0) as u64)
+        ),
+    );
+    let state_note = match (&s.stop_reason, v.live) {
+        (_, true) => "a hone run is writing to it".to_string(),
+        (Some(r), _) => esc(r),
+        (None, false) if v.run.state == RunState::Running => "`hone run` resumes it".into(),
+        _ => String::new(),
+    };
+    card(
+        &mut out,
+        "state",
+        &state_badge(v.run.state, v.live),
+        &state_note,
+    );
+    out
+}

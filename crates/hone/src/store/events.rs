@@ -1,0 +1,103 @@
+//! The append-only side of a run: its event log (triggers in the database refuse updates and
+//! deletes) and the calls of its mechanisms' hooks.
+
+use super::{int, now, text, Cells, Effect, Hook, MechanismCall, Store, StoreError, Val};
+
+impl Store {
+    /// Appends to the event log (never updated or deleted: triggers refuse it).
+    pub fn append_event(
+        &self,
+        run_id: i64,
+        experiment: Option<u64>,
+        kind: &str,
+        data: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let data = data.to_string();
+        self.exec(
+            "INSERT INTO events (run_id, experiment, at, kind, data) VALUES (?1, ?2, ?3, ?4, ?5)",
+            &[
+                Val::Int(Some(run_id)),
+                Val::Int(experiment.map(|n| n.min(i64::MAX as u64) as i64)),
+                Val::Real(Some(now())),
+                text(kind),
+                text(&data),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Records mechanism hook calls of a run (one transaction).
+    pub fn put_mechanism_calls(
+        &self,
+        run_id: i64,
+        calls: &[MechanismCall],
+    ) -> Result<(), StoreError> {
+        if calls.is_empty() {
+            return Ok(());
+        }
+        let at = now();
+        self.in_transaction(|s| {
+            for c in calls {
+                s.exec(
+                    "INSERT INTO mechanism_calls (run_id, experiment, mechanism, hook, effect, detail, at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    &[
+                        Val::Int(Some(run_id)),
+                        int(c.experiment),
+                        text(&c.mechanism),
+                        text(c.hook.as_str()),
+                        text(c.effect.as_str()),
+                        text(&c.detail),
+                        Val::Real(Some(at)),
+                    ],
+                )?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Mechanism hook calls of a run (of one experiment, when given), in order.
+    pub fn mechanism_calls(
+        &self,
+        run_id: i64,
+        experiment: Option<u64>,
+    ) -> Result<Vec<MechanismCall>, StoreError> {
+        let read = |r: &dyn Cells| {
+            Ok(MechanismCall {
+                experiment: r.req_u64("experiment")?,
+                mechanism: r.req_text("mechanism")?,
+                hook: Hook::parse(&r.req_text("hook")?),
+                effect: Effect::parse(&r.req_text("effect")?),
+                detail: r.req_text("detail")?,
+            })
+        };
+        const COLUMNS: &str = "SELECT experiment, mechanism, hook, effect, detail FROM mechanism_calls WHERE run_id = ?1";
+        match experiment {
+            None => self.query(
+                &format!("{COLUMNS} ORDER BY id"),
+                &[Val::Int(Some(run_id))],
+                read,
+            ),
+            Some(n) => self.query(
+                &format!("{COLUMNS} AND experiment = ?2 ORDER BY id"),
+                &[Val::Int(Some(run_id)), int(n)],
+                read,
+            ),
+        }
+    }
+
+    /// Events of a run as (experiment, kind, data), in order.
+    pub fn events(&self, run_id: i64) -> Result<Vec<(Option<u64>, String, String)>, StoreError> {
+        self.query(
+            "SELECT experiment, kind, data FROM events WHERE run_id = ?1 ORDER BY id",
+            &[Val::Int(Some(run_id))],
+            |r| {
+                Ok((
+                    r.int("experiment")?.map(|v| v.max(0) as u64),
+                    r.req_text("kind")?,
+                    r.req_text("data")?,
+                ))
+            },
+        )
+    }
+}

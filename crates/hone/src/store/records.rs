@@ -1,0 +1,369 @@
+//! What the store holds, as the rest of hone sees it: a run ([`RunRecord`]) and where it
+//! stands ([`RunState`]), an experiment ([`ExperimentRecord`]) and its [`Status`], and a
+//! mechanism's hook calls ([`MechanismCall`], [`Hook`], [`Effect`]). Each enum is stored as its
+//! text; reading text back is [`super::sql`]'s business.
+
+use crate::spec::AgentKind;
+use crate::verify::Direction;
+use std::collections::BTreeMap;
+
+/// The status of an experiment, plus `running` while it is in progress: `baseline` (experiment
+/// 0, the unmodified project), `keep` (beat the best by more than the threshold), `discard`
+/// (measured, not better), the failures `crash`, `timeout` and `violation`, `rejected` (refused
+/// before any compute), `invalid` (nothing to measure) and `aborted` (interrupted mid-way).
+/// README.md's "Experiment statuses" says what each one covers.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Running,
+    Baseline,
+    Keep,
+    Discard,
+    Crash,
+    Timeout,
+    Violation,
+    Rejected,
+    Invalid,
+    Aborted,
+}
+
+impl Status {
+    pub const ALL: &'static [Status] = &[
+        Status::Baseline,
+        Status::Keep,
+        Status::Discard,
+        Status::Crash,
+        Status::Timeout,
+        Status::Violation,
+        Status::Rejected,
+        Status::Invalid,
+        Status::Aborted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Baseline => "baseline",
+            Status::Keep => "keep",
+            Status::Discard => "discard",
+            Status::Crash => "crash",
+            Status::Timeout => "timeout",
+            Status::Violation => "violation",
+            Status::Rejected => "rejected",
+            Status::Invalid => "invalid",
+            Status::Aborted => "aborted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        Status::ALL
+            .iter()
+            .chain(std::iter::once(&Status::Running))
+            .copied()
+            .find(|st| st.as_str() == s)
+    }
+
+    /// Counts toward `max_consecutive_failures`.
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            Status::Crash
+                | Status::Timeout
+                | Status::Invalid
+                | Status::Violation
+                | Status::Rejected
+        )
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a run stands. Stored as its name (`running`, `interrupted`, `stopped`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunState {
+    /// A session is working on it, or one died without a clean stop (resumable).
+    Running,
+    /// A session stopped and it can be resumed as it is (Ctrl-C, a failed baseline).
+    Interrupted,
+    /// A stop condition held: it is finished.
+    Stopped,
+}
+
+impl RunState {
+    pub const ALL: [RunState; 3] = [RunState::Running, RunState::Interrupted, RunState::Stopped];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Interrupted => "interrupted",
+            RunState::Stopped => "stopped",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RunState> {
+        RunState::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for RunState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One run: one loop over one spec on branch `hone/<tag>`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RunRecord {
+    pub id: i64,
+    pub tag: String,
+    pub branch: String,
+    pub base_commit: String,
+    pub created_at: f64,
+    pub seed: u64,
+    /// The `[agent] kind` it was started with, as written (typed when written; kept as text
+    /// when read, since a newer hone may know agent presets this one does not, without any
+    /// change of schema). [`RunRecord::agent_kind`] reads it.
+    pub agent: String,
+    pub metric: String,
+    pub direction: Direction,
+    pub state: RunState,
+    pub stop_reason: Option<String>,
+    /// Loop time summed over every session of this run.
+    pub active_seconds: f64,
+    /// Hashes of protected and pinned files at the start, as JSON.
+    pub seals: String,
+    pub spec_json: String,
+}
+
+/// One experiment.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ExperimentRecord {
+    pub n: u64,
+    pub parent_commit: String,
+    pub candidate_commit: Option<String>,
+    pub status: Option<Status>,
+    pub objective: Option<f64>,
+    pub metrics: BTreeMap<String, f64>,
+    pub config: Option<serde_json::Value>,
+    pub description: String,
+    /// Why it got its status (crash reason, violating path, decision arithmetic...).
+    pub reason: String,
+    pub files_changed: u64,
+    pub lines_added: u64,
+    pub lines_deleted: u64,
+    pub propose_ms: u64,
+    pub gate_ms: u64,
+    pub verify_ms: u64,
+    pub total_ms: u64,
+    pub started_at: f64,
+    pub finished_at: Option<f64>,
+    pub log_path: Option<String>,
+    pub pid: Option<u32>,
+    pub pid_start: Option<u64>,
+    pub cost_usd: f64,
+    /// Every measurement of the objective for this code (first run, confirms, re-tests).
+    pub runs: Vec<f64>,
+    /// How the keep/discard decision was reached.
+    pub judgement: Option<crate::verify::noise::Judgement>,
+    /// The candidate's git tree (identical trees are identical candidates).
+    pub tree: Option<String>,
+    /// The sealed holdout's value (baseline and keeps only); never shown to agents.
+    pub holdout: Option<f64>,
+    /// Tokens the proposer spent (input and output).
+    pub tokens: u64,
+}
+
+/// One invocation of a mechanism's hook and what it did (see `crate::meta`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct MechanismCall {
+    /// The experiment it was called for.
+    pub experiment: u64,
+    pub mechanism: String,
+    /// Where in the experiment it was called.
+    pub hook: Hook,
+    /// What the call did.
+    pub effect: Effect,
+    pub detail: String,
+}
+
+/// The current best: the last kept experiment, else the baseline.
+pub fn best_experiment(exps: &[ExperimentRecord]) -> Option<&ExperimentRecord> {
+    exps.iter()
+        .rev()
+        .find(|e| matches!(e.status(), Status::Keep | Status::Baseline))
+}
+
+/// Where in an experiment a mechanism's hook was called. Stored as its text
+/// ([`Hook::as_str`]); a text this version does not know is kept as [`Hook::Other`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Hook {
+    #[default]
+    OnStart,
+    BeforePropose,
+    Candidates,
+    Filter,
+    /// A question to the run's LLM and its answer (the strategy's revision).
+    Ask,
+    OnResult,
+    OnSegmentEnd,
+    /// Level 2: a research round, a validation step, activation and probation.
+    Research,
+    /// A hook recorded by another version of hone.
+    Other(String),
+}
+
+impl Hook {
+    /// The hooks this version records, in the order an experiment calls them.
+    pub const ALL: &'static [Hook] = &[
+        Hook::OnStart,
+        Hook::BeforePropose,
+        Hook::Candidates,
+        Hook::Filter,
+        Hook::Ask,
+        Hook::OnResult,
+        Hook::OnSegmentEnd,
+        Hook::Research,
+    ];
+
+    /// The stored text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Hook::OnStart => "on_start",
+            Hook::BeforePropose => "before_propose",
+            Hook::Candidates => "candidates",
+            Hook::Filter => "filter",
+            Hook::Ask => "ask",
+            Hook::OnResult => "on_result",
+            Hook::OnSegmentEnd => "on_segment_end",
+            Hook::Research => "research",
+            Hook::Other(s) => s,
+        }
+    }
+
+    /// The hook a stored text names; never fails (an unknown text is kept as `Other`).
+    pub fn parse(s: &str) -> Hook {
+        Hook::ALL
+            .iter()
+            .find(|h| h.as_str() == s)
+            .cloned()
+            .unwrap_or_else(|| Hook::Other(s.to_string()))
+    }
+}
+
+/// What a hook invocation did. Stored as its text ([`Effect::as_str`]); a text this version
+/// does not know is kept as [`Effect::Other`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Effect {
+    /// Called; changed nothing.
+    #[default]
+    None,
+    /// Gave guidance for the proposal.
+    Guided,
+    /// Suggested knob configurations.
+    Suggested,
+    Rejected,
+    Modified,
+    /// A modification that could not apply (the proposal has no knob configuration).
+    Ignored,
+    /// Changed the mechanism's own state in a way that changes the search (a restart, a mode
+    /// switch, a new strategy).
+    Changed,
+    /// The portfolio turned a mechanism on or off.
+    Activated,
+    Deactivated,
+    /// A step of a script's validation ladder (or its probation) passed.
+    Passed,
+    /// A step of a script's validation ladder failed: the script is dropped.
+    Failed,
+    /// An effect recorded by another version of hone.
+    Other(String),
+}
+
+impl Effect {
+    /// The effects this version records.
+    pub const ALL: &'static [Effect] = &[
+        Effect::None,
+        Effect::Guided,
+        Effect::Suggested,
+        Effect::Rejected,
+        Effect::Modified,
+        Effect::Ignored,
+        Effect::Changed,
+        Effect::Activated,
+        Effect::Deactivated,
+        Effect::Passed,
+        Effect::Failed,
+    ];
+
+    /// The stored text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Effect::None => "none",
+            Effect::Guided => "guided",
+            Effect::Suggested => "suggested",
+            Effect::Rejected => "rejected",
+            Effect::Modified => "modified",
+            Effect::Ignored => "ignored",
+            Effect::Changed => "changed",
+            Effect::Activated => "activated",
+            Effect::Deactivated => "deactivated",
+            Effect::Passed => "passed",
+            Effect::Failed => "failed",
+            Effect::Other(s) => s,
+        }
+    }
+
+    /// The effect a stored text names; never fails (an unknown text is kept as `Other`).
+    pub fn parse(s: &str) -> Effect {
+        Effect::ALL
+            .iter()
+            .find(|e| e.as_str() == s)
+            .cloned()
+            .unwrap_or_else(|| Effect::Other(s.to_string()))
+    }
+}
+
+impl std::fmt::Display for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for Effect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Serialized as the stored text, so JSON output reads as it did when these were strings.
+impl serde::Serialize for Hook {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for Effect {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl RunRecord {
+    /// The agent kind it was started with, if this hone knows it.
+    pub fn agent_kind(&self) -> Option<AgentKind> {
+        AgentKind::parse(&self.agent)
+    }
+}
+
+impl ExperimentRecord {
+    pub fn status(&self) -> Status {
+        self.status.unwrap_or(Status::Running)
+    }
+}

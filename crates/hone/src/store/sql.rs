@@ -1,0 +1,225 @@
+//! The store's backend-neutral query layer: a parameter ([`Val`]) binds the same way in both
+//! databases, a row of either is read by column name ([`Cells`]), each statement runs on
+//! whichever connection the store holds, transactions nest by joining the outer one, and the
+//! row readers turn a row into a record (text a hone does not know is a corrupt record).
+
+use crate::verify::Direction;
+
+use super::{Db, ExperimentRecord, RunRecord, RunState, Status, Store, StoreError};
+
+/// A query parameter, bound the same way by both databases.
+#[derive(Debug)]
+pub(super) enum Val<'a> {
+    Int(Option<i64>),
+    Real(Option<f64>),
+    Text(Option<&'a str>),
+}
+
+pub(super) fn int(v: u64) -> Val<'static> {
+    Val::Int(Some(v.min(i64::MAX as u64) as i64))
+}
+
+pub(super) fn text(v: &str) -> Val<'_> {
+    Val::Text(Some(v))
+}
+
+impl rusqlite::ToSql for Val<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        match self {
+            Val::Int(v) => v.to_sql(),
+            Val::Real(v) => v.to_sql(),
+            Val::Text(v) => v.to_sql(),
+        }
+    }
+}
+
+/// A row of either database, read by column name.
+pub(super) trait Cells {
+    fn int(&self, col: &str) -> Result<Option<i64>, StoreError>;
+    fn real(&self, col: &str) -> Result<Option<f64>, StoreError>;
+    fn text(&self, col: &str) -> Result<Option<String>, StoreError>;
+
+    fn req_int(&self, col: &str) -> Result<i64, StoreError> {
+        self.int(col)?
+            .ok_or_else(|| StoreError::Corrupt(format!("{col} is NULL")))
+    }
+    fn req_u64(&self, col: &str) -> Result<u64, StoreError> {
+        Ok(self.req_int(col)?.max(0) as u64)
+    }
+    fn req_real(&self, col: &str) -> Result<f64, StoreError> {
+        self.real(col)?
+            .ok_or_else(|| StoreError::Corrupt(format!("{col} is NULL")))
+    }
+    fn req_text(&self, col: &str) -> Result<String, StoreError> {
+        self.text(col)?
+            .ok_or_else(|| StoreError::Corrupt(format!("{col} is NULL")))
+    }
+}
+
+impl Cells for rusqlite::Row<'_> {
+    fn int(&self, col: &str) -> Result<Option<i64>, StoreError> {
+        Ok(self.get(col)?)
+    }
+    fn real(&self, col: &str) -> Result<Option<f64>, StoreError> {
+        Ok(self.get(col)?)
+    }
+    fn text(&self, col: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.get(col)?)
+    }
+}
+
+impl Store {
+    /// Runs one statement; the number of rows it changed.
+    pub(super) fn exec(&self, sql: &str, params: &[Val<'_>]) -> Result<u64, StoreError> {
+        match &self.db {
+            Db::Sqlite(conn) => {
+                let mut st = conn.prepare_cached(sql)?;
+                Ok(st.execute(rusqlite::params_from_iter(params.iter()))? as u64)
+            }
+            Db::Postgres(pg) => pg.execute(sql, params),
+        }
+    }
+
+    /// Runs a query and converts each row with `f`.
+    pub(super) fn query<T>(
+        &self,
+        sql: &str,
+        params: &[Val<'_>],
+        mut f: impl FnMut(&dyn Cells) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        match &self.db {
+            Db::Sqlite(conn) => {
+                let mut st = conn.prepare_cached(sql)?;
+                let mut rows = st.query(rusqlite::params_from_iter(params.iter()))?;
+                let mut out = Vec::new();
+                while let Some(row) = rows.next()? {
+                    out.push(f(row)?);
+                }
+                Ok(out)
+            }
+            Db::Postgres(pg) => pg
+                .query(sql, params)?
+                .iter()
+                .map(|row| f(row as &dyn Cells))
+                .collect(),
+        }
+    }
+
+    /// The first row of a query, if any.
+    pub(super) fn query_opt<T>(
+        &self,
+        sql: &str,
+        params: &[Val<'_>],
+        f: impl FnMut(&dyn Cells) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        Ok(self.query(sql, params, f)?.into_iter().next())
+    }
+
+    /// Runs `f` in one transaction: committed when it returns `Ok`, rolled back otherwise.
+    /// Many writes in one go (an import, a benchmark's fixture) then cost one sync, not one
+    /// each. A call inside another joins the outer transaction.
+    pub fn in_transaction<T>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let depth = self.tx_depth.get();
+        if depth > 0 {
+            return f(self);
+        }
+        self.batch(match self.db {
+            Db::Sqlite(_) => "BEGIN IMMEDIATE",
+            Db::Postgres(_) => "BEGIN",
+        })?;
+        self.tx_depth.set(1);
+        let out = f(self);
+        self.tx_depth.set(0);
+        match out {
+            Ok(v) => {
+                self.batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                // The error that made us roll back is the one to report.
+                let _ = self.batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    pub(super) fn batch(&self, sql: &str) -> Result<(), StoreError> {
+        match &self.db {
+            Db::Sqlite(conn) => conn.execute_batch(sql)?,
+            Db::Postgres(pg) => pg.batch(sql)?,
+        }
+        Ok(())
+    }
+}
+
+/// A text column read as the type it names; text this hone does not know is a corrupt record
+/// (a new direction or run state would come with a new schema version, which an older hone
+/// refuses before reading any row).
+fn typed<T>(r: &dyn Cells, col: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T, StoreError> {
+    let t = r.req_text(col)?;
+    parse(&t).ok_or_else(|| {
+        StoreError::Corrupt(format!(
+            "runs.{col} is `{t}`, which this hone does not know"
+        ))
+    })
+}
+
+pub(super) fn run_from_row(r: &dyn Cells) -> Result<RunRecord, StoreError> {
+    Ok(RunRecord {
+        id: r.req_int("id")?,
+        tag: r.req_text("tag")?,
+        branch: r.req_text("branch")?,
+        base_commit: r.req_text("base_commit")?,
+        created_at: r.req_real("created_at")?,
+        seed: r.req_int("seed")? as u64,
+        agent: r.req_text("agent")?,
+        metric: r.req_text("metric")?,
+        direction: typed(r, "direction", Direction::parse)?,
+        state: typed(r, "state", RunState::parse)?,
+        stop_reason: r.text("stop_reason")?,
+        active_seconds: r.req_real("active_seconds")?,
+        seals: r.req_text("seals")?,
+        spec_json: r.req_text("spec_json")?,
+    })
+}
+
+pub(super) fn experiment_from_row(r: &dyn Cells) -> Result<ExperimentRecord, StoreError> {
+    let metrics = r.req_text("metrics")?;
+    let status = r.req_text("status")?;
+    Ok(ExperimentRecord {
+        n: r.req_u64("n")?,
+        parent_commit: r.req_text("parent_commit")?,
+        candidate_commit: r.text("candidate_commit")?,
+        status: Status::parse(&status),
+        objective: r.real("objective")?,
+        metrics: serde_json::from_str(&metrics).unwrap_or_default(),
+        config: r
+            .text("config")?
+            .and_then(|c| serde_json::from_str(&c).ok()),
+        description: r.req_text("description")?,
+        reason: r.req_text("reason")?,
+        files_changed: r.req_u64("files_changed")?,
+        lines_added: r.req_u64("lines_added")?,
+        lines_deleted: r.req_u64("lines_deleted")?,
+        propose_ms: r.req_u64("propose_ms")?,
+        gate_ms: r.req_u64("gate_ms")?,
+        verify_ms: r.req_u64("verify_ms")?,
+        total_ms: r.req_u64("total_ms")?,
+        started_at: r.req_real("started_at")?,
+        finished_at: r.real("finished_at")?,
+        log_path: r.text("log_path")?,
+        pid: r.int("pid")?.and_then(|v| u32::try_from(v).ok()),
+        pid_start: r.int("pid_start")?.map(|v| v as u64),
+        cost_usd: r.req_real("cost_usd")?,
+        runs: serde_json::from_str(&r.req_text("runs")?).unwrap_or_default(),
+        judgement: r
+            .text("judgement")?
+            .and_then(|j| serde_json::from_str(&j).ok()),
+        tree: r.text("tree")?,
+        holdout: r.real("holdout")?,
+        tokens: r.req_u64("tokens")?,
+    })
+}
