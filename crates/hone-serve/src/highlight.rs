@@ -81,11 +81,7 @@ fn code(out: &mut String, line: &str, lang: Lang) {
             || (c == '\'' && lang == Lang::Hash)
             || (c == '\'' && lang == Lang::Slash && is_char_literal(&chars[i..]));
         if quote && lang != Lang::Plain {
-            let mut j = i + 1;
-            while j < chars.len() && chars[j] != c {
-                j += if chars[j] == '\\' { 2 } else { 1 };
-            }
-            let end = (j + 1).min(chars.len());
+            let end = string_end(&chars, i);
             flush(out, &mut plain);
             span(out, "ts", &chars[i..end].iter().collect::<String>());
             i = end;
@@ -93,23 +89,7 @@ fn code(out: &mut String, line: &str, lang: Lang) {
         }
         let prev_ident = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
         if c.is_ascii_digit() && !prev_ident {
-            let mut j = i;
-            let mut dot = false;
-            while j < chars.len() {
-                let ch = chars[j];
-                let next_digit = chars.get(j + 1).is_some_and(|c| c.is_ascii_digit());
-                let part = ch.is_ascii_alphanumeric()
-                    || ch == '_'
-                    || (ch == '.' && !dot && next_digit)
-                    || ((ch == '-' || ch == '+')
-                        && matches!(chars[j - 1], 'e' | 'E')
-                        && next_digit);
-                if !part {
-                    break;
-                }
-                dot |= ch == '.';
-                j += 1;
-            }
+            let j = number_end(&chars, i);
             flush(out, &mut plain);
             span(out, "tn", &chars[i..j].iter().collect::<String>());
             i = j;
@@ -134,6 +114,38 @@ fn code(out: &mut String, line: &str, lang: Lang) {
         i += 1;
     }
     flush(out, &mut plain);
+}
+
+/// Where the string literal opened by the quote at `i` ends (after its closing quote, or at
+/// the end of the line).
+fn string_end(chars: &[char], i: usize) -> usize {
+    let quote = chars[i];
+    let mut j = i + 1;
+    while j < chars.len() && chars[j] != quote {
+        j += if chars[j] == '\\' { 2 } else { 1 };
+    }
+    (j + 1).min(chars.len())
+}
+
+/// Where the number starting at `i` ends (digits, `_`, one decimal point, an exponent and
+/// its sign, a type suffix).
+fn number_end(chars: &[char], i: usize) -> usize {
+    let mut j = i;
+    let mut dot = false;
+    while j < chars.len() {
+        let ch = chars[j];
+        let next_digit = chars.get(j + 1).is_some_and(|c| c.is_ascii_digit());
+        let part = ch.is_ascii_alphanumeric()
+            || ch == '_'
+            || (ch == '.' && !dot && next_digit)
+            || ((ch == '-' || ch == '+') && matches!(chars[j - 1], 'e' | 'E') && next_digit);
+        if !part {
+            break;
+        }
+        dot |= ch == '.';
+        j += 1;
+    }
+    j
 }
 
 /// `'x'` or `'\n'`, not a Rust lifetime like `'a`.
