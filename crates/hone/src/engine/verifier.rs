@@ -278,7 +278,10 @@ impl Verifier {
         match metrics.values.get(metric).copied() {
             None => Measured::Failed {
                 status: Status::Crash,
-                reason: format!("exited 0 but {printed} no `{metric}`"),
+                reason: format!(
+                    "exited 0 but {printed} no `{metric}`{}",
+                    missing_metric_hint(metrics.mention.as_deref(), metric)
+                ),
             },
             Some(v) if !v.is_finite() => Measured::Failed {
                 status: Status::Crash,
@@ -433,9 +436,20 @@ impl Verifier {
                 ),
             ),
             Exit::Signal(s) => failed(Status::Crash, format!("killed by signal {s}")),
+            Exit::Code(127) => failed(Status::Crash, self.not_found_reason(wt)),
             Exit::Code(c) if c != 0 => failed(Status::Crash, format!("exited with status {c}")),
             Exit::Code(_) => None,
         }
+    }
+
+    /// Exit status 127 is the shell's "command not found": say where the command ran, and why
+    /// what the user sees in their own checkout may not be there.
+    fn not_found_reason(&self, wt: &Path) -> String {
+        let shown = wt.strip_prefix(self.git.root()).unwrap_or(wt);
+        format!(
+            "exited with status 127 (command not found: see the log). The verifier runs in `{}`, a checkout of the committed files only: untracked files such as a virtual environment (`.venv`) are not there; name them by absolute path, or commit what the command needs",
+            shown.display()
+        )
     }
 
     /// Prepares the worktree for the sealed evaluator: every tracked file exactly as the
@@ -537,6 +551,29 @@ impl Verifier {
             expose.push(self.paths.run_dir(&self.tag).join("prompts"));
         }
         crate::sandbox::bwrap_wrapper(wt, &tmp, network, &hide, &expose)
+    }
+}
+
+/// What to tell a user whose verifier printed no objective: the line that mentions it, and a
+/// `metric_regex` that would read it.
+fn missing_metric_hint(mention: Option<&str>, metric: &str) -> String {
+    let Some(line) = mention else {
+        return format!(
+            " (print a line `{metric}: <number>`, or set [verify] metric_regex to read it from the output)"
+        );
+    };
+    match crate::verify::metrics::suggest_regex(line, metric) {
+        Some(regex) => {
+            let quoted = if regex.contains('\'') {
+                format!("'''{regex}'''")
+            } else {
+                format!("'{regex}'")
+            };
+            format!(
+                "; a line mentions it: `{line}`; to read it, set in hone.toml [verify] metric_regex = {quoted}"
+            )
+        }
+        None => format!("; a line mentions it but holds no number after it: `{line}`"),
     }
 }
 

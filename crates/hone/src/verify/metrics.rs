@@ -9,6 +9,13 @@
 //! - a JSON object; its number-valued members whose keys are names count, other members
 //!   (strings, booleans, nested objects) are ignored.
 //!
+//! When no whole line gives a name, the reader falls back, for that name only, on pairs
+//! found inside ordinary log lines (`epoch 3: loss=0.41, acc=0.9`, `INFO:root:loss: 0.42`):
+//! a `name: number` or `name=number` whose name starts a word and whose number ends at a
+//! space, `,`, `;`, `|` or a closing bracket. Precedence, per name: a whole-line value, then
+//! an inside-a-line value, and for the objective only, then a name that differs from it only
+//! in case (`Loss: 0.5` for `loss`); within each, the last value wins.
+//!
 //! Names are `[A-Za-z_][A-Za-z0-9_./-]*`. Numbers are what `f64::from_str` reads: integers,
 //! decimals, scientific notation, an optional sign, and `nan`/`inf`, which are accepted
 //! here and left to the caller to treat as a failure. Anything else on the line (prose,
@@ -129,6 +136,9 @@ impl<'de> serde::Deserialize<'de> for OrderedNumbers {
 #[derive(Default, Clone, Debug, PartialEq)]
 pub struct MetricSet {
     pub values: BTreeMap<String, f64>,
+    /// When the objective was not read: the last line that mentions its name (any case), to
+    /// show the user with a `metric_regex` that would read it.
+    pub mention: Option<String>,
 }
 
 impl MetricSet {
@@ -170,6 +180,12 @@ pub struct MetricReader {
     /// With a `metric_regex`, the objective comes only from its matches.
     objective_regex: Option<MetricRegex>,
     metrics: MetricSet,
+    /// Pairs found inside lines that are not metric lines as a whole (lower precedence).
+    inside: BTreeMap<String, f64>,
+    /// The objective written in another case (`Loss` for `loss`; lowest precedence).
+    other_case: Option<f64>,
+    /// The last line mentioning the objective's name, for the hint when it is not read.
+    mention: Option<String>,
 }
 
 /// A compiled `metric_regex`: the regex, the capture group holding the number, and the text
@@ -225,16 +241,36 @@ impl MetricReader {
             objective: objective.to_owned(),
             objective_regex,
             metrics: MetricSet::default(),
+            inside: BTreeMap::new(),
+            other_case: None,
+            mention: None,
         })
     }
 
     /// Takes one line of output.
     pub fn feed(&mut self, line: &str) {
-        for (name, value) in parse_line(line) {
-            if self.objective_regex.is_some() && name == self.objective {
+        let whole = parse_line(line);
+        let regex = self.objective_regex.is_some();
+        let pairs = if whole.is_empty() {
+            scan_pairs(line)
+        } else {
+            Vec::new()
+        };
+        for (name, value) in pairs {
+            if !(regex && name == self.objective) {
+                self.note_other_case(&name, value);
+                self.inside.insert(name, value);
+            }
+        }
+        for (name, value) in whole {
+            if regex && name == self.objective {
                 continue;
             }
+            self.note_other_case(&name, value);
             self.metrics.values.insert(name, value);
+        }
+        if mentions(line, &self.objective) {
+            self.mention = Some(line.trim().chars().take(300).collect());
         }
         if let Some(re) = &self.objective_regex {
             let last = re
@@ -248,10 +284,79 @@ impl MetricReader {
         }
     }
 
-    /// Everything read so far.
-    pub fn finish(self) -> MetricSet {
-        self.metrics
+    fn note_other_case(&mut self, name: &str, value: f64) {
+        if self.objective_regex.is_none()
+            && name != self.objective
+            && name.eq_ignore_ascii_case(&self.objective)
+        {
+            self.other_case = Some(value);
+        }
     }
+
+    /// Everything read so far (see the module docs for which value of a name counts).
+    pub fn finish(self) -> MetricSet {
+        let mut metrics = self.metrics;
+        for (name, value) in self.inside {
+            metrics.values.entry(name).or_insert(value);
+        }
+        if let Some(value) = self.other_case {
+            metrics
+                .values
+                .entry(self.objective.clone())
+                .or_insert(value);
+        }
+        if !metrics.values.contains_key(&self.objective) {
+            metrics.mention = self.mention;
+        }
+        metrics
+    }
+}
+
+/// Does `line` mention `name` (any case)?
+fn mentions(line: &str, name: &str) -> bool {
+    line.to_ascii_lowercase()
+        .contains(&name.to_ascii_lowercase())
+}
+
+/// `name: number` and `name=number` pairs anywhere in `line`: the name starts a word, the
+/// number ends the pair (a space, `,`, `;`, `|`, a closing bracket or the end of the line).
+fn scan_pairs(line: &str) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    let mut prev: Option<char> = None;
+    for (i, c) in line.char_indices() {
+        let starts_word = !prev.is_some_and(is_name_char);
+        prev = Some(c);
+        if !starts_word {
+            continue;
+        }
+        let Some((name, after)) = take_name(&line[i..]) else {
+            continue;
+        };
+        let after = after.trim_start();
+        let Some(after) = after.strip_prefix(':').or_else(|| after.strip_prefix('=')) else {
+            continue;
+        };
+        let after = after.trim_start();
+        let end = after
+            .find(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '|' | ')' | ']' | '}'))
+            .unwrap_or(after.len());
+        if let Ok(value) = after[..end].parse::<f64>() {
+            out.push((name.to_owned(), value));
+        }
+    }
+    out
+}
+
+/// A `metric_regex` that reads the number following `name` in `line` (a line that mentions
+/// the objective but gave no value for it), if the line has a number after the name.
+pub fn suggest_regex(line: &str, name: &str) -> Option<String> {
+    let lower = line.to_ascii_lowercase();
+    let start = lower.find(&name.to_ascii_lowercase())?;
+    let number = Regex::new(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?").ok()?;
+    let from = start + name.len();
+    let m = number.find_at(line, from)?;
+    let prefix = regex::escape(&line[start..m.start()]);
+    Some(format!(r"{prefix}([-+0-9.eE]+)"))
 }
 
 fn compile_objective_regex(pattern: &str) -> Result<MetricRegex, MetricError> {
@@ -562,6 +667,80 @@ mod tests {
         assert_eq!(set.get("loss"), Some(1.5));
         assert_eq!(set.get("step"), Some(1.0));
         assert_eq!(set.get("acc"), Some(0.5));
+    }
+
+    #[test]
+    fn pairs_inside_ordinary_log_lines_are_read_when_no_whole_line_gives_the_name() {
+        for (line, name, want) in [
+            ("epoch 3: loss=0.41, acc=0.9", "loss", 0.41),
+            ("epoch 3: loss=0.41, acc=0.9", "acc", 0.9),
+            ("INFO:root:loss: 0.42", "loss", 0.42),
+            ("[eval] step 10 | val_bpb: 1.05 | lr: 3e-4", "val_bpb", 1.05),
+            ("done (loss=0.3)", "loss", 0.3),
+        ] {
+            let mut reader = MetricReader::new(name, None).expect("valid");
+            reader.feed(line);
+            assert_eq!(reader.finish().get(name), Some(want), "{line:?}");
+        }
+        // Not pairs: a clock time, a unit, a name inside a word, a value that is not a number.
+        for line in [
+            "time: 12:30:05",
+            "loss: 0.99ms",
+            "myloss=0.5",
+            "Using device: cuda:0",
+            "Epoch 3: loss went from 2.0 to 1.5",
+        ] {
+            let mut reader = MetricReader::new("loss", None).expect("valid");
+            reader.feed(line);
+            assert_eq!(reader.finish().get("loss"), None, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn a_whole_line_value_outranks_one_inside_a_line_and_the_case_fallback() {
+        let mut reader = MetricReader::new("loss", None).expect("valid");
+        reader.feed("loss: 0.5");
+        reader.feed("epoch 9: loss=0.1 (train)");
+        reader.feed("Loss: 0.2");
+        assert_eq!(reader.finish().get("loss"), Some(0.5));
+
+        let mut reader = MetricReader::new("loss", None).expect("valid");
+        reader.feed("Loss: 0.5");
+        assert_eq!(
+            reader.finish().get("loss"),
+            Some(0.5),
+            "another case counts last"
+        );
+
+        let mut reader = MetricReader::new("loss", None).expect("valid");
+        reader.feed("Loss: 0.5");
+        reader.feed("step 2: loss=0.25");
+        assert_eq!(reader.finish().get("loss"), Some(0.25));
+    }
+
+    #[test]
+    fn a_missing_objective_keeps_the_line_that_mentions_it_and_a_regex_that_reads_it() {
+        let mut reader = MetricReader::new("loss", None).expect("valid");
+        reader.feed("starting");
+        reader.feed("final loss is 0.375 after 3 epochs");
+        reader.feed("bye");
+        let set = reader.finish();
+        assert_eq!(set.get("loss"), None);
+        let line = set.mention.expect("the mention is kept");
+        assert_eq!(line, "final loss is 0.375 after 3 epochs");
+        let regex = suggest_regex(&line, "loss").expect("a number follows the name");
+        let mut again = MetricReader::new("loss", Some(&regex)).expect("the suggestion compiles");
+        again.feed(&line);
+        assert_eq!(again.finish().get("loss"), Some(0.375), "{regex}");
+        assert_eq!(suggest_regex("no loss here", "loss"), None);
+
+        let mut found = MetricReader::new("loss", None).expect("valid");
+        found.feed("loss: 1");
+        assert_eq!(
+            found.finish().mention,
+            None,
+            "no hint once the value is read"
+        );
     }
 
     #[test]

@@ -1,0 +1,51 @@
+//! A first run on a real project: metrics read from ordinary log lines (with a ready-to-paste
+//! `metric_regex` when the objective is only mentioned), and a verifier command that is not
+//! found explained by where the verifier runs.
+
+use crate::support::*;
+
+#[test]
+fn ordinary_log_lines_give_the_metric_and_a_mention_gives_a_regex_to_paste() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        SCORE,
+        "write\tvalue.txt\tepoch 3: score=4.0, acc=0.9\\n\n---\nwrite\tvalue.txt\tINFO:root:Score: 3\\n\n---\nwrite\tvalue.txt\tthe final score is 2.5 points\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "logs"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "keep", "crash"]);
+    let log = r.log();
+    assert_eq!(log[1]["metrics"]["acc"], 0.9, "{:?}", log[1]);
+    let reason = log[3]["reason"].as_str().unwrap();
+    assert!(reason.contains("printed no `score`"), "{reason}");
+    assert!(
+        reason.contains("the final score is 2.5 points"),
+        "the hint quotes the line: {reason}"
+    );
+    // A regex to paste (the library's tests check that it reads the value).
+    assert!(
+        reason.contains("[verify] metric_regex = 'score is ([-+0-9.eE]+)'"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_command_not_found_says_where_the_verifier_runs() {
+    let verify =
+        "if grep -q venv value.txt; then .venv/bin/python train.py; else cat value.txt; fi";
+    let r = Repo::builder()
+        .script("write\tvalue.txt\tvenv\\n\n")
+        .spec_with(move |agent| Spec::standard(verify, agent).tail("[stop]\nmax_experiments = 2\n"))
+        .create();
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "crash"]);
+    let log = r.log();
+    let reason = log[1]["reason"].as_str().unwrap();
+    assert!(reason.contains("status 127"), "{reason}");
+    assert!(
+        reason.contains(".hone/worktrees/"),
+        "names the worktree: {reason}"
+    );
+    assert!(reason.contains("untracked files"), "{reason}");
+}
