@@ -48,6 +48,7 @@ pub fn run(a: DemoArgs) -> CliResult {
     let opts = RunOptions {
         tag: Some("demo".into()),
         max_experiments: a.max_experiments,
+        more: None,
         seed: a.seed,
         ..Default::default()
     };

@@ -18,9 +18,13 @@ pub struct RunArgs {
     /// The run's tag (branch hone/<tag>); an existing tag is resumed.
     #[arg(long)]
     tag: Option<String>,
-    /// Stop after this many experiments in all (the baseline counts).
+    /// Stop after this many experiments in all (the baseline counts); kept across resumes.
     #[arg(short = 'n', long = "max-experiments", value_parser = clap::value_parser!(u64).range(1..))]
     max_experiments: Option<u64>,
+    /// Run this many experiments more than the run already has (resuming, or continuing a
+    /// finished run with --tag).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "max_experiments")]
+    more: Option<u64>,
     /// Stop after this much loop time, e.g. 30m or 8h (summed over resumes).
     #[arg(long, value_parser = super::parse_positive_duration)]
     time: Option<Duration>,
@@ -49,6 +53,7 @@ pub fn run(here: &Here, a: RunArgs) -> CliResult {
     let opts = RunOptions {
         tag: a.tag,
         max_experiments: a.max_experiments,
+        more: a.more,
         max_time: a.time,
         seed: a.seed,
         new_run: a.new,
@@ -113,6 +118,10 @@ pub fn run_loop(root: &Path, spec: &Spec, opts: &RunOptions) -> CliResult {
         Err(engine::EngineError::Stopped { reason, summary }) => {
             output::summary(&summary);
             Err(CliError::runtime(reason))
+        }
+        // A command-line budget that asks for nothing more is a usage error.
+        Err(e @ engine::EngineError::Config(engine::Config::BudgetReached { .. })) => {
+            Err(CliError::usage(e))
         }
         Err(e) => Err(e).runtime(),
     }

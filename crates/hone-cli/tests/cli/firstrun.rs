@@ -49,3 +49,42 @@ fn a_command_not_found_says_where_the_verifier_runs() {
     );
     assert!(reason.contains("untracked files"), "{reason}");
 }
+
+#[test]
+fn a_budget_given_on_the_command_line_is_kept_across_resumes() {
+    // hone.toml says 6; the user asks for 3. The first candidate fails and the run stops on
+    // an error (one failure in a row allowed), to be resumed.
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 6\nmax_consecutive_failures = 1\n",
+        SCORE,
+        "say\tno idea\n---\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "b", "-n", "3"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "invalid"]);
+    // A plain resume goes on to the 3 asked for, not hone.toml's 6, and says so.
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "invalid", "keep"]);
+    assert!(
+        text(&out).contains("keeps its budget of 3 experiments"),
+        "{}",
+        text(&out)
+    );
+    let status = text(&r.hone(&["status", "--run", "b"]));
+    assert!(
+        status.contains("3/3"),
+        "status agrees with the run: {status}"
+    );
+    // -n is a total: asking for fewer than the run has is an error that names --more.
+    let out = r.hone(&["run", "--tag", "b", "-n", "2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--more N"), "{}", text(&out));
+    assert_eq!(r.statuses().len(), 3);
+    // --more N runs N more, and is kept too.
+    let out = r.hone(&["run", "--tag", "b", "--more", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "invalid", "keep", "keep"]);
+    let status = text(&r.hone(&["status", "--run", "b"]));
+    assert!(status.contains("4/4"), "{status}");
+}

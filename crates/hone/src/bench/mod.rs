@@ -430,6 +430,7 @@ pub fn run_one(
     let opts = RunOptions {
         tag: Some(format!("bench-s{seed}")),
         max_experiments: Some(budget),
+        more: None,
         max_time: None,
         seed: Some(seed),
         new_run: true,

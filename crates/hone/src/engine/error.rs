@@ -106,6 +106,9 @@ pub enum Config {
     /// A metric (or its `metric_regex`) the verifier's output cannot be read with.
     #[error("{0}")]
     Metric(MetricError),
+    /// `-n` asks for no more experiments than the run already has.
+    #[error("run `{tag}` already has {done} experiments and -n {n} is the total (the baseline counts); `hone run --tag {tag} --more N` runs N more")]
+    BudgetReached { tag: String, done: u64, n: u64 },
     /// `[sandbox] kind = "bwrap"` with `required = true`, and the sandbox cannot run here.
     #[error("[sandbox] kind = \"bwrap\": {0}. Fix that, or set [sandbox] required = false to run without containment")]
     Sandbox(String),

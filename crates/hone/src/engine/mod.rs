@@ -87,7 +87,10 @@ impl Interrupt {
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
     pub tag: Option<String>,
+    /// The run's experiments in all, the baseline included (`-n`); kept across resumes.
     pub max_experiments: Option<u64>,
+    /// This many experiments more than the run has now (`--more`); kept across resumes.
+    pub more: Option<u64>,
     pub max_time: Option<Duration>,
     pub seed: Option<u64>,
     /// Start a new run even if an unfinished one could be resumed.

@@ -123,21 +123,22 @@ impl<'a> Engine<'a> {
         on_event: &'a mut dyn FnMut(&Event),
     ) -> Result<Engine<'a>, EngineError> {
         let paths = StatePaths::new(git.root());
-        if let Some(n) = opts.max_experiments {
-            spec.stop.max_experiments = n.max(1);
-        }
-        if let Some(t) = opts.max_time {
-            spec.stop.max_time = Some(t);
-        }
         let mut said = Said::default();
         let existing = find_run(&store, opts, &mut said)?;
         let (run, resumed, coordination) = match existing {
             Some(run) => {
                 let coordination = coordinate(&store, &spec, &git, &run.tag)?;
                 check_resumable(&store, &spec, &git, &run, opts, &mut said)?;
+                resume_budget(&store, &mut spec, &run, opts, &mut said)?;
                 (run, true, coordination)
             }
             None => {
+                if let Some(n) = opts.max_experiments.or(opts.more) {
+                    spec.stop.max_experiments = n.max(1);
+                }
+                if let Some(t) = opts.max_time {
+                    spec.stop.max_time = Some(t);
+                }
                 let tag = match &opts.tag {
                     Some(t) => t.clone(),
                     None => unique_tag(&store, &git)?,
@@ -439,7 +440,7 @@ fn find_run(
     if existing.is_none() && opts.tag.is_none() && !opts.new_run {
         if let Some(last) = store.latest_run()? {
             said.notes.push(format!(
-                "run {} finished ({}); starting a new run from HEAD (`hone run --tag {} -n MORE` continues it instead)",
+                "run {} finished ({}); starting a new run from HEAD (`hone run --tag {} --more N` continues it with N more experiments instead)",
                 last.tag,
                 last.stop_reason.as_deref().unwrap_or("stopped"),
                 last.tag
@@ -447,6 +448,69 @@ fn find_run(
         }
     }
     Ok(existing)
+}
+
+/// The budget a resumed run goes on with: `--more` or `-n` when given (and recorded with the
+/// run, so that the next resume and `hone status` agree), else the one the run has recorded.
+/// hone.toml's `[stop] max_experiments` and `max_time` apply to new runs; a run whose
+/// hone.toml value differs says so, with the command that changes it.
+fn resume_budget(
+    store: &Store,
+    spec: &mut Spec,
+    run: &RunRecord,
+    opts: &RunOptions,
+    said: &mut Said,
+) -> Result<(), EngineError> {
+    let mut recorded: serde_json::Value =
+        serde_json::from_str(&run.spec_json).unwrap_or(serde_json::Value::Null);
+    let stop = recorded.get("stop").cloned().unwrap_or_default();
+    let kept_n = stop
+        .get("max_experiments")
+        .and_then(serde_json::Value::as_u64);
+    let kept_time = stop.get("max_time").and_then(serde_json::Value::as_f64);
+    let done = store.experiments(run.id)?.len() as u64;
+    let toml_n = spec.stop.max_experiments;
+    let n = match (opts.more, opts.max_experiments) {
+        (Some(more), _) => done.saturating_add(more),
+        (None, Some(n)) if n <= done => {
+            return Err(Config::BudgetReached {
+                tag: run.tag.clone(),
+                done,
+                n,
+            }
+            .into())
+        }
+        (None, Some(n)) => n,
+        (None, None) => kept_n.unwrap_or(toml_n),
+    };
+    spec.stop.max_experiments = n.max(1);
+    match opts.max_time {
+        Some(t) => spec.stop.max_time = Some(t),
+        None => {
+            if let Some(secs) = kept_time.filter(|s| s.is_finite() && *s >= 0.0) {
+                spec.stop.max_time = Some(std::time::Duration::from_secs_f64(secs.min(3.15e9)));
+            }
+        }
+    }
+    if opts.more.is_none() && opts.max_experiments.is_none() && toml_n != spec.stop.max_experiments
+    {
+        said.notes.push(format!(
+            "run {} keeps its budget of {} experiments (hone.toml says max_experiments = {toml_n}, which applies to new runs; `hone run --tag {} -n {toml_n}` changes this run's)",
+            run.tag, spec.stop.max_experiments, run.tag
+        ));
+    }
+    let changed = kept_n != Some(spec.stop.max_experiments)
+        || (opts.max_time.is_some() && kept_time != spec.stop.max_time.map(|t| t.as_secs_f64()));
+    if changed {
+        if let Some(stop) = recorded.get_mut("stop").and_then(|s| s.as_object_mut()) {
+            stop.insert("max_experiments".into(), spec.stop.max_experiments.into());
+            if let Some(t) = spec.stop.max_time {
+                stop.insert("max_time".into(), t.as_secs_f64().into());
+            }
+            store.set_run_spec(run.id, &recorded.to_string())?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether `run` can go on here with this spec (errors), and what changed since it started

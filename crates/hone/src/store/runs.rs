@@ -114,6 +114,15 @@ impl Store {
         Ok(())
     }
 
+    /// Replaces the spec recorded with a run (its budget changed on resume).
+    pub fn set_run_spec(&self, run_id: i64, spec_json: &str) -> Result<(), StoreError> {
+        self.exec(
+            "UPDATE runs SET spec_json = ?2 WHERE id = ?1",
+            &[Val::Int(Some(run_id)), text(spec_json)],
+        )?;
+        Ok(())
+    }
+
     /// A cheap mark of a run's progress (see [`RunChangeMark`]); `None` when there is no such
     /// run.
     pub fn run_change_mark(&self, run_id: i64) -> Result<Option<RunChangeMark>, StoreError> {
