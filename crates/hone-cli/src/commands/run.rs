@@ -116,6 +116,9 @@ pub fn run_loop(root: &Path, spec: &Spec, opts: &RunOptions) -> CliResult {
             Ok(())
         }
         Err(engine::EngineError::Stopped { reason, summary }) => {
+            // The reason is said once, as the error; the summary leaves it out.
+            let mut summary = *summary;
+            summary.stop_reason = None;
             output::summary(&summary);
             Err(CliError::runtime(reason))
         }

@@ -88,3 +88,65 @@ fn a_budget_given_on_the_command_line_is_kept_across_resumes() {
     let status = text(&r.hone(&["status", "--run", "b"]));
     assert!(status.contains("4/4"), "{status}");
 }
+
+#[test]
+fn a_failed_baseline_then_a_fixed_spec_measures_the_baseline_again() {
+    let r = Repo::builder()
+        .script(KEEPS_SCRIPT)
+        .spec_with(|agent| {
+            Spec::standard("python3 -c pass", agent).tail("[stop]\nmax_experiments = 3\n")
+        })
+        .create();
+    let out = r.hone(&["run", "--tag", "f"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(r.statuses(), ["crash"]);
+    // The explanation is said once (as the error), not in the summary too.
+    let said = text(&out);
+    assert_eq!(
+        said.matches("the baseline failed").count(),
+        1,
+        "said once: {said}"
+    );
+    // The user fixes the command as advised: the baseline is measured again, not skipped
+    // as a duplicate of the failed one.
+    edit_spec(&r.dir, |s| s.replace("python3 -c pass", "cat value.txt"));
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // (The scripted agent plays its step for experiment #2: `score: 7`, a discard.)
+    assert_eq!(r.statuses(), ["crash", "baseline", "discard"]);
+}
+
+#[test]
+fn a_wrong_metric_name_fixed_after_the_baseline_failed_resumes_the_run() {
+    let r = Repo::builder()
+        .script(KEEPS_SCRIPT)
+        .spec_with(|agent| {
+            Spec::standard(SCORE, agent)
+                .metric("scroe")
+                .tail("[stop]\nmax_experiments = 3\n")
+        })
+        .create();
+    let out = r.hone(&["run", "--tag", "m"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    edit_spec(&r.dir, |s| s.replace("\"scroe\"", "\"score\""));
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("now measures `score`"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(r.statuses(), ["crash", "baseline", "discard"]);
+    let status = text(&r.hone(&["status", "--run", "m"]));
+    assert!(status.contains("score (minimize)"), "{status}");
+}
+
+#[test]
+fn an_unknown_section_lists_every_section() {
+    let r = Repo::new("[exce]\nworkers = 2\n", SCORE, "");
+    let out = r.hone(&["run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    for s in ["[exec]", "[store]", "[notify]", "[schedule]"] {
+        assert!(text(&out).contains(s), "{s}: {}", text(&out));
+    }
+}

@@ -338,8 +338,13 @@ impl<'a> Engine<'a> {
             self.finish(rec, r.status, r.reason, t_start)?;
             return Ok(Prepared::Done(r.stop));
         }
-        // Dedup: the same files as an experiment already measured give the same answer.
-        if let Some(why) = gate::duplicate(&rec, exps, in_flight) {
+        // Dedup: the same files as an experiment already measured give the same answer. Not
+        // for a baseline: after a failed one, the user fixed the spec or the environment, and
+        // the unmodified project is measured again.
+        let dup = best
+            .as_ref()
+            .and_then(|_| gate::duplicate(&rec, exps, in_flight));
+        if let Some(why) = dup {
             self.finish(rec, Status::Invalid, why, t_start)?;
             return Ok(Prepared::Done(None));
         }

@@ -9,7 +9,7 @@ use crate::exec;
 use crate::propose;
 use crate::report::{best_experiment, summarize, Summary};
 use crate::spec::{format_duration, Direction, Spec, StopSpec};
-use crate::store::{now, ExperimentRecord, RunRecord, RunState, Store};
+use crate::store::{now, ExperimentRecord, RunRecord, RunState, Status, Store};
 use crate::workspace::{hash_paths, matches_any, Git};
 
 use super::executor::{self, Executor};
@@ -128,6 +128,7 @@ impl<'a> Engine<'a> {
         let (run, resumed, coordination) = match existing {
             Some(run) => {
                 let coordination = coordinate(&store, &spec, &git, &run.tag)?;
+                let run = adopt_objective(&store, &spec, run, &mut said)?;
                 check_resumable(&store, &spec, &git, &run, opts, &mut said)?;
                 resume_budget(&store, &mut spec, &run, opts, &mut said)?;
                 (run, true, coordination)
@@ -511,6 +512,37 @@ fn resume_budget(
         }
     }
     Ok(())
+}
+
+/// A run whose baseline never measured takes hone.toml's metric and direction as they are
+/// now (the user fixed a wrong metric name after the baseline failed); a run with a
+/// measured baseline keeps its own, and `check_resumable` refuses a change.
+fn adopt_objective(
+    store: &Store,
+    spec: &Spec,
+    mut run: RunRecord,
+    said: &mut Said,
+) -> Result<RunRecord, EngineError> {
+    let (metric, direction) = (&spec.verify.metric, spec.verify.direction);
+    if run.metric == *metric && run.direction == direction {
+        return Ok(run);
+    }
+    let measured = store
+        .experiments(run.id)?
+        .iter()
+        .any(|e| e.status() == Status::Baseline);
+    if measured {
+        return Ok(run);
+    }
+    store.set_run_objective(run.id, metric, direction)?;
+    said.notes.push(format!(
+        "run {} had no baseline yet: it now measures `{metric}` ({})",
+        run.tag,
+        direction.as_str()
+    ));
+    run.metric = metric.clone();
+    run.direction = direction;
+    Ok(run)
 }
 
 /// Whether `run` can go on here with this spec (errors), and what changed since it started

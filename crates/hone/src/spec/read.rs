@@ -116,7 +116,15 @@ impl<'a> Doc<'a> {
                 format!("`{name}` belongs in a section: move it under [{sec}]"),
             ));
         }
-        Err(self.err_at_line(line, name, format!("unknown section `[{name}]` (valid: [loop], [verify], [agent], [stop], [sandbox], [review], [outer]){hint}")))
+        let valid: Vec<String> = known.iter().map(|k| format!("[{k}]")).collect();
+        Err(self.err_at_line(
+            line,
+            name,
+            format!(
+                "unknown section `[{name}]` (valid: {}){hint}",
+                valid.join(", ")
+            ),
+        ))
     }
 
     /// The section `[name]` of the document (absent or not); any other item there is an error.

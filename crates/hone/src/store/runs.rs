@@ -114,6 +114,24 @@ impl Store {
         Ok(())
     }
 
+    /// Changes what a run measures (only before its baseline measured anything).
+    pub fn set_run_objective(
+        &self,
+        run_id: i64,
+        metric: &str,
+        direction: crate::verify::Direction,
+    ) -> Result<(), StoreError> {
+        self.exec(
+            "UPDATE runs SET metric = ?2, direction = ?3 WHERE id = ?1",
+            &[
+                Val::Int(Some(run_id)),
+                text(metric),
+                text(direction.as_str()),
+            ],
+        )?;
+        Ok(())
+    }
+
     /// Replaces the spec recorded with a run (its budget changed on resume).
     pub fn set_run_spec(&self, run_id: i64, spec_json: &str) -> Result<(), StoreError> {
         self.exec(
