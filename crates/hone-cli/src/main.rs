@@ -26,6 +26,7 @@ macro_rules! err {
 mod commands;
 mod error;
 mod output;
+mod progress;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,6 +1,6 @@
 //! Terminal output: the live line per experiment, summaries, tables, and the Ctrl-C handler.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use hone::engine::{Event, Interrupt};
 use hone::propose::knobs::{Domain, Knob};
@@ -35,11 +35,11 @@ pub fn install_interrupt_handler() -> &'static Interrupt {
     &INTERRUPT
 }
 
-/// Prints one line per finished experiment, and a transient status line on a terminal.
+/// Prints one line per finished experiment, and a live progress line on a terminal
+/// ([`crate::progress`]).
 pub struct Printer {
     metric: String,
-    tty: bool,
-    transient: bool,
+    progress: crate::progress::Progress,
 }
 
 fn status_word(s: Status) -> String {
@@ -50,27 +50,25 @@ impl Printer {
     pub fn new(metric: String) -> Printer {
         Printer {
             metric,
-            tty: std::io::stderr().is_terminal(),
-            transient: false,
+            progress: crate::progress::Progress::new(std::io::stderr().is_terminal()),
         }
     }
 
     pub fn clear_line(&mut self) {
-        if self.transient {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
-            let _ = std::io::stderr().flush();
-            self.transient = false;
-        }
+        self.progress.clear();
     }
 
-    fn transient(&mut self, text: &str) {
-        if self.tty {
-            let width = 100;
-            let t: String = text.chars().take(width).collect();
-            let _ = write!(std::io::stderr(), "\r\x1b[2K{t}");
-            let _ = std::io::stderr().flush();
-            self.transient = true;
-        }
+    /// The live line's phase: experiment `n` is `what`-ing.
+    fn phase(&mut self, n: u64, what: &'static str, detail: Option<String>, log: Option<String>) {
+        self.progress.update(|s| {
+            s.phase = Some(crate::progress::Phase {
+                n,
+                what,
+                detail,
+                since: std::time::Instant::now(),
+                log: log.map(std::path::PathBuf::from),
+            });
+        });
     }
 
     pub fn event(&mut self, ev: &Event) {
@@ -83,7 +81,14 @@ impl Printer {
                 finished_experiments,
                 metric,
                 direction,
+                budget,
             } => {
+                self.progress.update(|s| {
+                    s.budget = Some(budget.clone());
+                    s.done = *finished_experiments;
+                    s.done_here = 0;
+                    s.session_start = std::time::Instant::now();
+                });
                 let short = &base_commit[..base_commit.len().min(10)];
                 if *resumed {
                     out!("hone: resuming run {tag} on {branch} ({finished_experiments} experiments done), {metric} ({})", direction.as_str());
@@ -94,25 +99,26 @@ impl Printer {
                     );
                 }
             }
-            Event::Note { message } => {
-                self.clear_line();
-                out!("hone: {message}");
-            }
-            Event::Warning { message } => {
-                self.clear_line();
-                err!("warning: {message}");
-            }
-            Event::ExperimentStarted { n } => self.transient(&format!("  #{n:<4} proposing..")),
+            Event::Note { message } => self.progress.print(|| out!("hone: {message}")),
+            Event::Warning { message } => self.progress.print(|| err!("warning: {message}")),
+            Event::ExperimentStarted { n } => self.phase(*n, "proposing", None, None),
             Event::Proposed { n, description } => {
-                self.transient(&format!("  #{n:<4} proposed: {description}"))
+                self.phase(*n, "proposed", Some(description.clone()), None)
             }
-            Event::Verifying { n } => self.transient(&format!("  #{n:<4} verifying..")),
+            Event::Verifying { n, log } => self.phase(*n, "verifying", None, Some(log.clone())),
             Event::ExperimentFinished {
                 record,
                 best,
                 baseline,
             } => {
-                self.clear_line();
+                self.progress.update(|s| {
+                    s.done += 1;
+                    s.done_here += 1;
+                    s.last_done = Some(std::time::Instant::now());
+                    if s.phase.as_ref().is_some_and(|p| p.n == record.n) {
+                        s.phase = None;
+                    }
+                });
                 let change = match (best, baseline) {
                     (Some(b), Some(a)) if *a != 0.0 => {
                         format!(" ({:+.2}%)", (b - a) / a.abs() * 100.0)
@@ -139,12 +145,14 @@ impl Printer {
                     format_duration(std::time::Duration::from_millis(record.total_ms)),
                     detail.trim()
                 );
-                out!("{}", fit_terminal(&line));
+                self.progress.print(|| out!("{}", fit_terminal(&line)));
             }
-            Event::RunStopped { .. } => self.clear_line(),
-            Event::Outer { n, message } => {
+            Event::RunStopped { .. } => {
+                self.progress.update(|s| s.phase = None);
                 self.clear_line();
-                out!("  #{n:<4} outer: {message}");
+            }
+            Event::Outer { n, message } => {
+                self.progress.print(|| out!("  #{n:<4} outer: {message}"));
             }
         }
     }

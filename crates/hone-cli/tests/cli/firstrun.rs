@@ -150,3 +150,36 @@ fn an_unknown_section_lists_every_section() {
         assert!(text(&out).contains(s), "{s}: {}", text(&out));
     }
 }
+
+#[test]
+fn on_a_terminal_the_live_line_shows_the_timeout_and_the_budget() {
+    // `script` gives hone a pseudo-terminal (util-linux); without it there is nothing to see.
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: `script` (util-linux) is not installed");
+        return;
+    }
+    let r = Repo::new("[stop]\nmax_experiments = 2\n", SCORE, KEEPS_SCRIPT);
+    let cmd = format!("{HONE} run --tag tty");
+    let out = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .current_dir(&r.dir)
+        .output()
+        .unwrap();
+    let seen = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{seen}");
+    assert!(seen.contains("  #1    verifying "), "{seen:?}");
+    assert!(
+        seen.contains(" of 1m00s · "),
+        "elapsed against the timeout: {seen:?}"
+    );
+    assert!(seen.contains("1/2 done"), "{seen:?}");
+    // Piped, the same run prints only plain lines.
+    let r = Repo::new("[stop]\nmax_experiments = 2\n", SCORE, KEEPS_SCRIPT);
+    let plain = text(&r.hone(&["run"]));
+    assert!(!plain.contains("verifying"), "{plain}");
+    assert!(!plain.contains('\x1b'), "{plain:?}");
+}

@@ -97,6 +97,19 @@ pub struct RunOptions {
     pub new_run: bool,
 }
 
+/// A run's limits as it (re)starts, for progress and ETA displays.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Budget {
+    /// Experiments in all, the baseline included.
+    pub max_experiments: u64,
+    /// Active time the run may use, in seconds.
+    pub max_time_s: Option<f64>,
+    /// Active time used before this session, in seconds.
+    pub used_s: f64,
+    /// One verifier run's timeout, in seconds.
+    pub timeout_s: f64,
+}
+
 /// What the engine reports while it works. The terminal output, logs and anything else
 /// subscribe to these; none of them reaches into the engine.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -110,6 +123,8 @@ pub enum Event {
         finished_experiments: u64,
         metric: String,
         direction: Direction,
+        /// What the run may spend, and what it spent before this session.
+        budget: Budget,
     },
     Warning {
         message: String,
@@ -126,6 +141,8 @@ pub enum Event {
     },
     Verifying {
         n: u64,
+        /// The verifier's log, written as it runs (a live view can show its last line).
+        log: String,
     },
     ExperimentFinished {
         record: Box<ExperimentRecord>,
@@ -268,6 +285,12 @@ impl<'a> Engine<'a> {
         self.verifying().1.emit(event);
     }
 
+    /// Where experiment `n`'s (first) verifier log is written.
+    fn log_of(&self, n: u64) -> String {
+        let dir = self.verifier.paths.run_dir(&self.run.tag).join("logs");
+        dir.join(format!("{n}.log")).to_string_lossy().into_owned()
+    }
+
     fn active_seconds(&self) -> f64 {
         self.active_before + self.session_start.elapsed().as_secs_f64()
     }
@@ -361,7 +384,8 @@ impl<'a> Engine<'a> {
         let mut c = c;
         let n = c.rec.n;
         // Verify: a first run, then the baseline's repeats or a passing candidate's confirms.
-        self.emit(Event::Verifying { n });
+        let log = self.log_of(n);
+        self.emit(Event::Verifying { n, log });
         let t_verify = Instant::now();
         let best_value = c.best.as_ref().and_then(|b| b.objective);
         let baseline = c.best.is_none();

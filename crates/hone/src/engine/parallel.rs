@@ -307,7 +307,8 @@ impl Engine<'_> {
         spawn: &dyn Fn(Work),
         flying: &mut std::collections::BTreeMap<usize, InFlight>,
     ) {
-        self.emit(Event::Verifying { n: cand.rec.n });
+        let log = self.log_of(cand.rec.n);
+        self.emit(Event::Verifying { n: cand.rec.n, log });
         let work = Work {
             slot,
             verifier: self.verifier.for_slot(s.env.clone()),

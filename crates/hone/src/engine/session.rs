@@ -225,6 +225,12 @@ impl<'a> Engine<'a> {
             finished_experiments: finished,
             metric: spec.verify.metric.clone(),
             direction: spec.verify.direction,
+            budget: super::Budget {
+                max_experiments: spec.stop.max_experiments,
+                max_time_s: spec.stop.max_time.map(|t| t.as_secs_f64()),
+                used_s: self.active_before,
+                timeout_s: spec.verify.timeout.as_secs_f64(),
+            },
         };
         self.emit(started);
         let spec = &self.verifier.spec;

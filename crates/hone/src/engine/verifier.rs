@@ -30,9 +30,9 @@ impl Sink<'_> {
     /// Appends `event` to the run's event log, then tells the subscribers.
     pub(super) fn emit(&mut self, event: Event) {
         let n = match &event {
-            Event::ExperimentStarted { n } | Event::Proposed { n, .. } | Event::Verifying { n } => {
-                Some(*n)
-            }
+            Event::ExperimentStarted { n }
+            | Event::Proposed { n, .. }
+            | Event::Verifying { n, .. } => Some(*n),
             Event::ExperimentFinished { record, .. } => Some(record.n),
             Event::Outer { n, .. } => Some(*n),
             _ => None,

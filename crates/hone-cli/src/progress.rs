@@ -1,0 +1,329 @@
+//! The live progress line on a terminal: what the current experiment is doing and for how long
+//! (against the verifier's timeout), the verifier's last output line, experiments done of the
+//! budget, active time used and left, and an estimate of the time to the end. A ticker thread
+//! redraws it every second; permanent lines are printed with the line cleared and the lock
+//! held, so the two never interleave. Nothing of this is drawn when stderr is not a terminal.
+
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hone::engine::Budget;
+use hone::spec::format_duration;
+
+/// What the run is doing now.
+#[derive(Clone, Debug)]
+pub struct Phase {
+    pub n: u64,
+    /// "proposing", "verifying".
+    pub what: &'static str,
+    /// The proposal's description, once known.
+    pub detail: Option<String>,
+    pub since: Instant,
+    /// The verifier's log, while verifying.
+    pub log: Option<PathBuf>,
+}
+
+/// Everything the line is drawn from.
+#[derive(Debug)]
+pub struct State {
+    pub phase: Option<Phase>,
+    pub budget: Option<Budget>,
+    /// Experiments finished in the run (before this session too).
+    pub done: u64,
+    /// Experiments finished in this session, and when it started (for the estimate).
+    pub done_here: u64,
+    pub session_start: Instant,
+    /// When the last experiment of this session finished.
+    pub last_done: Option<Instant>,
+    /// A transient line is on the screen.
+    drawn: bool,
+}
+
+/// The live line and its ticker.
+pub struct Progress {
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+    ticker: Option<JoinHandle<()>>,
+    enabled: bool,
+}
+
+impl Progress {
+    /// A live line on stderr when `enabled` (a terminal); else a silent state holder.
+    pub fn new(enabled: bool) -> Progress {
+        let state = Arc::new(Mutex::new(State {
+            phase: None,
+            budget: None,
+            done: 0,
+            done_here: 0,
+            session_start: Instant::now(),
+            last_done: None,
+            drawn: false,
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let ticker = enabled.then(|| {
+            let (state, stop) = (Arc::clone(&state), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::park_timeout(Duration::from_secs(1));
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    draw(&mut lock(&state));
+                }
+            })
+        });
+        Progress {
+            state,
+            stop,
+            ticker,
+            enabled,
+        }
+    }
+
+    /// Changes the state (and redraws at once).
+    pub fn update(&self, change: impl FnOnce(&mut State)) {
+        let mut s = lock(&self.state);
+        change(&mut s);
+        if self.enabled {
+            draw(&mut s);
+        }
+    }
+
+    /// Prints a permanent line (or several) with the live line out of the way.
+    pub fn print(&self, print: impl FnOnce()) {
+        let mut s = lock(&self.state);
+        clear(&mut s);
+        print();
+    }
+
+    /// Removes the live line.
+    pub fn clear(&self) {
+        clear(&mut lock(&self.state));
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.ticker.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+        self.clear();
+    }
+}
+
+/// The state, even if a thread panicked while holding it (it is only display state).
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn clear(s: &mut State) {
+    if s.drawn {
+        let mut err = std::io::stderr();
+        let _ = write!(err, "\r\x1b[2K");
+        let _ = err.flush();
+        s.drawn = false;
+    }
+}
+
+fn draw(s: &mut State) {
+    let Some(phase) = &s.phase else {
+        clear(s);
+        return;
+    };
+    let last = phase.log.as_ref().and_then(|p| last_line(p));
+    let line = render(s, Instant::now(), last.as_deref());
+    let width = terminal_width().unwrap_or(100).max(20);
+    let line: String = line.chars().take(width - 1).collect();
+    let mut err = std::io::stderr();
+    let _ = write!(err, "\r\x1b[2K{line}");
+    let _ = err.flush();
+    s.drawn = true;
+}
+
+/// The live line at `now`: `#12 verifying 1m05s of 5m · step 400 loss 2.31 · 11/100 done ·
+/// 12m used, 48m left · ETA 37m`.
+pub fn render(s: &State, now: Instant, last_output: Option<&str>) -> String {
+    let mut parts = Vec::new();
+    if let Some(p) = &s.phase {
+        let elapsed = short(now.saturating_duration_since(p.since));
+        let mut head = format!("  #{:<4} {} {elapsed}", p.n, p.what);
+        if let (Some(b), "verifying") = (&s.budget, p.what) {
+            head.push_str(&format!(" of {}", short(secs(b.timeout_s))));
+        }
+        parts.push(head);
+        match (last_output, &p.detail) {
+            (Some(l), _) if p.what == "verifying" => parts.push(printable(l, 60)),
+            (_, Some(d)) => parts.push(printable(d, 60)),
+            _ => {}
+        }
+    }
+    if let Some(b) = &s.budget {
+        parts.push(format!("{}/{} done", s.done, b.max_experiments));
+        let here = now.saturating_duration_since(s.session_start);
+        let used = b.used_s + here.as_secs_f64();
+        let left_time = b.max_time_s.map(|m| (m - used).max(0.0));
+        match left_time {
+            Some(left) => parts.push(format!(
+                "{} used, {} left",
+                short(secs(used)),
+                short(secs(left))
+            )),
+            None => parts.push(format!("{} used", short(secs(used)))),
+        }
+        if let (true, Some(last)) = (s.done_here > 0, s.last_done) {
+            // The mean experiment of this session, times those left, less what the current
+            // one has run already.
+            let per = last
+                .saturating_duration_since(s.session_start)
+                .as_secs_f64()
+                / s.done_here as f64;
+            let current = now.saturating_duration_since(last).as_secs_f64();
+            let remaining =
+                (b.max_experiments.saturating_sub(s.done) as f64 * per - current).max(0.0);
+            let eta = left_time.map_or(remaining, |l| remaining.min(l));
+            parts.push(format!("ETA {}", short(secs(eta))));
+        }
+    }
+    parts.join(" · ")
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(if s.is_finite() {
+        s.clamp(0.0, 3.15e9)
+    } else {
+        0.0
+    })
+}
+
+/// A duration to the second (`1m05s`, `2h10m`).
+fn short(d: Duration) -> String {
+    format_duration(Duration::from_secs(d.as_secs()))
+}
+
+/// `text` with control characters (terminal escapes included) shown as `?`, cut to `max`
+/// characters.
+fn printable(text: &str, max: usize) -> String {
+    let clean: String = text
+        .trim()
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if clean.chars().count() <= max {
+        clean
+    } else {
+        let mut cut: String = clean.chars().take(max - 1).collect();
+        cut.push('…');
+        cut
+    }
+}
+
+/// The last non-empty line of the file at `path` (its last 4 KiB).
+fn last_line(path: &std::path::Path) -> Option<String> {
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(4096))).ok()?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+}
+
+/// The terminal's width in columns, if stderr is one.
+fn terminal_width() -> Option<usize> {
+    // SAFETY: TIOCGWINSZ fills a winsize struct we own; failure leaves it zeroed.
+    let cols = unsafe {
+        let mut ws: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(2, libc::TIOCGWINSZ, &mut ws) == 0 {
+            ws.ws_col as usize
+        } else {
+            0
+        }
+    };
+    (cols > 0).then_some(cols)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(now: Instant) -> State {
+        State {
+            phase: Some(Phase {
+                n: 12,
+                what: "verifying",
+                detail: Some("raise lr".into()),
+                since: now - Duration::from_secs(65),
+                log: None,
+            }),
+            budget: Some(Budget {
+                max_experiments: 100,
+                max_time_s: Some(3600.0),
+                used_s: 600.0,
+                timeout_s: 300.0,
+            }),
+            done: 11,
+            done_here: 4,
+            session_start: now - Duration::from_secs(120),
+            last_done: Some(now),
+            drawn: false,
+        }
+    }
+
+    #[test]
+    fn the_line_shows_elapsed_against_timeout_output_budget_time_and_eta() {
+        let now = Instant::now();
+        let s = state(now);
+        let line = render(&s, now, Some("step 400 loss 2.31"));
+        assert_eq!(
+            line,
+            "  #12   verifying 1m05s of 5m00s · step 400 loss 2.31 · 11/100 done · 12m00s used, 48m00s left · ETA 44m30s"
+        );
+        // 30 s per experiment this session, 89 to go: 44.5 min, under the 48 min left; the
+        // time left caps the estimate.
+        let mut s = state(now);
+        s.done_here = 1;
+        let line = render(&s, now, None);
+        assert!(line.ends_with("48m00s left · ETA 48m00s"), "{line}");
+        let mut s = state(now);
+        s.budget = Some(Budget {
+            max_time_s: None,
+            ..s.budget.clone().expect("set above")
+        });
+        let line = render(&s, now, None);
+        assert!(line.ends_with("12m00s used · ETA 44m30s"), "{line}");
+        assert!(line.contains("· raise lr ·"), "{line}");
+    }
+
+    #[test]
+    fn output_with_terminal_escapes_is_shown_inert_and_cut() {
+        let now = Instant::now();
+        let s = state(now);
+        let line = render(&s, now, Some("\x1b]0;owned\x07 loss 1"));
+        assert!(!line.contains('\x1b'), "{line:?}");
+        assert!(line.contains("?]0;owned? loss 1"), "{line:?}");
+        let long = "x".repeat(500);
+        let line = render(&s, now, Some(&long));
+        assert!(line.contains(&format!("{}…", "x".repeat(59))), "{line}");
+    }
+
+    #[test]
+    fn the_last_line_of_a_log_is_read_from_its_end() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("0.log");
+        let mut body = "noise\n".repeat(2000);
+        body.push_str("step 9 loss 0.5\n\n");
+        std::fs::write(&p, body).expect("write");
+        assert_eq!(last_line(&p).as_deref(), Some("step 9 loss 0.5"));
+        assert_eq!(last_line(&dir.path().join("missing.log")), None);
+    }
+}
