@@ -7,6 +7,7 @@ set -euo pipefail
 if [ "${1:-}" = "--stop" ]; then
   pkill -x slurmd 2>/dev/null || true
   pkill -x slurmctld 2>/dev/null || true
+  pkill -x munged 2>/dev/null || true
   exit 0
 fi
 

@@ -23,7 +23,16 @@ if [ "$(id -u)" = 0 ]; then
   if [ ${#need[@]} -gt 0 ]; then
     apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}"
   fi
-  # A one-node SLURM cluster (slurmctld, slurmd, munged on this machine).
+  # A one-node SLURM cluster (slurmctld, slurmd, munged on this machine). The daemons this
+  # script starts are stopped when it ends (HONE_KEEP_SERVICES=1 keeps them for the next run;
+  # `scripts/slurm-local.sh --stop` stops them later).
+  started=()
+  for d in slurmctld slurmd munged; do
+    pgrep -x "$d" >/dev/null 2>&1 || started+=("$d")
+  done
+  if [ "${HONE_KEEP_SERVICES:-0}" != 1 ] && [ ${#started[@]} -gt 0 ]; then
+    trap 'for d in "${started[@]}"; do pkill -x "$d" 2>/dev/null || true; done' EXIT
+  fi
   scripts/slurm-local.sh
   export HONE_REQUIRE_SLURM=1
   # The PostgreSQL tests start their own server in a temporary directory.
