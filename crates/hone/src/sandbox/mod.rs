@@ -165,7 +165,9 @@ mod tests {
     use super::*;
 
     fn strings(args: &[OsString]) -> Vec<String> {
-        args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
     }
 
     /// Is `flag` followed by `values` somewhere in `args`?
@@ -216,7 +218,10 @@ mod tests {
                 .windows(2)
                 .position(|w| w == [String::from("--tmpfs"), s(&state)])
                 .expect("state hidden");
-            assert!(has(&args, &["--ro-bind", "/dev/null", &s(&data)]), "{args:?}");
+            assert!(
+                has(&args, &["--ro-bind", "/dev/null", &s(&data)]),
+                "{args:?}"
+            );
             assert!(!args.iter().any(|a| a.ends_with("missing")), "{args:?}");
             let mount = if writable { "--bind" } else { "--ro-bind" };
             let wt_at = args
