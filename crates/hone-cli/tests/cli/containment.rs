@@ -361,3 +361,87 @@ fn the_holdout_hands_nothing_to_the_next_agent_as_root() {
 fn the_holdout_hands_nothing_to_the_next_agent_as_an_unprivileged_user() {
     holdout_hands_nothing_to_the_next_agent(As::Nobody);
 }
+
+/// Started from a terminal, hone's sandboxes have no controlling terminal: an agent or verifier
+/// that could open `/dev/tty` could push keystrokes (`TIOCSTI`) into the user's shell, to run
+/// once hone exits, outside every sandbox. `script` gives hone a terminal, as a user's shell
+/// would.
+#[test]
+fn a_sandbox_cannot_reach_the_terminal_hone_was_started_from() {
+    if !bwrap_usable(As::Root) {
+        return;
+    }
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: `script` (util-linux) is not installed");
+        return;
+    }
+    let tty = "python3 -c \"open('/dev/tty', 'w')\" 2>/dev/null";
+    let verify = format!("if {tty}; then echo score: 0; else cat value.txt; fi");
+    let r = contained_repo(&verify, "echo score: 1", "");
+    std::fs::write(
+        &r.script,
+        format!(
+            "run\tif {tty}; then echo score: 0 > value.txt; else echo score: 9 > value.txt; fi\n"
+        ),
+    )
+    .unwrap();
+    let out = Command::new("script")
+        .args(["-qec", &format!("{HONE} run --tag tty"), "/dev/null"])
+        .current_dir(&r.dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[0]["objective"], 5.0, "{log:?}\n{}", text(&out));
+    assert_eq!(
+        log[1]["objective"], 9.0,
+        "the sandbox opened the terminal: {:?}",
+        log[1]
+    );
+    assert_ne!(log[1]["status"], "keep");
+}
+
+/// Is a process running `sleep <marker>` still alive anywhere on this machine?
+fn sleeper_alive(marker: &str) -> bool {
+    let wanted = format!("sleep\0{marker}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .any(|p| std::fs::read(p.path().join("cmdline")).is_ok_and(|c| c == wanted.as_bytes()))
+}
+
+/// In its own session the sandbox no longer shares hone's process group, yet a verifier that
+/// ignores SIGTERM and leaves a background child still times out, and nothing it started
+/// survives: killing `bwrap` kills its PID namespace.
+#[test]
+fn a_sandboxed_verifier_that_runs_past_its_timeout_leaves_nothing_behind() {
+    if !bwrap_usable(As::Root) {
+        return;
+    }
+    let marker = format!("{}", 7000 + std::process::id() % 2000);
+    let verify = format!(
+        "if grep -q hang value.txt; then trap '' TERM; (sleep {marker} &); sleep {marker}; fi; cat value.txt"
+    );
+    let r = contained_repo(
+        &verify,
+        "echo score: 1",
+        "write\tvalue.txt\tscore: 4\\nhang\\n\n",
+    );
+    edit_spec(&r.dir, |t| {
+        t.replace("timeout = \"60s\"", "timeout = \"2s\"")
+    });
+    git(&r.dir, &["commit", "-qam", "short timeout"]);
+    let out = r.hone(&["run", "--tag", "slow"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[1]["status"], "timeout", "{:?}\n{}", log[1], text(&out));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sleeper_alive(&marker) {
+        assert!(
+            Instant::now() < deadline,
+            "`sleep {marker}` outlived its sandbox"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

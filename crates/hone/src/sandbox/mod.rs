@@ -1,8 +1,8 @@
 //! Containment with bubblewrap: agent, reviewer, verifier and holdout processes see the whole
 //! filesystem read-only except their worktree and a private temporary directory inside it,
 //! cannot read hone's own state or hidden holdout data, hold no capabilities (even when hone
-//! runs as root), live in their own user, PID, IPC, UTS and cgroup namespaces, and optionally
-//! have no network. The wrapper is a program prefix for the process runner
+//! runs as root), live in their own user, PID, IPC, UTS and cgroup namespaces and terminal
+//! session, and optionally have no network. The wrapper is a program prefix for the process runner
 //! (`bwrap ... -- /bin/sh -c <command>`).
 //!
 //! `script`: the Rhai sandbox that generated mechanisms run in (no file, network or time
@@ -27,6 +27,10 @@ use std::process::{Command, Stdio};
 /// - `--unshare-ipc`: SysV message queues, semaphores, shared memory and POSIX message queues
 ///   are the sandbox's own and vanish with it.
 /// - `--unshare-uts`, `--unshare-cgroup-try`: the host name and the cgroup view are its own.
+/// - `--new-session`: no controlling terminal, so the sandbox cannot open `/dev/tty` and push
+///   keystrokes (`TIOCSTI`) into the shell of the user who started hone from a terminal. (A
+///   process group signal from hone reaches `bwrap`, which dies; the kernel then kills
+///   everything inside, since `--die-with-parent` and the PID namespace tie it to `bwrap`.)
 /// - `--die-with-parent`: if hone dies, so does the sandbox.
 const ISOLATION: &[&str] = &[
     "--unshare-user",
@@ -34,6 +38,7 @@ const ISOLATION: &[&str] = &[
     "--unshare-ipc",
     "--unshare-uts",
     "--unshare-cgroup-try",
+    "--new-session",
     "--die-with-parent",
     "--cap-drop",
     "ALL",
@@ -205,6 +210,7 @@ mod tests {
                 "--unshare-pid",
                 "--unshare-ipc",
                 "--unshare-uts",
+                "--new-session",
                 "--die-with-parent",
             ] {
                 assert!(args.iter().any(|a| a == flag), "{flag} missing: {args:?}");
