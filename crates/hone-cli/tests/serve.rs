@@ -230,7 +230,6 @@ fn get(url: &str) -> Answer {
     get_with(url, &[])
 }
 
-
 /// The experiment numbers of the table's rows, in order.
 fn row_numbers(html: &str) -> Vec<u64> {
     html.split(r#"<tr id="exp-"#)

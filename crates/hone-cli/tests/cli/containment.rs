@@ -142,7 +142,8 @@ fn helper(r: &Repo, name: &str, text: &str) -> PathBuf {
 }
 
 /// Every escalation a root agent or verifier used to have: each success means `score: 0`
-/// (written to `value.txt` by the agent, printed by the verifier: `sh attack.sh verifier`).
+/// (written to `value.txt` by the agent, printed by the verifier: `sh attack.sh verifier`); a
+/// reviewer command (`sh attack.sh reviewer`) rejects when anything got through.
 fn attack_script(root: &Path) -> String {
     let r = root.display();
     format!(
@@ -158,6 +159,10 @@ grep -q {SECRET} $R/holdout.csv 2>/dev/null && win="$win read-hide"
 echo "print('score: 0')" 2>/dev/null > $R/prepare.py && win="$win write-prepare"
 printf '[core]\n\tfsmonitor = true\n' 2>/dev/null >> $R/.git/config && win="$win write-git-config"
 grep -q CapEff:.0000000000000000 /proc/self/status || win="$win capabilities"
+if [ "$1" = reviewer ]; then
+  if [ -n "$win" ]; then echo "REJECT: escaped:$win"; else echo APPROVE; fi
+  exit 0
+fi
 if [ -n "$win" ]; then result="score: 0\nwon:$win"; else result="score: 9\nattacked"; fi
 if [ "$1" = verifier ]; then printf '%b\n' "$result"; else printf '%b\n' "$result" > value.txt; fi
 "#
@@ -444,4 +449,43 @@ fn a_sandboxed_verifier_that_runs_past_its_timeout_leaves_nothing_behind() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The reviewer command runs in the same sandbox: as root it can neither unmount, remount nor
+/// read or write what it must not. Here the reviewer is the attacker, and it rejects the
+/// (honest) candidate when any of its attacks got through; a contained one approves it.
+#[test]
+fn a_reviewer_command_is_contained_as_root() {
+    if !bwrap_usable(As::Root) {
+        return;
+    }
+    let r = contained_repo(SCORE, "echo score: 1", "write\tvalue.txt\tscore: 4\\n\n");
+    let attack = helper(&r, "attack.sh", &attack_script(&r.dir));
+    append_spec(
+        &r.dir,
+        &format!(
+            "\n[review]\ncommand = {}\n",
+            quoted(&format!("sh {} reviewer", attack.display()))
+        ),
+    );
+    git(&r.dir, &["commit", "-qam", "a reviewer"]);
+    let config_before = std::fs::read_to_string(r.dir.join(".git/config")).unwrap();
+    let out = r.hone(&["run", "--tag", "rev"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(
+        log[1]["status"],
+        "keep",
+        "the reviewer got out: {:?}\n{}",
+        log[1],
+        text(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.dir.join("prepare.py")).unwrap(),
+        "# the fixed evaluator\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.dir.join(".git/config")).unwrap(),
+        config_before
+    );
 }
