@@ -234,8 +234,9 @@ fn containment_holds_against_a_hostile_agent_and_verifier_as_an_unprivileged_use
     hostile_agent_and_verifier_gain_nothing(As::Nobody);
 }
 
-/// Leaves `argv[2]` in every channel a process could hand to a later one (`put`), or looks in
-/// each of them for `argv[2]` (`find`: exit 0 and name the channel when something is there).
+/// Leaves `argv[2]` in every channel a process could hand to a later one (`put`; with a port in
+/// `argv[3]`, also sent to it on 127.0.0.1), or looks in each of them for `argv[2]` (`find`:
+/// exit 0 and name the channel when something is there).
 const LEAK_PY: &str = r#"import ctypes, os, platform, sys
 libc = ctypes.CDLL(None, use_errno=True)
 KEY = 0x484f4e45
@@ -254,6 +255,12 @@ if mode == "put":
     for f in files:
         try:
             open(f, "wb").write(data)
+        except OSError:
+            pass
+    if len(sys.argv) > 3:
+        import socket
+        try:
+            socket.create_connection(("127.0.0.1", int(sys.argv[3])), timeout=5).sendall(data)
         except OSError:
             pass
     sys.exit(0)
@@ -295,13 +302,17 @@ fn holdout_hands_nothing_to_the_next_agent(who: As) {
     clean_host_channels();
     let r = contained_repo(SCORE, "true", "");
     let leak = helper(&r, "leak.py", LEAK_PY);
+    // The verifier may have the network here; the holdout still must not.
+    edit_spec(&r.dir, |t| t.replace("network = false", "network = true"));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
     // The holdout reads the hidden data (it may) and hands it on through every channel; it
     // scores the data's length when hone's database is hidden from it, -1 when it is not.
     let holdout = helper(
         &r,
         "holdout.sh",
         &format!(
-            "d=$(cat {root}/holdout.csv)\npython3 {leak} put \"$d\"\nif [ -s {root}/.hone/hone.db ]; then echo score: -1; else echo score: ${{#d}}; fi\n",
+            "d=$(cat {root}/holdout.csv)\npython3 {leak} put \"$d\" {port}\nif [ -s {root}/.hone/hone.db ]; then echo score: -1; else echo score: ${{#d}}; fi\n",
             root = r.dir.display(),
             leak = leak.display()
         ),
@@ -349,6 +360,12 @@ fn holdout_hands_nothing_to_the_next_agent(who: As) {
     assert!(
         !host_queues.contains(QUEUE_KEY),
         "the holdout's message queue outlived it:\n{host_queues}"
+    );
+    // Nothing reached the network (the run is over: a connection would be waiting).
+    listener.set_nonblocking(true).unwrap();
+    assert!(
+        listener.accept().is_err(),
+        "the holdout connected to 127.0.0.1:{port}"
     );
     // Nothing it wrote survives in the worktree either (read-only, and reset).
     for wt in std::fs::read_dir(r.dir.join(".hone")).unwrap().flatten() {
