@@ -29,21 +29,22 @@ t0=$(date +%s.%N)
 t1=$(date +%s.%N)
 echo "store: $N experiments written in $(echo "$t1 - $t0" | bc) s"
 
-HONE_TOKEN= "$target/release/hone" -C "$dir" serve --port 0 >"$dir/serve.out" 2>&1 &
+token=bench-token-0123456789abcdef
+HONE_TOKEN=$token "$target/release/hone" -C "$dir" serve --port 0 >"$dir/serve.out" 2>&1 &
 pid=$!
 for _ in $(seq 200); do
   grep -q 'http://' "$dir/serve.out" && break
   kill -0 "$pid" 2>/dev/null || { cat "$dir/serve.out"; exit 1; }
   sleep 0.05
 done
-url=$(grep -o 'http://[^ ]*' "$dir/serve.out")
+url=$(grep -m1 -o 'http://[^ ]*' "$dir/serve.out")
 
 # Median of 20 times to first byte, in milliseconds; also the body's size.
 ttfb() {
   local size
-  size=$(curl -s -o /dev/null -w '%{size_download}' "$1")
+  size=$(curl -s -H "Authorization: Bearer $token" -o /dev/null -w '%{size_download}' "$1")
   for _ in $(seq 20); do
-    curl -s -o /dev/null -w '%{time_starttransfer}\n' "$1"
+    curl -s -H "Authorization: Bearer $token" -o /dev/null -w '%{time_starttransfer}\n' "$1"
   done | sort -n | awk -v size="$size" -v what="$2" \
     '{ a[NR] = $1 } END { printf "%-52s median TTFB %6.1f ms   (%d KiB)\n", what, (a[10] + a[11]) / 2 * 1000, size / 1024 }'
 }

@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use hone::spec::{AgentKind, Direction};
@@ -79,8 +79,11 @@ fn hone_run(dir: &Path, n: u64) {
 /// A running `hone serve`; killed when dropped.
 struct Served {
     child: Child,
-    _stdout: BufReader<ChildStdout>,
+    /// Its output after the first line (kept so that it can go on printing).
+    _rest: std::sync::mpsc::Receiver<String>,
     url: String,
+    /// The token it made for itself when started without `HONE_TOKEN`.
+    made_token: Option<String>,
 }
 
 impl Drop for Served {
@@ -90,7 +93,32 @@ impl Drop for Served {
     }
 }
 
-/// Starts `hone serve --port 0 <args>` in `dir` and waits for the line that gives its address.
+impl Served {
+    /// `Authorization` for the token it made (started without `HONE_TOKEN`).
+    fn auth(&self) -> (&'static str, String) {
+        let t = self
+            .made_token
+            .as_deref()
+            .expect("started without HONE_TOKEN");
+        ("Authorization", format!("Bearer {t}"))
+    }
+
+    /// GET `path` (relative to its URL) with the token it made.
+    fn get(&self, path: &str) -> Answer {
+        let (k, v) = self.auth();
+        get_with(&format!("{}{path}", self.url), &[(k, &v)])
+    }
+
+    /// GET `path` with the token it made, as JSON (must answer 200).
+    fn json(&self, path: &str) -> serde_json::Value {
+        let a = self.get(path);
+        assert_eq!(a.status, 200, "{path}: {}", a.body);
+        serde_json::from_str(&a.body).unwrap()
+    }
+}
+
+/// Starts `hone serve --port 0 <args>` in `dir` and waits for the line that gives its address
+/// (and, without a token, the next one: the URL with the token it made).
 fn serve(dir: &Path, args: &[&str], token: Option<&str>) -> Served {
     let mut cmd = Command::new(HONE);
     cmd.args(["serve", "--port", "0"])
@@ -120,10 +148,31 @@ fn serve(dir: &Path, args: &[&str], token: Option<&str>) -> Served {
             .unwrap();
         panic!("hone serve did not start: {line}{err}");
     };
+    // The rest of its output, line by line (a server that prints no token line fails the
+    // test instead of hanging it).
+    let (tx, rest) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in stdout.lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let made_token = token.is_none().then(|| {
+        let next = rest
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("no line after {line}: {e}"));
+        let with = format!("{url}?token=");
+        next.split_whitespace()
+            .find_map(|w| w.strip_prefix(&with))
+            .unwrap_or_else(|| panic!("no URL with a token after {line}: {next}"))
+            .to_string()
+    });
     Served {
         child,
-        _stdout: stdout,
+        _rest: rest,
         url,
+        made_token,
     }
 }
 
@@ -179,12 +228,6 @@ fn get_with(url: &str, headers: &[(&str, &str)]) -> Answer {
 
 fn get(url: &str) -> Answer {
     get_with(url, &[])
-}
-
-fn json(url: &str) -> serde_json::Value {
-    let a = get(url);
-    assert_eq!(a.status, 200, "{url}: {}", a.body);
-    serde_json::from_str(&a.body).unwrap()
 }
 
 /// The experiment numbers of the table's rows, in order.
@@ -361,7 +404,7 @@ fn serve_shows_a_real_run_its_experiments_diffs_logs_and_events() {
     let (_tmp, dir) = knob_repo();
     hone_run(&dir, 6);
     let s = serve(&dir, &[], None);
-    let runs = get(&s.url);
+    let runs = s.get("");
     assert_eq!(runs.status, 200);
     assert!(
         runs.body.contains(r#"<a href="/runs/t">t</a>"#),
@@ -375,7 +418,7 @@ fn serve_shows_a_real_run_its_experiments_diffs_logs_and_events() {
         "a strict CSP on every page"
     );
 
-    let page = get(&format!("{}runs/t", s.url));
+    let page = s.get("runs/t");
     assert_eq!(page.status, 200, "{}", page.body);
     assert_eq!(
         row_numbers(&page.body),
@@ -405,7 +448,7 @@ fn serve_shows_a_real_run_its_experiments_diffs_logs_and_events() {
         "descriptions in the table"
     );
 
-    let exp = get(&format!("{}runs/t/experiments/1", s.url));
+    let exp = s.get("runs/t/experiments/1");
     assert_eq!(exp.status, 200, "{}", exp.body);
     assert!(
         exp.body.contains(r#"<pre class="diff" id="diff">"#),
@@ -425,19 +468,20 @@ fn serve_shows_a_real_run_its_experiments_diffs_logs_and_events() {
         exp.body
     );
     assert!(exp.body.contains("<h2>decision</h2>"));
-    assert_eq!(get(&format!("{}runs/t/experiments/99", s.url)).status, 404);
-    assert_eq!(get(&format!("{}runs/nope", s.url)).status, 404);
+    assert_eq!(s.get("runs/t/experiments/99").status, 404);
+    assert_eq!(s.get("runs/nope").status, 404);
 
-    let api = json(&format!("{}api/runs/t", s.url));
+    let api = s.json("api/runs/t");
     assert_eq!(api["summary"]["experiments"], 6);
     assert_eq!(api["live"], false);
-    let (status, ctype, event) = first_event(&format!("{}api/runs/t/events", s.url), &[]);
+    let (k, v) = s.auth();
+    let (status, ctype, event) = first_event(&format!("{}api/runs/t/events", s.url), &[(k, &v)]);
     assert_eq!(status, 200);
     assert_eq!(ctype.as_deref(), Some("text/event-stream"));
     assert!(event.starts_with("event: change\n"), "{event}");
     assert!(event.contains(&format!("\"mark\":\"{}", 6)), "{event}");
     for asset in ["assets/style.css", "assets/app.js"] {
-        assert_eq!(get(&format!("{}{asset}", s.url)).status, 200, "{asset}");
+        assert_eq!(s.get(asset).status, 200, "{asset}");
     }
 }
 
@@ -446,7 +490,7 @@ fn serve_sorts_filters_and_pages_in_the_store() {
     let (_tmp, dir) = api_store();
     let s = serve(&dir, &[], None);
     let page = |q: &str| {
-        let a = get(&format!("{}runs/t{q}", s.url));
+        let a = s.get(&format!("runs/t{q}"));
         assert_eq!(a.status, 200, "{q}: {}", a.body);
         a.body
     };
@@ -489,10 +533,7 @@ fn serve_sorts_filters_and_pages_in_the_store() {
         "experiments without a value sort last"
     );
 
-    let api = json(&format!(
-        "{}api/runs/t/experiments?status=keep&sort=objective&dir=desc&per=3&page=2",
-        s.url
-    ));
+    let api = s.json("api/runs/t/experiments?status=keep&sort=objective&dir=desc&per=3&page=2");
     let keeps: Vec<u64> = (0..120)
         .filter(|n| synthetic(*n).0 == Status::Keep)
         .collect();
@@ -506,10 +547,10 @@ fn serve_sorts_filters_and_pages_in_the_store() {
     // Keeps' values fall with n, so highest value first is lowest n first.
     assert_eq!(got, keeps[3..6].to_vec());
 
-    let bad = get(&format!("{}runs/t?status=nonsense", s.url));
+    let bad = s.get("runs/t?status=nonsense");
     assert_eq!(bad.status, 400);
     assert!(bad.body.contains("unknown status"), "{}", bad.body);
-    let bad = get(&format!("{}api/runs/t/experiments?sort=evil%3BDROP", s.url));
+    let bad = s.get("api/runs/t/experiments?sort=evil%3BDROP");
     assert_eq!(bad.status, 400);
     assert!(bad.body.contains("cannot sort by"), "{}", bad.body);
 }
@@ -520,12 +561,12 @@ fn serve_escapes_what_agents_wrote_everywhere() {
     let s = serve(&dir, &[], None);
     let tag =
         "%3Cscript%3Ealert(%22x%22)%3C%2Fscript%3E%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E'%22%26";
-    let runs = get(&s.url);
+    let runs = s.get("");
     assert_escaped("the runs list", &runs.body);
-    let run = get(&format!("{}runs/{tag}", s.url));
+    let run = s.get(&format!("runs/{tag}"));
     assert_eq!(run.status, 200, "{}", run.body);
     assert_escaped("the run page", &run.body);
-    let exp = get(&format!("{}runs/{tag}/experiments/1", s.url));
+    let exp = s.get(&format!("runs/{tag}/experiments/1"));
     assert_eq!(exp.status, 200, "{}", exp.body);
     assert_escaped("the experiment page", &exp.body);
     assert!(
@@ -541,7 +582,7 @@ fn serve_escapes_what_agents_wrote_everywhere() {
         "the log tail is shown, escaped: {}",
         exp.body
     );
-    let view = json(&format!("{}api/runs/{tag}/view", s.url));
+    let view = s.json(&format!("api/runs/{tag}/view"));
     for part in ["counters", "plot", "table"] {
         assert_escaped(part, view[part].as_str().unwrap());
     }
@@ -640,18 +681,52 @@ fn serve_with_a_token_answers_401_to_every_request_without_it() {
     assert!(page.body.contains(r#"id="experiments""#));
 }
 
+/// Sandboxed agents keep their network, loopback included: a dashboard they could read
+/// without a token would show them the sealed holdout's numbers. Without `HONE_TOKEN`,
+/// `hone serve` makes a token of its own (a new one each start) and prints the URL with it.
 #[test]
-fn serve_without_a_token_answers_only_to_loopback_names() {
+fn serve_without_hone_token_makes_one_and_answers_nothing_without_it() {
     let (_tmp, dir) = knob_repo();
+    let spec = dir.join("hone.toml");
+    let toml = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(
+        &spec,
+        format!("{toml}\n[verify.holdout]\ncommand = \"sh score.sh\"\n"),
+    )
+    .unwrap();
+    git(&dir, &["commit", "-qam", "a holdout"]);
+    hone_run(&dir, 2);
     let s = serve(&dir, &[], None);
-    assert_eq!(get(&s.url).status, 200);
+    let made = s.made_token.clone().unwrap();
+    assert!(made.len() >= 32, "{made}");
+    let exp = s.get("runs/t/experiments/0");
+    assert_eq!(exp.status, 200, "{}", exp.body);
+    assert!(exp.body.contains("holdout (sealed)"), "{}", exp.body);
     let port = s.url.rsplit(':').next().unwrap().trim_end_matches('/');
-    assert_eq!(get(&format!("http://localhost:{port}/healthz")).status, 200);
-    let rebound = get_with(&s.url, &[("Host", "attacker.example")]);
-    assert_eq!(rebound.status, 403, "a DNS-rebinding page cannot read it");
-    assert!(rebound.body.contains("HONE_TOKEN"), "{}", rebound.body);
-    let page = get(&s.url);
-    assert!(page.body.contains("no hone runs here yet"), "{}", page.body);
+    for path in [
+        "",
+        "runs/t",
+        "runs/t/experiments/0",
+        "api/runs",
+        "api/runs/t",
+        "api/runs/t/experiments",
+        "api/runs/t/view",
+        "healthz",
+    ] {
+        for base in [s.url.clone(), format!("http://localhost:{port}/")] {
+            let a = get(&format!("{base}{path}"));
+            assert_eq!(a.status, 401, "{base}{path} without the token: {}", a.body);
+            assert!(a.body.contains("printed"), "says what to do: {}", a.body);
+        }
+    }
+    let (status, _, _) = first_event(&format!("{}api/runs/t/events", s.url), &[]);
+    assert_eq!(status, 401, "the event stream too");
+    // The printed URL works in a browser: ?token= once sets the cookie.
+    let a = get(&format!("{}runs/t?token={made}", s.url));
+    assert_eq!(a.status, 303);
+    // Each start makes its own.
+    let again = serve(&dir, &[], None);
+    assert_ne!(again.made_token.as_deref(), Some(made.as_str()));
 }
 
 #[test]
@@ -659,8 +734,10 @@ fn ctrl_c_stops_the_server_with_an_event_stream_open() {
     let (_tmp, dir) = knob_repo();
     hone_run(&dir, 2);
     let mut s = serve(&dir, &[], None);
+    let (k, v) = s.auth();
     let res = agent()
         .get(&format!("{}api/runs/t/events", s.url))
+        .header(k, &v)
         .call()
         .unwrap();
     let mut stream = BufReader::new(res.into_body().into_reader());

@@ -156,8 +156,9 @@ async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Res
 fn unauthorized() -> Response {
     let mut res = (
         StatusCode::UNAUTHORIZED,
-        "this hone dashboard needs its token (HONE_TOKEN): open it once as /?token=<token> \
-         (a cookie keeps it), or send `Authorization: Bearer <token>`\n",
+        "this hone dashboard needs its token (HONE_TOKEN, or the one `hone serve` printed when \
+         started without it): open it once as /?token=<token> (a cookie keeps it), or send \
+         `Authorization: Bearer <token>`\n",
     )
         .into_response();
     res.headers_mut()

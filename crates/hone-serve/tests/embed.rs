@@ -75,3 +75,52 @@ fn extra_routes_sit_behind_the_token_and_tasks_run_beside_the_server() {
     stop_tx.send(()).unwrap();
     thread.join().unwrap();
 }
+
+/// An embedder may serve without a token on loopback (`hone serve` itself always has one):
+/// then only requests naming a loopback host are answered, so a web page a browser visits
+/// cannot read it by DNS rebinding.
+#[test]
+fn without_a_token_only_loopback_names_are_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = ServeOptions {
+        repo_root: dir.path().to_path_buf(),
+        store: None,
+        addr: "127.0.0.1:0".parse().unwrap(),
+        token: None,
+    };
+    hone_serve::check_options(&opts).unwrap();
+    let server = hone_serve::bind(&opts).unwrap();
+    let port = server.local_addr().port();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        server
+            .run_until(async {
+                let _ = stop_rx.await;
+            })
+            .unwrap()
+    });
+    let get = |url: &str, host: Option<&str>| {
+        let mut req = agent().get(url);
+        if let Some(h) = host {
+            req = req.header("Host", h);
+        }
+        let mut res = req.call().unwrap();
+        let status = res.status().as_u16();
+        (status, res.body_mut().read_to_string().unwrap())
+    };
+    let (status, page) = get(&format!("http://127.0.0.1:{port}/"), None);
+    assert_eq!(status, 200);
+    assert!(page.contains("no hone runs here yet"), "{page}");
+    assert_eq!(
+        get(&format!("http://localhost:{port}/healthz"), None).0,
+        200
+    );
+    let (status, body) = get(
+        &format!("http://127.0.0.1:{port}/"),
+        Some("attacker.example"),
+    );
+    assert_eq!(status, 403, "a DNS-rebinding page cannot read it");
+    assert!(body.contains("HONE_TOKEN"), "{body}");
+    stop_tx.send(()).unwrap();
+    thread.join().unwrap();
+}

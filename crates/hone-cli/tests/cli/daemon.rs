@@ -86,6 +86,8 @@ impl Drop for Daemon {
 }
 
 const HOOK_SECRET: &str = "webhook-secret-for-tests";
+/// The dashboard's token in `hone serve` tests.
+const SERVE_TOKEN: &str = "serve-token-0123456789abcdef";
 
 fn signed(body: &str) -> String {
     hone::automation::signature::sign(HOOK_SECRET.as_bytes(), body.as_bytes())
@@ -313,25 +315,39 @@ fn hone_serve_takes_signed_triggers_beside_the_dashboard() {
         "hone serve: http://",
         &r,
         &["--port", "0"],
-        &[("HONE_WEBHOOK_SECRET", HOOK_SECRET)],
+        &[
+            ("HONE_WEBHOOK_SECRET", HOOK_SECRET),
+            ("HONE_TOKEN", SERVE_TOKEN),
+        ],
     );
+    // `hone serve` always wants its token (made for the session without HONE_TOKEN).
+    let bearer = format!("Bearer {SERVE_TOKEN}");
     d.wait_for("POST /api/trigger starts a run");
     let body = r#"{"tag": "viaserve", "max_experiments": 2}"#;
-    let (status, msg) = http(&d.addr, "POST", "/api/trigger", &[], body);
+    let (status, msg) = http(
+        &d.addr,
+        "POST",
+        "/api/trigger",
+        &[("Authorization", &bearer)],
+        body,
+    );
     assert_eq!(status, 401, "{msg}");
     assert!(!r.dir.join(".hone").exists(), "nothing ran");
     let (status, msg) = http(
         &d.addr,
         "POST",
         "/api/trigger",
-        &[("X-Hub-Signature-256", &signed(body))],
+        &[
+            ("X-Hub-Signature-256", &signed(body)),
+            ("Authorization", &bearer),
+        ],
         body,
     );
     assert_eq!(status, 202, "{msg}");
     d.wait_for("run viaserve finished");
     assert_eq!(r.statuses(), ["baseline", "keep"]);
     // The dashboard beside it shows the run the trigger started.
-    let (status, page) = http(&d.addr, "GET", "/", &[], "");
+    let (status, page) = http(&d.addr, "GET", "/", &[("Authorization", &bearer)], "");
     assert_eq!(status, 200);
     assert!(page.contains("viaserve"), "{page}");
 }

@@ -11,6 +11,7 @@ mod support;
 
 mod attacks;
 mod bench;
+mod containment;
 mod daemon;
 mod finalize;
 mod firstrun;

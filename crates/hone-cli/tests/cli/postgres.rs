@@ -379,7 +379,7 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
     let mut serve = Command::new(HONE)
         .args(["serve", "--port", "0"])
         .current_dir(&r.dir)
-        .env_remove("HONE_TOKEN")
+        .env("HONE_TOKEN", "postgres-token-0123456789abcdef")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -396,6 +396,7 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
         .unwrap_or_else(|| panic!("hone serve did not start: {line}"))
         .to_string();
     let body = ureq::get(&format!("{url}api/runs/k"))
+        .header("Authorization", "Bearer postgres-token-0123456789abcdef")
         .call()
         .map(|mut res| res.body_mut().read_to_string().unwrap());
     let _ = serve.kill();

@@ -527,10 +527,15 @@ impl Verifier {
     }
 
     /// The sandbox prefix for a process confined to `wt` (empty without bubblewrap). Agents
-    /// keep the network (they talk to their models); the verifier follows `[sandbox] network`.
+    /// and reviewers keep the network (they talk to their models); the verifier follows
+    /// `[sandbox] network`; the holdout never has it.
     ///
-    /// Agents and verifiers cannot read hone's state (`.hone/`: the database, logs and
-    /// holdout results) nor `[verify.holdout] hide`; an agent may read its prompts.
+    /// No role can read hone's state (`.hone/`: the database, logs and holdout results); an
+    /// agent may read its prompts. Agents, reviewers and verifiers cannot read
+    /// `[verify.holdout] hide` either. The holdout reads `hide` (its evaluator loads it) but
+    /// runs candidate code, so it gets no channel out: a read-only worktree, an in-memory
+    /// `TMPDIR`, no network, and its own IPC, UTS and PID namespaces (every sandbox has those,
+    /// and no capabilities, see `sandbox::Confinement`).
     pub(super) fn wrapper(&self, wt: &Path, network: bool, role: Role) -> Vec<std::ffi::OsString> {
         if !self.contained {
             return Vec::new();
@@ -539,10 +544,9 @@ impl Verifier {
         // next reset removes it.
         let tmp = wt.join(STATE_DIR).join("tmp");
         let _ = std::fs::create_dir_all(&tmp);
-        let mut hide = Vec::new();
+        let mut hide = vec![self.paths.dir.clone()];
         let mut expose = Vec::new();
         if role != Role::Holdout {
-            hide.push(self.paths.dir.clone());
             if let Some(h) = &self.spec.verify.holdout {
                 hide.extend(h.hide.iter().map(|p| self.git.root().join(p)));
             }
@@ -550,7 +554,16 @@ impl Verifier {
         if role == Role::Agent {
             expose.push(self.paths.run_dir(&self.tag).join("prompts"));
         }
-        crate::sandbox::bwrap_wrapper(wt, &tmp, network, &hide, &expose)
+        let holdout = role == Role::Holdout;
+        crate::sandbox::Confinement {
+            worktree: wt,
+            writable: !holdout,
+            tmp: &tmp,
+            network: network && !holdout,
+            hide: &hide,
+            expose: &expose,
+        }
+        .bwrap_args()
     }
 }
 

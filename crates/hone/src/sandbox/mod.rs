@@ -1,7 +1,9 @@
-//! Containment with bubblewrap: agent and verifier processes see the whole filesystem
-//! read-only except their worktree and a private temporary directory inside it, cannot read
-//! hone's own state or hidden holdout data, and optionally have no network. The wrapper is a
-//! program prefix for the process runner (`bwrap ... -- /bin/sh -c <command>`).
+//! Containment with bubblewrap: agent, reviewer, verifier and holdout processes see the whole
+//! filesystem read-only except their worktree and a private temporary directory inside it,
+//! cannot read hone's own state or hidden holdout data, hold no capabilities (even when hone
+//! runs as root), live in their own user, PID, IPC, UTS and cgroup namespaces and terminal
+//! session, and optionally have no network. The wrapper is a program prefix for the process runner
+//! (`bwrap ... -- /bin/sh -c <command>`).
 //!
 //! `script`: the Rhai sandbox that generated mechanisms run in (no file, network or time
 //! access; operation, depth, size and wall-clock caps).
@@ -12,75 +14,66 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The `bwrap` argument list that lets a command write only `worktree` and `tmp` (a private
-/// temporary directory, which `TMPDIR`, `TMP` and `TEMP` point to), with the rest of the
-/// filesystem read-only, `/tmp` included (kept visible, so tools installed under it still
-/// run); `network = false` also gives it an empty network namespace.
+/// The namespaces and privileges every sandbox gets, whatever its role.
 ///
-/// `hide` lists paths the command must not even read (hone's state directory, holdout data):
-/// a directory becomes an empty tmpfs, a file reads as empty. `expose` lists paths inside a
-/// hidden directory that it may read after all (an agent's prompts).
-pub fn bwrap_wrapper(
-    worktree: &Path,
-    tmp: &Path,
-    network: bool,
-    hide: &[PathBuf],
-    expose: &[PathBuf],
-) -> Vec<OsString> {
-    let wt = worktree.as_os_str().to_owned();
-    let tmp = tmp.as_os_str().to_owned();
-    let mut args: Vec<OsString> = [
-        "bwrap",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-    ]
-    .iter()
-    .map(OsString::from)
-    .collect();
-    for h in hide {
-        if h.is_dir() {
-            args.extend([OsString::from("--tmpfs"), h.as_os_str().to_owned()]);
-        } else if h.exists() {
-            args.extend([
-                OsString::from("--ro-bind"),
-                "/dev/null".into(),
-                h.as_os_str().to_owned(),
-            ]);
-        }
-    }
-    for e in expose.iter().filter(|e| e.exists()) {
-        args.extend([
-            OsString::from("--ro-bind"),
-            e.as_os_str().to_owned(),
-            e.as_os_str().to_owned(),
-        ]);
-    }
-    // After the hiding: the worktree usually lives inside hone's (hidden) state directory.
-    args.extend([OsString::from("--bind"), wt.clone(), wt.clone()]);
-    for var in ["TMPDIR", "TMP", "TEMP"] {
-        args.extend([OsString::from("--setenv"), var.into(), tmp.clone()]);
-    }
-    args.extend([OsString::from("--chdir"), wt]);
-    // If hone dies, so does the sandbox; and in its own PID namespace nothing started inside
-    // outlives the command, even a process that left its process group.
-    args.push("--die-with-parent".into());
-    args.push("--unshare-pid".into());
-    if !network {
-        args.push("--unshare-net".into());
-    }
-    args.push("--".into());
-    args
+/// - `--unshare-user` with `--cap-drop ALL`: a process started by root keeps uid 0 inside
+///   (files it writes in the worktree stay root's) but holds no capability, so it cannot
+///   `umount` what hides hone's state, remount `/` read-write, or override file permissions;
+///   its own user namespace also gives it its own kernel keyrings (root's user keyring is
+///   otherwise shared by every root process, a channel between two sandboxes). Without
+///   `--unshare-user`, bubblewrap started by root keeps every capability of its caller.
+/// - `--unshare-pid`: nothing started inside outlives the command, even a process that left
+///   its process group; and no process outside can be seen or signalled.
+/// - `--unshare-ipc`: SysV message queues, semaphores, shared memory and POSIX message queues
+///   are the sandbox's own and vanish with it.
+/// - `--unshare-uts`, `--unshare-cgroup-try`: the host name and the cgroup view are its own.
+/// - `--new-session`: no controlling terminal, so the sandbox cannot open `/dev/tty` and push
+///   keystrokes (`TIOCSTI`) into the shell of the user who started hone from a terminal. (A
+///   process group signal from hone reaches `bwrap`, which dies; the kernel then kills
+///   everything inside, since `--die-with-parent` and the PID namespace tie it to `bwrap`.)
+/// - `--die-with-parent`: if hone dies, so does the sandbox.
+const ISOLATION: &[&str] = &[
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--new-session",
+    "--die-with-parent",
+    "--cap-drop",
+    "ALL",
+];
+
+/// What one sandboxed process may see and touch.
+pub struct Confinement<'a> {
+    /// The directory it works in.
+    pub worktree: &'a Path,
+    /// Whether it may write `worktree` (agents, reviewers and verifiers may; the holdout,
+    /// which reads hidden data, may not: nothing it writes may reach the next agent).
+    pub writable: bool,
+    /// Its private temporary directory (`TMPDIR`, `TMP` and `TEMP` point to it). With a
+    /// read-only worktree it is an empty in-memory filesystem that vanishes with the sandbox.
+    pub tmp: &'a Path,
+    /// Whether it keeps the host's network (else an empty network namespace: no interface
+    /// but its own loopback, and no abstract unix socket of the host).
+    pub network: bool,
+    /// Paths it must not even read (hone's state directory, holdout data): a directory
+    /// becomes an empty tmpfs, a file reads as empty.
+    pub hide: &'a [PathBuf],
+    /// Paths inside a hidden directory that it may read after all (an agent's prompts).
+    pub expose: &'a [PathBuf],
 }
 
-/// Checks that bubblewrap runs here; the error says what to do.
-pub fn probe() -> Result<(), String> {
-    let out = Command::new("bwrap")
-        .args([
+impl Confinement<'_> {
+    /// The `bwrap` argument list, up to and including the `--` before the command: the
+    /// filesystem read-only (`/tmp` included, kept visible so tools installed under it still
+    /// run) except what [`Confinement`] allows, a fresh `/dev` (its `/dev/shm` private) and
+    /// `/proc` of its own PID namespace, and the [`ISOLATION`] flags.
+    pub fn bwrap_args(&self) -> Vec<OsString> {
+        let wt = self.worktree.as_os_str().to_owned();
+        let tmp = self.tmp.as_os_str().to_owned();
+        let mut args: Vec<OsString> = [
+            "bwrap",
             "--ro-bind",
             "/",
             "/",
@@ -88,18 +81,163 @@ pub fn probe() -> Result<(), String> {
             "/dev",
             "--proc",
             "/proc",
-            "--unshare-net",
-            "--unshare-pid",
-            "true",
-        ])
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        for h in self.hide {
+            if h.is_dir() {
+                args.extend([OsString::from("--tmpfs"), h.as_os_str().to_owned()]);
+            } else if h.exists() {
+                args.extend([
+                    OsString::from("--ro-bind"),
+                    "/dev/null".into(),
+                    h.as_os_str().to_owned(),
+                ]);
+            }
+        }
+        for e in self.expose.iter().filter(|e| e.exists()) {
+            args.extend([
+                OsString::from("--ro-bind"),
+                e.as_os_str().to_owned(),
+                e.as_os_str().to_owned(),
+            ]);
+        }
+        // After the hiding: the worktree usually lives inside hone's (hidden) state directory.
+        if self.writable {
+            args.extend([OsString::from("--bind"), wt.clone(), wt.clone()]);
+        } else {
+            args.extend([OsString::from("--ro-bind"), wt.clone(), wt.clone()]);
+            args.extend([OsString::from("--tmpfs"), tmp.clone()]);
+        }
+        for var in ["TMPDIR", "TMP", "TEMP"] {
+            args.extend([OsString::from("--setenv"), var.into(), tmp.clone()]);
+        }
+        args.extend([OsString::from("--chdir"), wt]);
+        args.extend(ISOLATION.iter().map(OsString::from));
+        if !self.network {
+            args.push("--unshare-net".into());
+        }
+        args.push("--".into());
+        args
+    }
+}
+
+/// The `bwrap` argument list that lets a command write only `worktree` and `tmp`, with no
+/// capabilities and its own namespaces (see [`Confinement::bwrap_args`]); `network = false`
+/// also gives it an empty network namespace. `hide` and `expose` are
+/// [`Confinement::hide`] and [`Confinement::expose`].
+pub fn bwrap_wrapper(
+    worktree: &Path,
+    tmp: &Path,
+    network: bool,
+    hide: &[PathBuf],
+    expose: &[PathBuf],
+) -> Vec<OsString> {
+    Confinement {
+        worktree,
+        writable: true,
+        tmp,
+        network,
+        hide,
+        expose,
+    }
+    .bwrap_args()
+}
+
+/// Checks that bubblewrap runs here with every namespace and the dropped capabilities a
+/// sandbox gets; the error says what to do.
+pub fn probe() -> Result<(), String> {
+    let out = Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+        .args(ISOLATION)
+        .args(["--unshare-net", "true"])
         .stdin(Stdio::null())
         .output();
     match out {
         Ok(o) if o.status.success() => Ok(()),
         Ok(o) => Err(format!(
-            "bubblewrap cannot create a sandbox on this machine ({}); user namespaces may be disabled",
+            "bubblewrap cannot create a sandbox on this machine ({}); user namespaces may be disabled \
+             (a container needs them allowed, or run hone where bubblewrap works and `bwrap --unshare-user --unshare-pid --unshare-ipc --cap-drop ALL true` succeeds)",
             String::from_utf8_lossy(&o.stderr).trim()
         )),
         Err(_) => Err("bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[OsString]) -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// Is `flag` followed by `values` somewhere in `args`?
+    fn has(args: &[String], flag: &[&str]) -> bool {
+        args.windows(flag.len()).any(|w| w == flag)
+    }
+
+    #[test]
+    fn every_sandbox_drops_capabilities_and_unshares_its_namespaces() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let wt = dir.path().join("wt");
+        let tmp = wt.join(".hone/tmp");
+        let state = dir.path().join(".hone");
+        let data = dir.path().join("holdout.csv");
+        std::fs::create_dir_all(&tmp).expect("tmp");
+        std::fs::create_dir_all(&state).expect("state");
+        std::fs::write(&data, "secret").expect("data");
+        let hide = [state.clone(), data.clone(), dir.path().join("missing")];
+        for (writable, network) in [(true, true), (true, false), (false, false)] {
+            let args = strings(
+                &Confinement {
+                    worktree: &wt,
+                    writable,
+                    tmp: &tmp,
+                    network,
+                    hide: &hide,
+                    expose: &[],
+                }
+                .bwrap_args(),
+            );
+            assert_eq!(args[0], "bwrap");
+            assert_eq!(args.last().map(String::as_str), Some("--"));
+            for flag in [
+                "--unshare-user",
+                "--unshare-pid",
+                "--unshare-ipc",
+                "--unshare-uts",
+                "--new-session",
+                "--die-with-parent",
+            ] {
+                assert!(args.iter().any(|a| a == flag), "{flag} missing: {args:?}");
+            }
+            assert!(has(&args, &["--cap-drop", "ALL"]), "{args:?}");
+            assert_eq!(args.iter().any(|a| a == "--unshare-net"), !network);
+            let s = |p: &Path| p.display().to_string();
+            // Hidden: the directory under an empty tmpfs, the file behind /dev/null, a
+            // missing path not at all; and the hiding comes before the worktree's mount.
+            let hidden = args
+                .windows(2)
+                .position(|w| w == [String::from("--tmpfs"), s(&state)])
+                .expect("state hidden");
+            assert!(
+                has(&args, &["--ro-bind", "/dev/null", &s(&data)]),
+                "{args:?}"
+            );
+            assert!(!args.iter().any(|a| a.ends_with("missing")), "{args:?}");
+            let mount = if writable { "--bind" } else { "--ro-bind" };
+            let wt_at = args
+                .windows(3)
+                .position(|w| w == [mount.to_string(), s(&wt), s(&wt)])
+                .expect("worktree mounted");
+            assert!(hidden < wt_at, "{args:?}");
+            // A read-only worktree gets a private in-memory TMPDIR mounted over it.
+            assert_eq!(has(&args, &["--tmpfs", &s(&tmp)]), !writable, "{args:?}");
+            assert!(has(&args, &["--setenv", "TMPDIR", &s(&tmp)]), "{args:?}");
+        }
     }
 }

@@ -18,9 +18,10 @@ pub(super) const KEYS: &[&str] = &[
 /// `[sandbox]`: resource limits for the agent's and the verifier's processes.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct SandboxSpec {
-    /// Run agent and verifier processes under bubblewrap.
+    /// Run agent, reviewer, verifier and holdout processes under bubblewrap (`crate::sandbox`).
     pub bwrap: bool,
-    /// With bwrap: may the verifier reach the network?
+    /// With bwrap: may the verifier reach the network? (Agents and reviewers always may, the
+    /// holdout never.)
     pub network: bool,
     /// With bwrap: stop when bubblewrap cannot run here (else warn and go on without it).
     pub required: bool,
