@@ -85,6 +85,11 @@ impl Confinement<'_> {
         .iter()
         .map(OsString::from)
         .collect();
+        // The fresh /dev has no accelerators: training on a GPU needs its device files.
+        for dev in accelerator_devices(Path::new("/dev")) {
+            let d = dev.into_os_string();
+            args.extend([OsString::from("--dev-bind"), d.clone(), d]);
+        }
         for h in self.hide {
             if h.is_dir() {
                 args.extend([OsString::from("--tmpfs"), h.as_os_str().to_owned()]);
@@ -121,6 +126,27 @@ impl Confinement<'_> {
         args.push("--".into());
         args
     }
+}
+
+/// The accelerator device files under `dev` (NVIDIA's `nvidia*` and `nvidia-caps`, the DRM
+/// `dri` directory, AMD's `kfd`), which a sandboxed verifier needs to train on a GPU. They
+/// are shared with the host as they are: GPU memory is not cleared between processes by
+/// hone.
+pub fn accelerator_devices(dev: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dev) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("nvidia") || name == "dri" || name == "kfd"
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
 }
 
 /// The `bwrap` argument list that lets a command write only `worktree` and `tmp`, with no
@@ -167,6 +193,28 @@ pub fn probe() -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn accelerator_device_files_are_found_by_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for name in [
+            "nvidia0",
+            "nvidiactl",
+            "nvidia-uvm",
+            "kfd",
+            "null",
+            "tty1",
+            "sda",
+        ] {
+            std::fs::write(dir.path().join(name), "").expect("write");
+        }
+        std::fs::create_dir(dir.path().join("dri")).expect("dir");
+        let names: Vec<String> = super::accelerator_devices(dir.path())
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        assert_eq!(names, ["dri", "kfd", "nvidia-uvm", "nvidia0", "nvidiactl"]);
+    }
+
     use super::*;
 
     fn strings(args: &[OsString]) -> Vec<String> {
