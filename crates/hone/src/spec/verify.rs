@@ -152,6 +152,9 @@ fn judged(s: &Section) -> Result<VerifySpec, SpecError> {
         "metric",
         "the name of the objective the command prints, e.g. metric = \"val_bpb\"",
     )?;
+    if !is_metric_name(&metric) {
+        return Err(s.err("metric", MetricError::BadName(metric).to_string()));
+    }
     let direction = direction(s)?;
     let timeout = s.get_or("timeout", Duration::from_secs(TIMEOUT_SECS))?;
     if timeout.is_zero() {
@@ -264,12 +267,16 @@ fn metric_regex(metric: &str, pattern: &str) -> Result<MetricRegex, MetricError>
 fn holdout(h: &Section, verify: &VerifySpec) -> Result<HoldoutSpec, SpecError> {
     h.check_keys(HOLDOUT_KEYS)?;
     let min_delta = h.get_or("min_delta", verify.min_delta)?;
-    if min_delta.is_nan() || min_delta < 0.0 {
-        return Err(h.err("min_delta", "must be a number >= 0"));
+    if min_delta.is_nan() || min_delta < 0.0 || !min_delta.is_finite() {
+        return Err(h.err("min_delta", "must be a finite number >= 0"));
+    }
+    let metric = h.get_or("metric", verify.metric.clone())?;
+    if !is_metric_name(&metric) {
+        return Err(h.err("metric", MetricError::BadName(metric).to_string()));
     }
     Ok(HoldoutSpec {
         command: h.required("command", "the command that measures the holdout")?,
-        metric: h.get_or("metric", verify.metric.clone())?,
+        metric,
         timeout: h.get_or("timeout", verify.timeout)?,
         min_delta,
         hide: h.get_or_default("hide")?,
