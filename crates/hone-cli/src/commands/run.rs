@@ -114,6 +114,8 @@ pub fn run_loop(root: &Path, spec: &Spec, opts: &RunOptions) -> CliResult {
             output::summary(&summary);
             Err(CliError::runtime(reason))
         }
+        // hone.toml is wrong at a line, found once the repository was seen: a spec error.
+        Err(e @ engine::EngineError::Config(engine::Config::Spec(_))) => Err(e).config(),
         Err(e) => Err(e).runtime(),
     }
 }
