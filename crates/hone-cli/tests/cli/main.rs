@@ -31,6 +31,7 @@ mod review;
 mod run;
 mod sandbox;
 mod slurm;
+mod spec_input;
 
 /// Cargo builds only the files `main.rs` reaches: a topic file nobody declares would be
 /// skipped without a word. Every `.rs` file under `tests/cli/` must be named by a `mod`
