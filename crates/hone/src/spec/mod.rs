@@ -27,6 +27,8 @@ mod units;
 mod verify;
 
 #[cfg(test)]
+mod fuzz;
+#[cfg(test)]
 mod tests;
 
 use std::fmt;

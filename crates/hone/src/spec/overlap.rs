@@ -11,9 +11,9 @@
 pub(super) struct Budget(u64);
 
 impl Default for Budget {
-    /// Enough for hundreds of ordinary globs on each side, well under a second.
+    /// Enough for hundreds of ordinary globs on each side, in milliseconds.
     fn default() -> Budget {
-        Budget(50_000_000)
+        Budget(5_000_000)
     }
 }
 

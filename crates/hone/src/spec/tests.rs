@@ -48,7 +48,7 @@ fn parses_the_design_example() {
 }
 
 /// A spec that sets a key of every section (for the serialized-form test).
-const EVERY: &str = r#"
+pub(super) const EVERY: &str = r#"
 [loop]
 program = "prog.md"
 notes = "NOTES.md"
