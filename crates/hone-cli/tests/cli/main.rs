@@ -13,6 +13,7 @@ mod attacks;
 mod bench;
 mod daemon;
 mod finalize;
+mod fuzz;
 mod gate;
 mod holdout;
 mod init;

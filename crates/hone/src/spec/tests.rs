@@ -435,3 +435,18 @@ fn a_spec_file_is_read_bounded_and_its_bad_bytes_located() {
     let e = Spec::load(Path::new("/dev/zero")).unwrap_err();
     assert!(e.message.contains("not a regular file"), "{e}");
 }
+
+#[test]
+fn llm_prices_and_temperature_must_be_finite_and_not_negative() {
+    for (key, value) in [
+        ("price_in_per_mtok", "nan"),
+        ("price_out_per_mtok", "-1"),
+        ("temperature", "inf"),
+    ] {
+        let e = err(&format!(
+            "{MIN}[agent]\nkind = \"openai\"\nmodel = \"m\"\n{key} = {value}\n"
+        ));
+        assert_eq!((e.line, e.key.clone()), (9, format!("agent.{key}")), "{e}");
+        assert!(e.message.contains("finite number >= 0"), "{e}");
+    }
+}
