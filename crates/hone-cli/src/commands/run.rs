@@ -126,6 +126,8 @@ pub fn run_loop(root: &Path, spec: &Spec, opts: &RunOptions) -> CliResult {
         Err(e @ engine::EngineError::Config(engine::Config::BudgetReached { .. })) => {
             Err(CliError::usage(e))
         }
+        // hone.toml is wrong at a line, found once the repository was seen: a spec error.
+        Err(e @ engine::EngineError::Config(engine::Config::Spec(_))) => Err(e).config(),
         Err(e) => Err(e).runtime(),
     }
 }

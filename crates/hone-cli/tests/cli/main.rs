@@ -15,6 +15,7 @@ mod containment;
 mod daemon;
 mod finalize;
 mod firstrun;
+mod fuzz;
 mod gate;
 mod holdout;
 mod init;
@@ -33,6 +34,7 @@ mod review;
 mod run;
 mod sandbox;
 mod slurm;
+mod spec_input;
 
 /// Cargo builds only the files `main.rs` reaches: a topic file nobody declares would be
 /// skipped without a word. Every `.rs` file under `tests/cli/` must be named by a `mod`

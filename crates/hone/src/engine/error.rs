@@ -112,6 +112,10 @@ pub enum Config {
     /// `[sandbox] kind = "bwrap"` with `required = true`, and the sandbox cannot run here.
     #[error("[sandbox] kind = \"bwrap\": {0}. Fix that, or set [sandbox] required = false to run without containment")]
     Sandbox(String),
+    /// hone.toml, checked against the repository, is wrong at a line (a `hide` path that is
+    /// tracked, so in every worktree): the CLI reports it as a spec error.
+    #[error("{0}")]
+    Spec(SpecError),
 }
 
 /// A program hone needs is not installed on this machine.

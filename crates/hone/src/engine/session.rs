@@ -131,6 +131,8 @@ impl<'a> Engine<'a> {
                 let run = adopt_objective(&store, &spec, run, &mut said)?;
                 check_resumable(&store, &spec, &git, &run, opts, &mut said)?;
                 resume_budget(&store, &mut spec, &run, opts, &mut said)?;
+                let tip = git.ref_target(&branch_ref(&run.tag))?;
+                check_hide_untracked(&spec, &git, tip.as_deref().unwrap_or(&run.base_commit))?;
                 (run, true, coordination)
             }
             None => {
@@ -144,6 +146,7 @@ impl<'a> Engine<'a> {
                     Some(t) => t.clone(),
                     None => unique_tag(&store, &git)?,
                 };
+                check_hide_untracked(&spec, &git, &git.head()?)?;
                 let coordination = coordinate(&store, &spec, &git, &tag)?;
                 let run = start_run(&store, &spec, &git, &paths, &tag, opts, &mut said)?;
                 (run, false, coordination)
@@ -712,6 +715,40 @@ fn check_start_files(
             &head[..head.len().min(10)],
             dirty.join(", ")
         ));
+    }
+    Ok(())
+}
+
+/// `[verify.holdout] hide` must name no file tracked at `commit`: a tracked file is checked out
+/// in every worktree, where the agent reads it whatever hone hides.
+fn check_hide_untracked(spec: &Spec, git: &Git, commit: &str) -> Result<(), EngineError> {
+    let Some(holdout) = &spec.verify.holdout else {
+        return Ok(());
+    };
+    if holdout.hide.is_empty() {
+        return Ok(());
+    }
+    let files = git.files_at(commit)?;
+    for (i, hide) in holdout.hide.iter().enumerate() {
+        let rel = match Path::new(hide).strip_prefix(git.root()) {
+            Ok(rel) => rel.to_string_lossy().into_owned(),
+            Err(_) if Path::new(hide).is_absolute() => continue,
+            Err(_) => hide.trim_start_matches("./").to_string(),
+        };
+        let rel = rel.trim_end_matches('/');
+        let tracked = files
+            .iter()
+            .find(|f| rel.is_empty() || *f == rel || f.starts_with(&format!("{rel}/")));
+        if let Some(f) = tracked {
+            return Err(Config::Spec(holdout.hide_error(
+                i,
+                format!(
+                    "`{hide}` is tracked by git (`{f}` is committed at {}), so every worktree holds it and hiding it does nothing: remove it from the repository (git rm -r --cached {hide}, then commit) and keep it outside, or name an untracked path",
+                    &commit[..commit.len().min(10)]
+                ),
+            ))
+            .into());
+        }
     }
     Ok(())
 }

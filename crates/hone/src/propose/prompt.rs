@@ -10,6 +10,11 @@ use super::{editable_files, ProposeContext, ProposeError};
 const MAX_FILE_BYTES: usize = 64 * 1024;
 /// At most this many past experiments are listed.
 const MAX_HISTORY: usize = 30;
+/// The prompt's size limit (256 KiB): past it, skills and editable files are named, not
+/// shown, and the prompt says what was left out (the agent reads them in its worktree).
+pub const MAX_PROMPT_BYTES: usize = 256 * 1024;
+/// Of the limit, what the names of the files left out may take.
+const MAX_OMITTED_LIST_BYTES: usize = 16 * 1024;
 
 /// Keeps printable text only, and bounds the length: ANSI escape sequences (colours, cursor
 /// moves) are removed whole, other control characters and invisible Unicode (zero-width
@@ -232,7 +237,16 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
     }
     for skill in &spec.loop_.skills {
         if let Some(text) = read_doc(ctx, skill) {
-            let _ = writeln!(p, "## Skill ({skill})\n\n{text}\n");
+            // Program and skills may take 3/8 of the prompt; files and history need the rest.
+            if p.len() + text.len() > MAX_PROMPT_BYTES / 8 * 3 {
+                let _ = writeln!(
+                    p,
+                    "## Skill ({skill})\n\n[not shown: {} bytes would pass this prompt's size limit; read `{skill}` yourself]\n",
+                    text.len()
+                );
+            } else {
+                let _ = writeln!(p, "## Skill ({skill})\n\n{text}\n");
+            }
         }
     }
     match ctx.best {
@@ -332,19 +346,89 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
         .filter_map(|e| e.config.as_ref().map(|c| format!("- #{}: {c}", e.n)))
         .collect();
     if !configs.is_empty() {
+        // The most recent, as many as the history table lists.
+        let skip = configs.len().saturating_sub(MAX_HISTORY);
+        let earlier = if skip > 0 {
+            format!("- ({skip} earlier configurations not listed)\n")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             p,
-            "\n### Configurations already tried\n\n{}",
-            configs.join("\n")
+            "\n### Configurations already tried\n\n{earlier}{}",
+            configs[skip..].join("\n")
         );
     }
     let _ = writeln!(p, "\n## Editable files\n");
-    for f in editable_files(ctx)? {
-        if let Some(text) = read_bounded(&ctx.worktree.join(&f)) {
-            let _ = writeln!(p, "### {f}\n\n```\n{text}\n```\n");
-        }
+    editable_section(&mut p, ctx, editable_files(ctx)?);
+    Ok(capped(p))
+}
+
+/// The hard limit: every section is bounded and the editable files take only what is left, so
+/// this cuts only a prompt whose program, skills, notes and history alone pass the limit.
+fn capped(mut p: String) -> String {
+    const CUT: &str = "\n\n[... the rest of this prompt is cut: it passed hone's size limit]\n";
+    if p.len() <= MAX_PROMPT_BYTES {
+        return p;
     }
-    Ok(p)
+    let mut end = MAX_PROMPT_BYTES - CUT.len();
+    while !p.is_char_boundary(end) {
+        end -= 1;
+    }
+    p.truncate(end);
+    p.push_str(CUT);
+    p
+}
+
+/// The editable files, whole (each up to [`MAX_FILE_BYTES`]) while the prompt stays under
+/// [`MAX_PROMPT_BYTES`]; then the names of the files left out (bounded too), and a line saying
+/// how many were not shown.
+fn editable_section(p: &mut String, ctx: &ProposeContext<'_>, files: Vec<String>) {
+    let mut omitted: Vec<(String, u64)> = Vec::new();
+    for f in files {
+        let path = ctx.worktree.join(&f);
+        if omitted.is_empty() {
+            if let Some(text) = read_bounded(&path) {
+                let entry = format!("### {f}\n\n```\n{text}\n```\n\n");
+                if p.len() + entry.len() + MAX_OMITTED_LIST_BYTES <= MAX_PROMPT_BYTES {
+                    p.push_str(&entry);
+                    continue;
+                }
+            } else {
+                continue;
+            }
+        }
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        omitted.push((f, size));
+    }
+    if omitted.is_empty() {
+        return;
+    }
+    let bytes: u64 = omitted.iter().map(|(_, b)| b).sum();
+    let _ = writeln!(
+        p,
+        "### Not shown\n\n{} more editable files ({bytes} bytes) are not shown, to keep this prompt under {} KiB; they are in your working directory, read the ones you need:\n",
+        omitted.len(),
+        MAX_PROMPT_BYTES / 1024
+    );
+    let mut listed = 0;
+    let mut used = 0;
+    for (f, _) in &omitted {
+        let line = format!("- {}\n", sanitize(f, 200));
+        if used + line.len() > MAX_OMITTED_LIST_BYTES - 512 {
+            break;
+        }
+        used += line.len();
+        listed += 1;
+        p.push_str(&line);
+    }
+    if listed < omitted.len() {
+        let _ = writeln!(
+            p,
+            "- ... and {} more (list them with `git ls-files`)",
+            omitted.len() - listed
+        );
+    }
 }
 
 #[cfg(test)]
@@ -461,5 +545,18 @@ mod snapshot_tests {
             got, want,
             "the prompt changed; if intended, regenerate {SNAPSHOT} (see the doc comment)"
         );
+    }
+}
+
+#[cfg(test)]
+mod cap_tests {
+    use super::{capped, MAX_PROMPT_BYTES};
+
+    #[test]
+    fn a_prompt_never_passes_its_limit() {
+        let p = capped("é".repeat(MAX_PROMPT_BYTES));
+        assert!(p.len() <= MAX_PROMPT_BYTES, "{}", p.len());
+        assert!(p.ends_with("it passed hone's size limit]\n"));
+        assert_eq!(capped("short".into()), "short");
     }
 }

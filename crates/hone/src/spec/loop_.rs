@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use super::overlap::{globs_overlap, Budget};
 use super::read::Section;
 use super::SpecError;
 
@@ -41,6 +42,48 @@ impl LoopSpec {
     }
 }
 
+/// A `protected` or `pinned` glob must name no file an `editable` glob names (`*.py` and
+/// `prepare.py`, `src/` and `src/*.rs`): a file cannot be both.
+fn overlaps(s: &Section, loop_: &LoopSpec) -> Result<(), SpecError> {
+    let mut budget = Budget::default();
+    for (key, list) in [("protected", &loop_.protected), ("pinned", &loop_.pinned)] {
+        for (i, pat) in list.iter().enumerate() {
+            // A pinned path outside the repository names no file of it.
+            if Path::new(pat).is_absolute() || pat.split('/').any(|c| c == "..") {
+                continue;
+            }
+            for e in &loop_.editable {
+                let problem = match globs_overlap(pat, e, &mut budget) {
+                    Some(false) => continue,
+                    Some(true) => format!(
+                        "`{pat}` and `editable` glob `{e}` both name some files: a file cannot be both editable and {key}; narrow one of the globs"
+                    ),
+                    None => format!(
+                        "`{key}` and `editable` are too many or too long globs to check against each other; list fewer, shorter globs"
+                    ),
+                };
+                return Err(s.err_at(s.element_line(key, i), key, problem));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `notes` is a file in the worktree: a relative path that stays inside it.
+fn notes(s: &Section, notes: &str) -> Result<(), SpecError> {
+    let inside = !notes.trim().is_empty()
+        && !Path::new(notes).is_absolute()
+        && !notes.split('/').any(|c| c == "..")
+        && !notes.ends_with('/');
+    if inside {
+        return Ok(());
+    }
+    Err(s.err(
+        "notes",
+        format!("`{notes}` must be a file path relative to the repository, inside it (e.g. \"NOTES.md\")"),
+    ))
+}
+
 pub(super) fn parse(s: &Section) -> Result<LoopSpec, SpecError> {
     let loop_ = LoopSpec {
         program: s.get("program")?,
@@ -71,6 +114,8 @@ pub(super) fn parse(s: &Section) -> Result<LoopSpec, SpecError> {
             }
         }
     }
+    overlaps(s, &loop_)?;
+    notes(s, &loop_.notes)?;
     for (key, list) in [
         ("editable", &loop_.editable),
         ("protected", &loop_.protected),

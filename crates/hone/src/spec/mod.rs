@@ -15,15 +15,19 @@ mod exec;
 mod loop_;
 mod notify;
 mod outer;
+mod overlap;
 mod read;
 mod review;
 mod rules;
 mod sandbox;
 mod schedule;
 mod stop;
+mod text;
 mod units;
 mod verify;
 
+#[cfg(test)]
+mod fuzz;
 #[cfg(test)]
 mod tests;
 
@@ -42,6 +46,7 @@ pub use review::ReviewSpec;
 pub use sandbox::SandboxSpec;
 pub use schedule::{ScheduleSpec, TriggerSpec};
 pub use stop::StopSpec;
+pub use text::MAX_SPEC_BYTES;
 pub use units::{format_duration, parse_duration, parse_size};
 pub use verify::{Direction, HoldoutSpec, VerifySpec};
 
@@ -166,16 +171,7 @@ impl Spec {
 
     /// Reads and validates a spec file.
     pub fn load(path: &Path) -> Result<Spec, SpecError> {
-        let text = std::fs::read_to_string(path).map_err(|e| SpecError {
-            file: path.to_path_buf(),
-            line: 0,
-            key: String::new(),
-            message: if e.kind() == std::io::ErrorKind::NotFound {
-                "not found; run `hone init` to write one".to_string()
-            } else {
-                format!("cannot read: {e}")
-            },
-        })?;
+        let text = text::read(path)?;
         let spec = Spec::parse(path, &text)?;
         spec.outer.check_scripts(path)?;
         Ok(spec)

@@ -32,6 +32,11 @@ impl<'a> Doc<'a> {
         }
     }
 
+    /// The spec file's name, as errors give it.
+    pub(super) fn file(&self) -> &'a Path {
+        self.file
+    }
+
     /// The TOML document, or the syntax error at its line.
     pub(super) fn parse_toml(&self) -> Result<Document<&'a str>, SpecError> {
         Document::parse(self.text).map_err(|e| {

@@ -54,14 +54,21 @@ pub(super) fn parse(s: &Section) -> Result<StopSpec, SpecError> {
         return Err(s.err("max_consecutive_failures", "must be at least 1"));
     }
     let max_cost_usd = s.get::<f64>("max_cost_usd")?;
-    if matches!(max_cost_usd, Some(c) if c.is_nan() || c < 0.0) {
-        return Err(s.err("max_cost_usd", "must be a number >= 0"));
+    if matches!(max_cost_usd, Some(c) if c.is_nan() || c < 0.0 || c.is_infinite()) {
+        return Err(s.err("max_cost_usd", "must be a finite number >= 0"));
+    }
+    let target = s.get::<f64>("target")?;
+    if matches!(target, Some(t) if !t.is_finite()) {
+        return Err(s.err(
+            "target",
+            "must be a finite number (the metric value that ends the run when reached)",
+        ));
     }
     Ok(StopSpec {
         max_experiments,
         max_time: s.get("max_time")?,
         patience,
-        target: s.get("target")?,
+        target,
         max_consecutive_failures,
         max_cost_usd,
         max_tokens: s.get("max_tokens")?,

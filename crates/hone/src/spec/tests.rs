@@ -48,7 +48,7 @@ fn parses_the_design_example() {
 }
 
 /// A spec that sets a key of every section (for the serialized-form test).
-const EVERY: &str = r#"
+pub(super) const EVERY: &str = r#"
 [loop]
 program = "prog.md"
 notes = "NOTES.md"
@@ -340,4 +340,113 @@ fn numeric_durations_and_duplicates() {
     let e = err(&GOOD.replace("patience = 30", "patience = 30\npatience = 31"));
     assert_eq!(e.line, 22, "{e}");
     assert!(e.message.contains("patience = 31"), "{e}");
+}
+
+#[test]
+fn a_metric_that_no_output_can_name_is_a_spec_error() {
+    // `metric = "10x"` passed validation, and the run then stopped with no line number.
+    let e = err("[loop]\neditable = [\"a.py\"]\n[verify]\ncommand = \"x\"\nmetric = \"10x\"\n");
+    assert_eq!((e.line, e.key.as_str()), (5, "verify.metric"), "{e}");
+    assert!(e.message.contains("`10x` is not a metric name"), "{e}");
+    let e = err(&format!(
+        "{MIN}[verify.holdout]\ncommand = \"h\"\nmetric = \"a b\"\n"
+    ));
+    assert_eq!(
+        (e.line, e.key.as_str()),
+        (8, "verify.holdout.metric"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{MIN}[verify.holdout]\ncommand = \"h\"\nmin_delta = inf\n"
+    ));
+    assert_eq!(
+        (e.line, e.key.as_str()),
+        (8, "verify.holdout.min_delta"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_target_or_budget_that_is_not_a_finite_number_is_a_spec_error() {
+    for value in ["nan", "inf", "-inf", "+nan"] {
+        let e = err(&format!("{MIN}[stop]\ntarget = {value}\n"));
+        assert_eq!((e.line, e.key.as_str()), (7, "stop.target"), "{value}: {e}");
+        assert!(e.message.contains("finite"), "{value}: {e}");
+    }
+    let e = err(&format!("{MIN}[stop]\nmax_cost_usd = inf\n"));
+    assert_eq!((e.line, e.key.as_str()), (7, "stop.max_cost_usd"), "{e}");
+    assert_eq!(
+        parse(&format!("{MIN}[stop]\ntarget = -1e300\n"))
+            .unwrap()
+            .stop
+            .target,
+        Some(-1e300)
+    );
+}
+
+#[test]
+fn protected_or_pinned_overlapping_editable_through_a_glob_is_a_spec_error() {
+    let spec = |editable: &str, key: &str, value: &str| {
+        format!("[loop]\neditable = {editable}\n{key} = [\"ok.txt\",\n  \"{value}\"]\n[verify]\ncommand = \"x\"\nmetric = \"m\"\n")
+    };
+    for (editable, key, value) in [
+        ("[\"*.py\"]", "protected", "prepare.py"),
+        ("[\"src/\"]", "protected", "src/lib.rs"),
+        ("[\"model/*.py\"]", "pinned", "model/"),
+        ("[\"a.py\", \"**/*.py\"]", "protected", "lib/*.py"),
+    ] {
+        let e = err(&spec(editable, key, value));
+        assert_eq!((e.line, e.key.clone()), (4, format!("loop.{key}")), "{e}");
+        assert!(e.message.contains("cannot be both editable and"), "{e}");
+    }
+    // Disjoint globs, and a pinned path outside the repository, are fine.
+    parse(&spec("[\"*.py\"]", "protected", "*.sh")).unwrap();
+    parse(&spec("[\"src/*.rs\"]", "protected", "src/gen/x.rs")).unwrap();
+    parse(&spec("[\"**/*.csv\"]", "pinned", "/data/x.csv")).unwrap();
+}
+
+#[test]
+fn notes_outside_the_worktree_are_a_spec_error() {
+    for notes in ["/tmp/notes.md", "../notes.md", "a/../../n.md", "", "notes/"] {
+        let e = err(&MIN.replace("[loop]\n", &format!("[loop]\nnotes = \"{notes}\"\n")));
+        assert_eq!((e.line, e.key.as_str()), (2, "loop.notes"), "{notes}: {e}");
+        assert!(e.message.contains("inside it"), "{notes}: {e}");
+    }
+    let s = parse(&MIN.replace("[loop]\n", "[loop]\nnotes = \"doc/NOTES.md\"\n")).unwrap();
+    assert_eq!(s.loop_.notes, "doc/NOTES.md");
+}
+
+#[test]
+fn a_spec_file_is_read_bounded_and_its_bad_bytes_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hone.toml");
+    std::fs::write(
+        &path,
+        format!("{MIN}# caf\u{e9}\n").replace('\u{e9}', "\u{fffd}"),
+    )
+    .unwrap();
+    Spec::load(&path).unwrap();
+    let mut bytes = MIN.as_bytes().to_vec();
+    bytes.extend_from_slice(b"# caf\xe9\n");
+    std::fs::write(&path, &bytes).unwrap();
+    let e = Spec::load(&path).unwrap_err();
+    assert_eq!(e.line, 6, "{e}");
+    assert!(e.message.contains("not valid UTF-8"), "{e}");
+    let e = Spec::load(Path::new("/dev/zero")).unwrap_err();
+    assert!(e.message.contains("not a regular file"), "{e}");
+}
+
+#[test]
+fn llm_prices_and_temperature_must_be_finite_and_not_negative() {
+    for (key, value) in [
+        ("price_in_per_mtok", "nan"),
+        ("price_out_per_mtok", "-1"),
+        ("temperature", "inf"),
+    ] {
+        let e = err(&format!(
+            "{MIN}[agent]\nkind = \"openai\"\nmodel = \"m\"\n{key} = {value}\n"
+        ));
+        assert_eq!((e.line, e.key.clone()), (9, format!("agent.{key}")), "{e}");
+        assert!(e.message.contains("finite number >= 0"), "{e}");
+    }
 }

@@ -95,6 +95,23 @@ pub struct HoldoutSpec {
     /// Paths (absolute or relative to the repository) that agents and verifiers must not read;
     /// enforced under `[sandbox] kind = "bwrap"`.
     pub hide: Vec<String>,
+    /// Where each `hide` path is written (file, line), for errors found once the repository
+    /// is seen ([`HoldoutSpec::hide_error`]).
+    #[serde(skip)]
+    hide_at: Vec<(std::path::PathBuf, usize)>,
+}
+
+impl HoldoutSpec {
+    /// An error about the `i`th `hide` path, at its line of hone.toml.
+    pub fn hide_error(&self, i: usize, message: String) -> SpecError {
+        let (file, line) = self.hide_at.get(i).cloned().unwrap_or_default();
+        SpecError {
+            file,
+            line,
+            key: "verify.holdout.hide".into(),
+            message,
+        }
+    }
 }
 
 impl VerifySpec {
@@ -152,6 +169,9 @@ fn judged(s: &Section) -> Result<VerifySpec, SpecError> {
         "metric",
         "the name of the objective the command prints, e.g. metric = \"val_bpb\"",
     )?;
+    if !is_metric_name(&metric) {
+        return Err(s.err("metric", MetricError::BadName(metric).to_string()));
+    }
     let direction = direction(s)?;
     let timeout = s.get_or("timeout", Duration::from_secs(TIMEOUT_SECS))?;
     if timeout.is_zero() {
@@ -264,15 +284,23 @@ fn metric_regex(metric: &str, pattern: &str) -> Result<MetricRegex, MetricError>
 fn holdout(h: &Section, verify: &VerifySpec) -> Result<HoldoutSpec, SpecError> {
     h.check_keys(HOLDOUT_KEYS)?;
     let min_delta = h.get_or("min_delta", verify.min_delta)?;
-    if min_delta.is_nan() || min_delta < 0.0 {
-        return Err(h.err("min_delta", "must be a number >= 0"));
+    if min_delta.is_nan() || min_delta < 0.0 || !min_delta.is_finite() {
+        return Err(h.err("min_delta", "must be a finite number >= 0"));
+    }
+    let hide: Vec<String> = h.get_or_default("hide")?;
+    let metric = h.get_or("metric", verify.metric.clone())?;
+    if !is_metric_name(&metric) {
+        return Err(h.err("metric", MetricError::BadName(metric).to_string()));
     }
     Ok(HoldoutSpec {
         command: h.required("command", "the command that measures the holdout")?,
-        metric: h.get_or("metric", verify.metric.clone())?,
+        metric,
         timeout: h.get_or("timeout", verify.timeout)?,
         min_delta,
-        hide: h.get_or_default("hide")?,
+        hide_at: (0..hide.len())
+            .map(|i| (h.doc().file().to_path_buf(), h.element_line("hide", i)))
+            .collect(),
+        hide,
     })
 }
 
