@@ -95,7 +95,8 @@ fn simulate(seed: u64, rule: Rule, t: &mut Tally) {
             let pooled = |extra: Option<&[f64]>| {
                 run_sigma(
                     groups.iter().take(1).map(Vec::as_slice),
-                    groups.iter().skip(1).map(Vec::as_slice).chain(extra),
+                    groups.iter().skip(1).map(Vec::as_slice),
+                    extra,
                 )
             };
             let sigma = pooled(None);

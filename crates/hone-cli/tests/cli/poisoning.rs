@@ -62,6 +62,23 @@ fn one_candidate_cannot_widen_the_noise_band_for_the_rest_of_the_run() {
         assert!(sigma < 1.0, "sigma was set by the poisoned candidate: {e}");
     }
     assert_ne!(r.rev("hone/p"), r.rev("main"), "the branch moved");
+
+    // Without baseline repeats the poisoned candidate is the only noise estimate there is:
+    // it still sets nothing for the candidates after it.
+    let r = Repo::builder()
+        .file("value.txt", "10\n")
+        .script(&blocks(&["0 1000", "9 9", "8 8.1"]))
+        .spec_with(|agent| {
+            Spec::standard(PER_REPEAT, agent)
+                .after("verify", "metric", "confirm = 1")
+                .tail("[stop]\nmax_experiments = 4\n")
+        })
+        .create();
+    let out = r.hone(&["run", "--tag", "p"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "discard", "keep", "keep"], "{log:#?}");
 }
 
 #[test]

@@ -219,7 +219,8 @@ impl Judge<'_> {
     /// experiment's runs are a candidate's, so the widest of them is left out and σ never
     /// falls below the baseline's own (candidates whose code pins its own seed repeat
     /// identically and would otherwise talk the noise estimate down). `extra`: the runs of
-    /// the experiment being decided, the baseline's when `extra_is_baseline`.
+    /// the experiment being decided (always counted), the baseline's when
+    /// `extra_is_baseline`.
     pub(super) fn sigma_with(&self, extra: Option<&[f64]>, extra_is_baseline: bool) -> Option<f64> {
         let repeated = || self.history.iter().filter(|e| e.runs.len() > 1);
         let baseline = repeated()
@@ -229,9 +230,9 @@ impl Judge<'_> {
             .filter(|e| e.status() != Status::Baseline)
             .map(|e| e.runs.as_slice());
         if extra_is_baseline {
-            run_sigma(baseline.chain(extra), candidates)
+            run_sigma(baseline.chain(extra), candidates, None)
         } else {
-            run_sigma(baseline, candidates.chain(extra))
+            run_sigma(baseline, candidates, extra)
         }
     }
 

@@ -9,9 +9,8 @@
 //! three numbers is mostly luck).
 //!
 //! The candidates' runs come from code the agent wrote, so no one of them may set the noise of
-//! a whole run ([`run_sigma`]): the candidate group with the widest spread is left out whenever
-//! another group can speak for the noise, and σ never falls below the baseline's own (the
-//! user's code). A group whose numbers overflow (an infinite mean or spread) carries no
+//! a whole run ([`run_sigma`]): the earlier candidate group with the widest spread is always
+//! left out, and σ never falls below the baseline's own (the user's code). A group whose numbers overflow (an infinite mean or spread) carries no
 //! information and is skipped; [`unusable`] says why such runs make their experiment a crash.
 
 use super::Direction;
@@ -91,14 +90,18 @@ fn spread(group: &[f64]) -> Option<f64> {
 }
 
 /// σ for a run's decisions (see the module docs). `trusted`: groups of repeated runs of the
-/// user's own code (the baseline's repeats); `untrusted`: groups of runs of candidates' code
-/// (confirm runs, re-tests of a champion). The untrusted group with the widest spread is left
-/// out whenever another group remains, so one candidate cannot widen the noise band for every
-/// later one, while noise that many candidates show still raises σ; the result is never below
-/// the trusted groups' σ. `None` when no group has two runs.
+/// user's own code (the baseline's repeats); `untrusted`: groups of runs of earlier candidates'
+/// code (confirm runs, re-tests of a champion); `own`: the runs of the candidate being decided,
+/// which always count (a candidate whose own runs scatter only raises its own threshold).
+///
+/// The untrusted group with the widest spread is always left out, so no one candidate widens
+/// the noise band for every later one (not even when it is the only one, with
+/// `baseline_repeats = 1`), while noise that several candidates show still raises σ. The
+/// result is never below the trusted groups' σ. `None` when no group is left with two runs.
 pub fn run_sigma<'a>(
     trusted: impl IntoIterator<Item = &'a [f64]>,
     untrusted: impl IntoIterator<Item = &'a [f64]>,
+    own: Option<&'a [f64]>,
 ) -> Option<f64> {
     let trusted: Vec<&[f64]> = trusted
         .into_iter()
@@ -108,21 +111,20 @@ pub fn run_sigma<'a>(
         .into_iter()
         .filter_map(|g| spread(g).map(|s| (g, s)))
         .collect();
-    if trusted.len() + untrusted.len() >= 2 {
-        let widest = untrusted
-            .iter()
-            .enumerate()
-            .max_by(|a, b| a.1 .1.total_cmp(&b.1 .1))
-            .map(|(i, _)| i);
-        if let Some(i) = widest {
-            untrusted.remove(i);
-        }
+    let widest = untrusted
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1 .1.total_cmp(&b.1 .1))
+        .map(|(i, _)| i);
+    if let Some(i) = widest {
+        untrusted.remove(i);
     }
     let all = estimate_sigma(
         trusted
             .iter()
             .copied()
-            .chain(untrusted.iter().map(|(g, _)| *g)),
+            .chain(untrusted.iter().map(|(g, _)| *g))
+            .chain(own),
     );
     let floor = estimate_sigma(trusted.iter().copied());
     match (all, floor) {
@@ -326,7 +328,7 @@ mod tests {
         let poison = [0.0, 1000.0];
         let pooled = estimate_sigma([&baseline[..], &poison[..]]).unwrap();
         assert!(pooled > 100.0, "plain pooling is poisoned: {pooled}");
-        let s = run_sigma([&baseline[..]], [&poison[..]]).unwrap();
+        let s = run_sigma([&baseline[..]], [&poison[..]], None).unwrap();
         let own = estimate_sigma([&baseline[..]]).unwrap();
         assert!((s - own).abs() < 1e-12, "sigma {s}, baseline's {own}");
         // With honest candidates around it, the poisoned group is still the one left out.
@@ -371,7 +373,7 @@ mod tests {
     fn overflowing_runs_are_unusable_and_say_nothing_about_noise() {
         let huge = [1.79e308, -1.79e308];
         assert_eq!(estimate_sigma([&huge[..]]), None);
-        let s = run_sigma([&[10.0, 10.2][..]], [&huge[..]]).unwrap();
+        let s = run_sigma([&[10.0, 10.2][..]], [&huge[..]], Some(&huge[..])).unwrap();
         assert!(s.is_finite() && s < 1.0, "{s}");
         assert!(unusable("score", &huge)
             .unwrap()
