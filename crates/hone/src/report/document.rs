@@ -48,8 +48,9 @@ fn md_cell(s: &str) -> String {
 /// Agent-written (or agent-influenced) text as literal markdown text, for a table cell or a
 /// list item: HTML special characters become entities (no tag or comment survives), the
 /// characters that open links, images, code spans and emphasis are backslash-escaped, `|`
-/// cannot end a cell, and line breaks and other control characters become spaces (so nothing
-/// starts a line: no heading, list or quote). A bare URL stays visible text.
+/// cannot end a cell, and line breaks, other control characters and bidirectional overrides
+/// become spaces (so nothing starts a line: no heading, list or quote). A bare URL stays
+/// visible text.
 pub fn md_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -61,7 +62,12 @@ pub fn md_text(s: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            c if c.is_control() => out.push(' '),
+            // Controls, and the bidirectional overrides that reorder how a line reads.
+            c if c.is_control()
+                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
+            {
+                out.push(' ')
+            }
             c => out.push(c),
         }
     }
@@ -408,5 +414,6 @@ mod tests {
             "plain words, 1.5 → 2 (+3%)"
         );
         assert_eq!(md_text("a\u{1b}[2Jb"), "a \\[2Jb");
+        assert_eq!(md_text("x\u{202e}gnp.exe"), "x gnp.exe");
     }
 }

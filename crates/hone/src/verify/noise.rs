@@ -336,6 +336,7 @@ mod tests {
         let s = run_sigma(
             [&baseline[..]],
             honest.iter().map(|g| &g[..]).chain([&poison[..]]),
+            None,
         )
         .unwrap();
         assert!(s < 1.0, "sigma {s}");
@@ -347,13 +348,17 @@ mod tests {
         let wide: Vec<[f64; 2]> = (0..10)
             .map(|i| [10.0 + i as f64, 12.0 + i as f64])
             .collect();
-        let s = run_sigma([&baseline[..]], wide.iter().map(|g| &g[..])).unwrap();
+        let s = run_sigma([&baseline[..]], wide.iter().map(|g| &g[..]), None).unwrap();
         assert!(
             s > 1.0,
             "ten candidates with a spread of 2 raise sigma: {s}"
         );
-        // With no baseline repeats, the candidates are all there is.
-        assert!(run_sigma([], [&[1.0, 3.0][..]]).is_some());
+        // With no baseline repeats, one earlier candidate alone sets nothing; two do, and a
+        // candidate's own runs always count for its own decision.
+        assert_eq!(run_sigma([], [&[0.0, 1000.0][..]], None), None);
+        assert!(run_sigma([], [&[1.0, 3.0][..], &[2.0, 2.5][..]], None).is_some());
+        let own = run_sigma([], [&[0.0, 1000.0][..]], Some(&[1.0, 3.0][..])).unwrap();
+        assert!((own - 2f64.sqrt()).abs() < 1e-12, "{own}");
     }
 
     #[test]
@@ -363,7 +368,9 @@ mod tests {
         for _ in 0..200 {
             let base = vec![normal(), normal()];
             let groups: Vec<Vec<f64>> = (0..20).map(|_| vec![normal(), normal()]).collect();
-            estimates.push(run_sigma([base.as_slice()], groups.iter().map(Vec::as_slice)).unwrap());
+            estimates.push(
+                run_sigma([base.as_slice()], groups.iter().map(Vec::as_slice), None).unwrap(),
+            );
         }
         let m = mean(&estimates);
         assert!((0.85..1.2).contains(&m), "mean sigma {m} for true sigma 1");
