@@ -369,50 +369,49 @@ impl Running {
             }
             let pipes_closed = streams.iter().all(|s| s.pipe.is_none());
 
-            let next =
-                if !matches!(phase, Phase::Killed { .. } | Phase::Draining { .. }) && cancel() {
-                    leader.signal(libc::SIGKILL).map_err(lost)?;
-                    forced_exit = Some(Exit::Cancelled);
-                    ended_at.get_or_insert(now);
-                    Phase::Killed {
-                        until: now.checked_add(POST_KILL_DRAIN),
+            let next = if !matches!(phase, Phase::Killed { .. }) && cancel() {
+                leader.signal(libc::SIGKILL).map_err(lost)?;
+                forced_exit = Some(Exit::Cancelled);
+                ended_at.get_or_insert(now);
+                Phase::Killed {
+                    until: now.checked_add(POST_KILL_DRAIN),
+                }
+            } else {
+                match phase {
+                    Phase::Running if leader_exited => {
+                        // Output written after the exit must not count: note what the pipes
+                        // hold now, then stop everything that could write more.
+                        pipes_left_open = streams.iter().any(Stream::held_by_others);
+                        for stream in &mut streams {
+                            stream.owe_what_is_buffered(&mut log, on_line);
+                        }
+                        leader.signal(libc::SIGKILL).map_err(lost)?;
+                        Phase::Draining {
+                            until: now.checked_add(drain_timeout.max(POST_KILL_DRAIN)),
+                        }
                     }
-                } else {
-                    match phase {
-                        Phase::Running if leader_exited => {
-                            // Output written after the exit must not count: note what the pipes
-                            // hold now, then stop everything that could write more.
-                            pipes_left_open = streams.iter().any(Stream::held_by_others);
-                            for stream in &mut streams {
-                                stream.owe_what_is_buffered(&mut log, on_line);
-                            }
-                            leader.signal(libc::SIGKILL).map_err(lost)?;
-                            Phase::Draining {
-                                until: now.checked_add(drain_timeout.max(POST_KILL_DRAIN)),
-                            }
+                    Phase::Running if deadline.is_some_and(|d| passed(d, now)) => {
+                        leader.signal(libc::SIGTERM).map_err(lost)?;
+                        forced_exit = Some(Exit::TimedOut);
+                        Phase::Terminating {
+                            until: now.checked_add(kill_grace),
                         }
-                        Phase::Running if deadline.is_some_and(|d| passed(d, now)) => {
-                            leader.signal(libc::SIGTERM).map_err(lost)?;
-                            forced_exit = Some(Exit::TimedOut);
-                            Phase::Terminating {
-                                until: now.checked_add(kill_grace),
-                            }
-                        }
-                        Phase::Terminating { until }
-                            if (leader_exited && pipes_closed) || passed(until, now) =>
-                        {
-                            pipes_left_open = leader_exited && !pipes_closed;
-                            leader.signal(libc::SIGKILL).map_err(lost)?;
-                            ended_at.get_or_insert(now);
-                            Phase::Killed {
-                                until: now.checked_add(POST_KILL_DRAIN),
-                            }
-                        }
-                        Phase::Draining { until } if pipes_closed || passed(until, now) => break,
-                        Phase::Killed { until } if pipes_closed || passed(until, now) => break,
-                        unchanged => unchanged,
                     }
-                };
+                    Phase::Terminating { until }
+                        if (leader_exited && pipes_closed) || passed(until, now) =>
+                    {
+                        pipes_left_open = leader_exited && !pipes_closed;
+                        leader.signal(libc::SIGKILL).map_err(lost)?;
+                        ended_at.get_or_insert(now);
+                        Phase::Killed {
+                            until: now.checked_add(POST_KILL_DRAIN),
+                        }
+                    }
+                    Phase::Draining { until } if pipes_closed || passed(until, now) => break,
+                    Phase::Killed { until } if pipes_closed || passed(until, now) => break,
+                    unchanged => unchanged,
+                }
+            };
             if std::mem::discriminant(&next) != std::mem::discriminant(&phase) {
                 // Re-evaluate at once: the new phase may already be complete.
                 phase = next;
