@@ -3,7 +3,9 @@
 //! module of `commands`, and `error` says which exit status a failure gets.
 
 /// `println!` that never panics: a closed pipe (`hone run | head`) must not kill a loop, and
-/// `hone log | head` should end quietly.
+/// `hone log | head` should end quietly. Control characters are shown escaped
+/// (`output::terminal_safe`): what it prints carries file names, reasons, logs and diffs an
+/// agent wrote, and no escape sequence of theirs may reach the terminal.
 macro_rules! out {
     () => {{
         use std::io::Write as _;
@@ -11,15 +13,17 @@ macro_rules! out {
     }};
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stdout(), "{}", crate::output::terminal_safe(&text));
     }};
 }
 
-/// `eprintln!` that never panics.
+/// `eprintln!` that never panics, with control characters escaped like `out!`.
 macro_rules! err {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stderr(), "{}", crate::output::terminal_safe(&text));
     }};
 }
 

@@ -42,6 +42,31 @@ pub struct Printer {
     progress: crate::progress::Progress,
 }
 
+/// Text an agent may have written (file names, reasons, descriptions, logs, diffs), made safe
+/// to print on a terminal: every control character but newline and tab is shown escaped (`\x1b`
+/// for ESC, `\u009b` for a C1 control or DEL), and so are the bidirectional overrides that
+/// reorder what a line appears to say. The `\uXXXX` form keeps JSON output valid.
+pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for c in s.chars() {
+        if !unsafe_char(c) {
+            out.push(c);
+        } else if (c as u32) < 0x20 {
+            out.push_str(&format!("\\x{:02x}", c as u32));
+        } else {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 fn status_word(s: Status) -> String {
     format!("{:<9}", s.as_str())
 }
@@ -120,7 +145,7 @@ impl Printer {
                     }
                 });
                 let change = match (best, baseline) {
-                    (Some(b), Some(a)) if *a != 0.0 => {
+                    (Some(b), Some(a)) if *a != 0.0 && ((b - a) / a.abs()).is_finite() => {
                         format!(" ({:+.2}%)", (b - a) / a.abs() * 100.0)
                     }
                     _ => String::new(),
@@ -674,5 +699,24 @@ pub fn workers(url: &str, json: bool) {
             w.slot,
             w.heartbeat_age_s
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::terminal_safe;
+
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        assert_eq!(terminal_safe("plain\tline\n"), "plain\tline\n");
+        assert_eq!(
+            terminal_safe("\u{1b}]0;t\u{7}\u{1b}[2J\r\u{9b}1m\u{7f}\u{202e}x"),
+            "\\x1b]0;t\\x07\\x1b[2J\\x0d\\u009b1m\\u007f\\u202ex"
+        );
+        // JSON output stays JSON.
+        let line = serde_json::to_string("a\u{9b}b\u{2066}").unwrap();
+        let safe = terminal_safe(&line);
+        let back: String = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back, "a\u{9b}b\u{2066}");
     }
 }

@@ -206,14 +206,10 @@ fn short(d: Duration) -> String {
     format_duration(Duration::from_secs(d.as_secs()))
 }
 
-/// `text` with control characters (terminal escapes included) shown as `?`, cut to `max`
-/// characters.
+/// `text` with control characters (terminal escapes included) shown escaped
+/// ([`crate::output::terminal_safe`]), cut to `max` characters.
 fn printable(text: &str, max: usize) -> String {
-    let clean: String = text
-        .trim()
-        .chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
+    let clean = crate::output::terminal_safe(text.trim()).into_owned();
     if clean.chars().count() <= max {
         clean
     } else {
@@ -310,7 +306,7 @@ mod tests {
         let s = state(now);
         let line = render(&s, now, Some("\x1b]0;owned\x07 loss 1"));
         assert!(!line.contains('\x1b'), "{line:?}");
-        assert!(line.contains("?]0;owned? loss 1"), "{line:?}");
+        assert!(line.contains("\\x1b]0;owned\\x07 loss 1"), "{line:?}");
         let long = "x".repeat(500);
         let line = render(&s, now, Some(&long));
         assert!(line.contains(&format!("{}…", "x".repeat(59))), "{line}");

@@ -18,7 +18,7 @@
 //! Run: `cargo run --release -p hone --example noise_bench [RUNS]` (default 200 runs).
 
 use hone::spec::Direction;
-use hone::verify::noise::{estimate_sigma, mean, NoisePolicy};
+use hone::verify::noise::{mean, run_sigma, NoisePolicy};
 
 /// splitmix64 (the library's step), seeded with a plain state.
 struct Rng(u64);
@@ -90,14 +90,14 @@ fn simulate(seed: u64, rule: Rule, t: &mut Tally) {
         let first = measure(&mut rng, truth);
         t.verifications += 1;
         let keep = if hone_rule {
-            // As the engine does: σ from every repeated group, never below the baseline's.
-            let floor = estimate_sigma(groups.iter().take(1).map(Vec::as_slice));
+            // As the engine does: σ from every repeated group (the first is the baseline's,
+            // the rest candidates'), by `run_sigma`.
             let pooled = |extra: Option<&[f64]>| {
-                let all = estimate_sigma(groups.iter().map(Vec::as_slice).chain(extra));
-                match (all, floor) {
-                    (Some(a), Some(b)) => Some(a.max(b)),
-                    (a, b) => a.or(b),
-                }
+                run_sigma(
+                    groups.iter().take(1).map(Vec::as_slice),
+                    groups.iter().skip(1).map(Vec::as_slice),
+                    extra,
+                )
             };
             let sigma = pooled(None);
             let mut runs = vec![first];

@@ -25,6 +25,7 @@ mod noise;
 mod notify;
 mod outer;
 mod parallel;
+mod poisoning;
 mod postgres;
 mod presets;
 mod report;

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use crate::spec::Spec;
 use crate::store::{ExperimentRecord, Status};
-use crate::verify::noise::{estimate_sigma, mean};
+use crate::verify::noise::{mean, run_sigma, unusable};
 
 use super::executor::Failure;
 use super::state::restore_refs;
@@ -169,12 +169,16 @@ impl Judge<'_> {
         let spec = self.spec;
         let policy = spec.noise_policy();
         let net_lines = rec.lines_added as i64 - rec.lines_deleted as i64;
+        if failed.is_none() {
+            if let Some(reason) = unusable(&spec.verify.metric, &rec.runs) {
+                // Nothing of these runs may reach a decision, a plot or a summary.
+                rec.objective = None;
+                return (Status::Crash, reason);
+            }
+        }
         rec.objective = Some(mean(&rec.runs));
-        let sigma = if rec.runs.len() > 1 {
-            self.sigma(Some(&rec.runs))
-        } else {
-            self.sigma(None)
-        };
+        let own = (rec.runs.len() > 1).then_some(rec.runs.as_slice());
+        let sigma = self.sigma_with(own, best_value.is_none());
         match (failed, best_value, broken) {
             (Some(f), _, _) => (f.status, f.reason),
             (None, None, None) => (Status::Baseline, baseline_reason(&rec.runs, sigma, None)),
@@ -205,28 +209,30 @@ impl Judge<'_> {
         }
     }
 
-    /// σ from every experiment with repeated runs (plus `extra`, the runs of the experiment
+    /// σ from every experiment with repeated runs (plus `extra`, the runs of a candidate
     /// being decided, which is not in the history yet).
-    ///
-    /// Never below the baseline's own σ: candidates whose code pins its own seed repeat
-    /// identically and would otherwise talk the noise estimate down.
     pub(super) fn sigma(&self, extra: Option<&[f64]>) -> Option<f64> {
-        let groups = self
-            .history
-            .iter()
-            .filter(|e| e.runs.len() > 1)
-            .map(|e| e.runs.as_slice())
-            .chain(extra);
-        let all = estimate_sigma(groups);
-        let baseline = estimate_sigma(
-            self.history
-                .iter()
-                .filter(|e| e.status() == Status::Baseline && e.runs.len() > 1)
-                .map(|e| e.runs.as_slice()),
-        );
-        match (all, baseline) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
+        self.sigma_with(extra, false)
+    }
+
+    /// σ by [`run_sigma`]: the baseline's repeats are trusted (the user's code), every other
+    /// experiment's runs are a candidate's, so the widest of them is left out and σ never
+    /// falls below the baseline's own (candidates whose code pins its own seed repeat
+    /// identically and would otherwise talk the noise estimate down). `extra`: the runs of
+    /// the experiment being decided (always counted), the baseline's when
+    /// `extra_is_baseline`.
+    pub(super) fn sigma_with(&self, extra: Option<&[f64]>, extra_is_baseline: bool) -> Option<f64> {
+        let repeated = || self.history.iter().filter(|e| e.runs.len() > 1);
+        let baseline = repeated()
+            .filter(|e| e.status() == Status::Baseline)
+            .map(|e| e.runs.as_slice());
+        let candidates = repeated()
+            .filter(|e| e.status() != Status::Baseline)
+            .map(|e| e.runs.as_slice());
+        if extra_is_baseline {
+            run_sigma(baseline.chain(extra), candidates, None)
+        } else {
+            run_sigma(baseline, candidates, extra)
         }
     }
 

@@ -237,6 +237,15 @@ impl Engine<'_> {
         let cancel = self.cancel();
         let (verifier, mut sink) = self.verifying();
         let message = match verifier.measure(&mut sink, &mut rec, wt, repeat, true, &cancel)? {
+            Measured::Value { value, .. }
+                if crate::verify::noise::unusable(
+                    "",
+                    &[rec.runs.as_slice(), &[value]].concat(),
+                )
+                .is_some() =>
+            {
+                format!("re-test of the champion #{n} gave {value}, which overflows the mean of its runs; its value stands")
+            }
             Measured::Value { value, .. } => {
                 rec.runs.push(value);
                 let before = rec.objective.unwrap_or(f64::NAN);

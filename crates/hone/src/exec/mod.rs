@@ -29,11 +29,13 @@
 //! 4. **Cancel.** As soon as `cancel()` returns true the group gets `SIGKILL` (no grace:
 //!    the user asked to stop) and the exit is [`Exit::Cancelled`].
 //!
-//! 5. **Leader exit and drain.** When the leader exits on its own, other members may
-//!    still hold the pipes (a `cmd &` left running). hone keeps reading for up to
-//!    [`ExecRequest::drain_timeout`], then sends `SIGKILL` to the group whatever happened,
-//!    so nothing the verifier started outlives it. If the pipes were still open at that
-//!    point, [`ExecOutcome::pipes_left_open`] is set.
+//! 5. **Leader exit and drain.** When the leader exits on its own, only output written
+//!    before that moment counts: a metric a `cmd &` left running prints later must not be
+//!    the last word. hone notes how many bytes each pipe holds (`FIONREAD`) and whether
+//!    another process still holds it open ([`ExecOutcome::pipes_left_open`]), sends `SIGKILL`
+//!    to the group at once, and then reads exactly the noted bytes (for at most
+//!    [`ExecRequest::drain_timeout`]); whatever was written after the exit is neither logged
+//!    nor delivered, and nothing the verifier started outlives it.
 //!
 //! 6. **Reap.** The leader is observed with `waitid(WNOWAIT)` and stays a zombie until
 //!    after the final `SIGKILL`, so its pgid cannot be reused by an unrelated group
@@ -98,7 +100,8 @@ pub struct ExecRequest {
     pub timeout: Option<Duration>,
     /// After `SIGTERM` to the group on timeout, how long before `SIGKILL`.
     pub kill_grace: Duration,
-    /// After the leader exits, how long to wait for the pipes to close.
+    /// After the leader exits, the longest hone spends reading the output it had written
+    /// (what was already in the pipes when it exited; see the module docs).
     pub drain_timeout: Duration,
     /// stdout and stderr merged, in arrival order (line granularity).
     pub log_path: PathBuf,
@@ -310,7 +313,8 @@ enum Phase {
     Running,
     /// Timed out and sent `SIGTERM`; waiting out the grace.
     Terminating { until: Option<Instant> },
-    /// The leader exited; waiting for the pipes to close.
+    /// The leader exited and the group got `SIGKILL`; reading the bytes the pipes held at
+    /// the exit.
     Draining { until: Option<Instant> },
     /// The group got `SIGKILL`; reading what is left in the pipes.
     Killed { until: Option<Instant> },
@@ -374,9 +378,18 @@ impl Running {
                 }
             } else {
                 match phase {
-                    Phase::Running if leader_exited => Phase::Draining {
-                        until: now.checked_add(drain_timeout),
-                    },
+                    Phase::Running if leader_exited => {
+                        // Output written after the exit must not count: note what the pipes
+                        // hold now, then stop everything that could write more.
+                        pipes_left_open = streams.iter().any(Stream::held_by_others);
+                        for stream in &mut streams {
+                            stream.owe_what_is_buffered(&mut log, on_line);
+                        }
+                        leader.signal(libc::SIGKILL).map_err(lost)?;
+                        Phase::Draining {
+                            until: now.checked_add(drain_timeout.max(POST_KILL_DRAIN)),
+                        }
+                    }
                     Phase::Running if deadline.is_some_and(|d| passed(d, now)) => {
                         leader.signal(libc::SIGTERM).map_err(lost)?;
                         forced_exit = Some(Exit::TimedOut);
@@ -394,13 +407,7 @@ impl Running {
                             until: now.checked_add(POST_KILL_DRAIN),
                         }
                     }
-                    Phase::Draining { until } if pipes_closed || passed(until, now) => {
-                        pipes_left_open = !pipes_closed;
-                        leader.signal(libc::SIGKILL).map_err(lost)?;
-                        Phase::Killed {
-                            until: now.checked_add(POST_KILL_DRAIN),
-                        }
-                    }
+                    Phase::Draining { until } if pipes_closed || passed(until, now) => break,
                     Phase::Killed { until } if pipes_closed || passed(until, now) => break,
                     unchanged => unchanged,
                 }
@@ -467,6 +474,9 @@ struct Stream {
     /// `None` once the pipe reached end of file (or hone closed it).
     pipe: Option<File>,
     splitter: LineSplitter,
+    /// After the leader's exit: the bytes still to read of those the pipe held then; the pipe
+    /// is closed when they are read (`None`: read to the end of file).
+    owed: Option<usize>,
 }
 
 impl Stream {
@@ -474,6 +484,44 @@ impl Stream {
         Self {
             pipe,
             splitter: LineSplitter::default(),
+            owed: None,
+        }
+    }
+
+    /// Whether a process other than the (exited) leader still holds the pipe's write end:
+    /// `poll` reports a hang-up only once every writer has closed it.
+    fn held_by_others(&self) -> bool {
+        let Some(pipe) = &self.pipe else {
+            return false;
+        };
+        let mut fd = libc::pollfd {
+            fd: pipe.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, alive for the call; a zero timeout never blocks.
+        let rc = unsafe { libc::poll(&mut fd, 1, 0) };
+        rc >= 0 && fd.revents & libc::POLLHUP == 0
+    }
+
+    /// The leader exited: from now on only the bytes the pipe holds at this moment are read
+    /// (a pipe that holds none is closed at once).
+    fn owe_what_is_buffered(&mut self, log: &mut CappedLog, on_line: &mut dyn FnMut(&str)) {
+        let Some(pipe) = &self.pipe else {
+            return;
+        };
+        let mut available: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one c_int to the pointer we pass, which is alive for the call.
+        let rc = unsafe { libc::ioctl(pipe.as_raw_fd(), libc::FIONREAD, &mut available) };
+        let owed = if rc == 0 {
+            usize::try_from(available).unwrap_or(0)
+        } else {
+            0
+        };
+        self.owed = Some(owed);
+        if owed == 0 {
+            self.pipe = None;
+            self.splitter.finish(log, on_line);
         }
     }
 
@@ -486,12 +534,24 @@ impl Stream {
         let Some(pipe) = self.pipe.as_mut() else {
             return;
         };
-        match pipe.read(buf) {
+        let want = self.owed.map_or(buf.len(), |o| o.min(buf.len()));
+        match pipe.read(&mut buf[..want]) {
             Ok(0) => {
                 self.pipe = None;
                 self.splitter.finish(log, on_line);
             }
-            Ok(n) => self.splitter.push(&buf[..n], log, on_line),
+            Ok(n) => {
+                self.splitter.push(&buf[..n], log, on_line);
+                if let Some(owed) = self.owed.as_mut() {
+                    *owed = owed.saturating_sub(n);
+                    if *owed == 0 {
+                        // Everything written before the leader's exit is read; the rest is
+                        // not its output.
+                        self.pipe = None;
+                        self.splitter.finish(log, on_line);
+                    }
+                }
+            }
             Err(e)
                 if matches!(
                     e.kind(),

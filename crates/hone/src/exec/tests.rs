@@ -381,3 +381,39 @@ fn a_running_verifier_can_be_waited_on_from_another_thread() {
     assert_send::<Running>();
     assert_send::<ExecOutcome>();
 }
+
+#[test]
+fn output_written_after_the_leader_exits_does_not_count() {
+    // A verifier whose background job prints a better metric after the verifier exited: only
+    // what was written before the exit may count, and the job does not outlive the run.
+    let fx = Fixture::new();
+    let (outcome, lines) = run(
+        &fx.request("(sleep 0.5; echo 'score: 999') & echo $! > late.pid; echo 'score: 1'; exit 0")
+    );
+    assert_eq!(outcome.exit, Exit::Code(0));
+    assert!(outcome.pipes_left_open, "the background job held stdout");
+    assert_eq!(lines, ["score: 1"]);
+    assert!(!fx.log().contains("999"), "{}", fx.log());
+    assert_process_dies(fx.pid_from("late.pid"));
+}
+
+#[test]
+fn everything_the_leader_wrote_before_exiting_is_read() {
+    // Output still in the pipes when the leader exits (a long burst, a last line without a
+    // newline, on both streams) is read in full after the group is stopped.
+    let fx = Fixture::new();
+    let (outcome, lines) = run(&fx.request(
+        "i=0; while [ $i -lt 2000 ]; do echo \"line $i\"; i=$((i+1)); done; echo err >&2; printf 'score: 3'",
+    ));
+    assert_eq!(outcome.exit, Exit::Code(0));
+    assert!(!outcome.pipes_left_open);
+    assert_eq!(
+        lines.len(),
+        2002,
+        "{:?}",
+        &lines[lines.len().saturating_sub(3)..]
+    );
+    assert!(lines.contains(&"err".to_string()));
+    assert!(lines.contains(&"score: 3".to_string()));
+    assert_eq!(lines[1999], "line 1999");
+}

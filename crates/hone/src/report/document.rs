@@ -42,7 +42,36 @@ fn gains(exps: &[ExperimentRecord], minimize: bool) -> Vec<Gain<'_>> {
 }
 
 fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    md_text(s)
+}
+
+/// Agent-written (or agent-influenced) text as literal markdown text, for a table cell or a
+/// list item: HTML special characters become entities (no tag or comment survives), the
+/// characters that open links, images, code spans and emphasis are backslash-escaped, `|`
+/// cannot end a cell, and line breaks, other control characters and bidirectional overrides
+/// become spaces (so nothing starts a line: no heading, list or quote). A bare URL stays
+/// visible text.
+pub fn md_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            // Controls, and the bidirectional overrides that reorder how a line reads.
+            c if c.is_control()
+                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
+            {
+                out.push(' ')
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Renders the report of a run.
@@ -365,4 +394,26 @@ fn html_experiments(html: &mut String, run: &RunRecord, exps: &[ExperimentRecord
         );
     }
     let _ = writeln!(html, "</table></body></html>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::md_text;
+
+    #[test]
+    fn agent_markup_becomes_literal_text() {
+        let s = md_text(
+            "<img src=x onerror=alert(1)> [a](http://e.x) ![i](http://e.x/i.png) `c` *e* a|b\n# h",
+        );
+        assert_eq!(
+            s,
+            "&lt;img src=x onerror=alert(1)&gt; \\[a\\](http://e.x) !\\[i\\](http://e.x/i.png) \\`c\\` \\*e\\* a\\|b # h"
+        );
+        assert_eq!(
+            md_text("plain words, 1.5 → 2 (+3%)"),
+            "plain words, 1.5 → 2 (+3%)"
+        );
+        assert_eq!(md_text("a\u{1b}[2Jb"), "a \\[2Jb");
+        assert_eq!(md_text("x\u{202e}gnp.exe"), "x gnp.exe");
+    }
 }

@@ -50,7 +50,9 @@ pub fn summarize(run: &RunRecord, exps: &[ExperimentRecord]) -> Summary {
     let change_pct = match (baseline, best_v) {
         (Some(a), Some(b)) if a != 0.0 => Some((b - a) / a.abs() * 100.0),
         _ => None,
-    };
+    }
+    // A change too large for a float (values near ±1.8e308) is no percentage to show.
+    .filter(|p| p.is_finite());
     let config = |e: &ExperimentRecord| -> Option<crate::propose::knobs::Config> {
         serde_json::from_value(e.config.clone()?).ok()
     };

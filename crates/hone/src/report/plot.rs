@@ -17,8 +17,27 @@ const RIGHT: f64 = 110.0;
 const TOP: f64 = 50.0;
 const BOTTOM: f64 = 60.0;
 
-/// The value range shown: (low, high).
+/// The value range shown: (low, high), finite and with a finite span whatever the values.
 pub fn y_range(baseline: f64, best: f64, values: &[f64]) -> (f64, f64) {
+    let (lo, hi) = y_range_unbounded(baseline, best, values);
+    finite_range(lo, hi)
+}
+
+/// Keeps a plot's range within a quarter of the float range each way, so that its span and
+/// every tick stay finite: values near ±1.8e308 are drawn at the plot's edge, never as NaN.
+fn finite_range(lo: f64, hi: f64) -> (f64, f64) {
+    const LIMIT: f64 = f64::MAX / 4.0;
+    let (lo, hi) = (lo.clamp(-LIMIT, LIMIT), hi.clamp(-LIMIT, LIMIT));
+    if hi > lo {
+        (lo, hi)
+    } else {
+        let pad = (lo.abs() * 0.05).max(1e-6);
+        (lo - pad, hi + pad)
+    }
+}
+
+/// The value range the values ask for (it may overflow: see [`y_range`]).
+fn y_range_unbounded(baseline: f64, best: f64, values: &[f64]) -> (f64, f64) {
     let span = (baseline - best).abs();
     if span > 0.0 {
         let (lo, hi) = (baseline.min(best), baseline.max(best));
@@ -207,7 +226,7 @@ fn svg_axes(svg: &mut String, f: &Frame, metric: &str, minimize: bool) {
     let (lo, hi, n_max, plot_bottom) = (f.lo, f.hi, f.n_max, f.plot_bottom);
     let _ = writeln!(svg, r##"<g stroke="#ccc">"##);
     for i in 0..=5 {
-        let v = lo + (hi - lo) * i as f64 / 5.0;
+        let v = lo + (hi - lo) * (i as f64 / 5.0);
         let yy = f.y(v);
         let _ = writeln!(
             svg,
@@ -217,7 +236,7 @@ fn svg_axes(svg: &mut String, f: &Frame, metric: &str, minimize: bool) {
     }
     let _ = writeln!(svg, "</g>");
     for i in 0..=5 {
-        let v = lo + (hi - lo) * i as f64 / 5.0;
+        let v = lo + (hi - lo) * (i as f64 / 5.0);
         let _ = writeln!(
             svg,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
@@ -442,7 +461,7 @@ fn text_lines(
         exps.len()
     );
     for (r, line) in grid.iter().enumerate() {
-        let v = hi - (hi - lo) * r as f64 / (ROWS - 1) as f64;
+        let v = hi - (hi - lo) * (r as f64 / (ROWS - 1) as f64);
         let tick = if r == 0 || r == ROWS - 1 || r == ROWS / 2 {
             label(v)
         } else {
@@ -532,6 +551,27 @@ mod tests {
             status: Some(status),
             objective: v,
             ..Default::default()
+        }
+    }
+
+    #[test]
+    fn values_at_the_ends_of_the_float_range_draw_no_nan() {
+        // A keep and a discard near ±1.8e308: their span overflows a float.
+        let exps = vec![
+            exp(0, Status::Baseline, Some(10.0)),
+            exp(1, Status::Keep, Some(-1.79e308)),
+            exp(2, Status::Discard, Some(1.79e308)),
+            exp(3, Status::Keep, Some(-1.7e308)),
+        ];
+        for minimize in [true, false] {
+            let svg = progress_svg(&exps, "score", minimize, "t");
+            let text = progress_text(&exps, "score", minimize);
+            for out in [&svg, &text] {
+                assert!(
+                    !out.contains("NaN") && !out.contains("inf"),
+                    "minimize {minimize}:\n{out}"
+                );
+            }
         }
     }
 

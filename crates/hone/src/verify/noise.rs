@@ -7,6 +7,11 @@
 //! median and the residuals pooled; with enough of them σ is the scaled median absolute
 //! deviation (robust to one wild run), with few it is the pooled standard deviation (the MAD of
 //! three numbers is mostly luck).
+//!
+//! The candidates' runs come from code the agent wrote, so no one of them may set the noise of
+//! a whole run ([`run_sigma`]): the earlier candidate group with the widest spread is always
+//! left out, and σ never falls below the baseline's own (the user's code). A group whose numbers overflow (an infinite mean or spread) carries no
+//! information and is skipped; [`unusable`] says why such runs make their experiment a crash.
 
 use super::Direction;
 // Every call here passes two values or more (an empty slice would give `NaN`).
@@ -41,7 +46,12 @@ pub fn estimate_sigma<'a>(groups: impl IntoIterator<Item = &'a [f64]>) -> Option
             continue;
         }
         let mean = runs.iter().sum::<f64>() / runs.len() as f64;
-        sum_sq += runs.iter().map(|v| (v - mean).powi(2)).sum::<f64>();
+        let group_sq = runs.iter().map(|v| (v - mean).powi(2)).sum::<f64>();
+        if !group_sq.is_finite() {
+            // Values so far apart that their spread overflows say nothing about the noise.
+            continue;
+        }
+        sum_sq += group_sq;
         dof += runs.len() - 1;
         let med = median(&runs);
         // Deviations from a group's own centre understate the noise (for a pair, each is half
@@ -65,6 +75,88 @@ pub fn estimate_sigma<'a>(groups: impl IntoIterator<Item = &'a [f64]>) -> Option
     } else {
         Some((sum_sq / dof as f64).sqrt())
     }
+}
+
+/// The sample variance of a group's finite runs; `None` with fewer than two or when it
+/// overflows.
+fn spread(group: &[f64]) -> Option<f64> {
+    let runs: Vec<f64> = group.iter().copied().filter(|v| v.is_finite()).collect();
+    if runs.len() < 2 {
+        return None;
+    }
+    let m = mean(&runs);
+    let var = runs.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (runs.len() - 1) as f64;
+    (m.is_finite() && var.is_finite()).then_some(var)
+}
+
+/// σ for a run's decisions (see the module docs). `trusted`: groups of repeated runs of the
+/// user's own code (the baseline's repeats); `untrusted`: groups of runs of earlier candidates'
+/// code (confirm runs, re-tests of a champion); `own`: the runs of the candidate being decided,
+/// which always count (a candidate whose own runs scatter only raises its own threshold).
+///
+/// The untrusted group with the widest spread is always left out, so no one candidate widens
+/// the noise band for every later one (not even when it is the only one, with
+/// `baseline_repeats = 1`), while noise that several candidates show still raises σ. The
+/// result is never below the trusted groups' σ. `None` when no group is left with two runs.
+pub fn run_sigma<'a>(
+    trusted: impl IntoIterator<Item = &'a [f64]>,
+    untrusted: impl IntoIterator<Item = &'a [f64]>,
+    own: Option<&'a [f64]>,
+) -> Option<f64> {
+    let trusted: Vec<&[f64]> = trusted
+        .into_iter()
+        .filter(|g| spread(g).is_some())
+        .collect();
+    let mut untrusted: Vec<(&[f64], f64)> = untrusted
+        .into_iter()
+        .filter_map(|g| spread(g).map(|s| (g, s)))
+        .collect();
+    let widest = untrusted
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1 .1.total_cmp(&b.1 .1))
+        .map(|(i, _)| i);
+    if let Some(i) = widest {
+        untrusted.remove(i);
+    }
+    let all = estimate_sigma(
+        trusted
+            .iter()
+            .copied()
+            .chain(untrusted.iter().map(|(g, _)| *g))
+            .chain(own),
+    );
+    let floor = estimate_sigma(trusted.iter().copied());
+    match (all, floor) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Why the runs of one experiment cannot be judged, if they cannot: a value that is not a
+/// finite number, a mean that overflows, or runs so far apart that their spread overflows.
+/// Such an experiment is a crash; none of its numbers may reach a decision, a plot or a
+/// summary.
+pub fn unusable(metric: &str, runs: &[f64]) -> Option<String> {
+    if let Some((k, v)) = runs.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        return Some(format!("`{metric}` is {v} in run {}", k + 1));
+    }
+    if runs.is_empty() {
+        return None;
+    }
+    if !mean(runs).is_finite() {
+        return Some(format!(
+            "the mean of its {} runs of `{metric}` overflows (values near ±1.8e308): print a number a float can average",
+            runs.len()
+        ));
+    }
+    if runs.len() > 1 && spread(runs).is_none() {
+        return Some(format!(
+            "its {} runs of `{metric}` are so far apart that their spread overflows: print a number a float can average",
+            runs.len()
+        ));
+    }
+    None
 }
 
 /// The mean of a slice; NaN for an empty one.
@@ -212,6 +304,93 @@ mod tests {
             (0.85..1.15).contains(&m),
             "mean sigma estimate {m} for true sigma 1"
         );
+    }
+
+    /// Standard normal draws from a fixed seed (Box-Muller).
+    fn normals(seed: u64) -> impl FnMut() -> f64 {
+        let mut state = seed;
+        move || {
+            let mut u = || {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((state >> 11) as f64 / (1u64 << 53) as f64).max(1e-12)
+            };
+            let (a, b) = (u(), u());
+            (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
+        }
+    }
+
+    #[test]
+    fn one_candidate_cannot_set_the_noise_of_the_run() {
+        // The attack: baseline_repeats = 2, confirm = 1, one candidate prints 0 then 1000.
+        let baseline = [10.0, 10.2];
+        let poison = [0.0, 1000.0];
+        let pooled = estimate_sigma([&baseline[..], &poison[..]]).unwrap();
+        assert!(pooled > 100.0, "plain pooling is poisoned: {pooled}");
+        let s = run_sigma([&baseline[..]], [&poison[..]], None).unwrap();
+        let own = estimate_sigma([&baseline[..]]).unwrap();
+        assert!((s - own).abs() < 1e-12, "sigma {s}, baseline's {own}");
+        // With honest candidates around it, the poisoned group is still the one left out.
+        let honest = [[10.1, 10.3], [9.9, 10.0], [10.4, 10.2]];
+        let s = run_sigma(
+            [&baseline[..]],
+            honest.iter().map(|g| &g[..]).chain([&poison[..]]),
+            None,
+        )
+        .unwrap();
+        assert!(s < 1.0, "sigma {s}");
+    }
+
+    #[test]
+    fn noise_that_many_candidates_show_still_raises_sigma() {
+        let baseline = [10.0, 10.1];
+        let wide: Vec<[f64; 2]> = (0..10)
+            .map(|i| [10.0 + i as f64, 12.0 + i as f64])
+            .collect();
+        let s = run_sigma([&baseline[..]], wide.iter().map(|g| &g[..]), None).unwrap();
+        assert!(
+            s > 1.0,
+            "ten candidates with a spread of 2 raise sigma: {s}"
+        );
+        // With no baseline repeats, one earlier candidate alone sets nothing; two do, and a
+        // candidate's own runs always count for its own decision.
+        assert_eq!(run_sigma([], [&[0.0, 1000.0][..]], None), None);
+        assert!(run_sigma([], [&[1.0, 3.0][..], &[2.0, 2.5][..]], None).is_some());
+        let own = run_sigma([], [&[0.0, 1000.0][..]], Some(&[1.0, 3.0][..])).unwrap();
+        assert!((own - 2f64.sqrt()).abs() < 1e-12, "{own}");
+    }
+
+    #[test]
+    fn run_sigma_stays_close_to_the_truth_with_honest_pairs() {
+        let mut normal = normals(0x9e37_79b9);
+        let mut estimates = Vec::new();
+        for _ in 0..200 {
+            let base = vec![normal(), normal()];
+            let groups: Vec<Vec<f64>> = (0..20).map(|_| vec![normal(), normal()]).collect();
+            estimates.push(
+                run_sigma([base.as_slice()], groups.iter().map(Vec::as_slice), None).unwrap(),
+            );
+        }
+        let m = mean(&estimates);
+        assert!((0.85..1.2).contains(&m), "mean sigma {m} for true sigma 1");
+    }
+
+    #[test]
+    fn overflowing_runs_are_unusable_and_say_nothing_about_noise() {
+        let huge = [1.79e308, -1.79e308];
+        assert_eq!(estimate_sigma([&huge[..]]), None);
+        let s = run_sigma([&[10.0, 10.2][..]], [&huge[..]], Some(&huge[..])).unwrap();
+        assert!(s.is_finite() && s < 1.0, "{s}");
+        assert!(unusable("score", &huge)
+            .unwrap()
+            .contains("spread overflows"));
+        assert!(unusable("score", &[1.79e308, 1.79e308])
+            .unwrap()
+            .contains("mean"));
+        assert!(unusable("score", &[1.0, f64::NAN]).unwrap().contains("NaN"));
+        assert_eq!(unusable("score", &[1.0, 2.0]), None);
+        assert_eq!(unusable("score", &[1.79e308]), None);
     }
 
     #[test]
