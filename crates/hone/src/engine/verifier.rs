@@ -219,6 +219,8 @@ impl Verifier {
             .candidate_commit
             .clone()
             .unwrap_or_else(|| self.base_commit.clone());
+        // Every run starts from the commit's exact files, checked, whatever the worktree held.
+        self.git.materialize(wt, &candidate)?;
         let first = StageRun {
             n,
             command: &command,
