@@ -16,6 +16,7 @@ mod finalize;
 mod gate;
 mod holdout;
 mod init;
+mod integrity;
 mod knobs;
 mod llm;
 mod noise;
