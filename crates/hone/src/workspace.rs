@@ -832,6 +832,33 @@ mod tests {
         );
     }
 
+    /// The sealed evaluation's tree: the candidate's files, the sealed ones from the base,
+    /// and of the rest only the declared outputs.
+    #[test]
+    fn materialize_sealed_keeps_outputs_and_restores_sealed_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        sh(d, "git init -q -b main && printf P1 > prepare.py && printf m > model.py && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+        let git = Git::discover(d).unwrap();
+        let base = git.head().unwrap();
+        sh(d, "printf P2 > prepare.py && printf m2 > model.py && git add -A && git -c user.name=t -c user.email=t@t commit -qm c");
+        let cand = git.head().unwrap();
+        let wt = d.join(".hone/wt");
+        git.prepare_worktree(&wt, &cand).unwrap();
+        sh(&wt, "printf o > model.txt && mkdir -p out sub && printf o > out/model.txt && printf j > junk.txt && printf j > sub/junk && printf x > model.py");
+        let sealed = ["prepare.py".to_string()];
+        let keep = ["model.txt".to_string()];
+        git.materialize_sealed(&wt, (&cand, &base), &sealed, &keep)
+            .unwrap();
+        let read = |p: &str| std::fs::read_to_string(wt.join(p)).unwrap();
+        assert_eq!(read("prepare.py"), "P1");
+        assert_eq!(read("model.py"), "m2");
+        assert_eq!(read("model.txt"), "o");
+        assert_eq!(read("out/model.txt"), "o");
+        assert!(!wt.join("junk.txt").exists());
+        assert!(!wt.join("sub").exists());
+    }
+
     #[test]
     fn globs() {
         assert!(glob_match("train.py", "train.py"));

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{git_command, Git, GitError};
+use super::{git_command, glob_match, Git, GitError};
 
 /// The longest path Linux resolves in one system call (`PATH_MAX`, with its NUL).
 const PATH_MAX: usize = 4096;
@@ -310,10 +310,53 @@ impl Git {
     /// checked once more. The worktree's `.git` link is left alone; gitlinks are not written.
     pub fn materialize(&self, wt: &Path, commit: &str) -> Result<(), GitError> {
         let listing = self.listing(commit)?;
-        if self.align(wt, &listing, true)? == 0 {
+        self.materialize_listing(wt, commit, &listing, &[])
+    }
+
+    /// Prepares `wt` for a sealed evaluation, as [`Git::materialize`] does (no checkout, no
+    /// filter): `commit`'s files, with the `sealed` paths as `sealed_from` has them (absent
+    /// there: removed), and of what is not the commit's, only what matches `keep` (globs, or
+    /// a bare name at any depth, as `git clean -e` reads it).
+    pub fn materialize_sealed(
+        &self,
+        wt: &Path,
+        (commit, sealed_from): (&str, &str),
+        sealed: &[String],
+        keep: &[String],
+    ) -> Result<(), GitError> {
+        let mut listing = self.listing(commit)?;
+        if !sealed.is_empty() {
+            let mut base = self.listing(sealed_from)?;
+            for path in sealed {
+                match base.files.remove(path) {
+                    Some(e) => {
+                        listing.files.insert(path.clone(), e);
+                        let mut d = path.as_str();
+                        while let Some((parent, _)) = d.rsplit_once('/') {
+                            listing.dirs.insert(parent.to_string());
+                            d = parent;
+                        }
+                    }
+                    None => {
+                        listing.files.remove(path);
+                    }
+                }
+            }
+        }
+        self.materialize_listing(wt, commit, &listing, keep)
+    }
+
+    fn materialize_listing(
+        &self,
+        wt: &Path,
+        commit: &str,
+        listing: &Listing,
+        keep: &[String],
+    ) -> Result<(), GitError> {
+        if self.align(wt, (listing, keep), true)? == 0 {
             return Ok(());
         }
-        match self.align(wt, &listing, false)? {
+        match self.align(wt, (listing, keep), false)? {
             0 => Ok(()),
             n => Err(GitError::Failed {
                 args: format!("materialize {commit}"),
@@ -326,9 +369,14 @@ impl Git {
     }
 
     /// How many places `wt` differs from `listing`; with `fix`, each is repaired as it is found.
-    fn align(&self, wt: &Path, listing: &Listing, fix: bool) -> Result<usize, GitError> {
+    fn align(
+        &self,
+        wt: &Path,
+        (listing, keep): (&Listing, &[String]),
+        fix: bool,
+    ) -> Result<usize, GitError> {
         let mut found = Found::default();
-        walk_against(wt, "", listing, fix, &mut found)?;
+        walk_against(wt, "", (listing, keep), fix, &mut found)?;
         let mut stale: Vec<&str> = Vec::new();
         let (plain, odd): (Vec<&(String, bool)>, Vec<&(String, bool)>) =
             found.files.iter().partition(|(p, _)| !p.contains('\n'));
@@ -474,6 +522,15 @@ impl Git {
     }
 }
 
+/// Is `p` one of the kept paths (`keep`: hone globs; a pattern without `/` also matches a
+/// file name at any depth, as in `git clean -e`)?
+fn kept(keep: &[String], p: &str) -> bool {
+    let name = p.rsplit('/').next().unwrap_or(p);
+    keep.iter().any(|k| {
+        glob_match(k, p) || (!k.trim_end_matches('/').contains('/') && glob_match(k, name))
+    })
+}
+
 /// Walks `wt/rel` against the commit's listing: entries the commit does not have are counted
 /// (and with `fix`, removed); files and symlinks where it has one are collected to compare.
 /// It descends only into the commit's directories, so it never meets a path git could not
@@ -481,7 +538,7 @@ impl Git {
 fn walk_against(
     wt: &Path,
     rel: &str,
-    listing: &Listing,
+    (listing, keep): (&Listing, &[String]),
     fix: bool,
     found: &mut Found,
 ) -> Result<(), GitError> {
@@ -499,35 +556,51 @@ fn walk_against(
         }
         let path = full.join(&os_name);
         let ft = e.file_type().map_err(io_err(&path))?;
-        let keep = match os_name.to_str() {
-            None => None,
-            Some(name) => {
-                let p = join(rel, name);
-                if ft.is_dir() && listing.dirs.contains(&p) {
-                    walk_against(wt, &p, listing, fix, found)?;
-                    continue;
-                }
-                let mode = listing.files.get(&p).map(|e| e.mode.as_str());
-                match mode {
-                    Some("120000") if ft.is_symlink() => Some((p, None)),
-                    Some("100644" | "100755") if ft.is_file() => {
-                        let exec =
-                            e.metadata().map_err(io_err(&path))?.permissions().mode() & 0o100 != 0;
-                        Some((p, Some(exec)))
-                    }
-                    _ => None,
-                }
+        let Some(name) = os_name.to_str() else {
+            // Not a name the commit can hold.
+            found.extra += 1;
+            if fix {
+                remove_any(&path)?;
             }
+            continue;
         };
-        match keep {
-            Some((p, Some(exec))) => found.files.push((p, exec)),
-            Some((p, None)) => found.links.push(p),
-            None => {
-                found.extra += 1;
-                if fix {
-                    remove_any(&path)?;
-                }
+        let p = join(rel, name);
+        if ft.is_dir() && listing.dirs.contains(&p) {
+            walk_against(wt, &p, (listing, keep), fix, found)?;
+            continue;
+        }
+        let mode = listing.files.get(&p).map(|e| e.mode.as_str());
+        match mode {
+            Some("120000") if ft.is_symlink() => {
+                found.links.push(p);
+                continue;
             }
+            Some("100644" | "100755") if ft.is_file() => {
+                let exec = e.metadata().map_err(io_err(&path))?.permissions().mode() & 0o100 != 0;
+                found.files.push((p, exec));
+                continue;
+            }
+            _ => {}
+        }
+        // Not the commit's: removed, unless it is a declared output (or may hold one).
+        if mode.is_none() && kept(keep, &p) {
+            continue;
+        }
+        if mode.is_none()
+            && ft.is_dir()
+            && !keep.is_empty()
+            && path.as_os_str().len() + 2 < PATH_MAX
+        {
+            walk_against(wt, &p, (listing, keep), fix, found)?;
+            if fix {
+                // Left only if it still holds something kept.
+                let _ = std::fs::remove_dir(&path);
+            }
+            continue;
+        }
+        found.extra += 1;
+        if fix {
+            remove_any(&path)?;
         }
     }
     Ok(())
