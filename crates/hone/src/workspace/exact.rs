@@ -36,13 +36,16 @@ struct Listing {
     dirs: BTreeSet<String>,
 }
 
+/// A regular file found where the commit has one: its path, and whether it is executable.
+type Present = (String, bool);
+
 /// What a walk of a worktree found beside the commit's files.
 #[derive(Default)]
 struct Found {
     /// Entries that are not the commit's (removed when fixing).
     extra: usize,
     /// Regular files at a path where the commit has one: (path, executable).
-    files: Vec<(String, bool)>,
+    files: Vec<Present>,
     /// Symlinks at a path where the commit has one.
     links: Vec<String>,
 }
@@ -378,7 +381,7 @@ impl Git {
         let mut found = Found::default();
         walk_against(wt, "", (listing, keep), fix, &mut found)?;
         let mut stale: Vec<&str> = Vec::new();
-        let (plain, odd): (Vec<&(String, bool)>, Vec<&(String, bool)>) =
+        let (plain, odd): (Vec<&Present>, Vec<&Present>) =
             found.files.iter().partition(|(p, _)| !p.contains('\n'));
         let names: Vec<&str> = plain.iter().map(|(p, _)| p.as_str()).collect();
         let mut shas = self.hash_files(wt, &names, false)?;
@@ -388,7 +391,7 @@ impl Git {
             let bytes = std::fs::read(&full).map_err(io_err(&full))?;
             shas.push(self.hash_bytes(wt, bytes, false)?);
         }
-        let plain: Vec<&(String, bool)> = plain.into_iter().chain(odd).collect();
+        let plain: Vec<&Present> = plain.into_iter().chain(odd).collect();
         let mut present: BTreeSet<&str> = BTreeSet::new();
         for ((p, exec), sha) in plain.iter().zip(&shas) {
             present.insert(p);
