@@ -476,7 +476,8 @@ impl Git {
                     continue;
                 }
                 let p = join(&rel, &name);
-                if name == ".git" {
+                // Any case: git refuses `.GIT` too (it would be `.git` on macOS and Windows).
+                if name.eq_ignore_ascii_case(".git") {
                     return Ok(Some(format!(
                         "`{}` is a git repository inside the worktree: git would archive a gitlink (or nothing) instead of its files",
                         shorten(&p)
