@@ -158,3 +158,27 @@ fn integrity_textconv_in_repo_config_does_not_blind_forbid() {
     assert_eq!(e["status"], "rejected", "{e}");
     assert!(!mark.exists(), "hone's git ran the candidate's textconv");
 }
+
+/// The same clean-filter attack with two verification slots: the slots' worktrees are
+/// written by hone from the commit too, and the filter never runs.
+#[test]
+fn integrity_clean_filter_attack_with_parallel_workers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mark = tmp.path().join("filter-ran");
+    let m = mark.display().to_string();
+    let script = format!(
+        "{}write\tdata.py\tSCORE = 0\\n\nwrite\ttrain.py\tfrom data import SCORE\\nprint('score: %s' % SCORE)  # tuned\\n\n---\n{HONEST}",
+        hostile_config("filter", "clean", "data.py", "echo 'SCORE = 5'", &m)
+    );
+    let r = repo(
+        &script,
+        &[("data.py", "SCORE = 5\n")],
+        "\n[exec]\nworkers = 2\n",
+    );
+    let e = run_attack(&r);
+    assert_eq!(e["status"], "violation", "{e}");
+    assert!(
+        !mark.exists(),
+        "hone's git ran the candidate's clean filter"
+    );
+}
