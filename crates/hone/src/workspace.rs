@@ -783,6 +783,9 @@ mod tests {
             std::fs::read(wt.join("f.txt")).unwrap(),
             b"a\r\nforbidden\r\n$Id$\n"
         );
+        assert!(git.changed_tracked(&wt, &snap.commit).unwrap().is_empty());
+        std::fs::write(wt.join("f.txt"), b"a\r\nforbidden\r\n$Id$\n ").unwrap();
+        assert_eq!(git.changed_tracked(&wt, &snap.commit).unwrap(), ["f.txt"]);
         for what in ["clean", "smudge", "textconv", "ext"] {
             let p = d.join(format!("ran-{what}"));
             assert!(!p.exists(), "hone's git ran the {what} command");

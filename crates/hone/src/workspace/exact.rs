@@ -380,51 +380,16 @@ impl Git {
     ) -> Result<usize, GitError> {
         let mut found = Found::default();
         walk_against(wt, "", (listing, keep), fix, &mut found)?;
-        let mut stale: Vec<&str> = Vec::new();
-        let (plain, odd): (Vec<&Present>, Vec<&Present>) =
-            found.files.iter().partition(|(p, _)| !p.contains('\n'));
-        let names: Vec<&str> = plain.iter().map(|(p, _)| p.as_str()).collect();
-        let mut shas = self.hash_files(wt, &names, false)?;
-        // A name with a line break cannot go through `--stdin-paths`: hashed one by one.
-        for (p, _) in &odd {
-            let full = wt.join(p);
-            let bytes = std::fs::read(&full).map_err(io_err(&full))?;
-            shas.push(self.hash_bytes(wt, bytes, false)?);
-        }
-        let plain: Vec<&Present> = plain.into_iter().chain(odd).collect();
-        let mut present: BTreeSet<&str> = BTreeSet::new();
-        for ((p, exec), sha) in plain.iter().zip(&shas) {
-            present.insert(p);
-            let e = &listing.files[p.as_str()];
-            let mode = if *exec { "100755" } else { "100644" };
-            if e.sha != *sha || e.mode != mode {
-                stale.push(p);
-            }
-        }
-        for l in &found.links {
-            present.insert(l);
-            let full = wt.join(l);
-            let target = std::fs::read_link(&full).map_err(io_err(&full))?;
-            let sha = self.hash_bytes(wt, target.as_os_str().as_bytes().to_vec(), false)?;
-            if listing.files[l.as_str()].sha != sha {
-                stale.push(l);
-            }
-        }
-        // Missing files.
-        for (p, e) in &listing.files {
-            if e.mode != "160000" && !present.contains(p.as_str()) {
-                stale.push(p);
-            }
-        }
+        let stale = self.stale(wt, listing, &found)?;
         let differences = found.extra + stale.len();
         if fix && !stale.is_empty() {
             let wanted: BTreeSet<&str> = stale
                 .iter()
-                .map(|p| listing.files[*p].sha.as_str())
+                .map(|p| listing.files[p.as_str()].sha.as_str())
                 .collect();
             let blobs = self.blobs(&wanted)?;
-            for p in stale {
-                let e = &listing.files[p];
+            for p in &stale {
+                let e = &listing.files[p.as_str()];
                 let full = wt.join(p);
                 remove_any(&full)?;
                 if let Some(parent) = full.parent() {
@@ -443,6 +408,58 @@ impl Git {
             }
         }
         Ok(differences)
+    }
+
+    /// The commit's files that `wt` does not hold as committed (content, mode or kind), or
+    /// lacks; every path `found` lists is one of `listing`'s.
+    fn stale(&self, wt: &Path, listing: &Listing, found: &Found) -> Result<Vec<String>, GitError> {
+        let mut stale: Vec<String> = Vec::new();
+        let (plain, odd): (Vec<&Present>, Vec<&Present>) =
+            found.files.iter().partition(|(p, _)| !p.contains('\n'));
+        let names: Vec<&str> = plain.iter().map(|(p, _)| p.as_str()).collect();
+        let mut shas = self.hash_files(wt, &names, false)?;
+        // A name with a line break cannot go through `--stdin-paths`: hashed one by one.
+        for (p, _) in &odd {
+            let full = wt.join(p);
+            let bytes = std::fs::read(&full).map_err(io_err(&full))?;
+            shas.push(self.hash_bytes(wt, bytes, false)?);
+        }
+        let plain: Vec<&Present> = plain.into_iter().chain(odd).collect();
+        let mut present: BTreeSet<&str> = BTreeSet::new();
+        for ((p, exec), sha) in plain.iter().zip(&shas) {
+            present.insert(p);
+            let e = &listing.files[p.as_str()];
+            let mode = if *exec { "100755" } else { "100644" };
+            if e.sha != *sha || e.mode != mode {
+                stale.push(p.to_string());
+            }
+        }
+        for l in &found.links {
+            present.insert(l);
+            let full = wt.join(l);
+            let target = std::fs::read_link(&full).map_err(io_err(&full))?;
+            let sha = self.hash_bytes(wt, target.as_os_str().as_bytes().to_vec(), false)?;
+            if listing.files[l.as_str()].sha != sha {
+                stale.push(l.to_string());
+            }
+        }
+        // Missing files.
+        for (p, e) in &listing.files {
+            if e.mode != "160000" && !present.contains(p.as_str()) {
+                stale.push(p.to_string());
+            }
+        }
+        Ok(stale)
+    }
+
+    /// The tracked files of `commit` that differ in `wt` or are missing there (untracked
+    /// files are not looked at), compared as raw bytes: the answer `git status
+    /// --untracked-files=no` gives, without any filter or attribute in the way.
+    pub fn changed_tracked(&self, wt: &Path, commit: &str) -> Result<Vec<String>, GitError> {
+        let listing = self.listing(commit)?;
+        let mut found = Found::default();
+        walk_against(wt, "", (&listing, &[]), false, &mut found)?;
+        self.stale(wt, &listing, &found)
     }
 
     /// What in `wt` git cannot record, if anything: a repository of its own (a `.git` file or
