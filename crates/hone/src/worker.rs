@@ -362,14 +362,10 @@ fn job_result(
         // once the lease runs out.
         Exit::Cancelled => return None,
     };
+    // Raw bytes against the commit, not `git status`: a filter the verifier planted in the
+    // repository's config could make a rewritten file look unchanged to git.
     let modified = git
-        .run_in(wt, &["status", "--porcelain", "--untracked-files=no"])
-        .map(|out| {
-            out.lines()
-                .filter(|l| l.len() > 3)
-                .map(|l| l[3..].to_string())
-                .collect()
-        })
+        .changed_tracked(wt, &job.spec.commit)
         .unwrap_or_default();
     let log = std::fs::read(log_path)
         .map(|b| String::from_utf8_lossy(&b).into_owned())

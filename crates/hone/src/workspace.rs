@@ -12,6 +12,8 @@ use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
+mod exact;
+
 /// A git invocation that failed, with what git said.
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
@@ -97,6 +99,17 @@ fn git_command(cwd: &Path) -> Command {
         "core.hooksPath=/dev/null",
         "-c",
         "core.fsmonitor=false",
+    ]);
+    // No content conversions from configuration or a global attributes file. hone reads and
+    // writes file content itself through the raw paths of `workspace::exact`; these settings
+    // only keep what is left (status, diff) from rewriting what it shows.
+    c.args([
+        "-c",
+        "core.attributesFile=/dev/null",
+        "-c",
+        "core.autocrlf=false",
+        "-c",
+        "core.safecrlf=false",
     ]);
     c.current_dir(cwd)
         .stdin(Stdio::null())
@@ -280,7 +293,17 @@ impl Git {
             }
             self.run(&["worktree", "prune"])?;
             let p = path.to_string_lossy();
-            self.run(&["worktree", "add", "--force", "--detach", &p, commit])?;
+            // No checkout by git (it would run filters): `reset_worktree` writes the files.
+            let args = [
+                "worktree",
+                "add",
+                "--force",
+                "--detach",
+                "--no-checkout",
+                &p,
+                commit,
+            ];
+            self.run(&args)?;
         }
         self.reset_worktree(path, commit)
     }
@@ -293,12 +316,11 @@ impl Git {
             // Never run git through a `.git` a candidate may have replaced: rebuild instead.
             return self.prepare_worktree(path, commit);
         }
-        self.run_in(
-            path,
-            &["checkout", "--quiet", "--force", "--detach", commit],
-        )?;
-        self.run_in(path, &["clean", "-ffdxq"])?;
-        Ok(())
+        // HEAD and the index by plumbing, the files by hone: git's checkout would run the
+        // filters and attribute conversions the repository's config names.
+        self.run_in(path, &["update-ref", "--no-deref", "HEAD", commit])?;
+        self.run_in(path, &["read-tree", commit])?;
+        self.materialize(path, commit)
     }
 
     /// Is `wt/.git` still the link `git worktree add` wrote (a file naming an administrative
@@ -419,8 +441,8 @@ impl Git {
             })?;
             self.run_in(wt, &["read-tree", parent])?;
         }
-        self.run_in(wt, &["add", "-A"])?;
-        let tree = self.run_in(wt, &["write-tree"])?.trim().to_string();
+        // What `git add -A` would commit, hashed as raw bytes (no filter, no conversion).
+        let tree = self.raw_tree(wt)?;
         let parent_tree = self
             .run_in(wt, &["rev-parse", &format!("{parent}^{{tree}}")])?
             .trim()
@@ -502,7 +524,14 @@ impl Git {
 
     /// The unified diff from `parent` to `commit`.
     pub fn diff(&self, parent: &str, commit: &str) -> Result<String, GitError> {
-        self.run(&["diff", "--no-color", "--no-ext-diff", parent, commit])
+        self.run(&[
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            parent,
+            commit,
+        ])
     }
 
     /// Paths of all files in a commit.
@@ -707,6 +736,130 @@ mod tests {
         assert!(git.snapshot(&wt, &head, "m").unwrap().is_none());
         assert_eq!(std::fs::read_to_string(wt.join("f.txt")).unwrap(), "a\nb\n");
         assert!(!wt.join("bin.dat").exists());
+    }
+
+    /// A repository whose config and `info/attributes` ask for every content conversion git
+    /// has (filters, `ident`, CRLF, textconv, an external diff): hone's own git runs none of
+    /// them, commits the worktree's raw bytes and writes a worktree from the raw blobs.
+    #[test]
+    fn hostile_config_and_attributes_change_nothing_hone_commits_or_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        sh(d, "git init -q -b main && printf 'a\\n$Id$\\n' > f.txt && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+        let mark = d.join("ran");
+        let m = mark.display();
+        sh(
+            d,
+            &format!(
+                "git config filter.x.clean 'touch {m}-clean; sed s/a/CLEAN/' && \
+                 git config filter.x.smudge 'touch {m}-smudge; sed s/a/SMUDGE/' && \
+                 git config filter.x.required true && \
+                 git config diff.x.textconv 'touch {m}-textconv; echo hidden' && \
+                 git config diff.external 'touch {m}-ext' && \
+                 git config core.autocrlf true && git config core.eol crlf && \
+                 mkdir -p .git/info && printf '* filter=x diff=x ident text eol=crlf\\n' > .git/info/attributes"
+            ),
+        );
+        let git = Git::discover(d).unwrap();
+        let head = git.head().unwrap();
+        let wt = d.join(".hone/wt");
+        git.prepare_worktree(&wt, &head).unwrap();
+        // Written from the blob as it is: no smudge, no CRLF, no `$Id$` expansion.
+        assert_eq!(std::fs::read(wt.join("f.txt")).unwrap(), b"a\n$Id$\n");
+        std::fs::write(wt.join("f.txt"), b"a\r\nforbidden\r\n$Id$\n").unwrap();
+        let snap = git.snapshot(&wt, &head, "m").unwrap().unwrap();
+        assert_eq!(
+            git.file_at(&snap.commit, "f.txt").unwrap(),
+            b"a\r\nforbidden\r\n$Id$\n"
+        );
+        assert!(git
+            .diff(&head, &snap.commit)
+            .unwrap()
+            .contains("+forbidden"));
+        git.reset_worktree(&wt, &head).unwrap();
+        assert_eq!(std::fs::read(wt.join("f.txt")).unwrap(), b"a\n$Id$\n");
+        git.materialize(&wt, &snap.commit).unwrap();
+        assert_eq!(
+            std::fs::read(wt.join("f.txt")).unwrap(),
+            b"a\r\nforbidden\r\n$Id$\n"
+        );
+        assert!(git.changed_tracked(&wt, &snap.commit).unwrap().is_empty());
+        std::fs::write(wt.join("f.txt"), b"a\r\nforbidden\r\n$Id$\n ").unwrap();
+        assert_eq!(git.changed_tracked(&wt, &snap.commit).unwrap(), ["f.txt"]);
+        for what in ["clean", "smudge", "textconv", "ext"] {
+            let p = d.join(format!("ran-{what}"));
+            assert!(!p.exists(), "hone's git ran the {what} command");
+        }
+    }
+
+    /// `materialize` leaves exactly the commit: extra files, ignored files, a nested
+    /// repository and a directory deeper than PATH_MAX all go; changed modes come back.
+    #[test]
+    fn materialize_removes_everything_else_even_beyond_path_max() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        sh(d, "git init -q -b main && printf 'x\\n' > f.py && mkdir src && printf 'y\\n' > src/g.py && chmod +x src/g.py && printf '*.log\\n' > .gitignore && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+        let git = Git::discover(d).unwrap();
+        let head = git.head().unwrap();
+        let wt = d.join(".hone/wt");
+        git.prepare_worktree(&wt, &head).unwrap();
+        assert!(git.unrecordable(&wt).unwrap().is_none());
+        sh(&wt, "printf z > x.log && chmod -x src/g.py && rm f.py && mkdir -p sub && git -C sub init -q && printf p > sub/__main__.py");
+        assert!(git
+            .unrecordable(&wt)
+            .unwrap()
+            .unwrap()
+            .contains("`sub/.git`"));
+        std::fs::rename(wt.join("sub"), d.join("sub")).unwrap();
+        // 2,100 levels: beyond what one system call can name.
+        sh(
+            &wt.join("src"),
+            "python3 -c \"import os\nfor _ in range(2100):\n    os.mkdir('a'); os.chdir('a')\nopen('x.py', 'w').write('p')\"",
+        );
+        assert!(git.unrecordable(&wt).unwrap().unwrap().contains("too deep"));
+        std::fs::rename(d.join("sub"), wt.join("sub")).unwrap();
+        git.reset_worktree(&wt, &head).unwrap();
+        assert!(git.unrecordable(&wt).unwrap().is_none());
+        let mut names: Vec<_> = std::fs::read_dir(&wt)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, [".git", ".gitignore", "f.py", "src"]);
+        let mode = std::fs::metadata(wt.join("src/g.py"))
+            .unwrap()
+            .permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o111,
+            0o111
+        );
+    }
+
+    /// The sealed evaluation's tree: the candidate's files, the sealed ones from the base,
+    /// and of the rest only the declared outputs.
+    #[test]
+    fn materialize_sealed_keeps_outputs_and_restores_sealed_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        sh(d, "git init -q -b main && printf P1 > prepare.py && printf m > model.py && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+        let git = Git::discover(d).unwrap();
+        let base = git.head().unwrap();
+        sh(d, "printf P2 > prepare.py && printf m2 > model.py && git add -A && git -c user.name=t -c user.email=t@t commit -qm c");
+        let cand = git.head().unwrap();
+        let wt = d.join(".hone/wt");
+        git.prepare_worktree(&wt, &cand).unwrap();
+        sh(&wt, "printf o > model.txt && mkdir -p out sub && printf o > out/model.txt && printf j > junk.txt && printf j > sub/junk && printf x > model.py");
+        let sealed = ["prepare.py".to_string()];
+        let keep = ["model.txt".to_string()];
+        git.materialize_sealed(&wt, (&cand, &base), &sealed, &keep)
+            .unwrap();
+        let read = |p: &str| std::fs::read_to_string(wt.join(p)).unwrap();
+        assert_eq!(read("prepare.py"), "P1");
+        assert_eq!(read("model.py"), "m2");
+        assert_eq!(read("model.txt"), "o");
+        assert_eq!(read("out/model.txt"), "o");
+        assert!(!wt.join("junk.txt").exists());
+        assert!(!wt.join("sub").exists());
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod fuzz;
 mod gate;
 mod holdout;
 mod init;
+mod integrity;
 mod knobs;
 mod llm;
 mod noise;

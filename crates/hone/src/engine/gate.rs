@@ -88,11 +88,16 @@ impl Engine<'_> {
                 snap.hidden.join("`, `")
             ))
         } else {
-            scope_violation(&self.verifier.spec, &snap.changes)
+            self.unarchivable(wt, parent, &snap)?
+                .or_else(|| scope_violation(&self.verifier.spec, &snap.changes))
                 .or_else(|| escaping_symlink(wt, &snap.changes))
         };
-        // Files git ignores are not part of the candidate: the verifier must not see them.
-        self.verifier.git.remove_ignored(wt)?;
+        // The verifier sees the commit, byte for byte, not what the proposer left (files git
+        // ignores, content git's filters would have changed). A violation is not measured:
+        // the next reset clears what it left.
+        if violation.is_none() {
+            self.verifier.git.materialize(wt, &snap.commit)?;
+        }
         let violation = violation.or_else(|| {
             self.verifier
                 .sealed_changed(wt)
@@ -116,6 +121,39 @@ impl Engine<'_> {
                 stop: Some(stop),
             }),
         })
+    }
+
+    /// What the archive cannot hold, or would hold other than the verifier would run it: a
+    /// repository inside the worktree, a path too long for git, a gitlink, a change to
+    /// `.gitattributes` or `.gitmodules` (they change how git writes files and submodules).
+    fn unarchivable(
+        &self,
+        wt: &Path,
+        parent: &str,
+        snap: &crate::workspace::Snapshot,
+    ) -> Result<Option<String>, EngineError> {
+        let git = &self.verifier.git;
+        if let Some(why) = git.unrecordable(wt)? {
+            return Ok(Some(why));
+        }
+        if let Some(link) = git.gitlinks_added(parent, &snap.commit)?.first() {
+            return Ok(Some(format!(
+                "`{link}` became a gitlink (a repository of its own): its code is not archived"
+            )));
+        }
+        Ok(snap
+            .changes
+            .iter()
+            .find(|c| {
+                let name = c.path.rsplit('/').next().unwrap_or(&c.path);
+                name == ".gitattributes" || name == ".gitmodules"
+            })
+            .map(|c| {
+                format!(
+                    "changed `{}`: git attributes and submodules are not the candidate's to change",
+                    c.path
+                )
+            }))
     }
 
     /// The mechanisms' filters on a proposal that is not the knobs optimizer's (those are

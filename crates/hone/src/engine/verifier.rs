@@ -219,6 +219,8 @@ impl Verifier {
             .candidate_commit
             .clone()
             .unwrap_or_else(|| self.base_commit.clone());
+        // Every run starts from the commit's exact files, checked, whatever the worktree held.
+        self.git.materialize(wt, &candidate)?;
         let first = StageRun {
             n,
             command: &command,
@@ -456,21 +458,15 @@ impl Verifier {
     /// candidate committed it, the protected files byte-for-byte from the run's start, and of
     /// what the training stage wrote, only its declared `outputs`.
     fn seal_for_evaluation(&self, wt: &Path, candidate: &str) -> Result<(), EngineError> {
-        self.git
-            .run_in(wt, &["checkout", "--force", candidate, "--", "."])?;
-        let sealed: Vec<&str> = self.seals.protected.keys().map(String::as_str).collect();
-        if !sealed.is_empty() {
-            let mut args = vec!["checkout", "--force", self.base_commit.as_str(), "--"];
-            args.extend(sealed);
-            self.git.run_in(wt, &args)?;
-        }
-        let mut args = vec!["clean".to_string(), "-ffdxq".to_string()];
-        for o in &self.spec.verify.outputs {
-            args.push("-e".into());
-            args.push(o.clone());
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.git.run_in(wt, &args)?;
+        // Written by hone from the blobs, not by git's checkout: no filter or attribute the
+        // training stage planted in the repository's config rewrites the evaluator.
+        let sealed: Vec<String> = self.seals.protected.keys().cloned().collect();
+        self.git.materialize_sealed(
+            wt,
+            (candidate, &self.base_commit),
+            &sealed,
+            &self.spec.verify.outputs,
+        )?;
         Ok(())
     }
 

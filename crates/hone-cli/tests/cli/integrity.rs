@@ -1,0 +1,184 @@
+//! The verifier measures exactly the archived commit: scripted agents that try to make the
+//! code that runs differ from the code that is archived (a repository inside the worktree, a
+//! path too deep for git, `.gitattributes`, filters and textconv in the repository's git
+//! config). Each attack must end as a violation or a rejection, never a keep; the run goes on
+//! to an honest keep afterwards, and the repository stays sound (`git fsck`).
+
+use crate::support::*;
+
+/// `train.py` prints its `SCORE` (lower is better); only `train.py` is editable.
+fn repo(script: &str, files: &[(&str, &str)], tail: &str) -> Repo {
+    let tail = format!("[stop]\nmax_experiments = 3\n{tail}");
+    let mut b = Repo::builder()
+        .file("train.py", "SCORE = 5\nprint('score: %s' % SCORE)\n")
+        .script(script);
+    for (path, content) in files {
+        b = b.file(path, content);
+    }
+    b.spec_with(move |agent| {
+        Spec::standard("python3 train.py", agent)
+            .editable(&["train.py"])
+            .tail(&tail)
+    })
+    .create()
+}
+
+/// The second block: an honest improvement of `train.py`, which must be kept.
+const HONEST: &str = "replace\ttrain.py\tSCORE = 5\tSCORE = 4\n";
+
+/// Runs the attack (experiment 1) and the honest change (experiment 2); returns the attack's
+/// record after checking it did not win, that the run went on to keep the honest change and
+/// that `git fsck` finds nothing wrong.
+fn run_attack(r: &Repo) -> serde_json::Value {
+    let out = r.hone(&["run", "--tag", "atk"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[0]["status"], "baseline", "{}", text(&out));
+    assert_eq!(log.len(), 3, "{}", text(&out));
+    let e = log[1].clone();
+    let st = e["status"].as_str().unwrap();
+    assert!(
+        ["violation", "rejected"].contains(&st),
+        "the attack got `{st}`: {e}\n{}",
+        text(&out)
+    );
+    assert_eq!(log[2]["status"], "keep", "{}\n{}", log[2], text(&out));
+    assert_eq!(log[2]["objective"], 4.0);
+    let kept = git(&r.dir, &["show", "hone/atk:train.py"]);
+    assert!(kept.starts_with("SCORE = 4"), "{kept}");
+    git(&r.dir, &["fsck", "--no-progress", "--no-dangling"]);
+    e
+}
+
+/// Hole 2: `train.py` becomes a directory that is a git repository of its own; `python3
+/// train.py` runs its `__main__.py`, and git would archive only a gitlink.
+#[test]
+fn integrity_embedded_repository_is_a_violation() {
+    let script = format!(
+        "run\trm train.py && mkdir train.py && cd train.py && git init -q && echo \"print('score: 0')\" > __main__.py && git add -A && git -c user.name=a -c user.email=a@a commit -qm x\n---\n{HONEST}"
+    );
+    let r = repo(&script, &[], "");
+    let e = run_attack(&r);
+    assert_eq!(e["status"], "violation", "{e}");
+    assert!(
+        e["reason"].as_str().unwrap().contains("git repository"),
+        "{e}"
+    );
+}
+
+/// Hole 4: a payload 2,100 directories deep (beyond PATH_MAX, so git never sees it) that the
+/// editable `train.py` runs. Afterwards the run must go on, and a resume must work.
+#[test]
+fn integrity_payload_beyond_path_max_is_a_violation_and_resume_works() {
+    let mk = "import os\\nos.mkdir('p')\\nos.chdir('p')\\nfor _ in range(2100):\\n    os.mkdir('a')\\n    os.chdir('a')\\nopen('x.py', 'w').write('print(\"score: 0\")')\\n";
+    let train = "import os\\nos.chdir('p')\\nfor _ in range(2100):\\n    os.chdir('a')\\nexec(open('x.py').read())\\n";
+    let script = format!(
+        "write\tmk.py\t{mk}\nrun\tpython3 mk.py && rm mk.py\nwrite\ttrain.py\t{train}\n---\n{HONEST}---\nreplace\ttrain.py\tSCORE = 4\tSCORE = 3\n"
+    );
+    let r = repo(&script, &[], "");
+    let e = run_attack(&r);
+    assert_eq!(e["status"], "violation", "{e}");
+    assert!(e["reason"].as_str().unwrap().contains("too deep"), "{e}");
+    // A resume rebuilds the worktree and goes on.
+    let out = r.hone(&["run", "--tag", "atk", "-n", "4"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log.len(), 4, "{}", text(&out));
+    assert_eq!(log[3]["status"], "keep", "{}", log[3]);
+}
+
+/// Hole 6: a `.gitattributes` beside the editable file (`ident`): the archive holds
+/// `$Id$`, the worktree `$Id: 0 $`, and the verifier would run the worktree's bytes.
+#[test]
+fn integrity_gitattributes_change_is_a_violation() {
+    let script = format!(
+        "write\t.gitattributes\ttrain.py ident\\n\nwrite\ttrain.py\tSCORE = int('$Id: 0 $'.split()[1])\\nprint('score: %s' % SCORE)\\n\n---\n{HONEST}"
+    );
+    let r = repo(&script, &[], "");
+    // `.gitattributes` is editable here: the rule holds whatever the scope says.
+    edit_spec(&r.dir, |s| {
+        s.replace(
+            "editable = [\"train.py\"]",
+            "editable = [\"train.py\", \".gitattributes\"]",
+        )
+    });
+    git(&r.dir, &["commit", "-qam", "editable attributes"]);
+    let e = run_attack(&r);
+    assert_eq!(e["status"], "violation", "{e}");
+    assert!(
+        e["reason"].as_str().unwrap().contains(".gitattributes"),
+        "{e}"
+    );
+}
+
+/// The shell lines of an agent that gives `path` a git driver in the repository's own
+/// config (`kind`: `filter` or `diff`, `key`: `clean` or `textconv`) through
+/// `info/attributes`; the driver runs `command` and leaves `mark` if it ever runs.
+fn hostile_config(kind: &str, key: &str, path: &str, command: &str, mark: &str) -> String {
+    format!(
+        "run\tg=$(git rev-parse --git-common-dir) && git config --file \"$g/config\" {kind}.x.{key} \"touch {mark}; {command}\" && mkdir -p \"$g/info\" && echo '{path} {kind}=x' >> \"$g/info/attributes\"\n"
+    )
+}
+
+/// Weakness 8: without bubblewrap, the agent gives a file it may not edit a clean filter in
+/// the repository's config that hides its forged content from `git add`. hone's git runs no
+/// filter: the forged file is seen (a violation) and the filter never runs.
+#[test]
+fn integrity_clean_filter_in_repo_config_does_not_hide_a_forged_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mark = tmp.path().join("filter-ran");
+    let m = mark.display().to_string();
+    let script = format!(
+        "{}write\tdata.py\tSCORE = 0\\n\nwrite\ttrain.py\tfrom data import SCORE\\nprint('score: %s' % SCORE)  # tuned\\n\n---\n{HONEST}",
+        hostile_config("filter", "clean", "data.py", "echo 'SCORE = 5'", &m)
+    );
+    let r = repo(&script, &[("data.py", "SCORE = 5\n")], "");
+    let e = run_attack(&r);
+    assert_eq!(e["status"], "violation", "{e}");
+    assert!(e["reason"].as_str().unwrap().contains("data.py"), "{e}");
+    assert!(
+        !mark.exists(),
+        "hone's git ran the candidate's clean filter"
+    );
+}
+
+/// textconv: a `diff` driver in the repository's config shows the reviewer and `forbid`
+/// nothing of the change. hone's diff runs no textconv: `forbid` sees the line.
+#[test]
+fn integrity_textconv_in_repo_config_does_not_blind_forbid() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mark = tmp.path().join("textconv-ran");
+    let m = mark.display().to_string();
+    let script = format!(
+        "{}replace\ttrain.py\tSCORE = 5\tSCORE = 0\n---\n{HONEST}",
+        hostile_config("diff", "textconv", "train.py", "true", &m)
+    );
+    let r = repo(&script, &[], "[review]\nforbid = [\"SCORE = 0\"]\n");
+    let e = run_attack(&r);
+    assert_eq!(e["status"], "rejected", "{e}");
+    assert!(!mark.exists(), "hone's git ran the candidate's textconv");
+}
+
+/// The same clean-filter attack with two verification slots: the slots' worktrees are
+/// written by hone from the commit too, and the filter never runs.
+#[test]
+fn integrity_clean_filter_attack_with_parallel_workers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mark = tmp.path().join("filter-ran");
+    let m = mark.display().to_string();
+    let script = format!(
+        "{}write\tdata.py\tSCORE = 0\\n\nwrite\ttrain.py\tfrom data import SCORE\\nprint('score: %s' % SCORE)  # tuned\\n\n---\n{HONEST}",
+        hostile_config("filter", "clean", "data.py", "echo 'SCORE = 5'", &m)
+    );
+    let r = repo(
+        &script,
+        &[("data.py", "SCORE = 5\n")],
+        "\n[exec]\nworkers = 2\n",
+    );
+    let e = run_attack(&r);
+    assert_eq!(e["status"], "violation", "{e}");
+    assert!(
+        !mark.exists(),
+        "hone's git ran the candidate's clean filter"
+    );
+}

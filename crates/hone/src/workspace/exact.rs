@@ -1,0 +1,628 @@
+//! The candidate's exact bytes. hone commits what a worktree holds, and rebuilds a worktree
+//! from a commit, without any of git's content conversions: no clean or smudge filters, no
+//! end-of-line rewriting, no `ident`, no working-tree encoding, whatever the repository's
+//! config, `info/attributes` or the candidate's `.gitattributes` say. Files are hashed with
+//! `hash-object --no-filters`, trees are built through a private index, and a worktree is
+//! written from `cat-file` (raw blobs) and checked against the commit before a verifier runs.
+//! It also finds what git cannot record at all (a repository inside the worktree, a path
+//! longer than the system allows), which the gate turns into a violation.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{git_command, glob_match, Git, GitError};
+
+/// The longest path Linux resolves in one system call (`PATH_MAX`, with its NUL).
+const PATH_MAX: usize = 4096;
+
+/// The worktree's own directory of hone state (git ignores it; the sandbox's tmp lives there).
+const STATE_DIR: &str = ".hone";
+
+/// One blob (or gitlink) of a commit's tree.
+struct Entry {
+    mode: String,
+    sha: String,
+}
+
+/// A commit's files, and every directory that holds one.
+struct Listing {
+    files: BTreeMap<String, Entry>,
+    dirs: BTreeSet<String>,
+}
+
+/// A regular file found where the commit has one: its path, and whether it is executable.
+type Present = (String, bool);
+
+/// What a walk of a worktree found beside the commit's files.
+#[derive(Default)]
+struct Found {
+    /// Entries that are not the commit's (removed when fixing).
+    extra: usize,
+    /// Regular files at a path where the commit has one: (path, executable).
+    files: Vec<Present>,
+    /// Symlinks at a path where the commit has one.
+    links: Vec<String>,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> GitError + '_ {
+    move |source| GitError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Runs git in `cwd` with `stdin` fed from a thread (so a large answer cannot block it) and
+/// an optional private index; returns its standard output.
+fn git_io(
+    cwd: &Path,
+    args: &[&str],
+    index: Option<&Path>,
+    stdin: Vec<u8>,
+) -> Result<Vec<u8>, GitError> {
+    let mut c = git_command(cwd);
+    c.args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(i) = index {
+        c.env("GIT_INDEX_FILE", i);
+    }
+    let mut child = c.spawn().map_err(GitError::Spawn)?;
+    let mut input = child.stdin.take();
+    let feeder = std::thread::spawn(move || {
+        if let Some(mut pipe) = input.take() {
+            // A git that exits early closes the pipe; its exit status tells what went wrong.
+            let _ = pipe.write_all(&stdin);
+        }
+    });
+    let out = child.wait_with_output().map_err(GitError::Spawn)?;
+    let _ = feeder.join();
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(GitError::Failed {
+            args: args.join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+fn join(rel: &str, name: &str) -> String {
+    if rel.is_empty() {
+        name.to_string()
+    } else {
+        format!("{rel}/{name}")
+    }
+}
+
+/// A path short enough to print.
+fn shorten(p: &str) -> String {
+    if p.chars().count() <= 80 {
+        p.to_string()
+    } else {
+        format!("{}…", p.chars().take(80).collect::<String>())
+    }
+}
+
+fn remove_any(full: &Path) -> Result<(), GitError> {
+    let meta = match std::fs::symlink_metadata(full) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io_err(full)(e)),
+    };
+    // `remove_dir_all` works below PATH_MAX too: it descends with `openat`, never a full path.
+    if meta.is_dir() {
+        std::fs::remove_dir_all(full).map_err(io_err(full))
+    } else {
+        std::fs::remove_file(full).map_err(io_err(full))
+    }
+}
+
+static INDEX_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Git {
+    /// The tree of what `git add -A` would commit from `wt` (tracked files and untracked ones
+    /// git does not ignore), with every file's raw bytes: nothing the repository's config or
+    /// attributes say can change what is hashed. Gitlinks already in the index are kept;
+    /// directories that are repositories of their own are left out (the gate rejects them).
+    pub(super) fn raw_tree(&self, wt: &Path) -> Result<String, GitError> {
+        let staged = self.run_in(wt, &["ls-files", "-z", "-s", "-c"])?;
+        let mut entries: BTreeMap<String, (String, String)> = BTreeMap::new();
+        let mut paths: BTreeSet<String> = BTreeSet::new();
+        for rec in staged.split('\0').filter(|s| !s.is_empty()) {
+            let Some((meta, path)) = rec.split_once('\t') else {
+                continue;
+            };
+            let mut m = meta.split(' ');
+            if let (Some("160000"), Some(sha)) = (m.next(), m.next()) {
+                entries.insert(path.to_string(), ("160000".into(), sha.to_string()));
+            } else {
+                paths.insert(path.to_string());
+            }
+        }
+        let others = self.run_in(wt, &["ls-files", "-z", "-o", "--exclude-standard"])?;
+        paths.extend(
+            others
+                .split('\0')
+                .filter(|s| !s.is_empty() && !s.ends_with('/'))
+                .map(str::to_string),
+        );
+        let mut regular: Vec<(String, &'static str)> = Vec::new();
+        for p in paths {
+            let full = wt.join(&p);
+            let meta = match std::fs::symlink_metadata(&full) {
+                Ok(m) => m,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io_err(&full)(e)),
+            };
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&full).map_err(io_err(&full))?;
+                let sha = self.hash_bytes(wt, target.as_os_str().as_bytes().to_vec(), true)?;
+                entries.insert(p, ("120000".into(), sha));
+            } else if meta.is_file() {
+                let mode = if meta.permissions().mode() & 0o100 != 0 {
+                    "100755"
+                } else {
+                    "100644"
+                };
+                if p.contains('\n') {
+                    let bytes = std::fs::read(&full).map_err(io_err(&full))?;
+                    let sha = self.hash_bytes(wt, bytes, true)?;
+                    entries.insert(p, (mode.into(), sha));
+                } else {
+                    regular.push((p, mode));
+                }
+            }
+        }
+        let names: Vec<&str> = regular.iter().map(|(p, _)| p.as_str()).collect();
+        let shas = self.hash_files(wt, &names, true)?;
+        for ((p, mode), sha) in regular.into_iter().zip(shas) {
+            entries.insert(p, (mode.into(), sha));
+        }
+        let mut input = Vec::new();
+        for (p, (mode, sha)) in &entries {
+            input.extend_from_slice(format!("{mode} {sha}\t{p}\0").as_bytes());
+        }
+        let index = self.common_dir()?.join(format!(
+            "hone-index-{}-{}",
+            std::process::id(),
+            INDEX_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let built = git_io(
+            wt,
+            &["update-index", "-z", "--index-info"],
+            Some(&index),
+            input,
+        )
+        .and_then(|_| git_io(wt, &["write-tree"], Some(&index), Vec::new()));
+        let _ = std::fs::remove_file(&index);
+        Ok(String::from_utf8_lossy(&built?).trim().to_string())
+    }
+
+    /// The object ids of files under `wt`, hashed as raw bytes (`-w`: written to the store).
+    fn hash_files(&self, wt: &Path, paths: &[&str], write: bool) -> Result<Vec<String>, GitError> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut args = vec!["hash-object", "--no-filters", "--stdin-paths"];
+        if write {
+            args.push("-w");
+        }
+        let input: Vec<u8> = paths
+            .iter()
+            .flat_map(|p| format!("{p}\n").into_bytes())
+            .collect();
+        let out = git_io(wt, &args, None, input)?;
+        let shas: Vec<String> = String::from_utf8_lossy(&out)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        if shas.len() != paths.len() {
+            return Err(GitError::Failed {
+                args: args.join(" "),
+                stderr: format!("{} object ids for {} files", shas.len(), paths.len()),
+            });
+        }
+        Ok(shas)
+    }
+
+    /// The object id of `bytes` as a blob.
+    fn hash_bytes(&self, wt: &Path, bytes: Vec<u8>, write: bool) -> Result<String, GitError> {
+        let mut args = vec!["hash-object", "--no-filters", "--stdin"];
+        if write {
+            args.push("-w");
+        }
+        let out = git_io(wt, &args, None, bytes)?;
+        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    }
+
+    /// The raw content of blobs, by object id (one `cat-file --batch`).
+    fn blobs(&self, shas: &BTreeSet<&str>) -> Result<BTreeMap<String, Vec<u8>>, GitError> {
+        let mut out = BTreeMap::new();
+        if shas.is_empty() {
+            return Ok(out);
+        }
+        let input: Vec<u8> = shas
+            .iter()
+            .flat_map(|s| format!("{s}\n").into_bytes())
+            .collect();
+        let raw = git_io(&self.root, &["cat-file", "--batch"], None, input)?;
+        let bad = |why: &str| GitError::Failed {
+            args: "cat-file --batch".into(),
+            stderr: why.to_string(),
+        };
+        let mut rest: &[u8] = &raw;
+        while !rest.is_empty() {
+            let nl = rest
+                .iter()
+                .position(|b| *b == b'\n')
+                .ok_or_else(|| bad("a header without its end"))?;
+            let header = String::from_utf8_lossy(&rest[..nl]).into_owned();
+            let mut h = header.split(' ');
+            let (Some(sha), Some(_kind), Some(size)) = (h.next(), h.next(), h.next()) else {
+                return Err(bad(&format!("object missing: {header}")));
+            };
+            let size: usize = size.parse().map_err(|_| bad(&header))?;
+            let body = rest
+                .get(nl + 1..nl + 1 + size)
+                .ok_or_else(|| bad("a truncated object"))?;
+            out.insert(sha.to_string(), body.to_vec());
+            rest = rest.get(nl + 2 + size..).unwrap_or_default();
+        }
+        Ok(out)
+    }
+
+    /// A commit's files (`ls-tree -r`) and the directories that hold them.
+    fn listing(&self, commit: &str) -> Result<Listing, GitError> {
+        let out = self.run(&["ls-tree", "-r", "-z", "--full-tree", commit])?;
+        let mut files = BTreeMap::new();
+        let mut dirs = BTreeSet::new();
+        for rec in out.split('\0').filter(|s| !s.is_empty()) {
+            let Some((meta, path)) = rec.split_once('\t') else {
+                continue;
+            };
+            let mut m = meta.split(' ');
+            let (Some(mode), Some(_kind), Some(sha)) = (m.next(), m.next(), m.next()) else {
+                continue;
+            };
+            let mut d = path;
+            while let Some((parent, _)) = d.rsplit_once('/') {
+                dirs.insert(parent.to_string());
+                d = parent;
+            }
+            files.insert(
+                path.to_string(),
+                Entry {
+                    mode: mode.to_string(),
+                    sha: sha.to_string(),
+                },
+            );
+        }
+        Ok(Listing { files, dirs })
+    }
+
+    /// Makes `wt` exactly `commit`'s files, byte for byte (see the module docs): whatever is
+    /// not the commit's is removed (hone's `.hone/` too; the sandbox makes its tmp again),
+    /// files that differ in content or mode are written from the blobs, and the result is
+    /// checked once more. The worktree's `.git` link is left alone; gitlinks are not written.
+    pub fn materialize(&self, wt: &Path, commit: &str) -> Result<(), GitError> {
+        let listing = self.listing(commit)?;
+        self.materialize_listing(wt, commit, &listing, &[])
+    }
+
+    /// Prepares `wt` for a sealed evaluation, as [`Git::materialize`] does (no checkout, no
+    /// filter): `commit`'s files, with the `sealed` paths as `sealed_from` has them (absent
+    /// there: removed), and of what is not the commit's, only what matches `keep` (globs, or
+    /// a bare name at any depth, as `git clean -e` reads it).
+    pub fn materialize_sealed(
+        &self,
+        wt: &Path,
+        (commit, sealed_from): (&str, &str),
+        sealed: &[String],
+        keep: &[String],
+    ) -> Result<(), GitError> {
+        let mut listing = self.listing(commit)?;
+        if !sealed.is_empty() {
+            let mut base = self.listing(sealed_from)?;
+            for path in sealed {
+                match base.files.remove(path) {
+                    Some(e) => {
+                        listing.files.insert(path.clone(), e);
+                        let mut d = path.as_str();
+                        while let Some((parent, _)) = d.rsplit_once('/') {
+                            listing.dirs.insert(parent.to_string());
+                            d = parent;
+                        }
+                    }
+                    None => {
+                        listing.files.remove(path);
+                    }
+                }
+            }
+        }
+        self.materialize_listing(wt, commit, &listing, keep)
+    }
+
+    fn materialize_listing(
+        &self,
+        wt: &Path,
+        commit: &str,
+        listing: &Listing,
+        keep: &[String],
+    ) -> Result<(), GitError> {
+        if self.align(wt, (listing, keep), true)? == 0 {
+            return Ok(());
+        }
+        match self.align(wt, (listing, keep), false)? {
+            0 => Ok(()),
+            n => Err(GitError::Failed {
+                args: format!("materialize {commit}"),
+                stderr: format!(
+                    "{} still differs from the commit in {n} place(s) after it was rebuilt; remove that directory (hone creates it again) and run `hone run` again",
+                    wt.display()
+                ),
+            }),
+        }
+    }
+
+    /// How many places `wt` differs from `listing`; with `fix`, each is repaired as it is found.
+    fn align(
+        &self,
+        wt: &Path,
+        (listing, keep): (&Listing, &[String]),
+        fix: bool,
+    ) -> Result<usize, GitError> {
+        let mut found = Found::default();
+        walk_against(wt, "", (listing, keep), fix, &mut found)?;
+        let stale = self.stale(wt, listing, &found)?;
+        let differences = found.extra + stale.len();
+        if fix && !stale.is_empty() {
+            let wanted: BTreeSet<&str> = stale
+                .iter()
+                .map(|p| listing.files[p.as_str()].sha.as_str())
+                .collect();
+            let blobs = self.blobs(&wanted)?;
+            for p in &stale {
+                let e = &listing.files[p.as_str()];
+                let full = wt.join(p);
+                remove_any(&full)?;
+                if let Some(parent) = full.parent() {
+                    std::fs::create_dir_all(parent).map_err(io_err(parent))?;
+                }
+                let bytes = blobs.get(&e.sha).map(Vec::as_slice).unwrap_or_default();
+                if e.mode == "120000" {
+                    std::os::unix::fs::symlink(OsStr::from_bytes(bytes), &full)
+                        .map_err(io_err(&full))?;
+                } else {
+                    std::fs::write(&full, bytes).map_err(io_err(&full))?;
+                    let mode = if e.mode == "100755" { 0o755 } else { 0o644 };
+                    std::fs::set_permissions(&full, std::fs::Permissions::from_mode(mode))
+                        .map_err(io_err(&full))?;
+                }
+            }
+        }
+        Ok(differences)
+    }
+
+    /// The commit's files that `wt` does not hold as committed (content, mode or kind), or
+    /// lacks; every path `found` lists is one of `listing`'s.
+    fn stale(&self, wt: &Path, listing: &Listing, found: &Found) -> Result<Vec<String>, GitError> {
+        let mut stale: Vec<String> = Vec::new();
+        let (plain, odd): (Vec<&Present>, Vec<&Present>) =
+            found.files.iter().partition(|(p, _)| !p.contains('\n'));
+        let names: Vec<&str> = plain.iter().map(|(p, _)| p.as_str()).collect();
+        let mut shas = self.hash_files(wt, &names, false)?;
+        // A name with a line break cannot go through `--stdin-paths`: hashed one by one.
+        for (p, _) in &odd {
+            let full = wt.join(p);
+            let bytes = std::fs::read(&full).map_err(io_err(&full))?;
+            shas.push(self.hash_bytes(wt, bytes, false)?);
+        }
+        let plain: Vec<&Present> = plain.into_iter().chain(odd).collect();
+        let mut present: BTreeSet<&str> = BTreeSet::new();
+        for ((p, exec), sha) in plain.iter().zip(&shas) {
+            present.insert(p);
+            let e = &listing.files[p.as_str()];
+            let mode = if *exec { "100755" } else { "100644" };
+            if e.sha != *sha || e.mode != mode {
+                stale.push(p.to_string());
+            }
+        }
+        for l in &found.links {
+            present.insert(l);
+            let full = wt.join(l);
+            let target = std::fs::read_link(&full).map_err(io_err(&full))?;
+            let sha = self.hash_bytes(wt, target.as_os_str().as_bytes().to_vec(), false)?;
+            if listing.files[l.as_str()].sha != sha {
+                stale.push(l.to_string());
+            }
+        }
+        // Missing files.
+        for (p, e) in &listing.files {
+            if e.mode != "160000" && !present.contains(p.as_str()) {
+                stale.push(p.to_string());
+            }
+        }
+        Ok(stale)
+    }
+
+    /// The tracked files of `commit` that differ in `wt` or are missing there (untracked
+    /// files are not looked at), compared as raw bytes: the answer `git status
+    /// --untracked-files=no` gives, without any filter or attribute in the way.
+    pub fn changed_tracked(&self, wt: &Path, commit: &str) -> Result<Vec<String>, GitError> {
+        let listing = self.listing(commit)?;
+        let mut found = Found::default();
+        walk_against(wt, "", (&listing, &[]), false, &mut found)?;
+        self.stale(wt, &listing, &found)
+    }
+
+    /// What in `wt` git cannot record, if anything: a repository of its own (a `.git` file or
+    /// directory below the top; git would archive a gitlink, or nothing, in place of its
+    /// files) or a path too long to reach in one system call. hone's `.hone/` is not looked at
+    /// (it is removed before any verifier runs).
+    pub fn unrecordable(&self, wt: &Path) -> Result<Option<String>, GitError> {
+        let base = wt.as_os_str().len();
+        let mut stack = vec![String::new()];
+        while let Some(rel) = stack.pop() {
+            let full = if rel.is_empty() {
+                wt.to_path_buf()
+            } else {
+                wt.join(&rel)
+            };
+            let entries = match std::fs::read_dir(&full) {
+                Ok(r) => r,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    return Ok(Some(format!(
+                        "cannot read `{}` ({e}): git cannot record it",
+                        shorten(&rel)
+                    )))
+                }
+            };
+            for e in entries {
+                let e = e.map_err(io_err(&full))?;
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                if rel.is_empty() && (name == ".git" || name == STATE_DIR) {
+                    continue;
+                }
+                let p = join(&rel, &name);
+                // Any case: git refuses `.GIT` too (it would be `.git` on macOS and Windows).
+                if name.eq_ignore_ascii_case(".git") {
+                    return Ok(Some(format!(
+                        "`{}` is a git repository inside the worktree: git would archive a gitlink (or nothing) instead of its files",
+                        shorten(&p)
+                    )));
+                }
+                if base + 1 + p.len() + 1 >= PATH_MAX {
+                    return Ok(Some(format!(
+                        "`{}` is nested too deep ({} bytes): git cannot record a path that long",
+                        shorten(&p),
+                        p.len()
+                    )));
+                }
+                if e.file_type().map_err(io_err(&full))?.is_dir() {
+                    stack.push(p);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Paths that `commit` makes gitlinks (mode 160000) where `parent` had none.
+    pub fn gitlinks_added(&self, parent: &str, commit: &str) -> Result<Vec<String>, GitError> {
+        let out = self.run(&[
+            "diff-tree",
+            "-r",
+            "-z",
+            "--no-renames",
+            "--raw",
+            parent,
+            commit,
+        ])?;
+        let mut fields = out.split('\0').filter(|f| !f.is_empty());
+        let mut links = Vec::new();
+        while let Some(f) = fields.next() {
+            let Some(raw) = f.strip_prefix(':') else {
+                continue;
+            };
+            let Some(path) = fields.next() else { break };
+            let mut m = raw.split(' ');
+            let (old, new) = (m.next(), m.next());
+            if new == Some("160000") && old != Some("160000") {
+                links.push(path.to_string());
+            }
+        }
+        Ok(links)
+    }
+}
+
+/// Is `p` one of the kept paths (`keep`: hone globs; a pattern without `/` also matches a
+/// file name at any depth, as in `git clean -e`)?
+fn kept(keep: &[String], p: &str) -> bool {
+    let name = p.rsplit('/').next().unwrap_or(p);
+    keep.iter().any(|k| {
+        glob_match(k, p) || (!k.trim_end_matches('/').contains('/') && glob_match(k, name))
+    })
+}
+
+/// Walks `wt/rel` against the commit's listing: entries the commit does not have are counted
+/// (and with `fix`, removed); files and symlinks where it has one are collected to compare.
+/// It descends only into the commit's directories, so it never meets a path git could not
+/// have recorded; anything else is removed whole.
+fn walk_against(
+    wt: &Path,
+    rel: &str,
+    (listing, keep): (&Listing, &[String]),
+    fix: bool,
+    found: &mut Found,
+) -> Result<(), GitError> {
+    let full = if rel.is_empty() {
+        wt.to_path_buf()
+    } else {
+        wt.join(rel)
+    };
+    let entries = std::fs::read_dir(&full).map_err(io_err(&full))?;
+    for e in entries {
+        let e = e.map_err(io_err(&full))?;
+        let os_name = e.file_name();
+        if rel.is_empty() && os_name == ".git" {
+            continue;
+        }
+        let path = full.join(&os_name);
+        let ft = e.file_type().map_err(io_err(&path))?;
+        let Some(name) = os_name.to_str() else {
+            // Not a name the commit can hold.
+            found.extra += 1;
+            if fix {
+                remove_any(&path)?;
+            }
+            continue;
+        };
+        let p = join(rel, name);
+        if ft.is_dir() && listing.dirs.contains(&p) {
+            walk_against(wt, &p, (listing, keep), fix, found)?;
+            continue;
+        }
+        let mode = listing.files.get(&p).map(|e| e.mode.as_str());
+        match mode {
+            Some("120000") if ft.is_symlink() => {
+                found.links.push(p);
+                continue;
+            }
+            Some("100644" | "100755") if ft.is_file() => {
+                let exec = e.metadata().map_err(io_err(&path))?.permissions().mode() & 0o100 != 0;
+                found.files.push((p, exec));
+                continue;
+            }
+            _ => {}
+        }
+        // Not the commit's: removed, unless it is a declared output (or may hold one).
+        if mode.is_none() && kept(keep, &p) {
+            continue;
+        }
+        if mode.is_none()
+            && ft.is_dir()
+            && !keep.is_empty()
+            && path.as_os_str().len() + 2 < PATH_MAX
+        {
+            walk_against(wt, &p, (listing, keep), fix, found)?;
+            if fix {
+                // Left only if it still holds something kept.
+                let _ = std::fs::remove_dir(&path);
+            }
+            continue;
+        }
+        found.extra += 1;
+        if fix {
+            remove_any(&path)?;
+        }
+    }
+    Ok(())
+}
