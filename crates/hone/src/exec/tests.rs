@@ -231,8 +231,12 @@ fn a_leader_that_exits_while_a_grandchild_holds_the_pipe_returns_and_kills_it() 
 #[test]
 fn a_background_process_without_the_pipes_is_killed_too() {
     let fx = Fixture::new();
-    let (outcome, _) =
-        run(&fx.request("sleep 1000 >/dev/null 2>&1 & echo $! > grandchild.pid; exit 0"));
+    // The background job lets go of the pipes before it says its pid; the leader exits only
+    // then (else, for an instant after the fork, the job still holds them).
+    let (outcome, _) = run(&fx.request(
+        "sh -c 'exec >/dev/null 2>&1; echo $$ > grandchild.tmp; mv grandchild.tmp grandchild.pid; exec sleep 1000' & \
+         while [ ! -s grandchild.pid ]; do :; done; exit 0",
+    ));
     assert_eq!(outcome.exit, Exit::Code(0));
     assert!(!outcome.pipes_left_open);
     assert_process_dies(fx.pid_from("grandchild.pid"));
