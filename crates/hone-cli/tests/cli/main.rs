@@ -12,6 +12,7 @@ mod support;
 mod attacks;
 mod bench;
 mod daemon;
+mod faults;
 mod finalize;
 mod gate;
 mod holdout;
