@@ -56,3 +56,49 @@ fn a_binary_change_is_reviewed_by_its_whole_size() {
     );
     assert_eq!(r.rev("hone/bin"), r.rev("main"), "the branch moved");
 }
+
+/// The store deleted, or replaced by a copy, during an agent's turn: the run notices before
+/// it writes another record into the lost file, stops with an error, and saves every record
+/// it wrote; moved into place, that copy resumes the run.
+#[test]
+fn a_deleted_or_replaced_store_stops_the_run_and_loses_nothing() {
+    let db = "../../hone.db"; // the worktree is .hone/worktrees/<tag>
+    for (what, fault) in [
+        ("deleted", format!("rm {db}")),
+        (
+            "replaced by another file",
+            format!("cp {db} {db}.copy && rm {db} && mv {db}.copy {db}"),
+        ),
+    ] {
+        let script = format!(
+            "run\t{fault}\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n"
+        );
+        let r = Repo::new("[stop]\nmax_experiments = 3\n", SCORE, &script);
+        let out = r.hone(&["run", "--tag", "db"]);
+        assert_eq!(out.status.code(), Some(1), "{what}: {}", text(&out));
+        let said = text(&out);
+        assert!(said.contains(&format!("was {what}")), "{said}");
+        let state = r.dir.join(".hone");
+        let rescued: Vec<PathBuf> = std::fs::read_dir(&state)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains("hone.db.rescued-"))
+            .collect();
+        assert_eq!(rescued.len(), 1, "{what}: {said}");
+        assert!(said.contains(&rescued[0].display().to_string()), "{said}");
+        // The user follows the message: the saved records go into place and the run resumes.
+        for f in ["hone.db", "hone.db-wal", "hone.db-shm"] {
+            let _ = std::fs::remove_file(state.join(f));
+        }
+        std::fs::rename(&rescued[0], state.join("hone.db")).unwrap();
+        let log = r.log();
+        assert_eq!(log.len(), 2, "{what}: {log:?}");
+        assert_eq!(log[0]["status"], "baseline");
+        assert_eq!(log[1]["status"], "keep", "{what}: {:?}", log[1]);
+        let out = r.hone(&["run", "--tag", "db"]);
+        assert!(out.status.success(), "{what}: {}", text(&out));
+        assert_eq!(r.statuses(), ["baseline", "keep", "keep"], "{what}");
+        // The keep recorded just before the stop got its branch move on resume.
+        assert_eq!(r.rev("hone/db"), r.rev("refs/hone/db/2"), "{what}");
+    }
+}

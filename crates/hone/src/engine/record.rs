@@ -34,6 +34,9 @@ impl Engine<'_> {
         let parent = best
             .and_then(|b| b.candidate_commit.clone())
             .unwrap_or_else(|| self.run.base_commit.clone());
+        // The store file must still be the one opened: records written to a deleted one
+        // would be lost (checked once at each end of every experiment).
+        self.store.check_file()?;
         let rec = ExperimentRecord {
             n,
             parent_commit: parent.clone(),
@@ -184,6 +187,8 @@ impl Engine<'_> {
         rec.finished_at = Some(now());
         rec.total_ms = t_start.elapsed().as_millis() as u64;
         self.store.put_experiment(self.run.id, &rec)?;
+        // After the write, so that the records saved from a deleted store hold this outcome.
+        self.store.check_file()?;
         match self.history.last_mut() {
             Some(last) if last.n == rec.n => *last = rec.clone(),
             _ => self.history.push(rec.clone()),
