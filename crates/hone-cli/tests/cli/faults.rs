@@ -102,3 +102,70 @@ fn a_deleted_or_replaced_store_stops_the_run_and_loses_nothing() {
         assert_eq!(r.rev("hone/db"), r.rev("refs/hone/db/2"), "{what}");
     }
 }
+
+/// The commit a test's "user" made, found by its subject.
+fn commit_titled(r: &Repo, subject: &str) -> String {
+    git(
+        &r.dir,
+        &[
+            "log",
+            "--all",
+            "--format=%H",
+            "--fixed-strings",
+            &format!("--grep={subject}"),
+        ],
+    )
+}
+
+/// A user commits on `hone/<tag>` in their own checkout while the run goes on: during an
+/// agent's turn, or while a candidate is being verified. hone stops with an error naming the
+/// commit, keeps it under a ref, blames no agent, and a resume goes on from where the records
+/// say.
+#[test]
+fn a_users_commit_on_the_run_branch_stops_the_run_and_is_kept() {
+    let commit = |tag: &str, subject: &str| {
+        format!("(cd ../../.. && git checkout -q hone/{tag} && echo mine > notes.txt && git add notes.txt && git -c user.name=u -c user.email=u@u commit -qm '{subject}')")
+    };
+    // During the agent's turn.
+    let script = format!(
+        "run\t{}\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+        commit("u", "my own work")
+    );
+    let during_turn = Repo::new("[stop]\nmax_experiments = 3\n", SCORE, &script);
+    // While experiment 1 (a keep) is verified.
+    let verify = format!(
+        "if [ \"$HONE_EXPERIMENT\" = 1 ]; then {}; fi; cat value.txt",
+        commit("u", "my fix")
+    );
+    let during_verify = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        &verify,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    for (r, subject, first) in [
+        (&during_turn, "my own work", "aborted"),
+        (&during_verify, "my fix", "keep"),
+    ] {
+        let start = r.rev("main");
+        let out = r.hone(&["run", "--tag", "u"]);
+        assert_eq!(out.status.code(), Some(1), "{subject}: {}", text(&out));
+        let mine = commit_titled(r, subject);
+        assert_eq!(mine.len(), 40, "{subject}: {mine:?}");
+        let said = text(&out);
+        assert!(said.contains(&mine), "the message names the commit: {said}");
+        assert_eq!(r.rev(&format!("refs/hone-user/u/{mine}")), mine);
+        assert_eq!(r.rev("hone/u"), start, "{subject}: the branch is put back");
+        let log = r.log();
+        assert_eq!(log.len(), 2, "{subject}: {log:?}");
+        assert_eq!(log[1]["status"], first, "{subject}: {:?}", log[1]);
+        assert!(r.statuses().iter().all(|s| s != "violation"));
+        // The user leaves the branch; `hone run` resumes and makes progress.
+        git(&r.dir, &["checkout", "-q", "-f", "main"]);
+        let out = r.hone(&["run", "--tag", "u"]);
+        assert!(out.status.success(), "{subject}: {}", text(&out));
+        assert_eq!(r.log().len(), 3, "{subject}");
+        assert!(r.statuses().iter().all(|s| s != "violation"));
+        assert_eq!(r.rev(&format!("refs/hone-user/u/{mine}")), mine);
+        git(&r.dir, &["fsck", "--no-progress"]);
+    }
+}

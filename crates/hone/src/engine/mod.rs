@@ -39,6 +39,7 @@ use crate::store::{ExperimentRecord, RunRecord, Status, Store};
 mod decision;
 mod error;
 mod executor;
+mod foreign;
 mod gate;
 mod notices;
 mod parallel;

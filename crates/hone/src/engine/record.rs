@@ -121,6 +121,10 @@ impl Engine<'_> {
         }
         if status == Status::Keep {
             if let Some(c) = keep_commit {
+                // Someone else's commit on the branch: kept; the move waits for the resume.
+                if let Some(stop) = self.foreign_commit(&parent)? {
+                    return Ok(Some(stop));
+                }
                 // The outcome is recorded; now the branch may move (compare-and-swap).
                 self.verifier
                     .git
