@@ -169,3 +169,105 @@ fn a_users_commit_on_the_run_branch_stops_the_run_and_is_kept() {
         git(&r.dir, &["fsck", "--no-progress"]);
     }
 }
+
+/// Every ref of the repository resolves to an object that is there, `git log --all` works
+/// and `git fsck` finds nothing wrong.
+fn assert_repository_whole(dir: &Path) {
+    let refs = git(dir, &["for-each-ref", "--format=%(refname) %(objectname)"]);
+    for line in refs.lines() {
+        let (name, oid) = line.split_once(' ').unwrap();
+        git(dir, &["cat-file", "-e", &format!("{oid}^{{commit}}")]);
+        assert!(!name.is_empty());
+    }
+    git(dir, &["log", "--all", "--oneline"]);
+    let fsck = Command::new("git")
+        .args(["fsck", "--no-progress", "--no-dangling"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(fsck.status.success(), "git fsck: {}", text(&fsck));
+    assert!(
+        fsck.stdout.is_empty() && fsck.stderr.is_empty(),
+        "git fsck: {}",
+        text(&fsck)
+    );
+}
+
+/// `git gc --prune=now` from the agent's turn, from the verifier and between two sessions of
+/// a run: the run goes on, a resume makes progress, and nothing it archived is lost.
+#[test]
+fn git_gc_during_a_run_loses_nothing() {
+    let gc = "(cd ../../.. && git gc --prune=now --quiet)";
+    let script = format!(
+        "run\t{gc}\nwrite\tvalue.txt\tscore: 4\\n\n---\nrun\t{gc}\nwrite\tvalue.txt\tscore: 7\\n\n---\nrun\t{gc}\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 6\\n\n"
+    );
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        &format!("{gc}; cat value.txt"),
+        &script,
+    );
+    let out = r.hone(&["run", "--tag", "g"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    git(&r.dir, &["gc", "--prune=now", "--quiet"]);
+    let out = r.hone(&["run", "--tag", "g", "-n", "6"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.log().len(), 6);
+    for n in 1..6 {
+        let c = r.rev(&format!("refs/hone/g/{n}"));
+        git(&r.dir, &["cat-file", "-e", &format!("{c}^{{tree}}")]);
+    }
+    assert_eq!(r.rev("hone/g"), r.rev("refs/hone/g/3"));
+    assert_repository_whole(&r.dir);
+}
+
+/// What `git gc --prune=now` racing hone can leave: a recorded candidate commit it deleted
+/// before a ref held it (hone stopped in between), and a ref left pointing at a deleted
+/// object. A resume must say so and go on, never fail on them again and again.
+#[test]
+fn a_resume_goes_on_past_objects_git_gc_deleted() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 8\\n\n---\nwrite\tvalue.txt\tscore: 9\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "g"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "discard"]);
+    let gone = "1".repeat(40);
+    // Experiment 2: hone stopped after committing it, before its ref; gc deleted the commit.
+    git(&r.dir, &["update-ref", "-d", "refs/hone/g/2"]);
+    let sql = format!(
+        "import sqlite3; c = sqlite3.connect('.hone/hone.db'); c.execute(\"UPDATE experiments SET status = 'running', candidate_commit = '{gone}', finished_at = NULL WHERE n = 2\"); c.commit()"
+    );
+    let ok = Command::new("python3")
+        .args(["-c", &sql])
+        .current_dir(&r.dir)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    // Experiment 3: its ref was written, then gc deleted what it points at.
+    let kept3 = r.rev("refs/hone/g/3");
+    git(&r.dir, &["update-ref", "-d", "refs/hone/g/3"]);
+    std::fs::write(r.dir.join(".git/refs/hone/g/3"), format!("{gone}\n")).unwrap();
+    let out = r.hone(&["run", "--tag", "g", "-n", "6"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("deleted by git gc"), "{said}");
+    let log = r.log();
+    assert_eq!(log.len(), 6, "{log:?}");
+    assert_eq!(log[2]["status"], "aborted", "{:?}", log[2]);
+    assert!(
+        log[2]["reason"].as_str().unwrap().contains("lost"),
+        "{:?}",
+        log[2]
+    );
+    // Its record still knows experiment 3's commit, which is there: its ref is written again.
+    assert_eq!(r.rev("refs/hone/g/3"), kept3);
+    // A second resume has nothing left to repair.
+    let out = r.hone(&["run", "--tag", "g", "-n", "7"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("git gc"), "{}", text(&out));
+    assert_eq!(r.log().len(), 7);
+    assert_repository_whole(&r.dir);
+}
