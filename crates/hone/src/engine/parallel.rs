@@ -490,7 +490,8 @@ impl Engine<'_> {
     }
 
     /// Records experiment `n`: the change of experiment `from` merged onto `best` (as `tree`),
-    /// checked out in `wt` for its verifier. Row first, then its commit, then its archive ref.
+    /// checked out in `wt` for its verifier. Row first, then its commit and at once its archive
+    /// ref, then the commit in its row.
     #[allow(clippy::too_many_arguments)]
     fn start_merged(
         &mut self,
@@ -528,6 +529,10 @@ impl Engine<'_> {
             .run(&["commit-tree", tree, "-p", &onto, "-m", &message])?
             .trim()
             .to_string();
+        // Its ref at once: an unreferenced commit is what `git gc --prune=now` deletes.
+        self.verifier
+            .git
+            .update_ref(&archive_ref(&self.run.tag, n), &commit, None)?;
         let changes = self.verifier.git.changes(&onto, &commit)?;
         rec.files_changed = changes.len() as u64;
         rec.lines_added = changes.iter().map(|c| c.added).sum();
@@ -535,9 +540,6 @@ impl Engine<'_> {
         rec.candidate_commit = Some(commit.clone());
         rec.tree = Some(tree.to_string());
         self.store.put_experiment(self.run.id, &rec)?;
-        self.verifier
-            .git
-            .update_ref(&archive_ref(&self.run.tag, n), &commit, None)?;
         self.emit(Event::Proposed {
             n,
             description: rec.description.clone(),
