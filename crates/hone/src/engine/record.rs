@@ -133,6 +133,15 @@ impl Engine<'_> {
         let baseline_holdout_failed = status == Status::Baseline
             && self.verifier.spec.verify.holdout_gate
             && rec.holdout.is_none();
+        // A `git gc --prune=now` that raced the archive ref may have deleted the commit all
+        // the same: then nothing can be kept, and the run goes on without it.
+        let (status, reason) = match self.lost_commit(&mut rec)? {
+            Some(c) => (
+                Status::Aborted,
+                format!("lost: its candidate commit {c} was deleted by git gc (run concurrently with --prune=now) before it could be kept; it was measured {status}: {reason}"),
+            ),
+            None => (status, reason),
+        };
         let keep_commit = rec.candidate_commit.clone();
         self.finish(rec, status, reason, t_start)?;
         if baseline_holdout_failed {
@@ -155,6 +164,25 @@ impl Engine<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// If `rec`'s candidate commit no longer exists (deleted by a `git gc --prune=now` that
+    /// raced its archive ref), the ref left pointing at it goes and the record forgets it;
+    /// returns the lost commit.
+    fn lost_commit(&mut self, rec: &mut ExperimentRecord) -> Result<Option<String>, EngineError> {
+        let Some(c) = rec.candidate_commit.clone() else {
+            return Ok(None);
+        };
+        let git = &self.verifier.git;
+        if git.missing_objects(std::slice::from_ref(&c))?.is_empty() {
+            return Ok(None);
+        }
+        let name = archive_ref(&self.run.tag, rec.n);
+        if git.raw_ref(&name)?.as_deref() == Some(c.as_str()) {
+            git.run(&["update-ref", "-d", &name, &c])?;
+        }
+        rec.candidate_commit = None;
+        Ok(Some(c))
     }
 
     /// Records a baseline that failed, and stops: the unmodified project must pass.

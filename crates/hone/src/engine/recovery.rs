@@ -46,6 +46,7 @@ impl Engine<'_> {
             self.emit(Event::Warning { message: msg });
         }
         self.forget_pruned(&mut exps)?;
+        self.repair_dangling_branch(&exps)?;
         let v = &self.verifier;
         // Parallel slots' worktrees hold what in-flight candidates left: gone with them.
         parallel::clean_slots(&v.git, &v.paths, &v.spec, &tag)?;
@@ -60,26 +61,13 @@ impl Engine<'_> {
         self.repair_branch(&exps)
     }
 
-    /// Refs of the run left pointing at objects `git gc --prune=now` deleted (it can race a
-    /// ref being written): they make every ref listing fail, so they go, with a warning. An
-    /// archive ref is written again below if its commit is still there; a run branch whose
-    /// commit is gone goes back to the best's commit.
+    /// Archive refs of the run left pointing at objects `git gc --prune=now` deleted (it can
+    /// race a ref being written): they make `git log --all` fail, so they go, with a warning.
+    /// An archive ref is written again below if its recorded commit is still there.
     fn remove_dangling_refs(&mut self, exps: &[ExperimentRecord]) -> Result<(), EngineError> {
         let tag = self.run.tag.clone();
         let git = self.verifier.git.clone();
         let mut warnings = Vec::new();
-        let branch = branch_ref(&tag);
-        if let Some(oid) = git.raw_ref(&branch)? {
-            if !git.missing_objects(std::slice::from_ref(&oid))?.is_empty() {
-                let best = best_experiment(exps)
-                    .and_then(|b| b.candidate_commit.clone())
-                    .unwrap_or_else(|| self.run.base_commit.clone());
-                git.update_ref(&branch, &best, Some(&oid))?;
-                warnings.push(format!(
-                    "hone/{tag} pointed at {oid}, which git gc deleted; it is back at the best's commit {best}"
-                ));
-            }
-        }
         // Every archive ref and what it points at (read one by one if git cannot list them).
         let refs = match git.refs_under(&format!("refs/hone/{tag}/")) {
             Ok(refs) => refs,
@@ -108,10 +96,35 @@ impl Engine<'_> {
         Ok(())
     }
 
+    /// A run branch left pointing at a commit `git gc` deleted goes back to the best's commit
+    /// (after [`Engine::forget_pruned`], so a lost keep is no longer the best).
+    fn repair_dangling_branch(&mut self, exps: &[ExperimentRecord]) -> Result<(), EngineError> {
+        let tag = self.run.tag.clone();
+        let git = self.verifier.git.clone();
+        let branch = branch_ref(&tag);
+        let Some(oid) = git.raw_ref(&branch)? else {
+            return Ok(());
+        };
+        if git.missing_objects(std::slice::from_ref(&oid))?.is_empty() {
+            return Ok(());
+        }
+        let best = best_experiment(exps)
+            .and_then(|b| b.candidate_commit.clone())
+            .unwrap_or_else(|| self.run.base_commit.clone());
+        git.update_ref(&branch, &best, Some(&oid))?;
+        self.emit(Event::Warning {
+            message: format!(
+                "hone/{tag} pointed at {oid}, which git gc deleted; it is back at the best's commit {best}"
+            ),
+        });
+        Ok(())
+    }
+
     /// Recorded candidate commits that `git gc` deleted before a ref held them (a crash
     /// between their commit and their ref, then a prune): their files are lost. Such an
     /// experiment keeps its record and its outcome, without the commit (its reason says
-    /// which it was), so that nothing tries to reach it again and the run goes on.
+    /// which it was; a keep becomes `aborted`, so the keep before it is the best again), so
+    /// that nothing tries to reach it again and the run goes on.
     fn forget_pruned(&mut self, exps: &mut [ExperimentRecord]) -> Result<(), EngineError> {
         let commits: Vec<String> = exps
             .iter()
@@ -132,11 +145,13 @@ impl Engine<'_> {
                 "experiment {}'s candidate commit {c} was deleted by git gc before hone referenced it: its files are lost",
                 e.n
             );
-            if !matches!(e.status(), Status::Keep | Status::Baseline) {
-                e.candidate_commit = None;
-                e.reason = format!("{} (lost: commit {c} deleted by git gc)", e.reason);
-                self.store.put_experiment(self.run.id, e)?;
+            // A keep whose code is gone cannot stay the best: the one before it is again.
+            if e.status() == Status::Keep {
+                e.status = Some(Status::Aborted);
             }
+            e.candidate_commit = None;
+            e.reason = format!("{} (lost: commit {c} deleted by git gc)", e.reason);
+            self.store.put_experiment(self.run.id, e)?;
             self.emit(Event::Warning { message });
         }
         Ok(())
