@@ -271,3 +271,38 @@ fn a_resume_goes_on_past_objects_git_gc_deleted() {
     assert_eq!(r.log().len(), 7);
     assert_repository_whole(&r.dir);
 }
+
+/// The same with `--workers 2`, where some candidate's verifier is always running: a commit
+/// on the branch while it is checked out in the user's checkout is theirs, not a violation.
+#[test]
+fn a_users_commit_during_parallel_verification_stops_the_run_and_is_kept() {
+    let verify = "if [ \"$HONE_EXPERIMENT\" = 1 ]; then (cd ../../../.. && git checkout -q hone/w && git -c user.name=u -c user.email=u@u commit -q --allow-empty -m 'parallel fix'); fi; cat value.txt";
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 5\n",
+        verify,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    );
+    let start = r.rev("main");
+    let out = r.hone(&["run", "--tag", "w", "--workers", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let mine = commit_titled(&r, "parallel fix");
+    assert_eq!(mine.len(), 40, "{}", text(&out));
+    assert!(text(&out).contains(&mine), "{}", text(&out));
+    assert_eq!(r.rev(&format!("refs/hone-user/w/{mine}")), mine);
+    // The branch is back where hone had it: the start, or a candidate it kept meanwhile.
+    let head = r.rev("hone/w");
+    let archived = git(
+        &r.dir,
+        &["for-each-ref", "--format=%(objectname)", "refs/hone/w/"],
+    );
+    assert!(
+        head == start || archived.lines().any(|c| c == head),
+        "hone/w is at {head}"
+    );
+    assert!(
+        r.statuses().iter().all(|s| s != "violation"),
+        "{:?}",
+        r.log()
+    );
+    assert_repository_whole(&r.dir);
+}

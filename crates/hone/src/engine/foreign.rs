@@ -92,6 +92,22 @@ impl Engine<'_> {
         }
     }
 
+    /// With `[exec] workers`, where some candidate's code is always running: the run branch
+    /// should be at `expected`; if it is elsewhere while it is checked out in a worktree,
+    /// that is someone else's commit (kept, the branch put back, the stop returned).
+    pub(super) fn foreign_commit_checked_out(
+        &mut self,
+        expected: &str,
+    ) -> Result<Option<Stop>, EngineError> {
+        let branch = branch_ref(&self.run.tag);
+        match self.verifier.git.ref_target(&branch)? {
+            Some(head) if head != expected && checked_out(&self.verifier.git, &branch) => {
+                self.keep_foreign(&head, expected).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
     /// Keeps `found` (someone else's commit at the head of the run branch) under
     /// [`kept_ref`], puts the branch back at `expected`, and says so.
     fn keep_foreign(&mut self, found: &str, expected: &str) -> Result<Stop, EngineError> {

@@ -349,6 +349,12 @@ impl Engine<'_> {
         // Other experiments write refs meanwhile, so the serial check (all of hone's refs as
         // they were) does not apply; the branch and this experiment's archive ref must be
         // where the coordinator left them.
+        // Someone else's commit on the run branch: kept, blamed on no candidate; the run stops.
+        if let Some(stop) = self.foreign_commit_checked_out(&current_commit)? {
+            let why = "not judged: a commit that is not hone's landed on the run branch while it was verified; the run stopped".to_string();
+            self.finish(cand.rec, Status::Aborted, why, cand.t_start)?;
+            return Ok(Next::Free(Some(stop)));
+        }
         let moved = self.put_back_refs(&cand.rec, &current_commit)?;
         let verified = match moved {
             Some(names) => Verified::Failed(
