@@ -348,8 +348,9 @@ impl Engine<'_> {
     }
 }
 
-/// How many times [`Engine::archive`] commits a candidate whose objects were pruned under it.
-const ARCHIVE_ATTEMPTS: u32 = 3;
+/// How many times [`Engine::archive`] commits a candidate whose objects were pruned under it
+/// (each attempt is a few milliseconds; a `git gc --prune=now` loop can win several in a row).
+const ARCHIVE_ATTEMPTS: u32 = 10;
 
 /// Snapshots the worktree `wt` on `parent` and points `name` at the commit at once; a commit
 /// (or tree) pruned before its ref held it fails, its ref removed, so that it is made again.
