@@ -561,6 +561,196 @@ impl Git {
     }
 }
 
+/// One file that git treats as binary in a candidate's change (numstat's `-`): `forbid`
+/// cannot read it and a line count of 0 would hide its size, so the review gate judges it by
+/// its whole content (see [`Git::binary_changes`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BinaryChange {
+    pub path: String,
+    /// Sizes in bytes before and after (0 where the file does not exist).
+    pub old_bytes: u64,
+    pub new_bytes: u64,
+    /// Lines of the content before and after: newline characters, plus one for a last line
+    /// without one.
+    pub old_lines: u64,
+    pub new_lines: u64,
+}
+
+impl BinaryChange {
+    /// What the change weighs against `max_diff_lines`: every line of the old content (all
+    /// deleted) plus every line of the new one (all added).
+    pub fn lines(&self) -> u64 {
+        self.old_lines + self.new_lines
+    }
+}
+
+impl Git {
+    /// The files `commit` changed relative to `parent` that git treats as binary, with the
+    /// size and line count of their old and new content.
+    pub fn binary_changes(
+        &self,
+        parent: &str,
+        commit: &str,
+    ) -> Result<Vec<BinaryChange>, GitError> {
+        let out = self.run(&[
+            "diff-tree",
+            "-r",
+            "-z",
+            "--no-renames",
+            "--numstat",
+            parent,
+            commit,
+        ])?;
+        let mut found = Vec::new();
+        for f in out.split('\0').filter(|f| !f.is_empty()) {
+            let mut parts = f.splitn(3, '\t');
+            let (Some("-"), Some("-"), Some(path)) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue;
+            };
+            let (old_bytes, old_lines) = self.blob_measure(parent, path)?;
+            let (new_bytes, new_lines) = self.blob_measure(commit, path)?;
+            found.push(BinaryChange {
+                path: path.to_string(),
+                old_bytes,
+                new_bytes,
+                old_lines,
+                new_lines,
+            });
+        }
+        Ok(found)
+    }
+
+    /// Bytes and lines of `path` in `commit` ((0, 0) where it does not exist, or is not a
+    /// file), read as a stream so that a large file is never held in memory.
+    fn blob_measure(&self, commit: &str, path: &str) -> Result<(u64, u64), GitError> {
+        let spec = format!("{commit}:{path}");
+        let kind = git_command(&self.root)
+            .args(["cat-file", "-t", &spec])
+            .output()
+            .map_err(GitError::Spawn)?;
+        if !kind.status.success() || kind.stdout.trim_ascii() != b"blob" {
+            return Ok((0, 0));
+        }
+        let mut child = git_command(&self.root)
+            .args(["cat-file", "blob", &spec])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(GitError::Spawn)?;
+        let (mut bytes, mut newlines, mut last) = (0u64, 0u64, b'\n');
+        if let Some(mut out) = child.stdout.take() {
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                let n = out.read(&mut buf).map_err(|source| GitError::Io {
+                    path: PathBuf::from(&spec),
+                    source,
+                })?;
+                if n == 0 {
+                    break;
+                }
+                bytes += n as u64;
+                newlines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+                last = buf[n - 1];
+            }
+        }
+        let status = child.wait().map_err(GitError::Spawn)?;
+        if !status.success() {
+            return Err(GitError::Failed {
+                args: format!("cat-file blob {spec}"),
+                stderr: String::new(),
+            });
+        }
+        let lines = newlines + u64::from(bytes > 0 && last != b'\n');
+        Ok((bytes, lines))
+    }
+}
+
+impl Git {
+    /// The object names among `oids` that the repository does not have (pruned by `git gc`,
+    /// say), in one `git cat-file --batch-check`.
+    pub fn missing_objects(&self, oids: &[String]) -> Result<Vec<String>, GitError> {
+        use std::io::Write;
+        if oids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut child = git_command(&self.root)
+            .args(["cat-file", "--batch-check"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(GitError::Spawn)?;
+        let input: String = oids.iter().map(|o| format!("{o}\n")).collect();
+        let writer = child.stdin.take().map(|mut stdin| {
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(input.as_bytes());
+            })
+        });
+        let out = child.wait_with_output().map_err(GitError::Spawn)?;
+        if let Some(w) = writer {
+            let _ = w.join();
+        }
+        if !out.status.success() {
+            return Err(GitError::Failed {
+                args: "cat-file --batch-check".into(),
+                stderr: String::new(),
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.strip_suffix(" missing"))
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// The object name a ref holds, without checking that the object exists (a ref left
+    /// pointing at a pruned object still reads); `None` if there is no such ref.
+    pub fn raw_ref(&self, name: &str) -> Result<Option<String>, GitError> {
+        match self.run(&["rev-parse", "--verify", "--quiet", name]) {
+            Ok(s) => Ok(Some(s.trim().to_string())),
+            Err(GitError::Failed { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Tracked files of worktree `wt` that index flags hide from git (`assume-unchanged`,
+    /// `skip-worktree`), as [`Git::snapshot`] reports them in [`Snapshot::hidden`].
+    pub fn flagged_files(&self, wt: &Path) -> Result<Vec<String>, GitError> {
+        let listing = self.run_in(wt, &["ls-files", "-v", "-z"])?;
+        Ok(listing
+            .split('\0')
+            .filter_map(|e| {
+                let (tag, path) = e.split_once(' ')?;
+                let flagged = tag
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_lowercase() || c == 'S');
+                flagged.then(|| path.to_string())
+            })
+            .collect())
+    }
+
+    /// Rebuilds the index of worktree `wt` from `parent`, with no cached file stats, so that
+    /// the next `git add -A` hashes (and writes) every file again: the way back when objects
+    /// the index named were pruned.
+    pub fn reindex(&self, wt: &Path, parent: &str) -> Result<(), GitError> {
+        let index = self.run_in(wt, &["rev-parse", "--git-path", "index"])?;
+        let index = wt.join(index.trim());
+        match std::fs::remove_file(&index) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(GitError::Io {
+                    path: index,
+                    source,
+                })
+            }
+        }
+        self.run_in(wt, &["read-tree", parent]).map(|_| ())
+    }
+}
+
 /// Does `path` (repository-relative, `/`-separated) match a glob from `editable`, `protected`
 /// or `pinned`? `*` and `?` stay within one path segment, `**` crosses segments, and a pattern
 /// naming a directory (`data/` or `data`) matches everything under it.
@@ -860,6 +1050,48 @@ mod tests {
         assert_eq!(read("out/model.txt"), "o");
         assert!(!wt.join("junk.txt").exists());
         assert!(!wt.join("sub").exists());
+    }
+
+    #[test]
+    fn a_snapshot_whose_staged_objects_were_pruned_is_made_again_after_reindex() {
+        // `git gc --prune=now` racing `git add`: the index names a blob that is gone.
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        sh(d, "git init -q -b main && printf 'a\\n' > f.txt && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+        let git = Git::discover(d).unwrap();
+        let head = git.head().unwrap();
+        let wt = d.join(".hone/wt");
+        git.prepare_worktree(&wt, &head).unwrap();
+        // An old mtime: the file is not "racily clean", so git trusts the index entry.
+        sh(
+            &wt,
+            "printf 'new content\\n' > f.txt && touch -d 2020-01-01 f.txt && git add -A",
+        );
+        let blob = git.run_in(&wt, &["rev-parse", ":f.txt"]).unwrap();
+        let blob = blob.trim();
+        let objects = git.common_dir().unwrap().join("objects");
+        std::fs::remove_file(objects.join(&blob[..2]).join(&blob[2..])).unwrap();
+        assert_eq!(
+            git.missing_objects(&[blob.to_string(), head.clone()])
+                .unwrap(),
+            [blob]
+        );
+        assert!(
+            git.snapshot(&wt, &head, "m").is_err(),
+            "git trusted the index"
+        );
+        git.reindex(&wt, &head).unwrap();
+        let snap = git.snapshot(&wt, &head, "m").unwrap().unwrap();
+        assert!(git
+            .missing_objects(&[snap.commit.clone(), blob.to_string()])
+            .unwrap()
+            .is_empty());
+        assert_eq!(
+            git.file_at(&snap.commit, "f.txt").unwrap(),
+            b"new content\n"
+        );
+        // A ref to a missing object still reads raw (for recovery to remove it).
+        assert_eq!(git.raw_ref("refs/nothing").unwrap(), None);
     }
 
     #[test]

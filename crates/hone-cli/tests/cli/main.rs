@@ -13,6 +13,7 @@ mod attacks;
 mod bench;
 mod containment;
 mod daemon;
+mod faults;
 mod finalize;
 mod firstrun;
 mod fuzz;

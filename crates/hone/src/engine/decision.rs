@@ -87,6 +87,11 @@ impl Engine<'_> {
         if now == refs_at_verify {
             return Ok(None);
         }
+        // Someone else's commit on the run branch is not the candidate's doing: it is kept
+        // and the run stops before the branch would move (`foreign`).
+        if self.foreign_move(&refs_at_verify, &now) {
+            return Ok(None);
+        }
         let moved = restore_refs(&self.verifier.git, &refs_at_verify, &now)?;
         Ok(Some((
             Status::Violation,

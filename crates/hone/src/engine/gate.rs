@@ -72,6 +72,15 @@ impl Engine<'_> {
             return Ok(Rejection::new(Status::Violation, why));
         }
         let refs_after = self.run_refs()?;
+        // Someone else's commit on the run branch: kept, not blamed on the agent; the run stops.
+        if let Some(stop) = self.foreign_commit_in(refs_before, &refs_after)? {
+            self.archive(rec, wt, parent)?;
+            return Ok(Some(Rejection {
+                status: Status::Aborted,
+                reason: "not judged: a commit that is not hone's landed on the run branch during this experiment; the run stopped".into(),
+                stop: Some(stop),
+            }));
+        }
         if refs_after != refs_before {
             let moved = restore_refs(&self.verifier.git, refs_before, &refs_after)?;
             self.archive(rec, wt, parent)?;

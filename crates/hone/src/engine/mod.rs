@@ -7,10 +7,12 @@
 //! ```
 //!
 //! Crash safety comes from ordering: an experiment's row is written (status `running`) before
-//! anything runs, its candidate commit is recorded before its archive ref is written, and its
-//! outcome is recorded before the run branch moves. `resume` repairs whatever a crash left
-//! between two of those steps: a `running` row becomes `aborted` (its process group killed),
-//! missing archive refs are written, and a recorded keep whose branch move was lost is applied.
+//! anything runs, its candidate commit gets its archive ref as soon as it exists (so that `git
+//! gc` cannot delete it) and is then recorded, and its outcome is recorded before the run
+//! branch moves. `resume` repairs whatever a crash left between two of those steps: a
+//! `running` row becomes `aborted` (its process group killed, its commit taken from its ref),
+//! missing archive refs are written, refs and recorded commits whose objects `git gc` deleted
+//! are dropped with a warning, and a recorded keep whose branch move was lost is applied.
 //!
 //! This module is the coordinator: the public API and the story of one experiment
 //! (`Engine::experiment`: `Engine::prepare`, then `Engine::verify_and_decide`). Each step
@@ -39,6 +41,7 @@ use crate::store::{ExperimentRecord, RunRecord, Status, Store};
 mod decision;
 mod error;
 mod executor;
+mod foreign;
 mod gate;
 mod notices;
 mod parallel;

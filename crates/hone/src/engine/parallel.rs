@@ -350,6 +350,12 @@ impl Engine<'_> {
         // Other experiments write refs meanwhile, so the serial check (all of hone's refs as
         // they were) does not apply; the branch and this experiment's archive ref must be
         // where the coordinator left them.
+        // Someone else's commit on the run branch: kept, blamed on no candidate; the run stops.
+        if let Some(stop) = self.foreign_commit_checked_out(&current_commit)? {
+            let why = "not judged: a commit that is not hone's landed on the run branch while it was verified; the run stopped".to_string();
+            self.finish(cand.rec, Status::Aborted, why, cand.t_start)?;
+            return Ok(Next::Free(Some(stop)));
+        }
         let moved = self.put_back_refs(&cand.rec, &current_commit)?;
         let verified = match moved {
             Some(names) => Verified::Failed(
@@ -491,7 +497,8 @@ impl Engine<'_> {
     }
 
     /// Records experiment `n`: the change of experiment `from` merged onto `best` (as `tree`),
-    /// checked out in `wt` for its verifier. Row first, then its commit, then its archive ref.
+    /// checked out in `wt` for its verifier. Row first, then its commit and at once its archive
+    /// ref, then the commit in its row.
     #[allow(clippy::too_many_arguments)]
     fn start_merged(
         &mut self,
@@ -529,6 +536,10 @@ impl Engine<'_> {
             .run(&["commit-tree", tree, "-p", &onto, "-m", &message])?
             .trim()
             .to_string();
+        // Its ref at once: an unreferenced commit is what `git gc --prune=now` deletes.
+        self.verifier
+            .git
+            .update_ref(&archive_ref(&self.run.tag, n), &commit, None)?;
         let changes = self.verifier.git.changes(&onto, &commit)?;
         rec.files_changed = changes.len() as u64;
         rec.lines_added = changes.iter().map(|c| c.added).sum();
@@ -536,9 +547,6 @@ impl Engine<'_> {
         rec.candidate_commit = Some(commit.clone());
         rec.tree = Some(tree.to_string());
         self.store.put_experiment(self.run.id, &rec)?;
-        self.verifier
-            .git
-            .update_ref(&archive_ref(&self.run.tag, n), &commit, None)?;
         self.emit(Event::Proposed {
             n,
             description: rec.description.clone(),

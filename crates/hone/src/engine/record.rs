@@ -1,6 +1,6 @@
 //! Recording an experiment, in the crash-safe order: its row (`running`) before anything runs
-//! ([`Engine::record_start`]), its candidate commit before its archive ref
-//! ([`Engine::archive`]), its outcome before the run branch moves ([`Engine::conclude`]);
+//! ([`Engine::record_start`]), its archive ref as soon as its candidate is committed, then
+//! the commit in its row ([`Engine::archive`]), its outcome before the run branch moves ([`Engine::conclude`]);
 //! then the history, the events and the outer loop's hooks ([`Engine::finish`]). Also the
 //! champion's re-test and the best's holdout at the end of a run.
 
@@ -10,6 +10,7 @@ use std::time::Instant;
 use crate::report::best_experiment;
 use crate::store::{now, ExperimentRecord, Status};
 use crate::verify::noise::mean;
+use crate::workspace::{Git, GitError, Snapshot};
 
 use super::state::{archive_ref, branch_ref};
 use super::verifier::Measured;
@@ -34,6 +35,9 @@ impl Engine<'_> {
         let parent = best
             .and_then(|b| b.candidate_commit.clone())
             .unwrap_or_else(|| self.run.base_commit.clone());
+        // The store file must still be the one opened: records written to a deleted one
+        // would be lost (checked once at each end of every experiment).
+        self.store.check_file()?;
         let rec = ExperimentRecord {
             n,
             parent_commit: parent.clone(),
@@ -52,8 +56,11 @@ impl Engine<'_> {
         Ok((rec, parent))
     }
 
-    /// Commits what the proposer left in the worktree, records the candidate commit, then
-    /// writes its archive ref (in that order, so a crash between the two is repaired on resume).
+    /// Commits what the proposer left in the worktree, writes its archive ref at once, then
+    /// records the candidate commit. The ref comes first because an unreferenced commit is
+    /// what `git gc --prune=now` (the user's, or git's automatic one) deletes; a crash between
+    /// the two leaves a `running` row that recovery completes from the ref. Objects pruned
+    /// under hone while it commits are written again (up to [`ARCHIVE_ATTEMPTS`] attempts).
     pub(super) fn archive(
         &mut self,
         rec: &mut ExperimentRecord,
@@ -70,16 +77,34 @@ impl Engine<'_> {
             rec.n, self.run.tag, rec.n
         );
         let git = &self.verifier.git;
-        let Some(snap) = git.snapshot(wt, parent, &message)? else {
+        let name = archive_ref(&self.run.tag, rec.n);
+        // Taken first: a retry rebuilds the index, and with it the flags.
+        let flagged = git.flagged_files(wt)?;
+        let mut attempt = 1;
+        let snap = loop {
+            match snapshot_referenced(git, wt, parent, &message, &name) {
+                Ok(snap) => break snap,
+                Err(GitError::Failed { .. }) if attempt < ARCHIVE_ATTEMPTS => {
+                    attempt += 1;
+                    git.reindex(wt, parent)?;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let Some(mut snap) = snap else {
             return Ok(None);
         };
+        for f in flagged {
+            if !snap.hidden.contains(&f) {
+                snap.hidden.push(f);
+            }
+        }
         rec.files_changed = snap.changes.len() as u64;
         rec.lines_added = snap.lines_added();
         rec.lines_deleted = snap.lines_deleted();
         rec.candidate_commit = Some(snap.commit.clone());
         rec.tree = Some(snap.tree.clone());
         self.store.put_experiment(self.run.id, rec)?;
-        git.update_ref(&archive_ref(&self.run.tag, rec.n), &snap.commit, None)?;
         Ok(Some(snap))
     }
 
@@ -108,6 +133,15 @@ impl Engine<'_> {
         let baseline_holdout_failed = status == Status::Baseline
             && self.verifier.spec.verify.holdout_gate
             && rec.holdout.is_none();
+        // A `git gc --prune=now` that raced the archive ref may have deleted the commit all
+        // the same: then nothing can be kept, and the run goes on without it.
+        let (status, reason) = match self.lost_commit(&mut rec)? {
+            Some(c) => (
+                Status::Aborted,
+                format!("lost: its candidate commit {c} was deleted by git gc (run concurrently with --prune=now) before it could be kept; it was measured {status}: {reason}"),
+            ),
+            None => (status, reason),
+        };
         let keep_commit = rec.candidate_commit.clone();
         self.finish(rec, status, reason, t_start)?;
         if baseline_holdout_failed {
@@ -118,6 +152,10 @@ impl Engine<'_> {
         }
         if status == Status::Keep {
             if let Some(c) = keep_commit {
+                // Someone else's commit on the branch: kept; the move waits for the resume.
+                if let Some(stop) = self.foreign_commit(&parent)? {
+                    return Ok(Some(stop));
+                }
                 // The outcome is recorded; now the branch may move (compare-and-swap).
                 self.verifier
                     .git
@@ -126,6 +164,25 @@ impl Engine<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// If `rec`'s candidate commit no longer exists (deleted by a `git gc --prune=now` that
+    /// raced its archive ref), the ref left pointing at it goes and the record forgets it;
+    /// returns the lost commit.
+    fn lost_commit(&mut self, rec: &mut ExperimentRecord) -> Result<Option<String>, EngineError> {
+        let Some(c) = rec.candidate_commit.clone() else {
+            return Ok(None);
+        };
+        let git = &self.verifier.git;
+        if git.missing_objects(std::slice::from_ref(&c))?.is_empty() {
+            return Ok(None);
+        }
+        let name = archive_ref(&self.run.tag, rec.n);
+        if git.raw_ref(&name)?.as_deref() == Some(c.as_str()) {
+            git.run(&["update-ref", "-d", &name, &c])?;
+        }
+        rec.candidate_commit = None;
+        Ok(Some(c))
     }
 
     /// Records a baseline that failed, and stops: the unmodified project must pass.
@@ -184,6 +241,8 @@ impl Engine<'_> {
         rec.finished_at = Some(now());
         rec.total_ms = t_start.elapsed().as_millis() as u64;
         self.store.put_experiment(self.run.id, &rec)?;
+        // After the write, so that the records saved from a deleted store hold this outcome.
+        self.store.check_file()?;
         match self.history.last_mut() {
             Some(last) if last.n == rec.n => *last = rec.clone(),
             _ => self.history.push(rec.clone()),
@@ -296,6 +355,37 @@ impl Engine<'_> {
         }
         Ok(())
     }
+}
+
+/// How many times [`Engine::archive`] commits a candidate whose objects were pruned under it
+/// (each attempt is a few milliseconds; a `git gc --prune=now` loop can win several in a row).
+const ARCHIVE_ATTEMPTS: u32 = 10;
+
+/// Snapshots the worktree `wt` on `parent` and points `name` at the commit at once; a commit
+/// (or tree) pruned before its ref held it fails, its ref removed, so that it is made again.
+fn snapshot_referenced(
+    git: &Git,
+    wt: &Path,
+    parent: &str,
+    message: &str,
+    name: &str,
+) -> Result<Option<Snapshot>, GitError> {
+    let Some(snap) = git.snapshot(wt, parent, message)? else {
+        return Ok(None);
+    };
+    git.update_ref(name, &snap.commit, None)?;
+    let missing = git.missing_objects(&[snap.commit.clone(), snap.tree.clone()])?;
+    if !missing.is_empty() {
+        git.run(&["update-ref", "-d", name, &snap.commit])?;
+        return Err(GitError::Failed {
+            args: format!("update-ref {name} {}", snap.commit),
+            stderr: format!(
+                "{} was pruned (git gc) before its ref held it",
+                missing.join(", ")
+            ),
+        });
+    }
+    Ok(Some(snap))
 }
 
 /// The last `n` lines of a log file, indented, for error messages.

@@ -1,7 +1,8 @@
 //! Repairing what a crash left, when a run is resumed (see the module docs of the engine):
 //! each `running` experiment becomes `aborted` (whatever was started for it killed or
-//! cancelled), the slots' worktrees go, missing archive refs are written, and a recorded keep
-//! whose branch move was lost is applied.
+//! cancelled, its commit taken from its archive ref), the slots' worktrees go, refs and
+//! recorded commits whose objects `git gc` deleted are dropped with a warning, missing archive
+//! refs are written, and a recorded keep whose branch move was lost is applied.
 
 use crate::exec;
 use crate::report::best_experiment;
@@ -17,8 +18,18 @@ impl Engine<'_> {
     pub(super) fn recover(&mut self) -> Result<(), EngineError> {
         let tag = self.run.tag.clone();
         let mut exps = self.store.experiments(self.run.id)?;
+        self.remove_dangling_refs(&exps)?;
         for e in exps.iter_mut().filter(|e| e.status() == Status::Running) {
             let killed = self.stop_leftovers(e)?;
+            // Its archive ref is written before its row holds the commit: a crash between
+            // the two is completed from the ref.
+            if e.candidate_commit.is_none() {
+                let git = &self.verifier.git;
+                if let Some(c) = git.ref_target(&archive_ref(&tag, e.n))? {
+                    e.tree = git.tree_of(&c).ok();
+                    e.candidate_commit = Some(c);
+                }
+            }
             e.status = Some(Status::Aborted);
             e.reason = "interrupted: hone stopped during this experiment".into();
             e.finished_at = Some(now());
@@ -34,6 +45,8 @@ impl Engine<'_> {
             );
             self.emit(Event::Warning { message: msg });
         }
+        self.forget_pruned(&mut exps)?;
+        self.repair_dangling_branch(&exps)?;
         let v = &self.verifier;
         // Parallel slots' worktrees hold what in-flight candidates left: gone with them.
         parallel::clean_slots(&v.git, &v.paths, &v.spec, &tag)?;
@@ -46,6 +59,102 @@ impl Engine<'_> {
             }
         }
         self.repair_branch(&exps)
+    }
+
+    /// Archive refs of the run left pointing at objects `git gc --prune=now` deleted (it can
+    /// race a ref being written): they make `git log --all` fail, so they go, with a warning.
+    /// An archive ref is written again below if its recorded commit is still there.
+    fn remove_dangling_refs(&mut self, exps: &[ExperimentRecord]) -> Result<(), EngineError> {
+        let tag = self.run.tag.clone();
+        let git = self.verifier.git.clone();
+        let mut warnings = Vec::new();
+        // Every archive ref and what it points at (read one by one if git cannot list them).
+        let refs = match git.refs_under(&format!("refs/hone/{tag}/")) {
+            Ok(refs) => refs,
+            Err(_) => {
+                let mut refs = Vec::new();
+                for e in exps {
+                    let name = archive_ref(&tag, e.n);
+                    if let Some(oid) = git.raw_ref(&name)? {
+                        refs.push((name, oid));
+                    }
+                }
+                refs
+            }
+        };
+        let oids: Vec<String> = refs.iter().map(|(_, o)| o.clone()).collect();
+        let missing = git.missing_objects(&oids)?;
+        for (name, oid) in refs.iter().filter(|(_, o)| missing.contains(o)) {
+            git.run(&["update-ref", "-d", name, oid])?;
+            warnings.push(format!(
+                "{name} pointed at {oid}, which git gc deleted; the ref was removed"
+            ));
+        }
+        for message in warnings {
+            self.emit(Event::Warning { message });
+        }
+        Ok(())
+    }
+
+    /// A run branch left pointing at a commit `git gc` deleted goes back to the best's commit
+    /// (after [`Engine::forget_pruned`], so a lost keep is no longer the best).
+    fn repair_dangling_branch(&mut self, exps: &[ExperimentRecord]) -> Result<(), EngineError> {
+        let tag = self.run.tag.clone();
+        let git = self.verifier.git.clone();
+        let branch = branch_ref(&tag);
+        let Some(oid) = git.raw_ref(&branch)? else {
+            return Ok(());
+        };
+        if git.missing_objects(std::slice::from_ref(&oid))?.is_empty() {
+            return Ok(());
+        }
+        let best = best_experiment(exps)
+            .and_then(|b| b.candidate_commit.clone())
+            .unwrap_or_else(|| self.run.base_commit.clone());
+        git.update_ref(&branch, &best, Some(&oid))?;
+        self.emit(Event::Warning {
+            message: format!(
+                "hone/{tag} pointed at {oid}, which git gc deleted; it is back at the best's commit {best}"
+            ),
+        });
+        Ok(())
+    }
+
+    /// Recorded candidate commits that `git gc` deleted before a ref held them (a crash
+    /// between their commit and their ref, then a prune): their files are lost. Such an
+    /// experiment keeps its record and its outcome, without the commit (its reason says
+    /// which it was; a keep becomes `aborted`, so the keep before it is the best again), so
+    /// that nothing tries to reach it again and the run goes on.
+    fn forget_pruned(&mut self, exps: &mut [ExperimentRecord]) -> Result<(), EngineError> {
+        let commits: Vec<String> = exps
+            .iter()
+            .filter_map(|e| e.candidate_commit.clone())
+            .collect();
+        let missing = self.verifier.git.missing_objects(&commits)?;
+        if missing.is_empty() {
+            return Ok(());
+        }
+        for e in exps.iter_mut() {
+            let Some(c) = e.candidate_commit.clone() else {
+                continue;
+            };
+            if !missing.contains(&c) {
+                continue;
+            }
+            let message = format!(
+                "experiment {}'s candidate commit {c} was deleted by git gc before hone referenced it: its files are lost",
+                e.n
+            );
+            // A keep whose code is gone cannot stay the best: the one before it is again.
+            if e.status() == Status::Keep {
+                e.status = Some(Status::Aborted);
+            }
+            e.candidate_commit = None;
+            e.reason = format!("{} (lost: commit {c} deleted by git gc)", e.reason);
+            self.store.put_experiment(self.run.id, e)?;
+            self.emit(Event::Warning { message });
+        }
+        Ok(())
     }
 
     /// Kills or cancels whatever was started for the interrupted experiment `e`: its

@@ -9,6 +9,7 @@ use crate::exec::{self, ExecRequest, Exit};
 use crate::propose;
 use crate::spec::ReviewSpec;
 use crate::store::ExperimentRecord;
+use crate::workspace::{matches_any, BinaryChange};
 
 use super::verifier::Role;
 use super::{Engine, EngineError, Fs, Stage, Stop};
@@ -43,18 +44,30 @@ impl Engine<'_> {
         let Some(commit) = rec.candidate_commit.clone() else {
             return Ok(Gate::Pass);
         };
-        let changed = rec.lines_added + rec.lines_deleted;
+        // Binary files (git shows no lines of them) weigh their whole content, unless
+        // `allow_binary` names them.
+        let binary = self.verifier.git.binary_changes(parent, &commit)?;
+        let changed = rec.lines_added + rec.lines_deleted + binary_weight(&r, &binary);
         if let Some(max) = r.max_diff_lines {
             if changed > max {
                 return Ok(Gate::Reject(format!(
-                    "the diff changes {changed} lines (max_diff_lines = {max})"
+                    "the diff changes {changed} lines (max_diff_lines = {max}{})",
+                    if binary.is_empty() {
+                        ""
+                    } else {
+                        "; a binary file counts every line of its old and new content"
+                    }
                 )));
             }
+        }
+        if let Some(why) = binary_forbidden(&r, &binary) {
+            return Ok(Gate::Reject(why));
         }
         let diff = self.verifier.git.diff(parent, &commit)?;
         if let Some(why) = forbidden_line(&r.forbid, &diff) {
             return Ok(Gate::Reject(why));
         }
+        let diff = diff + binary_notes(&binary).as_str();
         if r.command.is_none() && r.llm.is_none() {
             return Ok(Gate::Pass);
         }
@@ -269,6 +282,50 @@ fn forbidden_line(forbid: &[String], diff: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// The lines binary changes add to the diff's size: old plus new content of each, except
+/// for files `allow_binary` names.
+fn binary_weight(r: &ReviewSpec, binary: &[BinaryChange]) -> u64 {
+    binary
+        .iter()
+        .filter(|b| !matches_any(&r.allow_binary, &b.path))
+        .map(BinaryChange::lines)
+        .sum()
+}
+
+/// With `forbid` set, a binary change `allow_binary` does not name is rejected: its content
+/// cannot be checked line by line.
+fn binary_forbidden(r: &ReviewSpec, binary: &[BinaryChange]) -> Option<String> {
+    if r.forbid.is_empty() {
+        return None;
+    }
+    let b = binary
+        .iter()
+        .find(|b| !matches_any(&r.allow_binary, &b.path))?;
+    Some(format!(
+        "`{}` changed as a binary file ({} bytes), which `forbid` cannot check; if binary files are expected there, list them in [review] allow_binary",
+        prompt_line(&b.path),
+        b.new_bytes
+    ))
+}
+
+/// What the reviewer is told of binary changes, which the diff shows only as "Binary files
+/// differ": each file and its size before and after.
+fn binary_notes(binary: &[BinaryChange]) -> String {
+    binary
+        .iter()
+        .map(|b| {
+            format!(
+                "\n# hone: binary file `{}` changed (content not shown): {} bytes, {} lines before; {} bytes, {} lines after\n",
+                prompt_line(&b.path),
+                b.old_bytes,
+                b.old_lines,
+                b.new_bytes,
+                b.new_lines
+            )
+        })
+        .collect()
 }
 
 /// One line of untrusted text, cleaned and bounded for a reason string.

@@ -265,6 +265,13 @@ impl<'a> Engine<'a> {
                 break stop;
             }
             let exps = self.history.clone();
+            // Between experiments no candidate code runs: a moved branch is someone else's.
+            let expected = best_experiment(&exps)
+                .and_then(|b| b.candidate_commit.clone())
+                .unwrap_or_else(|| self.run.base_commit.clone());
+            if let Some(stop) = self.foreign_commit(&expected)? {
+                break stop;
+            }
             if let Some(stop) = self.stop_condition(&exps) {
                 break stop;
             }

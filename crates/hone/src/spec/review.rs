@@ -26,6 +26,7 @@ pub(super) const KEYS: &[&str] = &[
     "max_diff_lines",
     "forbid",
     "timeout",
+    "allow_binary",
 ];
 
 /// The keys that only an HTTP reviewer reads.
@@ -63,6 +64,11 @@ pub struct ReviewSpec {
     pub forbid: Vec<String>,
     #[serde(with = "duration_secs")]
     pub timeout: Duration,
+    /// Globs of files that may change as binary (git's view: a NUL byte, or a `binary`
+    /// attribute): exempt from `forbid` and counted as 0 lines. Any other binary change fails
+    /// `forbid` and counts its old plus new lines against `max_diff_lines`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow_binary: Vec<String>,
 }
 
 pub(super) fn parse(s: &Section) -> Result<ReviewSpec, SpecError> {
@@ -115,6 +121,7 @@ pub(super) fn parse(s: &Section) -> Result<ReviewSpec, SpecError> {
         max_diff_lines: s.get("max_diff_lines")?,
         forbid,
         timeout: s.get_or("timeout", Duration::from_secs(TIMEOUT_SECS))?,
+        allow_binary: s.get_or_default("allow_binary")?,
     })
 }
 
@@ -168,5 +175,17 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("use max_tokens"), "{e}");
+    }
+
+    #[test]
+    fn allow_binary_is_a_list_of_globs() {
+        let s = parse(&format!(
+            "{GOOD}\n[review]\nallow_binary = [\"assets/*.png\", \"model.bin\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(s.review.allow_binary, vec!["assets/*.png", "model.bin"]);
+        assert!(parse(GOOD).unwrap().review.allow_binary.is_empty());
+        let e = parse(&format!("{GOOD}\n[review]\nallow_binary = 3\n")).unwrap_err();
+        assert_eq!(e.key, "review.allow_binary", "{e}");
     }
 }

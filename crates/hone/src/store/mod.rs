@@ -62,6 +62,14 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
+    #[error("the state database {path} was {what} while this run was writing to it, so hone stopped before losing any more records. {saved}")]
+    Vanished {
+        path: String,
+        /// "deleted" or "replaced by another file".
+        what: &'static str,
+        /// Where the records were saved, and what to do next.
+        saved: String,
+    },
     #[error("cannot create {path}: {source}")]
     Io {
         path: String,
@@ -105,6 +113,16 @@ pub struct Store {
     repo: String,
     /// How many [`Store::in_transaction`] calls are open (inner ones join the outer one).
     tx_depth: Cell<u32>,
+    /// A SQLite file's path and identity when it was opened (see [`Store::check_file`]).
+    file: Option<FileIdentity>,
+}
+
+/// Which file a SQLite store opened: its path, device and inode.
+#[derive(Clone, Debug)]
+struct FileIdentity {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
 }
 
 /// Seconds since the Unix epoch, as a float.
@@ -131,7 +149,61 @@ impl Store {
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         schema::migrate_sqlite(&mut conn, path)?;
-        Ok(Store::with(Db::Sqlite(conn), ""))
+        let meta = std::fs::metadata(path).map_err(|source| StoreError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let mut store = Store::with(Db::Sqlite(conn), "");
+        store.file = Some(FileIdentity {
+            path: path.to_path_buf(),
+            dev: std::os::unix::fs::MetadataExt::dev(&meta),
+            ino: std::os::unix::fs::MetadataExt::ino(&meta),
+        });
+        Ok(store)
+    }
+
+    /// Is the SQLite file this store writes still the one it opened? A connection to a file
+    /// that was deleted (or replaced: moved over, restored from a copy) goes on writing into
+    /// the unlinked file, and every record it writes would be lost. When the file is gone
+    /// or another one, the records as this connection holds them are saved beside it
+    /// (`VACUUM INTO`) and an error says where. Cheap (one `stat`); always fine for
+    /// PostgreSQL and read-only stores.
+    pub fn check_file(&self) -> Result<(), StoreError> {
+        use std::os::unix::fs::MetadataExt;
+        let (Some(id), Db::Sqlite(conn)) = (&self.file, &self.db) else {
+            return Ok(());
+        };
+        let what = match std::fs::metadata(&id.path) {
+            Ok(m) if m.dev() == id.dev && m.ino() == id.ino => return Ok(()),
+            Ok(_) => "replaced by another file",
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "deleted",
+            Err(source) => {
+                return Err(StoreError::Io {
+                    path: id.path.display().to_string(),
+                    source,
+                })
+            }
+        };
+        let mut name = id.path.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".rescued-{}", now() as u64));
+        let rescue = id.path.with_file_name(name);
+        let saved = match conn.execute("VACUUM INTO ?1", [rescue.to_string_lossy()]) {
+            Ok(_) => format!(
+                "Every record this run wrote is saved in {rescue}: with no hone running, move it into place (`mv {rescue} {path}`; remove {path}-wal and {path}-shm first if they exist) and run `hone run` to resume",
+                rescue = rescue.display(),
+                path = id.path.display()
+            ),
+            Err(e) => format!(
+                "Saving its records to {} failed too ({e}); restore {} from a backup, or start a new run with `hone run --new`",
+                rescue.display(),
+                id.path.display()
+            ),
+        };
+        Err(StoreError::Vanished {
+            path: id.path.display().to_string(),
+            what,
+            saved,
+        })
     }
 
     /// Opens an existing SQLite database read-mostly; `None` when there is none yet.
@@ -199,6 +271,7 @@ impl Store {
             db,
             repo: repo.to_string(),
             tx_depth: Cell::new(0),
+            file: None,
         }
     }
 

@@ -665,3 +665,54 @@ fn mechanism_hooks_and_effects_read_back_as_their_stored_text() {
     assert_eq!(json["hook"], "on_segment_end");
     assert_eq!(json["effect"], "vetoed");
 }
+
+/// A SQLite file deleted or replaced under an open store: the next check fails, says so, and
+/// saves every record the connection holds beside it (a file that opens and holds them).
+#[test]
+fn a_deleted_or_replaced_sqlite_file_is_noticed_and_its_records_saved() {
+    for replace in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hone.db");
+        let s = Store::open(&path).unwrap();
+        new_run(&s, "t");
+        s.check_file().unwrap();
+        let copy = dir.path().join("copy.db");
+        if replace {
+            std::fs::copy(&path, &copy).unwrap();
+        }
+        std::fs::remove_file(&path).unwrap();
+        if replace {
+            std::fs::rename(&copy, &path).unwrap();
+        }
+        // The connection goes on writing into the lost file: the check is what notices.
+        new_run(&s, "u");
+        let e = s.check_file().unwrap_err();
+        let what = if replace {
+            "replaced by another file"
+        } else {
+            "deleted"
+        };
+        assert!(e.to_string().contains(&format!("was {what}")), "{e}");
+        let rescued: Vec<PathBuf> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains("hone.db.rescued-"))
+            .collect();
+        assert_eq!(rescued.len(), 1, "{e}");
+        assert!(
+            e.to_string().contains(&rescued[0].display().to_string()),
+            "{e}"
+        );
+        let saved = Store::open(&rescued[0]).unwrap();
+        let tags: Vec<String> = saved.runs().unwrap().into_iter().map(|r| r.tag).collect();
+        assert_eq!(tags.len(), 2, "{tags:?}");
+        assert!(tags.contains(&"t".to_string()) && tags.contains(&"u".to_string()));
+    }
+    // PostgreSQL and read-only stores have nothing to check.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hone.db");
+    drop(Store::open(&path).unwrap());
+    let ro = Store::open_read_only(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    ro.check_file().unwrap();
+}

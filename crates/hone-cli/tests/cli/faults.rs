@@ -1,0 +1,308 @@
+//! Faults and blind spots that must lose nothing: a binary change the review gate must see
+//! whole, `git gc --prune=now` during a run, the store deleted or replaced under a run, and a
+//! user's own commit on the run branch. Each test injects the fault in a real run and checks
+//! the defended outcome.
+
+use crate::support::*;
+
+/// A binary file (one NUL byte is enough for git) is judged by its whole content: it counts
+/// against `max_diff_lines`, fails `forbid` unless `allow_binary` names it, and the reviewer
+/// is told it changed and how big it is, not "Binary files differ".
+#[test]
+fn a_binary_change_is_reviewed_by_its_whole_size() {
+    let reviewer = "if grep -q 'binary file .blob.bin. changed' \"$HONE_REVIEW_PROMPT\"; then echo 'REJECT: saw the binary blob.bin'; else echo APPROVE; fi";
+    let script = [
+        // 1: the scored file turned binary by one NUL, with 300 more lines.
+        "run\tprintf 'score: 4\\n\\000\\n' > value.txt && seq 300 >> value.txt\n",
+        // 2: a small binary file with a forbidden word.
+        "run\tprintf '\\000evil\\n' > other.bin\n",
+        // 3: a binary file `allow_binary` names: not counted, not forbidden, but shown.
+        "run\tprintf '\\000evil\\n' > blob.bin && seq 300 >> blob.bin\n",
+    ]
+    .join("---\n");
+    let r = Repo::builder()
+        .script(&script)
+        .spec_with(move |agent| {
+            Spec::standard(SCORE, agent)
+                .editable(&["value.txt", "*.bin"])
+                .tail(&format!(
+                    "[stop]\nmax_experiments = 4\n\n[review]\nmax_diff_lines = 5\nforbid = [\"evil\"]\nallow_binary = [\"blob.bin\"]\ncommand = '''{reviewer}'''\n"
+                ))
+        })
+        .create();
+    let out = r.hone(&["run", "--tag", "bin"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let reason = |n: usize| log[n]["reason"].as_str().unwrap().to_string();
+    assert_eq!(log[0]["status"], "baseline", "{}", text(&out));
+    assert_eq!(log[1]["status"], "rejected", "{:?}", log[1]);
+    assert!(reason(1).contains("max_diff_lines = 5"), "{}", reason(1));
+    assert_eq!(log[2]["status"], "rejected", "{:?}", log[2]);
+    assert!(
+        reason(2).contains("`other.bin` changed as a binary file"),
+        "{}",
+        reason(2)
+    );
+    assert_eq!(log[3]["status"], "rejected", "{:?}", log[3]);
+    assert!(
+        reason(3).contains("saw the binary blob.bin"),
+        "{}",
+        reason(3)
+    );
+    let prompt = std::fs::read_to_string(r.dir.join(".hone/runs/bin/prompts/3.review.md")).unwrap();
+    assert!(
+        prompt.contains("binary file `blob.bin` changed (content not shown): 0 bytes, 0 lines before; 1098 bytes, 301 lines after"),
+        "{prompt}"
+    );
+    assert_eq!(r.rev("hone/bin"), r.rev("main"), "the branch moved");
+}
+
+/// The store deleted, or replaced by a copy, during an agent's turn: the run notices before
+/// it writes another record into the lost file, stops with an error, and saves every record
+/// it wrote; moved into place, that copy resumes the run.
+#[test]
+fn a_deleted_or_replaced_store_stops_the_run_and_loses_nothing() {
+    let db = "../../hone.db"; // the worktree is .hone/worktrees/<tag>
+    for (what, fault) in [
+        ("deleted", format!("rm {db}")),
+        (
+            "replaced by another file",
+            format!("cp {db} {db}.copy && rm {db} && mv {db}.copy {db}"),
+        ),
+    ] {
+        let script = format!(
+            "run\t{fault}\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n"
+        );
+        let r = Repo::new("[stop]\nmax_experiments = 3\n", SCORE, &script);
+        let out = r.hone(&["run", "--tag", "db"]);
+        assert_eq!(out.status.code(), Some(1), "{what}: {}", text(&out));
+        let said = text(&out);
+        assert!(said.contains(&format!("was {what}")), "{said}");
+        let state = r.dir.join(".hone");
+        let rescued: Vec<PathBuf> = std::fs::read_dir(&state)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().contains("hone.db.rescued-"))
+            .collect();
+        assert_eq!(rescued.len(), 1, "{what}: {said}");
+        assert!(said.contains(&rescued[0].display().to_string()), "{said}");
+        // The user follows the message: the saved records go into place and the run resumes.
+        for f in ["hone.db", "hone.db-wal", "hone.db-shm"] {
+            let _ = std::fs::remove_file(state.join(f));
+        }
+        std::fs::rename(&rescued[0], state.join("hone.db")).unwrap();
+        let log = r.log();
+        assert_eq!(log.len(), 2, "{what}: {log:?}");
+        assert_eq!(log[0]["status"], "baseline");
+        assert_eq!(log[1]["status"], "keep", "{what}: {:?}", log[1]);
+        let out = r.hone(&["run", "--tag", "db"]);
+        assert!(out.status.success(), "{what}: {}", text(&out));
+        assert_eq!(r.statuses(), ["baseline", "keep", "keep"], "{what}");
+        // The keep recorded just before the stop got its branch move on resume.
+        assert_eq!(r.rev("hone/db"), r.rev("refs/hone/db/2"), "{what}");
+    }
+}
+
+/// The commit a test's "user" made, found by its subject.
+fn commit_titled(r: &Repo, subject: &str) -> String {
+    git(
+        &r.dir,
+        &[
+            "log",
+            "--all",
+            "--format=%H",
+            "--fixed-strings",
+            &format!("--grep={subject}"),
+        ],
+    )
+}
+
+/// A user commits on `hone/<tag>` in their own checkout while the run goes on: during an
+/// agent's turn, or while a candidate is being verified. hone stops with an error naming the
+/// commit, keeps it under a ref, blames no agent, and a resume goes on from where the records
+/// say.
+#[test]
+fn a_users_commit_on_the_run_branch_stops_the_run_and_is_kept() {
+    let commit = |tag: &str, subject: &str| {
+        format!("(cd ../../.. && git checkout -q hone/{tag} && echo mine > notes.txt && git add notes.txt && git -c user.name=u -c user.email=u@u commit -qm '{subject}')")
+    };
+    // During the agent's turn.
+    let script = format!(
+        "run\t{}\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+        commit("u", "my own work")
+    );
+    let during_turn = Repo::new("[stop]\nmax_experiments = 3\n", SCORE, &script);
+    // While experiment 1 (a keep) is verified.
+    let verify = format!(
+        "if [ \"$HONE_EXPERIMENT\" = 1 ]; then {}; fi; cat value.txt",
+        commit("u", "my fix")
+    );
+    let during_verify = Repo::new(
+        "[stop]\nmax_experiments = 3\n",
+        &verify,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    for (r, subject, first) in [
+        (&during_turn, "my own work", "aborted"),
+        (&during_verify, "my fix", "keep"),
+    ] {
+        let start = r.rev("main");
+        let out = r.hone(&["run", "--tag", "u"]);
+        assert_eq!(out.status.code(), Some(1), "{subject}: {}", text(&out));
+        let mine = commit_titled(r, subject);
+        assert_eq!(mine.len(), 40, "{subject}: {mine:?}");
+        let said = text(&out);
+        assert!(said.contains(&mine), "the message names the commit: {said}");
+        assert_eq!(r.rev(&format!("refs/hone-user/u/{mine}")), mine);
+        assert_eq!(r.rev("hone/u"), start, "{subject}: the branch is put back");
+        let log = r.log();
+        assert_eq!(log.len(), 2, "{subject}: {log:?}");
+        assert_eq!(log[1]["status"], first, "{subject}: {:?}", log[1]);
+        assert!(r.statuses().iter().all(|s| s != "violation"));
+        // The user leaves the branch; `hone run` resumes and makes progress.
+        git(&r.dir, &["checkout", "-q", "-f", "main"]);
+        let out = r.hone(&["run", "--tag", "u"]);
+        assert!(out.status.success(), "{subject}: {}", text(&out));
+        assert_eq!(r.log().len(), 3, "{subject}");
+        assert!(r.statuses().iter().all(|s| s != "violation"));
+        assert_eq!(r.rev(&format!("refs/hone-user/u/{mine}")), mine);
+        git(&r.dir, &["fsck", "--no-progress"]);
+    }
+}
+
+/// Every ref of the repository resolves to an object that is there, `git log --all` works
+/// and `git fsck` finds nothing wrong.
+fn assert_repository_whole(dir: &Path) {
+    let refs = git(dir, &["for-each-ref", "--format=%(refname) %(objectname)"]);
+    for line in refs.lines() {
+        let (name, oid) = line.split_once(' ').unwrap();
+        git(dir, &["cat-file", "-e", &format!("{oid}^{{commit}}")]);
+        assert!(!name.is_empty());
+    }
+    git(dir, &["log", "--all", "--oneline"]);
+    let fsck = Command::new("git")
+        .args(["fsck", "--no-progress", "--no-dangling"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(fsck.status.success(), "git fsck: {}", text(&fsck));
+    assert!(
+        fsck.stdout.is_empty() && fsck.stderr.is_empty(),
+        "git fsck: {}",
+        text(&fsck)
+    );
+}
+
+/// `git gc --prune=now` from the agent's turn, from the verifier and between two sessions of
+/// a run: the run goes on, a resume makes progress, and nothing it archived is lost.
+#[test]
+fn git_gc_during_a_run_loses_nothing() {
+    let gc = "(cd ../../.. && git gc --prune=now --quiet)";
+    let script = format!(
+        "run\t{gc}\nwrite\tvalue.txt\tscore: 4\\n\n---\nrun\t{gc}\nwrite\tvalue.txt\tscore: 7\\n\n---\nrun\t{gc}\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 6\\n\n"
+    );
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        &format!("{gc}; cat value.txt"),
+        &script,
+    );
+    let out = r.hone(&["run", "--tag", "g"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    git(&r.dir, &["gc", "--prune=now", "--quiet"]);
+    let out = r.hone(&["run", "--tag", "g", "-n", "6"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.log().len(), 6);
+    for n in 1..6 {
+        let c = r.rev(&format!("refs/hone/g/{n}"));
+        git(&r.dir, &["cat-file", "-e", &format!("{c}^{{tree}}")]);
+    }
+    assert_eq!(r.rev("hone/g"), r.rev("refs/hone/g/3"));
+    assert_repository_whole(&r.dir);
+}
+
+/// What `git gc --prune=now` racing hone can leave: a recorded candidate commit it deleted
+/// before a ref held it (hone stopped in between), and a ref left pointing at a deleted
+/// object. A resume must say so and go on, never fail on them again and again.
+#[test]
+fn a_resume_goes_on_past_objects_git_gc_deleted() {
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n",
+        SCORE,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 8\\n\n---\nwrite\tvalue.txt\tscore: 9\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "g"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "discard"]);
+    let gone = "1".repeat(40);
+    // Experiment 2: hone stopped after committing it, before its ref; gc deleted the commit.
+    git(&r.dir, &["update-ref", "-d", "refs/hone/g/2"]);
+    let sql = format!(
+        "import sqlite3; c = sqlite3.connect('.hone/hone.db'); c.execute(\"UPDATE experiments SET status = 'running', candidate_commit = '{gone}', finished_at = NULL WHERE n = 2\"); c.commit()"
+    );
+    let ok = Command::new("python3")
+        .args(["-c", &sql])
+        .current_dir(&r.dir)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    // Experiment 3: its ref was written, then gc deleted what it points at.
+    let kept3 = r.rev("refs/hone/g/3");
+    git(&r.dir, &["update-ref", "-d", "refs/hone/g/3"]);
+    std::fs::write(r.dir.join(".git/refs/hone/g/3"), format!("{gone}\n")).unwrap();
+    let out = r.hone(&["run", "--tag", "g", "-n", "6"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("deleted by git gc"), "{said}");
+    let log = r.log();
+    assert_eq!(log.len(), 6, "{log:?}");
+    assert_eq!(log[2]["status"], "aborted", "{:?}", log[2]);
+    assert!(
+        log[2]["reason"].as_str().unwrap().contains("lost"),
+        "{:?}",
+        log[2]
+    );
+    // Its record still knows experiment 3's commit, which is there: its ref is written again.
+    assert_eq!(r.rev("refs/hone/g/3"), kept3);
+    // A second resume has nothing left to repair.
+    let out = r.hone(&["run", "--tag", "g", "-n", "7"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("git gc"), "{}", text(&out));
+    assert_eq!(r.log().len(), 7);
+    assert_repository_whole(&r.dir);
+}
+
+/// The same with `--workers 2`, where some candidate's verifier is always running: a commit
+/// on the branch while it is checked out in the user's checkout is theirs, not a violation.
+#[test]
+fn a_users_commit_during_parallel_verification_stops_the_run_and_is_kept() {
+    let verify = "if [ \"$HONE_EXPERIMENT\" = 1 ]; then (cd ../../../.. && git checkout -q hone/w && git -c user.name=u -c user.email=u@u commit -q --allow-empty -m 'parallel fix'); fi; cat value.txt";
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 5\n",
+        verify,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    );
+    let start = r.rev("main");
+    let out = r.hone(&["run", "--tag", "w", "--workers", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let mine = commit_titled(&r, "parallel fix");
+    assert_eq!(mine.len(), 40, "{}", text(&out));
+    assert!(text(&out).contains(&mine), "{}", text(&out));
+    assert_eq!(r.rev(&format!("refs/hone-user/w/{mine}")), mine);
+    // The branch is back where hone had it: the start, or a candidate it kept meanwhile.
+    let head = r.rev("hone/w");
+    let archived = git(
+        &r.dir,
+        &["for-each-ref", "--format=%(objectname)", "refs/hone/w/"],
+    );
+    assert!(
+        head == start || archived.lines().any(|c| c == head),
+        "hone/w is at {head}"
+    );
+    assert!(
+        r.statuses().iter().all(|s| s != "violation"),
+        "{:?}",
+        r.log()
+    );
+    assert_repository_whole(&r.dir);
+}

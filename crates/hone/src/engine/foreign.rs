@@ -1,0 +1,127 @@
+//! Someone else's commit on the run branch: a user who checks out `hone/<tag>` and commits
+//! on it while the run goes on. hone builds only on commits it measured, so it stops, but it
+//! blames no agent and drops nothing: the commit is kept under `refs/hone-user/<tag>/<sha>`,
+//! the branch goes back to where the records say it is (so `hone run` resumes), and the
+//! error names the commit.
+//!
+//! Checked between experiments (no candidate code runs then: any move is someone else's)
+//! and at the end of an agent's turn or a verifier's run, where a move of the branch alone
+//! counts as someone else's only while the branch is checked out in a worktree (hone's own
+//! worktrees are always detached); any other move of hone's refs then stays the candidate's
+//! `violation`.
+
+use crate::workspace::Git;
+
+use super::state::branch_ref;
+use super::{Engine, EngineError, Stop};
+
+/// The ref that keeps a commit someone else made on run `tag`'s branch.
+pub fn kept_ref(tag: &str, commit: &str) -> String {
+    format!("refs/hone-user/{tag}/{commit}")
+}
+
+/// Is `branch` checked out in some worktree of the repository (the user's checkout or one of
+/// their own worktrees)?
+fn checked_out(git: &Git, branch: &str) -> bool {
+    git.run(&["worktree", "list", "--porcelain"])
+        .map(|out| {
+            out.lines()
+                .any(|l| l.strip_prefix("branch ") == Some(branch))
+        })
+        .unwrap_or(false)
+}
+
+impl Engine<'_> {
+    /// Between experiments: the run branch should be at `expected`. If it is at another
+    /// commit, that commit is kept, the branch put back, and the run stops (see the module
+    /// docs). A deleted branch is left to the usual checks.
+    pub(super) fn foreign_commit(&mut self, expected: &str) -> Result<Option<Stop>, EngineError> {
+        let branch = branch_ref(&self.run.tag);
+        match self.verifier.git.ref_target(&branch)? {
+            Some(head) if head != expected => self.keep_foreign(&head, expected).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// At the end of a turn or a verifier run (`before` and `after`: hone's refs around it):
+    /// is the only change a move of the run branch while it is checked out in a worktree? If
+    /// so, it is someone else's commit: kept, the branch put back, and the stop returned.
+    pub(super) fn foreign_commit_in(
+        &mut self,
+        before: &[(String, String)],
+        after: &[(String, String)],
+    ) -> Result<Option<Stop>, EngineError> {
+        if !self.foreign_move(before, after) {
+            return Ok(None);
+        }
+        let branch = branch_ref(&self.run.tag);
+        let head_of = |refs: &[(String, String)]| {
+            refs.iter()
+                .find(|(n, _)| *n == branch)
+                .map(|(_, c)| c.clone())
+        };
+        let (Some(was), Some(now)) = (head_of(before), head_of(after)) else {
+            return Ok(None);
+        };
+        self.keep_foreign(&now, &was).map(Some)
+    }
+
+    /// Is the change from `before` to `after` (hone's refs) a move of the run branch alone,
+    /// while the branch is checked out in a worktree: someone else's commit?
+    pub(super) fn foreign_move(
+        &self,
+        before: &[(String, String)],
+        after: &[(String, String)],
+    ) -> bool {
+        let branch = branch_ref(&self.run.tag);
+        let others = |refs: &[(String, String)]| -> Vec<(String, String)> {
+            refs.iter().filter(|(n, _)| *n != branch).cloned().collect()
+        };
+        let head_of = |refs: &[(String, String)]| {
+            refs.iter()
+                .find(|(n, _)| *n == branch)
+                .map(|(_, c)| c.clone())
+        };
+        match (head_of(before), head_of(after)) {
+            (Some(was), Some(now)) => {
+                was != now
+                    && others(before) == others(after)
+                    && checked_out(&self.verifier.git, &branch)
+            }
+            _ => false,
+        }
+    }
+
+    /// With `[exec] workers`, where some candidate's code is always running: the run branch
+    /// should be at `expected`; if it is elsewhere while it is checked out in a worktree,
+    /// that is someone else's commit (kept, the branch put back, the stop returned).
+    pub(super) fn foreign_commit_checked_out(
+        &mut self,
+        expected: &str,
+    ) -> Result<Option<Stop>, EngineError> {
+        let branch = branch_ref(&self.run.tag);
+        match self.verifier.git.ref_target(&branch)? {
+            Some(head) if head != expected && checked_out(&self.verifier.git, &branch) => {
+                self.keep_foreign(&head, expected).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Keeps `found` (someone else's commit at the head of the run branch) under
+    /// [`kept_ref`], puts the branch back at `expected`, and says so.
+    fn keep_foreign(&mut self, found: &str, expected: &str) -> Result<Stop, EngineError> {
+        let tag = self.run.tag.clone();
+        let git = &self.verifier.git;
+        let kept = kept_ref(&tag, found);
+        git.update_ref_if_missing(&kept, found)?;
+        git.update_ref(&branch_ref(&tag), expected, Some(found))?;
+        let subject = git
+            .run(&["log", "-1", "--format=%s", found])
+            .map(|s| crate::propose::prompt::sanitize(s.trim(), 120))
+            .unwrap_or_default();
+        Ok(Stop::failed(format!(
+            "commit {found} (\"{subject}\") was made on hone/{tag} during the run, not by hone; hone builds only on commits it measured, so the run stops. Nothing is lost: the commit is kept at {kept}, and hone/{tag} is back at {expected}. To go on with that work, `git switch -c <new-branch> {found}` (if you had hone/{tag} checked out, switch away from it first); `hone run --tag {tag}` resumes the run"
+        )))
+    }
+}
