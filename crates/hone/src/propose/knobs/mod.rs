@@ -287,6 +287,12 @@ fn scan_file<'a>(file: &str, text: &'a str) -> Result<Vec<(Line<'a>, Vec<Found>)
     Ok(out)
 }
 
+/// Whether a knob's name marks a seed, a time budget, a data split or the evaluation, which
+/// inference never searches (the module docs list the words).
+pub fn measures_the_run(name: &str) -> bool {
+    line::measures_the_run(name)
+}
+
 /// The knobs of one file, in line order. `file` is the repo-relative path used in messages.
 pub fn discover(file: &str, text: &str) -> Result<Vec<Knob>, KnobError> {
     Ok(scan_file(file, text)?
