@@ -401,6 +401,8 @@ pub fn why_fixed(knob: &Knob) -> Option<&'static str> {
             KnobValue::Str(_) => "a string (annotate `# hone: choice [...]` to search it)",
             KnobValue::Int(0) => "zero: no scale to search around",
             KnobValue::Float(x) if x == 0.0 => "zero: no scale to search around",
+            // The divisibility rule fixes integers only.
+            KnobValue::Float(_) => "only printed: it changes a printout, not the result",
             _ => "only printed, or a divisor with no factor of two to spare",
         }
     })
@@ -438,7 +440,7 @@ pub fn draft(
     } else if !with_knobs.is_empty() {
         (
             with_knobs.to_vec(),
-            "the files with knobs (less the evaluator)".to_string(),
+            "the files with knobs, less the evaluator".to_string(),
         )
     } else {
         (
@@ -528,6 +530,72 @@ pub fn draft(
         direction,
         not_knobs,
     }
+}
+
+/// What running the command once (`hone init --check`) showed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckOutcome {
+    pub exit: crate::exec::Exit,
+    pub seconds: f64,
+    /// The objective, as the verifier would read it.
+    pub value: Option<f64>,
+    /// The last lines of the output (at most 5), for a command that failed or printed no
+    /// metric.
+    pub tail: Vec<String>,
+}
+
+/// Runs `command` once in `root` (the checkout: `hone run` runs it in a worktree of the
+/// committed files instead) with hone's environment, kills its process group after
+/// `timeout_secs`, and reads `metric` from its output the way the verifier does (with
+/// `metric_regex`, when hone.toml has one).
+pub fn check(
+    root: &Path,
+    command: &str,
+    timeout_secs: u64,
+    metric: &str,
+    metric_regex: Option<&str>,
+) -> Result<CheckOutcome, String> {
+    use crate::exec::{spawn, ExecRequest, Limits};
+    let mut reader = crate::verify::metrics::MetricReader::new(metric, metric_regex)
+        .map_err(|e| format!("{e}"))?;
+    let log_path = std::env::temp_dir().join(format!("hone-init-check-{}.log", std::process::id()));
+    let req = ExecRequest {
+        command: command.to_string(),
+        cwd: root.to_path_buf(),
+        env: std::env::vars_os()
+            .filter(|(k, _)| !k.to_string_lossy().starts_with("HONE_"))
+            .collect(),
+        timeout: Some(std::time::Duration::from_secs(timeout_secs)),
+        kill_grace: std::time::Duration::from_secs(5),
+        drain_timeout: std::time::Duration::from_secs(5),
+        log_path: log_path.clone(),
+        max_log_bytes: 1 << 20,
+        limits: Limits::default(),
+        wrapper: Vec::new(),
+    };
+    let running = spawn(&req).map_err(|e| e.to_string())?;
+    let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    let outcome = running
+        .wait(
+            &mut |line| {
+                reader.feed(line);
+                if tail.len() == 5 {
+                    tail.pop_front();
+                }
+                tail.push_back(line.to_string());
+            },
+            &|| false,
+        )
+        .map_err(|e| e.to_string());
+    // The log was only a by-product: the lines were read as they came.
+    let _ = std::fs::remove_file(&log_path);
+    let outcome = outcome?;
+    Ok(CheckOutcome {
+        exit: outcome.exit,
+        seconds: outcome.duration.as_secs_f64(),
+        value: reader.finish().get(metric),
+        tail: tail.into(),
+    })
 }
 
 fn quoted(list: &[String]) -> String {
@@ -694,6 +762,25 @@ mod tests {
     }
 
     #[test]
+    fn check_runs_the_command_once_and_reads_the_metric() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ok = check(
+            tmp.path(),
+            "echo step 1; echo 'val_bpb: 0.75'",
+            60,
+            "val_bpb",
+            None,
+        )
+        .unwrap();
+        assert_eq!(ok.exit, crate::exec::Exit::Code(0));
+        assert_eq!(ok.value, Some(0.75));
+        let bad = check(tmp.path(), "echo 'loss: 3'; exit 2", 60, "val_bpb", None).unwrap();
+        assert_eq!(bad.exit, crate::exec::Exit::Code(2));
+        assert_eq!(bad.value, None);
+        assert_eq!(bad.tail, ["loss: 3"]);
+    }
+
+    #[test]
     fn the_spec_explains_each_choice() {
         let a = analyzed(&[
             ("prepare.py", PREPARE),
@@ -708,7 +795,10 @@ mod tests {
         let d = draft(&a, &found, &["train.py".into()], vec![], None, None);
         let text = spec_text(&d);
         let spec: toml_edit::DocumentMut = text.parse().unwrap();
-        assert_eq!(spec["loop"]["editable"].as_array().map(|a| a.len()), Some(1));
+        assert_eq!(
+            spec["loop"]["editable"].as_array().map(|a| a.len()),
+            Some(1)
+        );
         assert_eq!(spec["loop"]["protected"][0].as_str(), Some("prepare.py"));
         assert_eq!(spec["verify"]["metric"].as_str(), Some("val_bpb"));
         assert_eq!(spec["verify"]["timeout"].as_str(), Some("720s"));
