@@ -77,6 +77,8 @@ pub struct Evaluator {
     pub path: String,
     /// The names the script imports from it (empty for `import prepare`).
     pub imported: Vec<String>,
+    /// The UPPER_CASE constants it assigns at the top level (`MAX_SEQ_LEN`, `TIME_BUDGET`).
+    pub defines: Vec<String>,
 }
 
 /// A value hone.toml gets, and why (the comment written next to it).
@@ -194,11 +196,15 @@ fn find_evaluators(
             .any(|n| n.to_ascii_lowercase().contains("eval"));
         let last = module.rsplit('.').next().unwrap_or(&module);
         if EVALUATOR_NAMES.contains(&last) || defines_eval || gives_eval {
+            let defines = knobs::discover(&path, &body)
+                .map(|ks| ks.into_iter().map(|k| k.name).collect())
+                .unwrap_or_default();
             match out.iter_mut().find(|e| e.path == path) {
                 Some(e) => e.imported.extend(names),
                 None => out.push(Evaluator {
                     path,
                     imported: names,
+                    defines,
                 }),
             }
         }
@@ -240,9 +246,7 @@ fn find_metric(script: &str, text: &str) -> Option<Choice<String>> {
     let printed = printed_names(text);
     let is_metric = |n: &str| {
         let lower = n.to_ascii_lowercase();
-        lower
-            .split('_')
-            .any(|w| METRIC_WORDS.contains(&w) || METRIC_WORDS.iter().any(|m| w == *m))
+        lower.split('_').any(|w| METRIC_WORDS.contains(&w))
     };
     let (name, line, guessed) = match printed.iter().find(|(n, _)| is_metric(n)) {
         Some((n, l)) => (n.clone(), *l, false),
@@ -399,8 +403,7 @@ pub fn why_fixed(knob: &Knob) -> Option<&'static str> {
     } else {
         match knob.value {
             KnobValue::Str(_) => "a string (annotate `# hone: choice [...]` to search it)",
-            KnobValue::Int(0) => "zero: no scale to search around",
-            KnobValue::Float(x) if x == 0.0 => "zero: no scale to search around",
+            KnobValue::Int(0) | KnobValue::Float(0.0) => "zero: no scale to search around",
             // The divisibility rule fixes integers only.
             KnobValue::Float(_) => "only printed: it changes a printout, not the result",
             _ => "only printed, or a divisor with no factor of two to spare",
@@ -508,7 +511,7 @@ pub fn draft(
         }
         let shadowed: BTreeMap<&str, ()> = knobs
             .iter()
-            .filter(|k| e.imported.iter().any(|n| *n == k.name))
+            .filter(|k| e.defines.contains(&k.name))
             .map(|k| (k.name.as_str(), ()))
             .collect();
         for name in shadowed.keys() {
@@ -710,6 +713,11 @@ mod tests {
                     "TIME_BUDGET".into(),
                     "evaluate_bpb".into()
                 ],
+                defines: vec![
+                    "MAX_SEQ_LEN".into(),
+                    "TIME_BUDGET".into(),
+                    "MAX_SHARD".into()
+                ],
             }],
             "model_utils holds no evaluation: not an evaluator"
         );
@@ -789,7 +797,7 @@ mod tests {
         ]);
         let found = knobs::discover(
             "train.py",
-            "DEPTH = 8\nPEAK = 1e12\nprint(f'mfu: {1/PEAK}')\n",
+            "DEPTH = 8\nPEAK = 1e12\nprint(f'mfu: {1/PEAK}')\nMAX_SHARD = 10\n",
         )
         .unwrap();
         let d = draft(&a, &found, &["train.py".into()], vec![], None, None);
@@ -805,6 +813,7 @@ mod tests {
         for expected in [
             "#   PEAK (train.py:2): only printed",
             "#   TIME_BUDGET (prepare.py): defined by the protected evaluator",
+            "#   MAX_SHARD (also in prepare.py): the evaluator defines it too",
             "uv.lock: the project runs with uv",
             "train.py:10 prints `val_bpb: <number>`",
         ] {

@@ -1,9 +1,11 @@
 //! File-level inference: rules that look at how a file uses its knobs, applied after each
 //! unannotated knob got its domain from its own name and value (`line::inferred_domain`).
 //!
-//! - A constant used only to print something (every line that names it is a `print(` line, or
-//!   assigns a variable that is itself only printed) is fixed: changing it changes a printout,
-//!   not the result (`H100_BF16_PEAK_FLOPS` in an MFU line).
+//! - A constant used only to print something (every line that names it is a labelled `print(`
+//!   line, or assigns a variable that is itself only printed so) is fixed: changing it changes
+//!   a printout, not the result (`H100_BF16_PEAK_FLOPS` in an `mfu_percent:` line). A print
+//!   labelled like a result (`score:`, `val_bpb:`, `loss:`...) or with no label may be what
+//!   the verifier reads: a constant in one stays a knob.
 //! - A divisibility check `A % (B * C) == 0` keeps itself true: the integer knobs in the
 //!   divisor only move down by factors of two that divide them (`128` → `32`, `64`, `128`), and
 //!   a knob dividend only up by factors of two (`2**19` → `2**19`, `2**20`, `2**21`). Then the
@@ -33,9 +35,54 @@ fn code(line: &str) -> &str {
     line.split('#').next().unwrap_or(line)
 }
 
+/// Words of a printed label that may name the objective (`val_bpb`, `score`, `loss`): a
+/// constant printed under such a label may be what the verifier reads, so it stays a knob.
+const RESULT_WORDS: &[&str] = &[
+    "bpb",
+    "loss",
+    "acc",
+    "accuracy",
+    "score",
+    "error",
+    "err",
+    "perplexity",
+    "ppl",
+    "f1",
+    "auc",
+    "rmse",
+    "mse",
+    "mae",
+    "reward",
+    "bleu",
+    "objective",
+    "metric",
+    "result",
+    "value",
+];
+
+/// Whether `line` prints a labelled value that is not a result: `print(f"mfu_percent: {x}")`.
+/// An unlabelled print, or one labelled like a result (`score:`), is not.
 fn is_print(line: &str) -> bool {
-    let t = line.trim_start();
-    t.starts_with("print(") || t.contains(" print(") || t.contains("(print(")
+    let Some(at) = line.find("print(") else {
+        return false;
+    };
+    if at > 0 && line[..at].ends_with(is_ident_char) {
+        return false;
+    }
+    let rest = &line[at + "print(".len()..];
+    let rest = rest
+        .strip_prefix('f')
+        .or_else(|| rest.strip_prefix('r'))
+        .unwrap_or(rest);
+    let Some(rest) = rest.strip_prefix('"').or_else(|| rest.strip_prefix('\'')) else {
+        return false;
+    };
+    let end = rest.find(|c: char| !is_ident_char(c)).unwrap_or(rest.len());
+    let (label, after) = rest.split_at(end);
+    let label = label.to_ascii_lowercase();
+    !label.is_empty()
+        && after.trim_start().starts_with(':')
+        && !label.split('_').any(|w| RESULT_WORDS.contains(&w))
 }
 
 /// The variable a line assigns (`name = ...`, any indentation), if any.
@@ -217,6 +264,17 @@ mod tests {
             domain("WIDTH = 0.5\n", "WIDTH"),
             Domain::Float { .. }
         ));
+        // Printed as the result, or printed with no label: it may be the objective.
+        for script in [
+            "X = 0.5\nprint('score: %.9g' % ((X - 0.3) ** 2))\n",
+            "X = 0.5\nprint(f\"val_bpb: {X * 2}\")\n",
+            "X = 0.5\nprint((X - 0.3) ** 2)\n",
+        ] {
+            assert!(
+                matches!(domain(script, "X"), Domain::Float { .. }),
+                "{script}"
+            );
+        }
     }
 
     #[test]
