@@ -422,8 +422,8 @@ pub struct Draft {
     pub timeout: Choice<u64>,
     pub metric: Choice<String>,
     pub direction: Choice<Direction>,
-    /// Constants that are not knobs, with why: fixed knobs of the editable files, and what
-    /// the script imports from a protected evaluator.
+    /// Constants that are not knobs, with why: fixed knobs of the editable files, and the
+    /// constants of a protected evaluator.
     pub not_knobs: Vec<(String, String)>,
 }
 
@@ -500,10 +500,7 @@ pub fn draft(
         })
         .collect();
     for e in &analysis.evaluators {
-        for name in e.imported.iter().filter(|n| {
-            n.chars()
-                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-        }) {
+        for name in &e.defines {
             not_knobs.push((
                 format!("{name} ({})", e.path),
                 "defined by the protected evaluator".to_string(),
@@ -813,6 +810,7 @@ mod tests {
         for expected in [
             "#   PEAK (train.py:2): only printed",
             "#   TIME_BUDGET (prepare.py): defined by the protected evaluator",
+            "#   MAX_SHARD (prepare.py): defined by the protected evaluator",
             "#   MAX_SHARD (also in prepare.py): the evaluator defines it too",
             "uv.lock: the project runs with uv",
             "train.py:10 prints `val_bpb: <number>`",

@@ -175,6 +175,7 @@ fn init_writes_the_safe_spec_for_an_autoresearch_repository_and_keeps_program_md
         "train.py:55 prints `val_bpb: <number>`",
         "#   H100_BF16_PEAK_FLOPS (train.py:26): only printed",
         "#   TIME_BUDGET (prepare.py): defined by the protected evaluator",
+        "#   MAX_SHARD (prepare.py): defined by the protected evaluator",
     ] {
         assert!(toml.contains(why), "{why:?} in:\n{toml}");
     }
