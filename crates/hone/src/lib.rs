@@ -33,6 +33,7 @@ pub mod demo;
 pub mod engine;
 pub mod exec;
 pub mod finalize;
+pub mod init;
 pub mod meta;
 pub mod notify;
 pub mod presets;

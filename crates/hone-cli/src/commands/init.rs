@@ -15,56 +15,55 @@ use crate::output;
 
 #[derive(Args)]
 pub struct InitArgs {
-    /// Files (globs) the loop may edit; default: the tracked files that hold knobs.
+    /// Files (globs) the loop may edit; default: the tracked files that hold knobs, less the
+    /// evaluator.
     #[arg(long, value_delimiter = ',')]
     editable: Vec<String>,
-    /// The verifier command.
+    /// The verifier command; default: the project's runner (`uv run train.py`...).
     #[arg(long)]
     command: Option<String>,
-    /// The objective's name, as the command prints it.
+    /// The objective's name, as the command prints it; default: what the script prints.
     #[arg(long)]
     metric: Option<String>,
+    /// Overwrite an existing hone.toml and program.md (by default an existing program.md is
+    /// kept and an existing hone.toml is an error).
+    #[arg(long)]
+    force: bool,
+    /// Run the command once, in this checkout, and report the metric it printed.
+    #[arg(long)]
+    check: bool,
 }
-
-/// Metric names (or `_<name>` endings) that are better when larger.
-const MAXIMIZED: &[&str] = &[
-    "acc",
-    "accuracy",
-    "f1",
-    "auc",
-    "reward",
-    "throughput",
-    "tps",
-    "qps",
-    "bleu",
-    "precision",
-    "recall",
-];
 
 const PROGRAM: &str = "# Program\n\nWhat this project is, what the metric means, and what good research looks like here.\n\
                        hone shows this file to the agent on every experiment.\n\n\
                        - Make one focused change per experiment.\n\
                        - Prefer simple changes; explain the hypothesis in one line.\n";
 
-/// What goes into hone.toml, and which of it was guessed.
-struct Draft {
-    editable: Vec<String>,
-    command: String,
-    metric: String,
-    guessed_editable: bool,
-    guessed_verify: bool,
-}
-
 pub fn run(here: &Here, a: InitArgs) -> CliResult {
     let git = here.git()?;
     let root = git.root();
     let spec_path = root.join("hone.toml");
     let program_path = root.join("program.md");
-    for p in [&spec_path, &program_path] {
-        if p.exists() {
-            return Err(CliError::runtime(format!("{} already exists", p.display()))
-                .hint("hone init does not overwrite files (edit it, or remove it first)"));
-        }
+    if spec_path.exists() && !a.force && a.check {
+        // `hone init --check` on a spec already written (and perhaps edited): check it.
+        let spec =
+            hone::spec::Spec::load(&spec_path).map_err(|e| CliError::usage(e.to_string()))?;
+        let v = &spec.verify;
+        return check(
+            root,
+            &v.command,
+            v.timeout.as_secs().max(1),
+            &v.metric,
+            v.metric_regex.as_ref().map(|r| r.as_str()),
+        );
+    }
+    if spec_path.exists() && !a.force {
+        return Err(
+            CliError::runtime(format!("{} already exists", spec_path.display())).hint(
+                "edit it, or run `hone init --force` to write a new one over it (and over \
+                 program.md)",
+            ),
+        );
     }
     // Tracked files and untracked ones git does not ignore (a new project may not have
     // committed yet; `hone run` will ask for a commit).
@@ -79,20 +78,130 @@ pub fn run(here: &Here, a: InitArgs) -> CliResult {
             "--exclude-standard",
         ],
     )?;
-    let (knobs, with_knobs) = find_knobs(root, &files, &a.editable);
-    let draft = draft(a, &files, &with_knobs);
-    std::fs::write(&spec_path, spec_text(&draft))
-        .with_context(|| format!("cannot write {}", spec_path.display()))?;
-    std::fs::write(&program_path, PROGRAM)
-        .with_context(|| format!("cannot write {}", program_path.display()))?;
-    out!(
-        "wrote {} and {}",
-        spec_path.display(),
-        program_path.display()
+    let read = |f: &str| std::fs::read_to_string(root.join(f)).ok();
+    let analysis = hone::init::analyze(root, &files, &read);
+    let evaluators: Vec<String> = analysis.evaluators.iter().map(|e| e.path.clone()).collect();
+    let candidates: Vec<String> = files
+        .iter()
+        .filter(|f| !evaluators.contains(f) && *f != "hone.toml")
+        .cloned()
+        .collect();
+    let (knobs, with_knobs) = find_knobs(root, &candidates, &a.editable);
+    let draft = hone::init::draft(
+        &analysis,
+        &knobs,
+        &with_knobs,
+        a.editable,
+        a.command,
+        a.metric,
     );
+    std::fs::write(&spec_path, hone::init::spec_text(&draft))
+        .with_context(|| format!("cannot write {}", spec_path.display()))?;
+    out!("wrote {}", spec_path.display());
+    if program_path.exists() && !a.force {
+        out!(
+            "kept {} (it exists; `hone init --force` writes a fresh one)",
+            program_path.display()
+        );
+    } else {
+        std::fs::write(&program_path, PROGRAM)
+            .with_context(|| format!("cannot write {}", program_path.display()))?;
+        out!("wrote {}", program_path.display());
+    }
+    print_choices(&draft);
     output::knob_table(&knobs);
     print_next_steps(&draft, &with_knobs, &tracked);
+    if a.check {
+        check(
+            root,
+            &draft.command.value,
+            draft.timeout.value,
+            &draft.metric.value,
+            None,
+        )?;
+    }
     Ok(())
+}
+
+/// `--check`: the baseline, run once here, and the metric read from it.
+fn check(
+    root: &Path,
+    command: &str,
+    timeout: u64,
+    metric: &str,
+    metric_regex: Option<&str>,
+) -> CliResult {
+    out!(
+        "\ncheck: running `{command}` once in {} (up to {timeout} s)...",
+        root.display()
+    );
+    let c = hone::init::check(root, command, timeout, metric, metric_regex)
+        .map_err(|e| CliError::runtime(format!("cannot run the command: {e}")))?;
+    let exit = match c.exit {
+        hone::exec::Exit::Code(0) => None,
+        hone::exec::Exit::Code(n) => Some(format!("exited with {n}")),
+        hone::exec::Exit::Signal(s) => Some(format!("was killed by signal {s}")),
+        hone::exec::Exit::TimedOut => Some(format!("ran past the {timeout} s timeout")),
+        hone::exec::Exit::Cancelled => Some("was cancelled".to_string()),
+    };
+    match (exit, c.value) {
+        (None, Some(v)) => {
+            out!(
+                "check: {metric} = {v} after {:.1} s: the baseline works",
+                c.seconds
+            );
+            Ok(())
+        }
+        (exit, _) => {
+            let what = match exit {
+                Some(e) => format!("the command {e}"),
+                None => format!("the command printed no `{metric}: <number>`"),
+            };
+            Err(CliError::runtime(format!(
+                "check: {what}; its last lines:\n  {}",
+                c.tail.join("\n  ")
+            ))
+            .hint(
+                "fix [verify] command or metric in hone.toml, then run `hone init --check` \
+                 again (it checks the hone.toml that exists)",
+            ))
+        }
+    }
+}
+
+/// The choices hone.toml holds, one line each with where it came from.
+fn print_choices(d: &hone::init::Draft) {
+    let guess = |g: bool| if g { "  (a guess: check it)" } else { "" };
+    out!(
+        "  editable  {}  ({})",
+        d.editable.join(", "),
+        d.editable_why
+    );
+    if !d.protected.is_empty() {
+        out!("  protected {}  (the evaluator)", d.protected.join(", "));
+    }
+    out!(
+        "  command   {}  ({}){}",
+        d.command.value,
+        d.command.why,
+        guess(d.command.guessed)
+    );
+    out!(
+        "  timeout   {}s  ({}){}",
+        d.timeout.value,
+        d.timeout.why,
+        guess(d.timeout.guessed)
+    );
+    out!(
+        "  metric    {} ({})  ({}){}",
+        d.metric.value,
+        d.direction.value.as_str(),
+        d.metric.why,
+        guess(d.metric.guessed)
+    );
+    for (name, why) in &d.not_knobs {
+        out!("  not a knob: {name}: {why}");
+    }
 }
 
 fn ls_files(git: &Git, args: &[&str]) -> CliResult<Vec<String>> {
@@ -129,79 +238,8 @@ fn find_knobs(root: &Path, files: &[String], editable: &[String]) -> (Vec<Knob>,
     (knobs, with_knobs)
 }
 
-/// The command line's values, else guesses: the files with knobs, `python3 train.py` where
-/// there is a train.py, and a metric called `score`.
-fn draft(a: InitArgs, files: &[String], with_knobs: &[String]) -> Draft {
-    let guessed_editable = a.editable.is_empty() && with_knobs.is_empty();
-    let editable = match (a.editable.is_empty(), with_knobs.is_empty()) {
-        (false, _) => a.editable,
-        (true, true) => vec!["CHANGE-ME".to_string()],
-        (true, false) => with_knobs.to_vec(),
-    };
-    let guessed_verify = a.command.is_none() || a.metric.is_none();
-    let command = a.command.unwrap_or_else(|| {
-        if files.iter().any(|f| f == "train.py") {
-            "python3 train.py".into()
-        } else {
-            "./measure.sh".into()
-        }
-    });
-    Draft {
-        editable,
-        command,
-        metric: a.metric.unwrap_or_else(|| "score".into()),
-        guessed_editable,
-        guessed_verify,
-    }
-}
-
-/// `maximize` for metrics named like accuracy or throughput, else `minimize`.
-fn direction(metric: &str) -> &'static str {
-    let lower = metric.to_ascii_lowercase();
-    if MAXIMIZED
-        .iter()
-        .any(|w| lower == *w || lower.ends_with(&format!("_{w}")))
-    {
-        "maximize"
-    } else {
-        "minimize"
-    }
-}
-
-fn spec_text(d: &Draft) -> String {
-    let quoted: Vec<String> = d.editable.iter().map(|e| format!("{e:?}")).collect();
-    format!(
-        r#"# hone.toml: the loop's contract. Every key is described in hone's README.
-
-[loop]
-program   = "program.md"       # read on every experiment
-editable  = [{editable}]       # the only files a candidate may change
-protected = []                 # e.g. ["prepare.py"]: any change is a violation
-pinned    = []                 # e.g. ["data/"]: hashed at start; a change stops the run
-
-[verify]
-command   = {command:?}
-timeout   = "10m"              # the process group is killed after this
-metric    = {metric:?}         # the command prints `{metric}: <number>`
-direction = "{direction}"         # "minimize" or "maximize"
-min_delta = 0.0                # the smallest improvement worth keeping
-
-[agent]
-kind = "knobs"                 # the built-in optimizer; or "command"
-
-[stop]
-max_experiments = 100
-patience = 30
-"#,
-        editable = quoted.join(", "),
-        command = d.command,
-        metric = d.metric,
-        direction = direction(&d.metric),
-    )
-}
-
 /// Files with knobs that are not committed yet, and what is left to do.
-fn print_next_steps(d: &Draft, with_knobs: &[String], tracked: &[String]) {
+fn print_next_steps(d: &hone::init::Draft, with_knobs: &[String], tracked: &[String]) {
     let untracked: Vec<&String> = with_knobs.iter().filter(|f| !tracked.contains(f)).collect();
     if !untracked.is_empty() {
         out!(
@@ -214,11 +252,11 @@ fn print_next_steps(d: &Draft, with_knobs: &[String], tracked: &[String]) {
         );
     }
     let mut todo = Vec::new();
-    if d.guessed_editable {
+    if d.editable.iter().any(|e| e == "CHANGE-ME") {
         todo.push("set [loop] editable (no knobs were found to guess it from)");
     }
-    if d.guessed_verify {
-        todo.push("check [verify] command, metric and direction");
+    if d.command.guessed || d.metric.guessed || d.direction.guessed || d.timeout.guessed {
+        todo.push("check the [verify] values marked as guesses in hone.toml");
     }
     todo.push("commit hone.toml and program.md, then `hone run`");
     out!("\nnext: {}", todo.join("; "));

@@ -10,6 +10,7 @@
 mod support;
 
 mod attacks;
+mod autoresearch;
 mod bench;
 mod containment;
 mod daemon;

@@ -16,6 +16,9 @@ pub(crate) struct KnobLine<'a> {
     pub literal: Literal,
     /// The text after `hone:` in the trailing comment, trimmed.
     pub annotation: Option<&'a str>,
+    /// For a tuple of numbers, `NAME = (0.8, 0.95)`: each element's byte offset in the line and
+    /// literal (`literal_start` and `literal` are then the first element's); empty otherwise.
+    pub elements: Vec<(usize, Literal)>,
 }
 
 /// What a line is, as far as knobs go.
@@ -133,9 +136,17 @@ fn scan_knob(line: &str) -> Option<KnobLine<'_>> {
     if b.get(i) != Some(&b'=') || b.get(i + 1) == Some(&b'=') {
         return None;
     }
-    let literal_start = skip_ws(b, i + 1);
-    let literal = parse_literal(&line[literal_start..])?;
-    let mut j = skip_ws(b, literal_start + literal.len);
+    let value_start = skip_ws(b, i + 1);
+    let (literal_start, literal, elements, value_end) = if b.get(value_start) == Some(&b'(') {
+        let (elements, end) = parse_tuple(line, value_start)?;
+        let (start, first) = elements.first()?.clone();
+        (start, first, elements, end)
+    } else {
+        let literal = parse_literal(&line[value_start..])?;
+        let end = value_start + literal.len;
+        (value_start, literal, Vec::new(), end)
+    };
+    let mut j = skip_ws(b, value_end);
     if b.get(j) == Some(&b';') {
         j = skip_ws(b, j + 1);
     }
@@ -152,7 +163,34 @@ fn scan_knob(line: &str) -> Option<KnobLine<'_>> {
         literal_start,
         literal,
         annotation,
+        elements,
     })
+}
+
+/// A tuple of two or more number literals starting at the `(` at `open`: each element's offset
+/// and literal, and the offset just past the `)`. A trailing comma is allowed.
+fn parse_tuple(line: &str, open: usize) -> Option<(Vec<(usize, Literal)>, usize)> {
+    let b = line.as_bytes();
+    let mut elements = Vec::new();
+    let mut i = skip_ws(b, open + 1);
+    loop {
+        if b.get(i) == Some(&b')') {
+            break;
+        }
+        let literal = parse_literal(&line[i..])?;
+        if !matches!(literal.value, KnobValue::Int(_) | KnobValue::Float(_)) {
+            return None;
+        }
+        let len = literal.len;
+        elements.push((i, literal));
+        i = skip_ws(b, i + len);
+        match b.get(i) {
+            Some(b',') => i = skip_ws(b, i + 1),
+            Some(b')') => break,
+            _ => return None,
+        }
+    }
+    (elements.len() >= 2).then_some((elements, i + 1))
 }
 
 /// Tracks whether a line starts inside a Python triple-quoted string, whose lines are not
@@ -391,10 +429,74 @@ fn check_bounds(lo: f64, hi: f64, log: bool, shown: &str) -> Result<(), String> 
     Ok(())
 }
 
-/// The domain of an unannotated knob, inferred from its name and value.
+/// Words of a knob's name (split at `_`, trailing digits dropped: `BETA2` reads `BETA`) that
+/// mark a time budget, a data split or the evaluation: changing one changes what is measured,
+/// not how well the program does, so such a knob is fixed.
+const MEASUREMENT_WORDS: &[&str] = &[
+    "BUDGET",
+    "TIMEOUT",
+    "SHARD",
+    "SHARDS",
+    "EVAL",
+    "VAL",
+    "VALID",
+    "VALIDATION",
+    "TEST",
+    "HOLDOUT",
+    "SPLIT",
+];
+
+/// Words of a knob's name that mark a fraction: a float in (0, 1] with one of them keeps its
+/// range inside (0, 1).
+const FRACTION_WORDS: &[&str] = &[
+    "RATIO", "FRAC", "FRACTION", "MOMENTUM", "BETA", "BETAS", "DROPOUT", "DECAY", "PROB",
+];
+
+fn has_word(name: &str, words: &[&str]) -> bool {
+    name.split('_')
+        .map(|w| w.trim_end_matches(|c: char| c.is_ascii_digit()))
+        .any(|w| words.contains(&w))
+}
+
+/// Whether a name marks a time budget, a data split or the evaluation ([`MEASUREMENT_WORDS`]).
+pub(crate) fn measures_the_run(name: &str) -> bool {
+    name.contains("SEED") || has_word(name, MEASUREMENT_WORDS)
+}
+
+/// The powers of two from `value / 4` to `value * 4` (at least 1) as a choice, for an integer
+/// that is a power of two of at least 16 (a batch size, a width): a search that keeps it a power
+/// of two keeps whatever it must divide divisible.
+pub(crate) fn powers_of_two_around(value: i64, down: u32, up: u32) -> Option<Domain> {
+    if value < 16 || value.count_ones() != 1 {
+        return None;
+    }
+    let e = value.trailing_zeros();
+    let lo = e.saturating_sub(down);
+    let hi = (e + up).min(62);
+    Some(Domain::Choice(
+        (lo..=hi).map(|k| KnobValue::Int(1i64 << k)).collect(),
+    ))
+}
+
+/// The domain of an unannotated knob, inferred from its name and value (the rules are listed
+/// in the module docs of `knobs`).
 pub(crate) fn inferred_domain(name: &str, value: &KnobValue) -> Domain {
-    if name.contains("SEED") {
+    if measures_the_run(name) {
         return Domain::Fixed;
+    }
+    if let KnobValue::Float(x) = *value {
+        if has_word(name, FRACTION_WORDS) && x > 0.0 && x <= 1.0 {
+            return Domain::Float {
+                lo: x / 10.0,
+                hi: 1.0 - (1.0 - x) / 10.0,
+                log: false,
+            };
+        }
+    }
+    if let KnobValue::Int(n) = *value {
+        if let Some(d) = powers_of_two_around(n, 2, 2) {
+            return d;
+        }
     }
     match *value {
         KnobValue::Float(x) if x != 0.0 && x.is_finite() => {
@@ -476,6 +578,23 @@ mod tests {
         assert_eq!(knob("LR += 1"), None);
         assert_eq!(knob("A = B = 1"), None);
         assert_eq!(knob("X = None"), None);
+        assert_eq!(
+            knob("TOTAL_BATCH_SIZE = 2**19 # tokens"),
+            Some(("TOTAL_BATCH_SIZE".into(), KnobValue::Int(1 << 19), None))
+        );
+        assert_eq!(knob("X = 2**N"), None);
+        assert_eq!(knob("X = (1, \"a\")"), None, "a tuple of numbers only");
+        assert_eq!(knob("X = (1,)"), None, "two elements at least");
+        assert_eq!(knob("X = (1, 2) + Y"), None);
+        match scan_line("ADAM_BETAS = (0.8, 0.95,)  # hone: 0.5..0.999") {
+            LineScan::Knob(k) => {
+                let values: Vec<_> = k.elements.iter().map(|(_, l)| l.value.clone()).collect();
+                assert_eq!(values, [f(0.8), f(0.95)]);
+                assert_eq!(k.elements[1].0, 19);
+                assert_eq!(k.annotation, Some("0.5..0.999"));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -578,5 +697,80 @@ mod tests {
             inferred_domain("DATA_SEED", &KnobValue::Int(42)),
             Domain::Fixed
         );
+    }
+
+    #[test]
+    fn fixes_time_budget_data_split_and_evaluation_constants() {
+        for name in [
+            "TIME_BUDGET",
+            "MAX_SHARD",
+            "VAL_SHARD",
+            "EVAL_TOKENS",
+            "TEST_SIZE",
+        ] {
+            assert_eq!(
+                inferred_domain(name, &KnobValue::Int(300)),
+                Domain::Fixed,
+                "{name}"
+            );
+        }
+        // Words, not substrings: INTERVAL holds VAL but is not about validation.
+        assert_ne!(
+            inferred_domain("LOG_INTERVAL", &KnobValue::Int(300)),
+            Domain::Fixed
+        );
+    }
+
+    #[test]
+    fn keeps_fractions_inside_zero_one() {
+        for (name, x) in [
+            ("WARMDOWN_RATIO", 0.5),
+            ("MOMENTUM", 0.9),
+            ("ADAM_BETAS", 0.95),
+            ("BETA2", 0.999),
+            ("WEIGHT_DECAY", 0.2),
+            ("DROPOUT", 1.0),
+        ] {
+            match inferred_domain(name, &KnobValue::Float(x)) {
+                Domain::Float { lo, hi, log: false } => {
+                    assert!(
+                        0.0 < lo && lo <= x && x <= hi && hi <= 1.0,
+                        "{name}: {lo}..{hi}"
+                    )
+                }
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+        // Not a fraction by name, or not one by value: the usual decade either way.
+        assert!(matches!(
+            inferred_domain("LR", &KnobValue::Float(0.5)),
+            Domain::Float { hi, log: true, .. } if hi > 1.0
+        ));
+        assert!(matches!(
+            inferred_domain("DECAY", &KnobValue::Float(2.0)),
+            Domain::Float { log: true, .. }
+        ));
+    }
+
+    #[test]
+    fn keeps_powers_of_two_powers_of_two() {
+        let p = |ks: &[u32]| Domain::Choice(ks.iter().map(|k| KnobValue::Int(1 << k)).collect());
+        assert_eq!(
+            inferred_domain("DEVICE_BATCH_SIZE", &KnobValue::Int(128)),
+            p(&[5, 6, 7, 8, 9])
+        );
+        assert_eq!(
+            inferred_domain("TOTAL_BATCH_SIZE", &KnobValue::Int(1 << 19)),
+            p(&[17, 18, 19, 20, 21])
+        );
+        // Small powers of two are as likely counts: DEPTH = 8 keeps its integer range.
+        assert!(matches!(
+            inferred_domain("DEPTH", &KnobValue::Int(8)),
+            Domain::Int { .. }
+        ));
+        assert!(matches!(
+            inferred_domain("STEPS", &KnobValue::Int(100)),
+            Domain::Int { .. }
+        ));
     }
 }

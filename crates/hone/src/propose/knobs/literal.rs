@@ -26,6 +26,9 @@ pub(crate) enum LiteralStyle {
     Float { exp: Option<ExpStyle> },
     /// The quote character, `"` or `'`.
     Str { quote: char },
+    /// An integer written as a power, `2**19` (`base**exponent`, non-negative integers): a
+    /// value that is a power of `base` is written back the same way, any other as an integer.
+    Pow { base: i64 },
 }
 
 /// A literal found at the start of some text.
@@ -49,7 +52,15 @@ pub(crate) fn parse_literal(s: &str) -> Option<Literal> {
     let lit = match first {
         '"' | '\'' => parse_string(s, first)?,
         't' | 'f' | 'T' | 'F' => parse_bool(s)?,
-        _ => parse_number(s)?,
+        _ => {
+            let n = parse_number(s)?;
+            match parse_power(s, &n) {
+                Some(power) => power,
+                // `2**x`, `1.5**2`, a power too big: an expression, not a literal.
+                None if s[n.len..].trim_start_matches(' ').starts_with("**") => return None,
+                None => n,
+            }
+        }
     };
     match s[lit.len..].chars().next() {
         Some(c) if continues_token(c) => None,
@@ -185,6 +196,55 @@ fn parse_number(s: &str) -> Option<Literal> {
     })
 }
 
+/// `base**exponent` (spaces around `**` allowed) where `base` is the plain non-negative integer
+/// `n` at the start of `s`; `None` when no `**` follows or the power does not fit an `i64`.
+fn parse_power(s: &str, n: &Literal) -> Option<Literal> {
+    let (KnobValue::Int(base), LiteralStyle::Int { grouped: false }) = (&n.value, n.style) else {
+        return None;
+    };
+    if *base < 2 {
+        return None;
+    }
+    let b = s.as_bytes();
+    let mut i = n.len;
+    while b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    if b.get(i) != Some(&b'*') || b.get(i + 1) != Some(&b'*') {
+        return None;
+    }
+    i += 2;
+    while b.get(i) == Some(&b' ') {
+        i += 1;
+    }
+    let start = i;
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    let exponent: u32 = s[start..i].parse().ok()?;
+    let value = base.checked_pow(exponent)?;
+    Some(Literal {
+        value: KnobValue::Int(value),
+        len: i,
+        style: LiteralStyle::Pow { base: *base },
+    })
+}
+
+/// `n` as `base**k` when it is a power of `base` (at least `base` itself), else as an integer.
+fn write_power(n: i64, base: i64) -> String {
+    let mut k = 0u32;
+    let mut m = n;
+    while m > 1 && m % base == 0 {
+        m /= base;
+        k += 1;
+    }
+    if m == 1 && k >= 1 {
+        format!("{base}**{k}")
+    } else {
+        n.to_string()
+    }
+}
+
 /// Why a value cannot be written over a literal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum WriteError {
@@ -198,7 +258,7 @@ pub(crate) enum WriteError {
 pub(crate) fn style_type_name(style: &LiteralStyle) -> &'static str {
     match style {
         LiteralStyle::Bool { .. } => "boolean",
-        LiteralStyle::Int { .. } => "integer",
+        LiteralStyle::Int { .. } | LiteralStyle::Pow { .. } => "integer",
         LiteralStyle::Float { .. } => "float",
         LiteralStyle::Str { .. } => "string",
     }
@@ -222,6 +282,7 @@ pub(crate) fn write_literal(value: &KnobValue, style: &LiteralStyle) -> Result<S
         } else {
             n.to_string()
         }),
+        (KnobValue::Int(n), LiteralStyle::Pow { base }) => Ok(write_power(*n, *base)),
         (KnobValue::Float(x), LiteralStyle::Float { exp }) => {
             if !x.is_finite() {
                 return Err(WriteError::NonFinite);
@@ -393,6 +454,24 @@ mod tests {
             ),
             Err(WriteError::NonFinite)
         );
+    }
+
+    #[test]
+    fn reads_and_writes_powers() {
+        assert_eq!(lit("2**19"), Some((KnobValue::Int(524288), 5)));
+        assert_eq!(lit("2 ** 4  #"), Some((KnobValue::Int(16), 6)));
+        assert_eq!(lit("2**99"), None, "does not fit an i64");
+        assert_eq!(lit("2**x"), None);
+        let style = LiteralStyle::Pow { base: 2 };
+        let w = |n: i64| write_literal(&KnobValue::Int(n), &style).ok();
+        assert_eq!(w(1 << 18).as_deref(), Some("2**18"));
+        assert_eq!(w(2).as_deref(), Some("2**1"));
+        assert_eq!(
+            w(96).as_deref(),
+            Some("96"),
+            "not a power: written as the integer"
+        );
+        assert_eq!(w(1).as_deref(), Some("1"));
     }
 
     #[test]

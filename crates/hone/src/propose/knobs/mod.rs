@@ -12,14 +12,28 @@
 //! - Prefixes: any run of lowercase keywords (`const`, `static`, `pub const`, `export const`,
 //!   `let`, `var`, `pub(crate) static`...), then an optional type (`: f64`, or Go's `X float64`),
 //!   `=`, the literal, an optional `;`, and an optional `#` or `//` comment.
-//! - Literals: integers (`-3`, `1_000`), floats (`0.04`, `1e-3`, `3.`, `.5`, `-2.5E+3`),
-//!   strings in `"` or `'` quotes, booleans (`True`/`False`/`true`/`false`).
+//! - Literals: integers (`-3`, `1_000`), powers of integers (`2**19`, written back as `2**k`
+//!   when the new value is a power of the same base, else as the integer), floats (`0.04`,
+//!   `1e-3`, `3.`, `.5`, `-2.5E+3`), strings in `"` or `'` quotes, booleans
+//!   (`True`/`False`/`true`/`false`).
+//! - A tuple of two or more numbers, `ADAM_BETAS = (0.8, 0.95)`, is one knob per element,
+//!   named `ADAM_BETAS[0]`, `ADAM_BETAS[1]`; an annotation on its line applies to each.
 //! - Annotations (a comment starting `hone:`): `lo..hi` (linear float), `log lo..hi`,
 //!   `int lo..hi`, `int log lo..hi`, `choice [a, b, ...]`, `bool`, `fixed`.
 //! - Without one: floats range a decade either way on a log scale (negative ones on their
 //!   magnitude, keeping the sign; `0.0` is fixed), integers a quarter to four times the value
 //!   on a log scale (at least 1 apart; `0` is fixed), booleans flip, strings are fixed, and any
 //!   name containing `SEED` is fixed (changing a seed is noise, not an improvement).
+//! - Inference keeps the program valid and the measurement honest (`line::inferred_domain`,
+//!   then `infer`): a name with a word (split at `_`) `BUDGET`, `TIMEOUT`, `SHARD(S)`, `EVAL`,
+//!   `VAL`, `VALID`, `VALIDATION`, `TEST`, `HOLDOUT` or `SPLIT` is fixed (a time budget, a data
+//!   split, the evaluation: changing it changes what is measured); a float in (0, 1] named as
+//!   a fraction (`RATIO`, `FRAC`, `FRACTION`, `MOMENTUM`, `BETA`, `BETAS`, `DROPOUT`, `DECAY`,
+//!   `PROB`, trailing digits ignored) ranges linearly from a tenth of it to a tenth of the way
+//!   from it to 1 (`0.5` → `0.05..0.95`); an integer power of two of at least 16 is a choice of
+//!   the powers of two from a quarter to four times it; a constant only printed is fixed; and
+//!   a divisibility check `A % (B * C) == 0` in the file keeps holding (divisor knobs only
+//!   shrink by factors of two, a dividend knob only grows by them).
 //! - An annotated value may lie outside its range; the sampler only proposes values inside it.
 //! - The same name twice in one file: the first assignment is the knob, later ones are ignored
 //!   (and never rewritten). Across files names must be unique ([`discover_all`]).
@@ -28,6 +42,7 @@
 //! - A `hone:` comment on a line that is not a knob (indented, lowercase name, an expression)
 //!   is an error rather than silently ignored.
 
+mod infer;
 mod line;
 mod literal;
 mod sampler;
@@ -187,8 +202,10 @@ struct Found {
     literal: Literal,
 }
 
-/// Every line of `text`, with the knob found on it (first assignment of a name only).
-fn scan_file<'a>(file: &str, text: &'a str) -> Result<Vec<(Line<'a>, Option<Found>)>, KnobError> {
+/// Every line of `text`, with the knobs found on it (first assignment of a name only; a tuple
+/// of numbers gives one knob per element), with the file-level inference rules applied
+/// ([`infer::refine`]).
+fn scan_file<'a>(file: &str, text: &'a str) -> Result<Vec<(Line<'a>, Vec<Found>)>, KnobError> {
     let mut out = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for l in lines(text) {
@@ -198,11 +215,11 @@ fn scan_file<'a>(file: &str, text: &'a str) -> Result<Vec<(Line<'a>, Option<Foun
             _ => (0, l.body),
         };
         if l.in_string {
-            out.push((l, None));
+            out.push((l, Vec::new()));
             continue;
         }
         match scan_line(body) {
-            LineScan::Other => out.push((l, None)),
+            LineScan::Other => out.push((l, Vec::new())),
             LineScan::Misannotated(problem) => {
                 return Err(KnobError::NotAKnob {
                     file: file.to_string(),
@@ -211,53 +228,76 @@ fn scan_file<'a>(file: &str, text: &'a str) -> Result<Vec<(Line<'a>, Option<Foun
                 })
             }
             LineScan::Knob(k) => {
-                let value = k.literal.value.clone();
-                let (domain, annotated) = match k.annotation {
-                    Some(a) => match annotated_domain(a, &value) {
-                        Ok(d) => (d, true),
-                        Err(problem) => {
-                            return Err(KnobError::BadAnnotation {
-                                file: file.to_string(),
-                                line: l.number,
-                                name: k.name.to_string(),
-                                problem,
-                            })
-                        }
-                    },
-                    None => (inferred_domain(k.name, &value), false),
-                };
                 if !seen.insert(k.name.to_string()) {
-                    out.push((l, None));
+                    out.push((l, Vec::new()));
                     continue;
                 }
-                let literal_start = offset + k.literal_start;
-                let literal_text = &l.body[literal_start..literal_start + k.literal.len];
-                let knob = Knob {
-                    name: k.name.to_string(),
-                    file: file.to_string(),
-                    line: l.number,
-                    value,
-                    domain,
-                    annotated,
-                    literal: literal_text.to_string(),
+                let parts: Vec<(String, usize, Literal)> = if k.elements.is_empty() {
+                    vec![(k.name.to_string(), k.literal_start, k.literal)]
+                } else {
+                    k.elements
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, (start, lit))| (format!("{}[{i}]", k.name), start, lit))
+                        .collect()
                 };
-                let found = Found {
-                    knob,
-                    literal_start,
-                    literal: k.literal,
-                };
-                out.push((l, Some(found)));
+                let mut found = Vec::new();
+                for (name, start, literal) in parts {
+                    let value = literal.value.clone();
+                    let (domain, annotated) = match k.annotation {
+                        Some(a) => match annotated_domain(a, &value) {
+                            Ok(d) => (d, true),
+                            Err(problem) => {
+                                return Err(KnobError::BadAnnotation {
+                                    file: file.to_string(),
+                                    line: l.number,
+                                    name,
+                                    problem,
+                                })
+                            }
+                        },
+                        None => (inferred_domain(k.name, &value), false),
+                    };
+                    let literal_start = offset + start;
+                    let literal_text = &l.body[literal_start..literal_start + literal.len];
+                    let knob = Knob {
+                        name,
+                        file: file.to_string(),
+                        line: l.number,
+                        value,
+                        domain,
+                        annotated,
+                        literal: literal_text.to_string(),
+                    };
+                    found.push(Found {
+                        knob,
+                        literal_start,
+                        literal,
+                    });
+                }
+                out.push((l, found));
             }
         }
     }
+    let mut knobs: Vec<&mut Knob> = out
+        .iter_mut()
+        .flat_map(|(_, found)| found.iter_mut().map(|f| &mut f.knob))
+        .collect();
+    infer::refine(text, &mut knobs);
     Ok(out)
+}
+
+/// Whether a knob's name marks a seed, a time budget, a data split or the evaluation, which
+/// inference never searches (the module docs list the words).
+pub fn measures_the_run(name: &str) -> bool {
+    line::measures_the_run(name)
 }
 
 /// The knobs of one file, in line order. `file` is the repo-relative path used in messages.
 pub fn discover(file: &str, text: &str) -> Result<Vec<Knob>, KnobError> {
     Ok(scan_file(file, text)?
         .into_iter()
-        .filter_map(|(_, found)| found.map(|f| f.knob))
+        .flat_map(|(_, found)| found.into_iter().map(|f| f.knob))
         .collect())
 }
 
@@ -300,35 +340,33 @@ pub fn config_of(knobs: &[Knob]) -> Config {
 pub fn apply(file: &str, text: &str, changes: &Config) -> Result<String, KnobError> {
     let mut out = String::with_capacity(text.len() + 16);
     for (l, found) in scan_file(file, text)? {
-        let Some(found) = found else {
-            out.push_str(l.body);
-            out.push_str(l.ending);
-            continue;
-        };
-        let knob = &found.knob;
-        match changes.get(&knob.name) {
-            Some(new) if *new != knob.value => {
-                let written = write_literal(new, &found.literal.style).map_err(|e| match e {
-                    WriteError::TypeMismatch { .. } => KnobError::TypeMismatch {
-                        file: file.to_string(),
-                        line: l.number,
-                        name: knob.name.clone(),
-                        value: new.clone(),
-                        expected: style_type_name(&found.literal.style),
-                    },
-                    WriteError::NonFinite => KnobError::NonFinite {
-                        file: file.to_string(),
-                        line: l.number,
-                        name: knob.name.clone(),
-                        value: new.clone(),
-                    },
-                })?;
-                out.push_str(&l.body[..found.literal_start]);
-                out.push_str(&written);
-                out.push_str(&l.body[found.literal_start + found.literal.len..]);
-            }
-            _ => out.push_str(l.body),
+        // Literals in line order; the text between them is kept as it is.
+        let mut at = 0;
+        for found in found {
+            let knob = &found.knob;
+            let Some(new) = changes.get(&knob.name).filter(|new| **new != knob.value) else {
+                continue;
+            };
+            let written = write_literal(new, &found.literal.style).map_err(|e| match e {
+                WriteError::TypeMismatch { .. } => KnobError::TypeMismatch {
+                    file: file.to_string(),
+                    line: l.number,
+                    name: knob.name.clone(),
+                    value: new.clone(),
+                    expected: style_type_name(&found.literal.style),
+                },
+                WriteError::NonFinite => KnobError::NonFinite {
+                    file: file.to_string(),
+                    line: l.number,
+                    name: knob.name.clone(),
+                    value: new.clone(),
+                },
+            })?;
+            out.push_str(&l.body[at..found.literal_start]);
+            out.push_str(&written);
+            at = found.literal_start + found.literal.len;
         }
+        out.push_str(&l.body[at..]);
         out.push_str(l.ending);
     }
     Ok(out)

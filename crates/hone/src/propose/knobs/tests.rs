@@ -444,3 +444,44 @@ proptest! {
         prop_assert_eq!(apply("t", &out, &changes).ok(), Some(out.clone()));
     }
 }
+
+#[test]
+fn tuples_and_powers_are_knobs_and_rewrite_to_valid_python() {
+    let text = "TOTAL_BATCH_SIZE = 2**19  # tokens\nADAM_BETAS = (0.8, 0.95)\nX = 1\n";
+    let knobs = discover("train.py", text).unwrap();
+    let names: Vec<&str> = knobs.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["TOTAL_BATCH_SIZE", "ADAM_BETAS[0]", "ADAM_BETAS[1]", "X"]
+    );
+    assert_eq!(knobs[0].value, KnobValue::Int(1 << 19));
+    assert_eq!(knobs[0].literal, "2**19");
+    assert_eq!(knobs[2].literal, "0.95");
+    assert!(
+        matches!(knobs[2].domain, Domain::Float { hi, .. } if hi < 1.0),
+        "a beta stays a fraction: {:?}",
+        knobs[2].domain
+    );
+    let changes: Config = [
+        ("TOTAL_BATCH_SIZE".to_string(), KnobValue::Int(1 << 20)),
+        ("ADAM_BETAS[1]".to_string(), KnobValue::Float(0.99)),
+        ("ADAM_BETAS[0]".to_string(), KnobValue::Float(0.9)),
+    ]
+    .into_iter()
+    .collect();
+    let out = apply("train.py", text, &changes).unwrap();
+    assert_eq!(
+        out,
+        "TOTAL_BATCH_SIZE = 2**20  # tokens\nADAM_BETAS = (0.9, 0.99)\nX = 1\n"
+    );
+    let not_a_power: Config = [("TOTAL_BATCH_SIZE".to_string(), KnobValue::Int(3000))]
+        .into_iter()
+        .collect();
+    assert!(apply("train.py", text, &not_a_power)
+        .unwrap()
+        .starts_with("TOTAL_BATCH_SIZE = 3000  #"));
+    assert_eq!(
+        apply("train.py", &out, &config_of(&discover("t", &out).unwrap())).unwrap(),
+        out
+    );
+}

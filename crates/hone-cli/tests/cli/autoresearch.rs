@@ -1,0 +1,338 @@
+//! `hone init` and `hone run` on a repository shaped like Karpathy's autoresearch (issue 15,
+//! items 1–3): prepare.py holds the data and evaluation constants and functions, train.py the
+//! hyperparameters, a `TIME_BUDGET` import and a summary block printing `val_bpb:`; the project
+//! runs with `uv run train.py`. train.py here is a pure-python CPU stand-in that computes a
+//! val_bpb-like number from its hyperparameters at once, and fails (non-zero exit) exactly where
+//! the real program would: a batch that does not divide, a fraction out of range, betas outside
+//! (0, 1). A `uv` shim on PATH runs `python3 <script>`.
+
+use crate::support::*;
+
+const PREPARE: &str = r#""""Data and evaluation: fixed constants and functions (the stand-in of autoresearch's)."""
+import math
+
+MAX_SEQ_LEN = 2048        # context length
+TIME_BUDGET = 300         # seconds of training
+EVAL_TOKENS = 40 * 524288 # tokens of the validation evaluation
+VAL_SHARD = 6542          # the validation shard
+MAX_SHARD = 6542          # shards below it are training data
+
+
+class Tokenizer:
+    vocab_size = 8192
+
+
+def make_dataloader(split, batch_size, seq_len):
+    assert split in ("train", "val")
+    return iter(())
+
+
+def evaluate_bpb(loss_nats):
+    """Bits per byte of the validation shard (here: of the stand-in's loss)."""
+    return loss_nats / math.log(2) / 1.0
+"#;
+
+const TRAIN: &str = r#""""CPU stand-in for autoresearch's train.py: same hyperparameters, same checks, no torch."""
+import math
+import sys
+
+from prepare import MAX_SEQ_LEN, TIME_BUDGET, Tokenizer, make_dataloader, evaluate_bpb
+
+# Model
+ASPECT_RATIO = 64
+HEAD_DIM = 128
+WINDOW_PATTERN = "SSSL"
+DEPTH = 8
+
+# Optimization
+TOTAL_BATCH_SIZE = 2**19
+EMBEDDING_LR = 0.6
+UNEMBEDDING_LR = 0.004
+MATRIX_LR = 0.04
+SCALAR_LR = 0.5
+WEIGHT_DECAY = 0.2
+ADAM_BETAS = (0.8, 0.95)
+WARMUP_RATIO = 0.0
+WARMDOWN_RATIO = 0.5
+FINAL_LR_FRAC = 0.0
+DEVICE_BATCH_SIZE = 128
+
+H100_BF16_PEAK_FLOPS = 989.5e12
+
+# The checks the real program makes (or the errors torch raises) when these are out of range.
+assert TOTAL_BATCH_SIZE % (DEVICE_BATCH_SIZE * MAX_SEQ_LEN) == 0, "batch does not divide"
+assert 0.0 <= WARMUP_RATIO < 1.0 and 0.0 <= WARMDOWN_RATIO <= 1.0, "ratio out of range"
+assert WARMUP_RATIO + WARMDOWN_RATIO <= 1.0, "warmup and warmdown overlap"
+assert 0.0 <= FINAL_LR_FRAC <= 1.0, "final lr fraction out of range"
+if not all(0.0 <= b < 1.0 for b in ADAM_BETAS):
+    raise ValueError(f"Invalid beta parameter: {ADAM_BETAS}")
+if not 0.0 <= WEIGHT_DECAY:
+    raise ValueError(f"Invalid weight_decay value: {WEIGHT_DECAY}")
+if DEVICE_BATCH_SIZE * MAX_SEQ_LEN > 2**20:
+    sys.exit("CUDA out of memory")
+model_dim = ((DEPTH * ASPECT_RATIO + HEAD_DIM - 1) // HEAD_DIM) * HEAD_DIM
+num_heads = model_dim // HEAD_DIM
+grad_accum_steps = TOTAL_BATCH_SIZE // (DEVICE_BATCH_SIZE * MAX_SEQ_LEN)
+
+loss = 0.7
+loss += 0.02 * math.log(MATRIX_LR / 0.03) ** 2
+loss += 0.01 * math.log(EMBEDDING_LR / 0.4) ** 2
+loss += 0.01 * math.log(UNEMBEDDING_LR / 0.005) ** 2
+loss += 0.01 * math.log(SCALAR_LR / 0.4) ** 2
+loss += 0.05 * (WEIGHT_DECAY - 0.1) ** 2 + 0.2 * (WARMDOWN_RATIO - 0.4) ** 2
+loss += 0.3 * (ADAM_BETAS[0] - 0.85) ** 2 + 0.3 * (ADAM_BETAS[1] - 0.97) ** 2
+loss += 0.002 * (DEPTH - 10) ** 2 + 0.01 * math.log2(TOTAL_BATCH_SIZE / 2**19) ** 2
+loss += 0.001 * math.log2(model_dim / 512) ** 2 + 0.001 * grad_accum_steps
+val_bpb = evaluate_bpb(loss * math.log(2))
+
+print("---")
+print(f"val_bpb:          {val_bpb:.6f}")
+print(f"training_seconds: {TIME_BUDGET + 0.1:.1f}")
+print(f"mfu_percent:      {100 * 4e14 / H100_BF16_PEAK_FLOPS:.2f}")
+print(f"num_heads:        {num_heads}")
+print(f"depth:            {DEPTH}")
+"#;
+
+const PROGRAM_MD: &str = "# autoresearch\n\nThe user's own instructions: keep them.\n";
+
+/// The autoresearch-shaped repository, committed, without hone.toml.
+fn autoresearch_repo() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("autoresearch");
+    std::fs::create_dir_all(&dir).unwrap();
+    git(&dir, &["init", "-q", "-b", "main"]);
+    for (name, text) in [
+        ("prepare.py", PREPARE),
+        ("train.py", TRAIN),
+        ("program.md", PROGRAM_MD),
+        (
+            "pyproject.toml",
+            "[project]\nname = \"autoresearch\"\nversion = \"0.1.0\"\nrequires-python = \">=3.10\"\n",
+        ),
+        ("uv.lock", "version = 1\nrequires-python = \">=3.10\"\n"),
+        (".gitignore", ".hone/\n__pycache__/\n"),
+    ] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "autoresearch"]);
+    (tmp, dir)
+}
+
+/// A `uv` on PATH that runs `uv run <script>` as `python3 <script>`.
+fn uv_shim() -> (tempfile::TempDir, String) {
+    let (bin, _record) = fake_tool("uv", "#!/bin/sh\nshift\nexec python3 \"$@\"\n");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    (bin, path)
+}
+
+fn statuses(dir: &Path) -> Vec<(String, String)> {
+    let log = hone_in(dir, &["log", "--json"]);
+    String::from_utf8_lossy(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|row| {
+            (
+                row["status"].as_str().unwrap_or("").to_string(),
+                row["description"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn init_writes_the_safe_spec_for_an_autoresearch_repository_and_keeps_program_md() {
+    let (_t, dir) = autoresearch_repo();
+    let out = hone_in(&dir, &["init"]);
+    let t = text(&out);
+    println!("{t}");
+    assert!(out.status.success(), "{t}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("program.md")).unwrap(),
+        PROGRAM_MD,
+        "an existing program.md is kept"
+    );
+    assert!(t.contains("kept ") && t.contains("program.md"), "{t}");
+    let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
+    for line in [
+        "editable  = [\"train.py\"]",
+        "protected = [\"prepare.py\"]",
+        "metric    = \"val_bpb\"",
+        "direction = \"minimize\"",
+        "command   = \"uv run train.py\"",
+        // TIME_BUDGET 300 s, twice, plus a margin.
+        "timeout   = \"720s\"",
+    ] {
+        assert!(toml.lines().any(|l| l == line), "{line:?} in:\n{toml}");
+    }
+    for why in [
+        "TIME_BUDGET (prepare.py:5) is 300 s",
+        "uv.lock: the project runs with uv",
+        "train.py:55 prints `val_bpb: <number>`",
+        "#   H100_BF16_PEAK_FLOPS (train.py:26): only printed",
+        "#   TIME_BUDGET (prepare.py): defined by the protected evaluator",
+        "#   MAX_SHARD (prepare.py): defined by the protected evaluator",
+    ] {
+        assert!(toml.contains(why), "{why:?} in:\n{toml}");
+    }
+    // The knob table: the constants that must not move are fixed or absent; expressions
+    // and tuples are knobs with ranges that keep the program valid.
+    let row = |name: &str| {
+        t.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no row for {name} in:\n{t}"))
+            .to_string()
+    };
+    for name in ["TIME_BUDGET", "MAX_SHARD", "VAL_SHARD", "EVAL_TOKENS"] {
+        assert!(
+            !t.lines().any(|l| l.split_whitespace().next() == Some(name)),
+            "{name} is the evaluator's, not a knob:\n{t}"
+        );
+    }
+    assert!(row("H100_BF16_PEAK_FLOPS").contains("fixed"), "{t}");
+    // 2**19 only grows and DEVICE_BATCH_SIZE only shrinks (by factors of two): the assert that
+    // one divides the other keeps holding.
+    assert!(row("TOTAL_BATCH_SIZE").contains("524288"), "{t}");
+    assert!(row("TOTAL_BATCH_SIZE").contains("choice of 3"), "{t}");
+    assert!(row("ADAM_BETAS[0]").contains("0.08..0.98"), "{t}");
+    assert!(row("WARMDOWN_RATIO").contains("0.05..0.95"), "{t}");
+    assert!(row("DEVICE_BATCH_SIZE").contains("choice of 3"), "{t}");
+
+    // A second init without --force leaves both files alone; --force writes both.
+    let again = hone_in(&dir, &["init"]);
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert!(text(&again).contains("--force"), "{}", text(&again));
+    std::fs::write(dir.join("hone.toml"), "# mine\n").unwrap();
+    let forced = hone_in(&dir, &["init", "--force"]);
+    assert!(forced.status.success(), "{}", text(&forced));
+    assert!(std::fs::read_to_string(dir.join("hone.toml"))
+        .unwrap()
+        .contains("metric    = \"val_bpb\""));
+    assert_ne!(
+        std::fs::read_to_string(dir.join("program.md")).unwrap(),
+        PROGRAM_MD,
+        "--force overwrites program.md too"
+    );
+}
+
+#[test]
+fn the_initial_design_on_autoresearch_crashes_on_no_inferred_range() {
+    let (_t, dir) = autoresearch_repo();
+    let init = hone_in(&dir, &["init"]);
+    assert!(init.status.success(), "{}", text(&init));
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "hone init"]);
+    let (_bin, path) = uv_shim();
+    let out = Command::new(HONE)
+        .args(["run", "-n", "12"])
+        .current_dir(&dir)
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let rows = statuses(&dir);
+    assert_eq!(rows.len(), 12, "{rows:?}\n{}", text(&out));
+    assert_eq!(rows[0].0, "baseline", "{rows:?}");
+    let crashed: Vec<&(String, String)> = rows.iter().filter(|(s, _)| s == "crash").collect();
+    assert!(crashed.is_empty(), "crashes: {crashed:?}\n{}", text(&out));
+    // The run moved the expression and tuple knobs, and never the time budget.
+    let all = rows
+        .iter()
+        .map(|(_, d)| d.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(all.contains("ADAM_BETAS["), "{all}");
+    assert!(all.contains("TOTAL_BATCH_SIZE"), "{all}");
+    assert!(
+        !all.contains("TIME_BUDGET") && !all.contains("H100"),
+        "{all}"
+    );
+}
+
+const SKLEARN: &str = r#""""Pure-python stand-in for a scikit-learn MLPClassifier script."""
+import sys
+
+LEARNING_RATE_INIT = 0.001
+MOMENTUM = 0.9
+ALPHA = 0.0001
+HIDDEN = 64
+MAX_ITER = 200
+TEST_SIZE = 0.25
+RANDOM_STATE = 0
+
+if not 0.0 <= MOMENTUM <= 1.0:
+    sys.exit("ValueError: momentum must be >= 0 and <= 1, got %s" % MOMENTUM)
+acc = 0.98 - 0.5 * (MOMENTUM - 0.95) ** 2 - 0.001 * abs(HIDDEN - 100) / 10
+acc -= 0.01 * abs(LEARNING_RATE_INIT - 0.002) * 100 + 0.2 * TEST_SIZE * 0
+print(f"accuracy: {acc:.4f}")
+"#;
+
+#[test]
+fn init_on_a_scikit_learn_script_keeps_momentum_a_fraction() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    std::fs::write(dir.join("train.py"), SKLEARN).unwrap();
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "sklearn"]);
+    let init = hone_in(dir, &["init"]);
+    let t = text(&init);
+    println!("{t}");
+    assert!(init.status.success(), "{t}");
+    let momentum = t
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("MOMENTUM"))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(momentum.contains("0.09..0.99"), "{momentum}");
+    let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
+    assert!(toml.contains("metric    = \"accuracy\""), "{toml}");
+    assert!(toml.contains("direction = \"maximize\""), "{toml}");
+    assert!(
+        toml.contains("TEST_SIZE (train.py:9): a time budget, data split"),
+        "{toml}"
+    );
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "hone init"]);
+    let run = hone_in(dir, &["run", "-n", "12"]);
+    assert!(run.status.success(), "{}", text(&run));
+    let rows = statuses(dir);
+    assert!(
+        rows.iter().all(|(s, _)| s != "crash"),
+        "{rows:?}\n{}",
+        text(&run)
+    );
+}
+
+#[test]
+fn init_check_runs_the_baseline_once_and_reports_the_metric() {
+    let (_t, dir) = autoresearch_repo();
+    let (_bin, path) = uv_shim();
+    let init = |args: &[&str]| {
+        Command::new(HONE)
+            .args(args)
+            .current_dir(&dir)
+            .env("PATH", &path)
+            .output()
+            .unwrap()
+    };
+    let out = init(&["init", "--check"]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("check: val_bpb = 0.7176"), "{t}");
+    // On the hone.toml that exists (here edited to a wrong metric): checked, not rewritten.
+    edit_spec(&dir, |s| {
+        s.replace("metric    = \"val_bpb\"", "metric    = \"loss\"")
+    });
+    let wrong = init(&["init", "--check"]);
+    let t = text(&wrong);
+    assert_eq!(wrong.status.code(), Some(1), "{t}");
+    assert!(t.contains("printed no `loss: <number>`"), "{t}");
+    assert!(t.contains("depth:"), "the last lines are shown: {t}");
+    assert!(std::fs::read_to_string(dir.join("hone.toml"))
+        .unwrap()
+        .contains("\"loss\""));
+}

@@ -1,0 +1,821 @@
+//! What `hone init` learns from a repository before it writes hone.toml: the training script,
+//! the evaluator it imports (protected, never editable), the metric the script prints and its
+//! direction, the command the project runs it with, the timeout from the script's own time
+//! budget, and which constants are not knobs and why; and the hone.toml text that explains
+//! each of those choices in a comment. No terminal I/O: `hone init` prints.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::propose::knobs::{self, Domain, Knob, KnobValue};
+use crate::verify::Direction;
+
+/// Metric names (or `_<name>` endings) that are better when larger.
+const MAXIMIZED: &[&str] = &[
+    "acc",
+    "accuracy",
+    "f1",
+    "auc",
+    "reward",
+    "throughput",
+    "tps",
+    "qps",
+    "bleu",
+    "precision",
+    "recall",
+];
+
+/// Words in a printed name that mark it as the result (preferred over other printed values).
+const METRIC_WORDS: &[&str] = &[
+    "bpb",
+    "loss",
+    "acc",
+    "accuracy",
+    "score",
+    "error",
+    "perplexity",
+    "ppl",
+    "f1",
+    "auc",
+    "rmse",
+    "mse",
+    "mae",
+    "reward",
+    "bleu",
+];
+
+/// Module names that are an evaluator whatever they hold.
+const EVALUATOR_NAMES: &[&str] = &[
+    "prepare",
+    "evaluate",
+    "evaluation",
+    "eval",
+    "data",
+    "dataset",
+];
+
+/// Seconds added to twice the script's time budget: start-up, compilation and the evaluation.
+pub const TIMEOUT_MARGIN_SECS: u64 = 120;
+
+/// `maximize` for metrics named like accuracy or throughput, else `minimize`.
+pub fn direction_of(metric: &str) -> Direction {
+    let lower = metric.to_ascii_lowercase();
+    if MAXIMIZED
+        .iter()
+        .any(|w| lower == *w || lower.ends_with(&format!("_{w}")))
+    {
+        Direction::Maximize
+    } else {
+        Direction::Minimize
+    }
+}
+
+/// A module the script imports for its data and its evaluation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluator {
+    /// Repo-relative path (`prepare.py`).
+    pub path: String,
+    /// The names the script imports from it (empty for `import prepare`).
+    pub imported: Vec<String>,
+    /// The UPPER_CASE constants it assigns at the top level (`MAX_SEQ_LEN`, `TIME_BUDGET`).
+    pub defines: Vec<String>,
+}
+
+/// A value hone.toml gets, and why (the comment written next to it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Choice<T> {
+    pub value: T,
+    pub why: String,
+    /// Whether it is a guess the user should check.
+    pub guessed: bool,
+}
+
+/// What the repository says about how to run and measure it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Analysis {
+    /// The training script (`train.py`), if there is one.
+    pub script: Option<String>,
+    pub evaluators: Vec<Evaluator>,
+    pub metric: Choice<String>,
+    pub direction: Choice<Direction>,
+    pub command: Choice<String>,
+    /// Seconds.
+    pub timeout: Choice<u64>,
+}
+
+/// The training script: `train.py` (at the top or anywhere), else `main.py`, else the one
+/// top-level Python file that prints a metric.
+fn find_script(files: &[String], read: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    for name in ["train.py", "main.py"] {
+        if let Some(f) = files.iter().find(|f| *f == name) {
+            return Some(f.clone());
+        }
+    }
+    if let Some(f) = files.iter().find(|f| f.ends_with("/train.py")) {
+        return Some(f.clone());
+    }
+    let printing: Vec<&String> = files
+        .iter()
+        .filter(|f| f.ends_with(".py") && !f.contains('/'))
+        .filter(|f| read(f).is_some_and(|t| !printed_names(&t).is_empty()))
+        .collect();
+    match printing.as_slice() {
+        [one] => Some((*one).clone()),
+        _ => None,
+    }
+}
+
+/// The modules `text` imports: `(module, names)` for `from m import a, b` (one line, or a
+/// parenthesised list over several) and `import m` / `import m as x`.
+fn imports(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if let Some(rest) = line.strip_prefix("from ") {
+            let Some((module, names)) = rest.split_once(" import ") else {
+                continue;
+            };
+            let mut names = names.trim().to_string();
+            if names.starts_with('(') && !names.contains(')') {
+                for more in lines.by_ref() {
+                    let more = more.split('#').next().unwrap_or("");
+                    names.push_str(more);
+                    if more.contains(')') {
+                        break;
+                    }
+                }
+            }
+            let names = names
+                .trim_matches(|c| c == '(' || c == ')' || c == ' ')
+                .split(',')
+                .map(|n| n.split(" as ").next().unwrap_or("").trim().to_string())
+                .filter(|n| !n.is_empty() && n != ")")
+                .collect();
+            out.push((module.trim().to_string(), names));
+        } else if let Some(rest) = line.strip_prefix("import ") {
+            for m in rest.split(',') {
+                let m = m.split(" as ").next().unwrap_or("").trim();
+                if !m.is_empty() {
+                    out.push((m.to_string(), Vec::new()));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The local modules `script` imports that hold its data loading or evaluation: named like
+/// one (`prepare`, `evaluate`, `data`...), or defining or giving the script a name with `eval`
+/// in it (`evaluate_bpb`).
+fn find_evaluators(
+    script: &str,
+    files: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Evaluator> {
+    let Some(text) = read(script) else {
+        return Vec::new();
+    };
+    let dir = script.rsplit_once('/').map(|(d, _)| d);
+    let mut out: Vec<Evaluator> = Vec::new();
+    for (module, names) in imports(&text) {
+        let rel = format!("{}.py", module.replace('.', "/"));
+        let path = match dir {
+            Some(d) if files.contains(&format!("{d}/{rel}")) => format!("{d}/{rel}"),
+            _ if files.contains(&rel) => rel,
+            _ => continue,
+        };
+        let body = read(&path).unwrap_or_default();
+        let defines_eval = body.lines().any(|l| {
+            l.trim_start()
+                .strip_prefix("def ")
+                .is_some_and(|d| d.to_ascii_lowercase().contains("eval"))
+        });
+        let gives_eval = names
+            .iter()
+            .any(|n| n.to_ascii_lowercase().contains("eval"));
+        let last = module.rsplit('.').next().unwrap_or(&module);
+        if EVALUATOR_NAMES.contains(&last) || defines_eval || gives_eval {
+            let defines = knobs::discover(&path, &body)
+                .map(|ks| ks.into_iter().map(|k| k.name).collect())
+                .unwrap_or_default();
+            match out.iter_mut().find(|e| e.path == path) {
+                Some(e) => e.imported.extend(names),
+                None => out.push(Evaluator {
+                    path,
+                    imported: names,
+                    defines,
+                }),
+            }
+        }
+    }
+    out
+}
+
+/// The names `text` prints as `name: value` (`print(f"val_bpb: {x:.6f}")`,
+/// `print("loss:", loss)`, `print("acc: %.3f" % acc)`), with their 1-based lines, in order.
+pub fn printed_names(text: &str) -> Vec<(String, usize)> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let Some(at) = line.find("print(") else {
+            continue;
+        };
+        let rest = &line[at + "print(".len()..];
+        let rest = rest
+            .strip_prefix('f')
+            .or_else(|| rest.strip_prefix('r'))
+            .unwrap_or(rest);
+        let Some(rest) = rest.strip_prefix('"').or_else(|| rest.strip_prefix('\'')) else {
+            continue;
+        };
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let (name, after) = rest.split_at(end);
+        let named = !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit());
+        if named && after.starts_with(':') && !out.iter().any(|(n, _)| n == name) {
+            out.push((name.to_string(), i + 1));
+        }
+    }
+    out
+}
+
+/// The script's metric: the first printed name with a metric word in it (`val_bpb`), else the
+/// first printed name.
+fn find_metric(script: &str, text: &str) -> Option<Choice<String>> {
+    let printed = printed_names(text);
+    let is_metric = |n: &str| {
+        let lower = n.to_ascii_lowercase();
+        lower.split('_').any(|w| METRIC_WORDS.contains(&w))
+    };
+    let (name, line, guessed) = match printed.iter().find(|(n, _)| is_metric(n)) {
+        Some((n, l)) => (n.clone(), *l, false),
+        None => {
+            let (n, l) = printed.first()?;
+            (n.clone(), *l, true)
+        }
+    };
+    Some(Choice {
+        why: format!("{script}:{line} prints `{name}: <number>`"),
+        value: name,
+        guessed,
+    })
+}
+
+/// How the project runs its script: `uv run` where there is a uv.lock or a pyproject.toml,
+/// the repository's `.venv` python by absolute path where there is one (the verifier runs in
+/// a worktree of committed files, where an untracked `.venv` does not exist), else `python3`.
+fn find_command(root: &Path, files: &[String], script: Option<&str>) -> Choice<String> {
+    let Some(script) = script else {
+        return Choice {
+            value: "./measure.sh".into(),
+            why: "no training script found: the command that prints the metric".into(),
+            guessed: true,
+        };
+    };
+    if files.iter().any(|f| f == "uv.lock") {
+        return Choice {
+            value: format!("uv run {script}"),
+            why: "uv.lock: the project runs with uv".into(),
+            guessed: false,
+        };
+    }
+    if files.iter().any(|f| f == "pyproject.toml") {
+        return Choice {
+            value: format!("uv run {script}"),
+            why: "pyproject.toml: uv runs the project in its environment".into(),
+            guessed: false,
+        };
+    }
+    let venv = root.join(".venv/bin/python");
+    if venv.exists() {
+        return Choice {
+            value: format!("{} {script}", venv.display()),
+            why: "the repository's .venv, by absolute path: the verifier runs in \
+                  .hone/worktrees/<tag>, where the untracked .venv does not exist"
+                .into(),
+            guessed: false,
+        };
+    }
+    Choice {
+        value: format!("python3 {script}"),
+        why: "no uv.lock, pyproject.toml or .venv: the system python".into(),
+        guessed: true,
+    }
+}
+
+/// The script's time budget in seconds: a number assigned to a name with the word `BUDGET`
+/// in the script or its evaluators (`TIME_BUDGET = 300`), with where it was found.
+fn find_budget(
+    script: &str,
+    evaluators: &[Evaluator],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Option<(String, String, f64)> {
+    let files =
+        std::iter::once(script.to_string()).chain(evaluators.iter().map(|e| e.path.clone()));
+    for f in files {
+        let Some(text) = read(&f) else { continue };
+        let Ok(found) = knobs::discover(&f, &text) else {
+            continue;
+        };
+        for k in found {
+            if !k.name.split('_').any(|w| w == "BUDGET") {
+                continue;
+            }
+            let secs = match k.value {
+                KnobValue::Int(n) => n as f64,
+                KnobValue::Float(x) => x,
+                _ => continue,
+            };
+            if secs > 0.0 && secs.is_finite() {
+                return Some((k.name, format!("{}:{}", k.file, k.line), secs));
+            }
+        }
+    }
+    None
+}
+
+/// Reads the repository: `files` are its repo-relative paths (tracked and untracked, not
+/// ignored), `read` gives a file's text.
+pub fn analyze(root: &Path, files: &[String], read: &dyn Fn(&str) -> Option<String>) -> Analysis {
+    let script = find_script(files, read);
+    let evaluators = script
+        .as_deref()
+        .map(|s| find_evaluators(s, files, read))
+        .unwrap_or_default();
+    let metric = script
+        .as_deref()
+        .and_then(|s| read(s).and_then(|t| find_metric(s, &t)))
+        .unwrap_or_else(|| Choice {
+            value: "score".into(),
+            why: "no `name: <number>` print found: the name the command prints".into(),
+            guessed: true,
+        });
+    let dir = direction_of(&metric.value);
+    let direction = Choice {
+        value: dir,
+        why: match dir {
+            Direction::Maximize => format!("`{}` reads as higher-is-better", metric.value),
+            Direction::Minimize => format!("`{}` reads as lower-is-better", metric.value),
+        },
+        guessed: metric.guessed,
+    };
+    let command = find_command(root, files, script.as_deref());
+    let timeout = match script
+        .as_deref()
+        .and_then(|s| find_budget(s, &evaluators, read))
+    {
+        Some((name, at, secs)) => Choice {
+            value: (secs * 2.0).ceil() as u64 + TIMEOUT_MARGIN_SECS,
+            why: format!(
+                "{name} ({at}) is {secs} s: twice that plus {TIMEOUT_MARGIN_SECS} s for \
+                 start-up and evaluation"
+            ),
+            guessed: false,
+        },
+        None => Choice {
+            value: 600,
+            why: "no time budget found in the script: the process group is killed after this"
+                .into(),
+            guessed: true,
+        },
+    };
+    Analysis {
+        script,
+        evaluators,
+        metric,
+        direction,
+        command,
+        timeout,
+    }
+}
+
+/// Why an unannotated knob is fixed, for the comment in hone.toml (`None` for a knob that
+/// moves or carries its own annotation).
+pub fn why_fixed(knob: &Knob) -> Option<&'static str> {
+    if knob.annotated || knob.domain != Domain::Fixed {
+        return None;
+    }
+    Some(if knob.name.contains("SEED") {
+        "a seed: changing it is noise"
+    } else if knobs::measures_the_run(&knob.name) {
+        "a time budget, data split or evaluation constant: changing it changes the measurement"
+    } else {
+        match knob.value {
+            KnobValue::Str(_) => "a string (annotate `# hone: choice [...]` to search it)",
+            KnobValue::Int(0) | KnobValue::Float(0.0) => "zero: no scale to search around",
+            // The divisibility rule fixes integers only.
+            KnobValue::Float(_) => "only printed: it changes a printout, not the result",
+            _ => "only printed, or a divisor with no factor of two to spare",
+        }
+    })
+}
+
+/// What hone.toml will hold.
+#[derive(Clone, Debug)]
+pub struct Draft {
+    pub editable: Vec<String>,
+    pub editable_why: String,
+    pub protected: Vec<String>,
+    pub protected_why: String,
+    pub command: Choice<String>,
+    pub timeout: Choice<u64>,
+    pub metric: Choice<String>,
+    pub direction: Choice<Direction>,
+    /// Constants that are not knobs, with why: fixed knobs of the editable files, and the
+    /// constants of a protected evaluator.
+    pub not_knobs: Vec<(String, String)>,
+}
+
+/// The draft for `analysis`, the knobs found in the files it would make editable, and the
+/// command line's overrides (`editable`, `command`, `metric`; empty or `None`: inferred).
+pub fn draft(
+    analysis: &Analysis,
+    knobs: &[Knob],
+    with_knobs: &[String],
+    editable: Vec<String>,
+    command: Option<String>,
+    metric: Option<String>,
+) -> Draft {
+    let protected: Vec<String> = analysis.evaluators.iter().map(|e| e.path.clone()).collect();
+    let (editable, editable_why) = if !editable.is_empty() {
+        (editable, "from --editable".to_string())
+    } else if !with_knobs.is_empty() {
+        (
+            with_knobs.to_vec(),
+            "the files with knobs, less the evaluator".to_string(),
+        )
+    } else {
+        (
+            vec!["CHANGE-ME".to_string()],
+            "no knobs found: the files a candidate may change".to_string(),
+        )
+    };
+    let protected_why = match analysis.evaluators.as_slice() {
+        [] => "e.g. [\"prepare.py\"]: any change is a violation".to_string(),
+        evs => format!(
+            "the evaluator: {} imports its data and evaluation from {}; any change is a violation",
+            analysis.script.as_deref().unwrap_or("the script"),
+            evs.iter()
+                .map(|e| e.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let command = match command {
+        Some(c) => Choice {
+            value: c,
+            why: "from --command".into(),
+            guessed: false,
+        },
+        None => analysis.command.clone(),
+    };
+    let (metric, direction) = match metric {
+        Some(m) => {
+            let d = direction_of(&m);
+            (
+                Choice {
+                    value: m,
+                    why: "from --metric".into(),
+                    guessed: false,
+                },
+                Choice {
+                    value: d,
+                    why: "from the metric's name".into(),
+                    guessed: true,
+                },
+            )
+        }
+        None => (analysis.metric.clone(), analysis.direction.clone()),
+    };
+    let mut not_knobs: Vec<(String, String)> = knobs
+        .iter()
+        .filter_map(|k| {
+            why_fixed(k).map(|why| {
+                (
+                    format!("{} ({}:{})", k.name, k.file, k.line),
+                    why.to_string(),
+                )
+            })
+        })
+        .collect();
+    for e in &analysis.evaluators {
+        for name in &e.defines {
+            not_knobs.push((
+                format!("{name} ({})", e.path),
+                "defined by the protected evaluator".to_string(),
+            ));
+        }
+        let shadowed: BTreeMap<&str, ()> = knobs
+            .iter()
+            .filter(|k| e.defines.contains(&k.name))
+            .map(|k| (k.name.as_str(), ()))
+            .collect();
+        for name in shadowed.keys() {
+            not_knobs.push((
+                format!("{name} (also in {})", e.path),
+                "the evaluator defines it too: mark it `# hone: fixed`".to_string(),
+            ));
+        }
+    }
+    let timeout = analysis.timeout.clone();
+    Draft {
+        editable,
+        editable_why,
+        protected,
+        protected_why,
+        command,
+        timeout,
+        metric,
+        direction,
+        not_knobs,
+    }
+}
+
+/// What running the command once (`hone init --check`) showed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckOutcome {
+    pub exit: crate::exec::Exit,
+    pub seconds: f64,
+    /// The objective, as the verifier would read it.
+    pub value: Option<f64>,
+    /// The last lines of the output (at most 5), for a command that failed or printed no
+    /// metric.
+    pub tail: Vec<String>,
+}
+
+/// Runs `command` once in `root` (the checkout: `hone run` runs it in a worktree of the
+/// committed files instead) with hone's environment, kills its process group after
+/// `timeout_secs`, and reads `metric` from its output the way the verifier does (with
+/// `metric_regex`, when hone.toml has one).
+pub fn check(
+    root: &Path,
+    command: &str,
+    timeout_secs: u64,
+    metric: &str,
+    metric_regex: Option<&str>,
+) -> Result<CheckOutcome, String> {
+    use crate::exec::{spawn, ExecRequest, Limits};
+    let mut reader = crate::verify::metrics::MetricReader::new(metric, metric_regex)
+        .map_err(|e| format!("{e}"))?;
+    let log_path = std::env::temp_dir().join(format!("hone-init-check-{}.log", std::process::id()));
+    let req = ExecRequest {
+        command: command.to_string(),
+        cwd: root.to_path_buf(),
+        env: std::env::vars_os()
+            .filter(|(k, _)| !k.to_string_lossy().starts_with("HONE_"))
+            .collect(),
+        timeout: Some(std::time::Duration::from_secs(timeout_secs)),
+        kill_grace: std::time::Duration::from_secs(5),
+        drain_timeout: std::time::Duration::from_secs(5),
+        log_path: log_path.clone(),
+        max_log_bytes: 1 << 20,
+        limits: Limits::default(),
+        wrapper: Vec::new(),
+    };
+    let running = spawn(&req).map_err(|e| e.to_string())?;
+    let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    let outcome = running
+        .wait(
+            &mut |line| {
+                reader.feed(line);
+                if tail.len() == 5 {
+                    tail.pop_front();
+                }
+                tail.push_back(line.to_string());
+            },
+            &|| false,
+        )
+        .map_err(|e| e.to_string());
+    // The log was only a by-product: the lines were read as they came.
+    let _ = std::fs::remove_file(&log_path);
+    let outcome = outcome?;
+    Ok(CheckOutcome {
+        exit: outcome.exit,
+        seconds: outcome.duration.as_secs_f64(),
+        value: reader.finish().get(metric),
+        tail: tail.into(),
+    })
+}
+
+fn quoted(list: &[String]) -> String {
+    list.iter()
+        .map(|e| format!("{e:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// hone.toml for `d`, each choice with a comment saying where it came from.
+pub fn spec_text(d: &Draft) -> String {
+    let check = |guessed: bool| if guessed { " (a guess: check it)" } else { "" };
+    let mut not_knobs = String::new();
+    if !d.not_knobs.is_empty() {
+        not_knobs.push_str("#\n# Not knobs (the optimizer never changes them):\n");
+        for (name, why) in &d.not_knobs {
+            not_knobs.push_str(&format!("#   {name}: {why}\n"));
+        }
+    }
+    format!(
+        r#"# hone.toml: the loop's contract. Every key is described in hone's README.
+# Written by `hone init`; each comment says where a value came from.
+{not_knobs}
+[loop]
+program   = "program.md"
+# {editable_why}
+editable  = [{editable}]
+# {protected_why}
+protected = [{protected}]
+pinned    = []                 # e.g. ["data/"]: hashed at start; a change stops the run
+
+[verify]
+# {command_why}{command_check}
+command   = {command:?}
+# {timeout_why}{timeout_check}
+timeout   = "{timeout}s"
+# {metric_why}{metric_check}
+metric    = {metric:?}
+# {direction_why}{direction_check}
+direction = "{direction}"
+min_delta = 0.0                # the smallest improvement worth keeping
+
+[agent]
+kind = "knobs"                 # the built-in optimizer; or "command"
+
+[stop]
+max_experiments = 100
+patience = 30
+"#,
+        editable_why = d.editable_why,
+        editable = quoted(&d.editable),
+        protected_why = d.protected_why,
+        protected = quoted(&d.protected),
+        command_why = d.command.why,
+        command_check = check(d.command.guessed),
+        command = d.command.value,
+        timeout_why = d.timeout.why,
+        timeout_check = check(d.timeout.guessed),
+        timeout = d.timeout.value,
+        metric_why = d.metric.why,
+        metric_check = check(d.metric.guessed),
+        metric = d.metric.value,
+        direction_why = d.direction.why,
+        direction_check = check(d.direction.guessed),
+        direction = d.direction.value.as_str(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PREPARE: &str = "MAX_SEQ_LEN = 2048\nTIME_BUDGET = 300\nMAX_SHARD = 6542\n\
+                           def make_dataloader(split):\n    pass\n\
+                           def evaluate_bpb(model):\n    return 1.0\n";
+    const TRAIN: &str =
+        "import time\nfrom prepare import (\n    MAX_SEQ_LEN,\n    TIME_BUDGET,\n    \
+                         evaluate_bpb,\n)\nimport model_utils\nDEPTH = 8\n\
+                         print(f\"step {0}\")\nprint(f\"val_bpb:          {1.0:.6f}\")\n\
+                         print(f\"training_seconds: {300.1:.1f}\")\n";
+
+    fn repo(files: &[(&str, &str)]) -> (Vec<String>, BTreeMap<String, String>) {
+        let map: BTreeMap<String, String> = files
+            .iter()
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect();
+        (map.keys().cloned().collect(), map)
+    }
+
+    fn analyzed(files: &[(&str, &str)]) -> Analysis {
+        let (paths, texts) = repo(files);
+        analyze(Path::new("/nonexistent"), &paths, &|p| {
+            texts.get(p).cloned()
+        })
+    }
+
+    #[test]
+    fn finds_the_evaluator_the_metric_the_runner_and_the_budget() {
+        let a = analyzed(&[
+            ("prepare.py", PREPARE),
+            ("train.py", TRAIN),
+            ("model_utils.py", "WIDTH = 3\n"),
+            ("uv.lock", ""),
+        ]);
+        assert_eq!(a.script.as_deref(), Some("train.py"));
+        assert_eq!(
+            a.evaluators,
+            [Evaluator {
+                path: "prepare.py".into(),
+                imported: vec![
+                    "MAX_SEQ_LEN".into(),
+                    "TIME_BUDGET".into(),
+                    "evaluate_bpb".into()
+                ],
+                defines: vec![
+                    "MAX_SEQ_LEN".into(),
+                    "TIME_BUDGET".into(),
+                    "MAX_SHARD".into()
+                ],
+            }],
+            "model_utils holds no evaluation: not an evaluator"
+        );
+        assert_eq!(a.metric.value, "val_bpb");
+        assert!(a.metric.why.contains("train.py:10"), "{}", a.metric.why);
+        assert_eq!(a.direction.value, Direction::Minimize);
+        assert_eq!(a.command.value, "uv run train.py");
+        assert_eq!(a.timeout.value, 2 * 300 + TIMEOUT_MARGIN_SECS);
+        assert!(
+            a.timeout.why.contains("TIME_BUDGET (prepare.py:2)"),
+            "{}",
+            a.timeout.why
+        );
+    }
+
+    #[test]
+    fn runners_and_metric_fallbacks() {
+        let a = analyzed(&[
+            ("train.py", "print('accuracy:', 0.9)\n"),
+            ("pyproject.toml", ""),
+        ]);
+        assert_eq!(a.command.value, "uv run train.py");
+        assert_eq!(a.metric.value, "accuracy");
+        assert_eq!(a.direction.value, Direction::Maximize);
+        assert!(a.timeout.guessed);
+        let plain = analyzed(&[("fit.py", "print('r2: %.3f' % 0.5)\n")]);
+        assert_eq!(plain.script.as_deref(), Some("fit.py"));
+        assert_eq!(plain.command.value, "python3 fit.py");
+        assert!(plain.command.guessed);
+        assert_eq!(plain.metric.value, "r2");
+        assert!(
+            plain.metric.guessed,
+            "r2 has no metric word: a guess to check"
+        );
+        let none = analyzed(&[("README.md", "hi\n")]);
+        assert_eq!(none.metric.value, "score");
+        assert_eq!(none.command.value, "./measure.sh");
+    }
+
+    #[test]
+    fn the_venv_runs_by_absolute_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join(".venv/bin")).unwrap();
+        std::fs::write(tmp.path().join(".venv/bin/python"), "").unwrap();
+        let files = vec!["train.py".to_string()];
+        let a = analyze(tmp.path(), &files, &|_| Some("print('loss: 1')\n".into()));
+        assert!(a.command.value.starts_with('/'), "{}", a.command.value);
+        assert!(a.command.value.ends_with("/.venv/bin/python train.py"));
+        assert!(a.command.why.contains("worktrees"));
+    }
+
+    #[test]
+    fn check_runs_the_command_once_and_reads_the_metric() {
+        let tmp = tempfile::tempdir().unwrap();
+        let ok = check(
+            tmp.path(),
+            "echo step 1; echo 'val_bpb: 0.75'",
+            60,
+            "val_bpb",
+            None,
+        )
+        .unwrap();
+        assert_eq!(ok.exit, crate::exec::Exit::Code(0));
+        assert_eq!(ok.value, Some(0.75));
+        let bad = check(tmp.path(), "echo 'loss: 3'; exit 2", 60, "val_bpb", None).unwrap();
+        assert_eq!(bad.exit, crate::exec::Exit::Code(2));
+        assert_eq!(bad.value, None);
+        assert_eq!(bad.tail, ["loss: 3"]);
+    }
+
+    #[test]
+    fn the_spec_explains_each_choice() {
+        let a = analyzed(&[
+            ("prepare.py", PREPARE),
+            ("train.py", TRAIN),
+            ("uv.lock", ""),
+        ]);
+        let found = knobs::discover(
+            "train.py",
+            "DEPTH = 8\nPEAK = 1e12\nprint(f'mfu: {1/PEAK}')\nMAX_SHARD = 10\n",
+        )
+        .unwrap();
+        let d = draft(&a, &found, &["train.py".into()], vec![], None, None);
+        let text = spec_text(&d);
+        let spec: toml_edit::DocumentMut = text.parse().unwrap();
+        assert_eq!(
+            spec["loop"]["editable"].as_array().map(|a| a.len()),
+            Some(1)
+        );
+        assert_eq!(spec["loop"]["protected"][0].as_str(), Some("prepare.py"));
+        assert_eq!(spec["verify"]["metric"].as_str(), Some("val_bpb"));
+        assert_eq!(spec["verify"]["timeout"].as_str(), Some("720s"));
+        for expected in [
+            "#   PEAK (train.py:2): only printed",
+            "#   TIME_BUDGET (prepare.py): defined by the protected evaluator",
+            "#   MAX_SHARD (prepare.py): defined by the protected evaluator",
+            "#   MAX_SHARD (also in prepare.py): the evaluator defines it too",
+            "uv.lock: the project runs with uv",
+            "train.py:10 prints `val_bpb: <number>`",
+        ] {
+            assert!(text.contains(expected), "{expected:?} in:\n{text}");
+        }
+    }
+}
