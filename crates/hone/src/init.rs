@@ -25,25 +25,6 @@ const MAXIMIZED: &[&str] = &[
     "recall",
 ];
 
-/// Words in a printed name that mark it as the result (preferred over other printed values).
-const METRIC_WORDS: &[&str] = &[
-    "bpb",
-    "loss",
-    "acc",
-    "accuracy",
-    "score",
-    "error",
-    "perplexity",
-    "ppl",
-    "f1",
-    "auc",
-    "rmse",
-    "mse",
-    "mae",
-    "reward",
-    "bleu",
-];
-
 /// Module names that are an evaluator whatever they hold.
 const EVALUATOR_NAMES: &[&str] = &[
     "prepare",
@@ -246,7 +227,9 @@ fn find_metric(script: &str, text: &str) -> Option<Choice<String>> {
     let printed = printed_names(text);
     let is_metric = |n: &str| {
         let lower = n.to_ascii_lowercase();
-        lower.split('_').any(|w| METRIC_WORDS.contains(&w))
+        lower
+            .split('_')
+            .any(|w| knobs::infer::METRIC_WORDS.contains(&w))
     };
     let (name, line, guessed) = match printed.iter().find(|(n, _)| is_metric(n)) {
         Some((n, l)) => (n.clone(), *l, false),

@@ -35,9 +35,9 @@ fn code(line: &str) -> &str {
     line.split('#').next().unwrap_or(line)
 }
 
-/// Words of a printed label that may name the objective (`val_bpb`, `score`, `loss`): a
-/// constant printed under such a label may be what the verifier reads, so it stays a knob.
-const RESULT_WORDS: &[&str] = &[
+/// Words in a printed name that mark it as a result (`val_bpb`, `score`, `loss`); `hone init`
+/// looks for the objective among the names holding one.
+pub(crate) const METRIC_WORDS: &[&str] = &[
     "bpb",
     "loss",
     "acc",
@@ -54,11 +54,11 @@ const RESULT_WORDS: &[&str] = &[
     "mae",
     "reward",
     "bleu",
-    "objective",
-    "metric",
-    "result",
-    "value",
 ];
+
+/// Words of a printed label that may name the objective besides [`METRIC_WORDS`]: a constant
+/// printed under such a label may be what the verifier reads, so it stays a knob.
+const RESULT_WORDS: &[&str] = &["objective", "metric", "result", "value"];
 
 /// Whether `line` prints a labelled value that is not a result: `print(f"mfu_percent: {x}")`.
 /// An unlabelled print, or one labelled like a result (`score:`), is not.
@@ -82,7 +82,9 @@ fn is_print(line: &str) -> bool {
     let label = label.to_ascii_lowercase();
     !label.is_empty()
         && after.trim_start().starts_with(':')
-        && !label.split('_').any(|w| RESULT_WORDS.contains(&w))
+        && !label
+            .split('_')
+            .any(|w| METRIC_WORDS.contains(&w) || RESULT_WORDS.contains(&w))
 }
 
 /// The variable a line assigns (`name = ...`, any indentation), if any.
