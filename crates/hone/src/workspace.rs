@@ -1027,6 +1027,69 @@ mod tests {
 
     /// The sealed evaluation's tree: the candidate's files, the sealed ones from the base,
     /// and of the rest only the declared outputs.
+    /// A directory the candidate replaced by a symlink to hidden data: the snapshot commits
+    /// the symlink, never the data behind it (hone reads outside every sandbox).
+    #[test]
+    fn a_snapshot_never_reads_through_a_symlinked_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let secret = tempfile::tempdir().unwrap();
+        std::fs::write(secret.path().join("0.log"), "TOPSECRET\n").unwrap();
+        sh(d, "git init -q -b main && mkdir -p src/h && printf 'x\n' > src/h/0.log && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+        let git = Git::discover(d).unwrap();
+        let head = git.head().unwrap();
+        let wt = d.join(".hone/wt");
+        git.prepare_worktree(&wt, &head).unwrap();
+        sh(
+            &wt,
+            &format!("rm -rf src/h && ln -s {} src/h", secret.path().display()),
+        );
+        let snap = git.snapshot(&wt, &head, "m").unwrap().unwrap();
+        let tree = git.run(&["ls-tree", "-r", &snap.commit]).unwrap();
+        assert!(
+            tree.contains("120000 blob"),
+            "the symlink is committed: {tree}"
+        );
+        assert!(!tree.contains("src/h/0.log"), "{tree}");
+        let all = git.run(&["grep", "-c", "TOPSECRET", &snap.commit]);
+        assert!(all.is_err(), "the hidden data reached the commit: {all:?}");
+    }
+
+    /// A training stage that put a symlink where the commit has a directory of outputs: the
+    /// sealed rebuild writes nothing through it.
+    #[test]
+    fn the_sealed_rebuild_never_writes_through_a_planted_symlink() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let outside = tempfile::tempdir().unwrap();
+        sh(d, "git init -q -b main && mkdir checkpoints && printf keep > checkpoints/.gitkeep && printf P > prepare.py && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+        let git = Git::discover(d).unwrap();
+        let head = git.head().unwrap();
+        let wt = d.join(".hone/wt");
+        git.prepare_worktree(&wt, &head).unwrap();
+        sh(
+            &wt,
+            &format!(
+                "rm -r checkpoints && ln -s {} checkpoints",
+                outside.path().display()
+            ),
+        );
+        let keep = ["checkpoints/".to_string()];
+        git.materialize_sealed(&wt, (&head, &head), &["prepare.py".to_string()], &keep)
+            .unwrap();
+        assert_eq!(
+            std::fs::read_dir(outside.path()).unwrap().count(),
+            0,
+            "nothing was written outside the worktree"
+        );
+        let meta = std::fs::symlink_metadata(wt.join("checkpoints")).unwrap();
+        assert!(meta.is_dir(), "a real directory again");
+        assert_eq!(
+            std::fs::read_to_string(wt.join("checkpoints/.gitkeep")).unwrap(),
+            "keep"
+        );
+    }
+
     #[test]
     fn materialize_sealed_keeps_outputs_and_restores_sealed_files() {
         let dir = tempfile::tempdir().unwrap();

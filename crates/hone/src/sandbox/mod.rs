@@ -85,10 +85,27 @@ impl Confinement<'_> {
         .iter()
         .map(OsString::from)
         .collect();
-        // The fresh /dev has no accelerators: training on a GPU needs its device files.
+        // The fresh /dev has no accelerators: training on a GPU needs its device files (`-try`:
+        // a SLURM job's node may lack one the submitting host has).
         for dev in accelerator_devices(Path::new("/dev")) {
             let d = dev.into_os_string();
-            args.extend([OsString::from("--dev-bind"), d.clone(), d]);
+            args.extend([OsString::from("--dev-bind-try"), d.clone(), d]);
+        }
+        // A read-only filesystem still lets a process connect to a unix socket in it: every
+        // listening socket of the host (an SSH agent, the container runtime, systemd, the
+        // session bus, X11, the journal) reads as /dev/null instead, so nothing inside can
+        // ask a server outside to act for it.
+        let sockets = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+        for sock in listening_socket_paths(&sockets) {
+            let is_socket = std::fs::symlink_metadata(&sock)
+                .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()));
+            if is_socket {
+                args.extend([
+                    OsString::from("--ro-bind"),
+                    "/dev/null".into(),
+                    sock.into_os_string(),
+                ]);
+            }
         }
         for h in self.hide {
             if h.is_dir() {
@@ -126,6 +143,26 @@ impl Confinement<'_> {
         args.push("--".into());
         args
     }
+}
+
+/// The absolute paths of the unix sockets `/proc/net/unix` lists (its text is `proc_net_unix`):
+/// the eighth column, when there is one (abstract sockets, `@name`, have no file).
+pub fn listening_socket_paths(proc_net_unix: &str) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = proc_net_unix
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let mut rest = line.trim_start();
+            for _ in 0..7 {
+                let end = rest.find(char::is_whitespace)?;
+                rest = rest[end..].trim_start();
+            }
+            rest.starts_with('/').then(|| PathBuf::from(rest))
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
 }
 
 /// The accelerator device files under `dev` (NVIDIA's `nvidia*` and `nvidia-caps`, the DRM
@@ -193,6 +230,58 @@ pub fn probe() -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    /// A server listening on a unix socket outside is out of reach inside (the read-only
+    /// root alone would let a connection through).
+    #[test]
+    fn a_sandbox_cannot_connect_to_a_socket_of_the_host() {
+        if super::probe().is_err() {
+            eprintln!("skipped: bubblewrap cannot run here");
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let sock = dir.path().join("server.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).expect("bind");
+        let connect = format!(
+            "import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect({:?})\n    print('connected')\nexcept OSError:\n    print('refused')\n",
+            sock.display().to_string()
+        );
+        let wt = dir.path().join("wt");
+        std::fs::create_dir_all(wt.join("tmp")).expect("mkdir");
+        let run = |wrapped: bool| {
+            let mut argv: Vec<std::ffi::OsString> = if wrapped {
+                super::bwrap_wrapper(&wt, &wt.join("tmp"), false, &[], &[])
+            } else {
+                Vec::new()
+            };
+            argv.extend(["python3".into(), "-c".into(), connect.clone().into()]);
+            let out = std::process::Command::new(&argv[0])
+                .args(&argv[1..])
+                .output()
+                .expect("run");
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        assert_eq!(run(false), "connected", "the server answers outside");
+        assert_eq!(run(true), "refused");
+    }
+
+    #[test]
+    fn the_host_sockets_are_read_from_proc_net_unix() {
+        let text = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+                    0000000000000000: 00000002 00000000 00010000 0001 01 20815 /run/munge/munge.socket.2\n\
+                    0000000000000000: 00000002 00000000 00010000 0001 01 20816 @/tmp/.X11-unix/X0\n\
+                    0000000000000000: 00000003 00000000 00000000 0001 03 20817\n\
+                    0000000000000000: 00000002 00000000 00010000 0001 01 20818 /tmp/a dir/agent.sock\n\
+                    0000000000000000: 00000002 00000000 00010000 0001 01 20819 /run/munge/munge.socket.2\n";
+        let paths = super::listening_socket_paths(text);
+        assert_eq!(
+            paths,
+            [
+                std::path::PathBuf::from("/run/munge/munge.socket.2"),
+                std::path::PathBuf::from("/tmp/a dir/agent.sock"),
+            ]
+        );
+    }
+
     #[test]
     fn accelerator_device_files_are_found_by_name() {
         let dir = tempfile::tempdir().expect("tempdir");

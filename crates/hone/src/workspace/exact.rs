@@ -12,7 +12,7 @@ use std::ffi::OsStr;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -110,6 +110,25 @@ fn shorten(p: &str) -> String {
     }
 }
 
+/// The first directory on the way from `wt` to its file `rel` that is not a real directory
+/// (a symlink, a file), if any. Nothing below such a place is read or written: a symlink
+/// there would lead hone's own reads and writes (outside every sandbox) out of the worktree,
+/// as git itself refuses to follow one (`has_symlink_leading_path`).
+fn odd_ancestor(wt: &Path, rel: &str) -> Option<PathBuf> {
+    let mut at = wt.to_path_buf();
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    parts.pop();
+    for part in parts {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Some(at),
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
 fn remove_any(full: &Path) -> Result<(), GitError> {
     let meta = match std::fs::symlink_metadata(full) {
         Ok(m) => m,
@@ -155,6 +174,11 @@ impl Git {
         );
         let mut regular: Vec<(String, &'static str)> = Vec::new();
         for p in paths {
+            // Below a symlinked directory the path is not in the worktree: deleted, as git
+            // sees it (the symlink itself is committed, if it is the agent's).
+            if odd_ancestor(wt, &p).is_some() {
+                continue;
+            }
             let full = wt.join(&p);
             let meta = match std::fs::symlink_metadata(&full) {
                 Ok(m) => m,
@@ -391,6 +415,10 @@ impl Git {
             for p in &stale {
                 let e = &listing.files[p.as_str()];
                 let full = wt.join(p);
+                // Never write through a symlink the candidate's code left on the way.
+                if let Some(odd) = odd_ancestor(wt, p) {
+                    remove_any(&odd)?;
+                }
                 remove_any(&full)?;
                 if let Some(parent) = full.parent() {
                     std::fs::create_dir_all(parent).map_err(io_err(parent))?;
@@ -603,8 +631,10 @@ fn walk_against(
             }
             _ => {}
         }
-        // Not the commit's: removed, unless it is a declared output (or may hold one).
-        if mode.is_none() && kept(keep, &p) {
+        // Not the commit's: removed, unless it is a declared output (or may hold one) and
+        // not standing where the commit has a directory (a symlink there would lead the
+        // rebuild out of the worktree).
+        if mode.is_none() && !listing.dirs.contains(&p) && kept(keep, &p) {
             continue;
         }
         if mode.is_none()
