@@ -306,3 +306,22 @@ fn a_users_commit_during_parallel_verification_stops_the_run_and_is_kept() {
     );
     assert_repository_whole(&r.dir);
 }
+
+/// Without bubblewrap, an agent that makes a worktree of its own for the run branch and
+/// commits there is not "someone else": its move of the branch is its violation, and the run
+/// goes on (only the worktrees the user had when the run opened count as theirs).
+#[test]
+fn an_agent_committing_on_the_branch_in_a_worktree_of_its_own_is_a_violation() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wt = tmp.path().join("mine");
+    let script = format!(
+        "run\tgit worktree add -q {w} hone/v && cd {w} && echo x > notes.txt && git add notes.txt && git -c user.name=a -c user.email=a@a commit -qm sneaky\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+        w = wt.display()
+    );
+    let r = Repo::new("[stop]\nmax_experiments = 3\n", SCORE, &script);
+    let out = r.hone(&["run", "--tag", "v"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let st = r.statuses();
+    assert_eq!(st[1], "violation", "{st:?}: {}", text(&out));
+    assert!(git(&r.dir, &["for-each-ref", "refs/hone-user/"]).is_empty());
+}

@@ -20,15 +20,39 @@ pub fn kept_ref(tag: &str, commit: &str) -> String {
     format!("refs/hone-user/{tag}/{commit}")
 }
 
-/// Is `branch` checked out in some worktree of the repository (the user's checkout or one of
-/// their own worktrees)?
-fn checked_out(git: &Git, branch: &str) -> bool {
-    git.run(&["worktree", "list", "--porcelain"])
-        .map(|out| {
-            out.lines()
-                .any(|l| l.strip_prefix("branch ") == Some(branch))
-        })
-        .unwrap_or(false)
+/// The repository's worktrees and the branch each has checked out (`None`: detached).
+fn listed(git: &Git) -> Vec<(String, Option<String>)> {
+    let out = git
+        .run(&["worktree", "list", "--porcelain"])
+        .unwrap_or_default();
+    let mut found: Vec<(String, Option<String>)> = Vec::new();
+    for line in out.lines() {
+        if let Some(path) = line.strip_prefix("worktree ") {
+            found.push((path.to_string(), None));
+        } else if let (Some(b), Some(last)) = (line.strip_prefix("branch "), found.last_mut()) {
+            last.1 = Some(b.to_string());
+        }
+    }
+    found
+}
+
+/// The user's worktrees now: every worktree of the repository but hone's own (under its
+/// state directory).
+pub(super) fn worktrees(git: &Git) -> Vec<String> {
+    let state = git.root().join(super::state::STATE_DIR);
+    listed(git)
+        .into_iter()
+        .map(|(path, _)| path)
+        .filter(|p| !std::path::Path::new(p).starts_with(&state))
+        .collect()
+}
+
+/// Is `branch` checked out in one of `users` (the user's checkout and their own worktrees,
+/// as they were when the run opened)?
+fn checked_out(git: &Git, branch: &str, users: &[String]) -> bool {
+    listed(git)
+        .iter()
+        .any(|(path, b)| b.as_deref() == Some(branch) && users.contains(path))
 }
 
 impl Engine<'_> {
@@ -86,7 +110,7 @@ impl Engine<'_> {
             (Some(was), Some(now)) => {
                 was != now
                     && others(before) == others(after)
-                    && checked_out(&self.verifier.git, &branch)
+                    && checked_out(&self.verifier.git, &branch, &self.user_worktrees)
             }
             _ => false,
         }
@@ -101,7 +125,10 @@ impl Engine<'_> {
     ) -> Result<Option<Stop>, EngineError> {
         let branch = branch_ref(&self.run.tag);
         match self.verifier.git.ref_target(&branch)? {
-            Some(head) if head != expected && checked_out(&self.verifier.git, &branch) => {
+            Some(head)
+                if head != expected
+                    && checked_out(&self.verifier.git, &branch, &self.user_worktrees) =>
+            {
                 self.keep_foreign(&head, expected).map(Some)
             }
             _ => Ok(None),

@@ -220,6 +220,10 @@ struct Engine<'a> {
     history: Vec<ExperimentRecord>,
     /// In a shared store: this run's coordinator registration (released when dropped).
     _coordination: Option<crate::queue::Coordination>,
+    /// The repository's worktrees when the run opened (hone's own left out): a commit on the
+    /// run branch checked out in one of these is the user's; in one made later (by an agent
+    /// without bubblewrap, say) it is not.
+    user_worktrees: Vec<String>,
 }
 
 /// A candidate that passed the gate, waiting for its verifier.

@@ -183,7 +183,9 @@ impl<'a> Engine<'a> {
             session_first: 0,
             history: Vec::new(),
             _coordination: coordination,
+            user_worktrees: Vec::new(),
         };
+        engine.user_worktrees = super::foreign::worktrees(&engine.verifier.git);
         let key = engine.run_key();
         engine.verifier.start(key)?;
         engine.contain(&mut said)?;
