@@ -534,6 +534,28 @@ impl Git {
         ])
     }
 
+    /// The first path of `commit` that is not valid UTF-8 (shown with its bad bytes replaced),
+    /// if any: hone keeps paths as text, so it refuses such a repository rather than rename
+    /// a file.
+    pub fn non_utf8_path(&self, commit: &str) -> Result<Option<String>, GitError> {
+        let args = ["ls-tree", "-r", "-z", "--name-only", commit];
+        let out = git_command(&self.root)
+            .args(args)
+            .output()
+            .map_err(GitError::Spawn)?;
+        if !out.status.success() {
+            return Err(GitError::Failed {
+                args: args.join(" "),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(out
+            .stdout
+            .split(|b| *b == 0)
+            .find(|p| std::str::from_utf8(p).is_err())
+            .map(|p| String::from_utf8_lossy(p).into_owned()))
+    }
+
     /// Paths of all files in a commit.
     pub fn files_at(&self, commit: &str) -> Result<Vec<String>, GitError> {
         let out = self.run(&["ls-tree", "-r", "-z", "--name-only", commit])?;

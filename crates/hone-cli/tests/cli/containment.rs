@@ -75,10 +75,19 @@ fn prefix(who: As) -> Command {
     }
 }
 
+/// The `hone` binary `who` runs: for uid 65534 a copy beside the repository (the build's
+/// own directory may be closed to other users, as a `mktemp -d` checkout is).
+fn hone_for(r: &Repo, who: As) -> PathBuf {
+    match who {
+        As::Root => PathBuf::from(HONE),
+        As::Nobody => r.tmp_dir().join("bin").join("hone"),
+    }
+}
+
 /// Runs `hone args` in the repository as `who`.
 fn hone_as(r: &Repo, who: As, args: &[&str]) -> Output {
     let mut c = prefix(who);
-    c.arg(HONE)
+    c.arg(hone_for(r, who))
         .args(args)
         .current_dir(&r.dir)
         .env("HOME", r.tmp_dir())
@@ -121,9 +130,19 @@ fn contained_repo(verify: &str, holdout_command: &str, script: &str) -> Repo {
     r
 }
 
-/// Gives the repository (and the helpers beside it) to uid 65534 when it runs hone.
+/// Gives the repository (and the helpers beside it) to uid 65534 when it runs hone, with
+/// copies of `hone` and `fake-agent` it can reach (hone.toml then names the copy).
 fn hand_over(r: &Repo, who: As) {
     if who == As::Nobody {
+        let bin = r.tmp_dir().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::copy(HONE, bin.join("hone")).unwrap();
+        let agent = bin.join("fake-agent");
+        std::fs::copy(FAKE_AGENT, &agent).unwrap();
+        let spec = r.dir.join("hone.toml");
+        let toml = std::fs::read_to_string(&spec).unwrap();
+        let toml = toml.replace(FAKE_AGENT, &agent.display().to_string());
+        std::fs::write(&spec, toml).unwrap();
         let out = Command::new("chown")
             .args(["-R", "65534:65534"])
             .arg(r.tmp_dir())

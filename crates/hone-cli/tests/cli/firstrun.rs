@@ -183,3 +183,22 @@ fn on_a_terminal_the_live_line_shows_the_timeout_and_the_budget() {
     assert!(!plain.contains("verifying"), "{plain}");
     assert!(!plain.contains('\x1b'), "{plain:?}");
 }
+
+#[test]
+fn a_repository_with_a_file_name_that_is_not_utf8_is_refused_before_anything_runs() {
+    let r = Repo::new("[stop]\nmax_experiments = 2\n", SCORE, KEEPS_SCRIPT);
+    let made = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "printf x > \"$(printf 'donn\\351es.csv')\" && git add -A && git -c user.name=t -c user.email=t@t commit -qm latin1",
+        ])
+        .current_dir(&r.dir)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = r.hone(&["run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("not valid UTF-8"), "{}", text(&out));
+    let log = text(&r.hone(&["log"]));
+    assert!(log.contains("no hone runs yet"), "nothing ran: {log}");
+}

@@ -68,6 +68,8 @@ impl EngineError {
 pub enum Mismatch {
     #[error("editable = [{}] matches no file committed at HEAD; fix the globs in hone.toml, or commit the files first", quoted(.globs))]
     EditableMatchesNothing { globs: Vec<String> },
+    #[error("`{path}` (at HEAD) has a name that is not valid UTF-8; hone keeps file names as text: rename it (git mv) and commit, then run again")]
+    NonUtf8Path { path: String },
     #[error("branch hone/{tag} already exists but no run of that tag is recorded; choose another --tag or delete the branch")]
     BranchExists { tag: String },
     #[error("refs/hone/{tag}/ already holds experiments of an earlier run that hone has no record of; choose another --tag (or delete them with `git for-each-ref --format='delete %(refname)' refs/hone/{tag}/ | git update-ref --stdin`)")]

@@ -691,6 +691,9 @@ fn check_start_files(
     files: &[String],
     said: &mut Said,
 ) -> Result<(), EngineError> {
+    if let Some(path) = git.non_utf8_path(head)? {
+        return Err(Mismatch::NonUtf8Path { path }.into());
+    }
     if !files.iter().any(|f| matches_any(&spec.loop_.editable, f)) {
         return Err(Mismatch::EditableMatchesNothing {
             globs: spec.loop_.editable.clone(),
