@@ -22,6 +22,11 @@ const MAD_MIN_RESIDUALS: usize = 8;
 /// Scales a median absolute deviation to a standard deviation for normal noise.
 const MAD_TO_SIGMA: f64 = 1.4826;
 
+/// An earlier candidate's group of runs whose variance is this many times the median
+/// variance of all groups (σ four times the typical one) says more about that candidate than
+/// about the noise: it is left out of σ. Honest pairs of runs pass with 99% probability.
+const OUTLIER_VARIANCE: f64 = 16.0;
+
 /// The noise settings of `[verify]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NoisePolicy {
@@ -96,8 +101,10 @@ fn spread(group: &[f64]) -> Option<f64> {
 ///
 /// The untrusted group with the widest spread is always left out, so no one candidate widens
 /// the noise band for every later one (not even when it is the only one, with
-/// `baseline_repeats = 1`), while noise that several candidates show still raises σ. The
-/// result is never below the trusted groups' σ. `None` when no group is left with two runs.
+/// `baseline_repeats = 1`); so is, with three groups or more, every untrusted group whose
+/// variance is [`OUTLIER_VARIANCE`] times the median group's, so that a few candidates cannot
+/// either while noise that many candidates show still raises σ. The result is never below
+/// the trusted groups' σ. `None` when no group is left with two runs.
 pub fn run_sigma<'a>(
     trusted: impl IntoIterator<Item = &'a [f64]>,
     untrusted: impl IntoIterator<Item = &'a [f64]>,
@@ -111,6 +118,11 @@ pub fn run_sigma<'a>(
         .into_iter()
         .filter_map(|g| spread(g).map(|s| (g, s)))
         .collect();
+    let variances: Vec<f64> = trusted
+        .iter()
+        .filter_map(|g| spread(g))
+        .chain(untrusted.iter().map(|(_, v)| *v))
+        .collect();
     let widest = untrusted
         .iter()
         .enumerate()
@@ -118,6 +130,10 @@ pub fn run_sigma<'a>(
         .map(|(i, _)| i);
     if let Some(i) = widest {
         untrusted.remove(i);
+    }
+    if variances.len() >= 3 {
+        let typical = median(&variances);
+        untrusted.retain(|(_, v)| *v <= OUTLIER_VARIANCE * typical);
     }
     let all = estimate_sigma(
         trusted
@@ -340,6 +356,23 @@ mod tests {
         )
         .unwrap();
         assert!(s < 1.0, "sigma {s}");
+    }
+
+    #[test]
+    fn a_few_candidates_cannot_set_the_noise_of_the_run_either() {
+        let baseline = [10.0, 10.2];
+        let honest = [[10.1, 10.3], [9.9, 10.0], [10.4, 10.2], [10.0, 10.3]];
+        let poison = [[0.0, 1000.0], [0.0, 999.0], [5.0, 700.0]];
+        let s = run_sigma(
+            [&baseline[..]],
+            honest
+                .iter()
+                .map(|g| &g[..])
+                .chain(poison.iter().map(|g| &g[..])),
+            None,
+        )
+        .unwrap();
+        assert!(s < 1.0, "three poisoned groups among seven: sigma {s}");
     }
 
     #[test]
