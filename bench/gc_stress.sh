@@ -4,7 +4,7 @@
 # makes 15 experiments and a resume makes 5 more; then the repository is checked (`git fsck`,
 # `git log --all`). Prints one line per run and the totals.
 #
-#   cargo build -p hone-cli && RUNS=20 bench/gc_stress.sh
+#   cargo build -p hone-cli --features test-agent && RUNS=20 bench/gc_stress.sh
 #
 # BIN: the directory holding `hone` and `fake-agent` (default: target/debug, or
 # $CARGO_TARGET_DIR/debug).

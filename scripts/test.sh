@@ -41,4 +41,5 @@ fi
 
 # The dashboard's browser test leaves screenshots of the run and experiment pages in
 # screenshots/ under the cargo target directory.
-cargo test --workspace "$@"
+# `test-agent` builds `fake-agent`, the scripted agent the CLI tests drive (never installed).
+cargo test --workspace --features hone-cli/test-agent "$@"

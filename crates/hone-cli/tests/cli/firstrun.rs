@@ -202,3 +202,53 @@ fn a_repository_with_a_file_name_that_is_not_utf8_is_refused_before_anything_run
     let log = text(&r.hone(&["log"]));
     assert!(log.contains("no hone runs yet"), "nothing ran: {log}");
 }
+
+/// Installing hone (`cargo install --path crates/hone-cli`, default features) builds only the
+/// `hone` binary: `fake-agent`, the tests' scripted agent, needs the `test-agent` feature,
+/// which no default turns on. Read from cargo's own description of the package.
+#[test]
+fn installing_hone_does_not_install_the_test_agent() {
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .args(["--manifest-path", manifest])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let package = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "hone-cli")
+        .unwrap();
+    let bins: Vec<(&str, Vec<&str>)> = package["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["kind"].as_array().unwrap().iter().any(|k| k == "bin"))
+        .map(|t| {
+            let needs = t["required-features"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|f| f.as_str()).collect())
+                .unwrap_or_default();
+            (t["name"].as_str().unwrap(), needs)
+        })
+        .collect();
+    let defaults: Vec<&str> = package["features"]["default"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|f| f.as_str()).collect())
+        .unwrap_or_default();
+    let installed: Vec<&str> = bins
+        .iter()
+        .filter(|(_, needs)| needs.iter().all(|f| defaults.contains(f)))
+        .map(|(name, _)| *name)
+        .collect();
+    assert_eq!(installed, ["hone"], "{bins:?}");
+}

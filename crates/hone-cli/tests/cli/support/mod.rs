@@ -13,7 +13,22 @@ pub(crate) use llm_server::*;
 pub(crate) use spec::*;
 
 pub(crate) const HONE: &str = env!("CARGO_BIN_EXE_hone");
-pub(crate) const FAKE_AGENT: &str = env!("CARGO_BIN_EXE_fake-agent");
+/// The scripted agent, a binary built only with the `test-agent` feature (so that installing
+/// hone never installs it): `scripts/test.sh` turns it on; by hand,
+/// `cargo test -p hone-cli --features test-agent --test cli`.
+pub(crate) const FAKE_AGENT: &str = match option_env!("CARGO_BIN_EXE_fake-agent") {
+    Some(path) => path,
+    None => "fake-agent-not-built",
+};
+
+/// Stops a test at once, saying how to build `fake-agent`, when it was not built (cargo
+/// names its path even then).
+pub(crate) fn need_fake_agent() {
+    assert!(
+        Path::new(FAKE_AGENT).is_file(),
+        "the CLI tests drive `fake-agent`, built only with the `test-agent` feature: run scripts/test.sh, or cargo test -p hone-cli --features test-agent --test cli"
+    );
+}
 
 pub(crate) struct Repo {
     pub(crate) _tmp: tempfile::TempDir,
@@ -53,6 +68,7 @@ impl Repo {
 
     /// The standard repository, to be changed before it is created (`RepoBuilder`).
     pub(crate) fn builder() -> RepoBuilder {
+        need_fake_agent();
         RepoBuilder::new()
     }
 
