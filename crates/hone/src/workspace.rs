@@ -914,12 +914,19 @@ mod tests {
         assert!(ok, "{cmd}");
     }
 
+    /// A repository in a temporary directory whose first commit holds what `files` (a shell
+    /// command) writes.
+    fn committed(files: &str) -> (tempfile::TempDir, Git) {
+        let dir = tempfile::tempdir().unwrap();
+        sh(dir.path(), &format!("git init -q -b main && {files} && git add -A && git -c user.name=t -c user.email=t@t commit -qm i"));
+        let git = Git::discover(dir.path()).unwrap();
+        (dir, git)
+    }
+
     #[test]
     fn snapshot_reports_changes_with_line_counts_and_reset_restores() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, git) = committed("printf 'a\\nb\\n' > f.txt && printf 'x\\n' > 'sp ace.txt'");
         let d = dir.path();
-        sh(d, "git init -q -b main && printf 'a\\nb\\n' > f.txt && printf 'x\\n' > 'sp ace.txt' && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
-        let git = Git::discover(d).unwrap();
         let head = git.head().unwrap();
         let wt = d.join(".hone/wt");
         git.prepare_worktree(&wt, &head).unwrap();
@@ -1008,10 +1015,8 @@ mod tests {
     /// repository and a directory deeper than PATH_MAX all go; changed modes come back.
     #[test]
     fn materialize_removes_everything_else_even_beyond_path_max() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, git) = committed("printf 'x\\n' > f.py && mkdir src && printf 'y\\n' > src/g.py && chmod +x src/g.py && printf '*.log\\n' > .gitignore");
         let d = dir.path();
-        sh(d, "git init -q -b main && printf 'x\\n' > f.py && mkdir src && printf 'y\\n' > src/g.py && chmod +x src/g.py && printf '*.log\\n' > .gitignore && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
-        let git = Git::discover(d).unwrap();
         let head = git.head().unwrap();
         let wt = d.join(".hone/wt");
         git.prepare_worktree(&wt, &head).unwrap();
@@ -1114,10 +1119,8 @@ mod tests {
 
     #[test]
     fn materialize_sealed_keeps_outputs_and_restores_sealed_files() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, git) = committed("printf P1 > prepare.py && printf m > model.py");
         let d = dir.path();
-        sh(d, "git init -q -b main && printf P1 > prepare.py && printf m > model.py && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
-        let git = Git::discover(d).unwrap();
         let base = git.head().unwrap();
         sh(d, "printf P2 > prepare.py && printf m2 > model.py && git add -A && git -c user.name=t -c user.email=t@t commit -qm c");
         let cand = git.head().unwrap();
@@ -1140,10 +1143,8 @@ mod tests {
     #[test]
     fn a_snapshot_whose_staged_objects_were_pruned_writes_them_again() {
         // `git gc --prune=now` racing `git add`: the index names a blob that is gone.
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, git) = committed("printf 'a\\n' > f.txt");
         let d = dir.path();
-        sh(d, "git init -q -b main && printf 'a\\n' > f.txt && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
-        let git = Git::discover(d).unwrap();
         let head = git.head().unwrap();
         let wt = d.join(".hone/wt");
         git.prepare_worktree(&wt, &head).unwrap();
