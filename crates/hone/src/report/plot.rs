@@ -4,6 +4,11 @@
 //! failures marked along the axis. The y range follows the improvements, as autoresearch's
 //! progress plot does: the baseline near the top, the best near the bottom (for a minimized
 //! metric), and far-off discards clipped to the edge.
+//!
+//! Its size does not grow with the run: past [`MAX_POINTS`] discards, each pixel column keeps
+//! only its highest and lowest discard (the envelope of the cloud); the running best is drawn
+//! through the points where it changes; failures are one mark per column and kind. Every keep
+//! and the baseline are always drawn.
 
 use std::fmt::Write as _;
 
@@ -16,6 +21,9 @@ const LEFT: f64 = 100.0;
 const RIGHT: f64 = 110.0;
 const TOP: f64 = 50.0;
 const BOTTOM: f64 = 60.0;
+
+/// Discards drawn one by one up to this many; beyond, the envelope per pixel column.
+pub const MAX_POINTS: usize = 1500;
 
 /// The value range shown: (low, high), finite and with a finite span whatever the values.
 pub fn y_range(baseline: f64, best: f64, values: &[f64]) -> (f64, f64) {
@@ -276,10 +284,22 @@ fn svg_axes(svg: &mut String, f: &Frame, metric: &str, minimize: bool) {
     );
 }
 
+/// The steps where the running best changes, the first and the last (the same step line).
+fn best_changes(steps: &[(u64, f64)]) -> Vec<(u64, f64)> {
+    let mut out: Vec<(u64, f64)> = Vec::new();
+    for (i, &(n, b)) in steps.iter().enumerate() {
+        let changed = !out.last().is_some_and(|&(_, prev)| prev == b);
+        if changed || i + 1 == steps.len() {
+            out.push((n, b));
+        }
+    }
+    out
+}
+
 /// The running best, as a step line.
 fn svg_best_line(svg: &mut String, f: &Frame, steps: &[(u64, f64)]) {
     let mut path = String::new();
-    for (i, (n, b)) in steps.iter().enumerate() {
+    for (i, (n, b)) in best_changes(steps).iter().enumerate() {
         if i == 0 {
             let _ = write!(path, "M{:.1},{:.1}", f.x(*n), f.y(*b));
         } else {
@@ -292,9 +312,44 @@ fn svg_best_line(svg: &mut String, f: &Frame, steps: &[(u64, f64)]) {
     );
 }
 
+/// The discards to draw: all of them up to [`MAX_POINTS`], else in each pixel column the
+/// highest and the lowest (the cloud's envelope), in the order of the run.
+fn drawn_discards<'a>(f: &Frame, measured: &[&'a ExperimentRecord]) -> Vec<&'a ExperimentRecord> {
+    let discards: Vec<&ExperimentRecord> = measured
+        .iter()
+        .copied()
+        .filter(|e| e.status() == Status::Discard && e.objective.is_some())
+        .collect();
+    if discards.len() <= MAX_POINTS {
+        return discards;
+    }
+    let mut columns: std::collections::BTreeMap<i64, (&ExperimentRecord, &ExperimentRecord)> =
+        std::collections::BTreeMap::new();
+    let value = |e: &ExperimentRecord| e.objective.unwrap_or(f64::NAN);
+    for e in discards {
+        let col = f.x(e.n).floor() as i64;
+        let slot = columns.entry(col).or_insert((e, e));
+        if value(e) < value(slot.0) {
+            slot.0 = e;
+        }
+        if value(e) > value(slot.1) {
+            slot.1 = e;
+        }
+    }
+    let mut out: Vec<&ExperimentRecord> = Vec::new();
+    for (lo, hi) in columns.into_values() {
+        out.push(lo);
+        if hi.n != lo.n {
+            out.push(hi);
+        }
+    }
+    out.sort_by_key(|e| e.n);
+    out
+}
+
 /// Discards first (underneath), then keeps and the baseline, labelled when `labelled` says so.
 fn svg_points(svg: &mut String, f: &Frame, measured: &[&ExperimentRecord], labelled: &[u64]) {
-    for e in measured {
+    for e in drawn_discards(f, measured) {
         let (Some(v), Status::Discard) = (e.objective, e.status()) else {
             continue;
         };
@@ -336,8 +391,9 @@ fn svg_points(svg: &mut String, f: &Frame, measured: &[&ExperimentRecord], label
     }
 }
 
-/// Failures along the axis.
+/// Failures along the axis: one mark per pixel column and kind (the first there).
 fn svg_failures(svg: &mut String, f: &Frame, exps: &[ExperimentRecord]) {
+    let mut marked = std::collections::BTreeSet::new();
     for e in exps {
         let (mark, colour) = match e.status() {
             Status::Crash => ("x", "#c62828"),
@@ -345,6 +401,9 @@ fn svg_failures(svg: &mut String, f: &Frame, exps: &[ExperimentRecord]) {
             Status::Violation | Status::Rejected | Status::Invalid => ("·", "#ef6c00"),
             _ => continue,
         };
+        if !marked.insert((f.x(e.n).floor() as i64, mark)) {
+            continue;
+        }
         let _ = writeln!(
             svg,
             r#"<text class="fail {}" x="{:.1}" y="{:.1}" text-anchor="middle" fill="{colour}">{mark}<title>#{} {}: {}</title></text>"#,
@@ -529,6 +588,106 @@ mod tests {
         );
         let all = progress_svg(&exps, "m", true, "t");
         assert_eq!(all.matches(r#"class="label""#).count(), 50);
+    }
+
+    /// A run of `n` experiments: the baseline, a keep every 1,000th experiment, a crash every
+    /// 7th, the rest discards scattered around the baseline.
+    fn long_run(n: u64) -> Vec<ExperimentRecord> {
+        (0..n)
+            .map(|i| {
+                let status = match i {
+                    0 => Status::Baseline,
+                    _ if i % 1000 == 0 => Status::Keep,
+                    _ if i % 7 == 0 => Status::Crash,
+                    _ => Status::Discard,
+                };
+                let objective = match status {
+                    Status::Crash => None,
+                    Status::Keep => Some(100.0 - (i / 1000) as f64),
+                    _ => Some(100.0 + ((i * 7919) % 97) as f64 / 10.0),
+                };
+                ExperimentRecord {
+                    n: i,
+                    status: Some(status),
+                    objective,
+                    description: format!("change {i}"),
+                    reason: "boom".into(),
+                    ..Default::default()
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_plot_does_not_grow_with_the_run() {
+        let small = progress_svg(&long_run(10_000), "m", true, "t");
+        let large = progress_svg(&long_run(100_000), "m", true, "t");
+        let count = |svg: &str, class: &str| svg.matches(class).count();
+        // Every keep and the baseline are drawn, whatever the size.
+        assert_eq!(count(&large, r#"class="keep""#), 100);
+        assert_eq!(count(&small, r#"class="keep""#), 10);
+        // Discards: the envelope, two per pixel column at most.
+        let columns = (W - LEFT - RIGHT) as usize + 2;
+        for svg in [&small, &large] {
+            let discards = count(svg, r#"class="discard""#);
+            assert!(discards <= 2 * columns, "{discards}");
+            assert!(discards > columns / 2, "the envelope is drawn: {discards}");
+            assert!(
+                count(svg, r#"class="fail"#) <= columns,
+                "one mark per column"
+            );
+        }
+        eprintln!(
+            "plot bytes: 10,000 experiments {}, 100,000 experiments {}",
+            small.len(),
+            large.len()
+        );
+        assert!(large.len() < 600_000, "{} bytes", large.len());
+        assert!(
+            large.len() < 2 * small.len(),
+            "10x the experiments, about the same plot: {} vs {} bytes",
+            large.len(),
+            small.len()
+        );
+        // The envelope keeps the extremes: the highest and the lowest discard value are drawn.
+        let exps = long_run(100_000);
+        let values: Vec<f64> = exps
+            .iter()
+            .filter(|e| e.status() == Status::Discard)
+            .filter_map(|e| e.objective)
+            .collect();
+        for extreme in [
+            values.iter().copied().fold(f64::MIN, f64::max),
+            values.iter().copied().fold(f64::MAX, f64::min),
+        ] {
+            let shown = format!(" {}: ", crate::report::fmt_metric(Some(extreme)));
+            assert!(large.contains(&shown), "the discard at {shown} is drawn");
+        }
+        // A short run draws every discard.
+        let short_run = long_run(1_000);
+        let discards = short_run
+            .iter()
+            .filter(|e| e.status() == Status::Discard)
+            .count();
+        let svg = progress_svg(&short_run, "m", true, "t");
+        assert_eq!(count(&svg, r#"class="discard""#), discards);
+    }
+
+    #[test]
+    fn the_best_line_is_drawn_through_its_changes() {
+        let steps = [
+            (0, 5.0),
+            (1, 5.0),
+            (2, 4.0),
+            (3, 4.0),
+            (4, 4.0),
+            (5, 3.0),
+            (6, 3.0),
+        ];
+        assert_eq!(
+            best_changes(&steps),
+            [(0, 5.0), (2, 4.0), (5, 3.0), (6, 3.0)]
+        );
     }
 
     #[test]
