@@ -12,6 +12,7 @@ pub mod automation;
 mod api;
 mod assets;
 mod auth;
+mod compress;
 mod db;
 mod highlight;
 mod html;
@@ -95,6 +96,7 @@ fn app(opts: &ServeOptions, extra: Router) -> Result<(Router, tokio::sync::watch
         .with_state(state)
         .merge(assets::routes())
         .merge(extra);
+    let routes = compress::layer(routes);
     Ok((auth::protect(routes, auth::Guard::new(opts)), stop))
 }
 

@@ -124,3 +124,89 @@ fn without_a_token_only_loopback_names_are_answered() {
     stop_tx.send(()).unwrap();
     thread.join().unwrap();
 }
+
+/// Pages go gzipped to a client that accepts gzip (and plain to one that does not); the event
+/// stream and small bodies are never touched.
+#[test]
+fn text_is_gzipped_for_clients_that_accept_it() {
+    use std::io::Read as _;
+    let dir = tempfile::tempdir().unwrap();
+    let opts = ServeOptions {
+        repo_root: dir.path().to_path_buf(),
+        store: None,
+        addr: "127.0.0.1:0".parse().unwrap(),
+        token: Some(TOKEN.into()),
+    };
+    let page: String = (0..2000)
+        .map(|i| format!("<tr><td>#{i}</td><td>discard</td></tr>\n"))
+        .collect();
+    let served = page.clone();
+    let extra = Router::new()
+        .route(
+            "/big",
+            axum::routing::get(move || {
+                let p = served.clone();
+                async move { axum::response::Html(p) }
+            }),
+        )
+        .route(
+            "/stream",
+            axum::routing::get(|| async {
+                (
+                    [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+                    "data: x\n\n".repeat(500),
+                )
+            }),
+        );
+    let server = hone_serve::bind_with(&opts, extra).unwrap();
+    let base = format!("http://{}", server.local_addr());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        server
+            .run_until(async {
+                let _ = stop_rx.await;
+            })
+            .unwrap()
+    });
+    let get = |path: &str, encoding: Option<&str>| {
+        let mut req = agent()
+            .get(&format!("{base}{path}"))
+            .header("Authorization", format!("Bearer {TOKEN}"));
+        if let Some(e) = encoding {
+            req = req.header("Accept-Encoding", e);
+        }
+        let mut res = req.call().unwrap();
+        assert_eq!(res.status().as_u16(), 200, "{path}");
+        let enc = res
+            .headers()
+            .get("content-encoding")
+            .map(|v| v.to_str().unwrap().to_string());
+        let mut body = Vec::new();
+        res.body_mut().as_reader().read_to_end(&mut body).unwrap();
+        (enc, body)
+    };
+    let (enc, zipped) = get("/big", Some("gzip, br"));
+    assert_eq!(enc.as_deref(), Some("gzip"));
+    let mut plain = String::new();
+    flate2::read::GzDecoder::new(&zipped[..])
+        .read_to_string(&mut plain)
+        .unwrap();
+    assert_eq!(plain, page, "the same page");
+    assert!(
+        zipped.len() * 5 < page.len(),
+        "{} bytes for {}",
+        zipped.len(),
+        page.len()
+    );
+    let (enc, body) = get("/big", None);
+    assert_eq!(enc, None);
+    assert_eq!(body, page.as_bytes());
+    let (enc, _) = get("/big", Some("gzip;q=0"));
+    assert_eq!(enc, None);
+    let (enc, _) = get("/stream", Some("gzip"));
+    assert_eq!(enc, None, "the event stream is never buffered");
+    let (enc, _) = get("/healthz", Some("gzip"));
+    assert_eq!(enc, None, "a small body goes as it is");
+    stop_tx.send(()).unwrap();
+    thread.join().unwrap();
+}
