@@ -12,7 +12,9 @@
 //!    bad, each set becomes a Parzen estimator (a mixture of product kernels of width
 //!    [`BANDWIDTH`], one component per observation plus a uniform prior), 24 candidates are
 //!    drawn from the good estimator, and the one with the highest ratio `l(x) / g(x)` wins.
-//!    Failed runs count as the worst.
+//!    Failed runs count as the worst. Past [`MODEL_CAP`] observations the model is fitted to
+//!    a bounded sample of them (the best, the most recent, and an even spread of the rest), so
+//!    a proposal costs the same at 10,000 experiments as at 300; up to the cap nothing changes.
 //! 3. **Fallbacks.** A candidate that was already tried is redrawn a bounded number of times,
 //!    then random points are tried, then every single-knob neighbour of the incumbent, then (for
 //!    spaces with no float knob) an enumeration of the whole space. `None` means exhausted.
@@ -85,6 +87,12 @@ const BANDWIDTH: f64 = 0.1;
 const CATEGORICAL_SPREAD: f64 = 0.25;
 /// Largest space the last-resort enumeration walks.
 const ENUMERATION_LIMIT: u64 = 200_000;
+/// The most observations the Parzen model is fitted to (see [`modelled`]).
+const MODEL_CAP: usize = 256;
+/// Of those, the best ones always in (more than the good quarter of the cap).
+const MODEL_BEST: usize = 96;
+/// And the most recent ones.
+const MODEL_RECENT: usize = 64;
 /// The PRNG stream of the initial design (per-call streams use `index`).
 const DESIGN_STREAM: u64 = 0x4c48_535f_4445_5349;
 
@@ -194,7 +202,8 @@ pub fn suggest_guided(
         }
     }
     let mut rng = Rng::new(seed, index);
-    let model = Model::fit(&space, history, minimize);
+    let sample = modelled(history, minimize);
+    let model = Model::fit(&space, sample.as_deref().unwrap_or(history), minimize);
     let from = space.incumbent_point();
     let movable = space.movable(guide.focus);
     let step = guide.step_scale.unwrap_or(1.0).clamp(0.05, 20.0);
@@ -217,6 +226,54 @@ pub fn suggest_guided(
         }
     }
     found(untried_neighbour(&space, &mut rng).or_else(|| untried_by_enumeration(&space, &mut rng)))
+}
+
+/// The observations the model is fitted to when there are more than [`MODEL_CAP`] (`None`:
+/// all of them): the [`MODEL_BEST`] best (failures count as the worst), the [`MODEL_RECENT`]
+/// most recent, and an even spread of the rest up to the cap, in the order of the run. The
+/// good estimator so sees the run's best quarter of the sample exactly; what it drops is the
+/// middle of a long history, which the spread still represents.
+fn modelled(history: &[Observation], minimize: bool) -> Option<Vec<Observation>> {
+    let n = history.len();
+    if n <= MODEL_CAP {
+        return None;
+    }
+    let score = |o: &Observation| match o.objective {
+        Some(v) if v.is_finite() => {
+            if minimize {
+                v
+            } else {
+                -v
+            }
+        }
+        _ => f64::INFINITY,
+    };
+    let mut by_score: Vec<usize> = (0..n).collect();
+    by_score.sort_by(|&a, &b| {
+        score(&history[a])
+            .total_cmp(&score(&history[b]))
+            .then(a.cmp(&b))
+    });
+    let mut chosen = vec![false; n];
+    for &i in by_score.iter().take(MODEL_BEST) {
+        chosen[i] = true;
+    }
+    for flag in chosen.iter_mut().skip(n - MODEL_RECENT) {
+        *flag = true;
+    }
+    let rest: Vec<usize> = (0..n).filter(|&i| !chosen[i]).collect();
+    let room = MODEL_CAP.saturating_sub(n - rest.len());
+    for k in 0..room.min(rest.len()) {
+        chosen[rest[k * rest.len() / room]] = true;
+    }
+    Some(
+        history
+            .iter()
+            .zip(chosen)
+            .filter(|(_, keep)| *keep)
+            .map(|(o, _)| o.clone())
+            .collect(),
+    )
 }
 
 /// The knobs the sampler moves, in order: the dimensions of its unit cube.

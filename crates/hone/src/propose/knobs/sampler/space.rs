@@ -184,7 +184,7 @@ impl Dim {
 pub(super) struct Space {
     pub(super) dims: Vec<Dim>,
     pub(super) base: Config,
-    pub(super) tried: HashSet<String>,
+    pub(super) tried: HashSet<u64>,
     /// Dimensions that keep the base value whatever a draw says.
     pub(super) frozen: HashSet<String>,
 }
@@ -209,23 +209,30 @@ impl Space {
             tried: HashSet::new(),
             frozen: HashSet::new(),
         };
-        let mut tried: HashSet<String> = history.iter().map(|o| space.key(&o.config)).collect();
+        let mut tried: HashSet<u64> = history.iter().map(|o| space.key(&o.config)).collect();
         tried.insert(space.key(&space.base));
         space.tried = tried;
         space
     }
 
-    /// What identifies a configuration for "already tried": the values of the free knobs.
-    pub(super) fn key(&self, config: &Config) -> String {
-        let mut key = String::new();
+    /// What identifies a configuration for "already tried": a 64-bit digest of the values of
+    /// the free knobs (floats by their bits; hashing, not formatting, keeps a history of
+    /// 10,000 cheap to index). Two different configurations share a digest with odds of about
+    /// one in 10^11 at that size, and then the new one is only skipped.
+    pub(super) fn key(&self, config: &Config) -> u64 {
+        use std::hash::{Hash, Hasher};
+        // Fixed keys: the same configuration gives the same digest in every process.
+        let mut h = std::hash::DefaultHasher::new();
         for d in &self.dims {
             match config.get(&d.name) {
-                Some(v) => key.push_str(&format!("{v:?}")),
-                None => key.push('?'),
+                Some(KnobValue::Bool(b)) => (1u8, *b).hash(&mut h),
+                Some(KnobValue::Int(n)) => (2u8, *n).hash(&mut h),
+                Some(KnobValue::Float(x)) => (3u8, x.to_bits()).hash(&mut h),
+                Some(KnobValue::Str(t)) => (4u8, t.as_str()).hash(&mut h),
+                None => 0u8.hash(&mut h),
             }
-            key.push('\u{1f}');
         }
-        key
+        h.finish()
     }
 
     pub(super) fn config(&self, point: &[Coord]) -> Config {

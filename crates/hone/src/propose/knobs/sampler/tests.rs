@@ -413,3 +413,35 @@ fn rng_streams_are_pinned() {
     };
     crate::util::assert_pinned_streams(draw, want);
 }
+
+/// Past the cap the model sees a bounded sample: the best, the most recent, and a spread of
+/// the rest; up to the cap it sees everything (so nothing changes for short runs).
+#[test]
+fn the_model_is_fitted_to_a_bounded_sample_of_a_long_history() {
+    let obs = |i: usize| Observation {
+        config: Config::new(),
+        // Better (lower) with `i` up to 700, then worse; every 10th a crash.
+        objective: (i % 10 != 3).then(|| (i as f64 - 700.0).abs()),
+    };
+    let short: Vec<Observation> = (0..super::MODEL_CAP).map(obs).collect();
+    assert!(super::modelled(&short, true).is_none());
+    let long: Vec<Observation> = (0..5_000).map(obs).collect();
+    let sample = super::modelled(&long, true).expect("a sample");
+    assert_eq!(sample.len(), super::MODEL_CAP);
+    let values: Vec<f64> = sample.iter().filter_map(|o| o.objective).collect();
+    // The best of the run are all in it (|i - 700| small), and the most recent.
+    for best in [0.0, 1.0, 2.0, 5.0, 10.0] {
+        assert!(values.contains(&best), "best {best} missing");
+    }
+    let last = (4_999.0_f64 - 700.0).abs();
+    assert!(values.contains(&last), "the most recent is in");
+    // A spread of the middle too, not only the two ends.
+    assert!(values.iter().any(|v| (1_500.0..2_500.0).contains(v)));
+    // Maximizing keeps the other end.
+    let sample = super::modelled(&long, false).expect("a sample");
+    let top = sample
+        .iter()
+        .filter_map(|o| o.objective)
+        .fold(0.0, f64::max);
+    assert_eq!(top, 4_299.0);
+}
