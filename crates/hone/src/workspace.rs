@@ -1052,8 +1052,6 @@ mod tests {
         );
     }
 
-    /// The sealed evaluation's tree: the candidate's files, the sealed ones from the base,
-    /// and of the rest only the declared outputs.
     /// A directory the candidate replaced by a symlink to hidden data: the snapshot commits
     /// the symlink, never the data behind it (hone reads outside every sandbox).
     #[test]
@@ -1117,6 +1115,8 @@ mod tests {
         );
     }
 
+    /// The sealed evaluation's tree: the candidate's files, the sealed ones from the base,
+    /// and of the rest only the declared outputs.
     #[test]
     fn materialize_sealed_keeps_outputs_and_restores_sealed_files() {
         let (dir, git) = committed("printf P1 > prepare.py && printf m > model.py");

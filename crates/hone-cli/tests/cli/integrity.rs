@@ -182,3 +182,25 @@ fn integrity_clean_filter_attack_with_parallel_workers() {
         "hone's git ran the candidate's clean filter"
     );
 }
+
+/// An agent that replaces the worktree's `.hone` by a symlink to a directory of its choosing
+/// cannot make hone (which reads the hypothesis outside every sandbox) read a file there into
+/// the record.
+#[test]
+fn integrity_a_symlinked_hone_directory_is_not_read_for_the_hypothesis() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("hypothesis.txt"), "SECRET-OUTSIDE\n").unwrap();
+    let script = format!(
+        "run\trm -rf .hone && ln -s {} .hone\nwrite\tvalue.txt\tscore: 4\\n\n",
+        outside.path().display()
+    );
+    let r = Repo::new("[stop]\nmax_experiments = 2\n", SCORE, &script);
+    let out = r.hone(&["run"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = text(&r.hone(&["log", "--json"]));
+    assert!(!log.contains("SECRET-OUTSIDE"), "{log}");
+    assert!(
+        outside.path().join("hypothesis.txt").exists(),
+        "nothing outside the worktree was removed"
+    );
+}

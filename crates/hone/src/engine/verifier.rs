@@ -538,7 +538,12 @@ impl Verifier {
         }
         // A private temporary directory inside the worktree: git ignores `.hone/`, and the
         // next reset removes it.
-        let tmp = wt.join(STATE_DIR).join("tmp");
+        let state = wt.join(STATE_DIR);
+        // Never create through a `.hone` the candidate replaced by a symlink.
+        if std::fs::symlink_metadata(&state).is_ok_and(|m| !m.is_dir()) {
+            let _ = std::fs::remove_file(&state);
+        }
+        let tmp = state.join("tmp");
         let _ = std::fs::create_dir_all(&tmp);
         let mut hide = vec![self.paths.dir.clone()];
         let mut expose = Vec::new();
@@ -558,6 +563,9 @@ impl Verifier {
             network: network && !holdout,
             hide: &hide,
             expose: &expose,
+            // A SLURM job's sandbox starts on a compute node, whose sockets are not these.
+            mask_sockets: role == Role::Agent
+                || self.spec.exec.backend != crate::spec::Backend::Slurm,
         }
         .bwrap_args()
     }

@@ -329,7 +329,11 @@ fn keep_notes(ctx: &ProposeContext<'_>, notes_path: &std::path::Path, kept_notes
 /// The first line of the agent's `.hone/hypothesis.txt`, and `.hone/` removed.
 fn take_hypothesis(ctx: &ProposeContext<'_>) -> Option<String> {
     let hyp_dir = ctx.worktree.join(".hone");
-    let hypothesis = read_plain_file(&hyp_dir.join("hypothesis.txt"), 4096).and_then(|t| {
+    // A `.hone` the agent replaced by a symlink would make hone (outside every sandbox) read
+    // a file of its choosing into the record: only a real directory is read.
+    let real = std::fs::symlink_metadata(&hyp_dir).is_ok_and(|m| m.is_dir());
+    let read = real.then(|| read_plain_file(&hyp_dir.join("hypothesis.txt"), 4096));
+    let hypothesis = read.flatten().and_then(|t| {
         t.lines()
             .find(|l| !l.trim().is_empty())
             .map(|l| l.trim().to_string())

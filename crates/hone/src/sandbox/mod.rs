@@ -62,6 +62,9 @@ pub struct Confinement<'a> {
     pub hide: &'a [PathBuf],
     /// Paths inside a hidden directory that it may read after all (an agent's prompts).
     pub expose: &'a [PathBuf],
+    /// Mask the host's unix sockets ([`socket_masks`]); off for a sandbox that starts on
+    /// another machine (a SLURM job), whose sockets hone cannot see.
+    pub mask_sockets: bool,
 }
 
 impl Confinement<'_> {
@@ -91,15 +94,12 @@ impl Confinement<'_> {
             let d = dev.into_os_string();
             args.extend([OsString::from("--dev-bind-try"), d.clone(), d]);
         }
-        // A read-only filesystem still lets a process connect to a unix socket in it: every
-        // listening socket of the host (an SSH agent, the container runtime, systemd, the
-        // session bus, X11, the journal) reads as /dev/null instead, so nothing inside can
-        // ask a server outside to act for it.
-        let sockets = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
-        for sock in listening_socket_paths(&sockets) {
-            let is_socket = std::fs::symlink_metadata(&sock)
-                .is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_socket(&m.file_type()));
-            if is_socket {
+        // A read-only filesystem still lets a process connect to a unix socket in it: the
+        // host's listening sockets it could reach read as /dev/null instead.
+        if self.mask_sockets {
+            let mut skip: Vec<&Path> = self.hide.iter().map(PathBuf::as_path).collect();
+            skip.push(self.worktree);
+            for sock in socket_masks(&skip) {
                 args.extend([
                     OsString::from("--ro-bind"),
                     "/dev/null".into(),
@@ -145,19 +145,84 @@ impl Confinement<'_> {
     }
 }
 
-/// The absolute paths of the unix sockets `/proc/net/unix` lists (its text is `proc_net_unix`):
-/// the eighth column, when there is one (abstract sockets, `@name`, have no file).
-pub fn listening_socket_paths(proc_net_unix: &str) -> Vec<PathBuf> {
+/// The most sockets masked in one sandbox (bubblewrap's setup grows with every mount).
+pub const MAX_SOCKET_MASKS: usize = 256;
+
+/// The host's listening unix sockets a sandbox could connect to, to be masked: an SSH agent,
+/// the container runtime, systemd, the session bus, the journal. Left out: sockets under
+/// `skip` (hidden directories and the worktree, which the sandbox sees otherwise anyway),
+/// sockets it could not reach through the file permissions (another user's private
+/// directory: the sandbox holds no capability to pass it, and bubblewrap could not mount
+/// there either), and any beyond [`MAX_SOCKET_MASKS`]. Not covered: abstract sockets (`@name`,
+/// X11's among them) for a sandbox that keeps the network, a socket bound by a relative path,
+/// and one created after the sandbox starts.
+pub fn socket_masks(skip: &[&Path]) -> Vec<PathBuf> {
+    let table = std::fs::read("/proc/net/unix").unwrap_or_default();
+    listening_socket_paths(&table)
+        .into_iter()
+        .filter(|p| !skip.iter().any(|s| p.starts_with(s)))
+        .filter(|p| reachable_socket(p))
+        .take(MAX_SOCKET_MASKS)
+        .collect()
+}
+
+/// Is `path` a socket this process could connect to by the file permissions alone (every
+/// directory on the way searchable, the socket writable)?
+fn reachable_socket(path: &Path) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    // SAFETY: geteuid and getegid cannot fail and touch no memory.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let allows = |m: &std::fs::Metadata, bits: u32| {
+        let mode = m.mode();
+        if m.uid() == uid {
+            mode & (bits << 6) != 0
+        } else if m.gid() == gid {
+            mode & (bits << 3) != 0
+        } else {
+            mode & bits != 0
+        }
+    };
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    if !meta.file_type().is_socket() || !allows(&meta, 0o2) {
+        return false;
+    }
+    path.ancestors()
+        .skip(1)
+        .all(|dir| std::fs::metadata(dir).is_ok_and(|m| allows(&m, 0o1)))
+}
+
+/// The absolute paths of the unix sockets `/proc/net/unix` lists (its bytes are
+/// `proc_net_unix`; a name need not be UTF-8): the eighth column, when there is one (abstract
+/// sockets, `@name`, have no file).
+pub fn listening_socket_paths(proc_net_unix: &[u8]) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
     let mut paths: Vec<PathBuf> = proc_net_unix
-        .lines()
+        .split(|b| *b == b'\n')
         .skip(1)
         .filter_map(|line| {
-            let mut rest = line.trim_start();
-            for _ in 0..7 {
-                let end = rest.find(char::is_whitespace)?;
-                rest = rest[end..].trim_start();
+            let mut fields = 0;
+            let mut i = 0;
+            // Skip seven whitespace-separated fields; the rest of the line is the path.
+            while fields < 7 {
+                while line.get(i).is_some_and(u8::is_ascii_whitespace) {
+                    i += 1;
+                }
+                if i >= line.len() {
+                    return None;
+                }
+                while line.get(i).is_some_and(|b| !b.is_ascii_whitespace()) {
+                    i += 1;
+                }
+                fields += 1;
             }
-            rest.starts_with('/').then(|| PathBuf::from(rest))
+            while line.get(i).is_some_and(u8::is_ascii_whitespace) {
+                i += 1;
+            }
+            let rest = line.get(i..)?;
+            rest.starts_with(b"/")
+                .then(|| PathBuf::from(std::ffi::OsStr::from_bytes(rest)))
         })
         .collect();
     paths.sort();
@@ -204,6 +269,7 @@ pub fn bwrap_wrapper(
         network,
         hide,
         expose,
+        mask_sockets: true,
     }
     .bwrap_args()
 }
@@ -264,6 +330,40 @@ mod tests {
         assert_eq!(run(true), "refused");
     }
 
+    /// Only sockets the sandbox could reach are masked: not one under a skipped directory
+    /// (hidden, or the worktree), not one behind another user's private directory (bubblewrap
+    /// could not mount there, and the sandbox could not pass it either).
+    #[test]
+    fn only_reachable_sockets_outside_the_skipped_places_are_masked() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let open = dir.path().join("open.sock");
+        let skipped = dir.path().join("wt");
+        let private = dir.path().join("private");
+        std::fs::create_dir_all(&skipped).expect("mkdir");
+        std::fs::create_dir_all(&private).expect("mkdir");
+        let in_wt = skipped.join("in.sock");
+        let behind = private.join("their.sock");
+        let _a = std::os::unix::net::UnixListener::bind(&open).expect("bind");
+        let _b = std::os::unix::net::UnixListener::bind(&in_wt).expect("bind");
+        let _c = std::os::unix::net::UnixListener::bind(&behind).expect("bind");
+        // SAFETY: geteuid cannot fail.
+        let root = unsafe { libc::geteuid() } == 0;
+        if root {
+            // Another user's private directory (chown needs root; CI runs as root).
+            std::os::unix::fs::chown(&private, Some(65534), Some(65534)).expect("chown");
+            std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700))
+                .expect("chmod");
+        }
+        let masks = super::socket_masks(&[skipped.as_path()]);
+        assert!(masks.contains(&open), "{masks:?}");
+        assert!(!masks.contains(&in_wt), "{masks:?}");
+        if root {
+            assert!(!masks.contains(&behind), "{masks:?}");
+        }
+        assert!(masks.len() <= super::MAX_SOCKET_MASKS);
+    }
+
     #[test]
     fn the_host_sockets_are_read_from_proc_net_unix() {
         let text = "Num       RefCount Protocol Flags    Type St Inode Path\n\
@@ -272,12 +372,21 @@ mod tests {
                     0000000000000000: 00000003 00000000 00000000 0001 03 20817\n\
                     0000000000000000: 00000002 00000000 00010000 0001 01 20818 /tmp/a dir/agent.sock\n\
                     0000000000000000: 00000002 00000000 00010000 0001 01 20819 /run/munge/munge.socket.2\n";
-        let paths = super::listening_socket_paths(text);
+        let mut bytes = text.as_bytes().to_vec();
+        bytes.extend_from_slice(
+            b"0000000000000000: 00000002 00000000 00010000 0001 01 20820 /tmp/x\xff.sock\n",
+        );
+        let paths = super::listening_socket_paths(&bytes);
         assert_eq!(
             paths,
             [
                 std::path::PathBuf::from("/run/munge/munge.socket.2"),
                 std::path::PathBuf::from("/tmp/a dir/agent.sock"),
+                std::path::PathBuf::from(
+                    <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
+                        b"/tmp/x\xff.sock"
+                    )
+                ),
             ]
         );
     }
@@ -337,6 +446,7 @@ mod tests {
                     network,
                     hide: &hide,
                     expose: &[],
+                    mask_sockets: false,
                 }
                 .bwrap_args(),
             );

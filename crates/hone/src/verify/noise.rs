@@ -131,8 +131,10 @@ pub fn run_sigma<'a>(
     if let Some(i) = widest {
         untrusted.remove(i);
     }
-    if variances.len() >= 3 {
-        let typical = median(&variances);
+    // (Not when the typical group has no spread at all, as a coarse metric's often has: every
+    // group with any would be left out.)
+    let typical = median(&variances);
+    if variances.len() >= 3 && typical > 0.0 {
         untrusted.retain(|(_, v)| *v <= OUTLIER_VARIANCE * typical);
     }
     let all = estimate_sigma(
