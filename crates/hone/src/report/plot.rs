@@ -6,7 +6,7 @@
 //! metric), and far-off discards clipped to the edge.
 //!
 //! Its size does not grow with the run: past [`MAX_POINTS`] discards, each pixel column keeps
-//! only its highest and lowest discard (the envelope of the cloud); the running best is drawn
+//! only its highest, median and lowest discard (the cloud's envelope and its middle); the running best is drawn
 //! through the points where it changes; failures are one mark per column and kind. Every keep
 //! and the baseline are always drawn.
 
@@ -313,7 +313,8 @@ fn svg_best_line(svg: &mut String, f: &Frame, steps: &[(u64, f64)]) {
 }
 
 /// The discards to draw: all of them up to [`MAX_POINTS`], else in each pixel column the
-/// highest and the lowest (the cloud's envelope), in the order of the run.
+/// highest, the median and the lowest (the cloud's envelope and where most of it lies), in
+/// the order of the run.
 fn drawn_discards<'a>(f: &Frame, measured: &[&'a ExperimentRecord]) -> Vec<&'a ExperimentRecord> {
     let discards: Vec<&ExperimentRecord> = measured
         .iter()
@@ -323,25 +324,19 @@ fn drawn_discards<'a>(f: &Frame, measured: &[&'a ExperimentRecord]) -> Vec<&'a E
     if discards.len() <= MAX_POINTS {
         return discards;
     }
-    let mut columns: std::collections::BTreeMap<i64, (&ExperimentRecord, &ExperimentRecord)> =
+    let mut columns: std::collections::BTreeMap<i64, Vec<&ExperimentRecord>> =
         std::collections::BTreeMap::new();
-    let value = |e: &ExperimentRecord| e.objective.unwrap_or(f64::NAN);
     for e in discards {
-        let col = f.x(e.n).floor() as i64;
-        let slot = columns.entry(col).or_insert((e, e));
-        if value(e) < value(slot.0) {
-            slot.0 = e;
-        }
-        if value(e) > value(slot.1) {
-            slot.1 = e;
-        }
+        columns.entry(f.x(e.n).floor() as i64).or_default().push(e);
     }
+    let value = |e: &ExperimentRecord| e.objective.unwrap_or(f64::NAN);
     let mut out: Vec<&ExperimentRecord> = Vec::new();
-    for (lo, hi) in columns.into_values() {
-        out.push(lo);
-        if hi.n != lo.n {
-            out.push(hi);
-        }
+    for mut column in columns.into_values() {
+        column.sort_by(|a, b| value(a).total_cmp(&value(b)).then(a.n.cmp(&b.n)));
+        let last = column.len() - 1;
+        let mut picks = vec![0, last / 2, last];
+        picks.dedup();
+        out.extend(picks.into_iter().map(|i| column[i]));
     }
     out.sort_by_key(|e| e.n);
     out
@@ -626,11 +621,11 @@ mod tests {
         // Every keep and the baseline are drawn, whatever the size.
         assert_eq!(count(&large, r#"class="keep""#), 100);
         assert_eq!(count(&small, r#"class="keep""#), 10);
-        // Discards: the envelope, two per pixel column at most.
+        // Discards: the envelope and the middle, three per pixel column at most.
         let columns = (W - LEFT - RIGHT) as usize + 2;
         for svg in [&small, &large] {
             let discards = count(svg, r#"class="discard""#);
-            assert!(discards <= 2 * columns, "{discards}");
+            assert!(discards <= 3 * columns, "{discards}");
             assert!(discards > columns / 2, "the envelope is drawn: {discards}");
             assert!(
                 count(svg, r#"class="fail"#) <= columns,
