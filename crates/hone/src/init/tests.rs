@@ -1,0 +1,153 @@
+//! Tests of `hone init`'s reading of a repository: the evaluator, the metric, the runner, the time budget and the constants that must not be knobs.
+
+use super::*;
+
+const PREPARE: &str = "MAX_SEQ_LEN = 2048\nTIME_BUDGET = 300\nMAX_SHARD = 6542\n\
+                       def make_dataloader(split):\n    pass\n\
+                       def evaluate_bpb(model):\n    return 1.0\n";
+const TRAIN: &str = "import time\nfrom prepare import (\n    MAX_SEQ_LEN,\n    TIME_BUDGET,\n    \
+                     evaluate_bpb,\n)\nimport model_utils\nDEPTH = 8\n\
+                     print(f\"step {0}\")\nprint(f\"val_bpb:          {1.0:.6f}\")\n\
+                     print(f\"training_seconds: {300.1:.1f}\")\n";
+
+fn repo(files: &[(&str, &str)]) -> (Vec<String>, BTreeMap<String, String>) {
+    let map: BTreeMap<String, String> = files
+        .iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect();
+    (map.keys().cloned().collect(), map)
+}
+
+fn analyzed(files: &[(&str, &str)]) -> Analysis {
+    let (paths, texts) = repo(files);
+    analyze(Path::new("/nonexistent"), &paths, &|p| {
+        texts.get(p).cloned()
+    })
+}
+
+#[test]
+fn finds_the_evaluator_the_metric_the_runner_and_the_budget() {
+    let a = analyzed(&[
+        ("prepare.py", PREPARE),
+        ("train.py", TRAIN),
+        ("model_utils.py", "WIDTH = 3\n"),
+        ("uv.lock", ""),
+    ]);
+    assert_eq!(a.script.as_deref(), Some("train.py"));
+    assert_eq!(
+        a.evaluators,
+        [Evaluator {
+            path: "prepare.py".into(),
+            imported: vec![
+                "MAX_SEQ_LEN".into(),
+                "TIME_BUDGET".into(),
+                "evaluate_bpb".into()
+            ],
+            defines: vec![
+                "MAX_SEQ_LEN".into(),
+                "TIME_BUDGET".into(),
+                "MAX_SHARD".into()
+            ],
+        }],
+        "model_utils holds no evaluation: not an evaluator"
+    );
+    assert_eq!(a.metric.value, "val_bpb");
+    assert!(a.metric.why.contains("train.py:10"), "{}", a.metric.why);
+    assert_eq!(a.direction.value, Direction::Minimize);
+    assert_eq!(a.command.value, "uv run train.py");
+    assert_eq!(a.timeout.value, 2 * 300 + TIMEOUT_MARGIN_SECS);
+    assert!(
+        a.timeout.why.contains("TIME_BUDGET (prepare.py:2)"),
+        "{}",
+        a.timeout.why
+    );
+}
+
+#[test]
+fn runners_and_metric_fallbacks() {
+    let a = analyzed(&[
+        ("train.py", "print('accuracy:', 0.9)\n"),
+        ("pyproject.toml", ""),
+    ]);
+    assert_eq!(a.command.value, "uv run train.py");
+    assert_eq!(a.metric.value, "accuracy");
+    assert_eq!(a.direction.value, Direction::Maximize);
+    assert!(a.timeout.guessed);
+    let plain = analyzed(&[("fit.py", "print('r2: %.3f' % 0.5)\n")]);
+    assert_eq!(plain.script.as_deref(), Some("fit.py"));
+    assert_eq!(plain.command.value, "python3 fit.py");
+    assert!(plain.command.guessed);
+    assert_eq!(plain.metric.value, "r2");
+    assert!(
+        plain.metric.guessed,
+        "r2 has no metric word: a guess to check"
+    );
+    let none = analyzed(&[("README.md", "hi\n")]);
+    assert_eq!(none.metric.value, "score");
+    assert_eq!(none.command.value, "./measure.sh");
+}
+
+#[test]
+fn the_venv_runs_by_absolute_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join(".venv/bin")).unwrap();
+    std::fs::write(tmp.path().join(".venv/bin/python"), "").unwrap();
+    let files = vec!["train.py".to_string()];
+    let a = analyze(tmp.path(), &files, &|_| Some("print('loss: 1')\n".into()));
+    assert!(a.command.value.starts_with('/'), "{}", a.command.value);
+    assert!(a.command.value.ends_with("/.venv/bin/python train.py"));
+    assert!(a.command.why.contains("worktrees"));
+}
+
+#[test]
+fn check_runs_the_command_once_and_reads_the_metric() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ok = check(
+        tmp.path(),
+        "echo step 1; echo 'val_bpb: 0.75'",
+        60,
+        "val_bpb",
+        None,
+    )
+    .unwrap();
+    assert_eq!(ok.exit, crate::exec::Exit::Code(0));
+    assert_eq!(ok.value, Some(0.75));
+    let bad = check(tmp.path(), "echo 'loss: 3'; exit 2", 60, "val_bpb", None).unwrap();
+    assert_eq!(bad.exit, crate::exec::Exit::Code(2));
+    assert_eq!(bad.value, None);
+    assert_eq!(bad.tail, ["loss: 3"]);
+}
+
+#[test]
+fn the_spec_explains_each_choice() {
+    let a = analyzed(&[
+        ("prepare.py", PREPARE),
+        ("train.py", TRAIN),
+        ("uv.lock", ""),
+    ]);
+    let found = knobs::discover(
+        "train.py",
+        "DEPTH = 8\nPEAK = 1e12\nprint(f'mfu: {1/PEAK}')\nMAX_SHARD = 10\n",
+    )
+    .unwrap();
+    let d = draft(&a, &found, &["train.py".into()], vec![], None, None);
+    let text = spec_text(&d);
+    let spec: toml_edit::DocumentMut = text.parse().unwrap();
+    assert_eq!(
+        spec["loop"]["editable"].as_array().map(|a| a.len()),
+        Some(1)
+    );
+    assert_eq!(spec["loop"]["protected"][0].as_str(), Some("prepare.py"));
+    assert_eq!(spec["verify"]["metric"].as_str(), Some("val_bpb"));
+    assert_eq!(spec["verify"]["timeout"].as_str(), Some("720s"));
+    for expected in [
+        "#   PEAK (train.py:2): only printed",
+        "#   TIME_BUDGET (prepare.py): defined by the protected evaluator",
+        "#   MAX_SHARD (prepare.py): defined by the protected evaluator",
+        "#   MAX_SHARD (also in prepare.py): the evaluator defines it too",
+        "uv.lock: the project runs with uv",
+        "train.py:10 prints `val_bpb: <number>`",
+    ] {
+        assert!(text.contains(expected), "{expected:?} in:\n{text}");
+    }
+}

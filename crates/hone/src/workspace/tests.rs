@@ -1,0 +1,297 @@
+//! Tests of hone's git: snapshots and their line counts, raw bytes whatever the repository's configuration, materializing a commit, globs.
+
+use super::*;
+
+fn sh(dir: &Path, cmd: &str) {
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "{cmd}");
+}
+
+/// A repository in a temporary directory whose first commit holds what `files` (a shell
+/// command) writes.
+fn committed(files: &str) -> (tempfile::TempDir, Git) {
+    let dir = tempfile::tempdir().unwrap();
+    sh(dir.path(), &format!("git init -q -b main && {files} && git add -A && git -c user.name=t -c user.email=t@t commit -qm i"));
+    let git = Git::discover(dir.path()).unwrap();
+    (dir, git)
+}
+
+#[test]
+fn snapshot_reports_changes_with_line_counts_and_reset_restores() {
+    let (dir, git) = committed("printf 'a\\nb\\n' > f.txt && printf 'x\\n' > 'sp ace.txt'");
+    let d = dir.path();
+    let head = git.head().unwrap();
+    let wt = d.join(".hone/wt");
+    git.prepare_worktree(&wt, &head).unwrap();
+    sh(
+        &wt,
+        "printf 'a\\nB\\nc\\n' > f.txt && rm 'sp ace.txt' && printf '\\0\\1' > bin.dat",
+    );
+    let snap = git.snapshot(&wt, &head, "m").unwrap().unwrap();
+    let mut got: Vec<(char, String, u64, u64)> = snap
+        .changes
+        .iter()
+        .map(|c| (c.status, c.path.clone(), c.added, c.deleted))
+        .collect();
+    got.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(
+        got,
+        vec![
+            ('A', "bin.dat".to_string(), 0, 0),
+            ('M', "f.txt".to_string(), 2, 1),
+            ('D', "sp ace.txt".to_string(), 0, 1),
+        ]
+    );
+    assert!(snap.hidden.is_empty());
+    // Nothing changed: no snapshot.
+    git.reset_worktree(&wt, &head).unwrap();
+    assert!(git.snapshot(&wt, &head, "m").unwrap().is_none());
+    assert_eq!(std::fs::read_to_string(wt.join("f.txt")).unwrap(), "a\nb\n");
+    assert!(!wt.join("bin.dat").exists());
+}
+
+/// A repository whose config and `info/attributes` ask for every content conversion git
+/// has (filters, `ident`, CRLF, textconv, an external diff): hone's own git runs none of
+/// them, commits the worktree's raw bytes and writes a worktree from the raw blobs.
+#[test]
+fn hostile_config_and_attributes_change_nothing_hone_commits_or_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    sh(d, "git init -q -b main && printf 'a\\n$Id$\\n' > f.txt && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+    let mark = d.join("ran");
+    let m = mark.display();
+    sh(
+        d,
+        &format!(
+            "git config filter.x.clean 'touch {m}-clean; sed s/a/CLEAN/' && \
+             git config filter.x.smudge 'touch {m}-smudge; sed s/a/SMUDGE/' && \
+             git config filter.x.required true && \
+             git config diff.x.textconv 'touch {m}-textconv; echo hidden' && \
+             git config diff.external 'touch {m}-ext' && \
+             git config core.autocrlf true && git config core.eol crlf && \
+             mkdir -p .git/info && printf '* filter=x diff=x ident text eol=crlf\\n' > .git/info/attributes"
+        ),
+    );
+    let git = Git::discover(d).unwrap();
+    let head = git.head().unwrap();
+    let wt = d.join(".hone/wt");
+    git.prepare_worktree(&wt, &head).unwrap();
+    // Written from the blob as it is: no smudge, no CRLF, no `$Id$` expansion.
+    assert_eq!(std::fs::read(wt.join("f.txt")).unwrap(), b"a\n$Id$\n");
+    std::fs::write(wt.join("f.txt"), b"a\r\nforbidden\r\n$Id$\n").unwrap();
+    let snap = git.snapshot(&wt, &head, "m").unwrap().unwrap();
+    assert_eq!(
+        git.file_at(&snap.commit, "f.txt").unwrap(),
+        b"a\r\nforbidden\r\n$Id$\n"
+    );
+    assert!(git
+        .diff(&head, &snap.commit)
+        .unwrap()
+        .contains("+forbidden"));
+    git.reset_worktree(&wt, &head).unwrap();
+    assert_eq!(std::fs::read(wt.join("f.txt")).unwrap(), b"a\n$Id$\n");
+    git.materialize(&wt, &snap.commit).unwrap();
+    assert_eq!(
+        std::fs::read(wt.join("f.txt")).unwrap(),
+        b"a\r\nforbidden\r\n$Id$\n"
+    );
+    assert!(git.changed_tracked(&wt, &snap.commit).unwrap().is_empty());
+    std::fs::write(wt.join("f.txt"), b"a\r\nforbidden\r\n$Id$\n ").unwrap();
+    assert_eq!(git.changed_tracked(&wt, &snap.commit).unwrap(), ["f.txt"]);
+    for what in ["clean", "smudge", "textconv", "ext"] {
+        let p = d.join(format!("ran-{what}"));
+        assert!(!p.exists(), "hone's git ran the {what} command");
+    }
+}
+
+/// `materialize` leaves exactly the commit: extra files, ignored files, a nested
+/// repository and a directory deeper than PATH_MAX all go; changed modes come back.
+#[test]
+fn materialize_removes_everything_else_even_beyond_path_max() {
+    let (dir, git) = committed("printf 'x\\n' > f.py && mkdir src && printf 'y\\n' > src/g.py && chmod +x src/g.py && printf '*.log\\n' > .gitignore");
+    let d = dir.path();
+    let head = git.head().unwrap();
+    let wt = d.join(".hone/wt");
+    git.prepare_worktree(&wt, &head).unwrap();
+    assert!(git.unrecordable(&wt).unwrap().is_none());
+    sh(&wt, "printf z > x.log && chmod -x src/g.py && rm f.py && mkdir -p sub && git -C sub init -q && printf p > sub/__main__.py");
+    assert!(git
+        .unrecordable(&wt)
+        .unwrap()
+        .unwrap()
+        .contains("`sub/.git`"));
+    std::fs::rename(wt.join("sub"), d.join("sub")).unwrap();
+    // 2,100 levels: beyond what one system call can name.
+    sh(
+        &wt.join("src"),
+        "python3 -c \"import os\nfor _ in range(2100):\n    os.mkdir('a'); os.chdir('a')\nopen('x.py', 'w').write('p')\"",
+    );
+    assert!(git.unrecordable(&wt).unwrap().unwrap().contains("too deep"));
+    std::fs::rename(d.join("sub"), wt.join("sub")).unwrap();
+    git.reset_worktree(&wt, &head).unwrap();
+    assert!(git.unrecordable(&wt).unwrap().is_none());
+    let mut names: Vec<_> = std::fs::read_dir(&wt)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, [".git", ".gitignore", "f.py", "src"]);
+    let mode = std::fs::metadata(wt.join("src/g.py"))
+        .unwrap()
+        .permissions();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode) & 0o111,
+        0o111
+    );
+}
+
+/// A directory the candidate replaced by a symlink to hidden data: the snapshot commits
+/// the symlink, never the data behind it (hone reads outside every sandbox).
+#[test]
+fn a_snapshot_never_reads_through_a_symlinked_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let secret = tempfile::tempdir().unwrap();
+    std::fs::write(secret.path().join("0.log"), "TOPSECRET\n").unwrap();
+    sh(d, "git init -q -b main && mkdir -p src/h && printf 'x\n' > src/h/0.log && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+    let git = Git::discover(d).unwrap();
+    let head = git.head().unwrap();
+    let wt = d.join(".hone/wt");
+    git.prepare_worktree(&wt, &head).unwrap();
+    sh(
+        &wt,
+        &format!("rm -rf src/h && ln -s {} src/h", secret.path().display()),
+    );
+    let snap = git.snapshot(&wt, &head, "m").unwrap().unwrap();
+    let tree = git.run(&["ls-tree", "-r", &snap.commit]).unwrap();
+    assert!(
+        tree.contains("120000 blob"),
+        "the symlink is committed: {tree}"
+    );
+    assert!(!tree.contains("src/h/0.log"), "{tree}");
+    let all = git.run(&["grep", "-c", "TOPSECRET", &snap.commit]);
+    assert!(all.is_err(), "the hidden data reached the commit: {all:?}");
+}
+
+/// A training stage that put a symlink where the commit has a directory of outputs: the
+/// sealed rebuild writes nothing through it.
+#[test]
+fn the_sealed_rebuild_never_writes_through_a_planted_symlink() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let outside = tempfile::tempdir().unwrap();
+    sh(d, "git init -q -b main && mkdir checkpoints && printf keep > checkpoints/.gitkeep && printf P > prepare.py && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+    let git = Git::discover(d).unwrap();
+    let head = git.head().unwrap();
+    let wt = d.join(".hone/wt");
+    git.prepare_worktree(&wt, &head).unwrap();
+    sh(
+        &wt,
+        &format!(
+            "rm -r checkpoints && ln -s {} checkpoints",
+            outside.path().display()
+        ),
+    );
+    let keep = ["checkpoints/".to_string()];
+    git.materialize_sealed(&wt, (&head, &head), &["prepare.py".to_string()], &keep)
+        .unwrap();
+    assert_eq!(
+        std::fs::read_dir(outside.path()).unwrap().count(),
+        0,
+        "nothing was written outside the worktree"
+    );
+    let meta = std::fs::symlink_metadata(wt.join("checkpoints")).unwrap();
+    assert!(meta.is_dir(), "a real directory again");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("checkpoints/.gitkeep")).unwrap(),
+        "keep"
+    );
+}
+
+/// The sealed evaluation's tree: the candidate's files, the sealed ones from the base,
+/// and of the rest only the declared outputs.
+#[test]
+fn materialize_sealed_keeps_outputs_and_restores_sealed_files() {
+    let (dir, git) = committed("printf P1 > prepare.py && printf m > model.py");
+    let d = dir.path();
+    let base = git.head().unwrap();
+    sh(d, "printf P2 > prepare.py && printf m2 > model.py && git add -A && git -c user.name=t -c user.email=t@t commit -qm c");
+    let cand = git.head().unwrap();
+    let wt = d.join(".hone/wt");
+    git.prepare_worktree(&wt, &cand).unwrap();
+    sh(&wt, "printf o > model.txt && mkdir -p out sub && printf o > out/model.txt && printf j > junk.txt && printf j > sub/junk && printf x > model.py");
+    let sealed = ["prepare.py".to_string()];
+    let keep = ["model.txt".to_string()];
+    git.materialize_sealed(&wt, (&cand, &base), &sealed, &keep)
+        .unwrap();
+    let read = |p: &str| std::fs::read_to_string(wt.join(p)).unwrap();
+    assert_eq!(read("prepare.py"), "P1");
+    assert_eq!(read("model.py"), "m2");
+    assert_eq!(read("model.txt"), "o");
+    assert_eq!(read("out/model.txt"), "o");
+    assert!(!wt.join("junk.txt").exists());
+    assert!(!wt.join("sub").exists());
+}
+
+#[test]
+fn a_snapshot_whose_staged_objects_were_pruned_writes_them_again() {
+    // `git gc --prune=now` racing `git add`: the index names a blob that is gone.
+    let (dir, git) = committed("printf 'a\\n' > f.txt");
+    let d = dir.path();
+    let head = git.head().unwrap();
+    let wt = d.join(".hone/wt");
+    git.prepare_worktree(&wt, &head).unwrap();
+    // An old mtime: the file is not "racily clean", so git trusts the index entry.
+    sh(
+        &wt,
+        "printf 'new content\\n' > f.txt && touch -d 2020-01-01 f.txt && git add -A",
+    );
+    let blob = git.run_in(&wt, &["rev-parse", ":f.txt"]).unwrap();
+    let blob = blob.trim();
+    let objects = git.common_dir().unwrap().join("objects");
+    std::fs::remove_file(objects.join(&blob[..2]).join(&blob[2..])).unwrap();
+    assert_eq!(
+        git.missing_objects(&[blob.to_string(), head.clone()])
+            .unwrap(),
+        [blob]
+    );
+    // The snapshot hashes the files' raw bytes itself (it never trusts the index's
+    // entries), so the pruned blob is written again; a reindex changes nothing after it.
+    let first = git.snapshot(&wt, &head, "m").unwrap().unwrap();
+    git.reindex(&wt, &head).unwrap();
+    let snap = git.snapshot(&wt, &head, "m").unwrap().unwrap();
+    assert_eq!(first.tree, snap.tree);
+    assert!(git
+        .missing_objects(&[snap.commit.clone(), blob.to_string()])
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        git.file_at(&snap.commit, "f.txt").unwrap(),
+        b"new content\n"
+    );
+    // A ref to a missing object still reads raw (for recovery to remove it).
+    assert_eq!(git.raw_ref("refs/nothing").unwrap(), None);
+}
+
+#[test]
+fn globs() {
+    assert!(glob_match("train.py", "train.py"));
+    assert!(!glob_match("train.py", "src/train.py"));
+    assert!(glob_match("*.py", "train.py"));
+    assert!(!glob_match("*.py", "src/train.py"));
+    assert!(glob_match("**/*.py", "src/a/train.py"));
+    assert!(glob_match("**/*.py", "train.py"));
+    assert!(glob_match("data/", "data/x/y.bin"));
+    assert!(glob_match("data", "data/x.bin"));
+    assert!(!glob_match("data/", "database.txt"));
+    assert!(glob_match("src/*/mod.rs", "src/a/mod.rs"));
+    assert!(glob_match("model_?.py", "model_a.py"));
+    assert!(!glob_match("model_?.py", "model_ab.py"));
+    assert!(glob_match("src/**", "src/a/b.rs"));
+}
