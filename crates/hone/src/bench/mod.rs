@@ -405,7 +405,12 @@ fn git(dir: &Path, args: &[&str]) -> Result<(), String> {
 fn verified(status: Status) -> bool {
     matches!(
         status,
-        Status::Baseline | Status::Keep | Status::Discard | Status::Crash | Status::Timeout
+        Status::Baseline
+            | Status::Keep
+            | Status::Discard
+            | Status::Crash
+            | Status::Timeout
+            | Status::Pruned
     )
 }
 

@@ -227,7 +227,12 @@ pub(super) fn duplicate(
         e.tree.as_deref() == Some(tree)
             && matches!(
                 e.status(),
-                Status::Baseline | Status::Keep | Status::Discard | Status::Crash | Status::Timeout
+                Status::Baseline
+                    | Status::Keep
+                    | Status::Discard
+                    | Status::Crash
+                    | Status::Timeout
+                    | Status::Pruned
             )
     };
     let running = |e: &&ExperimentRecord| e.tree.as_deref() == Some(tree);

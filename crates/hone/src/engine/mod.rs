@@ -45,6 +45,7 @@ mod foreign;
 mod gate;
 mod notices;
 mod parallel;
+mod progress;
 mod proposal;
 mod record;
 mod recovery;

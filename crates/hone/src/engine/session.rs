@@ -168,6 +168,7 @@ impl<'a> Engine<'a> {
             contained: false,
             slot_env: Vec::new(),
             executor,
+            prunable: false,
         };
         let mut engine = Engine {
             verifier,

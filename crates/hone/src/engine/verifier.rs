@@ -5,6 +5,7 @@
 //! experiment, its commit, the stage) comes in as arguments. The serial loop has one; each
 //! parallel verification thread owns its own ([`Verifier::for_slot`]).
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -15,6 +16,7 @@ use crate::verify::metrics::{MetricReader, MetricSet};
 use crate::workspace::{first_difference, hash_paths, Git};
 
 use super::executor::{Executor, Failure, Job, RunPlace};
+use super::progress::Watch;
 use super::state::{Seals, StatePaths, STATE_DIR};
 use super::{Config, EngineError, Event, Fs};
 
@@ -105,6 +107,8 @@ pub(super) struct Verifier {
     /// The environment of the verification slot this verifier runs in (`[exec] slots`).
     pub slot_env: Vec<(String, String)>,
     pub executor: Box<dyn Executor>,
+    /// The run being measured is a candidate's first, which `[verify] prune` may stop.
+    pub prunable: bool,
 }
 
 impl Verifier {
@@ -120,6 +124,7 @@ impl Verifier {
             contained: self.contained,
             slot_env,
             executor: self.executor.for_slot(),
+            prunable: false,
         }
     }
 
@@ -150,7 +155,10 @@ impl Verifier {
     ) -> Result<Verified, EngineError> {
         let policy = self.spec.noise_policy();
         let net_lines = rec.lines_added as i64 - rec.lines_deleted as i64;
-        let (value, metrics) = match self.measure(sink, rec, wt, 0, !baseline, cancel)? {
+        self.prunable = !baseline;
+        let first = self.measure(sink, rec, wt, 0, !baseline, cancel);
+        self.prunable = false;
+        let (value, metrics) = match first? {
             Measured::Cancelled => return Ok(Verified::Cancelled),
             Measured::Failed { status, reason } => return Ok(Verified::Failed(status, reason)),
             Measured::Value { value, metrics } => (value, metrics),
@@ -331,13 +339,42 @@ impl Verifier {
             self.spec.verify.metric_regex.clone(),
         )
         .map_err(Config::Metric)?;
+        // Progress is read from a candidate's first run of its command; only a candidate
+        // (`self.prunable`) may be pruned.
+        let stop = Cell::new(false);
+        let first = s.stage == Stage::Command && s.repeat == 0;
+        let mut watch = match first {
+            true => Watch::new(
+                &self.spec,
+                (sink.store, sink.run_id, s.n),
+                self.prunable,
+                &stop,
+            )?,
+            false => None,
+        };
         let (exit, failure) = self.execute(
             sink,
             (s.n, &req, "verifier"),
             (s.commit, s.stage),
-            &mut |line| reader.feed(line),
-            cancel,
+            &mut |line| {
+                reader.feed(line);
+                if let Some(w) = watch.as_mut() {
+                    w.feed(line);
+                }
+            },
+            (cancel, &|| stop.get()),
         )?;
+        let pruned = match watch {
+            Some(w) => w.finish()?,
+            None => None,
+        };
+        let failure = match pruned {
+            Some(reason) if exit == Exit::Cancelled && !cancel() => Some(Failure {
+                status: Status::Pruned,
+                reason,
+            }),
+            _ => failure,
+        };
         Ok((exit, failure, reader.finish()))
     }
 
@@ -375,7 +412,7 @@ impl Verifier {
             (n, &req, "holdout command"),
             (Some(commit), Stage::Holdout),
             &mut |line| reader.feed(line),
-            cancel,
+            (cancel, &|| false),
         )?;
         let value = reader.finish().values.get(&h.metric).copied();
         Ok(match (exit, failure) {
@@ -392,7 +429,7 @@ impl Verifier {
         (n, req, what): (u64, &ExecRequest, &str),
         (commit, stage): (Option<&str>, Stage),
         on_line: &mut dyn FnMut(&str),
-        cancel: &dyn Fn() -> bool,
+        (cancel, stop): (&dyn Fn() -> bool, &dyn Fn() -> bool),
     ) -> Result<(Exit, Option<Failure>), EngineError> {
         let (spec, slot_env) = (&self.spec, &self.slot_env);
         let travels = |k: &str| travels_to_jobs(spec, slot_env, k, stage);
@@ -402,6 +439,7 @@ impl Verifier {
             what,
             commit,
             travels: &travels,
+            stop,
         };
         self.executor.run(&job, sink, on_line, cancel)
     }

@@ -27,7 +27,9 @@
 //!    is [`Exit::TimedOut`] even if the leader exited by itself during the grace.
 //!
 //! 4. **Cancel.** As soon as `cancel()` returns true the group gets `SIGKILL` (no grace:
-//!    the user asked to stop) and the exit is [`Exit::Cancelled`].
+//!    the user asked to stop) and the exit is [`Exit::Cancelled`]. A stop that is hone's own
+//!    decision ([`Running::wait_or_stop`]'s `stop()`, a pruned run) goes as a timeout does:
+//!    `SIGTERM`, the grace, `SIGKILL`; the exit is [`Exit::Cancelled`] too.
 //!
 //! 5. **Leader exit and drain.** When the leader exits on its own, only output written
 //!    before that moment counts: a metric a `cmd &` left running prints later must not be
@@ -340,6 +342,18 @@ impl Running {
         on_line: &mut dyn FnMut(&str),
         cancel: &dyn Fn() -> bool,
     ) -> Result<ExecOutcome, ExecError> {
+        self.wait_or_stop(on_line, cancel, &|| false)
+    }
+
+    /// [`Running::wait`], and when `stop()` returns true (asked as often as `cancel()`),
+    /// the group gets `SIGTERM`, then `SIGKILL` after the grace; the exit is
+    /// [`Exit::Cancelled`].
+    pub fn wait_or_stop(
+        self,
+        on_line: &mut dyn FnMut(&str),
+        cancel: &dyn Fn() -> bool,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<ExecOutcome, ExecError> {
         let Running {
             mut leader,
             start_time: _,
@@ -388,6 +402,13 @@ impl Running {
                         leader.signal(libc::SIGKILL).map_err(lost)?;
                         Phase::Draining {
                             until: now.checked_add(drain_timeout.max(POST_KILL_DRAIN)),
+                        }
+                    }
+                    Phase::Running if stop() => {
+                        leader.signal(libc::SIGTERM).map_err(lost)?;
+                        forced_exit = Some(Exit::Cancelled);
+                        Phase::Terminating {
+                            until: now.checked_add(kill_grace),
                         }
                     }
                     Phase::Running if deadline.is_some_and(|d| passed(d, now)) => {

@@ -34,7 +34,7 @@ pub struct Tabu {
 fn is_failure(e: &ExperimentRecord) -> bool {
     matches!(
         e.status(),
-        Status::Discard | Status::Crash | Status::Timeout
+        Status::Discard | Status::Crash | Status::Timeout | Status::Pruned
     )
 }
 

@@ -393,6 +393,7 @@ fn svg_failures(svg: &mut String, f: &Frame, exps: &[ExperimentRecord]) {
         let (mark, colour) = match e.status() {
             Status::Crash => ("x", "#c62828"),
             Status::Timeout => ("t", "#c62828"),
+            Status::Pruned => ("p", "#6d4c41"),
             Status::Violation | Status::Rejected | Status::Invalid => ("·", "#ef6c00"),
             _ => continue,
         };
@@ -485,6 +486,7 @@ fn text_grid(
         let mark = match e.status() {
             Status::Crash => 'x',
             Status::Timeout => 't',
+            Status::Pruned => 'p',
             Status::Violation | Status::Rejected | Status::Invalid => '!',
             _ => continue,
         };

@@ -48,7 +48,7 @@ pub use schedule::{ScheduleSpec, TriggerSpec};
 pub use stop::StopSpec;
 pub use text::MAX_SPEC_BYTES;
 pub use units::{format_duration, parse_duration, parse_size};
-pub use verify::{Direction, HoldoutSpec, VerifySpec};
+pub use verify::{Direction, HoldoutSpec, ProgressSpec, VerifySpec};
 
 use read::{Doc, Section};
 

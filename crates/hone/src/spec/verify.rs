@@ -12,6 +12,7 @@ use super::read::Section;
 use super::units::duration_secs;
 use super::SpecError;
 use crate::verify::metrics::{is_metric_name, Constraint, MetricError, MetricRegex};
+use crate::verify::prune::{Progress, PruneRule, Pruner, Warmup};
 
 /// The keys of `[verify]`.
 pub(super) const KEYS: &[&str] = &[
@@ -35,6 +36,10 @@ pub(super) const KEYS: &[&str] = &[
     "outputs",
     "holdout",
     "holdout_gate",
+    "progress",
+    "prune",
+    "prune_warmup",
+    "prune_min_runs",
 ];
 /// The keys of `[verify.holdout]`.
 const HOLDOUT_KEYS: &[&str] = &["command", "metric", "timeout", "min_delta", "hide"];
@@ -44,6 +49,8 @@ pub const TIMEOUT_SECS: u64 = 600;
 pub const KILL_GRACE_SECS: u64 = 5;
 pub const MAX_LOG_BYTES: u64 = 1_000_000;
 pub const NOISE_K: f64 = 2.0;
+/// Curves of finished experiments needed at a step before a run is pruned there.
+pub const PRUNE_MIN_RUNS: u64 = 3;
 
 /// `[verify]`: the user's command and how its output is judged.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -81,6 +88,32 @@ pub struct VerifySpec {
     pub holdout: Option<HoldoutSpec>,
     /// Revert a keep that worsens the holdout by more than its `min_delta`.
     pub holdout_gate: bool,
+    /// `progress` and `prune`: intermediate values, and when a run is stopped early.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub progress: Option<ProgressSpec>,
+}
+
+/// `[verify] progress` with `prune`, `prune_warmup` and `prune_min_runs`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ProgressSpec {
+    /// How a (step, value) point is read from a line of the verifier's output.
+    pub read: Progress,
+    /// The rule that stops a hopeless run; `None`: curves are only recorded.
+    pub prune: Option<PruneRule>,
+    pub warmup: Warmup,
+    pub min_runs: u64,
+}
+
+impl ProgressSpec {
+    /// The pruner of a run whose objective goes `direction`, if pruning is on.
+    pub fn pruner(&self, direction: Direction) -> Option<Pruner> {
+        Some(Pruner {
+            rule: self.prune?,
+            direction,
+            warmup: self.warmup,
+            min_runs: self.min_runs as usize,
+        })
+    }
 }
 
 /// `[verify.holdout]`: a second measurement on data the search never sees.
@@ -155,8 +188,69 @@ pub(super) fn parse(s: &Section) -> Result<VerifySpec, SpecError> {
     Ok(VerifySpec {
         holdout,
         holdout_gate,
+        progress: progress(s)?,
         ..verify
     })
+}
+
+/// `progress`, `prune`, `prune_warmup` and `prune_min_runs`.
+fn progress(s: &Section) -> Result<Option<ProgressSpec>, SpecError> {
+    let Some(text) = s.get::<String>("progress")? else {
+        for key in ["prune", "prune_warmup", "prune_min_runs"] {
+            if s.has(key) {
+                return Err(s.err(
+                    key,
+                    "needs `progress`: how the verifier prints its intermediate values (a metric printed beside `step=`, or a regex with groups `step` and `value`)",
+                ));
+            }
+        }
+        return Ok(None);
+    };
+    let read = Progress::compile(&text).map_err(|e| s.err("progress", e))?;
+    let prune = match s.get::<String>("prune")? {
+        None => None,
+        Some(rule) => Some(PruneRule::parse(&rule).map_err(|e| s.err("prune", e))?),
+    };
+    if prune.is_none() {
+        for key in ["prune_warmup", "prune_min_runs"] {
+            if s.has(key) {
+                return Err(s.err(
+                    key,
+                    "only means something with `prune` (e.g. prune = \"median\")",
+                ));
+            }
+        }
+    }
+    let warmup = match s.get::<String>("prune_warmup")? {
+        None => Warmup::Steps(0.0),
+        Some(w) => warmup(&w).map_err(|e| s.err("prune_warmup", e))?,
+    };
+    let min_runs = s.get_or("prune_min_runs", PRUNE_MIN_RUNS)?;
+    if min_runs == 0 {
+        return Err(s.err("prune_min_runs", "must be at least 1"));
+    }
+    Ok(Some(ProgressSpec {
+        read,
+        prune,
+        warmup,
+        min_runs,
+    }))
+}
+
+/// A warm-up: `"100 steps"` or a duration (`"60s"`, `"2m"`).
+fn warmup(text: &str) -> Result<Warmup, String> {
+    let t = text.trim();
+    if let Some(n) = t.strip_suffix("steps").or_else(|| t.strip_suffix("step")) {
+        return match n.trim().parse::<f64>() {
+            Ok(n) if n.is_finite() && n >= 0.0 => Ok(Warmup::Steps(n)),
+            _ => Err(format!(
+                "`{text}` is not a number of steps: write it like \"100 steps\""
+            )),
+        };
+    }
+    super::units::parse_duration(t)
+        .map(Warmup::Time)
+        .map_err(|e| format!("{e}, or a number of steps like \"100 steps\""))
 }
 
 /// Everything but the holdout: the command, the metric and how it is judged.
@@ -236,6 +330,7 @@ fn judged(s: &Section) -> Result<VerifySpec, SpecError> {
         outputs: s.get_or_default("outputs")?,
         holdout: None,
         holdout_gate: false,
+        progress: None,
     })
 }
 
@@ -341,5 +436,74 @@ mod tests {
         ));
         assert_eq!((e.line, e.key.as_str()), (14, "verify.metric_regex"), "{e}");
         assert!(e.message.contains("has no capture group"), "{e}");
+    }
+
+    #[test]
+    fn progress_and_prune() {
+        let with = |extra: &str| {
+            GOOD.replace(
+                "min_delta = 0.0005",
+                &format!("min_delta = 0.0005\n{extra}"),
+            )
+        };
+        let s = parse(&with(
+            "progress = \"loss\"\nprune = \"percentile:25\"\nprune_warmup = \"100 steps\"",
+        ))
+        .unwrap();
+        let p = s.verify.progress.as_ref().unwrap();
+        assert_eq!(p.read.as_str(), "loss");
+        assert_eq!(p.warmup, Warmup::Steps(100.0));
+        assert_eq!(p.min_runs, PRUNE_MIN_RUNS);
+        let pruner = p.pruner(Direction::Minimize).unwrap();
+        assert_eq!(pruner.rule.percentile, 25.0);
+        let s = parse(&with("progress = 'step (?P<step>\\d+) \\| loss (?P<value>[0-9.]+)'\nprune = \"median\"\nprune_warmup = \"90s\"\nprune_min_runs = 5")).unwrap();
+        let p = s.verify.progress.unwrap();
+        assert_eq!(p.warmup, Warmup::Time(Duration::from_secs(90)));
+        assert_eq!(p.min_runs, 5);
+        // Recording curves without pruning.
+        let s = parse(&with("progress = \"loss\"")).unwrap();
+        assert!(s
+            .verify
+            .progress
+            .unwrap()
+            .pruner(Direction::Minimize)
+            .is_none());
+        // Errors name the line and the key.
+        let cases = [
+            ("prune = \"median\"", "verify.prune", "needs `progress`"),
+            (
+                "progress = \"loss\"\nprune = \"mean\"",
+                "verify.prune",
+                "not a pruning rule",
+            ),
+            (
+                "progress = \"loss (\"",
+                "verify.progress",
+                "neither a metric name",
+            ),
+            (
+                "progress = \"loss\"\nprune_warmup = \"9 steps\"",
+                "verify.prune_warmup",
+                "only means something with `prune`",
+            ),
+            (
+                "progress = \"loss\"\nprune = \"median\"\nprune_warmup = \"soon\"",
+                "verify.prune_warmup",
+                "number of steps",
+            ),
+            (
+                "progress = \"loss\"\nprune = \"median\"\nprune_min_runs = 0",
+                "verify.prune_min_runs",
+                "at least 1",
+            ),
+        ];
+        for (extra, key, says) in cases {
+            let e = err(&with(extra));
+            assert_eq!(e.key, key, "{extra}: {e}");
+            assert!(e.line >= 14, "{extra}: {e}");
+            assert!(e.message.contains(says), "{extra}: {e}");
+        }
+        let e = err(&with("progres = \"loss\""));
+        assert!(e.to_string().contains("progress"), "{e}");
     }
 }

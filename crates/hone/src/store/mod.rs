@@ -19,9 +19,10 @@
 //! The parts: `records` (what the store holds: runs, experiments, statuses, mechanism
 //! calls), `schema` (the SQLite migrations and their application), `sql` (the
 //! backend-neutral query layer: parameters, rows, transactions, the row readers), the methods
-//! by what they read and write (`runs`, `experiments`, `events`), and `pg` (the
+//! by what they read and write (`runs`, `experiments`, `events`, `curves`), and `pg` (the
 //! PostgreSQL connection and its own migrations).
 
+mod curves;
 mod events;
 mod experiments;
 mod pg;

@@ -104,6 +104,17 @@ CREATE TABLE mechanism_calls (
 );
 CREATE INDEX mechanism_calls_by_run ON mechanism_calls(run_id, experiment);
 "#,
+    // 2: the SQLite schema's version 8, the verifier's intermediate values.
+    r#"
+CREATE TABLE curves (
+    run_id     BIGINT NOT NULL REFERENCES runs(id),
+    experiment BIGINT NOT NULL,
+    step       DOUBLE PRECISION NOT NULL,
+    value      DOUBLE PRECISION NOT NULL,
+    at         DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (run_id, experiment, step)
+);
+"#,
 ];
 
 /// How many migrations this hone knows.

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 /// The status of an experiment, plus `running` while it is in progress: `baseline` (experiment
 /// 0, the unmodified project), `keep` (beat the best by more than the threshold), `discard`
 /// (measured, not better), the failures `crash`, `timeout` and `violation`, `rejected` (refused
-/// before any compute), `invalid` (nothing to measure) and `aborted` (interrupted mid-way).
+/// before any compute), `invalid` (nothing to measure), `aborted` (interrupted mid-way) and
+/// `pruned` (stopped early by `[verify] prune`: its curve was clearly worse than the others').
 /// README.md's "Experiment statuses" says what each one covers.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
@@ -27,6 +28,7 @@ pub enum Status {
     Rejected,
     Invalid,
     Aborted,
+    Pruned,
 }
 
 impl Status {
@@ -40,6 +42,7 @@ impl Status {
         Status::Rejected,
         Status::Invalid,
         Status::Aborted,
+        Status::Pruned,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -54,6 +57,7 @@ impl Status {
             Status::Rejected => "rejected",
             Status::Invalid => "invalid",
             Status::Aborted => "aborted",
+            Status::Pruned => "pruned",
         }
     }
 

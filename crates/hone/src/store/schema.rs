@@ -107,6 +107,18 @@ CREATE INDEX experiments_by_objective ON experiments(run_id, objective, n);
     r#"
 ALTER TABLE runs ADD COLUMN repo TEXT NOT NULL DEFAULT '';
 "#,
+    // 8: intermediate values of the verifier (`[verify] progress`), one row per point, written
+    // as they arrive; the pruner compares a running experiment with them.
+    r#"
+CREATE TABLE curves (
+    run_id     INTEGER NOT NULL REFERENCES runs(id),
+    experiment INTEGER NOT NULL,
+    step       REAL NOT NULL,
+    value      REAL NOT NULL,
+    at         REAL NOT NULL,
+    PRIMARY KEY (run_id, experiment, step)
+);
+"#,
 ];
 
 /// The schema version of a SQLite store; a store written by a newer hone is an error.

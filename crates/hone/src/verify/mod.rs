@@ -4,6 +4,7 @@
 
 pub mod metrics;
 pub mod noise;
+pub mod prune;
 
 /// Which way the objective should go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

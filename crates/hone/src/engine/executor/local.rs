@@ -39,10 +39,12 @@ pub(super) fn run_here(
     })?;
     sink.store
         .set_experiment_pid(sink.run_id, job.n, running.pid(), running.start_time())?;
-    let outcome = running.wait(on_line, cancel).map_err(|error| Stage::Wait {
-        what: what.to_string(),
-        error,
-    })?;
+    let outcome = running
+        .wait_or_stop(on_line, cancel, job.stop)
+        .map_err(|error| Stage::Wait {
+            what: what.to_string(),
+            error,
+        })?;
     // Anything the stage started that escaped its process group dies with the stage.
     exec::kill_orphans();
     Ok((outcome.exit, None))

@@ -41,6 +41,9 @@ pub(super) struct Job<'j> {
     /// Whether a variable of `req.env` goes to a job that starts from its own environment (a
     /// SLURM job, a remote worker): only what hone itself sets does.
     pub travels: &'j dyn Fn(&str) -> bool,
+    /// hone's own decision to stop the command early (a pruned run): unlike a cancel, it gets
+    /// `SIGTERM` and the kill grace first where the backend allows.
+    pub stop: &'j dyn Fn() -> bool,
 }
 
 /// What the executor needs to know of the run it serves.

@@ -80,6 +80,8 @@ impl Executor for Slurm {
                 }
             })?;
         let (store, run_id) = (sink.store, sink.run_id);
+        // scancel sends TERM, then KILL after SLURM's own grace: a stop is a cancel here.
+        let cancel = &|| cancel() || (job.stop)();
         let outcome = submitted
             .wait(
                 on_line,

@@ -51,7 +51,12 @@ pub(super) fn shapers(calls: &[MechanismCall], used: Option<&str>) -> Vec<String
 pub(super) fn credit(tally: &mut BTreeMap<String, (u64, u64)>, names: Vec<String>, status: Status) {
     let counts = matches!(
         status,
-        Status::Keep | Status::Discard | Status::Crash | Status::Timeout | Status::Rejected
+        Status::Keep
+            | Status::Discard
+            | Status::Crash
+            | Status::Timeout
+            | Status::Rejected
+            | Status::Pruned
     );
     if counts {
         let kept = u64::from(status == Status::Keep);

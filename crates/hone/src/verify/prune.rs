@@ -1,0 +1,392 @@
+//! Pruning hopeless runs: reading a verifier's intermediate values (`[verify] progress`, a
+//! curve of (step, value) points) and deciding whether a run still in progress is clearly
+//! worse, at the same step, than the curves of the experiments that ran to the end
+//! (`[verify] prune`). Both are pure: the engine feeds lines and curves, and stops the run.
+//!
+//! The rule (as Optuna's `MedianPruner` and `PercentilePruner`): at step `s`, each reference
+//! curve gives its value at its last step `<= s`; with `percentile:P`, a run is pruned when
+//! its best value so far is worse than the P-th best percentile of those values (`median` is
+//! `percentile:50`). Nothing is pruned before the warm-up (steps or time) is over, nor while
+//! fewer than `min_runs` curves reach that step.
+
+use std::time::Duration;
+
+use regex::Regex;
+
+use super::metrics::{is_metric_name, parse_line};
+use super::Direction;
+
+/// How intermediate values are read from the verifier's output.
+#[derive(Clone, Debug)]
+pub enum Progress {
+    /// A metric name: its value on metric lines that also carry `step` (`step=100 loss=2.31`,
+    /// `METRIC step=100 loss=2.31`, `{"step": 100, "loss": 2.31}`).
+    Metric(String),
+    /// A regular expression with the named groups `step` and `value`.
+    Regex { source: String, regex: Regex },
+}
+
+impl Progress {
+    /// A metric name, or else a regex with groups `step` and `value`; the error says what to
+    /// write instead.
+    pub fn compile(text: &str) -> Result<Progress, String> {
+        if is_metric_name(text) {
+            return Ok(Progress::Metric(text.to_owned()));
+        }
+        let regex = Regex::new(text).map_err(|e| {
+            format!("`{text}` is neither a metric name nor a valid regular expression: {e}")
+        })?;
+        let names: Vec<&str> = regex.capture_names().flatten().collect();
+        for group in ["step", "value"] {
+            if !names.contains(&group) {
+                return Err(format!(
+                    "the regex `{text}` has no group named `{group}`; write both, for example 'step (?P<step>[0-9]+) \\| loss (?P<value>[0-9.eE+-]+)', or give a metric name printed beside `step=` (progress = \"loss\")"
+                ));
+            }
+        }
+        Ok(Progress::Regex {
+            source: text.to_owned(),
+            regex,
+        })
+    }
+
+    /// The text as written.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Progress::Metric(name) => name,
+            Progress::Regex { source, .. } => source,
+        }
+    }
+
+    /// The (step, value) a line carries, if any; both finite.
+    pub fn read(&self, line: &str) -> Option<(f64, f64)> {
+        let (step, value) = match self {
+            Progress::Metric(name) => {
+                let pairs = parse_line(line);
+                let get = |n: &str| pairs.iter().rev().find(|(k, _)| k == n).map(|p| p.1);
+                (get("step")?, get(name)?)
+            }
+            Progress::Regex { regex, .. } => {
+                let c = regex.captures_iter(line).last()?;
+                let number = |g: &str| c.name(g)?.as_str().trim().parse::<f64>().ok();
+                (number("step")?, number("value")?)
+            }
+        };
+        (step.is_finite() && value.is_finite()).then_some((step, value))
+    }
+}
+
+impl serde::Serialize for Progress {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// The rule: prune a run worse than this percentile (the best `P` percent survive).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PruneRule {
+    /// In (0, 100); `median` is 50.
+    pub percentile: f64,
+}
+
+impl PruneRule {
+    /// `median` or `percentile:P` with 0 < P < 100.
+    pub fn parse(text: &str) -> Result<PruneRule, String> {
+        let bad = || {
+            format!("`{text}` is not a pruning rule: write \"median\" or \"percentile:P\" with P between 0 and 100 (\"percentile:25\" keeps only runs within the best quarter)")
+        };
+        let percentile = match text.trim() {
+            "median" => 50.0,
+            t => t
+                .strip_prefix("percentile:")
+                .and_then(|p| p.trim().parse::<f64>().ok())
+                .filter(|p| *p > 0.0 && *p < 100.0)
+                .ok_or_else(bad)?,
+        };
+        Ok(PruneRule { percentile })
+    }
+}
+
+impl std::fmt::Display for PruneRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.percentile == 50.0 {
+            f.write_str("median")
+        } else {
+            write!(f, "percentile:{}", self.percentile)
+        }
+    }
+}
+
+impl serde::Serialize for PruneRule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// How long a run is left alone before it may be pruned.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Warmup {
+    /// Until its step reaches this.
+    Steps(f64),
+    /// Until it has run this long.
+    Time(Duration),
+}
+
+impl Warmup {
+    fn over(self, step: f64, elapsed: Duration) -> bool {
+        match self {
+            Warmup::Steps(s) => step >= s,
+            Warmup::Time(t) => elapsed >= t,
+        }
+    }
+}
+
+impl serde::Serialize for Warmup {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Warmup::Steps(n) => s.collect_str(&format_args!("{n} steps")),
+            Warmup::Time(d) => s.collect_str(&format_args!("{}s", d.as_secs_f64())),
+        }
+    }
+}
+
+/// A curve: (step, value) points in the order of their steps.
+pub type Curve = Vec<(f64, f64)>;
+
+/// The pruner of one run: its rule, the objective's direction, the warm-up and how many
+/// reference curves it needs.
+#[derive(Clone, Copy, Debug)]
+pub struct Pruner {
+    pub rule: PruneRule,
+    pub direction: Direction,
+    pub warmup: Warmup,
+    pub min_runs: usize,
+}
+
+/// Why a run was pruned: where, its best value, and what it was compared with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pruned {
+    pub step: f64,
+    pub best: f64,
+    pub threshold: f64,
+    pub runs: usize,
+}
+
+impl Pruner {
+    /// Whether a run whose best value so far is `best`, now at `step` after `elapsed`, is
+    /// worse than `references` allow.
+    pub fn judge(
+        &self,
+        references: &[Curve],
+        best: f64,
+        step: f64,
+        elapsed: Duration,
+    ) -> Option<Pruned> {
+        if !self.warmup.over(step, elapsed) {
+            return None;
+        }
+        let mut at: Vec<f64> = references
+            .iter()
+            .filter_map(|c| value_at(c, step))
+            .collect();
+        if at.is_empty() || at.len() < self.min_runs {
+            return None;
+        }
+        at.sort_by(f64::total_cmp);
+        let q = match self.direction {
+            Direction::Minimize => self.rule.percentile,
+            Direction::Maximize => 100.0 - self.rule.percentile,
+        };
+        let threshold = quantile(&at, q / 100.0);
+        self.direction.better(threshold, best).then_some(Pruned {
+            step,
+            best,
+            threshold,
+            runs: at.len(),
+        })
+    }
+}
+
+/// A curve's value at its last step `<= step`.
+fn value_at(curve: &[(f64, f64)], step: f64) -> Option<f64> {
+    let i = curve.partition_point(|p| p.0 <= step);
+    i.checked_sub(1).map(|i| curve[i].1)
+}
+
+/// The `q` quantile (0..=1) of sorted, non-empty `v`, interpolated linearly (as numpy).
+fn quantile(v: &[f64], q: f64) -> f64 {
+    let pos = q * (v.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+}
+
+/// A run's curve as it arrives, with its best value so far.
+#[derive(Clone, Debug)]
+pub struct LiveCurve {
+    direction: Direction,
+    best: Option<f64>,
+    pub points: Curve,
+}
+
+impl LiveCurve {
+    pub fn new(direction: Direction) -> LiveCurve {
+        LiveCurve {
+            direction,
+            best: None,
+            points: Vec::new(),
+        }
+    }
+
+    /// Adds a point; its best value so far.
+    pub fn push(&mut self, step: f64, value: f64) -> f64 {
+        self.points.push((step, value));
+        let best = match self.best {
+            Some(b) if !self.direction.better(value, b) => b,
+            _ => value,
+        };
+        self.best = Some(best);
+        best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn curve(values: &[f64]) -> Curve {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| ((i as f64 + 1.0) * 10.0, *v))
+            .collect()
+    }
+
+    fn median(direction: Direction) -> Pruner {
+        Pruner {
+            rule: PruneRule::parse("median").unwrap(),
+            direction,
+            warmup: Warmup::Steps(20.0),
+            min_runs: 3,
+        }
+    }
+
+    #[test]
+    fn progress_reads_metric_lines_with_a_step_and_regexes() {
+        let p = Progress::compile("loss").unwrap();
+        assert_eq!(p.read("step=100 loss=2.31"), Some((100.0, 2.31)));
+        assert_eq!(p.read("METRIC step=5 loss=1e-3"), Some((5.0, 0.001)));
+        assert_eq!(p.read(r#"{"step": 7, "loss": 0.5}"#), Some((7.0, 0.5)));
+        assert_eq!(p.read("loss=2.31"), None, "no step");
+        assert_eq!(p.read("step=1 loss=nan"), None, "not finite");
+        assert_eq!(p.read("at step=1 loss=2"), None, "not a metric line");
+        let r = Progress::compile(r"step (?P<step>\d+) \| loss (?P<value>[0-9.]+)").unwrap();
+        assert_eq!(
+            r.read("step 100 | loss 2.31 | lr 3e-4"),
+            Some((100.0, 2.31))
+        );
+        assert_eq!(r.read("epoch 3"), None);
+        let e = Progress::compile(r"loss (?P<value>[0-9.]+)").unwrap_err();
+        assert!(e.contains("no group named `step`"), "{e}");
+        let e = Progress::compile("loss (").unwrap_err();
+        assert!(e.contains("neither a metric name"), "{e}");
+    }
+
+    #[test]
+    fn rules_parse_and_print() {
+        assert_eq!(PruneRule::parse("median").unwrap().percentile, 50.0);
+        assert_eq!(PruneRule::parse("percentile:25").unwrap().percentile, 25.0);
+        assert_eq!(
+            PruneRule::parse("percentile:25").unwrap().to_string(),
+            "percentile:25"
+        );
+        for bad in ["mean", "percentile:0", "percentile:100", "percentile:x"] {
+            let e = PruneRule::parse(bad).unwrap_err();
+            assert!(e.contains("not a pruning rule"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn median_prunes_a_run_worse_than_the_median_at_the_same_step() {
+        let refs = vec![
+            curve(&[5.0, 4.0, 3.0, 2.0]),
+            curve(&[5.0, 4.5, 3.5, 2.5]),
+            curve(&[6.0, 5.0, 4.0, 3.0]),
+        ];
+        let p = median(Direction::Minimize);
+        let t = Duration::ZERO;
+        // Step 20: references 4.0, 4.5, 5.0; median 4.5.
+        assert_eq!(p.judge(&refs, 4.4, 20.0, t), None);
+        let pruned = p.judge(&refs, 4.6, 20.0, t).unwrap();
+        assert_eq!((pruned.threshold, pruned.runs), (4.5, 3));
+        // Between steps, each reference gives its value at its last step <= s.
+        assert!(p.judge(&refs, 4.6, 25.0, t).is_some());
+        assert!(p.judge(&refs, 4.4, 25.0, t).is_none());
+        // Warm-up: step 10 is before 20.
+        assert_eq!(p.judge(&refs, 100.0, 10.0, t), None);
+        // Fewer than min_runs references: nothing is pruned.
+        assert_eq!(p.judge(&refs[..2], 100.0, 20.0, t), None);
+        // Before any reference's first step: nothing to compare with.
+        let late: Vec<Curve> = refs
+            .iter()
+            .map(|c| c.iter().map(|(s, v)| (s + 100.0, *v)).collect())
+            .collect();
+        assert_eq!(p.judge(&late, 100.0, 20.0, t), None);
+    }
+
+    #[test]
+    fn direction_and_percentile_and_time_warmup() {
+        let refs = vec![
+            curve(&[1.0, 2.0]),
+            curve(&[2.0, 3.0]),
+            curve(&[3.0, 4.0]),
+            curve(&[4.0, 5.0]),
+            curve(&[5.0, 6.0]),
+        ];
+        // Maximize: at step 20 the values are 2..6; the median is 4; lower is worse.
+        let p = median(Direction::Maximize);
+        assert!(p.judge(&refs, 3.9, 20.0, Duration::ZERO).is_some());
+        assert!(p.judge(&refs, 4.1, 20.0, Duration::ZERO).is_none());
+        // percentile:25 keeps only the best quarter: maximize, the 75th percentile is 5.
+        let q = Pruner {
+            rule: PruneRule::parse("percentile:25").unwrap(),
+            ..p
+        };
+        assert_eq!(
+            q.judge(&refs, 4.9, 20.0, Duration::ZERO).unwrap().threshold,
+            5.0
+        );
+        assert!(q.judge(&refs, 5.1, 20.0, Duration::ZERO).is_none());
+        // Minimize, percentile:25 of 2..6 is 3.
+        let m = Pruner {
+            direction: Direction::Minimize,
+            ..q
+        };
+        assert_eq!(
+            m.judge(&refs, 3.5, 20.0, Duration::ZERO).unwrap().threshold,
+            3.0
+        );
+        // A time warm-up counts the run's time, not its steps.
+        let timed = Pruner {
+            warmup: Warmup::Time(Duration::from_secs(60)),
+            ..m
+        };
+        assert!(timed
+            .judge(&refs, 9.0, 20.0, Duration::from_secs(59))
+            .is_none());
+        assert!(timed
+            .judge(&refs, 9.0, 20.0, Duration::from_secs(60))
+            .is_some());
+    }
+
+    #[test]
+    fn a_live_curve_keeps_its_best_value() {
+        let mut c = LiveCurve::new(Direction::Minimize);
+        assert_eq!(c.push(1.0, 3.0), 3.0);
+        assert_eq!(c.push(2.0, 2.0), 2.0);
+        assert_eq!(c.push(3.0, 2.5), 2.0);
+        assert_eq!(c.points.len(), 3);
+        let mut c = LiveCurve::new(Direction::Maximize);
+        c.push(1.0, 3.0);
+        assert_eq!(c.push(2.0, 2.0), 3.0);
+    }
+}
