@@ -45,6 +45,7 @@ const CASES: &[(&str, Case)] = &[
         tags_are_unique_and_runs_ordered,
     ),
     ("run_records_are_typed", run_records_are_typed),
+    ("curves_and_their_references", curves_and_their_references),
 ];
 
 fn run_suite(make: &mut dyn FnMut(&str) -> Backend) {
@@ -91,6 +92,48 @@ fn new_run(s: &Store, tag: &str) -> RunRecord {
         "{}",
     )
     .unwrap()
+}
+
+/// Curve points read back in step order (a step written twice keeps its last value); only
+/// experiments judged to the end (never a pruned, running or failed one) are references; the
+/// status `pruned` reads back.
+fn curves_and_their_references(b: &Backend) {
+    let s = b.open();
+    let run = new_run(&s, "c");
+    let statuses = [
+        Status::Baseline,
+        Status::Discard,
+        Status::Pruned,
+        Status::Running,
+        Status::Crash,
+    ];
+    for (n, st) in statuses.iter().enumerate() {
+        let e = ExperimentRecord {
+            n: n as u64,
+            parent_commit: "abc".into(),
+            status: Some(*st),
+            started_at: now(),
+            ..Default::default()
+        };
+        s.put_experiment(run.id, &e).unwrap();
+        for step in [20.0, 10.0, 20.0] {
+            s.put_curve_point(run.id, n as u64, step, step + n as f64)
+                .unwrap();
+        }
+    }
+    s.put_curve_point(run.id, 1, 20.0, 0.5).unwrap();
+    drop(s);
+    let s = b.read_only();
+    let all = s.curves(run.id).unwrap();
+    assert_eq!(all.len(), 5);
+    assert_eq!(all[&0], vec![(10.0, 10.0), (20.0, 20.0)]);
+    assert_eq!(all[&1], vec![(10.0, 11.0), (20.0, 0.5)]);
+    let refs = s.reference_curves(run.id).unwrap();
+    assert_eq!(refs, vec![all[&0].clone(), all[&1].clone()]);
+    assert_eq!(
+        s.experiment(run.id, 2).unwrap().unwrap().status,
+        Some(Status::Pruned)
+    );
 }
 
 fn round_trip_and_append_only(b: &Backend) {
@@ -640,6 +683,8 @@ fn sqlite_schema_6_is_brought_up_to_date() {
     assert_eq!(s.runs().unwrap().len(), 1);
     new_run(&s, "new");
     assert_eq!(s.latest_run().unwrap().unwrap().tag, "new");
+    // Schema 8: curves, empty for the old run.
+    assert!(s.curves(run.id).unwrap().is_empty());
 }
 
 #[test]
