@@ -485,6 +485,22 @@ fn show_diff_and_log(git: &Git, e: &ExperimentRecord, tail: usize) {
     }
 }
 
+/// An experiment's curve (`hone show N`): how many points, and the first and last ones.
+pub fn show_curve(curve: &[(f64, f64)]) {
+    let (Some(first), Some(last)) = (curve.first(), curve.last()) else {
+        return;
+    };
+    out!(
+        "--- curve: {} point{} (step {} value {} .. step {} value {}) ---",
+        curve.len(),
+        if curve.len() == 1 { "" } else { "s" },
+        first.0,
+        fmt_metric(Some(first.1)),
+        last.0,
+        fmt_metric(Some(last.1))
+    );
+}
+
 /// What each mechanism did for one experiment (`hone show N`).
 pub fn show_mechanisms(calls: &[hone::store::MechanismCall]) {
     if calls.is_empty() {

@@ -1,5 +1,5 @@
 //! `hone show N`: one experiment: description, decision, metrics, diff from its parent, log
-//! tail, and what each mechanism did for it.
+//! tail, its curve (`[verify] progress`), and what each mechanism did for it.
 
 use clap::Args;
 
@@ -27,7 +27,9 @@ pub fn run(here: &Here, a: ShowArgs) -> CliResult {
     })?;
     let git = here.git()?;
     let calls = store.mechanism_calls(run.id, Some(n)).runtime()?;
+    let curve = store.curve(run.id, n).runtime()?;
     output::show(&git, &run, &e, a.tail);
+    output::show_curve(&curve);
     output::show_mechanisms(&calls);
     Ok(())
 }

@@ -31,6 +31,7 @@ mod parallel;
 mod poisoning;
 mod postgres;
 mod presets;
+mod pruning;
 mod report;
 mod research;
 mod resume;

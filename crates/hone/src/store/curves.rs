@@ -37,6 +37,17 @@ impl Store {
         self.curves_where(run_id, "")
     }
 
+    /// Experiment `n`'s curve (empty when it printed none).
+    pub fn curve(&self, run_id: i64, n: u64) -> Result<Curve, StoreError> {
+        Ok(self
+            .curves_where(
+                run_id,
+                &format!("AND c.experiment = {}", n.min(i64::MAX as u64)),
+            )?
+            .remove(&n)
+            .unwrap_or_default())
+    }
+
     /// The curves a running experiment is compared with: those of the experiments of the run
     /// that ran to the end and were judged (baseline, keep, discard), never a pruned one.
     pub fn reference_curves(&self, run_id: i64) -> Result<Vec<Curve>, StoreError> {

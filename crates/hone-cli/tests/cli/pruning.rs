@@ -1,0 +1,169 @@
+//! Pruning hopeless runs (`[verify] progress` and `prune`): a candidate whose curve is worse
+//! than the finished ones at the same step is stopped (SIGTERM first, its process group
+//! gone) and recorded `pruned` with its partial curve; good candidates and confirm runs run
+//! to the end; the same with `--workers 2`; and kill -9 then resume keeps the curves.
+
+use crate::support::*;
+
+/// A repository whose verifier `train.sh` (protected) is a training loop: `value.txt` holds
+/// a rate `r`; step k (1..6) prints `step=k loss=10r+60/k`, and the end `loss: 10r+10`.
+/// A rate of 50 or more never ends after step 3 (a long hopeless run: only a stop ends it).
+/// With `wait` after the rate, the run waits at step 3 until `marks/go.<n>` exists. Each
+/// run writes its process group to `marks/pgid.<n>`; a SIGTERM is noted in `marks/term.<n>`;
+/// a confirm run (`HONE_REPEAT` 1) prints a curve ten times worse, with the same end.
+fn training_repo(verify_keys: &[(&str, &str)], script: &str, marks: &Path) -> Repo {
+    let train = format!(
+        "n=$HONE_EXPERIMENT\n\
+         set -- $(cat value.txt)\n\
+         r=$1\n\
+         awk '{{print $5}}' /proc/$$/stat > {m}/pgid.$n\n\
+         trap 'echo term > {m}/term.$n; exit 143' TERM\n\
+         k=1\n\
+         while [ $k -le 6 ]; do\n\
+           loss=$((r * 10 + 60 / k))\n\
+           if [ \"$HONE_REPEAT\" = 1 ]; then loss=$((loss * 10)); fi\n\
+           echo \"step=$k loss=$loss\"\n\
+           if [ $k -eq 3 ] && [ \"$2\" = wait ]; then\n\
+             touch {m}/at3.$n\n\
+             while [ ! -f {m}/go.$n ]; do sleep 0.05; done\n\
+           fi\n\
+           if [ $k -ge 3 ] && [ $r -ge 50 ]; then\n\
+             while :; do sleep 0.05; done\n\
+           fi\n\
+           k=$((k + 1))\n\
+         done\n\
+         echo \"loss: $((r * 10 + 10))\"\n",
+        m = marks.display()
+    );
+    let keys: Vec<(String, String)> = verify_keys
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Repo::builder()
+        .script(script)
+        .spec_with(move |agent| {
+            let mut spec = Spec::standard("sh train.sh", agent)
+                .metric("loss")
+                .protected(&["prepare.py", "train.sh"])
+                .set("verify", "progress", "\"loss\"")
+                .set("verify", "prune", "\"median\"")
+                .set("verify", "prune_warmup", "\"2 steps\"");
+            for (k, v) in &keys {
+                spec = spec.set("verify", k, v);
+            }
+            spec.tail("\n[stop]\nmax_experiments = 4\n")
+        })
+        .file("train.sh", &train)
+        .file("value.txt", "5\n")
+        .create()
+}
+
+/// The experiment's curve as `hone show` prints it: its number of points.
+fn curve_points(r: &Repo, n: u64) -> usize {
+    let out = r.hone(&["show", &n.to_string()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let t = text(&out);
+    t.lines()
+        .find_map(|l| l.strip_prefix("--- curve: "))
+        .and_then(|l| l.split(' ').next())
+        .map_or(0, |k| k.parse().unwrap())
+}
+
+#[test]
+fn a_hopeless_candidate_is_pruned_and_good_ones_and_confirm_runs_are_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marks = tmp.path();
+    let r = training_repo(
+        &[("confirm", "1"), ("prune_min_runs", "2")],
+        "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t50\\n\n---\nwrite\tvalue.txt\t3\\n\n",
+        marks,
+    );
+    let out = r.hone(&["run", "--tag", "p"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "pruned", "keep"], "{log:?}");
+    // #2 was compared at step 2 with the baseline (80) and #1 (70): median 75, its 530.
+    let why = log[2]["reason"].as_str().unwrap();
+    assert!(why.contains("pruned at step 2"), "{why}");
+    assert!(
+        why.contains("median (75.000000) of 2 finished runs"),
+        "{why}"
+    );
+    assert!(log[2]["objective"].is_null(), "a pruned run has no value");
+    // Stopped the normal way: SIGTERM first, and nothing of its group is left.
+    assert!(
+        marks.join("term.2").exists(),
+        "the pruned run got no SIGTERM"
+    );
+    assert!(wait_group_gone(read_pgid(&marks.join("pgid.2"))));
+    // Its partial curve is in the store; the finished ones are whole.
+    let partial = curve_points(&r, 2);
+    assert!((2..6).contains(&partial), "{partial} points");
+    assert_eq!(curve_points(&r, 0), 6);
+    assert_eq!(curve_points(&r, 3), 6);
+    // The keeps' confirm runs (a curve ten times worse) ran to the end.
+    assert_eq!(log[1]["runs"].as_array().unwrap().len(), 2, "{:?}", log[1]);
+    assert_eq!(log[3]["runs"].as_array().unwrap().len(), 2, "{:?}", log[3]);
+    assert!(!marks.join("term.1").exists() && !marks.join("term.3").exists());
+    // `hone log` shows the status.
+    let t = text(&r.hone(&["log"]));
+    assert!(t.contains("pruned"), "{t}");
+}
+
+#[test]
+fn pruning_with_two_workers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marks = tmp.path();
+    let r = training_repo(
+        &[("prune_min_runs", "1")],
+        "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t60\\n\n---\nwrite\tvalue.txt\t70\\n\n",
+        marks,
+    );
+    let out = r.hone(&["run", "--tag", "w", "--workers", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let mut st = r.statuses();
+    st.sort();
+    assert_eq!(st, ["baseline", "keep", "pruned", "pruned"]);
+    for n in [2, 3] {
+        assert!(wait_group_gone(read_pgid(&marks.join(format!("pgid.{n}")))));
+        assert!(curve_points(&r, n) >= 2);
+    }
+}
+
+#[test]
+fn kill_9_mid_run_then_resume_keeps_the_curves_and_prunes_against_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marks = tmp.path();
+    let r = training_repo(
+        &[("prune_min_runs", "2")],
+        "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t4 wait\\n\n---\nwrite\tvalue.txt\t90\\n\n",
+        marks,
+    );
+    let mut child = r.spawn_hone(&["run", "--tag", "k"]);
+    // #2 (rate 4, like #1: 100, 70, 60 against the medians 75 and 65 of the baseline and
+    // #1) is not pruned; it waits at step 3 while the test makes sure hone recorded its
+    // three points, and is killed with hone.
+    wait_for_file(&marks.join("at3.2"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while curve_points(&r, 2) < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the points of #2 never reached the store"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert_eq!(r.statuses(), ["baseline", "keep", "running"]);
+    let out = r.hone(&["run", "--tag", "k"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "aborted", "pruned"], "{log:?}");
+    // The interrupted run's curve survived the crash; the resumed run pruned #3 against
+    // the same two finished curves.
+    assert_eq!(curve_points(&r, 2), 3);
+    let why = log[3]["reason"].as_str().unwrap();
+    assert!(why.contains("of 2 finished runs"), "{why}");
+}
