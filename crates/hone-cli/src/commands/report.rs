@@ -35,19 +35,30 @@ pub fn run(here: &Here, a: ReportArgs) -> CliResult {
     // The outer loop's activity, when mechanisms ran.
     let calls = store.mechanism_calls(run.id, None).runtime()?;
     let mechs = hone::meta::stats::compute(&calls, &exps, StoredSpec::of(&run).probation);
-    let report = hone::report::document::render_with(&run, &exps, &mechs);
-    for (name, content) in [
+    let curves = store.curves(run.id).runtime()?;
+    let report = hone::report::document::render_with(&run, &exps, &mechs)
+        .with_curves(&curves, &exps, "progress");
+    let mut files = vec![
         ("report.html", &report.html),
         ("report.md", &report.markdown),
         ("progress.svg", &report.svg),
-    ] {
+    ];
+    if let Some(svg) = &report.curves {
+        files.push(("curves.svg", svg));
+    }
+    for (name, content) in files {
         let path = out.join(name);
         std::fs::write(&path, content)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     out!(
-        "wrote {}/report.html, report.md and progress.svg",
-        out.display()
+        "wrote {}/report.html, report.md and progress.svg{}",
+        out.display(),
+        if report.curves.is_some() {
+            " (and curves.svg)"
+        } else {
+            ""
+        }
     );
     Ok(())
 }

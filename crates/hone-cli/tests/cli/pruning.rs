@@ -106,9 +106,17 @@ fn a_hopeless_candidate_is_pruned_and_good_ones_and_confirm_runs_are_not() {
     assert_eq!(log[1]["runs"].as_array().unwrap().len(), 2, "{:?}", log[1]);
     assert_eq!(log[3]["runs"].as_array().unwrap().len(), 2, "{:?}", log[3]);
     assert!(!marks.join("term.1").exists() && !marks.join("term.3").exists());
-    // `hone log` shows the status.
+    // `hone log` shows the status; the report plots every curve, the pruned one dashed.
     let t = text(&r.hone(&["log"]));
     assert!(t.contains("pruned"), "{t}");
+    let out_dir = marks.join("report");
+    let out = r.hone(&["report", "--out", out_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let svg = std::fs::read_to_string(out_dir.join("curves.svg")).unwrap();
+    assert_eq!(svg.matches("<polyline").count(), 4, "{svg}");
+    assert!(svg.contains(r#"class="curve pruned""#), "{svg}");
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Curves</h2>"));
 }
 
 #[test]

@@ -62,13 +62,18 @@ pub(crate) fn load_run_view(
     let outlines = store.experiment_outlines(run.id)?;
     let summary = report::summarize(&run, &outlines);
     let minimize = run.direction == hone::spec::Direction::Minimize;
-    let plot = report::plot::progress_svg_labelled(
+    let mut plot = report::plot::progress_svg_labelled(
         &outlines,
         &run.metric,
         minimize,
         &format!("{} ({} experiments)", run.metric, outlines.len()),
         PLOT_LABELS,
     );
+    // The learning curves (`[verify] progress`), pruned runs' partial ones dashed.
+    if let Some(curves) = report::curves::curves_svg(&store.curves(run.id)?, &outlines, "progress")
+    {
+        plot.push_str(&curves);
+    }
     let (rows, matching) = store.experiments_page(run.id, &table.query())?;
     Ok(RunView {
         live: is_live(repo_root, &run),

@@ -8,11 +8,31 @@ use crate::meta::stats::MechanismStats;
 use crate::store::{ExperimentRecord, RunRecord, Status};
 use crate::util::html_escape as esc;
 
-/// The report's three files.
+/// The report's files (the curves plot only when experiments printed progress).
 pub struct Report {
     pub markdown: String,
     pub html: String,
     pub svg: String,
+    pub curves: Option<String>,
+}
+
+impl Report {
+    /// Adds the learning-curve plot of `curves` (`[verify] progress`; pruned runs' partial
+    /// curves dashed), when there are any.
+    pub fn with_curves(
+        mut self,
+        curves: &std::collections::BTreeMap<u64, crate::store::Curve>,
+        exps: &[ExperimentRecord],
+        metric: &str,
+    ) -> Report {
+        let Some(svg) = super::curves::curves_svg(curves, exps, metric) else {
+            return self;
+        };
+        let _ = writeln!(self.markdown, "\n## Curves\n\n![curves](curves.svg)");
+        let _ = writeln!(self.html, "<h2>Curves</h2>\n{svg}");
+        self.curves = Some(svg);
+        self
+    }
 }
 
 /// A keep and how much it gained over the previous best.
@@ -155,6 +175,7 @@ pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[Mechanis
         markdown: markdown(&view),
         html: html(&view, &svg),
         svg,
+        curves: None,
     }
 }
 

@@ -2,6 +2,7 @@
 //! `hone status`, `hone log` and the end-of-run summary print; `document` and `plot` render
 //! `hone report`.
 
+pub mod curves;
 pub mod document;
 pub mod plot;
 

@@ -33,6 +33,7 @@ mod sql;
 #[cfg(test)]
 pub(crate) mod tests;
 
+pub use curves::Curve;
 pub use experiments::{ExperimentQuery, SortKey};
 pub use records::{
     best_experiment, Effect, ExperimentRecord, Hook, MechanismCall, RunRecord, RunState, Status,

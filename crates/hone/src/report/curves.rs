@@ -1,0 +1,131 @@
+//! The learning-curve plot (`[verify] progress`): each experiment's recorded (step, value)
+//! points as a line, coloured by its status; a pruned run's partial curve is dashed and ends
+//! in a cross where it was stopped. Inline SVG for the report and the dashboard.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::store::{ExperimentRecord, Status};
+use crate::util::html_escape as esc;
+use crate::verify::prune::Curve;
+
+/// At most this many curves are drawn: the most recent ones, the baseline and the keeps.
+const MAX_CURVES: usize = 300;
+
+const W: f64 = 720.0;
+const H: f64 = 300.0;
+const LEFT: f64 = 60.0;
+const RIGHT: f64 = 12.0;
+const TOP: f64 = 28.0;
+const BOTTOM: f64 = 30.0;
+
+/// The plot of `curves` (by experiment), or `None` when no experiment printed progress.
+pub fn curves_svg(
+    curves: &BTreeMap<u64, Curve>,
+    exps: &[ExperimentRecord],
+    label: &str,
+) -> Option<String> {
+    let status = |n: u64| {
+        exps.iter()
+            .find(|e| e.n == n)
+            .map_or(Status::Running, |e| e.status())
+    };
+    let mut drawn: Vec<(u64, &Curve)> = curves
+        .iter()
+        .filter(|(_, c)| !c.is_empty())
+        .map(|(n, c)| (*n, c))
+        .collect();
+    if drawn.is_empty() {
+        return None;
+    }
+    if drawn.len() > MAX_CURVES {
+        let cut = drawn.len() - MAX_CURVES;
+        let mut i = 0;
+        drawn.retain(|(n, _)| {
+            i += 1;
+            i > cut || matches!(status(*n), Status::Baseline | Status::Keep)
+        });
+    }
+    let points = drawn.iter().flat_map(|(_, c)| c.iter());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for (x, y) in points {
+        (x0, x1, y0, y1) = (x0.min(*x), x1.max(*x), y0.min(*y), y1.max(*y));
+    }
+    let sx = |x: f64| LEFT + (x - x0) / (x1 - x0).max(f64::MIN_POSITIVE) * (W - LEFT - RIGHT);
+    let sy = |y: f64| TOP + (y1 - y) / (y1 - y0).max(f64::MIN_POSITIVE) * (H - TOP - BOTTOM);
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg class="curves" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="11">
+<rect width="{W}" height="{H}" fill="white"/>
+<text x="{LEFT}" y="16" font-size="13">{} by step (dashed: pruned)</text>
+<text x="{LEFT}" y="{}" >step {x0}</text><text x="{}" y="{}" text-anchor="end">step {x1}</text>
+<text x="4" y="{}">{}</text><text x="4" y="{}">{}</text>"#,
+        esc(label),
+        H - 8.0,
+        W - RIGHT,
+        H - 8.0,
+        TOP + 4.0,
+        short(y1),
+        H - BOTTOM,
+        short(y0),
+    );
+    for (n, c) in &drawn {
+        let st = status(*n);
+        let (colour, width, dash) = match st {
+            Status::Baseline => ("#222", 2.0, ""),
+            Status::Keep => ("#2e7d32", 1.6, ""),
+            Status::Discard => ("#9e9e9e", 1.0, ""),
+            Status::Pruned => ("#a1887f", 1.0, r#" stroke-dasharray="4 3""#),
+            _ => ("#cfcfcf", 1.0, ""),
+        };
+        let path: Vec<String> = c
+            .iter()
+            .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
+            .collect();
+        let _ = writeln!(
+            svg,
+            r#"<polyline class="curve {st}" fill="none" stroke="{colour}" stroke-width="{width}"{dash} points="{}"><title>#{n} {st}</title></polyline>"#,
+            path.join(" ")
+        );
+        if let (Status::Pruned, Some((x, y))) = (st, c.last()) {
+            let _ = writeln!(
+                svg,
+                r##"<text class="pruned-at" x="{:.1}" y="{:.1}" text-anchor="middle" fill="#6d4c41">×<title>#{n} pruned at step {x}</title></text>"##,
+                sx(*x),
+                sy(*y) + 4.0
+            );
+        }
+    }
+    svg.push_str("</svg>\n");
+    Some(svg)
+}
+
+fn short(v: f64) -> String {
+    format!("{v:.4}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_curve_is_a_line_and_a_pruned_one_is_dashed_and_marked() {
+        let exp = |n, st| ExperimentRecord {
+            n,
+            status: Some(st),
+            ..Default::default()
+        };
+        let exps = vec![exp(0, Status::Baseline), exp(1, Status::Pruned)];
+        let mut curves = BTreeMap::new();
+        assert!(curves_svg(&curves, &exps, "loss").is_none());
+        curves.insert(0, vec![(1.0, 3.0), (2.0, 2.0), (3.0, 1.5)]);
+        curves.insert(1, vec![(1.0, 4.0), (2.0, 3.5)]);
+        let svg = curves_svg(&curves, &exps, "loss <x>").unwrap();
+        assert_eq!(svg.matches("<polyline").count(), 2, "{svg}");
+        assert!(svg.contains(r#"class="curve pruned""#), "{svg}");
+        assert!(svg.contains("stroke-dasharray"), "{svg}");
+        assert!(svg.contains("pruned at step 2"), "{svg}");
+        assert!(svg.contains("loss &lt;x&gt;"), "escaped: {svg}");
+    }
+}
