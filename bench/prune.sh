@@ -5,16 +5,22 @@
 # and without its MedianPruner on the same curves (bench/prune_optuna.py, in the venv that
 # bench/optuna.sh makes).
 #
-#   bench/prune.sh [SEEDS] [EXPERIMENTS] [STEP_SECONDS]   (default 3 40 0.01)
+#   bench/prune.sh [SEEDS] [EXPERIMENTS] [STEP_SECONDS]   (default 3 30 0.03)
+#   PRUNE_WARMUPS="10 20" (the warm-ups tried, in steps, for hone and Optuna alike)
 #
-# Figures per arm, over all seeds: experiments decided (baseline excluded), how many were
-# pruned, verifier time (hone's verify_ms summed, and steps run x STEP_SECONDS), experiments
-# per hour of verifier time, and the median over seeds of the final regret (best val_loss
-# minus the optimum 1.0). HONE=path/to/hone picks the binary (default: a release build).
+# Equal verifier time: the unpruned arm runs EXPERIMENTS experiments per seed; a pruned arm
+# may run twice as many and is cut, per seed, where its steps run reach the unpruned arm's
+# (its best so far counted there). Figures per arm, over all seeds: experiments that ran the
+# verifier (baseline excluded), how many were pruned, hone's measured verify_ms summed,
+# steps run, experiments per hour of verifier time (measured, and counted as steps x
+# STEP_SECONDS, the unit Optuna's arms use too), and the median over seeds of the final
+# regret (best val_loss minus the optimum 1.0). HONE=path/to/hone picks the binary (default:
+# a release build).
 set -euo pipefail
 seeds=${1:-3}
-m=${2:-40}
-step_s=${3:-0.01}
+m=${2:-30}
+step_s=${3:-0.03}
+warmups=${PRUNE_WARMUPS:-10 20}
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${HONE:-}" ]; then
   cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
@@ -22,8 +28,8 @@ if [ -z "${HONE:-}" ]; then
 fi
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
-arm() { # name, extra [verify] lines
-  local name=$1 extra=$2 s
+arm() { # name, experiments, extra [verify] lines
+  local name=$1 n=$2 extra=$3 s
   for s in $(seq 1 "$seeds"); do
     local r="$d/$name-$s"
     mkdir -p "$r"
@@ -45,55 +51,77 @@ $extra
 kind = "knobs"
 
 [stop]
-max_experiments = $((m + 1))
+max_experiments = $((n + 1))
 TOML
     (cd "$r" && git init -q -b main && git add -A &&
       git -c user.name=b -c user.email=b@b commit -qm init &&
       "$HONE" run --tag bench --seed "$s" > run.txt 2>&1)
   done
-  python3 - "$d" "$name" "$seeds" "$step_s" <<'PY'
-import json, sqlite3, statistics, sys
-d, name, seeds, step_s = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-exps = pruned = steps = 0
-verify_ms = 0
-regrets = []
-for s in range(1, seeds + 1):
-    db = sqlite3.connect(f"{d}/{name}-{s}/.hone/hone.db")
-    rows = db.execute("SELECT n, status, objective, verify_ms FROM experiments WHERE n > 0").fetchall()
-    exps += len(rows)
-    pruned += sum(r[1] == "pruned" for r in rows)
-    verify_ms += sum(r[3] for r in rows)
-    steps += db.execute("SELECT COUNT(*) FROM curves WHERE experiment > 0").fetchone()[0]
-    best = db.execute("SELECT MIN(objective) FROM experiments WHERE status IN ('baseline', 'keep')").fetchone()[0]
-    regrets.append(best - 1.0)
-print(json.dumps({
-    "arm": f"hone knobs, {name}", "seeds": seeds, "experiments": exps, "pruned": pruned,
-    "verify_s": verify_ms / 1000, "per_hour": exps / (verify_ms / 3.6e6),
-    "steps": steps, "per_step_hour": exps / (steps * step_s / 3600),
-    "median_regret": statistics.median(regrets),
-}))
-PY
+  echo "$name" >> "$d/arms.txt"
 }
-{
-  arm "no pruning" ""
-  arm "prune median" 'prune = "median"
-prune_warmup = "10 steps"'
-  OPTUNA_VENV=${OPTUNA_VENV:-$here/bench/.venv-optuna}
-  if [ ! -x "$OPTUNA_VENV/bin/python" ]; then
-    python3 -m venv "$OPTUNA_VENV" && "$OPTUNA_VENV/bin/pip" install -q optuna
-  fi
-  "$OPTUNA_VENV/bin/python" "$here/bench/prune_optuna.py" --seeds "$seeds" --trials "$m" --step-seconds "$step_s"
-} > "$d/arms.jsonl"
+arm "no pruning" "$m" ""
+for w in $warmups; do
+  arm "median, warm-up $w steps" $((2 * m)) "prune = \"median\"
+prune_warmup = \"$w steps\""
+done
+python3 - "$d" "$seeds" "$step_s" > "$d/arms.jsonl" <<'PY'
+import json, sqlite3, statistics, sys
+d, seeds, step_s = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+ran = ("keep", "discard", "pruned", "crash", "timeout")
+def seed_run(name, s):
+    db = sqlite3.connect(f"{d}/{name}-{s}/.hone/hone.db")
+    steps = dict(db.execute("SELECT experiment, COUNT(*) FROM curves GROUP BY experiment"))
+    rows = db.execute("SELECT n, status, objective, verify_ms FROM experiments ORDER BY n").fetchall()
+    return rows, steps
+arms = [l.strip() for l in open(f"{d}/arms.txt")]
+budget = {}
+for name in arms:
+    exps = pruned = steps_run = verify_ms = 0
+    regrets = []
+    for s in range(1, seeds + 1):
+        rows, steps = seed_run(name, s)
+        best, used, n_exps = None, 0, 0
+        for n, status, objective, ms in rows:
+            if n > 0 and status in ran:
+                cost = steps.get(n, 0)
+                if name != arms[0] and used + cost > budget[s]:
+                    break
+                used += cost
+                n_exps += 1
+                pruned += status == "pruned"
+                verify_ms += ms
+            if status in ("baseline", "keep"):
+                best = objective if best is None else min(best, objective)
+        if name == arms[0]:
+            budget[s] = used
+        exps += n_exps
+        steps_run += used
+        regrets.append(best - 1.0)
+    print(json.dumps({
+        "arm": f"hone knobs, {name}", "seeds": seeds, "experiments": exps, "pruned": pruned,
+        "verify_s": verify_ms / 1000, "per_hour": exps / (verify_ms / 3.6e6),
+        "steps": steps_run, "per_step_hour": exps / (steps_run * step_s / 3600),
+        "median_regret": statistics.median(regrets),
+    }))
+PY
+OPTUNA_VENV=${OPTUNA_VENV:-$here/bench/.venv-optuna}
+if [ ! -x "$OPTUNA_VENV/bin/python" ]; then
+  python3 -m venv "$OPTUNA_VENV" && "$OPTUNA_VENV/bin/pip" install -q optuna
+fi
+for w in $warmups; do
+  "$OPTUNA_VENV/bin/python" "$here/bench/prune_optuna.py" --seeds "$seeds" --trials "$m" \
+    --step-seconds "$step_s" --warmup "$w" | sed "s/MedianPruner/MedianPruner, warm-up $w steps/"
+done | awk '!(/no pruner/ && seen++)' >> "$d/arms.jsonl"
 python3 - "$d/arms.jsonl" <<'PY'
 import json, sys
 arms = [json.loads(l) for l in open(sys.argv[1])]
-print("| arm | experiments | pruned | verifier time | experiments per verifier-hour | per hour of steps run | vs no pruning (steps) | median final regret |")
-print("|---|---|---|---|---|---|---|---|")
+print("| arm | experiments run | pruned | verifier time (measured) | per verifier-hour (measured) | steps run | per hour of steps | vs no pruning | median final regret |")
+print("|---|---|---|---|---|---|---|---|---|")
 base = {}
 for a in arms:
     tool = a["arm"].split(" ")[0]
     base.setdefault(tool, a["per_step_hour"])
     measured = f'{a["verify_s"]:.1f} s' if "verify_s" in a else "-"
     per_hour = f'{a["per_hour"]:.0f}' if "per_hour" in a else "-"
-    print(f'| {a["arm"]} | {a["experiments"]} | {a["pruned"]} | {measured} | {per_hour} | {a["per_step_hour"]:.0f} | {a["per_step_hour"] / base[tool]:.2f}x | {a["median_regret"]:.4f} |')
+    print(f'| {a["arm"]} | {a["experiments"]} | {a["pruned"]} | {measured} | {per_hour} | {a["steps"]} | {a["per_step_hour"]:.0f} | {a["per_step_hour"] / base[tool]:.2f}x | {a["median_regret"]:.4f} |')
 PY

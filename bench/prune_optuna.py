@@ -2,7 +2,9 @@
 (bench/prune/curve.py), beside no pruner: TPE proposes LR, WIDTH and DECAY in the ranges of
 bench/prune/knobs.py; a trial reports its loss at every step and, with the pruner, stops when
 should_prune() says so. Verifier time is counted as steps run x STEP_SECONDS, the per-step
-cost of hone's verifier in bench/prune.sh. Prints one JSON object per arm."""
+cost of hone's verifier in bench/prune.sh. The pruned arm gets the same verifier time as the
+unpruned one's TRIALS full trials: it runs up to twice as many, cut where that time is spent.
+Prints one JSON object per arm."""
 
 import argparse
 import json
@@ -18,7 +20,9 @@ import curve  # noqa: E402
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
-def run(seed, trials, pruner):
+def run(seed, trials, pruner, budget):
+    """`trials` trials, or fewer: those that fit in `budget` steps (the best so far counted
+    where the budget ran out)."""
     steps = [0]
 
     def objective(trial):
@@ -35,11 +39,18 @@ def run(seed, trials, pruner):
 
     sampler = optuna.samplers.TPESampler(seed=seed)
     study = optuna.create_study(sampler=sampler, pruner=pruner)
-    study.optimize(objective, n_trials=trials)
-    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
-    pruned = sum(t.state == optuna.trial.TrialState.PRUNED for t in study.trials)
+    used = []
+    for _ in range(trials):
+        before = steps[0]
+        study.optimize(objective, n_trials=1)
+        if steps[0] > budget:
+            steps[0] = before
+            break
+        used.append(study.trials[-1])
+    done = [t for t in used if t.state == optuna.trial.TrialState.COMPLETE]
+    pruned = sum(t.state == optuna.trial.TrialState.PRUNED for t in used)
     return {
-        "trials": len(study.trials),
+        "trials": len(used),
         "pruned": pruned,
         "steps": steps[0],
         "regret": min(t.value for t in done) - curve.OPTIMUM,
@@ -50,18 +61,22 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--trials", type=int, default=40)
-    ap.add_argument("--warmup", type=int, default=10, help="n_warmup_steps")
+    ap.add_argument("--warmup", type=int, default=20, help="n_warmup_steps")
     ap.add_argument("--startup", type=int, default=3, help="n_startup_trials")
     ap.add_argument("--step-seconds", type=float, default=0.01)
     a = ap.parse_args()
+    budget = a.trials * curve.STEPS
     arms = {
-        "optuna TPE, no pruner": lambda: optuna.pruners.NopPruner(),
-        "optuna TPE + MedianPruner": lambda: optuna.pruners.MedianPruner(
-            n_startup_trials=a.startup, n_warmup_steps=a.warmup
+        "optuna TPE, no pruner": (a.trials, lambda: optuna.pruners.NopPruner()),
+        "optuna TPE + MedianPruner": (
+            2 * a.trials,
+            lambda: optuna.pruners.MedianPruner(
+                n_startup_trials=a.startup, n_warmup_steps=a.warmup
+            ),
         ),
     }
-    for name, make in arms.items():
-        runs = [run(seed, a.trials, make()) for seed in range(1, a.seeds + 1)]
+    for name, (trials, make) in arms.items():
+        runs = [run(seed, trials, make(), budget) for seed in range(1, a.seeds + 1)]
         hours = sum(r["steps"] for r in runs) * a.step_seconds / 3600.0
         print(
             json.dumps(

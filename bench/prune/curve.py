@@ -23,7 +23,7 @@ def final(lr, width, decay):
 
 def loss(lr, width, decay, step, key=""):
     """The loss printed at `step` (1..STEPS); the curves of two configurations may cross."""
-    tau = 4.0 + 12.0 / (1.0 + 200.0 * lr)
+    tau = 5.0 + 5.0 / (1.0 + 100.0 * lr)
     clean = final(lr, width, decay) + 3.0 * math.exp(-step / tau)
     if step == STEPS:
         return clean
