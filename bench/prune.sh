@@ -5,7 +5,8 @@
 # and without its MedianPruner on the same curves (bench/prune_optuna.py, in the venv that
 # bench/optuna.sh makes).
 #
-#   bench/prune.sh [SEEDS] [EXPERIMENTS] [STEP_SECONDS]   (default 3 30 0.03)
+#   bench/prune.sh [SEEDS] [EXPERIMENTS] [STEP_SECONDS]   (default 3 30 0.03; about 10 minutes
+#   of verifier time, more on a loaded machine)
 #   PRUNE_WARMUPS="10 20" (the warm-ups tried, in steps, for hone and Optuna alike)
 #
 # Equal verifier time: the unpruned arm runs EXPERIMENTS experiments per seed; a pruned arm

@@ -334,7 +334,7 @@ fn html(view: &View, svg: &str) -> String {
         "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>hone run {}</title><style>\
          body{{font-family:sans-serif;max-width:1060px;margin:2em auto;color:#222}}table{{border-collapse:collapse;margin:1em 0}}\
          td,th{{border:1px solid #ddd;padding:3px 8px;text-align:left;font-size:13px}}th{{background:#f4f4f4}}\
-         .keep{{color:#2e7d32}}.crash,.timeout{{color:#c62828}}.violation,.rejected,.invalid{{color:#ef6c00}}.discard{{color:#777}}\
+         .keep{{color:#2e7d32}}.crash,.timeout{{color:#c62828}}.violation,.rejected,.invalid{{color:#ef6c00}}.discard{{color:#777}}.pruned{{color:#6d4c41}}\
          </style></head><body>",
         esc(&run.tag)
     );
