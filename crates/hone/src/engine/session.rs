@@ -157,7 +157,6 @@ impl<'a> Engine<'a> {
         let proposer = propose::from_spec(&spec);
         // Outer loop (Level 2): scripts are read from and stored under the repository.
         let outer = crate::meta::Outer::from_spec(&spec).with_level2(git.root(), &run.tag);
-        let active_before = run.active_seconds;
         let verifier = Verifier {
             git,
             paths,
@@ -173,6 +172,7 @@ impl<'a> Engine<'a> {
         let mut engine = Engine {
             verifier,
             store,
+            active_before: run.active_seconds,
             run,
             worktree,
             proposer,
@@ -180,7 +180,6 @@ impl<'a> Engine<'a> {
             interrupt,
             on_event,
             session_start: Instant::now(),
-            active_before,
             session_first: 0,
             history: Vec::new(),
             _coordination: coordination,

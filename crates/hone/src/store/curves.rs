@@ -5,13 +5,36 @@
 
 use std::collections::BTreeMap;
 
-use super::{int, now, Store, StoreError, Val};
+use super::{int, now, Db, Store, StoreError, Val};
 
 pub use crate::verify::prune::Curve;
 
 impl Store {
     /// Records a point of experiment `n`'s curve (a step written again keeps its last value).
+    ///
+    /// A point must survive hone's `kill -9`, which its write reaching the operating system
+    /// ensures; unlike an outcome it need not survive a power loss. So in SQLite (outside a
+    /// transaction) its commit skips the `fsync` the store's `synchronous = FULL` makes: a
+    /// verifier printing thousands of points is not slowed by one sync each.
     pub fn put_curve_point(
+        &self,
+        run_id: i64,
+        n: u64,
+        step: f64,
+        value: f64,
+    ) -> Result<(), StoreError> {
+        let relaxed = matches!(self.db, Db::Sqlite(_)) && self.tx_depth.get() == 0;
+        if relaxed {
+            self.batch("PRAGMA synchronous = NORMAL")?;
+        }
+        let written = self.insert_curve_point(run_id, n, step, value);
+        if relaxed {
+            self.batch("PRAGMA synchronous = FULL")?;
+        }
+        written
+    }
+
+    fn insert_curve_point(
         &self,
         run_id: i64,
         n: u64,

@@ -761,3 +761,28 @@ fn a_deleted_or_replaced_sqlite_file_is_noticed_and_its_records_saved() {
     std::fs::remove_file(&path).unwrap();
     ro.check_file().unwrap();
 }
+
+/// A curve point skips its own sync, and the store is back to `synchronous = FULL` (what
+/// outcomes need) after it, also when the point fails.
+#[test]
+fn a_curve_point_leaves_the_sqlite_store_fully_synchronous() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&dir.path().join("hone.db")).unwrap();
+    let run = new_run(&s, "s");
+    let sync = |s: &Store| -> i64 {
+        let Db::Sqlite(conn) = &s.db else {
+            unreachable!("a SQLite store")
+        };
+        conn.pragma_query_value(None, "synchronous", |r| r.get(0))
+            .unwrap()
+    };
+    assert_eq!(sync(&s), 2);
+    s.put_curve_point(run.id, 0, 1.0, 2.0).unwrap();
+    assert_eq!(sync(&s), 2);
+    assert!(
+        s.put_curve_point(run.id + 99, 0, 1.0, 2.0).is_err(),
+        "no such run"
+    );
+    assert_eq!(sync(&s), 2);
+    assert_eq!(s.curve(run.id, 0).unwrap(), vec![(1.0, 2.0)]);
+}
