@@ -285,6 +285,13 @@ mod tests {
             Some((100.0, 2.31))
         );
         assert_eq!(r.read("epoch 3"), None);
+        // README's example, on the line its PyTorch-style loop prints.
+        let readme =
+            Progress::compile(r"step (?P<step>\d+) \| loss (?P<value>[0-9.eE+-]+)").unwrap();
+        assert_eq!(
+            readme.read("step 100 | loss 2.3100 | lr 3.00e-04"),
+            Some((100.0, 2.31))
+        );
         let e = Progress::compile(r"loss (?P<value>[0-9.]+)").unwrap_err();
         assert!(e.contains("no group named `step`"), "{e}");
         let e = Progress::compile("loss (").unwrap_err();
