@@ -262,6 +262,34 @@ fn cancel_kills_the_group_at_once() {
 }
 
 #[test]
+fn a_stop_terminates_with_the_grace_then_kills() {
+    // hone's own stop (a pruned run): SIGTERM reaches the trap, which cleans up; a grandchild
+    // that ignores it dies at the end of the grace.
+    let fx = Fixture::new();
+    let mut req = fx.request(
+        "echo $$ > leader.pid; (trap '' TERM; sleep 1000 & echo $! > stubborn.pid); \
+         trap 'echo cleaned-up > done.txt; exit 7' TERM; echo step=1; sleep 1000 & wait",
+    );
+    req.kill_grace = Duration::from_millis(300);
+    let seen = Cell::new(false);
+    let outcome = spawn(&req)
+        .expect("spawn")
+        .wait_or_stop(
+            &mut |l| seen.set(seen.get() || l == "step=1"),
+            &|| false,
+            &|| seen.get(),
+        )
+        .expect("wait");
+    assert_eq!(outcome.exit, Exit::Cancelled);
+    assert_eq!(
+        std::fs::read_to_string(fx.path("done.txt")).expect("the TERM trap ran"),
+        "cleaned-up\n"
+    );
+    assert_process_dies(fx.pid_from("stubborn.pid"));
+    assert_group_gone(pgid(fx.pid_from("leader.pid")));
+}
+
+#[test]
 fn dropping_a_running_process_kills_its_group() {
     let fx = Fixture::new();
     let running = spawn(&fx.request("sleep 1000")).expect("spawn");
