@@ -1,6 +1,7 @@
 //! Verification commands as process groups on this machine (`[exec] backend = "local"`).
 
 use crate::exec::{self, Exit};
+use crate::spec::Spec;
 
 use super::super::verifier::Sink;
 use super::super::{EngineError, Stage};
@@ -8,6 +9,12 @@ use super::{Executor, Failure, Job};
 
 /// Child processes of hone, each in its own process group.
 pub(super) struct Local;
+
+impl Local {
+    pub(super) fn new(_spec: &Spec) -> Local {
+        Local
+    }
+}
 
 impl Executor for Local {
     fn run(
