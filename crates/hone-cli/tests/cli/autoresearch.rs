@@ -227,13 +227,12 @@ fn the_initial_design_on_autoresearch_crashes_on_no_inferred_range() {
     git(&dir, &["add", "-A"]);
     git(&dir, &["commit", "-q", "-m", "hone init"]);
     let (_bin, path) = uv_shim();
-    let out = Command::new(HONE)
+    let out = ok(Command::new(HONE)
         .args(["run", "-n", "12"])
         .current_dir(&dir)
         .env("PATH", &path)
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+        .unwrap());
     let rows = statuses(&dir);
     assert_eq!(rows.len(), 12, "{rows:?}\n{}", text(&out));
     assert_eq!(rows[0].0, "baseline", "{rows:?}");

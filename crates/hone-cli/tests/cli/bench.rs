@@ -41,8 +41,7 @@ fn bench_runs_each_arm_and_seed_writes_its_report_and_resumes() {
         "--out",
         out_dir.to_str().unwrap(),
     ];
-    let out = hone_in(tmp.path(), &args);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(tmp.path(), &args));
     let md = std::fs::read_to_string(out_dir.join("results.md")).unwrap();
     assert!(md.contains("### quad") && md.contains("| A′ | 2 |"), "{md}");
     let runs: serde_json::Value =

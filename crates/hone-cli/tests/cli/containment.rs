@@ -100,8 +100,7 @@ fn hone_as(r: &Repo, who: As, args: &[&str]) -> Output {
 
 /// `hone log --json` as `who`.
 fn log_as(r: &Repo, who: As) -> Vec<serde_json::Value> {
-    let out = hone_as(r, who, &["log", "--json"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(hone_as(r, who, &["log", "--json"]));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -143,12 +142,11 @@ fn hand_over(r: &Repo, who: As) {
         let toml = std::fs::read_to_string(&spec).unwrap();
         let toml = toml.replace(FAKE_AGENT, &agent.display().to_string());
         std::fs::write(&spec, toml).unwrap();
-        let out = Command::new("chown")
+        ok(Command::new("chown")
             .args(["-R", "65534:65534"])
             .arg(r.tmp_dir())
             .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
+            .unwrap());
     }
 }
 
@@ -210,8 +208,7 @@ fn hostile_agent_and_verifier_gain_nothing(who: As) {
     std::fs::write(&r.script, format!("run\tsh {}\n", attack.display())).unwrap();
     hand_over(&r, who);
     let config_before = std::fs::read_to_string(r.dir.join(".git/config")).unwrap();
-    let out = hone_as(&r, who, &["run", "--tag", "atk"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(hone_as(&r, who, &["run", "--tag", "atk"]));
     let log = log_as(&r, who);
     assert_eq!(log[0]["status"], "baseline", "{log:?}\n{}", text(&out));
     assert_eq!(log[0]["objective"], 5.0, "{log:?}");
@@ -426,13 +423,12 @@ fn a_sandbox_cannot_reach_the_terminal_hone_was_started_from() {
         ),
     )
     .unwrap();
-    let out = Command::new("script")
+    let out = ok(Command::new("script")
         .args(["-qec", &format!("{HONE} run --tag tty"), "/dev/null"])
         .current_dir(&r.dir)
         .stdin(std::process::Stdio::null())
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+        .unwrap());
     let log = r.log();
     assert_eq!(log[0]["objective"], 5.0, "{log:?}\n{}", text(&out));
     assert_eq!(
@@ -473,8 +469,7 @@ fn a_sandboxed_verifier_that_runs_past_its_timeout_leaves_nothing_behind() {
         t.replace("timeout = \"60s\"", "timeout = \"2s\"")
     });
     git(&r.dir, &["commit", "-qam", "short timeout"]);
-    let out = r.hone(&["run", "--tag", "slow"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "slow"]));
     let log = r.log();
     assert_eq!(log[1]["status"], "timeout", "{:?}\n{}", log[1], text(&out));
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -506,8 +501,7 @@ fn a_reviewer_command_is_contained_as_root() {
     );
     git(&r.dir, &["commit", "-qam", "a reviewer"]);
     let config_before = std::fs::read_to_string(r.dir.join(".git/config")).unwrap();
-    let out = r.hone(&["run", "--tag", "rev"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "rev"]));
     let log = r.log();
     assert_eq!(
         log[1]["status"],

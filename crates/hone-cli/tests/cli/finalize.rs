@@ -8,14 +8,9 @@ use crate::support::*;
 /// names the owner and repository) and pushes to the bare repository through `pushurl`, as a
 /// user's own remote configuration would.
 fn finalize_repo() -> (Repo, PathBuf) {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 4\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\nhypothesis\tlower still\n",
+    let r = Repo::scored(4, "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\nhypothesis\tlower still\n",
     );
-    let out = r.hone(&["run", "--tag", "t1"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    r.run_expect("t1", &["baseline", "keep", "discard", "keep"]);
     let bare = r.tmp_dir().join("remote.git");
     git(
         r.tmp_dir(),
@@ -69,12 +64,11 @@ fn finalize_pushes_one_commit_per_keep_and_opens_a_pull_request() {
         )],
         false,
     );
-    let out = hone_env(
+    let out = ok(hone_env(
         &r,
         &["finalize", "--run", "t1", "--pr"],
         &[("GITHUB_TOKEN", "ghp_test"), ("GITHUB_API_URL", &api.url)],
-    );
-    assert!(out.status.success(), "{}", text(&out));
+    ));
     assert!(
         text(&out).contains("opened pull request #42: https://github.com/acme/widgets/pull/42"),
         "{}",
@@ -161,8 +155,7 @@ fn finalize_pushes_one_commit_per_keep_and_opens_a_pull_request() {
 fn finalize_squash_makes_one_commit_with_the_last_keeps_tree() {
     let (r, _bare) = finalize_repo();
     let before = checkout_state(&r);
-    let out = r.hone(&["finalize", "--squash", "--branch", "review/t1"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["finalize", "--squash", "--branch", "review/t1"]));
     assert_eq!(checkout_state(&r), before);
     assert_eq!(r.rev("review/t1^{tree}"), r.rev("refs/hone/t1/3^{tree}"));
     assert_eq!(r.rev("review/t1^"), r.rev("main"));
@@ -237,11 +230,7 @@ fn finalize_errors_say_what_to_do_and_push_nothing() {
         text(&out)
     );
     // A run with nothing kept.
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 2\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 9\\n\n",
-    );
+    let r = Repo::scored(2, "write\tvalue.txt\tscore: 9\\n\n");
     assert!(r.hone(&["run", "--tag", "flat"]).status.success());
     let out = r.hone(&["finalize"]);
     assert!(!out.status.success());

@@ -48,12 +48,11 @@ fn broken_specs_name_the_line_and_key() {
 fn init_writes_a_spec_lists_knobs_and_refuses_to_overwrite() {
     let (_t, dir) = knob_repo();
     std::fs::remove_file(dir.join("hone.toml")).unwrap();
-    let out = Command::new(HONE)
+    let out = ok(Command::new(HONE)
         .args(["init", "--metric", "loss"])
         .current_dir(&dir)
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+        .unwrap());
     let t = text(&out);
     assert!(t.contains("WIDTH") && t.contains("DEPTH"), "{t}");
     let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
@@ -76,12 +75,11 @@ fn init_writes_a_spec_lists_knobs_and_refuses_to_overwrite() {
 fn demo_runs_offline_on_the_bundled_example() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("demo");
-    let out = Command::new(HONE)
+    let out = ok(Command::new(HONE)
         .args(["demo", "-n", "3", "--dir"])
         .arg(&dir)
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+        .unwrap());
     let t = text(&out);
     assert!(t.contains("val_bpb (minimize): baseline 2."), "{t}");
     let log = Command::new(HONE)
@@ -104,12 +102,11 @@ fn init_in_a_new_project_asks_for_a_commit_and_guesses_nothing_silently() {
     let dir = tmp.path();
     git(dir, &["init", "-q", "-b", "main"]);
     std::fs::write(dir.join("params.py"), "LR = 0.01\nLAYERS = 4\n").unwrap();
-    let out = Command::new(HONE)
+    let out = ok(Command::new(HONE)
         .args(["init", "--metric", "accuracy"])
         .current_dir(dir)
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+        .unwrap());
     let t = text(&out);
     assert!(
         t.contains("LR") && t.contains("LAYERS"),

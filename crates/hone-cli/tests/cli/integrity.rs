@@ -30,8 +30,7 @@ const HONEST: &str = "replace\ttrain.py\tSCORE = 5\tSCORE = 4\n";
 /// record after checking it did not win, that the run went on to keep the honest change and
 /// that `git fsck` finds nothing wrong.
 fn run_attack(r: &Repo) -> serde_json::Value {
-    let out = r.hone(&["run", "--tag", "atk"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "atk"]));
     let log = r.log();
     assert_eq!(log[0]["status"], "baseline", "{}", text(&out));
     assert_eq!(log.len(), 3, "{}", text(&out));
@@ -60,10 +59,7 @@ fn integrity_embedded_repository_is_a_violation() {
     let r = repo(&script, &[], "");
     let e = run_attack(&r);
     assert_eq!(e["status"], "violation", "{e}");
-    assert!(
-        e["reason"].as_str().unwrap().contains("git repository"),
-        "{e}"
-    );
+    assert!(reason(&e).contains("git repository"), "{e}");
 }
 
 /// Hole 4: a payload 2,100 directories deep (beyond PATH_MAX, so git never sees it) that the
@@ -78,10 +74,9 @@ fn integrity_payload_beyond_path_max_is_a_violation_and_resume_works() {
     let r = repo(&script, &[], "");
     let e = run_attack(&r);
     assert_eq!(e["status"], "violation", "{e}");
-    assert!(e["reason"].as_str().unwrap().contains("too deep"), "{e}");
+    assert!(reason(&e).contains("too deep"), "{e}");
     // A resume rebuilds the worktree and goes on.
-    let out = r.hone(&["run", "--tag", "atk", "-n", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "atk", "-n", "4"]));
     let log = r.log();
     assert_eq!(log.len(), 4, "{}", text(&out));
     assert_eq!(log[3]["status"], "keep", "{}", log[3]);
@@ -105,10 +100,7 @@ fn integrity_gitattributes_change_is_a_violation() {
     git(&r.dir, &["commit", "-qam", "editable attributes"]);
     let e = run_attack(&r);
     assert_eq!(e["status"], "violation", "{e}");
-    assert!(
-        e["reason"].as_str().unwrap().contains(".gitattributes"),
-        "{e}"
-    );
+    assert!(reason(&e).contains(".gitattributes"), "{e}");
 }
 
 /// The shell lines of an agent that gives `path` a git driver in the repository's own
@@ -135,7 +127,7 @@ fn integrity_clean_filter_in_repo_config_does_not_hide_a_forged_file() {
     let r = repo(&script, &[("data.py", "SCORE = 5\n")], "");
     let e = run_attack(&r);
     assert_eq!(e["status"], "violation", "{e}");
-    assert!(e["reason"].as_str().unwrap().contains("data.py"), "{e}");
+    assert!(reason(&e).contains("data.py"), "{e}");
     assert!(
         !mark.exists(),
         "hone's git ran the candidate's clean filter"
@@ -194,9 +186,8 @@ fn integrity_a_symlinked_hone_directory_is_not_read_for_the_hypothesis() {
         "run\trm -rf .hone && ln -s {} .hone\nwrite\tvalue.txt\tscore: 4\\n\n",
         outside.path().display()
     );
-    let r = Repo::new("[stop]\nmax_experiments = 2\n", SCORE, &script);
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let r = Repo::scored(2, &script);
+    ok(r.hone(&["run"]));
     let log = text(&r.hone(&["log", "--json"]));
     assert!(!log.contains("SECRET-OUTSIDE"), "{log}");
     assert!(

@@ -5,12 +5,11 @@ use crate::support::*;
 #[test]
 fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
     let descs = |dir: &Path, seed: &str| -> Vec<String> {
-        let out = Command::new(HONE)
+        ok(Command::new(HONE)
             .args(["run", "--seed", seed])
             .current_dir(dir)
             .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
+            .unwrap());
         let log = Command::new(HONE)
             .args(["log", "--json"])
             .current_dir(dir)
@@ -70,12 +69,11 @@ fn agent_flag_switches_to_the_command_proposer() {
             ),
         )
     });
-    let out = Command::new(HONE)
+    ok(Command::new(HONE)
         .args(["run", "--agent", "command", "-n", "2"])
         .current_dir(&dir)
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+        .unwrap());
     let log = Command::new(HONE)
         .args(["log", "--json"])
         .current_dir(&dir)

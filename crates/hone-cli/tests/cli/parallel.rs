@@ -130,8 +130,7 @@ fn parallel_keeps_merge_onto_a_moved_best_and_conflicts_are_discarded() {
     wait(2, "refs/heads/hone/p", "refs/hone/p/1");
     wait(3, "refs/heads/hone/p", "refs/hone/p/4");
     wait(5, "refs/heads/hone/p", "refs/hone/p/6");
-    let out = r.hone(&["run", "--tag", "p"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "p"]));
     let exps = r.log();
     let st: Vec<&str> = exps.iter().map(|e| e["status"].as_str().unwrap()).collect();
     assert_eq!(
@@ -140,7 +139,7 @@ fn parallel_keeps_merge_onto_a_moved_best_and_conflicts_are_discarded() {
         "{}",
         text(&out)
     );
-    let reason = |n: usize| exps[n]["reason"].as_str().unwrap().to_string();
+    let reason = |n: usize| reason(&exps[n]).to_string();
     assert!(
         reason(2).contains("beat its parent #0 but not the current best #1"),
         "{}",
@@ -273,7 +272,7 @@ fn parallel_kill_9_with_four_in_flight_then_resume_aborts_them_all() {
         .map(|i| format!("write\tvalue.txt\tscore: {}\\n\n", 100 - i))
         .collect::<Vec<_>>()
         .join("---\n");
-    let r = Repo::new("[stop]\nmax_experiments = 9\n", &verify, &script);
+    let r = Repo::stops_after(9, &verify, &script);
     let mut child = r.spawn_hone(&["run", "--tag", "k", "--workers", "4"]);
     for n in 1..=4 {
         wait_for_file(&marks.join(format!("pgid.{n}")));
@@ -299,8 +298,7 @@ fn parallel_kill_9_with_four_in_flight_then_resume_aborts_them_all() {
     assert!(slot.exists());
     std::fs::write(slot.join("leftover.txt"), "from the crash").unwrap();
     std::fs::write(marks.join("release"), "").unwrap();
-    let out = r.hone(&["run", "--workers", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--workers", "4"]));
     for n in 1..=4 {
         assert!(
             text(&out).contains(&format!("experiment {n} was interrupted")),
@@ -365,22 +363,18 @@ fn parallel_verifier_that_moves_the_run_branch_is_a_violation() {
     // #1's verifier forges the branch. With two in flight, the move is caught when the next
     // result is decided (#1's or #2's: which verifier moved a shared ref cannot be told apart).
     let verify = "if grep -q forge value.txt; then git update-ref refs/heads/hone/v $(git commit-tree HEAD^{tree} -p HEAD -m forged); fi; echo score: 1";
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
+    let r = Repo::stops_after(
+        3,
         verify,
         "write\tvalue.txt\tforge\n\n---\nwrite\tvalue.txt\tplain\n\n",
     );
-    let out = r.hone(&["run", "--tag", "v", "--workers", "2"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run", "--tag", "v", "--workers", "2"]));
     let log = r.log();
     let caught: Vec<&serde_json::Value> =
         log.iter().filter(|e| e["status"] == "violation").collect();
     assert_eq!(caught.len(), 1, "{log:?}");
     assert!(
-        caught[0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("moved hone's refs"),
+        reason(&caught[0]).contains("moved hone's refs"),
         "{:?}",
         caught[0]
     );
@@ -400,9 +394,7 @@ fn parallel_ctrl_c_once_lets_the_experiments_in_flight_finish() {
         "if [ \"$HONE_EXPERIMENT\" != 0 ]; then touch {m}/started.$HONE_EXPERIMENT; while [ ! -f {m}/release ]; do sleep 0.02; done; fi; cat value.txt",
         m = m.display()
     );
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 5\n",
-        &verify,
+    let r = Repo::stops_after(5, &verify,
         "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
     );
     let mut child = r.spawn_hone(&["run", "--workers", "2"]);
@@ -420,8 +412,7 @@ fn parallel_ctrl_c_once_lets_the_experiments_in_flight_finish() {
             .all(|s| matches!(s.as_str(), "keep" | "discard")),
         "{st:?}"
     );
-    let out = r.hone(&["run", "--workers", "2"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run", "--workers", "2"]));
     assert_eq!(r.statuses().len(), 5);
 }
 
@@ -433,9 +424,7 @@ fn parallel_ctrl_c_twice_kills_every_verifier_in_flight() {
         "if [ \"$HONE_EXPERIMENT\" != 0 ]; then echo $$ > {m}/pgid.$HONE_EXPERIMENT; sleep 300; fi; cat value.txt",
         m = m.display()
     );
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 5\n",
-        &verify,
+    let r = Repo::stops_after(5, &verify,
         "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
     );
     use std::os::unix::process::CommandExt;

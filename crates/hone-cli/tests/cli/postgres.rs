@@ -144,9 +144,7 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
         "cat value.txt; echo worker_slot=$SLOT_NAME; if grep -q slow value.txt && [ ! -e {m} ]; then echo $$ > {m}; sleep 300; fi",
         m = marker.display()
     );
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 4\n",
-        &verify,
+    let r = Repo::stops_after(4, &verify,
         "write\tvalue.txt\tslow\\nscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 6\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
     );
     let bare = r.tmp_dir().join("shared.git");
@@ -332,8 +330,7 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
     pg.psql(&format!(
         "UPDATE hone_coordinators SET owner = '{left}', heartbeat = now() WHERE run_key = '{key}'"
     ));
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run"]));
     assert!(
         text(&out).contains("experiment 2 was interrupted"),
         "{}",
@@ -412,8 +409,8 @@ fn remote_workers_verify_two_experiments_at_once() {
         return;
     };
     let marks = tempfile::tempdir().unwrap();
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
+    let r = Repo::stops_after(
+        3,
         &together_verifier(marks.path()),
         "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
     );

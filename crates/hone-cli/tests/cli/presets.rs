@@ -53,15 +53,14 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
         bin.path().display(),
         std::env::var("PATH").unwrap()
     );
-    let out = Command::new(HONE)
+    ok(Command::new(HONE)
         .arg("run")
         .current_dir(&r.dir)
         .env("PATH", &path)
         .env("FAKE_RECORD", record.path())
         .env("ANTHROPIC_API_KEY", "sk-ant-test")
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+        .unwrap());
     let argv = std::fs::read_to_string(record.path().join("argv")).unwrap();
     assert_eq!(
         argv.lines().collect::<Vec<_>>(),
@@ -94,10 +93,7 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
     assert_eq!(log[1]["tokens"], 180);
     assert_eq!(log[2]["status"], "invalid");
     assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("API Error: 529 overloaded"),
+        reason(&log[2]).contains("API Error: 529 overloaded"),
         "{}",
         log[2]
     );
@@ -109,13 +105,9 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
 
 #[test]
 fn agent_notes_are_kept_between_experiments() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        SCORE,
-        "run\techo 'learned: lower is better here' >> .hone/notes.md\nwrite\tvalue.txt\tscore: 4\\n\n---\nexpect-prompt\tlearned: lower is better here\nrun\tgrep -q 'learned: lower' .hone/notes.md\nwrite\tvalue.txt\tscore: 3\\n\n",
+    let r = Repo::scored(3, "run\techo 'learned: lower is better here' >> .hone/notes.md\nwrite\tvalue.txt\tscore: 4\\n\n---\nexpect-prompt\tlearned: lower is better here\nrun\tgrep -q 'learned: lower' .hone/notes.md\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     assert_eq!(
         r.statuses(),
         ["baseline", "keep", "keep"],
@@ -175,14 +167,13 @@ fn codex_preset_runs_exec_json_and_reads_its_usage() {
         bin.path().display(),
         std::env::var("PATH").unwrap()
     );
-    let out = Command::new(HONE)
+    ok(Command::new(HONE)
         .arg("run")
         .current_dir(&r.dir)
         .env("PATH", &path)
         .env("FAKE_RECORD", record.path())
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+        .unwrap());
     let argv = std::fs::read_to_string(record.path().join("argv")).unwrap();
     assert_eq!(
         argv.lines().collect::<Vec<_>>(),
@@ -204,10 +195,7 @@ fn codex_preset_runs_exec_json_and_reads_its_usage() {
     assert_eq!(log[1]["tokens"], 1500);
     assert_eq!(log[2]["status"], "invalid");
     assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("stream disconnected"),
+        reason(&log[2]).contains("stream disconnected"),
         "{}",
         log[2]
     );
@@ -251,8 +239,7 @@ fi
 fn aider_preset_edits_the_editable_files_and_reads_its_usage_line() {
     let (bin, record) = fake_tool("aider", FAKE_AIDER);
     let r = preset_repo("kind = \"aider\"\nmodel = \"sonnet\"");
-    let out = run_with_tool(&r, bin.path(), record.path(), &[]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(run_with_tool(&r, bin.path(), record.path(), &[]));
     let argv = recorded(record.path(), "argv");
     let tag_logs = |a: &str| a.contains("/.hone/runs/") && a.contains("/logs/");
     assert_eq!(argv[0], "--message-file");
@@ -289,14 +276,7 @@ fn aider_preset_edits_the_editable_files_and_reads_its_usage_line() {
     assert_eq!(log[1]["cost_usd"], 0.0082);
     assert_eq!(log[1]["tokens"], 2385);
     assert_eq!(log[2]["status"], "invalid");
-    assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("invalid x-api-key"),
-        "{}",
-        log[2]
-    );
+    assert!(reason(&log[2]).contains("invalid x-api-key"), "{}", log[2]);
     // Its history never entered a candidate.
     let tag = log[0]["log_path"]
         .as_str()
@@ -383,13 +363,12 @@ fi
 fn gemini_preset_runs_headless_json_and_reads_its_stats() {
     let (bin, record) = fake_tool("gemini", FAKE_GEMINI);
     let r = preset_repo("kind = \"gemini\"\nmodel = \"gemini-2.5-pro\"");
-    let out = run_with_tool(
+    ok(run_with_tool(
         &r,
         bin.path(),
         record.path(),
         &[("GEMINI_API_KEY", "g-test")],
-    );
-    assert!(out.status.success(), "{}", text(&out));
+    ));
     assert_eq!(
         recorded(record.path(), "argv"),
         [
@@ -416,10 +395,7 @@ fn gemini_preset_runs_headless_json_and_reads_its_stats() {
     assert_eq!(log[1]["tokens"], 25113);
     assert_eq!(log[2]["status"], "invalid");
     assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("exceeded your current quota"),
+        reason(&log[2]).contains("exceeded your current quota"),
         "{}",
         log[2]
     );
@@ -450,13 +426,12 @@ fn opencode_preset_runs_json_events_and_reads_cost_and_tokens() {
     let r = preset_repo(
         "kind = \"opencode\"\nmodel = \"anthropic/claude-sonnet-4-20250514\"\nextra_args = [\"--agent\", \"build\"]",
     );
-    let out = run_with_tool(
+    ok(run_with_tool(
         &r,
         bin.path(),
         record.path(),
         &[("ANTHROPIC_API_KEY", "sk-ant-oc")],
-    );
-    assert!(out.status.success(), "{}", text(&out));
+    ));
     assert_eq!(
         recorded(record.path(), "argv"),
         [
@@ -486,14 +461,7 @@ fn opencode_preset_runs_json_events_and_reads_cost_and_tokens() {
     assert_eq!(log[1]["cost_usd"], 0.0042);
     assert_eq!(log[1]["tokens"], 1580);
     assert_eq!(log[2]["status"], "invalid");
-    assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("Invalid API key."),
-        "{}",
-        log[2]
-    );
+    assert!(reason(&log[2]).contains("Invalid API key."), "{}", log[2]);
     assert_missing_tool_is_named(&r, "npm install -g opencode-ai");
 }
 
@@ -505,8 +473,7 @@ fn a_preset_that_spends_the_budget_stops_the_run_before_the_next_agent_starts() 
     let r = preset_repo("kind = \"claude\"");
     append_spec(&r.dir, "max_cost_usd = 0.01\n");
     git(&r.dir, &["commit", "-q", "-am", "budget"]);
-    let out = run_with_tool(&r, bin.path(), record.path(), &[]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(run_with_tool(&r, bin.path(), record.path(), &[]));
     assert_eq!(
         std::fs::read_to_string(record.path().join("count"))
             .unwrap()

@@ -65,8 +65,7 @@ fn a_generated_mechanism_passes_the_ladder_is_stored_and_rejects_a_proposal() {
         &server,
         "mechanisms = [\"tabu\"]\nresearch_every = 2\nprobation = 10\n",
     );
-    let out = hone_in(&dir, &["run", "-n", "5"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&dir, &["run", "-n", "5"]));
     assert_eq!(server.requests().len(), 8, "one proposal each, four rounds");
     // The rounds saw the real trace, the interface and the active mechanisms' statistics.
     let round1 = request_text(&server, 1);
@@ -130,8 +129,7 @@ fn a_generated_mechanism_passes_the_ladder_is_stored_and_rejects_a_proposal() {
 }
 
 fn hone_log(dir: &Path) -> Vec<serde_json::Value> {
-    let out = hone_in(dir, &["log", "--json"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(hone_in(dir, &["log", "--json"]));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -150,8 +148,7 @@ fn a_script_that_does_not_compile_gets_one_repair_round_then_is_dropped() {
     replies.push(knob_answer("{\"DEPTH\": 6}"));
     let server = LlmServer::start(replies, false);
     let (_t, dir) = research_repo(&server, "research_every = 2\n");
-    let out = hone_in(&dir, &["run", "-n", "3"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&dir, &["run", "-n", "3"]));
     assert_eq!(
         server.requests().len(),
         7,
@@ -188,8 +185,7 @@ fn a_script_that_loops_forever_is_stopped_by_its_sandbox_and_the_run_goes_on() {
     ]);
     let server = LlmServer::start(replies, false);
     let (_t, dir) = research_repo(&server, "research_every = 2\nprobation = 10\n");
-    let out = hone_in(&dir, &["run", "-n", "5"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&dir, &["run", "-n", "5"]));
     let show3 = text(&hone_in(&dir, &["show", "3"]));
     assert!(
         show3.contains(
@@ -202,12 +198,7 @@ fn a_script_that_loops_forever_is_stopped_by_its_sandbox_and_the_run_goes_on() {
         "{show3}"
     );
     let log = hone_log(&dir);
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(
-        st,
-        ["baseline", "discard", "keep", "keep", "keep"],
-        "{log:?}"
-    );
+    assert_statuses(&log, &["baseline", "discard", "keep", "keep", "keep"]);
     let json = text(&hone_in(&dir, &["mech", "stats", "--json"]));
     let script = json
         .lines()
@@ -232,8 +223,7 @@ fn an_inert_generated_mechanism_is_reverted_after_its_probation() {
     ]);
     let server = LlmServer::start(replies, false);
     let (_t, dir) = research_repo(&server, "research_every = 2\nprobation = 1\n");
-    let out = hone_in(&dir, &["run", "-n", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&dir, &["run", "-n", "4"]));
     let show2 = text(&hone_in(&dir, &["show", "2"]));
     assert!(
         show2.contains("research -> deactivated: reverted after probation: inert: no effect over its probation of 1 experiments"),
@@ -276,8 +266,7 @@ fn mechanism_research_stays_inside_the_budget() {
         )
         .replace("max_experiments = 15\n", "max_experiments = 15\nmax_cost_usd = 0.75\n")
     });
-    let out = hone_in(&dir, &["run", "-n", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(hone_in(&dir, &["run", "-n", "4"]));
     assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
     let sent = server.requests().len();
     assert!(
@@ -296,11 +285,7 @@ fn mechanism_research_stays_inside_the_budget() {
         "the rounds are charged to the experiment in progress: {}",
         log[2]
     );
-    assert!(
-        log[2]["reason"].as_str().unwrap().starts_with("budget"),
-        "{}",
-        log[2]
-    );
+    assert!(reason(&log[2]).starts_with("budget"), "{}", log[2]);
 }
 
 #[test]
@@ -322,8 +307,7 @@ fn a_stored_script_is_reused_by_path_and_validated_like_a_generated_one() {
         &dir,
         "\n[outer]\nscripts = [\"mech/aim.rhai\", \"mech/bad.rhai\"]\nprobation = 3\n",
     );
-    let out = hone_in(&dir, &["run", "-n", "3"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&dir, &["run", "-n", "3"]));
     let log = hone_log(&dir);
     assert_eq!(log[1]["status"], "keep", "{log:?}");
     assert_eq!(log[1]["objective"], 0.0, "{log:?}");
@@ -353,8 +337,7 @@ fn mechanism_research_speaks_the_anthropic_wire_format_too() {
     ]);
     let server = LlmServer::start(replies, true);
     let (_t, dir) = research_repo_of("anthropic", &server.url, "research_every = 2\n");
-    let out = hone_in(&dir, &["run", "-n", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&dir, &["run", "-n", "4"]));
     let reqs = server.requests();
     assert_eq!(reqs.len(), 7);
     assert!(reqs[1].0.ends_with("/v1/messages"), "{}", reqs[1].0);
@@ -383,8 +366,7 @@ fn a_generated_mechanism_that_acts_without_lowering_the_keep_rate_stays_after_pr
     ]);
     let server = LlmServer::start(replies, false);
     let (_t, dir) = research_repo(&server, "research_every = 2\nprobation = 2\n");
-    let out = hone_in(&dir, &["run", "-n", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(hone_in(&dir, &["run", "-n", "4"]));
     // Window #2..#3: one rejection, one keep in two; the window before: no keep in one.
     let show3 = text(&hone_in(&dir, &["show", "3"]));
     assert!(

@@ -14,9 +14,7 @@ fn kill_9_during_verification_then_resume() {
         s = started.display(),
         p = pgid_file.display()
     );
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 5\n",
-        &verify,
+    let r = Repo::stops_after(5, &verify,
         "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
     );
     let mut child = r.spawn_hone(&["run", "--tag", "k"]);
@@ -31,8 +29,7 @@ fn kill_9_during_verification_then_resume() {
     let st = r.statuses();
     assert_eq!(st, ["baseline", "keep", "running"]);
 
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run"]));
     assert!(
         text(&out).contains("experiment 2 was interrupted"),
         "{}",
@@ -62,8 +59,8 @@ fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
         s = started.display(),
         r = release.display()
     );
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
+    let r = Repo::stops_after(
+        3,
         &verify,
         "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
@@ -82,9 +79,7 @@ fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
     );
     let st = text(&r.hone(&["status"]));
     assert!(st.contains("interrupted"), "{st}");
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep", "keep"]);
+    r.hone_expect(&["run"], &["baseline", "keep", "keep"]);
 }
 
 #[test]
@@ -97,11 +92,7 @@ fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
         s = started.display(),
         p = pgid_file.display()
     );
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        &verify,
-        "write\tvalue.txt\tscore: 4\\n\n",
-    );
+    let r = Repo::stops_after(3, &verify, "write\tvalue.txt\tscore: 4\\n\n");
     use std::os::unix::process::CommandExt;
     let mut child = Command::new(HONE)
         .process_group(0)
@@ -137,10 +128,7 @@ fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
 fn kill_9_while_the_agent_works_then_resume_kills_the_agent() {
     let tmp = tempfile::tempdir().unwrap();
     let mark = tmp.path().join("agent-pgid");
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        SCORE,
-        &format!(
+    let r = Repo::scored(3, &format!(
             "write\tvalue.txt\tscore: 4\\n\n---\nmark\t{}\nsleep\t300\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
             mark.display()
         ),
@@ -154,16 +142,16 @@ fn kill_9_while_the_agent_works_then_resume_kills_the_agent() {
         group_alive(pgid),
         "the orphaned agent should still be running before resume"
     );
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     assert!(
         wait_group_gone(pgid),
         "resume must kill the interrupted agent"
     );
     assert_eq!(r.statuses(), ["baseline", "keep", "aborted"]);
-    let out = r.hone(&["run", "--tag", "a", "-n", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep", "aborted", "keep"]);
+    r.hone_expect(
+        &["run", "--tag", "a", "-n", "4"],
+        &["baseline", "keep", "aborted", "keep"],
+    );
 }
 
 #[test]
@@ -177,8 +165,7 @@ fn resume_after_a_failure_stop_counts_failures_afresh() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert_eq!(r.statuses(), ["baseline", "invalid", "invalid"]);
     // The user fixed the cause; `hone run` resumes the same run instead of stopping again.
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run"]));
     assert!(text(&out).contains("resuming run"), "{}", text(&out));
     let st = r.statuses();
     assert_eq!(&st[..4], ["baseline", "invalid", "invalid", "keep"]);
@@ -187,19 +174,17 @@ fn resume_after_a_failure_stop_counts_failures_afresh() {
 
 #[test]
 fn resume_completes_a_keep_whose_branch_move_was_lost() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    let r = Repo::scored(3, "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
     );
     assert!(r.hone(&["run", "--tag", "b"]).status.success());
     assert_eq!(r.statuses(), ["baseline", "keep", "keep"]);
     // Simulate a crash between recording keep #2 and moving the branch.
     let k1 = r.rev("refs/hone/b/1");
     git(&r.dir, &["update-ref", "refs/heads/hone/b", &k1]);
-    let out = r.hone(&["run", "--tag", "b", "-n", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep", "keep", "keep"]);
+    r.hone_expect(
+        &["run", "--tag", "b", "-n", "4"],
+        &["baseline", "keep", "keep", "keep"],
+    );
     assert_eq!(
         r.rev("refs/hone/b/3^"),
         r.rev("refs/hone/b/2"),
@@ -220,10 +205,7 @@ fn resume_kills_what_a_dead_hone_started_even_outside_the_agents_group() {
     let escaped = tmp.path().join("escaped-pid");
     // The agent starts a process in a session (and group) of its own, then works on: killing
     // the agent's group on resume would miss it; its HONE_JOB token does not.
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        SCORE,
-        &format!(
+    let r = Repo::scored(3, &format!(
             "run\tsetsid sh -c 'echo $$ > {p}.tmp && mv {p}.tmp {p}; exec sleep 300' > /dev/null 2>&1 &\nsleep\t300\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
             p = escaped.display()
         ),
@@ -236,8 +218,7 @@ fn resume_kills_what_a_dead_hone_started_even_outside_the_agents_group() {
         group_alive(pid),
         "the escaped process runs on after hone died"
     );
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     assert!(
         wait_group_gone(pid),
         "resume must kill every process started for the interrupted experiment"

@@ -13,35 +13,17 @@ fn the_review_gate_rejects_before_any_compute() {
         &verify,
         "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tvalue.txt\tscore: 3\\nx = open('data/input.txt')\\n\n---\nwrite\tvalue.txt\tscore: 2\\na\\nb\\nc\\nd\\ne\\nf\\ng\\n\n",
     );
-    let out = r.hone(&["run", "--tag", "rv"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(
-        st,
-        ["baseline", "keep", "rejected", "rejected", "rejected"],
-        "{log:?}"
+    let log = r.run_log("rv");
+    assert_statuses(
+        &log,
+        &["baseline", "keep", "rejected", "rejected", "rejected"],
     );
     assert_eq!(
         log[2]["reason"],
         "the reviewer rejected it: too good to be true"
     );
-    assert!(
-        log[3]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("forbidden pattern"),
-        "{}",
-        log[3]
-    );
-    assert!(
-        log[4]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("max_diff_lines"),
-        "{}",
-        log[4]
-    );
+    assert!(reason(&log[3]).contains("forbidden pattern"), "{}", log[3]);
+    assert!(reason(&log[4]).contains("max_diff_lines"), "{}", log[4]);
     // Only the baseline and the approved #1 ran the verifier.
     assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 2);
     // Rejected candidates are archived like every other.
@@ -90,22 +72,20 @@ fn an_http_reviewer_approves_or_rejects_before_the_verifier_runs() {
                 )
         })
         .create();
-    let out = Command::new(HONE)
+    ok(Command::new(HONE)
         .arg("run")
         .current_dir(&r.dir)
         .env("REVIEW_KEY", REVIEW_SECRET)
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+        .unwrap());
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "keep", "rejected", "rejected"], "{log:?}");
+    assert_statuses(&log, &["baseline", "keep", "rejected", "rejected"]);
     assert_eq!(
         log[2]["reason"],
         "the reviewer rejected it: it reads the validation data"
     );
     assert!(
-        log[3]["reason"].as_str().unwrap().contains("not a verdict"),
+        reason(&log[3]).contains("not a verdict"),
         "anything but the JSON verdict rejects: {}",
         log[3]
     );
@@ -187,8 +167,7 @@ fn proposer_and_reviewer_share_one_budget() {
                 .set("stop", "max_cost_usd", "0.33"),
         )
         .create();
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run"]));
     assert_eq!(proposer.requests().len(), 2);
     assert_eq!(
         reviewer.requests().len(),
@@ -196,8 +175,7 @@ fn proposer_and_reviewer_share_one_budget() {
         "no review past the budget was sent"
     );
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "keep", "rejected"], "{log:?}");
+    assert_statuses(&log, &["baseline", "keep", "rejected"]);
     assert!(
         (log[1]["cost_usd"].as_f64().unwrap() - 0.15).abs() < 1e-9,
         "{}",
@@ -209,11 +187,7 @@ fn proposer_and_reviewer_share_one_budget() {
         "{}",
         log[2]
     );
-    assert!(
-        log[2]["reason"].as_str().unwrap().starts_with("budget"),
-        "{}",
-        log[2]
-    );
+    assert!(reason(&log[2]).starts_with("budget"), "{}", log[2]);
     assert_eq!(
         std::fs::read_to_string(&runs).unwrap().lines().count(),
         2,

@@ -5,14 +5,9 @@ use crate::support::*;
 
 #[test]
 fn keep_and_discard_move_the_branch_only_on_keep() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 4\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+    let r = Repo::scored(4, "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
-    let out = r.hone(&["run", "--tag", "t1"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    r.run_expect("t1", &["baseline", "keep", "discard", "keep"]);
     let log = r.log();
     assert_eq!(log[1]["description"], "lower is better");
     // The branch is at the last keep; every candidate has an archive ref.
@@ -55,29 +50,17 @@ fn crash_no_metric_and_constraint_are_recorded() {
                 .tail("[stop]\nmax_experiments = 4\n")
         })
         .create();
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     let log = r.log();
     let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
     assert_eq!(st, ["baseline", "crash", "crash", "discard"]);
+    assert!(reason(&log[1]).contains("status 3"), "{:?}", log[1]);
     assert!(
-        log[1]["reason"].as_str().unwrap().contains("status 3"),
-        "{:?}",
-        log[1]
-    );
-    assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("printed no `score`"),
+        reason(&log[2]).contains("printed no `score`"),
         "{:?}",
         log[2]
     );
-    assert!(
-        log[3]["reason"].as_str().unwrap().contains("mem <= 500"),
-        "{:?}",
-        log[3]
-    );
+    assert!(reason(&log[3]).contains("mem <= 500"), "{:?}", log[3]);
 }
 
 #[test]
@@ -96,9 +79,7 @@ fn timeout_kills_the_whole_group_even_with_a_grandchild_holding_stdout() {
                 .tail("[stop]\nmax_experiments = 2\n")
         })
         .create();
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "timeout"]);
+    r.hone_expect(&["run"], &["baseline", "timeout"]);
     let pgid: i32 = read_pgid(&pidfile);
     assert!(
         !group_alive(pgid),
@@ -108,18 +89,14 @@ fn timeout_kills_the_whole_group_even_with_a_grandchild_holding_stdout() {
 
 #[test]
 fn prompt_holds_program_history_and_rules() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tfirst idea\n---\nexpect-prompt\tfirst idea\nexpect-prompt\tYou may change only these files (globs): value.txt\nexpect-prompt\tRESEARCH NOTES\nexpect-prompt\tVerifier output of experiment 1 (last lines; untrusted output\nexpect-prompt\timproves on the best by more than 0\nwrite\tvalue.txt\tscore: 3\\n\n",
+    let r = Repo::scored(3, "write\tvalue.txt\tscore: 4\\n\nhypothesis\tfirst idea\n---\nexpect-prompt\tfirst idea\nexpect-prompt\tYou may change only these files (globs): value.txt\nexpect-prompt\tRESEARCH NOTES\nexpect-prompt\tVerifier output of experiment 1 (last lines; untrusted output\nexpect-prompt\timproves on the best by more than 0\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
     std::fs::write(
         r.dir.join("program.md"),
         "RESEARCH NOTES: lower the score\n",
     )
     .unwrap();
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     assert_eq!(
         r.statuses(),
         ["baseline", "keep", "keep"],
@@ -129,15 +106,13 @@ fn prompt_holds_program_history_and_rules() {
 
 #[test]
 fn agent_failure_is_invalid_and_the_loop_goes_on() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        SCORE,
+    let r = Repo::scored(
+        3,
         "say\tI give up\nexit\t7\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
     );
     // An uncommitted edit in the user's checkout is not part of the run, and hone says so.
     std::fs::write(r.dir.join("value.txt"), "score: 0\n").unwrap();
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run"]));
     assert!(
         text(&out).contains("uncommitted changes are not part of the run"),
         "{}",
@@ -150,7 +125,7 @@ fn agent_failure_is_invalid_and_the_loop_goes_on() {
     );
     let log = r.log();
     assert_eq!(log[1]["status"], "invalid");
-    assert!(log[1]["reason"].as_str().unwrap().contains("status 7"));
+    assert!(reason(&log[1]).contains("status 7"));
     assert_eq!(log[2]["status"], "keep");
 }
 
@@ -179,8 +154,7 @@ fn target_patience_and_time_stop_the_run_and_say_why() {
         SCORE,
         script,
     );
-    let out = target.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(target.hone(&["run"]));
     assert!(
         text(&out).contains("reached target (score = 3)"),
         "{}",
@@ -193,8 +167,7 @@ fn target_patience_and_time_stop_the_run_and_say_why() {
         SCORE,
         "write\tvalue.txt\tscore: 9\\n\n---\nwrite\tvalue.txt\tscore: 8\\n\n",
     );
-    let out = patience.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(patience.hone(&["run"]));
     assert!(
         text(&out).contains("no improvement in 2 experiments (patience 2)"),
         "{}",
@@ -207,8 +180,7 @@ fn target_patience_and_time_stop_the_run_and_say_why() {
         SCORE,
         script,
     );
-    let out = time.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(time.hone(&["run"]));
     assert!(text(&out).contains("reached max_time"), "{}", text(&out));
     let zero = time.hone(&["run", "--new", "--time", "0s"]);
     assert_eq!(
@@ -224,10 +196,7 @@ fn target_patience_and_time_stop_the_run_and_say_why() {
 #[test]
 fn a_closed_stdout_neither_kills_the_loop_nor_panics() {
     use std::io::BufRead;
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 4\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
+    let r = Repo::scored(4, "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
     );
     // `hone run | head -1`: the reader goes away after the first line.
     let mut child = Command::new(HONE)
@@ -241,8 +210,7 @@ fn a_closed_stdout_neither_kills_the_loop_nor_panics() {
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut first)
         .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(child.wait_with_output().unwrap());
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     assert_eq!(
         r.statuses(),
@@ -258,6 +226,5 @@ fn a_closed_stdout_neither_kills_the_loop_nor_panics() {
         .spawn()
         .unwrap();
     drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    ok(child.wait_with_output().unwrap());
 }

@@ -69,17 +69,12 @@ fn a_tracked_hide_path_is_a_spec_error_naming_its_line() {
     std::fs::write(r.dir.join(".gitignore"), "holdout/\n").unwrap();
     git(&r.dir, &["add", ".gitignore"]);
     git(&r.dir, &["commit", "-q", "-m", "holdout out of git"]);
-    let out = r.hone(&["run", "--tag", "h"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run", "--tag", "h"]));
 }
 
 #[test]
 fn spec_errors_found_late_or_in_bytes_exit_2_with_their_line() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 1\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 4\\n\n",
-    );
+    let r = Repo::scored(1, "write\tvalue.txt\tscore: 4\\n\n");
     // A metric no output can name: was accepted, then the run stopped with exit 1 and no line.
     edit_spec(&r.dir, |t| {
         t.replace("metric = \"score\"", "metric = \"10x\"")
@@ -163,8 +158,7 @@ fn the_prompt_is_capped_and_says_what_it_left_out() {
             "editable = [\"files/*.txt\", \"value.txt\"]",
         ) + "\n[stop]\nmax_experiments = 2\n"
     });
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run"]));
     assert_eq!(r.statuses(), ["baseline", "keep"], "{}", text(&out));
     let prompt = std::fs::read_to_string(&copy).unwrap();
     assert!(

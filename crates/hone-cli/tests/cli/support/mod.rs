@@ -66,10 +66,43 @@ impl Repo {
             .create()
     }
 
+    /// [`Repo::new`] with `[stop] max_experiments = <max>` and [`SCORE`] as the verifier.
+    pub(crate) fn scored(max: u32, script: &str) -> Repo {
+        Repo::stops_after(max, SCORE, script)
+    }
+
+    /// [`Repo::new`] with `[stop] max_experiments = <max>`.
+    pub(crate) fn stops_after(max: u32, verify_command: &str, script: &str) -> Repo {
+        let toml = format!("[stop]\nmax_experiments = {max}\n");
+        Repo::new(&toml, verify_command, script)
+    }
+
     /// The standard repository, to be changed before it is created (`RepoBuilder`).
     pub(crate) fn builder() -> RepoBuilder {
         need_fake_agent();
         RepoBuilder::new()
+    }
+
+    /// `hone run --tag <tag>`, which must succeed, then the records (`hone log --json`).
+    #[track_caller]
+    pub(crate) fn run_log(&self, tag: &str) -> Vec<serde_json::Value> {
+        ok(self.hone(&["run", "--tag", tag]));
+        self.log()
+    }
+
+    /// `hone run --tag <tag>`, which must succeed and leave the experiments' statuses
+    /// `statuses`.
+    #[track_caller]
+    pub(crate) fn run_expect(&self, tag: &str, statuses: &[&str]) -> Output {
+        self.hone_expect(&["run", "--tag", tag], statuses)
+    }
+
+    /// `hone <args>`, which must succeed and leave the experiments' statuses `statuses`.
+    #[track_caller]
+    pub(crate) fn hone_expect(&self, args: &[&str], statuses: &[&str]) -> Output {
+        let out = ok(self.hone(args));
+        assert_eq!(self.statuses(), statuses);
+        out
     }
 
     pub(crate) fn hone(&self, args: &[&str]) -> Output {
@@ -117,6 +150,25 @@ impl Repo {
     pub(crate) fn rev(&self, r: &str) -> String {
         git(&self.dir, &["rev-parse", r])
     }
+}
+
+/// Asserts the statuses of the records `log` (`Repo::log`), in order.
+#[track_caller]
+pub(crate) fn assert_statuses(log: &[serde_json::Value], statuses: &[&str]) {
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, statuses, "{log:?}");
+}
+
+/// The `reason` of a record of `hone log --json` (which must have one).
+pub(crate) fn reason(record: &serde_json::Value) -> &str {
+    record["reason"].as_str().unwrap()
+}
+
+/// `out` of a command that must have succeeded (else the test fails with its output).
+#[track_caller]
+pub(crate) fn ok(out: Output) -> Output {
+    assert!(out.status.success(), "{}", text(&out));
+    out
 }
 
 pub(crate) fn text(out: &Output) -> String {

@@ -59,6 +59,17 @@ pub(super) struct Job<'j> {
     pub travels: &'j dyn Fn(&str) -> bool,
 }
 
+/// Where a running command's records and output lines go, and whether to stop it.
+pub(super) struct Io<'a, 's> {
+    pub sink: &'a mut Sink<'s>,
+    pub on_line: &'a mut dyn FnMut(&str),
+    pub cancel: &'a dyn Fn() -> bool,
+}
+
+/// What [`Executor::run`] returns: the command's exit and, for a job that ended for a reason
+/// outside the command, that reason.
+pub(super) type Ran = Result<(Exit, Option<Failure>), EngineError>;
+
 /// What the executor needs to know of the run it serves.
 pub(super) struct RunPlace<'p> {
     pub spec: &'p Spec,
@@ -80,13 +91,7 @@ pub(super) trait Executor: Send {
     }
     /// Runs `job`: its exit and, for a job that ended for a reason outside the command
     /// (cancelled by someone else, node failure...), that reason.
-    fn run(
-        &mut self,
-        job: &Job<'_>,
-        sink: &mut Sink<'_>,
-        on_line: &mut dyn FnMut(&str),
-        cancel: &dyn Fn() -> bool,
-    ) -> Result<(Exit, Option<Failure>), EngineError>;
+    fn run(&mut self, job: &Job<'_>, io: Io<'_, '_>) -> Ran;
     /// On resume, stops what was started for experiment `n` of run `key` before hone died;
     /// true if something was.
     fn recover(&mut self, _key: &str, _n: u64) -> bool {
