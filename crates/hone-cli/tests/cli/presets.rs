@@ -14,6 +14,26 @@ fn preset_repo(agent: &str) -> Repo {
         .create()
 }
 
+/// `hone run` (which must succeed) in a [`preset_repo`] with `[agent] <agent>` and a stand-in
+/// `tool` (the shell script `fake`) on PATH: the repository and the stand-in's record
+/// directory.
+fn run_preset(
+    tool: &str,
+    fake: &str,
+    agent: &str,
+    env: &[(&str, &str)],
+) -> (Repo, tempfile::TempDir) {
+    let (bin, record) = fake_tool(tool, fake);
+    let r = preset_repo(agent);
+    ok(run_with_tool(&r, bin.path(), record.path(), env));
+    (r, record)
+}
+
+/// What the stand-in wrote to `<record>/<name>`.
+fn read(record: &tempfile::TempDir, name: &str) -> String {
+    std::fs::read_to_string(record.path().join(name)).unwrap()
+}
+
 /// Without the tool on PATH, `hone run` stops before it starts and says what to install.
 fn assert_missing_tool_is_named(r: &Repo, install: &str) {
     let out = Command::new(HONE)
@@ -61,7 +81,7 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
         .env("ANTHROPIC_API_KEY", "sk-ant-test")
         .output()
         .unwrap());
-    let argv = std::fs::read_to_string(record.path().join("argv")).unwrap();
+    let argv = read(&record, "argv");
     assert_eq!(
         argv.lines().collect::<Vec<_>>(),
         [
@@ -76,12 +96,12 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
             "30"
         ]
     );
-    let stdin = std::fs::read_to_string(record.path().join("stdin")).unwrap();
+    let stdin = read(&record, "stdin");
     assert!(
         stdin.contains("You may change only these files (globs): value.txt"),
         "the prompt arrives on stdin"
     );
-    let env = std::fs::read_to_string(record.path().join("env")).unwrap();
+    let env = read(&record, "env");
     assert!(
         env.contains("ANTHROPIC_API_KEY=sk-ant-test"),
         "the tool's own key is passed through"
@@ -174,7 +194,7 @@ fn codex_preset_runs_exec_json_and_reads_its_usage() {
         .env("FAKE_RECORD", record.path())
         .output()
         .unwrap());
-    let argv = std::fs::read_to_string(record.path().join("argv")).unwrap();
+    let argv = read(&record, "argv");
     assert_eq!(
         argv.lines().collect::<Vec<_>>(),
         [
@@ -186,9 +206,7 @@ fn codex_preset_runs_exec_json_and_reads_its_usage() {
             "-"
         ]
     );
-    assert!(std::fs::read_to_string(record.path().join("stdin"))
-        .unwrap()
-        .contains("You may change only"));
+    assert!(read(&record, "stdin").contains("You may change only"));
     let log = r.log();
     assert_eq!(log[1]["status"], "keep");
     assert_eq!(log[1]["description"], "Set the score to 3.");
@@ -237,9 +255,12 @@ fi
 
 #[test]
 fn aider_preset_edits_the_editable_files_and_reads_its_usage_line() {
-    let (bin, record) = fake_tool("aider", FAKE_AIDER);
-    let r = preset_repo("kind = \"aider\"\nmodel = \"sonnet\"");
-    ok(run_with_tool(&r, bin.path(), record.path(), &[]));
+    let (r, record) = run_preset(
+        "aider",
+        FAKE_AIDER,
+        "kind = \"aider\"\nmodel = \"sonnet\"",
+        &[],
+    );
     let argv = recorded(record.path(), "argv");
     let tag_logs = |a: &str| a.contains("/.hone/runs/") && a.contains("/logs/");
     assert_eq!(argv[0], "--message-file");
@@ -268,9 +289,7 @@ fn aider_preset_edits_the_editable_files_and_reads_its_usage_line() {
     assert_eq!(argv[15], "--input-history-file");
     assert!(tag_logs(&argv[16]), "{argv:?}");
     assert_eq!(argv[17..], ["--model", "sonnet", "--", "value.txt"]);
-    assert!(std::fs::read_to_string(record.path().join("message"))
-        .unwrap()
-        .contains("You may change only"));
+    assert!(read(&record, "message").contains("You may change only"));
     let log = r.log();
     assert_eq!(log[1]["status"], "keep", "{log:?}");
     assert_eq!(log[1]["cost_usd"], 0.0082);
@@ -361,14 +380,12 @@ fi
 
 #[test]
 fn gemini_preset_runs_headless_json_and_reads_its_stats() {
-    let (bin, record) = fake_tool("gemini", FAKE_GEMINI);
-    let r = preset_repo("kind = \"gemini\"\nmodel = \"gemini-2.5-pro\"");
-    ok(run_with_tool(
-        &r,
-        bin.path(),
-        record.path(),
+    let (r, record) = run_preset(
+        "gemini",
+        FAKE_GEMINI,
+        "kind = \"gemini\"\nmodel = \"gemini-2.5-pro\"",
         &[("GEMINI_API_KEY", "g-test")],
-    ));
+    );
     assert_eq!(
         recorded(record.path(), "argv"),
         [
@@ -383,9 +400,7 @@ fn gemini_preset_runs_headless_json_and_reads_its_stats() {
             "Do the task described above."
         ]
     );
-    assert!(std::fs::read_to_string(record.path().join("stdin"))
-        .unwrap()
-        .contains("You may change only"));
+    assert!(read(&record, "stdin").contains("You may change only"));
     let env = recorded(record.path(), "env");
     assert!(env.contains(&"GEMINI_API_KEY=g-test".to_string()));
     assert!(env.contains(&"GEMINI_CLI_TRUST_WORKSPACE=true".to_string()));
@@ -422,16 +437,12 @@ fi
 
 #[test]
 fn opencode_preset_runs_json_events_and_reads_cost_and_tokens() {
-    let (bin, record) = fake_tool("opencode", FAKE_OPENCODE);
-    let r = preset_repo(
+    let (r, record) = run_preset(
+        "opencode",
+        FAKE_OPENCODE,
         "kind = \"opencode\"\nmodel = \"anthropic/claude-sonnet-4-20250514\"\nextra_args = [\"--agent\", \"build\"]",
-    );
-    ok(run_with_tool(
-        &r,
-        bin.path(),
-        record.path(),
         &[("ANTHROPIC_API_KEY", "sk-ant-oc")],
-    ));
+    );
     assert_eq!(
         recorded(record.path(), "argv"),
         [
@@ -444,9 +455,7 @@ fn opencode_preset_runs_json_events_and_reads_cost_and_tokens() {
             "build"
         ]
     );
-    assert!(std::fs::read_to_string(record.path().join("stdin"))
-        .unwrap()
-        .contains("You may change only"));
+    assert!(read(&record, "stdin").contains("You may change only"));
     let env = recorded(record.path(), "env");
     assert!(env.contains(&"ANTHROPIC_API_KEY=sk-ant-oc".to_string()));
     assert!(
@@ -474,12 +483,7 @@ fn a_preset_that_spends_the_budget_stops_the_run_before_the_next_agent_starts() 
     append_spec(&r.dir, "max_cost_usd = 0.01\n");
     git(&r.dir, &["commit", "-q", "-am", "budget"]);
     let out = ok(run_with_tool(&r, bin.path(), record.path(), &[]));
-    assert_eq!(
-        std::fs::read_to_string(record.path().join("count"))
-            .unwrap()
-            .trim(),
-        "1"
-    );
+    assert_eq!(read(&record, "count").trim(), "1");
     assert_eq!(r.statuses(), ["baseline", "keep"]);
     assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
 }

@@ -37,6 +37,24 @@ fn rounds_answering(code: &str) -> Vec<Reply> {
     ]
 }
 
+/// The replies of a run whose first proposal sets DEPTH 12 and whose research rounds answer
+/// `code`, then `after`.
+fn replies_with_script(code: &str, after: Vec<Reply>) -> Vec<Reply> {
+    let mut replies = vec![knob_answer("{\"DEPTH\": 12}")];
+    replies.extend(rounds_answering(code));
+    replies.extend(after);
+    replies
+}
+
+/// The statistics `hone mech stats --json` gives of the first mechanism `is_it` matches.
+fn mech_stats(dir: &Path, is_it: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let json = text(&hone_in(dir, &["mech", "stats", "--json"]));
+    json.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(is_it)
+        .expect("the script's statistics")
+}
+
 fn request_text(server: &LlmServer, i: usize) -> String {
     let reqs = server.requests();
     let v: serde_json::Value = serde_json::from_str(&reqs[i].2).unwrap();
@@ -53,13 +71,14 @@ const DEEP_FILTER: &str = "fn filter(p, v) {\n    if type_of(p.config) != \"map\
 
 #[test]
 fn a_generated_mechanism_passes_the_ladder_is_stored_and_rejects_a_proposal() {
-    let mut replies = vec![knob_answer("{\"DEPTH\": 12}")];
-    replies.extend(rounds_answering(DEEP_FILTER));
-    replies.extend([
-        knob_answer("{\"DEPTH\": 15}"),
-        knob_answer("{\"DEPTH\": 6}"),
-        knob_answer("{\"WIDTH\": 8}"),
-    ]);
+    let replies = replies_with_script(
+        DEEP_FILTER,
+        vec![
+            knob_answer("{\"DEPTH\": 15}"),
+            knob_answer("{\"DEPTH\": 6}"),
+            knob_answer("{\"WIDTH\": 8}"),
+        ],
+    );
     let server = LlmServer::start(replies, false);
     let (_t, dir) = research_repo(
         &server,
@@ -118,12 +137,7 @@ fn a_generated_mechanism_passes_the_ladder_is_stored_and_rejects_a_proposal() {
     let stats = text(&hone_in(&dir, &["mech", "stats"]));
     assert!(stats.contains(&format!("{name}:")), "{stats}");
     assert!(stats.contains("#2 activated"), "{stats}");
-    let json = text(&hone_in(&dir, &["mech", "stats", "--json"]));
-    let me: serde_json::Value = json
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|v| v["name"] == name.as_str())
-        .expect("the script's statistics");
+    let me = mech_stats(&dir, |v| v["name"] == name.as_str());
     assert_eq!(me["rejected"], 1);
     assert_eq!(me["calls"]["filter"], 3, "it ran on experiments 2, 3 and 4");
 }
@@ -176,13 +190,14 @@ fn a_script_that_loops_forever_is_stopped_by_its_sandbox_and_the_run_goes_on() {
     // It passes the ladder (synthetic histories and the replay never reach the loop) and
     // loops once the live run has three experiments.
     let looping = "fn before_propose(v) {\n    let h = v.history;\n    if h.len() >= 3 && h[h.len() - 1].description.contains(\"synthetic\") == false { loop { } }\n    ()\n}";
-    let mut replies = vec![knob_answer("{\"DEPTH\": 12}")];
-    replies.extend(rounds_answering(looping));
-    replies.extend([
-        knob_answer("{\"DEPTH\": 6}"),
-        knob_answer("{\"WIDTH\": 8}"),
-        knob_answer("{\"WIDTH\": 10}"),
-    ]);
+    let replies = replies_with_script(
+        looping,
+        vec![
+            knob_answer("{\"DEPTH\": 6}"),
+            knob_answer("{\"WIDTH\": 8}"),
+            knob_answer("{\"WIDTH\": 10}"),
+        ],
+    );
     let server = LlmServer::start(replies, false);
     let (_t, dir) = research_repo(&server, "research_every = 2\nprobation = 10\n");
     ok(hone_in(&dir, &["run", "-n", "5"]));
@@ -199,12 +214,9 @@ fn a_script_that_loops_forever_is_stopped_by_its_sandbox_and_the_run_goes_on() {
     );
     let log = hone_log(&dir);
     assert_statuses(&log, &["baseline", "discard", "keep", "keep", "keep"]);
-    let json = text(&hone_in(&dir, &["mech", "stats", "--json"]));
-    let script = json
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|v| v["name"].as_str().is_some_and(|n| n.starts_with("script:")))
-        .expect("the script's statistics");
+    let script = mech_stats(&dir, |v| {
+        v["name"].as_str().is_some_and(|n| n.starts_with("script:"))
+    });
     assert_eq!(
         script["calls"]["before_propose"], 2,
         "called at #2 and #3, never after the stop"
@@ -214,13 +226,14 @@ fn a_script_that_loops_forever_is_stopped_by_its_sandbox_and_the_run_goes_on() {
 #[test]
 fn an_inert_generated_mechanism_is_reverted_after_its_probation() {
     let inert = "fn on_result(o, v) { this.seen = (this.seen ?? 0) + 1; () }";
-    let mut replies = vec![knob_answer("{\"DEPTH\": 12}")];
-    replies.extend(rounds_answering(inert));
-    replies.extend([
-        knob_answer("{\"DEPTH\": 6}"),
-        knob_answer("{\"WIDTH\": 8}"),
-        knob_answer("{\"WIDTH\": 10}"),
-    ]);
+    let replies = replies_with_script(
+        inert,
+        vec![
+            knob_answer("{\"DEPTH\": 6}"),
+            knob_answer("{\"WIDTH\": 8}"),
+            knob_answer("{\"WIDTH\": 10}"),
+        ],
+    );
     let server = LlmServer::start(replies, false);
     let (_t, dir) = research_repo(&server, "research_every = 2\nprobation = 1\n");
     ok(hone_in(&dir, &["run", "-n", "4"]));
@@ -229,12 +242,9 @@ fn an_inert_generated_mechanism_is_reverted_after_its_probation() {
         show2.contains("research -> deactivated: reverted after probation: inert: no effect over its probation of 1 experiments"),
         "{show2}"
     );
-    let json = text(&hone_in(&dir, &["mech", "stats", "--json"]));
-    let script = json
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|v| v["name"].as_str().is_some_and(|n| n.starts_with("script:")))
-        .expect("the script's statistics");
+    let script = mech_stats(&dir, |v| {
+        v["name"].as_str().is_some_and(|n| n.starts_with("script:"))
+    });
     assert_eq!(
         script["calls"]["on_result"], 1,
         "not called after the revert"
@@ -329,12 +339,13 @@ fn a_stored_script_is_reused_by_path_and_validated_like_a_generated_one() {
 
 #[test]
 fn mechanism_research_speaks_the_anthropic_wire_format_too() {
-    let mut replies = vec![knob_answer("{\"DEPTH\": 12}")];
-    replies.extend(rounds_answering(DEEP_FILTER));
-    replies.extend([
-        knob_answer("{\"DEPTH\": 15}"),
-        knob_answer("{\"DEPTH\": 6}"),
-    ]);
+    let replies = replies_with_script(
+        DEEP_FILTER,
+        vec![
+            knob_answer("{\"DEPTH\": 15}"),
+            knob_answer("{\"DEPTH\": 6}"),
+        ],
+    );
     let server = LlmServer::start(replies, true);
     let (_t, dir) = research_repo_of("anthropic", &server.url, "research_every = 2\n");
     ok(hone_in(&dir, &["run", "-n", "4"]));
@@ -358,12 +369,13 @@ fn mechanism_research_speaks_the_anthropic_wire_format_too() {
 
 #[test]
 fn a_generated_mechanism_that_acts_without_lowering_the_keep_rate_stays_after_probation() {
-    let mut replies = vec![knob_answer("{\"DEPTH\": 12}")];
-    replies.extend(rounds_answering(DEEP_FILTER));
-    replies.extend([
-        knob_answer("{\"DEPTH\": 15}"),
-        knob_answer("{\"DEPTH\": 6}"),
-    ]);
+    let replies = replies_with_script(
+        DEEP_FILTER,
+        vec![
+            knob_answer("{\"DEPTH\": 15}"),
+            knob_answer("{\"DEPTH\": 6}"),
+        ],
+    );
     let server = LlmServer::start(replies, false);
     let (_t, dir) = research_repo(&server, "research_every = 2\nprobation = 2\n");
     let out = ok(hone_in(&dir, &["run", "-n", "4"]));
