@@ -490,7 +490,7 @@ fn a_reviewer_command_is_contained_as_root() {
     if !bwrap_usable(As::Root) {
         return;
     }
-    let r = contained_repo(SCORE, "echo score: 1", "write\tvalue.txt\tscore: 4\\n\n");
+    let r = contained_repo(SCORE, "echo score: 1", &scores(&[4]));
     let attack = helper(&r, "attack.sh", &attack_script(&r.dir));
     append_spec(
         &r.dir,

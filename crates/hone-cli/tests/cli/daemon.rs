@@ -309,7 +309,7 @@ fn a_triggered_run_opens_a_pull_request_and_notifies_with_no_one_at_the_keyboard
 
 #[test]
 fn hone_serve_takes_signed_triggers_beside_the_dashboard() {
-    let r = Repo::new("", SCORE, "write\tvalue.txt\tscore: 4\\n\n");
+    let r = Repo::new("", SCORE, &scores(&[4]));
     let d = Daemon::start_as(
         "serve",
         "hone serve: http://",

@@ -136,11 +136,7 @@ fn a_users_commit_on_the_run_branch_stops_the_run_and_is_kept() {
         "if [ \"$HONE_EXPERIMENT\" = 1 ]; then {}; fi; cat value.txt",
         commit("u", "my fix")
     );
-    let during_verify = Repo::stops_after(
-        3,
-        &verify,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
-    );
+    let during_verify = Repo::stops_after(3, &verify, &scores(&[4, 3]));
     for (r, subject, first) in [
         (&during_turn, "my own work", "aborted"),
         (&during_verify, "my fix", "keep"),
@@ -218,8 +214,7 @@ fn git_gc_during_a_run_loses_nothing() {
 /// object. A resume must say so and go on, never fail on them again and again.
 #[test]
 fn a_resume_goes_on_past_objects_git_gc_deleted() {
-    let r = Repo::scored(4, "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 8\\n\n---\nwrite\tvalue.txt\tscore: 9\\n\n",
-    );
+    let r = Repo::scored(4, &scores(&[4, 7, 8, 9]));
     r.run_expect("g", &["baseline", "keep", "discard", "discard"]);
     let gone = "1".repeat(40);
     // Experiment 2: hone stopped after committing it, before its ref; gc deleted the commit.
@@ -259,9 +254,7 @@ fn a_resume_goes_on_past_objects_git_gc_deleted() {
 #[test]
 fn a_users_commit_during_parallel_verification_stops_the_run_and_is_kept() {
     let verify = "if [ \"$HONE_EXPERIMENT\" = 1 ]; then (cd ../../../.. && git checkout -q hone/w && git -c user.name=u -c user.email=u@u commit -q --allow-empty -m 'parallel fix'); fi; cat value.txt";
-    let r = Repo::stops_after(5, verify,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
-    );
+    let r = Repo::stops_after(5, verify, &scores(&[4, 3, 2]));
     let start = r.rev("main");
     let out = r.hone(&["run", "--tag", "w", "--workers", "2"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));

@@ -230,7 +230,7 @@ fn finalize_errors_say_what_to_do_and_push_nothing() {
         text(&out)
     );
     // A run with nothing kept.
-    let r = Repo::scored(2, "write\tvalue.txt\tscore: 9\\n\n");
+    let r = Repo::scored(2, &scores(&[9]));
     assert!(r.hone(&["run", "--tag", "flat"]).status.success());
     let out = r.hone(&["finalize"]);
     assert!(!out.status.success());

@@ -218,7 +218,7 @@ fn generated_command_lines_and_specs_exit_0_1_or_2_without_a_panic() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0x0063_6c69_u64);
-    let r = Repo::scored(2, "write\tvalue.txt\tscore: 4\\n\n");
+    let r = Repo::scored(2, &scores(&[4]));
     let base = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
     let generated = r.tmp_dir().join("case.toml");
     let mut d = Draw(seed);

@@ -8,7 +8,9 @@ fn violation_is_never_verified_and_leaves_the_branch() {
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
     let verify = format!("echo run >> {}; cat value.txt", runs.display());
-    let r = Repo::stops_after(4, &verify,
+    let r = Repo::stops_after(
+        4,
+        &verify,
         "write\tprepare.py\tprint('val_bpb: 0.0')\\n\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tnotes.txt\thello\\n\n---\nwrite\tdata/input.txt\tswapped\\n\n",
     );
     ok(r.hone(&["run", "--tag", "v"]));
@@ -54,7 +56,9 @@ fn index_flags_cannot_hide_an_edit_from_the_gate() {
     let runs = tmp.path().join("runs");
     let verify = format!("echo run >> {}; cat value.txt", runs.display());
     // The agent tells git to look away from prepare.py, then edits it.
-    let r = Repo::stops_after(2, &verify,
+    let r = Repo::stops_after(
+        2,
+        &verify,
         "run\tgit update-index --assume-unchanged prepare.py\nwrite\tprepare.py\tprint('score: 0')\\n\nwrite\tvalue.txt\tscore: 4\\n\n",
     );
     let log = r.run_log("h");

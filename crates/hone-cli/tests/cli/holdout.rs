@@ -44,7 +44,7 @@ fn the_sealed_holdout_gates_keeps_and_stays_out_of_prompts() {
 
 #[test]
 fn a_failing_holdout_on_the_baseline_stops_a_gated_run() {
-    let r = Repo::scored(3, "write\tvalue.txt\tscore: 4\\n\n");
+    let r = Repo::scored(3, &scores(&[4]));
     edit_spec(&r.dir, |t| {
         let toml = t.replace(
             "metric = \"score\"",

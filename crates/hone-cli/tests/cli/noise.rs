@@ -66,10 +66,7 @@ fn a_lucky_seed_is_not_kept_with_repeats_and_confirms() {
 
 #[test]
 fn confirm_runs_and_retests_are_recorded() {
-    let r = Repo::scored(
-        3,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
-    );
+    let r = Repo::scored(3, &scores(&[4, 3]));
     edit_spec(&r.dir, |t| {
         t.replace(
             "metric = \"score\"",

@@ -336,7 +336,7 @@ fn parallel_settings_are_checked() {
     let r = Repo::new(
         "[exec]\nworkers = 3\nslots = [{ CUDA_VISIBLE_DEVICES = \"0\" }, { CUDA_VISIBLE_DEVICES = \"1\" }]\n",
         SCORE,
-        "write\tvalue.txt\tscore: 4\\n\n",
+        &scores(&[4]),
     );
     let out = r.hone(&["run"]);
     assert!(!out.status.success());
@@ -394,9 +394,7 @@ fn parallel_ctrl_c_once_lets_the_experiments_in_flight_finish() {
         "if [ \"$HONE_EXPERIMENT\" != 0 ]; then touch {m}/started.$HONE_EXPERIMENT; while [ ! -f {m}/release ]; do sleep 0.02; done; fi; cat value.txt",
         m = m.display()
     );
-    let r = Repo::stops_after(5, &verify,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
-    );
+    let r = Repo::stops_after(5, &verify, &scores(&[4, 3, 2]));
     let mut child = r.spawn_hone(&["run", "--workers", "2"]);
     wait_for_file(&m.join("started.1"));
     wait_for_file(&m.join("started.2"));
@@ -424,9 +422,7 @@ fn parallel_ctrl_c_twice_kills_every_verifier_in_flight() {
         "if [ \"$HONE_EXPERIMENT\" != 0 ]; then echo $$ > {m}/pgid.$HONE_EXPERIMENT; sleep 300; fi; cat value.txt",
         m = m.display()
     );
-    let r = Repo::stops_after(5, &verify,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
-    );
+    let r = Repo::stops_after(5, &verify, &scores(&[4, 3, 2]));
     use std::os::unix::process::CommandExt;
     let mut child = Command::new(HONE)
         .process_group(0)

@@ -144,7 +144,9 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
         "cat value.txt; echo worker_slot=$SLOT_NAME; if grep -q slow value.txt && [ ! -e {m} ]; then echo $$ > {m}; sleep 300; fi",
         m = marker.display()
     );
-    let r = Repo::stops_after(4, &verify,
+    let r = Repo::stops_after(
+        4,
+        &verify,
         "write\tvalue.txt\tslow\\nscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 6\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
     );
     let bare = r.tmp_dir().join("shared.git");
@@ -285,7 +287,7 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
             pg.url
         ),
         &verify,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
+        &scores(&[4, 3, 2, 1]),
     );
     let mut child = r.spawn_hone(&["run", "--tag", "k"]);
     wait_for_file(&started);
@@ -409,11 +411,7 @@ fn remote_workers_verify_two_experiments_at_once() {
         return;
     };
     let marks = tempfile::tempdir().unwrap();
-    let r = Repo::stops_after(
-        3,
-        &together_verifier(marks.path()),
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
-    );
+    let r = Repo::stops_after(3, &together_verifier(marks.path()), &scores(&[4, 3]));
     let bare = r.tmp_dir().join("shared.git");
     git(
         r.tmp_dir(),

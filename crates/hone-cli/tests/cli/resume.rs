@@ -14,9 +14,7 @@ fn kill_9_during_verification_then_resume() {
         s = started.display(),
         p = pgid_file.display()
     );
-    let r = Repo::stops_after(5, &verify,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
-    );
+    let r = Repo::stops_after(5, &verify, &scores(&[4, 3, 2, 1]));
     let mut child = r.spawn_hone(&["run", "--tag", "k"]);
     wait_for_file(&started);
     let pgid: i32 = read_pgid(&pgid_file);
@@ -59,11 +57,7 @@ fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
         s = started.display(),
         r = release.display()
     );
-    let r = Repo::stops_after(
-        3,
-        &verify,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
-    );
+    let r = Repo::stops_after(3, &verify, &scores(&[4, 3]));
     let mut child = r.spawn_hone(&["run"]);
     wait_for_file(&started);
     // Ctrl-C at a terminal: SIGINT to hone's whole foreground process group.
@@ -92,7 +86,7 @@ fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
         s = started.display(),
         p = pgid_file.display()
     );
-    let r = Repo::stops_after(3, &verify, "write\tvalue.txt\tscore: 4\\n\n");
+    let r = Repo::stops_after(3, &verify, &scores(&[4]));
     use std::os::unix::process::CommandExt;
     let mut child = Command::new(HONE)
         .process_group(0)
@@ -174,8 +168,7 @@ fn resume_after_a_failure_stop_counts_failures_afresh() {
 
 #[test]
 fn resume_completes_a_keep_whose_branch_move_was_lost() {
-    let r = Repo::scored(3, "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
-    );
+    let r = Repo::scored(3, &scores(&[4, 3, 2]));
     assert!(r.hone(&["run", "--tag", "b"]).status.success());
     assert_eq!(r.statuses(), ["baseline", "keep", "keep"]);
     // Simulate a crash between recording keep #2 and moving the branch.

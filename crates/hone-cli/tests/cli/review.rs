@@ -214,7 +214,7 @@ fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
             reviewer.url
         ),
         &format!("echo run >> {}; cat value.txt", runs.display()),
-        "write\tvalue.txt\tscore: 4\\n\n",
+        &scores(&[4]),
     );
     let out = r.hone(&["run"]);
     assert!(!out.status.success(), "{}", text(&out));

@@ -148,7 +148,7 @@ fn consecutive_failures_stop_the_run() {
 
 #[test]
 fn target_patience_and_time_stop_the_run_and_say_why() {
-    let script = "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 9\\n\n";
+    let script = &scores(&[4, 3, 9]);
     let target = Repo::new(
         "[stop]\nmax_experiments = 10\ntarget = 3.5\n",
         SCORE,
@@ -165,7 +165,7 @@ fn target_patience_and_time_stop_the_run_and_say_why() {
     let patience = Repo::new(
         "[stop]\nmax_experiments = 10\npatience = 2\n",
         SCORE,
-        "write\tvalue.txt\tscore: 9\\n\n---\nwrite\tvalue.txt\tscore: 8\\n\n",
+        &scores(&[9, 8]),
     );
     let out = ok(patience.hone(&["run"]));
     assert!(
@@ -196,8 +196,7 @@ fn target_patience_and_time_stop_the_run_and_say_why() {
 #[test]
 fn a_closed_stdout_neither_kills_the_loop_nor_panics() {
     use std::io::BufRead;
-    let r = Repo::scored(4, "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
-    );
+    let r = Repo::scored(4, &scores(&[4, 3, 2]));
     // `hone run | head -1`: the reader goes away after the first line.
     let mut child = Command::new(HONE)
         .arg("run")

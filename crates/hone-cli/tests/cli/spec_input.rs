@@ -39,7 +39,7 @@ fn spec_line(dir: &Path, prefix: &str) -> usize {
 fn a_tracked_hide_path_is_a_spec_error_naming_its_line() {
     let r = Repo::builder()
         .file("holdout/answers.csv", "id,label\n1,cat\n")
-        .script("write\tvalue.txt\tscore: 4\\n\n")
+        .script(&scores(&[4]))
         .spec_with(|agent| {
             Spec::standard(SCORE, agent)
                 .tail("[stop]\nmax_experiments = 1\n")
@@ -74,7 +74,7 @@ fn a_tracked_hide_path_is_a_spec_error_naming_its_line() {
 
 #[test]
 fn spec_errors_found_late_or_in_bytes_exit_2_with_their_line() {
-    let r = Repo::scored(1, "write\tvalue.txt\tscore: 4\\n\n");
+    let r = Repo::scored(1, &scores(&[4]));
     // A metric no output can name: was accepted, then the run stopped with exit 1 and no line.
     edit_spec(&r.dir, |t| {
         t.replace("metric = \"score\"", "metric = \"10x\"")

@@ -6,25 +6,16 @@ use std::time::Duration;
 
 use toml_edit::{Item, Value};
 
-use super::read::Section;
+use super::read::{keys, Section};
 use super::units::duration_secs;
 use super::SpecError;
 
 /// The keys of `[exec]`.
-pub(super) const KEYS: &[&str] = &[
-    "backend",
-    "shared_dir",
-    "partition",
-    "gres",
-    "cpus",
-    "mem",
-    "time",
-    "extra_args",
-    "remote",
-    "lease",
-    "workers",
-    "slots",
-];
+pub(super) const KEYS: &[&str] = &keys::<12>(&[
+    &["backend"],
+    SLURM_KEYS,
+    &["remote", "lease", "workers", "slots"],
+]);
 /// The keys of `[store]`.
 pub(super) const STORE_KEYS: &[&str] = &["url", "repo"];
 /// The keys that only the SLURM backend reads.

@@ -441,6 +441,25 @@ impl ReadValue for Vec<(String, String)> {
     }
 }
 
+/// The key lists `parts` one after another, as one list of `N` keys (a section's keys made of
+/// lists it shares with others). Fails to compile when `N` is not their total length.
+pub(super) const fn keys<const N: usize>(parts: &[&[&'static str]]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let (mut i, mut n) = (0, 0);
+    while i < parts.len() {
+        let mut j = 0;
+        while j < parts[i].len() {
+            assert!(n < N, "more keys than N");
+            out[n] = parts[i][j];
+            n += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    assert!(n == N, "fewer keys than N");
+    out
+}
+
 /// The closest candidate by edit distance, if it is close enough to be a plausible typo.
 pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     candidates

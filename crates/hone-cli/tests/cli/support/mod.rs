@@ -152,6 +152,15 @@ impl Repo {
     }
 }
 
+/// An agent script whose turns each write `score: <n>` to value.txt, one turn a value.
+pub(crate) fn scores(values: &[u32]) -> String {
+    let turns: Vec<String> = values
+        .iter()
+        .map(|v| format!("write\tvalue.txt\tscore: {v}\\n\n"))
+        .collect();
+    turns.join("---\n")
+}
+
 /// Asserts the statuses of the records `log` (`Repo::log`), in order.
 #[track_caller]
 pub(crate) fn assert_statuses(log: &[serde_json::Value], statuses: &[&str]) {

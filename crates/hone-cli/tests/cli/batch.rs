@@ -39,7 +39,9 @@ fn slurm_backend_runs_every_verification_as_a_job() {
         if grep -q crash value.txt; then exit 3; fi; \
         if grep -q hang value.txt; then sleep 300; fi; \
         if grep -q cancel value.txt; then scancel $SLURM_JOB_ID; sleep 60; fi";
-    let r = Repo::stops_after(5, verify,
+    let r = Repo::stops_after(
+        5,
+        verify,
         "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tcrash\\n\n---\nwrite\tvalue.txt\thang\\n\n---\nwrite\tvalue.txt\tcancel\\n\n",
     );
     let shared = r.tmp_dir().join("shared");
@@ -131,11 +133,7 @@ fn slurm_backend_runs_two_experiments_as_jobs_at_once() {
         return;
     }
     let marks = tempfile::tempdir().unwrap();
-    let r = Repo::stops_after(
-        3,
-        &together_verifier(marks.path()),
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
-    );
+    let r = Repo::stops_after(3, &together_verifier(marks.path()), &scores(&[4, 3]));
     let shared = r.tmp_dir().join("shared");
     append_spec(
         &r.dir,
