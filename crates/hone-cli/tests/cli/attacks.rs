@@ -144,13 +144,7 @@ fn the_objective_never_comes_from_the_training_stage() {
             "metric = \"score\"\nevaluate = \"echo evaluated\"",
         )
     });
-    let out = r.hone(&["run"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains("evaluate printed no `score`"),
-        "{}",
-        text(&out)
-    );
+    exits_with(r.hone(&["run"]), 1, "evaluate printed no `score`");
 }
 
 #[test]

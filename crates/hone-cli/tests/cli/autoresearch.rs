@@ -112,7 +112,7 @@ fn autoresearch_repo() -> (tempfile::TempDir, PathBuf) {
         ("uv.lock", "version = 1\nrequires-python = \">=3.10\"\n"),
         (".gitignore", ".hone/\n__pycache__/\n"),
     ] {
-        std::fs::write(dir.join(name), text).unwrap();
+        put(dir.join(name), text);
     }
     git(&dir, &["add", "-A"]);
     git(&dir, &["commit", "-q", "-m", "autoresearch"]);
@@ -206,7 +206,7 @@ fn init_writes_the_safe_spec_for_an_autoresearch_repository_and_keeps_program_md
     let again = hone_in(&dir, &["init"]);
     assert_eq!(again.status.code(), Some(1), "{}", text(&again));
     assert!(text(&again).contains("--force"), "{}", text(&again));
-    std::fs::write(dir.join("hone.toml"), "# mine\n").unwrap();
+    put(dir.join("hone.toml"), "# mine\n");
     let forced = hone_in(&dir, &["init", "--force"]);
     assert!(forced.status.success(), "{}", text(&forced));
     assert!(std::fs::read_to_string(dir.join("hone.toml"))
@@ -275,7 +275,7 @@ fn init_on_a_scikit_learn_script_keeps_momentum_a_fraction() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     git(dir, &["init", "-q", "-b", "main"]);
-    std::fs::write(dir.join("train.py"), SKLEARN).unwrap();
+    put(dir.join("train.py"), SKLEARN);
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-q", "-m", "sklearn"]);
     let init = hone_in(dir, &["init"]);

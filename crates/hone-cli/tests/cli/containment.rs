@@ -125,7 +125,7 @@ fn contained_repo(verify: &str, holdout_command: &str, script: &str) -> Repo {
             ))
         })
         .create();
-    std::fs::write(r.dir.join("holdout.csv"), format!("{SECRET}\n")).unwrap();
+    put(r.dir.join("holdout.csv"), format!("{SECRET}\n"));
     r
 }
 
@@ -141,7 +141,7 @@ fn hand_over(r: &Repo, who: As) {
         let spec = r.dir.join("hone.toml");
         let toml = std::fs::read_to_string(&spec).unwrap();
         let toml = toml.replace(FAKE_AGENT, &agent.display().to_string());
-        std::fs::write(&spec, toml).unwrap();
+        put(&spec, toml);
         ok(Command::new("chown")
             .args(["-R", "65534:65534"])
             .arg(r.tmp_dir())
@@ -154,7 +154,7 @@ fn hand_over(r: &Repo, who: As) {
 /// its path.
 fn helper(r: &Repo, name: &str, text: &str) -> PathBuf {
     let p = r.tmp_dir().join(name);
-    std::fs::write(&p, text).unwrap();
+    put(&p, text);
     p
 }
 
@@ -205,7 +205,7 @@ fn hostile_agent_and_verifier_gain_nothing(who: As) {
         )
     });
     git(&r.dir, &["commit", "-qam", "verifier attacks too"]);
-    std::fs::write(&r.script, format!("run\tsh {}\n", attack.display())).unwrap();
+    put(&r.script, format!("run\tsh {}\n", attack.display()));
     hand_over(&r, who);
     let config_before = std::fs::read_to_string(r.dir.join(".git/config")).unwrap();
     let out = ok(hone_as(&r, who, &["run", "--tag", "atk"]));
@@ -341,14 +341,13 @@ fn holdout_hands_nothing_to_the_next_agent(who: As) {
     });
     git(&r.dir, &["commit", "-qam", "hostile holdout"]);
     // The next agent looks for it: finding it is worth a forged keep.
-    std::fs::write(
+    put(
         &r.script,
         format!(
             "run\tif python3 {leak} find {SECRET}; then printf 'score: 0\\nleaked\\n' > value.txt; else printf 'score: 9\\n' > value.txt; fi\n",
             leak = leak.display()
         ),
-    )
-    .unwrap();
+    );
     hand_over(&r, who);
     let out = hone_as(&r, who, &["run", "--tag", "ho"]);
     let host_queues =
@@ -416,13 +415,12 @@ fn a_sandbox_cannot_reach_the_terminal_hone_was_started_from() {
     let tty = "python3 -c \"open('/dev/tty', 'w')\" 2>/dev/null";
     let verify = format!("if {tty}; then echo score: 0; else cat value.txt; fi");
     let r = contained_repo(&verify, "echo score: 1", "");
-    std::fs::write(
+    put(
         &r.script,
         format!(
             "run\tif {tty}; then echo score: 0 > value.txt; else echo score: 9 > value.txt; fi\n"
         ),
-    )
-    .unwrap();
+    );
     let out = ok(Command::new("script")
         .args(["-qec", &format!("{HONE} run --tag tty"), "/dev/null"])
         .current_dir(&r.dir)

@@ -169,7 +169,7 @@ fn webhook_starts_a_signed_run_one_at_a_time() {
     assert_eq!(status, 409, "{msg}");
     assert!(msg.contains("run `hook1` is still in progress"), "{msg}");
     // Let the baseline measure; the run finishes on its own.
-    std::fs::write(&gate, "go\n").unwrap();
+    put(&gate, "go\n");
     d.wait_for("run hook1 finished");
     assert_eq!(r.statuses(), ["baseline", "keep"]);
     let log = std::fs::read_to_string(r.dir.join(".hone/automation/hook1.log")).unwrap();

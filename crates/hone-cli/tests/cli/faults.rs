@@ -231,7 +231,7 @@ fn a_resume_goes_on_past_objects_git_gc_deleted() {
     // Experiment 3: its ref was written, then gc deleted what it points at.
     let kept3 = r.rev("refs/hone/g/3");
     git(&r.dir, &["update-ref", "-d", "refs/hone/g/3"]);
-    std::fs::write(r.dir.join(".git/refs/hone/g/3"), format!("{gone}\n")).unwrap();
+    put(r.dir.join(".git/refs/hone/g/3"), format!("{gone}\n"));
     let out = r.hone(&["run", "--tag", "g", "-n", "6"]);
     let said = text(&out);
     assert!(out.status.success(), "{said}");

@@ -52,9 +52,9 @@ fn checkout_state(r: &Repo) -> (String, String, String, Vec<u8>) {
 fn finalize_pushes_one_commit_per_keep_and_opens_a_pull_request() {
     let (r, bare) = finalize_repo();
     // A user mid-work: a staged edit and an unstaged one.
-    std::fs::write(r.dir.join("prepare.py"), "# staged\n").unwrap();
+    put(r.dir.join("prepare.py"), "# staged\n");
     git(&r.dir, &["add", "prepare.py"]);
-    std::fs::write(r.dir.join("value.txt"), "score: 99\n").unwrap();
+    put(r.dir.join("value.txt"), "score: 99\n");
     let before = checkout_state(&r);
     let api = LlmServer::start(
         vec![Reply::Status(

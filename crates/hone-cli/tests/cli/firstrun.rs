@@ -68,9 +68,7 @@ fn a_budget_given_on_the_command_line_is_kept_across_resumes() {
         "status agrees with the run: {status}"
     );
     // -n is a total: asking for fewer than the run has is an error that names --more.
-    let out = r.hone(&["run", "--tag", "b", "-n", "2"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("--more N"), "{}", text(&out));
+    exits_with(r.hone(&["run", "--tag", "b", "-n", "2"]), 2, "--more N");
     assert_eq!(r.statuses().len(), 3);
     // --more N runs N more, and is kept too.
     r.hone_expect(
@@ -186,9 +184,7 @@ fn a_repository_with_a_file_name_that_is_not_utf8_is_refused_before_anything_run
         .status()
         .unwrap();
     assert!(made.success());
-    let out = r.hone(&["run"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("not valid UTF-8"), "{}", text(&out));
+    exits_with(r.hone(&["run"]), 1, "not valid UTF-8");
     let log = text(&r.hone(&["log"]));
     assert!(log.contains("no hone runs yet"), "nothing ran: {log}");
 }

@@ -230,11 +230,11 @@ fn generated_command_lines_and_specs_exit_0_1_or_2_without_a_panic() {
         let mut readable_spec = None;
         match d.below(6) {
             0..=2 => {
-                std::fs::write(&generated, mutate(&mut d, &base)).unwrap();
+                put(&generated, mutate(&mut d, &base));
                 readable_spec = Some(generated.display().to_string());
             }
             3 => {
-                std::fs::write(&generated, &base).unwrap();
+                put(&generated, &base);
                 readable_spec = Some(generated.display().to_string());
             }
             _ => {

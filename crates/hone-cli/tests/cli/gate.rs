@@ -34,11 +34,10 @@ fn pinned_input_changed_mid_run_stops_the_run() {
     let r = Repo::scored(6, "");
     // The "agent" escapes its worktree and rewrites the pinned data in the user's checkout.
     let pinned = r.dir.join("data/input.txt");
-    std::fs::write(
+    put(
         &r.script,
         format!("write\tvalue.txt\tscore: 4\\n\n---\nwrite\t{}\ttampered\\n\nwrite\tvalue.txt\tscore: 1\\n\n", pinned.display()),
-    )
-    .unwrap();
+    );
     let out = r.hone(&["run"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let msg = text(&out);

@@ -52,11 +52,9 @@ fn a_failing_holdout_on_the_baseline_stops_a_gated_run() {
         );
         format!("{toml}\n[verify.holdout]\ncommand = \"exit 3\"\n")
     });
-    let out = r.hone(&["run"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains("the holdout command failed on the baseline"),
-        "{}",
-        text(&out)
+    exits_with(
+        r.hone(&["run"]),
+        1,
+        "the holdout command failed on the baseline",
     );
 }

@@ -36,7 +36,7 @@ fn broken_specs_name_the_line_and_key() {
         ),
     ];
     for (toml, expected) in cases {
-        std::fs::write(r.dir.join("hone.toml"), &toml).unwrap();
+        put(r.dir.join("hone.toml"), &toml);
         let out = r.hone(&["run"]);
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
         let msg = text(&out);
@@ -101,7 +101,7 @@ fn init_in_a_new_project_asks_for_a_commit_and_guesses_nothing_silently() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     git(dir, &["init", "-q", "-b", "main"]);
-    std::fs::write(dir.join("params.py"), "LR = 0.01\nLAYERS = 4\n").unwrap();
+    put(dir.join("params.py"), "LR = 0.01\nLAYERS = 4\n");
     let out = ok(Command::new(HONE)
         .args(["init", "--metric", "accuracy"])
         .current_dir(dir)

@@ -181,7 +181,7 @@ fn integrity_clean_filter_attack_with_parallel_workers() {
 #[test]
 fn integrity_a_symlinked_hone_directory_is_not_read_for_the_hypothesis() {
     let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join("hypothesis.txt"), "SECRET-OUTSIDE\n").unwrap();
+    put(outside.path().join("hypothesis.txt"), "SECRET-OUTSIDE\n");
     let script = format!(
         "run\trm -rf .hone && ln -s {} .hone\nwrite\tvalue.txt\tscore: 4\\n\n",
         outside.path().display()

@@ -59,7 +59,7 @@ fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
 fn agent_flag_switches_to_the_command_proposer() {
     let (_t, dir) = knob_repo();
     let script = dir.join("../agent-script");
-    std::fs::write(&script, "replace\tparams.txt\tWIDTH = 2\tWIDTH = 13\n").unwrap();
+    put(&script, "replace\tparams.txt\tWIDTH = 2\tWIDTH = 13\n");
     edit_spec(&dir, |t| {
         t.replace(
             "[stop]",

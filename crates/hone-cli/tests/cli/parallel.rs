@@ -23,9 +23,9 @@ fn parallel_repo(toml_extra: &str, script: &str) -> (Repo, PathBuf) {
         wait = r.tmp_dir().display(),
         log = log.display()
     );
-    std::fs::write(r.dir.join("verify.sh"), verify).unwrap();
+    put(r.dir.join("verify.sh"), verify);
     for f in ["a.txt", "b.txt", "c.txt"] {
-        std::fs::write(r.dir.join(f), "5\n").unwrap();
+        put(r.dir.join(f), "5\n");
     }
     edit_spec(&r.dir, |t| {
         t.replace("editable = [\"value.txt\"]", "editable = [\"?.txt\"]")
@@ -180,14 +180,13 @@ fn parallel_knobs_run_with_four_workers_proposes_nothing_twice() {
     let (_t, dir) = knob_repo();
     let log = dir.join("..").join("knobs.log");
     let log = log.canonicalize().unwrap_or(log);
-    std::fs::write(
+    put(
         dir.join("score.sh"),
         format!(
             "w=$(sed -n 's/^WIDTH = \\([0-9]*\\).*/\\1/p' params.txt)\nd=$(sed -n 's/^DEPTH = \\([0-9]*\\).*/\\1/p' params.txt)\necho \"$HONE_EXPERIMENT $w $d\" >> {}\necho \"loss: $(( (w-13)*(w-13) + (d-4)*(d-4) ))\"\n",
             log.display()
         ),
-    )
-    .unwrap();
+    );
     git(&dir, &["commit", "-qam", "log"]);
     let out = Command::new(HONE)
         .args([
@@ -296,8 +295,8 @@ fn parallel_kill_9_with_four_in_flight_then_resume_aborts_them_all() {
     );
     let slot = r.dir.join(".hone/slots/k/w0");
     assert!(slot.exists());
-    std::fs::write(slot.join("leftover.txt"), "from the crash").unwrap();
-    std::fs::write(marks.join("release"), "").unwrap();
+    put(slot.join("leftover.txt"), "from the crash");
+    put(marks.join("release"), "");
     let out = ok(r.hone(&["run", "--workers", "4"]));
     for n in 1..=4 {
         assert!(
@@ -347,12 +346,10 @@ fn parallel_settings_are_checked() {
     );
     assert!(t.contains("hone.toml:17:"), "names the line: {t}");
     edit_spec(&r.dir, |t| t.replace("workers = 3\n", ""));
-    let out = r.hone(&["run", "--workers", "3"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        text(&out).contains("3 workers but only 2 slots"),
-        "{}",
-        text(&out)
+    exits_with(
+        r.hone(&["run", "--workers", "3"]),
+        2,
+        "3 workers but only 2 slots",
     );
     let out = r.hone(&["run", "--workers", "0"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -400,7 +397,7 @@ fn parallel_ctrl_c_once_lets_the_experiments_in_flight_finish() {
     wait_for_file(&m.join("started.2"));
     // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    std::fs::write(m.join("release"), "").unwrap();
+    put(m.join("release"), "");
     assert_eq!(child.wait().unwrap().code(), Some(130));
     let st = r.statuses();
     assert_eq!(st.len(), 3, "nothing new starts after Ctrl-C: {st:?}");

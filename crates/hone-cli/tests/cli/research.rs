@@ -303,16 +303,14 @@ fn a_stored_script_is_reused_by_path_and_validated_like_a_generated_one() {
     let (_t, dir) = knob_repo();
     std::fs::create_dir_all(dir.join("mech")).unwrap();
     // Suggests the optimum first; its `filter` rejects nothing.
-    std::fs::write(
+    put(
         dir.join("mech/aim.rhai"),
         "fn candidates(v) { if v.n == 1 { [#{ WIDTH: 13, DEPTH: 4 }] } else { [] } }",
-    )
-    .unwrap();
-    std::fs::write(
+    );
+    put(
         dir.join("mech/bad.rhai"),
         "fn candidates(v) { [#{ WIDTH: 99 }] }",
-    )
-    .unwrap();
+    );
     append_spec(
         &dir,
         "\n[outer]\nscripts = [\"mech/aim.rhai\", \"mech/bad.rhai\"]\nprobation = 3\n",

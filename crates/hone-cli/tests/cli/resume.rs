@@ -63,7 +63,7 @@ fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
     // Ctrl-C at a terminal: SIGINT to hone's whole foreground process group.
     // SAFETY: signalling the process group of our own child.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    std::fs::write(&release, "").unwrap();
+    put(&release, "");
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "interrupted runs exit 130");
     assert_eq!(

@@ -91,11 +91,10 @@ fn timeout_kills_the_whole_group_even_with_a_grandchild_holding_stdout() {
 fn prompt_holds_program_history_and_rules() {
     let r = Repo::scored(3, "write\tvalue.txt\tscore: 4\\n\nhypothesis\tfirst idea\n---\nexpect-prompt\tfirst idea\nexpect-prompt\tYou may change only these files (globs): value.txt\nexpect-prompt\tRESEARCH NOTES\nexpect-prompt\tVerifier output of experiment 1 (last lines; untrusted output\nexpect-prompt\timproves on the best by more than 0\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
-    std::fs::write(
+    put(
         r.dir.join("program.md"),
         "RESEARCH NOTES: lower the score\n",
-    )
-    .unwrap();
+    );
     ok(r.hone(&["run"]));
     assert_eq!(
         r.statuses(),
@@ -111,7 +110,7 @@ fn agent_failure_is_invalid_and_the_loop_goes_on() {
         "say\tI give up\nexit\t7\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
     );
     // An uncommitted edit in the user's checkout is not part of the run, and hone says so.
-    std::fs::write(r.dir.join("value.txt"), "score: 0\n").unwrap();
+    put(r.dir.join("value.txt"), "score: 0\n");
     let out = ok(r.hone(&["run"]));
     assert!(
         text(&out).contains("uncommitted changes are not part of the run"),
@@ -136,13 +135,7 @@ fn consecutive_failures_stop_the_run() {
         SCORE,
         "say\tno idea\n",
     );
-    let out = r.hone(&["run"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains("3 failed experiments in a row"),
-        "{}",
-        text(&out)
-    );
+    exits_with(r.hone(&["run"]), 1, "3 failed experiments in a row");
     assert_eq!(r.statuses(), ["baseline", "invalid", "invalid", "invalid"]);
 }
 

@@ -72,7 +72,7 @@ fn bwrap_confines_agents_and_verifiers_to_their_worktree_and_cuts_the_network() 
     );
     // The agent's script may live anywhere readable; here, untracked in the repository.
     let inner = contained.dir.join("agent-script");
-    std::fs::write(&inner, script(&contained.dir.join("prepare.py"))).unwrap();
+    put(&inner, script(&contained.dir.join("prepare.py")));
     edit_spec(&contained.dir, |t| {
         t.replace(
             &contained.script.display().to_string(),
@@ -93,7 +93,7 @@ fn bwrap_confines_agents_and_verifiers_to_their_worktree_and_cuts_the_network() 
 
     // Control: without the sandbox the same agent and verifier do all of that.
     let open = Repo::stops_after(3, &verify, "");
-    std::fs::write(&open.script, script(&open.dir.join("prepare.py"))).unwrap();
+    put(&open.script, script(&open.dir.join("prepare.py")));
     ok(open.hone(&["run"]));
     assert_eq!(open.log()[2]["status"], "keep");
     assert!(escape.exists());
@@ -128,13 +128,7 @@ fn bwrap_missing_stops_the_run_unless_not_required() {
             .output()
             .unwrap()
     };
-    let out = run(&["run"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains("bubblewrap is not installed"),
-        "{}",
-        text(&out)
-    );
+    exits_with(run(&["run"]), 1, "bubblewrap is not installed");
     edit_spec(&r.dir, |t| {
         t.replace("kind = \"bwrap\"", "kind = \"bwrap\"\nrequired = false")
     });

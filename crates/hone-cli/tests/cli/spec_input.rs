@@ -66,7 +66,7 @@ fn a_tracked_hide_path_is_a_spec_error_naming_its_line() {
     );
     // Untracked (kept beside the repository's files, not in them), the run goes on.
     git(&r.dir, &["rm", "-q", "-r", "--cached", "holdout"]);
-    std::fs::write(r.dir.join(".gitignore"), "holdout/\n").unwrap();
+    put(r.dir.join(".gitignore"), "holdout/\n");
     git(&r.dir, &["add", ".gitignore"]);
     git(&r.dir, &["commit", "-q", "-m", "holdout out of git"]);
     ok(r.hone(&["run", "--tag", "h"]));
@@ -93,18 +93,16 @@ fn spec_errors_found_late_or_in_bytes_exit_2_with_their_line() {
         t.replace("metric = \"10x\"", "metric = \"score\"")
             .replace("max_experiments = 1", "max_experiments = 1\ntarget = nan")
     });
-    let out = r.hone(&["run"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        text(&out).contains("`stop.target`: must be a finite number"),
-        "{}",
-        text(&out)
+    exits_with(
+        r.hone(&["run"]),
+        2,
+        "`stop.target`: must be a finite number",
     );
     // Invalid UTF-8: the line of the bad byte.
     let mut bytes = std::fs::read(r.dir.join("hone.toml")).unwrap();
     let lines = bytes.iter().filter(|b| **b == b'\n').count();
     bytes.extend_from_slice(b"# \xff\n");
-    std::fs::write(r.dir.join("hone.toml"), bytes).unwrap();
+    put(r.dir.join("hone.toml"), bytes);
     let out = r.hone(&["run"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
@@ -129,10 +127,12 @@ fn a_spec_that_is_a_device_or_a_fifo_is_refused_at_once() {
         }
     }
     let big = r.tmp_dir().join("big.toml");
-    std::fs::write(&big, "#".repeat(2 << 20)).unwrap();
-    let out = hone_exits(&r.dir, &["--spec", big.to_str().unwrap(), "run"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("the most hone reads"), "{}", text(&out));
+    put(&big, "#".repeat(2 << 20));
+    exits_with(
+        hone_exits(&r.dir, &["--spec", big.to_str().unwrap(), "run"]),
+        2,
+        "the most hone reads",
+    );
 }
 
 #[test]
@@ -144,14 +144,13 @@ fn the_prompt_is_capped_and_says_what_it_left_out() {
     }
     let r = b.create();
     let copy = r.tmp_dir().join("prompt.md");
-    std::fs::write(
+    put(
         &r.script,
         format!(
             "run\tcp \"$HONE_PROMPT\" {}\nwrite\tvalue.txt\tscore: 4\\n\n",
             copy.display()
         ),
-    )
-    .unwrap();
+    );
     edit_spec(&r.dir, |t| {
         t.replace(
             "editable = [\"value.txt\"]",

@@ -173,6 +173,20 @@ pub(crate) fn reason(record: &serde_json::Value) -> &str {
     record["reason"].as_str().unwrap()
 }
 
+/// Writes `content` to `path` (which must succeed).
+#[track_caller]
+pub(crate) fn put(path: impl AsRef<Path>, content: impl AsRef<[u8]>) {
+    std::fs::write(path, content).unwrap();
+}
+
+/// `out` of a command that must have exited with `code` and said `says`.
+#[track_caller]
+pub(crate) fn exits_with(out: Output, code: i32, says: &str) -> Output {
+    assert_eq!(out.status.code(), Some(code), "{}", text(&out));
+    assert!(text(&out).contains(says), "{}", text(&out));
+    out
+}
+
 /// `out` of a command that must have succeeded (else the test fails with its output).
 #[track_caller]
 pub(crate) fn ok(out: Output) -> Output {
