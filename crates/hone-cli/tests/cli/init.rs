@@ -48,21 +48,13 @@ fn broken_specs_name_the_line_and_key() {
 fn init_writes_a_spec_lists_knobs_and_refuses_to_overwrite() {
     let (_t, dir) = knob_repo();
     std::fs::remove_file(dir.join("hone.toml")).unwrap();
-    let out = ok(Command::new(HONE)
-        .args(["init", "--metric", "loss"])
-        .current_dir(&dir)
-        .output()
-        .unwrap());
+    let out = ok(hone_in(&dir, &["init", "--metric", "loss"]));
     let t = text(&out);
     assert!(t.contains("WIDTH") && t.contains("DEPTH"), "{t}");
     let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
     assert!(toml.contains("editable  = [\"params.txt\"]"), "{toml}");
     assert!(dir.join("program.md").exists());
-    let again = Command::new(HONE)
-        .args(["init"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
+    let again = hone_in(&dir, &["init"]);
     assert_eq!(again.status.code(), Some(1));
     assert!(text(&again).contains("already exists"));
     assert_eq!(
@@ -82,15 +74,7 @@ fn demo_runs_offline_on_the_bundled_example() {
         .unwrap());
     let t = text(&out);
     assert!(t.contains("val_bpb (minimize): baseline 2."), "{t}");
-    let log = Command::new(HONE)
-        .args(["log", "--json"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&log.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = log_in(&dir);
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[0]["status"], "baseline");
     assert!(rows[0]["objective"].as_f64().unwrap() > 0.5);
@@ -102,11 +86,7 @@ fn init_in_a_new_project_asks_for_a_commit_and_guesses_nothing_silently() {
     let dir = tmp.path();
     git(dir, &["init", "-q", "-b", "main"]);
     put(dir.join("params.py"), "LR = 0.01\nLAYERS = 4\n");
-    let out = ok(Command::new(HONE)
-        .args(["init", "--metric", "accuracy"])
-        .current_dir(dir)
-        .output()
-        .unwrap());
+    let out = ok(hone_in(dir, &["init", "--metric", "accuracy"]));
     let t = text(&out);
     assert!(
         t.contains("LR") && t.contains("LAYERS"),

@@ -188,8 +188,9 @@ fn parallel_knobs_run_with_four_workers_proposes_nothing_twice() {
         ),
     );
     git(&dir, &["commit", "-qam", "log"]);
-    let out = Command::new(HONE)
-        .args([
+    let out = hone_in(
+        &dir,
+        &[
             "run",
             "--tag",
             "k4",
@@ -199,20 +200,10 @@ fn parallel_knobs_run_with_four_workers_proposes_nothing_twice() {
             "3",
             "-n",
             "24",
-        ])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
+        ],
+    );
     assert!(out.status.success(), "{}", text(&out));
-    let lines = Command::new(HONE)
-        .args(["log", "--json"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    let exps: Vec<serde_json::Value> = String::from_utf8_lossy(&lines.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let exps = log_in(&dir);
     assert_eq!(exps.len(), 24);
     // Nothing proposed twice: every configuration differs, none was a duplicate.
     let mut configs: Vec<String> = exps.iter().map(|e| e["config"].to_string()).collect();

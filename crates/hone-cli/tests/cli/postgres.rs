@@ -214,11 +214,7 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
             clone.to_str().unwrap(),
         ],
     );
-    let second = Command::new(HONE)
-        .args(["run", "--tag", "w"])
-        .current_dir(&clone)
-        .output()
-        .unwrap();
+    let second = hone_in(&clone, &["run", "--tag", "w"]);
     assert!(!second.status.success());
     assert!(
         text(&second).contains("already coordinated"),

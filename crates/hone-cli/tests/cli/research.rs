@@ -128,7 +128,7 @@ fn a_generated_mechanism_passes_the_ladder_is_stored_and_rejects_a_proposal() {
         assert!(show2.contains(&format!("{name} {step}")), "{step}\n{show2}");
     }
     assert!(show2.contains("deep models never paid"), "{show2}");
-    let log = hone_log(&dir);
+    let log = log_in(&dir);
     let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
     assert_eq!(st[2], "rejected", "{log:?}");
     assert_eq!(st[3], "keep", "{log:?}");
@@ -140,14 +140,6 @@ fn a_generated_mechanism_passes_the_ladder_is_stored_and_rejects_a_proposal() {
     let me = mech_stats(&dir, |v| v["name"] == name.as_str());
     assert_eq!(me["rejected"], 1);
     assert_eq!(me["calls"]["filter"], 3, "it ran on experiments 2, 3 and 4");
-}
-
-fn hone_log(dir: &Path) -> Vec<serde_json::Value> {
-    let out = ok(hone_in(dir, &["log", "--json"]));
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[test]
@@ -178,7 +170,7 @@ fn a_script_that_does_not_compile_gets_one_repair_round_then_is_dropped() {
     assert!(show2.contains("; dropped"), "{show2}");
     assert!(!show2.contains("activated"), "{show2}");
     assert!(!dir.join(".hone/mechanisms").exists(), "nothing is stored");
-    let st: Vec<String> = hone_log(&dir)
+    let st: Vec<String> = log_in(&dir)
         .iter()
         .map(|e| e["status"].as_str().unwrap().to_string())
         .collect();
@@ -212,7 +204,7 @@ fn a_script_that_loops_forever_is_stopped_by_its_sandbox_and_the_run_goes_on() {
         show3.contains("deadline") || show3.contains("operations"),
         "{show3}"
     );
-    let log = hone_log(&dir);
+    let log = log_in(&dir);
     assert_statuses(&log, &["baseline", "discard", "keep", "keep", "keep"]);
     let script = mech_stats(&dir, |v| {
         v["name"].as_str().is_some_and(|n| n.starts_with("script:"))
@@ -284,7 +276,7 @@ fn mechanism_research_stays_inside_the_budget() {
         "the proposal and at least one research round, not all four: {sent}"
     );
     assert!(request_text(&server, sent - 1).contains(&format!("Round {} of 4", sent - 1)));
-    let log = hone_log(&dir);
+    let log = log_in(&dir);
     let cost: f64 = log.iter().map(|e| e["cost_usd"].as_f64().unwrap()).sum();
     assert!(
         (cost - 0.2 * sent as f64).abs() < 1e-9 && cost <= 0.75,
@@ -316,7 +308,7 @@ fn a_stored_script_is_reused_by_path_and_validated_like_a_generated_one() {
         "\n[outer]\nscripts = [\"mech/aim.rhai\", \"mech/bad.rhai\"]\nprobation = 3\n",
     );
     ok(hone_in(&dir, &["run", "-n", "3"]));
-    let log = hone_log(&dir);
+    let log = log_in(&dir);
     assert_eq!(log[1]["status"], "keep", "{log:?}");
     assert_eq!(log[1]["objective"], 0.0, "{log:?}");
     let show1 = text(&hone_in(&dir, &["show", "1"]));
@@ -358,7 +350,7 @@ fn mechanism_research_speaks_the_anthropic_wire_format_too() {
             .contains("research scientist"),
         "{body}"
     );
-    let st: Vec<String> = hone_log(&dir)
+    let st: Vec<String> = log_in(&dir)
         .iter()
         .map(|e| e["status"].as_str().unwrap().to_string())
         .collect();

@@ -173,6 +173,15 @@ pub(crate) fn reason(record: &serde_json::Value) -> &str {
     record["reason"].as_str().unwrap()
 }
 
+/// The records of the repository in `dir` (`hone log --json`, which must succeed).
+pub(crate) fn log_in(dir: &Path) -> Vec<serde_json::Value> {
+    let out = ok(hone_in(dir, &["log", "--json"]));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// Writes `content` to `path` (which must succeed).
 #[track_caller]
 pub(crate) fn put(path: impl AsRef<Path>, content: impl AsRef<[u8]>) {
