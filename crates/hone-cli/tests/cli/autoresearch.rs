@@ -205,7 +205,7 @@ fn init_writes_the_safe_spec_for_an_autoresearch_repository_and_keeps_program_md
     // A second init without --force leaves both files alone; --force writes both.
     let again = hone_in(&dir, &["init"]);
     assert_eq!(again.status.code(), Some(1), "{}", text(&again));
-    assert!(text(&again).contains("--force"), "{}", text(&again));
+    assert_says(&again, "--force");
     put(dir.join("hone.toml"), "# mine\n");
     let forced = hone_in(&dir, &["init", "--force"]);
     assert!(forced.status.success(), "{}", text(&forced));

@@ -192,7 +192,7 @@ fn daemon_off_loopback_needs_a_token_and_checks_it() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("set HONE_TOKEN"), "{}", text(&out));
+    assert_says(&out, "set HONE_TOKEN");
     let d = Daemon::start(
         &r,
         &["--bind", "0.0.0.0", "--port", "0"],

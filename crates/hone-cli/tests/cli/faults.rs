@@ -260,7 +260,7 @@ fn a_users_commit_during_parallel_verification_stops_the_run_and_is_kept() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let mine = commit_titled(&r, "parallel fix");
     assert_eq!(mine.len(), 40, "{}", text(&out));
-    assert!(text(&out).contains(&mine), "{}", text(&out));
+    assert_says(&out, &mine);
     assert_eq!(r.rev(&format!("refs/hone-user/w/{mine}")), mine);
     // The branch is back where hone had it: the start, or a candidate it kept meanwhile.
     let head = r.rev("hone/w");

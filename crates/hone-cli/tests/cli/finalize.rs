@@ -69,10 +69,9 @@ fn finalize_pushes_one_commit_per_keep_and_opens_a_pull_request() {
         &["finalize", "--run", "t1", "--pr"],
         &[("GITHUB_TOKEN", "ghp_test"), ("GITHUB_API_URL", &api.url)],
     ));
-    assert!(
-        text(&out).contains("opened pull request #42: https://github.com/acme/widgets/pull/42"),
-        "{}",
-        text(&out)
+    assert_says(
+        &out,
+        "opened pull request #42: https://github.com/acme/widgets/pull/42",
     );
     // The user's branch, index and working tree are as they were.
     assert_eq!(checkout_state(&r), before);
@@ -175,11 +174,7 @@ fn finalize_squash_makes_one_commit_with_the_last_keeps_tree() {
     // Never overwritten.
     let again = r.hone(&["finalize", "--squash", "--branch", "review/t1"]);
     assert!(!again.status.success());
-    assert!(
-        text(&again).contains("branch review/t1 already exists"),
-        "{}",
-        text(&again)
-    );
+    assert_says(&again, "branch review/t1 already exists");
 }
 
 #[test]
@@ -189,11 +184,7 @@ fn finalize_errors_say_what_to_do_and_push_nothing() {
     // No token.
     let out = hone_env(&r, &["finalize", "--pr"], &[]);
     assert!(!out.status.success());
-    assert!(
-        text(&out).contains("GITHUB_TOKEN is not set"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "GITHUB_TOKEN is not set");
     // A remote that is not on GitHub.
     git(&r.dir, &["remote", "add", "disk", bare.to_str().unwrap()]);
     let out = hone_env(
@@ -202,11 +193,7 @@ fn finalize_errors_say_what_to_do_and_push_nothing() {
         &[("GITHUB_TOKEN", "t")],
     );
     assert!(!out.status.success());
-    assert!(
-        text(&out).contains("is not a GitHub repository"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "is not a GitHub repository");
     assert_eq!(pushed(), "", "nothing is pushed before the checks pass");
     assert!(git(&r.dir, &["branch", "--list", "hone/t1-final"]).is_empty());
     // GitHub's own message comes through.
@@ -224,19 +211,11 @@ fn finalize_errors_say_what_to_do_and_push_nothing() {
         &[("GITHUB_TOKEN", "t"), ("GITHUB_API_URL", &api.url)],
     );
     assert!(!out.status.success());
-    assert!(
-        text(&out).contains("GitHub refused the pull request (HTTP 422): Validation Failed: A pull request already exists for acme:hone/t1-final."),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "GitHub refused the pull request (HTTP 422): Validation Failed: A pull request already exists for acme:hone/t1-final.");
     // A run with nothing kept.
     let r = Repo::scored(2, &scores(&[9]));
     assert!(r.hone(&["run", "--tag", "flat"]).status.success());
     let out = r.hone(&["finalize"]);
     assert!(!out.status.success());
-    assert!(
-        text(&out).contains("run `flat` has no kept experiments"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "run `flat` has no kept experiments");
 }

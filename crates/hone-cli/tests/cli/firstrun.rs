@@ -57,11 +57,7 @@ fn a_budget_given_on_the_command_line_is_kept_across_resumes() {
     assert_eq!(r.statuses(), ["baseline", "invalid"]);
     // A plain resume goes on to the 3 asked for, not hone.toml's 6, and says so.
     let out = r.hone_expect(&["run"], &["baseline", "invalid", "keep"]);
-    assert!(
-        text(&out).contains("keeps its budget of 3 experiments"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "keeps its budget of 3 experiments");
     let status = text(&r.hone(&["status", "--run", "b"]));
     assert!(
         status.contains("3/3"),
@@ -119,11 +115,7 @@ fn a_wrong_metric_name_fixed_after_the_baseline_failed_resumes_the_run() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     edit_spec(&r.dir, |s| s.replace("\"scroe\"", "\"score\""));
     let out = ok(r.hone(&["run"]));
-    assert!(
-        text(&out).contains("now measures `score`"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "now measures `score`");
     assert_eq!(r.statuses(), ["crash", "baseline", "discard"]);
     let status = text(&r.hone(&["status", "--run", "m"]));
     assert!(status.contains("score (minimize)"), "{status}");

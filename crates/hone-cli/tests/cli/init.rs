@@ -106,5 +106,5 @@ fn init_in_a_new_project_asks_for_a_commit_and_guesses_nothing_silently() {
         .output()
         .unwrap();
     assert_eq!(run.status.code(), Some(1));
-    assert!(text(&run).contains("commit"), "{}", text(&run));
+    assert_says(&run, "commit");
 }

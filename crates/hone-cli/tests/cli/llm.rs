@@ -136,7 +136,7 @@ fn the_budget_holds_before_a_call_is_sent() {
     let cost: f64 = log.iter().map(|e| e["cost_usd"].as_f64().unwrap()).sum();
     assert!((cost - 0.6).abs() < 1e-9, "recorded cost {cost}");
     assert_eq!(log[1]["tokens"], 2000);
-    assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
+    assert_says(&out, "stopped: budget");
 }
 
 #[test]

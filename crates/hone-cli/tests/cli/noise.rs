@@ -81,11 +81,7 @@ fn confirm_runs_and_retests_are_recorded() {
         (2, 3, 4),
         "baseline x2, keep 1+2, keep 1+2 + a re-test"
     );
-    assert!(
-        text(&out).contains("re-tested the champion #2"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "re-tested the champion #2");
     assert_eq!(log[2]["status"], "keep");
 }
 

@@ -68,11 +68,7 @@ fn mechanisms_demonstrably_run_on_a_knobs_problem() {
     let (_a, dir) = knob_repo();
     append_spec(&dir, outer);
     let out = ok(hone_in(&dir, &["run", "--seed", "7", "-n", "25"]));
-    assert!(
-        text(&out).contains("outer: strategy: strategy revised"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "outer: strategy: strategy revised");
     let stats = mech_stats(&dir);
     for name in [
         "strategy",
@@ -256,11 +252,7 @@ fn the_portfolio_switches_mechanisms_per_segment_and_records_it() {
         "\n[outer]\nmechanisms = [\"tabu\", \"bandit\", \"explore\", \"plateau\"]\nsegment = 4\nportfolio = true\n",
     );
     let out = ok(hone_in(&dir, &["run", "--seed", "3", "-n", "16"]));
-    assert!(
-        text(&out).contains("outer: portfolio: deactivated `"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "outer: portfolio: deactivated `");
     let stats = mech_stats(&dir);
     let portfolio = &stats["portfolio"];
     assert!(portfolio["changed"].as_u64().unwrap() >= 2, "{portfolio}");
@@ -321,10 +313,9 @@ fn a_resumed_run_keeps_the_portfolio_it_had() {
         &["run", "--tag", "p", "--seed", "3", "-n", "10"],
     ));
     let out = ok(hone_in(&dir, &["run", "--tag", "p", "-n", "14"]));
-    assert!(
-        text(&out).contains("outer: portfolio: restored from the record of 10 experiment(s) (2 segment(s) credited)"),
-        "{}",
-        text(&out)
+    assert_says(
+        &out,
+        "outer: portfolio: restored from the record of 10 experiment(s) (2 segment(s) credited)",
     );
     let store = hone::store::Store::open(&dir.join(".hone/hone.db")).unwrap();
     let run = store.latest_run().unwrap().unwrap();

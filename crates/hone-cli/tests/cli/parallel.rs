@@ -268,7 +268,7 @@ fn parallel_kill_9_with_four_in_flight_then_resume_aborts_them_all() {
         wait_for_file(&marks.join(format!("pgid.{n}")));
     }
     let status = r.hone(&["status"]);
-    assert!(text(&status).contains("in flight: #1"), "{}", text(&status));
+    assert_says(&status, "in flight: #1");
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let pgids: Vec<i32> = (1..=4)

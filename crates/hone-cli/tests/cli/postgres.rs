@@ -216,11 +216,7 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
     );
     let second = hone_in(&clone, &["run", "--tag", "w"]);
     assert!(!second.status.success());
-    assert!(
-        text(&second).contains("already coordinated"),
-        "{}",
-        text(&second)
-    );
+    assert_says(&second, "already coordinated");
     // Worker a dies; its verifier's group is killed too (as a host going down would).
     a.kill().unwrap();
     a.wait().unwrap();
@@ -316,10 +312,9 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
     ));
     let refused = r.hone(&["run"]);
     assert!(!refused.status.success());
-    assert!(
-        text(&refused).contains("is already coordinated by hone run (pid 1) on elsewhere"),
-        "{}",
-        text(&refused)
+    assert_says(
+        &refused,
+        "is already coordinated by hone run (pid 1) on elsewhere",
     );
     assert_eq!(r.statuses(), ["baseline", "keep", "running"], "untouched");
 
@@ -328,21 +323,7 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
     pg.psql(&format!(
         "UPDATE hone_coordinators SET owner = '{left}', heartbeat = now() WHERE run_key = '{key}'"
     ));
-    let out = ok(r.hone(&["run"]));
-    assert!(
-        text(&out).contains("experiment 2 was interrupted"),
-        "{}",
-        text(&out)
-    );
-    assert!(
-        wait_group_gone(pgid),
-        "resume must kill the interrupted verifier's group"
-    );
-    let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "keep", "aborted", "keep", "keep"]);
-    assert_eq!(log[1]["objective"], 4.0, "finished experiments intact");
-    assert_eq!(r.rev("hone/k"), r.rev("refs/hone/k/4"));
+    resume_kills_the_interrupted_verifier(&r, pgid);
     // The registration is released at the end of the run.
     assert_eq!(
         pg.psql(&format!(
@@ -353,7 +334,7 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
 
     let show = r.hone(&["show", "3"]);
     assert!(show.status.success(), "{}", text(&show));
-    assert!(text(&show).contains("+score: 2"), "{}", text(&show));
+    assert_says(&show, "+score: 2");
     let report = r.hone(&["report"]);
     assert!(report.status.success(), "{}", text(&report));
     let status = text(&r.hone(&["status"]));
@@ -369,7 +350,7 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
         .output()
         .unwrap();
     assert!(!delete.status.success(), "events are append-only");
-    assert!(text(&delete).contains("append-only"), "{}", text(&delete));
+    assert_says(&delete, "append-only");
     // The dashboard reads the run from PostgreSQL as well.
     let mut serve = Command::new(HONE)
         .args(["serve", "--port", "0"])

@@ -43,7 +43,7 @@ fn assert_missing_tool_is_named(r: &Repo, install: &str) {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out).contains(install), "{}", text(&out));
+    assert_says(&out, install);
 }
 
 /// A stand-in `claude` on PATH: records its arguments, environment and stdin, makes a scripted
@@ -485,5 +485,5 @@ fn a_preset_that_spends_the_budget_stops_the_run_before_the_next_agent_starts() 
     let out = ok(run_with_tool(&r, bin.path(), record.path(), &[]));
     assert_eq!(read(&record, "count").trim(), "1");
     assert_eq!(r.statuses(), ["baseline", "keep"]);
-    assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
+    assert_says(&out, "stopped: budget");
 }

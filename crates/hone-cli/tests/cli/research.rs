@@ -269,7 +269,7 @@ fn mechanism_research_stays_inside_the_budget() {
         .replace("max_experiments = 15\n", "max_experiments = 15\nmax_cost_usd = 0.75\n")
     });
     let out = ok(hone_in(&dir, &["run", "-n", "4"]));
-    assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
+    assert_says(&out, "stopped: budget");
     let sent = server.requests().len();
     assert!(
         (2..5).contains(&sent),
@@ -375,9 +375,5 @@ fn a_generated_mechanism_that_acts_without_lowering_the_keep_rate_stays_after_pr
         show3.contains("research -> passed: probation: kept after probation: keep rate 0.50 per experiment against 0.00 before (1 effects)"),
         "{show3}"
     );
-    assert!(
-        text(&out).contains("kept after probation"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "kept after probation");
 }

@@ -27,21 +27,7 @@ fn kill_9_during_verification_then_resume() {
     let st = r.statuses();
     assert_eq!(st, ["baseline", "keep", "running"]);
 
-    let out = ok(r.hone(&["run"]));
-    assert!(
-        text(&out).contains("experiment 2 was interrupted"),
-        "{}",
-        text(&out)
-    );
-    assert!(
-        wait_group_gone(pgid),
-        "resume must kill the interrupted verifier's group"
-    );
-    let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "keep", "aborted", "keep", "keep"]);
-    assert_eq!(log[1]["objective"], 4.0, "finished experiments intact");
-    assert_eq!(r.rev("hone/k"), r.rev("refs/hone/k/4"));
+    resume_kills_the_interrupted_verifier(&r, pgid);
     // The worktree was cleaned: the last candidate's parent chain is linear over keeps.
     assert_eq!(r.rev("refs/hone/k/4^"), r.rev("refs/hone/k/3"));
     assert_eq!(r.rev("refs/hone/k/3^"), r.rev("refs/hone/k/1"));
@@ -160,7 +146,7 @@ fn resume_after_a_failure_stop_counts_failures_afresh() {
     assert_eq!(r.statuses(), ["baseline", "invalid", "invalid"]);
     // The user fixed the cause; `hone run` resumes the same run instead of stopping again.
     let out = ok(r.hone(&["run"]));
-    assert!(text(&out).contains("resuming run"), "{}", text(&out));
+    assert_says(&out, "resuming run");
     let st = r.statuses();
     assert_eq!(&st[..4], ["baseline", "invalid", "invalid", "keep"]);
     assert_eq!(st.len(), 6);
@@ -188,8 +174,8 @@ fn resume_completes_a_keep_whose_branch_move_was_lost() {
     git(&r.dir, &["update-ref", "refs/heads/hone/b", &r.rev("main")]);
     let out = r.hone(&["run", "--tag", "b", "-n", "5"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out).contains("moved under hone"), "{}", text(&out));
-    assert!(text(&out).contains("hone run --new"), "{}", text(&out));
+    assert_says(&out, "moved under hone");
+    assert_says(&out, "hone run --new");
 }
 
 #[test]

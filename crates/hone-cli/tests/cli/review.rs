@@ -193,7 +193,7 @@ fn proposer_and_reviewer_share_one_budget() {
         2,
         "the unreviewed candidate never ran"
     );
-    assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
+    assert_says(&out, "stopped: budget");
 }
 
 #[test]
@@ -218,11 +218,7 @@ fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
     );
     let out = r.hone(&["run"]);
     assert!(!out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("check the key in $REVIEW_KEY"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "check the key in $REVIEW_KEY");
     assert_eq!(r.statuses(), ["baseline", "rejected"]);
     assert_eq!(reviewer.requests().len(), 1, "a refused key is not retried");
     assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);

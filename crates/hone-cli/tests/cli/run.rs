@@ -112,11 +112,7 @@ fn agent_failure_is_invalid_and_the_loop_goes_on() {
     // An uncommitted edit in the user's checkout is not part of the run, and hone says so.
     put(r.dir.join("value.txt"), "score: 0\n");
     let out = ok(r.hone(&["run"]));
-    assert!(
-        text(&out).contains("uncommitted changes are not part of the run"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "uncommitted changes are not part of the run");
     assert_eq!(
         r.log()[0]["objective"],
         5.0,
@@ -148,11 +144,7 @@ fn target_patience_and_time_stop_the_run_and_say_why() {
         script,
     );
     let out = ok(target.hone(&["run"]));
-    assert!(
-        text(&out).contains("reached target (score = 3)"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "reached target (score = 3)");
     assert_eq!(target.statuses(), ["baseline", "keep", "keep"]);
 
     let patience = Repo::new(
@@ -161,11 +153,7 @@ fn target_patience_and_time_stop_the_run_and_say_why() {
         &scores(&[9, 8]),
     );
     let out = ok(patience.hone(&["run"]));
-    assert!(
-        text(&out).contains("no improvement in 2 experiments (patience 2)"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "no improvement in 2 experiments (patience 2)");
     assert_eq!(patience.statuses(), ["baseline", "discard", "discard"]);
 
     let time = Repo::new(
@@ -174,7 +162,7 @@ fn target_patience_and_time_stop_the_run_and_say_why() {
         script,
     );
     let out = ok(time.hone(&["run"]));
-    assert!(text(&out).contains("reached max_time"), "{}", text(&out));
+    assert_says(&out, "reached max_time");
     let zero = time.hone(&["run", "--new", "--time", "0s"]);
     assert_eq!(
         zero.status.code(),

@@ -133,9 +133,5 @@ fn bwrap_missing_stops_the_run_unless_not_required() {
         t.replace("kind = \"bwrap\"", "kind = \"bwrap\"\nrequired = false")
     });
     let out = ok(run(&["run"]));
-    assert!(
-        text(&out).contains("running WITHOUT containment"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "running WITHOUT containment");
 }

@@ -123,7 +123,7 @@ fn a_spec_that_is_a_device_or_a_fifo_is_refused_at_once() {
         for cmd in ["run", "status"] {
             let out = hone_exits(&r.dir, &["--spec", spec, cmd]);
             assert_eq!(out.status.code(), Some(2), "{spec} {cmd}: {}", text(&out));
-            assert!(text(&out).contains("not a regular file"), "{}", text(&out));
+            assert_says(&out, "not a regular file");
         }
     }
     let big = r.tmp_dir().join("big.toml");

@@ -161,6 +161,29 @@ pub(crate) fn scores(values: &[u32]) -> String {
     turns.join("---\n")
 }
 
+/// `hone run` resumes run `k` (5 experiments) whose experiment 2's verifier, process group
+/// `pgid`, a killed hone left running: it says so, kills the group, records #2 aborted and
+/// goes on, the finished experiments intact.
+#[track_caller]
+pub(crate) fn resume_kills_the_interrupted_verifier(r: &Repo, pgid: i32) {
+    let out = ok(r.hone(&["run"]));
+    assert_says(&out, "experiment 2 was interrupted");
+    assert!(
+        wait_group_gone(pgid),
+        "resume must kill the interrupted verifier's group"
+    );
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "keep", "aborted", "keep", "keep"]);
+    assert_eq!(log[1]["objective"], 4.0, "finished experiments intact");
+    assert_eq!(r.rev("hone/k"), r.rev("refs/hone/k/4"));
+}
+
+/// Asserts that `out` (stdout and stderr) says `says`.
+#[track_caller]
+pub(crate) fn assert_says(out: &Output, says: &str) {
+    assert!(text(out).contains(says), "{}", text(out));
+}
+
 /// Asserts the statuses of the records `log` (`Repo::log`), in order.
 #[track_caller]
 pub(crate) fn assert_statuses(log: &[serde_json::Value], statuses: &[&str]) {
