@@ -251,25 +251,8 @@ fn a_triggered_run_opens_a_pull_request_and_notifies_with_no_one_at_the_keyboard
         SCORE,
         KEEPS_SCRIPT,
     );
-    let bare = r.tmp_dir().join("remote.git");
-    git(
-        r.tmp_dir(),
-        &["init", "-q", "--bare", bare.to_str().unwrap()],
-    );
-    git(
-        &r.dir,
-        &["remote", "add", "origin", "git@github.com:acme/widgets.git"],
-    );
-    git(
-        &r.dir,
-        &[
-            "remote",
-            "set-url",
-            "--push",
-            "origin",
-            bare.to_str().unwrap(),
-        ],
-    );
+    let bare = r.bare_remote("remote.git");
+    r.origin_pushing_to("git@github.com:acme/widgets.git", &bare);
     let d = Daemon::start(
         &r,
         &["--port", "0"],

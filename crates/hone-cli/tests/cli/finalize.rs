@@ -8,33 +8,10 @@ use crate::support::*;
 /// names the owner and repository) and pushes to the bare repository through `pushurl`, as a
 /// user's own remote configuration would.
 fn finalize_repo() -> (Repo, PathBuf) {
-    let r = Repo::scored(4, "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\nhypothesis\tlower still\n",
-    );
+    let r = Repo::scored(4, KEEPS_SCRIPT);
     r.run_expect("t1", &["baseline", "keep", "discard", "keep"]);
-    let bare = r.tmp_dir().join("remote.git");
-    git(
-        r.tmp_dir(),
-        &["init", "-q", "--bare", bare.to_str().unwrap()],
-    );
-    git(
-        &r.dir,
-        &[
-            "remote",
-            "add",
-            "origin",
-            "https://github.com/acme/widgets.git",
-        ],
-    );
-    git(
-        &r.dir,
-        &[
-            "remote",
-            "set-url",
-            "--push",
-            "origin",
-            bare.to_str().unwrap(),
-        ],
-    );
+    let bare = r.bare_remote("remote.git");
+    r.origin_pushing_to("https://github.com/acme/widgets.git", &bare);
     (r, bare)
 }
 

@@ -149,11 +149,7 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
         &verify,
         "write\tvalue.txt\tslow\\nscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 6\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
     );
-    let bare = r.tmp_dir().join("shared.git");
-    git(
-        r.tmp_dir(),
-        &["init", "-q", "--bare", bare.to_str().unwrap()],
-    );
+    let bare = r.bare_remote("shared.git");
     append_spec(
         &r.dir,
         &format!(
@@ -389,11 +385,7 @@ fn remote_workers_verify_two_experiments_at_once() {
     };
     let marks = tempfile::tempdir().unwrap();
     let r = Repo::stops_after(3, &together_verifier(marks.path()), &scores(&[4, 3]));
-    let bare = r.tmp_dir().join("shared.git");
-    git(
-        r.tmp_dir(),
-        &["init", "-q", "--bare", bare.to_str().unwrap()],
-    );
+    let bare = r.bare_remote("shared.git");
     append_spec(
         &r.dir,
         &format!(

@@ -143,6 +143,29 @@ impl Repo {
             .collect()
     }
 
+    /// A new bare repository `<name>` beside the repository (a remote to push to).
+    pub(crate) fn bare_remote(&self, name: &str) -> PathBuf {
+        let bare = self.tmp_dir().join(name);
+        git(
+            self.tmp_dir(),
+            &["init", "-q", "--bare", bare.to_str().unwrap()],
+        );
+        bare
+    }
+
+    /// Gives the repository the remote `origin` at `url`, whose pushes go to `bare`.
+    pub(crate) fn origin_pushing_to(&self, url: &str, bare: &Path) {
+        git(&self.dir, &["remote", "add", "origin", url]);
+        let push = [
+            "remote",
+            "set-url",
+            "--push",
+            "origin",
+            bare.to_str().unwrap(),
+        ];
+        git(&self.dir, &push);
+    }
+
     pub(crate) fn tmp_dir(&self) -> &Path {
         self._tmp.path()
     }
