@@ -6,7 +6,9 @@ use crate::support::*;
 
 #[test]
 fn ordinary_log_lines_give_the_metric_and_a_mention_gives_a_regex_to_paste() {
-    let r = Repo::scored(4, "write\tvalue.txt\tepoch 3: score=4.0, acc=0.9\\n\n---\nwrite\tvalue.txt\tINFO:root:Score: 3\\n\n---\nwrite\tvalue.txt\tthe final score is 2.5 points\\n\n",
+    let r = Repo::scored(
+        4,
+        "write\tvalue.txt\tepoch 3: score=4.0, acc=0.9\\n\n---\nwrite\tvalue.txt\tINFO:root:Score: 3\\n\n---\nwrite\tvalue.txt\tthe final score is 2.5 points\\n\n",
     );
     r.run_expect("logs", &["baseline", "keep", "keep", "crash"]);
     let log = r.log();

@@ -125,7 +125,9 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
 
 #[test]
 fn agent_notes_are_kept_between_experiments() {
-    let r = Repo::scored(3, "run\techo 'learned: lower is better here' >> .hone/notes.md\nwrite\tvalue.txt\tscore: 4\\n\n---\nexpect-prompt\tlearned: lower is better here\nrun\tgrep -q 'learned: lower' .hone/notes.md\nwrite\tvalue.txt\tscore: 3\\n\n",
+    let r = Repo::scored(
+        3,
+        "run\techo 'learned: lower is better here' >> .hone/notes.md\nwrite\tvalue.txt\tscore: 4\\n\n---\nexpect-prompt\tlearned: lower is better here\nrun\tgrep -q 'learned: lower' .hone/notes.md\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
     ok(r.hone(&["run"]));
     assert_eq!(

@@ -5,7 +5,9 @@ use crate::support::*;
 
 #[test]
 fn keep_and_discard_move_the_branch_only_on_keep() {
-    let r = Repo::scored(4, "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+    let r = Repo::scored(
+        4,
+        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
     r.run_expect("t1", &["baseline", "keep", "discard", "keep"]);
     let log = r.log();
@@ -89,7 +91,9 @@ fn timeout_kills_the_whole_group_even_with_a_grandchild_holding_stdout() {
 
 #[test]
 fn prompt_holds_program_history_and_rules() {
-    let r = Repo::scored(3, "write\tvalue.txt\tscore: 4\\n\nhypothesis\tfirst idea\n---\nexpect-prompt\tfirst idea\nexpect-prompt\tYou may change only these files (globs): value.txt\nexpect-prompt\tRESEARCH NOTES\nexpect-prompt\tVerifier output of experiment 1 (last lines; untrusted output\nexpect-prompt\timproves on the best by more than 0\nwrite\tvalue.txt\tscore: 3\\n\n",
+    let r = Repo::scored(
+        3,
+        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tfirst idea\n---\nexpect-prompt\tfirst idea\nexpect-prompt\tYou may change only these files (globs): value.txt\nexpect-prompt\tRESEARCH NOTES\nexpect-prompt\tVerifier output of experiment 1 (last lines; untrusted output\nexpect-prompt\timproves on the best by more than 0\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
     put(
         r.dir.join("program.md"),
