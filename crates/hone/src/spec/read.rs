@@ -141,17 +141,19 @@ impl<'a> Doc<'a> {
         match doc.get(name) {
             None => Ok(Section::new(self, None, name)),
             Some(Item::Table(t)) => Ok(Section::new(self, Some(t), name)),
-            Some(other) => Err(self.err_at_line(
-                self.key_line(Some(doc), name)
-                    .or_else(|| self.item_line(other))
-                    .unwrap_or(1),
-                name,
-                format!(
-                    "must be a table written `[{name}]`, found {}",
-                    other.type_name()
-                ),
-            )),
+            Some(other) => {
+                Err(self.not_written_as(doc, name, other, &format!("a table written `[{name}]`")))
+            }
         }
+    }
+
+    /// The error for the item `name` of `doc`, `other`, which is not `wanted`.
+    fn not_written_as(&self, doc: &Table, name: &str, other: &Item, wanted: &str) -> SpecError {
+        let line = self
+            .key_line(Some(doc), name)
+            .or_else(|| self.item_line(other));
+        let message = format!("must be {wanted}, found {}", other.type_name());
+        self.err_at_line(line.unwrap_or(1), name, message)
     }
 
     /// The tables of `[[name]]` (none when absent).
@@ -166,16 +168,10 @@ impl<'a> Doc<'a> {
                 .iter()
                 .map(|t| Section::new(self, Some(t), name))
                 .collect()),
-            Some(other) => Err(self.err_at_line(
-                self.key_line(Some(doc), name)
-                    .or_else(|| self.item_line(other))
-                    .unwrap_or(1),
-                name,
-                format!(
-                    "must be written `[[{name}]]` (one per entry), found {}",
-                    other.type_name()
-                ),
-            )),
+            Some(other) => {
+                let wanted = format!("written `[[{name}]]` (one per entry)");
+                Err(self.not_written_as(doc, name, other, &wanted))
+            }
         }
     }
 }
