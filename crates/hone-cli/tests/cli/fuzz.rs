@@ -185,29 +185,6 @@ fn mutate(d: &mut Draw, base: &str) -> Vec<u8> {
     lines.join(&b'\n')
 }
 
-/// Runs `hone args` in `dir`; a command that does not exit by itself is killed and reported.
-fn run_bounded(dir: &Path, args: &[String]) -> Result<Output, String> {
-    let mut child = Command::new(HONE)
-        .args(args)
-        .current_dir(dir)
-        .env_remove("GITHUB_TOKEN")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err("did not exit within 120 s (a hang)".into());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    Ok(child.wait_with_output().unwrap())
-}
-
 #[test]
 fn generated_command_lines_and_specs_exit_0_1_or_2_without_a_panic() {
     let cases = std::env::var("HONE_FUZZ_CLI_CASES")

@@ -362,7 +362,7 @@ fn parallel_verifier_that_moves_the_run_branch_is_a_violation() {
         log.iter().filter(|e| e["status"] == "violation").collect();
     assert_eq!(caught.len(), 1, "{log:?}");
     assert!(
-        reason(&caught[0]).contains("moved hone's refs"),
+        reason(caught[0]).contains("moved hone's refs"),
         "{:?}",
         caught[0]
     );
@@ -426,20 +426,7 @@ fn parallel_ctrl_c_twice_kills_every_verifier_in_flight() {
     let pgids: Vec<i32> = (1..=3)
         .map(|n| read_pgid(&m.join(format!("pgid.{n}"))))
         .collect();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    let mut line = String::new();
-    while !line.contains("stopping after the current experiment") {
-        line.clear();
-        assert!(
-            std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0,
-            "hone exited early"
-        );
-    }
-    // SAFETY: as above.
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    ctrl_c_twice(&mut child);
     for p in pgids {
         assert!(!group_alive(p), "every verifier in flight is killed");
     }

@@ -261,14 +261,8 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let started = tmp.path().join("started");
-    let pgid_file = tmp.path().join("pgid");
     // Experiment 2's verifier hangs (once) until killed.
-    let verify = format!(
-        "if [ \"$HONE_EXPERIMENT\" = 2 ] && [ ! -f {s} ]; then echo $$ > {p}; touch {s}; sleep 300; fi; cat value.txt",
-        s = started.display(),
-        p = pgid_file.display()
-    );
+    let (verify, started, pgid_file) = hanging_verifier(tmp.path());
     let r = Repo::new(
         &format!(
             "[stop]\nmax_experiments = 5\n\n[store]\nurl = \"{}\"\n",

@@ -6,14 +6,8 @@ use crate::support::*;
 #[test]
 fn kill_9_during_verification_then_resume() {
     let tmp = tempfile::tempdir().unwrap();
-    let started = tmp.path().join("started");
-    let pgid_file = tmp.path().join("pgid");
     // Experiment 2's verifier hangs (once) until killed.
-    let verify = format!(
-        "if [ \"$HONE_EXPERIMENT\" = 2 ] && [ ! -f {s} ]; then echo $$ > {p}; touch {s}; sleep 300; fi; cat value.txt",
-        s = started.display(),
-        p = pgid_file.display()
-    );
+    let (verify, started, pgid_file) = hanging_verifier(tmp.path());
     let r = Repo::stops_after(5, &verify, &scores(&[4, 3, 2, 1]));
     let mut child = r.spawn_hone(&["run", "--tag", "k"]);
     wait_for_file(&started);
@@ -84,22 +78,7 @@ fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
         .unwrap();
     wait_for_file(&started);
     let pgid: i32 = read_pgid(&pgid_file);
-    // Two signals sent at once would merge into one; send the second after hone said it saw
-    // the first.
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    let mut line = String::new();
-    while !line.contains("stopping after the current experiment") {
-        line.clear();
-        assert!(
-            std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0,
-            "hone exited early"
-        );
-    }
-    // SAFETY: as above.
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    ctrl_c_twice(&mut child);
     assert!(!group_alive(pgid));
     assert_eq!(r.statuses(), ["baseline", "aborted"]);
 }

@@ -7,23 +7,7 @@ use crate::support::*;
 /// `hone ARGS` in `dir`, which must exit by itself: killed and failed after a generous
 /// deadline (the defect it guards against is a command that never returns).
 fn hone_exits(dir: &Path, args: &[&str]) -> Output {
-    let mut child = Command::new(HONE)
-        .args(args)
-        .current_dir(dir)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("hone {args:?} did not exit");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    run_bounded(dir, args).unwrap_or_else(|e| panic!("hone {args:?} {e}"))
 }
 
 /// The 1-based line of hone.toml in `dir` that starts with `prefix`.

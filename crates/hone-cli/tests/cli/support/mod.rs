@@ -201,6 +201,65 @@ pub(crate) fn resume_kills_the_interrupted_verifier(r: &Repo, pgid: i32) {
     assert_eq!(r.rev("hone/k"), r.rev("refs/hone/k/4"));
 }
 
+/// A verifier whose experiment 2 hangs (once) until killed, writing its process group id to
+/// `<dir>/pgid` and then touching `<dir>/started`: the command and those two paths.
+pub(crate) fn hanging_verifier(dir: &Path) -> (String, PathBuf, PathBuf) {
+    let (started, pgid_file) = (dir.join("started"), dir.join("pgid"));
+    let verify = format!(
+        "if [ \"$HONE_EXPERIMENT\" = 2 ] && [ ! -f {s} ]; then echo $$ > {p}; touch {s}; sleep 300; fi; cat value.txt",
+        s = started.display(),
+        p = pgid_file.display()
+    );
+    (verify, started, pgid_file)
+}
+
+/// Presses Ctrl-C twice at the terminal of `child` (a `hone run` in its own process group
+/// with stderr piped), the second after hone said it saw the first (two signals sent at once
+/// would merge into one); hone must exit with 130.
+pub(crate) fn ctrl_c_twice(child: &mut std::process::Child) {
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let mut line = String::new();
+    while !line.contains("stopping after the current experiment") {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0,
+            "hone exited early"
+        );
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+}
+
+/// Runs `hone args` in `dir` (without a GITHUB_TOKEN, stdin empty); a command that does not
+/// exit by itself within 120 s is killed and reported.
+pub(crate) fn run_bounded<S: AsRef<std::ffi::OsStr>>(
+    dir: &Path,
+    args: &[S],
+) -> Result<Output, String> {
+    let mut child = Command::new(HONE)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GITHUB_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("did not exit within 120 s (a hang)".into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(child.wait_with_output().unwrap())
+}
+
 /// Asserts that `out` (stdout and stderr) says `says`.
 #[track_caller]
 pub(crate) fn assert_says(out: &Output, says: &str) {
