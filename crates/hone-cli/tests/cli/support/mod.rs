@@ -6,9 +6,11 @@ pub(crate) use std::path::{Path, PathBuf};
 pub(crate) use std::process::{Command, Output};
 pub(crate) use std::time::{Duration, Instant};
 
+mod git;
 mod llm_server;
 mod spec;
 
+pub(crate) use git::git;
 pub(crate) use llm_server::*;
 pub(crate) use spec::*;
 
@@ -34,24 +36,6 @@ pub(crate) struct Repo {
     pub(crate) _tmp: tempfile::TempDir,
     pub(crate) dir: PathBuf,
     pub(crate) script: PathBuf,
-}
-
-pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 impl Repo {
