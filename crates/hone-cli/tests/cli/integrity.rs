@@ -117,6 +117,16 @@ fn hostile_config(kind: &str, key: &str, path: &str, command: &str, mark: &str) 
 /// filter: the forged file is seen (a violation) and the filter never runs.
 #[test]
 fn integrity_clean_filter_in_repo_config_does_not_hide_a_forged_file() {
+    let (e, filter_ran) = clean_filter_attack("");
+    assert_eq!(e["status"], "violation", "{e}");
+    assert!(reason(&e).contains("data.py"), "{e}");
+    assert!(!filter_ran, "hone's git ran the candidate's clean filter");
+}
+
+/// The attack of weakness 8 with `toml` added to the spec: the agent's `data.py` (which it may
+/// not edit) forged, and hidden from `git add` by a clean filter it put in the repository's
+/// config. The forged experiment's record, and whether the filter ever ran.
+fn clean_filter_attack(toml: &str) -> (serde_json::Value, bool) {
     let tmp = tempfile::tempdir().unwrap();
     let mark = tmp.path().join("filter-ran");
     let m = mark.display().to_string();
@@ -124,14 +134,8 @@ fn integrity_clean_filter_in_repo_config_does_not_hide_a_forged_file() {
         "{}write\tdata.py\tSCORE = 0\\n\nwrite\ttrain.py\tfrom data import SCORE\\nprint('score: %s' % SCORE)  # tuned\\n\n---\n{HONEST}",
         hostile_config("filter", "clean", "data.py", "echo 'SCORE = 5'", &m)
     );
-    let r = repo(&script, &[("data.py", "SCORE = 5\n")], "");
-    let e = run_attack(&r);
-    assert_eq!(e["status"], "violation", "{e}");
-    assert!(reason(&e).contains("data.py"), "{e}");
-    assert!(
-        !mark.exists(),
-        "hone's git ran the candidate's clean filter"
-    );
+    let r = repo(&script, &[("data.py", "SCORE = 5\n")], toml);
+    (run_attack(&r), mark.exists())
 }
 
 /// textconv: a `diff` driver in the repository's config shows the reviewer and `forbid`
@@ -155,24 +159,9 @@ fn integrity_textconv_in_repo_config_does_not_blind_forbid() {
 /// written by hone from the commit too, and the filter never runs.
 #[test]
 fn integrity_clean_filter_attack_with_parallel_workers() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mark = tmp.path().join("filter-ran");
-    let m = mark.display().to_string();
-    let script = format!(
-        "{}write\tdata.py\tSCORE = 0\\n\nwrite\ttrain.py\tfrom data import SCORE\\nprint('score: %s' % SCORE)  # tuned\\n\n---\n{HONEST}",
-        hostile_config("filter", "clean", "data.py", "echo 'SCORE = 5'", &m)
-    );
-    let r = repo(
-        &script,
-        &[("data.py", "SCORE = 5\n")],
-        "\n[exec]\nworkers = 2\n",
-    );
-    let e = run_attack(&r);
+    let (e, filter_ran) = clean_filter_attack("\n[exec]\nworkers = 2\n");
     assert_eq!(e["status"], "violation", "{e}");
-    assert!(
-        !mark.exists(),
-        "hone's git ran the candidate's clean filter"
-    );
+    assert!(!filter_ran, "hone's git ran the candidate's clean filter");
 }
 
 /// An agent that replaces the worktree's `.hone` by a symlink to a directory of its choosing
