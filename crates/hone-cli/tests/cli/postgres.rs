@@ -133,6 +133,38 @@ extern "C" {
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
+/// Moves run `r` to remote workers through `pg` (`[exec] backend = "workers"` with `exec` added,
+/// a bare repository as the remote, `[store] url`), committed: the remote.
+fn to_workers(r: &Repo, pg: &PgServer, exec: &str) -> PathBuf {
+    let bare = r.bare_remote("shared.git");
+    append_spec(
+        &r.dir,
+        &format!(
+            "\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\n{exec}\n[store]\nurl = \"{}\"\n",
+            bare.display(),
+            pg.url
+        ),
+    );
+    git(&r.dir, &["commit", "-q", "-am", "workers"]);
+    bare
+}
+
+/// `hone worker` for run `r`'s store `pg` and remote `bare`, in `<tmp>/w-<name>` (the slot,
+/// lease and output are the caller's).
+fn worker_command(r: &Repo, pg: &PgServer, bare: &Path, name: &str) -> Command {
+    let mut cmd = Command::new(HONE);
+    cmd.args([
+        "worker",
+        "--store",
+        &pg.url,
+        "--repo",
+        bare.to_str().unwrap(),
+    ])
+    .arg("--dir")
+    .arg(r.tmp_dir().join(format!("w-{name}")));
+    cmd
+}
+
 #[test]
 fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
     let Some(pg) = PgServer::start() else {
@@ -149,25 +181,9 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
         &verify,
         "write\tvalue.txt\tslow\\nscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 6\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
     );
-    let bare = r.bare_remote("shared.git");
-    append_spec(
-        &r.dir,
-        &format!(
-            "\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\n\n[store]\nurl = \"{}\"\n",
-            bare.display(),
-            pg.url
-        ),
-    );
-    git(&r.dir, &["commit", "-q", "-am", "workers"]);
+    let bare = to_workers(&r, &pg, "");
     let worker = |name: &str| {
-        Command::new(HONE)
-            .args([
-                "worker",
-                "--store",
-                &pg.url,
-                "--repo",
-                bare.to_str().unwrap(),
-            ])
+        worker_command(&r, &pg, &bare, name)
             .args([
                 "--slot",
                 name,
@@ -176,8 +192,6 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
                 "--env",
                 &format!("SLOT_NAME={name}"),
             ])
-            .arg("--dir")
-            .arg(r.tmp_dir().join(format!("w-{name}")))
             .stdout(std::fs::File::create(r.tmp_dir().join(format!("w-{name}.out"))).unwrap())
             .stderr(std::fs::File::create(r.tmp_dir().join(format!("w-{name}.err"))).unwrap())
             .spawn()
@@ -379,30 +393,12 @@ fn remote_workers_verify_two_experiments_at_once() {
     };
     let marks = tempfile::tempdir().unwrap();
     let r = Repo::stops_after(3, &together_verifier(marks.path()), &scores(&[4, 3]));
-    let bare = r.bare_remote("shared.git");
-    append_spec(
-        &r.dir,
-        &format!(
-            "\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\nworkers = 2\n\n[store]\nurl = \"{}\"\n",
-            bare.display(),
-            pg.url
-        ),
-    );
-    git(&r.dir, &["commit", "-q", "-am", "workers"]);
+    let bare = to_workers(&r, &pg, "workers = 2\n");
     let mut workers: Vec<std::process::Child> = ["a", "b"]
         .iter()
         .map(|name| {
-            Command::new(HONE)
-                .args([
-                    "worker",
-                    "--store",
-                    &pg.url,
-                    "--repo",
-                    bare.to_str().unwrap(),
-                ])
+            worker_command(&r, &pg, &bare, name)
                 .args(["--slot", name, "--lease", "5s"])
-                .arg("--dir")
-                .arg(r.tmp_dir().join(format!("w-{name}")))
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .spawn()
