@@ -16,6 +16,36 @@ const SECRET: &str = "SECRET-HOLDOUT-ROWS-7f3a";
 /// The SysV key the hostile holdout's message queue uses ("HONE").
 const QUEUE_KEY: &str = "0x484f4e45";
 
+/// Two tests of the check `$check`: `$root` runs it as root, `$nobody` as an unprivileged
+/// user (`As::Nobody`).
+macro_rules! as_root_and_unprivileged {
+    ($check:ident: $root:ident, $nobody:ident) => {
+        #[test]
+        fn $root() {
+            $check(As::Root);
+        }
+
+        #[test]
+        fn $nobody() {
+            $check(As::Nobody);
+        }
+    };
+}
+
+/// The user's checkout `r` after a hostile run: the evaluator as it was and `.git/config`
+/// still `config_before`.
+#[track_caller]
+fn assert_checkout_untouched(r: &Repo, config_before: &str) {
+    assert_eq!(
+        std::fs::read_to_string(r.dir.join("prepare.py")).unwrap(),
+        "# the fixed evaluator\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.dir.join(".git/config")).unwrap(),
+        config_before
+    );
+}
+
 /// Who runs hone: root (the test's own user) or `nobody` through `setpriv`.
 #[derive(Clone, Copy, PartialEq)]
 enum As {
@@ -230,25 +260,14 @@ fn hostile_agent_and_verifier_gain_nothing(who: As) {
     );
     assert_ne!(log[1]["status"], "keep", "{:?}", log[1]);
     assert_eq!(rev(&r, "hone/atk"), rev(&r, "main"), "the branch moved");
-    assert_eq!(
-        std::fs::read_to_string(r.dir.join("prepare.py")).unwrap(),
-        "# the fixed evaluator\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(r.dir.join(".git/config")).unwrap(),
-        config_before
-    );
+    assert_checkout_untouched(&r, &config_before);
 }
 
-#[test]
-fn containment_holds_against_a_hostile_agent_and_verifier_as_root() {
-    hostile_agent_and_verifier_gain_nothing(As::Root);
-}
-
-#[test]
-fn containment_holds_against_a_hostile_agent_and_verifier_as_an_unprivileged_user() {
-    hostile_agent_and_verifier_gain_nothing(As::Nobody);
-}
+as_root_and_unprivileged!(
+    hostile_agent_and_verifier_gain_nothing:
+        containment_holds_against_a_hostile_agent_and_verifier_as_root,
+        containment_holds_against_a_hostile_agent_and_verifier_as_an_unprivileged_user
+);
 
 /// Leaves `argv[2]` in every channel a process could hand to a later one (`put`; with a port in
 /// `argv[3]`, also sent to it on 127.0.0.1), or looks in each of them for `argv[2]` (`find`:
@@ -389,15 +408,11 @@ fn holdout_hands_nothing_to_the_next_agent(who: As) {
     }
 }
 
-#[test]
-fn the_holdout_hands_nothing_to_the_next_agent_as_root() {
-    holdout_hands_nothing_to_the_next_agent(As::Root);
-}
-
-#[test]
-fn the_holdout_hands_nothing_to_the_next_agent_as_an_unprivileged_user() {
-    holdout_hands_nothing_to_the_next_agent(As::Nobody);
-}
+as_root_and_unprivileged!(
+    holdout_hands_nothing_to_the_next_agent:
+        the_holdout_hands_nothing_to_the_next_agent_as_root,
+        the_holdout_hands_nothing_to_the_next_agent_as_an_unprivileged_user
+);
 
 /// Started from a terminal, hone's sandboxes have no controlling terminal: an agent or verifier
 /// that could open `/dev/tty` could push keystrokes (`TIOCSTI`) into the user's shell, to run
@@ -508,12 +523,5 @@ fn a_reviewer_command_is_contained_as_root() {
         log[1],
         text(&out)
     );
-    assert_eq!(
-        std::fs::read_to_string(r.dir.join("prepare.py")).unwrap(),
-        "# the fixed evaluator\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(r.dir.join(".git/config")).unwrap(),
-        config_before
-    );
+    assert_checkout_untouched(&r, &config_before);
 }
