@@ -5,12 +5,11 @@ use crate::support::*;
 
 #[test]
 fn violation_is_never_verified_and_leaves_the_branch() {
-    let tmp = tempfile::tempdir().unwrap();
-    let runs = tmp.path().join("runs");
-    let verify = format!("echo run >> {}; cat value.txt", runs.display());
+    let runs = RunCounter::new();
+    let verify = &runs.command;
     let r = Repo::stops_after(
         4,
-        &verify,
+        verify,
         "write\tprepare.py\tprint('val_bpb: 0.0')\\n\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tnotes.txt\thello\\n\n---\nwrite\tdata/input.txt\tswapped\\n\n",
     );
     ok(r.hone(&["run", "--tag", "v"]));
@@ -23,7 +22,7 @@ fn violation_is_never_verified_and_leaves_the_branch() {
     assert!(reason(&log[2]).contains("not editable"));
     assert!(reason(&log[3]).contains("data/input.txt"));
     // Only the baseline ran the verifier.
-    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
+    assert_eq!(runs.runs(), 1);
     assert_eq!(r.rev("hone/v"), r.rev("main"));
     // The attempts are archived all the same.
     assert!(git(&r.dir, &["show", "refs/hone/v/1:prepare.py"]).contains("val_bpb"));
@@ -51,23 +50,18 @@ fn pinned_input_changed_mid_run_stops_the_run() {
 
 #[test]
 fn index_flags_cannot_hide_an_edit_from_the_gate() {
-    let tmp = tempfile::tempdir().unwrap();
-    let runs = tmp.path().join("runs");
-    let verify = format!("echo run >> {}; cat value.txt", runs.display());
+    let runs = RunCounter::new();
+    let verify = &runs.command;
     // The agent tells git to look away from prepare.py, then edits it.
     let r = Repo::stops_after(
         2,
-        &verify,
+        verify,
         "run\tgit update-index --assume-unchanged prepare.py\nwrite\tprepare.py\tprint('score: 0')\\n\nwrite\tvalue.txt\tscore: 4\\n\n",
     );
     let log = r.run_log("h");
     assert_eq!(log[1]["status"], "violation", "{:?}", log[1]);
     assert!(reason(&log[1]).contains("hid `prepare.py`"), "{:?}", log[1]);
-    assert_eq!(
-        std::fs::read_to_string(&runs).unwrap().lines().count(),
-        1,
-        "never verified"
-    );
+    assert_eq!(runs.runs(), 1, "never verified");
     // The archived candidate holds the real edit.
     assert!(git(&r.dir, &["show", "refs/hone/h/1:prepare.py"]).contains("score: 0"));
 }

@@ -5,12 +5,11 @@ use crate::support::*;
 
 #[test]
 fn the_review_gate_rejects_before_any_compute() {
-    let tmp = tempfile::tempdir().unwrap();
-    let runs = tmp.path().join("runs");
-    let verify = format!("echo run >> {}; cat value.txt", runs.display());
+    let runs = RunCounter::new();
+    let verify = &runs.command;
     let r = Repo::new(
         "[stop]\nmax_experiments = 5\n\n[review]\nmax_diff_lines = 6\nforbid = [\"open\\\\(.data\"]\ncommand = \"if grep -q 'score: 1' \\\"$HONE_REVIEW_PROMPT\\\"; then echo 'REJECT: too good to be true'; else echo 'looks fine'; echo APPROVE; fi\"\n",
-        &verify,
+        verify,
         "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tvalue.txt\tscore: 3\\nx = open('data/input.txt')\\n\n---\nwrite\tvalue.txt\tscore: 2\\na\\nb\\nc\\nd\\ne\\nf\\ng\\n\n",
     );
     let log = r.run_log("rv");
@@ -25,7 +24,7 @@ fn the_review_gate_rejects_before_any_compute() {
     assert!(reason(&log[3]).contains("forbidden pattern"), "{}", log[3]);
     assert!(reason(&log[4]).contains("max_diff_lines"), "{}", log[4]);
     // Only the baseline and the approved #1 ran the verifier.
-    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 2);
+    assert_eq!(runs.runs(), 2);
     // Rejected candidates are archived like every other.
     assert!(git(&r.dir, &["show", "refs/hone/rv/2:value.txt"]).contains("score: 1"));
 }
@@ -150,14 +149,13 @@ fn proposer_and_reviewer_share_one_budget() {
         vec![Reply::Answer(verdict("approve", "ok"), 500, 50)],
         false,
     );
-    let tmp = tempfile::tempdir().unwrap();
-    let runs = tmp.path().join("runs");
+    let runs = RunCounter::new();
     let prices = "max_tokens = 100\nprice_in_per_mtok = 0\nprice_out_per_mtok = 1000";
     let r = Repo::builder()
         .spec(
             Spec::new()
                 .editable(&["value.txt"])
-                .command(&format!("echo run >> {}; cat value.txt", runs.display()))
+                .command(&runs.command)
                 .metric("score")
                 .provider("agent", "openai", "m", &format!("{}/v1", proposer.url))
                 .lines("agent", prices)
@@ -188,11 +186,7 @@ fn proposer_and_reviewer_share_one_budget() {
         log[2]
     );
     assert!(reason(&log[2]).starts_with("budget"), "{}", log[2]);
-    assert_eq!(
-        std::fs::read_to_string(&runs).unwrap().lines().count(),
-        2,
-        "the unreviewed candidate never ran"
-    );
+    assert_eq!(runs.runs(), 2, "the unreviewed candidate never ran");
     assert_says(&out, "stopped: budget");
 }
 
@@ -206,14 +200,13 @@ fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
         )],
         false,
     );
-    let tmp = tempfile::tempdir().unwrap();
-    let runs = tmp.path().join("runs");
+    let runs = RunCounter::new();
     let r = Repo::new(
         &format!(
             "\n[review]\nkind = \"openai\"\nmodel = \"judge\"\nbase_url = \"{}/v1\"\napi_key_env = \"REVIEW_KEY\"\n",
             reviewer.url
         ),
-        &format!("echo run >> {}; cat value.txt", runs.display()),
+        &runs.command,
         &scores(&[4]),
     );
     let out = r.hone(&["run"]);
@@ -221,5 +214,5 @@ fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
     assert_says(&out, "check the key in $REVIEW_KEY");
     assert_eq!(r.statuses(), ["baseline", "rejected"]);
     assert_eq!(reviewer.requests().len(), 1, "a refused key is not retried");
-    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
+    assert_eq!(runs.runs(), 1);
 }

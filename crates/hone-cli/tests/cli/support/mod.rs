@@ -185,6 +185,31 @@ pub(crate) fn resume_kills_the_interrupted_verifier(r: &Repo, pgid: i32) {
     assert_eq!(r.rev("hone/k"), r.rev("refs/hone/k/4"));
 }
 
+/// A verifier (`command`) that prints value.txt and notes each of its runs in a file.
+pub(crate) struct RunCounter {
+    _tmp: tempfile::TempDir,
+    file: PathBuf,
+    pub(crate) command: String,
+}
+
+impl RunCounter {
+    pub(crate) fn new() -> RunCounter {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("runs");
+        let command = format!("echo run >> {}; cat value.txt", file.display());
+        RunCounter {
+            _tmp: tmp,
+            file,
+            command,
+        }
+    }
+
+    /// How many times the verifier ran (it must have run at least once).
+    pub(crate) fn runs(&self) -> usize {
+        std::fs::read_to_string(&self.file).unwrap().lines().count()
+    }
+}
+
 /// A verifier whose experiment 2 hangs (once) until killed, writing its process group id to
 /// `<dir>/pgid` and then touching `<dir>/started`: the command and those two paths.
 pub(crate) fn hanging_verifier(dir: &Path) -> (String, PathBuf, PathBuf) {
