@@ -13,24 +13,12 @@ n=${1:-200}
 here=$(cd "$(dirname "$0")/.." && pwd)
 cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
 hone="$here/target/release/hone"
+# shellcheck source=bench/knob_repo.sh
+source "$here/bench/knob_repo.sh"
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 cd "$d"
-git init -q -b main
-printf 'A = 50  # hone: int 1..1000\nB = 50  # hone: int 1..1000\nC = 0.5  # hone: 0.0..1.0\n' > params.py
-cat > hone.toml <<TOML
-[loop]
-editable = ["params.py"]
-
-[verify]
-command = "echo score: 1"
-metric = "score"
-
-[stop]
-max_experiments = $n
-patience = 100000
-TOML
-git add -A && git -c user.name=b -c user.email=b@b commit -qm init
+knob_repo "echo score: 1" "$n"
 start=$(date +%s.%N)
 /usr/bin/time -f '%M' -o rss.txt "$hone" run --tag bench > run.txt
 end=$(date +%s.%N)

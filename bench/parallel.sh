@@ -17,6 +17,8 @@ workers=("$@")
 here=$(cd "$(dirname "$0")/.." && pwd)
 cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
 hone="${CARGO_TARGET_DIR:-$here/target}/release/hone"
+# shellcheck source=bench/knob_repo.sh
+source "$here/bench/knob_repo.sh"
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 printf '| workers | candidates | span | candidates/s | speed-up | target (0.9 x N) | keeps |\n'
@@ -26,22 +28,8 @@ for w in "${workers[@]}"; do
   r="$d/w$w"
   mkdir -p "$r"
   cd "$r"
-  git init -q -b main
-  printf 'A = 50  # hone: int 1..1000\nB = 50  # hone: int 1..1000\nC = 0.5  # hone: 0.0..1.0\n' > params.py
-  cat > hone.toml <<TOML
-[loop]
-editable = ["params.py"]
-
-[verify]
-command = "sleep $sleep_s; sed -n 's/^A = \\\\([0-9]*\\\\).*/score: \\\\1/p' params.py"
-metric = "score"
-timeout = "5m"
-
-[stop]
-max_experiments = $((m + 1))
-patience = 100000
-TOML
-  git add -A && git -c user.name=b -c user.email=b@b commit -qm init
+  knob_repo "sleep $sleep_s; sed -n 's/^A = \\\\([0-9]*\\\\).*/score: \\\\1/p' params.py" \
+    $((m + 1)) 'timeout = "5m"'
   "$hone" run --tag bench --workers "$w" > run.txt
   "$hone" log --json > log.jsonl
   line=$(python3 - "$w" "$base" <<'PY'

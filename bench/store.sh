@@ -17,6 +17,8 @@ n=${1:-200}
 here=$(cd "$(dirname "$0")/.." && pwd)
 cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
 hone="${CARGO_TARGET_DIR:-$here/target}/release/hone"
+# shellcheck source=bench/knob_repo.sh
+source "$here/bench/knob_repo.sh"
 d=$(mktemp -d)
 cleanup() {
   stop_pg_server
@@ -32,22 +34,9 @@ echo "|---|---|---|---|---|---|---|"
 for store in sqlite postgres; do
   repo="$d/$store"
   mkdir "$repo" && cd "$repo"
-  git init -q -b main
-  printf 'A = 50  # hone: int 1..1000\nB = 50  # hone: int 1..1000\nC = 0.5  # hone: 0.0..1.0\n' > params.py
-  cat > hone.toml <<TOML
-[loop]
-editable = ["params.py"]
-
-[verify]
-command = "echo score: 1"
-metric = "score"
-
-[stop]
-max_experiments = $n
-patience = 100000
-TOML
-  if [ "$store" = postgres ]; then printf '\n[store]\nurl = "%s"\n' "$url" >> hone.toml; fi
-  git add -A && git -c user.name=b -c user.email=b@b commit -qm init
+  tail=""
+  if [ "$store" = postgres ]; then tail=$(printf '[store]\nurl = "%s"' "$url"); fi
+  knob_repo "echo score: 1" "$n" "" "$tail"
   # Statistics are sent to the collector asynchronously: let earlier ones land first.
   sleep 1; before=$(commits)
   start=$(date +%s.%N)

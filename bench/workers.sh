@@ -17,6 +17,8 @@ counts=("$@")
 here=$(cd "$(dirname "$0")/.." && pwd)
 cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
 hone="${CARGO_TARGET_DIR:-$here/target}/release/hone"
+# shellcheck source=bench/knob_repo.sh
+source "$here/bench/knob_repo.sh"
 d=$(mktemp -d)
 pids=()
 cleanup() {
@@ -36,30 +38,9 @@ for w in "${counts[@]}"; do
   mkdir -p "$r"
   git init -q --bare "$r/shared.git"
   mkdir "$r/proj" && cd "$r/proj"
-  git init -q -b main
-  printf 'A = 50  # hone: int 1..1000\nB = 50  # hone: int 1..1000\nC = 0.5  # hone: 0.0..1.0\n' > params.py
-  cat > hone.toml <<TOML
-[loop]
-editable = ["params.py"]
-
-[verify]
-command = "sleep $sleep_s; sed -n 's/^A = \\\\([0-9]*\\\\).*/score: \\\\1/p' params.py"
-metric = "score"
-timeout = "5m"
-
-[stop]
-max_experiments = $((m + 1))
-patience = 100000
-
-[exec]
-backend = "workers"
-remote = "$r/shared.git"
-
-[store]
-url = "$url"
-repo = "bench-w$w"
-TOML
-  git add -A && git -c user.name=b -c user.email=b@b commit -qm init
+  knob_repo "sleep $sleep_s; sed -n 's/^A = \\\\([0-9]*\\\\).*/score: \\\\1/p' params.py" \
+    $((m + 1)) 'timeout = "5m"' \
+    "$(printf '[exec]\nbackend = "workers"\nremote = "%s"\n\n[store]\nurl = "%s"\nrepo = "bench-w%s"' "$r/shared.git" "$url" "$w")"
   pids=()
   for i in $(seq "$w"); do
     "$hone" worker --store "$url" --repo "$r/shared.git" --dir "$r/worker$i" --slot "s$i" > "$r/worker$i.log" 2>&1 &

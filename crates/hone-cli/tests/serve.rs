@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "cli/support/git.rs"]
+mod git;
+
+use git::git;
 use hone::spec::{AgentKind, Direction};
 use hone::store::{ExperimentRecord, Status, Store};
 use hone::verify::noise::Judgement;
@@ -17,24 +21,6 @@ use hone::verify::noise::Judgement;
 const HONE: &str = env!("CARGO_BIN_EXE_hone");
 const TOKEN: &str = "test-token-0123456789abcdef";
 const HOSTILE: &str = r#"<script>alert("x")</script><img src=x onerror=alert(1)>'"&"#;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 /// A project whose verifier is a shell one-liner (experiments take milliseconds): the knobs
 /// optimizer looks for WIDTH 13 and DEPTH 4.

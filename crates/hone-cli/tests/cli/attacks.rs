@@ -90,23 +90,14 @@ fn attack_replaces_a_protected_file_with_a_symlink() {
     // An editable file turned into a link to something outside the worktree.
     let e = attack("run\tprintf 'print(1)\\n' > /tmp/hone-outside.py && rm train.py && ln -s /tmp/hone-outside.py train.py\n");
     assert_eq!(e["status"], "violation", "{e}");
-    assert!(
-        e["reason"]
-            .as_str()
-            .unwrap()
-            .contains("outside the worktree"),
-        "{e}"
-    );
+    assert!(reason(&e).contains("outside the worktree"), "{e}");
 }
 
 #[test]
 fn attack_moves_the_run_branch() {
     let e = attack("run\tgit update-ref refs/heads/hone/atk $(git commit-tree HEAD^{tree} -p HEAD -m forged)\n");
     assert_eq!(e["status"], "violation");
-    assert!(
-        e["reason"].as_str().unwrap().contains("moved hone's refs"),
-        "{e}"
-    );
+    assert!(reason(&e).contains("moved hone's refs"), "{e}");
 }
 
 #[test]
@@ -146,46 +137,31 @@ fn attack_forks_a_process_that_outlives_the_verifier() {
 fn the_objective_never_comes_from_the_training_stage() {
     // The evaluator prints no objective at all: the training stage's perfect line must not
     // stand in for it.
-    let r = Repo::new("[stop]\nmax_experiments = 1\n", "echo score: 0", "");
+    let r = Repo::stops_after(1, "echo score: 0", "");
     edit_spec(&r.dir, |t| {
         t.replace(
             "metric = \"score\"",
             "metric = \"score\"\nevaluate = \"echo evaluated\"",
         )
     });
-    let out = r.hone(&["run"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains("evaluate printed no `score`"),
-        "{}",
-        text(&out)
-    );
+    exits_with(r.hone(&["run"]), 1, "evaluate printed no `score`");
 }
 
 #[test]
 fn attack_replaces_the_worktree_git_link() {
     let e = attack("run\trm .git && git init -q . && git config core.hooksPath .evil\nreplace\ttrain.py\tSCORE = 5\tSCORE = 4\n");
     assert_eq!(e["status"], "violation", "{e}");
-    assert!(e["reason"].as_str().unwrap().contains(".git"), "{e}");
+    assert!(reason(&e).contains(".git"), "{e}");
 }
 
 #[test]
 fn attack_the_verifier_moves_the_run_branch() {
     let verify = "if grep -q forge value.txt; then git update-ref refs/heads/hone/v $(git commit-tree HEAD^{tree} -p HEAD -m forged); fi; echo score: 1";
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 2\n",
-        verify,
-        "write\tvalue.txt\tforge\n\n",
-    );
-    let out = r.hone(&["run", "--tag", "v"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
+    let r = Repo::stops_after(2, verify, "write\tvalue.txt\tforge\n\n");
+    let log = r.run_log("v");
     assert_eq!(log[1]["status"], "violation", "{:?}", log[1]);
     assert!(
-        log[1]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("moved hone's refs"),
+        reason(&log[1]).contains("moved hone's refs"),
         "{:?}",
         log[1]
     );

@@ -112,7 +112,7 @@ fn autoresearch_repo() -> (tempfile::TempDir, PathBuf) {
         ("uv.lock", "version = 1\nrequires-python = \">=3.10\"\n"),
         (".gitignore", ".hone/\n__pycache__/\n"),
     ] {
-        std::fs::write(dir.join(name), text).unwrap();
+        put(dir.join(name), text);
     }
     git(&dir, &["add", "-A"]);
     git(&dir, &["commit", "-q", "-m", "autoresearch"]);
@@ -205,8 +205,8 @@ fn init_writes_the_safe_spec_for_an_autoresearch_repository_and_keeps_program_md
     // A second init without --force leaves both files alone; --force writes both.
     let again = hone_in(&dir, &["init"]);
     assert_eq!(again.status.code(), Some(1), "{}", text(&again));
-    assert!(text(&again).contains("--force"), "{}", text(&again));
-    std::fs::write(dir.join("hone.toml"), "# mine\n").unwrap();
+    assert_says(&again, "--force");
+    put(dir.join("hone.toml"), "# mine\n");
     let forced = hone_in(&dir, &["init", "--force"]);
     assert!(forced.status.success(), "{}", text(&forced));
     assert!(std::fs::read_to_string(dir.join("hone.toml"))
@@ -227,13 +227,12 @@ fn the_initial_design_on_autoresearch_crashes_on_no_inferred_range() {
     git(&dir, &["add", "-A"]);
     git(&dir, &["commit", "-q", "-m", "hone init"]);
     let (_bin, path) = uv_shim();
-    let out = Command::new(HONE)
+    let out = ok(Command::new(HONE)
         .args(["run", "-n", "12"])
         .current_dir(&dir)
         .env("PATH", &path)
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+        .unwrap());
     let rows = statuses(&dir);
     assert_eq!(rows.len(), 12, "{rows:?}\n{}", text(&out));
     assert_eq!(rows[0].0, "baseline", "{rows:?}");
@@ -276,7 +275,7 @@ fn init_on_a_scikit_learn_script_keeps_momentum_a_fraction() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     git(dir, &["init", "-q", "-b", "main"]);
-    std::fs::write(dir.join("train.py"), SKLEARN).unwrap();
+    put(dir.join("train.py"), SKLEARN);
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-q", "-m", "sklearn"]);
     let init = hone_in(dir, &["init"]);

@@ -10,23 +10,20 @@ fn bench_runs_each_arm_and_seed_writes_its_report_and_resumes() {
     let suite = tmp.path().join("suite");
     let prob = suite.join("quad");
     std::fs::create_dir_all(&prob).unwrap();
-    std::fs::write(prob.join("knobs.py"), "X = 0.9  # hone: 0.0..1.0\n").unwrap();
-    std::fs::write(
+    put(prob.join("knobs.py"), "X = 0.9  # hone: 0.0..1.0\n");
+    put(
         prob.join("verify.py"),
         "import knobs\nprint('score: %.9g' % ((knobs.X - 0.3) ** 2))\n",
-    )
-    .unwrap();
-    std::fs::write(
+    );
+    put(
         prob.join("hone.toml"),
         "[loop]\neditable = [\"knobs.py\"]\nprotected = [\"verify.py\"]\n[verify]\ncommand = \"python3 -B verify.py\"\nmetric = \"score\"\n[agent]\nkind = \"knobs\"\n",
-    )
-    .unwrap();
+    );
     let manifest = suite.join("manifest.toml");
-    std::fs::write(
+    put(
         &manifest,
         "[[problem]]\nname = \"quad\"\ndir = \"quad\"\noptimum = 0.0\nbaseline = 0.36\n",
-    )
-    .unwrap();
+    );
     let out_dir = tmp.path().join("out");
     let args = [
         "bench",
@@ -41,8 +38,7 @@ fn bench_runs_each_arm_and_seed_writes_its_report_and_resumes() {
         "--out",
         out_dir.to_str().unwrap(),
     ];
-    let out = hone_in(tmp.path(), &args);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(tmp.path(), &args));
     let md = std::fs::read_to_string(out_dir.join("results.md")).unwrap();
     assert!(md.contains("### quad") && md.contains("| A′ | 2 |"), "{md}");
     let runs: serde_json::Value =

@@ -16,6 +16,36 @@ const SECRET: &str = "SECRET-HOLDOUT-ROWS-7f3a";
 /// The SysV key the hostile holdout's message queue uses ("HONE").
 const QUEUE_KEY: &str = "0x484f4e45";
 
+/// Two tests of the check `$check`: `$root` runs it as root, `$nobody` as an unprivileged
+/// user (`As::Nobody`).
+macro_rules! as_root_and_unprivileged {
+    ($check:ident: $root:ident, $nobody:ident) => {
+        #[test]
+        fn $root() {
+            $check(As::Root);
+        }
+
+        #[test]
+        fn $nobody() {
+            $check(As::Nobody);
+        }
+    };
+}
+
+/// The user's checkout `r` after a hostile run: the evaluator as it was and `.git/config`
+/// still `config_before`.
+#[track_caller]
+fn assert_checkout_untouched(r: &Repo, config_before: &str) {
+    assert_eq!(
+        std::fs::read_to_string(r.dir.join("prepare.py")).unwrap(),
+        "# the fixed evaluator\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(r.dir.join(".git/config")).unwrap(),
+        config_before
+    );
+}
+
 /// Who runs hone: root (the test's own user) or `nobody` through `setpriv`.
 #[derive(Clone, Copy, PartialEq)]
 enum As {
@@ -100,8 +130,7 @@ fn hone_as(r: &Repo, who: As, args: &[&str]) -> Output {
 
 /// `hone log --json` as `who`.
 fn log_as(r: &Repo, who: As) -> Vec<serde_json::Value> {
-    let out = hone_as(r, who, &["log", "--json"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(hone_as(r, who, &["log", "--json"]));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -126,7 +155,7 @@ fn contained_repo(verify: &str, holdout_command: &str, script: &str) -> Repo {
             ))
         })
         .create();
-    std::fs::write(r.dir.join("holdout.csv"), format!("{SECRET}\n")).unwrap();
+    put(r.dir.join("holdout.csv"), format!("{SECRET}\n"));
     r
 }
 
@@ -142,13 +171,12 @@ fn hand_over(r: &Repo, who: As) {
         let spec = r.dir.join("hone.toml");
         let toml = std::fs::read_to_string(&spec).unwrap();
         let toml = toml.replace(FAKE_AGENT, &agent.display().to_string());
-        std::fs::write(&spec, toml).unwrap();
-        let out = Command::new("chown")
+        put(&spec, toml);
+        ok(Command::new("chown")
             .args(["-R", "65534:65534"])
             .arg(r.tmp_dir())
             .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
+            .unwrap());
     }
 }
 
@@ -156,7 +184,7 @@ fn hand_over(r: &Repo, who: As) {
 /// its path.
 fn helper(r: &Repo, name: &str, text: &str) -> PathBuf {
     let p = r.tmp_dir().join(name);
-    std::fs::write(&p, text).unwrap();
+    put(&p, text);
     p
 }
 
@@ -207,11 +235,10 @@ fn hostile_agent_and_verifier_gain_nothing(who: As) {
         )
     });
     git(&r.dir, &["commit", "-qam", "verifier attacks too"]);
-    std::fs::write(&r.script, format!("run\tsh {}\n", attack.display())).unwrap();
+    put(&r.script, format!("run\tsh {}\n", attack.display()));
     hand_over(&r, who);
     let config_before = std::fs::read_to_string(r.dir.join(".git/config")).unwrap();
-    let out = hone_as(&r, who, &["run", "--tag", "atk"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(hone_as(&r, who, &["run", "--tag", "atk"]));
     let log = log_as(&r, who);
     assert_eq!(log[0]["status"], "baseline", "{log:?}\n{}", text(&out));
     assert_eq!(log[0]["objective"], 5.0, "{log:?}");
@@ -233,25 +260,14 @@ fn hostile_agent_and_verifier_gain_nothing(who: As) {
     );
     assert_ne!(log[1]["status"], "keep", "{:?}", log[1]);
     assert_eq!(rev(&r, "hone/atk"), rev(&r, "main"), "the branch moved");
-    assert_eq!(
-        std::fs::read_to_string(r.dir.join("prepare.py")).unwrap(),
-        "# the fixed evaluator\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(r.dir.join(".git/config")).unwrap(),
-        config_before
-    );
+    assert_checkout_untouched(&r, &config_before);
 }
 
-#[test]
-fn containment_holds_against_a_hostile_agent_and_verifier_as_root() {
-    hostile_agent_and_verifier_gain_nothing(As::Root);
-}
-
-#[test]
-fn containment_holds_against_a_hostile_agent_and_verifier_as_an_unprivileged_user() {
-    hostile_agent_and_verifier_gain_nothing(As::Nobody);
-}
+as_root_and_unprivileged!(
+    hostile_agent_and_verifier_gain_nothing:
+        containment_holds_against_a_hostile_agent_and_verifier_as_root,
+        containment_holds_against_a_hostile_agent_and_verifier_as_an_unprivileged_user
+);
 
 /// Leaves `argv[2]` in every channel a process could hand to a later one (`put`; with a port in
 /// `argv[3]`, also sent to it on 127.0.0.1), or looks in each of them for `argv[2]` (`find`:
@@ -344,14 +360,13 @@ fn holdout_hands_nothing_to_the_next_agent(who: As) {
     });
     git(&r.dir, &["commit", "-qam", "hostile holdout"]);
     // The next agent looks for it: finding it is worth a forged keep.
-    std::fs::write(
+    put(
         &r.script,
         format!(
             "run\tif python3 {leak} find {SECRET}; then printf 'score: 0\\nleaked\\n' > value.txt; else printf 'score: 9\\n' > value.txt; fi\n",
             leak = leak.display()
         ),
-    )
-    .unwrap();
+    );
     hand_over(&r, who);
     let out = hone_as(&r, who, &["run", "--tag", "ho"]);
     let host_queues =
@@ -393,15 +408,11 @@ fn holdout_hands_nothing_to_the_next_agent(who: As) {
     }
 }
 
-#[test]
-fn the_holdout_hands_nothing_to_the_next_agent_as_root() {
-    holdout_hands_nothing_to_the_next_agent(As::Root);
-}
-
-#[test]
-fn the_holdout_hands_nothing_to_the_next_agent_as_an_unprivileged_user() {
-    holdout_hands_nothing_to_the_next_agent(As::Nobody);
-}
+as_root_and_unprivileged!(
+    holdout_hands_nothing_to_the_next_agent:
+        the_holdout_hands_nothing_to_the_next_agent_as_root,
+        the_holdout_hands_nothing_to_the_next_agent_as_an_unprivileged_user
+);
 
 /// Started from a terminal, hone's sandboxes have no controlling terminal: an agent or verifier
 /// that could open `/dev/tty` could push keystrokes (`TIOCSTI`) into the user's shell, to run
@@ -419,20 +430,18 @@ fn a_sandbox_cannot_reach_the_terminal_hone_was_started_from() {
     let tty = "python3 -c \"open('/dev/tty', 'w')\" 2>/dev/null";
     let verify = format!("if {tty}; then echo score: 0; else cat value.txt; fi");
     let r = contained_repo(&verify, "echo score: 1", "");
-    std::fs::write(
+    put(
         &r.script,
         format!(
             "run\tif {tty}; then echo score: 0 > value.txt; else echo score: 9 > value.txt; fi\n"
         ),
-    )
-    .unwrap();
-    let out = Command::new("script")
+    );
+    let out = ok(Command::new("script")
         .args(["-qec", &format!("{HONE} run --tag tty"), "/dev/null"])
         .current_dir(&r.dir)
         .stdin(std::process::Stdio::null())
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+        .unwrap());
     let log = r.log();
     assert_eq!(log[0]["objective"], 5.0, "{log:?}\n{}", text(&out));
     assert_eq!(
@@ -473,8 +482,7 @@ fn a_sandboxed_verifier_that_runs_past_its_timeout_leaves_nothing_behind() {
         t.replace("timeout = \"60s\"", "timeout = \"2s\"")
     });
     git(&r.dir, &["commit", "-qam", "short timeout"]);
-    let out = r.hone(&["run", "--tag", "slow"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "slow"]));
     let log = r.log();
     assert_eq!(log[1]["status"], "timeout", "{:?}\n{}", log[1], text(&out));
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -495,7 +503,7 @@ fn a_reviewer_command_is_contained_as_root() {
     if !bwrap_usable(As::Root) {
         return;
     }
-    let r = contained_repo(SCORE, "echo score: 1", "write\tvalue.txt\tscore: 4\\n\n");
+    let r = contained_repo(SCORE, "echo score: 1", &scores(&[4]));
     let attack = helper(&r, "attack.sh", &attack_script(&r.dir));
     append_spec(
         &r.dir,
@@ -506,8 +514,7 @@ fn a_reviewer_command_is_contained_as_root() {
     );
     git(&r.dir, &["commit", "-qam", "a reviewer"]);
     let config_before = std::fs::read_to_string(r.dir.join(".git/config")).unwrap();
-    let out = r.hone(&["run", "--tag", "rev"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "rev"]));
     let log = r.log();
     assert_eq!(
         log[1]["status"],
@@ -516,12 +523,5 @@ fn a_reviewer_command_is_contained_as_root() {
         log[1],
         text(&out)
     );
-    assert_eq!(
-        std::fs::read_to_string(r.dir.join("prepare.py")).unwrap(),
-        "# the fixed evaluator\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(r.dir.join(".git/config")).unwrap(),
-        config_before
-    );
+    assert_checkout_untouched(&r, &config_before);
 }

@@ -3,6 +3,11 @@
 
 use crate::support::*;
 
+/// `POST /api/trigger` to the server at `addr` with `headers` and `body`: the status and body.
+fn trigger(addr: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    http(addr, "POST", "/api/trigger", headers, body)
+}
+
 /// `hone daemon` on a free port, its output lines arriving on a channel.
 struct Daemon {
     child: std::process::Child,
@@ -120,56 +125,31 @@ fn webhook_starts_a_signed_run_one_at_a_time() {
     );
     let body = r#"{"tag": "hook1", "max_experiments": 2}"#;
     // Unsigned, wrongly signed, or signed for another body: 401, and nothing starts.
-    let (status, msg) = http(&d.addr, "POST", "/api/trigger", &[], body);
+    let (status, msg) = trigger(&d.addr, &[], body);
     assert_eq!(status, 401, "{msg}");
     assert!(msg.contains("missing X-Hub-Signature-256"), "{msg}");
     let wrong = hone::automation::signature::sign(b"not the secret", body.as_bytes());
-    let (status, msg) = http(
-        &d.addr,
-        "POST",
-        "/api/trigger",
-        &[("X-Hub-Signature-256", &wrong)],
-        body,
-    );
+    let (status, msg) = trigger(&d.addr, &[("X-Hub-Signature-256", &wrong)], body);
     assert_eq!(status, 401, "{msg}");
     assert!(msg.contains("does not match"), "{msg}");
     let other = signed("{}");
     assert_eq!(
-        http(
-            &d.addr,
-            "POST",
-            "/api/trigger",
-            &[("X-Hub-Signature-256", &other)],
-            body
-        )
-        .0,
+        trigger(&d.addr, &[("X-Hub-Signature-256", &other)], body).0,
         401
     );
     assert!(!r.dir.join(".hone").exists(), "nothing ran");
     // Signed: accepted with the run's tag.
-    let (status, msg) = http(
-        &d.addr,
-        "POST",
-        "/api/trigger",
-        &[("X-Hub-Signature-256", &signed(body))],
-        body,
-    );
+    let (status, msg) = trigger(&d.addr, &[("X-Hub-Signature-256", &signed(body))], body);
     assert_eq!(status, 202, "{msg}");
     let accepted: serde_json::Value = serde_json::from_str(&msg).unwrap();
     assert_eq!(accepted["tag"], "hook1");
     // While it runs, another trigger is refused with 409 and says why.
     let again = r#"{"tag": "hook2"}"#;
-    let (status, msg) = http(
-        &d.addr,
-        "POST",
-        "/api/trigger",
-        &[("X-Hub-Signature-256", &signed(again))],
-        again,
-    );
+    let (status, msg) = trigger(&d.addr, &[("X-Hub-Signature-256", &signed(again))], again);
     assert_eq!(status, 409, "{msg}");
     assert!(msg.contains("run `hook1` is still in progress"), "{msg}");
     // Let the baseline measure; the run finishes on its own.
-    std::fs::write(&gate, "go\n").unwrap();
+    put(&gate, "go\n");
     d.wait_for("run hook1 finished");
     assert_eq!(r.statuses(), ["baseline", "keep"]);
     let log = std::fs::read_to_string(r.dir.join(".hone/automation/hook1.log")).unwrap();
@@ -192,7 +172,7 @@ fn daemon_off_loopback_needs_a_token_and_checks_it() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("set HONE_TOKEN"), "{}", text(&out));
+    assert_says(&out, "set HONE_TOKEN");
     let d = Daemon::start(
         &r,
         &["--bind", "0.0.0.0", "--port", "0"],
@@ -224,7 +204,7 @@ fn daemon_off_loopback_needs_a_token_and_checks_it() {
         200
     );
     // Without a secret the trigger is off, and says how to turn it on.
-    let (status, msg) = http(&local, "POST", "/api/trigger", &[], "{}");
+    let (status, msg) = trigger(&local, &[], "{}");
     assert_eq!(status, 503, "{msg}");
     assert!(msg.contains("HONE_WEBHOOK_SECRET"), "{msg}");
 }
@@ -251,25 +231,8 @@ fn a_triggered_run_opens_a_pull_request_and_notifies_with_no_one_at_the_keyboard
         SCORE,
         KEEPS_SCRIPT,
     );
-    let bare = r.tmp_dir().join("remote.git");
-    git(
-        r.tmp_dir(),
-        &["init", "-q", "--bare", bare.to_str().unwrap()],
-    );
-    git(
-        &r.dir,
-        &["remote", "add", "origin", "git@github.com:acme/widgets.git"],
-    );
-    git(
-        &r.dir,
-        &[
-            "remote",
-            "set-url",
-            "--push",
-            "origin",
-            bare.to_str().unwrap(),
-        ],
-    );
+    let bare = r.bare_remote("remote.git");
+    r.origin_pushing_to("git@github.com:acme/widgets.git", &bare);
     let d = Daemon::start(
         &r,
         &["--port", "0"],
@@ -280,13 +243,7 @@ fn a_triggered_run_opens_a_pull_request_and_notifies_with_no_one_at_the_keyboard
         ],
     );
     let body = r#"{"tag": "night", "max_experiments": 4, "pr": true}"#;
-    let (status, msg) = http(
-        &d.addr,
-        "POST",
-        "/api/trigger",
-        &[("X-Hub-Signature-256", &signed(body))],
-        body,
-    );
+    let (status, msg) = trigger(&d.addr, &[("X-Hub-Signature-256", &signed(body))], body);
     assert_eq!(status, 202, "{msg}");
     d.wait_for("run night finished and was finalized");
     assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
@@ -309,7 +266,7 @@ fn a_triggered_run_opens_a_pull_request_and_notifies_with_no_one_at_the_keyboard
 
 #[test]
 fn hone_serve_takes_signed_triggers_beside_the_dashboard() {
-    let r = Repo::new("", SCORE, "write\tvalue.txt\tscore: 4\\n\n");
+    let r = Repo::new("", SCORE, &scores(&[4]));
     let d = Daemon::start_as(
         "serve",
         "hone serve: http://",
@@ -324,19 +281,11 @@ fn hone_serve_takes_signed_triggers_beside_the_dashboard() {
     let bearer = format!("Bearer {SERVE_TOKEN}");
     d.wait_for("POST /api/trigger starts a run");
     let body = r#"{"tag": "viaserve", "max_experiments": 2}"#;
-    let (status, msg) = http(
-        &d.addr,
-        "POST",
-        "/api/trigger",
-        &[("Authorization", &bearer)],
-        body,
-    );
+    let (status, msg) = trigger(&d.addr, &[("Authorization", &bearer)], body);
     assert_eq!(status, 401, "{msg}");
     assert!(!r.dir.join(".hone").exists(), "nothing ran");
-    let (status, msg) = http(
+    let (status, msg) = trigger(
         &d.addr,
-        "POST",
-        "/api/trigger",
         &[
             ("X-Hub-Signature-256", &signed(body)),
             ("Authorization", &bearer),

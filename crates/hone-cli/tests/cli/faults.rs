@@ -30,10 +30,9 @@ fn a_binary_change_is_reviewed_by_its_whole_size() {
                 ))
         })
         .create();
-    let out = r.hone(&["run", "--tag", "bin"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "bin"]));
     let log = r.log();
-    let reason = |n: usize| log[n]["reason"].as_str().unwrap().to_string();
+    let reason = |n: usize| reason(&log[n]).to_string();
     assert_eq!(log[0]["status"], "baseline", "{}", text(&out));
     assert_eq!(log[1]["status"], "rejected", "{:?}", log[1]);
     assert!(reason(1).contains("max_diff_lines = 5"), "{}", reason(1));
@@ -73,7 +72,7 @@ fn a_deleted_or_replaced_store_stops_the_run_and_loses_nothing() {
         let script = format!(
             "run\t{fault}\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n"
         );
-        let r = Repo::new("[stop]\nmax_experiments = 3\n", SCORE, &script);
+        let r = Repo::scored(3, &script);
         let out = r.hone(&["run", "--tag", "db"]);
         assert_eq!(out.status.code(), Some(1), "{what}: {}", text(&out));
         let said = text(&out);
@@ -131,17 +130,13 @@ fn a_users_commit_on_the_run_branch_stops_the_run_and_is_kept() {
         "run\t{}\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
         commit("u", "my own work")
     );
-    let during_turn = Repo::new("[stop]\nmax_experiments = 3\n", SCORE, &script);
+    let during_turn = Repo::scored(3, &script);
     // While experiment 1 (a keep) is verified.
     let verify = format!(
         "if [ \"$HONE_EXPERIMENT\" = 1 ]; then {}; fi; cat value.txt",
         commit("u", "my fix")
     );
-    let during_verify = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        &verify,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
-    );
+    let during_verify = Repo::stops_after(3, &verify, &scores(&[4, 3]));
     for (r, subject, first) in [
         (&during_turn, "my own work", "aborted"),
         (&during_verify, "my fix", "keep"),
@@ -201,17 +196,10 @@ fn git_gc_during_a_run_loses_nothing() {
     let script = format!(
         "run\t{gc}\nwrite\tvalue.txt\tscore: 4\\n\n---\nrun\t{gc}\nwrite\tvalue.txt\tscore: 7\\n\n---\nrun\t{gc}\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 6\\n\n"
     );
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 4\n",
-        &format!("{gc}; cat value.txt"),
-        &script,
-    );
-    let out = r.hone(&["run", "--tag", "g"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    let r = Repo::stops_after(4, &format!("{gc}; cat value.txt"), &script);
+    r.run_expect("g", &["baseline", "keep", "discard", "keep"]);
     git(&r.dir, &["gc", "--prune=now", "--quiet"]);
-    let out = r.hone(&["run", "--tag", "g", "-n", "6"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run", "--tag", "g", "-n", "6"]));
     assert_eq!(r.log().len(), 6);
     for n in 1..6 {
         let c = r.rev(&format!("refs/hone/g/{n}"));
@@ -226,30 +214,24 @@ fn git_gc_during_a_run_loses_nothing() {
 /// object. A resume must say so and go on, never fail on them again and again.
 #[test]
 fn a_resume_goes_on_past_objects_git_gc_deleted() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 4\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 8\\n\n---\nwrite\tvalue.txt\tscore: 9\\n\n",
-    );
-    let out = r.hone(&["run", "--tag", "g"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "discard"]);
+    let r = Repo::scored(4, &scores(&[4, 7, 8, 9]));
+    r.run_expect("g", &["baseline", "keep", "discard", "discard"]);
     let gone = "1".repeat(40);
     // Experiment 2: hone stopped after committing it, before its ref; gc deleted the commit.
     git(&r.dir, &["update-ref", "-d", "refs/hone/g/2"]);
     let sql = format!(
         "import sqlite3; c = sqlite3.connect('.hone/hone.db'); c.execute(\"UPDATE experiments SET status = 'running', candidate_commit = '{gone}', finished_at = NULL WHERE n = 2\"); c.commit()"
     );
-    let ok = Command::new("python3")
+    let python = Command::new("python3")
         .args(["-c", &sql])
         .current_dir(&r.dir)
         .status()
         .unwrap();
-    assert!(ok.success());
+    assert!(python.success());
     // Experiment 3: its ref was written, then gc deleted what it points at.
     let kept3 = r.rev("refs/hone/g/3");
     git(&r.dir, &["update-ref", "-d", "refs/hone/g/3"]);
-    std::fs::write(r.dir.join(".git/refs/hone/g/3"), format!("{gone}\n")).unwrap();
+    put(r.dir.join(".git/refs/hone/g/3"), format!("{gone}\n"));
     let out = r.hone(&["run", "--tag", "g", "-n", "6"]);
     let said = text(&out);
     assert!(out.status.success(), "{said}");
@@ -257,16 +239,11 @@ fn a_resume_goes_on_past_objects_git_gc_deleted() {
     let log = r.log();
     assert_eq!(log.len(), 6, "{log:?}");
     assert_eq!(log[2]["status"], "aborted", "{:?}", log[2]);
-    assert!(
-        log[2]["reason"].as_str().unwrap().contains("lost"),
-        "{:?}",
-        log[2]
-    );
+    assert!(reason(&log[2]).contains("lost"), "{:?}", log[2]);
     // Its record still knows experiment 3's commit, which is there: its ref is written again.
     assert_eq!(r.rev("refs/hone/g/3"), kept3);
     // A second resume has nothing left to repair.
-    let out = r.hone(&["run", "--tag", "g", "-n", "7"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "g", "-n", "7"]));
     assert!(!text(&out).contains("git gc"), "{}", text(&out));
     assert_eq!(r.log().len(), 7);
     assert_repository_whole(&r.dir);
@@ -277,17 +254,13 @@ fn a_resume_goes_on_past_objects_git_gc_deleted() {
 #[test]
 fn a_users_commit_during_parallel_verification_stops_the_run_and_is_kept() {
     let verify = "if [ \"$HONE_EXPERIMENT\" = 1 ]; then (cd ../../../.. && git checkout -q hone/w && git -c user.name=u -c user.email=u@u commit -q --allow-empty -m 'parallel fix'); fi; cat value.txt";
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 5\n",
-        verify,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
-    );
+    let r = Repo::stops_after(5, verify, &scores(&[4, 3, 2]));
     let start = r.rev("main");
     let out = r.hone(&["run", "--tag", "w", "--workers", "2"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let mine = commit_titled(&r, "parallel fix");
     assert_eq!(mine.len(), 40, "{}", text(&out));
-    assert!(text(&out).contains(&mine), "{}", text(&out));
+    assert_says(&out, &mine);
     assert_eq!(r.rev(&format!("refs/hone-user/w/{mine}")), mine);
     // The branch is back where hone had it: the start, or a candidate it kept meanwhile.
     let head = r.rev("hone/w");
@@ -318,9 +291,8 @@ fn an_agent_committing_on_the_branch_in_a_worktree_of_its_own_is_a_violation() {
         "run\tgit worktree add -q {w} hone/v && cd {w} && echo x > notes.txt && git add notes.txt && git -c user.name=a -c user.email=a@a commit -qm sneaky\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
         w = wt.display()
     );
-    let r = Repo::new("[stop]\nmax_experiments = 3\n", SCORE, &script);
-    let out = r.hone(&["run", "--tag", "v"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let r = Repo::scored(3, &script);
+    let out = ok(r.hone(&["run", "--tag", "v"]));
     let st = r.statuses();
     assert_eq!(st[1], "violation", "{st:?}: {}", text(&out));
     assert!(git(&r.dir, &["for-each-ref", "refs/hone-user/"]).is_empty());

@@ -8,38 +8,10 @@ use crate::support::*;
 /// names the owner and repository) and pushes to the bare repository through `pushurl`, as a
 /// user's own remote configuration would.
 fn finalize_repo() -> (Repo, PathBuf) {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 4\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\nhypothesis\tlower still\n",
-    );
-    let out = r.hone(&["run", "--tag", "t1"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
-    let bare = r.tmp_dir().join("remote.git");
-    git(
-        r.tmp_dir(),
-        &["init", "-q", "--bare", bare.to_str().unwrap()],
-    );
-    git(
-        &r.dir,
-        &[
-            "remote",
-            "add",
-            "origin",
-            "https://github.com/acme/widgets.git",
-        ],
-    );
-    git(
-        &r.dir,
-        &[
-            "remote",
-            "set-url",
-            "--push",
-            "origin",
-            bare.to_str().unwrap(),
-        ],
-    );
+    let r = Repo::scored(4, KEEPS_SCRIPT);
+    r.run_expect("t1", &["baseline", "keep", "discard", "keep"]);
+    let bare = r.bare_remote("remote.git");
+    r.origin_pushing_to("https://github.com/acme/widgets.git", &bare);
     (r, bare)
 }
 
@@ -57,9 +29,9 @@ fn checkout_state(r: &Repo) -> (String, String, String, Vec<u8>) {
 fn finalize_pushes_one_commit_per_keep_and_opens_a_pull_request() {
     let (r, bare) = finalize_repo();
     // A user mid-work: a staged edit and an unstaged one.
-    std::fs::write(r.dir.join("prepare.py"), "# staged\n").unwrap();
+    put(r.dir.join("prepare.py"), "# staged\n");
     git(&r.dir, &["add", "prepare.py"]);
-    std::fs::write(r.dir.join("value.txt"), "score: 99\n").unwrap();
+    put(r.dir.join("value.txt"), "score: 99\n");
     let before = checkout_state(&r);
     let api = LlmServer::start(
         vec![Reply::Status(
@@ -69,16 +41,14 @@ fn finalize_pushes_one_commit_per_keep_and_opens_a_pull_request() {
         )],
         false,
     );
-    let out = hone_env(
+    let out = ok(hone_env(
         &r,
         &["finalize", "--run", "t1", "--pr"],
         &[("GITHUB_TOKEN", "ghp_test"), ("GITHUB_API_URL", &api.url)],
-    );
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("opened pull request #42: https://github.com/acme/widgets/pull/42"),
-        "{}",
-        text(&out)
+    ));
+    assert_says(
+        &out,
+        "opened pull request #42: https://github.com/acme/widgets/pull/42",
     );
     // The user's branch, index and working tree are as they were.
     assert_eq!(checkout_state(&r), before);
@@ -161,8 +131,7 @@ fn finalize_pushes_one_commit_per_keep_and_opens_a_pull_request() {
 fn finalize_squash_makes_one_commit_with_the_last_keeps_tree() {
     let (r, _bare) = finalize_repo();
     let before = checkout_state(&r);
-    let out = r.hone(&["finalize", "--squash", "--branch", "review/t1"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["finalize", "--squash", "--branch", "review/t1"]));
     assert_eq!(checkout_state(&r), before);
     assert_eq!(r.rev("review/t1^{tree}"), r.rev("refs/hone/t1/3^{tree}"));
     assert_eq!(r.rev("review/t1^"), r.rev("main"));
@@ -182,11 +151,7 @@ fn finalize_squash_makes_one_commit_with_the_last_keeps_tree() {
     // Never overwritten.
     let again = r.hone(&["finalize", "--squash", "--branch", "review/t1"]);
     assert!(!again.status.success());
-    assert!(
-        text(&again).contains("branch review/t1 already exists"),
-        "{}",
-        text(&again)
-    );
+    assert_says(&again, "branch review/t1 already exists");
 }
 
 #[test]
@@ -196,11 +161,7 @@ fn finalize_errors_say_what_to_do_and_push_nothing() {
     // No token.
     let out = hone_env(&r, &["finalize", "--pr"], &[]);
     assert!(!out.status.success());
-    assert!(
-        text(&out).contains("GITHUB_TOKEN is not set"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "GITHUB_TOKEN is not set");
     // A remote that is not on GitHub.
     git(&r.dir, &["remote", "add", "disk", bare.to_str().unwrap()]);
     let out = hone_env(
@@ -209,11 +170,7 @@ fn finalize_errors_say_what_to_do_and_push_nothing() {
         &[("GITHUB_TOKEN", "t")],
     );
     assert!(!out.status.success());
-    assert!(
-        text(&out).contains("is not a GitHub repository"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "is not a GitHub repository");
     assert_eq!(pushed(), "", "nothing is pushed before the checks pass");
     assert!(git(&r.dir, &["branch", "--list", "hone/t1-final"]).is_empty());
     // GitHub's own message comes through.
@@ -231,23 +188,11 @@ fn finalize_errors_say_what_to_do_and_push_nothing() {
         &[("GITHUB_TOKEN", "t"), ("GITHUB_API_URL", &api.url)],
     );
     assert!(!out.status.success());
-    assert!(
-        text(&out).contains("GitHub refused the pull request (HTTP 422): Validation Failed: A pull request already exists for acme:hone/t1-final."),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "GitHub refused the pull request (HTTP 422): Validation Failed: A pull request already exists for acme:hone/t1-final.");
     // A run with nothing kept.
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 2\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 9\\n\n",
-    );
+    let r = Repo::scored(2, &scores(&[9]));
     assert!(r.hone(&["run", "--tag", "flat"]).status.success());
     let out = r.hone(&["finalize"]);
     assert!(!out.status.success());
-    assert!(
-        text(&out).contains("run `flat` has no kept experiments"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "run `flat` has no kept experiments");
 }

@@ -6,17 +6,14 @@ use crate::support::*;
 
 #[test]
 fn ordinary_log_lines_give_the_metric_and_a_mention_gives_a_regex_to_paste() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 4\n",
-        SCORE,
+    let r = Repo::scored(
+        4,
         "write\tvalue.txt\tepoch 3: score=4.0, acc=0.9\\n\n---\nwrite\tvalue.txt\tINFO:root:Score: 3\\n\n---\nwrite\tvalue.txt\tthe final score is 2.5 points\\n\n",
     );
-    let out = r.hone(&["run", "--tag", "logs"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep", "keep", "crash"]);
+    r.run_expect("logs", &["baseline", "keep", "keep", "crash"]);
     let log = r.log();
     assert_eq!(log[1]["metrics"]["acc"], 0.9, "{:?}", log[1]);
-    let reason = log[3]["reason"].as_str().unwrap();
+    let reason = reason(&log[3]);
     assert!(reason.contains("printed no `score`"), "{reason}");
     assert!(
         reason.contains("the final score is 2.5 points"),
@@ -37,11 +34,9 @@ fn a_command_not_found_says_where_the_verifier_runs() {
         .script("write\tvalue.txt\tvenv\\n\n")
         .spec_with(move |agent| Spec::standard(verify, agent).tail("[stop]\nmax_experiments = 2\n"))
         .create();
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "crash"]);
+    r.hone_expect(&["run"], &["baseline", "crash"]);
     let log = r.log();
-    let reason = log[1]["reason"].as_str().unwrap();
+    let reason = reason(&log[1]);
     assert!(reason.contains("status 127"), "{reason}");
     assert!(
         reason.contains(".hone/worktrees/"),
@@ -63,28 +58,21 @@ fn a_budget_given_on_the_command_line_is_kept_across_resumes() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert_eq!(r.statuses(), ["baseline", "invalid"]);
     // A plain resume goes on to the 3 asked for, not hone.toml's 6, and says so.
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "invalid", "keep"]);
-    assert!(
-        text(&out).contains("keeps its budget of 3 experiments"),
-        "{}",
-        text(&out)
-    );
+    let out = r.hone_expect(&["run"], &["baseline", "invalid", "keep"]);
+    assert_says(&out, "keeps its budget of 3 experiments");
     let status = text(&r.hone(&["status", "--run", "b"]));
     assert!(
         status.contains("3/3"),
         "status agrees with the run: {status}"
     );
     // -n is a total: asking for fewer than the run has is an error that names --more.
-    let out = r.hone(&["run", "--tag", "b", "-n", "2"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("--more N"), "{}", text(&out));
+    exits_with(r.hone(&["run", "--tag", "b", "-n", "2"]), 2, "--more N");
     assert_eq!(r.statuses().len(), 3);
     // --more N runs N more, and is kept too.
-    let out = r.hone(&["run", "--tag", "b", "--more", "1"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "invalid", "keep", "keep"]);
+    r.hone_expect(
+        &["run", "--tag", "b", "--more", "1"],
+        &["baseline", "invalid", "keep", "keep"],
+    );
     let status = text(&r.hone(&["status", "--run", "b"]));
     assert!(status.contains("4/4"), "{status}");
 }
@@ -110,8 +98,7 @@ fn a_failed_baseline_then_a_fixed_spec_measures_the_baseline_again() {
     // The user fixes the command as advised: the baseline is measured again, not skipped
     // as a duplicate of the failed one.
     edit_spec(&r.dir, |s| s.replace("python3 -c pass", "cat value.txt"));
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     // (The scripted agent plays its step for experiment #2: `score: 7`, a discard.)
     assert_eq!(r.statuses(), ["crash", "baseline", "discard"]);
 }
@@ -129,13 +116,8 @@ fn a_wrong_metric_name_fixed_after_the_baseline_failed_resumes_the_run() {
     let out = r.hone(&["run", "--tag", "m"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     edit_spec(&r.dir, |s| s.replace("\"scroe\"", "\"score\""));
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("now measures `score`"),
-        "{}",
-        text(&out)
-    );
+    let out = ok(r.hone(&["run"]));
+    assert_says(&out, "now measures `score`");
     assert_eq!(r.statuses(), ["crash", "baseline", "discard"]);
     let status = text(&r.hone(&["status", "--run", "m"]));
     assert!(status.contains("score (minimize)"), "{status}");
@@ -162,7 +144,7 @@ fn on_a_terminal_the_live_line_shows_the_timeout_and_the_budget() {
         eprintln!("skipped: `script` (util-linux) is not installed");
         return;
     }
-    let r = Repo::new("[stop]\nmax_experiments = 2\n", SCORE, KEEPS_SCRIPT);
+    let r = Repo::scored(2, KEEPS_SCRIPT);
     let cmd = format!("{HONE} run --tag tty");
     let out = std::process::Command::new("script")
         .args(["-qec", &cmd, "/dev/null"])
@@ -178,7 +160,7 @@ fn on_a_terminal_the_live_line_shows_the_timeout_and_the_budget() {
     );
     assert!(seen.contains("1/2 done"), "{seen:?}");
     // Piped, the same run prints only plain lines.
-    let r = Repo::new("[stop]\nmax_experiments = 2\n", SCORE, KEEPS_SCRIPT);
+    let r = Repo::scored(2, KEEPS_SCRIPT);
     let plain = text(&r.hone(&["run"]));
     assert!(!plain.contains("verifying"), "{plain}");
     assert!(!plain.contains('\x1b'), "{plain:?}");
@@ -186,7 +168,7 @@ fn on_a_terminal_the_live_line_shows_the_timeout_and_the_budget() {
 
 #[test]
 fn a_repository_with_a_file_name_that_is_not_utf8_is_refused_before_anything_runs() {
-    let r = Repo::new("[stop]\nmax_experiments = 2\n", SCORE, KEEPS_SCRIPT);
+    let r = Repo::scored(2, KEEPS_SCRIPT);
     let made = std::process::Command::new("sh")
         .args([
             "-c",
@@ -196,9 +178,7 @@ fn a_repository_with_a_file_name_that_is_not_utf8_is_refused_before_anything_run
         .status()
         .unwrap();
     assert!(made.success());
-    let out = r.hone(&["run"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("not valid UTF-8"), "{}", text(&out));
+    exits_with(r.hone(&["run"]), 1, "not valid UTF-8");
     let log = text(&r.hone(&["log"]));
     assert!(log.contains("no hone runs yet"), "nothing ran: {log}");
 }
@@ -209,7 +189,7 @@ fn a_repository_with_a_file_name_that_is_not_utf8_is_refused_before_anything_run
 #[test]
 fn installing_hone_does_not_install_the_test_agent() {
     let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
-    let out = Command::new(env!("CARGO"))
+    let out = ok(Command::new(env!("CARGO"))
         .args([
             "metadata",
             "--no-deps",
@@ -219,8 +199,7 @@ fn installing_hone_does_not_install_the_test_agent() {
         ])
         .args(["--manifest-path", manifest])
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+        .unwrap());
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let package = meta["packages"]
         .as_array()

@@ -185,29 +185,6 @@ fn mutate(d: &mut Draw, base: &str) -> Vec<u8> {
     lines.join(&b'\n')
 }
 
-/// Runs `hone args` in `dir`; a command that does not exit by itself is killed and reported.
-fn run_bounded(dir: &Path, args: &[String]) -> Result<Output, String> {
-    let mut child = Command::new(HONE)
-        .args(args)
-        .current_dir(dir)
-        .env_remove("GITHUB_TOKEN")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err("did not exit within 120 s (a hang)".into());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    Ok(child.wait_with_output().unwrap())
-}
-
 #[test]
 fn generated_command_lines_and_specs_exit_0_1_or_2_without_a_panic() {
     let cases = std::env::var("HONE_FUZZ_CLI_CASES")
@@ -218,11 +195,7 @@ fn generated_command_lines_and_specs_exit_0_1_or_2_without_a_panic() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0x0063_6c69_u64);
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 2\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 4\\n\n",
-    );
+    let r = Repo::scored(2, &scores(&[4]));
     let base = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
     let generated = r.tmp_dir().join("case.toml");
     let mut d = Draw(seed);
@@ -234,11 +207,11 @@ fn generated_command_lines_and_specs_exit_0_1_or_2_without_a_panic() {
         let mut readable_spec = None;
         match d.below(6) {
             0..=2 => {
-                std::fs::write(&generated, mutate(&mut d, &base)).unwrap();
+                put(&generated, mutate(&mut d, &base));
                 readable_spec = Some(generated.display().to_string());
             }
             3 => {
-                std::fs::write(&generated, &base).unwrap();
+                put(&generated, &base);
                 readable_spec = Some(generated.display().to_string());
             }
             _ => {

@@ -5,29 +5,24 @@ use crate::support::*;
 
 #[test]
 fn violation_is_never_verified_and_leaves_the_branch() {
-    let tmp = tempfile::tempdir().unwrap();
-    let runs = tmp.path().join("runs");
-    let verify = format!("echo run >> {}; cat value.txt", runs.display());
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 4\n",
-        &verify,
+    let runs = RunCounter::new();
+    let verify = &runs.command;
+    let r = Repo::stops_after(
+        4,
+        verify,
         "write\tprepare.py\tprint('val_bpb: 0.0')\\n\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tnotes.txt\thello\\n\n---\nwrite\tdata/input.txt\tswapped\\n\n",
     );
-    let out = r.hone(&["run", "--tag", "v"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run", "--tag", "v"]));
     assert_eq!(
         r.statuses(),
         ["baseline", "violation", "violation", "violation"]
     );
     let log = r.log();
-    assert!(log[1]["reason"].as_str().unwrap().contains("prepare.py"));
-    assert!(log[2]["reason"].as_str().unwrap().contains("not editable"));
-    assert!(log[3]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("data/input.txt"));
+    assert!(reason(&log[1]).contains("prepare.py"));
+    assert!(reason(&log[2]).contains("not editable"));
+    assert!(reason(&log[3]).contains("data/input.txt"));
     // Only the baseline ran the verifier.
-    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
+    assert_eq!(runs.runs(), 1);
     assert_eq!(r.rev("hone/v"), r.rev("main"));
     // The attempts are archived all the same.
     assert!(git(&r.dir, &["show", "refs/hone/v/1:prepare.py"]).contains("val_bpb"));
@@ -35,14 +30,13 @@ fn violation_is_never_verified_and_leaves_the_branch() {
 
 #[test]
 fn pinned_input_changed_mid_run_stops_the_run() {
-    let r = Repo::new("[stop]\nmax_experiments = 6\n", SCORE, "");
+    let r = Repo::scored(6, "");
     // The "agent" escapes its worktree and rewrites the pinned data in the user's checkout.
     let pinned = r.dir.join("data/input.txt");
-    std::fs::write(
+    put(
         &r.script,
         format!("write\tvalue.txt\tscore: 4\\n\n---\nwrite\t{}\ttampered\\n\nwrite\tvalue.txt\tscore: 1\\n\n", pinned.display()),
-    )
-    .unwrap();
+    );
     let out = r.hone(&["run"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let msg = text(&out);
@@ -56,32 +50,18 @@ fn pinned_input_changed_mid_run_stops_the_run() {
 
 #[test]
 fn index_flags_cannot_hide_an_edit_from_the_gate() {
-    let tmp = tempfile::tempdir().unwrap();
-    let runs = tmp.path().join("runs");
-    let verify = format!("echo run >> {}; cat value.txt", runs.display());
+    let runs = RunCounter::new();
+    let verify = &runs.command;
     // The agent tells git to look away from prepare.py, then edits it.
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 2\n",
-        &verify,
+    let r = Repo::stops_after(
+        2,
+        verify,
         "run\tgit update-index --assume-unchanged prepare.py\nwrite\tprepare.py\tprint('score: 0')\\n\nwrite\tvalue.txt\tscore: 4\\n\n",
     );
-    let out = r.hone(&["run", "--tag", "h"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
+    let log = r.run_log("h");
     assert_eq!(log[1]["status"], "violation", "{:?}", log[1]);
-    assert!(
-        log[1]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("hid `prepare.py`"),
-        "{:?}",
-        log[1]
-    );
-    assert_eq!(
-        std::fs::read_to_string(&runs).unwrap().lines().count(),
-        1,
-        "never verified"
-    );
+    assert!(reason(&log[1]).contains("hid `prepare.py`"), "{:?}", log[1]);
+    assert_eq!(runs.runs(), 1, "never verified");
     // The archived candidate holds the real edit.
     assert!(git(&r.dir, &["show", "refs/hone/h/1:prepare.py"]).contains("score: 0"));
 }
@@ -91,19 +71,10 @@ fn a_verifier_run_that_rewrites_a_protected_file_is_a_violation() {
     // train-time code patching the evaluator: the measurement is void.
     let verify =
         "if grep -q tamper value.txt; then echo '# patched' >> prepare.py; fi; echo score: 1";
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 2\n",
-        verify,
-        "write\tvalue.txt\ttamper\\n\n",
-    );
-    let out = r.hone(&["run", "--tag", "p"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
+    let r = Repo::stops_after(2, verify, "write\tvalue.txt\ttamper\\n\n");
+    let log = r.run_log("p");
     assert_eq!(log[1]["status"], "violation", "{:?}", log[1]);
-    assert!(log[1]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("modified while the verifier ran"));
+    assert!(reason(&log[1]).contains("modified while the verifier ran"));
     assert_eq!(r.rev("hone/p"), r.rev("main"));
 }
 
@@ -116,8 +87,7 @@ fn ignored_files_a_proposer_plants_never_reach_the_verifier() {
         .script("write\tvalue.txt\tscore: 4\\n\nwrite\tboost.secret\tx\\n\n")
         .spec_with(|agent| Spec::standard(verify, agent).tail("[stop]\nmax_experiments = 2\n"))
         .create();
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     let log = r.log();
     assert_eq!(log[1]["status"], "keep");
     assert_eq!(

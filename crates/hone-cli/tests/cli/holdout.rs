@@ -14,20 +14,14 @@ fn the_sealed_holdout_gates_keeps_and_stays_out_of_prompts() {
                 .tail("\n[verify.holdout]\ncommand = \"echo score: $(sed -n 's/^hold //p' value.txt)\"\n")
         })
         .create();
-    let out = r.hone(&["run", "--tag", "h"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
+    let log = r.run_log("h");
     let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
     assert_eq!(
         st,
         ["baseline", "keep", "discard", "keep"],
         "the overfit #2 is reverted: {log:?}"
     );
-    assert!(
-        log[2]["reason"].as_str().unwrap().starts_with("holdout:"),
-        "{}",
-        log[2]
-    );
+    assert!(reason(&log[2]).starts_with("holdout:"), "{}", log[2]);
     let h: Vec<Option<f64>> = log.iter().map(|e| e["holdout"].as_f64()).collect();
     assert_eq!(h, [Some(5.0), Some(4.0), Some(9.0), Some(3.0)]);
     assert_eq!(r.rev("hone/h"), r.rev("refs/hone/h/3"));
@@ -50,11 +44,7 @@ fn the_sealed_holdout_gates_keeps_and_stays_out_of_prompts() {
 
 #[test]
 fn a_failing_holdout_on_the_baseline_stops_a_gated_run() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 4\\n\n",
-    );
+    let r = Repo::scored(3, &scores(&[4]));
     edit_spec(&r.dir, |t| {
         let toml = t.replace(
             "metric = \"score\"",
@@ -62,11 +52,9 @@ fn a_failing_holdout_on_the_baseline_stops_a_gated_run() {
         );
         format!("{toml}\n[verify.holdout]\ncommand = \"exit 3\"\n")
     });
-    let out = r.hone(&["run"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains("the holdout command failed on the baseline"),
-        "{}",
-        text(&out)
+    exits_with(
+        r.hone(&["run"]),
+        1,
+        "the holdout command failed on the baseline",
     );
 }

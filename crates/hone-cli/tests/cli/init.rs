@@ -36,7 +36,7 @@ fn broken_specs_name_the_line_and_key() {
         ),
     ];
     for (toml, expected) in cases {
-        std::fs::write(r.dir.join("hone.toml"), &toml).unwrap();
+        put(r.dir.join("hone.toml"), &toml);
         let out = r.hone(&["run"]);
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
         let msg = text(&out);
@@ -48,22 +48,13 @@ fn broken_specs_name_the_line_and_key() {
 fn init_writes_a_spec_lists_knobs_and_refuses_to_overwrite() {
     let (_t, dir) = knob_repo();
     std::fs::remove_file(dir.join("hone.toml")).unwrap();
-    let out = Command::new(HONE)
-        .args(["init", "--metric", "loss"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(hone_in(&dir, &["init", "--metric", "loss"]));
     let t = text(&out);
     assert!(t.contains("WIDTH") && t.contains("DEPTH"), "{t}");
     let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
     assert!(toml.contains("editable  = [\"params.txt\"]"), "{toml}");
     assert!(dir.join("program.md").exists());
-    let again = Command::new(HONE)
-        .args(["init"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
+    let again = hone_in(&dir, &["init"]);
     assert_eq!(again.status.code(), Some(1));
     assert!(text(&again).contains("already exists"));
     assert_eq!(
@@ -76,23 +67,14 @@ fn init_writes_a_spec_lists_knobs_and_refuses_to_overwrite() {
 fn demo_runs_offline_on_the_bundled_example() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("demo");
-    let out = Command::new(HONE)
+    let out = ok(Command::new(HONE)
         .args(["demo", "-n", "3", "--dir"])
         .arg(&dir)
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+        .unwrap());
     let t = text(&out);
     assert!(t.contains("val_bpb (minimize): baseline 2."), "{t}");
-    let log = Command::new(HONE)
-        .args(["log", "--json"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&log.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = log_in(&dir);
     assert_eq!(rows.len(), 3);
     assert_eq!(rows[0]["status"], "baseline");
     assert!(rows[0]["objective"].as_f64().unwrap() > 0.5);
@@ -103,13 +85,8 @@ fn init_in_a_new_project_asks_for_a_commit_and_guesses_nothing_silently() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     git(dir, &["init", "-q", "-b", "main"]);
-    std::fs::write(dir.join("params.py"), "LR = 0.01\nLAYERS = 4\n").unwrap();
-    let out = Command::new(HONE)
-        .args(["init", "--metric", "accuracy"])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    put(dir.join("params.py"), "LR = 0.01\nLAYERS = 4\n");
+    let out = ok(hone_in(dir, &["init", "--metric", "accuracy"]));
     let t = text(&out);
     assert!(
         t.contains("LR") && t.contains("LAYERS"),
@@ -129,5 +106,5 @@ fn init_in_a_new_project_asks_for_a_commit_and_guesses_nothing_silently() {
         .output()
         .unwrap();
     assert_eq!(run.status.code(), Some(1));
-    assert!(text(&run).contains("commit"), "{}", text(&run));
+    assert_says(&run, "commit");
 }

@@ -30,8 +30,7 @@ const HONEST: &str = "replace\ttrain.py\tSCORE = 5\tSCORE = 4\n";
 /// record after checking it did not win, that the run went on to keep the honest change and
 /// that `git fsck` finds nothing wrong.
 fn run_attack(r: &Repo) -> serde_json::Value {
-    let out = r.hone(&["run", "--tag", "atk"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "atk"]));
     let log = r.log();
     assert_eq!(log[0]["status"], "baseline", "{}", text(&out));
     assert_eq!(log.len(), 3, "{}", text(&out));
@@ -60,10 +59,7 @@ fn integrity_embedded_repository_is_a_violation() {
     let r = repo(&script, &[], "");
     let e = run_attack(&r);
     assert_eq!(e["status"], "violation", "{e}");
-    assert!(
-        e["reason"].as_str().unwrap().contains("git repository"),
-        "{e}"
-    );
+    assert!(reason(&e).contains("git repository"), "{e}");
 }
 
 /// Hole 4: a payload 2,100 directories deep (beyond PATH_MAX, so git never sees it) that the
@@ -78,10 +74,9 @@ fn integrity_payload_beyond_path_max_is_a_violation_and_resume_works() {
     let r = repo(&script, &[], "");
     let e = run_attack(&r);
     assert_eq!(e["status"], "violation", "{e}");
-    assert!(e["reason"].as_str().unwrap().contains("too deep"), "{e}");
+    assert!(reason(&e).contains("too deep"), "{e}");
     // A resume rebuilds the worktree and goes on.
-    let out = r.hone(&["run", "--tag", "atk", "-n", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "atk", "-n", "4"]));
     let log = r.log();
     assert_eq!(log.len(), 4, "{}", text(&out));
     assert_eq!(log[3]["status"], "keep", "{}", log[3]);
@@ -105,10 +100,7 @@ fn integrity_gitattributes_change_is_a_violation() {
     git(&r.dir, &["commit", "-qam", "editable attributes"]);
     let e = run_attack(&r);
     assert_eq!(e["status"], "violation", "{e}");
-    assert!(
-        e["reason"].as_str().unwrap().contains(".gitattributes"),
-        "{e}"
-    );
+    assert!(reason(&e).contains(".gitattributes"), "{e}");
 }
 
 /// The shell lines of an agent that gives `path` a git driver in the repository's own
@@ -125,6 +117,16 @@ fn hostile_config(kind: &str, key: &str, path: &str, command: &str, mark: &str) 
 /// filter: the forged file is seen (a violation) and the filter never runs.
 #[test]
 fn integrity_clean_filter_in_repo_config_does_not_hide_a_forged_file() {
+    let (e, filter_ran) = clean_filter_attack("");
+    assert_eq!(e["status"], "violation", "{e}");
+    assert!(reason(&e).contains("data.py"), "{e}");
+    assert!(!filter_ran, "hone's git ran the candidate's clean filter");
+}
+
+/// The attack of weakness 8 with `toml` added to the spec: the agent's `data.py` (which it may
+/// not edit) forged, and hidden from `git add` by a clean filter it put in the repository's
+/// config. The forged experiment's record, and whether the filter ever ran.
+fn clean_filter_attack(toml: &str) -> (serde_json::Value, bool) {
     let tmp = tempfile::tempdir().unwrap();
     let mark = tmp.path().join("filter-ran");
     let m = mark.display().to_string();
@@ -132,14 +134,8 @@ fn integrity_clean_filter_in_repo_config_does_not_hide_a_forged_file() {
         "{}write\tdata.py\tSCORE = 0\\n\nwrite\ttrain.py\tfrom data import SCORE\\nprint('score: %s' % SCORE)  # tuned\\n\n---\n{HONEST}",
         hostile_config("filter", "clean", "data.py", "echo 'SCORE = 5'", &m)
     );
-    let r = repo(&script, &[("data.py", "SCORE = 5\n")], "");
-    let e = run_attack(&r);
-    assert_eq!(e["status"], "violation", "{e}");
-    assert!(e["reason"].as_str().unwrap().contains("data.py"), "{e}");
-    assert!(
-        !mark.exists(),
-        "hone's git ran the candidate's clean filter"
-    );
+    let r = repo(&script, &[("data.py", "SCORE = 5\n")], toml);
+    (run_attack(&r), mark.exists())
 }
 
 /// textconv: a `diff` driver in the repository's config shows the reviewer and `forbid`
@@ -163,24 +159,9 @@ fn integrity_textconv_in_repo_config_does_not_blind_forbid() {
 /// written by hone from the commit too, and the filter never runs.
 #[test]
 fn integrity_clean_filter_attack_with_parallel_workers() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mark = tmp.path().join("filter-ran");
-    let m = mark.display().to_string();
-    let script = format!(
-        "{}write\tdata.py\tSCORE = 0\\n\nwrite\ttrain.py\tfrom data import SCORE\\nprint('score: %s' % SCORE)  # tuned\\n\n---\n{HONEST}",
-        hostile_config("filter", "clean", "data.py", "echo 'SCORE = 5'", &m)
-    );
-    let r = repo(
-        &script,
-        &[("data.py", "SCORE = 5\n")],
-        "\n[exec]\nworkers = 2\n",
-    );
-    let e = run_attack(&r);
+    let (e, filter_ran) = clean_filter_attack("\n[exec]\nworkers = 2\n");
     assert_eq!(e["status"], "violation", "{e}");
-    assert!(
-        !mark.exists(),
-        "hone's git ran the candidate's clean filter"
-    );
+    assert!(!filter_ran, "hone's git ran the candidate's clean filter");
 }
 
 /// An agent that replaces the worktree's `.hone` by a symlink to a directory of its choosing
@@ -189,14 +170,13 @@ fn integrity_clean_filter_attack_with_parallel_workers() {
 #[test]
 fn integrity_a_symlinked_hone_directory_is_not_read_for_the_hypothesis() {
     let outside = tempfile::tempdir().unwrap();
-    std::fs::write(outside.path().join("hypothesis.txt"), "SECRET-OUTSIDE\n").unwrap();
+    put(outside.path().join("hypothesis.txt"), "SECRET-OUTSIDE\n");
     let script = format!(
         "run\trm -rf .hone && ln -s {} .hone\nwrite\tvalue.txt\tscore: 4\\n\n",
         outside.path().display()
     );
-    let r = Repo::new("[stop]\nmax_experiments = 2\n", SCORE, &script);
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let r = Repo::scored(2, &script);
+    ok(r.hone(&["run"]));
     let log = text(&r.hone(&["log", "--json"]));
     assert!(!log.contains("SECRET-OUTSIDE"), "{log}");
     assert!(

@@ -5,17 +5,8 @@ use crate::support::*;
 #[test]
 fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
     let descs = |dir: &Path, seed: &str| -> Vec<String> {
-        let out = Command::new(HONE)
-            .args(["run", "--seed", seed])
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
-        let log = Command::new(HONE)
-            .args(["log", "--json"])
-            .current_dir(dir)
-            .output()
-            .unwrap();
+        ok(hone_in(dir, &["run", "--seed", seed]));
+        let log = hone_in(dir, &["log", "--json"]);
         String::from_utf8_lossy(&log.stdout)
             .lines()
             .map(|l| {
@@ -40,11 +31,7 @@ fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
         first[1].contains("->"),
         "descriptions say what changed: {first:?}"
     );
-    let log = Command::new(HONE)
-        .args(["status", "--json"])
-        .current_dir(&da)
-        .output()
-        .unwrap();
+    let log = hone_in(&da, &["status", "--json"]);
     let s: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();
     assert!(
         s["best"].as_f64().unwrap() < s["baseline"].as_f64().unwrap() * 0.5,
@@ -60,7 +47,7 @@ fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
 fn agent_flag_switches_to_the_command_proposer() {
     let (_t, dir) = knob_repo();
     let script = dir.join("../agent-script");
-    std::fs::write(&script, "replace\tparams.txt\tWIDTH = 2\tWIDTH = 13\n").unwrap();
+    put(&script, "replace\tparams.txt\tWIDTH = 2\tWIDTH = 13\n");
     edit_spec(&dir, |t| {
         t.replace(
             "[stop]",
@@ -70,21 +57,8 @@ fn agent_flag_switches_to_the_command_proposer() {
             ),
         )
     });
-    let out = Command::new(HONE)
-        .args(["run", "--agent", "command", "-n", "2"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let log = Command::new(HONE)
-        .args(["log", "--json"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&log.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    ok(hone_in(&dir, &["run", "--agent", "command", "-n", "2"]));
+    let rows = log_in(&dir);
     assert_eq!(rows[1]["status"], "keep");
     assert_eq!(rows[1]["objective"], 25.0);
 }

@@ -19,17 +19,12 @@ fn openai_edits_are_applied_repaired_once_and_gated() {
         false,
     );
     let r = llm_repo("openai", &server, "", "max_experiments = 4");
-    let out = hone_with_key(&r, &["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_with_key(&r, &["run"]));
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "keep", "invalid", "violation"], "{log:?}");
+    assert_statuses(&log, &["baseline", "keep", "invalid", "violation"]);
     assert_eq!(log[1]["description"], "change value.txt");
     assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("after a repair round"),
+        reason(&log[2]).contains("after a repair round"),
         "{}",
         log[2]
     );
@@ -79,24 +74,16 @@ fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
         "max_attempts = 3\nrequest_timeout = \"1s\"",
         "max_experiments = 4",
     );
-    let out = hone_with_key(&r, &["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_with_key(&r, &["run"]));
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "keep", "invalid", "invalid"], "{log:?}");
+    assert_statuses(&log, &["baseline", "keep", "invalid", "invalid"]);
     assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("gave up after 3 attempts"),
+        reason(&log[2]).contains("gave up after 3 attempts"),
         "{}",
         log[2]
     );
     assert!(
-        log[3]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("gave up after 3 attempts"),
+        reason(&log[3]).contains("gave up after 3 attempts"),
         "{}",
         log[3]
     );
@@ -129,8 +116,7 @@ fn the_budget_holds_before_a_call_is_sent() {
         "max_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
         "max_experiments = 10\nmax_cost_usd = 0.65",
     );
-    let out = hone_with_key(&r, &["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(hone_with_key(&r, &["run"]));
     assert_eq!(
         server.requests().len(),
         3,
@@ -145,21 +131,12 @@ fn the_budget_holds_before_a_call_is_sent() {
             .collect::<Vec<_>>()
     );
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(
-        st,
-        ["baseline", "keep", "keep", "keep", "invalid"],
-        "{log:?}"
-    );
-    assert!(
-        log[4]["reason"].as_str().unwrap().starts_with("budget"),
-        "{}",
-        log[4]
-    );
+    assert_statuses(&log, &["baseline", "keep", "keep", "keep", "invalid"]);
+    assert!(reason(&log[4]).starts_with("budget"), "{}", log[4]);
     let cost: f64 = log.iter().map(|e| e["cost_usd"].as_f64().unwrap()).sum();
     assert!((cost - 0.6).abs() < 1e-9, "recorded cost {cost}");
     assert_eq!(log[1]["tokens"], 2000);
-    assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
+    assert_says(&out, "stopped: budget");
 }
 
 #[test]
@@ -173,8 +150,7 @@ fn anthropic_messages_api_drives_a_run() {
         true,
     );
     let r = llm_repo("anthropic", &server, "", "max_experiments = 2");
-    let out = hone_with_key(&r, &["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_with_key(&r, &["run"]));
     assert_eq!(r.statuses(), ["baseline", "keep"]);
     let reqs = server.requests();
     let (path, headers, body) = &reqs[0];
@@ -199,11 +175,9 @@ fn openai_knobs_mode_validates_names_types_and_ranges() {
         false,
     );
     let r = knobs_llm_repo(knobs_llm_spec(&server, 4));
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "keep", "discard", "invalid"], "{log:?}");
+    assert_statuses(&log, &["baseline", "keep", "discard", "invalid"]);
     assert_eq!(log[1]["objective"], 0.0);
     assert_eq!(log[1]["config"]["LR"], 0.01);
     assert_eq!(
@@ -211,10 +185,7 @@ fn openai_knobs_mode_validates_names_types_and_ranges() {
         "DEPTH 4 -> 6, LR 0.1 -> 0.01: smaller steps, deeper"
     );
     assert!(
-        log[3]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("`BOGUS` is not a knob"),
+        reason(&log[3]).contains("`BOGUS` is not a knob"),
         "{}",
         log[3]
     );
@@ -245,15 +216,11 @@ fn a_response_far_larger_than_max_tokens_is_refused() {
     );
     let server = LlmServer::start(vec![Reply::Status(200, Vec::new(), huge)], false);
     let r = llm_repo("openai", &server, "max_tokens = 100", "max_experiments = 2");
-    let out = hone_with_key(&r, &["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_with_key(&r, &["run"]));
     let log = r.log();
     assert_eq!(log[1]["status"], "invalid", "{:?}", log[1]);
     assert!(
-        log[1]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("MiB and was refused"),
+        reason(&log[1]).contains("MiB and was refused"),
         "{}",
         log[1]
     );
@@ -287,22 +254,13 @@ fn openai_patch_mode_applies_repairs_once_and_gates() {
         "edit_mode = \"patch\"",
         "max_experiments = 5",
     );
-    let out = hone_with_key(&r, &["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_with_key(&r, &["run"]));
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(
-        st,
-        ["baseline", "keep", "keep", "invalid", "violation"],
-        "{log:?}"
-    );
+    assert_statuses(&log, &["baseline", "keep", "keep", "invalid", "violation"]);
     assert_eq!(log[1]["description"], "patch value.txt");
     assert_eq!(log[2]["objective"], 3.0);
     assert!(
-        log[3]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("after a repair round"),
+        reason(&log[3]).contains("after a repair round"),
         "{}",
         log[3]
     );

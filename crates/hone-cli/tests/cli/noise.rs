@@ -33,8 +33,7 @@ fn a_lucky_seed_is_not_kept_with_repeats_and_confirms() {
     // Control: the greedy rule (one run, any improvement) keeps lucky seeds. If it did not,
     // this test could not tell the defence from an inert verifier.
     let greedy = noisy_repo("noise_k = 0", 20);
-    let out = greedy.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(greedy.hone(&["run"]));
     assert!(
         greedy.statuses().iter().any(|s| s == "keep"),
         "the greedy rule should be fooled: {:?}",
@@ -43,9 +42,7 @@ fn a_lucky_seed_is_not_kept_with_repeats_and_confirms() {
 
     // hone's defence: sigma from 5 baseline runs, threshold 2 sigma, 2 confirm runs.
     let r = noisy_repo("baseline_repeats = 5\nconfirm = 2", 20);
-    let out = r.hone(&["run", "--tag", "noise"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
+    let log = r.run_log("noise");
     assert_eq!(log.len(), 21);
     assert_eq!(
         log[0]["runs"].as_array().unwrap().len(),
@@ -69,19 +66,14 @@ fn a_lucky_seed_is_not_kept_with_repeats_and_confirms() {
 
 #[test]
 fn confirm_runs_and_retests_are_recorded() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
-    );
+    let r = Repo::scored(3, &scores(&[4, 3]));
     edit_spec(&r.dir, |t| {
         t.replace(
             "metric = \"score\"",
             "metric = \"score\"\nbaseline_repeats = 2\nconfirm = 2\nretest_every = 2",
         )
     });
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run"]));
     let log = r.log();
     let runs = |i: usize| log[i]["runs"].as_array().unwrap().len();
     assert_eq!(
@@ -89,11 +81,7 @@ fn confirm_runs_and_retests_are_recorded() {
         (2, 3, 4),
         "baseline x2, keep 1+2, keep 1+2 + a re-test"
     );
-    assert!(
-        text(&out).contains("re-tested the champion #2"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "re-tested the champion #2");
     assert_eq!(log[2]["status"], "keep");
 }
 
@@ -108,8 +96,7 @@ fn duplicates_are_not_run_again_and_simpler_code_wins_ties() {
                 .tail("[stop]\nmax_experiments = 5\n")
         })
         .create();
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     let log = r.log();
     let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
     // #1 worse; #2 same score, one line fewer: kept as a simplification; #3 identical to #1;
@@ -119,14 +106,7 @@ fn duplicates_are_not_run_again_and_simpler_code_wins_ties() {
         ["baseline", "discard", "keep", "invalid", "keep"],
         "{log:?}"
     );
-    assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .starts_with("simplification"),
-        "{}",
-        log[2]
-    );
+    assert!(reason(&log[2]).starts_with("simplification"), "{}", log[2]);
     assert_eq!(
         log[3]["reason"],
         "duplicate of #1 (identical files; not run again)"
@@ -155,9 +135,7 @@ fn a_candidate_that_pins_its_own_seed_is_not_confirmed() {
                 .tail("[stop]\nmax_experiments = 21\n")
         })
         .create();
-    let out = r.hone(&["run", "--tag", "fixed"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
+    let log = r.run_log("fixed");
     assert!(
         log[1..].iter().all(|e| e["status"] != "keep"),
         "a pinned seed was kept: {log:?}"

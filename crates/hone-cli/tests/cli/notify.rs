@@ -13,9 +13,9 @@ fn dead_url() -> String {
 
 #[test]
 fn notifications_reach_slack_and_json_endpoints_on_keep_and_finish() {
-    let ok = || Reply::Status(200, Vec::new(), "ok".into());
-    let slack = LlmServer::start(vec![ok()], false);
-    let json = LlmServer::start(vec![ok()], false);
+    let fine = || Reply::Status(200, Vec::new(), "ok".into());
+    let slack = LlmServer::start(vec![fine()], false);
+    let json = LlmServer::start(vec![fine()], false);
     let r = Repo::new(
         &format!(
             "[stop]\nmax_experiments = 4\n\n[[notify]]\nurl = \"{}/hook\"\nformat = \"slack\"\non = [\"keep\", \"finish\"]\n\n\
@@ -25,12 +25,11 @@ fn notifications_reach_slack_and_json_endpoints_on_keep_and_finish() {
         SCORE,
         KEEPS_SCRIPT,
     );
-    let out = hone_env(
+    let out = ok(hone_env(
         &r,
         &["run", "--tag", "n1"],
         &[("TEST_HOOK_URL", &format!("{}/hook", json.url))],
-    );
-    assert!(out.status.success(), "{}", text(&out));
+    ));
     assert!(!text(&out).contains("not delivered"), "{}", text(&out));
     // Everything queued was delivered before `hone run` returned.
     let s = bodies(&slack);
@@ -69,7 +68,7 @@ fn notifications_reach_slack_and_json_endpoints_on_keep_and_finish() {
 
 #[test]
 fn a_dead_notification_endpoint_is_given_up_on_and_changes_nothing() {
-    let plain = Repo::new("[stop]\nmax_experiments = 4\n", SCORE, KEEPS_SCRIPT);
+    let plain = Repo::scored(4, KEEPS_SCRIPT);
     assert!(plain.hone(&["run", "--tag", "d"]).status.success());
     let r = Repo::new(
         &format!(
@@ -79,8 +78,7 @@ fn a_dead_notification_endpoint_is_given_up_on_and_changes_nothing() {
         SCORE,
         KEEPS_SCRIPT,
     );
-    let out = r.hone(&["run", "--tag", "d"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "d"]));
     let strip = |log: Vec<serde_json::Value>| -> Vec<(String, String)> {
         log.iter()
             .map(|e| (e["status"].to_string(), e["objective"].to_string()))
@@ -154,10 +152,7 @@ fn a_notification_answered_500_is_retried_and_delivered_once() {
     assert_eq!(b[0], b[1]);
     assert_eq!(b[1]["event"], "failure");
     assert!(
-        b[1]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("2 failed experiments in a row"),
+        reason(&b[1]).contains("2 failed experiments in a row"),
         "{b:?}"
     );
 }
@@ -221,8 +216,7 @@ fn a_notification_endpoint_that_holds_its_answer_never_holds_up_the_loop() {
         }
         events
     });
-    let out = r.hone(&["run", "--tag", "hold"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "hold"]));
     assert!(!text(&out).contains("not delivered"), "{}", text(&out));
     assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
     assert_eq!(server.join().unwrap(), ["keep", "keep", "finish"]);
@@ -249,15 +243,11 @@ fn a_budget_stop_is_notified_as_budget() {
             hook.url
         ),
     );
-    let out = hone_with_key(&r, &["run", "--tag", "b"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_with_key(&r, &["run", "--tag", "b"]));
     let b = bodies(&hook);
     assert_eq!(b.len(), 1, "{b:?}");
     assert_eq!(b[0]["event"], "budget");
-    assert!(
-        b[0]["reason"].as_str().unwrap().starts_with("budget: "),
-        "{b:?}"
-    );
+    assert!(reason(&b[0]).starts_with("budget: "), "{b:?}");
     assert!(
         b[0]["text"]
             .as_str()

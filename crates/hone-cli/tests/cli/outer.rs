@@ -4,8 +4,7 @@
 use crate::support::*;
 
 fn log_lines(dir: &Path) -> Vec<String> {
-    let out = hone_in(dir, &["log", "--json"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(hone_in(dir, &["log", "--json"]));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| {
@@ -40,14 +39,12 @@ const BEFORE_MECHANISMS_SEED_7: &[&str] = &[
 #[test]
 fn a_run_without_mechanisms_proposes_exactly_what_it_did_before_the_outer_loop() {
     let (_a, plain) = knob_repo();
-    let out = hone_in(&plain, &["run", "--seed", "7"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&plain, &["run", "--seed", "7"]));
     assert_eq!(log_lines(&plain), BEFORE_MECHANISMS_SEED_7);
     // An empty [outer] is no outer loop either, and records no mechanism calls.
     let (_b, empty) = knob_repo();
     append_spec(&empty, "\n[outer]\nmechanisms = []\n");
-    let out = hone_in(&empty, &["run", "--seed", "7"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&empty, &["run", "--seed", "7"]));
     assert_eq!(log_lines(&empty), BEFORE_MECHANISMS_SEED_7);
     let stats = text(&hone_in(&empty, &["mech", "stats"]));
     assert!(stats.contains("recorded no mechanism calls"), "{stats}");
@@ -55,8 +52,7 @@ fn a_run_without_mechanisms_proposes_exactly_what_it_did_before_the_outer_loop()
 
 /// Per-mechanism records from `hone mech stats --json`, by name.
 fn mech_stats(dir: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
-    let out = hone_in(dir, &["mech", "stats", "--json"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(hone_in(dir, &["mech", "stats", "--json"]));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| {
@@ -71,13 +67,8 @@ fn mechanisms_demonstrably_run_on_a_knobs_problem() {
     let outer = "\n[outer]\nmechanisms = [\"tabu\", \"bandit\", \"explore\", \"restart\", \"plateau\", \"orthogonal\"]\nstrategy_every = 5\n";
     let (_a, dir) = knob_repo();
     append_spec(&dir, outer);
-    let out = hone_in(&dir, &["run", "--seed", "7", "-n", "25"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("outer: strategy: strategy revised"),
-        "{}",
-        text(&out)
-    );
+    let out = ok(hone_in(&dir, &["run", "--seed", "7", "-n", "25"]));
+    assert_says(&out, "outer: strategy: strategy revised");
     let stats = mech_stats(&dir);
     for name in [
         "strategy",
@@ -129,8 +120,7 @@ fn mechanisms_demonstrably_run_on_a_knobs_problem() {
     assert_ne!(ran.as_str().unwrap(), rejected_desc, "{show}");
     assert!(show.contains("within"), "{show}");
     // hone report has the mechanisms' activity, with the same figures as mech stats.
-    let out = hone_in(&dir, &["report", "--out", "rep"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&dir, &["report", "--out", "rep"]));
     let md = std::fs::read_to_string(dir.join("rep/report.md")).unwrap();
     assert!(md.contains("## Mechanisms (outer loop)"), "{md}");
     let tabu_row = md
@@ -154,16 +144,13 @@ fn mechanisms_demonstrably_run_on_a_knobs_problem() {
     // The same seed gives the same run, mechanisms included.
     let (_b, again) = knob_repo();
     append_spec(&again, outer);
-    let out = hone_in(&again, &["run", "--seed", "7", "-n", "25"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&again, &["run", "--seed", "7", "-n", "25"]));
     assert_eq!(log_lines(&dir), log_lines(&again));
     // And differs from the same seed without them.
     let (_c, plain) = knob_repo();
-    let out = hone_in(&plain, &["run", "--seed", "7", "-n", "25"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&plain, &["run", "--seed", "7", "-n", "25"]));
     assert_ne!(log_lines(&dir), log_lines(&plain));
-    let out = hone_in(&plain, &["report", "--out", "rep"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&plain, &["report", "--out", "rep"]));
     let md = std::fs::read_to_string(plain.join("rep/report.md")).unwrap();
     assert!(!md.contains("Mechanisms"), "no outer loop, no section");
 }
@@ -176,8 +163,7 @@ fn mechanisms_demonstrably_run_on_a_knobs_problem() {
 fn surrogate_candidates_are_verified_and_reach_the_minimum_of_a_bowl() {
     let (_a, dir) = knob_repo();
     append_spec(&dir, "\n[outer]\nmechanisms = [\"surrogate\"]\n");
-    let out = hone_in(&dir, &["run", "--seed", "3", "-n", "30"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&dir, &["run", "--seed", "3", "-n", "30"]));
     let log = text(&hone_in(&dir, &["log", "--json"]));
     let first_zero = log
         .lines()
@@ -201,8 +187,7 @@ fn surrogate_candidates_are_verified_and_reach_the_minimum_of_a_bowl() {
     assert_eq!(s["inert"], false, "{s:?}");
     // Without the mechanism the same seed proposes something else at that experiment.
     let (_b, plain) = knob_repo();
-    let out = hone_in(&plain, &["run", "--seed", "3", "-n", "30"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&plain, &["run", "--seed", "3", "-n", "30"]));
     assert_ne!(log_at(&plain, n)["description"], first_zero["description"]);
 }
 
@@ -223,8 +208,7 @@ fn a_mechanism_that_never_changes_anything_is_reported_inert() {
         &dir,
         "\n[outer]\nmechanisms = [\"restart\", \"bandit\"]\nprobation = 5\n",
     );
-    let out = hone_in(&dir, &["run", "--seed", "7", "-n", "8"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&dir, &["run", "--seed", "7", "-n", "8"]));
     let stats = mech_stats(&dir);
     assert_eq!(stats["restart"]["inert"], true, "{:?}", stats["restart"]);
     assert_eq!(stats["bandit"]["inert"], false, "{:?}", stats["bandit"]);
@@ -242,11 +226,9 @@ fn an_agent_repeating_a_failed_edit_is_rejected_before_any_compute() {
         SCORE,
         "write\tvalue.txt\tscore: 7\\n\n---\nexpect-prompt\tGuidance from hone's search mechanisms\nexpect-prompt\tbandit: make\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
-    let out = r.hone(&["run", "--tag", "t"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "discard", "rejected", "keep"]);
+    r.run_expect("t", &["baseline", "discard", "rejected", "keep"]);
     let log = r.log();
-    let why = log[2]["reason"].as_str().unwrap();
+    let why = reason(&log[2]);
     assert!(why.starts_with("mechanism `tabu`: "), "{why}");
     assert!(
         log[2]["objective"].is_null(),
@@ -269,13 +251,8 @@ fn the_portfolio_switches_mechanisms_per_segment_and_records_it() {
         &dir,
         "\n[outer]\nmechanisms = [\"tabu\", \"bandit\", \"explore\", \"plateau\"]\nsegment = 4\nportfolio = true\n",
     );
-    let out = hone_in(&dir, &["run", "--seed", "3", "-n", "16"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("outer: portfolio: deactivated `"),
-        "{}",
-        text(&out)
-    );
+    let out = ok(hone_in(&dir, &["run", "--seed", "3", "-n", "16"]));
+    assert_says(&out, "outer: portfolio: deactivated `");
     let stats = mech_stats(&dir);
     let portfolio = &stats["portfolio"];
     assert!(portfolio["changed"].as_u64().unwrap() >= 2, "{portfolio}");
@@ -331,14 +308,14 @@ fn a_resumed_run_keeps_the_portfolio_it_had() {
         "\n[outer]\nmechanisms = [\"tabu\", \"bandit\", \"explore\", \"plateau\"]\nsegment = 4\nportfolio = true\n",
     );
     // Segments end at #3, #7 and #11; the second session starts at #10, mid-segment.
-    let out = hone_in(&dir, &["run", "--tag", "p", "--seed", "3", "-n", "10"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let out = hone_in(&dir, &["run", "--tag", "p", "-n", "14"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("outer: portfolio: restored from the record of 10 experiment(s) (2 segment(s) credited)"),
-        "{}",
-        text(&out)
+    ok(hone_in(
+        &dir,
+        &["run", "--tag", "p", "--seed", "3", "-n", "10"],
+    ));
+    let out = ok(hone_in(&dir, &["run", "--tag", "p", "-n", "14"]));
+    assert_says(
+        &out,
+        "outer: portfolio: restored from the record of 10 experiment(s) (2 segment(s) credited)",
     );
     let store = hone::store::Store::open(&dir.join(".hone/hone.db")).unwrap();
     let run = store.latest_run().unwrap().unwrap();
@@ -386,8 +363,7 @@ fn an_llm_revises_the_strategy_and_an_invalid_answer_changes_nothing() {
         false,
     );
     let r = knobs_llm_repo(knobs_llm_spec(&server, 6).set("outer", "strategy_every", "2"));
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     let reqs = server.requests();
     assert_eq!(reqs.len(), 7, "five proposals and two strategy questions");
     let body = |i: usize| -> String {
@@ -435,10 +411,11 @@ fn a_resumed_run_restarts_its_mechanisms_from_the_recorded_history() {
         &dir,
         "\n[outer]\nmechanisms = [\"tabu\", \"plateau\"]\nstrategy_every = 5\n",
     );
-    let out = hone_in(&dir, &["run", "--tag", "r", "--seed", "7", "-n", "10"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let out = hone_in(&dir, &["run", "--tag", "r", "-n", "14"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(
+        &dir,
+        &["run", "--tag", "r", "--seed", "7", "-n", "10"],
+    ));
+    ok(hone_in(&dir, &["run", "--tag", "r", "-n", "14"]));
     assert_eq!(log_lines(&dir).len(), 14);
     let stats = mech_stats(&dir);
     assert_eq!(stats["tabu"]["calls"]["on_start"], 2, "{}", stats["tabu"]);

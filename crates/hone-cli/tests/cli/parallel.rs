@@ -23,9 +23,9 @@ fn parallel_repo(toml_extra: &str, script: &str) -> (Repo, PathBuf) {
         wait = r.tmp_dir().display(),
         log = log.display()
     );
-    std::fs::write(r.dir.join("verify.sh"), verify).unwrap();
+    put(r.dir.join("verify.sh"), verify);
     for f in ["a.txt", "b.txt", "c.txt"] {
-        std::fs::write(r.dir.join(f), "5\n").unwrap();
+        put(r.dir.join(f), "5\n");
     }
     edit_spec(&r.dir, |t| {
         t.replace("editable = [\"value.txt\"]", "editable = [\"?.txt\"]")
@@ -130,8 +130,7 @@ fn parallel_keeps_merge_onto_a_moved_best_and_conflicts_are_discarded() {
     wait(2, "refs/heads/hone/p", "refs/hone/p/1");
     wait(3, "refs/heads/hone/p", "refs/hone/p/4");
     wait(5, "refs/heads/hone/p", "refs/hone/p/6");
-    let out = r.hone(&["run", "--tag", "p"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "p"]));
     let exps = r.log();
     let st: Vec<&str> = exps.iter().map(|e| e["status"].as_str().unwrap()).collect();
     assert_eq!(
@@ -140,7 +139,7 @@ fn parallel_keeps_merge_onto_a_moved_best_and_conflicts_are_discarded() {
         "{}",
         text(&out)
     );
-    let reason = |n: usize| exps[n]["reason"].as_str().unwrap().to_string();
+    let reason = |n: usize| reason(&exps[n]).to_string();
     assert!(
         reason(2).contains("beat its parent #0 but not the current best #1"),
         "{}",
@@ -181,17 +180,17 @@ fn parallel_knobs_run_with_four_workers_proposes_nothing_twice() {
     let (_t, dir) = knob_repo();
     let log = dir.join("..").join("knobs.log");
     let log = log.canonicalize().unwrap_or(log);
-    std::fs::write(
+    put(
         dir.join("score.sh"),
         format!(
             "w=$(sed -n 's/^WIDTH = \\([0-9]*\\).*/\\1/p' params.txt)\nd=$(sed -n 's/^DEPTH = \\([0-9]*\\).*/\\1/p' params.txt)\necho \"$HONE_EXPERIMENT $w $d\" >> {}\necho \"loss: $(( (w-13)*(w-13) + (d-4)*(d-4) ))\"\n",
             log.display()
         ),
-    )
-    .unwrap();
+    );
     git(&dir, &["commit", "-qam", "log"]);
-    let out = Command::new(HONE)
-        .args([
+    let out = hone_in(
+        &dir,
+        &[
             "run",
             "--tag",
             "k4",
@@ -201,20 +200,10 @@ fn parallel_knobs_run_with_four_workers_proposes_nothing_twice() {
             "3",
             "-n",
             "24",
-        ])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
+        ],
+    );
     assert!(out.status.success(), "{}", text(&out));
-    let lines = Command::new(HONE)
-        .args(["log", "--json"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    let exps: Vec<serde_json::Value> = String::from_utf8_lossy(&lines.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let exps = log_in(&dir);
     assert_eq!(exps.len(), 24);
     // Nothing proposed twice: every configuration differs, none was a duplicate.
     let mut configs: Vec<String> = exps.iter().map(|e| e["config"].to_string()).collect();
@@ -273,13 +262,13 @@ fn parallel_kill_9_with_four_in_flight_then_resume_aborts_them_all() {
         .map(|i| format!("write\tvalue.txt\tscore: {}\\n\n", 100 - i))
         .collect::<Vec<_>>()
         .join("---\n");
-    let r = Repo::new("[stop]\nmax_experiments = 9\n", &verify, &script);
+    let r = Repo::stops_after(9, &verify, &script);
     let mut child = r.spawn_hone(&["run", "--tag", "k", "--workers", "4"]);
     for n in 1..=4 {
         wait_for_file(&marks.join(format!("pgid.{n}")));
     }
     let status = r.hone(&["status"]);
-    assert!(text(&status).contains("in flight: #1"), "{}", text(&status));
+    assert_says(&status, "in flight: #1");
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let pgids: Vec<i32> = (1..=4)
@@ -297,10 +286,9 @@ fn parallel_kill_9_with_four_in_flight_then_resume_aborts_them_all() {
     );
     let slot = r.dir.join(".hone/slots/k/w0");
     assert!(slot.exists());
-    std::fs::write(slot.join("leftover.txt"), "from the crash").unwrap();
-    std::fs::write(marks.join("release"), "").unwrap();
-    let out = r.hone(&["run", "--workers", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
+    put(slot.join("leftover.txt"), "from the crash");
+    put(marks.join("release"), "");
+    let out = ok(r.hone(&["run", "--workers", "4"]));
     for n in 1..=4 {
         assert!(
             text(&out).contains(&format!("experiment {n} was interrupted")),
@@ -338,7 +326,7 @@ fn parallel_settings_are_checked() {
     let r = Repo::new(
         "[exec]\nworkers = 3\nslots = [{ CUDA_VISIBLE_DEVICES = \"0\" }, { CUDA_VISIBLE_DEVICES = \"1\" }]\n",
         SCORE,
-        "write\tvalue.txt\tscore: 4\\n\n",
+        &scores(&[4]),
     );
     let out = r.hone(&["run"]);
     assert!(!out.status.success());
@@ -349,12 +337,10 @@ fn parallel_settings_are_checked() {
     );
     assert!(t.contains("hone.toml:17:"), "names the line: {t}");
     edit_spec(&r.dir, |t| t.replace("workers = 3\n", ""));
-    let out = r.hone(&["run", "--workers", "3"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        text(&out).contains("3 workers but only 2 slots"),
-        "{}",
-        text(&out)
+    exits_with(
+        r.hone(&["run", "--workers", "3"]),
+        2,
+        "3 workers but only 2 slots",
     );
     let out = r.hone(&["run", "--workers", "0"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -365,22 +351,18 @@ fn parallel_verifier_that_moves_the_run_branch_is_a_violation() {
     // #1's verifier forges the branch. With two in flight, the move is caught when the next
     // result is decided (#1's or #2's: which verifier moved a shared ref cannot be told apart).
     let verify = "if grep -q forge value.txt; then git update-ref refs/heads/hone/v $(git commit-tree HEAD^{tree} -p HEAD -m forged); fi; echo score: 1";
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
+    let r = Repo::stops_after(
+        3,
         verify,
         "write\tvalue.txt\tforge\n\n---\nwrite\tvalue.txt\tplain\n\n",
     );
-    let out = r.hone(&["run", "--tag", "v", "--workers", "2"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run", "--tag", "v", "--workers", "2"]));
     let log = r.log();
     let caught: Vec<&serde_json::Value> =
         log.iter().filter(|e| e["status"] == "violation").collect();
     assert_eq!(caught.len(), 1, "{log:?}");
     assert!(
-        caught[0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("moved hone's refs"),
+        reason(caught[0]).contains("moved hone's refs"),
         "{:?}",
         caught[0]
     );
@@ -400,17 +382,13 @@ fn parallel_ctrl_c_once_lets_the_experiments_in_flight_finish() {
         "if [ \"$HONE_EXPERIMENT\" != 0 ]; then touch {m}/started.$HONE_EXPERIMENT; while [ ! -f {m}/release ]; do sleep 0.02; done; fi; cat value.txt",
         m = m.display()
     );
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 5\n",
-        &verify,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
-    );
+    let r = Repo::stops_after(5, &verify, &scores(&[4, 3, 2]));
     let mut child = r.spawn_hone(&["run", "--workers", "2"]);
     wait_for_file(&m.join("started.1"));
     wait_for_file(&m.join("started.2"));
     // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    std::fs::write(m.join("release"), "").unwrap();
+    put(m.join("release"), "");
     assert_eq!(child.wait().unwrap().code(), Some(130));
     let st = r.statuses();
     assert_eq!(st.len(), 3, "nothing new starts after Ctrl-C: {st:?}");
@@ -420,8 +398,7 @@ fn parallel_ctrl_c_once_lets_the_experiments_in_flight_finish() {
             .all(|s| matches!(s.as_str(), "keep" | "discard")),
         "{st:?}"
     );
-    let out = r.hone(&["run", "--workers", "2"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run", "--workers", "2"]));
     assert_eq!(r.statuses().len(), 5);
 }
 
@@ -433,11 +410,7 @@ fn parallel_ctrl_c_twice_kills_every_verifier_in_flight() {
         "if [ \"$HONE_EXPERIMENT\" != 0 ]; then echo $$ > {m}/pgid.$HONE_EXPERIMENT; sleep 300; fi; cat value.txt",
         m = m.display()
     );
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 5\n",
-        &verify,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
-    );
+    let r = Repo::stops_after(5, &verify, &scores(&[4, 3, 2]));
     use std::os::unix::process::CommandExt;
     let mut child = Command::new(HONE)
         .process_group(0)
@@ -453,20 +426,7 @@ fn parallel_ctrl_c_twice_kills_every_verifier_in_flight() {
     let pgids: Vec<i32> = (1..=3)
         .map(|n| read_pgid(&m.join(format!("pgid.{n}"))))
         .collect();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    let mut line = String::new();
-    while !line.contains("stopping after the current experiment") {
-        line.clear();
-        assert!(
-            std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0,
-            "hone exited early"
-        );
-    }
-    // SAFETY: as above.
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    ctrl_c_twice(&mut child);
     for p in pgids {
         assert!(!group_alive(p), "every verifier in flight is killed");
     }

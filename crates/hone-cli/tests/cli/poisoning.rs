@@ -51,9 +51,7 @@ fn one_candidate_cannot_widen_the_noise_band_for_the_rest_of_the_run() {
         &blocks(&["0 1000", "9 9", "8 8.1"]),
         4,
     );
-    let out = r.hone(&["run", "--tag", "p"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
+    let log = r.run_log("p");
     let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
     assert_eq!(st, ["baseline", "discard", "keep", "keep"], "{log:#?}");
     assert_eq!(log[1]["runs"].as_array().unwrap().len(), 2, "{}", log[1]);
@@ -74,9 +72,7 @@ fn one_candidate_cannot_widen_the_noise_band_for_the_rest_of_the_run() {
                 .tail("[stop]\nmax_experiments = 4\n")
         })
         .create();
-    let out = r.hone(&["run", "--tag", "p"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
+    let log = r.run_log("p");
     let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
     assert_eq!(st, ["baseline", "discard", "keep", "keep"], "{log:#?}");
 }
@@ -91,25 +87,13 @@ fn overflowing_values_make_a_crash_and_never_reach_a_summary() {
         &blocks(&["-1.79e308 1.79e308", "-1.79e308 -1.79e308", "9 9"]),
         4,
     );
-    let out = r.hone(&["run", "--tag", "p"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run", "--tag", "p"]));
     assert_no_overflow_text("hone run", &text(&out));
     let log = r.log();
     let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
     assert_eq!(st, ["baseline", "crash", "crash", "keep"], "{log:#?}");
-    assert!(
-        log[1]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("spread overflows"),
-        "{}",
-        log[1]
-    );
-    assert!(
-        log[2]["reason"].as_str().unwrap().contains("mean"),
-        "{}",
-        log[2]
-    );
+    assert!(reason(&log[1]).contains("spread overflows"), "{}", log[1]);
+    assert!(reason(&log[2]).contains("mean"), "{}", log[2]);
     for e in &log[1..3] {
         assert!(e["objective"].is_null(), "no objective for a crash: {e}");
     }
@@ -124,8 +108,7 @@ fn overflowing_values_make_a_crash_and_never_reach_a_summary() {
         assert!(out.status.success(), "{args:?}: {}", text(&out));
         assert_no_overflow_text(&format!("hone {args:?}"), &text(&out));
     }
-    let out = r.hone(&["report"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["report"]));
     let dir = r.dir.join(".hone/reports/p");
     for f in ["report.md", "report.html", "progress.svg"] {
         let body = std::fs::read_to_string(dir.join(f)).unwrap();
@@ -146,9 +129,7 @@ fn a_metric_printed_after_the_verifier_exited_does_not_count() {
             Spec::standard("sh value.txt", agent).tail("[stop]\nmax_experiments = 2\n")
         })
         .create();
-    let out = r.hone(&["run", "--tag", "p"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
+    let log = r.run_log("p");
     assert_eq!(log[1]["status"], "discard", "{log:#?}");
     assert_eq!(log[1]["objective"].as_f64(), Some(6.0), "{}", log[1]);
     assert_eq!(r.rev("hone/p"), r.rev("main"), "the branch never moved");
@@ -177,9 +158,8 @@ fn escape_sequences_in_file_names_never_reach_the_terminal() {
     let script = format!(
         "write\t{name}\t\u{1b}[31mred contents\u{1b}[0m\\n\nhypothesis\t\u{1b}[2Jwipe the screen\n"
     );
-    let r = Repo::new("[stop]\nmax_experiments = 2\n", SCORE, &script);
-    let out = r.hone(&["run", "--tag", "p"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let r = Repo::scored(2, &script);
+    let out = ok(r.hone(&["run", "--tag", "p"]));
     assert_no_raw_controls("hone run", &out);
     assert!(
         text(&out).contains("\\x1b"),
@@ -204,12 +184,9 @@ fn escape_sequences_in_file_names_never_reach_the_terminal() {
 fn markup_written_by_the_agent_is_text_in_report_md() {
     let hypothesis = "<script>alert(1)</script> see [the docs](http://evil.example) ![x](http://evil.example/x.png) `code` **bold**";
     let script = format!("write\tvalue.txt\tscore: 4\\n\nhypothesis\t{hypothesis}\n");
-    let r = Repo::new("[stop]\nmax_experiments = 2\n", SCORE, &script);
-    let out = r.hone(&["run", "--tag", "p"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep"]);
-    let out = r.hone(&["report"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let r = Repo::scored(2, &script);
+    r.run_expect("p", &["baseline", "keep"]);
+    ok(r.hone(&["report"]));
     let md = std::fs::read_to_string(r.dir.join(".hone/reports/p/report.md")).unwrap();
     for raw in ["<script>", "[the docs](", "![x](", "`code`", "**bold**"] {
         assert!(!md.contains(raw), "report.md carries `{raw}` raw:\n{md}");

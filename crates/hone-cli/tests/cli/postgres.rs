@@ -133,6 +133,38 @@ extern "C" {
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
+/// Moves run `r` to remote workers through `pg` (`[exec] backend = "workers"` with `exec` added,
+/// a bare repository as the remote, `[store] url`), committed: the remote.
+fn to_workers(r: &Repo, pg: &PgServer, exec: &str) -> PathBuf {
+    let bare = r.bare_remote("shared.git");
+    append_spec(
+        &r.dir,
+        &format!(
+            "\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\n{exec}\n[store]\nurl = \"{}\"\n",
+            bare.display(),
+            pg.url
+        ),
+    );
+    git(&r.dir, &["commit", "-q", "-am", "workers"]);
+    bare
+}
+
+/// `hone worker` for run `r`'s store `pg` and remote `bare`, in `<tmp>/w-<name>` (the slot,
+/// lease and output are the caller's).
+fn worker_command(r: &Repo, pg: &PgServer, bare: &Path, name: &str) -> Command {
+    let mut cmd = Command::new(HONE);
+    cmd.args([
+        "worker",
+        "--store",
+        &pg.url,
+        "--repo",
+        bare.to_str().unwrap(),
+    ])
+    .arg("--dir")
+    .arg(r.tmp_dir().join(format!("w-{name}")));
+    cmd
+}
+
 #[test]
 fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
     let Some(pg) = PgServer::start() else {
@@ -144,34 +176,14 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
         "cat value.txt; echo worker_slot=$SLOT_NAME; if grep -q slow value.txt && [ ! -e {m} ]; then echo $$ > {m}; sleep 300; fi",
         m = marker.display()
     );
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 4\n",
+    let r = Repo::stops_after(
+        4,
         &verify,
         "write\tvalue.txt\tslow\\nscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 6\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
     );
-    let bare = r.tmp_dir().join("shared.git");
-    git(
-        r.tmp_dir(),
-        &["init", "-q", "--bare", bare.to_str().unwrap()],
-    );
-    append_spec(
-        &r.dir,
-        &format!(
-            "\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\n\n[store]\nurl = \"{}\"\n",
-            bare.display(),
-            pg.url
-        ),
-    );
-    git(&r.dir, &["commit", "-q", "-am", "workers"]);
+    let bare = to_workers(&r, &pg, "");
     let worker = |name: &str| {
-        Command::new(HONE)
-            .args([
-                "worker",
-                "--store",
-                &pg.url,
-                "--repo",
-                bare.to_str().unwrap(),
-            ])
+        worker_command(&r, &pg, &bare, name)
             .args([
                 "--slot",
                 name,
@@ -180,8 +192,6 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
                 "--env",
                 &format!("SLOT_NAME={name}"),
             ])
-            .arg("--dir")
-            .arg(r.tmp_dir().join(format!("w-{name}")))
             .stdout(std::fs::File::create(r.tmp_dir().join(format!("w-{name}.out"))).unwrap())
             .stderr(std::fs::File::create(r.tmp_dir().join(format!("w-{name}.err"))).unwrap())
             .spawn()
@@ -214,17 +224,9 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
             clone.to_str().unwrap(),
         ],
     );
-    let second = Command::new(HONE)
-        .args(["run", "--tag", "w"])
-        .current_dir(&clone)
-        .output()
-        .unwrap();
+    let second = hone_in(&clone, &["run", "--tag", "w"]);
     assert!(!second.status.success());
-    assert!(
-        text(&second).contains("already coordinated"),
-        "{}",
-        text(&second)
-    );
+    assert_says(&second, "already coordinated");
     // Worker a dies; its verifier's group is killed too (as a host going down would).
     a.kill().unwrap();
     a.wait().unwrap();
@@ -273,21 +275,15 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let started = tmp.path().join("started");
-    let pgid_file = tmp.path().join("pgid");
     // Experiment 2's verifier hangs (once) until killed.
-    let verify = format!(
-        "if [ \"$HONE_EXPERIMENT\" = 2 ] && [ ! -f {s} ]; then echo $$ > {p}; touch {s}; sleep 300; fi; cat value.txt",
-        s = started.display(),
-        p = pgid_file.display()
-    );
+    let (verify, started, pgid_file) = hanging_verifier(tmp.path());
     let r = Repo::new(
         &format!(
             "[stop]\nmax_experiments = 5\n\n[store]\nurl = \"{}\"\n",
             pg.url
         ),
         &verify,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
+        &scores(&[4, 3, 2, 1]),
     );
     let mut child = r.spawn_hone(&["run", "--tag", "k"]);
     wait_for_file(&started);
@@ -320,10 +316,9 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
     ));
     let refused = r.hone(&["run"]);
     assert!(!refused.status.success());
-    assert!(
-        text(&refused).contains("is already coordinated by hone run (pid 1) on elsewhere"),
-        "{}",
-        text(&refused)
+    assert_says(
+        &refused,
+        "is already coordinated by hone run (pid 1) on elsewhere",
     );
     assert_eq!(r.statuses(), ["baseline", "keep", "running"], "untouched");
 
@@ -332,22 +327,7 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
     pg.psql(&format!(
         "UPDATE hone_coordinators SET owner = '{left}', heartbeat = now() WHERE run_key = '{key}'"
     ));
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("experiment 2 was interrupted"),
-        "{}",
-        text(&out)
-    );
-    assert!(
-        wait_group_gone(pgid),
-        "resume must kill the interrupted verifier's group"
-    );
-    let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "keep", "aborted", "keep", "keep"]);
-    assert_eq!(log[1]["objective"], 4.0, "finished experiments intact");
-    assert_eq!(r.rev("hone/k"), r.rev("refs/hone/k/4"));
+    resume_kills_the_interrupted_verifier(&r, pgid);
     // The registration is released at the end of the run.
     assert_eq!(
         pg.psql(&format!(
@@ -358,7 +338,7 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
 
     let show = r.hone(&["show", "3"]);
     assert!(show.status.success(), "{}", text(&show));
-    assert!(text(&show).contains("+score: 2"), "{}", text(&show));
+    assert_says(&show, "+score: 2");
     let report = r.hone(&["report"]);
     assert!(report.status.success(), "{}", text(&report));
     let status = text(&r.hone(&["status"]));
@@ -374,7 +354,7 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
         .output()
         .unwrap();
     assert!(!delete.status.success(), "events are append-only");
-    assert!(text(&delete).contains("append-only"), "{}", text(&delete));
+    assert_says(&delete, "append-only");
     // The dashboard reads the run from PostgreSQL as well.
     let mut serve = Command::new(HONE)
         .args(["serve", "--port", "0"])
@@ -412,39 +392,13 @@ fn remote_workers_verify_two_experiments_at_once() {
         return;
     };
     let marks = tempfile::tempdir().unwrap();
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        &together_verifier(marks.path()),
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
-    );
-    let bare = r.tmp_dir().join("shared.git");
-    git(
-        r.tmp_dir(),
-        &["init", "-q", "--bare", bare.to_str().unwrap()],
-    );
-    append_spec(
-        &r.dir,
-        &format!(
-            "\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\nworkers = 2\n\n[store]\nurl = \"{}\"\n",
-            bare.display(),
-            pg.url
-        ),
-    );
-    git(&r.dir, &["commit", "-q", "-am", "workers"]);
+    let r = Repo::stops_after(3, &together_verifier(marks.path()), &scores(&[4, 3]));
+    let bare = to_workers(&r, &pg, "workers = 2\n");
     let mut workers: Vec<std::process::Child> = ["a", "b"]
         .iter()
         .map(|name| {
-            Command::new(HONE)
-                .args([
-                    "worker",
-                    "--store",
-                    &pg.url,
-                    "--repo",
-                    bare.to_str().unwrap(),
-                ])
+            worker_command(&r, &pg, &bare, name)
                 .args(["--slot", name, "--lease", "5s"])
-                .arg("--dir")
-                .arg(r.tmp_dir().join(format!("w-{name}")))
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
                 .spawn()

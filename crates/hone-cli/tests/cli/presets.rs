@@ -14,6 +14,26 @@ fn preset_repo(agent: &str) -> Repo {
         .create()
 }
 
+/// `hone run` (which must succeed) in a [`preset_repo`] with `[agent] <agent>` and a stand-in
+/// `tool` (the shell script `fake`) on PATH: the repository and the stand-in's record
+/// directory.
+fn run_preset(
+    tool: &str,
+    fake: &str,
+    agent: &str,
+    env: &[(&str, &str)],
+) -> (Repo, tempfile::TempDir) {
+    let (bin, record) = fake_tool(tool, fake);
+    let r = preset_repo(agent);
+    ok(run_with_tool(&r, bin.path(), record.path(), env));
+    (r, record)
+}
+
+/// What the stand-in wrote to `<record>/<name>`.
+fn read(record: &tempfile::TempDir, name: &str) -> String {
+    std::fs::read_to_string(record.path().join(name)).unwrap()
+}
+
 /// Without the tool on PATH, `hone run` stops before it starts and says what to install.
 fn assert_missing_tool_is_named(r: &Repo, install: &str) {
     let out = Command::new(HONE)
@@ -23,7 +43,7 @@ fn assert_missing_tool_is_named(r: &Repo, install: &str) {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out).contains(install), "{}", text(&out));
+    assert_says(&out, install);
 }
 
 /// A stand-in `claude` on PATH: records its arguments, environment and stdin, makes a scripted
@@ -53,16 +73,15 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
         bin.path().display(),
         std::env::var("PATH").unwrap()
     );
-    let out = Command::new(HONE)
+    ok(Command::new(HONE)
         .arg("run")
         .current_dir(&r.dir)
         .env("PATH", &path)
         .env("FAKE_RECORD", record.path())
         .env("ANTHROPIC_API_KEY", "sk-ant-test")
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let argv = std::fs::read_to_string(record.path().join("argv")).unwrap();
+        .unwrap());
+    let argv = read(&record, "argv");
     assert_eq!(
         argv.lines().collect::<Vec<_>>(),
         [
@@ -77,12 +96,12 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
             "30"
         ]
     );
-    let stdin = std::fs::read_to_string(record.path().join("stdin")).unwrap();
+    let stdin = read(&record, "stdin");
     assert!(
         stdin.contains("You may change only these files (globs): value.txt"),
         "the prompt arrives on stdin"
     );
-    let env = std::fs::read_to_string(record.path().join("env")).unwrap();
+    let env = read(&record, "env");
     assert!(
         env.contains("ANTHROPIC_API_KEY=sk-ant-test"),
         "the tool's own key is passed through"
@@ -94,10 +113,7 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
     assert_eq!(log[1]["tokens"], 180);
     assert_eq!(log[2]["status"], "invalid");
     assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("API Error: 529 overloaded"),
+        reason(&log[2]).contains("API Error: 529 overloaded"),
         "{}",
         log[2]
     );
@@ -109,13 +125,11 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
 
 #[test]
 fn agent_notes_are_kept_between_experiments() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        SCORE,
+    let r = Repo::scored(
+        3,
         "run\techo 'learned: lower is better here' >> .hone/notes.md\nwrite\tvalue.txt\tscore: 4\\n\n---\nexpect-prompt\tlearned: lower is better here\nrun\tgrep -q 'learned: lower' .hone/notes.md\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     assert_eq!(
         r.statuses(),
         ["baseline", "keep", "keep"],
@@ -175,15 +189,14 @@ fn codex_preset_runs_exec_json_and_reads_its_usage() {
         bin.path().display(),
         std::env::var("PATH").unwrap()
     );
-    let out = Command::new(HONE)
+    ok(Command::new(HONE)
         .arg("run")
         .current_dir(&r.dir)
         .env("PATH", &path)
         .env("FAKE_RECORD", record.path())
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let argv = std::fs::read_to_string(record.path().join("argv")).unwrap();
+        .unwrap());
+    let argv = read(&record, "argv");
     assert_eq!(
         argv.lines().collect::<Vec<_>>(),
         [
@@ -195,19 +208,14 @@ fn codex_preset_runs_exec_json_and_reads_its_usage() {
             "-"
         ]
     );
-    assert!(std::fs::read_to_string(record.path().join("stdin"))
-        .unwrap()
-        .contains("You may change only"));
+    assert!(read(&record, "stdin").contains("You may change only"));
     let log = r.log();
     assert_eq!(log[1]["status"], "keep");
     assert_eq!(log[1]["description"], "Set the score to 3.");
     assert_eq!(log[1]["tokens"], 1500);
     assert_eq!(log[2]["status"], "invalid");
     assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("stream disconnected"),
+        reason(&log[2]).contains("stream disconnected"),
         "{}",
         log[2]
     );
@@ -249,10 +257,12 @@ fi
 
 #[test]
 fn aider_preset_edits_the_editable_files_and_reads_its_usage_line() {
-    let (bin, record) = fake_tool("aider", FAKE_AIDER);
-    let r = preset_repo("kind = \"aider\"\nmodel = \"sonnet\"");
-    let out = run_with_tool(&r, bin.path(), record.path(), &[]);
-    assert!(out.status.success(), "{}", text(&out));
+    let (r, record) = run_preset(
+        "aider",
+        FAKE_AIDER,
+        "kind = \"aider\"\nmodel = \"sonnet\"",
+        &[],
+    );
     let argv = recorded(record.path(), "argv");
     let tag_logs = |a: &str| a.contains("/.hone/runs/") && a.contains("/logs/");
     assert_eq!(argv[0], "--message-file");
@@ -281,22 +291,13 @@ fn aider_preset_edits_the_editable_files_and_reads_its_usage_line() {
     assert_eq!(argv[15], "--input-history-file");
     assert!(tag_logs(&argv[16]), "{argv:?}");
     assert_eq!(argv[17..], ["--model", "sonnet", "--", "value.txt"]);
-    assert!(std::fs::read_to_string(record.path().join("message"))
-        .unwrap()
-        .contains("You may change only"));
+    assert!(read(&record, "message").contains("You may change only"));
     let log = r.log();
     assert_eq!(log[1]["status"], "keep", "{log:?}");
     assert_eq!(log[1]["cost_usd"], 0.0082);
     assert_eq!(log[1]["tokens"], 2385);
     assert_eq!(log[2]["status"], "invalid");
-    assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("invalid x-api-key"),
-        "{}",
-        log[2]
-    );
+    assert!(reason(&log[2]).contains("invalid x-api-key"), "{}", log[2]);
     // Its history never entered a candidate.
     let tag = log[0]["log_path"]
         .as_str()
@@ -381,15 +382,12 @@ fi
 
 #[test]
 fn gemini_preset_runs_headless_json_and_reads_its_stats() {
-    let (bin, record) = fake_tool("gemini", FAKE_GEMINI);
-    let r = preset_repo("kind = \"gemini\"\nmodel = \"gemini-2.5-pro\"");
-    let out = run_with_tool(
-        &r,
-        bin.path(),
-        record.path(),
+    let (r, record) = run_preset(
+        "gemini",
+        FAKE_GEMINI,
+        "kind = \"gemini\"\nmodel = \"gemini-2.5-pro\"",
         &[("GEMINI_API_KEY", "g-test")],
     );
-    assert!(out.status.success(), "{}", text(&out));
     assert_eq!(
         recorded(record.path(), "argv"),
         [
@@ -404,9 +402,7 @@ fn gemini_preset_runs_headless_json_and_reads_its_stats() {
             "Do the task described above."
         ]
     );
-    assert!(std::fs::read_to_string(record.path().join("stdin"))
-        .unwrap()
-        .contains("You may change only"));
+    assert!(read(&record, "stdin").contains("You may change only"));
     let env = recorded(record.path(), "env");
     assert!(env.contains(&"GEMINI_API_KEY=g-test".to_string()));
     assert!(env.contains(&"GEMINI_CLI_TRUST_WORKSPACE=true".to_string()));
@@ -416,10 +412,7 @@ fn gemini_preset_runs_headless_json_and_reads_its_stats() {
     assert_eq!(log[1]["tokens"], 25113);
     assert_eq!(log[2]["status"], "invalid");
     assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("exceeded your current quota"),
+        reason(&log[2]).contains("exceeded your current quota"),
         "{}",
         log[2]
     );
@@ -446,17 +439,12 @@ fi
 
 #[test]
 fn opencode_preset_runs_json_events_and_reads_cost_and_tokens() {
-    let (bin, record) = fake_tool("opencode", FAKE_OPENCODE);
-    let r = preset_repo(
+    let (r, record) = run_preset(
+        "opencode",
+        FAKE_OPENCODE,
         "kind = \"opencode\"\nmodel = \"anthropic/claude-sonnet-4-20250514\"\nextra_args = [\"--agent\", \"build\"]",
-    );
-    let out = run_with_tool(
-        &r,
-        bin.path(),
-        record.path(),
         &[("ANTHROPIC_API_KEY", "sk-ant-oc")],
     );
-    assert!(out.status.success(), "{}", text(&out));
     assert_eq!(
         recorded(record.path(), "argv"),
         [
@@ -469,9 +457,7 @@ fn opencode_preset_runs_json_events_and_reads_cost_and_tokens() {
             "build"
         ]
     );
-    assert!(std::fs::read_to_string(record.path().join("stdin"))
-        .unwrap()
-        .contains("You may change only"));
+    assert!(read(&record, "stdin").contains("You may change only"));
     let env = recorded(record.path(), "env");
     assert!(env.contains(&"ANTHROPIC_API_KEY=sk-ant-oc".to_string()));
     assert!(
@@ -486,14 +472,7 @@ fn opencode_preset_runs_json_events_and_reads_cost_and_tokens() {
     assert_eq!(log[1]["cost_usd"], 0.0042);
     assert_eq!(log[1]["tokens"], 1580);
     assert_eq!(log[2]["status"], "invalid");
-    assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("Invalid API key."),
-        "{}",
-        log[2]
-    );
+    assert!(reason(&log[2]).contains("Invalid API key."), "{}", log[2]);
     assert_missing_tool_is_named(&r, "npm install -g opencode-ai");
 }
 
@@ -505,14 +484,8 @@ fn a_preset_that_spends_the_budget_stops_the_run_before_the_next_agent_starts() 
     let r = preset_repo("kind = \"claude\"");
     append_spec(&r.dir, "max_cost_usd = 0.01\n");
     git(&r.dir, &["commit", "-q", "-am", "budget"]);
-    let out = run_with_tool(&r, bin.path(), record.path(), &[]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(
-        std::fs::read_to_string(record.path().join("count"))
-            .unwrap()
-            .trim(),
-        "1"
-    );
+    let out = ok(run_with_tool(&r, bin.path(), record.path(), &[]));
+    assert_eq!(read(&record, "count").trim(), "1");
     assert_eq!(r.statuses(), ["baseline", "keep"]);
-    assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
+    assert_says(&out, "stopped: budget");
 }

@@ -4,15 +4,14 @@ use crate::support::*;
 
 #[test]
 fn report_writes_a_plot_a_summary_and_a_page() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 6\n",
+    let r = Repo::stops_after(
+        6,
         "cat value.txt; if grep -q boom value.txt; then exit 2; fi",
         "write\tvalue.txt\tscore: 4\\n\nhypothesis\tfirst gain\n---\nwrite\tvalue.txt\tscore: 9\\n\n---\nwrite\tvalue.txt\tboom\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\nhypothesis\tbig <gain> & more\n---\nwrite\tvalue.txt\tscore: 7\\n\n",
     );
     assert!(r.hone(&["run", "--tag", "rep"]).status.success());
     let out_dir = r.tmp_dir().join("report");
-    let out = r.hone(&["report", "--out", out_dir.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["report", "--out", out_dir.to_str().unwrap()]));
     let svg = std::fs::read_to_string(out_dir.join("progress.svg")).unwrap();
     assert!(svg.starts_with("<svg"));
     assert_eq!(

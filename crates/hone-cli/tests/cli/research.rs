@@ -37,6 +37,24 @@ fn rounds_answering(code: &str) -> Vec<Reply> {
     ]
 }
 
+/// The replies of a run whose first proposal sets DEPTH 12 and whose research rounds answer
+/// `code`, then `after`.
+fn replies_with_script(code: &str, after: Vec<Reply>) -> Vec<Reply> {
+    let mut replies = vec![knob_answer("{\"DEPTH\": 12}")];
+    replies.extend(rounds_answering(code));
+    replies.extend(after);
+    replies
+}
+
+/// The statistics `hone mech stats --json` gives of the first mechanism `is_it` matches.
+fn mech_stats(dir: &Path, is_it: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    let json = text(&hone_in(dir, &["mech", "stats", "--json"]));
+    json.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(is_it)
+        .expect("the script's statistics")
+}
+
 fn request_text(server: &LlmServer, i: usize) -> String {
     let reqs = server.requests();
     let v: serde_json::Value = serde_json::from_str(&reqs[i].2).unwrap();
@@ -53,20 +71,20 @@ const DEEP_FILTER: &str = "fn filter(p, v) {\n    if type_of(p.config) != \"map\
 
 #[test]
 fn a_generated_mechanism_passes_the_ladder_is_stored_and_rejects_a_proposal() {
-    let mut replies = vec![knob_answer("{\"DEPTH\": 12}")];
-    replies.extend(rounds_answering(DEEP_FILTER));
-    replies.extend([
-        knob_answer("{\"DEPTH\": 15}"),
-        knob_answer("{\"DEPTH\": 6}"),
-        knob_answer("{\"WIDTH\": 8}"),
-    ]);
+    let replies = replies_with_script(
+        DEEP_FILTER,
+        vec![
+            knob_answer("{\"DEPTH\": 15}"),
+            knob_answer("{\"DEPTH\": 6}"),
+            knob_answer("{\"WIDTH\": 8}"),
+        ],
+    );
     let server = LlmServer::start(replies, false);
     let (_t, dir) = research_repo(
         &server,
         "mechanisms = [\"tabu\"]\nresearch_every = 2\nprobation = 10\n",
     );
-    let out = hone_in(&dir, &["run", "-n", "5"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&dir, &["run", "-n", "5"]));
     assert_eq!(server.requests().len(), 8, "one proposal each, four rounds");
     // The rounds saw the real trace, the interface and the active mechanisms' statistics.
     let round1 = request_text(&server, 1);
@@ -110,7 +128,7 @@ fn a_generated_mechanism_passes_the_ladder_is_stored_and_rejects_a_proposal() {
         assert!(show2.contains(&format!("{name} {step}")), "{step}\n{show2}");
     }
     assert!(show2.contains("deep models never paid"), "{show2}");
-    let log = hone_log(&dir);
+    let log = log_in(&dir);
     let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
     assert_eq!(st[2], "rejected", "{log:?}");
     assert_eq!(st[3], "keep", "{log:?}");
@@ -119,23 +137,9 @@ fn a_generated_mechanism_passes_the_ladder_is_stored_and_rejects_a_proposal() {
     let stats = text(&hone_in(&dir, &["mech", "stats"]));
     assert!(stats.contains(&format!("{name}:")), "{stats}");
     assert!(stats.contains("#2 activated"), "{stats}");
-    let json = text(&hone_in(&dir, &["mech", "stats", "--json"]));
-    let me: serde_json::Value = json
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|v| v["name"] == name.as_str())
-        .expect("the script's statistics");
+    let me = mech_stats(&dir, |v| v["name"] == name.as_str());
     assert_eq!(me["rejected"], 1);
     assert_eq!(me["calls"]["filter"], 3, "it ran on experiments 2, 3 and 4");
-}
-
-fn hone_log(dir: &Path) -> Vec<serde_json::Value> {
-    let out = hone_in(dir, &["log", "--json"]);
-    assert!(out.status.success(), "{}", text(&out));
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 #[test]
@@ -150,8 +154,7 @@ fn a_script_that_does_not_compile_gets_one_repair_round_then_is_dropped() {
     replies.push(knob_answer("{\"DEPTH\": 6}"));
     let server = LlmServer::start(replies, false);
     let (_t, dir) = research_repo(&server, "research_every = 2\n");
-    let out = hone_in(&dir, &["run", "-n", "3"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&dir, &["run", "-n", "3"]));
     assert_eq!(
         server.requests().len(),
         7,
@@ -167,7 +170,7 @@ fn a_script_that_does_not_compile_gets_one_repair_round_then_is_dropped() {
     assert!(show2.contains("; dropped"), "{show2}");
     assert!(!show2.contains("activated"), "{show2}");
     assert!(!dir.join(".hone/mechanisms").exists(), "nothing is stored");
-    let st: Vec<String> = hone_log(&dir)
+    let st: Vec<String> = log_in(&dir)
         .iter()
         .map(|e| e["status"].as_str().unwrap().to_string())
         .collect();
@@ -179,17 +182,17 @@ fn a_script_that_loops_forever_is_stopped_by_its_sandbox_and_the_run_goes_on() {
     // It passes the ladder (synthetic histories and the replay never reach the loop) and
     // loops once the live run has three experiments.
     let looping = "fn before_propose(v) {\n    let h = v.history;\n    if h.len() >= 3 && h[h.len() - 1].description.contains(\"synthetic\") == false { loop { } }\n    ()\n}";
-    let mut replies = vec![knob_answer("{\"DEPTH\": 12}")];
-    replies.extend(rounds_answering(looping));
-    replies.extend([
-        knob_answer("{\"DEPTH\": 6}"),
-        knob_answer("{\"WIDTH\": 8}"),
-        knob_answer("{\"WIDTH\": 10}"),
-    ]);
+    let replies = replies_with_script(
+        looping,
+        vec![
+            knob_answer("{\"DEPTH\": 6}"),
+            knob_answer("{\"WIDTH\": 8}"),
+            knob_answer("{\"WIDTH\": 10}"),
+        ],
+    );
     let server = LlmServer::start(replies, false);
     let (_t, dir) = research_repo(&server, "research_every = 2\nprobation = 10\n");
-    let out = hone_in(&dir, &["run", "-n", "5"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&dir, &["run", "-n", "5"]));
     let show3 = text(&hone_in(&dir, &["show", "3"]));
     assert!(
         show3.contains(
@@ -201,19 +204,11 @@ fn a_script_that_loops_forever_is_stopped_by_its_sandbox_and_the_run_goes_on() {
         show3.contains("deadline") || show3.contains("operations"),
         "{show3}"
     );
-    let log = hone_log(&dir);
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(
-        st,
-        ["baseline", "discard", "keep", "keep", "keep"],
-        "{log:?}"
-    );
-    let json = text(&hone_in(&dir, &["mech", "stats", "--json"]));
-    let script = json
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|v| v["name"].as_str().is_some_and(|n| n.starts_with("script:")))
-        .expect("the script's statistics");
+    let log = log_in(&dir);
+    assert_statuses(&log, &["baseline", "discard", "keep", "keep", "keep"]);
+    let script = mech_stats(&dir, |v| {
+        v["name"].as_str().is_some_and(|n| n.starts_with("script:"))
+    });
     assert_eq!(
         script["calls"]["before_propose"], 2,
         "called at #2 and #3, never after the stop"
@@ -223,28 +218,25 @@ fn a_script_that_loops_forever_is_stopped_by_its_sandbox_and_the_run_goes_on() {
 #[test]
 fn an_inert_generated_mechanism_is_reverted_after_its_probation() {
     let inert = "fn on_result(o, v) { this.seen = (this.seen ?? 0) + 1; () }";
-    let mut replies = vec![knob_answer("{\"DEPTH\": 12}")];
-    replies.extend(rounds_answering(inert));
-    replies.extend([
-        knob_answer("{\"DEPTH\": 6}"),
-        knob_answer("{\"WIDTH\": 8}"),
-        knob_answer("{\"WIDTH\": 10}"),
-    ]);
+    let replies = replies_with_script(
+        inert,
+        vec![
+            knob_answer("{\"DEPTH\": 6}"),
+            knob_answer("{\"WIDTH\": 8}"),
+            knob_answer("{\"WIDTH\": 10}"),
+        ],
+    );
     let server = LlmServer::start(replies, false);
     let (_t, dir) = research_repo(&server, "research_every = 2\nprobation = 1\n");
-    let out = hone_in(&dir, &["run", "-n", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&dir, &["run", "-n", "4"]));
     let show2 = text(&hone_in(&dir, &["show", "2"]));
     assert!(
         show2.contains("research -> deactivated: reverted after probation: inert: no effect over its probation of 1 experiments"),
         "{show2}"
     );
-    let json = text(&hone_in(&dir, &["mech", "stats", "--json"]));
-    let script = json
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|v| v["name"].as_str().is_some_and(|n| n.starts_with("script:")))
-        .expect("the script's statistics");
+    let script = mech_stats(&dir, |v| {
+        v["name"].as_str().is_some_and(|n| n.starts_with("script:"))
+    });
     assert_eq!(
         script["calls"]["on_result"], 1,
         "not called after the revert"
@@ -276,16 +268,15 @@ fn mechanism_research_stays_inside_the_budget() {
         )
         .replace("max_experiments = 15\n", "max_experiments = 15\nmax_cost_usd = 0.75\n")
     });
-    let out = hone_in(&dir, &["run", "-n", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
+    let out = ok(hone_in(&dir, &["run", "-n", "4"]));
+    assert_says(&out, "stopped: budget");
     let sent = server.requests().len();
     assert!(
         (2..5).contains(&sent),
         "the proposal and at least one research round, not all four: {sent}"
     );
     assert!(request_text(&server, sent - 1).contains(&format!("Round {} of 4", sent - 1)));
-    let log = hone_log(&dir);
+    let log = log_in(&dir);
     let cost: f64 = log.iter().map(|e| e["cost_usd"].as_f64().unwrap()).sum();
     assert!(
         (cost - 0.2 * sent as f64).abs() < 1e-9 && cost <= 0.75,
@@ -296,11 +287,7 @@ fn mechanism_research_stays_inside_the_budget() {
         "the rounds are charged to the experiment in progress: {}",
         log[2]
     );
-    assert!(
-        log[2]["reason"].as_str().unwrap().starts_with("budget"),
-        "{}",
-        log[2]
-    );
+    assert!(reason(&log[2]).starts_with("budget"), "{}", log[2]);
 }
 
 #[test]
@@ -308,23 +295,20 @@ fn a_stored_script_is_reused_by_path_and_validated_like_a_generated_one() {
     let (_t, dir) = knob_repo();
     std::fs::create_dir_all(dir.join("mech")).unwrap();
     // Suggests the optimum first; its `filter` rejects nothing.
-    std::fs::write(
+    put(
         dir.join("mech/aim.rhai"),
         "fn candidates(v) { if v.n == 1 { [#{ WIDTH: 13, DEPTH: 4 }] } else { [] } }",
-    )
-    .unwrap();
-    std::fs::write(
+    );
+    put(
         dir.join("mech/bad.rhai"),
         "fn candidates(v) { [#{ WIDTH: 99 }] }",
-    )
-    .unwrap();
+    );
     append_spec(
         &dir,
         "\n[outer]\nscripts = [\"mech/aim.rhai\", \"mech/bad.rhai\"]\nprobation = 3\n",
     );
-    let out = hone_in(&dir, &["run", "-n", "3"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = hone_log(&dir);
+    ok(hone_in(&dir, &["run", "-n", "3"]));
+    let log = log_in(&dir);
     assert_eq!(log[1]["status"], "keep", "{log:?}");
     assert_eq!(log[1]["objective"], 0.0, "{log:?}");
     let show1 = text(&hone_in(&dir, &["show", "1"]));
@@ -345,16 +329,16 @@ fn a_stored_script_is_reused_by_path_and_validated_like_a_generated_one() {
 
 #[test]
 fn mechanism_research_speaks_the_anthropic_wire_format_too() {
-    let mut replies = vec![knob_answer("{\"DEPTH\": 12}")];
-    replies.extend(rounds_answering(DEEP_FILTER));
-    replies.extend([
-        knob_answer("{\"DEPTH\": 15}"),
-        knob_answer("{\"DEPTH\": 6}"),
-    ]);
+    let replies = replies_with_script(
+        DEEP_FILTER,
+        vec![
+            knob_answer("{\"DEPTH\": 15}"),
+            knob_answer("{\"DEPTH\": 6}"),
+        ],
+    );
     let server = LlmServer::start(replies, true);
     let (_t, dir) = research_repo_of("anthropic", &server.url, "research_every = 2\n");
-    let out = hone_in(&dir, &["run", "-n", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(hone_in(&dir, &["run", "-n", "4"]));
     let reqs = server.requests();
     assert_eq!(reqs.len(), 7);
     assert!(reqs[1].0.ends_with("/v1/messages"), "{}", reqs[1].0);
@@ -366,7 +350,7 @@ fn mechanism_research_speaks_the_anthropic_wire_format_too() {
             .contains("research scientist"),
         "{body}"
     );
-    let st: Vec<String> = hone_log(&dir)
+    let st: Vec<String> = log_in(&dir)
         .iter()
         .map(|e| e["status"].as_str().unwrap().to_string())
         .collect();
@@ -375,25 +359,21 @@ fn mechanism_research_speaks_the_anthropic_wire_format_too() {
 
 #[test]
 fn a_generated_mechanism_that_acts_without_lowering_the_keep_rate_stays_after_probation() {
-    let mut replies = vec![knob_answer("{\"DEPTH\": 12}")];
-    replies.extend(rounds_answering(DEEP_FILTER));
-    replies.extend([
-        knob_answer("{\"DEPTH\": 15}"),
-        knob_answer("{\"DEPTH\": 6}"),
-    ]);
+    let replies = replies_with_script(
+        DEEP_FILTER,
+        vec![
+            knob_answer("{\"DEPTH\": 15}"),
+            knob_answer("{\"DEPTH\": 6}"),
+        ],
+    );
     let server = LlmServer::start(replies, false);
     let (_t, dir) = research_repo(&server, "research_every = 2\nprobation = 2\n");
-    let out = hone_in(&dir, &["run", "-n", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(hone_in(&dir, &["run", "-n", "4"]));
     // Window #2..#3: one rejection, one keep in two; the window before: no keep in one.
     let show3 = text(&hone_in(&dir, &["show", "3"]));
     assert!(
         show3.contains("research -> passed: probation: kept after probation: keep rate 0.50 per experiment against 0.00 before (1 effects)"),
         "{show3}"
     );
-    assert!(
-        text(&out).contains("kept after probation"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "kept after probation");
 }

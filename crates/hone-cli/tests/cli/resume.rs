@@ -6,19 +6,9 @@ use crate::support::*;
 #[test]
 fn kill_9_during_verification_then_resume() {
     let tmp = tempfile::tempdir().unwrap();
-    let started = tmp.path().join("started");
-    let pgid_file = tmp.path().join("pgid");
     // Experiment 2's verifier hangs (once) until killed.
-    let verify = format!(
-        "if [ \"$HONE_EXPERIMENT\" = 2 ] && [ ! -f {s} ]; then echo $$ > {p}; touch {s}; sleep 300; fi; cat value.txt",
-        s = started.display(),
-        p = pgid_file.display()
-    );
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 5\n",
-        &verify,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
-    );
+    let (verify, started, pgid_file) = hanging_verifier(tmp.path());
+    let r = Repo::stops_after(5, &verify, &scores(&[4, 3, 2, 1]));
     let mut child = r.spawn_hone(&["run", "--tag", "k"]);
     wait_for_file(&started);
     let pgid: i32 = read_pgid(&pgid_file);
@@ -31,22 +21,7 @@ fn kill_9_during_verification_then_resume() {
     let st = r.statuses();
     assert_eq!(st, ["baseline", "keep", "running"]);
 
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("experiment 2 was interrupted"),
-        "{}",
-        text(&out)
-    );
-    assert!(
-        wait_group_gone(pgid),
-        "resume must kill the interrupted verifier's group"
-    );
-    let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "keep", "aborted", "keep", "keep"]);
-    assert_eq!(log[1]["objective"], 4.0, "finished experiments intact");
-    assert_eq!(r.rev("hone/k"), r.rev("refs/hone/k/4"));
+    resume_kills_the_interrupted_verifier(&r, pgid);
     // The worktree was cleaned: the last candidate's parent chain is linear over keeps.
     assert_eq!(r.rev("refs/hone/k/4^"), r.rev("refs/hone/k/3"));
     assert_eq!(r.rev("refs/hone/k/3^"), r.rev("refs/hone/k/1"));
@@ -62,17 +37,13 @@ fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
         s = started.display(),
         r = release.display()
     );
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        &verify,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
-    );
+    let r = Repo::stops_after(3, &verify, &scores(&[4, 3]));
     let mut child = r.spawn_hone(&["run"]);
     wait_for_file(&started);
     // Ctrl-C at a terminal: SIGINT to hone's whole foreground process group.
     // SAFETY: signalling the process group of our own child.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    std::fs::write(&release, "").unwrap();
+    put(&release, "");
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "interrupted runs exit 130");
     assert_eq!(
@@ -82,9 +53,7 @@ fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
     );
     let st = text(&r.hone(&["status"]));
     assert!(st.contains("interrupted"), "{st}");
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep", "keep"]);
+    r.hone_expect(&["run"], &["baseline", "keep", "keep"]);
 }
 
 #[test]
@@ -97,11 +66,7 @@ fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
         s = started.display(),
         p = pgid_file.display()
     );
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        &verify,
-        "write\tvalue.txt\tscore: 4\\n\n",
-    );
+    let r = Repo::stops_after(3, &verify, &scores(&[4]));
     use std::os::unix::process::CommandExt;
     let mut child = Command::new(HONE)
         .process_group(0)
@@ -113,22 +78,7 @@ fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
         .unwrap();
     wait_for_file(&started);
     let pgid: i32 = read_pgid(&pgid_file);
-    // Two signals sent at once would merge into one; send the second after hone said it saw
-    // the first.
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    let mut line = String::new();
-    while !line.contains("stopping after the current experiment") {
-        line.clear();
-        assert!(
-            std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0,
-            "hone exited early"
-        );
-    }
-    // SAFETY: as above.
-    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    ctrl_c_twice(&mut child);
     assert!(!group_alive(pgid));
     assert_eq!(r.statuses(), ["baseline", "aborted"]);
 }
@@ -137,10 +87,7 @@ fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
 fn kill_9_while_the_agent_works_then_resume_kills_the_agent() {
     let tmp = tempfile::tempdir().unwrap();
     let mark = tmp.path().join("agent-pgid");
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        SCORE,
-        &format!(
+    let r = Repo::scored(3, &format!(
             "write\tvalue.txt\tscore: 4\\n\n---\nmark\t{}\nsleep\t300\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
             mark.display()
         ),
@@ -154,16 +101,16 @@ fn kill_9_while_the_agent_works_then_resume_kills_the_agent() {
         group_alive(pgid),
         "the orphaned agent should still be running before resume"
     );
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     assert!(
         wait_group_gone(pgid),
         "resume must kill the interrupted agent"
     );
     assert_eq!(r.statuses(), ["baseline", "keep", "aborted"]);
-    let out = r.hone(&["run", "--tag", "a", "-n", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep", "aborted", "keep"]);
+    r.hone_expect(
+        &["run", "--tag", "a", "-n", "4"],
+        &["baseline", "keep", "aborted", "keep"],
+    );
 }
 
 #[test]
@@ -177,9 +124,8 @@ fn resume_after_a_failure_stop_counts_failures_afresh() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert_eq!(r.statuses(), ["baseline", "invalid", "invalid"]);
     // The user fixed the cause; `hone run` resumes the same run instead of stopping again.
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("resuming run"), "{}", text(&out));
+    let out = ok(r.hone(&["run"]));
+    assert_says(&out, "resuming run");
     let st = r.statuses();
     assert_eq!(&st[..4], ["baseline", "invalid", "invalid", "keep"]);
     assert_eq!(st.len(), 6);
@@ -187,19 +133,16 @@ fn resume_after_a_failure_stop_counts_failures_afresh() {
 
 #[test]
 fn resume_completes_a_keep_whose_branch_move_was_lost() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
-    );
+    let r = Repo::scored(3, &scores(&[4, 3, 2]));
     assert!(r.hone(&["run", "--tag", "b"]).status.success());
     assert_eq!(r.statuses(), ["baseline", "keep", "keep"]);
     // Simulate a crash between recording keep #2 and moving the branch.
     let k1 = r.rev("refs/hone/b/1");
     git(&r.dir, &["update-ref", "refs/heads/hone/b", &k1]);
-    let out = r.hone(&["run", "--tag", "b", "-n", "4"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep", "keep", "keep"]);
+    r.hone_expect(
+        &["run", "--tag", "b", "-n", "4"],
+        &["baseline", "keep", "keep", "keep"],
+    );
     assert_eq!(
         r.rev("refs/hone/b/3^"),
         r.rev("refs/hone/b/2"),
@@ -210,8 +153,8 @@ fn resume_completes_a_keep_whose_branch_move_was_lost() {
     git(&r.dir, &["update-ref", "refs/heads/hone/b", &r.rev("main")]);
     let out = r.hone(&["run", "--tag", "b", "-n", "5"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out).contains("moved under hone"), "{}", text(&out));
-    assert!(text(&out).contains("hone run --new"), "{}", text(&out));
+    assert_says(&out, "moved under hone");
+    assert_says(&out, "hone run --new");
 }
 
 #[test]
@@ -220,10 +163,7 @@ fn resume_kills_what_a_dead_hone_started_even_outside_the_agents_group() {
     let escaped = tmp.path().join("escaped-pid");
     // The agent starts a process in a session (and group) of its own, then works on: killing
     // the agent's group on resume would miss it; its HONE_JOB token does not.
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        SCORE,
-        &format!(
+    let r = Repo::scored(3, &format!(
             "run\tsetsid sh -c 'echo $$ > {p}.tmp && mv {p}.tmp {p}; exec sleep 300' > /dev/null 2>&1 &\nsleep\t300\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
             p = escaped.display()
         ),
@@ -236,8 +176,7 @@ fn resume_kills_what_a_dead_hone_started_even_outside_the_agents_group() {
         group_alive(pid),
         "the escaped process runs on after hone died"
     );
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     assert!(
         wait_group_gone(pid),
         "resume must kill every process started for the interrupted experiment"

@@ -5,45 +5,26 @@ use crate::support::*;
 
 #[test]
 fn the_review_gate_rejects_before_any_compute() {
-    let tmp = tempfile::tempdir().unwrap();
-    let runs = tmp.path().join("runs");
-    let verify = format!("echo run >> {}; cat value.txt", runs.display());
+    let runs = RunCounter::new();
+    let verify = &runs.command;
     let r = Repo::new(
         "[stop]\nmax_experiments = 5\n\n[review]\nmax_diff_lines = 6\nforbid = [\"open\\\\(.data\"]\ncommand = \"if grep -q 'score: 1' \\\"$HONE_REVIEW_PROMPT\\\"; then echo 'REJECT: too good to be true'; else echo 'looks fine'; echo APPROVE; fi\"\n",
-        &verify,
+        verify,
         "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tvalue.txt\tscore: 3\\nx = open('data/input.txt')\\n\n---\nwrite\tvalue.txt\tscore: 2\\na\\nb\\nc\\nd\\ne\\nf\\ng\\n\n",
     );
-    let out = r.hone(&["run", "--tag", "rv"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(
-        st,
-        ["baseline", "keep", "rejected", "rejected", "rejected"],
-        "{log:?}"
+    let log = r.run_log("rv");
+    assert_statuses(
+        &log,
+        &["baseline", "keep", "rejected", "rejected", "rejected"],
     );
     assert_eq!(
         log[2]["reason"],
         "the reviewer rejected it: too good to be true"
     );
-    assert!(
-        log[3]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("forbidden pattern"),
-        "{}",
-        log[3]
-    );
-    assert!(
-        log[4]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("max_diff_lines"),
-        "{}",
-        log[4]
-    );
+    assert!(reason(&log[3]).contains("forbidden pattern"), "{}", log[3]);
+    assert!(reason(&log[4]).contains("max_diff_lines"), "{}", log[4]);
     // Only the baseline and the approved #1 ran the verifier.
-    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 2);
+    assert_eq!(runs.runs(), 2);
     // Rejected candidates are archived like every other.
     assert!(git(&r.dir, &["show", "refs/hone/rv/2:value.txt"]).contains("score: 1"));
 }
@@ -90,22 +71,20 @@ fn an_http_reviewer_approves_or_rejects_before_the_verifier_runs() {
                 )
         })
         .create();
-    let out = Command::new(HONE)
+    ok(Command::new(HONE)
         .arg("run")
         .current_dir(&r.dir)
         .env("REVIEW_KEY", REVIEW_SECRET)
         .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+        .unwrap());
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "keep", "rejected", "rejected"], "{log:?}");
+    assert_statuses(&log, &["baseline", "keep", "rejected", "rejected"]);
     assert_eq!(
         log[2]["reason"],
         "the reviewer rejected it: it reads the validation data"
     );
     assert!(
-        log[3]["reason"].as_str().unwrap().contains("not a verdict"),
+        reason(&log[3]).contains("not a verdict"),
         "anything but the JSON verdict rejects: {}",
         log[3]
     );
@@ -170,14 +149,13 @@ fn proposer_and_reviewer_share_one_budget() {
         vec![Reply::Answer(verdict("approve", "ok"), 500, 50)],
         false,
     );
-    let tmp = tempfile::tempdir().unwrap();
-    let runs = tmp.path().join("runs");
+    let runs = RunCounter::new();
     let prices = "max_tokens = 100\nprice_in_per_mtok = 0\nprice_out_per_mtok = 1000";
     let r = Repo::builder()
         .spec(
             Spec::new()
                 .editable(&["value.txt"])
-                .command(&format!("echo run >> {}; cat value.txt", runs.display()))
+                .command(&runs.command)
                 .metric("score")
                 .provider("agent", "openai", "m", &format!("{}/v1", proposer.url))
                 .lines("agent", prices)
@@ -187,8 +165,7 @@ fn proposer_and_reviewer_share_one_budget() {
                 .set("stop", "max_cost_usd", "0.33"),
         )
         .create();
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run"]));
     assert_eq!(proposer.requests().len(), 2);
     assert_eq!(
         reviewer.requests().len(),
@@ -196,8 +173,7 @@ fn proposer_and_reviewer_share_one_budget() {
         "no review past the budget was sent"
     );
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "keep", "rejected"], "{log:?}");
+    assert_statuses(&log, &["baseline", "keep", "rejected"]);
     assert!(
         (log[1]["cost_usd"].as_f64().unwrap() - 0.15).abs() < 1e-9,
         "{}",
@@ -209,17 +185,9 @@ fn proposer_and_reviewer_share_one_budget() {
         "{}",
         log[2]
     );
-    assert!(
-        log[2]["reason"].as_str().unwrap().starts_with("budget"),
-        "{}",
-        log[2]
-    );
-    assert_eq!(
-        std::fs::read_to_string(&runs).unwrap().lines().count(),
-        2,
-        "the unreviewed candidate never ran"
-    );
-    assert!(text(&out).contains("stopped: budget"), "{}", text(&out));
+    assert!(reason(&log[2]).starts_with("budget"), "{}", log[2]);
+    assert_eq!(runs.runs(), 2, "the unreviewed candidate never ran");
+    assert_says(&out, "stopped: budget");
 }
 
 #[test]
@@ -232,24 +200,19 @@ fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
         )],
         false,
     );
-    let tmp = tempfile::tempdir().unwrap();
-    let runs = tmp.path().join("runs");
+    let runs = RunCounter::new();
     let r = Repo::new(
         &format!(
             "\n[review]\nkind = \"openai\"\nmodel = \"judge\"\nbase_url = \"{}/v1\"\napi_key_env = \"REVIEW_KEY\"\n",
             reviewer.url
         ),
-        &format!("echo run >> {}; cat value.txt", runs.display()),
-        "write\tvalue.txt\tscore: 4\\n\n",
+        &runs.command,
+        &scores(&[4]),
     );
     let out = r.hone(&["run"]);
     assert!(!out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("check the key in $REVIEW_KEY"),
-        "{}",
-        text(&out)
-    );
+    assert_says(&out, "check the key in $REVIEW_KEY");
     assert_eq!(r.statuses(), ["baseline", "rejected"]);
     assert_eq!(reviewer.requests().len(), 1, "a refused key is not retried");
-    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 1);
+    assert_eq!(runs.runs(), 1);
 }

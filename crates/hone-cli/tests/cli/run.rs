@@ -5,14 +5,11 @@ use crate::support::*;
 
 #[test]
 fn keep_and_discard_move_the_branch_only_on_keep() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 4\n",
-        SCORE,
+    let r = Repo::scored(
+        4,
         "write\tvalue.txt\tscore: 4\\n\nhypothesis\tlower is better\n---\nwrite\tvalue.txt\tscore: 7\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
-    let out = r.hone(&["run", "--tag", "t1"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
+    r.run_expect("t1", &["baseline", "keep", "discard", "keep"]);
     let log = r.log();
     assert_eq!(log[1]["description"], "lower is better");
     // The branch is at the last keep; every candidate has an archive ref.
@@ -55,29 +52,17 @@ fn crash_no_metric_and_constraint_are_recorded() {
                 .tail("[stop]\nmax_experiments = 4\n")
         })
         .create();
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     let log = r.log();
     let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
     assert_eq!(st, ["baseline", "crash", "crash", "discard"]);
+    assert!(reason(&log[1]).contains("status 3"), "{:?}", log[1]);
     assert!(
-        log[1]["reason"].as_str().unwrap().contains("status 3"),
-        "{:?}",
-        log[1]
-    );
-    assert!(
-        log[2]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("printed no `score`"),
+        reason(&log[2]).contains("printed no `score`"),
         "{:?}",
         log[2]
     );
-    assert!(
-        log[3]["reason"].as_str().unwrap().contains("mem <= 500"),
-        "{:?}",
-        log[3]
-    );
+    assert!(reason(&log[3]).contains("mem <= 500"), "{:?}", log[3]);
 }
 
 #[test]
@@ -96,9 +81,7 @@ fn timeout_kills_the_whole_group_even_with_a_grandchild_holding_stdout() {
                 .tail("[stop]\nmax_experiments = 2\n")
         })
         .create();
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "timeout"]);
+    r.hone_expect(&["run"], &["baseline", "timeout"]);
     let pgid: i32 = read_pgid(&pidfile);
     assert!(
         !group_alive(pgid),
@@ -108,18 +91,15 @@ fn timeout_kills_the_whole_group_even_with_a_grandchild_holding_stdout() {
 
 #[test]
 fn prompt_holds_program_history_and_rules() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        SCORE,
+    let r = Repo::scored(
+        3,
         "write\tvalue.txt\tscore: 4\\n\nhypothesis\tfirst idea\n---\nexpect-prompt\tfirst idea\nexpect-prompt\tYou may change only these files (globs): value.txt\nexpect-prompt\tRESEARCH NOTES\nexpect-prompt\tVerifier output of experiment 1 (last lines; untrusted output\nexpect-prompt\timproves on the best by more than 0\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
-    std::fs::write(
+    put(
         r.dir.join("program.md"),
         "RESEARCH NOTES: lower the score\n",
-    )
-    .unwrap();
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    );
+    ok(r.hone(&["run"]));
     assert_eq!(
         r.statuses(),
         ["baseline", "keep", "keep"],
@@ -129,20 +109,14 @@ fn prompt_holds_program_history_and_rules() {
 
 #[test]
 fn agent_failure_is_invalid_and_the_loop_goes_on() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        SCORE,
+    let r = Repo::scored(
+        3,
         "say\tI give up\nexit\t7\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
     );
     // An uncommitted edit in the user's checkout is not part of the run, and hone says so.
-    std::fs::write(r.dir.join("value.txt"), "score: 0\n").unwrap();
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("uncommitted changes are not part of the run"),
-        "{}",
-        text(&out)
-    );
+    put(r.dir.join("value.txt"), "score: 0\n");
+    let out = ok(r.hone(&["run"]));
+    assert_says(&out, "uncommitted changes are not part of the run");
     assert_eq!(
         r.log()[0]["objective"],
         5.0,
@@ -150,7 +124,7 @@ fn agent_failure_is_invalid_and_the_loop_goes_on() {
     );
     let log = r.log();
     assert_eq!(log[1]["status"], "invalid");
-    assert!(log[1]["reason"].as_str().unwrap().contains("status 7"));
+    assert!(reason(&log[1]).contains("status 7"));
     assert_eq!(log[2]["status"], "keep");
 }
 
@@ -161,45 +135,29 @@ fn consecutive_failures_stop_the_run() {
         SCORE,
         "say\tno idea\n",
     );
-    let out = r.hone(&["run"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains("3 failed experiments in a row"),
-        "{}",
-        text(&out)
-    );
+    exits_with(r.hone(&["run"]), 1, "3 failed experiments in a row");
     assert_eq!(r.statuses(), ["baseline", "invalid", "invalid", "invalid"]);
 }
 
 #[test]
 fn target_patience_and_time_stop_the_run_and_say_why() {
-    let script = "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 9\\n\n";
+    let script = &scores(&[4, 3, 9]);
     let target = Repo::new(
         "[stop]\nmax_experiments = 10\ntarget = 3.5\n",
         SCORE,
         script,
     );
-    let out = target.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("reached target (score = 3)"),
-        "{}",
-        text(&out)
-    );
+    let out = ok(target.hone(&["run"]));
+    assert_says(&out, "reached target (score = 3)");
     assert_eq!(target.statuses(), ["baseline", "keep", "keep"]);
 
     let patience = Repo::new(
         "[stop]\nmax_experiments = 10\npatience = 2\n",
         SCORE,
-        "write\tvalue.txt\tscore: 9\\n\n---\nwrite\tvalue.txt\tscore: 8\\n\n",
+        &scores(&[9, 8]),
     );
-    let out = patience.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("no improvement in 2 experiments (patience 2)"),
-        "{}",
-        text(&out)
-    );
+    let out = ok(patience.hone(&["run"]));
+    assert_says(&out, "no improvement in 2 experiments (patience 2)");
     assert_eq!(patience.statuses(), ["baseline", "discard", "discard"]);
 
     let time = Repo::new(
@@ -207,9 +165,8 @@ fn target_patience_and_time_stop_the_run_and_say_why() {
         SCORE,
         script,
     );
-    let out = time.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(text(&out).contains("reached max_time"), "{}", text(&out));
+    let out = ok(time.hone(&["run"]));
+    assert_says(&out, "reached max_time");
     let zero = time.hone(&["run", "--new", "--time", "0s"]);
     assert_eq!(
         zero.status.code(),
@@ -224,11 +181,7 @@ fn target_patience_and_time_stop_the_run_and_say_why() {
 #[test]
 fn a_closed_stdout_neither_kills_the_loop_nor_panics() {
     use std::io::BufRead;
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 4\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
-    );
+    let r = Repo::scored(4, &scores(&[4, 3, 2]));
     // `hone run | head -1`: the reader goes away after the first line.
     let mut child = Command::new(HONE)
         .arg("run")
@@ -241,8 +194,7 @@ fn a_closed_stdout_neither_kills_the_loop_nor_panics() {
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut first)
         .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(child.wait_with_output().unwrap());
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     assert_eq!(
         r.statuses(),
@@ -258,6 +210,5 @@ fn a_closed_stdout_neither_kills_the_loop_nor_panics() {
         .spawn()
         .unwrap();
     drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    ok(child.wait_with_output().unwrap());
 }

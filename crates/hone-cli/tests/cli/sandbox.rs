@@ -11,18 +11,13 @@ fn sandbox_limits_stop_runaway_memory_and_cpu() {
         verify,
         "write\tvalue.txt\tscore: 900\\n\n---\nwrite\tvalue.txt\tspin 1\\n\n",
     );
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run"]));
     let log = r.log();
     // 900 MiB does not fit in 400M of address space; a busy loop runs out of CPU time.
     assert_eq!(log[0]["status"], "baseline", "{:?}", log[0]);
     assert_eq!(log[1]["status"], "crash", "{:?}", log[1]);
     assert_eq!(log[2]["status"], "crash", "{:?}", log[2]);
-    assert!(
-        log[2]["reason"].as_str().unwrap().contains("signal"),
-        "{:?}",
-        log[2]
-    );
+    assert!(reason(&log[2]).contains("signal"), "{:?}", log[2]);
 }
 
 /// bubblewrap is needed for the containment tests. CI installs it (`.ci/run`); elsewhere a
@@ -77,15 +72,14 @@ fn bwrap_confines_agents_and_verifiers_to_their_worktree_and_cuts_the_network() 
     );
     // The agent's script may live anywhere readable; here, untracked in the repository.
     let inner = contained.dir.join("agent-script");
-    std::fs::write(&inner, script(&contained.dir.join("prepare.py"))).unwrap();
+    put(&inner, script(&contained.dir.join("prepare.py")));
     edit_spec(&contained.dir, |t| {
         t.replace(
             &contained.script.display().to_string(),
             &inner.display().to_string(),
         )
     });
-    let out = contained.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(contained.hone(&["run"]));
     let log = contained.log();
     // The agent could not write the user's prepare.py; the verifier reached no network.
     assert_eq!(log[1]["status"], "invalid", "{:?}", log[1]);
@@ -94,18 +88,13 @@ fn bwrap_confines_agents_and_verifiers_to_their_worktree_and_cuts_the_network() 
         "# the fixed evaluator\n"
     );
     assert_eq!(log[2]["status"], "crash", "{:?}", log[2]);
-    assert!(
-        log[2]["reason"].as_str().unwrap().contains("status 7"),
-        "{:?}",
-        log[2]
-    );
+    assert!(reason(&log[2]).contains("status 7"), "{:?}", log[2]);
     assert!(!escape.exists(), "the verifier wrote outside its worktree");
 
     // Control: without the sandbox the same agent and verifier do all of that.
-    let open = Repo::new("[stop]\nmax_experiments = 3\n", &verify, "");
-    std::fs::write(&open.script, script(&open.dir.join("prepare.py"))).unwrap();
-    let out = open.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let open = Repo::stops_after(3, &verify, "");
+    put(&open.script, script(&open.dir.join("prepare.py")));
+    ok(open.hone(&["run"]));
     assert_eq!(open.log()[2]["status"], "keep");
     assert!(escape.exists());
     drop(listener);
@@ -139,21 +128,10 @@ fn bwrap_missing_stops_the_run_unless_not_required() {
             .output()
             .unwrap()
     };
-    let out = run(&["run"]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(
-        text(&out).contains("bubblewrap is not installed"),
-        "{}",
-        text(&out)
-    );
+    exits_with(run(&["run"]), 1, "bubblewrap is not installed");
     edit_spec(&r.dir, |t| {
         t.replace("kind = \"bwrap\"", "kind = \"bwrap\"\nrequired = false")
     });
-    let out = run(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert!(
-        text(&out).contains("running WITHOUT containment"),
-        "{}",
-        text(&out)
-    );
+    let out = ok(run(&["run"]));
+    assert_says(&out, "running WITHOUT containment");
 }

@@ -7,23 +7,7 @@ use crate::support::*;
 /// `hone ARGS` in `dir`, which must exit by itself: killed and failed after a generous
 /// deadline (the defect it guards against is a command that never returns).
 fn hone_exits(dir: &Path, args: &[&str]) -> Output {
-    let mut child = Command::new(HONE)
-        .args(args)
-        .current_dir(dir)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("hone {args:?} did not exit");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    run_bounded(dir, args).unwrap_or_else(|e| panic!("hone {args:?} {e}"))
 }
 
 /// The 1-based line of hone.toml in `dir` that starts with `prefix`.
@@ -39,7 +23,7 @@ fn spec_line(dir: &Path, prefix: &str) -> usize {
 fn a_tracked_hide_path_is_a_spec_error_naming_its_line() {
     let r = Repo::builder()
         .file("holdout/answers.csv", "id,label\n1,cat\n")
-        .script("write\tvalue.txt\tscore: 4\\n\n")
+        .script(&scores(&[4]))
         .spec_with(|agent| {
             Spec::standard(SCORE, agent)
                 .tail("[stop]\nmax_experiments = 1\n")
@@ -66,20 +50,15 @@ fn a_tracked_hide_path_is_a_spec_error_naming_its_line() {
     );
     // Untracked (kept beside the repository's files, not in them), the run goes on.
     git(&r.dir, &["rm", "-q", "-r", "--cached", "holdout"]);
-    std::fs::write(r.dir.join(".gitignore"), "holdout/\n").unwrap();
+    put(r.dir.join(".gitignore"), "holdout/\n");
     git(&r.dir, &["add", ".gitignore"]);
     git(&r.dir, &["commit", "-q", "-m", "holdout out of git"]);
-    let out = r.hone(&["run", "--tag", "h"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run", "--tag", "h"]));
 }
 
 #[test]
 fn spec_errors_found_late_or_in_bytes_exit_2_with_their_line() {
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 1\n",
-        SCORE,
-        "write\tvalue.txt\tscore: 4\\n\n",
-    );
+    let r = Repo::scored(1, &scores(&[4]));
     // A metric no output can name: was accepted, then the run stopped with exit 1 and no line.
     edit_spec(&r.dir, |t| {
         t.replace("metric = \"score\"", "metric = \"10x\"")
@@ -98,18 +77,16 @@ fn spec_errors_found_late_or_in_bytes_exit_2_with_their_line() {
         t.replace("metric = \"10x\"", "metric = \"score\"")
             .replace("max_experiments = 1", "max_experiments = 1\ntarget = nan")
     });
-    let out = r.hone(&["run"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(
-        text(&out).contains("`stop.target`: must be a finite number"),
-        "{}",
-        text(&out)
+    exits_with(
+        r.hone(&["run"]),
+        2,
+        "`stop.target`: must be a finite number",
     );
     // Invalid UTF-8: the line of the bad byte.
     let mut bytes = std::fs::read(r.dir.join("hone.toml")).unwrap();
     let lines = bytes.iter().filter(|b| **b == b'\n').count();
     bytes.extend_from_slice(b"# \xff\n");
-    std::fs::write(r.dir.join("hone.toml"), bytes).unwrap();
+    put(r.dir.join("hone.toml"), bytes);
     let out = r.hone(&["run"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
@@ -130,14 +107,16 @@ fn a_spec_that_is_a_device_or_a_fifo_is_refused_at_once() {
         for cmd in ["run", "status"] {
             let out = hone_exits(&r.dir, &["--spec", spec, cmd]);
             assert_eq!(out.status.code(), Some(2), "{spec} {cmd}: {}", text(&out));
-            assert!(text(&out).contains("not a regular file"), "{}", text(&out));
+            assert_says(&out, "not a regular file");
         }
     }
     let big = r.tmp_dir().join("big.toml");
-    std::fs::write(&big, "#".repeat(2 << 20)).unwrap();
-    let out = hone_exits(&r.dir, &["--spec", big.to_str().unwrap(), "run"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("the most hone reads"), "{}", text(&out));
+    put(&big, "#".repeat(2 << 20));
+    exits_with(
+        hone_exits(&r.dir, &["--spec", big.to_str().unwrap(), "run"]),
+        2,
+        "the most hone reads",
+    );
 }
 
 #[test]
@@ -149,22 +128,20 @@ fn the_prompt_is_capped_and_says_what_it_left_out() {
     }
     let r = b.create();
     let copy = r.tmp_dir().join("prompt.md");
-    std::fs::write(
+    put(
         &r.script,
         format!(
             "run\tcp \"$HONE_PROMPT\" {}\nwrite\tvalue.txt\tscore: 4\\n\n",
             copy.display()
         ),
-    )
-    .unwrap();
+    );
     edit_spec(&r.dir, |t| {
         t.replace(
             "editable = [\"value.txt\"]",
             "editable = [\"files/*.txt\", \"value.txt\"]",
         ) + "\n[stop]\nmax_experiments = 2\n"
     });
-    let out = r.hone(&["run"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let out = ok(r.hone(&["run"]));
     assert_eq!(r.statuses(), ["baseline", "keep"], "{}", text(&out));
     let prompt = std::fs::read_to_string(&copy).unwrap();
     assert!(

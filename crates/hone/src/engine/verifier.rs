@@ -15,7 +15,7 @@ use crate::store::{ExperimentRecord, Status, Store};
 use crate::verify::metrics::{MetricReader, MetricSet};
 use crate::workspace::{first_difference, hash_paths, Git};
 
-use super::executor::{Executor, Failure, Job, RunPlace};
+use super::executor::{Executor, Failure, Io, Job, RunPlace};
 use super::progress::Watch;
 use super::state::{Seals, StatePaths, STATE_DIR};
 use super::{Config, EngineError, Event, Fs};
@@ -441,7 +441,12 @@ impl Verifier {
             travels: &travels,
             stop,
         };
-        self.executor.run(&job, sink, on_line, cancel)
+        let io = Io {
+            sink,
+            on_line,
+            cancel,
+        };
+        self.executor.run(&job, io)
     }
 
     /// Why a stage's run does not count, if it does not.

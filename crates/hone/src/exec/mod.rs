@@ -54,6 +54,7 @@
 //! spawning *thread* exits). The caller records [`Running::pid`] and
 //! [`Running::start_time`] before waiting, and the next hone calls [`kill_stale_group`].
 
+mod backends;
 mod group;
 mod lines;
 mod log;

@@ -3,18 +3,26 @@
 
 use std::time::Duration;
 
-use super::read::{closest, Section};
+use super::read::{closest, keys, Section};
 use super::units::duration_secs;
 use super::SpecError;
 use crate::presets::Preset;
 
 /// The keys of `[agent]`.
-pub(super) const KEYS: &[&str] = &[
-    "kind",
-    "extra_args",
-    "command",
-    "timeout",
-    "seed",
+pub(super) const KEYS: &[&str] = &keys::<15>(&[
+    &[
+        "kind",
+        "extra_args",
+        "command",
+        "timeout",
+        "seed",
+        "edit_mode",
+    ],
+    LLM_KEYS,
+]);
+
+/// The keys of an HTTP model's connection (`[agent]` and `[review]`).
+pub(super) const LLM_KEYS: &[&str] = &[
     "model",
     "base_url",
     "api_key_env",
@@ -22,7 +30,6 @@ pub(super) const KEYS: &[&str] = &[
     "max_tokens",
     "request_timeout",
     "max_attempts",
-    "edit_mode",
     "price_in_per_mtok",
     "price_out_per_mtok",
 ];

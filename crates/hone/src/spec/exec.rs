@@ -6,25 +6,16 @@ use std::time::Duration;
 
 use toml_edit::{Item, Value};
 
-use super::read::Section;
+use super::read::{keys, Section};
 use super::units::duration_secs;
 use super::SpecError;
 
 /// The keys of `[exec]`.
-pub(super) const KEYS: &[&str] = &[
-    "backend",
-    "shared_dir",
-    "partition",
-    "gres",
-    "cpus",
-    "mem",
-    "time",
-    "extra_args",
-    "remote",
-    "lease",
-    "workers",
-    "slots",
-];
+pub(super) const KEYS: &[&str] = &keys::<12>(&[
+    &["backend"],
+    SLURM_KEYS,
+    &["remote", "lease", "workers", "slots"],
+]);
 /// The keys of `[store]`.
 pub(super) const STORE_KEYS: &[&str] = &["url", "repo"];
 /// The keys that only the SLURM backend reads.
@@ -38,16 +29,36 @@ const SLURM_KEYS: &[&str] = &[
     "extra_args",
 ];
 
-/// Where verifications run (`[exec]`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub enum Backend {
-    /// Child processes of hone on this machine.
-    #[default]
-    Local,
-    /// One SLURM batch job per verification.
-    Slurm,
-    /// `hone worker` processes on any host, through the PostgreSQL store's queue.
-    Workers,
+/// Declares [`Backend`] from the list of backends (`crate::exec::backends`).
+macro_rules! backend_enum {
+    ($($variant:ident = $module:ident $name:literal $doc:literal,)*) => {
+        /// Where verifications run (`[exec] backend`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+        pub enum Backend {
+            $(#[doc = $doc] $variant,)*
+        }
+
+        impl Backend {
+            /// The names `[exec] backend` accepts, in the list's order.
+            pub const NAMES: &'static [&'static str] = &[$($name),*];
+
+            /// The backend `[exec] backend = "<name>"` names.
+            pub fn from_name(name: &str) -> Option<Backend> {
+                match name {
+                    $($name => Some(Backend::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+crate::with_backends!(backend_enum);
+
+impl Default for Backend {
+    /// Without `[exec] backend`: child processes of hone on this machine.
+    fn default() -> Backend {
+        Backend::Local
+    }
 }
 
 /// `[exec]`: where verifications run.
@@ -173,15 +184,23 @@ pub(super) fn parse(ex: &Section, store: &Section) -> Result<ExecSpec, SpecError
 }
 
 fn backend(ex: &Section) -> Result<Backend, SpecError> {
-    match ex.get::<String>("backend")?.as_deref() {
-        None | Some("local") => Ok(Backend::Local),
-        Some("slurm") => Ok(Backend::Slurm),
-        Some("workers") => Ok(Backend::Workers),
-        Some(other) => Err(ex.err(
+    let Some(name) = ex.get::<String>("backend")? else {
+        return Ok(Backend::default());
+    };
+    Backend::from_name(&name).ok_or_else(|| {
+        let expected = Backend::NAMES
+            .iter()
+            .map(|n| format!("\"{n}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let hint = super::read::closest(&name, Backend::NAMES)
+            .map(|c| format!("; did you mean `{c}`?"))
+            .unwrap_or_default();
+        ex.err(
             "backend",
-            format!("unknown backend `{other}` (expected \"local\", \"slurm\" or \"workers\")"),
-        )),
-    }
+            format!("unknown backend `{name}` (expected one of {expected}){hint}"),
+        )
+    })
 }
 
 /// The SLURM job settings (checked against the backend by the caller).
@@ -339,6 +358,9 @@ mod tests {
         assert_eq!(e.key, "exec.partition", "{e}");
         let e = err(&format!("{GOOD}\n[exec]\nbackend = \"k8s\"\n"));
         assert!(e.message.contains("slurm"), "{e}");
+        let e = err(&format!("{GOOD}\n[exec]\nbackend = \"slrum\"\n"));
+        assert_eq!(e.key, "exec.backend", "{e}");
+        assert!(e.message.contains("did you mean `slurm`?"), "{e}");
         let e = err(&format!("{GOOD}\n[exec]\npartion = \"gpu\"\n"));
         assert!(e.message.contains("partition"), "{e}");
     }

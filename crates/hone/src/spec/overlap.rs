@@ -30,24 +30,12 @@ pub(super) fn globs_overlap(a: &str, b: &str, budget: &mut Budget) -> Option<boo
         return Some(false);
     };
     budget.spend((a.len() + 1).saturating_mul(b.len() + 1))?;
-    // meet[i][j]: a[i..] and b[j..] share a match; filled from the ends.
-    let w = b.len() + 1;
-    let mut meet = vec![false; (a.len() + 1) * w];
-    for i in (0..=a.len()).rev() {
-        for j in (0..=b.len()).rev() {
-            meet[i * w + j] = match (a.get(i), b.get(j)) {
-                (None, None) => true,
-                (Some(&"**"), _) => meet[(i + 1) * w + j] || (j < b.len() && meet[i * w + j + 1]),
-                (_, Some(&"**")) => meet[i * w + j + 1] || (i < a.len() && meet[(i + 1) * w + j]),
-                (Some(x), Some(y)) => {
-                    meet[(i + 1) * w + j + 1]
-                        && segment_overlap(x.as_bytes(), y.as_bytes(), budget)?
-                }
-                _ => false,
-            };
-        }
-    }
-    Some(meet[0])
+    meets(
+        &a,
+        &b,
+        |s| *s == "**",
+        |x, y| segment_overlap(x.as_bytes(), y.as_bytes(), budget),
+    )
 }
 
 /// The pattern's segments; a directory pattern gets a trailing `**`. `None`: it matches
@@ -78,15 +66,31 @@ fn segment_overlap(a: &[u8], b: &[u8], budget: &mut Budget) -> Option<bool> {
         return Some(a.len() == b.len() && a.iter().zip(b).all(|(x, y)| compatible(x, y)));
     }
     budget.spend((a.len() + 1).saturating_mul(b.len() + 1))?;
+    meets(a, b, |c| *c == b'*', |x, y| Some(compatible(x, y)))
+}
+
+/// Whether the sequences `a` and `b` share a match, where a `star` element matches any run of
+/// elements and two others match when `pair` says so (`None`: the budget ran out). A
+/// bottom-up table: `meet[i][j]`, `a[i..]` and `b[j..]` share a match, filled from the ends.
+fn meets<T>(
+    a: &[T],
+    b: &[T],
+    star: impl Fn(&T) -> bool,
+    mut pair: impl FnMut(&T, &T) -> Option<bool>,
+) -> Option<bool> {
     let w = b.len() + 1;
     let mut meet = vec![false; (a.len() + 1) * w];
     for i in (0..=a.len()).rev() {
         for j in (0..=b.len()).rev() {
             meet[i * w + j] = match (a.get(i), b.get(j)) {
                 (None, None) => true,
-                (Some(b'*'), _) => meet[(i + 1) * w + j] || (j < b.len() && meet[i * w + j + 1]),
-                (_, Some(b'*')) => meet[i * w + j + 1] || (i < a.len() && meet[(i + 1) * w + j]),
-                (Some(x), Some(y)) => compatible(x, y) && meet[(i + 1) * w + j + 1],
+                (Some(x), _) if star(x) => {
+                    meet[(i + 1) * w + j] || (j < b.len() && meet[i * w + j + 1])
+                }
+                (_, Some(y)) if star(y) => {
+                    meet[i * w + j + 1] || (i < a.len() && meet[(i + 1) * w + j])
+                }
+                (Some(x), Some(y)) => meet[(i + 1) * w + j + 1] && pair(x, y)?,
                 _ => false,
             };
         }

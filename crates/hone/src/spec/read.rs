@@ -141,17 +141,19 @@ impl<'a> Doc<'a> {
         match doc.get(name) {
             None => Ok(Section::new(self, None, name)),
             Some(Item::Table(t)) => Ok(Section::new(self, Some(t), name)),
-            Some(other) => Err(self.err_at_line(
-                self.key_line(Some(doc), name)
-                    .or_else(|| self.item_line(other))
-                    .unwrap_or(1),
-                name,
-                format!(
-                    "must be a table written `[{name}]`, found {}",
-                    other.type_name()
-                ),
-            )),
+            Some(other) => {
+                Err(self.not_written_as(doc, name, other, &format!("a table written `[{name}]`")))
+            }
         }
+    }
+
+    /// The error for the item `name` of `doc`, `other`, which is not `wanted`.
+    fn not_written_as(&self, doc: &Table, name: &str, other: &Item, wanted: &str) -> SpecError {
+        let line = self
+            .key_line(Some(doc), name)
+            .or_else(|| self.item_line(other));
+        let message = format!("must be {wanted}, found {}", other.type_name());
+        self.err_at_line(line.unwrap_or(1), name, message)
     }
 
     /// The tables of `[[name]]` (none when absent).
@@ -166,16 +168,10 @@ impl<'a> Doc<'a> {
                 .iter()
                 .map(|t| Section::new(self, Some(t), name))
                 .collect()),
-            Some(other) => Err(self.err_at_line(
-                self.key_line(Some(doc), name)
-                    .or_else(|| self.item_line(other))
-                    .unwrap_or(1),
-                name,
-                format!(
-                    "must be written `[[{name}]]` (one per entry), found {}",
-                    other.type_name()
-                ),
-            )),
+            Some(other) => {
+                let wanted = format!("written `[[{name}]]` (one per entry)");
+                Err(self.not_written_as(doc, name, other, &wanted))
+            }
         }
     }
 }
@@ -439,6 +435,25 @@ impl ReadValue for Vec<(String, String)> {
         }
         Ok(out)
     }
+}
+
+/// The key lists `parts` one after another, as one list of `N` keys (a section's keys made of
+/// lists it shares with others). Fails to compile when `N` is not their total length.
+pub(super) const fn keys<const N: usize>(parts: &[&[&'static str]]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let (mut i, mut n) = (0, 0);
+    while i < parts.len() {
+        let mut j = 0;
+        while j < parts[i].len() {
+            assert!(n < N, "more keys than N");
+            out[n] = parts[i][j];
+            n += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    assert!(n == N, "fewer keys than N");
+    out
 }
 
 /// The closest candidate by edit distance, if it is close enough to be a plausible typo.

@@ -5,42 +5,23 @@
 use std::time::Duration;
 
 use super::agent::{self, AgentKind, LlmSpec};
-use super::read::Section;
+use super::read::{keys, Section};
 use super::units::duration_secs;
 use super::SpecError;
 
 /// The keys of `[review]`.
-pub(super) const KEYS: &[&str] = &[
-    "kind",
-    "model",
-    "base_url",
-    "api_key_env",
-    "temperature",
-    "max_tokens",
-    "request_timeout",
-    "max_attempts",
-    "price_in_per_mtok",
-    "price_out_per_mtok",
-    "command",
-    "instructions",
-    "max_diff_lines",
-    "forbid",
-    "timeout",
-    "allow_binary",
-];
-
-/// The keys that only an HTTP reviewer reads.
-const LLM_KEYS: &[&str] = &[
-    "model",
-    "base_url",
-    "api_key_env",
-    "temperature",
-    "max_tokens",
-    "request_timeout",
-    "max_attempts",
-    "price_in_per_mtok",
-    "price_out_per_mtok",
-];
+pub(super) const KEYS: &[&str] = &keys::<16>(&[
+    &["kind"],
+    agent::LLM_KEYS,
+    &[
+        "command",
+        "instructions",
+        "max_diff_lines",
+        "forbid",
+        "timeout",
+        "allow_binary",
+    ],
+]);
 
 /// The reviewer's timeout when `timeout` is not set.
 const TIMEOUT_SECS: u64 = 600;
@@ -104,7 +85,7 @@ pub(super) fn parse(s: &Section) -> Result<ReviewSpec, SpecError> {
             Some(agent::llm(s, k, false)?)
         }
         None => {
-            if let Some(key) = LLM_KEYS.iter().find(|k| s.has(k)) {
+            if let Some(key) = agent::LLM_KEYS.iter().find(|k| s.has(k)) {
                 return Err(s.err(
                     key,
                     "only means something with kind = \"openai\" or \"anthropic\"",

@@ -6,9 +6,11 @@ pub(crate) use std::path::{Path, PathBuf};
 pub(crate) use std::process::{Command, Output};
 pub(crate) use std::time::{Duration, Instant};
 
+mod git;
 mod llm_server;
 mod spec;
 
+pub(crate) use git::git;
 pub(crate) use llm_server::*;
 pub(crate) use spec::*;
 
@@ -36,24 +38,6 @@ pub(crate) struct Repo {
     pub(crate) script: PathBuf,
 }
 
-pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
 impl Repo {
     /// A repository with `value.txt` (editable, holds `score: N`), `prepare.py` (protected),
     /// `data/input.txt` (pinned), the given hone.toml body appended to a standard header, and
@@ -66,10 +50,43 @@ impl Repo {
             .create()
     }
 
+    /// [`Repo::new`] with `[stop] max_experiments = <max>` and [`SCORE`] as the verifier.
+    pub(crate) fn scored(max: u32, script: &str) -> Repo {
+        Repo::stops_after(max, SCORE, script)
+    }
+
+    /// [`Repo::new`] with `[stop] max_experiments = <max>`.
+    pub(crate) fn stops_after(max: u32, verify_command: &str, script: &str) -> Repo {
+        let toml = format!("[stop]\nmax_experiments = {max}\n");
+        Repo::new(&toml, verify_command, script)
+    }
+
     /// The standard repository, to be changed before it is created (`RepoBuilder`).
     pub(crate) fn builder() -> RepoBuilder {
         need_fake_agent();
         RepoBuilder::new()
+    }
+
+    /// `hone run --tag <tag>`, which must succeed, then the records (`hone log --json`).
+    #[track_caller]
+    pub(crate) fn run_log(&self, tag: &str) -> Vec<serde_json::Value> {
+        ok(self.hone(&["run", "--tag", tag]));
+        self.log()
+    }
+
+    /// `hone run --tag <tag>`, which must succeed and leave the experiments' statuses
+    /// `statuses`.
+    #[track_caller]
+    pub(crate) fn run_expect(&self, tag: &str, statuses: &[&str]) -> Output {
+        self.hone_expect(&["run", "--tag", tag], statuses)
+    }
+
+    /// `hone <args>`, which must succeed and leave the experiments' statuses `statuses`.
+    #[track_caller]
+    pub(crate) fn hone_expect(&self, args: &[&str], statuses: &[&str]) -> Output {
+        let out = ok(self.hone(args));
+        assert_eq!(self.statuses(), statuses);
+        out
     }
 
     pub(crate) fn hone(&self, args: &[&str]) -> Output {
@@ -110,6 +127,29 @@ impl Repo {
             .collect()
     }
 
+    /// A new bare repository `<name>` beside the repository (a remote to push to).
+    pub(crate) fn bare_remote(&self, name: &str) -> PathBuf {
+        let bare = self.tmp_dir().join(name);
+        git(
+            self.tmp_dir(),
+            &["init", "-q", "--bare", bare.to_str().unwrap()],
+        );
+        bare
+    }
+
+    /// Gives the repository the remote `origin` at `url`, whose pushes go to `bare`.
+    pub(crate) fn origin_pushing_to(&self, url: &str, bare: &Path) {
+        git(&self.dir, &["remote", "add", "origin", url]);
+        let push = [
+            "remote",
+            "set-url",
+            "--push",
+            "origin",
+            bare.to_str().unwrap(),
+        ];
+        git(&self.dir, &push);
+    }
+
     pub(crate) fn tmp_dir(&self) -> &Path {
         self._tmp.path()
     }
@@ -117,6 +157,164 @@ impl Repo {
     pub(crate) fn rev(&self, r: &str) -> String {
         git(&self.dir, &["rev-parse", r])
     }
+}
+
+/// An agent script whose turns each write `score: <n>` to value.txt, one turn a value.
+pub(crate) fn scores(values: &[u32]) -> String {
+    let turns: Vec<String> = values
+        .iter()
+        .map(|v| format!("write\tvalue.txt\tscore: {v}\\n\n"))
+        .collect();
+    turns.join("---\n")
+}
+
+/// `hone run` resumes run `k` (5 experiments) whose experiment 2's verifier, process group
+/// `pgid`, a killed hone left running: it says so, kills the group, records #2 aborted and
+/// goes on, the finished experiments intact.
+#[track_caller]
+pub(crate) fn resume_kills_the_interrupted_verifier(r: &Repo, pgid: i32) {
+    let out = ok(r.hone(&["run"]));
+    assert_says(&out, "experiment 2 was interrupted");
+    assert!(
+        wait_group_gone(pgid),
+        "resume must kill the interrupted verifier's group"
+    );
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "keep", "aborted", "keep", "keep"]);
+    assert_eq!(log[1]["objective"], 4.0, "finished experiments intact");
+    assert_eq!(r.rev("hone/k"), r.rev("refs/hone/k/4"));
+}
+
+/// A verifier (`command`) that prints value.txt and notes each of its runs in a file.
+pub(crate) struct RunCounter {
+    _tmp: tempfile::TempDir,
+    file: PathBuf,
+    pub(crate) command: String,
+}
+
+impl RunCounter {
+    pub(crate) fn new() -> RunCounter {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("runs");
+        let command = format!("echo run >> {}; cat value.txt", file.display());
+        RunCounter {
+            _tmp: tmp,
+            file,
+            command,
+        }
+    }
+
+    /// How many times the verifier ran (it must have run at least once).
+    pub(crate) fn runs(&self) -> usize {
+        std::fs::read_to_string(&self.file).unwrap().lines().count()
+    }
+}
+
+/// A verifier whose experiment 2 hangs (once) until killed, writing its process group id to
+/// `<dir>/pgid` and then touching `<dir>/started`: the command and those two paths.
+pub(crate) fn hanging_verifier(dir: &Path) -> (String, PathBuf, PathBuf) {
+    let (started, pgid_file) = (dir.join("started"), dir.join("pgid"));
+    let verify = format!(
+        "if [ \"$HONE_EXPERIMENT\" = 2 ] && [ ! -f {s} ]; then echo $$ > {p}; touch {s}; sleep 300; fi; cat value.txt",
+        s = started.display(),
+        p = pgid_file.display()
+    );
+    (verify, started, pgid_file)
+}
+
+/// Presses Ctrl-C twice at the terminal of `child` (a `hone run` in its own process group
+/// with stderr piped), the second after hone said it saw the first (two signals sent at once
+/// would merge into one); hone must exit with 130.
+pub(crate) fn ctrl_c_twice(child: &mut std::process::Child) {
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    let mut line = String::new();
+    while !line.contains("stopping after the current experiment") {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut stderr, &mut line).unwrap() > 0,
+            "hone exited early"
+        );
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+}
+
+/// Runs `hone args` in `dir` (without a GITHUB_TOKEN, stdin empty); a command that does not
+/// exit by itself within 120 s is killed and reported.
+pub(crate) fn run_bounded<S: AsRef<std::ffi::OsStr>>(
+    dir: &Path,
+    args: &[S],
+) -> Result<Output, String> {
+    let mut child = Command::new(HONE)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GITHUB_TOKEN")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("did not exit within 120 s (a hang)".into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Ok(child.wait_with_output().unwrap())
+}
+
+/// Asserts that `out` (stdout and stderr) says `says`.
+#[track_caller]
+pub(crate) fn assert_says(out: &Output, says: &str) {
+    assert!(text(out).contains(says), "{}", text(out));
+}
+
+/// Asserts the statuses of the records `log` (`Repo::log`), in order.
+#[track_caller]
+pub(crate) fn assert_statuses(log: &[serde_json::Value], statuses: &[&str]) {
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, statuses, "{log:?}");
+}
+
+/// The `reason` of a record of `hone log --json` (which must have one).
+pub(crate) fn reason(record: &serde_json::Value) -> &str {
+    record["reason"].as_str().unwrap()
+}
+
+/// The records of the repository in `dir` (`hone log --json`, which must succeed).
+pub(crate) fn log_in(dir: &Path) -> Vec<serde_json::Value> {
+    let out = ok(hone_in(dir, &["log", "--json"]));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Writes `content` to `path` (which must succeed).
+#[track_caller]
+pub(crate) fn put(path: impl AsRef<Path>, content: impl AsRef<[u8]>) {
+    std::fs::write(path, content).unwrap();
+}
+
+/// `out` of a command that must have exited with `code` and said `says`.
+#[track_caller]
+pub(crate) fn exits_with(out: Output, code: i32, says: &str) -> Output {
+    assert_eq!(out.status.code(), Some(code), "{}", text(&out));
+    assert!(text(&out).contains(says), "{}", text(&out));
+    out
+}
+
+/// `out` of a command that must have succeeded (else the test fails with its output).
+#[track_caller]
+pub(crate) fn ok(out: Output) -> Output {
+    assert!(out.status.success(), "{}", text(&out));
+    out
 }
 
 pub(crate) fn text(out: &Output) -> String {

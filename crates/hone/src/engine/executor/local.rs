@@ -1,23 +1,23 @@
 //! Verification commands as process groups on this machine (`[exec] backend = "local"`).
 
-use crate::exec::{self, Exit};
+use crate::exec;
+use crate::spec::Spec;
 
-use super::super::verifier::Sink;
-use super::super::{EngineError, Stage};
-use super::{Executor, Failure, Job};
+use super::super::Stage;
+use super::{Executor, Io, Job, Ran};
 
 /// Child processes of hone, each in its own process group.
 pub(super) struct Local;
 
+impl Local {
+    pub(super) fn new(_spec: &Spec) -> Local {
+        Local
+    }
+}
+
 impl Executor for Local {
-    fn run(
-        &mut self,
-        job: &Job<'_>,
-        sink: &mut Sink<'_>,
-        on_line: &mut dyn FnMut(&str),
-        cancel: &dyn Fn() -> bool,
-    ) -> Result<(Exit, Option<Failure>), EngineError> {
-        run_here(job, sink, on_line, cancel)
+    fn run(&mut self, job: &Job<'_>, io: Io<'_, '_>) -> Ran {
+        run_here(job, io)
     }
 
     fn for_slot(&self) -> Box<dyn Executor> {
@@ -26,12 +26,12 @@ impl Executor for Local {
 }
 
 /// Runs `job` here, its process group recorded (so that a later hone can kill it).
-pub(super) fn run_here(
-    job: &Job<'_>,
-    sink: &mut Sink<'_>,
-    on_line: &mut dyn FnMut(&str),
-    cancel: &dyn Fn() -> bool,
-) -> Result<(Exit, Option<Failure>), EngineError> {
+pub(super) fn run_here(job: &Job<'_>, io: Io<'_, '_>) -> Ran {
+    let Io {
+        sink,
+        on_line,
+        cancel,
+    } = io;
     let what = job.what;
     let running = exec::spawn(job.req).map_err(|error| Stage::Start {
         what: what.to_string(),

@@ -1,8 +1,13 @@
 //! Where a verification command runs: a process group on this machine ([`local`]), a SLURM
 //! batch job ([`slurm`]) or a remote `hone worker` through the shared store's queue
 //! ([`workers`]). The backend is chosen once, from `[exec] backend`, when the run opens; the
-//! rest of the engine only sees [`Executor`]. A new backend is one more file here and one more
-//! arm in [`choose`] (besides its `[exec] backend` name in the spec).
+//! rest of the engine only sees [`Executor`].
+//!
+//! A new backend is one file here and one line in the list of backends,
+//! `crate::exec::backends` (`Name = module "name" "what it is",`): the file holds `pub(super)
+//! struct Name` with `pub(super) fn new(spec: &Spec) -> Name` and an [`Executor`] impl; the
+//! list declares the module here, its arm in [`choose`] and its `[exec] backend` name in the
+//! spec (`spec::Backend`), which checks hone.toml against it.
 //!
 //! An executor's lifecycle: [`Executor::preflight`] before the run is opened (tools on PATH,
 //! shared directories), [`Executor::start`] once the run is known (connections, job
@@ -17,9 +22,20 @@ use crate::workspace::Git;
 use super::verifier::Sink;
 use super::EngineError;
 
-mod local;
-pub(super) mod slurm;
-mod workers;
+/// Declares the backends' modules and [`choose`] from the list of backends.
+macro_rules! executors {
+    ($($variant:ident = $module:ident $name:literal $doc:literal,)*) => {
+        $(pub(super) mod $module;)*
+
+        /// The executor `[exec] backend` names.
+        pub(super) fn choose(spec: &Spec) -> Box<dyn Executor> {
+            match spec.exec.backend {
+                $(Backend::$variant => Box::new($module::$variant::new(spec)),)*
+            }
+        }
+    };
+}
+crate::with_backends!(executors);
 
 /// A verification that ended for a reason outside its command's exit (a job cancelled by
 /// someone else, a protected file modified on a remote worker): the status and the reason.
@@ -46,6 +62,17 @@ pub(super) struct Job<'j> {
     pub stop: &'j dyn Fn() -> bool,
 }
 
+/// Where a running command's records and output lines go, and whether to stop it.
+pub(super) struct Io<'a, 's> {
+    pub sink: &'a mut Sink<'s>,
+    pub on_line: &'a mut dyn FnMut(&str),
+    pub cancel: &'a dyn Fn() -> bool,
+}
+
+/// What [`Executor::run`] returns: the command's exit and, for a job that ended for a reason
+/// outside the command, that reason.
+pub(super) type Ran = Result<(Exit, Option<Failure>), EngineError>;
+
 /// What the executor needs to know of the run it serves.
 pub(super) struct RunPlace<'p> {
     pub spec: &'p Spec,
@@ -67,13 +94,7 @@ pub(super) trait Executor: Send {
     }
     /// Runs `job`: its exit and, for a job that ended for a reason outside the command
     /// (cancelled by someone else, node failure...), that reason.
-    fn run(
-        &mut self,
-        job: &Job<'_>,
-        sink: &mut Sink<'_>,
-        on_line: &mut dyn FnMut(&str),
-        cancel: &dyn Fn() -> bool,
-    ) -> Result<(Exit, Option<Failure>), EngineError>;
+    fn run(&mut self, job: &Job<'_>, io: Io<'_, '_>) -> Ran;
     /// On resume, stops what was started for experiment `n` of run `key` before hone died;
     /// true if something was.
     fn recover(&mut self, _key: &str, _n: u64) -> bool {
@@ -82,13 +103,4 @@ pub(super) trait Executor: Send {
     /// The same executor for a parallel verification thread (which makes its own
     /// connections, in that thread).
     fn for_slot(&self) -> Box<dyn Executor>;
-}
-
-/// The executor `[exec] backend` names.
-pub(super) fn choose(spec: &Spec) -> Box<dyn Executor> {
-    match spec.exec.backend {
-        Backend::Local => Box::new(local::Local),
-        Backend::Slurm => Box::new(slurm::Slurm::new(spec)),
-        Backend::Workers => Box::new(workers::Workers::new(spec)),
-    }
 }

@@ -4,14 +4,13 @@
 
 use std::path::PathBuf;
 
-use crate::exec::{self, Exit};
+use crate::exec;
 use crate::spec::Spec;
 use crate::store::{Status, Store};
 
 use super::super::state::shared_run_dir;
-use super::super::verifier::Sink;
 use super::super::{EngineError, Shared, Stage, Tool};
-use super::{local, Executor, Failure, Job, RunPlace};
+use super::{local, Executor, Failure, Io, Job, Ran, RunPlace};
 
 /// One batch job per verification command.
 pub(super) struct Slurm {
@@ -54,16 +53,15 @@ impl Executor for Slurm {
         Ok(())
     }
 
-    fn run(
-        &mut self,
-        job: &Job<'_>,
-        sink: &mut Sink<'_>,
-        on_line: &mut dyn FnMut(&str),
-        cancel: &dyn Fn() -> bool,
-    ) -> Result<(Exit, Option<Failure>), EngineError> {
+    fn run(&mut self, job: &Job<'_>, io: Io<'_, '_>) -> Ran {
         let Some(job_dir) = &self.job_dir else {
-            return local::run_here(job, sink, on_line, cancel);
+            return local::run_here(job, io);
         };
+        let Io {
+            sink,
+            on_line,
+            cancel,
+        } = io;
         let (n, what) = (job.n, job.what);
         let name = format!("hone-{}-{n}", self.tag);
         // The job's environment is what SLURM gives it (its allocation, `--gres` devices)

@@ -13,7 +13,7 @@ use crate::workspace::{matches_any, Git};
 use super::super::state::archive_ref;
 use super::super::verifier::Sink;
 use super::super::{EngineError, Event, Fs, Internal, Shared};
-use super::{Executor, Failure, Job, RunPlace};
+use super::{Executor, Failure, Io, Job, Ran, RunPlace};
 
 /// How waiting for a posted job ended.
 enum Waited {
@@ -62,13 +62,12 @@ impl Executor for Workers {
         Ok(())
     }
 
-    fn run(
-        &mut self,
-        job: &Job<'_>,
-        sink: &mut Sink<'_>,
-        on_line: &mut dyn FnMut(&str),
-        cancel: &dyn Fn() -> bool,
-    ) -> Result<(Exit, Option<Failure>), EngineError> {
+    fn run(&mut self, job: &Job<'_>, io: Io<'_, '_>) -> Ran {
+        let Io {
+            sink,
+            on_line,
+            cancel,
+        } = io;
         if self.queue.is_none() {
             self.queue = Some(self.connected()?);
         }

@@ -39,8 +39,8 @@ fn slurm_backend_runs_every_verification_as_a_job() {
         if grep -q crash value.txt; then exit 3; fi; \
         if grep -q hang value.txt; then sleep 300; fi; \
         if grep -q cancel value.txt; then scancel $SLURM_JOB_ID; sleep 60; fi";
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 5\n",
+    let r = Repo::stops_after(
+        5,
         verify,
         "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tcrash\\n\n---\nwrite\tvalue.txt\thang\\n\n---\nwrite\tvalue.txt\tcancel\\n\n",
     );
@@ -52,21 +52,10 @@ fn slurm_backend_runs_every_verification_as_a_job() {
             shared.display()
         )
     });
-    let out = r.hone(&["run", "--tag", "s"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(
-        st,
-        ["baseline", "keep", "crash", "timeout", "crash"],
-        "{log:?}"
-    );
-    assert!(
-        log[2]["reason"].as_str().unwrap().contains("status 3"),
-        "{:?}",
-        log[2]
-    );
-    let why = log[4]["reason"].as_str().unwrap();
+    let log = r.run_log("s");
+    assert_statuses(&log, &["baseline", "keep", "crash", "timeout", "crash"]);
+    assert!(reason(&log[2]).contains("status 3"), "{:?}", log[2]);
+    let why = reason(&log[4]);
     assert!(why.contains("cancelled outside hone"), "{why}");
     // The verifier really ran as a batch job, in the worktree under the shared directory.
     let show = text(&r.hone(&["show", "1"]));
@@ -96,8 +85,8 @@ fn slurm_job_left_by_a_killed_hone_is_cancelled_on_resume() {
         return;
     }
     let verify = "cat value.txt; if grep -q hang value.txt; then sleep 300; fi";
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
+    let r = Repo::stops_after(
+        3,
         verify,
         "write\tvalue.txt\thang\\n\n---\nwrite\tvalue.txt\tscore: 4\\n\n",
     );
@@ -130,9 +119,7 @@ fn slurm_job_left_by_a_killed_hone_is_cancelled_on_resume() {
     // The job outlives hone...
     assert!(running().ends_with("RUNNING"), "{}", running());
     // ...until the next hone resumes the run: it cancels the job and records it aborted.
-    let out = r.hone(&["run", "--tag", "k"]);
-    assert!(out.status.success(), "{}", text(&out));
-    assert_eq!(r.statuses(), ["baseline", "aborted", "keep"]);
+    r.run_expect("k", &["baseline", "aborted", "keep"]);
     let deadline = Instant::now() + Duration::from_secs(60);
     while running().contains("RUNNING") {
         assert!(Instant::now() < deadline, "the stale job still runs");
@@ -146,11 +133,7 @@ fn slurm_backend_runs_two_experiments_as_jobs_at_once() {
         return;
     }
     let marks = tempfile::tempdir().unwrap();
-    let r = Repo::new(
-        "[stop]\nmax_experiments = 3\n",
-        &together_verifier(marks.path()),
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
-    );
+    let r = Repo::stops_after(3, &together_verifier(marks.path()), &scores(&[4, 3]));
     let shared = r.tmp_dir().join("shared");
     append_spec(
         &r.dir,
@@ -159,8 +142,7 @@ fn slurm_backend_runs_two_experiments_as_jobs_at_once() {
             shared.display()
         ),
     );
-    let out = r.hone(&["run", "--tag", "sp"]);
-    assert!(out.status.success(), "{}", text(&out));
+    ok(r.hone(&["run", "--tag", "sp"]));
     let st = r.statuses();
     assert_eq!(st.len(), 3, "{st:?}");
     assert!(
