@@ -78,6 +78,43 @@ fn observations(history: &[ExperimentRecord], minimize: bool) -> Vec<Observation
         .collect()
 }
 
+/// Whether an experiment's configuration proved infeasible (`Some(true)`: it crashed, timed
+/// out or violated a constraint), feasible (`Some(false)`: it was measured) or neither (`None`:
+/// running, rejected before it ran, aborted by an interruption).
+fn infeasible(status: Status) -> Option<bool> {
+    match status {
+        Status::Crash | Status::Timeout | Status::Violation => Some(true),
+        Status::Baseline | Status::Keep | Status::Discard => Some(false),
+        _ => None,
+    }
+}
+
+/// The configurations of a run's history that proved infeasible, in order.
+fn infeasible_configs(history: &[ExperimentRecord]) -> Vec<Config> {
+    history
+        .iter()
+        .filter(|e| infeasible(e.status()) == Some(true))
+        .filter_map(|e| config_from_json(e.config.as_ref()?))
+        .collect()
+}
+
+/// Where crashes narrowed the knobs' explored ranges over a run (`hone log`, `hone show`):
+/// each narrowing with the number of the experiment after which it appeared or changed.
+pub fn narrowings(history: &[ExperimentRecord]) -> Vec<(u64, knobs::feasible::Narrowing)> {
+    let entries: Vec<(u64, (Config, Option<bool>))> = history
+        .iter()
+        .filter_map(|e| {
+            let config = config_from_json(e.config.as_ref()?)?;
+            Some((e.n, (config, infeasible(e.status()))))
+        })
+        .collect();
+    let states: Vec<(Config, Option<bool>)> = entries.iter().map(|(_, s)| s.clone()).collect();
+    knobs::feasible::narrowing_history(&states)
+        .into_iter()
+        .map(|(i, n)| (entries[i].0, n))
+        .collect()
+}
+
 fn config_from_json(v: &serde_json::Value) -> Option<Config> {
     serde_json::from_value(v.clone()).ok()
 }
@@ -113,6 +150,7 @@ impl Proposer for KnobsProposer {
         let incumbent = knobs::config_of(&found);
         let minimize = ctx.spec.verify.direction == Direction::Minimize;
         let history = observations(ctx.history, minimize);
+        let crashed = infeasible_configs(ctx.history);
         let g = ctx.guidance;
         let candidates: Vec<Config> = g.candidates.iter().map(|(_, c)| c.clone()).collect();
         let guide = knobs::SamplerGuide {
@@ -122,6 +160,7 @@ impl Proposer for KnobsProposer {
             step_scale: g.step_scale,
             mode: g.mode,
             avoid: &g.avoid,
+            infeasible: &crashed,
         };
         let suggested = knobs::suggest_guided(
             &found, &history, &incumbent, minimize, ctx.seed, ctx.n, &guide,
