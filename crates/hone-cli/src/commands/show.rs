@@ -28,6 +28,7 @@ pub fn run(here: &Here, a: ShowArgs) -> CliResult {
     let git = here.git()?;
     let calls = store.mechanism_calls(run.id, Some(n)).runtime()?;
     output::show(&git, &run, &e, a.tail);
+    output::show_narrowings(&store.experiments(run.id).runtime()?, n);
     output::show_mechanisms(&calls);
     Ok(())
 }

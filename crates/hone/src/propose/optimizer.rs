@@ -115,6 +115,25 @@ pub fn narrowings(history: &[ExperimentRecord]) -> Vec<(u64, knobs::feasible::Na
         .collect()
 }
 
+/// The knobs' explored ranges narrowed by crashes at the end of `history` (what the sampler
+/// uses for its next proposal).
+pub fn narrowed_ranges(history: &[ExperimentRecord]) -> Vec<knobs::feasible::Narrowing> {
+    let (mut finished, mut bad) = (Vec::new(), Vec::new());
+    for e in history {
+        let Some(config) = e.config.as_ref().and_then(config_from_json) else {
+            continue;
+        };
+        match infeasible(e.status()) {
+            Some(true) => bad.push(config),
+            Some(false) => finished.push(config),
+            None => {}
+        }
+    }
+    let finished: Vec<&Config> = finished.iter().collect();
+    let bad: Vec<&Config> = bad.iter().collect();
+    knobs::feasible::narrowings(&finished, &bad)
+}
+
 fn config_from_json(v: &serde_json::Value) -> Option<Config> {
     serde_json::from_value(v.clone()).ok()
 }

@@ -76,8 +76,13 @@ impl Narrowing {
     }
 }
 
+/// A value as the knob holds it: integers without a decimal point.
 fn num(x: f64) -> String {
-    KnobValue::Float(x).to_string()
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        KnobValue::Int(x as i64).to_string()
+    } else {
+        KnobValue::Float(x).to_string()
+    }
 }
 
 fn numeric(v: &KnobValue) -> Option<f64> {
