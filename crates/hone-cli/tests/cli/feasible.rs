@@ -6,7 +6,7 @@ use crate::support::*;
 
 /// A knobs repository whose verifier crashes (exits 1, "out of memory") when WIDTH > 24; the
 /// optimum, WIDTH = 22 and DEPTH = 4, lies next to that edge.
-fn crashy_repo(experiments: u32) -> (tempfile::TempDir, PathBuf) {
+fn crashy_repo(experiments: u32, hang: &str) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
     std::fs::write(
@@ -16,10 +16,12 @@ fn crashy_repo(experiments: u32) -> (tempfile::TempDir, PathBuf) {
     .unwrap();
     std::fs::write(
         dir.join("score.sh"),
-        "w=$(sed -n 's/^WIDTH = \\([0-9]*\\).*/\\1/p' params.txt)\n\
+        format!(
+            "{hang}w=$(sed -n 's/^WIDTH = \\([0-9]*\\).*/\\1/p' params.txt)\n\
          d=$(sed -n 's/^DEPTH = \\([0-9]*\\).*/\\1/p' params.txt)\n\
          if [ \"$w\" -gt 24 ]; then echo 'out of memory' >&2; exit 1; fi\n\
-         echo \"loss: $(( (w-22)*(w-22) + (d-4)*(d-4) ))\"\n",
+         echo \"loss: $(( (w-22)*(w-22) + (d-4)*(d-4) ))\"\n"
+        ),
     )
     .unwrap();
     Spec::new()
@@ -37,7 +39,7 @@ fn crashy_repo(experiments: u32) -> (tempfile::TempDir, PathBuf) {
 
 #[test]
 fn crashes_stop_once_the_crash_region_is_learned_and_log_and_show_say_so() {
-    let (_t, dir) = crashy_repo(40);
+    let (_t, dir) = crashy_repo(40, "");
     let out = hone_in(&dir, &["run", "--seed", "3"]);
     assert!(out.status.success(), "{}", text(&out));
     let log = hone_in(&dir, &["log", "--json"]);
@@ -97,4 +99,55 @@ fn crashes_stop_once_the_crash_region_is_learned_and_log_and_show_say_so() {
     assert!(!first.contains("narrowed"), "{first}");
     // The table without narrowings is unchanged: JSON and TSV carry none.
     assert!(!String::from_utf8_lossy(&log.stdout).contains("feasibility"));
+}
+
+#[test]
+fn what_was_learned_survives_kill_9_and_a_resume_with_two_workers() {
+    let marks = tempfile::tempdir().unwrap();
+    let started = marks.path().join("started");
+    // Experiment 6's verifier hangs (once) until the run is killed.
+    let hang = format!(
+        "if [ \"$HONE_EXPERIMENT\" = 6 ] && [ ! -f {s} ]; then touch {s}; sleep 300; fi\n",
+        s = started.display()
+    );
+    let (_t, dir) = crashy_repo(40, &hang);
+    let mut child = Command::new(HONE)
+        .args(["run", "--seed", "3"])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_file(&started);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let out = hone_in(&dir, &["run", "--seed", "3", "--workers", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = hone_in(&dir, &["log", "--json"]);
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 40);
+    assert_eq!(rows[6]["status"], "aborted", "{}", rows[6]);
+    let crashes = |r: &[serde_json::Value]| r.iter().filter(|v| v["status"] == "crash").count();
+    assert!(crashes(&rows[..6]) >= 2, "crashes before the kill");
+    let table = text(&hone_in(&dir, &["log"]));
+    let line = table
+        .lines()
+        .find(|l| l.contains("feasibility: knob WIDTH: explored range narrowed to ["))
+        .unwrap_or_else(|| panic!("no narrowing in `hone log`:\n{table}"));
+    // The interrupted experiment is no crash: every crash the line counts is a crash row.
+    let counted: usize = line
+        .split(" after ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(counted <= crashes(&rows), "{line}");
+    assert!(
+        crashes(&rows[20..]) <= 4,
+        "the resumed run kept away from the crashes: {}",
+        crashes(&rows[20..])
+    );
 }
