@@ -234,6 +234,50 @@ mod tests {
     }
 
     #[test]
+    fn crashes_timeouts_and_violations_are_infeasible_but_not_interruptions_or_rejections() {
+        let mut history = vec![rec(0, Status::Baseline, Some(5.0), 1)];
+        for (k, s) in [
+            Status::Discard,
+            Status::Keep,
+            Status::Discard,
+            Status::Discard,
+            Status::Discard,
+            Status::Discard,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            history.push(rec(k as u64 + 1, s, Some(4.0), k as i64 + 2));
+        }
+        for (k, s) in [
+            Status::Crash,
+            Status::Timeout,
+            Status::Violation,
+            Status::Aborted,
+            Status::Rejected,
+            Status::Invalid,
+            Status::Running,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            history.push(rec(k as u64 + 7, s, None, k as i64 + 10));
+        }
+        let bad: Vec<i64> = infeasible_configs(&history)
+            .iter()
+            .filter_map(|c| match c.get("A") {
+                Some(knobs::KnobValue::Int(a)) => Some(*a),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(bad, [10, 11, 12]);
+        let narrowed = narrowed_ranges(&history);
+        assert_eq!(narrowed.len(), 1, "{narrowed:?}");
+        assert_eq!((narrowed[0].edge, narrowed[0].crashes), (7.0, 3));
+        assert_eq!(narrowings(&history)[0].0, 9);
+    }
+
+    #[test]
     fn running_configurations_are_tried_at_the_worst_value_so_far() {
         let history = [
             rec(0, Status::Baseline, Some(5.0), 1),
