@@ -343,6 +343,8 @@ pub fn log(run: &RunRecord, exps: &[ExperimentRecord], json: bool, tsv: bool) {
             out!("{}", tsv_row(e));
         }
     } else {
+        // Where crashes narrowed a knob's explored range, under the experiment that did it.
+        let narrowed = hone::propose::optimizer::narrowings(exps);
         // Search and sealed holdout side by side, when the run has a holdout.
         let holdout = exps.iter().any(|e| e.holdout.is_some());
         let h_head = if holdout {
@@ -390,6 +392,9 @@ pub fn log(run: &RunRecord, exps: &[ExperimentRecord], json: bool, tsv: bool) {
                 commit,
                 e.description
             );
+            for (_, w) in narrowed.iter().filter(|(n, _)| *n == e.n) {
+                out!("      feasibility: {}", w.describe());
+            }
         }
     }
 }
@@ -499,6 +504,26 @@ pub fn show_curve(curve: &[(f64, f64)]) {
         last.0,
         fmt_metric(Some(last.1))
     );
+}
+
+/// `hone show N`: the knobs' explored ranges narrowed by crashes once experiment N finished,
+/// each with the experiment after which it took its present form.
+pub fn show_narrowings(exps: &[ExperimentRecord], n: u64) {
+    let upto: Vec<ExperimentRecord> = exps.iter().filter(|e| e.n <= n).cloned().collect();
+    let events = hone::propose::optimizer::narrowings(&upto);
+    let now = hone::propose::optimizer::narrowed_ranges(&upto);
+    if !now.is_empty() {
+        out!("--- feasibility (learned from crashes) ---");
+    }
+    for w in now {
+        let since = events
+            .iter()
+            .rev()
+            .find(|(_, x)| *x == w)
+            .map(|(at, _)| format!(" (since experiment {at})"))
+            .unwrap_or_default();
+        out!("  feasibility: {}{since}", w.describe());
+    }
 }
 
 /// What each mechanism did for one experiment (`hone show N`).

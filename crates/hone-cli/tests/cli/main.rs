@@ -20,6 +20,7 @@ mod bench;
 mod containment;
 mod daemon;
 mod faults;
+mod feasible;
 mod finalize;
 mod firstrun;
 mod fuzz;

@@ -78,6 +78,62 @@ fn observations(history: &[ExperimentRecord], minimize: bool) -> Vec<Observation
         .collect()
 }
 
+/// Whether an experiment's configuration proved infeasible (`Some(true)`: it crashed, timed
+/// out or violated a constraint), feasible (`Some(false)`: it was measured) or neither (`None`:
+/// running, rejected before it ran, aborted by an interruption).
+fn infeasible(status: Status) -> Option<bool> {
+    match status {
+        Status::Crash | Status::Timeout | Status::Violation => Some(true),
+        Status::Baseline | Status::Keep | Status::Discard => Some(false),
+        _ => None,
+    }
+}
+
+/// The configurations of a run's history that proved infeasible, in order.
+fn infeasible_configs(history: &[ExperimentRecord]) -> Vec<Config> {
+    history
+        .iter()
+        .filter(|e| infeasible(e.status()) == Some(true))
+        .filter_map(|e| config_from_json(e.config.as_ref()?))
+        .collect()
+}
+
+/// Where crashes narrowed the knobs' explored ranges over a run (`hone log`, `hone show`):
+/// each narrowing with the number of the experiment after which it appeared or changed.
+pub fn narrowings(history: &[ExperimentRecord]) -> Vec<(u64, knobs::feasible::Narrowing)> {
+    let entries: Vec<(u64, (Config, Option<bool>))> = history
+        .iter()
+        .filter_map(|e| {
+            let config = config_from_json(e.config.as_ref()?)?;
+            Some((e.n, (config, infeasible(e.status()))))
+        })
+        .collect();
+    let states: Vec<(Config, Option<bool>)> = entries.iter().map(|(_, s)| s.clone()).collect();
+    knobs::feasible::narrowing_history(&states)
+        .into_iter()
+        .map(|(i, n)| (entries[i].0, n))
+        .collect()
+}
+
+/// The knobs' explored ranges narrowed by crashes at the end of `history` (what the sampler
+/// uses for its next proposal).
+pub fn narrowed_ranges(history: &[ExperimentRecord]) -> Vec<knobs::feasible::Narrowing> {
+    let (mut finished, mut bad) = (Vec::new(), Vec::new());
+    for e in history {
+        let Some(config) = e.config.as_ref().and_then(config_from_json) else {
+            continue;
+        };
+        match infeasible(e.status()) {
+            Some(true) => bad.push(config),
+            Some(false) => finished.push(config),
+            None => {}
+        }
+    }
+    let finished: Vec<&Config> = finished.iter().collect();
+    let bad: Vec<&Config> = bad.iter().collect();
+    knobs::feasible::narrowings(&finished, &bad)
+}
+
 fn config_from_json(v: &serde_json::Value) -> Option<Config> {
     serde_json::from_value(v.clone()).ok()
 }
@@ -113,6 +169,7 @@ impl Proposer for KnobsProposer {
         let incumbent = knobs::config_of(&found);
         let minimize = ctx.spec.verify.direction == Direction::Minimize;
         let history = observations(ctx.history, minimize);
+        let crashed = infeasible_configs(ctx.history);
         let g = ctx.guidance;
         let candidates: Vec<Config> = g.candidates.iter().map(|(_, c)| c.clone()).collect();
         let guide = knobs::SamplerGuide {
@@ -122,6 +179,7 @@ impl Proposer for KnobsProposer {
             step_scale: g.step_scale,
             mode: g.mode,
             avoid: &g.avoid,
+            infeasible: &crashed,
         };
         let suggested = knobs::suggest_guided(
             &found, &history, &incumbent, minimize, ctx.seed, ctx.n, &guide,
@@ -173,6 +231,50 @@ mod tests {
             config: Some(serde_json::json!({ "A": a })),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn crashes_timeouts_and_violations_are_infeasible_but_not_interruptions_or_rejections() {
+        let mut history = vec![rec(0, Status::Baseline, Some(5.0), 1)];
+        for (k, s) in [
+            Status::Discard,
+            Status::Keep,
+            Status::Discard,
+            Status::Discard,
+            Status::Discard,
+            Status::Discard,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            history.push(rec(k as u64 + 1, s, Some(4.0), k as i64 + 2));
+        }
+        for (k, s) in [
+            Status::Crash,
+            Status::Timeout,
+            Status::Violation,
+            Status::Aborted,
+            Status::Rejected,
+            Status::Invalid,
+            Status::Running,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            history.push(rec(k as u64 + 7, s, None, k as i64 + 10));
+        }
+        let bad: Vec<i64> = infeasible_configs(&history)
+            .iter()
+            .filter_map(|c| match c.get("A") {
+                Some(knobs::KnobValue::Int(a)) => Some(*a),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(bad, [10, 11, 12]);
+        let narrowed = narrowed_ranges(&history);
+        assert_eq!(narrowed.len(), 1, "{narrowed:?}");
+        assert_eq!((narrowed[0].edge, narrowed[0].crashes), (7.0, 3));
+        assert_eq!(narrowings(&history)[0].0, 9);
     }
 
     #[test]

@@ -42,6 +42,7 @@
 //! - A `hone:` comment on a line that is not a knob (indented, lowercase name, an expression)
 //!   is an error rather than silently ignored.
 
+pub mod feasible;
 pub(crate) mod infer;
 mod line;
 mod literal;

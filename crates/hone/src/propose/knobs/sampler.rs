@@ -25,6 +25,7 @@
 //! inputs always give the same suggestion.
 
 mod design;
+mod feasible;
 mod moves;
 mod parzen;
 mod space;
@@ -33,6 +34,7 @@ use super::{Config, Knob};
 use crate::propose::guidance::Mode;
 use crate::util::{splitmix64, unit_f64};
 use design::latin_hypercube;
+use feasible::Feasibility;
 use moves::{local_move, untried_by_enumeration, untried_neighbour};
 use parzen::Model;
 use space::{Coord, Space};
@@ -55,6 +57,9 @@ pub struct SamplerGuide<'a> {
     pub mode: Option<Mode>,
     /// Configurations to treat as already tried (proposals a mechanism rejected).
     pub avoid: &'a [Config],
+    /// Configurations that crashed, timed out or violated a constraint: the feasibility model
+    /// ([`feasible`]) learns from them where not to propose. Empty: no model.
+    pub infeasible: &'a [Config],
 }
 
 /// One finished experiment as the sampler sees it.
@@ -191,17 +196,24 @@ pub fn suggest_guided(
         }
     }
     let found = |c: Option<Config>| c.map(|c| (c, None));
+    let mut rng = Rng::new(seed, index);
+    // Feasibility learned from crashes: candidates it does not admit are drawn again. Without
+    // infeasible configurations it admits everything and draws nothing from `rng`.
+    let feasibility = Feasibility::fit(&space, history, guide.infeasible, &mut rng);
+    let admit = |c: Option<Config>| match &feasibility {
+        Some(f) => c.filter(|c| f.admits(&space, c)),
+        None => c,
+    };
     let n_init = initial_design_size(space.dims.len());
     if history.len() < n_init {
         let design = latin_hypercube(&space, n_init, seed);
         let start = (index % n_init as u64) as usize;
         for k in 0..n_init {
-            if let Some(c) = space.fresh(&design[(start + k) % n_init]) {
+            if let Some(c) = admit(space.fresh(&design[(start + k) % n_init])) {
                 return found(Some(c));
             }
         }
     }
-    let mut rng = Rng::new(seed, index);
     let sample = modelled(history, minimize);
     let model = Model::fit(&space, sample.as_deref().unwrap_or(history), minimize);
     let from = space.incumbent_point();
@@ -216,12 +228,14 @@ pub fn suggest_guided(
             (None, Some(m)) if rng.unit() >= LOCAL_PROBABILITY => m.propose(&space, &mut rng),
             _ => space.fresh(&local_move(&space, &from, &mut rng, &movable, step)),
         };
+        let next = admit(next);
         if next.is_some() {
             return found(next);
         }
     }
     for _ in 0..RANDOM_ATTEMPTS {
-        if let Some(c) = space.fresh(&space.random_point(&mut rng)) {
+        let point = space.random_point(&mut rng);
+        if let Some(c) = admit(space.fresh(&point)) {
             return found(Some(c));
         }
     }

@@ -1,0 +1,153 @@
+//! Feasibility learned from crashes (issue 17): a verifier that crashes in part of the box; the
+//! knobs optimizer stops proposing there, and `hone log` / `hone show` say where a knob's
+//! explored range was narrowed and why.
+
+use crate::support::*;
+
+/// A knobs repository whose verifier crashes (exits 1, "out of memory") when WIDTH > 24; the
+/// optimum, WIDTH = 22 and DEPTH = 4, lies next to that edge.
+fn crashy_repo(experiments: u32, hang: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    std::fs::write(
+        dir.join("params.txt"),
+        "WIDTH = 2  # hone: int 1..40\nDEPTH = 9  # hone: int 1..20\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("score.sh"),
+        format!(
+            "{hang}w=$(sed -n 's/^WIDTH = \\([0-9]*\\).*/\\1/p' params.txt)\n\
+         d=$(sed -n 's/^DEPTH = \\([0-9]*\\).*/\\1/p' params.txt)\n\
+         if [ \"$w\" -gt 24 ]; then echo 'out of memory' >&2; exit 1; fi\n\
+         echo \"loss: $(( (w-22)*(w-22) + (d-4)*(d-4) ))\"\n"
+        ),
+    )
+    .unwrap();
+    Spec::new()
+        .editable(&["params.txt"])
+        .protected(&["score.sh"])
+        .command("sh score.sh")
+        .metric("loss")
+        .set("stop", "max_experiments", &experiments.to_string())
+        .write(&dir);
+    git(&dir, &["init", "-q", "-b", "main"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-q", "-m", "init"]);
+    (tmp, dir)
+}
+
+#[test]
+fn crashes_stop_once_the_crash_region_is_learned_and_log_and_show_say_so() {
+    let (_t, dir) = crashy_repo(40, "");
+    let out = hone_in(&dir, &["run", "--seed", "3"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = hone_in(&dir, &["log", "--json"]);
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 40);
+    let crashed = |r: &[serde_json::Value]| r.iter().filter(|v| v["status"] == "crash").count();
+    let (early, late) = (crashed(&rows[..20]), crashed(&rows[20..]));
+    assert!(early >= 3, "the crash region was found: {early} crashes");
+    assert!(
+        late * 2 < early,
+        "crashes fall once learned: {early} then {late}"
+    );
+    // The optimum next to the edge is still reached.
+    let best = rows
+        .iter()
+        .filter_map(|v| v["objective"].as_f64())
+        .fold(f64::INFINITY, f64::min);
+    assert!(best <= 2.0, "{best}");
+
+    let table = text(&hone_in(&dir, &["log"]));
+    let line = table
+        .lines()
+        .find(|l| l.contains("feasibility: knob WIDTH: explored range narrowed to ["))
+        .unwrap_or_else(|| panic!("no narrowing in `hone log`:\n{table}"));
+    assert!(line.contains("crashes above"), "{line}");
+    // The narrowing sits under the experiment whose crash made it.
+    let lines: Vec<&str> = table.lines().collect();
+    let at = lines.iter().position(|l| *l == line).unwrap();
+    let row = lines[..at]
+        .iter()
+        .rev()
+        .find(|l| !l.trim_start().starts_with("feasibility:"))
+        .unwrap();
+    assert!(row.contains("crash"), "{row}");
+    let n = row.split_whitespace().next().unwrap();
+    // The edge is a width that finished; the crashes lie above 24.
+    let edge: i64 = line
+        .split("crashes above ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(edge <= 24, "{line}");
+
+    let show = text(&hone_in(&dir, &["show", n]));
+    assert!(
+        show.contains("feasibility: knob WIDTH: explored range narrowed to [")
+            && show.contains(&format!(", {edge}] after ")),
+        "{show}"
+    );
+    assert!(show.contains(&format!("(since experiment {n})")), "{show}");
+    // Before the crashes, nothing was narrowed.
+    let first = text(&hone_in(&dir, &["show", "0"]));
+    assert!(!first.contains("narrowed"), "{first}");
+    // The table without narrowings is unchanged: JSON and TSV carry none.
+    assert!(!String::from_utf8_lossy(&log.stdout).contains("feasibility"));
+}
+
+#[test]
+fn what_was_learned_survives_kill_9_and_a_resume_with_two_workers() {
+    let marks = tempfile::tempdir().unwrap();
+    let started = marks.path().join("started");
+    // Experiment 6's verifier hangs (once) until the run is killed.
+    let hang = format!(
+        "if [ \"$HONE_EXPERIMENT\" = 6 ] && [ ! -f {s} ]; then touch {s}; sleep 300; fi\n",
+        s = started.display()
+    );
+    let (_t, dir) = crashy_repo(40, &hang);
+    let mut child = Command::new(HONE)
+        .args(["run", "--seed", "3"])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_file(&started);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let out = hone_in(&dir, &["run", "--seed", "3", "--workers", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = hone_in(&dir, &["log", "--json"]);
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&log.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 40);
+    assert_eq!(rows[6]["status"], "aborted", "{}", rows[6]);
+    let crashes = |r: &[serde_json::Value]| r.iter().filter(|v| v["status"] == "crash").count();
+    assert!(crashes(&rows[..6]) >= 2, "crashes before the kill");
+    let table = text(&hone_in(&dir, &["log"]));
+    let line = table
+        .lines()
+        .find(|l| l.contains("feasibility: knob WIDTH: explored range narrowed to ["))
+        .unwrap_or_else(|| panic!("no narrowing in `hone log`:\n{table}"));
+    // The interrupted experiment is no crash: every crash the line counts is a crash row.
+    let counted: usize = line
+        .split(" after ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(counted <= crashes(&rows), "{line}");
+    assert!(
+        crashes(&rows[20..]) <= 4,
+        "the resumed run kept away from the crashes: {}",
+        crashes(&rows[20..])
+    );
+}

@@ -1,0 +1,126 @@
+//! In-process harness for feasibility learned from crashes (issue 17): the `crashy` problem of
+//! `bench/problems` (part of the box crashes) with its verifier written in Rust, the sampler
+//! called as the engine calls it (incumbent: the best measured so far; a crash is an
+//! observation without a value and, unless `FEAS=0`, an infeasible configuration). `FEAS=0` is
+//! the sampler as it was before: crashes only count as the worst.
+//!
+//! Prints, over `SEEDS` seeds: crashes among the first 50 experiments (mean, median) and the
+//! normalised regret (best feasible value / baseline) at 50 and 100 experiments.
+//!
+//! `cargo run --release -p hone --example feasible_sampler [SEEDS]`, from the repository root.
+
+use hone::propose::knobs::{
+    config_of, discover, suggest_guided, Config, KnobValue, Observation, SamplerGuide,
+};
+use hone::util::median;
+
+fn num(c: &Config, name: &str) -> f64 {
+    match c.get(name) {
+        Some(KnobValue::Float(x)) => *x,
+        Some(KnobValue::Int(n)) => *n as f64,
+        other => panic!("{name} = {other:?}"),
+    }
+}
+
+/// The verifier of `bench/problems/crashy`: `None` where it exits non-zero.
+fn crashy(c: &Config) -> Option<f64> {
+    let (lr, m, b, wd) = (
+        num(c, "LEARNING_RATE"),
+        num(c, "MOMENTUM"),
+        num(c, "BATCH"),
+        num(c, "WEIGHT_DECAY"),
+    );
+    if m > 0.95 || 4096.0 % b != 0.0 || lr * b > 4.0 {
+        return None;
+    }
+    Some(
+        (lr.log10() + 2.0).powi(2) * 0.4
+            + (m - 0.9).powi(2) * 2.0
+            + (b.log2() - 6.0).powi(2) * 0.05
+            + (wd.log10() + 4.0).powi(2) * 0.05,
+    )
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+fn main() {
+    let seeds: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let learn = std::env::var("FEAS").map_or(true, |v| v != "0");
+    let source = std::fs::read_to_string("bench/problems/crashy/knobs.py")
+        .expect("run from the repository root");
+    let knobs = discover("knobs.py", &source).expect("knobs");
+    let base = config_of(&knobs);
+    let base_value = crashy(&base).expect("the baseline runs");
+    let (mut crashes50, mut crashes100, mut at50, mut at100) = (vec![], vec![], vec![], vec![]);
+    for seed in 1..=seeds {
+        let mut incumbent = base.clone();
+        let mut best = base_value;
+        let mut history = vec![Observation {
+            config: base.clone(),
+            objective: Some(best),
+        }];
+        let mut infeasible: Vec<Config> = Vec::new();
+        let mut crashed = 0usize;
+        for n in 1..100u64 {
+            let guide = SamplerGuide {
+                infeasible: if learn { &infeasible } else { &[] },
+                ..SamplerGuide::default()
+            };
+            let Some((c, _)) = suggest_guided(&knobs, &history, &incumbent, true, seed, n, &guide)
+            else {
+                break;
+            };
+            let y = crashy(&c);
+            match y {
+                Some(v) if v < best => {
+                    best = v;
+                    incumbent = c.clone();
+                }
+                Some(_) => {}
+                None => {
+                    if std::env::var("DEBUG").is_ok() && n < 50 {
+                        eprintln!("seed {seed} n {n}: crash {c:?}");
+                    }
+                    crashed += 1;
+                    infeasible.push(c.clone());
+                }
+            }
+            history.push(Observation {
+                config: c,
+                objective: y,
+            });
+            if n == 8 && std::env::var("DEBUG").is_ok() {
+                eprintln!("seed {seed}: {crashed} crashes in the initial design");
+            }
+            if n == 49 {
+                crashes50.push(crashed as f64);
+                at50.push(best / base_value);
+            }
+        }
+        if std::env::var("DEBUG").is_ok() {
+            eprintln!(
+                "seed {seed}: final {:.4} at {incumbent:?}",
+                best / base_value
+            );
+        }
+        crashes100.push(crashed as f64);
+        at100.push(best / base_value);
+    }
+    println!(
+        "crashy feasibility {}: {seeds} seeds | crashes in first 50: mean {:.2} median {:.1} | \
+         in 100: mean {:.2} | regret @50 med {:.4} mean {:.4} | @100 med {:.4} mean {:.4}",
+        if learn { "on" } else { "off (FEAS=0)" },
+        mean(&crashes50),
+        median(&crashes50),
+        mean(&crashes100),
+        median(&at50),
+        mean(&at50),
+        median(&at100),
+        mean(&at100),
+    );
+}

@@ -1,0 +1,252 @@
+//! Feasibility learned from crashes, in the knobs' own values: where a numeric knob's explored
+//! range was narrowed because every configuration tried beyond some value crashed.
+//!
+//! A configuration is *infeasible* when its experiment crashed, timed out or violated a
+//! constraint. For each numeric knob, let `edge` be the largest value among configurations that
+//! finished; when enough infeasible configurations lie above it, the knob's explored range is
+//! narrowed to end there (and the same below the smallest finished value). Enough: at least
+//! [`MIN_CRASHES`], and so many that crashes falling there by chance is unlikely: with a
+//! share `r` of the run's configurations infeasible, `k` crashes all beyond the edge happen by
+//! chance with odds about `r^k`, which must be under [`CHANCE`] (at `r` = 0.5, 5 crashes).
+//! The sampler then stops proposing beyond the edge, testing the gap between the edge and the
+//! nearest crash now and then (`sampler::feasible`). Everything here is a pure function of the
+//! run's history, so a resumed run or a parallel one sees the same narrowing.
+
+use super::{Config, KnobValue};
+
+/// Crashes beyond a knob's finished values before its range counts as narrowed.
+pub const MIN_CRASHES: usize = 3;
+/// The odds of the crashes beyond an edge falling there by chance that still count as chance.
+pub const CHANCE: f64 = 0.05;
+
+/// How many crashes beyond an edge narrow a range when `crashed` of `total` configurations
+/// were infeasible.
+pub fn crashes_needed(crashed: usize, total: usize) -> usize {
+    let r = crashed as f64 / total.max(1) as f64;
+    if r <= 0.0 {
+        return MIN_CRASHES;
+    }
+    if r >= 1.0 {
+        return usize::MAX;
+    }
+    let k = (CHANCE.ln() / r.ln()).ceil();
+    (k as usize).max(MIN_CRASHES)
+}
+
+/// Which end of a knob's range a narrowing cuts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// Values above `edge` crashed.
+    Above,
+    /// Values below `edge` crashed.
+    Below,
+}
+
+/// One knob's explored range, narrowed by crashes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Narrowing {
+    pub knob: String,
+    pub side: Side,
+    /// The furthest value that finished on that side: where the narrowed range ends.
+    pub edge: f64,
+    /// The other end of the explored range (the furthest value tried the other way).
+    pub other: f64,
+    /// The crashed value nearest the edge, beyond it.
+    pub nearest_crash: f64,
+    /// How many infeasible configurations lie beyond the edge.
+    pub crashes: usize,
+}
+
+impl Narrowing {
+    /// `knob LR: explored range narrowed to [0.0001, 0.05] after 4 crashes above 0.05`.
+    pub fn describe(&self) -> String {
+        let (lo, hi, word) = match self.side {
+            Side::Above => (self.other, self.edge, "above"),
+            Side::Below => (self.edge, self.other, "below"),
+        };
+        format!(
+            "knob {}: explored range narrowed to [{}, {}] after {} crashes {word} {} (nearest {})",
+            self.knob,
+            num(lo),
+            num(hi),
+            self.crashes,
+            num(self.edge),
+            num(self.nearest_crash)
+        )
+    }
+}
+
+/// A value as the knob holds it: integers without a decimal point.
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        KnobValue::Int(x as i64).to_string()
+    } else {
+        KnobValue::Float(x).to_string()
+    }
+}
+
+fn numeric(v: &KnobValue) -> Option<f64> {
+    match v {
+        KnobValue::Float(x) if x.is_finite() => Some(*x),
+        KnobValue::Int(n) => Some(*n as f64),
+        _ => None,
+    }
+}
+
+/// Every narrowing the finished and infeasible configurations show, by knob name then side.
+pub fn narrowings(finished: &[&Config], infeasible: &[&Config]) -> Vec<Narrowing> {
+    let mut names: Vec<&String> = infeasible.iter().flat_map(|c| c.keys()).collect();
+    names.sort();
+    names.dedup();
+    let mut out = Vec::new();
+    for name in names {
+        let values = |set: &[&Config]| -> Vec<f64> {
+            set.iter()
+                .filter_map(|c| c.get(name).and_then(numeric))
+                .collect()
+        };
+        let fine = values(finished);
+        let crashed = values(infeasible);
+        let needed = crashes_needed(infeasible.len(), infeasible.len() + finished.len());
+        if fine.is_empty() || crashed.len() < needed {
+            continue;
+        }
+        let lo = fine.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = fine.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let all_lo = crashed.iter().copied().fold(lo, f64::min);
+        let all_hi = crashed.iter().copied().fold(hi, f64::max);
+        for side in [Side::Below, Side::Above] {
+            let (edge, other) = match side {
+                Side::Above => (hi, all_lo),
+                Side::Below => (lo, all_hi),
+            };
+            let beyond: Vec<f64> = crashed
+                .iter()
+                .copied()
+                .filter(|&x| match side {
+                    Side::Above => x > edge,
+                    Side::Below => x < edge,
+                })
+                .collect();
+            if beyond.len() < needed {
+                continue;
+            }
+            let nearest = beyond
+                .iter()
+                .copied()
+                .min_by(|a, b| (a - edge).abs().total_cmp(&(b - edge).abs()))
+                .unwrap_or(edge);
+            out.push(Narrowing {
+                knob: name.clone(),
+                side,
+                edge,
+                other,
+                nearest_crash: nearest,
+                crashes: beyond.len(),
+            });
+        }
+    }
+    out
+}
+
+/// When each narrowing of a run appeared: for every prefix of `history` (configuration and
+/// whether it was infeasible, `None` for one still running or not measured), the narrowings
+/// that are new or changed after that entry, with the entry's index. A narrowing that later
+/// disappears (a value beyond the edge finished) is not reported again until it returns.
+pub fn narrowing_history(history: &[(Config, Option<bool>)]) -> Vec<(usize, Narrowing)> {
+    let mut finished: Vec<&Config> = Vec::new();
+    let mut infeasible: Vec<&Config> = Vec::new();
+    let mut current: Vec<Narrowing> = Vec::new();
+    let mut out = Vec::new();
+    for (i, (config, state)) in history.iter().enumerate() {
+        match state {
+            Some(true) => infeasible.push(config),
+            Some(false) => finished.push(config),
+            None => continue,
+        }
+        if infeasible.len() < MIN_CRASHES {
+            continue;
+        }
+        let now = narrowings(&finished, &infeasible);
+        for n in &now {
+            if !current.contains(n) {
+                out.push((i, n.clone()));
+            }
+        }
+        current = now;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(m: f64, lr: f64) -> Config {
+        [
+            ("MOMENTUM".to_string(), KnobValue::Float(m)),
+            ("LR".to_string(), KnobValue::Float(lr)),
+        ]
+        .into_iter()
+        .collect()
+    }
+
+    #[test]
+    fn crashes_beyond_every_finished_value_narrow_that_knob_only() {
+        // Three crashes in ten: three beyond the edge are unlikely by chance (0.3^3 < 0.05).
+        let fine = [
+            cfg(0.5, 0.01),
+            cfg(0.9, 0.1),
+            cfg(0.2, 0.001),
+            cfg(0.3, 0.002),
+            cfg(0.4, 0.003),
+            cfg(0.6, 0.004),
+            cfg(0.7, 0.005),
+        ];
+        let bad = [cfg(0.97, 0.05), cfg(0.99, 0.002), cfg(0.96, 0.3)];
+        let f: Vec<&Config> = fine.iter().collect();
+        let b: Vec<&Config> = bad.iter().collect();
+        let n = narrowings(&f, &b);
+        assert_eq!(n.len(), 1, "{n:?}");
+        assert_eq!(n[0].knob, "MOMENTUM");
+        assert_eq!(n[0].side, Side::Above);
+        assert_eq!(
+            (n[0].edge, n[0].nearest_crash, n[0].crashes),
+            (0.9, 0.96, 3)
+        );
+        assert_eq!(
+            n[0].describe(),
+            "knob MOMENTUM: explored range narrowed to [0.2, 0.9] after 3 crashes above 0.9 \
+             (nearest 0.96)"
+        );
+        // Two crashes are not evidence enough; three in six are (0.5^3 > 0.05).
+        assert!(narrowings(&f, &b[..2]).is_empty());
+        assert!(narrowings(&f[..3], &b).is_empty());
+        assert_eq!(crashes_needed(3, 6), 5);
+        assert_eq!(crashes_needed(0, 6), MIN_CRASHES);
+        // A finished value beyond the crashes undoes it.
+        let more = [cfg(0.5, 0.01), cfg(0.995, 0.01)];
+        let f2: Vec<&Config> = more.iter().collect();
+        assert!(narrowings(&f2, &b).is_empty());
+    }
+
+    #[test]
+    fn the_history_says_at_which_entry_a_narrowing_appeared() {
+        let mut h: Vec<(Config, Option<bool>)> = (1..=4)
+            .map(|k| (cfg(0.1 * k as f64, 0.01), Some(false)))
+            .collect();
+        h.extend([
+            (cfg(0.5, 0.01), Some(false)),
+            (cfg(0.97, 0.05), Some(true)),
+            (cfg(0.8, 0.02), Some(false)),
+            (cfg(0.99, 0.001), Some(true)),
+            (cfg(0.93, 0.05), None),
+            (cfg(0.98, 0.015), Some(true)),
+            (cfg(0.7, 0.02), Some(false)),
+        ]);
+        let got = narrowing_history(&h);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, 9);
+        assert_eq!(got[0].1.edge, 0.8);
+    }
+}
