@@ -108,7 +108,10 @@ fn objective(problem: &str, c: &Config) -> f64 {
             let warm = 2.0 * (num(c, "WARMUP") - 0.06).powi(2) * (1.0 + 4.0 * d.max(0.0));
             let wd = 0.02 * (num(c, "WEIGHT_DECAY").log10() + 1.5).powi(2);
             let batch = 0.015 * (p - 7.0).powi(2);
-            let size = 0.03 * (depth * width * width / (12.0 * 512.0 * 512.0)).log2().powi(2);
+            let size = 0.03
+                * (depth * width * width / (12.0 * 512.0 * 512.0))
+                    .log2()
+                    .powi(2);
             let shape = 0.05 * (16.0 * depth / width).log2().max(0.0).powi(2);
             2.0 + lr + warm + wd + batch + size + shape
         }
@@ -118,7 +121,12 @@ fn objective(problem: &str, c: &Config) -> f64 {
                 "center" => (-0.5, 1.2, 0.1),
                 _ => (1.4, 0.2, 0.0),
             };
-            let x = [num(c, "A") / 4.0, num(c, "B") / 4.0, num(c, "C"), num(c, "D")];
+            let x = [
+                num(c, "A") / 4.0,
+                num(c, "B") / 4.0,
+                num(c, "C"),
+                num(c, "D"),
+            ];
             let shift = [0.5, -0.25, c_opt, d_opt];
             let z: Vec<f64> = x.iter().zip(shift).map(|(x, s)| x - s + 1.0).collect();
             extra
