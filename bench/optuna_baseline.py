@@ -1,10 +1,15 @@
-"""Optuna baselines for `hone bench`: TPE and random search on the same problems, with the
-same budgets and seeds, writing a runs.json that `hone bench --with FILE` reports side by
-side with hone's arms.
+"""Optuna baselines for `hone bench`: TPE, CMA-ES, GP and random search on the same problems,
+with the same budgets and seeds, writing a runs.json that `hone bench --with FILE` reports
+side by side with hone's arms.
 
 Every trial does what one hone experiment does: the problem's knobs are written into a copy
 of its editable file, the problem's own verifier command runs as a process, and its metric
-lines are parsed. The first trial is the baseline configuration (enqueued), as hone's
+lines are parsed. With --in-process (for verifiers run as `python3 ... verify.py`, i.e. every
+synthetic problem), the verifier's code runs in this process instead: a `knobs` module holding
+the trial's values is put in sys.modules, the HONE_* variables are set as for the process, and
+the printed metric lines are parsed the same way. The values are those the process would read
+back from the written file (repr round-trips a float exactly), so the figures are identical;
+only the process start per trial is saved. The first trial is the baseline configuration (enqueued), as hone's
 experiment 0 is. The incumbent after each trial is the trial with the best measured
 objective so far; its score (the noise-free `score` metric where the manifest names one)
 makes the trajectory, exactly as for hone's runs.
@@ -13,6 +18,8 @@ Run through bench/optuna.sh, which makes the virtual environment.
 """
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import re
@@ -22,6 +29,7 @@ import sys
 import tempfile
 import time
 import tomllib
+import types
 
 import optuna
 
@@ -97,18 +105,72 @@ def measure(workdir, command, env):
     proc = subprocess.run(
         command, shell=True, cwd=workdir, env=env, capture_output=True, text=True, timeout=600
     )
+    return proc.returncode, parse_metrics(proc.stdout)
+
+
+def parse_metrics(stdout):
     metrics = {}
-    for line in proc.stdout.splitlines():
+    for line in stdout.splitlines():
         m = METRIC.match(line)
         if m:
             try:
                 metrics[m.group(1)] = float(m.group(2))
             except ValueError:
                 pass
-    return proc.returncode, metrics
+    return metrics
 
 
-def run_one(problem, spec, sampler_name, seed, budget, scratch):
+class InProcess:
+    """The verifier `python3 [flags] verify.py` of `workdir`, run in this process."""
+
+    def __init__(self, workdir, command, text):
+        script = command.split()[-1]
+        path = os.path.join(workdir, script)
+        with open(path) as f:
+            self.code = compile(f.read(), path, "exec")
+        self.workdir = workdir
+        # Every knob of the file, fixed ones included (a verifier may read SEED).
+        self.defaults = {m.group(1): literal(m.group(2))
+                         for m in map(KNOB.match, text.splitlines()) if m}
+
+    def __call__(self, config, env):
+        module = types.ModuleType("knobs")
+        module.__dict__.update(self.defaults)
+        module.__dict__.update(config)
+        saved_path, saved_env = list(sys.path), dict(os.environ)
+        sys.modules["knobs"] = module
+        sys.path.insert(0, self.workdir)
+        os.environ.update(env)
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                exec(self.code, {"__name__": "__main__", "__file__": "verify.py"})
+            rc = 0
+        except Exception:
+            rc = 1
+        finally:
+            sys.modules.pop("knobs", None)
+            sys.path[:] = saved_path
+            os.environ.clear()
+            os.environ.update(saved_env)
+        return rc, parse_metrics(out.getvalue())
+
+
+def make_sampler(name, seed):
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    if name == "cmaes":
+        return optuna.samplers.CmaEsSampler(seed=seed, warn_independent_sampling=False)
+    if name == "gp":
+        return optuna.samplers.GPSampler(seed=seed)
+    return optuna.samplers.RandomSampler(seed=seed)
+
+
+SAMPLER_CLASS = {"tpe": "TPESampler", "cmaes": "CmaEsSampler", "gp": "GPSampler",
+                 "random": "RandomSampler"}
+
+
+def run_one(problem, spec, sampler_name, seed, budget, scratch, in_process=False):
     editable = spec["loop"]["editable"][0]
     command = spec["verify"]["command"]
     metric = spec["verify"]["metric"]
@@ -120,10 +182,10 @@ def run_one(problem, spec, sampler_name, seed, budget, scratch):
     with open(knobs_path) as f:
         text = f.read()
     knobs = parse_knobs(text)
-    if sampler_name == "tpe":
-        sampler = optuna.samplers.TPESampler(seed=seed)
-    else:
-        sampler = optuna.samplers.RandomSampler(seed=seed)
+    sampler = make_sampler(sampler_name, seed)
+    inline = None
+    if in_process and re.fullmatch(r"python3?( -\w+)* [\w.]+\.py", command.strip()):
+        inline = InProcess(workdir, command, text)
     study = optuna.create_study(direction="minimize" if minimize else "maximize", sampler=sampler)
     study.enqueue_trial({name: default for name, _, _, default in knobs})
     env = dict(os.environ, HONE_RUN="bench-s%d" % seed, HONE_REPEAT="0", PYTHONDONTWRITEBYTECODE="1")
@@ -142,9 +204,12 @@ def run_one(problem, spec, sampler_name, seed, budget, scratch):
                 config[name] = trial.suggest_int(name, args[0], args[1], log=args[2])
             else:
                 config[name] = trial.suggest_float(name, args[0], args[1], log=args[2])
-        write_knobs(knobs_path, text, config)
         env["HONE_EXPERIMENT"] = str(i)
-        rc, metrics = measure(workdir, command, env)
+        if inline is not None:
+            rc, metrics = inline(config, {k: v for k, v in env.items() if k.startswith("HONE_")})
+        else:
+            write_knobs(knobs_path, text, config)
+            rc, metrics = measure(workdir, command, env)
         value = metrics.get(metric)
         if rc != 0 or value is None:
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
@@ -157,7 +222,7 @@ def run_one(problem, spec, sampler_name, seed, budget, scratch):
         if incumbent is not None:
             trajectory.append(incumbent[1])
     shutil.rmtree(workdir, ignore_errors=True)
-    name = {"tpe": "TPESampler", "random": "RandomSampler"}[sampler_name]
+    name = SAMPLER_CLASS[sampler_name]
     return {
         "problem": problem["name"],
         "arm": "optuna-" + sampler_name,
@@ -175,7 +240,9 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--manifest", default=os.path.join(here, "problems", "manifest.toml"))
     ap.add_argument("--problems", default="", help="comma-separated (default: all)")
-    ap.add_argument("--samplers", default="tpe,random")
+    ap.add_argument("--samplers", default="tpe,random", help="of tpe, cmaes, gp, random")
+    ap.add_argument("--in-process", action="store_true",
+                    help="run python verifiers in this process (same figures, no process per trial)")
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--budget", default="20,50,100", help="the largest is what a run gets")
     ap.add_argument("--out", default=os.path.join(here, "out", "optuna-runs.json"))
@@ -207,7 +274,7 @@ def main():
                     if any(r["problem"] == problem["name"] and r["arm"] == arm and r["seed"] == seed
                            and r["budget"] >= budget for r in runs):
                         continue
-                    run = run_one(problem, spec, sampler, seed, budget, scratch)
+                    run = run_one(problem, spec, sampler, seed, budget, scratch, args.in_process)
                     runs.append(run)
                     print("%s %s seed %d: best %.6g after %d (%.1fs)" % (
                         problem["name"], arm, seed, run["trajectory"][-1], len(run["trajectory"]),

@@ -1,5 +1,5 @@
 //! A fast, in-process harness for tuning the knobs sampler (not the benchmark: `hone bench`
-//! runs the real loop). It replays the five synthetic problems of `bench/problems` with their
+//! runs the real loop). It replays the eleven synthetic problems of `bench/problems` with their
 //! objectives written in Rust, calls [`hone::propose::knobs::suggest`] as the engine does (the
 //! incumbent is the best measured so far), and prints the median and mean normalised regret at
 //! 20, 50 and 100 verifications over `SEEDS` seeds.
@@ -11,7 +11,7 @@
 //! stuck), `FREEZE=1` the rule-based strategy's frozen knobs, and `SURR=1` the `surrogate`
 //! mechanism's candidates as the mechanism makes them (its model step every `EVERY`-th
 //! experiment from a trust region starting at `RADIUS`, one offer in three a choice swap).
-//! `SEED0` moves the first seed.
+//! `SEED0` moves the first seed; `PROBLEMS=a,b` runs only those problems.
 //!
 //! `cargo run --release -p hone --example tune_sampler [SEEDS]`, from the repository root.
 
@@ -83,9 +83,108 @@ fn objective(problem: &str, c: &Config) -> f64 {
                     + (num(c, "NET_WIDTH").log2() - 6.0).powi(2) * 0.08
             }
         },
+        "smooth6" => {
+            let shift = [1.3, -2.1, 0.4, 2.7, -0.9, 1.8];
+            let w: Vec<f64> = ["X1", "X2", "X3", "X4", "X5", "X6"]
+                .iter()
+                .zip(shift)
+                .map(|(k, s)| 1.0 + (num(c, k) - s) / 4.0)
+                .collect();
+            let pi = std::f64::consts::PI;
+            let mut v = (pi * w[0]).sin().powi(2);
+            for wi in &w[..5] {
+                v += (wi - 1.0).powi(2) * (1.0 + 10.0 * (pi * wi + 1.0).sin().powi(2));
+            }
+            v + (w[5] - 1.0).powi(2) * (1.0 + (2.0 * pi * w[5]).sin().powi(2))
+        }
+        "llm" | "llm_noisy" => {
+            let (p, width, depth) = (num(c, "BATCH_POW"), num(c, "WIDTH"), num(c, "DEPTH"));
+            let lr_opt = -3.2 + 0.15 * (p - 7.0) - 0.25 * (width / 512.0).log2();
+            let d = num(c, "LEARNING_RATE").log10() - lr_opt;
+            let mut lr = if d > 0.0 { 0.25 * d * d } else { 0.08 * d * d };
+            if d > 0.8 {
+                lr += 0.6 * (d - 0.8).powi(2);
+            }
+            let warm = 2.0 * (num(c, "WARMUP") - 0.06).powi(2) * (1.0 + 4.0 * d.max(0.0));
+            let wd = 0.02 * (num(c, "WEIGHT_DECAY").log10() + 1.5).powi(2);
+            let batch = 0.015 * (p - 7.0).powi(2);
+            let size = 0.03
+                * (depth * width * width / (12.0 * 512.0 * 512.0))
+                    .log2()
+                    .powi(2);
+            let shape = 0.05 * (16.0 * depth / width).log2().max(0.0).powi(2);
+            2.0 + lr + warm + wd + batch + size + shape
+        }
+        "mixedrosen" => {
+            let (c_opt, d_opt, extra) = match text(c, "OFFSET").as_str() {
+                "left" => (0.9, -0.6, 0.4),
+                "center" => (-0.5, 1.2, 0.1),
+                _ => (1.4, 0.2, 0.0),
+            };
+            let x = [
+                num(c, "A") / 4.0,
+                num(c, "B") / 4.0,
+                num(c, "C"),
+                num(c, "D"),
+            ];
+            let shift = [0.5, -0.25, c_opt, d_opt];
+            let z: Vec<f64> = x.iter().zip(shift).map(|(x, s)| x - s + 1.0).collect();
+            extra
+                + (0..3)
+                    .map(|i| 100.0 * (z[i + 1] - z[i] * z[i]).powi(2) + (1.0 - z[i]).powi(2))
+                    .sum::<f64>()
+        }
+        "sparse" => {
+            let u = num(c, "K07").log10();
+            0.3 * (u - 0.6).powi(2) + 2.0 * (num(c, "K03") - 0.7 - 0.2 * u).powi(2)
+        }
+        "optchoice" => {
+            let lr = num(c, "LEARNING_RATE").log10();
+            match text(c, "OPTIMIZER").as_str() {
+                "sgd" => 0.3 + 0.1 * (lr + 1.0).powi(2) + (num(c, "MOMENTUM") - 0.9).powi(2),
+                "adam" => {
+                    0.1 + 0.1 * (lr + 3.3).powi(2)
+                        + 0.1 * ((1.0 - num(c, "BETA2")).log10() + 2.0).powi(2)
+                }
+                _ => {
+                    0.4 * (lr + 4.0).powi(2) + 0.3 * (num(c, "WEIGHT_DECAY").log10() + 0.5).powi(2)
+                }
+            }
+        }
         other => panic!("unknown problem {other}"),
     }
 }
+
+/// The problem's known minimum (regret is `(best - optimum) / (baseline - optimum)`).
+fn optimum(problem: &str) -> f64 {
+    if problem.starts_with("llm") {
+        2.0
+    } else {
+        0.0
+    }
+}
+
+/// The sd of the measurement noise (0: measured exactly).
+fn noise_sd(problem: &str) -> f64 {
+    match problem {
+        "noisy" | "llm_noisy" => 0.05,
+        _ => 0.0,
+    }
+}
+
+const PROBLEMS: [&str; 11] = [
+    "rosenbrock",
+    "mixed",
+    "noisy",
+    "nuisance",
+    "conditional",
+    "smooth6",
+    "llm",
+    "llm_noisy",
+    "mixedrosen",
+    "sparse",
+    "optchoice",
+];
 
 /// Gaussian noise from a splitmix stream (the noisy problem's measurement).
 fn gauss(state: &mut u64) -> f64 {
@@ -100,7 +199,12 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
     let budgets = [20usize, 50, 100];
-    for problem in ["rosenbrock", "mixed", "noisy", "nuisance", "conditional"] {
+    let only = std::env::var("PROBLEMS").unwrap_or_default();
+    let mut summary: Vec<Vec<f64>> = vec![Vec::new(); budgets.len()];
+    for problem in PROBLEMS {
+        if !only.is_empty() && !only.split(',').any(|p| p == problem) {
+            continue;
+        }
         let path = format!("bench/problems/{problem}/knobs.py");
         let source = std::fs::read_to_string(&path).expect("run from the repository root");
         let knobs = discover("knobs.py", &source).expect("knobs");
@@ -115,8 +219,8 @@ fn main() {
             let mut noise = seed.wrapping_mul(7919);
             let measure = |c: &Config, noise: &mut u64| {
                 let t = objective(problem, c);
-                if problem == "noisy" {
-                    t + 0.05 * gauss(noise)
+                if noise_sd(problem) > 0.0 {
+                    t + noise_sd(problem) * gauss(noise)
                 } else {
                     t
                 }
@@ -249,7 +353,7 @@ fn main() {
             }
             for (i, b) in budgets.iter().enumerate() {
                 let v = trajectory[(*b).min(trajectory.len()) - 1];
-                at[i].push(v / base_true);
+                at[i].push((v - optimum(problem)) / (base_true - optimum(problem)));
             }
         }
         let cells: Vec<String> = budgets
@@ -264,5 +368,14 @@ fn main() {
             })
             .collect();
         println!("{problem:12} {}", cells.join(" | "));
+        for (i, v) in at.iter().enumerate() {
+            summary[i].push(median(v));
+        }
     }
+    let means: Vec<String> = budgets
+        .iter()
+        .zip(&summary)
+        .map(|(b, v)| format!("@{b} {:.4}", v.iter().sum::<f64>() / v.len().max(1) as f64))
+        .collect();
+    println!("mean of medians: {}", means.join(" | "));
 }

@@ -618,6 +618,78 @@ mod tests {
         assert_eq!(r.score_at(0), None);
     }
 
+    /// Runs a problem's verifier (`python3 -S -B verify.py`) in a copy of its directory, with
+    /// `knobs` as its knobs.py when given, and returns the value it printed for `metric`.
+    fn verify_value(p: &Problem, knobs: Option<&str>, metric: &str) -> f64 {
+        let dir = tempfile::tempdir().unwrap();
+        for e in std::fs::read_dir(&p.dir).unwrap() {
+            let e = e.unwrap();
+            if e.path().is_file() {
+                std::fs::copy(e.path(), dir.path().join(e.file_name())).unwrap();
+            }
+        }
+        if let Some(k) = knobs {
+            std::fs::write(dir.path().join("knobs.py"), k).unwrap();
+        }
+        let out = std::process::Command::new("python3")
+            .args(["-S", "-B", "verify.py"])
+            .current_dir(dir.path())
+            .env("HONE_RUN", "test")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let prefix = format!("{metric}: ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{}: {text}", p.name))
+    }
+
+    #[test]
+    fn the_issue_17_problems_print_their_baseline_and_reach_their_optimum() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/problems/manifest.toml");
+        let all = load_manifest(&path).unwrap();
+        let llm = "LEARNING_RATE = 10 ** -3.2\nWARMUP = 0.06\nWEIGHT_DECAY = 10 ** -1.5\nBATCH_POW = 7\nDEPTH = 12\nWIDTH = 512\n";
+        let optima = [
+            (
+                "smooth6",
+                "X1 = 1.3\nX2 = -2.1\nX3 = 0.4\nX4 = 2.7\nX5 = -0.9\nX6 = 1.8\n".to_string(),
+            ),
+            ("llm", llm.to_string()),
+            ("llm_noisy", format!("SEED = 7\n{llm}")),
+            (
+                "mixedrosen",
+                "A = 2\nB = -1\nC = 1.4\nD = 0.2\nOFFSET = \"right\"\n".into(),
+            ),
+            ("sparse", "K03 = 0.82\nK07 = 10 ** 0.6\n".into()),
+            (
+                "optchoice",
+                "OPTIMIZER = \"lion\"\nLEARNING_RATE = 1e-4\nMOMENTUM = 0.5\nBETA2 = 0.9\nWEIGHT_DECAY = 10 ** -0.5\n".into(),
+            ),
+        ];
+        // One knob moved off the optimum (the last assignment wins).
+        let off = [
+            "X3 = 0.0",
+            "DEPTH = 2",
+            "WARMUP = 0.2",
+            "OFFSET = \"left\"",
+            "K07 = 1.0",
+            "OPTIMIZER = \"adam\"",
+        ];
+        for ((name, at_optimum), off) in optima.into_iter().zip(off) {
+            let p = all.iter().find(|p| p.name == name).unwrap();
+            let metric = p.score.as_deref().unwrap_or("score");
+            let base = verify_value(p, None, metric);
+            assert!(
+                (base - p.baseline).abs() <= 1e-8 * p.baseline.abs(),
+                "{name}: {base}"
+            );
+            let best = verify_value(p, Some(&at_optimum), metric);
+            assert!((best - p.optimum).abs() < 1e-9, "{name}: {best}");
+            let worse = verify_value(p, Some(&format!("{at_optimum}{off}\n")), metric);
+            assert!(worse > p.optimum + 1e-3, "{name}: {worse}");
+        }
+    }
+
     #[test]
     fn the_bundled_manifest_lists_six_problems_with_sane_values() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/problems/manifest.toml");
