@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 
 use hone::engine::{Event, Interrupt};
 use hone::propose::knobs::{Domain, Knob};
-use hone::report::{fmt_metric, summarize, tsv_row, Summary};
+use hone::report::{fmt_metric, tsv_row, Summary};
 use hone::spec::format_duration;
 use hone::store::{ExperimentRecord, RunRecord, RunState, Status};
 use hone::workspace::Git;
@@ -252,14 +252,15 @@ pub fn summary(s: &Summary) {
 }
 
 /// `hone status`.
+/// `hone status`: `s` is the run's summary, `running` its experiments in flight.
 pub fn status(
     run: &RunRecord,
-    exps: &[ExperimentRecord],
+    s: &Summary,
+    running: &[ExperimentRecord],
     spec: &crate::commands::StoredSpec,
     json: bool,
     live: bool,
 ) {
-    let s = summarize(run, exps);
     if json {
         out!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
         return;
@@ -271,7 +272,7 @@ pub fn status(
         RunState::Stopped => "stopped",
     };
     out!("run {} on {}: {state}", s.tag, s.branch);
-    out!("  {} ({}): {}", s.metric, s.direction, best_line(&s));
+    out!("  {} ({}): {}", s.metric, s.direction, best_line(s));
     // The experiment in flight (if any) is counted too, so the numbers add up.
     let counts: Vec<String> = Status::ALL
         .iter()
@@ -290,7 +291,7 @@ pub fn status(
     }
     out!("  experiments: {} ({})", s.experiments, counts.join(", "));
     // Parallel runs verify several at once: say which.
-    let running: Vec<String> = exps
+    let running: Vec<String> = running
         .iter()
         .filter(|e| e.status() == Status::Running)
         .map(|e| {
@@ -332,40 +333,63 @@ pub fn status(
 }
 
 /// `hone log`.
-pub fn log(run: &RunRecord, exps: &[ExperimentRecord], json: bool, tsv: bool) {
-    if json {
-        for e in exps {
-            out!("{}", serde_json::to_string(e).unwrap_or_default());
-        }
-    } else if tsv {
-        out!("commit\t{}\tstatus\tdescription", run.metric);
-        for e in exps {
-            out!("{}", tsv_row(e));
-        }
-    } else {
-        // Search and sealed holdout side by side, when the run has a holdout.
-        let holdout = exps.iter().any(|e| e.holdout.is_some());
-        let h_head = if holdout {
-            format!("  {:>12}", "holdout")
+/// How `hone log` prints its rows: JSON lines, results.tsv, or the table (with a holdout
+/// column when the run has a holdout, and a cost column when it spent money).
+pub enum LogFormat {
+    Json,
+    Tsv,
+    Table { holdout: bool, paid: bool },
+}
+
+impl LogFormat {
+    /// The layout asked for; the table's columns depend on the run (see [`LogFormat`]).
+    pub fn new(json: bool, tsv: bool, holdout: bool, paid: bool) -> LogFormat {
+        if json {
+            LogFormat::Json
+        } else if tsv {
+            LogFormat::Tsv
         } else {
-            String::new()
-        };
-        // Money spent per experiment, when an LLM proposer spent any.
-        let paid = exps.iter().any(|e| e.cost_usd > 0.0);
-        let h_head = if paid {
-            format!("{h_head}  {:>8}", "cost")
-        } else {
-            h_head
-        };
-        out!(
-            "{:>4}  {:<9}  {:>12}{h_head}  {:>8}  {:<10}  description",
-            "#",
-            "status",
-            run.metric,
-            "time",
-            "commit"
-        );
-        for e in exps {
+            LogFormat::Table { holdout, paid }
+        }
+    }
+}
+
+/// `hone log`'s header line, if its format has one.
+pub fn log_header(run: &RunRecord, format: &LogFormat) {
+    match *format {
+        LogFormat::Json => {}
+        LogFormat::Tsv => out!("commit\t{}\tstatus\tdescription", run.metric),
+        LogFormat::Table { holdout, paid } => {
+            // Search and sealed holdout side by side, when the run has a holdout.
+            let h_head = if holdout {
+                format!("  {:>12}", "holdout")
+            } else {
+                String::new()
+            };
+            // Money spent per experiment, when an LLM proposer spent any.
+            let h_head = if paid {
+                format!("{h_head}  {:>8}", "cost")
+            } else {
+                h_head
+            };
+            out!(
+                "{:>4}  {:<9}  {:>12}{h_head}  {:>8}  {:<10}  description",
+                "#",
+                "status",
+                run.metric,
+                "time",
+                "commit"
+            );
+        }
+    }
+}
+
+/// One row of `hone log`.
+pub fn log_row(e: &ExperimentRecord, format: &LogFormat) {
+    match *format {
+        LogFormat::Json => out!("{}", serde_json::to_string(e).unwrap_or_default()),
+        LogFormat::Tsv => out!("{}", tsv_row(e)),
+        LogFormat::Table { holdout, paid } => {
             let commit = e
                 .candidate_commit
                 .as_deref()

@@ -1,4 +1,5 @@
-//! `hone log`: one row per experiment, as a table, JSON lines or autoresearch's results.tsv.
+//! `hone log`: one row per experiment, as a table, JSON lines or autoresearch's results.tsv,
+//! streamed from the store.
 
 use clap::Args;
 
@@ -19,9 +20,24 @@ pub struct LogArgs {
     tsv: bool,
 }
 
+/// Prints the rows as the store reads them, one at a time: the first comes at once and memory
+/// does not grow with the run. Only the table needs to know beforehand which columns it has
+/// (one narrow scan of an index).
 pub fn run(here: &Here, a: LogArgs) -> CliResult {
     let (store, run) = here.open_run(a.run.as_deref())?;
-    let exps = store.experiments(run.id).runtime()?;
-    output::log(&run, &exps, a.json, a.tsv);
+    let (holdout, paid) = if a.json || a.tsv {
+        (false, false)
+    } else {
+        let t = store.run_totals(run.id).runtime()?;
+        (t.any_holdout, t.any_cost)
+    };
+    let format = output::LogFormat::new(a.json, a.tsv, holdout, paid);
+    output::log_header(&run, &format);
+    store
+        .for_each_experiment(run.id, &mut |e| {
+            output::log_row(&e, &format);
+            Ok(())
+        })
+        .runtime()?;
     Ok(())
 }

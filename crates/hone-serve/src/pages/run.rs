@@ -7,7 +7,7 @@ use std::path::Path;
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::response::Html;
 use hone::report::{self, fmt_metric, Summary};
-use hone::store::{ExperimentRecord, RunRecord, RunState, Status, Store};
+use hone::store::{ExperimentRecord, RunRecord, RunState, RunTotals, Status, Store};
 
 use super::runs::change;
 use super::{state_badge, table_html, PageError, Table, TableParams};
@@ -59,9 +59,19 @@ pub(crate) fn load_run_view(
 ) -> Result<RunView, AppError> {
     let run = run_by_tag(store, tag)?;
     let mark = mark(store, repo_root, &run)?;
-    let outlines = store.experiment_outlines(run.id)?;
-    let summary = report::summarize(&run, &outlines);
+    // Numbers, statuses and values of every experiment (one covering index), the texts of
+    // only those the plot shows, the baseline and the best by index: no record of a run of
+    // 100,000 experiments is read whole.
+    let mut outlines = store.experiment_points(run.id)?;
+    let summary = report::summarize_parts(
+        &run,
+        store.first_with_status(run.id, Status::Baseline)?.as_ref(),
+        store.best_of_run(run.id)?.as_ref(),
+        &RunTotals::of(&outlines),
+    );
     let minimize = run.direction == hone::spec::Direction::Minimize;
+    let shown = report::plot::texts_shown(&outlines, minimize, PLOT_LABELS);
+    store.fill_texts(run.id, &mut outlines, &shown)?;
     let plot = report::plot::progress_svg_labelled(
         &outlines,
         &run.metric,

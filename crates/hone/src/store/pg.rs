@@ -104,6 +104,10 @@ CREATE TABLE mechanism_calls (
 );
 CREATE INDEX mechanism_calls_by_run ON mechanism_calls(run_id, experiment);
 "#,
+    // 2: as SQLite's migration 8, what summaries and plots read, in one covering index.
+    r#"
+CREATE INDEX experiments_outline ON experiments(run_id, n, status, objective, verify_ms, cost_usd, holdout);
+"#,
 ];
 
 /// How many migrations this hone knows.

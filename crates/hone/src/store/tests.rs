@@ -27,6 +27,8 @@ impl Backend {
     }
 }
 
+mod summary;
+
 type Case = fn(&Backend);
 
 /// Every case of the suite, by name.
@@ -45,6 +47,10 @@ const CASES: &[(&str, Case)] = &[
         tags_are_unique_and_runs_ordered,
     ),
     ("run_records_are_typed", run_records_are_typed),
+    (
+        "summaries_read_what_the_records_say",
+        summary::summaries_read_what_the_records_say,
+    ),
 ];
 
 fn run_suite(make: &mut dyn FnMut(&str) -> Backend) {
