@@ -354,11 +354,17 @@ impl LogFormat {
     }
 }
 
-/// `hone log`'s header line, if its format has one.
-pub fn log_header(run: &RunRecord, format: &LogFormat) {
+/// Writes one line to `w` as `out!` prints it (control characters escaped); errors (a closed
+/// pipe) are ignored, as `out!` ignores them.
+fn line(w: &mut dyn std::io::Write, text: &str) {
+    let _ = writeln!(w, "{}", terminal_safe(text));
+}
+
+/// `hone log`'s header line, if its format has one, to `w`.
+pub fn log_header(w: &mut dyn std::io::Write, run: &RunRecord, format: &LogFormat) {
     match *format {
         LogFormat::Json => {}
-        LogFormat::Tsv => out!("commit\t{}\tstatus\tdescription", run.metric),
+        LogFormat::Tsv => line(w, &format!("commit\t{}\tstatus\tdescription", run.metric)),
         LogFormat::Table { holdout, paid } => {
             // Search and sealed holdout side by side, when the run has a holdout.
             let h_head = if holdout {
@@ -372,23 +378,22 @@ pub fn log_header(run: &RunRecord, format: &LogFormat) {
             } else {
                 h_head
             };
-            out!(
-                "{:>4}  {:<9}  {:>12}{h_head}  {:>8}  {:<10}  description",
-                "#",
-                "status",
-                run.metric,
-                "time",
-                "commit"
+            line(
+                w,
+                &format!(
+                    "{:>4}  {:<9}  {:>12}{h_head}  {:>8}  {:<10}  description",
+                    "#", "status", run.metric, "time", "commit"
+                ),
             );
         }
     }
 }
 
-/// One row of `hone log`.
-pub fn log_row(e: &ExperimentRecord, format: &LogFormat) {
+/// One row of `hone log`, to `w`.
+pub fn log_row(w: &mut dyn std::io::Write, e: &ExperimentRecord, format: &LogFormat) {
     match *format {
-        LogFormat::Json => out!("{}", serde_json::to_string(e).unwrap_or_default()),
-        LogFormat::Tsv => out!("{}", tsv_row(e)),
+        LogFormat::Json => line(w, &serde_json::to_string(e).unwrap_or_default()),
+        LogFormat::Tsv => line(w, &tsv_row(e)),
         LogFormat::Table { holdout, paid } => {
             let commit = e
                 .candidate_commit
@@ -405,14 +410,17 @@ pub fn log_row(e: &ExperimentRecord, format: &LogFormat) {
             } else {
                 h
             };
-            out!(
-                "{:>4}  {:<9}  {:>12}{h}  {:>8}  {:<10}  {}",
-                e.n,
-                e.status().as_str(),
-                fmt_metric(e.objective),
-                format_duration(std::time::Duration::from_millis(e.total_ms)),
-                commit,
-                e.description
+            line(
+                w,
+                &format!(
+                    "{:>4}  {:<9}  {:>12}{h}  {:>8}  {:<10}  {}",
+                    e.n,
+                    e.status().as_str(),
+                    fmt_metric(e.objective),
+                    format_duration(std::time::Duration::from_millis(e.total_ms)),
+                    commit,
+                    e.description
+                ),
             );
         }
     }

@@ -32,12 +32,16 @@ pub fn run(here: &Here, a: LogArgs) -> CliResult {
         (t.any_holdout, t.any_cost)
     };
     let format = output::LogFormat::new(a.json, a.tsv, holdout, paid);
-    output::log_header(&run, &format);
+    // Buffered: a line per write would be a system call per experiment.
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    output::log_header(&mut w, &run, &format);
     store
         .for_each_experiment(run.id, &mut |e| {
-            output::log_row(&e, &format);
+            output::log_row(&mut w, &e, &format);
             Ok(())
         })
         .runtime()?;
+    let _ = std::io::Write::flush(&mut w);
     Ok(())
 }
