@@ -27,6 +27,7 @@ impl Backend {
     }
 }
 
+mod explicit;
 mod summary;
 
 type Case = fn(&Backend);
@@ -50,6 +51,10 @@ const CASES: &[(&str, Case)] = &[
     (
         "summaries_read_what_the_records_say",
         summary::summaries_read_what_the_records_say,
+    ),
+    (
+        "explicit_transactions_nest_and_commit_once",
+        explicit::explicit_transactions_nest_and_commit_once,
     ),
 ];
 
