@@ -18,9 +18,14 @@ SIZES=${SIZES:-10000 100000}
 REPEAT=${REPEAT:-5}
 target=${CARGO_TARGET_DIR:-target}
 
-cargo build -q --release -p hone-cli --bin hone
-cargo build -q --release -p hone-serve --example bench-store
-hone=$(cd "$target/release" && pwd)/hone
+# HONE=path/to/hone (and BENCH_STORE=path/to/bench-store) measure other builds (two builds
+# compared in one session).
+if [ -z "${HONE:-}" ]; then
+  cargo build -q --release -p hone-cli --bin hone
+  cargo build -q --release -p hone-serve --example bench-store
+fi
+hone=${HONE:-$(cd "$target/release" && pwd)/hone}
+bench_store=${BENCH_STORE:-$target/release/examples/bench-store}
 
 dir=$(mktemp -d)
 pid=
@@ -44,7 +49,7 @@ for n in $SIZES; do
   git -C "$repo" -c user.name=bench -c user.email=bench@localhost commit -q -am candidate
   candidate=$(git -C "$repo" rev-parse HEAD)
   git -C "$repo" checkout -q "$parent"
-  "$target/release/examples/bench-store" "$repo" "$n" "$parent" "$candidate" >/dev/null
+  "$bench_store" "$repo" "$n" "$parent" "$candidate" >/dev/null
 
   token=bench-token-0123456789abcdef
   HONE_TOKEN=$token "$hone" -C "$repo" serve --port 0 >"$dir/serve.out" 2>&1 &
