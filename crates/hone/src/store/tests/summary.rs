@@ -2,7 +2,6 @@
 //! for: totals, baseline, best, rows in flight, streamed rows, points and their texts.
 
 use super::*;
-use crate::report::best_experiment;
 
 /// A run's records with every status, costs, holdouts and one experiment in flight.
 fn mixed_run(s: &Store, run_id: i64) -> Vec<ExperimentRecord> {
