@@ -22,14 +22,13 @@ pub struct LogArgs {
 
 /// Prints the rows as the store reads them, one at a time: the first comes at once and memory
 /// does not grow with the run. Only the table needs to know beforehand which columns it has
-/// (one narrow scan of an index).
+/// (two partial indexes).
 pub fn run(here: &Here, a: LogArgs) -> CliResult {
     let (store, run) = here.open_run(a.run.as_deref())?;
     let (holdout, paid) = if a.json || a.tsv {
         (false, false)
     } else {
-        let t = store.run_totals(run.id).runtime()?;
-        (t.any_holdout, t.any_cost)
+        store.run_columns(run.id).runtime()?
     };
     let format = output::LogFormat::new(a.json, a.tsv, holdout, paid);
     // Buffered: a line per write would be a system call per experiment.

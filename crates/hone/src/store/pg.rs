@@ -104,9 +104,12 @@ CREATE TABLE mechanism_calls (
 );
 CREATE INDEX mechanism_calls_by_run ON mechanism_calls(run_id, experiment);
 "#,
-    // 2: as SQLite's migration 8, what summaries and plots read, in one covering index.
+    // 2: as SQLite's migration 8: what summaries, plots and sorts read, in one covering
+    // index; which experiments have a holdout, which cost money.
     r#"
-CREATE INDEX experiments_outline ON experiments(run_id, n, status, objective, verify_ms, cost_usd, holdout);
+CREATE INDEX experiments_outline ON experiments(run_id, n, status, objective, verify_ms, cost_usd, holdout, total_ms);
+CREATE INDEX experiments_with_holdout ON experiments(run_id, holdout) WHERE holdout IS NOT NULL;
+CREATE INDEX experiments_paid ON experiments(run_id, cost_usd) WHERE cost_usd > 0;
 "#,
 ];
 

@@ -87,6 +87,23 @@ impl Store {
         Ok(t)
     }
 
+    /// Whether any experiment of a run has a holdout value, and whether any cost money (the
+    /// columns of `hone log`'s table), each found by a partial index at once.
+    pub fn run_columns(&self, run_id: i64) -> Result<(bool, bool), StoreError> {
+        let any = |filter: &str| {
+            self.query_opt(
+                &format!(
+                    "SELECT CAST(COUNT(*) AS BIGINT) AS found FROM (SELECT 1 FROM experiments
+                     WHERE run_id = ?1 AND {filter} LIMIT 1) AS one"
+                ),
+                &[Val::Int(Some(run_id))],
+                |r| r.req_int("found"),
+            )
+            .map(|found| found.unwrap_or(0) > 0)
+        };
+        Ok((any("holdout IS NOT NULL")?, any("cost_usd > 0")?))
+    }
+
     /// The first experiment of a run with this status (by number), found by index.
     pub fn first_with_status(
         &self,

@@ -60,8 +60,10 @@ pub(super) fn summaries_read_what_the_records_say(b: &Backend) {
     assert_eq!(totals.experiments, 40);
     assert_eq!(totals.counts["running"], 1);
     assert!(totals.any_holdout && totals.any_cost);
+    assert_eq!(ro.run_columns(run.id).unwrap(), (true, true));
     let empty = new_run(&s, "empty");
     assert_eq!(ro.run_totals(empty.id).unwrap(), RunTotals::of(&[]));
+    assert_eq!(ro.run_columns(empty.id).unwrap(), (false, false));
 
     let baseline = ro.first_with_status(run.id, Status::Baseline).unwrap();
     assert_eq!(baseline.map(|e| e.n), Some(0));
