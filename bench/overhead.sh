@@ -11,8 +11,11 @@
 set -euo pipefail
 n=${1:-200}
 here=$(cd "$(dirname "$0")/.." && pwd)
-cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
-hone="$here/target/release/hone"
+# HONE=path/to/hone measures that binary instead (two builds compared in one session).
+if [ -z "${HONE:-}" ]; then
+  cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
+fi
+hone=${HONE:-${CARGO_TARGET_DIR:-$here/target}/release/hone}
 # shellcheck source=bench/knob_repo.sh
 source "$here/bench/knob_repo.sh"
 d=$(mktemp -d)

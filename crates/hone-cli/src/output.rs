@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 
 use hone::engine::{Event, Interrupt};
 use hone::propose::knobs::{Domain, Knob};
-use hone::report::{fmt_metric, summarize, tsv_row, Summary};
+use hone::report::{fmt_metric, tsv_row, Summary};
 use hone::spec::format_duration;
 use hone::store::{ExperimentRecord, RunRecord, RunState, Status};
 use hone::workspace::Git;
@@ -252,14 +252,15 @@ pub fn summary(s: &Summary) {
 }
 
 /// `hone status`.
+/// `hone status`: `s` is the run's summary, `running` its experiments in flight.
 pub fn status(
     run: &RunRecord,
-    exps: &[ExperimentRecord],
+    s: &Summary,
+    running: &[ExperimentRecord],
     spec: &crate::commands::StoredSpec,
     json: bool,
     live: bool,
 ) {
-    let s = summarize(run, exps);
     if json {
         out!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
         return;
@@ -271,7 +272,7 @@ pub fn status(
         RunState::Stopped => "stopped",
     };
     out!("run {} on {}: {state}", s.tag, s.branch);
-    out!("  {} ({}): {}", s.metric, s.direction, best_line(&s));
+    out!("  {} ({}): {}", s.metric, s.direction, best_line(s));
     // The experiment in flight (if any) is counted too, so the numbers add up.
     let counts: Vec<String> = Status::ALL
         .iter()
@@ -290,7 +291,7 @@ pub fn status(
     }
     out!("  experiments: {} ({})", s.experiments, counts.join(", "));
     // Parallel runs verify several at once: say which.
-    let running: Vec<String> = exps
+    let running: Vec<String> = running
         .iter()
         .filter(|e| e.status() == Status::Running)
         .map(|e| {
@@ -332,42 +333,68 @@ pub fn status(
 }
 
 /// `hone log`.
-pub fn log(run: &RunRecord, exps: &[ExperimentRecord], json: bool, tsv: bool) {
-    if json {
-        for e in exps {
-            out!("{}", serde_json::to_string(e).unwrap_or_default());
-        }
-    } else if tsv {
-        out!("commit\t{}\tstatus\tdescription", run.metric);
-        for e in exps {
-            out!("{}", tsv_row(e));
-        }
-    } else {
-        // Where crashes narrowed a knob's explored range, under the experiment that did it.
-        let narrowed = hone::propose::optimizer::narrowings(exps);
-        // Search and sealed holdout side by side, when the run has a holdout.
-        let holdout = exps.iter().any(|e| e.holdout.is_some());
-        let h_head = if holdout {
-            format!("  {:>12}", "holdout")
+/// How `hone log` prints its rows: JSON lines, results.tsv, or the table (with a holdout
+/// column when the run has a holdout, and a cost column when it spent money).
+pub enum LogFormat {
+    Json,
+    Tsv,
+    Table { holdout: bool, paid: bool },
+}
+
+impl LogFormat {
+    /// The layout asked for; the table's columns depend on the run (see [`LogFormat`]).
+    pub fn new(json: bool, tsv: bool, holdout: bool, paid: bool) -> LogFormat {
+        if json {
+            LogFormat::Json
+        } else if tsv {
+            LogFormat::Tsv
         } else {
-            String::new()
-        };
-        // Money spent per experiment, when an LLM proposer spent any.
-        let paid = exps.iter().any(|e| e.cost_usd > 0.0);
-        let h_head = if paid {
-            format!("{h_head}  {:>8}", "cost")
-        } else {
-            h_head
-        };
-        out!(
-            "{:>4}  {:<9}  {:>12}{h_head}  {:>8}  {:<10}  description",
-            "#",
-            "status",
-            run.metric,
-            "time",
-            "commit"
-        );
-        for e in exps {
+            LogFormat::Table { holdout, paid }
+        }
+    }
+}
+
+/// Writes one line to `w` as `out!` prints it (control characters escaped); errors (a closed
+/// pipe) are ignored, as `out!` ignores them.
+fn line(w: &mut dyn std::io::Write, text: &str) {
+    let _ = writeln!(w, "{}", terminal_safe(text));
+}
+
+/// `hone log`'s header line, if its format has one, to `w`.
+pub fn log_header(w: &mut dyn std::io::Write, run: &RunRecord, format: &LogFormat) {
+    match *format {
+        LogFormat::Json => {}
+        LogFormat::Tsv => line(w, &format!("commit\t{}\tstatus\tdescription", run.metric)),
+        LogFormat::Table { holdout, paid } => {
+            // Search and sealed holdout side by side, when the run has a holdout.
+            let h_head = if holdout {
+                format!("  {:>12}", "holdout")
+            } else {
+                String::new()
+            };
+            // Money spent per experiment, when an LLM proposer spent any.
+            let h_head = if paid {
+                format!("{h_head}  {:>8}", "cost")
+            } else {
+                h_head
+            };
+            line(
+                w,
+                &format!(
+                    "{:>4}  {:<9}  {:>12}{h_head}  {:>8}  {:<10}  description",
+                    "#", "status", run.metric, "time", "commit"
+                ),
+            );
+        }
+    }
+}
+
+/// One row of `hone log`, to `w`.
+pub fn log_row(w: &mut dyn std::io::Write, e: &ExperimentRecord, format: &LogFormat) {
+    match *format {
+        LogFormat::Json => line(w, &serde_json::to_string(e).unwrap_or_default()),
+        LogFormat::Tsv => line(w, &tsv_row(e)),
+        LogFormat::Table { holdout, paid } => {
             let commit = e
                 .candidate_commit
                 .as_deref()
@@ -383,19 +410,31 @@ pub fn log(run: &RunRecord, exps: &[ExperimentRecord], json: bool, tsv: bool) {
             } else {
                 h
             };
-            out!(
-                "{:>4}  {:<9}  {:>12}{h}  {:>8}  {:<10}  {}",
-                e.n,
-                e.status().as_str(),
-                fmt_metric(e.objective),
-                format_duration(std::time::Duration::from_millis(e.total_ms)),
-                commit,
-                e.description
+            line(
+                w,
+                &format!(
+                    "{:>4}  {:<9}  {:>12}{h}  {:>8}  {:<10}  {}",
+                    e.n,
+                    e.status().as_str(),
+                    fmt_metric(e.objective),
+                    format_duration(std::time::Duration::from_millis(e.total_ms)),
+                    commit,
+                    e.description
+                ),
             );
-            for (_, w) in narrowed.iter().filter(|(n, _)| *n == e.n) {
-                out!("      feasibility: {}", w.describe());
-            }
         }
+    }
+}
+
+/// Under experiment `n`'s row of `hone log`'s table: where crashes narrowed a knob's explored
+/// range once it finished (`narrowed`: from [`hone::propose::optimizer::narrowings`]).
+pub fn log_narrowings(
+    w: &mut dyn std::io::Write,
+    n: u64,
+    narrowed: &[(u64, hone::propose::knobs::feasible::Narrowing)],
+) {
+    for (_, x) in narrowed.iter().filter(|(at, _)| *at == n) {
+        line(w, &format!("      feasibility: {}", x.describe()));
     }
 }
 

@@ -541,6 +541,40 @@ fn serve_sorts_filters_and_pages_in_the_store() {
     assert!(bad.body.contains("cannot sort by"), "{}", bad.body);
 }
 
+/// The run page keeps what it draws from every experiment while the run's mark stays the
+/// same, and draws again as soon as the run changes: a new best shows at once.
+#[test]
+fn serve_draws_the_run_page_again_when_the_run_changes() {
+    let (_tmp, dir) = api_store();
+    let s = serve(&dir, &[], None);
+    let page = || {
+        let a = s.get("runs/t");
+        assert_eq!(a.status, 200, "{}", a.body);
+        a.body
+    };
+    let first = page();
+    assert!(first.contains("loss (120 experiments)"), "{first}");
+    assert_eq!(page(), first, "asked again, the same page");
+    let store = Store::open(&dir.join(".hone/hone.db")).unwrap();
+    let run = store.run_by_tag("t").unwrap().unwrap();
+    store
+        .put_experiment(
+            run.id,
+            &record(120, Status::Keep, Some(1.5), "the newest best"),
+        )
+        .unwrap();
+    let after = page();
+    assert!(after.contains("loss (121 experiments)"), "{after}");
+    assert!(after.contains("1.500000"), "the new best in the counters");
+    assert!(
+        after.contains("#120 1.500000: the newest best"),
+        "its point on the plot"
+    );
+    let view = s.json("api/runs/t/view");
+    assert_eq!(view["experiments"], 121);
+    assert!(view["plot"].as_str().unwrap().contains("the newest best"));
+}
+
 #[test]
 fn serve_escapes_what_agents_wrote_everywhere() {
     let (_tmp, dir) = api_store();

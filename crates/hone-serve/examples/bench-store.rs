@@ -1,13 +1,17 @@
-//! Writes a large run into a repository's store through the store API, for the dashboard's
-//! benchmark (`bench/serve.sh`): `bench-store DIR [N]` adds run `bench` with N experiments
-//! (default 10,000) to DIR/.hone/hone.db, with the mix of statuses, descriptions, metrics,
-//! configurations and judgements a long knobs run leaves.
+//! Writes a large run into a repository's store through the store API, for the dashboard's and
+//! the views' benchmarks (`bench/serve.sh`, `bench/views.sh`): `bench-store DIR [N [PARENT
+//! CANDIDATE]]` adds run `bench` with N experiments (default 10,000) to DIR/.hone/hone.db,
+//! with the mix of statuses, descriptions, metrics, configurations and judgements a long knobs
+//! run leaves, the four events each experiment logs and a mechanism's hook call every tenth.
+//! With PARENT and CANDIDATE (two commits of DIR), every experiment is made on PARENT and its
+//! candidate is CANDIDATE, so that what reads git (`hone show`, the experiment page) finds
+//! real commits; without them the commits are made-up names.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use hone::engine::StatePaths;
-use hone::store::{ExperimentRecord, Status, Store};
+use hone::store::{Effect, ExperimentRecord, Hook, MechanismCall, Status, Store, StoreError};
 use hone::verify::noise::Judgement;
 
 /// A small deterministic generator (xorshift), so every benchmark sees the same store.
@@ -22,6 +26,48 @@ impl Rng {
     }
 }
 
+/// The events an experiment of a knobs run logs, and every tenth a mechanism's hook call.
+fn write_events(s: &Store, run_id: i64, e: &ExperimentRecord) -> Result<(), StoreError> {
+    let n = Some(e.n);
+    s.append_event(
+        run_id,
+        n,
+        "experiment_started",
+        &serde_json::json!({ "experiment_started": { "n": e.n } }),
+    )?;
+    s.append_event(
+        run_id,
+        n,
+        "proposed",
+        &serde_json::json!({ "proposed": { "n": e.n, "description": e.description } }),
+    )?;
+    s.append_event(
+        run_id,
+        n,
+        "verifying",
+        &serde_json::json!({ "verifying": { "n": e.n, "log": format!(".hone/runs/bench/logs/{}.log", e.n) } }),
+    )?;
+    s.append_event(
+        run_id,
+        n,
+        "experiment_finished",
+        &serde_json::json!({ "experiment_finished": { "record": e } }),
+    )?;
+    if e.n % 10 == 0 {
+        s.put_mechanism_calls(
+            run_id,
+            &[MechanismCall {
+                experiment: e.n,
+                mechanism: "plateau".into(),
+                hook: Hook::OnResult,
+                effect: Effect::None,
+                detail: "no gain in the last 10 experiments".into(),
+            }],
+        )?;
+    }
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let Some(dir) = args.next().map(PathBuf::from) else {
@@ -31,8 +77,9 @@ fn main() -> Result<()> {
         Some(v) => v.parse().context("N must be a whole number")?,
         None => 10_000,
     };
+    let parent = args.next().unwrap_or_else(|| "0".repeat(40));
+    let candidate = args.next();
     let store = Store::open(&StatePaths::new(&dir).db()).context("cannot open the store")?;
-    let parent = "0".repeat(40);
     let run = store.create_run(
         "bench",
         "hone/bench",
@@ -69,7 +116,11 @@ fn main() -> Result<()> {
             let mut e = ExperimentRecord {
                 n: i,
                 parent_commit: parent.clone(),
-                candidate_commit: Some(format!("{:040x}", i + 1)),
+                candidate_commit: Some(
+                    candidate
+                        .clone()
+                        .unwrap_or_else(|| format!("{:040x}", i + 1)),
+                ),
                 status: Some(status),
                 objective,
                 config: Some(serde_json::json!({ "LEARNING_RATE": lr, "DEPTH": depth })),
@@ -107,6 +158,7 @@ fn main() -> Result<()> {
                 });
             }
             s.put_experiment(run.id, &e)?;
+            write_events(s, run.id, &e)?;
         }
         Ok(())
     })?;

@@ -118,10 +118,11 @@ async fn view(
 ) -> ApiResult {
     let table = Table::parse(&params)?;
     let root = st.repo_root.clone();
+    let views = st.clone();
     Ok(Json(
         st.db
             .read(move |store| {
-                let v = load_run_view(store, &root, &tag, table)?;
+                let v = load_run_view(store, &root, &tag, table, &views.views)?;
                 Ok(json!({
                     "mark": v.mark,
                     "counters": counters_html(&v),

@@ -75,6 +75,8 @@ pub(crate) struct Shared {
     /// Turns true when the server stops: event streams end then, so that the graceful
     /// shutdown (which waits for open responses) does not wait for a browser tab forever.
     pub stopping: tokio::sync::watch::Receiver<bool>,
+    /// What run pages draw from every experiment, per run (see `pages::run::ViewCache`).
+    pub views: pages::ViewCache,
 }
 
 pub(crate) type AppState = Arc<Shared>;
@@ -90,6 +92,7 @@ fn app(opts: &ServeOptions, extra: Router) -> Result<(Router, tokio::sync::watch
         repo_root: opts.repo_root.clone(),
         db: Arc::new(db),
         stopping,
+        views: pages::ViewCache::default(),
     });
     let routes = pages::routes()
         .merge(api::routes())

@@ -7,6 +7,7 @@ use anyhow::Context as _;
 use clap::Args;
 
 use hone::engine::StatePaths;
+use hone::store::{RunTotals, Status};
 
 use super::{Here, StoredSpec};
 use crate::error::{CliResult, Kinded};
@@ -23,7 +24,18 @@ pub struct ReportArgs {
 
 pub fn run(here: &Here, a: ReportArgs) -> CliResult {
     let (store, run) = here.open_run(a.run.as_deref())?;
-    let exps = store.experiments(run.id).runtime()?;
+    // What the report shows of each experiment (no metrics, configurations or judgements
+    // parsed), and the baseline and the best whole for the summary.
+    let exps = store.experiment_outlines(run.id).runtime()?;
+    let summary = hone::report::summarize_parts(
+        &run,
+        store
+            .first_with_status(run.id, Status::Baseline)
+            .runtime()?
+            .as_ref(),
+        store.best_of_run(run.id).runtime()?.as_ref(),
+        &RunTotals::of(&exps),
+    );
     let git = here.git()?;
     let out = a.out.unwrap_or_else(|| {
         StatePaths::new(git.root())
@@ -36,7 +48,7 @@ pub fn run(here: &Here, a: ReportArgs) -> CliResult {
     let calls = store.mechanism_calls(run.id, None).runtime()?;
     let mechs = hone::meta::stats::compute(&calls, &exps, StoredSpec::of(&run).probation);
     let curves = store.curves(run.id).runtime()?;
-    let report = hone::report::document::render_with(&run, &exps, &mechs)
+    let report = hone::report::document::render_summarized(&run, &exps, &summary, &mechs)
         .with_curves(&curves, &exps, "progress");
     let mut files = vec![
         ("report.html", &report.html),

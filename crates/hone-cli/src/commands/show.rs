@@ -30,7 +30,9 @@ pub fn run(here: &Here, a: ShowArgs) -> CliResult {
     let curve = store.curve(run.id, n).runtime()?;
     output::show(&git, &run, &e, a.tail);
     output::show_curve(&curve);
-    output::show_narrowings(&store.experiments(run.id).runtime()?, n);
+    if super::has_infeasible(&store, run.id)? {
+        output::show_narrowings(&store.experiments(run.id).runtime()?, n);
+    }
     output::show_mechanisms(&calls);
     Ok(())
 }

@@ -1,13 +1,15 @@
 //! The run page: its title, counters, progress plot and experiment table, read in one go
 //! ([`RunView`]); the counters and the table are also rendered alone for its live updates.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::response::Html;
 use hone::report::{self, fmt_metric, Summary};
-use hone::store::{ExperimentRecord, RunRecord, RunState, Status, Store};
+use hone::store::{ExperimentRecord, RunRecord, RunState, RunTotals, Status, Store};
 
 use super::runs::change;
 use super::{state_badge, table_html, PageError, Table, TableParams};
@@ -51,17 +53,42 @@ pub(crate) fn mark(store: &Store, repo_root: &Path, run: &RunRecord) -> Result<S
     ))
 }
 
-pub(crate) fn load_run_view(
-    store: &Store,
-    repo_root: &Path,
-    tag: &str,
-    table: Table,
-) -> Result<RunView, AppError> {
-    let run = run_by_tag(store, tag)?;
-    let mark = mark(store, repo_root, &run)?;
-    let outlines = store.experiment_outlines(run.id)?;
-    let summary = report::summarize(&run, &outlines);
+/// What the run page draws from every experiment (the summary's figures and the plot),
+/// worked out once per change of the run's mark.
+pub(crate) struct Drawn {
+    mark: String,
+    baseline: Option<ExperimentRecord>,
+    best: Option<ExperimentRecord>,
+    totals: RunTotals,
+    plot: String,
+}
+
+/// The last [`Drawn`] of each run (by id): a page asked again, or by another tab or the live
+/// update of each open page, costs a few indexed queries until the run's mark changes.
+#[derive(Default)]
+pub(crate) struct ViewCache(Mutex<HashMap<i64, Arc<Drawn>>>);
+
+impl ViewCache {
+    fn get(&self, run_id: i64, mark: &str) -> Option<Arc<Drawn>> {
+        let cache = self.0.lock().ok()?;
+        cache.get(&run_id).filter(|d| d.mark == mark).cloned()
+    }
+
+    fn put(&self, run_id: i64, drawn: Arc<Drawn>) {
+        if let Ok(mut cache) = self.0.lock() {
+            cache.insert(run_id, drawn);
+        }
+    }
+}
+
+/// Numbers, statuses and values of every experiment (one covering index), the texts of only
+/// those the plot shows, the baseline and the best by index: no record of a run of 100,000
+/// experiments is read whole.
+fn draw(store: &Store, run: &RunRecord, mark: String) -> Result<Drawn, AppError> {
+    let mut outlines = store.experiment_points(run.id)?;
     let minimize = run.direction == hone::spec::Direction::Minimize;
+    let shown = report::plot::texts_shown(&outlines, minimize, PLOT_LABELS);
+    store.fill_texts(run.id, &mut outlines, &shown)?;
     let mut plot = report::plot::progress_svg_labelled(
         &outlines,
         &run.metric,
@@ -74,6 +101,39 @@ pub(crate) fn load_run_view(
     {
         plot.push_str(&curves);
     }
+    Ok(Drawn {
+        mark,
+        baseline: store.first_with_status(run.id, Status::Baseline)?,
+        best: store.best_of_run(run.id)?,
+        totals: RunTotals::of(&outlines),
+        plot,
+    })
+}
+
+pub(crate) fn load_run_view(
+    store: &Store,
+    repo_root: &Path,
+    tag: &str,
+    table: Table,
+    cache: &ViewCache,
+) -> Result<RunView, AppError> {
+    let run = run_by_tag(store, tag)?;
+    let mark = mark(store, repo_root, &run)?;
+    let drawn = match cache.get(run.id, &mark) {
+        Some(d) => d,
+        None => {
+            let d = Arc::new(draw(store, &run, mark.clone())?);
+            cache.put(run.id, Arc::clone(&d));
+            d
+        }
+    };
+    let summary = report::summarize_parts(
+        &run,
+        drawn.baseline.as_ref(),
+        drawn.best.as_ref(),
+        &drawn.totals,
+    );
+    let plot = drawn.plot.clone();
     let (rows, matching) = store.experiments_page(run.id, &table.query())?;
     Ok(RunView {
         live: is_live(repo_root, &run),
@@ -97,7 +157,10 @@ pub(super) async fn run_page(
     let t = tag.clone();
     let view = st
         .db
-        .read(move |store| load_run_view(store, &root, &t, table))
+        .read({
+            let st = st.clone();
+            move |store| load_run_view(store, &root, &t, table, &st.views)
+        })
         .await?;
     let mut body = String::new();
     let _ = write!(

@@ -20,9 +20,8 @@ pub(super) async fn runs_page(State(st): State<AppState>) -> Result<Html<String>
         .read(move |store| {
             let mut out = Vec::new();
             for run in store.runs()?.into_iter().rev() {
-                let outlines = store.experiment_outlines(run.id)?;
                 let live = is_live(&root, &run);
-                out.push((report::summarize(&run, &outlines), run, live));
+                out.push((report::summarize_stored(store, &run)?, run, live));
             }
             Ok(out)
         })

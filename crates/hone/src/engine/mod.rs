@@ -219,6 +219,11 @@ struct Engine<'a> {
     session_first: u64,
     /// Every experiment of the run, finished ones as recorded.
     history: Vec<ExperimentRecord>,
+    /// While an experiment's finish is being recorded (one transaction): the events written,
+    /// which subscribers hear of once it is committed.
+    held: Option<Vec<Event>>,
+    /// Progress events told to subscribers, written with the next record (see [`Engine::emit`]).
+    unlogged: Vec<Event>,
     /// In a shared store: this run's coordinator registration (released when dropped).
     _coordination: Option<crate::queue::Coordination>,
     /// The repository's worktrees when the run opened (hone's own left out): a commit on the
@@ -289,8 +294,34 @@ impl<'a> Engine<'a> {
         (&mut self.verifier, sink)
     }
 
+    /// Appends `event` to the event log and tells the subscribers. Inside one of the
+    /// engine's transactions ([`Engine::finish`]), they hear of it once it is committed. The
+    /// progress of an experiment (started, proposed, verifying) is told at once and written
+    /// with the experiment's next record (so that it costs no commit of its own): an event that
+    /// only a crash could lose with the unfinished experiment it is about.
     fn emit(&mut self, event: Event) {
+        if let Some(held) = &mut self.held {
+            verifier::log_event(&self.store, self.run.id, &event);
+            held.push(event);
+            return;
+        }
+        if matches!(
+            event,
+            Event::ExperimentStarted { .. } | Event::Proposed { .. } | Event::Verifying { .. }
+        ) {
+            (self.on_event)(&event);
+            self.unlogged.push(event);
+            return;
+        }
+        self.log_unlogged();
         self.verifying().1.emit(event);
+    }
+
+    /// Writes the progress events told but not yet written (see [`Engine::emit`]), in order.
+    fn log_unlogged(&mut self) {
+        for event in std::mem::take(&mut self.unlogged) {
+            verifier::log_event(&self.store, self.run.id, &event);
+        }
     }
 
     /// Where experiment `n`'s (first) verifier log is written.

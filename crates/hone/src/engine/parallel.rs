@@ -287,14 +287,12 @@ impl Engine<'_> {
             .then(|| Stop::done(format!("reached max_experiments ({max})")))
     }
 
-    /// What the serial loop does after each experiment: pack refs now and then, and record
-    /// the loop's active time.
+    /// What the serial loop does after each experiment: pack refs now and then (the loop's
+    /// active time was recorded with the outcome, in [`Engine::finish`]).
     fn after_experiment(&mut self, count: usize) -> Result<(), EngineError> {
         if count % 64 == 63 {
             let _ = self.verifier.git.run(&["pack-refs", "--all"]);
         }
-        self.store
-            .set_active_seconds(self.run.id, self.active_seconds())?;
         Ok(())
     }
 

@@ -104,7 +104,11 @@ impl Engine<'_> {
         rec.lines_deleted = snap.lines_deleted();
         rec.candidate_commit = Some(snap.commit.clone());
         rec.tree = Some(snap.tree.clone());
-        self.store.put_experiment(self.run.id, rec)?;
+        // With the progress events told so far (one commit).
+        let recorded = &*rec;
+        self.in_one_transaction(false, |engine| {
+            Ok(engine.store.put_experiment(engine.run.id, recorded)?)
+        })?;
         Ok(Some(snap))
     }
 
@@ -228,7 +232,11 @@ impl Engine<'_> {
         )))
     }
 
-    /// Records an experiment's outcome and tells subscribers.
+    /// Records an experiment's outcome and tells subscribers. One store transaction holds the
+    /// outcome, its event and the loop's active time (one sync, not one per write); a crash
+    /// before its commit leaves the `running` row that recovery aborts, after it all of it is
+    /// there. Then the outer loop's hooks run (they may take long: an LLM's revision), outside
+    /// any transaction, and their calls and events are recorded in a second one.
     pub(super) fn finish(
         &mut self,
         mut rec: ExperimentRecord,
@@ -240,9 +248,50 @@ impl Engine<'_> {
         rec.reason = reason;
         rec.finished_at = Some(now());
         rec.total_ms = t_start.elapsed().as_millis() as u64;
+        self.in_one_transaction(true, |engine| engine.record_outcome(rec))?;
+        // Outer loop: results, segment ends, the portfolio; then their record.
+        if let Some(last) = self.history.last().cloned() {
+            self.outer.after(&last, &self.history);
+        }
+        self.flush_outer()
+    }
+
+    /// Runs `f` in one store transaction; the events it emits reach subscribers once it is
+    /// committed. With `check`, first checks that the store file is still the one opened
+    /// (after the write, so that the records saved from a deleted store hold what `f` wrote).
+    fn in_one_transaction(
+        &mut self,
+        check: bool,
+        f: impl FnOnce(&mut Self) -> Result<(), EngineError>,
+    ) -> Result<(), EngineError> {
+        self.store.begin()?;
+        self.log_unlogged();
+        let outer_held = self.held.replace(Vec::new());
+        let written = f(self);
+        let held = std::mem::replace(&mut self.held, outer_held).unwrap_or_default();
+        match written {
+            Ok(()) => self.store.commit()?,
+            Err(e) => {
+                self.store.rollback();
+                return Err(e);
+            }
+        }
+        if check {
+            self.store.check_file()?;
+        }
+        for event in &held {
+            match &mut self.held {
+                // Inside another: its subscribers hear when the outer one commits.
+                Some(outer) => outer.push(event.clone()),
+                None => (self.on_event)(event),
+            }
+        }
+        Ok(())
+    }
+
+    /// The outcome and its event, the history and the loop's time (see [`Engine::finish`]).
+    fn record_outcome(&mut self, rec: ExperimentRecord) -> Result<(), EngineError> {
         self.store.put_experiment(self.run.id, &rec)?;
-        // After the write, so that the records saved from a deleted store hold this outcome.
-        self.store.check_file()?;
         match self.history.last_mut() {
             Some(last) if last.n == rec.n => *last = rec.clone(),
             _ => self.history.push(rec.clone()),
@@ -258,21 +307,26 @@ impl Engine<'_> {
             best,
             baseline,
         });
-        // Outer loop: results, segment ends, the portfolio; then their record.
-        if let Some(last) = self.history.last().cloned() {
-            self.outer.after(&last, &self.history);
-        }
-        self.flush_outer()
+        self.store
+            .set_active_seconds(self.run.id, self.active_seconds())?;
+        Ok(())
     }
 
     /// Stores the mechanisms' recorded hook calls and emits their notable changes.
+    /// In one transaction, when there is anything to store.
     pub(super) fn flush_outer(&mut self) -> Result<(), EngineError> {
         let calls = self.outer.take_calls();
-        self.store.put_mechanism_calls(self.run.id, &calls)?;
-        for (n, message) in self.outer.take_events() {
-            self.emit(Event::Outer { n, message });
+        let events = self.outer.take_events();
+        if calls.is_empty() && events.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        self.in_one_transaction(false, |engine| {
+            engine.store.put_mechanism_calls(engine.run.id, &calls)?;
+            for (n, message) in events {
+                engine.emit(Event::Outer { n, message });
+            }
+            Ok(())
+        })
     }
 
     /// Re-measures the champion after every `retest_every` keeps and updates its value.

@@ -182,6 +182,8 @@ impl<'a> Engine<'a> {
             session_start: Instant::now(),
             session_first: 0,
             history: Vec::new(),
+            held: None,
+            unlogged: Vec::new(),
             _coordination: coordination,
             user_worktrees: Vec::new(),
         };
@@ -287,8 +289,8 @@ impl<'a> Engine<'a> {
             if exps.len() % 64 == 63 {
                 let _ = self.verifier.git.run(&["pack-refs", "--all"]);
             }
-            self.store
-                .set_active_seconds(self.run.id, self.active_seconds())?;
+            // The loop's active time was recorded with the experiment's outcome (finish), and
+            // is again when the session ends.
             if let Some(stop) = step {
                 break stop;
             }
@@ -324,6 +326,7 @@ impl<'a> Engine<'a> {
     /// Records why the loop stopped (after the best's holdout, unless it stopped on an
     /// error) and sums the run up.
     fn end_session(&mut self, stop: Stop) -> Result<Summary, EngineError> {
+        self.log_unlogged();
         self.store
             .set_active_seconds(self.run.id, self.active_seconds())?;
         if !stop.error {

@@ -31,19 +31,24 @@ pub(super) struct Sink<'s> {
 impl Sink<'_> {
     /// Appends `event` to the run's event log, then tells the subscribers.
     pub(super) fn emit(&mut self, event: Event) {
-        let n = match &event {
-            Event::ExperimentStarted { n }
-            | Event::Proposed { n, .. }
-            | Event::Verifying { n, .. } => Some(*n),
-            Event::ExperimentFinished { record, .. } => Some(record.n),
-            Event::Outer { n, .. } => Some(*n),
-            _ => None,
-        };
-        let data = serde_json::to_value(&event).unwrap_or(serde_json::Value::Null);
-        // The event log is a record, not a control path: a failed append must not stop the loop.
-        let _ = self.store.append_event(self.run_id, n, event.kind(), &data);
+        log_event(self.store, self.run_id, &event);
         (self.on_event)(&event);
     }
+}
+
+/// Appends `event` to the run's event log.
+pub(super) fn log_event(store: &Store, run_id: i64, event: &Event) {
+    let n = match event {
+        Event::ExperimentStarted { n } | Event::Proposed { n, .. } | Event::Verifying { n, .. } => {
+            Some(*n)
+        }
+        Event::ExperimentFinished { record, .. } => Some(record.n),
+        Event::Outer { n, .. } => Some(*n),
+        _ => None,
+    };
+    let data = serde_json::to_value(event).unwrap_or(serde_json::Value::Null);
+    // The event log is a record, not a control path: a failed append must not stop the loop.
+    let _ = store.append_event(run_id, n, event.kind(), &data);
 }
 
 /// Whose process a sandbox is for.

@@ -83,11 +83,14 @@ fn observations(history: &[ExperimentRecord], minimize: bool) -> Vec<Observation
 /// running, rejected before it ran, aborted by an interruption).
 fn infeasible(status: Status) -> Option<bool> {
     match status {
-        Status::Crash | Status::Timeout | Status::Violation => Some(true),
+        _ if INFEASIBLE.contains(&status) => Some(true),
         Status::Baseline | Status::Keep | Status::Discard => Some(false),
         _ => None,
     }
 }
+
+/// The statuses of an experiment whose configuration the knobs search counts as infeasible.
+pub const INFEASIBLE: [Status; 3] = [Status::Crash, Status::Timeout, Status::Violation];
 
 /// The configurations of a run's history that proved infeasible, in order.
 fn infeasible_configs(history: &[ExperimentRecord]) -> Vec<Config> {

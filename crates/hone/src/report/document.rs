@@ -148,7 +148,19 @@ struct View<'a> {
 /// The report, with a section on the outer loop's mechanisms when it ran (`mechs` from
 /// `crate::meta::stats::compute`).
 pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[MechanismStats]) -> Report {
-    let s = summarize(run, exps);
+    render_summarized(run, exps, &summarize(run, exps), mechs)
+}
+
+/// [`render_with`] with the run's summary worked out already, from `exps` as
+/// [`crate::store::Store::experiment_outlines`] reads them (all the report shows of each
+/// experiment) and the baseline and best read whole ([`super::summarize_parts`]): the same
+/// report, without reading every record whole.
+pub fn render_summarized(
+    run: &RunRecord,
+    exps: &[ExperimentRecord],
+    s: &Summary,
+    mechs: &[MechanismStats],
+) -> Report {
     let mech_rows = mechanism_rows(mechs);
     let minimize = run.direction == crate::verify::Direction::Minimize;
     let change = s
@@ -166,7 +178,7 @@ pub fn render_with(run: &RunRecord, exps: &[ExperimentRecord], mechs: &[Mechanis
     let view = View {
         run,
         exps,
-        facts: facts(run, exps, &s, &change),
+        facts: facts(run, exps, s, &change),
         gains: gains(exps, minimize),
         holdout: exps.iter().filter(|e| e.holdout.is_some()).collect(),
         mech_rows,

@@ -8,7 +8,7 @@ pub mod plot;
 
 use std::collections::BTreeMap;
 
-use crate::store::{ExperimentRecord, RunRecord, Status};
+use crate::store::{ExperimentRecord, RunRecord, RunTotals, Status, Store, StoreError};
 
 pub use crate::store::best_experiment;
 
@@ -42,11 +42,34 @@ pub struct Summary {
 
 /// Summarizes a run from its records.
 pub fn summarize(run: &RunRecord, exps: &[ExperimentRecord]) -> Summary {
-    let baseline = exps
-        .iter()
-        .find(|e| e.status() == Status::Baseline)
-        .and_then(|e| e.objective);
-    let best = best_experiment(exps);
+    let baseline = exps.iter().find(|e| e.status() == Status::Baseline);
+    summarize_parts(run, baseline, best_experiment(exps), &RunTotals::of(exps))
+}
+
+/// Summarizes a run as its store holds it, without reading every record: the totals from
+/// one narrow scan, the baseline and the best by index (the same summary as [`summarize`]
+/// of all its records; `hone status` and the dashboard on runs of 100,000 experiments).
+pub fn summarize_stored(store: &Store, run: &RunRecord) -> Result<Summary, StoreError> {
+    let totals = store.run_totals(run.id)?;
+    let baseline = store.first_with_status(run.id, Status::Baseline)?;
+    let best = store.best_of_run(run.id)?;
+    Ok(summarize_parts(
+        run,
+        baseline.as_ref(),
+        best.as_ref(),
+        &totals,
+    ))
+}
+
+/// The summary of a run from its baseline (the first), its best (see [`best_experiment`])
+/// and its totals.
+pub fn summarize_parts(
+    run: &RunRecord,
+    baseline_rec: Option<&ExperimentRecord>,
+    best: Option<&ExperimentRecord>,
+    totals: &RunTotals,
+) -> Summary {
+    let baseline = baseline_rec.and_then(|e| e.objective);
     let best_v = best.and_then(|b| b.objective);
     let change_pct = match (baseline, best_v) {
         (Some(a), Some(b)) if a != 0.0 => Some((b - a) / a.abs() * 100.0),
@@ -57,17 +80,13 @@ pub fn summarize(run: &RunRecord, exps: &[ExperimentRecord]) -> Summary {
     let config = |e: &ExperimentRecord| -> Option<crate::propose::knobs::Config> {
         serde_json::from_value(e.config.clone()?).ok()
     };
-    let best_vs_baseline = match (exps.iter().find(|e| e.status() == Status::Baseline), best) {
+    let best_vs_baseline = match (baseline_rec, best) {
         (Some(a), Some(b)) if a.n != b.n => match (config(a), config(b)) {
             (Some(ca), Some(cb)) => Some(crate::propose::knobs::describe(&ca, &cb)),
             _ => None,
         },
         _ => None,
     };
-    let mut counts = BTreeMap::new();
-    for e in exps {
-        *counts.entry(e.status().as_str().to_string()).or_insert(0) += 1;
-    }
     Summary {
         tag: run.tag.clone(),
         branch: run.branch.clone(),
@@ -75,22 +94,19 @@ pub fn summarize(run: &RunRecord, exps: &[ExperimentRecord]) -> Summary {
         direction: run.direction.to_string(),
         state: run.state.to_string(),
         stop_reason: run.stop_reason.clone(),
-        experiments: exps.len() as u64,
+        experiments: totals.experiments,
         baseline,
         best: best_v,
         best_experiment: best.map(|b| b.n),
         best_description: best.map(|b| b.description.clone()),
         best_vs_baseline,
         change_pct,
-        counts,
-        holdout_baseline: exps
-            .iter()
-            .find(|e| e.status() == Status::Baseline)
-            .and_then(|e| e.holdout),
+        counts: totals.counts.clone(),
+        holdout_baseline: baseline_rec.and_then(|e| e.holdout),
         holdout_best: best.and_then(|b| b.holdout),
         active_seconds: run.active_seconds,
-        verify_seconds: exps.iter().map(|e| e.verify_ms as f64 / 1000.0).sum(),
-        cost_usd: exps.iter().map(|e| e.cost_usd).sum(),
+        verify_seconds: totals.verify_seconds,
+        cost_usd: totals.cost_usd,
     }
 }
 

@@ -30,6 +30,7 @@ mod records;
 mod runs;
 mod schema;
 mod sql;
+mod summary;
 #[cfg(test)]
 pub(crate) mod tests;
 
@@ -40,6 +41,7 @@ pub use records::{
 };
 pub use runs::RunChangeMark;
 use sql::{int, text, Cells, Val};
+pub use summary::RunTotals;
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};

@@ -115,6 +115,13 @@ CREATE TABLE curves (
     PRIMARY KEY (run_id, experiment, step)
 );
 "#,
+    // 3: as SQLite's migration 9: what summaries, plots and sorts read, in one covering
+    // index; which experiments have a holdout, which cost money.
+    r#"
+CREATE INDEX experiments_outline ON experiments(run_id, n, status, objective, verify_ms, cost_usd, holdout, total_ms);
+CREATE INDEX experiments_with_holdout ON experiments(run_id, holdout) WHERE holdout IS NOT NULL;
+CREATE INDEX experiments_paid ON experiments(run_id, cost_usd) WHERE cost_usd > 0;
+"#,
 ];
 
 /// How many migrations this hone knows.

@@ -119,6 +119,15 @@ CREATE TABLE curves (
     PRIMARY KEY (run_id, experiment, step)
 );
 "#,
+    // 9: what summaries, plots and the table's sorts read of every experiment of a run
+    // (counts by status, totals, the points of a plot, durations), in one covering index: a
+    // run of 100,000 experiments is summed and sorted without reading its records whole; and
+    // whether any experiment has a holdout or cost money (`hone log`'s columns) at once.
+    r#"
+CREATE INDEX experiments_outline ON experiments(run_id, n, status, objective, verify_ms, cost_usd, holdout, total_ms);
+CREATE INDEX experiments_with_holdout ON experiments(run_id, holdout) WHERE holdout IS NOT NULL;
+CREATE INDEX experiments_paid ON experiments(run_id, cost_usd) WHERE cost_usd > 0;
+"#,
 ];
 
 /// The schema version of a SQLite store; a store written by a newer hone is an error.

@@ -122,27 +122,57 @@ impl Store {
         &self,
         f: impl FnOnce(&Store) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let depth = self.tx_depth.get();
-        if depth > 0 {
-            return f(self);
-        }
-        self.batch(match self.db {
-            Db::Sqlite(_) => "BEGIN IMMEDIATE",
-            Db::Postgres(_) => "BEGIN",
-        })?;
-        self.tx_depth.set(1);
-        let out = f(self);
-        self.tx_depth.set(0);
-        match out {
+        self.begin()?;
+        match f(self) {
             Ok(v) => {
-                self.batch("COMMIT")?;
+                self.commit()?;
                 Ok(v)
             }
             Err(e) => {
-                // The error that made us roll back is the one to report.
-                let _ = self.batch("ROLLBACK");
+                self.rollback();
                 Err(e)
             }
+        }
+    }
+
+    /// Opens a transaction that [`Store::commit`] commits and [`Store::rollback`] rolls back:
+    /// [`Store::in_transaction`] for a caller that cannot hand its work over as a closure (the
+    /// engine's finish of an experiment, which needs the engine itself). Inside another
+    /// transaction, it joins that one.
+    pub fn begin(&self) -> Result<(), StoreError> {
+        let depth = self.tx_depth.get();
+        if depth == 0 {
+            self.batch(match self.db {
+                Db::Sqlite(_) => "BEGIN IMMEDIATE",
+                Db::Postgres(_) => "BEGIN",
+            })?;
+        }
+        self.tx_depth.set(depth + 1);
+        Ok(())
+    }
+
+    /// Ends what [`Store::begin`] opened: the outermost commits.
+    pub fn commit(&self) -> Result<(), StoreError> {
+        let depth = self.tx_depth.get();
+        self.tx_depth.set(depth.saturating_sub(1));
+        if depth == 1 {
+            if let Err(e) = self.batch("COMMIT") {
+                // A failed COMMIT may leave the transaction open (SQLite: busy); end it.
+                let _ = self.batch("ROLLBACK");
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends what [`Store::begin`] opened, undoing it: the outermost rolls back (an inner one
+    /// leaves that to the outermost, whose caller sees the error that made this one fail).
+    pub fn rollback(&self) {
+        let depth = self.tx_depth.get();
+        self.tx_depth.set(depth.saturating_sub(1));
+        if depth == 1 {
+            // The error that made us roll back is the one to report.
+            let _ = self.batch("ROLLBACK");
         }
     }
 

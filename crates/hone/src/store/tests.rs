@@ -27,6 +27,9 @@ impl Backend {
     }
 }
 
+mod explicit;
+mod summary;
+
 type Case = fn(&Backend);
 
 /// Every case of the suite, by name.
@@ -46,6 +49,14 @@ const CASES: &[(&str, Case)] = &[
     ),
     ("run_records_are_typed", run_records_are_typed),
     ("curves_and_their_references", curves_and_their_references),
+    (
+        "summaries_read_what_the_records_say",
+        summary::summaries_read_what_the_records_say,
+    ),
+    (
+        "explicit_transactions_nest_and_commit_once",
+        explicit::explicit_transactions_nest_and_commit_once,
+    ),
 ];
 
 fn run_suite(make: &mut dyn FnMut(&str) -> Backend) {

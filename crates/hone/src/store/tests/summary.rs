@@ -1,0 +1,99 @@
+//! The summary reads of the store ([`super::super::summary`]) against the records they stand
+//! for: totals, baseline, best, rows in flight, streamed rows, points and their texts.
+
+use super::*;
+
+/// A run's records with every status, costs, holdouts and one experiment in flight.
+fn mixed_run(s: &Store, run_id: i64) -> Vec<ExperimentRecord> {
+    let exps: Vec<ExperimentRecord> = (0..40u64)
+        .map(|n| {
+            let status = match n {
+                0 => Status::Baseline,
+                39 => Status::Running,
+                n if n % 10 == 3 => Status::Crash,
+                n if n % 7 == 0 => Status::Keep,
+                _ => Status::Discard,
+            };
+            ExperimentRecord {
+                n,
+                parent_commit: "abc".into(),
+                status: Some(status),
+                objective: matches!(status, Status::Baseline | Status::Keep | Status::Discard)
+                    .then_some(100.0 - (n as f64 * 7.0) % 13.0),
+                description: format!("change {n}"),
+                reason: format!("why {n}"),
+                verify_ms: 1000 + n * 37,
+                cost_usd: 0.1 * n as f64 / 3.0,
+                holdout: (n % 9 == 0).then_some(n as f64),
+                config: Some(serde_json::json!({ "n": n })),
+                started_at: n as f64,
+                ..Default::default()
+            }
+        })
+        .collect();
+    s.in_transaction(|s| {
+        for e in &exps {
+            s.put_experiment(run_id, e)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    exps
+}
+
+/// Records compared as the JSON they serialize to (they have no `PartialEq`).
+fn json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap()
+}
+
+pub(super) fn summaries_read_what_the_records_say(b: &Backend) {
+    let s = b.open();
+    let run = new_run(&s, "t");
+    let other = new_run(&s, "u");
+    let exps = mixed_run(&s, run.id);
+    mixed_run(&s, other.id);
+    let ro = b.read_only();
+    let exps_read = ro.experiments(run.id).unwrap();
+
+    let totals = ro.run_totals(run.id).unwrap();
+    assert_eq!(totals, RunTotals::of(&exps_read));
+    assert_eq!(totals.experiments, 40);
+    assert_eq!(totals.counts["running"], 1);
+    assert!(totals.any_holdout && totals.any_cost);
+    assert_eq!(ro.run_columns(run.id).unwrap(), (true, true));
+    let empty = new_run(&s, "empty");
+    assert_eq!(ro.run_totals(empty.id).unwrap(), RunTotals::of(&[]));
+    assert_eq!(ro.run_columns(empty.id).unwrap(), (false, false));
+
+    let baseline = ro.first_with_status(run.id, Status::Baseline).unwrap();
+    assert_eq!(baseline.map(|e| e.n), Some(0));
+    let best = ro.best_of_run(run.id).unwrap().unwrap();
+    assert_eq!(json(&best), json(best_experiment(&exps_read).unwrap()));
+    assert_eq!(best.n, 35);
+    assert_eq!(best.config, exps[35].config);
+    let running = ro.experiments_with_status(run.id, Status::Running).unwrap();
+    assert_eq!(running.iter().map(|e| e.n).collect::<Vec<_>>(), vec![39]);
+
+    let mut streamed = Vec::new();
+    ro.for_each_experiment(run.id, &mut |e| {
+        streamed.push(e);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(json(&streamed), json(&exps_read));
+
+    let mut points = ro.experiment_points(run.id).unwrap();
+    assert_eq!(points.len(), 40);
+    assert!(points.iter().all(|p| p.description.is_empty()));
+    assert_eq!(RunTotals::of(&points), totals);
+    for (p, e) in points.iter().zip(&exps_read) {
+        assert_eq!(
+            (p.n, p.status, p.objective, p.holdout),
+            (e.n, e.status, e.objective, e.holdout)
+        );
+    }
+    ro.fill_texts(run.id, &mut points, &[3, 35]).unwrap();
+    assert_eq!(points[3].reason, "why 3");
+    assert_eq!(points[35].description, "change 35");
+    assert!(points[4].description.is_empty());
+}
