@@ -43,11 +43,12 @@ pub(crate) fn is_live(repo_root: &Path, run: &RunRecord) -> bool {
 pub(crate) fn mark(store: &Store, repo_root: &Path, run: &RunRecord) -> Result<String, AppError> {
     let m = store.run_change_mark(run.id)?.unwrap_or_default();
     Ok(format!(
-        "{}.{}.{}.{}.{}.{}",
+        "{}.{}.{}.{}.{}.{}.{}",
         m.experiments,
         m.running,
         m.last_write,
         m.last_event,
+        m.live_points,
         m.state,
         is_live(repo_root, run)
     ))

@@ -2,7 +2,7 @@
 //! points as a line, coloured by its status; a pruned run's partial curve is dashed and ends
 //! in a cross where it was stopped. Inline SVG for the report and the dashboard.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use crate::store::{ExperimentRecord, Status};
@@ -11,6 +11,20 @@ use crate::verify::prune::Curve;
 
 /// At most this many curves are drawn: the most recent ones, the baseline and the keeps.
 const MAX_CURVES: usize = 300;
+
+/// At most about this many points of one curve are drawn (evenly spaced, the last always): a
+/// verifier that prints a value every batch does not make the plot grow with it.
+const MAX_POINTS: usize = 400;
+
+/// The points of `c` that are drawn: all of them, or every k-th and the last.
+fn thinned(c: &Curve) -> impl Iterator<Item = &(f64, f64)> {
+    let k = c.len().div_ceil(MAX_POINTS).max(1);
+    let last = c.len().saturating_sub(1);
+    c.iter()
+        .enumerate()
+        .filter(move |(i, _)| i % k == 0 || *i == last)
+        .map(|(_, p)| p)
+}
 
 const W: f64 = 720.0;
 const H: f64 = 300.0;
@@ -25,11 +39,8 @@ pub fn curves_svg(
     exps: &[ExperimentRecord],
     label: &str,
 ) -> Option<String> {
-    let status = |n: u64| {
-        exps.iter()
-            .find(|e| e.n == n)
-            .map_or(Status::Running, |e| e.status())
-    };
+    let statuses: HashMap<u64, Status> = exps.iter().map(|e| (e.n, e.status())).collect();
+    let status = |n: u64| statuses.get(&n).copied().unwrap_or(Status::Running);
     let mut drawn: Vec<(u64, &Curve)> = curves
         .iter()
         .filter(|(_, c)| !c.is_empty())
@@ -79,8 +90,7 @@ pub fn curves_svg(
             Status::Pruned => ("#a1887f", 1.0, r#" stroke-dasharray="4 3""#),
             _ => ("#cfcfcf", 1.0, ""),
         };
-        let path: Vec<String> = c
-            .iter()
+        let path: Vec<String> = thinned(c)
             .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
             .collect();
         let _ = writeln!(
@@ -127,5 +137,29 @@ mod tests {
         assert!(svg.contains("stroke-dasharray"), "{svg}");
         assert!(svg.contains("pruned at step 2"), "{svg}");
         assert!(svg.contains("loss &lt;x&gt;"), "escaped: {svg}");
+    }
+
+    #[test]
+    fn a_long_curve_is_thinned_to_a_bounded_line_that_keeps_its_end() {
+        let exps = vec![ExperimentRecord {
+            n: 0,
+            status: Some(Status::Pruned),
+            ..Default::default()
+        }];
+        let long: Curve = (1..=100_001).map(|i| (i as f64, 1.0 / i as f64)).collect();
+        let mut curves = BTreeMap::new();
+        curves.insert(0, long);
+        let svg = curves_svg(&curves, &exps, "loss").unwrap();
+        let points = svg
+            .split("points=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_default();
+        let drawn = points.split(' ').count();
+        assert!(
+            (MAX_POINTS / 2..=MAX_POINTS + 1).contains(&drawn),
+            "{drawn}"
+        );
+        assert!(svg.contains("pruned at step 100001"), "the end is kept");
     }
 }

@@ -17,6 +17,9 @@ pub struct RunChangeMark {
     pub last_write: f64,
     pub last_event: i64,
     pub state: String,
+    /// Points recorded so far by the experiments still running (`[verify] progress`): a live
+    /// curve changes the run's pages while nothing else does.
+    pub live_points: u64,
 }
 
 impl Store {
@@ -150,6 +153,9 @@ impl Store {
                     (SELECT COALESCE(finished_at, started_at) FROM experiments
                         WHERE run_id = ?1 ORDER BY n DESC LIMIT 1) AS last_write,
                     (SELECT MAX(id) FROM events WHERE run_id = ?1) AS last_event,
+                    (SELECT COUNT(*) FROM curves WHERE run_id = ?1 AND experiment IN
+                        (SELECT n FROM experiments WHERE run_id = ?1 AND status = 'running'))
+                        AS live_points,
                     state
              FROM runs WHERE id = ?1",
             &[Val::Int(Some(run_id))],
@@ -160,6 +166,7 @@ impl Store {
                     last_write: r.real("last_write")?.unwrap_or(0.0),
                     last_event: r.int("last_event")?.unwrap_or(0),
                     state: r.req_text("state")?,
+                    live_points: r.req_u64("live_points")?,
                 })
             },
         )

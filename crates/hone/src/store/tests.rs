@@ -295,6 +295,29 @@ fn pages_sort_filter_and_change_marks(b: &Backend) {
     let outlines = ro.experiment_outlines(run.id).unwrap();
     assert_eq!(outlines.len(), 30);
     assert_eq!(outlines[3].status, Some(Status::Crash));
+    // A live curve changes the mark while nothing else does; finished curves do not count.
+    assert_eq!(mark1.live_points, 0);
+    s.put_curve_point(run.id, 29, 1.0, 2.0).unwrap();
+    assert_eq!(ro.run_change_mark(run.id).unwrap().unwrap(), mark1);
+    let running = ExperimentRecord {
+        n: 30,
+        parent_commit: "abc".into(),
+        status: Some(Status::Running),
+        started_at: 30.0,
+        ..Default::default()
+    };
+    s.put_experiment(run.id, &running).unwrap();
+    let mark2 = ro.run_change_mark(run.id).unwrap().unwrap();
+    s.put_curve_point(run.id, 30, 1.0, 3.0).unwrap();
+    let mark3 = ro.run_change_mark(run.id).unwrap().unwrap();
+    assert_eq!((mark2.live_points, mark3.live_points), (0, 1));
+    assert_eq!(
+        RunChangeMark {
+            live_points: 0,
+            ..mark3
+        },
+        mark2
+    );
 }
 
 fn transactions_commit_or_roll_back(b: &Backend) {
