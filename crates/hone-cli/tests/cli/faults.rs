@@ -297,3 +297,34 @@ fn an_agent_committing_on_the_branch_in_a_worktree_of_its_own_is_a_violation() {
     assert_eq!(st[1], "violation", "{st:?}: {}", text(&out));
     assert!(git(&r.dir, &["for-each-ref", "refs/hone-user/"]).is_empty());
 }
+
+/// An error that ends the loop between two records (here the verifier's log cannot be
+/// created: the agent put a file where the run's log folder was) still leaves in the event log
+/// the progress told so far, which only the next record would otherwise have written.
+#[test]
+fn an_error_between_records_keeps_the_events_told_so_far() {
+    let logs = "../../runs/e/logs"; // the worktree is .hone/worktrees/<tag>
+    let script = format!("run\trm -rf {logs} && touch {logs}\nwrite\tvalue.txt\tscore: 4\\n\n");
+    let r = Repo::scored(3, &script);
+    let out = exits_with(
+        r.hone(&["run", "--tag", "e"]),
+        1,
+        "could not write the verifier log",
+    );
+    let store = hone::store::Store::open(&r.dir.join(".hone/hone.db")).unwrap();
+    let run = store.run_by_tag("e").unwrap().unwrap();
+    let kinds: Vec<String> = store
+        .events(run.id)
+        .unwrap()
+        .into_iter()
+        .filter(|(n, _, _)| *n == Some(1))
+        .map(|(_, kind, _)| kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        ["experiment_started", "proposed", "verifying"],
+        "{}",
+        text(&out)
+    );
+    assert_eq!(r.statuses(), ["baseline", "running"]);
+}

@@ -265,16 +265,22 @@ impl Engine<'_> {
         f: impl FnOnce(&mut Self) -> Result<(), EngineError>,
     ) -> Result<(), EngineError> {
         self.store.begin()?;
+        // Written with this transaction; told again to the error path if it fails.
+        let unlogged = self.unlogged.clone();
         self.log_unlogged();
         let outer_held = self.held.replace(Vec::new());
         let written = f(self);
         let held = std::mem::replace(&mut self.held, outer_held).unwrap_or_default();
-        match written {
-            Ok(()) => self.store.commit()?,
+        let committed = match written {
+            Ok(()) => self.store.commit().map_err(EngineError::from),
             Err(e) => {
                 self.store.rollback();
-                return Err(e);
+                Err(e)
             }
+        };
+        if let Err(e) = committed {
+            self.unlogged.splice(0..0, unlogged);
+            return Err(e);
         }
         if check {
             self.store.check_file()?;

@@ -258,7 +258,31 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
+    /// The session's loop, then its end ([`Engine::end_session`]). An error out of the loop
+    /// (a proposer's, the gate's) ends it without that end; what it would have written and
+    /// is not yet still is (see [`Engine::save_before_error`]).
     pub(super) fn run_loop(&mut self) -> Result<Summary, EngineError> {
+        match self.loop_until_stop() {
+            Ok(stop) => self.end_session(stop),
+            Err(e) => {
+                self.save_before_error();
+                Err(e)
+            }
+        }
+    }
+
+    /// Best effort, before an error ends the session: the progress events told but not yet
+    /// written and the loop's time since the last finish, which [`Engine::end_session`] would
+    /// have written. (What fails to be written here is what a kill would have lost.)
+    fn save_before_error(&mut self) {
+        self.log_unlogged();
+        let _ = self
+            .store
+            .set_active_seconds(self.run.id, self.active_seconds());
+    }
+
+    /// Runs experiments until one of the stop conditions holds; why the loop stopped.
+    fn loop_until_stop(&mut self) -> Result<Stop, EngineError> {
         self.start_session()?;
         let first_check = self
             .check_pinned()
@@ -295,7 +319,7 @@ impl<'a> Engine<'a> {
                 break stop;
             }
         };
-        self.end_session(stop)
+        Ok(stop)
     }
 
     /// Checks the run's worktree out at the branch, loads the history and starts the outer

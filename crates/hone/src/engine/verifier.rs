@@ -47,8 +47,9 @@ pub(super) fn log_event(store: &Store, run_id: i64, event: &Event) {
         _ => None,
     };
     let data = serde_json::to_value(event).unwrap_or(serde_json::Value::Null);
-    // The event log is a record, not a control path: a failed append must not stop the loop.
-    let _ = store.append_event(run_id, n, event.kind(), &data);
+    // The event log is a record, not a control path: a failed append must not stop the loop,
+    // nor undo the writes of the transaction it is part of.
+    let _ = store.best_effort(|s| s.append_event(run_id, n, event.kind(), &data));
 }
 
 /// Whose process a sandbox is for.

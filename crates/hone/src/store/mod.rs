@@ -60,6 +60,8 @@ pub enum StoreError {
     Connect(String),
     #[error("bad record in the store: {0}")]
     Corrupt(String),
+    #[error("the database rolled back the store's transaction after one of its statements failed (a full disk, an I/O error); none of its writes were kept")]
+    RolledBack,
     #[error("state database {path} was written by a newer hone (schema {found}, this hone knows {known}); upgrade hone")]
     TooNew {
         path: String,

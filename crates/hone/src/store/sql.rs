@@ -73,6 +73,7 @@ impl Store {
     pub(super) fn exec(&self, sql: &str, params: &[Val<'_>]) -> Result<u64, StoreError> {
         match &self.db {
             Db::Sqlite(conn) => {
+                self.check_open()?;
                 let mut st = conn.prepare_cached(sql)?;
                 Ok(st.execute(rusqlite::params_from_iter(params.iter()))? as u64)
             }
@@ -151,18 +152,79 @@ impl Store {
         Ok(())
     }
 
-    /// Ends what [`Store::begin`] opened: the outermost commits.
+    /// Ends what [`Store::begin`] opened: the outermost commits. A transaction the database
+    /// has already ended (a failed statement aborts one in PostgreSQL, whose COMMIT then only
+    /// rolls it back; SQLite rolls one back by itself on a full disk or an I/O error) is an
+    /// error, [`StoreError::RolledBack`], never a success that kept nothing.
     pub fn commit(&self) -> Result<(), StoreError> {
         let depth = self.tx_depth.get();
-        self.tx_depth.set(depth.saturating_sub(1));
-        if depth == 1 {
-            if let Err(e) = self.batch("COMMIT") {
-                // A failed COMMIT may leave the transaction open (SQLite: busy); end it.
-                let _ = self.batch("ROLLBACK");
-                return Err(e);
-            }
+        if depth != 1 {
+            self.tx_depth.set(depth.saturating_sub(1));
+            return Ok(());
+        }
+        let open = self.check_open();
+        self.tx_depth.set(0);
+        open?;
+        let committed = match &self.db {
+            Db::Sqlite(_) => self.batch("COMMIT"),
+            // In an aborted transaction the SELECT fails (25P02) and the COMMIT is not run.
+            Db::Postgres(_) => self.batch("SELECT 1; COMMIT").map_err(|e| match e {
+                StoreError::Postgres(pe)
+                    if pe.code() == Some(&postgres::error::SqlState::IN_FAILED_SQL_TRANSACTION) =>
+                {
+                    StoreError::RolledBack
+                }
+                e => e,
+            }),
+        };
+        if let Err(e) = committed {
+            // A failed COMMIT may leave the transaction open (SQLite: busy); end it.
+            let _ = self.batch("ROLLBACK");
+            return Err(e);
         }
         Ok(())
+    }
+
+    /// Inside a transaction, whether it is still open: SQLite rolls a transaction back by
+    /// itself on some errors (a full disk, an I/O error), after which each statement would
+    /// commit on its own, apart from the writes it was to be atomic with. (PostgreSQL refuses
+    /// every statement of an aborted transaction by itself.)
+    fn check_open(&self) -> Result<(), StoreError> {
+        match &self.db {
+            Db::Sqlite(conn) if self.tx_depth.get() > 0 && conn.is_autocommit() => {
+                Err(StoreError::RolledBack)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Runs `f`, a write whose failure must not cost the writes around it (an event of the
+    /// log, which is a record, not a control path); its error is returned for the caller to
+    /// ignore. Inside a transaction `f` runs in a savepoint that its failure rolls back to: in
+    /// PostgreSQL a failed statement aborts the whole transaction otherwise. (Where the
+    /// database rolled the whole transaction back, the savepoint is gone with it; the next
+    /// write and the commit fail with [`StoreError::RolledBack`].)
+    pub fn best_effort<T>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if self.tx_depth.get() == 0 {
+            return f(self);
+        }
+        self.check_open()?;
+        self.batch("SAVEPOINT hone_best_effort")?;
+        match f(self) {
+            Ok(v) => {
+                self.batch("RELEASE SAVEPOINT hone_best_effort")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.batch(
+                    "ROLLBACK TO SAVEPOINT hone_best_effort; RELEASE SAVEPOINT hone_best_effort",
+                );
+                Err(e)
+            }
+        }
     }
 
     /// Ends what [`Store::begin`] opened, undoing it: the outermost rolls back (an inner one

@@ -53,14 +53,10 @@ const CASES: &[(&str, Case)] = &[
         "summaries_read_what_the_records_say",
         summary::summaries_read_what_the_records_say,
     ),
-    (
-        "explicit_transactions_nest_and_commit_once",
-        explicit::explicit_transactions_nest_and_commit_once,
-    ),
 ];
 
 fn run_suite(make: &mut dyn FnMut(&str) -> Backend) {
-    for (name, case) in CASES {
+    for (name, case) in CASES.iter().chain(explicit::CASES) {
         let backend = make(name);
         eprintln!("{}: {name}", backend.name);
         case(&backend);

@@ -85,12 +85,14 @@ impl Executor for Slurm {
                 on_line,
                 &mut |id| {
                     // The record of the job id is what lets a later hone cancel it.
-                    let _ = store.append_event(
-                        run_id,
-                        Some(n),
-                        "slurm_job",
-                        &serde_json::json!({ "job": id }),
-                    );
+                    let _ = store.best_effort(|s| {
+                        s.append_event(
+                            run_id,
+                            Some(n),
+                            "slurm_job",
+                            &serde_json::json!({ "job": id }),
+                        )
+                    });
                 },
                 cancel,
             )
