@@ -175,3 +175,36 @@ fn kill_9_mid_run_then_resume_keeps_the_curves_and_prunes_against_them() {
     let why = log[3]["reason"].as_str().unwrap();
     assert!(why.contains("of 2 finished runs"), "{why}");
 }
+
+#[test]
+fn top_k_prunes_against_the_best_finished_run_by_its_objective() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marks = tmp.path();
+    let r = training_repo(
+        &[("prune", "\"top:1\""), ("prune_min_runs", "2")],
+        "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t5 wait\\n\n---\nwrite\tvalue.txt\t3\\n\n",
+        marks,
+    );
+    let out = r.hone(&["run", "--tag", "t"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "keep", "pruned", "keep"], "{log:?}");
+    // #2 (rate 5, the baseline's curve: 80 at step 2, then it waits at step 3 until stopped) is compared with #1 alone, the best
+    // objective (50, not the baseline's 60): its 70 there, no margin (#1 was never behind
+    // the baseline). The median of the two (75) would say the same; ranking the wrong way
+    // round would compare with the baseline's 80, a tie, and not prune.
+    let why = log[2]["reason"].as_str().unwrap();
+    assert!(why.contains("pruned at step 2"), "{why}");
+    assert!(
+        why.contains(
+            "the 1 best of 2 finished runs, plus the margin they were seen to make up (70.000000)"
+        ),
+        "{why}"
+    );
+    assert!(marks.join("term.2").exists(), "no SIGTERM");
+    assert!(wait_group_gone(read_pgid(&marks.join("pgid.2"))));
+    // #3 (rate 3: 60 at step 2) is ahead of the incumbent and runs to the end.
+    assert_eq!(curve_points(&r, 3), 6);
+    assert!(!marks.join("term.3").exists());
+}

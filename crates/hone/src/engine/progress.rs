@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use crate::spec::Spec;
 use crate::store::{Store, StoreError};
-use crate::verify::prune::{Curve, LiveCurve, Progress, Pruned, Pruner};
+use crate::verify::prune::{LiveCurve, Progress, PruneRule, Pruned, Pruner, Reference};
 
 /// One run's watcher.
 pub(super) struct Watch<'a> {
@@ -20,7 +20,7 @@ pub(super) struct Watch<'a> {
     run_id: i64,
     n: u64,
     pruner: Option<Pruner>,
-    references: Vec<Curve>,
+    references: Vec<Reference>,
     live: LiveCurve,
     started: Instant,
     /// Set when the run is to stop (the cancel check reads it).
@@ -90,16 +90,22 @@ impl<'a> Watch<'a> {
             Progress::Metric(name) => name.as_str(),
             Progress::Regex { .. } => "value",
         };
-        let rule = self.pruner.map(|p| p.rule.to_string()).unwrap_or_default();
-        Ok(self.pruned.map(|p| {
-            format!(
-                "pruned at step {}: its best {metric} so far, {}, was worse than the {rule} ({}) of {} finished runs at that step; its process group was stopped",
-                p.step,
-                fmt(p.best),
-                fmt(p.threshold),
-                p.runs
-            )
-        }))
+        let Some((p, pruner)) = self.pruned.zip(self.pruner) else {
+            return Ok(None);
+        };
+        let against = match pruner.rule {
+            PruneRule::Top(k) => format!(
+                "the worst value there of the {k} best of {} finished runs, plus the margin they were seen to make up ({})",
+                p.runs,
+                fmt(p.threshold)
+            ),
+            rule => format!("the {rule} ({}) of {} finished runs", fmt(p.threshold), p.runs),
+        };
+        Ok(Some(format!(
+            "pruned at step {}: its best {metric} so far, {}, was worse than {against} at that step; its process group was stopped",
+            p.step,
+            fmt(p.best),
+        )))
     }
 }
 

@@ -455,11 +455,20 @@ mod tests {
         assert_eq!(p.warmup, Warmup::Steps(100.0));
         assert_eq!(p.min_runs, PRUNE_MIN_RUNS);
         let pruner = p.pruner(Direction::Minimize).unwrap();
-        assert_eq!(pruner.rule.percentile, 25.0);
+        assert_eq!(pruner.rule, PruneRule::Percentile(25.0));
         let s = parse(&with("progress = 'step (?P<step>\\d+) \\| loss (?P<value>[0-9.]+)'\nprune = \"median\"\nprune_warmup = \"90s\"\nprune_min_runs = 5")).unwrap();
         let p = s.verify.progress.unwrap();
         assert_eq!(p.warmup, Warmup::Time(Duration::from_secs(90)));
         assert_eq!(p.min_runs, 5);
+        let s = parse(&with("progress = \"loss\"\nprune = \"top:3\"")).unwrap();
+        let pruner = s
+            .verify
+            .progress
+            .unwrap()
+            .pruner(Direction::Maximize)
+            .unwrap();
+        assert_eq!(pruner.rule, PruneRule::Top(3));
+        assert_eq!(pruner.direction, Direction::Maximize);
         // Recording curves without pruning.
         let s = parse(&with("progress = \"loss\"")).unwrap();
         assert!(s
@@ -475,6 +484,16 @@ mod tests {
                 "progress = \"loss\"\nprune = \"mean\"",
                 "verify.prune",
                 "not a pruning rule",
+            ),
+            (
+                "progress = \"loss\"\nprune = \"top:0\"",
+                "verify.prune",
+                "did you mean \"top:3\"",
+            ),
+            (
+                "progress = \"loss\"\nprune = \"best\"",
+                "verify.prune",
+                "did you mean \"top:3\"",
             ),
             (
                 "progress = \"loss (\"",

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::{int, now, Db, Store, StoreError, Val};
 
-pub use crate::verify::prune::Curve;
+pub use crate::verify::prune::{Curve, Reference};
 
 impl Store {
     /// Records a point of experiment `n`'s curve (a step written again keeps its last value).
@@ -72,14 +72,30 @@ impl Store {
     }
 
     /// The curves a running experiment is compared with: those of the experiments of the run
-    /// that ran to the end and were judged (baseline, keep, discard), never a pruned one.
-    pub fn reference_curves(&self, run_id: i64) -> Result<Vec<Curve>, StoreError> {
-        Ok(self
-            .curves_where(
-                run_id,
-                "AND EXISTS (SELECT 1 FROM experiments e WHERE e.run_id = c.run_id AND e.n = c.experiment AND e.status IN ('baseline', 'keep', 'discard'))",
+    /// that ran to the end and were judged (baseline, keep, discard), never a pruned one, each
+    /// with its objective.
+    pub fn reference_curves(&self, run_id: i64) -> Result<Vec<Reference>, StoreError> {
+        let judged = "e.status IN ('baseline', 'keep', 'discard')";
+        let curves = self.curves_where(
+            run_id,
+            &format!("AND EXISTS (SELECT 1 FROM experiments e WHERE e.run_id = c.run_id AND e.n = c.experiment AND {judged})"),
+        )?;
+        let objectives: BTreeMap<u64, Option<f64>> = self
+            .query(
+                &format!(
+                    "SELECT e.n, e.objective FROM experiments e WHERE e.run_id = ?1 AND {judged}"
+                ),
+                &[Val::Int(Some(run_id))],
+                |r| Ok((r.req_u64("n")?, r.real("objective")?)),
             )?
-            .into_values()
+            .into_iter()
+            .collect();
+        Ok(curves
+            .into_iter()
+            .map(|(n, curve)| Reference {
+                curve,
+                objective: objectives.get(&n).copied().flatten(),
+            })
             .collect())
     }
 

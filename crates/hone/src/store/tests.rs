@@ -119,6 +119,7 @@ fn curves_and_their_references(b: &Backend) {
             n: n as u64,
             parent_commit: "abc".into(),
             status: Some(*st),
+            objective: (n == 1).then_some(0.25),
             started_at: now(),
             ..Default::default()
         };
@@ -136,7 +137,10 @@ fn curves_and_their_references(b: &Backend) {
     assert_eq!(all[&0], vec![(10.0, 10.0), (20.0, 20.0)]);
     assert_eq!(all[&1], vec![(10.0, 11.0), (20.0, 0.5)]);
     let refs = s.reference_curves(run.id).unwrap();
-    assert_eq!(refs, vec![all[&0].clone(), all[&1].clone()]);
+    let curves: Vec<_> = refs.iter().map(|r| r.curve.clone()).collect();
+    assert_eq!(curves, vec![all[&0].clone(), all[&1].clone()]);
+    let objectives: Vec<_> = refs.iter().map(|r| r.objective).collect();
+    assert_eq!(objectives, vec![None, Some(0.25)]);
     assert_eq!(
         s.experiment(run.id, 2).unwrap().unwrap().status,
         Some(Status::Pruned)

@@ -3,11 +3,15 @@
 //! worse, at the same step, than the curves of the experiments that ran to the end
 //! (`[verify] prune`). Both are pure: the engine feeds lines and curves, and stops the run.
 //!
-//! The rule (as Optuna's `MedianPruner` and `PercentilePruner`): at step `s`, each reference
-//! curve gives its value at its last step `<= s`; with `percentile:P`, a run is pruned when
-//! its best value so far is worse than the P-th best percentile of those values (`median` is
-//! `percentile:50`). Nothing is pruned before the warm-up (steps or time) is over, nor while
-//! fewer than `min_runs` curves reach that step.
+//! The rules: at step `s`, each reference curve gives its value at its last step `<= s`.
+//! With `percentile:P` (as Optuna's `MedianPruner` and `PercentilePruner`), a run is pruned
+//! when its best value so far is worse than the P-th best percentile of those values
+//! (`median` is `percentile:50`). With `top:K`, when it is worse than each of the K finished
+//! runs with the best objectives (the incumbent among them) by more than a margin learned
+//! from the references: the most that one of those K was behind, at `s`, a run it ended
+//! better than. A keep must beat the incumbent, so the best runs are the reference, not the
+//! median of all runs. Nothing is pruned before the warm-up (steps or time) is over, nor
+//! while fewer than `min_runs` curves reach that step.
 
 use std::time::Duration;
 
@@ -82,37 +86,59 @@ impl serde::Serialize for Progress {
     }
 }
 
-/// The rule: prune a run worse than this percentile (the best `P` percent survive).
+/// The rule that stops a run.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PruneRule {
-    /// In (0, 100); `median` is 50.
-    pub percentile: f64,
+pub enum PruneRule {
+    /// `median` or `percentile:P`: worse than the P-th best percentile of every finished
+    /// run's value at the same step (the best `P` percent survive; `median` is 50).
+    Percentile(f64),
+    /// `top:K`: worse, at the same step, than each of the K finished runs with the best
+    /// objectives, by more than the margin (those K runs' values at that step, and how far
+    /// behind a run they later beat any of them was there).
+    Top(usize),
 }
 
 impl PruneRule {
-    /// `median` or `percentile:P` with 0 < P < 100.
+    /// `median`, `percentile:P` with 0 < P < 100, or `top:K` with K >= 1.
     pub fn parse(text: &str) -> Result<PruneRule, String> {
-        let bad = || {
-            format!("`{text}` is not a pruning rule: write \"median\" or \"percentile:P\" with P between 0 and 100 (\"percentile:25\" keeps only runs within the best quarter)")
-        };
-        let percentile = match text.trim() {
-            "median" => 50.0,
-            t => t
-                .strip_prefix("percentile:")
-                .and_then(|p| p.trim().parse::<f64>().ok())
+        let t = text.trim();
+        if t == "median" {
+            return Ok(PruneRule::Percentile(50.0));
+        }
+        if let Some(p) = t.strip_prefix("percentile:") {
+            if let Some(p) = p
+                .trim()
+                .parse::<f64>()
+                .ok()
                 .filter(|p| *p > 0.0 && *p < 100.0)
-                .ok_or_else(bad)?,
+            {
+                return Ok(PruneRule::Percentile(p));
+            }
+        }
+        if let Some(k) = t.strip_prefix("top:") {
+            if let Some(k) = k.trim().parse::<usize>().ok().filter(|k| *k >= 1) {
+                return Ok(PruneRule::Top(k));
+            }
+        }
+        let hint = if t.starts_with("top") || t == "best" || t == "incumbent" {
+            " (did you mean \"top:3\"? K is a whole number from 1)"
+        } else if t.starts_with("percentile") || t.starts_with("quantile") {
+            " (did you mean \"percentile:25\"? P is between 0 and 100)"
+        } else {
+            ""
         };
-        Ok(PruneRule { percentile })
+        Err(format!(
+            "`{text}` is not a pruning rule{hint}: write \"median\", \"percentile:P\" with P between 0 and 100 (\"percentile:25\" keeps only runs within the best quarter), or \"top:K\" (\"top:3\" stops a run clearly behind the 3 best finished runs)"
+        ))
     }
 }
 
 impl std::fmt::Display for PruneRule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.percentile == 50.0 {
-            f.write_str("median")
-        } else {
-            write!(f, "percentile:{}", self.percentile)
+        match self {
+            PruneRule::Percentile(p) if *p == 50.0 => f.write_str("median"),
+            PruneRule::Percentile(p) => write!(f, "percentile:{p}"),
+            PruneRule::Top(k) => write!(f, "top:{k}"),
         }
     }
 }
@@ -153,6 +179,14 @@ impl serde::Serialize for Warmup {
 /// A curve: (step, value) points in the order of their steps.
 pub type Curve = Vec<(f64, f64)>;
 
+/// A finished run a running one is compared with: its curve, and its objective (`None` when
+/// it has none, e.g. a baseline recorded without one; such a run never ranks in `top:K`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reference {
+    pub curve: Curve,
+    pub objective: Option<f64>,
+}
+
 /// The pruner of one run: its rule, the objective's direction, the warm-up and how many
 /// reference curves it needs.
 #[derive(Clone, Copy, Debug)]
@@ -177,7 +211,7 @@ impl Pruner {
     /// worse than `references` allow.
     pub fn judge(
         &self,
-        references: &[Curve],
+        references: &[Reference],
         best: f64,
         step: f64,
         elapsed: Duration,
@@ -185,25 +219,62 @@ impl Pruner {
         if !self.warmup.over(step, elapsed) {
             return None;
         }
-        let mut at: Vec<f64> = references
+        let at: Vec<(f64, Option<f64>)> = references
             .iter()
-            .filter_map(|c| value_at(c, step))
+            .filter_map(|r| value_at(&r.curve, step).map(|v| (v, r.objective)))
             .collect();
         if at.is_empty() || at.len() < self.min_runs {
             return None;
         }
-        at.sort_by(f64::total_cmp);
-        let q = match self.direction {
-            Direction::Minimize => self.rule.percentile,
-            Direction::Maximize => 100.0 - self.rule.percentile,
+        let threshold = match self.rule {
+            PruneRule::Percentile(p) => self.percentile(&at, p),
+            PruneRule::Top(k) => self.top(&at, k)?,
         };
-        let threshold = quantile(&at, q / 100.0);
         self.direction.better(threshold, best).then_some(Pruned {
             step,
             best,
             threshold,
             runs: at.len(),
         })
+    }
+
+    /// The `p`-th best percentile of the values `at` the step.
+    fn percentile(&self, at: &[(f64, Option<f64>)], p: f64) -> f64 {
+        let mut v: Vec<f64> = at.iter().map(|a| a.0).collect();
+        v.sort_by(f64::total_cmp);
+        let q = match self.direction {
+            Direction::Minimize => p,
+            Direction::Maximize => 100.0 - p,
+        };
+        quantile(&v, q / 100.0)
+    }
+
+    /// `top:K`'s threshold at a step, from each run's (value there, objective): the worst
+    /// value of the K runs with the best objectives, made worse by the margin, the most any
+    /// of them was behind there a run that ended worse (0 when none was). `None` when no run
+    /// has an objective. Worked in "lower is better" (values negated when maximizing).
+    fn top(&self, at: &[(f64, Option<f64>)], k: usize) -> Option<f64> {
+        let sign = match self.direction {
+            Direction::Minimize => 1.0,
+            Direction::Maximize => -1.0,
+        };
+        let mut ranked: Vec<(f64, f64)> = at
+            .iter()
+            .filter_map(|(v, o)| o.filter(|o| o.is_finite()).map(|o| (v * sign, o * sign)))
+            .collect();
+        ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
+        let top = &ranked[..k.min(ranked.len())];
+        let worst = top.iter().map(|t| t.0).reduce(f64::max)?;
+        let margin = top
+            .iter()
+            .flat_map(|t| {
+                ranked
+                    .iter()
+                    .filter(move |r| r.1 > t.1)
+                    .map(move |r| t.0 - r.0)
+            })
+            .fold(0.0, f64::max);
+        Some((worst + margin) * sign)
     }
 }
 
@@ -261,6 +332,36 @@ mod tests {
             .collect()
     }
 
+    /// References without objectives (the percentile rules do not read them).
+    fn unranked(curves: &[&[f64]]) -> Vec<Reference> {
+        curves
+            .iter()
+            .map(|c| Reference {
+                curve: curve(c),
+                objective: None,
+            })
+            .collect()
+    }
+
+    /// References with their objectives.
+    fn ranked(runs: &[(&[f64], f64)]) -> Vec<Reference> {
+        runs.iter()
+            .map(|(c, o)| Reference {
+                curve: curve(c),
+                objective: Some(*o),
+            })
+            .collect()
+    }
+
+    fn top(k: usize, direction: Direction) -> Pruner {
+        Pruner {
+            rule: PruneRule::Top(k),
+            direction,
+            warmup: Warmup::Steps(20.0),
+            min_runs: 3,
+        }
+    }
+
     fn median(direction: Direction) -> Pruner {
         Pruner {
             rule: PruneRule::parse("median").unwrap(),
@@ -300,25 +401,38 @@ mod tests {
 
     #[test]
     fn rules_parse_and_print() {
-        assert_eq!(PruneRule::parse("median").unwrap().percentile, 50.0);
-        assert_eq!(PruneRule::parse("percentile:25").unwrap().percentile, 25.0);
         assert_eq!(
-            PruneRule::parse("percentile:25").unwrap().to_string(),
-            "percentile:25"
+            PruneRule::parse("median").unwrap(),
+            PruneRule::Percentile(50.0)
         );
+        assert_eq!(
+            PruneRule::parse("percentile:25").unwrap(),
+            PruneRule::Percentile(25.0)
+        );
+        assert_eq!(PruneRule::parse(" top:3 ").unwrap(), PruneRule::Top(3));
+        for text in ["median", "percentile:25", "top:3"] {
+            assert_eq!(PruneRule::parse(text).unwrap().to_string(), text);
+        }
         for bad in ["mean", "percentile:0", "percentile:100", "percentile:x"] {
             let e = PruneRule::parse(bad).unwrap_err();
             assert!(e.contains("not a pruning rule"), "{bad}: {e}");
+            assert!(e.contains("top:K"), "{bad}: {e}");
         }
+        for bad in ["top", "top:0", "top:1.5", "best"] {
+            let e = PruneRule::parse(bad).unwrap_err();
+            assert!(e.contains("did you mean \"top:3\""), "{bad}: {e}");
+        }
+        let e = PruneRule::parse("percentile:150").unwrap_err();
+        assert!(e.contains("did you mean \"percentile:25\""), "{e}");
     }
 
     #[test]
     fn median_prunes_a_run_worse_than_the_median_at_the_same_step() {
-        let refs = vec![
-            curve(&[5.0, 4.0, 3.0, 2.0]),
-            curve(&[5.0, 4.5, 3.5, 2.5]),
-            curve(&[6.0, 5.0, 4.0, 3.0]),
-        ];
+        let refs = unranked(&[
+            &[5.0, 4.0, 3.0, 2.0],
+            &[5.0, 4.5, 3.5, 2.5],
+            &[6.0, 5.0, 4.0, 3.0],
+        ]);
         let p = median(Direction::Minimize);
         let t = Duration::ZERO;
         // Step 20: references 4.0, 4.5, 5.0; median 4.5.
@@ -333,29 +447,32 @@ mod tests {
         // Fewer than min_runs references: nothing is pruned.
         assert_eq!(p.judge(&refs[..2], 100.0, 20.0, t), None);
         // Before any reference's first step: nothing to compare with.
-        let late: Vec<Curve> = refs
+        let late: Vec<Reference> = refs
             .iter()
-            .map(|c| c.iter().map(|(s, v)| (s + 100.0, *v)).collect())
+            .map(|r| Reference {
+                curve: r.curve.iter().map(|(s, v)| (s + 100.0, *v)).collect(),
+                objective: None,
+            })
             .collect();
         assert_eq!(p.judge(&late, 100.0, 20.0, t), None);
     }
 
     #[test]
     fn direction_and_percentile_and_time_warmup() {
-        let refs = vec![
-            curve(&[1.0, 2.0]),
-            curve(&[2.0, 3.0]),
-            curve(&[3.0, 4.0]),
-            curve(&[4.0, 5.0]),
-            curve(&[5.0, 6.0]),
-        ];
+        let refs = unranked(&[
+            &[1.0, 2.0],
+            &[2.0, 3.0],
+            &[3.0, 4.0],
+            &[4.0, 5.0],
+            &[5.0, 6.0],
+        ]);
         // Maximize: at step 20 the values are 2..6; the median is 4; lower is worse.
         let p = median(Direction::Maximize);
         assert!(p.judge(&refs, 3.9, 20.0, Duration::ZERO).is_some());
         assert!(p.judge(&refs, 4.1, 20.0, Duration::ZERO).is_none());
         // percentile:25 keeps only the best quarter: maximize, the 75th percentile is 5.
         let q = Pruner {
-            rule: PruneRule::parse("percentile:25").unwrap(),
+            rule: PruneRule::Percentile(25.0),
             ..p
         };
         assert_eq!(
@@ -383,6 +500,90 @@ mod tests {
         assert!(timed
             .judge(&refs, 9.0, 20.0, Duration::from_secs(60))
             .is_some());
+    }
+
+    #[test]
+    fn top_prunes_a_run_behind_the_best_runs_where_the_median_would_not() {
+        // Minimize. Step 20: the three best runs (objectives 1.0, 1.1, 1.2) are at 2.0, 2.1,
+        // 2.2; the others at 3.0..4.0 (the median 2.6), and no run was ever ahead of one it
+        // ended worse than.
+        let refs = ranked(&[
+            (&[4.0, 2.0], 1.0),
+            (&[4.0, 2.1], 1.1),
+            (&[4.0, 2.2], 1.2),
+            (&[4.0, 3.0], 2.0),
+            (&[4.0, 3.5], 2.5),
+            (&[4.0, 4.0], 3.0),
+        ]);
+        let t = Duration::ZERO;
+        let p = top(3, Direction::Minimize);
+        let pruned = p.judge(&refs, 2.3, 20.0, t).unwrap();
+        assert_eq!((pruned.threshold, pruned.runs), (2.2, 6));
+        assert_eq!(p.judge(&refs, 2.2, 20.0, t), None, "a tie is not worse");
+        assert!(median(Direction::Minimize)
+            .judge(&refs, 2.3, 20.0, t)
+            .is_none());
+        // top:1 compares with the incumbent alone.
+        assert_eq!(
+            top(1, Direction::Minimize)
+                .judge(&refs, 2.05, 20.0, t)
+                .unwrap()
+                .threshold,
+            2.0
+        );
+        // K beyond the references: the worst of them all.
+        assert_eq!(
+            top(9, Direction::Minimize)
+                .judge(&refs, 4.1, 20.0, t)
+                .unwrap()
+                .threshold,
+            4.0
+        );
+        // Warm-up and min runs as for the median.
+        assert_eq!(p.judge(&refs, 9.0, 10.0, t), None);
+        let few = Pruner { min_runs: 7, ..p };
+        assert_eq!(few.judge(&refs, 9.0, 20.0, t), None);
+        // No reference at all, or none with an objective: nothing to compare with.
+        assert_eq!(Pruner { min_runs: 1, ..p }.judge(&[], 9.0, 20.0, t), None);
+        let unranked = unranked(&[&[4.0, 2.0], &[4.0, 2.1], &[4.0, 2.2]]);
+        assert_eq!(p.judge(&unranked, 9.0, 20.0, t), None);
+    }
+
+    #[test]
+    fn top_learns_its_margin_from_best_runs_that_were_behind() {
+        // Minimize. At step 20 the best run (objective 1.0) was at 2.5, behind by 0.4 a run
+        // that ended worse (2.1, objective 1.5): the threshold is 2.5 + 0.4. At step 10 it
+        // was ahead of every other run, so no margin there.
+        let refs = ranked(&[(&[3.0, 2.5], 1.0), (&[3.5, 2.1], 1.5), (&[4.0, 3.0], 2.0)]);
+        let t = Duration::ZERO;
+        let p = Pruner {
+            warmup: Warmup::Steps(0.0),
+            ..top(1, Direction::Minimize)
+        };
+        let at20 = p.judge(&refs, 3.0, 20.0, t).unwrap().threshold;
+        assert!((at20 - 2.9).abs() < 1e-12, "{at20}");
+        assert_eq!(p.judge(&refs, 2.85, 20.0, t), None, "within the margin");
+        assert_eq!(p.judge(&refs, 3.1, 10.0, t).unwrap().threshold, 3.0);
+        // Maximize, the same curves negated: the margin goes the other way.
+        let neg: Vec<Reference> = refs
+            .iter()
+            .map(|r| Reference {
+                curve: r.curve.iter().map(|(s, v)| (*s, -v)).collect(),
+                objective: r.objective.map(|o| -o),
+            })
+            .collect();
+        let q = Pruner {
+            direction: Direction::Maximize,
+            ..p
+        };
+        let at20 = q.judge(&neg, -3.0, 20.0, t).unwrap().threshold;
+        assert!((at20 + 2.9).abs() < 1e-12, "{at20}");
+        assert_eq!(q.judge(&neg, -2.85, 20.0, t), None);
+        // Maximize without a margin: lower than the best runs' worst is pruned.
+        let maxi = ranked(&[(&[1.0, 5.0], 9.0), (&[1.0, 4.0], 8.0), (&[1.0, 3.0], 7.0)]);
+        let q2 = top(2, Direction::Maximize);
+        assert_eq!(q2.judge(&maxi, 3.9, 20.0, t).unwrap().threshold, 4.0);
+        assert_eq!(q2.judge(&maxi, 4.1, 20.0, t), None);
     }
 
     #[test]
