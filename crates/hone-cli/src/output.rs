@@ -427,13 +427,14 @@ pub fn log_row(w: &mut dyn std::io::Write, e: &ExperimentRecord, format: &LogFor
 }
 
 /// Under experiment `n`'s row of `hone log`'s table: where crashes narrowed a knob's explored
-/// range once it finished (`narrowed`: from [`hone::propose::optimizer::narrowings`]).
+/// range once it finished (`narrowed`: from [`hone::propose::optimizer::narrowings`], sorted).
 pub fn log_narrowings(
     w: &mut dyn std::io::Write,
     n: u64,
     narrowed: &[(u64, hone::propose::knobs::feasible::Narrowing)],
 ) {
-    for (_, x) in narrowed.iter().filter(|(at, _)| *at == n) {
+    let from = narrowed.partition_point(|(at, _)| *at < n); // a binary search
+    for (_, x) in narrowed[from..].iter().take_while(|(at, _)| *at == n) {
         line(w, &format!("      feasibility: {}", x.describe()));
     }
 }

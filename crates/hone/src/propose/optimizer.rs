@@ -101,21 +101,37 @@ fn infeasible_configs(history: &[ExperimentRecord]) -> Vec<Config> {
         .collect()
 }
 
-/// Where crashes narrowed the knobs' explored ranges over a run (`hone log`, `hone show`):
-/// each narrowing with the number of the experiment after which it appeared or changed.
-pub fn narrowings(history: &[ExperimentRecord]) -> Vec<(u64, knobs::feasible::Narrowing)> {
-    let entries: Vec<(u64, (Config, Option<bool>))> = history
+/// The configurations of a run's history still being measured (`running`, in a parallel run):
+/// the sampler has them at the worst value so far, and its feasibility model leaves them out
+/// of what finished, as `hone log` does.
+fn running_configs(history: &[ExperimentRecord]) -> Vec<Config> {
+    history
         .iter()
-        .filter_map(|e| {
-            let config = config_from_json(e.config.as_ref()?)?;
-            Some((e.n, (config, infeasible(e.status()))))
-        })
-        .collect();
-    let states: Vec<(Config, Option<bool>)> = entries.iter().map(|(_, s)| s.clone()).collect();
-    knobs::feasible::narrowing_history(&states)
-        .into_iter()
-        .map(|(i, n)| (entries[i].0, n))
+        .filter(|e| e.status() == Status::Running)
+        .filter_map(|e| config_from_json(e.config.as_ref()?))
         .collect()
+}
+
+/// Where crashes narrowed the knobs' explored ranges over a run (`hone log`, `hone show`):
+/// each narrowing with the number of the experiment after which it appeared or changed, in
+/// the order of the experiments' numbers.
+pub fn narrowings(history: &[ExperimentRecord]) -> Vec<(u64, knobs::feasible::Narrowing)> {
+    let (mut numbers, mut states) = (Vec::new(), Vec::new());
+    for e in history {
+        let Some(config) = e.config.as_ref().and_then(config_from_json) else {
+            continue;
+        };
+        numbers.push(e.n);
+        states.push((config, infeasible(e.status())));
+    }
+    let mut out: Vec<(u64, knobs::feasible::Narrowing)> =
+        knobs::feasible::narrowing_history(&states)
+            .into_iter()
+            .map(|(i, n)| (numbers[i], n))
+            .collect();
+    // The store reads experiments in order already; a stable sort keeps it so regardless.
+    out.sort_by_key(|(n, _)| *n);
+    out
 }
 
 /// The knobs' explored ranges narrowed by crashes at the end of `history` (what the sampler
@@ -138,7 +154,7 @@ pub fn narrowed_ranges(history: &[ExperimentRecord]) -> Vec<knobs::feasible::Nar
 }
 
 fn config_from_json(v: &serde_json::Value) -> Option<Config> {
-    serde_json::from_value(v.clone()).ok()
+    serde::Deserialize::deserialize(v).ok()
 }
 
 impl Proposer for KnobsProposer {
@@ -173,6 +189,7 @@ impl Proposer for KnobsProposer {
         let minimize = ctx.spec.verify.direction == Direction::Minimize;
         let history = observations(ctx.history, minimize);
         let crashed = infeasible_configs(ctx.history);
+        let pending = running_configs(ctx.history);
         let g = ctx.guidance;
         let candidates: Vec<Config> = g.candidates.iter().map(|(_, c)| c.clone()).collect();
         let guide = knobs::SamplerGuide {
@@ -183,6 +200,7 @@ impl Proposer for KnobsProposer {
             mode: g.mode,
             avoid: &g.avoid,
             infeasible: &crashed,
+            pending: &pending,
         };
         let suggested = knobs::suggest_guided(
             &found, &history, &incumbent, minimize, ctx.seed, ctx.n, &guide,
@@ -278,6 +296,22 @@ mod tests {
         assert_eq!(narrowed.len(), 1, "{narrowed:?}");
         assert_eq!((narrowed[0].edge, narrowed[0].crashes), (7.0, 3));
         assert_eq!(narrowings(&history)[0].0, 9);
+    }
+
+    #[test]
+    fn a_running_configuration_in_the_crash_region_leaves_the_narrowing_alone() {
+        let mut history: Vec<ExperimentRecord> = (0..7)
+            .map(|k| rec(k, Status::Discard, Some(4.0), k as i64 + 1))
+            .collect();
+        history.extend((7..10).map(|k| rec(k, Status::Crash, None, k as i64 + 3)));
+        let learned = narrowed_ranges(&history);
+        assert_eq!(learned.len(), 1, "{learned:?}");
+        history.push(rec(10, Status::Running, None, 11));
+        assert_eq!(narrowed_ranges(&history), learned);
+        assert_eq!(narrowings(&history), narrowings(&history[..10]));
+        let pending = running_configs(&history);
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].get("A"), Some(&knobs::KnobValue::Int(11)));
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //! nearest crash now and then (`sampler::feasible`). Everything here is a pure function of the
 //! run's history, so a resumed run or a parallel one sees the same narrowing.
 
+use std::collections::BTreeMap;
+
 use super::{Config, KnobValue};
 
 /// Crashes beyond a knob's finished values before its range counts as narrowed.
@@ -131,11 +133,11 @@ pub fn narrowings(finished: &[&Config], infeasible: &[&Config]) -> Vec<Narrowing
             if beyond.len() < needed {
                 continue;
             }
-            let nearest = beyond
-                .iter()
-                .copied()
-                .min_by(|a, b| (a - edge).abs().total_cmp(&(b - edge).abs()))
-                .unwrap_or(edge);
+            // The nearest beyond the edge: the smallest above it, the largest below it.
+            let nearest = match side {
+                Side::Above => beyond.iter().copied().fold(f64::INFINITY, f64::min),
+                Side::Below => beyond.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            };
             out.push(Narrowing {
                 knob: name.clone(),
                 side,
@@ -153,29 +155,179 @@ pub fn narrowings(finished: &[&Config], infeasible: &[&Config]) -> Vec<Narrowing
 /// whether it was infeasible, `None` for one still running or not measured), the narrowings
 /// that are new or changed after that entry, with the entry's index. A narrowing that later
 /// disappears (a value beyond the edge finished) is not reported again until it returns.
+///
+/// The same as calling [`narrowings`] on every prefix, in O(n log n): each knob keeps its
+/// finished values' ends and its crashed values in order, and after an entry only the knobs
+/// it holds are looked at again (every knob when the crashes needed changed).
 pub fn narrowing_history(history: &[(Config, Option<bool>)]) -> Vec<(usize, Narrowing)> {
-    let mut finished: Vec<&Config> = Vec::new();
-    let mut infeasible: Vec<&Config> = Vec::new();
-    let mut current: Vec<Narrowing> = Vec::new();
+    let mut tracks: BTreeMap<&str, Track> = BTreeMap::new();
+    let (mut finished, mut infeasible) = (0usize, 0usize);
+    let mut needed_before = None;
     let mut out = Vec::new();
     for (i, (config, state)) in history.iter().enumerate() {
-        match state {
-            Some(true) => infeasible.push(config),
-            Some(false) => finished.push(config),
-            None => continue,
-        }
-        if infeasible.len() < MIN_CRASHES {
+        let Some(crashed) = *state else {
             continue;
+        };
+        if crashed {
+            infeasible += 1;
+        } else {
+            finished += 1;
         }
-        let now = narrowings(&finished, &infeasible);
-        for n in &now {
-            if !current.contains(n) {
-                out.push((i, n.clone()));
+        for (name, x) in config.iter().filter_map(|(k, v)| Some((k, numeric(v)?))) {
+            let t = tracks.entry(name.as_str()).or_insert_with(Track::new);
+            if crashed {
+                t.crash(x);
+            } else {
+                t.finish(x);
             }
         }
-        current = now;
+        let needed = crashes_needed(infeasible, infeasible + finished);
+        let mut look = |name: &str, t: &mut Track| {
+            for (k, side) in [Side::Below, Side::Above].into_iter().enumerate() {
+                let now = t.narrowing(name, side, needed);
+                if now.is_some() && now != t.current[k] {
+                    out.extend(now.clone().map(|n| (i, n)));
+                }
+                t.current[k] = now;
+            }
+        };
+        if needed_before != Some(needed) {
+            for (name, t) in tracks.iter_mut() {
+                look(name, t);
+            }
+        } else {
+            for name in config.keys() {
+                if let Some(t) = tracks.get_mut(name.as_str()) {
+                    look(name, t);
+                }
+            }
+        }
+        needed_before = Some(needed);
     }
     out
+}
+
+/// A finite knob value as an ordered key (-0 is 0, as `==` has it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Key(f64);
+
+impl Key {
+    fn new(x: f64) -> Key {
+        Key(x + 0.0)
+    }
+}
+
+impl Eq for Key {}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Key) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Key) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// One knob's values so far, for [`narrowing_history`].
+struct Track {
+    /// The smallest and largest finished values (infinite while none finished).
+    lo: f64,
+    hi: f64,
+    /// Crashed values with how many times each crashed.
+    crashed: BTreeMap<Key, usize>,
+    count: usize,
+    /// Crashed values below `lo` and above `hi`.
+    below: usize,
+    above: usize,
+    /// The narrowings last reported, below and above.
+    current: [Option<Narrowing>; 2],
+}
+
+impl Track {
+    fn new() -> Track {
+        Track {
+            lo: f64::INFINITY,
+            hi: f64::NEG_INFINITY,
+            crashed: BTreeMap::new(),
+            count: 0,
+            below: 0,
+            above: 0,
+            current: [None, None],
+        }
+    }
+
+    fn crash(&mut self, x: f64) {
+        *self.crashed.entry(Key::new(x)).or_insert(0) += 1;
+        self.count += 1;
+        self.below += usize::from(x < self.lo);
+        self.above += usize::from(x > self.hi);
+    }
+
+    /// A finished value: the crashes it passes no longer lie beyond the ends. Each crashed
+    /// value is passed at most once each way, as the ends only move outwards.
+    fn finish(&mut self, x: f64) {
+        use std::ops::Bound::{Excluded, Included};
+        if x > self.hi {
+            let passed: usize = self
+                .crashed
+                .range((Excluded(Key::new(self.hi)), Included(Key::new(x))))
+                .map(|(_, c)| c)
+                .sum();
+            self.above -= passed;
+            self.hi = x;
+        }
+        if x < self.lo {
+            let passed: usize = self
+                .crashed
+                .range((Included(Key::new(x)), Excluded(Key::new(self.lo))))
+                .map(|(_, c)| c)
+                .sum();
+            self.below -= passed;
+            self.lo = x;
+        }
+    }
+
+    /// What [`narrowings`] says of this knob on one side.
+    fn narrowing(&self, name: &str, side: Side, needed: usize) -> Option<Narrowing> {
+        use std::ops::Bound::{Excluded, Unbounded};
+        if self.lo > self.hi || self.count < needed {
+            return None;
+        }
+        let (edge, crashes) = match side {
+            Side::Above => (self.hi, self.above),
+            Side::Below => (self.lo, self.below),
+        };
+        if crashes < needed {
+            return None;
+        }
+        let (other, nearest) = match side {
+            Side::Above => (
+                self.lo.min(self.crashed.keys().next()?.0),
+                self.crashed
+                    .range((Excluded(Key::new(edge)), Unbounded))
+                    .next()?
+                    .0,
+            ),
+            Side::Below => (
+                self.hi.max(self.crashed.keys().next_back()?.0),
+                self.crashed
+                    .range((Unbounded, Excluded(Key::new(edge))))
+                    .next_back()?
+                    .0,
+            ),
+        };
+        Some(Narrowing {
+            knob: name.to_string(),
+            side,
+            edge,
+            other,
+            nearest_crash: nearest.0,
+            crashes,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -248,5 +400,107 @@ mod tests {
         assert_eq!(got.len(), 1, "{got:?}");
         assert_eq!(got[0].0, 9);
         assert_eq!(got[0].1.edge, 0.8);
+    }
+
+    /// `narrowing_history` as it was written first: [`narrowings`] on every prefix.
+    fn history_by_prefixes(history: &[(Config, Option<bool>)]) -> Vec<(usize, Narrowing)> {
+        let (mut finished, mut infeasible) = (Vec::new(), Vec::new());
+        let mut current: Vec<Narrowing> = Vec::new();
+        let mut out = Vec::new();
+        for (i, (config, state)) in history.iter().enumerate() {
+            match state {
+                Some(true) => infeasible.push(config),
+                Some(false) => finished.push(config),
+                None => continue,
+            }
+            let now = narrowings(&finished, &infeasible);
+            out.extend(
+                now.iter()
+                    .filter(|n| !current.contains(n))
+                    .map(|n| (i, n.clone())),
+            );
+            current = now;
+        }
+        out
+    }
+
+    /// A seeded random history over five knobs (a float, an integer with repeated values, a
+    /// negative float, a string, one knob often missing) that crashes beyond A = 0.8, below
+    /// B = 2 and now and then by chance, with some entries still running.
+    fn random_history(seed: u64, len: usize) -> Vec<(Config, Option<bool>)> {
+        let mut state = seed;
+        let mut draw = || crate::util::unit_f64(crate::util::splitmix64(&mut state));
+        (0..len)
+            .map(|_| {
+                let a = (draw() * 1000.0).round() / 1000.0;
+                let b = (draw() * 12.0).floor() as i64;
+                let c = -draw() * 5.0;
+                let mut config: Config = [
+                    ("A".to_string(), KnobValue::Float(a)),
+                    ("B".to_string(), KnobValue::Int(b)),
+                    ("C".to_string(), KnobValue::Float(c)),
+                    ("D".to_string(), KnobValue::Str(format!("s{}", b % 3))),
+                ]
+                .into_iter()
+                .collect();
+                if draw() < 0.5 {
+                    config.insert("E".to_string(), KnobValue::Float(draw()));
+                }
+                let state = if draw() < 0.05 {
+                    None
+                } else {
+                    Some(a > 0.8 || b < 2 || draw() < 0.05)
+                };
+                (config, state)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_incremental_history_is_the_narrowings_of_every_prefix() {
+        let mut events = 0;
+        for seed in 1..=6 {
+            let h = random_history(seed, 300);
+            let want = history_by_prefixes(&h);
+            let got = narrowing_history(&h);
+            assert_eq!(got, want, "seed {seed}");
+            events += got.len();
+            // Both sides of more than one knob narrow and move.
+            let sides: std::collections::BTreeSet<(&str, bool)> = got
+                .iter()
+                .map(|(_, n)| (n.knob.as_str(), n.side == Side::Above))
+                .collect();
+            assert!(sides.contains(&("A", true)), "seed {seed}: {sides:?}");
+            assert!(sides.contains(&("B", false)), "seed {seed}: {sides:?}");
+        }
+        assert!(events > 30, "{events}");
+        // Crashes on every side of a knob, a finished value beyond the crashes, -0 and 0.
+        let knob = |x: f64| -> Config { [("X".to_string(), KnobValue::Float(x))].into() };
+        let mut h: Vec<(Config, Option<bool>)> =
+            (1..=9).map(|k| (knob(f64::from(k)), Some(false))).collect();
+        h.extend(
+            [
+                (-0.0, false),
+                (-0.0, true),
+                (12.0, true),
+                (12.0, true),
+                (-3.0, true),
+                (11.0, true),
+                (0.0, false),
+                (-4.0, true),
+                (-5.0, true),
+                (15.0, true),
+                (-6.0, true),
+                (11.5, false),
+                (13.0, true),
+                (-2.0, false),
+                (-7.0, true),
+            ]
+            .into_iter()
+            .map(|(x, bad)| (knob(x), Some(bad))),
+        );
+        let want = history_by_prefixes(&h);
+        assert!(want.len() >= 4, "{want:?}");
+        assert_eq!(narrowing_history(&h), want);
     }
 }

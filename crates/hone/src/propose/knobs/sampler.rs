@@ -60,6 +60,10 @@ pub struct SamplerGuide<'a> {
     /// Configurations that crashed, timed out or violated a constraint: the feasibility model
     /// ([`feasible`]) learns from them where not to propose. Empty: no model.
     pub infeasible: &'a [Config],
+    /// Configurations of the history still being measured (the `running` experiments of a
+    /// parallel run, there at a made-up value): tried, but the feasibility model does not count
+    /// them as finished.
+    pub pending: &'a [Config],
 }
 
 /// One finished experiment as the sampler sees it.
@@ -199,7 +203,7 @@ pub fn suggest_guided(
     let mut rng = Rng::new(seed, index);
     // Feasibility learned from crashes: candidates it does not admit are drawn again. Without
     // infeasible configurations it admits everything and draws nothing from `rng`.
-    let feasibility = Feasibility::fit(&space, history, guide.infeasible, &mut rng);
+    let feasibility = Feasibility::fit(&space, history, guide.infeasible, guide.pending, &mut rng);
     let admit = |c: Option<Config>| match &feasibility {
         Some(f) => c.filter(|c| f.admits(&space, c)),
         None => c,

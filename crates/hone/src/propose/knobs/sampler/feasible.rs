@@ -55,11 +55,13 @@ pub(super) struct Feasibility {
 
 impl Feasibility {
     /// The model, or `None` when nothing was infeasible (or nothing infeasible lies in the
-    /// space).
+    /// space). `pending`: configurations of `history` still being measured, left out of what
+    /// finished (one observation of the same configuration each).
     pub(super) fn fit(
         space: &Space,
         history: &[Observation],
         infeasible: &[Config],
+        pending: &[Config],
         rng: &mut Rng,
     ) -> Option<Feasibility> {
         let bad_keys: std::collections::HashSet<u64> =
@@ -68,9 +70,23 @@ impl Feasibility {
         if crashed.is_empty() {
             return None;
         }
+        let mut running: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+        for c in pending {
+            *running.entry(space.key(c)).or_insert(0) += 1;
+        }
         let finished: Vec<&Config> = history
             .iter()
-            .filter(|o| o.objective.is_some() && !bad_keys.contains(&space.key(&o.config)))
+            .filter(|o| o.objective.is_some())
+            .filter(|o| {
+                let key = space.key(&o.config);
+                match running.get_mut(&key) {
+                    Some(left) if *left > 0 => {
+                        *left -= 1;
+                        false
+                    }
+                    _ => !bad_keys.contains(&key),
+                }
+            })
             .map(|o| &o.config)
             .collect();
         let fine: Vec<Vec<Coord>> = finished.iter().filter_map(|c| space.encode(c)).collect();
@@ -301,7 +317,7 @@ mod tests {
         let incumbent = history[11 * 2].config.clone();
         let space = super::super::space::Space::new(&knobs, &history, &incumbent);
         let mut rng = Rng::new(1, 1);
-        let model = Feasibility::fit(&space, &history, &bad, &mut rng).expect("a model");
+        let model = Feasibility::fit(&space, &history, &bad, &[], &mut rng).expect("a model");
         let point = |a: f64, b: f64| space.encode(&at(a, b)).expect("in the space");
         assert_eq!(model.verdict(&point(0.2, 0.5)), Verdict::Fine);
         assert_eq!(model.verdict(&point(0.9, 0.5)), Verdict::Crash);
@@ -341,6 +357,61 @@ mod tests {
     }
 
     #[test]
+    fn a_running_configuration_in_the_crash_region_does_not_count_as_finished() {
+        let knobs = knobs();
+        let (mut history, bad) = walled();
+        let incumbent = history[11 * 2].config.clone();
+        // A parallel run's experiment inside the wall, still running: in the history at the
+        // worst value so far (constant liar), and pending.
+        let running = at(0.9, 0.5);
+        let mut with_running = history.clone();
+        with_running.push(Observation {
+            config: running.clone(),
+            objective: Some(0.55),
+        });
+        // The same configuration finished before: one pending copy leaves the other finished.
+        let mut twice = with_running.clone();
+        for _ in 0..2 {
+            twice.push(Observation {
+                config: at(0.3, 0.3),
+                objective: Some(0.3),
+            });
+        }
+        history.push(Observation {
+            config: at(0.3, 0.3),
+            objective: Some(0.3),
+        });
+        let space = super::super::space::Space::new(&knobs, &with_running, &incumbent);
+        let fit = |h: &[Observation], pending: &[Config]| {
+            Feasibility::fit(&space, h, &bad, pending, &mut Rng::new(1, 1)).expect("a model")
+        };
+        let learned = fit(&history, &[]);
+        let pending = fit(&with_running, std::slice::from_ref(&running));
+        let as_finished = fit(&with_running, &[]);
+        let verdicts = |m: &Feasibility| -> Vec<Verdict> {
+            (0..=20)
+                .flat_map(|i| (0..=4).map(move |j| at(0.05 * i as f64, 0.25 * j as f64)))
+                .map(|c| m.verdict(&space.encode(&c).expect("in the space")))
+                .collect()
+        };
+        let point = space.encode(&running).expect("in the space");
+        assert_eq!(pending.verdict(&point), Verdict::Crash);
+        assert_eq!(verdicts(&pending), verdicts(&learned));
+        let edges = |m: &Feasibility| -> Vec<(usize, f64)> {
+            m.cuts.iter().map(|c| (c.dim, c.edge)).collect()
+        };
+        assert!(!learned.cuts.is_empty());
+        assert_eq!(edges(&pending), edges(&learned));
+        // Counted as finished, it would have undone the wall and widened the narrowing.
+        assert_eq!(as_finished.verdict(&point), Verdict::Fine);
+        assert_ne!(edges(&as_finished), edges(&learned));
+        // A pending copy of a configuration that also finished leaves the finished one in.
+        let twice_pending = fit(&twice, &[running.clone(), at(0.3, 0.3)]);
+        assert_eq!(twice_pending.fine.len(), learned.fine.len());
+        assert_eq!(verdicts(&twice_pending), verdicts(&learned));
+    }
+
+    #[test]
     fn without_crashes_suggestions_are_exactly_those_of_before() {
         let knobs = knobs();
         let history: Vec<Observation> = (0..15)
@@ -351,7 +422,7 @@ mod tests {
             .collect();
         let incumbent = history[8].config.clone();
         let space = super::super::space::Space::new(&knobs, &history, &incumbent);
-        assert!(Feasibility::fit(&space, &history, &[], &mut Rng::new(1, 1)).is_none());
+        assert!(Feasibility::fit(&space, &history, &[], &[], &mut Rng::new(1, 1)).is_none());
         for i in 0..40 {
             let plain = suggest(&knobs, &history, &incumbent, true, 3, i);
             let guided = suggest_guided(
