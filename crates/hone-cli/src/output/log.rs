@@ -1,0 +1,115 @@
+//! `hone log`'s rows: JSON lines, autoresearch's results.tsv, or the table (with the crash
+//! narrowings under the rows that caused them), each written to a buffered writer as the
+//! store streams the rows.
+
+use hone::report::{fmt_metric, tsv_row};
+use hone::spec::format_duration;
+use hone::store::{ExperimentRecord, RunRecord};
+
+use super::terminal_safe;
+
+/// How `hone log` prints its rows: JSON lines, results.tsv, or the table (with a holdout
+/// column when the run has a holdout, and a cost column when it spent money).
+pub enum LogFormat {
+    Json,
+    Tsv,
+    Table { holdout: bool, paid: bool },
+}
+
+impl LogFormat {
+    /// The layout asked for; the table's columns depend on the run (see [`LogFormat`]).
+    pub fn new(json: bool, tsv: bool, holdout: bool, paid: bool) -> LogFormat {
+        if json {
+            LogFormat::Json
+        } else if tsv {
+            LogFormat::Tsv
+        } else {
+            LogFormat::Table { holdout, paid }
+        }
+    }
+}
+
+/// Writes one line to `w` as `out!` prints it (control characters escaped); errors (a closed
+/// pipe) are ignored, as `out!` ignores them.
+fn line(w: &mut dyn std::io::Write, text: &str) {
+    let _ = writeln!(w, "{}", terminal_safe(text));
+}
+
+/// `hone log`'s header line, if its format has one, to `w`.
+pub fn log_header(w: &mut dyn std::io::Write, run: &RunRecord, format: &LogFormat) {
+    match *format {
+        LogFormat::Json => {}
+        LogFormat::Tsv => line(w, &format!("commit\t{}\tstatus\tdescription", run.metric)),
+        LogFormat::Table { holdout, paid } => {
+            // Search and sealed holdout side by side, when the run has a holdout.
+            let h_head = if holdout {
+                format!("  {:>12}", "holdout")
+            } else {
+                String::new()
+            };
+            // Money spent per experiment, when an LLM proposer spent any.
+            let h_head = if paid {
+                format!("{h_head}  {:>8}", "cost")
+            } else {
+                h_head
+            };
+            line(
+                w,
+                &format!(
+                    "{:>4}  {:<9}  {:>12}{h_head}  {:>8}  {:<10}  description",
+                    "#", "status", run.metric, "time", "commit"
+                ),
+            );
+        }
+    }
+}
+
+/// One row of `hone log`, to `w`.
+pub fn log_row(w: &mut dyn std::io::Write, e: &ExperimentRecord, format: &LogFormat) {
+    match *format {
+        LogFormat::Json => line(w, &serde_json::to_string(e).unwrap_or_default()),
+        LogFormat::Tsv => line(w, &tsv_row(e)),
+        LogFormat::Table { holdout, paid } => {
+            let commit = e
+                .candidate_commit
+                .as_deref()
+                .map(|c| &c[..c.len().min(10)])
+                .unwrap_or("-");
+            let h = if holdout {
+                format!("  {:>12}", fmt_metric(e.holdout))
+            } else {
+                String::new()
+            };
+            let h = if paid {
+                format!("{h}  {:>8}", format!("${:.4}", e.cost_usd))
+            } else {
+                h
+            };
+            line(
+                w,
+                &format!(
+                    "{:>4}  {:<9}  {:>12}{h}  {:>8}  {:<10}  {}",
+                    e.n,
+                    e.status().as_str(),
+                    fmt_metric(e.objective),
+                    format_duration(std::time::Duration::from_millis(e.total_ms)),
+                    commit,
+                    e.description
+                ),
+            );
+        }
+    }
+}
+
+/// Under experiment `n`'s row of `hone log`'s table: where crashes narrowed a knob's explored
+/// range once it finished (`narrowed`: from [`hone::propose::optimizer::narrowings`], sorted).
+pub fn log_narrowings(
+    w: &mut dyn std::io::Write,
+    n: u64,
+    narrowed: &[(u64, hone::propose::knobs::feasible::Narrowing)],
+) {
+    let from = narrowed.partition_point(|(at, _)| *at < n); // a binary search
+    for (_, x) in narrowed[from..].iter().take_while(|(at, _)| *at == n) {
+        line(w, &format!("      feasibility: {}", x.describe()));
+    }
+}
