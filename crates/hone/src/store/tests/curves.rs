@@ -61,7 +61,7 @@ fn curves_and_their_references(b: &Backend) {
 /// references, each curve thinned to at most `REFERENCE_POINTS` points that keep its first
 /// and last; with `accepted_only` (a sealed evaluator), only the baseline and the keeps.
 fn references_are_bounded_and_keep_each_curve_s_end(b: &Backend) {
-    assert!(REFERENCE_KEEPS >= 2 && REFERENCE_POINTS < 2_500);
+    const { assert!(REFERENCE_KEEPS >= 2 && REFERENCE_POINTS < 2_500) };
     let s = b.open();
     let run = new_run(&s, "r");
     let total = REFERENCE_RECENT as u64 + 30;
