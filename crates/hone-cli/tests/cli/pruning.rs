@@ -245,3 +245,37 @@ fn with_a_sealed_evaluator_only_accepted_curves_are_references() {
         "{why}"
     );
 }
+
+#[test]
+fn a_long_curve_is_stored_thinned_and_ends_where_the_run_did() {
+    // Each run prints 20,000 points (step=i loss=r/i), then its end; 10,000 are stored as
+    // they come, then every 2nd from 14,143 points, and the last (not on that stride) when
+    // the run ends: 16,626. The candidate (r = 1, ahead everywhere) is judged against the
+    // baseline's thinned curve and runs to the end.
+    let r = Repo::builder()
+        .script("write\tvalue.txt\t1\\n\n")
+        .spec_with(|agent| {
+            Spec::standard("sh long.sh", agent)
+                .metric("loss")
+                .protected(&["prepare.py", "long.sh"])
+                .set("verify", "progress", "\"loss\"")
+                .set("verify", "prune", "\"median\"")
+                .set("verify", "prune_min_runs", "1")
+                .tail("\n[stop]\nmax_experiments = 2\n")
+        })
+        .file(
+            "long.sh",
+            "awk -v r=\"$(cat value.txt)\" 'BEGIN { for (i = 1; i <= 20000; i++) print \"step=\" i \" loss=\" r / i; print \"loss: \" r }'\n",
+        )
+        .file("value.txt", "2\n")
+        .create();
+    let out = r.hone(&["run", "--tag", "l"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep"]);
+    for n in [0, 1] {
+        assert_eq!(curve_points(&r, n), 16_626);
+        let show = text(&r.hone(&["show", &n.to_string()]));
+        let line = show.lines().find(|l| l.starts_with("--- curve: ")).unwrap();
+        assert!(line.contains(".. step 20000 value"), "{line}");
+    }
+}
