@@ -10,7 +10,9 @@ use crate::support::*;
 /// A rate of 50 or more never ends after step 3 (a long hopeless run: only a stop ends it).
 /// With `wait` after the rate, the run waits at step 3 until `marks/go.<n>` exists. Each
 /// run writes its process group to `marks/pgid.<n>`; a SIGTERM is noted in `marks/term.<n>`;
-/// a confirm run (`HONE_REPEAT` 1) prints a curve ten times worse, with the same end.
+/// a confirm run (`HONE_REPEAT` 1) prints a curve ten times worse, with the same end. With
+/// `fake` after the rate, every step prints `loss=-1000000`. `eval.sh` (protected, for
+/// `[verify] evaluate`) prints the end `loss: 10r+10` alone.
 fn training_repo(verify_keys: &[(&str, &str)], script: &str, marks: &Path) -> Repo {
     let train = format!(
         "n=$HONE_EXPERIMENT\n\
@@ -22,6 +24,7 @@ fn training_repo(verify_keys: &[(&str, &str)], script: &str, marks: &Path) -> Re
          while [ $k -le 6 ]; do\n\
            loss=$((r * 10 + 60 / k))\n\
            if [ \"$HONE_REPEAT\" = 1 ]; then loss=$((loss * 10)); fi\n\
+           if [ \"$2\" = fake ]; then loss=-1000000; fi\n\
            echo \"step=$k loss=$loss\"\n\
            if [ $k -eq 3 ] && [ \"$2\" = wait ]; then\n\
              touch {m}/at3.$n\n\
@@ -44,7 +47,7 @@ fn training_repo(verify_keys: &[(&str, &str)], script: &str, marks: &Path) -> Re
         .spec_with(move |agent| {
             let mut spec = Spec::standard("sh train.sh", agent)
                 .metric("loss")
-                .protected(&["prepare.py", "train.sh"])
+                .protected(&["prepare.py", "train.sh", "eval.sh"])
                 .set("verify", "progress", "\"loss\"")
                 .set("verify", "prune", "\"median\"")
                 .set("verify", "prune_warmup", "\"2 steps\"");
@@ -54,6 +57,10 @@ fn training_repo(verify_keys: &[(&str, &str)], script: &str, marks: &Path) -> Re
             spec.tail("\n[stop]\nmax_experiments = 4\n")
         })
         .file("train.sh", &train)
+        .file(
+            "eval.sh",
+            "set -- $(cat value.txt)\necho \"loss: $(($1 * 10 + 10))\"\n",
+        )
         .file("value.txt", "5\n")
         .create()
 }
@@ -207,4 +214,68 @@ fn top_k_prunes_against_the_best_finished_run_by_its_objective() {
     // #3 (rate 3: 60 at step 2) is ahead of the incumbent and runs to the end.
     assert_eq!(curve_points(&r, 3), 6);
     assert!(!marks.join("term.3").exists());
+}
+
+#[test]
+fn with_a_sealed_evaluator_only_accepted_curves_are_references() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marks = tmp.path();
+    // #1 (rate 9) prints a fantastic curve from its own code, and the evaluator scores it
+    // 100 (the baseline 60): a discard. #2 (rate 4: 70 at step 2, the baseline 80) must not
+    // be pruned against #1's curve; #3 (rate 50, hopeless) still is, against the baseline
+    // and #2.
+    let r = training_repo(
+        &[("evaluate", "\"sh eval.sh\""), ("prune_min_runs", "1")],
+        "write\tvalue.txt\t9 fake\\n\n---\nwrite\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t50\\n\n",
+        marks,
+    );
+    let out = r.hone(&["run", "--tag", "e"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(st, ["baseline", "discard", "keep", "pruned"], "{log:?}");
+    assert_eq!(log[1]["objective"], 100.0, "{:?}", log[1]);
+    assert_eq!(curve_points(&r, 1), 6, "the discard's curve is recorded");
+    assert_eq!(curve_points(&r, 2), 6);
+    assert!(!marks.join("term.2").exists());
+    // #3 was compared with the baseline (80) and #2 (70), never with #1's -1000000.
+    let why = log[3]["reason"].as_str().unwrap();
+    assert!(
+        why.contains("median (75.000000) of 2 finished runs"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_long_curve_is_stored_thinned_and_ends_where_the_run_did() {
+    // Each run prints 20,000 points (step=i loss=r/i), then its end; 10,000 are stored as
+    // they come, then every 2nd from 14,143 points, and the last (not on that stride) when
+    // the run ends: 16,626. The candidate (r = 1, ahead everywhere) is judged against the
+    // baseline's thinned curve and runs to the end.
+    let r = Repo::builder()
+        .script("write\tvalue.txt\t1\\n\n")
+        .spec_with(|agent| {
+            Spec::standard("sh long.sh", agent)
+                .metric("loss")
+                .protected(&["prepare.py", "long.sh"])
+                .set("verify", "progress", "\"loss\"")
+                .set("verify", "prune", "\"median\"")
+                .set("verify", "prune_min_runs", "1")
+                .tail("\n[stop]\nmax_experiments = 2\n")
+        })
+        .file(
+            "long.sh",
+            "awk -v r=\"$(cat value.txt)\" 'BEGIN { for (i = 1; i <= 20000; i++) print \"step=\" i \" loss=\" r / i; print \"loss: \" r }'\n",
+        )
+        .file("value.txt", "2\n")
+        .create();
+    let out = r.hone(&["run", "--tag", "l"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep"]);
+    for n in [0, 1] {
+        assert_eq!(curve_points(&r, n), 16_626);
+        let show = text(&r.hone(&["show", &n.to_string()]));
+        let line = show.lines().find(|l| l.starts_with("--- curve: ")).unwrap();
+        assert!(line.contains(".. step 20000 value"), "{line}");
+    }
 }

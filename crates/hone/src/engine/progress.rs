@@ -1,10 +1,15 @@
 //! Watching a verifier run's progress (`[verify] progress`): each (step, value) point its
-//! output prints is recorded at once (a crash loses none already read), and with
-//! `[verify] prune` the run is stopped (the executor's normal SIGTERM, grace, SIGKILL of its
-//! process group) when its curve is clearly worse than the curves of the experiments that
-//! ran to the end, read from the store when the run starts (so a resumed run compares with
-//! the same curves). Only a candidate's first run may be pruned: never the baseline, a
-//! confirm or re-test run, the sealed evaluator or the holdout.
+//! output prints is recorded at once (a crash loses none already stored; past the first
+//! 10,000 points only a thinning share is stored, and the last one when the run ends: see
+//! [`crate::verify::prune::LiveCurve`]), and with `[verify] prune` the run is stopped (the
+//! executor's normal SIGTERM, grace, SIGKILL of its process group) when its curve is clearly
+//! worse than the curves of the experiments that ran to the end, read from the store when
+//! the run starts (so a resumed run compares with the same curves; a bounded, thinned set:
+//! see [`Store::reference_curves`]). With `[verify] evaluate` those are only the baseline's
+//! and the keeps' curves: the first stage is the candidate's code, and a discarded one could
+//! print any curve. Points are judged when the step moved on, at most every stored point or
+//! every 10 ms. Only a candidate's first run may be pruned: never the baseline, a confirm or
+//! re-test run, the sealed evaluator or the holdout.
 
 use std::cell::Cell;
 use std::time::Instant;
@@ -44,7 +49,9 @@ impl<'a> Watch<'a> {
         };
         let pruner = p.pruner(spec.verify.direction).filter(|_| prunable);
         let references = match pruner {
-            Some(_) => store.reference_curves(run_id)?,
+            // With a sealed evaluator the first stage is the candidate's own code: only the
+            // curves of runs it accepted (baseline, keeps) are references.
+            Some(_) => store.reference_curves(run_id, spec.verify.evaluate.is_some())?,
             None => Vec::new(),
         };
         Ok(Some(Watch {
@@ -67,22 +74,33 @@ impl<'a> Watch<'a> {
         let Some((step, value)) = self.read.read(line) else {
             return;
         };
-        if let Err(e) = self.store.put_curve_point(self.run_id, self.n, step, value) {
-            self.error.get_or_insert(e);
+        let elapsed = self.started.elapsed();
+        let point = self.live.push(step, value, elapsed);
+        if point.store {
+            self.put(step, value);
         }
-        let best = self.live.push(step, value);
-        if self.pruned.is_some() {
+        if self.pruned.is_some() || !point.judge {
             return;
         }
         let Some(pruner) = &self.pruner else { return };
-        if let Some(p) = pruner.judge(&self.references, best, step, self.started.elapsed()) {
+        if let Some(p) = pruner.judge(&self.references, point.best, step, elapsed) {
             self.pruned = Some(p);
             self.stop.set(true);
         }
     }
 
-    /// When the run is over: why it was pruned, if it was (the reason to record).
-    pub(super) fn finish(self) -> Result<Option<String>, StoreError> {
+    fn put(&mut self, step: f64, value: f64) {
+        if let Err(e) = self.store.put_curve_point(self.run_id, self.n, step, value) {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    /// When the run is over (its last point stored, if thinning left it out): why it was
+    /// pruned, if it was (the reason to record).
+    pub(super) fn finish(mut self) -> Result<Option<String>, StoreError> {
+        if let Some((step, value)) = self.live.unstored_last() {
+            self.put(step, value);
+        }
         if let Some(e) = self.error {
             return Err(e);
         }

@@ -51,7 +51,10 @@ pub fn find_knobs(
 
 /// What the sampler learns from a run's history. Constant liar: a configuration still being
 /// verified (a `running` experiment of a parallel run) counts as tried, with the worst value
-/// measured so far, so the model looks elsewhere while it runs.
+/// measured so far, so the model looks elsewhere while it runs. A `pruned` one (stopped as
+/// clearly worse than the finished runs: it has no value of its own) counts at that worst
+/// value too: below every finished configuration, as Optuna's TPE ranks a pruned trial, but
+/// above a crash (no value, the worst of all), which it did not do.
 fn observations(history: &[ExperimentRecord], minimize: bool) -> Vec<Observation> {
     let measured = |e: &&ExperimentRecord| {
         matches!(
@@ -69,7 +72,7 @@ fn observations(history: &[ExperimentRecord], minimize: bool) -> Vec<Observation
         .filter_map(|e| {
             let config = config_from_json(e.config.as_ref()?)?;
             let objective = match e.status() {
-                Status::Running => worst,
+                Status::Running | Status::Pruned => worst,
                 _ if measured(&e) => e.objective,
                 _ => None,
             };
@@ -84,7 +87,8 @@ fn observations(history: &[ExperimentRecord], minimize: bool) -> Vec<Observation
 fn infeasible(status: Status) -> Option<bool> {
     match status {
         _ if INFEASIBLE.contains(&status) => Some(true),
-        Status::Baseline | Status::Keep | Status::Discard => Some(false),
+        // A pruned run ran without crashing: its configuration is feasible.
+        Status::Baseline | Status::Keep | Status::Discard | Status::Pruned => Some(false),
         _ => None,
     }
 }
@@ -315,13 +319,14 @@ mod tests {
     }
 
     #[test]
-    fn running_configurations_are_tried_at_the_worst_value_so_far() {
+    fn running_and_pruned_configurations_are_tried_at_the_worst_value_so_far() {
         let history = [
             rec(0, Status::Baseline, Some(5.0), 1),
             rec(1, Status::Discard, Some(9.0), 2),
             rec(2, Status::Keep, Some(3.0), 3),
             rec(3, Status::Crash, None, 4),
             rec(4, Status::Running, None, 5),
+            rec(5, Status::Pruned, None, 6),
         ];
         let seen = |minimize| -> Vec<Option<f64>> {
             observations(&history, minimize)
@@ -331,11 +336,11 @@ mod tests {
         };
         assert_eq!(
             seen(true),
-            [Some(5.0), Some(9.0), Some(3.0), None, Some(9.0)]
+            [Some(5.0), Some(9.0), Some(3.0), None, Some(9.0), Some(9.0)]
         );
         assert_eq!(
             seen(false),
-            [Some(5.0), Some(9.0), Some(3.0), None, Some(3.0)]
+            [Some(5.0), Some(9.0), Some(3.0), None, Some(3.0), Some(3.0)]
         );
         assert_eq!(observations(&history[4..], true)[0].objective, None);
     }

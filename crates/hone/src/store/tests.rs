@@ -27,6 +27,7 @@ impl Backend {
     }
 }
 
+mod curves;
 mod explicit;
 mod pages;
 mod summary;
@@ -49,7 +50,6 @@ const CASES: &[(&str, Case)] = &[
         tags_are_unique_and_runs_ordered,
     ),
     ("run_records_are_typed", run_records_are_typed),
-    ("curves_and_their_references", curves_and_their_references),
     (
         "summaries_read_what_the_records_say",
         summary::summaries_read_what_the_records_say,
@@ -57,7 +57,7 @@ const CASES: &[(&str, Case)] = &[
 ];
 
 fn run_suite(make: &mut dyn FnMut(&str) -> Backend) {
-    for (name, case) in CASES.iter().chain(explicit::CASES) {
+    for (name, case) in CASES.iter().chain(explicit::CASES).chain(curves::CASES) {
         let backend = make(name);
         eprintln!("{}: {name}", backend.name);
         case(&backend);
@@ -100,52 +100,6 @@ fn new_run(s: &Store, tag: &str) -> RunRecord {
         "{}",
     )
     .unwrap()
-}
-
-/// Curve points read back in step order (a step written twice keeps its last value); only
-/// experiments judged to the end (never a pruned, running or failed one) are references; the
-/// status `pruned` reads back.
-fn curves_and_their_references(b: &Backend) {
-    let s = b.open();
-    let run = new_run(&s, "c");
-    let statuses = [
-        Status::Baseline,
-        Status::Discard,
-        Status::Pruned,
-        Status::Running,
-        Status::Crash,
-    ];
-    for (n, st) in statuses.iter().enumerate() {
-        let e = ExperimentRecord {
-            n: n as u64,
-            parent_commit: "abc".into(),
-            status: Some(*st),
-            objective: (n == 1).then_some(0.25),
-            started_at: now(),
-            ..Default::default()
-        };
-        s.put_experiment(run.id, &e).unwrap();
-        for step in [20.0, 10.0, 20.0] {
-            s.put_curve_point(run.id, n as u64, step, step + n as f64)
-                .unwrap();
-        }
-    }
-    s.put_curve_point(run.id, 1, 20.0, 0.5).unwrap();
-    drop(s);
-    let s = b.read_only();
-    let all = s.curves(run.id).unwrap();
-    assert_eq!(all.len(), 5);
-    assert_eq!(all[&0], vec![(10.0, 10.0), (20.0, 20.0)]);
-    assert_eq!(all[&1], vec![(10.0, 11.0), (20.0, 0.5)]);
-    let refs = s.reference_curves(run.id).unwrap();
-    let curves: Vec<_> = refs.iter().map(|r| r.curve.clone()).collect();
-    assert_eq!(curves, vec![all[&0].clone(), all[&1].clone()]);
-    let objectives: Vec<_> = refs.iter().map(|r| r.objective).collect();
-    assert_eq!(objectives, vec![None, Some(0.25)]);
-    assert_eq!(
-        s.experiment(run.id, 2).unwrap().unwrap().status,
-        Some(Status::Pruned)
-    );
 }
 
 fn round_trip_and_append_only(b: &Backend) {

@@ -3,7 +3,10 @@
 //! worse, at the same step, than the curves of the experiments that ran to the end
 //! (`[verify] prune`). Both are pure: the engine feeds lines and curves, and stops the run.
 //!
-//! The rules: at step `s`, each reference curve gives its value at its last step `<= s`.
+//! The rules: at step `s`, each reference curve that reaches `s` (its last step is `>= s`)
+//! gives its value at its last step `<= s`; a curve that ended before `s` is left out (of
+//! `min_runs`, the percentile and `top:K` alike), so a run longer than the references is not
+//! judged against their final values.
 //! With `percentile:P` (as Optuna's `MedianPruner` and `PercentilePruner`), a run is pruned
 //! when its best value so far is worse than the P-th best percentile of those values
 //! (`median` is `percentile:50`). With `top:K`, when it is worse than each of the K finished
@@ -19,6 +22,9 @@ use regex::Regex;
 
 use super::metrics::{is_metric_name, parse_line};
 use super::Direction;
+
+mod live;
+pub use live::{LiveCurve, Point, JUDGE_INTERVAL, MAX_STORED, STORED_IN_FULL};
 
 /// How intermediate values are read from the verifier's output.
 #[derive(Clone, Debug)]
@@ -278,8 +284,13 @@ impl Pruner {
     }
 }
 
-/// A curve's value at its last step `<= step`.
+/// A curve's value at its last step `<= step`; `None` before its first step and after its
+/// last one (a run that stopped before `step` says nothing of a run that gets there: its last
+/// value is not what it would have been at `step`).
 fn value_at(curve: &[(f64, f64)], step: f64) -> Option<f64> {
+    if curve.last()?.0 < step {
+        return None;
+    }
     let i = curve.partition_point(|p| p.0 <= step);
     i.checked_sub(1).map(|i| curve[i].1)
 }
@@ -289,35 +300,6 @@ fn quantile(v: &[f64], q: f64) -> f64 {
     let pos = q * (v.len() - 1) as f64;
     let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
     v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
-}
-
-/// A run's curve as it arrives, with its best value so far.
-#[derive(Clone, Debug)]
-pub struct LiveCurve {
-    direction: Direction,
-    best: Option<f64>,
-    pub points: Curve,
-}
-
-impl LiveCurve {
-    pub fn new(direction: Direction) -> LiveCurve {
-        LiveCurve {
-            direction,
-            best: None,
-            points: Vec::new(),
-        }
-    }
-
-    /// Adds a point; its best value so far.
-    pub fn push(&mut self, step: f64, value: f64) -> f64 {
-        self.points.push((step, value));
-        let best = match self.best {
-            Some(b) if !self.direction.better(value, b) => b,
-            _ => value,
-        };
-        self.best = Some(best);
-        best
-    }
 }
 
 #[cfg(test)]
@@ -585,16 +567,41 @@ mod tests {
         assert_eq!(q2.judge(&maxi, 3.9, 20.0, t).unwrap().threshold, 4.0);
         assert_eq!(q2.judge(&maxi, 4.1, 20.0, t), None);
     }
-
     #[test]
-    fn a_live_curve_keeps_its_best_value() {
-        let mut c = LiveCurve::new(Direction::Minimize);
-        assert_eq!(c.push(1.0, 3.0), 3.0);
-        assert_eq!(c.push(2.0, 2.0), 2.0);
-        assert_eq!(c.push(3.0, 2.5), 2.0);
-        assert_eq!(c.points.len(), 3);
-        let mut c = LiveCurve::new(Direction::Maximize);
-        c.push(1.0, 3.0);
-        assert_eq!(c.push(2.0, 2.0), 3.0);
+    fn references_that_ended_before_the_step_do_not_count() {
+        // Two curves to step 60 and three that ended at step 20, far lower there.
+        let long: [&[f64]; 2] = [
+            &[5.0, 4.0, 3.0, 2.5, 2.2, 2.0],
+            &[5.0, 4.5, 3.5, 3.0, 2.8, 2.6],
+        ];
+        let short: &[f64] = &[1.0, 0.5];
+        let refs = unranked(&[long[0], long[1], short, short, short]);
+        let t = Duration::ZERO;
+        let p = median(Direction::Minimize);
+        // At step 20 (the short curves' last) all five count: the median is 0.5.
+        let at20 = p.judge(&refs, 3.0, 20.0, t).unwrap();
+        assert_eq!((at20.threshold, at20.runs), (0.5, 5));
+        // At step 30 only the two long curves reach: fewer than min_runs, nothing is pruned.
+        assert_eq!(p.judge(&refs, 100.0, 30.0, t), None);
+        // With min_runs 2 the median is of 3.0 and 3.5, not of the short ones' final 0.5.
+        let two = Pruner { min_runs: 2, ..p };
+        assert_eq!(two.judge(&refs, 3.2, 30.0, t), None);
+        let at30 = two.judge(&refs, 3.3, 30.0, t).unwrap();
+        assert_eq!((at30.threshold, at30.runs), (3.25, 2));
+        // top:1 ranks only the curves that reach the step: the short ones (the best
+        // objectives) are left out at step 30, and the best long one (3.0 there) is the bar.
+        let mut ranked = ranked(&[(long[0], 2.0), (long[1], 2.6)]);
+        ranked.extend((0..3).map(|_| Reference {
+            curve: curve(short),
+            objective: Some(0.1),
+        }));
+        let top1 = Pruner {
+            min_runs: 2,
+            ..top(1, Direction::Minimize)
+        };
+        let at30 = top1.judge(&ranked, 3.1, 30.0, t).unwrap();
+        assert_eq!((at30.threshold, at30.runs), (3.0, 2));
+        assert_eq!(top1.judge(&ranked, 2.9, 30.0, t), None);
+        assert_eq!(top1.judge(&ranked, 0.6, 20.0, t).unwrap().threshold, 0.5);
     }
 }
