@@ -47,7 +47,14 @@ pub fn run(here: &Here, a: ReportArgs) -> CliResult {
     // The outer loop's activity, when mechanisms ran.
     let calls = store.mechanism_calls(run.id, None).runtime()?;
     let mechs = hone::meta::stats::compute(&calls, &exps, StoredSpec::of(&run).probation);
-    let curves = store.curves(run.id).runtime()?;
+    // The curves drawn, each thinned in the store: a bounded read however long the run.
+    let curves = store
+        .thinned_curves(
+            run.id,
+            &hone::report::curves::to_draw(&exps),
+            hone::report::curves::MAX_POINTS,
+        )
+        .runtime()?;
     let report = hone::report::document::render_summarized(&run, &exps, &summary, &mechs)
         .with_curves(&curves, &exps, "progress");
     let mut files = vec![

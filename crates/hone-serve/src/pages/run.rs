@@ -98,8 +98,15 @@ fn draw(store: &Store, run: &RunRecord, mark: String) -> Result<Drawn, AppError>
         PLOT_LABELS,
     );
     // The learning curves (`[verify] progress`), pruned runs' partial ones dashed.
-    if let Some(curves) = report::curves::curves_svg(&store.curves(run.id)?, &outlines, "progress")
-    {
+    if let Some(curves) = report::curves::curves_svg(
+        &store.thinned_curves(
+            run.id,
+            &report::curves::to_draw(&outlines),
+            report::curves::MAX_POINTS,
+        )?,
+        &outlines,
+        "progress",
+    ) {
         plot.push_str(&curves);
     }
     Ok(Drawn {

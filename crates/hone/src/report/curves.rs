@@ -12,9 +12,40 @@ use crate::verify::prune::Curve;
 /// At most this many curves are drawn: the most recent ones, the baseline and the keeps.
 const MAX_CURVES: usize = 300;
 
+/// At most this many keeps' curves are drawn (the most recent), besides the baseline's.
+const MAX_KEEPS: usize = 100;
+
+/// The experiments whose curves a plot reads (`exps` in the order of their numbers): every
+/// baseline, the [`MAX_KEEPS`] most recent keeps and the [`MAX_CURVES`] − [`MAX_KEEPS`]
+/// most recent others (older keeps among them); read with
+/// [`crate::store::Store::thinned_curves`] and [`MAX_POINTS`], a plot costs a bounded number
+/// of rows however long the run and however much its verifiers printed.
+pub fn to_draw(exps: &[ExperimentRecord]) -> Vec<u64> {
+    let (mut keeps, mut others) = (0, 0);
+    let mut ns: Vec<u64> = exps
+        .iter()
+        .rev()
+        .filter(|e| match e.status() {
+            Status::Baseline => true,
+            Status::Keep if keeps < MAX_KEEPS => {
+                keeps += 1;
+                true
+            }
+            _ if others < MAX_CURVES - MAX_KEEPS => {
+                others += 1;
+                true
+            }
+            _ => false,
+        })
+        .map(|e| e.n)
+        .collect();
+    ns.reverse();
+    ns
+}
+
 /// At most about this many points of one curve are drawn (evenly spaced, the last always): a
 /// verifier that prints a value every batch does not make the plot grow with it.
-const MAX_POINTS: usize = 400;
+pub const MAX_POINTS: usize = 400;
 
 /// The points of `c` that are drawn: all of them, or every k-th and the last.
 fn thinned(c: &Curve) -> impl Iterator<Item = &(f64, f64)> {
@@ -137,6 +168,34 @@ mod tests {
         assert!(svg.contains("stroke-dasharray"), "{svg}");
         assert!(svg.contains("pruned at step 2"), "{svg}");
         assert!(svg.contains("loss &lt;x&gt;"), "escaped: {svg}");
+    }
+
+    #[test]
+    fn what_is_drawn_is_bounded_and_keeps_the_baseline_and_recent_keeps() {
+        let exps: Vec<ExperimentRecord> = (0..5_000u64)
+            .map(|n| ExperimentRecord {
+                n,
+                status: Some(match n {
+                    0 => Status::Baseline,
+                    n if n % 10 == 0 => Status::Keep,
+                    _ => Status::Discard,
+                }),
+                ..Default::default()
+            })
+            .collect();
+        let ns = to_draw(&exps);
+        assert!(ns.len() <= MAX_CURVES + 1, "{}", ns.len());
+        assert_eq!(ns.first(), Some(&0), "the baseline");
+        assert!(ns.windows(2).all(|w| w[0] < w[1]), "in order");
+        assert_eq!(ns.last(), Some(&4_999), "the most recent");
+        let keeps = ns.iter().filter(|n| **n % 10 == 0 && **n > 0).count();
+        assert_eq!(keeps, MAX_KEEPS, "the most recent keeps, bounded");
+        let short = &exps[..7];
+        assert_eq!(
+            to_draw(short),
+            (0..7).collect::<Vec<u64>>(),
+            "all of a short run"
+        );
     }
 
     #[test]

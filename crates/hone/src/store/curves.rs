@@ -111,13 +111,37 @@ impl Store {
         if chosen.is_empty() {
             return Ok(Vec::new());
         }
-        let list: Vec<String> = chosen
+        let objectives: BTreeMap<u64, Option<f64>> =
+            judged.into_iter().map(|(n, _, o)| (n, o)).collect();
+        let curves = self.thinned_curves(run_id, &chosen, REFERENCE_POINTS)?;
+        Ok(curves
+            .into_iter()
+            .map(|(n, curve)| Reference {
+                curve,
+                objective: objectives.get(&n).copied().flatten(),
+            })
+            .collect())
+    }
+
+    /// The curves of experiments `ns`, each thinned in the database to at most `per` (>= 2)
+    /// points, evenly, its first and last kept: what the pruner's references and the plots
+    /// (the report, the dashboard) read, a bounded number of rows however much was printed.
+    pub fn thinned_curves(
+        &self,
+        run_id: i64,
+        ns: &[u64],
+        per: usize,
+    ) -> Result<BTreeMap<u64, Curve>, StoreError> {
+        if ns.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        // Numbers, not text from outside, written into the statement; the PostgreSQL
+        // connection keeps a bounded cache of such statements (`pg::Pg::statement`).
+        let list: Vec<String> = ns
             .iter()
             .map(|n| (*n).min(i64::MAX as u64).to_string())
             .collect();
-        let objectives: BTreeMap<u64, Option<f64>> =
-            judged.into_iter().map(|(n, _, o)| (n, o)).collect();
-        let per = REFERENCE_POINTS as i64;
+        let per = per.max(2) as i64;
         let rows = self.query(
             &format!(
                 "SELECT t.experiment, t.step, t.value FROM (
@@ -143,13 +167,7 @@ impl Store {
         for (n, step, value) in rows {
             curves.entry(n).or_default().push((step, value));
         }
-        Ok(curves
-            .into_iter()
-            .map(|(n, curve)| Reference {
-                curve,
-                objective: objectives.get(&n).copied().flatten(),
-            })
-            .collect())
+        Ok(curves)
     }
 
     fn curves_where(&self, run_id: i64, filter: &str) -> Result<BTreeMap<u64, Curve>, StoreError> {

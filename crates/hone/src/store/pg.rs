@@ -130,6 +130,9 @@ pub(super) fn migration_count() -> usize {
     MIGRATIONS.len()
 }
 
+/// At most this many prepared statements are kept per connection.
+const MAX_STATEMENTS: usize = 256;
+
 /// A connection to the PostgreSQL store, with its prepared statements.
 pub(super) struct Pg {
     client: RefCell<Client>,
@@ -186,15 +189,21 @@ impl Pg {
         })
     }
 
-    /// The prepared statement for `sql` (prepared once per connection).
+    /// The prepared statement for `sql` (prepared once per connection, while it stays in the
+    /// cache of at most [`MAX_STATEMENTS`]).
     fn statement(&self, sql: &str) -> Result<Statement, StoreError> {
         if let Some(st) = self.statements.borrow().get(sql) {
             return Ok(st.clone());
         }
         let st = self.client.borrow_mut().prepare(&translate(sql))?;
-        self.statements
-            .borrow_mut()
-            .insert(sql.to_string(), st.clone());
+        let mut cache = self.statements.borrow_mut();
+        // Statements that name experiment numbers (a curve's, the references') differ from
+        // one experiment to the next: the cache is bounded, and a statement dropped from it
+        // is closed on the server when its last handle goes.
+        if cache.len() >= MAX_STATEMENTS {
+            cache.clear();
+        }
+        cache.insert(sql.to_string(), st.clone());
         Ok(st)
     }
 
