@@ -73,15 +73,20 @@ impl Store {
 
     /// Every curve of a run, by experiment.
     pub fn curves(&self, run_id: i64) -> Result<BTreeMap<u64, Curve>, StoreError> {
-        self.curves_where(run_id, "")
+        self.read_curves(
+            "SELECT c.experiment, c.step, c.value FROM curves c WHERE c.run_id = ?1
+             ORDER BY c.experiment, c.step",
+            &[Val::Int(Some(run_id))],
+        )
     }
 
     /// Experiment `n`'s curve (empty when it printed none).
     pub fn curve(&self, run_id: i64, n: u64) -> Result<Curve, StoreError> {
         Ok(self
-            .curves_where(
-                run_id,
-                &format!("AND c.experiment = {}", n.min(i64::MAX as u64)),
+            .read_curves(
+                "SELECT c.experiment, c.step, c.value FROM curves c
+                 WHERE c.run_id = ?1 AND c.experiment = ?2 ORDER BY c.step",
+                &[Val::Int(Some(run_id)), int(n)],
             )?
             .remove(&n)
             .unwrap_or_default())
@@ -142,7 +147,7 @@ impl Store {
             .map(|n| (*n).min(i64::MAX as u64).to_string())
             .collect();
         let per = per.max(2) as i64;
-        let rows = self.query(
+        self.read_curves(
             &format!(
                 "SELECT t.experiment, t.step, t.value FROM (
                    SELECT c.experiment, c.step, c.value,
@@ -155,40 +160,27 @@ impl Store {
                 list.join(", ")
             ),
             &[Val::Int(Some(run_id))],
-            |r| {
-                Ok((
-                    r.req_u64("experiment")?,
-                    r.req_real("step")?,
-                    r.req_real("value")?,
-                ))
-            },
-        )?;
+        )
+    }
+
+    /// The curves a query of rows (experiment, step, value), in order, reads.
+    fn read_curves(
+        &self,
+        sql: &str,
+        params: &[Val<'_>],
+    ) -> Result<BTreeMap<u64, Curve>, StoreError> {
+        let rows = self.query(sql, params, |r| {
+            Ok((
+                r.req_u64("experiment")?,
+                r.req_real("step")?,
+                r.req_real("value")?,
+            ))
+        })?;
         let mut curves: BTreeMap<u64, Curve> = BTreeMap::new();
         for (n, step, value) in rows {
             curves.entry(n).or_default().push((step, value));
         }
         Ok(curves)
-    }
-
-    fn curves_where(&self, run_id: i64, filter: &str) -> Result<BTreeMap<u64, Curve>, StoreError> {
-        let rows = self.query(
-            &format!(
-                "SELECT c.experiment, c.step, c.value FROM curves c WHERE c.run_id = ?1 {filter} ORDER BY c.experiment, c.step"
-            ),
-            &[Val::Int(Some(run_id))],
-            |r| {
-                Ok((
-                    r.req_u64("experiment")?,
-                    r.req_real("step")?,
-                    r.req_real("value")?,
-                ))
-            },
-        )?;
-        let mut out: BTreeMap<u64, Curve> = BTreeMap::new();
-        for (n, step, value) in rows {
-            out.entry(n).or_default().push((step, value));
-        }
-        Ok(out)
     }
 }
 
