@@ -88,8 +88,7 @@ fn a_hopeless_candidate_is_pruned_and_good_ones_and_confirm_runs_are_not() {
     let out = r.hone(&["run", "--tag", "p"]);
     assert!(out.status.success(), "{}", text(&out));
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "keep", "pruned", "keep"], "{log:?}");
+    assert_statuses(&log, &["baseline", "keep", "pruned", "keep"]);
     // #2 was compared at step 2 with the baseline (80) and #1 (70): median 75, its 530.
     let why = log[2]["reason"].as_str().unwrap();
     assert!(why.contains("pruned at step 2"), "{why}");
@@ -174,8 +173,7 @@ fn kill_9_mid_run_then_resume_keeps_the_curves_and_prunes_against_them() {
     let out = r.hone(&["run", "--tag", "k"]);
     assert!(out.status.success(), "{}", text(&out));
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "keep", "aborted", "pruned"], "{log:?}");
+    assert_statuses(&log, &["baseline", "keep", "aborted", "pruned"]);
     // The interrupted run's curve survived the crash; the resumed run pruned #3 against
     // the same two finished curves.
     assert_eq!(curve_points(&r, 2), 3);
@@ -195,8 +193,7 @@ fn top_k_prunes_against_the_best_finished_run_by_its_objective() {
     let out = r.hone(&["run", "--tag", "t"]);
     assert!(out.status.success(), "{}", text(&out));
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "keep", "pruned", "keep"], "{log:?}");
+    assert_statuses(&log, &["baseline", "keep", "pruned", "keep"]);
     // #2 (rate 5, the baseline's curve: 80 at step 2, then it waits at step 3 until stopped) is compared with #1 alone, the best
     // objective (50, not the baseline's 60): its 70 there, no margin (#1 was never behind
     // the baseline). The median of the two (75) would say the same; ranking the wrong way
@@ -232,8 +229,7 @@ fn with_a_sealed_evaluator_only_accepted_curves_are_references() {
     let out = r.hone(&["run", "--tag", "e"]);
     assert!(out.status.success(), "{}", text(&out));
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "discard", "keep", "pruned"], "{log:?}");
+    assert_statuses(&log, &["baseline", "discard", "keep", "pruned"]);
     assert_eq!(log[1]["objective"], 100.0, "{:?}", log[1]);
     assert_eq!(curve_points(&r, 1), 6, "the discard's curve is recorded");
     assert_eq!(curve_points(&r, 2), 6);
