@@ -10,14 +10,9 @@
 # hone and the processes it waited for).
 set -euo pipefail
 n=${1:-200}
-here=$(cd "$(dirname "$0")/.." && pwd)
 # HONE=path/to/hone measures that binary instead (two builds compared in one session).
-if [ -z "${HONE:-}" ]; then
-  cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
-fi
-hone=${HONE:-${CARGO_TARGET_DIR:-$here/target}/release/hone}
-# shellcheck source=bench/knob_repo.sh
-source "$here/bench/knob_repo.sh"
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 cd "$d"

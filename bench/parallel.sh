@@ -14,11 +14,9 @@ sleep_s=${2:-1}
 shift $(( $# > 2 ? 2 : $# ))
 workers=("$@")
 [ ${#workers[@]} -gt 0 ] || workers=(1 2 4 8)
-here=$(cd "$(dirname "$0")/.." && pwd)
-cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
-hone="${CARGO_TARGET_DIR:-$here/target}/release/hone"
-# shellcheck source=bench/knob_repo.sh
-source "$here/bench/knob_repo.sh"
+# HONE=path/to/hone measures that binary instead.
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 printf '| workers | candidates | span | candidates/s | speed-up | target (0.9 x N) | keeps |\n'
@@ -32,18 +30,7 @@ for w in "${workers[@]}"; do
     $((m + 1)) 'timeout = "5m"'
   "$hone" run --tag bench --workers "$w" > run.txt
   "$hone" log --json > log.jsonl
-  line=$(python3 - "$w" "$base" <<'PY'
-import json, sys
-w = int(sys.argv[1])
-base = float(sys.argv[2]) if sys.argv[2] else None
-rows = [json.loads(l) for l in open("log.jsonl")][1:]
-span = max(r["finished_at"] for r in rows) - min(r["started_at"] for r in rows)
-rate = len(rows) / span
-speed = rate / base if base else 1.0
-keeps = sum(r["status"] == "keep" for r in rows)
-print(f"{rate}|| {w} | {len(rows)} | {span:.2f} s | {rate:.2f} | {speed:.2f} | {0.9 * w:.1f} | {keeps} |")
-PY
-)
+  line=$(span_row "$w" "$base" keeps)
   rate=${line%%||*}
   [ -n "$base" ] || base=$rate
   printf '|%s\n' "${line#*||}"

@@ -10,11 +10,8 @@
 #   bench/soak.sh [N]        (HONE=path/to/hone to measure another build)
 set -euo pipefail
 n=${1:-100000}
-here=$(cd "$(dirname "$0")/.." && pwd)
-if [ -z "${HONE:-}" ]; then
-  cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
-fi
-hone=${HONE:-${CARGO_TARGET_DIR:-$here/target}/release/hone}
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 d=$(mktemp -d)
 pid=
 cleanup() {

@@ -14,14 +14,9 @@
 # experiment for a server farther away than loopback.
 set -euo pipefail
 n=${1:-200}
-here=$(cd "$(dirname "$0")/.." && pwd)
 # HONE=path/to/hone measures that binary instead (two builds compared in one session).
-if [ -z "${HONE:-}" ]; then
-  cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
-fi
-hone=${HONE:-${CARGO_TARGET_DIR:-$here/target}/release/hone}
-# shellcheck source=bench/knob_repo.sh
-source "$here/bench/knob_repo.sh"
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 d=$(mktemp -d)
 cleanup() {
   stop_pg_server
