@@ -3,135 +3,10 @@
 
 use crate::support::*;
 
-/// A PostgreSQL server of its own in a temporary directory, on a free loopback port (Debian's
-/// postgresql package; .ci/run installs it). Stopped when dropped.
-struct PgServer {
-    _tmp: tempfile::TempDir,
-    data: PathBuf,
-    url: String,
-    child: std::process::Child,
-}
-
-impl PgServer {
-    /// Starts one, or returns None (the test is skipped) where PostgreSQL is not installed,
-    /// unless HONE_REQUIRE_POSTGRES is set (as .ci/run does).
-    fn start() -> Option<PgServer> {
-        let bin = std::fs::read_dir("/usr/lib/postgresql")
-            .ok()
-            .and_then(|d| d.flatten().map(|e| e.path().join("bin")).max())
-            .filter(|b| b.join("postgres").exists());
-        let Some(bin) = bin else {
-            assert!(
-                std::env::var_os("HONE_REQUIRE_POSTGRES").is_none(),
-                "HONE_REQUIRE_POSTGRES is set but PostgreSQL is not installed (apt-get install postgresql)"
-            );
-            eprintln!("skipped: PostgreSQL is not installed (apt-get install postgresql)");
-            return None;
-        };
-        let tmp = tempfile::tempdir().unwrap();
-        let data = tmp.path().join("data");
-        std::fs::create_dir(&data).unwrap();
-        // PostgreSQL refuses to run as root: as root, run it as the postgres user.
-        let root = unsafe { libc_geteuid() } == 0;
-        let as_pg = |program: &Path| {
-            let mut c = if root {
-                let mut c = Command::new("runuser");
-                c.args(["-u", "postgres", "--"]).arg(program);
-                c
-            } else {
-                Command::new(program)
-            };
-            c.stdin(std::process::Stdio::null());
-            c
-        };
-        if root {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-            let st = Command::new("chown")
-                .args(["postgres:postgres"])
-                .arg(&data)
-                .status()
-                .unwrap();
-            assert!(st.success());
-        }
-        let out = as_pg(&bin.join("initdb"))
-            .args(["--no-sync", "-A", "trust", "-U", "hone", "-D"])
-            .arg(&data)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "initdb: {}", text(&out));
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = as_pg(&bin.join("postgres"))
-            .arg("-D")
-            .arg(&data)
-            .args([
-                "-p",
-                &port.to_string(),
-                "-c",
-                "listen_addresses=127.0.0.1",
-                "-c",
-                "unix_socket_directories=",
-                "-c",
-                "fsync=off",
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let server = PgServer {
-            _tmp: tmp,
-            data,
-            url: format!("postgres://hone@127.0.0.1:{port}/postgres"),
-            child,
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let ready = Command::new(bin.join("pg_isready"))
-                .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
-                .status()
-                .unwrap();
-            if ready.success() {
-                break;
-            }
-            assert!(Instant::now() < deadline, "PostgreSQL did not start");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Some(server)
-    }
-
-    fn psql(&self, sql: &str) -> String {
-        let out = Command::new("psql")
-            .args(["-X", "-A", "-t", "-d", &self.url, "-c", sql])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "psql: {}", text(&out));
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-}
-
-impl Drop for PgServer {
-    fn drop(&mut self) {
-        if let Some(pid) = std::fs::read_to_string(self.data.join("postmaster.pid"))
-            .ok()
-            .and_then(|s| s.lines().next().and_then(|l| l.trim().parse::<i32>().ok()))
-        {
-            // SIGQUIT: immediate shutdown.
-            unsafe { libc_kill(pid, 3) };
-        }
-        let _ = self.child.wait();
-    }
-}
-
-extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
-}
+// The server the store's own tests start: one copy, included by path.
+#[path = "../../../hone/src/store/test_pg.rs"]
+mod test_pg;
+use test_pg::PgServer;
 
 /// Moves run `r` to remote workers through `pg` (`[exec] backend = "workers"` with `exec` added,
 /// a bare repository as the remote, `[store] url`), committed: the remote.
@@ -142,7 +17,7 @@ fn to_workers(r: &Repo, pg: &PgServer, exec: &str) -> PathBuf {
         &format!(
             "\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\n{exec}\n[store]\nurl = \"{}\"\n",
             bare.display(),
-            pg.url
+            pg.url("postgres")
         ),
     );
     git(&r.dir, &["commit", "-q", "-am", "workers"]);
@@ -156,7 +31,7 @@ fn worker_command(r: &Repo, pg: &PgServer, bare: &Path, name: &str) -> Command {
     cmd.args([
         "worker",
         "--store",
-        &pg.url,
+        &pg.url("postgres"),
         "--repo",
         bare.to_str().unwrap(),
     ])
@@ -231,7 +106,7 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
     a.kill().unwrap();
     a.wait().unwrap();
     let pgid = read_pgid(&marker);
-    unsafe { libc_kill(-pgid, 9) };
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
     let mut b = worker("b");
     let mut c = worker("c");
     let st = coordinator.wait().unwrap();
@@ -239,7 +114,7 @@ fn remote_workers_share_a_run_and_a_dead_workers_job_goes_to_another() {
     assert_eq!(r.statuses(), ["baseline", "keep", "discard", "keep"]);
     assert_eq!(r.rev("hone/w"), r.rev("refs/hone/w/3"));
     // Experiment 1 was attempted twice: worker a's lease ran out, another worker finished it.
-    let attempts = pg.psql(
+    let attempts = pg.sql(
         "SELECT a.attempt || ':' || split_part(a.worker, ':', 2) || ':' || coalesce(a.outcome, '-') \
          FROM hone_job_attempts a JOIN hone_jobs j ON j.id = a.job_id WHERE j.n = 1 ORDER BY a.attempt",
     );
@@ -280,7 +155,7 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
     let r = Repo::new(
         &format!(
             "[stop]\nmax_experiments = 5\n\n[store]\nurl = \"{}\"\n",
-            pg.url
+            pg.url("postgres")
         ),
         &verify,
         &scores(&[4, 3, 2, 1]),
@@ -297,12 +172,12 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
     );
     let root = r.dir.canonicalize().unwrap();
     assert_eq!(
-        pg.psql("SELECT repo || '|' || tag || '|' || state FROM hone_store.runs"),
+        pg.sql("SELECT repo || '|' || tag || '|' || state FROM hone_store.runs"),
         format!("{}|k|running", root.display())
     );
     let key = format!("{}#k", root.display());
     // The killed coordinator's registration is still there, fresh.
-    let left = pg.psql(&format!(
+    let left = pg.sql(&format!(
         "SELECT owner FROM hone_coordinators WHERE run_key = '{key}' AND heartbeat > now() - interval '1 minute'"
     ));
     assert!(
@@ -311,7 +186,7 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
     );
 
     // Another host coordinates the run now: refused, saying who.
-    pg.psql(&format!(
+    pg.sql(&format!(
         "UPDATE hone_coordinators SET owner = 'hone run (pid 1) on elsewhere in /src', heartbeat = now() WHERE run_key = '{key}'"
     ));
     let refused = r.hone(&["run"]);
@@ -324,13 +199,13 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
 
     // Back to the killed coordinator's fresh registration: it was made from this checkout,
     // whose lock proves it dead, so the run resumes here at once instead of waiting it out.
-    pg.psql(&format!(
+    pg.sql(&format!(
         "UPDATE hone_coordinators SET owner = '{left}', heartbeat = now() WHERE run_key = '{key}'"
     ));
     resume_kills_the_interrupted_verifier(&r, pgid);
     // The registration is released at the end of the run.
     assert_eq!(
-        pg.psql(&format!(
+        pg.sql(&format!(
             "SELECT count(*) FROM hone_coordinators WHERE run_key = '{key}'"
         )),
         "0"
@@ -345,12 +220,18 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
     assert!(status.contains("run k"), "{status}");
     // The event log is in PostgreSQL too, and append-only there.
     let events: u64 = pg
-        .psql("SELECT count(*) FROM hone_store.events")
+        .sql("SELECT count(*) FROM hone_store.events")
         .parse()
         .unwrap();
     assert!(events > 0);
     let delete = Command::new("psql")
-        .args(["-X", "-d", &pg.url, "-c", "DELETE FROM hone_store.events"])
+        .args([
+            "-X",
+            "-d",
+            &pg.url("postgres"),
+            "-c",
+            "DELETE FROM hone_store.events",
+        ])
         .output()
         .unwrap();
     assert!(!delete.status.success(), "events are append-only");
@@ -418,7 +299,7 @@ fn remote_workers_verify_two_experiments_at_once() {
         "the two workers did not verify at once: {st:?}"
     );
     // Each of the two candidates was verified by a different worker.
-    let by = pg.psql(
+    let by = pg.sql(
         "SELECT count(DISTINCT a.worker) FROM hone_job_attempts a JOIN hone_jobs j ON j.id = a.job_id WHERE j.n > 0",
     );
     assert_eq!(by, "2");

@@ -3,14 +3,16 @@
 //! on a database of a private PostgreSQL server the test starts (skipped with a message where
 //! PostgreSQL is not installed, unless HONE_REQUIRE_POSTGRES is set).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
 
 use super::schema::MIGRATIONS;
 use super::*;
 use crate::spec::AgentKind;
 use crate::verify::Direction;
+
+#[path = "test_pg.rs"]
+mod test_pg;
+pub(crate) use test_pg::PgServer;
 
 /// How a case reaches one empty store.
 struct Backend {
@@ -88,6 +90,11 @@ fn store_suite_on_postgres() {
 }
 
 fn new_run(s: &Store, tag: &str) -> RunRecord {
+    try_run(s, tag).unwrap()
+}
+
+/// Creates a knobs run tagged `tag` (branch `hone/tag`, minimizing `m`), which may fail.
+fn try_run(s: &Store, tag: &str) -> Result<RunRecord, StoreError> {
     s.create_run(
         tag,
         &format!("hone/{tag}"),
@@ -99,7 +106,6 @@ fn new_run(s: &Store, tag: &str) -> RunRecord {
         "{}",
         "{}",
     )
-    .unwrap()
 }
 
 fn round_trip_and_append_only(b: &Backend) {
@@ -222,17 +228,7 @@ fn transactions_commit_or_roll_back(b: &Backend) {
     // A failed statement inside a transaction rolls the whole of it back.
     let failed = s.in_transaction(|s| {
         s.put_experiment(run.id, &exp(2))?;
-        s.create_run(
-            "t",
-            "hone/t",
-            "x",
-            1,
-            AgentKind::Knobs,
-            "m",
-            Direction::Minimize,
-            "{}",
-            "{}",
-        )
+        try_run(s, "t")
     });
     assert!(failed.is_err());
     assert_eq!(other.experiments(run.id).unwrap().len(), 2);
@@ -245,21 +241,7 @@ fn tags_are_unique_and_runs_ordered(b: &Backend) {
     assert!(s.latest_run().unwrap().is_none());
     let a = new_run(&s, "a");
     let c = new_run(&s, "c");
-    assert!(
-        s.create_run(
-            "a",
-            "hone/a",
-            "x",
-            1,
-            AgentKind::Knobs,
-            "m",
-            Direction::Minimize,
-            "{}",
-            "{}"
-        )
-        .is_err(),
-        "a tag is unique"
-    );
+    assert!(try_run(&s, "a").is_err(), "a tag is unique");
     let tags: Vec<String> = s.runs().unwrap().into_iter().map(|r| r.tag).collect();
     assert_eq!(tags, vec!["a", "c"]);
     assert_eq!(s.latest_run().unwrap().unwrap().id, c.id);
@@ -369,21 +351,7 @@ fn postgres_repositories_share_a_database_and_migrate_once() {
     let r2 = new_run(&two, "t");
     assert_ne!(r1.id, r2.id);
     new_run(&two, "u");
-    assert!(
-        one.create_run(
-            "t",
-            "hone/t",
-            "x",
-            1,
-            AgentKind::Knobs,
-            "m",
-            Direction::Minimize,
-            "{}",
-            "{}"
-        )
-        .is_err(),
-        "unique within a repository"
-    );
+    assert!(try_run(&one, "t").is_err(), "unique within a repository");
     assert_eq!(one.runs().unwrap().len(), 1);
     assert_eq!(two.runs().unwrap().len(), 2);
     assert_eq!(one.latest_run().unwrap().unwrap().id, r1.id);
@@ -396,163 +364,6 @@ fn postgres_repositories_share_a_database_and_migrate_once() {
         .unwrap();
     assert!(one.exec("TRUNCATE events", &[]).is_err());
     assert_eq!(one.events(r1.id).unwrap().len(), 1);
-}
-
-/// A command that runs `program` as the postgres user when we are root (PostgreSQL refuses
-/// to run as root), as ourselves otherwise; stdin closed.
-fn as_pg(root: bool, program: &Path) -> Command {
-    let mut c = if root {
-        let mut c = Command::new("runuser");
-        c.args(["-u", "postgres", "--"]).arg(program);
-        c
-    } else {
-        Command::new(program)
-    };
-    c.stdin(std::process::Stdio::null());
-    c
-}
-
-/// Creates a database cluster in `data` (under the temporary directory `tmp`), owned by the
-/// postgres user when we are root.
-fn initdb(bin: &Path, tmp: &Path, data: &Path, root: bool) {
-    if root {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let st = Command::new("chown")
-            .args(["postgres:postgres"])
-            .arg(data)
-            .status()
-            .unwrap();
-        assert!(st.success());
-    }
-    let out = as_pg(root, &bin.join("initdb"))
-        .args(["--no-sync", "-A", "trust", "-U", "hone", "-D"])
-        .arg(data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "initdb: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A PostgreSQL server of its own in a temporary directory, on a free loopback port (Debian's
-/// postgresql package; .ci/run installs it). Stopped when dropped.
-pub(crate) struct PgServer {
-    _tmp: tempfile::TempDir,
-    data: PathBuf,
-    bin: PathBuf,
-    port: u16,
-    child: std::process::Child,
-}
-
-impl PgServer {
-    /// Starts one, or returns None (the test is skipped) where PostgreSQL is not installed,
-    /// unless HONE_REQUIRE_POSTGRES is set.
-    pub(crate) fn start() -> Option<PgServer> {
-        let bin = std::fs::read_dir("/usr/lib/postgresql")
-            .ok()
-            .and_then(|d| d.flatten().map(|e| e.path().join("bin")).max())
-            .filter(|b| b.join("postgres").exists());
-        let Some(bin) = bin else {
-            assert!(
-                std::env::var_os("HONE_REQUIRE_POSTGRES").is_none(),
-                "HONE_REQUIRE_POSTGRES is set but PostgreSQL is not installed (apt-get install postgresql)"
-            );
-            eprintln!("skipped: PostgreSQL is not installed (apt-get install postgresql)");
-            return None;
-        };
-        let tmp = tempfile::tempdir().unwrap();
-        let data = tmp.path().join("data");
-        std::fs::create_dir(&data).unwrap();
-        // PostgreSQL refuses to run as root: as root, run it as the postgres user.
-        let root = unsafe { libc::geteuid() } == 0;
-        initdb(&bin, tmp.path(), &data, root);
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = as_pg(root, &bin.join("postgres"))
-            .arg("-D")
-            .arg(&data)
-            .args([
-                "-p",
-                &port.to_string(),
-                "-c",
-                "listen_addresses=127.0.0.1",
-                "-c",
-                "unix_socket_directories=",
-                "-c",
-                "fsync=off",
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let server = PgServer {
-            _tmp: tmp,
-            data,
-            bin,
-            port,
-            child,
-        };
-        server.wait_until_ready();
-        Some(server)
-    }
-
-    /// Waits (a minute at most) until the server accepts connections.
-    fn wait_until_ready(&self) {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let ready = Command::new(self.bin.join("pg_isready"))
-                .args(["-q", "-h", "127.0.0.1", "-p", &self.port.to_string()])
-                .status()
-                .unwrap();
-            if ready.success() {
-                break;
-            }
-            assert!(Instant::now() < deadline, "PostgreSQL did not start");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn url(&self, db: &str) -> String {
-        format!("postgres://hone@127.0.0.1:{}/{db}", self.port)
-    }
-
-    /// A new, empty database on this server; its URL.
-    pub(crate) fn database(&self, name: &str) -> String {
-        self.psql(&self.url("postgres"), &format!("CREATE DATABASE {name}"));
-        self.url(name)
-    }
-
-    pub(crate) fn psql(&self, url: &str, sql: &str) -> String {
-        let out = Command::new(self.bin.join("psql"))
-            .args(["-X", "-A", "-t", "-d", url, "-c", sql])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "psql: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    }
-}
-
-impl Drop for PgServer {
-    fn drop(&mut self) {
-        if let Some(pid) = std::fs::read_to_string(self.data.join("postmaster.pid"))
-            .ok()
-            .and_then(|s| s.lines().next().and_then(|l| l.trim().parse::<i32>().ok()))
-        {
-            // SIGQUIT: immediate shutdown.
-            unsafe { libc::kill(pid, libc::SIGQUIT) };
-        }
-        let _ = self.child.wait();
-    }
 }
 
 /// A SQLite file written before runs had a repository key (schema 6) opens with its runs
