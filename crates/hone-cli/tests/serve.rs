@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 #[path = "cli/support/git.rs"]
 mod git;
+#[path = "cli/support/knob_project.rs"]
+mod knob_project;
 
 use git::git;
 use hone::spec::{AgentKind, Direction};
@@ -27,24 +29,12 @@ const HOSTILE: &str = r#"<script>alert("x")</script><img src=x onerror=alert(1)>
 fn knob_repo() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
-    std::fs::write(
-        dir.join("params.txt"),
-        "WIDTH = 2  # hone: int 1..20\nDEPTH = 9  # hone: int 1..20\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("score.sh"),
-        "w=$(sed -n 's/^WIDTH = \\([0-9]*\\).*/\\1/p' params.txt)\nd=$(sed -n 's/^DEPTH = \\([0-9]*\\).*/\\1/p' params.txt)\necho \"loss: $(( (w-13)*(w-13) + (d-4)*(d-4) ))\"\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("hone.toml"),
+    knob_project::commit_knob_project(
+        &dir,
+        knob_project::PARAMS,
+        knob_project::SCORE_SH,
         "[loop]\neditable = [\"params.txt\"]\nprotected = [\"score.sh\"]\n\n[verify]\ncommand = \"sh score.sh\"\nmetric = \"loss\"\n\n[stop]\nmax_experiments = 50\n",
-    )
-    .unwrap();
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["add", "-A"]);
-    git(&dir, &["commit", "-q", "-m", "init"]);
+    );
     (tmp, dir)
 }
 

@@ -7,34 +7,30 @@ use crate::support::*;
 /// A knobs repository whose verifier crashes (exits 1, "out of memory") when WIDTH > 24; the
 /// optimum, WIDTH = 22 and DEPTH = 4, lies next to that edge.
 fn crashy_repo(experiments: u32, hang: &str) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().to_path_buf();
-    std::fs::write(
-        dir.join("params.txt"),
+    knob_repo_of(
         "WIDTH = 2  # hone: int 1..40\nDEPTH = 9  # hone: int 1..20\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("score.sh"),
-        format!(
+        &format!(
             "{hang}w=$(sed -n 's/^WIDTH = \\([0-9]*\\).*/\\1/p' params.txt)\n\
          d=$(sed -n 's/^DEPTH = \\([0-9]*\\).*/\\1/p' params.txt)\n\
          if [ \"$w\" -gt 24 ]; then echo 'out of memory' >&2; exit 1; fi\n\
          echo \"loss: $(( (w-22)*(w-22) + (d-4)*(d-4) ))\"\n"
         ),
+        experiments,
     )
-    .unwrap();
-    Spec::new()
-        .editable(&["params.txt"])
-        .protected(&["score.sh"])
-        .command("sh score.sh")
-        .metric("loss")
-        .set("stop", "max_experiments", &experiments.to_string())
-        .write(&dir);
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["add", "-A"]);
-    git(&dir, &["commit", "-q", "-m", "init"]);
-    (tmp, dir)
+}
+
+/// How many of `rows` crashed.
+fn crashes(rows: &[serde_json::Value]) -> usize {
+    rows.iter().filter(|v| v["status"] == "crash").count()
+}
+
+/// The line of `hone log`'s `table` that says WIDTH's explored range was narrowed (there must
+/// be one).
+fn narrowing(table: &str) -> &str {
+    table
+        .lines()
+        .find(|l| l.contains("feasibility: knob WIDTH: explored range narrowed to ["))
+        .unwrap_or_else(|| panic!("no narrowing in `hone log`:\n{table}"))
 }
 
 #[test]
@@ -42,14 +38,9 @@ fn crashes_stop_once_the_crash_region_is_learned_and_log_and_show_say_so() {
     let (_t, dir) = crashy_repo(40, "");
     let out = hone_in(&dir, &["run", "--seed", "3"]);
     assert!(out.status.success(), "{}", text(&out));
-    let log = hone_in(&dir, &["log", "--json"]);
-    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&log.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = log_in(&dir);
     assert_eq!(rows.len(), 40);
-    let crashed = |r: &[serde_json::Value]| r.iter().filter(|v| v["status"] == "crash").count();
-    let (early, late) = (crashed(&rows[..20]), crashed(&rows[20..]));
+    let (early, late) = (crashes(&rows[..20]), crashes(&rows[20..]));
     assert!(early >= 3, "the crash region was found: {early} crashes");
     assert!(
         late * 2 < early,
@@ -63,10 +54,7 @@ fn crashes_stop_once_the_crash_region_is_learned_and_log_and_show_say_so() {
     assert!(best <= 2.0, "{best}");
 
     let table = text(&hone_in(&dir, &["log"]));
-    let line = table
-        .lines()
-        .find(|l| l.contains("feasibility: knob WIDTH: explored range narrowed to ["))
-        .unwrap_or_else(|| panic!("no narrowing in `hone log`:\n{table}"));
+    let line = narrowing(&table);
     assert!(line.contains("crashes above"), "{line}");
     // The narrowing sits under the experiment whose crash made it.
     let lines: Vec<&str> = table.lines().collect();
@@ -98,7 +86,7 @@ fn crashes_stop_once_the_crash_region_is_learned_and_log_and_show_say_so() {
     let first = text(&hone_in(&dir, &["show", "0"]));
     assert!(!first.contains("narrowed"), "{first}");
     // The table without narrowings is unchanged: JSON and TSV carry none.
-    assert!(!String::from_utf8_lossy(&log.stdout).contains("feasibility"));
+    assert!(!rows.iter().any(|r| r.to_string().contains("feasibility")));
 }
 
 #[test]
@@ -123,20 +111,12 @@ fn what_was_learned_survives_kill_9_and_a_resume_with_two_workers() {
     child.wait().unwrap();
     let out = hone_in(&dir, &["run", "--seed", "3", "--workers", "2"]);
     assert!(out.status.success(), "{}", text(&out));
-    let log = hone_in(&dir, &["log", "--json"]);
-    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&log.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let rows = log_in(&dir);
     assert_eq!(rows.len(), 40);
     assert_eq!(rows[6]["status"], "aborted", "{}", rows[6]);
-    let crashes = |r: &[serde_json::Value]| r.iter().filter(|v| v["status"] == "crash").count();
     assert!(crashes(&rows[..6]) >= 2, "crashes before the kill");
     let table = text(&hone_in(&dir, &["log"]));
-    let line = table
-        .lines()
-        .find(|l| l.contains("feasibility: knob WIDTH: explored range narrowed to ["))
-        .unwrap_or_else(|| panic!("no narrowing in `hone log`:\n{table}"));
+    let line = narrowing(&table);
     // The interrupted experiment is no crash: every crash the line counts is a crash row.
     let counted: usize = line
         .split(" after ")

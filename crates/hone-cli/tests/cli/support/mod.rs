@@ -7,6 +7,7 @@ pub(crate) use std::process::{Command, Output};
 pub(crate) use std::time::{Duration, Instant};
 
 mod git;
+mod knob_project;
 mod llm_server;
 mod spec;
 
@@ -387,30 +388,27 @@ pub(crate) fn wait_group_gone(pgid: i32) -> bool {
 pub(crate) const SCORE: &str = "cat value.txt";
 
 /// A repository tuned by the knobs optimizer: `params.txt` holds two knobs, and the verifier
-/// (plain sh arithmetic) scores them.
+/// (plain sh arithmetic) scores them ([`knob_project`]); 15 experiments.
 pub(crate) fn knob_repo() -> (tempfile::TempDir, PathBuf) {
+    knob_repo_of(knob_project::PARAMS, knob_project::SCORE_SH, 15)
+}
+
+/// A committed knobs repository of its own: `params` as `params.txt` (editable), `score_sh` as
+/// the protected verifier `score.sh` (metric `loss`), `max_experiments` experiments.
+pub(crate) fn knob_repo_of(
+    params: &str,
+    score_sh: &str,
+    max_experiments: u32,
+) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
-    std::fs::write(
-        dir.join("params.txt"),
-        "WIDTH = 2  # hone: int 1..20\nDEPTH = 9  # hone: int 1..20\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("score.sh"),
-        "w=$(sed -n 's/^WIDTH = \\([0-9]*\\).*/\\1/p' params.txt)\nd=$(sed -n 's/^DEPTH = \\([0-9]*\\).*/\\1/p' params.txt)\necho \"loss: $(( (w-13)*(w-13) + (d-4)*(d-4) ))\"\n",
-    )
-    .unwrap();
-    Spec::new()
+    let spec = Spec::new()
         .editable(&["params.txt"])
         .protected(&["score.sh"])
         .command("sh score.sh")
         .metric("loss")
-        .set("stop", "max_experiments", "15")
-        .write(&dir);
-    git(&dir, &["init", "-q", "-b", "main"]);
-    git(&dir, &["add", "-A"]);
-    git(&dir, &["commit", "-q", "-m", "init"]);
+        .set("stop", "max_experiments", &max_experiments.to_string());
+    knob_project::commit_knob_project(&dir, params, score_sh, &spec.render());
     (tmp, dir)
 }
 
