@@ -215,14 +215,7 @@ fn daemon_off_loopback_needs_a_token_and_checks_it() {
 fn a_triggered_run_opens_a_pull_request_and_notifies_with_no_one_at_the_keyboard() {
     let ok = Reply::Status(200, Vec::new(), "ok".into());
     let slack = LlmServer::start(vec![ok], false);
-    let api = LlmServer::start(
-        vec![Reply::Status(
-            201,
-            Vec::new(),
-            r#"{"number": 7, "html_url": "https://github.com/acme/widgets/pull/7"}"#.into(),
-        )],
-        false,
-    );
+    let api = LlmServer::github_opening_pr(7);
     let r = Repo::new(
         &format!(
             "[[notify]]\nurl = \"{}/hook\"\nformat = \"slack\"\non = [\"keep\", \"finish\"]\n",

@@ -33,14 +33,7 @@ fn finalize_pushes_one_commit_per_keep_and_opens_a_pull_request() {
     git(&r.dir, &["add", "prepare.py"]);
     put(r.dir.join("value.txt"), "score: 99\n");
     let before = checkout_state(&r);
-    let api = LlmServer::start(
-        vec![Reply::Status(
-            201,
-            Vec::new(),
-            r#"{"number": 42, "html_url": "https://github.com/acme/widgets/pull/42"}"#.into(),
-        )],
-        false,
-    );
+    let api = LlmServer::github_opening_pr(42);
     let out = ok(hone_env(
         &r,
         &["finalize", "--run", "t1", "--pr"],

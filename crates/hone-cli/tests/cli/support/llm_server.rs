@@ -104,6 +104,15 @@ impl LlmServer {
     pub(crate) fn requests(&self) -> Vec<Recorded> {
         self.requests.lock().unwrap().clone()
     }
+
+    /// A stand-in GitHub API that opens pull request `number` of `acme/widgets` (201, its
+    /// number and URL) for every request.
+    pub(crate) fn github_opening_pr(number: u32) -> LlmServer {
+        let created = format!(
+            r#"{{"number": {number}, "html_url": "https://github.com/acme/widgets/pull/{number}"}}"#
+        );
+        LlmServer::start(vec![Reply::Status(201, Vec::new(), created)], false)
+    }
 }
 
 pub(crate) const SECRET: &str = "sk-test-do-not-log-4f1c";
