@@ -46,6 +46,33 @@ fn assert_missing_tool_is_named(r: &Repo, install: &str) {
     assert_says(&out, install);
 }
 
+/// What a preset's run of [`preset_repo`] must show: experiment 1 kept, with its tool's
+/// description (when given), cost (when given) and tokens; experiment 2 invalid, its reason
+/// quoting the tool's `error`; and, without the tool on PATH, the `install` hint.
+struct Shows<'a> {
+    description: Option<&'a str>,
+    cost_usd: Option<f64>,
+    tokens: u64,
+    error: &'a str,
+    install: &'a str,
+}
+
+fn assert_run_shows(r: &Repo, want: Shows<'_>) {
+    let log = r.log();
+    assert_eq!(log[1]["status"], "keep", "{log:?}");
+    if let Some(description) = want.description {
+        assert_eq!(log[1]["description"], description);
+    }
+    if let Some(cost) = want.cost_usd {
+        assert_eq!(log[1]["cost_usd"], cost);
+    }
+    assert_eq!(log[1]["tokens"], want.tokens);
+    assert_eq!(log[2]["status"], "invalid");
+    assert!(reason(&log[2]).contains(want.error), "{}", log[2]);
+    // Without the tool, a clear error that names the package.
+    assert_missing_tool_is_named(r, want.install);
+}
+
 /// A stand-in `claude` on PATH: records its arguments, environment and stdin, makes a scripted
 /// edit and prints Claude Code's JSON result (the shape its headless docs show).
 const FAKE_CLAUDE: &str = r#"#!/bin/sh
@@ -64,23 +91,12 @@ fi
 
 #[test]
 fn claude_code_preset_runs_headless_and_reads_its_cost() {
-    let (bin, record) = fake_tool("claude", FAKE_CLAUDE);
-    let r = preset_repo(
+    let (r, record) = run_preset(
+        "claude",
+        FAKE_CLAUDE,
         "kind = \"claude\"\nmodel = \"sonnet\"\nextra_args = [\"--max-turns\", \"30\"]",
+        &[("ANTHROPIC_API_KEY", "sk-ant-test")],
     );
-    let path = format!(
-        "{}:{}",
-        bin.path().display(),
-        std::env::var("PATH").unwrap()
-    );
-    ok(Command::new(HONE)
-        .arg("run")
-        .current_dir(&r.dir)
-        .env("PATH", &path)
-        .env("FAKE_RECORD", record.path())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test")
-        .output()
-        .unwrap());
     let argv = read(&record, "argv");
     assert_eq!(
         argv.lines().collect::<Vec<_>>(),
@@ -106,21 +122,21 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
         env.contains("ANTHROPIC_API_KEY=sk-ant-test"),
         "the tool's own key is passed through"
     );
-    let log = r.log();
-    assert_eq!(log[1]["status"], "keep");
-    assert_eq!(log[1]["description"], "Lowered the score to 4.");
-    assert_eq!(log[1]["cost_usd"], 0.0123);
-    assert_eq!(log[1]["tokens"], 180);
-    assert_eq!(log[2]["status"], "invalid");
-    assert!(
-        reason(&log[2]).contains("API Error: 529 overloaded"),
-        "{}",
-        log[2]
+    assert_eq!(
+        r.log()[2]["cost_usd"],
+        0.001,
+        "a failed run is paid for too"
     );
-    assert_eq!(log[2]["cost_usd"], 0.001, "a failed run is paid for too");
-
-    // Without the tool, a clear error that names the package.
-    assert_missing_tool_is_named(&r, "npm install -g @anthropic-ai/claude-code");
+    assert_run_shows(
+        &r,
+        Shows {
+            description: Some("Lowered the score to 4."),
+            cost_usd: Some(0.0123),
+            tokens: 180,
+            error: "API Error: 529 overloaded",
+            install: "npm install -g @anthropic-ai/claude-code",
+        },
+    );
 }
 
 #[test]
@@ -182,20 +198,12 @@ fi
 
 #[test]
 fn codex_preset_runs_exec_json_and_reads_its_usage() {
-    let (bin, record) = fake_tool("codex", FAKE_CODEX);
-    let r = preset_repo("kind = \"codex\"\nmodel = \"gpt-5-codex\"");
-    let path = format!(
-        "{}:{}",
-        bin.path().display(),
-        std::env::var("PATH").unwrap()
+    let (r, record) = run_preset(
+        "codex",
+        FAKE_CODEX,
+        "kind = \"codex\"\nmodel = \"gpt-5-codex\"",
+        &[],
     );
-    ok(Command::new(HONE)
-        .arg("run")
-        .current_dir(&r.dir)
-        .env("PATH", &path)
-        .env("FAKE_RECORD", record.path())
-        .output()
-        .unwrap());
     let argv = read(&record, "argv");
     assert_eq!(
         argv.lines().collect::<Vec<_>>(),
@@ -209,17 +217,16 @@ fn codex_preset_runs_exec_json_and_reads_its_usage() {
         ]
     );
     assert!(read(&record, "stdin").contains("You may change only"));
-    let log = r.log();
-    assert_eq!(log[1]["status"], "keep");
-    assert_eq!(log[1]["description"], "Set the score to 3.");
-    assert_eq!(log[1]["tokens"], 1500);
-    assert_eq!(log[2]["status"], "invalid");
-    assert!(
-        reason(&log[2]).contains("stream disconnected"),
-        "{}",
-        log[2]
+    assert_run_shows(
+        &r,
+        Shows {
+            description: Some("Set the score to 3."),
+            cost_usd: None,
+            tokens: 1500,
+            error: "stream disconnected",
+            install: "npm install -g @openai/codex",
+        },
     );
-    assert_missing_tool_is_named(&r, "npm install -g @openai/codex");
 }
 
 /// A stand-in `aider`: like the real one, it writes its chat history where
@@ -292,14 +299,18 @@ fn aider_preset_edits_the_editable_files_and_reads_its_usage_line() {
     assert!(tag_logs(&argv[16]), "{argv:?}");
     assert_eq!(argv[17..], ["--model", "sonnet", "--", "value.txt"]);
     assert!(read(&record, "message").contains("You may change only"));
-    let log = r.log();
-    assert_eq!(log[1]["status"], "keep", "{log:?}");
-    assert_eq!(log[1]["cost_usd"], 0.0082);
-    assert_eq!(log[1]["tokens"], 2385);
-    assert_eq!(log[2]["status"], "invalid");
-    assert!(reason(&log[2]).contains("invalid x-api-key"), "{}", log[2]);
+    assert_run_shows(
+        &r,
+        Shows {
+            description: None,
+            cost_usd: Some(0.0082),
+            tokens: 2385,
+            error: "invalid x-api-key",
+            install: "pip install aider-chat",
+        },
+    );
     // Its history never entered a candidate.
-    let tag = log[0]["log_path"]
+    let tag = r.log()[0]["log_path"]
         .as_str()
         .unwrap()
         .split("/runs/")
@@ -319,7 +330,6 @@ fn aider_preset_edits_the_editable_files_and_reads_its_usage_line() {
         ],
     );
     assert!(!files.contains(".aider"), "{files}");
-    assert_missing_tool_is_named(&r, "pip install aider-chat");
 }
 
 /// A stand-in `gemini` printing Gemini CLI's `--output-format json` object (pretty-printed,
@@ -406,17 +416,16 @@ fn gemini_preset_runs_headless_json_and_reads_its_stats() {
     let env = recorded(record.path(), "env");
     assert!(env.contains(&"GEMINI_API_KEY=g-test".to_string()));
     assert!(env.contains(&"GEMINI_CLI_TRUST_WORKSPACE=true".to_string()));
-    let log = r.log();
-    assert_eq!(log[1]["status"], "keep", "{log:?}");
-    assert_eq!(log[1]["description"], "I set the score to 3.");
-    assert_eq!(log[1]["tokens"], 25113);
-    assert_eq!(log[2]["status"], "invalid");
-    assert!(
-        reason(&log[2]).contains("exceeded your current quota"),
-        "{}",
-        log[2]
+    assert_run_shows(
+        &r,
+        Shows {
+            description: Some("I set the score to 3."),
+            cost_usd: None,
+            tokens: 25113,
+            error: "exceeded your current quota",
+            install: "npm install -g @google/gemini-cli",
+        },
     );
-    assert_missing_tool_is_named(&r, "npm install -g @google/gemini-cli");
 }
 
 /// A stand-in `opencode` printing `opencode run --format json` events.
@@ -466,14 +475,16 @@ fn opencode_preset_runs_json_events_and_reads_cost_and_tokens() {
             && l.contains("\"bash\":\"deny\"")),
         "{env:?}"
     );
-    let log = r.log();
-    assert_eq!(log[1]["status"], "keep", "{log:?}");
-    assert_eq!(log[1]["description"], "Lowered the score to 2.");
-    assert_eq!(log[1]["cost_usd"], 0.0042);
-    assert_eq!(log[1]["tokens"], 1580);
-    assert_eq!(log[2]["status"], "invalid");
-    assert!(reason(&log[2]).contains("Invalid API key."), "{}", log[2]);
-    assert_missing_tool_is_named(&r, "npm install -g opencode-ai");
+    assert_run_shows(
+        &r,
+        Shows {
+            description: Some("Lowered the score to 2."),
+            cost_usd: Some(0.0042),
+            tokens: 1580,
+            error: "Invalid API key.",
+            install: "npm install -g opencode-ai",
+        },
+    );
 }
 
 #[test]

@@ -170,9 +170,7 @@ fn kill_9_mid_run_then_resume_keeps_the_curves_and_prunes_against_them() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     assert_eq!(r.statuses(), ["baseline", "keep", "running"]);
-    let out = r.hone(&["run", "--tag", "k"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
+    let log = r.run_log("k");
     assert_statuses(&log, &["baseline", "keep", "aborted", "pruned"]);
     // The interrupted run's curve survived the crash; the resumed run pruned #3 against
     // the same two finished curves.
@@ -190,9 +188,7 @@ fn top_k_prunes_against_the_best_finished_run_by_its_objective() {
         "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t5 wait\\n\n---\nwrite\tvalue.txt\t3\\n\n",
         marks,
     );
-    let out = r.hone(&["run", "--tag", "t"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
+    let log = r.run_log("t");
     assert_statuses(&log, &["baseline", "keep", "pruned", "keep"]);
     // #2 (rate 5, the baseline's curve: 80 at step 2, then it waits at step 3 until stopped) is compared with #1 alone, the best
     // objective (50, not the baseline's 60): its 70 there, no margin (#1 was never behind
@@ -226,9 +222,7 @@ fn with_a_sealed_evaluator_only_accepted_curves_are_references() {
         "write\tvalue.txt\t9 fake\\n\n---\nwrite\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t50\\n\n",
         marks,
     );
-    let out = r.hone(&["run", "--tag", "e"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
+    let log = r.run_log("e");
     assert_statuses(&log, &["baseline", "discard", "keep", "pruned"]);
     assert_eq!(log[1]["objective"], 100.0, "{:?}", log[1]);
     assert_eq!(curve_points(&r, 1), 6, "the discard's curve is recorded");
