@@ -401,40 +401,17 @@ impl Proposer for ChatProposer {
             EditMode::Patch => return self.propose_patch(ctx),
             EditMode::Blocks => {}
         }
-        let user = prompt::build(ctx)?;
-        let mut messages = vec![("user".to_string(), user)];
-        let mut description = String::new();
-        for round in 0..2 {
-            let kind = self.client.kind;
-            let done = self
-                .client
-                .call(&ctx.meter(), SYSTEM, &messages)
-                .map_err(|e| call_error(kind, e))?;
-            if description.is_empty() {
-                description = hypothesis(&done.text);
-            }
-            let edits: Vec<EditBlock> = blocks::parse(&done.text);
+        self.edit_rounds(ctx, SYSTEM, "edit block(s)", |answer, _| {
+            let edits: Vec<EditBlock> = blocks::parse(answer);
             if edits.is_empty() {
                 return Err(ProposeError::Invalid(
                     "the model's answer has no SEARCH/REPLACE block".into(),
                 ));
             }
             let failures = blocks::apply(ctx.worktree, &edits);
-            if failures.is_empty() {
-                return Ok(Proposal {
-                    description,
-                    config: None,
-                    cost_usd: 0.0, // already counted through ctx.spend
-                    source: None,
-                });
-            }
-            if round == 1 {
-                return Err(ProposeError::Invalid(format!(
-                    "{} edit block(s) still did not apply after a repair round: {}",
-                    failures.len(),
-                    failures[0].why
-                )));
-            }
+            let Some(first) = failures.first() else {
+                return Ok(None);
+            };
             let mut repair = String::from("Some of your blocks could not be applied; the others were. Send corrected blocks for these only:\n");
             for f in &failures {
                 repair.push_str(&format!(
@@ -442,10 +419,60 @@ impl Proposer for ChatProposer {
                     f.block.path, f.block.search, f.block.replace, f.why
                 ));
             }
+            Ok(Some(Unapplied {
+                count: failures.len(),
+                first: first.why.clone(),
+                repair,
+            }))
+        })
+    }
+}
+
+/// What of an answer's edits did not apply: how many parts, the first one's reason, and the
+/// message that asks the model to correct them.
+struct Unapplied {
+    count: usize,
+    first: String,
+    repair: String,
+}
+
+impl ChatProposer {
+    /// The edit modes' exchange: the model answers `system` and the prompt, `apply` applies
+    /// its answer (given the round, 0 or 1); edits that did not apply get one repair
+    /// round-trip, then the experiment is invalid (`parts` names them in the reason).
+    fn edit_rounds(
+        &mut self,
+        ctx: &ProposeContext<'_>,
+        system: &str,
+        parts: &str,
+        mut apply: impl FnMut(&str, usize) -> Result<Option<Unapplied>, ProposeError>,
+    ) -> Result<Proposal, ProposeError> {
+        let user = prompt::build(ctx)?;
+        let mut messages = vec![("user".to_string(), user)];
+        let mut description = String::new();
+        for round in 0..2 {
+            let done = self.ask(ctx, system, &messages)?;
+            if description.is_empty() {
+                description = hypothesis(&done.text);
+            }
+            let Some(unapplied) = apply(&done.text, round)? else {
+                return Ok(Proposal {
+                    description,
+                    config: None,
+                    cost_usd: 0.0, // already counted through ctx.spend
+                    source: None,
+                });
+            };
+            if round == 1 {
+                return Err(ProposeError::Invalid(format!(
+                    "{} {parts} still did not apply after a repair round: {}",
+                    unapplied.count, unapplied.first
+                )));
+            }
             messages.push(("assistant".into(), done.text));
-            messages.push(("user".into(), repair));
+            messages.push(("user".into(), unapplied.repair));
         }
-        Err(ProposeError::Invalid("no edit applied".into()))
+        Err(ProposeError::Invalid(format!("no {parts} applied")))
     }
 }
 
@@ -463,59 +490,38 @@ impl ChatProposer {
     /// `edit_mode = "patch"`: the model answers with an apply_patch patch; file operations
     /// that do not apply get one repair round-trip quoting the failing hunk.
     fn propose_patch(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
-        let user = prompt::build(ctx)?;
-        let mut messages = vec![("user".to_string(), user)];
-        let mut description = String::new();
-        for round in 0..2 {
-            let kind = self.client.kind;
-            let done = self
-                .client
-                .call(&ctx.meter(), SYSTEM_PATCH, &messages)
-                .map_err(|e| call_error(kind, e))?;
-            if description.is_empty() {
-                description = hypothesis(&done.text);
-            }
-            if round == 0 && !patch::contains_patch(&done.text) {
+        self.edit_rounds(ctx, SYSTEM_PATCH, "patch part(s)", |answer, round| {
+            if round == 0 && !patch::contains_patch(answer) {
                 return Err(ProposeError::Invalid(
                     "the model's answer has no `*** Begin Patch` patch".into(),
                 ));
             }
-            let failures = match patch::parse(&done.text) {
+            let failures = match patch::parse(answer) {
                 Ok(ops) => patch::apply(ctx.worktree, &ops),
                 Err(f) => vec![f],
             };
-            if failures.is_empty() {
-                return Ok(Proposal {
-                    description,
-                    config: None,
-                    cost_usd: 0.0,
-                    source: None,
-                });
+            let Some(first) = failures.first() else {
+                return Ok(None);
+            };
+        let mut repair = String::from("Parts of your patch could not be applied; the other files were changed as you asked. Send one new patch (`*** Begin Patch` ... `*** End Patch`) for these only, against the files as they are now:\n");
+        for f in &failures {
+            let file = if f.path.is_empty() {
+                String::new()
+            } else {
+                format!(" in `{}`", f.path)
+            };
+            repair.push_str(&format!("\nProblem{file}: {}\n", f.why));
+            if !f.quote.is_empty() {
+                let nl = if f.quote.ends_with('\n') { "" } else { "\n" };
+                repair.push_str(&format!("```\n{}{nl}```\n", f.quote));
             }
-            if round == 1 {
-                return Err(ProposeError::Invalid(format!(
-                    "{} patch part(s) still did not apply after a repair round: {}",
-                    failures.len(),
-                    failures[0].why
-                )));
-            }
-            let mut repair = String::from("Parts of your patch could not be applied; the other files were changed as you asked. Send one new patch (`*** Begin Patch` ... `*** End Patch`) for these only, against the files as they are now:\n");
-            for f in &failures {
-                let file = if f.path.is_empty() {
-                    String::new()
-                } else {
-                    format!(" in `{}`", f.path)
-                };
-                repair.push_str(&format!("\nProblem{file}: {}\n", f.why));
-                if !f.quote.is_empty() {
-                    let nl = if f.quote.ends_with('\n') { "" } else { "\n" };
-                    repair.push_str(&format!("```\n{}{nl}```\n", f.quote));
-                }
-            }
-            messages.push(("assistant".into(), done.text));
-            messages.push(("user".into(), repair));
         }
-        Err(ProposeError::Invalid("no patch applied".into()))
+            Ok(Some(Unapplied {
+                count: failures.len(),
+                first: first.why.clone(),
+                repair,
+            }))
+        })
     }
 }
 
@@ -533,14 +539,21 @@ impl ChatProposer {
         system: &str,
         user: &str,
     ) -> Result<String, ProposeError> {
+        self.ask(ctx, system, &[("user".to_string(), user.to_string())])
+            .map(|c| c.text)
+    }
+
+    /// One call of the model with `system` and the conversation `messages`, metered against
+    /// `ctx`'s budget; a failed call as the proposal's error.
+    fn ask(
+        &mut self,
+        ctx: &ProposeContext<'_>,
+        system: &str,
+        messages: &[(String, String)],
+    ) -> Result<Completion, ProposeError> {
         let kind = self.client.kind;
         self.client
-            .call(
-                &ctx.meter(),
-                system,
-                &[("user".to_string(), user.to_string())],
-            )
-            .map(|c| c.text)
+            .call(&ctx.meter(), system, messages)
             .map_err(|e| call_error(kind, e))
     }
 
@@ -564,11 +577,7 @@ impl ChatProposer {
         let user = format!("{}{table}", prompt::build(ctx)?);
         let mut messages = vec![("user".to_string(), user)];
         for round in 0..2 {
-            let kind = self.client.kind;
-            let done = self
-                .client
-                .call(&ctx.meter(), SYSTEM_KNOBS, &messages)
-                .map_err(|e| call_error(kind, e))?;
+            let done = self.ask(ctx, SYSTEM_KNOBS, &messages)?;
             match validate_knob_answer(&done.text, &tunable) {
                 Ok((changes, hypothesis)) => {
                     let mut next = incumbent.clone();
