@@ -116,6 +116,27 @@ impl Outer {
         Outer::with(slots, spec, knobs_proposer)
     }
 
+    /// What a mechanism sees of experiment `n`: the run's direction, seed and proposer with
+    /// `history`, `knobs` and the editable globs (a copy the caller holds, so that the slots
+    /// stay free to borrow while the view lives).
+    fn view<'a>(
+        &self,
+        n: u64,
+        history: &'a [ExperimentRecord],
+        knobs: &'a [Knob],
+        editable: &'a [String],
+    ) -> View<'a> {
+        View {
+            n,
+            history,
+            knobs,
+            knobs_proposer: self.knobs_proposer,
+            direction: self.direction,
+            seed: self.seed,
+            editable,
+        }
+    }
+
     fn with(slots: Vec<Slot>, spec: &Spec, knobs_proposer: bool) -> Outer {
         let o = &spec.outer;
         let slots_empty = slots.is_empty() && o.research_every.is_none() && o.scripts.is_empty();
@@ -213,15 +234,7 @@ impl Outer {
         self.seed = seed;
         let knobs = std::mem::take(&mut self.knobs);
         let editable = self.editable.clone();
-        let view = View {
-            n,
-            history,
-            knobs: &knobs,
-            knobs_proposer: self.knobs_proposer,
-            direction: self.direction,
-            seed: self.seed,
-            editable: &editable,
-        };
+        let view = self.view(n, history, &knobs, &editable);
         let mut calls = Vec::new();
         let mut events = Vec::new();
         for slot in self.slots.iter_mut().filter(|s| s.active || s.managed) {
@@ -244,15 +257,8 @@ impl Outer {
         }
         let n = rec.n;
         let knobs = std::mem::take(&mut self.knobs);
-        let view = View {
-            n,
-            history,
-            knobs: &knobs,
-            knobs_proposer: self.knobs_proposer,
-            direction: self.direction,
-            seed: self.seed,
-            editable: &self.editable,
-        };
+        let editable = self.editable.clone();
+        let view = self.view(n, history, &knobs, &editable);
         let mut calls = Vec::new();
         let mut events = Vec::new();
         let outcome = Outcome { record: rec, view };

@@ -48,15 +48,7 @@ impl Outer {
     ) -> Result<Proposal, ProposeError> {
         let n = ctx.n;
         let editable = self.editable.clone();
-        let view = View {
-            n,
-            history: ctx.history,
-            knobs,
-            knobs_proposer: self.knobs_proposer,
-            direction: self.direction,
-            seed: self.seed,
-            editable: &editable,
-        };
+        let view = self.view(n, ctx.history, knobs, &editable);
         let mut calls = Vec::new();
         let asked = self
             .ask(ctx, &view, &mut calls)
@@ -295,15 +287,8 @@ impl Outer {
             return None;
         }
         let knobs = std::mem::take(&mut self.knobs);
-        let view = View {
-            n,
-            history,
-            knobs: &knobs,
-            knobs_proposer: self.knobs_proposer,
-            direction: self.direction,
-            seed: self.seed,
-            editable: &self.editable,
-        };
+        let editable = self.editable.clone();
+        let view = self.view(n, history, &knobs, &editable);
         let cand = Candidate {
             description,
             config,
