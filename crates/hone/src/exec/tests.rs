@@ -171,11 +171,15 @@ fn large_output_on_both_streams_does_not_deadlock() {
     assert!(lines.iter().all(|l| l.len() == MAX_LINE_BYTES));
 }
 
-#[test]
-fn timeout_terminates_sleep() {
+/// `cmd` (which writes its pid to `leader.pid`) runs past a 200 ms timeout, with `kill_grace`
+/// when given: it times out promptly and its whole group is gone.
+fn assert_timeout_kills_the_group(cmd: &str, kill_grace: Option<Duration>) {
     let fx = Fixture::new();
-    let mut req = fx.request("echo $$ > leader.pid; exec sleep 1000");
+    let mut req = fx.request(cmd);
     req.timeout = Some(Duration::from_millis(200));
+    if let Some(grace) = kill_grace {
+        req.kill_grace = grace;
+    }
     let started = Instant::now();
     let (outcome, _) = run(&req);
     assert_eq!(outcome.exit, Exit::TimedOut);
@@ -184,16 +188,16 @@ fn timeout_terminates_sleep() {
 }
 
 #[test]
+fn timeout_terminates_sleep() {
+    assert_timeout_kills_the_group("echo $$ > leader.pid; exec sleep 1000", None);
+}
+
+#[test]
 fn timeout_kills_a_grandchild_that_holds_stdout() {
-    let fx = Fixture::new();
-    let mut req = fx.request("echo $$ > leader.pid; (sleep 1000 &) ; sleep 1000");
-    req.timeout = Some(Duration::from_millis(200));
-    req.kill_grace = Duration::from_millis(200);
-    let started = Instant::now();
-    let (outcome, _) = run(&req);
-    assert_eq!(outcome.exit, Exit::TimedOut);
-    assert!(started.elapsed() < LIVENESS);
-    assert_group_gone(pgid(fx.pid_from("leader.pid")));
+    assert_timeout_kills_the_group(
+        "echo $$ > leader.pid; (sleep 1000 &) ; sleep 1000",
+        Some(Duration::from_millis(200)),
+    );
 }
 
 #[test]

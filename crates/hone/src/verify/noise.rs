@@ -301,17 +301,7 @@ mod tests {
     #[test]
     fn sigma_is_unbiased_enough_from_many_pairs() {
         // Pairs are what confirm = 1 produces; the robust estimate must not shrink with them.
-        let mut state = 0x1234_5678_u64;
-        let mut normal = || {
-            let mut u = || {
-                state = state
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                ((state >> 11) as f64 / (1u64 << 53) as f64).max(1e-12)
-            };
-            let (a, b) = (u(), u());
-            (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
-        };
+        let mut normal = normals(0x1234_5678);
         let mut estimates = Vec::new();
         for _ in 0..200 {
             let groups: Vec<Vec<f64>> = (0..20).map(|_| vec![normal(), normal()]).collect();
@@ -351,13 +341,18 @@ mod tests {
         assert!((s - own).abs() < 1e-12, "sigma {s}, baseline's {own}");
         // With honest candidates around it, the poisoned group is still the one left out.
         let honest = [[10.1, 10.3], [9.9, 10.0], [10.4, 10.2]];
-        let s = run_sigma(
-            [&baseline[..]],
-            honest.iter().map(|g| &g[..]).chain([&poison[..]]),
+        let s = sigma_among(&baseline, &honest, &[poison]);
+        assert!(s < 1.0, "sigma {s}");
+    }
+
+    /// `run_sigma` of the baseline's runs and the candidates `honest`, then `poisoned`.
+    fn sigma_among(baseline: &[f64], honest: &[[f64; 2]], poisoned: &[[f64; 2]]) -> f64 {
+        run_sigma(
+            [baseline],
+            honest.iter().chain(poisoned).map(|g| &g[..]),
             None,
         )
-        .unwrap();
-        assert!(s < 1.0, "sigma {s}");
+        .unwrap()
     }
 
     #[test]
@@ -365,15 +360,7 @@ mod tests {
         let baseline = [10.0, 10.2];
         let honest = [[10.1, 10.3], [9.9, 10.0], [10.4, 10.2], [10.0, 10.3]];
         let poison = [[0.0, 1000.0], [0.0, 999.0], [5.0, 700.0]];
-        let s = run_sigma(
-            [&baseline[..]],
-            honest
-                .iter()
-                .map(|g| &g[..])
-                .chain(poison.iter().map(|g| &g[..])),
-            None,
-        )
-        .unwrap();
+        let s = sigma_among(&baseline, &honest, &poison);
         assert!(s < 1.0, "three poisoned groups among seven: sigma {s}");
     }
 
