@@ -271,68 +271,91 @@ fn facts(
     facts
 }
 
-/// The markdown report: facts, top improvements, search vs holdout, mechanisms, experiments.
+/// A table both formats show: the section's title, the column heads and the rows' cells (text
+/// as it reads: each format escapes it, and rows are made as they are written), and which
+/// column, if any, holds an experiment's status (the HTML colours it by class).
+struct Table<'a> {
+    title: &'static str,
+    head: Vec<String>,
+    rows: Box<dyn Iterator<Item = Vec<String>> + 'a>,
+    status_column: Option<usize>,
+}
+
+/// The report's tables after its facts: the top improvements, search vs holdout and the
+/// mechanisms (those two when there is something to show), then every experiment.
+fn tables<'a>(view: &'a View) -> Vec<Table<'a>> {
+    let metric = &view.run.metric;
+    let heads = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let mut tables = vec![Table {
+        title: "Top improvements",
+        head: heads(&["#", "gain over the previous best", metric, "description"]),
+        rows: Box::new(view.gains.iter().take(10).map(|g| {
+            let (n, delta) = (g.e.n.to_string(), format!("{:+.6}", g.delta));
+            vec![n, delta, fmt_metric(g.e.objective), g.e.description.clone()]
+        })),
+        status_column: None,
+    }];
+    if !view.holdout.is_empty() {
+        tables.push(Table {
+            title: "Search vs holdout",
+            head: heads(&["#", "status", "search", "holdout"]),
+            rows: Box::new(view.holdout.iter().map(|e| {
+                let (n, status) = (e.n.to_string(), e.status().to_string());
+                vec![n, status, fmt_metric(e.objective), fmt_metric(e.holdout)]
+            })),
+            status_column: Some(1),
+        });
+    }
+    if !view.mech_rows.is_empty() {
+        tables.push(Table {
+            title: "Mechanisms (outer loop)",
+            head: heads(&MECH_HEAD),
+            rows: Box::new(view.mech_rows.iter().map(|r| r.to_vec())),
+            status_column: None,
+        });
+    }
+    tables.push(Table {
+        title: "Experiments",
+        head: heads(&["#", "status", metric, "description", "why"]),
+        rows: Box::new(view.exps.iter().map(|e| {
+            let why = crate::propose::prompt::sanitize(&e.reason, 160);
+            let (n, status) = (e.n.to_string(), e.status().to_string());
+            vec![
+                n,
+                status,
+                fmt_metric(e.objective),
+                e.description.clone(),
+                why,
+            ]
+        })),
+        status_column: Some(1),
+    });
+    tables
+}
+
+/// The markdown report: the facts, then the tables.
 fn markdown(view: &View) -> String {
-    let (run, exps) = (view.run, view.exps);
     let mut md = String::new();
-    let _ = writeln!(md, "# hone run {}\n\n![progress](progress.svg)\n", run.tag);
+    let _ = writeln!(
+        md,
+        "# hone run {}\n\n![progress](progress.svg)\n",
+        view.run.tag
+    );
     for (k, v) in &view.facts {
         let _ = writeln!(md, "- **{k}**: {}", md_cell(v));
     }
-    let _ = writeln!(md, "\n## Top improvements\n\n| # | gain over the previous best | {} | description |\n|---|---|---|---|", run.metric);
-    for g in view.gains.iter().take(10) {
+    for table in tables(view) {
         let _ = writeln!(
             md,
-            "| {} | {:+.6} | {} | {} |",
-            g.e.n,
-            g.delta,
-            fmt_metric(g.e.objective),
-            md_cell(&g.e.description)
+            "\n## {}\n\n| {} |\n|{}",
+            table.title,
+            table.head.join(" | "),
+            "---|".repeat(table.head.len())
         );
-    }
-    if !view.holdout.is_empty() {
-        let _ = writeln!(
-            md,
-            "\n## Search vs holdout\n\n| # | status | search | holdout |\n|---|---|---|---|"
-        );
-        for e in &view.holdout {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} |",
-                e.n,
-                e.status(),
-                fmt_metric(e.objective),
-                fmt_metric(e.holdout)
-            );
-        }
-    }
-    if !view.mech_rows.is_empty() {
-        let _ = writeln!(
-            md,
-            "\n## Mechanisms (outer loop)\n\n| {} |\n|{}",
-            MECH_HEAD.join(" | "),
-            "---|".repeat(MECH_HEAD.len())
-        );
-        for r in &view.mech_rows {
-            let cells: Vec<String> = r.iter().map(|c| md_cell(c)).collect();
+        for row in table.rows {
+            let cells: Vec<String> = row.iter().map(|c| md_cell(c)).collect();
             let _ = writeln!(md, "| {} |", cells.join(" | "));
         }
-    }
-    let _ = writeln!(
-        md,
-        "\n## Experiments\n\n| # | status | {} | description | why |\n|---|---|---|---|---|",
-        run.metric
-    );
-    for e in exps {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} |",
-            e.n,
-            e.status(),
-            fmt_metric(e.objective),
-            md_cell(&e.description),
-            md_cell(&crate::propose::prompt::sanitize(&e.reason, 160))
-        );
     }
     md
 }
@@ -354,79 +377,34 @@ fn html(view: &View, svg: &str) -> String {
     for (k, v) in &view.facts {
         let _ = writeln!(html, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
     }
-    let _ = writeln!(html, "</table>\n<h2>Top improvements</h2>\n<table><tr><th>#</th><th>gain</th><th>{}</th><th>description</th></tr>", esc(&run.metric));
-    for g in view.gains.iter().take(10) {
-        let _ = writeln!(
-            html,
-            "<tr><td>{}</td><td>{:+.6}</td><td>{}</td><td>{}</td></tr>",
-            g.e.n,
-            g.delta,
-            fmt_metric(g.e.objective),
-            esc(&g.e.description)
-        );
-    }
     let _ = writeln!(html, "</table>");
-    html_holdout(&mut html, &view.holdout);
-    html_mechanisms(&mut html, &view.mech_rows);
-    html_experiments(&mut html, run, view.exps);
-    html
-}
-
-/// The HTML table of experiments with a sealed holdout score, when there are any.
-fn html_holdout(html: &mut String, holdout: &[&ExperimentRecord]) {
-    if !holdout.is_empty() {
-        let _ = writeln!(html, "<h2>Search vs holdout</h2>\n<table><tr><th>#</th><th>status</th><th>search</th><th>holdout</th></tr>");
-        for e in holdout {
-            let _ = writeln!(
-                html,
-                "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td></tr>",
-                e.n,
-                e.status(),
-                e.status(),
-                fmt_metric(e.objective),
-                fmt_metric(e.holdout)
-            );
-        }
-        let _ = writeln!(html, "</table>");
-    }
-}
-
-/// The HTML table of the outer loop's mechanisms, when it ran.
-fn html_mechanisms(html: &mut String, mech_rows: &[[String; 7]]) {
-    if !mech_rows.is_empty() {
-        let head: Vec<String> = MECH_HEAD
+    for table in tables(view) {
+        let head: Vec<String> = table
+            .head
             .iter()
             .map(|h| format!("<th>{}</th>", esc(h)))
             .collect();
         let _ = writeln!(
             html,
-            "<h2>Mechanisms (outer loop)</h2>\n<table><tr>{}</tr>",
+            "<h2>{}</h2>\n<table><tr>{}</tr>",
+            table.title,
             head.concat()
         );
-        for r in mech_rows {
-            let cells: Vec<String> = r.iter().map(|c| format!("<td>{}</td>", esc(c))).collect();
+        for row in table.rows {
+            let cells: Vec<String> = row
+                .iter()
+                .enumerate()
+                .map(|(i, c)| match table.status_column {
+                    Some(col) if col == i => format!("<td class=\"{0}\">{0}</td>", esc(c)),
+                    _ => format!("<td>{}</td>", esc(c)),
+                })
+                .collect();
             let _ = writeln!(html, "<tr>{}</tr>", cells.concat());
         }
         let _ = writeln!(html, "</table>");
     }
-}
-
-/// The HTML table of every experiment, and the page's end.
-fn html_experiments(html: &mut String, run: &RunRecord, exps: &[ExperimentRecord]) {
-    let _ = writeln!(html, "<h2>Experiments</h2>\n<table><tr><th>#</th><th>status</th><th>{}</th><th>description</th><th>why</th></tr>", esc(&run.metric));
-    for e in exps {
-        let _ = writeln!(
-            html,
-            "<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            e.n,
-            e.status(),
-            e.status(),
-            fmt_metric(e.objective),
-            esc(&e.description),
-            esc(&crate::propose::prompt::sanitize(&e.reason, 160))
-        );
-    }
-    let _ = writeln!(html, "</table></body></html>");
+    let _ = writeln!(html, "</body></html>");
+    html
 }
 
 #[cfg(test)]
