@@ -401,19 +401,6 @@ fn git(dir: &Path, args: &[&str]) -> Result<(), String> {
     }
 }
 
-/// Whether an experiment ran the verifier (and so used up budget).
-fn verified(status: Status) -> bool {
-    matches!(
-        status,
-        Status::Baseline
-            | Status::Keep
-            | Status::Discard
-            | Status::Crash
-            | Status::Timeout
-            | Status::Pruned
-    )
-}
-
 /// One run: a fresh repository from the problem's directory with the arm's `[outer]`, the
 /// engine loop for `budget` experiments with `seed`, and the incumbent trajectory.
 pub fn run_one(
@@ -523,7 +510,7 @@ struct Track {
 impl Track {
     fn record(&mut self, problem: &Problem, record: &crate::store::ExperimentRecord) {
         let status = record.status();
-        if !verified(status) {
+        if !status.ran_verifier() {
             self.unverified += 1;
             return;
         }

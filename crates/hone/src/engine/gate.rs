@@ -223,18 +223,8 @@ pub(super) fn duplicate(
     in_flight: &[ExperimentRecord],
 ) -> Option<String> {
     let tree = rec.tree.as_deref()?;
-    let measured = |e: &&ExperimentRecord| {
-        e.tree.as_deref() == Some(tree)
-            && matches!(
-                e.status(),
-                Status::Baseline
-                    | Status::Keep
-                    | Status::Discard
-                    | Status::Crash
-                    | Status::Timeout
-                    | Status::Pruned
-            )
-    };
+    let measured =
+        |e: &&ExperimentRecord| e.tree.as_deref() == Some(tree) && e.status().ran_verifier();
     let running = |e: &&ExperimentRecord| e.tree.as_deref() == Some(tree);
     if let Some(dup) = exps.iter().find(measured) {
         return Some(format!(

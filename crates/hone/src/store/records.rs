@@ -69,6 +69,20 @@ impl Status {
             .find(|st| st.as_str() == s)
     }
 
+    /// The experiment ran the verifier (and so used up budget): the baseline, a keep, a
+    /// discard, a crash, a timeout or a pruned run.
+    pub fn ran_verifier(self) -> bool {
+        matches!(
+            self,
+            Status::Baseline
+                | Status::Keep
+                | Status::Discard
+                | Status::Crash
+                | Status::Timeout
+                | Status::Pruned
+        )
+    }
+
     /// Counts toward `max_consecutive_failures`.
     pub fn is_failure(self) -> bool {
         matches!(
