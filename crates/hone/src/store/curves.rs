@@ -43,21 +43,7 @@ impl Store {
         if relaxed {
             self.batch("PRAGMA synchronous = NORMAL")?;
         }
-        let written = self.insert_curve_point(run_id, n, step, value);
-        if relaxed {
-            self.batch("PRAGMA synchronous = FULL")?;
-        }
-        written
-    }
-
-    fn insert_curve_point(
-        &self,
-        run_id: i64,
-        n: u64,
-        step: f64,
-        value: f64,
-    ) -> Result<(), StoreError> {
-        self.exec(
+        let written = self.exec(
             "INSERT INTO curves (run_id, experiment, step, value, at) VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (run_id, experiment, step) DO UPDATE SET value = excluded.value, at = excluded.at",
             &[
@@ -67,8 +53,11 @@ impl Store {
                 Val::Real(Some(value)),
                 Val::Real(Some(now())),
             ],
-        )?;
-        Ok(())
+        );
+        if relaxed {
+            self.batch("PRAGMA synchronous = FULL")?;
+        }
+        written.map(|_| ())
     }
 
     /// Every curve of a run, by experiment.
