@@ -20,35 +20,66 @@ fn agent() -> ureq::Agent {
         .into()
 }
 
-#[test]
-fn extra_routes_sit_behind_the_token_and_tasks_run_beside_the_server() {
-    let dir = tempfile::tempdir().unwrap();
-    let opts = ServeOptions {
+/// Options for a server of the (empty) project `dir` on an ephemeral loopback port.
+fn options(dir: &tempfile::TempDir, token: Option<&str>) -> ServeOptions {
+    ServeOptions {
         repo_root: dir.path().to_path_buf(),
         store: None,
         addr: "127.0.0.1:0".parse().unwrap(),
-        token: Some(TOKEN.into()),
-    };
+        token: token.map(str::to_string),
+    }
+}
+
+/// A server running on a thread of its own until [`Running::stop`].
+struct Running {
+    /// `http://<its address>`.
+    base: String,
+    stop_tx: tokio::sync::oneshot::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Running {
+    fn start(server: hone_serve::Server) -> Running {
+        let base = format!("http://{}", server.local_addr());
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            server
+                .run_until(async {
+                    let _ = stop_rx.await;
+                })
+                .unwrap()
+        });
+        Running {
+            base,
+            stop_tx,
+            thread,
+        }
+    }
+
+    /// Stops the server and waits until it has stopped.
+    fn stop(self) {
+        self.stop_tx.send(()).unwrap();
+        self.thread.join().unwrap();
+    }
+}
+
+#[test]
+fn extra_routes_sit_behind_the_token_and_tasks_run_beside_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = options(&dir, Some(TOKEN));
     let extra = Router::new().route(
         "/api/trigger",
         post(|body: String| async move { format!("triggered with {} bytes", body.len()) }),
     );
     let (ran_tx, ran_rx) = std::sync::mpsc::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = hone_serve::bind_with(&opts, extra)
         .unwrap()
         .with_task(async move {
             ran_tx.send("scheduler ran").unwrap();
             std::future::pending::<()>().await;
         });
-    let base = format!("http://{}", server.local_addr());
-    let thread = std::thread::spawn(move || {
-        server
-            .run_until(async {
-                let _ = stop_rx.await;
-            })
-            .unwrap()
-    });
+    let running = Running::start(server);
+    let base = &running.base;
     assert_eq!(
         ran_rx.recv_timeout(Duration::from_secs(30)).unwrap(),
         "scheduler ran"
@@ -72,8 +103,7 @@ fn extra_routes_sit_behind_the_token_and_tasks_run_beside_the_server() {
         .call()
         .unwrap();
     assert_eq!(res.status().as_u16(), 200, "the dashboard beside it");
-    stop_tx.send(()).unwrap();
-    thread.join().unwrap();
+    running.stop();
 }
 
 /// An embedder may serve without a token on loopback (`hone serve` itself always has one):
@@ -82,23 +112,11 @@ fn extra_routes_sit_behind_the_token_and_tasks_run_beside_the_server() {
 #[test]
 fn without_a_token_only_loopback_names_are_answered() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = ServeOptions {
-        repo_root: dir.path().to_path_buf(),
-        store: None,
-        addr: "127.0.0.1:0".parse().unwrap(),
-        token: None,
-    };
+    let opts = options(&dir, None);
     hone_serve::check_options(&opts).unwrap();
     let server = hone_serve::bind(&opts).unwrap();
     let port = server.local_addr().port();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        server
-            .run_until(async {
-                let _ = stop_rx.await;
-            })
-            .unwrap()
-    });
+    let running = Running::start(server);
     let get = |url: &str, host: Option<&str>| {
         let mut req = agent().get(url);
         if let Some(h) = host {
@@ -121,8 +139,7 @@ fn without_a_token_only_loopback_names_are_answered() {
     );
     assert_eq!(status, 403, "a DNS-rebinding page cannot read it");
     assert!(body.contains("HONE_TOKEN"), "{body}");
-    stop_tx.send(()).unwrap();
-    thread.join().unwrap();
+    running.stop();
 }
 
 /// Pages go gzipped to a client that accepts gzip (and plain to one that does not); the event
@@ -131,12 +148,7 @@ fn without_a_token_only_loopback_names_are_answered() {
 fn text_is_gzipped_for_clients_that_accept_it() {
     use std::io::Read as _;
     let dir = tempfile::tempdir().unwrap();
-    let opts = ServeOptions {
-        repo_root: dir.path().to_path_buf(),
-        store: None,
-        addr: "127.0.0.1:0".parse().unwrap(),
-        token: Some(TOKEN.into()),
-    };
+    let opts = options(&dir, Some(TOKEN));
     let page: String = (0..2000)
         .map(|i| format!("<tr><td>#{i}</td><td>discard</td></tr>\n"))
         .collect();
@@ -158,16 +170,8 @@ fn text_is_gzipped_for_clients_that_accept_it() {
                 )
             }),
         );
-    let server = hone_serve::bind_with(&opts, extra).unwrap();
-    let base = format!("http://{}", server.local_addr());
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        server
-            .run_until(async {
-                let _ = stop_rx.await;
-            })
-            .unwrap()
-    });
+    let running = Running::start(hone_serve::bind_with(&opts, extra).unwrap());
+    let base = &running.base;
     let get = |path: &str, encoding: Option<&str>| {
         let mut req = agent()
             .get(&format!("{base}{path}"))
@@ -207,6 +211,5 @@ fn text_is_gzipped_for_clients_that_accept_it() {
     assert_eq!(enc, None, "the event stream is never buffered");
     let (enc, _) = get("/healthz", Some("gzip"));
     assert_eq!(enc, None, "a small body goes as it is");
-    stop_tx.send(()).unwrap();
-    thread.join().unwrap();
+    running.stop();
 }
