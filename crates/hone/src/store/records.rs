@@ -385,3 +385,22 @@ impl ExperimentRecord {
         self.status.unwrap_or(Status::Running)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_statuses_that_ran_the_verifier() {
+        let ran: Vec<&str> = Status::ALL
+            .iter()
+            .filter(|s| s.ran_verifier())
+            .map(|s| s.as_str())
+            .collect();
+        assert_eq!(
+            ran,
+            ["baseline", "keep", "discard", "crash", "timeout", "pruned"]
+        );
+        assert!(!Status::Running.ran_verifier());
+    }
+}
