@@ -12,12 +12,7 @@ fn kill_9_during_verification_then_resume() {
     let mut child = r.spawn_hone(&["run", "--tag", "k"]);
     wait_for_file(&started);
     let pgid: i32 = read_pgid(&pgid_file);
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-    assert!(
-        group_alive(pgid),
-        "the orphaned verifier should still be running before resume"
-    );
+    kill_9_leaving(&mut child, pgid, "the orphaned verifier");
     let st = r.statuses();
     assert_eq!(st, ["baseline", "keep", "running"]);
 
@@ -95,17 +90,8 @@ fn kill_9_while_the_agent_works_then_resume_kills_the_agent() {
     let mut child = r.spawn_hone(&["run", "--tag", "a"]);
     wait_for_file(&mark);
     let pgid: i32 = read_pgid(&mark);
-    child.kill().unwrap();
-    child.wait().unwrap();
-    assert!(
-        group_alive(pgid),
-        "the orphaned agent should still be running before resume"
-    );
-    ok(r.hone(&["run"]));
-    assert!(
-        wait_group_gone(pgid),
-        "resume must kill the interrupted agent"
-    );
+    kill_9_leaving(&mut child, pgid, "the orphaned agent");
+    resume_kills(&r, pgid, "the interrupted agent");
     assert_eq!(r.statuses(), ["baseline", "keep", "aborted"]);
     r.hone_expect(
         &["run", "--tag", "a", "-n", "4"],
@@ -170,16 +156,11 @@ fn resume_kills_what_a_dead_hone_started_even_outside_the_agents_group() {
     );
     let mut child = r.spawn_hone(&["run", "--tag", "e"]);
     let pid = read_pgid(&escaped);
-    child.kill().unwrap();
-    child.wait().unwrap();
-    assert!(
-        group_alive(pid),
-        "the escaped process runs on after hone died"
-    );
-    ok(r.hone(&["run"]));
-    assert!(
-        wait_group_gone(pid),
-        "resume must kill every process started for the interrupted experiment"
+    kill_9_leaving(&mut child, pid, "the escaped process");
+    resume_kills(
+        &r,
+        pid,
+        "every process started for the interrupted experiment",
     );
     assert_eq!(r.statuses(), ["baseline", "aborted", "keep"]);
 }

@@ -169,6 +169,26 @@ pub(crate) fn scores(values: &[u32]) -> String {
     turns.join("---\n")
 }
 
+/// SIGKILLs `child` (a `hone run`) and waits for it: the process group `pgid` it started (`what`)
+/// must still be running.
+#[track_caller]
+pub(crate) fn kill_9_leaving(child: &mut std::process::Child, pgid: i32, what: &str) {
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        group_alive(pgid),
+        "{what} should still be running after hone was killed"
+    );
+}
+
+/// `hone run` (which must succeed) resumes and kills the process group `pgid` (`what`) that a
+/// killed hone left running.
+#[track_caller]
+pub(crate) fn resume_kills(r: &Repo, pgid: i32, what: &str) {
+    ok(r.hone(&["run"]));
+    assert!(wait_group_gone(pgid), "resume must kill {what}");
+}
+
 /// `hone run` resumes run `k` (5 experiments) whose experiment 2's verifier, process group
 /// `pgid`, a killed hone left running: it says so, kills the group, records #2 aborted and
 /// goes on, the finished experiments intact.
