@@ -53,28 +53,11 @@ enum As {
     Nobody,
 }
 
-/// Can bubblewrap make a sandbox with every namespace hone asks for, as `who`? Skips (with
-/// a notice) where it cannot; CI must be able to as root.
+/// Can bubblewrap make a sandbox with every namespace hone asks for (what hone's own probe
+/// runs), as `who`? Skips (with a notice) where it cannot; CI must be able to as root.
 fn bwrap_usable(who: As) -> bool {
     let mut cmd = prefix(who);
-    cmd.args([
-        "bwrap",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--unshare-user",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-net",
-        "--cap-drop",
-        "ALL",
-        "true",
-    ]);
+    cmd.arg("bwrap").args(hone::sandbox::probe_args());
     let ok = cmd.output().map(|o| o.status.success()).unwrap_or(false);
     assert!(
         ok || who == As::Nobody || std::env::var_os("CI").is_none(),

@@ -44,6 +44,16 @@ const ISOLATION: &[&str] = &[
     "ALL",
 ];
 
+/// What bubblewrap gives every sandbox first: `/` read-only, a fresh `/dev` and a `/proc`.
+const BASE: &[&str] = &["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
+
+/// The arguments of the `bwrap` command with which [`probe`] checks that a sandbox can be made
+/// here: every namespace and the dropped capabilities a sandbox gets, no network, running
+/// `true`.
+pub fn probe_args() -> Vec<&'static str> {
+    [BASE, ISOLATION, &["--unshare-net", "true"]].concat()
+}
+
 /// What one sandboxed process may see and touch.
 pub struct Confinement<'a> {
     /// The directory it works in.
@@ -75,19 +85,10 @@ impl Confinement<'_> {
     pub fn bwrap_args(&self) -> Vec<OsString> {
         let wt = self.worktree.as_os_str().to_owned();
         let tmp = self.tmp.as_os_str().to_owned();
-        let mut args: Vec<OsString> = [
-            "bwrap",
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-        ]
-        .iter()
-        .map(OsString::from)
-        .collect();
+        let mut args: Vec<OsString> = std::iter::once(&"bwrap")
+            .chain(BASE)
+            .map(OsString::from)
+            .collect();
         // The fresh /dev has no accelerators: training on a GPU needs its device files (`-try`:
         // a SLURM job's node may lack one the submitting host has).
         for dev in accelerator_devices(Path::new("/dev")) {
@@ -278,9 +279,7 @@ pub fn bwrap_wrapper(
 /// sandbox gets; the error says what to do.
 pub fn probe() -> Result<(), String> {
     let out = Command::new("bwrap")
-        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
-        .args(ISOLATION)
-        .args(["--unshare-net", "true"])
+        .args(probe_args())
         .stdin(Stdio::null())
         .output();
     match out {
