@@ -35,7 +35,7 @@ use crate::propose::guidance::Mode;
 use crate::util::{splitmix64, unit_f64};
 use design::latin_hypercube;
 use feasible::Feasibility;
-use moves::{local_move, untried_by_enumeration, untried_neighbour};
+use moves::{best_local_move, local_move, untried_by_enumeration, untried_neighbour};
 use parzen::Model;
 use space::{Coord, Space};
 
@@ -235,12 +235,7 @@ pub fn suggest_guided(
                 space.fresh(&local_move(&space, &from, &mut rng, &movable, step))
             }
             (None, Some(m)) if rng.unit() >= LOCAL_PROBABILITY => m.propose(&space, &mut rng),
-            (None, Some(m)) => {
-                let draws = (0..LOCAL_CANDIDATES)
-                    .map(|_| local_move(&space, &from, &mut rng, &movable, step))
-                    .collect::<Vec<_>>();
-                m.best_of(&space, draws)
-            }
+            (None, Some(m)) => best_local_move(&space, m, &from, &mut rng, &movable, step),
             _ => space.fresh(&local_move(&space, &from, &mut rng, &movable, step)),
         };
         let next = admit(next);
