@@ -11,7 +11,9 @@
 //! stuck), `FREEZE=1` the rule-based strategy's frozen knobs, and `SURR=1` the `surrogate`
 //! mechanism's candidates as the mechanism makes them (its model step every `EVERY`-th
 //! experiment from a trust region starting at `RADIUS`, one offer in three a choice swap).
-//! `SEED0` moves the first seed; `PROBLEMS=a,b` runs only those problems.
+//! `SEED0` moves the first seed; `PROBLEMS=a,b` runs only those problems; `OUT=file` writes
+//! one line per problem and seed, `problem seed regret@20 regret@50 regret@100`, for paired
+//! tests (`bench/sampler_compare.py`).
 //!
 //! `cargo run --release -p hone --example tune_sampler [SEEDS]`, from the repository root.
 
@@ -201,6 +203,7 @@ fn main() {
     let budgets = [20usize, 50, 100];
     let only = std::env::var("PROBLEMS").unwrap_or_default();
     let mut summary: Vec<Vec<f64>> = vec![Vec::new(); budgets.len()];
+    let mut per_seed: Vec<String> = Vec::new();
     for problem in PROBLEMS {
         if !only.is_empty() && !only.split(',').any(|p| p == problem) {
             continue;
@@ -351,10 +354,14 @@ fn main() {
                 });
                 trajectory.push(best_true);
             }
+            let mut row = format!("{problem} {seed}");
             for (i, b) in budgets.iter().enumerate() {
                 let v = trajectory[(*b).min(trajectory.len()) - 1];
-                at[i].push((v - optimum(problem)) / (base_true - optimum(problem)));
+                let r = (v - optimum(problem)) / (base_true - optimum(problem));
+                at[i].push(r);
+                row.push_str(&format!(" {r:e}"));
             }
+            per_seed.push(row);
         }
         let cells: Vec<String> = budgets
             .iter()
@@ -378,4 +385,8 @@ fn main() {
         .map(|(b, v)| format!("@{b} {:.4}", v.iter().sum::<f64>() / v.len().max(1) as f64))
         .collect();
     println!("mean of medians: {}", means.join(" | "));
+    if let Ok(path) = std::env::var("OUT") {
+        per_seed.push(String::new());
+        std::fs::write(&path, per_seed.join("\n")).expect("OUT is writable");
+    }
 }

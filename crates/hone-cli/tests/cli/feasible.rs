@@ -36,7 +36,10 @@ fn narrowing(table: &str) -> &str {
 #[test]
 fn crashes_stop_once_the_crash_region_is_learned_and_log_and_show_say_so() {
     let (_t, dir) = crashy_repo(40, "");
-    let out = hone_in(&dir, &["run", "--seed", "3"]);
+    // Seed 1 (it was 3): since local moves are the model's best of 8 (issue 17), crashes count
+    // as the worst and steer them away, so seeds 3, 4 and 5 crash only twice in the first 20
+    // runs, too few for this test's premise; seeds 1 and 2 find the region as before.
+    let out = hone_in(&dir, &["run", "--seed", "1"]);
     assert!(out.status.success(), "{}", text(&out));
     let rows = log_in(&dir);
     assert_eq!(rows.len(), 40);

@@ -16,7 +16,9 @@ fn log_lines(dir: &Path) -> Vec<String> {
 
 /// What `knob_repo` proposes with seed 7 and no outer loop. First recorded from the binary of
 /// the commit before the outer loop existed; re-recorded when the sampler's Parzen bandwidth
-/// was halved (the first three proposals, the initial design, are unchanged). A run without
+/// was halved (the first three proposals, the initial design, are unchanged), and again when
+/// local moves became the model's best of 8 (issue 17: the first four proposals are unchanged,
+/// the fifth onwards differs; the optimum 0 is still reached at the ninth). A run without
 /// mechanisms, or with an empty `[outer]`, must not differ from it by one candidate.
 const BEFORE_MECHANISMS_SEED_7: &[&str] = &[
     "\"baseline\" 146.0 \"baseline\"",
@@ -24,16 +26,16 @@ const BEFORE_MECHANISMS_SEED_7: &[&str] = &[
     "\"keep\" 122.0 \"DEPTH 15 -> 5, WIDTH 9 -> 2\"",
     "\"keep\" 25.0 \"DEPTH 5 -> 7, WIDTH 2 -> 17\"",
     "\"discard\" 32.0 \"DEPTH 7 -> 8\"",
-    "\"discard\" 97.0 \"DEPTH 7 -> 13\"",
-    "\"keep\" 18.0 \"WIDTH 17 -> 16\"",
-    "\"keep\" 5.0 \"DEPTH 7 -> 6, WIDTH 16 -> 14\"",
-    "\"discard\" 5.0 \"DEPTH 6 -> 5, WIDTH 14 -> 15\"",
-    "\"keep\" 0.0 \"DEPTH 6 -> 4, WIDTH 14 -> 13\"",
-    "\"discard\" 2.0 \"DEPTH 4 -> 5, WIDTH 13 -> 12\"",
-    "\"discard\" 8.0 \"DEPTH 4 -> 6, WIDTH 13 -> 11\"",
-    "\"discard\" 8.0 \"DEPTH 4 -> 2, WIDTH 13 -> 11\"",
+    "\"discard\" 34.0 \"WIDTH 17 -> 18\"",
+    "\"discard\" 45.0 \"DEPTH 7 -> 10, WIDTH 17 -> 16\"",
+    "\"keep\" 5.0 \"DEPTH 7 -> 6, WIDTH 17 -> 14\"",
+    "\"keep\" 1.0 \"DEPTH 6 -> 5, WIDTH 14 -> 13\"",
+    "\"keep\" 0.0 \"DEPTH 5 -> 4\"",
+    "\"discard\" 1.0 \"WIDTH 13 -> 12\"",
+    "\"discard\" 5.0 \"DEPTH 4 -> 3, WIDTH 13 -> 11\"",
+    "\"discard\" 13.0 \"DEPTH 4 -> 7, WIDTH 13 -> 11\"",
     "\"discard\" 1.0 \"WIDTH 13 -> 14\"",
-    "\"discard\" 2.0 \"DEPTH 4 -> 3, WIDTH 13 -> 14\"",
+    "\"discard\" 8.0 \"DEPTH 4 -> 2, WIDTH 13 -> 15\"",
 ];
 
 #[test]

@@ -8,7 +8,7 @@
 //!    (and parallel calls with different indices) spread over the space.
 //! 2. **Model-based.** Afterwards each call either makes a *local move* around the incumbent
 //!    (1-2 knobs nudged by a multi-scale Gaussian step in unit space; choices and booleans
-//!    switch) or a *TPE* proposal: the observations are split at the best quarter into good and
+//!    switch; of [`LOCAL_CANDIDATES`] such moves the model's best `l(x) / g(x)` is taken) or a *TPE* proposal: the observations are split at the best quarter into good and
 //!    bad, each set becomes a Parzen estimator (a mixture of product kernels of width
 //!    [`BANDWIDTH`], one component per observation plus a uniform prior), 24 candidates are
 //!    drawn from the good estimator, and the one with the highest ratio `l(x) / g(x)` wins.
@@ -35,7 +35,7 @@ use crate::propose::guidance::Mode;
 use crate::util::{splitmix64, unit_f64};
 use design::latin_hypercube;
 use feasible::Feasibility;
-use moves::{local_move, untried_by_enumeration, untried_neighbour};
+use moves::{best_local_move, local_move, untried_by_enumeration, untried_neighbour};
 use parzen::Model;
 use space::{Coord, Space};
 
@@ -74,9 +74,12 @@ pub struct Observation {
     pub objective: Option<f64>,
 }
 
-/// How many points the initial space-filling design has for `dims` free knobs.
+/// How many points the initial space-filling design has for `dims` free knobs: 1.5 per knob,
+/// at least 4 and at most 8. (It was 2 per knob up to 10: on 5 or more knobs the design took
+/// half of a 20-experiment budget; measured with `examples/tune_sampler.rs`, see
+/// bench/RESULTS.md, "A sampler that is best early and late".)
 pub fn initial_design_size(dims: usize) -> usize {
-    (2 * dims).clamp(4, 10)
+    (3 * dims).div_ceil(2).clamp(4, 8)
 }
 
 /// Proposal attempts (local or TPE) before falling back to random points.
@@ -87,6 +90,8 @@ const RANDOM_ATTEMPTS: usize = 64;
 const TPE_CANDIDATES: usize = 24;
 /// Probability of a local move rather than a TPE proposal once a model exists.
 const LOCAL_PROBABILITY: f64 = 0.3;
+/// Local moves drawn per local proposal; the model's `l(x) / g(x)` picks one.
+const LOCAL_CANDIDATES: usize = 8;
 /// Fraction of observations that count as good in TPE.
 const GOOD_FRACTION: f64 = 0.25;
 /// The Parzen estimators' kernel width in unit space, before the shrink with the number of
@@ -230,6 +235,7 @@ pub fn suggest_guided(
                 space.fresh(&local_move(&space, &from, &mut rng, &movable, step))
             }
             (None, Some(m)) if rng.unit() >= LOCAL_PROBABILITY => m.propose(&space, &mut rng),
+            (None, Some(m)) => best_local_move(&space, m, &from, &mut rng, &movable, step),
             _ => space.fresh(&local_move(&space, &from, &mut rng, &movable, step)),
         };
         let next = admit(next);

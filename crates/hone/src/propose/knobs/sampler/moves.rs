@@ -3,8 +3,25 @@
 //! enumeration of a small space).
 
 use super::super::{Config, KnobValue};
+use super::parzen::Model;
 use super::space::{Coord, Kind, Space};
-use super::{Rng, ENUMERATION_LIMIT};
+use super::{Rng, ENUMERATION_LIMIT, LOCAL_CANDIDATES};
+
+/// The untried one of [`LOCAL_CANDIDATES`] local moves from `from` with the best `l(x) / g(x)`
+/// under `model` (`None`: every draw was tried already).
+pub(super) fn best_local_move(
+    space: &Space,
+    model: &Model<'_>,
+    from: &[Coord],
+    rng: &mut Rng,
+    movable: &[usize],
+    step_scale: f64,
+) -> Option<Config> {
+    let draws = (0..LOCAL_CANDIDATES)
+        .map(|_| local_move(space, from, rng, movable, step_scale))
+        .collect::<Vec<_>>();
+    model.best_of(space, draws)
+}
 
 /// Nudges 1-2 dimensions of `from`: numbers by a Gaussian step (scale 0.02, 0.05 or 0.15 of the
 /// unit range, reflected at the edges, and at least one integer step), categories to another

@@ -175,9 +175,16 @@ impl<'a> Model<'a> {
 
     /// The untried candidate with the best `l(x) / g(x)` among draws from the good estimator.
     pub(super) fn propose(&self, space: &Space, rng: &mut Rng) -> Option<Config> {
+        let draws = (0..TPE_CANDIDATES)
+            .map(|_| self.good.sample(rng, space))
+            .collect::<Vec<_>>();
+        self.best_of(space, draws)
+    }
+
+    /// The untried one of `points` with the best `l(x) / g(x)` (`None`: all tried).
+    pub(super) fn best_of(&self, space: &Space, points: Vec<Vec<Coord>>) -> Option<Config> {
         let mut best: Option<(f64, Config)> = None;
-        for _ in 0..TPE_CANDIDATES {
-            let point = self.good.sample(rng, space);
+        for point in points {
             let Some(config) = space.fresh(&point) else {
                 continue;
             };

@@ -445,3 +445,50 @@ fn the_model_is_fitted_to_a_bounded_sample_of_a_long_history() {
         .fold(0.0, f64::max);
     assert_eq!(top, 4_299.0);
 }
+
+/// The design is 1.5 points per knob, at least 4 and at most 8: on 5 or more knobs it leaves
+/// more than half of a 20-experiment budget to the model (it was 2 per knob up to 10).
+#[test]
+fn the_design_has_one_and_a_half_points_per_knob_up_to_eight() {
+    let sizes: Vec<usize> = [1, 2, 3, 4, 5, 6, 20].map(initial_design_size).to_vec();
+    assert_eq!(sizes, vec![4, 4, 5, 6, 8, 8, 8]);
+    // With 5 knobs the first 7 suggestions after the baseline are design points; the 8th
+    // comes from the model (the history then holds 8 observations).
+    let knobs = knobs_of(
+        "A = 0.5  # hone: 0.0..1.0\nB = 0.5  # hone: 0.0..1.0\nC = 0.5  # hone: 0.0..1.0\n\
+         D = 0.5  # hone: 0.0..1.0\nE = 0.5  # hone: 0.0..1.0\n",
+    );
+    let space = Space::new(&knobs, &[], &config_of(&knobs));
+    let design: Vec<Config> = latin_hypercube(&space, 8, 5)
+        .iter()
+        .map(|p| space.config(p))
+        .collect();
+    let (history, _) = run(&knobs, 8, 5, |c| Some(num(c, "A")));
+    assert!(history[1..8].iter().all(|o| design.contains(&o.config)));
+    assert!(!design.contains(&history[8].config));
+}
+
+/// A local move is the best of several by the model's `l(x) / g(x)`, skipping tried ones.
+#[test]
+fn local_moves_are_chosen_by_the_model() {
+    let knobs = knobs_of("A = 0.5  # hone: 0.0..1.0\n");
+    let obs = |a: f64, y: f64| Observation {
+        config: Config::from([("A".to_string(), KnobValue::Float(a))]),
+        objective: Some(y),
+    };
+    // Good near 0.2, bad near 0.8.
+    let mut history: Vec<Observation> = [0.18, 0.2, 0.22].map(|a| obs(a, 0.1)).to_vec();
+    history.extend([0.7, 0.75, 0.8, 0.85, 0.9, 0.95].map(|a| obs(a, 1.0)));
+    let pick = |history: &[Observation]| {
+        let space = Space::new(&knobs, history, &config_of(&knobs));
+        let model = Model::fit(&space, history, true).map(|m| {
+            let points = [0.8, 0.45, 0.25, 0.6].map(|u| vec![Coord::U(u)]).to_vec();
+            m.best_of(&space, points)
+        });
+        model.flatten().map(|c| num(&c, "A"))
+    };
+    assert_eq!(pick(&history), Some(0.25));
+    // Once 0.25 is tried (and measured poor) the next best by the model is taken.
+    history.push(obs(0.25, 0.5));
+    assert_eq!(pick(&history), Some(0.45));
+}
