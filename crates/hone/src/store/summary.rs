@@ -177,10 +177,14 @@ impl Store {
     }
 
     /// The best so far, as [`super::best_experiment`] finds it in the records (the newest keep
-    /// or baseline), found by index.
+    /// or baseline), found by index: the newest of each status is one index look-up, however
+    /// many discards followed it (a filter on both statuses at once is read newest first
+    /// until it meets one).
     pub fn best_of_run(&self, run_id: i64) -> Result<Option<ExperimentRecord>, StoreError> {
         self.query_opt(
-            "SELECT * FROM experiments WHERE run_id = ?1 AND status IN ('keep', 'baseline')
+            "SELECT * FROM experiments WHERE run_id = ?1 AND n IN (
+                 (SELECT MAX(n) FROM experiments WHERE run_id = ?1 AND status = 'keep'),
+                 (SELECT MAX(n) FROM experiments WHERE run_id = ?1 AND status = 'baseline'))
              ORDER BY n DESC LIMIT 1",
             &[Val::Int(Some(run_id))],
             experiment_from_row,
