@@ -20,6 +20,8 @@
 #
 #   STORES=/tmp/views-stores HONE=old/hone BENCH_STORE=old/bench-store bench/views.sh
 #   STORES=/tmp/views-stores HONE=new/hone bench/views.sh
+#
+# VIEWS=REGEX measures only the views whose names match (e.g. VIEWS='status|page').
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES=${SIZES:-10000 100000}
@@ -80,10 +82,15 @@ hone, repo, n, repeat, url, token, report = sys.argv[1:]
 n, repeat = int(n), int(repeat)
 mid = n // 2
 
+import os, re
+only = re.compile(os.environ.get("VIEWS", ""))
+
 def row(what, times, size=""):
     print(f"| {n:,} | {what} | {statistics.median(times) * 1000:.1f} ms | {size} |", flush=True)
 
 def command(what, args, sink=subprocess.PIPE):
+    if not only.search(what):
+        return
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
@@ -92,6 +99,8 @@ def command(what, args, sink=subprocess.PIPE):
     row(what, times, f"{len(out) / 1024:.0f} KiB out" if out is not None else "")
 
 def first_line(what, args):
+    if not only.search(what):
+        return
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
@@ -103,6 +112,8 @@ def first_line(what, args):
     row(what, times)
 
 def page(what, path, times_asked=None):
+    if not only.search(what):
+        return
     times, size = [], 0
     for _ in range(times_asked or repeat):
         out = subprocess.run(
