@@ -128,56 +128,7 @@ pub(super) fn tallies_agree_with_the_rows(b: &Backend) {
     again.holdout = None;
     s.put_experiment(run.id, &again).unwrap();
     assert_agree(&s, run.id, "a record rewritten");
-
-    // Rolled back: nothing of it counts.
-    s.begin().unwrap();
-    s.put_experiment(run.id, &exp(20, Status::Keep)).unwrap();
-    s.put_experiment(run.id, &exp(4, Status::Discard)).unwrap();
-    s.rollback();
-    assert_agree(&s, run.id, "after a rollback");
-    assert!(s.experiment(run.id, 20).unwrap().is_none());
-
-    // A writer gone in the middle of its transaction (killed): its connection ends
-    // uncommitted, and neither its rows nor their tallies are there.
-    {
-        let killed = b.open();
-        killed.begin().unwrap();
-        killed
-            .put_experiment(run.id, &exp(21, Status::Running))
-            .unwrap();
-        killed
-            .put_experiment(run.id, &exp(1, Status::Crash))
-            .unwrap();
-    }
-    assert_agree(&s, run.id, "after a writer died mid-transaction");
-    assert_eq!(
-        s.experiment(run.id, 1).unwrap().unwrap().status,
-        Some(Status::Keep)
-    );
-
-    // Another connection's committed writes (a resumed run), a row deleted, a status no hone
-    // knows (counted as running by both).
-    let resumed = b.open();
-    resumed
-        .in_transaction(|s| {
-            s.put_experiment(run.id, &exp(9, Status::Running))?;
-            s.put_experiment(run.id, &exp(9, Status::Aborted))?;
-            s.put_experiment(run.id, &exp(10, Status::Keep))
-        })
-        .unwrap();
-    assert_agree(&s, run.id, "after a resume");
-    s.exec(
-        "DELETE FROM experiments WHERE run_id = ?1 AND n = ?2",
-        &[Val::Int(Some(run.id)), int(2)],
-    )
-    .unwrap();
-    assert_agree(&s, run.id, "after a delete");
-    s.exec(
-        "UPDATE experiments SET status = 'vanished' WHERE run_id = ?1 AND n = ?2",
-        &[Val::Int(Some(run.id)), int(5)],
-    )
-    .unwrap();
-    assert_agree(&s, run.id, "with an unknown status");
+    failures_and_resumes(b, &s, run.id);
     assert_agree(&s, other.id, "the other run");
     let totals = s.run_totals(run.id).unwrap();
     assert_eq!(
@@ -186,6 +137,60 @@ pub(super) fn tallies_agree_with_the_rows(b: &Backend) {
         "{totals:?}"
     );
     assert_eq!(b.read_only().run_totals(run.id).unwrap(), totals);
+}
+
+/// The part of [`tallies_agree_with_the_rows`] after the first nine experiments: writes that
+/// are rolled back or cut off, a resume, a delete, a status no hone knows.
+fn failures_and_resumes(b: &Backend, s: &Store, run_id: i64) {
+    // Rolled back: nothing of it counts.
+    s.begin().unwrap();
+    s.put_experiment(run_id, &exp(20, Status::Keep)).unwrap();
+    s.put_experiment(run_id, &exp(4, Status::Discard)).unwrap();
+    s.rollback();
+    assert_agree(s, run_id, "after a rollback");
+    assert!(s.experiment(run_id, 20).unwrap().is_none());
+
+    // A writer gone in the middle of its transaction (killed): its connection ends
+    // uncommitted, and neither its rows nor their tallies are there.
+    {
+        let killed = b.open();
+        killed.begin().unwrap();
+        killed
+            .put_experiment(run_id, &exp(21, Status::Running))
+            .unwrap();
+        killed
+            .put_experiment(run_id, &exp(1, Status::Crash))
+            .unwrap();
+    }
+    assert_agree(s, run_id, "after a writer died mid-transaction");
+    assert_eq!(
+        s.experiment(run_id, 1).unwrap().unwrap().status,
+        Some(Status::Keep)
+    );
+
+    // Another connection's committed writes (a resumed run), a row deleted, a status no hone
+    // knows (counted as running by both).
+    let resumed = b.open();
+    resumed
+        .in_transaction(|s| {
+            s.put_experiment(run_id, &exp(9, Status::Running))?;
+            s.put_experiment(run_id, &exp(9, Status::Aborted))?;
+            s.put_experiment(run_id, &exp(10, Status::Keep))
+        })
+        .unwrap();
+    assert_agree(s, run_id, "after a resume");
+    s.exec(
+        "DELETE FROM experiments WHERE run_id = ?1 AND n = ?2",
+        &[Val::Int(Some(run_id)), int(2)],
+    )
+    .unwrap();
+    assert_agree(s, run_id, "after a delete");
+    s.exec(
+        "UPDATE experiments SET status = 'vanished' WHERE run_id = ?1 AND n = ?2",
+        &[Val::Int(Some(run_id)), int(5)],
+    )
+    .unwrap();
+    assert_agree(s, run_id, "with an unknown status");
 }
 
 /// Run 1 with experiments of every kind, written by SQL alone (the tables of schema 9 / 3).
