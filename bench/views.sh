@@ -3,7 +3,8 @@
 # /dev/null), `hone show`, `hone report`, and the dashboard's run page, experiment-table page
 # and experiment page (time to first byte, and the bytes sent gzipped), on a run of N
 # experiments for each N in SIZES (default "10000 100000"); median of REPEAT (default 5)
-# runs of each; release build.
+# runs of each (the run page is also fetched once first, before the server has cached what it
+# draws); release build.
 #
 # The store is written by the `bench-store` example through the store API (statuses,
 # descriptions, metrics, configurations, judgements, four events per experiment, a mechanism
@@ -12,6 +13,15 @@
 #
 #   bench/views.sh
 #   SIZES=10000 REPEAT=3 bench/views.sh
+#
+# STORES=DIR keeps each generated repository (with its store) in DIR/rN and measures a fresh
+# copy of it, so that two builds are measured on the very same store, one after the other,
+# without generating it again (a newer build migrates its copy, never DIR's):
+#
+#   STORES=/tmp/views-stores HONE=old/hone BENCH_STORE=old/bench-store bench/views.sh
+#   STORES=/tmp/views-stores HONE=new/hone bench/views.sh
+#
+# VIEWS=REGEX measures only the views whose names match (e.g. VIEWS='status|page').
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES=${SIZES:-10000 100000}
@@ -39,17 +49,22 @@ echo "| experiments | view | median | size |"
 echo "|---|---|---|---|"
 for n in $SIZES; do
   repo="$dir/r$n"
-  mkdir -p "$repo"
-  git -C "$repo" init -q -b main
-  printf 'LEARNING_RATE = 0.04\nDEPTH = 8\n' > "$repo/train.py"
-  git -C "$repo" add -A
-  git -C "$repo" -c user.name=bench -c user.email=bench@localhost commit -q -m init
-  parent=$(git -C "$repo" rev-parse HEAD)
-  printf 'LEARNING_RATE = 0.01\nDEPTH = 12\n' > "$repo/train.py"
-  git -C "$repo" -c user.name=bench -c user.email=bench@localhost commit -q -am candidate
-  candidate=$(git -C "$repo" rev-parse HEAD)
-  git -C "$repo" checkout -q "$parent"
-  "$bench_store" "$repo" "$n" "$parent" "$candidate" >/dev/null
+  if [ -n "${STORES:-}" ] && [ -d "$STORES/r$n" ]; then
+    cp -a "$STORES/r$n" "$repo"
+  else
+    mkdir -p "$repo"
+    git -C "$repo" init -q -b main
+    printf 'LEARNING_RATE = 0.04\nDEPTH = 8\n' > "$repo/train.py"
+    git -C "$repo" add -A
+    git -C "$repo" -c user.name=bench -c user.email=bench@localhost commit -q -m init
+    parent=$(git -C "$repo" rev-parse HEAD)
+    printf 'LEARNING_RATE = 0.01\nDEPTH = 12\n' > "$repo/train.py"
+    git -C "$repo" -c user.name=bench -c user.email=bench@localhost commit -q -am candidate
+    candidate=$(git -C "$repo" rev-parse HEAD)
+    git -C "$repo" checkout -q "$parent"
+    "$bench_store" "$repo" "$n" "$parent" "$candidate" >/dev/null
+    if [ -n "${STORES:-}" ]; then mkdir -p "$STORES" && cp -a "$repo" "$STORES/r$n"; fi
+  fi
 
   token=bench-token-0123456789abcdef
   HONE_TOKEN=$token "$hone" -C "$repo" serve --port 0 >"$dir/serve.out" 2>&1 &
@@ -67,10 +82,15 @@ hone, repo, n, repeat, url, token, report = sys.argv[1:]
 n, repeat = int(n), int(repeat)
 mid = n // 2
 
+import os, re
+only = re.compile(os.environ.get("VIEWS", ""))
+
 def row(what, times, size=""):
     print(f"| {n:,} | {what} | {statistics.median(times) * 1000:.1f} ms | {size} |", flush=True)
 
 def command(what, args, sink=subprocess.PIPE):
+    if not only.search(what):
+        return
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
@@ -79,6 +99,8 @@ def command(what, args, sink=subprocess.PIPE):
     row(what, times, f"{len(out) / 1024:.0f} KiB out" if out is not None else "")
 
 def first_line(what, args):
+    if not only.search(what):
+        return
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
@@ -89,9 +111,11 @@ def first_line(what, args):
         p.wait()
     row(what, times)
 
-def page(what, path):
+def page(what, path, times_asked=None):
+    if not only.search(what):
+        return
     times, size = [], 0
-    for _ in range(repeat):
+    for _ in range(times_asked or repeat):
         out = subprocess.run(
             ["curl", "-s", "-f", "-H", f"Authorization: Bearer {token}", "-H",
              "Accept-Encoding: gzip", "-o", "/dev/null", "-w",
@@ -106,6 +130,7 @@ first_line("`hone log` to its first line", ["log"])
 command("`hone log` whole, to /dev/null", ["log"], subprocess.DEVNULL)
 command(f"`hone show {mid}`", ["show", str(mid)])
 command("`hone report`", ["report", "--out", report])
+page("run page, its first fetch (nothing cached: one sample)", "runs/bench", 1)
 page("run page", "runs/bench")
 page("table page (discards by duration, page 150)", "runs/bench?status=discard&sort=duration&dir=desc&page=150")
 page("table page, JSON (by value, page 150)", "api/runs/bench/experiments?sort=objective&page=150")

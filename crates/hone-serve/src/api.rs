@@ -58,9 +58,8 @@ async fn runs(State(st): State<AppState>) -> ApiResult {
         .read(move |store| {
             let mut out = Vec::new();
             for run in store.runs()? {
-                let outlines = store.experiment_outlines(run.id)?;
                 out.push(json!({
-                    "summary": report::summarize(&run, &outlines),
+                    "summary": report::summarize_stored(store, &run)?,
                     "live": is_live(&root, &run),
                     "created_at": run.created_at,
                 }));
@@ -77,9 +76,8 @@ async fn run(State(st): State<AppState>, UrlPath(tag): UrlPath<String>) -> ApiRe
         st.db
             .read(move |store| {
                 let run = run_by_tag(store, &tag)?;
-                let outlines = store.experiment_outlines(run.id)?;
                 Ok(json!({
-                    "summary": report::summarize(&run, &outlines),
+                    "summary": report::summarize_stored(store, &run)?,
                     "live": is_live(&root, &run),
                     "mark": mark(store, &root, &run)?,
                 }))

@@ -1,7 +1,12 @@
 //! `hone log`: one row per experiment, as a table, JSON lines or autoresearch's results.tsv,
 //! streamed from the store.
 
+use std::io::Write;
+use std::ops::ControlFlow;
+
 use clap::Args;
+use hone::propose::knobs::feasible::Narrowing;
+use hone::store::{RunRecord, Store};
 
 use super::Here;
 use crate::error::{CliResult, Kinded};
@@ -20,9 +25,10 @@ pub struct LogArgs {
     tsv: bool,
 }
 
-/// Prints the rows as the store reads them, one at a time: the first comes at once and memory
-/// does not grow with the run. Only the table needs to know beforehand which columns it has
-/// (two partial indexes).
+/// Prints the rows as the store reads them, a page at a time: the first comes at once, memory
+/// does not grow with the run, no read transaction stays open while the output blocks (a
+/// pager), and reading stops when the output's reader goes away. Only the table needs to
+/// know beforehand which columns it has (the run's tallies).
 pub fn run(here: &Here, a: LogArgs) -> CliResult {
     let (store, run) = here.open_run(a.run.as_deref())?;
     let (holdout, paid) = if a.json || a.tsv {
@@ -41,14 +47,135 @@ pub fn run(here: &Here, a: LogArgs) -> CliResult {
     // Buffered: a line per write would be a system call per experiment.
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
-    output::log_header(&mut w, &run, &format);
+    let stopped = match write_log(&store, &run, &format, &narrowed, &mut w)? {
+        (_, Some(e)) => Some(e),
+        (_, None) => std::io::Write::flush(&mut w).err(),
+    };
+    match stopped {
+        // The reader went away (`hone log | head`, a pager quit): nothing more to do.
+        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Some(e) => Err(
+            crate::error::CliError::runtime(format!("cannot write the log: {e}"))
+                .hint("check the disk or the pipe `hone log` writes to"),
+        ),
+        None => Ok(()),
+    }
+}
+
+/// Writes the header and then each row as the store reads it; at the first write that fails
+/// (a closed pipe) it stops reading. How many rows it read, and the error that stopped it.
+fn write_log(
+    store: &Store,
+    run: &RunRecord,
+    format: &output::LogFormat,
+    narrowed: &[(u64, Narrowing)],
+    w: &mut dyn Write,
+) -> CliResult<(u64, Option<std::io::Error>)> {
+    if let Err(e) = output::log_header(w, run, format) {
+        return Ok((0, Some(e)));
+    }
+    let mut read = 0;
+    let mut failed = None;
     store
         .for_each_experiment(run.id, &mut |e| {
-            output::log_row(&mut w, &e, &format);
-            output::log_narrowings(&mut w, e.n, &narrowed);
-            Ok(())
+            read += 1;
+            let written = output::log_row(w, &e, format)
+                .and_then(|()| output::log_narrowings(w, e.n, narrowed));
+            Ok(match written {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(err) => {
+                    failed = Some(err);
+                    ControlFlow::Break(())
+                }
+            })
         })
         .runtime()?;
-    let _ = std::io::Write::flush(&mut w);
-    Ok(())
+    Ok((read, failed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hone::store::{ExperimentRecord, Status};
+
+    /// A pipe whose reader is gone.
+    struct Closed;
+
+    impl Write for Closed {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A pipe whose reader goes away after this many lines.
+    struct ClosesAfterLines(usize);
+
+    impl Write for ClosesAfterLines {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            if self.0 == 0 {
+                return Err(std::io::ErrorKind::BrokenPipe.into());
+            }
+            self.0 = self
+                .0
+                .saturating_sub(b.iter().filter(|c| **c == b'\n').count());
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_closed_pipe_stops_the_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("hone.db")).unwrap();
+        let run = store
+            .create_run(
+                "t",
+                "hone/t",
+                "abc",
+                1,
+                hone::spec::AgentKind::Knobs,
+                "m",
+                hone::verify::Direction::Minimize,
+                "{}",
+                "{}",
+            )
+            .unwrap();
+        let rows = hone::store::STREAM_PAGE * 3;
+        store
+            .in_transaction(|s| {
+                for n in 0..rows {
+                    let e = ExperimentRecord {
+                        n,
+                        parent_commit: "abc".into(),
+                        status: Some(Status::Discard),
+                        ..Default::default()
+                    };
+                    s.put_experiment(run.id, &e)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        let table = output::LogFormat::new(false, false, false, false);
+        let (read, err) = write_log(&store, &run, &table, &[], &mut Vec::new()).unwrap();
+        assert_eq!((read, err.is_none()), (rows, true));
+        let (read, err) = write_log(&store, &run, &table, &[], &mut Closed).unwrap();
+        assert_eq!(read, 0, "the header's write failed: no row read");
+        assert_eq!(err.map(|e| e.kind()), Some(std::io::ErrorKind::BrokenPipe));
+        let json = output::LogFormat::new(true, false, false, false);
+        let mut w = ClosesAfterLines(0);
+        let (read, err) = write_log(&store, &run, &json, &[], &mut w).unwrap();
+        assert_eq!(
+            read, 1,
+            "stopped at the first row that could not be written"
+        );
+        assert!(err.is_some());
+        let mut w = ClosesAfterLines(1);
+        let (read, _) = write_log(&store, &run, &table, &[], &mut w).unwrap();
+        assert_eq!(read, 1);
+    }
 }

@@ -29,16 +29,20 @@ impl LogFormat {
     }
 }
 
-/// Writes one line to `w` as `out!` prints it (control characters escaped); errors (a closed
-/// pipe) are ignored, as `out!` ignores them.
-fn line(w: &mut dyn std::io::Write, text: &str) {
-    let _ = writeln!(w, "{}", terminal_safe(text));
+/// Writes one line to `w` as `out!` prints it (control characters escaped); its error (a
+/// closed pipe) is the caller's signal to stop.
+fn line(w: &mut dyn std::io::Write, text: &str) -> std::io::Result<()> {
+    writeln!(w, "{}", terminal_safe(text))
 }
 
 /// `hone log`'s header line, if its format has one, to `w`.
-pub fn log_header(w: &mut dyn std::io::Write, run: &RunRecord, format: &LogFormat) {
+pub fn log_header(
+    w: &mut dyn std::io::Write,
+    run: &RunRecord,
+    format: &LogFormat,
+) -> std::io::Result<()> {
     match *format {
-        LogFormat::Json => {}
+        LogFormat::Json => Ok(()),
         LogFormat::Tsv => line(w, &format!("commit\t{}\tstatus\tdescription", run.metric)),
         LogFormat::Table { holdout, paid } => {
             // Search and sealed holdout side by side, when the run has a holdout.
@@ -59,13 +63,17 @@ pub fn log_header(w: &mut dyn std::io::Write, run: &RunRecord, format: &LogForma
                     "{:>4}  {:<9}  {:>12}{h_head}  {:>8}  {:<10}  description",
                     "#", "status", run.metric, "time", "commit"
                 ),
-            );
+            )
         }
     }
 }
 
 /// One row of `hone log`, to `w`.
-pub fn log_row(w: &mut dyn std::io::Write, e: &ExperimentRecord, format: &LogFormat) {
+pub fn log_row(
+    w: &mut dyn std::io::Write,
+    e: &ExperimentRecord,
+    format: &LogFormat,
+) -> std::io::Result<()> {
     match *format {
         LogFormat::Json => line(w, &serde_json::to_string(e).unwrap_or_default()),
         LogFormat::Tsv => line(w, &tsv_row(e)),
@@ -96,7 +104,7 @@ pub fn log_row(w: &mut dyn std::io::Write, e: &ExperimentRecord, format: &LogFor
                     commit,
                     e.description
                 ),
-            );
+            )
         }
     }
 }
@@ -107,9 +115,10 @@ pub fn log_narrowings(
     w: &mut dyn std::io::Write,
     n: u64,
     narrowed: &[(u64, hone::propose::knobs::feasible::Narrowing)],
-) {
+) -> std::io::Result<()> {
     let from = narrowed.partition_point(|(at, _)| *at < n); // a binary search
     for (_, x) in narrowed[from..].iter().take_while(|(at, _)| *at == n) {
-        line(w, &format!("      feasibility: {}", x.describe()));
+        line(w, &format!("      feasibility: {}", x.describe()))?;
     }
+    Ok(())
 }

@@ -76,6 +76,18 @@ fn curve_points(r: &Repo, n: u64) -> usize {
         .map_or(0, |k| k.parse().unwrap())
 }
 
+/// Each run's totals as the store keeps them (tallies updated with every write) equal the
+/// same figures counted from its rows.
+fn assert_tallies_agree(r: &Repo) {
+    let store = hone::store::Store::open(&r.dir.join(".hone/hone.db")).unwrap();
+    for run in store.runs().unwrap() {
+        let exps = store.experiments(run.id).unwrap();
+        let totals = store.run_totals(run.id).unwrap();
+        assert_eq!(totals, hone::store::RunTotals::of(&exps));
+        assert_eq!(totals.experiments, exps.len() as u64);
+    }
+}
+
 #[test]
 fn a_hopeless_candidate_is_pruned_and_good_ones_and_confirm_runs_are_not() {
     let tmp = tempfile::tempdir().unwrap();
@@ -89,6 +101,7 @@ fn a_hopeless_candidate_is_pruned_and_good_ones_and_confirm_runs_are_not() {
     assert!(out.status.success(), "{}", text(&out));
     let log = r.log();
     assert_statuses(&log, &["baseline", "keep", "pruned", "keep"]);
+    assert_tallies_agree(&r);
     // #2 was compared at step 2 with the baseline (80) and #1 (70): median 75, its 530.
     let why = log[2]["reason"].as_str().unwrap();
     assert!(why.contains("pruned at step 2"), "{why}");
@@ -170,8 +183,10 @@ fn kill_9_mid_run_then_resume_keeps_the_curves_and_prunes_against_them() {
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     assert_eq!(r.statuses(), ["baseline", "keep", "running"]);
+    assert_tallies_agree(&r);
     let log = r.run_log("k");
     assert_statuses(&log, &["baseline", "keep", "aborted", "pruned"]);
+    assert_tallies_agree(&r);
     // The interrupted run's curve survived the crash; the resumed run pruned #3 against
     // the same two finished curves.
     assert_eq!(curve_points(&r, 2), 3);

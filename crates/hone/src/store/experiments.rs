@@ -199,8 +199,10 @@ impl Store {
         )
     }
 
-    /// One page of a run's experiments, sorted and filtered in SQL (indexed: fast on runs of
-    /// 10,000+), and how many experiments match the filter in all. Ties, and experiments
+    /// One page of a run's experiments, sorted and filtered in SQL (every sort but by value
+    /// served by an index, filtered or not: a deep page of a run of 100,000 steps over index
+    /// entries, it sorts none), and how many experiments match the filter in all (from the
+    /// run's tallies). Ties, and experiments
     /// without a value, go by number; missing values sort last either way.
     pub fn experiments_page(
         &self,
@@ -208,9 +210,12 @@ impl Store {
         q: &ExperimentQuery,
     ) -> Result<(Vec<ExperimentRecord>, u64), StoreError> {
         let dir = if q.descending { "DESC" } else { "ASC" };
+        // Only a column that can be NULL says where NULLs go: the others' order is then the
+        // plain one that an index on (run_id[, status], column, n) serves, read either way.
         let order = match q.sort {
             SortKey::Number => format!("n {dir}"),
-            key => format!("{} {dir} NULLS LAST, n {dir}", key.column()),
+            SortKey::Objective => format!("objective {dir} NULLS LAST, n {dir}"),
+            key => format!("{} {dir}, n {dir}", key.column()),
         };
         let mut params = vec![Val::Int(Some(run_id))];
         // Two shapes rather than `(?2 IS NULL OR status = ?2)`, which keeps SQLite from using
@@ -222,13 +227,7 @@ impl Store {
             }
             None => "run_id = ?1",
         };
-        let total = self
-            .query_opt(
-                &format!("SELECT COUNT(*) AS total FROM experiments WHERE {filter}"),
-                &params,
-                |r| r.req_u64("total"),
-            )?
-            .unwrap_or(0);
+        let total = self.count_experiments(run_id, q.status)?;
         let (limit, offset) = (params.len() + 1, params.len() + 2);
         params.push(int(q.limit));
         params.push(int(q.offset));

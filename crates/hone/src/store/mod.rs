@@ -41,7 +41,7 @@ pub use records::{
 };
 pub use runs::RunChangeMark;
 use sql::{int, text, Cells, Val};
-pub use summary::RunTotals;
+pub use summary::{RunTotals, STREAM_PAGE};
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};

@@ -122,7 +122,77 @@ CREATE INDEX experiments_outline ON experiments(run_id, n, status, objective, ve
 CREATE INDEX experiments_with_holdout ON experiments(run_id, holdout) WHERE holdout IS NOT NULL;
 CREATE INDEX experiments_paid ON experiments(run_id, cost_usd) WHERE cost_usd > 0;
 "#,
+    // 4: as SQLite's migration 10: a run's running totals by status, kept by a trigger in the
+    // transaction of every write to `experiments` and filled once from the rows; the indexes
+    // of the table's sorts by duration and cost.
+    r#"
+CREATE TABLE run_tallies (
+    run_id      BIGINT NOT NULL REFERENCES runs(id),
+    status      TEXT NOT NULL,
+    experiments BIGINT NOT NULL DEFAULT 0,
+    verify_ms   BIGINT NOT NULL DEFAULT 0,
+    cost_nanos  BIGINT NOT NULL DEFAULT 0,
+    holdouts    BIGINT NOT NULL DEFAULT 0,
+    paid        BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, status)
+);
+CREATE FUNCTION hone_store.cost_nanos(c DOUBLE PRECISION) RETURNS BIGINT
+    LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN c = 'NaN'::float8 THEN 0::BIGINT ELSE trunc(v + CASE WHEN v < 0 THEN -0.5 ELSE 0.5 END)::BIGINT END
+    FROM (SELECT LEAST(GREATEST(c * 1e9::float8, -1e15::float8), 1e15::float8) AS v) AS clamped
+$$;
+CREATE FUNCTION hone_store.tally_add(p_run BIGINT, p_status TEXT, k BIGINT, ms BIGINT,
+                                     cost DOUBLE PRECISION, holdout DOUBLE PRECISION)
+    RETURNS void LANGUAGE sql AS $$
+    INSERT INTO hone_store.run_tallies (run_id, status) VALUES (p_run, p_status)
+        ON CONFLICT DO NOTHING;
+    UPDATE hone_store.run_tallies SET experiments = experiments + k,
+        verify_ms = verify_ms + k * ms, cost_nanos = cost_nanos + k * hone_store.cost_nanos(cost),
+        holdouts = holdouts + CASE WHEN holdout IS NULL THEN 0 ELSE k END,
+        paid = paid + CASE WHEN cost > 0 AND cost <> 'NaN'::float8 THEN k ELSE 0 END
+        WHERE run_id = p_run AND status = p_status;
+$$;
+CREATE FUNCTION hone_store.experiments_tally() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        PERFORM hone_store.tally_add(new.run_id, new.status, 1, new.verify_ms, new.cost_usd, new.holdout);
+    ELSIF TG_OP = 'DELETE' THEN
+        PERFORM hone_store.tally_add(old.run_id, old.status, -1, old.verify_ms, old.cost_usd, old.holdout);
+    ELSIF (old.run_id, old.status, old.verify_ms, old.cost_usd, old.holdout IS NULL)
+          IS DISTINCT FROM (new.run_id, new.status, new.verify_ms, new.cost_usd, new.holdout IS NULL) THEN
+        -- Tally rows are locked in one order (by status), so that two transactions never
+        -- wait for each other in a circle.
+        IF old.status <= new.status THEN
+            PERFORM hone_store.tally_add(old.run_id, old.status, -1, old.verify_ms, old.cost_usd, old.holdout);
+            PERFORM hone_store.tally_add(new.run_id, new.status, 1, new.verify_ms, new.cost_usd, new.holdout);
+        ELSE
+            PERFORM hone_store.tally_add(new.run_id, new.status, 1, new.verify_ms, new.cost_usd, new.holdout);
+            PERFORM hone_store.tally_add(old.run_id, old.status, -1, old.verify_ms, old.cost_usd, old.holdout);
+        END IF;
+    END IF;
+    RETURN NULL;
+END
+$$;
+-- The trigger first: creating it waits for the writes in progress and holds off new ones
+-- until this transaction commits, so the rows counted below are all there are.
+CREATE TRIGGER experiments_tally AFTER INSERT OR UPDATE OR DELETE ON experiments
+    FOR EACH ROW EXECUTE FUNCTION hone_store.experiments_tally();
+INSERT INTO run_tallies (run_id, status, experiments, verify_ms, cost_nanos, holdouts, paid)
+    SELECT run_id, status, COUNT(*), SUM(verify_ms), SUM(hone_store.cost_nanos(cost_usd)),
+           COUNT(holdout), SUM(CASE WHEN cost_usd > 0 AND cost_usd <> 'NaN'::float8 THEN 1 ELSE 0 END)
+    FROM experiments GROUP BY run_id, status;
+CREATE INDEX experiments_by_status_duration ON experiments(run_id, status, total_ms, n);
+CREATE INDEX experiments_by_status_cost ON experiments(run_id, status, cost_usd, n);
+CREATE INDEX experiments_by_duration ON experiments(run_id, total_ms, n);
+CREATE INDEX experiments_by_cost ON experiments(run_id, cost_usd, n);
+"#,
 ];
+
+/// The migrations, for a test that writes an older schema.
+#[cfg(test)]
+pub(super) fn migrations() -> &'static [&'static str] {
+    MIGRATIONS
+}
 
 /// How many migrations this hone knows.
 #[cfg(test)]

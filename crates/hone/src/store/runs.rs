@@ -145,10 +145,12 @@ impl Store {
     }
 
     /// A cheap mark of a run's progress (see [`RunChangeMark`]); `None` when there is no such
-    /// run.
+    /// run. The count comes from the run's tallies, the rest by index: no query here reads
+    /// every experiment.
     pub fn run_change_mark(&self, run_id: i64) -> Result<Option<RunChangeMark>, StoreError> {
         self.query_opt(
-            "SELECT (SELECT COUNT(*) FROM experiments WHERE run_id = ?1) AS experiments,
+            "SELECT (SELECT CAST(COALESCE(SUM(experiments), 0) AS BIGINT) FROM run_tallies
+                        WHERE run_id = ?1) AS experiments,
                     (SELECT COUNT(*) FROM experiments WHERE run_id = ?1 AND status = 'running') AS running,
                     (SELECT COALESCE(finished_at, started_at) FROM experiments
                         WHERE run_id = ?1 ORDER BY n DESC LIMIT 1) AS last_write,

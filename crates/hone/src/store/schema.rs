@@ -128,7 +128,98 @@ CREATE INDEX experiments_outline ON experiments(run_id, n, status, objective, ve
 CREATE INDEX experiments_with_holdout ON experiments(run_id, holdout) WHERE holdout IS NOT NULL;
 CREATE INDEX experiments_paid ON experiments(run_id, cost_usd) WHERE cost_usd > 0;
 "#,
+    // 10: a run's running totals by status (`run_tallies`: counts, verification time, cost,
+    // holdouts), kept by triggers in the very transaction of every write to `experiments`, so
+    // they never disagree with the rows, whatever is killed when; filled once from the rows
+    // here. And indexes that serve the table's sorts by duration and cost, filtered or not.
+    // Cost is tallied in nano-dollars (see `summary::cost_nanos`, whose arithmetic
+    // `NANOS(x)` spells out): integers add up the same in any order.
+    TALLIES_SQLITE,
 ];
+
+/// Migration 10 (see [`MIGRATIONS`]); `NANOS(c)` stands for [`cost_nanos_sqlite`] of `c`.
+const TALLIES_SQLITE: &str = r#"
+CREATE TABLE run_tallies (
+    run_id      INTEGER NOT NULL REFERENCES runs(id),
+    status      TEXT NOT NULL,
+    experiments INTEGER NOT NULL DEFAULT 0,
+    verify_ms   INTEGER NOT NULL DEFAULT 0,
+    cost_nanos  INTEGER NOT NULL DEFAULT 0,
+    holdouts    INTEGER NOT NULL DEFAULT 0,
+    paid        INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, status)
+) WITHOUT ROWID;
+INSERT INTO run_tallies (run_id, status, experiments, verify_ms, cost_nanos, holdouts, paid)
+    SELECT run_id, status, COUNT(*), SUM(verify_ms), SUM(NANOS(cost_usd)),
+           SUM(holdout IS NOT NULL), SUM(cost_usd > 0)
+    FROM experiments GROUP BY run_id, status;
+CREATE TRIGGER experiments_tally_insert AFTER INSERT ON experiments BEGIN
+    ADD(new, 1)
+END;
+CREATE TRIGGER experiments_tally_delete AFTER DELETE ON experiments BEGIN
+    ADD(old, -1)
+END;
+CREATE TRIGGER experiments_tally_update AFTER UPDATE OF run_id, status, verify_ms, cost_usd, holdout
+    ON experiments
+    WHEN old.run_id IS NOT new.run_id OR old.status IS NOT new.status
+        OR old.verify_ms IS NOT new.verify_ms OR old.cost_usd IS NOT new.cost_usd
+        OR (old.holdout IS NULL) IS NOT (new.holdout IS NULL)
+BEGIN
+    ADD(old, -1)
+    ADD(new, 1)
+END;
+CREATE INDEX experiments_by_status_duration ON experiments(run_id, status, total_ms, n);
+CREATE INDEX experiments_by_status_cost ON experiments(run_id, status, cost_usd, n);
+CREATE INDEX experiments_by_duration ON experiments(run_id, total_ms, n);
+CREATE INDEX experiments_by_cost ON experiments(run_id, cost_usd, n);
+"#;
+
+/// What the tally triggers add for row `$R` (`new` or `old`) counted `$K` times (1 or -1): the
+/// tally row made if missing (with no conflict clause, which an outer statement's would
+/// override), then added to.
+const TALLY_ADD_SQLITE: &str = "
+    INSERT INTO run_tallies (run_id, status) SELECT $R.run_id, $R.status
+        WHERE NOT EXISTS (SELECT 1 FROM run_tallies WHERE run_id = $R.run_id AND status = $R.status);
+    UPDATE run_tallies SET experiments = experiments + $K, verify_ms = verify_ms + $K * $R.verify_ms,
+        cost_nanos = cost_nanos + $K * NANOS($R.cost_usd),
+        holdouts = holdouts + $K * ($R.holdout IS NOT NULL), paid = paid + $K * ($R.cost_usd > 0)
+        WHERE run_id = $R.run_id AND status = $R.status;";
+
+/// `NANOS(x)` in SQLite: [`super::summary::cost_nanos`] (clamped, half away from zero, cut
+/// toward zero), the same floats step by step.
+fn cost_nanos_sqlite(x: &str) -> String {
+    let v = format!("MIN(MAX(({x}) * 1e9, -1e15), 1e15)");
+    format!("CAST({v} + (CASE WHEN {v} < 0 THEN -0.5 ELSE 0.5 END) AS INTEGER)")
+}
+
+/// A migration's SQL as it runs: migration 10's shorthands spelled out.
+pub(super) fn expand(sql: &str) -> String {
+    let mut out = sql.to_string();
+    for (row, k) in [("new", "1"), ("old", "-1")] {
+        let add = TALLY_ADD_SQLITE
+            .replace("$R", row)
+            .replace("$K", &format!("({k})"));
+        out = out.replace(&format!("ADD({row}, {k})"), add.trim());
+    }
+    while let Some(start) = out.find("NANOS(") {
+        let args = start + "NANOS(".len();
+        let mut depth = 1;
+        let close = out[args..].char_indices().find_map(|(i, c)| {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ => {}
+            }
+            (depth == 0).then_some(args + i)
+        });
+        // Every NANOS( of the migrations here is closed; an unclosed one is left as it is
+        // (and SQLite refuses it).
+        let Some(end) = close else { break };
+        let expanded = cost_nanos_sqlite(&out[args..end]);
+        out.replace_range(start..=end, &expanded);
+    }
+    out
+}
 
 /// The schema version of a SQLite store; a store written by a newer hone is an error.
 pub(super) fn sqlite_version(conn: &Connection, path: &Path) -> Result<i64, StoreError> {
@@ -149,7 +240,7 @@ pub(super) fn migrate_sqlite(conn: &mut Connection, path: &Path) -> Result<(), S
     let version = sqlite_version(conn, path)?;
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
         let tx = conn.transaction()?;
-        tx.execute_batch(sql)?;
+        tx.execute_batch(&expand(sql))?;
         tx.pragma_update(None, "user_version", (i + 1) as i64)?;
         tx.commit()?;
     }

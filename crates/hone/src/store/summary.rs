@@ -1,12 +1,17 @@
 //! A run's figures read without loading its records (the views of a run of 100,000
 //! experiments: `hone status`, `hone log`, the dashboard's counters): counts and totals from
-//! one narrow scan of a covering index, the baseline and the best found by index, the rows in
-//! flight, and every row streamed one at a time.
+//! the run's tallies (kept by the database with every write, see `schema` migration 10), the
+//! baseline and the best found by index, the rows in flight, and every row streamed one at a
+//! time.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 use super::sql::experiment_from_row;
-use super::{text, Db, ExperimentRecord, Status, Store, StoreError, Val};
+use super::{int, text, Db, ExperimentRecord, Status, Store, StoreError, Val};
+
+/// Rows read per statement by [`Store::for_each_experiment`].
+pub const STREAM_PAGE: u64 = 256;
 
 /// What a summary counts over all of a run's experiments.
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -14,94 +19,135 @@ pub struct RunTotals {
     pub experiments: u64,
     /// Experiments by status (its stored text).
     pub counts: BTreeMap<String, u64>,
-    /// Seconds spent verifying, summed in experiment order.
+    /// Seconds spent verifying (the milliseconds summed, then divided).
     pub verify_seconds: f64,
-    /// Money spent, summed in experiment order.
+    /// Money spent (each experiment's cost in nano-dollars, see [`cost_nanos`], summed, then
+    /// divided): the same figure whatever order the experiments are added in.
     pub cost_usd: f64,
     /// Whether any experiment has a holdout value; whether any cost money.
     pub any_holdout: bool,
     pub any_cost: bool,
 }
 
-impl RunTotals {
-    /// An empty tally, with sums that start where `Iterator::sum` starts (so that adding the
-    /// same values in the same order gives the very same floats).
-    fn empty() -> RunTotals {
+/// An experiment's cost in whole nano-dollars, as the store's tallies add it up (migration
+/// 10; the SQL there does the same float steps): clamped to a million dollars either way,
+/// rounded half away from zero; a cost that is not a number counts nothing.
+pub(crate) fn cost_nanos(cost_usd: f64) -> i64 {
+    if cost_usd.is_nan() {
+        return 0;
+    }
+    let v = (cost_usd * 1e9).clamp(-1e15, 1e15);
+    (v + if v < 0.0 { -0.5 } else { 0.5 }) as i64
+}
+
+/// The integer sums behind [`RunTotals`], one status at a time.
+#[derive(Default)]
+struct Tally {
+    experiments: u64,
+    counts: BTreeMap<String, u64>,
+    verify_ms: i64,
+    cost_nanos: i64,
+    holdouts: i64,
+    paid: i64,
+}
+
+impl Tally {
+    /// Adds `k` experiments of `status` (its stored text; one a hone does not know counts as
+    /// running, as [`ExperimentRecord::status`] reads it) with these sums.
+    fn add(
+        &mut self,
+        status: &str,
+        k: u64,
+        verify_ms: i64,
+        cost_nanos: i64,
+        holdouts: i64,
+        paid: i64,
+    ) {
+        if k == 0 {
+            return;
+        }
+        self.experiments += k;
+        let status = Status::parse(status).unwrap_or(Status::Running).as_str();
+        *self.counts.entry(status.to_string()).or_insert(0) += k;
+        self.verify_ms += verify_ms;
+        self.cost_nanos += cost_nanos;
+        self.holdouts += holdouts;
+        self.paid += paid;
+    }
+
+    fn totals(self) -> RunTotals {
         RunTotals {
-            verify_seconds: std::iter::empty::<f64>().sum(),
-            cost_usd: std::iter::empty::<f64>().sum(),
-            ..Default::default()
+            experiments: self.experiments,
+            counts: self.counts,
+            verify_seconds: self.verify_ms as f64 / 1000.0,
+            cost_usd: self.cost_nanos as f64 / 1e9,
+            any_holdout: self.holdouts > 0,
+            any_cost: self.paid > 0,
         }
     }
+}
 
-    fn add(&mut self, status: &str, verify_ms: u64, cost_usd: f64, holdout: bool) {
-        self.experiments += 1;
-        match self.counts.get_mut(status) {
-            Some(c) => *c += 1,
-            None => {
-                self.counts.insert(status.to_string(), 1);
-            }
-        }
-        self.verify_seconds += verify_ms as f64 / 1000.0;
-        self.cost_usd += cost_usd;
-        self.any_holdout |= holdout;
-        self.any_cost |= cost_usd > 0.0;
-    }
-
-    /// The totals of records in memory (experiment order), as [`Store::run_totals`] reads them.
+impl RunTotals {
+    /// The totals of records in memory, as [`Store::run_totals`] reads them from the store.
     pub fn of(exps: &[ExperimentRecord]) -> RunTotals {
-        let mut t = RunTotals::empty();
+        let mut t = Tally::default();
         for e in exps {
             t.add(
                 e.status().as_str(),
-                e.verify_ms,
-                e.cost_usd,
-                e.holdout.is_some(),
+                1,
+                i64::try_from(e.verify_ms).unwrap_or(i64::MAX),
+                cost_nanos(e.cost_usd),
+                i64::from(e.holdout.is_some()),
+                i64::from(e.cost_usd > 0.0),
             );
         }
-        t
+        t.totals()
     }
 }
 
 impl Store {
-    /// A run's counts and totals (see [`RunTotals`]), read from the covering index
-    /// `experiments_outline` alone: no record is read whole.
+    /// A run's counts and totals (see [`RunTotals`]), read from its tallies (`run_tallies`,
+    /// a row per status that the database keeps with every write of an experiment): a few
+    /// rows, however long the run.
     pub fn run_totals(&self, run_id: i64) -> Result<RunTotals, StoreError> {
-        let mut t = RunTotals::empty();
+        let mut t = Tally::default();
         self.for_each_row(
-            "SELECT status, verify_ms, cost_usd,
-                    CAST(CASE WHEN holdout IS NULL THEN 0 ELSE 1 END AS BIGINT) AS has_holdout
-             FROM experiments WHERE run_id = ?1 ORDER BY n",
+            "SELECT status, experiments, verify_ms, cost_nanos, holdouts, paid
+             FROM run_tallies WHERE run_id = ?1 ORDER BY status",
             &[Val::Int(Some(run_id))],
             &mut |r| {
-                let status = r.req_text("status")?;
                 t.add(
-                    Status::parse(&status).unwrap_or(Status::Running).as_str(),
-                    r.req_u64("verify_ms")?,
-                    r.req_real("cost_usd")?,
-                    r.req_int("has_holdout")? != 0,
+                    &r.req_text("status")?,
+                    r.req_u64("experiments")?,
+                    r.req_int("verify_ms")?,
+                    r.req_int("cost_nanos")?,
+                    r.req_int("holdouts")?,
+                    r.req_int("paid")?,
                 );
                 Ok(())
             },
         )?;
-        Ok(t)
+        Ok(t.totals())
+    }
+
+    /// How many experiments of a run have this status (or any, with `None`), from its tallies.
+    pub fn count_experiments(
+        &self,
+        run_id: i64,
+        status: Option<Status>,
+    ) -> Result<u64, StoreError> {
+        let t = self.run_totals(run_id)?;
+        Ok(match status {
+            Some(s) => t.counts.get(s.as_str()).copied().unwrap_or(0),
+            None => t.experiments,
+        })
     }
 
     /// Whether any experiment of a run has a holdout value, and whether any cost money (the
-    /// columns of `hone log`'s table), each found by a partial index at once.
+    /// columns of `hone log`'s table), from its tallies.
     pub fn run_columns(&self, run_id: i64) -> Result<(bool, bool), StoreError> {
-        let any = |filter: &str| {
-            self.query_opt(
-                &format!(
-                    "SELECT CAST(COUNT(*) AS BIGINT) AS found FROM (SELECT 1 FROM experiments
-                     WHERE run_id = ?1 AND {filter} LIMIT 1) AS one"
-                ),
-                &[Val::Int(Some(run_id))],
-                |r| r.req_int("found"),
-            )
-            .map(|found| found.unwrap_or(0) > 0)
-        };
-        Ok((any("holdout IS NOT NULL")?, any("cost_usd > 0")?))
+        let t = self.run_totals(run_id)?;
+        Ok((t.any_holdout, t.any_cost))
     }
 
     /// The first experiment of a run with this status (by number), found by index.
@@ -131,10 +177,14 @@ impl Store {
     }
 
     /// The best so far, as [`super::best_experiment`] finds it in the records (the newest keep
-    /// or baseline), found by index.
+    /// or baseline), found by index: the newest of each status is one index look-up, however
+    /// many discards followed it (a filter on both statuses at once is read newest first
+    /// until it meets one).
     pub fn best_of_run(&self, run_id: i64) -> Result<Option<ExperimentRecord>, StoreError> {
         self.query_opt(
-            "SELECT * FROM experiments WHERE run_id = ?1 AND status IN ('keep', 'baseline')
+            "SELECT * FROM experiments WHERE run_id = ?1 AND n IN (
+                 (SELECT MAX(n) FROM experiments WHERE run_id = ?1 AND status = 'keep'),
+                 (SELECT MAX(n) FROM experiments WHERE run_id = ?1 AND status = 'baseline'))
              ORDER BY n DESC LIMIT 1",
             &[Val::Int(Some(run_id))],
             experiment_from_row,
@@ -200,18 +250,39 @@ impl Store {
         Ok(())
     }
 
-    /// Calls `f` with every experiment of a run, in order, one row at a time (from SQLite, as
-    /// the rows are read: the first comes at once, and memory does not grow with the run).
+    /// Calls `f` with every experiment of a run, in order, until it says to stop. The rows
+    /// are read a page at a time by key ([`STREAM_PAGE`] per statement, each statement done
+    /// before `f` sees its rows): memory does not grow with the run, and a caller blocked in
+    /// `f` (`hone log` into a pager) holds no read transaction open, so the database's writer
+    /// and its checkpoints never wait for it. (Inside a transaction of the caller's, the rows
+    /// are that transaction's.)
     pub fn for_each_experiment(
         &self,
         run_id: i64,
-        f: &mut dyn FnMut(ExperimentRecord) -> Result<(), StoreError>,
+        f: &mut dyn FnMut(ExperimentRecord) -> Result<ControlFlow<()>, StoreError>,
     ) -> Result<(), StoreError> {
-        self.for_each_row(
-            "SELECT * FROM experiments WHERE run_id = ?1 ORDER BY n",
-            &[Val::Int(Some(run_id))],
-            &mut |r| f(experiment_from_row(r)?),
-        )
+        let mut after = -1;
+        loop {
+            let page = self.query(
+                "SELECT * FROM experiments WHERE run_id = ?1 AND n > ?2 ORDER BY n LIMIT ?3",
+                &[
+                    Val::Int(Some(run_id)),
+                    Val::Int(Some(after)),
+                    int(STREAM_PAGE),
+                ],
+                experiment_from_row,
+            )?;
+            let last_page = (page.len() as u64) < STREAM_PAGE;
+            for e in page {
+                after = i64::try_from(e.n).unwrap_or(i64::MAX);
+                if f(e)?.is_break() {
+                    return Ok(());
+                }
+            }
+            if last_page {
+                return Ok(());
+            }
+        }
     }
 
     /// Runs a query and calls `f` with each row as it is read (SQLite), or with each row of

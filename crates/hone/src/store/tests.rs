@@ -33,6 +33,7 @@ mod curves;
 mod explicit;
 mod pages;
 mod summary;
+mod tallies;
 
 type Case = fn(&Backend);
 
@@ -55,6 +56,14 @@ const CASES: &[(&str, Case)] = &[
     (
         "summaries_read_what_the_records_say",
         summary::summaries_read_what_the_records_say,
+    ),
+    (
+        "tallies_agree_with_the_rows",
+        tallies::tallies_agree_with_the_rows,
+    ),
+    (
+        "streaming_holds_no_snapshot_and_stops",
+        summary::streaming_holds_no_snapshot_and_stops,
     ),
 ];
 

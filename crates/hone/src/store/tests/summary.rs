@@ -77,7 +77,7 @@ pub(super) fn summaries_read_what_the_records_say(b: &Backend) {
     let mut streamed = Vec::new();
     ro.for_each_experiment(run.id, &mut |e| {
         streamed.push(e);
-        Ok(())
+        Ok(std::ops::ControlFlow::Continue(()))
     })
     .unwrap();
     assert_eq!(json(&streamed), json(&exps_read));
@@ -96,4 +96,61 @@ pub(super) fn summaries_read_what_the_records_say(b: &Backend) {
     assert_eq!(points[3].reason, "why 3");
     assert_eq!(points[35].description, "change 35");
     assert!(points[4].description.is_empty());
+}
+
+/// `for_each_experiment` reads by key, a page per statement: a reader blocked between rows
+/// (`hone log` into a pager) holds no snapshot, so another connection's write and a full
+/// checkpoint go through at once and a row written meanwhile is streamed too; and it stops
+/// where the caller says.
+pub(super) fn streaming_holds_no_snapshot_and_stops(b: &Backend) {
+    use std::ops::ControlFlow::{Break, Continue};
+    let s = b.open();
+    let run = new_run(&s, "t");
+    let rows = STREAM_PAGE + 10;
+    s.in_transaction(|s| {
+        for n in 0..rows {
+            s.put_experiment(
+                run.id,
+                &ExperimentRecord {
+                    n,
+                    parent_commit: "abc".into(),
+                    status: Some(Status::Discard),
+                    ..Default::default()
+                },
+            )?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let ro = b.read_only();
+    let mut seen = Vec::new();
+    ro.for_each_experiment(run.id, &mut |e| {
+        if e.n == 0 {
+            // The writer, while the reader waits on its first row.
+            let late = ExperimentRecord {
+                n: rows,
+                parent_commit: "abc".into(),
+                status: Some(Status::Keep),
+                ..Default::default()
+            };
+            s.put_experiment(run.id, &late)?;
+            if !s.is_shared() {
+                let busy = s.query("PRAGMA wal_checkpoint(TRUNCATE)", &[], |r| {
+                    r.req_int("busy")
+                })?;
+                assert_eq!(busy, vec![0], "a reader held the WAL");
+            }
+        }
+        seen.push(e.n);
+        Ok(Continue(()))
+    })
+    .unwrap();
+    assert_eq!(seen, (0..=rows).collect::<Vec<_>>(), "the late row is read");
+    let mut calls = 0;
+    ro.for_each_experiment(run.id, &mut |e| {
+        calls += 1;
+        Ok(if e.n == 3 { Break(()) } else { Continue(()) })
+    })
+    .unwrap();
+    assert_eq!(calls, 4, "stops where told");
 }
