@@ -7,18 +7,28 @@
 //! step), and gives each arm the verifier time, in steps, of the unpruned arm's `EXPERIMENTS`
 //! experiments (a pruned arm may run twice as many and is cut where its steps would pass it).
 //!
-//! Arms (`ARMS`, comma-separated; default below): `none`, or `RULE/WARMUP`
-//! (`median/10`, `top:3/20`...).
+//! Arms (`ARMS`, comma-separated; default below): `RULE/WARMUP` (`median/10`, `top:3/20`,
+//! `halving/9`...), several joined by `+` (pruned when any of them prunes), then optionally
+//! `;FEED` (how a pruned run is fed to the sampler: `worst`, the library's, the worst value
+//! measured; `none`, no value; `est`, its value at the stop less the references' median drop
+//! from there to their end; `est2`, that but no better than the worst reference that was
+//! ahead of it there) and `;EXPLORE` (the share of proposals drawn uniformly, the outer
+//! loop's `Mode::Explore`): `halving/9;est;0.3`. The unpruned arm always runs first.
 //!
-//! Prints per arm, over `SEEDS` seeds from `SEED0` (default 1): experiments run, pruned, steps,
-//! experiments per hour of steps against the unpruned arm, the median and mean final regret.
+//! Prints per arm, over `SEEDS` seeds from `SEED0` (default 1): experiments run, pruned,
+//! pruned runs that would have been keeps, steps, experiments per hour of steps against the
+//! unpruned arm, the median and mean final regret. With seeds 1..3 the unpruned arm is
+//! `bench/prune.sh 3 30`'s exactly (the sampler is seeded the same; the curves' noise only
+//! moves pruning).
 //!
 //! `cargo run --release -p hone --example prune_sim [SEEDS] [EXPERIMENTS]`, from the
 //! repository root.
 
 use std::time::Duration;
 
-use hone::propose::knobs::{config_of, discover, suggest_guided, Config, KnobValue, SamplerGuide};
+use hone::propose::knobs::{
+    config_of, discover, suggest_guided, Config, Knob, KnobValue, SamplerGuide,
+};
 use hone::propose::optimizer::observations;
 use hone::store::{ExperimentRecord, Status};
 use hone::util::{median, splitmix64, unit_f64};
@@ -106,20 +116,13 @@ struct Outcome {
     lost: usize,
 }
 
-fn run(
-    arm: &Arm,
-    knobs: &[hone::propose::knobs::Knob],
-    seed: u64,
-    budget: Option<u64>,
-    m: u64,
-) -> Outcome {
+fn run(arm: &Arm, knobs: &[Knob], seed: u64, budget: Option<u64>, m: u64) -> Outcome {
     let base = config_of(knobs);
     let mut records: Vec<ExperimentRecord> = Vec::new();
     let mut references: Vec<Reference> = Vec::new();
-    let key = |n: u64| seed.wrapping_mul(0x1000_0000_01b3) ^ n.wrapping_mul(0xff51_afd7_ed55_8ccd);
     let curve_of = |c: &Config, n: u64| -> Vec<(f64, f64)> {
         (1..=STEPS)
-            .map(|s| (f64::from(s), loss(c, s, key(n))))
+            .map(|s| (f64::from(s), loss(c, s, key(seed, n))))
             .collect()
     };
     let b = final_value(&base);
@@ -133,39 +136,17 @@ fn run(
     let mut stops: Vec<Option<(f64, f64)>> = vec![None];
     let limit = if budget.is_some() { 2 * m } else { m };
     for n in 1..=limit {
-        let mut history = observations(&records, true);
-        for (o, at) in history.iter_mut().zip(&stops) {
-            if let Some((s, v)) = at {
-                o.objective = estimate(&arm.feed, &references, *s, *v);
-            }
-        }
-        let mut h = key(n) ^ 0x5eed;
-        let explore = unit_f64(splitmix64(&mut h)) < arm.explore;
-        let guide = SamplerGuide {
-            mode: explore.then_some(hone::meta::Mode::Explore),
-            ..SamplerGuide::default()
+        let seen = Seen {
+            records: &records,
+            stops: &stops,
+            references: &references,
         };
-        let Some((next, _)) = suggest_guided(knobs, &history, &incumbent, true, seed, n, &guide)
-        else {
+        let Some(config) = propose(arm, knobs, &seen, &incumbent, seed, n) else {
             break;
         };
-        let mut config = incumbent.clone();
-        config.extend(next);
         let curve = curve_of(&config, n);
-        let mut stop = None;
-        let mut at = None;
-        if !arm.pruners.is_empty() {
-            let mut so_far = f64::INFINITY;
-            for &(s, v) in &curve {
-                so_far = so_far.min(v);
-                let judge = |p: &Pruner| p.judge(&references, so_far, s, Duration::ZERO);
-                if arm.pruners.iter().any(|p| judge(p).is_some()) {
-                    stop = Some(s as u64);
-                    at = Some((s, so_far));
-                    break;
-                }
-            }
-        }
+        let at = first_stop(&arm.pruners, &references, &curve);
+        let stop = at.map(|(s, _)| s as u64);
         stops.push(at);
         let cost = stop.unwrap_or(u64::from(STEPS));
         if budget.is_some_and(|b| steps + cost > b) {
@@ -201,6 +182,63 @@ fn run(
     }
 }
 
+fn key(seed: u64, n: u64) -> u64 {
+    seed.wrapping_mul(0x1000_0000_01b3) ^ n.wrapping_mul(0xff51_afd7_ed55_8ccd)
+}
+
+/// What the loop has seen: the records, where each pruned run stopped (step, best value so
+/// far; `None` for the others), and the reference curves.
+struct Seen<'a> {
+    records: &'a [ExperimentRecord],
+    stops: &'a [Option<(f64, f64)>],
+    references: &'a [Reference],
+}
+
+/// The next configuration, as the engine's knobs proposer asks for it (a pruned run fed to
+/// the sampler as `arm.feed` says; `worst` leaves the library's choice alone).
+fn propose(
+    arm: &Arm,
+    knobs: &[Knob],
+    seen: &Seen<'_>,
+    incumbent: &Config,
+    seed: u64,
+    n: u64,
+) -> Option<Config> {
+    let mut history = observations(seen.records, true);
+    if arm.feed != "worst" {
+        for (o, at) in history.iter_mut().zip(seen.stops) {
+            if let Some((s, v)) = at {
+                o.objective = estimate(&arm.feed, seen.references, *s, *v);
+            }
+        }
+    }
+    let mut h = key(seed, n) ^ 0x5eed;
+    let explore = unit_f64(splitmix64(&mut h)) < arm.explore;
+    let guide = SamplerGuide {
+        mode: explore.then_some(hone::meta::Mode::Explore),
+        ..SamplerGuide::default()
+    };
+    let (next, _) = suggest_guided(knobs, &history, incumbent, true, seed, n, &guide)?;
+    let mut config = incumbent.clone();
+    config.extend(next);
+    Some(config)
+}
+
+/// Where the first of `pruners` stops a run printing `curve`: (step, best value so far).
+fn first_stop(pruners: &[Pruner], refs: &[Reference], curve: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let mut so_far = f64::INFINITY;
+    for &(s, v) in curve {
+        so_far = so_far.min(v);
+        if pruners
+            .iter()
+            .any(|p| p.judge(refs, so_far, s, Duration::ZERO).is_some())
+        {
+            return Some((s, so_far));
+        }
+    }
+    None
+}
+
 /// A pruned run's value as fed to the sampler.
 fn estimate(feed: &str, refs: &[Reference], step: f64, best: f64) -> Option<f64> {
     let pairs: Vec<(f64, f64)> = refs
@@ -212,7 +250,7 @@ fn estimate(feed: &str, refs: &[Reference], step: f64, best: f64) -> Option<f64>
         .collect();
     let worst = refs.iter().filter_map(|r| r.objective).reduce(f64::max);
     match feed {
-        "worst" => worst,
+        "worst" => worst, // the library's `observations` already does this
         "none" => None,
         // Its value there less the median drop the references made from there.
         "est" => {
@@ -251,8 +289,8 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
-    let arms =
-        std::env::var("ARMS").unwrap_or_else(|_| "median/10,median/20,top:3/10,top:3/20".into());
+    let arms = std::env::var("ARMS")
+        .unwrap_or_else(|_| "median/10,median/20,top:3/10,halving/8,halving/9,halving/10".into());
     let source =
         std::fs::read_to_string("bench/prune/knobs.py").expect("run from the repository root");
     let knobs = discover("knobs.py", &source).expect("knobs");
