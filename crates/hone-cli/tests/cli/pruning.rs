@@ -1,8 +1,8 @@
 //! Pruning hopeless runs (`[verify] progress` and `prune`): a candidate whose curve is worse
 //! than the finished ones at the same step is stopped (SIGTERM first, its process group
-//! gone) and recorded `pruned` with its partial curve (`halving` against its first rung's bar);
-//! good candidates and confirm runs run
-//! to the end; the same with `--workers 2`; and kill -9 then resume keeps the curves.
+//! gone) and recorded `pruned` with its partial curve (with `halving`, against its first
+//! rung's bar); good candidates and confirm runs run to the end; the same with
+//! `--workers 2`; and kill -9 then resume keeps the curves.
 
 use crate::support::*;
 
