@@ -8,7 +8,7 @@
 #   bench/prune.sh [SEEDS] [EXPERIMENTS] [STEP_SECONDS]   (default 3 30 0.03; about 10 minutes
 #   of verifier time, more on a loaded machine)
 #   PRUNE_WARMUPS="10 20" (the warm-ups tried, in steps, for hone and Optuna alike)
-#   PRUNE_RULES="median top:3" (hone's rules tried, each with each warm-up)
+#   PRUNE_RULES="median top:3" (hone's rules tried, each with each warm-up; "halving" too)
 #
 # Equal verifier time: the unpruned arm runs EXPERIMENTS experiments per seed; a pruned arm
 # may run twice as many and is cut, per seed, where its steps run reach the unpruned arm's

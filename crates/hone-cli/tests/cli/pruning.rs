@@ -1,7 +1,8 @@
 //! Pruning hopeless runs (`[verify] progress` and `prune`): a candidate whose curve is worse
 //! than the finished ones at the same step is stopped (SIGTERM first, its process group
-//! gone) and recorded `pruned` with its partial curve; good candidates and confirm runs run
-//! to the end; the same with `--workers 2`; and kill -9 then resume keeps the curves.
+//! gone) and recorded `pruned` with its partial curve (with `halving`, against its first
+//! rung's bar); good candidates and confirm runs run to the end; the same with
+//! `--workers 2`; and kill -9 then resume keeps the curves.
 
 use crate::support::*;
 
@@ -222,6 +223,34 @@ fn top_k_prunes_against_the_best_finished_run_by_its_objective() {
     // #3 (rate 3: 60 at step 2) is ahead of the incumbent and runs to the end.
     assert_eq!(curve_points(&r, 3), 6);
     assert!(!marks.join("term.3").exists());
+}
+
+#[test]
+fn halving_prunes_only_the_worst_quarter_in_its_first_rung() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marks = tmp.path();
+    let r = training_repo(
+        &[("prune", "\"halving\""), ("prune_min_runs", "2")],
+        "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t5 wait\\n\n---\nwrite\tvalue.txt\t3\\n\n",
+        marks,
+    );
+    let out = r.hone(&["run", "--tag", "h"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "keep", "pruned", "keep"]);
+    // #2 (rate 5: 80 at step 2, then it waits until stopped) at step 2, the first rung of a
+    // 2-step warm-up: compared with the 75th percentile of the baseline's 80 and #1's 70
+    // (77.5), not with their median (75).
+    let why = log[2]["reason"].as_str().unwrap();
+    assert!(why.contains("pruned at step 2"), "{why}");
+    assert!(
+        why.contains(
+            "the percentile:75 (77.500000) of 2 finished runs, halving's bar at that step"
+        ),
+        "{why}"
+    );
+    assert!(wait_group_gone(read_pgid(&marks.join("pgid.2"))));
+    assert_eq!(curve_points(&r, 3), 6);
 }
 
 #[test]

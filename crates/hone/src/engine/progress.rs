@@ -111,13 +111,18 @@ impl<'a> Watch<'a> {
         let Some((p, pruner)) = self.pruned.zip(self.pruner) else {
             return Ok(None);
         };
-        let against = match pruner.rule {
-            PruneRule::Top(k) => format!(
+        let against = match (pruner.rule, p.rule) {
+            (_, PruneRule::Top(k)) => format!(
                 "the worst value there of the {k} best of {} finished runs, plus the margin they were seen to make up ({})",
                 p.runs,
                 fmt(p.threshold)
             ),
-            rule => format!("the {rule} ({}) of {} finished runs", fmt(p.threshold), p.runs),
+            (PruneRule::Halving, PruneRule::Percentile(q)) => format!(
+                "the percentile:{q} ({}) of {} finished runs, halving's bar at that step",
+                fmt(p.threshold),
+                p.runs
+            ),
+            (_, rule) => format!("the {rule} ({}) of {} finished runs", fmt(p.threshold), p.runs),
         };
         Ok(Some(format!(
             "pruned at step {}: its best {metric} so far, {}, was worse than {against} at that step; its process group was stopped",

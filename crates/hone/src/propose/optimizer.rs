@@ -55,7 +55,7 @@ pub fn find_knobs(
 /// clearly worse than the finished runs: it has no value of its own) counts at that worst
 /// value too: below every finished configuration, as Optuna's TPE ranks a pruned trial, but
 /// above a crash (no value, the worst of all), which it did not do.
-fn observations(history: &[ExperimentRecord], minimize: bool) -> Vec<Observation> {
+pub fn observations(history: &[ExperimentRecord], minimize: bool) -> Vec<Observation> {
     let measured = |e: &&ExperimentRecord| {
         matches!(
             e.status(),

@@ -225,6 +225,14 @@ fn progress(s: &Section) -> Result<Option<ProgressSpec>, SpecError> {
         None => Warmup::Steps(0.0),
         Some(w) => warmup(&w).map_err(|e| s.err("prune_warmup", e))?,
     };
+    let no_warmup = matches!(warmup, Warmup::Steps(n) if n == 0.0)
+        || matches!(warmup, Warmup::Time(t) if t.is_zero());
+    if prune == Some(PruneRule::Halving) && no_warmup {
+        return Err(s.err(
+            "prune",
+            "`halving` raises its bar at 1, 2 and 3 times the warm-up: set prune_warmup too (\"10 steps\" or \"60s\")",
+        ));
+    }
     let min_runs = s.get_or("prune_min_runs", PRUNE_MIN_RUNS)?;
     if min_runs == 0 {
         return Err(s.err("prune_min_runs", "must be at least 1"));
@@ -469,6 +477,25 @@ mod tests {
             .unwrap();
         assert_eq!(pruner.rule, PruneRule::Top(3));
         assert_eq!(pruner.direction, Direction::Maximize);
+        // `halving` needs a warm-up to count its rungs in.
+        let s = parse(&with(
+            "progress = \"loss\"\nprune = \"halving\"\nprune_warmup = \"10 steps\"",
+        ))
+        .unwrap();
+        let p = s.verify.progress.unwrap();
+        assert_eq!(p.prune, Some(PruneRule::Halving));
+        for warmup in [
+            "",
+            "\nprune_warmup = \"0 steps\"",
+            "\nprune_warmup = \"0s\"",
+        ] {
+            let e = parse(&with(&format!(
+                "progress = \"loss\"\nprune = \"halving\"{warmup}"
+            )))
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("set prune_warmup"), "{warmup}: {e}");
+        }
         // Recording curves without pruning.
         let s = parse(&with("progress = \"loss\"")).unwrap();
         assert!(s

@@ -102,14 +102,25 @@ pub enum PruneRule {
     /// objectives, by more than the margin (those K runs' values at that step, and how far
     /// behind a run they later beat any of them was there).
     Top(usize),
+    /// `halving`: the percentile rule with a bar that rises at each multiple of the warm-up
+    /// ([`HALVING`]: 75 from the warm-up, 50 from twice it, 25 from three times), so a clearly
+    /// bad run stops early and one merely behind the best runs stops later, when the curves
+    /// have had time to cross.
+    Halving,
 }
 
+/// `halving`'s percentiles, from the warm-up, twice it and three times it on.
+pub const HALVING: [f64; 3] = [75.0, 50.0, 25.0];
+
 impl PruneRule {
-    /// `median`, `percentile:P` with 0 < P < 100, or `top:K` with K >= 1.
+    /// `median`, `percentile:P` with 0 < P < 100, `top:K` with K >= 1, or `halving`.
     pub fn parse(text: &str) -> Result<PruneRule, String> {
         let t = text.trim();
         if t == "median" {
             return Ok(PruneRule::Percentile(50.0));
+        }
+        if t == "halving" {
+            return Ok(PruneRule::Halving);
         }
         if let Some(p) = t.strip_prefix("percentile:") {
             if let Some(p) = p
@@ -134,7 +145,7 @@ impl PruneRule {
             ""
         };
         Err(format!(
-            "`{text}` is not a pruning rule{hint}: write \"median\", \"percentile:P\" with P between 0 and 100 (\"percentile:25\" keeps only runs within the best quarter), or \"top:K\" (\"top:3\" stops a run clearly behind the 3 best finished runs)"
+            "`{text}` is not a pruning rule{hint}: write \"median\", \"percentile:P\" with P between 0 and 100 (\"percentile:25\" keeps only runs within the best quarter), \"top:K\" (\"top:3\" stops a run clearly behind the 3 best finished runs), or \"halving\" (a percentile that tightens at 1, 2 and 3 times the warm-up)"
         ))
     }
 }
@@ -145,6 +156,7 @@ impl std::fmt::Display for PruneRule {
             PruneRule::Percentile(p) if *p == 50.0 => f.write_str("median"),
             PruneRule::Percentile(p) => write!(f, "percentile:{p}"),
             PruneRule::Top(k) => write!(f, "top:{k}"),
+            PruneRule::Halving => f.write_str("halving"),
         }
     }
 }
@@ -169,6 +181,20 @@ impl Warmup {
         match self {
             Warmup::Steps(s) => step >= s,
             Warmup::Time(t) => elapsed >= t,
+        }
+    }
+
+    /// How many whole warm-ups a run at `step` after `elapsed` has gone through (a zero
+    /// warm-up counts as gone through any number of times).
+    fn passed(self, step: f64, elapsed: Duration) -> f64 {
+        let (at, length) = match self {
+            Warmup::Steps(s) => (step, s),
+            Warmup::Time(t) => (elapsed.as_secs_f64(), t.as_secs_f64()),
+        };
+        if length > 0.0 {
+            (at / length).floor()
+        } else {
+            f64::INFINITY
         }
     }
 }
@@ -210,6 +236,9 @@ pub struct Pruned {
     pub best: f64,
     pub threshold: f64,
     pub runs: usize,
+    /// The rule that stopped it there: the configured one, or for `halving` the percentile
+    /// of its rung.
+    pub rule: PruneRule,
 }
 
 impl Pruner {
@@ -232,16 +261,31 @@ impl Pruner {
         if at.is_empty() || at.len() < self.min_runs {
             return None;
         }
-        let threshold = match self.rule {
+        let rule = self.rule_at(step, elapsed);
+        let threshold = match rule {
             PruneRule::Percentile(p) => self.percentile(&at, p),
             PruneRule::Top(k) => self.top(&at, k)?,
+            PruneRule::Halving => return None, // `rule_at` never answers it
         };
         self.direction.better(threshold, best).then_some(Pruned {
             step,
             best,
             threshold,
             runs: at.len(),
+            rule,
         })
+    }
+
+    /// The rule that applies at `step` after `elapsed` (the warm-up over): the configured
+    /// one, or for `halving` the percentile of the rung reached.
+    pub fn rule_at(&self, step: f64, elapsed: Duration) -> PruneRule {
+        match self.rule {
+            PruneRule::Halving => {
+                let rung = self.warmup.passed(step, elapsed).clamp(1.0, 3.0) as usize;
+                PruneRule::Percentile(HALVING[rung - 1])
+            }
+            rule => rule,
+        }
     }
 
     /// The `p`-th best percentile of the values `at` the step.
@@ -392,7 +436,8 @@ mod tests {
             PruneRule::Percentile(25.0)
         );
         assert_eq!(PruneRule::parse(" top:3 ").unwrap(), PruneRule::Top(3));
-        for text in ["median", "percentile:25", "top:3"] {
+        assert_eq!(PruneRule::parse("halving").unwrap(), PruneRule::Halving);
+        for text in ["median", "percentile:25", "top:3", "halving"] {
             assert_eq!(PruneRule::parse(text).unwrap().to_string(), text);
         }
         for bad in ["mean", "percentile:0", "percentile:100", "percentile:x"] {
@@ -567,6 +612,62 @@ mod tests {
         assert_eq!(q2.judge(&maxi, 3.9, 20.0, t).unwrap().threshold, 4.0);
         assert_eq!(q2.judge(&maxi, 4.1, 20.0, t), None);
     }
+    #[test]
+    fn halving_raises_its_percentile_at_each_multiple_of_the_warm_up() {
+        // Five flat curves at 1..5 over steps 10..60: the 75th percentile is 4, the median
+        // 3, the 25th 2.
+        let refs = unranked(&[&[1.0; 6], &[2.0; 6], &[3.0; 6], &[4.0; 6], &[5.0; 6]]);
+        let t = Duration::ZERO;
+        let p = Pruner {
+            rule: PruneRule::Halving,
+            warmup: Warmup::Steps(10.0),
+            ..median(Direction::Minimize)
+        };
+        assert_eq!(p.judge(&refs, 9.0, 9.0, t), None, "in the warm-up");
+        // From the warm-up: only the worst quarter.
+        assert_eq!(p.judge(&refs, 3.9, 10.0, t), None);
+        let at10 = p.judge(&refs, 4.1, 19.0, t).unwrap();
+        assert_eq!(
+            (at10.threshold, at10.rule),
+            (4.0, PruneRule::Percentile(75.0))
+        );
+        // From twice the warm-up: the worst half.
+        assert_eq!(p.judge(&refs, 2.9, 20.0, t), None);
+        let at20 = p.judge(&refs, 3.1, 29.0, t).unwrap();
+        assert_eq!(
+            (at20.threshold, at20.rule),
+            (3.0, PruneRule::Percentile(50.0))
+        );
+        // From three times on: all but the best quarter, and no tighter after.
+        for step in [30.0, 60.0] {
+            let at = p.judge(&refs, 2.1, step, t).unwrap();
+            assert_eq!((at.threshold, at.rule), (2.0, PruneRule::Percentile(25.0)));
+            assert_eq!(p.judge(&refs, 1.9, step, t), None);
+        }
+        // Maximize: the bar rises from the other end (the 25th best percentile of 1..5 is 4).
+        let q = Pruner {
+            direction: Direction::Maximize,
+            ..p
+        };
+        assert_eq!(q.judge(&refs, 2.1, 10.0, t), None);
+        assert_eq!(q.judge(&refs, 3.9, 30.0, t).unwrap().threshold, 4.0);
+        // A time warm-up counts the run's time: 130 s is two 60 s warm-ups, the median.
+        let timed = Pruner {
+            warmup: Warmup::Time(Duration::from_secs(60)),
+            ..p
+        };
+        assert_eq!(timed.judge(&refs, 9.0, 50.0, Duration::from_secs(59)), None);
+        let at = timed
+            .judge(&refs, 3.1, 50.0, Duration::from_secs(130))
+            .unwrap();
+        assert_eq!(at.rule, PruneRule::Percentile(50.0));
+        // Other rules apply as configured at every step.
+        assert_eq!(
+            median(Direction::Minimize).rule_at(60.0, t),
+            PruneRule::Percentile(50.0)
+        );
+    }
+
     #[test]
     fn references_that_ended_before_the_step_do_not_count() {
         // Two curves to step 60 and three that ended at step 20, far lower there.

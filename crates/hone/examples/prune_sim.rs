@@ -1,0 +1,341 @@
+//! A fast, in-process harness for pruning hopeless runs (issue 17; not the benchmark:
+//! `bench/prune.sh` runs the real loop). It replays `bench/prune`'s curve problem (three knobs;
+//! 50 steps of `final + 3 exp(-step / tau)` with a noise of sd 0.02 per step, `tau` from 5 to
+//! 10 steps with the learning rate), drives the knobs optimizer as the engine does (the
+//! history through `propose::optimizer::observations`, the incumbent the best kept so far, a
+//! keep any improvement) and the real pruning rule (`verify::prune::Pruner`, judged at every
+//! step), and gives each arm the verifier time, in steps, of the unpruned arm's `EXPERIMENTS`
+//! experiments (a pruned arm may run twice as many and is cut where its steps would pass it).
+//!
+//! Arms (`ARMS`, comma-separated; default below): `RULE/WARMUP` (`median/10`, `top:3/20`,
+//! `halving/9`...), several joined by `+` (pruned when any of them prunes), then optionally
+//! `;FEED` (how a pruned run is fed to the sampler: `worst`, the library's, the worst value
+//! measured; `none`, no value; `est`, its value at the stop less the references' median drop
+//! from there to their end; `est2`, that but no better than the worst reference that was
+//! ahead of it there) and `;EXPLORE` (the share of proposals drawn uniformly, the outer
+//! loop's `Mode::Explore`): `halving/9;est;0.3`. The unpruned arm always runs first.
+//!
+//! Prints per arm, over `SEEDS` seeds from `SEED0` (default 1): experiments run, pruned,
+//! pruned runs that would have been keeps, steps, experiments per hour of steps against the
+//! unpruned arm, the median and mean final regret. With seeds 1..3 the unpruned arm is
+//! `bench/prune.sh 3 30`'s exactly (the sampler is seeded the same; the curves' noise only
+//! moves pruning). `SLIP=1` counts a pruned run one step past its stop, as the engine's
+//! stop lands a little after the decision.
+//!
+//! `cargo run --release -p hone --example prune_sim [SEEDS] [EXPERIMENTS]`, from the
+//! repository root.
+
+use std::time::Duration;
+
+use hone::propose::knobs::{
+    config_of, discover, suggest_guided, Config, Knob, KnobValue, SamplerGuide,
+};
+use hone::propose::optimizer::observations;
+use hone::store::{ExperimentRecord, Status};
+use hone::util::{median, splitmix64, unit_f64};
+use hone::verify::prune::{PruneRule, Pruner, Reference, Warmup};
+use hone::verify::Direction;
+
+const STEPS: u32 = 50;
+const OPTIMUM: f64 = 1.0;
+
+fn num(c: &Config, name: &str) -> f64 {
+    match c.get(name) {
+        Some(KnobValue::Float(x)) => *x,
+        Some(KnobValue::Int(n)) => *n as f64,
+        other => panic!("{name} = {other:?}"),
+    }
+}
+
+/// `bench/prune/curve.py`'s `final`.
+fn final_value(c: &Config) -> f64 {
+    let (lr, width, decay) = (num(c, "LR"), num(c, "WIDTH"), num(c, "DECAY"));
+    OPTIMUM
+        + 0.3 * (lr.log10() + 2.5).powi(2)
+        + 0.05 * (width.log2() - 7.0).powi(2)
+        + (decay - 0.3).powi(2)
+}
+
+/// `bench/prune/curve.py`'s `loss` (its noise from a splitmix stream instead of Python's).
+fn loss(c: &Config, step: u32, key: u64) -> f64 {
+    let lr = num(c, "LR");
+    let tau = 5.0 + 5.0 / (1.0 + 100.0 * lr);
+    let clean = final_value(c) + 3.0 * (-f64::from(step) / tau).exp();
+    if step == STEPS {
+        return clean;
+    }
+    let mut s = key ^ u64::from(step).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let (u1, u2) = (
+        1.0 - unit_f64(splitmix64(&mut s)),
+        unit_f64(splitmix64(&mut s)),
+    );
+    clean + 0.02 * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
+struct Arm {
+    name: String,
+    /// Pruned when any of them prunes.
+    pruners: Vec<Pruner>,
+    /// How a pruned run is fed to the sampler: `worst` (the library's), `est`, `none`.
+    feed: String,
+    /// The share of proposals drawn uniformly (`Mode::Explore`).
+    explore: f64,
+}
+
+fn arm(spec: &str) -> Arm {
+    let parts: Vec<&str> = spec.split(';').collect();
+    let pruners = match parts[0] {
+        "none" => Vec::new(),
+        rules => rules
+            .split('+')
+            .map(|r| {
+                let (rule, warmup) = r.split_once('/').expect("RULE/WARMUP");
+                Pruner {
+                    rule: PruneRule::parse(rule).expect("a rule"),
+                    direction: Direction::Minimize,
+                    warmup: Warmup::Steps(warmup.parse().expect("a warm-up in steps")),
+                    min_runs: 3,
+                }
+            })
+            .collect(),
+    };
+    Arm {
+        name: spec.to_owned(),
+        pruners,
+        feed: parts.get(1).unwrap_or(&"worst").to_string(),
+        explore: parts.get(2).and_then(|e| e.parse().ok()).unwrap_or(0.0),
+    }
+}
+
+/// One seed of one arm: (experiments run, pruned, steps run, final regret).
+struct Outcome {
+    experiments: usize,
+    pruned: usize,
+    steps: u64,
+    regret: f64,
+    /// Pruned runs that would have been keeps.
+    lost: usize,
+}
+
+fn run(arm: &Arm, knobs: &[Knob], seed: u64, budget: Option<u64>, m: u64) -> Outcome {
+    let base = config_of(knobs);
+    let mut records: Vec<ExperimentRecord> = Vec::new();
+    let mut references: Vec<Reference> = Vec::new();
+    let curve_of = |c: &Config, n: u64| -> Vec<(f64, f64)> {
+        (1..=STEPS)
+            .map(|s| (f64::from(s), loss(c, s, key(seed, n))))
+            .collect()
+    };
+    let b = final_value(&base);
+    references.push(Reference {
+        curve: curve_of(&base, 0),
+        objective: Some(b),
+    });
+    records.push(record(0, Status::Baseline, Some(b), &base));
+    let (mut incumbent, mut best) = (base.clone(), b);
+    let (mut experiments, mut pruned, mut steps, mut lost) = (0, 0, 0u64, 0);
+    let mut stops: Vec<Option<(f64, f64)>> = vec![None];
+    let limit = if budget.is_some() { 2 * m } else { m };
+    for n in 1..=limit {
+        let seen = Seen {
+            records: &records,
+            stops: &stops,
+            references: &references,
+        };
+        let Some(config) = propose(arm, knobs, &seen, &incumbent, seed, n) else {
+            break;
+        };
+        let curve = curve_of(&config, n);
+        let at = first_stop(&arm.pruners, &references, &curve);
+        let stop = at.map(|(s, _)| s as u64);
+        stops.push(at);
+        let cost = stop.map_or(u64::from(STEPS), |s| (s + slip()).min(u64::from(STEPS)));
+        if budget.is_some_and(|b| steps + cost > b) {
+            break;
+        }
+        steps += cost;
+        experiments += 1;
+        if stop.is_some() {
+            pruned += 1;
+            lost += usize::from(final_value(&config) < best);
+            records.push(record(n, Status::Pruned, None, &config));
+            continue;
+        }
+        let value = final_value(&config);
+        references.push(Reference {
+            curve,
+            objective: Some(value),
+        });
+        if value < best {
+            best = value;
+            incumbent = config.clone();
+            records.push(record(n, Status::Keep, Some(value), &config));
+        } else {
+            records.push(record(n, Status::Discard, Some(value), &config));
+        }
+    }
+    Outcome {
+        experiments,
+        pruned,
+        steps,
+        regret: best - OPTIMUM,
+        lost,
+    }
+}
+
+/// `SLIP`: steps a pruned run is counted beyond the step it was judged at (the engine's stop
+/// lands a little after the decision: about one step at 0.03 s per step in `bench/prune.sh`).
+fn slip() -> u64 {
+    std::env::var("SLIP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn key(seed: u64, n: u64) -> u64 {
+    seed.wrapping_mul(0x1000_0000_01b3) ^ n.wrapping_mul(0xff51_afd7_ed55_8ccd)
+}
+
+/// What the loop has seen: the records, where each pruned run stopped (step, best value so
+/// far; `None` for the others), and the reference curves.
+struct Seen<'a> {
+    records: &'a [ExperimentRecord],
+    stops: &'a [Option<(f64, f64)>],
+    references: &'a [Reference],
+}
+
+/// The next configuration, as the engine's knobs proposer asks for it (a pruned run fed to
+/// the sampler as `arm.feed` says; `worst` leaves the library's choice alone).
+fn propose(
+    arm: &Arm,
+    knobs: &[Knob],
+    seen: &Seen<'_>,
+    incumbent: &Config,
+    seed: u64,
+    n: u64,
+) -> Option<Config> {
+    let mut history = observations(seen.records, true);
+    if arm.feed != "worst" {
+        for (o, at) in history.iter_mut().zip(seen.stops) {
+            if let Some((s, v)) = at {
+                o.objective = estimate(&arm.feed, seen.references, *s, *v);
+            }
+        }
+    }
+    let mut h = key(seed, n) ^ 0x5eed;
+    let explore = unit_f64(splitmix64(&mut h)) < arm.explore;
+    let guide = SamplerGuide {
+        mode: explore.then_some(hone::meta::Mode::Explore),
+        ..SamplerGuide::default()
+    };
+    let (next, _) = suggest_guided(knobs, &history, incumbent, true, seed, n, &guide)?;
+    let mut config = incumbent.clone();
+    config.extend(next);
+    Some(config)
+}
+
+/// Where the first of `pruners` stops a run printing `curve`: (step, best value so far).
+fn first_stop(pruners: &[Pruner], refs: &[Reference], curve: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let mut so_far = f64::INFINITY;
+    for &(s, v) in curve {
+        so_far = so_far.min(v);
+        if pruners
+            .iter()
+            .any(|p| p.judge(refs, so_far, s, Duration::ZERO).is_some())
+        {
+            return Some((s, so_far));
+        }
+    }
+    None
+}
+
+/// A pruned run's value as fed to the sampler.
+fn estimate(feed: &str, refs: &[Reference], step: f64, best: f64) -> Option<f64> {
+    let pairs: Vec<(f64, f64)> = refs
+        .iter()
+        .filter_map(|r| {
+            let i = r.curve.partition_point(|p| p.0 <= step).checked_sub(1)?;
+            Some((r.curve[i].1, r.objective?))
+        })
+        .collect();
+    let worst = refs.iter().filter_map(|r| r.objective).reduce(f64::max);
+    match feed {
+        "worst" => worst, // the library's `observations` already does this
+        "none" => None,
+        // Its value there less the median drop the references made from there.
+        "est" => {
+            let drops: Vec<f64> = pairs.iter().map(|(v, o)| v - o).collect();
+            Some(best - median(&drops))
+        }
+        // As "est", but never better than the worst reference at least as good there.
+        "est2" => {
+            let drops: Vec<f64> = pairs.iter().map(|(v, o)| v - o).collect();
+            let floor = pairs
+                .iter()
+                .filter(|(v, _)| *v <= best)
+                .map(|p| p.1)
+                .reduce(f64::max);
+            Some((best - median(&drops)).max(floor.unwrap_or(f64::NEG_INFINITY)))
+        }
+        other => panic!("feed {other}"),
+    }
+}
+
+fn record(n: u64, status: Status, objective: Option<f64>, config: &Config) -> ExperimentRecord {
+    ExperimentRecord {
+        n,
+        status: Some(status),
+        objective,
+        config: serde_json::to_value(config).ok(),
+        ..Default::default()
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let seeds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(20);
+    let m: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(30);
+    let seed0: u64 = std::env::var("SEED0")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let arms = std::env::var("ARMS")
+        .unwrap_or_else(|_| "median/10,median/20,top:3/10,halving/8,halving/9,halving/10".into());
+    let source =
+        std::fs::read_to_string("bench/prune/knobs.py").expect("run from the repository root");
+    let knobs = discover("knobs.py", &source).expect("knobs");
+    let unpruned = arm("none");
+    let base: Vec<Outcome> = (seed0..seed0 + seeds)
+        .map(|s| run(&unpruned, &knobs, s, None, m))
+        .collect();
+    let rate = |o: &[Outcome]| {
+        let e: usize = o.iter().map(|x| x.experiments).sum();
+        let s: u64 = o.iter().map(|x| x.steps).sum();
+        e as f64 / s as f64
+    };
+    let r0 = rate(&base);
+    println!("| arm | experiments | pruned | lost keeps | steps | vs no pruning | median regret | mean regret |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let show = |name: &str, o: &[Outcome]| {
+        let regrets: Vec<f64> = o.iter().map(|x| x.regret).collect();
+        println!(
+            "| {name} | {} | {} | {} | {} | {:.2}x | {:.4} | {:.4} |",
+            o.iter().map(|x| x.experiments).sum::<usize>(),
+            o.iter().map(|x| x.pruned).sum::<usize>(),
+            o.iter().map(|x| x.lost).sum::<usize>(),
+            o.iter().map(|x| x.steps).sum::<u64>(),
+            rate(o) / r0,
+            median(&regrets),
+            regrets.iter().sum::<f64>() / regrets.len() as f64,
+        );
+    };
+    show("none", &base);
+    for spec in arms.split(',') {
+        let a = arm(spec);
+        let out: Vec<Outcome> = (seed0..seed0 + seeds)
+            .zip(&base)
+            .map(|(s, b)| run(&a, &knobs, s, Some(b.steps), m))
+            .collect();
+        show(&a.name, &out);
+    }
+}
