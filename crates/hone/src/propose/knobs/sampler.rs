@@ -24,6 +24,7 @@
 //! Randomness comes from a small splitmix64 generator seeded from `(seed, index)`, so the same
 //! inputs always give the same suggestion.
 
+mod cache;
 mod design;
 mod feasible;
 mod moves;
@@ -33,6 +34,7 @@ mod space;
 use super::{Config, Knob};
 use crate::propose::guidance::Mode;
 use crate::util::{splitmix64, unit_f64};
+pub use cache::SamplerCache;
 use design::latin_hypercube;
 use feasible::Feasibility;
 use moves::{local_move, untried_by_enumeration, untried_neighbour};
@@ -180,10 +182,34 @@ pub fn suggest_guided(
     index: u64,
     guide: &SamplerGuide<'_>,
 ) -> Option<(Config, Option<usize>)> {
-    let mut space = Space::new(knobs, history, incumbent);
+    let mut cache = SamplerCache::new();
+    suggest_cached(
+        &mut cache, knobs, history, incumbent, minimize, seed, index, guide,
+    )
+}
+
+/// [`suggest_guided`] with the history's index kept in `cache` across calls: the same answer,
+/// at a cost that does not grow with the history when each call's history extends the last
+/// one's (see [`SamplerCache`]).
+#[allow(clippy::too_many_arguments)]
+pub fn suggest_cached(
+    cache: &mut SamplerCache,
+    knobs: &[Knob],
+    history: &[Observation],
+    incumbent: &Config,
+    minimize: bool,
+    seed: u64,
+    index: u64,
+    guide: &SamplerGuide<'_>,
+) -> Option<(Config, Option<usize>)> {
+    let mut space = Space::new(knobs, &[], incumbent);
     if space.dims.is_empty() {
         return None;
     }
+    let base_key = space.key(&space.base);
+    cache.sync(&space, history, !guide.infeasible.is_empty());
+    space.tried.clone_from(&cache.tried);
+    space.tried.insert(base_key);
     for c in guide.avoid {
         let key = space.key(c);
         space.tried.insert(key);
@@ -203,14 +229,26 @@ pub fn suggest_guided(
     let mut rng = Rng::new(seed, index);
     // Feasibility learned from crashes: candidates it does not admit are drawn again. Without
     // infeasible configurations it admits everything and draws nothing from `rng`.
-    let feasibility = Feasibility::fit(&space, history, guide.infeasible, guide.pending, &mut rng);
+    let feasibility = Feasibility::fit(&space, history, cache, guide, &mut rng);
     let admit = |c: Option<Config>| match &feasibility {
         Some(f) => c.filter(|c| f.admits(&space, c)),
         None => c,
     };
     let n_init = initial_design_size(space.dims.len());
-    if history.len() < n_init {
-        let design = latin_hypercube(&space, n_init, seed);
+    let stop = feasibility.is_some() && feasible::xenv("HONE_X_STOP", 0.0) > 0.0;
+    if history.len() < n_init && !stop {
+        let mut design = latin_hypercube(&space, n_init, seed);
+        let f = feasible::xenv("HONE_X_SHRINK", 0.0);
+        if feasibility.is_some() && f > 0.0 {
+            let to = space.incumbent_point();
+            for p in &mut design {
+                for (c, t) in p.iter_mut().zip(&to) {
+                    if let (Coord::U(u), Coord::U(t)) = (&*c, t) {
+                        *c = Coord::U(t + (u - t) * (1.0 - f));
+                    }
+                }
+            }
+        }
         let start = (index % n_init as u64) as usize;
         for k in 0..n_init {
             if let Some(c) = admit(space.fresh(&design[(start + k) % n_init])) {

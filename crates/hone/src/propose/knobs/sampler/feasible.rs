@@ -17,10 +17,13 @@
 //! model is not sure of is tested now and then, and a finished test there moves the boundary. With no infeasible configuration in the history
 //! there is no model and the sampler behaves exactly as without one.
 
-use super::super::feasible::{narrowings, Side};
-use super::super::Config;
-use super::space::{Coord, Space};
-use super::{Observation, Rng};
+use std::collections::{HashMap, HashSet};
+
+use super::super::feasible::{crashes_needed, knob_narrowings, numeric, Narrowing, Side};
+use super::super::{Config, KnobValue};
+use super::cache::SamplerCache;
+use super::space::{Coord, Kind, Space};
+use super::{Observation, Rng, SamplerGuide};
 
 /// How much nearer a crash than anything that finished makes a candidate surely infeasible.
 const SURE_RATIO: f64 = 2.0;
@@ -45,88 +48,171 @@ struct Cut {
 }
 
 /// The feasibility model of one suggestion, fitted to the history.
-pub(super) struct Feasibility {
+pub(super) struct Feasibility<'a> {
     /// Whether this suggestion accepts unsure candidates.
     probe: bool,
     crashed: Vec<Vec<Coord>>,
-    fine: Vec<Vec<Coord>>,
+    fine: Vec<&'a [Coord]>,
     cuts: Vec<Cut>,
+    /// Per dimension (empty for numbers), per option: how many crashed and how many finished.
+    options: Vec<Vec<(usize, usize)>>,
+    /// Crashes that rule out an option nothing finished with (`knobs::feasible::crashes_needed`).
+    needed: usize,
 }
 
-impl Feasibility {
+/// The indices of the observations of `history` that finished: with a value, not infeasible,
+/// and not still being measured (`guide.pending`, one observation of the same configuration
+/// each).
+fn finished(
+    space: &Space,
+    history: &[Observation],
+    index: &SamplerCache,
+    guide: &SamplerGuide<'_>,
+) -> Vec<usize> {
+    let bad_keys: HashSet<u64> = guide.infeasible.iter().map(|c| space.key(c)).collect();
+    let mut running: HashMap<u64, usize> = HashMap::new();
+    for c in guide.pending {
+        *running.entry(space.key(c)).or_insert(0) += 1;
+    }
+    history
+        .iter()
+        .zip(&index.keys)
+        .enumerate()
+        .filter(|(_, (o, _))| o.objective.is_some())
+        .filter(|&(_, (_, &key))| match running.get_mut(&key) {
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                false
+            }
+            _ => !bad_keys.contains(&key),
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// A narrowing of dimension `dim` in unit coordinates (`None` for a category).
+fn cut(space: &Space, dim: usize, n: &Narrowing) -> Option<Cut> {
+    let d = &space.dims[dim];
+    let v = match d.kind {
+        Kind::Int { .. } => KnobValue::Int(n.edge.round() as i64),
+        Kind::Float { .. } => KnobValue::Float(n.edge),
+        Kind::Cat(_) => return None,
+    };
+    match d.encode(&v)? {
+        Coord::U(edge) => Some(Cut {
+            dim,
+            side: n.side,
+            edge,
+        }),
+        Coord::C(_) => None,
+    }
+}
+
+/// Experiment switch (to be removed).
+pub(super) fn xenv(name: &str, default: f64) -> f64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// How many crashed and finished configurations hold each option of each categorical
+/// dimension.
+fn option_counts(space: &Space, crashed: &[Vec<Coord>], fine: &[&[Coord]]) -> Vec<Vec<(usize, usize)>> {
+    space
+        .dims
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let Kind::Cat(opts) = &d.kind else {
+                return Vec::new();
+            };
+            let mut counts = vec![(0, 0); opts.len()];
+            for p in crashed {
+                if let Some(Coord::C(o)) = p.get(i) {
+                    if let Some(c) = counts.get_mut(*o) {
+                        c.0 += 1;
+                    }
+                }
+            }
+            for p in fine {
+                if let Some(Coord::C(o)) = p.get(i) {
+                    if let Some(c) = counts.get_mut(*o) {
+                        c.1 += 1;
+                    }
+                }
+            }
+            counts
+        })
+        .collect()
+}
+
+impl<'a> Feasibility<'a> {
     /// The model, or `None` when nothing was infeasible (or nothing infeasible lies in the
-    /// space). `pending`: configurations of `history` still being measured, left out of what
+    /// space). `index`: `history` indexed with its points (`SamplerCache::sync`).
+    /// `guide.pending`: configurations of `history` still being measured, left out of what
     /// finished (one observation of the same configuration each).
     pub(super) fn fit(
         space: &Space,
         history: &[Observation],
-        infeasible: &[Config],
-        pending: &[Config],
+        index: &'a SamplerCache,
+        guide: &SamplerGuide<'_>,
         rng: &mut Rng,
-    ) -> Option<Feasibility> {
-        let bad_keys: std::collections::HashSet<u64> =
-            infeasible.iter().map(|c| space.key(c)).collect();
+    ) -> Option<Feasibility<'a>> {
+        let infeasible = guide.infeasible;
         let crashed: Vec<Vec<Coord>> = infeasible.iter().filter_map(|c| space.encode(c)).collect();
         if crashed.is_empty() {
             return None;
         }
-        let mut running: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
-        for c in pending {
-            *running.entry(space.key(c)).or_insert(0) += 1;
-        }
-        let finished: Vec<&Config> = history
+        let finished = finished(space, history, index, guide);
+        let fine: Vec<&[Coord]> = finished
             .iter()
-            .filter(|o| o.objective.is_some())
-            .filter(|o| {
-                let key = space.key(&o.config);
-                match running.get_mut(&key) {
-                    Some(left) if *left > 0 => {
-                        *left -= 1;
-                        false
-                    }
-                    _ => !bad_keys.contains(&key),
-                }
-            })
-            .map(|o| &o.config)
+            .filter_map(|&i| index.points.get(i)?.as_deref())
             .collect();
-        let fine: Vec<Vec<Coord>> = finished.iter().filter_map(|c| space.encode(c)).collect();
-        let bad: Vec<&Config> = infeasible.iter().collect();
-        let cuts = narrowings(&finished, &bad)
-            .into_iter()
-            .filter_map(|n| {
-                let dim = space.dims.iter().position(|d| d.name == n.knob)?;
-                let d = &space.dims[dim];
-                let unit = |x: f64| -> Option<f64> {
-                    let v = match d.kind {
-                        super::space::Kind::Int { .. } => {
-                            super::super::KnobValue::Int(x.round() as i64)
-                        }
-                        super::space::Kind::Float { .. } => super::super::KnobValue::Float(x),
-                        super::space::Kind::Cat(_) => return None,
-                    };
-                    match d.encode(&v)? {
-                        Coord::U(u) => Some(u),
-                        Coord::C(_) => None,
-                    }
-                };
-                Some(Cut {
-                    dim,
-                    side: n.side,
-                    edge: unit(n.edge)?,
-                })
+        let needed = crashes_needed(infeasible.len(), infeasible.len() + finished.len());
+        let cuts = space
+            .dims
+            .iter()
+            .enumerate()
+            .flat_map(|(j, d)| {
+                let fine_values: Vec<f64> = finished
+                    .iter()
+                    .filter_map(|&i| *index.values.get(i)?.get(j)?)
+                    .collect();
+                let crashed_values: Vec<f64> = infeasible
+                    .iter()
+                    .filter_map(|c| c.get(&d.name).and_then(numeric))
+                    .collect();
+                let soft = xenv("HONE_X_SOFT", 0.0) as usize;
+                let k = if soft > 0 { soft.min(needed) } else { needed };
+                knob_narrowings(&d.name, &fine_values, &crashed_values, k)
+                    .into_iter()
+                    .filter_map(move |n| cut(space, j, &n))
             })
             .collect();
+        let options = option_counts(space, &crashed, &fine);
         Some(Feasibility {
-            probe: rng.unit() < EXPLORE,
+            probe: rng.unit() < xenv("HONE_X_EXPLORE", EXPLORE),
             crashed,
             fine,
             cuts,
+            options,
+            needed,
         })
     }
 
     /// The verdict on a point of the space.
     pub(super) fn verdict(&self, point: &[Coord]) -> Verdict {
         let mut v = self.neighbours(point);
+        if xenv("HONE_X_OPT", 0.0) > 0.0 {
+            for (counts, c) in self.options.iter().zip(point) {
+                let Coord::C(o) = c else { continue };
+                let Some(&(bad, good)) = counts.get(*o) else {
+                    continue;
+                };
+                if good == 0 && bad >= 1 {
+                    let sure = xenv("HONE_X_OPT", 0.0) > 1.0 && bad >= self.needed;
+                    v = v.max(if sure { Verdict::Crash } else { Verdict::Unsure });
+                }
+            }
+        }
         for c in &self.cuts {
             let Some(Coord::U(u)) = point.get(c.dim) else {
                 continue;
@@ -263,6 +349,25 @@ mod tests {
         (infeasible.len(), best)
     }
 
+    /// The model as a suggestion fits it.
+    fn fit_model(
+        space: &Space,
+        history: &[Observation],
+        infeasible: &[Config],
+        pending: &[Config],
+        rng: &mut Rng,
+    ) -> Option<Feasibility<'static>> {
+        let guide = SamplerGuide {
+            infeasible,
+            pending,
+            ..SamplerGuide::default()
+        };
+        // Leaked: a test's model lives as long as the test (one small cache per call).
+        let index: &'static mut SamplerCache = Box::leak(Box::default());
+        index.sync(space, history, true);
+        Feasibility::fit(space, history, index, &guide, rng)
+    }
+
     fn v_f(v: &KnobValue) -> f64 {
         match v {
             KnobValue::Float(x) => *x,
@@ -317,7 +422,7 @@ mod tests {
         let incumbent = history[11 * 2].config.clone();
         let space = super::super::space::Space::new(&knobs, &history, &incumbent);
         let mut rng = Rng::new(1, 1);
-        let model = Feasibility::fit(&space, &history, &bad, &[], &mut rng).expect("a model");
+        let model = fit_model(&space, &history, &bad, &[], &mut rng).expect("a model");
         let point = |a: f64, b: f64| space.encode(&at(a, b)).expect("in the space");
         assert_eq!(model.verdict(&point(0.2, 0.5)), Verdict::Fine);
         assert_eq!(model.verdict(&point(0.9, 0.5)), Verdict::Crash);
@@ -383,12 +488,12 @@ mod tests {
         });
         let space = super::super::space::Space::new(&knobs, &with_running, &incumbent);
         let fit = |h: &[Observation], pending: &[Config]| {
-            Feasibility::fit(&space, h, &bad, pending, &mut Rng::new(1, 1)).expect("a model")
+            fit_model(&space, h, &bad, pending, &mut Rng::new(1, 1)).expect("a model")
         };
         let learned = fit(&history, &[]);
         let pending = fit(&with_running, std::slice::from_ref(&running));
         let as_finished = fit(&with_running, &[]);
-        let verdicts = |m: &Feasibility| -> Vec<Verdict> {
+        let verdicts = |m: &Feasibility<'_>| -> Vec<Verdict> {
             (0..=20)
                 .flat_map(|i| (0..=4).map(move |j| at(0.05 * i as f64, 0.25 * j as f64)))
                 .map(|c| m.verdict(&space.encode(&c).expect("in the space")))
@@ -397,7 +502,7 @@ mod tests {
         let point = space.encode(&running).expect("in the space");
         assert_eq!(pending.verdict(&point), Verdict::Crash);
         assert_eq!(verdicts(&pending), verdicts(&learned));
-        let edges = |m: &Feasibility| -> Vec<(usize, f64)> {
+        let edges = |m: &Feasibility<'_>| -> Vec<(usize, f64)> {
             m.cuts.iter().map(|c| (c.dim, c.edge)).collect()
         };
         assert!(!learned.cuts.is_empty());
@@ -422,7 +527,7 @@ mod tests {
             .collect();
         let incumbent = history[8].config.clone();
         let space = super::super::space::Space::new(&knobs, &history, &incumbent);
-        assert!(Feasibility::fit(&space, &history, &[], &[], &mut Rng::new(1, 1)).is_none());
+        assert!(fit_model(&space, &history, &[], &[], &mut Rng::new(1, 1)).is_none());
         for i in 0..40 {
             let plain = suggest(&knobs, &history, &incumbent, true, 3, i);
             let guided = suggest_guided(
