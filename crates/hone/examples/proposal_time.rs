@@ -12,8 +12,7 @@
 use std::time::Instant;
 
 use hone::propose::knobs::{
-    config_at, config_of, discover, suggest_cached, Config, Observation, SamplerCache,
-    SamplerGuide,
+    config_at, config_of, discover, suggest_cached, Config, Observation, SamplerCache, SamplerGuide,
 };
 use hone::util::{median, splitmix64, unit_f64};
 
@@ -32,7 +31,11 @@ fn main() {
     println!(
         "| history | median proposal time (ms){}{} |",
         if feas { ", crashes infeasible" } else { "" },
-        if cached { ", one cache across calls" } else { "" }
+        if cached {
+            ", one cache across calls"
+        } else {
+            ""
+        }
     );
     println!("|---|---|");
     for n in [100usize, 1_000, 10_000] {
@@ -58,7 +61,9 @@ fn main() {
             if !cached {
                 cache = SamplerCache::new();
             }
-            suggest_cached(&mut cache, &knobs, &history, &incumbent, true, 1, index, &guide)
+            suggest_cached(
+                &mut cache, &knobs, &history, &incumbent, true, 1, index, &guide,
+            )
         };
         if cached {
             ask(0);

@@ -121,7 +121,12 @@ pub fn narrowings(finished: &[&Config], infeasible: &[&Config]) -> Vec<Narrowing
 
 /// What [`narrowings`] says of one knob, given its finished and crashed values and the crashes
 /// needed ([`crashes_needed`] of the whole history): at most one narrowing each side.
-pub(crate) fn knob_narrowings(name: &str, fine: &[f64], crashed: &[f64], needed: usize) -> Vec<Narrowing> {
+pub(crate) fn knob_narrowings(
+    name: &str,
+    fine: &[f64],
+    crashed: &[f64],
+    needed: usize,
+) -> Vec<Narrowing> {
     let mut out = Vec::new();
     if fine.is_empty() || crashed.len() < needed {
         return out;

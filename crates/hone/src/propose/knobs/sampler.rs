@@ -5,7 +5,8 @@
 //!
 //! 1. **Initial design.** While fewer than [`initial_design_size`] observations exist, it walks a
 //!    Latin hypercube drawn from `seed` alone, starting at point `index`, so sequential calls
-//!    (and parallel calls with different indices) spread over the space.
+//!    (and parallel calls with different indices) spread over the space. A crash ends it early
+//!    (`SamplerGuide::infeasible`: the next stage then avoids what crashed).
 //! 2. **Model-based.** Afterwards each call either makes a *local move* around the incumbent
 //!    (1-2 knobs nudged by a multi-scale Gaussian step in unit space; choices and booleans
 //!    switch) or a *TPE* proposal: the observations are split at the best quarter into good and
@@ -202,24 +203,7 @@ pub fn suggest_cached(
     index: u64,
     guide: &SamplerGuide<'_>,
 ) -> Option<(Config, Option<usize>)> {
-    let mut space = Space::new(knobs, &[], incumbent);
-    if space.dims.is_empty() {
-        return None;
-    }
-    let base_key = space.key(&space.base);
-    cache.sync(&space, history, !guide.infeasible.is_empty());
-    space.tried.clone_from(&cache.tried);
-    space.tried.insert(base_key);
-    for c in guide.avoid {
-        let key = space.key(c);
-        space.tried.insert(key);
-    }
-    space.frozen = guide
-        .frozen
-        .iter()
-        .filter(|f| space.dims.iter().any(|d| &d.name == *f))
-        .cloned()
-        .collect();
+    let space = guided_space(cache, knobs, history, incumbent, guide)?;
     for (i, c) in guide.candidates.iter().enumerate() {
         if let Some(config) = space.candidate(c) {
             return Some((config, Some(i)));
@@ -235,20 +219,10 @@ pub fn suggest_cached(
         None => c,
     };
     let n_init = initial_design_size(space.dims.len());
-    let stop = feasibility.is_some() && feasible::xenv("HONE_X_STOP", 0.0) > 0.0;
-    if history.len() < n_init && !stop {
-        let mut design = latin_hypercube(&space, n_init, seed);
-        let f = feasible::xenv("HONE_X_SHRINK", 0.0);
-        if feasibility.is_some() && f > 0.0 {
-            let to = space.incumbent_point();
-            for p in &mut design {
-                for (c, t) in p.iter_mut().zip(&to) {
-                    if let (Coord::U(u), Coord::U(t)) = (&*c, t) {
-                        *c = Coord::U(t + (u - t) * (1.0 - f));
-                    }
-                }
-            }
-        }
+    // A crash ends the design: the model-based stage, steered by the feasibility model, takes
+    // over (the rest of the design would crash as often as the box does).
+    if history.len() < n_init && feasibility.is_none() {
+        let design = latin_hypercube(&space, n_init, seed);
         let start = (index % n_init as u64) as usize;
         for k in 0..n_init {
             if let Some(c) = admit(space.fresh(&design[(start + k) % n_init])) {
@@ -282,6 +256,37 @@ pub fn suggest_cached(
         }
     }
     found(untried_neighbour(&space, &mut rng).or_else(|| untried_by_enumeration(&space, &mut rng)))
+}
+
+/// The space of a suggestion with what was tried (the history, indexed in `cache`, the
+/// incumbent, `guide.avoid`) and the frozen knobs; `None` when no knob is free.
+fn guided_space(
+    cache: &mut SamplerCache,
+    knobs: &[Knob],
+    history: &[Observation],
+    incumbent: &Config,
+    guide: &SamplerGuide<'_>,
+) -> Option<Space> {
+    let mut space = Space::new(knobs, &[], incumbent);
+    if space.dims.is_empty() {
+        return None;
+    }
+    let base_key = space.key(&space.base);
+    let locate = !guide.infeasible.is_empty();
+    cache.sync(&space, history, guide.infeasible, locate);
+    space.tried.clone_from(&cache.history.tried);
+    space.tried.insert(base_key);
+    for c in guide.avoid {
+        let key = space.key(c);
+        space.tried.insert(key);
+    }
+    space.frozen = guide
+        .frozen
+        .iter()
+        .filter(|f| space.dims.iter().any(|d| &d.name == *f))
+        .cloned()
+        .collect();
+    Some(space)
 }
 
 /// The observations the model is fitted to when there are more than [`MODEL_CAP`] (`None`:

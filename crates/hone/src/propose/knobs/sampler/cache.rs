@@ -11,24 +11,36 @@
 use std::collections::HashSet;
 
 use super::super::feasible::numeric;
+use super::super::Config;
 use super::space::{Coord, Dim, Space};
 use super::Observation;
 
-/// The index of a history's configurations, kept across suggestions
-/// ([`super::suggest_cached`]).
+/// The index of a history's configurations and of the infeasible ones, kept across
+/// suggestions ([`super::suggest_cached`]).
 #[derive(Clone, Debug, Default)]
 pub struct SamplerCache {
     /// The free knobs the index was made over (digests and points depend on them alone).
     dims: Vec<Dim>,
-    /// One digest per observation indexed, in order.
+    /// The history's observations.
+    pub(super) history: Index,
+    /// The configurations that crashed, timed out or violated a constraint
+    /// (`SamplerGuide::infeasible`).
+    pub(super) infeasible: Index,
+}
+
+/// One list of configurations, indexed.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Index {
+    /// One digest per configuration, in order.
     pub(super) keys: Vec<u64>,
     /// The same digests as a set.
     pub(super) tried: HashSet<u64>,
-    /// Each observation's point (`None`: a value some dimension cannot hold), for the first
-    /// observations indexed (all of them once a suggestion needed them).
+    /// Each configuration's point (`None`: a value some dimension cannot hold), for the first
+    /// ones indexed (all of them once a suggestion needed them).
     pub(super) points: Vec<Option<Vec<Coord>>>,
-    /// Each observation's value of every dimension as a number (`None`: not a number).
-    pub(super) values: Vec<Vec<Option<f64>>>,
+    /// Per dimension, each configuration's value there as a number (`None`: not a number),
+    /// as far as `points`.
+    pub(super) columns: Vec<Vec<Option<f64>>>,
 }
 
 impl SamplerCache {
@@ -37,56 +49,72 @@ impl SamplerCache {
         SamplerCache::default()
     }
 
-    /// How many observations are indexed.
+    /// How many observations of the history are indexed.
     pub fn len(&self) -> usize {
-        self.keys.len()
+        self.history.keys.len()
     }
 
     /// Whether nothing is indexed.
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.history.keys.is_empty()
     }
 
-    /// Indexes `history`: from scratch unless it extends what was indexed, else only the
-    /// observations added since. `locate`: the points and values too (what the feasibility
-    /// model needs; without crashes they are not computed).
-    pub(super) fn sync(&mut self, space: &Space, history: &[Observation], locate: bool) {
-        if !self.extends(space, history) {
+    /// Indexes `history` and `infeasible`: each from scratch unless it extends what was
+    /// indexed, else only what was added since. `locate`: points and values too (what the
+    /// feasibility model needs; without crashes they are not computed).
+    pub(super) fn sync(
+        &mut self,
+        space: &Space,
+        history: &[Observation],
+        infeasible: &[Config],
+        locate: bool,
+    ) {
+        if self.dims != space.dims {
             *self = SamplerCache {
                 dims: space.dims.clone(),
                 ..SamplerCache::default()
             };
         }
-        for o in &history[self.keys.len()..] {
-            let key = space.key(&o.config);
+        self.history
+            .sync(space, history.len(), |i| &history[i].config, locate);
+        self.infeasible
+            .sync(space, infeasible.len(), |i| &infeasible[i], locate);
+    }
+}
+
+impl Index {
+    /// Indexes the `len` configurations `at(0..len)`, from scratch unless they start with what
+    /// was indexed (the first and last indexed ones have the digests recorded).
+    fn sync<'c>(
+        &mut self,
+        space: &Space,
+        len: usize,
+        at: impl Fn(usize) -> &'c Config,
+        locate: bool,
+    ) {
+        let n = self.keys.len();
+        let extends = len >= n
+            && (n == 0
+                || (space.key(at(0)) == self.keys[0] && space.key(at(n - 1)) == self.keys[n - 1]));
+        if !extends {
+            *self = Index::default();
+        }
+        for i in self.keys.len()..len {
+            let key = space.key(at(i));
             self.keys.push(key);
             self.tried.insert(key);
         }
         if !locate {
             return;
         }
-        for o in &history[self.points.len()..] {
-            self.points.push(space.encode(&o.config));
-            self.values.push(
-                space
-                    .dims
-                    .iter()
-                    .map(|d| o.config.get(&d.name).and_then(numeric))
-                    .collect(),
-            );
+        self.columns.resize(space.dims.len(), Vec::new());
+        for i in self.points.len()..len {
+            let config = at(i);
+            self.points.push(space.encode(config));
+            for (column, d) in self.columns.iter_mut().zip(&space.dims) {
+                column.push(config.get(&d.name).and_then(numeric));
+            }
         }
-    }
-
-    /// Whether `history` starts with what was indexed, over the same knobs: its first and last
-    /// indexed observations have the digests recorded.
-    fn extends(&self, space: &Space, history: &[Observation]) -> bool {
-        let n = self.keys.len();
-        if self.dims != space.dims || history.len() < n {
-            return false;
-        }
-        n == 0
-            || (space.key(&history[0].config) == self.keys[0]
-                && space.key(&history[n - 1].config) == self.keys[n - 1])
     }
 }
 
@@ -136,6 +164,7 @@ mod tests {
             let got = suggest_cached(&mut cache, &knobs, &history, &incumbent, true, 5, i, &guide);
             assert_eq!(got, want, "suggestion {i}");
             assert_eq!(cache.len(), history.len());
+            assert_eq!(cache.infeasible.keys.len(), infeasible.len());
             let Some((c, _)) = got else { break };
             let y = (a_of(&c) <= 0.8).then(|| (a_of(&c) - 0.7).powi(2));
             match y {
@@ -167,18 +196,27 @@ mod tests {
         let knobs = knobs();
         let history = run(40, 0);
         let space = Space::new(&knobs, &[], &config_of(&knobs));
-        let scratch = |h: &[Observation]| -> Vec<u64> {
-            h.iter().map(|o| space.key(&o.config)).collect()
-        };
         let mut cache = SamplerCache::new();
         let mut check = |h: &[Observation]| {
-            cache.sync(&space, h, true);
-            assert_eq!(cache.keys, scratch(h));
-            let want: HashSet<u64> = scratch(h).into_iter().collect();
-            assert_eq!(cache.tried, want);
-            let points: Vec<Option<Vec<Coord>>> = h.iter().map(|o| space.encode(&o.config)).collect();
-            assert_eq!(cache.points, points);
-            assert_eq!(cache.values.len(), h.len());
+            let bad: Vec<Config> = h.iter().rev().take(5).map(|o| o.config.clone()).collect();
+            cache.sync(&space, h, &bad, true);
+            for (index, configs) in [
+                (
+                    &cache.history,
+                    h.iter().map(|o| &o.config).collect::<Vec<_>>(),
+                ),
+                (&cache.infeasible, bad.iter().collect()),
+            ] {
+                let keys: Vec<u64> = configs.iter().map(|c| space.key(c)).collect();
+                assert_eq!(index.keys, keys);
+                assert_eq!(index.tried, keys.iter().copied().collect::<HashSet<u64>>());
+                let points: Vec<Option<Vec<Coord>>> =
+                    configs.iter().map(|c| space.encode(c)).collect();
+                assert_eq!(index.points, points);
+                let a: Vec<Option<f64>> = configs.iter().map(|c| Some(a_of(c))).collect();
+                assert_eq!(index.columns[0], a);
+                assert_eq!(index.columns[3], vec![None; configs.len()]);
+            }
         };
         check(&history[..30]);
         // Longer, shorter, another history of the same length, then the whole one again.
@@ -194,9 +232,10 @@ mod tests {
         // Other knobs: the digests are made over them.
         let fewer = discover("t.py", "A = 0.5   # hone: 0.0..1.0\n").unwrap_or_default();
         let small = Space::new(&fewer, &[], &config_of(&fewer));
-        cache.sync(&small, &history, true);
+        cache.sync(&small, &history, &[], true);
         let want: Vec<u64> = history.iter().map(|o| small.key(&o.config)).collect();
-        assert_eq!(cache.keys, want);
-        assert!(cache.values.iter().all(|v| v.len() == 1));
+        assert_eq!(cache.history.keys, want);
+        assert_eq!(cache.history.columns.len(), 1);
+        assert!(cache.infeasible.keys.is_empty());
     }
 }

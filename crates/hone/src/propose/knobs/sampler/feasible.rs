@@ -8,18 +8,22 @@
 //!   to the nearest one that finished. A candidate nearer a crash than anything that finished is
 //!   unsure; one with [`SURE_CRASHES`] crashes [`SURE_RATIO`] times nearer than anything that
 //!   finished is a crash (one crash alone never rules out a region: a probe could not undo it).
-//! - **Narrowed ranges** (`knobs::feasible`): beyond a knob's narrowed edge is unsure. Never a
-//!   crash: crashes caused by another knob can narrow a knob by chance, and only a probe beyond
-//!   the edge can undo that.
+//! - **Edges** (`knobs::feasible::knob_narrowings`): beyond the furthest value of a knob that
+//!   finished, when [`EDGE_CRASHES`] crashes and nothing that finished lie there, is unsure.
+//!   One knob at a time generalises where the nearest neighbours do not (a momentum too high
+//!   crashes whatever the other knobs say). Fewer crashes than the narrowing `hone log`
+//!   reports (which must be unlikely by chance) since an unsure verdict is still probed. Never
+//!   a crash: crashes caused by another knob can put a knob's edge there by chance, and only a
+//!   probe beyond it can undo that.
 //!
 //! The worst verdict counts. A crash verdict is never proposed; an unsure one only by a
 //! suggestion that probes (one in [`EXPLORE`], decided once per suggestion), so a boundary the
 //! model is not sure of is tested now and then, and a finished test there moves the boundary. With no infeasible configuration in the history
 //! there is no model and the sampler behaves exactly as without one.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
-use super::super::feasible::{crashes_needed, knob_narrowings, numeric, Narrowing, Side};
+use super::super::feasible::{knob_narrowings, Narrowing, Side};
 use super::super::{Config, KnobValue};
 use super::cache::SamplerCache;
 use super::space::{Coord, Kind, Space};
@@ -31,6 +35,10 @@ const SURE_RATIO: f64 = 2.0;
 const SURE_CRASHES: usize = 2;
 /// Probability that a suggestion may take an unsure candidate (tests a boundary).
 const EXPLORE: f64 = 0.1;
+/// Crashes beyond a knob's finished values that make beyond its edge unsure (1: one crash
+/// caused by another knob would fence off a side of every knob; measured in bench/RESULTS.md,
+/// "crashy").
+const EDGE_CRASHES: usize = 2;
 
 /// What the model says of one candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -51,13 +59,9 @@ struct Cut {
 pub(super) struct Feasibility<'a> {
     /// Whether this suggestion accepts unsure candidates.
     probe: bool,
-    crashed: Vec<Vec<Coord>>,
+    crashed: Vec<&'a [Coord]>,
     fine: Vec<&'a [Coord]>,
     cuts: Vec<Cut>,
-    /// Per dimension (empty for numbers), per option: how many crashed and how many finished.
-    options: Vec<Vec<(usize, usize)>>,
-    /// Crashes that rule out an option nothing finished with (`knobs::feasible::crashes_needed`).
-    needed: usize,
 }
 
 /// The indices of the observations of `history` that finished: with a value, not infeasible,
@@ -69,14 +73,14 @@ fn finished(
     index: &SamplerCache,
     guide: &SamplerGuide<'_>,
 ) -> Vec<usize> {
-    let bad_keys: HashSet<u64> = guide.infeasible.iter().map(|c| space.key(c)).collect();
+    let bad_keys = &index.infeasible.tried;
     let mut running: HashMap<u64, usize> = HashMap::new();
     for c in guide.pending {
         *running.entry(space.key(c)).or_insert(0) += 1;
     }
     history
         .iter()
-        .zip(&index.keys)
+        .zip(&index.history.keys)
         .enumerate()
         .filter(|(_, (o, _))| o.objective.is_some())
         .filter(|&(_, (_, &key))| match running.get_mut(&key) {
@@ -108,42 +112,6 @@ fn cut(space: &Space, dim: usize, n: &Narrowing) -> Option<Cut> {
     }
 }
 
-/// Experiment switch (to be removed).
-pub(super) fn xenv(name: &str, default: f64) -> f64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// How many crashed and finished configurations hold each option of each categorical
-/// dimension.
-fn option_counts(space: &Space, crashed: &[Vec<Coord>], fine: &[&[Coord]]) -> Vec<Vec<(usize, usize)>> {
-    space
-        .dims
-        .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let Kind::Cat(opts) = &d.kind else {
-                return Vec::new();
-            };
-            let mut counts = vec![(0, 0); opts.len()];
-            for p in crashed {
-                if let Some(Coord::C(o)) = p.get(i) {
-                    if let Some(c) = counts.get_mut(*o) {
-                        c.0 += 1;
-                    }
-                }
-            }
-            for p in fine {
-                if let Some(Coord::C(o)) = p.get(i) {
-                    if let Some(c) = counts.get_mut(*o) {
-                        c.1 += 1;
-                    }
-                }
-            }
-            counts
-        })
-        .collect()
-}
-
 impl<'a> Feasibility<'a> {
     /// The model, or `None` when nothing was infeasible (or nothing infeasible lies in the
     /// space). `index`: `history` indexed with its points (`SamplerCache::sync`).
@@ -156,63 +124,49 @@ impl<'a> Feasibility<'a> {
         guide: &SamplerGuide<'_>,
         rng: &mut Rng,
     ) -> Option<Feasibility<'a>> {
-        let infeasible = guide.infeasible;
-        let crashed: Vec<Vec<Coord>> = infeasible.iter().filter_map(|c| space.encode(c)).collect();
+        let bad = &index.infeasible;
+        let crashed: Vec<&[Coord]> = bad.points.iter().filter_map(|p| p.as_deref()).collect();
         if crashed.is_empty() {
             return None;
         }
         let finished = finished(space, history, index, guide);
+        let rows = &index.history;
         let fine: Vec<&[Coord]> = finished
             .iter()
-            .filter_map(|&i| index.points.get(i)?.as_deref())
+            .filter_map(|&i| rows.points.get(i)?.as_deref())
             .collect();
-        let needed = crashes_needed(infeasible.len(), infeasible.len() + finished.len());
         let cuts = space
             .dims
             .iter()
             .enumerate()
             .flat_map(|(j, d)| {
-                let fine_values: Vec<f64> = finished
+                let column = rows.columns.get(j).map_or(&[][..], |c| &c[..]);
+                let fine_values: Vec<f64> =
+                    finished.iter().filter_map(|&i| *column.get(i)?).collect();
+                let crashed_values: Vec<f64> = bad
+                    .columns
+                    .get(j)
+                    .map_or(&[][..], |c| &c[..])
                     .iter()
-                    .filter_map(|&i| *index.values.get(i)?.get(j)?)
+                    .flatten()
+                    .copied()
                     .collect();
-                let crashed_values: Vec<f64> = infeasible
-                    .iter()
-                    .filter_map(|c| c.get(&d.name).and_then(numeric))
-                    .collect();
-                let soft = xenv("HONE_X_SOFT", 0.0) as usize;
-                let k = if soft > 0 { soft.min(needed) } else { needed };
-                knob_narrowings(&d.name, &fine_values, &crashed_values, k)
+                knob_narrowings(&d.name, &fine_values, &crashed_values, EDGE_CRASHES)
                     .into_iter()
                     .filter_map(move |n| cut(space, j, &n))
             })
             .collect();
-        let options = option_counts(space, &crashed, &fine);
         Some(Feasibility {
-            probe: rng.unit() < xenv("HONE_X_EXPLORE", EXPLORE),
+            probe: rng.unit() < EXPLORE,
             crashed,
             fine,
             cuts,
-            options,
-            needed,
         })
     }
 
     /// The verdict on a point of the space.
     pub(super) fn verdict(&self, point: &[Coord]) -> Verdict {
         let mut v = self.neighbours(point);
-        if xenv("HONE_X_OPT", 0.0) > 0.0 {
-            for (counts, c) in self.options.iter().zip(point) {
-                let Coord::C(o) = c else { continue };
-                let Some(&(bad, good)) = counts.get(*o) else {
-                    continue;
-                };
-                if good == 0 && bad >= 1 {
-                    let sure = xenv("HONE_X_OPT", 0.0) > 1.0 && bad >= self.needed;
-                    v = v.max(if sure { Verdict::Crash } else { Verdict::Unsure });
-                }
-            }
-        }
         for c in &self.cuts {
             let Some(Coord::U(u)) = point.get(c.dim) else {
                 continue;
@@ -364,7 +318,7 @@ mod tests {
         };
         // Leaked: a test's model lives as long as the test (one small cache per call).
         let index: &'static mut SamplerCache = Box::leak(Box::default());
-        index.sync(space, history, true);
+        index.sync(space, history, infeasible, true);
         Feasibility::fit(space, history, index, &guide, rng)
     }
 
@@ -514,6 +468,75 @@ mod tests {
         let twice_pending = fit(&twice, &[running.clone(), at(0.3, 0.3)]);
         assert_eq!(twice_pending.fine.len(), learned.fine.len());
         assert_eq!(verdicts(&twice_pending), verdicts(&learned));
+    }
+
+    #[test]
+    fn two_crashes_beyond_a_knobs_finished_values_make_that_side_unsure() {
+        let knobs = knobs();
+        let mut history: Vec<Observation> = (1..=5)
+            .map(|k| Observation {
+                config: at(0.1 * k as f64, 0.2 * k as f64 - 0.1),
+                objective: Some(1.0),
+            })
+            .collect();
+        let crashes = [at(0.8, 0.1), at(0.9, 0.9)];
+        let incumbent = history[0].config.clone();
+        let space = super::super::space::Space::new(&knobs, &history, &incumbent);
+        let verdict = |h: &[Observation], bad: &[Config], a: f64, b: f64| {
+            let model = fit_model(&space, h, bad, &[], &mut Rng::new(1, 1)).expect("a model");
+            model.verdict(&space.encode(&at(a, b)).expect("in the space"))
+        };
+        for c in &crashes {
+            history.push(Observation {
+                config: c.clone(),
+                objective: None,
+            });
+        }
+        // Nearer what finished than either crash: the neighbours alone say fine.
+        assert_eq!(
+            verdict(&history[..6], &crashes[..1], 0.7, 0.5),
+            Verdict::Fine
+        );
+        assert_eq!(verdict(&history, &crashes, 0.7, 0.5), Verdict::Unsure);
+        assert_eq!(verdict(&history, &crashes, 0.45, 0.5), Verdict::Fine);
+    }
+
+    #[test]
+    fn a_crash_in_the_initial_design_ends_it() {
+        let text = "A = 0.5  # hone: 0.0..1.0\nB = 0.5  # hone: 0.0..1.0\n\
+                    C = 0.5  # hone: 0.0..1.0\nD = 0.5  # hone: 0.0..1.0\n";
+        let knobs = discover("t.py", text).unwrap_or_default();
+        let incumbent = config_of(&knobs);
+        let space = super::super::space::Space::new(&knobs, &[], &incumbent);
+        let n = super::super::initial_design_size(space.dims.len());
+        let design: Vec<Config> = super::super::design::latin_hypercube(&space, n, 9)
+            .iter()
+            .map(|p| space.config(p))
+            .collect();
+        let crash = design[1].clone();
+        let history = vec![
+            Observation {
+                config: incumbent.clone(),
+                objective: Some(1.0),
+            },
+            Observation {
+                config: crash.clone(),
+                objective: None,
+            },
+        ];
+        let in_design = |infeasible: &[Config]| {
+            let guide = SamplerGuide {
+                infeasible,
+                ..SamplerGuide::default()
+            };
+            (2..8)
+                .filter_map(|i| suggest_guided(&knobs, &history, &incumbent, true, 9, i, &guide))
+                .filter(|(c, _)| design.contains(c))
+                .count()
+        };
+        // As a failure only, the design goes on; as infeasible, the model takes over.
+        assert_eq!(in_design(&[]), 6);
+        assert_eq!(in_design(std::slice::from_ref(&crash)), 0);
     }
 
     #[test]
