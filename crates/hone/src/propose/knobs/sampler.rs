@@ -5,8 +5,7 @@
 //!
 //! 1. **Initial design.** While fewer than [`initial_design_size`] observations exist, it walks a
 //!    Latin hypercube drawn from `seed` alone, starting at point `index`, so sequential calls
-//!    (and parallel calls with different indices) spread over the space. A crash ends it early
-//!    (`SamplerGuide::infeasible`: the next stage then avoids what crashed).
+//!    (and parallel calls with different indices) spread over the space.
 //! 2. **Model-based.** Afterwards each call either makes a *local move* around the incumbent
 //!    (1-2 knobs nudged by a multi-scale Gaussian step in unit space; choices and booleans
 //!    switch) or a *TPE* proposal: the observations are split at the best quarter into good and
@@ -219,9 +218,7 @@ pub fn suggest_cached(
         None => c,
     };
     let n_init = initial_design_size(space.dims.len());
-    // A crash ends the design: the model-based stage, steered by the feasibility model, takes
-    // over (the rest of the design would crash as often as the box does).
-    if history.len() < n_init && feasibility.is_none() {
+    if history.len() < n_init {
         let design = latin_hypercube(&space, n_init, seed);
         let start = (index % n_init as u64) as usize;
         for k in 0..n_init {
