@@ -171,7 +171,7 @@ pub trait Proposer {
 /// Builds the proposer a spec asks for.
 pub fn from_spec(spec: &Spec) -> Box<dyn Proposer> {
     match spec.agent.kind {
-        crate::spec::AgentKind::Knobs => Box::new(optimizer::KnobsProposer),
+        crate::spec::AgentKind::Knobs => Box::new(optimizer::KnobsProposer::default()),
         crate::spec::AgentKind::Command => Box::new(command::CommandProposer::default()),
         crate::spec::AgentKind::Agent(p) => Box::new(command::CommandProposer::preset(p)),
         kind @ (crate::spec::AgentKind::OpenAi | crate::spec::AgentKind::Anthropic) => {

@@ -8,9 +8,13 @@ use super::{editable_files, Proposal, ProposeContext, ProposeError, Proposer};
 use crate::spec::Direction;
 use crate::store::{ExperimentRecord, Status};
 
-/// The built-in optimizer over literal constants.
+/// The built-in optimizer over literal constants. It keeps the index of what the run's
+/// history tried across proposals (the history only grows during a run; a resumed run starts
+/// a new proposer, which indexes it whole once).
 #[derive(Default)]
-pub struct KnobsProposer;
+pub struct KnobsProposer {
+    cache: knobs::SamplerCache,
+}
 
 /// Every knob in the editable files of the worktree, with each file's text.
 pub fn find_knobs(
@@ -206,8 +210,15 @@ impl Proposer for KnobsProposer {
             infeasible: &crashed,
             pending: &pending,
         };
-        let suggested = knobs::suggest_guided(
-            &found, &history, &incumbent, minimize, ctx.seed, ctx.n, &guide,
+        let suggested = knobs::suggest_cached(
+            &mut self.cache,
+            &found,
+            &history,
+            &incumbent,
+            minimize,
+            ctx.seed,
+            ctx.n,
+            &guide,
         );
         let Some((next, from)) = suggested else {
             return Err(ProposeError::Exhausted(

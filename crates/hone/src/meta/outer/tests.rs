@@ -179,10 +179,10 @@ fn outcomes_are_credited_to_the_mechanisms_that_shaped_them_even_when_interleave
         let mut outer =
             Outer::from_mechanisms(vec![Box::new(Offer(target)), Box::new(Hint)], &spec());
         // Two experiments in flight (parallel workers): 1 uses the offer, 2 the hint.
-        let first = outer.propose(&mut KnobsProposer, ctx).unwrap();
+        let first = outer.propose(&mut KnobsProposer::default(), ctx).unwrap();
         assert_eq!(first.source.as_deref(), Some("offer"));
         let ctx2 = ProposeContext { n: 2, ..*ctx };
-        let second = outer.propose(&mut KnobsProposer, &ctx2).unwrap();
+        let second = outer.propose(&mut KnobsProposer::default(), &ctx2).unwrap();
         assert_eq!(second.source, None);
         let rec = |n: u64, status: Status| ExperimentRecord {
             n,
@@ -200,7 +200,7 @@ fn outcomes_are_credited_to_the_mechanisms_that_shaped_them_even_when_interleave
         assert!(outer.shaped.is_empty());
         // A cancelled experiment is nobody's failure.
         let ctx3 = ProposeContext { n: 3, ..*ctx };
-        outer.propose(&mut KnobsProposer, &ctx3).unwrap();
+        outer.propose(&mut KnobsProposer::default(), &ctx3).unwrap();
         history.push(rec(3, Status::Aborted));
         outer.after(&history[3], &history);
         assert_eq!(outer.tally.get("hint"), Some(&(1, 0)));
@@ -252,7 +252,7 @@ fn a_resumed_portfolio_is_rebuilt_from_the_recorded_calls() {
                     history: &history,
                     ..*ctx
                 };
-                outer.propose(&mut KnobsProposer, &c).unwrap();
+                outer.propose(&mut KnobsProposer::default(), &c).unwrap();
             }
             for &n in batch.iter().rev() {
                 let status = if n % 4 == 1 || n == 6 || n == 7 {
@@ -320,7 +320,7 @@ fn a_modified_knob_proposal_is_the_one_written_and_recorded() {
             })],
             &spec(),
         );
-        let p = outer.propose(&mut KnobsProposer, ctx).unwrap();
+        let p = outer.propose(&mut KnobsProposer::default(), ctx).unwrap();
         assert_eq!(p.config, serde_json::to_value(&target).ok());
         assert_eq!(p.source.as_deref(), Some("steer"));
         let written = std::fs::read_to_string(wt.join("p.txt")).unwrap();
@@ -349,7 +349,7 @@ fn a_script_that_throws_is_deactivated_on_record_and_the_proposal_goes_on() {
         let mut outer = Outer::from_mechanisms(vec![Box::new(script)], &spec());
         let name = outer.active()[0].clone();
         assert!(name.starts_with("script:"), "{name}");
-        assert!(outer.propose(&mut KnobsProposer, ctx).is_ok());
+        assert!(outer.propose(&mut KnobsProposer::default(), ctx).is_ok());
         assert!(outer.active().is_empty(), "deactivated");
         let calls = outer.take_calls();
         let stop = calls
@@ -363,7 +363,7 @@ fn a_script_that_throws_is_deactivated_on_record_and_the_proposal_goes_on() {
         assert!(stop.detail.contains("threw `no idea`"), "{}", stop.detail);
         assert!(outer.take_events()[0].1.contains("stopped and deactivated"));
         // Not called again.
-        assert!(outer.propose(&mut KnobsProposer, ctx).is_ok());
+        assert!(outer.propose(&mut KnobsProposer::default(), ctx).is_ok());
         assert!(outer.take_calls().iter().all(|c| c.mechanism != name));
     });
 }
@@ -372,7 +372,7 @@ fn a_script_that_throws_is_deactivated_on_record_and_the_proposal_goes_on() {
 fn when_every_knob_proposal_is_rejected_the_experiment_is_rejected_and_the_worktree_clean() {
     with_ctx(|ctx, wt| {
         let mut outer = Outer::from_mechanisms(vec![Box::new(Wall)], &spec());
-        match outer.propose(&mut KnobsProposer, ctx) {
+        match outer.propose(&mut KnobsProposer::default(), ctx) {
             Err(ProposeError::Rejected(why)) => {
                 assert!(why.starts_with("mechanism `wall`: nothing passes"), "{why}")
             }

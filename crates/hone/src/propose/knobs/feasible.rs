@@ -87,7 +87,8 @@ fn num(x: f64) -> String {
     }
 }
 
-fn numeric(v: &KnobValue) -> Option<f64> {
+/// A knob value as a number: a finite float or an integer.
+pub(crate) fn numeric(v: &KnobValue) -> Option<f64> {
     match v {
         KnobValue::Float(x) if x.is_finite() => Some(*x),
         KnobValue::Int(n) => Some(*n as f64),
@@ -101,52 +102,68 @@ pub fn narrowings(finished: &[&Config], infeasible: &[&Config]) -> Vec<Narrowing
     names.sort();
     names.dedup();
     let mut out = Vec::new();
+    let needed = crashes_needed(infeasible.len(), infeasible.len() + finished.len());
     for name in names {
         let values = |set: &[&Config]| -> Vec<f64> {
             set.iter()
                 .filter_map(|c| c.get(name).and_then(numeric))
                 .collect()
         };
-        let fine = values(finished);
-        let crashed = values(infeasible);
-        let needed = crashes_needed(infeasible.len(), infeasible.len() + finished.len());
-        if fine.is_empty() || crashed.len() < needed {
+        out.extend(knob_narrowings(
+            name,
+            &values(finished),
+            &values(infeasible),
+            needed,
+        ));
+    }
+    out
+}
+
+/// What [`narrowings`] says of one knob, given its finished and crashed values and the crashes
+/// needed ([`crashes_needed`] of the whole history): at most one narrowing each side.
+pub(crate) fn knob_narrowings(
+    name: &str,
+    fine: &[f64],
+    crashed: &[f64],
+    needed: usize,
+) -> Vec<Narrowing> {
+    let mut out = Vec::new();
+    if fine.is_empty() || crashed.len() < needed {
+        return out;
+    }
+    let lo = fine.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = fine.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let all_lo = crashed.iter().copied().fold(lo, f64::min);
+    let all_hi = crashed.iter().copied().fold(hi, f64::max);
+    for side in [Side::Below, Side::Above] {
+        let (edge, other) = match side {
+            Side::Above => (hi, all_lo),
+            Side::Below => (lo, all_hi),
+        };
+        let beyond: Vec<f64> = crashed
+            .iter()
+            .copied()
+            .filter(|&x| match side {
+                Side::Above => x > edge,
+                Side::Below => x < edge,
+            })
+            .collect();
+        if beyond.len() < needed {
             continue;
         }
-        let lo = fine.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = fine.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let all_lo = crashed.iter().copied().fold(lo, f64::min);
-        let all_hi = crashed.iter().copied().fold(hi, f64::max);
-        for side in [Side::Below, Side::Above] {
-            let (edge, other) = match side {
-                Side::Above => (hi, all_lo),
-                Side::Below => (lo, all_hi),
-            };
-            let beyond: Vec<f64> = crashed
-                .iter()
-                .copied()
-                .filter(|&x| match side {
-                    Side::Above => x > edge,
-                    Side::Below => x < edge,
-                })
-                .collect();
-            if beyond.len() < needed {
-                continue;
-            }
-            // The nearest beyond the edge: the smallest above it, the largest below it.
-            let nearest = match side {
-                Side::Above => beyond.iter().copied().fold(f64::INFINITY, f64::min),
-                Side::Below => beyond.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            };
-            out.push(Narrowing {
-                knob: name.clone(),
-                side,
-                edge,
-                other,
-                nearest_crash: nearest,
-                crashes: beyond.len(),
-            });
-        }
+        // The nearest beyond the edge: the smallest above it, the largest below it.
+        let nearest = match side {
+            Side::Above => beyond.iter().copied().fold(f64::INFINITY, f64::min),
+            Side::Below => beyond.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        };
+        out.push(Narrowing {
+            knob: name.to_string(),
+            side,
+            edge,
+            other,
+            nearest_crash: nearest,
+            crashes: beyond.len(),
+        });
     }
     out
 }

@@ -57,8 +57,8 @@ use line::{annotated_domain, inferred_domain, scan_line, LineScan, TripleQuotes}
 use literal::{format_float_readable, style_type_name, write_literal, Literal, WriteError};
 
 pub use sampler::{
-    config_at, dimensions, distance, initial_design_size, suggest, suggest_guided, unit_coords,
-    Observation, SamplerGuide,
+    config_at, dimensions, distance, initial_design_size, suggest, suggest_cached, suggest_guided,
+    unit_coords, Observation, SamplerCache, SamplerGuide,
 };
 
 /// A knob's value: what its literal reads as.

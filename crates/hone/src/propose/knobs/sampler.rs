@@ -24,6 +24,7 @@
 //! Randomness comes from a small splitmix64 generator seeded from `(seed, index)`, so the same
 //! inputs always give the same suggestion.
 
+mod cache;
 mod design;
 mod feasible;
 mod moves;
@@ -33,6 +34,7 @@ mod space;
 use super::{Config, Knob};
 use crate::propose::guidance::Mode;
 use crate::util::{splitmix64, unit_f64};
+pub use cache::SamplerCache;
 use design::latin_hypercube;
 use feasible::Feasibility;
 use moves::{best_local_move, local_move, untried_by_enumeration, untried_neighbour};
@@ -185,20 +187,27 @@ pub fn suggest_guided(
     index: u64,
     guide: &SamplerGuide<'_>,
 ) -> Option<(Config, Option<usize>)> {
-    let mut space = Space::new(knobs, history, incumbent);
-    if space.dims.is_empty() {
-        return None;
-    }
-    for c in guide.avoid {
-        let key = space.key(c);
-        space.tried.insert(key);
-    }
-    space.frozen = guide
-        .frozen
-        .iter()
-        .filter(|f| space.dims.iter().any(|d| &d.name == *f))
-        .cloned()
-        .collect();
+    let mut cache = SamplerCache::new();
+    suggest_cached(
+        &mut cache, knobs, history, incumbent, minimize, seed, index, guide,
+    )
+}
+
+/// [`suggest_guided`] with the history's index kept in `cache` across calls: the same answer,
+/// at a cost that does not grow with the history when each call's history extends the last
+/// one's (see [`SamplerCache`]).
+#[allow(clippy::too_many_arguments)]
+pub fn suggest_cached(
+    cache: &mut SamplerCache,
+    knobs: &[Knob],
+    history: &[Observation],
+    incumbent: &Config,
+    minimize: bool,
+    seed: u64,
+    index: u64,
+    guide: &SamplerGuide<'_>,
+) -> Option<(Config, Option<usize>)> {
+    let space = guided_space(cache, knobs, history, incumbent, guide)?;
     for (i, c) in guide.candidates.iter().enumerate() {
         if let Some(config) = space.candidate(c) {
             return Some((config, Some(i)));
@@ -208,7 +217,7 @@ pub fn suggest_guided(
     let mut rng = Rng::new(seed, index);
     // Feasibility learned from crashes: candidates it does not admit are drawn again. Without
     // infeasible configurations it admits everything and draws nothing from `rng`.
-    let feasibility = Feasibility::fit(&space, history, guide.infeasible, guide.pending, &mut rng);
+    let feasibility = Feasibility::fit(&space, history, cache, guide, &mut rng);
     let admit = |c: Option<Config>| match &feasibility {
         Some(f) => c.filter(|c| f.admits(&space, c)),
         None => c,
@@ -250,6 +259,37 @@ pub fn suggest_guided(
         }
     }
     found(untried_neighbour(&space, &mut rng).or_else(|| untried_by_enumeration(&space, &mut rng)))
+}
+
+/// The space of a suggestion with what was tried (the history, indexed in `cache`, the
+/// incumbent, `guide.avoid`) and the frozen knobs; `None` when no knob is free.
+fn guided_space(
+    cache: &mut SamplerCache,
+    knobs: &[Knob],
+    history: &[Observation],
+    incumbent: &Config,
+    guide: &SamplerGuide<'_>,
+) -> Option<Space> {
+    let mut space = Space::new(knobs, &[], incumbent);
+    if space.dims.is_empty() {
+        return None;
+    }
+    let base_key = space.key(&space.base);
+    let locate = !guide.infeasible.is_empty();
+    cache.sync(&space, history, guide.infeasible, locate);
+    space.tried.clone_from(&cache.history.tried);
+    space.tried.insert(base_key);
+    for c in guide.avoid {
+        let key = space.key(c);
+        space.tried.insert(key);
+    }
+    space.frozen = guide
+        .frozen
+        .iter()
+        .filter(|f| space.dims.iter().any(|d| &d.name == *f))
+        .cloned()
+        .collect();
+    Some(space)
 }
 
 /// The observations the model is fitted to when there are more than [`MODEL_CAP`] (`None`:

@@ -17,10 +17,13 @@
 //! model is not sure of is tested now and then, and a finished test there moves the boundary. With no infeasible configuration in the history
 //! there is no model and the sampler behaves exactly as without one.
 
-use super::super::feasible::{narrowings, Side};
-use super::super::Config;
-use super::space::{Coord, Space};
-use super::{Observation, Rng};
+use std::collections::HashMap;
+
+use super::super::feasible::{crashes_needed, knob_narrowings, Narrowing, Side};
+use super::super::{Config, KnobValue};
+use super::cache::SamplerCache;
+use super::space::{Coord, Kind, Space};
+use super::{Observation, Rng, SamplerGuide};
 
 /// How much nearer a crash than anything that finished makes a candidate surely infeasible.
 const SURE_RATIO: f64 = 2.0;
@@ -45,75 +48,105 @@ struct Cut {
 }
 
 /// The feasibility model of one suggestion, fitted to the history.
-pub(super) struct Feasibility {
+pub(super) struct Feasibility<'a> {
     /// Whether this suggestion accepts unsure candidates.
     probe: bool,
-    crashed: Vec<Vec<Coord>>,
-    fine: Vec<Vec<Coord>>,
+    crashed: Vec<&'a [Coord]>,
+    fine: Vec<&'a [Coord]>,
     cuts: Vec<Cut>,
 }
 
-impl Feasibility {
+/// The indices of the observations of `history` that finished: with a value, not infeasible,
+/// and not still being measured (`guide.pending`, one observation of the same configuration
+/// each).
+fn finished(
+    space: &Space,
+    history: &[Observation],
+    index: &SamplerCache,
+    guide: &SamplerGuide<'_>,
+) -> Vec<usize> {
+    let bad_keys = &index.infeasible.tried;
+    let mut running: HashMap<u64, usize> = HashMap::new();
+    for c in guide.pending {
+        *running.entry(space.key(c)).or_insert(0) += 1;
+    }
+    history
+        .iter()
+        .zip(&index.history.keys)
+        .enumerate()
+        .filter(|(_, (o, _))| o.objective.is_some())
+        .filter(|&(_, (_, &key))| match running.get_mut(&key) {
+            Some(left) if *left > 0 => {
+                *left -= 1;
+                false
+            }
+            _ => !bad_keys.contains(&key),
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// A narrowing of dimension `dim` in unit coordinates (`None` for a category).
+fn cut(space: &Space, dim: usize, n: &Narrowing) -> Option<Cut> {
+    let d = &space.dims[dim];
+    let v = match d.kind {
+        Kind::Int { .. } => KnobValue::Int(n.edge.round() as i64),
+        Kind::Float { .. } => KnobValue::Float(n.edge),
+        Kind::Cat(_) => return None,
+    };
+    match d.encode(&v)? {
+        Coord::U(edge) => Some(Cut {
+            dim,
+            side: n.side,
+            edge,
+        }),
+        Coord::C(_) => None,
+    }
+}
+
+impl<'a> Feasibility<'a> {
     /// The model, or `None` when nothing was infeasible (or nothing infeasible lies in the
-    /// space). `pending`: configurations of `history` still being measured, left out of what
+    /// space). `index`: `history` indexed with its points (`SamplerCache::sync`).
+    /// `guide.pending`: configurations of `history` still being measured, left out of what
     /// finished (one observation of the same configuration each).
     pub(super) fn fit(
         space: &Space,
         history: &[Observation],
-        infeasible: &[Config],
-        pending: &[Config],
+        index: &'a SamplerCache,
+        guide: &SamplerGuide<'_>,
         rng: &mut Rng,
-    ) -> Option<Feasibility> {
-        let bad_keys: std::collections::HashSet<u64> =
-            infeasible.iter().map(|c| space.key(c)).collect();
-        let crashed: Vec<Vec<Coord>> = infeasible.iter().filter_map(|c| space.encode(c)).collect();
+    ) -> Option<Feasibility<'a>> {
+        let bad = &index.infeasible;
+        let crashed: Vec<&[Coord]> = bad.points.iter().filter_map(|p| p.as_deref()).collect();
         if crashed.is_empty() {
             return None;
         }
-        let mut running: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
-        for c in pending {
-            *running.entry(space.key(c)).or_insert(0) += 1;
-        }
-        let finished: Vec<&Config> = history
+        let finished = finished(space, history, index, guide);
+        let rows = &index.history;
+        let fine: Vec<&[Coord]> = finished
             .iter()
-            .filter(|o| o.objective.is_some())
-            .filter(|o| {
-                let key = space.key(&o.config);
-                match running.get_mut(&key) {
-                    Some(left) if *left > 0 => {
-                        *left -= 1;
-                        false
-                    }
-                    _ => !bad_keys.contains(&key),
-                }
-            })
-            .map(|o| &o.config)
+            .filter_map(|&i| rows.points.get(i)?.as_deref())
             .collect();
-        let fine: Vec<Vec<Coord>> = finished.iter().filter_map(|c| space.encode(c)).collect();
-        let bad: Vec<&Config> = infeasible.iter().collect();
-        let cuts = narrowings(&finished, &bad)
-            .into_iter()
-            .filter_map(|n| {
-                let dim = space.dims.iter().position(|d| d.name == n.knob)?;
-                let d = &space.dims[dim];
-                let unit = |x: f64| -> Option<f64> {
-                    let v = match d.kind {
-                        super::space::Kind::Int { .. } => {
-                            super::super::KnobValue::Int(x.round() as i64)
-                        }
-                        super::space::Kind::Float { .. } => super::super::KnobValue::Float(x),
-                        super::space::Kind::Cat(_) => return None,
-                    };
-                    match d.encode(&v)? {
-                        Coord::U(u) => Some(u),
-                        Coord::C(_) => None,
-                    }
-                };
-                Some(Cut {
-                    dim,
-                    side: n.side,
-                    edge: unit(n.edge)?,
-                })
+        let needed = crashes_needed(bad.keys.len(), bad.keys.len() + finished.len());
+        let cuts = space
+            .dims
+            .iter()
+            .enumerate()
+            .flat_map(|(j, d)| {
+                let column = rows.columns.get(j).map_or(&[][..], |c| &c[..]);
+                let fine_values: Vec<f64> =
+                    finished.iter().filter_map(|&i| *column.get(i)?).collect();
+                let crashed_values: Vec<f64> = bad
+                    .columns
+                    .get(j)
+                    .map_or(&[][..], |c| &c[..])
+                    .iter()
+                    .flatten()
+                    .copied()
+                    .collect();
+                knob_narrowings(&d.name, &fine_values, &crashed_values, needed)
+                    .into_iter()
+                    .filter_map(move |n| cut(space, j, &n))
             })
             .collect();
         Some(Feasibility {
@@ -263,6 +296,25 @@ mod tests {
         (infeasible.len(), best)
     }
 
+    /// The model as a suggestion fits it.
+    fn fit_model(
+        space: &Space,
+        history: &[Observation],
+        infeasible: &[Config],
+        pending: &[Config],
+        rng: &mut Rng,
+    ) -> Option<Feasibility<'static>> {
+        let guide = SamplerGuide {
+            infeasible,
+            pending,
+            ..SamplerGuide::default()
+        };
+        // Leaked: a test's model lives as long as the test (one small cache per call).
+        let index: &'static mut SamplerCache = Box::leak(Box::default());
+        index.sync(space, history, infeasible, true);
+        Feasibility::fit(space, history, index, &guide, rng)
+    }
+
     fn v_f(v: &KnobValue) -> f64 {
         match v {
             KnobValue::Float(x) => *x,
@@ -317,7 +369,7 @@ mod tests {
         let incumbent = history[11 * 2].config.clone();
         let space = super::super::space::Space::new(&knobs, &history, &incumbent);
         let mut rng = Rng::new(1, 1);
-        let model = Feasibility::fit(&space, &history, &bad, &[], &mut rng).expect("a model");
+        let model = fit_model(&space, &history, &bad, &[], &mut rng).expect("a model");
         let point = |a: f64, b: f64| space.encode(&at(a, b)).expect("in the space");
         assert_eq!(model.verdict(&point(0.2, 0.5)), Verdict::Fine);
         assert_eq!(model.verdict(&point(0.9, 0.5)), Verdict::Crash);
@@ -383,12 +435,12 @@ mod tests {
         });
         let space = super::super::space::Space::new(&knobs, &with_running, &incumbent);
         let fit = |h: &[Observation], pending: &[Config]| {
-            Feasibility::fit(&space, h, &bad, pending, &mut Rng::new(1, 1)).expect("a model")
+            fit_model(&space, h, &bad, pending, &mut Rng::new(1, 1)).expect("a model")
         };
         let learned = fit(&history, &[]);
         let pending = fit(&with_running, std::slice::from_ref(&running));
         let as_finished = fit(&with_running, &[]);
-        let verdicts = |m: &Feasibility| -> Vec<Verdict> {
+        let verdicts = |m: &Feasibility<'_>| -> Vec<Verdict> {
             (0..=20)
                 .flat_map(|i| (0..=4).map(move |j| at(0.05 * i as f64, 0.25 * j as f64)))
                 .map(|c| m.verdict(&space.encode(&c).expect("in the space")))
@@ -397,7 +449,7 @@ mod tests {
         let point = space.encode(&running).expect("in the space");
         assert_eq!(pending.verdict(&point), Verdict::Crash);
         assert_eq!(verdicts(&pending), verdicts(&learned));
-        let edges = |m: &Feasibility| -> Vec<(usize, f64)> {
+        let edges = |m: &Feasibility<'_>| -> Vec<(usize, f64)> {
             m.cuts.iter().map(|c| (c.dim, c.edge)).collect()
         };
         assert!(!learned.cuts.is_empty());
@@ -422,7 +474,7 @@ mod tests {
             .collect();
         let incumbent = history[8].config.clone();
         let space = super::super::space::Space::new(&knobs, &history, &incumbent);
-        assert!(Feasibility::fit(&space, &history, &[], &[], &mut Rng::new(1, 1)).is_none());
+        assert!(fit_model(&space, &history, &[], &[], &mut Rng::new(1, 1)).is_none());
         for i in 0..40 {
             let plain = suggest(&knobs, &history, &incumbent, true, 3, i);
             let guided = suggest_guided(

@@ -15,14 +15,14 @@ pub(super) enum Coord {
     C(usize),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum Kind {
     Float { lo: f64, hi: f64, log: bool },
     Int { lo: i64, hi: i64, log: bool },
     Cat(Vec<KnobValue>),
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(super) struct Dim {
     pub(super) name: String,
     pub(super) kind: Kind,

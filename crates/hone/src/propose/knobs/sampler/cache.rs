@@ -1,0 +1,241 @@
+//! What a run's history tried, indexed once and kept across suggestions: the digest of every
+//! observation's configuration (`Space::key`) and their set. A suggestion then indexes only
+//! the observations added since the last one, so "already tried" costs the same at 10,000
+//! experiments as at 100.
+//!
+//! The contract: the history given to one cache only grows at its end. Anything else (a
+//! history that is shorter, another run's, other knobs) is noticed by the first and last
+//! indexed digests or the knobs' names, and the cache then indexes the history from scratch,
+//! as a fresh one does after a resume.
+
+use std::collections::HashSet;
+
+use super::super::feasible::numeric;
+use super::super::Config;
+use super::space::{Coord, Dim, Space};
+use super::Observation;
+
+/// The index of a history's configurations and of the infeasible ones, kept across
+/// suggestions ([`super::suggest_cached`]).
+#[derive(Clone, Debug, Default)]
+pub struct SamplerCache {
+    /// The free knobs the index was made over (digests and points depend on them alone).
+    dims: Vec<Dim>,
+    /// The history's observations.
+    pub(super) history: Index,
+    /// The configurations that crashed, timed out or violated a constraint
+    /// (`SamplerGuide::infeasible`).
+    pub(super) infeasible: Index,
+}
+
+/// One list of configurations, indexed.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Index {
+    /// One digest per configuration, in order.
+    pub(super) keys: Vec<u64>,
+    /// The same digests as a set.
+    pub(super) tried: HashSet<u64>,
+    /// Each configuration's point (`None`: a value some dimension cannot hold), for the first
+    /// ones indexed (all of them once a suggestion needed them).
+    pub(super) points: Vec<Option<Vec<Coord>>>,
+    /// Per dimension, each configuration's value there as a number (`None`: not a number),
+    /// as far as `points`.
+    pub(super) columns: Vec<Vec<Option<f64>>>,
+}
+
+impl SamplerCache {
+    /// An empty cache: the first suggestion indexes the whole history.
+    pub fn new() -> SamplerCache {
+        SamplerCache::default()
+    }
+
+    /// How many observations of the history are indexed.
+    pub fn len(&self) -> usize {
+        self.history.keys.len()
+    }
+
+    /// Whether nothing is indexed.
+    pub fn is_empty(&self) -> bool {
+        self.history.keys.is_empty()
+    }
+
+    /// Indexes `history` and `infeasible`: each from scratch unless it extends what was
+    /// indexed, else only what was added since. `locate`: points and values too (what the
+    /// feasibility model needs; without crashes they are not computed).
+    pub(super) fn sync(
+        &mut self,
+        space: &Space,
+        history: &[Observation],
+        infeasible: &[Config],
+        locate: bool,
+    ) {
+        if self.dims != space.dims {
+            *self = SamplerCache {
+                dims: space.dims.clone(),
+                ..SamplerCache::default()
+            };
+        }
+        self.history
+            .sync(space, history.len(), |i| &history[i].config, locate);
+        self.infeasible
+            .sync(space, infeasible.len(), |i| &infeasible[i], locate);
+    }
+}
+
+impl Index {
+    /// Indexes the `len` configurations `at(0..len)`, from scratch unless they start with what
+    /// was indexed (the first and last indexed ones have the digests recorded).
+    fn sync<'c>(
+        &mut self,
+        space: &Space,
+        len: usize,
+        at: impl Fn(usize) -> &'c Config,
+        locate: bool,
+    ) {
+        let n = self.keys.len();
+        let extends = len >= n
+            && (n == 0
+                || (space.key(at(0)) == self.keys[0] && space.key(at(n - 1)) == self.keys[n - 1]));
+        if !extends {
+            *self = Index::default();
+        }
+        for i in self.keys.len()..len {
+            let key = space.key(at(i));
+            self.keys.push(key);
+            self.tried.insert(key);
+        }
+        if !locate {
+            return;
+        }
+        self.columns.resize(space.dims.len(), Vec::new());
+        for i in self.points.len()..len {
+            let config = at(i);
+            self.points.push(space.encode(config));
+            for (column, d) in self.columns.iter_mut().zip(&space.dims) {
+                column.push(config.get(&d.name).and_then(numeric));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{suggest_cached, suggest_guided, Config, SamplerGuide};
+    use super::*;
+    use crate::propose::knobs::{config_of, discover, Knob, KnobValue};
+
+    const KNOBS: &str = "A = 0.5   # hone: 0.0..1.0\n\
+                         B = 0.01  # hone: log 1e-5..1.0\n\
+                         C = 8     # hone: int 1..64\n\
+                         D = \"x\"   # hone: choice [\"x\", \"y\", \"z\"]\n";
+
+    fn knobs() -> Vec<Knob> {
+        discover("t.py", KNOBS).unwrap_or_default()
+    }
+
+    fn a_of(c: &Config) -> f64 {
+        match c.get("A") {
+            Some(KnobValue::Float(x)) => *x,
+            other => panic!("A = {other:?}"),
+        }
+    }
+
+    /// A loop of `n` suggestions (crashing where A > 0.8) asked through one cache kept across
+    /// calls, each checked against a fresh one; `resume_at`: where the cache starts anew, as
+    /// after a resume. Returns the history.
+    fn run(n: u64, resume_at: u64) -> Vec<Observation> {
+        let knobs = knobs();
+        let mut incumbent = config_of(&knobs);
+        let mut history = vec![Observation {
+            config: incumbent.clone(),
+            objective: Some(1.0),
+        }];
+        let (mut infeasible, mut best) = (Vec::new(), 1.0);
+        let mut cache = SamplerCache::new();
+        for i in 1..n {
+            if i == resume_at {
+                cache = SamplerCache::new();
+            }
+            let guide = SamplerGuide {
+                infeasible: &infeasible,
+                ..SamplerGuide::default()
+            };
+            let want = suggest_guided(&knobs, &history, &incumbent, true, 5, i, &guide);
+            let got = suggest_cached(&mut cache, &knobs, &history, &incumbent, true, 5, i, &guide);
+            assert_eq!(got, want, "suggestion {i}");
+            assert_eq!(cache.len(), history.len());
+            assert_eq!(cache.infeasible.keys.len(), infeasible.len());
+            let Some((c, _)) = got else { break };
+            let y = (a_of(&c) <= 0.8).then(|| (a_of(&c) - 0.7).powi(2));
+            match y {
+                Some(y) if y < best => {
+                    best = y;
+                    incumbent = c.clone();
+                }
+                Some(_) => {}
+                None => infeasible.push(c.clone()),
+            }
+            history.push(Observation {
+                config: c,
+                objective: y,
+            });
+        }
+        history
+    }
+
+    #[test]
+    fn a_cache_kept_across_suggestions_gives_the_answers_of_a_fresh_one() {
+        // Past the model cap (256), with crashes, and a resume halfway.
+        let history = run(300, 150);
+        assert_eq!(history.len(), 300);
+        assert!(history.iter().any(|o| o.objective.is_none()));
+    }
+
+    #[test]
+    fn a_history_that_does_not_extend_the_indexed_one_is_indexed_anew() {
+        let knobs = knobs();
+        let history = run(40, 0);
+        let space = Space::new(&knobs, &[], &config_of(&knobs));
+        let mut cache = SamplerCache::new();
+        let mut check = |h: &[Observation]| {
+            let bad: Vec<Config> = h.iter().rev().take(5).map(|o| o.config.clone()).collect();
+            cache.sync(&space, h, &bad, true);
+            for (index, configs) in [
+                (
+                    &cache.history,
+                    h.iter().map(|o| &o.config).collect::<Vec<_>>(),
+                ),
+                (&cache.infeasible, bad.iter().collect()),
+            ] {
+                let keys: Vec<u64> = configs.iter().map(|c| space.key(c)).collect();
+                assert_eq!(index.keys, keys);
+                assert_eq!(index.tried, keys.iter().copied().collect::<HashSet<u64>>());
+                let points: Vec<Option<Vec<Coord>>> =
+                    configs.iter().map(|c| space.encode(c)).collect();
+                assert_eq!(index.points, points);
+                let a: Vec<Option<f64>> = configs.iter().map(|c| Some(a_of(c))).collect();
+                assert_eq!(index.columns[0], a);
+                assert_eq!(index.columns[3], vec![None; configs.len()]);
+            }
+        };
+        check(&history[..30]);
+        // Longer, shorter, another history of the same length, then the whole one again.
+        check(&history);
+        check(&history[..10]);
+        let mut other = history[..10].to_vec();
+        other.reverse();
+        check(&other);
+        let mut changed_last = history[..10].to_vec();
+        changed_last[9] = history[20].clone();
+        check(&changed_last);
+        check(&history);
+        // Other knobs: the digests are made over them.
+        let fewer = discover("t.py", "A = 0.5   # hone: 0.0..1.0\n").unwrap_or_default();
+        let small = Space::new(&fewer, &[], &config_of(&fewer));
+        cache.sync(&small, &history, &[], true);
+        let want: Vec<u64> = history.iter().map(|o| small.key(&o.config)).collect();
+        assert_eq!(cache.history.keys, want);
+        assert_eq!(cache.history.columns.len(), 1);
+        assert!(cache.infeasible.keys.is_empty());
+    }
+}
