@@ -73,18 +73,17 @@ impl Git {
     }
 
     /// Refs whose names start with `prefix` (which ends with `/`), sorted by name, each with
-    /// the object it names; refs naming a missing object are left out, as `for-each-ref`
-    /// leaves out a broken ref.
+    /// the object it names, as `for-each-ref` lists them: a ref naming a missing object is
+    /// listed, one that cannot be read (or a symbolic ref leading nowhere) is left out.
     pub(super) fn refs_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>, GitError> {
         let repo = self.repo()?;
-        let odb = repo.odb().map_err(|e| failed("odb", &e))?;
         let what = format!("for-each-ref {prefix}");
         let mut out = Vec::new();
         let refs = repo
             .references_glob(&format!("{prefix}*"))
             .map_err(|e| failed(&what, &e))?;
         for r in refs {
-            let r = r.map_err(|e| failed(&what, &e))?;
+            let Ok(r) = r else { continue };
             let Some(name) = r.name().map(str::to_string) else {
                 continue;
             };
@@ -93,9 +92,7 @@ impl Git {
             }
             let Ok(r) = r.resolve() else { continue };
             let Some(target) = r.target() else { continue };
-            if odb.exists(target) {
-                out.push((name, target.to_string()));
-            }
+            out.push((name, target.to_string()));
         }
         out.sort();
         out.dedup();

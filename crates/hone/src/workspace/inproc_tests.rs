@@ -291,6 +291,22 @@ fn missing_objects_are_the_ones_git_lacks() {
     );
     // A ref to a missing object still reads raw, but names no commit.
     sh(d, &format!("printf '{blob}\\n' > .git/refs/heads/broken"));
-    assert_eq!(git.raw_ref("refs/heads/broken").unwrap(), Some(blob));
+    assert_eq!(
+        git.raw_ref("refs/heads/broken").unwrap(),
+        Some(blob.clone())
+    );
     assert_eq!(git.ref_target("refs/heads/broken").unwrap(), None);
+    // Listed all the same, as for-each-ref lists it.
+    assert_eq!(
+        git.refs_under("refs/heads/").unwrap(),
+        [
+            ("refs/heads/broken".to_string(), blob),
+            ("refs/heads/main".to_string(), git.head().unwrap())
+        ]
+    );
+    let theirs = sh(
+        d,
+        "git for-each-ref --format='%(refname) %(objectname)' refs/heads/",
+    );
+    assert_eq!(theirs.lines().count(), 2, "{theirs}");
 }
