@@ -149,6 +149,8 @@ pub(crate) fn run_git(cwd: &Path, args: &[&str]) -> Result<String, GitError> {
 impl Git {
     /// Opens the repository that contains `dir` (its top level becomes the root).
     pub fn discover(dir: &Path) -> Result<Git, GitError> {
+        // Command-line git here because it is git's own discovery (once per process), and the
+        // root it finds is what libgit2 then opens without searching.
         match run_git(dir, &["rev-parse", "--show-toplevel"]) {
             Ok(top) => Ok(Git {
                 root: PathBuf::from(top.trim()),
@@ -183,6 +185,7 @@ impl Git {
 
     /// Tracked files with uncommitted changes in the user's checkout (they are not part of a run).
     pub fn uncommitted(&self) -> Result<Vec<String>, GitError> {
+        // Command-line git here because status needs the checkout's index and its stat cache.
         let out = self.run(&["status", "--porcelain", "--untracked-files=no"])?;
         Ok(out
             .lines()
@@ -311,6 +314,8 @@ impl Git {
                     source,
                 })?;
             }
+            // Command-line git here because libgit2's worktree support writes other
+            // administrative files than `git worktree add`.
             self.run(&["worktree", "prune"])?;
             let p = path.to_string_lossy();
             // No checkout by git (it would run filters): `reset_worktree` writes the files.
@@ -337,7 +342,8 @@ impl Git {
             return self.prepare_worktree(path, commit);
         }
         // HEAD and the index by plumbing, the files by hone: git's checkout would run the
-        // filters and attribute conversions the repository's config names.
+        // filters and attribute conversions the repository's config names. Command-line git
+        // here because the worktree's HEAD (and its reflog) and its index are git's own files.
         self.run_in(path, &["update-ref", "--no-deref", "HEAD", commit])?;
         self.run_in(path, &["read-tree", commit])?;
         self.materialize(path, commit)
@@ -377,6 +383,7 @@ impl Git {
         onto: &str,
         change: &str,
     ) -> Result<Result<String, Vec<String>>, GitError> {
+        // Command-line git here because merges (and their conflict rules) are git's own.
         let merge_base = format!("--merge-base={base}");
         let args = [
             "merge-tree",
@@ -413,6 +420,7 @@ impl Git {
     pub fn remove_worktree(&self, path: &Path) -> Result<(), GitError> {
         if path.exists() {
             let p = path.to_string_lossy();
+            // Command-line git here, as for `worktree add`.
             if self.run(&["worktree", "remove", "--force", &p]).is_err() && path.exists() {
                 std::fs::remove_dir_all(path).map_err(|source| GitError::Io {
                     path: path.to_path_buf(),
@@ -426,6 +434,7 @@ impl Git {
     /// Removes the files git ignores from a worktree, so the verifier sees exactly the
     /// committed candidate (a planted `__pycache__/*.pyc` cannot stand in for a source file).
     pub fn remove_ignored(&self, path: &Path) -> Result<(), GitError> {
+        // Command-line git here because `clean -X` follows every .gitignore rule.
         self.run_in(path, &["clean", "-ffdXq"]).map(|_| ())
     }
 
@@ -440,7 +449,8 @@ impl Git {
         parent: &str,
         message: &str,
     ) -> Result<Option<Snapshot>, GitError> {
-        // One listing for both: the flags (`-v`) and the staged entries (`-s`).
+        // One listing for both: the flags (`-v`) and the staged entries (`-s`). Command-line
+        // git here because the worktree's index (its version, extensions, flags) is git's.
         let listing = self.run_in(wt, &["ls-files", "-z", "-s", "-v", "-c"])?;
         let mut hidden: Vec<String> = Vec::new();
         let mut staged = String::new();
@@ -510,6 +520,8 @@ impl Git {
 
     /// The unified diff from `parent` to `commit`.
     pub fn diff(&self, parent: &str, commit: &str) -> Result<String, GitError> {
+        // Command-line git here because the text shown to people and reviewers is git's own
+        // (not on the loop's path: `hone show`, the dashboard, the reviewer).
         self.run(&[
             "diff",
             "--no-color",
@@ -524,6 +536,7 @@ impl Git {
     /// if any: hone keeps paths as text, so it refuses such a repository rather than rename
     /// a file.
     pub fn non_utf8_path(&self, commit: &str) -> Result<Option<String>, GitError> {
+        // Command-line git here: once per run.
         let args = ["ls-tree", "-r", "-z", "--name-only", commit];
         let out = git_command(&self.root)
             .args(args)

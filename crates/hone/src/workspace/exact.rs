@@ -172,6 +172,8 @@ impl Git {
                 paths.insert(path.to_string());
             }
         }
+        // Command-line git here because the untracked files git would add follow every
+        // .gitignore, info/exclude and core.excludesFile rule.
         let others = self.run_in(wt, &["ls-files", "-z", "-o", "--exclude-standard"])?;
         paths.extend(
             others

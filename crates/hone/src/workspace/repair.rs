@@ -35,6 +35,7 @@ impl Git {
     /// Tracked files of worktree `wt` that index flags hide from git (`assume-unchanged`,
     /// `skip-worktree`), as [`Git::snapshot`] reports them in [`Snapshot::hidden`].
     pub fn flagged_files(&self, wt: &Path) -> Result<Vec<String>, GitError> {
+        // Command-line git here because the worktree's index is git's (see `snapshot`).
         let listing = self.run_in(wt, &["ls-files", "-v", "-z"])?;
         Ok(listing
             .split('\0')
@@ -53,6 +54,7 @@ impl Git {
     /// the next `git add -A` hashes (and writes) every file again: the way back when objects
     /// the index named were pruned.
     pub fn reindex(&self, wt: &Path, parent: &str) -> Result<(), GitError> {
+        // Command-line git here: the recovery path after a racing gc, not every experiment.
         let index = self.run_in(wt, &["rev-parse", "--git-path", "index"])?;
         let index = wt.join(index.trim());
         match std::fs::remove_file(&index) {
