@@ -1,16 +1,19 @@
 //! Git: the run branch, candidate worktrees, archive refs, and the scope and integrity checks.
 //!
-//! Everything goes through the `git` CLI (as cargo, uv and codex-rs do), run with a fixed
-//! identity and without the caller's `GIT_DIR`-style variables, so hone behaves the same in any
-//! repository and never needs the user's git configuration to commit.
+//! The operations of every experiment (refs, commits, trees, blobs, line counts) run inside
+//! hone through libgit2 (`inproc`, `numstat`); the rest goes through the `git` CLI (as cargo,
+//! uv and codex-rs do). Both use a fixed identity and ignore the caller's `GIT_DIR`-style
+//! variables, so hone behaves the same in any repository and never needs the user's git
+//! configuration to commit.
 
-use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 mod binary;
 mod exact;
+mod inproc;
+mod numstat;
 mod paths;
 mod repair;
 
@@ -72,7 +75,7 @@ impl Snapshot {
     }
 }
 
-/// A repository, driven through the git CLI.
+/// A repository, driven through libgit2 (opened afresh by each operation) and the git CLI.
 #[derive(Clone, Debug)]
 pub struct Git {
     root: PathBuf,
@@ -146,6 +149,8 @@ pub(crate) fn run_git(cwd: &Path, args: &[&str]) -> Result<String, GitError> {
 impl Git {
     /// Opens the repository that contains `dir` (its top level becomes the root).
     pub fn discover(dir: &Path) -> Result<Git, GitError> {
+        // Command-line git here because it is git's own discovery (once per process), and the
+        // root it finds is what libgit2 then opens without searching.
         match run_git(dir, &["rev-parse", "--show-toplevel"]) {
             Ok(top) => Ok(Git {
                 root: PathBuf::from(top.trim()),
@@ -173,13 +178,14 @@ impl Git {
 
     /// The commit HEAD points at.
     pub fn head(&self) -> Result<String, GitError> {
-        self.run(&["rev-parse", "--verify", "--quiet", "HEAD^{commit}"])
-            .map(|s| s.trim().to_string())
-            .map_err(|_| GitError::NoCommit)
+        let repo = self.repo()?;
+        self.rev_parse(&repo, "HEAD^{commit}")
+            .ok_or(GitError::NoCommit)
     }
 
     /// Tracked files with uncommitted changes in the user's checkout (they are not part of a run).
     pub fn uncommitted(&self) -> Result<Vec<String>, GitError> {
+        // Command-line git here because status needs the checkout's index and its stat cache.
         let out = self.run(&["status", "--porcelain", "--untracked-files=no"])?;
         Ok(out
             .lines()
@@ -231,21 +237,20 @@ impl Git {
 
     /// The commit a ref points at, if it exists.
     pub fn ref_target(&self, name: &str) -> Result<Option<String>, GitError> {
-        match self.run(&[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{name}^{{commit}}"),
-        ]) {
-            Ok(s) => Ok(Some(s.trim().to_string())),
-            Err(GitError::Failed { .. }) => Ok(None),
-            Err(e) => Err(e),
-        }
+        let repo = self.repo()?;
+        Ok(self.rev_parse(&repo, &format!("{name}^{{commit}}")))
     }
 
     /// Points `name` at `new` only if it currently points at `old` (`None`: must not exist).
     /// A ref that moved under hone is an error, never silently overwritten.
     pub fn update_ref(&self, name: &str, new: &str, old: Option<&str>) -> Result<(), GitError> {
+        match self.swap_ref(name, new, old) {
+            Ok(Some(true)) => return Ok(()),
+            Ok(Some(false)) => return Err(self.moved(name, old)?),
+            // Command-line git here because the ref is symbolic: git moves the ref it names.
+            Ok(None) => {}
+            Err(e) => return Err(e),
+        }
         let zero = "0000000000000000000000000000000000000000";
         let old_arg = old.unwrap_or(zero);
         match self.run(&["update-ref", "-m", "hone", name, new, old_arg]) {
@@ -266,6 +271,16 @@ impl Git {
         }
     }
 
+    /// The error for a ref that does not hold what hone expected (`None`: nothing).
+    fn moved(&self, name: &str, old: Option<&str>) -> Result<GitError, GitError> {
+        let found = self.ref_target(name)?.unwrap_or_else(|| "nothing".into());
+        Ok(GitError::RefMoved {
+            name: name.to_string(),
+            expected: old.unwrap_or("nothing").to_string(),
+            found,
+        })
+    }
+
     /// Creates `name` at `commit` unless it already points there.
     pub fn update_ref_if_missing(&self, name: &str, commit: &str) -> Result<(), GitError> {
         match self.ref_target(name)? {
@@ -277,6 +292,11 @@ impl Git {
 
     /// All refs under a prefix, as (name, commit).
     pub fn refs_under(&self, prefix: &str) -> Result<Vec<(String, String)>, GitError> {
+        if prefix.ends_with('/') && !prefix.contains(['*', '?', '[', '\\']) {
+            return self.refs_with_prefix(prefix);
+        }
+        // Command-line git here because a pattern that is not a plain directory prefix
+        // follows for-each-ref's own matching rules.
         let out = self.run(&["for-each-ref", "--format=%(refname) %(objectname)", prefix])?;
         Ok(out
             .lines()
@@ -294,6 +314,8 @@ impl Git {
                     source,
                 })?;
             }
+            // Command-line git here because libgit2's worktree support writes other
+            // administrative files than `git worktree add`.
             self.run(&["worktree", "prune"])?;
             let p = path.to_string_lossy();
             // No checkout by git (it would run filters): `reset_worktree` writes the files.
@@ -320,7 +342,8 @@ impl Git {
             return self.prepare_worktree(path, commit);
         }
         // HEAD and the index by plumbing, the files by hone: git's checkout would run the
-        // filters and attribute conversions the repository's config names.
+        // filters and attribute conversions the repository's config names. Command-line git
+        // here because the worktree's HEAD (and its reflog) and its index are git's own files.
         self.run_in(path, &["update-ref", "--no-deref", "HEAD", commit])?;
         self.run_in(path, &["read-tree", commit])?;
         self.materialize(path, commit)
@@ -360,6 +383,7 @@ impl Git {
         onto: &str,
         change: &str,
     ) -> Result<Result<String, Vec<String>>, GitError> {
+        // Command-line git here because merges (and their conflict rules) are git's own.
         let merge_base = format!("--merge-base={base}");
         let args = [
             "merge-tree",
@@ -396,6 +420,7 @@ impl Git {
     pub fn remove_worktree(&self, path: &Path) -> Result<(), GitError> {
         if path.exists() {
             let p = path.to_string_lossy();
+            // Command-line git here, as for `worktree add`.
             if self.run(&["worktree", "remove", "--force", &p]).is_err() && path.exists() {
                 std::fs::remove_dir_all(path).map_err(|source| GitError::Io {
                     path: path.to_path_buf(),
@@ -409,6 +434,7 @@ impl Git {
     /// Removes the files git ignores from a worktree, so the verifier sees exactly the
     /// committed candidate (a planted `__pycache__/*.pyc` cannot stand in for a source file).
     pub fn remove_ignored(&self, path: &Path) -> Result<(), GitError> {
+        // Command-line git here because `clean -X` follows every .gitignore rule.
         self.run_in(path, &["clean", "-ffdXq"]).map(|_| ())
     }
 
@@ -423,18 +449,27 @@ impl Git {
         parent: &str,
         message: &str,
     ) -> Result<Option<Snapshot>, GitError> {
-        let listing = self.run_in(wt, &["ls-files", "-v", "-z"])?;
-        let hidden: Vec<String> = listing
-            .split('\0')
-            .filter_map(|e| {
-                let (tag, path) = e.split_once(' ')?;
-                let flagged = tag
-                    .chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_lowercase() || c == 'S');
-                flagged.then(|| path.to_string())
-            })
-            .collect();
+        // One listing for both: the flags (`-v`) and the staged entries (`-s`). Command-line
+        // git here because the worktree's index (its version, extensions, flags) is git's.
+        let listing = self.run_in(wt, &["ls-files", "-z", "-s", "-v", "-c"])?;
+        let mut hidden: Vec<String> = Vec::new();
+        let mut staged = String::new();
+        for e in listing.split('\0').filter(|e| !e.is_empty()) {
+            let Some((tag, rest)) = e.split_once(' ') else {
+                continue;
+            };
+            let flagged = tag
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_lowercase() || c == 'S');
+            if flagged {
+                let path = rest.split_once('\t').map_or(rest, |(_, p)| p);
+                hidden.push(path.to_string());
+            }
+            staged.push_str(rest);
+            staged.push('\0');
+        }
+        let mut staged = Some(staged);
         if !hidden.is_empty() {
             let index = self.run_in(wt, &["rev-parse", "--git-path", "index"])?;
             let index = wt.join(index.trim());
@@ -443,20 +478,17 @@ impl Git {
                 source,
             })?;
             self.run_in(wt, &["read-tree", parent])?;
+            // The index changed: listed again.
+            staged = None;
         }
         // What `git add -A` would commit, hashed as raw bytes (no filter, no conversion).
-        let tree = self.raw_tree(wt)?;
-        let parent_tree = self
-            .run_in(wt, &["rev-parse", &format!("{parent}^{{tree}}")])?
-            .trim()
-            .to_string();
-        if tree == parent_tree {
+        let tree = self.raw_tree(wt, staged)?;
+        let repo = self.repo()?;
+        let parent_tree = self.rev_parse(&repo, &format!("{parent}^{{tree}}"));
+        if parent_tree.as_deref() == Some(tree.as_str()) {
             return Ok(None);
         }
-        let commit = self
-            .run_in(wt, &["commit-tree", &tree, "-p", parent, "-m", message])?
-            .trim()
-            .to_string();
+        let commit = self.commit_tree(&repo, &tree, parent, message)?;
         let changes = self.changes(parent, &commit)?;
         Ok(Some(Snapshot {
             commit,
@@ -466,67 +498,30 @@ impl Git {
         }))
     }
 
-    /// What `commit` changed relative to `parent`: status and line counts per file (one git
-    /// call: `--raw` records carry the status, `--numstat` records the line counts).
+    /// What `commit` changed relative to `parent`: status and line counts per file, as
+    /// `git diff-tree -r --no-renames --raw --numstat` reports them (0 lines for a binary file).
     pub fn changes(&self, parent: &str, commit: &str) -> Result<Vec<Change>, GitError> {
-        let out = self.run(&[
-            "diff-tree",
-            "-r",
-            "-z",
-            "--no-renames",
-            "--raw",
-            "--numstat",
-            parent,
-            commit,
-        ])?;
-        let mut out_changes: Vec<Change> = Vec::new();
-        let mut counts: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-        let mut fields = out.split('\0').filter(|f| !f.is_empty());
-        while let Some(f) = fields.next() {
-            if let Some(raw) = f.strip_prefix(':') {
-                // ":old_mode new_mode old_sha new_sha STATUS" then the path.
-                let status = raw
-                    .rsplit(' ')
-                    .next()
-                    .and_then(|s| s.chars().next())
-                    .unwrap_or('M');
-                let Some(path) = fields.next() else { break };
-                out_changes.push(Change {
-                    status,
-                    path: path.to_string(),
-                    added: 0,
-                    deleted: 0,
-                });
-            } else {
-                // "added TAB deleted TAB path" ("-" for binary files).
-                let mut parts = f.splitn(3, '\t');
-                if let (Some(a), Some(d), Some(p)) = (parts.next(), parts.next(), parts.next()) {
-                    counts.insert(
-                        p.to_string(),
-                        (a.parse().unwrap_or(0), d.parse().unwrap_or(0)),
-                    );
-                }
-            }
-        }
-        for c in &mut out_changes {
-            if let Some((a, d)) = counts.get(&c.path) {
-                c.added = *a;
-                c.deleted = *d;
-            }
-        }
-        Ok(out_changes)
+        Ok(self
+            .count_changes(parent, commit)?
+            .into_iter()
+            .map(|c| c.change)
+            .collect())
     }
 
     /// The tree of a commit.
     pub fn tree_of(&self, commit: &str) -> Result<String, GitError> {
-        Ok(self
-            .run(&["rev-parse", &format!("{commit}^{{tree}}")])?
-            .trim()
-            .to_string())
+        let repo = self.repo()?;
+        self.rev_parse(&repo, &format!("{commit}^{{tree}}"))
+            .ok_or_else(|| GitError::Failed {
+                args: format!("rev-parse {commit}^{{tree}}"),
+                stderr: format!("{commit} names no commit or tree in this repository"),
+            })
     }
 
     /// The unified diff from `parent` to `commit`.
     pub fn diff(&self, parent: &str, commit: &str) -> Result<String, GitError> {
+        // Command-line git here because the text shown to people and reviewers is git's own
+        // (not on the loop's path: `hone show`, the dashboard, the reviewer).
         self.run(&[
             "diff",
             "--no-color",
@@ -541,6 +536,7 @@ impl Git {
     /// if any: hone keeps paths as text, so it refuses such a repository rather than rename
     /// a file.
     pub fn non_utf8_path(&self, commit: &str) -> Result<Option<String>, GitError> {
+        // Command-line git here: once per run.
         let args = ["ls-tree", "-r", "-z", "--name-only", commit];
         let out = git_command(&self.root)
             .args(args)
@@ -561,30 +557,30 @@ impl Git {
 
     /// Paths of all files in a commit.
     pub fn files_at(&self, commit: &str) -> Result<Vec<String>, GitError> {
-        let out = self.run(&["ls-tree", "-r", "-z", "--name-only", commit])?;
-        Ok(out
-            .split('\0')
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
+        let repo = self.repo()?;
+        Ok(self
+            .tree_entries(&repo, commit)?
+            .into_iter()
+            .map(|(path, _, _)| path)
             .collect())
     }
 
     /// The content of a file in a commit.
     pub fn file_at(&self, commit: &str, path: &str) -> Result<Vec<u8>, GitError> {
-        let out = git_command(&self.root)
-            .args(["cat-file", "blob", &format!("{commit}:{path}")])
-            .output()
-            .map_err(GitError::Spawn)?;
-        if out.status.success() {
-            Ok(out.stdout)
-        } else {
-            Err(GitError::Failed {
-                args: format!("cat-file blob {commit}:{path}"),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            })
-        }
+        let what = format!("cat-file blob {commit}:{path}");
+        let repo = self.repo()?;
+        let blob = repo
+            .revparse_single(commit)
+            .and_then(|o| o.peel_to_tree())
+            .and_then(|t| t.get_path(Path::new(path)))
+            .and_then(|e| e.to_object(&repo))
+            .and_then(|o| o.peel_to_blob())
+            .map_err(|e| inproc::failed(&what, &e))?;
+        Ok(blob.content().to_vec())
     }
 }
 
+#[cfg(test)]
+mod inproc_tests;
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,11 @@
 //! The candidate's exact bytes. hone commits what a worktree holds, and rebuilds a worktree
 //! from a commit, without any of git's content conversions: no clean or smudge filters, no
 //! end-of-line rewriting, no `ident`, no working-tree encoding, whatever the repository's
-//! config, `info/attributes` or the candidate's `.gitattributes` say. Files are hashed with
-//! `hash-object --no-filters`, trees are built through a private index, and a worktree is
-//! written from `cat-file` (raw blobs) and checked against the commit before a verifier runs.
+//! config, `info/attributes` or the candidate's `.gitattributes` say. Files are hashed and
+//! written as raw blobs (libgit2's object database: `hash-object --no-filters`), trees are
+//! built from an in-memory index (a private index file through git for a path git might
+//! judge otherwise), and a worktree is written from the raw blobs and checked against the
+//! commit before a verifier runs.
 //! It also finds what git cannot record at all (a repository inside the worktree, a path
 //! longer than the system allows), which the gate turns into a violation.
 
@@ -16,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::inproc::{failed, oid};
 use super::{git_command, glob_match, Git, GitError};
 
 /// The longest path Linux resolves in one system call (`PATH_MAX`, with its NUL).
@@ -150,8 +153,12 @@ impl Git {
     /// git does not ignore), with every file's raw bytes: nothing the repository's config or
     /// attributes say can change what is hashed. Gitlinks already in the index are kept;
     /// directories that are repositories of their own are left out (the gate rejects them).
-    pub(super) fn raw_tree(&self, wt: &Path) -> Result<String, GitError> {
-        let staged = self.run_in(wt, &["ls-files", "-z", "-s", "-c"])?;
+    /// `staged`: the index's `ls-files -z -s -c` listing, when the caller has it already.
+    pub(super) fn raw_tree(&self, wt: &Path, staged: Option<String>) -> Result<String, GitError> {
+        let staged = match staged {
+            Some(s) => s,
+            None => self.run_in(wt, &["ls-files", "-z", "-s", "-c"])?,
+        };
         let mut entries: BTreeMap<String, (String, String)> = BTreeMap::new();
         let mut paths: BTreeSet<String> = BTreeSet::new();
         for rec in staged.split('\0').filter(|s| !s.is_empty()) {
@@ -165,6 +172,8 @@ impl Git {
                 paths.insert(path.to_string());
             }
         }
+        // Command-line git here because the untracked files git would add follow every
+        // .gitignore, info/exclude and core.excludesFile rule.
         let others = self.run_in(wt, &["ls-files", "-z", "-o", "--exclude-standard"])?;
         paths.extend(
             others
@@ -187,7 +196,7 @@ impl Git {
             };
             if meta.file_type().is_symlink() {
                 let target = std::fs::read_link(&full).map_err(io_err(&full))?;
-                let sha = self.hash_bytes(wt, target.as_os_str().as_bytes().to_vec(), true)?;
+                let sha = self.hash_bytes(target.as_os_str().as_bytes().to_vec(), true)?;
                 entries.insert(p, ("120000".into(), sha));
             } else if meta.is_file() {
                 let mode = if meta.permissions().mode() & 0o100 != 0 {
@@ -197,7 +206,7 @@ impl Git {
                 };
                 if p.contains('\n') {
                     let bytes = std::fs::read(&full).map_err(io_err(&full))?;
-                    let sha = self.hash_bytes(wt, bytes, true)?;
+                    let sha = self.hash_bytes(bytes, true)?;
                     entries.insert(p, (mode.into(), sha));
                 } else {
                     regular.push((p, mode));
@@ -209,6 +218,12 @@ impl Git {
         for ((p, mode), sha) in regular.into_iter().zip(shas) {
             entries.insert(p, (mode.into(), sha));
         }
+        if let Some(tree) = self.memory_tree(&entries)? {
+            return Ok(tree);
+        }
+        // Command-line git here because a path git may judge by its own rules (a `.git`-like
+        // or NTFS-special name, a file where another entry needs a directory) must meet
+        // exactly git's answer.
         let mut input = Vec::new();
         for (p, (mode, sha)) in &entries {
             input.extend_from_slice(format!("{mode} {sha}\t{p}\0").as_bytes());
@@ -229,104 +244,86 @@ impl Git {
         Ok(String::from_utf8_lossy(&built?).trim().to_string())
     }
 
-    /// The object ids of files under `wt`, hashed as raw bytes (`-w`: written to the store).
+    /// The tree of `entries` (path → (mode, id)) built from an in-memory index, the tree
+    /// `update-index --index-info` and `write-tree` make; `None` when a path is one git
+    /// might refuse or treat otherwise (see [`plain_paths`]), left to git itself.
+    pub(super) fn memory_tree(
+        &self,
+        entries: &BTreeMap<String, (String, String)>,
+    ) -> Result<Option<String>, GitError> {
+        if !plain_paths(entries) {
+            return Ok(None);
+        }
+        let what = "write-tree";
+        let repo = self.repo()?;
+        let mut index = git2::Index::new().map_err(|e| failed(what, &e))?;
+        for (p, (mode, sha)) in entries {
+            let mode = u32::from_str_radix(mode, 8).map_err(|_| GitError::Failed {
+                args: what.into(),
+                stderr: format!("bad mode {mode} for {p}"),
+            })?;
+            let entry = git2::IndexEntry {
+                ctime: git2::IndexTime::new(0, 0),
+                mtime: git2::IndexTime::new(0, 0),
+                dev: 0,
+                ino: 0,
+                mode,
+                uid: 0,
+                gid: 0,
+                file_size: 0,
+                id: oid(what, sha)?,
+                flags: 0,
+                flags_extended: 0,
+                path: p.as_bytes().to_vec(),
+            };
+            if index.add(&entry).is_err() {
+                // libgit2 judged the path otherwise: git's own answer decides.
+                return Ok(None);
+            }
+        }
+        Ok(index.write_tree_to(&repo).ok().map(|t| t.to_string()))
+    }
+
+    /// The object ids of files under `wt`, hashed as raw bytes (`write`: written to the store).
     fn hash_files(&self, wt: &Path, paths: &[&str], write: bool) -> Result<Vec<String>, GitError> {
-        if paths.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut args = vec!["hash-object", "--no-filters", "--stdin-paths"];
-        if write {
-            args.push("-w");
-        }
-        let input: Vec<u8> = paths
-            .iter()
-            .flat_map(|p| format!("{p}\n").into_bytes())
-            .collect();
-        let out = git_io(wt, &args, None, input)?;
-        let shas: Vec<String> = String::from_utf8_lossy(&out)
-            .lines()
-            .map(str::to_string)
-            .collect();
-        if shas.len() != paths.len() {
-            return Err(GitError::Failed {
-                args: args.join(" "),
-                stderr: format!("{} object ids for {} files", shas.len(), paths.len()),
-            });
-        }
-        Ok(shas)
+        self.file_ids(wt, paths, write)
     }
 
     /// The object id of `bytes` as a blob.
-    fn hash_bytes(&self, wt: &Path, bytes: Vec<u8>, write: bool) -> Result<String, GitError> {
-        let mut args = vec!["hash-object", "--no-filters", "--stdin"];
-        if write {
-            args.push("-w");
-        }
-        let out = git_io(wt, &args, None, bytes)?;
-        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    fn hash_bytes(&self, bytes: Vec<u8>, write: bool) -> Result<String, GitError> {
+        let repo = self.repo()?;
+        self.blob_id(&repo, &bytes, write)
     }
 
-    /// The raw content of blobs, by object id (one `cat-file --batch`).
+    /// The raw content of blobs, by object id.
     fn blobs(&self, shas: &BTreeSet<&str>) -> Result<BTreeMap<String, Vec<u8>>, GitError> {
         let mut out = BTreeMap::new();
         if shas.is_empty() {
             return Ok(out);
         }
-        let input: Vec<u8> = shas
-            .iter()
-            .flat_map(|s| format!("{s}\n").into_bytes())
-            .collect();
-        let raw = git_io(&self.root, &["cat-file", "--batch"], None, input)?;
-        let bad = |why: &str| GitError::Failed {
-            args: "cat-file --batch".into(),
-            stderr: why.to_string(),
-        };
-        let mut rest: &[u8] = &raw;
-        while !rest.is_empty() {
-            let nl = rest
-                .iter()
-                .position(|b| *b == b'\n')
-                .ok_or_else(|| bad("a header without its end"))?;
-            let header = String::from_utf8_lossy(&rest[..nl]).into_owned();
-            let mut h = header.split(' ');
-            let (Some(sha), Some(_kind), Some(size)) = (h.next(), h.next(), h.next()) else {
-                return Err(bad(&format!("object missing: {header}")));
-            };
-            let size: usize = size.parse().map_err(|_| bad(&header))?;
-            let body = rest
-                .get(nl + 1..nl + 1 + size)
-                .ok_or_else(|| bad("a truncated object"))?;
-            out.insert(sha.to_string(), body.to_vec());
-            rest = rest.get(nl + 2 + size..).unwrap_or_default();
+        let repo = self.repo()?;
+        for sha in shas {
+            let what = format!("cat-file blob {sha}");
+            let blob = repo
+                .find_blob(oid(&what, sha)?)
+                .map_err(|e| failed(&what, &e))?;
+            out.insert(sha.to_string(), blob.content().to_vec());
         }
         Ok(out)
     }
 
     /// A commit's files (`ls-tree -r`) and the directories that hold them.
     fn listing(&self, commit: &str) -> Result<Listing, GitError> {
-        let out = self.run(&["ls-tree", "-r", "-z", "--full-tree", commit])?;
+        let repo = self.repo()?;
         let mut files = BTreeMap::new();
         let mut dirs = BTreeSet::new();
-        for rec in out.split('\0').filter(|s| !s.is_empty()) {
-            let Some((meta, path)) = rec.split_once('\t') else {
-                continue;
-            };
-            let mut m = meta.split(' ');
-            let (Some(mode), Some(_kind), Some(sha)) = (m.next(), m.next(), m.next()) else {
-                continue;
-            };
-            let mut d = path;
+        for (path, mode, sha) in self.tree_entries(&repo, commit)? {
+            let mut d = path.as_str();
             while let Some((parent, _)) = d.rsplit_once('/') {
                 dirs.insert(parent.to_string());
                 d = parent;
             }
-            files.insert(
-                path.to_string(),
-                Entry {
-                    mode: mode.to_string(),
-                    sha: sha.to_string(),
-                },
-            );
+            files.insert(path, Entry { mode, sha });
         }
         Ok(Listing { files, dirs })
     }
@@ -450,7 +447,7 @@ impl Git {
         for (p, _) in &odd {
             let full = wt.join(p);
             let bytes = std::fs::read(&full).map_err(io_err(&full))?;
-            shas.push(self.hash_bytes(wt, bytes, false)?);
+            shas.push(self.hash_bytes(bytes, false)?);
         }
         let plain: Vec<&Present> = plain.into_iter().chain(odd).collect();
         let mut present: BTreeSet<&str> = BTreeSet::new();
@@ -466,7 +463,7 @@ impl Git {
             present.insert(l);
             let full = wt.join(l);
             let target = std::fs::read_link(&full).map_err(io_err(&full))?;
-            let sha = self.hash_bytes(wt, target.as_os_str().as_bytes().to_vec(), false)?;
+            let sha = self.hash_bytes(target.as_os_str().as_bytes().to_vec(), false)?;
             if listing.files[l.as_str()].sha != sha {
                 stale.push(l.to_string());
             }
@@ -545,30 +542,42 @@ impl Git {
 
     /// Paths that `commit` makes gitlinks (mode 160000) where `parent` had none.
     pub fn gitlinks_added(&self, parent: &str, commit: &str) -> Result<Vec<String>, GitError> {
-        let out = self.run(&[
-            "diff-tree",
-            "-r",
-            "-z",
-            "--no-renames",
-            "--raw",
-            parent,
-            commit,
-        ])?;
-        let mut fields = out.split('\0').filter(|f| !f.is_empty());
-        let mut links = Vec::new();
-        while let Some(f) = fields.next() {
-            let Some(raw) = f.strip_prefix(':') else {
-                continue;
-            };
-            let Some(path) = fields.next() else { break };
-            let mut m = raw.split(' ');
-            let (old, new) = (m.next(), m.next());
-            if new == Some("160000") && old != Some("160000") {
-                links.push(path.to_string());
-            }
-        }
-        Ok(links)
+        const GITLINK: u32 = 0o160000;
+        Ok(self
+            .count_changes(parent, commit)?
+            .into_iter()
+            .filter(|c| c.new_mode == GITLINK && c.old_mode != GITLINK)
+            .map(|c| c.change.path)
+            .collect())
     }
+}
+
+/// Are all `entries` paths that git stores as they are, with nothing for it to judge: every
+/// component a plain printable ASCII name (not empty, `.`, `..` or `.git` in any case; no
+/// `~` (NTFS short names), backslash or colon; no trailing dot or space), no symlink named
+/// like git's own files (`.git*`), and no entry standing where another needs a directory?
+fn plain_paths(entries: &BTreeMap<String, (String, String)>) -> bool {
+    let plain_name = |c: &str| {
+        !c.is_empty()
+            && c != "."
+            && c != ".."
+            && !c.eq_ignore_ascii_case(".git")
+            && !c.ends_with(['.', ' '])
+            && !c.contains(['~', '\\', ':'])
+            && c.bytes().all(|b| (0x20..0x7f).contains(&b))
+    };
+    let dotgit_link = |p: &str, mode: &str| {
+        mode == "120000"
+            && p.split('/')
+                .any(|c| c.get(..4).is_some_and(|h| h.eq_ignore_ascii_case(".git")))
+    };
+    entries
+        .iter()
+        .all(|(p, (mode, _))| p.split('/').all(plain_name) && !dotgit_link(p, mode))
+        && entries.keys().all(|p| {
+            let dir = format!("{p}/");
+            !matches!(entries.range(dir.clone()..).next(), Some((next, _)) if next.starts_with(&dir))
+        })
 }
 
 /// Is `p` one of the kept paths (`keep`: hone globs; a pattern without `/` also matches a

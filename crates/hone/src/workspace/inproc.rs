@@ -1,0 +1,254 @@
+//! The hot path's git operations done inside hone through libgit2 (the `git2` crate), without
+//! a `git` process: ref reads and compare-and-swap updates with their reflog, rev-parse of
+//! commits and trees, commits, raw blob hashing and writing, tree listings and blob reads.
+//!
+//! Every operation opens the repository afresh by its known top level (never by discovery
+//! from a directory a candidate can write, never from `GIT_DIR`-style variables), so it sees
+//! exactly what a `git` process started at that moment would: no pack or ref cache outlives
+//! the call (a racing `git gc` cannot leave a stale view), and nothing is shared between the
+//! engine's threads. libgit2 runs no hooks and no fsmonitor, and blobs go to the object
+//! database as raw bytes, so no filter or attribute conversion applies.
+
+use std::path::Path;
+
+use git2::{ObjectType, Oid, Repository, RepositoryOpenFlags, Signature};
+
+use super::{Git, GitError};
+
+/// The identity of every commit and reflog entry hone writes (as `git_command` sets it).
+const NAME: &str = "hone";
+const EMAIL: &str = "hone@localhost";
+
+/// A libgit2 failure, in the shape of a failed git command (what hone tried, what it said).
+pub(super) fn failed(what: &str, e: &git2::Error) -> GitError {
+    GitError::Failed {
+        args: what.to_string(),
+        stderr: e.message().to_string(),
+    }
+}
+
+/// An object name from its full hex form (an abbreviation is refused, not padded).
+pub(super) fn oid(what: &str, hex: &str) -> Result<Oid, GitError> {
+    if !is_full_hex(hex) {
+        return Err(GitError::Failed {
+            args: what.to_string(),
+            stderr: format!("`{hex}` is not a full object name"),
+        });
+    }
+    Oid::from_str(hex).map_err(|e| failed(what, &e))
+}
+
+/// Is `s` a full object name (40 hex digits)?
+pub(super) fn is_full_hex(s: &str) -> bool {
+    s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+impl Git {
+    /// The repository, opened afresh at its top level: no search upwards, no environment.
+    pub(super) fn repo(&self) -> Result<Repository, GitError> {
+        Repository::open_ext(
+            &self.root,
+            RepositoryOpenFlags::NO_SEARCH,
+            std::iter::empty::<&std::ffi::OsStr>(),
+        )
+        .map_err(|e| failed(&format!("open {}", self.root.display()), &e))
+    }
+
+    /// What `git rev-parse --verify --quiet SPEC` prints, `None` where it prints nothing
+    /// (no such name, or an object missing or of the wrong kind for a `^{...}` suffix).
+    pub(super) fn rev_parse(&self, repo: &Repository, spec: &str) -> Option<String> {
+        repo.revparse_single(spec).ok().map(|o| o.id().to_string())
+    }
+
+    /// The object name `name` holds without looking the object up (`rev-parse --verify` of a
+    /// ref): a full object name stands for itself; a ref is read through git's abbreviation
+    /// rules and its symbolic links.
+    pub(super) fn ref_value(&self, repo: &Repository, name: &str) -> Option<String> {
+        if is_full_hex(name) {
+            return Some(name.to_ascii_lowercase());
+        }
+        let r = repo.resolve_reference_from_short_name(name).ok()?;
+        let r = r.resolve().ok()?;
+        r.target().map(|o| o.to_string())
+    }
+
+    /// Refs whose names start with `prefix` (which ends with `/`), sorted by name, each with
+    /// the object it names, as `for-each-ref` lists them: a ref naming a missing object is
+    /// listed, one that cannot be read (or a symbolic ref leading nowhere) is left out.
+    pub(super) fn refs_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>, GitError> {
+        let repo = self.repo()?;
+        let what = format!("for-each-ref {prefix}");
+        let mut out = Vec::new();
+        let refs = repo
+            .references_glob(&format!("{prefix}*"))
+            .map_err(|e| failed(&what, &e))?;
+        for r in refs {
+            let Ok(r) = r else { continue };
+            let Some(name) = r.name().map(str::to_string) else {
+                continue;
+            };
+            if !name.starts_with(prefix) {
+                continue;
+            }
+            let Ok(r) = r.resolve() else { continue };
+            let Some(target) = r.target() else { continue };
+            out.push((name, target.to_string()));
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// Points the direct ref `name` at `new` if it now holds `old` (`None`: must not exist),
+    /// under the ref's lock, with a reflog entry where git would write one. `Ok(false)`: it
+    /// held something else (left as it was). `Ok(None)` from the outer option: the ref is
+    /// symbolic, which command-line git handles (it moves the ref it points to).
+    pub(super) fn swap_ref(
+        &self,
+        name: &str,
+        new: &str,
+        old: Option<&str>,
+    ) -> Result<Option<bool>, GitError> {
+        let what = format!("update-ref {name} {new}");
+        let repo = self.repo()?;
+        let new_id = if is_full_hex(new) {
+            oid(&what, new)?
+        } else {
+            repo.revparse_single(new)
+                .map_err(|e| failed(&what, &e))?
+                .id()
+        };
+        let old = old.map(str::to_ascii_lowercase);
+        let old = old.as_deref();
+        let object = repo
+            .find_object(new_id, None)
+            .map_err(|e| failed(&what, &e))?;
+        if name.starts_with("refs/heads/") && object.kind() != Some(ObjectType::Commit) {
+            return Err(GitError::Failed {
+                args: what,
+                stderr: format!("trying to write non-commit object {new} to branch '{name}'"),
+            });
+        }
+        let mut tx = repo.transaction().map_err(|e| failed(&what, &e))?;
+        tx.lock_ref(name).map_err(|e| failed(&what, &e))?;
+        // Read under the lock: no git process can move the ref until the transaction ends.
+        let current = match repo.find_reference(name) {
+            Ok(r) if r.symbolic_target_bytes().is_some() => return Ok(None),
+            Ok(r) => r.target().map(|o| o.to_string()),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => None,
+            Err(e) => return Err(failed(&what, &e)),
+        };
+        if current.as_deref() != old {
+            return Ok(Some(false));
+        }
+        let sig = Signature::now(NAME, EMAIL).map_err(|e| failed(&what, &e))?;
+        tx.set_target(name, new_id, Some(&sig), "hone")
+            .map_err(|e| failed(&what, &e))?;
+        tx.commit().map_err(|e| failed(&what, &e))?;
+        Ok(Some(true))
+    }
+
+    /// `git commit-tree TREE -p PARENT -m MESSAGE`: a commit by hone, now.
+    pub(super) fn commit_tree(
+        &self,
+        repo: &Repository,
+        tree: &str,
+        parent: &str,
+        message: &str,
+    ) -> Result<String, GitError> {
+        let what = format!("commit-tree {tree} -p {parent}");
+        let tree = repo
+            .find_tree(oid(&what, tree)?)
+            .map_err(|e| failed(&what, &e))?;
+        let parent = repo
+            .revparse_single(parent)
+            .and_then(|o| o.peel_to_commit())
+            .map_err(|e| failed(&what, &e))?;
+        let sig = Signature::now(NAME, EMAIL).map_err(|e| failed(&what, &e))?;
+        // commit-tree ends the message with a line break, and changes nothing else in it.
+        let mut text = message.to_string();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        repo.commit(None, &sig, &sig, &text, &tree, &[&parent])
+            .map(|o| o.to_string())
+            .map_err(|e| failed(&what, &e))
+    }
+
+    /// The blob id of raw bytes (`hash-object --no-filters --stdin`), written to the object
+    /// store with `write`.
+    pub(super) fn blob_id(
+        &self,
+        repo: &Repository,
+        bytes: &[u8],
+        write: bool,
+    ) -> Result<String, GitError> {
+        let what = "hash-object --no-filters";
+        let id = if write {
+            let odb = repo.odb().map_err(|e| failed(what, &e))?;
+            odb.write(ObjectType::Blob, bytes)
+        } else {
+            Oid::hash_object(ObjectType::Blob, bytes)
+        };
+        id.map(|o| o.to_string()).map_err(|e| failed(what, &e))
+    }
+
+    /// The blob ids of files under `wt`, their raw bytes hashed (and written, with `write`).
+    pub(super) fn file_ids(
+        &self,
+        wt: &Path,
+        paths: &[&str],
+        write: bool,
+    ) -> Result<Vec<String>, GitError> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        let repo = self.repo()?;
+        let mut out = Vec::with_capacity(paths.len());
+        for p in paths {
+            let full = wt.join(p);
+            let bytes = std::fs::read(&full).map_err(|source| GitError::Io {
+                path: full.clone(),
+                source,
+            })?;
+            out.push(self.blob_id(&repo, &bytes, write)?);
+        }
+        Ok(out)
+    }
+
+    /// A commit's (or tree's) blobs and gitlinks, recursively and in tree order, as (path,
+    /// mode, id): what `git ls-tree -r -z --full-tree` lists.
+    pub(super) fn tree_entries(
+        &self,
+        repo: &Repository,
+        treeish: &str,
+    ) -> Result<Vec<(String, String, String)>, GitError> {
+        let what = format!("ls-tree -r {treeish}");
+        let tree = repo
+            .revparse_single(treeish)
+            .and_then(|o| o.peel_to_tree())
+            .map_err(|e| failed(&what, &e))?;
+        let mut out = Vec::new();
+        list_into(repo, &tree, "", &mut out).map_err(|e| failed(&what, &e))?;
+        Ok(out)
+    }
+}
+
+/// Appends the blobs and gitlinks of `tree` (at `dir`, which is empty or ends with `/`).
+fn list_into(
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+    dir: &str,
+    out: &mut Vec<(String, String, String)>,
+) -> Result<(), git2::Error> {
+    for e in tree.iter() {
+        let path = format!("{dir}{}", String::from_utf8_lossy(e.name_bytes()));
+        if e.kind() == Some(ObjectType::Tree) {
+            let sub = repo.find_tree(e.id())?;
+            list_into(repo, &sub, &format!("{path}/"), out)?;
+        } else {
+            out.push((path, format!("{:06o}", e.filemode()), e.id().to_string()));
+        }
+    }
+    Ok(())
+}
