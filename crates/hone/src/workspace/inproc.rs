@@ -43,9 +43,33 @@ pub(super) fn is_full_hex(s: &str) -> bool {
     s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// Makes libgit2 read only the repository's own configuration: no system, global or XDG file
+/// (the command-line path sets `core.attributesFile=/dev/null` for the same reason: a global
+/// attributes or diff setting must not change which files count as binary or how they are
+/// counted). Done once, before the first repository is opened by this process.
+fn isolate_from_user_config() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for level in [
+            git2::ConfigLevel::System,
+            git2::ConfigLevel::XDG,
+            git2::ConfigLevel::Global,
+            git2::ConfigLevel::ProgramData,
+        ] {
+            // SAFETY: libgit2's search paths are process-wide and must not change while
+            // another thread uses libgit2; every libgit2 use in hone opens its repository
+            // through `Git::repo`, which runs this (once) first, and `Once` makes every other
+            // caller wait until it is done. An empty path means "no file at this level".
+            // A failure leaves libgit2's defaults, which only the user controls.
+            let _ = unsafe { git2::opts::set_search_path(level, "") };
+        }
+    });
+}
+
 impl Git {
     /// The repository, opened afresh at its top level: no search upwards, no environment.
     pub(super) fn repo(&self) -> Result<Repository, GitError> {
+        isolate_from_user_config();
         Repository::open_ext(
             &self.root,
             RepositoryOpenFlags::NO_SEARCH,
