@@ -1,16 +1,14 @@
 #!/usr/bin/env bash
 # git processes per experiment of `hone run`: the knobs proposer and the no-op verifier on a
-# knob repository (bench/knob_repo.sh), with a `git` first on PATH that logs each call's
+# knob repository (`knob_repo` in bench/lib.sh), with a `git` first on PATH that logs each call's
 # subcommand and runs the real git.
 #
 #   HONE=path/to/hone bench/git_processes.sh [EXPERIMENTS]      (default 50)
 set -euo pipefail
 n=${1:-50}
-here=$(cd "$(dirname "$0")/.." && pwd)
-hone=${HONE:-${CARGO_TARGET_DIR:-$here/target}/release/hone}
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 real=$(command -v git)
-# shellcheck source=bench/knob_repo.sh
-source "$here/bench/knob_repo.sh"
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 cd "$d"
