@@ -63,7 +63,37 @@ fn isolate_from_user_config() {
             // A failure leaves libgit2's defaults, which only the user controls.
             let _ = unsafe { git2::opts::set_search_path(level, "") };
         }
+        // SAFETY: as above (process-wide, set before any repository is opened).
+        // Partial clones (`git clone --filter=...`) carry `extensions.partialClone`, which
+        // libgit2 refuses unless told it may: hone only reads objects that are present (the
+        // candidate's, the run's), and a missing one is an error as any other.
+        let _ = unsafe { git2::opts::set_extensions(&["partialclone"]) };
+        // SAFETY: as above. libgit2 would check the owner of the repository against
+        // `safe.directory` read from the global configuration, which is switched off here;
+        // `Git::discover` found the root through command-line git, which has already applied
+        // git's own ownership rules (and the user's `safe.directory`) to it.
+        let _ = unsafe { git2::opts::set_verify_owner_validation(false) };
     });
+}
+
+/// How long a ref update waits for a lock another git process holds (`git update-ref` waits
+/// `core.filesRefLockTimeout`, 100 ms by default; a `git gc` packing refs holds each briefly).
+const REF_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Locks `name` in `tx`, retrying while another process holds its lock, up to
+/// [`REF_LOCK_WAIT`].
+fn lock_ref(tx: &mut git2::Transaction<'_>, name: &str) -> Result<(), git2::Error> {
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match tx.lock_ref(name) {
+            Err(e) if e.code() == git2::ErrorCode::Locked && start.elapsed() < REF_LOCK_WAIT => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
 }
 
 impl Git {
@@ -154,7 +184,7 @@ impl Git {
             });
         }
         let mut tx = repo.transaction().map_err(|e| failed(&what, &e))?;
-        tx.lock_ref(name).map_err(|e| failed(&what, &e))?;
+        lock_ref(&mut tx, name).map_err(|e| failed(&what, &e))?;
         // Read under the lock: no git process can move the ref until the transaction ends.
         let current = match repo.find_reference(name) {
             Ok(r) if r.symbolic_target_bytes().is_some() => return Ok(None),
@@ -228,14 +258,10 @@ impl Git {
             return Ok(Vec::new());
         }
         let repo = self.repo()?;
+        let odb = repo.odb().map_err(|e| failed("hash-object", &e))?;
         let mut out = Vec::with_capacity(paths.len());
         for p in paths {
-            let full = wt.join(p);
-            let bytes = std::fs::read(&full).map_err(|source| GitError::Io {
-                path: full.clone(),
-                source,
-            })?;
-            out.push(self.blob_id(&repo, &bytes, write)?);
+            out.push(file_id(&odb, &wt.join(p), write)?);
         }
         Ok(out)
     }
@@ -275,4 +301,34 @@ fn list_into(
         }
     }
     Ok(())
+}
+
+/// The blob id of the file at `full`, its raw bytes read as a stream (a large file is never
+/// held in memory, as `git hash-object` streams it), and written to `odb` with `write`.
+fn file_id(odb: &git2::Odb<'_>, full: &Path, write: bool) -> Result<String, GitError> {
+    let what = "hash-object --no-filters";
+    let io = |source| GitError::Io {
+        path: full.to_path_buf(),
+        source,
+    };
+    if !write {
+        return Oid::hash_file(ObjectType::Blob, full)
+            .map(|o| o.to_string())
+            .map_err(|e| failed(what, &e));
+    }
+    let mut file = std::fs::File::open(full).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    let len = usize::try_from(len).map_err(|_| GitError::Failed {
+        args: what.into(),
+        stderr: format!("{} is too large to store", full.display()),
+    })?;
+    let mut writer = odb
+        .writer(len, ObjectType::Blob)
+        .map_err(|e| failed(what, &e))?;
+    // A file that changed size while it was read fails here (the writer was promised `len`).
+    std::io::copy(&mut file, &mut writer).map_err(io)?;
+    writer
+        .finalize()
+        .map(|o| o.to_string())
+        .map_err(|e| failed(what, &e))
 }
