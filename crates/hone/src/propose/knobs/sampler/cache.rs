@@ -75,27 +75,40 @@ impl SamplerCache {
                 ..SamplerCache::default()
             };
         }
+        // The history is in the order of the experiments' numbers, and an experiment is in it
+        // from its start (running, at a made-up value): it only grows at its end, so its first
+        // and last indexed entries are checked. The infeasible configurations are in that order
+        // too, but one appears when its experiment fails, and an earlier experiment of a
+        // parallel run can fail after a later one: each indexed entry is checked (a digest per
+        // failure, a small part of the history).
         self.history
-            .sync(space, history.len(), |i| &history[i].config, locate);
+            .sync(space, history.len(), |i| &history[i].config, locate, false);
         self.infeasible
-            .sync(space, infeasible.len(), |i| &infeasible[i], locate);
+            .sync(space, infeasible.len(), |i| &infeasible[i], locate, true);
     }
 }
 
 impl Index {
     /// Indexes the `len` configurations `at(0..len)`, from scratch unless they start with what
-    /// was indexed (the first and last indexed ones have the digests recorded).
+    /// was indexed: the first and last indexed ones have the digests recorded, or with
+    /// `check_all` every indexed one.
     fn sync<'c>(
         &mut self,
         space: &Space,
         len: usize,
         at: impl Fn(usize) -> &'c Config,
         locate: bool,
+        check_all: bool,
     ) {
         let n = self.keys.len();
+        let same = |i: usize| space.key(at(i)) == self.keys[i];
         let extends = len >= n
             && (n == 0
-                || (space.key(at(0)) == self.keys[0] && space.key(at(n - 1)) == self.keys[n - 1]));
+                || if check_all {
+                    (0..n).all(same)
+                } else {
+                    same(0) && same(n - 1)
+                });
         if !extends {
             *self = Index::default();
         }
@@ -237,5 +250,25 @@ mod tests {
         assert_eq!(cache.history.keys, want);
         assert_eq!(cache.history.columns.len(), 1);
         assert!(cache.infeasible.keys.is_empty());
+    }
+
+    #[test]
+    fn a_failure_of_an_earlier_experiment_is_indexed_where_it_lands() {
+        let knobs = knobs();
+        let history = run(12, 0);
+        let space = Space::new(&knobs, &[], &config_of(&knobs));
+        let (a, b, x) = (&history[5].config, &history[6].config, &history[7].config);
+        assert_ne!(space.key(a), space.key(b));
+        let mut cache = SamplerCache::new();
+        cache.sync(&space, &history, &[x.clone(), a.clone(), a.clone()], true);
+        // An earlier experiment of a parallel run (configuration b) fails after two later
+        // ones (both a): it lands before them, the first and last entries unchanged.
+        let late = [x.clone(), b.clone(), a.clone(), a.clone()];
+        cache.sync(&space, &history, &late, true);
+        let keys: Vec<u64> = late.iter().map(|c| space.key(c)).collect();
+        assert_eq!(cache.infeasible.keys, keys);
+        assert!(cache.infeasible.tried.contains(&space.key(b)));
+        let points: Vec<Option<Vec<Coord>>> = late.iter().map(|c| space.encode(c)).collect();
+        assert_eq!(cache.infeasible.points, points);
     }
 }
