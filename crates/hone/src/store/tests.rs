@@ -99,16 +99,17 @@ fn store_suite_on_postgres() {
 }
 
 fn new_run(s: &Store, tag: &str) -> RunRecord {
-    try_run(s, tag).unwrap()
+    try_run(s, tag, "abc", 7).unwrap()
 }
 
-/// Creates a knobs run tagged `tag` (branch `hone/tag`, minimizing `m`), which may fail.
-fn try_run(s: &Store, tag: &str) -> Result<RunRecord, StoreError> {
+/// Creates a knobs run tagged `tag` (branch `hone/tag`, minimizing `m`) from `base` with
+/// `seed`, which may fail.
+fn try_run(s: &Store, tag: &str, base: &str, seed: u64) -> Result<RunRecord, StoreError> {
     s.create_run(
         tag,
         &format!("hone/{tag}"),
-        "abc",
-        7,
+        base,
+        seed,
         AgentKind::Knobs,
         "m",
         Direction::Minimize,
@@ -237,7 +238,7 @@ fn transactions_commit_or_roll_back(b: &Backend) {
     // A failed statement inside a transaction rolls the whole of it back.
     let failed = s.in_transaction(|s| {
         s.put_experiment(run.id, &exp(2))?;
-        try_run(s, "t")
+        try_run(s, "t", "x", 1)
     });
     assert!(failed.is_err());
     assert_eq!(other.experiments(run.id).unwrap().len(), 2);
@@ -250,7 +251,8 @@ fn tags_are_unique_and_runs_ordered(b: &Backend) {
     assert!(s.latest_run().unwrap().is_none());
     let a = new_run(&s, "a");
     let c = new_run(&s, "c");
-    assert!(try_run(&s, "a").is_err(), "a tag is unique");
+    // The same tag with another base commit and seed: still refused.
+    assert!(try_run(&s, "a", "x", 1).is_err(), "a tag is unique");
     let tags: Vec<String> = s.runs().unwrap().into_iter().map(|r| r.tag).collect();
     assert_eq!(tags, vec!["a", "c"]);
     assert_eq!(s.latest_run().unwrap().unwrap().id, c.id);
@@ -360,7 +362,10 @@ fn postgres_repositories_share_a_database_and_migrate_once() {
     let r2 = new_run(&two, "t");
     assert_ne!(r1.id, r2.id);
     new_run(&two, "u");
-    assert!(try_run(&one, "t").is_err(), "unique within a repository");
+    assert!(
+        try_run(&one, "t", "x", 1).is_err(),
+        "unique within a repository"
+    );
     assert_eq!(one.runs().unwrap().len(), 1);
     assert_eq!(two.runs().unwrap().len(), 2);
     assert_eq!(one.latest_run().unwrap().unwrap().id, r1.id);

@@ -218,14 +218,23 @@ impl Git {
         for ((p, mode), sha) in regular.into_iter().zip(shas) {
             entries.insert(p, (mode.into(), sha));
         }
-        if let Some(tree) = self.memory_tree(&entries)? {
-            return Ok(tree);
+        match self.memory_tree(&entries)? {
+            Some(tree) => Ok(tree),
+            None => self.index_tree(wt, &entries),
         }
+    }
+
+    /// The tree of `entries` (path → (mode, id)) built by git itself through a private index.
+    fn index_tree(
+        &self,
+        wt: &Path,
+        entries: &BTreeMap<String, (String, String)>,
+    ) -> Result<String, GitError> {
         // Command-line git here because a path git may judge by its own rules (a `.git`-like
         // or NTFS-special name, a file where another entry needs a directory) must meet
         // exactly git's answer.
         let mut input = Vec::new();
-        for (p, (mode, sha)) in &entries {
+        for (p, (mode, sha)) in entries {
             input.extend_from_slice(format!("{mode} {sha}\t{p}\0").as_bytes());
         }
         let index = self.common_dir()?.join(format!(
