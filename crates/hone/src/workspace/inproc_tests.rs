@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use super::*;
 
-fn sh(dir: &Path, cmd: &str) -> String {
+/// Runs `cmd` in `dir` with sh, which must succeed; its output.
+pub(super) fn sh(dir: &Path, cmd: &str) -> String {
     let out = Command::new("sh")
         .arg("-c")
         .arg(cmd)
@@ -20,7 +21,9 @@ fn sh(dir: &Path, cmd: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn repo(files: &str) -> (tempfile::TempDir, Git) {
+/// A repository in a temporary directory whose first commit holds what `files` (a shell
+/// command) writes.
+pub(super) fn repo(files: &str) -> (tempfile::TempDir, Git) {
     let dir = tempfile::tempdir().unwrap();
     sh(dir.path(), &format!("git init -q -b main && {files} && git add -A && git -c user.name=t -c user.email=t@t commit -qm i"));
     let git = Git::discover(dir.path()).unwrap();

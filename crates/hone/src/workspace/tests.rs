@@ -2,25 +2,7 @@
 
 use super::*;
 
-fn sh(dir: &Path, cmd: &str) {
-    let ok = Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .current_dir(dir)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "{cmd}");
-}
-
-/// A repository in a temporary directory whose first commit holds what `files` (a shell
-/// command) writes.
-fn committed(files: &str) -> (tempfile::TempDir, Git) {
-    let dir = tempfile::tempdir().unwrap();
-    sh(dir.path(), &format!("git init -q -b main && {files} && git add -A && git -c user.name=t -c user.email=t@t commit -qm i"));
-    let git = Git::discover(dir.path()).unwrap();
-    (dir, git)
-}
+use super::inproc_tests::{repo as committed, sh};
 
 #[test]
 fn snapshot_reports_changes_with_line_counts_and_reset_restores() {
