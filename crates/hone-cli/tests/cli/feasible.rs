@@ -36,19 +36,17 @@ fn narrowing(table: &str) -> &str {
 #[test]
 fn crashes_stop_once_the_crash_region_is_learned_and_log_and_show_say_so() {
     let (_t, dir) = crashy_repo(40, "");
-    // Seed 1 (it was 3): since local moves are the model's best of 8 (issue 17), crashes count
-    // as the worst and steer them away, so seeds 3, 4 and 5 crash only twice in the first 20
-    // runs, too few for this test's premise; seeds 1 and 2 find the region as before.
     let out = hone_in(&dir, &["run", "--seed", "1"]);
     assert!(out.status.success(), "{}", text(&out));
     let rows = log_in(&dir);
     assert_eq!(rows.len(), 40);
-    let (early, late) = (crashes(&rows[..20]), crashes(&rows[20..]));
-    assert!(early >= 3, "the crash region was found: {early} crashes");
-    assert!(
-        late * 2 < early,
-        "crashes fall once learned: {early} then {late}"
-    );
+    // 16 of WIDTH's 40 values crash, so chance would crash about 16 times in 40. The region
+    // is found early and then left alone: a crash in the initial design ends it, and two
+    // crashes beyond an edge make that side unsure (seeds 1 to 5 crash twice in the first 20
+    // and once after).
+    let (early, total) = (crashes(&rows[..20]), crashes(&rows));
+    assert!(early >= 1, "the crash region was found: {early} crashes");
+    assert!(total <= 4, "crashes stop once learned: {total} in 40");
     // The optimum next to the edge is still reached.
     let best = rows
         .iter()
@@ -103,7 +101,7 @@ fn what_was_learned_survives_kill_9_and_a_resume_with_two_workers() {
     );
     let (_t, dir) = crashy_repo(40, &hang);
     let mut child = Command::new(HONE)
-        .args(["run", "--seed", "3"])
+        .args(["run", "--seed", "2"])
         .current_dir(&dir)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -112,12 +110,14 @@ fn what_was_learned_survives_kill_9_and_a_resume_with_two_workers() {
     wait_for_file(&started);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let out = hone_in(&dir, &["run", "--seed", "3", "--workers", "2"]);
+    let out = hone_in(&dir, &["run", "--seed", "2", "--workers", "2"]);
     assert!(out.status.success(), "{}", text(&out));
     let rows = log_in(&dir);
     assert_eq!(rows.len(), 40);
     assert_eq!(rows[6]["status"], "aborted", "{}", rows[6]);
-    assert!(crashes(&rows[..6]) >= 2, "crashes before the kill");
+    // A crash in the initial design ends it, so one crash comes before the kill (seed 2; it
+    // was 3, with two, before that rule).
+    assert!(crashes(&rows[..6]) >= 1, "a crash before the kill");
     let table = text(&hone_in(&dir, &["log"]));
     let line = narrowing(&table);
     // The interrupted experiment is no crash: every crash the line counts is a crash row.

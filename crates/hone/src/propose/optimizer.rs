@@ -142,8 +142,9 @@ pub fn narrowings(history: &[ExperimentRecord]) -> Vec<(u64, knobs::feasible::Na
     out
 }
 
-/// The knobs' explored ranges narrowed by crashes at the end of `history` (what the sampler
-/// uses for its next proposal).
+/// The knobs' explored ranges narrowed by crashes at the end of `history`. The sampler's
+/// next proposal avoids these and, sooner, any edge with two crashes beyond it
+/// (`knobs::sampler::feasible`).
 pub fn narrowed_ranges(history: &[ExperimentRecord]) -> Vec<knobs::feasible::Narrowing> {
     let (mut finished, mut bad) = (Vec::new(), Vec::new());
     for e in history {

@@ -5,7 +5,8 @@
 //!
 //! 1. **Initial design.** While fewer than [`initial_design_size`] observations exist, it walks a
 //!    Latin hypercube drawn from `seed` alone, starting at point `index`, so sequential calls
-//!    (and parallel calls with different indices) spread over the space.
+//!    (and parallel calls with different indices) spread over the space. A crash ends it early
+//!    (`SamplerGuide::infeasible`: the next stage then avoids what crashed).
 //! 2. **Model-based.** Afterwards each call either makes a *local move* around the incumbent
 //!    (1-2 knobs nudged by a multi-scale Gaussian step in unit space; choices and booleans
 //!    switch; of [`LOCAL_CANDIDATES`] such moves the model's best `l(x) / g(x)` is taken) or a *TPE* proposal: the observations are split at the best quarter into good and
@@ -223,7 +224,9 @@ pub fn suggest_cached(
         None => c,
     };
     let n_init = initial_design_size(space.dims.len());
-    if history.len() < n_init {
+    // A crash ends the design: the model-based stage, steered by the feasibility model, takes
+    // over (the rest of the design would crash as often as the box does).
+    if history.len() < n_init && feasibility.is_none() {
         let design = latin_hypercube(&space, n_init, seed);
         let start = (index % n_init as u64) as usize;
         for k in 0..n_init {

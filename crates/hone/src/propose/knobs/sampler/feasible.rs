@@ -8,9 +8,13 @@
 //!   to the nearest one that finished. A candidate nearer a crash than anything that finished is
 //!   unsure; one with [`SURE_CRASHES`] crashes [`SURE_RATIO`] times nearer than anything that
 //!   finished is a crash (one crash alone never rules out a region: a probe could not undo it).
-//! - **Narrowed ranges** (`knobs::feasible`): beyond a knob's narrowed edge is unsure. Never a
-//!   crash: crashes caused by another knob can narrow a knob by chance, and only a probe beyond
-//!   the edge can undo that.
+//! - **Edges** (`knobs::feasible::knob_narrowings`): beyond the furthest value of a knob that
+//!   finished, when [`EDGE_CRASHES`] crashes and nothing that finished lie there, is unsure.
+//!   One knob at a time generalises where the nearest neighbours do not (a momentum too high
+//!   crashes whatever the other knobs say). Fewer crashes than the narrowing `hone log`
+//!   reports (which must be unlikely by chance) since an unsure verdict is still probed. Never
+//!   a crash: crashes caused by another knob can put a knob's edge there by chance, and only a
+//!   probe beyond it can undo that.
 //!
 //! The worst verdict counts. A crash verdict is never proposed; an unsure one only by a
 //! suggestion that probes (one in [`EXPLORE`], decided once per suggestion), so a boundary the
@@ -19,7 +23,7 @@
 
 use std::collections::HashMap;
 
-use super::super::feasible::{crashes_needed, knob_narrowings, Narrowing, Side};
+use super::super::feasible::{knob_narrowings, Narrowing, Side};
 use super::super::{Config, KnobValue};
 use super::cache::SamplerCache;
 use super::space::{Coord, Kind, Space};
@@ -31,6 +35,10 @@ const SURE_RATIO: f64 = 2.0;
 const SURE_CRASHES: usize = 2;
 /// Probability that a suggestion may take an unsure candidate (tests a boundary).
 const EXPLORE: f64 = 0.1;
+/// Crashes beyond a knob's finished values that make beyond its edge unsure (1: one crash
+/// caused by another knob would fence off a side of every knob; measured in bench/RESULTS.md,
+/// "crashy").
+const EDGE_CRASHES: usize = 2;
 
 /// What the model says of one candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -127,7 +135,6 @@ impl<'a> Feasibility<'a> {
             .iter()
             .filter_map(|&i| rows.points.get(i)?.as_deref())
             .collect();
-        let needed = crashes_needed(bad.keys.len(), bad.keys.len() + finished.len());
         let cuts = space
             .dims
             .iter()
@@ -144,7 +151,7 @@ impl<'a> Feasibility<'a> {
                     .flatten()
                     .copied()
                     .collect();
-                knob_narrowings(&d.name, &fine_values, &crashed_values, needed)
+                knob_narrowings(&d.name, &fine_values, &crashed_values, EDGE_CRASHES)
                     .into_iter()
                     .filter_map(move |n| cut(space, j, &n))
             })
@@ -461,6 +468,75 @@ mod tests {
         let twice_pending = fit(&twice, &[running.clone(), at(0.3, 0.3)]);
         assert_eq!(twice_pending.fine.len(), learned.fine.len());
         assert_eq!(verdicts(&twice_pending), verdicts(&learned));
+    }
+
+    #[test]
+    fn two_crashes_beyond_a_knobs_finished_values_make_that_side_unsure() {
+        let knobs = knobs();
+        let mut history: Vec<Observation> = (1..=5)
+            .map(|k| Observation {
+                config: at(0.1 * k as f64, 0.2 * k as f64 - 0.1),
+                objective: Some(1.0),
+            })
+            .collect();
+        let crashes = [at(0.8, 0.1), at(0.9, 0.9)];
+        let incumbent = history[0].config.clone();
+        let space = super::super::space::Space::new(&knobs, &history, &incumbent);
+        let verdict = |h: &[Observation], bad: &[Config], a: f64, b: f64| {
+            let model = fit_model(&space, h, bad, &[], &mut Rng::new(1, 1)).expect("a model");
+            model.verdict(&space.encode(&at(a, b)).expect("in the space"))
+        };
+        for c in &crashes {
+            history.push(Observation {
+                config: c.clone(),
+                objective: None,
+            });
+        }
+        // Nearer what finished than either crash: the neighbours alone say fine.
+        assert_eq!(
+            verdict(&history[..6], &crashes[..1], 0.7, 0.5),
+            Verdict::Fine
+        );
+        assert_eq!(verdict(&history, &crashes, 0.7, 0.5), Verdict::Unsure);
+        assert_eq!(verdict(&history, &crashes, 0.45, 0.5), Verdict::Fine);
+    }
+
+    #[test]
+    fn a_crash_in_the_initial_design_ends_it() {
+        let text = "A = 0.5  # hone: 0.0..1.0\nB = 0.5  # hone: 0.0..1.0\n\
+                    C = 0.5  # hone: 0.0..1.0\nD = 0.5  # hone: 0.0..1.0\n";
+        let knobs = discover("t.py", text).unwrap_or_default();
+        let incumbent = config_of(&knobs);
+        let space = super::super::space::Space::new(&knobs, &[], &incumbent);
+        let n = super::super::initial_design_size(space.dims.len());
+        let design: Vec<Config> = super::super::design::latin_hypercube(&space, n, 9)
+            .iter()
+            .map(|p| space.config(p))
+            .collect();
+        let crash = design[1].clone();
+        let history = vec![
+            Observation {
+                config: incumbent.clone(),
+                objective: Some(1.0),
+            },
+            Observation {
+                config: crash.clone(),
+                objective: None,
+            },
+        ];
+        let in_design = |infeasible: &[Config]| {
+            let guide = SamplerGuide {
+                infeasible,
+                ..SamplerGuide::default()
+            };
+            (2..8)
+                .filter_map(|i| suggest_guided(&knobs, &history, &incumbent, true, 9, i, &guide))
+                .filter(|(c, _)| design.contains(c))
+                .count()
+        };
+        // As a failure only, the design goes on; as infeasible, the model takes over.
+        assert_eq!(in_design(&[]), 6);
+        assert_eq!(in_design(std::slice::from_ref(&crash)), 0);
     }
 
     #[test]
