@@ -133,6 +133,7 @@ impl Index {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::Simulated;
     use super::super::{suggest_cached, suggest_guided, Config, SamplerGuide};
     use super::*;
     use crate::propose::knobs::{config_of, discover, Knob, KnobValue};
@@ -158,42 +159,27 @@ mod tests {
     /// after a resume. Returns the history.
     fn run(n: u64, resume_at: u64) -> Vec<Observation> {
         let knobs = knobs();
-        let mut incumbent = config_of(&knobs);
-        let mut history = vec![Observation {
-            config: incumbent.clone(),
-            objective: Some(1.0),
-        }];
-        let (mut infeasible, mut best) = (Vec::new(), 1.0);
+        let mut sim = Simulated::new(config_of(&knobs), 1.0);
         let mut cache = SamplerCache::new();
         for i in 1..n {
             if i == resume_at {
                 cache = SamplerCache::new();
             }
             let guide = SamplerGuide {
-                infeasible: &infeasible,
+                infeasible: &sim.infeasible,
                 ..SamplerGuide::default()
             };
-            let want = suggest_guided(&knobs, &history, &incumbent, true, 5, i, &guide);
-            let got = suggest_cached(&mut cache, &knobs, &history, &incumbent, true, 5, i, &guide);
+            let (history, incumbent) = (&sim.history, &sim.incumbent);
+            let want = suggest_guided(&knobs, history, incumbent, true, 5, i, &guide);
+            let got = suggest_cached(&mut cache, &knobs, history, incumbent, true, 5, i, &guide);
             assert_eq!(got, want, "suggestion {i}");
             assert_eq!(cache.len(), history.len());
-            assert_eq!(cache.infeasible.keys.len(), infeasible.len());
+            assert_eq!(cache.infeasible.keys.len(), sim.infeasible.len());
             let Some((c, _)) = got else { break };
             let y = (a_of(&c) <= 0.8).then(|| (a_of(&c) - 0.7).powi(2));
-            match y {
-                Some(y) if y < best => {
-                    best = y;
-                    incumbent = c.clone();
-                }
-                Some(_) => {}
-                None => infeasible.push(c.clone()),
-            }
-            history.push(Observation {
-                config: c,
-                objective: y,
-            });
+            sim.record(c, y);
         }
-        history
+        sim.history
     }
 
     #[test]

@@ -235,6 +235,7 @@ fn distance(a: &[Coord], b: &[Coord]) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::Simulated;
     use super::super::{suggest, suggest_guided, Observation, SamplerGuide};
     use super::*;
     use crate::propose::knobs::{config_of, discover, Knob, KnobValue};
@@ -270,37 +271,20 @@ mod tests {
             let (a, b) = (a_of(c), c.get("B").map_or(f64::NAN, v_f));
             (a <= 0.9 && b <= 0.8).then(|| (a - 0.85).powi(2) + (b - 0.75).powi(2))
         };
-        let mut incumbent = config_of(&knobs);
-        let mut best = f(&incumbent).unwrap_or(f64::INFINITY);
-        let mut history = vec![Observation {
-            config: incumbent.clone(),
-            objective: Some(best),
-        }];
-        let mut infeasible = Vec::new();
+        let baseline = config_of(&knobs);
+        let mut sim = Simulated::new(baseline.clone(), f(&baseline).unwrap_or(f64::INFINITY));
         for i in 1..n {
             let guide = SamplerGuide {
-                infeasible: if learn { &infeasible } else { &[] },
+                infeasible: if learn { &sim.infeasible } else { &[] },
                 ..SamplerGuide::default()
             };
-            let Some((c, _)) = suggest_guided(&knobs, &history, &incumbent, true, seed, i, &guide)
-            else {
-                break;
-            };
+            let suggested =
+                suggest_guided(&knobs, &sim.history, &sim.incumbent, true, seed, i, &guide);
+            let Some((c, _)) = suggested else { break };
             let y = f(&c);
-            match y {
-                Some(y) if y < best => {
-                    best = y;
-                    incumbent = c.clone();
-                }
-                Some(_) => {}
-                None => infeasible.push(c.clone()),
-            }
-            history.push(Observation {
-                config: c,
-                objective: y,
-            });
+            sim.record(c, y);
         }
-        (infeasible.len(), best)
+        (sim.infeasible.len(), sim.best)
     }
 
     /// The model as a suggestion fits it.

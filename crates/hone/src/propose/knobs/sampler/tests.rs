@@ -15,6 +15,46 @@ fn knobs_of(text: &str) -> Vec<Knob> {
     }
 }
 
+/// A simulated run for the tests of the sampler's parts: the history (baseline first), the
+/// incumbent (the best so far) and what crashed.
+pub(super) struct Simulated {
+    pub(super) history: Vec<Observation>,
+    pub(super) incumbent: Config,
+    pub(super) best: f64,
+    pub(super) infeasible: Vec<Config>,
+}
+
+impl Simulated {
+    /// A run whose baseline `incumbent` measured `best`.
+    pub(super) fn new(incumbent: Config, best: f64) -> Self {
+        Simulated {
+            history: vec![Observation {
+                config: incumbent.clone(),
+                objective: Some(best),
+            }],
+            incumbent,
+            best,
+            infeasible: Vec::new(),
+        }
+    }
+
+    /// Records `c`, which measured `y` (`None`: it crashed, and is infeasible).
+    pub(super) fn record(&mut self, c: Config, y: Option<f64>) {
+        match y {
+            Some(y) if y < self.best => {
+                self.best = y;
+                self.incumbent = c.clone();
+            }
+            Some(_) => {}
+            None => self.infeasible.push(c.clone()),
+        }
+        self.history.push(Observation {
+            config: c,
+            objective: y,
+        });
+    }
+}
+
 /// Runs `n` suggestions sequentially with `objective`, the incumbent being the best so far.
 /// Returns the history (baseline first) and the best objective.
 fn run(
