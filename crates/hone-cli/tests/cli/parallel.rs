@@ -432,3 +432,38 @@ fn parallel_ctrl_c_twice_kills_every_verifier_in_flight() {
     }
     assert_eq!(r.statuses(), ["baseline", "aborted", "aborted", "aborted"]);
 }
+
+#[test]
+fn parallel_verifier_that_replaces_the_slot_git_link_is_a_violation() {
+    // #1's verifier replaces its slot's `.git` and reports the best value yet. The slot's
+    // thread, which makes the worktree ready for the next proposal once a verifier ends,
+    // must leave such a worktree alone: rebuilt there, the coordinator would find nothing.
+    let verify =
+        "if grep -q 'score: 0' value.txt; then rm .git && git init -q .; fi; cat value.txt";
+    let r = Repo::stops_after(3, verify, &scores(&[0, 999]));
+    ok(r.hone(&["run", "--tag", "g", "--workers", "2"]));
+    let log = r.log();
+    let first = log.iter().find(|e| e["n"] == 1).unwrap();
+    assert_eq!(first["status"], "violation", "{log:?}");
+    assert!(reason(first).contains(".git"), "{first}");
+    assert_eq!(r.rev("hone/g"), r.rev("main"), "the branch did not move");
+}
+
+#[test]
+fn parallel_slot_made_ready_by_its_thread_holds_nothing_of_the_last_verifier() {
+    // Each verifier leaves a file behind. The slot's thread makes its worktree the best again
+    // after the verifier (so the coordinator skips that reset): a file left there would be in
+    // the next candidate's commit, and out of scope.
+    let verify = "cat value.txt; echo left > stray.txt";
+    let r = Repo::stops_after(9, verify, &scores(&[8, 7, 6, 5, 4, 3, 2, 1]));
+    ok(r.hone(&["run", "--tag", "s", "--workers", "2"]));
+    let log = r.log();
+    assert_eq!(log.len(), 9, "{log:?}");
+    for e in &log[1..] {
+        assert_ne!(e["status"], "violation", "{e}");
+        let commit = e["candidate_commit"].as_str().unwrap();
+        let parent = e["parent_commit"].as_str().unwrap();
+        let files = git(&r.dir, &["diff", "--name-only", parent, commit]);
+        assert_eq!(files.trim(), "value.txt", "{e}");
+    }
+}

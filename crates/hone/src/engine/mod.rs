@@ -230,6 +230,10 @@ struct Engine<'a> {
     /// run branch checked out in one of these is the user's; in one made later (by an agent
     /// without bubblewrap, say) it is not.
     user_worktrees: Vec<String>,
+    /// A parallel slot's worktree that its thread already made exactly this commit after its
+    /// last verification (taken by the next [`Engine::record_start`], which then skips its
+    /// reset when the commit is the parent).
+    slot_ready: Option<(PathBuf, String)>,
 }
 
 /// A candidate that passed the gate, waiting for its verifier.

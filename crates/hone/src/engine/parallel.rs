@@ -34,7 +34,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 use std::time::Instant;
 
 use super::state::{archive_ref, branch_ref, shared_run_dir, store_location, StatePaths};
@@ -93,6 +93,9 @@ struct Done {
     slot: usize,
     rec: ExperimentRecord,
     verified: Result<Verified, EngineError>,
+    /// The commit the thread made the slot's worktree after the verification (the best's
+    /// when it finished), ready for the next proposal; `None`: it was left as it was.
+    ready_at: Option<String>,
 }
 
 /// What a verification thread is handed: its own verifier (with the slot's environment),
@@ -130,6 +133,40 @@ impl Work {
             cancel,
         )
     }
+
+    /// After a verification that ran to its end, makes the slot's worktree exactly `parent`
+    /// (the best now, which the next candidate in this slot is most likely made on) here,
+    /// off the coordinator's thread; returns `parent` then. A worktree whose git link the
+    /// verifier replaced is left alone (no git runs through it, and the coordinator's
+    /// integrity check finds it as it was), and so is any other after a failure.
+    fn ready_for_next(
+        &self,
+        verified: &Result<Verified, EngineError>,
+        parent: &str,
+    ) -> Option<String> {
+        if !matches!(verified, Ok(Verified::Values { .. } | Verified::Failed(..))) {
+            return None;
+        }
+        let (git, wt) = (&self.verifier.git, &self.worktree);
+        if !git.worktree_link_ok(wt) {
+            return None;
+        }
+        // As `Git::reset_worktree`, without its rebuild of a replaced link.
+        git.run_in(wt, &["update-ref", "--no-deref", "HEAD", parent])
+            .ok()?;
+        git.run_in(wt, &["read-tree", parent]).ok()?;
+        git.materialize(wt, parent).ok()?;
+        git.worktree_link_ok(wt).then(|| parent.to_string())
+    }
+}
+
+/// The slots' state, as the coordinator keeps it.
+struct Pool {
+    /// Slots with nothing in flight.
+    free: Vec<usize>,
+    flying: std::collections::BTreeMap<usize, InFlight>,
+    /// Per slot: the commit its thread made its worktree after its last verification.
+    ready: Vec<Option<String>>,
 }
 
 /// What became of a decided result.
@@ -168,6 +205,9 @@ impl Engine<'_> {
         self.emit(Event::Note { message });
         exec::set_concurrent(true);
         let abort = AtomicBool::new(false);
+        // The best's commit, as the coordinator last decided it: what a slot's thread makes
+        // its worktree once its verification ends.
+        let best_commit = Mutex::new(head);
         let (tx, rx) = mpsc::channel::<Done>();
         let interrupt: &Interrupt = self.interrupt;
         let run_id = self.run.id;
@@ -175,20 +215,30 @@ impl Engine<'_> {
             let spawn = |work: Work| {
                 let tx = tx.clone();
                 let abort = &abort;
+                let best_commit = &best_commit;
                 s.spawn(move || {
                     let mut work = work;
                     let cancel = || interrupt.kill_requested() || abort.load(Ordering::SeqCst);
                     let verified = work.verify(run_id, &cancel);
+                    let parent = match best_commit.lock() {
+                        Ok(c) => c.clone(),
+                        // A coordinator that panicked holding it: nothing is prepared.
+                        Err(_) => String::new(),
+                    };
+                    let ready_at = (!parent.is_empty() && !cancel())
+                        .then(|| work.ready_for_next(&verified, &parent))
+                        .flatten();
                     // The coordinator outlives every thread of the scope; a failed send means
                     // it already gave up, and the row stays `running` for resume to repair.
                     let _ = tx.send(Done {
                         slot: work.slot,
                         rec: work.rec,
                         verified,
+                        ready_at,
                     });
                 });
             };
-            let result = self.parallel_loop(&slots, &rx, &spawn, &abort);
+            let result = self.parallel_loop(&slots, &rx, &spawn, (&abort, &best_commit));
             if result.is_err() {
                 // Stop the verifiers now: the scope waits for their threads.
                 abort.store(true, Ordering::SeqCst);
@@ -209,72 +259,108 @@ impl Engine<'_> {
         slots: &[Slot],
         rx: &mpsc::Receiver<Done>,
         spawn: &dyn Fn(Work),
-        abort: &AtomicBool,
+        (abort, best_commit): (&AtomicBool, &Mutex<String>),
     ) -> Result<Stop, EngineError> {
-        let mut free: Vec<usize> = (0..slots.len()).rev().collect();
-        let mut flying: std::collections::BTreeMap<usize, InFlight> = Default::default();
+        let mut pool = Pool {
+            free: (0..slots.len()).rev().collect(),
+            flying: Default::default(),
+            ready: vec![None; slots.len()],
+        };
         let mut stop: Option<Stop> = None;
         loop {
-            // Fill the free slots, one proposal at a time.
-            while stop.is_none() && !free.is_empty() {
-                let exps = self.history.clone();
-                let in_flight: Vec<ExperimentRecord> =
-                    flying.values().map(|f| f.cand.rec.clone()).collect();
-                stop = self.parallel_stop(&exps, in_flight.len());
-                if stop.is_some() {
-                    break;
-                }
-                let Some(slot) = free.pop() else { break };
-                match self.prepare(&exps, &in_flight, &slots[slot].worktree)? {
-                    Prepared::Done(s) => {
-                        free.push(slot);
-                        stop = s;
-                        self.after_experiment(exps.len())?;
-                    }
-                    Prepared::Ready(c) => {
-                        self.dispatch(slot, &slots[slot], *c, spawn, &mut flying);
-                    }
-                }
+            if stop.is_none() {
+                stop = self.fill_slots(slots, spawn, &mut pool)?;
             }
             if stop.as_ref().is_some_and(|s| s.error) {
                 abort.store(true, Ordering::SeqCst);
             }
-            if flying.is_empty() {
+            if pool.flying.is_empty() {
                 break;
             }
             // Decide the next result to arrive; the others keep running meanwhile.
-            let done = rx.recv().map_err(|_| Internal::ThreadVanished)?;
+            let mut done = rx.recv().map_err(|_| Internal::ThreadVanished)?;
             let slot = done.slot;
-            let Some(f) = flying.remove(&slot) else {
+            let Some(f) = pool.flying.remove(&slot) else {
                 continue;
             };
+            let ready_at = done.ready_at.take();
             let before = self.history.len();
             let next_n = self
                 .history
                 .iter()
                 .map(|e| e.n)
-                .chain(flying.values().map(|f| f.cand.rec.n))
+                .chain(pool.flying.values().map(|f| f.cand.rec.n))
                 .chain(std::iter::once(f.cand.rec.n))
                 .max()
                 .map_or(0, |n| n + 1);
             let room = self.verifier.spec.stop.max_experiments
-                > (self.history.len() + flying.len() + 1) as u64;
+                > (self.history.len() + pool.flying.len() + 1) as u64;
             // A keep's holdout runs in this slot, with its environment.
             self.verifier.slot_env = slots[slot].env.clone();
             let next = self.decide_parallel(f, done, &slots[slot].worktree, next_n, room);
             self.verifier.slot_env.clear();
+            self.share_best(best_commit);
             match next? {
                 Next::Free(s) => {
-                    free.push(slot);
+                    pool.free.push(slot);
+                    // A holdout may have run in the worktree since the thread made it ready.
+                    if self.verifier.spec.verify.holdout.is_none() {
+                        pool.ready[slot] = ready_at;
+                    }
                     if stop.is_none() {
                         stop = s;
                     }
                 }
-                Next::Again(c) => self.dispatch(slot, &slots[slot], *c, spawn, &mut flying),
+                Next::Again(c) => self.dispatch(slot, &slots[slot], *c, spawn, &mut pool.flying),
             }
             self.after_experiment(before)?;
         }
         Ok(stop.unwrap_or_else(|| Stop::done("nothing left to run")))
+    }
+
+    /// Fills the free slots with proposals, one at a time; why the run must stop, if it must.
+    fn fill_slots(
+        &mut self,
+        slots: &[Slot],
+        spawn: &dyn Fn(Work),
+        pool: &mut Pool,
+    ) -> Result<Option<Stop>, EngineError> {
+        while !pool.free.is_empty() {
+            let exps = self.history.clone();
+            let in_flight: Vec<ExperimentRecord> =
+                pool.flying.values().map(|f| f.cand.rec.clone()).collect();
+            if let Some(stop) = self.parallel_stop(&exps, in_flight.len()) {
+                return Ok(Some(stop));
+            }
+            let Some(slot) = pool.free.pop() else { break };
+            let wt = &slots[slot].worktree;
+            self.slot_ready = pool.ready[slot].take().map(|c| (wt.clone(), c));
+            let prepared = self.prepare(&exps, &in_flight, wt);
+            self.slot_ready = None;
+            match prepared? {
+                Prepared::Done(s) => {
+                    pool.free.push(slot);
+                    self.after_experiment(exps.len())?;
+                    if s.is_some() {
+                        return Ok(s);
+                    }
+                }
+                Prepared::Ready(c) => {
+                    self.dispatch(slot, &slots[slot], *c, spawn, &mut pool.flying);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Tells the slots' threads the best's commit as it is now (see [`Work::ready_for_next`]).
+    fn share_best(&self, best_commit: &Mutex<String>) {
+        let commit = best_experiment(&self.history)
+            .and_then(|b| b.candidate_commit.clone())
+            .unwrap_or_else(|| self.run.base_commit.clone());
+        if let Ok(mut c) = best_commit.lock() {
+            *c = commit;
+        }
     }
 
     /// Why no further experiment may start (`in_flight` are running), if none may.

@@ -47,7 +47,11 @@ impl Engine<'_> {
         };
         self.store.put_experiment(self.run.id, &rec)?;
         self.emit(Event::ExperimentStarted { n });
-        self.verifier.git.reset_worktree(wt, &parent)?;
+        // A slot's thread may have made its worktree the parent already, off this thread.
+        let ready = self.slot_ready.take();
+        if ready.as_ref().map(|(p, c)| (p.as_path(), c.as_str())) != Some((wt, parent.as_str())) {
+            self.verifier.git.reset_worktree(wt, &parent)?;
+        }
         let run_dir = self.verifier.paths.run_dir(&self.run.tag);
         std::fs::create_dir_all(run_dir.join("logs")).map_err(|error| Fs::Create {
             path: run_dir.clone(),

@@ -186,6 +186,7 @@ impl<'a> Engine<'a> {
             unlogged: Vec::new(),
             _coordination: coordination,
             user_worktrees: Vec::new(),
+            slot_ready: None,
         };
         engine.user_worktrees = super::foreign::worktrees(&engine.verifier.git);
         let key = engine.run_key();
