@@ -507,3 +507,33 @@ fn a_curve_point_leaves_the_sqlite_store_fully_synchronous() {
     assert_eq!(sync(&s), 2);
     assert_eq!(s.curve(run.id, 0).unwrap(), vec![(1.0, 2.0)]);
 }
+
+/// A verifier's pid skips its own sync as a curve point does: it is recorded, and the store is
+/// back to `synchronous = FULL` after it, also when the write fails.
+#[test]
+fn a_pid_leaves_the_sqlite_store_fully_synchronous() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Store::open(&dir.path().join("hone.db")).unwrap();
+    let run = new_run(&s, "p");
+    let sync = |s: &Store| -> i64 {
+        let Db::Sqlite(conn) = &s.db else {
+            unreachable!("a SQLite store")
+        };
+        conn.pragma_query_value(None, "synchronous", |r| r.get(0))
+            .unwrap()
+    };
+    let e = ExperimentRecord {
+        n: 0,
+        status: Some(Status::Running),
+        ..Default::default()
+    };
+    s.put_experiment(run.id, &e).unwrap();
+    s.set_experiment_pid(run.id, 0, 4242, Some(9)).unwrap();
+    assert_eq!(sync(&s), 2);
+    let got = s.experiment(run.id, 0).unwrap().unwrap();
+    assert_eq!((got.pid, got.pid_start), (Some(4242), Some(9)));
+    s.begin().unwrap();
+    s.set_experiment_pid(run.id, 0, 4343, None).unwrap();
+    assert_eq!(sync(&s), 2, "inside a transaction nothing changes");
+    s.commit().unwrap();
+}
