@@ -96,6 +96,8 @@ struct Done {
     /// The commit the thread made the slot's worktree after the verification (the best's
     /// when it finished), ready for the next proposal; `None`: it was left as it was.
     ready_at: Option<String>,
+    /// The thread's store connection, for the slot's next verification.
+    store: Option<Store>,
 }
 
 /// What a verification thread is handed: its own verifier (with the slot's environment),
@@ -108,30 +110,48 @@ struct Work {
     /// The best's value when it was proposed, and the noise known then.
     best: Option<f64>,
     sigma: Option<f64>,
+    /// The slot's store connection from its last verification (`None`: opened here).
+    store: Option<Store>,
 }
 
 impl Work {
     /// Verifies the candidate in this thread, with its own store connection (the same store
-    /// the coordinator writes: a SQLite file or a PostgreSQL database). Events go to the
-    /// store only: the subscribers stay with the coordinator.
+    /// the coordinator writes: a SQLite file or a PostgreSQL database), which the slot keeps
+    /// from one verification to the next. Events go to the store only: the subscribers stay
+    /// with the coordinator.
     fn verify(&mut self, run_id: i64, cancel: &dyn Fn() -> bool) -> Result<Verified, EngineError> {
         let v = &mut self.verifier;
-        let store = Store::open_at(&store_location(&v.git, &v.spec))?;
+        let store = match self.store.take() {
+            Some(s) => s,
+            None => Store::open_at(&store_location(&v.git, &v.spec))?,
+        };
+        let verified = Work::verify_with(
+            v,
+            &store,
+            (&mut self.rec, &self.worktree),
+            run_id,
+            (self.best, self.sigma),
+            cancel,
+        );
+        self.store = Some(store);
+        verified
+    }
+
+    fn verify_with(
+        v: &mut Verifier,
+        store: &Store,
+        (rec, wt): (&mut ExperimentRecord, &Path),
+        run_id: i64,
+        (best, sigma): (Option<f64>, Option<f64>),
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Verified, EngineError> {
         let mut quiet = |_: &Event| {};
         let mut sink = Sink {
-            store: &store,
+            store,
             run_id,
             on_event: &mut quiet,
         };
-        v.verify(
-            &mut sink,
-            &mut self.rec,
-            &self.worktree,
-            false,
-            self.best,
-            self.sigma,
-            cancel,
-        )
+        v.verify(&mut sink, rec, wt, false, best, sigma, cancel)
     }
 
     /// After a verification that ran to its end, makes the slot's worktree exactly `parent`
@@ -167,6 +187,8 @@ struct Pool {
     flying: std::collections::BTreeMap<usize, InFlight>,
     /// Per slot: the commit its thread made its worktree after its last verification.
     ready: Vec<Option<String>>,
+    /// Per slot: its threads' store connection, handed from one verification to the next.
+    stores: Vec<Option<Store>>,
 }
 
 /// What became of a decided result.
@@ -235,6 +257,7 @@ impl Engine<'_> {
                         rec: work.rec,
                         verified,
                         ready_at,
+                        store: work.store,
                     });
                 });
             };
@@ -265,6 +288,7 @@ impl Engine<'_> {
             free: (0..slots.len()).rev().collect(),
             flying: Default::default(),
             ready: vec![None; slots.len()],
+            stores: (0..slots.len()).map(|_| None).collect(),
         };
         let mut stop: Option<Stop> = None;
         loop {
@@ -284,6 +308,7 @@ impl Engine<'_> {
                 continue;
             };
             let ready_at = done.ready_at.take();
+            pool.stores[slot] = done.store.take();
             let before = self.history.len();
             let next_n = self
                 .history
@@ -311,7 +336,7 @@ impl Engine<'_> {
                         stop = s;
                     }
                 }
-                Next::Again(c) => self.dispatch(slot, &slots[slot], *c, spawn, &mut pool.flying),
+                Next::Again(c) => self.dispatch(slot, &slots[slot], *c, spawn, &mut pool),
             }
             self.after_experiment(before)?;
         }
@@ -346,7 +371,7 @@ impl Engine<'_> {
                     }
                 }
                 Prepared::Ready(c) => {
-                    self.dispatch(slot, &slots[slot], *c, spawn, &mut pool.flying);
+                    self.dispatch(slot, &slots[slot], *c, spawn, pool);
                 }
             }
         }
@@ -389,7 +414,7 @@ impl Engine<'_> {
         s: &Slot,
         cand: Candidate,
         spawn: &dyn Fn(Work),
-        flying: &mut std::collections::BTreeMap<usize, InFlight>,
+        pool: &mut Pool,
     ) {
         let log = self.log_of(cand.rec.n);
         self.emit(Event::Verifying { n: cand.rec.n, log });
@@ -400,9 +425,10 @@ impl Engine<'_> {
             rec: cand.rec.clone(),
             best: cand.best.as_ref().and_then(|b| b.objective),
             sigma: self.judge().sigma(None),
+            store: pool.stores[slot].take(),
         };
         spawn(work);
-        flying.insert(
+        pool.flying.insert(
             slot,
             InFlight {
                 cand,
