@@ -12,7 +12,12 @@
 //! - one scoped thread per in-flight candidate runs its verifier (first run, then repeats or
 //!   confirms) through the same `verify`/`measure`/`execute` path as a serial run: it owns a
 //!   [`Verifier`] of its own (the slot's worktree environment, its own executor connections)
-//!   and its own store connection (SQLite in WAL mode takes the concurrent pid writes).
+//!   and the slot's store connection (SQLite in WAL mode takes the concurrent pid writes),
+//!   which the slot keeps from one verification to the next. Once the verifier ends, the
+//!   thread makes the slot's worktree exactly the best's commit as the coordinator last
+//!   decided it (unless the verifier replaced its `.git` link, which the coordinator's
+//!   integrity check must find as it was), so that the coordinator skips that reset when the
+//!   next candidate of the slot is made on the same best.
 //!
 //! When the best moved while a candidate ran, the candidate is first judged against its own
 //! parent, then against the current best. One that loses to either is `discard` (the reason
