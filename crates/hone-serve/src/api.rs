@@ -140,6 +140,7 @@ async fn view(
                     "mark": v.mark,
                     "counters": counters_html(&v),
                     "plot_key": v.plot_key,
+                    "plot_title": v.plot_title,
                     "state": state_badge(v.run.state, v.live),
                     "experiments": v.summary.experiments,
                 });

@@ -125,6 +125,7 @@ fn an_update_after_a_new_experiment_carries_its_row_not_the_page() {
     // Nothing the plot draws changed: the plot stays out.
     let again = view(&format!("?plot={new_key}&since=81"));
     assert!(again.get("plot").is_none(), "{again}");
+    assert_eq!(again["plot_title"].as_str(), Some("m (82 experiments)"));
     assert_eq!(again["plot_key"].as_str(), Some(new_key.as_str()));
 
     // Any other view gets its table whole.

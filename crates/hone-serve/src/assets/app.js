@@ -90,6 +90,10 @@
       if (v.plot !== undefined) {
         plot.innerHTML = v.plot;
         plot.dataset.key = v.plot_key;
+      } else {
+        // The same drawing: only its title (the count of experiments) moves.
+        var title = plot.querySelector('svg > text[font-size="16"]');
+        if (title) title.textContent = v.plot_title;
       }
       document.getElementById('state').innerHTML = v.state;
       if (v.table !== undefined) {

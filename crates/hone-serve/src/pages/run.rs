@@ -32,6 +32,8 @@ pub(crate) struct RunView {
     /// Changes whenever the plot's drawing does (a hash of it): a live update sends the plot
     /// again only when the page's key differs.
     pub plot_key: String,
+    /// The plot's title (as text, not escaped).
+    pub plot_title: String,
     pub rows: Vec<ExperimentRecord>,
     pub matching: u64,
     pub table: Table,
@@ -66,6 +68,7 @@ pub(crate) struct Drawn {
     totals: RunTotals,
     plot: String,
     plot_key: String,
+    plot_title: String,
 }
 
 /// The last [`Drawn`] of each run (by id): a page asked again, or by another tab or the live
@@ -97,15 +100,9 @@ fn draw(store: &Store, run: &RunRecord, mark: String) -> Result<Drawn, AppError>
     )?;
     let totals = store.run_totals(run.id)?;
     let minimize = run.direction == hone::spec::Direction::Minimize;
-    // Titled by the metric alone (the counters say how many experiments): a new experiment
-    // that moves no point of the drawing leaves the plot, and its key, as they were.
-    let mut plot = report::plot::progress_svg_labelled(
-        &rows.plot,
-        &run.metric,
-        minimize,
-        &run.metric,
-        PLOT_LABELS,
-    );
+    let title = format!("{} ({} experiments)", run.metric, totals.experiments);
+    let mut plot =
+        report::plot::progress_svg_labelled(&rows.plot, &run.metric, minimize, &title, PLOT_LABELS);
     // The learning curves (`[verify] progress`), pruned runs' partial ones dashed: they are
     // picked among the keeps, the baselines and the newest others, all of which `rows` holds.
     // The newest first: a placeholder in the plot's rows has no status.
@@ -124,12 +121,15 @@ fn draw(store: &Store, run: &RunRecord, mark: String) -> Result<Drawn, AppError>
     ) {
         plot.push_str(&curves);
     }
+    // The key leaves the title out: a new experiment that moves no point of the drawing
+    // changes the plot's title alone, which a live update sets by itself.
     Ok(Drawn {
         mark,
         baseline: store.first_with_status(run.id, Status::Baseline)?,
         best: store.best_of_run(run.id)?,
         totals,
-        plot_key: plot_key(&plot),
+        plot_key: plot_key(&plot.replacen(&hone::util::html_escape(&title), "", 1)),
+        plot_title: title,
         plot,
     })
 }
@@ -168,6 +168,7 @@ pub(crate) fn load_run_view(
     );
     let plot = drawn.plot.clone();
     let plot_key = drawn.plot_key.clone();
+    let plot_title = drawn.plot_title.clone();
     let (rows, matching) = store.experiments_page(run.id, &table.query())?;
     Ok(RunView {
         live: is_live(repo_root, &run),
@@ -176,6 +177,7 @@ pub(crate) fn load_run_view(
         mark,
         plot,
         plot_key,
+        plot_title,
         rows,
         matching,
         table,

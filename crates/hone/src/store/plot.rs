@@ -1,10 +1,11 @@
 //! The progress plot's experiments picked in SQL (`report::plot` draws them): every keep and
 //! baseline, the first and the last experiment, the discards (all of them up to a bound, else
 //! the lowest, median and highest of each pixel column) and the first failure of each kind per
-//! column; the first and the last experiment as placeholders when not drawn for themselves. The database groups a run's rows by column and returns a few thousand of them
-//! however long the run, so a run of 100,000 experiments is never read into records.
+//! column; the first and the last experiment as placeholders when not drawn for themselves.
+//! Only those (a few thousand however long the run) are read as records: the keeps and the
+//! failures are picked in SQL, the discards from one narrow scan of their numbers and values.
 
-use super::{Db, ExperimentRecord, Status, Store, StoreError, Val};
+use super::{Cells, Db, ExperimentRecord, Status, Store, StoreError, Val};
 
 /// How the plot maps an experiment's number to its pixel column,
 /// `floor(offset + (n / n_max) * span)` (the very same float steps in both databases and in
@@ -30,7 +31,59 @@ pub struct PlotRows {
 const FAILURE_KIND: &str = "CASE status WHEN 'crash' THEN 'x' WHEN 'timeout' THEN 't' \
      WHEN 'pruned' THEN 'p' ELSE '.' END";
 
+/// A picked experiment with the texts the plot shows.
+fn full_row(r: &dyn Cells) -> Result<ExperimentRecord, StoreError> {
+    Ok(ExperimentRecord {
+        n: r.req_u64("n")?,
+        status: Status::parse(&r.req_text("status")?),
+        objective: r.real("objective")?,
+        description: r.req_text("description")?,
+        reason: r.req_text("reason")?,
+        ..Default::default()
+    })
+}
+
 impl Store {
+    /// The numbers of the discards the plot draws: every one up to `cols.all_below`, else in
+    /// each pixel column the lowest, the median and the highest (ties by number), in order.
+    /// Reads each discard's number and value alone (one narrow scan of a covering index on
+    /// SQLite), and picks them with the plot's own float steps.
+    fn drawn_discards(
+        &self,
+        run_id: i64,
+        cols: &PlotColumns,
+        n_max: f64,
+    ) -> Result<Vec<u64>, StoreError> {
+        // `+status` keeps SQLite's planner on the covering outline index (the status index
+        // would cost a table look-up per discard); PostgreSQL has no such prefix.
+        let sql = if matches!(self.db, Db::Postgres(_)) {
+            "SELECT n, objective FROM experiments
+             WHERE run_id = ?1 AND status = 'discard' AND objective IS NOT NULL ORDER BY n"
+        } else {
+            "SELECT n, objective FROM experiments
+             WHERE run_id = ?1 AND +status = 'discard' AND objective IS NOT NULL ORDER BY n"
+        };
+        let mut all: Vec<(u64, f64)> = Vec::new();
+        self.for_each_row(sql, &[Val::Int(Some(run_id))], &mut |r| {
+            all.push((r.req_u64("n")?, r.req_real("objective")?));
+            Ok(())
+        })?;
+        if all.len() as u64 <= cols.all_below {
+            return Ok(all.into_iter().map(|(n, _)| n).collect());
+        }
+        let column = |n: u64| (cols.offset + (n as f64 / n_max) * cols.span).floor() as i64;
+        let mut out = Vec::new();
+        for group in all.chunk_by_mut(|a, b| column(a.0) == column(b.0)) {
+            group.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
+            let last = group.len() - 1;
+            let mut picks = vec![0, last / 2, last];
+            picks.dedup();
+            out.extend(picks.into_iter().map(|i| group[i].0));
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
     /// The experiments the progress plot of run `run_id` draws (see the module's comment),
     /// and the `recent` newest non-baseline ones; `cols` is the plot's column geometry.
     pub fn plot_points(
@@ -48,6 +101,7 @@ impl Store {
             return Ok(PlotRows::default());
         };
         let n_max = (last.max(1)) as f64;
+        let discards = self.drawn_discards(run_id, cols, n_max)?;
         let pg = matches!(self.db, Db::Postgres(_));
         // SQLite truncates a cast to an integer (the column is never negative: floor);
         // PostgreSQL's cast rounds, so it takes the floor itself.
@@ -56,23 +110,10 @@ impl Store {
         } else {
             "CAST(?3 + (CAST(n AS REAL) / ?2) * ?4 AS INTEGER)"
         };
-        // On SQLite the discards are read from the covering outline index (`+status` keeps
-        // the planner off the status index, whose every entry would cost a table look-up).
-        let discard = if pg {
-            "status = 'discard'"
-        } else {
-            "+status = 'discard'"
-        };
         let sql = format!(
             "SELECT n, status, objective, description, reason FROM experiments
              WHERE run_id = ?1 AND n IN (
                SELECT n FROM experiments WHERE run_id = ?1 AND status IN ('baseline', 'keep')
-               UNION SELECT n FROM (
-                 SELECT n, ROW_NUMBER() OVER (PARTITION BY col ORDER BY objective, n) AS i,
-                        COUNT(*) OVER (PARTITION BY col) AS c, COUNT(*) OVER () AS total
-                 FROM (SELECT n, objective, {col} AS col FROM experiments
-                       WHERE run_id = ?1 AND {discard} AND objective IS NOT NULL) d
-               ) r WHERE total <= ?5 OR i = 1 OR i = c OR i = (c - 1) / 2 + 1
                UNION SELECT MIN(n) FROM (
                  SELECT n, {col} AS col, {FAILURE_KIND} AS kind FROM experiments
                  WHERE run_id = ?1 AND status IN
@@ -80,7 +121,6 @@ impl Store {
                ) f GROUP BY col, kind
              ) ORDER BY n"
         );
-        let all_below = i64::try_from(cols.all_below).unwrap_or(i64::MAX);
         let mut plot = self.query(
             &sql,
             &[
@@ -88,19 +128,24 @@ impl Store {
                 Val::Real(Some(n_max)),
                 Val::Real(Some(cols.offset)),
                 Val::Real(Some(cols.span)),
-                Val::Int(Some(all_below)),
             ],
-            |r| {
-                Ok(ExperimentRecord {
-                    n: r.req_u64("n")?,
-                    status: Status::parse(&r.req_text("status")?),
-                    objective: r.real("objective")?,
-                    description: r.req_text("description")?,
-                    reason: r.req_text("reason")?,
-                    ..Default::default()
-                })
-            },
+            full_row,
         )?;
+        // The discards drawn, by primary key (their numbers go into the statement as digits,
+        // a few hundred per statement).
+        for chunk in discards.chunks(500) {
+            let list: Vec<String> = chunk.iter().map(|n| n.to_string()).collect();
+            plot.extend(self.query(
+                &format!(
+                    "SELECT n, status, objective, description, reason FROM experiments
+                     WHERE run_id = ?1 AND n IN ({})",
+                    list.join(",")
+                ),
+                &[Val::Int(Some(run_id))],
+                full_row,
+            )?);
+        }
+        plot.sort_by_key(|e| e.n);
         // The first and the last experiment set where the x axis and the running best's line
         // start and end; one that is not drawn for itself is held as a placeholder (its
         // number alone: no status, no value), so that it adds no point and no mark.
