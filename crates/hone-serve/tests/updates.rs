@@ -95,7 +95,7 @@ fn an_update_after_a_new_experiment_carries_its_row_not_the_page() {
     assert!(whole["plot"].as_str().unwrap().contains("<svg"));
     let page = get("/runs/t");
     assert!(
-        page.contains(&format!(r#"data-key="{key}""#)),
+        page.contains(&format!(r#"data-plot-key="{key}""#)),
         "the page carries its plot's key"
     );
 

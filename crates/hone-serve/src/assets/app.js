@@ -78,7 +78,7 @@
     busy = true;
     var before = rowIds();
     var plot = document.getElementById('plot');
-    var held = 'plot=' + encodeURIComponent(plot.dataset.key || '') + '&since=' + since();
+    var held = 'plot=' + encodeURIComponent(run.dataset.plotKey || '') + '&since=' + since();
     fetch(run.dataset.view + (location.search ? location.search + '&' : '?') + held, {
       credentials: 'same-origin',
       headers: { 'Accept': 'application/json' }
@@ -89,7 +89,7 @@
       document.getElementById('counters').innerHTML = v.counters;
       if (v.plot !== undefined) {
         plot.innerHTML = v.plot;
-        plot.dataset.key = v.plot_key;
+        run.dataset.plotKey = v.plot_key;
       } else {
         // The same drawing: only its title (the count of experiments) moves.
         var title = plot.querySelector('svg > text[font-size="16"]');

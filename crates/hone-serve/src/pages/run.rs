@@ -202,10 +202,10 @@ pub(super) async fn run_page(
     let mut body = String::new();
     let _ = write!(
         body,
-        r#"<div class="run" id="run" data-tag="{tag}" data-mark="{mark}" data-events="/api/runs/{utag}/events" data-view="/api/runs/{utag}/view">
+        r#"<div class="run" id="run" data-tag="{tag}" data-mark="{mark}" data-events="/api/runs/{utag}/events" data-view="/api/runs/{utag}/view" data-plot-key="{plot_key}">
 <div class="title"><h1>{tag}</h1><span id="state">{state}</span><span id="conn" class="conn"></span><span class="dim">{metric} · {direction} · {agent} · branch {branch} · started {started}</span></div>
 <section id="counters" class="counters">{counters}</section>
-<section id="plot" class="plot" data-key="{plot_key}">{plot}</section>
+<section id="plot" class="plot">{plot}</section>
 <section id="table">{table}</section>
 </div>"#,
         tag = esc(&view.run.tag),

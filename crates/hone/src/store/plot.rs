@@ -101,39 +101,10 @@ impl Store {
             return Ok(PlotRows::default());
         };
         let n_max = (last.max(1)) as f64;
-        let discards = self.drawn_discards(run_id, cols, n_max)?;
-        let pg = matches!(self.db, Db::Postgres(_));
-        // SQLite truncates a cast to an integer (the column is never negative: floor);
-        // PostgreSQL's cast rounds, so it takes the floor itself.
-        let col = if pg {
-            "floor(?3 + (CAST(n AS DOUBLE PRECISION) / ?2) * ?4)"
-        } else {
-            "CAST(?3 + (CAST(n AS REAL) / ?2) * ?4 AS INTEGER)"
-        };
-        let sql = format!(
-            "SELECT n, status, objective, description, reason FROM experiments
-             WHERE run_id = ?1 AND n IN (
-               SELECT n FROM experiments WHERE run_id = ?1 AND status IN ('baseline', 'keep')
-               UNION SELECT MIN(n) FROM (
-                 SELECT n, {col} AS col, {FAILURE_KIND} AS kind FROM experiments
-                 WHERE run_id = ?1 AND status IN
-                   ('crash', 'timeout', 'pruned', 'violation', 'rejected', 'invalid')
-               ) f GROUP BY col, kind
-             ) ORDER BY n"
-        );
-        let mut plot = self.query(
-            &sql,
-            &[
-                Val::Int(Some(run_id)),
-                Val::Real(Some(n_max)),
-                Val::Real(Some(cols.offset)),
-                Val::Real(Some(cols.span)),
-            ],
-            full_row,
-        )?;
+        let mut plot = self.keeps_and_failures(run_id, cols, n_max)?;
         // The discards drawn, by primary key (their numbers go into the statement as digits,
         // a few hundred per statement).
-        for chunk in discards.chunks(500) {
+        for chunk in self.drawn_discards(run_id, cols, n_max)?.chunks(500) {
             let list: Vec<String> = chunk.iter().map(|n| n.to_string()).collect();
             plot.extend(self.query(
                 &format!(
@@ -179,5 +150,44 @@ impl Store {
         )?;
         recent.reverse();
         Ok(PlotRows { plot, recent })
+    }
+
+    /// Every keep and baseline, and the first failure of each kind in each pixel column,
+    /// with their texts, in order.
+    fn keeps_and_failures(
+        &self,
+        run_id: i64,
+        cols: &PlotColumns,
+        n_max: f64,
+    ) -> Result<Vec<ExperimentRecord>, StoreError> {
+        let pg = matches!(self.db, Db::Postgres(_));
+        // SQLite truncates a cast to an integer (the column is never negative: floor);
+        // PostgreSQL's cast rounds, so it takes the floor itself.
+        let col = if pg {
+            "floor(?3 + (CAST(n AS DOUBLE PRECISION) / ?2) * ?4)"
+        } else {
+            "CAST(?3 + (CAST(n AS REAL) / ?2) * ?4 AS INTEGER)"
+        };
+        let sql = format!(
+            "SELECT n, status, objective, description, reason FROM experiments
+             WHERE run_id = ?1 AND n IN (
+               SELECT n FROM experiments WHERE run_id = ?1 AND status IN ('baseline', 'keep')
+               UNION SELECT MIN(n) FROM (
+                 SELECT n, {col} AS col, {FAILURE_KIND} AS kind FROM experiments
+                 WHERE run_id = ?1 AND status IN
+                   ('crash', 'timeout', 'pruned', 'violation', 'rejected', 'invalid')
+               ) f GROUP BY col, kind
+             ) ORDER BY n"
+        );
+        self.query(
+            &sql,
+            &[
+                Val::Int(Some(run_id)),
+                Val::Real(Some(n_max)),
+                Val::Real(Some(cols.offset)),
+                Val::Real(Some(cols.span)),
+            ],
+            full_row,
+        )
     }
 }
