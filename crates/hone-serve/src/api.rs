@@ -18,7 +18,8 @@ use serde_json::json;
 
 use crate::db::{run_by_tag, AppError};
 use crate::pages::{
-    counters_html, is_live, load_run_view, mark, state_badge, table_html, Table, TableParams,
+    counters_html, filter_bar, is_live, load_run_view, mark, pager, rows_since, state_badge,
+    table_html, Table, TableParams,
 };
 use crate::AppState;
 
@@ -108,11 +109,25 @@ async fn experiments(
     ))
 }
 
-/// The run page's live parts as HTML (escaped on the server, like the page itself).
+/// What a page already holds, sent with its live update (both optional).
+#[derive(serde::Deserialize, Default)]
+pub(crate) struct Held {
+    /// The key of the plot it shows: the plot is left out when it is still current.
+    plot: Option<String>,
+    /// In the default view (newest first, page 1), the smallest number of a row that may have
+    /// changed (a row in flight) or the next number: only the rows from there are sent.
+    since: Option<u64>,
+}
+
+/// The run page's live parts as HTML (escaped on the server, like the page itself). Sent
+/// whole unless the page says what it holds ([`Held`]): then the counters, the plot only if
+/// its drawing changed, and in the default view the changed and new rows (with the status
+/// filters and the pager) instead of the table.
 async fn view(
     State(st): State<AppState>,
     UrlPath(tag): UrlPath<String>,
     Query(params): Query<TableParams>,
+    Query(held): Query<Held>,
 ) -> ApiResult {
     let table = Table::parse(&params)?;
     let root = st.repo_root.clone();
@@ -121,14 +136,26 @@ async fn view(
         st.db
             .read(move |store| {
                 let v = load_run_view(store, &root, &tag, table, &views.views)?;
-                Ok(json!({
+                let mut out = json!({
                     "mark": v.mark,
                     "counters": counters_html(&v),
-                    "plot": v.plot,
-                    "table": table_html(&v),
+                    "plot_key": v.plot_key,
+                    "plot_title": v.plot_title,
                     "state": state_badge(v.run.state, v.live),
                     "experiments": v.summary.experiments,
-                }))
+                });
+                if held.plot.as_deref() != Some(v.plot_key.as_str()) {
+                    out["plot"] = json!(v.plot);
+                }
+                match held.since {
+                    Some(since) if v.table.newest_first() => {
+                        out["rows"] = json!(rows_since(&v, since));
+                        out["filters"] = json!(filter_bar(&v));
+                        out["pager"] = json!(pager(&v));
+                    }
+                    _ => out["table"] = json!(table_html(&v)),
+                }
+                Ok(out)
             })
             .await?,
     ))

@@ -21,7 +21,7 @@ use crate::AppState;
 
 pub(crate) use run::{counters_html, is_live, load_run_view, mark, RunView, ViewCache};
 pub(crate) use runs::state_badge;
-pub(crate) use table::{table_html, Table, TableParams};
+pub(crate) use table::{filter_bar, pager, rows_since, table_html, Table, TableParams};
 
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()

@@ -29,6 +29,11 @@ pub(crate) struct RunView {
     /// Changes whenever something on the page would (see [`mark`]).
     pub mark: String,
     pub plot: String,
+    /// Changes whenever the plot's drawing does (a hash of it): a live update sends the plot
+    /// again only when the page's key differs.
+    pub plot_key: String,
+    /// The plot's title (as text, not escaped).
+    pub plot_title: String,
     pub rows: Vec<ExperimentRecord>,
     pub matching: u64,
     pub table: Table,
@@ -62,6 +67,8 @@ pub(crate) struct Drawn {
     best: Option<ExperimentRecord>,
     totals: RunTotals,
     plot: String,
+    plot_key: String,
+    plot_title: String,
 }
 
 /// The last [`Drawn`] of each run (by id): a page asked again, or by another tab or the live
@@ -82,40 +89,58 @@ impl ViewCache {
     }
 }
 
-/// Numbers, statuses and values of every experiment (one covering index), the texts of only
-/// those the plot shows, the baseline and the best by index: no record of a run of 100,000
-/// experiments is read whole.
+/// The plot's experiments picked by the database (`Store::plot_points`: a few thousand rows
+/// however long the run), the learning curves of the newest ones, the totals from the run's
+/// tallies, the baseline and the best by index: no run of 100,000 experiments is read whole.
 fn draw(store: &Store, run: &RunRecord, mark: String) -> Result<Drawn, AppError> {
-    let mut outlines = store.experiment_points(run.id)?;
+    let rows = store.plot_points(
+        run.id,
+        &report::plot::COLUMNS,
+        report::curves::RECENT as u64,
+    )?;
+    let totals = store.run_totals(run.id)?;
     let minimize = run.direction == hone::spec::Direction::Minimize;
-    let shown = report::plot::texts_shown(&outlines, minimize, PLOT_LABELS);
-    store.fill_texts(run.id, &mut outlines, &shown)?;
-    let mut plot = report::plot::progress_svg_labelled(
-        &outlines,
-        &run.metric,
-        minimize,
-        &format!("{} ({} experiments)", run.metric, outlines.len()),
-        PLOT_LABELS,
-    );
-    // The learning curves (`[verify] progress`), pruned runs' partial ones dashed.
+    let title = format!("{} ({} experiments)", run.metric, totals.experiments);
+    let mut plot =
+        report::plot::progress_svg_labelled(&rows.plot, &run.metric, minimize, &title, PLOT_LABELS);
+    // The learning curves (`[verify] progress`), pruned runs' partial ones dashed: they are
+    // picked among the keeps, the baselines and the newest others, all of which `rows` holds.
+    // The newest first: a placeholder in the plot's rows has no status.
+    let mut known = rows.recent;
+    known.extend(rows.plot);
+    known.sort_by_key(|e| e.n);
+    known.dedup_by_key(|e| e.n);
     if let Some(curves) = report::curves::curves_svg(
         &store.thinned_curves(
             run.id,
-            &report::curves::to_draw(&outlines),
+            &report::curves::to_draw(&known),
             report::curves::MAX_POINTS,
         )?,
-        &outlines,
+        &known,
         "progress",
     ) {
         plot.push_str(&curves);
     }
+    // The key leaves the title out: a new experiment that moves no point of the drawing
+    // changes the plot's title alone, which a live update sets by itself.
     Ok(Drawn {
         mark,
         baseline: store.first_with_status(run.id, Status::Baseline)?,
         best: store.best_of_run(run.id)?,
-        totals: RunTotals::of(&outlines),
+        totals,
+        plot_key: plot_key(&plot.replacen(&hone::util::html_escape(&title), "", 1)),
+        plot_title: title,
         plot,
     })
+}
+
+/// A key of the plot's drawing (not a secret: it only tells a page whether its plot is
+/// current).
+fn plot_key(plot: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    plot.hash(&mut h);
+    format!("{:016x}", h.finish())
 }
 
 pub(crate) fn load_run_view(
@@ -142,6 +167,8 @@ pub(crate) fn load_run_view(
         &drawn.totals,
     );
     let plot = drawn.plot.clone();
+    let plot_key = drawn.plot_key.clone();
+    let plot_title = drawn.plot_title.clone();
     let (rows, matching) = store.experiments_page(run.id, &table.query())?;
     Ok(RunView {
         live: is_live(repo_root, &run),
@@ -149,6 +176,8 @@ pub(crate) fn load_run_view(
         summary,
         mark,
         plot,
+        plot_key,
+        plot_title,
         rows,
         matching,
         table,
@@ -173,7 +202,7 @@ pub(super) async fn run_page(
     let mut body = String::new();
     let _ = write!(
         body,
-        r#"<div class="run" id="run" data-tag="{tag}" data-mark="{mark}" data-events="/api/runs/{utag}/events" data-view="/api/runs/{utag}/view">
+        r#"<div class="run" id="run" data-tag="{tag}" data-mark="{mark}" data-events="/api/runs/{utag}/events" data-view="/api/runs/{utag}/view" data-plot-key="{plot_key}">
 <div class="title"><h1>{tag}</h1><span id="state">{state}</span><span id="conn" class="conn"></span><span class="dim">{metric} · {direction} · {agent} · branch {branch} · started {started}</span></div>
 <section id="counters" class="counters">{counters}</section>
 <section id="plot" class="plot">{plot}</section>
@@ -190,6 +219,7 @@ pub(super) async fn run_page(
         started = utc(view.run.created_at),
         counters = counters_html(&view),
         plot = view.plot,
+        plot_key = esc(&view.plot_key),
         table = table_html(&view),
     );
     Ok(Html(page(

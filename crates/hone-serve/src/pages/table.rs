@@ -94,6 +94,12 @@ impl Table {
     }
 
     /// This view's query string (non-default parts only), with `edit` applied first.
+    /// The default view, newest first on the first page, every status: the one a live update
+    /// can bring up to date with the changed rows alone.
+    pub fn newest_first(&self) -> bool {
+        self.status.is_none() && self.sort == SortKey::Number && self.descending && self.page == 1
+    }
+
     pub fn href(&self, edit: impl FnOnce(&mut Table)) -> String {
         let mut t = self.clone();
         edit(&mut t);
@@ -139,7 +145,7 @@ pub(crate) fn table_html(v: &RunView) -> String {
 }
 
 /// The status filter: all, then each status the run has, with its count.
-fn filter_bar(v: &RunView) -> String {
+pub(crate) fn filter_bar(v: &RunView) -> String {
     let t = &v.table;
     let mut out = String::from(r#"<div class="filters"><span class="dim">status:</span> "#);
     let all_count = v.summary.experiments;
@@ -212,6 +218,17 @@ fn table_head(v: &RunView) -> String {
 }
 
 /// One experiment's row, linking to its page.
+/// The rows numbered `since` or more, newest first: what a live update of the default view
+/// sends (the rows in flight the page showed, and the new ones).
+pub(crate) fn rows_since(v: &RunView, since: u64) -> String {
+    let tag = url(&v.run.tag);
+    v.rows
+        .iter()
+        .filter(|e| e.n >= since)
+        .map(|e| experiment_row(&tag, e))
+        .collect()
+}
+
 fn experiment_row(tag: &str, e: &ExperimentRecord) -> String {
     let mut out = String::new();
     let link = format!("/runs/{tag}/experiments/{}", e.n);
@@ -242,7 +259,7 @@ fn experiment_row(tag: &str, e: &ExperimentRecord) -> String {
 }
 
 /// Where this page is among the matching experiments, and links to the others.
-fn pager(v: &RunView) -> String {
+pub(crate) fn pager(v: &RunView) -> String {
     let t = &v.table;
     let mut out = String::new();
     let pages = v.matching.div_ceil(t.per).max(1);

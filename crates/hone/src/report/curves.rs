@@ -15,6 +15,11 @@ const MAX_CURVES: usize = 300;
 /// At most this many keeps' curves are drawn (the most recent), besides the baseline's.
 const MAX_KEEPS: usize = 100;
 
+/// The newest experiments other than baselines that [`to_draw`] can pick from (every
+/// baseline and keep besides): what a caller that holds only some of a run's experiments
+/// must hold of its end.
+pub const RECENT: usize = MAX_CURVES;
+
 /// The experiments whose curves a plot reads (`exps` in the order of their numbers): every
 /// baseline, the [`MAX_KEEPS`] most recent keeps and the [`MAX_CURVES`] − [`MAX_KEEPS`]
 /// most recent others (older keeps among them); read with

@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 
-use crate::store::{ExperimentRecord, Status};
+use crate::store::{ExperimentRecord, PlotColumns, Status};
 use crate::util::html_escape as esc;
 
 const W: f64 = 1000.0;
@@ -24,6 +24,15 @@ const BOTTOM: f64 = 60.0;
 
 /// Discards drawn one by one up to this many; beyond, the envelope per pixel column.
 pub const MAX_POINTS: usize = 1500;
+
+/// The plot's pixel columns, for [`crate::store::Store::plot_points`]: the experiments it
+/// returns draw the same plot as the whole run would (every keep and the baseline, the running
+/// best, the discards each column draws, each column's first failure of each kind).
+pub const COLUMNS: PlotColumns = PlotColumns {
+    offset: LEFT,
+    span: W - LEFT - RIGHT,
+    all_below: MAX_POINTS as u64,
+};
 
 /// The value range shown: (low, high), finite and with a finite span whatever the values.
 pub fn y_range(baseline: f64, best: f64, values: &[f64]) -> (f64, f64) {

@@ -26,6 +26,7 @@ mod curves;
 mod events;
 mod experiments;
 mod pg;
+mod plot;
 mod records;
 mod runs;
 mod schema;
@@ -36,6 +37,7 @@ pub(crate) mod tests;
 
 pub use curves::Curve;
 pub use experiments::{ExperimentQuery, SortKey};
+pub use plot::{PlotColumns, PlotRows};
 pub use records::{
     best_experiment, Effect, ExperimentRecord, Hook, MechanismCall, RunRecord, RunState, Status,
 };

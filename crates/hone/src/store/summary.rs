@@ -287,7 +287,7 @@ impl Store {
 
     /// Runs a query and calls `f` with each row as it is read (SQLite), or with each row of
     /// the answer (PostgreSQL, whose client reads the answer whole).
-    fn for_each_row(
+    pub(super) fn for_each_row(
         &self,
         sql: &str,
         params: &[Val<'_>],

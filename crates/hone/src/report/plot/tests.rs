@@ -241,3 +241,5 @@ fn the_texts_it_shows_are_all_a_caller_needs_to_read() {
         }
     }
 }
+
+mod from_store;

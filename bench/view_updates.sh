@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Bytes (gzipped) and time to first byte of the run page's live update at N experiments
+# (default 100000): the whole update, and the update of a page that holds the current plot and
+# every row but the newest one (then the newest ten). Uses a store kept by bench/views.sh:
+#
+#   STORES=DIR bench/views.sh                       # generates DIR/r100000 once
+#   STORES=DIR HONE=path/to/hone bench/view_updates.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-100000}
+hone=${HONE:?HONE=path/to/hone}
+src=${STORES:?STORES=DIR, as bench/views.sh keeps it}/r$N
+dir=$(mktemp -d)
+pid=
+cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+cp -a "$src" "$dir/r"
+token=bench-token-0123456789abcdef
+HONE_TOKEN=$token "$hone" -C "$dir/r" serve --port 0 >"$dir/out" 2>&1 &
+pid=$!
+for _ in $(seq 400); do
+  grep -q 'http://' "$dir/out" && break
+  kill -0 "$pid" 2>/dev/null || { cat "$dir/out"; exit 1; }
+  sleep 0.05
+done
+url=$(grep -m1 -o 'http://[^ ]*' "$dir/out")
+get() {
+  curl -s -f -H "Authorization: Bearer $token" -H "Accept-Encoding: gzip" -o /dev/null \
+    -w "%{time_starttransfer} s, %{size_download} bytes gzipped" "$url$1"
+  echo "  $1"
+}
+key=$(curl -s -f -H "Authorization: Bearer $token" "${url}api/runs/bench/view" |
+  python3 -c 'import json, sys; print(json.load(sys.stdin).get("plot_key", ""))')
+get "runs/bench"
+get "api/runs/bench/view"
+get "api/runs/bench/view?plot=$key&since=$((N - 1))"
+get "api/runs/bench/view?plot=$key&since=$((N - 10))"
