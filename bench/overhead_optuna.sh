@@ -8,10 +8,11 @@
 # N defaults to "200 1000 10000". Each N runs REPEATS times (default 3; N from LARGE_FROM,
 # default 1000, LARGE_REPEATS times, default 1), the arms alternated within each repeat: hone
 # (HONE), hone (HONE_BASE, when set, for N up to BASE_MAX_N), Optuna in memory, Optuna on
-# SQLite. WINDOW=K (default 0: off): at N above K, Optuna's arms are given N - K finished
-# trials first and only the last K run and are timed (bench/overhead_optuna.py's MEASURED;
-# the wall time is then the K trials'); hone's runs are always whole. The virtual environment with optuna is
-# $OPTUNA_VENV (default bench/.venv-optuna, ignored by git), made with pip when missing.
+# SQLite. WINDOW=K (default 0: off): at N from LARGE_FROM, Optuna's arms are given N - K
+# finished trials first and only the last K run and are timed (bench/overhead_optuna.py's
+# MEASURED; the wall time is then the K trials'); hone's runs are always whole. The virtual
+# environment with optuna is $OPTUNA_VENV (default bench/.venv-optuna, ignored by git), made
+# with pip when missing.
 #
 # Per arm and N it prints the median over repeats of:
 #   overhead median    hone: each experiment's total - proposer - verifier time, as recorded
@@ -74,7 +75,9 @@ optuna_arm() {
   local w="$d/optuna-$1-$2"
   rm -rf "$w" && mkdir "$w"
   local k=$2
-  if [ "$window" -gt 0 ] && [ "$2" -gt "$window" ]; then k=$window; fi
+  if [ "$window" -gt 0 ] && [ "$2" -ge "$large_from" ] && [ "$2" -gt "$window" ]; then
+    k=$window
+  fi
   "$venv/bin/python" "$here/bench/overhead_optuna.py" "$1" "$2" "$w" "$k" | python3 -c '
 import json, sys
 r = json.loads(sys.stdin.read())
