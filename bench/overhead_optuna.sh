@@ -81,7 +81,8 @@ optuna_arm() {
   "$venv/bin/python" "$here/bench/overhead_optuna.py" "$1" "$2" "$w" "$k" | python3 -c '
 import json, sys
 r = json.loads(sys.stdin.read())
-arm = "optuna-" + sys.argv[1] + ("" if r["measured"] == r["n"] else f" (last {r['measured']})")
+k, n = r["measured"], r["n"]
+arm = "optuna-" + sys.argv[1] + ("" if k == n else f" (last {k})")
 print(json.dumps({"arm": arm, "n": r["n"],
     "median_ms": r["median_excl_sampler_ms"], "p90_ms": r["p90_excl_sampler_ms"],
     "with_proposer_ms": r["median_ms"],
