@@ -185,8 +185,8 @@ impl Git {
         // Command-line git here because it is git's own discovery (once per process), and the
         // root it finds is what libgit2 then opens without searching.
         // The formats in the same process: libgit2 reads only SHA-1 object names and
-        // loose/packed refs. A git older than 2.45 echoes `--show-ref-format` back (it has
-        // no other ref storage than files).
+        // loose/packed refs. A git that does not know an option echoes it back (before 2.29
+        // there are only SHA-1 repositories, before 2.45 only the files backend).
         let args = [
             "rev-parse",
             "--show-toplevel",
@@ -202,7 +202,8 @@ impl Git {
         let refs = parts.next().unwrap_or_default();
         let objects = parts.next().unwrap_or_default();
         let top = parts.next().unwrap_or_default();
-        if objects != "sha1" || !matches!(refs, "files" | "--show-ref-format") {
+        let sha1 = matches!(objects, "sha1" | "--show-object-format");
+        if !sha1 || !matches!(refs, "files" | "--show-ref-format") {
             return Err(GitError::Unsupported {
                 root: PathBuf::from(top),
                 objects: objects.to_string(),
