@@ -29,6 +29,12 @@ pub enum GitError {
     Failed { args: String, stderr: String },
     #[error("{0} is not inside a git repository; run `git init` and commit your project first")]
     NotARepo(PathBuf),
+    #[error("{} is a repository with {objects} object names and `{refs}` ref storage, which hone cannot read: hone needs a SHA-1 repository with the files ref backend (the default of `git init`); clone the project into one (`git init --object-format=sha1 --ref-format=files`, then fetch) and run hone there", root.display())]
+    Unsupported {
+        root: PathBuf,
+        objects: String,
+        refs: String,
+    },
     #[error("the repository has no commit yet; commit your project first (hone starts from HEAD)")]
     NoCommit,
     #[error("ref {name} moved under hone: expected {expected}, found {found}; another process changed it, so the run stops. Put it back with `git update-ref {name} {expected}` and run `hone run` again, or start a new run with `hone run --new`")]
@@ -72,6 +78,33 @@ impl Snapshot {
     }
     pub fn lines_deleted(&self) -> u64 {
         self.changes.iter().map(|c| c.deleted).sum()
+    }
+}
+
+/// The worktree's index as `git ls-files -z -s -v -c` printed it ([`Git::index_listing`]).
+#[derive(Clone, Debug)]
+pub struct IndexListing(String);
+
+impl IndexListing {
+    /// The paths index flags hide from git (`assume-unchanged`: a lower-case tag;
+    /// `skip-worktree`: `S`), each once, in index order.
+    pub fn flagged(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for e in self.0.split('\0') {
+            let Some((tag, rest)) = e.split_once(' ') else {
+                continue;
+            };
+            let flagged = tag
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_lowercase() || c == 'S');
+            let path = rest.split_once('\t').map_or(rest, |(_, p)| p);
+            // An unmerged path is listed once per stage.
+            if flagged && out.last().map(String::as_str) != Some(path) {
+                out.push(path.to_string());
+            }
+        }
+        out
     }
 }
 
@@ -151,14 +184,36 @@ impl Git {
     pub fn discover(dir: &Path) -> Result<Git, GitError> {
         // Command-line git here because it is git's own discovery (once per process), and the
         // root it finds is what libgit2 then opens without searching.
-        match run_git(dir, &["rev-parse", "--show-toplevel"]) {
-            Ok(top) => Ok(Git {
-                root: PathBuf::from(top.trim()),
-                common: std::sync::OnceLock::new(),
-            }),
-            Err(GitError::Failed { .. }) => Err(GitError::NotARepo(dir.to_path_buf())),
-            Err(e) => Err(e),
+        // The formats in the same process: libgit2 reads only SHA-1 object names and
+        // loose/packed refs. A git that does not know an option echoes it back (before 2.29
+        // there are only SHA-1 repositories, before 2.45 only the files backend).
+        let args = [
+            "rev-parse",
+            "--show-toplevel",
+            "--show-object-format",
+            "--show-ref-format",
+        ];
+        let out = match run_git(dir, &args) {
+            Ok(out) => out,
+            Err(GitError::Failed { .. }) => return Err(GitError::NotARepo(dir.to_path_buf())),
+            Err(e) => return Err(e),
+        };
+        let mut parts = out.trim_end_matches('\n').rsplitn(3, '\n');
+        let refs = parts.next().unwrap_or_default();
+        let objects = parts.next().unwrap_or_default();
+        let top = parts.next().unwrap_or_default();
+        let sha1 = matches!(objects, "sha1" | "--show-object-format");
+        if !sha1 || !matches!(refs, "files" | "--show-ref-format") {
+            return Err(GitError::Unsupported {
+                root: PathBuf::from(top),
+                objects: objects.to_string(),
+                refs: refs.to_string(),
+            });
         }
+        Ok(Git {
+            root: PathBuf::from(top.trim()),
+            common: std::sync::OnceLock::new(),
+        })
     }
 
     /// The checkout's top-level directory.
@@ -342,10 +397,25 @@ impl Git {
             return self.prepare_worktree(path, commit);
         }
         // HEAD and the index by plumbing, the files by hone: git's checkout would run the
-        // filters and attribute conversions the repository's config names. Command-line git
-        // here because the worktree's HEAD (and its reflog) and its index are git's own files.
-        self.run_in(path, &["update-ref", "--no-deref", "HEAD", commit])?;
-        self.run_in(path, &["read-tree", commit])?;
+        // filters and attribute conversions the repository's config names. Both in-process
+        // for a commit named in full, as `update-ref --no-deref` and `read-tree` write them
+        // (see `inproc`).
+        if inproc::is_full_hex(commit) {
+            self.detach_worktree_head(path, commit)?;
+            if self.read_tree_in_worktree(path, commit).is_err() {
+                // Command-line git here because git reads index files libgit2 refuses (a
+                // split index, an extension it does not know): git's own answer, or error.
+                self.run_in(path, &["read-tree", commit])?;
+            }
+        } else {
+            // Command-line git here because a name that is not a full object name is read
+            // by git's own rules.
+            self.run_in(
+                path,
+                &["update-ref", "-m", "hone", "--no-deref", "HEAD", commit],
+            )?;
+            self.run_in(path, &["read-tree", commit])?;
+        }
         self.materialize(path, commit)
     }
 
@@ -438,6 +508,16 @@ impl Git {
         self.run_in(path, &["clean", "-ffdXq"]).map(|_| ())
     }
 
+    /// The worktree's index as `git ls-files -z -s -v -c` lists it: read once, it gives both
+    /// the flagged files ([`IndexListing::flagged`]) and the staged entries a
+    /// [`Git::snapshot_from`] needs.
+    pub fn index_listing(&self, wt: &Path) -> Result<IndexListing, GitError> {
+        // Command-line git here because the worktree's index (its version, extensions, flags)
+        // is git's.
+        self.run_in(wt, &["ls-files", "-z", "-s", "-v", "-c"])
+            .map(IndexListing)
+    }
+
     /// Commits everything in the worktree on top of `parent`. `None` when nothing changed.
     ///
     /// Index flags that make git look away from a file (`assume-unchanged`, `skip-worktree`)
@@ -449,25 +529,25 @@ impl Git {
         parent: &str,
         message: &str,
     ) -> Result<Option<Snapshot>, GitError> {
-        // One listing for both: the flags (`-v`) and the staged entries (`-s`). Command-line
-        // git here because the worktree's index (its version, extensions, flags) is git's.
-        let listing = self.run_in(wt, &["ls-files", "-z", "-s", "-v", "-c"])?;
-        let mut hidden: Vec<String> = Vec::new();
+        self.snapshot_from(wt, parent, message, self.index_listing(wt)?)
+    }
+
+    /// [`Git::snapshot`] with the index as `listing` read it (the caller's own read, so that
+    /// one `ls-files` serves both its flags and the commit).
+    pub fn snapshot_from(
+        &self,
+        wt: &Path,
+        parent: &str,
+        message: &str,
+        listing: IndexListing,
+    ) -> Result<Option<Snapshot>, GitError> {
+        let hidden = listing.flagged();
         let mut staged = String::new();
-        for e in listing.split('\0').filter(|e| !e.is_empty()) {
-            let Some((tag, rest)) = e.split_once(' ') else {
-                continue;
-            };
-            let flagged = tag
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_lowercase() || c == 'S');
-            if flagged {
-                let path = rest.split_once('\t').map_or(rest, |(_, p)| p);
-                hidden.push(path.to_string());
+        for e in listing.0.split('\0').filter(|e| !e.is_empty()) {
+            if let Some((_, rest)) = e.split_once(' ') {
+                staged.push_str(rest);
+                staged.push('\0');
             }
-            staged.push_str(rest);
-            staged.push('\0');
         }
         let mut staged = Some(staged);
         if !hidden.is_empty() {

@@ -10,7 +10,7 @@ use std::time::Instant;
 use crate::report::best_experiment;
 use crate::store::{now, ExperimentRecord, Status};
 use crate::verify::noise::mean;
-use crate::workspace::{Git, GitError, Snapshot};
+use crate::workspace::{Git, GitError, IndexListing, Snapshot};
 
 use super::state::{archive_ref, branch_ref};
 use super::verifier::Measured;
@@ -82,11 +82,14 @@ impl Engine<'_> {
         );
         let git = &self.verifier.git;
         let name = archive_ref(&self.run.tag, rec.n);
-        // Taken first: a retry rebuilds the index, and with it the flags.
-        let flagged = git.flagged_files(wt)?;
+        // Taken first: a retry rebuilds the index, and with it the flags. The same read is
+        // the first attempt's listing (one `ls-files` for both).
+        let listing = git.index_listing(wt)?;
+        let flagged = listing.flagged();
+        let mut listing = Some(listing);
         let mut attempt = 1;
         let snap = loop {
-            match snapshot_referenced(git, wt, parent, &message, &name) {
+            match snapshot_referenced(git, wt, parent, &message, &name, listing.take()) {
                 Ok(snap) => break snap,
                 Err(GitError::Failed { .. }) if attempt < ARCHIVE_ATTEMPTS => {
                     attempt += 1;
@@ -433,8 +436,13 @@ fn snapshot_referenced(
     parent: &str,
     message: &str,
     name: &str,
+    listing: Option<IndexListing>,
 ) -> Result<Option<Snapshot>, GitError> {
-    let Some(snap) = git.snapshot(wt, parent, message)? else {
+    let snap = match listing {
+        Some(listing) => git.snapshot_from(wt, parent, message, listing)?,
+        None => git.snapshot(wt, parent, message)?,
+    };
+    let Some(snap) = snap else {
         return Ok(None);
     };
     git.update_ref(name, &snap.commit, None)?;

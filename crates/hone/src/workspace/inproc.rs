@@ -202,6 +202,67 @@ impl Git {
         Ok(Some(true))
     }
 
+    /// `git update-ref --no-deref HEAD COMMIT` run in worktree `wt` (whose `.git` link the
+    /// caller has checked): the worktree's own HEAD detached at `commit` (a full object name)
+    /// under its lock, whatever it held (a branch a proposer checked out is left where it
+    /// is), with the reflog entry git writes there. libgit2 keeps HEAD and its reflog in the
+    /// worktree's administrative directory, as git does.
+    pub(super) fn detach_worktree_head(&self, wt: &Path, commit: &str) -> Result<(), GitError> {
+        let what = format!("update-ref --no-deref HEAD {commit}");
+        isolate_from_user_config();
+        let repo = Repository::open_ext(
+            wt,
+            RepositoryOpenFlags::NO_SEARCH,
+            std::iter::empty::<&std::ffi::OsStr>(),
+        )
+        .map_err(|e| failed(&what, &e))?;
+        if !repo.is_worktree() {
+            return Err(GitError::Failed {
+                args: what,
+                stderr: format!("{} is not a worktree of this repository", wt.display()),
+            });
+        }
+        let id = oid(&what, commit)?;
+        // As git, refuse to point HEAD at an object the repository does not have.
+        repo.find_object(id, None).map_err(|e| failed(&what, &e))?;
+        let mut tx = repo.transaction().map_err(|e| failed(&what, &e))?;
+        lock_ref(&mut tx, "HEAD").map_err(|e| failed(&what, &e))?;
+        let sig = Signature::now(NAME, EMAIL).map_err(|e| failed(&what, &e))?;
+        tx.set_target("HEAD", id, Some(&sig), "hone")
+            .map_err(|e| failed(&what, &e))?;
+        tx.commit().map_err(|e| failed(&what, &e))
+    }
+
+    /// `git read-tree COMMIT` run in worktree `wt` (whose `.git` link the caller has
+    /// checked): the worktree's index made exactly `commit`'s tree, with no stat data and no
+    /// flag of the old entries (a cleared index, so that libgit2 carries nothing over), under
+    /// the index's lock. An index libgit2 cannot read (one git wrote with an extension it
+    /// does not know, or a corrupt one) is an error: the caller then runs git itself.
+    pub(super) fn read_tree_in_worktree(&self, wt: &Path, commit: &str) -> Result<(), GitError> {
+        let what = format!("read-tree {commit}");
+        isolate_from_user_config();
+        let repo = Repository::open_ext(
+            wt,
+            RepositoryOpenFlags::NO_SEARCH,
+            std::iter::empty::<&std::ffi::OsStr>(),
+        )
+        .map_err(|e| failed(&what, &e))?;
+        if !repo.is_worktree() {
+            return Err(GitError::Failed {
+                args: what,
+                stderr: format!("{} is not a worktree of this repository", wt.display()),
+            });
+        }
+        let tree = repo
+            .find_commit(oid(&what, commit)?)
+            .and_then(|c| c.tree())
+            .map_err(|e| failed(&what, &e))?;
+        let mut index = repo.index().map_err(|e| failed(&what, &e))?;
+        index.clear().map_err(|e| failed(&what, &e))?;
+        index.read_tree(&tree).map_err(|e| failed(&what, &e))?;
+        index.write().map_err(|e| failed(&what, &e))
+    }
+
     /// `git commit-tree TREE -p PARENT -m MESSAGE`: a commit by hone, now.
     pub(super) fn commit_tree(
         &self,

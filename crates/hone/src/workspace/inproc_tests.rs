@@ -370,3 +370,120 @@ fn a_partial_clone_opens() {
         sh(d, "git rev-parse HEAD^{tree}").trim()
     );
 }
+
+/// The worktree's HEAD file and its reflog as `git` sees them in `wt`.
+fn head_state(wt: &Path) -> (String, String) {
+    let file = sh(wt, "cat \"$(git rev-parse --git-path HEAD)\"");
+    let log = sh(wt, "git reflog show --format='%H %gn <%ge> %gs' HEAD");
+    // The branch each checked out has its worktree's name.
+    (
+        file,
+        log.replace("wt-ours", "wt").replace("wt-theirs", "wt"),
+    )
+}
+
+#[test]
+fn a_worktree_head_is_detached_as_update_ref_no_deref_does() {
+    let (dir, git) = repo("echo a > f");
+    let d = dir.path();
+    let first = git.head().unwrap();
+    let second = commit(d, "echo b > f");
+    let ours = d.join("wt-ours");
+    let theirs = d.join("wt-theirs");
+    for wt in [&ours, &theirs] {
+        sh(
+            d,
+            &format!("git worktree add -q --detach {} {first}", wt.display()),
+        );
+        // A proposer checked out a branch of its own there: HEAD is symbolic.
+        let b = wt.file_name().unwrap().to_string_lossy().into_owned();
+        sh(wt, &format!("git checkout -q -b {b}"));
+    }
+    let env = "GIT_COMMITTER_NAME=hone GIT_COMMITTER_EMAIL=hone@localhost";
+    // Twice: from a symbolic HEAD, then from a detached one (and once more to the same commit).
+    for target in [&second, &first, &first] {
+        git.detach_worktree_head(&ours, target).unwrap();
+        sh(
+            &theirs,
+            &format!("{env} git update-ref -m hone --no-deref HEAD {target}"),
+        );
+        assert_eq!(head_state(&ours), head_state(&theirs));
+        assert_eq!(sh(&ours, "git rev-parse HEAD").trim(), target.as_str());
+    }
+    assert_eq!(head_state(&ours).0, format!("{first}\n"));
+    // The branches checked out there did not move, nor did the main checkout's HEAD.
+    assert_eq!(
+        sh(d, "git rev-parse wt-ours wt-theirs")
+            .lines()
+            .collect::<Vec<_>>(),
+        [first.as_str(); 2]
+    );
+    assert_eq!(sh(d, "git symbolic-ref HEAD").trim(), "refs/heads/main");
+    assert_eq!(git.head().unwrap(), second);
+    // A missing object is refused, and the main checkout is not a worktree.
+    assert!(git.detach_worktree_head(&ours, &"1".repeat(40)).is_err());
+    assert!(git.detach_worktree_head(d, &first).is_err());
+    assert_eq!(sh(&ours, "git rev-parse HEAD").trim(), first);
+}
+
+/// Two worktrees of `d` at `at`, in which `agent` (a shell command) then runs.
+fn two_worktrees(d: &Path, at: &str, agent: &str) -> (PathBuf, PathBuf) {
+    let (ours, theirs) = (d.join("wt-ours"), d.join("wt-theirs"));
+    for wt in [&ours, &theirs] {
+        sh(
+            d,
+            &format!("git worktree add -q --detach {} {at}", wt.display()),
+        );
+        sh(wt, agent);
+    }
+    (ours, theirs)
+}
+
+/// The worktree's index as git lists it, flags and (zero or not) stat data included.
+fn index_state(wt: &Path) -> String {
+    sh(wt, "git ls-files -z -s -v --debug -c && git ls-files -u")
+}
+
+#[test]
+fn a_worktree_index_is_read_from_a_tree_as_read_tree_does() {
+    let (dir, git) =
+        repo("mkdir -p src/deep && echo a > f && echo b > src/g && echo c > src/deep/h");
+    let d = dir.path();
+    let first = git.head().unwrap();
+    let second = commit(
+        d,
+        "echo b2 > f && rm src/deep/h && echo '* filter=evil' > .gitattributes",
+    );
+    // What a hostile agent does to the index: new files staged, flags that hide files from
+    // git, an intent-to-add entry, a filter in the config and the attributes.
+    let agent = "echo x > new && mkdir -p ign && echo y > ign/z && git add new ign/z \
+        && git update-index --assume-unchanged f && git update-index --skip-worktree src/g \
+        && echo i > ita && git add -N ita \
+        && git config filter.evil.clean false && echo '* filter=evil' > .gitattributes \
+        && rm -rf src/deep && ln -s /tmp src/deep";
+    let (ours, theirs) = two_worktrees(d, &first, agent);
+    let index = |wt: &Path| wt.join(sh(wt, "git rev-parse --git-path index").trim());
+    for target in [&second, &first] {
+        git.read_tree_in_worktree(&ours, target).unwrap();
+        sh(&theirs, &format!("git read-tree {target}"));
+        assert_eq!(index_state(&ours), index_state(&theirs));
+        assert_eq!(
+            std::fs::read(index(&ours)).unwrap(),
+            std::fs::read(index(&theirs)).unwrap()
+        );
+        // What the agent staged is gone.
+        assert!(!sh(&ours, "git ls-files").lines().any(|l| l == "new"));
+        sh(&ours, "git fsck --no-progress");
+    }
+    // An index libgit2 refuses (split): an error here, and reset_worktree lets git do it.
+    sh(&ours, "git update-index --split-index");
+    assert!(git.read_tree_in_worktree(&ours, &second).is_err());
+    git.reset_worktree(&ours, &second).unwrap();
+    sh(&theirs, &format!("git read-tree {second}"));
+    assert_eq!(
+        sh(&ours, "git ls-files -s -v"),
+        sh(&theirs, "git ls-files -s -v")
+    );
+    assert_eq!(sh(&ours, "git rev-parse HEAD").trim(), second);
+    assert!(!ours.join("new").exists() && !ours.join("ita").exists());
+}

@@ -35,19 +35,7 @@ impl Git {
     /// Tracked files of worktree `wt` that index flags hide from git (`assume-unchanged`,
     /// `skip-worktree`), as [`Git::snapshot`] reports them in [`Snapshot::hidden`].
     pub fn flagged_files(&self, wt: &Path) -> Result<Vec<String>, GitError> {
-        // Command-line git here because the worktree's index is git's (see `snapshot`).
-        let listing = self.run_in(wt, &["ls-files", "-v", "-z"])?;
-        Ok(listing
-            .split('\0')
-            .filter_map(|e| {
-                let (tag, path) = e.split_once(' ')?;
-                let flagged = tag
-                    .chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_lowercase() || c == 'S');
-                flagged.then(|| path.to_string())
-            })
-            .collect())
+        Ok(self.index_listing(wt)?.flagged())
     }
 
     /// Rebuilds the index of worktree `wt` from `parent`, with no cached file stats, so that

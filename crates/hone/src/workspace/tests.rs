@@ -277,3 +277,37 @@ fn globs() {
     assert!(!glob_match("model_?.py", "model_ab.py"));
     assert!(glob_match("src/**", "src/a/b.rs"));
 }
+
+#[test]
+fn a_sha256_or_reftable_repository_is_refused_at_discovery() {
+    for (flags, said) in [
+        ("--object-format=sha256", "sha256 object names"),
+        ("--ref-format=reftable", "`reftable` ref storage"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let made = Command::new("git")
+            .args(["init", "-q", flags])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        if !made.success() {
+            // This git cannot make one (older than 2.29 or 2.45): nothing to refuse.
+            continue;
+        }
+        let err = Git::discover(dir.path()).unwrap_err().to_string();
+        assert!(err.contains(said), "{err}");
+        assert!(
+            err.contains("hone needs a SHA-1 repository with the files ref backend"),
+            "{err}"
+        );
+    }
+    // The default kind is accepted.
+    let dir = tempfile::tempdir().unwrap();
+    let made = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(made.success());
+    assert!(Git::discover(dir.path()).is_ok());
+}
