@@ -46,7 +46,7 @@ import sqlite3, sys, time, os
 pid, stop_at, tenth, every = (int(a) for a in sys.argv[1:5])
 db = ".hone/hone.db"
 t0 = time.time()
-next_report = every
+next_report = None
 hwm_at_tenth = None
 def hwm():
     try:
@@ -72,7 +72,9 @@ while True:
             c.close()
         except sqlite3.Error:
             pass
-    if count >= next_report:
+    if next_report is None:
+        next_report = (count // every + 1) * every
+    elif count >= next_report:
         rss = f"{h / 1024:.1f} MB" if h is not None else "?"
         print(f"soak: {count} finished, peak RSS {rss}, {time.time() - t0:.0f} s in this process", file=sys.stderr, flush=True)
         while next_report <= count:
@@ -88,7 +90,7 @@ print(f"end {last}", flush=True)
 PY
 }
 
-# Progress to stderr every `every` experiments (2,000 at most, a tenth of the run at least).
+# Progress to stderr every `every` experiments: a tenth of the run, 2,000 at most.
 every=$((n / 10 < 2000 ? n / 10 : 2000))
 every=$((every < 1 ? 1 : every))
 start=$(date +%s)
