@@ -43,6 +43,7 @@ mod error;
 mod executor;
 mod foreign;
 mod gate;
+mod history;
 mod notices;
 mod parallel;
 mod progress;
@@ -217,8 +218,12 @@ struct Engine<'a> {
     active_before: f64,
     /// The first experiment number of this session.
     session_first: u64,
-    /// Every experiment of the run, finished ones as recorded.
+    /// Every finished experiment of the run, the older ones slimmed (see [`history`]).
     history: Vec<ExperimentRecord>,
+    /// While the history is lent to [`Engine::prepare`] (the serial loop), `history` is empty
+    /// and an outcome to record waits in `deferred`.
+    lent: bool,
+    deferred: Option<Box<Deferred>>,
     /// While an experiment's finish is being recorded (one transaction): the events written,
     /// which subscribers hear of once it is committed.
     held: Option<Vec<Event>>,
@@ -234,6 +239,14 @@ struct Engine<'a> {
     /// last verification (taken by the next [`Engine::record_start`], which then skips its
     /// reset when the commit is the parent).
     slot_ready: Option<(PathBuf, String)>,
+}
+
+/// An outcome recorded while the history was lent (see [`Engine::experiment`]).
+struct Deferred {
+    rec: ExperimentRecord,
+    status: Status,
+    reason: String,
+    t_start: Instant,
 }
 
 /// A candidate that passed the gate, waiting for its verifier.
@@ -344,10 +357,21 @@ impl<'a> Engine<'a> {
         move || interrupt.kill_requested()
     }
 
-    /// Runs one experiment; `Some(stop)` when the run must stop after it.
-    fn experiment(&mut self, exps: &[ExperimentRecord]) -> Result<Option<Stop>, EngineError> {
+    /// Runs one experiment; `Some(stop)` when the run must stop after it. The history is lent
+    /// to [`Engine::prepare`], not copied (a copy per experiment grows with the run): an
+    /// outcome recorded meanwhile (a rejection, always the last thing `prepare` does) waits in
+    /// [`Engine::deferred`] until the history is back.
+    fn experiment(&mut self) -> Result<Option<Stop>, EngineError> {
         let wt = self.worktree.clone();
-        match self.prepare(exps, &[], &wt)? {
+        let exps = std::mem::take(&mut self.history);
+        self.lent = true;
+        let prepared = self.prepare(&exps, &[], &wt);
+        self.lent = false;
+        self.history = exps;
+        if let Some(f) = self.deferred.take() {
+            self.finish(f.rec, f.status, f.reason, f.t_start)?;
+        }
+        match prepared? {
             Prepared::Done(stop) => Ok(stop),
             Prepared::Ready(c) => self.verify_and_decide(*c, &wt),
         }
@@ -367,13 +391,7 @@ impl<'a> Engine<'a> {
         let (mut rec, parent) = self.record_start(exps, in_flight, best.as_ref(), wt)?;
         // What the proposer sees: finished experiments, and those still being verified
         // (`running`: their candidates are known, their outcomes not yet).
-        let mut finished: Vec<ExperimentRecord> = exps
-            .iter()
-            .filter(|e| e.status() != Status::Running)
-            .chain(in_flight)
-            .cloned()
-            .collect();
-        finished.sort_by_key(|e| e.n);
+        let finished = shown(exps, in_flight);
         // Propose. hone's own refs are noted first: an agent that moves them is caught below.
         let refs_before = if best.is_none() {
             Vec::new()
@@ -382,7 +400,7 @@ impl<'a> Engine<'a> {
         };
         let spent = std::cell::Cell::new((0.0f64, 0u64));
         let meter = propose::Meter {
-            budget: budget_left(&self.verifier.spec, &self.history),
+            budget: budget_left(&self.verifier.spec, exps),
             spent: &spent,
         };
         let turn = proposal::Turn {
@@ -458,6 +476,28 @@ impl<'a> Engine<'a> {
     fn run_refs(&self) -> Result<Vec<(String, String)>, EngineError> {
         state::run_refs(&self.verifier.git, &self.run.tag)
     }
+}
+
+/// What the proposer is shown: the finished experiments of `exps` and those `in_flight`, in
+/// order. Borrowed as it is when nothing is in flight (the serial loop: its history holds only
+/// finished experiments, in order), so that no experiment copies the whole history again.
+fn shown<'e>(
+    exps: &'e [ExperimentRecord],
+    in_flight: &[ExperimentRecord],
+) -> std::borrow::Cow<'e, [ExperimentRecord]> {
+    let ordered = exps.windows(2).all(|w| w[0].n < w[1].n);
+    let running = exps.iter().any(|e| e.status() == Status::Running);
+    if in_flight.is_empty() && ordered && !running {
+        return std::borrow::Cow::Borrowed(exps);
+    }
+    let mut finished: Vec<ExperimentRecord> = exps
+        .iter()
+        .filter(|e| e.status() != Status::Running)
+        .chain(in_flight)
+        .cloned()
+        .collect();
+    finished.sort_by_key(|e| e.n);
+    std::borrow::Cow::Owned(finished)
 }
 
 /// What is left of the run's budgets for the next experiment, after `history`.

@@ -251,6 +251,16 @@ impl Engine<'_> {
         reason: String,
         t_start: Instant,
     ) -> Result<(), EngineError> {
+        if self.lent {
+            // Recorded once the history is back (see `Engine::experiment`).
+            self.deferred = Some(Box::new(super::Deferred {
+                rec,
+                status,
+                reason,
+                t_start,
+            }));
+            return Ok(());
+        }
         rec.status = Some(status);
         rec.reason = reason;
         rec.finished_at = Some(now());
@@ -305,10 +315,7 @@ impl Engine<'_> {
     /// The outcome and its event, the history and the loop's time (see [`Engine::finish`]).
     fn record_outcome(&mut self, rec: ExperimentRecord) -> Result<(), EngineError> {
         self.store.put_experiment(self.run.id, &rec)?;
-        match self.history.last_mut() {
-            Some(last) if last.n == rec.n => *last = rec.clone(),
-            _ => self.history.push(rec.clone()),
-        }
+        super::history::push(&mut self.history, rec.clone());
         let best = best_experiment(&self.history).and_then(|b| b.objective);
         let baseline = self
             .history

@@ -17,7 +17,9 @@ impl Engine<'_> {
     /// Repairs what a crash left behind (see the module docs).
     pub(super) fn recover(&mut self) -> Result<(), EngineError> {
         let tag = self.run.tag.clone();
-        let mut exps = self.store.experiments(self.run.id)?;
+        // Slimmed as the loop holds them (a `running` row stays whole): a long run's records
+        // are never all in memory whole. What is written back is read whole first.
+        let mut exps = super::history::load(&self.store, self.run.id)?;
         self.remove_dangling_refs(&exps)?;
         for e in exps.iter_mut().filter(|e| e.status() == Status::Running) {
             let killed = self.stop_leftovers(e)?;
@@ -140,6 +142,10 @@ impl Engine<'_> {
             };
             if !missing.contains(&c) {
                 continue;
+            }
+            // `exps` holds old records slimmed: the store's whole record is the one rewritten.
+            if let Some(whole) = self.store.experiment(self.run.id, e.n)? {
+                *e = whole;
             }
             let message = format!(
                 "experiment {}'s candidate commit {c} was deleted by git gc before hone referenced it: its files are lost",

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::exec;
 use crate::propose;
-use crate::report::{best_experiment, summarize, Summary};
+use crate::report::{best_experiment, summarize_stored, Summary};
 use crate::spec::{format_duration, Direction, Spec, StopSpec};
 use crate::store::{now, ExperimentRecord, RunRecord, RunState, Status, Store};
 use crate::workspace::{hash_paths, matches_any, Git};
@@ -182,6 +182,8 @@ impl<'a> Engine<'a> {
             session_start: Instant::now(),
             session_first: 0,
             history: Vec::new(),
+            lent: false,
+            deferred: None,
             held: None,
             unlogged: Vec::new(),
             _coordination: coordination,
@@ -223,7 +225,7 @@ impl<'a> Engine<'a> {
             warnings,
             mut notes,
         } = said;
-        let finished = self.store.experiments(self.run.id)?.len() as u64;
+        let finished = self.store.count_experiments(self.run.id, None)?;
         let spec = &self.verifier.spec;
         let started = Event::RunStarted {
             tag: self.run.tag.clone(),
@@ -293,25 +295,25 @@ impl<'a> Engine<'a> {
             if let Some(stop) = first_check {
                 break stop;
             }
-            let exps = self.history.clone();
             // Between experiments no candidate code runs: a moved branch is someone else's.
-            let expected = best_experiment(&exps)
+            let expected = best_experiment(&self.history)
                 .and_then(|b| b.candidate_commit.clone())
                 .unwrap_or_else(|| self.run.base_commit.clone());
             if let Some(stop) = self.foreign_commit(&expected)? {
                 break stop;
             }
-            if let Some(stop) = self.stop_condition(&exps) {
+            if let Some(stop) = self.stop_condition(&self.history) {
                 break stop;
             }
             // With `[exec] workers`, the experiments after the baseline run in parallel.
-            if self.verifier.spec.exec.workers > 1 && best_experiment(&exps).is_some() {
+            if self.verifier.spec.exec.workers > 1 && best_experiment(&self.history).is_some() {
                 break self.run_parallel()?;
             }
-            let step = self.experiment(&exps)?;
+            let before = self.history.len();
+            let step = self.experiment()?;
             // One loose ref per experiment makes every ref listing slower; pack them now and
             // then so the loop's cost does not grow with the run.
-            if exps.len() % 64 == 63 {
+            if before % 64 == 63 {
                 let _ = self.verifier.git.run(&["pack-refs", "--all"]);
             }
             // The loop's active time was recorded with the experiment's outcome (finish), and
@@ -334,9 +336,10 @@ impl<'a> Engine<'a> {
             .ref_target(&branch)?
             .ok_or(Mismatch::BranchMissing { branch })?;
         self.verifier.git.prepare_worktree(&wt, &head)?;
-        // The run's experiments, kept in memory from here on (the store stays the truth on
-        // disk; `finish` writes each outcome there before updating this copy).
-        self.history = self.store.experiments(self.run.id)?;
+        // The run's experiments, kept in memory from here on, the older ones slimmed (the
+        // store stays the truth on disk; `finish` writes each outcome there before updating
+        // this copy).
+        self.history = super::history::load(&self.store, self.run.id)?;
         self.session_first = self.history.len() as u64;
         // Outer loop: mechanisms start (a resumed run's history rebuilds what they can).
         let next = self.history.last().map_or(0, |e| e.n + 1);
@@ -374,7 +377,9 @@ impl<'a> Engine<'a> {
             .store
             .run_by_tag(&self.run.tag)?
             .ok_or(Internal::RunVanished)?;
-        let summary = summarize(&run, &self.store.experiments(run.id)?);
+        // From the store's tallies and indexes: reading every record whole at the end of a
+        // long run would cost more memory than the whole loop held.
+        let summary = summarize_stored(&self.store, &run)?;
         if stop.error {
             return Err(EngineError::Stopped {
                 reason: stop.reason,
@@ -515,7 +520,7 @@ fn resume_budget(
         .get("max_experiments")
         .and_then(serde_json::Value::as_u64);
     let kept_time = stop.get("max_time").and_then(serde_json::Value::as_f64);
-    let done = store.experiments(run.id)?.len() as u64;
+    let done = store.count_experiments(run.id, None)?;
     let toml_n = spec.stop.max_experiments;
     let n = match (opts.more, opts.max_experiments) {
         (Some(more), _) => done.saturating_add(more),

@@ -1,0 +1,188 @@
+//! The run's history as the engine holds it in memory: every finished experiment, in the
+//! order recorded, the last [`FULL_WINDOW`] of them and every kept one (and the baseline)
+//! whole, the older others slimmed to what the loop, the proposers and the outer loop read of
+//! them (number, status, objective, configuration, description, commit, tree, runs, cost,
+//! tokens, times). What is dropped (the reason, the metrics, the judgement, the log path, the
+//! parent commit, the process ids) stays in the store, the truth on disk; a slimmed record is
+//! never written back. A resumed run loads its history through the same rule, page by page
+//! ([`load`]), so that it holds what the uninterrupted run held.
+
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+
+use crate::store::{ExperimentRecord, Status, Store, StoreError};
+
+/// How many of the latest experiments are held whole: more than an LLM proposer's prompt
+/// shows (`propose::prompt`, the last 30) and than the outer loop's windows look back.
+pub(super) const FULL_WINDOW: usize = 256;
+
+/// Whether `e` is held whole whatever its age: the baseline and kept experiments (the best
+/// is one of them; the prompt shows its metrics, a re-test or the final holdout rewrites
+/// it), and one still running.
+fn held_whole(e: &ExperimentRecord) -> bool {
+    matches!(
+        e.status(),
+        Status::Baseline | Status::Keep | Status::Running
+    )
+}
+
+/// Drops from `e` what no reader of the in-memory history needs (see the module docs).
+pub(super) fn slim(e: &mut ExperimentRecord) {
+    if held_whole(e) {
+        return;
+    }
+    e.reason = String::new();
+    e.metrics = BTreeMap::new();
+    e.judgement = None;
+    e.log_path = None;
+    e.parent_commit = String::new();
+    e.pid = None;
+    e.pid_start = None;
+    e.description.shrink_to_fit();
+    e.runs.shrink_to_fit();
+}
+
+/// Appends the outcome `rec` to `history` (replacing the last record when it is the same
+/// experiment's), then slims the record that has just left the window of whole ones.
+pub(super) fn push(history: &mut Vec<ExperimentRecord>, rec: ExperimentRecord) {
+    match history.last_mut() {
+        Some(last) if last.n == rec.n => *last = rec,
+        _ => history.push(rec),
+    }
+    if let Some(i) = history.len().checked_sub(FULL_WINDOW + 1) {
+        slim(&mut history[i]);
+    }
+}
+
+/// A run's history from the store, read a page at a time and slimmed as it is read: what
+/// [`push`] would have built from the same records, without ever holding them all whole.
+pub(super) fn load(store: &Store, run_id: i64) -> Result<Vec<ExperimentRecord>, StoreError> {
+    let mut history = Vec::new();
+    store.for_each_experiment(run_id, &mut |e| {
+        push(&mut history, e);
+        Ok(ControlFlow::Continue(()))
+    })?;
+    history.shrink_to_fit();
+    Ok(history)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(n: u64, status: Status) -> ExperimentRecord {
+        ExperimentRecord {
+            n,
+            status: Some(status),
+            objective: Some(n as f64),
+            reason: format!("decision arithmetic of #{n}"),
+            description: format!("try {n}"),
+            metrics: BTreeMap::from([("score".to_string(), n as f64)]),
+            log_path: Some(format!("/logs/{n}.log")),
+            parent_commit: "a".repeat(40),
+            config: Some(serde_json::json!({ "A": n })),
+            tree: Some(format!("{n:040}")),
+            ..Default::default()
+        }
+    }
+
+    fn json(e: &ExperimentRecord) -> serde_json::Value {
+        serde_json::to_value(e).expect("a record serializes")
+    }
+
+    /// What a slimmed record must keep: what the loop, the knobs proposer and the outer loop
+    /// read of an old experiment.
+    fn kept_fields(e: &ExperimentRecord) -> (u64, Status, Option<f64>, String, String) {
+        (
+            e.n,
+            e.status(),
+            e.objective,
+            e.description.clone(),
+            format!("{:?} {:?}", e.config, e.tree),
+        )
+    }
+
+    #[test]
+    fn only_the_window_and_the_kept_ones_stay_whole() {
+        let mut history = Vec::new();
+        let total = FULL_WINDOW as u64 * 4;
+        for n in 0..total {
+            let status = match n {
+                0 => Status::Baseline,
+                n if n % 100 == 7 => Status::Keep,
+                _ => Status::Discard,
+            };
+            push(&mut history, record(n, status));
+        }
+        assert_eq!(history.len() as u64, total);
+        let whole = history.iter().filter(|e| !e.reason.is_empty()).count();
+        let kept = history.iter().filter(|e| held_whole(e)).count();
+        let old_kept = history[..history.len() - FULL_WINDOW]
+            .iter()
+            .filter(|e| held_whole(e))
+            .count();
+        // The window, plus the baseline and the keeps older than it: nothing else whole.
+        assert_eq!(whole, FULL_WINDOW + old_kept);
+        assert!(kept > 1);
+        for (i, e) in history.iter().enumerate() {
+            let original = record(e.n, e.status());
+            assert_eq!(kept_fields(e), kept_fields(&original));
+            let in_window = i >= history.len() - FULL_WINDOW;
+            if in_window || held_whole(e) {
+                assert_eq!(json(e), json(&original), "#{} is held whole", e.n);
+            } else {
+                assert!(e.reason.is_empty() && e.metrics.is_empty() && e.log_path.is_none());
+                assert!(e.parent_commit.is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn the_last_record_is_replaced_not_appended() {
+        let mut history = vec![record(0, Status::Baseline)];
+        let mut again = record(0, Status::Baseline);
+        again.objective = Some(5.0);
+        push(&mut history, again);
+        assert_eq!(history.len(), 1);
+        assert_eq!(history[0].objective, Some(5.0));
+    }
+
+    #[test]
+    fn a_resumed_run_loads_what_the_running_one_held() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let store = Store::open(&dir.path().join("hone.db")).expect("the store opens");
+        let run = store
+            .create_run(
+                "t",
+                "hone/t",
+                &"b".repeat(40),
+                1,
+                crate::spec::AgentKind::Knobs,
+                "score",
+                crate::spec::Direction::Minimize,
+                "{}",
+                "{}",
+            )
+            .expect("a run is created");
+        let mut live = Vec::new();
+        for n in 0..(FULL_WINDOW as u64 + 300) {
+            let status = if n == 0 {
+                Status::Baseline
+            } else {
+                Status::Discard
+            };
+            let mut rec = record(n, status);
+            rec.judgement = None;
+            store
+                .put_experiment(run.id, &rec)
+                .expect("a record is written");
+            push(&mut live, rec);
+        }
+        let loaded = load(&store, run.id).expect("the history loads");
+        let all = |h: &[ExperimentRecord]| h.iter().map(json).collect::<Vec<_>>();
+        assert_eq!(all(&loaded), all(&live));
+        // The store still holds every record whole.
+        let stored = store.experiments(run.id).expect("the records load");
+        assert!(stored.iter().all(|e| !e.reason.is_empty()));
+    }
+}
