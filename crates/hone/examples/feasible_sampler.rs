@@ -84,7 +84,11 @@ fn main() {
                 Some(_) => {}
                 None => {
                     if std::env::var("DEBUG").is_ok() && n < 50 {
-                        eprintln!("seed {seed} n {n}: crash {c:?}");
+                        let moved = c
+                            .iter()
+                            .filter(|(k, v)| incumbent.get(*k) != Some(v))
+                            .count();
+                        eprintln!("seed {seed} n {n}: crash, {moved} knobs moved from the incumbent, {c:?}");
                     }
                     crashed += 1;
                     infeasible.push(c.clone());

@@ -1,6 +1,8 @@
 //! A fast, in-process harness for tuning the knobs sampler (not the benchmark: `hone bench`
-//! runs the real loop). It replays the eleven synthetic problems of `bench/problems` with their
-//! objectives written in Rust, calls [`hone::propose::knobs::suggest`] as the engine does (the
+//! runs the real loop). It replays the twelve synthetic problems of `bench/problems` with their
+//! objectives written in Rust (`crashy`: part of the box crashes; a crash is an observation
+//! without a value and an infeasible configuration, as the engine passes it, or only the worst
+//! with `FEAS=0`), calls [`hone::propose::knobs::suggest`] as the engine does (the
 //! incumbent is the best measured so far), and prints the median and mean normalised regret at
 //! 20, 50 and 100 verifications over `SEEDS` seeds.
 //!
@@ -140,6 +142,12 @@ fn objective(problem: &str, c: &Config) -> f64 {
             let u = num(c, "K07").log10();
             0.3 * (u - 0.6).powi(2) + 2.0 * (num(c, "K03") - 0.7 - 0.2 * u).powi(2)
         }
+        "crashy" => {
+            (num(c, "LEARNING_RATE").log10() + 2.0).powi(2) * 0.4
+                + (num(c, "MOMENTUM") - 0.9).powi(2) * 2.0
+                + (num(c, "BATCH").log2() - 6.0).powi(2) * 0.05
+                + (num(c, "WEIGHT_DECAY").log10() + 4.0).powi(2) * 0.05
+        }
         "optchoice" => {
             let lr = num(c, "LEARNING_RATE").log10();
             match text(c, "OPTIMIZER").as_str() {
@@ -155,6 +163,15 @@ fn objective(problem: &str, c: &Config) -> f64 {
         }
         other => panic!("unknown problem {other}"),
     }
+}
+
+/// Whether the problem's verifier exits non-zero on `c` (`crashy`'s: momentum above 0.95, a
+/// batch not dividing 4096, or learning rate x batch above 4).
+fn crashes(problem: &str, c: &Config) -> bool {
+    problem == "crashy"
+        && (num(c, "MOMENTUM") > 0.95
+            || 4096.0 % num(c, "BATCH") != 0.0
+            || num(c, "LEARNING_RATE") * num(c, "BATCH") > 4.0)
 }
 
 /// The problem's known minimum (regret is `(best - optimum) / (baseline - optimum)`).
@@ -174,7 +191,7 @@ fn noise_sd(problem: &str) -> f64 {
     }
 }
 
-const PROBLEMS: [&str; 11] = [
+const PROBLEMS: [&str; 12] = [
     "rosenbrock",
     "mixed",
     "noisy",
@@ -186,6 +203,7 @@ const PROBLEMS: [&str; 11] = [
     "mixedrosen",
     "sparse",
     "optchoice",
+    "crashy",
 ];
 
 /// Gaussian noise from a splitmix stream (the noisy problem's measurement).
@@ -236,6 +254,8 @@ fn main() {
                 objective: Some(best),
             }];
             let mut trajectory = vec![best_true];
+            let mut infeasible: Vec<Config> = Vec::new();
+            let learn = std::env::var("FEAS").map_or(true, |v| v != "0");
             let strat = std::env::var("STRAT").unwrap_or_default();
             let (mut mode, mut scale): (Option<Mode>, f64) = (None, 1.0);
             let mut kept: Vec<bool> = Vec::new();
@@ -326,6 +346,7 @@ fn main() {
                     frozen: &frozen,
                     mode,
                     step_scale: Some(scale),
+                    infeasible: if learn { &infeasible } else { &[] },
                     ..SamplerGuide::default()
                 };
                 let Some((c, _)) =
@@ -333,6 +354,16 @@ fn main() {
                 else {
                     break;
                 };
+                if crashes(problem, &c) {
+                    kept.push(false);
+                    infeasible.push(c.clone());
+                    history.push(Observation {
+                        config: c,
+                        objective: None,
+                    });
+                    trajectory.push(best_true);
+                    continue;
+                }
                 let y = measure(&c, &mut noise);
                 // Only the model's own steps move the trust region (as in the mechanism).
                 if offered.first() == Some(&c) && !swap_offered {

@@ -9,7 +9,8 @@
 //!    (`SamplerGuide::infeasible`: the next stage then avoids what crashed).
 //! 2. **Model-based.** Afterwards each call either makes a *local move* around the incumbent
 //!    (1-2 knobs nudged by a multi-scale Gaussian step in unit space; choices and booleans
-//!    switch; of [`LOCAL_CANDIDATES`] such moves the model's best `l(x) / g(x)` is taken) or a *TPE* proposal: the observations are split at the best quarter into good and
+//!    switch; of [`LOCAL_CANDIDATES`] such moves the model's best `l(x) / g(x)` is taken, all
+//!    switching the same choice when the first one does) or a *TPE* proposal: the observations are split at the best quarter into good and
 //!    bad, each set becomes a Parzen estimator (a mixture of product kernels of width
 //!    [`BANDWIDTH`], one component per observation plus a uniform prior), 24 candidates are
 //!    drawn from the good estimator, and the one with the highest ratio `l(x) / g(x)` wins.

@@ -9,6 +9,14 @@ use super::{Rng, ENUMERATION_LIMIT, LOCAL_CANDIDATES};
 
 /// The untried one of [`LOCAL_CANDIDATES`] local moves from `from` with the best `l(x) / g(x)`
 /// under `model` (`None`: every draw was tried already).
+///
+/// The first draw decides whether a choice switches: when it moves a choice (or a boolean), the
+/// other draws move the same knobs and the model picks among them (which option, which step);
+/// otherwise every draw is a local move of its own. The model must not decide *whether* a
+/// choice switches: its good estimator is peaked on the incumbent's option (three quarters of a
+/// choice's kernel), so among free draws it nearly always keeps that option and a run stays on a
+/// second-best one (`crashy` stopped at batch 32 or 128 in half of its seeds; bench/RESULTS.md,
+/// "search"). Without choices the draws are those of plain local moves, in the same order.
 pub(super) fn best_local_move(
     space: &Space,
     model: &Model<'_>,
@@ -17,10 +25,28 @@ pub(super) fn best_local_move(
     movable: &[usize],
     step_scale: f64,
 ) -> Option<Config> {
-    let draws = (0..LOCAL_CANDIDATES)
-        .map(|_| local_move(space, from, rng, movable, step_scale))
-        .collect::<Vec<_>>();
+    let dims = moved_dims(rng, movable);
+    let switches = dims
+        .iter()
+        .any(|&i| matches!(space.dims[i].kind, Kind::Cat(_)));
+    let mut draws = Vec::with_capacity(LOCAL_CANDIDATES);
+    let scale = step(rng, step_scale);
+    draws.push(nudge(space, from, rng, &dims, scale));
+    for _ in 1..LOCAL_CANDIDATES {
+        draws.push(if switches {
+            let scale = step(rng, step_scale);
+            nudge(space, from, rng, &dims, scale)
+        } else {
+            local_move(space, from, rng, movable, step_scale)
+        });
+    }
     model.best_of(space, draws)
+}
+
+/// The scale of a local move's Gaussian step: 0.02, 0.05 or 0.15 of the unit range, times
+/// `step_scale`.
+fn step(rng: &mut Rng, step_scale: f64) -> f64 {
+    [0.02, 0.05, 0.15][rng.below(3)] * step_scale
 }
 
 /// Nudges 1-2 dimensions of `from`: numbers by a Gaussian step (scale 0.02, 0.05 or 0.15 of the
@@ -33,13 +59,29 @@ pub(super) fn local_move(
     movable: &[usize],
     step_scale: f64,
 ) -> Vec<Coord> {
-    let mut point = from.to_vec();
-    let n = movable.len();
-    let count = if n >= 2 && rng.unit() < 0.4 { 2 } else { 1 };
+    let dims = moved_dims(rng, movable);
+    let scale = step(rng, step_scale);
+    nudge(space, from, rng, &dims, scale)
+}
+
+/// Which 1-2 of the `movable` dimensions a local move changes.
+fn moved_dims(rng: &mut Rng, movable: &[usize]) -> Vec<usize> {
+    let count = if movable.len() >= 2 && rng.unit() < 0.4 {
+        2
+    } else {
+        1
+    };
     let mut order: Vec<usize> = movable.to_vec();
     rng.shuffle(&mut order);
-    let scale = [0.02, 0.05, 0.15][rng.below(3)] * step_scale;
-    for &i in order.iter().take(count) {
+    order.truncate(count);
+    order
+}
+
+/// `from` with each of `dims` nudged by a Gaussian step of `scale` (a choice to another
+/// option).
+fn nudge(space: &Space, from: &[Coord], rng: &mut Rng, dims: &[usize], scale: f64) -> Vec<Coord> {
+    let mut point = from.to_vec();
+    for &i in dims {
         let d = &space.dims[i];
         point[i] = match (point[i], &d.kind) {
             (Coord::C(c), Kind::Cat(options)) => {

@@ -532,3 +532,69 @@ fn local_moves_are_chosen_by_the_model() {
     history.push(obs(0.25, 0.5));
     assert_eq!(pick(&history), Some(0.45));
 }
+
+/// Whether a choice switches in a local move is the draw's, not the model's: with every good
+/// observation on one option, the model's best of free draws nearly never switches (the
+/// regression on `crashy`), while the local moves switch as often as random ones do.
+#[test]
+fn the_model_does_not_veto_switching_a_choice_in_local_moves() {
+    let knobs = knobs_of(
+        "A = 0.5  # hone: 0.0..1.0\nB = 0.5  # hone: 0.0..1.0\n\
+         C = \"a\"  # hone: choice [\"a\", \"b\", \"c\", \"d\"]\n",
+    );
+    let at = |a: f64, b: f64, c: &str| -> Config {
+        [
+            ("A".to_string(), KnobValue::Float(a)),
+            ("B".to_string(), KnobValue::Float(b)),
+            ("C".to_string(), KnobValue::Str(c.to_string())),
+        ]
+        .into_iter()
+        .collect()
+    };
+    let mut history = Vec::new();
+    for k in 0..8 {
+        let x = 0.45 + 0.01 * k as f64;
+        history.push(Observation {
+            config: at(x, 1.0 - x, "a"),
+            objective: Some(0.1 + 0.01 * k as f64),
+        });
+    }
+    for k in 0..24 {
+        let option = ["a", "b", "c", "d"][k % 4];
+        history.push(Observation {
+            config: at((k as f64 * 0.37) % 1.0, (k as f64 * 0.61) % 1.0, option),
+            objective: Some(1.0 + k as f64),
+        });
+    }
+    let incumbent = history[0].config.clone();
+    let space = Space::new(&knobs, &history, &incumbent);
+    let Some(model) = Model::fit(&space, &history, true) else {
+        panic!("no model")
+    };
+    let from = space.incumbent_point();
+    let movable = space.movable(&[]);
+    let switched = |c: &Config| c.get("C") != incumbent.get("C");
+    let (mut plain, mut chosen, mut free) = (0, 0, 0);
+    for i in 0..400 {
+        let point = moves::local_move(&space, &from, &mut Rng::new(5, i), &movable, 1.0);
+        plain += usize::from(space.fresh(&point).is_some_and(|c| switched(&c)));
+        let mut rng = Rng::new(5, i);
+        let best = moves::best_local_move(&space, &model, &from, &mut rng, &movable, 1.0);
+        chosen += usize::from(best.is_some_and(|c| switched(&c)));
+        // The model's pick among free draws (how local moves were chosen before).
+        let mut rng = Rng::new(5, i);
+        let draws: Vec<Vec<Coord>> = (0..LOCAL_CANDIDATES)
+            .map(|_| moves::local_move(&space, &from, &mut rng, &movable, 1.0))
+            .collect();
+        free += usize::from(model.best_of(&space, draws).is_some_and(|c| switched(&c)));
+    }
+    assert!(plain > 120, "random local moves switched {plain} of 400");
+    assert!(
+        free * 2 < plain,
+        "free draws switched {free}, random {plain}"
+    );
+    assert!(
+        chosen * 10 >= plain * 8,
+        "switched {chosen}, random {plain}"
+    );
+}
