@@ -5,10 +5,10 @@
 //! history through `propose::optimizer::observations`, the incumbent the best kept so far, a
 //! keep any improvement) and the real pruning rule (`verify::prune::Pruner`, judged at every
 //! step), and gives each arm the verifier time, in steps, of the unpruned arm's `EXPERIMENTS`
-//! experiments (a pruned arm may run twice as many and is cut where its steps would pass it).
+//! experiments (a pruned arm may run `CAP` (2) times as many and is cut where its steps would pass it).
 //!
-//! Arms (`ARMS`, comma-separated; default below): `RULE/WARMUP` (`median/10`, `top:3/20`,
-//! `halving/9`...), several joined by `+` (pruned when any of them prunes), then optionally
+//! Arms (`ARMS`, comma-separated; default below): `RULE/WARMUP` or `RULE/WARMUP/MIN_RUNS`
+//! (`median/10`, `top:3/20`, `halving/9`, `reach/8/10`...; `prune_min_runs` 3 unless given), several joined by `+` (pruned when any of them prunes), then optionally
 //! `;FEED` (how a pruned run is fed to the sampler: `worst`, the library's, the worst value
 //! measured; `none`, no value; `est`, its value at the stop less the references' median drop
 //! from there to their end; `est2`, that but no better than the worst reference that was
@@ -89,12 +89,14 @@ fn arm(spec: &str) -> Arm {
         rules => rules
             .split('+')
             .map(|r| {
-                let (rule, warmup) = r.split_once('/').expect("RULE/WARMUP");
+                let mut f = r.split('/');
+                let rule = f.next().expect("RULE/WARMUP");
+                let warmup = f.next().expect("RULE/WARMUP");
                 Pruner {
                     rule: PruneRule::parse(rule).expect("a rule"),
                     direction: Direction::Minimize,
                     warmup: Warmup::Steps(warmup.parse().expect("a warm-up in steps")),
-                    min_runs: 3,
+                    min_runs: f.next().map_or(3, |n| n.parse().expect("min runs")),
                 }
             })
             .collect(),
@@ -135,7 +137,7 @@ fn run(arm: &Arm, knobs: &[Knob], seed: u64, budget: Option<u64>, m: u64) -> Out
     let (mut incumbent, mut best) = (base.clone(), b);
     let (mut experiments, mut pruned, mut steps, mut lost) = (0, 0, 0u64, 0);
     let mut stops: Vec<Option<(f64, f64)>> = vec![None];
-    let limit = if budget.is_some() { 2 * m } else { m };
+    let limit = if budget.is_some() { cap() * m } else { m };
     for n in 1..=limit {
         let seen = Seen {
             records: &records,
@@ -190,6 +192,15 @@ fn slip() -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
+}
+
+/// `CAP`: how many times the unpruned arm's experiments a pruned arm may run (default 2, as
+/// `bench/prune.sh`); the steps budget cuts it first when it is large.
+fn cap() -> u64 {
+    std::env::var("CAP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2)
 }
 
 fn key(seed: u64, n: u64) -> u64 {
@@ -299,8 +310,9 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
-    let arms = std::env::var("ARMS")
-        .unwrap_or_else(|_| "median/10,median/20,top:3/10,halving/8,halving/9,halving/10".into());
+    let arms = std::env::var("ARMS").unwrap_or_else(|_| {
+        "median/10,median/20,top:3/10,halving/9,halving/10,reach/5,reach/5/4,reach/5/5".into()
+    });
     let source =
         std::fs::read_to_string("bench/prune/knobs.py").expect("run from the repository root");
     let knobs = discover("knobs.py", &source).expect("knobs");
