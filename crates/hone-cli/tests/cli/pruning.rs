@@ -275,7 +275,7 @@ fn reach_prunes_a_run_that_cannot_catch_up_and_never_a_confirm_run() {
     let why = log[2]["reason"].as_str().unwrap();
     assert!(why.contains("pruned at step 2"), "{why}");
     assert!(
-        why.contains("where 2 finished runs' curves ended level with the best objective would have been (70.000000, the most lenient)"),
+        why.contains("where 2 finished runs' curves, each shifted to end at the best objective, were (70.000000, the most lenient)"),
         "{why}"
     );
     assert!(marks.join("term.2").exists(), "no SIGTERM");

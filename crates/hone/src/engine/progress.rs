@@ -123,7 +123,7 @@ impl<'a> Watch<'a> {
                 p.runs
             ),
             (_, PruneRule::Reach(q)) => format!(
-                "where {} finished runs' curves ended level with the best objective would have been ({}, {})",
+                "where {} finished runs' curves, each shifted to end at the best objective, were ({}, {})",
                 p.runs,
                 fmt(p.threshold),
                 if q == 100.0 { "the most lenient".to_owned() } else { format!("their percentile:{q}") }
