@@ -20,7 +20,8 @@
 //! unpruned arm, the median and mean final regret. With seeds 1..3 the unpruned arm is
 //! `bench/prune.sh 3 30`'s exactly (the sampler is seeded the same; the curves' noise only
 //! moves pruning). `SLIP=1` counts a pruned run one step past its stop, as the engine's
-//! stop lands a little after the decision.
+//! stop lands a little after the decision. `GAP=1` judges `reach` arms by a variant kept here
+//! only to measure it: the bar widened by the gap between the two largest drops seen.
 //!
 //! `cargo run --release -p hone --example prune_sim [SEEDS] [EXPERIMENTS]`, from the
 //! repository root.
@@ -250,14 +251,46 @@ fn first_stop(pruners: &[Pruner], refs: &[Reference], curve: &[(f64, f64)]) -> O
     let mut so_far = f64::INFINITY;
     for &(s, v) in curve {
         so_far = so_far.min(v);
-        if pruners
-            .iter()
-            .any(|p| p.judge(refs, so_far, s, Duration::ZERO).is_some())
-        {
+        if pruners.iter().any(|p| match (p.rule, p.warmup) {
+            (PruneRule::Reach(_), Warmup::Steps(w)) if gap() => {
+                s >= w && gap_judge(refs, so_far, s, p.min_runs)
+            }
+            _ => p.judge(refs, so_far, s, Duration::ZERO).is_some(),
+        }) {
             return Some((s, so_far));
         }
     }
     None
+}
+
+/// `GAP=1`: `reach` with its bar widened by the gap between the two largest drops (an
+/// estimate of the largest drop a run could make from the largest seen).
+fn gap() -> bool {
+    std::env::var("GAP").is_ok_and(|v| v == "1")
+}
+
+fn gap_judge(refs: &[Reference], best: f64, step: f64, min_runs: usize) -> bool {
+    let pairs: Vec<(f64, f64)> = refs
+        .iter()
+        .filter(|r| r.curve.last().is_some_and(|l| l.0 >= step))
+        .filter_map(|r| {
+            let i = r.curve.partition_point(|p| p.0 <= step).checked_sub(1)?;
+            Some((r.curve[i].1, r.objective?))
+        })
+        .collect();
+    if pairs.len() < min_runs.max(1) {
+        return false;
+    }
+    let top = pairs.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let mut drops: Vec<f64> = pairs.iter().map(|(v, o)| v - o).collect();
+    drops.sort_by(f64::total_cmp);
+    let n = drops.len();
+    let widen = if n >= 2 {
+        drops[n - 1] - drops[n - 2]
+    } else {
+        0.0
+    };
+    best > top + drops[n - 1] + widen
 }
 
 /// A pruned run's value as fed to the sampler.
