@@ -8,7 +8,8 @@
 #   bench/prune.sh [SEEDS] [EXPERIMENTS] [STEP_SECONDS]   (default 3 30 0.03; about 10 minutes
 #   of verifier time, more on a loaded machine)
 #   PRUNE_WARMUPS="10 20" (the warm-ups tried, in steps, for hone and Optuna alike)
-#   PRUNE_RULES="median top:3" (hone's rules tried, each with each warm-up; "halving" too)
+#   PRUNE_RULES="median top:3" (hone's rules tried, each with each warm-up; "halving", "reach" too)
+#   PRUNE_MIN_RUNS=N (hone's prune_min_runs for every pruned arm; default the spec's, 3)
 #
 # Equal verifier time: the unpruned arm runs EXPERIMENTS experiments per seed; a pruned arm
 # may run twice as many and is cut, per seed, where its steps run reach the unpruned arm's
@@ -68,7 +69,8 @@ arm "no pruning" "$m" ""
 for rule in $rules; do
   for w in $warmups; do
     arm "$rule, warm-up $w steps" $((2 * m)) "prune = \"$rule\"
-prune_warmup = \"$w steps\""
+prune_warmup = \"$w steps\"${PRUNE_MIN_RUNS:+
+prune_min_runs = $PRUNE_MIN_RUNS}"
   done
 done
 python3 - "$d" "$seeds" "$step_s" > "$d/arms.jsonl" <<'PY'

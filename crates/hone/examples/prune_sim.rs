@@ -5,10 +5,10 @@
 //! history through `propose::optimizer::observations`, the incumbent the best kept so far, a
 //! keep any improvement) and the real pruning rule (`verify::prune::Pruner`, judged at every
 //! step), and gives each arm the verifier time, in steps, of the unpruned arm's `EXPERIMENTS`
-//! experiments (a pruned arm may run twice as many and is cut where its steps would pass it).
+//! experiments (a pruned arm may run `CAP` (2) times as many and is cut where its steps would pass it).
 //!
-//! Arms (`ARMS`, comma-separated; default below): `RULE/WARMUP` (`median/10`, `top:3/20`,
-//! `halving/9`...), several joined by `+` (pruned when any of them prunes), then optionally
+//! Arms (`ARMS`, comma-separated; default below): `RULE/WARMUP` or `RULE/WARMUP/MIN_RUNS`
+//! (`median/10`, `top:3/20`, `halving/9`, `reach/8/10`...; `prune_min_runs` 3 unless given), several joined by `+` (pruned when any of them prunes), then optionally
 //! `;FEED` (how a pruned run is fed to the sampler: `worst`, the library's, the worst value
 //! measured; `none`, no value; `est`, its value at the stop less the references' median drop
 //! from there to their end; `est2`, that but no better than the worst reference that was
@@ -20,7 +20,8 @@
 //! unpruned arm, the median and mean final regret. With seeds 1..3 the unpruned arm is
 //! `bench/prune.sh 3 30`'s exactly (the sampler is seeded the same; the curves' noise only
 //! moves pruning). `SLIP=1` counts a pruned run one step past its stop, as the engine's
-//! stop lands a little after the decision.
+//! stop lands a little after the decision. `GAP=1` judges `reach` arms by a variant kept here
+//! only to measure it: the bar widened by the gap between the two largest drops seen.
 //!
 //! `cargo run --release -p hone --example prune_sim [SEEDS] [EXPERIMENTS]`, from the
 //! repository root.
@@ -89,12 +90,14 @@ fn arm(spec: &str) -> Arm {
         rules => rules
             .split('+')
             .map(|r| {
-                let (rule, warmup) = r.split_once('/').expect("RULE/WARMUP");
+                let mut f = r.split('/');
+                let rule = f.next().expect("RULE/WARMUP");
+                let warmup = f.next().expect("RULE/WARMUP");
                 Pruner {
                     rule: PruneRule::parse(rule).expect("a rule"),
                     direction: Direction::Minimize,
                     warmup: Warmup::Steps(warmup.parse().expect("a warm-up in steps")),
-                    min_runs: 3,
+                    min_runs: f.next().map_or(3, |n| n.parse().expect("min runs")),
                 }
             })
             .collect(),
@@ -135,7 +138,7 @@ fn run(arm: &Arm, knobs: &[Knob], seed: u64, budget: Option<u64>, m: u64) -> Out
     let (mut incumbent, mut best) = (base.clone(), b);
     let (mut experiments, mut pruned, mut steps, mut lost) = (0, 0, 0u64, 0);
     let mut stops: Vec<Option<(f64, f64)>> = vec![None];
-    let limit = if budget.is_some() { 2 * m } else { m };
+    let limit = if budget.is_some() { cap() * m } else { m };
     for n in 1..=limit {
         let seen = Seen {
             records: &records,
@@ -192,6 +195,15 @@ fn slip() -> u64 {
         .unwrap_or(0)
 }
 
+/// `CAP`: how many times the unpruned arm's experiments a pruned arm may run (default 2, as
+/// `bench/prune.sh`); the steps budget cuts it first when it is large.
+fn cap() -> u64 {
+    std::env::var("CAP")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2)
+}
+
 fn key(seed: u64, n: u64) -> u64 {
     seed.wrapping_mul(0x1000_0000_01b3) ^ n.wrapping_mul(0xff51_afd7_ed55_8ccd)
 }
@@ -239,14 +251,46 @@ fn first_stop(pruners: &[Pruner], refs: &[Reference], curve: &[(f64, f64)]) -> O
     let mut so_far = f64::INFINITY;
     for &(s, v) in curve {
         so_far = so_far.min(v);
-        if pruners
-            .iter()
-            .any(|p| p.judge(refs, so_far, s, Duration::ZERO).is_some())
-        {
+        if pruners.iter().any(|p| match (p.rule, p.warmup) {
+            (PruneRule::Reach(_), Warmup::Steps(w)) if gap() => {
+                s >= w && gap_judge(refs, so_far, s, p.min_runs)
+            }
+            _ => p.judge(refs, so_far, s, Duration::ZERO).is_some(),
+        }) {
             return Some((s, so_far));
         }
     }
     None
+}
+
+/// `GAP=1`: `reach` with its bar widened by the gap between the two largest drops (an
+/// estimate of the largest drop a run could make from the largest seen).
+fn gap() -> bool {
+    std::env::var("GAP").is_ok_and(|v| v == "1")
+}
+
+fn gap_judge(refs: &[Reference], best: f64, step: f64, min_runs: usize) -> bool {
+    let pairs: Vec<(f64, f64)> = refs
+        .iter()
+        .filter(|r| r.curve.last().is_some_and(|l| l.0 >= step))
+        .filter_map(|r| {
+            let i = r.curve.partition_point(|p| p.0 <= step).checked_sub(1)?;
+            Some((r.curve[i].1, r.objective?))
+        })
+        .collect();
+    if pairs.len() < min_runs.max(1) {
+        return false;
+    }
+    let top = pairs.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+    let mut drops: Vec<f64> = pairs.iter().map(|(v, o)| v - o).collect();
+    drops.sort_by(f64::total_cmp);
+    let n = drops.len();
+    let widen = if n >= 2 {
+        drops[n - 1] - drops[n - 2]
+    } else {
+        0.0
+    };
+    best > top + drops[n - 1] + widen
 }
 
 /// A pruned run's value as fed to the sampler.
@@ -299,8 +343,9 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
-    let arms = std::env::var("ARMS")
-        .unwrap_or_else(|_| "median/10,median/20,top:3/10,halving/8,halving/9,halving/10".into());
+    let arms = std::env::var("ARMS").unwrap_or_else(|_| {
+        "median/10,median/20,top:3/10,halving/9,halving/10,reach/5,reach/5/4,reach/5/5".into()
+    });
     let source =
         std::fs::read_to_string("bench/prune/knobs.py").expect("run from the repository root");
     let knobs = discover("knobs.py", &source).expect("knobs");

@@ -1,7 +1,8 @@
 //! Pruning hopeless runs (`[verify] progress` and `prune`): a candidate whose curve is worse
 //! than the finished ones at the same step is stopped (SIGTERM first, its process group
 //! gone) and recorded `pruned` with its partial curve (with `halving`, against its first
-//! rung's bar); good candidates and confirm runs run to the end; the same with
+//! rung's bar; with `reach`, against the finished curves shifted to end at the best
+//! objective); good candidates and confirm runs run to the end; the same with
 //! `--workers 2`; and kill -9 then resume keeps the curves.
 
 use crate::support::*;
@@ -251,6 +252,40 @@ fn halving_prunes_only_the_worst_quarter_in_its_first_rung() {
     );
     assert!(wait_group_gone(read_pgid(&marks.join("pgid.2"))));
     assert_eq!(curve_points(&r, 3), 6);
+}
+
+#[test]
+fn reach_prunes_a_run_that_cannot_catch_up_and_never_a_confirm_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let marks = tmp.path();
+    let r = training_repo(
+        &[
+            ("prune", "\"reach\""),
+            ("prune_min_runs", "2"),
+            ("confirm", "1"),
+        ],
+        "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t5 wait\\n\n---\nwrite\tvalue.txt\t3\\n\n",
+        marks,
+    );
+    let log = r.run_log("r");
+    assert_statuses(&log, &["baseline", "keep", "pruned", "keep"]);
+    // At step 2 the baseline (80, ending at 60) and #1 (70, ending at 50) were both 20 above
+    // their ends: shifted to end at the best objective (50) both are at 70. #2 (rate 5: 80)
+    // is behind both; the median of the unshifted values (75) is not the bar.
+    let why = log[2]["reason"].as_str().unwrap();
+    assert!(why.contains("pruned at step 2"), "{why}");
+    assert!(
+        why.contains("where 2 finished runs' curves, each shifted to end at the best objective, were (70.000000, the most lenient)"),
+        "{why}"
+    );
+    assert!(marks.join("term.2").exists(), "no SIGTERM");
+    assert!(wait_group_gone(read_pgid(&marks.join("pgid.2"))));
+    // #3 (rate 3: 60 at step 2) is ahead and runs to the end; the keeps' confirm runs (a
+    // curve ten times worse, far behind every shifted curve) are never judged.
+    assert_eq!(curve_points(&r, 3), 6);
+    assert_eq!(log[1]["runs"].as_array().unwrap().len(), 2, "{:?}", log[1]);
+    assert_eq!(log[3]["runs"].as_array().unwrap().len(), 2, "{:?}", log[3]);
+    assert!(!marks.join("term.1").exists() && !marks.join("term.3").exists());
 }
 
 #[test]

@@ -122,6 +122,12 @@ impl<'a> Watch<'a> {
                 fmt(p.threshold),
                 p.runs
             ),
+            (_, PruneRule::Reach(q)) => format!(
+                "where {} finished runs' curves, each shifted to end at the best objective, were ({}, {})",
+                p.runs,
+                fmt(p.threshold),
+                if q == 100.0 { "the most lenient".to_owned() } else { format!("their percentile:{q}") }
+            ),
             (_, rule) => format!("the {rule} ({}) of {} finished runs", fmt(p.threshold), p.runs),
         };
         Ok(Some(format!(

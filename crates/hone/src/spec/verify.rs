@@ -496,6 +496,20 @@ mod tests {
             .to_string();
             assert!(e.contains("set prune_warmup"), "{warmup}: {e}");
         }
+        // `reach` (any warm-up, none included) and `reach:P`.
+        let s = parse(&with("progress = \"loss\"\nprune = \"reach\"")).unwrap();
+        assert_eq!(
+            s.verify.progress.unwrap().prune,
+            Some(PruneRule::Reach(100.0))
+        );
+        let s = parse(&with(
+            "progress = \"loss\"\nprune = \"reach:90\"\nprune_warmup = \"8 steps\"",
+        ))
+        .unwrap();
+        assert_eq!(
+            s.verify.progress.unwrap().prune,
+            Some(PruneRule::Reach(90.0))
+        );
         // Recording curves without pruning.
         let s = parse(&with("progress = \"loss\"")).unwrap();
         assert!(s
@@ -521,6 +535,11 @@ mod tests {
                 "progress = \"loss\"\nprune = \"best\"",
                 "verify.prune",
                 "did you mean \"top:3\"",
+            ),
+            (
+                "progress = \"loss\"\nprune = \"reach:0\"",
+                "verify.prune",
+                "\"reach:P\" with 0 < P <= 100",
             ),
             (
                 "progress = \"loss (\"",

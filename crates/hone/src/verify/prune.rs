@@ -13,7 +13,10 @@
 //! runs with the best objectives (the incumbent among them) by more than a margin learned
 //! from the references: the most that one of those K was behind, at `s`, a run it ended
 //! better than. A keep must beat the incumbent, so the best runs are the reference, not the
-//! median of all runs. Nothing is pruned before the warm-up (steps or time) is over, nor
+//! median of all runs. With `reach` (verify/prune/reach.rs), when it is worse than every
+//! finished run's value at `s` shifted by that run's own drop to its end so that it ends at
+//! the best objective: to be kept it would have to fall further than any of them did.
+//! Nothing is pruned before the warm-up (steps or time) is over, nor
 //! while fewer than `min_runs` curves reach that step.
 
 use std::time::Duration;
@@ -24,6 +27,7 @@ use super::metrics::{is_metric_name, parse_line};
 use super::Direction;
 
 mod live;
+mod reach;
 pub use live::{LiveCurve, Point, JUDGE_INTERVAL, MAX_STORED, STORED_IN_FULL};
 
 /// How intermediate values are read from the verifier's output.
@@ -107,13 +111,19 @@ pub enum PruneRule {
     /// bad run stops early and one merely behind the best runs stops later, when the curves
     /// have had time to cross.
     Halving,
+    /// `reach` or `reach:P`: worse, at the same step, than each finished run's curve shifted
+    /// to end at the best objective (P: the P-th most lenient of those shifted values, 100
+    /// for all of them): behind where a run that will end level with the incumbent has been
+    /// seen to be, so it cannot be kept.
+    Reach(f64),
 }
 
 /// `halving`'s percentiles, from the warm-up, twice it and three times it on.
 pub const HALVING: [f64; 3] = [75.0, 50.0, 25.0];
 
 impl PruneRule {
-    /// `median`, `percentile:P` with 0 < P < 100, `top:K` with K >= 1, or `halving`.
+    /// `median`, `percentile:P` with 0 < P < 100, `top:K` with K >= 1, `halving`, or `reach`
+    /// / `reach:P` with 0 < P <= 100.
     pub fn parse(text: &str) -> Result<PruneRule, String> {
         let t = text.trim();
         if t == "median" {
@@ -132,6 +142,19 @@ impl PruneRule {
                 return Ok(PruneRule::Percentile(p));
             }
         }
+        if t == "reach" {
+            return Ok(PruneRule::Reach(100.0));
+        }
+        if let Some(p) = t.strip_prefix("reach:") {
+            if let Some(p) = p
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|p| *p > 0.0 && *p <= 100.0)
+            {
+                return Ok(PruneRule::Reach(p));
+            }
+        }
         if let Some(k) = t.strip_prefix("top:") {
             if let Some(k) = k.trim().parse::<usize>().ok().filter(|k| *k >= 1) {
                 return Ok(PruneRule::Top(k));
@@ -145,7 +168,7 @@ impl PruneRule {
             ""
         };
         Err(format!(
-            "`{text}` is not a pruning rule{hint}: write \"median\", \"percentile:P\" with P between 0 and 100 (\"percentile:25\" keeps only runs within the best quarter), \"top:K\" (\"top:3\" stops a run clearly behind the 3 best finished runs), or \"halving\" (a percentile that tightens at 1, 2 and 3 times the warm-up)"
+            "`{text}` is not a pruning rule{hint}: write \"median\", \"percentile:P\" with P between 0 and 100 (\"percentile:25\" keeps only runs within the best quarter), \"top:K\" (\"top:3\" stops a run clearly behind the 3 best finished runs), \"halving\" (a percentile that tightens at 1, 2 and 3 times the warm-up), or \"reach\" (stops a run behind every finished curve shifted to end at the best objective; \"reach:P\" with 0 < P <= 100 compares with their P-th percentile)"
         ))
     }
 }
@@ -157,6 +180,8 @@ impl std::fmt::Display for PruneRule {
             PruneRule::Percentile(p) => write!(f, "percentile:{p}"),
             PruneRule::Top(k) => write!(f, "top:{k}"),
             PruneRule::Halving => f.write_str("halving"),
+            PruneRule::Reach(p) if *p == 100.0 => f.write_str("reach"),
+            PruneRule::Reach(p) => write!(f, "reach:{p}"),
         }
     }
 }
@@ -265,6 +290,7 @@ impl Pruner {
         let threshold = match rule {
             PruneRule::Percentile(p) => self.percentile(&at, p),
             PruneRule::Top(k) => self.top(&at, k)?,
+            PruneRule::Reach(p) => reach::threshold(self.direction, &at, p)?,
             PruneRule::Halving => return None, // `rule_at` never answers it
         };
         self.direction.better(threshold, best).then_some(Pruned {
@@ -437,7 +463,19 @@ mod tests {
         );
         assert_eq!(PruneRule::parse(" top:3 ").unwrap(), PruneRule::Top(3));
         assert_eq!(PruneRule::parse("halving").unwrap(), PruneRule::Halving);
-        for text in ["median", "percentile:25", "top:3", "halving"] {
+        assert_eq!(PruneRule::parse("reach").unwrap(), PruneRule::Reach(100.0));
+        assert_eq!(
+            PruneRule::parse("reach:90").unwrap(),
+            PruneRule::Reach(90.0)
+        );
+        for text in [
+            "median",
+            "percentile:25",
+            "top:3",
+            "halving",
+            "reach",
+            "reach:90",
+        ] {
             assert_eq!(PruneRule::parse(text).unwrap().to_string(), text);
         }
         for bad in ["mean", "percentile:0", "percentile:100", "percentile:x"] {
@@ -448,6 +486,10 @@ mod tests {
         for bad in ["top", "top:0", "top:1.5", "best"] {
             let e = PruneRule::parse(bad).unwrap_err();
             assert!(e.contains("did you mean \"top:3\""), "{bad}: {e}");
+        }
+        for bad in ["reach:0", "reach:101", "reach:x", "reaching"] {
+            let e = PruneRule::parse(bad).unwrap_err();
+            assert!(e.contains("\"reach\""), "{bad}: {e}");
         }
         let e = PruneRule::parse("percentile:150").unwrap_err();
         assert!(e.contains("did you mean \"percentile:25\""), "{e}");
