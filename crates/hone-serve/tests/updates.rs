@@ -132,6 +132,13 @@ fn an_update_after_a_new_experiment_carries_its_row_not_the_page() {
     let other = view(&format!("?status=keep&plot={new_key}&since=81"));
     assert!(other.get("rows").is_none());
     assert!(other["table"].as_str().unwrap().contains(r#"data-n="80""#));
+    // The table says how many rows its page holds as the server clamped it, which the page's
+    // script trims to (not the address's `per`).
+    let big = view("?per=100000");
+    assert!(
+        big["table"].as_str().unwrap().contains(r#"data-per="500""#),
+        "{big}"
+    );
 
     stop_tx.send(()).unwrap();
     thread.join().unwrap();

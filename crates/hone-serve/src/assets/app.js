@@ -27,13 +27,17 @@
     return ids;
   }
 
-  // The smallest row number that may change: the oldest row in flight, else the next one.
+  // The smallest row number that may change: the oldest row on the page that is in flight
+  // or may still be rewritten (a kept or baseline row: a champion re-test, the final holdout,
+  // a resume's clean-up rewrite them), else the next one. At most a page of rows is resent.
   function since() {
     var next = 0, oldest = null;
     document.querySelectorAll('#experiments tbody tr[data-n]').forEach(function (tr) {
       var n = parseInt(tr.dataset.n, 10);
       if (n + 1 > next) next = n + 1;
-      if (tr.classList.contains('r-running') && (oldest === null || n < oldest)) oldest = n;
+      var open = tr.classList.contains('r-running') || tr.classList.contains('r-keep') ||
+        tr.classList.contains('r-baseline');
+      if (open && (oldest === null || n < oldest)) oldest = n;
     });
     return oldest === null ? next : oldest;
   }
@@ -66,7 +70,8 @@
       body.insertBefore(tr, after);
       if (!before[tr.dataset.n]) tr.classList.add('new');
     });
-    var per = parseInt(new URLSearchParams(location.search).get('per'), 10) || 50;
+    var table = document.getElementById('experiments');
+    var per = parseInt(table && table.dataset.per, 10) || 50;
     var rows = body.querySelectorAll('tr[data-n]');
     for (var i = per; i < rows.length; i++) rows[i].remove();
     replaceOuter('#table .filters', v.filters);

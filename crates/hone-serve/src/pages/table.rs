@@ -93,13 +93,13 @@ impl Table {
         }
     }
 
-    /// This view's query string (non-default parts only), with `edit` applied first.
     /// The default view, newest first on the first page, every status: the one a live update
     /// can bring up to date with the changed rows alone.
     pub fn newest_first(&self) -> bool {
         self.status.is_none() && self.sort == SortKey::Number && self.descending && self.page == 1
     }
 
+    /// This view's query string (non-default parts only), with `edit` applied first.
     pub fn href(&self, edit: impl FnOnce(&mut Table)) -> String {
         let mut t = self.clone();
         edit(&mut t);
@@ -207,7 +207,8 @@ fn table_head(v: &RunView) -> String {
     };
     let _ = write!(
         out,
-        r#"<table class="grid experiments" id="experiments"><thead><tr>{}{}{}<th>description</th><th class="num">lines</th>{}{}</tr></thead><tbody>"#,
+        r#"<table class="grid experiments" id="experiments" data-per="{}"><thead><tr>{}{}{}<th>description</th><th class="num">lines</th>{}{}</tr></thead><tbody>"#,
+        t.per,
         header(SortKey::Number, "#", "num"),
         header(SortKey::Status, "status", ""),
         header(SortKey::Objective, &v.run.metric, "num"),
@@ -217,7 +218,6 @@ fn table_head(v: &RunView) -> String {
     out
 }
 
-/// One experiment's row, linking to its page.
 /// The rows numbered `since` or more, newest first: what a live update of the default view
 /// sends (the rows in flight the page showed, and the new ones).
 pub(crate) fn rows_since(v: &RunView, since: u64) -> String {
@@ -229,6 +229,7 @@ pub(crate) fn rows_since(v: &RunView, since: u64) -> String {
         .collect()
 }
 
+/// One experiment's row, linking to its page.
 fn experiment_row(tag: &str, e: &ExperimentRecord) -> String {
     let mut out = String::new();
     let link = format!("/runs/{tag}/experiments/{}", e.n);

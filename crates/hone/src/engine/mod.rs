@@ -56,11 +56,11 @@ mod state;
 mod verifier;
 
 pub use error::{Config, EngineError, Fs, Internal, Mismatch, Shared, Stage, Tool};
-pub use session::{today_tag, validate_tag};
 pub use state::{
     archive_ref, branch_ref, configured_store, is_running, repo_key, store_location, StatePaths,
     STATE_DIR,
 };
+pub use state::{today_tag, validate_tag};
 
 use verifier::{Sink, Verified, Verifier};
 

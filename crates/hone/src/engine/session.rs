@@ -9,53 +9,19 @@ use crate::exec;
 use crate::propose;
 use crate::report::{best_experiment, summarize_stored, Summary};
 use crate::spec::{format_duration, Direction, Spec, StopSpec};
-use crate::store::{now, ExperimentRecord, RunRecord, RunState, Status, Store};
+use crate::store::{ExperimentRecord, RunRecord, RunState, Status, Store};
 use crate::workspace::{hash_paths, matches_any, Git};
 
 use super::executor::{self, Executor};
 use super::gate::pinned_message;
 use super::state::{
-    branch_ref, coordinate, lock_state, store_location, worktree_path, Seals, StatePaths, STATE_DIR,
+    branch_ref, coordinate, lock_state, store_location, unique_tag, validate_tag, worktree_path,
+    Seals, StatePaths, STATE_DIR,
 };
 use super::verifier::Verifier;
 use super::{
     Config, Engine, EngineError, Event, Fs, Internal, Interrupt, Mismatch, RunOptions, Stop, Tool,
 };
-
-/// A valid run tag: it becomes part of a branch name and of paths.
-pub fn validate_tag(tag: &str) -> Result<(), EngineError> {
-    crate::tag::check(tag).map_err(|e| Config::Tag(e).into())
-}
-
-/// Today's date as YYYYMMDD (UTC), the default tag.
-pub fn today_tag() -> String {
-    let days = (now() / 86400.0).floor() as i64;
-    // Civil-from-days (Howard Hinnant's algorithm), for the proleptic Gregorian calendar.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}{m:02}{d:02}")
-}
-
-fn unique_tag(store: &Store, git: &Git) -> Result<String, EngineError> {
-    let base = today_tag();
-    let mut tag = base.clone();
-    let mut i = 2;
-    while store.run_by_tag(&tag)?.is_some()
-        || git.ref_target(&branch_ref(&tag))?.is_some()
-        || !git.refs_under(&format!("refs/hone/{tag}/"))?.is_empty()
-    {
-        tag = format!("{base}-{i}");
-        i += 1;
-    }
-    Ok(tag)
-}
 
 /// [`super::run`] without notifications: the lock, the checks before anything is opened, the
 /// run, its loop.
@@ -136,19 +102,8 @@ impl<'a> Engine<'a> {
                 (run, true, coordination)
             }
             None => {
-                if let Some(n) = opts.max_experiments.or(opts.more) {
-                    spec.stop.max_experiments = n.max(1);
-                }
-                if let Some(t) = opts.max_time {
-                    spec.stop.max_time = Some(t);
-                }
-                let tag = match &opts.tag {
-                    Some(t) => t.clone(),
-                    None => unique_tag(&store, &git)?,
-                };
-                check_hide_untracked(&spec, &git, &git.head()?)?;
-                let coordination = coordinate(&store, &spec, &git, &tag)?;
-                let run = start_run(&store, &spec, &git, &paths, &tag, opts, &mut said)?;
+                let (run, coordination) =
+                    open_new(&store, &mut spec, &git, &paths, opts, &mut said)?;
                 (run, false, coordination)
             }
         };
@@ -648,6 +603,32 @@ fn check_resumable(
         }
     }
     Ok(())
+}
+
+/// Opens a new run: `hone run`'s limits applied to the spec, its tag (the one asked for, or
+/// today's made unique), the checks, the coordination of a shared store, then [`start_run`].
+fn open_new(
+    store: &Store,
+    spec: &mut Spec,
+    git: &Git,
+    paths: &StatePaths,
+    opts: &RunOptions,
+    said: &mut Said,
+) -> Result<(RunRecord, Option<crate::queue::Coordination>), EngineError> {
+    if let Some(n) = opts.max_experiments.or(opts.more) {
+        spec.stop.max_experiments = n.max(1);
+    }
+    if let Some(t) = opts.max_time {
+        spec.stop.max_time = Some(t);
+    }
+    let tag = match &opts.tag {
+        Some(t) => t.clone(),
+        None => unique_tag(store, git)?,
+    };
+    check_hide_untracked(spec, git, &git.head()?)?;
+    let coordination = coordinate(store, spec, git, &tag)?;
+    let run = start_run(store, spec, git, paths, &tag, opts, said)?;
+    Ok((run, coordination))
 }
 
 /// Starts run `tag` from HEAD: its checks, its worktree, its seals, its branch, its record.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::spec::Spec;
-use crate::store::{Store, StoreLocation};
+use crate::store::{now, Store, StoreLocation};
 use crate::workspace::Git;
 
 use super::{Config, EngineError, Fs, Shared};
@@ -268,6 +268,41 @@ pub fn is_running(repo_root: &Path) -> bool {
     // SAFETY: flock on a valid, open file descriptor owned by `file`; a shared probe that is
     // released when `file` is dropped.
     unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) != 0 }
+}
+
+/// A valid run tag: it becomes part of a branch name and of paths.
+pub fn validate_tag(tag: &str) -> Result<(), EngineError> {
+    crate::tag::check(tag).map_err(|e| Config::Tag(e).into())
+}
+
+/// Today's date as YYYYMMDD (UTC), the default tag.
+pub fn today_tag() -> String {
+    let days = (now() / 86400.0).floor() as i64;
+    // Civil-from-days (Howard Hinnant's algorithm), for the proleptic Gregorian calendar.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}{m:02}{d:02}")
+}
+
+pub(super) fn unique_tag(store: &Store, git: &Git) -> Result<String, EngineError> {
+    let base = today_tag();
+    let mut tag = base.clone();
+    let mut i = 2;
+    while store.run_by_tag(&tag)?.is_some()
+        || git.ref_target(&branch_ref(&tag))?.is_some()
+        || !git.refs_under(&format!("refs/hone/{tag}/"))?.is_empty()
+    {
+        tag = format!("{base}-{i}");
+        i += 1;
+    }
+    Ok(tag)
 }
 
 #[cfg(test)]
