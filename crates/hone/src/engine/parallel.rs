@@ -480,18 +480,7 @@ impl Engine<'_> {
             None => verified,
         };
         let (status, reason) = match verified {
-            Verified::Cancelled if self.interrupt.kill_requested() => {
-                return self.abort(cand.rec, cand.t_start).map(Next::Free);
-            }
-            Verified::Cancelled => {
-                self.finish(
-                    cand.rec,
-                    Status::Aborted,
-                    "the run stopped while it was verified; its processes were killed".into(),
-                    cand.t_start,
-                )?;
-                return Ok(Next::Free(None));
-            }
+            Verified::Cancelled => return self.cancelled(cand),
             Verified::Failed(status, reason) => (status, reason),
             Verified::Values { broken, failed } if current_commit == cand.parent => self
                 .judge()
@@ -527,6 +516,21 @@ impl Engine<'_> {
         };
         self.conclude(cand, wt, status, reason, None)
             .map(Next::Free)
+    }
+
+    /// A candidate whose verification the run's stop cancelled: aborted as a second Ctrl-C
+    /// aborts, else recorded `aborted` with its processes killed.
+    fn cancelled(&mut self, cand: Candidate) -> Result<Next, EngineError> {
+        if self.interrupt.kill_requested() {
+            return self.abort(cand.rec, cand.t_start).map(Next::Free);
+        }
+        self.finish(
+            cand.rec,
+            Status::Aborted,
+            "the run stopped while it was verified; its processes were killed".into(),
+            cand.t_start,
+        )?;
+        Ok(Next::Free(None))
     }
 
     /// Puts the run branch (at `branch_at`) and `rec`'s archive ref back where the
