@@ -385,16 +385,34 @@ impl Git {
             ];
             self.run(&args)?;
         }
-        self.reset_worktree(path, commit)
+        if self.reset_worktree_checked(path, commit)? {
+            return Ok(());
+        }
+        // Not rebuilt again (that could go on forever): git's own link fails hone's check.
+        Err(GitError::Failed {
+            args: format!("worktree add {}", path.display()),
+            stderr: "the new worktree's .git is not the link hone checks for".to_string(),
+        })
     }
 
     /// Makes a worktree exactly `commit`: HEAD detached there (so no branch can be moved by
     /// the reset, even one a proposer checked out), tracked files reset, everything else
     /// removed (ignored files too, so nothing a previous candidate left behind survives).
+    /// A worktree whose git link was replaced is rebuilt.
     pub fn reset_worktree(&self, path: &Path, commit: &str) -> Result<(), GitError> {
+        if self.reset_worktree_checked(path, commit)? {
+            return Ok(());
+        }
+        // Never run git through a `.git` a candidate may have replaced: rebuild instead.
+        self.prepare_worktree(path, commit)
+    }
+
+    /// The reset of [`Git::reset_worktree`] without its rebuild: `Ok(false)`, and nothing
+    /// touched, where the worktree's git link fails [`Git::worktree_link_ok`] (so a later
+    /// integrity check still finds the replaced link as the candidate left it).
+    pub fn reset_worktree_checked(&self, path: &Path, commit: &str) -> Result<bool, GitError> {
         if !self.worktree_link_ok(path) {
-            // Never run git through a `.git` a candidate may have replaced: rebuild instead.
-            return self.prepare_worktree(path, commit);
+            return Ok(false);
         }
         // HEAD and the index by plumbing, the files by hone: git's checkout would run the
         // filters and attribute conversions the repository's config names. Both in-process
@@ -416,7 +434,8 @@ impl Git {
             )?;
             self.run_in(path, &["read-tree", commit])?;
         }
-        self.materialize(path, commit)
+        self.materialize(path, commit)?;
+        Ok(true)
     }
 
     /// Is `wt/.git` still the link `git worktree add` wrote (a file naming an administrative
