@@ -439,8 +439,10 @@ impl Git {
     }
 
     /// Is `wt/.git` still the link `git worktree add` wrote (a file naming an administrative
-    /// directory of this repository)? A candidate that replaced it could make git run its
-    /// configuration or read another object store.
+    /// directory of this repository whose `gitdir` names `wt/.git` back)? A candidate that
+    /// replaced it could make git run its configuration, read another object store, or
+    /// (naming another worktree's administrative directory) have hone's reset move that
+    /// worktree's HEAD and overwrite its index.
     pub fn worktree_link_ok(&self, wt: &Path) -> bool {
         let link = wt.join(".git");
         match std::fs::symlink_metadata(&link) {
@@ -457,10 +459,32 @@ impl Git {
             return false;
         };
         let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        let admin = canon(Path::new(target));
+        // A relative link (`worktree.useRelativePaths`) is relative to the worktree.
+        let admin = canon(&wt.join(target));
         admin.parent() == Some(canon(&common.join("worktrees")).as_path())
             && admin.file_name().is_some()
             && admin.join("gitdir").exists()
+            && Self::links_back(&admin, &link)
+    }
+
+    /// Does the administrative directory `admin`'s `gitdir` file (the back-link git writes)
+    /// name `link`, the worktree's `.git`? Both canonicalized; a missing one never matches.
+    fn links_back(admin: &Path, link: &Path) -> bool {
+        let Ok(text) = std::fs::read_to_string(admin.join("gitdir")) else {
+            return false;
+        };
+        let back = text.trim_end_matches(['\n', '\r']);
+        if back.is_empty() {
+            return false;
+        }
+        // A relative back-link (`worktree.useRelativePaths`) is relative to `admin`.
+        match (
+            std::fs::canonicalize(admin.join(back)),
+            std::fs::canonicalize(link),
+        ) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
     }
 
     /// Three-way merges the change from `base` to `change` onto `onto`, without touching any
