@@ -385,16 +385,34 @@ impl Git {
             ];
             self.run(&args)?;
         }
-        self.reset_worktree(path, commit)
+        if self.reset_worktree_checked(path, commit)? {
+            return Ok(());
+        }
+        // Not rebuilt again (that could go on forever): git's own link fails hone's check.
+        Err(GitError::Failed {
+            args: format!("worktree add {}", path.display()),
+            stderr: "the new worktree's .git is not the link hone checks for".to_string(),
+        })
     }
 
     /// Makes a worktree exactly `commit`: HEAD detached there (so no branch can be moved by
     /// the reset, even one a proposer checked out), tracked files reset, everything else
     /// removed (ignored files too, so nothing a previous candidate left behind survives).
+    /// A worktree whose git link was replaced is rebuilt.
     pub fn reset_worktree(&self, path: &Path, commit: &str) -> Result<(), GitError> {
+        if self.reset_worktree_checked(path, commit)? {
+            return Ok(());
+        }
+        // Never run git through a `.git` a candidate may have replaced: rebuild instead.
+        self.prepare_worktree(path, commit)
+    }
+
+    /// The reset of [`Git::reset_worktree`] without its rebuild: `Ok(false)`, and nothing
+    /// touched, where the worktree's git link fails [`Git::worktree_link_ok`] (so a later
+    /// integrity check still finds the replaced link as the candidate left it).
+    pub fn reset_worktree_checked(&self, path: &Path, commit: &str) -> Result<bool, GitError> {
         if !self.worktree_link_ok(path) {
-            // Never run git through a `.git` a candidate may have replaced: rebuild instead.
-            return self.prepare_worktree(path, commit);
+            return Ok(false);
         }
         // HEAD and the index by plumbing, the files by hone: git's checkout would run the
         // filters and attribute conversions the repository's config names. Both in-process
@@ -416,12 +434,15 @@ impl Git {
             )?;
             self.run_in(path, &["read-tree", commit])?;
         }
-        self.materialize(path, commit)
+        self.materialize(path, commit)?;
+        Ok(true)
     }
 
     /// Is `wt/.git` still the link `git worktree add` wrote (a file naming an administrative
-    /// directory of this repository)? A candidate that replaced it could make git run its
-    /// configuration or read another object store.
+    /// directory of this repository whose `gitdir` names `wt/.git` back)? A candidate that
+    /// replaced it could make git run its configuration, read another object store, or
+    /// (naming another worktree's administrative directory) have hone's reset move that
+    /// worktree's HEAD and overwrite its index.
     pub fn worktree_link_ok(&self, wt: &Path) -> bool {
         let link = wt.join(".git");
         match std::fs::symlink_metadata(&link) {
@@ -438,10 +459,32 @@ impl Git {
             return false;
         };
         let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        let admin = canon(Path::new(target));
+        // A relative link (`worktree.useRelativePaths`) is relative to the worktree.
+        let admin = canon(&wt.join(target));
         admin.parent() == Some(canon(&common.join("worktrees")).as_path())
             && admin.file_name().is_some()
             && admin.join("gitdir").exists()
+            && Self::links_back(&admin, &link)
+    }
+
+    /// Does the administrative directory `admin`'s `gitdir` file (the back-link git writes)
+    /// name `link`, the worktree's `.git`? Both canonicalized; a missing one never matches.
+    fn links_back(admin: &Path, link: &Path) -> bool {
+        let Ok(text) = std::fs::read_to_string(admin.join("gitdir")) else {
+            return false;
+        };
+        let back = text.trim_end_matches(['\n', '\r']);
+        if back.is_empty() {
+            return false;
+        }
+        // A relative back-link (`worktree.useRelativePaths`) is relative to `admin`.
+        match (
+            std::fs::canonicalize(admin.join(back)),
+            std::fs::canonicalize(link),
+        ) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        }
     }
 
     /// Three-way merges the change from `base` to `change` onto `onto`, without touching any

@@ -173,15 +173,9 @@ impl Work {
             return None;
         }
         let (git, wt) = (&self.verifier.git, &self.worktree);
-        if !git.worktree_link_ok(wt) {
-            return None;
-        }
-        // As `Git::reset_worktree`, without its rebuild of a replaced link.
-        git.run_in(wt, &["update-ref", "--no-deref", "HEAD", parent])
-            .ok()?;
-        git.run_in(wt, &["read-tree", parent]).ok()?;
-        git.materialize(wt, parent).ok()?;
-        git.worktree_link_ok(wt).then(|| parent.to_string())
+        // `Git::reset_worktree`'s own reset, without its rebuild of a replaced link.
+        let reset = matches!(git.reset_worktree_checked(wt, parent), Ok(true));
+        (reset && git.worktree_link_ok(wt)).then(|| parent.to_string())
     }
 }
 

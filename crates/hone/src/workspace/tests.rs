@@ -311,3 +311,35 @@ fn a_sha256_or_reftable_repository_is_refused_at_discovery() {
     assert!(made.success());
     assert!(Git::discover(dir.path()).is_ok());
 }
+
+/// A worktree whose `.git` names another linked worktree's administrative directory (one
+/// git wrote, with its own `gitdir`) is not its link: hone's reset rebuilds it and never
+/// moves the other worktree's HEAD or rewrites its index.
+#[test]
+fn a_link_to_another_worktrees_admin_directory_is_refused() {
+    let (dir, git) = committed("printf 'a\\n' > f.txt");
+    let d = dir.path();
+    let first = git.head().unwrap();
+    let second = sh(d, "printf 'b\\n' > f.txt && git add -A && git -c user.name=t -c user.email=t@t commit -qm c && git rev-parse HEAD").trim().to_string();
+    let (a, b) = (d.join(".hone/slots/t/w0"), d.join(".hone/slots/t/w1"));
+    git.prepare_worktree(&a, &first).unwrap();
+    git.prepare_worktree(&b, &first).unwrap();
+    assert!(git.worktree_link_ok(&a) && git.worktree_link_ok(&b));
+    let b_link = std::fs::read_to_string(b.join(".git")).unwrap();
+    let b_admin = Path::new(b_link.trim().strip_prefix("gitdir: ").unwrap()).to_path_buf();
+    assert!(b_admin.join("gitdir").exists(), "a directory git wrote");
+    std::fs::write(a.join(".git"), &b_link).unwrap();
+    assert!(!git.worktree_link_ok(&a), "A's .git names B's directory");
+    assert!(git.worktree_link_ok(&b), "B's own link is untouched");
+    let b_head = std::fs::read(b_admin.join("HEAD")).unwrap();
+    let b_index = std::fs::read(b_admin.join("index")).unwrap();
+    assert!(!git.reset_worktree_checked(&a, &second).unwrap());
+    git.reset_worktree(&a, &second).unwrap();
+    assert_eq!(std::fs::read(b_admin.join("HEAD")).unwrap(), b_head);
+    assert_eq!(std::fs::read(b_admin.join("index")).unwrap(), b_index);
+    assert!(git.worktree_link_ok(&a) && git.worktree_link_ok(&b));
+    assert_ne!(std::fs::read_to_string(a.join(".git")).unwrap(), b_link);
+    assert_eq!(std::fs::read(a.join("f.txt")).unwrap(), b"b\n");
+    assert_eq!(sh(&a, "git rev-parse HEAD").trim(), second);
+    assert_eq!(sh(&b, "git rev-parse HEAD").trim(), first);
+}
