@@ -1,8 +1,8 @@
 //! Pruning hopeless runs (`[verify] progress` and `prune`): a candidate whose curve is worse
 //! than the finished ones at the same step is stopped (SIGTERM first, its process group
 //! gone) and recorded `pruned` with its partial curve (with `halving`, against its first
-//! rung's bar; with `reach`, against the finished curves shifted to end at the best
-//! objective); good candidates and confirm runs run to the end; the same with
+//! rung's bar; with `reach`, against the finished curves shifted to end at the best last
+//! value among them); good candidates and confirm runs run to the end; the same with
 //! `--workers 2`; and kill -9 then resume keeps the curves.
 
 use crate::support::*;
@@ -270,12 +270,12 @@ fn reach_prunes_a_run_that_cannot_catch_up_and_never_a_confirm_run() {
     let log = r.run_log("r");
     assert_statuses(&log, &["baseline", "keep", "pruned", "keep"]);
     // At step 2 the baseline (80, ending at 60) and #1 (70, ending at 50) were both 20 above
-    // their ends: shifted to end at the best objective (50) both are at 70. #2 (rate 5: 80)
+    // their ends: shifted to end at the best last value (50) both are at 70. #2 (rate 5: 80)
     // is behind both; the median of the unshifted values (75) is not the bar.
     let why = log[2]["reason"].as_str().unwrap();
     assert!(why.contains("pruned at step 2"), "{why}");
     assert!(
-        why.contains("where 2 finished runs' curves, each shifted to end at the best objective, were (70.000000, the most lenient)"),
+        why.contains("where 2 finished runs' curves, each shifted by its own last value to end at the best last value among them, were (70.000000, the most lenient)"),
         "{why}"
     );
     assert!(marks.join("term.2").exists(), "no SIGTERM");

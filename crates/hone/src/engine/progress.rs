@@ -123,7 +123,7 @@ impl<'a> Watch<'a> {
                 p.runs
             ),
             (_, PruneRule::Reach(q)) => format!(
-                "where {} finished runs' curves, each shifted to end at the best objective, were ({}, {})",
+                "where {} finished runs' curves, each shifted by its own last value to end at the best last value among them, were ({}, {})",
                 p.runs,
                 fmt(p.threshold),
                 if q == 100.0 { "the most lenient".to_owned() } else { format!("their percentile:{q}") }

@@ -14,10 +14,11 @@
 //! from the references: the most that one of those K was behind, at `s`, a run it ended
 //! better than. A keep must beat the incumbent, so the best runs are the reference, not the
 //! median of all runs. With `reach` (verify/prune/reach.rs), when it is worse than every
-//! finished run's value at `s` shifted by that run's own drop to its end so that it ends at
-//! the best objective: to be kept it would have to fall further than any of them did.
+//! finished run's value at `s` shifted by that run's own drop to its last value so that it
+//! ends at the best last value among them: to be kept it would have to improve further after
+//! `s` than any of them did (all in the curve's units; the objective is not read).
 //! Nothing is pruned before the warm-up (steps or time) is over, nor
-//! while fewer than `min_runs` curves reach that step.
+//! while fewer than `min_runs` curves reach that step (for `reach`, that it can use).
 
 use std::time::Duration;
 
@@ -112,9 +113,9 @@ pub enum PruneRule {
     /// have had time to cross.
     Halving,
     /// `reach` or `reach:P`: worse, at the same step, than each finished run's curve shifted
-    /// to end at the best objective (P: the P-th most lenient of those shifted values, 100
-    /// for all of them): behind where a run that will end level with the incumbent has been
-    /// seen to be, so it cannot be kept.
+    /// by its own last value to end at the best last value among them (P: the P-th most
+    /// lenient of those shifted values, 100 for all of them): behind where a run that ends
+    /// level with the best finished curve has been seen to be, so it cannot be kept.
     Reach(f64),
 }
 
@@ -168,7 +169,7 @@ impl PruneRule {
             ""
         };
         Err(format!(
-            "`{text}` is not a pruning rule{hint}: write \"median\", \"percentile:P\" with P between 0 and 100 (\"percentile:25\" keeps only runs within the best quarter), \"top:K\" (\"top:3\" stops a run clearly behind the 3 best finished runs), \"halving\" (a percentile that tightens at 1, 2 and 3 times the warm-up), or \"reach\" (stops a run behind every finished curve shifted to end at the best objective; \"reach:P\" with 0 < P <= 100 compares with their P-th percentile)"
+            "`{text}` is not a pruning rule{hint}: write \"median\", \"percentile:P\" with P between 0 and 100 (\"percentile:25\" keeps only runs within the best quarter), \"top:K\" (\"top:3\" stops a run clearly behind the 3 best finished runs), \"halving\" (a percentile that tightens at 1, 2 and 3 times the warm-up), or \"reach\" (stops a run behind every finished curve shifted to end at the best finished curve's last value; \"reach:P\" with 0 < P <= 100 compares with their P-th percentile)"
         ))
     }
 }
@@ -279,25 +280,30 @@ impl Pruner {
         if !self.warmup.over(step, elapsed) {
             return None;
         }
-        let at: Vec<(f64, Option<f64>)> = references
+        let at: Vec<(f64, &Reference)> = references
             .iter()
-            .filter_map(|r| value_at(&r.curve, step).map(|v| (v, r.objective)))
+            .filter_map(|r| value_at(&r.curve, step).map(|v| (v, r)))
             .collect();
         if at.is_empty() || at.len() < self.min_runs {
             return None;
         }
         let rule = self.rule_at(step, elapsed);
-        let threshold = match rule {
-            PruneRule::Percentile(p) => self.percentile(&at, p),
-            PruneRule::Top(k) => self.top(&at, k)?,
+        // The threshold, and how many references it was worked from (`min_runs` is checked
+        // again against those: `reach` leaves out a curve it cannot shift).
+        let (threshold, runs) = match rule {
+            PruneRule::Percentile(p) => (self.percentile(&at, p), at.len()),
+            PruneRule::Top(k) => (self.top(&at, k)?, at.len()),
             PruneRule::Reach(p) => reach::threshold(self.direction, &at, p)?,
             PruneRule::Halving => return None, // `rule_at` never answers it
         };
+        if runs == 0 || runs < self.min_runs {
+            return None;
+        }
         self.direction.better(threshold, best).then_some(Pruned {
             step,
             best,
             threshold,
-            runs: at.len(),
+            runs,
             rule,
         })
     }
@@ -315,7 +321,7 @@ impl Pruner {
     }
 
     /// The `p`-th best percentile of the values `at` the step.
-    fn percentile(&self, at: &[(f64, Option<f64>)], p: f64) -> f64 {
+    fn percentile(&self, at: &[(f64, &Reference)], p: f64) -> f64 {
         let mut v: Vec<f64> = at.iter().map(|a| a.0).collect();
         v.sort_by(f64::total_cmp);
         let q = match self.direction {
@@ -329,14 +335,18 @@ impl Pruner {
     /// value of the K runs with the best objectives, made worse by the margin, the most any
     /// of them was behind there a run that ended worse (0 when none was). `None` when no run
     /// has an objective. Worked in "lower is better" (values negated when maximizing).
-    fn top(&self, at: &[(f64, Option<f64>)], k: usize) -> Option<f64> {
+    fn top(&self, at: &[(f64, &Reference)], k: usize) -> Option<f64> {
         let sign = match self.direction {
             Direction::Minimize => 1.0,
             Direction::Maximize => -1.0,
         };
         let mut ranked: Vec<(f64, f64)> = at
             .iter()
-            .filter_map(|(v, o)| o.filter(|o| o.is_finite()).map(|o| (v * sign, o * sign)))
+            .filter_map(|(v, r)| {
+                r.objective
+                    .filter(|o| o.is_finite())
+                    .map(|o| (v * sign, o * sign))
+            })
             .collect();
         ranked.sort_by(|a, b| a.1.total_cmp(&b.1));
         let top = &ranked[..k.min(ranked.len())];

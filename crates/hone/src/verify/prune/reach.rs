@@ -1,37 +1,49 @@
 //! `reach`: a run is hopeless when, at a step, it is behind every place a finished run that
-//! ends level with the best objective has been seen to be. Each finished run's curve is
-//! shifted to end at the best objective (its value at the step, less its own objective, plus
-//! the best); a candidate worse than those shifted values (the `P`-th most lenient of them)
-//! would have to fall further from there than any finished run did to be kept.
+//! ends level with the best finished curve has been seen to be. Each finished curve is
+//! shifted by its own last value to end at the best last value among them (its value at the
+//! step, less its last value, plus the best last value); a candidate worse than those
+//! shifted values (the `P`-th most lenient of them) would have to improve further after the
+//! step than any finished run did to be kept. All in the curve's own units: the progress
+//! value need not be the objective (a training loss beside a validation metric), and the
+//! objective is not read.
 
-use super::{quantile, Direction};
+use super::{quantile, Direction, Reference};
 
-/// The threshold at a step from each reference's (value there, objective): the `p`-th
-/// percentile, from the strictest, of `value - objective + best objective`. `None` when no
-/// reference has a finite objective. Worked in "lower is better" (negated when maximizing).
-pub(super) fn threshold(direction: Direction, at: &[(f64, Option<f64>)], p: f64) -> Option<f64> {
+/// The threshold at a step from each reference's (value there, curve), and how many
+/// references it was worked from: the `p`-th percentile, from the strictest, of
+/// `value - last value + best last value` (the best in `direction`). A reference's last
+/// point is where it ended: the store keeps the last point of a thinned curve. `None` when no
+/// reference has a finite value and last value. Worked in "lower is better" (negated when
+/// maximizing).
+pub(super) fn threshold(
+    direction: Direction,
+    at: &[(f64, &Reference)],
+    p: f64,
+) -> Option<(f64, usize)> {
     let sign = match direction {
         Direction::Minimize => 1.0,
         Direction::Maximize => -1.0,
     };
     let pairs: Vec<(f64, f64)> = at
         .iter()
-        .filter_map(|(v, o)| o.filter(|o| o.is_finite()).map(|o| (v * sign, o * sign)))
+        .filter_map(|(v, r)| r.curve.last().map(|last| (v * sign, last.1 * sign)))
+        .filter(|(v, last)| v.is_finite() && last.is_finite())
         .collect();
     let best = pairs.iter().map(|p| p.1).reduce(f64::min)?;
-    let mut shifted: Vec<f64> = pairs.iter().map(|(v, o)| v - o + best).collect();
+    let mut shifted: Vec<f64> = pairs.iter().map(|(v, last)| v - last + best).collect();
     shifted.sort_by(f64::total_cmp);
-    Some(quantile(&shifted, p / 100.0) * sign)
+    Some((quantile(&shifted, p / 100.0) * sign, shifted.len()))
 }
 
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
 
-    use super::super::{Curve, PruneRule, Pruner, Reference, Warmup};
+    use super::super::{Curve, PruneRule, Pruner, Warmup};
     use super::*;
 
-    fn refs(runs: &[(&[f64], f64)]) -> Vec<Reference> {
+    /// References from (curve, objective), the curve's points at steps 10, 20, ...
+    fn refs(runs: &[(&[f64], Option<f64>)]) -> Vec<Reference> {
         runs.iter()
             .map(|(c, o)| Reference {
                 curve: c
@@ -39,9 +51,23 @@ mod tests {
                     .enumerate()
                     .map(|(i, v)| ((i as f64 + 1.0) * 10.0, *v))
                     .collect::<Curve>(),
-                objective: Some(*o),
+                objective: *o,
             })
             .collect()
+    }
+
+    /// Three runs whose objective is `scale` times their curve's end (`None`: no objective).
+    fn three(scale: Option<f64>) -> Vec<Reference> {
+        let curves: [&[f64]; 3] = [
+            &[4.0, 2.0, 1.5, 1.0],
+            &[6.0, 4.0, 3.0, 2.0],
+            &[3.0, 2.5, 2.2, 2.0],
+        ];
+        let runs: Vec<(&[f64], Option<f64>)> = curves
+            .iter()
+            .map(|c| (*c, scale.map(|k| k * c[c.len() - 1])))
+            .collect();
+        refs(&runs)
     }
 
     fn reach(p: f64, direction: Direction) -> Pruner {
@@ -55,13 +81,9 @@ mod tests {
 
     #[test]
     fn a_run_behind_every_shifted_curve_is_pruned_and_one_ahead_of_any_is_not() {
-        // Minimize. The best objective is 1.0. At step 20 the runs fell from there by 1.0,
+        // Minimize. The best last value is 1.0. At step 20 the runs fell from there by 1.0,
         // 2.0 and 0.5 to their ends: shifted to end at 1.0 they were at 2.0, 3.0 and 1.5.
-        let r = refs(&[
-            (&[4.0, 2.0, 1.5, 1.0], 1.0),
-            (&[6.0, 4.0, 3.0, 2.0], 2.0),
-            (&[3.0, 2.5, 2.2, 2.0], 2.0),
-        ]);
+        let r = three(Some(1.0));
         let t = Duration::ZERO;
         let p = reach(100.0, Direction::Minimize);
         let pruned = p.judge(&r, 3.1, 20.0, t).unwrap();
@@ -78,33 +100,56 @@ mod tests {
         // The warm-up and min_runs as for the other rules.
         assert_eq!(p.judge(&r, 100.0, 10.0, t), None);
         assert_eq!(Pruner { min_runs: 4, ..p }.judge(&r, 100.0, 20.0, t), None);
-        // No reference with an objective: nothing to compare with.
-        let bare: Vec<Reference> = r
-            .iter()
-            .map(|x| Reference {
-                objective: None,
-                ..x.clone()
-            })
-            .collect();
-        assert_eq!(p.judge(&bare, 100.0, 20.0, t), None);
+    }
+
+    #[test]
+    fn the_objective_is_not_read_so_its_units_do_not_matter() {
+        // The progress value is a loss and the objective another quantity (here 1000 times
+        // the curve's end, or none at all): the same runs are pruned, at the same bar, as
+        // when the objective is the curve's end.
+        let t = Duration::ZERO;
+        let p = reach(100.0, Direction::Minimize);
+        let half = reach(50.0, Direction::Minimize);
+        for scale in [Some(1.0), Some(1000.0), Some(-0.001), None] {
+            let r = three(scale);
+            let pruned = p.judge(&r, 3.1, 20.0, t).unwrap();
+            assert_eq!((pruned.threshold, pruned.runs), (3.0, 3), "{scale:?}");
+            assert_eq!(p.judge(&r, 2.9, 20.0, t), None, "{scale:?}");
+            assert_eq!(half.judge(&r, 2.1, 20.0, t).unwrap().threshold, 2.0);
+            assert_eq!(half.judge(&r, 1.9, 20.0, t), None, "{scale:?}");
+        }
+    }
+
+    #[test]
+    fn runs_counts_and_min_runs_gates_the_curves_actually_shifted() {
+        // A fourth curve reaches step 20 but ends on a value that is not finite: it cannot
+        // be shifted, so it is neither in the count nor in `min_runs`.
+        let mut r = three(None);
+        r.extend(refs(&[(&[5.0, 5.0, f64::NAN], None)]));
+        let t = Duration::ZERO;
+        let p = reach(100.0, Direction::Minimize);
+        let pruned = p.judge(&r, 3.1, 20.0, t).unwrap();
+        assert_eq!((pruned.threshold, pruned.runs), (3.0, 3));
+        assert_eq!(Pruner { min_runs: 4, ..p }.judge(&r, 100.0, 20.0, t), None);
     }
 
     #[test]
     fn maximizing_shifts_the_curves_the_other_way() {
-        // The same runs negated: the best objective is -1.0, the most lenient shifted value
+        // The same runs negated: the best last value is -1.0, the most lenient shifted value
         // -3.0, and lower is worse.
         let r = refs(&[
-            (&[-4.0, -2.0, -1.5, -1.0], -1.0),
-            (&[-6.0, -4.0, -3.0, -2.0], -2.0),
-            (&[-3.0, -2.5, -2.2, -2.0], -2.0),
+            (&[-4.0, -2.0, -1.5, -1.0], Some(-1.0)),
+            (&[-6.0, -4.0, -3.0, -2.0], Some(-2.0)),
+            (&[-3.0, -2.5, -2.2, -2.0], Some(-2.0)),
         ]);
         let p = reach(100.0, Direction::Maximize);
         let t = Duration::ZERO;
         assert_eq!(p.judge(&r, -3.1, 20.0, t).unwrap().threshold, -3.0);
         assert_eq!(p.judge(&r, -2.9, 20.0, t), None);
+        let one = refs(&[(&[-3.0, -2.0, -1.0], None)]);
         assert_eq!(
-            threshold(Direction::Maximize, &[(-2.0, Some(-1.0))], 100.0),
-            Some(-2.0)
+            threshold(Direction::Maximize, &[(-2.0, &one[0])], 100.0),
+            Some((-2.0, 1))
         );
     }
 }
