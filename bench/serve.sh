@@ -29,15 +29,9 @@ t0=$(date +%s.%N)
 t1=$(date +%s.%N)
 echo "store: $N experiments written in $(echo "$t1 - $t0" | bc) s"
 
-token=bench-token-0123456789abcdef
-HONE_TOKEN=$token "$target/release/hone" -C "$dir" serve --port 0 >"$dir/serve.out" 2>&1 &
-pid=$!
-for _ in $(seq 200); do
-  grep -q 'http://' "$dir/serve.out" && break
-  kill -0 "$pid" 2>/dev/null || { cat "$dir/serve.out"; exit 1; }
-  sleep 0.05
-done
-url=$(grep -m1 -o 'http://[^ ]*' "$dir/serve.out")
+# shellcheck source=bench/serve-lib.sh
+source "$(dirname "$0")/serve-lib.sh"
+start_serve "$target/release/hone" "$dir" "$dir/serve.out"
 
 # Median of 20 times to first byte, in milliseconds; also the body's size.
 ttfb() {

@@ -18,15 +18,9 @@ cleanup() {
 }
 trap cleanup EXIT
 cp -a "$src" "$dir/r"
-token=bench-token-0123456789abcdef
-HONE_TOKEN=$token "$hone" -C "$dir/r" serve --port 0 >"$dir/out" 2>&1 &
-pid=$!
-for _ in $(seq 400); do
-  grep -q 'http://' "$dir/out" && break
-  kill -0 "$pid" 2>/dev/null || { cat "$dir/out"; exit 1; }
-  sleep 0.05
-done
-url=$(grep -m1 -o 'http://[^ ]*' "$dir/out")
+# shellcheck source=bench/serve-lib.sh
+source "$(dirname "$0")/serve-lib.sh"
+start_serve "$hone" "$dir/r" "$dir/out"
 get() {
   curl -s -f -H "Authorization: Bearer $token" -H "Accept-Encoding: gzip" -o /dev/null \
     -w "%{time_starttransfer} s, %{size_download} bytes gzipped" "$url$1"

@@ -36,6 +36,8 @@ if [ -z "${HONE:-}" ]; then
 fi
 hone=${HONE:-$(cd "$target/release" && pwd)/hone}
 bench_store=${BENCH_STORE:-$target/release/examples/bench-store}
+# shellcheck source=bench/serve-lib.sh
+source "$(dirname "$0")/serve-lib.sh"
 
 dir=$(mktemp -d)
 pid=
@@ -66,15 +68,7 @@ for n in $SIZES; do
     if [ -n "${STORES:-}" ]; then mkdir -p "$STORES" && cp -a "$repo" "$STORES/r$n"; fi
   fi
 
-  token=bench-token-0123456789abcdef
-  HONE_TOKEN=$token "$hone" -C "$repo" serve --port 0 >"$dir/serve.out" 2>&1 &
-  pid=$!
-  for _ in $(seq 200); do
-    grep -q 'http://' "$dir/serve.out" && break
-    kill -0 "$pid" 2>/dev/null || { cat "$dir/serve.out"; exit 1; }
-    sleep 0.05
-  done
-  url=$(grep -m1 -o 'http://[^ ]*' "$dir/serve.out")
+  start_serve "$hone" "$repo" "$dir/serve.out"
 
   python3 - "$hone" "$repo" "$n" "$REPEAT" "$url" "$token" "$dir/report" <<'PY'
 import statistics, subprocess, sys, time

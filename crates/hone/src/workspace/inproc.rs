@@ -209,19 +209,7 @@ impl Git {
     /// worktree's administrative directory, as git does.
     pub(super) fn detach_worktree_head(&self, wt: &Path, commit: &str) -> Result<(), GitError> {
         let what = format!("update-ref --no-deref HEAD {commit}");
-        isolate_from_user_config();
-        let repo = Repository::open_ext(
-            wt,
-            RepositoryOpenFlags::NO_SEARCH,
-            std::iter::empty::<&std::ffi::OsStr>(),
-        )
-        .map_err(|e| failed(&what, &e))?;
-        if !repo.is_worktree() {
-            return Err(GitError::Failed {
-                args: what,
-                stderr: format!("{} is not a worktree of this repository", wt.display()),
-            });
-        }
+        let repo = open_worktree(wt, &what)?;
         let id = oid(&what, commit)?;
         // As git, refuse to point HEAD at an object the repository does not have.
         repo.find_object(id, None).map_err(|e| failed(&what, &e))?;
@@ -240,19 +228,7 @@ impl Git {
     /// does not know, or a corrupt one) is an error: the caller then runs git itself.
     pub(super) fn read_tree_in_worktree(&self, wt: &Path, commit: &str) -> Result<(), GitError> {
         let what = format!("read-tree {commit}");
-        isolate_from_user_config();
-        let repo = Repository::open_ext(
-            wt,
-            RepositoryOpenFlags::NO_SEARCH,
-            std::iter::empty::<&std::ffi::OsStr>(),
-        )
-        .map_err(|e| failed(&what, &e))?;
-        if !repo.is_worktree() {
-            return Err(GitError::Failed {
-                args: what,
-                stderr: format!("{} is not a worktree of this repository", wt.display()),
-            });
-        }
+        let repo = open_worktree(wt, &what)?;
         let tree = repo
             .find_commit(oid(&what, commit)?)
             .and_then(|c| c.tree())
@@ -392,4 +368,23 @@ fn file_id(odb: &git2::Odb<'_>, full: &Path, write: bool) -> Result<String, GitE
         .finalize()
         .map(|o| o.to_string())
         .map_err(|e| failed(what, &e))
+}
+
+/// The linked worktree `wt` opened as itself (no upward search; its `.git` link checked by
+/// the caller), or an error naming `what` when it is not a worktree of a repository.
+fn open_worktree(wt: &Path, what: &str) -> Result<Repository, GitError> {
+    isolate_from_user_config();
+    let repo = Repository::open_ext(
+        wt,
+        RepositoryOpenFlags::NO_SEARCH,
+        std::iter::empty::<&std::ffi::OsStr>(),
+    )
+    .map_err(|e| failed(what, &e))?;
+    if !repo.is_worktree() {
+        return Err(GitError::Failed {
+            args: what.to_string(),
+            stderr: format!("{} is not a worktree of this repository", wt.display()),
+        });
+    }
+    Ok(repo)
 }
