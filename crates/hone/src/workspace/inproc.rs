@@ -144,8 +144,16 @@ impl Git {
             if !name.starts_with(prefix) {
                 continue;
             }
-            let Ok(r) = r.resolve() else { continue };
-            let Some(target) = r.target() else { continue };
+            // A direct ref names its object: no resolution (a lookup of the ref again, a
+            // stat and a search of packed-refs each, which made this listing grow with the
+            // square of a long run's archive refs). Only a symbolic ref is followed.
+            let target = match r.target() {
+                Some(t) => t,
+                None => match r.resolve().ok().and_then(|r| r.target()) {
+                    Some(t) => t,
+                    None => continue,
+                },
+            };
             out.push((name, target.to_string()));
         }
         out.sort();

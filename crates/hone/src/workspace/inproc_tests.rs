@@ -123,6 +123,20 @@ fn packed_refs_read_and_update_like_loose_ones() {
         .map(|(n, c)| format!("{n} {c}\n"))
         .collect();
     assert_eq!(ours, git_listing);
+    // A symbolic ref among them is followed to its object, as for-each-ref lists it.
+    sh(d, "git symbolic-ref refs/hone/t/3 refs/hone/t/2");
+    let git_listing = sh(
+        d,
+        "git for-each-ref --format='%(refname) %(objectname)' refs/hone/t/",
+    );
+    let ours: String = git
+        .refs_under("refs/hone/t/")
+        .unwrap()
+        .iter()
+        .map(|(n, c)| format!("{n} {c}\n"))
+        .collect();
+    assert_eq!(ours, git_listing);
+    assert!(ours.contains(&format!("refs/hone/t/3 {second}")), "{ours}");
     assert_eq!(git.ref_target("refs/hone/none").unwrap(), None);
     assert_eq!(
         git.tree_of(&second).unwrap(),
