@@ -87,6 +87,23 @@ fn ref_updates_write_the_reflogs_git_writes() {
     sh(d, "git fsck --no-progress --strict");
 }
 
+/// `git.refs_under(prefix)` in `for-each-ref`'s format, asserted equal to what
+/// `git for-each-ref` lists in repository `d`.
+fn listed_as_git_lists(d: &Path, git: &Git, prefix: &str) -> String {
+    let git_listing = sh(
+        d,
+        &format!("git for-each-ref --format='%(refname) %(objectname)' {prefix}"),
+    );
+    let ours: String = git
+        .refs_under(prefix)
+        .unwrap()
+        .iter()
+        .map(|(n, c)| format!("{n} {c}\n"))
+        .collect();
+    assert_eq!(ours, git_listing);
+    ours
+}
+
 #[test]
 fn packed_refs_read_and_update_like_loose_ones() {
     let (dir, git) = repo("echo a > f");
@@ -112,30 +129,10 @@ fn packed_refs_read_and_update_like_loose_ones() {
     git.update_ref("refs/hone/t/1", &second, Some(&first))
         .unwrap();
     assert_eq!(sh(d, "git rev-parse refs/hone/t/1").trim(), second);
-    let git_listing = sh(
-        d,
-        "git for-each-ref --format='%(refname) %(objectname)' refs/hone/t/",
-    );
-    let ours: String = git
-        .refs_under("refs/hone/t/")
-        .unwrap()
-        .iter()
-        .map(|(n, c)| format!("{n} {c}\n"))
-        .collect();
-    assert_eq!(ours, git_listing);
+    let ours = listed_as_git_lists(d, &git, "refs/hone/t/");
     // A symbolic ref among them is followed to its object, as for-each-ref lists it.
     sh(d, "git symbolic-ref refs/hone/t/3 refs/hone/t/2");
-    let git_listing = sh(
-        d,
-        "git for-each-ref --format='%(refname) %(objectname)' refs/hone/t/",
-    );
-    let ours: String = git
-        .refs_under("refs/hone/t/")
-        .unwrap()
-        .iter()
-        .map(|(n, c)| format!("{n} {c}\n"))
-        .collect();
-    assert_eq!(ours, git_listing);
+    let ours = listed_as_git_lists(d, &git, "refs/hone/t/");
     assert!(ours.contains(&format!("refs/hone/t/3 {second}")), "{ours}");
     assert_eq!(git.ref_target("refs/hone/none").unwrap(), None);
     assert_eq!(
