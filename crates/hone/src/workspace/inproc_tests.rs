@@ -129,7 +129,7 @@ fn packed_refs_read_and_update_like_loose_ones() {
     git.update_ref("refs/hone/t/1", &second, Some(&first))
         .unwrap();
     assert_eq!(sh(d, "git rev-parse refs/hone/t/1").trim(), second);
-    let ours = listed_as_git_lists(d, &git, "refs/hone/t/");
+    listed_as_git_lists(d, &git, "refs/hone/t/");
     // A symbolic ref among them is followed to its object, as for-each-ref lists it.
     sh(d, "git symbolic-ref refs/hone/t/3 refs/hone/t/2");
     let ours = listed_as_git_lists(d, &git, "refs/hone/t/");
