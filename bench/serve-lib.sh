@@ -1,5 +1,10 @@
 # Sourced by the dashboard benchmarks (serve.sh, views.sh, view_updates.sh):
 #
+#   serve_scratch
+#
+# makes a scratch directory `dir`, removed when the script exits, after the server `pid` (when
+# one was started) is stopped; then
+#
 #   start_serve HONE REPO LOG
 #
 # starts `HONE -C REPO serve --port 0` in the background with a fixed bearer token, its output
@@ -15,4 +20,15 @@ start_serve() {
     sleep 0.05
   done
   url=$(grep -m1 -o 'http://[^ ]*' "$3")
+}
+
+serve_scratch() {
+  dir=$(mktemp -d)
+  pid=
+  trap serve_cleanup EXIT
+}
+
+serve_cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$dir"
 }

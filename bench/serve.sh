@@ -14,13 +14,9 @@ target=${CARGO_TARGET_DIR:-target}
 cargo build -q --release -p hone-cli --bin hone
 cargo build -q --release -p hone-serve --example bench-store
 
-dir=$(mktemp -d)
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+# shellcheck source=bench/serve-lib.sh
+source "$(dirname "$0")/serve-lib.sh"
+serve_scratch
 git -C "$dir" init -q -b main
 git -C "$dir" -c user.name=bench -c user.email=bench@localhost commit -q --allow-empty -m init
 
@@ -29,8 +25,6 @@ t0=$(date +%s.%N)
 t1=$(date +%s.%N)
 echo "store: $N experiments written in $(echo "$t1 - $t0" | bc) s"
 
-# shellcheck source=bench/serve-lib.sh
-source "$(dirname "$0")/serve-lib.sh"
 start_serve "$target/release/hone" "$dir" "$dir/serve.out"
 
 # Median of 20 times to first byte, in milliseconds; also the body's size.

@@ -10,16 +10,10 @@ cd "$(dirname "$0")/.."
 N=${N:-100000}
 hone=${HONE:?HONE=path/to/hone}
 src=${STORES:?STORES=DIR, as bench/views.sh keeps it}/r$N
-dir=$(mktemp -d)
-pid=
-cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-cp -a "$src" "$dir/r"
 # shellcheck source=bench/serve-lib.sh
 source "$(dirname "$0")/serve-lib.sh"
+serve_scratch
+cp -a "$src" "$dir/r"
 start_serve "$hone" "$dir/r" "$dir/out"
 get() {
   curl -s -f -H "Authorization: Bearer $token" -H "Accept-Encoding: gzip" -o /dev/null \

@@ -36,16 +36,10 @@ if [ -z "${HONE:-}" ]; then
 fi
 hone=${HONE:-$(cd "$target/release" && pwd)/hone}
 bench_store=${BENCH_STORE:-$target/release/examples/bench-store}
+
 # shellcheck source=bench/serve-lib.sh
 source "$(dirname "$0")/serve-lib.sh"
-
-dir=$(mktemp -d)
-pid=
-cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+serve_scratch
 
 echo "| experiments | view | median | size |"
 echo "|---|---|---|---|"

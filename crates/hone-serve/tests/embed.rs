@@ -10,6 +10,9 @@ use axum::routing::post;
 use axum::Router;
 use hone_serve::ServeOptions;
 
+mod support;
+use support::Running;
+
 const TOKEN: &str = "embed-token-0123456789abcdef";
 
 fn agent() -> ureq::Agent {
@@ -27,39 +30,6 @@ fn options(dir: &tempfile::TempDir, token: Option<&str>) -> ServeOptions {
         store: None,
         addr: "127.0.0.1:0".parse().unwrap(),
         token: token.map(str::to_string),
-    }
-}
-
-/// A server running on a thread of its own until [`Running::stop`].
-struct Running {
-    /// `http://<its address>`.
-    base: String,
-    stop_tx: tokio::sync::oneshot::Sender<()>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-impl Running {
-    fn start(server: hone_serve::Server) -> Running {
-        let base = format!("http://{}", server.local_addr());
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let thread = std::thread::spawn(move || {
-            server
-                .run_until(async {
-                    let _ = stop_rx.await;
-                })
-                .unwrap()
-        });
-        Running {
-            base,
-            stop_tx,
-            thread,
-        }
-    }
-
-    /// Stops the server and waits until it has stopped.
-    fn stop(self) {
-        self.stop_tx.send(()).unwrap();
-        self.thread.join().unwrap();
     }
 }
 

@@ -10,6 +10,9 @@ use hone::store::{ExperimentRecord, Status, Store};
 use hone_serve::ServeOptions;
 use serde_json::Value;
 
+mod support;
+use support::Running;
+
 const TOKEN: &str = "updates-token-0123456789abcdef";
 
 fn experiment(n: u64, status: Status, objective: Option<f64>) -> ExperimentRecord {
@@ -60,15 +63,8 @@ fn an_update_after_a_new_experiment_carries_its_row_not_the_page() {
         token: Some(TOKEN.into()),
     };
     let server = hone_serve::bind_with(&opts, axum::Router::new()).unwrap();
-    let base = format!("http://{}", server.local_addr());
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        server
-            .run_until(async {
-                let _ = stop_rx.await;
-            })
-            .unwrap()
-    });
+    let running = Running::start(server);
+    let base = running.base.clone();
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(30)))
         .build()
@@ -140,6 +136,5 @@ fn an_update_after_a_new_experiment_carries_its_row_not_the_page() {
         "{big}"
     );
 
-    stop_tx.send(()).unwrap();
-    thread.join().unwrap();
+    running.stop();
 }

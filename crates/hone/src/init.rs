@@ -198,21 +198,9 @@ fn find_evaluators(
 pub fn printed_names(text: &str) -> Vec<(String, usize)> {
     let mut out: Vec<(String, usize)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
-        let Some(at) = line.find("print(") else {
+        let Some((_, name, after)) = knobs::infer::print_label(line) else {
             continue;
         };
-        let rest = &line[at + "print(".len()..];
-        let rest = rest
-            .strip_prefix('f')
-            .or_else(|| rest.strip_prefix('r'))
-            .unwrap_or(rest);
-        let Some(rest) = rest.strip_prefix('"').or_else(|| rest.strip_prefix('\'')) else {
-            continue;
-        };
-        let end = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
-        let (name, after) = rest.split_at(end);
         let named = !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit());
         if named && after.starts_with(':') && !out.iter().any(|(n, _)| n == name) {
             out.push((name.to_string(), i + 1));

@@ -1,6 +1,6 @@
 //! Small helpers several modules need in exactly the same form: the HTML escape of the
 //! report and the dashboard, the median of the statistics, and the splitmix64 step behind
-//! every seeded generator. One copy each, so a fix reaches every caller.
+//! every seeded generator (and the fuzzers' stream of draws built on it). One copy each, so a fix reaches every caller.
 
 /// Escapes text for HTML or SVG element content and for quoted attribute values (either
 /// quote): `&`, `<`, `>`, `"` and `'`.
@@ -45,6 +45,27 @@ pub fn splitmix64(state: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// A seeded stream of draws for the fuzzers (the spec's and the CLI's): splitmix64 steps from
+/// the seed, so a failing case is reproduced from its seed alone.
+pub struct Draw(pub u64);
+
+impl Draw {
+    /// The next raw 64-bit output.
+    pub fn next_u64(&mut self) -> u64 {
+        splitmix64(&mut self.0)
+    }
+
+    /// A draw in `0..n` (0 for `n == 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
+    }
+
+    /// One of `items`, which must not be empty.
+    pub fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
 }
 
 /// A uniform draw in [0, 1) from a 64-bit output (its top 53 bits).

@@ -8,7 +8,7 @@
 //! texts); for a longer local run: `HONE_FUZZ_CLI_CASES=5000 cargo test -p hone-cli --test cli
 //! fuzz` (`HONE_FUZZ_SEED` picks another stream).
 
-use hone::util::splitmix64;
+use hone::util::Draw;
 
 use crate::support::*;
 
@@ -135,18 +135,6 @@ const KEYS: &[&str] = &[
     "zzz",
 ];
 
-struct Draw(u64);
-
-impl Draw {
-    fn below(&mut self, n: usize) -> usize {
-        (splitmix64(&mut self.0) % n.max(1) as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-}
-
 /// A spec text: `base` with one to three lines changed (bytes: it may not be UTF-8).
 fn mutate(d: &mut Draw, base: &str) -> Vec<u8> {
     let mut lines: Vec<Vec<u8>> = base.lines().map(|l| l.as_bytes().to_vec()).collect();
@@ -157,7 +145,7 @@ fn mutate(d: &mut Draw, base: &str) -> Vec<u8> {
                 lines.remove(at);
             }
             1 => {
-                let b = splitmix64(&mut d.0) as u8;
+                let b = d.next_u64() as u8;
                 let line = &mut lines[at];
                 let j = d.below(line.len());
                 match line.get_mut(j) {

@@ -19,7 +19,7 @@ use std::path::Path;
 
 use super::tests::{EVERY, GOOD, MIN};
 use super::{parse_duration, parse_size, Spec, SpecError};
-use crate::util::splitmix64;
+use crate::util::Draw;
 
 /// Cases per CI run.
 const DEFAULT_CASES: u64 = 10_000;
@@ -164,28 +164,15 @@ fn keys() -> Vec<&'static str> {
     keys
 }
 
-/// A seeded stream of draws.
-struct Draw(u64);
-
-impl Draw {
-    fn below(&mut self, n: usize) -> usize {
-        (splitmix64(&mut self.0) % n.max(1) as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-
-    /// A value: mostly from [`VALUES`], sometimes very long or random.
-    fn value(&mut self) -> String {
-        match self.below(40) {
-            0 => format!("\"{}\"", "a".repeat(1 + self.below(200_000))),
-            1 => format!("[{}]", vec!["\"*a\""; 1 + self.below(3000)].join(",")),
-            2 => format!("\"{}\"", "*a".repeat(1 + self.below(3000))),
-            3..=6 => format!("{}", splitmix64(&mut self.0) as i64),
-            7..=10 => format!("{:e}", f64::from_bits(splitmix64(&mut self.0))),
-            _ => self.pick(VALUES).to_string(),
-        }
+/// A value: mostly from [`VALUES`], sometimes very long or random.
+fn value(d: &mut Draw) -> String {
+    match d.below(40) {
+        0 => format!("\"{}\"", "a".repeat(1 + d.below(200_000))),
+        1 => format!("[{}]", vec!["\"*a\""; 1 + d.below(3000)].join(",")),
+        2 => format!("\"{}\"", "*a".repeat(1 + d.below(3000))),
+        3..=6 => format!("{}", d.next_u64() as i64),
+        7..=10 => format!("{:e}", f64::from_bits(d.next_u64())),
+        _ => d.pick(VALUES).to_string(),
     }
 }
 
@@ -194,7 +181,7 @@ fn generate(seed: u64) -> Vec<u8> {
     let mut d = Draw(seed);
     if d.below(10) == 0 {
         let n = d.below(400);
-        return (0..n).map(|_| splitmix64(&mut d.0) as u8).collect();
+        return (0..n).map(|_| d.next_u64() as u8).collect();
     }
     let base = [GOOD, EVERY, MIN][d.below(3)];
     let mut lines: Vec<Vec<u8>> = base.lines().map(|l| l.as_bytes().to_vec()).collect();
@@ -217,7 +204,7 @@ fn generate(seed: u64) -> Vec<u8> {
             3 | 4 if n > 0 => {
                 // A value replaced where there is one (else a key = value inserted).
                 let i = at.min(n - 1);
-                let v = d.value();
+                let v = value(&mut d);
                 match lines[i].iter().position(|b| *b == b'=') {
                     Some(eq) => {
                         lines[i].truncate(eq + 1);
@@ -227,14 +214,14 @@ fn generate(seed: u64) -> Vec<u8> {
                 }
             }
             5 => {
-                let l = format!("{} = {}", d.pick(&keys), d.value());
+                let l = format!("{} = {}", d.pick(&keys), value(&mut d));
                 lines.insert(at, l.into_bytes());
             }
             6 => lines.insert(at, d.pick(HEADERS).as_bytes().to_vec()),
             7 if n > 0 => {
                 // A byte flipped: control characters and invalid UTF-8 included.
                 let i = at.min(n - 1);
-                let b = splitmix64(&mut d.0) as u8;
+                let b = d.next_u64() as u8;
                 match lines[i].len() {
                     0 => lines[i].push(b),
                     len => {
@@ -341,8 +328,8 @@ fn generated_durations_and_sizes_never_panic() {
         let mut s = String::new();
         for _ in 0..1 + d.below(4) {
             match d.below(4) {
-                0 => s.push_str(&format!("{}", splitmix64(&mut d.0))),
-                1 => s.push_str(&format!("{:e}", f64::from_bits(splitmix64(&mut d.0)))),
+                0 => s.push_str(&format!("{}", d.next_u64())),
+                1 => s.push_str(&format!("{:e}", f64::from_bits(d.next_u64()))),
                 2 => s.push_str(d.pick(&units)),
                 _ => s.push_str(&format!("{}", d.below(100))),
             }

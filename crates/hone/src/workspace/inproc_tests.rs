@@ -30,6 +30,15 @@ pub(super) fn repo(files: &str) -> (tempfile::TempDir, Git) {
     (dir, git)
 }
 
+/// The run's worktree (`.hone/wt` of the repository at `git`) made at HEAD: HEAD's commit and
+/// the worktree's path.
+pub(super) fn worktree_at_head(git: &Git) -> (String, PathBuf) {
+    let head = git.head().unwrap();
+    let wt = git.root().join(".hone/wt");
+    git.prepare_worktree(&wt, &head).unwrap();
+    (head, wt)
+}
+
 /// Commits what `cmd` does to the checkout, returning the new commit.
 fn commit(dir: &Path, cmd: &str) -> String {
     sh(dir, &format!("{cmd} && git add -A && git -c user.name=t -c user.email=t@t commit -qm c && git rev-parse HEAD")).trim().to_string()
@@ -240,9 +249,7 @@ fn raw_bytes_are_hashed_without_any_filter() {
 fn trees_and_commits_equal_what_git_writes() {
     let (dir, git) = repo("printf 'x\\n' > f && mkdir -p a/b && printf 'y\\n' > a/b/g && ln -s f a/l && printf 'z' > .gitignore");
     let d = dir.path();
-    let head = git.head().unwrap();
-    let wt = d.join(".hone/wt");
-    git.prepare_worktree(&wt, &head).unwrap();
+    let (head, wt) = worktree_at_head(&git);
     sh(
         &wt,
         "printf 'x2\\n' > f && printf 'e' > a/e && chmod +x a/b/g && printf 'r' > .gitattributes",

@@ -2,15 +2,12 @@
 
 use super::*;
 
-use super::inproc_tests::{repo as committed, sh};
+use super::inproc_tests::{repo as committed, sh, worktree_at_head};
 
 #[test]
 fn snapshot_reports_changes_with_line_counts_and_reset_restores() {
-    let (dir, git) = committed("printf 'a\\nb\\n' > f.txt && printf 'x\\n' > 'sp ace.txt'");
-    let d = dir.path();
-    let head = git.head().unwrap();
-    let wt = d.join(".hone/wt");
-    git.prepare_worktree(&wt, &head).unwrap();
+    let (_dir, git) = committed("printf 'a\\nb\\n' > f.txt && printf 'x\\n' > 'sp ace.txt'");
+    let (head, wt) = worktree_at_head(&git);
     sh(
         &wt,
         "printf 'a\\nB\\nc\\n' > f.txt && rm 'sp ace.txt' && printf '\\0\\1' > bin.dat",
@@ -61,9 +58,7 @@ fn hostile_config_and_attributes_change_nothing_hone_commits_or_writes() {
         ),
     );
     let git = Git::discover(d).unwrap();
-    let head = git.head().unwrap();
-    let wt = d.join(".hone/wt");
-    git.prepare_worktree(&wt, &head).unwrap();
+    let (head, wt) = worktree_at_head(&git);
     // Written from the blob as it is: no smudge, no CRLF, no `$Id$` expansion.
     assert_eq!(std::fs::read(wt.join("f.txt")).unwrap(), b"a\n$Id$\n");
     std::fs::write(wt.join("f.txt"), b"a\r\nforbidden\r\n$Id$\n").unwrap();
@@ -98,9 +93,7 @@ fn hostile_config_and_attributes_change_nothing_hone_commits_or_writes() {
 fn materialize_removes_everything_else_even_beyond_path_max() {
     let (dir, git) = committed("printf 'x\\n' > f.py && mkdir src && printf 'y\\n' > src/g.py && chmod +x src/g.py && printf '*.log\\n' > .gitignore");
     let d = dir.path();
-    let head = git.head().unwrap();
-    let wt = d.join(".hone/wt");
-    git.prepare_worktree(&wt, &head).unwrap();
+    let (head, wt) = worktree_at_head(&git);
     assert!(git.unrecordable(&wt).unwrap().is_none());
     sh(&wt, "printf z > x.log && chmod -x src/g.py && rm f.py && mkdir -p sub && git -C sub init -q && printf p > sub/__main__.py");
     assert!(git
@@ -143,9 +136,7 @@ fn a_snapshot_never_reads_through_a_symlinked_directory() {
     std::fs::write(secret.path().join("0.log"), "TOPSECRET\n").unwrap();
     sh(d, "git init -q -b main && mkdir -p src/h && printf 'x\n' > src/h/0.log && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
     let git = Git::discover(d).unwrap();
-    let head = git.head().unwrap();
-    let wt = d.join(".hone/wt");
-    git.prepare_worktree(&wt, &head).unwrap();
+    let (head, wt) = worktree_at_head(&git);
     sh(
         &wt,
         &format!("rm -rf src/h && ln -s {} src/h", secret.path().display()),
@@ -170,9 +161,7 @@ fn the_sealed_rebuild_never_writes_through_a_planted_symlink() {
     let outside = tempfile::tempdir().unwrap();
     sh(d, "git init -q -b main && mkdir checkpoints && printf keep > checkpoints/.gitkeep && printf P > prepare.py && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
     let git = Git::discover(d).unwrap();
-    let head = git.head().unwrap();
-    let wt = d.join(".hone/wt");
-    git.prepare_worktree(&wt, &head).unwrap();
+    let (head, wt) = worktree_at_head(&git);
     sh(
         &wt,
         &format!(
@@ -224,11 +213,8 @@ fn materialize_sealed_keeps_outputs_and_restores_sealed_files() {
 #[test]
 fn a_snapshot_whose_staged_objects_were_pruned_writes_them_again() {
     // `git gc --prune=now` racing `git add`: the index names a blob that is gone.
-    let (dir, git) = committed("printf 'a\\n' > f.txt");
-    let d = dir.path();
-    let head = git.head().unwrap();
-    let wt = d.join(".hone/wt");
-    git.prepare_worktree(&wt, &head).unwrap();
+    let (_dir, git) = committed("printf 'a\\n' > f.txt");
+    let (head, wt) = worktree_at_head(&git);
     // An old mtime: the file is not "racily clean", so git trusts the index entry.
     sh(
         &wt,

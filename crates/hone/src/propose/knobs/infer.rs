@@ -60,25 +60,32 @@ pub(crate) const METRIC_WORDS: &[&str] = &[
 /// printed under such a label may be what the verifier reads, so it stays a knob.
 const RESULT_WORDS: &[&str] = &["objective", "metric", "result", "value"];
 
-/// Whether `line` prints a labelled value that is not a result: `print(f"mfu_percent: {x}")`.
-/// An unlabelled print, or one labelled like a result (`score:`), is not.
-fn is_print(line: &str) -> bool {
-    let Some(at) = line.find("print(") else {
-        return false;
-    };
-    if at > 0 && line[..at].ends_with(is_ident_char) {
-        return false;
-    }
+/// Where `print(` stands on `line` (callers check what is before it), the label its string
+/// starts with and the text after the label: `print(f"val_bpb: {x}")` gives `val_bpb` and
+/// `: {x}")`; also with an `r` prefix or single quotes. `None` when the line has no `print(`
+/// followed by a string.
+pub(crate) fn print_label(line: &str) -> Option<(usize, &str, &str)> {
+    let at = line.find("print(")?;
     let rest = &line[at + "print(".len()..];
     let rest = rest
         .strip_prefix('f')
         .or_else(|| rest.strip_prefix('r'))
         .unwrap_or(rest);
-    let Some(rest) = rest.strip_prefix('"').or_else(|| rest.strip_prefix('\'')) else {
-        return false;
-    };
+    let rest = rest.strip_prefix('"').or_else(|| rest.strip_prefix('\''))?;
     let end = rest.find(|c: char| !is_ident_char(c)).unwrap_or(rest.len());
     let (label, after) = rest.split_at(end);
+    Some((at, label, after))
+}
+
+/// Whether `line` prints a labelled value that is not a result: `print(f"mfu_percent: {x}")`.
+/// An unlabelled print, or one labelled like a result (`score:`), is not.
+fn is_print(line: &str) -> bool {
+    let Some((at, label, after)) = print_label(line) else {
+        return false;
+    };
+    if at > 0 && line[..at].ends_with(is_ident_char) {
+        return false;
+    }
     let label = label.to_ascii_lowercase();
     !label.is_empty()
         && after.trim_start().starts_with(':')
