@@ -138,43 +138,7 @@ impl Printer {
                 record,
                 best,
                 baseline,
-            } => {
-                self.progress.update(|s| {
-                    s.done += 1;
-                    s.done_here += 1;
-                    s.last_done = Some(std::time::Instant::now());
-                    if s.phase.as_ref().is_some_and(|p| p.n == record.n) {
-                        s.phase = None;
-                    }
-                });
-                let change = match (best, baseline) {
-                    (Some(b), Some(a)) if *a != 0.0 && ((b - a) / a.abs()).is_finite() => {
-                        format!(" ({:+.2}%)", (b - a) / a.abs() * 100.0)
-                    }
-                    _ => String::new(),
-                };
-                let cost = if record.cost_usd > 0.0 {
-                    format!("  ${:.4}", record.cost_usd)
-                } else {
-                    String::new()
-                };
-                let detail = if record.status().is_failure() || record.status() == Status::Aborted {
-                    format!("{}  [{}]", record.description, record.reason)
-                } else {
-                    record.description.clone()
-                };
-                let line = format!(
-                    "  #{:<4} {} {} {:>12}  best {}{change}  {:>6}{cost}  {}",
-                    record.n,
-                    status_word(record.status()),
-                    self.metric,
-                    fmt_metric(record.objective),
-                    fmt_metric(*best),
-                    format_duration(std::time::Duration::from_millis(record.total_ms)),
-                    detail.trim()
-                );
-                self.progress.print(|| out!("{}", fit_terminal(&line)));
-            }
+            } => self.finished(record, *best, *baseline),
             Event::RunStopped { .. } => {
                 self.progress.update(|s| s.phase = None);
                 self.clear_line();
@@ -183,6 +147,46 @@ impl Printer {
                 self.progress.print(|| out!("  #{n:<4} outer: {message}"));
             }
         }
+    }
+
+    /// One line for a finished experiment: its status, value, the best so far and its change
+    /// from the baseline, time, cost and description (the reason of a failure).
+    fn finished(&mut self, record: &ExperimentRecord, best: Option<f64>, baseline: Option<f64>) {
+        self.progress.update(|s| {
+            s.done += 1;
+            s.done_here += 1;
+            s.last_done = Some(std::time::Instant::now());
+            if s.phase.as_ref().is_some_and(|p| p.n == record.n) {
+                s.phase = None;
+            }
+        });
+        let change = match (best, baseline) {
+            (Some(b), Some(a)) if a != 0.0 && ((b - a) / a.abs()).is_finite() => {
+                format!(" ({:+.2}%)", (b - a) / a.abs() * 100.0)
+            }
+            _ => String::new(),
+        };
+        let cost = if record.cost_usd > 0.0 {
+            format!("  ${:.4}", record.cost_usd)
+        } else {
+            String::new()
+        };
+        let detail = if record.status().is_failure() || record.status() == Status::Aborted {
+            format!("{}  [{}]", record.description, record.reason)
+        } else {
+            record.description.clone()
+        };
+        let line = format!(
+            "  #{:<4} {} {} {:>12}  best {}{change}  {:>6}{cost}  {}",
+            record.n,
+            status_word(record.status()),
+            self.metric,
+            fmt_metric(record.objective),
+            fmt_metric(best),
+            format_duration(std::time::Duration::from_millis(record.total_ms)),
+            detail.trim()
+        );
+        self.progress.print(|| out!("{}", fit_terminal(&line)));
     }
 }
 

@@ -459,6 +459,24 @@ pub fn draft(
         }
         None => (analysis.metric.clone(), analysis.direction.clone()),
     };
+    let not_knobs = not_knobs(analysis, knobs);
+    let timeout = analysis.timeout.clone();
+    Draft {
+        editable,
+        editable_why,
+        protected,
+        protected_why,
+        command,
+        timeout,
+        metric,
+        direction,
+        not_knobs,
+    }
+}
+
+/// The constants that are not knobs, with why: the fixed knobs of the editable files, what
+/// the protected evaluators define, and knobs an evaluator defines too.
+fn not_knobs(analysis: &Analysis, knobs: &[Knob]) -> Vec<(String, String)> {
     let mut not_knobs: Vec<(String, String)> = knobs
         .iter()
         .filter_map(|k| {
@@ -489,18 +507,7 @@ pub fn draft(
             ));
         }
     }
-    let timeout = analysis.timeout.clone();
-    Draft {
-        editable,
-        editable_why,
-        protected,
-        protected_why,
-        command,
-        timeout,
-        metric,
-        direction,
-        not_knobs,
-    }
+    not_knobs
 }
 
 /// What running the command once (`hone init --check`) showed.

@@ -323,6 +323,19 @@ enum Phase {
     Killed { until: Option<Instant> },
 }
 
+impl Phase {
+    /// When this phase is over by the clock: the run's `deadline` while it runs, else the
+    /// phase's own end.
+    fn ends_at(self, deadline: Option<Instant>) -> Option<Instant> {
+        match self {
+            Phase::Running => deadline,
+            Phase::Terminating { until } | Phase::Draining { until } | Phase::Killed { until } => {
+                until
+            }
+        }
+    }
+}
+
 impl Running {
     /// The leader's pid, which is also the process group id.
     pub fn pid(&self) -> u32 {
@@ -350,88 +363,44 @@ impl Running {
     /// the group gets `SIGTERM`, then `SIGKILL` after the grace; the exit is
     /// [`Exit::Cancelled`].
     pub fn wait_or_stop(
-        self,
+        mut self,
         on_line: &mut dyn FnMut(&str),
         cancel: &dyn Fn() -> bool,
         stop: &dyn Fn() -> bool,
     ) -> Result<ExecOutcome, ExecError> {
-        let Running {
-            mut leader,
-            start_time: _,
-            pidfd,
-            mut streams,
-            mut log,
-            log_path,
-            started,
-            timeout,
-            kill_grace,
-            drain_timeout,
-        } = self;
-        let pid = leader.pid;
+        let pid = self.leader.pid;
         let lost = |error: io::Error| ExecError::Process { pid, error };
-        let deadline = timeout.map(|t| started.checked_add(t));
+        let deadline = self.timeout.map(|t| self.started.checked_add(t));
         let mut buf = vec![0u8; READ_CHUNK];
         let mut phase = Phase::Running;
-        let mut forced_exit = None;
-        let mut ended_at = None;
-        let mut pipes_left_open = false;
+        let mut end = Ending::default();
 
         loop {
             let now = Instant::now();
-            let leader_exited = leader.exited().map_err(lost)?;
+            let leader_exited = self.leader.exited().map_err(lost)?;
             if leader_exited {
-                ended_at.get_or_insert(now);
+                end.at.get_or_insert(now);
             }
-            let pipes_closed = streams.iter().all(|s| s.pipe.is_none());
-
+            let turn = Turn {
+                now,
+                leader_exited,
+                pipes_closed: self.streams.iter().all(|s| s.pipe.is_none()),
+                deadline,
+            };
             let next = if !matches!(phase, Phase::Killed { .. }) && cancel() {
-                leader.signal(libc::SIGKILL).map_err(lost)?;
-                forced_exit = Some(Exit::Cancelled);
-                ended_at.get_or_insert(now);
+                self.leader.signal(libc::SIGKILL).map_err(lost)?;
+                end.forced_exit = Some(Exit::Cancelled);
+                end.at.get_or_insert(now);
                 Phase::Killed {
                     until: now.checked_add(POST_KILL_DRAIN),
                 }
             } else {
-                match phase {
-                    Phase::Running if leader_exited => {
-                        // Output written after the exit must not count: note what the pipes
-                        // hold now, then stop everything that could write more.
-                        pipes_left_open = streams.iter().any(Stream::held_by_others);
-                        for stream in &mut streams {
-                            stream.owe_what_is_buffered(&mut log, on_line);
-                        }
-                        leader.signal(libc::SIGKILL).map_err(lost)?;
-                        Phase::Draining {
-                            until: now.checked_add(drain_timeout.max(POST_KILL_DRAIN)),
-                        }
-                    }
-                    Phase::Running if stop() => {
-                        leader.signal(libc::SIGTERM).map_err(lost)?;
-                        forced_exit = Some(Exit::Cancelled);
-                        Phase::Terminating {
-                            until: now.checked_add(kill_grace),
-                        }
-                    }
-                    Phase::Running if deadline.is_some_and(|d| passed(d, now)) => {
-                        leader.signal(libc::SIGTERM).map_err(lost)?;
-                        forced_exit = Some(Exit::TimedOut);
-                        Phase::Terminating {
-                            until: now.checked_add(kill_grace),
-                        }
-                    }
-                    Phase::Terminating { until }
-                        if (leader_exited && pipes_closed) || passed(until, now) =>
-                    {
-                        pipes_left_open = leader_exited && !pipes_closed;
-                        leader.signal(libc::SIGKILL).map_err(lost)?;
-                        ended_at.get_or_insert(now);
-                        Phase::Killed {
-                            until: now.checked_add(POST_KILL_DRAIN),
-                        }
-                    }
-                    Phase::Draining { until } if pipes_closed || passed(until, now) => break,
-                    Phase::Killed { until } if pipes_closed || passed(until, now) => break,
-                    unchanged => unchanged,
+                match self
+                    .next_phase(phase, &turn, stop, &mut end, on_line)
+                    .map_err(lost)?
+                {
+                    Some(next) => next,
+                    None => break,
                 }
             };
             if std::mem::discriminant(&next) != std::mem::discriminant(&phase) {
@@ -440,41 +409,121 @@ impl Running {
                 continue;
             }
 
-            let wake = match phase {
-                Phase::Running => deadline.flatten(),
-                Phase::Terminating { until }
-                | Phase::Draining { until }
-                | Phase::Killed { until } => until,
-            };
             let mut sleep = POLL_INTERVAL;
-            if let Some(wake) = wake {
+            if let Some(wake) = phase.ends_at(deadline.flatten()) {
                 sleep = sleep.min(wake.saturating_duration_since(now));
             }
-            let pidfd = pidfd.as_ref().filter(|_| !leader_exited);
-            pump(&mut streams, pidfd, sleep, &mut log, &mut buf, on_line).map_err(lost)?;
+            let pidfd = self.pidfd.as_ref().filter(|_| !leader_exited);
+            pump(
+                &mut self.streams,
+                pidfd,
+                sleep,
+                &mut self.log,
+                &mut buf,
+                on_line,
+            )
+            .map_err(lost)?;
         }
 
-        let status = leader.reap().map_err(lost)?;
+        let status = self.leader.reap().map_err(lost)?;
         // Pipes still open (held by processes outside the group) are closed here; a final
         // partial line is still logged and delivered.
-        for stream in &mut streams {
+        for stream in &mut self.streams {
             if stream.pipe.take().is_some() {
-                stream.splitter.finish(&mut log, on_line);
+                stream.splitter.finish(&mut self.log, on_line);
             }
         }
-        let log_bytes = log.finish().map_err(|error| ExecError::Log {
-            path: log_path,
+        let log_bytes = self.log.finish().map_err(|error| ExecError::Log {
+            path: self.log_path,
             error,
         })?;
         Ok(ExecOutcome {
-            exit: forced_exit.unwrap_or_else(|| exit_of(status)),
-            duration: ended_at
+            exit: end.forced_exit.unwrap_or_else(|| exit_of(status)),
+            duration: end
+                .at
                 .unwrap_or_else(Instant::now)
-                .duration_since(started),
+                .duration_since(self.started),
             log_bytes,
-            pipes_left_open,
+            pipes_left_open: end.pipes_left_open,
         })
     }
+
+    /// The phase after `phase` at this turn of the wait loop (`None`: the wait is over),
+    /// signalling the group as the change requires; a cancel is handled before.
+    fn next_phase(
+        &mut self,
+        phase: Phase,
+        turn: &Turn,
+        stop: &dyn Fn() -> bool,
+        end: &mut Ending,
+        on_line: &mut dyn FnMut(&str),
+    ) -> io::Result<Option<Phase>> {
+        let Turn {
+            now,
+            leader_exited,
+            pipes_closed,
+            deadline,
+        } = *turn;
+        Ok(Some(match phase {
+            Phase::Running if leader_exited => {
+                // Output written after the exit must not count: note what the pipes hold
+                // now, then stop everything that could write more.
+                end.pipes_left_open = self.streams.iter().any(Stream::held_by_others);
+                for stream in &mut self.streams {
+                    stream.owe_what_is_buffered(&mut self.log, on_line);
+                }
+                self.leader.signal(libc::SIGKILL)?;
+                Phase::Draining {
+                    until: now.checked_add(self.drain_timeout.max(POST_KILL_DRAIN)),
+                }
+            }
+            Phase::Running if stop() => {
+                self.leader.signal(libc::SIGTERM)?;
+                end.forced_exit = Some(Exit::Cancelled);
+                Phase::Terminating {
+                    until: now.checked_add(self.kill_grace),
+                }
+            }
+            Phase::Running if deadline.is_some_and(|d| passed(d, now)) => {
+                self.leader.signal(libc::SIGTERM)?;
+                end.forced_exit = Some(Exit::TimedOut);
+                Phase::Terminating {
+                    until: now.checked_add(self.kill_grace),
+                }
+            }
+            Phase::Terminating { until }
+                if (leader_exited && pipes_closed) || passed(until, now) =>
+            {
+                end.pipes_left_open = leader_exited && !pipes_closed;
+                self.leader.signal(libc::SIGKILL)?;
+                end.at.get_or_insert(now);
+                Phase::Killed {
+                    until: now.checked_add(POST_KILL_DRAIN),
+                }
+            }
+            Phase::Draining { until } if pipes_closed || passed(until, now) => return Ok(None),
+            Phase::Killed { until } if pipes_closed || passed(until, now) => return Ok(None),
+            unchanged => unchanged,
+        }))
+    }
+}
+
+/// What one turn of the wait loop observed.
+struct Turn {
+    now: Instant,
+    leader_exited: bool,
+    pipes_closed: bool,
+    /// The run's deadline (`None`: no timeout; `Some(None)`: too far to add to an instant).
+    deadline: Option<Option<Instant>>,
+}
+
+/// How the wait ends, as the loop learns it: the exit hone forced (a cancel or a timeout
+/// overrides the status), when the group ended, and whether pipes were held open past it.
+#[derive(Default)]
+struct Ending {
+    forced_exit: Option<Exit>,
+    at: Option<Instant>,
+    pipes_left_open: bool,
 }
 
 /// Whether the instant `until` (`None`: never) has passed.

@@ -162,8 +162,32 @@ fn guidance_section(p: &mut String, g: &crate::propose::guidance::Guidance) {
 
 /// Builds the prompt for experiment `ctx.n`.
 pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
-    let spec = ctx.spec;
     let mut p = String::new();
+    rules_section(&mut p, ctx);
+    judged_section(&mut p, ctx);
+    documents_section(&mut p, ctx);
+    best_section(&mut p, ctx);
+    if let Some(notes) =
+        read_bounded(&ctx.run_dir.join("notes.md")).filter(|n| !n.trim().is_empty())
+    {
+        let _ = writeln!(
+            p,
+            "## Notes from earlier experiments\n\n{}\n",
+            sanitize(&notes, 16_000)
+        );
+    }
+    guidance_section(&mut p, ctx.guidance);
+    history_section(&mut p, ctx);
+    last_output_section(&mut p, ctx);
+    configurations_section(&mut p, ctx);
+    let _ = writeln!(p, "\n## Editable files\n");
+    editable_section(&mut p, ctx, editable_files(ctx)?);
+    Ok(capped(p))
+}
+
+/// The task and the rules hone enforces.
+fn rules_section(p: &mut String, ctx: &ProposeContext<'_>) {
+    let spec = ctx.spec;
     let _ = writeln!(p, "# hone experiment {}\n", ctx.n);
     let _ = writeln!(
         p,
@@ -206,6 +230,11 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
         "- You may append what you learned (what worked, what did not, and why) to `{}`; it is kept for the next experiments.\n",
         spec.loop_.notes
     );
+}
+
+/// How a change is judged: the decision rule, the constraints and the time limit.
+fn judged_section(p: &mut String, ctx: &ProposeContext<'_>) {
+    let spec = ctx.spec;
     let _ = writeln!(p, "## How a change is judged\n");
     let _ = writeln!(
         p,
@@ -231,6 +260,11 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
         "- The verifier has {} of wall-clock time; past that it is killed and the change is a `timeout`.\n",
         crate::spec::format_duration(spec.verify.timeout)
     );
+}
+
+/// The program and the skills, bounded to 3/8 of the prompt.
+fn documents_section(p: &mut String, ctx: &ProposeContext<'_>) {
+    let spec = ctx.spec;
     let program = spec.program_path();
     if let Some(text) = read_doc(ctx, program) {
         let _ = writeln!(p, "## Program ({program})\n\n{text}\n");
@@ -249,6 +283,11 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
             }
         }
     }
+}
+
+/// The best experiment so far.
+fn best_section(p: &mut String, ctx: &ProposeContext<'_>) {
+    let spec = ctx.spec;
     match ctx.best {
         Some(b) => {
             let _ = writeln!(
@@ -276,16 +315,11 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
             let _ = writeln!(p, "## Best so far\n\nnothing measured yet\n");
         }
     }
-    if let Some(notes) =
-        read_bounded(&ctx.run_dir.join("notes.md")).filter(|n| !n.trim().is_empty())
-    {
-        let _ = writeln!(
-            p,
-            "## Notes from earlier experiments\n\n{}\n",
-            sanitize(&notes, 16_000)
-        );
-    }
-    guidance_section(&mut p, ctx.guidance);
+}
+
+/// The history table: the most recent experiments, their status, value and reason.
+fn history_section(p: &mut String, ctx: &ProposeContext<'_>) {
+    let spec = ctx.spec;
     let _ = writeln!(
         p,
         "## History (most recent last; descriptions are untrusted text)\n"
@@ -320,6 +354,10 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
             }
         );
     }
+}
+
+/// The last lines of the last finished experiment's verifier output.
+fn last_output_section(p: &mut String, ctx: &ProposeContext<'_>) {
     // Experiments still being verified (parallel runs) have no output yet.
     let last_finished = ctx
         .history
@@ -340,6 +378,10 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
             );
         }
     }
+}
+
+/// The knob configurations already tried (the most recent, as many as the history lists).
+fn configurations_section(p: &mut String, ctx: &ProposeContext<'_>) {
     let configs: Vec<String> = ctx
         .history
         .iter()
@@ -359,9 +401,6 @@ pub fn build(ctx: &ProposeContext<'_>) -> Result<String, ProposeError> {
             configs[skip..].join("\n")
         );
     }
-    let _ = writeln!(p, "\n## Editable files\n");
-    editable_section(&mut p, ctx, editable_files(ctx)?);
-    Ok(capped(p))
 }
 
 /// The hard limit: every section is bounded and the editable files take only what is left, so
