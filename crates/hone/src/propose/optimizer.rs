@@ -124,22 +124,30 @@ fn running_configs(history: &[ExperimentRecord]) -> Vec<Config> {
 /// each narrowing with the number of the experiment after which it appeared or changed, in
 /// the order of the experiments' numbers.
 pub fn narrowings(history: &[ExperimentRecord]) -> Vec<(u64, knobs::feasible::Narrowing)> {
-    let (mut numbers, mut states) = (Vec::new(), Vec::new());
+    let mut h = RunNarrowings::default();
+    let mut out: Vec<(u64, knobs::feasible::Narrowing)> = Vec::new();
     for e in history {
-        let Some(config) = e.config.as_ref().and_then(config_from_json) else {
-            continue;
-        };
-        numbers.push(e.n);
-        states.push((config, infeasible(e.status())));
+        out.extend(h.next(e).into_iter().map(|x| (e.n, x)));
     }
-    let mut out: Vec<(u64, knobs::feasible::Narrowing)> =
-        knobs::feasible::narrowing_history(&states)
-            .into_iter()
-            .map(|(i, n)| (numbers[i], n))
-            .collect();
     // The store reads experiments in order already; a stable sort keeps it so regardless.
     out.sort_by_key(|(n, _)| *n);
     out
+}
+
+/// [`narrowings`] one experiment at a time, in order: what a reader streaming a run (`hone
+/// log`) prints under each experiment, without reading the run beforehand.
+#[derive(Default)]
+pub struct RunNarrowings(knobs::feasible::NarrowingHistory);
+
+impl RunNarrowings {
+    /// The narrowings that appeared or changed after experiment `e` (the next in order).
+    pub fn next(&mut self, e: &ExperimentRecord) -> Vec<knobs::feasible::Narrowing> {
+        match e.config.as_ref().and_then(config_from_json) {
+            Some(config) => self.0.push(&config, infeasible(e.status())),
+            // An experiment without a configuration is not part of the knobs' history.
+            None => Vec::new(),
+        }
+    }
 }
 
 /// The knobs' explored ranges narrowed by crashes at the end of `history`. The sampler's
