@@ -148,6 +148,12 @@ impl RunNarrowings {
             None => Vec::new(),
         }
     }
+
+    /// The narrowings in force after the experiments given so far: [`narrowed_ranges`] of
+    /// them, without reading them again.
+    pub fn current(&self) -> Vec<knobs::feasible::Narrowing> {
+        self.0.current()
+    }
 }
 
 /// The knobs' explored ranges narrowed by crashes at the end of `history`. The sampler's
@@ -320,6 +326,56 @@ mod tests {
         assert_eq!(narrowed.len(), 1, "{narrowed:?}");
         assert_eq!((narrowed[0].edge, narrowed[0].crashes), (7.0, 3));
         assert_eq!(narrowings(&history)[0].0, 9);
+    }
+
+    /// `RunNarrowings`, fed one experiment at a time, says what `narrowings` and
+    /// `narrowed_ranges` say of every prefix of a run (crashes above and below, timeouts,
+    /// experiments in flight or without a configuration, a knob that is sometimes text).
+    #[test]
+    fn streamed_narrowings_are_those_of_every_prefix() {
+        let mut state = 7u64;
+        let mut draw = || crate::util::unit_f64(crate::util::splitmix64(&mut state));
+        let history: Vec<ExperimentRecord> = (0..400u64)
+            .map(|n| {
+                let (a, b) = ((draw() * 100.0).round(), draw());
+                let status = match draw() {
+                    x if x < 0.05 => Status::Running,
+                    _ if a > 80.0 || b < 0.1 => {
+                        [Status::Crash, Status::Timeout][usize::from(draw() < 0.3)]
+                    }
+                    x if x < 0.15 => Status::Keep,
+                    _ => Status::Discard,
+                };
+                let b = if draw() < 0.1 {
+                    serde_json::json!("text")
+                } else {
+                    serde_json::json!(b)
+                };
+                ExperimentRecord {
+                    n,
+                    status: Some(status),
+                    config: (draw() > 0.03).then(|| serde_json::json!({ "A": a, "B": b })),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let mut streamed = RunNarrowings::default();
+        let mut events = Vec::new();
+        let mut in_force = 0;
+        for (i, e) in history.iter().enumerate() {
+            events.extend(streamed.next(e).into_iter().map(|x| (e.n, x)));
+            let prefix = &history[..=i];
+            assert_eq!(streamed.current(), narrowed_ranges(prefix), "after {}", e.n);
+            in_force += streamed.current().len();
+        }
+        assert_eq!(events, narrowings(&history));
+        let sides: std::collections::BTreeSet<(String, bool)> = events
+            .iter()
+            .map(|(_, x)| (x.knob.clone(), x.side == knobs::feasible::Side::Above))
+            .collect();
+        assert!(sides.contains(&("A".to_string(), true)), "{sides:?}");
+        assert!(sides.contains(&("B".to_string(), false)), "{sides:?}");
+        assert!(in_force > 200, "{in_force}");
     }
 
     #[test]

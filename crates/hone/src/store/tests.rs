@@ -69,6 +69,10 @@ const CASES: &[(&str, Case)] = &[
         "configurations_give_the_narrowings_of_the_records",
         summary::configurations_give_the_narrowings_of_the_records,
     ),
+    (
+        "a_consistent_read_sees_one_moment",
+        summary::a_consistent_read_sees_one_moment,
+    ),
 ];
 
 fn run_suite(make: &mut dyn FnMut(&str) -> Backend) {

@@ -244,6 +244,16 @@ impl NarrowingHistory {
         self.needed_before = Some(needed);
         out
     }
+
+    /// The narrowings in force after the entries pushed so far, by knob name then side: what
+    /// [`narrowings`] says of them (each knob's last look is current: after an entry, every
+    /// knob it changed is looked at again, and every knob when the crashes needed changed).
+    pub fn current(&self) -> Vec<Narrowing> {
+        self.tracks
+            .values()
+            .flat_map(|t| t.current.iter().flatten().cloned())
+            .collect()
+    }
 }
 
 /// A finite knob value as an ordered key (-0 is 0, as `==` has it).

@@ -227,3 +227,37 @@ pub(super) fn configurations_give_the_narrowings_of_the_records(b: &Backend) {
         .iter()
         .all(|e| e.config.is_none()));
 }
+
+/// `read_consistent` reads one moment of the store: a write by another connection between two
+/// of its statements is not seen by the second (it is outside), and it works on a store
+/// opened read-only.
+pub(super) fn a_consistent_read_sees_one_moment(b: &Backend) {
+    let s = b.open();
+    let run = new_run(&s, "t");
+    let row = |n: u64| ExperimentRecord {
+        n,
+        parent_commit: "abc".into(),
+        status: Some(Status::Discard),
+        objective: Some(n as f64),
+        ..Default::default()
+    };
+    s.put_experiment(run.id, &row(0)).unwrap();
+    let ro = b.read_only();
+    let (before, after) = ro
+        .read_consistent(|r| {
+            let before = r.run_totals(run.id)?.experiments;
+            s.put_experiment(run.id, &row(1))?;
+            let points = r.experiment_points(run.id)?.len() as u64;
+            Ok::<_, StoreError>((before, points))
+        })
+        .unwrap();
+    assert_eq!((before, after), (1, 1), "the write in between is not seen");
+    assert_eq!(ro.run_totals(run.id).unwrap().experiments, 2);
+    // Outside it, the second statement sees the write.
+    let before = ro.run_totals(run.id).unwrap().experiments;
+    s.put_experiment(run.id, &row(2)).unwrap();
+    assert_eq!(
+        (before, ro.experiment_points(run.id).unwrap().len()),
+        (2, 3)
+    );
+}
