@@ -176,8 +176,29 @@ pub fn narrowed_ranges(history: &[ExperimentRecord]) -> Vec<knobs::feasible::Nar
     knobs::feasible::narrowings(&finished, &bad)
 }
 
+/// A stored configuration read back: what `Config`'s own (untagged) deserialization gives,
+/// without it trying each kind of value in turn (every miss builds and formats an error:
+/// most of the time `hone show` spent on a long run's configurations).
 fn config_from_json(v: &serde_json::Value) -> Option<Config> {
-    serde::Deserialize::deserialize(v).ok()
+    use serde_json::Value;
+    let Value::Object(map) = v else {
+        return None;
+    };
+    map.iter()
+        .map(|(k, v)| {
+            let value = match v {
+                Value::Bool(b) => knobs::KnobValue::Bool(*b),
+                // An integer that fits an i64 is one; a larger one reads as a float.
+                Value::Number(x) => match x.as_i64() {
+                    Some(i) => knobs::KnobValue::Int(i),
+                    None => knobs::KnobValue::Float(x.as_f64()?),
+                },
+                Value::String(s) => knobs::KnobValue::Str(s.clone()),
+                Value::Null | Value::Array(_) | Value::Object(_) => return None,
+            };
+            Some((k.clone(), value))
+        })
+        .collect()
 }
 
 impl Proposer for KnobsProposer {
@@ -376,6 +397,44 @@ mod tests {
         assert!(sides.contains(&("A".to_string(), true)), "{sides:?}");
         assert!(sides.contains(&("B".to_string(), false)), "{sides:?}");
         assert!(in_force > 200, "{in_force}");
+    }
+
+    /// The configuration reader gives what `Config`'s deserialization gives, value by value
+    /// and for what is not a configuration.
+    #[test]
+    fn configurations_read_as_their_deserialization_reads_them() {
+        let serde =
+            |v: &serde_json::Value| -> Option<Config> { serde::Deserialize::deserialize(v).ok() };
+        let cases = [
+            r#"{"A": 1, "B": -3, "C": 0.5, "D": 3.0, "E": true, "F": "x", "G": 1e-7}"#,
+            r#"{"MAX": 9223372036854775807, "MIN": -9223372036854775808}"#,
+            r#"{"BIG": 9223372036854775808, "HUGE": 18446744073709551615}"#,
+            r#"{"N": -0.0, "S": ""}"#,
+            r#"{}"#,
+            r#"{"A": 1, "NULL": null}"#,
+            r#"{"A": [1, 2]}"#,
+            r#"{"A": {"B": 1}}"#,
+            r#"[1, 2]"#,
+            r#""text""#,
+            r#"null"#,
+            r#"7"#,
+        ];
+        let mut read = 0;
+        for case in cases {
+            let v: serde_json::Value = serde_json::from_str(case).unwrap();
+            let ours = config_from_json(&v);
+            assert_eq!(ours, serde(&v), "{case}");
+            read += usize::from(ours.is_some());
+        }
+        assert_eq!(read, 5);
+        let v = serde_json::json!({ "BIG": 9223372036854775808u64, "I": 4 });
+        assert_eq!(
+            config_from_json(&v).map(|c| c.into_values().collect::<Vec<_>>()),
+            Some(vec![
+                knobs::KnobValue::Float(9223372036854775808.0),
+                knobs::KnobValue::Int(4)
+            ])
+        );
     }
 
     #[test]
