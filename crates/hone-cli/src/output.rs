@@ -448,9 +448,14 @@ pub fn show_curve(curve: &[(f64, f64)]) {
 /// `hone show N`: the knobs' explored ranges narrowed by crashes once experiment N finished,
 /// each with the experiment after which it took its present form.
 pub fn show_narrowings(exps: &[ExperimentRecord], n: u64) {
-    let upto: Vec<ExperimentRecord> = exps.iter().filter(|e| e.n <= n).cloned().collect();
-    let events = hone::propose::optimizer::narrowings(&upto);
-    let now = hone::propose::optimizer::narrowed_ranges(&upto);
+    // One pass over the experiments up to `n` (in order, as the store reads them): the
+    // narrowings as they appeared, then those in force (`optimizer::narrowed_ranges`).
+    let mut history = hone::propose::optimizer::RunNarrowings::default();
+    let mut events = Vec::new();
+    for e in exps.iter().take_while(|e| e.n <= n) {
+        events.extend(history.next(e).into_iter().map(|x| (e.n, x)));
+    }
+    let now = history.current();
     if !now.is_empty() {
         out!("--- feasibility (learned from crashes) ---");
     }

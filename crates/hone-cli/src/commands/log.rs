@@ -5,7 +5,7 @@ use std::io::Write;
 use std::ops::ControlFlow;
 
 use clap::Args;
-use hone::propose::knobs::feasible::Narrowing;
+use hone::propose::optimizer::RunNarrowings;
 use hone::store::{RunRecord, Store};
 
 use super::Here;
@@ -37,17 +37,15 @@ pub fn run(here: &Here, a: LogArgs) -> CliResult {
         store.run_columns(run.id).runtime()?
     };
     let format = output::LogFormat::new(a.json, a.tsv, holdout, paid);
-    // The table says where crashes narrowed a knob's explored range: that needs the whole
-    // history, read only for a run that has failures of the kinds that narrow.
-    let narrowed = if a.json || a.tsv || !super::has_infeasible(&store, run.id)? {
-        Vec::new()
-    } else {
-        hone::propose::optimizer::narrowings(&store.experiments(run.id).runtime()?)
-    };
+    // The table says where crashes narrowed a knob's explored range, worked out from the
+    // rows as they stream (each narrowing depends only on the experiments up to it), only
+    // for a run that has failures of the kinds that narrow.
+    let mut narrowed =
+        (!a.json && !a.tsv && super::has_infeasible(&store, run.id)?).then(RunNarrowings::default);
     // Buffered: a line per write would be a system call per experiment.
     let stdout = std::io::stdout();
     let mut w = std::io::BufWriter::new(stdout.lock());
-    let stopped = match write_log(&store, &run, &format, &narrowed, &mut w)? {
+    let stopped = match write_log(&store, &run, &format, narrowed.as_mut(), &mut w)? {
         (_, Some(e)) => Some(e),
         (_, None) => std::io::Write::flush(&mut w).err(),
     };
@@ -62,13 +60,14 @@ pub fn run(here: &Here, a: LogArgs) -> CliResult {
     }
 }
 
-/// Writes the header and then each row as the store reads it; at the first write that fails
-/// (a closed pipe) it stops reading. How many rows it read, and the error that stopped it.
+/// Writes the header and then each row as the store reads it, with the narrowings that
+/// appeared after it (`narrowed`, for a table); at the first write that fails (a closed pipe)
+/// it stops reading. How many rows it read, and the error that stopped it.
 fn write_log(
     store: &Store,
     run: &RunRecord,
     format: &output::LogFormat,
-    narrowed: &[(u64, Narrowing)],
+    mut narrowed: Option<&mut RunNarrowings>,
     w: &mut dyn Write,
 ) -> CliResult<(u64, Option<std::io::Error>)> {
     if let Err(e) = output::log_header(w, run, format) {
@@ -79,8 +78,12 @@ fn write_log(
     store
         .for_each_experiment(run.id, &mut |e| {
             read += 1;
-            let written = output::log_row(w, &e, format)
-                .and_then(|()| output::log_narrowings(w, e.n, narrowed));
+            let here: Vec<_> = match narrowed.as_deref_mut() {
+                Some(h) => h.next(&e).into_iter().map(|x| (e.n, x)).collect(),
+                None => Vec::new(),
+            };
+            let written =
+                output::log_row(w, &e, format).and_then(|()| output::log_narrowings(w, e.n, &here));
             Ok(match written {
                 Ok(()) => ControlFlow::Continue(()),
                 Err(err) => {
@@ -161,21 +164,21 @@ mod tests {
             })
             .unwrap();
         let table = output::LogFormat::new(false, false, false, false);
-        let (read, err) = write_log(&store, &run, &table, &[], &mut Vec::new()).unwrap();
+        let (read, err) = write_log(&store, &run, &table, None, &mut Vec::new()).unwrap();
         assert_eq!((read, err.is_none()), (rows, true));
-        let (read, err) = write_log(&store, &run, &table, &[], &mut Closed).unwrap();
+        let (read, err) = write_log(&store, &run, &table, None, &mut Closed).unwrap();
         assert_eq!(read, 0, "the header's write failed: no row read");
         assert_eq!(err.map(|e| e.kind()), Some(std::io::ErrorKind::BrokenPipe));
         let json = output::LogFormat::new(true, false, false, false);
         let mut w = ClosesAfterLines(0);
-        let (read, err) = write_log(&store, &run, &json, &[], &mut w).unwrap();
+        let (read, err) = write_log(&store, &run, &json, None, &mut w).unwrap();
         assert_eq!(
             read, 1,
             "stopped at the first row that could not be written"
         );
         assert!(err.is_some());
         let mut w = ClosesAfterLines(1);
-        let (read, _) = write_log(&store, &run, &table, &[], &mut w).unwrap();
+        let (read, _) = write_log(&store, &run, &table, None, &mut w).unwrap();
         assert_eq!(read, 1);
     }
 }

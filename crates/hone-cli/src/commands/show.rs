@@ -31,7 +31,8 @@ pub fn run(here: &Here, a: ShowArgs) -> CliResult {
     output::show(&git, &run, &e, a.tail);
     output::show_curve(&curve);
     if super::has_infeasible(&store, run.id)? {
-        output::show_narrowings(&store.experiments(run.id).runtime()?, n);
+        // Only what the narrowings read: numbers, statuses and configurations up to `n`.
+        output::show_narrowings(&store.configurations(run.id, Some(n)).runtime()?, n);
     }
     output::show_mechanisms(&calls);
     Ok(())

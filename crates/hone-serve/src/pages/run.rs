@@ -150,6 +150,18 @@ pub(crate) fn load_run_view(
     table: Table,
     cache: &ViewCache,
 ) -> Result<RunView, AppError> {
+    // One moment of the store: the mark, the plot, the totals and the table all read in one
+    // snapshot, so that the drawing kept under a mark is the one of that mark.
+    store.read_consistent(|store| read_run_view(store, repo_root, tag, table, cache))
+}
+
+fn read_run_view(
+    store: &Store,
+    repo_root: &Path,
+    tag: &str,
+    table: Table,
+    cache: &ViewCache,
+) -> Result<RunView, AppError> {
     let run = run_by_tag(store, tag)?;
     let mark = mark(store, repo_root, &run)?;
     let drawn = match cache.get(run.id, &mark) {

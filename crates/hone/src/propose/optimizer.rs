@@ -124,22 +124,36 @@ fn running_configs(history: &[ExperimentRecord]) -> Vec<Config> {
 /// each narrowing with the number of the experiment after which it appeared or changed, in
 /// the order of the experiments' numbers.
 pub fn narrowings(history: &[ExperimentRecord]) -> Vec<(u64, knobs::feasible::Narrowing)> {
-    let (mut numbers, mut states) = (Vec::new(), Vec::new());
+    let mut h = RunNarrowings::default();
+    let mut out: Vec<(u64, knobs::feasible::Narrowing)> = Vec::new();
     for e in history {
-        let Some(config) = e.config.as_ref().and_then(config_from_json) else {
-            continue;
-        };
-        numbers.push(e.n);
-        states.push((config, infeasible(e.status())));
+        out.extend(h.next(e).into_iter().map(|x| (e.n, x)));
     }
-    let mut out: Vec<(u64, knobs::feasible::Narrowing)> =
-        knobs::feasible::narrowing_history(&states)
-            .into_iter()
-            .map(|(i, n)| (numbers[i], n))
-            .collect();
     // The store reads experiments in order already; a stable sort keeps it so regardless.
     out.sort_by_key(|(n, _)| *n);
     out
+}
+
+/// [`narrowings`] one experiment at a time, in order: what a reader streaming a run (`hone
+/// log`) prints under each experiment, without reading the run beforehand.
+#[derive(Default)]
+pub struct RunNarrowings(knobs::feasible::NarrowingHistory);
+
+impl RunNarrowings {
+    /// The narrowings that appeared or changed after experiment `e` (the next in order).
+    pub fn next(&mut self, e: &ExperimentRecord) -> Vec<knobs::feasible::Narrowing> {
+        match e.config.as_ref().and_then(config_from_json) {
+            Some(config) => self.0.push(&config, infeasible(e.status())),
+            // An experiment without a configuration is not part of the knobs' history.
+            None => Vec::new(),
+        }
+    }
+
+    /// The narrowings in force after the experiments given so far: [`narrowed_ranges`] of
+    /// them, without reading them again.
+    pub fn current(&self) -> Vec<knobs::feasible::Narrowing> {
+        self.0.current()
+    }
 }
 
 /// The knobs' explored ranges narrowed by crashes at the end of `history`. The sampler's
@@ -162,8 +176,29 @@ pub fn narrowed_ranges(history: &[ExperimentRecord]) -> Vec<knobs::feasible::Nar
     knobs::feasible::narrowings(&finished, &bad)
 }
 
+/// A stored configuration read back: what `Config`'s own (untagged) deserialization gives,
+/// without it trying each kind of value in turn (every miss builds and formats an error:
+/// most of the time `hone show` spent on a long run's configurations).
 fn config_from_json(v: &serde_json::Value) -> Option<Config> {
-    serde::Deserialize::deserialize(v).ok()
+    use serde_json::Value;
+    let Value::Object(map) = v else {
+        return None;
+    };
+    map.iter()
+        .map(|(k, v)| {
+            let value = match v {
+                Value::Bool(b) => knobs::KnobValue::Bool(*b),
+                // An integer that fits an i64 is one; a larger one reads as a float.
+                Value::Number(x) => match x.as_i64() {
+                    Some(i) => knobs::KnobValue::Int(i),
+                    None => knobs::KnobValue::Float(x.as_f64()?),
+                },
+                Value::String(s) => knobs::KnobValue::Str(s.clone()),
+                Value::Null | Value::Array(_) | Value::Object(_) => return None,
+            };
+            Some((k.clone(), value))
+        })
+        .collect()
 }
 
 impl Proposer for KnobsProposer {
@@ -312,6 +347,94 @@ mod tests {
         assert_eq!(narrowed.len(), 1, "{narrowed:?}");
         assert_eq!((narrowed[0].edge, narrowed[0].crashes), (7.0, 3));
         assert_eq!(narrowings(&history)[0].0, 9);
+    }
+
+    /// `RunNarrowings`, fed one experiment at a time, says what `narrowings` and
+    /// `narrowed_ranges` say of every prefix of a run (crashes above and below, timeouts,
+    /// experiments in flight or without a configuration, a knob that is sometimes text).
+    #[test]
+    fn streamed_narrowings_are_those_of_every_prefix() {
+        let mut state = 7u64;
+        let mut draw = || crate::util::unit_f64(crate::util::splitmix64(&mut state));
+        let history: Vec<ExperimentRecord> = (0..400u64)
+            .map(|n| {
+                let (a, b) = ((draw() * 100.0).round(), draw());
+                let status = match draw() {
+                    x if x < 0.05 => Status::Running,
+                    _ if a > 80.0 || b < 0.1 => {
+                        [Status::Crash, Status::Timeout][usize::from(draw() < 0.3)]
+                    }
+                    x if x < 0.15 => Status::Keep,
+                    _ => Status::Discard,
+                };
+                let b = if draw() < 0.1 {
+                    serde_json::json!("text")
+                } else {
+                    serde_json::json!(b)
+                };
+                ExperimentRecord {
+                    n,
+                    status: Some(status),
+                    config: (draw() > 0.03).then(|| serde_json::json!({ "A": a, "B": b })),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let mut streamed = RunNarrowings::default();
+        let mut events = Vec::new();
+        let mut in_force = 0;
+        for (i, e) in history.iter().enumerate() {
+            events.extend(streamed.next(e).into_iter().map(|x| (e.n, x)));
+            let prefix = &history[..=i];
+            assert_eq!(streamed.current(), narrowed_ranges(prefix), "after {}", e.n);
+            in_force += streamed.current().len();
+        }
+        assert_eq!(events, narrowings(&history));
+        let sides: std::collections::BTreeSet<(String, bool)> = events
+            .iter()
+            .map(|(_, x)| (x.knob.clone(), x.side == knobs::feasible::Side::Above))
+            .collect();
+        assert!(sides.contains(&("A".to_string(), true)), "{sides:?}");
+        assert!(sides.contains(&("B".to_string(), false)), "{sides:?}");
+        assert!(in_force > 200, "{in_force}");
+    }
+
+    /// The configuration reader gives what `Config`'s deserialization gives, value by value
+    /// and for what is not a configuration.
+    #[test]
+    fn configurations_read_as_their_deserialization_reads_them() {
+        let serde =
+            |v: &serde_json::Value| -> Option<Config> { serde::Deserialize::deserialize(v).ok() };
+        let cases = [
+            r#"{"A": 1, "B": -3, "C": 0.5, "D": 3.0, "E": true, "F": "x", "G": 1e-7}"#,
+            r#"{"MAX": 9223372036854775807, "MIN": -9223372036854775808}"#,
+            r#"{"BIG": 9223372036854775808, "HUGE": 18446744073709551615}"#,
+            r#"{"N": -0.0, "S": ""}"#,
+            r#"{}"#,
+            r#"{"A": 1, "NULL": null}"#,
+            r#"{"A": [1, 2]}"#,
+            r#"{"A": {"B": 1}}"#,
+            r#"[1, 2]"#,
+            r#""text""#,
+            r#"null"#,
+            r#"7"#,
+        ];
+        let mut read = 0;
+        for case in cases {
+            let v: serde_json::Value = serde_json::from_str(case).unwrap();
+            let ours = config_from_json(&v);
+            assert_eq!(ours, serde(&v), "{case}");
+            read += usize::from(ours.is_some());
+        }
+        assert_eq!(read, 5);
+        let v = serde_json::json!({ "BIG": 9223372036854775808u64, "I": 4 });
+        assert_eq!(
+            config_from_json(&v).map(|c| c.into_values().collect::<Vec<_>>()),
+            Some(vec![
+                knobs::KnobValue::Float(9223372036854775808.0),
+                knobs::KnobValue::Int(4)
+            ])
+        );
     }
 
     #[test]

@@ -211,6 +211,36 @@ impl Store {
         )
     }
 
+    /// Every experiment of a run numbered `upto` or less (all of them with `None`), in order,
+    /// with only its number, status and configuration: what the knobs' crash narrowings read
+    /// (`propose::optimizer::narrowings`, `narrowed_ranges`), without the texts, metrics and
+    /// judgements that reading whole records parses.
+    pub fn configurations(
+        &self,
+        run_id: i64,
+        upto: Option<u64>,
+    ) -> Result<Vec<ExperimentRecord>, StoreError> {
+        let upto = upto.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let mut out = Vec::new();
+        self.for_each_row(
+            "SELECT n, status, config FROM experiments WHERE run_id = ?1 AND n <= ?2 ORDER BY n",
+            &[Val::Int(Some(run_id)), Val::Int(Some(upto))],
+            &mut |r| {
+                out.push(ExperimentRecord {
+                    n: r.req_u64("n")?,
+                    status: Status::parse(&r.req_text("status")?),
+                    // As a whole record's: a configuration that is not JSON is none.
+                    config: r
+                        .text("config")?
+                        .and_then(|c| serde_json::from_str(&c).ok()),
+                    ..Default::default()
+                });
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+
     /// One page of a run's experiments, sorted and filtered in SQL (every sort but by value
     /// served by an index, filtered or not: a deep page of a run of 100,000 steps over index
     /// entries, it sorts none), and how many experiments match the filter in all (from the

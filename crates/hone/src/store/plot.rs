@@ -92,8 +92,11 @@ impl Store {
         cols: &PlotColumns,
         recent: u64,
     ) -> Result<PlotRows, StoreError> {
+        // Two look-ups at the ends of the primary key: SQLite answers MIN and MAX together
+        // in one query by scanning every experiment of the run.
         let ends = self.query_opt(
-            "SELECT MIN(n) AS first, MAX(n) AS last FROM experiments WHERE run_id = ?1",
+            "SELECT (SELECT MIN(n) FROM experiments WHERE run_id = ?1) AS first,
+                    (SELECT MAX(n) FROM experiments WHERE run_id = ?1) AS last",
             &[Val::Int(Some(run_id))],
             |r| Ok((r.int("first")?, r.int("last")?)),
         )?;

@@ -136,6 +136,33 @@ impl Store {
         }
     }
 
+    /// Runs `f`, a reader of several statements, on one moment of the store: a read
+    /// transaction (SQLite's deferred one; PostgreSQL's repeatable read, whose statements all
+    /// see the snapshot of its first), so that a writer between two statements changes none
+    /// of what they read together (a page's plot and its totals). Writes nothing; it works on
+    /// a store opened read-only. A call inside a transaction joins it.
+    pub fn read_consistent<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let depth = self.tx_depth.get();
+        if depth > 0 {
+            return f(self);
+        }
+        self.batch(match self.db {
+            Db::Sqlite(_) => "BEGIN DEFERRED",
+            Db::Postgres(_) => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+        })?;
+        self.tx_depth.set(1);
+        let read = f(self);
+        self.tx_depth.set(0);
+        // Nothing was written: ending it either way keeps nothing and loses nothing.
+        let ended = self.batch("ROLLBACK");
+        let v = read?;
+        ended?;
+        Ok(v)
+    }
+
     /// Opens a transaction that [`Store::commit`] commits and [`Store::rollback`] rolls back:
     /// [`Store::in_transaction`] for a caller that cannot hand its work over as a closure (the
     /// engine's finish of an experiment, which needs the engine itself). Inside another

@@ -65,6 +65,14 @@ const CASES: &[(&str, Case)] = &[
         "streaming_holds_no_snapshot_and_stops",
         summary::streaming_holds_no_snapshot_and_stops,
     ),
+    (
+        "configurations_give_the_narrowings_of_the_records",
+        summary::configurations_give_the_narrowings_of_the_records,
+    ),
+    (
+        "a_consistent_read_sees_one_moment",
+        summary::a_consistent_read_sees_one_moment,
+    ),
 ];
 
 fn run_suite(make: &mut dyn FnMut(&str) -> Backend) {

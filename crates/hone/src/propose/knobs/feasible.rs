@@ -177,51 +177,83 @@ pub(crate) fn knob_narrowings(
 /// finished values' ends and its crashed values in order, and after an entry only the knobs
 /// it holds are looked at again (every knob when the crashes needed changed).
 pub fn narrowing_history(history: &[(Config, Option<bool>)]) -> Vec<(usize, Narrowing)> {
-    let mut tracks: BTreeMap<&str, Track> = BTreeMap::new();
-    let (mut finished, mut infeasible) = (0usize, 0usize);
-    let mut needed_before = None;
+    let mut h = NarrowingHistory::default();
     let mut out = Vec::new();
     for (i, (config, state)) in history.iter().enumerate() {
-        let Some(crashed) = *state else {
-            continue;
+        out.extend(h.push(config, *state).into_iter().map(|n| (i, n)));
+    }
+    out
+}
+
+/// [`narrowing_history`] one entry at a time, for a reader that streams the history (`hone
+/// log` prints each experiment's narrowings under it as it reads it, and so never reads the
+/// run twice).
+#[derive(Default)]
+pub struct NarrowingHistory {
+    tracks: BTreeMap<String, Track>,
+    finished: usize,
+    infeasible: usize,
+    needed_before: Option<usize>,
+}
+
+impl NarrowingHistory {
+    /// The next entry of the history: the narrowings that are new or changed after it.
+    pub fn push(&mut self, config: &Config, state: Option<bool>) -> Vec<Narrowing> {
+        let mut out = Vec::new();
+        let Some(crashed) = state else {
+            return out;
         };
         if crashed {
-            infeasible += 1;
+            self.infeasible += 1;
         } else {
-            finished += 1;
+            self.finished += 1;
         }
         for (name, x) in config.iter().filter_map(|(k, v)| Some((k, numeric(v)?))) {
-            let t = tracks.entry(name.as_str()).or_insert_with(Track::new);
-            if crashed {
-                t.crash(x);
-            } else {
-                t.finish(x);
+            if !self.tracks.contains_key(name) {
+                self.tracks.insert(name.clone(), Track::new());
+            }
+            if let Some(t) = self.tracks.get_mut(name) {
+                if crashed {
+                    t.crash(x);
+                } else {
+                    t.finish(x);
+                }
             }
         }
-        let needed = crashes_needed(infeasible, infeasible + finished);
+        let needed = crashes_needed(self.infeasible, self.infeasible + self.finished);
         let mut look = |name: &str, t: &mut Track| {
             for (k, side) in [Side::Below, Side::Above].into_iter().enumerate() {
                 let now = t.narrowing(name, side, needed);
                 if now.is_some() && now != t.current[k] {
-                    out.extend(now.clone().map(|n| (i, n)));
+                    out.extend(now.clone());
                 }
                 t.current[k] = now;
             }
         };
-        if needed_before != Some(needed) {
-            for (name, t) in tracks.iter_mut() {
+        if self.needed_before != Some(needed) {
+            for (name, t) in self.tracks.iter_mut() {
                 look(name, t);
             }
         } else {
             for name in config.keys() {
-                if let Some(t) = tracks.get_mut(name.as_str()) {
+                if let Some(t) = self.tracks.get_mut(name.as_str()) {
                     look(name, t);
                 }
             }
         }
-        needed_before = Some(needed);
+        self.needed_before = Some(needed);
+        out
     }
-    out
+
+    /// The narrowings in force after the entries pushed so far, by knob name then side: what
+    /// [`narrowings`] says of them (each knob's last look is current: after an entry, every
+    /// knob it changed is looked at again, and every knob when the crashes needed changed).
+    pub fn current(&self) -> Vec<Narrowing> {
+        self.tracks
+            .values()
+            .flat_map(|t| t.current.iter().flatten().cloned())
+            .collect()
+    }
 }
 
 /// A finite knob value as an ordered key (-0 is 0, as `==` has it).

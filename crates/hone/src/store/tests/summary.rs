@@ -154,3 +154,110 @@ pub(super) fn streaming_holds_no_snapshot_and_stops(b: &Backend) {
     .unwrap();
     assert_eq!(calls, 4, "stops where told");
 }
+
+/// `configurations` reads what the knobs' crash narrowings need: on a run where crashes lie
+/// beyond a knob's finished values (with timeouts, experiments in flight, one without a
+/// configuration and another run beside it), the narrowings it gives, over the whole run and
+/// up to an experiment, are those of the whole records.
+pub(super) fn configurations_give_the_narrowings_of_the_records(b: &Backend) {
+    use crate::propose::optimizer::{narrowed_ranges, narrowings};
+    let s = b.open();
+    let run = new_run(&s, "t");
+    let other = new_run(&s, "u");
+    let exps: Vec<ExperimentRecord> = (0..60u64)
+        .map(|n| {
+            let lr = (n * 37 % 100) as f64 / 100.0;
+            let status = match n {
+                0 => Status::Baseline,
+                _ if n % 11 == 5 => Status::Running,
+                _ if lr > 0.7 && n % 3 == 0 => Status::Timeout,
+                _ if lr > 0.7 => Status::Crash,
+                _ if n % 5 == 0 => Status::Keep,
+                _ => Status::Discard,
+            };
+            ExperimentRecord {
+                n,
+                parent_commit: "abc".into(),
+                status: Some(status),
+                description: format!("change {n}"),
+                metrics: [("m".to_string(), n as f64)].into_iter().collect(),
+                config: (n != 7).then(|| serde_json::json!({ "LR": lr, "DEPTH": n % 4 + 1 })),
+                started_at: n as f64,
+                ..Default::default()
+            }
+        })
+        .collect();
+    s.in_transaction(|s| {
+        for e in &exps {
+            s.put_experiment(run.id, e)?;
+            s.put_experiment(
+                other.id,
+                &ExperimentRecord {
+                    config: None,
+                    ..e.clone()
+                },
+            )?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let ro = b.read_only();
+    let whole = ro.experiments(run.id).unwrap();
+    let read = ro.configurations(run.id, None).unwrap();
+    assert_eq!(read.len(), 60);
+    for (r, e) in read.iter().zip(&whole) {
+        assert_eq!((r.n, r.status, &r.config), (e.n, e.status, &e.config));
+        assert!(r.description.is_empty() && r.metrics.is_empty());
+    }
+    let events = narrowings(&read);
+    assert!(!events.is_empty(), "the run narrows LR");
+    assert_eq!(events, narrowings(&whole));
+    for upto in [20, 45, 59] {
+        let head = ro.configurations(run.id, Some(upto)).unwrap();
+        assert_eq!(head.last().map(|e| e.n), Some(upto));
+        let prefix: Vec<ExperimentRecord> = whole.iter().filter(|e| e.n <= upto).cloned().collect();
+        assert_eq!(narrowed_ranges(&head), narrowed_ranges(&prefix));
+        assert_eq!(narrowings(&head), narrowings(&prefix));
+    }
+    assert!(!narrowed_ranges(&read).is_empty());
+    // The other run's rows (without configurations) are not this run's.
+    assert!(ro
+        .configurations(other.id, None)
+        .unwrap()
+        .iter()
+        .all(|e| e.config.is_none()));
+}
+
+/// `read_consistent` reads one moment of the store: a write by another connection between two
+/// of its statements is not seen by the second (it is outside), and it works on a store
+/// opened read-only.
+pub(super) fn a_consistent_read_sees_one_moment(b: &Backend) {
+    let s = b.open();
+    let run = new_run(&s, "t");
+    let row = |n: u64| ExperimentRecord {
+        n,
+        parent_commit: "abc".into(),
+        status: Some(Status::Discard),
+        objective: Some(n as f64),
+        ..Default::default()
+    };
+    s.put_experiment(run.id, &row(0)).unwrap();
+    let ro = b.read_only();
+    let (before, after) = ro
+        .read_consistent(|r| {
+            let before = r.run_totals(run.id)?.experiments;
+            s.put_experiment(run.id, &row(1))?;
+            let points = r.experiment_points(run.id)?.len() as u64;
+            Ok::<_, StoreError>((before, points))
+        })
+        .unwrap();
+    assert_eq!((before, after), (1, 1), "the write in between is not seen");
+    assert_eq!(ro.run_totals(run.id).unwrap().experiments, 2);
+    // Outside it, the second statement sees the write.
+    let before = ro.run_totals(run.id).unwrap().experiments;
+    s.put_experiment(run.id, &row(2)).unwrap();
+    assert_eq!(
+        (before, ro.experiment_points(run.id).unwrap().len()),
+        (2, 3)
+    );
+}
