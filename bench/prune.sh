@@ -10,9 +10,12 @@
 #   PRUNE_WARMUPS="10 20" (the warm-ups tried, in steps, for hone and Optuna alike)
 #   PRUNE_RULES="median top:3" (hone's rules tried, each with each warm-up; "halving", "reach" too)
 #   PRUNE_MIN_RUNS=N (hone's prune_min_runs for every pruned arm; default the spec's, 3)
+#   PRUNE_CAP=C (a pruned arm runs at most C times EXPERIMENTS; default 2. The verifier time
+#   is the measure: a large C, 4 here, lets the steps alone end every arm, at the cost of
+#   running experiments past the budget that the figures then leave out)
 #
 # Equal verifier time: the unpruned arm runs EXPERIMENTS experiments per seed; a pruned arm
-# may run twice as many and is cut, per seed, where its steps run reach the unpruned arm's
+# may run PRUNE_CAP times as many and is cut, per seed, where its steps run reach the unpruned arm's
 # (its best so far counted there). Figures per arm, over all seeds: experiments that ran the
 # verifier (baseline excluded), how many were pruned, hone's measured verify_ms summed,
 # steps run, experiments per hour of verifier time (measured, and counted as steps x
@@ -27,6 +30,7 @@ m=${2:-30}
 step_s=${3:-0.03}
 warmups=${PRUNE_WARMUPS:-10 20}
 rules=${PRUNE_RULES:-median top:3}
+cap=${PRUNE_CAP:-2}
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${HONE:-}" ]; then
   cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
@@ -68,7 +72,7 @@ TOML
 arm "no pruning" "$m" ""
 for rule in $rules; do
   for w in $warmups; do
-    arm "$rule, warm-up $w steps" $((2 * m)) "prune = \"$rule\"
+    arm "$rule, warm-up $w steps" $((cap * m)) "prune = \"$rule\"
 prune_warmup = \"$w steps\"${PRUNE_MIN_RUNS:+
 prune_min_runs = $PRUNE_MIN_RUNS}"
   done
@@ -144,7 +148,7 @@ if [ ! -x "$OPTUNA_VENV/bin/python" ]; then
 fi
 for w in $warmups; do
   "$OPTUNA_VENV/bin/python" "$here/bench/prune_optuna.py" --seeds "$seeds" --trials "$m" \
-    --step-seconds "$step_s" --warmup "$w" | sed "s/MedianPruner/MedianPruner, warm-up $w steps/"
+    --step-seconds "$step_s" --warmup "$w" --cap "$cap" | sed "s/MedianPruner/MedianPruner, warm-up $w steps/"
 done | awk '!(/no pruner/ && seen++)' >> "$d/arms.jsonl"
 python3 - "$d/arms.jsonl" <<'PY'
 import json, sys

@@ -3,7 +3,8 @@
 bench/prune/knobs.py; a trial reports its loss at every step and, with the pruner, stops when
 should_prune() says so. Verifier time is counted as steps run x STEP_SECONDS, the per-step
 cost of hone's verifier in bench/prune.sh. The pruned arm gets the same verifier time as the
-unpruned one's TRIALS full trials: it runs up to twice as many, cut where that time is spent.
+unpruned one's TRIALS full trials: it runs up to CAP (2) times as many, cut where that time is
+spent.
 Prints one JSON object per arm."""
 
 import argparse
@@ -64,12 +65,13 @@ def main():
     ap.add_argument("--warmup", type=int, default=20, help="n_warmup_steps")
     ap.add_argument("--startup", type=int, default=3, help="n_startup_trials")
     ap.add_argument("--step-seconds", type=float, default=0.01)
+    ap.add_argument("--cap", type=int, default=2, help="the pruned arm's trials, times TRIALS")
     a = ap.parse_args()
     budget = a.trials * curve.STEPS
     arms = {
         "optuna TPE, no pruner": (a.trials, lambda: optuna.pruners.NopPruner()),
         "optuna TPE + MedianPruner": (
-            2 * a.trials,
+            a.cap * a.trials,
             lambda: optuna.pruners.MedianPruner(
                 n_startup_trials=a.startup, n_warmup_steps=a.warmup
             ),

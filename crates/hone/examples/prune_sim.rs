@@ -5,10 +5,13 @@
 //! history through `propose::optimizer::observations`, the incumbent the best kept so far, a
 //! keep any improvement) and the real pruning rule (`verify::prune::Pruner`, judged at every
 //! step), and gives each arm the verifier time, in steps, of the unpruned arm's `EXPERIMENTS`
-//! experiments (a pruned arm may run `CAP` (2) times as many and is cut where its steps would pass it).
+//! experiments (a pruned arm may run `CAP` (2) times as many and is cut where its steps would
+//! pass it; `CAP=1000` leaves the steps alone to end it: the same verifier time for every arm).
 //!
 //! Arms (`ARMS`, comma-separated; default below): `RULE/WARMUP` or `RULE/WARMUP/MIN_RUNS`
-//! (`median/10`, `top:3/20`, `halving/9`, `reach/8/10`...; `prune_min_runs` 3 unless given), several joined by `+` (pruned when any of them prunes), then optionally
+//! (`median/10`, `top:3/20`, `halving/9`, `reach/8/10`...; `prune_min_runs` 3 unless given;
+//! `reach~0.12/3/5`, whose bar tightens as the references accumulate), several
+//! joined by `+` (pruned when any of them prunes), then optionally
 //! `;FEED` (how a pruned run is fed to the sampler: `worst`, the library's, the worst value
 //! measured; `none`, no value; `est`, its value at the stop less the references' median drop
 //! from there to their end; `est2`, that but no better than the worst reference that was
@@ -17,11 +20,12 @@
 //!
 //! Prints per arm, over `SEEDS` seeds from `SEED0` (default 1): experiments run, pruned,
 //! pruned runs that would have been keeps, steps, experiments per hour of steps against the
-//! unpruned arm, the median and mean final regret. With seeds 1..3 the unpruned arm is
+//! unpruned arm, the median and mean final regret, and the share of proposals whose nearest
+//! earlier experiment (in the sampler's unit cube) had been pruned: how often the sampler
+//! proposes again next to a run that was stopped. With seeds 1..3 the unpruned arm is
 //! `bench/prune.sh 3 30`'s exactly (the sampler is seeded the same; the curves' noise only
 //! moves pruning). `SLIP=1` counts a pruned run one step past its stop, as the engine's
-//! stop lands a little after the decision. `GAP=1` judges `reach` arms by a variant kept here
-//! only to measure it: the bar widened by the gap between the two largest drops seen.
+//! stop lands a little after the decision.
 //!
 //! `cargo run --release -p hone --example prune_sim [SEEDS] [EXPERIMENTS]`, from the
 //! repository root.
@@ -29,7 +33,7 @@
 use std::time::Duration;
 
 use hone::propose::knobs::{
-    config_of, discover, suggest_guided, Config, Knob, KnobValue, SamplerGuide,
+    config_of, discover, suggest_guided, unit_coords, Config, Knob, KnobValue, SamplerGuide,
 };
 use hone::propose::optimizer::observations;
 use hone::store::{ExperimentRecord, Status};
@@ -118,6 +122,8 @@ struct Outcome {
     regret: f64,
     /// Pruned runs that would have been keeps.
     lost: usize,
+    /// Proposals whose nearest earlier experiment (unit cube) had been pruned.
+    near_pruned: usize,
 }
 
 fn run(arm: &Arm, knobs: &[Knob], seed: u64, budget: Option<u64>, m: u64) -> Outcome {
@@ -138,6 +144,8 @@ fn run(arm: &Arm, knobs: &[Knob], seed: u64, budget: Option<u64>, m: u64) -> Out
     let (mut incumbent, mut best) = (base.clone(), b);
     let (mut experiments, mut pruned, mut steps, mut lost) = (0, 0, 0u64, 0);
     let mut stops: Vec<Option<(f64, f64)>> = vec![None];
+    let mut points: Vec<(Vec<f64>, bool)> = vec![(coords(knobs, &base), false)];
+    let mut near_pruned = 0;
     let limit = if budget.is_some() { cap() * m } else { m };
     for n in 1..=limit {
         let seen = Seen {
@@ -158,6 +166,9 @@ fn run(arm: &Arm, knobs: &[Knob], seed: u64, budget: Option<u64>, m: u64) -> Out
         }
         steps += cost;
         experiments += 1;
+        let here = coords(knobs, &config);
+        near_pruned += usize::from(nearest_pruned(&points, &here));
+        points.push((here, stop.is_some()));
         if stop.is_some() {
             pruned += 1;
             lost += usize::from(final_value(&config) < best);
@@ -183,7 +194,22 @@ fn run(arm: &Arm, knobs: &[Knob], seed: u64, budget: Option<u64>, m: u64) -> Out
         steps,
         regret: best - OPTIMUM,
         lost,
+        near_pruned,
     }
+}
+
+/// A configuration's unit coordinates (numbers only).
+fn coords(knobs: &[Knob], c: &Config) -> Vec<f64> {
+    unit_coords(knobs, c).into_iter().flatten().collect()
+}
+
+/// Whether the nearest of `points` (Euclidean in the unit cube) to `here` was pruned.
+fn nearest_pruned(points: &[(Vec<f64>, bool)], here: &[f64]) -> bool {
+    let d = |p: &[f64]| -> f64 { p.iter().zip(here).map(|(a, b)| (a - b).powi(2)).sum() };
+    points
+        .iter()
+        .min_by(|a, b| d(&a.0).total_cmp(&d(&b.0)))
+        .is_some_and(|p| p.1)
 }
 
 /// `SLIP`: steps a pruned run is counted beyond the step it was judged at (the engine's stop
@@ -251,46 +277,14 @@ fn first_stop(pruners: &[Pruner], refs: &[Reference], curve: &[(f64, f64)]) -> O
     let mut so_far = f64::INFINITY;
     for &(s, v) in curve {
         so_far = so_far.min(v);
-        if pruners.iter().any(|p| match (p.rule, p.warmup) {
-            (PruneRule::Reach(_), Warmup::Steps(w)) if gap() => {
-                s >= w && gap_judge(refs, so_far, s, p.min_runs)
-            }
-            _ => p.judge(refs, so_far, s, Duration::ZERO).is_some(),
-        }) {
+        if pruners
+            .iter()
+            .any(|p| p.judge(refs, so_far, s, Duration::ZERO).is_some())
+        {
             return Some((s, so_far));
         }
     }
     None
-}
-
-/// `GAP=1`: `reach` with its bar widened by the gap between the two largest drops (an
-/// estimate of the largest drop a run could make from the largest seen).
-fn gap() -> bool {
-    std::env::var("GAP").is_ok_and(|v| v == "1")
-}
-
-fn gap_judge(refs: &[Reference], best: f64, step: f64, min_runs: usize) -> bool {
-    let pairs: Vec<(f64, f64)> = refs
-        .iter()
-        .filter(|r| r.curve.last().is_some_and(|l| l.0 >= step))
-        .filter_map(|r| {
-            let i = r.curve.partition_point(|p| p.0 <= step).checked_sub(1)?;
-            Some((r.curve[i].1, r.objective?))
-        })
-        .collect();
-    if pairs.len() < min_runs.max(1) {
-        return false;
-    }
-    let top = pairs.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-    let mut drops: Vec<f64> = pairs.iter().map(|(v, o)| v - o).collect();
-    drops.sort_by(f64::total_cmp);
-    let n = drops.len();
-    let widen = if n >= 2 {
-        drops[n - 1] - drops[n - 2]
-    } else {
-        0.0
-    };
-    best > top + drops[n - 1] + widen
 }
 
 /// A pruned run's value as fed to the sampler.
@@ -343,9 +337,8 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1);
-    let arms = std::env::var("ARMS").unwrap_or_else(|_| {
-        "median/10,median/20,top:3/10,halving/9,halving/10,reach/5,reach/5/4,reach/5/5".into()
-    });
+    let arms = std::env::var("ARMS")
+        .unwrap_or_else(|_| "median/20,halving/9,reach/5/4,reach/5/5,reach~0.12/3/5".into());
     let source =
         std::fs::read_to_string("bench/prune/knobs.py").expect("run from the repository root");
     let knobs = discover("knobs.py", &source).expect("knobs");
@@ -359,12 +352,12 @@ fn main() {
         e as f64 / s as f64
     };
     let r0 = rate(&base);
-    println!("| arm | experiments | pruned | lost keeps | steps | vs no pruning | median regret | mean regret |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| arm | experiments | pruned | lost keeps | steps | vs no pruning | median regret | mean regret | near a pruned run |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let show = |name: &str, o: &[Outcome]| {
         let regrets: Vec<f64> = o.iter().map(|x| x.regret).collect();
         println!(
-            "| {name} | {} | {} | {} | {} | {:.2}x | {:.4} | {:.4} |",
+            "| {name} | {} | {} | {} | {} | {:.2}x | {:.4} | {:.4} | {:.0}% |",
             o.iter().map(|x| x.experiments).sum::<usize>(),
             o.iter().map(|x| x.pruned).sum::<usize>(),
             o.iter().map(|x| x.lost).sum::<usize>(),
@@ -372,6 +365,8 @@ fn main() {
             rate(o) / r0,
             median(&regrets),
             regrets.iter().sum::<f64>() / regrets.len() as f64,
+            100.0 * o.iter().map(|x| x.near_pruned).sum::<usize>() as f64
+                / o.iter().map(|x| x.experiments).sum::<usize>().max(1) as f64,
         );
     };
     show("none", &base);

@@ -348,3 +348,47 @@ fn a_long_curve_is_stored_thinned_and_ends_where_the_run_did() {
         assert!(line.contains(".. step 20000 value"), "{line}");
     }
 }
+
+#[test]
+fn a_progress_line_rewritten_with_carriage_returns_is_read_and_pruned() {
+    // README's example: autoresearch's `train.py` rewrites one progress line with `\r` and no
+    // newline until training ends. Rate r: step k shows `loss: 10r+60/k`; the end
+    // `val_bpb: 10r+10`. #2 (rate 50) never ends after step 3: only a prune ends it, which
+    // needs each `\r` to end a line.
+    let r = Repo::builder()
+        .script("write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t50\\n\n")
+        .spec_with(|agent| {
+            Spec::standard("sh train.sh", agent)
+                .metric("val_bpb")
+                .protected(&["prepare.py", "train.sh"])
+                .set(
+                    "verify",
+                    "progress",
+                    r"'step (?P<step>\d+) \([0-9.]+%\) \| loss: (?P<value>[0-9.eE+-]+)'",
+                )
+                .set("verify", "prune", "\"reach\"")
+                .set("verify", "prune_warmup", "\"2 steps\"")
+                .set("verify", "prune_min_runs", "2")
+                .tail("\n[stop]\nmax_experiments = 3\n")
+        })
+        .file(
+            "train.sh",
+            "r=$(cat value.txt)\n\
+             k=1\n\
+             while [ $k -le 6 ]; do\n\
+               printf '\\rstep %05d (%d.0%%) | loss: %d.000000 | lrm: 1.00    ' $k $((k * 16)) $((r * 10 + 60 / k))\n\
+               if [ $k -ge 3 ] && [ $r -ge 50 ]; then while :; do sleep 0.05; done; fi\n\
+               k=$((k + 1))\n\
+             done\n\
+             printf '\\nval_bpb:          %d.000000\\n' $((r * 10 + 10))\n",
+        )
+        .file("value.txt", "5\n")
+        .create();
+    let log = r.run_log("cr");
+    assert_statuses(&log, &["baseline", "keep", "pruned"]);
+    assert_eq!(log[1]["objective"], 50.0, "{:?}", log[1]);
+    assert_eq!(curve_points(&r, 0), 6);
+    assert_eq!(curve_points(&r, 1), 6);
+    let why = log[2]["reason"].as_str().unwrap();
+    assert!(why.contains("pruned at step 2"), "{why}");
+}

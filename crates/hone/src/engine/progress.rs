@@ -128,6 +128,12 @@ impl<'a> Watch<'a> {
                 fmt(p.threshold),
                 if q == 100.0 { "the most lenient".to_owned() } else { format!("their percentile:{q}") }
             ),
+            (_, PruneRule::ReachTight(a)) => format!(
+                "where {} finished runs' curves, each shifted by its own last value to end at the best last value among them, were ({}, the {} most lenient: reach~{a})",
+                p.runs,
+                fmt(p.threshold),
+                ordinal(((a * (p.runs as f64 + 1.0)).floor() as usize).clamp(1, p.runs.max(1)))
+            ),
             (_, rule) => format!("the {rule} ({}) of {} finished runs", fmt(p.threshold), p.runs),
         };
         Ok(Some(format!(
@@ -136,6 +142,18 @@ impl<'a> Watch<'a> {
             fmt(p.best),
         )))
     }
+}
+
+/// 1st, 2nd, 3rd, 4th... (11th to 13th too).
+fn ordinal(k: usize) -> String {
+    let suffix = match (k % 10, k % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{k}{suffix}")
 }
 
 fn fmt(v: f64) -> String {

@@ -1,5 +1,8 @@
 //! Splitting one output stream into lines: complete lines go to the log as one write (so the
 //! two streams interleave at line granularity) and, capped in length, to the line callback.
+//! For the callback a carriage return ends a line too (`\r\n` is one end): a progress bar
+//! that rewrites its line (`print(f"\rstep {step} | loss: {loss}", end="")`, as
+//! autoresearch's `train.py` does) gives one line per update, not one line at the end.
 
 use super::log::CappedLog;
 
@@ -17,6 +20,9 @@ pub(super) struct LineSplitter {
     /// Whether the current line has any bytes yet, so that at the end of the stream a final
     /// line without a newline is delivered, and nothing is delivered after a final newline.
     line_started: bool,
+    /// Whether the last byte read was a `\r` that ended a line: a `\n` right after it ends
+    /// nothing more.
+    after_cr: bool,
 }
 
 impl LineSplitter {
@@ -28,10 +34,17 @@ impl LineSplitter {
         on_line: &mut dyn FnMut(&str),
     ) {
         let mut rest = chunk;
-        while let Some(pos) = rest.iter().position(|&b| b == b'\n') {
+        while let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
             self.extend_line(&rest[..pos]);
-            self.deliver(on_line);
+            let crlf = rest[pos] == b'\n' && pos == 0 && self.after_cr;
+            if !crlf {
+                self.deliver(on_line);
+            }
+            self.after_cr = rest[pos] == b'\r';
             rest = &rest[pos + 1..];
+        }
+        if !rest.is_empty() {
+            self.after_cr = false;
         }
         self.extend_line(rest);
 
@@ -67,8 +80,7 @@ impl LineSplitter {
     }
 
     fn deliver(&mut self, on_line: &mut dyn FnMut(&str)) {
-        let line = self.line.strip_suffix(b"\r").unwrap_or(&self.line);
-        on_line(&String::from_utf8_lossy(line));
+        on_line(&String::from_utf8_lossy(&self.line));
         self.line.clear();
         self.line_started = false;
     }
@@ -97,6 +109,32 @@ mod tests {
         let (lines, log) = split(&[b"val_", b"bpb: 0.99\nste", b"p=3\r\n\nlast"]);
         assert_eq!(lines, ["val_bpb: 0.99", "step=3", "", "last"]);
         assert_eq!(log, b"val_bpb: 0.99\nstep=3\r\n\nlast");
+    }
+
+    #[test]
+    fn a_carriage_return_ends_a_line_for_the_callback_and_the_log_keeps_the_bytes() {
+        // autoresearch's progress line, rewritten in place, then `print()` and the metric;
+        // a `\r` at the end of one chunk and the `\n` at the start of the next are one end.
+        let chunks: [&[u8]; 4] = [
+            b"\rstep 00001 (0.1%) | loss: 9.000000 | lrm: 1.00    ",
+            b"\rstep 00002 (0.2%) | loss: 8.5",
+            b"00000 | lrm: 1.00    \r",
+            b"\nval_bpb: 1.5\r\n\r\nend\rlast",
+        ];
+        let (lines, log) = split(&chunks);
+        assert_eq!(
+            lines,
+            [
+                "",
+                "step 00001 (0.1%) | loss: 9.000000 | lrm: 1.00    ",
+                "step 00002 (0.2%) | loss: 8.500000 | lrm: 1.00    ",
+                "val_bpb: 1.5",
+                "",
+                "end",
+                "last"
+            ]
+        );
+        assert_eq!(log, chunks.concat());
     }
 
     #[test]

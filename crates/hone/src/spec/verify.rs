@@ -510,6 +510,14 @@ mod tests {
             s.verify.progress.unwrap().prune,
             Some(PruneRule::Reach(90.0))
         );
+        let s = parse(&with(
+            "progress = \"loss\"\nprune = \"reach~0.12\"\nprune_min_runs = 5",
+        ))
+        .unwrap();
+        assert_eq!(
+            s.verify.progress.unwrap().prune,
+            Some(PruneRule::ReachTight(0.12))
+        );
         // Recording curves without pruning.
         let s = parse(&with("progress = \"loss\"")).unwrap();
         assert!(s
@@ -540,6 +548,11 @@ mod tests {
                 "progress = \"loss\"\nprune = \"reach:0\"",
                 "verify.prune",
                 "\"reach:P\" with 0 < P <= 100",
+            ),
+            (
+                "progress = \"loss\"\nprune = \"reach~1\"",
+                "verify.prune",
+                "\"reach~A\" with 0 < A < 1",
             ),
             (
                 "progress = \"loss (\"",

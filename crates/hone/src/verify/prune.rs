@@ -117,14 +117,19 @@ pub enum PruneRule {
     /// lenient of those shifted values, 100 for all of them): behind where a run that ends
     /// level with the best finished curve has been seen to be, so it cannot be kept.
     Reach(f64),
+    /// `reach~A` (0 < A < 1): `reach` against the `k`-th most lenient of the `n` shifted
+    /// curves, `k = max(1, floor(A (n + 1)))`: the bar tightens as finished curves accumulate
+    /// (the most lenient curve while `n + 1 < 2 / A`); a run that would be kept, and whose
+    /// further improvement is like theirs, is stopped with a chance of about `k / (n + 1)`.
+    ReachTight(f64),
 }
 
 /// `halving`'s percentiles, from the warm-up, twice it and three times it on.
 pub const HALVING: [f64; 3] = [75.0, 50.0, 25.0];
 
 impl PruneRule {
-    /// `median`, `percentile:P` with 0 < P < 100, `top:K` with K >= 1, `halving`, or `reach`
-    /// / `reach:P` with 0 < P <= 100.
+    /// `median`, `percentile:P` with 0 < P < 100, `top:K` with K >= 1, `halving`, `reach`
+    /// / `reach:P` with 0 < P <= 100, or `reach~A` with 0 < A < 1.
     pub fn parse(text: &str) -> Result<PruneRule, String> {
         let t = text.trim();
         if t == "median" {
@@ -156,6 +161,16 @@ impl PruneRule {
                 return Ok(PruneRule::Reach(p));
             }
         }
+        if let Some(a) = t.strip_prefix("reach~") {
+            if let Some(a) = a
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|a| *a > 0.0 && *a < 1.0)
+            {
+                return Ok(PruneRule::ReachTight(a));
+            }
+        }
         if let Some(k) = t.strip_prefix("top:") {
             if let Some(k) = k.trim().parse::<usize>().ok().filter(|k| *k >= 1) {
                 return Ok(PruneRule::Top(k));
@@ -169,7 +184,7 @@ impl PruneRule {
             ""
         };
         Err(format!(
-            "`{text}` is not a pruning rule{hint}: write \"median\", \"percentile:P\" with P between 0 and 100 (\"percentile:25\" keeps only runs within the best quarter), \"top:K\" (\"top:3\" stops a run clearly behind the 3 best finished runs), \"halving\" (a percentile that tightens at 1, 2 and 3 times the warm-up), or \"reach\" (stops a run behind every finished curve shifted to end at the best finished curve's last value; \"reach:P\" with 0 < P <= 100 compares with their P-th percentile)"
+            "`{text}` is not a pruning rule{hint}: write \"median\", \"percentile:P\" with P between 0 and 100 (\"percentile:25\" keeps only runs within the best quarter), \"top:K\" (\"top:3\" stops a run clearly behind the 3 best finished runs), \"halving\" (a percentile that tightens at 1, 2 and 3 times the warm-up), or \"reach\" (stops a run behind every finished curve shifted to end at the best finished curve's last value; \"reach:P\" with 0 < P <= 100 compares with their P-th percentile, \"reach~A\" with 0 < A < 1 with a bar that tightens as finished curves accumulate, \"reach~0.12\")"
         ))
     }
 }
@@ -183,6 +198,7 @@ impl std::fmt::Display for PruneRule {
             PruneRule::Halving => f.write_str("halving"),
             PruneRule::Reach(p) if *p == 100.0 => f.write_str("reach"),
             PruneRule::Reach(p) => write!(f, "reach:{p}"),
+            PruneRule::ReachTight(a) => write!(f, "reach~{a}"),
         }
     }
 }
@@ -292,8 +308,9 @@ impl Pruner {
         // again against those: `reach` leaves out a curve it cannot shift).
         let (threshold, runs) = match rule {
             PruneRule::Percentile(p) => (self.percentile(&at, p), at.len()),
-            PruneRule::Top(k) => (self.top(&at, k)?, at.len()),
+            PruneRule::Top(k) => self.top(&at, k)?,
             PruneRule::Reach(p) => reach::threshold(self.direction, &at, p)?,
+            PruneRule::ReachTight(a) => reach::tightened(self.direction, &at, a)?,
             PruneRule::Halving => return None, // `rule_at` never answers it
         };
         if runs == 0 || runs < self.min_runs {
@@ -333,9 +350,12 @@ impl Pruner {
 
     /// `top:K`'s threshold at a step, from each run's (value there, objective): the worst
     /// value of the K runs with the best objectives, made worse by the margin, the most any
-    /// of them was behind there a run that ended worse (0 when none was). `None` when no run
-    /// has an objective. Worked in "lower is better" (values negated when maximizing).
-    fn top(&self, at: &[(f64, &Reference)], k: usize) -> Option<f64> {
+    /// of them was behind there a run that ended worse (0 when none was); and how many runs
+    /// were ranked. A reference without a finite objective (a baseline or discard recorded
+    /// without its metric; crashed and pruned runs are never references) can be neither
+    /// among the K nor in the margin, so it does not count towards `min_runs` either. `None`
+    /// when no run has one. Worked in "lower is better" (values negated when maximizing).
+    fn top(&self, at: &[(f64, &Reference)], k: usize) -> Option<(f64, usize)> {
         let sign = match self.direction {
             Direction::Minimize => 1.0,
             Direction::Maximize => -1.0,
@@ -360,7 +380,7 @@ impl Pruner {
                     .map(move |r| t.0 - r.0)
             })
             .fold(0.0, f64::max);
-        Some((worst + margin) * sign)
+        Some(((worst + margin) * sign, ranked.len()))
     }
 }
 
@@ -448,12 +468,14 @@ mod tests {
             Some((100.0, 2.31))
         );
         assert_eq!(r.read("epoch 3"), None);
-        // README's example, on the line its PyTorch-style loop prints.
+        // README's example, on the line autoresearch's `train.py` prints (its `\r` ends the
+        // line before: exec/lines.rs).
         let readme =
-            Progress::compile(r"step (?P<step>\d+) \| loss (?P<value>[0-9.eE+-]+)").unwrap();
+            Progress::compile(r"step (?P<step>\d+) \([0-9.]+%\) \| loss: (?P<value>[0-9.eE+-]+)")
+                .unwrap();
         assert_eq!(
-            readme.read("step 100 | loss 2.3100 | lr 3.00e-04"),
-            Some((100.0, 2.31))
+            readme.read("step 00042 (12.5%) | loss: 3.456789 | lrm: 1.00 | dt: 312ms | tok/sec: 1,680,000 | mfu: 39.8% | epoch: 1 | remaining: 262s    "),
+            Some((42.0, 3.456789))
         );
         let e = Progress::compile(r"loss (?P<value>[0-9.]+)").unwrap_err();
         assert!(e.contains("no group named `step`"), "{e}");
@@ -664,6 +686,21 @@ mod tests {
         assert_eq!(q2.judge(&maxi, 3.9, 20.0, t).unwrap().threshold, 4.0);
         assert_eq!(q2.judge(&maxi, 4.1, 20.0, t), None);
     }
+    #[test]
+    fn top_counts_only_the_references_it_can_rank() {
+        // Two ranked runs and two curves without an objective, far ahead at step 20: the
+        // latter neither set the bar nor count towards `min_runs`.
+        let mut refs = ranked(&[(&[4.0, 2.0], 1.0), (&[4.0, 2.2], 1.2)]);
+        refs.extend(unranked(&[&[4.0, 0.5], &[4.0, 0.5]]));
+        let t = Duration::ZERO;
+        let p = top(3, Direction::Minimize);
+        assert_eq!(p.judge(&refs, 9.0, 20.0, t), None, "2 ranked of min_runs 3");
+        let two = Pruner { min_runs: 2, ..p };
+        let pruned = two.judge(&refs, 2.3, 20.0, t).unwrap();
+        assert_eq!((pruned.threshold, pruned.runs), (2.2, 2));
+        assert_eq!(two.judge(&refs, 2.1, 20.0, t), None);
+    }
+
     #[test]
     fn halving_raises_its_percentile_at_each_multiple_of_the_warm_up() {
         // Five flat curves at 1..5 over steps 10..60: the 75th percentile is 4, the median

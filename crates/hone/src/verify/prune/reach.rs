@@ -5,7 +5,8 @@
 //! shifted values (the `P`-th most lenient of them) would have to improve further after the
 //! step than any finished run did to be kept. All in the curve's own units: the progress
 //! value need not be the objective (a training loss beside a validation metric), and the
-//! objective is not read.
+//! objective is not read. `reach~A` picks the `k`-th most lenient of the `n` shifted values,
+//! `k = max(1, floor(A (n + 1)))`: a bar that tightens as the finished curves accumulate.
 
 use super::{quantile, Direction, Reference};
 
@@ -20,6 +21,28 @@ pub(super) fn threshold(
     at: &[(f64, &Reference)],
     p: f64,
 ) -> Option<(f64, usize)> {
+    let (shifted, sign) = shifted(direction, at)?;
+    Some((quantile(&shifted, p / 100.0) * sign, shifted.len()))
+}
+
+/// `reach~A`'s threshold: of the `n` shifted values (as [`threshold`]), the `k`-th most
+/// lenient, `k = max(1, floor(a (n + 1)))` (never past the strictest).
+pub(super) fn tightened(
+    direction: Direction,
+    at: &[(f64, &Reference)],
+    a: f64,
+) -> Option<(f64, usize)> {
+    let (shifted, sign) = shifted(direction, at)?;
+    let n = shifted.len();
+    // `a (n + 1)` is finite and at most `n + 1`: the cast cannot wrap.
+    let k = ((a * (n as f64 + 1.0)).floor() as usize).clamp(1, n);
+    Some((shifted[n - k] * sign, n))
+}
+
+/// Each reference's value at the step shifted to end at the best last value, sorted from
+/// the strictest, in "lower is better" units, and the sign that converts back. `None` when
+/// no reference has a finite value and last value.
+fn shifted(direction: Direction, at: &[(f64, &Reference)]) -> Option<(Vec<f64>, f64)> {
     let sign = match direction {
         Direction::Minimize => 1.0,
         Direction::Maximize => -1.0,
@@ -32,7 +55,7 @@ pub(super) fn threshold(
     let best = pairs.iter().map(|p| p.1).reduce(f64::min)?;
     let mut shifted: Vec<f64> = pairs.iter().map(|(v, last)| v - last + best).collect();
     shifted.sort_by(f64::total_cmp);
-    Some((quantile(&shifted, p / 100.0) * sign, shifted.len()))
+    Some((shifted, sign))
 }
 
 #[cfg(test)]
@@ -131,6 +154,76 @@ mod tests {
         let pruned = p.judge(&r, 3.1, 20.0, t).unwrap();
         assert_eq!((pruned.threshold, pruned.runs), (3.0, 3));
         assert_eq!(Pruner { min_runs: 4, ..p }.judge(&r, 100.0, 20.0, t), None);
+    }
+
+    #[test]
+    fn reach_tight_uses_the_most_lenient_curve_while_few_and_tightens_as_they_grow() {
+        // Minimize, `n` curves all ending at 1; curve `i` is at `1 + i` at step 20, so the
+        // shifted values there are 1, 2, ..., n.
+        let curves = |n: usize| -> Vec<Reference> {
+            (0..n)
+                .map(|i| Reference {
+                    curve: vec![(10.0, 9.0), (20.0, 1.0 + i as f64), (40.0, 1.0)],
+                    objective: None,
+                })
+                .collect()
+        };
+        let t = Duration::ZERO;
+        let p = Pruner {
+            rule: PruneRule::ReachTight(0.1),
+            ..reach(100.0, Direction::Minimize)
+        };
+        // 5 curves: k = max(1, floor(0.6)) = 1, the most lenient (5.0), as `reach`.
+        let few = curves(5);
+        let pruned = p.judge(&few, 5.1, 20.0, t).unwrap();
+        assert_eq!((pruned.threshold, pruned.runs), (5.0, 5));
+        assert_eq!(pruned.rule, PruneRule::ReachTight(0.1));
+        assert_eq!(p.judge(&few, 4.9, 20.0, t), None, "ahead of one: kept on");
+        assert_eq!(
+            reach(100.0, Direction::Minimize)
+                .judge(&few, 5.1, 20.0, t)
+                .map(|p| p.threshold),
+            Some(5.0)
+        );
+        // 39 curves: k = floor(4.0) = 4, the 4th most lenient (36.0): a run at 37 (behind
+        // three curves) is stopped, where `reach` keeps it on.
+        let many = curves(39);
+        assert_eq!(p.judge(&many, 37.0, 20.0, t).unwrap().threshold, 36.0);
+        assert_eq!(p.judge(&many, 36.0, 20.0, t), None, "a tie is not worse");
+        assert_eq!(
+            reach(100.0, Direction::Minimize).judge(&many, 37.0, 20.0, t),
+            None
+        );
+        // Maximize: the same curves negated.
+        let neg: Vec<Reference> = many
+            .iter()
+            .map(|r| Reference {
+                curve: r.curve.iter().map(|(s, v)| (*s, -v)).collect(),
+                objective: None,
+            })
+            .collect();
+        let q = Pruner {
+            direction: Direction::Maximize,
+            ..p
+        };
+        assert_eq!(q.judge(&neg, -37.0, 20.0, t).unwrap().threshold, -36.0);
+        assert_eq!(q.judge(&neg, -36.0, 20.0, t), None);
+        // k never passes the strictest: A close to 1 with 3 curves is the strictest (3.0
+        // there: curves at 1, 2, 3).
+        let strict = Pruner {
+            rule: PruneRule::ReachTight(0.99),
+            ..p
+        };
+        assert_eq!(
+            strict.judge(&curves(3), 1.5, 20.0, t).unwrap().threshold,
+            1.0
+        );
+        // The warm-up and min_runs as for `reach`.
+        assert_eq!(p.judge(&many, 100.0, 10.0, t), None);
+        assert_eq!(
+            Pruner { min_runs: 6, ..p }.judge(&few, 100.0, 20.0, t),
+            None
+        );
     }
 
     #[test]
