@@ -116,8 +116,8 @@ impl StoredSpec {
 }
 
 /// Whether run `run_id` has an experiment the knobs search counts as infeasible (a crash, a
-/// timeout, a violation), found by index: `hone log` and `hone show` read a run's whole
-/// history for where crashes narrowed a knob's range only then.
+/// timeout, a violation), found by index: `hone log` and `hone show` work out where crashes
+/// narrowed a knob's range (from every configuration up to the experiment) only then.
 pub(crate) fn has_infeasible(store: &hone::store::Store, run_id: i64) -> CliResult<bool> {
     for status in hone::propose::optimizer::INFEASIBLE {
         if store.first_with_status(run_id, status).runtime()?.is_some() {
