@@ -289,6 +289,37 @@ fn reach_prunes_a_run_that_cannot_catch_up_and_never_a_confirm_run() {
 }
 
 #[test]
+fn reach_tight_stops_a_hopeless_run_and_never_a_confirm_run() {
+    // `reach~0.3` with 2 references: k = max(1, floor(0.3 x 3)) = 1, the most lenient
+    // shifted curve (70 at step 2, as for `reach`); #2 (rate 5: 80) is behind it. The keeps'
+    // confirm runs print a curve ten times worse and are never judged.
+    let tmp = tempfile::tempdir().unwrap();
+    let marks = tmp.path();
+    let r = training_repo(
+        &[
+            ("prune", "\"reach~0.3\""),
+            ("prune_min_runs", "2"),
+            ("confirm", "1"),
+        ],
+        "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t5 wait\\n\n---\nwrite\tvalue.txt\t3\\n\n",
+        marks,
+    );
+    let log = r.run_log("t");
+    assert_statuses(&log, &["baseline", "keep", "pruned", "keep"]);
+    let why = log[2]["reason"].as_str().unwrap();
+    assert!(why.contains("pruned at step 2"), "{why}");
+    assert!(
+        why.contains("were (70.000000, the 1st most lenient: reach~0.3)"),
+        "{why}"
+    );
+    assert!(marks.join("term.2").exists(), "no SIGTERM");
+    assert_eq!(curve_points(&r, 3), 6);
+    assert_eq!(log[1]["runs"].as_array().unwrap().len(), 2, "{:?}", log[1]);
+    assert_eq!(log[3]["runs"].as_array().unwrap().len(), 2, "{:?}", log[3]);
+    assert!(!marks.join("term.1").exists() && !marks.join("term.3").exists());
+}
+
+#[test]
 fn with_a_sealed_evaluator_only_accepted_curves_are_references() {
     let tmp = tempfile::tempdir().unwrap();
     let marks = tmp.path();
