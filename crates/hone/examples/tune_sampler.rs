@@ -41,6 +41,63 @@ fn text(c: &Config, name: &str) -> String {
     }
 }
 
+/// `smooth6`: a shifted 6-D Levy function.
+fn smooth6(c: &Config) -> f64 {
+    let shift = [1.3, -2.1, 0.4, 2.7, -0.9, 1.8];
+    let w: Vec<f64> = ["X1", "X2", "X3", "X4", "X5", "X6"]
+        .iter()
+        .zip(shift)
+        .map(|(k, s)| 1.0 + (num(c, k) - s) / 4.0)
+        .collect();
+    let pi = std::f64::consts::PI;
+    let mut v = (pi * w[0]).sin().powi(2);
+    for wi in &w[..5] {
+        v += (wi - 1.0).powi(2) * (1.0 + 10.0 * (pi * wi + 1.0).sin().powi(2));
+    }
+    v + (w[5] - 1.0).powi(2) * (1.0 + (2.0 * pi * w[5]).sin().powi(2))
+}
+
+/// `llm` and `llm_noisy`: the synthetic response surface of a small LM training run.
+fn llm(c: &Config) -> f64 {
+    let (p, width, depth) = (num(c, "BATCH_POW"), num(c, "WIDTH"), num(c, "DEPTH"));
+    let lr_opt = -3.2 + 0.15 * (p - 7.0) - 0.25 * (width / 512.0).log2();
+    let d = num(c, "LEARNING_RATE").log10() - lr_opt;
+    let mut lr = if d > 0.0 { 0.25 * d * d } else { 0.08 * d * d };
+    if d > 0.8 {
+        lr += 0.6 * (d - 0.8).powi(2);
+    }
+    let warm = 2.0 * (num(c, "WARMUP") - 0.06).powi(2) * (1.0 + 4.0 * d.max(0.0));
+    let wd = 0.02 * (num(c, "WEIGHT_DECAY").log10() + 1.5).powi(2);
+    let batch = 0.015 * (p - 7.0).powi(2);
+    let size = 0.03
+        * (depth * width * width / (12.0 * 512.0 * 512.0))
+            .log2()
+            .powi(2);
+    let shape = 0.05 * (16.0 * depth / width).log2().max(0.0).powi(2);
+    2.0 + lr + warm + wd + batch + size + shape
+}
+
+/// `mixedrosen`: 4-D Rosenbrock over two integers and two floats, a choice moving the valley.
+fn mixedrosen(c: &Config) -> f64 {
+    let (c_opt, d_opt, extra) = match text(c, "OFFSET").as_str() {
+        "left" => (0.9, -0.6, 0.4),
+        "center" => (-0.5, 1.2, 0.1),
+        _ => (1.4, 0.2, 0.0),
+    };
+    let x = [
+        num(c, "A") / 4.0,
+        num(c, "B") / 4.0,
+        num(c, "C"),
+        num(c, "D"),
+    ];
+    let shift = [0.5, -0.25, c_opt, d_opt];
+    let z: Vec<f64> = x.iter().zip(shift).map(|(x, s)| x - s + 1.0).collect();
+    extra
+        + (0..3)
+            .map(|i| 100.0 * (z[i + 1] - z[i] * z[i]).powi(2) + (1.0 - z[i]).powi(2))
+            .sum::<f64>()
+}
+
 fn objective(problem: &str, c: &Config) -> f64 {
     match problem {
         "rosenbrock" => {
@@ -87,57 +144,9 @@ fn objective(problem: &str, c: &Config) -> f64 {
                     + (num(c, "NET_WIDTH").log2() - 6.0).powi(2) * 0.08
             }
         },
-        "smooth6" => {
-            let shift = [1.3, -2.1, 0.4, 2.7, -0.9, 1.8];
-            let w: Vec<f64> = ["X1", "X2", "X3", "X4", "X5", "X6"]
-                .iter()
-                .zip(shift)
-                .map(|(k, s)| 1.0 + (num(c, k) - s) / 4.0)
-                .collect();
-            let pi = std::f64::consts::PI;
-            let mut v = (pi * w[0]).sin().powi(2);
-            for wi in &w[..5] {
-                v += (wi - 1.0).powi(2) * (1.0 + 10.0 * (pi * wi + 1.0).sin().powi(2));
-            }
-            v + (w[5] - 1.0).powi(2) * (1.0 + (2.0 * pi * w[5]).sin().powi(2))
-        }
-        "llm" | "llm_noisy" => {
-            let (p, width, depth) = (num(c, "BATCH_POW"), num(c, "WIDTH"), num(c, "DEPTH"));
-            let lr_opt = -3.2 + 0.15 * (p - 7.0) - 0.25 * (width / 512.0).log2();
-            let d = num(c, "LEARNING_RATE").log10() - lr_opt;
-            let mut lr = if d > 0.0 { 0.25 * d * d } else { 0.08 * d * d };
-            if d > 0.8 {
-                lr += 0.6 * (d - 0.8).powi(2);
-            }
-            let warm = 2.0 * (num(c, "WARMUP") - 0.06).powi(2) * (1.0 + 4.0 * d.max(0.0));
-            let wd = 0.02 * (num(c, "WEIGHT_DECAY").log10() + 1.5).powi(2);
-            let batch = 0.015 * (p - 7.0).powi(2);
-            let size = 0.03
-                * (depth * width * width / (12.0 * 512.0 * 512.0))
-                    .log2()
-                    .powi(2);
-            let shape = 0.05 * (16.0 * depth / width).log2().max(0.0).powi(2);
-            2.0 + lr + warm + wd + batch + size + shape
-        }
-        "mixedrosen" => {
-            let (c_opt, d_opt, extra) = match text(c, "OFFSET").as_str() {
-                "left" => (0.9, -0.6, 0.4),
-                "center" => (-0.5, 1.2, 0.1),
-                _ => (1.4, 0.2, 0.0),
-            };
-            let x = [
-                num(c, "A") / 4.0,
-                num(c, "B") / 4.0,
-                num(c, "C"),
-                num(c, "D"),
-            ];
-            let shift = [0.5, -0.25, c_opt, d_opt];
-            let z: Vec<f64> = x.iter().zip(shift).map(|(x, s)| x - s + 1.0).collect();
-            extra
-                + (0..3)
-                    .map(|i| 100.0 * (z[i + 1] - z[i] * z[i]).powi(2) + (1.0 - z[i]).powi(2))
-                    .sum::<f64>()
-        }
+        "smooth6" => smooth6(c),
+        "llm" | "llm_noisy" => llm(c),
+        "mixedrosen" => mixedrosen(c),
         "sparse" => {
             let u = num(c, "K07").log10();
             0.3 * (u - 0.6).powi(2) + 2.0 * (num(c, "K03") - 0.7 - 0.2 * u).powi(2)
@@ -328,6 +337,16 @@ fn frozen_knobs(history: &[Observation], kept: &[bool], n: u64, n_knobs: usize) 
     rc.revise(&records[..=last as usize], n_knobs).frozen
 }
 
+/// The surrogate's trust region after one of its own steps: wider after a keep, narrower
+/// otherwise.
+fn trust_region(radius: f64, kept: bool) -> f64 {
+    if kept {
+        (radius * 1.5).min(0.5)
+    } else {
+        (radius * 0.5).max(0.01)
+    }
+}
+
 /// The measured value of `c` on `problem` (noise from the seed's stream where it has any).
 fn measure(problem: &str, c: &Config, noise: &mut u64) -> f64 {
     let t = objective(problem, c);
@@ -366,18 +385,18 @@ fn run_seed(
         if n % 5 == 1 && n > 10 {
             (mode, scale) = strategy(&settings.strat, &kept);
         }
-        let mut offered: Vec<Config> = Vec::new();
-        let mut swap_offered = false;
-        if settings.surr && n % settings.every == 0 {
+        let (offered, swap_offered) = if settings.surr && n % settings.every == 0 {
             let (c, swapped) =
                 surrogate_offer(knobs, &history, &incumbent, n, settings.every, &mut radius);
-            swap_offered = swapped;
-            offered.extend(c);
-        }
-        let mut frozen: Vec<String> = Vec::new();
-        if settings.freeze && n > 10 {
-            frozen = frozen_knobs(&history, &kept, n, knobs.len());
-        }
+            (c.into_iter().collect::<Vec<Config>>(), swapped)
+        } else {
+            (Vec::new(), false)
+        };
+        let frozen = if settings.freeze && n > 10 {
+            frozen_knobs(&history, &kept, n, knobs.len())
+        } else {
+            Vec::new()
+        };
         let guide = SamplerGuide {
             candidates: &offered,
             frozen: &frozen,
@@ -403,11 +422,7 @@ fn run_seed(
         let y = measure(problem, &c, &mut noise);
         // Only the model's own steps move the trust region (as in the mechanism).
         if offered.first() == Some(&c) && !swap_offered {
-            radius = if y < best {
-                (radius * 1.5).min(0.5)
-            } else {
-                (radius * 0.5).max(0.01)
-            };
+            radius = trust_region(radius, y < best);
         }
         kept.push(y < best);
         if y < best {
