@@ -10,7 +10,7 @@
 //! `cargo run --release -p hone --example feasible_sampler [SEEDS]`, from the repository root.
 
 use hone::propose::knobs::{
-    config_of, discover, suggest_guided, Config, KnobValue, Observation, SamplerGuide,
+    config_of, discover, suggest_guided, Config, Knob, KnobValue, Observation, SamplerGuide,
 };
 use hone::util::median;
 
@@ -45,6 +45,84 @@ fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
+/// What one seed's run gave: crashes among the first 50 and 100 experiments, and the regret
+/// at 50 and 100.
+struct Outcome {
+    crashes50: f64,
+    crashes100: f64,
+    at50: f64,
+    at100: f64,
+}
+
+/// One run of 100 experiments with `seed` (`learn`: crashes feed the feasibility model;
+/// `DEBUG` prints each crash and the final incumbent).
+fn run_seed(knobs: &[Knob], base: &Config, base_value: f64, seed: u64, learn: bool) -> Outcome {
+    let debug = std::env::var("DEBUG").is_ok();
+    let mut incumbent = base.clone();
+    let mut best = base_value;
+    let mut history = vec![Observation {
+        config: base.clone(),
+        objective: Some(best),
+    }];
+    let mut infeasible: Vec<Config> = Vec::new();
+    let mut crashed = 0usize;
+    let (mut crashes50, mut at50) = (f64::NAN, f64::NAN);
+    for n in 1..100u64 {
+        let guide = SamplerGuide {
+            infeasible: if learn { &infeasible } else { &[] },
+            ..SamplerGuide::default()
+        };
+        let Some((c, _)) = suggest_guided(knobs, &history, &incumbent, true, seed, n, &guide)
+        else {
+            break;
+        };
+        let y = crashy(&c);
+        match y {
+            Some(v) if v < best => {
+                best = v;
+                incumbent = c.clone();
+            }
+            Some(_) => {}
+            None => {
+                if debug && n < 50 {
+                    let moved = c
+                        .iter()
+                        .filter(|(k, v)| incumbent.get(*k) != Some(v))
+                        .count();
+                    eprintln!(
+                        "seed {seed} n {n}: crash, {moved} knobs moved from the incumbent, {c:?}"
+                    );
+                }
+                crashed += 1;
+                infeasible.push(c.clone());
+            }
+        }
+        history.push(Observation {
+            config: c,
+            objective: y,
+        });
+        if n == 8 && debug {
+            eprintln!("seed {seed}: {crashed} crashes in the initial design");
+        }
+        if n == 49 {
+            crashes50 = crashed as f64;
+            at50 = best / base_value;
+        }
+    }
+    if debug {
+        eprintln!(
+            "seed {seed}: final {:.4} at {incumbent:?}",
+            best / base_value
+        );
+    }
+    Outcome {
+        crashes50,
+        crashes100: crashed as f64,
+        at50,
+        at100: best / base_value,
+    }
+}
+
 fn main() {
     let seeds: u64 = std::env::args()
         .nth(1)
@@ -58,62 +136,14 @@ fn main() {
     let base_value = crashy(&base).expect("the baseline runs");
     let (mut crashes50, mut crashes100, mut at50, mut at100) = (vec![], vec![], vec![], vec![]);
     for seed in 1..=seeds {
-        let mut incumbent = base.clone();
-        let mut best = base_value;
-        let mut history = vec![Observation {
-            config: base.clone(),
-            objective: Some(best),
-        }];
-        let mut infeasible: Vec<Config> = Vec::new();
-        let mut crashed = 0usize;
-        for n in 1..100u64 {
-            let guide = SamplerGuide {
-                infeasible: if learn { &infeasible } else { &[] },
-                ..SamplerGuide::default()
-            };
-            let Some((c, _)) = suggest_guided(&knobs, &history, &incumbent, true, seed, n, &guide)
-            else {
-                break;
-            };
-            let y = crashy(&c);
-            match y {
-                Some(v) if v < best => {
-                    best = v;
-                    incumbent = c.clone();
-                }
-                Some(_) => {}
-                None => {
-                    if std::env::var("DEBUG").is_ok() && n < 50 {
-                        let moved = c
-                            .iter()
-                            .filter(|(k, v)| incumbent.get(*k) != Some(v))
-                            .count();
-                        eprintln!("seed {seed} n {n}: crash, {moved} knobs moved from the incumbent, {c:?}");
-                    }
-                    crashed += 1;
-                    infeasible.push(c.clone());
-                }
-            }
-            history.push(Observation {
-                config: c,
-                objective: y,
-            });
-            if n == 8 && std::env::var("DEBUG").is_ok() {
-                eprintln!("seed {seed}: {crashed} crashes in the initial design");
-            }
-            if n == 49 {
-                crashes50.push(crashed as f64);
-                at50.push(best / base_value);
-            }
+        let o = run_seed(&knobs, &base, base_value, seed, learn);
+        // A run that ended before its 50th experiment has no figure at 50 (as before).
+        if !o.crashes50.is_nan() {
+            crashes50.push(o.crashes50);
+            at50.push(o.at50);
         }
-        if std::env::var("DEBUG").is_ok() {
-            eprintln!(
-                "seed {seed}: final {:.4} at {incumbent:?}",
-                best / base_value
-            );
-        }
-        crashes100.push(crashed as f64);
-        at100.push(best / base_value);
+        crashes100.push(o.crashes100);
+        at100.push(o.at100);
     }
     println!(
         "crashy feasibility {}: {seeds} seeds | crashes in first 50: mean {:.2} median {:.1} | \
