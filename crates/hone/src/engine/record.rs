@@ -87,9 +87,9 @@ impl Engine<'_> {
         );
         let git = &self.verifier.git;
         let name = archive_ref(&self.run.tag, rec.n);
-        // Taken first: a retry rebuilds the index, and with it the flags. The same read is
-        // the first attempt's listing (one `ls-files` for both).
-        let listing = git.index_listing(wt)?;
+        // Taken first: a retry rebuilds the index, and with it the flags. The same read,
+        // with the untracked files, is the first attempt's listing (one `ls-files` for all).
+        let listing = git.worktree_listing(wt)?;
         let flagged = listing.flagged();
         let mut listing = Some(listing);
         let mut attempt = 1;
