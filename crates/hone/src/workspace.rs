@@ -81,16 +81,21 @@ impl Snapshot {
     }
 }
 
-/// The worktree's index as `git ls-files -z -s -v -c` printed it ([`Git::index_listing`]).
+/// The worktree's index as `git ls-files -z -s -v -c` printed it ([`Git::index_listing`]),
+/// with its untracked files (tag `?`) when `-o --exclude-standard` was asked too
+/// ([`Git::worktree_listing`]).
 #[derive(Clone, Debug)]
-pub struct IndexListing(String);
+pub struct IndexListing {
+    text: String,
+    untracked: bool,
+}
 
 impl IndexListing {
     /// The paths index flags hide from git (`assume-unchanged`: a lower-case tag;
     /// `skip-worktree`: `S`), each once, in index order.
     pub fn flagged(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        for e in self.0.split('\0') {
+        for e in self.text.split('\0') {
             let Some((tag, rest)) = e.split_once(' ') else {
                 continue;
             };
@@ -558,7 +563,32 @@ impl Git {
         // Command-line git here because the worktree's index (its version, extensions, flags)
         // is git's.
         self.run_in(wt, &["ls-files", "-z", "-s", "-v", "-c"])
-            .map(IndexListing)
+            .map(|text| IndexListing {
+                text,
+                untracked: false,
+            })
+    }
+
+    /// [`Git::index_listing`] with the worktree's untracked files that `git add -A` would add
+    /// (every .gitignore, info/exclude and core.excludesFile rule), in one `ls-files`: what
+    /// [`Git::snapshot_from`] needs, read by one process instead of two.
+    pub fn worktree_listing(&self, wt: &Path) -> Result<IndexListing, GitError> {
+        // Command-line git, as for the index alone and the untracked files (see
+        // `index_listing` and `exact::raw_tree`): git lists an untracked file as `? <path>`
+        // (`-v`; never with a stage: `-s` applies to the index's entries only).
+        let args = [
+            "ls-files",
+            "-z",
+            "-s",
+            "-v",
+            "-c",
+            "-o",
+            "--exclude-standard",
+        ];
+        self.run_in(wt, &args).map(|text| IndexListing {
+            text,
+            untracked: true,
+        })
     }
 
     /// Commits everything in the worktree on top of `parent`. `None` when nothing changed.
@@ -586,13 +616,22 @@ impl Git {
     ) -> Result<Option<Snapshot>, GitError> {
         let hidden = listing.flagged();
         let mut staged = String::new();
-        for e in listing.0.split('\0').filter(|e| !e.is_empty()) {
-            if let Some((_, rest)) = e.split_once(' ') {
-                staged.push_str(rest);
-                staged.push('\0');
+        let mut others = String::new();
+        for e in listing.text.split('\0').filter(|e| !e.is_empty()) {
+            match e.split_once(' ') {
+                Some(("?", path)) if listing.untracked => {
+                    others.push_str(path);
+                    others.push('\0');
+                }
+                Some((_, rest)) => {
+                    staged.push_str(rest);
+                    staged.push('\0');
+                }
+                None => {}
             }
         }
         let mut staged = Some(staged);
+        let mut others = listing.untracked.then_some(others);
         if !hidden.is_empty() {
             let index = self.run_in(wt, &["rev-parse", "--git-path", "index"])?;
             let index = wt.join(index.trim());
@@ -603,9 +642,10 @@ impl Git {
             self.run_in(wt, &["read-tree", parent])?;
             // The index changed: listed again.
             staged = None;
+            others = None;
         }
         // What `git add -A` would commit, hashed as raw bytes (no filter, no conversion).
-        let tree = self.raw_tree(wt, staged)?;
+        let tree = self.raw_tree(wt, staged, others)?;
         let repo = self.repo()?;
         let parent_tree = self.rev_parse(&repo, &format!("{parent}^{{tree}}"));
         if parent_tree.as_deref() == Some(tree.as_str()) {

@@ -143,6 +143,24 @@ fn resume_completes_a_keep_whose_branch_move_was_lost() {
     assert_says(&out, "hone run --new");
 }
 
+/// A power loss may lose the `running` row of the experiment in flight (written without its
+/// own sync) but not its archive ref: the ref is removed on resume, the number used again.
+#[test]
+fn resume_removes_an_archive_ref_whose_record_a_power_loss_lost() {
+    let r = Repo::scored(3, &scores(&[4, 3, 2]));
+    r.hone_expect(&["run", "--tag", "p"], &["baseline", "keep", "keep"]);
+    // What the power loss left: experiment #3's archive ref, no row for it.
+    let stale = r.rev("refs/hone/p/1");
+    git(&r.dir, &["update-ref", "refs/hone/p/3", &stale]);
+    let out = r.hone_expect(
+        &["run", "--tag", "p", "-n", "4"],
+        &["baseline", "keep", "keep", "keep"],
+    );
+    assert_says(&out, "whose record was lost");
+    assert_ne!(r.rev("refs/hone/p/3"), stale);
+    assert_eq!(r.rev("refs/hone/p/3^"), r.rev("refs/hone/p/2"));
+}
+
 #[test]
 fn resume_kills_what_a_dead_hone_started_even_outside_the_agents_group() {
     let tmp = tempfile::tempdir().unwrap();

@@ -45,7 +45,12 @@ impl Engine<'_> {
             started_at: now(),
             ..Default::default()
         };
-        self.store.put_experiment(self.run.id, &rec)?;
+        // Without its own sync (see `Store::relaxed`): it must survive hone's `kill -9`, and
+        // it does once written; a power loss before the next finish's sync may lose it and
+        // the archive row below, never a finished experiment, and recovery then removes the
+        // archive ref such a lost row leaves (`remove_orphan_refs`).
+        self.store
+            .relaxed(|| self.store.put_experiment(self.run.id, &rec))?;
         self.emit(Event::ExperimentStarted { n });
         // A slot's thread may have made its worktree the parent already, off this thread.
         let ready = self.slot_ready.take();
@@ -82,9 +87,9 @@ impl Engine<'_> {
         );
         let git = &self.verifier.git;
         let name = archive_ref(&self.run.tag, rec.n);
-        // Taken first: a retry rebuilds the index, and with it the flags. The same read is
-        // the first attempt's listing (one `ls-files` for both).
-        let listing = git.index_listing(wt)?;
+        // Taken first: a retry rebuilds the index, and with it the flags. The same read,
+        // with the untracked files, is the first attempt's listing (one `ls-files` for all).
+        let listing = git.worktree_listing(wt)?;
         let flagged = listing.flagged();
         let mut listing = Some(listing);
         let mut attempt = 1;
@@ -111,11 +116,16 @@ impl Engine<'_> {
         rec.lines_deleted = snap.lines_deleted();
         rec.candidate_commit = Some(snap.commit.clone());
         rec.tree = Some(snap.tree.clone());
-        // With the progress events told so far (one commit).
+        // With the progress events told so far (one commit, without its own sync: a power
+        // loss that loses it leaves the row `running` without its commit, which recovery
+        // completes from the archive ref, as after a crash between the two).
         let recorded = &*rec;
-        self.in_one_transaction(false, |engine| {
+        let relaxed = self.store.relax_sync()?;
+        let written = self.in_one_transaction(false, |engine| {
             Ok(engine.store.put_experiment(engine.run.id, recorded)?)
-        })?;
+        });
+        self.store.restore_sync(relaxed)?;
+        written?;
         Ok(Some(snap))
     }
 

@@ -92,6 +92,7 @@ impl Engine<'_> {
                 "{name} pointed at {oid}, which git gc deleted; the ref was removed"
             ));
         }
+        warnings.extend(remove_orphan_refs(&git, &tag, &refs, &missing, exps)?);
         for message in warnings {
             self.emit(Event::Warning { message });
         }
@@ -231,4 +232,37 @@ impl Engine<'_> {
     pub(super) fn run_key(&self) -> String {
         format!("{}#{}", self.store.repo(), self.run.tag)
     }
+}
+
+/// Archive refs of the run whose experiment has no row: a power loss lost the row (its write
+/// skips its own sync, see `Engine::record_start`) but not the ref. Nothing finished is lost
+/// with them (a finish syncs the store), and left there one would stop the experiment that
+/// gets its number again (its archive ref must not exist yet), so they go, with a warning.
+/// `missing`: objects already found deleted (those refs are gone already).
+fn remove_orphan_refs(
+    git: &crate::workspace::Git,
+    tag: &str,
+    refs: &[(String, String)],
+    missing: &[String],
+    exps: &[ExperimentRecord],
+) -> Result<Vec<String>, EngineError> {
+    let prefix = format!("refs/hone/{tag}/");
+    let recorded: std::collections::HashSet<u64> = exps.iter().map(|e| e.n).collect();
+    let mut warnings = Vec::new();
+    for (name, oid) in refs.iter().filter(|(_, o)| !missing.contains(o)) {
+        let Some(n) = name
+            .strip_prefix(&prefix)
+            .and_then(|k| k.parse::<u64>().ok())
+        else {
+            continue;
+        };
+        if recorded.contains(&n) || archive_ref(tag, n) != *name {
+            continue;
+        }
+        git.run(&["update-ref", "-d", name, oid])?;
+        warnings.push(format!(
+            "{name} pointed at {oid}, the candidate of an experiment whose record was lost (a power loss while it ran); the ref was removed"
+        ));
+    }
+    Ok(warnings)
 }

@@ -453,3 +453,21 @@ fn everything_the_leader_wrote_before_exiting_is_read() {
     assert!(lines.contains(&"score: 3".to_string()));
     assert_eq!(lines[1999], "line 1999");
 }
+
+/// `kill_orphans` looks for children only when the kernel says there may be one: a child
+/// that left hone's process group counts, running and as a zombie (the other side, "none",
+/// cannot be asserted here: other tests of this process have children at any moment).
+#[test]
+fn has_children_sees_a_child_running_and_as_a_zombie_until_reaped() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    assert!(has_children());
+    child.kill().unwrap();
+    // A zombie until waited for: still a child.
+    assert!(has_children());
+    // Still there to be reaped: `has_children` reaped nothing.
+    child.wait().unwrap();
+}

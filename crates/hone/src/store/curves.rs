@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{int, now, Db, Store, StoreError, Val};
+use super::{int, now, Store, StoreError, Val};
 
 pub use crate::verify::prune::{Curve, Reference};
 
@@ -39,25 +39,20 @@ impl Store {
         step: f64,
         value: f64,
     ) -> Result<(), StoreError> {
-        let relaxed = matches!(self.db, Db::Sqlite(_)) && self.tx_depth.get() == 0;
-        if relaxed {
-            self.batch("PRAGMA synchronous = NORMAL")?;
-        }
-        let written = self.exec(
-            "INSERT INTO curves (run_id, experiment, step, value, at) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (run_id, experiment, step) DO UPDATE SET value = excluded.value, at = excluded.at",
-            &[
-                Val::Int(Some(run_id)),
-                int(n),
-                Val::Real(Some(step)),
-                Val::Real(Some(value)),
-                Val::Real(Some(now())),
-            ],
-        );
-        if relaxed {
-            self.batch("PRAGMA synchronous = FULL")?;
-        }
-        written.map(|_| ())
+        self.relaxed(|| {
+            self.exec(
+                "INSERT INTO curves (run_id, experiment, step, value, at) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (run_id, experiment, step) DO UPDATE SET value = excluded.value, at = excluded.at",
+                &[
+                    Val::Int(Some(run_id)),
+                    int(n),
+                    Val::Real(Some(step)),
+                    Val::Real(Some(value)),
+                    Val::Real(Some(now())),
+                ],
+            )
+            .map(|_| ())
+        })
     }
 
     /// Every curve of a run, by experiment.

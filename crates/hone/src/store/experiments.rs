@@ -3,7 +3,7 @@
 //! (what a plot needs).
 
 use super::sql::experiment_from_row;
-use super::{int, text, Db, ExperimentRecord, Status, Store, StoreError, Val};
+use super::{int, text, ExperimentRecord, Status, Store, StoreError, Val};
 
 /// A column the experiment table can be sorted by (a closed list: never SQL from a request).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -174,23 +174,18 @@ impl Store {
         // So in SQLite (outside a transaction) its commit skips the sync, as a curve point's
         // does: several verifiers starting at once do not queue behind each other's syncs,
         // nor the coordinator behind theirs.
-        let relaxed = matches!(self.db, Db::Sqlite(_)) && self.tx_depth.get() == 0;
-        if relaxed {
-            self.batch("PRAGMA synchronous = NORMAL")?;
-        }
-        let written = self.exec(
-            "UPDATE experiments SET pid = ?3, pid_start = ?4 WHERE run_id = ?1 AND n = ?2",
-            &[
-                Val::Int(Some(run_id)),
-                int(n),
-                Val::Int(Some(i64::from(pid))),
-                Val::Int(start.map(|v| v as i64)),
-            ],
-        );
-        if relaxed {
-            self.batch("PRAGMA synchronous = FULL")?;
-        }
-        written.map(|_| ())
+        self.relaxed(|| {
+            self.exec(
+                "UPDATE experiments SET pid = ?3, pid_start = ?4 WHERE run_id = ?1 AND n = ?2",
+                &[
+                    Val::Int(Some(run_id)),
+                    int(n),
+                    Val::Int(Some(i64::from(pid))),
+                    Val::Int(start.map(|v| v as i64)),
+                ],
+            )
+            .map(|_| ())
+        })
     }
 
     /// Every experiment of a run, in order.

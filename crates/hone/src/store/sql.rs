@@ -254,6 +254,42 @@ impl Store {
         }
     }
 
+    /// Runs `f`'s writes without the `fsync` that `synchronous = FULL` gives each commit
+    /// (SQLite, outside a transaction; elsewhere `f` runs as it is): for a write that must
+    /// survive hone's `kill -9`, which its reaching the operating system ensures, but need not
+    /// survive a power loss on its own. In WAL mode the next fully synchronous commit (an
+    /// experiment's finish) syncs the log with every relaxed commit before it, so a power loss
+    /// can lose only relaxed commits made after the last full one, never a full one.
+    /// The store is back to `synchronous = FULL` afterwards, also when `f` fails.
+    pub fn relaxed<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        let relaxed = self.relax_sync()?;
+        let written = f();
+        self.restore_sync(relaxed)?;
+        written
+    }
+
+    /// [`Store::relaxed`] for a caller that cannot hand its writes over as a closure: from
+    /// here the commits skip their sync (SQLite, outside a transaction: returns whether it
+    /// did anything) until [`Store::restore_sync`] with what this returned.
+    pub fn relax_sync(&self) -> Result<bool, StoreError> {
+        let relaxed = matches!(self.db, Db::Sqlite(_)) && self.tx_depth.get() == 0;
+        if relaxed {
+            self.batch("PRAGMA synchronous = NORMAL")?;
+        }
+        Ok(relaxed)
+    }
+
+    /// Ends what [`Store::relax_sync`] began (`relaxed`: what it returned).
+    pub fn restore_sync(&self, relaxed: bool) -> Result<(), StoreError> {
+        if relaxed {
+            self.batch("PRAGMA synchronous = FULL")?;
+        }
+        Ok(())
+    }
+
     /// Ends what [`Store::begin`] opened, undoing it: the outermost rolls back (an inner one
     /// leaves that to the outermost, whose caller sees the error that made this one fail).
     pub fn rollback(&self) {

@@ -153,8 +153,14 @@ impl Git {
     /// git does not ignore), with every file's raw bytes: nothing the repository's config or
     /// attributes say can change what is hashed. Gitlinks already in the index are kept;
     /// directories that are repositories of their own are left out (the gate rejects them).
-    /// `staged`: the index's `ls-files -z -s -c` listing, when the caller has it already.
-    pub(super) fn raw_tree(&self, wt: &Path, staged: Option<String>) -> Result<String, GitError> {
+    /// `staged`: the index's `ls-files -z -s -c` listing, when the caller has it already;
+    /// `others`: the untracked files (`ls-files -z -o --exclude-standard`), likewise.
+    pub(super) fn raw_tree(
+        &self,
+        wt: &Path,
+        staged: Option<String>,
+        others: Option<String>,
+    ) -> Result<String, GitError> {
         let staged = match staged {
             Some(s) => s,
             None => self.run_in(wt, &["ls-files", "-z", "-s", "-c"])?,
@@ -174,7 +180,10 @@ impl Git {
         }
         // Command-line git here because the untracked files git would add follow every
         // .gitignore, info/exclude and core.excludesFile rule.
-        let others = self.run_in(wt, &["ls-files", "-z", "-o", "--exclude-standard"])?;
+        let others = match others {
+            Some(o) => o,
+            None => self.run_in(wt, &["ls-files", "-z", "-o", "--exclude-standard"])?,
+        };
         paths.extend(
             others
                 .split('\0')

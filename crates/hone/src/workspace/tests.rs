@@ -329,3 +329,45 @@ fn a_link_to_another_worktrees_admin_directory_is_refused() {
     assert_eq!(sh(&a, "git rev-parse HEAD").trim(), second);
     assert_eq!(sh(&b, "git rev-parse HEAD").trim(), first);
 }
+
+/// The archive's one `ls-files` (index and untracked files together) commits the same tree
+/// as the index and the untracked files listed apart, by every ignore source git has
+/// (.gitignore, info/exclude, core.excludesFile), with names that look like its tags.
+#[test]
+fn one_listing_of_index_and_untracked_files_commits_what_two_did() {
+    let (dir, git) = committed("printf 'a\\n' > f.txt && printf 'ign*\\n' > .gitignore");
+    let d = dir.path();
+    let head = git.head().unwrap();
+    let wt = d.join(".hone/wt");
+    git.prepare_worktree(&wt, &head).unwrap();
+    let excludes = d.join("global-excludes");
+    std::fs::write(&excludes, "glob-ex*\n").unwrap();
+    sh(
+        d,
+        &format!(
+            "git config core.excludesFile '{}' && mkdir -p .git/info && printf 'info-ex*\\n' > .git/info/exclude",
+            excludes.display()
+        ),
+    );
+    sh(
+        &wt,
+        "printf 'b\\n' > f.txt && printf n > 'new file.txt' && mkdir -p sub && printf s > sub/x && \
+         printf i > ign.txt && printf g > glob-ex.txt && printf e > info-ex.txt && \
+         printf q > '? H 100644' && printf t > staged.txt && git add staged.txt",
+    );
+    let listing = git.worktree_listing(&wt).unwrap();
+    let one = git
+        .snapshot_from(&wt, &head, "m", listing)
+        .unwrap()
+        .unwrap();
+    let two = git.snapshot(&wt, &head, "m").unwrap().unwrap();
+    assert_eq!(one.tree, two.tree);
+    let mut added: Vec<String> = one
+        .changes
+        .iter()
+        .filter(|c| c.status == 'A')
+        .map(|c| c.path.clone())
+        .collect();
+    added.sort();
+    assert_eq!(added, ["? H 100644", "new file.txt", "staged.txt", "sub/x"]);
+}
