@@ -1,6 +1,7 @@
 //! Small helpers several modules need in exactly the same form: the HTML escape of the
 //! report and the dashboard, the median of the statistics, and the splitmix64 step behind
-//! every seeded generator (and the fuzzers' stream of draws built on it). One copy each, so a fix reaches every caller.
+//! every seeded generator (and the fuzzers' stream of draws built on it). One copy each, so
+//! a fix reaches every caller.
 
 /// Escapes text for HTML or SVG element content and for quoted attribute values (either
 /// quote): `&`, `<`, `>`, `"` and `'`.
@@ -48,7 +49,9 @@ pub fn splitmix64(state: &mut u64) -> u64 {
 }
 
 /// A seeded stream of draws for the fuzzers (the spec's and the CLI's): splitmix64 steps from
-/// the seed, so a failing case is reproduced from its seed alone.
+/// the seed, so a failing case is reproduced from its seed alone. Public for the CLI's fuzz
+/// tests, not an API.
+#[doc(hidden)]
 pub struct Draw(pub u64);
 
 impl Draw {

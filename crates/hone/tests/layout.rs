@@ -43,7 +43,10 @@ fn every_source_file_says_what_it_is_for_and_stays_under_800_lines() {
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap();
         if !text.starts_with("//!") {
-            broken.push(format!("{}: does not open with a `//!` comment", f.display()));
+            broken.push(format!(
+                "{}: does not open with a `//!` comment",
+                f.display()
+            ));
         }
         let lines = text.lines().count();
         if lines > MAX_LINES {

@@ -33,6 +33,23 @@ impl LineSplitter {
         log: &mut CappedLog,
         on_line: &mut dyn FnMut(&str),
     ) {
+        self.split(chunk, on_line);
+
+        // Log everything up to the chunk's last newline in one write; keep a trailing partial
+        // line back unless it has grown past the line cap (then it is logged as it comes).
+        self.unlogged.extend_from_slice(chunk);
+        if let Some(last) = self.unlogged.iter().rposition(|&b| b == b'\n') {
+            log.append(&self.unlogged[..=last]);
+            self.unlogged.drain(..=last);
+        }
+        if self.unlogged.len() >= MAX_LINE_BYTES {
+            log.append(&self.unlogged);
+            self.unlogged.clear();
+        }
+    }
+
+    /// Delivers the lines `chunk` completes and keeps the start of the next one.
+    fn split(&mut self, chunk: &[u8], on_line: &mut dyn FnMut(&str)) {
         let mut rest = chunk;
         while let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
             self.extend_line(&rest[..pos]);
@@ -47,18 +64,6 @@ impl LineSplitter {
             self.after_cr = false;
         }
         self.extend_line(rest);
-
-        // Log everything up to the chunk's last newline in one write; keep a trailing partial
-        // line back unless it has grown past the line cap (then it is logged as it comes).
-        self.unlogged.extend_from_slice(chunk);
-        if let Some(last) = self.unlogged.iter().rposition(|&b| b == b'\n') {
-            log.append(&self.unlogged[..=last]);
-            self.unlogged.drain(..=last);
-        }
-        if self.unlogged.len() >= MAX_LINE_BYTES {
-            log.append(&self.unlogged);
-            self.unlogged.clear();
-        }
     }
 
     /// The stream ended: log what is left and deliver a final line without a newline.
@@ -83,6 +88,17 @@ impl LineSplitter {
         on_line(&String::from_utf8_lossy(&self.line));
         self.line.clear();
         self.line_started = false;
+    }
+}
+
+/// The lines of a whole output held in memory (a remote worker's log), split as a stream's
+/// are: a carriage return ends a line too, each line capped at [`MAX_LINE_BYTES`], a final
+/// line without a newline delivered.
+pub(crate) fn each_line(output: &[u8], on_line: &mut dyn FnMut(&str)) {
+    let mut splitter = LineSplitter::default();
+    splitter.split(output, on_line);
+    if splitter.line_started {
+        splitter.deliver(on_line);
     }
 }
 
@@ -152,5 +168,14 @@ mod tests {
         let (lines, log) = split(&[]);
         assert!(lines.is_empty());
         assert!(log.is_empty());
+    }
+
+    #[test]
+    fn a_whole_output_splits_as_a_stream_does() {
+        let output = b"step 1\rstep 2\r\nval: 3\n\nlast";
+        let mut whole = Vec::new();
+        each_line(output, &mut |l| whole.push(l.to_owned()));
+        assert_eq!(whole, ["step 1", "step 2", "val: 3", "", "last"]);
+        assert_eq!(split(&[&output[..9], &output[9..]]).0, whole);
     }
 }

@@ -464,10 +464,10 @@ fn has_children_sees_a_child_running_and_as_a_zombie_until_reaped() {
         .process_group(0)
         .spawn()
         .unwrap();
-    assert!(has_children());
+    assert!(super::orphans::has_children());
     child.kill().unwrap();
     // A zombie until waited for: still a child.
-    assert!(has_children());
+    assert!(super::orphans::has_children());
     // Still there to be reaped: `has_children` reaped nothing.
     child.wait().unwrap();
 }

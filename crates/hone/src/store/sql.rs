@@ -139,8 +139,10 @@ impl Store {
     /// Runs `f`, a reader of several statements, on one moment of the store: a read
     /// transaction (SQLite's deferred one; PostgreSQL's repeatable read, whose statements all
     /// see the snapshot of its first), so that a writer between two statements changes none
-    /// of what they read together (a page's plot and its totals). Writes nothing; it works on
-    /// a store opened read-only. A call inside a transaction joins it.
+    /// of what they read together (a page's plot and its totals). It works on a store opened
+    /// read-only, and `f` cannot write: a write fails (SQLite's `query_only`, PostgreSQL's
+    /// read-only transaction) instead of being rolled back unseen at the end. A call inside a
+    /// transaction joins it.
     pub fn read_consistent<T, E: From<StoreError>>(
         &self,
         f: impl FnOnce(&Store) -> Result<T, E>,
@@ -150,14 +152,17 @@ impl Store {
             return f(self);
         }
         self.batch(match self.db {
-            Db::Sqlite(_) => "BEGIN DEFERRED",
+            Db::Sqlite(_) => "PRAGMA query_only = ON; BEGIN DEFERRED",
             Db::Postgres(_) => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
         })?;
         self.tx_depth.set(1);
         let read = f(self);
         self.tx_depth.set(0);
         // Nothing was written: ending it either way keeps nothing and loses nothing.
-        let ended = self.batch("ROLLBACK");
+        let ended = self.batch(match self.db {
+            Db::Sqlite(_) => "ROLLBACK; PRAGMA query_only = OFF",
+            Db::Postgres(_) => "ROLLBACK",
+        });
         let v = read?;
         ended?;
         Ok(v)

@@ -85,9 +85,8 @@ impl Executor for Workers {
             path: req.log_path.clone(),
             error,
         })?;
-        for line in result.log.lines() {
-            on_line(line);
-        }
+        // Split as a local verifier's output is (a carriage return ends a line for progress).
+        crate::exec::each_line(result.log.as_bytes(), on_line);
         Ok(self.outcome(*result))
     }
 

@@ -260,4 +260,15 @@ pub(super) fn a_consistent_read_sees_one_moment(b: &Backend) {
         (before, ro.experiment_points(run.id).unwrap().len()),
         (2, 3)
     );
+    // A write inside it fails (it would otherwise be rolled back unseen at the end), and the
+    // connection writes again afterwards.
+    let w = b.open();
+    let inside = w.read_consistent(|r| r.put_experiment(run.id, &row(3)));
+    assert!(
+        inside.is_err(),
+        "a write inside a consistent read must fail"
+    );
+    assert_eq!(w.run_totals(run.id).unwrap().experiments, 3);
+    w.put_experiment(run.id, &row(3)).unwrap();
+    assert_eq!(w.run_totals(run.id).unwrap().experiments, 4);
 }

@@ -208,8 +208,8 @@ mod tests {
         };
         assert_eq!(q.judge(&neg, -37.0, 20.0, t).unwrap().threshold, -36.0);
         assert_eq!(q.judge(&neg, -36.0, 20.0, t), None);
-        // k never passes the strictest: A close to 1 with 3 curves is the strictest (3.0
-        // there: curves at 1, 2, 3).
+        // k never passes the strictest: A close to 1 with 3 curves (at 1, 2 and 3) gives the
+        // strictest bar, the curve at 1.
         let strict = Pruner {
             rule: PruneRule::ReachTight(0.99),
             ..p

@@ -1,0 +1,92 @@
+//! Orphans: descendants of a finished verifier stage that left its process group and outlived
+//! their parent. hone makes itself their reaper (`PR_SET_CHILD_SUBREAPER`) and kills what is
+//! left between stages, except while several verifications run at once.
+
+/// Makes hone the reaper of every orphan among its descendants (Linux
+/// `PR_SET_CHILD_SUBREAPER`): a process that left the verifier's group with `setsid` and
+/// outlived its parent is re-parented to hone instead of to init, so [`kill_orphans`] can end
+/// it. Returns false where the kernel refuses.
+pub fn become_subreaper() -> bool {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes an integer flag and no pointers.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
+}
+
+/// Set while several verifications run at once (`[exec] workers`): then no moment is "between
+/// stages" for the whole process, so [`kill_orphans`] does nothing until it is cleared.
+static CONCURRENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Marks the start (`true`) or end (`false`) of concurrent verifications.
+pub fn set_concurrent(on: bool) {
+    CONCURRENT.store(on, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Kills and reaps every child of this process. Call it only when hone has no process of its
+/// own running (between verifier stages): what is left then are descendants of finished
+/// stages that escaped their process group. Returns how many were killed. While verifications
+/// run concurrently (see [`set_concurrent`]) it kills nothing: another thread's verifier or
+/// git command is a child too.
+pub fn kill_orphans() -> usize {
+    if CONCURRENT.load(std::sync::atomic::Ordering::SeqCst) {
+        return 0;
+    }
+    let me = std::process::id();
+    let mut killed = 0;
+    // Killing an orphan may orphan its own children, which then come to hone too.
+    for _ in 0..64 {
+        // Most often there is none: then no scan of every process on the machine.
+        if !has_children() {
+            break;
+        }
+        let kids = children_of(me);
+        if kids.is_empty() {
+            break;
+        }
+        for pid in &kids {
+            // SAFETY: plain signal and wait calls on our own children.
+            unsafe {
+                libc::kill(*pid, libc::SIGKILL);
+                libc::waitpid(*pid, std::ptr::null_mut(), 0);
+            }
+        }
+        killed += kids.len();
+    }
+    killed
+}
+
+/// Whether this process has a child at all, of any of its threads, running or a zombie (an
+/// orphan re-parented to hone included: the kernel makes it a plain child): `waitid` answers
+/// `ECHILD` exactly when there is none. Nothing is reaped (`WNOWAIT`). Any other answer, an
+/// error included, counts as "maybe", so that the caller looks.
+pub(super) fn has_children() -> bool {
+    // SAFETY: a zeroed siginfo_t is a valid out-parameter, and waitid with WNOHANG | WNOWAIT
+    // neither blocks nor changes any child's state.
+    let r = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT | libc::__WALL,
+        )
+    };
+    !(r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
+}
+
+/// Pids whose parent is `ppid`, from /proc.
+fn children_of(ppid: u32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Fields after the command name: state, ppid, ...
+            stat.rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().nth(1).map(str::to_string))
+                .and_then(|p| p.parse::<u32>().ok())
+                == Some(ppid)
+        })
+        .collect()
+}
