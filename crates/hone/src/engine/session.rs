@@ -139,6 +139,7 @@ impl<'a> Engine<'a> {
             history: Vec::new(),
             lent: false,
             deferred: None,
+            configs_forgotten: 0,
             held: None,
             unlogged: Vec::new(),
             _coordination: coordination,

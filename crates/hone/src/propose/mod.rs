@@ -166,6 +166,14 @@ pub trait Proposer {
     fn describe_baseline(&mut self, _ctx: &ProposeContext<'_>) -> Option<serde_json::Value> {
         None
     }
+
+    /// The number of the last experiment up to which this proposer holds, of its own, every
+    /// configuration it was shown (the knobs optimizer's converted history): the engine may
+    /// then drop those configurations from its older records (`engine::history`). `None`:
+    /// it reads them from the history it is shown every time.
+    fn holds_configs_through(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Builds the proposer a spec asks for.
