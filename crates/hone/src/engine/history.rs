@@ -73,14 +73,28 @@ pub(super) fn forget_configs(history: &mut [ExperimentRecord], from: usize, thro
     at
 }
 
+/// How many records [`load`] reads between two calls of its `page` callback.
+const PAGE: usize = 1024;
+
 /// A run's history from the store, read a page at a time and slimmed as it is read: what
 /// [`push`] would have built from the same records, without ever holding them all whole.
-pub(super) fn load(store: &Store, run_id: i64) -> Result<Vec<ExperimentRecord>, StoreError> {
+/// `page` is called with the history read so far after every [`PAGE`] records and at the end
+/// (the serial loop lets the knobs proposer convert it there, then drops the configurations
+/// it holds: a resumed run never holds every configuration twice).
+pub(super) fn load(
+    store: &Store,
+    run_id: i64,
+    page: &mut dyn FnMut(&mut Vec<ExperimentRecord>),
+) -> Result<Vec<ExperimentRecord>, StoreError> {
     let mut history = Vec::new();
     store.for_each_experiment(run_id, &mut |e| {
         push(&mut history, e);
+        if history.len() % PAGE == 0 {
+            page(&mut history);
+        }
         Ok(ControlFlow::Continue(()))
     })?;
+    page(&mut history);
     history.shrink_to_fit();
     Ok(history)
 }
@@ -235,7 +249,9 @@ mod tests {
                 .expect("a record is written");
             push(&mut live, rec);
         }
-        let loaded = load(&store, run.id).expect("the history loads");
+        let mut pages = 0;
+        let loaded = load(&store, run.id, &mut |_| pages += 1).expect("the history loads");
+        assert_eq!(pages, 1 + (FULL_WINDOW + 300) / PAGE);
         let all = |h: &[ExperimentRecord]| h.iter().map(json).collect::<Vec<_>>();
         assert_eq!(all(&loaded), all(&live));
         // The store still holds every record whole.

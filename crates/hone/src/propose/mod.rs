@@ -174,6 +174,12 @@ pub trait Proposer {
     fn holds_configs_through(&self) -> Option<u64> {
         None
     }
+
+    /// Shown a resumed run's history as it is loaded (page by page, each call the history so
+    /// far): a proposer that keeps what it learns of the history across proposals may learn
+    /// it here. The next proposal is shown the same history, and must propose what it would
+    /// have without this call.
+    fn prime(&mut self, _history: &[ExperimentRecord], _minimize: bool) {}
 }
 
 /// Builds the proposer a spec asks for.

@@ -192,6 +192,10 @@ impl Proposer for KnobsProposer {
         self.observed.through()
     }
 
+    fn prime(&mut self, history: &[ExperimentRecord], minimize: bool) {
+        self.observed.sync(history, minimize);
+    }
+
     fn propose(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
         let (found, texts) = find_knobs(ctx)?;
         let tunable: Vec<&Knob> = found
