@@ -349,7 +349,7 @@ fn api_store() -> (tempfile::TempDir, PathBuf) {
     e.metrics.insert(HOSTILE.into(), 3.0);
     e.config = Some(serde_json::json!({ "NAME": HOSTILE }));
     e.log_path = Some(log.to_string_lossy().into_owned());
-    e.judgement = Some(Judgement {
+    e.judgement = Some(Box::new(Judgement {
         keep: true,
         simplification: false,
         delta: 0.5,
@@ -359,7 +359,7 @@ fn api_store() -> (tempfile::TempDir, PathBuf) {
         candidate_mean: 1.5,
         best: 2.0,
         reason: HOSTILE.into(),
-    });
+    }));
     store.put_experiment(evil.id, &e).unwrap();
     (tmp, dir)
 }

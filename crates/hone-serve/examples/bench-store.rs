@@ -145,7 +145,7 @@ fn main() -> Result<()> {
                 e.metrics.insert("val_bpb".into(), v);
                 e.metrics
                     .insert("peak_vram_mb".into(), 20_000.0 + 1000.0 * rng.next());
-                e.judgement = Some(Judgement {
+                e.judgement = Some(Box::new(Judgement {
                     keep: status == Status::Keep,
                     simplification: false,
                     delta: best - v,
@@ -155,7 +155,7 @@ fn main() -> Result<()> {
                     candidate_mean: v,
                     best,
                     reason: "measured against the best with the noise threshold".into(),
-                });
+                }));
             }
             s.put_experiment(run.id, &e)?;
             write_events(s, run.id, &e)?;

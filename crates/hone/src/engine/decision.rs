@@ -208,7 +208,7 @@ impl Judge<'_> {
                     Status::Discard
                 };
                 let reason = j.reason.clone();
-                rec.judgement = Some(j);
+                rec.judgement = Some(Box::new(j));
                 (status, reason)
             }
         }

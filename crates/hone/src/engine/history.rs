@@ -5,7 +5,9 @@
 //! tokens, times). What is dropped (the reason, the metrics, the judgement, the log path, the
 //! parent commit, the process ids) stays in the store, the truth on disk; a slimmed record is
 //! never written back. A resumed run loads its history through the same rule, page by page
-//! ([`load`]), so that it holds what the uninterrupted run held.
+//! ([`load`]), so that it holds what the uninterrupted run held. In the serial loop without
+//! `[outer]`, a slimmed record's configuration is dropped too once the knobs proposer holds it
+//! converted ([`forget_configs`]); a resumed run's proposer converts the loaded history first.
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
@@ -54,14 +56,45 @@ pub(super) fn push(history: &mut Vec<ExperimentRecord>, rec: ExperimentRecord) {
     }
 }
 
+/// Drops the configuration of the slimmed records from `from` on (a cursor the caller keeps)
+/// up to the experiment numbered `through`: the knobs proposer holds them, converted, by then
+/// (`Proposer::holds_configs_through`), and nothing else of the serial loop without `[outer]`
+/// reads an old experiment's configuration (the prompt lists the last 30; the baseline and
+/// the keeps are held whole). The store keeps every configuration. Returns the new cursor.
+pub(super) fn forget_configs(history: &mut [ExperimentRecord], from: usize, through: u64) -> usize {
+    let end = history.len().saturating_sub(FULL_WINDOW);
+    let mut at = from.min(end);
+    while at < end && history[at].n <= through {
+        if !held_whole(&history[at]) {
+            history[at].config = None;
+        }
+        at += 1;
+    }
+    at
+}
+
+/// How many records [`load`] reads between two calls of its `page` callback.
+const PAGE: usize = 1024;
+
 /// A run's history from the store, read a page at a time and slimmed as it is read: what
 /// [`push`] would have built from the same records, without ever holding them all whole.
-pub(super) fn load(store: &Store, run_id: i64) -> Result<Vec<ExperimentRecord>, StoreError> {
+/// `page` is called with the history read so far after every [`PAGE`] records and at the end
+/// (the serial loop lets the knobs proposer convert it there, then drops the configurations
+/// it holds: a resumed run never holds every configuration twice).
+pub(super) fn load(
+    store: &Store,
+    run_id: i64,
+    page: &mut dyn FnMut(&mut Vec<ExperimentRecord>),
+) -> Result<Vec<ExperimentRecord>, StoreError> {
     let mut history = Vec::new();
     store.for_each_experiment(run_id, &mut |e| {
         push(&mut history, e);
+        if history.len() % PAGE == 0 {
+            page(&mut history);
+        }
         Ok(ControlFlow::Continue(()))
     })?;
+    page(&mut history);
     history.shrink_to_fit();
     Ok(history)
 }
@@ -138,6 +171,44 @@ mod tests {
     }
 
     #[test]
+    fn old_configurations_are_dropped_only_as_far_as_the_proposer_holds_them() {
+        let mut history = Vec::new();
+        let total = FULL_WINDOW as u64 * 3;
+        for n in 0..total {
+            let status = match n {
+                0 => Status::Baseline,
+                n if n % 100 == 7 => Status::Keep,
+                _ => Status::Discard,
+            };
+            push(&mut history, record(n, status));
+        }
+        let old = history.len() - FULL_WINDOW;
+        // The proposer holds them up to #100 only: nothing after it is dropped.
+        let at = forget_configs(&mut history, 0, 100);
+        assert_eq!(at, 101);
+        let configs = |h: &[ExperimentRecord]| h.iter().filter(|e| e.config.is_some()).count();
+        assert_eq!(configs(&history), history.len() - 101 + 2, "#0 and #7 kept");
+        let at = forget_configs(&mut history, at, u64::MAX);
+        assert_eq!(at, old);
+        for (i, e) in history.iter().enumerate() {
+            let whole = i >= old || held_whole(e);
+            assert_eq!(e.config.is_some(), whole, "#{}", e.n);
+        }
+        // One more experiment: one more record leaves the window and loses its configuration.
+        push(&mut history, record(total, Status::Discard));
+        assert_eq!(forget_configs(&mut history, at, u64::MAX), old + 1);
+        assert!(history[old].config.is_none());
+        assert!(history[old + 1].config.is_some());
+    }
+
+    #[test]
+    fn a_record_stays_small() {
+        // What every record held in memory costs before its heap (the judgement boxed: most
+        // have none). Growing it grows a long run's memory by as much per experiment.
+        assert!(std::mem::size_of::<ExperimentRecord>() <= 400);
+    }
+
+    #[test]
     fn the_last_record_is_replaced_not_appended() {
         let mut history = vec![record(0, Status::Baseline)];
         let mut again = record(0, Status::Baseline);
@@ -178,7 +249,9 @@ mod tests {
                 .expect("a record is written");
             push(&mut live, rec);
         }
-        let loaded = load(&store, run.id).expect("the history loads");
+        let mut pages = 0;
+        let loaded = load(&store, run.id, &mut |_| pages += 1).expect("the history loads");
+        assert_eq!(pages, 1 + (FULL_WINDOW + 300) / PAGE);
         let all = |h: &[ExperimentRecord]| h.iter().map(json).collect::<Vec<_>>();
         assert_eq!(all(&loaded), all(&live));
         // The store still holds every record whole.

@@ -224,6 +224,8 @@ struct Engine<'a> {
     /// and an outcome to record waits in `deferred`.
     lent: bool,
     deferred: Option<Box<Deferred>>,
+    /// How far [`history::forget_configs`] has gone through `history`.
+    configs_forgotten: usize,
     /// While an experiment's finish is being recorded (one transaction): the events written,
     /// which subscribers hear of once it is committed.
     held: Option<Vec<Event>>,
@@ -370,6 +372,14 @@ impl<'a> Engine<'a> {
         self.history = exps;
         if let Some(f) = self.deferred.take() {
             self.finish(f.rec, f.status, f.reason, f.t_start)?;
+        }
+        // The serial loop without mechanisms: old configurations the proposer holds are
+        // dropped from the history (the only other reader of them is the outer loop).
+        if let (true, Some(through)) =
+            (self.outer.is_empty(), self.proposer.holds_configs_through())
+        {
+            self.configs_forgotten =
+                history::forget_configs(&mut self.history, self.configs_forgotten, through);
         }
         match prepared? {
             Prepared::Done(stop) => Ok(stop),

@@ -19,7 +19,7 @@ impl Engine<'_> {
         let tag = self.run.tag.clone();
         // Slimmed as the loop holds them (a `running` row stays whole): a long run's records
         // are never all in memory whole. What is written back is read whole first.
-        let mut exps = super::history::load(&self.store, self.run.id)?;
+        let mut exps = super::history::load(&self.store, self.run.id, &mut |_| {})?;
         self.remove_dangling_refs(&exps)?;
         for e in exps.iter_mut().filter(|e| e.status() == Status::Running) {
             let killed = self.stop_leftovers(e)?;

@@ -139,6 +139,7 @@ impl<'a> Engine<'a> {
             history: Vec::new(),
             lent: false,
             deferred: None,
+            configs_forgotten: 0,
             held: None,
             unlogged: Vec::new(),
             _coordination: coordination,
@@ -294,7 +295,23 @@ impl<'a> Engine<'a> {
         // The run's experiments, kept in memory from here on, the older ones slimmed (the
         // store stays the truth on disk; `finish` writes each outcome there before updating
         // this copy).
-        self.history = super::history::load(&self.store, self.run.id)?;
+        // The serial loop without `[outer]`: the knobs proposer converts each page as it is
+        // read, and the configurations it then holds are dropped (see `Engine::experiment`).
+        let spec = &self.verifier.spec;
+        let (forget, minimize) = (
+            self.outer.is_empty() && spec.exec.workers <= 1,
+            spec.verify.direction == Direction::Minimize,
+        );
+        let (proposer, mut at) = (&mut self.proposer, 0);
+        self.history = super::history::load(&self.store, self.run.id, &mut |h| {
+            if forget {
+                proposer.prime(h, minimize);
+                if let Some(through) = proposer.holds_configs_through() {
+                    at = super::history::forget_configs(h, at, through);
+                }
+            }
+        })?;
+        self.configs_forgotten = at;
         self.session_first = self.history.len() as u64;
         // Outer loop: mechanisms start (a resumed run's history rebuilds what they can).
         let next = self.history.last().map_or(0, |e| e.n + 1);

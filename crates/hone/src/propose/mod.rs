@@ -166,6 +166,20 @@ pub trait Proposer {
     fn describe_baseline(&mut self, _ctx: &ProposeContext<'_>) -> Option<serde_json::Value> {
         None
     }
+
+    /// The number of the last experiment up to which this proposer holds, of its own, every
+    /// configuration it was shown (the knobs optimizer's converted history): the engine may
+    /// then drop those configurations from its older records (`engine::history`). `None`:
+    /// it reads them from the history it is shown every time.
+    fn holds_configs_through(&self) -> Option<u64> {
+        None
+    }
+
+    /// Shown a resumed run's history as it is loaded (page by page, each call the history so
+    /// far): a proposer that keeps what it learns of the history across proposals may learn
+    /// it here. The next proposal is shown the same history, and must propose what it would
+    /// have without this call.
+    fn prime(&mut self, _history: &[ExperimentRecord], _minimize: bool) {}
 }
 
 /// Builds the proposer a spec asks for.

@@ -8,12 +8,18 @@ use super::{editable_files, Proposal, ProposeContext, ProposeError, Proposer};
 use crate::spec::Direction;
 use crate::store::{ExperimentRecord, Status};
 
-/// The built-in optimizer over literal constants. It keeps the index of what the run's
-/// history tried across proposals (the history only grows during a run; a resumed run starts
-/// a new proposer, which indexes it whole once).
+mod observed;
+
+pub use observed::Observed;
+
+/// The built-in optimizer over literal constants. It keeps, across proposals, the run's
+/// history converted to observations ([`Observed`]) and the sampler's index of what it tried
+/// (the history only grows during a run; a resumed run starts a new proposer, which converts
+/// and indexes it whole once).
 #[derive(Default)]
 pub struct KnobsProposer {
     cache: knobs::SamplerCache,
+    observed: Observed,
 }
 
 /// Every knob in the editable files of the worktree, with each file's text.
@@ -100,7 +106,9 @@ fn infeasible(status: Status) -> Option<bool> {
 /// The statuses of an experiment whose configuration the knobs search counts as infeasible.
 pub const INFEASIBLE: [Status; 3] = [Status::Crash, Status::Timeout, Status::Violation];
 
-/// The configurations of a run's history that proved infeasible, in order.
+/// The configurations of a run's history that proved infeasible, in order (what [`Observed`]
+/// keeps up to date; the reference its tests compare with).
+#[cfg(test)]
 fn infeasible_configs(history: &[ExperimentRecord]) -> Vec<Config> {
     history
         .iter()
@@ -215,6 +223,14 @@ impl Proposer for KnobsProposer {
         serde_json::to_value(knobs::config_of(&found)).ok()
     }
 
+    fn holds_configs_through(&self) -> Option<u64> {
+        self.observed.through()
+    }
+
+    fn prime(&mut self, history: &[ExperimentRecord], minimize: bool) {
+        self.observed.sync(history, minimize);
+    }
+
     fn propose(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
         let (found, texts) = find_knobs(ctx)?;
         let tunable: Vec<&Knob> = found
@@ -231,8 +247,8 @@ impl Proposer for KnobsProposer {
         }
         let incumbent = knobs::config_of(&found);
         let minimize = ctx.spec.verify.direction == Direction::Minimize;
-        let history = observations(ctx.history, minimize);
-        let crashed = infeasible_configs(ctx.history);
+        self.observed.sync(ctx.history, minimize);
+        let (history, crashed) = (self.observed.observations(), self.observed.infeasible());
         let pending = running_configs(ctx.history);
         let g = ctx.guidance;
         let candidates: Vec<Config> = g.candidates.iter().map(|(_, c)| c.clone()).collect();
@@ -243,13 +259,13 @@ impl Proposer for KnobsProposer {
             step_scale: g.step_scale,
             mode: g.mode,
             avoid: &g.avoid,
-            infeasible: &crashed,
+            infeasible: crashed,
             pending: &pending,
         };
         let suggested = knobs::suggest_cached(
             &mut self.cache,
             &found,
-            &history,
+            history,
             &incumbent,
             minimize,
             ctx.seed,

@@ -65,6 +65,30 @@ pub fn sanitize(text: &str, max_chars: usize) -> String {
     out
 }
 
+/// The prompt's "Configurations already tried": the most recent, as many as the history table
+/// lists (empty when no experiment has a configuration). Only those are formatted: a long
+/// run's history is not turned into text on every proposal.
+fn tried_configs(history: &[crate::store::ExperimentRecord]) -> String {
+    let with_config = history.iter().filter(|e| e.config.is_some());
+    let skip = with_config.clone().count().saturating_sub(MAX_HISTORY);
+    let configs: Vec<String> = with_config
+        .skip(skip)
+        .filter_map(|e| e.config.as_ref().map(|c| format!("- #{}: {c}", e.n)))
+        .collect();
+    if configs.is_empty() {
+        return String::new();
+    }
+    let earlier = if skip > 0 {
+        format!("- ({skip} earlier configurations not listed)\n")
+    } else {
+        String::new()
+    };
+    format!(
+        "\n### Configurations already tried\n\n{earlier}{}\n",
+        configs.join("\n")
+    )
+}
+
 #[cfg(test)]
 mod sanitize_tests {
     use super::sanitize;
@@ -382,25 +406,7 @@ fn last_output_section(p: &mut String, ctx: &ProposeContext<'_>) {
 
 /// The knob configurations already tried (the most recent, as many as the history lists).
 fn configurations_section(p: &mut String, ctx: &ProposeContext<'_>) {
-    let configs: Vec<String> = ctx
-        .history
-        .iter()
-        .filter_map(|e| e.config.as_ref().map(|c| format!("- #{}: {c}", e.n)))
-        .collect();
-    if !configs.is_empty() {
-        // The most recent, as many as the history table lists.
-        let skip = configs.len().saturating_sub(MAX_HISTORY);
-        let earlier = if skip > 0 {
-            format!("- ({skip} earlier configurations not listed)\n")
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            p,
-            "\n### Configurations already tried\n\n{earlier}{}",
-            configs[skip..].join("\n")
-        );
-    }
+    p.push_str(&tried_configs(ctx.history));
 }
 
 /// The hard limit: every section is bounded and the editable files take only what is left, so
@@ -589,7 +595,31 @@ mod snapshot_tests {
 
 #[cfg(test)]
 mod cap_tests {
-    use super::{capped, MAX_PROMPT_BYTES};
+    use super::{capped, tried_configs, MAX_HISTORY, MAX_PROMPT_BYTES};
+    use crate::store::ExperimentRecord;
+
+    #[test]
+    fn only_the_latest_configurations_are_listed() {
+        let history: Vec<ExperimentRecord> = (0..MAX_HISTORY as u64 + 10)
+            .map(|n| ExperimentRecord {
+                n,
+                // One without a configuration (an agent's edit) is not counted.
+                config: (n != 3).then(|| serde_json::json!({ "A": n })),
+                ..Default::default()
+            })
+            .collect();
+        let got = tried_configs(&history);
+        assert!(
+            got.contains("- (9 earlier configurations not listed)\n"),
+            "{got}"
+        );
+        assert_eq!(got.matches("- #").count(), MAX_HISTORY);
+        assert!(got.contains("- #10: {\"A\":10}\n") && !got.contains("- #9:"));
+        assert!(got.ends_with(&format!("- #{}: {{\"A\":{0}}}\n", MAX_HISTORY + 9)));
+        assert_eq!(tried_configs(&history[..4]).matches("- #").count(), 3);
+        assert!(!tried_configs(&history[..4]).contains("earlier"));
+        assert_eq!(tried_configs(&[]), "");
+    }
 
     #[test]
     fn a_prompt_never_passes_its_limit() {

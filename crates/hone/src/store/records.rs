@@ -189,7 +189,9 @@ pub struct ExperimentRecord {
     /// Every measurement of the objective for this code (first run, confirms, re-tests).
     pub runs: Vec<f64>,
     /// How the keep/discard decision was reached.
-    pub judgement: Option<crate::verify::noise::Judgement>,
+    /// Boxed: most records held in memory have none (a slimmed one, a crash), and the box
+    /// keeps every record ~100 bytes smaller (`engine::history`).
+    pub judgement: Option<Box<crate::verify::noise::Judgement>>,
     /// The candidate's git tree (identical trees are identical candidates).
     pub tree: Option<String>,
     /// The sealed holdout's value (baseline and keeps only); never shown to agents.

@@ -1,0 +1,432 @@
+//! What the knobs proposer has learned of a run's history, converted once per experiment and
+//! kept across proposals: one observation per configuration (what [`super::observations`]
+//! would return), the infeasible configurations ([`super::infeasible_configs`]) and, per
+//! experiment, its number, status and value. A proposal converts only the experiments added
+//! since the last one (and re-reads the last one and any still running, whose outcome may
+//! have changed), so no proposal turns the whole history into maps again; and once converted,
+//! an old experiment's configuration is needed only here: the engine may drop it from its
+//! in-memory copy ([`super::KnobsProposer`] says up to which experiment).
+//!
+//! The contract is [`super::super::knobs::SamplerCache`]'s: the history shown grows at its
+//! end. One that does not (shorter, another run's) is converted anew; an experiment whose
+//! configuration the history no longer holds then keeps the one converted before.
+
+use std::collections::BTreeMap;
+
+use super::{config_from_json, infeasible, Config, Observation};
+use crate::store::{ExperimentRecord, Status};
+
+/// The history as the knobs sampler sees it, kept up to date incrementally.
+#[derive(Debug, Default)]
+pub struct Observed {
+    /// One entry per experiment of the history shown, in its order.
+    seen: Vec<Seen>,
+    /// One per experiment with a configuration, in order.
+    obs: Vec<Observation>,
+    /// Indices into `obs` of the `running` and `pruned` experiments (they count at `worst`).
+    lied: Vec<u32>,
+    /// The configurations that crashed, timed out or violated a constraint, in order.
+    infeasible: Vec<Config>,
+    /// The worst measured value so far (the fold of [`super::observations`]).
+    worst: Option<f64>,
+    minimize: bool,
+}
+
+/// What is kept of one experiment: enough to tell whether it changed and what it counts as.
+#[derive(Clone, Copy, Debug)]
+struct Seen {
+    n: u64,
+    status: Status,
+    objective: Option<f64>,
+    /// Its index in `obs` (`None`: no configuration).
+    obs: Option<u32>,
+}
+
+fn measured(status: Status) -> bool {
+    matches!(status, Status::Baseline | Status::Keep | Status::Discard)
+}
+
+/// The fold of [`super::observations`]: the worse of the two.
+fn worse(a: f64, b: f64, minimize: bool) -> f64 {
+    if (a > b) == minimize {
+        a
+    } else {
+        b
+    }
+}
+
+impl Observed {
+    /// An empty view: the first [`Observed::sync`] converts the whole history.
+    pub fn new() -> Observed {
+        Observed::default()
+    }
+
+    /// The observations, as [`super::observations`] of the last history synced.
+    pub fn observations(&self) -> &[Observation] {
+        &self.obs
+    }
+
+    /// The infeasible configurations, as [`super::infeasible_configs`] of the last history.
+    pub fn infeasible(&self) -> &[Config] {
+        &self.infeasible
+    }
+
+    /// The number of the last experiment converted: every configuration up to it is held
+    /// here (`None`: nothing converted yet).
+    pub fn through(&self) -> Option<u64> {
+        self.seen.last().map(|s| s.n)
+    }
+
+    /// How many experiments are converted.
+    pub fn len(&self) -> usize {
+        self.seen.len()
+    }
+
+    /// Whether nothing is converted.
+    pub fn is_empty(&self) -> bool {
+        self.seen.is_empty()
+    }
+
+    /// Brings the view up to `history` (see the module docs).
+    pub fn sync(&mut self, history: &[ExperimentRecord], minimize: bool) {
+        let k = self.seen.len();
+        let same = |i: usize| history.get(i).map(|e| e.n) == Some(self.seen[i].n);
+        let extends =
+            minimize == self.minimize && history.len() >= k && (k == 0 || (same(0) && same(k - 1)));
+        if !extends {
+            return self.rebuild(history, minimize);
+        }
+        // The last one converted may have been replaced (a re-test), and one still running
+        // may have finished: their status and value are read again.
+        let mut again: Vec<usize> = self
+            .seen
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.status == Status::Running)
+            .map(|(i, _)| i)
+            .collect();
+        if k > 0 && again.last() != Some(&(k - 1)) {
+            again.push(k - 1);
+        }
+        let mut changed = false;
+        for i in again {
+            let (e, s) = (&history[i], self.seen[i]);
+            if e.n != s.n {
+                return self.rebuild(history, minimize);
+            }
+            let config = e.config.as_ref().and_then(config_from_json);
+            if config.is_some() != s.obs.is_some() {
+                return self.rebuild(history, minimize);
+            }
+            if let (Some(c), Some(o)) = (config, s.obs) {
+                self.obs[o as usize].config = c;
+            }
+            if (e.status(), e.objective.map(f64::to_bits))
+                != (s.status, s.objective.map(f64::to_bits))
+            {
+                self.seen[i].status = e.status();
+                self.seen[i].objective = e.objective;
+                changed = true;
+            }
+        }
+        for e in &history[k..] {
+            let config = e.config.as_ref().and_then(config_from_json);
+            self.append(e, config);
+        }
+        if changed {
+            self.refigure();
+        } else {
+            self.figure_from(k);
+        }
+    }
+
+    /// Converts `history` from scratch, keeping the configurations of experiments that it
+    /// no longer holds (dropped from the engine's old records after they were converted).
+    fn rebuild(&mut self, history: &[ExperimentRecord], minimize: bool) {
+        let old = std::mem::take(self);
+        let mut configs: Vec<Option<Config>> =
+            old.obs.into_iter().map(|o| Some(o.config)).collect();
+        let mut before: BTreeMap<u64, Config> = BTreeMap::new();
+        for s in &old.seen {
+            if let Some(c) = s.obs.and_then(|o| configs[o as usize].take()) {
+                before.insert(s.n, c);
+            }
+        }
+        self.minimize = minimize;
+        for e in history {
+            let config = match &e.config {
+                Some(v) => config_from_json(v),
+                None => before.remove(&e.n),
+            };
+            self.append(e, config);
+        }
+        self.refigure();
+    }
+
+    /// Appends experiment `e` with its configuration (values figured later).
+    fn append(&mut self, e: &ExperimentRecord, config: Option<Config>) {
+        let obs = config.map(|config| {
+            self.obs.push(Observation {
+                config,
+                objective: None,
+            });
+            (self.obs.len() - 1) as u32
+        });
+        self.seen.push(Seen {
+            n: e.n,
+            status: e.status(),
+            objective: e.objective,
+            obs,
+        });
+    }
+
+    /// The worst value, each observation's value and the infeasible list, from scratch.
+    fn refigure(&mut self) {
+        self.worst = None;
+        self.lied.clear();
+        self.infeasible.clear();
+        self.figure_from(0);
+    }
+
+    /// Figures the experiments from index `from` on (those before are figured): the worst
+    /// value folded on, their values and infeasible configurations; the running and pruned
+    /// ones before them follow the worst value when it changed.
+    fn figure_from(&mut self, from: usize) {
+        let before = self.worst.map(f64::to_bits);
+        for s in &self.seen[from..] {
+            if measured(s.status) {
+                if let Some(v) = s.objective {
+                    self.worst = Some(self.worst.map_or(v, |w| worse(w, v, self.minimize)));
+                }
+            }
+        }
+        if self.worst.map(f64::to_bits) != before {
+            for &o in &self.lied {
+                self.obs[o as usize].objective = self.worst;
+            }
+        }
+        for s in &self.seen[from..] {
+            let Some(o) = s.obs else { continue };
+            let ob = &mut self.obs[o as usize];
+            ob.objective = match s.status {
+                Status::Running | Status::Pruned => {
+                    self.lied.push(o);
+                    self.worst
+                }
+                status if measured(status) => s.objective,
+                _ => None,
+            };
+            if infeasible(s.status) == Some(true) {
+                self.infeasible.push(ob.config.clone());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{infeasible_configs, observations};
+    use super::*;
+    use crate::propose::knobs::{self, KnobValue, SamplerCache, SamplerGuide};
+
+    /// How the engine's serial loop leaves old records after a proposal: their configuration
+    /// dropped, except the baseline's and the keeps' and the last `window`.
+    fn forget(history: &mut [ExperimentRecord], window: usize) {
+        let end = history.len().saturating_sub(window);
+        for e in &mut history[..end] {
+            if !matches!(e.status(), Status::Baseline | Status::Keep) {
+                e.config = None;
+            }
+        }
+    }
+
+    fn seen(o: &[Observation]) -> Vec<(String, Option<u64>)> {
+        o.iter()
+            .map(|o| (format!("{:?}", o.config), o.objective.map(f64::to_bits)))
+            .collect()
+    }
+
+    fn status_of(k: u64) -> Status {
+        match k % 13 {
+            0 => Status::Keep,
+            1 | 7 => Status::Crash,
+            2 => Status::Pruned,
+            3 => Status::Timeout,
+            4 => Status::Aborted,
+            5 => Status::Rejected,
+            6 => Status::Violation,
+            _ => Status::Discard,
+        }
+    }
+
+    fn record(n: u64) -> ExperimentRecord {
+        let status = if n == 0 {
+            Status::Baseline
+        } else {
+            status_of(n)
+        };
+        let measured = measured(status) || n % 29 == 0;
+        ExperimentRecord {
+            n,
+            status: Some(status),
+            // Values that move the worst both ways, a NaN among them.
+            objective: measured.then(|| match n {
+                77 => f64::NAN,
+                n => ((n * 37) % 101) as f64 / (1.0 + (n % 7) as f64),
+            }),
+            // An agent's experiment has no configuration.
+            config: (n % 31 != 30).then(|| serde_json::json!({ "A": n, "B": n % 5 })),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_kept_view_is_the_conversion_of_the_whole_history() {
+        for minimize in [true, false] {
+            let mut whole: Vec<ExperimentRecord> = Vec::new();
+            let mut shown: Vec<ExperimentRecord> = Vec::new();
+            let mut observed = Observed::new();
+            for n in 0..600u64 {
+                if n % 50 == 49 {
+                    // The last experiment converted is replaced by a re-test of it (another
+                    // value), once before the next one is added and once with it.
+                    let last = whole.len() - 1;
+                    whole[last].objective = Some(1000.0 + n as f64);
+                    shown[last].objective = whole[last].objective;
+                    if n % 100 == 49 {
+                        observed.sync(&shown, minimize);
+                        let want = observations(&whole, minimize);
+                        assert_eq!(seen(observed.observations()), seen(&want), "#{last}");
+                    }
+                }
+                let rec = record(n);
+                whole.push(rec.clone());
+                shown.push(rec);
+                if n == 300 {
+                    // A resume: a new proposer, the history loaded with its configurations.
+                    observed = Observed::new();
+                    shown = whole.clone();
+                }
+                observed.sync(&shown, minimize);
+                assert_eq!(
+                    seen(observed.observations()),
+                    seen(&observations(&whole, minimize)),
+                    "after #{n}"
+                );
+                assert_eq!(observed.infeasible(), infeasible_configs(&whole).as_slice());
+                assert_eq!(observed.through(), Some(n));
+                forget(&mut shown, 16);
+            }
+            // Most of the shown history holds no configuration any more.
+            assert!(shown.iter().filter(|e| e.config.is_none()).count() > 500);
+        }
+    }
+
+    #[test]
+    fn running_experiments_count_at_the_worst_until_they_finish() {
+        // A parallel run's view: the last ones still running, then finished in place.
+        let mut history: Vec<ExperimentRecord> = (0..40).map(record).collect();
+        let mut observed = Observed::new();
+        for e in &mut history[30..] {
+            e.status = Some(Status::Running);
+            e.objective = None;
+        }
+        observed.sync(&history, true);
+        assert_eq!(
+            seen(observed.observations()),
+            seen(&observations(&history, true))
+        );
+        for i in 30..40 {
+            history[i] = record(i as u64);
+            history.push(record(40 + i as u64 - 30));
+            observed.sync(&history, true);
+            assert_eq!(
+                seen(observed.observations()),
+                seen(&observations(&history, true))
+            );
+            assert_eq!(
+                observed.infeasible(),
+                infeasible_configs(&history).as_slice()
+            );
+        }
+        // A history that does not extend the converted one is converted anew.
+        observed.sync(&history[..5], true);
+        assert_eq!(
+            seen(observed.observations()),
+            seen(&observations(&history[..5], true))
+        );
+        assert_eq!(observed.len(), 5);
+    }
+
+    fn a_of(c: &Config) -> f64 {
+        match c.get("A") {
+            Some(KnobValue::Float(x)) => *x,
+            other => panic!("A = {other:?}"),
+        }
+    }
+
+    /// The knobs proposer's suggestions with the kept view (and the engine dropping old
+    /// configurations) are those of the whole history converted on every proposal: 400
+    /// experiments, crashes (A > 0.8) and prunes among them, a resume halfway.
+    #[test]
+    fn suggestions_are_those_of_the_whole_history() {
+        let text = "A = 0.5  # hone: 0.0..1.0\nB = 5  # hone: int 1..40\nC = 0.1  # hone: log 0.001..1.0\n";
+        let found = knobs::discover("p.py", text).expect("the knobs parse");
+        let incumbent = knobs::config_of(&found);
+        let record =
+            |n: u64, config: &Config, status: Status, objective: Option<f64>| ExperimentRecord {
+                n,
+                status: Some(status),
+                objective,
+                config: serde_json::to_value(config).ok(),
+                ..Default::default()
+            };
+        let mut whole = vec![record(0, &incumbent, Status::Baseline, Some(1.0))];
+        let mut shown = whole.clone();
+        let (mut observed, mut cache, mut fresh) =
+            (Observed::new(), SamplerCache::new(), SamplerCache::new());
+        let mut statuses = BTreeMap::new();
+        for n in 1..400u64 {
+            if n == 200 {
+                (observed, cache) = (Observed::new(), SamplerCache::new());
+                shown = whole.clone();
+            }
+            let (want_obs, want_bad) = (observations(&whole, true), infeasible_configs(&whole));
+            let guide = |bad| SamplerGuide {
+                infeasible: bad,
+                ..SamplerGuide::default()
+            };
+            let want = knobs::suggest_cached(
+                &mut fresh,
+                &found,
+                &want_obs,
+                &incumbent,
+                true,
+                3,
+                n,
+                &guide(&want_bad),
+            );
+            observed.sync(&shown, true);
+            let (obs, bad) = (observed.observations(), observed.infeasible());
+            let got =
+                knobs::suggest_cached(&mut cache, &found, obs, &incumbent, true, 3, n, &guide(bad));
+            assert_eq!(got, want, "suggestion {n}");
+            forget(&mut shown, 8);
+            let Some((c, _)) = got else { break };
+            let a = a_of(&c);
+            let (status, y) = match a {
+                a if a > 0.8 => (Status::Crash, None),
+                a if a < 0.05 => (Status::Pruned, None),
+                a => (Status::Discard, Some((a - 0.6).powi(2))),
+            };
+            *statuses.entry(format!("{status:?}")).or_insert(0) += 1;
+            whole.push(record(n, &c, status, y));
+            shown.push(record(n, &c, status, y));
+        }
+        assert_eq!(whole.len(), 400);
+        assert!(
+            statuses.get("Crash").copied().unwrap_or(0) > 3,
+            "{statuses:?}"
+        );
+    }
+}
