@@ -254,69 +254,53 @@ fn halving_prunes_only_the_worst_quarter_in_its_first_rung() {
     assert_eq!(curve_points(&r, 3), 6);
 }
 
-#[test]
-fn reach_prunes_a_run_that_cannot_catch_up_and_never_a_confirm_run() {
+/// A run of [`training_repo`] under `[verify] prune = <rule>` with 2 references and a confirm
+/// run per keep: #1 (rate 4) kept, #2 (rate 5: 80 at step 2) pruned at step 2, #3 (rate 3: 60
+/// at step 2) kept. Checks what every such rule must do: the pruned run's group got SIGTERM and
+/// is gone, #3 ran its whole curve, the keeps' confirm runs (a curve ten times worse) were
+/// never judged. Returns the pruned run's reason.
+fn prunes_the_second_and_never_a_confirm_run(rule: &str, tag: &str) -> String {
     let tmp = tempfile::tempdir().unwrap();
     let marks = tmp.path();
     let r = training_repo(
-        &[
-            ("prune", "\"reach\""),
-            ("prune_min_runs", "2"),
-            ("confirm", "1"),
-        ],
+        &[("prune", rule), ("prune_min_runs", "2"), ("confirm", "1")],
         "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t5 wait\\n\n---\nwrite\tvalue.txt\t3\\n\n",
         marks,
     );
-    let log = r.run_log("r");
+    let log = r.run_log(tag);
     assert_statuses(&log, &["baseline", "keep", "pruned", "keep"]);
-    // At step 2 the baseline (80, ending at 60) and #1 (70, ending at 50) were both 20 above
-    // their ends: shifted to end at the best last value (50) both are at 70. #2 (rate 5: 80)
-    // is behind both; the median of the unshifted values (75) is not the bar.
-    let why = log[2]["reason"].as_str().unwrap();
+    let why = log[2]["reason"].as_str().unwrap().to_string();
     assert!(why.contains("pruned at step 2"), "{why}");
-    assert!(
-        why.contains("where 2 finished runs' curves, each shifted by its own last value to end at the best last value among them, were (70.000000, the most lenient)"),
-        "{why}"
-    );
     assert!(marks.join("term.2").exists(), "no SIGTERM");
     assert!(wait_group_gone(read_pgid(&marks.join("pgid.2"))));
-    // #3 (rate 3: 60 at step 2) is ahead and runs to the end; the keeps' confirm runs (a
-    // curve ten times worse, far behind every shifted curve) are never judged.
     assert_eq!(curve_points(&r, 3), 6);
     assert_eq!(log[1]["runs"].as_array().unwrap().len(), 2, "{:?}", log[1]);
     assert_eq!(log[3]["runs"].as_array().unwrap().len(), 2, "{:?}", log[3]);
     assert!(!marks.join("term.1").exists() && !marks.join("term.3").exists());
+    why
+}
+
+#[test]
+fn reach_prunes_a_run_that_cannot_catch_up_and_never_a_confirm_run() {
+    // At step 2 the baseline (80, ending at 60) and #1 (70, ending at 50) were both 20 above
+    // their ends: shifted to end at the best last value (50) both are at 70. #2 (rate 5: 80)
+    // is behind both; the median of the unshifted values (75) is not the bar.
+    let why = prunes_the_second_and_never_a_confirm_run("\"reach\"", "r");
+    assert!(
+        why.contains("where 2 finished runs' curves, each shifted by its own last value to end at the best last value among them, were (70.000000, the most lenient)"),
+        "{why}"
+    );
 }
 
 #[test]
 fn reach_tight_stops_a_hopeless_run_and_never_a_confirm_run() {
     // `reach~0.3` with 2 references: k = max(1, floor(0.3 x 3)) = 1, the most lenient
-    // shifted curve (70 at step 2, as for `reach`); #2 (rate 5: 80) is behind it. The keeps'
-    // confirm runs print a curve ten times worse and are never judged.
-    let tmp = tempfile::tempdir().unwrap();
-    let marks = tmp.path();
-    let r = training_repo(
-        &[
-            ("prune", "\"reach~0.3\""),
-            ("prune_min_runs", "2"),
-            ("confirm", "1"),
-        ],
-        "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t5 wait\\n\n---\nwrite\tvalue.txt\t3\\n\n",
-        marks,
-    );
-    let log = r.run_log("t");
-    assert_statuses(&log, &["baseline", "keep", "pruned", "keep"]);
-    let why = log[2]["reason"].as_str().unwrap();
-    assert!(why.contains("pruned at step 2"), "{why}");
+    // shifted curve (70 at step 2, as for `reach`); #2 (rate 5: 80) is behind it.
+    let why = prunes_the_second_and_never_a_confirm_run("\"reach~0.3\"", "t");
     assert!(
         why.contains("were (70.000000, the 1st most lenient: reach~0.3)"),
         "{why}"
     );
-    assert!(marks.join("term.2").exists(), "no SIGTERM");
-    assert_eq!(curve_points(&r, 3), 6);
-    assert_eq!(log[1]["runs"].as_array().unwrap().len(), 2, "{:?}", log[1]);
-    assert_eq!(log[3]["runs"].as_array().unwrap().len(), 2, "{:?}", log[3]);
-    assert!(!marks.join("term.1").exists() && !marks.join("term.3").exists());
 }
 
 #[test]

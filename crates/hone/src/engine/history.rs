@@ -135,10 +135,10 @@ mod tests {
         )
     }
 
-    #[test]
-    fn only_the_window_and_the_kept_ones_stay_whole() {
+    /// A history of `total` experiments pushed one by one: the baseline, a keep every 100
+    /// (#7, #107, ...), discards otherwise.
+    fn pushed(total: u64) -> Vec<ExperimentRecord> {
         let mut history = Vec::new();
-        let total = FULL_WINDOW as u64 * 4;
         for n in 0..total {
             let status = match n {
                 0 => Status::Baseline,
@@ -147,6 +147,13 @@ mod tests {
             };
             push(&mut history, record(n, status));
         }
+        history
+    }
+
+    #[test]
+    fn only_the_window_and_the_kept_ones_stay_whole() {
+        let total = FULL_WINDOW as u64 * 4;
+        let history = pushed(total);
         assert_eq!(history.len() as u64, total);
         let whole = history.iter().filter(|e| !e.reason.is_empty()).count();
         let kept = history.iter().filter(|e| held_whole(e)).count();
@@ -172,16 +179,8 @@ mod tests {
 
     #[test]
     fn old_configurations_are_dropped_only_as_far_as_the_proposer_holds_them() {
-        let mut history = Vec::new();
         let total = FULL_WINDOW as u64 * 3;
-        for n in 0..total {
-            let status = match n {
-                0 => Status::Baseline,
-                n if n % 100 == 7 => Status::Keep,
-                _ => Status::Discard,
-            };
-            push(&mut history, record(n, status));
-        }
+        let mut history = pushed(total);
         let old = history.len() - FULL_WINDOW;
         // The proposer holds them up to #100 only: nothing after it is dropped.
         let at = forget_configs(&mut history, 0, 100);
