@@ -20,7 +20,9 @@ def graph(root):
                 continue
             path = os.path.join(d, f)
             rel = os.path.relpath(path, root)[:-3].split(os.sep)
-            if rel == ["lib"] or rel[-1] == "tests":
+            # Test code is left out: `tests.rs`, files under a `tests/` directory (a test
+            # module split into files) and `*_tests.rs`.
+            if rel == ["lib"] or "tests" in rel or rel[-1].endswith("_tests"):
                 continue
             top = rel[0]
             src = open(path, encoding="utf-8").read()
