@@ -159,6 +159,31 @@ fn resume_removes_an_archive_ref_whose_record_a_power_loss_lost() {
     assert_says(&out, "whose record was lost");
     assert_ne!(r.rev("refs/hone/p/3"), stale);
     assert_eq!(r.rev("refs/hone/p/3^"), r.rev("refs/hone/p/2"));
+    // Set aside, not deleted: its commit stays reachable.
+    assert_eq!(r.rev("refs/hone-lost/p/3"), stale);
+}
+
+#[test]
+fn refs_without_records_that_no_power_loss_explains_are_left_alone() {
+    // Two refs past the last record with one worker: more than were in flight, so the store
+    // is older than the repository (a backup restored); nothing is moved or deleted.
+    let r = Repo::scored(3, &scores(&[4, 3, 2]));
+    r.hone_expect(&["run", "--tag", "q"], &["baseline", "keep", "keep"]);
+    let stale = r.rev("refs/hone/q/1");
+    git(&r.dir, &["update-ref", "refs/hone/q/3", &stale]);
+    git(&r.dir, &["update-ref", "refs/hone/q/4", &stale]);
+    let out = r.hone(&["run", "--tag", "q", "-n", "5"]);
+    assert_says(
+        &out,
+        "archive refs without a record: refs/hone/q/3, refs/hone/q/4",
+    );
+    assert_eq!(r.rev("refs/hone/q/3"), stale);
+    assert_eq!(r.rev("refs/hone/q/4"), stale);
+    assert_eq!(
+        git(&r.dir, &["for-each-ref", "refs/hone-lost"]),
+        "",
+        "nothing set aside"
+    );
 }
 
 #[test]

@@ -92,7 +92,15 @@ impl Engine<'_> {
                 "{name} pointed at {oid}, which git gc deleted; the ref was removed"
             ));
         }
-        warnings.extend(remove_orphan_refs(&git, &tag, &refs, &missing, exps)?);
+        let unsynced_starts = self.store.leaves_starts_unsynced();
+        let workers = self.verifier.spec.exec.workers;
+        warnings.extend(set_aside_lost_refs(
+            &git,
+            (&tag, workers, unsynced_starts),
+            &refs,
+            &missing,
+            exps,
+        )?);
         for message in warnings {
             self.emit(Event::Warning { message });
         }
@@ -234,34 +242,53 @@ impl Engine<'_> {
     }
 }
 
-/// Archive refs of the run whose experiment has no row: a power loss lost the row (its write
-/// skips its own sync, see `Engine::record_start`) but not the ref. Nothing finished is lost
-/// with them (a finish syncs the store), and left there one would stop the experiment that
-/// gets its number again (its archive ref must not exist yet), so they go, with a warning.
+/// Archive refs of the run whose experiment has no row because a power loss lost the row (its
+/// write skips its own sync on SQLite, see `Engine::record_start`) but not the ref. Nothing
+/// finished is lost with them (a finish syncs the store), and left there one would stop the
+/// experiment that gets its number again (its archive ref must not exist yet). Only what a
+/// power loss can leave is set aside: on a SQLite store, refs numbered past every recorded
+/// experiment, at most one per worker (the experiments that were in flight). They are moved to
+/// `refs/hone-lost/<tag>/<n>`, so their commits stay; anything else (a store restored from an
+/// older backup) is left as it is, with a warning, and the run stops at the number as before.
 /// `missing`: objects already found deleted (those refs are gone already).
-fn remove_orphan_refs(
+fn set_aside_lost_refs(
     git: &crate::workspace::Git,
-    tag: &str,
+    (tag, workers, unsynced_starts): (&str, usize, bool),
     refs: &[(String, String)],
     missing: &[String],
     exps: &[ExperimentRecord],
 ) -> Result<Vec<String>, EngineError> {
     let prefix = format!("refs/hone/{tag}/");
     let recorded: std::collections::HashSet<u64> = exps.iter().map(|e| e.n).collect();
+    let last = exps.iter().map(|e| e.n).max();
+    let lost: Vec<(u64, &String, &String)> = refs
+        .iter()
+        .filter(|(_, o)| !missing.contains(o))
+        .filter_map(|(name, oid)| {
+            let n = name.strip_prefix(&prefix)?.parse::<u64>().ok()?;
+            (!recorded.contains(&n) && archive_ref(tag, n) == *name).then_some((n, name, oid))
+        })
+        .collect();
+    if lost.is_empty() {
+        return Ok(Vec::new());
+    }
+    let in_flight = unsynced_starts
+        && lost.len() <= workers.max(1)
+        && lost.iter().all(|(n, _, _)| last.map_or(true, |l| *n > l));
+    if !in_flight {
+        let names: Vec<&str> = lost.iter().map(|(_, name, _)| name.as_str()).collect();
+        return Ok(vec![format!(
+            "archive refs without a record: {} (a store older than the repository, restored from a backup?); they were left as they are",
+            names.join(", ")
+        )]);
+    }
     let mut warnings = Vec::new();
-    for (name, oid) in refs.iter().filter(|(_, o)| !missing.contains(o)) {
-        let Some(n) = name
-            .strip_prefix(&prefix)
-            .and_then(|k| k.parse::<u64>().ok())
-        else {
-            continue;
-        };
-        if recorded.contains(&n) || archive_ref(tag, n) != *name {
-            continue;
-        }
+    for (n, name, oid) in lost {
+        let aside = format!("refs/hone-lost/{tag}/{n}");
+        git.run(&["update-ref", &aside, oid])?;
         git.run(&["update-ref", "-d", name, oid])?;
         warnings.push(format!(
-            "{name} pointed at {oid}, the candidate of an experiment whose record was lost (a power loss while it ran); the ref was removed"
+            "{name} pointed at {oid}, the candidate of an experiment whose record was lost (a power loss while it ran); the ref was moved to {aside}"
         ));
     }
     Ok(warnings)

@@ -283,6 +283,13 @@ impl Store {
         }
     }
 
+    /// Whether an experiment's start and archive rows are written without their own sync
+    /// (SQLite: a power loss can lose the rows of experiments in flight, never a finished
+    /// one); PostgreSQL commits every row durably.
+    pub fn leaves_starts_unsynced(&self) -> bool {
+        matches!(self.db, Db::Sqlite(_))
+    }
+
     /// The repository whose runs this store holds ("" in a repository's own SQLite file).
     pub fn repo(&self) -> &str {
         &self.repo

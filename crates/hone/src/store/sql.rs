@@ -280,7 +280,18 @@ impl Store {
     /// here the commits skip their sync (SQLite, outside a transaction: returns whether it
     /// did anything) until [`Store::restore_sync`] with what this returned.
     pub fn relax_sync(&self) -> Result<bool, StoreError> {
-        let relaxed = matches!(self.db, Db::Sqlite(_)) && self.tx_depth.get() == 0;
+        // Only in WAL, where the next FULL commit's sync covers the relaxed ones before it
+        // (in a rollback journal NORMAL can corrupt on a power loss), and outside any
+        // transaction (SQLite refuses to change it inside one).
+        let relaxed = match &self.db {
+            Db::Sqlite(conn) => {
+                conn.is_autocommit()
+                    && conn
+                        .query_row("PRAGMA journal_mode", [], |r| r.get::<_, String>(0))?
+                        .eq_ignore_ascii_case("wal")
+            }
+            Db::Postgres(_) => false,
+        };
         if relaxed {
             self.batch("PRAGMA synchronous = NORMAL")?;
         }

@@ -119,7 +119,12 @@ impl Observed {
                 return self.rebuild(history, minimize);
             }
             if let (Some(c), Some(o)) = (config, s.obs) {
-                self.obs[o as usize].config = c;
+                // A configuration read again differently (none does today) also renews what
+                // is derived from it (the infeasible list).
+                if self.obs[o as usize].config != c {
+                    self.obs[o as usize].config = c;
+                    changed = true;
+                }
             }
             if (e.status(), e.objective.map(f64::to_bits))
                 != (s.status, s.objective.map(f64::to_bits))
