@@ -447,15 +447,12 @@ pub fn show_curve(curve: &[(f64, f64)]) {
 
 /// `hone show N`: the knobs' explored ranges narrowed by crashes once experiment N finished,
 /// each with the experiment after which it took its present form.
-pub fn show_narrowings(exps: &[ExperimentRecord], n: u64) {
-    // One pass over the experiments up to `n` (in order, as the store reads them): the
-    // narrowings as they appeared, then those in force (`optimizer::narrowed_ranges`).
-    let mut history = hone::propose::optimizer::RunNarrowings::default();
-    let mut events = Vec::new();
-    for e in exps.iter().take_while(|e| e.n <= n) {
-        events.extend(history.next(e).into_iter().map(|x| (e.n, x)));
-    }
-    let now = history.current();
+/// `now` are those in force (`optimizer::narrowed_ranges`), `events` the narrowings as they
+/// appeared, each with the experiment after which it did, in order.
+pub fn show_narrowings(
+    now: Vec<hone::propose::knobs::feasible::Narrowing>,
+    events: &[(u64, hone::propose::knobs::feasible::Narrowing)],
+) {
     if !now.is_empty() {
         out!("--- feasibility (learned from crashes) ---");
     }

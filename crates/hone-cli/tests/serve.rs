@@ -542,9 +542,40 @@ fn serve_draws_the_run_page_again_when_the_run_changes() {
         assert_eq!(a.status, 200, "{}", a.body);
         a.body
     };
+    // Gzipped, the page is compressed around its plot, deflated once and kept: the same page
+    // once unzipped, whatever the table shows.
+    let gzipped = |path: &str| {
+        use std::io::Read as _;
+        let (k, v) = s.auth();
+        let mut res = agent()
+            .get(&format!("{}{path}", s.url))
+            .header(k, &v)
+            .header("Accept-Encoding", "gzip")
+            .call()
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200, "{path}");
+        assert_eq!(res.headers().get("content-encoding").unwrap(), "gzip");
+        let mut zipped = Vec::new();
+        res.body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .reader()
+            .read_to_end(&mut zipped)
+            .unwrap();
+        let mut plain = String::new();
+        flate2::read::GzDecoder::new(&zipped[..])
+            .read_to_string(&mut plain)
+            .expect("one valid gzip stream");
+        plain
+    };
     let first = page();
     assert!(first.contains("loss (120 experiments)"), "{first}");
     assert_eq!(page(), first, "asked again, the same page");
+    assert_eq!(gzipped("runs/t"), first);
+    for q in ["?sort=objective&per=5", "?status=crash&page=2&per=3"] {
+        let plain = s.get(&format!("runs/t{q}")).body;
+        assert_eq!(gzipped(&format!("runs/t{q}")), plain, "{q}");
+    }
     let store = Store::open(&dir.join(".hone/hone.db")).unwrap();
     let run = store.run_by_tag("t").unwrap().unwrap();
     store
@@ -560,6 +591,7 @@ fn serve_draws_the_run_page_again_when_the_run_changes() {
         after.contains("#120 1.500000: the newest best"),
         "its point on the plot"
     );
+    assert_eq!(gzipped("runs/t"), after, "the new plot deflated");
     let view = s.json("api/runs/t/view");
     assert_eq!(view["experiments"], 121);
     assert!(view["plot"].as_str().unwrap().contains("the newest best"));

@@ -16,6 +16,12 @@ pub(crate) fn url(s: &str) -> String {
 /// A whole page: `crumbs` are (label, link) pairs after the home link, `body` is trusted HTML
 /// built by the pages (with everything untrusted already escaped).
 pub(crate) fn page(title: &str, crumbs: &[(String, Option<String>)], body: &str) -> String {
+    let (head, tail) = page_parts(title, crumbs);
+    format!("{head}{body}{tail}")
+}
+
+/// What [`page`] puts before and after the body.
+pub(crate) fn page_parts(title: &str, crumbs: &[(String, Option<String>)]) -> (String, String) {
     let mut nav = String::from(r#"<a class="brand" href="/">hone</a>"#);
     for (label, link) in crumbs {
         nav.push_str(r#"<span class="sep">/</span>"#);
@@ -28,7 +34,7 @@ pub(crate) fn page(title: &str, crumbs: &[(String, Option<String>)], body: &str)
             }
         }
     }
-    format!(
+    let head = format!(
         r#"<!doctype html>
 <html lang="en">
 <head>
@@ -42,13 +48,10 @@ pub(crate) fn page(title: &str, crumbs: &[(String, Option<String>)], body: &str)
 <body>
 <header class="top"><nav>{nav}</nav></header>
 <main>
-{body}
-</main>
-</body>
-</html>
 "#,
         title = esc(title)
-    )
+    );
+    (head, "\n</main>\n</body>\n</html>\n".to_string())
 }
 
 /// A status as a coloured badge.

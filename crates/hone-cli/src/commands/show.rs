@@ -31,8 +31,16 @@ pub fn run(here: &Here, a: ShowArgs) -> CliResult {
     output::show(&git, &run, &e, a.tail);
     output::show_curve(&curve);
     if super::has_infeasible(&store, run.id)? {
-        // Only what the narrowings read: numbers, statuses and configurations up to `n`.
-        output::show_narrowings(&store.configurations(run.id, Some(n)).runtime()?, n);
+        // Only what the narrowings read (numbers, statuses and configurations up to `n`), one
+        // experiment at a time: the narrowings as they appeared, then those in force.
+        let mut history = hone::propose::optimizer::RunNarrowings::default();
+        let mut events = Vec::new();
+        store
+            .each_configuration(run.id, Some(n), &mut |e| {
+                events.extend(history.next(&e).into_iter().map(|x| (e.n, x)));
+            })
+            .runtime()?;
+        output::show_narrowings(history.current(), &events);
     }
     output::show_mechanisms(&calls);
     Ok(())

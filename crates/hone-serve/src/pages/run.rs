@@ -4,17 +4,19 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::extract::{Path as UrlPath, Query, State};
-use axum::response::Html;
+use axum::http::{header, HeaderMap};
+use axum::response::Response;
 use hone::report::{self, fmt_metric, Summary};
 use hone::store::{ExperimentRecord, RunRecord, RunState, RunTotals, Status, Store};
 
 use super::runs::change;
 use super::{state_badge, table_html, PageError, Table, TableParams};
+use crate::compress::{self, Deflated};
 use crate::db::{run_by_tag, AppError};
-use crate::html::{badge, cost, duration_ms, esc, page, short, url, utc};
+use crate::html::{badge, cost, duration_ms, esc, page_parts, short, url, utc};
 use crate::AppState;
 
 /// Kept experiments labelled on the plot at most (the biggest gains and the best).
@@ -29,6 +31,9 @@ pub(crate) struct RunView {
     /// Changes whenever something on the page would (see [`mark`]).
     pub mark: String,
     pub plot: String,
+    /// What the plot was drawn from (and the plot compressed once for every page that
+    /// shows it).
+    drawn: Arc<Drawn>,
     /// Changes whenever the plot's drawing does (a hash of it): a live update sends the plot
     /// again only when the page's key differs.
     pub plot_key: String,
@@ -67,8 +72,16 @@ pub(crate) struct Drawn {
     best: Option<ExperimentRecord>,
     totals: RunTotals,
     plot: String,
+    /// The plot deflated once, when a page compressed with gzip first shows it.
+    plot_deflated: OnceLock<Deflated>,
     plot_key: String,
     plot_title: String,
+}
+
+impl Drawn {
+    fn plot_deflated(&self) -> &Deflated {
+        self.plot_deflated.get_or_init(|| Deflated::new(&self.plot))
+    }
 }
 
 /// The last [`Drawn`] of each run (by id): a page asked again, or by another tab or the live
@@ -131,6 +144,7 @@ fn draw(store: &Store, run: &RunRecord, mark: String) -> Result<Drawn, AppError>
         plot_key: plot_key(&plot.replacen(&hone::util::html_escape(&title), "", 1)),
         plot_title: title,
         plot,
+        plot_deflated: OnceLock::new(),
     })
 }
 
@@ -188,6 +202,7 @@ fn read_run_view(
         summary,
         mark,
         plot,
+        drawn,
         plot_key,
         plot_title,
         rows,
@@ -200,26 +215,41 @@ pub(super) async fn run_page(
     State(st): State<AppState>,
     UrlPath(tag): UrlPath<String>,
     Query(params): Query<TableParams>,
-) -> Result<Html<String>, PageError> {
+    headers: HeaderMap,
+) -> Result<Response, PageError> {
     let table = Table::parse(&params)?;
     let root = st.repo_root.clone();
     let t = tag.clone();
+    let gzip = headers
+        .get(header::ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(compress::accepts_gzip);
     let view = st
         .db
         .read({
             let st = st.clone();
-            move |store| load_run_view(store, &root, &t, table, &st.views)
+            move |store| {
+                let view = load_run_view(store, &root, &t, table, &st.views)?;
+                if gzip {
+                    // Off the server's async threads: the plot is deflated here, once.
+                    view.drawn.plot_deflated();
+                }
+                Ok(view)
+            }
         })
         .await?;
-    let mut body = String::new();
+    // The page in three parts, the plot (most of a long run's page) compressed only once.
+    let (head, tail) = page_parts(
+        &format!("run {}", view.run.tag),
+        &[(format!("run {}", view.run.tag), None)],
+    );
+    let mut before = head;
     let _ = write!(
-        body,
+        before,
         r#"<div class="run" id="run" data-tag="{tag}" data-mark="{mark}" data-events="/api/runs/{utag}/events" data-view="/api/runs/{utag}/view" data-plot-key="{plot_key}">
 <div class="title"><h1>{tag}</h1><span id="state">{state}</span><span id="conn" class="conn"></span><span class="dim">{metric} · {direction} · {agent} · branch {branch} · started {started}</span></div>
 <section id="counters" class="counters">{counters}</section>
-<section id="plot" class="plot">{plot}</section>
-<section id="table">{table}</section>
-</div>"#,
+<section id="plot" class="plot">"#,
         tag = esc(&view.run.tag),
         utag = url(&view.run.tag),
         mark = esc(&view.mark),
@@ -230,15 +260,18 @@ pub(super) async fn run_page(
         branch = esc(&view.run.branch),
         started = utc(view.run.created_at),
         counters = counters_html(&view),
-        plot = view.plot,
         plot_key = esc(&view.plot_key),
-        table = table_html(&view),
     );
-    Ok(Html(page(
-        &format!("run {}", view.run.tag),
-        &[(format!("run {}", view.run.tag), None)],
-        &body,
-    )))
+    let after = format!(
+        "</section>\n<section id=\"table\">{}</section>\n</div>{tail}",
+        table_html(&view)
+    );
+    let deflated = gzip.then(|| view.drawn.plot_deflated());
+    Ok(compress::html_around(
+        &before,
+        (&view.plot, deflated),
+        &after,
+    ))
 }
 
 /// The counters: experiments, best, baseline → best, counts by status, cost, state.

@@ -215,13 +215,25 @@ impl Store {
         run_id: i64,
         upto: Option<u64>,
     ) -> Result<Vec<ExperimentRecord>, StoreError> {
-        let upto = upto.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
         let mut out = Vec::new();
+        self.each_configuration(run_id, upto, &mut |e| out.push(e))?;
+        Ok(out)
+    }
+
+    /// [`Store::configurations`] one experiment at a time, none kept: a reader of a long run
+    /// (`hone show`'s narrowings) holds one record at a time.
+    pub fn each_configuration(
+        &self,
+        run_id: i64,
+        upto: Option<u64>,
+        f: &mut dyn FnMut(ExperimentRecord),
+    ) -> Result<(), StoreError> {
+        let upto = upto.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
         self.for_each_row(
             "SELECT n, status, config FROM experiments WHERE run_id = ?1 AND n <= ?2 ORDER BY n",
             &[Val::Int(Some(run_id)), Val::Int(Some(upto))],
             &mut |r| {
-                out.push(ExperimentRecord {
+                f(ExperimentRecord {
                     n: r.req_u64("n")?,
                     status: Status::parse(&r.req_text("status")?),
                     // As a whole record's: a configuration that is not JSON is none.
@@ -232,8 +244,7 @@ impl Store {
                 });
                 Ok(())
             },
-        )?;
-        Ok(out)
+        )
     }
 
     /// One page of a run's experiments, sorted and filtered in SQL (every sort but by value
