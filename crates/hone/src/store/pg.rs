@@ -117,11 +117,7 @@ CREATE TABLE curves (
 "#,
     // 3: as SQLite's migration 9: what summaries, plots and sorts read, in one covering
     // index; which experiments have a holdout, which cost money.
-    r#"
-CREATE INDEX experiments_outline ON experiments(run_id, n, status, objective, verify_ms, cost_usd, holdout, total_ms);
-CREATE INDEX experiments_with_holdout ON experiments(run_id, holdout) WHERE holdout IS NOT NULL;
-CREATE INDEX experiments_paid ON experiments(run_id, cost_usd) WHERE cost_usd > 0;
-"#,
+    super::schema::OUTLINE_INDEXES,
     // 4: as SQLite's migration 10: a run's running totals by status, kept by a trigger in the
     // transaction of every write to `experiments` and filled once from the rows; the indexes
     // of the table's sorts by duration and cost.
