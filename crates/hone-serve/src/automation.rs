@@ -315,11 +315,7 @@ pub fn token_required(addr: &SocketAddr, token: Option<&str>) -> Result<(), Stri
 /// Runs the schedules and the trigger endpoint until Ctrl-C (or SIGTERM).
 pub fn daemon(opts: DaemonOptions) -> Result<()> {
     token_required(&opts.addr, opts.token.as_deref()).map_err(anyhow::Error::msg)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    rt.block_on(async move {
+    crate::block_on(async move {
         let listener = tokio::net::TcpListener::bind(opts.addr)
             .await
             .with_context(|| format!("cannot listen on {}", opts.addr))?;

@@ -178,11 +178,7 @@ impl Server {
 
     /// Serves until `shutdown` completes.
     pub fn run_until(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the async runtime")?;
-        rt.block_on(async move {
+        block_on(async move {
             let listener = tokio::net::TcpListener::from_std(self.listener)
                 .context("cannot hand the listening socket to the runtime")?;
             let tasks: Vec<_> = self.tasks.into_iter().map(tokio::spawn).collect();
@@ -210,6 +206,15 @@ pub fn serve(opts: &ServeOptions) -> Result<()> {
 /// Serves the dashboard and `extra` routes (behind the same token) until Ctrl-C.
 pub fn serve_with(opts: &ServeOptions, extra: Router) -> Result<()> {
     bind_with(opts, extra)?.run()
+}
+
+/// Runs `task` to its end on a runtime of its own (one thread: the server and the scheduler).
+fn block_on<T>(task: impl Future<Output = Result<T>>) -> Result<T> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(task)
 }
 
 #[cfg(test)]

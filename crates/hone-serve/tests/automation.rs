@@ -3,13 +3,18 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hone::automation::schedule::{ManualClock, Scheduler};
 use hone::spec::ScheduleSpec;
 use hone_serve::automation::{run_scheduler, schedule_state_path, Automation, AutomationOptions};
+
+// The stand-in `hone` of the library's automation tests: one copy, included by path.
+#[path = "../../hone/src/automation/fake_hone.rs"]
+mod fake_hone;
+use fake_hone::fake_hone;
 
 /// 2026-01-02 00:00:00 UTC.
 const DAY2: i64 = 1_767_312_000;
@@ -20,32 +25,10 @@ fn entry(tag: &str, catch_up: bool, max: Option<u64>) -> ScheduleSpec {
         cron: "0 2 * * *".into(),
         tag: tag.into(),
         max_experiments: max,
-        time: None,
-        agent: None,
-        seed: None,
         catch_up,
-        finalize: false,
-        pr: false,
-        squash: false,
         line: 7,
+        ..Default::default()
     }
-}
-
-fn fake_hone(dir: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let p = dir.join("fake-hone");
-    std::fs::write(
-        &p,
-        "#!/bin/sh\nd=\"$(dirname \"$0\")\"\necho \"$@\" >> \"$d/calls\"\nif [ \"$3\" = run ]; then read _ < \"$d/go\"; fi\nexit 0\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    assert!(std::process::Command::new("mkfifo")
-        .arg(dir.join("go"))
-        .status()
-        .unwrap()
-        .success());
-    p
 }
 
 struct Setup {
@@ -137,16 +120,24 @@ async fn a_schedule_starts_its_run_at_its_time_and_never_two_at_once() {
     assert!(s.repo.join(".hone/automation/a-20260102-0200.log").exists());
 }
 
+/// The scheduler over one nightly entry (with `catch_up` or without), last seen on day 2 at
+/// 01:00 and back on day 4 at 09:00: two nightly starts were missed. Its first message, which
+/// must contain `first`, is read.
+async fn back_after_two_missed_starts(catch_up: bool, first: &str) -> Setup {
+    let back = DAY2 + 2 * 24 * H + 9 * H;
+    let mut s = start(vec![entry("n", catch_up, None)], DAY2 + H, back);
+    let m = s.next_message().await;
+    assert!(m.contains(first), "{m}");
+    s
+}
+
 #[tokio::test]
 async fn a_start_missed_while_off_runs_once_at_startup_with_catch_up() {
-    // Last seen on day 2 at 01:00; back on day 4 at 09:00: two nightly starts were missed.
-    let back = DAY2 + 2 * 24 * H + 9 * H;
-    let mut s = start(vec![entry("n", true, None)], DAY2 + H, back);
-    let m = s.next_message().await;
-    assert!(
-        m.contains("started run n-20260104-0200 (catching up on a missed start)"),
-        "{m}"
-    );
+    let mut s = back_after_two_missed_starts(
+        true,
+        "started run n-20260104-0200 (catching up on a missed start)",
+    )
+    .await;
     s.release().await;
     assert_eq!(s.next_message().await, "run n-20260104-0200 finished");
     assert_eq!(s.calls().lines().count(), 1, "made up once: {}", s.calls());
@@ -154,13 +145,11 @@ async fn a_start_missed_while_off_runs_once_at_startup_with_catch_up() {
 
 #[tokio::test]
 async fn a_start_missed_while_off_is_skipped_without_catch_up() {
-    let back = DAY2 + 2 * 24 * H + 9 * H;
-    let mut s = start(vec![entry("n", false, None)], DAY2 + H, back);
-    let m = s.next_message().await;
-    assert!(
-        m.contains("the start at 20260104-0200 UTC was missed while hone was not running; skipped (catch_up = false)"),
-        "{m}"
-    );
+    let mut s = back_after_two_missed_starts(
+        false,
+        "the start at 20260104-0200 UTC was missed while hone was not running; skipped (catch_up = false)",
+    )
+    .await;
     // The next night runs as usual.
     s.clock.set(DAY2 + 3 * 24 * H + 2 * H);
     let m = s.next_message().await;

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::engine::validate_tag;
-use crate::report::fmt_metric;
+use crate::report::{fmt_metric, fmt_progress};
 use crate::store::{ExperimentRecord, RunRecord, Status, Store};
 use crate::workspace::{Git, GitError};
 
@@ -420,13 +420,7 @@ pub fn open_pull_request(
                 plan.api_base
             ))
         })?;
-    let status = resp.status().as_u16();
-    let text = resp
-        .into_body()
-        .with_config()
-        .limit(1 << 20)
-        .read_to_string()
-        .unwrap_or_default();
+    let (status, text) = crate::util::http_status_and_text(resp, 1 << 20);
     let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
     if !(200..300).contains(&status) {
         let mut msg = json["message"].as_str().unwrap_or("").to_string();
@@ -460,17 +454,7 @@ pub fn open_pull_request(
 /// The pull request's title.
 pub fn pr_title(run: &RunRecord, exps: &[ExperimentRecord]) -> String {
     let s = crate::report::summarize(run, exps);
-    let change = s
-        .change_pct
-        .map(|p| format!(" ({p:+.2}%)"))
-        .unwrap_or_default();
-    format!(
-        "hone run {}: {} {} → {}{change}",
-        run.tag,
-        run.metric,
-        fmt_metric(s.baseline),
-        fmt_metric(s.best)
-    )
+    format!("hone run {}: {}", run.tag, fmt_progress(&s))
 }
 
 /// The pull request's body: the report's markdown summary (its facts and top improvements,

@@ -49,6 +49,8 @@ pub mod sandbox;
 pub mod spec;
 pub mod store;
 pub mod tag;
+#[cfg(test)]
+pub(crate) mod test_support;
 pub mod util;
 pub mod verify;
 pub mod worker;

@@ -260,13 +260,7 @@ fn deliver(
         {
             Ok(resp) if resp.status().is_success() => return Ok(()),
             Ok(resp) => {
-                let status = resp.status().as_u16();
-                let text = resp
-                    .into_body()
-                    .with_config()
-                    .limit(4096)
-                    .read_to_string()
-                    .unwrap_or_default();
+                let (status, text) = crate::util::http_status_and_text(resp, 4096);
                 last = format!(
                     "HTTP {status} {}",
                     crate::propose::prompt::sanitize(&text, 200)

@@ -1,5 +1,6 @@
 //! Small helpers several modules need in exactly the same form: the HTML escape of the
-//! report and the dashboard, the median of the statistics, and the splitmix64 step behind
+//! report and the dashboard, UTC times as text, an HTTP answer's status and text, the median
+//! of the statistics, and the splitmix64 step behind
 //! every seeded generator (and the fuzzers' stream of draws built on it). One copy each, so
 //! a fix reaches every caller.
 
@@ -18,6 +19,28 @@ pub fn html_escape(s: &str) -> String {
         }
     }
     out
+}
+
+/// `secs` seconds since the epoch in UTC, written by chrono's `format` (e.g. `%Y%m%d`): run
+/// tags, schedule stamps and the dashboard's times.
+pub fn utc_text(secs: i64, format: &str) -> String {
+    chrono::DateTime::from_timestamp(secs, 0)
+        .unwrap_or_default()
+        .format(format)
+        .to_string()
+}
+
+/// An HTTP answer's status and its body as text, read up to `limit` bytes (an unreadable or
+/// larger body reads as empty): what a caller that reports or parses an answer needs of it.
+pub fn http_status_and_text(resp: ureq::http::Response<ureq::Body>, limit: u64) -> (u16, String) {
+    let status = resp.status().as_u16();
+    let text = resp
+        .into_body()
+        .with_config()
+        .limit(limit)
+        .read_to_string()
+        .unwrap_or_default();
+    (status, text)
 }
 
 /// The median (the mean of the two middle values for an even count), ordering by

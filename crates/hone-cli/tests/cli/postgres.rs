@@ -6,6 +6,8 @@ use crate::support::*;
 // The server the store's own tests start: one copy, included by path.
 #[path = "../../../hone/src/store/test_pg.rs"]
 mod test_pg;
+#[path = "../../../hone/src/test_support.rs"]
+mod test_support;
 use test_pg::PgServer;
 
 /// Moves run `r` to remote workers through `pg` (`[exec] backend = "workers"` with `exec` added,

@@ -166,48 +166,40 @@ pub(crate) fn load_run_view(
 ) -> Result<RunView, AppError> {
     // One moment of the store: the mark, the plot, the totals and the table all read in one
     // snapshot, so that the drawing kept under a mark is the one of that mark.
-    store.read_consistent(|store| read_run_view(store, repo_root, tag, table, cache))
-}
-
-fn read_run_view(
-    store: &Store,
-    repo_root: &Path,
-    tag: &str,
-    table: Table,
-    cache: &ViewCache,
-) -> Result<RunView, AppError> {
-    let run = run_by_tag(store, tag)?;
-    let mark = mark(store, repo_root, &run)?;
-    let drawn = match cache.get(run.id, &mark) {
-        Some(d) => d,
-        None => {
-            let d = Arc::new(draw(store, &run, mark.clone())?);
-            cache.put(run.id, Arc::clone(&d));
-            d
-        }
-    };
-    let summary = report::summarize_parts(
-        &run,
-        drawn.baseline.as_ref(),
-        drawn.best.as_ref(),
-        &drawn.totals,
-    );
-    let plot = drawn.plot.clone();
-    let plot_key = drawn.plot_key.clone();
-    let plot_title = drawn.plot_title.clone();
-    let (rows, matching) = store.experiments_page(run.id, &table.query())?;
-    Ok(RunView {
-        live: is_live(repo_root, &run),
-        run,
-        summary,
-        mark,
-        plot,
-        drawn,
-        plot_key,
-        plot_title,
-        rows,
-        matching,
-        table,
+    store.read_consistent(|store| {
+        let run = run_by_tag(store, tag)?;
+        let mark = mark(store, repo_root, &run)?;
+        let drawn = match cache.get(run.id, &mark) {
+            Some(d) => d,
+            None => {
+                let d = Arc::new(draw(store, &run, mark.clone())?);
+                cache.put(run.id, Arc::clone(&d));
+                d
+            }
+        };
+        let summary = report::summarize_parts(
+            &run,
+            drawn.baseline.as_ref(),
+            drawn.best.as_ref(),
+            &drawn.totals,
+        );
+        let plot = drawn.plot.clone();
+        let plot_key = drawn.plot_key.clone();
+        let plot_title = drawn.plot_title.clone();
+        let (rows, matching) = store.experiments_page(run.id, &table.query())?;
+        Ok(RunView {
+            live: is_live(repo_root, &run),
+            run,
+            summary,
+            mark,
+            plot,
+            drawn,
+            plot_key,
+            plot_title,
+            rows,
+            matching,
+            table,
+        })
     })
 }
 

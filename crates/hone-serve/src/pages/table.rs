@@ -43,11 +43,7 @@ impl Table {
             Some(s) => Some(Status::parse(s).ok_or_else(|| {
                 AppError::BadRequest(format!(
                     "unknown status `{s}`; use one of running, {}",
-                    Status::ALL
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    listed(Status::ALL.iter().map(|s| s.as_str()))
                 ))
             })?),
         };
@@ -56,11 +52,7 @@ impl Table {
             Some(s) => SortKey::parse(s).ok_or_else(|| {
                 AppError::BadRequest(format!(
                     "cannot sort by `{s}`; use one of {}",
-                    SortKey::ALL
-                        .iter()
-                        .map(|k| k.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    listed(SortKey::ALL.iter().map(|k| k.as_str()))
                 ))
             })?,
         };
@@ -126,6 +118,11 @@ impl Table {
             format!("?{q}")
         }
     }
+}
+
+/// Names for an error message: `a, b, c`.
+fn listed(names: impl Iterator<Item = &'static str>) -> String {
+    names.collect::<Vec<_>>().join(", ")
 }
 
 /// The experiment table with its filter bar and pager.

@@ -125,12 +125,12 @@ impl RunRequest {
 
 /// `YYYYMMDD-HHMM` (or `-HHMMSS`) in UTC.
 pub fn stamp(unix: i64, seconds: bool) -> String {
-    let t = chrono::DateTime::from_timestamp(unix, 0).unwrap_or_default();
-    if seconds {
-        t.format("%Y%m%d-%H%M%S").to_string()
+    let format = if seconds {
+        "%Y%m%d-%H%M%S"
     } else {
-        t.format("%Y%m%d-%H%M").to_string()
-    }
+        "%Y%m%d-%H%M"
+    };
+    crate::util::utc_text(unix, format)
 }
 
 /// Why a run was not started.
@@ -350,7 +350,11 @@ impl Launcher {
 }
 
 #[cfg(test)]
+mod fake_hone;
+
+#[cfg(test)]
 mod tests {
+    use super::fake_hone::fake_hone;
     use super::*;
     use std::time::Duration;
 
@@ -403,38 +407,15 @@ mod tests {
             tag: "nightly".into(),
             max_experiments: Some(9),
             time: Some(Duration::from_secs(3600)),
-            agent: None,
-            seed: None,
-            catch_up: false,
             finalize: true,
             pr: true,
-            squash: false,
             line: 1,
+            ..Default::default()
         };
         let r = RunRequest::from_schedule(&s, 1_767_319_200); // 2026-01-02 02:00 UTC
         assert_eq!(r.tag.as_deref(), Some("nightly-20260102-0200"));
         assert_eq!(r.time.as_deref(), Some("3600s"));
         assert_eq!(r.validate(), Ok(()));
-    }
-
-    /// A stand-in for `hone`: records its arguments, then `hone run` blocks reading the FIFO
-    /// `go` until the test writes a line to it.
-    fn fake_hone(dir: &Path) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
-        let p = dir.join("fake-hone");
-        std::fs::write(
-            &p,
-            "#!/bin/sh\nd=\"$(dirname \"$0\")\"\necho \"$@\" >> \"$d/calls\"\nif [ \"$3\" = run ]; then read _ < \"$d/go\"; fi\nexit 0\n",
-        )
-        .unwrap();
-        let fifo = dir.join("go");
-        assert!(Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success());
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        p
     }
 
     #[test]

@@ -236,15 +236,9 @@ mod tests {
         ScheduleSpec {
             cron: cron.into(),
             tag: "nightly".into(),
-            max_experiments: None,
-            time: None,
-            agent: None,
-            seed: None,
             catch_up,
-            finalize: false,
-            pr: false,
-            squash: false,
             line: 1,
+            ..Default::default()
         }
     }
 

@@ -78,10 +78,13 @@ pub fn run(
     interrupt: &Interrupt,
     on_event: &mut dyn FnMut(&Event),
 ) -> Result<Summary, EngineError> {
+    let run = |on_event: &mut dyn FnMut(&Event)| {
+        session::run_engine(repo_root, spec, opts, interrupt, on_event)
+    };
     if spec.notify.is_empty() {
-        return session::run_engine(repo_root, spec, opts, interrupt, on_event);
+        return run(on_event);
     }
-    notices::run_notified(repo_root, spec, opts, interrupt, on_event)
+    notices::run_notified(repo_root, spec, opts.tag.clone(), on_event, run)
 }
 
 /// A run being worked on, by this process.

@@ -5,22 +5,23 @@
 use std::path::Path;
 
 use crate::notify::{self, Notice, Notifier};
-use crate::report::{fmt_metric, Summary};
+use crate::report::{fmt_metric, fmt_progress, Summary};
 use crate::spec::{NotifyOn, Spec};
 use crate::store::{ExperimentRecord, Status};
 use crate::workspace::Git;
 
-use super::{session, store_location, EngineError, Event, Interrupt, RunOptions};
+use super::{store_location, EngineError, Event};
 
-/// [`super::run`] with `[[notify]]` endpoints: at the end they get a bounded time
-/// (`notify::FLUSH_WAIT`) to finish; deliveries that failed come back as warnings after
-/// `RunStopped`.
+/// `run` (the loop, given where its events go) with `[[notify]]` endpoints tapping its events
+/// on their way to `on_event`: at the end they get a bounded time (`notify::FLUSH_WAIT`) to
+/// finish; deliveries that failed come back as warnings after `RunStopped`. `tag` is the
+/// run's, as asked for.
 pub(super) fn run_notified(
     repo_root: &Path,
     spec: &Spec,
-    opts: &RunOptions,
-    interrupt: &Interrupt,
+    tag: Option<String>,
     on_event: &mut dyn FnMut(&Event),
+    run: impl FnOnce(&mut dyn FnMut(&Event)) -> Result<Summary, EngineError>,
 ) -> Result<Summary, EngineError> {
     let git = Git::discover(repo_root)?;
     for n in &spec.notify {
@@ -34,7 +35,7 @@ pub(super) fn run_notified(
         }
     }
     let notifier = Notifier::start(&spec.notify, Some(store_location(&git, spec)));
-    let mut tag = opts.tag.clone().unwrap_or_default();
+    let mut tag = tag.unwrap_or_default();
     let result = {
         let mut previous_best = None;
         let metric = spec.verify.metric.clone();
@@ -61,7 +62,7 @@ pub(super) fn run_notified(
             }
             on_event(ev)
         };
-        session::run_engine(repo_root, spec, opts, interrupt, &mut tap)
+        run(&mut tap)
     };
     let end = match &result {
         Ok(s) => notify::end_kind(&s.state, s.stop_reason.as_deref().unwrap_or(""), false)
@@ -129,15 +130,9 @@ fn end_notice(on: NotifyOn, tag: &str, reason: &str, summary: Option<&Summary>) 
     };
     let result = summary
         .map(|s| {
-            let change = s
-                .change_pct
-                .map(|p| format!(" ({p:+.2}%)"))
-                .unwrap_or_default();
             format!(
-                "; {} {} → {}{change}, {} experiments, {} kept",
-                s.metric,
-                fmt_metric(s.baseline),
-                fmt_metric(s.best),
+                "; {}, {} experiments, {} kept",
+                fmt_progress(s),
                 s.experiments,
                 s.counts.get("keep").copied().unwrap_or(0)
             )

@@ -277,18 +277,7 @@ pub fn validate_tag(tag: &str) -> Result<(), EngineError> {
 
 /// Today's date as YYYYMMDD (UTC), the default tag.
 pub fn today_tag() -> String {
-    let days = (now() / 86400.0).floor() as i64;
-    // Civil-from-days (Howard Hinnant's algorithm), for the proleptic Gregorian calendar.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}{m:02}{d:02}")
+    crate::util::utc_text(now().floor() as i64, "%Y%m%d")
 }
 
 pub(super) fn unique_tag(store: &Store, git: &Git) -> Result<String, EngineError> {

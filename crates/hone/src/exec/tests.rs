@@ -356,22 +356,24 @@ fn the_environment_is_exactly_the_one_given() {
     }
 }
 
-#[test]
-fn missing_cwd_is_an_error_that_says_what_to_do() {
+/// The error of spawning `true` with a request that `spoil` changed.
+fn spawn_error(spoil: impl FnOnce(&Fixture, &mut ExecRequest)) -> ExecError {
     let fx = Fixture::new();
     let mut req = fx.request("true");
-    req.cwd = fx.path("no-such-dir");
-    let err = spawn(&req).err().expect("spawn must fail");
+    spoil(&fx, &mut req);
+    spawn(&req).err().expect("spawn must fail")
+}
+
+#[test]
+fn missing_cwd_is_an_error_that_says_what_to_do() {
+    let err = spawn_error(|fx, req| req.cwd = fx.path("no-such-dir"));
     assert!(matches!(err, ExecError::MissingCwd(_)));
     assert!(err.to_string().contains("create it"), "{err}");
 }
 
 #[test]
 fn unwritable_log_is_an_error() {
-    let fx = Fixture::new();
-    let mut req = fx.request("true");
-    req.log_path = fx.path("missing-dir/verify.log");
-    let err = spawn(&req).err().expect("spawn must fail");
+    let err = spawn_error(|fx, req| req.log_path = fx.path("missing-dir/verify.log"));
     assert!(matches!(err, ExecError::Log { .. }), "{err}");
 }
 

@@ -119,6 +119,21 @@ pub fn fmt_metric(v: Option<f64>) -> String {
     }
 }
 
+/// How a run moved its metric, in one line: `loss 1.000000 → 0.900000 (-10.00%)` (the
+/// change left out where there is none to show).
+pub fn fmt_progress(s: &Summary) -> String {
+    let change = s
+        .change_pct
+        .map(|p| format!(" ({p:+.2}%)"))
+        .unwrap_or_default();
+    format!(
+        "{} {} → {}{change}",
+        s.metric,
+        fmt_metric(s.baseline),
+        fmt_metric(s.best)
+    )
+}
+
 /// One row of autoresearch's results.tsv: commit, metric, status, description.
 pub fn tsv_row(e: &ExperimentRecord) -> String {
     let commit = e

@@ -24,7 +24,7 @@ const KEYS: &[&str] = &[
 const TRIGGER_KEYS: &[&str] = &["secret_env"];
 
 /// One `[[schedule]]` entry: when to start a run, and with which options.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ScheduleSpec {
     /// A cron expression (five fields, or six with seconds), evaluated in UTC.
     pub cron: String,

@@ -2,7 +2,7 @@
 //! reading one, all, or a sorted and filtered page of a run's experiments, and their outlines
 //! (what a plot needs).
 
-use super::sql::experiment_from_row;
+use super::sql::{experiment_from_row, json_cell, point_from_row, with_texts};
 use super::{int, text, ExperimentRecord, Status, Store, StoreError, Val};
 
 /// A column the experiment table can be sorted by (a closed list: never SQL from a request).
@@ -237,9 +237,7 @@ impl Store {
                     n: r.req_u64("n")?,
                     status: Status::parse(&r.req_text("status")?),
                     // As a whole record's: a configuration that is not JSON is none.
-                    config: r
-                        .text("config")?
-                        .and_then(|c| serde_json::from_str(&c).ok()),
+                    config: json_cell(r, "config")?,
                     ..Default::default()
                 });
                 Ok(())
@@ -302,19 +300,7 @@ impl Store {
             "SELECT n, status, objective, description, reason, cost_usd, verify_ms, holdout
              FROM experiments WHERE run_id = ?1 ORDER BY n",
             &[Val::Int(Some(run_id))],
-            |r| {
-                Ok(ExperimentRecord {
-                    n: r.req_u64("n")?,
-                    status: Status::parse(&r.req_text("status")?),
-                    objective: r.real("objective")?,
-                    description: r.req_text("description")?,
-                    reason: r.req_text("reason")?,
-                    cost_usd: r.req_real("cost_usd")?,
-                    verify_ms: r.req_u64("verify_ms")?,
-                    holdout: r.real("holdout")?,
-                    ..Default::default()
-                })
-            },
+            |r| with_texts(r, point_from_row(r)?),
         )
     }
 }

@@ -12,7 +12,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use postgres::types::{IsNull, ToSql, Type};
+use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement};
 
 use super::{Cells, StoreError, Val};
@@ -117,11 +117,7 @@ CREATE TABLE curves (
 "#,
     // 3: as SQLite's migration 9: what summaries, plots and sorts read, in one covering
     // index; which experiments have a holdout, which cost money.
-    r#"
-CREATE INDEX experiments_outline ON experiments(run_id, n, status, objective, verify_ms, cost_usd, holdout, total_ms);
-CREATE INDEX experiments_with_holdout ON experiments(run_id, holdout) WHERE holdout IS NOT NULL;
-CREATE INDEX experiments_paid ON experiments(run_id, cost_usd) WHERE cost_usd > 0;
-"#,
+    super::schema::OUTLINE_INDEXES,
     // 4: as SQLite's migration 10: a run's running totals by status, kept by a trigger in the
     // transaction of every write to `experiments` and filled once from the rows; the indexes
     // of the table's sorts by duration and cost.
@@ -279,14 +275,12 @@ impl Pg {
 
     pub fn execute(&self, sql: &str, params: &[Val<'_>]) -> Result<u64, StoreError> {
         let st = self.statement(sql)?;
-        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
-        Ok(self.client.borrow_mut().execute(&st, &refs)?)
+        Ok(self.client.borrow_mut().execute(&st, &pg_params(params))?)
     }
 
     pub fn query(&self, sql: &str, params: &[Val<'_>]) -> Result<Vec<Row>, StoreError> {
         let st = self.statement(sql)?;
-        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as _).collect();
-        Ok(self.client.borrow_mut().query(&st, &refs)?)
+        Ok(self.client.borrow_mut().query(&st, &pg_params(params))?)
     }
 
     pub fn batch(&self, sql: &str) -> Result<(), StoreError> {
@@ -331,37 +325,20 @@ fn migrate(client: &mut Client, url: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
-impl ToSql for Val<'_> {
-    fn to_sql(
-        &self,
-        ty: &Type,
-        out: &mut bytes::BytesMut,
-    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+impl Val<'_> {
+    /// The value as PostgreSQL binds it: each kind checks the column's type against itself.
+    fn as_pg(&self) -> &(dyn ToSql + Sync) {
         match self {
-            Val::Int(v) => v.to_sql(ty, out),
-            Val::Real(v) => v.to_sql(ty, out),
-            Val::Text(v) => v.to_sql(ty, out),
+            Val::Int(v) => v,
+            Val::Real(v) => v,
+            Val::Text(v) => v,
         }
     }
+}
 
-    fn accepts(ty: &Type) -> bool {
-        <Option<i64> as ToSql>::accepts(ty)
-            || <Option<f64> as ToSql>::accepts(ty)
-            || <Option<&str> as ToSql>::accepts(ty)
-    }
-
-    // Each value checks the column's type against its own kind, not against all three.
-    fn to_sql_checked(
-        &self,
-        ty: &Type,
-        out: &mut bytes::BytesMut,
-    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        match self {
-            Val::Int(v) => v.to_sql_checked(ty, out),
-            Val::Real(v) => v.to_sql_checked(ty, out),
-            Val::Text(v) => v.to_sql_checked(ty, out),
-        }
-    }
+/// The parameters of a statement, as PostgreSQL binds them.
+fn pg_params<'a>(params: &'a [Val<'_>]) -> Vec<&'a (dyn ToSql + Sync)> {
+    params.iter().map(Val::as_pg).collect()
 }
 
 impl Cells for Row {

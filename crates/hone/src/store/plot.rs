@@ -5,7 +5,8 @@
 //! Only those (a few thousand however long the run) are read as records: the keeps and the
 //! failures are picked in SQL, the discards from one narrow scan of their numbers and values.
 
-use super::{Cells, Db, ExperimentRecord, Status, Store, StoreError, Val};
+use super::sql::{value_from_row, with_texts};
+use super::{Cells, Db, ExperimentRecord, Store, StoreError, Val};
 
 /// How the plot maps an experiment's number to its pixel column,
 /// `floor(offset + (n / n_max) * span)` (the very same float steps in both databases and in
@@ -33,14 +34,7 @@ const FAILURE_KIND: &str = "CASE status WHEN 'crash' THEN 'x' WHEN 'timeout' THE
 
 /// A picked experiment with the texts the plot shows.
 fn full_row(r: &dyn Cells) -> Result<ExperimentRecord, StoreError> {
-    Ok(ExperimentRecord {
-        n: r.req_u64("n")?,
-        status: Status::parse(&r.req_text("status")?),
-        objective: r.real("objective")?,
-        description: r.req_text("description")?,
-        reason: r.req_text("reason")?,
-        ..Default::default()
-    })
+    with_texts(r, value_from_row(r)?)
 }
 
 impl Store {
@@ -142,14 +136,7 @@ impl Store {
                 Val::Int(Some(run_id)),
                 Val::Int(Some(i64::try_from(recent).unwrap_or(i64::MAX))),
             ],
-            |r| {
-                Ok(ExperimentRecord {
-                    n: r.req_u64("n")?,
-                    status: Status::parse(&r.req_text("status")?),
-                    objective: r.real("objective")?,
-                    ..Default::default()
-                })
-            },
+            value_from_row,
         )?;
         recent.reverse();
         Ok(PlotRows { plot, recent })

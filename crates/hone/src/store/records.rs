@@ -269,11 +269,7 @@ impl Hook {
 
     /// The hook a stored text names; never fails (an unknown text is kept as `Other`).
     pub fn parse(s: &str) -> Hook {
-        Hook::ALL
-            .iter()
-            .find(|h| h.as_str() == s)
-            .cloned()
-            .unwrap_or_else(|| Hook::Other(s.to_string()))
+        parse_stored(Hook::ALL, Hook::as_str, s, Hook::Other)
     }
 }
 
@@ -342,12 +338,18 @@ impl Effect {
 
     /// The effect a stored text names; never fails (an unknown text is kept as `Other`).
     pub fn parse(s: &str) -> Effect {
-        Effect::ALL
-            .iter()
-            .find(|e| e.as_str() == s)
-            .cloned()
-            .unwrap_or_else(|| Effect::Other(s.to_string()))
+        parse_stored(Effect::ALL, Effect::as_str, s, Effect::Other)
     }
+}
+
+/// The value among `known` whose stored text (`text`) is `s`; else `other(s)`, so that a text
+/// another version of hone wrote is kept as it is.
+fn parse_stored<T: Clone>(known: &[T], text: fn(&T) -> &str, s: &str, other: fn(String) -> T) -> T {
+    known
+        .iter()
+        .find(|k| text(k) == s)
+        .cloned()
+        .unwrap_or_else(|| other(s.to_string()))
 }
 
 impl std::fmt::Display for Hook {

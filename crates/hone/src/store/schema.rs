@@ -123,11 +123,7 @@ CREATE TABLE curves (
     // (counts by status, totals, the points of a plot, durations), in one covering index: a
     // run of 100,000 experiments is summed and sorted without reading its records whole; and
     // whether any experiment has a holdout or cost money (`hone log`'s columns) at once.
-    r#"
-CREATE INDEX experiments_outline ON experiments(run_id, n, status, objective, verify_ms, cost_usd, holdout, total_ms);
-CREATE INDEX experiments_with_holdout ON experiments(run_id, holdout) WHERE holdout IS NOT NULL;
-CREATE INDEX experiments_paid ON experiments(run_id, cost_usd) WHERE cost_usd > 0;
-"#,
+    OUTLINE_INDEXES,
     // 10: a run's running totals by status (`run_tallies`: counts, verification time, cost,
     // holdouts), kept by triggers in the very transaction of every write to `experiments`, so
     // they never disagree with the rows, whatever is killed when; filled once from the rows
@@ -136,6 +132,14 @@ CREATE INDEX experiments_paid ON experiments(run_id, cost_usd) WHERE cost_usd > 
     // `NANOS(x)` spells out): integers add up the same in any order.
     TALLIES_SQLITE,
 ];
+
+/// Migration 9 (see [`MIGRATIONS`]), PostgreSQL's 3 in the same words: the covering index of
+/// what summaries, plots and sorts read; which experiments have a holdout, which cost money.
+pub(super) const OUTLINE_INDEXES: &str = r#"
+CREATE INDEX experiments_outline ON experiments(run_id, n, status, objective, verify_ms, cost_usd, holdout, total_ms);
+CREATE INDEX experiments_with_holdout ON experiments(run_id, holdout) WHERE holdout IS NOT NULL;
+CREATE INDEX experiments_paid ON experiments(run_id, cost_usd) WHERE cost_usd > 0;
+"#;
 
 /// Migration 10 (see [`MIGRATIONS`]); `NANOS(c)` stands for [`cost_nanos_sqlite`] of `c`.
 const TALLIES_SQLITE: &str = r#"

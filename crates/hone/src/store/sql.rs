@@ -357,6 +357,48 @@ pub(super) fn run_from_row(r: &dyn Cells) -> Result<RunRecord, StoreError> {
     })
 }
 
+/// A JSON column read as a `T`: None where it is NULL, and where it is not JSON of a `T` (a
+/// record's optional part that cannot be read is left out, not an error).
+pub(super) fn json_cell<T: serde::de::DeserializeOwned>(
+    r: &dyn Cells,
+    col: &str,
+) -> Result<Option<T>, StoreError> {
+    Ok(r.text(col)?.and_then(|t| serde_json::from_str(&t).ok()))
+}
+
+/// An experiment's number, status and value: a point of a plot, the least the plot reads.
+pub(super) fn value_from_row(r: &dyn Cells) -> Result<ExperimentRecord, StoreError> {
+    Ok(ExperimentRecord {
+        n: r.req_u64("n")?,
+        status: Status::parse(&r.req_text("status")?),
+        objective: r.real("objective")?,
+        ..Default::default()
+    })
+}
+
+/// [`value_from_row`] with the verification time, cost and holdout: what a summary's totals
+/// read of each experiment.
+pub(super) fn point_from_row(r: &dyn Cells) -> Result<ExperimentRecord, StoreError> {
+    Ok(ExperimentRecord {
+        verify_ms: r.req_u64("verify_ms")?,
+        cost_usd: r.req_real("cost_usd")?,
+        holdout: r.real("holdout")?,
+        ..value_from_row(r)?
+    })
+}
+
+/// `e` with the description and reason of the row `r`.
+pub(super) fn with_texts(
+    r: &dyn Cells,
+    e: ExperimentRecord,
+) -> Result<ExperimentRecord, StoreError> {
+    Ok(ExperimentRecord {
+        description: r.req_text("description")?,
+        reason: r.req_text("reason")?,
+        ..e
+    })
+}
+
 pub(super) fn experiment_from_row(r: &dyn Cells) -> Result<ExperimentRecord, StoreError> {
     let metrics = r.req_text("metrics")?;
     let status = r.req_text("status")?;
@@ -367,9 +409,7 @@ pub(super) fn experiment_from_row(r: &dyn Cells) -> Result<ExperimentRecord, Sto
         status: Status::parse(&status),
         objective: r.real("objective")?,
         metrics: serde_json::from_str(&metrics).unwrap_or_default(),
-        config: r
-            .text("config")?
-            .and_then(|c| serde_json::from_str(&c).ok()),
+        config: json_cell(r, "config")?,
         description: r.req_text("description")?,
         reason: r.req_text("reason")?,
         files_changed: r.req_u64("files_changed")?,
@@ -386,9 +426,7 @@ pub(super) fn experiment_from_row(r: &dyn Cells) -> Result<ExperimentRecord, Sto
         pid_start: r.int("pid_start")?.map(|v| v as u64),
         cost_usd: r.req_real("cost_usd")?,
         runs: serde_json::from_str(&r.req_text("runs")?).unwrap_or_default(),
-        judgement: r
-            .text("judgement")?
-            .and_then(|j| serde_json::from_str(&j).ok()),
+        judgement: json_cell(r, "judgement")?,
         tree: r.text("tree")?,
         holdout: r.real("holdout")?,
         tokens: r.req_u64("tokens")?,

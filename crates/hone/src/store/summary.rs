@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
-use super::sql::experiment_from_row;
+use super::sql::{experiment_from_row, point_from_row};
 use super::{int, text, Db, ExperimentRecord, Status, Store, StoreError, Val};
 
 /// Rows read per statement by [`Store::for_each_experiment`].
@@ -156,11 +156,7 @@ impl Store {
         run_id: i64,
         status: Status,
     ) -> Result<Option<ExperimentRecord>, StoreError> {
-        self.query_opt(
-            "SELECT * FROM experiments WHERE run_id = ?1 AND status = ?2 ORDER BY n LIMIT 1",
-            &[Val::Int(Some(run_id)), text(status.as_str())],
-            experiment_from_row,
-        )
+        Ok(self.with_status(run_id, status, 1)?.pop())
     }
 
     /// Every experiment of a run with this status, in order, found by index.
@@ -169,9 +165,23 @@ impl Store {
         run_id: i64,
         status: Status,
     ) -> Result<Vec<ExperimentRecord>, StoreError> {
+        self.with_status(run_id, status, i64::MAX)
+    }
+
+    /// The first `limit` experiments of a run with this status, in order, found by index.
+    fn with_status(
+        &self,
+        run_id: i64,
+        status: Status,
+        limit: i64,
+    ) -> Result<Vec<ExperimentRecord>, StoreError> {
         self.query(
-            "SELECT * FROM experiments WHERE run_id = ?1 AND status = ?2 ORDER BY n",
-            &[Val::Int(Some(run_id)), text(status.as_str())],
+            "SELECT * FROM experiments WHERE run_id = ?1 AND status = ?2 ORDER BY n LIMIT ?3",
+            &[
+                Val::Int(Some(run_id)),
+                text(status.as_str()),
+                Val::Int(Some(limit)),
+            ],
             experiment_from_row,
         )
     }
@@ -202,15 +212,7 @@ impl Store {
              FROM experiments WHERE run_id = ?1 ORDER BY n",
             &[Val::Int(Some(run_id))],
             &mut |r| {
-                out.push(ExperimentRecord {
-                    n: r.req_u64("n")?,
-                    status: Status::parse(&r.req_text("status")?),
-                    objective: r.real("objective")?,
-                    verify_ms: r.req_u64("verify_ms")?,
-                    cost_usd: r.req_real("cost_usd")?,
-                    holdout: r.real("holdout")?,
-                    ..Default::default()
-                });
+                out.push(point_from_row(r)?);
                 Ok(())
             },
         )?;

@@ -1,6 +1,7 @@
 //! A private PostgreSQL server for tests, shared by the store's unit tests and the CLI's
 //! end-to-end tests (which include this file by path: one copy of the start-up, readiness
-//! wait and shutdown).
+//! wait and shutdown). Each includer puts `test_support` (crates/hone/src/test_support.rs)
+//! beside it.
 
 // Each of the two test builds that include this file uses part of it.
 #![allow(dead_code)]
@@ -8,6 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use super::test_support::{available_or_skip, checked_stdout};
 
 /// A PostgreSQL server of its own in a temporary directory, on a free loopback port (Debian's
 /// postgresql package; .ci/run installs it). Stopped when dropped.
@@ -27,14 +30,14 @@ impl PgServer {
             .ok()
             .and_then(|d| d.flatten().map(|e| e.path().join("bin")).max())
             .filter(|b| b.join("postgres").exists());
-        let Some(bin) = bin else {
-            assert!(
-                std::env::var_os("HONE_REQUIRE_POSTGRES").is_none(),
-                "HONE_REQUIRE_POSTGRES is set but PostgreSQL is not installed (apt-get install postgresql)"
-            );
-            eprintln!("skipped: PostgreSQL is not installed (apt-get install postgresql)");
+        if !available_or_skip(
+            bin.is_some(),
+            "HONE_REQUIRE_POSTGRES",
+            "PostgreSQL is not installed (apt-get install postgresql)",
+        ) {
             return None;
-        };
+        }
+        let bin = bin?;
         let tmp = tempfile::tempdir().unwrap();
         let data = tmp.path().join("data");
         std::fs::create_dir(&data).unwrap();
@@ -100,16 +103,12 @@ impl PgServer {
 
     /// Runs `sql` on the database at `url`; its output, unaligned and without headers.
     pub(crate) fn psql(&self, url: &str, sql: &str) -> String {
-        let out = Command::new(self.bin.join("psql"))
-            .args(["-X", "-A", "-t", "-d", url, "-c", sql])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "psql: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
+        checked_stdout(
+            Command::new(self.bin.join("psql")).args(["-X", "-A", "-t", "-d", url, "-c", sql]),
+            "psql",
+        )
+        .trim()
+        .to_string()
     }
 }
 
@@ -153,14 +152,10 @@ fn initdb(bin: &Path, tmp: &Path, data: &Path, root: bool) {
             .unwrap();
         assert!(st.success());
     }
-    let out = as_pg(root, &bin.join("initdb"))
-        .args(["--no-sync", "-A", "trust", "-U", "hone", "-D"])
-        .arg(data)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "initdb: {}",
-        String::from_utf8_lossy(&out.stderr)
+    checked_stdout(
+        as_pg(root, &bin.join("initdb"))
+            .args(["--no-sync", "-A", "trust", "-U", "hone", "-D"])
+            .arg(data),
+        "initdb",
     );
 }

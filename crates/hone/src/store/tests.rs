@@ -12,6 +12,7 @@ use crate::verify::Direction;
 
 #[path = "test_pg.rs"]
 mod test_pg;
+use crate::test_support;
 pub(crate) use test_pg::PgServer;
 
 /// How a case reaches one empty store.
@@ -388,24 +389,29 @@ fn postgres_repositories_share_a_database_and_migrate_once() {
     assert_eq!(one.events(r1.id).unwrap().len(), 1);
 }
 
+/// A SQLite file `hone.db` in a temporary directory, of schema `version` (the migrations up to
+/// it, as hone of that schema wrote it), holding the rows `rows` (SQL) inserts.
+fn sqlite_file_of_schema(version: usize, rows: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hone.db");
+    let conn = Connection::open(&path).unwrap();
+    for sql in &MIGRATIONS[..version] {
+        conn.execute_batch(sql).unwrap();
+    }
+    conn.pragma_update(None, "user_version", version).unwrap();
+    conn.execute_batch(rows).unwrap();
+    (dir, path)
+}
+
 /// A SQLite file written before runs had a repository key (schema 6) opens with its runs
 /// intact, under the empty key.
 #[test]
 fn sqlite_schema_6_is_brought_up_to_date() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("hone.db");
-    {
-        let conn = Connection::open(&path).unwrap();
-        for sql in &MIGRATIONS[..6] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 6).unwrap();
-        conn.execute_batch(
-            "INSERT INTO runs (tag, branch, base_commit, created_at, seed, agent, metric, direction, state, seals, spec_json)
-             VALUES ('old', 'hone/old', 'abc', 1.0, 3, 'knobs', 'm', 'minimize', 'stopped', '{}', '{}')",
-        )
-        .unwrap();
-    }
+    let (_dir, path) = sqlite_file_of_schema(
+        6,
+        "INSERT INTO runs (tag, branch, base_commit, created_at, seed, agent, metric, direction, state, seals, spec_json)
+         VALUES ('old', 'hone/old', 'abc', 1.0, 3, 'knobs', 'm', 'minimize', 'stopped', '{}', '{}')",
+    );
     let s = Store::open(&path).unwrap();
     let run = s.run_by_tag("old").unwrap().unwrap();
     assert_eq!((run.seed, run.state.as_str()), (3, "stopped"));
@@ -491,6 +497,15 @@ fn a_deleted_or_replaced_sqlite_file_is_noticed_and_its_records_saved() {
     ro.check_file().unwrap();
 }
 
+/// A SQLite store's `synchronous` setting (2: FULL).
+fn synchronous(s: &Store) -> i64 {
+    let Db::Sqlite(conn) = &s.db else {
+        unreachable!("a SQLite store")
+    };
+    conn.pragma_query_value(None, "synchronous", |r| r.get(0))
+        .unwrap()
+}
+
 /// A curve point skips its own sync, and the store is back to `synchronous = FULL` (what
 /// outcomes need) after it, also when the point fails.
 #[test]
@@ -498,21 +513,14 @@ fn a_curve_point_leaves_the_sqlite_store_fully_synchronous() {
     let dir = tempfile::tempdir().unwrap();
     let s = Store::open(&dir.path().join("hone.db")).unwrap();
     let run = new_run(&s, "s");
-    let sync = |s: &Store| -> i64 {
-        let Db::Sqlite(conn) = &s.db else {
-            unreachable!("a SQLite store")
-        };
-        conn.pragma_query_value(None, "synchronous", |r| r.get(0))
-            .unwrap()
-    };
-    assert_eq!(sync(&s), 2);
+    assert_eq!(synchronous(&s), 2);
     s.put_curve_point(run.id, 0, 1.0, 2.0).unwrap();
-    assert_eq!(sync(&s), 2);
+    assert_eq!(synchronous(&s), 2);
     assert!(
         s.put_curve_point(run.id + 99, 0, 1.0, 2.0).is_err(),
         "no such run"
     );
-    assert_eq!(sync(&s), 2);
+    assert_eq!(synchronous(&s), 2);
     assert_eq!(s.curve(run.id, 0).unwrap(), vec![(1.0, 2.0)]);
 }
 
@@ -523,13 +531,6 @@ fn a_pid_leaves_the_sqlite_store_fully_synchronous() {
     let dir = tempfile::tempdir().unwrap();
     let s = Store::open(&dir.path().join("hone.db")).unwrap();
     let run = new_run(&s, "p");
-    let sync = |s: &Store| -> i64 {
-        let Db::Sqlite(conn) = &s.db else {
-            unreachable!("a SQLite store")
-        };
-        conn.pragma_query_value(None, "synchronous", |r| r.get(0))
-            .unwrap()
-    };
     let e = ExperimentRecord {
         n: 0,
         status: Some(Status::Running),
@@ -537,11 +538,11 @@ fn a_pid_leaves_the_sqlite_store_fully_synchronous() {
     };
     s.put_experiment(run.id, &e).unwrap();
     s.set_experiment_pid(run.id, 0, 4242, Some(9)).unwrap();
-    assert_eq!(sync(&s), 2);
+    assert_eq!(synchronous(&s), 2);
     let got = s.experiment(run.id, 0).unwrap().unwrap();
     assert_eq!((got.pid, got.pid_start), (Some(4242), Some(9)));
     s.begin().unwrap();
     s.set_experiment_pid(run.id, 0, 4343, None).unwrap();
-    assert_eq!(sync(&s), 2, "inside a transaction nothing changes");
+    assert_eq!(synchronous(&s), 2, "inside a transaction nothing changes");
     s.commit().unwrap();
 }

@@ -7,18 +7,7 @@ use super::*;
 
 /// Runs `cmd` in `dir` with sh, which must succeed; its output.
 pub(super) fn sh(dir: &Path, cmd: &str) -> String {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    crate::test_support::checked_stdout(Command::new("sh").arg("-c").arg(cmd).current_dir(dir), cmd)
 }
 
 /// A repository in a temporary directory whose first commit holds what `files` (a shell
@@ -44,12 +33,19 @@ fn commit(dir: &Path, cmd: &str) -> String {
     sh(dir, &format!("{cmd} && git add -A && git -c user.name=t -c user.email=t@t commit -qm c && git rev-parse HEAD")).trim().to_string()
 }
 
+/// A repository whose first commit holds what `files` writes and whose second, HEAD, what
+/// `change` then does (shell commands both): the repository and the two commits.
+pub(super) fn two_commits(files: &str, change: &str) -> (tempfile::TempDir, Git, String, String) {
+    let (dir, git) = repo(files);
+    let first = git.head().unwrap();
+    let second = commit(dir.path(), change);
+    (dir, git, first, second)
+}
+
 #[test]
 fn a_stale_compare_and_swap_fails_and_leaves_the_ref() {
-    let (dir, git) = repo("echo a > f");
+    let (dir, git, first, second) = two_commits("echo a > f", "echo b > f");
     let d = dir.path();
-    let first = git.head().unwrap();
-    let second = commit(d, "echo b > f");
     let name = "refs/heads/hone/t";
     git.update_ref(name, &first, None).unwrap();
     // Must not exist: it does.
@@ -69,10 +65,8 @@ fn a_stale_compare_and_swap_fails_and_leaves_the_ref() {
 
 #[test]
 fn ref_updates_write_the_reflogs_git_writes() {
-    let (dir, git) = repo("echo a > f");
+    let (dir, git, first, second) = two_commits("echo a > f", "echo b > f");
     let d = dir.path();
-    let first = git.head().unwrap();
-    let second = commit(d, "echo b > f");
     // A branch gets a reflog entry by hone, as `git update-ref -m hone` writes it.
     git.update_ref("refs/heads/hone/t", &first, None).unwrap();
     git.update_ref("refs/heads/hone/t", &second, Some(&first))
@@ -115,10 +109,8 @@ fn listed_as_git_lists(d: &Path, git: &Git, prefix: &str) -> String {
 
 #[test]
 fn packed_refs_read_and_update_like_loose_ones() {
-    let (dir, git) = repo("echo a > f");
+    let (dir, git, first, second) = two_commits("echo a > f", "echo b > f");
     let d = dir.path();
-    let first = git.head().unwrap();
-    let second = commit(d, "echo b > f");
     sh(d, &format!("git update-ref refs/hone/t/1 {first} && git update-ref refs/hone/t/2 {second} && git update-ref refs/hone/tx/1 {first} && git pack-refs --all"));
     assert!(!d.join(".git/refs/hone/t/1").exists());
     assert_eq!(
@@ -402,10 +394,8 @@ fn head_state(wt: &Path) -> (String, String) {
 
 #[test]
 fn a_worktree_head_is_detached_as_update_ref_no_deref_does() {
-    let (dir, git) = repo("echo a > f");
+    let (dir, git, first, second) = two_commits("echo a > f", "echo b > f");
     let d = dir.path();
-    let first = git.head().unwrap();
-    let second = commit(d, "echo b > f");
     let ours = d.join("wt-ours");
     let theirs = d.join("wt-theirs");
     for wt in [&ours, &theirs] {

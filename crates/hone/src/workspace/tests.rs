@@ -2,14 +2,22 @@
 
 use super::*;
 
-use super::inproc_tests::{repo as committed, sh, worktree_at_head};
+use super::inproc_tests::{repo as committed, sh, two_commits, worktree_at_head};
+
+/// A repository whose first commit holds what `files` writes, with the run's worktree made at
+/// HEAD and then changed by `change` (shell commands both): the repository, HEAD's commit and
+/// the worktree's path.
+fn worktree_changed(files: &str, change: &str) -> (tempfile::TempDir, Git, String, PathBuf) {
+    let (dir, git) = committed(files);
+    let (head, wt) = worktree_at_head(&git);
+    sh(&wt, change);
+    (dir, git, head, wt)
+}
 
 #[test]
 fn snapshot_reports_changes_with_line_counts_and_reset_restores() {
-    let (_dir, git) = committed("printf 'a\\nb\\n' > f.txt && printf 'x\\n' > 'sp ace.txt'");
-    let (head, wt) = worktree_at_head(&git);
-    sh(
-        &wt,
+    let (_dir, git, head, wt) = worktree_changed(
+        "printf 'a\\nb\\n' > f.txt && printf 'x\\n' > 'sp ace.txt'",
         "printf 'a\\nB\\nc\\n' > f.txt && rm 'sp ace.txt' && printf '\\0\\1' > bin.dat",
     );
     let snap = git.snapshot(&wt, &head, "m").unwrap().unwrap();
@@ -189,11 +197,11 @@ fn the_sealed_rebuild_never_writes_through_a_planted_symlink() {
 /// and of the rest only the declared outputs.
 #[test]
 fn materialize_sealed_keeps_outputs_and_restores_sealed_files() {
-    let (dir, git) = committed("printf P1 > prepare.py && printf m > model.py");
+    let (dir, git, base, cand) = two_commits(
+        "printf P1 > prepare.py && printf m > model.py",
+        "printf P2 > prepare.py && printf m2 > model.py",
+    );
     let d = dir.path();
-    let base = git.head().unwrap();
-    sh(d, "printf P2 > prepare.py && printf m2 > model.py && git add -A && git -c user.name=t -c user.email=t@t commit -qm c");
-    let cand = git.head().unwrap();
     let wt = d.join(".hone/wt");
     git.prepare_worktree(&wt, &cand).unwrap();
     sh(&wt, "printf o > model.txt && mkdir -p out sub && printf o > out/model.txt && printf j > junk.txt && printf j > sub/junk && printf x > model.py");
@@ -213,11 +221,9 @@ fn materialize_sealed_keeps_outputs_and_restores_sealed_files() {
 #[test]
 fn a_snapshot_whose_staged_objects_were_pruned_writes_them_again() {
     // `git gc --prune=now` racing `git add`: the index names a blob that is gone.
-    let (_dir, git) = committed("printf 'a\\n' > f.txt");
-    let (head, wt) = worktree_at_head(&git);
     // An old mtime: the file is not "racily clean", so git trusts the index entry.
-    sh(
-        &wt,
+    let (_dir, git, head, wt) = worktree_changed(
+        "printf 'a\\n' > f.txt",
         "printf 'new content\\n' > f.txt && touch -d 2020-01-01 f.txt && git add -A",
     );
     let blob = git.run_in(&wt, &["rev-parse", ":f.txt"]).unwrap();
@@ -303,10 +309,8 @@ fn a_sha256_or_reftable_repository_is_refused_at_discovery() {
 /// moves the other worktree's HEAD or rewrites its index.
 #[test]
 fn a_link_to_another_worktrees_admin_directory_is_refused() {
-    let (dir, git) = committed("printf 'a\\n' > f.txt");
+    let (dir, git, first, second) = two_commits("printf 'a\\n' > f.txt", "printf 'b\\n' > f.txt");
     let d = dir.path();
-    let first = git.head().unwrap();
-    let second = sh(d, "printf 'b\\n' > f.txt && git add -A && git -c user.name=t -c user.email=t@t commit -qm c && git rev-parse HEAD").trim().to_string();
     let (a, b) = (d.join(".hone/slots/t/w0"), d.join(".hone/slots/t/w1"));
     git.prepare_worktree(&a, &first).unwrap();
     git.prepare_worktree(&b, &first).unwrap();

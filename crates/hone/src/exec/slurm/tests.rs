@@ -86,14 +86,11 @@ fn cluster() -> bool {
                     .any(|bad| l.starts_with(bad))
         })
     });
-    if !up {
-        assert!(
-            std::env::var_os("HONE_REQUIRE_SLURM").is_none(),
-            "HONE_REQUIRE_SLURM is set but no SLURM node is up: run scripts/slurm-local.sh"
-        );
-        eprintln!("skipped: no SLURM cluster here (scripts/slurm-local.sh starts one)");
-    }
-    up
+    crate::test_support::available_or_skip(
+        up,
+        "HONE_REQUIRE_SLURM",
+        "no SLURM node is up (scripts/slurm-local.sh starts one)",
+    )
 }
 
 fn request(dir: &Path, command: &str, timeout: Option<Duration>) -> ExecRequest {
@@ -116,6 +113,20 @@ fn request(dir: &Path, command: &str, timeout: Option<Duration>) -> ExecRequest 
     }
 }
 
+/// A temporary directory and a request to run `command` in it, where a cluster is up (see
+/// [`cluster`]); None, the test skipped, where none is.
+fn on_cluster(
+    command: &str,
+    timeout: Option<Duration>,
+) -> Option<(tempfile::TempDir, ExecRequest)> {
+    if !cluster() {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let req = request(dir.path(), command, timeout);
+    Some((dir, req))
+}
+
 fn run(req: &ExecRequest, dir: &Path, cancel: &dyn Fn() -> bool) -> (SlurmOutcome, Vec<String>) {
     let job = submit(req, &SlurmConfig::default(), &dir.join("jobs"), "hone-test").unwrap();
     let mut lines = Vec::new();
@@ -127,15 +138,10 @@ fn run(req: &ExecRequest, dir: &Path, cancel: &dyn Fn() -> bool) -> (SlurmOutcom
 
 #[test]
 fn slurm_job_succeeds_with_its_output_and_environment() {
-    if !cluster() {
+    let Some((dir, req)) = on_cluster("echo \"val_loss: 1.5 $MARK\"; pwd; echo err >&2", None)
+    else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let req = request(
-        dir.path(),
-        "echo \"val_loss: 1.5 $MARK\"; pwd; echo err >&2",
-        None,
-    );
+    };
     let (out, lines) = run(&req, dir.path(), &|| false);
     assert_eq!(out.exit, Exit::Code(0), "{out:?}");
     assert_eq!(out.failure, None);
@@ -149,15 +155,10 @@ fn slurm_job_succeeds_with_its_output_and_environment() {
 
 #[test]
 fn slurm_job_crash_gives_the_exit_status() {
-    if !cluster() {
+    let Some((dir, req)) = on_cluster("echo boom; exit 7", None) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let (out, _) = run(
-        &request(dir.path(), "echo boom; exit 7", None),
-        dir.path(),
-        &|| false,
-    );
+    };
+    let (out, _) = run(&req, dir.path(), &|| false);
     assert_eq!(out.exit, Exit::Code(7), "{out:?}");
     assert_eq!(out.state, "FAILED");
     assert_eq!(out.failure, None);
@@ -165,15 +166,10 @@ fn slurm_job_crash_gives_the_exit_status() {
 
 #[test]
 fn slurm_timeout_cancels_the_job() {
-    if !cluster() {
+    let Some((dir, req)) = on_cluster("echo started; sleep 300", Some(Duration::from_secs(1)))
+    else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let req = request(
-        dir.path(),
-        "echo started; sleep 300",
-        Some(Duration::from_secs(1)),
-    );
+    };
     let (out, lines) = run(&req, dir.path(), &|| false);
     assert_eq!(out.exit, Exit::TimedOut, "{out:?}");
     assert_eq!(out.state, "CANCELLED", "{out:?}");
@@ -193,16 +189,11 @@ fn slurm_timeout_cancels_the_job() {
 
 #[test]
 fn slurm_job_cancelled_from_outside_is_a_failure_with_its_reason() {
-    if !cluster() {
+    let Some((dir, req)) = on_cluster("touch started; sleep 300", Some(Duration::from_secs(600)))
+    else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let marker = dir.path().join("wt/started");
-    let req = request(
-        dir.path(),
-        "touch started; sleep 300",
-        Some(Duration::from_secs(600)),
-    );
     let job = submit(
         &req,
         &SlurmConfig::default(),

@@ -226,16 +226,7 @@ fn assert_backfilled(s: &Store) {
 /// A SQLite file of schema 9 (before tallies) gets them filled from its rows.
 #[test]
 fn sqlite_schema_9_gets_its_tallies_filled() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("hone.db");
-    {
-        let conn = Connection::open(&path).unwrap();
-        for sql in &MIGRATIONS[..9] {
-            conn.execute_batch(sql).unwrap();
-        }
-        conn.pragma_update(None, "user_version", 9).unwrap();
-        conn.execute_batch(OLD_ROWS).unwrap();
-    }
+    let (_dir, path) = sqlite_file_of_schema(9, OLD_ROWS);
     assert_backfilled(&Store::open(&path).unwrap());
 }
 
