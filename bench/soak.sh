@@ -20,21 +20,7 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$d"
-git init -q -b main
-printf 'A = 50  # hone: int 1..1000\nB = 50  # hone: int 1..1000\nC = 0.5  # hone: 0.0..1.0\n' > params.py
-cat > hone.toml <<TOML
-[loop]
-editable = ["params.py"]
-
-[verify]
-command = "echo score: 1"
-metric = "score"
-
-[stop]
-max_experiments = $n
-patience = 1000000000
-TOML
-git add -A && git -c user.name=b -c user.email=b@b commit -qm init
+knob_repo "echo score: 1" "$n" "" "" 1000000000
 
 # Polls the store (read-only) and the process: prints "tenth count hwm_kb", "stop count
 # hwm_kb" and "end hwm_kb" lines, and to stderr a progress line every `every` experiments.

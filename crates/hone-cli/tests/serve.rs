@@ -189,17 +189,21 @@ fn get_with(url: &str, headers: &[(&str, &str)]) -> Answer {
         .iter()
         .map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or("").to_string()))
         .collect();
-    let body = res
-        .body_mut()
-        .with_config()
-        .limit(64 << 20)
-        .read_to_string()
-        .unwrap();
+    let body = body_text(&mut res);
     Answer {
         status,
         headers,
         body,
     }
+}
+
+/// The whole body of `res` as text, up to 64 MiB (ureq's own limit is lower).
+fn body_text(res: &mut ureq::http::Response<ureq::Body>) -> String {
+    res.body_mut()
+        .with_config()
+        .limit(64 << 20)
+        .read_to_string()
+        .unwrap()
 }
 
 fn get(url: &str) -> Answer {
@@ -892,12 +896,7 @@ impl Browser {
             None => agent().get(&url).call().unwrap(),
         };
         let status = res.status().as_u16();
-        let text = res
-            .body_mut()
-            .with_config()
-            .limit(64 << 20)
-            .read_to_string()
-            .unwrap();
+        let text = body_text(&mut res);
         assert_eq!(status, 200, "WebDriver {method} {path}: {text}");
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         v["value"].clone()

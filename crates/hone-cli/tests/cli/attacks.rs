@@ -90,14 +90,14 @@ fn attack_replaces_a_protected_file_with_a_symlink() {
     // An editable file turned into a link to something outside the worktree.
     let e = attack("run\tprintf 'print(1)\\n' > /tmp/hone-outside.py && rm train.py && ln -s /tmp/hone-outside.py train.py\n");
     assert_eq!(e["status"], "violation", "{e}");
-    assert!(reason(&e).contains("outside the worktree"), "{e}");
+    assert_reason(&e, "outside the worktree");
 }
 
 #[test]
 fn attack_moves_the_run_branch() {
     let e = attack("run\tgit update-ref refs/heads/hone/atk $(git commit-tree HEAD^{tree} -p HEAD -m forged)\n");
     assert_eq!(e["status"], "violation");
-    assert!(reason(&e).contains("moved hone's refs"), "{e}");
+    assert_reason(&e, "moved hone's refs");
 }
 
 #[test]
@@ -114,18 +114,16 @@ fn attack_forks_a_process_that_outlives_the_verifier() {
     // A plain child dies with the verifier's process group; one that starts its own session
     // escapes the group, and here keeps forging the evaluator's trusted cache after training.
     for detach in ["False", "True"] {
-        let tmp = tempfile::tempdir().unwrap();
-        let pidfile = tmp.path().join("bg.pid");
-        let script = format!(
-            "replace\ttrain.py\tprint('training done')\timport subprocess; subprocess.Popen(['sh', '-c', 'echo $$ > {}; while :; do echo score: 0 > metrics.txt; done'], start_new_session={detach})\n",
-            pidfile.display()
-        );
+        let marks = Marks::new();
+        let script = marks.fill(&format!(
+            "replace\ttrain.py\tprint('training done')\timport subprocess; subprocess.Popen(['sh', '-c', 'echo $$ > {{m}}/bg.pid; while :; do echo score: 0 > metrics.txt; done'], start_new_session={detach})\n"
+        ));
         let e = attack(&script);
         assert_eq!(
             e["objective"], 5.0,
             "the forged cache was read (start_new_session={detach}): {e}"
         );
-        let pid = read_pgid(&pidfile);
+        let pid = read_pgid(&marks.path("bg.pid"));
         assert!(
             !group_alive(pid),
             "the forked process survived the verifier (start_new_session={detach})"
@@ -151,7 +149,7 @@ fn the_objective_never_comes_from_the_training_stage() {
 fn attack_replaces_the_worktree_git_link() {
     let e = attack("run\trm .git && git init -q . && git config core.hooksPath .evil\nreplace\ttrain.py\tSCORE = 5\tSCORE = 4\n");
     assert_eq!(e["status"], "violation", "{e}");
-    assert!(reason(&e).contains(".git"), "{e}");
+    assert_reason(&e, ".git");
 }
 
 #[test]
@@ -160,11 +158,7 @@ fn attack_the_verifier_moves_the_run_branch() {
     let r = Repo::stops_after(2, verify, "write\tvalue.txt\tforge\n\n");
     let log = r.run_log("v");
     assert_eq!(log[1]["status"], "violation", "{:?}", log[1]);
-    assert!(
-        reason(&log[1]).contains("moved hone's refs"),
-        "{:?}",
-        log[1]
-    );
+    assert_reason(&log[1], "moved hone's refs");
     assert_eq!(
         r.rev("hone/v"),
         r.rev("main"),

@@ -54,7 +54,7 @@ fn slurm_backend_runs_every_verification_as_a_job() {
     });
     let log = r.run_log("s");
     assert_statuses(&log, &["baseline", "keep", "crash", "timeout", "crash"]);
-    assert!(reason(&log[2]).contains("status 3"), "{:?}", log[2]);
+    assert_reason(&log[2], "status 3");
     let why = reason(&log[4]);
     assert!(why.contains("cancelled outside hone"), "{why}");
     // The verifier really ran as a batch job, in the worktree under the shared directory.

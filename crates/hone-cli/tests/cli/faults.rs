@@ -239,7 +239,7 @@ fn a_resume_goes_on_past_objects_git_gc_deleted() {
     let log = r.log();
     assert_eq!(log.len(), 6, "{log:?}");
     assert_eq!(log[2]["status"], "aborted", "{:?}", log[2]);
-    assert!(reason(&log[2]).contains("lost"), "{:?}", log[2]);
+    assert_reason(&log[2], "lost");
     // Its record still knows experiment 3's commit, which is there: its ref is written again.
     assert_eq!(r.rev("refs/hone/g/3"), kept3);
     // A second resume has nothing left to repair.
@@ -285,11 +285,9 @@ fn a_users_commit_during_parallel_verification_stops_the_run_and_is_kept() {
 /// goes on (only the worktrees the user had when the run opened count as theirs).
 #[test]
 fn an_agent_committing_on_the_branch_in_a_worktree_of_its_own_is_a_violation() {
-    let tmp = tempfile::tempdir().unwrap();
-    let wt = tmp.path().join("mine");
-    let script = format!(
-        "run\tgit worktree add -q {w} hone/v && cd {w} && echo x > notes.txt && git add notes.txt && git -c user.name=a -c user.email=a@a commit -qm sneaky\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
-        w = wt.display()
+    let marks = Marks::new();
+    let script = marks.fill(
+        "run\tgit worktree add -q {m}/mine hone/v && cd {m}/mine && echo x > notes.txt && git add notes.txt && git -c user.name=a -c user.email=a@a commit -qm sneaky\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
     let r = Repo::scored(3, &script);
     let out = ok(r.hone(&["run", "--tag", "v"]));

@@ -33,6 +33,15 @@ fn narrowing(table: &str) -> &str {
         .unwrap_or_else(|| panic!("no narrowing in `hone log`:\n{table}"))
 }
 
+/// The number right after `marker` in `line` (the test fails where there is none).
+fn number_after<T: std::str::FromStr>(line: &str, marker: &str) -> T {
+    line.split(marker)
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no number after {marker:?}: {line}"))
+}
+
 #[test]
 fn crashes_stop_once_the_crash_region_is_learned_and_log_and_show_say_so() {
     let (_t, dir) = crashy_repo(40, "");
@@ -68,12 +77,7 @@ fn crashes_stop_once_the_crash_region_is_learned_and_log_and_show_say_so() {
     assert!(row.contains("crash"), "{row}");
     let n = row.split_whitespace().next().unwrap();
     // The edge is a width that finished; the crashes lie above 24.
-    let edge: i64 = line
-        .split("crashes above ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("{line}"));
+    let edge: i64 = number_after(line, "crashes above ");
     assert!(edge <= 24, "{line}");
 
     let show = text(&hone_in(&dir, &["show", n]));
@@ -92,22 +96,14 @@ fn crashes_stop_once_the_crash_region_is_learned_and_log_and_show_say_so() {
 
 #[test]
 fn what_was_learned_survives_kill_9_and_a_resume_with_two_workers() {
-    let marks = tempfile::tempdir().unwrap();
-    let started = marks.path().join("started");
+    let marks = Marks::new();
     // Experiment 6's verifier hangs (once) until the run is killed.
-    let hang = format!(
-        "if [ \"$HONE_EXPERIMENT\" = 6 ] && [ ! -f {s} ]; then touch {s}; sleep 300; fi\n",
-        s = started.display()
+    let hang = marks.fill(
+        "if [ \"$HONE_EXPERIMENT\" = 6 ] && [ ! -f {m}/started ]; then touch {m}/started; sleep 300; fi\n",
     );
     let (_t, dir) = crashy_repo(40, &hang);
-    let mut child = Command::new(HONE)
-        .args(["run", "--seed", "2"])
-        .current_dir(&dir)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_file(&started);
+    let mut child = spawn_hone_in(&dir, &["run", "--seed", "2"], Stdio::null(), Stdio::null());
+    wait_for_file(&marks.path("started"));
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     let out = hone_in(&dir, &["run", "--seed", "2", "--workers", "2"]);
@@ -121,12 +117,7 @@ fn what_was_learned_survives_kill_9_and_a_resume_with_two_workers() {
     let table = text(&hone_in(&dir, &["log"]));
     let line = narrowing(&table);
     // The interrupted experiment is no crash: every crash the line counts is a crash row.
-    let counted: usize = line
-        .split(" after ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("{line}"));
+    let counted: usize = number_after(line, " after ");
     assert!(counted <= crashes(&rows), "{line}");
     assert!(
         crashes(&rows[20..]) <= 4,

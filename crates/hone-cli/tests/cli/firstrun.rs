@@ -36,13 +36,10 @@ fn a_command_not_found_says_where_the_verifier_runs() {
         .create();
     r.hone_expect(&["run"], &["baseline", "crash"]);
     let log = r.log();
-    let reason = reason(&log[1]);
-    assert!(reason.contains("status 127"), "{reason}");
-    assert!(
-        reason.contains(".hone/worktrees/"),
-        "names the worktree: {reason}"
-    );
-    assert!(reason.contains("untracked files"), "{reason}");
+    assert_reason(&log[1], "status 127");
+    // It names the worktree.
+    assert_reason(&log[1], ".hone/worktrees/");
+    assert_reason(&log[1], "untracked files");
 }
 
 #[test]

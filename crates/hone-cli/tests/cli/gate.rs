@@ -3,13 +3,17 @@
 
 use crate::support::*;
 
+/// A repository whose verifier counts its runs (the counter), stopping after `max`
+/// experiments of `script`.
+fn counted_repo(max: u32, script: &str) -> (Repo, RunCounter) {
+    let runs = RunCounter::new();
+    (Repo::stops_after(max, &runs.command, script), runs)
+}
+
 #[test]
 fn violation_is_never_verified_and_leaves_the_branch() {
-    let runs = RunCounter::new();
-    let verify = &runs.command;
-    let r = Repo::stops_after(
+    let (r, runs) = counted_repo(
         4,
-        verify,
         "write\tprepare.py\tprint('val_bpb: 0.0')\\n\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tnotes.txt\thello\\n\n---\nwrite\tdata/input.txt\tswapped\\n\n",
     );
     ok(r.hone(&["run", "--tag", "v"]));
@@ -18,9 +22,9 @@ fn violation_is_never_verified_and_leaves_the_branch() {
         ["baseline", "violation", "violation", "violation"]
     );
     let log = r.log();
-    assert!(reason(&log[1]).contains("prepare.py"));
-    assert!(reason(&log[2]).contains("not editable"));
-    assert!(reason(&log[3]).contains("data/input.txt"));
+    assert_reason(&log[1], "prepare.py");
+    assert_reason(&log[2], "not editable");
+    assert_reason(&log[3], "data/input.txt");
     // Only the baseline ran the verifier.
     assert_eq!(runs.runs(), 1);
     assert_eq!(r.rev("hone/v"), r.rev("main"));
@@ -50,17 +54,14 @@ fn pinned_input_changed_mid_run_stops_the_run() {
 
 #[test]
 fn index_flags_cannot_hide_an_edit_from_the_gate() {
-    let runs = RunCounter::new();
-    let verify = &runs.command;
     // The agent tells git to look away from prepare.py, then edits it.
-    let r = Repo::stops_after(
+    let (r, runs) = counted_repo(
         2,
-        verify,
         "run\tgit update-index --assume-unchanged prepare.py\nwrite\tprepare.py\tprint('score: 0')\\n\nwrite\tvalue.txt\tscore: 4\\n\n",
     );
     let log = r.run_log("h");
     assert_eq!(log[1]["status"], "violation", "{:?}", log[1]);
-    assert!(reason(&log[1]).contains("hid `prepare.py`"), "{:?}", log[1]);
+    assert_reason(&log[1], "hid `prepare.py`");
     assert_eq!(runs.runs(), 1, "never verified");
     // The archived candidate holds the real edit.
     assert!(git(&r.dir, &["show", "refs/hone/h/1:prepare.py"]).contains("score: 0"));
@@ -74,7 +75,7 @@ fn a_verifier_run_that_rewrites_a_protected_file_is_a_violation() {
     let r = Repo::stops_after(2, verify, "write\tvalue.txt\ttamper\\n\n");
     let log = r.run_log("p");
     assert_eq!(log[1]["status"], "violation", "{:?}", log[1]);
-    assert!(reason(&log[1]).contains("modified while the verifier ran"));
+    assert_reason(&log[1], "modified while the verifier ran");
     assert_eq!(r.rev("hone/p"), r.rev("main"));
 }
 

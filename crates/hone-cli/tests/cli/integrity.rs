@@ -57,9 +57,7 @@ fn integrity_embedded_repository_is_a_violation() {
         "run\trm train.py && mkdir train.py && cd train.py && git init -q && echo \"print('score: 0')\" > __main__.py && git add -A && git -c user.name=a -c user.email=a@a commit -qm x\n---\n{HONEST}"
     );
     let r = repo(&script, &[], "");
-    let e = run_attack(&r);
-    assert_eq!(e["status"], "violation", "{e}");
-    assert!(reason(&e).contains("git repository"), "{e}");
+    assert_violation(&run_attack(&r), "git repository");
 }
 
 /// Hole 4: a payload 2,100 directories deep (beyond PATH_MAX, so git never sees it) that the
@@ -73,8 +71,7 @@ fn integrity_payload_beyond_path_max_is_a_violation_and_resume_works() {
     );
     let r = repo(&script, &[], "");
     let e = run_attack(&r);
-    assert_eq!(e["status"], "violation", "{e}");
-    assert!(reason(&e).contains("too deep"), "{e}");
+    assert_violation(&e, "too deep");
     // A resume rebuilds the worktree and goes on.
     let out = ok(r.hone(&["run", "--tag", "atk", "-n", "4"]));
     let log = r.log();
@@ -99,17 +96,18 @@ fn integrity_gitattributes_change_is_a_violation() {
     });
     git(&r.dir, &["commit", "-qam", "editable attributes"]);
     let e = run_attack(&r);
-    assert_eq!(e["status"], "violation", "{e}");
-    assert!(reason(&e).contains(".gitattributes"), "{e}");
+    assert_violation(&e, ".gitattributes");
 }
 
 /// The shell lines of an agent that gives `path` a git driver in the repository's own
 /// config (`kind`: `filter` or `diff`, `key`: `clean` or `textconv`) through
-/// `info/attributes`; the driver runs `command` and leaves `mark` if it ever runs.
-fn hostile_config(kind: &str, key: &str, path: &str, command: &str, mark: &str) -> String {
-    format!(
-        "run\tg=$(git rev-parse --git-common-dir) && git config --file \"$g/config\" {kind}.x.{key} \"touch {mark}; {command}\" && mkdir -p \"$g/info\" && echo '{path} {kind}=x' >> \"$g/info/attributes\"\n"
-    )
+/// `info/attributes`; the driver runs `command` and leaves the mark `ran` if it ever runs.
+fn hostile_config(kind: &str, key: &str, path: &str, command: &str) -> (String, Marks) {
+    let marks = Marks::new();
+    let lines = marks.fill(&format!(
+        "run\tg=$(git rev-parse --git-common-dir) && git config --file \"$g/config\" {kind}.x.{key} \"touch {{m}}/ran; {command}\" && mkdir -p \"$g/info\" && echo '{path} {kind}=x' >> \"$g/info/attributes\"\n"
+    ));
+    (lines, marks)
 }
 
 /// Weakness 8: without bubblewrap, the agent gives a file it may not edit a clean filter in
@@ -118,8 +116,7 @@ fn hostile_config(kind: &str, key: &str, path: &str, command: &str, mark: &str) 
 #[test]
 fn integrity_clean_filter_in_repo_config_does_not_hide_a_forged_file() {
     let (e, filter_ran) = clean_filter_attack("");
-    assert_eq!(e["status"], "violation", "{e}");
-    assert!(reason(&e).contains("data.py"), "{e}");
+    assert_violation(&e, "data.py");
     assert!(!filter_ran, "hone's git ran the candidate's clean filter");
 }
 
@@ -127,32 +124,27 @@ fn integrity_clean_filter_in_repo_config_does_not_hide_a_forged_file() {
 /// not edit) forged, and hidden from `git add` by a clean filter it put in the repository's
 /// config. The forged experiment's record, and whether the filter ever ran.
 fn clean_filter_attack(toml: &str) -> (serde_json::Value, bool) {
-    let tmp = tempfile::tempdir().unwrap();
-    let mark = tmp.path().join("filter-ran");
-    let m = mark.display().to_string();
+    let (config, marks) = hostile_config("filter", "clean", "data.py", "echo 'SCORE = 5'");
     let script = format!(
-        "{}write\tdata.py\tSCORE = 0\\n\nwrite\ttrain.py\tfrom data import SCORE\\nprint('score: %s' % SCORE)  # tuned\\n\n---\n{HONEST}",
-        hostile_config("filter", "clean", "data.py", "echo 'SCORE = 5'", &m)
+        "{config}write\tdata.py\tSCORE = 0\\n\nwrite\ttrain.py\tfrom data import SCORE\\nprint('score: %s' % SCORE)  # tuned\\n\n---\n{HONEST}"
     );
     let r = repo(&script, &[("data.py", "SCORE = 5\n")], toml);
-    (run_attack(&r), mark.exists())
+    (run_attack(&r), marks.path("ran").exists())
 }
 
 /// textconv: a `diff` driver in the repository's config shows the reviewer and `forbid`
 /// nothing of the change. hone's diff runs no textconv: `forbid` sees the line.
 #[test]
 fn integrity_textconv_in_repo_config_does_not_blind_forbid() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mark = tmp.path().join("textconv-ran");
-    let m = mark.display().to_string();
-    let script = format!(
-        "{}replace\ttrain.py\tSCORE = 5\tSCORE = 0\n---\n{HONEST}",
-        hostile_config("diff", "textconv", "train.py", "true", &m)
-    );
+    let (config, marks) = hostile_config("diff", "textconv", "train.py", "true");
+    let script = format!("{config}replace\ttrain.py\tSCORE = 5\tSCORE = 0\n---\n{HONEST}");
     let r = repo(&script, &[], "[review]\nforbid = [\"SCORE = 0\"]\n");
     let e = run_attack(&r);
     assert_eq!(e["status"], "rejected", "{e}");
-    assert!(!mark.exists(), "hone's git ran the candidate's textconv");
+    assert!(
+        !marks.path("ran").exists(),
+        "hone's git ran the candidate's textconv"
+    );
 }
 
 /// The same clean-filter attack with two verification slots: the slots' worktrees are

@@ -6,14 +6,7 @@ use crate::support::*;
 fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
     let descs = |dir: &Path, seed: &str| -> Vec<String> {
         ok(hone_in(dir, &["run", "--seed", seed]));
-        let log = hone_in(dir, &["log", "--json"]);
-        String::from_utf8_lossy(&log.stdout)
-            .lines()
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                format!("{} {} {}", v["status"], v["objective"], v["description"])
-            })
-            .collect()
+        log_lines(dir)
     };
     let (_a, da) = knob_repo();
     let (_b, db) = knob_repo();

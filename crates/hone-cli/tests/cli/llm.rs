@@ -5,7 +5,8 @@ use crate::support::*;
 
 #[test]
 fn openai_edits_are_applied_repaired_once_and_gated() {
-    let server = LlmServer::start(
+    let (server, r, _) = llm_run(
+        "openai",
         vec![
             Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 100, 20),
             Reply::Answer(edit("value.txt", "score: 99", "score: 1"), 100, 20),
@@ -16,18 +17,13 @@ fn openai_edits_are_applied_repaired_once_and_gated() {
                 20,
             ),
         ],
-        false,
+        "",
+        "max_experiments = 4",
     );
-    let r = llm_repo("openai", &server, "", "max_experiments = 4");
-    ok(hone_with_key(&r, &["run"]));
     let log = r.log();
     assert_statuses(&log, &["baseline", "keep", "invalid", "violation"]);
     assert_eq!(log[1]["description"], "change value.txt");
-    assert!(
-        reason(&log[2]).contains("after a repair round"),
-        "{}",
-        log[2]
-    );
+    assert_reason(&log[2], "after a repair round");
     let reqs = server.requests();
     assert_eq!(reqs.len(), 4, "one call, a call and its repair, one call");
     assert!(reqs.iter().all(|(p, _, _)| p == "/v1/chat/completions"));
@@ -53,7 +49,8 @@ fn openai_edits_are_applied_repaired_once_and_gated() {
 
 #[test]
 fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
-    let server = LlmServer::start(
+    let (server, r, _) = llm_run(
+        "openai",
         vec![
             Reply::Status(
                 429,
@@ -66,27 +63,13 @@ fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
             Reply::Status(500, vec![("retry-after".into(), "0".into())], "boom".into()),
             Reply::Hang,
         ],
-        false,
-    );
-    let r = llm_repo(
-        "openai",
-        &server,
         "max_attempts = 3\nrequest_timeout = \"1s\"",
         "max_experiments = 4",
     );
-    ok(hone_with_key(&r, &["run"]));
     let log = r.log();
     assert_statuses(&log, &["baseline", "keep", "invalid", "invalid"]);
-    assert!(
-        reason(&log[2]).contains("gave up after 3 attempts"),
-        "{}",
-        log[2]
-    );
-    assert!(
-        reason(&log[3]).contains("gave up after 3 attempts"),
-        "{}",
-        log[3]
-    );
+    assert_reason(&log[2], "gave up after 3 attempts");
+    assert_reason(&log[3], "gave up after 3 attempts");
     // 429 then success; three 5xx; three hanging attempts.
     assert_eq!(server.requests().len(), 2 + 3 + 3);
 }
@@ -109,14 +92,12 @@ fn the_budget_holds_before_a_call_is_sent() {
             )
         })
         .collect();
-    let server = LlmServer::start(replies, false);
-    let r = llm_repo(
+    let (server, r, out) = llm_run(
         "openai",
-        &server,
+        replies,
         "max_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
         "max_experiments = 10\nmax_cost_usd = 0.65",
     );
-    let out = ok(hone_with_key(&r, &["run"]));
     assert_eq!(
         server.requests().len(),
         3,
@@ -141,16 +122,16 @@ fn the_budget_holds_before_a_call_is_sent() {
 
 #[test]
 fn anthropic_messages_api_drives_a_run() {
-    let server = LlmServer::start(
+    let (server, r, _) = llm_run(
+        "anthropic",
         vec![Reply::Answer(
             edit("value.txt", "score: 5", "score: 3"),
             50,
             10,
         )],
-        true,
+        "",
+        "max_experiments = 2",
     );
-    let r = llm_repo("anthropic", &server, "", "max_experiments = 2");
-    ok(hone_with_key(&r, &["run"]));
     assert_eq!(r.statuses(), ["baseline", "keep"]);
     let reqs = server.requests();
     let (path, headers, body) = &reqs[0];
@@ -184,11 +165,7 @@ fn openai_knobs_mode_validates_names_types_and_ranges() {
         log[1]["description"],
         "DEPTH 4 -> 6, LR 0.1 -> 0.01: smaller steps, deeper"
     );
-    assert!(
-        reason(&log[3]).contains("`BOGUS` is not a knob"),
-        "{}",
-        log[3]
-    );
+    assert_reason(&log[3], "`BOGUS` is not a knob");
     let reqs = server.requests();
     assert_eq!(
         reqs.len(),
@@ -214,16 +191,15 @@ fn a_response_far_larger_than_max_tokens_is_refused() {
         "{{\"choices\": [{{\"message\": {{\"content\": \"{}\"}}}}]}}",
         "x".repeat(9 * 1024 * 1024)
     );
-    let server = LlmServer::start(vec![Reply::Status(200, Vec::new(), huge)], false);
-    let r = llm_repo("openai", &server, "max_tokens = 100", "max_experiments = 2");
-    ok(hone_with_key(&r, &["run"]));
+    let (_, r, _) = llm_run(
+        "openai",
+        vec![Reply::Status(200, Vec::new(), huge)],
+        "max_tokens = 100",
+        "max_experiments = 2",
+    );
     let log = r.log();
     assert_eq!(log[1]["status"], "invalid", "{:?}", log[1]);
-    assert!(
-        reason(&log[1]).contains("MiB and was refused"),
-        "{}",
-        log[1]
-    );
+    assert_reason(&log[1], "MiB and was refused");
 }
 
 /// An apply_patch patch changing one line of `path`.
@@ -233,7 +209,8 @@ fn patch(path: &str, old: &str, new: &str) -> String {
 
 #[test]
 fn openai_patch_mode_applies_repairs_once_and_gates() {
-    let server = LlmServer::start(
+    let (server, r, _) = llm_run(
+        "openai",
         vec![
             Reply::Answer(patch("value.txt", "score: 5", "score: 4"), 100, 20),
             Reply::Answer(patch("value.txt", "score: 99", "score: 1"), 100, 20),
@@ -246,24 +223,14 @@ fn openai_patch_mode_applies_repairs_once_and_gates() {
                 20,
             ),
         ],
-        false,
-    );
-    let r = llm_repo(
-        "openai",
-        &server,
         "edit_mode = \"patch\"",
         "max_experiments = 5",
     );
-    ok(hone_with_key(&r, &["run"]));
     let log = r.log();
     assert_statuses(&log, &["baseline", "keep", "keep", "invalid", "violation"]);
     assert_eq!(log[1]["description"], "patch value.txt");
     assert_eq!(log[2]["objective"], 3.0);
-    assert!(
-        reason(&log[3]).contains("after a repair round"),
-        "{}",
-        log[3]
-    );
+    assert_reason(&log[3], "after a repair round");
     let reqs = server.requests();
     assert_eq!(reqs.len(), 6, "one, a repaired one, a failed repair, one");
     let first: serde_json::Value = serde_json::from_str(&reqs[0].2).unwrap();

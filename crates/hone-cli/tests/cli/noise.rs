@@ -16,15 +16,10 @@ fn seed_script(seeds: std::ops::Range<u32>) -> String {
 
 fn noisy_repo(verify_extra: &str, trials: u32) -> Repo {
     let seeded = format!("seed_env = \"NOISE_SEED\"\n{verify_extra}");
-    let stop = format!("[stop]\nmax_experiments = {}\n", trials + 1);
     Repo::builder()
         .file("value.txt", "SEED = 0\n")
         .script(&seed_script(1..trials + 1))
-        .spec_with(move |agent| {
-            Spec::standard(NOISY, agent)
-                .after("verify", "metric", &seeded)
-                .tail(&stop)
-        })
+        .standard_with(NOISY, &seeded, trials as usize + 1)
         .create()
 }
 
@@ -90,22 +85,13 @@ fn duplicates_are_not_run_again_and_simpler_code_wins_ties() {
     let r = Repo::builder()
         .file("value.txt", "score: 5\n# notes\n# more notes\n")
         .script("write\tvalue.txt\tscore: 6\\n\n---\nwrite\tvalue.txt\tscore: 5\\n# a long comment\\n\n---\nwrite\tvalue.txt\tscore: 6\\n\n---\nwrite\tvalue.txt\tscore: 5\\n\n")
-        .spec_with(|agent| {
-            Spec::standard(SCORE, agent)
-                .after("verify", "metric", "prefer_simpler = true")
-                .tail("[stop]\nmax_experiments = 5\n")
-        })
+        .standard_with(SCORE, "prefer_simpler = true", 5)
         .create();
     ok(r.hone(&["run"]));
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
     // #1 worse; #2 same score, one line fewer: kept as a simplification; #3 identical to #1;
     // #4 same score, one line fewer than #2: another simplification.
-    assert_eq!(
-        st,
-        ["baseline", "discard", "keep", "invalid", "keep"],
-        "{log:?}"
-    );
+    assert_statuses(&log, &["baseline", "discard", "keep", "invalid", "keep"]);
     assert!(reason(&log[2]).starts_with("simplification"), "{}", log[2]);
     assert_eq!(
         log[3]["reason"],

@@ -3,17 +3,6 @@
 
 use crate::support::*;
 
-fn log_lines(dir: &Path) -> Vec<String> {
-    let out = ok(hone_in(dir, &["log", "--json"]));
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            format!("{} {} {}", v["status"], v["objective"], v["description"])
-        })
-        .collect()
-}
-
 /// What `knob_repo` proposes with seed 7 and no outer loop. First recorded from the binary of
 /// the commit before the outer loop existed; re-recorded when the sampler's Parzen bandwidth
 /// was halved (the first three proposals, the initial design, are unchanged), and again when

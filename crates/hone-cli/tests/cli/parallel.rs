@@ -251,12 +251,11 @@ fn parallel_knobs_run_with_four_workers_proposes_nothing_twice() {
 
 #[test]
 fn parallel_kill_9_with_four_in_flight_then_resume_aborts_them_all() {
-    let tmp = tempfile::tempdir().unwrap();
-    let marks = tmp.path().to_path_buf();
+    let marks = Marks::new();
     // Candidates hang until `release` exists, after writing their process group.
-    let verify = format!(
-        "if [ \"$HONE_EXPERIMENT\" != 0 ] && [ ! -f {m}/release ]; then echo $$ > {m}/pgid.$HONE_EXPERIMENT; sleep 300; fi; cat value.txt",
-        m = marks.display()
+    let verify = marks.verifier(
+        "[ \"$HONE_EXPERIMENT\" != 0 ] && [ ! -f {m}/release ]",
+        "echo $$ > {m}/pgid.$HONE_EXPERIMENT; sleep 300",
     );
     let script = (1..=12)
         .map(|i| format!("write\tvalue.txt\tscore: {}\\n\n", 100 - i))
@@ -264,16 +263,11 @@ fn parallel_kill_9_with_four_in_flight_then_resume_aborts_them_all() {
         .join("---\n");
     let r = Repo::stops_after(9, &verify, &script);
     let mut child = r.spawn_hone(&["run", "--tag", "k", "--workers", "4"]);
-    for n in 1..=4 {
-        wait_for_file(&marks.join(format!("pgid.{n}")));
-    }
+    let pgids = marks.pgids(1..=4);
     let status = r.hone(&["status"]);
     assert_says(&status, "in flight: #1");
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let pgids: Vec<i32> = (1..=4)
-        .map(|n| read_pgid(&marks.join(format!("pgid.{n}"))))
-        .collect();
     for p in &pgids {
         assert!(
             group_alive(*p),
@@ -287,7 +281,7 @@ fn parallel_kill_9_with_four_in_flight_then_resume_aborts_them_all() {
     let slot = r.dir.join(".hone/slots/k/w0");
     assert!(slot.exists());
     put(slot.join("leftover.txt"), "from the crash");
-    put(marks.join("release"), "");
+    put(marks.path("release"), "");
     let out = ok(r.hone(&["run", "--workers", "4"]));
     for n in 1..=4 {
         assert!(
@@ -375,20 +369,18 @@ fn parallel_verifier_that_moves_the_run_branch_is_a_violation() {
 
 #[test]
 fn parallel_ctrl_c_once_lets_the_experiments_in_flight_finish() {
-    let tmp = tempfile::tempdir().unwrap();
-    let m = tmp.path().to_path_buf();
+    let marks = Marks::new();
     // Both candidates in flight wait for `release`.
-    let verify = format!(
-        "if [ \"$HONE_EXPERIMENT\" != 0 ]; then touch {m}/started.$HONE_EXPERIMENT; while [ ! -f {m}/release ]; do sleep 0.02; done; fi; cat value.txt",
-        m = m.display()
+    let verify = marks.candidates_verifier(
+        "touch {m}/started.$HONE_EXPERIMENT; while [ ! -f {m}/release ]; do sleep 0.02; done",
     );
     let r = Repo::stops_after(5, &verify, &scores(&[4, 3, 2]));
     let mut child = r.spawn_hone(&["run", "--workers", "2"]);
-    wait_for_file(&m.join("started.1"));
-    wait_for_file(&m.join("started.2"));
+    wait_for_file(&marks.path("started.1"));
+    wait_for_file(&marks.path("started.2"));
     // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    put(m.join("release"), "");
+    put(marks.path("release"), "");
     assert_eq!(child.wait().unwrap().code(), Some(130));
     let st = r.statuses();
     assert_eq!(st.len(), 3, "nothing new starts after Ctrl-C: {st:?}");
@@ -404,28 +396,16 @@ fn parallel_ctrl_c_once_lets_the_experiments_in_flight_finish() {
 
 #[test]
 fn parallel_ctrl_c_twice_kills_every_verifier_in_flight() {
-    let tmp = tempfile::tempdir().unwrap();
-    let m = tmp.path().to_path_buf();
-    let verify = format!(
-        "if [ \"$HONE_EXPERIMENT\" != 0 ]; then echo $$ > {m}/pgid.$HONE_EXPERIMENT; sleep 300; fi; cat value.txt",
-        m = m.display()
-    );
+    let marks = Marks::new();
+    let verify = marks.candidates_verifier("echo $$ > {m}/pgid.$HONE_EXPERIMENT; sleep 300");
     let r = Repo::stops_after(5, &verify, &scores(&[4, 3, 2]));
-    use std::os::unix::process::CommandExt;
-    let mut child = Command::new(HONE)
-        .process_group(0)
-        .args(["run", "--workers", "3"])
-        .current_dir(&r.dir)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    for n in 1..=3 {
-        wait_for_file(&m.join(format!("pgid.{n}")));
-    }
-    let pgids: Vec<i32> = (1..=3)
-        .map(|n| read_pgid(&m.join(format!("pgid.{n}"))))
-        .collect();
+    let mut child = spawn_hone_in(
+        &r.dir,
+        &["run", "--workers", "3"],
+        Stdio::null(),
+        Stdio::piped(),
+    );
+    let pgids = marks.pgids(1..=3);
     ctrl_c_twice(&mut child);
     for p in pgids {
         assert!(!group_alive(p), "every verifier in flight is killed");

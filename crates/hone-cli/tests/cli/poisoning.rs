@@ -12,16 +12,10 @@ const PER_REPEAT: &str = "python3 -c \"import os; v = open('value.txt').read().s
 /// A repository scored by `PER_REPEAT`, baseline runs 10 and 10.2, with `verify_extra` in
 /// `[verify]` and one experiment per block of `script`.
 fn per_repeat_repo(verify_extra: &str, script: &str, experiments: usize) -> Repo {
-    let extra = verify_extra.to_string();
-    let stop = format!("[stop]\nmax_experiments = {experiments}\n");
     Repo::builder()
         .file("value.txt", "10 10.2\n")
         .script(script)
-        .spec_with(move |agent| {
-            Spec::standard(PER_REPEAT, agent)
-                .after("verify", "metric", &extra)
-                .tail(&stop)
-        })
+        .standard_with(PER_REPEAT, verify_extra, experiments)
         .create()
 }
 
@@ -52,8 +46,7 @@ fn one_candidate_cannot_widen_the_noise_band_for_the_rest_of_the_run() {
         4,
     );
     let log = r.run_log("p");
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "discard", "keep", "keep"], "{log:#?}");
+    assert_statuses(&log, &["baseline", "discard", "keep", "keep"]);
     assert_eq!(log[1]["runs"].as_array().unwrap().len(), 2, "{}", log[1]);
     for e in &log[2..] {
         let sigma = e["judgement"]["sigma"].as_f64().unwrap();
@@ -66,15 +59,10 @@ fn one_candidate_cannot_widen_the_noise_band_for_the_rest_of_the_run() {
     let r = Repo::builder()
         .file("value.txt", "10\n")
         .script(&blocks(&["0 1000", "9 9", "8 8.1"]))
-        .spec_with(|agent| {
-            Spec::standard(PER_REPEAT, agent)
-                .after("verify", "metric", "confirm = 1")
-                .tail("[stop]\nmax_experiments = 4\n")
-        })
+        .standard_with(PER_REPEAT, "confirm = 1", 4)
         .create();
     let log = r.run_log("p");
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "discard", "keep", "keep"], "{log:#?}");
+    assert_statuses(&log, &["baseline", "discard", "keep", "keep"]);
 }
 
 #[test]
@@ -90,10 +78,9 @@ fn overflowing_values_make_a_crash_and_never_reach_a_summary() {
     let out = ok(r.hone(&["run", "--tag", "p"]));
     assert_no_overflow_text("hone run", &text(&out));
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "crash", "crash", "keep"], "{log:#?}");
-    assert!(reason(&log[1]).contains("spread overflows"), "{}", log[1]);
-    assert!(reason(&log[2]).contains("mean"), "{}", log[2]);
+    assert_statuses(&log, &["baseline", "crash", "crash", "keep"]);
+    assert_reason(&log[1], "spread overflows");
+    assert_reason(&log[2], "mean");
     for e in &log[1..3] {
         assert!(e["objective"].is_null(), "no objective for a crash: {e}");
     }

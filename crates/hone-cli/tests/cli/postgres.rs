@@ -151,9 +151,9 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
     let Some(pg) = PgServer::start() else {
         return;
     };
-    let tmp = tempfile::tempdir().unwrap();
-    // Experiment 2's verifier hangs (once) until killed.
-    let (verify, started, pgid_file) = hanging_verifier(tmp.path());
+    let marks = Marks::new();
+    // Experiment 2's verifier blocks (once) until killed.
+    let verify = marks.blocking_verifier(2);
     let r = Repo::new(
         &format!(
             "[stop]\nmax_experiments = 5\n\n[store]\nurl = \"{}\"\n",
@@ -163,8 +163,7 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
         &scores(&[4, 3, 2, 1]),
     );
     let mut child = r.spawn_hone(&["run", "--tag", "k"]);
-    wait_for_file(&started);
-    let pgid: i32 = read_pgid(&pgid_file);
+    let pgid = marks.blocked();
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     assert_eq!(r.statuses(), ["baseline", "keep", "running"]);

@@ -15,7 +15,8 @@ use crate::support::*;
 /// a confirm run (`HONE_REPEAT` 1) prints a curve ten times worse, with the same end. With
 /// `fake` after the rate, every step prints `loss=-1000000`. `eval.sh` (protected, for
 /// `[verify] evaluate`) prints the end `loss: 10r+10` alone.
-fn training_repo(verify_keys: &[(&str, &str)], script: &str, marks: &Path) -> Repo {
+fn training_repo(verify_keys: &[(&str, &str)], script: &str) -> (Repo, Marks) {
+    let marks = Marks::new();
     let train = format!(
         "n=$HONE_EXPERIMENT\n\
          set -- $(cat value.txt)\n\
@@ -38,13 +39,13 @@ fn training_repo(verify_keys: &[(&str, &str)], script: &str, marks: &Path) -> Re
            k=$((k + 1))\n\
          done\n\
          echo \"loss: $((r * 10 + 10))\"\n",
-        m = marks.display()
+        m = marks.dir().display()
     );
     let keys: Vec<(String, String)> = verify_keys
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    Repo::builder()
+    let r = Repo::builder()
         .script(script)
         .spec_with(move |agent| {
             let mut spec = Spec::standard("sh train.sh", agent)
@@ -64,7 +65,51 @@ fn training_repo(verify_keys: &[(&str, &str)], script: &str, marks: &Path) -> Re
             "set -- $(cat value.txt)\necho \"loss: $(($1 * 10 + 10))\"\n",
         )
         .file("value.txt", "5\n")
-        .create()
+        .create();
+    (r, marks)
+}
+
+/// `hone run --tag <tag>` (which must succeed) in a [`training_repo`], leaving the statuses
+/// `statuses`: the repository, its marks and its records.
+#[track_caller]
+fn training_run(
+    verify_keys: &[(&str, &str)],
+    script: &str,
+    tag: &str,
+    statuses: &[&str],
+) -> (Repo, Marks, Vec<serde_json::Value>) {
+    let (r, marks) = training_repo(verify_keys, script);
+    let log = r.run_log(tag);
+    assert_statuses(&log, statuses);
+    (r, marks, log)
+}
+
+/// A repository (to be given its agent's script and `value.txt`) whose protected verifier is
+/// `sh <name>`, the shell script `body`, scored by `metric`, its progress read by
+/// `[verify] progress = <progress>`, with the `[verify]` keys `keys`, for `max` experiments.
+fn curve_repo(
+    name: &str,
+    body: &str,
+    metric: &str,
+    progress: &str,
+    keys: &[(&str, &str)],
+    max: u32,
+) -> RepoBuilder {
+    let (name, metric, progress) = (name.to_string(), metric.to_string(), progress.to_string());
+    let keys: Vec<(String, String)> = keys
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Repo::builder().file(&name, body).spec_with(move |agent| {
+        let mut spec = Spec::standard(&format!("sh {name}"), agent)
+            .metric(&metric)
+            .protected(&["prepare.py", &name])
+            .set("verify", "progress", &progress);
+        for (k, v) in &keys {
+            spec = spec.set("verify", k, v);
+        }
+        spec.tail(&format!("\n[stop]\nmax_experiments = {max}\n"))
+    })
 }
 
 /// The experiment's curve as `hone show` prints it: its number of points.
@@ -92,32 +137,23 @@ fn assert_tallies_agree(r: &Repo) {
 
 #[test]
 fn a_hopeless_candidate_is_pruned_and_good_ones_and_confirm_runs_are_not() {
-    let tmp = tempfile::tempdir().unwrap();
-    let marks = tmp.path();
-    let r = training_repo(
+    let (r, marks, log) = training_run(
         &[("confirm", "1"), ("prune_min_runs", "2")],
         "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t50\\n\n---\nwrite\tvalue.txt\t3\\n\n",
-        marks,
+        "p",
+        &["baseline", "keep", "pruned", "keep"],
     );
-    let out = r.hone(&["run", "--tag", "p"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
-    assert_statuses(&log, &["baseline", "keep", "pruned", "keep"]);
     assert_tallies_agree(&r);
     // #2 was compared at step 2 with the baseline (80) and #1 (70): median 75, its 530.
-    let why = log[2]["reason"].as_str().unwrap();
-    assert!(why.contains("pruned at step 2"), "{why}");
-    assert!(
-        why.contains("median (75.000000) of 2 finished runs"),
-        "{why}"
-    );
+    assert_reason(&log[2], "pruned at step 2");
+    assert_reason(&log[2], "median (75.000000) of 2 finished runs");
     assert!(log[2]["objective"].is_null(), "a pruned run has no value");
     // Stopped the normal way: SIGTERM first, and nothing of its group is left.
     assert!(
-        marks.join("term.2").exists(),
+        marks.path("term.2").exists(),
         "the pruned run got no SIGTERM"
     );
-    assert!(wait_group_gone(read_pgid(&marks.join("pgid.2"))));
+    assert!(wait_group_gone(read_pgid(&marks.path("pgid.2"))));
     // Its partial curve is in the store; the finished ones are whole.
     let partial = curve_points(&r, 2);
     assert!((2..6).contains(&partial), "{partial} points");
@@ -126,11 +162,11 @@ fn a_hopeless_candidate_is_pruned_and_good_ones_and_confirm_runs_are_not() {
     // The keeps' confirm runs (a curve ten times worse) ran to the end.
     assert_eq!(log[1]["runs"].as_array().unwrap().len(), 2, "{:?}", log[1]);
     assert_eq!(log[3]["runs"].as_array().unwrap().len(), 2, "{:?}", log[3]);
-    assert!(!marks.join("term.1").exists() && !marks.join("term.3").exists());
+    assert!(!marks.path("term.1").exists() && !marks.path("term.3").exists());
     // `hone log` shows the status; the report plots every curve, the pruned one dashed.
     let t = text(&r.hone(&["log"]));
     assert!(t.contains("pruned"), "{t}");
-    let out_dir = marks.join("report");
+    let out_dir = marks.path("report");
     let out = r.hone(&["report", "--out", out_dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     let svg = std::fs::read_to_string(out_dir.join("curves.svg")).unwrap();
@@ -142,12 +178,9 @@ fn a_hopeless_candidate_is_pruned_and_good_ones_and_confirm_runs_are_not() {
 
 #[test]
 fn pruning_with_two_workers() {
-    let tmp = tempfile::tempdir().unwrap();
-    let marks = tmp.path();
-    let r = training_repo(
+    let (r, marks) = training_repo(
         &[("prune_min_runs", "1")],
         "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t60\\n\n---\nwrite\tvalue.txt\t70\\n\n",
-        marks,
     );
     let out = r.hone(&["run", "--tag", "w", "--workers", "2"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -155,25 +188,24 @@ fn pruning_with_two_workers() {
     st.sort();
     assert_eq!(st, ["baseline", "keep", "pruned", "pruned"]);
     for n in [2, 3] {
-        assert!(wait_group_gone(read_pgid(&marks.join(format!("pgid.{n}")))));
+        assert!(wait_group_gone(read_pgid(
+            &marks.path(&format!("pgid.{n}"))
+        )));
         assert!(curve_points(&r, n) >= 2);
     }
 }
 
 #[test]
 fn kill_9_mid_run_then_resume_keeps_the_curves_and_prunes_against_them() {
-    let tmp = tempfile::tempdir().unwrap();
-    let marks = tmp.path();
-    let r = training_repo(
+    let (r, marks) = training_repo(
         &[("prune_min_runs", "2")],
         "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t4 wait\\n\n---\nwrite\tvalue.txt\t90\\n\n",
-        marks,
     );
     let mut child = r.spawn_hone(&["run", "--tag", "k"]);
     // #2 (rate 4, like #1: 100, 70, 60 against the medians 75 and 65 of the baseline and
     // #1) is not pruned; it waits at step 3 while the test makes sure hone recorded its
     // three points, and is killed with hone.
-    wait_for_file(&marks.join("at3.2"));
+    wait_for_file(&marks.path("at3.2"));
     let deadline = Instant::now() + Duration::from_secs(60);
     while curve_points(&r, 2) < 3 {
         assert!(
@@ -192,92 +224,65 @@ fn kill_9_mid_run_then_resume_keeps_the_curves_and_prunes_against_them() {
     // The interrupted run's curve survived the crash; the resumed run pruned #3 against
     // the same two finished curves.
     assert_eq!(curve_points(&r, 2), 3);
-    let why = log[3]["reason"].as_str().unwrap();
-    assert!(why.contains("of 2 finished runs"), "{why}");
+    assert_reason(&log[3], "of 2 finished runs");
+}
+
+/// A run of [`training_repo`] under `[verify] prune = <rule>` with 2 references (and, with
+/// `confirm`, a confirm run per keep): #1 (rate 4) kept, #2 (rate 5: 80 at step 2, then it
+/// waits at step 3 until stopped) pruned at step 2 with a reason that says `says`, #3 (rate 3:
+/// 60 at step 2, ahead of the incumbent) kept. Checks what every such rule must do: the pruned
+/// run's group got SIGTERM and is gone, #3 ran its whole curve and was never stopped, and the
+/// keeps' confirm runs (a curve ten times worse) were never judged.
+#[track_caller]
+fn prunes_the_second(rule: &str, confirm: bool, tag: &str, says: &str) {
+    let mut keys = vec![("prune", rule), ("prune_min_runs", "2")];
+    if confirm {
+        keys.push(("confirm", "1"));
+    }
+    let (r, marks, log) = training_run(
+        &keys,
+        "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t5 wait\\n\n---\nwrite\tvalue.txt\t3\\n\n",
+        tag,
+        &["baseline", "keep", "pruned", "keep"],
+    );
+    let why = reason(&log[2]);
+    assert!(why.contains("pruned at step 2"), "{rule}: {why}");
+    assert!(why.contains(says), "{rule}: {why}");
+    assert!(marks.path("term.2").exists(), "{rule}: no SIGTERM");
+    assert!(wait_group_gone(read_pgid(&marks.path("pgid.2"))));
+    assert_eq!(curve_points(&r, 3), 6, "{rule}");
+    assert!(!marks.path("term.3").exists(), "{rule}");
+    if confirm {
+        assert_eq!(log[1]["runs"].as_array().unwrap().len(), 2, "{:?}", log[1]);
+        assert_eq!(log[3]["runs"].as_array().unwrap().len(), 2, "{:?}", log[3]);
+        assert!(!marks.path("term.1").exists(), "{rule}");
+    }
 }
 
 #[test]
 fn top_k_prunes_against_the_best_finished_run_by_its_objective() {
-    let tmp = tempfile::tempdir().unwrap();
-    let marks = tmp.path();
-    let r = training_repo(
-        &[("prune", "\"top:1\""), ("prune_min_runs", "2")],
-        "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t5 wait\\n\n---\nwrite\tvalue.txt\t3\\n\n",
-        marks,
+    // #2 is compared with #1 alone, the best objective (50, not the baseline's 60): its 70 at
+    // step 2, no margin (#1 was never behind the baseline). The median of the two (75) would
+    // say the same; ranking the wrong way round would compare with the baseline's 80, a tie,
+    // and not prune.
+    prunes_the_second(
+        "\"top:1\"",
+        false,
+        "t",
+        "the 1 best of 2 finished runs, plus the margin they were seen to make up (70.000000)",
     );
-    let log = r.run_log("t");
-    assert_statuses(&log, &["baseline", "keep", "pruned", "keep"]);
-    // #2 (rate 5, the baseline's curve: 80 at step 2, then it waits at step 3 until stopped) is compared with #1 alone, the best
-    // objective (50, not the baseline's 60): its 70 there, no margin (#1 was never behind
-    // the baseline). The median of the two (75) would say the same; ranking the wrong way
-    // round would compare with the baseline's 80, a tie, and not prune.
-    let why = log[2]["reason"].as_str().unwrap();
-    assert!(why.contains("pruned at step 2"), "{why}");
-    assert!(
-        why.contains(
-            "the 1 best of 2 finished runs, plus the margin they were seen to make up (70.000000)"
-        ),
-        "{why}"
-    );
-    assert!(marks.join("term.2").exists(), "no SIGTERM");
-    assert!(wait_group_gone(read_pgid(&marks.join("pgid.2"))));
-    // #3 (rate 3: 60 at step 2) is ahead of the incumbent and runs to the end.
-    assert_eq!(curve_points(&r, 3), 6);
-    assert!(!marks.join("term.3").exists());
 }
 
 #[test]
 fn halving_prunes_only_the_worst_quarter_in_its_first_rung() {
-    let tmp = tempfile::tempdir().unwrap();
-    let marks = tmp.path();
-    let r = training_repo(
-        &[("prune", "\"halving\""), ("prune_min_runs", "2")],
-        "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t5 wait\\n\n---\nwrite\tvalue.txt\t3\\n\n",
-        marks,
+    // #2 at step 2, the first rung of a 2-step warm-up: compared with the 75th percentile of
+    // the baseline's 80 and #1's 70 (77.5), not with their median (75).
+    prunes_the_second(
+        "\"halving\"",
+        false,
+        "h",
+        "the percentile:75 (77.500000) of 2 finished runs, halving's bar at that step",
     );
-    let out = r.hone(&["run", "--tag", "h"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let log = r.log();
-    assert_statuses(&log, &["baseline", "keep", "pruned", "keep"]);
-    // #2 (rate 5: 80 at step 2, then it waits until stopped) at step 2, the first rung of a
-    // 2-step warm-up: compared with the 75th percentile of the baseline's 80 and #1's 70
-    // (77.5), not with their median (75).
-    let why = log[2]["reason"].as_str().unwrap();
-    assert!(why.contains("pruned at step 2"), "{why}");
-    assert!(
-        why.contains(
-            "the percentile:75 (77.500000) of 2 finished runs, halving's bar at that step"
-        ),
-        "{why}"
-    );
-    assert!(wait_group_gone(read_pgid(&marks.join("pgid.2"))));
-    assert_eq!(curve_points(&r, 3), 6);
-}
-
-/// A run of [`training_repo`] under `[verify] prune = <rule>` with 2 references and a confirm
-/// run per keep: #1 (rate 4) kept, #2 (rate 5: 80 at step 2) pruned at step 2, #3 (rate 3: 60
-/// at step 2) kept. Checks what every such rule must do: the pruned run's group got SIGTERM and
-/// is gone, #3 ran its whole curve, the keeps' confirm runs (a curve ten times worse) were
-/// never judged. Returns the pruned run's reason.
-fn prunes_the_second_and_never_a_confirm_run(rule: &str, tag: &str) -> String {
-    let tmp = tempfile::tempdir().unwrap();
-    let marks = tmp.path();
-    let r = training_repo(
-        &[("prune", rule), ("prune_min_runs", "2"), ("confirm", "1")],
-        "write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t5 wait\\n\n---\nwrite\tvalue.txt\t3\\n\n",
-        marks,
-    );
-    let log = r.run_log(tag);
-    assert_statuses(&log, &["baseline", "keep", "pruned", "keep"]);
-    let why = log[2]["reason"].as_str().unwrap().to_string();
-    assert!(why.contains("pruned at step 2"), "{why}");
-    assert!(marks.join("term.2").exists(), "no SIGTERM");
-    assert!(wait_group_gone(read_pgid(&marks.join("pgid.2"))));
-    assert_eq!(curve_points(&r, 3), 6);
-    assert_eq!(log[1]["runs"].as_array().unwrap().len(), 2, "{:?}", log[1]);
-    assert_eq!(log[3]["runs"].as_array().unwrap().len(), 2, "{:?}", log[3]);
-    assert!(!marks.join("term.1").exists() && !marks.join("term.3").exists());
-    why
 }
 
 #[test]
@@ -285,10 +290,11 @@ fn reach_prunes_a_run_that_cannot_catch_up_and_never_a_confirm_run() {
     // At step 2 the baseline (80, ending at 60) and #1 (70, ending at 50) were both 20 above
     // their ends: shifted to end at the best last value (50) both are at 70. #2 (rate 5: 80)
     // is behind both; the median of the unshifted values (75) is not the bar.
-    let why = prunes_the_second_and_never_a_confirm_run("\"reach\"", "r");
-    assert!(
-        why.contains("where 2 finished runs' curves, each shifted by its own last value to end at the best last value among them, were (70.000000, the most lenient)"),
-        "{why}"
+    prunes_the_second(
+        "\"reach\"",
+        true,
+        "r",
+        "where 2 finished runs' curves, each shifted by its own last value to end at the best last value among them, were (70.000000, the most lenient)",
     );
 }
 
@@ -296,38 +302,32 @@ fn reach_prunes_a_run_that_cannot_catch_up_and_never_a_confirm_run() {
 fn reach_tight_stops_a_hopeless_run_and_never_a_confirm_run() {
     // `reach~0.3` with 2 references: k = max(1, floor(0.3 x 3)) = 1, the most lenient
     // shifted curve (70 at step 2, as for `reach`); #2 (rate 5: 80) is behind it.
-    let why = prunes_the_second_and_never_a_confirm_run("\"reach~0.3\"", "t");
-    assert!(
-        why.contains("were (70.000000, the 1st most lenient: reach~0.3)"),
-        "{why}"
+    prunes_the_second(
+        "\"reach~0.3\"",
+        true,
+        "t",
+        "were (70.000000, the 1st most lenient: reach~0.3)",
     );
 }
 
 #[test]
 fn with_a_sealed_evaluator_only_accepted_curves_are_references() {
-    let tmp = tempfile::tempdir().unwrap();
-    let marks = tmp.path();
     // #1 (rate 9) prints a fantastic curve from its own code, and the evaluator scores it
     // 100 (the baseline 60): a discard. #2 (rate 4: 70 at step 2, the baseline 80) must not
     // be pruned against #1's curve; #3 (rate 50, hopeless) still is, against the baseline
     // and #2.
-    let r = training_repo(
+    let (r, marks, log) = training_run(
         &[("evaluate", "\"sh eval.sh\""), ("prune_min_runs", "1")],
         "write\tvalue.txt\t9 fake\\n\n---\nwrite\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t50\\n\n",
-        marks,
+        "e",
+        &["baseline", "discard", "keep", "pruned"],
     );
-    let log = r.run_log("e");
-    assert_statuses(&log, &["baseline", "discard", "keep", "pruned"]);
     assert_eq!(log[1]["objective"], 100.0, "{:?}", log[1]);
     assert_eq!(curve_points(&r, 1), 6, "the discard's curve is recorded");
     assert_eq!(curve_points(&r, 2), 6);
-    assert!(!marks.join("term.2").exists());
+    assert!(!marks.path("term.2").exists());
     // #3 was compared with the baseline (80) and #2 (70), never with #1's -1000000.
-    let why = log[3]["reason"].as_str().unwrap();
-    assert!(
-        why.contains("median (75.000000) of 2 finished runs"),
-        "{why}"
-    );
+    assert_reason(&log[3], "median (75.000000) of 2 finished runs");
 }
 
 #[test]
@@ -336,23 +336,17 @@ fn a_long_curve_is_stored_thinned_and_ends_where_the_run_did() {
     // they come, then every 2nd from 14,143 points, and the last (not on that stride) when
     // the run ends: 16,626. The candidate (r = 1, ahead everywhere) is judged against the
     // baseline's thinned curve and runs to the end.
-    let r = Repo::builder()
-        .script("write\tvalue.txt\t1\\n\n")
-        .spec_with(|agent| {
-            Spec::standard("sh long.sh", agent)
-                .metric("loss")
-                .protected(&["prepare.py", "long.sh"])
-                .set("verify", "progress", "\"loss\"")
-                .set("verify", "prune", "\"median\"")
-                .set("verify", "prune_min_runs", "1")
-                .tail("\n[stop]\nmax_experiments = 2\n")
-        })
-        .file(
-            "long.sh",
-            "awk -v r=\"$(cat value.txt)\" 'BEGIN { for (i = 1; i <= 20000; i++) print \"step=\" i \" loss=\" r / i; print \"loss: \" r }'\n",
-        )
-        .file("value.txt", "2\n")
-        .create();
+    let r = curve_repo(
+        "long.sh",
+        "awk -v r=\"$(cat value.txt)\" 'BEGIN { for (i = 1; i <= 20000; i++) print \"step=\" i \" loss=\" r / i; print \"loss: \" r }'\n",
+        "loss",
+        "\"loss\"",
+        &[("prune", "\"median\""), ("prune_min_runs", "1")],
+        2,
+    )
+    .script("write\tvalue.txt\t1\\n\n")
+    .file("value.txt", "2\n")
+    .create();
     let out = r.hone(&["run", "--tag", "l"]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(r.statuses(), ["baseline", "keep"]);
@@ -370,25 +364,9 @@ fn a_progress_line_rewritten_with_carriage_returns_is_read_and_pruned() {
     // newline until training ends. Rate r: step k shows `loss: 10r+60/k`; the end
     // `val_bpb: 10r+10`. #2 (rate 50) never ends after step 3: only a prune ends it, which
     // needs each `\r` to end a line.
-    let r = Repo::builder()
-        .script("write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t50\\n\n")
-        .spec_with(|agent| {
-            Spec::standard("sh train.sh", agent)
-                .metric("val_bpb")
-                .protected(&["prepare.py", "train.sh"])
-                .set(
-                    "verify",
-                    "progress",
-                    r"'step (?P<step>\d+) \([0-9.]+%\) \| loss: (?P<value>[0-9.eE+-]+)'",
-                )
-                .set("verify", "prune", "\"reach\"")
-                .set("verify", "prune_warmup", "\"2 steps\"")
-                .set("verify", "prune_min_runs", "2")
-                .tail("\n[stop]\nmax_experiments = 3\n")
-        })
-        .file(
-            "train.sh",
-            "r=$(cat value.txt)\n\
+    let r = curve_repo(
+        "train.sh",
+        "r=$(cat value.txt)\n\
              k=1\n\
              while [ $k -le 6 ]; do\n\
                printf '\\rstep %05d (%d.0%%) | loss: %d.000000 | lrm: 1.00    ' $k $((k * 16)) $((r * 10 + 60 / k))\n\
@@ -396,14 +374,22 @@ fn a_progress_line_rewritten_with_carriage_returns_is_read_and_pruned() {
                k=$((k + 1))\n\
              done\n\
              printf '\\nval_bpb:          %d.000000\\n' $((r * 10 + 10))\n",
-        )
-        .file("value.txt", "5\n")
-        .create();
+        "val_bpb",
+        r"'step (?P<step>\d+) \([0-9.]+%\) \| loss: (?P<value>[0-9.eE+-]+)'",
+        &[
+            ("prune", "\"reach\""),
+            ("prune_warmup", "\"2 steps\""),
+            ("prune_min_runs", "2"),
+        ],
+        3,
+    )
+    .script("write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t50\\n\n")
+    .file("value.txt", "5\n")
+    .create();
     let log = r.run_log("cr");
     assert_statuses(&log, &["baseline", "keep", "pruned"]);
     assert_eq!(log[1]["objective"], 50.0, "{:?}", log[1]);
     assert_eq!(curve_points(&r, 0), 6);
     assert_eq!(curve_points(&r, 1), 6);
-    let why = log[2]["reason"].as_str().unwrap();
-    assert!(why.contains("pruned at step 2"), "{why}");
+    assert_reason(&log[2], "pruned at step 2");
 }

@@ -46,6 +46,29 @@ fn replies_with_script(code: &str, after: Vec<Reply>) -> Vec<Reply> {
     replies
 }
 
+/// A run in a [`research_repo`] with `outer`, whose scripted LLM (OpenAI format) sets DEPTH 12
+/// first, answers the research rounds with `code`, then proposes the knob `changes` in order.
+struct ResearchRun {
+    server: LlmServer,
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    /// What `hone run -n <n>` (which must succeed) said.
+    out: Output,
+}
+
+fn research_run(code: &str, changes: &[&str], outer: &str, n: u32) -> ResearchRun {
+    let after = changes.iter().map(|c| knob_answer(c)).collect();
+    let server = LlmServer::start(replies_with_script(code, after), false);
+    let (tmp, dir) = research_repo(&server, outer);
+    let out = ok(hone_in(&dir, &["run", "-n", &n.to_string()]));
+    ResearchRun {
+        server,
+        _tmp: tmp,
+        dir,
+        out,
+    }
+}
+
 /// The statistics `hone mech stats --json` gives of the first mechanism `is_it` matches.
 fn mech_stats(dir: &Path, is_it: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
     let json = text(&hone_in(dir, &["mech", "stats", "--json"]));
@@ -53,6 +76,15 @@ fn mech_stats(dir: &Path, is_it: impl Fn(&serde_json::Value) -> bool) -> serde_j
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .find(is_it)
         .expect("the script's statistics")
+}
+
+/// How many times the generated script (the mechanism named `script:...`) was called at
+/// `hook`.
+fn script_calls(dir: &Path, hook: &str) -> serde_json::Value {
+    let stats = mech_stats(dir, |v| {
+        v["name"].as_str().is_some_and(|n| n.starts_with("script:"))
+    });
+    stats["calls"][hook].clone()
 }
 
 fn request_text(server: &LlmServer, i: usize) -> String {
@@ -67,24 +99,28 @@ fn request_text(server: &LlmServer, i: usize) -> String {
         .join("\n")
 }
 
+/// The proposals after the research rounds of a run whose generated script only watches.
+const THREE_MOVES: &[&str] = &["{\"DEPTH\": 6}", "{\"WIDTH\": 8}", "{\"WIDTH\": 10}"];
+
+/// Asserts that `hone show <n>` in `dir` says `says`.
+#[track_caller]
+fn assert_shows(dir: &Path, n: u32, says: &str) {
+    let show = text(&hone_in(dir, &["show", &n.to_string()]));
+    assert!(show.contains(says), "{show}");
+}
+
 const DEEP_FILTER: &str = "fn filter(p, v) {\n    if type_of(p.config) != \"map\" { return (); }\n    if p.config.DEPTH > 10 { #{ reject: \"deep models never paid\" } } else { () }\n}";
 
 #[test]
 fn a_generated_mechanism_passes_the_ladder_is_stored_and_rejects_a_proposal() {
-    let replies = replies_with_script(
+    let ResearchRun {
+        server, dir, _tmp, ..
+    } = research_run(
         DEEP_FILTER,
-        vec![
-            knob_answer("{\"DEPTH\": 15}"),
-            knob_answer("{\"DEPTH\": 6}"),
-            knob_answer("{\"WIDTH\": 8}"),
-        ],
-    );
-    let server = LlmServer::start(replies, false);
-    let (_t, dir) = research_repo(
-        &server,
+        &["{\"DEPTH\": 15}", "{\"DEPTH\": 6}", "{\"WIDTH\": 8}"],
         "mechanisms = [\"tabu\"]\nresearch_every = 2\nprobation = 10\n",
+        5,
     );
-    ok(hone_in(&dir, &["run", "-n", "5"]));
     assert_eq!(server.requests().len(), 8, "one proposal each, four rounds");
     // The rounds saw the real trace, the interface and the active mechanisms' statistics.
     let round1 = request_text(&server, 1);
@@ -170,11 +206,7 @@ fn a_script_that_does_not_compile_gets_one_repair_round_then_is_dropped() {
     assert!(show2.contains("; dropped"), "{show2}");
     assert!(!show2.contains("activated"), "{show2}");
     assert!(!dir.join(".hone/mechanisms").exists(), "nothing is stored");
-    let st: Vec<String> = log_in(&dir)
-        .iter()
-        .map(|e| e["status"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(st, ["baseline", "discard", "keep"]);
+    assert_statuses(&log_in(&dir), &["baseline", "discard", "keep"]);
 }
 
 #[test]
@@ -182,17 +214,12 @@ fn a_script_that_loops_forever_is_stopped_by_its_sandbox_and_the_run_goes_on() {
     // It passes the ladder (synthetic histories and the replay never reach the loop) and
     // loops once the live run has three experiments.
     let looping = "fn before_propose(v) {\n    let h = v.history;\n    if h.len() >= 3 && h[h.len() - 1].description.contains(\"synthetic\") == false { loop { } }\n    ()\n}";
-    let replies = replies_with_script(
+    let ResearchRun { dir, _tmp, .. } = research_run(
         looping,
-        vec![
-            knob_answer("{\"DEPTH\": 6}"),
-            knob_answer("{\"WIDTH\": 8}"),
-            knob_answer("{\"WIDTH\": 10}"),
-        ],
+        THREE_MOVES,
+        "research_every = 2\nprobation = 10\n",
+        5,
     );
-    let server = LlmServer::start(replies, false);
-    let (_t, dir) = research_repo(&server, "research_every = 2\nprobation = 10\n");
-    ok(hone_in(&dir, &["run", "-n", "5"]));
     let show3 = text(&hone_in(&dir, &["show", "3"]));
     assert!(
         show3.contains(
@@ -206,11 +233,9 @@ fn a_script_that_loops_forever_is_stopped_by_its_sandbox_and_the_run_goes_on() {
     );
     let log = log_in(&dir);
     assert_statuses(&log, &["baseline", "discard", "keep", "keep", "keep"]);
-    let script = mech_stats(&dir, |v| {
-        v["name"].as_str().is_some_and(|n| n.starts_with("script:"))
-    });
     assert_eq!(
-        script["calls"]["before_propose"], 2,
+        script_calls(&dir, "before_propose"),
+        2,
         "called at #2 and #3, never after the stop"
     );
 }
@@ -218,27 +243,16 @@ fn a_script_that_loops_forever_is_stopped_by_its_sandbox_and_the_run_goes_on() {
 #[test]
 fn an_inert_generated_mechanism_is_reverted_after_its_probation() {
     let inert = "fn on_result(o, v) { this.seen = (this.seen ?? 0) + 1; () }";
-    let replies = replies_with_script(
-        inert,
-        vec![
-            knob_answer("{\"DEPTH\": 6}"),
-            knob_answer("{\"WIDTH\": 8}"),
-            knob_answer("{\"WIDTH\": 10}"),
-        ],
+    let ResearchRun { dir, _tmp, .. } =
+        research_run(inert, THREE_MOVES, "research_every = 2\nprobation = 1\n", 4);
+    assert_shows(
+        &dir,
+        2,
+        "research -> deactivated: reverted after probation: inert: no effect over its probation of 1 experiments",
     );
-    let server = LlmServer::start(replies, false);
-    let (_t, dir) = research_repo(&server, "research_every = 2\nprobation = 1\n");
-    ok(hone_in(&dir, &["run", "-n", "4"]));
-    let show2 = text(&hone_in(&dir, &["show", "2"]));
-    assert!(
-        show2.contains("research -> deactivated: reverted after probation: inert: no effect over its probation of 1 experiments"),
-        "{show2}"
-    );
-    let script = mech_stats(&dir, |v| {
-        v["name"].as_str().is_some_and(|n| n.starts_with("script:"))
-    });
     assert_eq!(
-        script["calls"]["on_result"], 1,
+        script_calls(&dir, "on_result"),
+        1,
         "not called after the revert"
     );
 }
@@ -350,30 +364,22 @@ fn mechanism_research_speaks_the_anthropic_wire_format_too() {
             .contains("research scientist"),
         "{body}"
     );
-    let st: Vec<String> = log_in(&dir)
-        .iter()
-        .map(|e| e["status"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(st, ["baseline", "discard", "rejected", "keep"]);
+    assert_statuses(&log_in(&dir), &["baseline", "discard", "rejected", "keep"]);
 }
 
 #[test]
 fn a_generated_mechanism_that_acts_without_lowering_the_keep_rate_stays_after_probation() {
-    let replies = replies_with_script(
+    let ResearchRun { dir, out, _tmp, .. } = research_run(
         DEEP_FILTER,
-        vec![
-            knob_answer("{\"DEPTH\": 15}"),
-            knob_answer("{\"DEPTH\": 6}"),
-        ],
+        &["{\"DEPTH\": 15}", "{\"DEPTH\": 6}"],
+        "research_every = 2\nprobation = 2\n",
+        4,
     );
-    let server = LlmServer::start(replies, false);
-    let (_t, dir) = research_repo(&server, "research_every = 2\nprobation = 2\n");
-    let out = ok(hone_in(&dir, &["run", "-n", "4"]));
     // Window #2..#3: one rejection, one keep in two; the window before: no keep in one.
-    let show3 = text(&hone_in(&dir, &["show", "3"]));
-    assert!(
-        show3.contains("research -> passed: probation: kept after probation: keep rate 0.50 per experiment against 0.00 before (1 effects)"),
-        "{show3}"
+    assert_shows(
+        &dir,
+        3,
+        "research -> passed: probation: kept after probation: keep rate 0.50 per experiment against 0.00 before (1 effects)",
     );
     assert_says(&out, "kept after probation");
 }

@@ -5,13 +5,11 @@ use crate::support::*;
 
 #[test]
 fn kill_9_during_verification_then_resume() {
-    let tmp = tempfile::tempdir().unwrap();
-    // Experiment 2's verifier hangs (once) until killed.
-    let (verify, started, pgid_file) = hanging_verifier(tmp.path());
-    let r = Repo::stops_after(5, &verify, &scores(&[4, 3, 2, 1]));
+    let marks = Marks::new();
+    // Experiment 2's verifier blocks (once) until killed.
+    let r = Repo::stops_after(5, &marks.blocking_verifier(2), &scores(&[4, 3, 2, 1]));
     let mut child = r.spawn_hone(&["run", "--tag", "k"]);
-    wait_for_file(&started);
-    let pgid: i32 = read_pgid(&pgid_file);
+    let pgid = marks.blocked();
     kill_9_leaving(&mut child, pgid, "the orphaned verifier");
     let st = r.statuses();
     assert_eq!(st, ["baseline", "keep", "running"]);
@@ -24,21 +22,14 @@ fn kill_9_during_verification_then_resume() {
 
 #[test]
 fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
-    let tmp = tempfile::tempdir().unwrap();
-    let started = tmp.path().join("started");
-    let release = tmp.path().join("release");
-    let verify = format!(
-        "if [ \"$HONE_EXPERIMENT\" = 1 ]; then touch {s}; while [ ! -f {r} ]; do sleep 0.05; done; fi; cat value.txt",
-        s = started.display(),
-        r = release.display()
-    );
-    let r = Repo::stops_after(3, &verify, &scores(&[4, 3]));
+    let marks = Marks::new();
+    let r = Repo::stops_after(3, &marks.blocking_verifier(1), &scores(&[4, 3]));
     let mut child = r.spawn_hone(&["run"]);
-    wait_for_file(&started);
+    marks.blocked();
     // Ctrl-C at a terminal: SIGINT to hone's whole foreground process group.
     // SAFETY: signalling the process group of our own child.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    put(&release, "");
+    put(marks.path("release"), "");
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "interrupted runs exit 130");
     assert_eq!(
@@ -53,26 +44,10 @@ fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
 
 #[test]
 fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
-    let tmp = tempfile::tempdir().unwrap();
-    let started = tmp.path().join("started");
-    let pgid_file = tmp.path().join("pgid");
-    let verify = format!(
-        "if [ \"$HONE_EXPERIMENT\" = 1 ]; then echo $$ > {p}; touch {s}; sleep 300; fi; cat value.txt",
-        s = started.display(),
-        p = pgid_file.display()
-    );
-    let r = Repo::stops_after(3, &verify, &scores(&[4]));
-    use std::os::unix::process::CommandExt;
-    let mut child = Command::new(HONE)
-        .process_group(0)
-        .arg("run")
-        .current_dir(&r.dir)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_file(&started);
-    let pgid: i32 = read_pgid(&pgid_file);
+    let marks = Marks::new();
+    let r = Repo::stops_after(3, &marks.blocking_verifier(1), &scores(&[4]));
+    let mut child = spawn_hone_in(&r.dir, &["run"], Stdio::null(), Stdio::piped());
+    let pgid = marks.blocked();
     ctrl_c_twice(&mut child);
     assert!(!group_alive(pgid));
     assert_eq!(r.statuses(), ["baseline", "aborted"]);
@@ -80,16 +55,13 @@ fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
 
 #[test]
 fn kill_9_while_the_agent_works_then_resume_kills_the_agent() {
-    let tmp = tempfile::tempdir().unwrap();
-    let mark = tmp.path().join("agent-pgid");
-    let r = Repo::scored(3, &format!(
-            "write\tvalue.txt\tscore: 4\\n\n---\nmark\t{}\nsleep\t300\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
-            mark.display()
-        ),
+    let marks = Marks::new();
+    let r = Repo::scored(
+        3,
+        &marks.fill("write\tvalue.txt\tscore: 4\\n\n---\nmark\t{m}/agent-pgid\nsleep\t300\n---\nwrite\tvalue.txt\tscore: 3\\n\n"),
     );
     let mut child = r.spawn_hone(&["run", "--tag", "a"]);
-    wait_for_file(&mark);
-    let pgid: i32 = read_pgid(&mark);
+    let pgid: i32 = read_pgid(&marks.path("agent-pgid"));
     kill_9_leaving(&mut child, pgid, "the orphaned agent");
     resume_kills(&r, pgid, "the interrupted agent");
     assert_eq!(r.statuses(), ["baseline", "keep", "aborted"]);
@@ -143,15 +115,27 @@ fn resume_completes_a_keep_whose_branch_move_was_lost() {
     assert_says(&out, "hone run --new");
 }
 
+/// Run `tag` (a baseline and two keeps), then archive refs `refs/hone/<tag>/<n>` for each
+/// of `past` with no record, all at keep #1's commit: the repository and that commit.
+fn refs_past_the_records(tag: &str, past: &[u32]) -> (Repo, String) {
+    let r = Repo::scored(3, &scores(&[4, 3, 2]));
+    r.hone_expect(&["run", "--tag", tag], &["baseline", "keep", "keep"]);
+    let stale = r.rev(&format!("refs/hone/{tag}/1"));
+    for n in past {
+        git(
+            &r.dir,
+            &["update-ref", &format!("refs/hone/{tag}/{n}"), &stale],
+        );
+    }
+    (r, stale)
+}
+
 /// A power loss may lose the `running` row of the experiment in flight (written without its
 /// own sync) but not its archive ref: the ref is removed on resume, the number used again.
 #[test]
 fn resume_removes_an_archive_ref_whose_record_a_power_loss_lost() {
-    let r = Repo::scored(3, &scores(&[4, 3, 2]));
-    r.hone_expect(&["run", "--tag", "p"], &["baseline", "keep", "keep"]);
     // What the power loss left: experiment #3's archive ref, no row for it.
-    let stale = r.rev("refs/hone/p/1");
-    git(&r.dir, &["update-ref", "refs/hone/p/3", &stale]);
+    let (r, stale) = refs_past_the_records("p", &[3]);
     let out = r.hone_expect(
         &["run", "--tag", "p", "-n", "4"],
         &["baseline", "keep", "keep", "keep"],
@@ -167,11 +151,7 @@ fn resume_removes_an_archive_ref_whose_record_a_power_loss_lost() {
 fn refs_without_records_that_no_power_loss_explains_are_left_alone() {
     // Two refs past the last record with one worker: more than were in flight, so the store
     // is older than the repository (a backup restored); nothing is moved or deleted.
-    let r = Repo::scored(3, &scores(&[4, 3, 2]));
-    r.hone_expect(&["run", "--tag", "q"], &["baseline", "keep", "keep"]);
-    let stale = r.rev("refs/hone/q/1");
-    git(&r.dir, &["update-ref", "refs/hone/q/3", &stale]);
-    git(&r.dir, &["update-ref", "refs/hone/q/4", &stale]);
+    let (r, stale) = refs_past_the_records("q", &[3, 4]);
     let out = r.hone(&["run", "--tag", "q", "-n", "5"]);
     assert_says(
         &out,
@@ -188,17 +168,15 @@ fn refs_without_records_that_no_power_loss_explains_are_left_alone() {
 
 #[test]
 fn resume_kills_what_a_dead_hone_started_even_outside_the_agents_group() {
-    let tmp = tempfile::tempdir().unwrap();
-    let escaped = tmp.path().join("escaped-pid");
+    let marks = Marks::new();
     // The agent starts a process in a session (and group) of its own, then works on: killing
     // the agent's group on resume would miss it; its HONE_JOB token does not.
-    let r = Repo::scored(3, &format!(
-            "run\tsetsid sh -c 'echo $$ > {p}.tmp && mv {p}.tmp {p}; exec sleep 300' > /dev/null 2>&1 &\nsleep\t300\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
-            p = escaped.display()
-        ),
+    let r = Repo::scored(
+        3,
+        &marks.fill("run\tsetsid sh -c 'echo $$ > {m}/escaped.tmp && mv {m}/escaped.tmp {m}/escaped-pid; exec sleep 300' > /dev/null 2>&1 &\nsleep\t300\n---\nwrite\tvalue.txt\tscore: 3\\n\n"),
     );
     let mut child = r.spawn_hone(&["run", "--tag", "e"]);
-    let pid = read_pgid(&escaped);
+    let pid = read_pgid(&marks.path("escaped-pid"));
     kill_9_leaving(&mut child, pid, "the escaped process");
     resume_kills(
         &r,

@@ -21,8 +21,8 @@ fn the_review_gate_rejects_before_any_compute() {
         log[2]["reason"],
         "the reviewer rejected it: too good to be true"
     );
-    assert!(reason(&log[3]).contains("forbidden pattern"), "{}", log[3]);
-    assert!(reason(&log[4]).contains("max_diff_lines"), "{}", log[4]);
+    assert_reason(&log[3], "forbidden pattern");
+    assert_reason(&log[4], "max_diff_lines");
     // Only the baseline and the approved #1 ran the verifier.
     assert_eq!(runs.runs(), 2);
     // Rejected candidates are archived like every other.
@@ -45,20 +45,14 @@ fn an_http_reviewer_approves_or_rejects_before_the_verifier_runs() {
         ],
         false,
     );
-    let tmp = tempfile::tempdir().unwrap();
-    let runs = tmp.path().join("runs");
-    let keys = tmp.path().join("keys");
-    let verify = format!(
-        "echo run >> {runs}; echo \\\"verifier=$REVIEW_KEY\\\" >> {keys}; cat value.txt",
-        runs = runs.display(),
-        keys = keys.display()
-    );
+    let marks = Marks::new();
+    let verify = marks
+        .fill("echo run >> {m}/runs; echo \\\"verifier=$REVIEW_KEY\\\" >> {m}/keys; cat value.txt");
     let review_url = format!("{}/v1", reviewer.url);
     let r = Repo::builder()
         .file("REVIEW.md", "Reject anything that reads data/.\n")
-        .script(&format!(
-            "run\techo \"agent=$REVIEW_KEY\" >> {keys}\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
-            keys = keys.display()
+        .script(&marks.fill(
+            "run\techo \"agent=$REVIEW_KEY\" >> {m}/keys\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 1\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
         ))
         .spec_with(move |agent| {
             Spec::standard(&verify, agent)
@@ -83,13 +77,16 @@ fn an_http_reviewer_approves_or_rejects_before_the_verifier_runs() {
         log[2]["reason"],
         "the reviewer rejected it: it reads the validation data"
     );
-    assert!(
-        reason(&log[3]).contains("not a verdict"),
-        "anything but the JSON verdict rejects: {}",
-        log[3]
-    );
+    // Anything but the JSON verdict rejects.
+    assert_reason(&log[3], "not a verdict");
     // Only the baseline and the approved candidate were measured.
-    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 2);
+    assert_eq!(
+        std::fs::read_to_string(marks.path("runs"))
+            .unwrap()
+            .lines()
+            .count(),
+        2
+    );
     // The review's usage is the experiment's: 400 in at $1/M + 20 out at $2/M.
     assert_eq!(log[2]["tokens"], 420);
     assert!(
@@ -120,7 +117,7 @@ fn an_http_reviewer_approves_or_rejects_before_the_verifier_runs() {
         "and its instructions"
     );
     // Its key reaches neither the agent nor the verifier, nor hone's records.
-    let seen = std::fs::read_to_string(&keys).unwrap();
+    let seen = std::fs::read_to_string(marks.path("keys")).unwrap();
     assert!(!seen.contains(REVIEW_SECRET), "{seen}");
     assert!(
         seen.contains("agent=") && seen.contains("verifier="),

@@ -46,32 +46,22 @@ fn crash_no_metric_and_constraint_are_recorded() {
     let verify = "cat value.txt; if grep -q crash value.txt; then exit 3; fi";
     let r = Repo::builder()
         .script("write\tvalue.txt\tcrash\\nscore: 1\\n\n---\nwrite\tvalue.txt\tall good, no number\\n\n---\nwrite\tvalue.txt\tscore: 2\\nmem: 900\\n\n")
-        .spec_with(|agent| {
-            Spec::standard(verify, agent)
-                .after("verify", "metric", "constraints = [\"mem <= 500\"]")
-                .tail("[stop]\nmax_experiments = 4\n")
-        })
+        .standard_with(verify, "constraints = [\"mem <= 500\"]", 4)
         .create();
     ok(r.hone(&["run"]));
     let log = r.log();
-    let st: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
-    assert_eq!(st, ["baseline", "crash", "crash", "discard"]);
-    assert!(reason(&log[1]).contains("status 3"), "{:?}", log[1]);
-    assert!(
-        reason(&log[2]).contains("printed no `score`"),
-        "{:?}",
-        log[2]
-    );
-    assert!(reason(&log[3]).contains("mem <= 500"), "{:?}", log[3]);
+    assert_statuses(&log, &["baseline", "crash", "crash", "discard"]);
+    assert_reason(&log[1], "status 3");
+    assert_reason(&log[2], "printed no `score`");
+    assert_reason(&log[3], "mem <= 500");
 }
 
 #[test]
 fn timeout_kills_the_whole_group_even_with_a_grandchild_holding_stdout() {
-    let tmp = tempfile::tempdir().unwrap();
-    let pidfile = tmp.path().join("pgid");
-    let verify = format!(
-        "if grep -q hang value.txt; then echo $$ > {}; (sleep 300 &); sleep 300; fi; cat value.txt",
-        pidfile.display()
+    let marks = Marks::new();
+    let verify = marks.verifier(
+        "grep -q hang value.txt",
+        "echo $$ > {m}/pgid; (sleep 300 &); sleep 300",
     );
     let r = Repo::builder()
         .script("write\tvalue.txt\thang\\n\n")
@@ -82,7 +72,7 @@ fn timeout_kills_the_whole_group_even_with_a_grandchild_holding_stdout() {
         })
         .create();
     r.hone_expect(&["run"], &["baseline", "timeout"]);
-    let pgid: i32 = read_pgid(&pidfile);
+    let pgid: i32 = read_pgid(&marks.path("pgid"));
     assert!(
         !group_alive(pgid),
         "a process of the verifier's group outlived the timeout"
@@ -99,12 +89,8 @@ fn prompt_holds_program_history_and_rules() {
         r.dir.join("program.md"),
         "RESEARCH NOTES: lower the score\n",
     );
-    ok(r.hone(&["run"]));
-    assert_eq!(
-        r.statuses(),
-        ["baseline", "keep", "keep"],
-        "the agent found all it expected in the prompt"
-    );
+    // The agent found all it expected in the prompt.
+    r.hone_expect(&["run"], &["baseline", "keep", "keep"]);
 }
 
 #[test]
@@ -124,7 +110,7 @@ fn agent_failure_is_invalid_and_the_loop_goes_on() {
     );
     let log = r.log();
     assert_eq!(log[1]["status"], "invalid");
-    assert!(reason(&log[1]).contains("status 7"));
+    assert_reason(&log[1], "status 7");
     assert_eq!(log[2]["status"], "keep");
 }
 
@@ -139,34 +125,30 @@ fn consecutive_failures_stop_the_run() {
     assert_eq!(r.statuses(), ["baseline", "invalid", "invalid", "invalid"]);
 }
 
+/// `hone run` (which must succeed and say `says`) in a repository that stops after 10
+/// experiments or on the `[stop]` line `stop`, its agent writing the `scores`.
+#[track_caller]
+fn stops_on(stop: &str, values: &[u32], says: &str) -> Repo {
+    let r = Repo::new(
+        &format!("[stop]\nmax_experiments = 10\n{stop}\n"),
+        SCORE,
+        &scores(values),
+    );
+    assert_says(&ok(r.hone(&["run"])), says);
+    r
+}
+
 #[test]
 fn target_patience_and_time_stop_the_run_and_say_why() {
-    let script = &scores(&[4, 3, 9]);
-    let target = Repo::new(
-        "[stop]\nmax_experiments = 10\ntarget = 3.5\n",
-        SCORE,
-        script,
-    );
-    let out = ok(target.hone(&["run"]));
-    assert_says(&out, "reached target (score = 3)");
+    let target = stops_on("target = 3.5", &[4, 3, 9], "reached target (score = 3)");
     assert_eq!(target.statuses(), ["baseline", "keep", "keep"]);
-
-    let patience = Repo::new(
-        "[stop]\nmax_experiments = 10\npatience = 2\n",
-        SCORE,
-        &scores(&[9, 8]),
+    let patience = stops_on(
+        "patience = 2",
+        &[9, 8],
+        "no improvement in 2 experiments (patience 2)",
     );
-    let out = ok(patience.hone(&["run"]));
-    assert_says(&out, "no improvement in 2 experiments (patience 2)");
     assert_eq!(patience.statuses(), ["baseline", "discard", "discard"]);
-
-    let time = Repo::new(
-        "[stop]\nmax_experiments = 10\nmax_time = \"1ms\"\n",
-        SCORE,
-        script,
-    );
-    let out = ok(time.hone(&["run"]));
-    assert_says(&out, "reached max_time");
+    let time = stops_on("max_time = \"1ms\"", &[4, 3, 9], "reached max_time");
     let zero = time.hone(&["run", "--new", "--time", "0s"]);
     assert_eq!(
         zero.status.code(),
@@ -183,13 +165,7 @@ fn a_closed_stdout_neither_kills_the_loop_nor_panics() {
     use std::io::BufRead;
     let r = Repo::scored(4, &scores(&[4, 3, 2]));
     // `hone run | head -1`: the reader goes away after the first line.
-    let mut child = Command::new(HONE)
-        .arg("run")
-        .current_dir(&r.dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_hone_in(&r.dir, &["run"], Stdio::piped(), Stdio::piped());
     let mut first = String::new();
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut first)
@@ -202,13 +178,7 @@ fn a_closed_stdout_neither_kills_the_loop_nor_panics() {
         "the loop ran to its end"
     );
     // `hone log | head -1` ends quietly too.
-    let mut child = Command::new(HONE)
-        .arg("log")
-        .current_dir(&r.dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_hone_in(&r.dir, &["log"], Stdio::piped(), Stdio::piped());
     drop(child.stdout.take());
     ok(child.wait_with_output().unwrap());
 }

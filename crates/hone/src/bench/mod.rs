@@ -359,7 +359,9 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), BenchError> {
         .map_err(|e| BenchError::Io(format!("cannot write {}: {e}", path.display())))
 }
 
-/// Copies `from` into `to`, leaving out hone's state and Python's caches.
+/// Copies `from` into `to`, leaving out hone's state and Python's caches. Links are followed
+/// (a problem links the modules it shares with others, e.g. `bench/problems/shared/noise.py`):
+/// the copy holds their contents.
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
@@ -368,7 +370,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         if matches!(name.to_str(), Some(".hone" | "__pycache__" | ".git")) {
             continue;
         }
-        let ty = entry.file_type()?;
+        let ty = std::fs::metadata(entry.path())?.file_type();
         if ty.is_dir() {
             copy_tree(&entry.path(), &to.join(&name))?;
         } else if ty.is_file() {

@@ -144,6 +144,21 @@ fn llm_spec(kind: &str, base: &str, agent_extra: &str, stop: &str) -> Spec {
         .lines("stop", stop)
 }
 
+/// `hone run` (which must succeed) in an [`llm_repo`] whose scripted server answers `replies`
+/// in `kind`'s wire format (`openai` or `anthropic`): the server, the repository and what hone
+/// said.
+pub(crate) fn llm_run(
+    kind: &str,
+    replies: Vec<Reply>,
+    agent_extra: &str,
+    stop: &str,
+) -> (LlmServer, Repo, Output) {
+    let server = LlmServer::start(replies, kind == "anthropic");
+    let r = llm_repo(kind, &server, agent_extra, stop);
+    let out = ok(hone_with_key(&r, &["run"]));
+    (server, r, out)
+}
+
 pub(crate) fn hone_with_key(r: &Repo, args: &[&str]) -> Output {
     Command::new(HONE)
         .args(args)

@@ -3,7 +3,7 @@
 //! topic modules need (each topic does `use crate::support::*;`).
 
 pub(crate) use std::path::{Path, PathBuf};
-pub(crate) use std::process::{Command, Output};
+pub(crate) use std::process::{Command, Output, Stdio};
 pub(crate) use std::time::{Duration, Instant};
 
 mod git;
@@ -98,18 +98,9 @@ impl Repo {
             .unwrap()
     }
 
-    /// Starts `hone` in its own process group, as a shell does for a foreground job, so that a
-    /// test can send "Ctrl-C" to the whole group as a terminal would.
+    /// [`spawn_hone_in`] the repository, its output discarded.
     pub(crate) fn spawn_hone(&self, args: &[&str]) -> std::process::Child {
-        use std::os::unix::process::CommandExt;
-        Command::new(HONE)
-            .process_group(0)
-            .args(args)
-            .current_dir(&self.dir)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap()
+        spawn_hone_in(&self.dir, args, Stdio::null(), Stdio::null())
     }
 
     pub(crate) fn log(&self) -> Vec<serde_json::Value> {
@@ -158,6 +149,26 @@ impl Repo {
     pub(crate) fn rev(&self, r: &str) -> String {
         git(&self.dir, &["rev-parse", r])
     }
+}
+
+/// Starts `hone args` in `dir` in its own process group, as a shell does for a foreground job
+/// (so that a test can send "Ctrl-C" to the whole group as a terminal would), with the
+/// standard output and error given.
+pub(crate) fn spawn_hone_in(
+    dir: &Path,
+    args: &[&str],
+    stdout: Stdio,
+    stderr: Stdio,
+) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    Command::new(HONE)
+        .process_group(0)
+        .args(args)
+        .current_dir(dir)
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .unwrap()
 }
 
 /// An agent script whose turns each write `score: <n>` to value.txt, one turn a value.
@@ -231,16 +242,68 @@ impl RunCounter {
     }
 }
 
-/// A verifier whose experiment 2 hangs (once) until killed, writing its process group id to
-/// `<dir>/pgid` and then touching `<dir>/started`: the command and those two paths.
-pub(crate) fn hanging_verifier(dir: &Path) -> (String, PathBuf, PathBuf) {
-    let (started, pgid_file) = (dir.join("started"), dir.join("pgid"));
-    let verify = format!(
-        "if [ \"$HONE_EXPERIMENT\" = 2 ] && [ ! -f {s} ]; then echo $$ > {p}; touch {s}; sleep 300; fi; cat value.txt",
-        s = started.display(),
-        p = pgid_file.display()
-    );
-    (verify, started, pgid_file)
+/// A temporary directory where a test's verifiers and agents leave marks (`started`, process
+/// group ids, the worktrees they make) and find the test's signals (`release`).
+pub(crate) struct Marks {
+    tmp: tempfile::TempDir,
+}
+
+impl Marks {
+    pub(crate) fn new() -> Marks {
+        Marks {
+            tmp: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// The path of the mark `name`.
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
+        self.dir().join(name)
+    }
+
+    /// `text` (a verifier or an agent's script) with every `{m}` in it the directory.
+    pub(crate) fn fill(&self, text: &str) -> String {
+        text.replace("{m}", &self.dir().display().to_string())
+    }
+
+    /// A verifier that prints value.txt, first running the shell `then` where the shell test
+    /// `when` holds (e.g. `[ "$HONE_EXPERIMENT" = 1 ]`); `{m}` in either is the directory.
+    pub(crate) fn verifier(&self, when: &str, then: &str) -> String {
+        self.fill(&format!("if {when}; then {then}; fi; cat value.txt"))
+    }
+
+    /// A verifier that prints value.txt, every candidate's (not the baseline's) after running
+    /// the shell `then` (`{m}` in it is the directory).
+    pub(crate) fn candidates_verifier(&self, then: &str) -> String {
+        self.verifier("[ \"$HONE_EXPERIMENT\" != 0 ]", then)
+    }
+
+    /// A verifier whose experiment `n` blocks (once, for five minutes at most) until the mark
+    /// `release` appears or it is killed, after writing its process group id to the mark
+    /// `pgid` and touching `started`; every other experiment prints value.txt at once.
+    pub(crate) fn blocking_verifier(&self, n: u32) -> String {
+        self.verifier(
+            &format!("[ \"$HONE_EXPERIMENT\" = {n} ] && [ ! -f {{m}}/started ]"),
+            "echo $$ > {m}/pgid; touch {m}/started; i=0; \
+             while [ ! -f {m}/release ] && [ $i -lt 6000 ]; do sleep 0.05; i=$((i+1)); done",
+        )
+    }
+
+    /// Waits until the [`Marks::blocking_verifier`] blocks: its process group id.
+    pub(crate) fn blocked(&self) -> i32 {
+        wait_for_file(&self.path("started"));
+        read_pgid(&self.path("pgid"))
+    }
+
+    /// The process group ids that experiments `ns` wrote to their marks `pgid.<n>`, each
+    /// waited for.
+    pub(crate) fn pgids(&self, ns: std::ops::RangeInclusive<u32>) -> Vec<i32> {
+        ns.map(|n| read_pgid(&self.path(&format!("pgid.{n}"))))
+            .collect()
+    }
 }
 
 /// Presses Ctrl-C twice at the terminal of `child` (a `hone run` in its own process group
@@ -308,12 +371,36 @@ pub(crate) fn reason(record: &serde_json::Value) -> &str {
     record["reason"].as_str().unwrap()
 }
 
+/// Asserts that the `reason` of `record` (a record of `hone log --json`) says `says`; the
+/// message of a failure is the record.
+#[track_caller]
+pub(crate) fn assert_reason(record: &serde_json::Value, says: &str) {
+    assert!(reason(record).contains(says), "{record}");
+}
+
+/// Asserts that `record` (a record of `hone log --json`) is a violation whose reason says
+/// `says`.
+#[track_caller]
+pub(crate) fn assert_violation(record: &serde_json::Value, says: &str) {
+    assert_eq!(record["status"], "violation", "{record}");
+    assert_reason(record, says);
+}
+
 /// The records of the repository in `dir` (`hone log --json`, which must succeed).
 pub(crate) fn log_in(dir: &Path) -> Vec<serde_json::Value> {
     let out = ok(hone_in(dir, &["log", "--json"]));
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The records of the repository in `dir` as `status objective description` lines (each the
+/// JSON value as printed): what two runs' proposals are compared by.
+pub(crate) fn log_lines(dir: &Path) -> Vec<String> {
+    log_in(dir)
+        .iter()
+        .map(|v| format!("{} {} {}", v["status"], v["objective"], v["description"]))
         .collect()
 }
 

@@ -219,6 +219,22 @@ impl RepoBuilder {
         self.spec_with(move |_| spec)
     }
 
+    /// The standard spec scored by `verify`, with the raw `[verify]` lines `lines` right after
+    /// its metric, stopping after `max_experiments` experiments.
+    pub(crate) fn standard_with(
+        self,
+        verify: &str,
+        lines: &str,
+        max_experiments: usize,
+    ) -> RepoBuilder {
+        let (verify, lines) = (verify.to_string(), lines.to_string());
+        self.spec_with(move |agent| {
+            Spec::standard(&verify, agent)
+                .after("verify", "metric", &lines)
+                .tail(&format!("[stop]\nmax_experiments = {max_experiments}\n"))
+        })
+    }
+
     /// The spec, made from the path of the agent's script (for `Spec::standard`/`fake_agent`).
     pub(crate) fn spec_with(mut self, spec: impl FnOnce(&Path) -> Spec + 'static) -> RepoBuilder {
         self.spec = Box::new(spec);
