@@ -305,7 +305,7 @@ fn slots(ex: &Section) -> Result<Vec<Vec<(String, String)>>, SpecError> {
 mod tests {
     use std::path::Path;
 
-    use super::super::tests::{err, parse, GOOD, MIN};
+    use super::super::tests::{err, err_at, parse, GOOD, MIN};
     use super::*;
 
     #[test]
@@ -387,10 +387,11 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(s.exec.slots.len(), 2);
-        let e = err(&format!(
-            "{MIN}[exec]\nworkers = 3\nslots = [{{ A = \"0\" }}]\n"
-        ));
-        assert_eq!((e.line, e.key.as_str()), (8, "exec.slots"), "{e}");
+        err_at(
+            &format!("{MIN}[exec]\nworkers = 3\nslots = [{{ A = \"0\" }}]\n"),
+            8,
+            "exec.slots",
+        );
         let e = err(&format!("{MIN}[exec]\nworkers = 0\n"));
         assert_eq!(e.key, "exec.workers");
         let e = err(&format!("{MIN}[exec]\nslots = [{{ A = 1 }}]\n"));

@@ -178,6 +178,14 @@ pub(super) fn err(text: &str) -> SpecError {
     parse(text).unwrap_err()
 }
 
+/// The error `text` is refused with, checked to name `line` and `key` (a failure shows the
+/// text and the error).
+pub(super) fn err_at(text: &str, line: usize, key: &str) -> SpecError {
+    let e = err(text);
+    assert_eq!((e.line, e.key.as_str()), (line, key), "{text}\n{e}");
+    e
+}
+
 pub(super) const MIN: &str =
     "[loop]\neditable = [\"a.py\"]\n[verify]\ncommand = \"x\"\nmetric = \"m\"\n";
 
@@ -272,15 +280,21 @@ fn unknown_section_suggests() {
 
 #[test]
 fn wrong_type_names_value_line() {
-    let e = err(&GOOD.replace("patience = 30", "patience = \"thirty\""));
-    assert_eq!((e.line, e.key.as_str()), (21, "stop.patience"), "{e}");
+    let e = err_at(
+        &GOOD.replace("patience = 30", "patience = \"thirty\""),
+        21,
+        "stop.patience",
+    );
     assert!(e.message.contains("expected a whole number"), "{e}");
 }
 
 #[test]
 fn missing_required_key() {
-    let e = err(&GOOD.replace("metric    = \"val_bpb\"\n", ""));
-    assert_eq!((e.line, e.key.as_str()), (8, "verify.metric"), "{e}");
+    err_at(
+        &GOOD.replace("metric    = \"val_bpb\"\n", ""),
+        8,
+        "verify.metric",
+    );
     let e = err("[loop]\neditable = [\"a\"]\n");
     assert_eq!(e.key, "verify.command");
     assert!(e.message.contains("section is missing"), "{e}");
@@ -288,30 +302,41 @@ fn missing_required_key() {
 
 #[test]
 fn contradictions() {
-    let e = err(&GOOD.replace("protected = [\"prepare.py\"]", "protected = [\"train.py\"]"));
-    assert_eq!((e.line, e.key.as_str()), (5, "loop.protected"), "{e}");
+    err_at(
+        &GOOD.replace("protected = [\"prepare.py\"]", "protected = [\"train.py\"]"),
+        5,
+        "loop.protected",
+    );
     let e = err(&GOOD.replace("kind = \"knobs\"", "kind = \"command\""));
     assert_eq!(e.key, "agent.command", "{e}");
-    let e = err(&GOOD.replace("min_delta = 0.0005", "min_delta = -1"));
-    assert_eq!((e.line, e.key.as_str()), (13, "verify.min_delta"), "{e}");
+    err_at(
+        &GOOD.replace("min_delta = 0.0005", "min_delta = -1"),
+        13,
+        "verify.min_delta",
+    );
 }
 
 #[test]
 fn bad_duration_and_direction() {
-    let e = err(&GOOD.replace("\"6m\"", "\"six minutes\""));
-    assert_eq!((e.line, e.key.as_str()), (10, "verify.timeout"), "{e}");
-    let e = err(&GOOD.replace("\"minimize\"", "\"down\""));
-    assert_eq!((e.line, e.key.as_str()), (12, "verify.direction"), "{e}");
+    err_at(
+        &GOOD.replace("\"6m\"", "\"six minutes\""),
+        10,
+        "verify.timeout",
+    );
+    err_at(
+        &GOOD.replace("\"minimize\"", "\"down\""),
+        12,
+        "verify.direction",
+    );
 }
 
 #[test]
 fn huge_durations_are_spec_errors_with_their_line() {
     for value in ["1e300", "\"1e20\"", "\"18446744073709551615s\"", "1e20"] {
-        let e = err(&format!("{MIN}[stop]\nmax_time = {value}\n"));
-        assert_eq!(
-            (e.line, e.key.as_str()),
-            (7, "stop.max_time"),
-            "{value}: {e}"
+        let e = err_at(
+            &format!("{MIN}[stop]\nmax_time = {value}\n"),
+            7,
+            "stop.max_time",
         );
         assert!(e.message.contains("too long"), "{value}: {e}");
     }
@@ -326,8 +351,7 @@ fn toml_syntax_error_has_line() {
 
 #[test]
 fn top_level_key_is_sent_to_its_section() {
-    let e = err(&format!("metric = \"x\"\n{GOOD}"));
-    assert_eq!((e.line, e.key.as_str()), (1, "metric"), "{e}");
+    let e = err_at(&format!("metric = \"x\"\n{GOOD}"), 1, "metric");
     assert!(e.message.contains("move it under [verify]"), "{e}");
 }
 
@@ -345,36 +369,39 @@ fn numeric_durations_and_duplicates() {
 #[test]
 fn a_metric_that_no_output_can_name_is_a_spec_error() {
     // `metric = "10x"` passed validation, and the run then stopped with no line number.
-    let e = err("[loop]\neditable = [\"a.py\"]\n[verify]\ncommand = \"x\"\nmetric = \"10x\"\n");
-    assert_eq!((e.line, e.key.as_str()), (5, "verify.metric"), "{e}");
-    assert!(e.message.contains("`10x` is not a metric name"), "{e}");
-    let e = err(&format!(
-        "{MIN}[verify.holdout]\ncommand = \"h\"\nmetric = \"a b\"\n"
-    ));
-    assert_eq!(
-        (e.line, e.key.as_str()),
-        (8, "verify.holdout.metric"),
-        "{e}"
+    let e = err_at(
+        "[loop]\neditable = [\"a.py\"]\n[verify]\ncommand = \"x\"\nmetric = \"10x\"\n",
+        5,
+        "verify.metric",
     );
-    let e = err(&format!(
-        "{MIN}[verify.holdout]\ncommand = \"h\"\nmin_delta = inf\n"
-    ));
-    assert_eq!(
-        (e.line, e.key.as_str()),
-        (8, "verify.holdout.min_delta"),
-        "{e}"
+    assert!(e.message.contains("`10x` is not a metric name"), "{e}");
+    err_at(
+        &format!("{MIN}[verify.holdout]\ncommand = \"h\"\nmetric = \"a b\"\n"),
+        8,
+        "verify.holdout.metric",
+    );
+    err_at(
+        &format!("{MIN}[verify.holdout]\ncommand = \"h\"\nmin_delta = inf\n"),
+        8,
+        "verify.holdout.min_delta",
     );
 }
 
 #[test]
 fn a_target_or_budget_that_is_not_a_finite_number_is_a_spec_error() {
     for value in ["nan", "inf", "-inf", "+nan"] {
-        let e = err(&format!("{MIN}[stop]\ntarget = {value}\n"));
-        assert_eq!((e.line, e.key.as_str()), (7, "stop.target"), "{value}: {e}");
+        let e = err_at(
+            &format!("{MIN}[stop]\ntarget = {value}\n"),
+            7,
+            "stop.target",
+        );
         assert!(e.message.contains("finite"), "{value}: {e}");
     }
-    let e = err(&format!("{MIN}[stop]\nmax_cost_usd = inf\n"));
-    assert_eq!((e.line, e.key.as_str()), (7, "stop.max_cost_usd"), "{e}");
+    err_at(
+        &format!("{MIN}[stop]\nmax_cost_usd = inf\n"),
+        7,
+        "stop.max_cost_usd",
+    );
     assert_eq!(
         parse(&format!("{MIN}[stop]\ntarget = -1e300\n"))
             .unwrap()
@@ -408,8 +435,11 @@ fn protected_or_pinned_overlapping_editable_through_a_glob_is_a_spec_error() {
 #[test]
 fn notes_outside_the_worktree_are_a_spec_error() {
     for notes in ["/tmp/notes.md", "../notes.md", "a/../../n.md", "", "notes/"] {
-        let e = err(&MIN.replace("[loop]\n", &format!("[loop]\nnotes = \"{notes}\"\n")));
-        assert_eq!((e.line, e.key.as_str()), (2, "loop.notes"), "{notes}: {e}");
+        let e = err_at(
+            &MIN.replace("[loop]\n", &format!("[loop]\nnotes = \"{notes}\"\n")),
+            2,
+            "loop.notes",
+        );
         assert!(e.message.contains("inside it"), "{notes}: {e}");
     }
     let s = parse(&MIN.replace("[loop]\n", "[loop]\nnotes = \"doc/NOTES.md\"\n")).unwrap();

@@ -410,7 +410,7 @@ fn holdout(h: &Section, verify: &VerifySpec) -> Result<HoldoutSpec, SpecError> {
 #[cfg(test)]
 mod tests {
     use super::super::closest;
-    use super::super::tests::{err, parse, GOOD};
+    use super::super::tests::{err, err_at, parse, GOOD};
     use super::*;
 
     #[test]
@@ -432,17 +432,23 @@ mod tests {
             s.verify.metric_regex.as_ref().map(MetricRegex::as_str),
             Some("bpb ([0-9.]+)")
         );
-        let e = err(&GOOD.replace(
-            "min_delta = 0.0005",
-            "min_delta = 0.0005\nconstraints = [\"mem<=5\", \"mem ~ 5\"]",
-        ));
-        assert_eq!((e.line, e.key.as_str()), (14, "verify.constraints"), "{e}");
+        let e = err_at(
+            &GOOD.replace(
+                "min_delta = 0.0005",
+                "min_delta = 0.0005\nconstraints = [\"mem<=5\", \"mem ~ 5\"]",
+            ),
+            14,
+            "verify.constraints",
+        );
         assert!(e.message.contains("`mem ~ 5` is not a constraint"), "{e}");
-        let e = err(&GOOD.replace(
-            "min_delta = 0.0005",
-            "min_delta = 0.0005\nmetric_regex = \"bpb [0-9.]+\"",
-        ));
-        assert_eq!((e.line, e.key.as_str()), (14, "verify.metric_regex"), "{e}");
+        let e = err_at(
+            &GOOD.replace(
+                "min_delta = 0.0005",
+                "min_delta = 0.0005\nmetric_regex = \"bpb [0-9.]+\"",
+            ),
+            14,
+            "verify.metric_regex",
+        );
         assert!(e.message.contains("has no capture group"), "{e}");
     }
 
@@ -477,13 +483,27 @@ mod tests {
             .unwrap();
         assert_eq!(pruner.rule, PruneRule::Top(3));
         assert_eq!(pruner.direction, Direction::Maximize);
-        // `halving` needs a warm-up to count its rungs in.
-        let s = parse(&with(
-            "progress = \"loss\"\nprune = \"halving\"\nprune_warmup = \"10 steps\"",
-        ))
-        .unwrap();
-        let p = s.verify.progress.unwrap();
-        assert_eq!(p.prune, Some(PruneRule::Halving));
+        // `halving` (which needs a warm-up to count its rungs in), `reach` (any warm-up, none
+        // included), `reach:P` and `reach~A`.
+        for (extra, rule) in [
+            (
+                "prune = \"halving\"\nprune_warmup = \"10 steps\"",
+                PruneRule::Halving,
+            ),
+            ("prune = \"reach\"", PruneRule::Reach(100.0)),
+            (
+                "prune = \"reach:90\"\nprune_warmup = \"8 steps\"",
+                PruneRule::Reach(90.0),
+            ),
+            (
+                "prune = \"reach~0.12\"\nprune_min_runs = 5",
+                PruneRule::ReachTight(0.12),
+            ),
+        ] {
+            let s = parse(&with(&format!("progress = \"loss\"\n{extra}")))
+                .unwrap_or_else(|e| panic!("{extra}: {e}"));
+            assert_eq!(s.verify.progress.unwrap().prune, Some(rule), "{extra}");
+        }
         for warmup in [
             "",
             "\nprune_warmup = \"0 steps\"",
@@ -496,28 +516,6 @@ mod tests {
             .to_string();
             assert!(e.contains("set prune_warmup"), "{warmup}: {e}");
         }
-        // `reach` (any warm-up, none included) and `reach:P`.
-        let s = parse(&with("progress = \"loss\"\nprune = \"reach\"")).unwrap();
-        assert_eq!(
-            s.verify.progress.unwrap().prune,
-            Some(PruneRule::Reach(100.0))
-        );
-        let s = parse(&with(
-            "progress = \"loss\"\nprune = \"reach:90\"\nprune_warmup = \"8 steps\"",
-        ))
-        .unwrap();
-        assert_eq!(
-            s.verify.progress.unwrap().prune,
-            Some(PruneRule::Reach(90.0))
-        );
-        let s = parse(&with(
-            "progress = \"loss\"\nprune = \"reach~0.12\"\nprune_min_runs = 5",
-        ))
-        .unwrap();
-        assert_eq!(
-            s.verify.progress.unwrap().prune,
-            Some(PruneRule::ReachTight(0.12))
-        );
         // Recording curves without pruning.
         let s = parse(&with("progress = \"loss\"")).unwrap();
         assert!(s
