@@ -305,7 +305,7 @@ fn slots(ex: &Section) -> Result<Vec<Vec<(String, String)>>, SpecError> {
 mod tests {
     use std::path::Path;
 
-    use super::super::tests::{err, err_at, parse, GOOD, MIN};
+    use super::super::tests::{err, parse, GOOD, MIN};
     use super::*;
 
     #[test]
@@ -387,11 +387,10 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(s.exec.slots.len(), 2);
-        err_at(
-            &format!("{MIN}[exec]\nworkers = 3\nslots = [{{ A = \"0\" }}]\n"),
-            8,
-            "exec.slots",
-        );
+        err(&format!(
+            "{MIN}[exec]\nworkers = 3\nslots = [{{ A = \"0\" }}]\n"
+        ))
+        .at(8, "exec.slots");
         let e = err(&format!("{MIN}[exec]\nworkers = 0\n"));
         assert_eq!(e.key, "exec.workers");
         let e = err(&format!("{MIN}[exec]\nslots = [{{ A = 1 }}]\n"));

@@ -175,7 +175,7 @@ fn mechanisms(s: &Section) -> Result<Vec<String>, SpecError> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{err, err_at, parse, GOOD};
+    use super::super::tests::{err, parse, GOOD};
     use super::super::Spec;
 
     #[test]
@@ -188,19 +188,14 @@ mod tests {
         assert_eq!(s.outer.strategy_every, Some(5));
         assert_eq!((s.outer.segment, s.outer.portfolio), (10, false));
         assert!(parse(GOOD).unwrap().outer.mechanisms.is_empty());
-        let e = err_at(
-            &format!("{GOOD}\n[outer]\nmechanisms = [\n  \"tabu\",\n  \"bandti\",\n]\n"),
-            27,
-            "outer.mechanisms",
-        );
+        let e = err(&format!(
+            "{GOOD}\n[outer]\nmechanisms = [\n  \"tabu\",\n  \"bandti\",\n]\n"
+        ))
+        .at(27, "outer.mechanisms");
         assert!(e.message.contains("did you mean `bandit`?"), "{e}");
         let e = err(&format!("{GOOD}\n[outer]\nstrategy_evry = 5\n"));
         assert!(e.message.contains("did you mean `strategy_every`"), "{e}");
-        err_at(
-            &format!("{GOOD}\n[outer]\nsegment = 0\n"),
-            25,
-            "outer.segment",
-        );
+        err(&format!("{GOOD}\n[outer]\nsegment = 0\n")).at(25, "outer.segment");
         let e = err(&format!("mechanisms = [\"tabu\"]\n{GOOD}"));
         assert!(e.message.contains("move it under [outer]"), "{e}");
         let e = err(&format!("{GOOD}\n[outer]\nportfolio = true\n"));
@@ -209,19 +204,15 @@ mod tests {
 
     #[test]
     fn outer_research_needs_an_http_llm_and_scripts_must_be_rhai() {
-        let e = err_at(
-            &format!("{GOOD}\n[outer]\nresearch_every = 10\n"),
-            25,
-            "outer.research_every",
-        );
+        let e =
+            err(&format!("{GOOD}\n[outer]\nresearch_every = 10\n")).at(25, "outer.research_every");
         assert!(e.message.contains("needs [agent] kind = \"openai\""), "{e}");
         let e = err(&format!("{GOOD}\n[outer]\nresearch_every = 0\n"));
         assert!(e.message.contains("at least 1"), "{e}");
-        err_at(
-            &format!("{GOOD}\n[outer]\nscripts = [\n  \"a.rhai\",\n  \"b.py\",\n]\n"),
-            27,
-            "outer.scripts",
-        );
+        err(&format!(
+            "{GOOD}\n[outer]\nscripts = [\n  \"a.rhai\",\n  \"b.py\",\n]\n"
+        ))
+        .at(27, "outer.scripts");
         let s = parse(&format!("{GOOD}\n[outer]\nscripts = [\"m/a.rhai\"]\n")).unwrap();
         assert_eq!(s.outer.scripts, vec!["m/a.rhai"]);
         assert_eq!(s.outer.research_every, None);

@@ -88,7 +88,7 @@ fn research_needs_an_http_llm(spec: &Spec, s: &Sections) -> Result<(), SpecError
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{err, err_at, MIN};
+    use super::super::tests::{err, MIN};
 
     const WORKERS: &str = "[exec]\nbackend = \"workers\"\nremote = \"r.git\"\n";
     const STORE: &str = "[store]\nurl = \"postgres://db/h\"\n";
@@ -98,33 +98,24 @@ mod tests {
         let e = err(&format!("{MIN}{WORKERS}"));
         assert_eq!(e.key, "exec.backend", "{e}");
         assert!(e.message.contains("needs [store] url"), "{e}");
-        err_at(
-            &format!("{MIN}{WORKERS}{STORE}[sandbox]\nkind = \"bwrap\"\n"),
-            12,
-            "sandbox.kind",
-        );
-        err_at(
-            &format!("{MIN}evaluate = \"e\"\n{WORKERS}{STORE}"),
-            6,
-            "verify.evaluate",
-        );
+        err(&format!(
+            "{MIN}{WORKERS}{STORE}[sandbox]\nkind = \"bwrap\"\n"
+        ))
+        .at(12, "sandbox.kind");
+        err(&format!("{MIN}evaluate = \"e\"\n{WORKERS}{STORE}")).at(6, "verify.evaluate");
     }
 
     #[test]
     fn a_cost_budget_needs_prices() {
-        let e = err_at(
-            &format!("{MIN}[agent]\nkind = \"codex\"\n[stop]\nmax_cost_usd = 1\n"),
-            9,
-            "stop.max_cost_usd",
-        );
+        let e = err(&format!(
+            "{MIN}[agent]\nkind = \"codex\"\n[stop]\nmax_cost_usd = 1\n"
+        ))
+        .at(9, "stop.max_cost_usd");
         assert!(e.message.starts_with("Codex reports tokens"), "{e}");
-        let e = err_at(
-            &format!(
-                "{MIN}[agent]\nkind = \"openai\"\nmodel = \"mine\"\n[stop]\nmax_cost_usd = 1\n"
-            ),
-            8,
-            "agent.model",
-        );
+        let e = err(&format!(
+            "{MIN}[agent]\nkind = \"openai\"\nmodel = \"mine\"\n[stop]\nmax_cost_usd = 1\n"
+        ))
+        .at(8, "agent.model");
         assert!(e.message.contains("needs the price of `mine`"), "{e}");
     }
 }

@@ -410,7 +410,7 @@ fn holdout(h: &Section, verify: &VerifySpec) -> Result<HoldoutSpec, SpecError> {
 #[cfg(test)]
 mod tests {
     use super::super::closest;
-    use super::super::tests::{err, err_at, parse, GOOD};
+    use super::super::tests::{err, parse, GOOD};
     use super::*;
 
     #[test]
@@ -432,23 +432,17 @@ mod tests {
             s.verify.metric_regex.as_ref().map(MetricRegex::as_str),
             Some("bpb ([0-9.]+)")
         );
-        let e = err_at(
-            &GOOD.replace(
-                "min_delta = 0.0005",
-                "min_delta = 0.0005\nconstraints = [\"mem<=5\", \"mem ~ 5\"]",
-            ),
-            14,
-            "verify.constraints",
-        );
+        let e = err(&GOOD.replace(
+            "min_delta = 0.0005",
+            "min_delta = 0.0005\nconstraints = [\"mem<=5\", \"mem ~ 5\"]",
+        ))
+        .at(14, "verify.constraints");
         assert!(e.message.contains("`mem ~ 5` is not a constraint"), "{e}");
-        let e = err_at(
-            &GOOD.replace(
-                "min_delta = 0.0005",
-                "min_delta = 0.0005\nmetric_regex = \"bpb [0-9.]+\"",
-            ),
-            14,
-            "verify.metric_regex",
-        );
+        let e = err(&GOOD.replace(
+            "min_delta = 0.0005",
+            "min_delta = 0.0005\nmetric_regex = \"bpb [0-9.]+\"",
+        ))
+        .at(14, "verify.metric_regex");
         assert!(e.message.contains("has no capture group"), "{e}");
     }
 
