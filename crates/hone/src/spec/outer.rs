@@ -105,15 +105,11 @@ impl OuterSpec {
 pub(super) fn parse(s: &Section) -> Result<OuterSpec, SpecError> {
     let d = OuterSpec::default();
     let mechanisms = mechanisms(s)?;
-    let positive = |key: &str| match s.get::<u64>(key)? {
-        Some(0) => Err(s.err(key, "must be at least 1")),
-        v => Ok(v),
-    };
-    let strategy_every = positive("strategy_every")?;
-    let segment = positive("segment")?.unwrap_or(d.segment);
-    let probation = positive("probation")?.unwrap_or(d.probation);
+    let strategy_every = s.count("strategy_every")?;
+    let segment = s.count("segment")?.unwrap_or(d.segment);
+    let probation = s.count("probation")?.unwrap_or(d.probation);
     let portfolio = s.get_or("portfolio", false)?;
-    let research_every = positive("research_every")?;
+    let research_every = s.count("research_every")?;
     let scripts: Vec<String> = s.get_or_default("scripts")?;
     let mut script_lines = Vec::new();
     for (i, path) in scripts.iter().enumerate() {

@@ -233,10 +233,7 @@ fn progress(s: &Section) -> Result<Option<ProgressSpec>, SpecError> {
             "`halving` raises its bar at 1, 2 and 3 times the warm-up: set prune_warmup too (\"10 steps\" or \"60s\")",
         ));
     }
-    let min_runs = s.get_or("prune_min_runs", PRUNE_MIN_RUNS)?;
-    if min_runs == 0 {
-        return Err(s.err("prune_min_runs", "must be at least 1"));
-    }
+    let min_runs = s.count("prune_min_runs")?.unwrap_or(PRUNE_MIN_RUNS);
     Ok(Some(ProgressSpec {
         read,
         prune,
@@ -304,14 +301,8 @@ fn judged(s: &Section) -> Result<VerifySpec, SpecError> {
         return Err(s.err("max_log_bytes", "must be at least 1024"));
     }
     let env = s.get_or_default("env")?;
-    let baseline_repeats = s.get_or("baseline_repeats", 1)?;
-    if baseline_repeats == 0 {
-        return Err(s.err("baseline_repeats", "must be at least 1"));
-    }
-    let noise_k = s.get_or("noise_k", NOISE_K)?;
-    if noise_k.is_nan() || noise_k < 0.0 || !noise_k.is_finite() {
-        return Err(s.err("noise_k", "must be a finite number >= 0"));
-    }
+    let baseline_repeats = s.count("baseline_repeats")?.unwrap_or(1);
+    let noise_k = s.non_negative("noise_k")?.unwrap_or(NOISE_K);
     let retest_every = s.get("retest_every")?;
     if retest_every == Some(0) {
         return Err(s.err("retest_every", "must be at least 1 (or leave it out)"));
@@ -386,10 +377,7 @@ fn metric_regex(metric: &str, pattern: &str) -> Result<MetricRegex, MetricError>
 /// `[verify.holdout]`; its metric, timeout and min_delta default to the search's.
 fn holdout(h: &Section, verify: &VerifySpec) -> Result<HoldoutSpec, SpecError> {
     h.check_keys(HOLDOUT_KEYS)?;
-    let min_delta = h.get_or("min_delta", verify.min_delta)?;
-    if min_delta.is_nan() || min_delta < 0.0 || !min_delta.is_finite() {
-        return Err(h.err("min_delta", "must be a finite number >= 0"));
-    }
+    let min_delta = h.non_negative("min_delta")?.unwrap_or(verify.min_delta);
     let hide: Vec<String> = h.get_or_default("hide")?;
     let metric = h.get_or("metric", verify.metric.clone())?;
     if !is_metric_name(&metric) {
