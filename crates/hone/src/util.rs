@@ -9,14 +9,7 @@
 pub fn html_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
+        push_html_escaped(&mut out, c);
     }
     out
 }
@@ -41,6 +34,19 @@ pub fn http_status_and_text(resp: ureq::http::Response<ureq::Body>, limit: u64) 
         .read_to_string()
         .unwrap_or_default();
     (status, text)
+}
+
+/// Appends `c` to `out` as [`html_escape`] writes it: the special characters as entities,
+/// any other character as it is.
+pub fn push_html_escaped(out: &mut String, c: char) {
+    match c {
+        '&' => out.push_str("&amp;"),
+        '<' => out.push_str("&lt;"),
+        '>' => out.push_str("&gt;"),
+        '"' => out.push_str("&quot;"),
+        '\'' => out.push_str("&#39;"),
+        c => out.push(c),
+    }
 }
 
 /// The median (the mean of the two middle values for an even count), ordering by

@@ -82,7 +82,7 @@ fn options(cwd: &Path, a: BenchArgs) -> CliResult<bench::BenchOptions> {
     let arms = match (a.arms.is_empty(), a.quick) {
         (false, _) => a.arms,
         (true, true) => vec!["A".into(), "C".into()],
-        (true, false) => bench::ARMS.iter().map(|s| s.to_string()).collect(),
+        (true, false) => bench::arms().into_iter().map(String::from).collect(),
     };
     let budgets = match (a.budget.is_empty(), a.quick) {
         (false, _) => a.budget,

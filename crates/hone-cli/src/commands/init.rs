@@ -240,15 +240,15 @@ fn find_knobs(root: &Path, files: &[String], editable: &[String]) -> (Vec<Knob>,
 
 /// Files with knobs that are not committed yet, and what is left to do.
 fn print_next_steps(d: &hone::init::Draft, with_knobs: &[String], tracked: &[String]) {
-    let untracked: Vec<&String> = with_knobs.iter().filter(|f| !tracked.contains(f)).collect();
+    let untracked: Vec<&str> = with_knobs
+        .iter()
+        .filter(|f| !tracked.contains(f))
+        .map(String::as_str)
+        .collect();
     if !untracked.is_empty() {
         out!(
             "\nnot committed yet: {} (hone starts from HEAD: commit before `hone run`)",
-            untracked
-                .iter()
-                .map(|f| f.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            untracked.join(", ")
         );
     }
     let mut todo = Vec::new();

@@ -35,6 +35,20 @@ fn line(w: &mut dyn std::io::Write, text: &str) -> std::io::Result<()> {
     writeln!(w, "{}", terminal_safe(text))
 }
 
+/// The table's optional cells between the metric and the time, header and rows alike: search
+/// and sealed holdout side by side when the run has a holdout, and the money spent per
+/// experiment when an LLM proposer spent any.
+fn optional_cells(holdout: bool, paid: bool, holdout_cell: &str, cost_cell: &str) -> String {
+    let mut cells = String::new();
+    if holdout {
+        cells.push_str(&format!("  {holdout_cell:>12}"));
+    }
+    if paid {
+        cells.push_str(&format!("  {cost_cell:>8}"));
+    }
+    cells
+}
+
 /// `hone log`'s header line, if its format has one, to `w`.
 pub fn log_header(
     w: &mut dyn std::io::Write,
@@ -45,18 +59,7 @@ pub fn log_header(
         LogFormat::Json => Ok(()),
         LogFormat::Tsv => line(w, &format!("commit\t{}\tstatus\tdescription", run.metric)),
         LogFormat::Table { holdout, paid } => {
-            // Search and sealed holdout side by side, when the run has a holdout.
-            let h_head = if holdout {
-                format!("  {:>12}", "holdout")
-            } else {
-                String::new()
-            };
-            // Money spent per experiment, when an LLM proposer spent any.
-            let h_head = if paid {
-                format!("{h_head}  {:>8}", "cost")
-            } else {
-                h_head
-            };
+            let h_head = optional_cells(holdout, paid, "holdout", "cost");
             line(
                 w,
                 &format!(
@@ -83,16 +86,8 @@ pub fn log_row(
                 .as_deref()
                 .map(|c| &c[..c.len().min(10)])
                 .unwrap_or("-");
-            let h = if holdout {
-                format!("  {:>12}", fmt_metric(e.holdout))
-            } else {
-                String::new()
-            };
-            let h = if paid {
-                format!("{h}  {:>8}", format!("${:.4}", e.cost_usd))
-            } else {
-                h
-            };
+            let cost = format!("${:.4}", e.cost_usd);
+            let h = optional_cells(holdout, paid, &fmt_metric(e.holdout), &cost);
             line(
                 w,
                 &format!(

@@ -39,21 +39,16 @@ pub const SEGMENT: u64 = 10;
 /// Level 1.5's revision interval in arms B and C.
 pub const STRATEGY_EVERY: u64 = 5;
 
-/// The arms, in report order: the ablation's five, then each built-in mechanism alone.
-pub const ARMS: &[&str] = &[
-    "A",
-    "Ap",
-    "B",
-    "C",
-    "D",
-    "tabu",
-    "bandit",
-    "explore",
-    "restart",
-    "plateau",
-    "orthogonal",
-    "surrogate",
-];
+/// The ablation's arms (`Ap` is C's segment schedule with `segment_restart` alone).
+const ABLATION: &[&str] = &["A", "Ap", "B", "C", "D"];
+
+/// The arms, in report order: the ablation's five, then each other built-in mechanism alone.
+pub fn arms() -> Vec<&'static str> {
+    let alone = crate::meta::BUILTIN
+        .iter()
+        .filter(|m| **m != "segment_restart");
+    ABLATION.iter().chain(alone).copied().collect()
+}
 
 /// What an arm means, for the report.
 pub fn describe_arm(arm: &str) -> String {
@@ -99,7 +94,7 @@ pub fn outer_toml(arm: &str) -> Result<String, BenchError> {
         other => {
             return Err(BenchError::Usage(format!(
                 "unknown arm `{other}`; the arms are {}",
-                ARMS.join(", ")
+                arms().join(", ")
             )))
         }
     })
@@ -574,14 +569,14 @@ mod tests {
     #[test]
     fn every_arm_has_an_outer_table_the_spec_accepts() {
         let base = "[loop]\neditable = [\"k.py\"]\n[verify]\ncommand = \"true\"\nmetric = \"score\"\n[agent]\nkind = \"knobs\"\n";
-        for arm in ARMS {
+        for arm in arms() {
             let text = format!("{base}{}", outer_toml(arm).unwrap());
             let spec = Spec::parse(Path::new("hone.toml"), &text)
                 .unwrap_or_else(|e| panic!("arm {arm}: {e}"));
-            assert_eq!(spec.outer.portfolio, matches!(*arm, "C" | "D"), "{arm}");
+            assert_eq!(spec.outer.portfolio, matches!(arm, "C" | "D"), "{arm}");
             assert_eq!(
                 spec.outer.strategy_every.is_some(),
-                matches!(*arm, "B" | "C"),
+                matches!(arm, "B" | "C"),
                 "{arm}"
             );
         }

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::stats;
-use super::{describe_arm, Problem, RunResult, ARMS};
+use super::{arms, describe_arm, Problem, RunResult};
 
 /// The arm every other is tested against.
 pub const REFERENCE: &str = "A";
@@ -74,8 +74,9 @@ pub struct Report {
 }
 
 fn arm_order(a: &str) -> (usize, String) {
+    let known = arms();
     (
-        ARMS.iter().position(|x| *x == a).unwrap_or(ARMS.len()),
+        known.iter().position(|x| *x == a).unwrap_or(known.len()),
         a.to_string(),
     )
 }

@@ -66,7 +66,7 @@ fn md_cell(s: &str) -> String {
 }
 
 /// Agent-written (or agent-influenced) text as literal markdown text, for a table cell or a
-/// list item: HTML special characters become entities (no tag or comment survives), the
+/// list item: `&`, `<` and `>` become entities as in HTML (no tag or comment survives), the
 /// characters that open links, images, code spans and emphasis are backslash-escaped, `|`
 /// cannot end a cell, and line breaks, other control characters and bidirectional overrides
 /// become spaces (so nothing starts a line: no heading, list or quote). A bare URL stays
@@ -75,9 +75,6 @@ pub fn md_text(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
             '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' => {
                 out.push('\\');
                 out.push(c);
@@ -88,7 +85,9 @@ pub fn md_text(s: &str) -> String {
             {
                 out.push(' ')
             }
-            c => out.push(c),
+            // Quotes mean nothing in markdown text: they stay as they are.
+            '"' | '\'' => out.push(c),
+            c => crate::util::push_html_escaped(&mut out, c),
         }
     }
     out

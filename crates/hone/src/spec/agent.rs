@@ -288,16 +288,11 @@ pub(super) fn llm(s: &Section, kind: AgentKind, edits: bool) -> Result<LlmSpec, 
             }
         }
     };
-    let max_tokens = s.get_or("max_tokens", 4096)?;
-    if max_tokens == 0 {
-        return Err(s.err("max_tokens", "must be at least 1"));
-    }
+    let max_tokens = s.count("max_tokens")?.unwrap_or(4096);
     let max_attempts = s.get_or("max_attempts", 4u64)?.max(1);
     // A NaN or negative price would make every cost 0 or NaN, and a budget never reached.
     for key in ["temperature", "price_in_per_mtok", "price_out_per_mtok"] {
-        if matches!(s.get::<f64>(key)?, Some(v) if !v.is_finite() || v < 0.0) {
-            return Err(s.err(key, "must be a finite number >= 0"));
-        }
+        s.non_negative(key)?;
     }
     Ok(LlmSpec {
         model,

@@ -387,10 +387,10 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(s.exec.slots.len(), 2);
-        let e = err(&format!(
+        err(&format!(
             "{MIN}[exec]\nworkers = 3\nslots = [{{ A = \"0\" }}]\n"
-        ));
-        assert_eq!((e.line, e.key.as_str()), (8, "exec.slots"), "{e}");
+        ))
+        .at(8, "exec.slots");
         let e = err(&format!("{MIN}[exec]\nworkers = 0\n"));
         assert_eq!(e.key, "exec.workers");
         let e = err(&format!("{MIN}[exec]\nslots = [{{ A = 1 }}]\n"));

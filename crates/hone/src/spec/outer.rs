@@ -105,15 +105,11 @@ impl OuterSpec {
 pub(super) fn parse(s: &Section) -> Result<OuterSpec, SpecError> {
     let d = OuterSpec::default();
     let mechanisms = mechanisms(s)?;
-    let positive = |key: &str| match s.get::<u64>(key)? {
-        Some(0) => Err(s.err(key, "must be at least 1")),
-        v => Ok(v),
-    };
-    let strategy_every = positive("strategy_every")?;
-    let segment = positive("segment")?.unwrap_or(d.segment);
-    let probation = positive("probation")?.unwrap_or(d.probation);
+    let strategy_every = s.count("strategy_every")?;
+    let segment = s.count("segment")?.unwrap_or(d.segment);
+    let probation = s.count("probation")?.unwrap_or(d.probation);
     let portfolio = s.get_or("portfolio", false)?;
-    let research_every = positive("research_every")?;
+    let research_every = s.count("research_every")?;
     let scripts: Vec<String> = s.get_or_default("scripts")?;
     let mut script_lines = Vec::new();
     for (i, path) in scripts.iter().enumerate() {
@@ -190,13 +186,12 @@ mod tests {
         assert!(parse(GOOD).unwrap().outer.mechanisms.is_empty());
         let e = err(&format!(
             "{GOOD}\n[outer]\nmechanisms = [\n  \"tabu\",\n  \"bandti\",\n]\n"
-        ));
-        assert_eq!((e.line, e.key.as_str()), (27, "outer.mechanisms"), "{e}");
+        ))
+        .at(27, "outer.mechanisms");
         assert!(e.message.contains("did you mean `bandit`?"), "{e}");
         let e = err(&format!("{GOOD}\n[outer]\nstrategy_evry = 5\n"));
         assert!(e.message.contains("did you mean `strategy_every`"), "{e}");
-        let e = err(&format!("{GOOD}\n[outer]\nsegment = 0\n"));
-        assert_eq!((e.line, e.key.as_str()), (25, "outer.segment"), "{e}");
+        err(&format!("{GOOD}\n[outer]\nsegment = 0\n")).at(25, "outer.segment");
         let e = err(&format!("mechanisms = [\"tabu\"]\n{GOOD}"));
         assert!(e.message.contains("move it under [outer]"), "{e}");
         let e = err(&format!("{GOOD}\n[outer]\nportfolio = true\n"));
@@ -205,19 +200,15 @@ mod tests {
 
     #[test]
     fn outer_research_needs_an_http_llm_and_scripts_must_be_rhai() {
-        let e = err(&format!("{GOOD}\n[outer]\nresearch_every = 10\n"));
-        assert_eq!(
-            (e.line, e.key.as_str()),
-            (25, "outer.research_every"),
-            "{e}"
-        );
+        let e =
+            err(&format!("{GOOD}\n[outer]\nresearch_every = 10\n")).at(25, "outer.research_every");
         assert!(e.message.contains("needs [agent] kind = \"openai\""), "{e}");
         let e = err(&format!("{GOOD}\n[outer]\nresearch_every = 0\n"));
         assert!(e.message.contains("at least 1"), "{e}");
-        let e = err(&format!(
+        err(&format!(
             "{GOOD}\n[outer]\nscripts = [\n  \"a.rhai\",\n  \"b.py\",\n]\n"
-        ));
-        assert_eq!((e.line, e.key.as_str()), (27, "outer.scripts"), "{e}");
+        ))
+        .at(27, "outer.scripts");
         let s = parse(&format!("{GOOD}\n[outer]\nscripts = [\"m/a.rhai\"]\n")).unwrap();
         assert_eq!(s.outer.scripts, vec!["m/a.rhai"]);
         assert_eq!(s.outer.research_every, None);

@@ -220,6 +220,24 @@ impl<'a> Section<'a> {
         Ok(self.get(key)?.unwrap_or_default())
     }
 
+    /// A whole number at `key` that must be at least 1 when it is there.
+    pub(super) fn count(&self, key: &str) -> Result<Option<u64>, SpecError> {
+        match self.get::<u64>(key)? {
+            Some(0) => Err(self.err(key, "must be at least 1")),
+            v => Ok(v),
+        }
+    }
+
+    /// A number at `key` that must be finite and not negative when it is there.
+    pub(super) fn non_negative(&self, key: &str) -> Result<Option<f64>, SpecError> {
+        match self.get::<f64>(key)? {
+            Some(v) if !v.is_finite() || v < 0.0 => {
+                Err(self.err(key, "must be a finite number >= 0"))
+            }
+            v => Ok(v),
+        }
+    }
+
     /// A non-empty string at `key`; `what` says what to write when it is missing.
     pub(super) fn required(&self, key: &str, what: &str) -> Result<String, SpecError> {
         match self.get::<String>(key)? {

@@ -98,25 +98,24 @@ mod tests {
         let e = err(&format!("{MIN}{WORKERS}"));
         assert_eq!(e.key, "exec.backend", "{e}");
         assert!(e.message.contains("needs [store] url"), "{e}");
-        let e = err(&format!(
+        err(&format!(
             "{MIN}{WORKERS}{STORE}[sandbox]\nkind = \"bwrap\"\n"
-        ));
-        assert_eq!((e.line, e.key.as_str()), (12, "sandbox.kind"), "{e}");
-        let e = err(&format!("{MIN}evaluate = \"e\"\n{WORKERS}{STORE}"));
-        assert_eq!((e.line, e.key.as_str()), (6, "verify.evaluate"), "{e}");
+        ))
+        .at(12, "sandbox.kind");
+        err(&format!("{MIN}evaluate = \"e\"\n{WORKERS}{STORE}")).at(6, "verify.evaluate");
     }
 
     #[test]
     fn a_cost_budget_needs_prices() {
         let e = err(&format!(
             "{MIN}[agent]\nkind = \"codex\"\n[stop]\nmax_cost_usd = 1\n"
-        ));
-        assert_eq!((e.line, e.key.as_str()), (9, "stop.max_cost_usd"), "{e}");
+        ))
+        .at(9, "stop.max_cost_usd");
         assert!(e.message.starts_with("Codex reports tokens"), "{e}");
         let e = err(&format!(
             "{MIN}[agent]\nkind = \"openai\"\nmodel = \"mine\"\n[stop]\nmax_cost_usd = 1\n"
-        ));
-        assert_eq!((e.line, e.key.as_str()), (8, "agent.model"), "{e}");
+        ))
+        .at(8, "agent.model");
         assert!(e.message.contains("needs the price of `mine`"), "{e}");
     }
 }

@@ -44,19 +44,11 @@ pub(super) fn parse(s: &Section) -> Result<StopSpec, SpecError> {
             "must be at least 1 (the baseline is experiment 0)",
         ));
     }
-    let patience = s.get("patience")?;
-    if patience == Some(0) {
-        return Err(s.err("patience", "must be at least 1"));
-    }
-    let max_consecutive_failures =
-        s.get_or("max_consecutive_failures", MAX_CONSECUTIVE_FAILURES)?;
-    if max_consecutive_failures == 0 {
-        return Err(s.err("max_consecutive_failures", "must be at least 1"));
-    }
-    let max_cost_usd = s.get::<f64>("max_cost_usd")?;
-    if matches!(max_cost_usd, Some(c) if c.is_nan() || c < 0.0 || c.is_infinite()) {
-        return Err(s.err("max_cost_usd", "must be a finite number >= 0"));
-    }
+    let patience = s.count("patience")?;
+    let max_consecutive_failures = s
+        .count("max_consecutive_failures")?
+        .unwrap_or(MAX_CONSECUTIVE_FAILURES);
+    let max_cost_usd = s.non_negative("max_cost_usd")?;
     let target = s.get::<f64>("target")?;
     if matches!(target, Some(t) if !t.is_finite()) {
         return Err(s.err(

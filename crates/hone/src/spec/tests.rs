@@ -178,6 +178,15 @@ pub(super) fn err(text: &str) -> SpecError {
     parse(text).unwrap_err()
 }
 
+impl SpecError {
+    /// The error, checked to name `line` and `key` (a failure points at the caller).
+    #[track_caller]
+    pub(super) fn at(self, line: usize, key: &str) -> SpecError {
+        assert_eq!((self.line, self.key.as_str()), (line, key), "{self}");
+        self
+    }
+}
+
 pub(super) const MIN: &str =
     "[loop]\neditable = [\"a.py\"]\n[verify]\ncommand = \"x\"\nmetric = \"m\"\n";
 
@@ -222,35 +231,27 @@ fn notify_schedule_and_trigger_entries() {
 
 #[test]
 fn automation_errors_name_the_line_and_key() {
-    let at = |extra: &str| err(&format!("{MIN}{extra}"));
-    let e = at("[[notify]]\nurl = \"https://h/x\"\non = [\"keeps\"]\n");
-    assert_eq!((e.line, e.key.as_str()), (8, "notify.on"));
+    let refused = |extra: &str| err(&format!("{MIN}{extra}"));
+    let e = refused("[[notify]]\nurl = \"https://h/x\"\non = [\"keeps\"]\n").at(8, "notify.on");
     assert!(e.message.contains("did you mean `keep`?"), "{e}");
-    let e = at("[[notify]]\nurl = \"https://h/x\"\nformat = \"teams\"\n");
-    assert_eq!((e.line, e.key.as_str()), (8, "notify.format"));
-    let e = at("[[notify]]\nurl = \"ftp://h/x\"\n");
-    assert_eq!((e.line, e.key.as_str()), (7, "notify.url"));
-    let e = at("[[notify]]\non = [\"keep\"]\n");
-    assert_eq!((e.line, e.key.as_str()), (6, "notify.url"));
-    let e = at("[[notify]]\nurl = \"https://h/x\"\nurl_env = \"X\"\n");
+    refused("[[notify]]\nurl = \"https://h/x\"\nformat = \"teams\"\n").at(8, "notify.format");
+    refused("[[notify]]\nurl = \"ftp://h/x\"\n").at(7, "notify.url");
+    refused("[[notify]]\non = [\"keep\"]\n").at(6, "notify.url");
+    let e = refused("[[notify]]\nurl = \"https://h/x\"\nurl_env = \"X\"\n");
     assert_eq!(e.key, "notify.url_env");
-    let e = at("[[notify]]\nurl = \"https://h/x\"\nretires = 2\n");
-    assert_eq!((e.line, e.key.as_str()), (8, "notify.retires"));
+    let e = refused("[[notify]]\nurl = \"https://h/x\"\nretires = 2\n").at(8, "notify.retires");
     assert!(e.message.contains("did you mean `retries`?"), "{e}");
-    let e = at("[notify]\nurl = \"https://h/x\"\n");
+    let e = refused("[notify]\nurl = \"https://h/x\"\n");
     assert!(e.message.contains("[[notify]]"), "{e}");
-    let e = at("[[schedule]]\ncron = \"0 25 * * *\"\n");
-    assert_eq!((e.line, e.key.as_str()), (7, "schedule.cron"));
+    let e = refused("[[schedule]]\ncron = \"0 25 * * *\"\n").at(7, "schedule.cron");
     assert!(e.message.contains("is not a cron expression"), "{e}");
-    let e = at("[[schedule]]\ntag = \"x\"\n");
+    let e = refused("[[schedule]]\ntag = \"x\"\n");
     assert_eq!(e.key, "schedule.cron");
-    let e = at("[[schedule]]\ncron = \"@daily\"\ntag = \"bad tag\"\n");
-    assert_eq!((e.line, e.key.as_str()), (8, "schedule.tag"));
-    let e = at("[[schedule]]\ncron = \"@daily\"\nagent = \"gpt\"\n");
+    refused("[[schedule]]\ncron = \"@daily\"\ntag = \"bad tag\"\n").at(8, "schedule.tag");
+    let e = refused("[[schedule]]\ncron = \"@daily\"\nagent = \"gpt\"\n");
     assert_eq!(e.key, "schedule.agent");
-    let e = at("[[schedule]]\ncron = \"@daily\"\ncatch_up = \"yes\"\n");
-    assert_eq!((e.line, e.key.as_str()), (8, "schedule.catch_up"));
-    let e = at("[trigger]\nsecret = \"x\"\n");
+    refused("[[schedule]]\ncron = \"@daily\"\ncatch_up = \"yes\"\n").at(8, "schedule.catch_up");
+    let e = refused("[trigger]\nsecret = \"x\"\n");
     assert_eq!(e.key, "trigger.secret");
 }
 
@@ -272,15 +273,13 @@ fn unknown_section_suggests() {
 
 #[test]
 fn wrong_type_names_value_line() {
-    let e = err(&GOOD.replace("patience = 30", "patience = \"thirty\""));
-    assert_eq!((e.line, e.key.as_str()), (21, "stop.patience"), "{e}");
+    let e = err(&GOOD.replace("patience = 30", "patience = \"thirty\"")).at(21, "stop.patience");
     assert!(e.message.contains("expected a whole number"), "{e}");
 }
 
 #[test]
 fn missing_required_key() {
-    let e = err(&GOOD.replace("metric    = \"val_bpb\"\n", ""));
-    assert_eq!((e.line, e.key.as_str()), (8, "verify.metric"), "{e}");
+    err(&GOOD.replace("metric    = \"val_bpb\"\n", "")).at(8, "verify.metric");
     let e = err("[loop]\neditable = [\"a\"]\n");
     assert_eq!(e.key, "verify.command");
     assert!(e.message.contains("section is missing"), "{e}");
@@ -288,33 +287,33 @@ fn missing_required_key() {
 
 #[test]
 fn contradictions() {
-    let e = err(&GOOD.replace("protected = [\"prepare.py\"]", "protected = [\"train.py\"]"));
-    assert_eq!((e.line, e.key.as_str()), (5, "loop.protected"), "{e}");
+    err(&GOOD.replace("protected = [\"prepare.py\"]", "protected = [\"train.py\"]"))
+        .at(5, "loop.protected");
     let e = err(&GOOD.replace("kind = \"knobs\"", "kind = \"command\""));
     assert_eq!(e.key, "agent.command", "{e}");
-    let e = err(&GOOD.replace("min_delta = 0.0005", "min_delta = -1"));
-    assert_eq!((e.line, e.key.as_str()), (13, "verify.min_delta"), "{e}");
+    err(&GOOD.replace("min_delta = 0.0005", "min_delta = -1")).at(13, "verify.min_delta");
 }
 
 #[test]
 fn bad_duration_and_direction() {
-    let e = err(&GOOD.replace("\"6m\"", "\"six minutes\""));
-    assert_eq!((e.line, e.key.as_str()), (10, "verify.timeout"), "{e}");
-    let e = err(&GOOD.replace("\"minimize\"", "\"down\""));
-    assert_eq!((e.line, e.key.as_str()), (12, "verify.direction"), "{e}");
+    err(&GOOD.replace("\"6m\"", "\"six minutes\"")).at(10, "verify.timeout");
+    err(&GOOD.replace("\"minimize\"", "\"down\"")).at(12, "verify.direction");
+}
+
+/// Each of `values` for `[stop] key` is refused on its line, the message saying `says`.
+fn stop_values_refused(key: &str, values: &[&str], says: &str) {
+    for value in values {
+        let e = err(&format!("{MIN}[stop]\n{key} = {value}\n"));
+        let stop_key = format!("stop.{key}");
+        assert_eq!((e.line, &e.key), (7, &stop_key), "{value}: {e}");
+        assert!(e.message.contains(says), "{value}: {e}");
+    }
 }
 
 #[test]
 fn huge_durations_are_spec_errors_with_their_line() {
-    for value in ["1e300", "\"1e20\"", "\"18446744073709551615s\"", "1e20"] {
-        let e = err(&format!("{MIN}[stop]\nmax_time = {value}\n"));
-        assert_eq!(
-            (e.line, e.key.as_str()),
-            (7, "stop.max_time"),
-            "{value}: {e}"
-        );
-        assert!(e.message.contains("too long"), "{value}: {e}");
-    }
+    let huge = ["1e300", "\"1e20\"", "\"18446744073709551615s\"", "1e20"];
+    stop_values_refused("max_time", &huge, "too long");
 }
 
 #[test]
@@ -326,8 +325,7 @@ fn toml_syntax_error_has_line() {
 
 #[test]
 fn top_level_key_is_sent_to_its_section() {
-    let e = err(&format!("metric = \"x\"\n{GOOD}"));
-    assert_eq!((e.line, e.key.as_str()), (1, "metric"), "{e}");
+    let e = err(&format!("metric = \"x\"\n{GOOD}")).at(1, "metric");
     assert!(e.message.contains("move it under [verify]"), "{e}");
 }
 
@@ -345,36 +343,23 @@ fn numeric_durations_and_duplicates() {
 #[test]
 fn a_metric_that_no_output_can_name_is_a_spec_error() {
     // `metric = "10x"` passed validation, and the run then stopped with no line number.
-    let e = err("[loop]\neditable = [\"a.py\"]\n[verify]\ncommand = \"x\"\nmetric = \"10x\"\n");
-    assert_eq!((e.line, e.key.as_str()), (5, "verify.metric"), "{e}");
+    let e = err("[loop]\neditable = [\"a.py\"]\n[verify]\ncommand = \"x\"\nmetric = \"10x\"\n")
+        .at(5, "verify.metric");
     assert!(e.message.contains("`10x` is not a metric name"), "{e}");
-    let e = err(&format!(
+    err(&format!(
         "{MIN}[verify.holdout]\ncommand = \"h\"\nmetric = \"a b\"\n"
-    ));
-    assert_eq!(
-        (e.line, e.key.as_str()),
-        (8, "verify.holdout.metric"),
-        "{e}"
-    );
-    let e = err(&format!(
+    ))
+    .at(8, "verify.holdout.metric");
+    err(&format!(
         "{MIN}[verify.holdout]\ncommand = \"h\"\nmin_delta = inf\n"
-    ));
-    assert_eq!(
-        (e.line, e.key.as_str()),
-        (8, "verify.holdout.min_delta"),
-        "{e}"
-    );
+    ))
+    .at(8, "verify.holdout.min_delta");
 }
 
 #[test]
 fn a_target_or_budget_that_is_not_a_finite_number_is_a_spec_error() {
-    for value in ["nan", "inf", "-inf", "+nan"] {
-        let e = err(&format!("{MIN}[stop]\ntarget = {value}\n"));
-        assert_eq!((e.line, e.key.as_str()), (7, "stop.target"), "{value}: {e}");
-        assert!(e.message.contains("finite"), "{value}: {e}");
-    }
-    let e = err(&format!("{MIN}[stop]\nmax_cost_usd = inf\n"));
-    assert_eq!((e.line, e.key.as_str()), (7, "stop.max_cost_usd"), "{e}");
+    stop_values_refused("target", &["nan", "inf", "-inf", "+nan"], "finite");
+    err(&format!("{MIN}[stop]\nmax_cost_usd = inf\n")).at(7, "stop.max_cost_usd");
     assert_eq!(
         parse(&format!("{MIN}[stop]\ntarget = -1e300\n"))
             .unwrap()

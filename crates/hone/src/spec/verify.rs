@@ -233,10 +233,7 @@ fn progress(s: &Section) -> Result<Option<ProgressSpec>, SpecError> {
             "`halving` raises its bar at 1, 2 and 3 times the warm-up: set prune_warmup too (\"10 steps\" or \"60s\")",
         ));
     }
-    let min_runs = s.get_or("prune_min_runs", PRUNE_MIN_RUNS)?;
-    if min_runs == 0 {
-        return Err(s.err("prune_min_runs", "must be at least 1"));
-    }
+    let min_runs = s.count("prune_min_runs")?.unwrap_or(PRUNE_MIN_RUNS);
     Ok(Some(ProgressSpec {
         read,
         prune,
@@ -304,14 +301,8 @@ fn judged(s: &Section) -> Result<VerifySpec, SpecError> {
         return Err(s.err("max_log_bytes", "must be at least 1024"));
     }
     let env = s.get_or_default("env")?;
-    let baseline_repeats = s.get_or("baseline_repeats", 1)?;
-    if baseline_repeats == 0 {
-        return Err(s.err("baseline_repeats", "must be at least 1"));
-    }
-    let noise_k = s.get_or("noise_k", NOISE_K)?;
-    if noise_k.is_nan() || noise_k < 0.0 || !noise_k.is_finite() {
-        return Err(s.err("noise_k", "must be a finite number >= 0"));
-    }
+    let baseline_repeats = s.count("baseline_repeats")?.unwrap_or(1);
+    let noise_k = s.non_negative("noise_k")?.unwrap_or(NOISE_K);
     let retest_every = s.get("retest_every")?;
     if retest_every == Some(0) {
         return Err(s.err("retest_every", "must be at least 1 (or leave it out)"));
@@ -386,10 +377,7 @@ fn metric_regex(metric: &str, pattern: &str) -> Result<MetricRegex, MetricError>
 /// `[verify.holdout]`; its metric, timeout and min_delta default to the search's.
 fn holdout(h: &Section, verify: &VerifySpec) -> Result<HoldoutSpec, SpecError> {
     h.check_keys(HOLDOUT_KEYS)?;
-    let min_delta = h.get_or("min_delta", verify.min_delta)?;
-    if min_delta.is_nan() || min_delta < 0.0 || !min_delta.is_finite() {
-        return Err(h.err("min_delta", "must be a finite number >= 0"));
-    }
+    let min_delta = h.non_negative("min_delta")?.unwrap_or(verify.min_delta);
     let hide: Vec<String> = h.get_or_default("hide")?;
     let metric = h.get_or("metric", verify.metric.clone())?;
     if !is_metric_name(&metric) {
@@ -435,14 +423,14 @@ mod tests {
         let e = err(&GOOD.replace(
             "min_delta = 0.0005",
             "min_delta = 0.0005\nconstraints = [\"mem<=5\", \"mem ~ 5\"]",
-        ));
-        assert_eq!((e.line, e.key.as_str()), (14, "verify.constraints"), "{e}");
+        ))
+        .at(14, "verify.constraints");
         assert!(e.message.contains("`mem ~ 5` is not a constraint"), "{e}");
         let e = err(&GOOD.replace(
             "min_delta = 0.0005",
             "min_delta = 0.0005\nmetric_regex = \"bpb [0-9.]+\"",
-        ));
-        assert_eq!((e.line, e.key.as_str()), (14, "verify.metric_regex"), "{e}");
+        ))
+        .at(14, "verify.metric_regex");
         assert!(e.message.contains("has no capture group"), "{e}");
     }
 
@@ -477,13 +465,27 @@ mod tests {
             .unwrap();
         assert_eq!(pruner.rule, PruneRule::Top(3));
         assert_eq!(pruner.direction, Direction::Maximize);
-        // `halving` needs a warm-up to count its rungs in.
-        let s = parse(&with(
-            "progress = \"loss\"\nprune = \"halving\"\nprune_warmup = \"10 steps\"",
-        ))
-        .unwrap();
-        let p = s.verify.progress.unwrap();
-        assert_eq!(p.prune, Some(PruneRule::Halving));
+        // `halving` (which needs a warm-up to count its rungs in), `reach` (any warm-up, none
+        // included), `reach:P` and `reach~A`.
+        for (extra, rule) in [
+            (
+                "prune = \"halving\"\nprune_warmup = \"10 steps\"",
+                PruneRule::Halving,
+            ),
+            ("prune = \"reach\"", PruneRule::Reach(100.0)),
+            (
+                "prune = \"reach:90\"\nprune_warmup = \"8 steps\"",
+                PruneRule::Reach(90.0),
+            ),
+            (
+                "prune = \"reach~0.12\"\nprune_min_runs = 5",
+                PruneRule::ReachTight(0.12),
+            ),
+        ] {
+            let s = parse(&with(&format!("progress = \"loss\"\n{extra}")))
+                .unwrap_or_else(|e| panic!("{extra}: {e}"));
+            assert_eq!(s.verify.progress.unwrap().prune, Some(rule), "{extra}");
+        }
         for warmup in [
             "",
             "\nprune_warmup = \"0 steps\"",
@@ -496,28 +498,6 @@ mod tests {
             .to_string();
             assert!(e.contains("set prune_warmup"), "{warmup}: {e}");
         }
-        // `reach` (any warm-up, none included) and `reach:P`.
-        let s = parse(&with("progress = \"loss\"\nprune = \"reach\"")).unwrap();
-        assert_eq!(
-            s.verify.progress.unwrap().prune,
-            Some(PruneRule::Reach(100.0))
-        );
-        let s = parse(&with(
-            "progress = \"loss\"\nprune = \"reach:90\"\nprune_warmup = \"8 steps\"",
-        ))
-        .unwrap();
-        assert_eq!(
-            s.verify.progress.unwrap().prune,
-            Some(PruneRule::Reach(90.0))
-        );
-        let s = parse(&with(
-            "progress = \"loss\"\nprune = \"reach~0.12\"\nprune_min_runs = 5",
-        ))
-        .unwrap();
-        assert_eq!(
-            s.verify.progress.unwrap().prune,
-            Some(PruneRule::ReachTight(0.12))
-        );
         // Recording curves without pruning.
         let s = parse(&with("progress = \"loss\"")).unwrap();
         assert!(s
