@@ -45,11 +45,10 @@ const STEPS: u32 = 50;
 const OPTIMUM: f64 = 1.0;
 
 fn num(c: &Config, name: &str) -> f64 {
-    match c.get(name) {
-        Some(KnobValue::Float(x)) => *x,
-        Some(KnobValue::Int(n)) => *n as f64,
-        other => panic!("{name} = {other:?}"),
-    }
+    let value = c.get(name);
+    value
+        .and_then(KnobValue::as_f64)
+        .unwrap_or_else(|| panic!("{name} = {value:?}"))
 }
 
 /// `bench/prune/curve.py`'s `final`.

@@ -26,11 +26,10 @@ use hone::propose::knobs::{
 use hone::util::median;
 
 fn num(c: &Config, name: &str) -> f64 {
-    match c.get(name) {
-        Some(KnobValue::Float(x)) => *x,
-        Some(KnobValue::Int(n)) => *n as f64,
-        other => panic!("{name} = {other:?}"),
-    }
+    let value = c.get(name);
+    value
+        .and_then(KnobValue::as_f64)
+        .unwrap_or_else(|| panic!("{name} = {value:?}"))
 }
 
 fn text(c: &Config, name: &str) -> String {

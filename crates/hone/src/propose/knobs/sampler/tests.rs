@@ -8,7 +8,7 @@ use crate::propose::knobs::literal::quantize_float;
 use crate::propose::knobs::{apply, config_of, discover};
 use crate::propose::knobs::{Domain, KnobValue};
 
-fn knobs_of(text: &str) -> Vec<Knob> {
+pub(super) fn knobs_of(text: &str) -> Vec<Knob> {
     match discover("t.py", text) {
         Ok(k) => k,
         Err(e) => panic!("{e}"),
@@ -92,12 +92,11 @@ const QUAD: &str = "A = 0.5     # hone: 0.0..1.0\n\
                         D = -1.0    # hone: -5.0..5.0\n\
                         SEED = 3\n";
 
-fn num(c: &Config, name: &str) -> f64 {
-    match c.get(name) {
-        Some(KnobValue::Float(x)) => *x,
-        Some(KnobValue::Int(n)) => *n as f64,
-        other => panic!("{name} = {other:?}"),
-    }
+pub(super) fn num(c: &Config, name: &str) -> f64 {
+    let value = c.get(name);
+    value
+        .and_then(KnobValue::as_f64)
+        .unwrap_or_else(|| panic!("{name} = {value:?}"))
 }
 
 /// A quadratic bowl in the knobs' natural (unit-space) scales, minimum 0.
