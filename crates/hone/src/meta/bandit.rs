@@ -163,7 +163,7 @@ impl Mechanism for Bandit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::testing::{exp, knobs, view};
+    use crate::meta::testing::{exp, finish, knobs, view};
     use crate::store::{Effect, Status};
 
     #[test]
@@ -208,13 +208,13 @@ mod tests {
             } else {
                 Status::Discard
             };
-            history.push(exp(n, status, Some(1.0), None));
-            let v = view(&history, &k, &ed);
-            let rec = history[history.len() - 1].clone();
-            bandit.on_result(&Outcome {
-                record: &rec,
-                view: v,
-            });
+            finish(
+                &mut bandit,
+                &mut history,
+                exp(n, status, Some(1.0), None),
+                &k,
+                &ed,
+            );
         }
         assert!(focus_b >= 14, "B focused {focus_b} times of 24");
     }
@@ -250,12 +250,13 @@ mod tests {
                 } else {
                     Status::Discard
                 };
-                history.push(exp(n, status, Some(1.0), None));
-                let rec = history[history.len() - 1].clone();
-                bandit.on_result(&Outcome {
-                    record: &rec,
-                    view: view(&history, &k, &ed),
-                });
+                finish(
+                    &mut bandit,
+                    &mut history,
+                    exp(n, status, Some(1.0), None),
+                    &k,
+                    &ed,
+                );
             }
             // Guidance for an experiment that never finished is not credited.
             let g = bandit.before_propose(&view(&history, &k, &ed));

@@ -269,6 +269,23 @@ pub(crate) mod testing {
         }
     }
 
+    /// Appends `e` to `history` and gives it to `m`'s `on_result`, as the host does; what
+    /// `m` changed.
+    pub fn finish(
+        m: &mut dyn Mechanism,
+        history: &mut Vec<ExperimentRecord>,
+        e: ExperimentRecord,
+        knobs: &[Knob],
+        editable: &[String],
+    ) -> Option<String> {
+        history.push(e);
+        let record = history[history.len() - 1].clone();
+        m.on_result(&Outcome {
+            record: &record,
+            view: view(history, knobs, editable),
+        })
+    }
+
     pub fn view<'a>(
         history: &'a [ExperimentRecord],
         knobs: &'a [Knob],

@@ -90,7 +90,7 @@ impl Mechanism for SegmentRestart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::testing::{exp, view};
+    use crate::meta::testing::{exp, finish, view};
     use crate::store::Status;
 
     #[test]
@@ -100,12 +100,13 @@ mod tests {
         let mut r = Restart::default();
         let mut restarts = Vec::new();
         for n in 1..=(2 * STUCK_AFTER) {
-            history.push(exp(n, Status::Discard, Some(2.0), None));
-            let rec = history[history.len() - 1].clone();
-            if r.on_result(&Outcome {
-                record: &rec,
-                view: view(&history, &[], &ed),
-            })
+            if finish(
+                &mut r,
+                &mut history,
+                exp(n, Status::Discard, Some(2.0), None),
+                &[],
+                &ed,
+            )
             .is_some()
             {
                 restarts.push(n);
@@ -128,15 +129,8 @@ mod tests {
             } else {
                 Status::Discard
             };
-            history.push(exp(n, s, Some(1.0), None));
-            let rec = history[history.len() - 1].clone();
-            assert_eq!(
-                r.on_result(&Outcome {
-                    record: &rec,
-                    view: view(&history, &[], &ed)
-                }),
-                None
-            );
+            let e = exp(n, s, Some(1.0), None);
+            assert_eq!(finish(&mut r, &mut history, e, &[], &ed), None);
         }
         assert!(r.before_propose(&view(&history, &[], &ed)).is_empty());
     }

@@ -473,7 +473,7 @@ impl Mechanism for Strategy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::testing::{config, exp, knobs, view};
+    use crate::meta::testing::{config, exp, finish, knobs, view};
 
     #[test]
     fn the_rules_explore_on_a_stall_exploit_after_keeps_and_freeze_dead_knobs() {
@@ -568,16 +568,8 @@ mod tests {
         let mut st = Strategy::new(2, 2).with_llm(true);
         let mut history = vec![exp(0, Status::Baseline, Some(1.0), None)];
         for n in 1..=2u64 {
-            history.push(exp(n, Status::Discard, Some(2.0), None));
-            let rec = history[history.len() - 1].clone();
-            let v = view(&history, &k, &ed);
-            assert_eq!(
-                st.on_result(&Outcome {
-                    record: &rec,
-                    view: v
-                }),
-                None
-            );
+            let e = exp(n, Status::Discard, Some(2.0), None);
+            assert_eq!(finish(&mut st, &mut history, e, &k, &ed), None);
         }
         let v = view(&history, &k, &ed);
         let (_, user) = st.ask(&v).unwrap_or_default();
@@ -626,12 +618,13 @@ mod tests {
             } else {
                 Status::Discard
             };
-            history.push(exp(n, s, Some(2.0), None));
-            let rec = history[history.len() - 1].clone();
-            running.on_result(&Outcome {
-                record: &rec,
-                view: view(&history, &k, &ed),
-            });
+            finish(
+                &mut running,
+                &mut history,
+                exp(n, s, Some(2.0), None),
+                &k,
+                &ed,
+            );
         }
         let mut resumed = Strategy::new(3, 2);
         resumed.on_start(&view(&history, &k, &ed));
@@ -653,14 +646,14 @@ mod tests {
         assert!(st.before_propose(&view(&history, &k, &ed)).is_empty());
         let mut revised = Vec::new();
         for n in 1..=6u64 {
-            history.push(exp(n, Status::Discard, Some(2.0), None));
-            let rec = history[history.len() - 1].clone();
-            if st
-                .on_result(&Outcome {
-                    record: &rec,
-                    view: view(&history, &k, &ed),
-                })
-                .is_some()
+            if finish(
+                &mut st,
+                &mut history,
+                exp(n, Status::Discard, Some(2.0), None),
+                &k,
+                &ed,
+            )
+            .is_some()
             {
                 revised.push(n);
             }
