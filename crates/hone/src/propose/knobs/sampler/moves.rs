@@ -30,12 +30,10 @@ pub(super) fn best_local_move(
         .iter()
         .any(|&i| matches!(space.dims[i].kind, Kind::Cat(_)));
     let mut draws = Vec::with_capacity(LOCAL_CANDIDATES);
-    let scale = step(rng, step_scale);
-    draws.push(nudge(space, from, rng, &dims, scale));
+    draws.push(nudge(space, from, rng, &dims, step_scale));
     for _ in 1..LOCAL_CANDIDATES {
         draws.push(if switches {
-            let scale = step(rng, step_scale);
-            nudge(space, from, rng, &dims, scale)
+            nudge(space, from, rng, &dims, step_scale)
         } else {
             local_move(space, from, rng, movable, step_scale)
         });
@@ -60,8 +58,7 @@ pub(super) fn local_move(
     step_scale: f64,
 ) -> Vec<Coord> {
     let dims = moved_dims(rng, movable);
-    let scale = step(rng, step_scale);
-    nudge(space, from, rng, &dims, scale)
+    nudge(space, from, rng, &dims, step_scale)
 }
 
 /// Which 1-2 of the `movable` dimensions a local move changes.
@@ -77,9 +74,16 @@ fn moved_dims(rng: &mut Rng, movable: &[usize]) -> Vec<usize> {
     order
 }
 
-/// `from` with each of `dims` nudged by a Gaussian step of `scale` (a choice to another
-/// option).
-fn nudge(space: &Space, from: &[Coord], rng: &mut Rng, dims: &[usize], scale: f64) -> Vec<Coord> {
+/// `from` with each of `dims` nudged by a Gaussian step of a scale drawn first ([`step`]; a
+/// choice to another option).
+fn nudge(
+    space: &Space,
+    from: &[Coord],
+    rng: &mut Rng,
+    dims: &[usize],
+    step_scale: f64,
+) -> Vec<Coord> {
+    let scale = step(rng, step_scale);
     let mut point = from.to_vec();
     for &i in dims {
         let d = &space.dims[i];
