@@ -25,12 +25,8 @@ use hone::propose::knobs::{
 };
 use hone::util::median;
 
-fn num(c: &Config, name: &str) -> f64 {
-    let value = c.get(name);
-    value
-        .and_then(KnobValue::as_f64)
-        .unwrap_or_else(|| panic!("{name} = {value:?}"))
-}
+mod common;
+use common::num;
 
 fn text(c: &Config, name: &str) -> String {
     match c.get(name) {
