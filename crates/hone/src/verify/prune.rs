@@ -29,7 +29,9 @@ use super::Direction;
 
 mod live;
 mod reach;
+
 pub use live::{LiveCurve, Point, JUDGE_INTERVAL, MAX_STORED, STORED_IN_FULL};
+use reach::Bar;
 
 /// How intermediate values are read from the verifier's output.
 #[derive(Clone, Debug)]
@@ -292,8 +294,8 @@ impl Pruner {
         let (threshold, runs) = match rule {
             PruneRule::Percentile(p) => (self.percentile(&at, p), at.len()),
             PruneRule::Top(k) => self.top(&at, k)?,
-            PruneRule::Reach(p) => reach::threshold(self.direction, &at, p)?,
-            PruneRule::ReachTight(a) => reach::tightened(self.direction, &at, a)?,
+            PruneRule::Reach(p) => reach::threshold(self.direction, &at, Bar::Percentile(p))?,
+            PruneRule::ReachTight(a) => reach::threshold(self.direction, &at, Bar::Tightened(a))?,
             PruneRule::Halving => return None, // `rule_at` never answers it
         };
         if runs == 0 || runs < self.min_runs {
@@ -607,22 +609,12 @@ mod tests {
         assert!(median(Direction::Minimize)
             .judge(&refs, 2.3, 20.0, t)
             .is_none());
-        // top:1 compares with the incumbent alone.
-        assert_eq!(
-            top(1, Direction::Minimize)
-                .judge(&refs, 2.05, 20.0, t)
-                .unwrap()
-                .threshold,
-            2.0
-        );
-        // K beyond the references: the worst of them all.
-        assert_eq!(
-            top(9, Direction::Minimize)
-                .judge(&refs, 4.1, 20.0, t)
-                .unwrap()
-                .threshold,
-            4.0
-        );
+        // top:1 compares with the incumbent alone; K beyond the references, with the worst
+        // of them all.
+        for (k, value, threshold) in [(1, 2.05, 2.0), (9, 4.1, 4.0)] {
+            let pruned = top(k, Direction::Minimize).judge(&refs, value, 20.0, t);
+            assert_eq!(pruned.map(|p| p.threshold), Some(threshold), "top:{k}");
+        }
         // Warm-up and min runs as for the median.
         assert_eq!(p.judge(&refs, 9.0, 10.0, t), None);
         let few = Pruner { min_runs: 7, ..p };
