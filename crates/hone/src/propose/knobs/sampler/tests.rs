@@ -99,6 +99,15 @@ pub(super) fn num(c: &Config, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("{name} = {value:?}"))
 }
 
+/// The `QUAD` knobs, the history of `n` suggestions with `seed` on [`quadratic`], and the
+/// baseline as the incumbent.
+fn quadratic_run(n: u64, seed: u64) -> (Vec<Knob>, Vec<Observation>, Config) {
+    let knobs = knobs_of(QUAD);
+    let (history, _) = run(&knobs, n, seed, quadratic);
+    let incumbent = config_of(&knobs);
+    (knobs, history, incumbent)
+}
+
 /// A quadratic bowl in the knobs' natural (unit-space) scales, minimum 0.
 fn quadratic(c: &Config) -> Option<f64> {
     let a = num(c, "A") - 0.83;
@@ -115,9 +124,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 #[test]
 fn suggest_is_deterministic() {
-    let knobs = knobs_of(QUAD);
-    let (history, _) = run(&knobs, 15, 7, quadratic);
-    let incumbent = config_of(&knobs);
+    let (knobs, history, incumbent) = quadratic_run(15, 7);
     for index in [0, 1, 15, 99] {
         for minimize in [true, false] {
             let a = suggest(&knobs, &history, &incumbent, minimize, 7, index);
@@ -299,9 +306,7 @@ fn the_sampler_beats_random_search_on_a_quadratic() {
 
 #[test]
 fn guidance_freezes_focuses_and_switches_modes() {
-    let knobs = knobs_of(QUAD);
-    let (history, _) = run(&knobs, 12, 3, quadratic);
-    let incumbent = config_of(&knobs);
+    let (knobs, history, incumbent) = quadratic_run(12, 3);
     let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let frozen = names(&["A", "C"]);
     let focus = names(&["B"]);
@@ -397,9 +402,7 @@ fn candidates_come_first_unless_tried_or_out_of_range_and_keep_frozen_knobs() {
 
 #[test]
 fn no_guidance_is_exactly_the_plain_sampler() {
-    let knobs = knobs_of(QUAD);
-    let (history, _) = run(&knobs, 20, 5, quadratic);
-    let incumbent = config_of(&knobs);
+    let (knobs, history, incumbent) = quadratic_run(20, 5);
     for index in 0..30 {
         let plain = suggest(
             &knobs,
@@ -572,18 +575,24 @@ fn the_model_does_not_veto_switching_a_choice_in_local_moves() {
     };
     let from = space.incumbent_point();
     let movable = space.movable(&[]);
+    let local = moves::LocalMoves {
+        space: &space,
+        from: &from,
+        movable: &movable,
+        step_scale: 1.0,
+    };
     let switched = |c: &Config| c.get("C") != incumbent.get("C");
     let (mut plain, mut chosen, mut free) = (0, 0, 0);
     for i in 0..400 {
-        let point = moves::local_move(&space, &from, &mut Rng::new(5, i), &movable, 1.0);
+        let point = local.draw(&mut Rng::new(5, i));
         plain += usize::from(space.fresh(&point).is_some_and(|c| switched(&c)));
         let mut rng = Rng::new(5, i);
-        let best = moves::best_local_move(&space, &model, &from, &mut rng, &movable, 1.0);
+        let best = local.best(&model, &mut rng);
         chosen += usize::from(best.is_some_and(|c| switched(&c)));
         // The model's pick among free draws (how local moves were chosen before).
         let mut rng = Rng::new(5, i);
         let draws: Vec<Vec<Coord>> = (0..LOCAL_CANDIDATES)
-            .map(|_| moves::local_move(&space, &from, &mut rng, &movable, 1.0))
+            .map(|_| local.draw(&mut rng))
             .collect();
         free += usize::from(model.best_of(&space, draws).is_some_and(|c| switched(&c)));
     }
