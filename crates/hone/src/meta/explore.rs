@@ -168,13 +168,8 @@ mod tests {
         let first = e.candidates(&view(&history, &k, &ed));
         assert_eq!(first.len(), 6);
         for n in 1..=6u64 {
-            finish(
-                &mut e,
-                &mut history,
-                exp(n, Status::Discard, Some(2.0), Some(&first[0])),
-                &k,
-                &ed,
-            );
+            let rec = exp(n, Status::Discard, Some(2.0), Some(&first[0]));
+            finish(&mut e, &mut history, rec, &k, &ed);
         }
         assert!(e.candidates(&view(&history, &k, &ed)).is_empty());
         for n in 7..=10u64 {

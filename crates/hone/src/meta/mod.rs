@@ -269,6 +269,15 @@ pub(crate) mod testing {
         }
     }
 
+    /// `Keep` when `kept`, else `Discard`.
+    pub fn kept_if(kept: bool) -> Status {
+        if kept {
+            Status::Keep
+        } else {
+            Status::Discard
+        }
+    }
+
     /// Appends `e` to `history` and gives it to `m`'s `on_result`, as the host does; what
     /// `m` changed.
     pub fn finish(

@@ -94,7 +94,8 @@ mod tests {
             .chain([Status::Discard; 3]);
         for (i, s) in statuses.enumerate() {
             let n = i as u64 + 1;
-            if let Some(what) = finish(&mut p, &mut history, exp(n, s, Some(1.0), None), &[], &ed) {
+            let rec = exp(n, s, Some(1.0), None);
+            if let Some(what) = finish(&mut p, &mut history, rec, &[], &ed) {
                 switches.push((n, what));
             }
         }

@@ -640,14 +640,8 @@ mod tests {
         ] {
             let c = config(&[("W", n + 2)]);
             s.offered = Some((n as u64, c.clone()));
-            let detail = finish(
-                &mut s,
-                &mut history,
-                exp(n as u64, status, Some(4.0), Some(&c)),
-                &k,
-                &[],
-            )
-            .unwrap_or_default();
+            let rec = exp(n as u64, status, Some(4.0), Some(&c));
+            let detail = finish(&mut s, &mut history, rec, &k, &[]).unwrap_or_default();
             calls.push(MechanismCall {
                 experiment: n as u64,
                 mechanism: "surrogate".into(),

@@ -182,13 +182,8 @@ mod tests {
         let mut history = vec![exp(0, Status::Baseline, Some(1.0), None)];
         for i in 1..=(TENURE as i64 + 1) {
             let c = config(&[("WIDTH", 7 * i), ("DEPTH", 1)]);
-            finish(
-                &mut t,
-                &mut history,
-                exp(i as u64, Status::Crash, None, Some(&c)),
-                &k,
-                &ed,
-            );
+            let rec = exp(i as u64, Status::Crash, None, Some(&c));
+            finish(&mut t, &mut history, rec, &k, &ed);
         }
         let v = view(&history, &k, &ed);
         let oldest = config(&[("WIDTH", 7), ("DEPTH", 1)]);

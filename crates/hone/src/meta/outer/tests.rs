@@ -2,7 +2,7 @@
 
 use super::record::shapers;
 use super::*;
-use crate::meta::testing::config;
+use crate::meta::testing::{config, kept_if};
 use crate::meta::{Candidate, Guidance, Verdict};
 use crate::propose::knobs::Config;
 use crate::propose::optimizer::KnobsProposer;
@@ -206,11 +206,7 @@ fn a_resumed_portfolio_is_rebuilt_from_the_recorded_calls() {
                 outer.propose(&mut KnobsProposer::default(), &c).unwrap();
             }
             for &n in batch.iter().rev() {
-                let status = if n % 4 == 1 || n == 6 || n == 7 {
-                    Status::Keep
-                } else {
-                    Status::Discard
-                };
+                let status = kept_if(n % 4 == 1 || n == 6 || n == 7);
                 clock += 1.0;
                 history.push(ExperimentRecord {
                     n,
