@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::script::{self, Limits, ScriptMechanism};
 use super::stats::MechanismStats;
+use super::View;
 use crate::propose::knobs::Knob;
 use crate::propose::ProposeError;
 use crate::spec::Direction;
@@ -177,15 +178,8 @@ pub struct Laddered {
     pub mechanism: Option<ScriptMechanism>,
 }
 
-/// Contract tests and a replay on `history` (compilation is the caller's first step).
-pub fn ladder(
-    source: &str,
-    limits: Limits,
-    history: &[ExperimentRecord],
-    knobs: &[Knob],
-    direction: Direction,
-    seed: u64,
-) -> Laddered {
+/// Compilation, contract tests on `run`'s knobs and a replay on its history.
+pub fn ladder(source: &str, limits: Limits, run: &View<'_>) -> Laddered {
     let mut steps = Vec::new();
     let mut climb = || {
         let mechanism = rung(
@@ -197,7 +191,7 @@ pub fn ladder(
         rung(
             &mut steps,
             "contract",
-            script::contract(source, limits, knobs),
+            script::contract(source, limits, run.knobs),
             |r| {
                 format!(
                 "ok ({} hook calls on 3 synthetic histories, the same answers twice given the seed)",
@@ -208,7 +202,7 @@ pub fn ladder(
         rung(
             &mut steps,
             "replay",
-            script::replay(source, limits, history, knobs, direction, seed),
+            script::replay(source, limits, run),
             |r| {
                 format!(
                     "of {} past proposals it would have rejected {} and modified {} (guidance for {})",

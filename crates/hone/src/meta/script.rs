@@ -95,7 +95,6 @@ mod tests {
     use super::super::{Candidate, Mechanism, Mode, Outcome, Verdict};
     use super::*;
     use crate::propose::knobs::KnobValue;
-    use crate::spec::Direction;
     use crate::store::ExperimentRecord;
     use crate::store::Status;
     use rhai::Dynamic;
@@ -371,7 +370,7 @@ mod tests {
             })
             .collect();
         let src = "fn filter(p, v) { if p.config.A > 4 { #{ reject: \"too big\" } } else { () } }";
-        let r = replay(src, limits(), &h, &k, Direction::Minimize, 1).unwrap();
+        let r = replay(src, limits(), &view(&h, &k, &[])).unwrap();
         assert_eq!((r.proposals, r.rejected, r.modified), (5, 2, 0));
     }
 }
