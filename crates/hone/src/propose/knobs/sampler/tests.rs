@@ -404,23 +404,10 @@ fn candidates_come_first_unless_tried_or_out_of_range_and_keep_frozen_knobs() {
 fn no_guidance_is_exactly_the_plain_sampler() {
     let (knobs, history, incumbent) = quadratic_run(20, 5);
     for index in 0..30 {
-        let plain = suggest(
-            &knobs,
-            &history[..(index as usize % 20) + 1],
-            &incumbent,
-            true,
-            5,
-            index,
-        );
-        let guided = suggest_guided(
-            &knobs,
-            &history[..(index as usize % 20) + 1],
-            &incumbent,
-            true,
-            5,
-            index,
-            &SamplerGuide::default(),
-        );
+        let seen = &history[..(index as usize % 20) + 1];
+        let plain = suggest(&knobs, seen, &incumbent, true, 5, index);
+        let guide = SamplerGuide::default();
+        let guided = suggest_guided(&knobs, seen, &incumbent, true, 5, index, &guide);
         assert_eq!(plain, guided.map(|(c, _)| c));
     }
 }
