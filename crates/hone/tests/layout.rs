@@ -94,29 +94,19 @@ fn every_test_file_is_part_of_the_build() {
         }
         let dir = f.parent().unwrap();
         // `a/mod.rs` is module `a`, declared next to the directory; `a/b.rs` is declared in
-        // `a/mod.rs`; `b.rs` at the top in `main.rs`.
-        let (parent, name) = if f.file_name().unwrap() == "mod.rs" {
-            let up = dir.parent().unwrap();
-            let parent = if up == root {
-                root.join("main.rs")
-            } else {
-                up.join("mod.rs")
-            };
-            (
-                parent,
-                dir.file_name().unwrap().to_string_lossy().into_owned(),
-            )
+        // `a/mod.rs`; `b.rs` at the top in `main.rs`. `declared_in` is the directory of the
+        // declaring file.
+        let (declared_in, name) = if f.file_name().unwrap() == "mod.rs" {
+            (dir.parent().unwrap(), dir.file_name().unwrap())
         } else {
-            let parent = if dir == root {
-                root.join("main.rs")
-            } else {
-                dir.join("mod.rs")
-            };
-            (
-                parent,
-                f.file_stem().unwrap().to_string_lossy().into_owned(),
-            )
+            (dir, f.file_stem().unwrap())
         };
+        let parent = if declared_in == root {
+            root.join("main.rs")
+        } else {
+            declared_in.join("mod.rs")
+        };
+        let name = name.to_string_lossy().into_owned();
         if !parent.exists() || !declared(&parent).contains(&name) {
             missing.push(format!(
                 "{} (no `mod {name};` in {})",
