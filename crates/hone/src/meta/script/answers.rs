@@ -6,9 +6,12 @@ use rhai::{Array, Dynamic, Map};
 use super::super::{Guidance, Mode, Verdict};
 use crate::propose::knobs::{list_options, Config, Domain, Knob, KnobValue};
 
+/// Whether a script's value is of one type.
+type IsType = fn(&Dynamic) -> bool;
+
 /// What a script's value is, as error messages name it: "an integer", "a map".
 pub(super) fn type_of(v: &Dynamic) -> &'static str {
-    let types: [(fn(&Dynamic) -> bool, &'static str); 7] = [
+    let types: [(IsType, &'static str); 7] = [
         (Dynamic::is_unit, "()"),
         (Dynamic::is_bool, "a bool"),
         (Dynamic::is_int, "an integer"),
