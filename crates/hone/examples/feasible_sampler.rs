@@ -10,17 +10,12 @@
 //! `cargo run --release -p hone --example feasible_sampler [SEEDS]`, from the repository root.
 
 use hone::propose::knobs::{
-    config_of, discover, suggest_guided, Config, Knob, KnobValue, Observation, SamplerGuide,
+    config_of, discover, suggest_guided, Config, Knob, Observation, SamplerGuide,
 };
 use hone::util::median;
 
-fn num(c: &Config, name: &str) -> f64 {
-    match c.get(name) {
-        Some(KnobValue::Float(x)) => *x,
-        Some(KnobValue::Int(n)) => *n as f64,
-        other => panic!("{name} = {other:?}"),
-    }
-}
+mod common;
+use common::num;
 
 /// The verifier of `bench/problems/crashy`: `None` where it exits non-zero.
 fn crashy(c: &Config) -> Option<f64> {

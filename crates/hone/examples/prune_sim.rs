@@ -33,7 +33,7 @@
 use std::time::Duration;
 
 use hone::propose::knobs::{
-    config_of, discover, suggest_guided, unit_coords, Config, Knob, KnobValue, SamplerGuide,
+    config_of, discover, suggest_guided, unit_coords, Config, Knob, SamplerGuide,
 };
 use hone::propose::optimizer::observations;
 use hone::store::{ExperimentRecord, Status};
@@ -41,16 +41,11 @@ use hone::util::{median, splitmix64, unit_f64};
 use hone::verify::prune::{PruneRule, Pruner, Reference, Warmup};
 use hone::verify::Direction;
 
+mod common;
+use common::num;
+
 const STEPS: u32 = 50;
 const OPTIMUM: f64 = 1.0;
-
-fn num(c: &Config, name: &str) -> f64 {
-    match c.get(name) {
-        Some(KnobValue::Float(x)) => *x,
-        Some(KnobValue::Int(n)) => *n as f64,
-        other => panic!("{name} = {other:?}"),
-    }
-}
 
 /// `bench/prune/curve.py`'s `final`.
 fn final_value(c: &Config) -> f64 {

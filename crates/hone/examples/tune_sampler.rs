@@ -25,13 +25,8 @@ use hone::propose::knobs::{
 };
 use hone::util::median;
 
-fn num(c: &Config, name: &str) -> f64 {
-    match c.get(name) {
-        Some(KnobValue::Float(x)) => *x,
-        Some(KnobValue::Int(n)) => *n as f64,
-        other => panic!("{name} = {other:?}"),
-    }
-}
+mod common;
+use common::num;
 
 fn text(c: &Config, name: &str) -> String {
     match c.get(name) {

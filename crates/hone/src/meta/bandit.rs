@@ -163,7 +163,7 @@ impl Mechanism for Bandit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::testing::{exp, knobs, view};
+    use crate::meta::testing::{exp, finish, kept_if, knobs, view};
     use crate::store::{Effect, Status};
 
     #[test]
@@ -202,19 +202,10 @@ mod tests {
             let v = view(&history, &k, &ed);
             let g = bandit.before_propose(&v);
             assert_eq!(g.focus.len(), 1);
-            let status = if g.focus[0] == "B" {
-                focus_b += 1;
-                Status::Keep
-            } else {
-                Status::Discard
-            };
-            history.push(exp(n, status, Some(1.0), None));
-            let v = view(&history, &k, &ed);
-            let rec = history[history.len() - 1].clone();
-            bandit.on_result(&Outcome {
-                record: &rec,
-                view: v,
-            });
+            let on_b = g.focus[0] == "B";
+            focus_b += u32::from(on_b);
+            let rec = exp(n, kept_if(on_b), Some(1.0), None);
+            finish(&mut bandit, &mut history, rec, &k, &ed);
         }
         assert!(focus_b >= 14, "B focused {focus_b} times of 24");
     }
@@ -245,17 +236,9 @@ mod tests {
             for n in 1..=12u64 {
                 let g = bandit.before_propose(&view(&history, &k, &ed));
                 calls.push(call(n, &g));
-                let status = if n % 3 == 0 || n == 4 {
-                    Status::Keep
-                } else {
-                    Status::Discard
-                };
-                history.push(exp(n, status, Some(1.0), None));
-                let rec = history[history.len() - 1].clone();
-                bandit.on_result(&Outcome {
-                    record: &rec,
-                    view: view(&history, &k, &ed),
-                });
+                let status = kept_if(n % 3 == 0 || n == 4);
+                let rec = exp(n, status, Some(1.0), None);
+                finish(&mut bandit, &mut history, rec, &k, &ed);
             }
             // Guidance for an experiment that never finished is not credited.
             let g = bandit.before_propose(&view(&history, &k, &ed));

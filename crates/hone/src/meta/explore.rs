@@ -114,7 +114,7 @@ impl Mechanism for Explore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::testing::{exp, knobs, view};
+    use crate::meta::testing::{exp, finish, knobs, view};
     use crate::propose::knobs::KnobValue;
     use crate::store::Status;
 
@@ -168,12 +168,8 @@ mod tests {
         let first = e.candidates(&view(&history, &k, &ed));
         assert_eq!(first.len(), 6);
         for n in 1..=6u64 {
-            history.push(exp(n, Status::Discard, Some(2.0), Some(&first[0])));
-            let rec = history[history.len() - 1].clone();
-            e.on_result(&Outcome {
-                record: &rec,
-                view: view(&history, &k, &ed),
-            });
+            let rec = exp(n, Status::Discard, Some(2.0), Some(&first[0]));
+            finish(&mut e, &mut history, rec, &k, &ed);
         }
         assert!(e.candidates(&view(&history, &k, &ed)).is_empty());
         for n in 7..=10u64 {

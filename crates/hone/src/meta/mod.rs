@@ -269,6 +269,32 @@ pub(crate) mod testing {
         }
     }
 
+    /// `Keep` when `kept`, else `Discard`.
+    pub fn kept_if(kept: bool) -> Status {
+        if kept {
+            Status::Keep
+        } else {
+            Status::Discard
+        }
+    }
+
+    /// Appends `e` to `history` and gives it to `m`'s `on_result`, as the host does; what
+    /// `m` changed.
+    pub fn finish(
+        m: &mut dyn Mechanism,
+        history: &mut Vec<ExperimentRecord>,
+        e: ExperimentRecord,
+        knobs: &[Knob],
+        editable: &[String],
+    ) -> Option<String> {
+        history.push(e);
+        let record = history[history.len() - 1].clone();
+        m.on_result(&Outcome {
+            record: &record,
+            view: view(history, knobs, editable),
+        })
+    }
+
     pub fn view<'a>(
         history: &'a [ExperimentRecord],
         knobs: &'a [Knob],

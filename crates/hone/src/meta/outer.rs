@@ -25,7 +25,7 @@ use super::{Mechanism, Outcome, View};
 use crate::propose::knobs::Knob;
 use crate::spec::{Direction, Spec};
 use crate::store::{ExperimentRecord, Hook, MechanismCall};
-use record::{changed, credit, stop_if_faulty};
+use record::{call_each, credit};
 
 /// How many times the knobs optimizer is asked again after a filter rejects its proposal.
 pub const MAX_RESAMPLES: usize = 16;
@@ -237,13 +237,15 @@ impl Outer {
         let view = self.view(n, history, &knobs, &editable);
         let mut calls = Vec::new();
         let mut events = Vec::new();
-        for slot in self.slots.iter_mut().filter(|s| s.active || s.managed) {
-            let name = slot.mech.name().to_string();
-            let effect = slot.mech.on_start(&view);
-            let (e, d) = changed(effect, &mut events, n, &name);
-            Outer::record(&mut calls, n, &name, Hook::OnStart, e, d);
-            stop_if_faulty(slot, &mut calls, &mut events, n, Hook::OnStart);
-        }
+        call_each(
+            &mut self.slots,
+            |s| s.active || s.managed,
+            Hook::OnStart,
+            n,
+            &mut calls,
+            &mut events,
+            |m| m.on_start(&view),
+        );
         self.calls.extend(calls);
         self.events.extend(events);
         self.knobs = knobs;
@@ -262,24 +264,28 @@ impl Outer {
         let mut calls = Vec::new();
         let mut events = Vec::new();
         let outcome = Outcome { record: rec, view };
-        for slot in self.slots.iter_mut().filter(|s| s.active) {
-            let name = slot.mech.name().to_string();
-            let effect = slot.mech.on_result(&outcome);
-            let (e, d) = changed(effect, &mut events, n, &name);
-            Outer::record(&mut calls, n, &name, Hook::OnResult, e, d);
-            stop_if_faulty(slot, &mut calls, &mut events, n, Hook::OnResult);
-        }
+        call_each(
+            &mut self.slots,
+            |s| s.active,
+            Hook::OnResult,
+            n,
+            &mut calls,
+            &mut events,
+            |m| m.on_result(&outcome),
+        );
         if let Some(names) = self.shaped.remove(&n) {
             credit(&mut self.tally, names, rec.status());
         }
         if self.segment_end(n) {
-            for slot in self.slots.iter_mut().filter(|s| s.active) {
-                let name = slot.mech.name().to_string();
-                let effect = slot.mech.on_segment_end(&view);
-                let (e, d) = changed(effect, &mut events, n, &name);
-                Outer::record(&mut calls, n, &name, Hook::OnSegmentEnd, e, d);
-                stop_if_faulty(slot, &mut calls, &mut events, n, Hook::OnSegmentEnd);
-            }
+            call_each(
+                &mut self.slots,
+                |s| s.active,
+                Hook::OnSegmentEnd,
+                n,
+                &mut calls,
+                &mut events,
+                |m| m.on_segment_end(&view),
+            );
             for (effect, detail) in self.rotate() {
                 Outer::record(
                     &mut calls,

@@ -80,7 +80,7 @@ impl Mechanism for Plateau {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::testing::{exp, view};
+    use crate::meta::testing::{exp, finish, view};
 
     #[test]
     fn a_stall_switches_to_explore_and_a_keep_to_exploit() {
@@ -94,12 +94,8 @@ mod tests {
             .chain([Status::Discard; 3]);
         for (i, s) in statuses.enumerate() {
             let n = i as u64 + 1;
-            history.push(exp(n, s, Some(1.0), None));
-            let rec = history[history.len() - 1].clone();
-            if let Some(what) = p.on_result(&Outcome {
-                record: &rec,
-                view: view(&history, &[], &ed),
-            }) {
+            let rec = exp(n, s, Some(1.0), None);
+            if let Some(what) = finish(&mut p, &mut history, rec, &[], &ed) {
                 switches.push((n, what));
             }
         }

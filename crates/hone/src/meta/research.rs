@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::script::{self, Limits, ScriptMechanism};
 use super::stats::MechanismStats;
+use super::View;
 use crate::propose::knobs::Knob;
 use crate::propose::ProposeError;
 use crate::spec::Direction;
@@ -177,75 +178,70 @@ pub struct Laddered {
     pub mechanism: Option<ScriptMechanism>,
 }
 
-/// Contract tests and a replay on `history` (compilation is the caller's first step).
-pub fn ladder(
-    source: &str,
-    limits: Limits,
-    history: &[ExperimentRecord],
-    knobs: &[Knob],
-    direction: Direction,
-    seed: u64,
-) -> Laddered {
+/// Compilation, contract tests on `run`'s knobs and a replay on its history.
+pub fn ladder(source: &str, limits: Limits, run: &View<'_>) -> Laddered {
     let mut steps = Vec::new();
-    let mechanism = match ScriptMechanism::compile(source, limits) {
-        Ok(m) => m,
-        Err(e) => {
-            steps.push(Step {
-                passed: false,
-                detail: format!("compile: {e}"),
-            });
-            return Laddered {
-                steps,
-                mechanism: None,
-            };
-        }
-    };
-    steps.push(Step {
-        passed: true,
-        detail: format!("compile: ok (hooks {})", mechanism.hooks().join(", ")),
-    });
-    match script::contract(source, limits, knobs) {
-        Ok(r) => steps.push(Step {
-            passed: true,
-            detail: format!(
-                "contract: ok ({} hook calls on 3 synthetic histories, the same answers twice given the seed)",
+    let mut climb = || {
+        let mechanism = rung(
+            &mut steps,
+            "compile",
+            ScriptMechanism::compile(source, limits),
+            |m| format!("ok (hooks {})", m.hooks().join(", ")),
+        )?;
+        rung(
+            &mut steps,
+            "contract",
+            script::contract(source, limits, run.knobs),
+            |r| {
+                format!(
+                "ok ({} hook calls on 3 synthetic histories, the same answers twice given the seed)",
                 r.calls
-            ),
-        }),
-        Err(e) => {
-            steps.push(Step {
+            )
+            },
+        )?;
+        rung(
+            &mut steps,
+            "replay",
+            script::replay(source, limits, run),
+            |r| {
+                format!(
+                    "of {} past proposals it would have rejected {} and modified {} (guidance for {})",
+                    r.proposals, r.rejected, r.modified, r.guided
+                )
+            },
+        )?;
+        Some(mechanism)
+    };
+    let mechanism = climb();
+    Laddered { steps, mechanism }
+}
+
+/// Records one step of the ladder, `name: <what passed>` or `name: <error>`; its value when
+/// it passed.
+fn rung<T>(
+    steps: &mut Vec<Step>,
+    name: &str,
+    result: Result<T, String>,
+    passed: impl FnOnce(&T) -> String,
+) -> Option<T> {
+    let (step, value) = match result {
+        Ok(v) => (
+            Step {
+                passed: true,
+                detail: format!("{name}: {}", passed(&v)),
+            },
+            Some(v),
+        ),
+        Err(e) => (
+            Step {
                 passed: false,
-                detail: format!("contract: {e}"),
-            });
-            return Laddered {
-                steps,
-                mechanism: None,
-            };
-        }
-    }
-    match script::replay(source, limits, history, knobs, direction, seed) {
-        Ok(r) => steps.push(Step {
-            passed: true,
-            detail: format!(
-                "replay: of {} past proposals it would have rejected {} and modified {} (guidance for {})",
-                r.proposals, r.rejected, r.modified, r.guided
-            ),
-        }),
-        Err(e) => {
-            steps.push(Step {
-                passed: false,
-                detail: format!("replay: {e}"),
-            });
-            return Laddered {
-                steps,
-                mechanism: None,
-            };
-        }
-    }
-    Laddered {
-        steps,
-        mechanism: Some(mechanism),
-    }
+                detail: format!("{name}: {e}"),
+            },
+            None,
+        ),
+    };
+    steps.push(step);
+    value
 }
 
 /// Where a script and its provenance are written.

@@ -12,6 +12,14 @@
 
 use super::{Guidance, Mechanism, Outcome, View};
 
+/// The guidance of a restart: the proposer's history starts at `from` (when there was one).
+fn history_window(from: Option<u64>) -> Guidance {
+    Guidance {
+        history_from: from,
+        ..Guidance::default()
+    }
+}
+
 /// Experiments without improvement before a restart.
 pub const STUCK_AFTER: u64 = 12;
 
@@ -27,14 +35,8 @@ impl Mechanism for Restart {
     }
 
     fn before_propose(&mut self, view: &View<'_>) -> Guidance {
-        let Some(from) = self.from else {
-            return Guidance::default();
-        };
-        let mut g = Guidance {
-            history_from: Some(from),
-            ..Guidance::default()
-        };
-        if !view.knobs_proposer && view.n == from {
+        let mut g = history_window(self.from);
+        if !view.knobs_proposer && self.from == Some(view.n) {
             g.text.push(
                 "the search restarted from the best version: earlier attempts are hidden on purpose; approach the problem afresh".into(),
             );
@@ -71,10 +73,7 @@ impl Mechanism for SegmentRestart {
     }
 
     fn before_propose(&mut self, _view: &View<'_>) -> Guidance {
-        Guidance {
-            history_from: self.from,
-            ..Guidance::default()
-        }
+        history_window(self.from)
     }
 
     fn on_segment_end(&mut self, view: &View<'_>) -> Option<String> {
@@ -90,7 +89,7 @@ impl Mechanism for SegmentRestart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::testing::{exp, view};
+    use crate::meta::testing::{exp, finish, kept_if, view};
     use crate::store::Status;
 
     #[test]
@@ -100,14 +99,8 @@ mod tests {
         let mut r = Restart::default();
         let mut restarts = Vec::new();
         for n in 1..=(2 * STUCK_AFTER) {
-            history.push(exp(n, Status::Discard, Some(2.0), None));
-            let rec = history[history.len() - 1].clone();
-            if r.on_result(&Outcome {
-                record: &rec,
-                view: view(&history, &[], &ed),
-            })
-            .is_some()
-            {
+            let rec = exp(n, Status::Discard, Some(2.0), None);
+            if finish(&mut r, &mut history, rec, &[], &ed).is_some() {
                 restarts.push(n);
             }
         }
@@ -123,20 +116,9 @@ mod tests {
         let mut history = vec![exp(0, Status::Baseline, Some(1.0), None)];
         let mut r = Restart::default();
         for n in 1..=40 {
-            let s = if n % 5 == 0 {
-                Status::Keep
-            } else {
-                Status::Discard
-            };
-            history.push(exp(n, s, Some(1.0), None));
-            let rec = history[history.len() - 1].clone();
-            assert_eq!(
-                r.on_result(&Outcome {
-                    record: &rec,
-                    view: view(&history, &[], &ed)
-                }),
-                None
-            );
+            let s = kept_if(n % 5 == 0);
+            let rec = exp(n, s, Some(1.0), None);
+            assert_eq!(finish(&mut r, &mut history, rec, &[], &ed), None);
         }
         assert!(r.before_propose(&view(&history, &[], &ed)).is_empty());
     }

@@ -133,6 +133,7 @@ fn tally(s: &mut MechanismStats, sets: &mut Experiments, c: &MechanismCall) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::meta::testing::kept_if;
 
     fn call(n: u64, m: &str, hook: &str, effect: &str) -> MechanismCall {
         MechanismCall {
@@ -166,11 +167,7 @@ mod tests {
         let exps: Vec<ExperimentRecord> = (0..=10)
             .map(|n| ExperimentRecord {
                 n,
-                status: Some(if n == 4 {
-                    Status::Keep
-                } else {
-                    Status::Discard
-                }),
+                status: Some(kept_if(n == 4)),
                 ..Default::default()
             })
             .collect();

@@ -207,27 +207,38 @@ pub fn parse_answer(text: &str, knobs: &[String], cap: usize) -> Result<SearchSt
     })
 }
 
+/// The answer's `key` as `read` takes it, or `fallback` with a problem recorded (`read`'s, or
+/// that the key is missing).
+fn answer_field<T>(
+    obj: &serde_json::Map<String, serde_json::Value>,
+    key: &str,
+    problems: &mut Vec<String>,
+    fallback: T,
+    read: impl FnOnce(&serde_json::Value) -> Result<T, String>,
+) -> T {
+    let Some(value) = obj.get(key) else {
+        problems.push(format!("`{key}` is missing"));
+        return fallback;
+    };
+    read(value).unwrap_or_else(|why| {
+        problems.push(why);
+        fallback
+    })
+}
+
 /// The answer's `mode` (a problem when missing or not a mode).
 fn answer_mode(
     obj: &serde_json::Map<String, serde_json::Value>,
     problems: &mut Vec<String>,
 ) -> Option<Mode> {
-    let mode = match obj.get("mode") {
-        Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::String(m)) if m == "explore" => Some(Mode::Explore),
-        Some(serde_json::Value::String(m)) if m == "exploit" => Some(Mode::Exploit),
-        Some(other) => {
-            problems.push(format!(
-                "`mode` must be \"explore\", \"exploit\" or null, not {other}"
-            ));
-            None
-        }
-        None => {
-            problems.push("`mode` is missing".into());
-            None
-        }
-    };
-    mode
+    answer_field(obj, "mode", problems, None, |v| match v {
+        serde_json::Value::Null => Ok(None),
+        serde_json::Value::String(m) if m == "explore" => Ok(Some(Mode::Explore)),
+        serde_json::Value::String(m) if m == "exploit" => Ok(Some(Mode::Exploit)),
+        other => Err(format!(
+            "`mode` must be \"explore\", \"exploit\" or null, not {other}"
+        )),
+    })
 }
 
 /// The answer's `frozen` knobs, each named once (problems for what is not a knob, and over `cap`).
@@ -274,26 +285,17 @@ fn answer_guidance(
     obj: &serde_json::Map<String, serde_json::Value>,
     problems: &mut Vec<String>,
 ) -> String {
-    let guidance = match obj.get("guidance").map(|g| g.as_str()) {
-        Some(Some(g)) if g.chars().count() <= MAX_GUIDANCE => {
-            crate::propose::prompt::sanitize(g, MAX_GUIDANCE).replace('\n', " ")
-        }
-        Some(Some(_)) => {
-            problems.push(format!(
+    answer_field(obj, "guidance", problems, String::new(), |g| {
+        match g.as_str() {
+            Some(g) if g.chars().count() <= MAX_GUIDANCE => {
+                Ok(crate::propose::prompt::sanitize(g, MAX_GUIDANCE).replace('\n', " "))
+            }
+            Some(_) => Err(format!(
                 "`guidance` must be at most {MAX_GUIDANCE} characters"
-            ));
-            String::new()
+            )),
+            None => Err("`guidance` must be a string".into()),
         }
-        Some(None) => {
-            problems.push("`guidance` must be a string".into());
-            String::new()
-        }
-        None => {
-            problems.push("`guidance` is missing".into());
-            String::new()
-        }
-    };
-    guidance
+    })
 }
 
 /// The answer's `step_scale` (a problem when missing or out of range; 1 then).
@@ -301,21 +303,13 @@ fn answer_step_scale(
     obj: &serde_json::Map<String, serde_json::Value>,
     problems: &mut Vec<String>,
 ) -> f64 {
-    let step_scale = match obj.get("step_scale").map(|v| v.as_f64()) {
-        Some(Some(x)) if (1.0 / MAX_STEP_SCALE..=MAX_STEP_SCALE).contains(&x) => x,
-        Some(_) => {
-            problems.push(format!(
-                "`step_scale` must be a number from {} to {MAX_STEP_SCALE}",
-                1.0 / MAX_STEP_SCALE
-            ));
-            1.0
-        }
-        None => {
-            problems.push("`step_scale` is missing".into());
-            1.0
-        }
-    };
-    step_scale
+    answer_field(obj, "step_scale", problems, 1.0, |v| match v.as_f64() {
+        Some(x) if (1.0 / MAX_STEP_SCALE..=MAX_STEP_SCALE).contains(&x) => Ok(x),
+        _ => Err(format!(
+            "`step_scale` must be a number from {} to {MAX_STEP_SCALE}",
+            1.0 / MAX_STEP_SCALE
+        )),
+    })
 }
 
 impl Strategy {
@@ -473,7 +467,7 @@ impl Mechanism for Strategy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::testing::{config, exp, knobs, view};
+    use crate::meta::testing::{config, exp, finish, kept_if, knobs, view};
 
     #[test]
     fn the_rules_explore_on_a_stall_exploit_after_keeps_and_freeze_dead_knobs() {
@@ -568,28 +562,18 @@ mod tests {
         let mut st = Strategy::new(2, 2).with_llm(true);
         let mut history = vec![exp(0, Status::Baseline, Some(1.0), None)];
         for n in 1..=2u64 {
-            history.push(exp(n, Status::Discard, Some(2.0), None));
-            let rec = history[history.len() - 1].clone();
-            let v = view(&history, &k, &ed);
-            assert_eq!(
-                st.on_result(&Outcome {
-                    record: &rec,
-                    view: v
-                }),
-                None
-            );
+            let rec = exp(n, Status::Discard, Some(2.0), None);
+            assert_eq!(finish(&mut st, &mut history, rec, &k, &ed), None);
         }
         let v = view(&history, &k, &ed);
         let (_, user) = st.ask(&v).unwrap_or_default();
-        assert!(user.contains("Knobs: A, B."), "{user}");
-        assert!(
-            user.contains("| 2 | discard | 2 | experiment 2 |"),
-            "{user}"
-        );
-        assert!(
-            user.contains("at most 1 knob names"),
-            "one knob always stays free: {user}"
-        );
+        for (want, what) in [
+            ("Knobs: A, B.", "the knobs"),
+            ("| 2 | discard | 2 | experiment 2 |", "the history"),
+            ("at most 1 knob names", "one knob always stays free"),
+        ] {
+            assert!(user.contains(want), "{what}: {user}");
+        }
         let before = st.current().clone();
         let r = st.answer(Ok("{\"mode\": \"sideways\"}"), &v);
         assert!(
@@ -621,17 +605,9 @@ mod tests {
         let mut history = vec![exp(0, Status::Baseline, Some(1.0), None)];
         let mut running = Strategy::new(3, 2);
         for n in 1..=7u64 {
-            let s = if n == 5 {
-                Status::Keep
-            } else {
-                Status::Discard
-            };
-            history.push(exp(n, s, Some(2.0), None));
-            let rec = history[history.len() - 1].clone();
-            running.on_result(&Outcome {
-                record: &rec,
-                view: view(&history, &k, &ed),
-            });
+            let s = kept_if(n == 5);
+            let rec = exp(n, s, Some(2.0), None);
+            finish(&mut running, &mut history, rec, &k, &ed);
         }
         let mut resumed = Strategy::new(3, 2);
         resumed.on_start(&view(&history, &k, &ed));
@@ -653,15 +629,8 @@ mod tests {
         assert!(st.before_propose(&view(&history, &k, &ed)).is_empty());
         let mut revised = Vec::new();
         for n in 1..=6u64 {
-            history.push(exp(n, Status::Discard, Some(2.0), None));
-            let rec = history[history.len() - 1].clone();
-            if st
-                .on_result(&Outcome {
-                    record: &rec,
-                    view: view(&history, &k, &ed),
-                })
-                .is_some()
-            {
+            let rec = exp(n, Status::Discard, Some(2.0), None);
+            if finish(&mut st, &mut history, rec, &k, &ed).is_some() {
                 revised.push(n);
             }
         }

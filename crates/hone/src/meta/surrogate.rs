@@ -470,11 +470,10 @@ mod tests {
     }
 
     fn num(c: &Config, k: &str) -> f64 {
-        match c.get(k) {
-            Some(KnobValue::Float(x)) => *x,
-            Some(KnobValue::Int(n)) => *n as f64,
-            other => panic!("{k}: {other:?}"),
-        }
+        let value = c.get(k);
+        value
+            .and_then(KnobValue::as_f64)
+            .unwrap_or_else(|| panic!("{k}: {value:?}"))
     }
 
     #[test]
@@ -627,7 +626,7 @@ mod tests {
 
     #[test]
     fn a_resumed_surrogate_takes_up_its_last_recorded_radius() {
-        use crate::meta::testing::{config, exp, view};
+        use crate::meta::testing::{config, exp, finish};
         use crate::store::Status;
         let k = knobs("W = 2  # hone: int 1..20\n");
         let mut history = vec![exp(0, Status::Baseline, Some(5.0), None)];
@@ -641,14 +640,8 @@ mod tests {
         ] {
             let c = config(&[("W", n + 2)]);
             s.offered = Some((n as u64, c.clone()));
-            history.push(exp(n as u64, status, Some(4.0), Some(&c)));
-            let rec = history[history.len() - 1].clone();
-            let detail = s
-                .on_result(&Outcome {
-                    record: &rec,
-                    view: view(&history, &k, &[]),
-                })
-                .unwrap_or_default();
+            let rec = exp(n as u64, status, Some(4.0), Some(&c));
+            let detail = finish(&mut s, &mut history, rec, &k, &[]).unwrap_or_default();
             calls.push(MechanismCall {
                 experiment: n as u64,
                 mechanism: "surrogate".into(),

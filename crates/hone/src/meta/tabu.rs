@@ -131,7 +131,7 @@ impl Mechanism for Tabu {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::meta::testing::{config, exp, knobs, view};
+    use crate::meta::testing::{config, exp, finish, knobs, view};
 
     const SPACE: &str = "WIDTH = 2  # hone: int 1..20\nDEPTH = 9  # hone: int 1..20\n";
 
@@ -182,13 +182,8 @@ mod tests {
         let mut history = vec![exp(0, Status::Baseline, Some(1.0), None)];
         for i in 1..=(TENURE as i64 + 1) {
             let c = config(&[("WIDTH", 7 * i), ("DEPTH", 1)]);
-            history.push(exp(i as u64, Status::Crash, None, Some(&c)));
-            let v = view(&history, &k, &ed);
-            let rec = history[history.len() - 1].clone();
-            t.on_result(&Outcome {
-                record: &rec,
-                view: v,
-            });
+            let rec = exp(i as u64, Status::Crash, None, Some(&c));
+            finish(&mut t, &mut history, rec, &k, &ed);
         }
         let v = view(&history, &k, &ed);
         let oldest = config(&[("WIDTH", 7), ("DEPTH", 1)]);

@@ -629,13 +629,7 @@ fn knob_table(tunable: &[&super::knobs::Knob]) -> String {
                 format!("float {lo}..{hi}{}", if *log { " (log scale)" } else { "" })
             }
             Domain::Int { lo, hi, .. } => format!("integer {lo}..{hi}"),
-            Domain::Choice(c) => format!(
-                "one of {}",
-                c.iter()
-                    .map(|v| v.to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Domain::Choice(c) => format!("one of {}", super::knobs::list_options(c)),
             Domain::Bool => "true or false".into(),
             Domain::Fixed => "fixed".into(),
         };
@@ -712,11 +706,7 @@ pub fn validate_knob_answer(
                     Some(c) => Ok(c),
                     None => Err(format!(
                         "`{name}` must be one of {}, not {value}",
-                        options
-                            .iter()
-                            .map(|o| o.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        super::knobs::list_options(options)
                     )),
                 }
             }

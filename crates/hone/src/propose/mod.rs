@@ -15,6 +15,8 @@ pub mod knobs;
 pub mod optimizer;
 pub mod patch;
 pub mod prompt;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use std::path::Path;
 

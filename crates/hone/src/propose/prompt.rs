@@ -479,12 +479,9 @@ fn editable_section(p: &mut String, ctx: &ProposeContext<'_>, files: Vec<String>
 #[cfg(test)]
 mod snapshot_tests {
     use super::*;
-    use crate::spec::Spec;
+    use crate::propose::testing::Repo;
     use crate::store::{ExperimentRecord, Status};
-    use crate::workspace::Git;
-    use std::cell::Cell;
     use std::path::Path;
-    use std::process::Command;
 
     const SNAPSHOT: &str = "src/propose/snapshots/prompt.md";
 
@@ -492,28 +489,12 @@ mod snapshot_tests {
     /// `HONE_UPDATE_SNAPSHOTS=1 cargo test -p hone snapshot` and review the diff.
     #[test]
     fn prompt_snapshot() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        let sh = |cmd: &str| {
-            assert!(Command::new("sh")
-                .arg("-c")
-                .arg(cmd)
-                .current_dir(d)
-                .status()
-                .unwrap()
-                .success())
-        };
-        sh("git init -q -b main && printf 'LR = 0.1  # hone: log 1e-3..1\\nDEPTH = 4\\n' > train.py && printf 'fixed\\n' > prepare.py \
-            && printf 'Improve val_loss. Keep runs short.\\n' > program.md && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
-        let spec = Spec::parse(
-            Path::new("hone.toml"),
+        let repo = Repo::new(
+            "printf 'LR = 0.1  # hone: log 1e-3..1\\nDEPTH = 4\\n' > train.py && printf 'fixed\\n' > prepare.py \
+            && printf 'Improve val_loss. Keep runs short.\\n' > program.md",
             "[loop]\neditable = [\"train.py\"]\nprotected = [\"prepare.py\"]\n[verify]\ncommand = \"python3 train.py\"\nmetric = \"val_loss\"\nmin_delta = 0.01\n[agent]\nkind = \"command\"\ncommand = \"agent {prompt_file}\"\n",
-        )
-        .unwrap();
-        let git = Git::discover(d).unwrap();
-        let head = git.head().unwrap();
-        let run_dir = d.join(".hone/runs/t");
-        std::fs::create_dir_all(&run_dir).unwrap();
+        );
+        let (d, run_dir) = (repo.root.as_path(), &repo.run_dir);
         std::fs::write(run_dir.join("notes.md"), "- depth above 6 diverged\n").unwrap();
         let log = d.join("1.log");
         std::fs::write(&log, "step 1\nTraceback: \u{1b}[31mboom\u{1b}[0m\n").unwrap();
@@ -553,33 +534,13 @@ mod snapshot_tests {
             ),
             crashed,
         ];
-        let spent = Cell::new((0.0, 0));
         let guidance = crate::propose::guidance::Guidance {
             text: vec!["plateau: no improvement in 6 experiments; try a different approach".into()],
             focus: vec!["train.py".into()],
             mode: Some(crate::propose::guidance::Mode::Explore),
             ..Default::default()
         };
-        let ctx = ProposeContext {
-            n: 3,
-            worktree: d,
-            parent_commit: &head,
-            base_commit: &head,
-            history: &history,
-            best: Some(&history[1]),
-            spec: &spec,
-            git: &git,
-            repo_root: d,
-            run_dir: &run_dir,
-            seed: 0,
-            cancel: &|| false,
-            on_spawn: &|_, _| {},
-            wrapper: &[],
-            budget: crate::propose::Budget::default(),
-            spent: &spent,
-            guidance: &guidance,
-            job: "",
-        };
+        let ctx = repo.ctx(3, d, &history, Some(&history[1]), &guidance);
         let got = build(&ctx).unwrap();
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(SNAPSHOT);
         if std::env::var_os("HONE_UPDATE_SNAPSHOTS").is_some() {

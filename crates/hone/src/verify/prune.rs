@@ -29,7 +29,9 @@ use super::Direction;
 
 mod live;
 mod reach;
+
 pub use live::{LiveCurve, Point, JUDGE_INTERVAL, MAX_STORED, STORED_IN_FULL};
+use reach::Bar;
 
 /// How intermediate values are read from the verifier's output.
 #[derive(Clone, Debug)]
@@ -138,43 +140,20 @@ impl PruneRule {
         if t == "halving" {
             return Ok(PruneRule::Halving);
         }
-        if let Some(p) = t.strip_prefix("percentile:") {
-            if let Some(p) = p
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|p| *p > 0.0 && *p < 100.0)
-            {
-                return Ok(PruneRule::Percentile(p));
-            }
+        if let Some(p) = number_after(t, "percentile:", |p: &f64| *p > 0.0 && *p < 100.0) {
+            return Ok(PruneRule::Percentile(p));
         }
         if t == "reach" {
             return Ok(PruneRule::Reach(100.0));
         }
-        if let Some(p) = t.strip_prefix("reach:") {
-            if let Some(p) = p
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|p| *p > 0.0 && *p <= 100.0)
-            {
-                return Ok(PruneRule::Reach(p));
-            }
+        if let Some(p) = number_after(t, "reach:", |p: &f64| *p > 0.0 && *p <= 100.0) {
+            return Ok(PruneRule::Reach(p));
         }
-        if let Some(a) = t.strip_prefix("reach~") {
-            if let Some(a) = a
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|a| *a > 0.0 && *a < 1.0)
-            {
-                return Ok(PruneRule::ReachTight(a));
-            }
+        if let Some(a) = number_after(t, "reach~", |a: &f64| *a > 0.0 && *a < 1.0) {
+            return Ok(PruneRule::ReachTight(a));
         }
-        if let Some(k) = t.strip_prefix("top:") {
-            if let Some(k) = k.trim().parse::<usize>().ok().filter(|k| *k >= 1) {
-                return Ok(PruneRule::Top(k));
-            }
+        if let Some(k) = number_after(t, "top:", |k: &usize| *k >= 1) {
+            return Ok(PruneRule::Top(k));
         }
         let hint = if t.starts_with("top") || t == "best" || t == "incumbent" {
             " (did you mean \"top:3\"? K is a whole number from 1)"
@@ -187,6 +166,12 @@ impl PruneRule {
             "`{text}` is not a pruning rule{hint}: write \"median\", \"percentile:P\" with P between 0 and 100 (\"percentile:25\" keeps only runs within the best quarter), \"top:K\" (\"top:3\" stops a run clearly behind the 3 best finished runs), \"halving\" (a percentile that tightens at 1, 2 and 3 times the warm-up), or \"reach\" (stops a run behind every finished curve shifted to end at the best finished curve's last value; \"reach:P\" with 0 < P <= 100 compares with their P-th percentile, \"reach~A\" with 0 < A < 1 with a bar that tightens as finished curves accumulate, \"reach~0.12\")"
         ))
     }
+}
+
+/// The number after `prefix` in `t` (surrounding space allowed), when `t` starts with `prefix`
+/// and `ok` admits the number.
+fn number_after<T: std::str::FromStr>(t: &str, prefix: &str, ok: impl Fn(&T) -> bool) -> Option<T> {
+    t.strip_prefix(prefix)?.trim().parse::<T>().ok().filter(ok)
 }
 
 impl std::fmt::Display for PruneRule {
@@ -309,8 +294,8 @@ impl Pruner {
         let (threshold, runs) = match rule {
             PruneRule::Percentile(p) => (self.percentile(&at, p), at.len()),
             PruneRule::Top(k) => self.top(&at, k)?,
-            PruneRule::Reach(p) => reach::threshold(self.direction, &at, p)?,
-            PruneRule::ReachTight(a) => reach::tightened(self.direction, &at, a)?,
+            PruneRule::Reach(p) => reach::threshold(self.direction, &at, Bar::Percentile(p))?,
+            PruneRule::ReachTight(a) => reach::threshold(self.direction, &at, Bar::Tightened(a))?,
             PruneRule::Halving => return None, // `rule_at` never answers it
         };
         if runs == 0 || runs < self.min_runs {
@@ -624,22 +609,12 @@ mod tests {
         assert!(median(Direction::Minimize)
             .judge(&refs, 2.3, 20.0, t)
             .is_none());
-        // top:1 compares with the incumbent alone.
-        assert_eq!(
-            top(1, Direction::Minimize)
-                .judge(&refs, 2.05, 20.0, t)
-                .unwrap()
-                .threshold,
-            2.0
-        );
-        // K beyond the references: the worst of them all.
-        assert_eq!(
-            top(9, Direction::Minimize)
-                .judge(&refs, 4.1, 20.0, t)
-                .unwrap()
-                .threshold,
-            4.0
-        );
+        // top:1 compares with the incumbent alone; K beyond the references, with the worst
+        // of them all.
+        for (k, value, threshold) in [(1, 2.05, 2.0), (9, 4.1, 4.0)] {
+            let pruned = top(k, Direction::Minimize).judge(&refs, value, 20.0, t);
+            assert_eq!(pruned.map(|p| p.threshold), Some(threshold), "top:{k}");
+        }
         // Warm-up and min runs as for the median.
         assert_eq!(p.judge(&refs, 9.0, 10.0, t), None);
         let few = Pruner { min_runs: 7, ..p };

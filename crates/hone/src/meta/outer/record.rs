@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::{Outer, Slot};
+use crate::meta::Mechanism;
 use crate::store::{Effect, Hook, MechanismCall, Status};
 
 impl Outer {
@@ -81,6 +82,27 @@ pub(super) fn changed(
             (Effect::Changed, d)
         }
         None => (Effect::None, String::new()),
+    }
+}
+
+/// A state-changing hook (`on_start`, `on_result`, `on_segment_end`) called at experiment `n`
+/// through `call` on each slot `pick` selects: each call recorded in `calls` (a change also in
+/// `events`), a mechanism that reports a fault stopped.
+pub(super) fn call_each(
+    slots: &mut [Slot],
+    pick: impl Fn(&Slot) -> bool,
+    hook: Hook,
+    n: u64,
+    calls: &mut Vec<MechanismCall>,
+    events: &mut Vec<(u64, String)>,
+    mut call: impl FnMut(&mut dyn Mechanism) -> Option<String>,
+) {
+    for slot in slots.iter_mut().filter(|s| pick(s)) {
+        let name = slot.mech.name().to_string();
+        let effect = call(slot.mech.as_mut());
+        let (e, d) = changed(effect, events, n, &name);
+        Outer::record(calls, n, &name, hook.clone(), e, d);
+        stop_if_faulty(slot, calls, events, n, hook.clone());
     }
 }
 

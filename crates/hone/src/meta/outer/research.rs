@@ -252,14 +252,7 @@ impl Outer {
             );
             return;
         }
-        let l = research::ladder(
-            source,
-            self.level2.limits,
-            view.history,
-            view.knobs,
-            view.direction,
-            view.seed,
-        );
+        let l = research::ladder(source, self.level2.limits, view);
         for step in l.steps {
             let effect = if step.passed {
                 Effect::Passed

@@ -2,16 +2,14 @@
 
 use super::record::shapers;
 use super::*;
+use crate::meta::testing::{config, kept_if};
 use crate::meta::{Candidate, Guidance, Verdict};
 use crate::propose::knobs::Config;
-use crate::propose::knobs::KnobValue;
 use crate::propose::optimizer::KnobsProposer;
+use crate::propose::testing::Repo;
 use crate::propose::{ProposeContext, ProposeError};
 use crate::store::{Effect, Status};
-use crate::workspace::Git;
-use std::cell::Cell;
 use std::path::Path;
-use std::process::Command;
 
 #[test]
 fn an_experiment_is_credited_to_the_candidate_it_used_else_to_its_guidance() {
@@ -70,34 +68,13 @@ impl Mechanism for Wall {
 
 /// Runs `f` with a proposal context over a repository holding two integer knobs.
 fn with_ctx(f: impl FnOnce(&ProposeContext<'_>, &Path)) {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let sh = |cmd: &str| {
-        let ok = Command::new("sh")
-            .arg("-c")
-            .arg(cmd)
-            .current_dir(d)
-            .status()
-            .unwrap();
-        assert!(ok.success(), "{cmd}");
-    };
-    sh("git init -q -b main && printf 'A = 3  # hone: int 1..9\\nB = 3  # hone: int 1..9\\n' > p.txt \
-            && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
-    let spec = Spec::parse(
-        Path::new("hone.toml"),
+    let repo = Repo::new(
+        "printf 'A = 3  # hone: int 1..9\\nB = 3  # hone: int 1..9\\n' > p.txt",
         "[loop]\neditable = [\"p.txt\"]\n[verify]\ncommand = \"true\"\nmetric = \"m\"\n",
-    )
-    .unwrap();
-    let git = Git::discover(d).unwrap();
-    let head = git.head().unwrap();
-    let wt = d.join(".hone/wt");
-    git.prepare_worktree(&wt, &head).unwrap();
-    let run_dir = d.join(".hone/runs/t");
-    std::fs::create_dir_all(&run_dir).unwrap();
-    let base: Config = [("A", 3), ("B", 3)]
-        .iter()
-        .map(|(k, v)| (k.to_string(), KnobValue::Int(*v)))
-        .collect();
+    );
+    let wt = repo.root.join(".hone/wt");
+    repo.git.prepare_worktree(&wt, &repo.head).unwrap();
+    let base = config(&[("A", 3), ("B", 3)]);
     let history = vec![ExperimentRecord {
         n: 0,
         status: Some(crate::store::Status::Baseline),
@@ -105,28 +82,8 @@ fn with_ctx(f: impl FnOnce(&ProposeContext<'_>, &Path)) {
         config: serde_json::to_value(&base).ok(),
         ..Default::default()
     }];
-    let spent = Cell::new((0.0, 0));
     let guidance = Guidance::default();
-    let ctx = ProposeContext {
-        n: 1,
-        worktree: &wt,
-        parent_commit: &head,
-        base_commit: &head,
-        history: &history,
-        best: Some(&history[0]),
-        spec: &spec,
-        git: &git,
-        repo_root: d,
-        run_dir: &run_dir,
-        seed: 0,
-        cancel: &|| false,
-        on_spawn: &|_, _| {},
-        wrapper: &[],
-        budget: crate::propose::Budget::default(),
-        spent: &spent,
-        guidance: &guidance,
-        job: "",
-    };
+    let ctx = repo.ctx(1, &wt, &history, Some(&history[0]), &guidance);
     f(&ctx, &wt);
 }
 
@@ -172,10 +129,7 @@ impl Mechanism for Hint {
 #[test]
 fn outcomes_are_credited_to_the_mechanisms_that_shaped_them_even_when_interleaved() {
     with_ctx(|ctx, _wt| {
-        let target: Config = [("A", 8), ("B", 1)]
-            .iter()
-            .map(|(k, v)| (k.to_string(), KnobValue::Int(*v)))
-            .collect();
+        let target = config(&[("A", 8), ("B", 1)]);
         let mut outer =
             Outer::from_mechanisms(vec![Box::new(Offer(target)), Box::new(Hint)], &spec());
         // Two experiments in flight (parallel workers): 1 uses the offer, 2 the hint.
@@ -220,10 +174,7 @@ impl Mechanism for Every {
             2 => (3, 3),
             n => (n % 9 + 1, n / 9 + 1),
         };
-        vec![[("A", a), ("B", b)]
-            .iter()
-            .map(|(k, v)| (k.to_string(), KnobValue::Int(*v as i64)))
-            .collect()]
+        vec![config(&[("A", a as i64), ("B", b as i64)])]
     }
 }
 
@@ -255,11 +206,7 @@ fn a_resumed_portfolio_is_rebuilt_from_the_recorded_calls() {
                 outer.propose(&mut KnobsProposer::default(), &c).unwrap();
             }
             for &n in batch.iter().rev() {
-                let status = if n % 4 == 1 || n == 6 || n == 7 {
-                    Status::Keep
-                } else {
-                    Status::Discard
-                };
+                let status = kept_if(n % 4 == 1 || n == 6 || n == 7);
                 clock += 1.0;
                 history.push(ExperimentRecord {
                     n,
@@ -310,10 +257,7 @@ fn a_resumed_portfolio_is_rebuilt_from_the_recorded_calls() {
 #[test]
 fn a_modified_knob_proposal_is_the_one_written_and_recorded() {
     with_ctx(|ctx, wt| {
-        let target: Config = [("A", 8), ("B", 1)]
-            .iter()
-            .map(|(k, v)| (k.to_string(), KnobValue::Int(*v)))
-            .collect();
+        let target = config(&[("A", 8), ("B", 1)]);
         let mut outer = Outer::from_mechanisms(
             vec![Box::new(Steer {
                 target: target.clone(),

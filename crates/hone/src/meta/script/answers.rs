@@ -4,26 +4,26 @@
 use rhai::{Array, Dynamic, Map};
 
 use super::super::{Guidance, Mode, Verdict};
-use crate::propose::knobs::{Config, Domain, Knob, KnobValue};
+use crate::propose::knobs::{list_options, Config, Domain, Knob, KnobValue};
 
+/// Whether a script's value is of one type.
+type IsType = fn(&Dynamic) -> bool;
+
+/// What a script's value is, as error messages name it: "an integer", "a map".
 pub(super) fn type_of(v: &Dynamic) -> &'static str {
-    if v.is_unit() {
-        "()"
-    } else if v.is_bool() {
-        "a bool"
-    } else if v.is_int() {
-        "an integer"
-    } else if v.is_float() {
-        "a float"
-    } else if v.is_string() {
-        "a string"
-    } else if v.is_array() {
-        "an array"
-    } else if v.is_map() {
-        "a map"
-    } else {
-        "a value of another type"
-    }
+    let types: [(IsType, &'static str); 7] = [
+        (Dynamic::is_unit, "()"),
+        (Dynamic::is_bool, "a bool"),
+        (Dynamic::is_int, "an integer"),
+        (Dynamic::is_float, "a float"),
+        (Dynamic::is_string, "a string"),
+        (Dynamic::is_array, "an array"),
+        (Dynamic::is_map, "a map"),
+    ];
+    types
+        .iter()
+        .find(|(is, _)| is(v))
+        .map_or("a value of another type", |(_, name)| name)
 }
 
 pub(super) fn as_str(v: &Dynamic, what: &str) -> Result<String, String> {
@@ -82,14 +82,7 @@ pub(super) fn checked_value(knobs: &[Knob], name: &str, v: &Dynamic) -> Result<K
             };
             match got {
                 Some(g) if options.contains(&g) => Ok(g),
-                _ => Err(bad(format!(
-                    "one of {}",
-                    options
-                        .iter()
-                        .map(|o| o.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))),
+                _ => Err(bad(format!("one of {}", list_options(options)))),
             }
         }
         Domain::Fixed => Err(format!("`{name}` is fixed and may not be changed")),

@@ -114,16 +114,11 @@ pub struct Replay {
     pub guided: usize,
 }
 
-/// Replays the script over `history`: for every experiment after the baseline, `filter` and
-/// `before_propose` see the run as it was just before it.
-pub fn replay(
-    source: &str,
-    limits: Limits,
-    history: &[ExperimentRecord],
-    knobs: &[Knob],
-    direction: Direction,
-    seed: u64,
-) -> Result<Replay, String> {
+/// Replays the script over `run`'s history: for every experiment after the baseline, `filter`
+/// and `before_propose` see the run as it was just before it (with `run`'s knobs, direction and
+/// seed, and no editable files).
+pub fn replay(source: &str, limits: Limits, run: &View<'_>) -> Result<Replay, String> {
+    let (history, knobs) = (run.history, run.knobs);
     let mut m = ScriptMechanism::compile(source, limits)?;
     let mut r = Replay::default();
     let editable: Vec<String> = Vec::new();
@@ -134,8 +129,8 @@ pub fn replay(
             history: &history[..i],
             knobs,
             knobs_proposer: !knobs.is_empty(),
-            direction,
-            seed,
+            direction: run.direction,
+            seed: run.seed,
             editable: &editable,
         };
         if !m.before_propose(&view).is_empty() {

@@ -67,6 +67,13 @@ impl ScriptMechanism {
             }
         }
     }
+
+    /// Calls a hook that is given the view and answers a state change (`on_start`,
+    /// `on_segment_end`).
+    fn run_on_view(&mut self, hook: &str, view: &View<'_>) -> Option<String> {
+        self.run(hook, || vec![view_map(view)], |v| to_change(v, hook))
+            .flatten()
+    }
 }
 
 impl Mechanism for ScriptMechanism {
@@ -79,12 +86,7 @@ impl Mechanism for ScriptMechanism {
     }
 
     fn on_start(&mut self, view: &View<'_>) -> Option<String> {
-        self.run(
-            "on_start",
-            || vec![view_map(view)],
-            |v| to_change(v, "on_start"),
-        )
-        .flatten()
+        self.run_on_view("on_start", view)
     }
 
     fn before_propose(&mut self, view: &View<'_>) -> Guidance {
@@ -140,12 +142,7 @@ impl Mechanism for ScriptMechanism {
     }
 
     fn on_segment_end(&mut self, view: &View<'_>) -> Option<String> {
-        self.run(
-            "on_segment_end",
-            || vec![view_map(view)],
-            |v| to_change(v, "on_segment_end"),
-        )
-        .flatten()
+        self.run_on_view("on_segment_end", view)
     }
 }
 

@@ -89,11 +89,7 @@ fn num(x: f64) -> String {
 
 /// A knob value as a number: a finite float or an integer.
 pub(crate) fn numeric(v: &KnobValue) -> Option<f64> {
-    match v {
-        KnobValue::Float(x) if x.is_finite() => Some(*x),
-        KnobValue::Int(n) => Some(*n as f64),
-        _ => None,
-    }
+    v.as_f64().filter(|x| x.is_finite())
 }
 
 /// Every narrowing the finished and infeasible configurations show, by knob name then side.

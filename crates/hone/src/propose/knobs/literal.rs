@@ -387,22 +387,31 @@ mod tests {
 
     #[test]
     fn parses_numbers() {
-        assert_eq!(lit("42"), Some((KnobValue::Int(42), 2)));
-        assert_eq!(lit("-7;"), Some((KnobValue::Int(-7), 2)));
-        assert_eq!(lit("1_000_000 #"), Some((KnobValue::Int(1_000_000), 9)));
-        assert_eq!(lit("0.04"), Some((KnobValue::Float(0.04), 4)));
-        assert_eq!(lit("1e-3"), Some((KnobValue::Float(1e-3), 4)));
-        assert_eq!(lit("3."), Some((KnobValue::Float(3.0), 2)));
-        assert_eq!(lit(".5"), Some((KnobValue::Float(0.5), 2)));
-        assert_eq!(lit("-2.5E+3"), Some((KnobValue::Float(-2500.0), 7)));
+        // The text, its value and the length of the literal.
+        for (text, value, len) in [
+            ("42", KnobValue::Int(42), 2),
+            ("-7;", KnobValue::Int(-7), 2),
+            ("1_000_000 #", KnobValue::Int(1_000_000), 9),
+            ("0.04", KnobValue::Float(0.04), 4),
+            ("1e-3", KnobValue::Float(1e-3), 4),
+            ("3.", KnobValue::Float(3.0), 2),
+            (".5", KnobValue::Float(0.5), 2),
+            ("-2.5E+3", KnobValue::Float(-2500.0), 7),
+        ] {
+            assert_eq!(lit(text), Some((value, len)), "{text}");
+        }
         // A `..` range is not a literal: annotations split ranges before parsing the ends.
-        assert_eq!(lit("1..5"), None);
-        assert_eq!(lit("0x10"), None);
-        assert_eq!(lit("1.5f"), None);
-        assert_eq!(lit("1e"), None);
-        assert_eq!(lit("-"), None);
-        assert_eq!(lit("."), None);
-        assert_eq!(lit("99999999999999999999"), None);
+        for text in [
+            "1..5",
+            "0x10",
+            "1.5f",
+            "1e",
+            "-",
+            ".",
+            "99999999999999999999",
+        ] {
+            assert_eq!(lit(text), None, "{text}");
+        }
     }
 
     #[test]

@@ -71,6 +71,17 @@ pub enum KnobValue {
     Str(String),
 }
 
+impl KnobValue {
+    /// The value as a number: a float, or an integer converted; `None` for a string or a bool.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            KnobValue::Float(x) => Some(*x),
+            KnobValue::Int(n) => Some(*n as f64),
+            KnobValue::Bool(_) | KnobValue::Str(_) => None,
+        }
+    }
+}
+
 impl fmt::Display for KnobValue {
     /// How a value reads in a description: `0.04`, `3.0`, `1e-7`, `8`, `"SSSL"`, `true`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -101,6 +112,12 @@ pub enum Domain {
     Bool,
     /// Never changed by the sampler.
     Fixed,
+}
+
+/// A choice's options as messages list them: `"x", "y", 3`.
+pub fn list_options(options: &[KnobValue]) -> String {
+    let listed: Vec<String> = options.iter().map(KnobValue::to_string).collect();
+    listed.join(", ")
 }
 
 /// One knob found in a file.

@@ -39,7 +39,7 @@ use crate::util::{splitmix64, unit_f64};
 pub use cache::SamplerCache;
 use design::latin_hypercube;
 use feasible::Feasibility;
-use moves::{best_local_move, local_move, untried_by_enumeration, untried_neighbour};
+use moves::{untried_by_enumeration, untried_neighbour, LocalMoves};
 use parzen::Model;
 use space::{Coord, Space};
 
@@ -240,16 +240,19 @@ pub fn suggest_cached(
     let model = Model::fit(&space, sample.as_deref().unwrap_or(history), minimize);
     let from = space.incumbent_point();
     let movable = space.movable(guide.focus);
-    let step = guide.step_scale.unwrap_or(1.0).clamp(0.05, 20.0);
+    let local = LocalMoves {
+        space: &space,
+        from: &from,
+        movable: &movable,
+        step_scale: guide.step_scale.unwrap_or(1.0).clamp(0.05, 20.0),
+    };
     for _ in 0..MODEL_ATTEMPTS {
         let next = match (guide.mode, &model) {
             (Some(Mode::Explore), _) => space.fresh(&space.random_point(&mut rng)),
-            (Some(Mode::Exploit), _) => {
-                space.fresh(&local_move(&space, &from, &mut rng, &movable, step))
-            }
+            (Some(Mode::Exploit), _) => space.fresh(&local.draw(&mut rng)),
             (None, Some(m)) if rng.unit() >= LOCAL_PROBABILITY => m.propose(&space, &mut rng),
-            (None, Some(m)) => best_local_move(&space, m, &from, &mut rng, &movable, step),
-            _ => space.fresh(&local_move(&space, &from, &mut rng, &movable, step)),
+            (None, Some(m)) => local.best(m, &mut rng),
+            _ => space.fresh(&local.draw(&mut rng)),
         };
         let next = admit(next);
         if next.is_some() {

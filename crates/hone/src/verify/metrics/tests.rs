@@ -11,6 +11,15 @@ fn pairs(items: &[(&str, f64)]) -> Vec<(String, f64)> {
     items.iter().map(|&(n, v)| (n.to_owned(), v)).collect()
 }
 
+/// What a reader of `objective` (with `regex`, if any) makes of `lines`.
+fn read(objective: &str, regex: Option<&str>, lines: &[&str]) -> MetricSet {
+    let mut reader = MetricReader::new(objective, regex).expect("valid");
+    for line in lines {
+        reader.feed(line);
+    }
+    reader.finish()
+}
+
 #[test]
 fn colon_form() {
     assert_eq!(parsed("val_bpb: 0.9979"), pairs(&[("val_bpb", 0.9979)]));
@@ -141,17 +150,17 @@ fn prose_lines_yield_nothing() {
 
 #[test]
 fn last_value_of_a_name_wins() {
-    let mut reader = MetricReader::new("loss", None).expect("valid");
-    for line in [
-        "loss: 3",
-        "step=1 loss=2",
-        "noise",
-        r#"{"loss": 1.5}"#,
-        "acc: 0.5",
-    ] {
-        reader.feed(line);
-    }
-    let set = reader.finish();
+    let set = read(
+        "loss",
+        None,
+        &[
+            "loss: 3",
+            "step=1 loss=2",
+            "noise",
+            r#"{"loss": 1.5}"#,
+            "acc: 0.5",
+        ],
+    );
     assert_eq!(set.get("loss"), Some(1.5));
     assert_eq!(set.get("step"), Some(1.0));
     assert_eq!(set.get("acc"), Some(0.5));
@@ -166,9 +175,7 @@ fn pairs_inside_ordinary_log_lines_are_read_when_no_whole_line_gives_the_name() 
         ("[eval] step 10 | val_bpb: 1.05 | lr: 3e-4", "val_bpb", 1.05),
         ("done (loss=0.3)", "loss", 0.3),
     ] {
-        let mut reader = MetricReader::new(name, None).expect("valid");
-        reader.feed(line);
-        assert_eq!(reader.finish().get(name), Some(want), "{line:?}");
+        assert_eq!(read(name, None, &[line]).get(name), Some(want), "{line:?}");
     }
     // Not pairs: a clock time, a unit, a name inside a word, a value that is not a number.
     for line in [
@@ -178,41 +185,27 @@ fn pairs_inside_ordinary_log_lines_are_read_when_no_whole_line_gives_the_name() 
         "Using device: cuda:0",
         "Epoch 3: loss went from 2.0 to 1.5",
     ] {
-        let mut reader = MetricReader::new("loss", None).expect("valid");
-        reader.feed(line);
-        assert_eq!(reader.finish().get("loss"), None, "{line:?}");
+        assert_eq!(read("loss", None, &[line]).get("loss"), None, "{line:?}");
     }
 }
 
 #[test]
 fn a_whole_line_value_outranks_one_inside_a_line_and_the_case_fallback() {
-    let mut reader = MetricReader::new("loss", None).expect("valid");
-    reader.feed("loss: 0.5");
-    reader.feed("epoch 9: loss=0.1 (train)");
-    reader.feed("Loss: 0.2");
-    assert_eq!(reader.finish().get("loss"), Some(0.5));
-
-    let mut reader = MetricReader::new("loss", None).expect("valid");
-    reader.feed("Loss: 0.5");
+    let lines = ["loss: 0.5", "epoch 9: loss=0.1 (train)", "Loss: 0.2"];
+    assert_eq!(read("loss", None, &lines).get("loss"), Some(0.5));
     assert_eq!(
-        reader.finish().get("loss"),
+        read("loss", None, &["Loss: 0.5"]).get("loss"),
         Some(0.5),
         "another case counts last"
     );
-
-    let mut reader = MetricReader::new("loss", None).expect("valid");
-    reader.feed("Loss: 0.5");
-    reader.feed("step 2: loss=0.25");
-    assert_eq!(reader.finish().get("loss"), Some(0.25));
+    let lines = ["Loss: 0.5", "step 2: loss=0.25"];
+    assert_eq!(read("loss", None, &lines).get("loss"), Some(0.25));
 }
 
 #[test]
 fn a_missing_objective_keeps_the_line_that_mentions_it_and_a_regex_that_reads_it() {
-    let mut reader = MetricReader::new("loss", None).expect("valid");
-    reader.feed("starting");
-    reader.feed("final loss is 0.375 after 3 epochs");
-    reader.feed("bye");
-    let set = reader.finish();
+    let lines = ["starting", "final loss is 0.375 after 3 epochs", "bye"];
+    let set = read("loss", None, &lines);
     assert_eq!(set.get("loss"), None);
     let line = set.mention.expect("the mention is kept");
     assert_eq!(line, "final loss is 0.375 after 3 epochs");
@@ -222,10 +215,8 @@ fn a_missing_objective_keeps_the_line_that_mentions_it_and_a_regex_that_reads_it
     assert_eq!(again.finish().get("loss"), Some(0.375), "{regex}");
     assert_eq!(suggest_regex("no loss here", "loss"), None);
 
-    let mut found = MetricReader::new("loss", None).expect("valid");
-    found.feed("loss: 1");
     assert_eq!(
-        found.finish().mention,
+        read("loss", None, &["loss: 1"]).mention,
         None,
         "no hint once the value is read"
     );
@@ -233,24 +224,22 @@ fn a_missing_objective_keeps_the_line_that_mentions_it_and_a_regex_that_reads_it
 
 #[test]
 fn metric_regex_overrides_the_objective() {
-    let mut reader =
-        MetricReader::new("score", Some(r"final score was ([-0-9.e]+)")).expect("valid regex");
-    reader.feed("score: 100");
-    reader.feed("the final score was 0.25 and the final score was 0.5");
-    reader.feed("score: 200");
-    reader.feed("peak_mb=12");
-    let set = reader.finish();
+    let lines = [
+        "score: 100",
+        "the final score was 0.25 and the final score was 0.5",
+        "score: 200",
+        "peak_mb=12",
+    ];
+    let set = read("score", Some(r"final score was ([-0-9.e]+)"), &lines);
     assert_eq!(set.get("score"), Some(0.5));
     assert_eq!(set.get("peak_mb"), Some(12.0));
 }
 
 #[test]
 fn metric_regex_with_a_named_value_group() {
-    let mut reader =
-        MetricReader::new("acc", Some(r"(train|eval) acc (?P<value>[0-9.]+)")).expect("valid");
-    reader.feed("train acc 0.5");
-    reader.feed("eval acc 0.75");
-    assert_eq!(reader.finish().get("acc"), Some(0.75));
+    let regex = r"(train|eval) acc (?P<value>[0-9.]+)";
+    let set = read("acc", Some(regex), &["train acc 0.5", "eval acc 0.75"]);
+    assert_eq!(set.get("acc"), Some(0.75));
 }
 
 #[test]

@@ -10,33 +10,37 @@
 
 use super::{quantile, Direction, Reference};
 
+/// Which of the shifted values (see [`threshold`]) is the bar.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Bar {
+    /// `reach:P`: the `P`-th percentile, from the strictest.
+    Percentile(f64),
+    /// `reach~A`: the `k`-th most lenient of the `n`, `k = max(1, floor(A (n + 1)))` (never
+    /// past the strictest).
+    Tightened(f64),
+}
+
 /// The threshold at a step from each reference's (value there, curve), and how many
-/// references it was worked from: the `p`-th percentile, from the strictest, of
-/// `value - last value + best last value` (the best in `direction`). A reference's last
-/// point is where it ended: the store keeps the last point of a thinned curve. `None` when no
-/// reference has a finite value and last value. Worked in "lower is better" (negated when
-/// maximizing).
+/// references it was worked from: the `bar` among the values `value - last value + best last
+/// value` (the best in `direction`). A reference's last point is where it ended: the store
+/// keeps the last point of a thinned curve. `None` when no reference has a finite value and
+/// last value. Worked in "lower is better" (negated when maximizing).
 pub(super) fn threshold(
     direction: Direction,
     at: &[(f64, &Reference)],
-    p: f64,
-) -> Option<(f64, usize)> {
-    let (shifted, sign) = shifted(direction, at)?;
-    Some((quantile(&shifted, p / 100.0) * sign, shifted.len()))
-}
-
-/// `reach~A`'s threshold: of the `n` shifted values (as [`threshold`]), the `k`-th most
-/// lenient, `k = max(1, floor(a (n + 1)))` (never past the strictest).
-pub(super) fn tightened(
-    direction: Direction,
-    at: &[(f64, &Reference)],
-    a: f64,
+    bar: Bar,
 ) -> Option<(f64, usize)> {
     let (shifted, sign) = shifted(direction, at)?;
     let n = shifted.len();
-    // `a (n + 1)` is finite and at most `n + 1`: the cast cannot wrap.
-    let k = ((a * (n as f64 + 1.0)).floor() as usize).clamp(1, n);
-    Some((shifted[n - k] * sign, n))
+    let value = match bar {
+        Bar::Percentile(p) => quantile(&shifted, p / 100.0),
+        Bar::Tightened(a) => {
+            // `a (n + 1)` is finite and at most `n + 1`: the cast cannot wrap.
+            let k = ((a * (n as f64 + 1.0)).floor() as usize).clamp(1, n);
+            shifted[n - k]
+        }
+    };
+    Some((value * sign, n))
 }
 
 /// Each reference's value at the step shifted to end at the best last value, sorted from
@@ -241,7 +245,11 @@ mod tests {
         assert_eq!(p.judge(&r, -2.9, 20.0, t), None);
         let one = refs(&[(&[-3.0, -2.0, -1.0], None)]);
         assert_eq!(
-            threshold(Direction::Maximize, &[(-2.0, &one[0])], 100.0),
+            threshold(
+                Direction::Maximize,
+                &[(-2.0, &one[0])],
+                Bar::Percentile(100.0)
+            ),
             Some((-2.0, 1))
         );
     }

@@ -133,10 +133,10 @@ impl Index {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::Simulated;
+    use super::super::tests::{knobs_of, num, Simulated};
     use super::super::{suggest_cached, suggest_guided, Config, SamplerGuide};
     use super::*;
-    use crate::propose::knobs::{config_of, discover, Knob, KnobValue};
+    use crate::propose::knobs::{config_of, discover, Knob};
 
     const KNOBS: &str = "A = 0.5   # hone: 0.0..1.0\n\
                          B = 0.01  # hone: log 1e-5..1.0\n\
@@ -144,14 +144,7 @@ mod tests {
                          D = \"x\"   # hone: choice [\"x\", \"y\", \"z\"]\n";
 
     fn knobs() -> Vec<Knob> {
-        discover("t.py", KNOBS).unwrap_or_default()
-    }
-
-    fn a_of(c: &Config) -> f64 {
-        match c.get("A") {
-            Some(KnobValue::Float(x)) => *x,
-            other => panic!("A = {other:?}"),
-        }
+        knobs_of(KNOBS)
     }
 
     /// A loop of `n` suggestions (crashing where A > 0.8) asked through one cache kept across
@@ -176,7 +169,7 @@ mod tests {
             assert_eq!(cache.len(), history.len());
             assert_eq!(cache.infeasible.keys.len(), sim.infeasible.len());
             let Some((c, _)) = got else { break };
-            let y = (a_of(&c) <= 0.8).then(|| (a_of(&c) - 0.7).powi(2));
+            let y = (num(&c, "A") <= 0.8).then(|| (num(&c, "A") - 0.7).powi(2));
             sim.record(c, y);
         }
         sim.history
@@ -212,7 +205,7 @@ mod tests {
                 let points: Vec<Option<Vec<Coord>>> =
                     configs.iter().map(|c| space.encode(c)).collect();
                 assert_eq!(index.points, points);
-                let a: Vec<Option<f64>> = configs.iter().map(|c| Some(a_of(c))).collect();
+                let a: Vec<Option<f64>> = configs.iter().map(|c| Some(num(c, "A"))).collect();
                 assert_eq!(index.columns[0], a);
                 assert_eq!(index.columns[3], vec![None; configs.len()]);
             }

@@ -235,7 +235,7 @@ fn distance(a: &[Coord], b: &[Coord]) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::Simulated;
+    use super::super::tests::{knobs_of, num, Simulated};
     use super::super::{suggest, suggest_guided, Observation, SamplerGuide};
     use super::*;
     use crate::propose::knobs::{config_of, discover, Knob, KnobValue};
@@ -243,14 +243,7 @@ mod tests {
     const TWO: &str = "A = 0.2  # hone: 0.0..1.0\nB = 0.2  # hone: 0.0..1.0\n";
 
     fn knobs() -> Vec<Knob> {
-        discover("t.py", TWO).unwrap_or_default()
-    }
-
-    fn a_of(c: &Config) -> f64 {
-        match c.get("A") {
-            Some(KnobValue::Float(x)) => *x,
-            other => panic!("A = {other:?}"),
-        }
+        knobs_of(TWO)
     }
 
     fn at(a: f64, b: f64) -> Config {
@@ -268,7 +261,7 @@ mod tests {
     fn run(seed: u64, n: u64, learn: bool) -> (usize, f64) {
         let knobs = knobs();
         let f = |c: &Config| {
-            let (a, b) = (a_of(c), c.get("B").map_or(f64::NAN, v_f));
+            let (a, b) = (num(c, "A"), c.get("B").map_or(f64::NAN, v_f));
             (a <= 0.9 && b <= 0.8).then(|| (a - 0.85).powi(2) + (b - 0.75).powi(2))
         };
         let baseline = config_of(&knobs);
@@ -340,7 +333,7 @@ mod tests {
             let b = (k as f64 * 0.37) % 1.0;
             let fine = at(0.05 * k as f64, b);
             history.push(Observation {
-                objective: Some(a_of(&fine)),
+                objective: Some(num(&fine, "A")),
                 config: fine,
             });
             let crash = at(0.8 + 0.015 * k as f64, (b + 0.5) % 1.0);
@@ -374,7 +367,7 @@ mod tests {
             for i in 0..300 {
                 let (c, _) = suggest_guided(&knobs, &history, &incumbent, false, 7, i, &guide)
                     .unwrap_or_else(|| panic!("exhausted at {i}"));
-                let a = a_of(&c);
+                let a = num(&c, "A");
                 if space.encode(&c).map(|p| model.verdict(&p)) == Some(Verdict::Crash) {
                     sure += 1;
                 }

@@ -8,7 +8,7 @@ use crate::propose::knobs::literal::quantize_float;
 use crate::propose::knobs::{apply, config_of, discover};
 use crate::propose::knobs::{Domain, KnobValue};
 
-fn knobs_of(text: &str) -> Vec<Knob> {
+pub(super) fn knobs_of(text: &str) -> Vec<Knob> {
     match discover("t.py", text) {
         Ok(k) => k,
         Err(e) => panic!("{e}"),
@@ -92,12 +92,20 @@ const QUAD: &str = "A = 0.5     # hone: 0.0..1.0\n\
                         D = -1.0    # hone: -5.0..5.0\n\
                         SEED = 3\n";
 
-fn num(c: &Config, name: &str) -> f64 {
-    match c.get(name) {
-        Some(KnobValue::Float(x)) => *x,
-        Some(KnobValue::Int(n)) => *n as f64,
-        other => panic!("{name} = {other:?}"),
-    }
+pub(super) fn num(c: &Config, name: &str) -> f64 {
+    let value = c.get(name);
+    value
+        .and_then(KnobValue::as_f64)
+        .unwrap_or_else(|| panic!("{name} = {value:?}"))
+}
+
+/// The `QUAD` knobs, the history of `n` suggestions with `seed` on [`quadratic`], and the
+/// baseline as the incumbent.
+fn quadratic_run(n: u64, seed: u64) -> (Vec<Knob>, Vec<Observation>, Config) {
+    let knobs = knobs_of(QUAD);
+    let (history, _) = run(&knobs, n, seed, quadratic);
+    let incumbent = config_of(&knobs);
+    (knobs, history, incumbent)
 }
 
 /// A quadratic bowl in the knobs' natural (unit-space) scales, minimum 0.
@@ -116,9 +124,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 #[test]
 fn suggest_is_deterministic() {
-    let knobs = knobs_of(QUAD);
-    let (history, _) = run(&knobs, 15, 7, quadratic);
-    let incumbent = config_of(&knobs);
+    let (knobs, history, incumbent) = quadratic_run(15, 7);
     for index in [0, 1, 15, 99] {
         for minimize in [true, false] {
             let a = suggest(&knobs, &history, &incumbent, minimize, 7, index);
@@ -300,9 +306,7 @@ fn the_sampler_beats_random_search_on_a_quadratic() {
 
 #[test]
 fn guidance_freezes_focuses_and_switches_modes() {
-    let knobs = knobs_of(QUAD);
-    let (history, _) = run(&knobs, 12, 3, quadratic);
-    let incumbent = config_of(&knobs);
+    let (knobs, history, incumbent) = quadratic_run(12, 3);
     let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let frozen = names(&["A", "C"]);
     let focus = names(&["B"]);
@@ -398,27 +402,12 @@ fn candidates_come_first_unless_tried_or_out_of_range_and_keep_frozen_knobs() {
 
 #[test]
 fn no_guidance_is_exactly_the_plain_sampler() {
-    let knobs = knobs_of(QUAD);
-    let (history, _) = run(&knobs, 20, 5, quadratic);
-    let incumbent = config_of(&knobs);
+    let (knobs, history, incumbent) = quadratic_run(20, 5);
     for index in 0..30 {
-        let plain = suggest(
-            &knobs,
-            &history[..(index as usize % 20) + 1],
-            &incumbent,
-            true,
-            5,
-            index,
-        );
-        let guided = suggest_guided(
-            &knobs,
-            &history[..(index as usize % 20) + 1],
-            &incumbent,
-            true,
-            5,
-            index,
-            &SamplerGuide::default(),
-        );
+        let seen = &history[..(index as usize % 20) + 1];
+        let plain = suggest(&knobs, seen, &incumbent, true, 5, index);
+        let guide = SamplerGuide::default();
+        let guided = suggest_guided(&knobs, seen, &incumbent, true, 5, index, &guide);
         assert_eq!(plain, guided.map(|(c, _)| c));
     }
 }
@@ -573,18 +562,24 @@ fn the_model_does_not_veto_switching_a_choice_in_local_moves() {
     };
     let from = space.incumbent_point();
     let movable = space.movable(&[]);
+    let local = moves::LocalMoves {
+        space: &space,
+        from: &from,
+        movable: &movable,
+        step_scale: 1.0,
+    };
     let switched = |c: &Config| c.get("C") != incumbent.get("C");
     let (mut plain, mut chosen, mut free) = (0, 0, 0);
     for i in 0..400 {
-        let point = moves::local_move(&space, &from, &mut Rng::new(5, i), &movable, 1.0);
+        let point = local.draw(&mut Rng::new(5, i));
         plain += usize::from(space.fresh(&point).is_some_and(|c| switched(&c)));
         let mut rng = Rng::new(5, i);
-        let best = moves::best_local_move(&space, &model, &from, &mut rng, &movable, 1.0);
+        let best = local.best(&model, &mut rng);
         chosen += usize::from(best.is_some_and(|c| switched(&c)));
         // The model's pick among free draws (how local moves were chosen before).
         let mut rng = Rng::new(5, i);
         let draws: Vec<Vec<Coord>> = (0..LOCAL_CANDIDATES)
-            .map(|_| moves::local_move(&space, &from, &mut rng, &movable, 1.0))
+            .map(|_| local.draw(&mut rng))
             .collect();
         free += usize::from(model.best_of(&space, draws).is_some_and(|c| switched(&c)));
     }
