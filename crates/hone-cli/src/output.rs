@@ -447,6 +447,7 @@ pub fn show_curve(curve: &[(f64, f64)]) {
 
 /// `hone show N`: the knobs' explored ranges narrowed by crashes once experiment N finished,
 /// each with the experiment after which it took its present form.
+///
 /// `now` are those in force (`optimizer::narrowed_ranges`), `events` the narrowings as they
 /// appeared, each with the experiment after which it did, in order.
 pub fn show_narrowings(

@@ -354,9 +354,10 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), BenchError> {
         .map_err(|e| BenchError::Io(format!("cannot write {}: {e}", path.display())))
 }
 
-/// Copies `from` into `to`, leaving out hone's state and Python's caches. Links are followed
-/// (a problem links the modules it shares with others, e.g. `bench/problems/shared/noise.py`):
-/// the copy holds their contents.
+/// Copies `from` into `to`, leaving out hone's state and Python's caches. Links to files are
+/// followed (a problem links the modules it shares with others, e.g.
+/// `bench/problems/shared/noise.py`): the copy holds their contents. Links to directories
+/// (which could lead back up the tree) and links leading nowhere are left out.
 fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(to)?;
     for entry in std::fs::read_dir(from)? {
@@ -365,8 +366,13 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         if matches!(name.to_str(), Some(".hone" | "__pycache__" | ".git")) {
             continue;
         }
-        let ty = std::fs::metadata(entry.path())?.file_type();
-        if ty.is_dir() {
+        let link = entry.file_type()?.is_symlink();
+        let ty = match std::fs::metadata(entry.path()) {
+            Ok(m) => m.file_type(),
+            Err(_) if link => continue,
+            Err(e) => return Err(e),
+        };
+        if ty.is_dir() && !link {
             copy_tree(&entry.path(), &to.join(&name))?;
         } else if ty.is_file() {
             std::fs::copy(entry.path(), to.join(&name))?;
