@@ -495,3 +495,46 @@ fn a_worktree_index_is_read_from_a_tree_as_read_tree_does() {
     assert_eq!(sh(&ours, "git rev-parse HEAD").trim(), second);
     assert!(!ours.join("new").exists() && !ours.join("ita").exists());
 }
+
+/// The kept listing (`kept_refs`) is git's listing after every kind of change to the refs,
+/// including an archive ref rewritten in place in `packed-refs` and in a loose file, each the
+/// same length as before and with its mtime put back, and a symbolic ref whose target moves.
+#[test]
+fn a_kept_ref_listing_follows_every_change_even_with_the_mtime_put_back() {
+    let (dir, git, first, second) = two_commits("echo a > f", "echo b > f");
+    let d = dir.path();
+    sh(d, &format!("git update-ref refs/hone/t/1 {first} && git update-ref refs/hone/t/2 {second} && git update-ref refs/hone/tx/1 {first} && git pack-refs --all"));
+    listed_as_git_lists(d, &git, "refs/hone/tx/");
+    let listed = listed_as_git_lists(d, &git, "refs/hone/t/");
+    assert_eq!(listed_as_git_lists(d, &git, "refs/hone/t/"), listed);
+    // In place: the same file (inode), the same size, the mtime put back.
+    let forge = |path: &str, from: &str, to: &str| {
+        let p = d.join(path);
+        sh(d, &format!("touch -r {path} .stamp"));
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.contains(from), "{path}: {text}");
+        std::fs::write(&p, text.replace(from, to)).unwrap();
+        sh(d, &format!("touch -r .stamp {path}"));
+    };
+    forge(
+        ".git/packed-refs",
+        &format!("{first} refs/hone/t/1"),
+        &format!("{second} refs/hone/t/1"),
+    );
+    assert!(listed_as_git_lists(d, &git, "refs/hone/t/")
+        .starts_with(&format!("refs/hone/t/1 {second}")));
+    sh(d, &format!("git update-ref refs/hone/t/3 {first}"));
+    listed_as_git_lists(d, &git, "refs/hone/t/");
+    forge(".git/refs/hone/t/3", &first, &second);
+    assert!(
+        listed_as_git_lists(d, &git, "refs/hone/t/").contains(&format!("refs/hone/t/3 {second}"))
+    );
+    sh(d, "git symbolic-ref refs/hone/t/4 refs/heads/main");
+    listed_as_git_lists(d, &git, "refs/hone/t/");
+    let third = commit(d, "echo c > f");
+    assert!(
+        listed_as_git_lists(d, &git, "refs/hone/t/").contains(&format!("refs/hone/t/4 {third}"))
+    );
+    sh(d, "git update-ref -d refs/hone/t/3 && git pack-refs --all");
+    listed_as_git_lists(d, &git, "refs/hone/t/");
+}
