@@ -13,7 +13,6 @@ use std::process::{Command, Stdio};
 mod binary;
 mod exact;
 mod inproc;
-mod kept_refs;
 mod numstat;
 mod paths;
 mod repair;
@@ -120,8 +119,6 @@ pub struct Git {
     root: PathBuf,
     /// The shared `.git` directory, once asked for.
     common: std::sync::OnceLock<PathBuf>,
-    /// The last listing of a ref prefix, with the bytes it was read from.
-    kept: kept_refs::KeptRefs,
 }
 
 const ENV_REMOVE: &[&str] = &[
@@ -221,7 +218,6 @@ impl Git {
         Ok(Git {
             root: PathBuf::from(top.trim()),
             common: std::sync::OnceLock::new(),
-            kept: kept_refs::KeptRefs::default(),
         })
     }
 
@@ -357,13 +353,7 @@ impl Git {
     /// All refs under a prefix, as (name, commit).
     pub fn refs_under(&self, prefix: &str) -> Result<Vec<(String, String)>, GitError> {
         if prefix.ends_with('/') && !prefix.contains(['*', '?', '[', '\\']) {
-            // The last listing again when the files it was read from are byte for byte the
-            // same (`kept_refs`): the integrity checks list the run's refs four times an
-            // experiment.
-            let common = self.common_dir()?;
-            return self
-                .kept
-                .list(&common, prefix, || self.refs_with_prefix(prefix));
+            return self.refs_with_prefix(prefix);
         }
         // Command-line git here because a pattern that is not a plain directory prefix
         // follows for-each-ref's own matching rules.

@@ -496,11 +496,12 @@ fn a_worktree_index_is_read_from_a_tree_as_read_tree_does() {
     assert!(!ours.join("new").exists() && !ours.join("ita").exists());
 }
 
-/// The kept listing (`kept_refs`) is git's listing after every kind of change to the refs,
-/// including an archive ref rewritten in place in `packed-refs` and in a loose file, each the
-/// same length as before and with its mtime put back, and a symbolic ref whose target moves.
+/// The listing of a prefix, asked again on the same `Git`, is git's listing after every kind
+/// of change to the refs, including an archive ref rewritten in place in `packed-refs` and in
+/// a loose file, each the same length as before and with its mtime put back (what a listing
+/// kept by file stamp would miss), and a symbolic ref whose target moves.
 #[test]
-fn a_kept_ref_listing_follows_every_change_even_with_the_mtime_put_back() {
+fn a_ref_listing_follows_every_change_even_with_the_mtime_put_back() {
     let (dir, git, first, second) = two_commits("echo a > f", "echo b > f");
     let d = dir.path();
     sh(d, &format!("git update-ref refs/hone/t/1 {first} && git update-ref refs/hone/t/2 {second} && git update-ref refs/hone/tx/1 {first} && git pack-refs --all"));
