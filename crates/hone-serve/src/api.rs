@@ -145,7 +145,7 @@ async fn view(
                     "experiments": v.summary.experiments,
                 });
                 if held.plot.as_deref() != Some(v.plot_key.as_str()) {
-                    out["plot"] = json!(v.plot);
+                    out["plot"] = json!(v.plot());
                 }
                 match held.since {
                     Some(since) if v.table.newest_first() => {

@@ -30,9 +30,7 @@ pub(crate) struct RunView {
     pub live: bool,
     /// Changes whenever something on the page would (see [`mark`]).
     pub mark: String,
-    pub plot: String,
-    /// What the plot was drawn from (and the plot compressed once for every page that
-    /// shows it).
+    /// The plot (see [`RunView::plot`]), compressed once for every page that shows it.
     drawn: Arc<Drawn>,
     /// Changes whenever the plot's drawing does (a hash of it): a live update sends the plot
     /// again only when the page's key differs.
@@ -42,6 +40,13 @@ pub(crate) struct RunView {
     pub rows: Vec<ExperimentRecord>,
     pub matching: u64,
     pub table: Table,
+}
+
+impl RunView {
+    /// The progress plot (SVG), as drawn under the view's mark.
+    pub fn plot(&self) -> &str {
+        &self.drawn.plot
+    }
 }
 
 /// Is this run the one a `hone run` is working on right now?
@@ -183,7 +188,6 @@ pub(crate) fn load_run_view(
             drawn.best.as_ref(),
             &drawn.totals,
         );
-        let plot = drawn.plot.clone();
         let plot_key = drawn.plot_key.clone();
         let plot_title = drawn.plot_title.clone();
         let (rows, matching) = store.experiments_page(run.id, &table.query())?;
@@ -192,7 +196,6 @@ pub(crate) fn load_run_view(
             run,
             summary,
             mark,
-            plot,
             drawn,
             plot_key,
             plot_title,
@@ -261,7 +264,7 @@ pub(super) async fn run_page(
     let deflated = gzip.then(|| view.drawn.plot_deflated());
     Ok(compress::html_around(
         &before,
-        (&view.plot, deflated),
+        (view.plot(), deflated),
         &after,
     ))
 }
