@@ -15,6 +15,7 @@ mod exact;
 mod inproc;
 mod numstat;
 mod paths;
+mod ref_files;
 mod repair;
 
 pub use binary::BinaryChange;
@@ -363,6 +364,22 @@ impl Git {
             .filter_map(|l| l.split_once(' '))
             .map(|(a, b)| (a.to_string(), b.to_string()))
             .collect())
+    }
+
+    /// The refs under `prefix` (which ends with `/`) as [`Git::refs_under`] lists them, and
+    /// the object name the ref `name` holds as it holds it (a symbolic ref followed, an
+    /// annotated tag not peeled; `None`: no such ref), read together: straight from the ref
+    /// files where the repository has the plain layout, through libgit2 otherwise.
+    pub fn refs_under_and(
+        &self,
+        prefix: &str,
+        name: &str,
+    ) -> Result<ref_files::Listed, GitError> {
+        if let Some(found) = ref_files::list_with(&self.root, prefix, Some(name)) {
+            return Ok(found);
+        }
+        let refs = self.refs_with_prefix_libgit2(prefix)?;
+        Ok((refs, self.ref_value_raw(name)?))
     }
 
     /// Creates (or repairs) a detached worktree at `path` checked out at `commit`.

@@ -87,6 +87,12 @@ impl Engine<'_> {
         let (Some(was), Some(now)) = (head_of(before), head_of(after)) else {
             return Ok(None);
         };
+        // The listings hold what the branch held; keeping needs the commit (an annotated tag
+        // on the branch is peeled, as git would check it out).
+        let git = &self.verifier.git;
+        let (Some(was), Some(now)) = (git.ref_target(&was)?, git.ref_target(&now)?) else {
+            return Ok(None);
+        };
         self.keep_foreign(&now, &was).map(Some)
     }
 

@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::Instant;
 
-use super::state::{archive_ref, branch_ref, shared_run_dir, store_location, StatePaths};
+use super::state::{self, archive_ref, branch_ref, shared_run_dir, store_location, StatePaths};
 use super::verifier::{Sink, Verified, Verifier};
 use super::{Candidate, Engine, EngineError, Event, Internal, Interrupt, Mismatch, Prepared, Stop};
 use crate::exec;
@@ -400,9 +400,7 @@ impl Engine<'_> {
     /// What the serial loop does after each experiment: pack refs now and then (the loop's
     /// active time was recorded with the outcome, in [`Engine::finish`]).
     fn after_experiment(&mut self, count: usize) -> Result<(), EngineError> {
-        if count % 64 == 63 {
-            let _ = self.verifier.git.run(&["pack-refs", "--all"]);
-        }
+        state::pack_refs_now_and_then(&self.verifier.git, count);
         Ok(())
     }
 

@@ -14,6 +14,7 @@ use crate::workspace::{hash_paths, matches_any, Git};
 
 use super::executor::{self, Executor};
 use super::gate::pinned_message;
+use super::state;
 use super::state::{
     branch_ref, coordinate, lock_state, store_location, unique_tag, validate_tag, worktree_path,
     Seals, StatePaths, STATE_DIR,
@@ -269,9 +270,7 @@ impl<'a> Engine<'a> {
             let step = self.experiment()?;
             // One loose ref per experiment makes every ref listing slower; pack them now and
             // then so the loop's cost does not grow with the run.
-            if before % 64 == 63 {
-                let _ = self.verifier.git.run(&["pack-refs", "--all"]);
-            }
+            state::pack_refs_now_and_then(&self.verifier.git, before);
             // The loop's active time was recorded with the experiment's outcome (finish), and
             // is again when the session ends.
             if let Some(stop) = step {

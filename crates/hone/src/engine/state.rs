@@ -169,6 +169,21 @@ pub(super) fn worktree_path(
     }
 }
 
+/// How often the loop packs its refs (`git pack-refs --all`): every this many experiments.
+/// Each experiment adds a loose archive ref, and the integrity checks read every loose ref
+/// under the run's prefix several times per experiment, so fewer loose refs is a cheaper
+/// check; packing rewrites `packed-refs` whole, so not after every experiment.
+pub(super) const PACK_REFS_EVERY: usize = 16;
+
+/// Packs the repository's refs when `count` experiments have been run (see
+/// [`PACK_REFS_EVERY`]). A failure is left for the next time (refs stay loose, which git reads
+/// as well).
+pub(super) fn pack_refs_now_and_then(git: &Git, count: usize) {
+    if count % PACK_REFS_EVERY == PACK_REFS_EVERY - 1 {
+        let _ = git.run(&["pack-refs", "--all"]);
+    }
+}
+
 /// The archive ref of experiment `n`.
 pub fn archive_ref(tag: &str, n: u64) -> String {
     format!("refs/hone/{tag}/{n}")
@@ -179,11 +194,14 @@ pub fn branch_ref(tag: &str) -> String {
     format!("refs/heads/hone/{tag}")
 }
 
-/// The run's branch and archive refs, as (name, commit), sorted.
+/// The run's branch and archive refs, as (name, object name as the ref holds it), sorted. Not
+/// peeled: the integrity checks compare what the refs hold, and a ref put back is put back
+/// from what it held ([`restore_refs`]); where a commit is needed, the caller peels.
 pub(super) fn run_refs(git: &Git, tag: &str) -> Result<Vec<(String, String)>, EngineError> {
-    let mut refs = git.refs_under(&format!("refs/hone/{tag}/"))?;
-    if let Some(head) = git.ref_target(&branch_ref(tag))? {
-        refs.push((branch_ref(tag), head));
+    let branch = branch_ref(tag);
+    let (mut refs, head) = git.refs_under_and(&format!("refs/hone/{tag}/"), &branch)?;
+    if let Some(head) = head {
+        refs.push((branch, head));
     }
     refs.sort();
     Ok(refs)

@@ -130,6 +130,30 @@ impl Git {
     /// the object it names, as `for-each-ref` lists them: a ref naming a missing object is
     /// listed, one that cannot be read (or a symbolic ref leading nowhere) is left out.
     pub(super) fn refs_with_prefix(&self, prefix: &str) -> Result<Vec<(String, String)>, GitError> {
+        if let Some(refs) = super::ref_files::list(&self.root, prefix) {
+            return Ok(refs);
+        }
+        self.refs_with_prefix_libgit2(prefix)
+    }
+
+    /// The object name the ref `name` holds, a symbolic ref followed but nothing peeled
+    /// (`None`: no such ref, or a symbolic one leading nowhere).
+    pub(super) fn ref_value_raw(&self, name: &str) -> Result<Option<String>, GitError> {
+        let repo = self.repo()?;
+        let Ok(r) = repo.find_reference(name) else {
+            return Ok(None);
+        };
+        Ok(r.resolve()
+            .ok()
+            .and_then(|r| r.target())
+            .map(|o| o.to_string()))
+    }
+
+    /// [`Git::refs_with_prefix`] through libgit2, whatever the layout.
+    pub(super) fn refs_with_prefix_libgit2(
+        &self,
+        prefix: &str,
+    ) -> Result<Vec<(String, String)>, GitError> {
         let repo = self.repo()?;
         let what = format!("for-each-ref {prefix}");
         let mut out = Vec::new();

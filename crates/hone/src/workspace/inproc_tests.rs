@@ -104,6 +104,12 @@ fn listed_as_git_lists(d: &Path, git: &Git, prefix: &str) -> String {
         .map(|(n, c)| format!("{n} {c}\n"))
         .collect();
     assert_eq!(ours, git_listing);
+    // The files reader (where it reads the layout) and libgit2 agree with git.
+    let libgit2 = git.refs_with_prefix_libgit2(prefix).unwrap();
+    if let Some(files) = super::ref_files::list(d, prefix) {
+        assert_eq!(files, libgit2);
+    }
+    assert_eq!(git.refs_under(prefix).unwrap(), libgit2);
     ours
 }
 
@@ -538,4 +544,120 @@ fn a_ref_listing_follows_every_change_even_with_the_mtime_put_back() {
     );
     sh(d, "git update-ref -d refs/hone/t/3 && git pack-refs --all");
     listed_as_git_lists(d, &git, "refs/hone/t/");
+}
+
+/// The files reader lists the plain layout itself and declines every other (libgit2 lists
+/// those): a linked `packed-refs` or loose ref, a symbolic loose ref, a line git would not
+/// write, a configuration that names a ref storage or includes another file, a `reftable`
+/// directory. The listing is git's in every case.
+#[test]
+fn the_files_ref_reader_declines_every_layout_it_does_not_read() {
+    let (dir, git, first, second) = two_commits("echo a > f", "echo b > f");
+    let d = dir.path();
+    let p = "refs/hone/t/";
+    sh(d, &format!("git update-ref refs/hone/t/1 {first} && git update-ref refs/hone/t/2 {second} && git update-ref refs/hone/tx/1 {first} && git pack-refs --all && git update-ref refs/hone/t/3 {second} && git update-ref refs/hone/t/d/4 {first}"));
+    let plain = listed_as_git_lists(d, &git, p);
+    assert_eq!(plain.lines().count(), 4, "{plain}");
+    assert!(super::ref_files::list(d, p).is_some());
+    // No loose directory for the prefix, and no packed-refs at all: still read.
+    assert_eq!(
+        super::ref_files::list(d, "refs/hone/none/"),
+        Some(Vec::new())
+    );
+    let declined = |setup: &str, undo: &str| {
+        sh(d, setup);
+        assert_eq!(super::ref_files::list(d, p), None, "{setup}");
+        listed_as_git_lists(d, &git, p);
+        sh(d, undo);
+        assert!(super::ref_files::list(d, p).is_some(), "{undo}");
+        assert_eq!(listed_as_git_lists(d, &git, p), plain);
+    };
+    declined(
+        "mv .git/packed-refs .git/p && ln -s p .git/packed-refs",
+        "rm .git/packed-refs && mv .git/p .git/packed-refs",
+    );
+    declined(
+        "mv .git/refs/hone/t/3 .git/three && ln -s ../../../three .git/refs/hone/t/3",
+        "rm .git/refs/hone/t/3 && mv .git/three .git/refs/hone/t/3",
+    );
+    declined(
+        "git symbolic-ref refs/hone/t/5 refs/heads/main",
+        "git symbolic-ref --delete refs/hone/t/5",
+    );
+    // A line git would not write: git refuses the file; the reader declines it.
+    sh(
+        d,
+        "cp .git/packed-refs .git/p && echo 'not a ref line' >> .git/packed-refs",
+    );
+    assert_eq!(super::ref_files::list(d, p), None);
+    sh(d, "mv .git/p .git/packed-refs");
+    declined(
+        "touch .git/refs/hone/t/6.lock",
+        "rm .git/refs/hone/t/6.lock",
+    );
+    declined(
+        "cp .git/config .git/c && printf '[include]\\n\\tpath = other\\n' >> .git/config",
+        "mv .git/c .git/config",
+    );
+    declined("mkdir .git/reftable", "rmdir .git/reftable");
+    // A configuration naming a ref storage: libgit2 refuses to open the repository, and the
+    // reader declines rather than read files git would not use.
+    sh(d, "cp .git/config .git/c && git config core.repositoryformatversion 1 && git config extensions.refStorage reftable");
+    assert_eq!(super::ref_files::list(d, p), None);
+    sh(d, "mv .git/c .git/config");
+    assert_eq!(listed_as_git_lists(d, &git, p), plain);
+}
+
+/// `refs_under_and`'s single ref is what the ref holds, as `git rev-parse` prints it (an
+/// annotated tag not peeled, a symbolic ref followed), packed or loose, read from the files or
+/// (a layout the reader declines) through libgit2, and `None` where there is no such ref.
+#[test]
+fn a_listing_with_one_more_ref_reads_it_as_it_is_held() {
+    let (dir, git, first, second) = two_commits("echo a > f", "echo b > f");
+    let d = dir.path();
+    let p = "refs/hone/t/";
+    let name = "refs/heads/hone/t";
+    let check = |expected: Option<&str>| {
+        for declined in [false, true] {
+            if declined {
+                sh(d, "mkdir .git/reftable");
+            }
+            let (refs, one) = git.refs_under_and(p, name).unwrap();
+            assert_eq!(one.as_deref(), expected, "declined: {declined}");
+            assert_eq!(refs, git.refs_with_prefix_libgit2(p).unwrap());
+            if declined {
+                sh(d, "rmdir .git/reftable");
+            }
+        }
+    };
+    sh(d, &format!("git update-ref refs/hone/t/1 {first}"));
+    check(None);
+    sh(
+        d,
+        &format!("git update-ref {name} {first} && git pack-refs --all"),
+    );
+    check(Some(&first));
+    sh(d, &format!("git update-ref {name} {second}"));
+    assert!(d.join(".git").join(name).is_file());
+    check(Some(&second));
+    // git refuses a tag on a branch; an agent writing the file does not ask.
+    sh(
+        d,
+        &format!("git tag -a -m m v1 {first} && git rev-parse v1 > .git/{name}"),
+    );
+    let tag = sh(d, &format!("git rev-parse {name}")).trim().to_string();
+    assert_ne!(tag, first);
+    check(Some(&tag));
+    sh(
+        d,
+        &format!("git update-ref -d {name} && git update-ref {name}/x {first}"),
+    );
+    check(None);
+    sh(
+        d,
+        &format!("git update-ref -d {name}/x && git symbolic-ref {name} refs/heads/main"),
+    );
+    assert_eq!(ref_files::list_with(d, p, Some(name)), None);
+    let main = sh(d, "git rev-parse main").trim().to_string();
+    assert_eq!(git.refs_under_and(p, name).unwrap().1, Some(main));
 }

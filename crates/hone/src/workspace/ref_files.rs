@@ -1,0 +1,216 @@
+//! The listing of a ref prefix read straight from the files backend's bytes: `packed-refs` and
+//! the loose ref files under the prefix, parsed here, without opening the repository through
+//! libgit2 (which reads the configuration, `HEAD` and the whole of `packed-refs` again and
+//! matches every ref against a pattern). The engine lists its run's refs several times per
+//! experiment, and the archive refs grow by one per experiment, so this is on the hot path.
+//!
+//! Every call reads every byte it reports from (nothing is kept between calls, so no file
+//! stamp can hide a change). Only the plain layout is read here: the repository's `.git` a
+//! real directory that is its own common directory, no reftable, a configuration that names
+//! no ref storage and includes no other file, `packed-refs` and every loose ref a regular file
+//! (never followed through a link), every loose ref a direct SHA-1 object name. Anything else
+//! answers `None`, and the caller lists through libgit2 as before.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Refs as (name, object name), and the object name of one more ref where there is one.
+pub type Listed = (Vec<(String, String)>, Option<String>);
+
+/// The most `packed-refs` read here (bigger: libgit2 lists). A million refs is about 60 MB.
+const PACKED_MAX: u64 = 256 << 20;
+
+/// Refs under `prefix` (which ends with `/`) in the repository whose top level is `root`,
+/// sorted by name, as `for-each-ref` lists them; `None` where the layout is not the plain one
+/// (the module docs), or a file could not be read as expected.
+pub(super) fn list(root: &Path, prefix: &str) -> Option<Vec<(String, String)>> {
+    list_with(root, prefix, None).map(|(refs, _)| refs)
+}
+
+/// [`list`], and the object name the ref `exact` holds (`None` in the pair where there is no
+/// such ref), read from the same `packed-refs` bytes.
+pub(super) fn list_with(
+    root: &Path,
+    prefix: &str,
+    exact: Option<&str>,
+) -> Option<Listed> {
+    let git_dir = root.join(".git");
+    if !is_dir_not_link(&git_dir) || git_dir.join("commondir").exists() {
+        return None;
+    }
+    if std::fs::symlink_metadata(git_dir.join("reftable")).is_ok() {
+        return None;
+    }
+    let config = read_regular(&git_dir.join("config"), 1 << 20)?;
+    let config = String::from_utf8_lossy(&config).to_ascii_lowercase();
+    if config.contains("refstorage") || config.contains("include") {
+        return None;
+    }
+    let (mut refs, packed_exact) =
+        match read_regular_or_missing(&git_dir.join("packed-refs"), PACKED_MAX)? {
+            Some(bytes) => packed(&bytes, prefix, exact)?,
+            None => (Vec::new(), None),
+        };
+    let exact = match exact {
+        Some(name) => loose_one(&git_dir, name)?.or(packed_exact),
+        None => None,
+    };
+    let mut loose = Vec::new();
+    loose_under(&git_dir, prefix, &mut loose)?;
+    // A loose ref overrides the packed one of the same name.
+    let loose_names: std::collections::HashSet<&str> =
+        loose.iter().map(|(n, _)| n.as_str()).collect();
+    refs.retain(|(name, _)| !loose_names.contains(name.as_str()));
+    drop(loose_names);
+    refs.extend(loose);
+    refs.sort();
+    Some((refs, exact))
+}
+
+/// The refs of `packed-refs` under `prefix`, and the object name of `exact` there; `None` for
+/// a line that is not one git writes.
+fn packed(bytes: &[u8], prefix: &str, exact: Option<&str>) -> Option<Listed> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut out = Vec::new();
+    let mut found = None;
+    for line in text.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        if let Some(peeled) = line.strip_prefix('^') {
+            if !super::inproc::is_full_hex(peeled) {
+                return None;
+            }
+            continue;
+        }
+        let (id, name) = line.split_once(' ')?;
+        if !super::inproc::is_full_hex(id) || !valid_name(name) {
+            return None;
+        }
+        if name.starts_with(prefix) {
+            out.push((name.to_string(), id.to_ascii_lowercase()));
+        }
+        if exact == Some(name) {
+            found = Some(id.to_ascii_lowercase());
+        }
+    }
+    Some((out, found))
+}
+
+/// The loose ref `name` (`Some(None)`: no loose ref of that name, nothing or a directory
+/// there); `None` for a link on the way, a symbolic ref, or anything else git would not read
+/// as a plain loose ref.
+fn loose_one(git_dir: &Path, name: &str) -> Option<Option<String>> {
+    if !valid_name(name) {
+        return None;
+    }
+    let parts: Vec<&str> = name.split('/').collect();
+    let mut path: PathBuf = git_dir.to_path_buf();
+    for (i, part) in parts.iter().enumerate() {
+        path.push(part);
+        let last = i + 1 == parts.len();
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() && last => return Some(None),
+            Ok(m) if m.is_dir() => {}
+            Ok(m) if m.is_file() && last => return loose_value(&path).map(Some),
+            Ok(_) => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(None),
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// The object name in the loose ref file at `path`; `None` unless it is a regular file
+/// holding a full object name and a line break.
+fn loose_value(path: &Path) -> Option<String> {
+    let bytes = read_regular(path, 4096)?;
+    let text = std::str::from_utf8(&bytes).ok()?;
+    let id = text.strip_suffix('\n').unwrap_or(text);
+    super::inproc::is_full_hex(id).then(|| id.to_ascii_lowercase())
+}
+
+/// Adds the loose refs under `prefix` to `out`; `None` for anything but directories and
+/// regular files holding a direct object name, or a name git would not list.
+fn loose_under(git_dir: &Path, prefix: &str, out: &mut Vec<(String, String)>) -> Option<()> {
+    let mut dir: PathBuf = git_dir.to_path_buf();
+    let parts: Vec<&str> = prefix.trim_end_matches('/').split('/').collect();
+    for part in &parts {
+        dir.push(part);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(()),
+            Err(_) => return None,
+        }
+    }
+    walk(&dir, prefix, out)
+}
+
+/// The loose refs in `dir` (whose refs are named `name_prefix...`), depth first.
+fn walk(dir: &Path, name_prefix: &str, out: &mut Vec<(String, String)>) -> Option<()> {
+    for entry in std::fs::read_dir(dir).ok()? {
+        let entry = entry.ok()?;
+        let file = entry.file_name().into_string().ok()?;
+        let name = format!("{name_prefix}{file}");
+        let kind = entry.file_type().ok()?;
+        if kind.is_dir() {
+            walk(&entry.path(), &format!("{name}/"), out)?;
+            continue;
+        }
+        if !kind.is_file() || !valid_name(&name) {
+            return None;
+        }
+        out.push((name, loose_value(&entry.path())?));
+    }
+    Some(())
+}
+
+/// A ref name of the plain kind hone writes and git lists: components of letters, digits and
+/// `-_.`, none empty, none starting with `.` or ending with `.lock`. (Stricter than git, so
+/// anything unusual goes to libgit2.)
+fn valid_name(name: &str) -> bool {
+    name.starts_with("refs/")
+        && name.split('/').all(|c| {
+            !c.is_empty()
+                && !c.starts_with('.')
+                && !c.ends_with(".lock")
+                && !c.contains("..")
+                && c.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        })
+}
+
+/// Is `p` a directory itself (not a link to one)?
+fn is_dir_not_link(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
+}
+
+/// The bytes of the regular file `p` (never through a link), at most `max`; `None` otherwise.
+fn read_regular(p: &Path, max: u64) -> Option<Vec<u8>> {
+    read_regular_or_missing(p, max)?
+}
+
+/// As [`read_regular`], with `Some(None)` where nothing is at `p`.
+fn read_regular_or_missing(p: &Path, max: u64) -> Option<Option<Vec<u8>>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(p);
+    let file = match file {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(None),
+        Err(_) => return None,
+    };
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > max {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max + 1).read_to_end(&mut bytes).ok()?;
+    if bytes.len() as u64 > max {
+        return None;
+    }
+    Some(Some(bytes))
+}
