@@ -370,11 +370,7 @@ impl Git {
     /// the object name the ref `name` holds as it holds it (a symbolic ref followed, an
     /// annotated tag not peeled; `None`: no such ref), read together: straight from the ref
     /// files where the repository has the plain layout, through libgit2 otherwise.
-    pub fn refs_under_and(
-        &self,
-        prefix: &str,
-        name: &str,
-    ) -> Result<ref_files::Listed, GitError> {
+    pub fn refs_under_and(&self, prefix: &str, name: &str) -> Result<ref_files::Listed, GitError> {
         if let Some(found) = ref_files::list_with(&self.root, prefix, Some(name)) {
             return Ok(found);
         }

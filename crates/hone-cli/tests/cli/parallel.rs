@@ -342,29 +342,36 @@ fn parallel_settings_are_checked() {
 
 #[test]
 fn parallel_verifier_that_moves_the_run_branch_is_a_violation() {
-    // #1's verifier forges the branch. With two in flight, the move is caught when the next
-    // result is decided (#1's or #2's: which verifier moved a shared ref cannot be told apart).
-    let verify = "if grep -q forge value.txt; then git update-ref refs/heads/hone/v $(git commit-tree HEAD^{tree} -p HEAD -m forged); fi; echo score: 1";
-    let r = Repo::stops_after(
-        3,
-        verify,
-        "write\tvalue.txt\tforge\n\n---\nwrite\tvalue.txt\tplain\n\n",
-    );
-    ok(r.hone(&["run", "--tag", "v", "--workers", "2"]));
-    let log = r.log();
-    let caught: Vec<&serde_json::Value> =
-        log.iter().filter(|e| e["status"] == "violation").collect();
-    assert_eq!(caught.len(), 1, "{log:?}");
-    assert!(
-        reason(caught[0]).contains("moved hone's refs"),
-        "{:?}",
-        caught[0]
-    );
-    assert_eq!(
-        r.rev("hone/v"),
-        r.rev("main"),
-        "the forged branch was put back"
-    );
+    // #1's verifier forges the branch: a commit of its own, or (written past git, which
+    // refuses a tag on a branch) an annotated tag of the very commit the branch holds. With
+    // two in flight, the move is caught when the next result is decided (#1's or #2's: which
+    // verifier moved a shared ref cannot be told apart).
+    let forge_commit =
+        "git update-ref refs/heads/hone/v $(git commit-tree HEAD^{tree} -p HEAD -m forged)";
+    let forge_tag = "c=$(git rev-parse --git-common-dir) && git tag -a -m t same hone/v && git rev-parse same > \"$c/tag\" && mv \"$c/tag\" \"$c/refs/heads/hone/v\"";
+    for forge in [forge_commit, forge_tag] {
+        let verify = format!("if grep -q forge value.txt; then {forge}; fi; echo score: 1");
+        let r = Repo::stops_after(
+            3,
+            &verify,
+            "write\tvalue.txt\tforge\n\n---\nwrite\tvalue.txt\tplain\n\n",
+        );
+        ok(r.hone(&["run", "--tag", "v", "--workers", "2"]));
+        let log = r.log();
+        let caught: Vec<&serde_json::Value> =
+            log.iter().filter(|e| e["status"] == "violation").collect();
+        assert_eq!(caught.len(), 1, "{forge}: {log:?}");
+        assert!(
+            reason(caught[0]).contains("moved hone's refs"),
+            "{:?}",
+            caught[0]
+        );
+        assert_eq!(
+            r.rev("refs/heads/hone/v"),
+            r.rev("main"),
+            "{forge}: the forged branch was put back (a commit, not a tag of it)"
+        );
+    }
 }
 
 #[test]

@@ -539,7 +539,9 @@ impl Engine<'_> {
             expected.push((archive_ref(&self.run.tag, rec.n), Some(c.clone())));
         }
         for (name, want) in expected {
-            let now = self.verifier.git.ref_target(&name)?;
+            // What the ref holds, not peeled: an annotated tag of the same commit put on the
+            // branch is a move too (and the compare-and-swap below names what is there).
+            let now = self.verifier.git.ref_value_raw(&name)?;
             if now != want {
                 if let Some(w) = &want {
                     self.verifier.git.update_ref(&name, w, now.as_deref())?;

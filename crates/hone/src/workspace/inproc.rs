@@ -138,7 +138,7 @@ impl Git {
 
     /// The object name the ref `name` holds, a symbolic ref followed but nothing peeled
     /// (`None`: no such ref, or a symbolic one leading nowhere).
-    pub(super) fn ref_value_raw(&self, name: &str) -> Result<Option<String>, GitError> {
+    pub fn ref_value_raw(&self, name: &str) -> Result<Option<String>, GitError> {
         let repo = self.repo()?;
         let Ok(r) = repo.find_reference(name) else {
             return Ok(None);

@@ -555,9 +555,9 @@ fn the_files_ref_reader_declines_every_layout_it_does_not_read() {
     let (dir, git, first, second) = two_commits("echo a > f", "echo b > f");
     let d = dir.path();
     let p = "refs/hone/t/";
-    sh(d, &format!("git update-ref refs/hone/t/1 {first} && git update-ref refs/hone/t/2 {second} && git update-ref refs/hone/tx/1 {first} && git pack-refs --all && git update-ref refs/hone/t/3 {second} && git update-ref refs/hone/t/d/4 {first}"));
+    sh(d, &format!("git update-ref refs/hone/t/1 {first} && git update-ref refs/hone/t/2 {second} && git update-ref refs/hone/tx/1 {first} && git pack-refs --all && git update-ref refs/hone/t/3 {second}"));
     let plain = listed_as_git_lists(d, &git, p);
-    assert_eq!(plain.lines().count(), 4, "{plain}");
+    assert_eq!(plain.lines().count(), 3, "{plain}");
     assert!(super::ref_files::list(d, p).is_some());
     // No loose directory for the prefix, and no packed-refs at all: still read.
     assert_eq!(
@@ -584,13 +584,44 @@ fn the_files_ref_reader_declines_every_layout_it_does_not_read() {
         "git symbolic-ref refs/hone/t/5 refs/heads/main",
         "git symbolic-ref --delete refs/hone/t/5",
     );
-    // A line git would not write: git refuses the file; the reader declines it.
-    sh(
-        d,
-        "cp .git/packed-refs .git/p && echo 'not a ref line' >> .git/packed-refs",
+    declined(
+        &format!("git update-ref refs/hone/t/d/4 {first}"),
+        "git update-ref -d refs/hone/t/d/4 && rm -rf .git/refs/hone/t/d",
     );
+    // Files git would not write (git refuses some of them, or reads them otherwise than a
+    // plain scan would): the reader declines each.
+    let refused = |setup: &str| {
+        sh(
+            d,
+            &format!("cp .git/packed-refs .git/p && cp .git/refs/hone/t/3 .git/three && {setup}"),
+        );
+        assert_eq!(super::ref_files::list(d, p), None, "{setup}");
+        sh(
+            d,
+            "mv .git/p .git/packed-refs && mv .git/three .git/refs/hone/t/3",
+        );
+        assert_eq!(listed_as_git_lists(d, &git, p), plain);
+    };
+    refused("echo 'not a ref line' >> .git/packed-refs");
+    refused("echo '# a comment' >> .git/packed-refs");
+    refused(&format!(
+        "echo '^{first}' >> .git/packed-refs && echo '^{first}' >> .git/packed-refs"
+    ));
+    refused("printf %s \"$(cat .git/p)\" > .git/packed-refs");
+    refused(&format!(
+        "printf '{second} refs/hone/t/0\\n' >> .git/packed-refs"
+    ));
+    refused(&format!(
+        "printf '{second} refs/hone/zz\\r\\n' >> .git/packed-refs"
+    ));
+    refused(&format!("printf {first} > .git/refs/hone/t/3"));
+    refused(&format!("printf '{first}\\n\\n' > .git/refs/hone/t/3"));
+    // A HEAD git would not accept: git looks elsewhere for the repository; so does not the
+    // reader.
+    sh(d, "mv .git/HEAD .git/HEAD2 && touch .git/HEAD");
     assert_eq!(super::ref_files::list(d, p), None);
-    sh(d, "mv .git/p .git/packed-refs");
+    sh(d, "mv .git/HEAD2 .git/HEAD");
+    assert_eq!(listed_as_git_lists(d, &git, p), plain);
     declined(
         "touch .git/refs/hone/t/6.lock",
         "rm .git/refs/hone/t/6.lock",
@@ -660,4 +691,28 @@ fn a_listing_with_one_more_ref_reads_it_as_it_is_held() {
     assert_eq!(ref_files::list_with(d, p, Some(name)), None);
     let main = sh(d, "git rev-parse main").trim().to_string();
     assert_eq!(git.refs_under_and(p, name).unwrap().1, Some(main));
+}
+
+/// The reviewer's attack on a plain scan of `packed-refs`: the branch twice, the agent's commit
+/// first and the old one after it with a carriage return (still byte-sorted; git's binary
+/// search finds the first, a line-by-line reading the last). The reader declines the file, so
+/// the listing says what git says.
+#[test]
+fn a_branch_listed_twice_in_packed_refs_reads_as_git_reads_it() {
+    let (dir, git, first, second) = two_commits("echo a > f", "echo b > f");
+    let d = dir.path();
+    let name = "refs/heads/hone/t";
+    sh(d, &format!("git update-ref {name} {first} && git update-ref refs/hone/t/1 {first} && git pack-refs --all"));
+    let packed = std::fs::read_to_string(d.join(".git/packed-refs")).unwrap();
+    let forged = packed.replace(
+        &format!("{first} {name}\n"),
+        &format!("{second} {name}\n{first} {name}\r\n"),
+    );
+    assert_ne!(forged, packed);
+    std::fs::write(d.join(".git/packed-refs"), forged).unwrap();
+    let git_says = sh(d, &format!("git rev-parse {name}")).trim().to_string();
+    assert_eq!(git_says, second);
+    assert_eq!(ref_files::list_with(d, "refs/hone/t/", Some(name)), None);
+    let (_, held) = git.refs_under_and("refs/hone/t/", name).unwrap();
+    assert_eq!(held.as_deref(), Some(second.as_str()));
 }

@@ -6,10 +6,13 @@
 //!
 //! Every call reads every byte it reports from (nothing is kept between calls, so no file
 //! stamp can hide a change). Only the plain layout is read here: the repository's `.git` a
-//! real directory that is its own common directory, no reftable, a configuration that names
-//! no ref storage and includes no other file, `packed-refs` and every loose ref a regular file
-//! (never followed through a link), every loose ref a direct SHA-1 object name. Anything else
-//! answers `None`, and the caller lists through libgit2 as before.
+//! real directory that is its own common directory with a `HEAD`, `objects` and `refs` (what
+//! git and libgit2 open at the root), no reftable, a configuration that names no ref storage
+//! and includes no other file, `packed-refs` exactly as git writes it (sorted, one line per
+//! name, no carriage return), every loose ref a regular file (never followed through a link)
+//! holding a direct SHA-1 object name, no directory below the prefix. Anything else answers
+//! `None`, and the caller lists through libgit2 as before. Loose refs are read before
+//! `packed-refs`, as git reads them.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -29,34 +32,24 @@ pub(super) fn list(root: &Path, prefix: &str) -> Option<Vec<(String, String)>> {
 
 /// [`list`], and the object name the ref `exact` holds (`None` in the pair where there is no
 /// such ref), read from the same `packed-refs` bytes.
-pub(super) fn list_with(
-    root: &Path,
-    prefix: &str,
-    exact: Option<&str>,
-) -> Option<Listed> {
+pub(super) fn list_with(root: &Path, prefix: &str, exact: Option<&str>) -> Option<Listed> {
     let git_dir = root.join(".git");
-    if !is_dir_not_link(&git_dir) || git_dir.join("commondir").exists() {
+    if !plain_layout(&git_dir) {
         return None;
     }
-    if std::fs::symlink_metadata(git_dir.join("reftable")).is_ok() {
-        return None;
-    }
-    let config = read_regular(&git_dir.join("config"), 1 << 20)?;
-    let config = String::from_utf8_lossy(&config).to_ascii_lowercase();
-    if config.contains("refstorage") || config.contains("include") {
-        return None;
-    }
+    // The loose refs first, then `packed-refs`, as git and libgit2 read them: a `pack-refs`
+    // running meanwhile moves a ref from the first to the second, never the other way.
+    let exact_loose = match exact {
+        Some(name) => loose_one(&git_dir, name)?,
+        None => None,
+    };
+    let mut loose = Vec::new();
+    loose_under(&git_dir, prefix, &mut loose)?;
     let (mut refs, packed_exact) =
         match read_regular_or_missing(&git_dir.join("packed-refs"), PACKED_MAX)? {
             Some(bytes) => packed(&bytes, prefix, exact)?,
             None => (Vec::new(), None),
         };
-    let exact = match exact {
-        Some(name) => loose_one(&git_dir, name)?.or(packed_exact),
-        None => None,
-    };
-    let mut loose = Vec::new();
-    loose_under(&git_dir, prefix, &mut loose)?;
     // A loose ref overrides the packed one of the same name.
     let loose_names: std::collections::HashSet<&str> =
         loose.iter().map(|(n, _)| n.as_str()).collect();
@@ -64,29 +57,78 @@ pub(super) fn list_with(
     drop(loose_names);
     refs.extend(loose);
     refs.sort();
-    Some((refs, exact))
+    Some((refs, exact_loose.or(packed_exact)))
+}
+
+/// Is `git_dir` the plain files-backend repository that git and libgit2 open at the root:
+/// a real directory with a `HEAD` git accepts, real `objects` and `refs` directories, no
+/// `commondir` (it is its own common directory), no `reftable`, and a configuration that
+/// names no ref storage and includes no other file?
+fn plain_layout(git_dir: &Path) -> bool {
+    let exists = |name: &str| std::fs::symlink_metadata(git_dir.join(name)).is_ok();
+    if !is_dir_not_link(git_dir)
+        || !is_dir_not_link(&git_dir.join("objects"))
+        || !is_dir_not_link(&git_dir.join("refs"))
+        || exists("commondir")
+        || exists("reftable")
+    {
+        return false;
+    }
+    let head_ok = read_regular(&git_dir.join("HEAD"), 4096).is_some_and(|head| {
+        let Some(head) = head.strip_suffix(b"\n") else {
+            return false;
+        };
+        let head = std::str::from_utf8(head).unwrap_or_default();
+        match head.strip_prefix("ref: ") {
+            Some(target) => valid_name(target),
+            None => super::inproc::is_full_hex(head),
+        }
+    });
+    let config_ok = read_regular(&git_dir.join("config"), 1 << 20).is_some_and(|config| {
+        let config = String::from_utf8_lossy(&config).to_ascii_lowercase();
+        !config.contains("refstorage") && !config.contains("include")
+    });
+    head_ok && config_ok
 }
 
 /// The refs of `packed-refs` under `prefix`, and the object name of `exact` there; `None` for
-/// a line that is not one git writes.
+/// anything but the file git writes: a `# pack-refs with:` header on the first line only, then
+/// lines of a full object name, a space and a name, the names in strictly increasing byte
+/// order (so no name twice: git's binary search and this reading find the same line), each
+/// followed by at most one `^` line, every line ended by a line feed and nothing else (no
+/// carriage return).
 fn packed(bytes: &[u8], prefix: &str, exact: Option<&str>) -> Option<Listed> {
     let text = std::str::from_utf8(bytes).ok()?;
+    if text.contains('\r') || !(text.is_empty() || text.ends_with('\n')) {
+        return None;
+    }
     let mut out = Vec::new();
     let mut found = None;
-    for line in text.lines() {
+    let mut last: Option<&str> = None;
+    let mut peelable = false;
+    for (i, line) in text.split_terminator('\n').enumerate() {
         if line.starts_with('#') {
-            continue;
-        }
-        if let Some(peeled) = line.strip_prefix('^') {
-            if !super::inproc::is_full_hex(peeled) {
+            if i != 0 || !line.starts_with("# pack-refs with:") {
                 return None;
             }
             continue;
         }
+        if let Some(peeled) = line.strip_prefix('^') {
+            if !peelable || !super::inproc::is_full_hex(peeled) {
+                return None;
+            }
+            peelable = false;
+            continue;
+        }
         let (id, name) = line.split_once(' ')?;
-        if !super::inproc::is_full_hex(id) || !valid_name(name) {
+        if !super::inproc::is_full_hex(id)
+            || !valid_name(name)
+            || last.is_some_and(|l| l.as_bytes() >= name.as_bytes())
+        {
             return None;
         }
+        last = Some(name);
+        peelable = true;
         if name.starts_with(prefix) {
             out.push((name.to_string(), id.to_ascii_lowercase()));
         }
@@ -122,11 +164,11 @@ fn loose_one(git_dir: &Path, name: &str) -> Option<Option<String>> {
 }
 
 /// The object name in the loose ref file at `path`; `None` unless it is a regular file
-/// holding a full object name and a line break.
+/// holding a full object name and a line feed, as git writes it.
 fn loose_value(path: &Path) -> Option<String> {
     let bytes = read_regular(path, 4096)?;
     let text = std::str::from_utf8(&bytes).ok()?;
-    let id = text.strip_suffix('\n').unwrap_or(text);
+    let id = text.strip_suffix('\n')?;
     super::inproc::is_full_hex(id).then(|| id.to_ascii_lowercase())
 }
 
@@ -147,17 +189,14 @@ fn loose_under(git_dir: &Path, prefix: &str, out: &mut Vec<(String, String)>) ->
     walk(&dir, prefix, out)
 }
 
-/// The loose refs in `dir` (whose refs are named `name_prefix...`), depth first.
+/// The loose refs in `dir` (whose refs are named `name_prefix...`); `None` for a directory in
+/// it (hone's refs are one level below their prefix; libgit2 lists anything deeper).
 fn walk(dir: &Path, name_prefix: &str, out: &mut Vec<(String, String)>) -> Option<()> {
     for entry in std::fs::read_dir(dir).ok()? {
         let entry = entry.ok()?;
         let file = entry.file_name().into_string().ok()?;
         let name = format!("{name_prefix}{file}");
         let kind = entry.file_type().ok()?;
-        if kind.is_dir() {
-            walk(&entry.path(), &format!("{name}/"), out)?;
-            continue;
-        }
         if !kind.is_file() || !valid_name(&name) {
             return None;
         }
@@ -196,7 +235,7 @@ fn read_regular_or_missing(p: &Path, max: u64) -> Option<Option<Vec<u8>>> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(p);
     let file = match file {
         Ok(f) => f,
