@@ -26,6 +26,7 @@
 //! Randomness comes from a small splitmix64 generator seeded from `(seed, index)`, so the same
 //! inputs always give the same suggestion.
 
+mod attribute;
 mod cache;
 mod design;
 mod feasible;
@@ -224,6 +225,8 @@ pub fn suggest_cached(
         Some(f) => c.filter(|c| f.admits(&space, c)),
         None => c,
     };
+    // The draws of the model and of local moves compete only among what it admits.
+    let judge = |p: &[Coord]| feasibility.as_ref().map_or(true, |f| f.admits_point(p));
     let n_init = initial_design_size(space.dims.len());
     // A crash ends the design: the model-based stage, steered by the feasibility model, takes
     // over (the rest of the design would crash as often as the box does).
@@ -250,8 +253,10 @@ pub fn suggest_cached(
         let next = match (guide.mode, &model) {
             (Some(Mode::Explore), _) => space.fresh(&space.random_point(&mut rng)),
             (Some(Mode::Exploit), _) => space.fresh(&local.draw(&mut rng)),
-            (None, Some(m)) if rng.unit() >= LOCAL_PROBABILITY => m.propose(&space, &mut rng),
-            (None, Some(m)) => local.best(m, &mut rng),
+            (None, Some(m)) if rng.unit() >= LOCAL_PROBABILITY => {
+                m.propose(&space, &mut rng, &judge)
+            }
+            (None, Some(m)) => local.best(m, &mut rng, &judge),
             _ => space.fresh(&local.draw(&mut rng)),
         };
         let next = admit(next);

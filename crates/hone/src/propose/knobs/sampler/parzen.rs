@@ -174,15 +174,28 @@ impl<'a> Model<'a> {
     }
 
     /// The untried candidate with the best `l(x) / g(x)` among draws from the good estimator.
-    pub(super) fn propose(&self, space: &Space, rng: &mut Rng) -> Option<Config> {
+    /// Only draws `admit` accepts compete (the feasibility model's verdict: a crash learned
+    /// from an attributed crash must not stop the best admissible draw from winning).
+    pub(super) fn propose(
+        &self,
+        space: &Space,
+        rng: &mut Rng,
+        admit: &dyn Fn(&[Coord]) -> bool,
+    ) -> Option<Config> {
         let draws = (0..TPE_CANDIDATES)
             .map(|_| self.good.sample(rng, space))
             .collect::<Vec<_>>();
-        self.best_of(space, draws)
+        self.best_of(space, draws, admit)
     }
 
-    /// The untried one of `points` with the best `l(x) / g(x)` (`None`: all tried).
-    pub(super) fn best_of(&self, space: &Space, points: Vec<Vec<Coord>>) -> Option<Config> {
+    /// The untried one of `points` that `admit` accepts with the best `l(x) / g(x)` (`None`:
+    /// none).
+    pub(super) fn best_of(
+        &self,
+        space: &Space,
+        points: Vec<Vec<Coord>>,
+        admit: &dyn Fn(&[Coord]) -> bool,
+    ) -> Option<Config> {
         let mut best: Option<(f64, Config)> = None;
         for point in points {
             let Some(config) = space.fresh(&point) else {
@@ -192,6 +205,9 @@ impl<'a> Model<'a> {
             let Some(real) = space.encode(&config) else {
                 continue;
             };
+            if !admit(&real) {
+                continue;
+            }
             let score = self.good.log_density(&real) - self.bad.log_density(&real);
             if best.as_ref().map_or(true, |(s, _)| score > *s) {
                 best = Some((score, config));
