@@ -3,27 +3,18 @@
 //! A crashed configuration that differs from a finished one in a single knob says that knob
 //! caused it (a local move changes one or two knobs of the incumbent and leaves the others
 //! exactly as they were). One that differs from every finished configuration in more knobs
-//! (a TPE draw, a point of the initial design) is attributed by elimination when exactly one of
-//! its values lies outside what finished (a number beyond every finished value of its knob, an
+//! (a TPE draw, a point of the initial design, a local move of two knobs) is attributed by
+//! elimination when exactly one of its values lies outside what finished (a number beyond every finished value of its knob, an
 //! option of a choice that never finished): the other values finished elsewhere.
 //!
 //! An attributed crash marks that knob alone: beyond the furthest finished value short of the
 //! crash (for a choice: the option) is unsure after ONE crash, where an unattributed crash
-//! needs a second one beyond the same edge (`super::feasible::EDGE_CRASHES`), and a crash
-//! caused by one knob no longer fences off a side of every knob.
+//! needs a second one beyond the same edge (`super::feasible::EDGE_CRASHES`). Unlike edges
+//! after one crash for every knob (bench/RESULTS.md, "crashy"), a crash caused by one knob
+//! fences off a side of that knob only.
 
 use super::super::feasible::Side;
 use super::space::Coord;
-
-/// What one crash is blamed on.
-#[derive(Clone, Debug, PartialEq)]
-pub(super) enum Blame {
-    /// Nothing finished close enough to say.
-    Unknown,
-    /// The knobs (one or two dimensions) in which it differs from a finished configuration
-    /// that differs from it in no other.
-    Knobs(Vec<usize>),
-}
 
 /// The dimensions in which `a` and `b` differ.
 fn differing(a: &[Coord], b: &[Coord]) -> Vec<usize> {
@@ -77,24 +68,25 @@ impl Finished {
     }
 }
 
-/// The blame of `crash` given the finished points: the fewest knobs (at most two) in which it
-/// differs from one of them, else the single knob outside what finished.
-pub(super) fn blame(crash: &[Coord], fine: &[&[Coord]], finished: &Finished) -> Blame {
-    let nearest = fine
-        .iter()
-        .map(|p| differing(crash, p))
-        .filter(|d| !d.is_empty())
-        .min_by_key(Vec::len);
-    if let Some(dims) = nearest.filter(|d| d.len() <= 2) {
-        return Blame::Knobs(dims);
+/// The knob (dimension) `crash` is blamed on, given the finished points: the one in which it
+/// differs from a finished configuration that differs from it in no other, else the only one
+/// whose value lies outside what finished (a crash that differs from every finished
+/// configuration in two knobs is then blamed on the one of them outside what finished: a
+/// local move that switched a choice to an option never tried and nudged a number); `None`
+/// when neither says.
+pub(super) fn blame(crash: &[Coord], fine: &[&[Coord]], finished: &Finished) -> Option<usize> {
+    let single = fine.iter().find_map(|p| match differing(crash, p)[..] {
+        [j] => Some(j),
+        _ => None,
+    });
+    if single.is_some() {
+        return single;
     }
-    let outside: Vec<usize> = (0..crash.len())
-        .filter(|&j| finished.outside(j, crash[j]))
-        .collect();
-    if outside.len() == 1 {
-        return Blame::Knobs(outside);
+    let mut outside = (0..crash.len()).filter(|&j| finished.outside(j, crash[j]));
+    match (outside.next(), outside.next()) {
+        (Some(j), None) => Some(j),
+        _ => None,
     }
-    Blame::Unknown
 }
 
 /// Where a crash blamed on the numeric dimension `j` alone (at unit coordinate `u`) puts an

@@ -32,7 +32,7 @@ use std::collections::HashMap;
 
 use super::super::feasible::{knob_narrowings, Narrowing, Side};
 use super::super::{Config, KnobValue};
-use super::attribute::{blame, edge, Blame, Finished};
+use super::attribute::{blame, edge, Finished};
 use super::cache::SamplerCache;
 use super::space::{Coord, Kind, Space};
 use super::{Observation, Rng, SamplerGuide};
@@ -148,13 +148,10 @@ impl<'a> Feasibility<'a> {
             .filter_map(|&i| rows.points.get(i)?.as_deref())
             .collect();
         let ends = Finished::of(space.dims.len(), &fine);
-        let blames: Vec<Blame> = bad
+        let blames: Vec<Option<usize>> = bad
             .points
             .iter()
-            .map(|p| {
-                p.as_deref()
-                    .map_or(Blame::Unknown, |p| blame(p, &fine, &ends))
-            })
+            .map(|p| blame(p.as_deref()?, &fine, &ends))
             .collect();
         let (blamed, banned) = blamed_marks(&bad.points, &blames, &fine, space);
         let cuts = space
@@ -268,16 +265,15 @@ impl<'a> Feasibility<'a> {
 /// The edges and banned options of the crashes blamed on one knob alone.
 fn blamed_marks(
     points: &[Option<Vec<Coord>>],
-    blames: &[Blame],
+    blames: &[Option<usize>],
     fine: &[&[Coord]],
     space: &Space,
 ) -> (Vec<Cut>, Vec<(usize, usize)>) {
     let (mut cuts, mut banned) = (Vec::new(), Vec::new());
     for (p, b) in points.iter().zip(blames) {
-        let (Some(p), Blame::Knobs(dims)) = (p, b) else {
+        let (Some(p), &Some(dim)) = (p, b) else {
             continue;
         };
-        let [dim] = dims[..] else { continue };
         if space.frozen.contains(&space.dims[dim].name) {
             continue;
         }
@@ -533,9 +529,9 @@ mod tests {
                 objective: Some(1.0),
             })
             .collect();
-        // Neither crash differs from a finished configuration in one knob alone (one that does
-        // is attributed to that knob: `one_crash_attributed_to_a_knob_makes_that_side_unsure`).
-        let crashes = [at(0.8, 0.15), at(0.9, 0.95)];
+        // Both knobs of each crash lie outside what finished: neither is attributed to one knob
+        // (see `one_crash_attributed_to_a_knob_makes_that_side_unsure`).
+        let crashes = [at(0.8, 0.05), at(0.9, 0.95)];
         let incumbent = history[0].config.clone();
         let space = super::super::space::Space::new(&knobs, &history, &incumbent);
         let verdict = |h: &[Observation], bad: &[Config], a: f64, b: f64| {
@@ -581,11 +577,14 @@ mod tests {
         // (0.8, 0.5) differs from the finished (0.3, 0.5) in A alone: A caused it, so beyond
         // the furthest finished A (0.5) is unsure, far from the crash too.
         let b = 0.2 * 3.0 - 0.1;
-        assert_eq!(verdict(at(0.8, b), 0.65, 0.9), Verdict::Unsure);
+        assert_eq!(verdict(at(0.8, b), 0.6, 0.9), Verdict::Unsure);
         assert_eq!(verdict(at(0.8, b), 0.45, 0.9), Verdict::Fine);
-        // (0.8, 0.55) differs from every finished configuration in both knobs: unattributed,
-        // one crash is not enough (the neighbours alone say fine there).
-        assert_eq!(verdict(at(0.8, 0.55), 0.65, 0.9), Verdict::Fine);
+        // (0.8, 0.55) differs from every finished configuration in both knobs, but only its A
+        // lies outside what finished: blamed on A.
+        assert_eq!(verdict(at(0.8, 0.55), 0.6, 0.9), Verdict::Unsure);
+        // (0.8, 0.95): both outside, unattributed; one crash is not enough (the neighbours
+        // alone say fine there).
+        assert_eq!(verdict(at(0.8, 0.95), 0.6, 0.9), Verdict::Fine);
     }
 
     #[test]
