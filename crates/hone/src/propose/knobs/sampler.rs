@@ -225,8 +225,6 @@ pub fn suggest_cached(
         Some(f) => c.filter(|c| f.admits(&space, c)),
         None => c,
     };
-    // The draws of the model and of local moves compete only among what it admits.
-    let judge = |p: &[Coord]| feasibility.as_ref().map_or(true, |f| f.admits_point(p));
     let n_init = initial_design_size(space.dims.len());
     // A crash ends the design: the model-based stage, steered by the feasibility model, takes
     // over (the rest of the design would crash as often as the box does).
@@ -253,10 +251,8 @@ pub fn suggest_cached(
         let next = match (guide.mode, &model) {
             (Some(Mode::Explore), _) => space.fresh(&space.random_point(&mut rng)),
             (Some(Mode::Exploit), _) => space.fresh(&local.draw(&mut rng)),
-            (None, Some(m)) if rng.unit() >= LOCAL_PROBABILITY => {
-                m.propose(&space, &mut rng, &judge)
-            }
-            (None, Some(m)) => local.best(m, &mut rng, &judge),
+            (None, Some(m)) if rng.unit() >= LOCAL_PROBABILITY => m.propose(&space, &mut rng),
+            (None, Some(m)) => local.best(m, &mut rng),
             _ => space.fresh(&local.draw(&mut rng)),
         };
         let next = admit(next);

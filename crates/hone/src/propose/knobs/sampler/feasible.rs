@@ -23,9 +23,7 @@
 //! The worst verdict counts. A crash verdict is never proposed; an unsure one only by a
 //! suggestion that probes (one in [`EXPLORE`], decided once per suggestion), so a boundary the
 //! model is not sure of is tested now and then, and a finished test there moves the boundary.
-//! The draws of the model and of local moves compete only among what the verdict admits
-//! (`Model::best_of`): a draw past a learned edge does not win and then get thrown away. With
-//! no infeasible configuration in the history there is no model and the sampler behaves
+//! With no infeasible configuration in the history there is no model and the sampler behaves
 //! exactly as without one.
 
 use std::collections::HashMap;
@@ -220,15 +218,6 @@ impl<'a> Feasibility<'a> {
         v
     }
 
-    /// Whether a point may be proposed: [`Feasibility::admits`] of its configuration.
-    pub(super) fn admits_point(&self, point: &[Coord]) -> bool {
-        match self.verdict(point) {
-            Verdict::Fine => true,
-            Verdict::Unsure => self.probe,
-            Verdict::Crash => false,
-        }
-    }
-
     fn neighbours(&self, point: &[Coord]) -> Verdict {
         let df = self
             .fine
@@ -256,9 +245,14 @@ impl<'a> Feasibility<'a> {
     /// Whether a candidate configuration may be proposed: fine ones always, unsure ones when
     /// this suggestion probes, crash ones never.
     pub(super) fn admits(&self, space: &Space, config: &Config) -> bool {
-        space
-            .encode(config)
-            .map_or(true, |point| self.admits_point(&point))
+        let Some(point) = space.encode(config) else {
+            return true;
+        };
+        match self.verdict(&point) {
+            Verdict::Fine => true,
+            Verdict::Unsure => self.probe,
+            Verdict::Crash => false,
+        }
     }
 }
 

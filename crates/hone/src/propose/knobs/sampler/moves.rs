@@ -28,13 +28,7 @@ impl LocalMoves<'_> {
     /// a second-best one (`crashy` stopped at batch 32 or 128 in half of its seeds;
     /// bench/RESULTS.md, "search"). Without choices the draws are those of plain local moves, in
     /// the same order.
-    /// Only draws `admit` accepts count.
-    pub(super) fn best(
-        &self,
-        model: &Model<'_>,
-        rng: &mut Rng,
-        admit: &dyn Fn(&[Coord]) -> bool,
-    ) -> Option<Config> {
+    pub(super) fn best(&self, model: &Model<'_>, rng: &mut Rng) -> Option<Config> {
         let dims = moved_dims(rng, self.movable);
         let switches = dims
             .iter()
@@ -48,7 +42,7 @@ impl LocalMoves<'_> {
                 self.draw(rng)
             });
         }
-        model.best_of(self.space, draws, admit)
+        model.best_of(self.space, draws)
     }
 
     /// Nudges 1-2 dimensions of `from`: numbers by a Gaussian step (scale 0.02, 0.05 or 0.15 of the

@@ -174,28 +174,15 @@ impl<'a> Model<'a> {
     }
 
     /// The untried candidate with the best `l(x) / g(x)` among draws from the good estimator.
-    /// Only draws `admit` accepts compete (the feasibility model's verdict: a crash learned
-    /// from an attributed crash must not stop the best admissible draw from winning).
-    pub(super) fn propose(
-        &self,
-        space: &Space,
-        rng: &mut Rng,
-        admit: &dyn Fn(&[Coord]) -> bool,
-    ) -> Option<Config> {
+    pub(super) fn propose(&self, space: &Space, rng: &mut Rng) -> Option<Config> {
         let draws = (0..TPE_CANDIDATES)
             .map(|_| self.good.sample(rng, space))
             .collect::<Vec<_>>();
-        self.best_of(space, draws, admit)
+        self.best_of(space, draws)
     }
 
-    /// The untried one of `points` that `admit` accepts with the best `l(x) / g(x)` (`None`:
-    /// none).
-    pub(super) fn best_of(
-        &self,
-        space: &Space,
-        points: Vec<Vec<Coord>>,
-        admit: &dyn Fn(&[Coord]) -> bool,
-    ) -> Option<Config> {
+    /// The untried one of `points` with the best `l(x) / g(x)` (`None`: all tried).
+    pub(super) fn best_of(&self, space: &Space, points: Vec<Vec<Coord>>) -> Option<Config> {
         let mut best: Option<(f64, Config)> = None;
         for point in points {
             let Some(config) = space.fresh(&point) else {
@@ -205,9 +192,6 @@ impl<'a> Model<'a> {
             let Some(real) = space.encode(&config) else {
                 continue;
             };
-            if !admit(&real) {
-                continue;
-            }
             let score = self.good.log_density(&real) - self.bad.log_density(&real);
             if best.as_ref().map_or(true, |(s, _)| score > *s) {
                 best = Some((score, config));

@@ -512,7 +512,7 @@ fn local_moves_are_chosen_by_the_model() {
         let space = Space::new(&knobs, history, &config_of(&knobs));
         let model = Model::fit(&space, history, true).map(|m| {
             let points = [0.8, 0.45, 0.25, 0.6].map(|u| vec![Coord::U(u)]).to_vec();
-            m.best_of(&space, points, &|_| true)
+            m.best_of(&space, points)
         });
         model.flatten().map(|c| num(&c, "A"))
     };
@@ -574,18 +574,14 @@ fn the_model_does_not_veto_switching_a_choice_in_local_moves() {
         let point = local.draw(&mut Rng::new(5, i));
         plain += usize::from(space.fresh(&point).is_some_and(|c| switched(&c)));
         let mut rng = Rng::new(5, i);
-        let best = local.best(&model, &mut rng, &|_| true);
+        let best = local.best(&model, &mut rng);
         chosen += usize::from(best.is_some_and(|c| switched(&c)));
         // The model's pick among free draws (how local moves were chosen before).
         let mut rng = Rng::new(5, i);
         let draws: Vec<Vec<Coord>> = (0..LOCAL_CANDIDATES)
             .map(|_| local.draw(&mut rng))
             .collect();
-        free += usize::from(
-            model
-                .best_of(&space, draws, &|_| true)
-                .is_some_and(|c| switched(&c)),
-        );
+        free += usize::from(model.best_of(&space, draws).is_some_and(|c| switched(&c)));
     }
     assert!(plain > 120, "random local moves switched {plain} of 400");
     assert!(
