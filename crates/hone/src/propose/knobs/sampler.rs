@@ -26,6 +26,7 @@
 //! Randomness comes from a small splitmix64 generator seeded from `(seed, index)`, so the same
 //! inputs always give the same suggestion.
 
+mod attribute;
 mod cache;
 mod design;
 mod feasible;

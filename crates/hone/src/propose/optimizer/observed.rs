@@ -429,8 +429,10 @@ mod tests {
             shown.push(record(n, &c, status, y));
         }
         assert_eq!(whole.len(), 400);
+        // Crashes are among them (3 since crashes attributed to one knob mark it at once: the
+        // wall at A = 0.8 is learned after fewer).
         assert!(
-            statuses.get("Crash").copied().unwrap_or(0) > 3,
+            statuses.get("Crash").copied().unwrap_or(0) >= 3,
             "{statuses:?}"
         );
     }

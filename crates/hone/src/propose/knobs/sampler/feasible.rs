@@ -10,6 +10,10 @@
 //!   finished is a crash (one crash alone never rules out a region: a probe could not undo it).
 //! - **Edges** (`knobs::feasible::knob_narrowings`): beyond the furthest value of a knob that
 //!   finished, when [`EDGE_CRASHES`] crashes and nothing that finished lie there, is unsure.
+//!   A crash attributed to one knob (`super::attribute`: it differs from a finished
+//!   configuration in that knob alone, or only that knob's value lies outside what finished)
+//!   makes that knob's side beyond the furthest finished value unsure after ONE crash, and an
+//!   option of a choice it was attributed to unsure while that option never finished.
 //!   One knob at a time generalises where the nearest neighbours do not (a momentum too high
 //!   crashes whatever the other knobs say). Fewer crashes than the narrowing `hone log`
 //!   reports (which must be unlikely by chance) since an unsure verdict is still probed. Never
@@ -18,13 +22,15 @@
 //!
 //! The worst verdict counts. A crash verdict is never proposed; an unsure one only by a
 //! suggestion that probes (one in [`EXPLORE`], decided once per suggestion), so a boundary the
-//! model is not sure of is tested now and then, and a finished test there moves the boundary. With no infeasible configuration in the history
-//! there is no model and the sampler behaves exactly as without one.
+//! model is not sure of is tested now and then, and a finished test there moves the boundary.
+//! With no infeasible configuration in the history there is no model and the sampler behaves
+//! exactly as without one.
 
 use std::collections::HashMap;
 
 use super::super::feasible::{knob_narrowings, Narrowing, Side};
 use super::super::{Config, KnobValue};
+use super::attribute::{blame, edge, Finished};
 use super::cache::SamplerCache;
 use super::space::{Coord, Kind, Space};
 use super::{Observation, Rng, SamplerGuide};
@@ -62,6 +68,10 @@ pub(super) struct Feasibility<'a> {
     crashed: Vec<&'a [Coord]>,
     fine: Vec<&'a [Coord]>,
     cuts: Vec<Cut>,
+    /// Edges of crashes attributed to one knob.
+    blamed: Vec<Cut>,
+    /// Options of a choice a crash was attributed to: (dimension, option).
+    banned: Vec<(usize, usize)>,
 }
 
 /// The indices of the observations of `history` that finished: with a value, not infeasible,
@@ -135,6 +145,13 @@ impl<'a> Feasibility<'a> {
             .iter()
             .filter_map(|&i| rows.points.get(i)?.as_deref())
             .collect();
+        let ends = Finished::of(space.dims.len(), &fine);
+        let blames: Vec<Option<usize>> = bad
+            .points
+            .iter()
+            .map(|p| blame(p.as_deref()?, &fine, &ends))
+            .collect();
+        let (blamed, banned) = blamed_marks(&bad.points, &blames, &fine, space);
         let cuts = space
             .dims
             .iter()
@@ -161,6 +178,8 @@ impl<'a> Feasibility<'a> {
             crashed,
             fine,
             cuts,
+            blamed,
+            banned,
         })
     }
 
@@ -176,6 +195,23 @@ impl<'a> Feasibility<'a> {
                 Side::Below => *u < c.edge,
             };
             if past_edge {
+                v = v.max(Verdict::Unsure);
+            }
+        }
+        for c in &self.blamed {
+            let Some(Coord::U(u)) = point.get(c.dim) else {
+                continue;
+            };
+            let past_edge = match c.side {
+                Side::Above => *u > c.edge,
+                Side::Below => *u < c.edge,
+            };
+            if past_edge {
+                v = v.max(Verdict::Unsure);
+            }
+        }
+        for &(dim, option) in &self.banned {
+            if point.get(dim) == Some(&Coord::C(option)) {
                 v = v.max(Verdict::Unsure);
             }
         }
@@ -218,6 +254,37 @@ impl<'a> Feasibility<'a> {
             Verdict::Crash => false,
         }
     }
+}
+
+/// The edges and banned options of the crashes blamed on one knob alone.
+fn blamed_marks(
+    points: &[Option<Vec<Coord>>],
+    blames: &[Option<usize>],
+    fine: &[&[Coord]],
+    space: &Space,
+) -> (Vec<Cut>, Vec<(usize, usize)>) {
+    let (mut cuts, mut banned) = (Vec::new(), Vec::new());
+    for (p, b) in points.iter().zip(blames) {
+        let (Some(p), &Some(dim)) = (p, b) else {
+            continue;
+        };
+        if space.frozen.contains(&space.dims[dim].name) {
+            continue;
+        }
+        match p[dim] {
+            Coord::U(u) => {
+                if let Some((side, edge)) = edge(fine, dim, u) {
+                    cuts.push(Cut { dim, side, edge });
+                }
+            }
+            Coord::C(o) => {
+                if !fine.iter().any(|f| f.get(dim) == Some(&Coord::C(o))) {
+                    banned.push((dim, o));
+                }
+            }
+        }
+    }
+    (cuts, banned)
 }
 
 /// Euclidean distance in the unit cube; a different option counts as 1.
@@ -456,7 +523,9 @@ mod tests {
                 objective: Some(1.0),
             })
             .collect();
-        let crashes = [at(0.8, 0.1), at(0.9, 0.9)];
+        // Both knobs of each crash lie outside what finished: neither is attributed to one knob
+        // (see `one_crash_attributed_to_a_knob_makes_that_side_unsure`).
+        let crashes = [at(0.8, 0.05), at(0.9, 0.95)];
         let incumbent = history[0].config.clone();
         let space = super::super::space::Space::new(&knobs, &history, &incumbent);
         let verdict = |h: &[Observation], bad: &[Config], a: f64, b: f64| {
@@ -476,6 +545,89 @@ mod tests {
         );
         assert_eq!(verdict(&history, &crashes, 0.7, 0.5), Verdict::Unsure);
         assert_eq!(verdict(&history, &crashes, 0.45, 0.5), Verdict::Fine);
+    }
+
+    #[test]
+    fn one_crash_attributed_to_a_knob_makes_that_side_unsure() {
+        let knobs = knobs();
+        let history: Vec<Observation> = (1..=5)
+            .map(|k| Observation {
+                config: at(0.1 * k as f64, 0.2 * k as f64 - 0.1),
+                objective: Some(1.0),
+            })
+            .collect();
+        let incumbent = history[0].config.clone();
+        let space = super::super::space::Space::new(&knobs, &history, &incumbent);
+        let verdict = |crash: Config, a: f64, b: f64| {
+            let mut h = history.clone();
+            h.push(Observation {
+                config: crash.clone(),
+                objective: None,
+            });
+            let bad = [crash];
+            let model = fit_model(&space, &h, &bad, &[], &mut Rng::new(1, 1)).expect("a model");
+            model.verdict(&space.encode(&at(a, b)).expect("in the space"))
+        };
+        // (0.8, 0.5) differs from the finished (0.3, 0.5) in A alone: A caused it, so beyond
+        // the furthest finished A (0.5) is unsure, far from the crash too.
+        let b = 0.2 * 3.0 - 0.1;
+        assert_eq!(verdict(at(0.8, b), 0.6, 0.9), Verdict::Unsure);
+        assert_eq!(verdict(at(0.8, b), 0.45, 0.9), Verdict::Fine);
+        // (0.8, 0.55) differs from every finished configuration in both knobs, but only its A
+        // lies outside what finished: blamed on A.
+        assert_eq!(verdict(at(0.8, 0.55), 0.6, 0.9), Verdict::Unsure);
+        // (0.8, 0.95): both outside, unattributed; one crash is not enough (the neighbours
+        // alone say fine there).
+        assert_eq!(verdict(at(0.8, 0.95), 0.6, 0.9), Verdict::Fine);
+    }
+
+    #[test]
+    fn a_crash_whose_only_unfinished_value_is_an_option_makes_that_option_unsure() {
+        let text = "A = 0.5  # hone: 0.0..1.0\nB = 0.5  # hone: 0.0..1.0\n\
+                    C = 0.5  # hone: 0.0..1.0\nD = \"x\"  # hone: choice [\"x\", \"y\", \"z\"]\n";
+        let knobs = discover("t.py", text).unwrap_or_default();
+        let point = |a: f64, b: f64, c: f64, d: &str| -> Config {
+            [
+                ("A".to_string(), KnobValue::Float(a)),
+                ("B".to_string(), KnobValue::Float(b)),
+                ("C".to_string(), KnobValue::Float(c)),
+                ("D".to_string(), KnobValue::Str(d.to_string())),
+            ]
+            .into_iter()
+            .collect()
+        };
+        let history: Vec<Observation> = [
+            (0.1, 0.2, 0.9, "x"),
+            (0.9, 0.8, 0.1, "y"),
+            (0.9, 0.2, 0.1, "x"),
+            (0.5, 0.5, 0.5, "x"),
+        ]
+        .iter()
+        .map(|&(a, b, c, d)| Observation {
+            config: point(a, b, c, d),
+            objective: Some(1.0),
+        })
+        .collect();
+        let incumbent = history[3].config.clone();
+        let space = super::super::space::Space::new(&knobs, &history, &incumbent);
+        let verdict = |crash: Config, probe: Config| {
+            let mut h = history.clone();
+            h.push(Observation {
+                config: crash.clone(),
+                objective: None,
+            });
+            let bad = [crash];
+            let model = fit_model(&space, &h, &bad, &[], &mut Rng::new(1, 1)).expect("a model");
+            model.verdict(&space.encode(&probe).expect("in the space"))
+        };
+        // Every number of the crash lies inside what finished, its option z never finished:
+        // z is blamed, also beside what finished and far from the crash (where the neighbours
+        // alone say fine); x is not.
+        let (crash, beside) = (point(0.2, 0.75, 0.85, "z"), point(0.9, 0.2, 0.1, "z"));
+        assert_eq!(verdict(crash.clone(), beside.clone()), Verdict::Unsure);
+        assert_eq!(verdict(crash, point(0.9, 0.25, 0.1, "x")), Verdict::Fine);
+        // A crash that also has a number outside what finished is not attributed.
+        assert_eq!(verdict(point(0.2, 0.75, 0.95, "z"), beside), Verdict::Fine);
     }
 
     #[test]
