@@ -342,6 +342,25 @@ impl Git {
         })
     }
 
+    /// Puts the ref `name` back to `want` (`None`: deleted) from `now`, what it holds now as
+    /// [`Git::ref_value_raw`] reads it. A ref made symbolic is deleted itself first (never
+    /// written through: that would move the ref it leads to, a user's branch say).
+    pub fn put_ref_back(&self, name: &str, want: Option<&str>, now: &str) -> Result<(), GitError> {
+        if now.starts_with("ref: ") {
+            // Command-line git here because libgit2 offers no delete of a symbolic ref that
+            // leaves its target alone under git's locking.
+            self.run(&["update-ref", "--no-deref", "-d", name])?;
+            return match want {
+                Some(w) => self.update_ref(name, w, None),
+                None => Ok(()),
+            };
+        }
+        match want {
+            Some(w) => self.update_ref(name, w, Some(now)),
+            None => self.run(&["update-ref", "-d", name, now]).map(|_| ()),
+        }
+    }
+
     /// Creates `name` at `commit` unless it already points there.
     pub fn update_ref_if_missing(&self, name: &str, commit: &str) -> Result<(), GitError> {
         match self.ref_target(name)? {
@@ -366,15 +385,15 @@ impl Git {
             .collect())
     }
 
-    /// The refs under `prefix` (which ends with `/`) as [`Git::refs_under`] lists them, and
-    /// the object name the ref `name` holds as it holds it (a symbolic ref followed, an
-    /// annotated tag not peeled; `None`: no such ref), read together: straight from the ref
-    /// files where the repository has the plain layout, through libgit2 otherwise.
+    /// The refs under `prefix` (which ends with `/`), and the ref `name`, each with what it
+    /// holds as [`Git::ref_value_raw`] says it (an annotated tag not peeled, a symbolic ref
+    /// as `ref: TARGET`, not followed; `None`: no ref `name`), read together: straight from
+    /// the ref files where the repository has the plain layout, through libgit2 otherwise.
     pub fn refs_under_and(&self, prefix: &str, name: &str) -> Result<ref_files::Listed, GitError> {
         if let Some(found) = ref_files::list_with(&self.root, prefix, Some(name)) {
             return Ok(found);
         }
-        let refs = self.refs_with_prefix_libgit2(prefix)?;
+        let refs = self.refs_with_prefix_libgit2(prefix, false)?;
         Ok((refs, self.ref_value_raw(name)?))
     }
 

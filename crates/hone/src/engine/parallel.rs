@@ -543,8 +543,10 @@ impl Engine<'_> {
             // branch is a move too (and the compare-and-swap below names what is there).
             let now = self.verifier.git.ref_value_raw(&name)?;
             if now != want {
-                if let Some(w) = &want {
-                    self.verifier.git.update_ref(&name, w, now.as_deref())?;
+                match (&want, &now) {
+                    (Some(w), Some(n)) => self.verifier.git.put_ref_back(&name, Some(w), n)?,
+                    (Some(w), None) => self.verifier.git.update_ref(&name, w, None)?,
+                    (None, _) => {}
                 }
                 moved.push(name);
             }

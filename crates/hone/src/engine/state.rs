@@ -218,11 +218,11 @@ pub(super) fn restore_refs(
         match before.iter().find(|(n, _)| n == name) {
             Some((_, was)) if was == now => {}
             Some((_, was)) => {
-                git.update_ref(name, was, Some(now))?;
+                git.put_ref_back(name, Some(was), now)?;
                 moved.push(name.clone());
             }
             None => {
-                git.run(&["update-ref", "-d", name, now])?;
+                git.put_ref_back(name, None, now)?;
                 moved.push(name.clone());
             }
         }

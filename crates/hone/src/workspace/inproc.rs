@@ -76,6 +76,16 @@ fn isolate_from_user_config() {
     });
 }
 
+/// What a ref holds: its object name, or `ref: TARGET` for a symbolic ref (not followed).
+fn held(r: &git2::Reference<'_>) -> Option<String> {
+    match r.target() {
+        Some(t) => Some(t.to_string()),
+        None => r
+            .symbolic_target_bytes()
+            .map(|t| format!("ref: {}", String::from_utf8_lossy(t))),
+    }
+}
+
 /// How long a ref update waits for a lock another git process holds (`git update-ref` waits
 /// `core.filesRefLockTimeout`, 100 ms by default; a `git gc` packing refs holds each briefly).
 const REF_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
@@ -133,26 +143,26 @@ impl Git {
         if let Some(refs) = super::ref_files::list(&self.root, prefix) {
             return Ok(refs);
         }
-        self.refs_with_prefix_libgit2(prefix)
+        self.refs_with_prefix_libgit2(prefix, true)
     }
 
-    /// The object name the ref `name` holds, a symbolic ref followed but nothing peeled
-    /// (`None`: no such ref, or a symbolic one leading nowhere).
+    /// What the ref `name` holds, nothing peeled and nothing followed: an object name, or
+    /// `ref: TARGET` for a symbolic ref (so that a ref of hone's made symbolic reads as moved,
+    /// even where it leads to the same commit); `None`: no such ref.
     pub fn ref_value_raw(&self, name: &str) -> Result<Option<String>, GitError> {
         let repo = self.repo()?;
         let Ok(r) = repo.find_reference(name) else {
             return Ok(None);
         };
-        Ok(r.resolve()
-            .ok()
-            .and_then(|r| r.target())
-            .map(|o| o.to_string()))
+        Ok(held(&r))
     }
 
     /// [`Git::refs_with_prefix`] through libgit2, whatever the layout.
+    /// With `follow` false, a symbolic ref is listed as `ref: TARGET` ([`Git::ref_value_raw`]).
     pub(super) fn refs_with_prefix_libgit2(
         &self,
         prefix: &str,
+        follow: bool,
     ) -> Result<Vec<(String, String)>, GitError> {
         let repo = self.repo()?;
         let what = format!("for-each-ref {prefix}");
@@ -170,15 +180,20 @@ impl Git {
             }
             // A direct ref names its object: no resolution (a lookup of the ref again, a
             // stat and a search of packed-refs each, which made this listing grow with the
-            // square of a long run's archive refs). Only a symbolic ref is followed.
-            let target = match r.target() {
-                Some(t) => t,
-                None => match r.resolve().ok().and_then(|r| r.target()) {
+            // square of a long run's archive refs). Only a symbolic ref is followed (or, with
+            // `follow` false, listed as what it holds).
+            let target = match (r.target(), follow) {
+                (Some(t), _) => t.to_string(),
+                (None, false) => match held(&r) {
                     Some(t) => t,
                     None => continue,
                 },
+                (None, true) => match r.resolve().ok().and_then(|r| r.target()) {
+                    Some(t) => t.to_string(),
+                    None => continue,
+                },
             };
-            out.push((name, target.to_string()));
+            out.push((name, target));
         }
         out.sort();
         out.dedup();

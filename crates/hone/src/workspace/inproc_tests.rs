@@ -105,7 +105,7 @@ fn listed_as_git_lists(d: &Path, git: &Git, prefix: &str) -> String {
         .collect();
     assert_eq!(ours, git_listing);
     // The files reader (where it reads the layout) and libgit2 agree with git.
-    let libgit2 = git.refs_with_prefix_libgit2(prefix).unwrap();
+    let libgit2 = git.refs_with_prefix_libgit2(prefix, true).unwrap();
     if let Some(files) = super::ref_files::list(d, prefix) {
         assert_eq!(files, libgit2);
     }
@@ -655,7 +655,7 @@ fn a_listing_with_one_more_ref_reads_it_as_it_is_held() {
             }
             let (refs, one) = git.refs_under_and(p, name).unwrap();
             assert_eq!(one.as_deref(), expected, "declined: {declined}");
-            assert_eq!(refs, git.refs_with_prefix_libgit2(p).unwrap());
+            assert_eq!(refs, git.refs_with_prefix_libgit2(p, false).unwrap());
             if declined {
                 sh(d, "rmdir .git/reftable");
             }
@@ -688,9 +688,26 @@ fn a_listing_with_one_more_ref_reads_it_as_it_is_held() {
         d,
         &format!("git update-ref -d {name}/x && git symbolic-ref {name} refs/heads/main"),
     );
+    // A symbolic ref reads as what it holds, never as where it leads (the same commit as
+    // before must not hide the change), in the listing as for the one ref.
     assert_eq!(ref_files::list_with(d, p, Some(name)), None);
+    sh(d, "git symbolic-ref refs/hone/t/9 refs/heads/main");
+    let (refs, one) = git.refs_under_and(p, name).unwrap();
+    assert_eq!(one.as_deref(), Some("ref: refs/heads/main"));
+    assert!(refs.contains(&("refs/hone/t/9".into(), "ref: refs/heads/main".into())));
+    // Put back: the symbolic ref itself goes, the branch it led to stays where it was.
     let main = sh(d, "git rev-parse main").trim().to_string();
-    assert_eq!(git.refs_under_and(p, name).unwrap().1, Some(main));
+    git.put_ref_back(name, Some(&first), "ref: refs/heads/main")
+        .unwrap();
+    git.put_ref_back("refs/hone/t/9", None, "ref: refs/heads/main")
+        .unwrap();
+    assert_eq!(sh(d, "git rev-parse main").trim(), main);
+    assert_eq!(git.refs_under_and(p, name).unwrap().1, Some(first.clone()));
+    assert!(!git
+        .refs_under(p)
+        .unwrap()
+        .iter()
+        .any(|(n, _)| n == "refs/hone/t/9"));
 }
 
 /// The reviewer's attack on a plain scan of `packed-refs`: the branch twice, the agent's commit
