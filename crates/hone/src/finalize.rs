@@ -164,7 +164,7 @@ pub fn build_branch(
         commits.push(squashed);
     }
     // Created only if absent: a branch made meanwhile by someone else is not overwritten.
-    git.run(&["update-ref", &full, &parent, &"0".repeat(40)])?;
+    git.run(&["update-ref", "--no-deref", &full, &parent, &"0".repeat(40)])?;
     Ok(Finalized {
         tag: run.tag.clone(),
         branch,

@@ -308,13 +308,14 @@ impl Git {
         match self.swap_ref(name, new, old) {
             Ok(Some(true)) => return Ok(()),
             Ok(Some(false)) => return Err(self.moved(name, old)?),
-            // Command-line git here because the ref is symbolic: git moves the ref it names.
+            // Command-line git here because the ref is symbolic (or a link): with `--no-deref`
+            // git replaces the ref itself, never the one it leads to (a user's branch).
             Ok(None) => {}
             Err(e) => return Err(e),
         }
         let zero = "0000000000000000000000000000000000000000";
         let old_arg = old.unwrap_or(zero);
-        match self.run(&["update-ref", "-m", "hone", name, new, old_arg]) {
+        match self.run(&["update-ref", "-m", "hone", "--no-deref", name, new, old_arg]) {
             Ok(_) => Ok(()),
             Err(GitError::Failed { stderr, args }) => {
                 let found = self.ref_target(name)?.unwrap_or_else(|| "nothing".into());
@@ -343,12 +344,12 @@ impl Git {
     }
 
     /// Puts the ref `name` back to `want` (`None`: deleted) from `now`, what it holds now as
-    /// [`Git::ref_value_raw`] reads it. A ref made symbolic is deleted itself first (never
-    /// written through: that would move the ref it leads to, a user's branch say).
+    /// [`Git::ref_value_raw`] reads it. A ref made symbolic (or a link) is deleted itself first
+    /// (never written through: that would move the ref it leads to, a user's branch say).
     pub fn put_ref_back(&self, name: &str, want: Option<&str>, now: &str) -> Result<(), GitError> {
-        if now.starts_with("ref: ") {
-            // Command-line git here because libgit2 offers no delete of a symbolic ref that
-            // leaves its target alone under git's locking.
+        if now.starts_with("ref: ") || now.starts_with("link: ") {
+            // Command-line git here because `--no-deref` deletes the link itself under git's
+            // own locking, whatever kind of link it is.
             self.run(&["update-ref", "--no-deref", "-d", name])?;
             return match want {
                 Some(w) => self.update_ref(name, w, None),
@@ -357,7 +358,9 @@ impl Git {
         }
         match want {
             Some(w) => self.update_ref(name, w, Some(now)),
-            None => self.run(&["update-ref", "-d", name, now]).map(|_| ()),
+            None => self
+                .run(&["update-ref", "--no-deref", "-d", name, now])
+                .map(|_| ()),
         }
     }
 

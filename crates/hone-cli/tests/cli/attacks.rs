@@ -103,22 +103,31 @@ fn attack_moves_the_run_branch() {
 #[test]
 fn attack_makes_the_run_branch_a_symbolic_ref_to_the_users_branch() {
     // The same commit either way, so only what the ref holds tells: left unseen, hone's next
-    // branch move would be written through it onto the user's `main`.
-    let r = attack_repo("run\tgit symbolic-ref refs/heads/hone/atk refs/heads/main\n");
-    let main = r.rev("main");
-    let out = r.hone(&["run", "--tag", "atk"]);
-    let log = r.log();
-    assert!(log.len() >= 2, "{}", text(&out));
-    assert_eq!(log[1]["status"], "violation", "{}", text(&out));
-    assert_reason(&log[1], "moved hone's refs");
-    let symbolic = std::process::Command::new("git")
-        .args(["symbolic-ref", "-q", "refs/heads/hone/atk"])
-        .current_dir(&r.dir)
-        .status()
-        .unwrap();
-    assert!(!symbolic.success(), "the branch is still a symbolic ref");
-    assert_eq!(r.rev("main"), main, "the user's branch moved");
-    assert_eq!(r.rev("hone/atk"), main);
+    // branch move would be written through it onto the user's `main`. A symbolic ref, and a
+    // file system link where the branch's file is (git reads main's commit through it).
+    let link = "c=$(git rev-parse --git-common-dir) && rm -f $c/refs/heads/hone/atk && ln -s ../main $c/refs/heads/hone/atk";
+    for how in ["git symbolic-ref refs/heads/hone/atk refs/heads/main", link] {
+        let r = attack_repo(&format!("run\t{how}\n"));
+        let main = r.rev("main");
+        let out = r.hone(&["run", "--tag", "atk"]);
+        let log = r.log();
+        assert!(log.len() >= 2, "{how}: {}", text(&out));
+        assert_eq!(log[1]["status"], "violation", "{how}: {}", text(&out));
+        assert_reason(&log[1], "moved hone's refs");
+        let symbolic = std::process::Command::new("git")
+            .args(["symbolic-ref", "-q", "refs/heads/hone/atk"])
+            .current_dir(&r.dir)
+            .status()
+            .unwrap();
+        assert!(
+            !symbolic.success(),
+            "{how}: the branch is still a symbolic ref"
+        );
+        let file = r.dir.join(".git/refs/heads/hone/atk");
+        assert!(!file.is_symlink(), "{how}: the branch is still a link");
+        assert_eq!(r.rev("main"), main, "{how}: the user's branch moved");
+        assert_eq!(r.rev("hone/atk"), main);
+    }
 }
 
 #[test]

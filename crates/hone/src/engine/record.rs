@@ -200,7 +200,7 @@ impl Engine<'_> {
         }
         let name = archive_ref(&self.run.tag, rec.n);
         if git.raw_ref(&name)?.as_deref() == Some(c.as_str()) {
-            git.run(&["update-ref", "-d", &name, &c])?;
+            git.run(&["update-ref", "--no-deref", "-d", &name, &c])?;
         }
         rec.candidate_commit = None;
         Ok(Some(c))
@@ -465,7 +465,7 @@ fn snapshot_referenced(
     git.update_ref(name, &snap.commit, None)?;
     let missing = git.missing_objects(&[snap.commit.clone(), snap.tree.clone()])?;
     if !missing.is_empty() {
-        git.run(&["update-ref", "-d", name, &snap.commit])?;
+        git.run(&["update-ref", "--no-deref", "-d", name, &snap.commit])?;
         return Err(GitError::Failed {
             args: format!("update-ref {name} {}", snap.commit),
             stderr: format!(

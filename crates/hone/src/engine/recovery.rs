@@ -87,7 +87,7 @@ impl Engine<'_> {
         let oids: Vec<String> = refs.iter().map(|(_, o)| o.clone()).collect();
         let missing = git.missing_objects(&oids)?;
         for (name, oid) in refs.iter().filter(|(_, o)| missing.contains(o)) {
-            git.run(&["update-ref", "-d", name, oid])?;
+            git.run(&["update-ref", "--no-deref", "-d", name, oid])?;
             warnings.push(format!(
                 "{name} pointed at {oid}, which git gc deleted; the ref was removed"
             ));
@@ -285,8 +285,8 @@ fn set_aside_lost_refs(
     let mut warnings = Vec::new();
     for (n, name, oid) in lost {
         let aside = format!("refs/hone-lost/{tag}/{n}");
-        git.run(&["update-ref", &aside, oid])?;
-        git.run(&["update-ref", "-d", name, oid])?;
+        git.run(&["update-ref", "--no-deref", &aside, oid])?;
+        git.run(&["update-ref", "--no-deref", "-d", name, oid])?;
         warnings.push(format!(
             "{name} pointed at {oid}, the candidate of an experiment whose record was lost (a power loss while it ran); the ref was moved to {aside}"
         ));

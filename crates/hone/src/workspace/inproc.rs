@@ -150,11 +150,39 @@ impl Git {
     /// `ref: TARGET` for a symbolic ref (so that a ref of hone's made symbolic reads as moved,
     /// even where it leads to the same commit); `None`: no such ref.
     pub fn ref_value_raw(&self, name: &str) -> Result<Option<String>, GitError> {
+        if self.loose_ref_path_has_link(name) {
+            return Ok(Some(self.link_value(name)));
+        }
         let repo = self.repo()?;
         let Ok(r) = repo.find_reference(name) else {
             return Ok(None);
         };
         Ok(held(&r))
+    }
+
+    /// Is any part of the path of the loose ref `name` (under the shared `.git`) a file system
+    /// link? (Also where the shared directory cannot be found: then nothing is assumed.)
+    pub(super) fn loose_ref_path_has_link(&self, name: &str) -> bool {
+        let Ok(mut path) = self.common_dir() else {
+            return true;
+        };
+        for part in name.split('/') {
+            path.push(part);
+            match std::fs::symlink_metadata(&path) {
+                Ok(m) if m.file_type().is_symlink() => return true,
+                Ok(m) if m.is_dir() => {}
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    /// The value a ref whose loose path has a link on it is listed with: `link: ` and where
+    /// the link leads, so that it never reads as the object name it leads to.
+    fn link_value(&self, name: &str) -> String {
+        let path = self.common_dir().map(|d| d.join(name)).unwrap_or_default();
+        let to = std::fs::read_link(&path).unwrap_or_default();
+        format!("link: {}", to.display())
     }
 
     /// [`Git::refs_with_prefix`] through libgit2, whatever the layout.
@@ -193,6 +221,13 @@ impl Git {
                     None => continue,
                 },
             };
+            // A link where the ref's file would be: what it holds is the link, not the ref it
+            // leads to (which libgit2 read through it).
+            let target = if !follow && self.loose_ref_path_has_link(&name) {
+                self.link_value(&name)
+            } else {
+                target
+            };
             out.push((name, target));
         }
         out.sort();
@@ -229,6 +264,12 @@ impl Git {
                 args: what,
                 stderr: format!("trying to write non-commit object {new} to branch '{name}'"),
             });
+        }
+        // A link on the loose ref's path (a file system link where the ref's file would be):
+        // libgit2 would take the lock of, and write, the file it leads to (another branch).
+        // Command-line git with `--no-deref` replaces the link itself.
+        if self.loose_ref_path_has_link(name) {
+            return Ok(None);
         }
         let mut tx = repo.transaction().map_err(|e| failed(&what, &e))?;
         lock_ref(&mut tx, name).map_err(|e| failed(&what, &e))?;

@@ -631,6 +631,10 @@ fn the_files_ref_reader_declines_every_layout_it_does_not_read() {
         "mv .git/c .git/config",
     );
     declined("mkdir .git/reftable", "rmdir .git/reftable");
+    // A name git refuses (it skips it as broken): libgit2's listing, not the reader's.
+    sh(d, &format!("echo {first} > .git/refs/hone/t/7."));
+    assert_eq!(super::ref_files::list(d, p), None);
+    sh(d, "rm .git/refs/hone/t/7.");
     // A configuration naming a ref storage: libgit2 refuses to open the repository, and the
     // reader declines rather than read files git would not use.
     sh(d, "cp .git/config .git/c && git config core.repositoryformatversion 1 && git config extensions.refStorage reftable");
@@ -708,6 +712,42 @@ fn a_listing_with_one_more_ref_reads_it_as_it_is_held() {
         .unwrap()
         .iter()
         .any(|(n, _)| n == "refs/hone/t/9"));
+    // A file system link where the branch's file would be (git reads main's commit through
+    // it, main's own file loose): it reads as the link, and neither a move nor a put-back
+    // writes main.
+    sh(
+        d,
+        "git rev-parse main > .git/m && mv .git/m .git/refs/heads/main",
+    );
+    sh(d, &format!("rm .git/{name} && ln -s ../main .git/{name}"));
+    assert_eq!(sh(d, &format!("git rev-parse {name}")).trim(), main);
+    let held = git.refs_under_and(p, name).unwrap().1.unwrap();
+    assert!(held.starts_with("link: "), "{held}");
+    assert_eq!(git.ref_value_raw(name).unwrap(), Some(held.clone()));
+    assert_ne!(first, main);
+    git.update_ref(name, &first, Some(&main)).unwrap();
+    assert_eq!(sh(d, "git rev-parse main").trim(), main);
+    assert!(!d.join(".git").join(name).is_symlink());
+    assert_eq!(git.refs_under_and(p, name).unwrap().1, Some(first.clone()));
+    sh(d, &format!("rm .git/{name} && ln -s ../main .git/{name}"));
+    git.put_ref_back(name, Some(&first), &held).unwrap();
+    assert_eq!(sh(d, "git rev-parse main").trim(), main);
+    assert_eq!(git.refs_under_and(p, name).unwrap().1, Some(first.clone()));
+    // The same for an archive ref, deleted as recovery deletes one (the link, not main).
+    sh(
+        d,
+        "mkdir -p .git/refs/hone/t && ln -s ../../heads/main .git/refs/hone/t/8",
+    );
+    let listed = git.refs_under_and(p, name).unwrap().0;
+    assert!(
+        listed
+            .iter()
+            .any(|(n, v)| n == "refs/hone/t/8" && v.starts_with("link: ")),
+        "{listed:?}"
+    );
+    git.run(&["update-ref", "--no-deref", "-d", "refs/hone/t/8", &main])
+        .unwrap();
+    assert_eq!(sh(d, "git rev-parse main").trim(), main);
 }
 
 /// The reviewer's attack on a plain scan of `packed-refs`: the branch twice, the agent's commit

@@ -206,7 +206,7 @@ fn walk(dir: &Path, name_prefix: &str, out: &mut Vec<(String, String)>) -> Optio
 }
 
 /// A ref name of the plain kind hone writes and git lists: components of letters, digits and
-/// `-_.`, none empty, none starting with `.` or ending with `.lock`. (Stricter than git, so
+/// `-_.`, none empty, none starting with `.` or ending with `.` or `.lock`. (Stricter than git, so
 /// anything unusual goes to libgit2.)
 fn valid_name(name: &str) -> bool {
     name.starts_with("refs/")
@@ -214,6 +214,7 @@ fn valid_name(name: &str) -> bool {
             !c.is_empty()
                 && !c.starts_with('.')
                 && !c.ends_with(".lock")
+                && !c.ends_with('.')
                 && !c.contains("..")
                 && c.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
