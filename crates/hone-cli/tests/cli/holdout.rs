@@ -58,3 +58,54 @@ fn a_failing_holdout_on_the_baseline_stops_a_gated_run() {
         "the holdout command failed on the baseline",
     );
 }
+
+/// The holdout and the champion's re-test run the candidate's code again: a move of hone's
+/// refs made there is caught as in the verifier's run and put back (before, the next
+/// experiment's listing took it as the state to keep).
+#[test]
+fn a_holdout_or_retest_run_that_moves_the_run_branch_is_caught_and_put_back() {
+    let forge = "if grep -q forge value.txt; then git update-ref refs/heads/hone/{tag} $(git commit-tree HEAD^{tree} -p HEAD -m forged); fi";
+    // The holdout forges #1 (a keep): it becomes a violation.
+    let holdout = forge.replace("{tag}", "h");
+    let r = Repo::builder()
+        .file("value.txt", "score: 5\n")
+        .script("write\tvalue.txt\tscore: 4\\nforge\\n\n")
+        .spec_with(move |agent| {
+            Spec::standard("grep score value.txt", agent)
+                .tail("[stop]\nmax_experiments = 2\n")
+                .tail(&format!(
+                    "\n[verify.holdout]\ncommand = \"{holdout}; echo score: 1\"\n"
+                ))
+        })
+        .create();
+    let log = r.run_log("h");
+    assert_eq!(log[1]["status"], "violation", "{log:?}");
+    assert_reason(&log[1], "the holdout run moved hone's refs");
+    assert_eq!(
+        r.rev("hone/h"),
+        r.rev("main"),
+        "the forged branch was put back"
+    );
+    // The re-test of the champion (after every keep) forges, its first run did not: put
+    // back, and said.
+    let once = "c=$(git rev-parse --git-common-dir)/ran; if grep -q forge value.txt; then if [ -f $c ]; then FORGE; fi; touch $c; fi; grep score value.txt";
+    let verify = once.replace("FORGE", &forge.replace("{tag}", "t"));
+    let r = Repo::builder()
+        .file("value.txt", "score: 5\n")
+        .script("write\tvalue.txt\tscore: 4\\nforge\\n\n")
+        .spec_with(move |agent| {
+            Spec::standard(&verify, agent)
+                .after("verify", "metric", "retest_every = 1")
+                .tail("[stop]\nmax_experiments = 2\n")
+        })
+        .create();
+    let out = r.hone(&["run", "--tag", "t"]);
+    let said = text(&out);
+    let log = r.log();
+    assert_eq!(log[1]["status"], "keep", "{said}");
+    assert!(
+        said.contains("the re-test of the champion #1 moved hone's refs"),
+        "{said}"
+    );
+    assert_eq!(r.rev("hone/t"), r.rev("refs/hone/t/1"), "{said}");
+}

@@ -45,7 +45,7 @@ impl Engine<'_> {
         refs_at_verify: Option<Vec<(String, String)>>,
     ) -> Result<Verdict, EngineError> {
         let baseline = best.is_none();
-        let verdict = match self.integrity(baseline, wt, refs_at_verify)? {
+        let verdict = match self.integrity(baseline, wt, refs_at_verify.as_ref())? {
             Some(violation) => violation,
             None => judged,
         };
@@ -55,10 +55,16 @@ impl Engine<'_> {
         if baseline {
             self.warn_unprinted_constraints(rec);
         }
-        if matches!(verdict.0, Status::Keep | Status::Baseline) {
-            self.holdout_gate(rec, wt, best, verdict)
-        } else {
-            Ok(verdict)
+        if !matches!(verdict.0, Status::Keep | Status::Baseline) {
+            return Ok(verdict);
+        }
+        let verdict = self.holdout_gate(rec, wt, best, verdict)?;
+        // The holdout ran the candidate's code again: the same check of hone's refs (they
+        // were as at the verifier's start when the integrity check passed).
+        let what = "the holdout run";
+        match self.refs_moved(baseline, refs_at_verify.as_ref(), what)? {
+            Some(violation) => Ok(violation),
+            None => Ok(verdict),
         }
     }
 
@@ -69,7 +75,7 @@ impl Engine<'_> {
         &mut self,
         baseline: bool,
         wt: &Path,
-        refs_at_verify: Option<Vec<(String, String)>>,
+        refs_at_verify: Option<&Vec<(String, String)>>,
     ) -> Result<Option<Verdict>, EngineError> {
         if baseline {
             return Ok(None);
@@ -80,22 +86,34 @@ impl Engine<'_> {
                 "the verifier run replaced the worktree's .git".to_string(),
             )));
         }
-        let Some(refs_at_verify) = refs_at_verify else {
+        self.refs_moved(baseline, refs_at_verify, "the verifier run")
+    }
+
+    /// Did the candidate's code (`what` ran it) move hone's refs from `was` (`None`: other
+    /// experiments move them meanwhile, nothing to compare)? The violation if it did, the refs
+    /// put back.
+    fn refs_moved(
+        &mut self,
+        baseline: bool,
+        was: Option<&Vec<(String, String)>>,
+        what: &str,
+    ) -> Result<Option<Verdict>, EngineError> {
+        let Some(was) = was.filter(|_| !baseline) else {
             return Ok(None);
         };
         let now = self.run_refs()?;
-        if now == refs_at_verify {
+        if &now == was {
             return Ok(None);
         }
         // Someone else's commit on the run branch is not the candidate's doing: it is kept
         // and the run stops before the branch would move (`foreign`).
-        if self.foreign_move(&refs_at_verify, &now) {
+        if self.foreign_move(was, &now) {
             return Ok(None);
         }
-        let moved = restore_refs(&self.verifier.git, &refs_at_verify, &now)?;
+        let moved = restore_refs(&self.verifier.git, was, &now)?;
         Ok(Some((
             Status::Violation,
-            format!("the verifier run moved hone's refs ({moved}); they were put back"),
+            format!("{what} moved hone's refs ({moved}); they were put back"),
         )))
     }
 

@@ -12,7 +12,7 @@ use crate::store::{now, ExperimentRecord, Status};
 use crate::verify::noise::mean;
 use crate::workspace::{Git, GitError, IndexListing, Snapshot};
 
-use super::state::{archive_ref, branch_ref};
+use super::state::{self, archive_ref, branch_ref};
 use super::verifier::Measured;
 use super::{Candidate, Engine, EngineError, Event, Fs, Stop};
 
@@ -147,6 +147,8 @@ impl Engine<'_> {
         } = c;
         let n = rec.n;
         let judged = (status, reason);
+        // Without a listing at the verifier's start, other experiments move refs meanwhile.
+        let serial = refs_at_verify.is_some();
         let (status, reason) = self.decide(&mut rec, wt, best.as_ref(), judged, refs_at_verify)?;
         if best.is_none() && status != Status::Baseline {
             return self.baseline_failed(rec, status, reason, t_start);
@@ -181,7 +183,7 @@ impl Engine<'_> {
                 self.verifier
                     .git
                     .update_ref(&branch_ref(&self.run.tag), &c, Some(&parent))?;
-                self.maybe_retest(n, wt, &c)?;
+                self.maybe_retest(n, wt, &c, serial)?;
             }
         }
         Ok(None)
@@ -360,7 +362,13 @@ impl Engine<'_> {
     }
 
     /// Re-measures the champion after every `retest_every` keeps and updates its value.
-    fn maybe_retest(&mut self, n: u64, wt: &Path, commit: &str) -> Result<(), EngineError> {
+    fn maybe_retest(
+        &mut self,
+        n: u64,
+        wt: &Path,
+        commit: &str,
+        serial: bool,
+    ) -> Result<(), EngineError> {
         let Some(every) = self.verifier.spec.verify.retest_every else {
             return Ok(());
         };
@@ -378,8 +386,27 @@ impl Engine<'_> {
         self.verifier.git.reset_worktree(wt, commit)?;
         let repeat = rec.runs.len() as u64;
         let cancel = self.cancel();
+        // The champion's code runs again: hone's refs are checked around it (in the serial
+        // loop: in parallel, other experiments move them meanwhile).
+        let git = self.verifier.git.clone();
+        let refs_before = serial
+            .then(|| state::run_refs(&git, &self.run.tag))
+            .transpose()?;
         let (verifier, mut sink) = self.verifying();
-        let message = match verifier.measure(&mut sink, &mut rec, wt, repeat, true, &cancel)? {
+        let measured = verifier.measure(&mut sink, &mut rec, wt, repeat, true, &cancel)?;
+        let refs_after = refs_before
+            .as_ref()
+            .map(|_| state::run_refs(&git, &self.run.tag))
+            .transpose()?;
+        if let (Some(before), Some(after)) = (&refs_before, &refs_after) {
+            if before != after {
+                let moved = state::restore_refs(&git, before, after)?;
+                self.emit(Event::Warning {
+                    message: format!("the re-test of the champion #{n} moved hone's refs ({moved}); they were put back"),
+                });
+            }
+        }
+        let message = match measured {
             Measured::Value { value, .. }
                 if crate::verify::noise::unusable(
                     "",
