@@ -19,6 +19,7 @@ mod ref_files;
 mod repair;
 
 pub use binary::BinaryChange;
+pub use inproc::is_full_hex;
 pub use paths::{first_difference, glob_match, hash_paths, matches_any};
 
 /// A git invocation that failed, with what git said.

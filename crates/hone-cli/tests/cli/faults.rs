@@ -326,3 +326,24 @@ fn an_error_between_records_keeps_the_events_told_so_far() {
     );
     assert_eq!(r.statuses(), ["baseline", "running"]);
 }
+
+/// Between two `hone run`s the run branch was made an annotated tag of the very commit it
+/// held (written past git, which refuses a tag on a branch): not someone's commit to keep, not
+/// a commit at all; the resume puts the branch back as a commit, says so, and goes on.
+#[test]
+fn a_tag_left_on_the_run_branch_between_runs_is_put_back_as_a_commit() {
+    let r = Repo::scored(4, &scores(&[4, 7, 8, 9]));
+    ok(r.hone(&["run", "--tag", "t", "-n", "2"]));
+    let head = r.rev("hone/t");
+    git(&r.dir, &["tag", "-a", "-m", "t", "same", &head]);
+    let tag = r.rev("same");
+    put(r.dir.join(".git/refs/heads/hone/t"), format!("{tag}\n"));
+    assert_eq!(git(&r.dir, &["cat-file", "-t", "refs/heads/hone/t"]), "tag");
+    let out = ok(r.hone(&["run", "--tag", "t", "-n", "4"]));
+    assert_says(&out, "not a commit; it was put back");
+    assert_eq!(
+        git(&r.dir, &["cat-file", "-t", "refs/heads/hone/t"]),
+        "commit"
+    );
+    assert_eq!(r.log().len(), 4);
+}

@@ -61,10 +61,29 @@ impl Engine<'_> {
     /// docs). A deleted branch is left to the usual checks.
     pub(super) fn foreign_commit(&mut self, expected: &str) -> Result<Option<Stop>, EngineError> {
         let branch = branch_ref(&self.run.tag);
-        match self.verifier.git.ref_target(&branch)? {
-            Some(head) if head != expected => self.keep_foreign(&head, expected).map(Some),
-            _ => Ok(None),
+        let git = self.verifier.git.clone();
+        match git.ref_value_raw(&branch)? {
+            Some(held) if held == expected => Ok(None),
+            Some(held) if self.plain_commit(&held)? => self.keep_foreign(&held, expected).map(Some),
+            // Not a commit of its own (an annotated tag, a symbolic ref, a link): nobody's
+            // work to keep; the branch is put back as hone had it.
+            Some(held) => {
+                git.put_ref_back(&branch, Some(expected), &held)?;
+                self.emit(super::Event::Warning {
+                    message: format!("the run branch {branch} held `{held}`, not a commit; it was put back at {expected}"),
+                });
+                Ok(None)
+            }
+            None => Ok(None),
         }
+    }
+
+    /// Does `held` (what a ref holds) name a commit itself (not a tag of one, not a link)?
+    fn plain_commit(&self, held: &str) -> Result<bool, EngineError> {
+        if !crate::workspace::is_full_hex(held) {
+            return Ok(false);
+        }
+        Ok(self.verifier.git.ref_target(held)?.as_deref() == Some(held))
     }
 
     /// At the end of a turn or a verifier run (`before` and `after`: hone's refs around it):
@@ -87,12 +106,12 @@ impl Engine<'_> {
         let (Some(was), Some(now)) = (head_of(before), head_of(after)) else {
             return Ok(None);
         };
-        // The listings hold what the branch held; keeping needs the commit (an annotated tag
-        // on the branch is peeled, as git would check it out).
-        let git = &self.verifier.git;
-        let (Some(was), Some(now)) = (git.ref_target(&was)?, git.ref_target(&now)?) else {
+        // The listings hold what the branch held: only a commit of its own is someone's work
+        // (an annotated tag or a link put there is a move like any other, put back by the
+        // caller as a violation).
+        if !self.plain_commit(&now)? || !self.plain_commit(&was)? {
             return Ok(None);
-        };
+        }
         self.keep_foreign(&now, &was).map(Some)
     }
 
@@ -130,9 +149,12 @@ impl Engine<'_> {
         expected: &str,
     ) -> Result<Option<Stop>, EngineError> {
         let branch = branch_ref(&self.run.tag);
-        match self.verifier.git.ref_target(&branch)? {
+        // What the branch holds: anything but a commit of its own is no one's work, and the
+        // put-back of the experiment's refs deals with it.
+        match self.verifier.git.ref_value_raw(&branch)? {
             Some(head)
                 if head != expected
+                    && self.plain_commit(&head)?
                     && checked_out(&self.verifier.git, &branch, &self.user_worktrees) =>
             {
                 self.keep_foreign(&head, expected).map(Some)

@@ -39,7 +39,7 @@ pub(super) fn oid(what: &str, hex: &str) -> Result<Oid, GitError> {
 }
 
 /// Is `s` a full object name (40 hex digits)?
-pub(super) fn is_full_hex(s: &str) -> bool {
+pub fn is_full_hex(s: &str) -> bool {
     s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
