@@ -108,4 +108,24 @@ fn a_holdout_or_retest_run_that_moves_the_run_branch_is_caught_and_put_back() {
         "{said}"
     );
     assert_eq!(r.rev("hone/t"), r.rev("refs/hone/t/1"), "{said}");
+    // A user's commit on the branch (checked out in their checkout) during the re-test is
+    // theirs: kept, and the run stops, as anywhere else.
+    let once = "c=$(git rev-parse --git-common-dir)/ran; if grep -q forge value.txt; then if [ -f $c ]; then (cd ../../.. && git checkout -q hone/u && git -c user.name=u -c user.email=u@u commit -q --allow-empty -m 'user fix'); fi; touch $c; fi; grep score value.txt";
+    let r = Repo::builder()
+        .file("value.txt", "score: 5\n")
+        .script("write\tvalue.txt\tscore: 4\\nforge\\n\n")
+        .spec_with(move |agent| {
+            Spec::standard(once, agent)
+                .after("verify", "metric", "retest_every = 1")
+                .tail("[stop]\nmax_experiments = 3\n")
+        })
+        .create();
+    let out = r.hone(&["run", "--tag", "u"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let mine = git(
+        &r.dir,
+        &["log", "-1", "--format=%H", "--grep=user fix", "--all"],
+    );
+    assert_eq!(mine.len(), 40, "{}", text(&out));
+    assert_eq!(r.rev(&format!("refs/hone-user/u/{mine}")), mine);
 }

@@ -115,8 +115,9 @@ impl Engine<'_> {
         self.keep_foreign(&now, &was).map(Some)
     }
 
-    /// Is the change from `before` to `after` (hone's refs) a move of the run branch alone,
-    /// while the branch is checked out in a worktree: someone else's commit?
+    /// Is the change from `before` to `after` (hone's refs) a move of the run branch alone, to
+    /// a commit of its own, while the branch is checked out in a worktree: someone else's
+    /// commit?
     pub(super) fn foreign_move(
         &self,
         before: &[(String, String)],
@@ -135,6 +136,7 @@ impl Engine<'_> {
             (Some(was), Some(now)) => {
                 was != now
                     && others(before) == others(after)
+                    && self.plain_commit(&now).unwrap_or(false)
                     && checked_out(&self.verifier.git, &branch, &self.user_worktrees)
             }
             _ => false,

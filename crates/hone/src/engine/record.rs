@@ -399,7 +399,9 @@ impl Engine<'_> {
             .map(|_| state::run_refs(&git, &self.run.tag))
             .transpose()?;
         if let (Some(before), Some(after)) = (&refs_before, &refs_after) {
-            if before != after {
+            // A user's commit on the branch meanwhile is theirs: left for the loop's foreign
+            // check, which keeps it and stops the run.
+            if before != after && !self.foreign_move(before, after) {
                 let moved = state::restore_refs(&git, before, after)?;
                 self.emit(Event::Warning {
                     message: format!("the re-test of the champion #{n} moved hone's refs ({moved}); they were put back"),
