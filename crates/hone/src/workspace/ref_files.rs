@@ -54,7 +54,6 @@ pub(super) fn list_with(root: &Path, prefix: &str, exact: Option<&str>) -> Optio
     let loose_names: std::collections::HashSet<&str> =
         loose.iter().map(|(n, _)| n.as_str()).collect();
     refs.retain(|(name, _)| !loose_names.contains(name.as_str()));
-    drop(loose_names);
     refs.extend(loose);
     refs.sort();
     Some((refs, exact_loose.or(packed_exact)))

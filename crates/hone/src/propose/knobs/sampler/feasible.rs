@@ -186,19 +186,8 @@ impl<'a> Feasibility<'a> {
     /// The verdict on a point of the space.
     pub(super) fn verdict(&self, point: &[Coord]) -> Verdict {
         let mut v = self.neighbours(point);
-        for c in &self.cuts {
-            let Some(Coord::U(u)) = point.get(c.dim) else {
-                continue;
-            };
-            let past_edge = match c.side {
-                Side::Above => *u > c.edge,
-                Side::Below => *u < c.edge,
-            };
-            if past_edge {
-                v = v.max(Verdict::Unsure);
-            }
-        }
-        for c in &self.blamed {
+        // The edges found by the crash counts, then those of attributed crashes: the same test.
+        for c in self.cuts.iter().chain(&self.blamed) {
             let Some(Coord::U(u)) = point.get(c.dim) else {
                 continue;
             };
