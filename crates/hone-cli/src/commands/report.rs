@@ -7,7 +7,6 @@ use anyhow::Context as _;
 use clap::Args;
 
 use hone::engine::StatePaths;
-use hone::store::{RunTotals, Status};
 
 use super::{Here, StoredSpec};
 use crate::error::{CliResult, Kinded};
@@ -20,22 +19,23 @@ pub struct ReportArgs {
     /// Where to write (default: .hone/reports/<tag>).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// List every experiment in the table (by default a run of more than 1,000 lists the
+    /// newest 1,000; the plot and the summary always cover the whole run).
+    #[arg(long)]
+    all: bool,
 }
 
 pub fn run(here: &Here, a: ReportArgs) -> CliResult {
     let (store, run) = here.open_run(a.run.as_deref())?;
-    // What the report shows of each experiment (no metrics, configurations or judgements
-    // parsed), and the baseline and the best whole for the summary.
-    let exps = store.experiment_outlines(run.id).runtime()?;
-    let summary = hone::report::summarize_parts(
+    // Read by bounded queries: the plot's experiments as the store picks them, the newest
+    // experiments for the table (every one with --all).
+    let report = hone::report::stored::report(
+        &store,
         &run,
-        store
-            .first_with_status(run.id, Status::Baseline)
-            .runtime()?
-            .as_ref(),
-        store.best_of_run(run.id).runtime()?.as_ref(),
-        &RunTotals::of(&exps),
-    );
+        StoredSpec::of(&run).probation,
+        (!a.all).then_some(hone::report::stored::LISTED),
+    )
+    .runtime()?;
     let git = here.git()?;
     let out = a.out.unwrap_or_else(|| {
         StatePaths::new(git.root())
@@ -44,19 +44,6 @@ pub fn run(here: &Here, a: ReportArgs) -> CliResult {
             .join(&run.tag)
     });
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
-    // The outer loop's activity, when mechanisms ran.
-    let calls = store.mechanism_calls(run.id, None).runtime()?;
-    let mechs = hone::meta::stats::compute(&calls, &exps, StoredSpec::of(&run).probation);
-    // The curves drawn, each thinned in the store: a bounded read however long the run.
-    let curves = store
-        .thinned_curves(
-            run.id,
-            &hone::report::curves::to_draw(&exps),
-            hone::report::curves::MAX_POINTS,
-        )
-        .runtime()?;
-    let report = hone::report::document::render_summarized(&run, &exps, &summary, &mechs)
-        .with_curves(&curves, &exps, "progress");
     let mut files = vec![
         ("report.html", &report.html),
         ("report.md", &report.markdown),

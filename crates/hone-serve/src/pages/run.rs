@@ -107,38 +107,16 @@ impl ViewCache {
     }
 }
 
-/// The plot's experiments picked by the database (`Store::plot_points`: a few thousand rows
-/// however long the run), the learning curves of the newest ones, the totals from the run's
-/// tallies, the baseline and the best by index: no run of 100,000 experiments is read whole.
+/// The plot's experiments picked by the database (`report::stored::drawing`: a few thousand
+/// rows however long the run), the learning curves of the newest ones, the totals from the
+/// run's tallies, the baseline and the best by index: no run of 100,000 experiments is read
+/// whole.
 fn draw(store: &Store, run: &RunRecord, mark: String) -> Result<Drawn, AppError> {
-    let rows = store.plot_points(
-        run.id,
-        &report::plot::COLUMNS,
-        report::curves::RECENT as u64,
-    )?;
     let totals = store.run_totals(run.id)?;
-    let minimize = run.direction == hone::spec::Direction::Minimize;
     let title = format!("{} ({} experiments)", run.metric, totals.experiments);
-    let mut plot =
-        report::plot::progress_svg_labelled(&rows.plot, &run.metric, minimize, &title, PLOT_LABELS);
-    // The learning curves (`[verify] progress`), pruned runs' partial ones dashed: they are
-    // picked among the keeps, the baselines and the newest others, all of which `rows` holds.
-    // The newest first: a placeholder in the plot's rows has no status.
-    let mut known = rows.recent;
-    known.extend(rows.plot);
-    known.sort_by_key(|e| e.n);
-    known.dedup_by_key(|e| e.n);
-    if let Some(curves) = report::curves::curves_svg(
-        &store.thinned_curves(
-            run.id,
-            &report::curves::to_draw(&known),
-            report::curves::MAX_POINTS,
-        )?,
-        &known,
-        "progress",
-    ) {
-        plot.push_str(&curves);
-    }
+    let drawn = report::stored::drawing(store, run, &title, PLOT_LABELS)?;
+    let mut plot = drawn.plot;
+    plot.extend(drawn.curves);
     // The key leaves the title out: a new experiment that moves no point of the drawing
     // changes the plot's title alone, which a live update sets by itself.
     Ok(Drawn {

@@ -17,17 +17,9 @@ pub struct Report {
 }
 
 impl Report {
-    /// Adds the learning-curve plot of `curves` (`[verify] progress`; pruned runs' partial
-    /// curves dashed), when there are any.
-    pub fn with_curves(
-        mut self,
-        curves: &std::collections::BTreeMap<u64, crate::store::Curve>,
-        exps: &[ExperimentRecord],
-        metric: &str,
-    ) -> Report {
-        let Some(svg) = super::curves::curves_svg(curves, exps, metric) else {
-            return self;
-        };
+    /// Adds the learning-curve plot (`[verify] progress`; pruned runs' partial curves
+    /// dashed), drawn already ([`super::curves::curves_svg`]).
+    pub fn with_curves_svg(mut self, svg: String) -> Report {
         let _ = writeln!(self.markdown, "\n## Curves\n\n![curves](curves.svg)");
         let _ = writeln!(self.html, "<h2>Curves</h2>\n{svg}");
         self.curves = Some(svg);
@@ -134,13 +126,32 @@ const MECH_HEAD: [&str; 7] = [
     "verdict",
 ];
 
+/// Keeps labelled on the report's plot at most (the biggest gains and the best), so that a
+/// run with hundreds of keeps stays readable.
+pub const LABELS: usize = 20;
+
+/// What the report shows of a run's experiments besides its summary: `marked` holds every
+/// baseline and keep, in order (other experiments among them are passed over: the plot's
+/// rows, [`crate::store::Store::plot_points`], serve); `holdout` those with a holdout value;
+/// `listed` the experiments the table lists, the newest of the run, `left_out` older ones
+/// not listed.
+pub struct Contents<'a> {
+    pub marked: &'a [ExperimentRecord],
+    pub holdout: &'a [ExperimentRecord],
+    pub listed: &'a [ExperimentRecord],
+    pub left_out: u64,
+    /// The progress plot (SVG).
+    pub svg: String,
+}
+
 /// What both formats show, worked out once from the run.
 struct View<'a> {
     run: &'a RunRecord,
-    exps: &'a [ExperimentRecord],
+    listed: &'a [ExperimentRecord],
+    left_out: u64,
     facts: Vec<(String, String)>,
     gains: Vec<Gain<'a>>,
-    holdout: Vec<&'a ExperimentRecord>,
+    holdout: &'a [ExperimentRecord],
     mech_rows: Vec<[String; 7]>,
 }
 
@@ -160,48 +171,76 @@ pub fn render_summarized(
     s: &Summary,
     mechs: &[MechanismStats],
 ) -> Report {
-    let mech_rows = mechanism_rows(mechs);
     let minimize = run.direction == crate::verify::Direction::Minimize;
+    let holdout: Vec<ExperimentRecord> = exps
+        .iter()
+        .filter(|e| e.holdout.is_some())
+        .cloned()
+        .collect();
+    let contents = Contents {
+        marked: exps,
+        holdout: &holdout,
+        listed: exps,
+        left_out: 0,
+        svg: plot::progress_svg_labelled(exps, &run.metric, minimize, &plot_title(run, s), LABELS),
+    };
+    render_contents(run, s, mechs, contents)
+}
+
+/// The plot's title: the run and how far it moved its metric.
+pub fn plot_title(run: &RunRecord, s: &Summary) -> String {
     let change = s
         .change_pct
         .map(|p| format!(" ({p:+.2}%)"))
         .unwrap_or_default();
-    let title = format!(
+    format!(
         "run {}: {} {} → {}{change}",
         run.tag,
         run.metric,
         fmt_metric(s.baseline),
         fmt_metric(s.best)
-    );
-    let svg = plot::progress_svg(exps, &run.metric, minimize, &title);
+    )
+}
+
+/// The report of a run from its summary and what it shows of its experiments (read whole, or
+/// by bounded queries: [`super::stored`]).
+pub fn render_contents(
+    run: &RunRecord,
+    s: &Summary,
+    mechs: &[MechanismStats],
+    c: Contents<'_>,
+) -> Report {
+    let minimize = run.direction == crate::verify::Direction::Minimize;
+    let change = s
+        .change_pct
+        .map(|p| format!(" ({p:+.2}%)"))
+        .unwrap_or_default();
     let view = View {
         run,
-        exps,
-        facts: facts(run, exps, s, &change),
-        gains: gains(exps, minimize),
-        holdout: exps.iter().filter(|e| e.holdout.is_some()).collect(),
-        mech_rows,
+        listed: c.listed,
+        left_out: c.left_out,
+        facts: facts(run, s, &change),
+        gains: gains(c.marked, minimize),
+        holdout: c.holdout,
+        mech_rows: mechanism_rows(mechs),
     };
     Report {
         markdown: markdown(&view),
-        html: html(&view, &svg),
-        svg,
+        html: html(&view, &c.svg),
+        svg: c.svg,
         curves: None,
     }
 }
 
 /// The facts at the top of the report, shared by both formats: what was measured, how far it
 /// went, how often a candidate was kept, what it cost and why it stopped.
-fn facts(
-    run: &RunRecord,
-    exps: &[ExperimentRecord],
-    s: &Summary,
-    change: &str,
-) -> Vec<(String, String)> {
-    let candidates = exps
-        .iter()
-        .filter(|e| e.status() != Status::Baseline)
-        .count();
+fn facts(run: &RunRecord, s: &Summary, change: &str) -> Vec<(String, String)> {
+    let baselines = s
+        .counts
+        .get(Status::Baseline.as_str())
+        .copied()
+        .unwrap_or(0);
+    let candidates = s.experiments.saturating_sub(baselines);
     let keeps = s.counts.get("keep").copied().unwrap_or(0);
     let keep_rate = if candidates > 0 {
         keeps as f64 / candidates as f64 * 100.0
@@ -275,6 +314,8 @@ fn facts(
 /// column, if any, holds an experiment's status (the HTML colours it by class).
 struct Table<'a> {
     title: &'static str,
+    /// A line under the title (what the table leaves out).
+    note: Option<String>,
     head: Vec<String>,
     rows: Box<dyn Iterator<Item = Vec<String>> + 'a>,
     status_column: Option<usize>,
@@ -287,6 +328,7 @@ fn tables<'a>(view: &'a View) -> Vec<Table<'a>> {
     let heads = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut tables = vec![Table {
         title: "Top improvements",
+        note: None,
         head: heads(&["#", "gain over the previous best", metric, "description"]),
         rows: Box::new(view.gains.iter().take(10).map(|g| {
             let (n, delta) = (g.e.n.to_string(), format!("{:+.6}", g.delta));
@@ -297,6 +339,7 @@ fn tables<'a>(view: &'a View) -> Vec<Table<'a>> {
     if !view.holdout.is_empty() {
         tables.push(Table {
             title: "Search vs holdout",
+            note: None,
             head: heads(&["#", "status", "search", "holdout"]),
             rows: Box::new(view.holdout.iter().map(|e| {
                 let (n, status) = (e.n.to_string(), e.status().to_string());
@@ -308,15 +351,24 @@ fn tables<'a>(view: &'a View) -> Vec<Table<'a>> {
     if !view.mech_rows.is_empty() {
         tables.push(Table {
             title: "Mechanisms (outer loop)",
+            note: None,
             head: heads(&MECH_HEAD),
             rows: Box::new(view.mech_rows.iter().map(|r| r.to_vec())),
             status_column: None,
         });
     }
+    let listed = view.listed.len();
     tables.push(Table {
         title: "Experiments",
+        note: (view.left_out > 0).then(|| {
+            format!(
+                "The newest {listed} of {} experiments (#{} on); `hone report --all` lists every one, and `hone log` prints them all.",
+                view.left_out + listed as u64,
+                view.listed.first().map_or(0, |e| e.n)
+            )
+        }),
         head: heads(&["#", "status", metric, "description", "why"]),
-        rows: Box::new(view.exps.iter().map(|e| {
+        rows: Box::new(view.listed.iter().map(|e| {
             let why = crate::propose::prompt::sanitize(&e.reason, 160);
             let (n, status) = (e.n.to_string(), e.status().to_string());
             vec![
@@ -344,10 +396,13 @@ fn markdown(view: &View) -> String {
         let _ = writeln!(md, "- **{k}**: {}", md_cell(v));
     }
     for table in tables(view) {
+        let _ = writeln!(md, "\n## {}\n", table.title);
+        if let Some(note) = &table.note {
+            let _ = writeln!(md, "{note}\n");
+        }
         let _ = writeln!(
             md,
-            "\n## {}\n\n| {} |\n|{}",
-            table.title,
+            "| {} |\n|{}",
             table.head.join(" | "),
             "---|".repeat(table.head.len())
         );
@@ -383,12 +438,11 @@ fn html(view: &View, svg: &str) -> String {
             .iter()
             .map(|h| format!("<th>{}</th>", esc(h)))
             .collect();
-        let _ = writeln!(
-            html,
-            "<h2>{}</h2>\n<table><tr>{}</tr>",
-            table.title,
-            head.concat()
-        );
+        let _ = writeln!(html, "<h2>{}</h2>", table.title);
+        if let Some(note) = &table.note {
+            let _ = writeln!(html, "<p>{}</p>", esc(note));
+        }
+        let _ = writeln!(html, "<table><tr>{}</tr>", head.concat());
         for row in table.rows {
             let cells: Vec<String> = row
                 .iter()

@@ -5,6 +5,7 @@
 pub mod curves;
 pub mod document;
 pub mod plot;
+pub mod stored;
 
 use std::collections::BTreeMap;
 

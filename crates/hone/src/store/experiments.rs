@@ -303,4 +303,37 @@ impl Store {
             |r| with_texts(r, point_from_row(r)?),
         )
     }
+
+    /// The `limit` newest experiments of a run as [`Store::experiment_outlines`] reads them,
+    /// in order: what a bounded listing of a long run shows.
+    pub fn latest_outlines(
+        &self,
+        run_id: i64,
+        limit: u64,
+    ) -> Result<Vec<ExperimentRecord>, StoreError> {
+        let mut out = self.query(
+            "SELECT n, status, objective, description, reason, cost_usd, verify_ms, holdout
+             FROM experiments WHERE run_id = ?1 ORDER BY n DESC LIMIT ?2",
+            &[
+                Val::Int(Some(run_id)),
+                Val::Int(Some(i64::try_from(limit).unwrap_or(i64::MAX))),
+            ],
+            |r| with_texts(r, point_from_row(r)?),
+        )?;
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Every experiment of a run with a holdout value, as [`Store::experiment_outlines`]
+    /// reads them, in order (the partial index `experiments_with_holdout` finds them: a few
+    /// however long the run; `+n` keeps SQLite from walking the primary key in order
+    /// instead, 60 ms at 100,000 experiments).
+    pub fn holdout_outlines(&self, run_id: i64) -> Result<Vec<ExperimentRecord>, StoreError> {
+        self.query(
+            "SELECT n, status, objective, description, reason, cost_usd, verify_ms, holdout
+             FROM experiments WHERE run_id = ?1 AND holdout IS NOT NULL ORDER BY +n",
+            &[Val::Int(Some(run_id))],
+            |r| with_texts(r, point_from_row(r)?),
+        )
+    }
 }

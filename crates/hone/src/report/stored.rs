@@ -1,0 +1,200 @@
+//! A run's plots and report read from its store by bounded queries: the plot's experiments
+//! as the store picks them ([`Store::plot_points`]), the learning curves of a bounded few,
+//! the holdouts by their partial index and the newest experiments for the table. `hone
+//! report` and the dashboard's run page cost about the same at 100 experiments as at
+//! 100,000 (the report lists every experiment only when asked to).
+
+use super::document::{self, Contents, Report};
+use super::{curves, plot, summarize_stored};
+use crate::store::{ExperimentRecord, RunRecord, Store, StoreError};
+
+/// The progress plot and the learning curves of a run, drawn from what the store picks.
+pub struct Drawing {
+    /// The progress plot (SVG).
+    pub plot: String,
+    /// The learning curves (`[verify] progress`), when experiments printed any.
+    pub curves: Option<String>,
+    /// The experiments the plot drew: every baseline and keep among them, in order (see
+    /// [`Store::plot_points`]).
+    pub rows: Vec<ExperimentRecord>,
+}
+
+/// Draws run `run`'s progress plot titled `title` with at most `labels` keeps labelled, and
+/// its learning curves.
+pub fn drawing(
+    store: &Store,
+    run: &RunRecord,
+    title: &str,
+    labels: usize,
+) -> Result<Drawing, StoreError> {
+    let picked = store.plot_points(run.id, &plot::COLUMNS, curves::RECENT as u64)?;
+    let minimize = run.direction == crate::spec::Direction::Minimize;
+    let plot = plot::progress_svg_labelled(&picked.plot, &run.metric, minimize, title, labels);
+    // The learning curves are picked among the keeps, the baselines and the newest others,
+    // all of which the plot's rows and the recent ones hold (a placeholder in the plot's
+    // rows has no status: the newest, which has one, goes first).
+    let mut known = picked.recent;
+    known.extend(picked.plot.iter().cloned());
+    known.sort_by_key(|e| e.n);
+    known.dedup_by_key(|e| e.n);
+    let thinned = store.thinned_curves(run.id, &curves::to_draw(&known), curves::MAX_POINTS)?;
+    Ok(Drawing {
+        plot,
+        curves: curves::curves_svg(&thinned, &known, "progress"),
+        rows: picked.plot,
+    })
+}
+
+/// How many experiments the report's table lists unless asked for all: the newest.
+pub const LISTED: u64 = 1000;
+
+/// The report of run `run` as its store holds it (`probation`: the spec's, for the outer
+/// loop's verdicts); the table lists the newest `listed` experiments (`None`: every one).
+pub fn report(
+    store: &Store,
+    run: &RunRecord,
+    probation: u64,
+    listed: Option<u64>,
+) -> Result<Report, StoreError> {
+    let summary = summarize_stored(store, run)?;
+    let drawn = drawing(
+        store,
+        run,
+        &document::plot_title(run, &summary),
+        document::LABELS,
+    )?;
+    let holdout = store.holdout_outlines(run.id)?;
+    let rows = match listed {
+        Some(limit) if summary.experiments > limit => store.latest_outlines(run.id, limit)?,
+        _ => store.experiment_outlines(run.id)?,
+    };
+    // The outer loop's verdicts count the keeps after each mechanism's guidance: every keep
+    // is among the plot's rows.
+    let calls = store.mechanism_calls(run.id, None)?;
+    let mechs = crate::meta::stats::compute(&calls, &drawn.rows, probation);
+    let mut report = document::render_contents(
+        run,
+        &summary,
+        &mechs,
+        Contents {
+            marked: &drawn.rows,
+            holdout: &holdout,
+            left_out: summary.experiments.saturating_sub(rows.len() as u64),
+            listed: &rows,
+            svg: drawn.plot,
+        },
+    );
+    if let Some(svg) = drawn.curves {
+        report = report.with_curves_svg(svg);
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::summarize;
+    use crate::spec::AgentKind;
+    use crate::store::Status;
+    use crate::verify::Direction;
+
+    /// A run of 40: the baseline, a keep every seventh, a discard the holdout gate turned
+    /// away (a holdout value on a discard), crashes; the baseline's and the keeps' holdouts.
+    fn stored_run() -> (tempfile::TempDir, Store, RunRecord) {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("hone.db")).unwrap();
+        let run = s
+            .create_run(
+                "r",
+                "hone/r",
+                "abc",
+                7,
+                AgentKind::Knobs,
+                "loss",
+                Direction::Minimize,
+                "{}",
+                "{}",
+            )
+            .unwrap();
+        s.in_transaction(|s| {
+            for n in 0..40u64 {
+                let status = match n {
+                    0 => Status::Baseline,
+                    n if n % 7 == 3 => Status::Keep,
+                    n if n % 5 == 4 => Status::Crash,
+                    _ => Status::Discard,
+                };
+                let objective = match status {
+                    Status::Baseline => Some(10.0),
+                    Status::Keep => Some(10.0 - n as f64 / 10.0),
+                    Status::Discard => Some(11.0 + (n % 3) as f64),
+                    _ => None,
+                };
+                let holdout = match (status, n) {
+                    (Status::Baseline | Status::Keep, _) | (_, 12) => Some(20.0 - n as f64),
+                    _ => None,
+                };
+                s.put_experiment(
+                    run.id,
+                    &ExperimentRecord {
+                        n,
+                        parent_commit: "abc".into(),
+                        status: Some(status),
+                        objective,
+                        holdout,
+                        description: format!("change {n}"),
+                        reason: format!("why {n}"),
+                        ..Default::default()
+                    },
+                )?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        (dir, s, run)
+    }
+
+    #[test]
+    fn the_stored_report_listing_all_is_the_report_of_every_record() {
+        let (_dir, s, run) = stored_run();
+        let all = s.experiments(run.id).unwrap();
+        let whole = document::render_with(&run, &all, &[]);
+        let stored = report(&s, &run, 10, None).unwrap();
+        assert_eq!(stored.markdown, whole.markdown);
+        assert_eq!(stored.html, whole.html);
+        assert_eq!(stored.svg, whole.svg);
+        assert!(stored
+            .markdown
+            .contains("| 12 | discard | 11.000000 | 8.000000 |"));
+        assert!(!stored.markdown.contains("lists every one"));
+    }
+
+    #[test]
+    fn a_bounded_listing_shows_the_newest_and_says_what_it_left_out() {
+        let (_dir, s, run) = stored_run();
+        let all = s.experiments(run.id).unwrap();
+        let whole = document::render_with(&run, &all, &[]);
+        let short = report(&s, &run, 10, Some(10)).unwrap();
+        let table = |md: &str| md.split("## Experiments").nth(1).unwrap().to_string();
+        let listed = table(&short.markdown);
+        assert!(
+            listed.contains("The newest 10 of 40 experiments (#30 on)"),
+            "{listed}"
+        );
+        let rows: Vec<&str> = listed.lines().filter(|l| l.starts_with("| 3")).collect();
+        assert_eq!(rows.len(), 10, "{listed}");
+        assert!(!listed.contains("| 29 |") && listed.contains("| 39 |"));
+        // Everything above the table covers the whole run: the facts, the top improvements
+        // (the first keep, #3, among them) and every holdout (#12 long before the newest).
+        let head = |md: &str| md.split("## Experiments").next().unwrap().to_string();
+        assert_eq!(head(&short.markdown), head(&whole.markdown));
+        assert!(head(&short.markdown).contains("| 3 |"));
+        assert!(short.html.contains("The newest 10 of 40 experiments"));
+        assert_eq!(short.svg, whole.svg);
+        assert_eq!(
+            summarize(&run, &all).experiments,
+            40,
+            "the summary counts every one"
+        );
+    }
+}
