@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 mod binary;
 mod exact;
 mod inproc;
+mod listing;
 mod numstat;
 mod paths;
 mod ref_files;
@@ -20,6 +21,7 @@ mod repair;
 
 pub use binary::BinaryChange;
 pub use inproc::is_full_hex;
+pub use listing::RefListing;
 pub use paths::{first_difference, glob_match, hash_paths, matches_any};
 
 /// A git invocation that failed, with what git said.
@@ -389,16 +391,20 @@ impl Git {
             .collect())
     }
 
-    /// The refs under `prefix` (which ends with `/`), and the ref `name`, each with what it
-    /// holds as [`Git::ref_value_raw`] says it (an annotated tag not peeled, a symbolic ref
-    /// as `ref: TARGET`, not followed; `None`: no ref `name`), read together: straight from
-    /// the ref files where the repository has the plain layout, through libgit2 otherwise.
-    pub fn refs_under_and(&self, prefix: &str, name: &str) -> Result<ref_files::Listed, GitError> {
-        if let Some(found) = ref_files::list_with(&self.root, prefix, Some(name)) {
+    /// The refs under `prefix` (which ends with `/`) and the ref `name` (where there is one),
+    /// each with what it holds as [`Git::ref_value_raw`] says it (an annotated tag not peeled,
+    /// a symbolic ref as `ref: TARGET`, not followed), read together: straight from the ref
+    /// files where the repository has the plain layout, through libgit2 otherwise.
+    pub fn refs_under_and(&self, prefix: &str, name: &str) -> Result<RefListing, GitError> {
+        if let Some(found) = ref_files::listing(&self.root, prefix, name) {
             return Ok(found);
         }
-        let refs = self.refs_with_prefix_libgit2(prefix, false)?;
-        Ok((refs, self.ref_value_raw(name)?))
+        let mut refs = self.refs_with_prefix_libgit2(prefix, false)?;
+        if let Some(value) = self.ref_value_raw(name)? {
+            refs.retain(|(n, _)| n != name);
+            refs.push((name.to_string(), value));
+        }
+        Ok(RefListing::new(refs))
     }
 
     /// Creates (or repairs) a detached worktree at `path` checked out at `commit`.

@@ -16,6 +16,7 @@ use std::path::Path;
 use crate::spec::Spec;
 use crate::store::{ExperimentRecord, Status};
 use crate::verify::noise::{mean, run_sigma, unusable};
+use crate::workspace::RefListing;
 
 use super::executor::Failure;
 use super::state::restore_refs;
@@ -42,7 +43,7 @@ impl Engine<'_> {
         wt: &Path,
         best: Option<&ExperimentRecord>,
         judged: Verdict,
-        refs_at_verify: Option<Vec<(String, String)>>,
+        refs_at_verify: Option<RefListing>,
     ) -> Result<Verdict, EngineError> {
         let baseline = best.is_none();
         let verdict = match self.integrity(baseline, wt, refs_at_verify.as_ref())? {
@@ -75,7 +76,7 @@ impl Engine<'_> {
         &mut self,
         baseline: bool,
         wt: &Path,
-        refs_at_verify: Option<&Vec<(String, String)>>,
+        refs_at_verify: Option<&RefListing>,
     ) -> Result<Option<Verdict>, EngineError> {
         if baseline {
             return Ok(None);
@@ -95,7 +96,7 @@ impl Engine<'_> {
     fn refs_moved(
         &mut self,
         baseline: bool,
-        was: Option<&Vec<(String, String)>>,
+        was: Option<&RefListing>,
         what: &str,
     ) -> Result<Option<Verdict>, EngineError> {
         let Some(was) = was.filter(|_| !baseline) else {

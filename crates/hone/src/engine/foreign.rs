@@ -11,6 +11,7 @@
 //! `violation`.
 
 use crate::workspace::Git;
+use crate::workspace::RefListing;
 
 use super::state::branch_ref;
 use super::{Engine, EngineError, Stop};
@@ -91,21 +92,17 @@ impl Engine<'_> {
     /// so, it is someone else's commit: kept, the branch put back, and the stop returned.
     pub(super) fn foreign_commit_in(
         &mut self,
-        before: &[(String, String)],
-        after: &[(String, String)],
+        before: &RefListing,
+        after: &RefListing,
     ) -> Result<Option<Stop>, EngineError> {
         if !self.foreign_move(before, after) {
             return Ok(None);
         }
         let branch = branch_ref(&self.run.tag);
-        let head_of = |refs: &[(String, String)]| {
-            refs.iter()
-                .find(|(n, _)| *n == branch)
-                .map(|(_, c)| c.clone())
-        };
-        let (Some(was), Some(now)) = (head_of(before), head_of(after)) else {
+        let (Some(was), Some(now)) = (before.get(&branch), after.get(&branch)) else {
             return Ok(None);
         };
+        let (was, now) = (was.to_string(), now.to_string());
         // The listings hold what the branch held: only a commit of its own is someone's work
         // (an annotated tag or a link put there is a move like any other, put back by the
         // caller as a violation).
@@ -118,25 +115,17 @@ impl Engine<'_> {
     /// Is the change from `before` to `after` (hone's refs) a move of the run branch alone, to
     /// a commit of its own, while the branch is checked out in a worktree: someone else's
     /// commit?
-    pub(super) fn foreign_move(
-        &self,
-        before: &[(String, String)],
-        after: &[(String, String)],
-    ) -> bool {
+    pub(super) fn foreign_move(&self, before: &RefListing, after: &RefListing) -> bool {
         let branch = branch_ref(&self.run.tag);
-        let others = |refs: &[(String, String)]| -> Vec<(String, String)> {
-            refs.iter().filter(|(n, _)| *n != branch).cloned().collect()
-        };
-        let head_of = |refs: &[(String, String)]| {
-            refs.iter()
-                .find(|(n, _)| *n == branch)
-                .map(|(_, c)| c.clone())
-        };
-        match (head_of(before), head_of(after)) {
+        let not_branch = |(n, _): &(&str, &str)| *n != branch;
+        match (before.get(&branch), after.get(&branch)) {
             (Some(was), Some(now)) => {
                 was != now
-                    && others(before) == others(after)
-                    && self.plain_commit(&now).unwrap_or(false)
+                    && before
+                        .iter()
+                        .filter(not_branch)
+                        .eq(after.iter().filter(not_branch))
+                    && self.plain_commit(now).unwrap_or(false)
                     && checked_out(&self.verifier.git, &branch, &self.user_worktrees)
             }
             _ => false,

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use crate::spec::Spec;
 use crate::store::{ExperimentRecord, Status};
+use crate::workspace::RefListing;
 use crate::workspace::{first_difference, hash_paths, matches_any, Change};
 
 use super::proposal::Turn;
@@ -42,7 +43,7 @@ impl Engine<'_> {
         &mut self,
         rec: &mut ExperimentRecord,
         turn: &Turn<'_>,
-        refs_before: &[(String, String)],
+        refs_before: &RefListing,
     ) -> Result<Option<Rejection>, EngineError> {
         if turn.best.is_some() {
             if let Some(r) = self.gate_candidate(rec, turn, refs_before)? {
@@ -64,7 +65,7 @@ impl Engine<'_> {
         &mut self,
         rec: &mut ExperimentRecord,
         turn: &Turn<'_>,
-        refs_before: &[(String, String)],
+        refs_before: &RefListing,
     ) -> Result<Option<Rejection>, EngineError> {
         let (wt, parent) = (turn.wt, turn.parent);
         if !self.verifier.git.worktree_link_ok(wt) {
@@ -81,7 +82,7 @@ impl Engine<'_> {
                 stop: Some(stop),
             }));
         }
-        if refs_after != refs_before {
+        if refs_after != *refs_before {
             let moved = restore_refs(&self.verifier.git, refs_before, &refs_after)?;
             self.archive(rec, wt, parent)?;
             let why = format!("the proposer moved hone's refs ({moved}); they were put back");

@@ -37,6 +37,7 @@ use crate::propose::{self, Proposer};
 use crate::report::{best_experiment, Summary};
 use crate::spec::Spec;
 use crate::store::{ExperimentRecord, RunRecord, Status, Store};
+use crate::workspace::RefListing;
 
 mod decision;
 mod error;
@@ -291,7 +292,7 @@ impl<'a> Engine<'a> {
         let finished = shown(exps, in_flight);
         // Propose. hone's own refs are noted first: an agent that moves them is caught below.
         let refs_before = if best.is_none() {
-            Vec::new()
+            RefListing::default()
         } else {
             self.run_refs()?
         };
@@ -348,7 +349,7 @@ impl<'a> Engine<'a> {
         let best_value = c.best.as_ref().and_then(|b| b.objective);
         let baseline = c.best.is_none();
         let refs_at_verify = if baseline {
-            Vec::new()
+            RefListing::default()
         } else {
             self.run_refs()?
         };
@@ -370,7 +371,7 @@ impl<'a> Engine<'a> {
     }
 
     /// The run's branch and archive refs, as (name, commit), sorted.
-    fn run_refs(&self) -> Result<Vec<(String, String)>, EngineError> {
+    fn run_refs(&self) -> Result<RefListing, EngineError> {
         state::run_refs(&self.verifier.git, &self.run.tag)
     }
 }

@@ -10,6 +10,7 @@ use std::time::Instant;
 use crate::report::best_experiment;
 use crate::store::{now, ExperimentRecord, Status};
 use crate::verify::noise::mean;
+use crate::workspace::RefListing;
 use crate::workspace::{Git, GitError, IndexListing, Snapshot};
 
 use super::state::{self, archive_ref, branch_ref};
@@ -137,7 +138,7 @@ impl Engine<'_> {
         wt: &Path,
         status: Status,
         reason: String,
-        refs_at_verify: Option<Vec<(String, String)>>,
+        refs_at_verify: Option<RefListing>,
     ) -> Result<Option<Stop>, EngineError> {
         let Candidate {
             mut rec,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::spec::Spec;
 use crate::store::{now, Store, StoreLocation};
-use crate::workspace::Git;
+use crate::workspace::{Git, RefListing};
 
 use super::{Config, EngineError, Fs, Shared};
 
@@ -197,41 +197,49 @@ pub fn branch_ref(tag: &str) -> String {
 /// The run's branch and archive refs, as (name, object name as the ref holds it), sorted. Not
 /// peeled: the integrity checks compare what the refs hold, and a ref put back is put back
 /// from what it held ([`restore_refs`]); where a commit is needed, the caller peels.
-pub(super) fn run_refs(git: &Git, tag: &str) -> Result<Vec<(String, String)>, EngineError> {
-    let branch = branch_ref(tag);
-    let (mut refs, head) = git.refs_under_and(&format!("refs/hone/{tag}/"), &branch)?;
-    if let Some(head) = head {
-        refs.push((branch, head));
-    }
-    refs.sort();
-    Ok(refs)
+pub(super) fn run_refs(git: &Git, tag: &str) -> Result<RefListing, EngineError> {
+    Ok(git.refs_under_and(&format!("refs/hone/{tag}/"), &branch_ref(tag))?)
 }
 
-/// Puts refs back as they were (deleting ones that appeared); returns their names.
+/// Puts refs back as they were (deleting ones that appeared, then making again the ones that
+/// went: a ref in the place of a directory that appeared can be made only once it is gone);
+/// returns their names. The two listings are walked side by side in name order (a run holds a
+/// ref per experiment).
 pub(super) fn restore_refs(
     git: &Git,
-    before: &[(String, String)],
-    after: &[(String, String)],
+    before: &RefListing,
+    after: &RefListing,
 ) -> Result<String, EngineError> {
-    let mut moved = Vec::new();
-    for (name, now) in after {
-        match before.iter().find(|(n, _)| n == name) {
-            Some((_, was)) if was == now => {}
-            Some((_, was)) => {
-                git.put_ref_back(name, Some(was), now)?;
-                moved.push(name.clone());
-            }
-            None => {
-                git.put_ref_back(name, None, now)?;
-                moved.push(name.clone());
+    use std::cmp::Ordering;
+    let (mut changed, mut gone) = (Vec::new(), Vec::new());
+    let (mut was, mut now) = (before.iter().peekable(), after.iter().peekable());
+    loop {
+        let order = match (was.peek(), now.peek()) {
+            (None, None) => break,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some((a, _)), Some((b, _))) => a.cmp(b),
+        };
+        match order {
+            Ordering::Less => gone.extend(was.next()),
+            Ordering::Greater => changed.extend(now.next().map(|(n, held)| (n, None, held))),
+            Ordering::Equal => {
+                if let (Some((name, value)), Some((_, held))) = (was.next(), now.next()) {
+                    if value != held {
+                        changed.push((name, Some(value), held));
+                    }
+                }
             }
         }
     }
-    for (name, was) in before {
-        if !after.iter().any(|(n, _)| n == name) {
-            git.update_ref(name, was, None)?;
-            moved.push(name.clone());
-        }
+    let mut moved = Vec::new();
+    for (name, was, held) in changed {
+        git.put_ref_back(name, was, held)?;
+        moved.push(name.to_string());
+    }
+    for (name, was) in gone {
+        git.update_ref(name, was, None)?;
+        moved.push(name.to_string());
     }
     Ok(moved.join(", "))
 }

@@ -643,6 +643,18 @@ fn the_files_ref_reader_declines_every_layout_it_does_not_read() {
     assert_eq!(listed_as_git_lists(d, &git, p), plain);
 }
 
+/// `refs_under_and` as (the refs under the prefix, what the one more ref holds).
+fn under_and(git: &Git, prefix: &str, name: &str) -> (Vec<(String, String)>, Option<String>) {
+    let listing = git.refs_under_and(prefix, name).unwrap();
+    let one = listing.get(name).map(str::to_string);
+    let refs = listing
+        .iter()
+        .filter(|(n, _)| *n != name)
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
+    (refs, one)
+}
+
 /// `refs_under_and`'s single ref is what the ref holds, as `git rev-parse` prints it (an
 /// annotated tag not peeled, a symbolic ref followed), packed or loose, read from the files or
 /// (a layout the reader declines) through libgit2, and `None` where there is no such ref.
@@ -657,7 +669,7 @@ fn a_listing_with_one_more_ref_reads_it_as_it_is_held() {
             if declined {
                 sh(d, "mkdir .git/reftable");
             }
-            let (refs, one) = git.refs_under_and(p, name).unwrap();
+            let (refs, one) = under_and(&git, p, name);
             assert_eq!(one.as_deref(), expected, "declined: {declined}");
             assert_eq!(refs, git.refs_with_prefix_libgit2(p, false).unwrap());
             if declined {
@@ -696,7 +708,7 @@ fn a_listing_with_one_more_ref_reads_it_as_it_is_held() {
     // before must not hide the change), in the listing as for the one ref.
     assert_eq!(ref_files::list_with(d, p, Some(name)), None);
     sh(d, "git symbolic-ref refs/hone/t/9 refs/heads/main");
-    let (refs, one) = git.refs_under_and(p, name).unwrap();
+    let (refs, one) = under_and(&git, p, name);
     assert_eq!(one.as_deref(), Some("ref: refs/heads/main"));
     assert!(refs.contains(&("refs/hone/t/9".into(), "ref: refs/heads/main".into())));
     // Put back: the symbolic ref itself goes, the branch it led to stays where it was.
@@ -706,7 +718,7 @@ fn a_listing_with_one_more_ref_reads_it_as_it_is_held() {
     git.put_ref_back("refs/hone/t/9", None, "ref: refs/heads/main")
         .unwrap();
     assert_eq!(sh(d, "git rev-parse main").trim(), main);
-    assert_eq!(git.refs_under_and(p, name).unwrap().1, Some(first.clone()));
+    assert_eq!(under_and(&git, p, name).1, Some(first.clone()));
     assert!(!git
         .refs_under(p)
         .unwrap()
@@ -721,24 +733,24 @@ fn a_listing_with_one_more_ref_reads_it_as_it_is_held() {
     );
     sh(d, &format!("rm .git/{name} && ln -s ../main .git/{name}"));
     assert_eq!(sh(d, &format!("git rev-parse {name}")).trim(), main);
-    let held = git.refs_under_and(p, name).unwrap().1.unwrap();
+    let held = under_and(&git, p, name).1.unwrap();
     assert!(held.starts_with("link: "), "{held}");
     assert_eq!(git.ref_value_raw(name).unwrap(), Some(held.clone()));
     assert_ne!(first, main);
     git.update_ref(name, &first, Some(&main)).unwrap();
     assert_eq!(sh(d, "git rev-parse main").trim(), main);
     assert!(!d.join(".git").join(name).is_symlink());
-    assert_eq!(git.refs_under_and(p, name).unwrap().1, Some(first.clone()));
+    assert_eq!(under_and(&git, p, name).1, Some(first.clone()));
     sh(d, &format!("rm .git/{name} && ln -s ../main .git/{name}"));
     git.put_ref_back(name, Some(&first), &held).unwrap();
     assert_eq!(sh(d, "git rev-parse main").trim(), main);
-    assert_eq!(git.refs_under_and(p, name).unwrap().1, Some(first.clone()));
+    assert_eq!(under_and(&git, p, name).1, Some(first.clone()));
     // The same for an archive ref, deleted as recovery deletes one (the link, not main).
     sh(
         d,
         "mkdir -p .git/refs/hone/t && ln -s ../../heads/main .git/refs/hone/t/8",
     );
-    let listed = git.refs_under_and(p, name).unwrap().0;
+    let listed = under_and(&git, p, name).0;
     assert!(
         listed
             .iter()
@@ -770,6 +782,51 @@ fn a_branch_listed_twice_in_packed_refs_reads_as_git_reads_it() {
     let git_says = sh(d, &format!("git rev-parse {name}")).trim().to_string();
     assert_eq!(git_says, second);
     assert_eq!(ref_files::list_with(d, "refs/hone/t/", Some(name)), None);
-    let (_, held) = git.refs_under_and("refs/hone/t/", name).unwrap();
+    let (_, held) = under_and(&git, "refs/hone/t/", name);
     assert_eq!(held.as_deref(), Some(second.as_str()));
+}
+
+/// Listings read from the same `packed-refs` bytes share what was parsed (and compare without
+/// a walk); a `packed-refs` rewritten in place with other bytes of the same size, its time
+/// stamps put back, is read again: the listing says what the file now holds, as git does.
+#[test]
+fn a_packed_refs_rewritten_under_the_same_stamps_is_read_again() {
+    let (dir, git, first, second) = two_commits("echo a > f", "echo b > f");
+    let d = dir.path();
+    let (p, name) = ("refs/hone/t/", "refs/heads/hone/t");
+    sh(d, &format!("git update-ref refs/hone/t/1 {first} && git update-ref refs/hone/t/2 {first} && git update-ref {name} {first} && git pack-refs --all"));
+    let a = git.refs_under_and(p, name).unwrap();
+    let b = git.refs_under_and(p, name).unwrap();
+    assert!(a.shares_packed_with(&b), "read from the same bytes");
+    assert_eq!(a, b);
+    assert_eq!(a.get("refs/hone/t/2"), Some(first.as_str()));
+    let path = d.join(".git/packed-refs");
+    sh(d, "cp -p .git/packed-refs .git/stamps");
+    let packed = std::fs::read_to_string(&path).unwrap();
+    let forged = packed.replace(
+        &format!("{first} refs/hone/t/2\n"),
+        &format!("{second} refs/hone/t/2\n"),
+    );
+    assert_eq!(forged.len(), packed.len());
+    assert_ne!(forged, packed);
+    std::fs::write(&path, &forged).unwrap();
+    sh(d, "touch -r .git/stamps .git/packed-refs");
+    let c = git.refs_under_and(p, name).unwrap();
+    assert!(!c.shares_packed_with(&a));
+    assert_ne!(c, a);
+    assert_eq!(c.get("refs/hone/t/2"), Some(second.as_str()));
+    assert_eq!(sh(d, "git rev-parse refs/hone/t/2").trim(), second);
+    // A loose ref over a packed one of the same name: the loose one is listed, as git lists it.
+    sh(d, &format!("git update-ref refs/hone/t/1 {second}"));
+    let e = git.refs_under_and(p, name).unwrap();
+    assert!(e.shares_packed_with(&c), "packed-refs unchanged");
+    assert_ne!(e, c);
+    assert_eq!(e.get("refs/hone/t/1"), Some(second.as_str()));
+    assert_eq!(
+        e.iter()
+            .filter(|(n, _)| *n != name)
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect::<Vec<_>>(),
+        git.refs_with_prefix_libgit2(p, false).unwrap()
+    );
 }

@@ -4,8 +4,11 @@
 //! matches every ref against a pattern). The engine lists its run's refs several times per
 //! experiment, and the archive refs grow by one per experiment, so this is on the hot path.
 //!
-//! Every call reads every byte it reports from (nothing is kept between calls, so no file
-//! stamp can hide a change). Only the plain layout is read here: the repository's `.git` a
+//! Every call reads every byte it reports from. What was parsed of `packed-refs` is kept
+//! with the bytes it was parsed from and used again only for the very same bytes (no file
+//! stamp stands in for them), so that a run with a ref per experiment does not parse its
+//! thousands of refs at every check, and listings of the same file share them
+//! ([`RefListing`]). Only the plain layout is read here: the repository's `.git` a
 //! real directory that is its own common directory with a `HEAD`, `objects` and `refs` (what
 //! git and libgit2 open at the root), no reftable, a configuration that names no ref storage
 //! and includes no other file, `packed-refs` exactly as git writes it (sorted, one line per
@@ -16,9 +19,16 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::listing::RefListing;
 
 /// Refs as (name, object name), and the object name of one more ref where there is one.
 pub type Listed = (Vec<(String, String)>, Option<String>);
+
+/// The refs of `packed-refs` under a prefix (shared between listings read from the same
+/// bytes), and what one more ref holds there.
+type SharedPacked = (Arc<Vec<(String, String)>>, Option<String>);
 
 /// The most `packed-refs` read here (bigger: libgit2 lists). A million refs is about 60 MB.
 const PACKED_MAX: u64 = 256 << 20;
@@ -33,6 +43,25 @@ pub(super) fn list(root: &Path, prefix: &str) -> Option<Vec<(String, String)>> {
 /// [`list`], and the object name the ref `exact` holds (`None` in the pair where there is no
 /// such ref), read from the same `packed-refs` bytes.
 pub(super) fn list_with(root: &Path, prefix: &str, exact: Option<&str>) -> Option<Listed> {
+    let (listing, found) = listing_with(root, prefix, exact)?;
+    Some((listing.to_vec(), found))
+}
+
+/// The refs under `prefix` and the ref `also` (where there is one) as one listing: see
+/// [`list_with`].
+pub(super) fn listing(root: &Path, prefix: &str, also: &str) -> Option<RefListing> {
+    let (mut listing, found) = listing_with(root, prefix, Some(also))?;
+    if let Some(value) = found {
+        listing = listing.with(also.to_string(), value);
+    }
+    Some(listing)
+}
+
+fn listing_with(
+    root: &Path,
+    prefix: &str,
+    exact: Option<&str>,
+) -> Option<(RefListing, Option<String>)> {
     let git_dir = root.join(".git");
     if !plain_layout(&git_dir) {
         return None;
@@ -45,18 +74,76 @@ pub(super) fn list_with(root: &Path, prefix: &str, exact: Option<&str>) -> Optio
     };
     let mut loose = Vec::new();
     loose_under(&git_dir, prefix, &mut loose)?;
-    let (mut refs, packed_exact) =
+    let (packed_refs, packed_exact) =
         match read_regular_or_missing(&git_dir.join("packed-refs"), PACKED_MAX)? {
-            Some(bytes) => packed(&bytes, prefix, exact)?,
-            None => (Vec::new(), None),
+            Some(bytes) => packed_shared(&git_dir, bytes, prefix, exact)?,
+            None => (Arc::new(Vec::new()), None),
         };
     // A loose ref overrides the packed one of the same name.
-    let loose_names: std::collections::HashSet<&str> =
-        loose.iter().map(|(n, _)| n.as_str()).collect();
-    refs.retain(|(name, _)| !loose_names.contains(name.as_str()));
-    refs.extend(loose);
-    refs.sort();
-    Some((refs, exact_loose.or(packed_exact)))
+    Some((
+        RefListing::of(packed_refs, loose),
+        exact_loose.or(packed_exact),
+    ))
+}
+
+/// What [`packed`] read for one question (a repository, a prefix, one more ref): the bytes
+/// it read (all of them: a listing read from the very same bytes is the same listing, and no
+/// file stamp stands in for them) and what it found.
+struct LastPacked {
+    git_dir: PathBuf,
+    prefix: String,
+    exact: Option<String>,
+    bytes: Vec<u8>,
+    refs: Arc<Vec<(String, String)>>,
+    found: Option<String>,
+}
+
+/// The last reads, newest last: a few questions (the engine asks one per run; tests, many
+/// repositories at once).
+static LAST_PACKED: Mutex<Vec<LastPacked>> = Mutex::new(Vec::new());
+
+/// How many questions [`LAST_PACKED`] remembers.
+const LAST_PACKED_MAX: usize = 16;
+
+/// [`packed`] of `bytes`, the refs shared with the last read for the same question when it
+/// read the very same bytes (so that listings read meanwhile compare without a walk, and the
+/// file is parsed again only when it changed).
+fn packed_shared(
+    git_dir: &Path,
+    bytes: Vec<u8>,
+    prefix: &str,
+    exact: Option<&str>,
+) -> Option<SharedPacked> {
+    // A poisoned lock only loses the sharing.
+    let mut last = LAST_PACKED.lock().ok();
+    let same_question =
+        |l: &LastPacked| l.git_dir == git_dir && l.prefix == prefix && l.exact.as_deref() == exact;
+    if let Some(remembered) = last.as_deref_mut() {
+        if let Some(i) = remembered.iter().position(same_question) {
+            let l = remembered.remove(i);
+            if l.bytes == bytes {
+                let found = (Arc::clone(&l.refs), l.found.clone());
+                remembered.push(l);
+                return Some(found);
+            }
+        }
+    }
+    let (refs, found) = packed(&bytes, prefix, exact)?;
+    let refs = Arc::new(refs);
+    if let Some(remembered) = last.as_deref_mut() {
+        if remembered.len() >= LAST_PACKED_MAX {
+            remembered.remove(0);
+        }
+        remembered.push(LastPacked {
+            git_dir: git_dir.to_path_buf(),
+            prefix: prefix.to_string(),
+            exact: exact.map(str::to_string),
+            bytes,
+            refs: Arc::clone(&refs),
+            found: found.clone(),
+        });
+    }
+    Some((refs, found))
 }
 
 /// Is `git_dir` the plain files-backend repository that git and libgit2 open at the root:
