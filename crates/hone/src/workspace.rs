@@ -788,4 +788,6 @@ impl Git {
 #[cfg(test)]
 mod inproc_tests;
 #[cfg(test)]
+mod ref_files_tests;
+#[cfg(test)]
 mod tests;
