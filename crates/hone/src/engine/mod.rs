@@ -370,7 +370,7 @@ impl<'a> Engine<'a> {
         self.conclude(c, wt, status, reason, Some(refs_at_verify))
     }
 
-    /// The run's branch and archive refs, as (name, commit), sorted.
+    /// The run's branch and archive refs, each with what it holds (see [`state::run_refs`]).
     fn run_refs(&self) -> Result<RefListing, EngineError> {
         state::run_refs(&self.verifier.git, &self.run.tag)
     }

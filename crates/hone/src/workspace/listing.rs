@@ -30,6 +30,8 @@ impl RefListing {
         mut others: Vec<(String, String)>,
     ) -> RefListing {
         others.sort();
+        debug_assert!(others.windows(2).all(|w| w[0].0 < w[1].0), "names unique");
+        debug_assert!(packed.windows(2).all(|w| w[0].0 < w[1].0), "sorted, unique");
         RefListing { packed, others }
     }
 

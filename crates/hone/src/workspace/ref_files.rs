@@ -77,7 +77,10 @@ fn listing_with(
     let (packed_refs, packed_exact) =
         match read_regular_or_missing(&git_dir.join("packed-refs"), PACKED_MAX)? {
             Some(bytes) => packed_shared(&git_dir, bytes, prefix, exact)?,
-            None => (Arc::new(Vec::new()), None),
+            None => {
+                forget(&git_dir, prefix, exact);
+                (Arc::new(Vec::new()), None)
+            }
         };
     // A loose ref overrides the packed one of the same name.
     Some((
@@ -99,51 +102,87 @@ struct LastPacked {
 }
 
 /// The last reads, newest last: a few questions (the engine asks one per run; tests, many
-/// repositories at once).
+/// repositories at once), at most [`LAST_PACKED_MAX`] of them and [`LAST_PACKED_BYTES`] bytes
+/// of `packed-refs` kept in all (the oldest dropped first; the newest always kept).
 static LAST_PACKED: Mutex<Vec<LastPacked>> = Mutex::new(Vec::new());
 
 /// How many questions [`LAST_PACKED`] remembers.
 const LAST_PACKED_MAX: usize = 16;
 
+/// How many bytes of `packed-refs` [`LAST_PACKED`] keeps in all, beyond its newest entry.
+const LAST_PACKED_BYTES: usize = 64 << 20;
+
+/// The question of a read: the repository, the prefix, the one more ref.
+fn same_question(l: &LastPacked, git_dir: &Path, prefix: &str, exact: Option<&str>) -> bool {
+    l.git_dir == git_dir && l.prefix == prefix && l.exact.as_deref() == exact
+}
+
+/// Drops what was kept for a question (its `packed-refs` is gone, or declined).
+fn forget(git_dir: &Path, prefix: &str, exact: Option<&str>) {
+    // A poisoned lock only loses the sharing.
+    if let Ok(mut remembered) = LAST_PACKED.lock() {
+        remembered.retain(|l| !same_question(l, git_dir, prefix, exact));
+    }
+}
+
+/// The bytes of `packed-refs` kept for the repository at `git_dir`, over all its questions.
+#[cfg(test)]
+pub(super) fn kept_bytes(git_dir: &Path) -> usize {
+    LAST_PACKED.lock().map_or(0, |remembered| {
+        remembered
+            .iter()
+            .filter(|l| l.git_dir == git_dir)
+            .map(|l| l.bytes.len())
+            .sum()
+    })
+}
+
 /// [`packed`] of `bytes`, the refs shared with the last read for the same question when it
 /// read the very same bytes (so that listings read meanwhile compare without a walk, and the
-/// file is parsed again only when it changed).
+/// file is parsed again only when it changed). The lock is held only to take an entry out and
+/// to put one in: the comparison and the parse run outside it.
 fn packed_shared(
     git_dir: &Path,
     bytes: Vec<u8>,
     prefix: &str,
     exact: Option<&str>,
 ) -> Option<SharedPacked> {
-    // A poisoned lock only loses the sharing.
-    let mut last = LAST_PACKED.lock().ok();
-    let same_question =
-        |l: &LastPacked| l.git_dir == git_dir && l.prefix == prefix && l.exact.as_deref() == exact;
-    if let Some(remembered) = last.as_deref_mut() {
-        if let Some(i) = remembered.iter().position(same_question) {
-            let l = remembered.remove(i);
-            if l.bytes == bytes {
-                let found = (Arc::clone(&l.refs), l.found.clone());
-                remembered.push(l);
-                return Some(found);
+    let taken = LAST_PACKED.lock().ok().and_then(|mut remembered| {
+        let i = remembered
+            .iter()
+            .position(|l| same_question(l, git_dir, prefix, exact))?;
+        Some(remembered.remove(i))
+    });
+    let entry = match taken {
+        Some(l) if l.bytes == bytes => l,
+        _ => {
+            // Declined bytes: nothing is kept for the question.
+            let (refs, found) = packed(&bytes, prefix, exact)?;
+            let mut bytes = bytes;
+            bytes.shrink_to_fit();
+            LastPacked {
+                git_dir: git_dir.to_path_buf(),
+                prefix: prefix.to_string(),
+                exact: exact.map(str::to_string),
+                bytes,
+                refs: Arc::new(refs),
+                found,
             }
         }
-    }
-    let (refs, found) = packed(&bytes, prefix, exact)?;
-    let refs = Arc::new(refs);
-    if let Some(remembered) = last.as_deref_mut() {
-        if remembered.len() >= LAST_PACKED_MAX {
-            remembered.remove(0);
+    };
+    let shared = (Arc::clone(&entry.refs), entry.found.clone());
+    if let Ok(mut remembered) = LAST_PACKED.lock() {
+        // Another thread may have put one in for the question meanwhile: this one is newer.
+        remembered.retain(|l| !same_question(l, git_dir, prefix, exact));
+        remembered.push(entry);
+        let mut kept: usize = remembered.iter().map(|l| l.bytes.len()).sum();
+        while remembered.len() > LAST_PACKED_MAX
+            || (remembered.len() > 1 && kept > LAST_PACKED_BYTES)
+        {
+            kept -= remembered.remove(0).bytes.len();
         }
-        remembered.push(LastPacked {
-            git_dir: git_dir.to_path_buf(),
-            prefix: prefix.to_string(),
-            exact: exact.map(str::to_string),
-            bytes,
-            refs: Arc::clone(&refs),
-            found: found.clone(),
-        });
     }
-    Some((refs, found))
+    Some(shared)
 }
 
 /// Is `git_dir` the plain files-backend repository that git and libgit2 open at the root:

@@ -320,6 +320,23 @@ fn a_packed_refs_rewritten_under_the_same_stamps_is_read_again() {
     assert_ne!(c, a);
     assert_eq!(c.get("refs/hone/t/2"), Some(second.as_str()));
     assert_eq!(sh(d, "git rev-parse refs/hone/t/2").trim(), second);
+    // What is kept goes with the file (nothing of a deleted `packed-refs` stays in memory)
+    // and with a file the reader declines.
+    let git_dir = d.join(".git");
+    assert!(ref_files::kept_bytes(&git_dir) >= forged.len());
+    sh(d, "mv .git/packed-refs .git/p");
+    assert!(git
+        .refs_under_and(p, name)
+        .unwrap()
+        .get("refs/hone/t/2")
+        .is_none());
+    assert_eq!(ref_files::kept_bytes(&git_dir), 0);
+    sh(d, "mv .git/p .git/packed-refs");
+    let c = {
+        let again = git.refs_under_and(p, name).unwrap();
+        assert_eq!(again, c);
+        again
+    };
     // A loose ref over a packed one of the same name: the loose one is listed, as git lists it.
     sh(d, &format!("git update-ref refs/hone/t/1 {second}"));
     let e = git.refs_under_and(p, name).unwrap();
