@@ -131,10 +131,10 @@ const MECH_HEAD: [&str; 7] = [
 pub const LABELS: usize = 20;
 
 /// What the report shows of a run's experiments besides its summary: `marked` holds every
-/// baseline and keep, in order (other experiments among them are passed over: the plot's
-/// rows, [`crate::store::Store::plot_points`], serve); `holdout` those with a holdout value;
-/// `listed` the experiments the table lists, the newest of the run, `left_out` older ones
-/// not listed.
+/// baseline and keep, in order (other experiments among them are passed over, so the plot's
+/// rows from [`crate::store::Store::plot_points`] will do); `holdout` those with a holdout
+/// value; `listed` the experiments the table lists, the newest of the run, and `left_out` how
+/// many older ones it does not list.
 pub struct Contents<'a> {
     pub marked: &'a [ExperimentRecord],
     pub holdout: &'a [ExperimentRecord],
