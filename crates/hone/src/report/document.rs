@@ -189,10 +189,7 @@ pub fn render_summarized(
 
 /// The plot's title: the run and how far it moved its metric.
 pub fn plot_title(run: &RunRecord, s: &Summary) -> String {
-    let change = s
-        .change_pct
-        .map(|p| format!(" ({p:+.2}%)"))
-        .unwrap_or_default();
+    let change = super::change_suffix(s);
     format!(
         "run {}: {} {} → {}{change}",
         run.tag,
@@ -211,10 +208,7 @@ pub fn render_contents(
     c: Contents<'_>,
 ) -> Report {
     let minimize = run.direction == crate::verify::Direction::Minimize;
-    let change = s
-        .change_pct
-        .map(|p| format!(" ({p:+.2}%)"))
-        .unwrap_or_default();
+    let change = super::change_suffix(s);
     let view = View {
         run,
         listed: c.listed,

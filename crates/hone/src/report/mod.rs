@@ -120,13 +120,18 @@ pub fn fmt_metric(v: Option<f64>) -> String {
     }
 }
 
+/// The relative change of the best, as it follows a metric's values: ` (-10.00%)`, or
+/// nothing where there is none to show.
+pub fn change_suffix(s: &Summary) -> String {
+    s.change_pct
+        .map(|p| format!(" ({p:+.2}%)"))
+        .unwrap_or_default()
+}
+
 /// How a run moved its metric, in one line: `loss 1.000000 → 0.900000 (-10.00%)` (the
 /// change left out where there is none to show).
 pub fn fmt_progress(s: &Summary) -> String {
-    let change = s
-        .change_pct
-        .map(|p| format!(" ({p:+.2}%)"))
-        .unwrap_or_default();
+    let change = change_suffix(s);
     format!(
         "{} {} → {}{change}",
         s.metric,

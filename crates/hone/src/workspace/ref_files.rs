@@ -57,6 +57,8 @@ pub(super) fn listing(root: &Path, prefix: &str, also: &str) -> Option<RefListin
     Some(listing)
 }
 
+/// The refs under `prefix` as one listing (`packed-refs` shared, see [`packed_shared`]), and
+/// what the ref `exact` holds; `None` as for [`list`].
 fn listing_with(
     root: &Path,
     prefix: &str,
