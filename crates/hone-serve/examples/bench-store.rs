@@ -162,6 +162,8 @@ fn main() -> Result<()> {
         }
         Ok(())
     })?;
+    // The narrowing log the engine keeps as a run goes (`hone show` reads it).
+    hone::engine::rebuild_narrowing_log(&store, run.id)?;
     store.set_run_state(
         run.id,
         hone::store::RunState::Stopped,

@@ -31,16 +31,24 @@ pub fn run(here: &Here, a: ShowArgs) -> CliResult {
     output::show(&git, &run, &e, a.tail);
     output::show_curve(&curve);
     if super::has_infeasible(&store, run.id)? {
-        // Only what the narrowings read (numbers, statuses and configurations up to `n`), one
-        // experiment at a time: the narrowings as they appeared, then those in force.
-        let mut history = hone::propose::optimizer::RunNarrowings::default();
-        let mut events = Vec::new();
-        store
-            .each_configuration(run.id, Some(n), &mut |e| {
-                events.extend(history.next(&e).into_iter().map(|x| (e.n, x)));
-            })
-            .runtime()?;
-        output::show_narrowings(history.current(), &events);
+        if let Some(log) = store.narrowing_log(run.id, n).runtime()? {
+            // The run's narrowing log: its changes up to `n`, a few rows.
+            let (now, events) = hone::propose::optimizer::narrowings_from_log(&log);
+            output::show_narrowings(now, &events);
+        } else {
+            // No log covers `n` (a run no hone of this version has opened, or an experiment
+            // up to `n` still running): only what the narrowings read (numbers, statuses and
+            // configurations up to `n`), one experiment at a time: the narrowings as they
+            // appeared, then those in force.
+            let mut history = hone::propose::optimizer::RunNarrowings::default();
+            let mut events = Vec::new();
+            store
+                .each_configuration(run.id, Some(n), &mut |e| {
+                    events.extend(history.next(&e).into_iter().map(|x| (e.n, x)));
+                })
+                .runtime()?;
+            output::show_narrowings(history.current(), &events);
+        }
     }
     output::show_mechanisms(&calls);
     Ok(())

@@ -124,4 +124,31 @@ fn what_was_learned_survives_kill_9_and_a_resume_with_two_workers() {
         "the resumed run kept away from the crashes: {}",
         crashes(&rows[20..])
     );
+    shows_read_the_narrowing_log_as_the_run_reads(&dir, rows.len());
+}
+
+/// The run's narrowing log, kept as it went (killed, resumed, two workers finishing out of
+/// order), covers every experiment, and `hone show N` says from it what it works out from
+/// the experiments up to N when there is no log (a run an older hone left).
+fn shows_read_the_narrowing_log_as_the_run_reads(dir: &Path, experiments: usize) {
+    let db = rusqlite::Connection::open(dir.join(".hone/hone.db")).unwrap();
+    let upto: Option<i64> = db
+        .query_row("SELECT narrowed_upto FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(upto, Some(experiments as i64));
+    let shows = || -> Vec<String> {
+        (0..experiments)
+            .map(|n| text(&hone_in(dir, &["show", &n.to_string(), "--tail", "0"])))
+            .collect()
+    };
+    let logged = shows();
+    assert!(
+        logged.iter().any(|s| s.contains("feasibility: knob WIDTH")),
+        "no show tells a narrowing"
+    );
+    db.execute("UPDATE runs SET narrowed_upto = NULL", [])
+        .unwrap();
+    for (n, (from_log, worked_out)) in logged.iter().zip(shows()).enumerate() {
+        assert_eq!(*from_log, worked_out, "hone show {n}");
+    }
 }

@@ -36,7 +36,7 @@ use std::time::Instant;
 use crate::propose::{self, Proposer};
 use crate::report::{best_experiment, Summary};
 use crate::spec::Spec;
-use crate::store::{ExperimentRecord, RunRecord, Status, Store};
+use crate::store::{ExperimentRecord, RunRecord, Status, Store, StoreError};
 use crate::workspace::RefListing;
 
 mod decision;
@@ -45,6 +45,7 @@ mod executor;
 mod foreign;
 mod gate;
 mod history;
+mod narrowing;
 mod notices;
 mod parallel;
 mod progress;
@@ -65,6 +66,12 @@ pub use state::{
 pub use state::{today_tag, validate_tag};
 
 pub use types::{Budget, Event, Interrupt, RunOptions};
+
+/// Works a run's narrowing log out again from its experiments and stores it, as opening the
+/// run does (for a tool that writes a run through the store API, such as a benchmark's).
+pub fn rebuild_narrowing_log(store: &Store, run_id: i64) -> Result<(), StoreError> {
+    narrowing::NarrowingLog::rebuild(store, run_id).map(|_| ())
+}
 use verifier::{Sink, Verified, Verifier};
 
 /// Runs (or resumes) a loop in the repository at `repo_root` until a stop condition holds.
@@ -114,6 +121,8 @@ struct Engine<'a> {
     deferred: Option<Box<Deferred>>,
     /// How far [`history::forget_configs`] has gone through `history`.
     configs_forgotten: usize,
+    /// The run's narrowing log, advanced with every outcome (see [`narrowing`]).
+    narrowing: narrowing::NarrowingLog,
     /// While an experiment's finish is being recorded (one transaction): the events written,
     /// which subscribers hear of once it is committed.
     held: Option<Vec<Event>>,

@@ -325,9 +325,11 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// The outcome and its event, the history and the loop's time (see [`Engine::finish`]).
+    /// The outcome and its event, the narrowing log, the history and the loop's time (see
+    /// [`Engine::finish`]).
     fn record_outcome(&mut self, rec: ExperimentRecord) -> Result<(), EngineError> {
         self.store.put_experiment(self.run.id, &rec)?;
+        self.narrowing.advance(&self.store, self.run.id)?;
         super::history::push(&mut self.history, rec.clone());
         let best = best_experiment(&self.history).and_then(|b| b.objective);
         let baseline = self

@@ -141,6 +141,7 @@ impl<'a> Engine<'a> {
             lent: false,
             deferred: None,
             configs_forgotten: 0,
+            narrowing: Default::default(),
             held: None,
             unlogged: Vec::new(),
             _coordination: coordination,
@@ -155,6 +156,7 @@ impl<'a> Engine<'a> {
         if resumed {
             engine.recover()?;
         }
+        engine.narrowing = super::narrowing::NarrowingLog::rebuild(&engine.store, engine.run.id)?;
         engine
             .store
             .set_run_state(engine.run.id, RunState::Running, None)?;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::knobs::{self, Config, Knob, Observation};
 use super::{editable_files, Proposal, ProposeContext, ProposeError, Proposer};
 use crate::spec::Direction;
-use crate::store::{ExperimentRecord, Status};
+use crate::store::{ExperimentRecord, NarrowedRange, NarrowingChange, Status};
 
 mod observed;
 
@@ -162,6 +162,67 @@ impl RunNarrowings {
     pub fn current(&self) -> Vec<knobs::feasible::Narrowing> {
         self.0.current()
     }
+
+    /// [`RunNarrowings::next`] with the narrowings that went too, as the run's narrowing log
+    /// holds them (`store::narrowings`).
+    pub fn next_changes(&mut self, e: &ExperimentRecord) -> Vec<NarrowingChange> {
+        let Some(config) = e.config.as_ref().and_then(config_from_json) else {
+            return Vec::new();
+        };
+        self.0
+            .push_changes(&config, infeasible(e.status()))
+            .into_iter()
+            .map(|c| NarrowingChange {
+                n: e.n,
+                above: c.side == knobs::feasible::Side::Above,
+                range: c.now.map(|w| NarrowedRange {
+                    edge: w.edge,
+                    other: w.other,
+                    nearest: w.nearest_crash,
+                    crashes: w.crashes as u64,
+                }),
+                knob: c.knob,
+            })
+            .collect()
+    }
+}
+
+/// What a run's narrowing log up to experiment N says: the narrowings in force after N (by
+/// knob name, then side, below first) and every narrowing that appeared or changed, with the
+/// experiment after which it did: [`RunNarrowings::current`] and the narrowings of
+/// [`RunNarrowings::next`] after the experiments up to N, read from a few rows.
+#[allow(clippy::type_complexity)]
+pub fn narrowings_from_log(
+    log: &[NarrowingChange],
+) -> (
+    Vec<knobs::feasible::Narrowing>,
+    Vec<(u64, knobs::feasible::Narrowing)>,
+) {
+    use knobs::feasible::{Narrowing, Side};
+    let mut now: BTreeMap<(&str, bool), Narrowing> = BTreeMap::new();
+    let mut events = Vec::new();
+    for c in log {
+        // Below sorts before above, as `current` lists them.
+        let key = (c.knob.as_str(), c.above);
+        match &c.range {
+            Some(r) => {
+                let w = Narrowing {
+                    knob: c.knob.clone(),
+                    side: if c.above { Side::Above } else { Side::Below },
+                    edge: r.edge,
+                    other: r.other,
+                    nearest_crash: r.nearest,
+                    crashes: r.crashes as usize,
+                };
+                now.insert(key, w.clone());
+                events.push((c.n, w));
+            }
+            None => {
+                now.remove(&key);
+            }
+        }
+    }
+    (now.into_values().collect(), events)
 }
 
 /// The knobs' explored ranges narrowed by crashes at the end of `history`. The sampler's
@@ -370,9 +431,54 @@ mod tests {
     /// experiments in flight or without a configuration, a knob that is sometimes text).
     #[test]
     fn streamed_narrowings_are_those_of_every_prefix() {
+        let history = mixed_history();
+        let mut streamed = RunNarrowings::default();
+        let mut events = Vec::new();
+        let mut in_force = 0;
+        for (i, e) in history.iter().enumerate() {
+            events.extend(streamed.next(e).into_iter().map(|x| (e.n, x)));
+            let prefix = &history[..=i];
+            assert_eq!(streamed.current(), narrowed_ranges(prefix), "after {}", e.n);
+            in_force += streamed.current().len();
+        }
+        assert_eq!(events, narrowings(&history));
+        let sides: std::collections::BTreeSet<(String, bool)> = events
+            .iter()
+            .map(|(_, x)| (x.knob.clone(), x.side == knobs::feasible::Side::Above))
+            .collect();
+        assert!(sides.contains(&("A".to_string(), true)), "{sides:?}");
+        assert!(sides.contains(&("B".to_string(), false)), "{sides:?}");
+        assert!(in_force > 200, "{in_force}");
+    }
+
+    /// The run's narrowing log (every change, the narrowings that went too) read back up to
+    /// any experiment says what streaming the run up to it says: the narrowings in force and
+    /// each appearance with its experiment (`hone show` reads either).
+    #[test]
+    fn the_narrowing_log_read_up_to_any_experiment_is_the_streamed_run() {
+        let history = mixed_history();
+        let mut streamed = RunNarrowings::default();
+        let mut logged = RunNarrowings::default();
+        let (mut log, mut events) = (Vec::new(), Vec::new());
+        for e in &history {
+            events.extend(streamed.next(e).into_iter().map(|x| (e.n, x)));
+            log.extend(logged.next_changes(e));
+            let (now, appeared) = narrowings_from_log(&log);
+            assert_eq!(now, streamed.current(), "after {}", e.n);
+            assert_eq!(appeared, events, "after {}", e.n);
+        }
+        // One went (a value beyond its edge finished): left out of the log, it would still be
+        // in force after that experiment.
+        let went = log.iter().filter(|c| c.range.is_none()).count();
+        assert!(went >= 1, "narrowings that went: {went} of {}", log.len());
+    }
+
+    /// 400 experiments of two knobs: crashes above and below, timeouts, experiments in flight
+    /// or without a configuration, a knob that is sometimes text.
+    fn mixed_history() -> Vec<ExperimentRecord> {
         let mut state = 7u64;
         let mut draw = || crate::util::unit_f64(crate::util::splitmix64(&mut state));
-        let history: Vec<ExperimentRecord> = (0..400u64)
+        (0..400u64)
             .map(|n| {
                 let (a, b) = ((draw() * 100.0).round(), draw());
                 let status = match draw() {
@@ -395,24 +501,7 @@ mod tests {
                     ..Default::default()
                 }
             })
-            .collect();
-        let mut streamed = RunNarrowings::default();
-        let mut events = Vec::new();
-        let mut in_force = 0;
-        for (i, e) in history.iter().enumerate() {
-            events.extend(streamed.next(e).into_iter().map(|x| (e.n, x)));
-            let prefix = &history[..=i];
-            assert_eq!(streamed.current(), narrowed_ranges(prefix), "after {}", e.n);
-            in_force += streamed.current().len();
-        }
-        assert_eq!(events, narrowings(&history));
-        let sides: std::collections::BTreeSet<(String, bool)> = events
-            .iter()
-            .map(|(_, x)| (x.knob.clone(), x.side == knobs::feasible::Side::Above))
-            .collect();
-        assert!(sides.contains(&("A".to_string(), true)), "{sides:?}");
-        assert!(sides.contains(&("B".to_string(), false)), "{sides:?}");
-        assert!(in_force > 200, "{in_force}");
+            .collect()
     }
 
     /// The configuration reader gives what `Config`'s deserialization gives, value by value

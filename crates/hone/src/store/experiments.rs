@@ -228,10 +228,22 @@ impl Store {
         upto: Option<u64>,
         f: &mut dyn FnMut(ExperimentRecord),
     ) -> Result<(), StoreError> {
+        self.each_configuration_from(run_id, 0, upto, f)
+    }
+
+    /// [`Store::each_configuration`] of the experiments numbered `from` or more.
+    pub fn each_configuration_from(
+        &self,
+        run_id: i64,
+        from: u64,
+        upto: Option<u64>,
+        f: &mut dyn FnMut(ExperimentRecord),
+    ) -> Result<(), StoreError> {
         let upto = upto.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX));
         self.for_each_row(
-            "SELECT n, status, config FROM experiments WHERE run_id = ?1 AND n <= ?2 ORDER BY n",
-            &[Val::Int(Some(run_id)), Val::Int(Some(upto))],
+            "SELECT n, status, config FROM experiments WHERE run_id = ?1 AND n >= ?3 AND n <= ?2 \
+             ORDER BY n",
+            &[Val::Int(Some(run_id)), Val::Int(Some(upto)), int(from)],
             &mut |r| {
                 f(ExperimentRecord {
                     n: r.req_u64("n")?,

@@ -19,12 +19,13 @@
 //! The parts: `records` (what the store holds: runs, experiments, statuses, mechanism
 //! calls), `schema` (the SQLite migrations and their application), `sql` (the
 //! backend-neutral query layer: parameters, rows, transactions, the row readers), the methods
-//! by what they read and write (`runs`, `experiments`, `events`, `curves`), and `pg` (the
+//! by what they read and write (`runs`, `experiments`, `events`, `curves`, `narrowings`), and `pg` (the
 //! PostgreSQL connection and its own migrations).
 
 mod curves;
 mod events;
 mod experiments;
+mod narrowings;
 mod pg;
 mod plot;
 mod records;
@@ -37,6 +38,7 @@ pub(crate) mod tests;
 
 pub use curves::Curve;
 pub use experiments::{ExperimentQuery, SortKey};
+pub use narrowings::{NarrowedRange, NarrowingChange};
 pub use plot::{PlotColumns, PlotRows};
 pub use records::{
     best_experiment, Effect, ExperimentRecord, Hook, MechanismCall, RunRecord, RunState, Status,

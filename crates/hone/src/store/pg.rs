@@ -182,6 +182,8 @@ CREATE INDEX experiments_by_status_cost ON experiments(run_id, status, cost_usd,
 CREATE INDEX experiments_by_duration ON experiments(run_id, total_ms, n);
 CREATE INDEX experiments_by_cost ON experiments(run_id, cost_usd, n);
 "#,
+    // 5: the runs' narrowing logs, SQLite's migration 11 in the same words.
+    super::schema::NARROWINGS,
 ];
 
 /// The migrations, for a test that writes an older schema.

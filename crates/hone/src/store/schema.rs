@@ -131,7 +131,27 @@ CREATE TABLE curves (
     // Cost is tallied in nano-dollars (see `summary::cost_nanos`, whose arithmetic
     // `NANOS(x)` spells out): integers add up the same in any order.
     TALLIES_SQLITE,
+    // 11: the runs' narrowing logs (`store::narrowings`), PostgreSQL's 5 in the same words.
+    NARROWINGS,
 ];
+
+/// Migration 11 (see [`MIGRATIONS`]), PostgreSQL's 5: where crashes narrowed a knob's range,
+/// each change with the experiment after which it happened (a range that went: no values),
+/// and how many of a run's experiments the log covers (`NULL`: none, the run has no log).
+pub(super) const NARROWINGS: &str = r#"
+CREATE TABLE narrowings (
+    run_id  BIGINT NOT NULL REFERENCES runs(id),
+    n       BIGINT NOT NULL,
+    knob    TEXT NOT NULL,
+    side    BIGINT NOT NULL,
+    edge    DOUBLE PRECISION,
+    other   DOUBLE PRECISION,
+    nearest DOUBLE PRECISION,
+    crashes BIGINT,
+    PRIMARY KEY (run_id, n, knob, side)
+);
+ALTER TABLE runs ADD COLUMN narrowed_upto BIGINT;
+"#;
 
 /// Migration 9 (see [`MIGRATIONS`]), PostgreSQL's 3 in the same words: the covering index of
 /// what summaries, plots and sorts read; which experiments have a holdout, which cost money.

@@ -32,6 +32,7 @@ impl Backend {
 
 mod curves;
 mod explicit;
+mod narrowings;
 mod pages;
 mod summary;
 mod tallies;
@@ -77,7 +78,12 @@ const CASES: &[(&str, Case)] = &[
 ];
 
 fn run_suite(make: &mut dyn FnMut(&str) -> Backend) {
-    for (name, case) in CASES.iter().chain(explicit::CASES).chain(curves::CASES) {
+    for (name, case) in CASES
+        .iter()
+        .chain(explicit::CASES)
+        .chain(curves::CASES)
+        .chain(narrowings::CASES)
+    {
         let backend = make(name);
         eprintln!("{}: {name}", backend.name);
         case(&backend);

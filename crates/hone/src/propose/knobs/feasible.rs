@@ -44,6 +44,16 @@ pub enum Side {
     Below,
 }
 
+/// A change of one knob's narrowing on one side after an entry of the history: it appeared
+/// or changed (`now` is it), or it went (`now` is `None`: a value beyond its edge finished,
+/// or more crashes are needed than lie there).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    pub knob: String,
+    pub side: Side,
+    pub now: Option<Narrowing>,
+}
+
 /// One knob's explored range, narrowed by crashes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Narrowing {
@@ -195,6 +205,15 @@ pub struct NarrowingHistory {
 impl NarrowingHistory {
     /// The next entry of the history: the narrowings that are new or changed after it.
     pub fn push(&mut self, config: &Config, state: Option<bool>) -> Vec<Narrowing> {
+        self.push_changes(config, state)
+            .into_iter()
+            .filter_map(|c| c.now)
+            .collect()
+    }
+
+    /// [`NarrowingHistory::push`] with the narrowings that went too: every change of a knob's
+    /// narrowing on one side after the entry, by knob name then side (below first).
+    pub fn push_changes(&mut self, config: &Config, state: Option<bool>) -> Vec<Change> {
         let mut out = Vec::new();
         let Some(crashed) = state else {
             return out;
@@ -220,8 +239,12 @@ impl NarrowingHistory {
         let mut look = |name: &str, t: &mut Track| {
             for (k, side) in [Side::Below, Side::Above].into_iter().enumerate() {
                 let now = t.narrowing(name, side, needed);
-                if now.is_some() && now != t.current[k] {
-                    out.extend(now.clone());
+                if now != t.current[k] {
+                    out.push(Change {
+                        knob: name.to_string(),
+                        side,
+                        now: now.clone(),
+                    });
                 }
                 t.current[k] = now;
             }
