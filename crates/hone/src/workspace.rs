@@ -17,6 +17,7 @@ mod listing;
 mod numstat;
 mod paths;
 mod ref_files;
+mod ref_guard;
 mod repair;
 
 pub use binary::BinaryChange;
@@ -47,6 +48,8 @@ pub enum GitError {
         expected: String,
         found: String,
     },
+    #[error("{} is not a file git can read (a FIFO, a socket or a device where a ref, HEAD or the configuration belongs): reading it would wait forever, so hone stops; remove it (an agent or a candidate's code may have made it) and run `hone run` again", path.display())]
+    UnreadableRef { path: PathBuf },
     #[error("cannot read {path}: {source}")]
     Io {
         path: PathBuf,
@@ -202,6 +205,13 @@ impl Git {
             "--show-object-format",
             "--show-ref-format",
         ];
+        // git's discovery reads `HEAD` and the configuration of the repository it finds: a
+        // FIFO there would hold it forever (see `ref_guard`).
+        if let Some(git_dir) = dir.ancestors().map(|a| a.join(".git")).find(|g| g.is_dir()) {
+            if let Some(path) = ref_guard::unreadable_ref_file(&git_dir) {
+                return Err(GitError::UnreadableRef { path });
+            }
+        }
         let out = match run_git(dir, &args) {
             Ok(out) => out,
             Err(GitError::Failed { .. }) => return Err(GitError::NotARepo(dir.to_path_buf())),
@@ -223,6 +233,22 @@ impl Git {
             root: PathBuf::from(top.trim()),
             common: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Every ref file, `HEAD` and the configuration is one git and libgit2 can open without
+    /// waiting forever (see `ref_guard`): checked when a run opens, and before libgit2 reads
+    /// refs hone's own reader declined.
+    pub fn check_ref_files(&self) -> Result<(), GitError> {
+        let plain = self.root.join(".git");
+        let git_dir = if plain.is_dir() {
+            plain
+        } else {
+            self.common_dir()?
+        };
+        match ref_guard::unreadable_ref_file(&git_dir) {
+            Some(path) => Err(GitError::UnreadableRef { path }),
+            None => Ok(()),
+        }
     }
 
     /// The checkout's top-level directory.
@@ -399,6 +425,7 @@ impl Git {
         if let Some(found) = ref_files::listing(&self.root, prefix, name) {
             return Ok(found);
         }
+        self.check_ref_files()?;
         let mut refs = self.refs_with_prefix_libgit2(prefix, false)?;
         if let Some(value) = self.ref_value_raw(name)? {
             refs.retain(|(n, _)| n != name);

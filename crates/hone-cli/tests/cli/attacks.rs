@@ -131,6 +131,59 @@ fn attack_makes_the_run_branch_a_symbolic_ref_to_the_users_branch() {
 }
 
 #[test]
+fn attack_leaves_a_fifo_where_git_reads_a_ref_and_the_run_stops_instead_of_hanging() {
+    // git and libgit2 open a loose ref, `packed-refs` or a `HEAD` without looking first, and
+    // opening a FIFO waits for a writer forever: the run must stop with an error naming it.
+    let c = "c=$(git rev-parse --git-common-dir)";
+    for how in [
+        format!("{c} && mkfifo $c/refs/hone/atk/99"),
+        format!("{c} && rm $c/refs/heads/hone/atk && mkfifo $c/refs/heads/hone/atk"),
+        format!("{c} && mkfifo $c/packed-refs.new && mv $c/packed-refs.new $c/packed-refs"),
+        // The worktree's own HEAD, which the next git process in the worktree reads.
+        "g=$(git rev-parse --git-dir) && rm $g/HEAD && mkfifo $g/HEAD".to_string(),
+    ] {
+        let r = attack_repo(&format!("run\t{how}\n"));
+        let main = r.rev("main");
+        let out = run_bounded(&r.dir, &["run", "--tag", "atk"])
+            .unwrap_or_else(|e| panic!("{how}: hone run {e}"));
+        exits_with(out, 1, "is not a file git can read");
+        let fifos = fifos_under(&r.dir.join(".git"));
+        assert_eq!(fifos.len(), 1, "{how}: {fifos:?}");
+        // Its path, and what to do, are said again by a resume until it is gone.
+        let again = run_bounded(&r.dir, &["run", "--tag", "atk"]).unwrap();
+        exits_with(again, 1, &fifos[0].display().to_string());
+        std::fs::remove_file(&fifos[0]).unwrap();
+        // The agent deleted a real file to put its FIFO there: a user puts it back.
+        if !how.contains("refs/hone/atk/99") && !how.contains("packed-refs") {
+            let _ = git(&r.dir, &["update-ref", "refs/heads/hone/atk", &main]);
+        }
+        let resumed = run_bounded(&r.dir, &["run", "--tag", "atk"]).unwrap();
+        let log = r.log();
+        assert_eq!(log[0]["status"], "baseline", "{how}: {}", text(&resumed));
+        assert_ne!(log[1]["status"], "keep", "{how}: {}", text(&resumed));
+        assert_eq!(r.rev("main"), main, "{how}: the user's branch moved");
+    }
+}
+
+/// The FIFOs anywhere under `dir`.
+fn fifos_under(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).unwrap().flatten() {
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_fifo() {
+                out.push(entry.path());
+            }
+        }
+    }
+    out
+}
+
+#[test]
 fn attack_writes_outside_the_worktree() {
     // The worktree is .hone/worktrees/<tag>: ../../../prepare.py is the user's checkout. The
     // run measures only the candidate's own files, so this wins nothing in the run (the write

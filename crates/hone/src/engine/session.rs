@@ -39,6 +39,8 @@ pub(super) fn run_engine(
         path: paths.dir.clone(),
         error,
     })?;
+    // Before anything reads a ref through git or libgit2 (a FIFO there would hang it).
+    git.check_ref_files()?;
     git.ensure_excluded(&format!("{STATE_DIR}/"))?;
     let _lock = lock_state(&paths.lock())?;
     // Escaped descendants of the verifier (setsid) come back to hone, to be killed.

@@ -143,6 +143,7 @@ impl Git {
         if let Some(refs) = super::ref_files::list(&self.root, prefix) {
             return Ok(refs);
         }
+        self.check_ref_files()?;
         self.refs_with_prefix_libgit2(prefix, true)
     }
 
