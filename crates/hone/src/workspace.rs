@@ -660,6 +660,24 @@ impl Git {
         })
     }
 
+    /// What [`Git::worktree_listing`] says of a worktree that holds exactly `commit`'s files
+    /// (made so by [`Git::materialize`]) and its index as read from `commit`'s tree, some of
+    /// whose tracked files hone itself then rewrote in place: `commit`'s entries, none of them
+    /// flagged, no untracked file; read from the object store, with no git process. (Not for
+    /// a worktree another process wrote in: only git can say what it would add there.)
+    pub fn committed_listing(&self, commit: &str) -> Result<IndexListing, GitError> {
+        let repo = self.repo()?;
+        let mut text = String::new();
+        for (path, mode, sha) in self.tree_entries(&repo, commit)? {
+            // As `ls-files -z -s -v` writes a cached entry: tag, mode, object, stage, path.
+            text.push_str(&format!("H {mode} {sha} 0\t{path}\0"));
+        }
+        Ok(IndexListing {
+            text,
+            untracked: true,
+        })
+    }
+
     /// Commits everything in the worktree on top of `parent`. `None` when nothing changed.
     ///
     /// Index flags that make git look away from a file (`assume-unchanged`, `skip-worktree`)

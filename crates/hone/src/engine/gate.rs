@@ -44,9 +44,10 @@ impl Engine<'_> {
         rec: &mut ExperimentRecord,
         turn: &Turn<'_>,
         refs_before: &RefListing,
+        in_place: bool,
     ) -> Result<Option<Rejection>, EngineError> {
         if turn.best.is_some() {
-            if let Some(r) = self.gate_candidate(rec, turn, refs_before)? {
+            if let Some(r) = self.gate_candidate(rec, turn, refs_before, in_place)? {
                 return Ok(Some(r));
             }
         }
@@ -60,12 +61,14 @@ impl Engine<'_> {
         }))
     }
 
-    /// The checks on an agent's candidate (see the module docs).
+    /// The checks on an agent's candidate (see the module docs); `in_place` as
+    /// [`crate::propose::Proposal::in_place`] says.
     fn gate_candidate(
         &mut self,
         rec: &mut ExperimentRecord,
         turn: &Turn<'_>,
         refs_before: &RefListing,
+        in_place: bool,
     ) -> Result<Option<Rejection>, EngineError> {
         let (wt, parent) = (turn.wt, turn.parent);
         if !self.verifier.git.worktree_link_ok(wt) {
@@ -75,7 +78,7 @@ impl Engine<'_> {
         let refs_after = self.run_refs()?;
         // Someone else's commit on the run branch: kept, not blamed on the agent; the run stops.
         if let Some(stop) = self.foreign_commit_in(refs_before, &refs_after)? {
-            self.archive(rec, wt, parent)?;
+            self.archive(rec, wt, parent, false)?;
             return Ok(Some(Rejection {
                 status: Status::Aborted,
                 reason: "not judged: a commit that is not hone's landed on the run branch during this experiment; the run stopped".into(),
@@ -84,11 +87,11 @@ impl Engine<'_> {
         }
         if refs_after != *refs_before {
             let moved = restore_refs(&self.verifier.git, refs_before, &refs_after)?;
-            self.archive(rec, wt, parent)?;
+            self.archive(rec, wt, parent, false)?;
             let why = format!("the proposer moved hone's refs ({moved}); they were put back");
             return Ok(Rejection::new(Status::Violation, why));
         }
-        let Some(snap) = self.archive(rec, wt, parent)? else {
+        let Some(snap) = self.archive(rec, wt, parent, in_place)? else {
             let why = "no change: the proposer left the files as they were".to_string();
             return Ok(Rejection::new(Status::Invalid, why));
         };

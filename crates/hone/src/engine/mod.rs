@@ -319,11 +319,12 @@ impl<'a> Engine<'a> {
         };
         let proposal = self.propose(&mut rec, &turn)?;
         let t_gate = Instant::now();
+        let in_place = matches!(&proposal, Some(Ok(p)) if p.in_place);
         if let Some(done) = self.take_proposal(&mut rec, proposal, &turn, t_start)? {
             return Ok(done);
         }
         // The gate, timed as one step.
-        let rejection = self.gate(&mut rec, &turn, &refs_before)?;
+        let rejection = self.gate(&mut rec, &turn, &refs_before, in_place)?;
         rec.gate_ms = t_gate.elapsed().as_millis() as u64;
         if let Some(r) = rejection {
             self.finish(rec, r.status, r.reason, t_start)?;

@@ -123,7 +123,7 @@ impl Engine<'_> {
             ProposeError::Invalid(reason) => {
                 // Whatever the proposer left is archived all the same.
                 let mut rec = rec;
-                self.archive(&mut rec, turn.wt, parent)?;
+                self.archive(&mut rec, turn.wt, parent, false)?;
                 self.finish(rec, Status::Invalid, reason, t_start)?;
                 None
             }

@@ -76,6 +76,7 @@ impl Engine<'_> {
         rec: &mut ExperimentRecord,
         wt: &Path,
         parent: &str,
+        in_place: bool,
     ) -> Result<Option<crate::workspace::Snapshot>, EngineError> {
         let title = if rec.description.is_empty() {
             "candidate"
@@ -93,7 +94,13 @@ impl Engine<'_> {
         git.check_ref_files()?;
         // Taken first: a retry rebuilds the index, and with it the flags. The same read,
         // with the untracked files, is the first attempt's listing (one `ls-files` for all).
-        let listing = git.worktree_listing(wt)?;
+        // A worktree that `record_start` made exactly the parent's files (its index read from
+        // the parent's tree), whose tracked files the proposer rewrote in hone's process: its
+        // listing is the parent's, with no process asked (`in_place`).
+        let listing = match in_place {
+            true => git.committed_listing(parent)?,
+            false => git.worktree_listing(wt)?,
+        };
         let flagged = listing.flagged();
         let mut listing = Some(listing);
         let mut attempt = 1;

@@ -461,6 +461,8 @@ impl ChatProposer {
                     config: None,
                     cost_usd: 0.0, // already counted through ctx.spend
                     source: None,
+                    // A patch may add files: git lists what the worktree holds.
+                    in_place: false,
                 });
             };
             if round == 1 {
@@ -598,6 +600,7 @@ impl ChatProposer {
                         config: serde_json::to_value(&next).ok(),
                         cost_usd: 0.0,
                         source: None,
+                        in_place: false,
                     });
                 }
                 Err(problems) if round == 0 => {

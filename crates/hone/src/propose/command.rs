@@ -178,6 +178,8 @@ impl Proposer for CommandProposer {
             config: None,
             cost_usd: 0.0,
             source: None,
+            // Another process wrote in the worktree: git lists what it holds.
+            in_place: false,
         })
     }
 }

@@ -125,6 +125,11 @@ pub struct Proposal {
     pub cost_usd: f64,
     /// The mechanism whose candidate this is, when it is one.
     pub source: Option<String>,
+    /// The proposer only changed the contents of files the parent commit tracks, writing them
+    /// from hone's own process (no other process ran in the worktree): the snapshot then
+    /// lists the parent's files instead of asking git for the worktree's (`Git::
+    /// committed_listing`; the knobs optimizer).
+    pub in_place: bool,
 }
 
 /// Why a proposal did not happen.

@@ -364,6 +364,8 @@ impl Proposer for KnobsProposer {
             source: from
                 .and_then(|i| g.candidates.get(i))
                 .map(|(m, _)| m.clone()),
+            // Only knob lines of tracked files were rewritten, here.
+            in_place: true,
         })
     }
 }

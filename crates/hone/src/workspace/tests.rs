@@ -43,6 +43,48 @@ fn snapshot_reports_changes_with_line_counts_and_reset_restores() {
     assert!(!wt.join("bin.dat").exists());
 }
 
+/// A worktree made exactly a commit's files (`reset_worktree`), some tracked files then
+/// rewritten in place: the commit's own listing (no git process) gives the very snapshot
+/// git's listing of the worktree gives, whatever the tree holds (nested and spaced paths, an
+/// executable, a link, an empty file, a submodule's gitlink, names git sorts unlike bytes).
+#[test]
+fn the_committed_listing_snapshots_an_in_place_rewrite_as_git_does() {
+    let (_dir, git) = committed(
+        "mkdir -p a/b 'sp ace' a-b && printf 'x = 1\\n' > a/b/params.py && printf 'y\\n' > 'sp ace/f.txt' \
+         && printf '#!/bin/sh\\n' > run.sh && chmod +x run.sh && ln -s a/b/params.py link \
+         && : > empty && printf 'z\\n' > a-b/z && printf 'w\\n' > a.txt \
+         && git update-index --add --cacheinfo 160000,1111111111111111111111111111111111111111,sub",
+    );
+    let (head, wt) = worktree_at_head(&git);
+    for (i, rewrite) in [
+        "printf 'x = 2\\n' > a/b/params.py",
+        "printf 'x = 3\\n' > a/b/params.py && printf 'w2\\n' > a.txt && printf 'q\\n' > empty",
+        // Rewritten to what it held: nothing to commit, either way.
+        "printf 'x = 1\\n' > a/b/params.py",
+    ]
+    .iter()
+    .enumerate()
+    {
+        git.reset_worktree(&wt, &head).unwrap();
+        sh(&wt, rewrite);
+        let by_git = git.worktree_listing(&wt).unwrap();
+        let by_tree = git.committed_listing(&head).unwrap();
+        let msg = format!("m{i}");
+        let a = git.snapshot_from(&wt, &head, &msg, by_git).unwrap();
+        let b = git.snapshot_from(&wt, &head, &msg, by_tree).unwrap();
+        match (a, b) {
+            (None, None) => assert_eq!(i, 2),
+            (Some(a), Some(b)) => {
+                assert_eq!(a.tree, b.tree, "{rewrite}");
+                assert_eq!(a.changes, b.changes, "{rewrite}");
+                assert_eq!(a.hidden, b.hidden, "{rewrite}");
+                assert!(!a.changes.is_empty());
+            }
+            (a, b) => panic!("{rewrite}: {:?} vs {:?}", a.is_some(), b.is_some()),
+        }
+    }
+}
+
 /// A repository whose config and `info/attributes` ask for every content conversion git
 /// has (filters, `ident`, CRLF, textconv, an external diff): hone's own git runs none of
 /// them, commits the worktree's raw bytes and writes a worktree from the raw blobs.
