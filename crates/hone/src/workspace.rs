@@ -277,6 +277,10 @@ impl Git {
             path: path.clone(),
             source,
         };
+        // Looked at before it is read: a FIFO there would hold the read (and git) forever.
+        if let Some(path) = ref_guard::unreadable_ref_file(&self.common_dir()?) {
+            return Err(GitError::UnreadableRef { path });
+        }
         let current = match std::fs::read_to_string(&path) {
             Ok(s) => s,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),

@@ -165,6 +165,39 @@ fn attack_leaves_a_fifo_where_git_reads_a_ref_and_the_run_stops_instead_of_hangi
     }
 }
 
+/// A link to a directory in place of the run branch's directory, holding a FIFO where the
+/// branch's file would be: git follows the link and waits; hone refuses the link.
+#[test]
+fn attack_links_a_ref_directory_to_one_holding_a_fifo_and_the_run_stops() {
+    let how = "c=$(git rev-parse --git-common-dir) && mkdir $c/evil && mkfifo $c/evil/atk \
+               && rm -r $c/refs/heads/hone && ln -s ../../evil $c/refs/heads/hone";
+    let r = attack_repo(&format!("run\t{how}\n"));
+    let out = run_bounded(&r.dir, &["run", "--tag", "atk"]).unwrap();
+    let link = r.dir.join(".git/refs/heads/hone");
+    exits_with(
+        out,
+        1,
+        &format!("{} is not a file git can read", link.display()),
+    );
+}
+
+/// The candidate's code (here the verifier, once it sees the candidate's mark) leaves a FIFO
+/// where git reads refs while it runs: the run stops with the error, it does not hang.
+#[test]
+fn the_candidates_code_leaves_a_fifo_where_git_reads_and_the_run_stops() {
+    let verify = "if grep -q forge value.txt; then c=$(git rev-parse --git-common-dir) \
+                  && mkfifo $c/packed-refs.new && mv -f $c/packed-refs.new $c/packed-refs; fi; \
+                  echo score: 1";
+    let r = Repo::stops_after(3, verify, "write\tvalue.txt\tforge\n\n");
+    let out = run_bounded(&r.dir, &["run", "--tag", "v"]).unwrap();
+    let fifo = r.dir.join(".git/packed-refs");
+    exits_with(
+        out,
+        1,
+        &format!("{} is not a file git can read", fifo.display()),
+    );
+}
+
 /// The FIFOs anywhere under `dir`.
 fn fifos_under(dir: &Path) -> Vec<PathBuf> {
     use std::os::unix::fs::FileTypeExt;

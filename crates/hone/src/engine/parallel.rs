@@ -173,8 +173,10 @@ impl Work {
             return None;
         }
         let (git, wt) = (&self.verifier.git, &self.worktree);
-        // `Git::reset_worktree`'s own reset, without its rebuild of a replaced link.
-        let reset = matches!(git.reset_worktree_checked(wt, parent), Ok(true));
+        // `Git::reset_worktree`'s own reset, without its rebuild of a replaced link; not where
+        // the candidate's code left something git would wait on (the coordinator says so).
+        let reset = git.check_ref_files().is_ok()
+            && matches!(git.reset_worktree_checked(wt, parent), Ok(true));
         (reset && git.worktree_link_ok(wt)).then(|| parent.to_string())
     }
 }

@@ -56,6 +56,8 @@ impl Engine<'_> {
         // A slot's thread may have made its worktree the parent already, off this thread.
         let ready = self.slot_ready.take();
         if ready.as_ref().map(|(p, c)| (p.as_path(), c.as_str())) != Some((wt, parent.as_str())) {
+            // What the last candidate's code left where git reads, looked at first.
+            self.verifier.git.check_ref_files()?;
             self.verifier.git.reset_worktree(wt, &parent)?;
         }
         let run_dir = self.verifier.paths.run_dir(&self.run.tag);
@@ -190,7 +192,9 @@ impl Engine<'_> {
                 if let Some(stop) = self.foreign_commit(&parent)? {
                     return Ok(Some(stop));
                 }
-                // The outcome is recorded; now the branch may move (compare-and-swap).
+                // The outcome is recorded; now the branch may move (compare-and-swap), once
+                // what the candidate's code left where git reads is looked at.
+                self.verifier.git.check_ref_files()?;
                 self.verifier
                     .git
                     .update_ref(&branch_ref(&self.run.tag), &c, Some(&parent))?;

@@ -156,6 +156,9 @@ impl<'a> Engine<'a> {
         engine.contain(&mut said)?;
         engine.announce(resumed, said)?;
         if resumed {
+            // Recovery may rewrite statuses the narrowing log covers: no log until it is
+            // rebuilt below (a crash in between leaves readers working it out themselves).
+            engine.store.forget_narrowing_log(engine.run.id)?;
             engine.recover()?;
         }
         engine.narrowing = super::narrowing::NarrowingLog::rebuild(&engine.store, engine.run.id)?;

@@ -233,7 +233,10 @@ impl Verifier {
             .candidate_commit
             .clone()
             .unwrap_or_else(|| self.base_commit.clone());
-        // Every run starts from the commit's exact files, checked, whatever the worktree held.
+        // Every run starts from the commit's exact files, checked, whatever the worktree held;
+        // first, what an earlier run of the candidate's code may have left where git reads
+        // (a FIFO there would hold libgit2 forever: `Git::check_ref_files`).
+        self.git.check_ref_files()?;
         self.git.materialize(wt, &candidate)?;
         let first = StageRun {
             n,

@@ -52,6 +52,16 @@ impl Store {
         Ok(upto.flatten().map(|u| u.max(0) as u64))
     }
 
+    /// Marks the run as having no narrowing log (readers work the narrowings out themselves)
+    /// until it is written again.
+    pub fn forget_narrowing_log(&self, run_id: i64) -> Result<(), StoreError> {
+        self.exec(
+            "UPDATE runs SET narrowed_upto = NULL WHERE id = ?1",
+            &[Val::Int(Some(run_id))],
+        )?;
+        Ok(())
+    }
+
     /// Replaces the run's narrowing log with `changes`, covering its first `upto` experiments.
     pub fn rewrite_narrowing_log(
         &self,

@@ -9,18 +9,32 @@
 
 use std::path::{Path, PathBuf};
 
-/// The first ref file under the common git directory `git_dir` (its `HEAD`, `config`,
-/// `packed-refs`, everything under `refs/`, and each worktree's `HEAD`) that is neither a
-/// directory nor a regular file, nor a link to one (or to nothing): a FIFO, a socket, a
-/// device.
+/// The files of the common git directory that git opens as it starts or reads refs and
+/// objects, besides everything under `refs/`.
+const PLACES: [&str; 7] = [
+    "HEAD",
+    "config",
+    "packed-refs",
+    "shallow",
+    "info/exclude",
+    "info/attributes",
+    "objects/info/alternates",
+];
+
+/// The files of each worktree's administrative directory (`worktrees/<id>/`) git opens.
+const WORKTREE_PLACES: [&str; 5] = ["HEAD", "index", "commondir", "gitdir", "config.worktree"];
+
+/// The first file git would open under the common git directory `git_dir` ([`PLACES`],
+/// everything under `refs/`, each worktree's [`WORKTREE_PLACES`]) that is neither a
+/// directory nor a regular file, nor a link to a regular file (or to nothing): a FIFO, a
+/// socket, a device; or, under `refs/`, a link to a directory (git never makes one, and a
+/// walk would have to follow it).
 pub(super) fn unreadable_ref_file(git_dir: &Path) -> Option<PathBuf> {
-    let mut places = vec![
-        git_dir.join("HEAD"),
-        git_dir.join("config"),
-        git_dir.join("packed-refs"),
-    ];
+    let mut places: Vec<PathBuf> = PLACES.iter().map(|p| git_dir.join(p)).collect();
     if let Ok(entries) = std::fs::read_dir(git_dir.join("worktrees")) {
-        places.extend(entries.flatten().map(|e| e.path().join("HEAD")));
+        for e in entries.flatten() {
+            places.extend(WORKTREE_PLACES.iter().map(|p| e.path().join(p)));
+        }
     }
     places
         .into_iter()
@@ -28,7 +42,8 @@ pub(super) fn unreadable_ref_file(git_dir: &Path) -> Option<PathBuf> {
         .or_else(|| unreadable_below(&git_dir.join("refs")))
 }
 
-/// The first entry of the directory tree at `dir` that [`readable`] refuses.
+/// The first entry of the directory tree at `dir` that [`readable`] refuses, or below `dir`
+/// a link to a directory (`dir` itself may be one: `git-new-workdir` links `refs/`).
 fn unreadable_below(dir: &Path) -> Option<PathBuf> {
     let mut pending = vec![dir.to_path_buf()];
     while let Some(d) = pending.pop() {
@@ -42,7 +57,7 @@ fn unreadable_below(dir: &Path) -> Option<PathBuf> {
             let path = entry.path();
             match entry.file_type() {
                 Ok(t) if t.is_dir() => pending.push(path),
-                _ if readable(&path) => {}
+                _ if readable(&path) && !path.is_dir() => {}
                 _ => return Some(path),
             }
         }
@@ -51,7 +66,7 @@ fn unreadable_below(dir: &Path) -> Option<PathBuf> {
 }
 
 /// Is `p` missing, a directory, a regular file, or a link to one of those (or to nothing)?
-/// Looked at without opening it.
+/// Looked at without opening it. (A permission error says nothing: git gets the same one.)
 fn readable(p: &Path) -> bool {
     let kind = |m: std::fs::Metadata| m.is_dir() || m.is_file();
     match std::fs::symlink_metadata(p) {
@@ -112,5 +127,28 @@ mod tests {
         mkfifo(&git.join("fifo"));
         std::os::unix::fs::symlink(git.join("fifo"), git.join("refs/hone/t/5")).unwrap();
         assert_eq!(unreadable_ref_file(git), Some(git.join("refs/hone/t/5")));
+        std::fs::remove_file(git.join("refs/hone/t/5")).unwrap();
+        // A link to a directory under refs/ (that may hold a FIFO: a walk would follow it).
+        std::fs::create_dir(git.join("elsewhere")).unwrap();
+        mkfifo(&git.join("elsewhere/t"));
+        std::os::unix::fs::symlink(git.join("elsewhere"), git.join("refs/heads/hone/u")).unwrap();
+        assert_eq!(
+            unreadable_ref_file(git),
+            Some(git.join("refs/heads/hone/u"))
+        );
+        std::fs::remove_file(git.join("refs/heads/hone/u")).unwrap();
+        assert_eq!(unreadable_ref_file(git), None);
+        // What git reads beside the refs: the worktree's index, the exclusions, alternates.
+        for place in [
+            "worktrees/w/index",
+            "info/exclude",
+            "objects/info/alternates",
+        ] {
+            let p = git.join(place);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            mkfifo(&p);
+            assert_eq!(unreadable_ref_file(git), Some(p.clone()), "{place}");
+            std::fs::remove_file(&p).unwrap();
+        }
     }
 }
