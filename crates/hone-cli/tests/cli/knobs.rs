@@ -36,6 +36,70 @@ fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
     );
 }
 
+/// The knobs optimizer rewrites tracked files in hone's own process, so its snapshots list
+/// the parent's tree and never ask git for the worktree (`Proposal::in_place`): no `git
+/// ls-files` while it runs, where the command proposer runs one per candidate.
+#[test]
+fn the_knobs_optimizer_snapshots_without_listing_the_worktree_through_git() {
+    use std::os::unix::fs::PermissionsExt;
+    let real = Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .unwrap();
+    let real = String::from_utf8(real.stdout).unwrap().trim().to_string();
+    let wrap = tempfile::tempdir().unwrap();
+    let calls = wrap.path().join("calls");
+    let git_wrapper = wrap.path().join("git");
+    let script = format!(
+        "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{real}' \"$@\"\n",
+        calls.display()
+    );
+    std::fs::write(&git_wrapper, script).unwrap();
+    std::fs::set_permissions(&git_wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        wrap.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // hone's git calls during `hone run ARGS` in `dir`: discoveries, and worktree listings.
+    let calls_of = |dir: &Path, args: &[&str]| -> (usize, usize) {
+        let _ = std::fs::remove_file(&calls);
+        let out = Command::new(HONE)
+            .args(args)
+            .current_dir(dir)
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let log = std::fs::read_to_string(&calls).unwrap_or_default();
+        let count = |what: &str| log.lines().filter(|l| l.contains(what)).count();
+        (count("rev-parse"), count("ls-files"))
+    };
+    let (_t, dir) = knob_repo();
+    let (found, listings) = calls_of(&dir, &["run", "-n", "6"]);
+    assert!(found > 0, "the wrapper saw hone's git");
+    assert_eq!(
+        listings, 0,
+        "the knobs optimizer listed the worktree through git"
+    );
+    assert_eq!(log_in(&dir).len(), 6);
+    // The same wrapper sees a command proposer's listing: the check can fail.
+    let (_t, dir) = knob_repo();
+    let script = dir.join("../agent-script");
+    put(&script, "replace\tparams.txt\tWIDTH = 2\tWIDTH = 13\n");
+    edit_spec(&dir, |t| {
+        t.replace(
+            "[stop]",
+            &format!(
+                "[agent]\nkind = \"knobs\"\ncommand = \"{FAKE_AGENT} {}\"\n\n[stop]",
+                script.display()
+            ),
+        )
+    });
+    let (_, listings) = calls_of(&dir, &["run", "--agent", "command", "-n", "2"]);
+    assert!(listings > 0, "no ls-files seen for the command proposer");
+}
+
 #[test]
 fn agent_flag_switches_to_the_command_proposer() {
     let (_t, dir) = knob_repo();
