@@ -277,10 +277,10 @@ impl Git {
             path: path.clone(),
             source,
         };
-        // Looked at before it is read: a FIFO there would hold the read (and git) forever.
-        if let Some(path) = ref_guard::unreadable_ref_file(&self.common_dir()?) {
-            return Err(GitError::UnreadableRef { path });
-        }
+        // Every file git reads looked at first (`info/exclude` among them): a FIFO there
+        // would hold this read, and git, forever. (The first thing a run does: see
+        // `engine::session`.)
+        self.check_ref_files()?;
         let current = match std::fs::read_to_string(&path) {
             Ok(s) => s,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),

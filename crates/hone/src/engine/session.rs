@@ -39,8 +39,6 @@ pub(super) fn run_engine(
         path: paths.dir.clone(),
         error,
     })?;
-    // Before anything reads a ref through git or libgit2 (a FIFO there would hang it).
-    git.check_ref_files()?;
     git.ensure_excluded(&format!("{STATE_DIR}/"))?;
     let _lock = lock_state(&paths.lock())?;
     // Escaped descendants of the verifier (setsid) come back to hone, to be killed.
@@ -156,8 +154,7 @@ impl<'a> Engine<'a> {
         engine.contain(&mut said)?;
         engine.announce(resumed, said)?;
         if resumed {
-            // Recovery may rewrite statuses the narrowing log covers: no log until it is
-            // rebuilt below (a crash in between leaves readers working it out themselves).
+            // Recovery may rewrite statuses the narrowing log covers: none until rebuilt.
             engine.store.forget_narrowing_log(engine.run.id)?;
             engine.recover()?;
         }
