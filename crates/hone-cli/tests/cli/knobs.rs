@@ -84,25 +84,15 @@ fn the_knobs_optimizer_snapshots_without_listing_the_worktree_through_git() {
     );
     assert_eq!(log_in(&dir).len(), 6);
     // The same wrapper sees a command proposer's listing: the check can fail.
-    let (_t, dir) = knob_repo();
-    let script = dir.join("../agent-script");
-    put(&script, "replace\tparams.txt\tWIDTH = 2\tWIDTH = 13\n");
-    edit_spec(&dir, |t| {
-        t.replace(
-            "[stop]",
-            &format!(
-                "[agent]\nkind = \"knobs\"\ncommand = \"{FAKE_AGENT} {}\"\n\n[stop]",
-                script.display()
-            ),
-        )
-    });
+    let (_t, dir) = knob_repo_with_a_command_agent();
     let (_, listings) = calls_of(&dir, &["run", "--agent", "command", "-n", "2"]);
     assert!(listings > 0, "no ls-files seen for the command proposer");
 }
 
-#[test]
-fn agent_flag_switches_to_the_command_proposer() {
-    let (_t, dir) = knob_repo();
+/// The knobs repository with `[agent] command` a scripted agent that sets WIDTH to 13 (the
+/// optimum's), used with `--agent command`.
+fn knob_repo_with_a_command_agent() -> (tempfile::TempDir, PathBuf) {
+    let (t, dir) = knob_repo();
     let script = dir.join("../agent-script");
     put(&script, "replace\tparams.txt\tWIDTH = 2\tWIDTH = 13\n");
     edit_spec(&dir, |t| {
@@ -114,6 +104,12 @@ fn agent_flag_switches_to_the_command_proposer() {
             ),
         )
     });
+    (t, dir)
+}
+
+#[test]
+fn agent_flag_switches_to_the_command_proposer() {
+    let (_t, dir) = knob_repo_with_a_command_agent();
     ok(hone_in(&dir, &["run", "--agent", "command", "-n", "2"]));
     let rows = log_in(&dir);
     assert_eq!(rows[1]["status"], "keep");
