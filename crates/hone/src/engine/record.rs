@@ -92,11 +92,8 @@ impl Engine<'_> {
         let git = &self.verifier.git;
         let name = archive_ref(&self.run.tag, rec.n);
         // The first git process in the worktree after the proposer's turn reads its `HEAD`:
-        // not if the turn left a FIFO there (or where any ref is read). An `in_place` turn
-        // ran no process: the check before the worktree's reset still holds.
-        if !in_place {
-            git.check_ref_files()?;
-        }
+        // not if the turn left a FIFO there (or where any ref is read).
+        git.check_ref_files()?;
         // Taken first: a retry rebuilds the index, and with it the flags. The same read,
         // with the untracked files, is the first attempt's listing (one `ls-files` for all).
         // A worktree that `record_start` made exactly the parent's files (its index read from
