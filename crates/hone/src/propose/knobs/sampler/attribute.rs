@@ -13,17 +13,26 @@
 //! after one crash for every knob (bench/RESULTS.md, "crashy"), a crash caused by one knob
 //! fences off a side of that knob only.
 
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+
 use super::super::feasible::Side;
 use super::space::Coord;
+use crate::util::splitmix64;
 
-/// The dimensions in which `a` and `b` differ.
-fn differing(a: &[Coord], b: &[Coord]) -> Vec<usize> {
-    a.iter()
-        .zip(b)
-        .enumerate()
-        .filter(|(_, (x, y))| x != y)
-        .map(|(i, _)| i)
-        .collect()
+/// The one dimension in which `a` and `b` differ; `None` when they differ in none or in more
+/// (it stops at the second: this runs for every crash against every finished point).
+fn single_difference(a: &[Coord], b: &[Coord]) -> Option<usize> {
+    let mut found = None;
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        if x != y {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(i);
+        }
+    }
+    found
 }
 
 /// Each dimension's finished values: the smallest and largest unit coordinates, and the
@@ -68,24 +77,110 @@ impl Finished {
     }
 }
 
-/// The knob (dimension) `crash` is blamed on, given the finished points: the one in which it
-/// differs from a finished configuration that differs from it in no other, else the only one
-/// whose value lies outside what finished (a crash that differs from every finished
+/// The knob (dimension) each crash is blamed on, given the finished points: the one in which
+/// it differs from the first finished configuration that differs from it in no other, else the
+/// only one whose value lies outside what finished (a crash that differs from every finished
 /// configuration in two knobs is then blamed on the one of them outside what finished: a
 /// local move that switched a choice to an option never tried and nudged a number); `None`
-/// when neither says.
-pub(super) fn blame(crash: &[Coord], fine: &[&[Coord]], finished: &Finished) -> Option<usize> {
-    let single = fine.iter().find_map(|p| match differing(crash, p)[..] {
-        [j] => Some(j),
-        _ => None,
-    });
-    if single.is_some() {
-        return single;
+/// when neither says (or the crash has no point in the space).
+///
+/// One pass over the finished points, not one per crash: each crash is indexed under the
+/// digest of its values with one dimension left out (per dimension), and each finished point
+/// looks its own such digests up, so the cost is that of the finished points times the
+/// dimensions, however many crashes there are.
+pub(super) fn blame_all(
+    crashes: &[Option<Vec<Coord>>],
+    fine: &[&[Coord]],
+    finished: &Finished,
+) -> Vec<Option<usize>> {
+    let mut blamed: Vec<Option<usize>> = vec![None; crashes.len()];
+    let mut index: HashMap<u64, Vec<(usize, usize)>, Digested> = HashMap::default();
+    let mut buffer = Vec::new();
+    for (i, crash) in crashes.iter().enumerate() {
+        let Some(crash) = crash else { continue };
+        let digests = digests(crash, &mut buffer);
+        let whole = digests.iter().fold(0u64, |a, d| a.wrapping_add(*d));
+        for (j, d) in digests.iter().enumerate() {
+            index
+                .entry(whole.wrapping_sub(*d))
+                .or_default()
+                .push((i, j));
+        }
     }
-    let mut outside = (0..crash.len()).filter(|&j| finished.outside(j, crash[j]));
-    match (outside.next(), outside.next()) {
-        (Some(j), None) => Some(j),
-        _ => None,
+    let mut unresolved = crashes.iter().flatten().count();
+    for p in fine {
+        if unresolved == 0 {
+            break;
+        }
+        let digests = digests(p, &mut buffer);
+        let whole = digests.iter().fold(0u64, |a, d| a.wrapping_add(*d));
+        for (j, d) in digests.iter().enumerate() {
+            let Some(entries) = index.get(&whole.wrapping_sub(*d)) else {
+                continue;
+            };
+            for &(i, k) in entries {
+                let Some(crash) = &crashes[i] else { continue };
+                if k == j && blamed[i].is_none() && single_difference(crash, p) == Some(j) {
+                    blamed[i] = Some(j);
+                    unresolved -= 1;
+                }
+            }
+        }
+    }
+    for (crash, b) in crashes.iter().zip(blamed.iter_mut()) {
+        let Some(crash) = crash else { continue };
+        if b.is_none() {
+            let mut outside = (0..crash.len()).filter(|&j| finished.outside(j, crash[j]));
+            if let (Some(j), None) = (outside.next(), outside.next()) {
+                *b = Some(j);
+            }
+        }
+    }
+    blamed
+}
+
+/// A digest of each coordinate of a point with its dimension (in `buffer`): a point's digest
+/// with dimension `j` left out is the sum of the others (equal values give equal digests;
+/// `0.0` and `-0.0` are one value).
+fn digests<'b>(p: &[Coord], buffer: &'b mut Vec<u64>) -> &'b [u64] {
+    buffer.clear();
+    buffer.extend(p.iter().enumerate().map(|(j, c)| {
+        let value = match *c {
+            Coord::U(0.0) => 1,
+            Coord::U(u) => u.to_bits(),
+            Coord::C(o) => (o as u64) ^ 0xC0DE_0000_0000_0000,
+        };
+        let mut state = value ^ (j as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        splitmix64(&mut state)
+    }));
+    buffer
+}
+
+/// The index's keys are digests already: hashed again they would only cost time.
+#[derive(Default)]
+struct Digested(u64);
+
+impl Hasher for Digested {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+impl BuildHasher for Digested {
+    type Hasher = Digested;
+
+    fn build_hasher(&self) -> Digested {
+        Digested(0)
     }
 }
 
@@ -112,5 +207,64 @@ pub(super) fn edge(fine: &[&[Coord]], j: usize, u: f64) -> Option<(Side, f64)> {
         (Some(r), None) => Some((Side::Above, r)),
         (None, Some(r)) => Some((Side::Below, r)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::unit_f64;
+
+    /// The attribution written the plain way: each crash against every finished point.
+    fn blame_one_by_one(crash: &[Coord], fine: &[&[Coord]], finished: &Finished) -> Option<usize> {
+        let differing = |p: &[Coord]| -> Vec<usize> {
+            (0..crash.len()).filter(|&j| crash[j] != p[j]).collect()
+        };
+        let single = fine.iter().find_map(|p| match differing(p)[..] {
+            [j] => Some(j),
+            _ => None,
+        });
+        single.or_else(|| {
+            let mut outside = (0..crash.len()).filter(|&j| finished.outside(j, crash[j]));
+            match (outside.next(), outside.next()) {
+                (Some(j), None) => Some(j),
+                _ => None,
+            }
+        })
+    }
+
+    #[test]
+    fn one_pass_blames_as_each_crash_against_every_finished_point_does() {
+        let mut state = 11u64;
+        let mut draw = |n: u64| (unit_f64(splitmix64(&mut state)) * n as f64) as usize;
+        for round in 0..40 {
+            // Few values per knob, so that points often differ in one knob or two; a choice
+            // knob; -0.0 beside 0.0.
+            let dims = 2 + round % 5;
+            let mut point = |draw: &mut dyn FnMut(u64) -> usize| -> Vec<Coord> {
+                (0..dims)
+                    .map(|j| match (j, draw(4)) {
+                        (0, o) => Coord::C(o % 3),
+                        (_, 0) => Coord::U(if draw(2) == 0 { 0.0 } else { -0.0 }),
+                        (_, v) => Coord::U(v as f64 / 4.0),
+                    })
+                    .collect()
+            };
+            let fine: Vec<Vec<Coord>> = (0..draw(30)).map(|_| point(&mut draw)).collect();
+            let mut crashes: Vec<Option<Vec<Coord>>> =
+                (0..draw(20)).map(|_| Some(point(&mut draw))).collect();
+            crashes.push(None);
+            let fine_refs: Vec<&[Coord]> = fine.iter().map(|p| &p[..]).collect();
+            let finished = Finished::of(dims, &fine_refs);
+            let want: Vec<Option<usize>> = crashes
+                .iter()
+                .map(|c| blame_one_by_one(c.as_deref()?, &fine_refs, &finished))
+                .collect();
+            assert_eq!(
+                blame_all(&crashes, &fine_refs, &finished),
+                want,
+                "round {round}"
+            );
+        }
     }
 }

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 
 use super::super::feasible::{knob_narrowings, Narrowing, Side};
 use super::super::{Config, KnobValue};
-use super::attribute::{blame, edge, Finished};
+use super::attribute::{blame_all, edge, Finished};
 use super::cache::SamplerCache;
 use super::space::{Coord, Kind, Space};
 use super::{Observation, Rng, SamplerGuide};
@@ -146,11 +146,7 @@ impl<'a> Feasibility<'a> {
             .filter_map(|&i| rows.points.get(i)?.as_deref())
             .collect();
         let ends = Finished::of(space.dims.len(), &fine);
-        let blames: Vec<Option<usize>> = bad
-            .points
-            .iter()
-            .map(|p| blame(p.as_deref()?, &fine, &ends))
-            .collect();
+        let blames = blame_all(&bad.points, &fine, &ends);
         let (blamed, banned) = blamed_marks(&bad.points, &blames, &fine, space);
         let cuts = space
             .dims
