@@ -21,7 +21,8 @@
 
 use hone::meta::Mode;
 use hone::propose::knobs::{
-    config_of, discover, suggest_guided, Config, Knob, KnobValue, Observation, SamplerGuide,
+    config_of, discover, suggest_guided, surface, Config, Knob, KnobValue, Observation,
+    SamplerGuide,
 };
 use hone::util::median;
 
@@ -286,19 +287,19 @@ fn surrogate_offer(
         .collect();
     // As the mechanism does: one offer in SWAP_EVERY changes a choice; a region
     // too small to leave the measured configurations starts again.
-    let swapped = if (n / every) % hone::meta::surrogate::SWAP_EVERY == 1 {
+    let swapped = if (n / every) % surface::SWAP_EVERY == 1 {
         let tried: Vec<Config> = history.iter().map(|o| o.config.clone()).collect();
-        hone::meta::surrogate::swap(knobs, &measured, &tried, incumbent)
+        surface::swap(knobs, &measured, |c| tried.contains(c), incumbent)
     } else {
         None
     };
     let mut c = swapped
         .clone()
-        .or_else(|| hone::meta::surrogate::propose(knobs, &measured, incumbent, *radius));
+        .or_else(|| surface::step(knobs, &measured, incumbent, *radius));
     if let Some(x) = c.clone().filter(|_| swapped.is_none()) {
         if *radius < 0.2 && history.iter().any(|o| o.config == x) {
             *radius = 0.2;
-            c = hone::meta::surrogate::propose(knobs, &measured, incumbent, *radius);
+            c = surface::step(knobs, &measured, incumbent, *radius);
         }
     }
     (c, swapped.is_some())

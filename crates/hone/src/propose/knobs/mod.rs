@@ -47,6 +47,7 @@ pub(crate) mod infer;
 mod line;
 mod literal;
 mod sampler;
+pub mod surface;
 
 use std::collections::BTreeMap;
 use std::fmt;

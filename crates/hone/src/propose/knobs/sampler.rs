@@ -14,7 +14,10 @@
 //!    bad, each set becomes a Parzen estimator (a mixture of product kernels of width
 //!    [`BANDWIDTH`], one component per observation plus a uniform prior), 24 candidates are
 //!    drawn from the good estimator, and the one with the highest ratio `l(x) / g(x)` wins.
-//!    Failed runs count as the worst. Past [`MODEL_CAP`] observations the model is fitted to
+//!    Failed runs count as the worst. Once ten experiments have a value, one proposal in three
+//!    (by the experiment's number) is instead a *refinement step* ([`refine`]): the minimum of
+//!    a quadratic model of the best points inside a trust region around the incumbent, or now
+//!    and then the incumbent with one choice changed. Past [`MODEL_CAP`] observations the model is fitted to
 //!    a bounded sample of them (the best, the most recent, and an even spread of the rest), so
 //!    a proposal costs the same at 10,000 experiments as at 300; up to the cap nothing changes.
 //! 3. **Fallbacks.** A candidate that was already tried is redrawn a bounded number of times,
@@ -32,6 +35,7 @@ mod design;
 mod feasible;
 mod moves;
 mod parzen;
+mod refine;
 mod space;
 
 use super::{Config, Knob};
@@ -238,7 +242,14 @@ pub fn suggest_cached(
         }
     }
     let sample = modelled(history, minimize);
-    let model = Model::fit(&space, sample.as_deref().unwrap_or(history), minimize);
+    let fit = sample.as_deref().unwrap_or(history);
+    if guide.mode.is_none() {
+        let refined = refine::step(&space, knobs, fit, history, incumbent, minimize, index);
+        if let Some(c) = admit(refined) {
+            return found(Some(c));
+        }
+    }
+    let model = Model::fit(&space, fit, minimize);
     let from = space.incumbent_point();
     let movable = space.movable(guide.focus);
     let local = LocalMoves {

@@ -1,0 +1,270 @@
+//! The sampler's refinement step: once [`START`] experiments have a value, one proposal in
+//! [`EVERY`] is the knobs' response surface's (`knobs::surface`): the minimum of a quadratic
+//! model fitted to the best points, inside a trust region around the incumbent; and one such
+//! step in [`SWAP_EVERY`] first tries the incumbent with one choice changed. The Parzen model
+//! (TPE) finds the right basin early; a smooth surface near the optimum is where a quadratic
+//! model gains on it (GP samplers win late for the same reason; see bench/RESULTS.md, "Search
+//! that wins").
+//!
+//! The step keeps no state, so that the same history gives the same suggestion in every
+//! process (a resumed run, a parallel slot): the trust region follows from the history
+//! alone. It is [`RADIUS`] of each range just after the incumbent was measured and halves with
+//! every step taken since without a better one, starting again at [`RADIUS`] after
+//! [`CYCLE`] halvings (the smallest regions only round back onto measured integer points).
+
+use super::super::surface::{self, RADIUS, SWAP_EVERY};
+use super::super::{Config, Knob};
+use super::space::Space;
+use super::Observation;
+
+/// One proposal in this many (by the experiment's number) is a refinement step.
+pub(super) const EVERY: u64 = 3;
+/// The measured experiments (with a value) the model needs before the first step.
+pub(super) const START: usize = 10;
+/// Halvings of the trust region before it starts again at [`RADIUS`].
+const CYCLE: u64 = 5;
+/// How far back the incumbent is looked for (further counts as this far).
+const LOOK_BACK: usize = 512;
+
+/// The refinement step's candidate for the experiment `index`: `None` when `index` is not one
+/// of its steps, the model has too few points or nothing untried to offer. `fit` is what the
+/// model is fitted to (a bounded sample of `history` on a long run); `history` in the order
+/// of the run.
+pub(super) fn step(
+    space: &Space,
+    knobs: &[Knob],
+    fit: &[Observation],
+    history: &[Observation],
+    incumbent: &Config,
+    minimize: bool,
+    index: u64,
+) -> Option<Config> {
+    if index % EVERY != 0 {
+        return None;
+    }
+    let sign = if minimize { 1.0 } else { -1.0 };
+    let measured: Vec<(Config, f64)> = fit
+        .iter()
+        .filter_map(|o| {
+            let y = o.objective.filter(|y| y.is_finite())?;
+            Some((o.config.clone(), sign * y))
+        })
+        .collect();
+    if measured.len() < START {
+        return None;
+    }
+    let steps = since_incumbent(space, history, incumbent) as u64 / EVERY;
+    if steps % SWAP_EVERY == SWAP_EVERY - 1 {
+        let tried = |c: &Config| space.tried.contains(&space.key(c));
+        if let Some(c) = surface::swap(knobs, &measured, tried, incumbent) {
+            if let Some(c) = space.candidate(&c) {
+                return Some(c);
+            }
+        }
+    }
+    let radius = region(steps);
+    // A region so small that the step rounds onto a measured point: the first one instead.
+    for r in [radius, RADIUS] {
+        let c = surface::step(knobs, &measured, incumbent, r)?;
+        if let Some(c) = space.candidate(&c) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// The trust region after `steps` refinement steps without a better incumbent.
+fn region(steps: u64) -> f64 {
+    RADIUS * 0.5f64.powi((steps % CYCLE) as i32)
+}
+
+/// How many experiments of `history` came after the incumbent's (at most [`LOOK_BACK`]).
+fn since_incumbent(space: &Space, history: &[Observation], incumbent: &Config) -> usize {
+    let key = space.key(incumbent);
+    history
+        .iter()
+        .rev()
+        .take(LOOK_BACK)
+        .position(|o| space.key(&o.config) == key)
+        .unwrap_or(LOOK_BACK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::knobs_of;
+    use super::super::{suggest, suggest_guided, SamplerGuide};
+    use super::*;
+    use crate::propose::guidance::Mode;
+    use crate::propose::knobs::{config_of, unit_coords, KnobValue};
+
+    const BOWL: &str = "A = -0.8  # hone: -1.0..1.0\nB = 0.7  # hone: -1.0..1.0\n";
+
+    fn at(a: f64, b: f64) -> Config {
+        let mut c = config_of(&knobs_of(BOWL));
+        c.insert("A".into(), KnobValue::Float(a));
+        c.insert("B".into(), KnobValue::Float(b));
+        c
+    }
+
+    fn bowl(c: &Config) -> f64 {
+        let v = |k: &str| c.get(k).and_then(KnobValue::as_f64).unwrap_or(f64::NAN);
+        (v("A") - 0.3).powi(2) + 2.0 * (v("B") + 0.2).powi(2)
+    }
+
+    /// `points` measured on the bowl, in order, and the last of them (the incumbent: the
+    /// sampler takes the one the engine gives, best or not).
+    fn measured(points: &[(f64, f64)]) -> (Vec<Observation>, Config) {
+        let history: Vec<Observation> = points
+            .iter()
+            .map(|&(a, b)| Observation {
+                config: at(a, b),
+                objective: Some(bowl(&at(a, b))),
+            })
+            .collect();
+        let last = history.last().map(|o| o.config.clone()).expect("a point");
+        (history, last)
+    }
+
+    /// Twelve points spread over the box; the incumbent, (0.0, 0.1), measured last.
+    fn spread() -> Vec<(f64, f64)> {
+        let mut p: Vec<(f64, f64)> = (0..11)
+            .map(|i| {
+                let a = -0.9 + 0.17 * f64::from(i);
+                let b = 0.8 - 0.15 * f64::from((i * 7) % 11);
+                (a, b)
+            })
+            .collect();
+        p.push((0.0, 0.1));
+        p
+    }
+
+    /// The largest move from `from` to `to` in unit coordinates.
+    fn longest_move(from: &Config, to: &Config) -> f64 {
+        let k = knobs_of(BOWL);
+        let (f, t) = (unit_coords(&k, from), unit_coords(&k, to));
+        f.iter()
+            .zip(&t)
+            .map(|(x, y)| (x.unwrap_or(0.0) - y.unwrap_or(0.0)).abs())
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn every_third_proposal_is_the_models_step_inside_the_region() {
+        let k = knobs_of(BOWL);
+        let (history, best) = measured(&spread());
+        let sign_measured: Vec<(Config, f64)> = history
+            .iter()
+            .map(|o| (o.config.clone(), o.objective.unwrap_or(f64::NAN)))
+            .collect();
+        // The incumbent was just measured: the first region, RADIUS.
+        let want = surface::step(&k, &sign_measured, &best, RADIUS).expect("a model step");
+        let got = suggest(&k, &history, &best, true, 5, 30).expect("a suggestion");
+        assert_eq!(got, want);
+        assert!(
+            bowl(&got) < bowl(&best),
+            "{got:?} is no better than {best:?}"
+        );
+        assert!(longest_move(&best, &got) <= RADIUS + 1e-3, "{got:?}");
+        // The other two proposals of three are the Parzen model's or local moves.
+        for index in [31, 32] {
+            let other = suggest(&k, &history, &best, true, 5, index).expect("a suggestion");
+            assert_ne!(other, want, "index {index}");
+        }
+        // A guide's mode leaves the step out.
+        for mode in [Mode::Explore, Mode::Exploit] {
+            let guide = SamplerGuide {
+                mode: Some(mode),
+                ..SamplerGuide::default()
+            };
+            let (c, _) = suggest_guided(&k, &history, &best, true, 5, 30, &guide).expect("one");
+            assert_ne!(c, want, "{mode:?}");
+        }
+        // Maximising the negated bowl is the same step.
+        let negated: Vec<Observation> = history
+            .iter()
+            .map(|o| Observation {
+                config: o.config.clone(),
+                objective: o.objective.map(|y| -y),
+            })
+            .collect();
+        assert_eq!(suggest(&k, &negated, &best, false, 5, 30), Some(want));
+    }
+
+    #[test]
+    fn the_region_halves_with_each_step_taken_since_the_incumbent() {
+        let k = knobs_of(BOWL);
+        let (mut history, best) = measured(&spread());
+        // Three worse experiments after the incumbent: one step taken, the region halved.
+        for p in [(0.9, 0.9), (-0.9, -0.9), (0.9, -0.9)] {
+            history.push(Observation {
+                config: at(p.0, p.1),
+                objective: Some(bowl(&at(p.0, p.1))),
+            });
+        }
+        let measured: Vec<(Config, f64)> = history
+            .iter()
+            .map(|o| (o.config.clone(), o.objective.unwrap_or(f64::NAN)))
+            .collect();
+        let want = surface::step(&k, &measured, &best, RADIUS / 2.0).expect("a model step");
+        assert_ne!(
+            want,
+            surface::step(&k, &measured, &best, RADIUS).expect("a step")
+        );
+        let got = suggest(&k, &history, &best, true, 5, 30).expect("a suggestion");
+        assert_eq!(got, want);
+        assert!(longest_move(&best, &got) <= RADIUS / 2.0 + 1e-3, "{got:?}");
+        assert_eq!(
+            region(CYCLE),
+            RADIUS,
+            "it starts again after {CYCLE} halvings"
+        );
+    }
+
+    #[test]
+    fn the_third_step_since_the_incumbent_swaps_a_choice_first() {
+        let text = format!("{BOWL}OPT = 'sgd'  # hone: choice ['sgd', 'adam']\n");
+        let k = knobs_of(&text);
+        let (mut history, best) = measured(&spread());
+        for o in history.iter_mut() {
+            o.config.insert("OPT".into(), KnobValue::Str("sgd".into()));
+        }
+        let mut best = best;
+        best.insert("OPT".into(), KnobValue::Str("sgd".into()));
+        // Six experiments since the incumbent: the third step (steps = 2).
+        for i in 0..6 {
+            let p = at(0.9 - 0.1 * f64::from(i), 0.9);
+            let mut c = p.clone();
+            c.insert("OPT".into(), KnobValue::Str("sgd".into()));
+            history.push(Observation {
+                objective: Some(bowl(&p)),
+                config: c,
+            });
+        }
+        let got = suggest(&k, &history, &best, true, 5, 30).expect("a suggestion");
+        let mut want = best.clone();
+        want.insert("OPT".into(), KnobValue::Str("adam".into()));
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn no_step_before_ten_experiments_have_a_value() {
+        let k = knobs_of(BOWL);
+        let mut points = spread();
+        points.drain(..4);
+        let (mut history, best) = measured(&points);
+        // Crashes do not count towards the ten.
+        for i in 0..3 {
+            history.push(Observation {
+                config: at(-0.5, -0.5 + 0.1 * f64::from(i)),
+                objective: None,
+            });
+        }
+        assert!(history.iter().filter(|o| o.objective.is_some()).count() < START);
+        let space = Space::new(&k, &history, &best);
+        assert_eq!(step(&space, &k, &history, &history, &best, true, 30), None);
+        // With the ten, the step is there.
+        let (full, best) = measured(&spread());
+        let space = Space::new(&k, &full, &best);
+        assert!(step(&space, &k, &full, &full, &best, true, 30).is_some());
+    }
+}
