@@ -244,7 +244,8 @@ pub fn suggest_cached(
     let sample = modelled(history, minimize);
     let fit = sample.as_deref().unwrap_or(history);
     if guide.mode.is_none() {
-        let refined = refine::step(&space, knobs, fit, history, incumbent, minimize, index);
+        let keys = &cache.history.keys;
+        let refined = refine::step(&space, knobs, fit, keys, guide.pending, minimize, index);
         if let Some(c) = admit(refined) {
             return found(Some(c));
         }

@@ -13,7 +13,7 @@
 //! after one crash for every knob (bench/RESULTS.md, "crashy"), a crash caused by one knob
 //! fences off a side of that knob only.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::hash::{BuildHasher, Hasher};
 
 use super::super::feasible::Side;
@@ -94,31 +94,46 @@ pub(super) fn blame_all(
     finished: &Finished,
 ) -> Vec<Option<usize>> {
     let mut blamed: Vec<Option<usize>> = vec![None; crashes.len()];
-    let mut index: HashMap<u64, Vec<(usize, usize)>, Digested> = HashMap::default();
+    // (digest with one dimension left out, crash, that dimension), sorted by digest: one
+    // allocation however many crashes.
+    let mut index: Vec<(u64, usize, usize)> = Vec::new();
     let mut buffer = Vec::new();
     for (i, crash) in crashes.iter().enumerate() {
         let Some(crash) = crash else { continue };
         let digests = digests(crash, &mut buffer);
         let whole = digests.iter().fold(0u64, |a, d| a.wrapping_add(*d));
-        for (j, d) in digests.iter().enumerate() {
-            index
-                .entry(whole.wrapping_sub(*d))
-                .or_default()
-                .push((i, j));
-        }
+        index.extend(
+            digests
+                .iter()
+                .enumerate()
+                .map(|(j, d)| (whole.wrapping_sub(*d), i, j)),
+        );
     }
+    index.sort_unstable();
+    // A finished point that differs from a crash in one dimension alone shares its first or
+    // its second value with it: a point sharing neither with any crash is passed over after
+    // two look-ups in small sets (most of them, where crashes are few).
+    let shared: [HashSet<u64, Digested>; 2] = [0, 1].map(|j| {
+        crashes
+            .iter()
+            .flatten()
+            .filter_map(|c| c.get(j).map(|v| digest(j, v)))
+            .collect()
+    });
     let mut unresolved = crashes.iter().flatten().count();
     for p in fine {
         if unresolved == 0 {
             break;
         }
+        if p.len() >= 2 && !(0..2).any(|j| shared[j].contains(&digest(j, &p[j]))) {
+            continue;
+        }
         let digests = digests(p, &mut buffer);
         let whole = digests.iter().fold(0u64, |a, d| a.wrapping_add(*d));
         for (j, d) in digests.iter().enumerate() {
-            let Some(entries) = index.get(&whole.wrapping_sub(*d)) else {
-                continue;
-            };
-            for &(i, k) in entries {
+            let key = whole.wrapping_sub(*d);
+            let from = index.partition_point(|e| e.0 < key);
+            for &(_, i, k) in index[from..].iter().take_while(|e| e.0 == key) {
                 let Some(crash) = &crashes[i] else { continue };
                 if k == j && blamed[i].is_none() && single_difference(crash, p) == Some(j) {
                     blamed[i] = Some(j);
@@ -144,19 +159,22 @@ pub(super) fn blame_all(
 /// `0.0` and `-0.0` are one value).
 fn digests<'b>(p: &[Coord], buffer: &'b mut Vec<u64>) -> &'b [u64] {
     buffer.clear();
-    buffer.extend(p.iter().enumerate().map(|(j, c)| {
-        let value = match *c {
-            Coord::U(0.0) => 1,
-            Coord::U(u) => u.to_bits(),
-            Coord::C(o) => (o as u64) ^ 0xC0DE_0000_0000_0000,
-        };
-        let mut state = value ^ (j as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        splitmix64(&mut state)
-    }));
+    buffer.extend(p.iter().enumerate().map(|(j, c)| digest(j, c)));
     buffer
 }
 
-/// The index's keys are digests already: hashed again they would only cost time.
+/// The digest of value `c` in dimension `j`.
+fn digest(j: usize, c: &Coord) -> u64 {
+    let value = match *c {
+        Coord::U(0.0) => 1,
+        Coord::U(u) => u.to_bits(),
+        Coord::C(o) => (o as u64) ^ 0xC0DE_0000_0000_0000,
+    };
+    let mut state = value ^ (j as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    splitmix64(&mut state)
+}
+
+/// The sets hold digests already: hashed again they would only cost time.
 #[derive(Default)]
 struct Digested(u64);
 
@@ -241,7 +259,7 @@ mod tests {
             // Few values per knob, so that points often differ in one knob or two; a choice
             // knob; -0.0 beside 0.0.
             let dims = 2 + round % 5;
-            let mut point = |draw: &mut dyn FnMut(u64) -> usize| -> Vec<Coord> {
+            let point = |draw: &mut dyn FnMut(u64) -> usize| -> Vec<Coord> {
                 (0..dims)
                     .map(|j| match (j, draw(4)) {
                         (0, o) => Coord::C(o % 3),

@@ -11,6 +11,10 @@
 //! alone. It is [`RADIUS`] of each range just after the incumbent was measured and halves with
 //! every step taken since without a better one, starting again at [`RADIUS`] after
 //! [`CYCLE`] halvings (the smallest regions only round back onto measured integer points).
+//! Where the incumbent is not among the last [`LOOK_BACK`] experiments the steps are counted
+//! by the experiment's number instead.
+
+use std::collections::HashSet;
 
 use super::super::surface::{self, RADIUS, SWAP_EVERY};
 use super::super::{Config, Knob};
@@ -23,19 +27,21 @@ pub(super) const EVERY: u64 = 3;
 pub(super) const START: usize = 10;
 /// Halvings of the trust region before it starts again at [`RADIUS`].
 const CYCLE: u64 = 5;
-/// How far back the incumbent is looked for (further counts as this far).
+/// How far back the incumbent is looked for.
 const LOOK_BACK: usize = 512;
 
 /// The refinement step's candidate for the experiment `index`: `None` when `index` is not one
 /// of its steps, the model has too few points or nothing untried to offer. `fit` is what the
-/// model is fitted to (a bounded sample of `history` on a long run); `history` in the order
-/// of the run.
+/// model is fitted to (a bounded sample of the history on a long run); `history`: the
+/// digests (`Space::key`) of the history's configurations in the order of the run; `pending`: configurations still being measured (their values are stand-ins,
+/// left out of the fit). The incumbent is `space.base` (knobs missing from the one given
+/// take their current value).
 pub(super) fn step(
     space: &Space,
     knobs: &[Knob],
     fit: &[Observation],
-    history: &[Observation],
-    incumbent: &Config,
+    history: &[u64],
+    pending: &[Config],
     minimize: bool,
     index: u64,
 ) -> Option<Config> {
@@ -43,8 +49,10 @@ pub(super) fn step(
         return None;
     }
     let sign = if minimize { 1.0 } else { -1.0 };
+    let running: HashSet<u64> = pending.iter().map(|c| space.key(c)).collect();
     let measured: Vec<(Config, f64)> = fit
         .iter()
+        .filter(|o| running.is_empty() || !running.contains(&space.key(&o.config)))
         .filter_map(|o| {
             let y = o.objective.filter(|y| y.is_finite())?;
             Some((o.config.clone(), sign * y))
@@ -53,10 +61,17 @@ pub(super) fn step(
     if measured.len() < START {
         return None;
     }
-    let steps = since_incumbent(space, history, incumbent) as u64 / EVERY;
+    let incumbent = &space.base;
+    // An incumbent further back than the look-back (or not in the history at all): the steps
+    // are counted by the experiment's number, so that the region still cycles.
+    let steps = match since_incumbent(space, history) {
+        Some(since) => since as u64 / EVERY,
+        None => index / EVERY,
+    };
     if steps % SWAP_EVERY == SWAP_EVERY - 1 {
-        let tried = |c: &Config| space.tried.contains(&space.key(c));
-        if let Some(c) = surface::swap(knobs, &measured, tried, incumbent) {
+        // Tried, out of the domains, frozen or avoided: what the space would not take.
+        let taken = |c: &Config| space.candidate(c).is_none();
+        if let Some(c) = surface::swap(knobs, &measured, taken, incumbent) {
             if let Some(c) = space.candidate(&c) {
                 return Some(c);
             }
@@ -78,15 +93,11 @@ fn region(steps: u64) -> f64 {
     RADIUS * 0.5f64.powi((steps % CYCLE) as i32)
 }
 
-/// How many experiments of `history` came after the incumbent's (at most [`LOOK_BACK`]).
-fn since_incumbent(space: &Space, history: &[Observation], incumbent: &Config) -> usize {
-    let key = space.key(incumbent);
-    history
-        .iter()
-        .rev()
-        .take(LOOK_BACK)
-        .position(|o| space.key(&o.config) == key)
-        .unwrap_or(LOOK_BACK)
+/// How many experiments of `history` (configuration digests) came after the incumbent's
+/// (`space.base`); `None` when it is not among the last [`LOOK_BACK`].
+fn since_incumbent(space: &Space, history: &[u64]) -> Option<usize> {
+    let key = space.key(&space.base);
+    history.iter().rev().take(LOOK_BACK).position(|k| *k == key)
 }
 
 #[cfg(test)]
@@ -95,6 +106,7 @@ mod tests {
     use super::super::{suggest, suggest_guided, SamplerGuide};
     use super::*;
     use crate::propose::guidance::Mode;
+    use crate::propose::knobs::Knob;
     use crate::propose::knobs::{config_of, unit_coords, KnobValue};
 
     const BOWL: &str = "A = -0.8  # hone: -1.0..1.0\nB = 0.7  # hone: -1.0..1.0\n";
@@ -220,29 +232,100 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_third_step_since_the_incumbent_swaps_a_choice_first() {
-        let text = format!("{BOWL}OPT = 'sgd'  # hone: choice ['sgd', 'adam']\n");
+    /// The bowl's points with two choices set (`FZ` first, so that a swap would try it
+    /// first), six experiments after the incumbent (the third step: steps = 2).
+    fn with_choices() -> (Vec<Knob>, Vec<Observation>, Config) {
+        let text = format!(
+            "FZ = 'a'  # hone: choice ['a', 'b']\n{BOWL}OPT = 'sgd'  # hone: choice ['sgd', 'adam']\n"
+        );
         let k = knobs_of(&text);
-        let (mut history, best) = measured(&spread());
-        for o in history.iter_mut() {
-            o.config.insert("OPT".into(), KnobValue::Str("sgd".into()));
-        }
-        let mut best = best;
-        best.insert("OPT".into(), KnobValue::Str("sgd".into()));
-        // Six experiments since the incumbent: the third step (steps = 2).
+        let (mut history, mut best) = measured(&spread());
         for i in 0..6 {
             let p = at(0.9 - 0.1 * f64::from(i), 0.9);
-            let mut c = p.clone();
-            c.insert("OPT".into(), KnobValue::Str("sgd".into()));
             history.push(Observation {
                 objective: Some(bowl(&p)),
-                config: c,
+                config: p,
             });
         }
+        for c in history.iter_mut().map(|o| &mut o.config).chain([&mut best]) {
+            c.insert("FZ".into(), KnobValue::Str("a".into()));
+            c.insert("OPT".into(), KnobValue::Str("sgd".into()));
+        }
+        (k, history, best)
+    }
+
+    fn with(c: &Config, name: &str, v: &str) -> Config {
+        let mut c = c.clone();
+        c.insert(name.into(), KnobValue::Str(v.into()));
+        c
+    }
+
+    #[test]
+    fn the_third_step_since_the_incumbent_swaps_a_choice_first() {
+        let (k, history, best) = with_choices();
         let got = suggest(&k, &history, &best, true, 5, 30).expect("a suggestion");
-        let mut want = best.clone();
-        want.insert("OPT".into(), KnobValue::Str("adam".into()));
+        assert_eq!(got, with(&best, "FZ", "b"));
+        // A frozen choice is not what the swap changes: the next one is.
+        let frozen = ["FZ".to_string()];
+        let guide = SamplerGuide {
+            frozen: &frozen,
+            ..SamplerGuide::default()
+        };
+        let (got, _) = suggest_guided(&k, &history, &best, true, 5, 30, &guide).expect("one");
+        assert_eq!(got, with(&best, "OPT", "adam"));
+    }
+
+    #[test]
+    fn an_incumbent_out_of_sight_counts_the_steps_by_the_experiments_number() {
+        let (k, mut history, best) = with_choices();
+        // The incumbent is not in the history (no step since it is known): at experiment 30
+        // the count is 30 / 3 = 10, not the third step, so no swap and the first region.
+        history.retain(|o| o.config != best);
+        let measured: Vec<(Config, f64)> = history
+            .iter()
+            .map(|o| (o.config.clone(), o.objective.unwrap_or(f64::NAN)))
+            .collect();
+        let want = surface::step(&k, &measured, &best, RADIUS).expect("a model step");
+        assert_eq!(suggest(&k, &history, &best, true, 5, 30), Some(want));
+        // At 24 (8 steps) it is a swap's turn.
+        assert_eq!(
+            suggest(&k, &history, &best, true, 5, 24),
+            Some(with(&best, "FZ", "b"))
+        );
+    }
+
+    #[test]
+    fn knobs_missing_from_the_incumbent_and_running_experiments_do_not_bend_the_step() {
+        let k = knobs_of(BOWL);
+        let (mut history, best) = measured(&spread());
+        let measured: Vec<(Config, f64)> = history
+            .iter()
+            .map(|o| (o.config.clone(), o.objective.unwrap_or(f64::NAN)))
+            .collect();
+        let want = surface::step(&k, &measured, &best, RADIUS).expect("a model step");
+        // B missing from the incumbent takes its current value (0.7 in the file).
+        let mut partial = best.clone();
+        partial.remove("B");
+        let mut base = best.clone();
+        base.insert("B".into(), KnobValue::Float(0.7));
+        let want_partial = surface::step(&k, &measured, &base, RADIUS).expect("a step");
+        assert_eq!(
+            suggest(&k, &history, &partial, true, 5, 30),
+            Some(want_partial)
+        );
+        // A running experiment next to the incumbent, in the history at a made-up (worst)
+        // value: left out of the fit, the step is that of the finished points.
+        let running = at(0.05, 0.05);
+        history.push(Observation {
+            config: running.clone(),
+            objective: Some(10.0),
+        });
+        let pending = [running];
+        let guide = SamplerGuide {
+            pending: &pending,
+            ..SamplerGuide::default()
+        };
+        let (got, _) = suggest_guided(&k, &history, &best, true, 5, 33, &guide).expect("one");
         assert_eq!(got, want);
     }
 
@@ -261,10 +344,12 @@ mod tests {
         }
         assert!(history.iter().filter(|o| o.objective.is_some()).count() < START);
         let space = Space::new(&k, &history, &best);
-        assert_eq!(step(&space, &k, &history, &history, &best, true, 30), None);
+        let keys: Vec<u64> = history.iter().map(|o| space.key(&o.config)).collect();
+        assert_eq!(step(&space, &k, &history, &keys, &[], true, 30), None);
         // With the ten, the step is there.
         let (full, best) = measured(&spread());
         let space = Space::new(&k, &full, &best);
-        assert!(step(&space, &k, &full, &full, &best, true, 30).is_some());
+        let keys: Vec<u64> = full.iter().map(|o| space.key(&o.config)).collect();
+        assert!(step(&space, &k, &full, &keys, &[], true, 30).is_some());
     }
 }
