@@ -124,15 +124,8 @@ impl Mechanism for Surrogate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::propose::knobs::{discover, Knob};
+    use crate::meta::testing::knobs;
     use crate::store::Effect;
-
-    fn knobs(text: &str) -> Vec<Knob> {
-        match discover("k.py", text) {
-            Ok(k) => k,
-            Err(e) => panic!("{e}"),
-        }
-    }
 
     #[test]
     fn a_resumed_surrogate_takes_up_its_last_recorded_radius() {
