@@ -55,7 +55,15 @@ pub(super) fn step(
         .filter(|o| running.is_empty() || !running.contains(&space.key(&o.config)))
         .filter_map(|o| {
             let y = o.objective.filter(|y| y.is_finite())?;
-            Some((o.config.clone(), sign * y))
+            let mut c = o.config.clone();
+            // A frozen knob keeps the incumbent's value: the model does not move it (one that
+            // never moves is left out of the fit), so it does not shorten the others' step.
+            for name in &space.frozen {
+                if let Some(v) = space.base.get(name) {
+                    c.insert(name.clone(), v.clone());
+                }
+            }
+            Some((c, sign * y))
         })
         .collect();
     if measured.len() < START {
@@ -327,6 +335,39 @@ mod tests {
         };
         let (got, _) = suggest_guided(&k, &history, &best, true, 5, 33, &guide).expect("one");
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_frozen_knob_is_left_out_of_the_fit() {
+        let k = knobs_of(BOWL);
+        let (history, best) = measured(&spread());
+        // B frozen at the incumbent's value: the model over A alone (B at 0.1 everywhere).
+        let measured: Vec<(Config, f64)> = history
+            .iter()
+            .map(|o| {
+                let mut c = o.config.clone();
+                c.insert("B".into(), KnobValue::Float(0.1));
+                (c, o.objective.unwrap_or(f64::NAN))
+            })
+            .collect();
+        let want = surface::step(&k, &measured, &best, RADIUS).expect("a model step");
+        assert_eq!(want.get("B"), Some(&KnobValue::Float(0.1)));
+        let frozen = ["B".to_string()];
+        let guide = SamplerGuide {
+            frozen: &frozen,
+            ..SamplerGuide::default()
+        };
+        let (got, _) = suggest_guided(&k, &history, &best, true, 5, 30, &guide).expect("one");
+        assert_eq!(got, want);
+        // Not the model over both knobs with B put back afterwards (what the step was before
+        // frozen knobs were left out of the fit).
+        let both: Vec<(Config, f64)> = history
+            .iter()
+            .map(|o| (o.config.clone(), o.objective.unwrap_or(f64::NAN)))
+            .collect();
+        let mut put_back = surface::step(&k, &both, &best, RADIUS).expect("a model step");
+        put_back.insert("B".into(), KnobValue::Float(0.1));
+        assert_ne!(got, put_back);
     }
 
     #[test]
