@@ -158,6 +158,14 @@ mod tests {
         p
     }
 
+    /// The history as the surface takes it: (configuration, value).
+    fn pairs(history: &[Observation]) -> Vec<(Config, f64)> {
+        history
+            .iter()
+            .map(|o| (o.config.clone(), o.objective.unwrap_or(f64::NAN)))
+            .collect()
+    }
+
     /// The largest move from `from` to `to` in unit coordinates.
     fn longest_move(from: &Config, to: &Config) -> f64 {
         let k = knobs_of(BOWL);
@@ -172,10 +180,7 @@ mod tests {
     fn every_third_proposal_is_the_models_step_inside_the_region() {
         let k = knobs_of(BOWL);
         let (history, best) = measured(&spread());
-        let sign_measured: Vec<(Config, f64)> = history
-            .iter()
-            .map(|o| (o.config.clone(), o.objective.unwrap_or(f64::NAN)))
-            .collect();
+        let sign_measured = pairs(&history);
         // The incumbent was just measured: the first region, RADIUS.
         let want = surface::step(&k, &sign_measured, &best, RADIUS).expect("a model step");
         let got = suggest(&k, &history, &best, true, 5, 30).expect("a suggestion");
@@ -221,10 +226,7 @@ mod tests {
                 objective: Some(bowl(&at(p.0, p.1))),
             });
         }
-        let measured: Vec<(Config, f64)> = history
-            .iter()
-            .map(|o| (o.config.clone(), o.objective.unwrap_or(f64::NAN)))
-            .collect();
+        let measured = pairs(&history);
         let want = surface::step(&k, &measured, &best, RADIUS / 2.0).expect("a model step");
         assert_ne!(
             want,
@@ -289,10 +291,7 @@ mod tests {
         // The incumbent is not in the history (no step since it is known): at experiment 30
         // the count is 30 / 3 = 10, not the third step, so no swap and the first region.
         history.retain(|o| o.config != best);
-        let measured: Vec<(Config, f64)> = history
-            .iter()
-            .map(|o| (o.config.clone(), o.objective.unwrap_or(f64::NAN)))
-            .collect();
+        let measured = pairs(&history);
         let want = surface::step(&k, &measured, &best, RADIUS).expect("a model step");
         assert_eq!(suggest(&k, &history, &best, true, 5, 30), Some(want));
         // At 24 (8 steps) it is a swap's turn.
@@ -306,10 +305,7 @@ mod tests {
     fn knobs_missing_from_the_incumbent_and_running_experiments_do_not_bend_the_step() {
         let k = knobs_of(BOWL);
         let (mut history, best) = measured(&spread());
-        let measured: Vec<(Config, f64)> = history
-            .iter()
-            .map(|o| (o.config.clone(), o.objective.unwrap_or(f64::NAN)))
-            .collect();
+        let measured = pairs(&history);
         let want = surface::step(&k, &measured, &best, RADIUS).expect("a model step");
         // B missing from the incumbent takes its current value (0.7 in the file).
         let mut partial = best.clone();
@@ -361,10 +357,7 @@ mod tests {
         assert_eq!(got, want);
         // Not the model over both knobs with B put back afterwards (what the step was before
         // frozen knobs were left out of the fit).
-        let both: Vec<(Config, f64)> = history
-            .iter()
-            .map(|o| (o.config.clone(), o.objective.unwrap_or(f64::NAN)))
-            .collect();
+        let both = pairs(&history);
         let mut put_back = surface::step(&k, &both, &best, RADIUS).expect("a model step");
         put_back.insert("B".into(), KnobValue::Float(0.1));
         assert_ne!(got, put_back);
