@@ -14,7 +14,6 @@
 //! fences off a side of that knob only.
 
 use std::collections::HashSet;
-use std::hash::{BuildHasher, Hasher};
 
 use super::super::feasible::Side;
 use super::space::Coord;
@@ -113,7 +112,7 @@ pub(super) fn blame_all(
     // A finished point that differs from a crash in one dimension alone shares its first or
     // its second value with it: a point sharing neither with any crash is passed over after
     // two look-ups in small sets (most of them, where crashes are few).
-    let shared: [HashSet<u64, Digested>; 2] = [0, 1].map(|j| {
+    let shared: [HashSet<u64>; 2] = [0, 1].map(|j| {
         crashes
             .iter()
             .flatten()
@@ -172,34 +171,6 @@ fn digest(j: usize, c: &Coord) -> u64 {
     };
     let mut state = value ^ (j as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     splitmix64(&mut state)
-}
-
-/// The sets hold digests already: hashed again they would only cost time.
-#[derive(Default)]
-struct Digested(u64);
-
-impl Hasher for Digested {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
-}
-
-impl BuildHasher for Digested {
-    type Hasher = Digested;
-
-    fn build_hasher(&self) -> Digested {
-        Digested(0)
-    }
 }
 
 /// Where a crash blamed on the numeric dimension `j` alone (at unit coordinate `u`) puts an

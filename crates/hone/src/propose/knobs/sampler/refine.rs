@@ -33,8 +33,9 @@ const LOOK_BACK: usize = 512;
 /// The refinement step's candidate for the experiment `index`: `None` when `index` is not one
 /// of its steps, the model has too few points or nothing untried to offer. `fit` is what the
 /// model is fitted to (a bounded sample of the history on a long run); `history`: the
-/// digests (`Space::key`) of the history's configurations in the order of the run; `pending`: configurations still being measured (their values are stand-ins,
-/// left out of the fit). The incumbent is `space.base` (knobs missing from the one given
+/// digests (`Space::key`) of the history's configurations in the order of the run;
+/// `pending`: configurations still being measured (their values are stand-ins, left out of
+/// the fit). The incumbent is `space.base` (knobs missing from the one given
 /// take their current value).
 pub(super) fn step(
     space: &Space,
@@ -87,7 +88,8 @@ pub(super) fn step(
     }
     let radius = region(steps);
     // A region so small that the step rounds onto a measured point: the first one instead.
-    for r in [radius, RADIUS] {
+    let first = (radius < RADIUS).then_some(RADIUS);
+    for r in std::iter::once(radius).chain(first) {
         let c = surface::step(knobs, &measured, incumbent, r)?;
         if let Some(c) = space.candidate(&c) {
             return Some(c);
