@@ -18,7 +18,7 @@ use std::collections::HashSet;
 
 use super::super::surface::{self, RADIUS, SWAP_EVERY};
 use super::super::{Config, Knob};
-use super::space::Space;
+use super::space::{Kind, Space};
 use super::Observation;
 
 /// One proposal in this many (by the experiment's number) is a refinement step.
@@ -57,11 +57,13 @@ pub(super) fn step(
         .filter_map(|o| {
             let y = o.objective.filter(|y| y.is_finite())?;
             let mut c = o.config.clone();
-            // A frozen knob keeps the incumbent's value: the model does not move it (one that
-            // never moves is left out of the fit), so it does not shorten the others' step.
-            for name in &space.frozen {
-                if let Some(v) = space.base.get(name) {
-                    c.insert(name.clone(), v.clone());
+            // A frozen number keeps the incumbent's value: the model does not move it (one that
+            // never moves is left out of the fit), so it does not shorten the others' step. A
+            // frozen choice is left as it is: the fit takes the incumbent's choices alone.
+            for d in space.dims.iter().filter(|d| space.frozen.contains(&d.name)) {
+                if let (false, Some(v)) = (matches!(d.kind, Kind::Cat(_)), space.base.get(&d.name))
+                {
+                    c.insert(d.name.clone(), v.clone());
                 }
             }
             Some((c, sign * y))
