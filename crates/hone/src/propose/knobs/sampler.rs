@@ -332,14 +332,16 @@ fn modelled(history: &[Observation], minimize: bool) -> Option<Vec<Observation>>
         }
         _ => f64::INFINITY,
     };
-    let mut by_score: Vec<usize> = (0..n).collect();
-    by_score.sort_by(|&a, &b| {
-        score(&history[a])
-            .total_cmp(&score(&history[b]))
-            .then(a.cmp(&b))
-    });
+    // The best ones as a set: a selection, not a sort (a total order: ties go to the earlier).
+    let mut by_score: Vec<(f64, usize)> = history
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (score(o), i))
+        .collect();
+    let best = MODEL_BEST.min(n);
+    by_score.select_nth_unstable_by(best - 1, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let mut chosen = vec![false; n];
-    for &i in by_score.iter().take(MODEL_BEST) {
+    for &(_, i) in &by_score[..best] {
         chosen[i] = true;
     }
     for flag in chosen.iter_mut().skip(n - MODEL_RECENT) {

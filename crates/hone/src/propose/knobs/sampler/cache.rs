@@ -11,9 +11,10 @@
 use std::collections::HashSet;
 
 use super::super::feasible::numeric;
-use super::super::Config;
+use super::super::{Config, KnobValue};
 use super::space::{Coord, Dim, Space};
 use super::Observation;
+use crate::util::splitmix64;
 
 /// The index of a history's configurations and of the infeasible ones, kept across
 /// suggestions ([`super::suggest_cached`]).
@@ -35,6 +36,9 @@ pub(super) struct Index {
     pub(super) keys: Vec<u64>,
     /// The same digests as a set.
     pub(super) tried: HashSet<u64>,
+    /// With `check_all`: each configuration's [`fingerprint`], cheaper to check again on every
+    /// call than its digest.
+    fingerprints: Vec<u64>,
     /// Each configuration's point (`None`: a value some dimension cannot hold), for the first
     /// ones indexed (all of them once a suggestion needed them).
     pub(super) points: Vec<Option<Vec<Coord>>>,
@@ -79,8 +83,8 @@ impl SamplerCache {
         // from its start (running, at a made-up value): it only grows at its end, so its first
         // and last indexed entries are checked. The infeasible configurations are in that order
         // too, but one appears when its experiment fails, and an earlier experiment of a
-        // parallel run can fail after a later one: each indexed entry is checked (a digest per
-        // failure, a small part of the history).
+        // parallel run can fail after a later one: each indexed entry is checked (a
+        // `fingerprint` per failure, a small part of the history, cheaper than its digest).
         self.history
             .sync(space, history.len(), |i| &history[i].config, locate, false);
         self.infeasible
@@ -105,7 +109,7 @@ impl Index {
         let extends = len >= n
             && (n == 0
                 || if check_all {
-                    (0..n).all(same)
+                    (0..n).all(|i| fingerprint(at(i)) == self.fingerprints[i])
                 } else {
                     same(0) && same(n - 1)
                 });
@@ -116,6 +120,9 @@ impl Index {
             let key = space.key(at(i));
             self.keys.push(key);
             self.tried.insert(key);
+            if check_all {
+                self.fingerprints.push(fingerprint(at(i)));
+            }
         }
         if !locate {
             return;
@@ -129,6 +136,50 @@ impl Index {
             }
         }
     }
+}
+
+/// A digest of a whole configuration, every key and value as they are (no rounding, no look-up
+/// by the space's knobs): what tells that an indexed configuration is still the one given, at
+/// a fraction of the cost of [`Space::key`]. It sees more than the key does (a knob outside the
+/// space, a value before rounding), so where it differs and the key would not, the index is
+/// only made again.
+fn fingerprint(config: &Config) -> u64 {
+    let mut h: u64 = 0x6869_6e67_6572_7072;
+    let mut mix = |word: u64| {
+        let mut state = h ^ word;
+        h = splitmix64(&mut state);
+    };
+    let text = |mix: &mut dyn FnMut(u64), t: &str| {
+        mix(t.len() as u64);
+        for chunk in t.as_bytes().chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            mix(u64::from_le_bytes(word));
+        }
+    };
+    for (name, value) in config {
+        text(&mut mix, name);
+        match value {
+            KnobValue::Bool(b) => {
+                mix(1);
+                mix(u64::from(*b));
+            }
+            KnobValue::Int(n) => {
+                mix(2);
+                // Two's complement bits: the cast keeps every value apart.
+                mix(*n as u64);
+            }
+            KnobValue::Float(x) => {
+                mix(3);
+                mix(x.to_bits());
+            }
+            KnobValue::Str(t) => {
+                mix(4);
+                text(&mut mix, t);
+            }
+        }
+    }
+    h
 }
 
 #[cfg(test)]
@@ -249,5 +300,21 @@ mod tests {
         assert!(cache.infeasible.tried.contains(&space.key(b)));
         let points: Vec<Option<Vec<Coord>>> = late.iter().map(|c| space.encode(c)).collect();
         assert_eq!(cache.infeasible.points, points);
+        // One in the middle replaced, the length, first and last unchanged: indexed anew.
+        let swapped = [x.clone(), a.clone(), b.clone(), a.clone()];
+        cache.sync(&space, &history, &swapped, true);
+        let keys: Vec<u64> = swapped.iter().map(|c| space.key(c)).collect();
+        assert_eq!(cache.infeasible.keys, keys);
+        // A knob's value changed in place by a hair (the same digest once rounded) or a key
+        // outside the space added: the fingerprint sees it, the index is made again, the same.
+        let mut nudged = swapped.clone();
+        nudged[1].insert("A".into(), KnobValue::Float(num(a, "A") + 1e-12));
+        nudged[2].insert("outside".into(), KnobValue::Bool(true));
+        assert_ne!(fingerprint(&nudged[1]), fingerprint(&swapped[1]));
+        assert_ne!(fingerprint(&nudged[2]), fingerprint(&swapped[2]));
+        cache.sync(&space, &history, &nudged, true);
+        let keys: Vec<u64> = nudged.iter().map(|c| space.key(c)).collect();
+        assert_eq!(cache.infeasible.keys, keys);
+        assert_eq!(cache.infeasible.fingerprints.len(), nudged.len());
     }
 }

@@ -448,8 +448,9 @@ fn rng_streams_are_pinned() {
 #[test]
 fn the_model_is_fitted_to_a_bounded_sample_of_a_long_history() {
     let obs = |i: usize| Observation {
-        config: Config::new(),
-        // Better (lower) with `i` up to 700, then worse; every 10th a crash.
+        config: Config::from([("i".to_string(), KnobValue::Int(i as i64))]),
+        // Better (lower) with `i` up to 700, then worse (ties on either side of it); every 10th
+        // a crash.
         objective: (i % 10 != 3).then(|| (i as f64 - 700.0).abs()),
     };
     let short: Vec<Observation> = (0..super::MODEL_CAP).map(obs).collect();
@@ -466,6 +467,33 @@ fn the_model_is_fitted_to_a_bounded_sample_of_a_long_history() {
     assert!(values.contains(&last), "the most recent is in");
     // A spread of the middle too, not only the two ends.
     assert!(values.iter().any(|v| (1_500.0..2_500.0).contains(v)));
+    // Exactly the best of a full sort (ties to the earlier experiment), in the run's order.
+    let index = |o: &Observation| match o.config.get("i") {
+        Some(KnobValue::Int(i)) => *i as usize,
+        _ => unreachable!("every observation has its index"),
+    };
+    let mut sorted: Vec<usize> = (0..long.len()).collect();
+    let score = |i: usize| long[i].objective.unwrap_or(f64::INFINITY);
+    sorted.sort_by(|&a, &b| score(a).total_cmp(&score(b)).then(a.cmp(&b)));
+    let taken: Vec<usize> = sample.iter().map(index).collect();
+    assert!(taken.windows(2).all(|w| w[0] < w[1]));
+    for i in &sorted[..super::MODEL_BEST] {
+        assert!(taken.contains(i), "best #{i} missing");
+    }
+    // Every value the same: the best are the earliest that finished.
+    let flat: Vec<Observation> = (0..5_000)
+        .map(|i| Observation {
+            objective: obs(i).objective.map(|_| 1.0),
+            ..obs(i)
+        })
+        .collect();
+    let taken: Vec<usize> = super::modelled(&flat, true)
+        .expect("a sample")
+        .iter()
+        .map(index)
+        .collect();
+    let mut earliest = (0..).filter(|i| i % 10 != 3).take(super::MODEL_BEST);
+    assert!(earliest.all(|i| taken.contains(&i)));
     // Maximizing keeps the other end.
     let sample = super::modelled(&long, false).expect("a sample");
     let top = sample
