@@ -368,6 +368,45 @@ mod tests {
     }
 
     #[test]
+    fn a_frozen_choice_lets_no_other_options_points_into_the_fit() {
+        let (k, mut history, best) = with_choices();
+        // Three better points on the other option of FZ, after the incumbent (nine since it:
+        // the fourth step, a model step in the region halved three times).
+        for (a, b, y) in [(0.1, 0.0, -1.0), (-0.1, 0.2, -0.8), (0.05, 0.15, -0.9)] {
+            history.push(Observation {
+                config: with(&at(a, b), "FZ", "b"),
+                objective: Some(y),
+            });
+            let last = history.last_mut().map(|o| &mut o.config).expect("pushed");
+            last.insert("OPT".into(), KnobValue::Str("sgd".into()));
+        }
+        let radius = region(3);
+        // The model of the incumbent's option alone, as without the freeze.
+        let own: Vec<(Config, f64)> = pairs(&history)
+            .into_iter()
+            .filter(|(c, _)| c.get("FZ") == Some(&KnobValue::Str("a".into())))
+            .collect();
+        let want = surface::step(&k, &own, &best, radius).expect("a model step");
+        let free = suggest(&k, &history, &best, true, 5, 30).expect("a suggestion");
+        assert_eq!(free, want);
+        let frozen = ["FZ".to_string()];
+        let guide = SamplerGuide {
+            frozen: &frozen,
+            ..SamplerGuide::default()
+        };
+        let (got, _) = suggest_guided(&k, &history, &best, true, 5, 30, &guide).expect("one");
+        assert_eq!(got, want);
+        // Not the model with the other option's points taken for the incumbent's (what the
+        // freeze did when it set a frozen choice to the incumbent's option before the fit).
+        let relabelled: Vec<(Config, f64)> = pairs(&history)
+            .into_iter()
+            .map(|(c, y)| (with(&c, "FZ", "a"), y))
+            .collect();
+        let bent = surface::step(&k, &relabelled, &best, radius).expect("a model step");
+        assert_ne!(got, bent);
+    }
+
+    #[test]
     fn no_step_before_ten_experiments_have_a_value() {
         let k = knobs_of(BOWL);
         let mut points = spread();
