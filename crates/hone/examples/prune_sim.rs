@@ -35,7 +35,7 @@ use std::time::Duration;
 use hone::propose::knobs::{
     config_of, discover, suggest_guided, unit_coords, Config, Knob, SamplerGuide,
 };
-use hone::propose::optimizer::observations;
+use hone::propose::optimizer::{observations, stand_ins};
 use hone::store::{ExperimentRecord, Status};
 use hone::util::{median, splitmix64, unit_f64};
 use hone::verify::prune::{PruneRule, Pruner, Reference, Warmup};
@@ -248,6 +248,13 @@ fn propose(
     n: u64,
 ) -> Option<Config> {
     let mut history = observations(seen.records, true);
+    // The library's feed: pruned runs at the worst value, a stand-in the refinement step's
+    // model leaves out. Another feed's values are the sampler's to fit.
+    let lied = if arm.feed == "worst" {
+        stand_ins(seen.records)
+    } else {
+        Vec::new()
+    };
     if arm.feed != "worst" {
         for (o, at) in history.iter_mut().zip(seen.stops) {
             if let Some((s, v)) = at {
@@ -259,6 +266,7 @@ fn propose(
     let explore = unit_f64(splitmix64(&mut h)) < arm.explore;
     let guide = SamplerGuide {
         mode: explore.then_some(hone::meta::Mode::Explore),
+        stand_ins: &lied,
         ..SamplerGuide::default()
     };
     let (next, _) = suggest_guided(knobs, &history, incumbent, true, seed, n, &guide)?;

@@ -91,6 +91,19 @@ pub fn observations(history: &[ExperimentRecord], minimize: bool) -> Vec<Observa
         .collect()
 }
 
+/// The indices into [`observations`] of the same history of the running and pruned
+/// experiments, whose value there is a stand-in (`SamplerGuide::stand_ins`; what [`Observed`]
+/// keeps up to date; the reference its tests compare with).
+pub fn stand_ins(history: &[ExperimentRecord]) -> Vec<u32> {
+    history
+        .iter()
+        .filter(|e| e.config.as_ref().and_then(config_from_json).is_some())
+        .enumerate()
+        .filter(|(_, e)| matches!(e.status(), Status::Running | Status::Pruned))
+        .map(|(i, _)| i as u32)
+        .collect()
+}
+
 /// Whether an experiment's configuration proved infeasible (`Some(true)`: it crashed, timed
 /// out or violated a constraint), feasible (`Some(false)`: it was measured) or neither (`None`:
 /// running, rejected before it ran, aborted by an interruption).
@@ -322,6 +335,7 @@ impl Proposer for KnobsProposer {
             avoid: &g.avoid,
             infeasible: crashed,
             pending: &pending,
+            stand_ins: self.observed.stand_ins(),
         };
         let suggested = knobs::suggest_cached(
             &mut self.cache,

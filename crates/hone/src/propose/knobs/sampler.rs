@@ -16,8 +16,9 @@
 //!    drawn from the good estimator, and the one with the highest ratio `l(x) / g(x)` wins.
 //!    Failed runs count as the worst. Once ten experiments have a value, one proposal in three
 //!    (by the experiment's number) is instead a *refinement step* ([`refine`]): the minimum of
-//!    a quadratic model of the best points inside a trust region around the incumbent, or now
-//!    and then the incumbent with one choice changed. Past [`MODEL_CAP`] observations the model is fitted to
+//!    a quadratic model of the best measured points inside a trust region around the incumbent
+//!    (running and pruned experiments, at a stand-in value, stay out of it), or now and then
+//!    the incumbent with one choice changed. Past [`MODEL_CAP`] observations the model is fitted to
 //!    a bounded sample of them (the best, the most recent, and an even spread of the rest), so
 //!    a proposal costs the same at 10,000 experiments as at 300; up to the cap nothing changes.
 //! 3. **Fallbacks.** A candidate that was already tried is redrawn a bounded number of times,
@@ -73,6 +74,11 @@ pub struct SamplerGuide<'a> {
     /// parallel run, there at a made-up value): tried, but the feasibility model does not count
     /// them as finished.
     pub pending: &'a [Config],
+    /// Indices into the history of the observations whose value is a stand-in, not a
+    /// measurement: running and pruned experiments, at the worst value measured (see
+    /// `propose::optimizer::observations`). The Parzen model ranks them there; the refinement
+    /// step's quadratic model, which fits measured values, leaves them out.
+    pub stand_ins: &'a [u32],
 }
 
 /// One finished experiment as the sampler sees it.
@@ -241,11 +247,28 @@ pub fn suggest_cached(
             }
         }
     }
-    let sample = modelled(history, minimize);
+    let picked = modelled(history, minimize);
+    let sample: Option<Vec<Observation>> = picked
+        .as_ref()
+        .map(|picked| picked.iter().map(|&i| history[i].clone()).collect());
     let fit = sample.as_deref().unwrap_or(history);
     if guide.mode.is_none() {
         let keys = &cache.history.keys;
-        let refined = refine::step(&space, knobs, fit, keys, guide.pending, minimize, index);
+        let measured = measured_mask(history.len(), picked.as_deref(), guide.stand_ins);
+        let fit_measured = fit
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| measured.get(*i).copied().unwrap_or(true))
+            .map(|(_, o)| o);
+        let refined = refine::step(
+            &space,
+            knobs,
+            fit_measured,
+            keys,
+            guide.pending,
+            minimize,
+            index,
+        );
         if let Some(c) = admit(refined) {
             return found(Some(c));
         }
@@ -312,12 +335,26 @@ fn guided_space(
     Some(space)
 }
 
-/// The observations the model is fitted to when there are more than [`MODEL_CAP`] (`None`:
-/// all of them): the [`MODEL_BEST`] best (failures count as the worst), the [`MODEL_RECENT`]
-/// most recent, and an even spread of the rest up to the cap, in the order of the run. The
-/// good estimator so sees the run's best quarter of the sample exactly; what it drops is the
-/// middle of a long history, which the spread still represents.
-fn modelled(history: &[Observation], minimize: bool) -> Option<Vec<Observation>> {
+/// Which observations of the model's sample (`picked`: their indices in the history, `None`:
+/// the whole history of `len`) have a measured value, not a stand-in (`stand_ins`: indices
+/// into the history, ascending); empty when every one has.
+fn measured_mask(len: usize, picked: Option<&[usize]>, stand_ins: &[u32]) -> Vec<bool> {
+    if stand_ins.is_empty() {
+        return Vec::new();
+    }
+    let stand_in = |i: usize| stand_ins.binary_search(&(i as u32)).is_ok();
+    match picked {
+        Some(picked) => picked.iter().map(|&i| !stand_in(i)).collect(),
+        None => (0..len).map(|i| !stand_in(i)).collect(),
+    }
+}
+
+/// The indices of the observations the model is fitted to when there are more than
+/// [`MODEL_CAP`] (`None`: all of them): the [`MODEL_BEST`] best (failures count as the worst),
+/// the [`MODEL_RECENT`] most recent, and an even spread of the rest up to the cap, in the
+/// order of the run. The good estimator so sees the run's best quarter of the sample exactly;
+/// what it drops is the middle of a long history, which the spread still represents.
+fn modelled(history: &[Observation], minimize: bool) -> Option<Vec<usize>> {
     let n = history.len();
     if n <= MODEL_CAP {
         return None;
@@ -352,14 +389,7 @@ fn modelled(history: &[Observation], minimize: bool) -> Option<Vec<Observation>>
     for k in 0..room.min(rest.len()) {
         chosen[rest[k * rest.len() / room]] = true;
     }
-    Some(
-        history
-            .iter()
-            .zip(chosen)
-            .filter(|(_, keep)| *keep)
-            .map(|(o, _)| o.clone())
-            .collect(),
-    )
+    Some((0..n).filter(|&i| chosen[i]).collect())
 }
 
 /// The knobs the sampler moves, in order: the dimensions of its unit cube.

@@ -71,6 +71,12 @@ impl Observed {
         &self.infeasible
     }
 
+    /// The indices into [`Observed::observations`] of the running and pruned experiments,
+    /// whose value is the worst measured (a stand-in), ascending.
+    pub fn stand_ins(&self) -> &[u32] {
+        &self.lied
+    }
+
     /// The number of the last experiment converted: every configuration up to it is held
     /// here (`None`: nothing converted yet).
     pub fn through(&self) -> Option<u64> {
@@ -230,7 +236,7 @@ impl Observed {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{infeasible_configs, observations};
+    use super::super::{infeasible_configs, observations, stand_ins};
     use super::*;
     use crate::propose::knobs::{self, KnobValue, SamplerCache, SamplerGuide};
 
@@ -319,6 +325,7 @@ mod tests {
                     "after #{n}"
                 );
                 assert_eq!(observed.infeasible(), infeasible_configs(&whole).as_slice());
+                assert_eq!(observed.stand_ins(), stand_ins(&whole).as_slice());
                 assert_eq!(observed.through(), Some(n));
                 forget(&mut shown, 16);
             }
@@ -353,6 +360,7 @@ mod tests {
                 observed.infeasible(),
                 infeasible_configs(&history).as_slice()
             );
+            assert_eq!(observed.stand_ins(), stand_ins(&history).as_slice());
         }
         // A history that does not extend the converted one is converted anew.
         observed.sync(&history[..5], true);
@@ -397,8 +405,10 @@ mod tests {
                 shown = whole.clone();
             }
             let (want_obs, want_bad) = (observations(&whole, true), infeasible_configs(&whole));
-            let guide = |bad| SamplerGuide {
+            let want_lied = stand_ins(&whole);
+            let guide = |bad, lied| SamplerGuide {
                 infeasible: bad,
+                stand_ins: lied,
                 ..SamplerGuide::default()
             };
             let want = knobs::suggest_cached(
@@ -409,12 +419,13 @@ mod tests {
                 true,
                 3,
                 n,
-                &guide(&want_bad),
+                &guide(&want_bad, &want_lied),
             );
             observed.sync(&shown, true);
             let (obs, bad) = (observed.observations(), observed.infeasible());
+            let guide = guide(bad, observed.stand_ins());
             let got =
-                knobs::suggest_cached(&mut cache, &found, obs, &incumbent, true, 3, n, &guide(bad));
+                knobs::suggest_cached(&mut cache, &found, obs, &incumbent, true, 3, n, &guide);
             assert_eq!(got, want, "suggestion {n}");
             forget(&mut shown, 8);
             let Some((c, _)) = got else { break };

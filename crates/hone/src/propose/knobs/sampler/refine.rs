@@ -32,15 +32,15 @@ const LOOK_BACK: usize = 512;
 
 /// The refinement step's candidate for the experiment `index`: `None` when `index` is not one
 /// of its steps, the model has too few points or nothing untried to offer. `fit` is what the
-/// model is fitted to (a bounded sample of the history on a long run); `history`: the
-/// digests (`Space::key`) of the history's configurations in the order of the run;
-/// `pending`: configurations still being measured (their values are stand-ins, left out of
-/// the fit). The incumbent is `space.base` (knobs missing from the one given
+/// model is fitted to (a bounded sample of the history on a long run, the observations with a
+/// stand-in value left out: `SamplerGuide::stand_ins`); `history`: the digests (`Space::key`)
+/// of the history's configurations in the order of the run; `pending`: configurations still
+/// being measured (their values are stand-ins too, left out of the fit). The incumbent is `space.base` (knobs missing from the one given
 /// take their current value).
-pub(super) fn step(
+pub(super) fn step<'o>(
     space: &Space,
     knobs: &[Knob],
-    fit: &[Observation],
+    fit: impl IntoIterator<Item = &'o Observation>,
     history: &[u64],
     pending: &[Config],
     minimize: bool,
@@ -52,7 +52,7 @@ pub(super) fn step(
     let sign = if minimize { 1.0 } else { -1.0 };
     let running: HashSet<u64> = pending.iter().map(|c| space.key(c)).collect();
     let measured: Vec<(Config, f64)> = fit
-        .iter()
+        .into_iter()
         .filter(|o| running.is_empty() || !running.contains(&space.key(&o.config)))
         .filter_map(|o| {
             let y = o.objective.filter(|y| y.is_finite())?;
@@ -335,6 +335,39 @@ mod tests {
         };
         let (got, _) = suggest_guided(&k, &history, &best, true, 5, 33, &guide).expect("one");
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn pruned_experiments_at_a_stand_in_value_do_not_bend_the_step() {
+        let k = knobs_of(BOWL);
+        let (mut history, best) = measured(&spread());
+        let want = surface::step(&k, &pairs(&history), &best, RADIUS).expect("a model step");
+        // Two pruned experiments next to the incumbent, at the worst value measured (what
+        // `propose::optimizer::observations` gives them): no measurement of theirs.
+        let worst = history
+            .iter()
+            .filter_map(|o| o.objective)
+            .fold(f64::MIN, f64::max);
+        for (a, b) in [(0.05, 0.05), (-0.05, 0.12)] {
+            history.push(Observation {
+                config: at(a, b),
+                objective: Some(worst),
+            });
+        }
+        let stand_ins = [12, 13];
+        let guide = SamplerGuide {
+            stand_ins: &stand_ins,
+            ..SamplerGuide::default()
+        };
+        let (got, _) = suggest_guided(&k, &history, &best, true, 5, 30, &guide).expect("one");
+        assert_eq!(got, want);
+        // Taken as measured, they bend it.
+        let bent = suggest(&k, &history, &best, true, 5, 30).expect("a suggestion");
+        assert_eq!(
+            bent,
+            surface::step(&k, &pairs(&history), &best, RADIUS).expect("a model step")
+        );
+        assert_ne!(bent, want);
     }
 
     #[test]

@@ -456,7 +456,11 @@ fn the_model_is_fitted_to_a_bounded_sample_of_a_long_history() {
     let short: Vec<Observation> = (0..super::MODEL_CAP).map(obs).collect();
     assert!(super::modelled(&short, true).is_none());
     let long: Vec<Observation> = (0..5_000).map(obs).collect();
-    let sample = super::modelled(&long, true).expect("a sample");
+    let pick = |h: &[Observation], minimize: bool| -> Vec<Observation> {
+        let picked = super::modelled(h, minimize).expect("a sample");
+        picked.iter().map(|&i| h[i].clone()).collect()
+    };
+    let sample = pick(&long, true);
     assert_eq!(sample.len(), super::MODEL_CAP);
     let values: Vec<f64> = sample.iter().filter_map(|o| o.objective).collect();
     // The best of the run are all in it (|i - 700| small), and the most recent.
@@ -487,15 +491,11 @@ fn the_model_is_fitted_to_a_bounded_sample_of_a_long_history() {
             ..obs(i)
         })
         .collect();
-    let taken: Vec<usize> = super::modelled(&flat, true)
-        .expect("a sample")
-        .iter()
-        .map(index)
-        .collect();
+    let taken: Vec<usize> = pick(&flat, true).iter().map(index).collect();
     let mut earliest = (0..).filter(|i| i % 10 != 3).take(super::MODEL_BEST);
     assert!(earliest.all(|i| taken.contains(&i)));
     // Maximizing keeps the other end.
-    let sample = super::modelled(&long, false).expect("a sample");
+    let sample = pick(&long, false);
     let top = sample
         .iter()
         .filter_map(|o| o.objective)
@@ -619,5 +619,20 @@ fn the_model_does_not_veto_switching_a_choice_in_local_moves() {
     assert!(
         chosen * 10 >= plain * 8,
         "switched {chosen}, random {plain}"
+    );
+}
+
+/// Which entries of the model's sample were measured: by their index in the history, through
+/// the sample's picks past the cap.
+#[test]
+fn stand_ins_are_found_through_the_samples_picks() {
+    assert!(super::measured_mask(5, None, &[]).is_empty());
+    assert_eq!(
+        super::measured_mask(5, None, &[1, 3]),
+        [true, false, true, false, true]
+    );
+    assert_eq!(
+        super::measured_mask(10, Some(&[0, 3, 7, 8]), &[3, 8, 9]),
+        [true, false, true, false]
     );
 }
