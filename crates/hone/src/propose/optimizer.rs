@@ -601,3 +601,75 @@ mod tests {
         assert_eq!(observations(&history[4..], true)[0].objective, None);
     }
 }
+
+#[cfg(test)]
+mod stand_in_tests {
+    use super::*;
+    use crate::propose::guidance::Guidance;
+    use crate::propose::testing::Repo;
+
+    fn bowl(a: f64, b: f64) -> f64 {
+        (a - 0.3).powi(2) + 2.0 * (b + 0.2).powi(2)
+    }
+
+    /// The proposer tells the sampler which values are stand-ins: with two pruned runs next to
+    /// the incumbent, its refinement step (experiment 30) is the one that leaves them out.
+    #[test]
+    fn the_proposer_passes_pruned_runs_as_stand_ins() {
+        let repo = Repo::new(
+            "printf 'A = 0.0  # hone: -1.0..1.0\\nB = 0.1  # hone: -1.0..1.0\\n' > p.py",
+            "[loop]\neditable = [\"p.py\"]\n[verify]\ncommand = \"true\"\nmetric = \"m\"\n",
+        );
+        let wt = repo.root.join(".hone/wt");
+        repo.git.prepare_worktree(&wt, &repo.head).unwrap();
+        let rec = |n: u64, status: Status, (a, b): (f64, f64)| ExperimentRecord {
+            n,
+            status: Some(status),
+            objective: (status != Status::Pruned).then(|| bowl(a, b)),
+            config: Some(serde_json::json!({ "A": a, "B": b })),
+            ..Default::default()
+        };
+        // Eleven discards over the box, the incumbent (the committed values) kept, then two
+        // pruned runs beside it.
+        let mut history: Vec<ExperimentRecord> = (0..11u32)
+            .map(|i| {
+                let a = -0.9 + 0.17 * f64::from(i);
+                let b = 0.8 - 0.15 * f64::from((i * 7) % 11);
+                rec(u64::from(i), Status::Discard, (a, b))
+            })
+            .collect();
+        history.push(rec(11, Status::Keep, (0.0, 0.1)));
+        history.push(rec(12, Status::Pruned, (0.05, 0.05)));
+        history.push(rec(13, Status::Pruned, (-0.05, 0.12)));
+        let guidance = Guidance::default();
+        let ctx = repo.ctx(30, &wt, &history, Some(&history[11]), &guidance);
+        let proposal = KnobsProposer::default().propose(&ctx).expect("a proposal");
+
+        let found = knobs::discover(
+            "p.py",
+            "A = 0.0  # hone: -1.0..1.0\nB = 0.1  # hone: -1.0..1.0\n",
+        )
+        .expect("the knobs parse");
+        let incumbent = knobs::config_of(&found);
+        let obs = observations(&history, true);
+        let lied = stand_ins(&history);
+        assert_eq!(lied, [12, 13]);
+        let ask = |lied: &[u32]| {
+            let guide = knobs::SamplerGuide {
+                stand_ins: lied,
+                ..knobs::SamplerGuide::default()
+            };
+            let (next, _) = knobs::suggest_guided(&found, &obs, &incumbent, true, 0, 30, &guide)
+                .expect("a suggestion");
+            let mut full = incumbent.clone();
+            full.extend(next);
+            serde_json::to_value(full).ok()
+        };
+        assert_eq!(proposal.config, ask(&lied));
+        assert_ne!(
+            proposal.config,
+            ask(&[]),
+            "the stand-ins make no difference here"
+        );
+    }
+}

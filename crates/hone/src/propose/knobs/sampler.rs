@@ -76,8 +76,8 @@ pub struct SamplerGuide<'a> {
     pub pending: &'a [Config],
     /// Indices into the history of the observations whose value is a stand-in, not a
     /// measurement: running and pruned experiments, at the worst value measured (see
-    /// `propose::optimizer::observations`). The Parzen model ranks them there; the refinement
-    /// step's quadratic model, which fits measured values, leaves them out.
+    /// `propose::optimizer::observations`), in any order. The Parzen model ranks them there;
+    /// the refinement step's quadratic model, which fits measured values, leaves them out.
     pub stand_ins: &'a [u32],
 }
 
@@ -120,6 +120,8 @@ const ENUMERATION_LIMIT: u64 = 200_000;
 const MODEL_CAP: usize = 256;
 /// Of those, the best ones always in (more than the good quarter of the cap).
 const MODEL_BEST: usize = 96;
+// `modelled` selects the best of more than MODEL_CAP observations: at least one, and fewer.
+const _: () = assert!(MODEL_BEST >= 1 && MODEL_BEST < MODEL_CAP);
 /// And the most recent ones.
 const MODEL_RECENT: usize = 64;
 /// The PRNG stream of the initial design (per-call streams use `index`).
@@ -337,15 +339,20 @@ fn guided_space(
 
 /// Which observations of the model's sample (`picked`: their indices in the history, `None`:
 /// the whole history of `len`) have a measured value, not a stand-in (`stand_ins`: indices
-/// into the history, ascending); empty when every one has.
+/// into the history, in any order); empty when `stand_ins` is.
 fn measured_mask(len: usize, picked: Option<&[usize]>, stand_ins: &[u32]) -> Vec<bool> {
     if stand_ins.is_empty() {
         return Vec::new();
     }
-    let stand_in = |i: usize| stand_ins.binary_search(&(i as u32)).is_ok();
+    let mut measured = vec![true; len];
+    for &i in stand_ins {
+        if let Some(m) = measured.get_mut(i as usize) {
+            *m = false;
+        }
+    }
     match picked {
-        Some(picked) => picked.iter().map(|&i| !stand_in(i)).collect(),
-        None => (0..len).map(|i| !stand_in(i)).collect(),
+        Some(picked) => picked.iter().map(|&i| measured[i]).collect(),
+        None => measured,
     }
 }
 

@@ -6,7 +6,9 @@
 //! The contract: the history given to one cache only grows at its end. Anything else (a
 //! history that is shorter, another run's, other knobs) is noticed by the first and last
 //! indexed digests or the knobs' names, and the cache then indexes the history from scratch,
-//! as a fresh one does after a resume.
+//! as a fresh one does after a resume. The infeasible configurations may also change in the
+//! middle (a parallel run's earlier experiment fails late): every one indexed is checked by
+//! its [`fingerprint`] on each call.
 
 use std::collections::HashSet;
 
@@ -95,7 +97,7 @@ impl SamplerCache {
 impl Index {
     /// Indexes the `len` configurations `at(0..len)`, from scratch unless they start with what
     /// was indexed: the first and last indexed ones have the digests recorded, or with
-    /// `check_all` every indexed one.
+    /// `check_all` every indexed one has the fingerprint recorded.
     fn sync<'c>(
         &mut self,
         space: &Space,
@@ -109,7 +111,8 @@ impl Index {
         let extends = len >= n
             && (n == 0
                 || if check_all {
-                    (0..n).all(|i| fingerprint(at(i)) == self.fingerprints[i])
+                    self.fingerprints.len() == n
+                        && (0..n).all(|i| fingerprint(at(i)) == self.fingerprints[i])
                 } else {
                     same(0) && same(n - 1)
                 });
@@ -138,11 +141,11 @@ impl Index {
     }
 }
 
-/// A digest of a whole configuration, every key and value as they are (no rounding, no look-up
-/// by the space's knobs): what tells that an indexed configuration is still the one given, at
-/// a fraction of the cost of [`Space::key`]. It sees more than the key does (a knob outside the
-/// space, a value before rounding), so where it differs and the key would not, the index is
-/// only made again.
+/// A digest of a whole configuration, every name and value as they are (no look-up by the
+/// space's knobs): what tells that an indexed configuration is still the one given, at a
+/// fraction of the cost of [`Space::key`]. It sees more than the key, points and columns do
+/// (names and values outside the space's knobs), so where it differs and they would not, the
+/// index is only made again.
 fn fingerprint(config: &Config) -> u64 {
     let mut h: u64 = 0x6869_6e67_6572_7072;
     let mut mix = |word: u64| {
@@ -305,8 +308,8 @@ mod tests {
         cache.sync(&space, &history, &swapped, true);
         let keys: Vec<u64> = swapped.iter().map(|c| space.key(c)).collect();
         assert_eq!(cache.infeasible.keys, keys);
-        // A knob's value changed in place by a hair (the same digest once rounded) or a key
-        // outside the space added: the fingerprint sees it, the index is made again, the same.
+        // A knob's value changed in place by a hair (another digest) or a name outside the
+        // space added (the same digest): the fingerprint sees both, the index is made again.
         let mut nudged = swapped.clone();
         nudged[1].insert("A".into(), KnobValue::Float(num(a, "A") + 1e-12));
         nudged[2].insert("outside".into(), KnobValue::Bool(true));
@@ -315,6 +318,12 @@ mod tests {
         cache.sync(&space, &history, &nudged, true);
         let keys: Vec<u64> = nudged.iter().map(|c| space.key(c)).collect();
         assert_eq!(cache.infeasible.keys, keys);
-        assert_eq!(cache.infeasible.fingerprints.len(), nudged.len());
+        let prints: Vec<u64> = nudged.iter().map(fingerprint).collect();
+        assert_eq!(cache.infeasible.fingerprints, prints);
+        // Names count, not only values: one value under two names is two fingerprints.
+        let renamed = |name: &str| Config::from([(name.to_string(), KnobValue::Int(1))]);
+        assert_ne!(fingerprint(&renamed("A")), fingerprint(&renamed("B")));
+        // The length is in it: a name padded with a zero byte is another name.
+        assert_ne!(fingerprint(&renamed("A")), fingerprint(&renamed("A\0")));
     }
 }

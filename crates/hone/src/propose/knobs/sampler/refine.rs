@@ -35,8 +35,8 @@ const LOOK_BACK: usize = 512;
 /// model is fitted to (a bounded sample of the history on a long run, the observations with a
 /// stand-in value left out: `SamplerGuide::stand_ins`); `history`: the digests (`Space::key`)
 /// of the history's configurations in the order of the run; `pending`: configurations still
-/// being measured (their values are stand-ins too, left out of the fit). The incumbent is `space.base` (knobs missing from the one given
-/// take their current value).
+/// being measured (their values are stand-ins too, left out of the fit). The incumbent is
+/// `space.base` (knobs missing from the one given take their current value).
 pub(super) fn step<'o>(
     space: &Space,
     knobs: &[Knob],
@@ -368,6 +368,39 @@ mod tests {
             surface::step(&k, &pairs(&history), &best, RADIUS).expect("a model step")
         );
         assert_ne!(bent, want);
+    }
+
+    #[test]
+    fn stand_ins_past_the_models_cap_are_found_through_its_sample() {
+        let k = knobs_of(BOWL);
+        let (finished, best) = measured(&spread());
+        let want = surface::step(&k, &pairs(&finished), &best, RADIUS).expect("a model step");
+        // 287 pruned runs in a corner first, at the worst value: past the cap (256) the model
+        // sees a sample, mostly of them (the ties of the best go to the earliest), and fewer
+        // measured points than the surface keeps, so only the mask keeps them out.
+        let worst = finished
+            .iter()
+            .filter_map(|o| o.objective)
+            .fold(f64::MIN, f64::max);
+        let mut history: Vec<Observation> = (0..287u32)
+            .map(|i| Observation {
+                config: at(
+                    -1.0 + 0.5 * f64::from(i % 17) / 16.0,
+                    -1.0 + 0.5 * f64::from(i / 17) / 17.0,
+                ),
+                objective: Some(worst),
+            })
+            .collect();
+        history.extend(finished);
+        let stand_ins: Vec<u32> = (0..287).collect();
+        let guide = SamplerGuide {
+            stand_ins: &stand_ins,
+            ..SamplerGuide::default()
+        };
+        let (got, _) = suggest_guided(&k, &history, &best, true, 5, 30, &guide).expect("one");
+        assert_eq!(got, want);
+        let unmasked = suggest(&k, &history, &best, true, 5, 30).expect("a suggestion");
+        assert_ne!(unmasked, want);
     }
 
     #[test]
