@@ -280,12 +280,7 @@ mod tests {
         let got = suggest(&k, &history, &best, true, 5, 30).expect("a suggestion");
         assert_eq!(got, with(&best, "FZ", "b"));
         // A frozen choice is not what the swap changes: the next one is.
-        let frozen = ["FZ".to_string()];
-        let guide = SamplerGuide {
-            frozen: &frozen,
-            ..SamplerGuide::default()
-        };
-        let (got, _) = suggest_guided(&k, &history, &best, true, 5, 30, &guide).expect("one");
+        let got = step_frozen(&k, &history, &best, &["FZ"]);
         assert_eq!(got, with(&best, "OPT", "adam"));
     }
 
@@ -337,6 +332,44 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// The worst value measured in `history` (what a stand-in is given).
+    fn worst(history: &[Observation]) -> f64 {
+        history
+            .iter()
+            .filter_map(|o| o.objective)
+            .fold(f64::MIN, f64::max)
+    }
+
+    /// The suggestion for experiment 30 (a refinement step) under `guide`.
+    fn refined(k: &[Knob], history: &[Observation], best: &Config, guide: SamplerGuide) -> Config {
+        let (c, _) = suggest_guided(k, history, best, true, 5, 30, &guide).expect("a suggestion");
+        c
+    }
+
+    /// [`refined`] with `stand_ins` marked.
+    fn step_without(
+        k: &[Knob],
+        history: &[Observation],
+        best: &Config,
+        stand_ins: &[u32],
+    ) -> Config {
+        let guide = SamplerGuide {
+            stand_ins,
+            ..SamplerGuide::default()
+        };
+        refined(k, history, best, guide)
+    }
+
+    /// [`refined`] with `frozen` knobs.
+    fn step_frozen(k: &[Knob], history: &[Observation], best: &Config, frozen: &[&str]) -> Config {
+        let frozen: Vec<String> = frozen.iter().map(|f| f.to_string()).collect();
+        let guide = SamplerGuide {
+            frozen: &frozen,
+            ..SamplerGuide::default()
+        };
+        refined(k, history, best, guide)
+    }
+
     #[test]
     fn pruned_experiments_at_a_stand_in_value_do_not_bend_the_step() {
         let k = knobs_of(BOWL);
@@ -344,23 +377,14 @@ mod tests {
         let want = surface::step(&k, &pairs(&history), &best, RADIUS).expect("a model step");
         // Two pruned experiments next to the incumbent, at the worst value measured (what
         // `propose::optimizer::observations` gives them): no measurement of theirs.
-        let worst = history
-            .iter()
-            .filter_map(|o| o.objective)
-            .fold(f64::MIN, f64::max);
+        let worst = worst(&history);
         for (a, b) in [(0.05, 0.05), (-0.05, 0.12)] {
             history.push(Observation {
                 config: at(a, b),
                 objective: Some(worst),
             });
         }
-        let stand_ins = [12, 13];
-        let guide = SamplerGuide {
-            stand_ins: &stand_ins,
-            ..SamplerGuide::default()
-        };
-        let (got, _) = suggest_guided(&k, &history, &best, true, 5, 30, &guide).expect("one");
-        assert_eq!(got, want);
+        assert_eq!(step_without(&k, &history, &best, &[12, 13]), want);
         // Taken as measured, they bend it.
         let bent = suggest(&k, &history, &best, true, 5, 30).expect("a suggestion");
         assert_eq!(
@@ -378,10 +402,7 @@ mod tests {
         // 287 pruned runs in a corner first, at the worst value: past the cap (256) the model
         // sees a sample, mostly of them (the ties of the best go to the earliest), and fewer
         // measured points than the surface keeps, so only the mask keeps them out.
-        let worst = finished
-            .iter()
-            .filter_map(|o| o.objective)
-            .fold(f64::MIN, f64::max);
+        let worst = worst(&finished);
         let mut history: Vec<Observation> = (0..287u32)
             .map(|i| Observation {
                 config: at(
@@ -393,12 +414,7 @@ mod tests {
             .collect();
         history.extend(finished);
         let stand_ins: Vec<u32> = (0..287).collect();
-        let guide = SamplerGuide {
-            stand_ins: &stand_ins,
-            ..SamplerGuide::default()
-        };
-        let (got, _) = suggest_guided(&k, &history, &best, true, 5, 30, &guide).expect("one");
-        assert_eq!(got, want);
+        assert_eq!(step_without(&k, &history, &best, &stand_ins), want);
         let unmasked = suggest(&k, &history, &best, true, 5, 30).expect("a suggestion");
         assert_ne!(unmasked, want);
     }
@@ -418,12 +434,7 @@ mod tests {
             .collect();
         let want = surface::step(&k, &measured, &best, RADIUS).expect("a model step");
         assert_eq!(want.get("B"), Some(&KnobValue::Float(0.1)));
-        let frozen = ["B".to_string()];
-        let guide = SamplerGuide {
-            frozen: &frozen,
-            ..SamplerGuide::default()
-        };
-        let (got, _) = suggest_guided(&k, &history, &best, true, 5, 30, &guide).expect("one");
+        let got = step_frozen(&k, &history, &best, &["B"]);
         assert_eq!(got, want);
         // Not the model over both knobs with B put back afterwards (what the step was before
         // frozen knobs were left out of the fit).
@@ -455,12 +466,7 @@ mod tests {
         let want = surface::step(&k, &own, &best, radius).expect("a model step");
         let free = suggest(&k, &history, &best, true, 5, 30).expect("a suggestion");
         assert_eq!(free, want);
-        let frozen = ["FZ".to_string()];
-        let guide = SamplerGuide {
-            frozen: &frozen,
-            ..SamplerGuide::default()
-        };
-        let (got, _) = suggest_guided(&k, &history, &best, true, 5, 30, &guide).expect("one");
+        let got = step_frozen(&k, &history, &best, &["FZ"]);
         assert_eq!(got, want);
         // Not the model with the other option's points taken for the incumbent's (what the
         // freeze did when it set a frozen choice to the incumbent's option before the fit).
