@@ -10,17 +10,19 @@
 //! 2. **Model-based.** Afterwards each call either makes a *local move* around the incumbent
 //!    (1-2 knobs nudged by a multi-scale Gaussian step in unit space; choices and booleans
 //!    switch; of [`LOCAL_CANDIDATES`] such moves the model's best `l(x) / g(x)` is taken, all
-//!    switching the same choice when the first one does) or a *TPE* proposal: the observations are split at the best quarter into good and
-//!    bad, each set becomes a Parzen estimator (a mixture of product kernels of width
+//!    switching the same choice when the first one does) or a *TPE* proposal: the
+//!    observations are split at the best quarter into good and bad, each set becomes a Parzen
+//!    estimator (a mixture of product kernels of width
 //!    [`BANDWIDTH`], one component per observation plus a uniform prior), 24 candidates are
 //!    drawn from the good estimator, and the one with the highest ratio `l(x) / g(x)` wins.
 //!    Failed runs count as the worst. Once ten experiments have a value, one proposal in three
 //!    (by the experiment's number) is instead a *refinement step* ([`refine`]): the minimum of
 //!    a quadratic model of the best measured points inside a trust region around the incumbent
 //!    (running and pruned experiments, at a stand-in value, stay out of it), or now and then
-//!    the incumbent with one choice changed. Past [`MODEL_CAP`] observations the model is fitted to
-//!    a bounded sample of them (the best, the most recent, and an even spread of the rest), so
-//!    a proposal costs the same at 10,000 experiments as at 300; up to the cap nothing changes.
+//!    the incumbent with one choice changed. Past [`MODEL_CAP`] observations the model is
+//!    fitted to a bounded sample of them (the best, the most recent, and an even spread of the
+//!    rest), so a proposal costs the same at 10,000 experiments as at 300; up to the cap
+//!    nothing changes.
 //! 3. **Fallbacks.** A candidate that was already tried is redrawn a bounded number of times,
 //!    then random points are tried, then every single-knob neighbour of the incumbent, then (for
 //!    spaces with no float knob) an enumeration of the whole space. `None` means exhausted.
