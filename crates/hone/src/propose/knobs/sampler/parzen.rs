@@ -4,7 +4,8 @@
 
 use super::super::Config;
 use super::space::{Coord, Dim, Kind, Space};
-use super::{Observation, Rng, BANDWIDTH, CATEGORICAL_SPREAD, GOOD_FRACTION, TPE_CANDIDATES};
+use super::{Observation, Rng, BANDWIDTH, CATEGORICAL_SPREAD, TPE_CANDIDATES};
+use super::{GOOD_EARLY_UNTIL, GOOD_FRACTION, GOOD_FRACTION_EARLY};
 
 pub(super) fn erf(x: f64) -> f64 {
     // Abramowitz & Stegun 7.1.26; absolute error below 1.5e-7.
@@ -162,7 +163,12 @@ impl<'a> Model<'a> {
             return None;
         }
         scored.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let n_good = ((GOOD_FRACTION * scored.len() as f64).ceil() as usize)
+        let fraction = if scored.len() < GOOD_EARLY_UNTIL && finite == scored.len() {
+            GOOD_FRACTION_EARLY
+        } else {
+            GOOD_FRACTION
+        };
+        let n_good = ((fraction * scored.len() as f64).ceil() as usize)
             .clamp(1, 25)
             .min(finite);
         let bad: Vec<Vec<Coord>> = scored.split_off(n_good).into_iter().map(|s| s.1).collect();

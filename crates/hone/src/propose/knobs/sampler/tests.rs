@@ -282,6 +282,33 @@ fn failed_runs_count_as_the_worst() {
 }
 
 #[test]
+fn the_good_set_is_the_best_tenth_of_a_short_run_without_failures_else_the_best_quarter() {
+    let knobs = knobs_of("A = 0.5  # hone: 0.0..1.0\n");
+    let space = Space::new(&knobs, &[], &config_of(&knobs));
+    // n observations at A = i / n measuring i (the last one failed when `failed`): the best
+    // are those nearest 0.
+    let fit = |n: usize, failed: bool| {
+        let history: Vec<Observation> = (0..n)
+            .map(|i| Observation {
+                config: Config::from([("A".to_string(), KnobValue::Float(i as f64 / n as f64))]),
+                objective: Some(i as f64).filter(|_| !(failed && i == n - 1)),
+            })
+            .collect();
+        match Model::fit(&space, &history, true) {
+            Some(m) => (m.good.centers.len(), m.bad.centers.len()),
+            None => panic!("no model"),
+        }
+    };
+    let good = |n| fit(n, false);
+    assert_eq!(good(20), (2, 18));
+    assert_eq!(good(GOOD_EARLY_UNTIL - 1), (4, GOOD_EARLY_UNTIL - 5));
+    assert_eq!(good(GOOD_EARLY_UNTIL), (10, GOOD_EARLY_UNTIL - 10));
+    assert_eq!(good(400), (25, 375));
+    // One failure in a short run: the best quarter.
+    assert_eq!(fit(20, true), (5, 15));
+}
+
+#[test]
 fn the_sampler_beats_random_search_on_a_quadratic() {
     let knobs = knobs_of(QUAD);
     let mut sampler = Vec::new();
@@ -533,8 +560,8 @@ fn local_moves_are_chosen_by_the_model() {
         config: Config::from([("A".to_string(), KnobValue::Float(a))]),
         objective: Some(y),
     };
-    // Good near 0.2, bad near 0.8.
-    let mut history: Vec<Observation> = [0.18, 0.2, 0.22].map(|a| obs(a, 0.1)).to_vec();
+    // Good at 0.2 (the good set of so short a run is its best tenth: that one), bad near 0.8.
+    let mut history: Vec<Observation> = vec![obs(0.2, 0.1)];
     history.extend([0.7, 0.75, 0.8, 0.85, 0.9, 0.95].map(|a| obs(a, 1.0)));
     let pick = |history: &[Observation]| {
         let space = Space::new(&knobs, history, &config_of(&knobs));
