@@ -12,7 +12,8 @@
 //!    switch; of [`LOCAL_CANDIDATES`] such moves the model's best `l(x) / g(x)` is taken, all
 //!    switching the same choice when the first one does) or a *TPE* proposal: the
 //!    observations are split at the best tenth (the best quarter from [`GOOD_EARLY_UNTIL`]
-//!    observations on, or once one failed) into good and bad, each set becomes a Parzen
+//!    observations on, or once a configuration proved infeasible) into good and bad, each set
+//!    becomes a Parzen
 //!    estimator (a mixture of product kernels of width
 //!    [`BANDWIDTH`], one component per observation plus a uniform prior), 24 candidates are
 //!    drawn from the good estimator, and the one with the highest ratio `l(x) / g(x)` wins.
@@ -110,19 +111,23 @@ const TPE_CANDIDATES: usize = 24;
 const LOCAL_PROBABILITY: f64 = 0.3;
 /// Local moves drawn per local proposal; the model's `l(x) / g(x)` picks one.
 const LOCAL_CANDIDATES: usize = 8;
-/// Fraction of observations that count as good in TPE, from [`GOOD_EARLY_UNTIL`] on.
+/// Fraction of observations that count as good in TPE, from [`GOOD_EARLY_UNTIL`] on (from the
+/// start once a configuration proved infeasible).
 const GOOD_FRACTION: f64 = 0.25;
-/// The fraction below [`GOOD_EARLY_UNTIL`] observations when none failed: the best tenth
-/// (where Optuna's TPE splits), so that the good estimator of a short run sits on its two or
-/// three best points rather than on a quarter of the box. Measured with
-/// `examples/tune_sampler.rs` on seeds 1-30 and 1000-1059 (bench/RESULTS.md, eighteenth
-/// stop): the mean of medians at 20 experiments fell 13% and 9%, at 50 and 100 about the
-/// same; a tenth throughout was worse at 100. A history with a failure keeps the quarter: the
-/// narrow good set hugs the edge of what crashed (`examples/feasible_sampler.rs`, 200 seeds:
-/// crashes among the first 50 rose from 5.2 to 6.4 with it).
+/// The fraction below [`GOOD_EARLY_UNTIL`] observations while no configuration proved
+/// infeasible: the best tenth (where Optuna's TPE splits), so that the good estimator of a
+/// short run sits on its best one to four points rather than on a quarter of the box.
+/// Measured with `examples/tune_sampler.rs` on seeds 1-30 and 1000-1059 (bench/RESULTS.md,
+/// eighteenth stop): the mean of medians at 20 experiments fell 13% and 9%, at 50 and 100
+/// about the same; a tenth throughout was worse at 100. Once something crashed, timed out or
+/// violated a constraint (`SamplerGuide::infeasible`) the quarter is kept: the narrow good set
+/// hugs the edge of what crashed (`examples/feasible_sampler.rs`, 200 seeds: crashes among the
+/// first 50 rose from 5.2 to 6.4 with it).
 const GOOD_FRACTION_EARLY: f64 = 0.1;
 /// How many observations the model is fitted to before the good set is the best quarter.
 const GOOD_EARLY_UNTIL: usize = 40;
+// The switch happens while the model is fitted to the whole history (see [`modelled`]).
+const _: () = assert!(GOOD_EARLY_UNTIL <= MODEL_CAP);
 /// The Parzen estimators' kernel width in unit space, before the shrink with the number of
 /// observations.
 const BANDWIDTH: f64 = 0.1;
@@ -289,7 +294,7 @@ pub fn suggest_cached(
             return found(Some(c));
         }
     }
-    let model = Model::fit(&space, fit, minimize);
+    let model = Model::fit(&space, fit, minimize, !guide.infeasible.is_empty());
     let from = space.incumbent_point();
     let movable = space.movable(guide.focus);
     let local = LocalMoves {

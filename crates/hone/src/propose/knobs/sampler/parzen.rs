@@ -136,10 +136,15 @@ pub(super) struct Model<'a> {
 }
 
 impl<'a> Model<'a> {
+    /// The model of `history` (`None`: no observation has a value). `infeasible_seen`: some
+    /// configuration of the run crashed, timed out or violated a constraint
+    /// (`SamplerGuide::infeasible` is not empty); the good set is then the best quarter from
+    /// the start (see [`GOOD_FRACTION_EARLY`]).
     pub(super) fn fit(
         space: &'a Space,
         history: &[Observation],
         minimize: bool,
+        infeasible_seen: bool,
     ) -> Option<Model<'a>> {
         let mut scored: Vec<(f64, Vec<Coord>)> = history
             .iter()
@@ -163,7 +168,7 @@ impl<'a> Model<'a> {
             return None;
         }
         scored.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let fraction = if scored.len() < GOOD_EARLY_UNTIL && finite == scored.len() {
+        let fraction = if scored.len() < GOOD_EARLY_UNTIL && !infeasible_seen {
             GOOD_FRACTION_EARLY
         } else {
             GOOD_FRACTION

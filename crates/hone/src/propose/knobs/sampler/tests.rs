@@ -263,49 +263,52 @@ fn failed_runs_count_as_the_worst() {
         obs(0.3, None),
     ];
     for (minimize, best) in [(true, 0.9), (false, 0.9)] {
-        let model = match Model::fit(&space, &history, minimize) {
+        let model = match Model::fit(&space, &history, minimize, false) {
             Some(m) => m,
             None => panic!("no model"),
         };
         assert_eq!(model.good.centers, vec![vec![Coord::U(best)]]);
         assert_eq!(model.bad.centers.len(), 3);
     }
-    assert!(Model::fit(&space, &[obs(0.1, None)], true).is_none());
+    assert!(Model::fit(&space, &[obs(0.1, None)], true, false).is_none());
     let history = [
         obs(0.1, Some(1.0)),
         obs(0.9, Some(5.0)),
         obs(0.5, Some(3.0)),
     ];
-    let top = |minimize| Model::fit(&space, &history, minimize).map(|m| m.good.centers);
+    let top = |minimize| Model::fit(&space, &history, minimize, false).map(|m| m.good.centers);
     assert_eq!(top(true), Some(vec![vec![Coord::U(0.1)]]));
     assert_eq!(top(false), Some(vec![vec![Coord::U(0.9)]]));
 }
 
 #[test]
-fn the_good_set_is_the_best_tenth_of_a_short_run_without_failures_else_the_best_quarter() {
+fn the_good_set_is_the_best_tenth_of_a_short_run_until_something_proved_infeasible() {
     let knobs = knobs_of("A = 0.5  # hone: 0.0..1.0\n");
     let space = Space::new(&knobs, &[], &config_of(&knobs));
-    // n observations at A = i / n measuring i (the last one failed when `failed`): the best
-    // are those nearest 0.
-    let fit = |n: usize, failed: bool| {
+    // n observations at A = i / n measuring i, the last one without a value when `failed`
+    // (as a crash, or a run rejected or interrupted, has): the best are those nearest 0.
+    let fit = |n: usize, failed: bool, infeasible_seen: bool| {
         let history: Vec<Observation> = (0..n)
             .map(|i| Observation {
                 config: Config::from([("A".to_string(), KnobValue::Float(i as f64 / n as f64))]),
                 objective: Some(i as f64).filter(|_| !(failed && i == n - 1)),
             })
             .collect();
-        match Model::fit(&space, &history, true) {
+        match Model::fit(&space, &history, true, infeasible_seen) {
             Some(m) => (m.good.centers.len(), m.bad.centers.len()),
             None => panic!("no model"),
         }
     };
-    let good = |n| fit(n, false);
+    let good = |n| fit(n, false, false);
     assert_eq!(good(20), (2, 18));
     assert_eq!(good(GOOD_EARLY_UNTIL - 1), (4, GOOD_EARLY_UNTIL - 5));
     assert_eq!(good(GOOD_EARLY_UNTIL), (10, GOOD_EARLY_UNTIL - 10));
     assert_eq!(good(400), (25, 375));
-    // One failure in a short run: the best quarter.
-    assert_eq!(fit(20, true), (5, 15));
+    // A run without a value that proved nothing infeasible (rejected, interrupted): the tenth.
+    assert_eq!(fit(20, true, false), (2, 18));
+    // Once a configuration crashed, timed out or violated a constraint: the best quarter.
+    assert_eq!(fit(20, true, true), (5, 15));
+    assert_eq!(fit(20, false, true), (5, 15));
 }
 
 #[test]
@@ -565,8 +568,8 @@ fn local_moves_are_chosen_by_the_model() {
     history.extend([0.7, 0.75, 0.8, 0.85, 0.9, 0.95].map(|a| obs(a, 1.0)));
     let pick = |history: &[Observation]| {
         let space = Space::new(&knobs, history, &config_of(&knobs));
-        let model = Model::fit(&space, history, true).map(|m| {
-            let points = [0.8, 0.45, 0.25, 0.6].map(|u| vec![Coord::U(u)]).to_vec();
+        let model = Model::fit(&space, history, true, false).map(|m| {
+            let points = [0.8, 0.6, 0.25, 0.45].map(|u| vec![Coord::U(u)]).to_vec();
             m.best_of(&space, points)
         });
         model.flatten().map(|c| num(&c, "A"))
@@ -612,7 +615,7 @@ fn the_model_does_not_veto_switching_a_choice_in_local_moves() {
     }
     let incumbent = history[0].config.clone();
     let space = Space::new(&knobs, &history, &incumbent);
-    let Some(model) = Model::fit(&space, &history, true) else {
+    let Some(model) = Model::fit(&space, &history, true, false) else {
         panic!("no model")
     };
     let from = space.incumbent_point();
