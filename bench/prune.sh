@@ -10,6 +10,7 @@
 #   PRUNE_WARMUPS="10 20" (the warm-ups tried, in steps, for hone and Optuna alike)
 #   PRUNE_RULES="median top:3" (hone's rules tried, each with each warm-up; "halving", "reach" too)
 #   PRUNE_MIN_RUNS=N (hone's prune_min_runs for every pruned arm; default the spec's, 3)
+#   PRUNE_SEED0=S (the first seed; default 1: seeds S..S+SEEDS-1, for an independent sample)
 #   PRUNE_CAP=C (a pruned arm runs at most C times EXPERIMENTS; default 2. The verifier time
 #   is the measure: a large C, 4 here, lets the steps alone end every arm, at the cost of
 #   running experiments past the budget that the figures then leave out)
@@ -31,6 +32,7 @@ step_s=${3:-0.03}
 warmups=${PRUNE_WARMUPS:-10 20}
 rules=${PRUNE_RULES:-median top:3}
 cap=${PRUNE_CAP:-2}
+seed0=${PRUNE_SEED0:-1}
 here=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${HONE:-}" ]; then
   cargo build --release --quiet --manifest-path "$here/Cargo.toml" -p hone-cli
@@ -40,7 +42,7 @@ d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 arm() { # name, experiments, extra [verify] lines
   local name=$1 n=$2 extra=$3 s
-  for s in $(seq 1 "$seeds"); do
+  for s in $(seq "$seed0" $((seed0 + seeds - 1))); do
     local r="$d/$name-$s"
     mkdir -p "$r"
     cp "$here"/bench/prune/{knobs.py,curve.py,train.py} "$r/"
@@ -77,9 +79,9 @@ prune_warmup = \"$w steps\"${PRUNE_MIN_RUNS:+
 prune_min_runs = $PRUNE_MIN_RUNS}"
   done
 done
-python3 - "$d" "$seeds" "$step_s" > "$d/arms.jsonl" <<'PY'
+python3 - "$d" "$seeds" "$step_s" "$seed0" > "$d/arms.jsonl" <<'PY'
 import json, sqlite3, statistics, sys
-d, seeds, step_s = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+d, seeds, step_s, seed0 = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 ran = ("keep", "discard", "pruned", "crash", "timeout")
 def seed_run(name, s):
     db = sqlite3.connect(f"{d}/{name}-{s}/.hone/hone.db")
@@ -95,7 +97,7 @@ def median_or_inf(v):
 for name in arms:
     exps = pruned = steps_run = verify_ms = 0
     regrets, reach = [], []
-    for s in range(1, seeds + 1):
+    for s in range(seed0, seed0 + seeds):
         rows, steps = seed_run(name, s)
         best, used, n_exps, reached = None, 0, 0, float("inf")
         for n, status, objective, ms in rows:
@@ -121,7 +123,7 @@ for name in arms:
         # The unpruned arm: its own time to its median regret, read again now it is known.
         target = statistics.median(regrets)
         reach = []
-        for s in range(1, seeds + 1):
+        for s in range(seed0, seed0 + seeds):
             rows, steps = seed_run(name, s)
             best, used, reached = None, 0, float("inf")
             for n, status, objective, ms in rows:
@@ -147,7 +149,7 @@ if [ ! -x "$OPTUNA_VENV/bin/python" ]; then
   python3 -m venv "$OPTUNA_VENV" && "$OPTUNA_VENV/bin/pip" install -q optuna
 fi
 for w in $warmups; do
-  "$OPTUNA_VENV/bin/python" "$here/bench/prune_optuna.py" --seeds "$seeds" --trials "$m" \
+  "$OPTUNA_VENV/bin/python" "$here/bench/prune_optuna.py" --seeds "$seeds" --seed0 "$seed0" --trials "$m" \
     --step-seconds "$step_s" --warmup "$w" --cap "$cap" | sed "s/MedianPruner/MedianPruner, warm-up $w steps/"
 done | awk '!(/no pruner/ && seen++)' >> "$d/arms.jsonl"
 python3 - "$d/arms.jsonl" <<'PY'

@@ -61,6 +61,7 @@ def run(seed, trials, pruner, budget):
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--seed0", type=int, default=1, help="the first seed")
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--warmup", type=int, default=20, help="n_warmup_steps")
     ap.add_argument("--startup", type=int, default=3, help="n_startup_trials")
@@ -78,7 +79,7 @@ def main():
         ),
     }
     for name, (trials, make) in arms.items():
-        runs = [run(seed, trials, make(), budget) for seed in range(1, a.seeds + 1)]
+        runs = [run(seed, trials, make(), budget) for seed in range(a.seed0, a.seed0 + a.seeds)]
         hours = sum(r["steps"] for r in runs) * a.step_seconds / 3600.0
         print(
             json.dumps(

@@ -24,7 +24,8 @@
 //! earlier experiment (in the sampler's unit cube) had been pruned: how often the sampler
 //! proposes again next to a run that was stopped. With seeds 1..3 the unpruned arm is
 //! `bench/prune.sh 3 30`'s exactly (the sampler is seeded the same; the curves' noise only
-//! moves pruning). `SLIP=1` counts a pruned run one step past its stop, as the engine's
+//! moves pruning). `PER_SEED=1` also prints, on stderr, one line per arm and seed
+//! (arm, seed, experiments, pruned, steps, final regret). `SLIP=1` counts a pruned run one step past its stop, as the engine's
 //! stop lands a little after the decision.
 //!
 //! `cargo run --release -p hone --example prune_sim [SEEDS] [EXPERIMENTS]`, from the
@@ -357,7 +358,16 @@ fn main() {
     let r0 = rate(&base);
     println!("| arm | experiments | pruned | lost keeps | steps | vs no pruning | median regret | mean regret | near a pruned run |");
     println!("|---|---|---|---|---|---|---|---|---|");
+    let per_seed = std::env::var_os("PER_SEED").is_some();
     let show = |name: &str, o: &[Outcome]| {
+        if per_seed {
+            for (s, x) in (seed0..).zip(o) {
+                eprintln!(
+                    "{name}\t{s}\t{}\t{}\t{}\t{:.6}",
+                    x.experiments, x.pruned, x.steps, x.regret
+                );
+            }
+        }
         let regrets: Vec<f64> = o.iter().map(|x| x.regret).collect();
         println!(
             "| {name} | {} | {} | {} | {} | {:.2}x | {:.4} | {:.4} | {:.0}% |",
