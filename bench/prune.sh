@@ -55,7 +55,7 @@ protected = ["train.py", "curve.py", "hone.toml"]
 command   = "python3 -S -B train.py"
 timeout   = "60s"
 metric    = "val_loss"
-env       = { STEP_SECONDS = "$step_s" }
+env       = { STEP_SECONDS = "$step_s", CURVE_SEED = "$s" }
 progress  = "loss"
 $extra
 

@@ -30,7 +30,7 @@ def run(seed, trials, pruner, budget):
         lr = trial.suggest_float("LR", 1e-4, 1.0, log=True)
         width = trial.suggest_int("WIDTH", 8, 512)
         decay = trial.suggest_float("DECAY", 0.0, 1.0)
-        key = "optuna-%d/%d" % (seed, trial.number)
+        key = curve.key(seed, trial.number + 1)
         for step in range(1, curve.STEPS + 1):
             steps[0] += 1
             trial.report(curve.loss(lr, width, decay, step, key), step)

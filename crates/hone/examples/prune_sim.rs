@@ -22,11 +22,11 @@
 //! pruned runs that would have been keeps, steps, experiments per hour of steps against the
 //! unpruned arm, the median and mean final regret, and the share of proposals whose nearest
 //! earlier experiment (in the sampler's unit cube) had been pruned: how often the sampler
-//! proposes again next to a run that was stopped. With seeds 1..3 the unpruned arm is
-//! `bench/prune.sh 3 30`'s exactly (the sampler is seeded the same; the curves' noise only
-//! moves pruning). `PER_SEED=1` also prints, on stderr, one line per arm and seed
-//! (arm, seed, experiments, pruned, steps, final regret). `SLIP=1` counts a pruned run one step past its stop, as the engine's
-//! stop lands a little after the decision.
+//! proposes again next to a run that was stopped. Every arm replays `bench/prune.sh`'s real
+//! loop on the same seeds run for run: the sampler is seeded the same, and `curve.py` draws
+//! the same noise (`CAP=4 SLIP=0` for `PRUNE_CAP=4`: the engine stores no point past the one a
+//! run is pruned at). `PER_SEED=1` also prints, on stderr, one line per arm and seed
+//! (arm, seed, experiments, pruned, steps, final regret). `SLIP=1` counts a pruned run one step past its stop.
 //!
 //! `cargo run --release -p hone --example prune_sim [SEEDS] [EXPERIMENTS]`, from the
 //! repository root.
@@ -57,7 +57,8 @@ fn final_value(c: &Config) -> f64 {
         + (decay - 0.3).powi(2)
 }
 
-/// `bench/prune/curve.py`'s `loss` (its noise from a splitmix stream instead of Python's).
+/// `bench/prune/curve.py`'s `loss`, its noise bit for bit (`train.py` keys it with `CURVE_SEED`
+/// and the experiment's number, as [`key`] does).
 fn loss(c: &Config, step: u32, key: u64) -> f64 {
     let lr = num(c, "LR");
     let tau = 5.0 + 5.0 / (1.0 + 100.0 * lr);
@@ -208,8 +209,8 @@ fn nearest_pruned(points: &[(Vec<f64>, bool)], here: &[f64]) -> bool {
         .is_some_and(|p| p.1)
 }
 
-/// `SLIP`: steps a pruned run is counted beyond the step it was judged at (the engine's stop
-/// lands a little after the decision: about one step at 0.03 s per step in `bench/prune.sh`).
+/// `SLIP`: steps a pruned run is counted beyond the step it was judged at (0 is the real loop's
+/// count: `bench/prune.sh` counts the points stored, and none is stored past the decision).
 fn slip() -> u64 {
     std::env::var("SLIP")
         .ok()
