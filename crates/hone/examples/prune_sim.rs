@@ -22,11 +22,13 @@
 //! pruned runs that would have been keeps, steps, experiments per hour of steps against the
 //! unpruned arm, the median and mean final regret, and the share of proposals whose nearest
 //! earlier experiment (in the sampler's unit cube) had been pruned: how often the sampler
-//! proposes again next to a run that was stopped. Every arm replays `bench/prune.sh`'s real
-//! loop on the same seeds run for run: the sampler is seeded the same, and `curve.py` draws
-//! the same noise (`CAP=4 SLIP=0` for `PRUNE_CAP=4`: the engine stores no point past the one a
-//! run is pruned at). `PER_SEED=1` also prints, on stderr, one line per arm and seed
-//! (arm, seed, experiments, pruned, steps, final regret). `SLIP=1` counts a pruned run one step past its stop.
+//! proposes again next to a run that was stopped. An arm that `bench/prune.sh` can run (a rule,
+//! its warm-up and minimum runs, the library's feed, no exploration) replays that real loop on
+//! the same seeds: the sampler is seeded the same, and `curve.py` draws the same noise
+//! (`CAP=4 SLIP=0` for `PRUNE_CAP=4`: the engine stores no point past the one a run is pruned
+//! at). With `PER_SEED` set (to anything) it also prints, on stderr, one line per arm and seed
+//! (arm, seed, experiments, pruned, steps, final regret). `SLIP=1` counts a pruned run one step
+//! past its stop.
 //!
 //! `cargo run --release -p hone --example prune_sim [SEEDS] [EXPERIMENTS]`, from the
 //! repository root.
