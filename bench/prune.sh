@@ -11,6 +11,9 @@
 #   PRUNE_RULES="median top:3" (hone's rules tried, each with each warm-up; "halving", "reach" too)
 #   PRUNE_MIN_RUNS=N (hone's prune_min_runs for every pruned arm; default the spec's, 3)
 #   PRUNE_SEED0=S (the first seed; default 1: seeds S..S+SEEDS-1, for an independent sample)
+#   PRUNE_PER_SEED=1 (also print, on stderr, a line per hone arm and seed: arm, seed,
+#   experiments, pruned, steps, final regret; the lines of `examples/prune_sim.rs` with
+#   PER_SEED, which draws the same curves: `CAP=PRUNE_CAP SLIP=0`)
 #   PRUNE_CAP=C (a pruned arm runs at most C times EXPERIMENTS; default 2. The verifier time
 #   is the measure: a large C, 4 here, lets the steps alone end every arm, at the cost of
 #   running experiments past the budget that the figures then leave out)
@@ -79,9 +82,10 @@ prune_warmup = \"$w steps\"${PRUNE_MIN_RUNS:+
 prune_min_runs = $PRUNE_MIN_RUNS}"
   done
 done
-python3 - "$d" "$seeds" "$step_s" "$seed0" > "$d/arms.jsonl" <<'PY'
+python3 - "$d" "$seeds" "$step_s" "$seed0" "${PRUNE_PER_SEED:-}" > "$d/arms.jsonl" <<'PY'
 import json, sqlite3, statistics, sys
 d, seeds, step_s, seed0 = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+per_seed = bool(sys.argv[5])
 ran = ("keep", "discard", "pruned", "crash", "timeout")
 def seed_run(name, s):
     db = sqlite3.connect(f"{d}/{name}-{s}/.hone/hone.db")
@@ -100,6 +104,7 @@ for name in arms:
     for s in range(seed0, seed0 + seeds):
         rows, steps = seed_run(name, s)
         best, used, n_exps, reached = None, 0, 0, float("inf")
+        pruned_before = pruned
         for n, status, objective, ms in rows:
             if n > 0 and status in ran:
                 cost = steps.get(n, 0)
@@ -115,6 +120,9 @@ for name in arms:
                 reached = min(reached, used)
         if name == arms[0]:
             budget[s] = used
+        if per_seed:
+            print(f"{name}\t{s}\t{n_exps}\t{pruned - pruned_before}\t{used}\t{best - 1.0:.6f}",
+                  file=sys.stderr)
         exps += n_exps
         steps_run += used
         regrets.append(best - 1.0)
