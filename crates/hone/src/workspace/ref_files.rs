@@ -21,14 +21,18 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::listing::RefListing;
+use super::listing::{PackedRefs, RefListing};
 
 /// Refs as (name, object name), and the object name of one more ref where there is one.
 pub type Listed = (Vec<(String, String)>, Option<String>);
 
 /// The refs of `packed-refs` under a prefix (shared between listings read from the same
 /// bytes), and what one more ref holds there.
-type SharedPacked = (Arc<Vec<(String, String)>>, Option<String>);
+type SharedPacked = (Arc<PackedRefs>, Option<String>);
+
+/// Where the refs under a prefix are in the text of `packed-refs` (see [`PackedRefs`]), and
+/// the object name of one more ref there.
+type PackedLines = (Vec<(u32, u32, u32)>, Option<String>);
 
 /// The most `packed-refs` read here (bigger: libgit2 lists). A million refs is about 60 MB.
 const PACKED_MAX: u64 = 256 << 20;
@@ -81,7 +85,7 @@ fn listing_with(
             Some(bytes) => packed_shared(&git_dir, bytes, prefix, exact)?,
             None => {
                 forget(&git_dir, prefix, exact);
-                (Arc::new(Vec::new()), None)
+                (Arc::new(PackedRefs::default()), None)
             }
         };
     // A loose ref overrides the packed one of the same name.
@@ -91,15 +95,14 @@ fn listing_with(
     ))
 }
 
-/// What [`packed`] read for one question (a repository, a prefix, one more ref): the bytes
-/// it read (all of them: a listing read from the very same bytes is the same listing, and no
-/// file stamp stands in for them) and what it found.
+/// What [`packed`] read for one question (a repository, a prefix, one more ref): the refs,
+/// with the bytes they were read from (all of them: a listing read from the very same bytes
+/// is the same listing, and no file stamp stands in for them), and what it found.
 struct LastPacked {
     git_dir: PathBuf,
     prefix: String,
     exact: Option<String>,
-    bytes: Vec<u8>,
-    refs: Arc<Vec<(String, String)>>,
+    refs: Arc<PackedRefs>,
     found: Option<String>,
 }
 
@@ -134,7 +137,7 @@ pub(super) fn kept_bytes(git_dir: &Path) -> usize {
         remembered
             .iter()
             .filter(|l| l.git_dir == git_dir)
-            .map(|l| l.bytes.len())
+            .map(|l| l.refs.text().len())
             .sum()
     })
 }
@@ -156,18 +159,18 @@ fn packed_shared(
         Some(remembered.remove(i))
     });
     let entry = match taken {
-        Some(l) if l.bytes == bytes => l,
+        Some(l) if l.refs.text().as_bytes() == bytes => l,
         _ => {
             // Declined bytes: nothing is kept for the question.
-            let (refs, found) = packed(&bytes, prefix, exact)?;
-            let mut bytes = bytes;
-            bytes.shrink_to_fit();
+            drop(taken);
+            let mut text = String::from_utf8(bytes).ok()?;
+            let (lines, found) = packed(&text, prefix, exact)?;
+            text.shrink_to_fit();
             LastPacked {
                 git_dir: git_dir.to_path_buf(),
                 prefix: prefix.to_string(),
                 exact: exact.map(str::to_string),
-                bytes,
-                refs: Arc::new(refs),
+                refs: Arc::new(PackedRefs::new(text, lines)),
                 found,
             }
         }
@@ -177,11 +180,11 @@ fn packed_shared(
         // Another thread may have put one in for the question meanwhile: this one is newer.
         remembered.retain(|l| !same_question(l, git_dir, prefix, exact));
         remembered.push(entry);
-        let mut kept: usize = remembered.iter().map(|l| l.bytes.len()).sum();
+        let mut kept: usize = remembered.iter().map(|l| l.refs.text().len()).sum();
         while remembered.len() > LAST_PACKED_MAX
             || (remembered.len() > 1 && kept > LAST_PACKED_BYTES)
         {
-            kept -= remembered.remove(0).bytes.len();
+            kept -= remembered.remove(0).refs.text().len();
         }
     }
     Some(shared)
@@ -218,14 +221,13 @@ fn plain_layout(git_dir: &Path) -> bool {
     head_ok && config_ok
 }
 
-/// The refs of `packed-refs` under `prefix`, and the object name of `exact` there; `None` for
-/// anything but the file git writes: a `# pack-refs with:` header on the first line only, then
-/// lines of a full object name, a space and a name, the names in strictly increasing byte
-/// order (so no name twice: git's binary search and this reading find the same line), each
-/// followed by at most one `^` line, every line ended by a line feed and nothing else (no
-/// carriage return).
-fn packed(bytes: &[u8], prefix: &str, exact: Option<&str>) -> Option<Listed> {
-    let text = std::str::from_utf8(bytes).ok()?;
+/// Where the refs of `packed-refs` under `prefix` are in its `text`, and the object name of
+/// `exact` there; `None` for anything but the file git writes: a `# pack-refs with:` header on
+/// the first line only, then lines of a full object name in lower case, a space and a name,
+/// the names in strictly increasing byte order (so no name twice: git's binary search and
+/// this reading find the same line), each followed by at most one `^` line, every line ended
+/// by a line feed and nothing else (no carriage return).
+fn packed(text: &str, prefix: &str, exact: Option<&str>) -> Option<PackedLines> {
     if text.contains('\r') || !(text.is_empty() || text.ends_with('\n')) {
         return None;
     }
@@ -233,7 +235,10 @@ fn packed(bytes: &[u8], prefix: &str, exact: Option<&str>) -> Option<Listed> {
     let mut found = None;
     let mut last: Option<&str> = None;
     let mut peelable = false;
+    let mut start = 0usize;
     for (i, line) in text.split_terminator('\n').enumerate() {
+        let at = start;
+        start += line.len() + 1;
         if line.starts_with('#') {
             if i != 0 || !line.starts_with("# pack-refs with:") {
                 return None;
@@ -249,6 +254,7 @@ fn packed(bytes: &[u8], prefix: &str, exact: Option<&str>) -> Option<Listed> {
         }
         let (id, name) = line.split_once(' ')?;
         if !super::inproc::is_full_hex(id)
+            || id.bytes().any(|b| b.is_ascii_uppercase())
             || !valid_name(name)
             || last.is_some_and(|l| l.as_bytes() >= name.as_bytes())
         {
@@ -257,10 +263,12 @@ fn packed(bytes: &[u8], prefix: &str, exact: Option<&str>) -> Option<Listed> {
         last = Some(name);
         peelable = true;
         if name.starts_with(prefix) {
-            out.push((name.to_string(), id.to_ascii_lowercase()));
+            let end = u32::try_from(at + line.len()).ok()?;
+            // `at` and `at + 41` are below `end`: they fit too.
+            out.push((at as u32, (at + 41) as u32, end));
         }
         if exact == Some(name) {
-            found = Some(id.to_ascii_lowercase());
+            found = Some(id.to_string());
         }
     }
     Some((out, found))

@@ -118,6 +118,12 @@ fn the_files_ref_reader_declines_every_layout_it_does_not_read() {
     refused(&format!(
         "printf '{second} refs/hone/zz\\r\\n' >> .git/packed-refs"
     ));
+    // An object name in capitals (git writes lower case): the listing points into the file's
+    // text, so the reader declines rather than lists another spelling than git's.
+    refused(&format!(
+        "printf '{} refs/hone/zz\\n' \"$(echo {second} | tr a-f A-F)\" >> .git/packed-refs",
+        "%s"
+    ));
     refused(&format!("printf {first} > .git/refs/hone/t/3"));
     refused(&format!("printf '{first}\\n\\n' > .git/refs/hone/t/3"));
     // A HEAD git would not accept: git looks elsewhere for the repository; so does not the
