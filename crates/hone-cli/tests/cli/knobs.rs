@@ -115,3 +115,39 @@ fn agent_flag_switches_to_the_command_proposer() {
     assert_eq!(rows[1]["status"], "keep");
     assert_eq!(rows[1]["objective"], 25.0);
 }
+
+/// A run longer than the records held whole: the knobs proposer's old records leave hone's
+/// memory (`engine::history::forget`), and the stop conditions still count every one: the
+/// first session stops at `max_experiments`, and the resumed one (which drops the records as
+/// it loads them) on patience, counted across both sessions.
+#[test]
+fn old_records_leave_memory_and_the_stop_conditions_still_count_them() {
+    let (_t, dir) = knob_repo_of(
+        "A = 50  # hone: int 1..1000\nB = 50  # hone: int 1..1000\nC = 0.5  # hone: 0.0..1.0\n",
+        "echo loss: 1\n",
+        280,
+    );
+    // Nothing improves on the baseline; a time limit stops a run that would count wrong.
+    edit_spec(&dir, |t| {
+        t.replace("[stop]", "[stop]\npatience = 290\nmax_time = \"15m\"")
+    });
+    let out = ok(hone_in(&dir, &["run", "--tag", "long"]));
+    assert!(
+        text(&out).contains("reached max_experiments (280)"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(log_in(&dir).len(), 280);
+    let out = ok(hone_in(&dir, &["run", "--tag", "long", "--more", "100"]));
+    assert!(
+        text(&out).contains("no improvement in 290 experiments (patience 290)"),
+        "{}",
+        text(&out)
+    );
+    let rows = log_in(&dir);
+    assert_eq!(rows.len(), 291);
+    assert!(
+        rows[1..].iter().all(|r| r["status"] == "discard"),
+        "{rows:?}"
+    );
+}

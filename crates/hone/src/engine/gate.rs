@@ -220,20 +220,26 @@ pub(super) fn pinned_message(changed: &str) -> String {
 }
 
 /// Why a candidate with `rec`'s files is not run: the same files as an experiment already
-/// measured (in `exps`) or being verified (`in_flight`) give the same answer.
+/// measured (in `exps`, or dropped from it) or being verified (`in_flight`) give the same
+/// answer.
 pub(super) fn duplicate(
     rec: &ExperimentRecord,
     exps: &[ExperimentRecord],
+    dropped: &super::history::Dropped,
     in_flight: &[ExperimentRecord],
 ) -> Option<String> {
     let tree = rec.tree.as_deref()?;
     let measured =
         |e: &&ExperimentRecord| e.tree.as_deref() == Some(tree) && e.status().ran_verifier();
     let running = |e: &&ExperimentRecord| e.tree.as_deref() == Some(tree);
-    if let Some(dup) = exps.iter().find(measured) {
+    let held = exps.iter().find(measured).map(|e| e.n);
+    let first = match (held, dropped.measured_with(tree)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    if let Some(n) = first {
         return Some(format!(
-            "duplicate of #{} (identical files; not run again)",
-            dup.n
+            "duplicate of #{n} (identical files; not run again)"
         ));
     }
     in_flight.iter().find(running).map(|dup| {

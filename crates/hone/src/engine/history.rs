@@ -5,11 +5,17 @@
 //! tokens, times). What is dropped (the reason, the metrics, the judgement, the log path, the
 //! parent commit, the process ids) stays in the store, the truth on disk; a slimmed record is
 //! never written back. A resumed run loads its history through the same rule, page by page
-//! ([`load`]), so that it holds what the uninterrupted run held. In the serial loop without
-//! `[outer]`, a slimmed record's configuration is dropped too once the knobs proposer holds it
-//! converted ([`forget_configs`]); a resumed run's proposer converts the loaded history first.
+//! ([`load`]), so that it holds what the uninterrupted run held.
+//!
+//! In the serial loop without `[outer]`, once the knobs proposer holds an old slimmed record
+//! converted, the record itself is dropped ([`forget`]): what the loop still reads of it is
+//! kept in [`Dropped`] (its number, for the stop conditions' counts; its tree, for the gate's
+//! duplicate check; its spend, for the budgets), a few bytes where the record took hundreds.
+//! So the memory of a long run grows with its keeps, not with its experiments. A record with
+//! repeated runs stays (the noise estimate reads every one's runs), without its
+//! configuration. A resumed run's proposer converts the loaded history first.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::ControlFlow;
 
 use crate::store::{ExperimentRecord, Status, Store, StoreError};
@@ -56,21 +62,110 @@ pub(super) fn push(history: &mut Vec<ExperimentRecord>, rec: ExperimentRecord) {
     }
 }
 
-/// Drops the configuration of the slimmed records from `from` on (a cursor the caller keeps)
-/// up to the experiment numbered `through`: the knobs proposer holds them, converted, by then
-/// (`Proposer::holds_configs_through`), and nothing else of the serial loop without `[outer]`
-/// reads an old experiment's configuration (the prompt lists the last 30; the baseline and
-/// the keeps are held whole). The store keeps every configuration. Returns the new cursor.
-pub(super) fn forget_configs(history: &mut [ExperimentRecord], from: usize, through: u64) -> usize {
-    let end = history.len().saturating_sub(FULL_WINDOW);
-    let mut at = from.min(end);
-    while at < end && history[at].n <= through {
-        if !held_whole(&history[at]) {
-            history[at].config = None;
-        }
-        at += 1;
+/// What is left in memory of the records [`forget`] dropped: what the serial loop without
+/// `[outer]` reads of every experiment, however old.
+#[derive(Debug, Default)]
+pub(super) struct Dropped {
+    /// Their numbers as ranges `[start, end)`, ascending, contiguous ones merged (the keeps
+    /// held between them split them: a range per keep).
+    ranges: Vec<(u64, u64)>,
+    count: u64,
+    cost_usd: f64,
+    tokens: u64,
+    /// The trees of those whose verifier ran, each with the first experiment that had it.
+    trees: HashMap<[u8; 20], u64>,
+}
+
+impl Dropped {
+    /// How many records were dropped.
+    pub(super) fn count(&self) -> u64 {
+        self.count
     }
-    at
+
+    /// How many of them are numbered after `n`.
+    pub(super) fn after(&self, n: u64) -> u64 {
+        self.ranges
+            .iter()
+            .map(|&(start, end)| end.saturating_sub(start.max(n.saturating_add(1))))
+            .sum()
+    }
+
+    /// What their proposers spent: dollars and tokens.
+    pub(super) fn spent(&self) -> (f64, u64) {
+        (self.cost_usd, self.tokens)
+    }
+
+    /// The first of them measured with the tree `tree`, if any.
+    pub(super) fn measured_with(&self, tree: &str) -> Option<u64> {
+        self.trees.get(&tree_id(tree)?).copied()
+    }
+
+    /// Adds `e`'s number, spend and tree.
+    fn add(&mut self, e: &ExperimentRecord, tree: Option<[u8; 20]>) {
+        match self.ranges.last_mut() {
+            Some((_, end)) if *end == e.n => *end += 1,
+            _ => self.ranges.push((e.n, e.n + 1)),
+        }
+        self.count += 1;
+        self.cost_usd += e.cost_usd;
+        self.tokens += e.tokens;
+        if let Some(t) = tree {
+            self.trees.entry(t).or_insert(e.n);
+        }
+    }
+}
+
+/// The 20 bytes of a SHA-1 object name written in hex; `None` for anything else.
+fn tree_id(hex: &str) -> Option<[u8; 20]> {
+    let digits = hex.as_bytes();
+    if digits.len() != 40 {
+        return None;
+    }
+    let mut id = [0u8; 20];
+    for (byte, pair) in id.iter_mut().zip(digits.chunks_exact(2)) {
+        let pair = std::str::from_utf8(pair).ok()?;
+        *byte = u8::from_str_radix(pair, 16).ok()?;
+    }
+    Some(id)
+}
+
+/// Drops the slimmed records from `from` on (a cursor the caller keeps) up to the experiment
+/// numbered `through`, all but the last `keep_last`, into `dropped`: the knobs proposer holds
+/// them, converted, by then (`Proposer::holds_configs_through`), and nothing else of the
+/// serial loop without `[outer]` reads an old experiment but what [`Dropped`] keeps (the
+/// prompt lists the last 30; the baseline and the keeps are held whole; the caller keeps
+/// more than `max_consecutive_failures` whole, for that stop's count). A record with
+/// repeated runs, or whose tree is not a SHA-1 name, loses only its configuration. The store
+/// keeps every record. Returns the new cursor.
+pub(super) fn forget(
+    history: &mut Vec<ExperimentRecord>,
+    dropped: &mut Dropped,
+    from: usize,
+    through: u64,
+    keep_last: usize,
+) -> usize {
+    let end = history.len().saturating_sub(keep_last);
+    let (mut read, mut write) = (from.min(end), from.min(end));
+    while read < end && history[read].n <= through {
+        let e = &mut history[read];
+        read += 1;
+        let tree = match e.tree.as_deref() {
+            Some(t) if e.status().ran_verifier() => tree_id(t).map(Some),
+            _ => Some(None),
+        };
+        match tree {
+            Some(tree) if !held_whole(e) && e.runs.len() <= 1 => dropped.add(e, tree),
+            _ => {
+                if !held_whole(e) {
+                    e.config = None;
+                }
+                history.swap(write, read - 1);
+                write += 1;
+            }
+        }
+    }
+    history.drain(write..read);
+    write
 }
 
 /// How many records [`load`] reads between two calls of its `page` callback.
@@ -178,26 +273,62 @@ mod tests {
     }
 
     #[test]
-    fn old_configurations_are_dropped_only_as_far_as_the_proposer_holds_them() {
+    fn old_records_are_dropped_only_as_far_as_the_proposer_holds_them() {
         let total = FULL_WINDOW as u64 * 3;
         let mut history = pushed(total);
-        let old = history.len() - FULL_WINDOW;
+        // #9 was measured three times: it stays, without its configuration.
+        history[9].runs = vec![1.0, 2.0, 3.0];
+        // #11 has no tree a SHA-1 name: it stays too (the duplicate check could not find it).
+        history[11].tree = Some("not a tree".to_string());
+        let all = history.clone();
+        let mut dropped = Dropped::default();
         // The proposer holds them up to #100 only: nothing after it is dropped.
-        let at = forget_configs(&mut history, 0, 100);
-        assert_eq!(at, 101);
-        let configs = |h: &[ExperimentRecord]| h.iter().filter(|e| e.config.is_some()).count();
-        assert_eq!(configs(&history), history.len() - 101 + 2, "#0 and #7 kept");
-        let at = forget_configs(&mut history, at, u64::MAX);
-        assert_eq!(at, old);
-        for (i, e) in history.iter().enumerate() {
-            let whole = i >= old || held_whole(e);
-            assert_eq!(e.config.is_some(), whole, "#{}", e.n);
-        }
-        // One more experiment: one more record leaves the window and loses its configuration.
+        let at = forget(&mut history, &mut dropped, 0, 100, FULL_WINDOW);
+        // Left of #0..=#100: the baseline, the keep #7, #9 and #11.
+        assert_eq!(at, 4);
+        assert_eq!(dropped.count(), 97);
+        let numbers = |h: &[ExperimentRecord]| h.iter().map(|e| e.n).collect::<Vec<_>>();
+        assert_eq!(numbers(&history[..at]), [0, 7, 9, 11]);
+        assert!(history[2].config.is_none() && history[3].config.is_none());
+        assert!(history[0].config.is_some() && history[1].config.is_some());
+        assert_eq!(numbers(&history[at..]), (101..total).collect::<Vec<_>>());
+        // The counts the stop conditions read, and the duplicate check, see the dropped ones.
+        assert_eq!(dropped.after(7), 91, "#8, #10 and #12..=#100");
+        assert_eq!(dropped.after(0), 97);
+        assert_eq!(dropped.after(100), 0);
+        let tree_of = |n: usize| all[n].tree.clone().expect("a tree");
+        assert_eq!(dropped.measured_with(&tree_of(50)), Some(50));
+        assert_eq!(
+            dropped.measured_with(&tree_of(7)),
+            None,
+            "held, not dropped"
+        );
+        assert_eq!(dropped.measured_with(&tree_of(150)), None);
+        // Then as far as the window: every record before it is dropped but the held ones.
+        let at = forget(&mut history, &mut dropped, at, u64::MAX, FULL_WINDOW);
+        assert_eq!(history.len() - at, FULL_WINDOW);
+        let old = (total as usize) - FULL_WINDOW;
+        let held = |e: &ExperimentRecord| held_whole(e) || e.n == 9 || e.n == 11;
+        let want: Vec<u64> = all
+            .iter()
+            .filter(|e| (e.n as usize) >= old || held(e))
+            .map(|e| e.n)
+            .collect();
+        assert_eq!(numbers(&history), want);
+        assert_eq!(dropped.count() as usize, all.len() - want.len());
+        // One more experiment: one more record leaves the window, and the memory.
         push(&mut history, record(total, Status::Discard));
-        assert_eq!(forget_configs(&mut history, at, u64::MAX), old + 1);
-        assert!(history[old].config.is_none());
-        assert!(history[old + 1].config.is_some());
+        let before = history.len();
+        assert_eq!(
+            forget(&mut history, &mut dropped, at, u64::MAX, FULL_WINDOW),
+            at
+        );
+        assert_eq!(history.len(), before - 1);
+        assert_eq!(history[at].n as usize, old + 1);
+        // A longer stop on failures in a row keeps as many whole.
+        let mut long = pushed(total);
+        let at = forget(&mut long, &mut Dropped::default(), 0, u64::MAX, 600);
+        assert_eq!(long.len() - at, 600);
     }
 
     #[test]

@@ -38,6 +38,7 @@ use crate::report::{best_experiment, Summary};
 use crate::spec::Spec;
 use crate::store::{ExperimentRecord, RunRecord, Status, Store, StoreError};
 use crate::workspace::RefListing;
+use history::Dropped;
 
 mod decision;
 mod error;
@@ -119,8 +120,10 @@ struct Engine<'a> {
     /// and an outcome to record waits in `deferred`.
     lent: bool,
     deferred: Option<Box<Deferred>>,
-    /// How far [`history::forget_configs`] has gone through `history`.
+    /// How far [`history::forget`] has gone through `history`.
     configs_forgotten: usize,
+    /// What is left of the records [`history::forget`] dropped from `history`.
+    dropped: history::Dropped,
     /// The run's narrowing log, advanced with every outcome (see [`narrowing`]).
     narrowing: narrowing::NarrowingLog,
     /// While an experiment's finish is being recorded (one transaction): the events written,
@@ -270,13 +273,17 @@ impl<'a> Engine<'a> {
         if let Some(f) = self.deferred.take() {
             self.finish(f.rec, f.status, f.reason, f.t_start)?;
         }
-        // The serial loop without mechanisms: old configurations the proposer holds are
+        // The serial loop without mechanisms: old records the proposer holds converted are
         // dropped from the history (the only other reader of them is the outer loop).
-        if let (true, Some(through)) =
-            (self.outer.is_empty(), self.proposer.holds_configs_through())
-        {
-            self.configs_forgotten =
-                history::forget_configs(&mut self.history, self.configs_forgotten, through);
+        if let (true, Some(through)) = (self.forgets(), self.proposer.holds_configs_through()) {
+            let keep_last = self.kept_whole();
+            self.configs_forgotten = history::forget(
+                &mut self.history,
+                &mut self.dropped,
+                self.configs_forgotten,
+                through,
+                keep_last,
+            );
         }
         match prepared? {
             Prepared::Done(stop) => Ok(stop),
@@ -307,7 +314,7 @@ impl<'a> Engine<'a> {
         };
         let spent = std::cell::Cell::new((0.0f64, 0u64));
         let meter = propose::Meter {
-            budget: budget_left(&self.verifier.spec, exps),
+            budget: budget_left(&self.verifier.spec, exps, &self.dropped),
             spent: &spent,
         };
         let turn = proposal::Turn {
@@ -335,7 +342,7 @@ impl<'a> Engine<'a> {
         // the unmodified project is measured again.
         let dup = best
             .as_ref()
-            .and_then(|_| gate::duplicate(&rec, exps, in_flight));
+            .and_then(|_| gate::duplicate(&rec, exps, &self.dropped, in_flight));
         if let Some(why) = dup {
             self.finish(rec, Status::Invalid, why, t_start)?;
             return Ok(Prepared::Done(None));
@@ -380,6 +387,20 @@ impl<'a> Engine<'a> {
         self.conclude(c, wt, status, reason, Some(refs_at_verify))
     }
 
+    /// Whether old records leave the in-memory history once the proposer holds them (see
+    /// [`history::forget`]): the serial loop without `[outer]`, whose only reader of an old
+    /// experiment's configuration is the knobs proposer.
+    fn forgets(&self) -> bool {
+        self.outer.is_empty() && self.verifier.spec.exec.workers <= 1
+    }
+
+    /// How many of the latest records [`history::forget`] leaves: more than the
+    /// failures-in-a-row stop counts.
+    fn kept_whole(&self) -> usize {
+        let failures = self.verifier.spec.stop.max_consecutive_failures;
+        history::FULL_WINDOW.max(usize::try_from(failures).unwrap_or(usize::MAX))
+    }
+
     /// The run's branch and archive refs, each with what it holds (see [`state::run_refs`]).
     fn run_refs(&self) -> Result<RefListing, EngineError> {
         state::run_refs(&self.verifier.git, &self.run.tag)
@@ -408,15 +429,23 @@ fn shown<'e>(
     std::borrow::Cow::Owned(finished)
 }
 
-/// What is left of the run's budgets for the next experiment, after `history`.
-fn budget_left(spec: &Spec, history: &[ExperimentRecord]) -> propose::Budget {
+/// What is left of the run's budgets for the next experiment, after `history` and the
+/// records dropped from it.
+fn budget_left(spec: &Spec, history: &[ExperimentRecord], dropped: &Dropped) -> propose::Budget {
     let stop = &spec.stop;
+    let (usd, tokens) = spent(history, dropped);
     propose::Budget {
-        usd_left: stop
-            .max_cost_usd
-            .map(|m| m - history.iter().map(|e| e.cost_usd).sum::<f64>()),
-        tokens_left: stop
-            .max_tokens
-            .map(|m| m.saturating_sub(history.iter().map(|e| e.tokens).sum::<u64>())),
+        usd_left: stop.max_cost_usd.map(|m| m - usd),
+        tokens_left: stop.max_tokens.map(|m| m.saturating_sub(tokens)),
     }
+}
+
+/// What the proposers of `history` and of the records dropped from it spent: dollars and
+/// tokens.
+fn spent(history: &[ExperimentRecord], dropped: &Dropped) -> (f64, u64) {
+    let (usd, tokens) = dropped.spent();
+    (
+        usd + history.iter().map(|e| e.cost_usd).sum::<f64>(),
+        tokens + history.iter().map(|e| e.tokens).sum::<u64>(),
+    )
 }

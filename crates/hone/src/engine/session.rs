@@ -141,6 +141,7 @@ impl<'a> Engine<'a> {
             lent: false,
             deferred: None,
             configs_forgotten: 0,
+            dropped: Default::default(),
             narrowing: Default::default(),
             held: None,
             unlogged: Vec::new(),
@@ -270,7 +271,7 @@ impl<'a> Engine<'a> {
             if self.verifier.spec.exec.workers > 1 && best_experiment(&self.history).is_some() {
                 break self.run_parallel()?;
             }
-            let before = self.history.len();
+            let before = self.history.len() + self.dropped.count() as usize;
             let step = self.experiment()?;
             // One loose ref per experiment makes every ref listing slower; pack them now and
             // then so the loop's cost does not grow with the run.
@@ -300,22 +301,21 @@ impl<'a> Engine<'a> {
         // this copy).
         // The serial loop without `[outer]`: the knobs proposer converts each page as it is
         // read, and the configurations it then holds are dropped (see `Engine::experiment`).
-        let spec = &self.verifier.spec;
-        let (forget, minimize) = (
-            self.outer.is_empty() && spec.exec.workers <= 1,
-            spec.verify.direction == Direction::Minimize,
-        );
+        let (forget, keep_last) = (self.forgets(), self.kept_whole());
+        let minimize = self.verifier.spec.verify.direction == Direction::Minimize;
         let (proposer, mut at) = (&mut self.proposer, 0);
+        let mut dropped = super::history::Dropped::default();
         self.history = super::history::load(&self.store, self.run.id, &mut |h| {
             if forget {
                 proposer.prime(h, minimize);
                 if let Some(through) = proposer.holds_configs_through() {
-                    at = super::history::forget_configs(h, at, through);
+                    at = super::history::forget(h, &mut dropped, at, through, keep_last);
                 }
             }
         })?;
         self.configs_forgotten = at;
-        self.session_first = self.history.len() as u64;
+        self.dropped = dropped;
+        self.session_first = self.history.len() as u64 + self.dropped.count();
         // Outer loop: mechanisms start (a resumed run's history rebuilds what they can).
         let next = self.history.last().map_or(0, |e| e.n + 1);
         if self.outer.restores() && !self.history.is_empty() {
@@ -373,7 +373,7 @@ impl<'a> Engine<'a> {
                 "interrupted by the user (run `hone run` to resume)",
             ));
         }
-        if exps.len() as u64 >= s.max_experiments {
+        if exps.len() as u64 + self.dropped.count() >= s.max_experiments {
             return Some(Stop::done(format!(
                 "reached max_experiments ({})",
                 s.max_experiments
@@ -401,14 +401,14 @@ impl<'a> Engine<'a> {
             }
         }
         if let (Some(p), Some(b)) = (s.patience, best) {
-            let since = exps.iter().filter(|e| e.n > b.n).count() as u64;
+            let since = exps.iter().filter(|e| e.n > b.n).count() as u64 + self.dropped.after(b.n);
             if since >= p {
                 return Some(Stop::done(format!(
                     "no improvement in {since} experiments (patience {p})"
                 )));
             }
         }
-        failure_or_budget_stop(s, exps, self.session_first)
+        failure_or_budget_stop(s, exps, &self.dropped, self.session_first)
     }
 }
 
@@ -416,6 +416,7 @@ impl<'a> Engine<'a> {
 fn failure_or_budget_stop(
     s: &StopSpec,
     exps: &[ExperimentRecord],
+    dropped: &super::history::Dropped,
     session_first: u64,
 ) -> Option<Stop> {
     // Only this session's failures count: resuming after fixing the cause starts afresh.
@@ -430,21 +431,16 @@ fn failure_or_budget_stop(
             exps.last().map(|e| e.n).unwrap_or(0)
         )));
     }
-    if let Some(max) = s.max_cost_usd {
-        let spent: f64 = exps.iter().map(|e| e.cost_usd).sum();
-        if spent >= max {
-            return Some(Stop::done(format!(
-                "budget: reached max_cost_usd (${spent:.2} of ${max:.2})"
-            )));
-        }
+    let (usd, tokens) = super::spent(exps, dropped);
+    if let Some(max) = s.max_cost_usd.filter(|&max| usd >= max) {
+        return Some(Stop::done(format!(
+            "budget: reached max_cost_usd (${usd:.2} of ${max:.2})"
+        )));
     }
-    if let Some(max) = s.max_tokens {
-        let spent: u64 = exps.iter().map(|e| e.tokens).sum();
-        if spent >= max {
-            return Some(Stop::done(format!(
-                "budget: reached max_tokens ({spent} of {max})"
-            )));
-        }
+    if let Some(max) = s.max_tokens.filter(|&max| tokens >= max) {
+        return Some(Stop::done(format!(
+            "budget: reached max_tokens ({tokens} of {max})"
+        )));
     }
     None
 }

@@ -8,7 +8,11 @@
 //! in-memory copy ([`super::KnobsProposer`] says up to which experiment).
 //!
 //! The contract is [`super::super::knobs::SamplerCache`]'s: the history shown grows at its
-//! end. One that does not (shorter, another run's) is converted anew; an experiment whose
+//! end. The engine may also drop old experiments from it once converted (the serial loop
+//! without `[outer]` holds only the baseline, the keeps and the latest whole): experiments are
+//! matched by number, so a shown history that lacks some converted before still extends
+//! them, as long as it holds the first one and the last one converted and every one still
+//! running. One that does not (another run's) is converted anew; an experiment whose
 //! configuration the history no longer holds then keeps the one converted before.
 
 use std::collections::BTreeMap;
@@ -93,12 +97,28 @@ impl Observed {
         self.seen.is_empty()
     }
 
+    /// Where in `history` the converted experiment at index `i` is: at `i` while nothing was
+    /// dropped before it, else found by its number (the history shown is in number order).
+    fn position(&self, history: &[ExperimentRecord], i: usize) -> Option<usize> {
+        let n = self.seen[i].n;
+        if history.get(i).map(|e| e.n) == Some(n) {
+            return Some(i);
+        }
+        history.binary_search_by_key(&n, |e| e.n).ok()
+    }
+
     /// Brings the view up to `history` (see the module docs).
     pub fn sync(&mut self, history: &[ExperimentRecord], minimize: bool) {
         let k = self.seen.len();
-        let same = |i: usize| history.get(i).map(|e| e.n) == Some(self.seen[i].n);
-        let extends =
-            minimize == self.minimize && history.len() >= k && (k == 0 || (same(0) && same(k - 1)));
+        let last_at = match k {
+            0 => None,
+            _ => match self.position(history, k - 1) {
+                Some(at) => Some(at),
+                None => return self.rebuild(history, minimize),
+            },
+        };
+        let extends = minimize == self.minimize
+            && (k == 0 || history.first().map(|e| e.n) == Some(self.seen[0].n));
         if !extends {
             return self.rebuild(history, minimize);
         }
@@ -116,10 +136,10 @@ impl Observed {
         }
         let mut changed = false;
         for i in again {
-            let (e, s) = (&history[i], self.seen[i]);
-            if e.n != s.n {
+            let Some(at) = self.position(history, i) else {
                 return self.rebuild(history, minimize);
-            }
+            };
+            let (e, s) = (&history[at], self.seen[i]);
             let config = e.config.as_ref().and_then(config_from_json);
             if config.is_some() != s.obs.is_some() {
                 return self.rebuild(history, minimize);
@@ -140,7 +160,7 @@ impl Observed {
                 changed = true;
             }
         }
-        for e in &history[k..] {
+        for e in &history[last_at.map_or(0, |at| at + 1)..] {
             let config = e.config.as_ref().and_then(config_from_json);
             self.append(e, config);
         }
@@ -240,15 +260,20 @@ mod tests {
     use super::*;
     use crate::propose::knobs::{self, KnobValue, SamplerCache, SamplerGuide};
 
-    /// How the engine's serial loop leaves old records after a proposal: their configuration
-    /// dropped, except the baseline's and the keeps' and the last `window`.
-    fn forget(history: &mut [ExperimentRecord], window: usize) {
+    /// How the engine's serial loop leaves old records after a proposal: all but the
+    /// baseline, the keeps and the last `window` dropped, or (as for a record with repeated
+    /// runs; here every third) only their configuration.
+    fn forget(history: &mut Vec<ExperimentRecord>, window: usize) {
         let end = history.len().saturating_sub(window);
-        for e in &mut history[..end] {
-            if !matches!(e.status(), Status::Baseline | Status::Keep) {
-                e.config = None;
+        let mut i = 0;
+        history.retain_mut(|e| {
+            i += 1;
+            if i > end || matches!(e.status(), Status::Baseline | Status::Keep) {
+                return true;
             }
-        }
+            e.config = None;
+            e.n % 3 == 0
+        });
     }
 
     fn seen(o: &[Observation]) -> Vec<(String, Option<u64>)> {
@@ -301,9 +326,9 @@ mod tests {
                 if n % 50 == 49 {
                     // The last experiment converted is replaced by a re-test of it (another
                     // value), once before the next one is added and once with it.
-                    let last = whole.len() - 1;
+                    let (last, shown_last) = (whole.len() - 1, shown.len() - 1);
                     whole[last].objective = Some(1000.0 + n as f64);
-                    shown[last].objective = whole[last].objective;
+                    shown[shown_last].objective = whole[last].objective;
                     if n % 100 == 49 {
                         observed.sync(&shown, minimize);
                         let want = observations(&whole, minimize);
@@ -329,8 +354,10 @@ mod tests {
                 assert_eq!(observed.through(), Some(n));
                 forget(&mut shown, 16);
             }
-            // Most of the shown history holds no configuration any more.
-            assert!(shown.iter().filter(|e| e.config.is_none()).count() > 500);
+            // Most of the history is no longer shown, and most of what is holds no
+            // configuration any more.
+            assert!(shown.len() < 300, "{}", shown.len());
+            assert!(shown.iter().filter(|e| e.config.is_none()).count() > 100);
         }
     }
 
