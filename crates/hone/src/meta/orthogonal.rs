@@ -126,7 +126,7 @@ fn changed_knobs(history: &[ExperimentRecord]) -> Vec<Vec<String>> {
             (Some(b), Some(c)) => c
                 .iter()
                 .filter(|(k, v)| b.get(*k) != Some(v))
-                .map(|(k, _)| k.clone())
+                .map(|(k, _)| k.to_string())
                 .collect(),
             _ => Vec::new(),
         };

@@ -131,7 +131,7 @@ impl RuleController {
             if let (Some(b), Some(c), true) = (&best, &config, i >= start && e.n > 0) {
                 for (k, v) in c {
                     if b.get(k) != Some(v) {
-                        let t = tries.entry(k.clone()).or_default();
+                        let t = tries.entry(k.to_string()).or_default();
                         t.0 += 1;
                         t.1 |= e.status() == Status::Keep;
                     }

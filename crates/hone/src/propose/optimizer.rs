@@ -550,7 +550,7 @@ mod tests {
         assert_eq!(read, 5);
         let v = serde_json::json!({ "BIG": 9223372036854775808u64, "I": 4 });
         assert_eq!(
-            config_from_json(&v).map(|c| c.into_values().collect::<Vec<_>>()),
+            config_from_json(&v).map(|c| c.values().cloned().collect::<Vec<_>>()),
             Some(vec![
                 knobs::KnobValue::Float(9223372036854775808.0),
                 knobs::KnobValue::Int(4)

@@ -100,7 +100,7 @@ pub fn checked_config(knobs: &[Knob], base: &Config, v: &Dynamic) -> Result<Conf
     let mut out = base.clone();
     for (name, value) in &m {
         let value = checked_value(knobs, name.as_str(), value)?;
-        out.insert(name.to_string(), value);
+        out.insert(name, value);
     }
     Ok(out)
 }

@@ -18,10 +18,7 @@ pub(super) fn knob_value(v: &KnobValue) -> Dynamic {
 }
 
 pub(super) fn config_map(c: &Config) -> Dynamic {
-    let m: Map = c
-        .iter()
-        .map(|(k, v)| (k.as_str().into(), knob_value(v)))
-        .collect();
+    let m: Map = c.iter().map(|(k, v)| (k.into(), knob_value(v))).collect();
     Dynamic::from_map(m)
 }
 

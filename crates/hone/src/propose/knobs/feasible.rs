@@ -104,7 +104,7 @@ pub(crate) fn numeric(v: &KnobValue) -> Option<f64> {
 
 /// Every narrowing the finished and infeasible configurations show, by knob name then side.
 pub fn narrowings(finished: &[&Config], infeasible: &[&Config]) -> Vec<Narrowing> {
-    let mut names: Vec<&String> = infeasible.iter().flat_map(|c| c.keys()).collect();
+    let mut names: Vec<&str> = infeasible.iter().flat_map(|c| c.keys()).collect();
     names.sort();
     names.dedup();
     let mut out = Vec::new();
@@ -225,7 +225,7 @@ impl NarrowingHistory {
         }
         for (name, x) in config.iter().filter_map(|(k, v)| Some((k, numeric(v)?))) {
             if !self.tracks.contains_key(name) {
-                self.tracks.insert(name.clone(), Track::new());
+                self.tracks.insert(name.to_string(), Track::new());
             }
             if let Some(t) = self.tracks.get_mut(name) {
                 if crashed {
@@ -255,7 +255,7 @@ impl NarrowingHistory {
             }
         } else {
             for name in config.keys() {
-                if let Some(t) = self.tracks.get_mut(name.as_str()) {
+                if let Some(t) = self.tracks.get_mut(name) {
                     look(name, t);
                 }
             }
@@ -512,7 +512,7 @@ mod tests {
                 .into_iter()
                 .collect();
                 if draw() < 0.5 {
-                    config.insert("E".to_string(), KnobValue::Float(draw()));
+                    config.insert("E", KnobValue::Float(draw()));
                 }
                 let state = if draw() < 0.05 {
                     None

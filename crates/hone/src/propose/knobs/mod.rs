@@ -42,6 +42,7 @@
 //! - A `hone:` comment on a line that is not a knob (indented, lowercase name, an expression)
 //!   is an error rather than silently ignored.
 
+mod config;
 pub mod feasible;
 pub(crate) mod infer;
 mod line;
@@ -49,7 +50,6 @@ mod literal;
 mod sampler;
 pub mod surface;
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -57,6 +57,7 @@ use serde::{Deserialize, Serialize};
 use line::{annotated_domain, inferred_domain, scan_line, LineScan, TripleQuotes};
 use literal::{format_float_readable, style_type_name, write_literal, Literal, WriteError};
 
+pub use config::Config;
 pub use sampler::{
     config_at, dimensions, distance, initial_design_size, suggest, suggest_cached, suggest_guided,
     unit_coords, Observation, SamplerCache, SamplerGuide,
@@ -136,9 +137,6 @@ pub struct Knob {
     /// The literal exactly as written (`1e-3`, `'SSSL'`, `1_000`).
     pub literal: String,
 }
-
-/// A configuration: knob name -> value.
-pub type Config = BTreeMap<String, KnobValue>;
 
 /// What went wrong reading or rewriting knobs. Messages name `file:line` and what to do.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -345,9 +343,9 @@ pub fn discover_all<'a>(
 pub fn config_of(knobs: &[Knob]) -> Config {
     let mut config = Config::new();
     for k in knobs {
-        config
-            .entry(k.name.clone())
-            .or_insert_with(|| k.value.clone());
+        if !config.contains_key(&k.name) {
+            config.insert(&k.name, k.value.clone());
+        }
     }
     config
 }

@@ -374,14 +374,14 @@ mod tests {
             let a = -0.5 + 0.09 * i as f64;
             let b = 0.4 - 0.07 * ((i * 5) % 12) as f64;
             let mut c = config_of(&k);
-            c.insert("A".into(), KnobValue::Float(a));
-            c.insert("B".into(), KnobValue::Float(b));
+            c.insert("A", KnobValue::Float(a));
+            c.insert("B", KnobValue::Float(b));
             let y = f(&c);
             measured.push((c, y));
         }
         // A point with the other choice and a wild value must not bend the fit.
         let mut other = config_of(&k);
-        other.insert("M".into(), KnobValue::Str("y".into()));
+        other.insert("M", KnobValue::Str("y".into()));
         measured.push((other, -100.0));
         let incumbent = config_of(&k);
         let Some(c) = step(&k, &measured, &incumbent, 0.5) else {
@@ -419,10 +419,7 @@ mod tests {
             let mut c = config_of(&k);
             // A deterministic spread over the cube.
             let u = |m: u32| f64::from((j * m + 3) % 17) / 16.0;
-            c.insert(
-                "LR".into(),
-                KnobValue::Float(10f64.powf(-5.0 + 5.0 * u(11))),
-            );
+            c.insert("LR", KnobValue::Float(10f64.powf(-5.0 + 5.0 * u(11))));
             for i in 0..6u32 {
                 c.insert(format!("K{i}"), KnobValue::Float(u(i + 2)));
             }
@@ -460,11 +457,8 @@ mod tests {
         let mut measured = Vec::new();
         for i in 0..14 {
             let mut c = config_of(&k);
-            c.insert("A".into(), KnobValue::Float(-0.5 + 0.08 * i as f64));
-            c.insert(
-                "B".into(),
-                KnobValue::Float(0.4 - 0.06 * ((i * 5) % 14) as f64),
-            );
+            c.insert("A", KnobValue::Float(-0.5 + 0.08 * i as f64));
+            c.insert("B", KnobValue::Float(0.4 - 0.06 * ((i * 5) % 14) as f64));
             let y = f(&c);
             measured.push((c, y));
         }
@@ -482,12 +476,12 @@ mod tests {
         let inc = config_of(&k);
         let with = |name: &str, v: KnobValue| {
             let mut c = inc.clone();
-            c.insert(name.into(), v);
+            c.insert(name, v);
             c
         };
         // `y` was measured once elsewhere (A moved); `z` and F = true never were.
         let mut elsewhere = with("M", KnobValue::Str("y".into()));
-        elsewhere.insert("A".into(), KnobValue::Float(0.9));
+        elsewhere.insert("A", KnobValue::Float(0.9));
         let mut measured = vec![(inc.clone(), 1.0), (elsewhere, 5.0)];
         let mut tried: Vec<Config> = measured.iter().map(|m| m.0.clone()).collect();
         let mut order = Vec::new();

@@ -340,14 +340,14 @@ fn describe_lists_changes_in_name_order() {
     ]);
     let mut to = from.clone();
     assert_eq!(describe(&from, &to), "no change");
-    to.insert("LEARNING_RATE".into(), KnobValue::Float(0.02));
-    to.insert("DEPTH".into(), KnobValue::Int(6));
-    to.insert("WINDOW".into(), KnobValue::Str("L".into()));
+    to.insert("LEARNING_RATE", KnobValue::Float(0.02));
+    to.insert("DEPTH", KnobValue::Int(6));
+    to.insert("WINDOW", KnobValue::Str("L".into()));
     assert_eq!(
         describe(&from, &to),
         "DEPTH 8 -> 6, LEARNING_RATE 0.04 -> 0.02, WINDOW \"SSSL\" -> \"L\""
     );
-    to.insert("NEW".into(), KnobValue::Bool(true));
+    to.insert("NEW", KnobValue::Bool(true));
     assert!(describe(&from, &to).ends_with("NEW ? -> true, WINDOW \"SSSL\" -> \"L\""));
 }
 

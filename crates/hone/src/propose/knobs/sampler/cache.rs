@@ -311,8 +311,8 @@ mod tests {
         // A knob's value changed in place by a hair (another digest) or a name outside the
         // space added (the same digest): the fingerprint sees both, the index is made again.
         let mut nudged = swapped.clone();
-        nudged[1].insert("A".into(), KnobValue::Float(num(a, "A") + 1e-12));
-        nudged[2].insert("outside".into(), KnobValue::Bool(true));
+        nudged[1].insert("A", KnobValue::Float(num(a, "A") + 1e-12));
+        nudged[2].insert("outside", KnobValue::Bool(true));
         assert_ne!(fingerprint(&nudged[1]), fingerprint(&swapped[1]));
         assert_ne!(fingerprint(&nudged[2]), fingerprint(&swapped[2]));
         cache.sync(&space, &history, &nudged, true);

@@ -125,8 +125,8 @@ mod tests {
 
     fn at(a: f64, b: f64) -> Config {
         let mut c = config_of(&knobs_of(BOWL));
-        c.insert("A".into(), KnobValue::Float(a));
-        c.insert("B".into(), KnobValue::Float(b));
+        c.insert("A", KnobValue::Float(a));
+        c.insert("B", KnobValue::Float(b));
         c
     }
 
@@ -262,15 +262,15 @@ mod tests {
             });
         }
         for c in history.iter_mut().map(|o| &mut o.config).chain([&mut best]) {
-            c.insert("FZ".into(), KnobValue::Str("a".into()));
-            c.insert("OPT".into(), KnobValue::Str("sgd".into()));
+            c.insert("FZ", KnobValue::Str("a".into()));
+            c.insert("OPT", KnobValue::Str("sgd".into()));
         }
         (k, history, best)
     }
 
     fn with(c: &Config, name: &str, v: &str) -> Config {
         let mut c = c.clone();
-        c.insert(name.into(), KnobValue::Str(v.into()));
+        c.insert(name, KnobValue::Str(v.into()));
         c
     }
 
@@ -310,7 +310,7 @@ mod tests {
         let mut partial = best.clone();
         partial.remove("B");
         let mut base = best.clone();
-        base.insert("B".into(), KnobValue::Float(0.7));
+        base.insert("B", KnobValue::Float(0.7));
         let want_partial = surface::step(&k, &measured, &base, RADIUS).expect("a step");
         assert_eq!(
             suggest(&k, &history, &partial, true, 5, 30),
@@ -428,7 +428,7 @@ mod tests {
             .iter()
             .map(|o| {
                 let mut c = o.config.clone();
-                c.insert("B".into(), KnobValue::Float(0.1));
+                c.insert("B", KnobValue::Float(0.1));
                 (c, o.objective.unwrap_or(f64::NAN))
             })
             .collect();
@@ -440,7 +440,7 @@ mod tests {
         // frozen knobs were left out of the fit).
         let both = pairs(&history);
         let mut put_back = surface::step(&k, &both, &best, RADIUS).expect("a model step");
-        put_back.insert("B".into(), KnobValue::Float(0.1));
+        put_back.insert("B", KnobValue::Float(0.1));
         assert_ne!(got, put_back);
     }
 
@@ -455,7 +455,7 @@ mod tests {
                 objective: Some(y),
             });
             let last = history.last_mut().map(|o| &mut o.config).expect("pushed");
-            last.insert("OPT".into(), KnobValue::Str("sgd".into()));
+            last.insert("OPT", KnobValue::Str("sgd".into()));
         }
         let radius = region(3);
         // The model of the incumbent's option alone, as without the freeze.

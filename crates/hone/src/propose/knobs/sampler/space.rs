@@ -199,8 +199,9 @@ impl Space {
             if !seen.insert(&knob.name) {
                 continue;
             }
-            base.entry(knob.name.clone())
-                .or_insert_with(|| knob.value.clone());
+            if !base.contains_key(&knob.name) {
+                base.insert(&knob.name, knob.value.clone());
+            }
             dims.extend(Dim::of(knob));
         }
         let mut space = Space {
@@ -302,10 +303,10 @@ impl Space {
     pub(super) fn candidate(&self, c: &Config) -> Option<Config> {
         let mut config = self.base.clone();
         for (name, v) in c {
-            match self.dims.iter().find(|d| &d.name == name) {
+            match self.dims.iter().find(|d| d.name == name) {
                 Some(d) if d.contains(v) => {
                     if !self.frozen.contains(name) {
-                        config.insert(name.clone(), v.clone());
+                        config.insert(name, v.clone());
                     }
                 }
                 // A knob the sampler does not move keeps its value.

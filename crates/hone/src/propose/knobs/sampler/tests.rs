@@ -356,7 +356,7 @@ fn guidance_freezes_focuses_and_switches_modes() {
         };
         let (c, _) = suggest_guided(&knobs, &history, &incumbent, true, 3, index, &guide)
             .unwrap_or_else(|| panic!("nothing at {index}"));
-        let moved: Vec<&String> = c
+        let moved: Vec<&str> = c
             .iter()
             .filter(|(k, v)| incumbent.get(*k) != Some(v))
             .map(|(k, _)| k)
