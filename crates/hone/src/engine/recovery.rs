@@ -4,24 +4,62 @@
 //! recorded commits whose objects `git gc` deleted are dropped with a warning, missing archive
 //! refs are written, and a recorded keep whose branch move was lost is applied.
 
+use std::ops::ControlFlow;
+
 use crate::exec;
 use crate::report::best_experiment;
-use crate::store::{now, ExperimentRecord, Status};
+use crate::store::{now, ExperimentRecord, Status, Store, StoreError};
 use crate::workspace::GitError;
 
 use super::executor::slurm;
 use super::state::{archive_ref, branch_ref};
 use super::{parallel, Engine, EngineError, Event, Mismatch};
 
+/// What recovery reads of a run's records, from one pass over the store that never holds
+/// them all: the baseline, the keeps and the running experiments whole (the best is among
+/// the first two; the third are repaired), and every experiment's number and candidate
+/// commit, in order. (Holding every record, even slimmed, made a resumed run's memory peak at
+/// twice the running one's.)
+struct Records {
+    whole: Vec<ExperimentRecord>,
+    commits: Vec<(u64, Option<String>)>,
+}
+
+impl Records {
+    fn scan(store: &Store, run_id: i64) -> Result<Records, StoreError> {
+        let (mut whole, mut commits) = (Vec::new(), Vec::new());
+        store.for_each_experiment(run_id, &mut |e| {
+            commits.push((e.n, e.candidate_commit.clone()));
+            if matches!(
+                e.status(),
+                Status::Baseline | Status::Keep | Status::Running
+            ) {
+                whole.push(e);
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(Records { whole, commits })
+    }
+
+    /// Experiment `n`'s candidate commit is now `commit`.
+    fn set_commit(&mut self, n: u64, commit: Option<String>) {
+        if let Some(entry) = self.commits.iter_mut().rev().find(|(m, _)| *m == n) {
+            entry.1 = commit;
+        }
+    }
+}
+
 impl Engine<'_> {
     /// Repairs what a crash left behind (see the module docs).
     pub(super) fn recover(&mut self) -> Result<(), EngineError> {
         let tag = self.run.tag.clone();
-        // Slimmed as the loop holds them (a `running` row stays whole): a long run's records
-        // are never all in memory whole. What is written back is read whole first.
-        let mut exps = super::history::load(&self.store, self.run.id, &mut |_| {})?;
-        self.remove_dangling_refs(&exps)?;
-        for e in exps.iter_mut().filter(|e| e.status() == Status::Running) {
+        let mut recs = Records::scan(&self.store, self.run.id)?;
+        self.remove_dangling_refs(&recs.commits)?;
+        let running: Vec<usize> = (0..recs.whole.len())
+            .filter(|&i| recs.whole[i].status() == Status::Running)
+            .collect();
+        for i in running {
+            let e = &mut recs.whole[i];
             let killed = self.stop_leftovers(e)?;
             // Its archive ref is written before its row holds the commit: a crash between
             // the two is completed from the ref.
@@ -35,7 +73,9 @@ impl Engine<'_> {
             e.status = Some(Status::Aborted);
             e.reason = "interrupted: hone stopped during this experiment".into();
             e.finished_at = Some(now());
-            self.store.put_experiment(self.run.id, e)?;
+            let e = e.clone();
+            recs.set_commit(e.n, e.candidate_commit.clone());
+            self.store.put_experiment(self.run.id, &e)?;
             let msg = format!(
                 "experiment {} was interrupted; recorded as aborted{}",
                 e.n,
@@ -47,26 +87,26 @@ impl Engine<'_> {
             );
             self.emit(Event::Warning { message: msg });
         }
-        self.forget_pruned(&mut exps)?;
-        self.repair_dangling_branch(&exps)?;
+        self.forget_pruned(&mut recs)?;
+        self.repair_dangling_branch(&recs.whole)?;
         let v = &self.verifier;
         // Parallel slots' worktrees hold what in-flight candidates left: gone with them.
         parallel::clean_slots(&v.git, &v.paths, &v.spec, &tag)?;
-        for e in &exps {
-            if let Some(c) = &e.candidate_commit {
-                let r = archive_ref(&tag, e.n);
+        for (n, commit) in &recs.commits {
+            if let Some(c) = commit {
+                let r = archive_ref(&tag, *n);
                 if v.git.ref_target(&r)?.is_none() {
                     v.git.update_ref(&r, c, None)?;
                 }
             }
         }
-        self.repair_branch(&exps)
+        self.repair_branch(&recs.whole)
     }
 
     /// Archive refs of the run left pointing at objects `git gc --prune=now` deleted (it can
     /// race a ref being written): they make `git log --all` fail, so they go, with a warning.
     /// An archive ref is written again below if its recorded commit is still there.
-    fn remove_dangling_refs(&mut self, exps: &[ExperimentRecord]) -> Result<(), EngineError> {
+    fn remove_dangling_refs(&mut self, exps: &[(u64, Option<String>)]) -> Result<(), EngineError> {
         let tag = self.run.tag.clone();
         let git = self.verifier.git.clone();
         let mut warnings = Vec::new();
@@ -75,8 +115,8 @@ impl Engine<'_> {
             Ok(refs) => refs,
             Err(_) => {
                 let mut refs = Vec::new();
-                for e in exps {
-                    let name = archive_ref(&tag, e.n);
+                for (n, _) in exps {
+                    let name = archive_ref(&tag, *n);
                     if let Some(oid) = git.raw_ref(&name)? {
                         refs.push((name, oid));
                     }
@@ -84,8 +124,9 @@ impl Engine<'_> {
                 refs
             }
         };
-        let oids: Vec<String> = refs.iter().map(|(_, o)| o.clone()).collect();
+        let oids: Vec<&str> = refs.iter().map(|(_, o)| o.as_str()).collect();
         let missing = git.missing_objects(&oids)?;
+        drop(oids);
         for (name, oid) in refs.iter().filter(|(_, o)| missing.contains(o)) {
             git.run(&["update-ref", "--no-deref", "-d", name, oid])?;
             warnings.push(format!(
@@ -136,26 +177,31 @@ impl Engine<'_> {
     /// experiment keeps its record and its outcome, without the commit (its reason says
     /// which it was; a keep becomes `aborted`, so the keep before it is the best again), so
     /// that nothing tries to reach it again and the run goes on.
-    fn forget_pruned(&mut self, exps: &mut [ExperimentRecord]) -> Result<(), EngineError> {
-        let commits: Vec<String> = exps
+    fn forget_pruned(&mut self, recs: &mut Records) -> Result<(), EngineError> {
+        let commits: Vec<&str> = recs
+            .commits
             .iter()
-            .filter_map(|e| e.candidate_commit.clone())
+            .filter_map(|(_, c)| c.as_deref())
             .collect();
         let missing = self.verifier.git.missing_objects(&commits)?;
+        drop(commits);
         if missing.is_empty() {
             return Ok(());
         }
-        for e in exps.iter_mut() {
+        let lost: Vec<u64> = recs
+            .commits
+            .iter()
+            .filter(|(_, c)| c.as_ref().is_some_and(|c| missing.contains(c)))
+            .map(|(n, _)| *n)
+            .collect();
+        for n in lost {
+            // The store's whole record is the one rewritten.
+            let Some(mut e) = self.store.experiment(self.run.id, n)? else {
+                continue;
+            };
             let Some(c) = e.candidate_commit.clone() else {
                 continue;
             };
-            if !missing.contains(&c) {
-                continue;
-            }
-            // `exps` holds old records slimmed: the store's whole record is the one rewritten.
-            if let Some(whole) = self.store.experiment(self.run.id, e.n)? {
-                *e = whole;
-            }
             let message = format!(
                 "experiment {}'s candidate commit {c} was deleted by git gc before hone referenced it: its files are lost",
                 e.n
@@ -166,7 +212,11 @@ impl Engine<'_> {
             }
             e.candidate_commit = None;
             e.reason = format!("{} (lost: commit {c} deleted by git gc)", e.reason);
-            self.store.put_experiment(self.run.id, e)?;
+            self.store.put_experiment(self.run.id, &e)?;
+            recs.set_commit(n, None);
+            if let Some(held) = recs.whole.iter_mut().find(|h| h.n == n) {
+                *held = e;
+            }
             self.emit(Event::Warning { message });
         }
         Ok(())
@@ -256,11 +306,11 @@ fn set_aside_lost_refs(
     (tag, workers, unsynced_starts): (&str, usize, bool),
     refs: &[(String, String)],
     missing: &[String],
-    exps: &[ExperimentRecord],
+    exps: &[(u64, Option<String>)],
 ) -> Result<Vec<String>, EngineError> {
     let prefix = format!("refs/hone/{tag}/");
-    let recorded: std::collections::HashSet<u64> = exps.iter().map(|e| e.n).collect();
-    let last = exps.iter().map(|e| e.n).max();
+    let recorded: std::collections::HashSet<u64> = exps.iter().map(|(n, _)| *n).collect();
+    let last = exps.iter().map(|(n, _)| *n).max();
     let lost: Vec<(u64, &String, &String)> = refs
         .iter()
         .filter(|(_, o)| !missing.contains(o))

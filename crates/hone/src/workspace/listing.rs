@@ -14,7 +14,8 @@ use std::sync::Arc;
 /// line of the file (as owned strings it cost about 130: a run holds a ref per experiment).
 #[derive(Debug, Default)]
 pub(crate) struct PackedRefs {
-    text: String,
+    /// Shared with the listings of other prefixes read from the same bytes.
+    text: Arc<String>,
     /// (start of the object name, start of the name, end of the name) in `text`, by name.
     lines: Vec<(u32, u32, u32)>,
 }
@@ -22,7 +23,7 @@ pub(crate) struct PackedRefs {
 impl PackedRefs {
     /// The refs of `text` at `lines` (each a range of `text` on character boundaries; the
     /// names sorted and unique).
-    pub(super) fn new(text: String, lines: Vec<(u32, u32, u32)>) -> PackedRefs {
+    pub(super) fn new(text: Arc<String>, lines: Vec<(u32, u32, u32)>) -> PackedRefs {
         let refs = PackedRefs { text, lines };
         debug_assert!(
             (1..refs.len()).all(|i| refs.at(i - 1).0 < refs.at(i).0),
@@ -44,11 +45,11 @@ impl PackedRefs {
             lines.push((id, at, text.len() as u32));
             text.push('\n');
         }
-        PackedRefs::new(text, lines)
+        PackedRefs::new(Arc::new(text), lines)
     }
 
     /// The text the refs were read from.
-    pub(super) fn text(&self) -> &str {
+    pub(super) fn text(&self) -> &Arc<String> {
         &self.text
     }
 
@@ -131,6 +132,12 @@ impl RefListing {
     #[cfg(test)]
     pub(crate) fn shares_packed_with(&self, other: &RefListing) -> bool {
         Arc::ptr_eq(&self.packed, &other.packed) && self.packed.len() > 0
+    }
+
+    /// Do both listings hold the one copy of the same `packed-refs` text?
+    #[cfg(test)]
+    pub(crate) fn shares_text_with(&self, other: &RefListing) -> bool {
+        Arc::ptr_eq(self.packed.text(), other.packed.text()) && !self.packed.text().is_empty()
     }
 
     /// Is nothing listed?

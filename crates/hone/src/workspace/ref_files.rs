@@ -80,14 +80,13 @@ fn listing_with(
     };
     let mut loose = Vec::new();
     loose_under(&git_dir, prefix, &mut loose)?;
-    let (packed_refs, packed_exact) =
-        match read_regular_or_missing(&git_dir.join("packed-refs"), PACKED_MAX)? {
-            Some(bytes) => packed_shared(&git_dir, bytes, prefix, exact)?,
-            None => {
-                forget(&git_dir, prefix, exact);
-                (Arc::new(PackedRefs::default()), None)
-            }
-        };
+    let (packed_refs, packed_exact) = match read_packed(&git_dir)? {
+        Some(text) => packed_shared(&git_dir, text, prefix, exact)?,
+        None => {
+            forget(&git_dir, prefix, exact);
+            (Arc::new(PackedRefs::default()), None)
+        }
+    };
     // A loose ref overrides the packed one of the same name.
     Some((
         RefListing::of(packed_refs, loose),
@@ -142,13 +141,70 @@ pub(super) fn kept_bytes(git_dir: &Path) -> usize {
     })
 }
 
-/// [`packed`] of `bytes`, the refs shared with the last read for the same question when it
+/// The text of `packed-refs` in `git_dir` (`Some(None)`: there is none; `None`: not a
+/// regular file within [`PACKED_MAX`], or not UTF-8). Every byte is read; where they are the
+/// bytes of a text kept from an earlier read of the repository they are compared as they are
+/// read and that text is returned, shared, so that no second copy of a big file is made to
+/// find it unchanged.
+fn read_packed(git_dir: &Path) -> Option<Option<Arc<String>>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(git_dir.join("packed-refs"));
+    let file = match file {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(None),
+        Err(_) => return None,
+    };
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.len() > PACKED_MAX {
+        return None;
+    }
+    // The newest text kept for the repository (a poisoned lock only loses the sharing).
+    let kept: Option<Arc<String>> = LAST_PACKED.lock().ok().and_then(|remembered| {
+        let l = remembered.iter().rev().find(|l| l.git_dir == git_dir)?;
+        Some(Arc::clone(l.refs.text()))
+    });
+    let mut file = file.take(PACKED_MAX + 1);
+    let mut bytes = Vec::new();
+    if let Some(kept) = kept {
+        let kept_bytes = kept.as_bytes();
+        let mut buf = vec![0u8; 64 << 10];
+        let mut at = 0;
+        loop {
+            let got = file.read(&mut buf).ok()?;
+            if got == 0 && at == kept_bytes.len() {
+                return Some(Some(kept));
+            }
+            if got == 0 || kept_bytes.get(at..at + got) != Some(&buf[..got]) {
+                // They differ from here: what matched so far, then the rest.
+                bytes.reserve(meta.len() as usize);
+                bytes.extend_from_slice(&kept_bytes[..at]);
+                bytes.extend_from_slice(&buf[..got]);
+                break;
+            }
+            at += got;
+        }
+    } else {
+        bytes.reserve(meta.len() as usize);
+    }
+    file.read_to_end(&mut bytes).ok()?;
+    if bytes.len() as u64 > PACKED_MAX {
+        return None;
+    }
+    let mut text = String::from_utf8(bytes).ok()?;
+    text.shrink_to_fit();
+    Some(Some(Arc::new(text)))
+}
+
+/// [`packed`] of `text`, the refs shared with the last read for the same question when it
 /// read the very same bytes (so that listings read meanwhile compare without a walk, and the
 /// file is parsed again only when it changed). The lock is held only to take an entry out and
 /// to put one in: the comparison and the parse run outside it.
 fn packed_shared(
     git_dir: &Path,
-    bytes: Vec<u8>,
+    text: Arc<String>,
     prefix: &str,
     exact: Option<&str>,
 ) -> Option<SharedPacked> {
@@ -159,13 +215,11 @@ fn packed_shared(
         Some(remembered.remove(i))
     });
     let entry = match taken {
-        Some(l) if l.refs.text().as_bytes() == bytes => l,
+        Some(l) if Arc::ptr_eq(l.refs.text(), &text) || **l.refs.text() == *text => l,
         _ => {
             // Declined bytes: nothing is kept for the question.
             drop(taken);
-            let mut text = String::from_utf8(bytes).ok()?;
             let (lines, found) = packed(&text, prefix, exact)?;
-            text.shrink_to_fit();
             LastPacked {
                 git_dir: git_dir.to_path_buf(),
                 prefix: prefix.to_string(),

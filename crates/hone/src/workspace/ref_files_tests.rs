@@ -357,3 +357,28 @@ fn a_packed_refs_rewritten_under_the_same_stamps_is_read_again() {
         git.refs_with_prefix_libgit2(p, false).unwrap()
     );
 }
+
+/// Listings of two prefixes read from the same `packed-refs` bytes hold one copy of its text
+/// (a run's file holds a line per experiment), found unchanged without a second copy; a
+/// changed file gives a new text.
+#[test]
+fn listings_of_one_packed_refs_share_its_text() {
+    let (dir, _git, first, second) = two_commits("echo a > f", "echo b > f");
+    let d = dir.path();
+    sh(d, &format!("git update-ref refs/hone/t/1 {first} && git update-ref refs/hone/tx/1 {first} && git pack-refs --all"));
+    let listing = |prefix: &str| {
+        super::ref_files::listing(d, prefix, "refs/heads/main").expect("the plain layout reads")
+    };
+    let (t, tx) = (listing("refs/hone/t/"), listing("refs/hone/tx/"));
+    assert!(t.shares_text_with(&tx));
+    assert!(listing("refs/hone/t/").shares_text_with(&tx));
+    assert_eq!(tx.get("refs/hone/tx/1"), Some(first.as_str()));
+    sh(
+        d,
+        &format!("git update-ref refs/hone/t/3 {second} && git pack-refs --all"),
+    );
+    let changed = listing("refs/hone/t/");
+    assert!(!changed.shares_text_with(&t));
+    assert_eq!(changed.get("refs/hone/t/3"), Some(second.as_str()));
+    assert!(listing("refs/hone/tx/").shares_text_with(&changed));
+}

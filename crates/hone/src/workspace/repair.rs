@@ -10,7 +10,7 @@ impl Git {
     /// The object names among `oids` that the repository does not have (pruned by `git gc`,
     /// say), as `git cat-file --batch-check` reports them (the repository is opened afresh,
     /// so no pack a racing gc removed is still read).
-    pub fn missing_objects(&self, oids: &[String]) -> Result<Vec<String>, GitError> {
+    pub fn missing_objects<S: AsRef<str>>(&self, oids: &[S]) -> Result<Vec<String>, GitError> {
         if oids.is_empty() {
             return Ok(Vec::new());
         }
@@ -20,8 +20,9 @@ impl Git {
             .map_err(|e| failed("cat-file --batch-check", &e))?;
         Ok(oids
             .iter()
+            .map(AsRef::as_ref)
             .filter(|o| !(is_full_hex(o) && git2::Oid::from_str(o).is_ok_and(|id| odb.exists(id))))
-            .cloned()
+            .map(str::to_string)
             .collect())
     }
 
