@@ -86,6 +86,16 @@ impl Store {
         }
     }
 
+    /// The data of the events of kind `kind` that experiment `n` of a run recorded, in
+    /// order (read by the database, not by walking every event of the run).
+    pub fn events_of(&self, run_id: i64, n: u64, kind: &str) -> Result<Vec<String>, StoreError> {
+        self.query(
+            "SELECT data FROM events WHERE run_id = ?1 AND experiment = ?2 AND kind = ?3 ORDER BY id",
+            &[Val::Int(Some(run_id)), int(n), text(kind)],
+            |r| r.req_text("data"),
+        )
+    }
+
     /// Events of a run as (experiment, kind, data), in order.
     pub fn events(&self, run_id: i64) -> Result<Vec<(Option<u64>, String, String)>, StoreError> {
         self.query(

@@ -194,6 +194,16 @@ fn round_trip_and_append_only(b: &Backend) {
             (None, "y".to_string(), "{}".to_string())
         ]
     );
+    // One experiment's events of one kind, asked of the database.
+    s.append_event(run.id, Some(1), "x", &serde_json::json!({"b": 2}))
+        .unwrap();
+    s.append_event(run.id, Some(0), "x", &serde_json::json!({"c": 3}))
+        .unwrap();
+    assert_eq!(
+        s.events_of(run.id, 0, "x").unwrap(),
+        [r#"{"a":1}"#, r#"{"c":3}"#]
+    );
+    assert!(s.events_of(run.id, 0, "y").unwrap().is_empty());
     let call = |n: u64, m: &str| MechanismCall {
         experiment: n,
         mechanism: m.into(),

@@ -127,10 +127,9 @@ pub(in crate::engine) fn cancel_recorded(
     n: u64,
 ) -> Result<bool, EngineError> {
     let jobs: Vec<u64> = store
-        .events(run_id)?
+        .events_of(run_id, n, "slurm_job")?
         .into_iter()
-        .filter(|(e, kind, _)| *e == Some(n) && kind == "slurm_job")
-        .filter_map(|(_, _, data)| {
+        .filter_map(|data| {
             serde_json::from_str::<serde_json::Value>(&data)
                 .ok()?
                 .get("job")?
