@@ -118,7 +118,11 @@ impl Dropped {
 /// The 20 bytes of a SHA-1 object name written in hex; `None` for anything else.
 fn tree_id(hex: &str) -> Option<[u8; 20]> {
     let digits = hex.as_bytes();
-    if digits.len() != 40 {
+    if digits.len() != 40
+        || !digits
+            .iter()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
         return None;
     }
     let mut id = [0u8; 20];
@@ -135,8 +139,9 @@ fn tree_id(hex: &str) -> Option<[u8; 20]> {
 /// serial loop without `[outer]` reads an old experiment but what [`Dropped`] keeps (the
 /// prompt lists the last 30; the baseline and the keeps are held whole; the caller keeps
 /// more than `max_consecutive_failures` whole, for that stop's count). A record with
-/// repeated runs, or whose tree is not a SHA-1 name, loses only its configuration. The store
-/// keeps every record. Returns the new cursor.
+/// repeated runs, or whose tree is not a SHA-1 name, loses only its configuration; so does the
+/// run's first record, whatever its status (the proposer's view is anchored on it: see
+/// `propose::optimizer::observed`). The store keeps every record. Returns the new cursor.
 pub(super) fn forget(
     history: &mut Vec<ExperimentRecord>,
     dropped: &mut Dropped,
@@ -145,7 +150,12 @@ pub(super) fn forget(
     keep_last: usize,
 ) -> usize {
     let end = history.len().saturating_sub(keep_last);
-    let (mut read, mut write) = (from.min(end), from.min(end));
+    // The first record stays (below, as one held whole would).
+    let start = from.max(1).min(end);
+    let (mut read, mut write) = (start, start);
+    if from == 0 && end > 0 && history[0].n <= through && !held_whole(&history[0]) {
+        history[0].config = None;
+    }
     while read < end && history[read].n <= through {
         let e = &mut history[read];
         read += 1;
@@ -325,6 +335,15 @@ mod tests {
         );
         assert_eq!(history.len(), before - 1);
         assert_eq!(history[at].n as usize, old + 1);
+        // The run's first record stays whatever its status (an interrupted baseline #0, the
+        // baseline measured again as #1): the proposer's view is anchored on it.
+        let mut aborted_first = pushed(total);
+        aborted_first[0].status = Some(Status::Aborted);
+        aborted_first[1].status = Some(Status::Baseline);
+        let at = forget(&mut aborted_first, &mut Dropped::default(), 0, u64::MAX, 16);
+        assert_eq!(aborted_first[0].n, 0);
+        assert!(aborted_first[0].config.is_none() && aborted_first[1].config.is_some());
+        assert_eq!(aborted_first.len() - at, 16);
         // A longer stop on failures in a row keeps as many whole.
         let mut long = pushed(total);
         let at = forget(&mut long, &mut Dropped::default(), 0, u64::MAX, 600);
