@@ -147,20 +147,9 @@ pub(super) fn kept_bytes(git_dir: &Path) -> usize {
 /// read and that text is returned, shared, so that no second copy of a big file is made to
 /// find it unchanged.
 fn read_packed(git_dir: &Path) -> Option<Option<Arc<String>>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(git_dir.join("packed-refs"));
-    let file = match file {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(None),
-        Err(_) => return None,
+    let Some((file, meta)) = open_regular(&git_dir.join("packed-refs"), PACKED_MAX)? else {
+        return Some(None);
     };
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.len() > PACKED_MAX {
-        return None;
-    }
     // The newest text kept for the repository (a poisoned lock only loses the sharing).
     let kept: Option<Arc<String>> = LAST_PACKED.lock().ok().and_then(|remembered| {
         let l = remembered.iter().rev().find(|l| l.git_dir == git_dir)?;
@@ -420,8 +409,9 @@ fn read_regular(p: &Path, max: u64) -> Option<Vec<u8>> {
     read_regular_or_missing(p, max)?
 }
 
-/// As [`read_regular`], with `Some(None)` where nothing is at `p`.
-fn read_regular_or_missing(p: &Path, max: u64) -> Option<Option<Vec<u8>>> {
+/// The regular file `p` opened (never through a link) with its metadata, at most `max` bytes
+/// long; `Some(None)` where nothing is at `p`, `None` for anything else.
+fn open_regular(p: &Path, max: u64) -> Option<Option<(std::fs::File, std::fs::Metadata)>> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -436,6 +426,14 @@ fn read_regular_or_missing(p: &Path, max: u64) -> Option<Option<Vec<u8>>> {
     if !meta.is_file() || meta.len() > max {
         return None;
     }
+    Some(Some((file, meta)))
+}
+
+/// As [`read_regular`], with `Some(None)` where nothing is at `p`.
+fn read_regular_or_missing(p: &Path, max: u64) -> Option<Option<Vec<u8>>> {
+    let Some((file, meta)) = open_regular(p, max)? else {
+        return Some(None);
+    };
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(max + 1).read_to_end(&mut bytes).ok()?;
     if bytes.len() as u64 > max {
