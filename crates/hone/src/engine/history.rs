@@ -150,13 +150,9 @@ pub(super) fn forget(
     keep_last: usize,
 ) -> usize {
     let end = history.len().saturating_sub(keep_last);
-    // The first record stays (below, as one held whole would).
-    let start = from.max(1).min(end);
-    let (mut read, mut write) = (start, start);
-    if from == 0 && end > 0 && history[0].n <= through && !held_whole(&history[0]) {
-        history[0].config = None;
-    }
+    let (mut read, mut write) = (from.min(end), from.min(end));
     while read < end && history[read].n <= through {
+        let first = read == 0;
         let e = &mut history[read];
         read += 1;
         let tree = match e.tree.as_deref() {
@@ -164,7 +160,7 @@ pub(super) fn forget(
             _ => Some(None),
         };
         match tree {
-            Some(tree) if !held_whole(e) && e.runs.len() <= 1 => dropped.add(e, tree),
+            Some(tree) if !first && !held_whole(e) && e.runs.len() <= 1 => dropped.add(e, tree),
             _ => {
                 if !held_whole(e) {
                     e.config = None;

@@ -121,7 +121,7 @@ struct Engine<'a> {
     lent: bool,
     deferred: Option<Box<Deferred>>,
     /// How far [`history::forget`] has gone through `history`.
-    configs_forgotten: usize,
+    forget_cursor: usize,
     /// What is left of the records [`history::forget`] dropped from `history`.
     dropped: history::Dropped,
     /// The run's narrowing log, advanced with every outcome (see [`narrowing`]).
@@ -277,10 +277,10 @@ impl<'a> Engine<'a> {
         // dropped from the history (the only other reader of them is the outer loop).
         if let (true, Some(through)) = (self.forgets(), self.proposer.holds_configs_through()) {
             let keep_last = self.kept_whole();
-            self.configs_forgotten = history::forget(
+            self.forget_cursor = history::forget(
                 &mut self.history,
                 &mut self.dropped,
-                self.configs_forgotten,
+                self.forget_cursor,
                 through,
                 keep_last,
             );

@@ -140,7 +140,7 @@ impl<'a> Engine<'a> {
             history: Vec::new(),
             lent: false,
             deferred: None,
-            configs_forgotten: 0,
+            forget_cursor: 0,
             dropped: Default::default(),
             narrowing: Default::default(),
             held: None,
@@ -313,7 +313,7 @@ impl<'a> Engine<'a> {
                 }
             }
         })?;
-        self.configs_forgotten = at;
+        self.forget_cursor = at;
         self.dropped = dropped;
         self.session_first = self.history.len() as u64 + self.dropped.count();
         // Outer loop: mechanisms start (a resumed run's history rebuilds what they can).

@@ -66,12 +66,6 @@ impl Config {
         Some(&self.entries[i].1)
     }
 
-    /// The value of `name`, to change.
-    pub fn get_mut(&mut self, name: impl AsRef<str>) -> Option<&mut KnobValue> {
-        let i = self.find(name.as_ref()).ok()?;
-        Some(&mut self.entries[i].1)
-    }
-
     /// Whether `name` has a value.
     pub fn contains_key(&self, name: impl AsRef<str>) -> bool {
         self.find(name.as_ref()).is_ok()
@@ -119,11 +113,6 @@ impl Config {
     /// Whether none has.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
-    }
-
-    /// Keeps the knobs for which `keep` says so.
-    pub fn retain(&mut self, mut keep: impl FnMut(&str, &mut KnobValue) -> bool) {
-        self.entries.retain_mut(|(n, v)| keep(n, v));
     }
 }
 

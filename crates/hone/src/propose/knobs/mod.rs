@@ -343,9 +343,7 @@ pub fn discover_all<'a>(
 pub fn config_of(knobs: &[Knob]) -> Config {
     let mut config = Config::new();
     for k in knobs {
-        if !config.contains_key(&k.name) {
-            config.insert(&k.name, k.value.clone());
-        }
+        config.or_insert(&k.name, k.value.clone());
     }
     config
 }

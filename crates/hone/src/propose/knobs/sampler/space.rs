@@ -199,9 +199,7 @@ impl Space {
             if !seen.insert(&knob.name) {
                 continue;
             }
-            if !base.contains_key(&knob.name) {
-                base.insert(&knob.name, knob.value.clone());
-            }
+            base.or_insert(&knob.name, knob.value.clone());
             dims.extend(Dim::of(knob));
         }
         let mut space = Space {
