@@ -10,7 +10,7 @@ use crate::store::{ExperimentRecord, NarrowedRange, NarrowingChange, Status};
 
 mod observed;
 
-pub use observed::Observed;
+pub use observed::{Moves, Observed};
 
 /// The built-in optimizer over literal constants. It keeps, across proposals, the run's
 /// history converted to observations ([`Observed`]) and the sampler's index of what it tried
@@ -20,6 +20,17 @@ pub use observed::Observed;
 pub struct KnobsProposer {
     cache: knobs::SamplerCache,
     observed: Observed,
+}
+
+/// Has the sampler's index follow what moved in the observations it indexes (the view was
+/// converted anew, or compacted: see [`Moves`]).
+fn follow(cache: &mut knobs::SamplerCache, moves: Moves) {
+    if moves.anew {
+        *cache = knobs::SamplerCache::new();
+    }
+    for keep in &moves.kept {
+        cache.retain_history(keep);
+    }
 }
 
 /// Every knob in the editable files of the worktree, with each file's text.
@@ -322,6 +333,7 @@ impl Proposer for KnobsProposer {
         let incumbent = knobs::config_of(&found);
         let minimize = ctx.spec.verify.direction == Direction::Minimize;
         self.observed.sync(ctx.history, minimize);
+        follow(&mut self.cache, self.observed.take_moves());
         let (history, crashed) = (self.observed.observations(), self.observed.infeasible());
         let pending = running_configs(ctx.history);
         let g = ctx.guidance;

@@ -241,7 +241,25 @@ pub fn suggest_cached(
     index: u64,
     guide: &SamplerGuide<'_>,
 ) -> Option<(Config, Option<usize>)> {
-    let space = guided_space(cache, knobs, history, incumbent, guide)?;
+    let mut space = guided_space(cache, knobs, history, incumbent, guide)?;
+    let suggested = suggest_in(&space, cache, knobs, history, minimize, seed, index, guide);
+    // The index's set of what was tried, lent to the space, goes back.
+    cache.history.tried = std::mem::take(&mut space.tried);
+    suggested
+}
+
+/// [`suggest_cached`] in the space `guided_space` made (what was tried lent by `cache`).
+#[allow(clippy::too_many_arguments)]
+fn suggest_in(
+    space: &Space,
+    cache: &SamplerCache,
+    knobs: &[Knob],
+    history: &[Observation],
+    minimize: bool,
+    seed: u64,
+    index: u64,
+    guide: &SamplerGuide<'_>,
+) -> Option<(Config, Option<usize>)> {
     for (i, c) in guide.candidates.iter().enumerate() {
         if let Some(config) = space.candidate(c) {
             return Some((config, Some(i)));
@@ -251,16 +269,16 @@ pub fn suggest_cached(
     let mut rng = Rng::new(seed, index);
     // Feasibility learned from crashes: candidates it does not admit are drawn again. Without
     // infeasible configurations it admits everything and draws nothing from `rng`.
-    let feasibility = Feasibility::fit(&space, history, cache, guide, &mut rng);
+    let feasibility = Feasibility::fit(space, history, cache, guide, &mut rng);
     let admit = |c: Option<Config>| match &feasibility {
-        Some(f) => c.filter(|c| f.admits(&space, c)),
+        Some(f) => c.filter(|c| f.admits(space, c)),
         None => c,
     };
     let n_init = initial_design_size(space.dims.len());
     // A crash ends the design: the model-based stage, steered by the feasibility model, takes
     // over (the rest of the design would crash as often as the box does).
     if history.len() < n_init && feasibility.is_none() {
-        let design = latin_hypercube(&space, n_init, seed);
+        let design = latin_hypercube(space, n_init, seed);
         let start = (index % n_init as u64) as usize;
         for k in 0..n_init {
             if let Some(c) = admit(space.fresh(&design[(start + k) % n_init])) {
@@ -282,7 +300,7 @@ pub fn suggest_cached(
             .filter(|(i, _)| measured.get(*i).copied().unwrap_or(true))
             .map(|(_, o)| o);
         let refined = refine::step(
-            &space,
+            space,
             knobs,
             fit_measured,
             keys,
@@ -294,11 +312,11 @@ pub fn suggest_cached(
             return found(Some(c));
         }
     }
-    let model = Model::fit(&space, fit, minimize, !guide.infeasible.is_empty());
+    let model = Model::fit(space, fit, minimize, !guide.infeasible.is_empty());
     let from = space.incumbent_point();
     let movable = space.movable(guide.focus);
     let local = LocalMoves {
-        space: &space,
+        space,
         from: &from,
         movable: &movable,
         step_scale: guide.step_scale.unwrap_or(1.0).clamp(0.05, 20.0),
@@ -307,7 +325,7 @@ pub fn suggest_cached(
         let next = match (guide.mode, &model) {
             (Some(Mode::Explore), _) => space.fresh(&space.random_point(&mut rng)),
             (Some(Mode::Exploit), _) => space.fresh(&local.draw(&mut rng)),
-            (None, Some(m)) if rng.unit() >= LOCAL_PROBABILITY => m.propose(&space, &mut rng),
+            (None, Some(m)) if rng.unit() >= LOCAL_PROBABILITY => m.propose(space, &mut rng),
             (None, Some(m)) => local.best(m, &mut rng),
             _ => space.fresh(&local.draw(&mut rng)),
         };
@@ -322,7 +340,7 @@ pub fn suggest_cached(
             return found(Some(c));
         }
     }
-    found(untried_neighbour(&space, &mut rng).or_else(|| untried_by_enumeration(&space, &mut rng)))
+    found(untried_neighbour(space, &mut rng).or_else(|| untried_by_enumeration(space, &mut rng)))
 }
 
 /// The space of a suggestion with what was tried (the history, indexed in `cache`, the
@@ -341,11 +359,12 @@ fn guided_space(
     let base_key = space.key(&space.base);
     let locate = !guide.infeasible.is_empty();
     cache.sync(&space, history, guide.infeasible, locate);
-    space.tried.clone_from(&cache.history.tried);
-    space.tried.insert(base_key);
+    // Lent, not copied (see `suggest_cached`); the few more that count as tried kept apart.
+    space.tried = std::mem::take(&mut cache.history.tried);
+    space.also_tried.push(base_key);
     for c in guide.avoid {
         let key = space.key(c);
-        space.tried.insert(key);
+        space.also_tried.push(key);
     }
     space.frozen = guide
         .frozen

@@ -14,11 +14,22 @@
 //! them, as long as it holds the first one and the last one converted and every one still
 //! running. One that does not (another run's) is converted anew; an experiment whose
 //! configuration the history no longer holds then keeps the one converted before.
+//!
+//! What is held is bounded however long the run ([`compact`]): past a few thousand
+//! observations, the best, the most recent, the running ones and an even spread of the rest
+//! are kept, and what the dropped ones still count for (the worst value, the infeasible
+//! configurations) is kept apart. The sampler's index follows the same positions
+//! ([`Observed::take_moves`]).
 
 use std::collections::BTreeMap;
 
 use super::{config_from_json, infeasible, Config, Observation};
 use crate::store::{ExperimentRecord, Status};
+
+mod compact;
+
+use compact::Bounds;
+pub use compact::Moves;
 
 /// The history as the knobs sampler sees it, kept up to date incrementally.
 #[derive(Debug, Default)]
@@ -34,6 +45,16 @@ pub struct Observed {
     /// The worst measured value so far (the fold of [`super::observations`]).
     worst: Option<f64>,
     minimize: bool,
+    /// How many observations are held at most, and what a compaction keeps.
+    bounds: Bounds,
+    /// The worst measured value of the experiments compacted away (what [`Observed::refigure`]
+    /// folds on from).
+    dropped_worst: Option<f64>,
+    /// How many of `infeasible`, at its start, are of experiments compacted away (the rest
+    /// follow `seen`, in order).
+    fixed_infeasible: usize,
+    /// What moved in `obs` since [`Observed::take_moves`].
+    moves: Moves,
 }
 
 /// What is kept of one experiment: enough to tell whether it changed and what it counts as.
@@ -63,6 +84,15 @@ impl Observed {
     /// An empty view: the first [`Observed::sync`] converts the whole history.
     pub fn new() -> Observed {
         Observed::default()
+    }
+
+    /// An empty view held within `bounds` (tests use small ones).
+    #[cfg(test)]
+    fn with_bounds(bounds: Bounds) -> Observed {
+        Observed {
+            bounds,
+            ..Observed::default()
+        }
     }
 
     /// The observations, as [`super::observations`] of the last history synced.
@@ -169,12 +199,27 @@ impl Observed {
         } else {
             self.figure_from(k);
         }
+        self.compact();
     }
 
     /// Converts `history` from scratch, keeping the configurations of experiments that it
     /// no longer holds (dropped from the engine's old records after they were converted).
     fn rebuild(&mut self, history: &[ExperimentRecord], minimize: bool) {
-        let old = std::mem::take(self);
+        let mut old = std::mem::take(self);
+        self.bounds = old.bounds;
+        // What was compacted away of the same run (the same first experiment, the same
+        // direction) is not in the history shown either: it counts on.
+        let same_run = old.minimize == minimize
+            && old.seen.first().map(|s| s.n) == history.first().map(|e| e.n);
+        if same_run {
+            self.dropped_worst = old.dropped_worst;
+            self.fixed_infeasible = old.fixed_infeasible;
+            self.infeasible = old.infeasible.drain(..old.fixed_infeasible).collect();
+        }
+        self.moves = Moves {
+            anew: true,
+            kept: Vec::new(),
+        };
         let mut configs: Vec<Option<Config>> =
             old.obs.into_iter().map(|o| Some(o.config)).collect();
         let mut before: BTreeMap<u64, Config> = BTreeMap::new();
@@ -192,6 +237,7 @@ impl Observed {
             self.append(e, config);
         }
         self.refigure();
+        self.compact();
     }
 
     /// Appends experiment `e` with its configuration (values figured later).
@@ -213,9 +259,9 @@ impl Observed {
 
     /// The worst value, each observation's value and the infeasible list, from scratch.
     fn refigure(&mut self) {
-        self.worst = None;
+        self.worst = self.dropped_worst;
         self.lied.clear();
-        self.infeasible.clear();
+        self.infeasible.truncate(self.fixed_infeasible);
         self.figure_from(0);
     }
 
@@ -268,7 +314,12 @@ mod tests {
         let mut i = 0;
         history.retain_mut(|e| {
             i += 1;
-            if i > end || matches!(e.status(), Status::Baseline | Status::Keep) {
+            if i > end
+                || matches!(
+                    e.status(),
+                    Status::Baseline | Status::Keep | Status::Running
+                )
+            {
                 return true;
             }
             e.config = None;
@@ -396,6 +447,218 @@ mod tests {
             seen(&observations(&history[..5], true))
         );
         assert_eq!(observed.len(), 5);
+    }
+
+    /// The observations of `o` as comparable text, in any order.
+    fn bag(o: &[Observation]) -> Vec<(String, Option<u64>)> {
+        let mut all = seen(o);
+        all.sort();
+        all
+    }
+
+    #[test]
+    fn a_long_run_is_held_within_bounds_and_counts_what_it_dropped() {
+        let bounds = Bounds {
+            high: 64,
+            low: 32,
+            best: 8,
+            recent: 8,
+        };
+        for minimize in [true, false] {
+            let mut whole: Vec<ExperimentRecord> = Vec::new();
+            let mut shown: Vec<ExperimentRecord> = Vec::new();
+            let mut observed = Observed::with_bounds(bounds);
+            let (mut compactions, mut anew) = (0, 0);
+            for n in 0..700u64 {
+                let mut rec = record(n);
+                // Every 40th stays running for 20 experiments (a parallel run's view).
+                if n % 40 == 39 {
+                    rec.status = Some(Status::Running);
+                    rec.objective = None;
+                }
+                if n >= 20 && (n - 20) % 40 == 39 {
+                    let was = record(n - 20);
+                    let i = whole.iter().position(|e| e.n == n - 20).expect("held");
+                    whole[i] = was.clone();
+                    if let Some(j) = shown.iter().position(|e| e.n == n - 20) {
+                        shown[j] = was;
+                    }
+                }
+                whole.push(rec.clone());
+                shown.push(rec);
+                observed.sync(&shown, minimize);
+                let moves = observed.take_moves();
+                anew += usize::from(moves.anew);
+                compactions += moves.kept.len();
+                let got = observed.observations();
+                let want = observations(&whole, minimize);
+                assert!(got.len() <= bounds.high, "#{n}: {}", got.len());
+                // The most recent ones, in order, at the end.
+                let tail = |o: &[Observation]| seen(&o[o.len().saturating_sub(bounds.recent)..]);
+                assert_eq!(tail(got), tail(&want), "#{n}");
+                // The best ones (ranked as the model ranks them) are all held.
+                let score = |o: &Observation| match o.objective {
+                    Some(v) if v.is_finite() => {
+                        if minimize {
+                            v
+                        } else {
+                            -v
+                        }
+                    }
+                    _ => f64::INFINITY,
+                };
+                let mut ranked = want.clone();
+                ranked.sort_by(|a, b| score(a).total_cmp(&score(b)));
+                let got_bag = bag(got);
+                for o in bag(&ranked[..bounds.best.min(ranked.len())]) {
+                    assert!(got_bag.contains(&o), "#{n}: {o:?} dropped");
+                }
+                // Every one held is one of the whole history's, at its value there (the
+                // stand-ins at the worst of every measurement, dropped ones included).
+                let want_bag = bag(&want);
+                for o in &got_bag {
+                    assert!(want_bag.contains(o), "#{n}: {o:?} is not the history's");
+                }
+                // The running ones are held and are stand-ins.
+                let running = whole
+                    .iter()
+                    .filter(|e| e.status() == Status::Running)
+                    .count();
+                let lied: Vec<&Observation> = observed
+                    .stand_ins()
+                    .iter()
+                    .map(|&i| &got[i as usize])
+                    .collect();
+                assert!(lied.len() >= running, "#{n}");
+                let worst = (whole.iter().filter(|e| measured(e.status())))
+                    .filter_map(|e| e.objective)
+                    .reduce(|a, b| worse(a, b, minimize));
+                for o in lied {
+                    assert_eq!(o.objective.map(f64::to_bits), worst.map(f64::to_bits));
+                }
+                // Every infeasible configuration counts, dropped or not.
+                let mut bad: Vec<String> = observed
+                    .infeasible()
+                    .iter()
+                    .map(|c| format!("{c:?}"))
+                    .collect();
+                let mut want_bad: Vec<String> = (infeasible_configs(&whole).iter())
+                    .map(|c| format!("{c:?}"))
+                    .collect();
+                bad.sort();
+                want_bad.sort();
+                assert_eq!(bad, want_bad, "#{n}");
+                assert_eq!(observed.through(), Some(n));
+                forget(&mut shown, 16);
+            }
+            assert!(compactions >= 10, "{compactions} compactions");
+            assert_eq!(
+                anew,
+                usize::from(minimize),
+                "converted anew once, at the start"
+            );
+        }
+    }
+
+    /// The sampler's index follows a compacted view (as the knobs proposer has it follow):
+    /// the answers of a fresh index over the same observations, and what was dropped still
+    /// counts as tried.
+    #[test]
+    fn the_sampler_follows_a_compacted_view() {
+        let text = "A = 0.5  # hone: 0.0..1.0\nB = 5  # hone: int 1..40\n";
+        let found = knobs::discover("p.py", text).expect("the knobs parse");
+        let incumbent = knobs::config_of(&found);
+        let bounds = Bounds {
+            high: 48,
+            low: 24,
+            best: 6,
+            recent: 6,
+        };
+        let mut observed = Observed::with_bounds(bounds);
+        let mut cache = SamplerCache::new();
+        let mut history: Vec<ExperimentRecord> = Vec::new();
+        let mut first_dropped: Option<Config> = None;
+        let mut repeats = 0;
+        for n in 0..160u64 {
+            observed.sync(&history, true);
+            let moves = observed.take_moves();
+            let compacted = !moves.kept.is_empty();
+            super::super::follow(&mut cache, moves);
+            let obs = observed.observations();
+            if first_dropped.is_none() && compacted {
+                let held: Vec<String> = obs.iter().map(|o| format!("{:?}", o.config)).collect();
+                first_dropped = (history.iter())
+                    .filter_map(|e| e.config.as_ref().and_then(config_from_json))
+                    .find(|c| !held.contains(&format!("{c:?}")));
+                assert!(first_dropped.is_some(), "the compaction dropped nothing");
+            }
+            let guide = SamplerGuide::default();
+            let mut fresh = SamplerCache::new();
+            let want =
+                knobs::suggest_cached(&mut fresh, &found, obs, &incumbent, true, 5, n, &guide);
+            let got =
+                knobs::suggest_cached(&mut cache, &found, obs, &incumbent, true, 5, n, &guide);
+            // The same answer, unless a fresh index of the view proposes again what was
+            // dropped from it; never a configuration tried before.
+            let tried = |s: &Option<(Config, Option<usize>)>| {
+                let c = s.as_ref().map(|(c, _)| serde_json::to_value(c).ok());
+                history.iter().any(|e| Some(e.config.clone()) == c)
+            };
+            if tried(&want) {
+                repeats += 1;
+            } else {
+                assert_eq!(got, want, "suggestion {n}");
+            }
+            assert!(!tried(&got), "#{n}: {got:?} was tried");
+            assert_eq!(cache.len(), obs.len());
+            if let Some(dropped) = &first_dropped {
+                // Offered first as a candidate: a fresh index of the view takes it, the one
+                // that followed the view knows it was tried.
+                let candidates = [dropped.clone()];
+                let guide = SamplerGuide {
+                    candidates: &candidates,
+                    ..SamplerGuide::default()
+                };
+                let mut fresh = SamplerCache::new();
+                let taken = |s: Option<(Config, Option<usize>)>| s.and_then(|(_, from)| from);
+                let fresh_pick =
+                    knobs::suggest_cached(&mut fresh, &found, obs, &incumbent, true, 5, n, &guide);
+                assert_eq!(taken(fresh_pick), Some(0));
+                let mut followed = cache.clone();
+                let pick = knobs::suggest_cached(
+                    &mut followed,
+                    &found,
+                    obs,
+                    &incumbent,
+                    true,
+                    5,
+                    n,
+                    &guide,
+                );
+                assert_eq!(
+                    taken(pick),
+                    None,
+                    "#{n}: a dropped configuration proposed again"
+                );
+            }
+            let Some((c, _)) = got else { break };
+            let y = (a_of(&c) - 0.3).powi(2);
+            history.push(ExperimentRecord {
+                n,
+                status: Some(if n == 0 {
+                    Status::Baseline
+                } else {
+                    Status::Discard
+                }),
+                objective: Some(y),
+                config: serde_json::to_value(&c).ok(),
+                ..Default::default()
+            });
+        }
+        assert_eq!(history.len(), 160);
+        assert!(first_dropped.is_some());
+        // The view alone would have proposed some again.
+        assert!(repeats > 0);
     }
 
     fn a_of(c: &Config) -> f64 {

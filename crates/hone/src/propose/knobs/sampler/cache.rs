@@ -65,6 +65,32 @@ impl SamplerCache {
         self.history.keys.is_empty()
     }
 
+    /// Keeps the history's entries marked in `keep` (a mask over the history as it was when
+    /// they were dropped from it; the index may hold fewer, not more), in order: the history
+    /// was compacted, its order kept. What was tried stays whole (`tried`), the positions
+    /// (digests, points, values) follow the history. An index holding more than the mask
+    /// covers is not of that history: it starts again.
+    pub fn retain_history(&mut self, keep: &[bool]) {
+        let index = &mut self.history;
+        if index.keys.len() > keep.len() {
+            self.history = Index::default();
+            return;
+        }
+        fn retain<T>(v: &mut Vec<T>, keep: &[bool]) {
+            let mut i = 0;
+            v.retain(|_| {
+                i += 1;
+                keep[i - 1]
+            });
+        }
+        retain(&mut index.keys, keep);
+        retain(&mut index.fingerprints, keep);
+        retain(&mut index.points, keep);
+        for column in &mut index.columns {
+            retain(column, keep);
+        }
+    }
+
     /// Indexes `history` and `infeasible`: each from scratch unless it extends what was
     /// indexed, else only what was added since. `locate`: points and values too (what the
     /// feasibility model needs; without crashes they are not computed).
@@ -235,6 +261,36 @@ mod tests {
         let history = run(300, 150);
         assert_eq!(history.len(), 300);
         assert!(history.iter().any(|o| o.objective.is_none()));
+    }
+
+    #[test]
+    fn a_compacted_history_keeps_its_positions_and_everything_tried() {
+        let knobs = knobs();
+        let history = run(60, 0);
+        let space = Space::new(&knobs, &[], &config_of(&knobs));
+        let mut cache = SamplerCache::new();
+        cache.sync(&space, &history[..50], &[], true);
+        let all_tried = cache.history.tried.clone();
+        // Every third kept, over a history that grew by ten since it was indexed.
+        let keep: Vec<bool> = (0..60).map(|i| i % 3 == 0).collect();
+        cache.retain_history(&keep);
+        let kept: Vec<Observation> = (history.iter().zip(&keep))
+            .filter(|(_, k)| **k)
+            .map(|(o, _)| o.clone())
+            .collect();
+        cache.sync(&space, &kept, &[], true);
+        let mut fresh = SamplerCache::new();
+        fresh.sync(&space, &kept, &[], true);
+        assert_eq!(cache.history.keys, fresh.history.keys);
+        assert_eq!(cache.history.points, fresh.history.points);
+        assert_eq!(cache.history.columns, fresh.history.columns);
+        // What was dropped still counts as tried; the ten added since are tried too.
+        assert!(all_tried.is_subset(&cache.history.tried));
+        assert!(fresh.history.tried.is_subset(&cache.history.tried));
+        assert!(cache.history.tried.len() > fresh.history.tried.len());
+        // A mask shorter than the index is of another history: the index starts again.
+        cache.retain_history(&keep[..5]);
+        assert!(cache.is_empty() && cache.history.tried.is_empty());
     }
 
     #[test]

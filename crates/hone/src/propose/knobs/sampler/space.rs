@@ -184,7 +184,11 @@ impl Dim {
 pub(super) struct Space {
     pub(super) dims: Vec<Dim>,
     pub(super) base: Config,
+    /// The digests ([`Space::key`]) of what the history tried (lent by the sampler's index
+    /// for one suggestion, not copied: it holds one per experiment).
     pub(super) tried: HashSet<u64>,
+    /// And of a few more that count as tried (the base, configurations to avoid).
+    pub(super) also_tried: Vec<u64>,
     /// Dimensions that keep the base value whatever a draw says.
     pub(super) frozen: HashSet<String>,
 }
@@ -206,6 +210,7 @@ impl Space {
             dims,
             base,
             tried: HashSet::new(),
+            also_tried: Vec::new(),
             frozen: HashSet::new(),
         };
         let mut tried: HashSet<u64> = history.iter().map(|o| space.key(&o.config)).collect();
@@ -253,7 +258,8 @@ impl Space {
                 config.insert(name.clone(), v.clone());
             }
         }
-        (!self.tried.contains(&self.key(&config))).then_some(config)
+        let key = self.key(&config);
+        (!self.tried.contains(&key) && !self.also_tried.contains(&key)).then_some(config)
     }
 
     /// Indices of the dimensions local moves may change.
