@@ -145,9 +145,13 @@ pub(super) fn kept_bytes(git_dir: &Path) -> usize {
 /// regular file within [`PACKED_MAX`], or not UTF-8). Every byte is read; where they are the
 /// bytes of a text kept from an earlier read of the repository they are compared as they are
 /// read and that text is returned, shared, so that no second copy of a big file is made to
-/// find it unchanged.
+/// find it unchanged. Where they differ, what was kept for the repository is let go before
+/// the file is read again from its start: the old text is freed first unless a listing still
+/// holds it (a run's refs grow by one per experiment; two copies of them were the most memory
+/// a long run held).
 fn read_packed(git_dir: &Path) -> Option<Option<Arc<String>>> {
-    let Some((file, meta)) = open_regular(&git_dir.join("packed-refs"), PACKED_MAX)? else {
+    use std::io::{Seek, SeekFrom};
+    let Some((mut file, meta)) = open_regular(&git_dir.join("packed-refs"), PACKED_MAX)? else {
         return Some(None);
     };
     // The newest text kept for the repository (a poisoned lock only loses the sharing).
@@ -155,8 +159,6 @@ fn read_packed(git_dir: &Path) -> Option<Option<Arc<String>>> {
         let l = remembered.iter().rev().find(|l| l.git_dir == git_dir)?;
         Some(Arc::clone(l.refs.text()))
     });
-    let mut file = file.take(PACKED_MAX + 1);
-    let mut bytes = Vec::new();
     if let Some(kept) = kept {
         let kept_bytes = kept.as_bytes();
         let mut buf = vec![0u8; 64 << 10];
@@ -167,24 +169,31 @@ fn read_packed(git_dir: &Path) -> Option<Option<Arc<String>>> {
                 return Some(Some(kept));
             }
             if got == 0 || kept_bytes.get(at..at + got) != Some(&buf[..got]) {
-                // They differ from here: what matched so far, then the rest.
-                bytes.reserve(meta.len() as usize);
-                bytes.extend_from_slice(&kept_bytes[..at]);
-                bytes.extend_from_slice(&buf[..got]);
                 break;
             }
             at += got;
         }
-    } else {
-        bytes.reserve(meta.len() as usize);
+        drop(kept);
+        forget_repository(git_dir);
+        file.seek(SeekFrom::Start(0)).ok()?;
     }
-    file.read_to_end(&mut bytes).ok()?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(PACKED_MAX + 1).read_to_end(&mut bytes).ok()?;
     if bytes.len() as u64 > PACKED_MAX {
         return None;
     }
     let mut text = String::from_utf8(bytes).ok()?;
     text.shrink_to_fit();
     Some(Some(Arc::new(text)))
+}
+
+/// Drops what was kept for every question about the repository at `git_dir` (its
+/// `packed-refs` changed).
+fn forget_repository(git_dir: &Path) {
+    // A poisoned lock only loses the sharing.
+    if let Ok(mut remembered) = LAST_PACKED.lock() {
+        remembered.retain(|l| l.git_dir != git_dir);
+    }
 }
 
 /// [`packed`] of `text`, the refs shared with the last read for the same question when it

@@ -373,12 +373,23 @@ fn listings_of_one_packed_refs_share_its_text() {
     assert!(t.shares_text_with(&tx));
     assert!(listing("refs/hone/t/").shares_text_with(&tx));
     assert_eq!(tx.get("refs/hone/tx/1"), Some(first.as_str()));
+    let git_dir = d.join(".git");
+    let old_len = std::fs::metadata(git_dir.join("packed-refs")).map_or(0, |m| m.len() as usize);
+    drop((t, tx));
     sh(
         d,
         &format!("git update-ref refs/hone/t/3 {second} && git pack-refs --all"),
     );
     let changed = listing("refs/hone/t/");
-    assert!(!changed.shares_text_with(&t));
     assert_eq!(changed.get("refs/hone/t/3"), Some(second.as_str()));
+    // What was kept of the old bytes (for both prefixes) went when they were found changed:
+    // the new text alone is held, once.
+    let new_len = std::fs::read_to_string(git_dir.join("packed-refs"))
+        .unwrap()
+        .len();
+    assert!(new_len > old_len && old_len > 0, "{old_len} {new_len}");
+    assert_eq!(super::ref_files::kept_bytes(&git_dir), new_len);
     assert!(listing("refs/hone/tx/").shares_text_with(&changed));
+    // (Counted per question: the two share the one text.)
+    assert_eq!(super::ref_files::kept_bytes(&git_dir), 2 * new_len);
 }
