@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 mod binary;
+mod digest;
 mod exact;
 mod inproc;
 mod listing;

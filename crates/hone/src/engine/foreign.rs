@@ -117,7 +117,8 @@ impl Engine<'_> {
     /// commit?
     pub(super) fn foreign_move(&self, before: &RefListing, after: &RefListing) -> bool {
         let branch = branch_ref(&self.run.tag);
-        let not_branch = |(n, _): &(&str, &str)| *n != branch;
+        let not_branch =
+            |(n, _): &(std::borrow::Cow<'_, str>, std::borrow::Cow<'_, str>)| *n != branch;
         match (before.get(&branch), after.get(&branch)) {
             (Some(was), Some(now)) => {
                 was != now
@@ -125,7 +126,7 @@ impl Engine<'_> {
                         .iter()
                         .filter(not_branch)
                         .eq(after.iter().filter(not_branch))
-                    && self.plain_commit(now).unwrap_or(false)
+                    && self.plain_commit(&now).unwrap_or(false)
                     && checked_out(&self.verifier.git, &branch, &self.user_worktrees)
             }
             _ => false,

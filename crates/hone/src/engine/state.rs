@@ -234,12 +234,12 @@ pub(super) fn restore_refs(
     }
     let mut moved = Vec::new();
     for (name, was, held) in changed {
-        git.put_ref_back(name, was, held)?;
-        moved.push(name.to_string());
+        git.put_ref_back(&name, was.as_deref(), &held)?;
+        moved.push(name.into_owned());
     }
     for (name, was) in gone {
-        git.update_ref(name, was, None)?;
-        moved.push(name.to_string());
+        git.update_ref(&name, &was, None)?;
+        moved.push(name.into_owned());
     }
     Ok(moved.join(", "))
 }

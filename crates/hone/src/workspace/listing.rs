@@ -5,72 +5,162 @@
 //! same name, and the run branch). Two listings read from the same `packed-refs` bytes compare
 //! by their few other refs alone.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-/// The refs of one `packed-refs` file under a prefix: the file's text (the very bytes read,
-/// shared with what the reader keeps to compare the next read against) and, for each ref
-/// listed, where its object name and its name are in it. A ref costs 12 bytes here beyond its
-/// line of the file (as owned strings it cost about 130: a run holds a ref per experiment).
+use super::digest::Digest;
+
+/// The refs of one `packed-refs` file under a prefix, compactly: each ref's object name as its
+/// 20 bytes and its name as what follows the prefix (about 26 bytes a ref for a run's archive
+/// refs; the file's line is about 62, and a run holds a ref per experiment), with the digest
+/// of the bytes they were read from.
 #[derive(Debug, Default)]
 pub(crate) struct PackedRefs {
-    /// Shared with the listings of other prefixes read from the same bytes.
-    text: Arc<String>,
-    /// (start of the object name, start of the name, end of the name) in `text`, by name.
-    lines: Vec<(u32, u32, u32)>,
+    /// The digest of the `packed-refs` bytes these were read from.
+    digest: Digest,
+    /// The common start of every name listed.
+    prefix: String,
+    /// Each ref's object name, in the order of the names.
+    ids: Vec<[u8; 20]>,
+    /// What follows `prefix` in each name, one after another.
+    rests: String,
+    /// Where each name's rest ends in `rests`.
+    ends: Vec<u32>,
+}
+
+/// The 20 bytes of an object name written as 40 lower-case hex digits; `None` otherwise.
+fn id_bytes(hex: &str) -> Option<[u8; 20]> {
+    let digits = hex.as_bytes();
+    let value = |d: u8| match d {
+        b'0'..=b'9' => Some(d - b'0'),
+        b'a'..=b'f' => Some(d - b'a' + 10),
+        _ => None,
+    };
+    if digits.len() != 40 {
+        return None;
+    }
+    let mut id = [0u8; 20];
+    for (byte, pair) in id.iter_mut().zip(digits.chunks_exact(2)) {
+        *byte = value(pair[0])? << 4 | value(pair[1])?;
+    }
+    Some(id)
+}
+
+/// `id` as 40 lower-case hex digits.
+fn id_hex(id: &[u8; 20]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(40);
+    for b in id {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
+}
+
+/// `prefix` followed by `rest` compared with `name`, without joining them.
+fn cmp_joined(prefix: &str, rest: &str, name: &str) -> Ordering {
+    let (p, r, n) = (prefix.as_bytes(), rest.as_bytes(), name.as_bytes());
+    let head = p.len().min(n.len());
+    p[..head]
+        .cmp(&n[..head])
+        .then_with(|| match n.get(p.len()..) {
+            Some(tail) => r.cmp(tail),
+            // `name` is shorter than the prefix and its start: the joined name is longer.
+            None => Ordering::Greater,
+        })
 }
 
 impl PackedRefs {
-    /// The refs of `text` at `lines` (each a range of `text` on character boundaries; the
-    /// names sorted and unique).
-    pub(super) fn new(text: Arc<String>, lines: Vec<(u32, u32, u32)>) -> PackedRefs {
-        let refs = PackedRefs { text, lines };
-        debug_assert!(
-            (1..refs.len()).all(|i| refs.at(i - 1).0 < refs.at(i).0),
-            "sorted, unique"
-        );
-        refs
+    /// No refs yet, under `prefix` (read from bytes of digest `digest`).
+    pub(super) fn new(prefix: &str, digest: Digest) -> PackedRefs {
+        PackedRefs {
+            digest,
+            prefix: prefix.to_string(),
+            ..PackedRefs::default()
+        }
     }
 
-    /// The refs of `pairs` (name, value), sorted by name and unique, as one text.
+    /// Adds the ref `name` (which starts with the prefix, after every one added) holding
+    /// `id`; `false` (nothing added) for an object name that is not 40 lower-case hex digits
+    /// or a name out of place.
+    pub(super) fn push(&mut self, name: &str, id: &str) -> bool {
+        let (Some(rest), Some(id)) = (name.strip_prefix(self.prefix.as_str()), id_bytes(id)) else {
+            return false;
+        };
+        let after_last = self.len() == 0 || self.rest(self.len() - 1) < rest;
+        let Ok(end) = u32::try_from(self.rests.len() + rest.len()) else {
+            return false;
+        };
+        if !after_last {
+            return false;
+        }
+        self.rests.push_str(rest);
+        self.ends.push(end);
+        self.ids.push(id);
+        true
+    }
+
+    /// Done adding, the bytes read having the digest `digest`: no spare room kept.
+    pub(super) fn finished(mut self, digest: Digest) -> PackedRefs {
+        self.digest = digest;
+        self.rests.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        self.ids.shrink_to_fit();
+        self
+    }
+
+    /// The refs of `pairs` (name, value), sorted by name and unique, each value 40 hex digits.
     #[cfg(test)]
     pub(super) fn of_pairs(pairs: &[(String, String)]) -> PackedRefs {
-        let (mut text, mut lines) = (String::new(), Vec::new());
+        let mut refs = PackedRefs::new("", Digest::default());
         for (name, value) in pairs {
-            let id = text.len() as u32;
-            text.push_str(value);
-            text.push(' ');
-            let at = text.len() as u32;
-            text.push_str(name);
-            lines.push((id, at, text.len() as u32));
-            text.push('\n');
+            assert!(refs.push(name, value), "{name} {value}");
         }
-        PackedRefs::new(Arc::new(text), lines)
+        refs.finished(Digest::default())
     }
 
-    /// The text the refs were read from.
-    pub(super) fn text(&self) -> &Arc<String> {
-        &self.text
+    /// The digest of the bytes the refs were read from.
+    pub(super) fn digest(&self) -> Digest {
+        self.digest
+    }
+
+    /// About how many bytes the refs take.
+    pub(super) fn size(&self) -> usize {
+        self.ids.len() * 24 + self.rests.len() + self.prefix.len()
     }
 
     fn len(&self) -> usize {
-        self.lines.len()
+        self.ids.len()
+    }
+
+    /// What follows the prefix in the `i`th name.
+    fn rest(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.rests[start..self.ends[i] as usize]
     }
 
     /// The `i`th ref as (name, value).
-    fn at(&self, i: usize) -> (&str, &str) {
-        let (id, name, end) = self.lines[i];
-        let (id, name, end) = (id as usize, name as usize, end as usize);
-        (&self.text[name..end], &self.text[id..name - 1])
+    fn at(&self, i: usize) -> (String, String) {
+        (
+            format!("{}{}", self.prefix, self.rest(i)),
+            id_hex(&self.ids[i]),
+        )
     }
 
     /// What the ref `name` holds here, if it is listed.
-    fn get(&self, name: &str) -> Option<&str> {
-        let i = self
-            .lines
-            .binary_search_by(|&(_, at, end)| self.text[at as usize..end as usize].cmp(name))
-            .ok()?;
-        Some(self.at(i).1)
+    fn get(&self, name: &str) -> Option<String> {
+        let rest = name.strip_prefix(self.prefix.as_str())?;
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.rest(mid).cmp(rest) {
+                Ordering::Less => lo = mid + 1,
+                Ordering::Greater => hi = mid,
+                Ordering::Equal => return Some(id_hex(&self.ids[mid])),
+            }
+        }
+        None
     }
 }
 
@@ -103,8 +193,8 @@ impl RefListing {
         self
     }
 
-    /// Every ref, in name order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+    /// Every ref, in name order (a packed one's name and value made for it).
+    pub fn iter(&self) -> impl Iterator<Item = (Cow<'_, str>, Cow<'_, str>)> + '_ {
         Merged {
             packed: &self.packed,
             next: 0,
@@ -113,18 +203,17 @@ impl RefListing {
     }
 
     /// What the ref `name` holds, if it is listed.
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.others
-            .binary_search_by(|(n, _)| n.as_str().cmp(name))
-            .ok()
-            .map(|i| self.others[i].1.as_str())
-            .or_else(|| self.packed.get(name))
+    pub fn get(&self, name: &str) -> Option<Cow<'_, str>> {
+        match self.others.binary_search_by(|(n, _)| n.as_str().cmp(name)) {
+            Ok(i) => Some(Cow::Borrowed(self.others[i].1.as_str())),
+            Err(_) => self.packed.get(name).map(Cow::Owned),
+        }
     }
 
     /// Every ref, in name order, as owned pairs.
     pub fn to_vec(&self) -> Vec<(String, String)> {
         self.iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .map(|(n, v)| (n.into_owned(), v.into_owned()))
             .collect()
     }
 
@@ -134,10 +223,10 @@ impl RefListing {
         Arc::ptr_eq(&self.packed, &other.packed) && self.packed.len() > 0
     }
 
-    /// Do both listings hold the one copy of the same `packed-refs` text?
+    /// Were both listings' packed refs read from the same `packed-refs` bytes (by digest)?
     #[cfg(test)]
-    pub(crate) fn shares_text_with(&self, other: &RefListing) -> bool {
-        Arc::ptr_eq(self.packed.text(), other.packed.text()) && !self.packed.text().is_empty()
+    pub(crate) fn same_bytes_as(&self, other: &RefListing) -> bool {
+        self.packed.digest() == other.packed.digest() && self.packed.digest().len > 0
     }
 
     /// Is nothing listed?
@@ -166,13 +255,13 @@ struct Merged<'a> {
 }
 
 impl<'a> Iterator for Merged<'a> {
-    type Item = (&'a str, &'a str);
+    type Item = (Cow<'a, str>, Cow<'a, str>);
 
-    fn next(&mut self) -> Option<(&'a str, &'a str)> {
-        let packed = (self.next < self.packed.len()).then(|| self.packed.at(self.next));
-        let other = self.others.first().map(|(n, v)| (n.as_str(), v.as_str()));
+    fn next(&mut self) -> Option<Self::Item> {
+        let packed = (self.next < self.packed.len()).then(|| self.packed.rest(self.next));
+        let other = self.others.first();
         let order = match (packed, other) {
-            (Some((p, _)), Some((o, _))) => p.cmp(o),
+            (Some(rest), Some((o, _))) => cmp_joined(&self.packed.prefix, rest, o),
             (Some(_), None) => Ordering::Less,
             (None, Some(_)) => Ordering::Greater,
             (None, None) => return None,
@@ -181,10 +270,11 @@ impl<'a> Iterator for Merged<'a> {
             self.next += 1;
         }
         if order == Ordering::Less {
-            return packed;
+            let (name, value) = self.packed.at(self.next - 1);
+            return Some((Cow::Owned(name), Cow::Owned(value)));
         }
         self.others = &self.others[1..];
-        other
+        other.map(|(n, v)| (Cow::Borrowed(n.as_str()), Cow::Borrowed(v.as_str())))
     }
 }
 
@@ -198,43 +288,46 @@ mod tests {
             .collect()
     }
 
+    const P1: &str = "1111111111111111111111111111111111111111";
+    const P3: &str = "3333333333333333333333333333333333333333";
+    const PX: &str = "abababababababababababababababababababab";
+    const L2: &str = "2222222222222222222222222222222222222222";
+    const L3: &str = "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd";
+    const H: &str = "0123456789abcdef0123456789abcdef01234567";
+
     #[test]
     fn loose_refs_hide_packed_ones_and_the_walk_is_in_name_order() {
         let packed = Arc::new(PackedRefs::of_pairs(&pairs(&[
-            ("refs/a/1", "p1"),
-            ("refs/a/3", "p3"),
+            ("refs/a/1", P1),
+            ("refs/a/3", P3),
         ])));
         let l = RefListing::of(
             packed.clone(),
-            pairs(&[
-                ("refs/a/3", "l3"),
-                ("refs/a/2", "l2"),
-                ("refs/heads/b", "h"),
-            ]),
+            pairs(&[("refs/a/3", L3), ("refs/a/2", L2), ("refs/heads/b", H)]),
         );
         assert_eq!(
             l.to_vec(),
             pairs(&[
-                ("refs/a/1", "p1"),
-                ("refs/a/2", "l2"),
-                ("refs/a/3", "l3"),
-                ("refs/heads/b", "h")
+                ("refs/a/1", P1),
+                ("refs/a/2", L2),
+                ("refs/a/3", L3),
+                ("refs/heads/b", H)
             ])
         );
-        assert_eq!(l.get("refs/a/3"), Some("l3"));
-        assert_eq!(l.get("refs/a/1"), Some("p1"));
+        assert_eq!(l.get("refs/a/3").as_deref(), Some(L3));
+        assert_eq!(l.get("refs/a/1").as_deref(), Some(P1));
         assert_eq!(l.get("refs/a/4"), None);
         // The same refs however they are held: equal; one value apart: not.
         let flat = RefListing::new(l.to_vec());
         assert_eq!(l, flat);
-        let shared = RefListing::of(packed.clone(), pairs(&[("refs/a/1", "p1")]));
+        let shared = RefListing::of(packed.clone(), pairs(&[("refs/a/1", P1)]));
         assert_eq!(
             shared,
-            RefListing::new(pairs(&[("refs/a/1", "p1"), ("refs/a/3", "p3")]))
+            RefListing::new(pairs(&[("refs/a/1", P1), ("refs/a/3", P3)]))
         );
-        let moved = RefListing::of(packed, pairs(&[("refs/a/1", "px")]));
+        let moved = RefListing::of(packed, pairs(&[("refs/a/1", PX)]));
         assert_ne!(shared, moved);
-        assert_ne!(l, RefListing::new(pairs(&[("refs/a/1", "p1")])));
+        assert_ne!(l, RefListing::new(pairs(&[("refs/a/1", P1)])));
         assert!(RefListing::default().is_empty() && !l.is_empty());
     }
 }

@@ -5,10 +5,12 @@
 //! experiment, and the archive refs grow by one per experiment, so this is on the hot path.
 //!
 //! Every call reads every byte it reports from. What was parsed of `packed-refs` is kept
-//! with the bytes it was parsed from and used again only for the very same bytes (no file
-//! stamp stands in for them), so that a run with a ref per experiment does not parse its
-//! thousands of refs at every check, and listings of the same file share them
-//! ([`RefListing`]). Only the plain layout is read here: the repository's `.git` a
+//! with a keyed digest of the bytes it was parsed from ([`super::digest`]: no copy of the
+//! file, no file stamp) and used again only for the very same bytes, so that a run with a ref
+//! per experiment does not parse its thousands of refs at every check, and listings of the
+//! same file share them ([`RefListing`], the refs held compactly). Bytes found changed are
+//! parsed again line by line, what was kept of the old ones let go first, so a long run holds
+//! its refs once and never a copy of the file. Only the plain layout is read here: the repository's `.git` a
 //! real directory that is its own common directory with a `HEAD`, `objects` and `refs` (what
 //! git and libgit2 open at the root), no reftable, a configuration that names no ref storage
 //! and includes no other file, `packed-refs` exactly as git writes it (sorted, one line per
@@ -21,6 +23,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::digest::{Digest, Digester};
 use super::listing::{PackedRefs, RefListing};
 
 /// Refs as (name, object name), and the object name of one more ref where there is one.
@@ -29,10 +32,6 @@ pub type Listed = (Vec<(String, String)>, Option<String>);
 /// The refs of `packed-refs` under a prefix (shared between listings read from the same
 /// bytes), and what one more ref holds there.
 type SharedPacked = (Arc<PackedRefs>, Option<String>);
-
-/// Where the refs under a prefix are in the text of `packed-refs` (see [`PackedRefs`]), and
-/// the object name of one more ref there.
-type PackedLines = (Vec<(u32, u32, u32)>, Option<String>);
 
 /// The most `packed-refs` read here (bigger: libgit2 lists). A million refs is about 60 MB.
 const PACKED_MAX: u64 = 256 << 20;
@@ -80,8 +79,8 @@ fn listing_with(
     };
     let mut loose = Vec::new();
     loose_under(&git_dir, prefix, &mut loose)?;
-    let (packed_refs, packed_exact) = match read_packed(&git_dir)? {
-        Some(text) => packed_shared(&git_dir, text, prefix, exact)?,
+    let (packed_refs, packed_exact) = match scan_packed(&git_dir)? {
+        Some(digest) => packed_shared(&git_dir, digest, prefix, exact)?,
         None => {
             forget(&git_dir, prefix, exact);
             (Arc::new(PackedRefs::default()), None)
@@ -94,9 +93,10 @@ fn listing_with(
     ))
 }
 
-/// What [`packed`] read for one question (a repository, a prefix, one more ref): the refs,
-/// with the bytes they were read from (all of them: a listing read from the very same bytes
-/// is the same listing, and no file stamp stands in for them), and what it found.
+/// What [`parse_packed`] read for one question (a repository, a prefix, one more ref): the
+/// refs, with the digest of the bytes they were read from (all of them: a listing read from
+/// the very same bytes is the same listing, and no file stamp stands in for them), and what
+/// it found.
 struct LastPacked {
     git_dir: PathBuf,
     prefix: String,
@@ -107,13 +107,13 @@ struct LastPacked {
 
 /// The last reads, newest last: a few questions (the engine asks one per run; tests, many
 /// repositories at once), at most [`LAST_PACKED_MAX`] of them and [`LAST_PACKED_BYTES`] bytes
-/// of `packed-refs` kept in all (the oldest dropped first; the newest always kept).
+/// of refs kept in all (the oldest dropped first; the newest always kept).
 static LAST_PACKED: Mutex<Vec<LastPacked>> = Mutex::new(Vec::new());
 
 /// How many questions [`LAST_PACKED`] remembers.
 const LAST_PACKED_MAX: usize = 16;
 
-/// How many bytes of `packed-refs` [`LAST_PACKED`] keeps in all, beyond its newest entry.
+/// How many bytes of refs [`LAST_PACKED`] keeps in all, beyond its newest entry.
 const LAST_PACKED_BYTES: usize = 64 << 20;
 
 /// The question of a read: the repository, the prefix, the one more ref.
@@ -129,80 +129,60 @@ fn forget(git_dir: &Path, prefix: &str, exact: Option<&str>) {
     }
 }
 
-/// The bytes of `packed-refs` kept for the repository at `git_dir`, over all its questions.
+/// The bytes of refs kept for the repository at `git_dir`, over all its questions.
 #[cfg(test)]
 pub(super) fn kept_bytes(git_dir: &Path) -> usize {
     LAST_PACKED.lock().map_or(0, |remembered| {
         remembered
             .iter()
             .filter(|l| l.git_dir == git_dir)
-            .map(|l| l.refs.text().len())
+            .map(|l| l.refs.size())
             .sum()
     })
 }
 
-/// The text of `packed-refs` in `git_dir` (`Some(None)`: there is none; `None`: not a
-/// regular file within [`PACKED_MAX`], or not UTF-8). Every byte is read; where they are the
-/// bytes of a text kept from an earlier read of the repository they are compared as they are
-/// read and that text is returned, shared, so that no second copy of a big file is made to
-/// find it unchanged. Where they differ, what was kept for the repository is let go before
-/// the file is read again from its start: the old text is freed first unless a listing still
-/// holds it (a run's refs grow by one per experiment; two copies of them were the most memory
-/// a long run held).
-fn read_packed(git_dir: &Path) -> Option<Option<Arc<String>>> {
-    use std::io::{Seek, SeekFrom};
-    let Some((mut file, meta)) = open_regular(&git_dir.join("packed-refs"), PACKED_MAX)? else {
+/// The digest of `packed-refs` in `git_dir` (`Some(None)`: there is none; `None`: not a
+/// regular file within [`PACKED_MAX`]): every byte is read, none is kept (see
+/// [`super::digest`]: the digest stands for the bytes, not for a stamp of the file).
+fn scan_packed(git_dir: &Path) -> Option<Option<Digest>> {
+    let Some((mut file, _)) = open_regular(&git_dir.join("packed-refs"), PACKED_MAX)? else {
         return Some(None);
     };
-    // The newest text kept for the repository (a poisoned lock only loses the sharing).
-    let kept: Option<Arc<String>> = LAST_PACKED.lock().ok().and_then(|remembered| {
-        let l = remembered.iter().rev().find(|l| l.git_dir == git_dir)?;
-        Some(Arc::clone(l.refs.text()))
-    });
-    if let Some(kept) = kept {
-        let kept_bytes = kept.as_bytes();
-        let mut buf = vec![0u8; 64 << 10];
-        let mut at = 0;
-        loop {
-            let got = file.read(&mut buf).ok()?;
-            if got == 0 && at == kept_bytes.len() {
-                return Some(Some(kept));
-            }
-            if got == 0 || kept_bytes.get(at..at + got) != Some(&buf[..got]) {
-                break;
-            }
-            at += got;
+    let mut digester = Digester::new();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut total = 0u64;
+    loop {
+        let got = file.read(&mut buf).ok()?;
+        if got == 0 {
+            break;
         }
-        drop(kept);
-        forget_repository(git_dir);
-        file.seek(SeekFrom::Start(0)).ok()?;
+        total += got as u64;
+        if total > PACKED_MAX {
+            return None;
+        }
+        digester.update(&buf[..got]);
     }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(PACKED_MAX + 1).read_to_end(&mut bytes).ok()?;
-    if bytes.len() as u64 > PACKED_MAX {
-        return None;
-    }
-    let mut text = String::from_utf8(bytes).ok()?;
-    text.shrink_to_fit();
-    Some(Some(Arc::new(text)))
+    Some(Some(digester.finish()))
 }
 
-/// Drops what was kept for every question about the repository at `git_dir` (its
-/// `packed-refs` changed).
-fn forget_repository(git_dir: &Path) {
+/// Drops what was kept for every question about the repository at `git_dir` that was read
+/// from other bytes than `digest` (its `packed-refs` changed since).
+fn forget_other_bytes(git_dir: &Path, digest: Digest) {
     // A poisoned lock only loses the sharing.
     if let Ok(mut remembered) = LAST_PACKED.lock() {
-        remembered.retain(|l| l.git_dir != git_dir);
+        remembered.retain(|l| l.git_dir != git_dir || l.refs.digest() == digest);
     }
 }
 
-/// [`packed`] of `text`, the refs shared with the last read for the same question when it
-/// read the very same bytes (so that listings read meanwhile compare without a walk, and the
-/// file is parsed again only when it changed). The lock is held only to take an entry out and
-/// to put one in: the comparison and the parse run outside it.
+/// The refs under `prefix` and what `exact` holds, from the `packed-refs` whose bytes have the
+/// digest `digest`: shared with the last read for the same question when it read the very
+/// same bytes (so that listings read meanwhile compare without a walk, and the file is parsed
+/// again only when it changed). What was kept for the repository from other bytes goes first,
+/// before the file is parsed: a long run holds its refs once. The lock is held only to take
+/// an entry out and to put one in: the parse runs outside it.
 fn packed_shared(
     git_dir: &Path,
-    text: Arc<String>,
+    digest: Digest,
     prefix: &str,
     exact: Option<&str>,
 ) -> Option<SharedPacked> {
@@ -213,16 +193,17 @@ fn packed_shared(
         Some(remembered.remove(i))
     });
     let entry = match taken {
-        Some(l) if Arc::ptr_eq(l.refs.text(), &text) || **l.refs.text() == *text => l,
+        Some(l) if l.refs.digest() == digest => l,
         _ => {
             // Declined bytes: nothing is kept for the question.
             drop(taken);
-            let (lines, found) = packed(&text, prefix, exact)?;
+            forget_other_bytes(git_dir, digest);
+            let (refs, found) = parse_packed(git_dir, prefix, exact)?;
             LastPacked {
                 git_dir: git_dir.to_path_buf(),
                 prefix: prefix.to_string(),
                 exact: exact.map(str::to_string),
-                refs: Arc::new(PackedRefs::new(text, lines)),
+                refs: Arc::new(refs),
                 found,
             }
         }
@@ -232,11 +213,11 @@ fn packed_shared(
         // Another thread may have put one in for the question meanwhile: this one is newer.
         remembered.retain(|l| !same_question(l, git_dir, prefix, exact));
         remembered.push(entry);
-        let mut kept: usize = remembered.iter().map(|l| l.refs.text().len()).sum();
+        let mut kept: usize = remembered.iter().map(|l| l.refs.size()).sum();
         while remembered.len() > LAST_PACKED_MAX
             || (remembered.len() > 1 && kept > LAST_PACKED_BYTES)
         {
-            kept -= remembered.remove(0).refs.text().len();
+            kept -= remembered.remove(0).refs.size();
         }
     }
     Some(shared)
@@ -273,57 +254,76 @@ fn plain_layout(git_dir: &Path) -> bool {
     head_ok && config_ok
 }
 
-/// Where the refs of `packed-refs` under `prefix` are in its `text`, and the object name of
-/// `exact` there; `None` for anything but the file git writes: a `# pack-refs with:` header on
-/// the first line only, then lines of a full object name in lower case, a space and a name,
-/// the names in strictly increasing byte order (so no name twice: git's binary search and
-/// this reading find the same line), each followed by at most one `^` line, every line ended
-/// by a line feed and nothing else (no carriage return).
-fn packed(text: &str, prefix: &str, exact: Option<&str>) -> Option<PackedLines> {
-    if text.contains('\r') || !(text.is_empty() || text.ends_with('\n')) {
-        return None;
-    }
-    let mut out = Vec::new();
+/// The refs of `packed-refs` in `git_dir` under `prefix` (with the digest of the bytes read),
+/// and the object name of `exact` there, read line by line (no copy of the file is made);
+/// `None` for anything but the file git writes: a `# pack-refs with:` header on the first line
+/// only, then lines of a full object name in lower case, a space and a name, the names in
+/// strictly increasing byte order (so no name twice: git's binary search and this reading find
+/// the same line), each followed by at most one `^` line, every line ended by a line feed and
+/// nothing else (no carriage return), the whole UTF-8.
+fn parse_packed(
+    git_dir: &Path,
+    prefix: &str,
+    exact: Option<&str>,
+) -> Option<(PackedRefs, Option<String>)> {
+    use std::io::BufRead;
+    let (file, _) = open_regular(&git_dir.join("packed-refs"), PACKED_MAX)??;
+    let mut reader = std::io::BufReader::with_capacity(64 << 10, file.take(PACKED_MAX + 1));
+    let mut digester = Digester::new();
+    let mut refs = PackedRefs::new(prefix, Digest::default());
     let mut found = None;
-    let mut last: Option<&str> = None;
+    let mut last = String::new();
     let mut peelable = false;
-    let mut start = 0usize;
-    for (i, line) in text.split_terminator('\n').enumerate() {
-        let at = start;
-        start += line.len() + 1;
-        if line.starts_with('#') {
-            if i != 0 || !line.starts_with("# pack-refs with:") {
+    let mut line = Vec::new();
+    let mut total = 0u64;
+    for i in 0usize.. {
+        line.clear();
+        let got = reader.read_until(b'\n', &mut line).ok()?;
+        if got == 0 {
+            break;
+        }
+        total += got as u64;
+        digester.update(&line);
+        if total > PACKED_MAX {
+            return None;
+        }
+        let text = std::str::from_utf8(&line).ok()?;
+        let text = text.strip_suffix('\n')?;
+        if text.contains('\r') {
+            return None;
+        }
+        if text.starts_with('#') {
+            if i != 0 || !text.starts_with("# pack-refs with:") {
                 return None;
             }
             continue;
         }
-        if let Some(peeled) = line.strip_prefix('^') {
+        if let Some(peeled) = text.strip_prefix('^') {
             if !peelable || !super::inproc::is_full_hex(peeled) {
                 return None;
             }
             peelable = false;
             continue;
         }
-        let (id, name) = line.split_once(' ')?;
+        let (id, name) = text.split_once(' ')?;
         if !super::inproc::is_full_hex(id)
             || id.bytes().any(|b| b.is_ascii_uppercase())
             || !valid_name(name)
-            || last.is_some_and(|l| l.as_bytes() >= name.as_bytes())
+            || (!last.is_empty() && last.as_bytes() >= name.as_bytes())
         {
             return None;
         }
-        last = Some(name);
+        last.clear();
+        last.push_str(name);
         peelable = true;
-        if name.starts_with(prefix) {
-            let end = u32::try_from(at + line.len()).ok()?;
-            // `at` and `at + 41` are below `end`: they fit too.
-            out.push((at as u32, (at + 41) as u32, end));
+        if name.starts_with(prefix) && !refs.push(name, id) {
+            return None;
         }
         if exact == Some(name) {
             found = Some(id.to_string());
         }
     }
-    Some((out, found))
+    Some((refs.finished(digester.finish()), found))
 }
 
 /// The loose ref `name` (`Some(None)`: no loose ref of that name, nothing or a directory
