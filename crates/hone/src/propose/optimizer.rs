@@ -26,10 +26,10 @@ pub struct KnobsProposer {
 /// converted anew, or compacted: see [`Moves`]).
 fn follow(cache: &mut knobs::SamplerCache, moves: Moves) {
     if moves.anew {
-        *cache = knobs::SamplerCache::new();
+        cache.forget_positions();
     }
-    for keep in &moves.kept {
-        cache.retain_history(keep);
+    for (keep, dropped) in &moves.kept {
+        cache.retain_history(keep, dropped);
     }
 }
 
@@ -83,10 +83,11 @@ pub fn observations(history: &[ExperimentRecord], minimize: bool) -> Vec<Observa
             Status::Baseline | Status::Keep | Status::Discard
         )
     };
+    // A NaN measured is left out: with it in, the fold would depend on its order.
     let worst = history
         .iter()
         .filter(measured)
-        .filter_map(|e| e.objective)
+        .filter_map(|e| e.objective.filter(|v| !v.is_nan()))
         .reduce(|a, b| if (a > b) == minimize { a } else { b });
     history
         .iter()

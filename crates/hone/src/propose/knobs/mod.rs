@@ -59,8 +59,8 @@ use literal::{format_float_readable, style_type_name, write_literal, Literal, Wr
 
 pub use config::Config;
 pub use sampler::{
-    config_at, dimensions, distance, initial_design_size, suggest, suggest_cached, suggest_guided,
-    unit_coords, Observation, SamplerCache, SamplerGuide,
+    config_at, dimensions, distance, fingerprint, initial_design_size, suggest, suggest_cached,
+    suggest_guided, unit_coords, Observation, SamplerCache, SamplerGuide,
 };
 
 /// A knob's value: what its literal reads as.

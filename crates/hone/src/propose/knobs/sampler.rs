@@ -46,7 +46,7 @@ mod space;
 use super::{Config, Knob};
 use crate::propose::guidance::Mode;
 use crate::util::{splitmix64, unit_f64};
-pub use cache::SamplerCache;
+pub use cache::{fingerprint, SamplerCache};
 use design::latin_hypercube;
 use feasible::Feasibility;
 use moves::{untried_by_enumeration, untried_neighbour, LocalMoves};
@@ -243,8 +243,9 @@ pub fn suggest_cached(
 ) -> Option<(Config, Option<usize>)> {
     let mut space = guided_space(cache, knobs, history, incumbent, guide)?;
     let suggested = suggest_in(&space, cache, knobs, history, minimize, seed, index, guide);
-    // The index's set of what was tried, lent to the space, goes back.
+    // The index's sets of what was tried, lent to the space, go back.
     cache.history.tried = std::mem::take(&mut space.tried);
+    cache.tried_prints = std::mem::take(&mut space.tried_prints);
     suggested
 }
 
@@ -361,6 +362,7 @@ fn guided_space(
     cache.sync(&space, history, guide.infeasible, locate);
     // Lent, not copied (see `suggest_cached`); the few more that count as tried kept apart.
     space.tried = std::mem::take(&mut cache.history.tried);
+    space.tried_prints = std::mem::take(&mut cache.tried_prints);
     space.also_tried.push(base_key);
     for c in guide.avoid {
         let key = space.key(c);

@@ -50,9 +50,9 @@ pub struct Observed {
     /// The worst measured value of the experiments compacted away (what [`Observed::refigure`]
     /// folds on from).
     dropped_worst: Option<f64>,
-    /// How many of `infeasible`, at its start, are of experiments compacted away (the rest
-    /// follow `seen`, in order).
-    fixed_infeasible: usize,
+    /// The numbers of the experiments compacted away whose configurations start
+    /// `infeasible`, one each, in order (the rest of it follows `seen`).
+    fixed_ns: Vec<u64>,
     /// What moved in `obs` since [`Observed::take_moves`].
     moves: Moves,
 }
@@ -111,13 +111,14 @@ impl Observed {
         &self.lied
     }
 
-    /// The number of the last experiment converted: every configuration up to it is held
-    /// here (`None`: nothing converted yet).
+    /// The number of the last experiment converted: every configuration up to it has been
+    /// taken in here (held, or counted for what it was when compacted away; `None`: nothing
+    /// converted yet).
     pub fn through(&self) -> Option<u64> {
         self.seen.last().map(|s| s.n)
     }
 
-    /// How many experiments are converted.
+    /// How many experiments are held converted (fewer than were converted once compacted).
     pub fn len(&self) -> usize {
         self.seen.len()
     }
@@ -207,15 +208,7 @@ impl Observed {
     fn rebuild(&mut self, history: &[ExperimentRecord], minimize: bool) {
         let mut old = std::mem::take(self);
         self.bounds = old.bounds;
-        // What was compacted away of the same run (the same first experiment, the same
-        // direction) is not in the history shown either: it counts on.
-        let same_run = old.minimize == minimize
-            && old.seen.first().map(|s| s.n) == history.first().map(|e| e.n);
-        if same_run {
-            self.dropped_worst = old.dropped_worst;
-            self.fixed_infeasible = old.fixed_infeasible;
-            self.infeasible = old.infeasible.drain(..old.fixed_infeasible).collect();
-        }
+        self.carry_over(&mut old, history, minimize);
         self.moves = Moves {
             anew: true,
             kept: Vec::new(),
@@ -240,6 +233,41 @@ impl Observed {
         self.compact();
     }
 
+    /// What a view converted anew keeps of the `old` one: what counted of experiments that
+    /// the history shown no longer holds with a configuration (compacted away, or dropped from
+    /// the engine's records while held here), when it is the same run (the same first
+    /// experiment and direction, the last one converted still there): the worst value measured
+    /// and the infeasible configurations. One shown again with its configuration is converted
+    /// again instead.
+    fn carry_over(&mut self, old: &mut Observed, history: &[ExperimentRecord], minimize: bool) {
+        let shown = |n: u64| history.binary_search_by_key(&n, |e| e.n).ok();
+        let same_run = old.minimize == minimize
+            && old.seen.first().map(|s| s.n) == history.first().map(|e| e.n)
+            && old.seen.last().is_some_and(|s| shown(s.n).is_some());
+        if !same_run {
+            return;
+        }
+        self.dropped_worst = old.dropped_worst;
+        let fixed: Vec<Config> = old.infeasible.drain(..old.fixed_ns.len()).collect();
+        for (n, config) in old.fixed_ns.iter().zip(fixed) {
+            if !shown(*n).is_some_and(|at| history[at].config.is_some()) {
+                self.fixed_ns.push(*n);
+                self.infeasible.push(config);
+            }
+        }
+        // Held here, not shown at all: compacted away now.
+        for s in old.seen.iter().filter(|s| shown(s.n).is_none()) {
+            if let (Some(o), Some(true)) = (s.obs, infeasible(s.status)) {
+                self.fixed_ns.push(s.n);
+                self.infeasible.push(old.obs[o as usize].config.clone());
+            }
+            if let (true, Some(v)) = (measured(s.status), s.objective.filter(|v| !v.is_nan())) {
+                let w = self.dropped_worst.map_or(v, |w| worse(w, v, minimize));
+                self.dropped_worst = Some(w);
+            }
+        }
+    }
+
     /// Appends experiment `e` with its configuration (values figured later).
     fn append(&mut self, e: &ExperimentRecord, config: Option<Config>) {
         let obs = config.map(|config| {
@@ -261,7 +289,7 @@ impl Observed {
     fn refigure(&mut self) {
         self.worst = self.dropped_worst;
         self.lied.clear();
-        self.infeasible.truncate(self.fixed_infeasible);
+        self.infeasible.truncate(self.fixed_ns.len());
         self.figure_from(0);
     }
 
@@ -271,10 +299,9 @@ impl Observed {
     fn figure_from(&mut self, from: usize) {
         let before = self.worst.map(f64::to_bits);
         for s in &self.seen[from..] {
-            if measured(s.status) {
-                if let Some(v) = s.objective {
-                    self.worst = Some(self.worst.map_or(v, |w| worse(w, v, self.minimize)));
-                }
+            // A NaN would make the fold depend on its order: left out (as `observations` does).
+            if let (true, Some(v)) = (measured(s.status), s.objective.filter(|v| !v.is_nan())) {
+                self.worst = Some(self.worst.map_or(v, |w| worse(w, v, self.minimize)));
             }
         }
         if self.worst.map(f64::to_bits) != before {
@@ -301,440 +328,4 @@ impl Observed {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::{infeasible_configs, observations, stand_ins};
-    use super::*;
-    use crate::propose::knobs::{self, KnobValue, SamplerCache, SamplerGuide};
-
-    /// How the engine's serial loop leaves old records after a proposal: all but the
-    /// baseline, the keeps and the last `window` dropped, or (as for a record with repeated
-    /// runs; here every third) only their configuration.
-    fn forget(history: &mut Vec<ExperimentRecord>, window: usize) {
-        let end = history.len().saturating_sub(window);
-        let mut i = 0;
-        history.retain_mut(|e| {
-            i += 1;
-            if i > end
-                || matches!(
-                    e.status(),
-                    Status::Baseline | Status::Keep | Status::Running
-                )
-            {
-                return true;
-            }
-            e.config = None;
-            e.n % 3 == 0
-        });
-    }
-
-    fn seen(o: &[Observation]) -> Vec<(String, Option<u64>)> {
-        o.iter()
-            .map(|o| (format!("{:?}", o.config), o.objective.map(f64::to_bits)))
-            .collect()
-    }
-
-    fn status_of(k: u64) -> Status {
-        match k % 13 {
-            0 => Status::Keep,
-            1 | 7 => Status::Crash,
-            2 => Status::Pruned,
-            3 => Status::Timeout,
-            4 => Status::Aborted,
-            5 => Status::Rejected,
-            6 => Status::Violation,
-            _ => Status::Discard,
-        }
-    }
-
-    fn record(n: u64) -> ExperimentRecord {
-        let status = if n == 0 {
-            Status::Baseline
-        } else {
-            status_of(n)
-        };
-        let measured = measured(status) || n % 29 == 0;
-        ExperimentRecord {
-            n,
-            status: Some(status),
-            // Values that move the worst both ways, a NaN among them.
-            objective: measured.then(|| match n {
-                77 => f64::NAN,
-                n => ((n * 37) % 101) as f64 / (1.0 + (n % 7) as f64),
-            }),
-            // An agent's experiment has no configuration.
-            config: (n % 31 != 30).then(|| serde_json::json!({ "A": n, "B": n % 5 })),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn the_kept_view_is_the_conversion_of_the_whole_history() {
-        for minimize in [true, false] {
-            let mut whole: Vec<ExperimentRecord> = Vec::new();
-            let mut shown: Vec<ExperimentRecord> = Vec::new();
-            let mut observed = Observed::new();
-            for n in 0..600u64 {
-                if n % 50 == 49 {
-                    // The last experiment converted is replaced by a re-test of it (another
-                    // value), once before the next one is added and once with it.
-                    let (last, shown_last) = (whole.len() - 1, shown.len() - 1);
-                    whole[last].objective = Some(1000.0 + n as f64);
-                    shown[shown_last].objective = whole[last].objective;
-                    if n % 100 == 49 {
-                        observed.sync(&shown, minimize);
-                        let want = observations(&whole, minimize);
-                        assert_eq!(seen(observed.observations()), seen(&want), "#{last}");
-                    }
-                }
-                let rec = record(n);
-                whole.push(rec.clone());
-                shown.push(rec);
-                if n == 300 {
-                    // A resume: a new proposer, the history loaded with its configurations.
-                    observed = Observed::new();
-                    shown = whole.clone();
-                }
-                observed.sync(&shown, minimize);
-                assert_eq!(
-                    seen(observed.observations()),
-                    seen(&observations(&whole, minimize)),
-                    "after #{n}"
-                );
-                assert_eq!(observed.infeasible(), infeasible_configs(&whole).as_slice());
-                assert_eq!(observed.stand_ins(), stand_ins(&whole).as_slice());
-                assert_eq!(observed.through(), Some(n));
-                forget(&mut shown, 16);
-            }
-            // Most of the history is no longer shown, and most of what is holds no
-            // configuration any more.
-            assert!(shown.len() < 300, "{}", shown.len());
-            assert!(shown.iter().filter(|e| e.config.is_none()).count() > 100);
-        }
-    }
-
-    #[test]
-    fn running_experiments_count_at_the_worst_until_they_finish() {
-        // A parallel run's view: the last ones still running, then finished in place.
-        let mut history: Vec<ExperimentRecord> = (0..40).map(record).collect();
-        let mut observed = Observed::new();
-        for e in &mut history[30..] {
-            e.status = Some(Status::Running);
-            e.objective = None;
-        }
-        observed.sync(&history, true);
-        assert_eq!(
-            seen(observed.observations()),
-            seen(&observations(&history, true))
-        );
-        for i in 30..40 {
-            history[i] = record(i as u64);
-            history.push(record(40 + i as u64 - 30));
-            observed.sync(&history, true);
-            assert_eq!(
-                seen(observed.observations()),
-                seen(&observations(&history, true))
-            );
-            assert_eq!(
-                observed.infeasible(),
-                infeasible_configs(&history).as_slice()
-            );
-            assert_eq!(observed.stand_ins(), stand_ins(&history).as_slice());
-        }
-        // A history that does not extend the converted one is converted anew.
-        observed.sync(&history[..5], true);
-        assert_eq!(
-            seen(observed.observations()),
-            seen(&observations(&history[..5], true))
-        );
-        assert_eq!(observed.len(), 5);
-    }
-
-    /// The observations of `o` as comparable text, in any order.
-    fn bag(o: &[Observation]) -> Vec<(String, Option<u64>)> {
-        let mut all = seen(o);
-        all.sort();
-        all
-    }
-
-    #[test]
-    fn a_long_run_is_held_within_bounds_and_counts_what_it_dropped() {
-        let bounds = Bounds {
-            high: 64,
-            low: 32,
-            best: 8,
-            recent: 8,
-        };
-        for minimize in [true, false] {
-            let mut whole: Vec<ExperimentRecord> = Vec::new();
-            let mut shown: Vec<ExperimentRecord> = Vec::new();
-            let mut observed = Observed::with_bounds(bounds);
-            let (mut compactions, mut anew) = (0, 0);
-            for n in 0..700u64 {
-                let mut rec = record(n);
-                // Every 40th stays running for 20 experiments (a parallel run's view).
-                if n % 40 == 39 {
-                    rec.status = Some(Status::Running);
-                    rec.objective = None;
-                }
-                if n >= 20 && (n - 20) % 40 == 39 {
-                    let was = record(n - 20);
-                    let i = whole.iter().position(|e| e.n == n - 20).expect("held");
-                    whole[i] = was.clone();
-                    if let Some(j) = shown.iter().position(|e| e.n == n - 20) {
-                        shown[j] = was;
-                    }
-                }
-                whole.push(rec.clone());
-                shown.push(rec);
-                observed.sync(&shown, minimize);
-                let moves = observed.take_moves();
-                anew += usize::from(moves.anew);
-                compactions += moves.kept.len();
-                let got = observed.observations();
-                let want = observations(&whole, minimize);
-                assert!(got.len() <= bounds.high, "#{n}: {}", got.len());
-                // The most recent ones, in order, at the end.
-                let tail = |o: &[Observation]| seen(&o[o.len().saturating_sub(bounds.recent)..]);
-                assert_eq!(tail(got), tail(&want), "#{n}");
-                // The best ones (ranked as the model ranks them) are all held.
-                let score = |o: &Observation| match o.objective {
-                    Some(v) if v.is_finite() => {
-                        if minimize {
-                            v
-                        } else {
-                            -v
-                        }
-                    }
-                    _ => f64::INFINITY,
-                };
-                let mut ranked = want.clone();
-                ranked.sort_by(|a, b| score(a).total_cmp(&score(b)));
-                let got_bag = bag(got);
-                for o in bag(&ranked[..bounds.best.min(ranked.len())]) {
-                    assert!(got_bag.contains(&o), "#{n}: {o:?} dropped");
-                }
-                // Every one held is one of the whole history's, at its value there (the
-                // stand-ins at the worst of every measurement, dropped ones included).
-                let want_bag = bag(&want);
-                for o in &got_bag {
-                    assert!(want_bag.contains(o), "#{n}: {o:?} is not the history's");
-                }
-                // The running ones are held and are stand-ins.
-                let running = whole
-                    .iter()
-                    .filter(|e| e.status() == Status::Running)
-                    .count();
-                let lied: Vec<&Observation> = observed
-                    .stand_ins()
-                    .iter()
-                    .map(|&i| &got[i as usize])
-                    .collect();
-                assert!(lied.len() >= running, "#{n}");
-                let worst = (whole.iter().filter(|e| measured(e.status())))
-                    .filter_map(|e| e.objective)
-                    .reduce(|a, b| worse(a, b, minimize));
-                for o in lied {
-                    assert_eq!(o.objective.map(f64::to_bits), worst.map(f64::to_bits));
-                }
-                // Every infeasible configuration counts, dropped or not.
-                let mut bad: Vec<String> = observed
-                    .infeasible()
-                    .iter()
-                    .map(|c| format!("{c:?}"))
-                    .collect();
-                let mut want_bad: Vec<String> = (infeasible_configs(&whole).iter())
-                    .map(|c| format!("{c:?}"))
-                    .collect();
-                bad.sort();
-                want_bad.sort();
-                assert_eq!(bad, want_bad, "#{n}");
-                assert_eq!(observed.through(), Some(n));
-                forget(&mut shown, 16);
-            }
-            assert!(compactions >= 10, "{compactions} compactions");
-            assert_eq!(
-                anew,
-                usize::from(minimize),
-                "converted anew once, at the start"
-            );
-        }
-    }
-
-    /// The sampler's index follows a compacted view (as the knobs proposer has it follow):
-    /// the answers of a fresh index over the same observations, and what was dropped still
-    /// counts as tried.
-    #[test]
-    fn the_sampler_follows_a_compacted_view() {
-        let text = "A = 0.5  # hone: 0.0..1.0\nB = 5  # hone: int 1..40\n";
-        let found = knobs::discover("p.py", text).expect("the knobs parse");
-        let incumbent = knobs::config_of(&found);
-        let bounds = Bounds {
-            high: 48,
-            low: 24,
-            best: 6,
-            recent: 6,
-        };
-        let mut observed = Observed::with_bounds(bounds);
-        let mut cache = SamplerCache::new();
-        let mut history: Vec<ExperimentRecord> = Vec::new();
-        let mut first_dropped: Option<Config> = None;
-        let mut repeats = 0;
-        for n in 0..160u64 {
-            observed.sync(&history, true);
-            let moves = observed.take_moves();
-            let compacted = !moves.kept.is_empty();
-            super::super::follow(&mut cache, moves);
-            let obs = observed.observations();
-            if first_dropped.is_none() && compacted {
-                let held: Vec<String> = obs.iter().map(|o| format!("{:?}", o.config)).collect();
-                first_dropped = (history.iter())
-                    .filter_map(|e| e.config.as_ref().and_then(config_from_json))
-                    .find(|c| !held.contains(&format!("{c:?}")));
-                assert!(first_dropped.is_some(), "the compaction dropped nothing");
-            }
-            let guide = SamplerGuide::default();
-            let mut fresh = SamplerCache::new();
-            let want =
-                knobs::suggest_cached(&mut fresh, &found, obs, &incumbent, true, 5, n, &guide);
-            let got =
-                knobs::suggest_cached(&mut cache, &found, obs, &incumbent, true, 5, n, &guide);
-            // The same answer, unless a fresh index of the view proposes again what was
-            // dropped from it; never a configuration tried before.
-            let tried = |s: &Option<(Config, Option<usize>)>| {
-                let c = s.as_ref().map(|(c, _)| serde_json::to_value(c).ok());
-                history.iter().any(|e| Some(e.config.clone()) == c)
-            };
-            if tried(&want) {
-                repeats += 1;
-            } else {
-                assert_eq!(got, want, "suggestion {n}");
-            }
-            assert!(!tried(&got), "#{n}: {got:?} was tried");
-            assert_eq!(cache.len(), obs.len());
-            if let Some(dropped) = &first_dropped {
-                // Offered first as a candidate: a fresh index of the view takes it, the one
-                // that followed the view knows it was tried.
-                let candidates = [dropped.clone()];
-                let guide = SamplerGuide {
-                    candidates: &candidates,
-                    ..SamplerGuide::default()
-                };
-                let mut fresh = SamplerCache::new();
-                let taken = |s: Option<(Config, Option<usize>)>| s.and_then(|(_, from)| from);
-                let fresh_pick =
-                    knobs::suggest_cached(&mut fresh, &found, obs, &incumbent, true, 5, n, &guide);
-                assert_eq!(taken(fresh_pick), Some(0));
-                let mut followed = cache.clone();
-                let pick = knobs::suggest_cached(
-                    &mut followed,
-                    &found,
-                    obs,
-                    &incumbent,
-                    true,
-                    5,
-                    n,
-                    &guide,
-                );
-                assert_eq!(
-                    taken(pick),
-                    None,
-                    "#{n}: a dropped configuration proposed again"
-                );
-            }
-            let Some((c, _)) = got else { break };
-            let y = (a_of(&c) - 0.3).powi(2);
-            history.push(ExperimentRecord {
-                n,
-                status: Some(if n == 0 {
-                    Status::Baseline
-                } else {
-                    Status::Discard
-                }),
-                objective: Some(y),
-                config: serde_json::to_value(&c).ok(),
-                ..Default::default()
-            });
-        }
-        assert_eq!(history.len(), 160);
-        assert!(first_dropped.is_some());
-        // The view alone would have proposed some again.
-        assert!(repeats > 0);
-    }
-
-    fn a_of(c: &Config) -> f64 {
-        match c.get("A") {
-            Some(KnobValue::Float(x)) => *x,
-            other => panic!("A = {other:?}"),
-        }
-    }
-
-    /// The knobs proposer's suggestions with the kept view (and the engine dropping old
-    /// configurations) are those of the whole history converted on every proposal: 400
-    /// experiments, crashes (A > 0.8) and prunes among them, a resume halfway.
-    #[test]
-    fn suggestions_are_those_of_the_whole_history() {
-        let text = "A = 0.5  # hone: 0.0..1.0\nB = 5  # hone: int 1..40\nC = 0.1  # hone: log 0.001..1.0\n";
-        let found = knobs::discover("p.py", text).expect("the knobs parse");
-        let incumbent = knobs::config_of(&found);
-        let record =
-            |n: u64, config: &Config, status: Status, objective: Option<f64>| ExperimentRecord {
-                n,
-                status: Some(status),
-                objective,
-                config: serde_json::to_value(config).ok(),
-                ..Default::default()
-            };
-        let mut whole = vec![record(0, &incumbent, Status::Baseline, Some(1.0))];
-        let mut shown = whole.clone();
-        let (mut observed, mut cache, mut fresh) =
-            (Observed::new(), SamplerCache::new(), SamplerCache::new());
-        let mut statuses = BTreeMap::new();
-        for n in 1..400u64 {
-            if n == 200 {
-                (observed, cache) = (Observed::new(), SamplerCache::new());
-                shown = whole.clone();
-            }
-            let (want_obs, want_bad) = (observations(&whole, true), infeasible_configs(&whole));
-            let want_lied = stand_ins(&whole);
-            let guide = |bad, lied| SamplerGuide {
-                infeasible: bad,
-                stand_ins: lied,
-                ..SamplerGuide::default()
-            };
-            let want = knobs::suggest_cached(
-                &mut fresh,
-                &found,
-                &want_obs,
-                &incumbent,
-                true,
-                3,
-                n,
-                &guide(&want_bad, &want_lied),
-            );
-            observed.sync(&shown, true);
-            let (obs, bad) = (observed.observations(), observed.infeasible());
-            let guide = guide(bad, observed.stand_ins());
-            let got =
-                knobs::suggest_cached(&mut cache, &found, obs, &incumbent, true, 3, n, &guide);
-            assert_eq!(got, want, "suggestion {n}");
-            forget(&mut shown, 8);
-            let Some((c, _)) = got else { break };
-            let a = a_of(&c);
-            let (status, y) = match a {
-                a if a > 0.8 => (Status::Crash, None),
-                a if a < 0.05 => (Status::Pruned, None),
-                a => (Status::Discard, Some((a - 0.6).powi(2))),
-            };
-            *statuses.entry(format!("{status:?}")).or_insert(0) += 1;
-            whole.push(record(n, &c, status, y));
-            shown.push(record(n, &c, status, y));
-        }
-        assert_eq!(whole.len(), 400);
-        // Crashes are among them (3 since crashes attributed to one knob mark it at once: the
-        // wall at A = 0.8 is learned after fewer).
-        assert!(
-            statuses.get("Crash").copied().unwrap_or(0) >= 3,
-            "{statuses:?}"
-        );
-    }
-}
+mod tests;

@@ -29,6 +29,9 @@ pub struct SamplerCache {
     /// The configurations that crashed, timed out or violated a constraint
     /// (`SamplerGuide::infeasible`).
     pub(super) infeasible: Index,
+    /// The [`fingerprint`]s of configurations tried that left the history before they were
+    /// indexed (a resumed run's view bounded before its first suggestion): tried too.
+    pub(super) tried_prints: HashSet<u64>,
 }
 
 /// One list of configurations, indexed.
@@ -70,11 +73,21 @@ impl SamplerCache {
     /// was compacted, its order kept. What was tried stays whole (`tried`), the positions
     /// (digests, points, values) follow the history. An index holding more than the mask
     /// covers is not of that history: it starts again.
-    pub fn retain_history(&mut self, keep: &[bool]) {
+    /// `dropped`: the [`fingerprint`]s of the configurations the mask drops, in order: those
+    /// not indexed yet still count as tried.
+    pub fn retain_history(&mut self, keep: &[bool], dropped: &[u64]) {
         let index = &mut self.history;
         if index.keys.len() > keep.len() {
             self.history = Index::default();
             return;
+        }
+        let unindexed = (keep.iter().enumerate())
+            .filter(|(_, k)| !**k)
+            .map(|(i, _)| i);
+        for (i, print) in unindexed.zip(dropped) {
+            if i >= index.keys.len() {
+                self.tried_prints.insert(*print);
+            }
         }
         fn retain<T>(v: &mut Vec<T>, keep: &[bool]) {
             let mut i = 0;
@@ -91,6 +104,16 @@ impl SamplerCache {
         }
     }
 
+    /// Forgets the positions of the history's configurations, keeping what was tried: the
+    /// history was converted anew (the same run's), and is indexed again from its start.
+    pub fn forget_positions(&mut self) {
+        let tried = std::mem::take(&mut self.history.tried);
+        self.history = Index {
+            tried,
+            ..Index::default()
+        };
+    }
+
     /// Indexes `history` and `infeasible`: each from scratch unless it extends what was
     /// indexed, else only what was added since. `locate`: points and values too (what the
     /// feasibility model needs; without crashes they are not computed).
@@ -102,8 +125,11 @@ impl SamplerCache {
         locate: bool,
     ) {
         if self.dims != space.dims {
+            // Fingerprints are of whole configurations, whatever the knobs: they stay.
+            let tried_prints = std::mem::take(&mut self.tried_prints);
             *self = SamplerCache {
                 dims: space.dims.clone(),
+                tried_prints,
                 ..SamplerCache::default()
             };
         }
@@ -172,7 +198,7 @@ impl Index {
 /// fraction of the cost of [`Space::key`]. It sees more than the key, points and columns do
 /// (names and values outside the space's knobs), so where it differs and they would not, the
 /// index is only made again.
-fn fingerprint(config: &Config) -> u64 {
+pub fn fingerprint(config: &Config) -> u64 {
     let mut h: u64 = 0x6869_6e67_6572_7072;
     let mut mix = |word: u64| {
         let mut state = h ^ word;
@@ -273,7 +299,18 @@ mod tests {
         let all_tried = cache.history.tried.clone();
         // Every third kept, over a history that grew by ten since it was indexed.
         let keep: Vec<bool> = (0..60).map(|i| i % 3 == 0).collect();
-        cache.retain_history(&keep);
+        let dropped: Vec<u64> = (history.iter().zip(&keep))
+            .filter(|(_, k)| !**k)
+            .map(|(o, _)| fingerprint(&o.config))
+            .collect();
+        cache.retain_history(&keep, &dropped);
+        // Those dropped before they were indexed (past the first 50) still count as tried, by
+        // their fingerprints; the ones indexed are in the index's set already.
+        let late: HashSet<u64> = (50..60)
+            .filter(|i| i % 3 != 0)
+            .map(|i| fingerprint(&history[i].config))
+            .collect();
+        assert_eq!(cache.tried_prints, late);
         let kept: Vec<Observation> = (history.iter().zip(&keep))
             .filter(|(_, k)| **k)
             .map(|(o, _)| o.clone())
@@ -289,7 +326,7 @@ mod tests {
         assert!(fresh.history.tried.is_subset(&cache.history.tried));
         assert!(cache.history.tried.len() > fresh.history.tried.len());
         // A mask shorter than the index is of another history: the index starts again.
-        cache.retain_history(&keep[..5]);
+        cache.retain_history(&keep[..5], &[]);
         assert!(cache.is_empty() && cache.history.tried.is_empty());
     }
 

@@ -189,6 +189,9 @@ pub(super) struct Space {
     pub(super) tried: HashSet<u64>,
     /// And of a few more that count as tried (the base, configurations to avoid).
     pub(super) also_tried: Vec<u64>,
+    /// The whole-configuration fingerprints of configurations tried that the history no longer
+    /// holds (lent by the sampler's index, see `SamplerCache::retain_history`).
+    pub(super) tried_prints: HashSet<u64>,
     /// Dimensions that keep the base value whatever a draw says.
     pub(super) frozen: HashSet<String>,
 }
@@ -211,6 +214,7 @@ impl Space {
             base,
             tried: HashSet::new(),
             also_tried: Vec::new(),
+            tried_prints: HashSet::new(),
             frozen: HashSet::new(),
         };
         let mut tried: HashSet<u64> = history.iter().map(|o| space.key(&o.config)).collect();
@@ -259,7 +263,13 @@ impl Space {
             }
         }
         let key = self.key(&config);
-        (!self.tried.contains(&key) && !self.also_tried.contains(&key)).then_some(config)
+        let tried = self.tried.contains(&key)
+            || self.also_tried.contains(&key)
+            || (!self.tried_prints.is_empty()
+                && self
+                    .tried_prints
+                    .contains(&super::cache::fingerprint(&config)));
+        (!tried).then_some(config)
     }
 
     /// Indices of the dimensions local moves may change.

@@ -42,12 +42,14 @@ impl Default for Bounds {
 
 /// What moved in the observations since the caller last asked ([`Observed::take_moves`]), for
 /// an index kept by their positions (the sampler's): `anew`, they were converted anew (the
-/// index starts again); then, in order, each compaction's mask over the observations held
-/// before it (`true`: kept, in the same order).
+/// index starts again from the first position); then, in order, each compaction: its mask
+/// over the observations held before it (`true`: kept, in the same order), and the
+/// fingerprints (`knobs::fingerprint`) of the configurations it dropped, in order (those the
+/// index never read still count as tried).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Moves {
     pub anew: bool,
-    pub kept: Vec<Vec<bool>>,
+    pub kept: Vec<(Vec<bool>, Vec<u64>)>,
 }
 
 impl Observed {
@@ -114,10 +116,10 @@ impl Observed {
         // they ever not to (a bug), nothing is compacted.
         let failed = |s: &Seen| s.obs.is_some() && super::infeasible(s.status) == Some(true);
         let listed = self.seen.iter().filter(|s| failed(s)).count();
-        if listed != self.infeasible.len() - self.fixed_infeasible {
+        if listed != self.infeasible.len() - self.fixed_ns.len() {
             return;
         }
-        let mut tail = self.infeasible.split_off(self.fixed_infeasible).into_iter();
+        let mut tail = self.infeasible.split_off(self.fixed_ns.len()).into_iter();
         let mut back = Vec::new();
         for s in self.seen.iter().filter(|s| failed(s)) {
             let (Some(config), Some(o)) = (tail.next(), s.obs) else {
@@ -127,9 +129,9 @@ impl Observed {
                 back.push(config);
             } else {
                 self.infeasible.push(config);
+                self.fixed_ns.push(s.n);
             }
         }
-        self.fixed_infeasible = self.infeasible.len();
         self.infeasible.extend(back);
         // New positions of the kept observations.
         let mut at = vec![u32::MAX; keep.len()];
@@ -155,7 +157,8 @@ impl Observed {
                 }
                 _ => {}
             }
-            if let (true, Some(v)) = (measured(s.status), s.objective) {
+            // (A NaN would make the fold depend on its order: left out.)
+            if let (true, Some(v)) = (measured(s.status), s.objective.filter(|v| !v.is_nan())) {
                 worst = Some(worst.map_or(v, |w| worse(w, v, minimize)));
             }
             false
@@ -165,11 +168,15 @@ impl Observed {
             *o = at[*o as usize];
             *o != u32::MAX
         });
+        let dropped: Vec<u64> = (self.obs.iter().zip(&keep))
+            .filter(|(_, k)| !**k)
+            .map(|(o, _)| crate::propose::knobs::fingerprint(&o.config))
+            .collect();
         let mut i = 0;
         self.obs.retain(|_| {
             i += 1;
             keep[i - 1]
         });
-        self.moves.kept.push(keep);
+        self.moves.kept.push((keep, dropped));
     }
 }
