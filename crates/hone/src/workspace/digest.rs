@@ -4,12 +4,16 @@
 //!
 //! The digest is a polynomial over the prime field of 2^61 - 1, evaluated at points drawn at
 //! random when the process starts and never written anywhere: the bytes, cut in blocks of 7
-//! (each below the prime), are the coefficients, and the length comes first. For two different
+//! (each below the prime), are the coefficients, the last block marked, and the length is the
+//! last coefficient (and compared on its own too). For two different
 //! files of at most `L` blocks, the chance over the points that their digests agree is at most
 //! `L / (2^61 - 1)` per point (a non-zero polynomial of degree `L` has at most `L` roots), and
 //! two points are used: for a `packed-refs` of 100 MB, below 10^-22 per rewrite. A rewrite
-//! made to go unnoticed would need the points, which live only in hone's memory. Unlike a file
-//! stamp (size, mtime, inode), nothing about the file's metadata stands in for its bytes.
+//! made to go unnoticed would need the points, which live only in hone's memory: an agent that
+//! can read that memory (root in hone's own PID namespace, outside the sandbox, through ptrace
+//! or `/proc/PID/mem`) could as well rewrite it, so this is no weaker than the exact comparison
+//! with a kept copy it replaces. Unlike a file stamp (size, mtime, inode), nothing about the
+//! file's metadata stands in for its bytes.
 
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
@@ -40,23 +44,46 @@ fn mul(a: u64, b: u64) -> u128 {
 /// How many blocks are taken in with one reduction.
 const GROUP: usize = 8;
 
-/// The points, drawn once per process from the operating system's randomness (through the
-/// standard library's randomly keyed hasher), each with its powers 1 to [`GROUP`].
+/// The points, drawn once per process from the operating system's random source (on Linux
+/// `getrandom`, else the standard library's randomly keyed hasher), each with its powers 1 to
+/// [`GROUP`].
 fn points() -> &'static [[u64; GROUP]; 2] {
     static POINTS: OnceLock<[[u64; GROUP]; 2]> = OnceLock::new();
     POINTS.get_or_init(|| {
-        let draw = |i: u64| {
-            let x = std::collections::hash_map::RandomState::new().hash_one(i) & P;
-            // Neither 0 nor 1 (degenerate points).
-            let k = x.max(2);
+        let seeds = random_words();
+        let draw = |seed: u64| {
+            // Neither 0 nor 1 (degenerate points; P itself is 0).
+            let k = (seed % P).max(2);
             let mut powers = [k; GROUP];
             for j in 1..GROUP {
                 powers[j] = reduce(mul(powers[j - 1], k));
             }
             powers
         };
-        [draw(1), draw(2)]
+        [draw(seeds[0]), draw(seeds[1])]
     })
+}
+
+/// Two words from the operating system's random source.
+fn random_words() -> [u64; 2] {
+    #[cfg(target_os = "linux")]
+    {
+        let mut buf = [0u8; 16];
+        // SAFETY: `buf` is valid for writes of its 16 bytes; flags 0 is the blocking,
+        // urandom-backed source (it blocks only before the kernel's pool is first seeded).
+        let got = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if got == 16 {
+            let (a, b) = buf.split_at(8);
+            let word = |b: &[u8]| {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(b);
+                u64::from_le_bytes(w)
+            };
+            return [word(a), word(b)];
+        }
+    }
+    let state = std::collections::hash_map::RandomState::new();
+    [state.hash_one(1u64), state.hash_one(2u64)]
 }
 
 /// The 8 bytes of `g` at `at` as a little-endian number (`g` holds them).
@@ -156,9 +183,9 @@ impl Digester {
         self.pending_len = tail.len();
     }
 
-    /// The digest of everything taken in: the length first (as if it had come before the
-    /// bytes: it is folded in with the point's power past the last block), then the bytes,
-    /// the last block marked by a bit above its bytes.
+    /// The digest of everything taken in: the blocks, the last one marked by a bit above its
+    /// bytes (a block of its own, `1`, when the length is a multiple of 7), then the length as
+    /// one more block.
     pub(super) fn finish(mut self) -> Digest {
         let len = self.len;
         let mut last = block(&self.pending[..self.pending_len]);

@@ -296,6 +296,64 @@ mod tests {
     const H: &str = "0123456789abcdef0123456789abcdef01234567";
 
     #[test]
+    fn refs_under_a_prefix_merge_with_others_below_and_above_it() {
+        let mut packed = PackedRefs::new("refs/hone/t/", Digest::default());
+        for (name, id) in [
+            ("refs/hone/t/1", P1),
+            ("refs/hone/t/10", P3),
+            ("refs/hone/t/2", PX),
+        ] {
+            assert!(packed.push(name, id));
+        }
+        // Out of order, outside the prefix, or not an object name: refused.
+        assert!(!packed.push("refs/hone/t/15", P1));
+        assert!(!packed.push("refs/hone/u/3", P1));
+        assert!(!packed.push("refs/hone/t/3", "p1"));
+        let packed = Arc::new(packed.finished(Digest::default()));
+        let l = RefListing::of(
+            packed,
+            pairs(&[
+                ("refs/heads/hone/t", H),
+                ("refs/hone/t", L2),
+                ("refs/hone/t/10", L3),
+                ("refs/hone/t/3", L2),
+                ("refs/zz", H),
+                ("refs", H),
+            ]),
+        );
+        let names: Vec<String> = l.iter().map(|(n, _)| n.into_owned()).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted);
+        assert_eq!(names.len(), 8);
+        assert_eq!(
+            l.get("refs/hone/t/10").as_deref(),
+            Some(L3),
+            "the loose one"
+        );
+        assert_eq!(l.get("refs/hone/t/2").as_deref(), Some(PX));
+        assert_eq!(l.get("refs/hone/t/").as_deref(), None);
+        assert_eq!(l.get("refs/hone/t").as_deref(), Some(L2));
+        assert_eq!(cmp_joined("refs/hone/t/", "1", "refs"), Ordering::Greater);
+        assert_eq!(
+            cmp_joined("refs/hone/t/", "1", "refs/hone/t/1"),
+            Ordering::Equal
+        );
+        assert_eq!(
+            cmp_joined("refs/hone/t/", "1", "refs/hone/t/10"),
+            Ordering::Less
+        );
+        assert_eq!(
+            cmp_joined("refs/hone/t/", "2", "refs/hone/t/10"),
+            Ordering::Greater
+        );
+        assert_eq!(
+            cmp_joined("refs/hone/t/", "1", "refs/hone/u"),
+            Ordering::Less
+        );
+    }
+
+    #[test]
     fn loose_refs_hide_packed_ones_and_the_walk_is_in_name_order() {
         let packed = Arc::new(PackedRefs::of_pairs(&pairs(&[
             ("refs/a/1", P1),

@@ -33,6 +33,9 @@ pub type Listed = (Vec<(String, String)>, Option<String>);
 /// bytes), and what one more ref holds there.
 type SharedPacked = (Arc<PackedRefs>, Option<String>);
 
+/// The longest line of `packed-refs` read here (longer: libgit2 lists).
+const LINE_MAX: u64 = 4096;
+
 /// The most `packed-refs` read here (bigger: libgit2 lists). A million refs is about 60 MB.
 const PACKED_MAX: u64 = 256 << 20;
 
@@ -278,7 +281,11 @@ fn parse_packed(
     let mut total = 0u64;
     for i in 0usize.. {
         line.clear();
-        let got = reader.read_until(b'\n', &mut line).ok()?;
+        // No line git writes comes near 4 KiB: a longer one is declined before it is read whole.
+        let got = (&mut reader)
+            .take(LINE_MAX)
+            .read_until(b'\n', &mut line)
+            .ok()?;
         if got == 0 {
             break;
         }

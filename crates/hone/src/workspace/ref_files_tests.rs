@@ -118,8 +118,8 @@ fn the_files_ref_reader_declines_every_layout_it_does_not_read() {
     refused(&format!(
         "printf '{second} refs/hone/zz\\r\\n' >> .git/packed-refs"
     ));
-    // An object name in capitals (git writes lower case): the listing points into the file's
-    // text, so the reader declines rather than lists another spelling than git's.
+    // An object name in capitals (git writes lower case): the listing holds object names as
+    // bytes, so the reader declines rather than lists another spelling than git's.
     refused(&format!(
         "printf '{} refs/hone/zz\\n' \"$(echo {second} | tr a-f A-F)\" >> .git/packed-refs",
         "%s"
@@ -403,7 +403,8 @@ fn listings_of_one_packed_refs_are_known_by_its_bytes() {
     // What was kept of the old bytes (the other prefix's question too) went when they were
     // found changed: the new question's refs alone are held.
     let now = super::ref_files::kept_bytes(&git_dir);
-    assert!(now > 0 && now < kept + 24, "{kept} -> {now}");
+    // Two refs under refs/hone/t/ (24 bytes each and their rests, "1" and "3"), nothing else.
+    assert_eq!(now, 2 * 24 + 2 + "refs/hone/t/".len(), "{kept} -> {now}");
     let tx = listing("refs/hone/tx/");
     assert!(tx.same_bytes_as(&changed));
     assert_eq!(tx.get("refs/hone/tx/1").as_deref(), Some(first.as_str()));
