@@ -9,7 +9,7 @@ use std::ops::ControlFlow;
 use crate::exec;
 use crate::report::best_experiment;
 use crate::store::{now, ExperimentRecord, Status, Store, StoreError};
-use crate::workspace::GitError;
+use crate::workspace::{GitError, RefListing};
 
 use super::executor::slurm;
 use super::state::{archive_ref, branch_ref};
@@ -110,8 +110,9 @@ impl Engine<'_> {
         let tag = self.run.tag.clone();
         let git = self.verifier.git.clone();
         let mut warnings = Vec::new();
-        // Every archive ref and what it points at (read one by one if git cannot list them).
-        let refs = match git.refs_under(&format!("refs/hone/{tag}/")) {
+        // Every archive ref and what it points at, held compactly (read one by one if git
+        // cannot list them).
+        let refs = match git.refs_listing(&format!("refs/hone/{tag}/")) {
             Ok(refs) => refs,
             Err(_) => {
                 let mut refs = Vec::new();
@@ -121,14 +122,24 @@ impl Engine<'_> {
                         refs.push((name, oid));
                     }
                 }
-                refs
+                RefListing::new(refs)
             }
         };
-        let oids: Vec<&str> = refs.iter().map(|(_, o)| o.as_str()).collect();
-        let missing = git.missing_objects(&oids)?;
-        drop(oids);
-        for (name, oid) in refs.iter().filter(|(_, o)| missing.contains(o)) {
-            git.run(&["update-ref", "--no-deref", "-d", name, oid])?;
+        // The objects looked up a few thousand at a time: no list of every one is made.
+        let mut missing = Vec::new();
+        let mut batch: Vec<String> = Vec::new();
+        for (_, oid) in refs.iter() {
+            batch.push(oid.into_owned());
+            if batch.len() == 4096 {
+                missing.extend(git.missing_objects(&batch)?);
+                batch.clear();
+            }
+        }
+        missing.extend(git.missing_objects(&batch)?);
+        drop(batch);
+        let gone: std::collections::HashSet<&str> = missing.iter().map(String::as_str).collect();
+        for (name, oid) in refs.iter().filter(|(_, o)| gone.contains(&**o)) {
+            git.run(&["update-ref", "--no-deref", "-d", &name, &oid])?;
             warnings.push(format!(
                 "{name} pointed at {oid}, which git gc deleted; the ref was removed"
             ));
@@ -304,19 +315,21 @@ impl Engine<'_> {
 fn set_aside_lost_refs(
     git: &crate::workspace::Git,
     (tag, workers, unsynced_starts): (&str, usize, bool),
-    refs: &[(String, String)],
+    refs: &RefListing,
     missing: &[String],
     exps: &[(u64, Option<String>)],
 ) -> Result<Vec<String>, EngineError> {
     let prefix = format!("refs/hone/{tag}/");
-    let recorded: std::collections::HashSet<u64> = exps.iter().map(|(n, _)| *n).collect();
+    // The records are in number order: found by a search, no set of every number made.
+    let recorded = |n: u64| exps.binary_search_by_key(&n, |(m, _)| *m).is_ok();
     let last = exps.iter().map(|(n, _)| *n).max();
-    let lost: Vec<(u64, &String, &String)> = refs
+    let lost: Vec<(u64, String, String)> = refs
         .iter()
-        .filter(|(_, o)| !missing.contains(o))
+        .filter(|(_, o)| !missing.iter().any(|m| m == o))
         .filter_map(|(name, oid)| {
             let n = name.strip_prefix(&prefix)?.parse::<u64>().ok()?;
-            (!recorded.contains(&n) && archive_ref(tag, n) == *name).then_some((n, name, oid))
+            (!recorded(n) && archive_ref(tag, n) == *name)
+                .then(|| (n, name.into_owned(), oid.into_owned()))
         })
         .collect();
     if lost.is_empty() {
@@ -335,8 +348,8 @@ fn set_aside_lost_refs(
     let mut warnings = Vec::new();
     for (n, name, oid) in lost {
         let aside = format!("refs/hone-lost/{tag}/{n}");
-        git.run(&["update-ref", "--no-deref", &aside, oid])?;
-        git.run(&["update-ref", "--no-deref", "-d", name, oid])?;
+        git.run(&["update-ref", "--no-deref", &aside, &oid])?;
+        git.run(&["update-ref", "--no-deref", "-d", &name, &oid])?;
         warnings.push(format!(
             "{name} pointed at {oid}, the candidate of an experiment whose record was lost (a power loss while it ran); the ref was moved to {aside}"
         ));

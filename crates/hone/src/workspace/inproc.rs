@@ -147,6 +147,18 @@ impl Git {
         self.refs_with_prefix_libgit2(prefix, true)
     }
 
+    /// [`Git::refs_with_prefix`] as one listing, its packed refs held compactly (what a
+    /// resumed run's recovery walks: a ref per experiment).
+    pub fn refs_listing(&self, prefix: &str) -> Result<super::RefListing, GitError> {
+        if let Some(listing) = super::ref_files::listing_under(&self.root, prefix) {
+            return Ok(listing);
+        }
+        self.check_ref_files()?;
+        Ok(super::RefListing::new(
+            self.refs_with_prefix_libgit2(prefix, true)?,
+        ))
+    }
+
     /// What the ref `name` holds, nothing peeled and nothing followed: an object name, or
     /// `ref: TARGET` for a symbolic ref (so that a ref of hone's made symbolic reads as moved,
     /// even where it leads to the same commit); `None`: no such ref.

@@ -53,6 +53,11 @@ pub(super) fn list_with(root: &Path, prefix: &str, exact: Option<&str>) -> Optio
     Some((listing.to_vec(), found))
 }
 
+/// The refs under `prefix` as one listing (held compactly, see [`RefListing`]): see [`list`].
+pub(super) fn listing_under(root: &Path, prefix: &str) -> Option<RefListing> {
+    listing_with(root, prefix, None).map(|(listing, _)| listing)
+}
+
 /// The refs under `prefix` and the ref `also` (where there is one) as one listing: see
 /// [`list_with`].
 pub(super) fn listing(root: &Path, prefix: &str, also: &str) -> Option<RefListing> {
