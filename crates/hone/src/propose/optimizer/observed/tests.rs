@@ -258,20 +258,29 @@ fn a_long_run_is_held_within_bounds_and_counts_what_it_dropped() {
     }
 }
 
+/// Two knobs (a float A, an integer B) and their configuration as written.
+fn two_knobs() -> (Vec<knobs::Knob>, Config) {
+    let text = "A = 0.5  # hone: 0.0..1.0\nB = 5  # hone: int 1..40\n";
+    let found = knobs::discover("p.py", text).expect("the knobs parse");
+    let incumbent = knobs::config_of(&found);
+    (found, incumbent)
+}
+
+/// Bounds small enough that a test's few hundred experiments are compacted several times.
+const SMALL: Bounds = Bounds {
+    high: 48,
+    low: 24,
+    best: 6,
+    recent: 6,
+};
+
 /// The sampler's index follows a compacted view (as the knobs proposer has it follow):
 /// the answers of a fresh index over the same observations, and what was dropped still
 /// counts as tried.
 #[test]
 fn the_sampler_follows_a_compacted_view() {
-    let text = "A = 0.5  # hone: 0.0..1.0\nB = 5  # hone: int 1..40\n";
-    let found = knobs::discover("p.py", text).expect("the knobs parse");
-    let incumbent = knobs::config_of(&found);
-    let bounds = Bounds {
-        high: 48,
-        low: 24,
-        best: 6,
-        recent: 6,
-    };
+    let (found, incumbent) = two_knobs();
+    let bounds = SMALL;
     let mut observed = Observed::with_bounds(bounds);
     let mut cache = SamplerCache::new();
     let mut history: Vec<ExperimentRecord> = Vec::new();
@@ -353,9 +362,7 @@ fn the_sampler_follows_a_compacted_view() {
 /// has read any of it: what it dropped still counts as tried.
 #[test]
 fn a_view_bounded_before_its_first_suggestion_still_knows_what_was_tried() {
-    let text = "A = 0.5  # hone: 0.0..1.0\nB = 5  # hone: int 1..40\n";
-    let found = knobs::discover("p.py", text).expect("the knobs parse");
-    let incumbent = knobs::config_of(&found);
+    let (found, incumbent) = two_knobs();
     let history: Vec<ExperimentRecord> = (0..120u64)
         .map(|n| {
             let mut c = incumbent.clone();
@@ -374,12 +381,7 @@ fn a_view_bounded_before_its_first_suggestion_still_knows_what_was_tried() {
             }
         })
         .collect();
-    let bounds = Bounds {
-        high: 48,
-        low: 24,
-        best: 6,
-        recent: 6,
-    };
+    let bounds = SMALL;
     let mut observed = Observed::with_bounds(bounds);
     // Read page by page, as a resumed run is.
     for end in (10..=120).step_by(10) {
