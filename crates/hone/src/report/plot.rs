@@ -6,13 +6,17 @@
 //! metric), and far-off discards clipped to the edge.
 //!
 //! Its size does not grow with the run: past [`MAX_POINTS`] discards, each pixel column keeps
-//! only its highest, median and lowest discard (the cloud's envelope and its middle); the running best is drawn
-//! through the points where it changes; failures are one mark per column and kind. Every keep
-//! and the baseline are always drawn.
+//! only its highest, median and lowest discard (the cloud's envelope and its middle); the
+//! running best is drawn through the points where it changes; failures are one mark per column
+//! and kind. Every keep and the baseline are always drawn. From [`BLOCKS_FROM`] experiments on,
+//! experiments go to columns by blocks of [`PLOT_BLOCK`] (a block's column is that of its
+//! first), and a column's discards are picked among its blocks' lowest, median and highest:
+//! what the store keeps of each block as the run goes, so that a long run's plot is read
+//! without reading every experiment.
 
 use std::fmt::Write as _;
 
-use crate::store::{ExperimentRecord, PlotColumns, Status};
+use crate::store::{envelope, ExperimentRecord, PlotColumns, Status, PLOT_BLOCK, TITLE_CHARS};
 use crate::util::html_escape as esc;
 
 const W: f64 = 1000.0;
@@ -25,6 +29,10 @@ const BOTTOM: f64 = 60.0;
 /// Discards drawn one by one up to this many; beyond, the envelope per pixel column.
 pub const MAX_POINTS: usize = 1500;
 
+/// From this last experiment's number on, experiments go to columns by block (a column then
+/// holds 20 experiments or more: a block of 16 is within one column or two).
+pub const BLOCKS_FROM: u64 = 16_384;
+
 /// The plot's pixel columns, for [`crate::store::Store::plot_points`]: the experiments it
 /// returns draw the same plot as the whole run would (every keep and the baseline, the running
 /// best, the discards each column draws, each column's first failure of each kind).
@@ -32,6 +40,7 @@ pub const COLUMNS: PlotColumns = PlotColumns {
     offset: LEFT,
     span: W - LEFT - RIGHT,
     all_below: MAX_POINTS as u64,
+    blocks_from: BLOCKS_FROM,
 };
 
 /// The value range shown: (low, high), finite and with a finite span whatever the values.
@@ -272,6 +281,11 @@ impl Frame {
         LEFT + (n as f64 / self.n_max) * (W - LEFT - RIGHT)
     }
 
+    /// The pixel column experiment `n` is grouped in (by its block's first in a long run).
+    fn column(&self, n: u64) -> i64 {
+        COLUMNS.column(n, self.n_max)
+    }
+
     /// The y of value `v`, clipped to the plot.
     fn y(&self, v: f64) -> f64 {
         let t = ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0);
@@ -364,8 +378,8 @@ fn svg_best_line(svg: &mut String, f: &Frame, steps: &[(u64, f64)]) {
 }
 
 /// The discards to draw: all of them up to [`MAX_POINTS`], else in each pixel column the
-/// highest, the median and the lowest (the cloud's envelope and where most of it lies), in
-/// the order of the run.
+/// highest, the median and the lowest (the cloud's envelope and where most of it lies; in a
+/// long run, among its blocks' own), in the order of the run.
 fn drawn_discards<'a>(f: &Frame, measured: &[&'a ExperimentRecord]) -> Vec<&'a ExperimentRecord> {
     let discards: Vec<&ExperimentRecord> = measured
         .iter()
@@ -375,18 +389,27 @@ fn drawn_discards<'a>(f: &Frame, measured: &[&'a ExperimentRecord]) -> Vec<&'a E
     if discards.len() <= MAX_POINTS {
         return discards;
     }
+    let point = |e: &&ExperimentRecord| (e.objective.unwrap_or(f64::NAN), e.n);
     let mut columns: std::collections::BTreeMap<i64, Vec<&ExperimentRecord>> =
         std::collections::BTreeMap::new();
-    for e in discards {
-        columns.entry(f.x(e.n).floor() as i64).or_default().push(e);
+    if COLUMNS.by_block(f.n_max) {
+        for block in discards.chunk_by(|a, b| a.n / PLOT_BLOCK == b.n / PLOT_BLOCK) {
+            let mut block = block.to_vec();
+            for i in envelope(&mut block, point) {
+                columns
+                    .entry(f.column(block[i].n))
+                    .or_default()
+                    .push(block[i]);
+            }
+        }
+    } else {
+        for e in discards {
+            columns.entry(f.column(e.n)).or_default().push(e);
+        }
     }
-    let value = |e: &ExperimentRecord| e.objective.unwrap_or(f64::NAN);
     let mut out: Vec<&ExperimentRecord> = Vec::new();
     for mut column in columns.into_values() {
-        column.sort_by(|a, b| value(a).total_cmp(&value(b)).then(a.n.cmp(&b.n)));
-        let last = column.len() - 1;
-        let mut picks = vec![0, last / 2, last];
-        picks.dedup();
+        let picks = envelope(&mut column, point);
         out.extend(picks.into_iter().map(|i| column[i]));
     }
     out.sort_by_key(|e| e.n);
@@ -406,7 +429,7 @@ fn svg_points(svg: &mut String, f: &Frame, measured: &[&ExperimentRecord], label
             f.y(v),
             e.n,
             crate::report::fmt_metric(Some(v)),
-            esc(&e.description)
+            esc(&short(&e.description, TITLE_CHARS))
         );
     }
     for e in measured {
@@ -453,7 +476,7 @@ fn failure_marks<'a>(
             Status::Violation | Status::Rejected | Status::Invalid => ("·", "#ef6c00"),
             _ => continue,
         };
-        if marked.insert((f.x(e.n).floor() as i64, mark)) {
+        if marked.insert((f.column(e.n), mark)) {
             out.push((e, mark, colour));
         }
     }
@@ -471,7 +494,7 @@ fn svg_failures(svg: &mut String, f: &Frame, exps: &[ExperimentRecord]) {
             f.plot_bottom - 3.0,
             e.n,
             e.status(),
-            esc(&e.reason)
+            esc(&short(&e.reason, TITLE_CHARS))
         );
     }
 }

@@ -34,7 +34,12 @@ pub fn drawing(
     // all of which the plot's rows and the recent ones hold (a placeholder in the plot's
     // rows has no status: the newest, which has one, goes first).
     let mut known = picked.recent;
-    known.extend(picked.plot.iter().cloned());
+    known.extend(picked.plot.iter().map(|e| ExperimentRecord {
+        n: e.n,
+        status: e.status,
+        objective: e.objective,
+        ..Default::default()
+    }));
     known.sort_by_key(|e| e.n);
     known.dedup_by_key(|e| e.n);
     let thinned = store.thinned_curves(run.id, &curves::to_draw(&known), curves::MAX_POINTS)?;

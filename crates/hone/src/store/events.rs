@@ -62,13 +62,18 @@ impl Store {
         run_id: i64,
         experiment: Option<u64>,
     ) -> Result<Vec<MechanismCall>, StoreError> {
+        // By position (a run's report reads every call): the columns of `COLUMNS`, in order.
         let read = |r: &dyn Cells| {
+            let text = |i: usize| {
+                r.text_at(i)?
+                    .ok_or_else(|| StoreError::Corrupt(format!("column {i} of a call is NULL")))
+            };
             Ok(MechanismCall {
-                experiment: r.req_u64("experiment")?,
-                mechanism: r.req_text("mechanism")?,
-                hook: Hook::parse(&r.req_text("hook")?),
-                effect: Effect::parse(&r.req_text("effect")?),
-                detail: r.req_text("detail")?,
+                experiment: r.int_at(0)?.unwrap_or(0).max(0) as u64,
+                mechanism: text(1)?,
+                hook: Hook::parse(&text(2)?),
+                effect: Effect::parse(&text(3)?),
+                detail: text(4)?,
             })
         };
         const COLUMNS: &str = "SELECT experiment, mechanism, hook, effect, detail FROM mechanism_calls WHERE run_id = ?1";

@@ -184,6 +184,77 @@ CREATE INDEX experiments_by_cost ON experiments(run_id, cost_usd, n);
 "#,
     // 5: the runs' narrowing logs, SQLite's migration 11 in the same words.
     super::schema::NARROWINGS,
+    // 6: as SQLite's migration 12: what the progress plot draws of each block of 16
+    // experiments, kept by a trigger and filled once from the rows; the keeps and baselines
+    // by a partial index (their texts stay in the table: an index row has a size limit here
+    // that a long description would pass).
+    r#"
+CREATE TABLE plot_blocks (
+    run_id   BIGINT NOT NULL REFERENCES runs(id),
+    block    BIGINT NOT NULL,
+    discards BIGINT NOT NULL DEFAULT 0,
+    lo_n     BIGINT,
+    lo_v     DOUBLE PRECISION,
+    lo_d     TEXT,
+    mid_n    BIGINT,
+    mid_v    DOUBLE PRECISION,
+    mid_d    TEXT,
+    hi_n     BIGINT,
+    hi_v     DOUBLE PRECISION,
+    hi_d     TEXT,
+    fail_x   BIGINT,
+    fail_x_r TEXT,
+    fail_t   BIGINT,
+    fail_t_r TEXT,
+    fail_p   BIGINT,
+    fail_p_r TEXT,
+    fail_o   BIGINT,
+    fail_o_r TEXT,
+    fail_o_s TEXT,
+    PRIMARY KEY (run_id, block)
+);
+CREATE FUNCTION hone_store.plot_block(p_run BIGINT, p_block BIGINT) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO hone_store.plot_blocks (run_id, block) VALUES (p_run, p_block)
+        ON CONFLICT DO NOTHING;
+    -- The block's row is locked before its experiments are read (each statement reads a
+    -- snapshot of its own): a writer of the same block waits here, then reads what the
+    -- other one committed.
+    PERFORM 1 FROM hone_store.plot_blocks WHERE run_id = p_run AND block = p_block FOR UPDATE;
+    UPDATE hone_store.plot_blocks SET {BLOCK_SET} WHERE run_id = p_run AND block = p_block;
+END
+$$;
+CREATE FUNCTION hone_store.experiments_plot() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF new.status IN {PLOTTED} THEN
+            PERFORM hone_store.plot_block(new.run_id, new.n / 16);
+        END IF;
+    ELSIF TG_OP = 'DELETE' THEN
+        IF old.status IN {PLOTTED} THEN
+            PERFORM hone_store.plot_block(old.run_id, old.n / 16);
+        END IF;
+    ELSIF (old.status IN {PLOTTED} OR new.status IN {PLOTTED})
+          AND (old.run_id, old.n, old.status, old.objective)
+              IS DISTINCT FROM (new.run_id, new.n, new.status, new.objective) THEN
+        IF (old.run_id, old.n / 16) IS DISTINCT FROM (new.run_id, new.n / 16) THEN
+            PERFORM hone_store.plot_block(old.run_id, old.n / 16);
+        END IF;
+        PERFORM hone_store.plot_block(new.run_id, new.n / 16);
+    END IF;
+    RETURN NULL;
+END
+$$;
+-- The trigger first: creating it holds off writes until this transaction commits, so the
+-- blocks filled below are all there are.
+CREATE TRIGGER experiments_plot AFTER INSERT OR UPDATE OR DELETE ON experiments
+    FOR EACH ROW EXECUTE FUNCTION hone_store.experiments_plot();
+INSERT INTO plot_blocks (run_id, block)
+    SELECT DISTINCT run_id, n / 16 FROM experiments WHERE status IN {PLOTTED};
+UPDATE plot_blocks SET {BLOCK_SET};
+CREATE INDEX experiments_kept ON experiments(run_id, n) WHERE status IN ('baseline', 'keep');
+"#,
 ];
 
 /// The migrations, for a test that writes an older schema.
@@ -317,7 +388,7 @@ fn migrate(client: &mut Client, url: &str) -> Result<(), StoreError> {
         });
     }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-        tx.batch_execute(sql)?;
+        tx.batch_execute(&super::schema::expand_plot(sql, "hone_store."))?;
         tx.execute(
             "INSERT INTO hone_store.schema_migrations (version) VALUES ($1)",
             &[&(i as i64 + 1)],
@@ -352,6 +423,15 @@ impl Cells for Row {
     }
     fn text(&self, col: &str) -> Result<Option<String>, StoreError> {
         Ok(self.try_get(col)?)
+    }
+    fn int_at(&self, i: usize) -> Result<Option<i64>, StoreError> {
+        Ok(self.try_get(i)?)
+    }
+    fn real_at(&self, i: usize) -> Result<Option<f64>, StoreError> {
+        Ok(self.try_get(i)?)
+    }
+    fn text_at(&self, i: usize) -> Result<Option<String>, StoreError> {
+        Ok(self.try_get(i)?)
     }
 }
 

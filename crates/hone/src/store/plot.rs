@@ -2,20 +2,80 @@
 //! baseline, the first and the last experiment, the discards (all of them up to a bound, else
 //! the lowest, median and highest of each pixel column) and the first failure of each kind per
 //! column; the first and the last experiment as placeholders when not drawn for themselves.
-//! Only those (a few thousand however long the run) are read as records: the keeps and the
-//! failures are picked in SQL, the discards from one narrow scan of their numbers and values.
+//! Only those (a few thousand however long the run) are read as records. The keeps come from
+//! a partial covering index. A run of up to [`PlotColumns::blocks_from`] experiments has its
+//! discards' numbers and values scanned; a longer one is read from `plot_blocks`, the summary
+//! of each block of [`PLOT_BLOCK`] experiments that triggers keep with every write (its
+//! lowest, median and highest discard, its first failures), and a pixel column's discards are
+//! then picked among its blocks' picks.
 
-use super::sql::{value_from_row, with_texts};
-use super::{Cells, Db, ExperimentRecord, Store, StoreError, Val};
+use std::cmp::Ordering;
+
+use super::sql::value_from_row;
+use super::{Cells, Db, ExperimentRecord, Status, Store, StoreError, Val};
+
+/// Experiments per plot block (`plot_blocks`; its triggers' SQL spells the number out).
+pub const PLOT_BLOCK: u64 = 16;
+
+/// How many characters of a discard's description and a failure's reason the plot's titles
+/// show (the blocks keep one more, which says whether the title ends in an ellipsis).
+pub const TITLE_CHARS: usize = 120;
 
 /// How the plot maps an experiment's number to its pixel column,
 /// `floor(offset + (n / n_max) * span)` (the very same float steps in both databases and in
-/// `report::plot`), and how many discards it draws one by one before it draws columns.
+/// `report::plot`), how many discards it draws one by one before it draws columns, and from
+/// which last number on (`n_max`) an experiment's column is that of its block's first.
 #[derive(Clone, Copy, Debug)]
 pub struct PlotColumns {
     pub offset: f64,
     pub span: f64,
     pub all_below: u64,
+    pub blocks_from: u64,
+}
+
+impl PlotColumns {
+    /// Whether a plot whose last experiment is `n_max` groups its experiments by block.
+    pub fn by_block(&self, n_max: f64) -> bool {
+        n_max >= self.blocks_from as f64
+    }
+
+    /// The pixel column of experiment `n` in a plot whose last experiment is `n_max`.
+    pub fn column(&self, n: u64, n_max: f64) -> i64 {
+        let n = if self.by_block(n_max) {
+            n / PLOT_BLOCK * PLOT_BLOCK
+        } else {
+            n
+        };
+        (self.offset + (n as f64 / n_max) * self.span).floor() as i64
+    }
+}
+
+/// The order the plot picks discards in, the databases' `ORDER BY objective, n`: by value
+/// (`-0.0` as `0.0`, every NaN above every number), ties by number.
+pub fn plot_order(a: (f64, u64), b: (f64, u64)) -> Ordering {
+    let norm = |v: f64| {
+        if v.is_nan() {
+            f64::NAN
+        } else if v == 0.0 {
+            0.0
+        } else {
+            v
+        }
+    };
+    norm(a.0).total_cmp(&norm(b.0)).then(a.1.cmp(&b.1))
+}
+
+/// Sorts `group` by [`plot_order`] and gives the positions of its lowest, median (the
+/// `(k - 1) / 2`-th of `k`) and highest, without repeats. An empty group gives none.
+pub fn envelope<T>(group: &mut [T], point: impl Fn(&T) -> (f64, u64)) -> Vec<usize> {
+    if group.is_empty() {
+        return Vec::new();
+    }
+    group.sort_by(|a, b| plot_order(point(a), point(b)));
+    let last = group.len() - 1;
+    let mut picks = vec![0, last / 2, last];
+    picks.dedup();
+    picks
 }
 
 /// What [`Store::plot_points`] reads: the plot's experiments (number, status, value,
@@ -32,14 +92,68 @@ pub struct PlotRows {
 const FAILURE_KIND: &str = "CASE status WHEN 'crash' THEN 'x' WHEN 'timeout' THEN 't' \
      WHEN 'pruned' THEN 'p' ELSE '.' END";
 
-/// A picked experiment with the texts the plot shows.
+/// What the plot reads of a picked experiment, in order: [`full_row`] reads it by position.
+const FULL_ROW: &str = "n, status, objective, description, reason";
+
+/// A picked experiment with the texts the plot shows (the columns of [`FULL_ROW`]).
 fn full_row(r: &dyn Cells) -> Result<ExperimentRecord, StoreError> {
-    with_texts(r, value_from_row(r)?)
+    let text = |i: usize| -> Result<String, StoreError> {
+        r.text_at(i)?.ok_or_else(|| {
+            StoreError::Corrupt(format!("column {i} of a plotted experiment is NULL"))
+        })
+    };
+    Ok(ExperimentRecord {
+        n: r.int_at(0)?.unwrap_or(0).max(0) as u64,
+        status: Status::parse(&text(1)?),
+        objective: r.real_at(2)?,
+        description: text(3)?,
+        reason: text(4)?,
+        ..Default::default()
+    })
 }
+
+/// The discards and the failures a plot draws besides its keeps: those read whole (from the
+/// blocks, texts cut), and the numbers of those still to read.
+#[derive(Default)]
+struct Picked {
+    read: Vec<ExperimentRecord>,
+    numbers: Vec<u64>,
+}
+
+/// What [`Store::from_blocks`] reads of each block, in order: the positions below follow it.
+const BLOCK_COLUMNS: &str = "block, discards, lo_n, lo_v, lo_d, mid_n, mid_v, mid_d, \
+     hi_n, hi_v, hi_d, fail_x, fail_x_r, fail_t, fail_t_r, fail_p, fail_p_r, \
+     fail_o, fail_o_r, fail_o_s";
+
+/// What the first pass over a run's blocks picks: the discards (number, and which of its
+/// block's: lowest, median, highest) and the failure marks (number, and kind), in order; and
+/// how many discards with a value the run has.
+#[derive(Default)]
+struct BlockPicks {
+    discards: Vec<(u64, usize)>,
+    failures: Vec<(u64, usize)>,
+    total: u64,
+}
+
+/// A block's picked discards (lowest, median, highest): the positions of their number, value
+/// and description in [`BLOCK_COLUMNS`].
+const PICKS: [[usize; 3]; 3] = [[2, 3, 4], [5, 6, 7], [8, 9, 10]];
+
+/// The kinds of failure mark: the positions of their number and reason in [`BLOCK_COLUMNS`],
+/// and their status (the refused ones' is kept, at position 19).
+const FAIL_KINDS: [([usize; 2], Option<Status>); 4] = [
+    ([11, 12], Some(Status::Crash)),
+    ([13, 14], Some(Status::Timeout)),
+    ([15, 16], Some(Status::Pruned)),
+    ([17, 18], None),
+];
+
+/// The column of a refused failure's status in [`BLOCK_COLUMNS`].
+const REFUSED_STATUS: usize = 19;
 
 impl Store {
     /// The numbers of the discards the plot draws: every one up to `cols.all_below`, else in
-    /// each pixel column the lowest, the median and the highest (ties by number), in order.
+    /// each pixel column the lowest, the median and the highest (see [`envelope`]), in order.
     /// Reads each discard's number and value alone (one narrow scan of a covering index on
     /// SQLite), and picks them with the plot's own float steps.
     fn drawn_discards(
@@ -57,25 +171,178 @@ impl Store {
             "SELECT n, objective FROM experiments
              WHERE run_id = ?1 AND +status = 'discard' AND objective IS NOT NULL ORDER BY n"
         };
-        let mut all: Vec<(u64, f64)> = Vec::new();
+        let mut all: Vec<(f64, u64)> = Vec::new();
         self.for_each_row(sql, &[Val::Int(Some(run_id))], &mut |r| {
-            all.push((r.req_u64("n")?, r.req_real("objective")?));
+            all.push((r.req_real("objective")?, r.req_u64("n")?));
             Ok(())
         })?;
         if all.len() as u64 <= cols.all_below {
-            return Ok(all.into_iter().map(|(n, _)| n).collect());
+            return Ok(all.into_iter().map(|(_, n)| n).collect());
         }
-        let column = |n: u64| (cols.offset + (n as f64 / n_max) * cols.span).floor() as i64;
         let mut out = Vec::new();
-        for group in all.chunk_by_mut(|a, b| column(a.0) == column(b.0)) {
-            group.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
-            let last = group.len() - 1;
-            let mut picks = vec![0, last / 2, last];
-            picks.dedup();
-            out.extend(picks.into_iter().map(|i| group[i].0));
+        for group in all.chunk_by_mut(|a, b| cols.column(a.1, n_max) == cols.column(b.1, n_max)) {
+            out.extend(envelope(group, |p| *p).into_iter().map(|i| group[i].1));
         }
         out.sort_unstable();
         Ok(out)
+    }
+
+    /// The first failure of each kind in each pixel column, found among the failures.
+    fn first_failures(
+        &self,
+        run_id: i64,
+        cols: &PlotColumns,
+        n_max: f64,
+    ) -> Result<Vec<u64>, StoreError> {
+        // SQLite truncates a cast to an integer (the column is never negative: floor);
+        // PostgreSQL's cast rounds, so it takes the floor itself.
+        let col = if matches!(self.db, Db::Postgres(_)) {
+            "floor(?3 + (CAST(n AS DOUBLE PRECISION) / ?2) * ?4)"
+        } else {
+            "CAST(?3 + (CAST(n AS REAL) / ?2) * ?4 AS INTEGER)"
+        };
+        self.query(
+            &format!(
+                "SELECT MIN(n) AS n FROM (
+                   SELECT n, {col} AS col, {FAILURE_KIND} AS kind FROM experiments
+                   WHERE run_id = ?1 AND status IN
+                     ('crash', 'timeout', 'pruned', 'violation', 'rejected', 'invalid')
+                 ) f GROUP BY col, kind"
+            ),
+            &[
+                Val::Int(Some(run_id)),
+                Val::Real(Some(n_max)),
+                Val::Real(Some(cols.offset)),
+                Val::Real(Some(cols.span)),
+            ],
+            |r| r.req_u64("n"),
+        )
+    }
+
+    /// The discards and failures a long run's plot draws, found from its blocks' numbers and
+    /// values: in each pixel column, the lowest, median and highest among its blocks' lowest,
+    /// median and highest discards (a column's blocks are one after another), and the first
+    /// failure of each kind.
+    fn block_picks(
+        &self,
+        run_id: i64,
+        cols: &PlotColumns,
+        n_max: f64,
+    ) -> Result<BlockPicks, StoreError> {
+        let mut picks = BlockPicks::default();
+        let mut column: (i64, Vec<(f64, u64, usize)>) = (i64::MIN, Vec::new());
+        let mut marked: std::collections::HashSet<(i64, usize)> = Default::default();
+        let close = |group: &mut Vec<(f64, u64, usize)>, out: &mut Vec<(u64, usize)>| {
+            for i in envelope(group, |p| (p.0, p.1)) {
+                out.push((group[i].1, group[i].2));
+            }
+            group.clear();
+        };
+        self.for_each_row(
+            "SELECT block, discards, lo_n, lo_v, mid_n, mid_v, hi_n, hi_v,
+                    fail_x, fail_t, fail_p, fail_o
+             FROM plot_blocks WHERE run_id = ?1 ORDER BY block",
+            &[Val::Int(Some(run_id))],
+            &mut |r| {
+                let at = |i: usize| Ok::<u64, StoreError>(r.int_at(i)?.unwrap_or(0).max(0) as u64);
+                let col = cols.column(at(0)? * PLOT_BLOCK, n_max);
+                picks.total += at(1)?;
+                if col != column.0 {
+                    close(&mut column.1, &mut picks.discards);
+                    column.0 = col;
+                }
+                for (slot, (n, v)) in [(2, 3), (4, 5), (6, 7)].into_iter().enumerate() {
+                    let (Some(n), Some(v)) = (r.int_at(n)?, r.real_at(v)?) else {
+                        continue;
+                    };
+                    let n = n.max(0) as u64;
+                    if !column.1.iter().any(|p| p.1 == n) {
+                        column.1.push((v, n, slot));
+                    }
+                }
+                for kind in 0..FAIL_KINDS.len() {
+                    if let Some(n) = r.int_at(8 + kind)? {
+                        if marked.insert((col, kind)) {
+                            picks.failures.push((n.max(0) as u64, kind));
+                        }
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        close(&mut column.1, &mut picks.discards);
+        picks.discards.sort_unstable();
+        picks.failures.sort_unstable();
+        Ok(picks)
+    }
+
+    /// The picked discards and failures with their texts (as the blocks keep them), read
+    /// block by block in a second pass: one in eight of the blocks' own picks survives its
+    /// column's, and only those are read.
+    fn block_texts(
+        &self,
+        run_id: i64,
+        picks: &BlockPicks,
+    ) -> Result<Vec<ExperimentRecord>, StoreError> {
+        let (mut d, mut f) = (
+            picks.discards.iter().peekable(),
+            picks.failures.iter().peekable(),
+        );
+        let mut out = Vec::with_capacity(picks.discards.len() + picks.failures.len());
+        self.for_each_row(
+            &format!("SELECT {BLOCK_COLUMNS} FROM plot_blocks WHERE run_id = ?1 ORDER BY block"),
+            &[Val::Int(Some(run_id))],
+            &mut |r| {
+                let block = r.int_at(0)?.unwrap_or(0).max(0) as u64;
+                while let Some(&(n, slot)) = d.next_if(|p| p.0 / PLOT_BLOCK <= block) {
+                    let [_, v, text] = PICKS[slot];
+                    out.push(ExperimentRecord {
+                        n,
+                        status: Some(Status::Discard),
+                        objective: r.real_at(v)?,
+                        description: r.text_at(text)?.unwrap_or_default(),
+                        ..Default::default()
+                    });
+                }
+                while let Some(&(n, kind)) = f.next_if(|p| p.0 / PLOT_BLOCK <= block) {
+                    let ([_, why], status) = FAIL_KINDS[kind];
+                    let status = match status {
+                        Some(s) => Some(s),
+                        None => Status::parse(&r.text_at(REFUSED_STATUS)?.unwrap_or_default()),
+                    };
+                    out.push(ExperimentRecord {
+                        n,
+                        status,
+                        reason: r.text_at(why)?.unwrap_or_default(),
+                        ..Default::default()
+                    });
+                }
+                Ok(())
+            },
+        )?;
+        Ok(out)
+    }
+
+    /// The discards and failures the plot of run `run_id` draws besides its keeps.
+    fn picked(&self, run_id: i64, cols: &PlotColumns, n_max: f64) -> Result<Picked, StoreError> {
+        if !cols.by_block(n_max) {
+            let mut numbers = self.drawn_discards(run_id, cols, n_max)?;
+            numbers.extend(self.first_failures(run_id, cols, n_max)?);
+            return Ok(Picked {
+                read: Vec::new(),
+                numbers,
+            });
+        }
+        let mut picks = self.block_picks(run_id, cols, n_max)?;
+        // Few enough discards to draw every one: found by their numbers, as in a short run.
+        let numbers = if picks.total <= cols.all_below {
+            picks.discards.clear();
+            self.drawn_discards(run_id, cols, n_max)?
+        } else {
+            Vec::new()
+        };
+        let read = self.block_texts(run_id, &picks)?;
+        Ok(Picked { read, numbers })
     }
 
     /// The experiments the progress plot of run `run_id` draws (see the module's comment),
@@ -98,22 +365,51 @@ impl Store {
             return Ok(PlotRows::default());
         };
         let n_max = (last.max(1)) as f64;
-        let mut plot = self.keeps_and_failures(run_id, cols, n_max)?;
-        // The discards drawn, by primary key (their numbers go into the statement as digits,
-        // a few hundred per statement).
-        for chunk in self.drawn_discards(run_id, cols, n_max)?.chunks(500) {
+        // Every keep and baseline with its texts, from the partial covering index.
+        let mut plot = self.query(
+            &format!(
+                "SELECT {FULL_ROW} FROM experiments
+                 WHERE run_id = ?1 AND status IN ('baseline', 'keep') ORDER BY n"
+            ),
+            &[Val::Int(Some(run_id))],
+            full_row,
+        )?;
+        let picked = self.picked(run_id, cols, n_max)?;
+        let mut others = picked.read;
+        let mut numbers = picked.numbers;
+        numbers.sort_unstable();
+        numbers.dedup();
+        // The discards and failures drawn, by primary key (their numbers go into the
+        // statement as digits, a few hundred per statement).
+        for chunk in numbers.chunks(500) {
             let list: Vec<String> = chunk.iter().map(|n| n.to_string()).collect();
-            plot.extend(self.query(
+            others.extend(self.query(
                 &format!(
-                    "SELECT n, status, objective, description, reason FROM experiments
-                     WHERE run_id = ?1 AND n IN ({})",
+                    "SELECT {FULL_ROW} FROM experiments WHERE run_id = ?1 AND n IN ({})",
                     list.join(",")
                 ),
                 &[Val::Int(Some(run_id))],
                 full_row,
             )?);
         }
-        plot.sort_by_key(|e| e.n);
+        // The keeps are in order; the others merged in (records are large: sorted by
+        // position, moved once).
+        let mut order: Vec<(u64, usize)> =
+            others.iter().enumerate().map(|(i, e)| (e.n, i)).collect();
+        order.sort_unstable();
+        let mut others: Vec<Option<ExperimentRecord>> = others.into_iter().map(Some).collect();
+        let keeps = std::mem::take(&mut plot);
+        plot.reserve(keeps.len() + order.len() + 2);
+        let mut order = order.into_iter().peekable();
+        for keep in keeps {
+            while let Some((_, i)) = order.next_if(|(n, _)| *n < keep.n) {
+                plot.extend(others[i].take());
+            }
+            plot.push(keep);
+        }
+        for (_, i) in order {
+            plot.extend(others[i].take());
+        }
         // The first and the last experiment set where the x axis and the running best's line
         // start and end; one that is not drawn for itself is held as a placeholder (its
         // number alone: no status, no value), so that it adds no point and no mark.
@@ -140,44 +436,5 @@ impl Store {
         )?;
         recent.reverse();
         Ok(PlotRows { plot, recent })
-    }
-
-    /// Every keep and baseline, and the first failure of each kind in each pixel column,
-    /// with their texts, in order.
-    fn keeps_and_failures(
-        &self,
-        run_id: i64,
-        cols: &PlotColumns,
-        n_max: f64,
-    ) -> Result<Vec<ExperimentRecord>, StoreError> {
-        let pg = matches!(self.db, Db::Postgres(_));
-        // SQLite truncates a cast to an integer (the column is never negative: floor);
-        // PostgreSQL's cast rounds, so it takes the floor itself.
-        let col = if pg {
-            "floor(?3 + (CAST(n AS DOUBLE PRECISION) / ?2) * ?4)"
-        } else {
-            "CAST(?3 + (CAST(n AS REAL) / ?2) * ?4 AS INTEGER)"
-        };
-        let sql = format!(
-            "SELECT n, status, objective, description, reason FROM experiments
-             WHERE run_id = ?1 AND n IN (
-               SELECT n FROM experiments WHERE run_id = ?1 AND status IN ('baseline', 'keep')
-               UNION SELECT MIN(n) FROM (
-                 SELECT n, {col} AS col, {FAILURE_KIND} AS kind FROM experiments
-                 WHERE run_id = ?1 AND status IN
-                   ('crash', 'timeout', 'pruned', 'violation', 'rejected', 'invalid')
-               ) f GROUP BY col, kind
-             ) ORDER BY n"
-        );
-        self.query(
-            &sql,
-            &[
-                Val::Int(Some(run_id)),
-                Val::Real(Some(n_max)),
-                Val::Real(Some(cols.offset)),
-                Val::Real(Some(cols.span)),
-            ],
-            full_row,
-        )
     }
 }

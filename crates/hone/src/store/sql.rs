@@ -38,6 +38,11 @@ pub(super) trait Cells {
     fn int(&self, col: &str) -> Result<Option<i64>, StoreError>;
     fn real(&self, col: &str) -> Result<Option<f64>, StoreError>;
     fn text(&self, col: &str) -> Result<Option<String>, StoreError>;
+    /// The cells by position, for a hot query that names its columns: a look-up by name
+    /// compares the name with each column's.
+    fn int_at(&self, i: usize) -> Result<Option<i64>, StoreError>;
+    fn real_at(&self, i: usize) -> Result<Option<f64>, StoreError>;
+    fn text_at(&self, i: usize) -> Result<Option<String>, StoreError>;
 
     fn req_int(&self, col: &str) -> Result<i64, StoreError> {
         self.int(col)?
@@ -65,6 +70,15 @@ impl Cells for rusqlite::Row<'_> {
     }
     fn text(&self, col: &str) -> Result<Option<String>, StoreError> {
         Ok(self.get(col)?)
+    }
+    fn int_at(&self, i: usize) -> Result<Option<i64>, StoreError> {
+        Ok(self.get(i)?)
+    }
+    fn real_at(&self, i: usize) -> Result<Option<f64>, StoreError> {
+        Ok(self.get(i)?)
+    }
+    fn text_at(&self, i: usize) -> Result<Option<String>, StoreError> {
+        Ok(self.get(i)?)
     }
 }
 

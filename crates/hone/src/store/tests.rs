@@ -34,6 +34,7 @@ mod curves;
 mod explicit;
 mod narrowings;
 mod pages;
+mod plot_blocks;
 mod summary;
 mod tallies;
 
@@ -62,6 +63,10 @@ const CASES: &[(&str, Case)] = &[
     (
         "tallies_agree_with_the_rows",
         tallies::tallies_agree_with_the_rows,
+    ),
+    (
+        "plot_blocks_agree_with_the_rows",
+        plot_blocks::plot_blocks_agree_with_the_rows,
     ),
     (
         "streaming_holds_no_snapshot_and_stops",
@@ -412,7 +417,7 @@ fn sqlite_file_of_schema(version: usize, rows: &str) -> (tempfile::TempDir, Path
     let path = dir.path().join("hone.db");
     let conn = Connection::open(&path).unwrap();
     for sql in &MIGRATIONS[..version] {
-        conn.execute_batch(sql).unwrap();
+        conn.execute_batch(&schema::expand(sql)).unwrap();
     }
     conn.pragma_update(None, "user_version", version).unwrap();
     conn.execute_batch(rows).unwrap();

@@ -10,7 +10,8 @@ use crate::verify::Direction;
 
 /// A run of `len` experiments: a discard first, the baseline second, a keep every 97th, crashes,
 /// timeouts, pruned and invalid ones, ties in value, the last two crashes in one column (so
-/// that the last is no mark of its own) and the last one a crash.
+/// that the last is no mark of its own) and the last one a crash; now and then a description
+/// or a reason longer than a title shows, in characters of two bytes.
 fn records(len: u64) -> Vec<ExperimentRecord> {
     let mut seed = 0x2545_f491_4f6c_dd1d_u64;
     (0..len)
@@ -42,8 +43,11 @@ fn records(len: u64) -> Vec<ExperimentRecord> {
                 parent_commit: "abc".into(),
                 status: Some(status),
                 objective,
-                description: format!("change {n} <i>"),
-                reason: format!("why {n}"),
+                description: format!(
+                    "change {n} <i>{}",
+                    "é".repeat(if n % 11 == 0 { 130 } else { 0 })
+                ),
+                reason: format!("why {n}{}", "→".repeat(if n % 13 == 0 { 125 } else { 0 })),
                 ..Default::default()
             }
         })
@@ -118,6 +122,24 @@ fn plots_agree(s: &Store) {
         .count();
     assert!(discards > MAX_POINTS, "the long run draws columns");
     same_plot(s, "long", &long);
+    // Past `BLOCKS_FROM`, the columns are read from the blocks the store keeps.
+    let blocked = records(BLOCKS_FROM + 3_000);
+    same_plot(s, "blocks", &blocked);
+    // As long, but with few enough discards to draw every one.
+    let few: Vec<ExperimentRecord> = blocked
+        .into_iter()
+        .map(|e| match e.status() {
+            Status::Discard if e.n % 20 != 0 => ExperimentRecord {
+                status: Some(Status::Crash),
+                objective: None,
+                ..e
+            },
+            _ => e,
+        })
+        .collect();
+    let discards = few.iter().filter(|e| e.status() == Status::Discard).count();
+    assert!(discards <= MAX_POINTS && few.len() as u64 > BLOCKS_FROM);
+    same_plot(s, "few discards", &few);
     same_plot(s, "short", &records(700));
     same_plot(s, "one", &records(1));
     let empty = s
