@@ -410,6 +410,31 @@ fn postgres_repositories_share_a_database_and_migrate_once() {
     assert_eq!(one.events(r1.id).unwrap().len(), 1);
 }
 
+/// A database `old` of `pg` holding a store of PostgreSQL schema `version` (the migrations up
+/// to it, as hone of that schema wrote it) and the rows `rows` (SQL) inserts; its URL.
+fn pg_database_of_schema(pg: &PgServer, version: usize, rows: &str) -> String {
+    let url = pg.database("old");
+    let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    c.batch_execute(
+        "CREATE SCHEMA hone_store;
+         CREATE TABLE hone_store.schema_migrations (
+             version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now());
+         SET search_path TO hone_store;",
+    )
+    .unwrap();
+    for (i, sql) in pg::migrations()[..version].iter().enumerate() {
+        c.batch_execute(&schema::expand_plot(sql, "hone_store."))
+            .unwrap();
+        c.execute(
+            "INSERT INTO schema_migrations (version) VALUES ($1)",
+            &[&(i as i64 + 1)],
+        )
+        .unwrap();
+    }
+    c.batch_execute(rows).unwrap();
+    url
+}
+
 /// A SQLite file `hone.db` in a temporary directory, of schema `version` (the migrations up to
 /// it, as hone of that schema wrote it), holding the rows `rows` (SQL) inserts.
 fn sqlite_file_of_schema(version: usize, rows: &str) -> (tempfile::TempDir, PathBuf) {

@@ -249,25 +249,6 @@ fn postgres_schema_5_gets_its_plot_blocks_filled() {
     let Some(pg) = PgServer::start() else {
         return;
     };
-    let url = pg.database("old");
-    {
-        let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-        c.batch_execute(
-            "CREATE SCHEMA hone_store;
-             CREATE TABLE hone_store.schema_migrations (
-                 version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now());
-             SET search_path TO hone_store;",
-        )
-        .unwrap();
-        for (i, sql) in pg::migrations()[..5].iter().enumerate() {
-            c.batch_execute(sql).unwrap();
-            c.execute(
-                "INSERT INTO schema_migrations (version) VALUES ($1)",
-                &[&(i as i64 + 1)],
-            )
-            .unwrap();
-        }
-        c.batch_execute(OLD_ROWS).unwrap();
-    }
+    let url = pg_database_of_schema(&pg, 5, OLD_ROWS);
     assert_filled(&Store::connect(&url, "").unwrap());
 }

@@ -236,25 +236,6 @@ fn postgres_schema_3_gets_its_tallies_filled() {
     let Some(pg) = PgServer::start() else {
         return;
     };
-    let url = pg.database("old");
-    {
-        let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-        c.batch_execute(
-            "CREATE SCHEMA hone_store;
-             CREATE TABLE hone_store.schema_migrations (
-                 version BIGINT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now());
-             SET search_path TO hone_store;",
-        )
-        .unwrap();
-        for (i, sql) in pg::migrations()[..3].iter().enumerate() {
-            c.batch_execute(sql).unwrap();
-            c.execute(
-                "INSERT INTO schema_migrations (version) VALUES ($1)",
-                &[&(i as i64 + 1)],
-            )
-            .unwrap();
-        }
-        c.batch_execute(OLD_ROWS).unwrap();
-    }
+    let url = pg_database_of_schema(&pg, 3, OLD_ROWS);
     assert_backfilled(&Store::connect(&url, "").unwrap());
 }
