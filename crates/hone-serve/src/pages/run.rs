@@ -131,6 +131,22 @@ fn draw(store: &Store, run: &RunRecord, mark: String) -> Result<Drawn, AppError>
     })
 }
 
+/// Starts deflating a new drawing's plot on a thread of its own, while the page's other
+/// parts are read: a page asked with gzip (what browsers ask) then waits for what is left
+/// of it, not for all of it (a long run's plot is over a megabyte). Where no thread can be
+/// made, the page deflates it itself.
+fn deflate_beside(d: &Arc<Drawn>) {
+    if d.plot.len() < compress::MIN_BYTES {
+        return;
+    }
+    let d = Arc::clone(d);
+    let _ = std::thread::Builder::new()
+        .name("deflate-plot".into())
+        .spawn(move || {
+            d.plot_deflated();
+        });
+}
+
 /// A key of the plot's drawing (not a secret: it only tells a page whether its plot is
 /// current).
 fn plot_key(plot: &str) -> String {
@@ -157,6 +173,7 @@ pub(crate) fn load_run_view(
             None => {
                 let d = Arc::new(draw(store, &run, mark.clone())?);
                 cache.put(run.id, Arc::clone(&d));
+                deflate_beside(&d);
                 d
             }
         };

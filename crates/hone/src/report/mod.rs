@@ -113,10 +113,22 @@ pub fn summarize_parts(
 
 /// Formats a metric value compactly but exactly enough to compare.
 pub fn fmt_metric(v: Option<f64>) -> String {
+    let mut out = String::with_capacity(16);
+    push_metric(&mut out, v);
+    out
+}
+
+/// [`fmt_metric`], appended to `out`.
+pub fn push_metric(out: &mut String, v: Option<f64>) {
+    use std::fmt::Write as _;
     match v {
-        None => "-".into(),
-        Some(v) if v == 0.0 || (v.abs() >= 1e-3 && v.abs() < 1e6) => format!("{v:.6}"),
-        Some(v) => format!("{v:.4e}"),
+        None => out.push('-'),
+        Some(v) if v == 0.0 || (v.abs() >= 1e-3 && v.abs() < 1e6) => {
+            crate::util::push_fixed(out, v, 6)
+        }
+        Some(v) => {
+            let _ = write!(out, "{v:.4e}");
+        }
     }
 }
 

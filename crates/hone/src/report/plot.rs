@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 
 use crate::store::{envelope, ExperimentRecord, PlotColumns, Status, PLOT_BLOCK, TITLE_CHARS};
-use crate::util::html_escape as esc;
+use crate::util::{html_escape as esc, push_fixed, push_html_escaped_str};
 
 const W: f64 = 1000.0;
 const H: f64 = 520.0;
@@ -365,11 +365,10 @@ fn best_changes(steps: &[(u64, f64)]) -> Vec<(u64, f64)> {
 fn svg_best_line(svg: &mut String, f: &Frame, steps: &[(u64, f64)]) {
     let mut path = String::new();
     for (i, (n, b)) in best_changes(steps).iter().enumerate() {
-        if i == 0 {
-            let _ = write!(path, "M{:.1},{:.1}", f.x(*n), f.y(*b));
-        } else {
-            let _ = write!(path, " H{:.1} V{:.1}", f.x(*n), f.y(*b));
-        }
+        path.push_str(if i == 0 { "M" } else { " H" });
+        push_fixed(&mut path, f.x(*n), 1);
+        path.push_str(if i == 0 { "," } else { " V" });
+        push_fixed(&mut path, f.y(*b), 1);
     }
     let _ = writeln!(
         svg,
@@ -422,15 +421,10 @@ fn svg_points(svg: &mut String, f: &Frame, measured: &[&ExperimentRecord], label
         let (Some(v), Status::Discard) = (e.objective, e.status()) else {
             continue;
         };
-        let _ = writeln!(
-            svg,
-            r##"<circle class="discard" cx="{:.1}" cy="{:.1}" r="3" fill="#9e9e9e" fill-opacity="0.5"><title>#{} {}: {}</title></circle>"##,
-            f.x(e.n),
-            f.y(v),
-            e.n,
-            crate::report::fmt_metric(Some(v)),
-            esc(&short(&e.description, TITLE_CHARS))
-        );
+        let at = (f.x(e.n), f.y(v));
+        let text = short(&e.description, TITLE_CHARS);
+        let style = r##"r="3" fill="#9e9e9e" fill-opacity="0.5""##;
+        push_point(svg, "discard", at, style, (e.n, v), &text);
     }
     for e in measured {
         let Some(v) = e.objective else { continue };
@@ -438,12 +432,13 @@ fn svg_points(svg: &mut String, f: &Frame, measured: &[&ExperimentRecord], label
             continue;
         }
         let (cx, cy) = (f.x(e.n), f.y(v));
-        let _ = writeln!(
+        push_point(
             svg,
-            r##"<circle class="keep" cx="{cx:.1}" cy="{cy:.1}" r="5" fill="#2e7d32"><title>#{} {}: {}</title></circle>"##,
-            e.n,
-            crate::report::fmt_metric(Some(v)),
-            esc(&e.description)
+            "keep",
+            (cx, cy),
+            r##"r="5" fill="#2e7d32""##,
+            (e.n, v),
+            &e.description,
         );
         if e.status() == Status::Keep && !labelled.contains(&e.n) {
             continue;
@@ -458,6 +453,32 @@ fn svg_points(svg: &mut String, f: &Frame, measured: &[&ExperimentRecord], label
             esc(&short(&e.description, 40))
         );
     }
+}
+
+/// One point: a circle of class `class` at `(x, y)` with the attributes `style`, titled
+/// `#n value: text` (`text` escaped here). Written piece by piece: a long run's plot has
+/// thousands.
+fn push_point(
+    svg: &mut String,
+    class: &str,
+    (x, y): (f64, f64),
+    style: &str,
+    (n, v): (u64, f64),
+    text: &str,
+) {
+    svg.push_str("<circle class=\"");
+    svg.push_str(class);
+    svg.push_str("\" cx=\"");
+    push_fixed(svg, x, 1);
+    svg.push_str("\" cy=\"");
+    push_fixed(svg, y, 1);
+    svg.push_str("\" ");
+    svg.push_str(style);
+    let _ = write!(svg, "><title>#{n} ");
+    crate::report::push_metric(svg, Some(v));
+    svg.push_str(": ");
+    push_html_escaped_str(svg, text);
+    svg.push_str("</title></circle>\n");
 }
 
 /// Failures along the axis: one mark per pixel column and kind (the first there), with its
@@ -485,17 +506,19 @@ fn failure_marks<'a>(
 
 /// Failures along the axis (see [`failure_marks`]).
 fn svg_failures(svg: &mut String, f: &Frame, exps: &[ExperimentRecord]) {
+    let mut y = String::new();
+    push_fixed(&mut y, f.plot_bottom - 3.0, 1);
     for (e, mark, colour) in failure_marks(f, exps) {
-        let _ = writeln!(
+        let status = e.status();
+        let _ = write!(svg, r#"<text class="fail {status}" x=""#);
+        push_fixed(svg, f.x(e.n), 1);
+        let _ = write!(
             svg,
-            r#"<text class="fail {}" x="{:.1}" y="{:.1}" text-anchor="middle" fill="{colour}">{mark}<title>#{} {}: {}</title></text>"#,
-            e.status(),
-            f.x(e.n),
-            f.plot_bottom - 3.0,
-            e.n,
-            e.status(),
-            esc(&short(&e.reason, TITLE_CHARS))
+            r#"" y="{y}" text-anchor="middle" fill="{colour}">{mark}<title>#{} {status}: "#,
+            e.n
         );
+        push_html_escaped_str(svg, &short(&e.reason, TITLE_CHARS));
+        svg.push_str("</title></text>\n");
     }
 }
 

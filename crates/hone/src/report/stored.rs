@@ -27,27 +27,57 @@ pub fn drawing(
     title: &str,
     labels: usize,
 ) -> Result<Drawing, StoreError> {
+    drawing_beside(store, run, title, labels, |_| Ok(())).map(|(d, ())| d)
+}
+
+/// [`drawing`], with `beside` reading the store meanwhile: the plot (thousands of points in a
+/// long run, no store needed) is drawn on a thread of its own while this one reads the
+/// learning curves and whatever `beside` reads.
+pub fn drawing_beside<T>(
+    store: &Store,
+    run: &RunRecord,
+    title: &str,
+    labels: usize,
+    beside: impl FnOnce(&Store) -> Result<T, StoreError>,
+) -> Result<(Drawing, T), StoreError> {
     let picked = store.plot_points(run.id, &plot::COLUMNS, curves::RECENT as u64)?;
     let minimize = run.direction == crate::spec::Direction::Minimize;
-    let plot = plot::progress_svg_labelled(&picked.plot, &run.metric, minimize, title, labels);
-    // The learning curves are picked among the keeps, the baselines and the newest others,
-    // all of which the plot's rows and the recent ones hold (a placeholder in the plot's
-    // rows has no status: the newest, which has one, goes first).
-    let mut known = picked.recent;
-    known.extend(picked.plot.iter().map(|e| ExperimentRecord {
-        n: e.n,
-        status: e.status,
-        objective: e.objective,
-        ..Default::default()
-    }));
-    known.sort_by_key(|e| e.n);
-    known.dedup_by_key(|e| e.n);
-    let thinned = store.thinned_curves(run.id, &curves::to_draw(&known), curves::MAX_POINTS)?;
-    Ok(Drawing {
-        plot,
-        curves: curves::curves_svg(&thinned, &known, "progress"),
-        rows: picked.plot,
-    })
+    let rows = &picked.plot;
+    let (plot, curves, other) = std::thread::scope(|scope| {
+        let drawn =
+            scope.spawn(|| plot::progress_svg_labelled(rows, &run.metric, minimize, title, labels));
+        let read = (|| {
+            // The learning curves are picked among the keeps, the baselines and the newest
+            // others, all of which the plot's rows and the recent ones hold (a placeholder in
+            // the plot's rows has no status: the newest, which has one, goes first).
+            let mut known = picked.recent.clone();
+            known.extend(rows.iter().map(|e| ExperimentRecord {
+                n: e.n,
+                status: e.status,
+                objective: e.objective,
+                ..Default::default()
+            }));
+            known.sort_by_key(|e| e.n);
+            known.dedup_by_key(|e| e.n);
+            let thinned =
+                store.thinned_curves(run.id, &curves::to_draw(&known), curves::MAX_POINTS)?;
+            let curves = curves::curves_svg(&thinned, &known, "progress");
+            Ok::<_, StoreError>((curves, beside(store)?))
+        })();
+        // A panic while drawing is raised again here, as if drawn on this thread.
+        let plot = drawn
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        read.map(|(curves, other)| (plot, curves, other))
+    })?;
+    Ok((
+        Drawing {
+            plot,
+            curves,
+            rows: picked.plot,
+        },
+        other,
+    ))
 }
 
 /// How many experiments the report's table lists unless asked for all: the newest.
@@ -62,20 +92,25 @@ pub fn report(
     listed: Option<u64>,
 ) -> Result<Report, StoreError> {
     let summary = summarize_stored(store, run)?;
-    let drawn = drawing(
+    // The holdouts, the table's rows and the mechanisms' calls read while the plot is drawn.
+    let (drawn, (holdout, rows, calls)) = drawing_beside(
         store,
         run,
         &document::plot_title(run, &summary),
         document::LABELS,
+        |store| {
+            let holdout = store.holdout_outlines(run.id)?;
+            let rows = match listed {
+                Some(limit) if summary.experiments > limit => {
+                    store.latest_outlines(run.id, limit)?
+                }
+                _ => store.experiment_outlines(run.id)?,
+            };
+            Ok((holdout, rows, store.mechanism_calls(run.id, None)?))
+        },
     )?;
-    let holdout = store.holdout_outlines(run.id)?;
-    let rows = match listed {
-        Some(limit) if summary.experiments > limit => store.latest_outlines(run.id, limit)?,
-        _ => store.experiment_outlines(run.id)?,
-    };
     // The outer loop's verdicts count the keeps after each mechanism's guidance: every keep
     // is among the plot's rows.
-    let calls = store.mechanism_calls(run.id, None)?;
     let mechs = crate::meta::stats::compute(&calls, &drawn.rows, probation);
     let mut report = document::render_contents(
         run,

@@ -231,7 +231,8 @@ impl Store {
     ) -> Result<BlockPicks, StoreError> {
         let mut picks = BlockPicks::default();
         let mut column: (i64, Vec<(f64, u64, usize)>) = (i64::MIN, Vec::new());
-        let mut marked: std::collections::HashSet<(i64, usize)> = Default::default();
+        // The failure kinds marked in the current column.
+        let mut marked = [false; FAIL_KINDS.len()];
         let close = |group: &mut Vec<(f64, u64, usize)>, out: &mut Vec<(u64, usize)>| {
             for i in envelope(group, |p| (p.0, p.1)) {
                 out.push((group[i].1, group[i].2));
@@ -250,6 +251,7 @@ impl Store {
                 if col != column.0 {
                     close(&mut column.1, &mut picks.discards);
                     column.0 = col;
+                    marked = [false; FAIL_KINDS.len()];
                 }
                 for (slot, (n, v)) in [(2, 3), (4, 5), (6, 7)].into_iter().enumerate() {
                     let (Some(n), Some(v)) = (r.int_at(n)?, r.real_at(v)?) else {
@@ -260,11 +262,13 @@ impl Store {
                         column.1.push((v, n, slot));
                     }
                 }
-                for kind in 0..FAIL_KINDS.len() {
+                for (kind, seen) in marked.iter_mut().enumerate() {
+                    if *seen {
+                        continue;
+                    }
                     if let Some(n) = r.int_at(8 + kind)? {
-                        if marked.insert((col, kind)) {
-                            picks.failures.push((n.max(0) as u64, kind));
-                        }
+                        *seen = true;
+                        picks.failures.push((n.max(0) as u64, kind));
                     }
                 }
                 Ok(())
