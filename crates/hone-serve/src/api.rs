@@ -135,7 +135,7 @@ async fn view(
     Ok(Json(
         st.db
             .read(move |store| {
-                let v = load_run_view(store, &root, &tag, table, &views.views)?;
+                let v = load_run_view(store, &root, &tag, table, &views.views, false)?;
                 let mut out = json!({
                     "mark": v.mark,
                     "counters": counters_html(&v),

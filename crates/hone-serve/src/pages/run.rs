@@ -77,7 +77,8 @@ pub(crate) struct Drawn {
     best: Option<ExperimentRecord>,
     totals: RunTotals,
     plot: String,
-    /// The plot deflated once, when a page compressed with gzip first shows it.
+    /// The plot deflated once: beside the reads of the page that drew it, when that page is
+    /// sent with gzip (see [`deflate_beside`]), else when one first is.
     plot_deflated: OnceLock<Deflated>,
     plot_key: String,
     plot_title: String,
@@ -156,12 +157,15 @@ fn plot_key(plot: &str) -> String {
     format!("{:016x}", h.finish())
 }
 
+/// The run page's view of run `tag` at one moment; `deflate`: a new drawing's plot is
+/// deflated beside the reads (the page is sent with gzip).
 pub(crate) fn load_run_view(
     store: &Store,
     repo_root: &Path,
     tag: &str,
     table: Table,
     cache: &ViewCache,
+    deflate: bool,
 ) -> Result<RunView, AppError> {
     // One moment of the store: the mark, the plot, the totals and the table all read in one
     // snapshot, so that the drawing kept under a mark is the one of that mark.
@@ -173,7 +177,9 @@ pub(crate) fn load_run_view(
             None => {
                 let d = Arc::new(draw(store, &run, mark.clone())?);
                 cache.put(run.id, Arc::clone(&d));
-                deflate_beside(&d);
+                if deflate {
+                    deflate_beside(&d);
+                }
                 d
             }
         };
@@ -219,7 +225,7 @@ pub(super) async fn run_page(
         .read({
             let st = st.clone();
             move |store| {
-                let view = load_run_view(store, &root, &t, table, &st.views)?;
+                let view = load_run_view(store, &root, &t, table, &st.views, gzip)?;
                 if gzip {
                     // Off the server's async threads: the plot is deflated here, once.
                     view.drawn.plot_deflated();

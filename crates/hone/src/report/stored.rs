@@ -44,8 +44,9 @@ pub fn drawing_beside<T>(
     let minimize = run.direction == crate::spec::Direction::Minimize;
     let rows = &picked.plot;
     let (plot, curves, other) = std::thread::scope(|scope| {
-        let drawn =
-            scope.spawn(|| plot::progress_svg_labelled(rows, &run.metric, minimize, title, labels));
+        let draw = || plot::progress_svg_labelled(rows, &run.metric, minimize, title, labels);
+        // Where no thread can be made, the plot is drawn here after the reads.
+        let drawn = std::thread::Builder::new().spawn_scoped(scope, draw).ok();
         let read = (|| {
             // The learning curves are picked among the keeps, the baselines and the newest
             // others, all of which the plot's rows and the recent ones hold (a placeholder in
@@ -65,9 +66,10 @@ pub fn drawing_beside<T>(
             Ok::<_, StoreError>((curves, beside(store)?))
         })();
         // A panic while drawing is raised again here, as if drawn on this thread.
-        let plot = drawn
-            .join()
-            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        let plot = match drawn {
+            Some(d) => d.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+            None => draw(),
+        };
         read.map(|(curves, other)| (plot, curves, other))
     })?;
     Ok((

@@ -218,9 +218,10 @@ CREATE FUNCTION hone_store.plot_block(p_run BIGINT, p_block BIGINT) RETURNS void
 BEGIN
     INSERT INTO hone_store.plot_blocks (run_id, block) VALUES (p_run, p_block)
         ON CONFLICT DO NOTHING;
-    -- The block's row is locked before its experiments are read (each statement reads a
-    -- snapshot of its own): a writer of the same block waits here, then reads what the
-    -- other one committed.
+    -- The block's row is locked before its experiments are read (under READ COMMITTED, the
+    -- default, each statement reads a snapshot of its own): a writer of the same block waits
+    -- here, then reads what the other one committed. (Under a stricter default isolation, a
+    -- second writer of the block fails to serialize rather than leave it stale.)
     PERFORM 1 FROM hone_store.plot_blocks WHERE run_id = p_run AND block = p_block FOR UPDATE;
     UPDATE hone_store.plot_blocks SET {BLOCK_SET} WHERE run_id = p_run AND block = p_block;
 END
@@ -235,9 +236,12 @@ BEGIN
         IF old.status IN {PLOTTED} THEN
             PERFORM hone_store.plot_block(old.run_id, old.n / 16);
         END IF;
+    -- The value compared by its bits: 0 and -0 are equal numbers but not the same text.
     ELSIF (old.status IN {PLOTTED} OR new.status IN {PLOTTED})
-          AND (old.run_id, old.n, old.status, old.objective)
-              IS DISTINCT FROM (new.run_id, new.n, new.status, new.objective) THEN
+          AND (old.run_id, old.n, old.status, float8send(old.objective), old.description,
+               old.reason)
+              IS DISTINCT FROM (new.run_id, new.n, new.status, float8send(new.objective),
+               new.description, new.reason) THEN
         IF (old.run_id, old.n / 16) IS DISTINCT FROM (new.run_id, new.n / 16) THEN
             PERFORM hone_store.plot_block(old.run_id, old.n / 16);
         END IF;
@@ -431,7 +435,26 @@ impl Cells for Row {
         Ok(self.try_get(i)?)
     }
     fn text_at(&self, i: usize) -> Result<Option<String>, StoreError> {
-        Ok(self.try_get(i)?)
+        Ok(self.try_get::<_, Option<LossyText>>(i)?.map(|t| t.0))
+    }
+}
+
+/// A text cell with any bytes that are not UTF-8 replaced. A database of encoding SQL_ASCII
+/// (`initdb` under the C locale) counts `substr` in bytes, so a plot block's text cut to the
+/// titles' length can end inside a character; the hot rows that read texts by position take
+/// them this way rather than fail.
+struct LossyText(String);
+
+impl<'a> postgres::types::FromSql<'a> for LossyText {
+    fn from_sql(
+        _: &postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(LossyText(String::from_utf8_lossy(raw).into_owned()))
+    }
+
+    fn accepts(ty: &postgres::types::Type) -> bool {
+        <String as postgres::types::FromSql>::accepts(ty)
     }
 }
 

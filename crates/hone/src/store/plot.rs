@@ -120,7 +120,7 @@ struct Picked {
     numbers: Vec<u64>,
 }
 
-/// What [`Store::from_blocks`] reads of each block, in order: the positions below follow it.
+/// What [`Store::block_texts`] reads of each block, in order: the positions below follow it.
 const BLOCK_COLUMNS: &str = "block, discards, lo_n, lo_v, lo_d, mid_n, mid_v, mid_d, \
      hi_n, hi_v, hi_d, fail_x, fail_x_r, fail_t, fail_t_r, fail_p, fail_p_r, \
      fail_o, fail_o_r, fail_o_s";
@@ -352,6 +352,18 @@ impl Store {
     /// The experiments the progress plot of run `run_id` draws (see the module's comment),
     /// and the `recent` newest non-baseline ones; `cols` is the plot's column geometry.
     pub fn plot_points(
+        &self,
+        run_id: i64,
+        cols: &PlotColumns,
+        recent: u64,
+    ) -> Result<PlotRows, StoreError> {
+        // One moment of the store: the blocks are read twice (their picks, then the picked
+        // ones' texts), and a run going on meanwhile must not give a picked number another
+        // experiment's value.
+        self.read_consistent(|s| s.plot_points_now(run_id, cols, recent))
+    }
+
+    fn plot_points_now(
         &self,
         run_id: i64,
         cols: &PlotColumns,

@@ -184,10 +184,12 @@ CREATE TRIGGER experiments_plot_delete AFTER DELETE ON experiments
 BEGIN
     {BLOCK(old)}
 END;
-CREATE TRIGGER experiments_plot_update AFTER UPDATE OF status, objective ON experiments
+CREATE TRIGGER experiments_plot_update
+    AFTER UPDATE OF status, objective, description, reason ON experiments
     WHEN (old.status IN {PLOTTED} OR new.status IN {PLOTTED})
         AND old.run_id IS new.run_id AND old.n IS new.n
-        AND (old.status IS NOT new.status OR old.objective IS NOT new.objective)
+        AND (old.status IS NOT new.status OR old.objective IS NOT new.objective
+             OR old.description IS NOT new.description OR old.reason IS NOT new.reason)
 BEGIN
     {BLOCK(new)}
 END;

@@ -178,6 +178,15 @@ pub(super) fn plot_blocks_agree_with_the_rows(b: &Backend) {
     lower.objective = Some(-50.0);
     s.put_experiment(run.id, &lower).unwrap();
     assert_agree(&s, run.id, "records rewritten");
+    // Only the texts written again (a reason that says the commit was lost, say): a discard's
+    // and a failure's, same status and value.
+    for n in [9, 1, 7] {
+        let mut e = s.experiment(run.id, n).unwrap().unwrap();
+        e.description = format!("retold {n}");
+        e.reason = format!("lost {n}");
+        s.put_experiment(run.id, &e).unwrap();
+    }
+    assert_agree(&s, run.id, "texts rewritten");
 
     // Rolled back, and a writer gone in the middle of its transaction.
     s.begin().unwrap();
