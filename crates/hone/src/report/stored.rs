@@ -51,7 +51,7 @@ pub fn drawing_beside<T>(
             // The learning curves are picked among the keeps, the baselines and the newest
             // others, all of which the plot's rows and the recent ones hold (a placeholder in
             // the plot's rows has no status: the newest, which has one, goes first).
-            let mut known = picked.recent.clone();
+            let mut known = picked.recent;
             known.extend(rows.iter().map(|e| ExperimentRecord {
                 n: e.n,
                 status: e.status,

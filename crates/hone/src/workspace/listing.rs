@@ -334,23 +334,19 @@ mod tests {
         assert_eq!(l.get("refs/hone/t/2").as_deref(), Some(PX));
         assert_eq!(l.get("refs/hone/t/").as_deref(), None);
         assert_eq!(l.get("refs/hone/t").as_deref(), Some(L2));
-        assert_eq!(cmp_joined("refs/hone/t/", "1", "refs"), Ordering::Greater);
-        assert_eq!(
-            cmp_joined("refs/hone/t/", "1", "refs/hone/t/1"),
-            Ordering::Equal
-        );
-        assert_eq!(
-            cmp_joined("refs/hone/t/", "1", "refs/hone/t/10"),
-            Ordering::Less
-        );
-        assert_eq!(
-            cmp_joined("refs/hone/t/", "2", "refs/hone/t/10"),
-            Ordering::Greater
-        );
-        assert_eq!(
-            cmp_joined("refs/hone/t/", "1", "refs/hone/u"),
-            Ordering::Less
-        );
+        for (rest, full, order) in [
+            ("1", "refs", Ordering::Greater),
+            ("1", "refs/hone/t/1", Ordering::Equal),
+            ("1", "refs/hone/t/10", Ordering::Less),
+            ("2", "refs/hone/t/10", Ordering::Greater),
+            ("1", "refs/hone/u", Ordering::Less),
+        ] {
+            assert_eq!(
+                cmp_joined("refs/hone/t/", rest, full),
+                order,
+                "{rest} against {full}"
+            );
+        }
     }
 
     #[test]
