@@ -139,6 +139,7 @@ fn dispatch(cli: Cli) -> CliResult {
     let here = Here {
         cwd,
         spec: cli.spec,
+        git: Default::default(),
     };
     match cli.command {
         Cmd::Init(a) => init::run(&here, a),

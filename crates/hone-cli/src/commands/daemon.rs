@@ -23,7 +23,7 @@ pub fn run(here: &Here, a: DaemonArgs) -> CliResult {
     let addr = std::net::SocketAddr::new(a.bind, a.port);
     let token = std::env::var("HONE_TOKEN").ok();
     auto::token_required(&addr, token.as_deref()).map_err(CliError::config)?;
-    let automation = automation_options(here, &git, &spec)?;
+    let automation = automation_options(here, git, &spec)?;
     auto::daemon(auto::DaemonOptions {
         addr,
         token,

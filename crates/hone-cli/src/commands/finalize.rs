@@ -42,7 +42,7 @@ pub fn run(here: &Here, a: FinalizeArgs) -> CliResult {
     let plan = if a.pr {
         Some(
             fin::plan_pull_request(
-                &git,
+                git,
                 &a.remote,
                 a.base.as_deref(),
                 std::env::var("GITHUB_TOKEN").ok(),
@@ -58,7 +58,7 @@ pub fn run(here: &Here, a: FinalizeArgs) -> CliResult {
         squash: a.squash,
         branch: a.branch,
     };
-    let done = fin::build_branch(&git, &run, &exps, &opts).runtime()?;
+    let done = fin::build_branch(git, &run, &exps, &opts).runtime()?;
     print_branch(&done);
     let Some(plan) = plan else {
         out!(
@@ -67,7 +67,7 @@ pub fn run(here: &Here, a: FinalizeArgs) -> CliResult {
         );
         return Ok(());
     };
-    open_pull_request(&git, &plan, &done, &run, &exps)
+    open_pull_request(git, &plan, &done, &run, &exps)
 }
 
 fn short(commit: &str) -> &str {

@@ -67,9 +67,9 @@ pub fn run(here: &Here, a: InitArgs) -> CliResult {
     }
     // Tracked files and untracked ones git does not ignore (a new project may not have
     // committed yet; `hone run` will ask for a commit).
-    let tracked = ls_files(&git, &["ls-files", "-z"])?;
+    let tracked = ls_files(git, &["ls-files", "-z"])?;
     let files = ls_files(
-        &git,
+        git,
         &[
             "ls-files",
             "-z",

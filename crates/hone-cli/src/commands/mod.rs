@@ -29,6 +29,8 @@ use crate::error::{CliError, CliResult, Kinded};
 pub struct Here {
     pub cwd: PathBuf,
     pub spec: Option<PathBuf>,
+    /// The repository around `cwd`, once found (finding it runs git: once a command).
+    pub git: std::cell::OnceCell<Git>,
 }
 
 impl Here {
@@ -36,16 +38,20 @@ impl Here {
         self.spec.as_deref()
     }
 
-    /// The repository around the directory.
-    pub fn git(&self) -> CliResult<Git> {
-        Git::discover(&self.cwd).runtime()
+    /// The repository around the directory (found once; a failure is asked again).
+    pub fn git(&self) -> CliResult<&Git> {
+        if let Some(git) = self.git.get() {
+            return Ok(git);
+        }
+        let git = Git::discover(&self.cwd).runtime()?;
+        Ok(self.git.get_or_init(|| git))
     }
 
     /// The configured store (`.hone/hone.db`, or `[store] url`) and the run `tag` (else the
     /// latest).
     pub fn open_run(&self, tag: Option<&str>) -> CliResult<(Store, RunRecord)> {
         let git = self.git()?;
-        let location = engine::configured_store(git.root(), self.spec_path()).config()?;
+        let location = engine::configured_store_of(git, self.spec_path()).config()?;
         let store = Store::open_existing_at(&location)
             .runtime()?
             .ok_or_else(|| {

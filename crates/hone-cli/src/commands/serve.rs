@@ -24,7 +24,7 @@ pub struct ServeArgs {
 
 pub fn run(here: &Here, a: ServeArgs) -> CliResult {
     let git = here.git()?;
-    let store = engine::configured_store(git.root(), here.spec_path()).config()?;
+    let store = engine::configured_store_of(git, here.spec_path()).config()?;
     let mut opts = hone_serve::ServeOptions {
         repo_root: git.root().to_path_buf(),
         store: Some(store),
@@ -46,9 +46,7 @@ pub fn run(here: &Here, a: ServeArgs) -> CliResult {
     // The automation endpoints and schedules of hone.toml run beside the pages (a repository
     // without a hone.toml gets the pages only).
     let automation = match load_spec(git.root(), here.spec_path()) {
-        Ok(spec) => Some(auto::Automation::new(automation_options(
-            here, &git, &spec,
-        )?)),
+        Ok(spec) => Some(auto::Automation::new(automation_options(here, git, &spec)?)),
         Err(_) => None,
     };
     let server = match &automation {

@@ -28,7 +28,7 @@ pub fn run(here: &Here, a: ShowArgs) -> CliResult {
     let git = here.git()?;
     let calls = store.mechanism_calls(run.id, Some(n)).runtime()?;
     let curve = store.curve(run.id, n).runtime()?;
-    output::show(&git, &run, &e, a.tail);
+    output::show(git, &run, &e, a.tail);
     output::show_curve(&curve);
     if super::has_infeasible(&store, run.id)? {
         if let Some(log) = store.narrowing_log(run.id, n).runtime()? {

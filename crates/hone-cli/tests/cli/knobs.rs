@@ -41,37 +41,18 @@ fn knobs_optimizer_improves_and_is_reproducible_by_seed() {
 /// ls-files` while it runs, where the command proposer runs one per candidate.
 #[test]
 fn the_knobs_optimizer_snapshots_without_listing_the_worktree_through_git() {
-    use std::os::unix::fs::PermissionsExt;
-    let real = Command::new("sh")
-        .args(["-c", "command -v git"])
-        .output()
-        .unwrap();
-    let real = String::from_utf8(real.stdout).unwrap().trim().to_string();
-    let wrap = tempfile::tempdir().unwrap();
-    let calls = wrap.path().join("calls");
-    let git_wrapper = wrap.path().join("git");
-    let script = format!(
-        "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{real}' \"$@\"\n",
-        calls.display()
-    );
-    std::fs::write(&git_wrapper, script).unwrap();
-    std::fs::set_permissions(&git_wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        wrap.path().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let spy = GitSpy::new();
     // hone's git calls during `hone run ARGS` in `dir`: discoveries, and worktree listings.
     let calls_of = |dir: &Path, args: &[&str]| -> (usize, usize) {
-        let _ = std::fs::remove_file(&calls);
+        spy.take();
         let out = Command::new(HONE)
             .args(args)
             .current_dir(dir)
-            .env("PATH", &path)
+            .env("PATH", &spy.path)
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", text(&out));
-        let log = std::fs::read_to_string(&calls).unwrap_or_default();
+        let log = spy.take();
         let count = |what: &str| log.lines().filter(|l| l.contains(what)).count();
         (count("rev-parse"), count("ls-files"))
     };

@@ -78,3 +78,35 @@ print(len(pts) + len(marks), nums[-1], b.get('cy'), nums[-2])
     );
     assert!(!html.contains("src=\"http"), "nothing fetched");
 }
+
+/// Each view finds the repository once: the discovery (`git rev-parse --show-toplevel`, a
+/// process of its own) is not asked again by the command's later steps.
+#[test]
+fn each_view_finds_the_repository_once() {
+    let r = Repo::stops_after(3, "cat value.txt", "write\tvalue.txt\tscore: 4\n\n");
+    assert!(r.hone(&["run", "--tag", "once"]).status.success());
+    let spy = GitSpy::new();
+    let out_dir = r.tmp_dir().join("report");
+    let out = out_dir.to_str().unwrap();
+    for args in [
+        &["status"][..],
+        &["log"],
+        &["show", "1"],
+        &["report", "--out", out],
+    ] {
+        spy.take();
+        let done = Command::new(HONE)
+            .args(args)
+            .current_dir(&r.dir)
+            .env("PATH", &spy.path)
+            .output()
+            .unwrap();
+        assert!(done.status.success(), "{args:?}: {}", text(&done));
+        let log = spy.take();
+        let found = log
+            .lines()
+            .filter(|l| l.contains("--show-toplevel"))
+            .count();
+        assert_eq!(found, 1, "hone {args:?} asked git: {log}");
+    }
+}

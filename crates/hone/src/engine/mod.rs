@@ -61,8 +61,8 @@ mod verifier;
 
 pub use error::{Config, EngineError, Fs, Internal, Mismatch, Shared, Stage, Tool};
 pub use state::{
-    archive_ref, branch_ref, configured_store, is_running, repo_key, store_location, StatePaths,
-    STATE_DIR,
+    archive_ref, branch_ref, configured_store, configured_store_of, is_running, repo_key,
+    store_location, StatePaths, STATE_DIR,
 };
 pub use state::{today_tag, validate_tag};
 

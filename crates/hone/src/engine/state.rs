@@ -101,7 +101,14 @@ pub fn configured_store(
     repo_root: &Path,
     spec_path: Option<&Path>,
 ) -> Result<StoreLocation, EngineError> {
-    let git = Git::discover(repo_root)?;
+    configured_store_of(&Git::discover(repo_root)?, spec_path)
+}
+
+/// [`configured_store`] of a repository already found (`git`).
+pub fn configured_store_of(
+    git: &Git,
+    spec_path: Option<&Path>,
+) -> Result<StoreLocation, EngineError> {
     let path = spec_path
         .map(Path::to_path_buf)
         .unwrap_or_else(|| git.root().join("hone.toml"));
@@ -109,7 +116,7 @@ pub fn configured_store(
         return Ok(StoreLocation::Sqlite(StatePaths::new(git.root()).db()));
     }
     let spec = Spec::load(&path).map_err(|e| EngineError::from(Config::StoreSpec(e)))?;
-    Ok(store_location(&git, &spec))
+    Ok(store_location(git, &spec))
 }
 
 /// Registers this process as the coordinator of run `tag` when the run lives in a shared

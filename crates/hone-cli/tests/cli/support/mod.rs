@@ -11,7 +11,7 @@ mod knob_project;
 mod llm_server;
 mod spec;
 
-pub(crate) use git::git;
+pub(crate) use git::{git, GitSpy};
 pub(crate) use llm_server::*;
 pub(crate) use spec::*;
 
