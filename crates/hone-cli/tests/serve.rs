@@ -409,7 +409,13 @@ fn serve_shows_a_real_run_its_experiments_diffs_logs_and_events() {
         .body
         .contains(r#"<section id="plot" class="plot"><svg"#));
     assert!(
-        page.body.contains(r#"class="keep""#),
+        page.body
+            .split(r#"<g class="keeps""#)
+            .nth(1)
+            .is_some_and(|g| g
+                .split("</g>")
+                .next()
+                .is_some_and(|g| g.contains("<circle "))),
         "kept points on the plot"
     );
     assert!(page
@@ -998,7 +1004,7 @@ fn dashboard_in_headless_chromium_with_a_token_shows_new_experiments_without_a_r
     let rows = "return document.querySelectorAll('#experiments tbody tr[data-n]').length";
     assert_eq!(browser.eval(rows), 4, "the table's rows");
     assert_eq!(
-        browser.eval("return document.querySelectorAll('#plot svg circle.keep').length > 0"),
+        browser.eval("return document.querySelectorAll('#plot svg .keeps circle').length > 0"),
         true,
         "the plot, with its kept points"
     );

@@ -14,13 +14,17 @@ fn report_writes_a_plot_a_summary_and_a_page() {
     ok(r.hone(&["report", "--out", out_dir.to_str().unwrap()]));
     let svg = std::fs::read_to_string(out_dir.join("progress.svg")).unwrap();
     assert!(svg.starts_with("<svg"));
-    assert_eq!(
-        svg.matches("class=\"keep\"").count(),
-        3,
-        "baseline and two keeps"
-    );
-    assert_eq!(svg.matches("class=\"discard\"").count(), 2);
-    assert_eq!(svg.matches("class=\"fail crash\"").count(), 1);
+    // Each kind of point in a group of its own.
+    let marks = |class: &str| {
+        svg.split(&format!("<g class=\"{class}\""))
+            .skip(1)
+            .map(|g| g.split("</g>").next().unwrap_or_default())
+            .map(|g| g.matches("<circle ").count() + g.matches("<text x=").count())
+            .sum::<usize>()
+    };
+    assert_eq!(marks("keeps"), 3, "baseline and two keeps");
+    assert_eq!(marks("discards"), 2);
+    assert_eq!(marks("fail crash"), 1);
     assert!(
         svg.contains("big &lt;gain&gt; &amp; more"),
         "labels are escaped"
@@ -36,7 +40,7 @@ import sys, re, xml.etree.ElementTree as E
 root = E.parse(sys.argv[1]).getroot()
 ns = '{http://www.w3.org/2000/svg}'
 pts = [c for c in root.iter(ns + 'circle')] + [c for c in root.iter('circle')]
-marks = [m for m in root.iter() if m.get('class', '').startswith('fail')]
+marks = [m for g in root.iter() if g.get('class', '').startswith('fail') for m in g if m.tag in (ns + 'text', 'text')]
 best = [p for p in root.iter() if p.get('class') == 'best'][0]
 nums = re.findall(r'[-0-9.]+', best.get('d'))
 keeps = {c.find(ns + 'title').text.split()[0] if c.find(ns + 'title') is not None else c.find('title').text.split()[0]: c for c in pts}

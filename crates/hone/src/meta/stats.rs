@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::store::{Effect, ExperimentRecord, Hook, MechanismCall, Status};
+#[cfg(test)]
+use crate::store::ExperimentRecord;
+use crate::store::{Effect, Hook, MechanismCall, Plotted, Status};
 
 /// One mechanism's record over a run.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -41,15 +43,15 @@ impl MechanismStats {
 }
 
 /// Per-mechanism statistics, in order of first appearance.
-pub fn compute(
+pub fn compute<P: Plotted>(
     calls: &[MechanismCall],
-    experiments: &[ExperimentRecord],
+    experiments: &[P],
     probation: u64,
 ) -> Vec<MechanismStats> {
     let kept: BTreeSet<u64> = experiments
         .iter()
         .filter(|e| e.status() == Status::Keep)
-        .map(|e| e.n)
+        .map(|e| e.n())
         .collect();
     let mut order: Vec<String> = Vec::new();
     let mut stats: BTreeMap<String, MechanismStats> = BTreeMap::new();

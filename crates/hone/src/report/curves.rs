@@ -2,10 +2,12 @@
 //! points as a line, coloured by its status; a pruned run's partial curve is dashed and ends
 //! in a cross where it was stopped. Inline SVG for the report and the dashboard.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::store::{ExperimentRecord, Status};
+#[cfg(test)]
+use crate::store::ExperimentRecord;
+use crate::store::{Plotted, Status};
 use crate::util::html_escape as esc;
 use crate::verify::prune::Curve;
 
@@ -25,12 +27,12 @@ pub const RECENT: usize = MAX_CURVES;
 /// most recent others (older keeps among them); read with
 /// [`crate::store::Store::thinned_curves`] and [`MAX_POINTS`], a plot costs a bounded number
 /// of rows however long the run and however much its verifiers printed.
-pub fn to_draw(exps: &[ExperimentRecord]) -> Vec<u64> {
+pub fn to_draw(exps: &[(u64, Status)]) -> Vec<u64> {
     let (mut keeps, mut others) = (0, 0);
     let mut ns: Vec<u64> = exps
         .iter()
         .rev()
-        .filter(|e| match e.status() {
+        .filter(|(_, status)| match status {
             Status::Baseline => true,
             Status::Keep if keeps < MAX_KEEPS => {
                 keeps += 1;
@@ -42,10 +44,15 @@ pub fn to_draw(exps: &[ExperimentRecord]) -> Vec<u64> {
             }
             _ => false,
         })
-        .map(|e| e.n)
+        .map(|(n, _)| *n)
         .collect();
     ns.reverse();
     ns
+}
+
+/// What the curves need of experiments: their numbers and statuses, in the same order.
+pub fn statuses<P: Plotted>(exps: &[P]) -> Vec<(u64, Status)> {
+    exps.iter().map(|e| (e.n(), e.status())).collect()
 }
 
 /// At most about this many points of one curve are drawn (evenly spaced, the last always): a
@@ -72,11 +79,13 @@ const BOTTOM: f64 = 30.0;
 /// The plot of `curves` (by experiment), or `None` when no experiment printed progress.
 pub fn curves_svg(
     curves: &BTreeMap<u64, Curve>,
-    exps: &[ExperimentRecord],
+    exps: &[(u64, Status)],
     label: &str,
 ) -> Option<String> {
-    let statuses: HashMap<u64, Status> = exps.iter().map(|e| (e.n, e.status())).collect();
-    let status = |n: u64| statuses.get(&n).copied().unwrap_or(Status::Running);
+    let status = |n: u64| match exps.binary_search_by_key(&n, |(n, _)| *n) {
+        Ok(i) => exps[i].1,
+        Err(_) => Status::Running,
+    };
     let mut drawn: Vec<(u64, &Curve)> = curves
         .iter()
         .filter(|(_, c)| !c.is_empty())
@@ -164,6 +173,7 @@ mod tests {
         };
         let exps = vec![exp(0, Status::Baseline), exp(1, Status::Pruned)];
         let mut curves = BTreeMap::new();
+        let exps = statuses(&exps);
         assert!(curves_svg(&curves, &exps, "loss").is_none());
         curves.insert(0, vec![(1.0, 3.0), (2.0, 2.0), (3.0, 1.5)]);
         curves.insert(1, vec![(1.0, 4.0), (2.0, 3.5)]);
@@ -188,6 +198,7 @@ mod tests {
                 ..Default::default()
             })
             .collect();
+        let exps = statuses(&exps);
         let ns = to_draw(&exps);
         assert!(ns.len() <= MAX_CURVES + 1, "{}", ns.len());
         assert_eq!(ns.first(), Some(&0), "the baseline");
@@ -213,7 +224,7 @@ mod tests {
         let long: Curve = (1..=100_001).map(|i| (i as f64, 1.0 / i as f64)).collect();
         let mut curves = BTreeMap::new();
         curves.insert(0, long);
-        let svg = curves_svg(&curves, &exps, "loss").unwrap();
+        let svg = curves_svg(&curves, &statuses(&exps), "loss").unwrap();
         let points = svg
             .split("points=\"")
             .nth(1)

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::{fmt_metric, plot, summarize, Summary};
 use crate::meta::stats::MechanismStats;
-use crate::store::{ExperimentRecord, RunRecord, Status};
+use crate::store::{ExperimentRecord, Plotted, RunRecord, Status};
 use crate::util::html_escape as esc;
 
 /// The report's files (the curves plot only when experiments printed progress).
@@ -29,15 +29,15 @@ impl Report {
 
 /// A keep and how much it gained over the previous best.
 struct Gain<'a> {
-    e: &'a ExperimentRecord,
+    e: &'a dyn Plotted,
     delta: f64,
 }
 
-fn gains(exps: &[ExperimentRecord], minimize: bool) -> Vec<Gain<'_>> {
+fn gains<P: Plotted>(exps: &[P], minimize: bool) -> Vec<Gain<'_>> {
     let mut prev: Option<f64> = None;
     let mut out = Vec::new();
     for e in exps {
-        match (e.status(), e.objective) {
+        match (e.status(), e.objective()) {
             (Status::Baseline, Some(v)) => prev = Some(v),
             (Status::Keep, Some(v)) => {
                 if let Some(p) = prev {
@@ -135,8 +135,8 @@ pub const LABELS: usize = 20;
 /// rows from [`crate::store::Store::plot_points`] will do); `holdout` those with a holdout
 /// value; `listed` the experiments the table lists, the newest of the run, and `left_out` how
 /// many older ones it does not list.
-pub struct Contents<'a> {
-    pub marked: &'a [ExperimentRecord],
+pub struct Contents<'a, P: Plotted = ExperimentRecord> {
+    pub marked: &'a [P],
     pub holdout: &'a [ExperimentRecord],
     pub listed: &'a [ExperimentRecord],
     pub left_out: u64,
@@ -201,11 +201,11 @@ pub fn plot_title(run: &RunRecord, s: &Summary) -> String {
 
 /// The report of a run from its summary and what it shows of its experiments (read whole, or
 /// by bounded queries: [`super::stored`]).
-pub fn render_contents(
+pub fn render_contents<P: Plotted>(
     run: &RunRecord,
     s: &Summary,
     mechs: &[MechanismStats],
-    c: Contents<'_>,
+    c: Contents<'_, P>,
 ) -> Report {
     let minimize = run.direction == crate::verify::Direction::Minimize;
     let change = super::change_suffix(s);
@@ -325,8 +325,13 @@ fn tables<'a>(view: &'a View) -> Vec<Table<'a>> {
         note: None,
         head: heads(&["#", "gain over the previous best", metric, "description"]),
         rows: Box::new(view.gains.iter().take(10).map(|g| {
-            let (n, delta) = (g.e.n.to_string(), format!("{:+.6}", g.delta));
-            vec![n, delta, fmt_metric(g.e.objective), g.e.description.clone()]
+            let (n, delta) = (g.e.n().to_string(), format!("{:+.6}", g.delta));
+            vec![
+                n,
+                delta,
+                fmt_metric(g.e.objective()),
+                g.e.description().to_string(),
+            ]
         })),
         status_column: None,
     }];

@@ -16,7 +16,9 @@
 
 use std::fmt::Write as _;
 
-use crate::store::{envelope, ExperimentRecord, PlotColumns, Status, PLOT_BLOCK, TITLE_CHARS};
+use crate::store::{
+    envelope, ExperimentRecord, PlotColumns, Plotted, Status, PLOT_BLOCK, TITLE_CHARS,
+};
 use crate::util::{html_escape as esc, push_fixed, push_html_escaped_str};
 
 const W: f64 = 1000.0;
@@ -96,27 +98,22 @@ fn short(s: &str, n: usize) -> String {
 }
 
 /// Renders the plot. `minimize` says which way is better; `title` goes on top.
-pub fn progress_svg(
-    exps: &[ExperimentRecord],
-    metric: &str,
-    minimize: bool,
-    title: &str,
-) -> String {
+pub fn progress_svg<P: Plotted>(exps: &[P], metric: &str, minimize: bool, title: &str) -> String {
     progress_svg_labelled(exps, metric, minimize, title, usize::MAX)
 }
 
 /// The keeps worth a label when there is room for `max`: those that gained the most over the
 /// best before them, and always the last one (the current best).
-fn labelled_keeps(exps: &[ExperimentRecord], minimize: bool, max: usize) -> Vec<u64> {
+fn labelled_keeps<P: Plotted>(exps: &[P], minimize: bool, max: usize) -> Vec<u64> {
     let mut prev: Option<f64> = None;
     let mut gains = Vec::new();
     for e in exps {
-        let Some(v) = e.objective else { continue };
+        let Some(v) = e.objective() else { continue };
         match e.status() {
             Status::Baseline => prev = Some(v),
             Status::Keep => {
                 let gain = prev.map(|p| if minimize { p - v } else { v - p });
-                gains.push((e.n, gain.unwrap_or(0.0)));
+                gains.push((e.n(), gain.unwrap_or(0.0)));
                 prev = Some(v);
             }
             _ => {}
@@ -138,36 +135,36 @@ fn labelled_keeps(exps: &[ExperimentRecord], minimize: bool, max: usize) -> Vec<
 }
 
 /// What a plot draws, worked out once from the records.
-struct Layout<'a> {
+struct Layout<'a, P> {
     labelled: Vec<u64>,
-    measured: Vec<&'a ExperimentRecord>,
+    measured: Vec<&'a P>,
     frame: Frame,
     steps: Vec<(u64, f64)>,
 }
 
 /// The plot's layout; `None` without a measured baseline.
-fn layout(exps: &[ExperimentRecord], minimize: bool, max_labels: usize) -> Option<Layout<'_>> {
+fn layout<P: Plotted>(exps: &[P], minimize: bool, max_labels: usize) -> Option<Layout<'_, P>> {
     let labelled = labelled_keeps(exps, minimize, max_labels);
-    let measured: Vec<&ExperimentRecord> = exps
+    let measured: Vec<&P> = exps
         .iter()
         .filter(|e| {
             matches!(
                 e.status(),
                 Status::Baseline | Status::Keep | Status::Discard
-            ) && e.objective.is_some()
+            ) && e.objective().is_some()
         })
         .collect();
     let base = exps
         .iter()
         .find(|e| e.status() == Status::Baseline)
-        .and_then(|e| e.objective)?;
+        .and_then(|e| e.objective())?;
     let (best, steps) = running_best(exps, base, minimize);
-    let values: Vec<f64> = measured.iter().filter_map(|e| e.objective).collect();
+    let values: Vec<f64> = measured.iter().filter_map(|e| e.objective()).collect();
     let (lo, hi) = y_range(base, best, &values);
     let frame = Frame {
         lo,
         hi,
-        n_max: exps.last().map(|e| e.n).unwrap_or(0).max(1) as f64,
+        n_max: exps.last().map(|e| e.n()).unwrap_or(0).max(1) as f64,
         plot_bottom: H - BOTTOM,
     };
     Some(Layout {
@@ -181,14 +178,15 @@ fn layout(exps: &[ExperimentRecord], minimize: bool, max_labels: usize) -> Optio
 /// [`progress_svg`] with at most `max_labels` keeps labelled (the biggest gains and the
 /// current best), so that a run with hundreds of keeps stays readable; the baseline is always
 /// labelled.
-pub fn progress_svg_labelled(
-    exps: &[ExperimentRecord],
+pub fn progress_svg_labelled<P: Plotted>(
+    exps: &[P],
     metric: &str,
     minimize: bool,
     title: &str,
     max_labels: usize,
 ) -> String {
-    let mut svg = String::new();
+    // About what a point takes, made once: a long run's plot is megabytes.
+    let mut svg = String::with_capacity(4096 + exps.len() * 150);
     svg_header(&mut svg, title);
     let Some(l) = layout(exps, minimize, max_labels) else {
         let _ = writeln!(
@@ -211,21 +209,21 @@ pub fn progress_svg_labelled(
 /// it draws, the keeps and the baseline, the first failure of each kind per pixel column. A
 /// caller holding only numbers, statuses and values (a run of 100,000 experiments) reads the
 /// texts of these alone; in order.
-pub fn texts_shown(exps: &[ExperimentRecord], minimize: bool, max_labels: usize) -> Vec<u64> {
+pub fn texts_shown<P: Plotted>(exps: &[P], minimize: bool, max_labels: usize) -> Vec<u64> {
     let Some(l) = layout(exps, minimize, max_labels) else {
         return Vec::new();
     };
     let mut out: Vec<u64> = drawn_discards(&l.frame, &l.measured)
         .iter()
-        .map(|e| e.n)
+        .map(|e| e.n())
         .collect();
     out.extend(
         l.measured
             .iter()
             .filter(|e| matches!(e.status(), Status::Keep | Status::Baseline))
-            .map(|e| e.n),
+            .map(|e| e.n()),
     );
-    out.extend(failure_marks(&l.frame, exps).iter().map(|(e, _, _)| e.n));
+    out.extend(failure_marks(&l.frame, exps).iter().map(|(e, _, _)| e.n()));
     out.sort_unstable();
     out.dedup();
     out
@@ -248,13 +246,13 @@ fn svg_header(svg: &mut String, title: &str) {
 
 /// The running best after each experiment (keeps and the baseline move it): the final best,
 /// and one `(n, best)` step per experiment.
-fn running_best(exps: &[ExperimentRecord], base: f64, minimize: bool) -> (f64, Vec<(u64, f64)>) {
+fn running_best<P: Plotted>(exps: &[P], base: f64, minimize: bool) -> (f64, Vec<(u64, f64)>) {
     let best_of = |a: f64, b: f64| if minimize { a.min(b) } else { a.max(b) };
     let mut best = base;
     let mut steps = Vec::new();
     for e in exps {
         if matches!(e.status(), Status::Keep | Status::Baseline) {
-            if let Some(v) = e.objective {
+            if let Some(v) = e.objective() {
                 best = if e.status() == Status::Baseline {
                     v
                 } else {
@@ -262,7 +260,7 @@ fn running_best(exps: &[ExperimentRecord], base: f64, minimize: bool) -> (f64, V
                 };
             }
         }
-        steps.push((e.n, best));
+        steps.push((e.n(), best));
     }
     (best, steps)
 }
@@ -379,68 +377,71 @@ fn svg_best_line(svg: &mut String, f: &Frame, steps: &[(u64, f64)]) {
 /// The discards to draw: all of them up to [`MAX_POINTS`], else in each pixel column the
 /// highest, the median and the lowest (the cloud's envelope and where most of it lies; in a
 /// long run, among its blocks' own), in the order of the run.
-fn drawn_discards<'a>(f: &Frame, measured: &[&'a ExperimentRecord]) -> Vec<&'a ExperimentRecord> {
-    let discards: Vec<&ExperimentRecord> = measured
+fn drawn_discards<'a, P: Plotted>(f: &Frame, measured: &[&'a P]) -> Vec<&'a P> {
+    let discards: Vec<&P> = measured
         .iter()
         .copied()
-        .filter(|e| e.status() == Status::Discard && e.objective.is_some())
+        .filter(|e| e.status() == Status::Discard && e.objective().is_some())
         .collect();
     if discards.len() <= MAX_POINTS {
         return discards;
     }
-    let point = |e: &&ExperimentRecord| (e.objective.unwrap_or(f64::NAN), e.n);
-    let mut columns: std::collections::BTreeMap<i64, Vec<&ExperimentRecord>> =
-        std::collections::BTreeMap::new();
+    let point = |e: &&P| (e.objective().unwrap_or(f64::NAN), e.n());
+    let mut columns: std::collections::BTreeMap<i64, Vec<&P>> = std::collections::BTreeMap::new();
     if COLUMNS.by_block(f.n_max) {
-        for block in discards.chunk_by(|a, b| a.n / PLOT_BLOCK == b.n / PLOT_BLOCK) {
+        for block in discards.chunk_by(|a, b| a.n() / PLOT_BLOCK == b.n() / PLOT_BLOCK) {
             let mut block = block.to_vec();
             for i in envelope(&mut block, point) {
                 columns
-                    .entry(f.column(block[i].n))
+                    .entry(f.column(block[i].n()))
                     .or_default()
                     .push(block[i]);
             }
         }
     } else {
         for e in discards {
-            columns.entry(f.column(e.n)).or_default().push(e);
+            columns.entry(f.column(e.n())).or_default().push(e);
         }
     }
-    let mut out: Vec<&ExperimentRecord> = Vec::new();
+    let mut out: Vec<&P> = Vec::new();
     for mut column in columns.into_values() {
         let picks = envelope(&mut column, point);
         out.extend(picks.into_iter().map(|i| column[i]));
     }
-    out.sort_by_key(|e| e.n);
+    out.sort_by_key(|e| e.n());
     out
 }
 
-/// Discards first (underneath), then keeps and the baseline, labelled when `labelled` says so.
-fn svg_points(svg: &mut String, f: &Frame, measured: &[&ExperimentRecord], labelled: &[u64]) {
-    for e in drawn_discards(f, measured) {
-        let (Some(v), Status::Discard) = (e.objective, e.status()) else {
+/// Discards first (underneath), then keeps and the baseline, labelled when `labelled` says so;
+/// each kind in a group that holds what its points share (their colour): a long run draws
+/// thousands.
+fn svg_points<P: Plotted>(svg: &mut String, f: &Frame, measured: &[&P], labelled: &[u64]) {
+    let discards = drawn_discards(f, measured);
+    if !discards.is_empty() {
+        svg.push_str(r##"<g class="discards" fill="#9e9e9e" fill-opacity="0.5">"##);
+        svg.push('\n');
+    }
+    for e in &discards {
+        let (Some(v), Status::Discard) = (e.objective(), e.status()) else {
             continue;
         };
-        let at = (f.x(e.n), f.y(v));
-        let text = short(&e.description, TITLE_CHARS);
-        let style = r##"r="3" fill="#9e9e9e" fill-opacity="0.5""##;
-        push_point(svg, "discard", at, style, (e.n, v), &text);
+        let at = (f.x(e.n()), f.y(v));
+        let text = short(e.description(), TITLE_CHARS);
+        push_point(svg, at, "3", (e.n(), v), &text);
     }
+    if !discards.is_empty() {
+        svg.push_str("</g>\n");
+    }
+    svg.push_str(r##"<g class="keeps" fill="#2e7d32">"##);
+    svg.push('\n');
     for e in measured {
-        let Some(v) = e.objective else { continue };
+        let Some(v) = e.objective() else { continue };
         if !matches!(e.status(), Status::Keep | Status::Baseline) {
             continue;
         }
-        let (cx, cy) = (f.x(e.n), f.y(v));
-        push_point(
-            svg,
-            "keep",
-            (cx, cy),
-            r##"r="5" fill="#2e7d32""##,
-            (e.n, v),
-            &e.description,
-        );
-        if e.status() == Status::Keep && !labelled.contains(&e.n) {
+        let (cx, cy) = (f.x(e.n()), f.y(v));
+        push_point(svg, (cx, cy), "5", (e.n(), v), e.description());
+        if e.status() == Status::Keep && !labelled.contains(&e.n()) {
             continue;
         }
         let _ = writeln!(
@@ -450,31 +451,22 @@ fn svg_points(svg: &mut String, f: &Frame, measured: &[&ExperimentRecord], label
             cy - 6.0,
             cx + 6.0,
             cy - 6.0,
-            esc(&short(&e.description, 40))
+            esc(&short(e.description(), 40))
         );
     }
+    svg.push_str("</g>\n");
 }
 
-/// One point: a circle of class `class` at `(x, y)` with the attributes `style`, titled
-/// `#n value: text` (`text` escaped here). Written piece by piece: a long run's plot has
-/// thousands.
-fn push_point(
-    svg: &mut String,
-    class: &str,
-    (x, y): (f64, f64),
-    style: &str,
-    (n, v): (u64, f64),
-    text: &str,
-) {
-    svg.push_str("<circle class=\"");
-    svg.push_str(class);
-    svg.push_str("\" cx=\"");
+/// One point: a circle of radius `r` at `(x, y)`, titled `#n value: text` (`text` escaped
+/// here); its colour is its group's. Written piece by piece: a long run's plot has thousands.
+fn push_point(svg: &mut String, (x, y): (f64, f64), r: &str, (n, v): (u64, f64), text: &str) {
+    svg.push_str("<circle cx=\"");
     push_fixed(svg, x, 1);
     svg.push_str("\" cy=\"");
     push_fixed(svg, y, 1);
-    svg.push_str("\" ");
-    svg.push_str(style);
-    let _ = write!(svg, "><title>#{n} ");
+    svg.push_str("\" r=\"");
+    svg.push_str(r);
+    let _ = write!(svg, "\"><title>#{n} ");
     crate::report::push_metric(svg, Some(v));
     svg.push_str(": ");
     push_html_escaped_str(svg, text);
@@ -483,10 +475,10 @@ fn push_point(
 
 /// Failures along the axis: one mark per pixel column and kind (the first there), with its
 /// mark and colour.
-fn failure_marks<'a>(
+fn failure_marks<'a, P: Plotted>(
     f: &Frame,
-    exps: &'a [ExperimentRecord],
-) -> Vec<(&'a ExperimentRecord, &'static str, &'static str)> {
+    exps: &'a [P],
+) -> Vec<(&'a P, &'static str, &'static str)> {
     let mut marked = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     for e in exps {
@@ -497,28 +489,38 @@ fn failure_marks<'a>(
             Status::Violation | Status::Rejected | Status::Invalid => ("·", "#ef6c00"),
             _ => continue,
         };
-        if marked.insert((f.column(e.n), mark)) {
+        if marked.insert((f.column(e.n()), mark)) {
             out.push((e, mark, colour));
         }
     }
     out
 }
 
-/// Failures along the axis (see [`failure_marks`]).
-fn svg_failures(svg: &mut String, f: &Frame, exps: &[ExperimentRecord]) {
+/// Failures along the axis (see [`failure_marks`]), in a group per status (in the order of
+/// its first mark) that holds what its marks share.
+fn svg_failures<P: Plotted>(svg: &mut String, f: &Frame, exps: &[P]) {
     let mut y = String::new();
     push_fixed(&mut y, f.plot_bottom - 3.0, 1);
-    for (e, mark, colour) in failure_marks(f, exps) {
-        let status = e.status();
-        let _ = write!(svg, r#"<text class="fail {status}" x=""#);
-        push_fixed(svg, f.x(e.n), 1);
-        let _ = write!(
+    let marks = failure_marks(f, exps);
+    let mut kinds: Vec<(Status, &str)> = Vec::new();
+    for (e, _, colour) in &marks {
+        if !kinds.iter().any(|(s, _)| *s == e.status()) {
+            kinds.push((e.status(), colour));
+        }
+    }
+    for (status, colour) in kinds {
+        let _ = writeln!(
             svg,
-            r#"" y="{y}" text-anchor="middle" fill="{colour}">{mark}<title>#{} {status}: "#,
-            e.n
+            r#"<g class="fail {status}" text-anchor="middle" fill="{colour}">"#
         );
-        push_html_escaped_str(svg, &short(&e.reason, TITLE_CHARS));
-        svg.push_str("</title></text>\n");
+        for (e, mark, _) in marks.iter().filter(|m| m.0.status() == status) {
+            svg.push_str("<text x=\"");
+            push_fixed(svg, f.x(e.n()), 1);
+            let _ = write!(svg, r#"" y="{y}">{mark}<title>#{} {status}: "#, e.n());
+            push_html_escaped_str(svg, &short(e.reason(), TITLE_CHARS));
+            svg.push_str("</title></text>\n");
+        }
+        svg.push_str("</g>\n");
     }
 }
 

@@ -6,7 +6,7 @@
 
 use super::document::{self, Contents, Report};
 use super::{curves, plot, summarize_stored};
-use crate::store::{ExperimentRecord, RunRecord, Store, StoreError};
+use crate::store::{PlotPoint, RunRecord, Store, StoreError};
 
 /// The progress plot and the learning curves of a run, drawn from what the store picks.
 pub struct Drawing {
@@ -16,7 +16,7 @@ pub struct Drawing {
     pub curves: Option<String>,
     /// The experiments the plot drew: every baseline and keep among them, in order (see
     /// [`Store::plot_points`]).
-    pub rows: Vec<ExperimentRecord>,
+    pub rows: Vec<PlotPoint>,
 }
 
 /// Draws run `run`'s progress plot titled `title` with at most `labels` keeps labelled, and
@@ -50,16 +50,12 @@ pub fn drawing_beside<T>(
         let read = (|| {
             // The learning curves are picked among the keeps, the baselines and the newest
             // others, all of which the plot's rows and the recent ones hold (a placeholder in
-            // the plot's rows has no status: the newest, which has one, goes first).
-            let mut known = picked.recent;
-            known.extend(rows.iter().map(|e| ExperimentRecord {
-                n: e.n,
-                status: e.status,
-                objective: e.objective,
-                ..Default::default()
-            }));
-            known.sort_by_key(|e| e.n);
-            known.dedup_by_key(|e| e.n);
+            // the plot's rows has no status: the newest, which has one, goes first). Only
+            // their numbers and statuses are needed.
+            let mut known = curves::statuses(&picked.recent);
+            known.extend(curves::statuses(rows));
+            known.sort_by_key(|(n, _)| *n);
+            known.dedup_by_key(|(n, _)| *n);
             let thinned =
                 store.thinned_curves(run.id, &curves::to_draw(&known), curves::MAX_POINTS)?;
             let curves = curves::curves_svg(&thinned, &known, "progress");
@@ -137,7 +133,7 @@ mod tests {
     use super::*;
     use crate::report::summarize;
     use crate::spec::AgentKind;
-    use crate::store::Status;
+    use crate::store::{ExperimentRecord, Status};
     use crate::verify::Direction;
 
     /// A run of 40: the baseline, a keep every seventh, a discard the holdout gate turned

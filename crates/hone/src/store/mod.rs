@@ -39,7 +39,9 @@ pub(crate) mod tests;
 pub use curves::Curve;
 pub use experiments::{ExperimentQuery, SortKey};
 pub use narrowings::{NarrowedRange, NarrowingChange};
-pub use plot::{envelope, plot_order, PlotColumns, PlotRows, PLOT_BLOCK, TITLE_CHARS};
+pub use plot::{
+    envelope, plot_order, PlotColumns, PlotPoint, PlotRows, Plotted, PLOT_BLOCK, TITLE_CHARS,
+};
 pub use records::{
     best_experiment, Effect, ExperimentRecord, Hook, MechanismCall, RunRecord, RunState, Status,
 };

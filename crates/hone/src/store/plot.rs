@@ -78,12 +78,70 @@ pub fn envelope<T>(group: &mut [T], point: impl Fn(&T) -> (f64, u64)) -> Vec<usi
     picks
 }
 
+/// What the progress plot and the report's summary read of an experiment: a whole record
+/// has it, and so has the much smaller [`PlotPoint`] that a long run's plot is read as.
+pub trait Plotted {
+    fn n(&self) -> u64;
+    fn status(&self) -> Status;
+    fn objective(&self) -> Option<f64>;
+    fn description(&self) -> &str;
+    fn reason(&self) -> &str;
+}
+
+impl Plotted for ExperimentRecord {
+    fn n(&self) -> u64 {
+        self.n
+    }
+    fn status(&self) -> Status {
+        ExperimentRecord::status(self)
+    }
+    fn objective(&self) -> Option<f64> {
+        self.objective
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+/// An experiment as the plot reads it (number, status, value, description and reason): a
+/// fifth of a whole record's size, and a long run's plot reads thousands.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlotPoint {
+    pub n: u64,
+    /// `None`: a placeholder for the first or last experiment (see [`Store::plot_points`]).
+    pub status: Option<Status>,
+    pub objective: Option<f64>,
+    pub description: String,
+    pub reason: String,
+}
+
+impl Plotted for PlotPoint {
+    fn n(&self) -> u64 {
+        self.n
+    }
+    fn status(&self) -> Status {
+        self.status.unwrap_or(Status::Running)
+    }
+    fn objective(&self) -> Option<f64> {
+        self.objective
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
 /// What [`Store::plot_points`] reads: the plot's experiments (number, status, value,
 /// description and reason), and the `recent` newest experiments other than baselines
 /// (number, status and value) that the learning curves pick from; both in order.
 #[derive(Debug, Default)]
 pub struct PlotRows {
-    pub plot: Vec<ExperimentRecord>,
+    pub plot: Vec<PlotPoint>,
     pub recent: Vec<ExperimentRecord>,
 }
 
@@ -96,19 +154,18 @@ const FAILURE_KIND: &str = "CASE status WHEN 'crash' THEN 'x' WHEN 'timeout' THE
 const FULL_ROW: &str = "n, status, objective, description, reason";
 
 /// A picked experiment with the texts the plot shows (the columns of [`FULL_ROW`]).
-fn full_row(r: &dyn Cells) -> Result<ExperimentRecord, StoreError> {
+fn full_row(r: &dyn Cells) -> Result<PlotPoint, StoreError> {
     let text = |i: usize| -> Result<String, StoreError> {
         r.text_at(i)?.ok_or_else(|| {
             StoreError::Corrupt(format!("column {i} of a plotted experiment is NULL"))
         })
     };
-    Ok(ExperimentRecord {
+    Ok(PlotPoint {
         n: r.int_at(0)?.unwrap_or(0).max(0) as u64,
         status: Status::parse(&text(1)?),
         objective: r.real_at(2)?,
         description: text(3)?,
         reason: text(4)?,
-        ..Default::default()
     })
 }
 
@@ -116,7 +173,7 @@ fn full_row(r: &dyn Cells) -> Result<ExperimentRecord, StoreError> {
 /// blocks, texts cut), and the numbers of those still to read.
 #[derive(Default)]
 struct Picked {
-    read: Vec<ExperimentRecord>,
+    read: Vec<PlotPoint>,
     numbers: Vec<u64>,
 }
 
@@ -283,11 +340,7 @@ impl Store {
     /// The picked discards and failures with their texts (as the blocks keep them), read
     /// block by block in a second pass: one in eight of the blocks' own picks survives its
     /// column's, and only those are read.
-    fn block_texts(
-        &self,
-        run_id: i64,
-        picks: &BlockPicks,
-    ) -> Result<Vec<ExperimentRecord>, StoreError> {
+    fn block_texts(&self, run_id: i64, picks: &BlockPicks) -> Result<Vec<PlotPoint>, StoreError> {
         let (mut d, mut f) = (
             picks.discards.iter().peekable(),
             picks.failures.iter().peekable(),
@@ -300,12 +353,12 @@ impl Store {
                 let block = r.int_at(0)?.unwrap_or(0).max(0) as u64;
                 while let Some(&(n, slot)) = d.next_if(|p| p.0 / PLOT_BLOCK <= block) {
                     let [_, v, text] = PICKS[slot];
-                    out.push(ExperimentRecord {
+                    out.push(PlotPoint {
                         n,
                         status: Some(Status::Discard),
                         objective: r.real_at(v)?,
                         description: r.text_at(text)?.unwrap_or_default(),
-                        ..Default::default()
+                        reason: String::new(),
                     });
                 }
                 while let Some(&(n, kind)) = f.next_if(|p| p.0 / PLOT_BLOCK <= block) {
@@ -314,7 +367,7 @@ impl Store {
                         Some(s) => Some(s),
                         None => Status::parse(&r.text_at(REFUSED_STATUS)?.unwrap_or_default()),
                     };
-                    out.push(ExperimentRecord {
+                    out.push(PlotPoint {
                         n,
                         status,
                         reason: r.text_at(why)?.unwrap_or_default(),
@@ -408,24 +461,9 @@ impl Store {
                 full_row,
             )?);
         }
-        // The keeps are in order; the others merged in (records are large: sorted by
-        // position, moved once).
-        let mut order: Vec<(u64, usize)> =
-            others.iter().enumerate().map(|(i, e)| (e.n, i)).collect();
-        order.sort_unstable();
-        let mut others: Vec<Option<ExperimentRecord>> = others.into_iter().map(Some).collect();
-        let keeps = std::mem::take(&mut plot);
-        plot.reserve(keeps.len() + order.len() + 2);
-        let mut order = order.into_iter().peekable();
-        for keep in keeps {
-            while let Some((_, i)) = order.next_if(|(n, _)| *n < keep.n) {
-                plot.extend(others[i].take());
-            }
-            plot.push(keep);
-        }
-        for (_, i) in order {
-            plot.extend(others[i].take());
-        }
+        // The keeps are in order; the others merged in (a stable sort finds the two runs).
+        plot.extend(others);
+        plot.sort_by_key(|e| e.n);
         // The first and the last experiment set where the x axis and the running best's line
         // start and end; one that is not drawn for itself is held as a placeholder (its
         // number alone: no status, no value), so that it adds no point and no mark.
@@ -434,7 +472,7 @@ impl Store {
             if let Err(i) = plot.binary_search_by_key(&n, |e| e.n) {
                 plot.insert(
                     i,
-                    ExperimentRecord {
+                    PlotPoint {
                         n,
                         ..Default::default()
                     },

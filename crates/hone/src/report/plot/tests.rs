@@ -1,6 +1,16 @@
 //! Tests of the progress plot.
 use super::*;
 
+/// How many points or marks the groups whose class starts with `class` hold (`keeps"`: the
+/// keeps' group, `fail `: every failure kind's).
+pub(crate) fn marks(svg: &str, class: &str) -> usize {
+    svg.split(&format!("<g class=\"{class}"))
+        .skip(1)
+        .map(|g| g.split("</g>").next().unwrap_or_default())
+        .map(|g| g.matches("<circle ").count() + g.matches("<text x=").count())
+        .sum()
+}
+
 #[test]
 fn many_keeps_get_only_the_biggest_gains_and_the_best_labelled() {
     let exps: Vec<ExperimentRecord> = (0..50u64)
@@ -29,11 +39,7 @@ fn many_keeps_get_only_the_biggest_gains_and_the_best_labelled() {
         4,
         "three keeps and the baseline"
     );
-    assert_eq!(
-        svg.matches(r#"class="keep""#).count(),
-        50,
-        "every point is still drawn"
-    );
+    assert_eq!(marks(&svg, "keeps\""), 50, "every point is still drawn");
     let all = progress_svg(&exps, "m", true, "t");
     assert_eq!(all.matches(r#"class="label""#).count(), 50);
 }
@@ -70,19 +76,19 @@ fn long_run(n: u64) -> Vec<ExperimentRecord> {
 fn the_plot_does_not_grow_with_the_run() {
     let small = progress_svg(&long_run(10_000), "m", true, "t");
     let large = progress_svg(&long_run(100_000), "m", true, "t");
-    let count = |svg: &str, class: &str| svg.matches(class).count();
     // Every keep and the baseline are drawn, whatever the size.
-    assert_eq!(count(&large, r#"class="keep""#), 100);
-    assert_eq!(count(&small, r#"class="keep""#), 10);
+    assert_eq!(marks(&large, "keeps\""), 100);
+    assert_eq!(marks(&small, "keeps\""), 10);
     // Discards: the envelope and the middle, three per pixel column at most.
     let columns = (W - LEFT - RIGHT) as usize + 2;
     for svg in [&small, &large] {
-        let discards = count(svg, r#"class="discard""#);
+        let discards = marks(svg, "discards\"");
         assert!(discards <= 3 * columns, "{discards}");
         assert!(discards > columns / 2, "the envelope is drawn: {discards}");
+        assert!(marks(svg, "fail ") <= columns, "one mark per column");
         assert!(
-            count(svg, r#"class="fail"#) <= columns,
-            "one mark per column"
+            marks(svg, "fail crash\"") > columns / 2,
+            "the crashes are marked"
         );
     }
     eprintln!(
@@ -118,7 +124,7 @@ fn the_plot_does_not_grow_with_the_run() {
         .filter(|e| e.status() == Status::Discard)
         .count();
     let svg = progress_svg(&short_run, "m", true, "t");
-    assert_eq!(count(&svg, r#"class="discard""#), discards);
+    assert_eq!(marks(&svg, "discards\""), discards);
 }
 
 #[test]
