@@ -107,13 +107,44 @@ pub struct Deflated {
     crc: flate2::Crc,
 }
 
+/// From this size on, a piece is deflated in two halves at once (a long run's plot is over a
+/// megabyte, and the page waits for it).
+const SPLIT_FROM: usize = 256 << 10;
+
 impl Deflated {
     pub fn new(text: &str) -> Deflated {
+        let bytes = text.as_bytes();
+        if bytes.len() >= SPLIT_FROM {
+            // Each half in blocks of its own, one after the other: one piece. Where no thread
+            // can be made (or it failed), the whole is deflated here.
+            let (first, second) = bytes.split_at(bytes.len() / 2);
+            let halves = std::thread::scope(|scope| {
+                let first = std::thread::Builder::new()
+                    .spawn_scoped(scope, || Deflated::of(first))
+                    .ok()?;
+                let second = Deflated::of(second);
+                Some(first.join().ok()?.then(second))
+            });
+            if let Some(d) = halves {
+                return d;
+            }
+        }
+        Deflated::of(bytes)
+    }
+
+    fn of(bytes: &[u8]) -> Deflated {
         let mut crc = flate2::Crc::new();
-        crc.update(text.as_bytes());
-        let mut blocks = Vec::with_capacity(text.len() / 4);
-        deflate_into(&mut blocks, text.as_bytes(), false);
+        crc.update(bytes);
+        let mut blocks = Vec::with_capacity(bytes.len() / 4);
+        deflate_into(&mut blocks, bytes, false);
         Deflated { blocks, crc }
+    }
+
+    /// This piece followed by `next`.
+    fn then(mut self, next: Deflated) -> Deflated {
+        self.blocks.extend_from_slice(&next.blocks);
+        self.crc.combine(&next.crc);
+        self
     }
 }
 
@@ -239,6 +270,11 @@ mod tests {
             .collect();
         let kept = Deflated::new(&middle);
         assert!(kept.blocks.len() * 4 < middle.len(), "it compresses");
+        // Deflated in two halves at once, and (a short one) whole.
+        assert!(middle.len() >= SPLIT_FROM);
+        let short = &middle[..SPLIT_FROM / 2];
+        let z = gzip_around("<p>", &Deflated::new(short), "</p>");
+        assert_eq!(gunzip(&z), format!("<p>{short}</p>"));
         for (before, after) in [
             (
                 "<html><body><circle cx=\"1\" r=\"3\"/>",

@@ -10,7 +10,7 @@ use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{header, HeaderMap};
 use axum::response::Response;
 use hone::report::{self, fmt_metric, Summary};
-use hone::store::{ExperimentRecord, RunRecord, RunState, RunTotals, Status, Store};
+use hone::store::{ExperimentRecord, RunRecord, RunState, RunTotals, Status, Store, StoreError};
 
 use super::runs::change;
 use super::{state_badge, table_html, PageError, Table, TableParams};
@@ -111,25 +111,38 @@ impl ViewCache {
 /// The plot's experiments picked by the database (`report::stored::drawing`: a few thousand
 /// rows however long the run), the learning curves of the newest ones, the totals from the
 /// run's tallies, the baseline and the best by index: no run of 100,000 experiments is read
-/// whole.
-fn draw(store: &Store, run: &RunRecord, mark: String) -> Result<Drawn, AppError> {
+/// whole. What `beside` reads is read while the plot is drawn (on a thread of its own).
+fn draw<T>(
+    store: &Store,
+    run: &RunRecord,
+    mark: String,
+    beside: impl FnOnce(&Store) -> Result<T, StoreError>,
+) -> Result<(Drawn, T), AppError> {
     let totals = store.run_totals(run.id)?;
     let title = format!("{} ({} experiments)", run.metric, totals.experiments);
-    let drawn = report::stored::drawing(store, run, &title, PLOT_LABELS)?;
+    let (drawn, (baseline, best, other)) =
+        report::stored::drawing_beside(store, run, &title, PLOT_LABELS, |store| {
+            Ok((
+                store.first_with_status(run.id, Status::Baseline)?,
+                store.best_of_run(run.id)?,
+                beside(store)?,
+            ))
+        })?;
     let mut plot = drawn.plot;
     plot.extend(drawn.curves);
     // The key leaves the title out: a new experiment that moves no point of the drawing
     // changes the plot's title alone, which a live update sets by itself.
-    Ok(Drawn {
+    let drawn = Drawn {
         mark,
-        baseline: store.first_with_status(run.id, Status::Baseline)?,
-        best: store.best_of_run(run.id)?,
+        baseline,
+        best,
         totals,
         plot_key: plot_key(&plot.replacen(&hone::util::html_escape(&title), "", 1)),
         plot_title: title,
         plot,
         plot_deflated: OnceLock::new(),
-    })
+    };
+    Ok((drawn, other))
 }
 
 /// Starts deflating a new drawing's plot on a thread of its own, while the page's other
@@ -172,15 +185,18 @@ pub(crate) fn load_run_view(
     store.read_consistent(|store| {
         let run = run_by_tag(store, tag)?;
         let mark = mark(store, repo_root, &run)?;
-        let drawn = match cache.get(run.id, &mark) {
-            Some(d) => d,
+        // A new drawing has the table's page read while its plot is drawn.
+        let page = |store: &Store| store.experiments_page(run.id, &table.query());
+        let (drawn, (rows, matching)) = match cache.get(run.id, &mark) {
+            Some(d) => (d, page(store)?),
             None => {
-                let d = Arc::new(draw(store, &run, mark.clone())?);
+                let (d, rows) = draw(store, &run, mark.clone(), page)?;
+                let d = Arc::new(d);
                 cache.put(run.id, Arc::clone(&d));
                 if deflate {
                     deflate_beside(&d);
                 }
-                d
+                (d, rows)
             }
         };
         let summary = report::summarize_parts(
@@ -191,7 +207,6 @@ pub(crate) fn load_run_view(
         );
         let plot_key = drawn.plot_key.clone();
         let plot_title = drawn.plot_title.clone();
-        let (rows, matching) = store.experiments_page(run.id, &table.query())?;
         Ok(RunView {
             live: is_live(repo_root, &run),
             run,
