@@ -3,6 +3,15 @@
 
 use super::{int, now, text, Cells, Effect, Hook, MechanismCall, Store, StoreError, Val};
 
+/// What a mechanism call is read as (by position, see [`Store::mechanism_calls`]).
+const CALL_COLUMNS: &str =
+    "SELECT experiment, mechanism, hook, effect, detail FROM mechanism_calls WHERE run_id = ?1";
+
+/// Every call of a run, in the order they were made: an index keeps them in that order
+/// (SQLite's `mechanism_calls_in_order`), none is sorted.
+pub(super) const CALLS_OF_RUN: &str = "SELECT experiment, mechanism, hook, effect, detail \
+     FROM mechanism_calls WHERE run_id = ?1 ORDER BY id";
+
 impl Store {
     /// Appends to the event log (never updated or deleted: triggers refuse it).
     pub fn append_event(
@@ -62,7 +71,7 @@ impl Store {
         run_id: i64,
         experiment: Option<u64>,
     ) -> Result<Vec<MechanismCall>, StoreError> {
-        // By position (a run's report reads every call): the columns of `COLUMNS`, in order.
+        // By position (a run's report reads every call): the columns of `CALL_COLUMNS`, in order.
         let read = |r: &dyn Cells| {
             let text = |i: usize| {
                 r.text_at(i)?
@@ -76,15 +85,10 @@ impl Store {
                 detail: text(4)?,
             })
         };
-        const COLUMNS: &str = "SELECT experiment, mechanism, hook, effect, detail FROM mechanism_calls WHERE run_id = ?1";
         match experiment {
-            None => self.query(
-                &format!("{COLUMNS} ORDER BY id"),
-                &[Val::Int(Some(run_id))],
-                read,
-            ),
+            None => self.query(CALLS_OF_RUN, &[Val::Int(Some(run_id))], read),
             Some(n) => self.query(
-                &format!("{COLUMNS} AND experiment = ?2 ORDER BY id"),
+                &format!("{CALL_COLUMNS} AND experiment = ?2 ORDER BY id"),
                 &[Val::Int(Some(run_id)), int(n)],
                 read,
             ),

@@ -468,6 +468,58 @@ fn sqlite_schema_6_is_brought_up_to_date() {
     assert!(s.curves(run.id).unwrap().is_empty());
 }
 
+/// A run's mechanism calls come in the order they were made straight from an index: SQLite
+/// sorts none of them (it did, 10,000 for a report of 100,000 experiments), on a store made
+/// now and on one brought up from schema 12; and they come back in that order.
+#[test]
+fn a_runs_mechanism_calls_are_read_in_order_without_a_sort() {
+    let (_dir, old) = sqlite_file_of_schema(12, "SELECT 1");
+    let fresh = tempfile::tempdir().unwrap();
+    for path in [old, fresh.path().join("hone.db")] {
+        let s = Store::open(&path).unwrap();
+        let Db::Sqlite(conn) = &s.db else {
+            unreachable!("a SQLite store")
+        };
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", events::CALLS_OF_RUN))
+            .unwrap()
+            .query_map([1], |r| r.get::<_, String>(3))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert!(
+            plan.iter().all(|step| !step.contains("TEMP B-TREE")),
+            "{plan:?}"
+        );
+        let run = new_run(&s, "calls");
+        let made: Vec<MechanismCall> = [(2, "b"), (1, "a"), (2, "a")]
+            .into_iter()
+            .map(|(experiment, m)| MechanismCall {
+                experiment,
+                mechanism: m.into(),
+                hook: Hook::BeforePropose,
+                effect: Effect::None,
+                detail: String::new(),
+            })
+            .collect();
+        for c in &made {
+            s.put_mechanism_calls(run.id, std::slice::from_ref(c))
+                .unwrap();
+        }
+        let order: Vec<(u64, String)> = s
+            .mechanism_calls(run.id, None)
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.experiment, c.mechanism))
+            .collect();
+        assert_eq!(
+            order,
+            [(2, "b".into()), (1, "a".into()), (2, "a".into())],
+            "in the order made"
+        );
+    }
+}
+
 #[test]
 fn mechanism_hooks_and_effects_read_back_as_their_stored_text() {
     for h in Hook::ALL {
