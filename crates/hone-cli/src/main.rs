@@ -136,11 +136,7 @@ fn dispatch(cli: Cli) -> CliResult {
         Some(d) => d,
         None => std::env::current_dir().context("cannot read the current directory")?,
     };
-    let here = Here {
-        cwd,
-        spec: cli.spec,
-        git: Default::default(),
-    };
+    let here = Here::new(cwd, cli.spec);
     match cli.command {
         Cmd::Init(a) => init::run(&here, a),
         Cmd::Run(a) => run::run(&here, a),

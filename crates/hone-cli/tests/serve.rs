@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 mod git;
 #[path = "cli/support/knob_project.rs"]
 mod knob_project;
+#[path = "cli/support/svg.rs"]
+mod svg;
 
 use git::git;
 use hone::spec::{AgentKind, Direction};
@@ -409,13 +411,7 @@ fn serve_shows_a_real_run_its_experiments_diffs_logs_and_events() {
         .body
         .contains(r#"<section id="plot" class="plot"><svg"#));
     assert!(
-        page.body
-            .split(r#"<g class="keeps""#)
-            .nth(1)
-            .is_some_and(|g| g
-                .split("</g>")
-                .next()
-                .is_some_and(|g| g.contains("<circle "))),
+        svg::marks(&page.body, "keeps\"") > 0,
         "kept points on the plot"
     );
     assert!(page

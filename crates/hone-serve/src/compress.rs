@@ -141,7 +141,7 @@ impl Deflated {
     }
 
     /// This piece followed by `next`.
-    fn then(mut self, next: Deflated) -> Deflated {
+    pub(crate) fn then(mut self, next: Deflated) -> Deflated {
         self.blocks.extend_from_slice(&next.blocks);
         self.crc.combine(&next.crc);
         self

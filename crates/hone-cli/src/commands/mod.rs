@@ -30,10 +30,18 @@ pub struct Here {
     pub cwd: PathBuf,
     pub spec: Option<PathBuf>,
     /// The repository around `cwd`, once found (finding it runs git: once a command).
-    pub git: std::cell::OnceCell<Git>,
+    git: std::cell::OnceCell<Git>,
 }
 
 impl Here {
+    pub fn new(cwd: PathBuf, spec: Option<PathBuf>) -> Here {
+        Here {
+            cwd,
+            spec,
+            git: std::cell::OnceCell::new(),
+        }
+    }
+
     pub fn spec_path(&self) -> Option<&Path> {
         self.spec.as_deref()
     }

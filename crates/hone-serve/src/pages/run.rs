@@ -77,8 +77,8 @@ pub(crate) struct Drawn {
     best: Option<ExperimentRecord>,
     totals: RunTotals,
     plot: String,
-    /// The plot deflated once: beside the reads of the page that drew it, when that page is
-    /// sent with gzip (see [`deflate_beside`]), else when one first is.
+    /// The plot deflated once: on the drawing's thread when the page that drew it is sent
+    /// with gzip (see [`draw`]), else when one first is.
     plot_deflated: OnceLock<Deflated>,
     plot_key: String,
     plot_title: String,
@@ -108,20 +108,28 @@ impl ViewCache {
     }
 }
 
-/// The plot's experiments picked by the database (`report::stored::drawing`: a few thousand
-/// rows however long the run), the learning curves of the newest ones, the totals from the
-/// run's tallies, the baseline and the best by index: no run of 100,000 experiments is read
-/// whole. What `beside` reads is read while the plot is drawn (on a thread of its own).
+/// The plot's experiments picked by the database (`report::stored::drawing_beside`: a few
+/// thousand rows however long the run), the learning curves of the newest ones, the totals
+/// from the run's tallies, the baseline and the best by index: no run of 100,000 experiments
+/// is read whole. What `beside` reads is read while the plot is drawn on a thread of its own,
+/// which then works out the plot's key and (`deflate`: for a page sent with gzip) deflates it.
 fn draw<T>(
     store: &Store,
     run: &RunRecord,
     mark: String,
+    deflate: bool,
     beside: impl FnOnce(&Store) -> Result<T, StoreError>,
 ) -> Result<(Drawn, T), AppError> {
     let totals = store.run_totals(run.id)?;
     let title = format!("{} ({} experiments)", run.metric, totals.experiments);
-    let (drawn, (baseline, best, other)) =
-        report::stored::drawing_beside(store, run, &title, PLOT_LABELS, |store| {
+    let escaped = hone::util::html_escape(&title);
+    let done = |plot: &str| {
+        let key = key_without(plot, &escaped);
+        let deflated = (deflate && plot.len() >= compress::MIN_BYTES).then(|| Deflated::new(plot));
+        (key, deflated)
+    };
+    let (drawn, (mut key, deflated), (baseline, best, other)) =
+        report::stored::drawing_beside(store, run, &title, PLOT_LABELS, done, |store| {
             Ok((
                 store.first_with_status(run.id, Status::Baseline)?,
                 store.best_of_run(run.id)?,
@@ -129,49 +137,47 @@ fn draw<T>(
             ))
         })?;
     let mut plot = drawn.plot;
-    plot.extend(drawn.curves);
-    // The key leaves the title out: a new experiment that moves no point of the drawing
-    // changes the plot's title alone, which a live update sets by itself.
+    let plot_deflated = OnceLock::new();
+    if let Some(curves) = &drawn.curves {
+        std::hash::Hash::hash(curves, &mut key);
+        plot.push_str(curves);
+        if let Some(d) = deflated {
+            let _ = plot_deflated.set(d.then(Deflated::new(curves)));
+        }
+    } else if let Some(d) = deflated {
+        let _ = plot_deflated.set(d);
+    }
     let drawn = Drawn {
         mark,
         baseline,
         best,
         totals,
-        plot_key: plot_key(&plot.replacen(&hone::util::html_escape(&title), "", 1)),
+        plot_key: format!("{:016x}", std::hash::Hasher::finish(&key)),
         plot_title: title,
         plot,
-        plot_deflated: OnceLock::new(),
+        plot_deflated,
     };
     Ok((drawn, other))
 }
 
-/// Starts deflating a new drawing's plot on a thread of its own, while the page's other
-/// parts are read: a page asked with gzip (what browsers ask) then waits for what is left
-/// of it, not for all of it (a long run's plot is over a megabyte). Where no thread can be
-/// made, the page deflates it itself.
-fn deflate_beside(d: &Arc<Drawn>) {
-    if d.plot.len() < compress::MIN_BYTES {
-        return;
-    }
-    let d = Arc::clone(d);
-    let _ = std::thread::Builder::new()
-        .name("deflate-plot".into())
-        .spawn(move || {
-            d.plot_deflated();
-        });
-}
-
-/// A key of the plot's drawing (not a secret: it only tells a page whether its plot is
-/// current).
-fn plot_key(plot: &str) -> String {
-    use std::hash::{Hash, Hasher};
+/// The plot's key (not a secret: it only tells a page whether its plot is current), begun
+/// from the drawing without its title: a new experiment that moves no point of the drawing
+/// changes the plot's title alone, which a live update sets by itself.
+fn key_without(plot: &str, title: &str) -> std::collections::hash_map::DefaultHasher {
+    use std::hash::Hasher;
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    plot.hash(&mut h);
-    format!("{:016x}", h.finish())
+    match plot.find(title).filter(|_| !title.is_empty()) {
+        Some(i) => {
+            h.write(&plot.as_bytes()[..i]);
+            h.write(&plot.as_bytes()[i + title.len()..]);
+        }
+        None => h.write(plot.as_bytes()),
+    }
+    h
 }
 
 /// The run page's view of run `tag` at one moment; `deflate`: a new drawing's plot is
-/// deflated beside the reads (the page is sent with gzip).
+/// deflated on its drawing's thread (the page is sent with gzip).
 pub(crate) fn load_run_view(
     store: &Store,
     repo_root: &Path,
@@ -190,12 +196,9 @@ pub(crate) fn load_run_view(
         let (drawn, (rows, matching)) = match cache.get(run.id, &mark) {
             Some(d) => (d, page(store)?),
             None => {
-                let (d, rows) = draw(store, &run, mark.clone(), page)?;
+                let (d, rows) = draw(store, &run, mark.clone(), deflate, page)?;
                 let d = Arc::new(d);
                 cache.put(run.id, Arc::clone(&d));
-                if deflate {
-                    deflate_beside(&d);
-                }
                 (d, rows)
             }
         };

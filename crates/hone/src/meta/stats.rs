@@ -5,8 +5,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-#[cfg(test)]
-use crate::store::ExperimentRecord;
 use crate::store::{Effect, Hook, MechanismCall, Plotted, Status};
 
 /// One mechanism's record over a run.
@@ -136,6 +134,7 @@ fn tally(s: &mut MechanismStats, sets: &mut Experiments, c: &MechanismCall) {
 mod tests {
     use super::*;
     use crate::meta::testing::kept_if;
+    use crate::store::ExperimentRecord;
 
     fn call(n: u64, m: &str, hook: &str, effect: &str) -> MechanismCall {
         MechanismCall {

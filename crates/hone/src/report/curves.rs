@@ -5,8 +5,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-#[cfg(test)]
-use crate::store::ExperimentRecord;
 use crate::store::{Plotted, Status};
 use crate::util::html_escape as esc;
 use crate::verify::prune::Curve;
@@ -76,12 +74,14 @@ const RIGHT: f64 = 12.0;
 const TOP: f64 = 28.0;
 const BOTTOM: f64 = 30.0;
 
-/// The plot of `curves` (by experiment), or `None` when no experiment printed progress.
+/// The plot of `curves` (by experiment), or `None` when no experiment printed progress;
+/// `exps` (see [`statuses`]) in the order of their numbers, each once, say how each is coloured.
 pub fn curves_svg(
     curves: &BTreeMap<u64, Curve>,
     exps: &[(u64, Status)],
     label: &str,
 ) -> Option<String> {
+    debug_assert!(exps.windows(2).all(|w| w[0].0 < w[1].0), "in order");
     let status = |n: u64| match exps.binary_search_by_key(&n, |(n, _)| *n) {
         Ok(i) => exps[i].1,
         Err(_) => Status::Running,
@@ -163,6 +163,7 @@ fn short(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::ExperimentRecord;
 
     #[test]
     fn every_curve_is_a_line_and_a_pruned_one_is_dashed_and_marked() {

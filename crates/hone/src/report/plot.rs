@@ -134,7 +134,7 @@ fn labelled_keeps<P: Plotted>(exps: &[P], minimize: bool, max: usize) -> Vec<u64
     chosen
 }
 
-/// What a plot draws, worked out once from the records.
+/// What a plot draws, worked out once from its experiments.
 struct Layout<'a, P> {
     labelled: Vec<u64>,
     measured: Vec<&'a P>,
@@ -497,7 +497,8 @@ fn failure_marks<'a, P: Plotted>(
 }
 
 /// Failures along the axis (see [`failure_marks`]), in a group per status (in the order of
-/// its first mark) that holds what its marks share.
+/// its first mark) that holds what its marks share: where marks of two statuses share a
+/// pixel column, the later group's is drawn over the other's.
 fn svg_failures<P: Plotted>(svg: &mut String, f: &Frame, exps: &[P]) {
     let mut y = String::new();
     push_fixed(&mut y, f.plot_bottom - 3.0, 1);

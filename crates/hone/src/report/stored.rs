@@ -20,31 +20,27 @@ pub struct Drawing {
 }
 
 /// Draws run `run`'s progress plot titled `title` with at most `labels` keeps labelled, and
-/// its learning curves.
-pub fn drawing(
+/// its learning curves; `then` is called with the plot once drawn, on the drawing's thread
+/// (a server deflates it there), and `beside` reads the store meanwhile: the plot (thousands
+/// of points in a long run, no store needed) is drawn on a thread of its own while this one
+/// reads the learning curves and whatever `beside` reads.
+pub fn drawing_beside<T, P: Send>(
     store: &Store,
     run: &RunRecord,
     title: &str,
     labels: usize,
-) -> Result<Drawing, StoreError> {
-    drawing_beside(store, run, title, labels, |_| Ok(())).map(|(d, ())| d)
-}
-
-/// [`drawing`], with `beside` reading the store meanwhile: the plot (thousands of points in a
-/// long run, no store needed) is drawn on a thread of its own while this one reads the
-/// learning curves and whatever `beside` reads.
-pub fn drawing_beside<T>(
-    store: &Store,
-    run: &RunRecord,
-    title: &str,
-    labels: usize,
+    then: impl Fn(&str) -> P + Sync,
     beside: impl FnOnce(&Store) -> Result<T, StoreError>,
-) -> Result<(Drawing, T), StoreError> {
+) -> Result<(Drawing, P, T), StoreError> {
     let picked = store.plot_points(run.id, &plot::COLUMNS, curves::RECENT as u64)?;
     let minimize = run.direction == crate::spec::Direction::Minimize;
     let rows = &picked.plot;
-    let (plot, curves, other) = std::thread::scope(|scope| {
-        let draw = || plot::progress_svg_labelled(rows, &run.metric, minimize, title, labels);
+    let ((plot, after), curves, other) = std::thread::scope(|scope| {
+        let draw = || {
+            let svg = plot::progress_svg_labelled(rows, &run.metric, minimize, title, labels);
+            let after = then(&svg);
+            (svg, after)
+        };
         // Where no thread can be made, the plot is drawn here after the reads.
         let drawn = std::thread::Builder::new().spawn_scoped(scope, draw).ok();
         let read = (|| {
@@ -74,6 +70,7 @@ pub fn drawing_beside<T>(
             curves,
             rows: picked.plot,
         },
+        after,
         other,
     ))
 }
@@ -91,11 +88,12 @@ pub fn report(
 ) -> Result<Report, StoreError> {
     let summary = summarize_stored(store, run)?;
     // The holdouts, the table's rows and the mechanisms' calls read while the plot is drawn.
-    let (drawn, (holdout, rows, calls)) = drawing_beside(
+    let (drawn, (), (holdout, rows, calls)) = drawing_beside(
         store,
         run,
         &document::plot_title(run, &summary),
         document::LABELS,
+        |_| (),
         |store| {
             let holdout = store.holdout_outlines(run.id)?;
             let rows = match listed {

@@ -3,14 +3,26 @@
 
 use super::{int, now, text, Cells, Effect, Hook, MechanismCall, Store, StoreError, Val};
 
-/// What a mechanism call is read as (by position, see [`Store::mechanism_calls`]).
-const CALL_COLUMNS: &str =
-    "SELECT experiment, mechanism, hook, effect, detail FROM mechanism_calls WHERE run_id = ?1";
+/// A query of mechanism calls (the columns [`Store::mechanism_calls`] reads by position) of
+/// run `?1` where `$cond` also holds, in the order they were made.
+macro_rules! calls_where {
+    ($cond:literal) => {
+        concat!(
+            "SELECT experiment, mechanism, hook, effect, detail FROM mechanism_calls \
+             WHERE run_id = ?1",
+            $cond,
+            " ORDER BY id"
+        )
+    };
+}
 
-/// Every call of a run, in the order they were made: an index keeps them in that order
-/// (SQLite's `mechanism_calls_in_order`), none is sorted.
-pub(super) const CALLS_OF_RUN: &str = "SELECT experiment, mechanism, hook, effect, detail \
-     FROM mechanism_calls WHERE run_id = ?1 ORDER BY id";
+/// Every call of a run. On SQLite an index keeps them in that order (`mechanism_calls_in_order`):
+/// none is sorted. (PostgreSQL sorts them: a migration for it would make older hones refuse a
+/// shared store, for a few milliseconds of a report.)
+pub(super) const CALLS_OF_RUN: &str = calls_where!("");
+
+/// The calls made for experiment `?2` (in rowid order under `mechanism_calls_by_run`).
+pub(super) const CALLS_OF_EXPERIMENT: &str = calls_where!(" AND experiment = ?2");
 
 impl Store {
     /// Appends to the event log (never updated or deleted: triggers refuse it).
@@ -71,7 +83,7 @@ impl Store {
         run_id: i64,
         experiment: Option<u64>,
     ) -> Result<Vec<MechanismCall>, StoreError> {
-        // By position (a run's report reads every call): the columns of `CALL_COLUMNS`, in order.
+        // By position (a run's report reads every call): the columns of `calls_where`, in order.
         let read = |r: &dyn Cells| {
             let text = |i: usize| {
                 r.text_at(i)?
@@ -87,11 +99,7 @@ impl Store {
         };
         match experiment {
             None => self.query(CALLS_OF_RUN, &[Val::Int(Some(run_id))], read),
-            Some(n) => self.query(
-                &format!("{CALL_COLUMNS} AND experiment = ?2 ORDER BY id"),
-                &[Val::Int(Some(run_id)), int(n)],
-                read,
-            ),
+            Some(n) => self.query(CALLS_OF_EXPERIMENT, &[Val::Int(Some(run_id)), int(n)], read),
         }
     }
 

@@ -2,7 +2,7 @@
 //! baseline, the first and the last experiment, the discards (all of them up to a bound, else
 //! the lowest, median and highest of each pixel column) and the first failure of each kind per
 //! column; the first and the last experiment as placeholders when not drawn for themselves.
-//! Only those (a few thousand however long the run) are read as records. The keeps come from
+//! Only those (a few thousand however long the run) are read, as [`PlotPoint`]s. The keeps come from
 //! a partial covering index. A run of up to [`PlotColumns::blocks_from`] experiments has its
 //! discards' numbers and values scanned; a longer one is read from `plot_blocks`, the summary
 //! of each block of [`PLOT_BLOCK`] experiments that triggers keep with every write (its
@@ -461,7 +461,8 @@ impl Store {
                 full_row,
             )?);
         }
-        // The keeps are in order; the others merged in (a stable sort finds the two runs).
+        // The keeps are in order; the others (in order of block, then discards before
+        // failures) sorted in with them by a stable sort.
         plot.extend(others);
         plot.sort_by_key(|e| e.n);
         // The first and the last experiment set where the x axis and the running best's line

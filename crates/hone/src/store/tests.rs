@@ -468,9 +468,10 @@ fn sqlite_schema_6_is_brought_up_to_date() {
     assert!(s.curves(run.id).unwrap().is_empty());
 }
 
-/// A run's mechanism calls come in the order they were made straight from an index: SQLite
-/// sorts none of them (it did, 10,000 for a report of 100,000 experiments), on a store made
-/// now and on one brought up from schema 12; and they come back in that order.
+/// A run's mechanism calls, and an experiment's, come in the order they were made straight
+/// from an index: SQLite sorts none of them (it sorted a run's, 10,000 for a report of 100,000
+/// experiments), on a store made now and on one brought up from schema 12; and they come back
+/// in that order.
 #[test]
 fn a_runs_mechanism_calls_are_read_in_order_without_a_sort() {
     let (_dir, old) = sqlite_file_of_schema(12, "SELECT 1");
@@ -480,17 +481,21 @@ fn a_runs_mechanism_calls_are_read_in_order_without_a_sort() {
         let Db::Sqlite(conn) = &s.db else {
             unreachable!("a SQLite store")
         };
-        let plan: Vec<String> = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {}", events::CALLS_OF_RUN))
-            .unwrap()
-            .query_map([1], |r| r.get::<_, String>(3))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
-        assert!(
-            plan.iter().all(|step| !step.contains("TEMP B-TREE")),
-            "{plan:?}"
-        );
+        for (query, params) in [(events::CALLS_OF_RUN, 1), (events::CALLS_OF_EXPERIMENT, 2)] {
+            let plan: Vec<String> = conn
+                .prepare(&format!("EXPLAIN QUERY PLAN {query}"))
+                .unwrap()
+                .query_map(rusqlite::params_from_iter(vec![1; params]), |r| {
+                    r.get::<_, String>(3)
+                })
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            assert!(
+                plan.iter().all(|step| !step.contains("TEMP B-TREE")),
+                "{query}: {plan:?}"
+            );
+        }
         let run = new_run(&s, "calls");
         let made: Vec<MechanismCall> = [(2, "b"), (1, "a"), (2, "a")]
             .into_iter()

@@ -10,10 +10,12 @@ mod git;
 mod knob_project;
 mod llm_server;
 mod spec;
+mod svg;
 
 pub(crate) use git::{git, GitSpy};
 pub(crate) use llm_server::*;
 pub(crate) use spec::*;
+pub(crate) use svg::marks;
 
 pub(crate) const HONE: &str = env!("CARGO_BIN_EXE_hone");
 /// The scripted agent, a binary built only with the `test-agent` feature (so that installing

@@ -3,7 +3,7 @@ use super::*;
 
 /// How many points or marks the groups whose class starts with `class` hold (`keeps"`: the
 /// keeps' group, `fail `: every failure kind's).
-pub(crate) fn marks(svg: &str, class: &str) -> usize {
+fn marks(svg: &str, class: &str) -> usize {
     svg.split(&format!("<g class=\"{class}"))
         .skip(1)
         .map(|g| g.split("</g>").next().unwrap_or_default())
