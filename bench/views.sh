@@ -137,7 +137,7 @@ firsts = [line.split() for line in open(first) if line.strip()]
 if firsts:
     row(f"run page, its first fetch (a server started anew, {len(firsts)} samples) (first byte)",
         [float(t) for t, _ in firsts], f"{int(firsts[-1][1]) / 1024:.1f} KiB gzipped")
-page("run page, again", "runs/bench", 1)
+page("run page, its first fetch (the server below)", "runs/bench", 1)
 page("run page", "runs/bench")
 page("table page (discards by duration, page 150)", "runs/bench?status=discard&sort=duration&dir=desc&page=150")
 page("table page, JSON (by value, page 150)", "api/runs/bench/experiments?sort=objective&page=150")
