@@ -12,6 +12,9 @@
 # `url` and `token`. A server that exits first has its output printed and the script exits.
 start_serve() {
   token=bench-token-0123456789abcdef
+  # Emptied here, not by the redirection below: that runs in the child, after the first look
+  # for the address, which could read the last server's.
+  : >"$3"
   HONE_TOKEN=$token "$1" -C "$2" serve --port 0 >"$3" 2>&1 &
   pid=$!
   for _ in $(seq 400); do

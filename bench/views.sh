@@ -24,7 +24,8 @@
 # VIEWS=REGEX measures only the views whose names match (e.g. VIEWS='status|page').
 #
 # The run page's first fetch (nothing cached) is measured FIRST times (default 3), each from a
-# server started anew.
+# server started anew (VIEWS matches that row by the words "run page, its first fetch", with
+# bash's regular expressions).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES=${SIZES:-10000 100000}

@@ -590,14 +590,28 @@ fn serve_draws_the_run_page_again_when_the_run_changes() {
             &record(120, Status::Keep, Some(1.5), "the newest best"),
         )
         .unwrap();
+    // Learning curves too: the run page's plot gains a second drawing.
+    for (n, step, value) in [
+        (119, 1.0, 3.0),
+        (119, 2.0, 2.5),
+        (120, 1.0, 2.0),
+        (120, 2.0, 1.5),
+    ] {
+        store.put_curve_point(run.id, n, step, value).unwrap();
+    }
+    // Asked gzipped first, the new drawing is deflated where it is drawn (the plot, then the
+    // curves): the same page as the plain one.
+    let zipped = gzipped("runs/t");
     let after = page();
+    assert_eq!(zipped, after, "the new plot deflated where it was drawn");
+    assert!(after.contains("<polyline"), "the learning curves are drawn");
     assert!(after.contains("loss (121 experiments)"), "{after}");
     assert!(after.contains("1.500000"), "the new best in the counters");
     assert!(
         after.contains("#120 1.500000: the newest best"),
         "its point on the plot"
     );
-    assert_eq!(gzipped("runs/t"), after, "the new plot deflated");
+    assert_eq!(gzipped("runs/t"), after, "the new plot deflated, kept");
     let view = s.json("api/runs/t/view");
     assert_eq!(view["experiments"], 121);
     assert!(view["plot"].as_str().unwrap().contains("the newest best"));

@@ -18,8 +18,8 @@ use axum::Router;
 pub const MIN_BYTES: usize = 1024;
 
 /// gzip's effort (of 0 to 9): most of the size gain for a fraction of the higher levels' time.
-/// A long run's plot (1.75 MB of SVG at 100,000 experiments) deflates in about 6 ms to 200 KB
-/// at level 2, against 18 ms to 174 KB at level 5 (bench/RESULTS.md, "Twenty-third stop"):
+/// A long run's plot (1.36 MB of SVG at 100,000 experiments) deflates in about 7 ms to 194 KB
+/// at level 2, against 19 ms to 171 KB at level 5 (bench/RESULTS.md, "Twenty-third stop"):
 /// the page goes out sooner on any link faster than about 2 MB/s.
 const LEVEL: u32 = 2;
 

@@ -77,8 +77,9 @@ pub(crate) struct Drawn {
     best: Option<ExperimentRecord>,
     totals: RunTotals,
     plot: String,
-    /// The plot deflated once: on the drawing's thread when the page that drew it is sent
-    /// with gzip (see [`draw`]), else when one first is.
+    /// The plot deflated once: when the page that drew it is sent with gzip, its progress
+    /// plot on the drawing's thread and its learning curves after (see [`draw`]); else when
+    /// a page is first sent with gzip.
     plot_deflated: OnceLock<Deflated>,
     plot_key: String,
     plot_title: String,
@@ -125,8 +126,7 @@ fn draw<T>(
     let escaped = hone::util::html_escape(&title);
     let done = |plot: &str| {
         let key = key_without(plot, &escaped);
-        let deflated = (deflate && plot.len() >= compress::MIN_BYTES).then(|| Deflated::new(plot));
-        (key, deflated)
+        (key, deflate.then(|| Deflated::new(plot)))
     };
     let (drawn, (mut key, deflated), (baseline, best, other)) =
         report::stored::drawing_beside(store, run, &title, PLOT_LABELS, done, |store| {
@@ -364,4 +364,24 @@ pub(crate) fn counters_html(v: &RunView) -> String {
         &state_note,
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::Hasher as _;
+
+    /// Two drawings that differ in their title alone have one key; a point more, another.
+    #[test]
+    fn a_plots_key_leaves_its_title_out() {
+        let key = |title: &str, points: &str| {
+            let plot = format!("<svg><text>{title}</text>{points}</svg>");
+            key_without(&plot, title).finish()
+        };
+        let five = key("loss (5 experiments)", "<circle/>");
+        assert_eq!(five, key("loss (6 experiments)", "<circle/>"));
+        assert_ne!(five, key("loss (6 experiments)", "<circle/><circle/>"));
+        // A title that is not there: the whole drawing is the key.
+        assert_ne!(five, key_without("<svg><circle/></svg>", "loss").finish());
+    }
 }

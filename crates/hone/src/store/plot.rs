@@ -88,23 +88,31 @@ pub trait Plotted {
     fn reason(&self) -> &str;
 }
 
-impl Plotted for ExperimentRecord {
-    fn n(&self) -> u64 {
-        self.n
-    }
-    fn status(&self) -> Status {
-        ExperimentRecord::status(self)
-    }
-    fn objective(&self) -> Option<f64> {
-        self.objective
-    }
-    fn description(&self) -> &str {
-        &self.description
-    }
-    fn reason(&self) -> &str {
-        &self.reason
-    }
+/// `Plotted` for types that hold these fields under these names (a record's `status()`
+/// reads its status the same way).
+macro_rules! plotted {
+    ($($t:ty),*) => {$(
+        impl Plotted for $t {
+            fn n(&self) -> u64 {
+                self.n
+            }
+            fn status(&self) -> Status {
+                self.status.unwrap_or(Status::Running)
+            }
+            fn objective(&self) -> Option<f64> {
+                self.objective
+            }
+            fn description(&self) -> &str {
+                &self.description
+            }
+            fn reason(&self) -> &str {
+                &self.reason
+            }
+        }
+    )*};
 }
+
+plotted!(ExperimentRecord, PlotPoint);
 
 /// An experiment as the plot reads it (number, status, value, description and reason): a
 /// fifth of a whole record's size, and a long run's plot reads thousands.
@@ -116,24 +124,6 @@ pub struct PlotPoint {
     pub objective: Option<f64>,
     pub description: String,
     pub reason: String,
-}
-
-impl Plotted for PlotPoint {
-    fn n(&self) -> u64 {
-        self.n
-    }
-    fn status(&self) -> Status {
-        self.status.unwrap_or(Status::Running)
-    }
-    fn objective(&self) -> Option<f64> {
-        self.objective
-    }
-    fn description(&self) -> &str {
-        &self.description
-    }
-    fn reason(&self) -> &str {
-        &self.reason
-    }
 }
 
 /// What [`Store::plot_points`] reads: the plot's experiments (number, status, value,

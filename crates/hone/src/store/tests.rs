@@ -522,6 +522,13 @@ fn a_runs_mechanism_calls_are_read_in_order_without_a_sort() {
             [(2, "b".into()), (1, "a".into()), (2, "a".into())],
             "in the order made"
         );
+        let of_2: Vec<String> = s
+            .mechanism_calls(run.id, Some(2))
+            .unwrap()
+            .into_iter()
+            .map(|c| c.mechanism)
+            .collect();
+        assert_eq!(of_2, ["b", "a"], "an experiment's, in the order made");
     }
 }
 
