@@ -619,7 +619,7 @@ impl Verifier {
             mask_sockets: role == Role::Agent
                 || self.spec.exec.backend != crate::spec::Backend::Slurm,
         }
-        .bwrap_args()
+        .wrapper()
     }
 }
 

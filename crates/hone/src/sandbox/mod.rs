@@ -3,7 +3,7 @@
 //! cannot read hone's own state or hidden holdout data, hold no capabilities (even when hone
 //! runs as root), live in their own user, PID, IPC, UTS and cgroup namespaces and terminal
 //! session, and optionally have no network. The wrapper is a program prefix for the process runner
-//! (`bwrap ... -- /bin/sh -c <command>`).
+//! (`/bin/sh -c <setup retry> hone-sandbox bwrap ... -- /bin/sh -c <command>`).
 //!
 //! `script`: the Rhai sandbox that generated mechanisms run in (no file, network or time
 //! access; operation, depth, size and wall-clock caps).
@@ -47,6 +47,38 @@ const ISOLATION: &[&str] = &[
 /// What bubblewrap gives every sandbox first: `/` read-only, a fresh `/dev` and a `/proc`.
 const BASE: &[&str] = &["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
 
+/// The shell script a sandbox starts through ([`Confinement::wrapper`]; its arguments are
+/// `bwrap`'s, then the command). A socket masked by mounting `/dev/null` over it may be
+/// removed between the moment hone lists it and bubblewrap's setup (a SLURM step's socket, an
+/// SSH agent's), and bubblewrap then dies before the command starts: it cannot make the mount
+/// point on the read-only root. bubblewrap reports the command's exit on its status descriptor
+/// (fd 3, read by the command substitution; the command itself does not get it); when that
+/// report is missing, the command never ran: the script leaves out the masks of what no
+/// longer exists and tries again, twice at most, then runs bubblewrap as it is. A command that
+/// ran is never run again; a failed setup's message stays in the log.
+const SETUP_RETRY: &str = r#"first=$1; shift; set -- "$first" --json-status-fd 3 "$@"
+exec 4>&1
+tries=0
+while [ "$tries" -lt 2 ]; do
+  tries=$((tries + 1))
+  status=$("$@" 3>&1 1>&4 4>&-)
+  rc=$?
+  case $status in *'"exit-code"'*) exit "$rc" ;; esac
+  n=$#; state=0
+  for a in "$@"; do
+    case $state in
+      0) if [ "$a" = --ro-bind ]; then state=1
+         else set -- "$@" "$a"; if [ "$a" = -- ]; then state=3; fi; fi ;;
+      1) if [ "$a" = /dev/null ]; then state=2; else set -- "$@" --ro-bind "$a"; state=0; fi ;;
+      2) if [ -e "$a" ]; then set -- "$@" --ro-bind /dev/null "$a"; fi; state=0 ;;
+      3) set -- "$@" "$a" ;;
+    esac
+  done
+  shift "$n"
+done
+exec "$@" 3>/dev/null 4>&-
+"#;
+
 /// The arguments of the `bwrap` command with which [`probe`] checks that a sandbox can be made
 /// here: every namespace and the dropped capabilities a sandbox gets, no network, running
 /// `true`.
@@ -78,6 +110,13 @@ pub struct Confinement<'a> {
 }
 
 impl Confinement<'_> {
+    /// The program prefix that runs a command in this sandbox: [`Confinement::bwrap_args`]
+    /// through [`SETUP_RETRY`], so that a socket removed while the sandbox is set up does not
+    /// fail the command.
+    pub fn wrapper(&self) -> Vec<OsString> {
+        retrying(self.bwrap_args())
+    }
+
     /// The `bwrap` argument list, up to and including the `--` before the command: the
     /// filesystem read-only (`/tmp` included, kept visible so tools installed under it still
     /// run) except what [`Confinement`] allows, a fresh `/dev` (its `/dev/shm` private) and
@@ -144,6 +183,18 @@ impl Confinement<'_> {
         args.push("--".into());
         args
     }
+}
+
+/// `bwrap` (`args`, up to its `--`) started through [`SETUP_RETRY`].
+fn retrying(args: Vec<OsString>) -> Vec<OsString> {
+    let mut out: Vec<OsString> = vec![
+        crate::exec::SHELL.into(),
+        "-c".into(),
+        SETUP_RETRY.into(),
+        "hone-sandbox".into(),
+    ];
+    out.extend(args);
+    out
 }
 
 /// The most sockets masked in one sandbox (bubblewrap's setup grows with every mount).
@@ -272,7 +323,7 @@ pub fn bwrap_wrapper(
         expose,
         mask_sockets: true,
     }
-    .bwrap_args()
+    .wrapper()
 }
 
 /// Checks that bubblewrap runs here with every namespace and the dropped capabilities a
@@ -327,6 +378,61 @@ mod tests {
         };
         assert_eq!(run(false), "connected", "the server answers outside");
         assert_eq!(run(true), "refused");
+    }
+
+    /// A masked socket removed before bubblewrap's setup (a SLURM step's, an SSH agent's) does
+    /// not fail the command: its mask is left out and the sandbox set up again. The command
+    /// runs once, and its exit code is kept.
+    #[test]
+    fn a_socket_removed_before_the_setup_does_not_fail_the_command() {
+        if super::probe().is_err() {
+            eprintln!("skipped: bubblewrap cannot run here");
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let wt = dir.path().join("wt");
+        std::fs::create_dir_all(wt.join("tmp")).expect("mkdir");
+        let mut argv = super::Confinement {
+            worktree: &wt,
+            writable: true,
+            tmp: &wt.join("tmp"),
+            network: false,
+            hide: &[],
+            expose: &[],
+            mask_sockets: false,
+        }
+        .bwrap_args();
+        // The mask of a socket listed, then removed: before bubblewrap's closing `--`.
+        let gone = dir.path().join("gone.sock");
+        let end = argv.len() - 1;
+        argv.splice(
+            end..end,
+            [
+                "--ro-bind".into(),
+                "/dev/null".into(),
+                gone.into_os_string(),
+            ],
+        );
+        let run = |argv: &[std::ffi::OsString]| {
+            std::process::Command::new(&argv[0])
+                .args(&argv[1..])
+                .args(["/bin/sh", "-c", "echo ran >> runs; exit 3"])
+                .output()
+                .expect("run")
+        };
+        let plain = run(&argv);
+        assert!(
+            String::from_utf8_lossy(&plain.stderr).contains("Can't create file"),
+            "bubblewrap alone fails at the mask: {plain:?}"
+        );
+        assert!(!wt.join("runs").exists(), "and never runs the command");
+        let retried = run(&super::retrying(argv));
+        assert_eq!(retried.status.code(), Some(3), "{retried:?}");
+        assert_eq!(
+            std::fs::read_to_string(wt.join("runs")).expect("runs"),
+            "ran\n",
+            "run once"
+        );
     }
 
     /// Only sockets the sandbox could reach are masked: not one under a skipped directory
