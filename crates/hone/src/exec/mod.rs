@@ -50,9 +50,12 @@
 //!
 //! If hone itself dies (a crash, `SIGKILL`, power loss), the group lives on: it is not in
 //! hone's process group, so a terminal's Ctrl-C or hangup does not reach it, and no death
-//! signal is set up (`PR_SET_PDEATHSIG` would only reach the leader, and fires when the
-//! spawning *thread* exits). The caller records [`Running::pid`] and
-//! [`Running::start_time`] before waiting, and the next hone calls [`kill_stale_group`].
+//! signal is set up for a bare shell (`PR_SET_PDEATHSIG` would only reach the leader, and
+//! fires when the spawning *thread* exits). The caller records [`Running::pid`] and
+//! [`Running::start_time`] before waiting, and the next hone calls [`kill_stale_group`]. A
+//! wrapped command (a sandbox) is the exception: its leader gets `SIGKILL` when the thread
+//! that started it ends, bubblewrap dies with the leader (`--die-with-parent`), and the
+//! sandbox with it.
 
 mod backends;
 mod group;
@@ -116,7 +119,8 @@ pub struct ExecRequest {
     pub max_log_bytes: u64,
     /// Resource limits set on the shell (and so inherited by everything it starts).
     pub limits: Limits,
-    /// A program and arguments that run the shell (e.g. `bwrap ... --`); empty runs it directly.
+    /// A program and arguments that run the shell (e.g. `sandbox::Confinement::wrapper`'s
+    /// `sh -c <setup retry> hone-sandbox bwrap ... --`); empty runs it directly.
     pub wrapper: Vec<OsString>,
 }
 
@@ -165,6 +169,22 @@ fn apply_limits(limits: &Limits) -> io::Result<()> {
     }
     if let Some(n) = limits.processes {
         set(libc::RLIMIT_NPROC, n, n)?;
+    }
+    Ok(())
+}
+
+/// Asks for `SIGKILL` when the thread that forked this process ends, unless `parent` is
+/// already gone (it would never come). Between fork and exec: async-signal-safe calls only.
+fn die_with(parent: libc::pid_t) -> io::Result<()> {
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and touches no memory;
+    // getppid cannot fail.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::getppid() != parent {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
     }
     Ok(())
 }
@@ -255,12 +275,20 @@ pub fn spawn(req: &ExecRequest) -> Result<Running, ExecError> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    if !req.limits.is_empty() {
+    let wrapped = !req.wrapper.is_empty();
+    if wrapped || !req.limits.is_empty() {
         let limits = req.limits;
-        // SAFETY: the closure runs between fork and exec and only calls setrlimit, which is
-        // async-signal-safe; it allocates nothing.
+        // SAFETY: getpid cannot fail and touches no memory.
+        let hone = unsafe { libc::getpid() };
+        // SAFETY: the closure runs between fork and exec and only calls prctl, getppid and
+        // setrlimit, which are async-signal-safe; it allocates nothing.
         unsafe {
-            command.pre_exec(move || apply_limits(&limits));
+            command.pre_exec(move || {
+                if wrapped {
+                    die_with(hone)?;
+                }
+                apply_limits(&limits)
+            });
         }
     }
     let started = Instant::now();

@@ -473,3 +473,46 @@ fn has_children_sees_a_child_running_and_as_a_zombie_until_reaped() {
     // Still there to be reaped: `has_children` reaped nothing.
     child.wait().unwrap();
 }
+
+/// A wrapped command (a sandbox: `bwrap` started through a shell) dies with the thread that
+/// started it, as bubblewrap's `--die-with-parent` made it when bubblewrap was the leader: a
+/// hone killed mid-run leaves no sandbox behind.
+#[test]
+fn a_wrapped_command_dies_with_the_thread_that_started_it() {
+    let f = Fixture::new();
+    let mut req = f.request("sleep 600");
+    // A leader that stays a process of its own (it runs the command as its child).
+    req.wrapper = vec![
+        "/bin/sh".into(),
+        "-c".into(),
+        "\"$@\"; :".into(),
+        "wrapper".into(),
+    ];
+    let leader = std::thread::scope(|s| {
+        s.spawn(|| {
+            let running = spawn(&req).expect("spawn");
+            let pid = running.pid();
+            // Left running, as if hone had died: no wait, no drop.
+            std::mem::forget(running);
+            pid
+        })
+        .join()
+        .expect("the thread")
+    });
+    let pid = libc::pid_t::try_from(leader).expect("pid fits in pid_t");
+    let deadline = Instant::now() + LIVENESS;
+    let mut status = 0;
+    // SAFETY: waitpid on our own child with a valid pointer; WNOHANG never blocks.
+    while unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
+        if Instant::now() > deadline {
+            // SAFETY: kill of our own child's group.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            panic!("the wrapper outlived the thread that started it");
+        }
+        std::thread::yield_now();
+    }
+    assert!(libc::WIFSIGNALED(status), "{status}");
+    assert_eq!(libc::WTERMSIG(status), libc::SIGKILL);
+    // SAFETY: kill of our own child's group (the command, orphaned).
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
+}

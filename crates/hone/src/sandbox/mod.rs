@@ -31,7 +31,8 @@ use std::process::{Command, Stdio};
 ///   keystrokes (`TIOCSTI`) into the shell of the user who started hone from a terminal. (A
 ///   process group signal from hone reaches `bwrap`, which dies; the kernel then kills
 ///   everything inside, since `--die-with-parent` and the PID namespace tie it to `bwrap`.)
-/// - `--die-with-parent`: if hone dies, so does the sandbox.
+/// - `--die-with-parent`: if the shell that starts it dies, so does the sandbox; and that
+///   shell dies with hone (`exec::spawn` gives a wrapped command's leader a death signal).
 const ISOLATION: &[&str] = &[
     "--unshare-user",
     "--unshare-pid",
@@ -48,33 +49,39 @@ const ISOLATION: &[&str] = &[
 const BASE: &[&str] = &["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
 
 /// The shell script a sandbox starts through ([`Confinement::wrapper`]; its arguments are
-/// `bwrap`'s, then the command). A socket masked by mounting `/dev/null` over it may be
-/// removed between the moment hone lists it and bubblewrap's setup (a SLURM step's socket, an
-/// SSH agent's), and bubblewrap then dies before the command starts: it cannot make the mount
-/// point on the read-only root. bubblewrap reports the command's exit on its status descriptor
-/// (fd 3, read by the command substitution; the command itself does not get it); when that
-/// report is missing, the command never ran: the script leaves out the masks of what no
-/// longer exists and tries again, twice at most, then runs bubblewrap as it is. A command that
-/// ran is never run again; a failed setup's message stays in the log.
+/// `bwrap`'s, then the command). A socket masked by mounting `/dev/null` over it
+/// (`--ro-bind-try`, which only socket masks use) may be removed between the moment hone
+/// lists it and bubblewrap's setup (a SLURM step's socket, an SSH agent's), and bubblewrap
+/// then dies before the command starts: it cannot make the mount point on the read-only root.
+/// bubblewrap reports the command's exit on its status descriptor (fd 3, read by the command
+/// substitution; the command itself does not get it). When that report is missing and
+/// bubblewrap failed as it does at setup (status 1), the script leaves out the socket masks of
+/// what no longer exists and, if it left out any, tries again: three tries in all, the last
+/// one bubblewrap as it is. Anything else ends the script with bubblewrap's status: a command
+/// that ran is never run again. A failed setup's message stays in the log. `command` keeps a
+/// shell function of the environment from standing in for `bwrap`.
 const SETUP_RETRY: &str = r#"first=$1; shift; set -- "$first" --json-status-fd 3 "$@"
 exec 4>&1
 tries=0
 while [ "$tries" -lt 2 ]; do
   tries=$((tries + 1))
-  status=$("$@" 3>&1 1>&4 4>&-)
+  status=$(command "$@" 3>&1 1>&4 4>&-)
   rc=$?
   case $status in *'"exit-code"'*) exit "$rc" ;; esac
-  n=$#; state=0
+  [ "$rc" -eq 1 ] || exit "$rc"
+  n=$#; state=0; dropped=0
   for a in "$@"; do
     case $state in
-      0) if [ "$a" = --ro-bind ]; then state=1
+      0) if [ "$a" = --ro-bind-try ]; then state=1
          else set -- "$@" "$a"; if [ "$a" = -- ]; then state=3; fi; fi ;;
-      1) if [ "$a" = /dev/null ]; then state=2; else set -- "$@" --ro-bind "$a"; state=0; fi ;;
-      2) if [ -e "$a" ]; then set -- "$@" --ro-bind /dev/null "$a"; fi; state=0 ;;
+      1) if [ "$a" = /dev/null ]; then state=2; else set -- "$@" --ro-bind-try "$a"; state=0; fi ;;
+      2) if [ -e "$a" ]; then set -- "$@" --ro-bind-try /dev/null "$a"; else dropped=1; fi
+         state=0 ;;
       3) set -- "$@" "$a" ;;
     esac
   done
   shift "$n"
+  [ "$dropped" = 1 ] || exit "$rc"
 done
 exec "$@" 3>/dev/null 4>&-
 "#;
@@ -139,9 +146,11 @@ impl Confinement<'_> {
         if self.mask_sockets {
             let mut skip: Vec<&Path> = self.hide.iter().map(PathBuf::as_path).collect();
             skip.push(self.worktree);
+            // `-try` marks them for the setup's retry (see [`SETUP_RETRY`]); bubblewrap
+            // treats them as `--ro-bind` (it only tolerates a missing source).
             for sock in socket_masks(&skip) {
                 args.extend([
-                    OsString::from("--ro-bind"),
+                    OsString::from("--ro-bind-try"),
                     "/dev/null".into(),
                     sock.into_os_string(),
                 ]);
@@ -327,9 +336,22 @@ pub fn bwrap_wrapper(
 }
 
 /// Checks that bubblewrap runs here with every namespace and the dropped capabilities a
-/// sandbox gets; the error says what to do.
+/// sandbox gets, started as a sandbox is (through [`SETUP_RETRY`]: a bubblewrap without a
+/// status descriptor fails it); the error says what to do.
 pub fn probe() -> Result<(), String> {
-    let out = Command::new("bwrap")
+    let installed = Command::new("bwrap")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if installed.is_err() {
+        return Err(
+            "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)".into(),
+        );
+    }
+    let out = Command::new(crate::exec::SHELL)
+        .args(["-c", SETUP_RETRY, "hone-sandbox", "bwrap"])
         .args(probe_args())
         .stdin(Stdio::null())
         .output();
@@ -340,7 +362,7 @@ pub fn probe() -> Result<(), String> {
              (a container needs them allowed, or run hone where bubblewrap works and `bwrap --unshare-user --unshare-pid --unshare-ipc --cap-drop ALL true` succeeds)",
             String::from_utf8_lossy(&o.stderr).trim()
         )),
-        Err(_) => Err("bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)".into()),
+        Err(e) => Err(format!("cannot start {}: {e}", crate::exec::SHELL)),
     }
 }
 
@@ -408,7 +430,7 @@ mod tests {
         argv.splice(
             end..end,
             [
-                "--ro-bind".into(),
+                "--ro-bind-try".into(),
                 "/dev/null".into(),
                 gone.into_os_string(),
             ],
@@ -426,13 +448,21 @@ mod tests {
             "bubblewrap alone fails at the mask: {plain:?}"
         );
         assert!(!wt.join("runs").exists(), "and never runs the command");
-        let retried = run(&super::retrying(argv));
+        let retried = run(&super::retrying(argv.clone()));
         assert_eq!(retried.status.code(), Some(3), "{retried:?}");
         assert_eq!(
             std::fs::read_to_string(wt.join("runs")).expect("runs"),
             "ran\n",
             "run once"
         );
+        // A failure that drops no mask (here an option bubblewrap does not know) is not
+        // tried again.
+        let mut bad = super::retrying(argv[..end].to_vec());
+        bad.extend(["--no-such-option".into(), "--".into()]);
+        let failed = run(&bad);
+        assert_eq!(failed.status.code(), Some(1), "{failed:?}");
+        let said = String::from_utf8_lossy(&failed.stderr);
+        assert_eq!(said.matches("no-such-option").count(), 1, "{said}");
     }
 
     /// Only sockets the sandbox could reach are masked: not one under a skipped directory
