@@ -247,7 +247,8 @@ pub enum ExecError {
 }
 
 /// Starts `req.command` and returns as soon as the child exists; see the module docs for
-/// everything that happens to it.
+/// everything that happens to it. A wrapped command (`req.wrapper`) is killed when the thread
+/// that called this ends: wait for it on that thread.
 pub fn spawn(req: &ExecRequest) -> Result<Running, ExecError> {
     if !req.cwd.is_dir() {
         return Err(ExecError::MissingCwd(req.cwd.clone()));

@@ -503,13 +503,20 @@ fn a_wrapped_command_dies_with_the_thread_that_started_it() {
     let deadline = Instant::now() + LIVENESS;
     let mut status = 0;
     // SAFETY: waitpid on our own child with a valid pointer; WNOHANG never blocks.
-    while unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == 0 {
-        if Instant::now() > deadline {
-            // SAFETY: kill of our own child's group.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-            panic!("the wrapper outlived the thread that started it");
+    loop {
+        // SAFETY: as above.
+        match unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } {
+            0 if Instant::now() > deadline => {
+                // SAFETY: kill of our own child's group.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                panic!("the wrapper outlived the thread that started it");
+            }
+            0 => std::thread::yield_now(),
+            reaped => {
+                assert_eq!(reaped, pid, "{}", std::io::Error::last_os_error());
+                break;
+            }
         }
-        std::thread::yield_now();
     }
     assert!(libc::WIFSIGNALED(status), "{status}");
     assert_eq!(libc::WTERMSIG(status), libc::SIGKILL);

@@ -48,8 +48,8 @@ const ISOLATION: &[&str] = &[
 /// What bubblewrap gives every sandbox first: `/` read-only, a fresh `/dev` and a `/proc`.
 const BASE: &[&str] = &["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"];
 
-/// The shell script a sandbox starts through ([`Confinement::wrapper`]; its arguments are
-/// `bwrap`'s, then the command). A socket masked by mounting `/dev/null` over it
+/// The shell script a sandbox with socket masks starts through ([`Confinement::wrapper`]; its
+/// arguments are `bwrap`'s, then the command). A socket masked by mounting `/dev/null` over it
 /// (`--ro-bind-try`, which only socket masks use) may be removed between the moment hone
 /// lists it and bubblewrap's setup (a SLURM step's socket, an SSH agent's), and bubblewrap
 /// then dies before the command starts: it cannot make the mount point on the read-only root.
@@ -58,30 +58,35 @@ const BASE: &[&str] = &["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc
 /// bubblewrap failed as it does at setup (status 1), the script leaves out the socket masks of
 /// what no longer exists and, if it left out any, tries again: three tries in all, the last
 /// one bubblewrap as it is. Anything else ends the script with bubblewrap's status: a command
-/// that ran is never run again. A failed setup's message stays in the log. `command` keeps a
-/// shell function of the environment from standing in for `bwrap`.
-const SETUP_RETRY: &str = r#"first=$1; shift; set -- "$first" --json-status-fd 3 "$@"
+/// that ran is never run again. A failed setup's message stays in the log. bubblewrap is
+/// `exec`ed by the substitution's shell, so that it is the leader's own child whatever shell
+/// `/bin/sh` is (its `--die-with-parent` then follows the leader, which dies with hone); no
+/// shell function of the environment stands in for `[`; the script's names start with
+/// `_hone_` (they would change an exported variable of the same name).
+const SETUP_RETRY: &str = r#"unset -f '[' 2>/dev/null
 exec 4>&1
-tries=0
-while [ "$tries" -lt 2 ]; do
-  tries=$((tries + 1))
-  status=$(command "$@" 3>&1 1>&4 4>&-)
-  rc=$?
-  case $status in *'"exit-code"'*) exit "$rc" ;; esac
-  [ "$rc" -eq 1 ] || exit "$rc"
-  n=$#; state=0; dropped=0
-  for a in "$@"; do
-    case $state in
-      0) if [ "$a" = --ro-bind-try ]; then state=1
-         else set -- "$@" "$a"; if [ "$a" = -- ]; then state=3; fi; fi ;;
-      1) if [ "$a" = /dev/null ]; then state=2; else set -- "$@" --ro-bind-try "$a"; state=0; fi ;;
-      2) if [ -e "$a" ]; then set -- "$@" --ro-bind-try /dev/null "$a"; else dropped=1; fi
-         state=0 ;;
-      3) set -- "$@" "$a" ;;
+_hone_tries=0
+while [ "$_hone_tries" -lt 2 ]; do
+  _hone_tries=$((_hone_tries + 1))
+  _hone_status=$(exec "$@" 3>&1 1>&4 4>&-)
+  _hone_rc=$?
+  case $_hone_status in *'"exit-code"'*) exit "$_hone_rc" ;; esac
+  [ "$_hone_rc" -eq 1 ] || exit "$_hone_rc"
+  _hone_n=$#; _hone_state=0; _hone_dropped=0
+  for _hone_a in "$@"; do
+    case $_hone_state in
+      0) if [ "$_hone_a" = --ro-bind-try ]; then _hone_state=1
+         else set -- "$@" "$_hone_a"; if [ "$_hone_a" = -- ]; then _hone_state=3; fi; fi ;;
+      1) if [ "$_hone_a" = /dev/null ]; then _hone_state=2
+         else set -- "$@" --ro-bind-try "$_hone_a"; _hone_state=0; fi ;;
+      2) if [ -e "$_hone_a" ]; then set -- "$@" --ro-bind-try /dev/null "$_hone_a"
+         else _hone_dropped=1; fi
+         _hone_state=0 ;;
+      3) set -- "$@" "$_hone_a" ;;
     esac
   done
-  shift "$n"
-  [ "$dropped" = 1 ] || exit "$rc"
+  shift "$_hone_n"
+  [ "$_hone_dropped" = 1 ] || exit "$_hone_rc"
 done
 exec "$@" 3>/dev/null 4>&-
 "#;
@@ -117,11 +122,16 @@ pub struct Confinement<'a> {
 }
 
 impl Confinement<'_> {
-    /// The program prefix that runs a command in this sandbox: [`Confinement::bwrap_args`]
-    /// through [`SETUP_RETRY`], so that a socket removed while the sandbox is set up does not
-    /// fail the command.
+    /// The program prefix that runs a command in this sandbox: [`Confinement::bwrap_args`],
+    /// through [`SETUP_RETRY`] when it masks sockets, so that a socket removed while the
+    /// sandbox is set up does not fail the command.
     pub fn wrapper(&self) -> Vec<OsString> {
-        retrying(self.bwrap_args())
+        let args = self.bwrap_args();
+        if args.iter().any(|a| a == "--ro-bind-try") {
+            retrying(args)
+        } else {
+            args
+        }
     }
 
     /// The `bwrap` argument list, up to and including the `--` before the command: the
@@ -194,7 +204,7 @@ impl Confinement<'_> {
     }
 }
 
-/// `bwrap` (`args`, up to its `--`) started through [`SETUP_RETRY`].
+/// `bwrap` (`args`, up to its `--`) started through [`SETUP_RETRY`], its status on fd 3.
 fn retrying(args: Vec<OsString>) -> Vec<OsString> {
     let mut out: Vec<OsString> = vec![
         crate::exec::SHELL.into(),
@@ -202,6 +212,9 @@ fn retrying(args: Vec<OsString>) -> Vec<OsString> {
         SETUP_RETRY.into(),
         "hone-sandbox".into(),
     ];
+    let mut args = args.into_iter();
+    out.extend(args.next());
+    out.extend(["--json-status-fd".into(), "3".into()]);
     out.extend(args);
     out
 }
@@ -312,8 +325,8 @@ pub fn accelerator_devices(dev: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// The `bwrap` argument list that lets a command write only `worktree` and `tmp`, with no
-/// capabilities and its own namespaces (see [`Confinement::bwrap_args`]); `network = false`
+/// The program prefix (see [`Confinement::wrapper`]) that lets a command write only
+/// `worktree` and `tmp`, with no capabilities and its own namespaces; `network = false`
 /// also gives it an empty network namespace. `hide` and `expose` are
 /// [`Confinement::hide`] and [`Confinement::expose`].
 pub fn bwrap_wrapper(
@@ -350,13 +363,19 @@ pub fn probe() -> Result<(), String> {
             "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)".into(),
         );
     }
-    let out = Command::new(crate::exec::SHELL)
-        .args(["-c", SETUP_RETRY, "hone-sandbox", "bwrap"])
-        .args(probe_args())
+    let mut argv = retrying([OsString::from("bwrap")].into_iter().collect());
+    argv.extend(probe_args().into_iter().map(OsString::from));
+    let out = Command::new(&argv[0])
+        .args(&argv[1..])
         .stdin(Stdio::null())
         .output();
     match out {
         Ok(o) if o.status.success() => Ok(()),
+        Ok(o) if String::from_utf8_lossy(&o.stderr).contains("json-status-fd") => Err(format!(
+            "bubblewrap is too old here ({}): hone needs one that has --json-status-fd; \
+             upgrade it",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
         Ok(o) => Err(format!(
             "bubblewrap cannot create a sandbox on this machine ({}); user namespaces may be disabled \
              (a container needs them allowed, or run hone where bubblewrap works and `bwrap --unshare-user --unshare-pid --unshare-ipc --cap-drop ALL true` succeeds)",
@@ -463,6 +482,67 @@ mod tests {
         assert_eq!(failed.status.code(), Some(1), "{failed:?}");
         let said = String::from_utf8_lossy(&failed.stderr);
         assert_eq!(said.matches("no-such-option").count(), 1, "{said}");
+    }
+
+    /// bubblewrap is the own child of the shell that starts it, whatever shell runs the
+    /// script (bash forks a subshell for a command substitution unless it is told to exec):
+    /// its `--die-with-parent` then follows that shell, which dies with hone.
+    #[test]
+    fn bubblewrap_is_the_child_of_the_shell_that_starts_it() {
+        if super::probe().is_err() {
+            eprintln!("skipped: bubblewrap cannot run here");
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let wt = dir.path().join("wt");
+        std::fs::create_dir_all(wt.join("tmp")).expect("mkdir");
+        let wrapped = super::retrying(
+            super::Confinement {
+                worktree: &wt,
+                writable: true,
+                tmp: &wt.join("tmp"),
+                network: false,
+                hide: &[],
+                expose: &[],
+                mask_sockets: false,
+            }
+            .bwrap_args(),
+        );
+        for shell in ["/bin/sh", "bash"] {
+            let mut command = std::process::Command::new(shell);
+            if shell == "bash" {
+                command.arg("--posix");
+            }
+            let started = command
+                .args(&wrapped[1..])
+                .args(["/bin/sh", "-c", "sleep 30"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn();
+            let mut leader = match started {
+                Ok(child) => child,
+                Err(_) if shell == "bash" => continue,
+                Err(e) => panic!("{shell}: {e}"),
+            };
+            let children = format!("/proc/{0}/task/{0}/children", leader.id());
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            // The shell's first child, until it is bubblewrap (a fork becomes it at its exec).
+            let seen = loop {
+                let kid = std::fs::read_to_string(&children).unwrap_or_default();
+                let kid = kid.split_whitespace().next().map(str::to_string);
+                let comm = kid
+                    .as_ref()
+                    .and_then(|k| std::fs::read_to_string(format!("/proc/{k}/comm")).ok())
+                    .unwrap_or_default();
+                if comm.trim() == "bwrap" || std::time::Instant::now() > deadline {
+                    break comm;
+                }
+                std::thread::yield_now();
+            };
+            let _ = leader.kill();
+            let _ = leader.wait();
+            assert_eq!(seen.trim(), "bwrap", "{shell}: the shell's child");
+        }
     }
 
     /// Only sockets the sandbox could reach are masked: not one under a skipped directory
