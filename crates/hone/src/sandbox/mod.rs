@@ -421,19 +421,21 @@ mod tests {
         assert_eq!(run(true), "refused");
     }
 
-    /// A masked socket removed before bubblewrap's setup (a SLURM step's, an SSH agent's) does
-    /// not fail the command: its mask is left out and the sandbox set up again. The command
-    /// runs once, and its exit code is kept.
-    #[test]
-    fn a_socket_removed_before_the_setup_does_not_fail_the_command() {
+    /// A worktree in a temporary directory and the `bwrap` arguments of a sandbox of it that
+    /// masks no socket; `None` (said) where bubblewrap cannot run.
+    fn plain_sandbox() -> Option<(
+        tempfile::TempDir,
+        std::path::PathBuf,
+        Vec<std::ffi::OsString>,
+    )> {
         if super::probe().is_err() {
             eprintln!("skipped: bubblewrap cannot run here");
-            return;
+            return None;
         }
         let dir = tempfile::tempdir().expect("tempdir");
         let wt = dir.path().join("wt");
         std::fs::create_dir_all(wt.join("tmp")).expect("mkdir");
-        let mut argv = super::Confinement {
+        let args = super::Confinement {
             worktree: &wt,
             writable: true,
             tmp: &wt.join("tmp"),
@@ -443,6 +445,17 @@ mod tests {
             mask_sockets: false,
         }
         .bwrap_args();
+        Some((dir, wt, args))
+    }
+
+    /// A masked socket removed before bubblewrap's setup (a SLURM step's, an SSH agent's) does
+    /// not fail the command: its mask is left out and the sandbox set up again. The command
+    /// runs once, and its exit code is kept.
+    #[test]
+    fn a_socket_removed_before_the_setup_does_not_fail_the_command() {
+        let Some((dir, wt, mut argv)) = plain_sandbox() else {
+            return;
+        };
         // The mask of a socket listed, then removed: before bubblewrap's closing `--`.
         let gone = dir.path().join("gone.sock");
         let end = argv.len() - 1;
@@ -489,25 +502,10 @@ mod tests {
     /// its `--die-with-parent` then follows that shell, which dies with hone.
     #[test]
     fn bubblewrap_is_the_child_of_the_shell_that_starts_it() {
-        if super::probe().is_err() {
-            eprintln!("skipped: bubblewrap cannot run here");
+        let Some((_dir, _wt, args)) = plain_sandbox() else {
             return;
-        }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let wt = dir.path().join("wt");
-        std::fs::create_dir_all(wt.join("tmp")).expect("mkdir");
-        let wrapped = super::retrying(
-            super::Confinement {
-                worktree: &wt,
-                writable: true,
-                tmp: &wt.join("tmp"),
-                network: false,
-                hide: &[],
-                expose: &[],
-                mask_sockets: false,
-            }
-            .bwrap_args(),
-        );
+        };
+        let wrapped = super::retrying(args);
         for shell in ["/bin/sh", "bash"] {
             let mut command = std::process::Command::new(shell);
             if shell == "bash" {
