@@ -84,7 +84,7 @@ pub fn set_up(dir: &Path) -> Result<(), DemoError> {
     }
     std::fs::write(dir.join(".gitignore"), "__pycache__/\n").map_err(io(dir))?;
     let git = |args: &[&str]| -> Result<(), DemoError> {
-        let out = Command::new("git")
+        let out = Command::new(crate::workspace::git_program())
             .process_group(0)
             .args(args)
             .current_dir(dir)

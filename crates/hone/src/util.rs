@@ -94,6 +94,30 @@ pub fn push_html_escaped(out: &mut String, c: char) {
     }
 }
 
+/// The first executable file `name` in the absolute entries of `path` (a `PATH` value),
+/// passing over relative and empty entries: hone starts `git` and `bwrap` in worktrees a
+/// candidate wrote, where an entry like `bin`, `.` or an empty one (the current directory)
+/// would find a `git` or a `bwrap` the candidate put there, and run it as hone.
+pub fn absolute_program(path: &std::ffi::OsStr, name: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// [`absolute_program`] in hone's own `PATH`, else `/usr/bin/NAME` (which then fails to
+/// start with a message that names it): what hone starts as `name`, never looked up
+/// relative to a directory.
+pub fn program_on_path(name: &str) -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    absolute_program(&path, name)
+        .unwrap_or_else(|| std::path::Path::new("/usr/bin").join(name))
+        .into_os_string()
+}
+
 /// The median (the mean of the two middle values for an even count), ordering by
 /// `f64::total_cmp`. `NaN` for an empty slice, like a mean of nothing: a report shows it as
 /// "no data", and callers that need a number check for values first.
@@ -164,6 +188,51 @@ pub(crate) fn assert_pinned_streams(draw: impl Fn(u64, u64) -> [u64; 3], want: [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A relative `PATH` entry that leads to an executable `git` (from this process's
+    /// directory) and an empty one are passed over; so are a directory named `git` and a file
+    /// that is not executable; the absolute entry's executable is found.
+    #[test]
+    fn a_program_is_found_only_in_absolute_path_entries() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let make = |sub: &str, mode: u32| {
+            let d = dir.path().join(sub);
+            std::fs::create_dir_all(&d).expect("mkdir");
+            let p = d.join("git");
+            std::fs::write(&p, "#!/bin/sh\n").expect("write");
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).expect("chmod");
+            d
+        };
+        let (rel, plain, good) = (
+            make("rel", 0o755),
+            make("plain", 0o644),
+            make("good", 0o755),
+        );
+        let as_dir = dir.path().join("as-dir");
+        std::fs::create_dir_all(as_dir.join("git")).expect("mkdir");
+        // `rel` as a path relative to this process's directory, which leads to the same file.
+        let cwd = std::env::current_dir().expect("cwd");
+        let up = "../".repeat(cwd.components().count() - 1);
+        let relative =
+            std::path::PathBuf::from(format!("./{up}")).join(rel.strip_prefix("/").expect("abs"));
+        assert!(
+            std::fs::metadata(relative.join("git")).is_ok(),
+            "{}",
+            relative.display()
+        );
+        let path = std::env::join_paths([
+            relative.clone(),
+            std::path::PathBuf::new(),
+            as_dir,
+            plain,
+            good.clone(),
+        ])
+        .expect("join");
+        assert_eq!(absolute_program(&path, "git"), Some(good.join("git")));
+        let only_relative = std::env::join_paths([relative]).expect("join");
+        assert_eq!(absolute_program(&only_relative, "git"), None);
+    }
 
     #[test]
     fn html_escape_covers_markup_and_both_quotes() {

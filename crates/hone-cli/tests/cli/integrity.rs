@@ -176,3 +176,42 @@ fn integrity_a_symlinked_hone_directory_is_not_read_for_the_hypothesis() {
         "nothing outside the worktree was removed"
     );
 }
+
+/// `hone run` in `r` with an empty entry first in `PATH` (the current directory, as a `PATH`
+/// written `:$PATH` or `$EXTRA:$PATH` with nothing in `EXTRA` has it).
+fn hone_with_cwd_on_path(r: &Repo, args: &[&str]) -> std::process::Output {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut with_cwd = std::ffi::OsString::from(":");
+    with_cwd.push(&path);
+    std::process::Command::new(HONE)
+        .args(args)
+        .current_dir(&r.dir)
+        .env("PATH", with_cwd)
+        .output()
+        .unwrap()
+}
+
+/// An agent leaves an executable `git` in its worktree, where hone lists the candidate's
+/// files: with the current directory on `PATH`, a plain `git` would run it, as hone (outside
+/// any sandbox, before any check). hone runs the `git` found in `PATH`'s absolute entries.
+#[test]
+fn integrity_a_git_left_in_the_worktree_never_runs_for_hone() {
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("planted-git-ran");
+    let real = hone::util::absolute_program(&std::env::var_os("PATH").unwrap(), "git").unwrap();
+    let script = format!(
+        "write\tgit\t#!/bin/sh\\ntouch {}\\nexec {} \"$@\"\\n\nrun\tchmod +x git\nreplace\ttrain.py\tSCORE = 5\tSCORE = 0\n---\n{HONEST}",
+        ran.display(),
+        real.display()
+    );
+    let r = repo(&script, &[], "");
+    let out = ok(hone_with_cwd_on_path(&r, &["run", "--tag", "atk"]));
+    assert!(
+        !ran.exists(),
+        "hone ran the agent's `git` from the worktree:\n{}",
+        text(&out)
+    );
+    let log = r.log();
+    assert_violation(&log[1], "git");
+    assert_eq!(log[2]["status"], "keep", "{}\n{}", log[2], text(&out));
+}

@@ -382,7 +382,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 fn git(dir: &Path, args: &[&str]) -> Result<(), String> {
-    let out = Command::new("git")
+    let out = Command::new(crate::workspace::git_program())
         .args(args)
         .current_dir(dir)
         .env("GIT_AUTHOR_NAME", "hone bench")

@@ -175,7 +175,8 @@ fn tool_error(tool: &str, detail: String) -> ExecError {
 /// Runs a SLURM client tool with a minimal environment (nothing of hone's own variables)
 /// and returns its standard output.
 fn slurm_tool(tool: &str, args: &[String]) -> Result<String, ExecError> {
-    let mut cmd = Command::new(tool);
+    // By absolute path: a `PATH` entry like `.` would find one in hone's directory.
+    let mut cmd = Command::new(crate::util::program_on_path(tool));
     cmd.args(args)
         .env_clear()
         .stdin(Stdio::null())

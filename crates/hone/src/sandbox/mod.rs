@@ -98,6 +98,15 @@ pub fn probe_args() -> Vec<&'static str> {
     [BASE, ISOLATION, &["--unshare-net", "true"]].concat()
 }
 
+/// bubblewrap's program, found once ([`crate::util::program_on_path`]): a sandbox's
+/// processes start in its worktree with the verifier's `PATH`, where a plain `bwrap` could be
+/// found through a relative or empty entry in the worktree, put there by a candidate to run
+/// its code unconfined. A SLURM job's node must have bubblewrap at the same path.
+pub fn bwrap_program() -> &'static OsString {
+    static FOUND: std::sync::OnceLock<OsString> = std::sync::OnceLock::new();
+    FOUND.get_or_init(|| crate::util::program_on_path("bwrap"))
+}
+
 /// What one sandboxed process may see and touch.
 pub struct Confinement<'a> {
     /// The directory it works in.
@@ -141,9 +150,8 @@ impl Confinement<'_> {
     pub fn bwrap_args(&self) -> Vec<OsString> {
         let wt = self.worktree.as_os_str().to_owned();
         let tmp = self.tmp.as_os_str().to_owned();
-        let mut args: Vec<OsString> = std::iter::once(&"bwrap")
-            .chain(BASE)
-            .map(OsString::from)
+        let mut args: Vec<OsString> = std::iter::once(bwrap_program().clone())
+            .chain(BASE.iter().map(OsString::from))
             .collect();
         // The fresh /dev has no accelerators: training on a GPU needs its device files (`-try`:
         // a SLURM job's node may lack one the submitting host has).
@@ -352,7 +360,7 @@ pub fn bwrap_wrapper(
 /// sandbox gets, started as a sandbox is (through [`SETUP_RETRY`]: a bubblewrap without a
 /// status descriptor fails it); the error says what to do.
 pub fn probe() -> Result<(), String> {
-    let installed = Command::new("bwrap")
+    let installed = Command::new(bwrap_program())
         .arg("--version")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -363,7 +371,7 @@ pub fn probe() -> Result<(), String> {
             "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)".into(),
         );
     }
-    let mut argv = retrying([OsString::from("bwrap")].into_iter().collect());
+    let mut argv = retrying(vec![bwrap_program().clone()]);
     argv.extend(probe_args().into_iter().map(OsString::from));
     let out = Command::new(&argv[0])
         .args(&argv[1..])
@@ -663,7 +671,8 @@ mod tests {
                 }
                 .bwrap_args(),
             );
-            assert_eq!(args[0], "bwrap");
+            assert_eq!(args[0], super::bwrap_program().to_string_lossy());
+            assert!(Path::new(&args[0]).is_absolute(), "{args:?}");
             assert_eq!(args.last().map(String::as_str), Some("--"));
             for flag in [
                 "--unshare-user",
