@@ -244,6 +244,8 @@ def main():
     ap.add_argument("--in-process", action="store_true",
                     help="run python verifiers in this process (same figures, no process per trial)")
     ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--seed0", type=int, default=1,
+                    help="the first seed (seeds SEED0 .. SEED0+REPEATS-1), e.g. 1000 for the held-out seeds")
     ap.add_argument("--budget", default="20,50,100", help="the largest is what a run gets")
     ap.add_argument("--out", default=os.path.join(here, "out", "optuna-runs.json"))
     args = ap.parse_args()
@@ -268,7 +270,7 @@ def main():
                 spec = tomllib.load(f)
             budget = min(problem.get("budget", max_budget), max_budget)
             for sampler in args.samplers.split(","):
-                for seed in range(1, args.repeats + 1):
+                for seed in range(args.seed0, args.seed0 + args.repeats):
                     arm = "optuna-" + sampler
                     # A longer run of the same seed holds this one as its prefix.
                     if any(r["problem"] == problem["name"] and r["arm"] == arm and r["seed"] == seed

@@ -108,13 +108,14 @@ pub fn absolute_program(path: &std::ffi::OsStr, name: &str) -> Option<std::path:
         })
 }
 
-/// [`absolute_program`] in hone's own `PATH`, else `/usr/bin/NAME` (which then fails to
-/// start with a message that names it): what hone starts as `name`, never looked up
-/// relative to a directory.
+/// [`absolute_program`] in hone's own `PATH`: what hone starts as `name`, never looked up
+/// relative to a directory. When no absolute entry has it, a path that does not exist
+/// (`/nonexistent/NAME`), so that starting it fails as a program missing from `PATH` does,
+/// with the message each caller gives then (install git, bubblewrap, the SLURM tools).
 pub fn program_on_path(name: &str) -> std::ffi::OsString {
     let path = std::env::var_os("PATH").unwrap_or_default();
     absolute_program(&path, name)
-        .unwrap_or_else(|| std::path::Path::new("/usr/bin").join(name))
+        .unwrap_or_else(|| std::path::Path::new("/nonexistent").join(name))
         .into_os_string()
 }
 
