@@ -108,15 +108,26 @@ pub fn absolute_program(path: &std::ffi::OsStr, name: &str) -> Option<std::path:
         })
 }
 
-/// [`absolute_program`] in hone's own `PATH`: what hone starts as `name`, never looked up
-/// relative to a directory. When no absolute entry has it, a path that does not exist
-/// (`/nonexistent/NAME`), so that starting it fails as a program missing from `PATH` does,
-/// with the message each caller gives then (install git, bubblewrap, the SLURM tools).
+/// [`absolute_program`] in hone's own `PATH`, looked up at each call (a few `stat`s): what
+/// hone starts as `name`, never looked up relative to a directory. When no absolute entry has
+/// it, a path that does not exist (`/nonexistent/NAME`), so that starting it fails as a
+/// program missing from `PATH` does, with the message each caller gives then.
 pub fn program_on_path(name: &str) -> std::ffi::OsString {
     let path = std::env::var_os("PATH").unwrap_or_default();
     absolute_program(&path, name)
         .unwrap_or_else(|| std::path::Path::new("/nonexistent").join(name))
         .into_os_string()
+}
+
+/// `path` (a `PATH` value) with only its absolute entries, in order: the `PATH` hone gives
+/// the programs it starts itself in a worktree (git), so that nothing they start in turn is
+/// looked up there either.
+pub fn absolute_entries(path: &std::ffi::OsStr) -> std::ffi::OsString {
+    let dirs: Vec<std::path::PathBuf> = std::env::split_paths(path)
+        .filter(|dir| dir.is_absolute())
+        .collect();
+    // Absolute entries of a PATH that split_paths parsed contain no separator.
+    std::env::join_paths(dirs).unwrap_or_default()
 }
 
 /// The median (the mean of the two middle values for an even count), ordering by
@@ -233,6 +244,11 @@ mod tests {
         assert_eq!(absolute_program(&path, "git"), Some(good.join("git")));
         let only_relative = std::env::join_paths([relative]).expect("join");
         assert_eq!(absolute_program(&only_relative, "git"), None);
+        let kept = absolute_entries(&path);
+        let kept: Vec<_> = std::env::split_paths(&kept).collect();
+        assert_eq!(kept.len(), 3, "{kept:?}");
+        assert!(kept.iter().all(|d| d.is_absolute()), "{kept:?}");
+        assert_eq!(kept.last(), Some(&good));
     }
 
     #[test]

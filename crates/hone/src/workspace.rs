@@ -110,16 +110,19 @@ const ENV_REMOVE: &[&str] = &[
     "GIT_CEILING_DIRECTORIES",
 ];
 
-/// The command-line git hone runs, found once ([`crate::util::program_on_path`]): it runs in
-/// worktrees a candidate wrote, where a plain `git` could be found through a relative or empty
-/// `PATH` entry, put there to run as hone.
-pub fn git_program() -> &'static std::ffi::OsString {
-    static FOUND: std::sync::OnceLock<std::ffi::OsString> = std::sync::OnceLock::new();
-    FOUND.get_or_init(|| crate::util::program_on_path("git"))
+/// The command-line git hone runs ([`crate::util::program_on_path`]): it runs in worktrees a
+/// candidate wrote, where a plain `git` could be found through a relative or empty `PATH`
+/// entry, put there to run as hone.
+pub fn git_program() -> std::ffi::OsString {
+    crate::util::program_on_path("git")
 }
 
 fn git_command(cwd: &Path) -> Command {
     let mut c = Command::new(git_program());
+    // And whatever git starts in turn is not looked up in the worktree either.
+    if let Some(path) = std::env::var_os("PATH") {
+        c.env("PATH", crate::util::absolute_entries(&path));
+    }
     // Its own process group: a Ctrl-C at the terminal is meant for hone (which finishes the
     // experiment cleanly), not for the git command that happens to be running.
     c.process_group(0);

@@ -215,3 +215,29 @@ fn integrity_a_git_left_in_the_worktree_never_runs_for_hone() {
     assert_violation(&log[1], "git");
     assert_eq!(log[2]["status"], "keep", "{}\n{}", log[2], text(&out));
 }
+
+/// The candidate's `train.py` leaves an executable `python3` in the worktree that prints a
+/// perfect score, for the evaluation that runs next (`sh eval.sh`: `python3 prepare.py`) to
+/// find through an empty `PATH` entry. hone gives the verifier `PATH` without its relative
+/// and empty entries (and says so when the run starts), so the real evaluation runs.
+#[test]
+fn integrity_the_verifier_never_looks_programs_up_in_the_worktree() {
+    let train = "import os\nopen('python3', 'w').write('#!/bin/sh' + chr(10) + 'echo score: 0' + chr(10))\nos.chmod('python3', 0o755)\nopen('model.txt', 'w').write('5')\n";
+    let r = Repo::builder()
+        .file("train.py", "open('model.txt', 'w').write('5')\n")
+        .file("prepare.py", "print('score: %s' % open('model.txt').read())\n")
+        .file("eval.sh", "python3 prepare.py\n")
+        .script(&format!("write\ttrain.py\t{}\n", train.replace('\n', "\\n")))
+        .spec_with(|agent| {
+            Spec::standard("python3 train.py && sh eval.sh", agent)
+                .editable(&["train.py"])
+                .protected(&["prepare.py", "eval.sh"])
+                .tail("[stop]\nmax_experiments = 2\n")
+        })
+        .create();
+    let out = ok(hone_with_cwd_on_path(&r, &["run", "--tag", "atk"]));
+    assert_says(&out, "PATH has relative or empty entries (an empty one");
+    let log = r.log();
+    assert_eq!(log[1]["objective"], 5.0, "{}\n{}", log[1], text(&out));
+    assert_ne!(log[1]["status"], "keep", "{}", log[1]);
+}

@@ -154,9 +154,7 @@ impl Engine<'_> {
             "{prompt_file}",
             &crate::propose::command::shell_quote(&prompt_path.to_string_lossy()),
         );
-        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
-            .filter(|(k, _)| v.env_allowed_for_candidate(k))
-            .collect();
+        let mut env = v.inherited_for_candidate();
         env.push(("HONE_REVIEW_PROMPT".into(), prompt_path.into_os_string()));
         env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
         env.push(("HONE_JOB".into(), v.job_token(n).into()));

@@ -537,9 +537,7 @@ impl Verifier {
     /// The environment of the verifier and the holdout for experiment `n`: what hone was
     /// given (less its own settings and its LLM key), `[verify] env`, and the experiment.
     fn candidate_env(&self, n: u64) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-        let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
-            .filter(|(k, _)| self.env_allowed_for_candidate(k))
-            .collect();
+        let mut env = self.inherited_for_candidate();
         for (k, v) in &self.spec.verify.env {
             env.push((k.into(), v.into()));
         }
@@ -560,6 +558,26 @@ impl Verifier {
         let digest = sha2::Sha256::digest(self.git.root().as_os_str().as_encoded_bytes());
         let short: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
         format!("{short}:{}:{n}", self.tag)
+    }
+
+    /// What hone's own environment passes on to code it runs on a candidate's behalf
+    /// (verifier, holdout, reviewer): the variables [`Verifier::env_allowed_for_candidate`]
+    /// lets through, `PATH` with its absolute entries only. A relative or empty entry (the
+    /// current directory) would look programs up in the worktree, which the candidate's code
+    /// writes: a `python3` it left there would run the evaluation after it. A `PATH` set in
+    /// `[verify] env` is passed as written.
+    pub(super) fn inherited_for_candidate(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        std::env::vars_os()
+            .filter(|(k, _)| self.env_allowed_for_candidate(k))
+            .map(|(k, v)| {
+                let v = if k == "PATH" {
+                    crate::util::absolute_entries(&v)
+                } else {
+                    v
+                };
+                (k, v)
+            })
+            .collect()
     }
 
     /// May this inherited variable reach code hone runs on a candidate's behalf (verifier,

@@ -230,6 +230,10 @@ pub fn slurm_time(d: Duration) -> String {
 fn script_text(req: &ExecRequest, status_file: &Path) -> String {
     let cwd = req.cwd.to_string_lossy();
     let mut s = String::from("#!/bin/sh\n# Written by hone: one verifier run as a batch job.\n");
+    // The verifier runs in a subshell: its directory (the worktree, which the candidate's code
+    // may write) and its environment (a PATH that may have relative entries) end with it, so
+    // the status below is recorded by programs that cannot be the candidate's.
+    s.push_str("(\n");
     s.push_str(&format!(
         "cd {} || {{ echo \"hone: cannot enter {} on $(hostname); [exec] shared_dir must be visible to the compute nodes\" >&2; exit 97; }}\n",
         sh_quote(&cwd),
@@ -253,9 +257,9 @@ fn script_text(req: &ExecRequest, status_file: &Path) -> String {
     argv.push(SHELL.to_string());
     argv.push("-c".into());
     argv.push(sh_quote(&req.command));
-    s.push_str(&format!("{} </dev/null\n", argv.join(" ")));
+    s.push_str(&format!("exec {} </dev/null\n)\n", argv.join(" ")));
     s.push_str(&format!(
-        "rc=$?\necho \"$rc\" > {q}.tmp && mv {q}.tmp {q}\nexit \"$rc\"\n",
+        "rc=$?\necho \"$rc\" > {q}.tmp && PATH=/usr/bin:/bin mv {q}.tmp {q}\nexit \"$rc\"\n",
         q = sh_quote(&status_file.to_string_lossy())
     ));
     s

@@ -98,11 +98,10 @@ fn read_plain_file(path: &std::path::Path, max: usize) -> Option<String> {
     Some(String::from_utf8_lossy(&buf).into_owned())
 }
 
-/// Is `program` on PATH?
+/// Is `program` on PATH, in an absolute entry (where hone would start it from: see
+/// [`crate::util::program_on_path`])?
 pub fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
-        .unwrap_or(false)
+    std::env::var_os("PATH").is_some_and(|p| crate::util::absolute_program(&p, program).is_some())
 }
 
 impl Proposer for CommandProposer {

@@ -98,13 +98,12 @@ pub fn probe_args() -> Vec<&'static str> {
     [BASE, ISOLATION, &["--unshare-net", "true"]].concat()
 }
 
-/// bubblewrap's program, found once ([`crate::util::program_on_path`]): a sandbox's
-/// processes start in its worktree with the verifier's `PATH`, where a plain `bwrap` could be
-/// found through a relative or empty entry in the worktree, put there by a candidate to run
-/// its code unconfined. A SLURM job's node must have bubblewrap at the same path.
-pub fn bwrap_program() -> &'static OsString {
-    static FOUND: std::sync::OnceLock<OsString> = std::sync::OnceLock::new();
-    FOUND.get_or_init(|| crate::util::program_on_path("bwrap"))
+/// bubblewrap's program ([`crate::util::program_on_path`]): a sandbox's processes start in
+/// its worktree with the verifier's `PATH`, where a plain `bwrap` could be found through a
+/// relative or empty entry in the worktree, put there by a candidate to run its code
+/// unconfined. A SLURM job's node must have bubblewrap at the same path.
+pub fn bwrap_program() -> OsString {
+    crate::util::program_on_path("bwrap")
 }
 
 /// What one sandboxed process may see and touch.
@@ -150,7 +149,7 @@ impl Confinement<'_> {
     pub fn bwrap_args(&self) -> Vec<OsString> {
         let wt = self.worktree.as_os_str().to_owned();
         let tmp = self.tmp.as_os_str().to_owned();
-        let mut args: Vec<OsString> = std::iter::once(bwrap_program().clone())
+        let mut args: Vec<OsString> = std::iter::once(bwrap_program())
             .chain(BASE.iter().map(OsString::from))
             .collect();
         // The fresh /dev has no accelerators: training on a GPU needs its device files (`-try`:
@@ -371,7 +370,7 @@ pub fn probe() -> Result<(), String> {
             "bubblewrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)".into(),
         );
     }
-    let mut argv = retrying(vec![bwrap_program().clone()]);
+    let mut argv = retrying(vec![bwrap_program()]);
     argv.extend(probe_args().into_iter().map(OsString::from));
     let out = Command::new(&argv[0])
         .args(&argv[1..])

@@ -72,6 +72,25 @@ fn script_quotes_and_exports() {
     assert_eq!(status.code(), Some(4));
     assert_eq!(fs::read_to_string(dir.path().join("out")).unwrap(), "x'y");
     assert_eq!(fs::read_to_string(&rc).unwrap().trim(), "4");
+    // The candidate's code leaves an executable `mv` in its directory, and the current
+    // directory is first on PATH: the status is still recorded by the real `mv`, outside the
+    // verifier's directory and environment.
+    let planted = dir.path().join("planted-mv-ran");
+    fs::remove_file(&rc).unwrap();
+    let req = ExecRequest {
+        env: vec![("PATH".into(), ":/usr/bin:/bin".into())],
+        command: format!(
+            "printf '#!/bin/sh\\ntouch {}\\necho 0 > \"$2\"\\n' > mv; chmod +x mv; exit 4",
+            planted.display()
+        ),
+        ..req
+    };
+    fs::write(&path, script_text(&req, &rc)).unwrap();
+    let status = Command::new("/bin/sh").arg(&path).status().unwrap();
+    assert_eq!(status.code(), Some(4));
+    assert!(dir.path().join("mv").exists(), "the command ran");
+    assert!(!planted.exists(), "the script ran the candidate's `mv`");
+    assert_eq!(fs::read_to_string(&rc).unwrap().trim(), "4");
 }
 
 /// The real cluster tests: they need a SLURM controller (scripts/slurm-local.sh starts a
