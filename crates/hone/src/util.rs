@@ -130,6 +130,20 @@ pub fn absolute_entries(path: &std::ffi::OsStr) -> std::ffi::OsString {
     std::env::join_paths(dirs).unwrap_or_default()
 }
 
+/// An inherited variable as hone passes it on to a process that runs in a worktree (agent,
+/// verifier, holdout, reviewer, a worker's verifier): `PATH` with its absolute entries only
+/// ([`absolute_entries`]), anything else as it is.
+pub fn passed_on(
+    (name, value): (std::ffi::OsString, std::ffi::OsString),
+) -> (std::ffi::OsString, std::ffi::OsString) {
+    if name == "PATH" {
+        let value = absolute_entries(&value);
+        (name, value)
+    } else {
+        (name, value)
+    }
+}
+
 /// The median (the mean of the two middle values for an even count), ordering by
 /// `f64::total_cmp`. `NaN` for an empty slice, like a mean of nothing: a report shows it as
 /// "no data", and callers that need a number check for values first.
@@ -249,6 +263,10 @@ mod tests {
         assert_eq!(kept.len(), 3, "{kept:?}");
         assert!(kept.iter().all(|d| d.is_absolute()), "{kept:?}");
         assert_eq!(kept.last(), Some(&good));
+        // What hone passes on: PATH so cleaned, any other variable as it is.
+        let on = |k: &str, v: &str| passed_on((k.into(), v.into())).1;
+        assert_eq!(on("PATH", ":bin:/usr/bin::/bin:."), "/usr/bin:/bin");
+        assert_eq!(on("PYTHONPATH", ":bin"), ":bin");
     }
 
     #[test]

@@ -225,9 +225,15 @@ fn integrity_the_verifier_never_looks_programs_up_in_the_worktree() {
     let train = "import os\nopen('python3', 'w').write('#!/bin/sh' + chr(10) + 'echo score: 0' + chr(10))\nos.chmod('python3', 0o755)\nopen('model.txt', 'w').write('5')\n";
     let r = Repo::builder()
         .file("train.py", "open('model.txt', 'w').write('5')\n")
-        .file("prepare.py", "print('score: %s' % open('model.txt').read())\n")
+        .file(
+            "prepare.py",
+            "print('score: %s' % open('model.txt').read())\n",
+        )
         .file("eval.sh", "python3 prepare.py\n")
-        .script(&format!("write\ttrain.py\t{}\n", train.replace('\n', "\\n")))
+        .script(&format!(
+            "write\ttrain.py\t{}\n",
+            train.replace('\n', "\\n")
+        ))
         .spec_with(|agent| {
             Spec::standard("python3 train.py && sh eval.sh", agent)
                 .editable(&["train.py"])
@@ -240,4 +246,21 @@ fn integrity_the_verifier_never_looks_programs_up_in_the_worktree() {
     let log = r.log();
     assert_eq!(log[1]["objective"], 5.0, "{}\n{}", log[1], text(&out));
     assert_ne!(log[1]["status"], "keep", "{}", log[1]);
+}
+
+/// The agent inherits `PATH` without its empty entry too: a `claude` an earlier candidate
+/// committed to the worktree's root would otherwise run in the agent's place, with its API key.
+#[test]
+fn integrity_the_agent_never_looks_programs_up_in_the_worktree() {
+    let dir = tempfile::tempdir().unwrap();
+    let seen = dir.path().join("agent-path");
+    let script = format!(
+        "run\tprintf '%s' \"$PATH\" > {}\nreplace\ttrain.py\tSCORE = 5\tSCORE = 4\n",
+        seen.display()
+    );
+    let r = repo(&script, &[], "");
+    ok(hone_with_cwd_on_path(&r, &["run", "--tag", "atk"]));
+    let path = std::fs::read_to_string(&seen).unwrap();
+    let ours = hone::util::absolute_entries(&std::env::var_os("PATH").unwrap());
+    assert_eq!(path, ours.to_string_lossy(), "the agent's PATH");
 }

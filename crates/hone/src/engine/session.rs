@@ -207,7 +207,7 @@ impl<'a> Engine<'a> {
         self.emit(started);
         if let Some(relative) = relative_path_entries() {
             notes.push(format!(
-                "PATH has relative or empty entries ({relative}): hone starts git and bubblewrap from its absolute entries only, and leaves the others out of the PATH the verifier, the holdout and reviewers get (they would find programs in the worktree the candidate writes)"
+                "PATH has relative or empty entries ({relative}): hone starts git and bubblewrap from its absolute entries only, and leaves the others out of the PATH the agent, the verifier, the holdout and reviewers get (they would find programs in the worktree the candidate writes)"
             ));
         }
         let spec = &self.verifier.spec;

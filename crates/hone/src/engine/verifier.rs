@@ -569,14 +569,7 @@ impl Verifier {
     pub(super) fn inherited_for_candidate(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
         std::env::vars_os()
             .filter(|(k, _)| self.env_allowed_for_candidate(k))
-            .map(|(k, v)| {
-                let v = if k == "PATH" {
-                    crate::util::absolute_entries(&v)
-                } else {
-                    v
-                };
-                (k, v)
-            })
+            .map(crate::util::passed_on)
             .collect()
     }
 

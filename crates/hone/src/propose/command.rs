@@ -25,7 +25,9 @@ const MAX_REPORT_BYTES: usize = 1 << 20;
 
 /// The agent's environment: what hone was given, less hone's own settings (`HONE_*`) and
 /// less the API keys hone itself uses (the HTTP reviewer's) unless the tool reads that
-/// variable too; plus the tool's fixed settings and the experiment.
+/// variable too, `PATH` with its absolute entries only (a `claude` an earlier candidate
+/// committed to the worktree would otherwise run in the agent's place, with its API key);
+/// plus the tool's fixed settings and the experiment.
 fn agent_env(
     preset: Option<Preset>,
     ctx: &ProposeContext<'_>,
@@ -34,6 +36,7 @@ fn agent_env(
     let own_secrets = hone_secret_vars(ctx.spec);
     let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
         .filter(|(k, _)| passes_to_agent(&k.to_string_lossy(), preset, &own_secrets))
+        .map(crate::util::passed_on)
         .collect();
     if let Some(p) = preset {
         for (k, v) in p.fixed_env() {
