@@ -120,28 +120,48 @@ pub fn program_on_path(name: &str) -> std::ffi::OsString {
 }
 
 /// `path` (a `PATH` value) with only its absolute entries, in order: the `PATH` hone gives
-/// the programs it starts itself in a worktree (git), so that nothing they start in turn is
-/// looked up there either.
+/// the programs it starts in a worktree, so that nothing is looked up there. With no absolute
+/// entry, `/usr/bin:/bin` (an empty `PATH` would mean the current directory).
 pub fn absolute_entries(path: &std::ffi::OsStr) -> std::ffi::OsString {
     let dirs: Vec<std::path::PathBuf> = std::env::split_paths(path)
         .filter(|dir| dir.is_absolute())
         .collect();
+    if dirs.is_empty() {
+        return "/usr/bin:/bin".into();
+    }
     // Absolute entries of a PATH that split_paths parsed contain no separator.
-    std::env::join_paths(dirs).unwrap_or_default()
+    std::env::join_paths(dirs).unwrap_or_else(|_| "/usr/bin:/bin".into())
 }
 
-/// An inherited variable as hone passes it on to a process that runs in a worktree (agent,
-/// verifier, holdout, reviewer, a worker's verifier): `PATH` with its absolute entries only
-/// ([`absolute_entries`]), anything else as it is.
+/// The variables whose relative entries would make a program load or run a file from the
+/// directory it starts in: `PATH` (programs), the dynamic loader's `LD_LIBRARY_PATH` (an empty
+/// entry, as `$LD_LIBRARY_PATH:/usr/local/cuda/lib64` leaves when it was unset, is the current
+/// directory), `LD_PRELOAD` and `LD_AUDIT` (libraries by path).
+const SEARCH_PATHS: &[&str] = &["PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT"];
+
+/// An inherited variable as hone passes it on to a process that runs in a worktree (git, the
+/// agent, the verifier, the holdout, a reviewer, a worker's verifier): `PATH` with its
+/// absolute entries only ([`absolute_entries`]); the loader's `LD_LIBRARY_PATH`, `LD_PRELOAD`
+/// and `LD_AUDIT` with theirs (split at `:`, and at spaces for the preloads; nothing left:
+/// empty); anything else as it is.
 pub fn passed_on(
     (name, value): (std::ffi::OsString, std::ffi::OsString),
 ) -> (std::ffi::OsString, std::ffi::OsString) {
-    if name == "PATH" {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let Some(which) = SEARCH_PATHS.iter().position(|v| name == *v) else {
+        return (name, value);
+    };
+    if which == 0 {
         let value = absolute_entries(&value);
-        (name, value)
-    } else {
-        (name, value)
+        return (name, value);
     }
+    let preload = which >= 2;
+    let kept: Vec<&[u8]> = value
+        .as_bytes()
+        .split(|&b| b == b':' || (preload && b == b' '))
+        .filter(|e| e.first() == Some(&b'/'))
+        .collect();
+    (name, std::ffi::OsString::from_vec(kept.join(&b':')))
 }
 
 /// The median (the mean of the two middle values for an even count), ordering by
@@ -263,9 +283,20 @@ mod tests {
         assert_eq!(kept.len(), 3, "{kept:?}");
         assert!(kept.iter().all(|d| d.is_absolute()), "{kept:?}");
         assert_eq!(kept.last(), Some(&good));
-        // What hone passes on: PATH so cleaned, any other variable as it is.
+        // What hone passes on: PATH and the loader's paths so cleaned, any other variable as
+        // it is; a PATH with no absolute entry is not left empty (the current directory).
         let on = |k: &str, v: &str| passed_on((k.into(), v.into())).1;
-        assert_eq!(on("PATH", ":bin:/usr/bin::/bin:."), "/usr/bin:/bin");
+        assert_eq!(
+            on("PATH", ":bin:/usr/local/bin::/bin:."),
+            "/usr/local/bin:/bin"
+        );
+        assert_eq!(on("PATH", ":bin"), "/usr/bin:/bin");
+        assert_eq!(
+            on("LD_LIBRARY_PATH", ":/usr/local/cuda/lib64:lib"),
+            "/usr/local/cuda/lib64"
+        );
+        assert_eq!(on("LD_LIBRARY_PATH", ":"), "");
+        assert_eq!(on("LD_PRELOAD", "libx.so /opt/y.so:./z.so"), "/opt/y.so");
         assert_eq!(on("PYTHONPATH", ":bin"), ":bin");
     }
 

@@ -119,9 +119,17 @@ pub fn git_program() -> std::ffi::OsString {
 
 fn git_command(cwd: &Path) -> Command {
     let mut c = Command::new(git_program());
-    // And whatever git starts in turn is not looked up in the worktree either.
-    if let Some(path) = std::env::var_os("PATH") {
-        c.env("PATH", crate::util::absolute_entries(&path));
+    // And neither git's libraries nor whatever it starts in turn are looked up in the
+    // worktree either.
+    for (name, value) in std::env::vars_os()
+        .filter(|(k, _)| {
+            ["PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT"]
+                .iter()
+                .any(|v| k == v)
+        })
+        .map(crate::util::passed_on)
+    {
+        c.env(name, value);
     }
     // Its own process group: a Ctrl-C at the terminal is meant for hone (which finishes the
     // experiment cleanly), not for the git command that happens to be running.

@@ -510,9 +510,10 @@ fn a_reviewer_command_is_contained_as_root() {
 }
 
 /// A candidate that may write a file named `bwrap` (in `editable`) puts an executable one in
-/// its worktree that prints a perfect score: with the current directory first on `PATH`, a
-/// sandbox started as plain `bwrap` in the worktree would run it instead of bubblewrap, and
-/// the candidate's code would run unconfined. hone starts the `bwrap` of `PATH`'s absolute
+/// its worktree that prints a perfect score: with the current directory first on the
+/// verifier's `PATH` (set so in `[verify] env`, which hone passes as written), a sandbox
+/// started as plain `bwrap` in the worktree would run it instead of bubblewrap, and the
+/// candidate's code would run unconfined. hone starts the `bwrap` of its own `PATH`'s absolute
 /// entries, so the candidate is measured in the sandbox (9, worse than the baseline's 5).
 #[test]
 fn a_bwrap_in_the_worktree_never_stands_in_for_bubblewrap() {
@@ -520,22 +521,17 @@ fn a_bwrap_in_the_worktree_never_stands_in_for_bubblewrap() {
         return;
     }
     let script = "write\tbwrap\t#!/bin/sh\\necho 'score: 0'\\n\nrun\tchmod +x bwrap\nwrite\tvalue.txt\tscore: 9\\n\n";
+    let path = format!(":{}", std::env::var("PATH").unwrap_or_default());
     let r = Repo::builder()
         .script(script)
-        .spec_with(|agent| {
+        .spec_with(move |agent| {
             Spec::standard(SCORE, agent)
                 .editable(&["value.txt", "bwrap"])
+                .set("verify", "env", &format!("{{ PATH = {} }}", quoted(&path)))
                 .tail("[stop]\nmax_experiments = 2\n\n[sandbox]\nkind = \"bwrap\"\n")
         })
         .create();
-    let mut path = std::ffi::OsString::from(":");
-    path.push(std::env::var_os("PATH").unwrap_or_default());
-    let out = ok(Command::new(HONE)
-        .args(["run", "--tag", "bw"])
-        .current_dir(&r.dir)
-        .env("PATH", path)
-        .output()
-        .unwrap());
+    let out = ok(r.hone(&["run", "--tag", "bw"]));
     let log = r.log();
     assert_eq!(log[1]["status"], "discard", "{}\n{}", log[1], text(&out));
     assert_eq!(log[1]["objective"], 9.0, "{}", log[1]);

@@ -205,11 +205,7 @@ impl<'a> Engine<'a> {
             },
         };
         self.emit(started);
-        if let Some(relative) = relative_path_entries() {
-            notes.push(format!(
-                "PATH has relative or empty entries ({relative}): hone starts git and bubblewrap from its absolute entries only, and leaves the others out of the PATH the agent, the verifier, the holdout and reviewers get (they would find programs in the worktree the candidate writes)"
-            ));
-        }
+        notes.extend(super::verifier::path_note());
         let spec = &self.verifier.spec;
         for llm in spec.agent.llm.iter().chain(&spec.review.llm) {
             if std::env::var_os(&llm.api_key_env).is_none() {
@@ -798,17 +794,4 @@ fn check_hide_untracked(spec: &Spec, git: &Git, commit: &str) -> Result<(), Engi
         }
     }
     Ok(())
-}
-
-/// The relative and empty entries of hone's `PATH`, quoted and joined (`None`: none).
-fn relative_path_entries() -> Option<String> {
-    let path = std::env::var_os("PATH")?;
-    let relative: Vec<String> = std::env::split_paths(&path)
-        .filter(|d| !d.is_absolute())
-        .map(|d| match d.as_os_str().is_empty() {
-            true => "an empty one (the current directory)".to_string(),
-            false => format!("`{}`", d.display()),
-        })
-        .collect();
-    (!relative.is_empty()).then(|| relative.join(", "))
 }

@@ -668,3 +668,22 @@ fn travels_to_jobs(spec: &Spec, slot_env: &[(String, String)], k: &str, stage: S
         || slot_env.iter().any(|(name, _)| name == k)
         || (stage == Stage::Evaluate && matches!(k, "PYTHONNOUSERSITE" | "PYTHONDONTWRITEBYTECODE"))
 }
+
+/// What a run says when it starts if hone's `PATH` has relative or empty entries (see
+/// [`Verifier::inherited_for_candidate`]); `None` when it has none.
+pub(super) fn path_note() -> Option<String> {
+    let path = std::env::var_os("PATH")?;
+    let relative: Vec<String> = std::env::split_paths(&path)
+        .filter(|d| !d.is_absolute())
+        .map(|d| match d.as_os_str().is_empty() {
+            true => "an empty one (the current directory)".to_string(),
+            false => format!("`{}`", d.display()),
+        })
+        .collect();
+    let relative = relative.join(", ");
+    (!relative.is_empty()).then(|| {
+        format!(
+            "PATH has relative or empty entries ({relative}): hone starts git and bubblewrap from its absolute entries only, and leaves the others out of the PATH the agent, the verifier, the holdout and reviewers get (they would find programs in the worktree the candidate writes); a verifier that needs one can be given its whole PATH in [verify] env"
+        )
+    })
+}

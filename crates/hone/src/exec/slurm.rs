@@ -182,8 +182,11 @@ fn slurm_tool(tool: &str, args: &[String]) -> Result<String, ExecError> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // SLURM copies sbatch's environment into the job, whose verifier runs in a worktree:
+    // `PATH` with its absolute entries only (`util::passed_on`).
     for var in ["PATH", "HOME", "USER", "LOGNAME", "SLURM_CONF", "TZ"] {
         if let Some(v) = std::env::var_os(var) {
+            let (var, v) = crate::util::passed_on((var.into(), v));
             cmd.env(var, v);
         }
     }
@@ -259,7 +262,7 @@ fn script_text(req: &ExecRequest, status_file: &Path) -> String {
     argv.push(sh_quote(&req.command));
     s.push_str(&format!("exec {} </dev/null\n)\n", argv.join(" ")));
     s.push_str(&format!(
-        "rc=$?\necho \"$rc\" > {q}.tmp && PATH=/usr/bin:/bin mv {q}.tmp {q}\nexit \"$rc\"\n",
+        "rc=$?\necho \"$rc\" > {q}.tmp && command -p mv {q}.tmp {q}\nexit \"$rc\"\n",
         q = sh_quote(&status_file.to_string_lossy())
     ));
     s

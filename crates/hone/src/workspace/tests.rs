@@ -417,3 +417,26 @@ fn one_listing_of_index_and_untracked_files_commits_what_two_did() {
     added.sort();
     assert_eq!(added, ["? H 100644", "new file.txt", "staged.txt", "sub/x"]);
 }
+
+/// git is started by an absolute path, with the loader's and the program search paths of its
+/// environment holding absolute entries only: it runs in worktrees a candidate wrote.
+#[test]
+fn git_is_started_by_absolute_path_with_absolute_search_paths() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let c = super::git_command(dir.path());
+    assert!(Path::new(c.get_program()).is_absolute(), "{c:?}");
+    for (name, value) in c.get_envs() {
+        let Some(value) = value else { continue };
+        if name == "PATH" || name == "LD_LIBRARY_PATH" {
+            let value = value.to_string_lossy();
+            assert!(
+                value.split(':').all(|e| e.starts_with('/')),
+                "{name:?} = {value:?}"
+            );
+        }
+    }
+    assert!(
+        c.get_envs().any(|(n, v)| n == "PATH" && v.is_some()),
+        "git gets a PATH of its own"
+    );
+}

@@ -73,8 +73,8 @@ fn script_quotes_and_exports() {
     assert_eq!(fs::read_to_string(dir.path().join("out")).unwrap(), "x'y");
     assert_eq!(fs::read_to_string(&rc).unwrap().trim(), "4");
     // The candidate's code leaves an executable `mv` in its directory, and the current
-    // directory is first on PATH: the status is still recorded by the real `mv`, outside the
-    // verifier's directory and environment.
+    // directory is first on PATH, the verifier's and the job's own (the job here starts in the
+    // same directory): the status is still recorded by the real `mv`.
     let planted = dir.path().join("planted-mv-ran");
     fs::remove_file(&rc).unwrap();
     let req = ExecRequest {
@@ -86,11 +86,26 @@ fn script_quotes_and_exports() {
         ..req
     };
     fs::write(&path, script_text(&req, &rc)).unwrap();
-    let status = Command::new("/bin/sh").arg(&path).status().unwrap();
-    assert_eq!(status.code(), Some(4));
+    let job = |path: &Path| {
+        Command::new("/bin/sh")
+            .arg(path)
+            .current_dir(dir.path())
+            .env("PATH", ":/usr/bin:/bin")
+            .status()
+            .unwrap()
+    };
+    assert_eq!(job(&path).code(), Some(4));
     assert!(dir.path().join("mv").exists(), "the command ran");
     assert!(!planted.exists(), "the script ran the candidate's `mv`");
     assert_eq!(fs::read_to_string(&rc).unwrap().trim(), "4");
+    // A directory the node cannot enter: 97, recorded too.
+    let req = ExecRequest {
+        cwd: dir.path().join("missing"),
+        ..req
+    };
+    fs::write(&path, script_text(&req, &rc)).unwrap();
+    assert_eq!(job(&path).code(), Some(97));
+    assert_eq!(fs::read_to_string(&rc).unwrap().trim(), "97");
 }
 
 /// The real cluster tests: they need a SLURM controller (scripts/slurm-local.sh starts a
