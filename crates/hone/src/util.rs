@@ -137,13 +137,15 @@ pub fn absolute_entries(path: &std::ffi::OsStr) -> std::ffi::OsString {
 /// directory it starts in: `PATH` (programs), the dynamic loader's `LD_LIBRARY_PATH` (an empty
 /// entry, as `$LD_LIBRARY_PATH:/usr/local/cuda/lib64` leaves when it was unset, is the current
 /// directory), `LD_PRELOAD` and `LD_AUDIT` (libraries by path).
-const SEARCH_PATHS: &[&str] = &["PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT"];
+pub const SEARCH_PATHS: &[&str] = &["PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT"];
 
 /// An inherited variable as hone passes it on to a process that runs in a worktree (git, the
-/// agent, the verifier, the holdout, a reviewer, a worker's verifier): `PATH` with its
-/// absolute entries only ([`absolute_entries`]); the loader's `LD_LIBRARY_PATH`, `LD_PRELOAD`
-/// and `LD_AUDIT` with theirs (split at `:`, and at spaces for the preloads; nothing left:
-/// empty); anything else as it is.
+/// agent, the verifier, the holdout, a reviewer, a SLURM job, a worker's verifier): `PATH`
+/// with its absolute entries only ([`absolute_entries`]); the loader's variables split as
+/// glibc splits them (`LD_LIBRARY_PATH` at `:` and `;`, `LD_PRELOAD` at `:` and spaces,
+/// `LD_AUDIT` at `:`) and kept where they cannot name a file in that directory: absolute
+/// entries, and for the two lists of libraries also bare names (the loader looks those up in
+/// its own paths, never the current directory). Anything else as it is.
 pub fn passed_on(
     (name, value): (std::ffi::OsString, std::ffi::OsString),
 ) -> (std::ffi::OsString, std::ffi::OsString) {
@@ -155,13 +157,31 @@ pub fn passed_on(
         let value = absolute_entries(&value);
         return (name, value);
     }
-    let preload = which >= 2;
+    let separators: &[u8] = match which {
+        1 => b":;",
+        2 => b": ",
+        _ => b":",
+    };
     let kept: Vec<&[u8]> = value
         .as_bytes()
-        .split(|&b| b == b':' || (preload && b == b' '))
-        .filter(|e| e.first() == Some(&b'/'))
+        .split(|b| separators.contains(b))
+        .filter(|e| match e.first() {
+            Some(b'/') => true,
+            Some(_) => which > 1 && !e.contains(&b'/'),
+            None => false,
+        })
         .collect();
     (name, std::ffi::OsString::from_vec(kept.join(&b':')))
+}
+
+/// The variables of `vars` among [`SEARCH_PATHS`], as [`passed_on`] passes them on: what a
+/// program hone starts itself in a worktree (git) is given over its inherited values.
+pub fn search_paths_of(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    vars.filter(|(k, _)| SEARCH_PATHS.iter().any(|v| k == v))
+        .map(passed_on)
+        .collect()
 }
 
 /// The median (the mean of the two middle values for an even count), ordering by
@@ -295,9 +315,35 @@ mod tests {
             on("LD_LIBRARY_PATH", ":/usr/local/cuda/lib64:lib"),
             "/usr/local/cuda/lib64"
         );
+        assert_eq!(on("LD_LIBRARY_PATH", "/opt/x;lib;/opt/y;"), "/opt/x:/opt/y");
         assert_eq!(on("LD_LIBRARY_PATH", ":"), "");
-        assert_eq!(on("LD_PRELOAD", "libx.so /opt/y.so:./z.so"), "/opt/y.so");
+        // A bare library name is looked up in the loader's paths: kept; a relative path not.
+        assert_eq!(
+            on("LD_PRELOAD", "libjemalloc.so.2 /opt/y.so:./z.so lib/w.so"),
+            "libjemalloc.so.2:/opt/y.so"
+        );
+        assert_eq!(on("LD_AUDIT", "a/b.so:/opt/c.so"), "/opt/c.so");
         assert_eq!(on("PYTHONPATH", ":bin"), ":bin");
+        let given = search_paths_of(
+            [
+                ("PATH", ":lib:/usr/bin"),
+                ("HOME", "/root"),
+                ("LD_LIBRARY_PATH", ":lib"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.into(), v.into())),
+        );
+        let given: Vec<(String, String)> = given
+            .into_iter()
+            .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
+            .collect();
+        assert_eq!(
+            given,
+            [
+                ("PATH".into(), "/usr/bin".into()),
+                ("LD_LIBRARY_PATH".into(), String::new())
+            ]
+        );
     }
 
     #[test]

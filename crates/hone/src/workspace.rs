@@ -108,6 +108,8 @@ const ENV_REMOVE: &[&str] = &[
     "GIT_COMMON_DIR",
     "GIT_NAMESPACE",
     "GIT_CEILING_DIRECTORIES",
+    // git runs its helpers from here, ahead of PATH: never a directory a candidate wrote.
+    "GIT_EXEC_PATH",
 ];
 
 /// The command-line git hone runs ([`crate::util::program_on_path`]): it runs in worktrees a
@@ -121,14 +123,7 @@ fn git_command(cwd: &Path) -> Command {
     let mut c = Command::new(git_program());
     // And neither git's libraries nor whatever it starts in turn are looked up in the
     // worktree either.
-    for (name, value) in std::env::vars_os()
-        .filter(|(k, _)| {
-            ["PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "LD_AUDIT"]
-                .iter()
-                .any(|v| k == v)
-        })
-        .map(crate::util::passed_on)
-    {
+    for (name, value) in crate::util::search_paths_of(std::env::vars_os()) {
         c.env(name, value);
     }
     // Its own process group: a Ctrl-C at the terminal is meant for hone (which finishes the

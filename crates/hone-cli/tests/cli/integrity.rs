@@ -242,7 +242,10 @@ fn integrity_the_verifier_never_looks_programs_up_in_the_worktree() {
         })
         .create();
     let out = ok(hone_with_cwd_on_path(&r, &["run", "--tag", "atk"]));
-    assert_says(&out, "PATH has relative or empty entries (an empty one");
+    assert_says(
+        &out,
+        "PATH has relative or empty entries: hone passes on only",
+    );
     let log = r.log();
     assert_eq!(log[1]["objective"], 5.0, "{}\n{}", log[1], text(&out));
     assert_ne!(log[1]["status"], "keep", "{}", log[1]);

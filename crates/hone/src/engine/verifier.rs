@@ -669,21 +669,22 @@ fn travels_to_jobs(spec: &Spec, slot_env: &[(String, String)], k: &str, stage: S
         || (stage == Stage::Evaluate && matches!(k, "PYTHONNOUSERSITE" | "PYTHONDONTWRITEBYTECODE"))
 }
 
-/// What a run says when it starts if hone's `PATH` has relative or empty entries (see
-/// [`Verifier::inherited_for_candidate`]); `None` when it has none.
+/// What a run says when it starts if hone's `PATH` or the loader's search paths have relative
+/// or empty entries (see [`Verifier::inherited_for_candidate`]); `None` when none has.
 pub(super) fn path_note() -> Option<String> {
-    let path = std::env::var_os("PATH")?;
-    let relative: Vec<String> = std::env::split_paths(&path)
-        .filter(|d| !d.is_absolute())
-        .map(|d| match d.as_os_str().is_empty() {
-            true => "an empty one (the current directory)".to_string(),
-            false => format!("`{}`", d.display()),
+    let changed: Vec<&str> = crate::util::SEARCH_PATHS
+        .iter()
+        .copied()
+        .filter(|name| {
+            std::env::var_os(name)
+                .is_some_and(|v| crate::util::passed_on(((*name).into(), v.clone())).1 != v)
         })
         .collect();
-    let relative = relative.join(", ");
-    (!relative.is_empty()).then(|| {
+    (!changed.is_empty()).then(|| {
         format!(
-            "PATH has relative or empty entries ({relative}): hone starts git and bubblewrap from its absolute entries only, and leaves the others out of the PATH the agent, the verifier, the holdout and reviewers get (they would find programs in the worktree the candidate writes); a verifier that needs one can be given its whole PATH in [verify] env"
+            "{} {} relative or empty entries: hone passes on only their absolute entries (and bare library names) to the agent, the verifier, the holdout, reviewers and git, which would otherwise find programs or libraries in the worktree the candidate writes; a verifier that needs one can be given it in [verify] env",
+            changed.join(" and "),
+            if changed.len() == 1 { "has" } else { "have" }
         )
     })
 }

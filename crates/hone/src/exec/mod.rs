@@ -124,6 +124,33 @@ pub struct ExecRequest {
     pub wrapper: Vec<OsString>,
 }
 
+impl ExecRequest {
+    /// The wrapper and the environment the request starts with. A wrapper (bubblewrap, and
+    /// the shell that retries its setup) runs outside the sandbox, in the worktree: it gets the
+    /// search paths cleaned as `util::passed_on` cleans them (a relative `LD_LIBRARY_PATH`
+    /// entry from `[verify] env` would load a candidate's library into it), and the command
+    /// inside gets them as they were, through `--setenv` before the wrapper's last `--`.
+    /// Unwrapped, both are as given.
+    pub(crate) fn confined(&self) -> (Vec<OsString>, Vec<(OsString, OsString)>) {
+        let (mut wrapper, mut env) = (self.wrapper.clone(), self.env.clone());
+        if wrapper.is_empty() {
+            return (wrapper, env);
+        }
+        let mut inside = Vec::new();
+        for (name, value) in env.iter_mut() {
+            let (_, cleaned) = crate::util::passed_on((name.clone(), value.clone()));
+            if cleaned != *value {
+                let given = std::mem::replace(value, cleaned);
+                inside.extend([OsString::from("--setenv"), name.clone(), given]);
+            }
+        }
+        if let Some(end) = wrapper.iter().rposition(|a| a == "--") {
+            wrapper.splice(end..end, inside);
+        }
+        (wrapper, env)
+    }
+}
+
 /// Resource limits applied with `setrlimit(2)` in the child before it runs the command.
 /// Each is inherited by every process the command starts; `None` leaves hone's own limit.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -258,7 +285,8 @@ pub fn spawn(req: &ExecRequest) -> Result<Running, ExecError> {
             path: req.log_path.clone(),
             error,
         })?;
-    let mut command = match req.wrapper.split_first() {
+    let (wrapper, env) = req.confined();
+    let mut command = match wrapper.split_first() {
         Some((program, args)) => {
             let mut c = Command::new(program);
             c.args(args).arg(SHELL);
@@ -271,7 +299,7 @@ pub fn spawn(req: &ExecRequest) -> Result<Running, ExecError> {
         .arg(&req.command)
         .current_dir(&req.cwd)
         .env_clear()
-        .envs(req.env.iter().map(|(k, v)| (k, v)))
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

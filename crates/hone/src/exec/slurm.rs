@@ -172,6 +172,18 @@ fn tool_error(tool: &str, detail: String) -> ExecError {
     }
 }
 
+/// The environment a SLURM client tool gets, of hone's `vars`: a few variables it needs, and
+/// nothing of hone's own. SLURM copies sbatch's environment into the job, whose verifier runs
+/// in a worktree: `PATH` with its absolute entries only (`util::passed_on`).
+fn tool_env(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    const KEPT: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SLURM_CONF", "TZ"];
+    vars.filter(|(k, _)| KEPT.iter().any(|v| k == v))
+        .map(crate::util::passed_on)
+        .collect()
+}
+
 /// Runs a SLURM client tool with a minimal environment (nothing of hone's own variables)
 /// and returns its standard output.
 fn slurm_tool(tool: &str, args: &[String]) -> Result<String, ExecError> {
@@ -182,14 +194,7 @@ fn slurm_tool(tool: &str, args: &[String]) -> Result<String, ExecError> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // SLURM copies sbatch's environment into the job, whose verifier runs in a worktree:
-    // `PATH` with its absolute entries only (`util::passed_on`).
-    for var in ["PATH", "HOME", "USER", "LOGNAME", "SLURM_CONF", "TZ"] {
-        if let Some(v) = std::env::var_os(var) {
-            let (var, v) = crate::util::passed_on((var.into(), v));
-            cmd.env(var, v);
-        }
-    }
+    cmd.envs(tool_env(std::env::vars_os()));
     let out = cmd.output().map_err(|e| {
         if e.kind() == io::ErrorKind::NotFound {
             tool_error(
@@ -242,7 +247,8 @@ fn script_text(req: &ExecRequest, status_file: &Path) -> String {
         sh_quote(&cwd),
         cwd.replace(['"', '$', '`', '\\'], "_"),
     ));
-    for (k, v) in &req.env {
+    let (wrapper, env) = req.confined();
+    for (k, v) in &env {
         let (k, v) = (k.to_string_lossy(), v.to_string_lossy());
         // A name the shell cannot export is skipped rather than breaking the script.
         if !k.is_empty()
@@ -252,8 +258,7 @@ fn script_text(req: &ExecRequest, status_file: &Path) -> String {
             s.push_str(&format!("export {k}={}\n", sh_quote(&v)));
         }
     }
-    let mut argv: Vec<String> = req
-        .wrapper
+    let mut argv: Vec<String> = wrapper
         .iter()
         .map(|a| sh_quote(&a.to_string_lossy()))
         .collect();

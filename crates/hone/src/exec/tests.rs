@@ -523,3 +523,36 @@ fn a_wrapped_command_dies_with_the_thread_that_started_it() {
     // SAFETY: kill of our own child's group (the command, orphaned).
     unsafe { libc::kill(-pid, libc::SIGKILL) };
 }
+
+/// A wrapper runs outside the sandbox, in the worktree: it starts with the loader's and the
+/// program search paths cleaned of relative entries, and hands the command inside what it was
+/// given through `--setenv` (here a script that does what bubblewrap does with them).
+#[test]
+fn a_wrapper_gets_cleaned_search_paths_and_the_command_gets_them_as_given() {
+    let f = Fixture::new();
+    let wrapper = f.path("wrapper.sh");
+    std::fs::write(
+        &wrapper,
+        "printf '%s|%s' \"$LD_LIBRARY_PATH\" \"$PATH\" > outside\n\
+         while [ \"$1\" = --setenv ]; do export \"$2=$3\"; shift 3; done\n\
+         [ \"$1\" = -- ] && shift\nexec \"$@\"\n",
+    )
+    .expect("write");
+    let mut req = f.request("printf '%s|%s' \"$LD_LIBRARY_PATH\" \"$PATH\" > inside");
+    req.env = vec![
+        ("PATH".into(), ":/usr/bin:/bin".into()),
+        ("LD_LIBRARY_PATH".into(), "build/lib:/usr/lib".into()),
+        ("OTHER".into(), "x:y".into()),
+    ];
+    req.wrapper = vec!["/bin/sh".into(), wrapper.into_os_string(), "--".into()];
+    let (outcome, _) = run(&req);
+    assert_eq!(outcome.exit, Exit::Code(0), "{}", f.log());
+    let read = |name: &str| std::fs::read_to_string(f.path(name)).expect("read");
+    assert_eq!(read("outside"), "/usr/lib|/usr/bin:/bin");
+    assert_eq!(read("inside"), "build/lib:/usr/lib|:/usr/bin:/bin");
+    // Unwrapped, the command gets its environment as given.
+    req.wrapper.clear();
+    let (outcome, _) = run(&req);
+    assert_eq!(outcome.exit, Exit::Code(0), "{}", f.log());
+    assert_eq!(read("inside"), "build/lib:/usr/lib|:/usr/bin:/bin");
+}

@@ -248,3 +248,30 @@ fn slurm_job_cancelled_from_outside_is_a_failure_with_its_reason() {
     let why = out.failure.unwrap();
     assert!(why.contains("cancelled outside hone"), "{why}");
 }
+
+/// sbatch (whose environment SLURM copies into the job) gets a few of hone's variables, `PATH`
+/// with its absolute entries only, and nothing of hone's own settings.
+#[test]
+fn a_slurm_tool_gets_path_without_its_relative_entries() {
+    let env = tool_env(
+        [
+            ("PATH", ":bin:/usr/bin"),
+            ("HOME", "/home/u"),
+            ("HONE_TOKEN", "secret"),
+            ("LD_LIBRARY_PATH", ":lib"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into())),
+    );
+    let env: Vec<(String, String)> = env
+        .into_iter()
+        .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("PATH".to_string(), "/usr/bin".to_string()),
+            ("HOME".to_string(), "/home/u".to_string())
+        ]
+    );
+}
