@@ -129,8 +129,9 @@ impl ExecRequest {
     /// the shell that retries its setup) runs outside the sandbox, in the worktree: it gets the
     /// search paths cleaned as `util::passed_on` cleans them (a relative `LD_LIBRARY_PATH`
     /// entry from `[verify] env` would load a candidate's library into it), and the command
-    /// inside gets them as they were, through `--setenv` before the wrapper's last `--`.
-    /// Unwrapped, both are as given.
+    /// inside gets them as they were, every one in order (a later value of a name still wins;
+    /// a setuid bubblewrap, which drops inherited loader variables, still passes them), through
+    /// `--setenv` before the wrapper's last `--`. Unwrapped, both are as given.
     pub(crate) fn confined(&self) -> (Vec<OsString>, Vec<(OsString, OsString)>) {
         let (mut wrapper, mut env) = (self.wrapper.clone(), self.env.clone());
         if wrapper.is_empty() {
@@ -138,12 +139,14 @@ impl ExecRequest {
         }
         let mut inside = Vec::new();
         for (name, value) in env.iter_mut() {
-            let (_, cleaned) = crate::util::passed_on((name.clone(), value.clone()));
-            if cleaned != *value {
-                let given = std::mem::replace(value, cleaned);
-                inside.extend([OsString::from("--setenv"), name.clone(), given]);
+            if !crate::util::SEARCH_PATHS.iter().any(|v| name == v) {
+                continue;
             }
+            let (_, cleaned) = crate::util::passed_on((name.clone(), value.clone()));
+            let given = std::mem::replace(value, cleaned);
+            inside.extend([OsString::from("--setenv"), name.clone(), given]);
         }
+        // A wrapper without `--` (none hone builds) runs the command with the cleaned values.
         if let Some(end) = wrapper.iter().rposition(|a| a == "--") {
             wrapper.splice(end..end, inside);
         }

@@ -556,3 +556,57 @@ fn a_wrapper_gets_cleaned_search_paths_and_the_command_gets_them_as_given() {
     assert_eq!(outcome.exit, Exit::Code(0), "{}", f.log());
     assert_eq!(read("inside"), "build/lib:/usr/lib|:/usr/bin:/bin");
 }
+
+/// Every search path of the environment goes inside, in order, so that a later value of a
+/// name still wins there; other variables are left alone.
+#[test]
+fn a_wrapped_request_sends_every_search_path_inside_in_order() {
+    let f = Fixture::new();
+    let mut req = f.request("true");
+    req.env = vec![
+        ("LD_LIBRARY_PATH".into(), "build/lib".into()),
+        ("OTHER".into(), ":x".into()),
+        ("LD_LIBRARY_PATH".into(), "/opt/gpu0/lib".into()),
+    ];
+    req.wrapper = vec![
+        "bwrap".into(),
+        "--ro-bind".into(),
+        "/".into(),
+        "/".into(),
+        "--".into(),
+    ];
+    let (wrapper, env) = req.confined();
+    let s = |v: &[OsString]| {
+        v.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        s(&wrapper),
+        [
+            "bwrap",
+            "--ro-bind",
+            "/",
+            "/",
+            "--setenv",
+            "LD_LIBRARY_PATH",
+            "build/lib",
+            "--setenv",
+            "LD_LIBRARY_PATH",
+            "/opt/gpu0/lib",
+            "--"
+        ]
+    );
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("LD_LIBRARY_PATH".to_string(), String::new()),
+            ("OTHER".to_string(), ":x".to_string()),
+            ("LD_LIBRARY_PATH".to_string(), "/opt/gpu0/lib".to_string())
+        ]
+    );
+}

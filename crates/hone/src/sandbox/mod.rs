@@ -78,7 +78,8 @@ while [ "$_hone_tries" -lt 2 ]; do
       0) if [ "$_hone_a" = --ro-bind-try ]; then _hone_state=1
          else set -- "$@" "$_hone_a"; if [ "$_hone_a" = -- ]; then _hone_state=3; fi; fi ;;
       1) if [ "$_hone_a" = /dev/null ]; then _hone_state=2
-         else set -- "$@" --ro-bind-try "$_hone_a"; _hone_state=0; fi ;;
+         else set -- "$@" --ro-bind-try "$_hone_a"; _hone_state=0
+           if [ "$_hone_a" = -- ]; then _hone_state=3; fi; fi ;;
       2) if [ -e "$_hone_a" ]; then set -- "$@" --ro-bind-try /dev/null "$_hone_a"
          else _hone_dropped=1; fi
          _hone_state=0 ;;

@@ -275,3 +275,27 @@ fn a_slurm_tool_gets_path_without_its_relative_entries() {
         ]
     );
 }
+
+/// A wrapped job: its exports are the cleaned values, and what it was given reaches the
+/// command inside through `--setenv` before the wrapper's `--`.
+#[test]
+fn a_wrapped_job_exports_cleaned_search_paths_and_sets_them_inside() {
+    let req = ExecRequest {
+        command: "true".into(),
+        cwd: PathBuf::from("/shared/wt"),
+        env: vec![("LD_LIBRARY_PATH".into(), "build/lib:/usr/lib".into())],
+        timeout: None,
+        kill_grace: Duration::from_secs(1),
+        drain_timeout: Duration::from_secs(1),
+        log_path: PathBuf::from("/tmp/log"),
+        max_log_bytes: 1024,
+        limits: Default::default(),
+        wrapper: vec!["/usr/bin/bwrap".into(), "--".into()],
+    };
+    let s = script_text(&req, Path::new("/shared/job.rc"));
+    assert!(s.contains("export LD_LIBRARY_PATH='/usr/lib'\n"), "{s}");
+    assert!(
+        s.contains("exec '/usr/bin/bwrap' '--setenv' 'LD_LIBRARY_PATH' 'build/lib:/usr/lib' '--' /bin/sh -c"),
+        "{s}"
+    );
+}
