@@ -251,6 +251,24 @@ pub(crate) fn assert_pinned_streams(draw: impl Fn(u64, u64) -> [u64; 3], want: [
     }
 }
 
+/// Test helpers: an environment from string pairs, and one as strings to compare.
+#[cfg(test)]
+pub(crate) fn env_of(pairs: &[(&str, &str)]) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).into(), (*v).into()))
+        .collect()
+}
+
+#[cfg(test)]
+pub(crate) fn env_strings(
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,18 +343,14 @@ mod tests {
         assert_eq!(on("LD_AUDIT", "a/b.so:/opt/c.so"), "/opt/c.so");
         assert_eq!(on("PYTHONPATH", ":bin"), ":bin");
         let given = search_paths_of(
-            [
+            env_of(&[
                 ("PATH", ":lib:/usr/bin"),
                 ("HOME", "/root"),
                 ("LD_LIBRARY_PATH", ":lib"),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.into(), v.into())),
+            ])
+            .into_iter(),
         );
-        let given: Vec<(String, String)> = given
-            .into_iter()
-            .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
-            .collect();
+        let given = env_strings(&given);
         assert_eq!(
             given,
             [

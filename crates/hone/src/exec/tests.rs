@@ -597,10 +597,7 @@ fn a_wrapped_request_sends_every_search_path_inside_in_order() {
             "--"
         ]
     );
-    let env: Vec<(String, String)> = env
-        .iter()
-        .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
-        .collect();
+    let env = crate::util::env_strings(&env);
     assert_eq!(
         env,
         [

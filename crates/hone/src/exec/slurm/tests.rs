@@ -31,16 +31,12 @@ fn time_limits_round_up_to_minutes() {
     assert_eq!(slurm_time(Duration::from_secs(3 * 3600 + 5)), "3:01:00");
 }
 
-#[test]
-fn script_quotes_and_exports() {
-    let req = ExecRequest {
-        command: "echo 'a b' && exit 4".into(),
-        cwd: PathBuf::from("/shared/it's here"),
-        env: vec![
-            ("GOOD".into(), "x'y".into()),
-            ("BAD-NAME".into(), "z".into()),
-            ("1BAD".into(), "z".into()),
-        ],
+/// A request for a batch script's text: `command` in `cwd`, no environment, no wrapper.
+fn script_request(command: &str, cwd: &str) -> ExecRequest {
+    ExecRequest {
+        command: command.into(),
+        cwd: PathBuf::from(cwd),
+        env: Vec::new(),
         timeout: None,
         kill_grace: Duration::from_secs(1),
         drain_timeout: Duration::from_secs(1),
@@ -48,6 +44,14 @@ fn script_quotes_and_exports() {
         max_log_bytes: 1024,
         limits: Default::default(),
         wrapper: vec![],
+    }
+}
+
+#[test]
+fn script_quotes_and_exports() {
+    let req = ExecRequest {
+        env: crate::util::env_of(&[("GOOD", "x'y"), ("BAD-NAME", "z"), ("1BAD", "z")]),
+        ..script_request("echo 'a b' && exit 4", "/shared/it's here")
     };
     let s = script_text(&req, Path::new("/shared/job.rc"));
     assert!(s.contains("cd '/shared/it'\\''s here' ||"), "{s}");
@@ -254,19 +258,15 @@ fn slurm_job_cancelled_from_outside_is_a_failure_with_its_reason() {
 #[test]
 fn a_slurm_tool_gets_path_without_its_relative_entries() {
     let env = tool_env(
-        [
+        crate::util::env_of(&[
             ("PATH", ":bin:/usr/bin"),
             ("HOME", "/home/u"),
             ("HONE_TOKEN", "secret"),
             ("LD_LIBRARY_PATH", ":lib"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.into(), v.into())),
+        ])
+        .into_iter(),
     );
-    let env: Vec<(String, String)> = env
-        .into_iter()
-        .map(|(k, v)| (k.to_string_lossy().into(), v.to_string_lossy().into()))
-        .collect();
+    let env = crate::util::env_strings(&env);
     assert_eq!(
         env,
         [
@@ -281,16 +281,9 @@ fn a_slurm_tool_gets_path_without_its_relative_entries() {
 #[test]
 fn a_wrapped_job_exports_cleaned_search_paths_and_sets_them_inside() {
     let req = ExecRequest {
-        command: "true".into(),
-        cwd: PathBuf::from("/shared/wt"),
-        env: vec![("LD_LIBRARY_PATH".into(), "build/lib:/usr/lib".into())],
-        timeout: None,
-        kill_grace: Duration::from_secs(1),
-        drain_timeout: Duration::from_secs(1),
-        log_path: PathBuf::from("/tmp/log"),
-        max_log_bytes: 1024,
-        limits: Default::default(),
+        env: crate::util::env_of(&[("LD_LIBRARY_PATH", "build/lib:/usr/lib")]),
         wrapper: vec!["/usr/bin/bwrap".into(), "--".into()],
+        ..script_request("true", "/shared/wt")
     };
     let s = script_text(&req, Path::new("/shared/job.rc"));
     assert!(s.contains("export LD_LIBRARY_PATH='/usr/lib'\n"), "{s}");
