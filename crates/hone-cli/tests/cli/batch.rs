@@ -151,3 +151,50 @@ fn slurm_backend_runs_two_experiments_as_jobs_at_once() {
     );
     assert_eq!(std::fs::read_dir(marks.path()).unwrap().count(), 2);
 }
+
+/// A SLURM job under `[sandbox] kind = "bwrap"`, with hone started with the current directory
+/// first on `PATH`: the verifier cannot read hone's state, gets `[verify] env`'s
+/// `LD_LIBRARY_PATH` as written (inside the sandbox), and the run says that `PATH` was cleaned.
+#[test]
+fn a_sandboxed_slurm_job_hides_hones_state_and_gets_its_environment_as_written() {
+    if !slurm_cluster() || hone::sandbox::probe().is_err() {
+        return;
+    }
+    let db = "$PROJECT_ROOT/.hone/hone.db";
+    let verify = format!(
+        "cat value.txt; echo \"ldp=$LD_LIBRARY_PATH\"; if test -r \"{db}\"; then echo state-read; fi"
+    );
+    let r = Repo::stops_after(2, &verify, "write\tvalue.txt\tscore: 4\\n\n");
+    let shared = r.tmp_dir().join("shared");
+    let root = r.dir.display().to_string();
+    edit_spec(&r.dir, |t| {
+        let toml = t.replace(
+            "metric = \"score\"",
+            &format!(
+                "metric = \"score\"\nenv = {{ LD_LIBRARY_PATH = \"build/lib:/usr/lib\", PROJECT_ROOT = {} }}",
+                quoted(&root)
+            ),
+        );
+        format!(
+            "{toml}\n[sandbox]\nkind = \"bwrap\"\n\n[exec]\nbackend = \"slurm\"\nshared_dir = \"{}\"\n",
+            shared.display()
+        )
+    });
+    let path = format!(":{}", std::env::var("PATH").unwrap_or_default());
+    let out = ok(Command::new(HONE)
+        .args(["run", "--tag", "sb"])
+        .current_dir(&r.dir)
+        .env("PATH", path)
+        .output()
+        .unwrap());
+    assert_says(&out, "PATH has relative or empty entries");
+    assert_statuses(&r.log(), &["baseline", "keep"]);
+    for n in ["0", "1"] {
+        let show = text(&r.hone(&["show", n]));
+        assert!(show.contains("ldp=build/lib:/usr/lib"), "{show}");
+        assert!(
+            !show.contains("state-read"),
+            "the job read hone's state: {show}"
+        );
+    }
+}
