@@ -149,7 +149,7 @@ pub const SEARCH_PATHS: &[&str] = &["PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "LD
 pub fn passed_on(
     (name, value): (std::ffi::OsString, std::ffi::OsString),
 ) -> (std::ffi::OsString, std::ffi::OsString) {
-    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    use std::os::unix::ffi::OsStringExt;
     let Some(which) = SEARCH_PATHS.iter().position(|v| name == *v) else {
         return (name, value);
     };
@@ -157,21 +157,46 @@ pub fn passed_on(
         let value = absolute_entries(&value);
         return (name, value);
     }
-    let separators: &[u8] = match which {
+    let kept: Vec<&[u8]> = entries(which, &value)
+        .filter(|(_, keep)| *keep)
+        .map(|(e, _)| e)
+        .collect();
+    (name, std::ffi::OsString::from_vec(kept.join(&b':')))
+}
+
+/// The entries of `value`, the [`SEARCH_PATHS`] variable at `which`, split as glibc (or the
+/// shell, for `PATH`) splits it, each with whether [`passed_on`] keeps it.
+fn entries(which: usize, value: &std::ffi::OsStr) -> impl Iterator<Item = (&[u8], bool)> {
+    use std::os::unix::ffi::OsStrExt;
+    let separators: &'static [u8] = match which {
         1 => b":;",
         2 => b": ",
         _ => b":",
     };
-    let kept: Vec<&[u8]> = value
+    value
         .as_bytes()
-        .split(|b| separators.contains(b))
-        .filter(|e| match e.first() {
-            Some(b'/') => true,
-            Some(_) => which > 1 && !e.contains(&b'/'),
-            None => false,
+        .split(move |b| separators.contains(b))
+        .map(move |e| {
+            let keep = match e.first() {
+                Some(b'/') => true,
+                Some(_) => which > 1 && !e.contains(&b'/'),
+                None => false,
+            };
+            (e, keep)
         })
-        .collect();
-    (name, std::ffi::OsString::from_vec(kept.join(&b':')))
+}
+
+/// Does `value` of the variable `name` have an entry that would find a file in the current
+/// directory (what [`passed_on`] leaves out)? Not for entries the loader ignores: an empty
+/// `LD_LIBRARY_PATH`, an empty entry of `LD_PRELOAD` or `LD_AUDIT`.
+pub fn has_relative_entries(name: &str, value: &std::ffi::OsStr) -> bool {
+    let Some(which) = SEARCH_PATHS.iter().position(|v| name == *v) else {
+        return false;
+    };
+    if which == 1 && value.is_empty() {
+        return false;
+    }
+    entries(which, value).any(|(e, keep)| !(keep || which > 1 && e.is_empty()))
 }
 
 /// The variables of `vars` among [`SEARCH_PATHS`], as [`passed_on`] passes them on: what a
@@ -342,6 +367,13 @@ mod tests {
         );
         assert_eq!(on("LD_AUDIT", "a/b.so:/opt/c.so"), "/opt/c.so");
         assert_eq!(on("PYTHONPATH", ":bin"), ":bin");
+        // What a run's start note counts: only what would find a file here.
+        let rel = |k: &str, v: &str| has_relative_entries(k, std::ffi::OsStr::new(v));
+        assert!(rel("PATH", "/usr/bin:") && rel("LD_LIBRARY_PATH", "/opt/x;lib"));
+        assert!(rel("LD_PRELOAD", "./z.so") && rel("LD_AUDIT", "a/b.so"));
+        assert!(!rel("PATH", "/usr/bin:/bin") && !rel("LD_LIBRARY_PATH", "/opt/x;/opt/y"));
+        assert!(!rel("LD_LIBRARY_PATH", "") && !rel("LD_PRELOAD", "libjemalloc.so.2  /opt/y.so"));
+        assert!(!rel("PYTHONPATH", ":bin"));
         let given = search_paths_of(
             env_of(&[
                 ("PATH", ":lib:/usr/bin"),

@@ -676,8 +676,7 @@ pub(super) fn path_note() -> Option<String> {
         .iter()
         .copied()
         .filter(|name| {
-            std::env::var_os(name)
-                .is_some_and(|v| crate::util::passed_on(((*name).into(), v.clone())).1 != v)
+            std::env::var_os(name).is_some_and(|v| crate::util::has_relative_entries(name, &v))
         })
         .collect();
     (!changed.is_empty()).then(|| {
