@@ -121,6 +121,53 @@ fn the_budget_holds_before_a_call_is_sent() {
 }
 
 #[test]
+fn experiments_in_flight_at_once_share_the_budget() {
+    // Three workers: the coordinator asks for three candidates before any result is back.
+    // Each call costs $0.20 (1000 tokens in and 1000 out at $100 per million). With $0.45,
+    // the third call would cross the budget once the first two are counted, though neither
+    // of their experiments has finished.
+    let replies = (2..5)
+        .rev()
+        .map(|v| {
+            Reply::Answer(
+                edit("value.txt", "score: 5", &format!("score: {v}")),
+                1000,
+                1000,
+            )
+        })
+        .collect();
+    let server = LlmServer::start(replies, false);
+    let r = Repo::builder()
+        .spec(
+            Spec::new()
+                .editable(&["value.txt"])
+                .command("cat value.txt")
+                .metric("score")
+                .provider("agent", "openai", "m", &format!("{}/v1", server.url))
+                .lines(
+                    "agent",
+                    "max_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
+                )
+                .set("stop", "max_experiments", "10")
+                .set("stop", "max_cost_usd", "0.45")
+                .set("exec", "workers", "3"),
+        )
+        .create();
+    let out = ok(r.hone(&["run"]));
+    let log = r.log();
+    let cost: f64 = log.iter().map(|e| e["cost_usd"].as_f64().unwrap()).sum();
+    assert_eq!(server.requests().len(), 2, "no third call: {log:?}");
+    assert!((cost - 0.4).abs() < 1e-9, "recorded cost {cost}");
+    let refused: Vec<_> = log
+        .iter()
+        .filter(|e| reason(e).starts_with("budget"))
+        .collect();
+    assert_eq!(refused.len(), 1, "{log:?}");
+    assert_eq!(refused[0]["status"], "invalid");
+    assert_says(&out, "stopped: budget");
+}
+
+#[test]
 fn anthropic_messages_api_drives_a_run() {
     let (server, r, _) = llm_run(
         "anthropic",

@@ -141,6 +141,10 @@ struct Engine<'a> {
     /// last verification (taken by the next [`Engine::record_start`], which then skips its
     /// reset when the commit is the parent).
     slot_ready: Option<(PathBuf, String)>,
+    /// While experiments run at once (the parallel loop): the run's spend, which every
+    /// experiment's LLM calls (proposals, reviews) share, so that calls out at the same time
+    /// cannot together cross the budget.
+    ledger: Option<std::sync::Arc<propose::Ledger>>,
 }
 
 /// An outcome recorded while the history was lent (see [`Engine::experiment`]).
@@ -312,9 +316,12 @@ impl<'a> Engine<'a> {
         } else {
             self.run_refs()?
         };
-        let spent = std::cell::Cell::new((0.0f64, 0u64));
+        let spent = propose::Spend::new(self.ledger.clone());
         let meter = propose::Meter {
-            budget: budget_left(&self.verifier.spec, exps, &self.dropped),
+            budget: match &self.ledger {
+                Some(ledger) => ledger.opened_with(),
+                None => budget_left(&self.verifier.spec, exps, &self.dropped),
+            },
             spent: &spent,
         };
         let turn = proposal::Turn {

@@ -39,13 +39,14 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
 use super::state::{self, archive_ref, branch_ref, shared_run_dir, store_location, StatePaths};
 use super::verifier::{Sink, Verified, Verifier};
 use super::{Candidate, Engine, EngineError, Event, Internal, Interrupt, Mismatch, Prepared, Stop};
 use crate::exec;
+use crate::propose::Ledger;
 use crate::report::best_experiment;
 use crate::spec::Spec;
 use crate::store::{now, ExperimentRecord, Status, Store};
@@ -227,6 +228,9 @@ impl Engine<'_> {
         );
         self.emit(Event::Note { message });
         exec::set_concurrent(true);
+        // The budgets' ledger: what is left now, shared by the experiments in flight.
+        let left = super::budget_left(&self.verifier.spec, &self.history, &self.dropped);
+        self.ledger = Some(Arc::new(Ledger::new(left)));
         let abort = AtomicBool::new(false);
         // The best's commit, as the coordinator last decided it: what a slot's thread makes
         // its worktree once its verification ends.
@@ -271,6 +275,7 @@ impl Engine<'_> {
         });
         exec::set_concurrent(false);
         exec::kill_orphans();
+        self.ledger = None;
         let v = &self.verifier;
         let _ = clean_slots(&v.git, &v.paths, &v.spec, &tag);
         result
@@ -395,8 +400,32 @@ impl Engine<'_> {
             return Some(stop);
         }
         let max = self.verifier.spec.stop.max_experiments;
-        ((exps.len() + in_flight) as u64 >= max)
-            .then(|| Stop::done(format!("reached max_experiments ({max})")))
+        if (exps.len() + in_flight) as u64 >= max {
+            return Some(Stop::done(format!("reached max_experiments ({max})")));
+        }
+        self.ledger_stop()
+    }
+
+    /// The budget stop counting what the experiments in flight spent too (the run's ledger):
+    /// an agent that reports its cost after it ran has none checked before it starts.
+    fn ledger_stop(&self) -> Option<Stop> {
+        let ledger = self.ledger.as_ref().filter(|l| l.exhausted())?;
+        let (opened, (usd, tokens)) = (ledger.opened_with(), ledger.spent());
+        let s = &self.verifier.spec.stop;
+        let reason = match (s.max_cost_usd, opened.usd_left) {
+            (Some(max), Some(left)) if usd >= left => {
+                format!(
+                    "budget: reached max_cost_usd (${:.2} of ${max:.2})",
+                    max - left + usd
+                )
+            }
+            _ => {
+                let max = s.max_tokens.unwrap_or(0);
+                let total = max - opened.tokens_left.unwrap_or(0) + tokens;
+                format!("budget: reached max_tokens ({total} of {max})")
+            }
+        };
+        Some(Stop::done(reason))
     }
 
     /// What the serial loop does after each experiment: pack refs now and then (the loop's

@@ -148,6 +148,7 @@ impl<'a> Engine<'a> {
             _coordination: coordination,
             user_worktrees: Vec::new(),
             slot_ready: None,
+            ledger: None,
         };
         engine.user_worktrees = super::foreign::worktrees(&engine.verifier.git);
         let key = engine.run_key();

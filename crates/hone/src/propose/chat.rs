@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use super::blocks::{self, EditBlock};
 use super::patch;
+use super::spend::Hold;
 use super::{prompt, Meter, Proposal, ProposeContext, ProposeError, Proposer};
 use crate::spec::{AgentKind, EditMode, LlmSpec};
 
@@ -117,26 +118,28 @@ impl LlmClient {
         )
     }
 
-    /// Refuses a call whose worst case could cross the budget.
-    fn reserve(&self, meter: &Meter<'_>, prompt_chars: usize) -> Result<(), ProposeError> {
+    /// Holds a call's worst case against the budget (see [`Meter::hold`]) until the returned
+    /// hold is dropped; refuses a call whose worst case could cross it.
+    fn reserve<'m>(
+        &self,
+        meter: &Meter<'m>,
+        prompt_chars: usize,
+    ) -> Result<Option<Hold<'m>>, ProposeError> {
         let (worst_cost, worst_tokens) = self.worst(prompt_chars);
-        let spent = meter.spent();
-        if let Some(left) = meter.budget.usd_left.map(|l| l - spent.0) {
-            if worst_cost > left {
-                return Err(ProposeError::Budget(format!(
-                    "budget: the next call could cost ${worst_cost:.4} and ${:.4} of max_cost_usd is left",
-                    left.max(0.0)
-                )));
-            }
-        }
-        if let Some(left) = meter.budget.tokens_left.map(|l| l.saturating_sub(spent.1)) {
-            if worst_tokens > left {
-                return Err(ProposeError::Budget(format!(
-                    "budget: the next call could use {worst_tokens} tokens and {left} of max_tokens are left"
-                )));
-            }
-        }
-        Ok(())
+        let left = match meter.hold((worst_cost, worst_tokens)) {
+            Ok(hold) => return Ok(hold),
+            Err(left) => left,
+        };
+        Err(ProposeError::Budget(match left.usd_left {
+            Some(l) if worst_cost > l => format!(
+                "budget: the next call could cost ${worst_cost:.4} and ${:.4} of max_cost_usd is left",
+                l.max(0.0)
+            ),
+            _ => format!(
+                "budget: the next call could use {worst_tokens} tokens and {} of max_tokens are left",
+                left.tokens_left.unwrap_or(0)
+            ),
+        }))
     }
 
     /// One completion, with retries.
@@ -159,9 +162,13 @@ impl LlmClient {
         let body = body.to_string();
         let mut last = String::new();
         for attempt in 0..self.llm.max_attempts {
-            self.reserve(meter, chars)
+            let hold = self
+                .reserve(meter, chars)
                 .map_err(|e| CallError::Budget(e.to_string()))?;
-            match self.attempt(meter, &url, &body, &key, worst) {
+            let tried = self.attempt(meter, &url, &body, &key, worst);
+            // Charged by the attempt: its hold goes.
+            drop(hold);
+            match tried {
                 Attempt::Over(done) => return done,
                 Attempt::Retry(why, retry_after) => {
                     last = why;

@@ -15,6 +15,7 @@ pub mod knobs;
 pub mod optimizer;
 pub mod patch;
 pub mod prompt;
+pub mod spend;
 #[cfg(test)]
 pub(crate) mod testing;
 
@@ -23,6 +24,8 @@ use std::path::Path;
 use crate::spec::Spec;
 use crate::store::ExperimentRecord;
 use crate::workspace::Git;
+
+pub use spend::{Budget, Ledger, Meter, Spend};
 
 /// Everything a proposer may look at for one experiment.
 pub struct ProposeContext<'a> {
@@ -56,41 +59,13 @@ pub struct ProposeContext<'a> {
     /// What is left of the run's money and token budgets when this experiment starts.
     pub budget: Budget,
     /// Money and tokens this proposal has spent so far (the proposer adds to it after every
-    /// call, so a failed proposal is still paid for).
-    pub spent: &'a std::cell::Cell<(f64, u64)>,
+    /// call, so a failed proposal is still paid for), and the run's ledger in a parallel run.
+    pub spent: &'a Spend,
     /// What the outer loop's mechanisms ask of this proposal (empty without `[outer]`).
     pub guidance: &'a guidance::Guidance,
     /// This experiment's `HONE_JOB` token, set in the agent's environment so that a later hone
     /// can find (and kill) what a crash left running.
     pub job: &'a str,
-}
-
-/// What is left of the run's budgets (`None`: no limit).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Budget {
-    pub usd_left: Option<f64>,
-    pub tokens_left: Option<u64>,
-}
-
-/// The run's budgets as one LLM call sees them: what was left when the experiment started,
-/// and what the experiment has spent since (its proposer and its reviewer together).
-#[derive(Clone, Copy)]
-pub struct Meter<'a> {
-    pub budget: Budget,
-    pub spent: &'a std::cell::Cell<(f64, u64)>,
-}
-
-impl Meter<'_> {
-    /// Records money and tokens spent.
-    pub fn add(&self, usd: f64, tokens: u64) {
-        let (u, t) = self.spent.get();
-        self.spent.set((u + usd, t + tokens));
-    }
-
-    /// Money and tokens spent so far.
-    pub fn spent(&self) -> (f64, u64) {
-        self.spent.get()
-    }
 }
 
 impl ProposeContext<'_> {
@@ -104,8 +79,7 @@ impl ProposeContext<'_> {
 
     /// Records money and tokens spent by this proposal.
     pub fn add_spend(&self, usd: f64, tokens: u64) {
-        let (u, t) = self.spent.get();
-        self.spent.set((u + usd, t + tokens));
+        self.spent.add(usd, tokens);
     }
 
     /// Money and tokens this proposal has spent so far.

@@ -1,12 +1,11 @@
 //! A committed repository for the proposers' and the outer loop's tests, and a proposal
 //! context over it.
 
-use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::guidance::Guidance;
-use super::{Budget, ProposeContext};
+use super::{Budget, ProposeContext, Spend};
 use crate::spec::Spec;
 use crate::store::ExperimentRecord;
 use crate::workspace::Git;
@@ -20,7 +19,7 @@ pub struct Repo {
     pub head: String,
     /// `.hone/runs/t`, created.
     pub run_dir: PathBuf,
-    spent: Cell<(f64, u64)>,
+    spent: Spend,
 }
 
 impl Repo {
@@ -50,7 +49,7 @@ impl Repo {
             git,
             head,
             run_dir,
-            spent: Cell::new((0.0, 0)),
+            spent: Spend::default(),
         }
     }
 

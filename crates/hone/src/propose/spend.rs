@@ -1,0 +1,269 @@
+//! What LLM calls may spend: the run's budgets as one experiment sees them ([`Budget`],
+//! [`Meter`]), what the experiment has spent ([`Spend`]), and the run-wide [`Ledger`] that
+//! calls made at the same time share (a parallel run: the coordinator's proposals and the
+//! slots' reviews), so that together they cannot cross the budget either.
+
+use std::cell::Cell;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// What is left of the run's budgets (`None`: no limit).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Budget {
+    pub usd_left: Option<f64>,
+    pub tokens_left: Option<u64>,
+}
+
+impl Budget {
+    /// Whether a call whose worst case is `(dollars, tokens)` fits in what is left.
+    pub fn covers(&self, (usd, tokens): (f64, u64)) -> bool {
+        self.usd_left.is_none_or(|l| usd <= l) && self.tokens_left.is_none_or(|l| tokens <= l)
+    }
+
+    /// What is left after spending `(dollars, tokens)`.
+    pub fn less(&self, (usd, tokens): (f64, u64)) -> Budget {
+        Budget {
+            usd_left: self.usd_left.map(|l| l - usd),
+            tokens_left: self.tokens_left.map(|l| l.saturating_sub(tokens)),
+        }
+    }
+}
+
+/// What one experiment has spent (its proposer and its reviewer together), and the run's
+/// [`Ledger`] when other experiments spend at the same time.
+#[derive(Debug, Default)]
+pub struct Spend {
+    own: Cell<(f64, u64)>,
+    ledger: Option<Arc<Ledger>>,
+}
+
+impl Spend {
+    /// Nothing spent yet; every charge also goes to `ledger`, when there is one.
+    pub fn new(ledger: Option<Arc<Ledger>>) -> Spend {
+        Spend {
+            own: Cell::new((0.0, 0)),
+            ledger,
+        }
+    }
+
+    /// Records money and tokens spent.
+    pub fn add(&self, usd: f64, tokens: u64) {
+        let (u, t) = self.own.get();
+        self.own.set((u + usd, t + tokens));
+        if let Some(l) = &self.ledger {
+            l.charge(usd, tokens);
+        }
+    }
+
+    /// What this experiment has spent so far.
+    pub fn get(&self) -> (f64, u64) {
+        self.own.get()
+    }
+
+    /// The run-wide ledger this spend is charged to, if any.
+    pub fn ledger(&self) -> Option<&Ledger> {
+        self.ledger.as_deref()
+    }
+}
+
+/// The run's budgets as one LLM call sees them: what was left when the experiment started
+/// (with a [`Ledger`]: when the ledger was opened), and what has been spent since.
+#[derive(Clone, Copy)]
+pub struct Meter<'a> {
+    pub budget: Budget,
+    pub spent: &'a Spend,
+}
+
+impl<'a> Meter<'a> {
+    /// Records money and tokens spent.
+    pub fn add(&self, usd: f64, tokens: u64) {
+        self.spent.add(usd, tokens);
+    }
+
+    /// Money and tokens this experiment has spent so far.
+    pub fn spent(&self) -> (f64, u64) {
+        self.spent.get()
+    }
+
+    /// Holds a call's worst case `(dollars, tokens)` against what is left, until the returned
+    /// hold is dropped (charge the call first); what is left, when it does not fit. Without a
+    /// ledger, what is left is the budget less this experiment's spend; with one, less what
+    /// every experiment charged and holds now.
+    pub fn hold(&self, worst: (f64, u64)) -> Result<Option<Hold<'a>>, Budget> {
+        if let Some(ledger) = self.spent.ledger() {
+            return ledger.hold(worst).map(Some);
+        }
+        let left = self.budget.less(self.spent());
+        if left.covers(worst) {
+            Ok(None)
+        } else {
+            Err(left)
+        }
+    }
+}
+
+/// The spend of a run whose experiments make LLM calls at the same time. Each call holds its
+/// worst case while it is out and is charged after; a call that does not fit in what is left
+/// once every charge and hold is counted is refused. Thread-safe.
+#[derive(Debug)]
+pub struct Ledger {
+    /// What was left of the run's budgets when the ledger was opened.
+    left: Budget,
+    tally: Mutex<Tally>,
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    spent: (f64, u64),
+    held: (f64, u64),
+}
+
+impl Ledger {
+    /// A ledger with `left` to spend and nothing spent.
+    pub fn new(left: Budget) -> Ledger {
+        Ledger {
+            left,
+            tally: Mutex::new(Tally::default()),
+        }
+    }
+
+    /// What was left when the ledger was opened.
+    pub fn opened_with(&self) -> Budget {
+        self.left
+    }
+
+    /// Money and tokens charged since the ledger was opened.
+    pub fn spent(&self) -> (f64, u64) {
+        self.tally().spent
+    }
+
+    /// Whether nothing is left to spend: no call, however small, can be made.
+    pub fn exhausted(&self) -> bool {
+        let t = self.tally();
+        let left = self.left.less(t.spent);
+        left.usd_left.is_some_and(|l| l <= 0.0) || left.tokens_left == Some(0)
+    }
+
+    fn tally(&self) -> std::sync::MutexGuard<'_, Tally> {
+        // A thread that panicked while charging left whole numbers behind: go on with them.
+        self.tally.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn charge(&self, usd: f64, tokens: u64) {
+        let mut t = self.tally();
+        t.spent = (t.spent.0 + usd, t.spent.1 + tokens);
+    }
+
+    fn hold(&self, worst: (f64, u64)) -> Result<Hold<'_>, Budget> {
+        let mut t = self.tally();
+        let left = self.left.less(t.spent).less(t.held);
+        if !left.covers(worst) {
+            return Err(left);
+        }
+        t.held = (t.held.0 + worst.0, t.held.1 + worst.1);
+        Ok(Hold {
+            ledger: self,
+            worst,
+        })
+    }
+}
+
+/// A call's worst case held on a [`Ledger`] while the call is out; released when dropped.
+#[derive(Debug)]
+pub struct Hold<'a> {
+    ledger: &'a Ledger,
+    worst: (f64, u64),
+}
+
+impl Drop for Hold<'_> {
+    fn drop(&mut self) {
+        let mut t = self.ledger.tally();
+        t.held = (
+            (t.held.0 - self.worst.0).max(0.0),
+            t.held.1.saturating_sub(self.worst.1),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dollars(usd: f64) -> Budget {
+        Budget {
+            usd_left: Some(usd),
+            tokens_left: None,
+        }
+    }
+
+    #[test]
+    fn without_a_ledger_a_call_fits_in_the_budget_less_the_experiments_spend() {
+        let spent = Spend::new(None);
+        let meter = Meter {
+            budget: dollars(0.30),
+            spent: &spent,
+        };
+        assert!(meter.hold((0.25, 10)).is_ok());
+        meter.add(0.10, 10);
+        assert_eq!(meter.hold((0.25, 10)).err(), Some(dollars(0.30 - 0.10)));
+    }
+
+    #[test]
+    fn calls_out_at_the_same_time_cannot_together_cross_the_budget() {
+        let ledger = Arc::new(Ledger::new(dollars(0.30)));
+        let (a, b) = (
+            Spend::new(Some(ledger.clone())),
+            Spend::new(Some(ledger.clone())),
+        );
+        let (ma, mb) = (
+            Meter {
+                budget: dollars(0.30),
+                spent: &a,
+            },
+            Meter {
+                budget: dollars(0.30),
+                spent: &b,
+            },
+        );
+        // Each fits alone; while the first is out, the second does not.
+        let first = ma.hold((0.20, 100));
+        assert!(matches!(first, Ok(Some(_))));
+        let refused = mb.hold((0.20, 100));
+        assert!(refused.is_err());
+        let left = refused.err().and_then(|b| b.usd_left).unwrap_or(f64::NAN);
+        assert!((left - 0.10).abs() < 1e-12, "{left}");
+        // The first is charged what it cost and lets go of its hold: the second now fits.
+        ma.add(0.05, 50);
+        drop(first);
+        assert!(matches!(mb.hold((0.20, 100)), Ok(Some(_))));
+        // Both experiments' spend is the run's.
+        mb.add(0.20, 10);
+        assert_eq!(a.get(), (0.05, 50));
+        assert_eq!(b.get(), (0.20, 10));
+        let (usd, tokens) = ledger.spent();
+        assert!((usd - 0.25).abs() < 1e-12 && tokens == 60);
+        assert!(!ledger.exhausted());
+        a.add(0.05, 0);
+        assert!(ledger.exhausted());
+    }
+
+    #[test]
+    fn a_ledger_is_shared_across_threads() {
+        let ledger = Arc::new(Ledger::new(Budget {
+            usd_left: None,
+            tokens_left: Some(1000),
+        }));
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                let ledger = ledger.clone();
+                s.spawn(move || {
+                    let spend = Spend::new(Some(ledger));
+                    for _ in 0..25 {
+                        spend.add(0.0, 10);
+                    }
+                });
+            }
+        });
+        assert_eq!(ledger.spent().1, 1000);
+        assert!(ledger.exhausted());
+    }
+}
