@@ -29,6 +29,49 @@ fn the_review_gate_rejects_before_any_compute() {
     assert!(git(&r.dir, &["show", "refs/hone/rv/2:value.txt"]).contains("score: 1"));
 }
 
+#[test]
+fn parallel_slots_review_their_candidates_at_the_same_time() {
+    // Two workers, and a reviewer that approves only once two reviews are under way at once
+    // (each waits up to 20 s for the other). Reviews done one at a time by the coordinator
+    // would leave the first alone, and it would reject.
+    let marks = Marks::new();
+    put(
+        marks.path("review.sh"),
+        marks.fill(
+            "touch {m}/at.$HONE_EXPERIMENT\n\
+             i=0\n\
+             while [ \"$(ls {m} | grep -c '^at\\.')\" -lt 2 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\n\
+             echo \"$HONE_EXPERIMENT $(ls {m} | grep -c '^at\\.')\" >> {m}/seen\n\
+             if [ \"$(ls {m} | grep -c '^at\\.')\" -ge 2 ]; then echo APPROVE; else echo 'REJECT: reviewed alone'; fi\n",
+        ),
+    );
+    let runs = RunCounter::new();
+    let r = Repo::new(
+        &marks.fill(
+            "[stop]\nmax_experiments = 3\n\n[exec]\nworkers = 2\n\n[review]\ncommand = \"sh {m}/review.sh\"\n",
+        ),
+        &runs.command,
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    let log = r.run_log("pr");
+    assert!(
+        log.iter().all(|e| e["status"] != "rejected"),
+        "{:?}",
+        log.iter()
+            .map(|e| (&e["status"], &e["reason"]))
+            .collect::<Vec<_>>()
+    );
+    let mut seen = std::fs::read_to_string(marks.path("seen"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect::<Vec<_>>();
+    seen.sort();
+    assert_eq!(seen, ["1 2", "2 2"], "both reviews saw the other under way");
+    // Both approved candidates were measured, after the baseline.
+    assert_eq!(runs.runs(), 3);
+}
+
 const REVIEW_SECRET: &str = "sk-review-never-leak-91ab";
 
 fn verdict(decision: &str, reason: &str) -> String {
@@ -131,14 +174,28 @@ fn an_http_reviewer_approves_or_rejects_before_the_verifier_runs() {
 
 #[test]
 fn proposer_and_reviewer_share_one_budget() {
+    share_one_budget(1);
+}
+
+#[test]
+fn parallel_proposals_and_reviews_share_one_budget() {
+    // Two workers: #2 is proposed while #1 may still be reviewed on its slot, and #2 is
+    // reviewed on its own slot's thread; the run's ledger counts them all.
+    share_one_budget(2);
+}
+
+fn share_one_budget(workers: u32) {
     // Prices only on output tokens make every worst case exact: max_tokens = 100 at $1000 per
     // million is $0.10 a call. Proposer calls cost $0.10, reviews $0.05. With $0.33:
     // propose (0.10) + review (0.05); propose (0.10), then only $0.08 is left for a review
-    // whose worst case is $0.10, so it is never sent and the run stops on its budget.
+    // whose worst case is $0.10 (less while #1's review holds its worst case), so it is never
+    // sent and the run stops on its budget. With two workers #2 is made on the baseline, as
+    // #1 is not kept yet, and #1's review and #2's proposal may be out at once (both fit).
+    let second_on = if workers > 1 { "score: 5" } else { "score: 4" };
     let proposer = LlmServer::start(
         vec![
             Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 1000, 100),
-            Reply::Answer(edit("value.txt", "score: 4", "score: 3"), 1000, 100),
+            Reply::Answer(edit("value.txt", second_on, "score: 3"), 1000, 100),
         ],
         false,
     );
@@ -159,7 +216,8 @@ fn proposer_and_reviewer_share_one_budget() {
                 .provider("review", "openai", "judge", &format!("{}/v1", reviewer.url))
                 .lines("review", prices)
                 .set("stop", "max_experiments", "10")
-                .set("stop", "max_cost_usd", "0.33"),
+                .set("stop", "max_cost_usd", "0.33")
+                .set("exec", "workers", &workers.to_string()),
         )
         .create();
     let out = ok(r.hone(&["run"]));
@@ -169,7 +227,15 @@ fn proposer_and_reviewer_share_one_budget() {
         1,
         "no review past the budget was sent"
     );
-    let log = r.log();
+    let mut log = r.log();
+    // In parallel, #1 may be decided before #2's review is refused: a #3 is then proposed,
+    // and refused before its call is sent.
+    if workers > 1 && log.len() == 4 {
+        let third = log.pop().unwrap();
+        assert_eq!(third["status"], "invalid", "{third}");
+        assert!(reason(&third).starts_with("budget"), "{third}");
+        assert_eq!(third["cost_usd"], 0.0, "{third}");
+    }
     assert_statuses(&log, &["baseline", "keep", "rejected"]);
     assert!(
         (log[1]["cost_usd"].as_f64().unwrap() - 0.15).abs() < 1e-9,

@@ -1,9 +1,11 @@
 //! The gate: the checks between a proposal and its verifier, in order, before any compute is
 //! spent on the candidate. The worktree's git link, hone's refs, the snapshot (an unchanged
 //! worktree is `invalid`), hidden files, the scope rules, escaping symlinks, sealed files, the
-//! outer loop's filters, the review (limits, `forbid`, the reviewer) and the pinned inputs;
-//! after the gate, duplicates. Each check is a function that returns at most one rejection;
-//! [`Engine::gate`] runs them in order and its caller times the whole gate once.
+//! outer loop's filters and the pinned inputs; then duplicates; last the review (limits,
+//! `forbid`, the reviewer), which is the slow one and so is never spent on a duplicate, and
+//! which a parallel run does on the candidate's slot thread. Each check is a function that
+//! returns at most one rejection; [`Engine::gate`] runs them in order and its caller times the
+//! whole gate once.
 
 use std::path::Path;
 
@@ -13,7 +15,7 @@ use crate::workspace::RefListing;
 use crate::workspace::{first_difference, hash_paths, matches_any, Change};
 
 use super::proposal::Turn;
-use super::review::Gate;
+use super::review::{Gate, ReviewPlace};
 use super::state::{restore_refs, Seals};
 use super::{Engine, EngineError, Stop};
 
@@ -26,7 +28,7 @@ pub(super) struct Rejection {
 }
 
 impl Rejection {
-    fn new(status: Status, reason: String) -> Option<Rejection> {
+    pub(super) fn new(status: Status, reason: String) -> Option<Rejection> {
         Some(Rejection {
             status,
             reason,
@@ -123,17 +125,27 @@ impl Engine<'_> {
         if let Some(why) = self.outer_filter(rec, parent, turn.finished)? {
             return Ok(Rejection::new(Status::Rejected, why));
         }
-        // Rules and the reviewer, before any compute is spent on the candidate.
+        Ok(None)
+    }
+
+    /// The review gate on a candidate that passed the others (see
+    /// [`Verifier::review`](super::verifier::Verifier::review)), on
+    /// the coordinator's thread: the serial loop's. A parallel slot reviews its candidate on
+    /// its own thread ([`rejection`] then reads the gate's answer).
+    pub(super) fn review_here(
+        &mut self,
+        rec: &mut ExperimentRecord,
+        turn: &Turn<'_>,
+    ) -> Result<Option<Rejection>, EngineError> {
         let cancel = self.cancel();
-        Ok(match self.review(rec, wt, parent, &cancel, &turn.meter)? {
-            Gate::Pass => None,
-            Gate::Reject(why) => Rejection::new(Status::Rejected, why),
-            Gate::Stop(stop) => Some(Rejection {
-                status: Status::Rejected,
-                reason: stop.reason.clone(),
-                stop: Some(stop),
-            }),
-        })
+        let place = ReviewPlace {
+            store: &self.store,
+            run_id: self.run.id,
+        };
+        let gate =
+            self.verifier
+                .review(&place, rec, (turn.wt, turn.parent), &cancel, &turn.meter)?;
+        Ok(rejection(gate))
     }
 
     /// What the archive cannot hold, or would hold other than the verifier would run it: a
@@ -196,6 +208,19 @@ impl Engine<'_> {
     /// The first pinned input that changed, if any.
     pub(super) fn check_pinned(&self) -> Result<(), String> {
         pinned_changed(&self.verifier.seals, self.verifier.git.root())
+    }
+}
+
+/// Why the review gate's answer keeps a candidate from its verifier, if it does.
+pub(super) fn rejection(gate: Gate) -> Option<Rejection> {
+    match gate {
+        Gate::Pass => None,
+        Gate::Reject(why) => Rejection::new(Status::Rejected, why),
+        Gate::Stop(stop) => Some(Rejection {
+            status: Status::Rejected,
+            reason: stop.reason.clone(),
+            stop: Some(stop),
+        }),
     }
 }
 

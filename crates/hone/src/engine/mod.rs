@@ -163,6 +163,18 @@ struct Candidate {
     best: Option<ExperimentRecord>,
     /// The commit it was made on (the best's).
     parent: String,
+    /// The review gate is still to come, on the slot's thread (see [`Review::OnSlot`]).
+    unreviewed: bool,
+}
+
+/// Where [`Engine::prepare`] leaves a candidate's review.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Review {
+    /// On the coordinator's thread, as the last check of the gate (the serial loop).
+    Here,
+    /// On the thread of the parallel slot that verifies it, before its verifier: a slow
+    /// reviewer then holds up its slot only.
+    OnSlot,
 }
 
 /// How the first half of an experiment ended.
@@ -271,7 +283,7 @@ impl<'a> Engine<'a> {
         let wt = self.worktree.clone();
         let exps = std::mem::take(&mut self.history);
         self.lent = true;
-        let prepared = self.prepare(&exps, &[], &wt);
+        let prepared = self.prepare(&exps, &[], &wt, Review::Here);
         self.lent = false;
         self.history = exps;
         if let Some(f) = self.deferred.take() {
@@ -303,6 +315,7 @@ impl<'a> Engine<'a> {
         exps: &[ExperimentRecord],
         in_flight: &[ExperimentRecord],
         wt: &Path,
+        review: Review,
     ) -> Result<Prepared, EngineError> {
         let t_start = Instant::now();
         let best = best_experiment(exps).cloned();
@@ -337,28 +350,31 @@ impl<'a> Engine<'a> {
         if let Some(done) = self.take_proposal(&mut rec, proposal, &turn, t_start)? {
             return Ok(done);
         }
-        // The gate, timed as one step.
-        let rejection = self.gate(&mut rec, &turn, &refs_before, in_place)?;
+        // The gate, timed as one step: its checks, duplicates, then the review (here, or on
+        // a parallel slot's thread, which adds its time).
+        let mut rejection = self.gate(&mut rec, &turn, &refs_before, in_place)?;
+        // Dedup: the same files as an experiment already measured give the same answer. Not
+        // for a baseline: after a failed one, the user fixed the spec or the environment, and
+        // the unmodified project is measured again.
+        if rejection.is_none() && best.is_some() {
+            rejection = gate::duplicate(&rec, exps, &self.dropped, in_flight)
+                .and_then(|why| gate::Rejection::new(Status::Invalid, why));
+        }
+        let unreviewed = best.is_some() && review == Review::OnSlot;
+        if rejection.is_none() && best.is_some() && !unreviewed {
+            rejection = self.review_here(&mut rec, &turn)?;
+        }
         rec.gate_ms = t_gate.elapsed().as_millis() as u64;
         if let Some(r) = rejection {
             self.finish(rec, r.status, r.reason, t_start)?;
             return Ok(Prepared::Done(r.stop));
-        }
-        // Dedup: the same files as an experiment already measured give the same answer. Not
-        // for a baseline: after a failed one, the user fixed the spec or the environment, and
-        // the unmodified project is measured again.
-        let dup = best
-            .as_ref()
-            .and_then(|_| gate::duplicate(&rec, exps, &self.dropped, in_flight));
-        if let Some(why) = dup {
-            self.finish(rec, Status::Invalid, why, t_start)?;
-            return Ok(Prepared::Done(None));
         }
         Ok(Prepared::Ready(Box::new(Candidate {
             rec,
             t_start,
             best,
             parent,
+            unreviewed,
         })))
     }
 

@@ -157,6 +157,7 @@ impl Engine<'_> {
             t_start,
             best,
             parent,
+            ..
         } = c;
         let n = rec.n;
         let judged = (status, reason);

@@ -11,8 +11,10 @@ use crate::spec::ReviewSpec;
 use crate::store::ExperimentRecord;
 use crate::workspace::{matches_any, BinaryChange};
 
-use super::verifier::Role;
-use super::{Engine, EngineError, Fs, Stage, Stop};
+use crate::store::Store;
+
+use super::verifier::{Role, Verifier};
+use super::{EngineError, Fs, Stage, Stop};
 
 /// What the review gate decided.
 pub(super) enum Gate {
@@ -22,18 +24,26 @@ pub(super) enum Gate {
     Stop(Stop),
 }
 
-impl Engine<'_> {
+/// Where a review runs: the run's store (a reviewer command's process group is recorded
+/// there) and the run's id in it.
+pub(super) struct ReviewPlace<'p> {
+    pub store: &'p Store,
+    pub run_id: i64,
+}
+
+impl Verifier {
     /// The review gate: `max_diff_lines`, `forbid` on added lines, then the reviewer (a
-    /// command, or an LLM over HTTP whose spend goes on `meter` and into `rec`).
+    /// command, or an LLM over HTTP whose spend goes on `meter` and into `rec`). It runs on
+    /// whichever thread holds this verifier: a parallel slot's reviews its own candidates.
     pub(super) fn review(
-        &mut self,
+        &self,
+        place: &ReviewPlace<'_>,
         rec: &mut ExperimentRecord,
-        wt: &Path,
-        parent: &str,
+        (wt, parent): (&Path, &str),
         cancel: &dyn Fn() -> bool,
         meter: &propose::Meter<'_>,
     ) -> Result<Gate, EngineError> {
-        let r = self.verifier.spec.review.clone();
+        let r = self.spec.review.clone();
         if r.command.is_none()
             && r.llm.is_none()
             && r.max_diff_lines.is_none()
@@ -46,7 +56,7 @@ impl Engine<'_> {
         };
         // Binary files (git shows no lines of them) weigh their whole content, unless
         // `allow_binary` names them.
-        let binary = self.verifier.git.binary_changes(parent, &commit)?;
+        let binary = self.git.binary_changes(parent, &commit)?;
         let changed = rec.lines_added + rec.lines_deleted + binary_weight(&r, &binary);
         if let Some(max) = r.max_diff_lines {
             if changed > max {
@@ -63,7 +73,7 @@ impl Engine<'_> {
         if let Some(why) = binary_forbidden(&r, &binary) {
             return Ok(Gate::Reject(why));
         }
-        let diff = self.verifier.git.diff(parent, &commit)?;
+        let diff = self.git.diff(parent, &commit)?;
         if let Some(why) = forbidden_line(&r.forbid, &diff) {
             return Ok(Gate::Reject(why));
         }
@@ -73,9 +83,8 @@ impl Engine<'_> {
         }
         let (text, prompt_path) = self.review_prompt(rec, &r, &diff)?;
         let log_path = self
-            .verifier
             .paths
-            .run_dir(&self.run.tag)
+            .run_dir(&self.tag)
             .join("logs")
             .join(format!("{}.review.log", rec.n));
         let Some(template) = r.command else {
@@ -87,7 +96,7 @@ impl Engine<'_> {
             prompt_path,
             log_path,
         };
-        self.review_command(rec.n, wt, &commit, reviewer, cancel)
+        self.review_command(place, (rec.n, wt, &commit), reviewer, cancel)
     }
 
     /// Writes the review prompt of `rec` (its diff `diff`) under the run's prompts; returns
@@ -98,8 +107,8 @@ impl Engine<'_> {
         r: &ReviewSpec,
         diff: &str,
     ) -> Result<(String, PathBuf), EngineError> {
-        let spec = &self.verifier.spec;
-        let dir = self.verifier.paths.run_dir(&self.run.tag).join("prompts");
+        let spec = &self.spec;
+        let dir = self.paths.run_dir(&self.tag).join("prompts");
         std::fs::create_dir_all(&dir).map_err(|error| Fs::Create {
             path: dir.clone(),
             error,
@@ -108,7 +117,7 @@ impl Engine<'_> {
         let instructions = r
             .instructions
             .as_ref()
-            .and_then(|f| std::fs::read_to_string(self.verifier.git.root().join(f)).ok())
+            .and_then(|f| std::fs::read_to_string(self.git.root().join(f)).ok())
             .unwrap_or_default();
         let bounded = crate::propose::prompt::sanitize(diff, 100_000);
         let fence = crate::propose::prompt::fence_for(&bounded);
@@ -141,14 +150,13 @@ impl Engine<'_> {
     /// The reviewer command's verdict on experiment `n` (its candidate `commit` checked out
     /// in `wt`, put back as committed afterwards).
     fn review_command(
-        &mut self,
-        n: u64,
-        wt: &Path,
-        commit: &str,
+        &self,
+        place: &ReviewPlace<'_>,
+        (n, wt, commit): (u64, &Path, &str),
         reviewer: Reviewer<'_>,
         cancel: &dyn Fn() -> bool,
     ) -> Result<Gate, EngineError> {
-        let v = &self.verifier;
+        let v = self;
         let prompt_path = reviewer.prompt_path;
         let command = reviewer.template.replace(
             "{prompt_file}",
@@ -174,8 +182,9 @@ impl Engine<'_> {
             what: "reviewer".into(),
             error,
         })?;
-        self.store
-            .set_experiment_pid(self.run.id, n, running.pid(), running.start_time())?;
+        place
+            .store
+            .set_experiment_pid(place.run_id, n, running.pid(), running.start_time())?;
         let mut last = String::new();
         let outcome = running
             .wait(
@@ -192,7 +201,7 @@ impl Engine<'_> {
             })?;
         exec::kill_orphans();
         // The reviewer looked at the worktree: put the candidate back exactly as committed.
-        self.verifier.git.reset_worktree(wt, commit)?;
+        self.git.reset_worktree(wt, commit)?;
         let verdict = prompt_line(&last);
         Ok(match outcome.exit {
             Exit::Code(0) if verdict.to_ascii_uppercase().starts_with("APPROVE") => Gate::Pass,
@@ -210,13 +219,13 @@ impl Engine<'_> {
     /// The HTTP reviewer's verdict on the review prompt `text`. Its spend is added to `rec`
     /// whatever the outcome; its raw answer goes to `log_path`.
     fn review_http(
-        &mut self,
+        &self,
         rec: &mut ExperimentRecord,
         meter: &propose::Meter<'_>,
         text: &str,
         log_path: &Path,
     ) -> Gate {
-        let review = &self.verifier.spec.review;
+        let review = &self.spec.review;
         let (Some(kind), Some(llm)) = (review.kind, review.llm.clone()) else {
             return Gate::Pass;
         };

@@ -16,7 +16,7 @@ pub struct Budget {
 impl Budget {
     /// Whether a call whose worst case is `(dollars, tokens)` fits in what is left.
     pub fn covers(&self, (usd, tokens): (f64, u64)) -> bool {
-        self.usd_left.is_none_or(|l| usd <= l) && self.tokens_left.is_none_or(|l| tokens <= l)
+        !self.usd_left.is_some_and(|l| usd > l) && !self.tokens_left.is_some_and(|l| tokens > l)
     }
 
     /// What is left after spending `(dollars, tokens)`.

@@ -6,18 +6,24 @@
 //!
 //! - the coordinating thread (this one) does everything that touches the run's state, one step
 //!   at a time: it asks the proposer for candidates (one call at a time; the proposer sees the
-//!   in-flight experiments as `running`), gates and archives them, and decides each result as
-//!   it arrives: store write, then the compare-and-swap move of `hone/<tag>`. The branch
-//!   history is therefore linear.
-//! - one scoped thread per in-flight candidate runs its verifier (first run, then repeats or
-//!   confirms) through the same `verify`/`measure`/`execute` path as a serial run: it owns a
-//!   [`Verifier`] of its own (the slot's worktree environment, its own executor connections)
+//!   in-flight experiments as `running`), archives them and runs the gate's checks up to the
+//!   duplicates, and decides each result as it arrives: store write, then the compare-and-swap
+//!   move of `hone/<tag>`. The branch history is therefore linear.
+//! - one scoped thread per in-flight candidate runs its review (the slow part of the gate: a
+//!   reviewer command or an LLM, so a slow reviewer holds up its slot only), then its verifier
+//!   (first run, then repeats or confirms) through the same `verify`/`measure`/`execute` path
+//!   as a serial run: it owns a [`Verifier`] of its own (the slot's worktree environment, its
+//!   own executor connections)
 //!   and the slot's store connection (SQLite in WAL mode takes the concurrent pid writes),
 //!   which the slot keeps from one verification to the next. Once the verifier ends, the
 //!   thread makes the slot's worktree exactly the best's commit as the coordinator last
 //!   decided it (unless the verifier replaced its `.git` link, which the coordinator's
 //!   integrity check must find as it was), so that the coordinator skips that reset when the
 //!   next candidate of the slot is made on the same best.
+//!
+//! The experiments' LLM calls (the coordinator's proposals, the threads' reviews) share the
+//! run's budget through one [`Ledger`]: a call holds its worst case while it is out, so calls
+//! made at the same time cannot together cross `max_cost_usd` or `max_tokens`.
 //!
 //! When the best moved while a candidate ran, the candidate is first judged against its own
 //! parent, then against the current best. One that loses to either is `discard` (the reason
@@ -42,15 +48,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
-use super::state::{self, archive_ref, branch_ref, shared_run_dir, store_location, StatePaths};
-use super::verifier::{Sink, Verified, Verifier};
-use super::{Candidate, Engine, EngineError, Event, Internal, Interrupt, Mismatch, Prepared, Stop};
+use super::state::{self, archive_ref, branch_ref, shared_run_dir, StatePaths};
+use super::verifier::Verified;
+use super::{
+    Candidate, Engine, EngineError, Event, Internal, Interrupt, Mismatch, Prepared, Review, Stop,
+};
 use crate::exec;
 use crate::propose::Ledger;
 use crate::report::best_experiment;
 use crate::spec::Spec;
 use crate::store::{now, ExperimentRecord, Status, Store};
 use crate::workspace::Git;
+use slot::{Checked, Done, Work};
+
+mod slot;
 
 /// Where the slots' worktrees of run `tag` live: under `.hone/`, or for SLURM under the
 /// shared directory the compute nodes see.
@@ -92,94 +103,6 @@ struct Slot {
 struct InFlight {
     cand: Candidate,
     t_verify: Instant,
-}
-
-/// What a verification thread hands back.
-struct Done {
-    slot: usize,
-    rec: ExperimentRecord,
-    verified: Result<Verified, EngineError>,
-    /// The commit the thread made the slot's worktree after the verification (the best's
-    /// when it finished), ready for the next proposal; `None`: it was left as it was.
-    ready_at: Option<String>,
-    /// The thread's store connection, for the slot's next verification.
-    store: Option<Store>,
-}
-
-/// What a verification thread is handed: its own verifier (with the slot's environment),
-/// the slot's worktree, and the candidate with what it is measured against.
-struct Work {
-    slot: usize,
-    verifier: Verifier,
-    worktree: PathBuf,
-    rec: ExperimentRecord,
-    /// The best's value when it was proposed, and the noise known then.
-    best: Option<f64>,
-    sigma: Option<f64>,
-    /// The slot's store connection from its last verification (`None`: opened here).
-    store: Option<Store>,
-}
-
-impl Work {
-    /// Verifies the candidate in this thread, with its own store connection (the same store
-    /// the coordinator writes: a SQLite file or a PostgreSQL database), which the slot keeps
-    /// from one verification to the next. Events go to the store only: the subscribers stay
-    /// with the coordinator.
-    fn verify(&mut self, run_id: i64, cancel: &dyn Fn() -> bool) -> Result<Verified, EngineError> {
-        let v = &mut self.verifier;
-        let store = match self.store.take() {
-            Some(s) => s,
-            None => Store::open_at(&store_location(&v.git, &v.spec))?,
-        };
-        let verified = Work::verify_with(
-            v,
-            &store,
-            (&mut self.rec, &self.worktree),
-            run_id,
-            (self.best, self.sigma),
-            cancel,
-        );
-        self.store = Some(store);
-        verified
-    }
-
-    fn verify_with(
-        v: &mut Verifier,
-        store: &Store,
-        (rec, wt): (&mut ExperimentRecord, &Path),
-        run_id: i64,
-        (best, sigma): (Option<f64>, Option<f64>),
-        cancel: &dyn Fn() -> bool,
-    ) -> Result<Verified, EngineError> {
-        let mut quiet = |_: &Event| {};
-        let mut sink = Sink {
-            store,
-            run_id,
-            on_event: &mut quiet,
-        };
-        v.verify(&mut sink, rec, wt, false, best, sigma, cancel)
-    }
-
-    /// After a verification that ran to its end, makes the slot's worktree exactly `parent`
-    /// (the best now, which the next candidate in this slot is most likely made on) here,
-    /// off the coordinator's thread; returns `parent` then. A worktree whose git link the
-    /// verifier replaced is left alone (no git runs through it, and the coordinator's
-    /// integrity check finds it as it was), and so is any other after a failure.
-    fn ready_for_next(
-        &self,
-        verified: &Result<Verified, EngineError>,
-        parent: &str,
-    ) -> Option<String> {
-        if !matches!(verified, Ok(Verified::Values { .. } | Verified::Failed(..))) {
-            return None;
-        }
-        let (git, wt) = (&self.verifier.git, &self.worktree);
-        // `Git::reset_worktree`'s own reset, without its rebuild of a replaced link; not where
-        // the candidate's code left something git would wait on (the coordinator says so).
-        let reset = git.check_ref_files().is_ok()
-            && matches!(git.reset_worktree_checked(wt, parent), Ok(true));
-        (reset && git.worktree_link_ok(wt)).then(|| parent.to_string())
-    }
 }
 
 /// The slots' state, as the coordinator keeps it.
@@ -230,7 +153,8 @@ impl Engine<'_> {
         exec::set_concurrent(true);
         // The budgets' ledger: what is left now, shared by the experiments in flight.
         let left = super::budget_left(&self.verifier.spec, &self.history, &self.dropped);
-        self.ledger = Some(Arc::new(Ledger::new(left)));
+        let ledger = Arc::new(Ledger::new(left));
+        self.ledger = Some(ledger.clone());
         let abort = AtomicBool::new(false);
         // The best's commit, as the coordinator last decided it: what a slot's thread makes
         // its worktree once its verification ends.
@@ -243,24 +167,26 @@ impl Engine<'_> {
                 let tx = tx.clone();
                 let abort = &abort;
                 let best_commit = &best_commit;
+                let ledger = &ledger;
                 s.spawn(move || {
                     let mut work = work;
                     let cancel = || interrupt.kill_requested() || abort.load(Ordering::SeqCst);
-                    let verified = work.verify(run_id, &cancel);
+                    let checked = work.check(run_id, ledger, &cancel);
                     let parent = match best_commit.lock() {
                         Ok(c) => c.clone(),
                         // A coordinator that panicked holding it: nothing is prepared.
                         Err(_) => String::new(),
                     };
                     let ready_at = (!parent.is_empty() && !cancel())
-                        .then(|| work.ready_for_next(&verified, &parent))
+                        .then(|| work.ready_for_next(&checked, &parent))
                         .flatten();
                     // The coordinator outlives every thread of the scope; a failed send means
                     // it already gave up, and the row stays `running` for resume to repair.
                     let _ = tx.send(Done {
                         slot: work.slot,
                         rec: work.rec,
-                        verified,
+                        checked,
+                        review_ms: work.review_ms,
                         ready_at,
                         store: work.store,
                     });
@@ -366,7 +292,7 @@ impl Engine<'_> {
             let Some(slot) = pool.free.pop() else { break };
             let wt = &slots[slot].worktree;
             self.slot_ready = pool.ready[slot].take().map(|c| (wt.clone(), c));
-            let prepared = self.prepare(&exps, &in_flight, wt);
+            let prepared = self.prepare(&exps, &in_flight, wt, Review::OnSlot);
             self.slot_ready = None;
             match prepared? {
                 Prepared::Done(s) => {
@@ -454,6 +380,8 @@ impl Engine<'_> {
             best: cand.best.as_ref().and_then(|b| b.objective),
             sigma: self.judge().sigma(None),
             store: pool.stores[slot].take(),
+            review_from: cand.unreviewed.then(|| cand.parent.clone()),
+            review_ms: 0,
         };
         spawn(work);
         pool.flying.insert(
@@ -477,8 +405,9 @@ impl Engine<'_> {
     ) -> Result<Next, EngineError> {
         let InFlight { mut cand, t_verify } = f;
         cand.rec = done.rec;
-        cand.rec.verify_ms = t_verify.elapsed().as_millis() as u64;
-        let verified = done.verified?;
+        let elapsed = t_verify.elapsed().as_millis() as u64;
+        cand.rec.verify_ms = elapsed.saturating_sub(done.review_ms);
+        let checked = done.checked?;
         let current = best_experiment(&self.history).cloned();
         let current_commit = current
             .as_ref()
@@ -495,12 +424,23 @@ impl Engine<'_> {
             return Ok(Next::Free(Some(stop)));
         }
         let moved = self.put_back_refs(&cand.rec, &current_commit)?;
-        let verified = match moved {
-            Some(names) => Verified::Failed(
-                Status::Violation,
-                format!("the verifier run moved hone's refs ({names}); they were put back"),
-            ),
-            None => verified,
+        let verified = match (moved, checked) {
+            (Some(names), _) => {
+                // A reviewer command ran on the slot too, with the candidate's files.
+                let who = match cand.unreviewed && self.verifier.spec.review.command.is_some() {
+                    true => "the reviewer or the verifier run",
+                    false => "the verifier run",
+                };
+                Verified::Failed(
+                    Status::Violation,
+                    format!("{who} moved hone's refs ({names}); they were put back"),
+                )
+            }
+            (None, Checked::Verified(verified)) => verified,
+            (None, Checked::Reviewed(r)) => {
+                self.finish(cand.rec, r.status, r.reason, cand.t_start)?;
+                return Ok(Next::Free(r.stop));
+            }
         };
         let (status, reason) = match verified {
             Verified::Cancelled => return self.cancelled(cand),
@@ -703,6 +643,8 @@ impl Engine<'_> {
             t_start,
             best: Some(best),
             parent: onto,
+            // Both changes it merges passed the review gate.
+            unreviewed: false,
         })
     }
 }

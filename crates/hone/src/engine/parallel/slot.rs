@@ -1,0 +1,177 @@
+//! A parallel slot's thread: what it is handed ([`Work`]), what it does with a candidate (the
+//! review, when still to come, then the verifier), how it gets the slot's worktree ready for
+//! the next candidate, and what it hands back ([`Done`]). See the parent module for how the
+//! coordinator and the slots share the work.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::super::gate::{self, Rejection};
+use super::super::review::{Gate, ReviewPlace};
+use super::super::state::store_location;
+use super::super::verifier::{Sink, Verified, Verifier};
+use super::super::{EngineError, Event};
+use crate::propose::{Ledger, Meter, Spend};
+use crate::store::{ExperimentRecord, Store};
+
+/// What became of a candidate on its slot's thread.
+pub(super) enum Checked {
+    /// The review gate kept it from its verifier: rejected, or the run must stop.
+    Reviewed(Rejection),
+    Verified(Verified),
+}
+
+/// What a verification thread hands back.
+pub(super) struct Done {
+    pub(super) slot: usize,
+    pub(super) rec: ExperimentRecord,
+    pub(super) checked: Result<Checked, EngineError>,
+    /// How long its review took (part of its gate, not of its verification).
+    pub(super) review_ms: u64,
+    /// The commit the thread made the slot's worktree after the verification (the best's
+    /// when it finished), ready for the next proposal; `None`: it was left as it was.
+    pub(super) ready_at: Option<String>,
+    /// The thread's store connection, for the slot's next verification.
+    pub(super) store: Option<Store>,
+}
+
+/// What a verification thread is handed: its own verifier (with the slot's environment),
+/// the slot's worktree, and the candidate with what it is measured against.
+pub(super) struct Work {
+    pub(super) slot: usize,
+    pub(super) verifier: Verifier,
+    pub(super) worktree: PathBuf,
+    pub(super) rec: ExperimentRecord,
+    /// The best's value when it was proposed, and the noise known then.
+    pub(super) best: Option<f64>,
+    pub(super) sigma: Option<f64>,
+    /// The slot's store connection from its last verification (`None`: opened here).
+    pub(super) store: Option<Store>,
+    /// The commit the candidate was made on, when its review is still to come (here).
+    pub(super) review_from: Option<String>,
+    pub(super) review_ms: u64,
+}
+
+impl Work {
+    /// Reviews the candidate, when that is still to come (its spend charged to the run's
+    /// `ledger`), then verifies it: both in this thread, with the slot's own store connection.
+    pub(super) fn check(
+        &mut self,
+        run_id: i64,
+        ledger: &Arc<Ledger>,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Checked, EngineError> {
+        if let Some(parent) = self.review_from.take() {
+            let t = Instant::now();
+            let gate = self.review(run_id, ledger, &parent, cancel);
+            self.review_ms = t.elapsed().as_millis() as u64;
+            self.rec.gate_ms += self.review_ms;
+            if let Some(rejected) = gate::rejection(gate?) {
+                // Stopped while it was reviewed: not the reviewer's verdict.
+                if cancel() {
+                    return Ok(Checked::Verified(Verified::Cancelled));
+                }
+                return Ok(Checked::Reviewed(rejected));
+            }
+        }
+        self.verify(run_id, cancel).map(Checked::Verified)
+    }
+
+    /// The review gate on the candidate (see [`Verifier::review`]), made on `parent`.
+    fn review(
+        &mut self,
+        run_id: i64,
+        ledger: &Arc<Ledger>,
+        parent: &str,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Gate, EngineError> {
+        let v = &self.verifier;
+        let store = match self.store.take() {
+            Some(s) => s,
+            None => Store::open_at(&store_location(&v.git, &v.spec))?,
+        };
+        let spend = Spend::new(Some(ledger.clone()));
+        let meter = Meter {
+            budget: ledger.opened_with(),
+            spent: &spend,
+        };
+        let place = ReviewPlace {
+            store: &store,
+            run_id,
+        };
+        let gate = v.review(
+            &place,
+            &mut self.rec,
+            (&self.worktree, parent),
+            cancel,
+            &meter,
+        );
+        self.store = Some(store);
+        gate
+    }
+
+    /// Verifies the candidate in this thread, with its own store connection (the same store
+    /// the coordinator writes: a SQLite file or a PostgreSQL database), which the slot keeps
+    /// from one verification to the next. Events go to the store only: the subscribers stay
+    /// with the coordinator.
+    fn verify(&mut self, run_id: i64, cancel: &dyn Fn() -> bool) -> Result<Verified, EngineError> {
+        let v = &mut self.verifier;
+        let store = match self.store.take() {
+            Some(s) => s,
+            None => Store::open_at(&store_location(&v.git, &v.spec))?,
+        };
+        let verified = Work::verify_with(
+            v,
+            &store,
+            (&mut self.rec, &self.worktree),
+            run_id,
+            (self.best, self.sigma),
+            cancel,
+        );
+        self.store = Some(store);
+        verified
+    }
+
+    fn verify_with(
+        v: &mut Verifier,
+        store: &Store,
+        (rec, wt): (&mut ExperimentRecord, &Path),
+        run_id: i64,
+        (best, sigma): (Option<f64>, Option<f64>),
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Verified, EngineError> {
+        let mut quiet = |_: &Event| {};
+        let mut sink = Sink {
+            store,
+            run_id,
+            on_event: &mut quiet,
+        };
+        v.verify(&mut sink, rec, wt, false, best, sigma, cancel)
+    }
+
+    /// After a verification that ran to its end, makes the slot's worktree exactly `parent`
+    /// (the best now, which the next candidate in this slot is most likely made on) here,
+    /// off the coordinator's thread; returns `parent` then. A worktree whose git link the
+    /// verifier replaced is left alone (no git runs through it, and the coordinator's
+    /// integrity check finds it as it was), and so is any other after a failure.
+    pub(super) fn ready_for_next(
+        &self,
+        checked: &Result<Checked, EngineError>,
+        parent: &str,
+    ) -> Option<String> {
+        if !matches!(
+            checked,
+            Ok(Checked::Reviewed(_)
+                | Checked::Verified(Verified::Values { .. } | Verified::Failed(..)))
+        ) {
+            return None;
+        }
+        let (git, wt) = (&self.verifier.git, &self.worktree);
+        // `Git::reset_worktree`'s own reset, without its rebuild of a replaced link; not where
+        // the candidate's code left something git would wait on (the coordinator says so).
+        let reset = git.check_ref_files().is_ok()
+            && matches!(git.reset_worktree_checked(wt, parent), Ok(true));
+        (reset && git.worktree_link_ok(wt)).then(|| parent.to_string())
+    }
+}
