@@ -53,6 +53,39 @@ fn pinned_input_changed_mid_run_stops_the_run() {
 }
 
 #[test]
+fn a_pinned_input_changed_during_the_review_is_caught_before_the_verifier() {
+    // The reviewer (the gate's slow step) rewrites the pinned data in the user's checkout
+    // while it reviews: the check of the pinned inputs comes after the review, serially and
+    // on a parallel slot alike, so no candidate is measured on the changed data.
+    for workers in [1, 2] {
+        let runs = RunCounter::new();
+        let r = Repo::new(
+            &format!("[stop]\nmax_experiments = 3\n\n[exec]\nworkers = {workers}\n"),
+            &runs.command,
+            "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+        );
+        let pinned = r.dir.join("data/input.txt");
+        edit_spec(&r.dir, |t| {
+            format!(
+                "{t}\n[review]\ncommand = \"printf tampered > '{}'; echo APPROVE\"\n",
+                pinned.display()
+            )
+        });
+        git(&r.dir, &["commit", "-qam", "reviewer"]);
+        let out = r.hone(&["run"]);
+        assert_eq!(out.status.code(), Some(1), "{workers}: {}", text(&out));
+        assert_says(&out, "pinned input `data/input.txt` changed");
+        let st = r.statuses();
+        assert_eq!(st[0], "baseline", "{workers}: {st:?}");
+        assert!(
+            st.len() > 1 && st[1..].iter().all(|s| s == "aborted"),
+            "{workers}: {st:?}"
+        );
+        assert_eq!(runs.runs(), 1, "{workers}: only the baseline was measured");
+    }
+}
+
+#[test]
 fn index_flags_cannot_hide_an_edit_from_the_gate() {
     // The agent tells git to look away from prepare.py, then edits it.
     let (r, runs) = counted_repo(

@@ -123,16 +123,17 @@ fn the_budget_holds_before_a_call_is_sent() {
 #[test]
 fn experiments_in_flight_at_once_share_the_budget() {
     // Three workers: the coordinator asks for three candidates before any result is back.
-    // Each call costs $0.20 (1000 tokens in and 1000 out at $100 per million). With $0.45,
-    // the third call would cross the budget once the first two are counted, though neither
-    // of their experiments has finished.
+    // Prices only on output tokens make every call's worst case exact whatever the prompt:
+    // 100 tokens out at $2000 per million, $0.20 a call. With $0.45, the third call would
+    // cross the budget once the first two are counted, though neither of their experiments
+    // has finished.
     let replies = (2..5)
         .rev()
         .map(|v| {
             Reply::Answer(
                 edit("value.txt", "score: 5", &format!("score: {v}")),
                 1000,
-                1000,
+                100,
             )
         })
         .collect();
@@ -146,7 +147,7 @@ fn experiments_in_flight_at_once_share_the_budget() {
                 .provider("agent", "openai", "m", &format!("{}/v1", server.url))
                 .lines(
                     "agent",
-                    "max_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
+                    "max_tokens = 100\nprice_in_per_mtok = 0\nprice_out_per_mtok = 2000",
                 )
                 .set("stop", "max_experiments", "10")
                 .set("stop", "max_cost_usd", "0.45")

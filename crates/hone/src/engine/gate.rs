@@ -1,9 +1,9 @@
 //! The gate: the checks between a proposal and its verifier, in order, before any compute is
 //! spent on the candidate. The worktree's git link, hone's refs, the snapshot (an unchanged
 //! worktree is `invalid`), hidden files, the scope rules, escaping symlinks, sealed files, the
-//! outer loop's filters and the pinned inputs; then duplicates; last the review (limits,
-//! `forbid`, the reviewer), which is the slow one and so is never spent on a duplicate, and
-//! which a parallel run does on the candidate's slot thread. Each check is a function that
+//! outer loop's filters; then duplicates; then the review (limits, `forbid`, the reviewer),
+//! which is the slow one and so is never spent on a duplicate; last the pinned inputs. A
+//! parallel run does the review and the pinned inputs on the candidate's slot thread. Each check is a function that
 //! returns at most one rejection; [`Engine::gate`] runs them in order and its caller times the
 //! whole gate once.
 
@@ -39,8 +39,9 @@ impl Rejection {
 
 impl Engine<'_> {
     /// Snapshots the candidate `turn` left in its worktree (the archive) and runs the checks
-    /// on it, in order; the first rejection, if any. The baseline only has its pinned inputs
-    /// checked.
+    /// on it, in order up to the outer loop's filters; the first rejection, if any. The
+    /// baseline has none of these (its pinned inputs are checked, as every candidate's are,
+    /// after the review: [`pinned_rejection`]).
     pub(super) fn gate(
         &mut self,
         rec: &mut ExperimentRecord,
@@ -48,19 +49,10 @@ impl Engine<'_> {
         refs_before: &RefListing,
         in_place: bool,
     ) -> Result<Option<Rejection>, EngineError> {
-        if turn.best.is_some() {
-            if let Some(r) = self.gate_candidate(rec, turn, refs_before, in_place)? {
-                return Ok(Some(r));
-            }
+        if turn.best.is_none() {
+            return Ok(None);
         }
-        Ok(self.check_pinned().err().map(|changed| {
-            let reason = pinned_message(&changed);
-            Rejection {
-                status: Status::Aborted,
-                reason: reason.clone(),
-                stop: Some(Stop::failed(reason)),
-            }
-        }))
+        self.gate_candidate(rec, turn, refs_before, in_place)
     }
 
     /// The checks on an agent's candidate (see the module docs); `in_place` as
@@ -209,6 +201,19 @@ impl Engine<'_> {
     pub(super) fn check_pinned(&self) -> Result<(), String> {
         pinned_changed(&self.verifier.seals, self.verifier.git.root())
     }
+}
+
+/// The gate's last check, after the review (which may take long): a pinned input under `root`
+/// that changed since the run started aborts the candidate and stops the run.
+pub(super) fn pinned_rejection(seals: &Seals, root: &Path) -> Option<Rejection> {
+    pinned_changed(seals, root).err().map(|changed| {
+        let reason = pinned_message(&changed);
+        Rejection {
+            status: Status::Aborted,
+            reason: reason.clone(),
+            stop: Some(Stop::failed(reason)),
+        }
+    })
 }
 
 /// Why the review gate's answer keeps a candidate from its verifier, if it does.

@@ -163,7 +163,8 @@ struct Candidate {
     best: Option<ExperimentRecord>,
     /// The commit it was made on (the best's).
     parent: String,
-    /// The review gate is still to come, on the slot's thread (see [`Review::OnSlot`]).
+    /// The review gate and the pinned inputs' check are still to come, on the slot's thread
+    /// (see [`Review::OnSlot`]).
     unreviewed: bool,
 }
 
@@ -172,8 +173,8 @@ struct Candidate {
 enum Review {
     /// On the coordinator's thread, as the last check of the gate (the serial loop).
     Here,
-    /// On the thread of the parallel slot that verifies it, before its verifier: a slow
-    /// reviewer then holds up its slot only.
+    /// On the thread of the parallel slot that verifies it, before its verifier (and the
+    /// pinned inputs' check after it): a slow reviewer then holds up its slot only.
     OnSlot,
 }
 
@@ -363,6 +364,10 @@ impl<'a> Engine<'a> {
         let unreviewed = best.is_some() && review == Review::OnSlot;
         if rejection.is_none() && best.is_some() && !unreviewed {
             rejection = self.review_here(&mut rec, &turn)?;
+        }
+        if rejection.is_none() && !unreviewed {
+            let v = &self.verifier;
+            rejection = gate::pinned_rejection(&v.seals, v.git.root());
         }
         rec.gate_ms = t_gate.elapsed().as_millis() as u64;
         if let Some(r) = rejection {

@@ -4,7 +4,7 @@
 //! slots' reviews), so that together they cannot cross the budget either.
 
 use std::cell::Cell;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 /// What is left of the run's budgets (`None`: no limit).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -102,13 +102,17 @@ impl<'a> Meter<'a> {
 }
 
 /// The spend of a run whose experiments make LLM calls at the same time. Each call holds its
-/// worst case while it is out and is charged after; a call that does not fit in what is left
-/// once every charge and hold is counted is refused. Thread-safe.
+/// worst case while it is out and is charged after. A call that does not fit in what the
+/// charges leave is refused; one that fits but for what other calls hold waits for them to be
+/// charged (a worst case is often twice what a call costs: refusing then would stop a run
+/// with money left). Thread-safe.
 #[derive(Debug)]
 pub struct Ledger {
     /// What was left of the run's budgets when the ledger was opened.
     left: Budget,
     tally: Mutex<Tally>,
+    /// Told whenever a hold is let go.
+    released: Condvar,
 }
 
 #[derive(Debug, Default)]
@@ -123,6 +127,7 @@ impl Ledger {
         Ledger {
             left,
             tally: Mutex::new(Tally::default()),
+            released: Condvar::new(),
         }
     }
 
@@ -155,9 +160,19 @@ impl Ledger {
 
     fn hold(&self, worst: (f64, u64)) -> Result<Hold<'_>, Budget> {
         let mut t = self.tally();
-        let left = self.left.less(t.spent).less(t.held);
-        if !left.covers(worst) {
-            return Err(left);
+        loop {
+            let charged = self.left.less(t.spent);
+            if !charged.covers(worst) {
+                return Err(charged);
+            }
+            if charged.less(t.held).covers(worst) {
+                break;
+            }
+            // Every hold is let go once its call is over (each is bounded by its timeout).
+            t = self
+                .released
+                .wait(t)
+                .unwrap_or_else(PoisonError::into_inner);
         }
         t.held = (t.held.0 + worst.0, t.held.1 + worst.1);
         Ok(Hold {
@@ -181,6 +196,8 @@ impl Drop for Hold<'_> {
             (t.held.0 - self.worst.0).max(0.0),
             t.held.1.saturating_sub(self.worst.1),
         );
+        drop(t);
+        self.ledger.released.notify_all();
     }
 }
 
@@ -208,7 +225,7 @@ mod tests {
     }
 
     #[test]
-    fn calls_out_at_the_same_time_cannot_together_cross_the_budget() {
+    fn every_experiments_charges_are_the_runs() {
         let ledger = Arc::new(Ledger::new(dollars(0.30)));
         let (a, b) = (
             Spend::new(Some(ledger.clone())),
@@ -224,19 +241,20 @@ mod tests {
                 spent: &b,
             },
         );
-        // Each fits alone; while the first is out, the second does not.
+        // The first holds its worst case; it costs less, is charged and lets go.
         let first = ma.hold((0.20, 100));
         assert!(matches!(first, Ok(Some(_))));
-        let refused = mb.hold((0.20, 100));
-        assert!(refused.is_err());
-        let left = refused.err().and_then(|b| b.usd_left).unwrap_or(f64::NAN);
-        assert!((left - 0.10).abs() < 1e-12, "{left}");
-        // The first is charged what it cost and lets go of its hold: the second now fits.
         ma.add(0.05, 50);
         drop(first);
-        assert!(matches!(mb.hold((0.20, 100)), Ok(Some(_))));
-        // Both experiments' spend is the run's.
+        // The second fits in what the first's charge left.
+        let second = mb.hold((0.20, 100));
+        assert!(matches!(second, Ok(Some(_))));
         mb.add(0.20, 10);
+        drop(second);
+        // A third does not fit in what both charges left: refused, saying what is left.
+        let left = ma.hold((0.10, 0)).err().and_then(|b| b.usd_left);
+        assert!(left.is_some_and(|l| (l - 0.05).abs() < 1e-12), "{left:?}");
+        // Both experiments' spend is the run's.
         assert_eq!(a.get(), (0.05, 50));
         assert_eq!(b.get(), (0.20, 10));
         let (usd, tokens) = ledger.spent();
@@ -244,6 +262,23 @@ mod tests {
         assert!(!ledger.exhausted());
         a.add(0.05, 0);
         assert!(ledger.exhausted());
+    }
+
+    #[test]
+    fn a_call_that_fits_but_for_what_others_hold_waits_for_them() {
+        let ledger = Ledger::new(dollars(0.30));
+        let first = ledger.hold((0.20, 0)).unwrap();
+        std::thread::scope(|s| {
+            let waiting = s.spawn(|| ledger.hold((0.20, 0)).map(|h| h.worst));
+            // The first call cost less than its worst case; once it lets go, the second fits.
+            ledger.charge(0.05, 0);
+            drop(first);
+            assert_eq!(waiting.join().unwrap().ok(), Some((0.20, 0)));
+        });
+        // One that the charges alone leave no room for is refused, nothing held.
+        ledger.charge(0.10, 0);
+        let left = ledger.hold((0.20, 0)).err().and_then(|b| b.usd_left);
+        assert!(left.is_some_and(|l| (l - 0.15).abs() < 1e-12), "{left:?}");
     }
 
     #[test]

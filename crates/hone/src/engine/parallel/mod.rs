@@ -424,21 +424,25 @@ impl Engine<'_> {
             return Ok(Next::Free(Some(stop)));
         }
         let moved = self.put_back_refs(&cand.rec, &current_commit)?;
+        let reviewer = cand.unreviewed && self.verifier.spec.review.command.is_some();
+        let who = match &checked {
+            // Its verifier never ran: another slot's did meanwhile, or its reviewer.
+            Checked::Reviewed(_) => "a reviewer or verifier that ran meanwhile",
+            Checked::Verified(_) if reviewer => "the reviewer or the verifier run",
+            Checked::Verified(_) => "the verifier run",
+        };
+        let moved =
+            moved.map(|names| format!("{who} moved hone's refs ({names}); they were put back"));
         let verified = match (moved, checked) {
-            (Some(names), _) => {
-                // A reviewer command ran on the slot too, with the candidate's files.
-                let who = match cand.unreviewed && self.verifier.spec.review.command.is_some() {
-                    true => "the reviewer or the verifier run",
-                    false => "the verifier run",
-                };
-                Verified::Failed(
-                    Status::Violation,
-                    format!("{who} moved hone's refs ({names}); they were put back"),
-                )
-            }
+            (Some(why), Checked::Verified(_)) => Verified::Failed(Status::Violation, why),
             (None, Checked::Verified(verified)) => verified,
-            (None, Checked::Reviewed(r)) => {
-                self.finish(cand.rec, r.status, r.reason, cand.t_start)?;
+            (moved, Checked::Reviewed(r)) => {
+                // Kept from its verifier: recorded so, unless refs moved; a stop stands.
+                let (status, reason) = match moved {
+                    Some(why) => (Status::Violation, why),
+                    None => (r.status, r.reason),
+                };
+                self.finish(cand.rec, status, reason, cand.t_start)?;
                 return Ok(Next::Free(r.stop));
             }
         };

@@ -17,7 +17,8 @@ use crate::store::{ExperimentRecord, Store};
 
 /// What became of a candidate on its slot's thread.
 pub(super) enum Checked {
-    /// The review gate kept it from its verifier: rejected, or the run must stop.
+    /// The gate's last steps (the review, the pinned inputs) kept it from its verifier:
+    /// rejected, or the run must stop.
     Reviewed(Rejection),
     Verified(Verified),
 }
@@ -54,8 +55,9 @@ pub(super) struct Work {
 }
 
 impl Work {
-    /// Reviews the candidate, when that is still to come (its spend charged to the run's
-    /// `ledger`), then verifies it: both in this thread, with the slot's own store connection.
+    /// Reviews the candidate and checks the pinned inputs, when that is still to come (the
+    /// review's spend charged to the run's `ledger`), then verifies it: all in this thread,
+    /// with the slot's own store connection.
     pub(super) fn check(
         &mut self,
         run_id: i64,
@@ -73,6 +75,11 @@ impl Work {
                     return Ok(Checked::Verified(Verified::Cancelled));
                 }
                 return Ok(Checked::Reviewed(rejected));
+            }
+            // The gate's last check, after the review, as in the serial loop.
+            let v = &self.verifier;
+            if let Some(changed) = gate::pinned_rejection(&v.seals, v.git.root()) {
+                return Ok(Checked::Reviewed(changed));
             }
         }
         self.verify(run_id, cancel).map(Checked::Verified)
