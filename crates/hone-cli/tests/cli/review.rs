@@ -254,6 +254,47 @@ fn share_one_budget(workers: u32) {
 }
 
 #[test]
+fn a_reviews_spend_is_in_the_store_before_the_verifier_runs() {
+    // hone is killed while it verifies an approved candidate: what the reviewer cost (50
+    // tokens out at $1000 per million) is in the store already, and stays with the experiment
+    // when the resumed run records it aborted, so the run's budget still counts it.
+    for workers in ["1", "2"] {
+        let reviewer = LlmServer::start(
+            vec![Reply::Answer(verdict("approve", "ok"), 500, 50)],
+            false,
+        );
+        let marks = Marks::new();
+        let verify = marks.blocking_verifier(1);
+        let review_url = format!("{}/v1", reviewer.url);
+        let r = Repo::builder()
+            .script("write\tvalue.txt\tscore: 4\\n\n")
+            .spec_with(move |agent| {
+                Spec::standard(&verify, agent)
+                    .set("stop", "max_experiments", "2")
+                    .set("exec", "workers", workers)
+                    .provider("review", "openai", "judge", &review_url)
+                    .lines(
+                        "review",
+                        "max_tokens = 100\nprice_in_per_mtok = 0\nprice_out_per_mtok = 1000",
+                    )
+            })
+            .create();
+        let mut child = r.spawn_hone(&["run", "--tag", "k"]);
+        let pgid = marks.blocked();
+        kill_9_leaving(&mut child, pgid, "the verifier");
+        let spent = |e: &serde_json::Value| (e["cost_usd"].as_f64().unwrap(), e["tokens"].clone());
+        let log = r.log();
+        assert_eq!(log[1]["status"], "running", "{workers}: {log:?}");
+        assert_eq!(spent(&log[1]), (0.05, 550.into()), "{workers}: {}", log[1]);
+        resume_kills(&r, pgid, "the verifier");
+        let log = r.log();
+        assert_eq!(log[1]["status"], "aborted", "{workers}: {log:?}");
+        assert_eq!(spent(&log[1]), (0.05, 550.into()), "{workers}: {}", log[1]);
+        assert_eq!(reviewer.requests().len(), 1);
+    }
+}
+
+#[test]
 fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
     let reviewer = LlmServer::start(
         vec![Reply::Status(

@@ -88,7 +88,12 @@ impl Verifier {
             .join("logs")
             .join(format!("{}.review.log", rec.n));
         let Some(template) = r.command else {
-            return Ok(self.review_http(rec, meter, &text, &log_path));
+            let gate = self.review_http(rec, meter, &text, &log_path);
+            // What it spent is the experiment's from now on, written at once: a crash before
+            // the experiment is decided would otherwise lose it from the run's budget.
+            let store = place.store;
+            store.relaxed(|| store.put_experiment(place.run_id, rec))?;
+            return Ok(gate);
         };
         let reviewer = Reviewer {
             template: &template,
