@@ -31,14 +31,16 @@ fn the_review_gate_rejects_before_any_compute() {
 
 #[test]
 fn parallel_slots_review_their_candidates_at_the_same_time() {
-    // Two workers, and a reviewer that approves only once two reviews are under way at once
-    // (each waits up to 20 s for the other). Reviews done one at a time by the coordinator
-    // would leave the first alone, and it would reject.
+    // Two workers, and a reviewer that approves #1 at once (the coordinator waits for a
+    // reviewer's first verdict before it asks for a second candidate), then approves #2 and #3
+    // only once both their reviews are under way at once (each waits up to 20 s for the
+    // other). Reviews done one at a time by the coordinator would leave #2 alone: rejected.
     let marks = Marks::new();
     put(
         marks.path("review.sh"),
         marks.fill(
-            "touch {m}/at.$HONE_EXPERIMENT\n\
+            "if [ \"$HONE_EXPERIMENT\" = 1 ]; then echo APPROVE; exit 0; fi\n\
+             touch {m}/at.$HONE_EXPERIMENT\n\
              i=0\n\
              while [ \"$(ls {m} | grep -c '^at\\.')\" -lt 2 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\n\
              echo \"$HONE_EXPERIMENT $(ls {m} | grep -c '^at\\.')\" >> {m}/seen\n\
@@ -48,10 +50,10 @@ fn parallel_slots_review_their_candidates_at_the_same_time() {
     let runs = RunCounter::new();
     let r = Repo::new(
         &marks.fill(
-            "[stop]\nmax_experiments = 3\n\n[exec]\nworkers = 2\n\n[review]\ncommand = \"sh {m}/review.sh\"\n",
+            "[stop]\nmax_experiments = 4\n\n[exec]\nworkers = 2\n\n[review]\ncommand = \"sh {m}/review.sh\"\n",
         ),
         &runs.command,
-        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+        "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
     );
     let log = r.run_log("pr");
     assert!(
@@ -67,9 +69,9 @@ fn parallel_slots_review_their_candidates_at_the_same_time() {
         .map(String::from)
         .collect::<Vec<_>>();
     seen.sort();
-    assert_eq!(seen, ["1 2", "2 2"], "both reviews saw the other under way");
-    // Both approved candidates were measured, after the baseline.
-    assert_eq!(runs.runs(), 3);
+    assert_eq!(seen, ["2 2", "3 2"], "both reviews saw the other under way");
+    // Every approved candidate was measured, after the baseline.
+    assert_eq!(runs.runs(), 4);
 }
 
 const REVIEW_SECRET: &str = "sk-review-never-leak-91ab";
@@ -296,27 +298,31 @@ fn a_reviews_spend_is_in_the_store_before_the_verifier_runs() {
 
 #[test]
 fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
-    let reviewer = LlmServer::start(
-        vec![Reply::Status(
-            401,
-            Vec::new(),
-            "{\"error\":\"bad key\"}".into(),
-        )],
-        false,
-    );
-    let runs = RunCounter::new();
-    let r = Repo::new(
-        &format!(
-            "\n[review]\nkind = \"openai\"\nmodel = \"judge\"\nbase_url = \"{}/v1\"\napi_key_env = \"REVIEW_KEY\"\n",
-            reviewer.url
-        ),
-        &runs.command,
-        &scores(&[4]),
-    );
-    let out = r.hone(&["run"]);
-    assert!(!out.status.success(), "{}", text(&out));
-    assert_says(&out, "check the key in $REVIEW_KEY");
-    assert_eq!(r.statuses(), ["baseline", "rejected"]);
-    assert_eq!(reviewer.requests().len(), 1, "a refused key is not retried");
-    assert_eq!(runs.runs(), 1);
+    // With three workers too: until the reviewer has given one verdict, the coordinator asks
+    // for no second candidate, so a reviewer that cannot work costs one proposal, not three.
+    for workers in [1, 3] {
+        let reviewer = LlmServer::start(
+            vec![Reply::Status(
+                401,
+                Vec::new(),
+                "{\"error\":\"bad key\"}".into(),
+            )],
+            false,
+        );
+        let runs = RunCounter::new();
+        let r = Repo::new(
+            &format!(
+                "\n[exec]\nworkers = {workers}\n\n[review]\nkind = \"openai\"\nmodel = \"judge\"\nbase_url = \"{}/v1\"\napi_key_env = \"REVIEW_KEY\"\n",
+                reviewer.url
+            ),
+            &runs.command,
+            &scores(&[4, 3, 2]),
+        );
+        let out = r.hone(&["run"]);
+        assert!(!out.status.success(), "{workers}: {}", text(&out));
+        assert_says(&out, "check the key in $REVIEW_KEY");
+        assert_eq!(r.statuses(), ["baseline", "rejected"], "{workers}");
+        assert_eq!(reviewer.requests().len(), 1, "a refused key is not retried");
+        assert_eq!(runs.runs(), 1);
+    }
 }

@@ -21,6 +21,12 @@
 //!   integrity check must find as it was), so that the coordinator skips that reset when the
 //!   next candidate of the slot is made on the same best.
 //!
+//! Until a reviewer (a command or an LLM) has given its first verdict in a session, the
+//! coordinator asks for no second candidate while one is in review: a reviewer that cannot
+//! work (a refused key) stops the run after one proposal, not one per slot. A thread tells the
+//! coordinator when its candidate passed the review ([`slot::Msg::Reviewed`]); its progress
+//! then says `verifying`.
+//!
 //! The experiments' LLM calls (the coordinator's proposals, the threads' reviews) share the
 //! run's budget through one [`Ledger`]: a call holds its worst case while it is out, so calls
 //! made at the same time cannot together cross `max_cost_usd` or `max_tokens`.
@@ -59,7 +65,7 @@ use crate::report::best_experiment;
 use crate::spec::Spec;
 use crate::store::{now, ExperimentRecord, Status, Store};
 use crate::workspace::Git;
-use slot::{Checked, Done, Work};
+use slot::{Checked, Done, Msg, Work};
 
 mod slot;
 
@@ -103,6 +109,8 @@ struct Slot {
 struct InFlight {
     cand: Candidate,
     t_verify: Instant,
+    /// Its review (on the slot's thread) is not over yet.
+    in_review: bool,
 }
 
 /// The slots' state, as the coordinator keeps it.
@@ -114,6 +122,8 @@ struct Pool {
     ready: Vec<Option<String>>,
     /// Per slot: its threads' store connection, handed from one verification to the next.
     stores: Vec<Option<Store>>,
+    /// The reviewer gave a verdict in this session (see [`Engine::reviewer_unheard`]).
+    reviewer_heard: bool,
 }
 
 /// What became of a decided result.
@@ -159,7 +169,7 @@ impl Engine<'_> {
         // The best's commit, as the coordinator last decided it: what a slot's thread makes
         // its worktree once its verification ends.
         let best_commit = Mutex::new(head);
-        let (tx, rx) = mpsc::channel::<Done>();
+        let (tx, rx) = mpsc::channel::<Msg>();
         let interrupt: &Interrupt = self.interrupt;
         let run_id = self.run.id;
         let result = std::thread::scope(|s| {
@@ -171,7 +181,11 @@ impl Engine<'_> {
                 s.spawn(move || {
                     let mut work = work;
                     let cancel = || interrupt.kill_requested() || abort.load(Ordering::SeqCst);
-                    let checked = work.check(run_id, ledger, &cancel);
+                    let slot = work.slot;
+                    let reviewed = || {
+                        let _ = tx.send(Msg::Reviewed(slot));
+                    };
+                    let checked = work.check(run_id, ledger, &cancel, &reviewed);
                     let parent = match best_commit.lock() {
                         Ok(c) => c.clone(),
                         // A coordinator that panicked holding it: nothing is prepared.
@@ -182,14 +196,14 @@ impl Engine<'_> {
                         .flatten();
                     // The coordinator outlives every thread of the scope; a failed send means
                     // it already gave up, and the row stays `running` for resume to repair.
-                    let _ = tx.send(Done {
+                    let _ = tx.send(Msg::Done(Box::new(Done {
                         slot: work.slot,
                         rec: work.rec,
                         checked,
                         review_ms: work.review_ms,
                         ready_at,
                         store: work.store,
-                    });
+                    })));
                 });
             };
             let result = self.parallel_loop(&slots, &rx, &spawn, (&abort, &best_commit));
@@ -212,7 +226,7 @@ impl Engine<'_> {
     fn parallel_loop(
         &mut self,
         slots: &[Slot],
-        rx: &mpsc::Receiver<Done>,
+        rx: &mpsc::Receiver<Msg>,
         spawn: &dyn Fn(Work),
         (abort, best_commit): (&AtomicBool, &Mutex<String>),
     ) -> Result<Stop, EngineError> {
@@ -221,6 +235,7 @@ impl Engine<'_> {
             flying: Default::default(),
             ready: vec![None; slots.len()],
             stores: (0..slots.len()).map(|_| None).collect(),
+            reviewer_heard: false,
         };
         let mut stop: Option<Stop> = None;
         loop {
@@ -234,7 +249,17 @@ impl Engine<'_> {
                 break;
             }
             // Decide the next result to arrive; the others keep running meanwhile.
-            let mut done = rx.recv().map_err(|_| Internal::ThreadVanished)?;
+            let mut done = match rx.recv().map_err(|_| Internal::ThreadVanished)? {
+                Msg::Reviewed(slot) => {
+                    self.reviewed(slot, &mut pool);
+                    continue;
+                }
+                Msg::Done(done) => *done,
+            };
+            // A verdict (not a stop) from the reviewer, or a candidate past it.
+            if !matches!(&done.checked, Ok(Checked::Reviewed(r)) if r.stop.is_some()) {
+                pool.reviewer_heard = true;
+            }
             let slot = done.slot;
             let Some(f) = pool.flying.remove(&slot) else {
                 continue;
@@ -282,7 +307,7 @@ impl Engine<'_> {
         spawn: &dyn Fn(Work),
         pool: &mut Pool,
     ) -> Result<Option<Stop>, EngineError> {
-        while !pool.free.is_empty() {
+        while !pool.free.is_empty() && !self.reviewer_unheard(pool) {
             let exps = self.history.clone();
             let in_flight: Vec<ExperimentRecord> =
                 pool.flying.values().map(|f| f.cand.rec.clone()).collect();
@@ -370,8 +395,11 @@ impl Engine<'_> {
         spawn: &dyn Fn(Work),
         pool: &mut Pool,
     ) {
-        let log = self.log_of(cand.rec.n);
-        self.emit(Event::Verifying { n: cand.rec.n, log });
+        // A candidate still to be reviewed is verifying once its slot says it passed.
+        if !cand.unreviewed {
+            let log = self.log_of(cand.rec.n);
+            self.emit(Event::Verifying { n: cand.rec.n, log });
+        }
         let work = Work {
             slot,
             verifier: self.verifier.for_slot(s.env.clone()),
@@ -384,13 +412,37 @@ impl Engine<'_> {
             review_ms: 0,
         };
         spawn(work);
+        let in_review = cand.unreviewed;
         pool.flying.insert(
             slot,
             InFlight {
                 cand,
                 t_verify: Instant::now(),
+                in_review,
             },
         );
+    }
+
+    /// The candidate in `slot` passed its review and goes to its verifier.
+    fn reviewed(&mut self, slot: usize, pool: &mut Pool) {
+        pool.reviewer_heard = true;
+        let Some(f) = pool.flying.get_mut(&slot) else {
+            return;
+        };
+        f.in_review = false;
+        let n = f.cand.rec.n;
+        let log = self.log_of(n);
+        self.emit(Event::Verifying { n, log });
+    }
+
+    /// Whether the next proposal must wait: a reviewer (a command or an LLM) that has given no
+    /// verdict yet in this session is reviewing a candidate. One that cannot work (a refused
+    /// key, a broken command) then stops the run after one proposal, not one per slot.
+    fn reviewer_unheard(&self, pool: &Pool) -> bool {
+        let r = &self.verifier.spec.review;
+        (r.command.is_some() || r.llm.is_some())
+            && !pool.reviewer_heard
+            && pool.flying.values().any(|f| f.in_review)
     }
 
     /// Decides a verified candidate against the best as it is now (see the module docs).
@@ -403,7 +455,9 @@ impl Engine<'_> {
         next_n: u64,
         room: bool,
     ) -> Result<Next, EngineError> {
-        let InFlight { mut cand, t_verify } = f;
+        let InFlight {
+            mut cand, t_verify, ..
+        } = f;
         cand.rec = done.rec;
         let elapsed = t_verify.elapsed().as_millis() as u64;
         cand.rec.verify_ms = elapsed.saturating_sub(done.review_ms);

@@ -23,6 +23,14 @@ pub(super) enum Checked {
     Verified(Verified),
 }
 
+/// What a slot's thread tells the coordinator.
+pub(super) enum Msg {
+    /// The candidate in this slot passed the gate's last steps and goes to its verifier.
+    Reviewed(usize),
+    /// The candidate is done with (reviewed out, or verified).
+    Done(Box<Done>),
+}
+
 /// What a verification thread hands back.
 pub(super) struct Done {
     pub(super) slot: usize,
@@ -63,6 +71,7 @@ impl Work {
         run_id: i64,
         ledger: &Arc<Ledger>,
         cancel: &dyn Fn() -> bool,
+        reviewed: &dyn Fn(),
     ) -> Result<Checked, EngineError> {
         if let Some(parent) = self.review_from.take() {
             let t = Instant::now();
@@ -81,6 +90,7 @@ impl Work {
             if let Some(changed) = gate::pinned_rejection(&v.seals, v.git.root()) {
                 return Ok(Checked::Reviewed(changed));
             }
+            reviewed();
         }
         self.verify(run_id, cancel).map(Checked::Verified)
     }
