@@ -191,8 +191,9 @@ fn share_one_budget(workers: u32) {
     // million is $0.10 a call. Proposer calls cost $0.10, reviews $0.05. With $0.33:
     // propose (0.10) + review (0.05); propose (0.10), then only $0.08 is left for a review
     // whose worst case is $0.10 (less while #1's review holds its worst case), so it is never
-    // sent and the run stops on its budget. With two workers #2 is made on the baseline, as
-    // #1 is not kept yet, and #1's review and #2's proposal may be out at once (both fit).
+    // sent and the run stops on its budget. With two workers #2 is proposed once #1's review
+    // approved it (the reviewer's first verdict), and made on the baseline, as #1 is not kept
+    // yet; #2's review, on its slot, is charged to the same ledger.
     let second_on = if workers > 1 { "score: 5" } else { "score: 4" };
     let proposer = LlmServer::start(
         vec![
@@ -300,6 +301,8 @@ fn a_reviews_spend_is_in_the_store_before_the_verifier_runs() {
 fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
     // With three workers too: until the reviewer has given one verdict, the coordinator asks
     // for no second candidate, so a reviewer that cannot work costs one proposal, not three.
+    // #1 is rejected by a rule (max_diff_lines) before the reviewer is asked: that is no
+    // verdict of the reviewer's, and #2 is still reviewed alone.
     for workers in [1, 3] {
         let reviewer = LlmServer::start(
             vec![Reply::Status(
@@ -312,16 +315,21 @@ fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
         let runs = RunCounter::new();
         let r = Repo::new(
             &format!(
-                "\n[exec]\nworkers = {workers}\n\n[review]\nkind = \"openai\"\nmodel = \"judge\"\nbase_url = \"{}/v1\"\napi_key_env = \"REVIEW_KEY\"\n",
+                "\n[exec]\nworkers = {workers}\n\n[review]\nmax_diff_lines = 2\nkind = \"openai\"\nmodel = \"judge\"\nbase_url = \"{}/v1\"\napi_key_env = \"REVIEW_KEY\"\n",
                 reviewer.url
             ),
             &runs.command,
-            &scores(&[4, 3, 2]),
+            &format!(
+                "write\tvalue.txt\tscore: 4\\na\\nb\\nc\\n\n---\n{}",
+                scores(&[3, 2, 1])
+            ),
         );
         let out = r.hone(&["run"]);
         assert!(!out.status.success(), "{workers}: {}", text(&out));
         assert_says(&out, "check the key in $REVIEW_KEY");
-        assert_eq!(r.statuses(), ["baseline", "rejected"], "{workers}");
+        let log = r.log();
+        assert_statuses(&log, &["baseline", "rejected", "rejected"]);
+        assert_reason(&log[1], "max_diff_lines");
         assert_eq!(reviewer.requests().len(), 1, "a refused key is not retried");
         assert_eq!(runs.runs(), 1);
     }

@@ -220,7 +220,7 @@ pub(super) fn pinned_rejection(seals: &Seals, root: &Path) -> Option<Rejection> 
 pub(super) fn rejection(gate: Gate) -> Option<Rejection> {
     match gate {
         Gate::Pass => None,
-        Gate::Reject(why) => Rejection::new(Status::Rejected, why),
+        Gate::Reject(why) | Gate::Refused(why) => Rejection::new(Status::Rejected, why),
         Gate::Stop(stop) => Some(Rejection {
             status: Status::Rejected,
             reason: stop.reason.clone(),

@@ -19,7 +19,10 @@ use super::{EngineError, Fs, Stage, Stop};
 /// What the review gate decided.
 pub(super) enum Gate {
     Pass,
+    /// A rule rejected it, or the reviewer could not judge it (it failed, or gave no verdict).
     Reject(String),
+    /// The reviewer's own verdict: rejected.
+    Refused(String),
     /// The candidate cannot be reviewed and the run must stop (budget, a broken reviewer).
     Stop(Stop),
 }
@@ -212,7 +215,7 @@ impl Verifier {
             Exit::Code(0) if verdict.to_ascii_uppercase().starts_with("APPROVE") => Gate::Pass,
             Exit::Code(0) if verdict.to_ascii_uppercase().starts_with("REJECT") => {
                 let why = verdict[6..].trim_start_matches([':', ' ']).trim();
-                Gate::Reject(format!("the reviewer rejected it: {}", if why.is_empty() { "no reason given" } else { why }))
+                Gate::Refused(format!("the reviewer rejected it: {}", if why.is_empty() { "no reason given" } else { why }))
             }
             Exit::Code(0) => Gate::Reject(format!(
                 "the reviewer gave no verdict (its last line must start with APPROVE or REJECT; it was `{verdict}`)"
@@ -248,7 +251,7 @@ impl Verifier {
         match outcome {
             Ok(crate::review::Verdict::Approve(_)) => Gate::Pass,
             Ok(crate::review::Verdict::Reject(why)) => {
-                Gate::Reject(format!("the reviewer rejected it: {why}"))
+                Gate::Refused(format!("the reviewer rejected it: {why}"))
             }
             Err(crate::review::ReviewError::Failed(m)) => Gate::Reject(format!(
                 "the reviewer failed ({m}); a candidate is only verified when approved"

@@ -118,7 +118,13 @@ pub struct Ledger {
 #[derive(Debug, Default)]
 struct Tally {
     spent: (f64, u64),
+    /// What the holds out now add up to, and how many they are: with none out, nothing is
+    /// held (a float sum need not come back to exactly 0, and a call must never wait on what
+    /// such a residue seems to hold).
     held: (f64, u64),
+    out: usize,
+    /// Calls waiting for holds to be let go.
+    waiting: usize,
 }
 
 impl Ledger {
@@ -165,16 +171,19 @@ impl Ledger {
             if !charged.covers(worst) {
                 return Err(charged);
             }
-            if charged.less(t.held).covers(worst) {
+            if t.out == 0 || charged.less(t.held).covers(worst) {
                 break;
             }
             // Every hold is let go once its call is over (each is bounded by its timeout).
+            t.waiting += 1;
             t = self
                 .released
                 .wait(t)
                 .unwrap_or_else(PoisonError::into_inner);
+            t.waiting -= 1;
         }
         t.held = (t.held.0 + worst.0, t.held.1 + worst.1);
+        t.out += 1;
         Ok(Hold {
             ledger: self,
             worst,
@@ -192,10 +201,14 @@ pub struct Hold<'a> {
 impl Drop for Hold<'_> {
     fn drop(&mut self) {
         let mut t = self.ledger.tally();
-        t.held = (
-            (t.held.0 - self.worst.0).max(0.0),
-            t.held.1.saturating_sub(self.worst.1),
-        );
+        t.out = t.out.saturating_sub(1);
+        t.held = match t.out {
+            0 => (0.0, 0),
+            _ => (
+                (t.held.0 - self.worst.0).max(0.0),
+                t.held.1.saturating_sub(self.worst.1),
+            ),
+        };
         drop(t);
         self.ledger.released.notify_all();
     }
@@ -270,6 +283,11 @@ mod tests {
         let first = ledger.hold((0.20, 0)).unwrap();
         std::thread::scope(|s| {
             let waiting = s.spawn(|| ledger.hold((0.20, 0)).map(|h| h.worst));
+            // The second call waits (it is not refused) while the first is out.
+            while ledger.tally().waiting == 0 {
+                std::thread::yield_now();
+            }
+            assert!(!waiting.is_finished());
             // The first call cost less than its worst case; once it lets go, the second fits.
             ledger.charge(0.05, 0);
             drop(first);
@@ -279,6 +297,19 @@ mod tests {
         ledger.charge(0.10, 0);
         let left = ledger.hold((0.20, 0)).err().and_then(|b| b.usd_left);
         assert!(left.is_some_and(|l| (l - 0.15).abs() < 1e-12), "{left:?}");
+    }
+
+    #[test]
+    fn holds_let_go_leave_nothing_held_however_the_sums_round() {
+        // 0.1 + 0.3 - 0.1 - 0.3 is not 0 in floating point; with no hold out, nothing is held,
+        // and a call that fits what the charges leave to the last bit is never kept waiting.
+        let ledger = Ledger::new(dollars(0.5));
+        drop((
+            ledger.hold((0.1, 0)).unwrap(),
+            ledger.hold((0.3, 0)).unwrap(),
+        ));
+        assert_eq!(ledger.tally().held, (0.0, 0));
+        assert!(ledger.hold((0.5, 0)).is_ok());
     }
 
     #[test]

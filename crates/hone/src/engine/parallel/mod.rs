@@ -179,31 +179,14 @@ impl Engine<'_> {
                 let best_commit = &best_commit;
                 let ledger = &ledger;
                 s.spawn(move || {
-                    let mut work = work;
                     let cancel = || interrupt.kill_requested() || abort.load(Ordering::SeqCst);
-                    let slot = work.slot;
-                    let reviewed = || {
-                        let _ = tx.send(Msg::Reviewed(slot));
+                    let shared = slot::Shared {
+                        run_id,
+                        ledger,
+                        best_commit,
+                        cancel: &cancel,
                     };
-                    let checked = work.check(run_id, ledger, &cancel, &reviewed);
-                    let parent = match best_commit.lock() {
-                        Ok(c) => c.clone(),
-                        // A coordinator that panicked holding it: nothing is prepared.
-                        Err(_) => String::new(),
-                    };
-                    let ready_at = (!parent.is_empty() && !cancel())
-                        .then(|| work.ready_for_next(&checked, &parent))
-                        .flatten();
-                    // The coordinator outlives every thread of the scope; a failed send means
-                    // it already gave up, and the row stays `running` for resume to repair.
-                    let _ = tx.send(Msg::Done(Box::new(Done {
-                        slot: work.slot,
-                        rec: work.rec,
-                        checked,
-                        review_ms: work.review_ms,
-                        ready_at,
-                        store: work.store,
-                    })));
+                    slot::run(work, &shared, &tx);
                 });
             };
             let result = self.parallel_loop(&slots, &rx, &spawn, (&abort, &best_commit));
@@ -256,10 +239,8 @@ impl Engine<'_> {
                 }
                 Msg::Done(done) => *done,
             };
-            // A verdict (not a stop) from the reviewer, or a candidate past it.
-            if !matches!(&done.checked, Ok(Checked::Reviewed(r)) if r.stop.is_some()) {
-                pool.reviewer_heard = true;
-            }
+            // The reviewer answered: it works.
+            pool.reviewer_heard |= done.verdict;
             let slot = done.slot;
             let Some(f) = pool.flying.remove(&slot) else {
                 continue;
@@ -410,6 +391,7 @@ impl Engine<'_> {
             store: pool.stores[slot].take(),
             review_from: cand.unreviewed.then(|| cand.parent.clone()),
             review_ms: 0,
+            verdict: false,
         };
         spawn(work);
         let in_review = cand.unreviewed;

@@ -4,14 +4,14 @@
 //! coordinator and the slots share the work.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
 use super::super::gate::{self, Rejection};
 use super::super::review::{Gate, ReviewPlace};
 use super::super::state::store_location;
 use super::super::verifier::{Sink, Verified, Verifier};
-use super::super::{EngineError, Event};
+use super::super::{EngineError, Event, Internal};
 use crate::propose::{Ledger, Meter, Spend};
 use crate::store::{ExperimentRecord, Store};
 
@@ -38,6 +38,8 @@ pub(super) struct Done {
     pub(super) checked: Result<Checked, EngineError>,
     /// How long its review took (part of its gate, not of its verification).
     pub(super) review_ms: u64,
+    /// Its review ended in a verdict ([`Work::verdict`]).
+    pub(super) verdict: bool,
     /// The commit the thread made the slot's worktree after the verification (the best's
     /// when it finished), ready for the next proposal; `None`: it was left as it was.
     pub(super) ready_at: Option<String>,
@@ -60,6 +62,66 @@ pub(super) struct Work {
     /// The commit the candidate was made on, when its review is still to come (here).
     pub(super) review_from: Option<String>,
     pub(super) review_ms: u64,
+    /// The review ended in a verdict: approved, or rejected by the reviewer itself (not by a
+    /// rule, nor a reviewer that failed).
+    pub(super) verdict: bool,
+}
+
+/// What every slot's thread shares with the coordinator.
+pub(super) struct Shared<'s> {
+    pub run_id: i64,
+    /// The run's budget ledger (the reviews' LLM calls are charged to it).
+    pub ledger: &'s Arc<Ledger>,
+    /// The best's commit, as the coordinator last decided it: what a slot's thread makes its
+    /// worktree once its verification ends.
+    pub best_commit: &'s Mutex<String>,
+    /// The run stopped at once (a second Ctrl-C, or the coordinator gave up).
+    pub cancel: &'s dyn Fn() -> bool,
+}
+
+/// A slot's thread: checks `work`'s candidate ([`Work::check`]), gets the slot's worktree
+/// ready for the next one, and tells the coordinator on `tx`, even when it panicked (a bug):
+/// the coordinator would otherwise wait for it forever; the run then stops and the row stays
+/// `running` for resume to repair.
+pub(super) fn run(work: Work, shared: &Shared<'_>, tx: &mpsc::Sender<Msg>) {
+    let (slot, rec) = (work.slot, work.rec.clone());
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut work = work;
+        let cancel = shared.cancel;
+        let reviewed = || {
+            let _ = tx.send(Msg::Reviewed(slot));
+        };
+        let checked = work.check(shared.run_id, shared.ledger, cancel, &reviewed);
+        let parent = match shared.best_commit.lock() {
+            Ok(c) => c.clone(),
+            // A coordinator that panicked holding it: nothing is prepared.
+            Err(_) => String::new(),
+        };
+        let ready_at = (!parent.is_empty() && !cancel())
+            .then(|| work.ready_for_next(&checked, &parent))
+            .flatten();
+        Done {
+            slot,
+            rec: work.rec,
+            checked,
+            review_ms: work.review_ms,
+            verdict: work.verdict,
+            ready_at,
+            store: work.store,
+        }
+    }));
+    let done = ran.unwrap_or_else(|_| Done {
+        slot,
+        rec,
+        checked: Err(Internal::ThreadVanished.into()),
+        review_ms: 0,
+        verdict: false,
+        ready_at: None,
+        store: None,
+    });
+    // The coordinator outlives every thread of the scope; a failed send means it already
+    // gave up, and the row stays `running` for resume to repair.
+    let _ = tx.send(Msg::Done(Box::new(done)));
 }
 
 impl Work {
@@ -75,10 +137,11 @@ impl Work {
     ) -> Result<Checked, EngineError> {
         if let Some(parent) = self.review_from.take() {
             let t = Instant::now();
-            let gate = self.review(run_id, ledger, &parent, cancel);
+            let gate = self.review(run_id, ledger, &parent, cancel)?;
             self.review_ms = t.elapsed().as_millis() as u64;
             self.rec.gate_ms += self.review_ms;
-            if let Some(rejected) = gate::rejection(gate?) {
+            self.verdict = matches!(gate, Gate::Pass | Gate::Refused(_));
+            if let Some(rejected) = gate::rejection(gate) {
                 // Stopped while it was reviewed: not the reviewer's verdict.
                 if cancel() {
                     return Ok(Checked::Verified(Verified::Cancelled));
