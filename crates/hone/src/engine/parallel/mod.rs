@@ -22,8 +22,9 @@
 //!   next candidate of the slot is made on the same best.
 //!
 //! Until a reviewer (a command or an LLM) has given its first verdict in a session, the
-//! coordinator asks for no second candidate while one is in review: a reviewer that cannot
-//! work (a refused key) stops the run after one proposal, not one per slot. A thread tells the
+//! coordinator asks a paid proposer (an agent, an LLM) for no second candidate while one is in
+//! review: a reviewer that cannot work (a refused key) stops the run after one proposal, not
+//! one per slot. A thread tells the
 //! coordinator when its candidate passed the review ([`slot::Msg::Reviewed`]); its progress
 //! then says `verifying`.
 //!
@@ -62,7 +63,7 @@ use super::{
 use crate::exec;
 use crate::propose::Ledger;
 use crate::report::best_experiment;
-use crate::spec::Spec;
+use crate::spec::{AgentKind, Spec};
 use crate::store::{now, ExperimentRecord, Status, Store};
 use crate::workspace::Git;
 use slot::{Checked, Done, Msg, Work};
@@ -419,10 +420,13 @@ impl Engine<'_> {
 
     /// Whether the next proposal must wait: a reviewer (a command or an LLM) that has given no
     /// verdict yet in this session is reviewing a candidate. One that cannot work (a refused
-    /// key, a broken command) then stops the run after one proposal, not one per slot.
+    /// key, a broken command) then stops the run after one paid proposal, not one per slot.
+    /// The built-in knobs optimizer's proposals cost nothing: they never wait.
     fn reviewer_unheard(&self, pool: &Pool) -> bool {
-        let r = &self.verifier.spec.review;
-        (r.command.is_some() || r.llm.is_some())
+        let spec = &self.verifier.spec;
+        let r = &spec.review;
+        spec.agent.kind != AgentKind::Knobs
+            && (r.command.is_some() || r.llm.is_some())
             && !pool.reviewer_heard
             && pool.flying.values().any(|f| f.in_review)
     }
