@@ -21,7 +21,7 @@ const MAX_KEEPS: usize = 100;
 pub const RECENT: usize = MAX_CURVES;
 
 /// The experiments whose curves a plot reads (`exps` in the order of their numbers): every
-/// baseline, the [`MAX_KEEPS`] most recent keeps and the [`MAX_CURVES`] − [`MAX_KEEPS`]
+/// baseline, the `MAX_KEEPS` most recent keeps and the `MAX_CURVES` − `MAX_KEEPS`
 /// most recent others (older keeps among them); read with
 /// [`crate::store::Store::thinned_curves`] and [`MAX_POINTS`], a plot costs a bounded number
 /// of rows however long the run and however much its verifiers printed.

@@ -132,7 +132,7 @@ pub struct Confinement<'a> {
 
 impl Confinement<'_> {
     /// The program prefix that runs a command in this sandbox: [`Confinement::bwrap_args`],
-    /// through [`SETUP_RETRY`] when it masks sockets, so that a socket removed while the
+    /// through `SETUP_RETRY` when it masks sockets, so that a socket removed while the
     /// sandbox is set up does not fail the command.
     pub fn wrapper(&self) -> Vec<OsString> {
         let args = self.bwrap_args();
@@ -146,7 +146,7 @@ impl Confinement<'_> {
     /// The `bwrap` argument list, up to and including the `--` before the command: the
     /// filesystem read-only (`/tmp` included, kept visible so tools installed under it still
     /// run) except what [`Confinement`] allows, a fresh `/dev` (its `/dev/shm` private) and
-    /// `/proc` of its own PID namespace, and the [`ISOLATION`] flags.
+    /// `/proc` of its own PID namespace, and the `ISOLATION` flags.
     pub fn bwrap_args(&self) -> Vec<OsString> {
         let wt = self.worktree.as_os_str().to_owned();
         let tmp = self.tmp.as_os_str().to_owned();
@@ -357,7 +357,7 @@ pub fn bwrap_wrapper(
 }
 
 /// Checks that bubblewrap runs here with every namespace and the dropped capabilities a
-/// sandbox gets, started as a sandbox is (through [`SETUP_RETRY`]: a bubblewrap without a
+/// sandbox gets, started as a sandbox is (through `SETUP_RETRY`: a bubblewrap without a
 /// status descriptor fails it); the error says what to do.
 pub fn probe() -> Result<(), String> {
     let installed = Command::new(bwrap_program())

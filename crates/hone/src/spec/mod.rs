@@ -4,10 +4,10 @@
 //! Parsing walks a span-preserving TOML document by hand instead of using serde derive, so that
 //! every error can point at the exact line of the offending key or value.
 //!
-//! Layout: [`read`] locates keys and reads typed values (one generic `Section::get`); each
+//! Layout: `read` locates keys and reads typed values (one generic `Section::get`); each
 //! section has its own module owning its keys, struct, defaults, parsing and tests (`loop_`,
 //! `verify`, `agent`, `stop`, `sandbox`, `review`, `exec` with `[store]`, `outer`, `notify`,
-//! `schedule` with `[trigger]`); [`rules`] holds the contradictions between sections; `parse`
+//! `schedule` with `[trigger]`); `rules` holds the contradictions between sections; `parse`
 //! here only finds the sections, calls their parsers in order, then the rules.
 
 mod agent;

@@ -79,9 +79,9 @@ impl Store {
     /// The curves a running experiment is compared with: those of experiments of the run
     /// that ran to the end and were judged (baseline, keep, discard; only baseline and keeps
     /// when `accepted_only`), never a pruned one, each with its objective. Bounded (see the
-    /// module doc): the baseline, the [`REFERENCE_KEEPS`] most recent keeps and the
-    /// [`REFERENCE_RECENT`] most recent judged experiments, each curve thinned in the
-    /// database to at most [`REFERENCE_POINTS`] points, evenly, its first and last kept.
+    /// module doc): the baseline, the `REFERENCE_KEEPS` most recent keeps and the
+    /// `REFERENCE_RECENT` most recent judged experiments, each curve thinned in the
+    /// database to at most `REFERENCE_POINTS` points, evenly, its first and last kept.
     pub fn reference_curves(
         &self,
         run_id: i64,

@@ -3,7 +3,7 @@
 //! (`[store] url`).
 //!
 //! One [`Store`] type serves both: each method's SQL is written once, in the dialect the two
-//! share (`?N` parameters, which [`pg`] rewrites to `$N`), and runs on whichever connection
+//! share (`?N` parameters, which `pg` rewrites to `$N`), and runs on whichever connection
 //! the store holds. In PostgreSQL the tables live in their own schema `hone_store`, and every
 //! run carries the key of its repository (`repo`), so many projects can share one database; a
 //! tag is unique per repository. In a repository's own SQLite file that key is empty.

@@ -21,7 +21,7 @@ pub struct RunTotals {
     pub counts: BTreeMap<String, u64>,
     /// Seconds spent verifying (the milliseconds summed, then divided).
     pub verify_seconds: f64,
-    /// Money spent (each experiment's cost in nano-dollars, see [`cost_nanos`], summed, then
+    /// Money spent (each experiment's cost in nano-dollars, see `cost_nanos`, summed, then
     /// divided): the same figure whatever order the experiments are added in.
     pub cost_usd: f64,
     /// Whether any experiment has a holdout value; whether any cost money.

@@ -102,7 +102,7 @@ fn spread(group: &[f64]) -> Option<f64> {
 /// The untrusted group with the widest spread is always left out, so no one candidate widens
 /// the noise band for every later one (not even when it is the only one, with
 /// `baseline_repeats = 1`); so is, with three groups or more, every untrusted group whose
-/// variance is [`OUTLIER_VARIANCE`] times the median group's, so that a few candidates cannot
+/// variance is `OUTLIER_VARIANCE` times the median group's, so that a few candidates cannot
 /// either while noise that many candidates show still raises σ. The result is never below
 /// the trusted groups' σ. `None` when no group is left with two runs.
 pub fn run_sigma<'a>(

@@ -147,7 +147,7 @@ impl Git {
         self.refs_with_prefix_libgit2(prefix, true)
     }
 
-    /// [`Git::refs_with_prefix`] as one listing, its packed refs held compactly (what a
+    /// `Git::refs_with_prefix` as one listing, its packed refs held compactly (what a
     /// resumed run's recovery walks: a ref per experiment).
     pub fn refs_listing(&self, prefix: &str) -> Result<super::RefListing, GitError> {
         if let Some(listing) = super::ref_files::listing_under(&self.root, prefix) {

@@ -34,7 +34,7 @@ impl Git {
     }
 
     /// Tracked files of worktree `wt` that index flags hide from git (`assume-unchanged`,
-    /// `skip-worktree`), as [`Git::snapshot`] reports them in [`Snapshot::hidden`].
+    /// `skip-worktree`), as [`Git::snapshot`] reports them in `Snapshot::hidden`.
     pub fn flagged_files(&self, wt: &Path) -> Result<Vec<String>, GitError> {
         Ok(self.index_listing(wt)?.flagged())
     }

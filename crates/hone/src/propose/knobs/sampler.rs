@@ -72,7 +72,7 @@ pub struct SamplerGuide<'a> {
     /// Configurations to treat as already tried (proposals a mechanism rejected).
     pub avoid: &'a [Config],
     /// Configurations that crashed, timed out or violated a constraint: the feasibility model
-    /// ([`feasible`]) learns from them where not to propose. Empty: no model.
+    /// (`feasible`) learns from them where not to propose. Empty: no model.
     pub infeasible: &'a [Config],
     /// Configurations of the history still being measured (the `running` experiments of a
     /// parallel run, there at a made-up value): tried, but the feasibility model does not count

@@ -100,7 +100,7 @@ impl Observed {
         &self.obs
     }
 
-    /// The infeasible configurations, as [`super::infeasible_configs`] of the last history.
+    /// The infeasible configurations, as `super::infeasible_configs` of the last history.
     pub fn infeasible(&self) -> &[Config] {
         &self.infeasible
     }

@@ -195,7 +195,7 @@ impl Index {
 
 /// A digest of a whole configuration, every name and value as they are (no look-up by the
 /// space's knobs): what tells that an indexed configuration is still the one given, at a
-/// fraction of the cost of [`Space::key`]. It sees more than the key, points and columns do
+/// fraction of the cost of `Space::key`. It sees more than the key, points and columns do
 /// (names and values outside the space's knobs), so where it differs and they would not, the
 /// index is only made again.
 pub fn fingerprint(config: &Config) -> u64 {
