@@ -2,9 +2,9 @@
 //! server over the run store that `hone run` writes from another process.
 //!
 //! The server runs on one current-thread tokio runtime; every SQLite read and git call runs
-//! on tokio's blocking pool ([`db`]), so a slow query never stalls the event streams. Routes
-//! live in [`pages`] (HTML), [`api`] (JSON and server-sent events) and [`assets`] (the CSS
-//! and script, embedded in the binary); [`auth`] puts every one of them, and any routes an
+//! on tokio's blocking pool (`db`), so a slow query never stalls the event streams. Routes
+//! live in `pages` (HTML), `api` (JSON and server-sent events) and `assets` (the CSS
+//! and script, embedded in the binary); `auth` puts every one of them, and any routes an
 //! embedder adds through [`bind_with`], behind the same token and Host checks.
 
 // No function of the shipped code over 80 lines (clippy.toml sets the count); tests and
