@@ -41,7 +41,8 @@ impl Engine<'_> {
     /// Snapshots the candidate `turn` left in its worktree (the archive) and runs the checks
     /// on it, in order up to the outer loop's filters; the first rejection, if any. The
     /// baseline has none of these (its pinned inputs are checked, as every candidate's are,
-    /// after the review: [`pinned_rejection`]).
+    /// after the review: [`pinned_rejection`]). `in_place` as
+    /// [`crate::propose::Proposal::in_place`] says.
     pub(super) fn gate(
         &mut self,
         rec: &mut ExperimentRecord,
@@ -52,18 +53,6 @@ impl Engine<'_> {
         if turn.best.is_none() {
             return Ok(None);
         }
-        self.gate_candidate(rec, turn, refs_before, in_place)
-    }
-
-    /// The checks on an agent's candidate (see the module docs); `in_place` as
-    /// [`crate::propose::Proposal::in_place`] says.
-    fn gate_candidate(
-        &mut self,
-        rec: &mut ExperimentRecord,
-        turn: &Turn<'_>,
-        refs_before: &RefListing,
-        in_place: bool,
-    ) -> Result<Option<Rejection>, EngineError> {
         let (wt, parent) = (turn.wt, turn.parent);
         if !self.verifier.git.worktree_link_ok(wt) {
             let why = "replaced the worktree's .git (git would have run another repository's settings); nothing was committed".to_string();
