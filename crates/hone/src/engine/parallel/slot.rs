@@ -158,6 +158,17 @@ impl Work {
         self.verify(run_id, cancel).map(Checked::Verified)
     }
 
+    /// The slot's store connection from its last use, or a new one (put it back after).
+    fn take_store(&mut self) -> Result<Store, EngineError> {
+        match self.store.take() {
+            Some(s) => Ok(s),
+            None => {
+                let v = &self.verifier;
+                Ok(Store::open_at(&store_location(&v.git, &v.spec))?)
+            }
+        }
+    }
+
     /// The review gate on the candidate (see [`Verifier::review`]), made on `parent`.
     fn review(
         &mut self,
@@ -166,11 +177,8 @@ impl Work {
         parent: &str,
         cancel: &dyn Fn() -> bool,
     ) -> Result<Gate, EngineError> {
+        let store = self.take_store()?;
         let v = &self.verifier;
-        let store = match self.store.take() {
-            Some(s) => s,
-            None => Store::open_at(&store_location(&v.git, &v.spec))?,
-        };
         let spend = Spend::new(Some(ledger.clone()));
         let meter = Meter {
             budget: ledger.opened_with(),
@@ -196,11 +204,8 @@ impl Work {
     /// from one verification to the next. Events go to the store only: the subscribers stay
     /// with the coordinator.
     fn verify(&mut self, run_id: i64, cancel: &dyn Fn() -> bool) -> Result<Verified, EngineError> {
+        let store = self.take_store()?;
         let v = &mut self.verifier;
-        let store = match self.store.take() {
-            Some(s) => s,
-            None => Store::open_at(&store_location(&v.git, &v.spec))?,
-        };
         let verified = Work::verify_with(
             v,
             &store,
