@@ -666,3 +666,62 @@ fn stand_ins_are_found_through_the_samples_picks() {
         [true, false, true, false]
     );
 }
+
+/// Late in a run without crashes local moves are rare (one model proposal in twenty rather
+/// than three in ten); what counts is what was measured, not running or pruned experiments'
+/// stand-ins, and once something proved infeasible they stay as frequent as before.
+#[test]
+fn local_moves_thin_out_late_unless_something_crashed() {
+    let (knobs, history, _) = quadratic_run(LOCAL_UNTIL as u64 + 10, 4);
+    let incumbent = history
+        .iter()
+        .min_by(|a, b| {
+            a.objective
+                .unwrap_or(f64::INFINITY)
+                .total_cmp(&b.objective.unwrap_or(f64::INFINITY))
+        })
+        .map(|o| o.config.clone())
+        .unwrap_or_else(|| config_of(&knobs));
+    // A local move nudges one or two of the four knobs, so leaves one of the three floats as
+    // it was; a TPE proposal draws every float anew.
+    let local_moves = |guide: &SamplerGuide<'_>| {
+        (0..300u64)
+            .filter(|i| i % refine::EVERY != 0)
+            .filter_map(|i| suggest_guided(&knobs, &history, &incumbent, true, 9, i, guide))
+            .filter(|(c, _)| {
+                ["A", "B", "D"]
+                    .iter()
+                    .filter(|k| c.get(**k) == incumbent.get(**k))
+                    .count()
+                    >= 1
+            })
+            .count()
+    };
+    let late = local_moves(&SamplerGuide::default());
+    // The twelve worst at a stand-in value: fewer than LOCAL_UNTIL measured.
+    let mut by_value: Vec<u32> = (0..history.len() as u32).collect();
+    by_value.sort_by(|a, b| {
+        let v = |i: &u32| history[*i as usize].objective.unwrap_or(f64::INFINITY);
+        v(b).total_cmp(&v(a))
+    });
+    let stand_ins = &by_value[..12];
+    let early = local_moves(&SamplerGuide {
+        stand_ins,
+        ..SamplerGuide::default()
+    });
+    let crashed = [Config::from([
+        ("A".to_string(), KnobValue::Float(0.01)),
+        ("B".to_string(), KnobValue::Float(1e-5)),
+        ("C".to_string(), KnobValue::Int(1)),
+        ("D".to_string(), KnobValue::Float(-5.0)),
+    ])];
+    let after_a_crash = local_moves(&SamplerGuide {
+        infeasible: &crashed,
+        ..SamplerGuide::default()
+    });
+    assert!(late * 3 < early, "late {late}, early {early}");
+    assert!(
+        late * 3 < after_a_crash,
+        "late {late}, after a crash {after_a_crash}"
+    );
+}
