@@ -10,9 +10,9 @@
 //! 2. **Model-based.** Afterwards each call either makes a *local move* around the incumbent
 //!    (1-2 knobs nudged by a multi-scale Gaussian step in unit space; choices and booleans
 //!    switch; of [`LOCAL_CANDIDATES`] such moves the model's best `l(x) / g(x)` is taken, all
-//!    switching the same choice when the first one does; three calls in ten, one in twenty
-//!    from [`LOCAL_UNTIL`] observations on unless a configuration proved infeasible) or a
-//!    *TPE* proposal: the
+//!    switching the same choice when the first one does; three model proposals in ten, one
+//!    in twenty from [`LOCAL_UNTIL`] experiments on, running and pruned ones not counted,
+//!    unless a configuration proved infeasible) or a *TPE* proposal: the
 //!    observations are split at the best tenth (the best quarter from [`GOOD_EARLY_UNTIL`]
 //!    observations on, or once a configuration proved infeasible) into good and bad, each set
 //!    becomes a Parzen
@@ -121,21 +121,22 @@ const RANDOM_ATTEMPTS: usize = 64;
 /// Candidates drawn from the good estimator per TPE proposal.
 const TPE_CANDIDATES: usize = 24;
 /// Probability of a local move rather than a TPE proposal once a model exists, up to
-/// [`LOCAL_UNTIL`] observations (and throughout once a configuration proved infeasible).
+/// [`LOCAL_UNTIL`] experiments (and throughout once a configuration proved infeasible).
 const LOCAL_PROBABILITY: f64 = 0.3;
-/// The probability from [`LOCAL_UNTIL`] observations on while nothing proved infeasible. Late
+/// The probability from [`LOCAL_UNTIL`] experiments on while nothing proved infeasible. Late
 /// local moves circle the incumbent; when the metric is noisy the incumbent is often a lucky
 /// measurement, and moves around it are more mediocre points that the next lucky one can
 /// displace, while the refinement step's quadratic model and TPE average the noise out.
 /// Measured with `examples/tune_sampler.rs` on 150 seeds (1-30, 1000-1059 and 2000-2059, the
 /// last set held out until the setting was chosen; bench/RESULTS.md, twenty-sixth stop): at
 /// 100 experiments `noisy` 0.0330 -> 0.0248 and `llm_noisy` 0.0275 -> 0.0215 (both
-/// significant), `nuisance` better, small losses on `llm` and `mixedrosen` (still under half
-/// of TPE's regret). On `crashy` they are how the search approaches an edge it crashed
-/// beyond (its optimum lies there): with the late value there, regret at 50 rose from 0.0006
-/// to 0.0098 (median of 200 seeds), hence the exception.
+/// significant), `nuisance` better, small losses on `llm` and `mixedrosen` (still under two
+/// thirds of TPE's regret). On `crashy` they are how the search approaches an edge it crashed
+/// beyond (its optimum lies there): with the late value there too (a scratch build), regret at
+/// 50 rose from 0.0006 to 0.0098 (median of 200 seeds), hence the exception.
 const LOCAL_PROBABILITY_LATE: f64 = 0.05;
-/// Observations from which [`LOCAL_PROBABILITY_LATE`] applies.
+/// Experiments in the history, less the running and pruned ones (whose values are stand-ins),
+/// from which [`LOCAL_PROBABILITY_LATE`] applies.
 const LOCAL_UNTIL: usize = 30;
 /// Local moves drawn per local proposal; the model's `l(x) / g(x)` picks one.
 const LOCAL_CANDIDATES: usize = 8;
@@ -351,7 +352,8 @@ fn suggest_in(
         step_scale: guide.step_scale.unwrap_or(1.0).clamp(0.05, 20.0),
     };
     // Running and pruned experiments' stand-in values are not measurements of the incumbent's
-    // rivals: only what was measured counts towards the switch.
+    // rivals: they do not count towards the switch (a pruned run's partial value never
+    // competes with the incumbent).
     let measured_count = history.len().saturating_sub(guide.stand_ins.len());
     let local_probability = local_probability(measured_count, !guide.infeasible.is_empty());
     for _ in 0..MODEL_ATTEMPTS {
