@@ -11,7 +11,13 @@ here="$(cd "$(dirname "$0")" && pwd)"
 venv="${OPTUNA_VENV:-$here/.venv-optuna}"
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
+fi
+# An environment made earlier (or by hand) may lack a package: check, and install what is missing.
+if ! "$venv/bin/python" -c "import optuna, cmaes, scipy" 2>/dev/null; then
   "$venv/bin/pip" install -q optuna cmaes scipy
+fi
+# torch only for the GP sampler, asked for by name (the default is tpe,random).
+if [[ " $* " == *gp* ]] && ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
   "$venv/bin/pip" install -q torch --index-url https://download.pytorch.org/whl/cpu \
     || "$venv/bin/pip" install -q torch || echo "torch did not install: no GP sampler" >&2
 fi
