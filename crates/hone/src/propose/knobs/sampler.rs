@@ -132,9 +132,10 @@ const LOCAL_PROBABILITY: f64 = 0.3;
 /// 100 experiments `noisy` 0.0330 -> 0.0248 and `llm_noisy` 0.0275 -> 0.0215 (both
 /// significant), `nuisance` better, small losses on `llm` and `mixedrosen` (still under two
 /// thirds of TPE's regret). In the real loop (`hone bench`, 70 seeds) `noisy` gained as much
-/// (0.0314 -> 0.0221, p 0.013) and `llm_noisy` did not move (0.0224 -> 0.0240). On `crashy` they are how the search approaches an edge it crashed
-/// beyond (its optimum lies there): with the late value there too (a scratch build), regret at
-/// 50 rose from 0.0006 to 0.0098 (median of 200 seeds), hence the exception.
+/// (0.0314 -> 0.0221, p 0.013) and `llm_noisy` did not move (0.0224 -> 0.0240). On `crashy`
+/// local moves are how the search approaches an edge it crashed beyond (its optimum lies
+/// there): with the late value there too (a scratch build), regret at 50 rose from 0.0006 to
+/// 0.0098 (median of 200 seeds), hence the exception.
 const LOCAL_PROBABILITY_LATE: f64 = 0.05;
 /// Experiments in the history, less the running and pruned ones (whose values are stand-ins),
 /// from which [`LOCAL_PROBABILITY_LATE`] applies.

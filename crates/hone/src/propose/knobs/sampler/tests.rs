@@ -691,9 +691,7 @@ fn local_moves_thin_out_late_unless_something_crashed() {
             .filter(|(c, _)| {
                 ["A", "B", "D"]
                     .iter()
-                    .filter(|k| c.get(**k) == incumbent.get(**k))
-                    .count()
-                    >= 1
+                    .any(|k| c.get(*k) == incumbent.get(*k))
             })
             .count()
     };
