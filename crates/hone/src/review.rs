@@ -34,6 +34,8 @@ pub enum ReviewError {
     Fatal(String),
     /// The call could cross the budget: nothing was sent, the run stops.
     Budget(String),
+    /// The cancel check (a second Ctrl-C) said stop before the answer came.
+    Cancelled,
 }
 
 /// Reads a verdict strictly: one JSON object (markdown fences around it are tolerated) whose
@@ -71,13 +73,15 @@ pub fn review(
     client: &mut LlmClient,
     meter: &Meter<'_>,
     prompt_text: &str,
+    cancel: &dyn Fn() -> bool,
 ) -> Result<Verdict, ReviewError> {
     let messages = vec![("user".to_string(), prompt_text.to_string())];
-    match client.call(meter, SYSTEM, &messages) {
+    match client.call(meter, SYSTEM, &messages, cancel) {
         Ok(done) => Ok(parse_verdict(&done.text)),
         Err(CallError::Failed(m)) => Err(ReviewError::Failed(m)),
         Err(CallError::Fatal(m)) => Err(ReviewError::Fatal(m)),
         Err(CallError::Budget(m)) => Err(ReviewError::Budget(m)),
+        Err(CallError::Cancelled) => Err(ReviewError::Cancelled),
     }
 }
 

@@ -185,3 +185,52 @@ fn resume_kills_what_a_dead_hone_started_even_outside_the_agents_group() {
     );
     assert_eq!(r.statuses(), ["baseline", "aborted", "keep"]);
 }
+
+#[test]
+fn ctrl_c_twice_ends_a_hanging_llm_call_and_charges_its_worst_case() {
+    // The model never answers within the run: only the second Ctrl-C can end the call (its
+    // request_timeout is an hour).
+    let server = LlmServer::start(vec![Reply::Hang], false);
+    let r = llm_repo(
+        "openai",
+        &server,
+        "max_attempts = 1\nrequest_timeout = \"1h\"\nmax_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
+        "max_experiments = 3",
+    );
+    let mut child = spawn_hone_in(&r.dir, &["run"], Stdio::null(), Stdio::piped());
+    server.wait_for_requests(1);
+    ctrl_c_twice(&mut child);
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "aborted"]);
+    assert_eq!(log[1]["reason"], "interrupted by the user");
+    // The provider may bill a request it got: charged at its worst case (the prompt at two
+    // characters a token, plus max_tokens, at $100 per million tokens).
+    let cost = log[1]["cost_usd"].as_f64().unwrap();
+    assert!(cost > 100.0 * 100.0 / 1e6, "{}", log[1]);
+    assert_eq!(server.requests().len(), 1, "not retried");
+}
+
+#[test]
+fn ctrl_c_twice_ends_a_hanging_review_and_aborts_the_candidate() {
+    // Serially (the coordinator reviews) and with two workers (a slot reviews): the candidate
+    // is aborted, not rejected, and the verifier never sees it.
+    for workers in [1, 2] {
+        let reviewer = LlmServer::start(vec![Reply::Hang], false);
+        let runs = RunCounter::new();
+        let r = Repo::new(
+            &format!(
+                "[stop]\nmax_experiments = 3\n\n[exec]\nworkers = {workers}\n\n[review]\nkind = \"openai\"\nmodel = \"judge\"\nbase_url = \"{}/v1\"\nrequest_timeout = \"1h\"\nmax_attempts = 1\n",
+                reviewer.url
+            ),
+            &runs.command,
+            &scores(&[3, 2]),
+        );
+        let mut child = spawn_hone_in(&r.dir, &["run"], Stdio::null(), Stdio::piped());
+        reviewer.wait_for_requests(1);
+        ctrl_c_twice(&mut child);
+        let log = r.log();
+        assert_statuses(&log, &["baseline", "aborted"]);
+        assert_reason(&log[1], "interrupted by the user");
+        assert_eq!(runs.runs(), 1, "{workers}: only the baseline was measured");
+    }
+}

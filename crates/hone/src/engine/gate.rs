@@ -126,6 +126,18 @@ impl Engine<'_> {
         let gate =
             self.verifier
                 .review(&place, rec, (turn.wt, turn.parent), &cancel, &turn.meter)?;
+        // Stopped while it was reviewed (a second Ctrl-C): not the reviewer's verdict. The
+        // candidate is aborted, as a parallel slot's is, and the run can be resumed.
+        if !matches!(gate, Gate::Pass) && cancel() {
+            let reason = "interrupted by the user";
+            return Ok(Some(Rejection {
+                status: Status::Aborted,
+                reason: reason.into(),
+                stop: Some(Stop::resumable(
+                    "interrupted by the user (run `hone run` to resume)",
+                )),
+            }));
+        }
         Ok(rejection(gate))
     }
 

@@ -91,7 +91,7 @@ impl Verifier {
             .join("logs")
             .join(format!("{}.review.log", rec.n));
         let Some(template) = r.command else {
-            let gate = self.review_http(rec, meter, &text, &log_path);
+            let gate = self.review_http(rec, meter, &text, &log_path, cancel);
             // What it spent is the experiment's from now on, written at once: a crash before
             // the experiment is decided would otherwise lose it from the run's budget.
             let store = place.store;
@@ -232,6 +232,7 @@ impl Verifier {
         meter: &propose::Meter<'_>,
         text: &str,
         log_path: &Path,
+        cancel: &dyn Fn() -> bool,
     ) -> Gate {
         let review = &self.spec.review;
         let (Some(kind), Some(llm)) = (review.kind, review.llm.clone()) else {
@@ -239,7 +240,7 @@ impl Verifier {
         };
         let before = meter.spent();
         let mut client = crate::propose::chat::LlmClient::new(kind, llm);
-        let outcome = crate::review::review(&mut client, meter, text);
+        let outcome = crate::review::review(&mut client, meter, text, cancel);
         let after = meter.spent();
         rec.cost_usd += after.0 - before.0;
         rec.tokens += after.1.saturating_sub(before.1);
@@ -261,6 +262,10 @@ impl Verifier {
             }
             Err(crate::review::ReviewError::Budget(m)) => {
                 Gate::Stop(Stop::done(format!("{m} (for the review)")))
+            }
+            // Not a verdict: the caller sees the cancel check and aborts the candidate.
+            Err(crate::review::ReviewError::Cancelled) => {
+                Gate::Reject("the review was interrupted by the user".into())
             }
         }
     }

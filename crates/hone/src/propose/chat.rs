@@ -18,14 +18,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+mod wire;
+
 use super::blocks::{self, EditBlock};
 use super::patch;
 use super::spend::Hold;
 use super::{prompt, Meter, Proposal, ProposeContext, ProposeError, Proposer};
 use crate::spec::{AgentKind, EditMode, LlmSpec};
 
-/// Largest response body read (a server that ignores max_tokens cannot exhaust memory).
-const MAX_BODY_BYTES: u64 = 8 * 1024 * 1024;
 /// First retry delay; doubled each attempt, capped at 60 s, plus jitter.
 const BACKOFF_BASE: Duration = Duration::from_millis(500);
 
@@ -44,6 +44,9 @@ pub struct Completion {
 pub enum CallError {
     /// Not worth retrying, or retries exhausted: the experiment is invalid.
     Failed(String),
+    /// The cancel check (a second Ctrl-C) said stop: the experiment is aborted. A request that
+    /// was out when it did is charged at its worst case.
+    Cancelled,
     /// The configuration is wrong (a refused key, a missing model): the run stops.
     Fatal(String),
     /// The next attempt could cross the budget: the run stops, nothing sent.
@@ -152,6 +155,7 @@ impl LlmClient {
         meter: &Meter<'_>,
         system: &str,
         messages: &[(String, String)],
+        cancel: &dyn Fn() -> bool,
     ) -> Result<Completion, CallError> {
         let chars = system.len() + messages.iter().map(|(_, c)| c.len()).sum::<usize>();
         let worst = self.worst(chars);
@@ -162,17 +166,22 @@ impl LlmClient {
         let body = body.to_string();
         let mut last = String::new();
         for attempt in 0..self.llm.max_attempts {
+            if cancel() {
+                return Err(CallError::Cancelled);
+            }
             let hold = self
                 .reserve(meter, chars)
                 .map_err(|e| CallError::Budget(e.to_string()))?;
-            let tried = self.attempt(meter, &url, &body, &key, worst);
+            let tried = self.attempt(meter, (&url, &body, &key), worst, cancel);
             // Charged by the attempt: its hold goes.
             drop(hold);
             match tried {
                 Attempt::Over(done) => return done,
                 Attempt::Retry(why, retry_after) => {
                     last = why;
-                    self.backoff(attempt, retry_after);
+                    if !self.backoff(attempt, retry_after, cancel) {
+                        return Err(CallError::Cancelled);
+                    }
                 }
             }
         }
@@ -221,70 +230,59 @@ impl LlmClient {
     }
 
     /// Sends the request once and reads the answer; charges `meter` the worst case when the
-    /// attempt ended in a way the provider may still bill.
+    /// attempt ended in a way the provider may still bill (cancelled by `cancel` while out
+    /// included).
     fn attempt(
         &self,
         meter: &Meter<'_>,
-        url: &str,
-        body: &str,
-        key: &Option<String>,
+        (url, body, key): (&str, &str, &Option<String>),
         (worst_cost, worst_tokens): (f64, u64),
+        cancel: &dyn Fn() -> bool,
     ) -> Attempt {
-        let mut req = self
-            .agent
-            .post(url)
-            .header("content-type", "application/json");
-        req = match (self.kind, key) {
-            (AgentKind::Anthropic, Some(k)) => req
-                .header("x-api-key", k)
-                .header("anthropic-version", "2023-06-01"),
-            (AgentKind::Anthropic, None) => req.header("anthropic-version", "2023-06-01"),
-            (_, Some(k)) => req.header("authorization", &format!("Bearer {k}")),
-            (_, None) => req,
+        let mut headers = vec![("content-type", "application/json".to_string())];
+        match (self.kind, key) {
+            (AgentKind::Anthropic, key) => {
+                if let Some(k) = key {
+                    headers.push(("x-api-key", k.clone()));
+                }
+                headers.push(("anthropic-version", "2023-06-01".into()));
+            }
+            (_, Some(k)) => headers.push(("authorization", format!("Bearer {k}"))),
+            (_, None) => {}
+        }
+        let request = wire::Request {
+            agent: self.agent.clone(),
+            url: url.to_string(),
+            headers,
+            body: body.to_string(),
         };
-        let resp = match req.send(body) {
-            Ok(resp) => resp,
-            Err(e) => {
-                // A timeout or a dropped connection after the request went out may still
-                // be billed: count the worst case.
+        let answer = match wire::exchange(request, cancel) {
+            wire::Exchange::Done(Ok(answer)) => answer,
+            wire::Exchange::Done(Err(wire::Failure::NotSent(why))) => {
+                return Attempt::Retry(why, None)
+            }
+            wire::Exchange::Done(Err(failure)) => {
+                // A timeout or a dropped connection after the request went out, or an answer
+                // cut off or too large, may still be billed: count the worst case.
                 meter.add(worst_cost, worst_tokens);
-                return Attempt::Retry(format!("request failed: {e}"), None);
+                return match failure {
+                    wire::Failure::TooLarge => Attempt::Over(Err(CallError::Failed(format!(
+                        "the answer is larger than {} MiB and was refused (charged at its worst case)",
+                        wire::MAX_BODY_BYTES >> 20
+                    )))),
+                    wire::Failure::Send(e) => Attempt::Retry(format!("request failed: {e}"), None),
+                    wire::Failure::Read(e) | wire::Failure::NotSent(e) => {
+                        Attempt::Retry(format!("reading the answer failed: {e}"), None)
+                    }
+                };
+            }
+            wire::Exchange::Cancelled => {
+                // Given up while out: the provider may bill it all the same.
+                meter.add(worst_cost, worst_tokens);
+                return Attempt::Over(Err(CallError::Cancelled));
             }
         };
-        let status = resp.status().as_u16();
-        let retry_after = resp
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok());
-        let text = match resp
-            .into_body()
-            .with_config()
-            .limit(MAX_BODY_BYTES)
-            .read_to_string()
-        {
-            Ok(t) => t,
-            Err(ureq::Error::BodyExceedsLimit(_)) => {
-                meter.add(worst_cost, worst_tokens);
-                return Attempt::Over(Err(CallError::Failed(format!(
-                    "the answer is larger than {} MiB and was refused (charged at its worst case)",
-                    MAX_BODY_BYTES >> 20
-                ))));
-            }
-            Err(e) => {
-                // Cut off mid-answer: it may be billed, and it may work next time.
-                meter.add(worst_cost, worst_tokens);
-                return Attempt::Retry(format!("reading the answer failed: {e}"), None);
-            }
-        };
-        self.judge(
-            meter,
-            url,
-            status,
-            &text,
-            (worst_cost, worst_tokens),
-            retry_after,
-        )
+        self.judge(meter, url, &answer, (worst_cost, worst_tokens))
     }
 
     /// What an answer's HTTP status means: a completion (charged), a retry, or the end.
@@ -292,11 +290,10 @@ impl LlmClient {
         &self,
         meter: &Meter<'_>,
         url: &str,
-        status: u16,
-        text: &str,
+        answer: &wire::Answer,
         (worst_cost, worst_tokens): (f64, u64),
-        retry_after: Option<f64>,
     ) -> Attempt {
+        let (status, text, retry_after) = (answer.status, answer.text.as_str(), answer.retry_after);
         match status {
             200..=299 => {
                 let done = self.parse_completion(text);
@@ -327,15 +324,22 @@ impl LlmClient {
         }
     }
 
-    /// Waits before the next attempt (unless this was the last one).
-    fn backoff(&mut self, attempt: u64, retry_after: Option<f64>) {
+    /// Waits before the next attempt (unless this was the last one); `false` when `cancel`
+    /// said stop meanwhile.
+    fn backoff(
+        &mut self,
+        attempt: u64,
+        retry_after: Option<f64>,
+        cancel: &dyn Fn() -> bool,
+    ) -> bool {
         if attempt + 1 < self.llm.max_attempts {
             let backoff = BACKOFF_BASE.as_secs_f64() * 2f64.powi(attempt as i32);
             let wait = retry_after
                 .unwrap_or(backoff * (1.0 + 0.25 * self.jitter()))
                 .clamp(0.0, 60.0);
-            std::thread::sleep(Duration::from_secs_f64(wait));
+            return wire::pause(Duration::from_secs_f64(wait), cancel);
         }
+        true
     }
 
     fn parse_completion(&self, text: &str) -> Result<Completion, String> {
@@ -383,6 +387,7 @@ fn call_error(kind: AgentKind, e: CallError) -> ProposeError {
         CallError::Failed(m) => ProposeError::Invalid(format!("{}: {m}", kind.as_str())),
         CallError::Fatal(m) => ProposeError::Fatal(m),
         CallError::Budget(m) => ProposeError::Budget(m),
+        CallError::Cancelled => ProposeError::Cancelled,
     }
 }
 
@@ -562,7 +567,7 @@ impl ChatProposer {
     ) -> Result<Completion, ProposeError> {
         let kind = self.client.kind;
         self.client
-            .call(&ctx.meter(), system, messages)
+            .call(&ctx.meter(), system, messages, ctx.cancel)
             .map_err(|e| call_error(kind, e))
     }
 

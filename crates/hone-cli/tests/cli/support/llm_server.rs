@@ -105,6 +105,18 @@ impl LlmServer {
         self.requests.lock().unwrap().clone()
     }
 
+    /// Waits until the server has read `n` whole requests (a minute at most).
+    pub(crate) fn wait_for_requests(&self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.requests.lock().unwrap().len() < n {
+            assert!(
+                Instant::now() < deadline,
+                "the server never got request {n}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// A stand-in GitHub API that opens pull request `number` of `acme/widgets` (201, its
     /// number and URL) for every request.
     pub(crate) fn github_opening_pr(number: u32) -> LlmServer {

@@ -310,7 +310,8 @@ impl Marks {
 
 /// Presses Ctrl-C twice at the terminal of `child` (a `hone run` in its own process group
 /// with stderr piped), the second after hone said it saw the first (two signals sent at once
-/// would merge into one); hone must exit with 130.
+/// would merge into one); hone must exit with 130, within two minutes (a hang detector: what
+/// it interrupts may otherwise wait far longer, an LLM call for its `request_timeout`).
 pub(crate) fn ctrl_c_twice(child: &mut std::process::Child) {
     let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
     // SAFETY: signalling the process group of our own child (a terminal's Ctrl-C).
@@ -325,7 +326,18 @@ pub(crate) fn ctrl_c_twice(child: &mut std::process::Child) {
     }
     // SAFETY: as above.
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("hone did not stop within two minutes of the second Ctrl-C");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
 }
 
 /// Runs `hone args` in `dir` (without a GITHUB_TOKEN, stdin empty); a command that does not

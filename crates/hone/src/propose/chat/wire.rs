@@ -1,0 +1,189 @@
+//! One HTTP exchange of an LLM call, on a thread of its own, so that the caller can give up
+//! on it: a second Ctrl-C ends a call in flight at once instead of after its
+//! `request_timeout`, and a wait between attempts as soon as it is cancelled. The abandoned
+//! exchange ends by itself (the agent's global timeout bounds it) or with the process; what
+//! the provider may bill for it is the caller's to charge.
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// How often a call in flight, or a wait between attempts, looks at the cancel check.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// Largest response body read (a server that ignores max_tokens cannot exhaust memory).
+pub(super) const MAX_BODY_BYTES: u64 = 8 * 1024 * 1024;
+
+/// A request ready to go: a POST of `body` to `url` with `headers`.
+pub(super) struct Request {
+    pub(super) agent: ureq::Agent,
+    pub(super) url: String,
+    pub(super) headers: Vec<(&'static str, String)>,
+    pub(super) body: String,
+}
+
+/// What the server answered.
+pub(super) struct Answer {
+    pub(super) status: u16,
+    /// The `Retry-After` header, in seconds.
+    pub(super) retry_after: Option<f64>,
+    pub(super) text: String,
+}
+
+/// Why no whole answer came back.
+pub(super) enum Failure {
+    /// The request may have gone out (a timeout, a dropped connection).
+    Send(String),
+    /// The answer is larger than [`MAX_BODY_BYTES`].
+    TooLarge,
+    /// Cut off mid-answer.
+    Read(String),
+    /// Nothing was sent: the exchange could not start.
+    NotSent(String),
+}
+
+/// How an exchange ended.
+pub(super) enum Exchange {
+    Done(Result<Answer, Failure>),
+    /// The cancel check said stop while the request was out; the provider may bill it.
+    Cancelled,
+}
+
+/// Sends `req` and reads the answer, looking at `cancel` while waiting.
+pub(super) fn exchange(req: Request, cancel: &dyn Fn() -> bool) -> Exchange {
+    let (tx, rx) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("hone-llm-call".into())
+        .spawn(move || {
+            // The caller may have given up and dropped the receiver: nobody to tell.
+            let _ = tx.send(send(req));
+        });
+    if let Err(e) = spawned {
+        return Exchange::Done(Err(Failure::NotSent(format!(
+            "could not start the call: {e}"
+        ))));
+    }
+    loop {
+        match rx.recv_timeout(CANCEL_POLL) {
+            Ok(answer) => return Exchange::Done(answer),
+            Err(RecvTimeoutError::Timeout) if cancel() => return Exchange::Cancelled,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Exchange::Done(Err(Failure::Read(
+                    "the call ended without an answer".into(),
+                )))
+            }
+        }
+    }
+}
+
+/// Waits `wait`, or less when `cancel` says stop: `false` then.
+pub(super) fn pause(wait: Duration, cancel: &dyn Fn() -> bool) -> bool {
+    let end = Instant::now() + wait;
+    loop {
+        if cancel() {
+            return false;
+        }
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(CANCEL_POLL));
+    }
+}
+
+/// The exchange itself (on its own thread).
+fn send(req: Request) -> Result<Answer, Failure> {
+    let mut builder = req.agent.post(&req.url);
+    for (name, value) in &req.headers {
+        builder = builder.header(*name, value.as_str());
+    }
+    let resp = builder
+        .send(&req.body)
+        .map_err(|e| Failure::Send(e.to_string()))?;
+    let status = resp.status().as_u16();
+    let retry_after = resp
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    match resp
+        .into_body()
+        .with_config()
+        .limit(MAX_BODY_BYTES)
+        .read_to_string()
+    {
+        Ok(text) => Ok(Answer {
+            status,
+            retry_after,
+            text,
+        }),
+        Err(ureq::Error::BodyExceedsLimit(_)) => Err(Failure::TooLarge),
+        Err(e) => Err(Failure::Read(e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Read};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    /// A server on loopback that reads one request, raises `arrived`, then holds the
+    /// connection without answering until the client closes it.
+    fn holding_server(arrived: Arc<AtomicBool>) -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!(
+            "http://{}/v1/chat/completions",
+            listener.local_addr().unwrap()
+        );
+        std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream);
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let line = line.trim_end().to_ascii_lowercase();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some(v) = line.strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0u8; len];
+            reader.read_exact(&mut body).unwrap();
+            arrived.store(true, Ordering::SeqCst);
+            let mut rest = Vec::new();
+            let _ = reader.read_to_end(&mut rest);
+        });
+        url
+    }
+
+    #[test]
+    fn a_cancelled_exchange_ends_while_the_server_still_holds_the_request() {
+        let arrived = Arc::new(AtomicBool::new(false));
+        let url = holding_server(arrived.clone());
+        // Long enough that only the cancel check can end the exchange within the test.
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(30)))
+            .build()
+            .into();
+        let req = Request {
+            agent,
+            url,
+            headers: vec![("content-type", "application/json".into())],
+            body: "{}".into(),
+        };
+        // Cancelled once the server has the whole request (a second Ctrl-C meanwhile).
+        let cancel = || arrived.load(Ordering::SeqCst);
+        assert!(matches!(exchange(req, &cancel), Exchange::Cancelled));
+    }
+
+    #[test]
+    fn a_cancelled_pause_ends_early_and_an_uncancelled_one_runs_out() {
+        assert!(!pause(Duration::from_secs(600), &|| true));
+        assert!(pause(Duration::from_millis(1), &|| false));
+    }
+}
