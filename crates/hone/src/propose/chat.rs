@@ -149,7 +149,9 @@ impl LlmClient {
     ///
     /// Every attempt is reserved against the budget before it is sent and charged after: the
     /// usage the server reports, or the worst case when it reports none or the attempt ended
-    /// in a way the provider may still bill (a timeout, a cut-off body).
+    /// in a way the provider may still bill (a timeout, a cut-off body). `cancel` (the second
+    /// Ctrl-C) is watched throughout: nothing more is sent once it says stop, and an attempt
+    /// out at that moment is abandoned and charged at its worst case.
     pub fn call(
         &mut self,
         meter: &Meter<'_>,
@@ -166,12 +168,14 @@ impl LlmClient {
         let body = body.to_string();
         let mut last = String::new();
         for attempt in 0..self.llm.max_attempts {
-            if cancel() {
-                return Err(CallError::Cancelled);
-            }
             let hold = self
                 .reserve(meter, chars)
                 .map_err(|e| CallError::Budget(e.to_string()))?;
+            // A parallel run's call may have waited for other calls' holds: stopped meanwhile,
+            // it is not sent.
+            if cancel() {
+                return Err(CallError::Cancelled);
+            }
             let tried = self.attempt(meter, (&url, &body, &key), worst, cancel);
             // Charged by the attempt: its hold goes.
             drop(hold);
