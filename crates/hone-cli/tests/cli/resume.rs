@@ -194,7 +194,7 @@ fn ctrl_c_twice_ends_a_hanging_llm_call_and_charges_its_worst_case() {
     let r = llm_repo(
         "openai",
         &server,
-        "max_attempts = 1\nrequest_timeout = \"1h\"\nmax_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
+        "max_attempts = 3\nrequest_timeout = \"1h\"\nmax_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
         "max_experiments = 3",
     );
     let mut child = spawn_hone_in(&r.dir, &["run"], Stdio::null(), Stdio::piped());
@@ -208,6 +208,28 @@ fn ctrl_c_twice_ends_a_hanging_llm_call_and_charges_its_worst_case() {
     let cost = log[1]["cost_usd"].as_f64().unwrap();
     assert!(cost > 100.0 * 100.0 / 1e6, "{}", log[1]);
     assert_eq!(server.requests().len(), 1, "not retried");
+}
+
+#[test]
+fn ctrl_c_twice_during_an_llm_calls_backoff_sends_no_further_attempt() {
+    // The server asks to be retried in an hour (hone waits at most a minute): only the
+    // second Ctrl-C can end the wait, and no second attempt may follow it.
+    let server = LlmServer::start(
+        vec![Reply::Status(
+            429,
+            vec![("retry-after".into(), "3600".into())],
+            "{\"error\":\"slow down\"}".into(),
+        )],
+        false,
+    );
+    let r = llm_repo("openai", &server, "max_attempts = 2", "max_experiments = 3");
+    let mut child = spawn_hone_in(&r.dir, &["run"], Stdio::null(), Stdio::piped());
+    server.wait_for_requests(1);
+    ctrl_c_twice(&mut child);
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "aborted"]);
+    assert_eq!(log[1]["reason"], "interrupted by the user");
+    assert_eq!(server.requests().len(), 1, "no attempt after the Ctrl-C");
 }
 
 #[test]

@@ -150,8 +150,9 @@ impl LlmClient {
     /// Every attempt is reserved against the budget before it is sent and charged after: the
     /// usage the server reports, or the worst case when it reports none or the attempt ended
     /// in a way the provider may still bill (a timeout, a cut-off body). `cancel` (the second
-    /// Ctrl-C) is watched throughout: nothing more is sent once it says stop, and an attempt
-    /// out at that moment is abandoned and charged at its worst case.
+    /// Ctrl-C) is watched throughout: no new attempt starts once it says stop, and one already
+    /// started is abandoned and charged at its worst case (it may reach the provider all the
+    /// same, say when it was still connecting).
     pub fn call(
         &mut self,
         meter: &Meter<'_>,
@@ -262,9 +263,7 @@ impl LlmClient {
         };
         let answer = match wire::exchange(request, cancel) {
             wire::Exchange::Done(Ok(answer)) => answer,
-            wire::Exchange::Done(Err(wire::Failure::NotSent(why))) => {
-                return Attempt::Retry(why, None)
-            }
+            wire::Exchange::NotSent(why) => return Attempt::Retry(why, None),
             wire::Exchange::Done(Err(failure)) => {
                 // A timeout or a dropped connection after the request went out, or an answer
                 // cut off or too large, may still be billed: count the worst case.
@@ -275,7 +274,7 @@ impl LlmClient {
                         wire::MAX_BODY_BYTES >> 20
                     )))),
                     wire::Failure::Send(e) => Attempt::Retry(format!("request failed: {e}"), None),
-                    wire::Failure::Read(e) | wire::Failure::NotSent(e) => {
+                    wire::Failure::Read(e) => {
                         Attempt::Retry(format!("reading the answer failed: {e}"), None)
                     }
                 };

@@ -29,7 +29,7 @@ pub(super) struct Answer {
     pub(super) text: String,
 }
 
-/// Why no whole answer came back.
+/// Why no whole answer came back (the request may have reached the provider all the same).
 pub(super) enum Failure {
     /// The request may have gone out (a timeout, a dropped connection).
     Send(String),
@@ -37,13 +37,13 @@ pub(super) enum Failure {
     TooLarge,
     /// Cut off mid-answer.
     Read(String),
-    /// Nothing was sent: the exchange could not start.
-    NotSent(String),
 }
 
 /// How an exchange ended.
 pub(super) enum Exchange {
     Done(Result<Answer, Failure>),
+    /// Nothing was sent: the exchange could not start.
+    NotSent(String),
     /// The cancel check said stop while the request was out; the provider may bill it.
     Cancelled,
 }
@@ -58,9 +58,7 @@ pub(super) fn exchange(req: Request, cancel: &dyn Fn() -> bool) -> Exchange {
             let _ = tx.send(send(req));
         });
     if let Err(e) = spawned {
-        return Exchange::Done(Err(Failure::NotSent(format!(
-            "could not start the call: {e}"
-        ))));
+        return Exchange::NotSent(format!("could not start the call: {e}"));
     }
     loop {
         match rx.recv_timeout(CANCEL_POLL) {
@@ -179,6 +177,41 @@ mod tests {
         // Cancelled once the server has the whole request (a second Ctrl-C meanwhile).
         let cancel = || arrived.load(Ordering::SeqCst);
         assert!(matches!(exchange(req, &cancel), Exchange::Cancelled));
+    }
+
+    #[test]
+    fn a_call_stopped_before_it_starts_sends_nothing_and_costs_nothing() {
+        use super::super::{CallError, LlmClient};
+        use crate::propose::spend::{Budget, Meter, Spend};
+        use crate::spec::{AgentKind, EditMode, LlmSpec};
+        // A server that would notice any connection.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let llm = LlmSpec {
+            model: "m".into(),
+            base_url: format!("http://{}/v1", listener.local_addr().unwrap()),
+            api_key_env: "HONE_TEST_UNSET_KEY".into(),
+            temperature: None,
+            max_tokens: 100,
+            request_timeout: Duration::from_secs(30),
+            max_attempts: 3,
+            price_in_per_mtok: Some(100.0),
+            price_out_per_mtok: Some(100.0),
+            edit_mode: EditMode::Blocks,
+        };
+        let mut client = LlmClient::new(AgentKind::OpenAi, llm);
+        let spent = Spend::new(None);
+        let meter = Meter {
+            budget: Budget {
+                usd_left: Some(1.0),
+                tokens_left: None,
+            },
+            spent: &spent,
+        };
+        let done = client.call(&meter, "system", &[("user".into(), "hi".into())], &|| true);
+        assert!(matches!(done, Err(CallError::Cancelled)));
+        assert_eq!(meter.spent(), (0.0, 0));
+        assert!(listener.accept().is_err(), "nothing may connect");
     }
 
     #[test]
