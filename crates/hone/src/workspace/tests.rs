@@ -176,6 +176,33 @@ fn materialize_removes_everything_else_even_beyond_path_max() {
     );
 }
 
+/// Modes git does not record (a protected file made unreadable, a directory closed) come
+/// back as hone writes them, so that no verifier without root's privileges crashes on what an
+/// earlier candidate left; an executable bit stays the commit's.
+#[test]
+fn materialize_restores_modes_git_does_not_record() {
+    let (_dir, git) = committed(
+        "printf 'x\\n' > eval.py && mkdir src && printf 'y\\n' > src/g.py && chmod +x src/g.py",
+    );
+    let (head, wt) = worktree_at_head(&git);
+    sh(
+        &wt,
+        "chmod 000 eval.py && chmod 4777 src/g.py && chmod 700 src && chmod 700 .",
+    );
+    git.materialize(&wt, &head).unwrap();
+    let mode = |p: &str| {
+        std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(wt.join(p)).unwrap().permissions(),
+        ) & 0o7777
+    };
+    assert_eq!(
+        [mode("eval.py"), mode("src/g.py"), mode("src"), mode("")],
+        [0o644, 0o755, 0o755, 0o755]
+    );
+    // Nothing else differs: a second check finds the worktree as committed.
+    assert!(git.changed_tracked(&wt, &head).unwrap().is_empty());
+}
+
 /// A directory the candidate replaced by a symlink to hidden data: the snapshot commits
 /// the symlink, never the data behind it (hone reads outside every sandbox).
 #[test]
