@@ -58,7 +58,15 @@ pub enum GitError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("`{path}` ({bytes} bytes) takes a candidate's new content past what hone archives ({limit} bytes)", limit = MAX_NEW_FILE_BYTES)]
+    TooLarge { path: String, bytes: u64 },
 }
+
+/// The most new content hone reads from a candidate's files (1 GiB in all): more (a sparse
+/// file of a terabyte takes a second to make and hours to hash) is not archived. A file as
+/// large as the index's blob at its path counts as none, so a large file the project tracks
+/// and the candidate left alone is archived as before.
+pub const MAX_NEW_FILE_BYTES: u64 = 1 << 30;
 
 /// One file changed by a candidate, relative to its parent commit.
 #[derive(Clone, Debug, PartialEq, Eq)]

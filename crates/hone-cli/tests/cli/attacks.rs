@@ -281,3 +281,27 @@ fn attack_the_verifier_moves_the_run_branch() {
         "the forged branch was put back"
     );
 }
+
+#[test]
+fn attack_leaves_a_huge_sparse_file_and_is_refused_by_its_size() {
+    // 20 GiB made in a moment (sparse): hone never reads it, removes it, and the run goes on
+    // (before, hone hashed it in its own process, deaf to Ctrl-C, and again on resume).
+    let r = Repo::scored(
+        3,
+        "run\ttruncate -s 20G value.txt && truncate -s 20G huge.bin\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+    );
+    let log = r.run_log("big");
+    assert_statuses(&log, &["baseline", "violation", "keep"]);
+    assert_reason(
+        &log[1],
+        "over 1024 MiB of new content in all): removed, not archived",
+    );
+    assert_reason(&log[1], "(21474836480 bytes)");
+    // Nothing of it is left anywhere in the repository, its worktrees included.
+    let big = Command::new("find")
+        .arg(&r.dir)
+        .args(["-size", "+1G"])
+        .output()
+        .unwrap();
+    assert_eq!(text(&big), "");
+}

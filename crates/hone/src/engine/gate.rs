@@ -74,11 +74,24 @@ impl Engine<'_> {
             let why = format!("the proposer moved hone's refs ({moved}); they were put back");
             return Ok(Rejection::new(Status::Violation, why));
         }
-        let Some(snap) = self.archive(rec, wt, parent, in_place)? else {
+        let (snap, dropped) = self.archive(rec, wt, parent, in_place)?;
+        let too_large = (!dropped.is_empty()).then(|| {
+            format!(
+                "left {} (over {} MiB of new content in all): removed, not archived",
+                dropped.join(", "),
+                crate::workspace::MAX_NEW_FILE_BYTES >> 20
+            )
+        });
+        let Some(snap) = snap else {
+            if let Some(why) = too_large {
+                return Ok(Rejection::new(Status::Violation, why));
+            }
             let why = "no change: the proposer left the files as they were".to_string();
             return Ok(Rejection::new(Status::Invalid, why));
         };
-        let violation = if !snap.hidden.is_empty() {
+        let violation = if too_large.is_some() {
+            too_large
+        } else if !snap.hidden.is_empty() {
             Some(format!(
                 "hid `{}` from git (assume-unchanged/skip-worktree index flags)",
                 snap.hidden.join("`, `")

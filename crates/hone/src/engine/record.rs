@@ -73,13 +73,16 @@ impl Engine<'_> {
     /// what `git gc --prune=now` (the user's, or git's automatic one) deletes; a crash between
     /// the two leaves a `running` row that recovery completes from the ref. Objects pruned
     /// under hone while it commits are written again (up to [`ARCHIVE_ATTEMPTS`] attempts).
+    /// A file with more new content than hone reads ([`crate::workspace::MAX_NEW_FILE_BYTES`])
+    /// is removed first and named in the second part of the answer (`path (N bytes)`); the
+    /// snapshot is `None` when nothing else changed.
     pub(super) fn archive(
         &mut self,
         rec: &mut ExperimentRecord,
         wt: &Path,
         parent: &str,
         in_place: bool,
-    ) -> Result<Option<crate::workspace::Snapshot>, EngineError> {
+    ) -> Result<(Option<crate::workspace::Snapshot>, Vec<String>), EngineError> {
         let title = if rec.description.is_empty() {
             "candidate"
         } else {
@@ -106,6 +109,7 @@ impl Engine<'_> {
         let flagged = listing.flagged();
         let mut listing = Some(listing);
         let mut attempt = 1;
+        let mut dropped: Vec<String> = Vec::new();
         let snap = loop {
             match snapshot_referenced(git, wt, parent, &message, &name, listing.take()) {
                 Ok(snap) => break snap,
@@ -113,11 +117,19 @@ impl Engine<'_> {
                     attempt += 1;
                     git.reindex(wt, parent)?;
                 }
+                // Too large to read: removed, and the rest archived (listed again). The gate
+                // makes the candidate a violation.
+                Err(GitError::TooLarge { path, bytes }) if dropped.len() < MAX_DROPPED => {
+                    let full = wt.join(&path);
+                    std::fs::remove_file(&full)
+                        .map_err(|source| GitError::Io { path: full, source })?;
+                    dropped.push(format!("{path} ({bytes} bytes)"));
+                }
                 Err(e) => return Err(e.into()),
             }
         };
         let Some(mut snap) = snap else {
-            return Ok(None);
+            return Ok((None, dropped));
         };
         for f in flagged {
             if !snap.hidden.contains(&f) {
@@ -139,7 +151,7 @@ impl Engine<'_> {
         });
         self.store.restore_sync(relaxed)?;
         written?;
-        Ok(Some(snap))
+        Ok((Some(snap), dropped))
     }
 
     /// Records a judged candidate: the verdict ([`Engine::decide`]), the outcome, then (a
@@ -494,6 +506,10 @@ const ARCHIVE_ATTEMPTS: u32 = 10;
 
 /// Snapshots the worktree `wt` on `parent` and points `name` at the commit at once; a commit
 /// (or tree) pruned before its ref held it fails, its ref removed, so that it is made again.
+/// Files too large to archive that one snapshot removes before it gives up (each costs a
+/// listing of the worktree again).
+const MAX_DROPPED: usize = 16;
+
 fn snapshot_referenced(
     git: &Git,
     wt: &Path,

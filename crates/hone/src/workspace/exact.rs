@@ -167,15 +167,23 @@ impl Git {
         };
         let mut entries: BTreeMap<String, (String, String)> = BTreeMap::new();
         let mut paths: BTreeSet<String> = BTreeSet::new();
+        // The index's blob of each tracked path: a large file of the same size is read.
+        let mut indexed: BTreeMap<&str, &str> = BTreeMap::new();
         for rec in staged.split('\0').filter(|s| !s.is_empty()) {
             let Some((meta, path)) = rec.split_once('\t') else {
                 continue;
             };
             let mut m = meta.split(' ');
-            if let (Some("160000"), Some(sha)) = (m.next(), m.next()) {
-                entries.insert(path.to_string(), ("160000".into(), sha.to_string()));
-            } else {
-                paths.insert(path.to_string());
+            match (m.next(), m.next()) {
+                (Some("160000"), Some(sha)) => {
+                    entries.insert(path.to_string(), ("160000".into(), sha.to_string()));
+                }
+                (_, sha) => {
+                    if let Some(sha) = sha {
+                        indexed.insert(path, sha);
+                    }
+                    paths.insert(path.to_string());
+                }
             }
         }
         // Command-line git here because the untracked files git would add follow every
@@ -190,7 +198,7 @@ impl Git {
                 .filter(|s| !s.is_empty() && !s.ends_with('/'))
                 .map(str::to_string),
         );
-        let mut regular: Vec<(String, &'static str)> = Vec::new();
+        let mut regular: Vec<(String, &'static str, u64)> = Vec::new();
         for p in paths {
             // Below a symlinked directory the path is not in the worktree: deleted, as git
             // sees it (the symlink itself is committed, if it is the agent's).
@@ -213,24 +221,63 @@ impl Git {
                 } else {
                     "100644"
                 };
-                if p.contains('\n') {
-                    let bytes = std::fs::read(&full).map_err(io_err(&full))?;
-                    let sha = self.hash_bytes(bytes, true)?;
-                    entries.insert(p, (mode.into(), sha));
-                } else {
-                    regular.push((p, mode));
-                }
+                regular.push((p, mode, meta.len()));
             }
         }
-        let names: Vec<&str> = regular.iter().map(|(p, _)| p.as_str()).collect();
+        self.new_content_fits(&regular, &indexed, super::MAX_NEW_FILE_BYTES)?;
+        let (plain, odd): (Vec<_>, Vec<_>) =
+            regular.into_iter().partition(|(p, _, _)| !p.contains('\n'));
+        for (p, mode, _) in odd {
+            let full = wt.join(&p);
+            let bytes = std::fs::read(&full).map_err(io_err(&full))?;
+            let sha = self.hash_bytes(bytes, true)?;
+            entries.insert(p, (mode.into(), sha));
+        }
+        let names: Vec<&str> = plain.iter().map(|(p, _, _)| p.as_str()).collect();
         let shas = self.hash_files(wt, &names, true)?;
-        for ((p, mode), sha) in regular.into_iter().zip(shas) {
+        for ((p, mode, _), sha) in plain.into_iter().zip(shas) {
             entries.insert(p, (mode.into(), sha));
         }
         match self.memory_tree(&entries)? {
             Some(tree) => Ok(tree),
             None => self.index_tree(wt, &entries),
         }
+    }
+
+    /// Whether the regular files of a snapshot (`files`: path, mode, size; `indexed`: the
+    /// index's blob of each tracked path) hold at most `limit` bytes of new content
+    /// ([`super::MAX_NEW_FILE_BYTES`]), a file as large as its index blob counting as none;
+    /// else the largest new file as [`GitError::TooLarge`]. Sizes only: nothing is read.
+    pub(super) fn new_content_fits(
+        &self,
+        files: &[(String, &str, u64)],
+        indexed: &BTreeMap<&str, &str>,
+        limit: u64,
+    ) -> Result<(), GitError> {
+        let sum = |sizes: &mut dyn Iterator<Item = u64>| sizes.fold(0u64, u64::saturating_add);
+        if sum(&mut files.iter().map(|f| f.2)) <= limit {
+            return Ok(());
+        }
+        let ids: Vec<&str> = files
+            .iter()
+            .map(|(p, _, _)| indexed.get(p.as_str()).copied().unwrap_or_default())
+            .collect();
+        let new: Vec<(&String, u64)> = files
+            .iter()
+            .zip(self.blob_lens(&ids))
+            .filter(|((_, _, len), blob)| *blob != Some(*len))
+            .map(|((p, _, len), _)| (p, *len))
+            .collect();
+        if sum(&mut new.iter().map(|n| n.1)) <= limit {
+            return Ok(());
+        }
+        let largest = new
+            .iter()
+            .fold(new[0], |m, n| if n.1 > m.1 { *n } else { m });
+        Err(GitError::TooLarge {
+            path: largest.0.clone(),
+            bytes: largest.1,
+        })
     }
 
     /// The tree of `entries` (path → (mode, id)) built by git itself through a private index.
@@ -459,8 +506,25 @@ impl Git {
     /// lacks; every path `found` lists is one of `listing`'s.
     fn stale(&self, wt: &Path, listing: &Listing, found: &Found) -> Result<Vec<String>, GitError> {
         let mut stale: Vec<String> = Vec::new();
+        let mut present: BTreeSet<&str> = BTreeSet::new();
+        // A file whose size is not its blob's differs, and is not read (a huge one a
+        // candidate left would take hours to hash).
+        let ids: Vec<&str> = found
+            .files
+            .iter()
+            .map(|(p, _)| listing.files[p.as_str()].sha.as_str())
+            .collect();
+        let mut same_size: Vec<&Present> = Vec::new();
+        for (f, len) in found.files.iter().zip(self.blob_lens(&ids)) {
+            present.insert(f.0.as_str());
+            let on_disk = std::fs::symlink_metadata(wt.join(&f.0)).map(|m| m.len());
+            match (len, on_disk) {
+                (Some(len), Ok(on_disk)) if len == on_disk => same_size.push(f),
+                _ => stale.push(f.0.clone()),
+            }
+        }
         let (plain, odd): (Vec<&Present>, Vec<&Present>) =
-            found.files.iter().partition(|(p, _)| !p.contains('\n'));
+            same_size.into_iter().partition(|(p, _)| !p.contains('\n'));
         let names: Vec<&str> = plain.iter().map(|(p, _)| p.as_str()).collect();
         let mut shas = self.hash_files(wt, &names, false)?;
         // A name with a line break cannot go through `--stdin-paths`: hashed one by one.
@@ -470,9 +534,7 @@ impl Git {
             shas.push(self.hash_bytes(bytes, false)?);
         }
         let plain: Vec<&Present> = plain.into_iter().chain(odd).collect();
-        let mut present: BTreeSet<&str> = BTreeSet::new();
         for ((p, exec), sha) in plain.iter().zip(&shas) {
-            present.insert(p);
             let e = &listing.files[p.as_str()];
             let mode = if *exec { "100755" } else { "100644" };
             if e.sha != *sha || e.mode != mode {

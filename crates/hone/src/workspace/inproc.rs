@@ -385,6 +385,20 @@ impl Git {
         id.map(|o| o.to_string()).map_err(|e| failed(what, &e))
     }
 
+    /// The sizes of the blobs `ids` (`None`: not a blob this repository holds), from their
+    /// headers: no content is read.
+    pub(super) fn blob_lens(&self, ids: &[&str]) -> Vec<Option<u64>> {
+        let odb = self.repo().ok();
+        let odb = odb.as_ref().and_then(|r| r.odb().ok());
+        ids.iter()
+            .map(|id| {
+                let odb = odb.as_ref()?;
+                let (len, kind) = odb.read_header(Oid::from_str(id).ok()?).ok()?;
+                (kind == ObjectType::Blob).then_some(len as u64)
+            })
+            .collect()
+    }
+
     /// The blob ids of files under `wt`, their raw bytes hashed (and written, with `write`).
     pub(super) fn file_ids(
         &self,

@@ -203,6 +203,48 @@ fn materialize_restores_modes_git_does_not_record() {
     assert!(git.changed_tracked(&wt, &head).unwrap().is_empty());
 }
 
+/// A candidate's new content is bounded by size alone, nothing read: a tracked file as large
+/// as its blob is none (however large), and past the limit the largest new file is named.
+#[test]
+fn new_content_is_bounded_by_sizes_and_a_file_left_alone_counts_as_none() {
+    let (_dir, git) = committed("printf '0123456789' > big.bin && printf 'x' > f.py");
+    let staged = git.run(&["ls-files", "-s"]).unwrap();
+    let big = staged.split_whitespace().nth(1).unwrap().to_string();
+    let indexed: std::collections::BTreeMap<&str, &str> = [("big.bin", big.as_str())].into();
+    let fits = |files: &[(&str, u64)], limit| {
+        let files: Vec<(String, &str, u64)> = files
+            .iter()
+            .map(|(p, n)| (p.to_string(), "100644", *n))
+            .collect();
+        git.new_content_fits(&files, &indexed, limit)
+    };
+    // big.bin as committed (10 bytes) is no new content, even over a limit of 4.
+    assert!(fits(&[("big.bin", 10), ("f.py", 3)], 4).is_ok());
+    match fits(&[("big.bin", 11), ("f.py", 3), ("new.dat", 7)], 12) {
+        Err(GitError::TooLarge { path, bytes }) => {
+            assert_eq!((path.as_str(), bytes), ("big.bin", 11))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(fits(&[("big.bin", 11)], 12).is_ok());
+}
+
+/// A tracked file the candidate made huge (sparse: a second to make, hours to hash) is not
+/// read: the snapshot refuses it by its size, and the reset finds it stale by its size.
+#[test]
+fn a_huge_sparse_file_is_refused_by_its_size_and_reset_without_being_read() {
+    let (_dir, git, head, wt) = worktree_changed("printf 'x\\n' > f.py", "truncate -s 3G f.py");
+    match git.snapshot(&wt, &head, "m") {
+        Err(GitError::TooLarge { path, bytes }) => {
+            assert_eq!((path.as_str(), bytes), ("f.py", 3 << 30))
+        }
+        other => panic!("{:?}", other.map(|s| s.map(|s| s.commit))),
+    }
+    assert_eq!(git.changed_tracked(&wt, &head).unwrap(), ["f.py"]);
+    git.reset_worktree(&wt, &head).unwrap();
+    assert_eq!(std::fs::read(wt.join("f.py")).unwrap(), b"x\n");
+}
+
 /// A directory the candidate replaced by a symlink to hidden data: the snapshot commits
 /// the symlink, never the data behind it (hone reads outside every sandbox).
 #[test]
