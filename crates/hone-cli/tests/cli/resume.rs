@@ -197,12 +197,7 @@ fn ctrl_c_twice_ends_a_hanging_llm_call_and_charges_its_worst_case() {
         "max_attempts = 3\nrequest_timeout = \"1h\"\nmax_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
         "max_experiments = 3",
     );
-    let mut child = spawn_hone_in(&r.dir, &["run"], Stdio::null(), Stdio::piped());
-    server.wait_for_requests(1);
-    ctrl_c_twice(&mut child);
-    let log = r.log();
-    assert_statuses(&log, &["baseline", "aborted"]);
-    assert_eq!(log[1]["reason"], "interrupted by the user");
+    let log = ctrl_c_twice_in_the_first_call(&r, &server);
     // The provider may bill a request it got: charged at its worst case (the prompt at two
     // characters a token, plus max_tokens, at $100 per million tokens).
     let cost = log[1]["cost_usd"].as_f64().unwrap();
@@ -223,13 +218,20 @@ fn ctrl_c_twice_during_an_llm_calls_backoff_sends_no_further_attempt() {
         false,
     );
     let r = llm_repo("openai", &server, "max_attempts = 2", "max_experiments = 3");
+    ctrl_c_twice_in_the_first_call(&r, &server);
+    assert_eq!(server.requests().len(), 1, "no attempt after the Ctrl-C");
+}
+
+/// Runs `r` (its proposer the LLM `server`), presses Ctrl-C twice once the server has the first
+/// request, and checks that experiment 1 was aborted; the run's records.
+fn ctrl_c_twice_in_the_first_call(r: &Repo, server: &LlmServer) -> Vec<serde_json::Value> {
     let mut child = spawn_hone_in(&r.dir, &["run"], Stdio::null(), Stdio::piped());
     server.wait_for_requests(1);
     ctrl_c_twice(&mut child);
     let log = r.log();
     assert_statuses(&log, &["baseline", "aborted"]);
     assert_eq!(log[1]["reason"], "interrupted by the user");
-    assert_eq!(server.requests().len(), 1, "no attempt after the Ctrl-C");
+    log
 }
 
 #[test]
