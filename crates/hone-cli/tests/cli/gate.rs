@@ -129,3 +129,45 @@ fn ignored_files_a_proposer_plants_never_reach_the_verifier() {
         "the verifier saw the planted file"
     );
 }
+
+#[test]
+fn a_copy_of_a_candidate_in_flight_is_not_run_and_says_whether_it_is_in_review_or_verifying() {
+    // Two workers. #1's verifier blocks, then #2 copies #1; #3's agent turn releases it.
+    let marks = Marks::new();
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 4\n\n[exec]\nworkers = 2\n",
+        &marks.blocking_verifier(1),
+        &marks.fill(
+            "write\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nrun\ttouch {m}/release\nwrite\tvalue.txt\tscore: 2\\n\n",
+        ),
+    );
+    let log = r.run_log("v");
+    assert_eq!(
+        log[2]["reason"],
+        "duplicate of #1, which is being verified now (identical files)"
+    );
+    // The same, with a reviewer that holds #2 (after a first verdict on #1: until then the
+    // coordinator asks for no second candidate) until #4's agent turn.
+    let marks = Marks::new();
+    put(
+        marks.path("review.sh"),
+        marks.fill(
+            "i=0\nwhile [ \"$HONE_EXPERIMENT\" = 2 ] && [ ! -f {m}/release ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done\necho APPROVE\n",
+        ),
+    );
+    let r = Repo::new(
+        &marks.fill(
+            "[stop]\nmax_experiments = 5\n\n[exec]\nworkers = 2\n\n[review]\ncommand = \"sh {m}/review.sh\"\n",
+        ),
+        SCORE,
+        &marks.fill(
+            "write\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nrun\ttouch {m}/release\nwrite\tvalue.txt\tscore: 2\\n\n",
+        ),
+    );
+    let log = r.run_log("r");
+    assert_eq!(
+        log[3]["reason"],
+        "duplicate of #2, which is being reviewed now (identical files)"
+    );
+    assert_eq!(log[2]["objective"], 3.0, "#2 was approved and measured");
+}

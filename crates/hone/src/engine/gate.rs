@@ -264,13 +264,14 @@ pub(super) fn pinned_message(changed: &str) -> String {
 }
 
 /// Why a candidate with `rec`'s files is not run: the same files as an experiment already
-/// measured (in `exps`, or dropped from it) or being verified (`in_flight`) give the same
-/// answer.
+/// measured (in `exps`, or dropped from it) or being verified (`in_flight`; those numbered in
+/// `reviewing` are still in their review, whose verdict on the same files would be the same)
+/// give the same answer.
 pub(super) fn duplicate(
     rec: &ExperimentRecord,
     exps: &[ExperimentRecord],
     dropped: &super::history::Dropped,
-    in_flight: &[ExperimentRecord],
+    (in_flight, reviewing): (&[ExperimentRecord], &[u64]),
 ) -> Option<String> {
     let tree = rec.tree.as_deref()?;
     let measured =
@@ -287,8 +288,13 @@ pub(super) fn duplicate(
         ));
     }
     in_flight.iter().find(running).map(|dup| {
+        let now = if reviewing.contains(&dup.n) {
+            "reviewed"
+        } else {
+            "verified"
+        };
         format!(
-            "duplicate of #{}, which is being verified now (identical files)",
+            "duplicate of #{}, which is being {now} now (identical files)",
             dup.n
         )
     })

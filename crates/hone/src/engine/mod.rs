@@ -169,13 +169,14 @@ struct Candidate {
 }
 
 /// Where [`Engine::prepare`] leaves a candidate's review.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Review {
+#[derive(Clone, Copy)]
+enum Review<'r> {
     /// On the coordinator's thread, as the last check of the gate (the serial loop).
     Here,
     /// On the thread of the parallel slot that verifies it, before its verifier (and the
     /// pinned inputs' check after it): a slow reviewer then holds up its slot only.
-    OnSlot,
+    /// `reviewing`: the experiments in flight whose review is not over yet.
+    OnSlot { reviewing: &'r [u64] },
 }
 
 /// How the first half of an experiment ended.
@@ -358,10 +359,14 @@ impl<'a> Engine<'a> {
         // for a baseline: after a failed one, the user fixed the spec or the environment, and
         // the unmodified project is measured again.
         if rejection.is_none() && best.is_some() {
-            rejection = gate::duplicate(&rec, exps, &self.dropped, in_flight)
+            let reviewing = match review {
+                Review::OnSlot { reviewing } => reviewing,
+                Review::Here => &[],
+            };
+            rejection = gate::duplicate(&rec, exps, &self.dropped, (in_flight, reviewing))
                 .and_then(|why| gate::Rejection::new(Status::Invalid, why));
         }
-        let unreviewed = best.is_some() && review == Review::OnSlot;
+        let unreviewed = best.is_some() && matches!(review, Review::OnSlot { .. });
         if rejection.is_none() && best.is_some() && !unreviewed {
             rejection = self.review_here(&mut rec, &turn)?;
         }

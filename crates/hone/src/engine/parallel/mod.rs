@@ -299,7 +299,20 @@ impl Engine<'_> {
             let Some(slot) = pool.free.pop() else { break };
             let wt = &slots[slot].worktree;
             self.slot_ready = pool.ready[slot].take().map(|c| (wt.clone(), c));
-            let prepared = self.prepare(&exps, &in_flight, wt, Review::OnSlot);
+            // In review: with a reviewer to wait for (the rules alone take no time), and no
+            // word yet from its slot.
+            let r = &self.verifier.spec.review;
+            let reviewer = r.command.is_some() || r.llm.is_some();
+            let reviewing: Vec<u64> = pool
+                .flying
+                .values()
+                .filter(|f| reviewer && f.in_review)
+                .map(|f| f.cand.rec.n)
+                .collect();
+            let review = Review::OnSlot {
+                reviewing: &reviewing,
+            };
+            let prepared = self.prepare(&exps, &in_flight, wt, review);
             self.slot_ready = None;
             match prepared? {
                 Prepared::Done(s) => {
