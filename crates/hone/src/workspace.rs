@@ -25,7 +25,7 @@ mod snapshot;
 pub use binary::BinaryChange;
 pub use inproc::is_full_hex;
 pub use listing::RefListing;
-pub use paths::{first_difference, glob_match, hash_paths, matches_any};
+pub use paths::{first_difference, glob_match, hash_paths, hash_paths_bounded, matches_any};
 pub use snapshot::IndexListing;
 
 /// A git invocation that failed, with what git said.

@@ -305,3 +305,21 @@ fn attack_leaves_a_huge_sparse_file_and_is_refused_by_its_size() {
         .unwrap();
     assert_eq!(text(&big), "");
 }
+
+#[test]
+fn the_candidates_code_blows_a_protected_file_up_and_hone_does_not_read_it() {
+    // While it runs, train.py makes the sealed evaluator a sparse file of a terabyte: found
+    // changed by its size (larger than any sealed file was), never read (hours), and the
+    // reset puts it back without reading it either.
+    let r = attack_repo(
+        "write\ttrain.py\timport os\\nos.truncate('prepare.py', 1 << 40)\\nopen('model.txt', 'w').write('5')\\n\n",
+    );
+    let out = run_bounded(&r.dir, &["run", "--tag", "atk"]).unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "violation"]);
+    assert_reason(
+        &log[1],
+        "protected file `prepare.py` was modified while the verifier ran",
+    );
+}

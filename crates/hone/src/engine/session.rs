@@ -108,7 +108,9 @@ impl<'a> Engine<'a> {
                 (run, false, coordination)
             }
         };
-        let seals: Seals = serde_json::from_str(&run.seals).unwrap_or_default();
+        let mut seals: Seals = serde_json::from_str(&run.seals).unwrap_or_default();
+        let sealed = seals.protected.keys().map(String::as_str);
+        seals.protected_bound = git.largest_blob(&run.base_commit, sealed).ok();
         let worktree = worktree_path(&paths, &spec, git.root(), &run.tag);
         let proposer = propose::from_spec(&spec);
         // Outer loop (Level 2): scripts are read from and stored under the repository.
@@ -685,6 +687,7 @@ fn start_run(
         protected: hash_paths(&wt, &sealed)?,
         pinned: hash_paths(git.root(), &spec.loop_.pinned)?,
         pinned_paths: spec.loop_.pinned.clone(),
+        protected_bound: None,
     };
     for (path, h) in &seals.pinned {
         if h == "missing" {

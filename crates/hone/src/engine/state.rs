@@ -261,6 +261,10 @@ pub(super) struct Seals {
     /// The `pinned` list the hashes were taken from.
     #[serde(default)]
     pub(super) pinned_paths: Vec<String>,
+    /// The largest of the `protected` files at the base commit, in bytes (set when a session
+    /// opens, not stored): a file larger than that has changed, and is not read to say so.
+    #[serde(skip)]
+    pub(super) protected_bound: Option<u64>,
 }
 
 /// An exclusive lock on a repository's state, released when dropped.

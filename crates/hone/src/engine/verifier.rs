@@ -13,7 +13,7 @@ use crate::exec::{ExecRequest, Exit};
 use crate::spec::{format_duration, HoldoutSpec, Spec};
 use crate::store::{ExperimentRecord, Status, Store};
 use crate::verify::metrics::{MetricReader, MetricSet};
-use crate::workspace::{first_difference, hash_paths, Git};
+use crate::workspace::{first_difference, hash_paths_bounded, Git};
 
 use super::executor::{Executor, Failure, Io, Job, RunPlace};
 use super::progress::Watch;
@@ -528,7 +528,7 @@ impl Verifier {
             return None;
         }
         let paths: Vec<String> = self.seals.protected.keys().cloned().collect();
-        match hash_paths(wt, &paths) {
+        match hash_paths_bounded(wt, &paths, self.seals.protected_bound) {
             Ok(now) => first_difference(&self.seals.protected, &now),
             Err(e) => Some(e.to_string()),
         }

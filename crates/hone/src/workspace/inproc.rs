@@ -399,6 +399,30 @@ impl Git {
             .collect()
     }
 
+    /// The size of the largest blob of `commit` at one of `paths` (0 when none is there), from
+    /// the blobs' headers.
+    pub fn largest_blob<'p>(
+        &self,
+        commit: &str,
+        paths: impl IntoIterator<Item = &'p str>,
+    ) -> Result<u64, GitError> {
+        let repo = self.repo()?;
+        let wanted: std::collections::BTreeSet<&str> = paths.into_iter().collect();
+        let ids: Vec<String> = self
+            .tree_entries(&repo, commit)?
+            .into_iter()
+            .filter(|(path, _, _)| wanted.contains(path.as_str()))
+            .map(|(_, _, id)| id)
+            .collect();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        Ok(self
+            .blob_lens(&ids)
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(0))
+    }
+
     /// The blob ids of files under `wt`, their raw bytes hashed (and written, with `write`).
     pub(super) fn file_ids(
         &self,

@@ -63,6 +63,18 @@ pub fn matches_any(patterns: &[String], path: &str) -> bool {
 /// `base`. A path that does not exist hashes to `missing`, so that its later appearance counts
 /// as a change too.
 pub fn hash_paths(base: &Path, paths: &[String]) -> Result<BTreeMap<String, String>, GitError> {
+    hash_paths_bounded(base, paths, None)
+}
+
+/// [`hash_paths`], except that a file larger than `bound` bytes is not read: its value is its
+/// size (`size N`), which differs from every content hash. With `bound` the largest of the
+/// files the hashes are compared with, a file that grew past it (a sparse file of a terabyte
+/// that a candidate's code left in a protected file's place) is found changed at once.
+pub fn hash_paths_bounded(
+    base: &Path,
+    paths: &[String],
+    bound: Option<u64>,
+) -> Result<BTreeMap<String, String>, GitError> {
     let mut out = BTreeMap::new();
     for p in paths {
         let full = if Path::new(p).is_absolute() {
@@ -70,12 +82,17 @@ pub fn hash_paths(base: &Path, paths: &[String]) -> Result<BTreeMap<String, Stri
         } else {
             base.join(p.trim_end_matches('/'))
         };
-        hash_into(&full, p.trim_end_matches('/'), &mut out)?;
+        hash_into(&full, p.trim_end_matches('/'), bound, &mut out)?;
     }
     Ok(out)
 }
 
-fn hash_into(full: &Path, key: &str, out: &mut BTreeMap<String, String>) -> Result<(), GitError> {
+fn hash_into(
+    full: &Path,
+    key: &str,
+    bound: Option<u64>,
+    out: &mut BTreeMap<String, String>,
+) -> Result<(), GitError> {
     let io = |source| GitError::Io {
         path: full.to_path_buf(),
         source,
@@ -102,8 +119,10 @@ fn hash_into(full: &Path, key: &str, out: &mut BTreeMap<String, String>) -> Resu
             if n == "__pycache__" {
                 continue;
             }
-            hash_into(&full.join(&n), &format!("{key}/{n}"), out)?;
+            hash_into(&full.join(&n), &format!("{key}/{n}"), bound, out)?;
         }
+    } else if bound.is_some_and(|b| meta.len() > b) {
+        out.insert(key.to_string(), format!("size {}", meta.len()));
     } else {
         let mut f = std::fs::File::open(full).map_err(io)?;
         let mut h = Sha256::new();

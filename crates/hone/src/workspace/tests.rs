@@ -245,6 +245,24 @@ fn a_huge_sparse_file_is_refused_by_its_size_and_reset_without_being_read() {
     assert_eq!(std::fs::read(wt.join("f.py")).unwrap(), b"x\n");
 }
 
+/// A sealed file that grew past the largest sealed file is changed by its size alone.
+#[test]
+fn a_file_past_the_bound_hashes_to_its_size_unread() {
+    let (_dir, git, _head, wt) = worktree_changed(
+        "printf 'x\\n' > eval.py && printf 'yy\\n' > b.py",
+        "truncate -s 3G eval.py",
+    );
+    let paths = ["eval.py".to_string(), "b.py".to_string()];
+    let bound = git
+        .largest_blob("HEAD", paths.iter().map(String::as_str))
+        .unwrap();
+    assert_eq!(bound, 3);
+    let bounded = hash_paths_bounded(&wt, &paths, Some(bound)).unwrap();
+    assert_eq!(bounded["eval.py"], format!("size {}", 3u64 << 30));
+    let b = hash_paths(&wt, &["b.py".to_string()]).unwrap();
+    assert_eq!(bounded["b.py"], b["b.py"]);
+}
+
 /// A directory the candidate replaced by a symlink to hidden data: the snapshot commits
 /// the symlink, never the data behind it (hone reads outside every sandbox).
 #[test]
