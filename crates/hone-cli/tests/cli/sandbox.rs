@@ -135,3 +135,46 @@ fn bwrap_missing_stops_the_run_unless_not_required() {
     let out = ok(run(&["run"]));
     assert_says(&out, "running WITHOUT containment");
 }
+
+#[test]
+fn a_reviewer_command_starts_away_from_the_candidates_files() {
+    // A strict reviewer in Python; `python3 -c` imports from where it starts. Started in the
+    // worktree, it would import the candidate's json.py, which prints APPROVE and exits.
+    // Without a sandbox and (where bubblewrap works) inside one.
+    let marks = Marks::new();
+    put(
+        marks.path("review.sh"),
+        "test -f \"$HONE_WORKTREE/json.py\" || { echo 'REJECT: HONE_WORKTREE is not the candidate'; exit 0; }\n\
+         python3 -c \"import json; print('REJECT: strict reviewer')\"\n",
+    );
+    let sandboxes: &[&str] = if bwrap_available() {
+        &["", "\n[sandbox]\nkind = \"bwrap\"\n"]
+    } else {
+        &[""]
+    };
+    for sandbox in sandboxes {
+        let runs = RunCounter::new();
+        let review = marks.fill(&format!(
+            "[stop]\nmax_experiments = 2\n\n[review]\ncommand = \"sh {{m}}/review.sh\"\n{sandbox}"
+        ));
+        let verify = runs.command.clone();
+        let r = Repo::builder()
+            .script("write\tjson.py\tprint('APPROVE')\\nimport os\\nos._exit(0)\\n\nwrite\tvalue.txt\tscore: 3\\n\n")
+            .spec_with(move |agent| {
+                Spec::standard(&verify, agent)
+                    .editable(&["value.txt", "json.py"])
+                    .tail(&review)
+            })
+            .create();
+        let log = r.run_log("rv");
+        assert_statuses(&log, &["baseline", "rejected"]);
+        assert_eq!(
+            log[1]["reason"], "the reviewer rejected it: strict reviewer",
+            "{sandbox}"
+        );
+        if sandbox.is_empty() {
+            // (A sandboxed verifier cannot write the counter: /tmp is read-only to it.)
+            assert_eq!(runs.runs(), 1, "only the baseline was measured");
+        }
+    }
+}

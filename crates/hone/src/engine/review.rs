@@ -170,13 +170,24 @@ impl Verifier {
             "{prompt_file}",
             &crate::propose::command::shell_quote(&prompt_path.to_string_lossy()),
         );
+        // It starts in an empty directory beside its prompt, not in the worktree: a tool that
+        // looks for code or settings where it starts (`python3 -c` imports from there, agent
+        // CLIs read their settings files) must not find the candidate's. The candidate's
+        // files are at `HONE_WORKTREE`.
+        let start = prompt_path.with_extension("d");
+        let _ = std::fs::remove_dir_all(&start);
+        std::fs::create_dir_all(&start).map_err(|error| Fs::Create {
+            path: start.clone(),
+            error,
+        })?;
         let mut env = v.inherited_for_candidate();
         env.push(("HONE_REVIEW_PROMPT".into(), prompt_path.into_os_string()));
+        env.push(("HONE_WORKTREE".into(), wt.as_os_str().to_owned()));
         env.push(("HONE_EXPERIMENT".into(), n.to_string().into()));
         env.push(("HONE_JOB".into(), v.job_token(n).into()));
         let req = ExecRequest {
             command,
-            cwd: wt.to_path_buf(),
+            cwd: start.clone(),
             env,
             timeout: Some(reviewer.timeout),
             kill_grace: v.spec.verify.kill_grace,
@@ -184,7 +195,7 @@ impl Verifier {
             log_path: reviewer.log_path,
             max_log_bytes: v.spec.verify.max_log_bytes,
             limits: v.spec.sandbox.limits(),
-            wrapper: v.wrapper(wt, true, Role::Agent),
+            wrapper: v.confined(wt, true, Role::Agent, Some(&start)),
         };
         let running = exec::spawn(&req).map_err(|error| Stage::Start {
             what: "reviewer".into(),

@@ -596,6 +596,18 @@ impl Verifier {
     /// `TMPDIR`, no network, and its own IPC, UTS and PID namespaces (every sandbox has those,
     /// and no capabilities, see `sandbox::Confinement`).
     pub(super) fn wrapper(&self, wt: &Path, network: bool, role: Role) -> Vec<std::ffi::OsString> {
+        self.confined(wt, network, role, None)
+    }
+
+    /// [`Verifier::wrapper`], starting in `start_in` (which the sandbox must show) instead of
+    /// the worktree when given.
+    pub(super) fn confined(
+        &self,
+        wt: &Path,
+        network: bool,
+        role: Role,
+        start_in: Option<&Path>,
+    ) -> Vec<std::ffi::OsString> {
         if !self.contained {
             return Vec::new();
         }
@@ -629,6 +641,7 @@ impl Verifier {
             // A SLURM job's sandbox starts on a compute node, whose sockets are not these.
             mask_sockets: role == Role::Agent
                 || self.spec.exec.backend != crate::spec::Backend::Slurm,
+            start_in,
         }
         .wrapper()
     }

@@ -128,6 +128,9 @@ pub struct Confinement<'a> {
     /// Mask the host's unix sockets ([`socket_masks`]); off for a sandbox that starts on
     /// another machine (a SLURM job), whose sockets hone cannot see.
     pub mask_sockets: bool,
+    /// The directory it starts in, when not `worktree` (a reviewer's: no file of the
+    /// candidate's may be where its tools look for code or settings).
+    pub start_in: Option<&'a Path>,
 }
 
 impl Confinement<'_> {
@@ -202,7 +205,8 @@ impl Confinement<'_> {
         for var in ["TMPDIR", "TMP", "TEMP"] {
             args.extend([OsString::from("--setenv"), var.into(), tmp.clone()]);
         }
-        args.extend([OsString::from("--chdir"), wt]);
+        let start = self.start_in.map_or(wt, |d| d.as_os_str().to_owned());
+        args.extend([OsString::from("--chdir"), start]);
         args.extend(ISOLATION.iter().map(OsString::from));
         if !self.network {
             args.push("--unshare-net".into());
@@ -352,6 +356,7 @@ pub fn bwrap_wrapper(
         hide,
         expose,
         mask_sockets: true,
+        start_in: None,
     }
     .wrapper()
 }
@@ -451,6 +456,7 @@ mod tests {
             hide: &[],
             expose: &[],
             mask_sockets: false,
+            start_in: None,
         }
         .bwrap_args();
         Some((dir, wt, args))
@@ -668,6 +674,7 @@ mod tests {
                     hide: &hide,
                     expose: &[],
                     mask_sockets: false,
+                    start_in: None,
                 }
                 .bwrap_args(),
             );
