@@ -732,6 +732,10 @@ fn serve_with_a_token_answers_401_to_every_request_without_it() {
     let a = get(&format!("{base}runs/t?per=10&token={TOKEN}"));
     assert_eq!(a.status, 303);
     assert_eq!(a.header("location"), Some("/runs/t?per=10"));
+    // Never to another site: `//evil.example/x` is a path here, and stays one.
+    let away = get(&format!("{base}/evil.example/x?token={TOKEN}"));
+    assert_eq!(away.status, 303);
+    assert_eq!(away.header("location"), Some("/evil.example/x"));
     let cookie = a.header("set-cookie").unwrap().to_string();
     assert!(
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),

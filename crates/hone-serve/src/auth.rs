@@ -132,7 +132,8 @@ async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Res
     // does not stay in the address bar, the history or links; the cookie carries it on.
     if req.method() == Method::GET && !req.uri().path().starts_with("/api/") {
         let rest: Vec<(String, String)> = query_pairs(&req).filter(|(k, _)| k != "token").collect();
-        let mut location = req.uri().path().to_string();
+        // One leading slash: `//host/x` would send the browser to another site.
+        let mut location = format!("/{}", req.uri().path().trim_start_matches('/'));
         if !rest.is_empty() {
             location.push('?');
             location.push_str(
