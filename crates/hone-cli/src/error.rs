@@ -66,7 +66,21 @@ impl CliError {
         self.hint = Some(hint.into());
         self
     }
+
+    /// With [`DISK_FULL`] as its hint when it has none and its message says the disk is
+    /// full (the system's `No space left on device`, SQLite's `database or disk is full`).
+    pub fn with_disk_hint(self) -> CliError {
+        let text = format!("{:#}", self.error);
+        let full = text.contains("No space left on device") || text.contains("disk is full");
+        if full && self.hint.is_none() {
+            return self.hint(DISK_FULL);
+        }
+        self
+    }
 }
+
+/// What to do when the disk filled up during a run.
+pub const DISK_FULL: &str = "the disk is full: free some space and run the command again (`hone run` resumes, every finished experiment kept); a run's worktree, .hone/worktrees/<tag>, holds what its last candidate left and may be removed (hone makes it again)";
 
 /// `<message>` (with its causes, `outer: inner`), then `; <hint>` when there is one.
 impl fmt::Display for CliError {
@@ -117,6 +131,17 @@ mod tests {
         assert_eq!(Kind::Config.exit_code(), 2);
         assert_eq!(Kind::Runtime.exit_code(), 1);
         assert_eq!(Kind::Interrupted.exit_code(), 130);
+    }
+
+    #[test]
+    fn a_full_disk_says_what_to_do() {
+        let full = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        let e: CliError = anyhow::Error::from(full).context("cannot write x").into();
+        assert!(e.with_disk_hint().to_string().ends_with(DISK_FULL));
+        let e = CliError::runtime("state database error: database or disk is full");
+        assert!(e.with_disk_hint().to_string().ends_with(DISK_FULL));
+        let e = CliError::runtime("something else");
+        assert_eq!(e.with_disk_hint().to_string(), "something else");
     }
 
     #[test]

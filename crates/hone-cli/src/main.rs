@@ -105,6 +105,7 @@ fn main() -> ExitCode {
     match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            let e = e.with_disk_hint();
             err!("error: {e}");
             ExitCode::from(e.kind.exit_code())
         }
