@@ -109,8 +109,7 @@ impl<'a> Engine<'a> {
             }
         };
         let mut seals: Seals = serde_json::from_str(&run.seals).unwrap_or_default();
-        let sealed = seals.protected.keys().map(String::as_str);
-        seals.protected_bound = git.largest_blob(&run.base_commit, sealed).ok();
+        seals.bound_at(&git, &run.base_commit);
         let worktree = worktree_path(&paths, &spec, git.root(), &run.tag);
         let proposer = propose::from_spec(&spec);
         // Outer loop (Level 2): scripts are read from and stored under the repository.

@@ -267,6 +267,15 @@ pub(super) struct Seals {
     pub(super) protected_bound: Option<u64>,
 }
 
+impl Seals {
+    /// Sets [`Seals::protected_bound`] from the protected files' blobs at `base` (none when
+    /// they cannot be read: every file is then hashed, whatever its size).
+    pub(super) fn bound_at(&mut self, git: &Git, base: &str) {
+        let sealed = self.protected.keys().map(String::as_str);
+        self.protected_bound = git.largest_blob(base, sealed).ok();
+    }
+}
+
 /// An exclusive lock on a repository's state, released when dropped.
 pub(super) struct StateLock {
     _file: std::fs::File,
