@@ -182,3 +182,23 @@ fn a_closed_stdout_neither_kills_the_loop_nor_panics() {
     drop(child.stdout.take());
     ok(child.wait_with_output().unwrap());
 }
+
+#[test]
+fn a_run_works_under_any_common_umask() {
+    // 002 (the default for users on many systems) and 077 make directories 0775 and 0700: the
+    // worktree's rebuild must take them as they are.
+    for umask in [0o002, 0o077] {
+        let r = Repo::scored(2, &scores(&[3]));
+        let mut cmd = Command::new(HONE);
+        cmd.args(["run", "--tag", "u"]).current_dir(&r.dir);
+        // SAFETY: umask is async-signal-safe; it only sets the child's file mode mask.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                libc::umask(umask);
+                Ok(())
+            });
+        }
+        ok(cmd.output().unwrap());
+        assert_statuses(&r.log(), &["baseline", "keep"]);
+    }
+}

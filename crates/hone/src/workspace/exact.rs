@@ -466,7 +466,7 @@ impl Git {
     ) -> Result<usize, GitError> {
         let mut found = Found::default();
         let top = std::fs::metadata(wt).map_err(io_err(wt))?;
-        normal_mode(wt, top, 0o755, fix, &mut found)?;
+        normal_mode(wt, top, (0o700, 0o755), fix, &mut found)?;
         walk_against(wt, "", (listing, keep), fix, &mut found)?;
         let stale = self.stale(wt, listing, &found)?;
         let differences = found.extra + stale.len();
@@ -672,23 +672,24 @@ fn kept(keep: &[String], p: &str) -> bool {
 }
 
 /// Counts `path` (a directory or a file of the commit, `meta` its metadata) as a difference
-/// when its permission bits are not `want`, and with `fix` sets them. git records only the
-/// executable bit, so the candidate's code could otherwise leave a protected file unreadable
-/// (`chmod 000`), a mode no reset rewrote: every later verifier without root's privileges
-/// (a sandboxed one) would crash on it.
+/// when its owner lacks one of the permission bits `needed`, and with `fix` sets its mode to
+/// `set`. git records only the executable bit, so the candidate's code could otherwise leave a
+/// protected file unreadable (`chmod 000`), a mode no reset rewrote: every later verifier
+/// without root's privileges (a sandboxed one) would crash on it. Other bits are left as they
+/// are (the umask's group bits, a setgid directory).
 fn normal_mode(
     path: &Path,
     meta: std::fs::Metadata,
-    want: u32,
+    (needed, set): (u32, u32),
     fix: bool,
     found: &mut Found,
 ) -> Result<(), GitError> {
-    if meta.permissions().mode() & 0o7777 == want {
+    if meta.permissions().mode() & needed == needed {
         return Ok(());
     }
     found.extra += 1;
     if fix {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(want))
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(set))
             .map_err(io_err(path))?;
     }
     Ok(())
@@ -729,13 +730,8 @@ fn walk_against(
         };
         let p = join(rel, name);
         if ft.is_dir() && listing.dirs.contains(&p) {
-            normal_mode(
-                &path,
-                e.metadata().map_err(io_err(&path))?,
-                0o755,
-                fix,
-                found,
-            )?;
+            let meta = e.metadata().map_err(io_err(&path))?;
+            normal_mode(&path, meta, (0o700, 0o755), fix, found)?;
             walk_against(wt, &p, (listing, keep), fix, found)?;
             continue;
         }
@@ -745,15 +741,13 @@ fn walk_against(
                 found.links.push(p);
                 continue;
             }
-            Some(m @ ("100644" | "100755")) if ft.is_file() => {
+            Some("100644" | "100755") if ft.is_file() => {
                 let meta = e.metadata().map_err(io_err(&path))?;
-                let want = if m == "100755" { 0o755 } else { 0o644 };
                 let exec = meta.permissions().mode() & 0o100 != 0;
-                // A mode git does not record (unreadable, group-writable...) set right; an
-                // executable bit that differs is the commit's difference (`stale`).
-                if exec == (want == 0o755) {
-                    normal_mode(&path, meta, want, fix, found)?;
-                }
+                // Readable and writable by its owner again (before `stale` reads it), its
+                // executable bit kept: one that differs from the commit's is `stale`'s.
+                let set = if exec { 0o755 } else { 0o644 };
+                normal_mode(&path, meta, (0o600, set), fix, found)?;
                 found.files.push((p, exec));
                 continue;
             }

@@ -178,7 +178,8 @@ fn materialize_removes_everything_else_even_beyond_path_max() {
 
 /// Modes git does not record (a protected file made unreadable, a directory closed) come
 /// back as hone writes them, so that no verifier without root's privileges crashes on what an
-/// earlier candidate left; an executable bit stays the commit's.
+/// earlier candidate left; an executable bit stays the commit's. Modes with the owner's bits
+/// (a umask's 0775 or 0700, a setgid directory) are left as they are.
 #[test]
 fn materialize_restores_modes_git_does_not_record() {
     let (_dir, git) = committed(
@@ -187,7 +188,7 @@ fn materialize_restores_modes_git_does_not_record() {
     let (head, wt) = worktree_at_head(&git);
     sh(
         &wt,
-        "chmod 000 eval.py && chmod 4777 src/g.py && chmod 700 src && chmod 700 .",
+        "chmod 000 eval.py && chmod 100 src/g.py && chmod 000 src && chmod 500 .",
     );
     git.materialize(&wt, &head).unwrap();
     let mode = |p: &str| {
@@ -201,6 +202,9 @@ fn materialize_restores_modes_git_does_not_record() {
     );
     // Nothing else differs: a second check finds the worktree as committed.
     assert!(git.changed_tracked(&wt, &head).unwrap().is_empty());
+    sh(&wt, "chmod 2775 src && chmod 664 eval.py");
+    git.materialize(&wt, &head).unwrap();
+    assert_eq!([mode("src"), mode("eval.py")], [0o2775, 0o664]);
 }
 
 /// A candidate's new content is bounded by size alone, nothing read: a tracked file as large
