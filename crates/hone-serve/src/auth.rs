@@ -132,8 +132,9 @@ async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Res
     // does not stay in the address bar, the history or links; the cookie carries it on.
     if req.method() == Method::GET && !req.uri().path().starts_with("/api/") {
         let rest: Vec<(String, String)> = query_pairs(&req).filter(|(k, _)| k != "token").collect();
-        // One leading slash: `//host/x` would send the browser to another site.
-        let mut location = format!("/{}", req.uri().path().trim_start_matches('/'));
+        // One leading slash: `//host/x` (or `/\host/x`, which browsers read the same) would
+        // send the browser to another site.
+        let mut location = format!("/{}", req.uri().path().trim_start_matches(['/', '\\']));
         if !rest.is_empty() {
             location.push('?');
             location.push_str(

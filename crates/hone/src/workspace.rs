@@ -58,8 +58,20 @@ pub enum GitError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("`{path}` ({bytes} bytes) takes a candidate's new content past what hone archives ({limit} bytes)", limit = MAX_NEW_FILE_BYTES)]
-    TooLarge { path: String, bytes: u64 },
+    #[error("{} take a candidate's new content past what hone archives ({limit} bytes)", too_large(files), limit = MAX_NEW_FILE_BYTES)]
+    TooLarge {
+        /// The new files to leave out for the rest to fit, largest first: (path, bytes).
+        files: Vec<(String, u64)>,
+    },
+}
+
+/// `a (N bytes), b (M bytes)`.
+pub fn too_large(files: &[(String, u64)]) -> String {
+    let named: Vec<String> = files
+        .iter()
+        .map(|(p, n)| format!("{p} ({n} bytes)"))
+        .collect();
+    named.join(", ")
 }
 
 /// The most new content hone reads from a candidate's files (1 GiB in all): more (a sparse

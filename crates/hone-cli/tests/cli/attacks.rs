@@ -311,9 +311,23 @@ fn the_candidates_code_blows_a_protected_file_up_and_hone_does_not_read_it() {
     // While it runs, train.py makes the sealed evaluator a sparse file of a terabyte: found
     // changed by its size (larger than any sealed file was), never read (hours), and the
     // reset puts it back without reading it either.
-    let r = attack_repo(
-        "write\ttrain.py\timport os\\nos.truncate('prepare.py', 1 << 40)\\nopen('model.txt', 'w').write('5')\\n\n",
+    protected_file_replaced_while_the_verifier_runs("os.truncate('prepare.py', 1 << 40)");
+}
+
+#[test]
+fn the_candidates_code_leaves_a_fifo_for_a_protected_file_and_hone_does_not_open_it() {
+    // Opening a FIFO waits for a writer forever: hone looks before it opens.
+    protected_file_replaced_while_the_verifier_runs(
+        "os.remove('prepare.py')\\nos.mkfifo('prepare.py')",
     );
+}
+
+/// A candidate whose train.py runs the Python `code` (after `import os`) and writes an
+/// unimproved model: the run (bounded in time) records a violation of the sealed evaluator.
+fn protected_file_replaced_while_the_verifier_runs(code: &str) {
+    let r = attack_repo(&format!(
+        "write\ttrain.py\timport os\\n{code}\\nopen('model.txt', 'w').write('5')\\n\n"
+    ));
     let out = run_bounded(&r.dir, &["run", "--tag", "atk"]).unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let log = r.log();

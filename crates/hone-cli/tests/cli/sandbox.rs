@@ -145,6 +145,7 @@ fn a_reviewer_command_starts_away_from_the_candidates_files() {
     put(
         marks.path("review.sh"),
         "test -f \"$HONE_WORKTREE/json.py\" || { echo 'REJECT: HONE_WORKTREE is not the candidate'; exit 0; }\n\
+         touch here || { echo 'REJECT: cannot write where it starts'; exit 0; }\n\
          python3 -c \"import json; print('REJECT: strict reviewer')\"\n",
     );
     let sandboxes: &[&str] = if bwrap_available() {

@@ -110,6 +110,7 @@ impl Engine<'_> {
         let mut listing = Some(listing);
         let mut attempt = 1;
         let mut dropped: Vec<String> = Vec::new();
+        let mut attempt_drop = 0;
         let snap = loop {
             match snapshot_referenced(git, wt, parent, &message, &name, listing.take()) {
                 Ok(snap) => break snap,
@@ -119,11 +120,12 @@ impl Engine<'_> {
                 }
                 // Too large to read: removed, and the rest archived (listed again). The gate
                 // makes the candidate a violation.
-                Err(GitError::TooLarge { path, bytes }) if dropped.len() < MAX_DROPPED => {
-                    let full = wt.join(&path);
-                    std::fs::remove_file(&full)
-                        .map_err(|source| GitError::Io { path: full, source })?;
-                    dropped.push(format!("{path} ({bytes} bytes)"));
+                Err(GitError::TooLarge { files }) if attempt_drop < MAX_DROPS => {
+                    attempt_drop += 1;
+                    for (path, _) in &files {
+                        remove_left_file(wt, path)?;
+                    }
+                    dropped.push(crate::workspace::too_large(&files));
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -504,12 +506,26 @@ impl Engine<'_> {
 /// (each attempt is a few milliseconds; a `git gc --prune=now` loop can win several in a row).
 const ARCHIVE_ATTEMPTS: u32 = 10;
 
+/// How many times one archive removes new files too large to read and lists the worktree
+/// again (once is enough unless a process of the candidate's still writes there).
+const MAX_DROPS: usize = 4;
+
+/// Removes `path` of the worktree `wt`, a file too large to archive; when its directory (the
+/// candidate's) does not let hone's user remove it, that directory is opened first.
+fn remove_left_file(wt: &Path, path: &str) -> Result<(), GitError> {
+    let full = wt.join(path);
+    if std::fs::remove_file(&full).is_ok() {
+        return Ok(());
+    }
+    if let Some(dir) = full.parent().filter(|d| d.starts_with(wt) && *d != wt) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755));
+    }
+    std::fs::remove_file(&full).map_err(|source| GitError::Io { path: full, source })
+}
+
 /// Snapshots the worktree `wt` on `parent` and points `name` at the commit at once; a commit
 /// (or tree) pruned before its ref held it fails, its ref removed, so that it is made again.
-/// Files too large to archive that one snapshot removes before it gives up (each costs a
-/// listing of the worktree again).
-const MAX_DROPPED: usize = 16;
-
 fn snapshot_referenced(
     git: &Git,
     wt: &Path,

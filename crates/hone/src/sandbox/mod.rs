@@ -129,7 +129,7 @@ pub struct Confinement<'a> {
     /// another machine (a SLURM job), whose sockets hone cannot see.
     pub mask_sockets: bool,
     /// The directory it starts in, when not `worktree` (a reviewer's: no file of the
-    /// candidate's may be where its tools look for code or settings).
+    /// candidate's may be where its tools look for code or settings); it may write there.
     pub start_in: Option<&'a Path>,
 }
 
@@ -193,6 +193,14 @@ impl Confinement<'_> {
                 OsString::from("--ro-bind"),
                 e.as_os_str().to_owned(),
                 e.as_os_str().to_owned(),
+            ]);
+        }
+        // Where it starts, when not the worktree: its own, writable (a tool may write there).
+        if let Some(d) = self.start_in {
+            args.extend([
+                OsString::from("--bind"),
+                d.as_os_str().to_owned(),
+                d.as_os_str().to_owned(),
             ]);
         }
         // After the hiding: the worktree usually lives inside hone's (hidden) state directory.

@@ -247,7 +247,8 @@ impl Git {
     /// Whether the regular files of a snapshot (`files`: path, mode, size; `indexed`: the
     /// index's blob of each tracked path) hold at most `limit` bytes of new content
     /// ([`super::MAX_NEW_FILE_BYTES`]), a file as large as its index blob counting as none;
-    /// else the largest new file as [`GitError::TooLarge`]. Sizes only: nothing is read.
+    /// else [`GitError::TooLarge`] with the new files to leave out, largest first, until the
+    /// rest fits. Sizes only: nothing is read.
     pub(super) fn new_content_fits(
         &self,
         files: &[(String, &str, u64)],
@@ -271,13 +272,18 @@ impl Git {
         if sum(&mut new.iter().map(|n| n.1)) <= limit {
             return Ok(());
         }
-        let largest = new
-            .iter()
-            .fold(new[0], |m, n| if n.1 > m.1 { *n } else { m });
-        Err(GitError::TooLarge {
-            path: largest.0.clone(),
-            bytes: largest.1,
-        })
+        let mut by_size = new;
+        by_size.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        let mut left = sum(&mut by_size.iter().map(|n| n.1));
+        let mut out = Vec::new();
+        for (p, len) in by_size {
+            if left <= limit {
+                break;
+            }
+            left -= len;
+            out.push((p.clone(), len));
+        }
+        Err(GitError::TooLarge { files: out })
     }
 
     /// The tree of `entries` (path → (mode, id)) built by git itself through a private index.

@@ -121,16 +121,33 @@ fn hash_into(
             }
             hash_into(&full.join(&n), &format!("{key}/{n}"), bound, out)?;
         }
+    } else if !meta.is_file() {
+        // A FIFO, a socket or a device where a file was: never opened (a FIFO's open waits
+        // for a writer forever).
+        out.insert(key.to_string(), format!("special {:?}", meta.file_type()));
     } else if bound.is_some_and(|b| meta.len() > b) {
         out.insert(key.to_string(), format!("size {}", meta.len()));
     } else {
-        let mut f = std::fs::File::open(full).map_err(io)?;
+        // Not through a symlink nor blocking on a FIFO swapped in since the look above, and
+        // no further than the bound into a file that grows meanwhile.
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+            .open(full)
+            .map_err(io)?;
         let mut h = Sha256::new();
         let mut buf = vec![0u8; 1 << 16];
+        let mut read: u64 = 0;
         loop {
             let n = f.read(&mut buf).map_err(io)?;
             if n == 0 {
                 break;
+            }
+            read += n as u64;
+            if bound.is_some_and(|b| read > b) {
+                out.insert(key.to_string(), format!("size over {read}"));
+                return Ok(());
             }
             h.update(&buf[..n]);
         }

@@ -225,12 +225,18 @@ fn new_content_is_bounded_by_sizes_and_a_file_left_alone_counts_as_none() {
     // big.bin as committed (10 bytes) is no new content, even over a limit of 4.
     assert!(fits(&[("big.bin", 10), ("f.py", 3)], 4).is_ok());
     match fits(&[("big.bin", 11), ("f.py", 3), ("new.dat", 7)], 12) {
-        Err(GitError::TooLarge { path, bytes }) => {
-            assert_eq!((path.as_str(), bytes), ("big.bin", 11))
-        }
+        // The largest new file first, until the rest fits: 11 + 3 + 7 = 21, less 11 is 10.
+        Err(GitError::TooLarge { files }) => assert_eq!(files, [("big.bin".to_string(), 11)]),
         other => panic!("{other:?}"),
     }
     assert!(fits(&[("big.bin", 11)], 12).is_ok());
+    // Many files under the limit each: as many of the largest as it takes.
+    match fits(&[("a", 5), ("b", 6), ("c", 5), ("f.py", 3)], 8) {
+        Err(GitError::TooLarge { files }) => {
+            assert_eq!(files, [("b".to_string(), 6), ("a".to_string(), 5)])
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// A tracked file the candidate made huge (sparse: a second to make, hours to hash) is not
@@ -239,9 +245,7 @@ fn new_content_is_bounded_by_sizes_and_a_file_left_alone_counts_as_none() {
 fn a_huge_sparse_file_is_refused_by_its_size_and_reset_without_being_read() {
     let (_dir, git, head, wt) = worktree_changed("printf 'x\\n' > f.py", "truncate -s 3G f.py");
     match git.snapshot(&wt, &head, "m") {
-        Err(GitError::TooLarge { path, bytes }) => {
-            assert_eq!((path.as_str(), bytes), ("f.py", 3 << 30))
-        }
+        Err(GitError::TooLarge { files }) => assert_eq!(files, [("f.py".to_string(), 3 << 30)]),
         other => panic!("{:?}", other.map(|s| s.map(|s| s.commit))),
     }
     assert_eq!(git.changed_tracked(&wt, &head).unwrap(), ["f.py"]);
