@@ -525,8 +525,10 @@ impl Git {
             present.insert(f.0.as_str());
             let on_disk = std::fs::symlink_metadata(wt.join(&f.0)).map(|m| m.len());
             match (len, on_disk) {
-                (Some(len), Ok(on_disk)) if len == on_disk => same_size.push(f),
-                _ => stale.push(f.0.clone()),
+                (Some(len), Ok(on_disk)) if len != on_disk => stale.push(f.0.clone()),
+                (_, Err(_)) => stale.push(f.0.clone()),
+                // The same size, or a blob whose size is unknown: read and compared.
+                _ => same_size.push(f),
             }
         }
         let (plain, odd): (Vec<&Present>, Vec<&Present>) =
