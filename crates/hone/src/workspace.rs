@@ -23,6 +23,7 @@ mod repair;
 mod snapshot;
 
 pub use binary::BinaryChange;
+pub use exact::remove_any;
 pub use inproc::is_full_hex;
 pub use listing::RefListing;
 pub use paths::{first_difference, glob_match, hash_paths, hash_paths_bounded, matches_any};
@@ -446,12 +447,7 @@ impl Git {
     /// Creates (or repairs) a detached worktree at `path` checked out at `commit`.
     pub fn prepare_worktree(&self, path: &Path, commit: &str) -> Result<(), GitError> {
         if !self.worktree_link_ok(path) {
-            if path.exists() {
-                std::fs::remove_dir_all(path).map_err(|source| GitError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-            }
+            remove_any(path)?;
             // Command-line git here because libgit2's worktree support writes other
             // administrative files than `git worktree add`.
             self.run(&["worktree", "prune"])?;
@@ -617,11 +613,8 @@ impl Git {
         if path.exists() {
             let p = path.to_string_lossy();
             // Command-line git here, as for `worktree add`.
-            if self.run(&["worktree", "remove", "--force", &p]).is_err() && path.exists() {
-                std::fs::remove_dir_all(path).map_err(|source| GitError::Io {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
+            if self.run(&["worktree", "remove", "--force", &p]).is_err() {
+                remove_any(path)?;
             }
         }
         self.run(&["worktree", "prune"]).map(|_| ())

@@ -536,3 +536,33 @@ fn a_bwrap_in_the_worktree_never_stands_in_for_bubblewrap() {
     assert_eq!(log[1]["status"], "discard", "{}\n{}", log[1], text(&out));
     assert_eq!(log[1]["objective"], 9.0, "{}", log[1]);
 }
+
+/// An agent that leaves an untracked directory its owner cannot read or enter (`chmod 000`,
+/// with files below it), and one the candidate's verifier locks the same way: as root nothing
+/// stops hone's reset from removing it; as an unprivileged user, the owner, hone gives itself
+/// the access back and removes it. Either way the run goes on to the next candidate, which
+/// finds a clean worktree, and the user's checkout holds no such directory.
+fn a_locked_directory_left_behind_does_not_stop_the_run(who: As) {
+    let script = "run\tmkdir -p junk/deep/er && echo x > junk/deep/er/f && chmod 000 junk/deep junk\nwrite\tvalue.txt\tscore: 9\\n\n---\nrun\ttest ! -e junk\nwrite\tvalue.txt\tscore: 3\\n\n";
+    let verify = "cat value.txt; mkdir -p out/x && echo y > out/x/g && chmod 000 out/x out";
+    let r = Repo::stops_after(3, verify, script);
+    hand_over(&r, who);
+    let out = ok(hone_as(&r, who, &["run", "--tag", "lock"]));
+    let log = log_as(&r, who);
+    let statuses: Vec<&str> = log.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(
+        statuses,
+        ["baseline", "violation", "keep"],
+        "{}",
+        text(&out)
+    );
+    assert!(log[1].to_string().contains("junk"), "{}", log[1]);
+    assert_eq!(log[2]["objective"], 3.0, "{}", log[2]);
+    assert!(!r.dir.join("junk").exists() && !r.dir.join("out").exists());
+}
+
+as_root_and_unprivileged!(
+    a_locked_directory_left_behind_does_not_stop_the_run:
+        a_locked_directory_left_behind_does_not_stop_the_run_as_root,
+        a_locked_directory_left_behind_does_not_stop_the_run_as_an_unprivileged_user
+);

@@ -175,7 +175,7 @@ impl Verifier {
         // CLIs read their settings files) must not find the candidate's. The candidate's
         // files are at `HONE_WORKTREE`.
         let start = prompt_path.with_extension("d");
-        let _ = std::fs::remove_dir_all(&start);
+        let _ = crate::workspace::remove_any(&start);
         std::fs::create_dir_all(&start).map_err(|error| Fs::Create {
             path: start.clone(),
             error,

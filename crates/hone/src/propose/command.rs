@@ -342,7 +342,8 @@ fn take_hypothesis(ctx: &ProposeContext<'_>) -> Option<String> {
             .find(|l| !l.trim().is_empty())
             .map(|l| l.trim().to_string())
     });
-    let _ = std::fs::remove_dir_all(&hyp_dir);
+    // A `.hone` left behind (locked, say) is removed again before the verifier runs.
+    let _ = crate::workspace::remove_any(&hyp_dir);
     hypothesis
 }
 
