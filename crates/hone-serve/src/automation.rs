@@ -352,10 +352,8 @@ pub fn daemon(opts: DaemonOptions) -> Result<()> {
                 check_token(token.clone(), req, next)
             }));
         }
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown())
-            .await
-            .context("the server failed")
+        crate::listen::serve(listener, app, crate::Limits::default(), shutdown()).await;
+        Ok(())
     })
 }
 

@@ -5,7 +5,8 @@
 //! on tokio's blocking pool (`db`), so a slow query never stalls the event streams. Routes
 //! live in `pages` (HTML), `api` (JSON and server-sent events) and `assets` (the CSS
 //! and script, embedded in the binary); `auth` puts every one of them, and any routes an
-//! embedder adds through [`bind_with`], behind the same token and Host checks.
+//! embedder adds through [`bind_with`], behind the same token and Host checks; `listen`
+//! accepts the connections, within [`Limits`] a slow client cannot outlast.
 
 // No function of the shipped code over 80 lines (clippy.toml sets the count); tests and
 // examples are left out.
@@ -20,7 +21,10 @@ mod compress;
 mod db;
 mod highlight;
 mod html;
+mod listen;
 mod pages;
+
+pub use listen::Limits;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -116,6 +120,7 @@ pub struct Server {
     app: Router,
     stop: tokio::sync::watch::Sender<bool>,
     tasks: Vec<Task>,
+    limits: Limits,
 }
 
 /// Checks the options and binds the address.
@@ -145,6 +150,7 @@ pub fn bind_with(opts: &ServeOptions, extra: Router) -> Result<Server> {
         app,
         stop,
         tasks: Vec::new(),
+        limits: Limits::default(),
     })
 }
 
@@ -166,6 +172,13 @@ impl Server {
         self
     }
 
+    /// Serves within `limits` (connections at once, how long a request may take to arrive)
+    /// instead of [`Limits::default`].
+    pub fn with_limits(mut self, limits: Limits) -> Server {
+        self.limits = limits;
+        self
+    }
+
     /// Serves until Ctrl-C.
     pub fn run(self) -> Result<()> {
         self.run_until(async {
@@ -183,17 +196,15 @@ impl Server {
                 .context("cannot hand the listening socket to the runtime")?;
             let tasks: Vec<_> = self.tasks.into_iter().map(tokio::spawn).collect();
             let stop = self.stop;
-            let result = axum::serve(listener, self.app)
-                .with_graceful_shutdown(async move {
-                    shutdown.await;
-                    let _ = stop.send(true);
-                })
-                .await
-                .context("the server failed");
+            listen::serve(listener, self.app, self.limits, async move {
+                shutdown.await;
+                let _ = stop.send(true);
+            })
+            .await;
             for t in tasks {
                 t.abort();
             }
-            result
+            Ok(())
         })
     }
 }

@@ -1,0 +1,125 @@
+//! The server's limits against slow clients (slowloris): a request whose headers never end is
+//! closed after the header timeout, a body that never ends is answered 408 after the response
+//! timeout, and at most `max_connections` are served at once, so a full request made while
+//! half-sent ones hold every place is answered once one of them has been closed. Real server
+//! on an ephemeral loopback port, raw TCP.
+
+#![allow(clippy::unwrap_used)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use axum::routing::post;
+use axum::Router;
+use hone_serve::{Limits, ServeOptions};
+
+mod support;
+use support::Running;
+
+/// A server of the (empty) project `dir` within `limits`, with `POST /echo` reading its body.
+fn start(dir: &tempfile::TempDir, limits: Limits) -> Running {
+    let opts = ServeOptions {
+        repo_root: dir.path().to_path_buf(),
+        store: None,
+        addr: "127.0.0.1:0".parse().unwrap(),
+        token: None,
+    };
+    let extra = Router::new().route(
+        "/echo",
+        post(|body: String| async move { format!("{} bytes", body.len()) }),
+    );
+    let server = hone_serve::bind_with(&opts, extra)
+        .unwrap()
+        .with_limits(limits);
+    Running::start(server)
+}
+
+/// A connection to `base` that has sent `bytes`. Its reads give up after two minutes: only a
+/// hang detector (each test waits for the server to act, not for a time).
+fn connect(base: &str, bytes: &str) -> TcpStream {
+    let mut s = TcpStream::connect(base.trim_start_matches("http://")).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    s.write_all(bytes.as_bytes()).unwrap();
+    s
+}
+
+/// Everything the server sends until it closes the connection.
+fn read_to_close(s: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    s.read_to_end(&mut out)
+        .expect("the server kept the connection open");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Has the server closed `s` already (read without waiting)?
+fn closed_now(s: &mut TcpStream) -> bool {
+    s.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+const HALF_SENT: &str = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+const FULL: &str = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+
+#[test]
+fn half_sent_requests_are_closed_and_cannot_hold_every_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        max_connections: 2,
+        header_timeout: Duration::from_secs(1),
+        response_timeout: Duration::from_secs(60),
+    };
+    let running = start(&dir, limits);
+    let mut held: Vec<TcpStream> = (0..2).map(|_| connect(&running.base, HALF_SENT)).collect();
+    // Both places are taken: this one is served only once a half-sent one has been closed.
+    let mut full = connect(&running.base, FULL);
+    let answer = read_to_close(&mut full);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        held.iter_mut().any(closed_now),
+        "a request was served while both places were held by half-sent ones"
+    );
+    // Every half-sent request is closed in the end, never answered.
+    for s in &mut held {
+        s.set_nonblocking(false).unwrap();
+        let rest = read_to_close(s);
+        assert!(!rest.contains(" 200 "), "{rest}");
+    }
+    running.stop();
+}
+
+#[test]
+fn a_body_that_never_ends_is_answered_408() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        max_connections: 8,
+        header_timeout: Duration::from_secs(60),
+        response_timeout: Duration::from_secs(1),
+    };
+    let running = start(&dir, limits);
+    let mut slow = connect(
+        &running.base,
+        "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nten bytes.",
+    );
+    let answer = read_to_close(&mut slow);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    // A body that does arrive is read as before.
+    let mut whole = connect(
+        &running.base,
+        "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\nConnection: close\r\n\r\nten bytes.",
+    );
+    let answer = read_to_close(&mut whole);
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.ends_with("10 bytes"),
+        "{answer}"
+    );
+    running.stop();
+}
