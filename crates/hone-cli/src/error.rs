@@ -80,7 +80,7 @@ impl CliError {
 }
 
 /// What to do when the disk filled up during a run.
-pub const DISK_FULL: &str = "the disk is full: free some space and run the command again (`hone run` resumes, every finished experiment kept); a run's worktree, .hone/worktrees/<tag>, holds what its last candidate left and may be removed (hone makes it again)";
+pub const DISK_FULL: &str = "the disk is full: `hone run` resumes with every finished experiment kept, and first removes what the last candidates left under .hone/ if the disk is still full; if something else filled it, free some space first";
 
 /// `<message>` (with its causes, `outer: inner`), then `; <hint>` when there is one.
 impl fmt::Display for CliError {

@@ -21,13 +21,14 @@ mod ref_files;
 mod ref_guard;
 mod repair;
 mod snapshot;
+mod space;
 
 pub use binary::BinaryChange;
-pub use exact::remove_any;
 pub use inproc::is_full_hex;
 pub use listing::RefListing;
 pub use paths::{first_difference, glob_match, hash_paths, hash_paths_bounded, matches_any};
 pub use snapshot::IndexListing;
+pub use space::{disk_nearly_full, remove_any};
 
 /// A git invocation that failed, with what git said.
 #[derive(Debug, thiserror::Error)]

@@ -19,6 +19,7 @@ mod batch;
 mod bench;
 mod containment;
 mod daemon;
+mod disk;
 mod faults;
 mod feasible;
 mod finalize;

@@ -5,19 +5,20 @@
 //! which is the slow one and so is never spent on a duplicate; last the pinned inputs. A
 //! parallel run does the review and the pinned inputs on the candidate's slot thread. Each check is a function that
 //! returns at most one rejection; [`Engine::gate`] runs them in order and its caller times the
-//! whole gate once.
+//! whole gate once. The check a run opens with, that `[verify.holdout] hide` names no tracked
+//! file (which every worktree, and so every agent, would hold), is here too.
 
 use std::path::Path;
 
 use crate::spec::Spec;
 use crate::store::{ExperimentRecord, Status};
 use crate::workspace::RefListing;
-use crate::workspace::{first_difference, hash_paths, matches_any, Change};
+use crate::workspace::{first_difference, hash_paths, matches_any, Change, Git};
 
 use super::proposal::Turn;
 use super::review::{Gate, ReviewPlace};
 use super::state::{restore_refs, Seals};
-use super::{Engine, EngineError, Stop};
+use super::{Config, Engine, EngineError, Stop};
 
 /// Why a candidate does not go on to its verifier.
 pub(super) struct Rejection {
@@ -75,13 +76,8 @@ impl Engine<'_> {
             return Ok(Rejection::new(Status::Violation, why));
         }
         let (snap, dropped) = self.archive(rec, wt, parent, in_place)?;
-        let too_large = (!dropped.is_empty()).then(|| {
-            format!(
-                "left {} (over {} MiB of new content in all): removed, not archived",
-                dropped.join(", "),
-                crate::workspace::MAX_NEW_FILE_BYTES >> 20
-            )
-        });
+        let too_large = (!dropped.is_empty())
+            .then(|| format!("left {}: removed, not archived", dropped.join("; ")));
         let Some(snap) = snap else {
             if let Some(why) = too_large {
                 return Ok(Rejection::new(Status::Violation, why));
@@ -350,4 +346,42 @@ fn escaping_symlink(wt: &Path, changes: &[Change]) -> Option<String> {
             )
         })
     })
+}
+
+/// `[verify.holdout] hide` must name no file tracked at `commit`: a tracked file is checked out
+/// in every worktree, where the agent reads it whatever hone hides.
+pub(super) fn check_hide_untracked(
+    spec: &Spec,
+    git: &Git,
+    commit: &str,
+) -> Result<(), EngineError> {
+    let Some(holdout) = &spec.verify.holdout else {
+        return Ok(());
+    };
+    if holdout.hide.is_empty() {
+        return Ok(());
+    }
+    let files = git.files_at(commit)?;
+    for (i, hide) in holdout.hide.iter().enumerate() {
+        let rel = match Path::new(hide).strip_prefix(git.root()) {
+            Ok(rel) => rel.to_string_lossy().into_owned(),
+            Err(_) if Path::new(hide).is_absolute() => continue,
+            Err(_) => hide.trim_start_matches("./").to_string(),
+        };
+        let rel = rel.trim_end_matches('/');
+        let tracked = files
+            .iter()
+            .find(|f| rel.is_empty() || *f == rel || f.starts_with(&format!("{rel}/")));
+        if let Some(f) = tracked {
+            return Err(Config::Spec(holdout.hide_error(
+                i,
+                format!(
+                    "`{hide}` is tracked by git (`{f}` is committed at {}), so every worktree holds it and hiding it does nothing: remove it from the repository (git rm -r --cached {hide}, then commit) and keep it outside, or name an untracked path",
+                    &commit[..commit.len().min(10)]
+                ),
+            ))
+            .into());
+        }
+    }
+    Ok(())
 }

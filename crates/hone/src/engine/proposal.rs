@@ -82,7 +82,29 @@ impl Engine<'_> {
         rec.cost_usd += usd;
         rec.tokens += tokens;
         exec::kill_orphans();
-        Ok(proposal)
+        // An agent that filled the disk made hone's own writes fail (its log, say): its
+        // candidate is taken as it stands, and the archive removes the files it grew (a
+        // violation), rather than the run stopping or the turn being lost.
+        let filled = |wt: &std::path::Path| {
+            crate::workspace::disk_nearly_full(wt)
+                && self
+                    .verifier
+                    .git
+                    .grown_files(wt, turn.parent)
+                    .is_ok_and(|g| !g.is_empty())
+        };
+        Ok(match proposal {
+            Some(Err(ProposeError::Fatal(_) | ProposeError::Invalid(_))) if filled(turn.wt) => {
+                Some(Ok(Proposal {
+                    description: String::new(),
+                    config: None,
+                    cost_usd: 0.0,
+                    source: None,
+                    in_place: false,
+                }))
+            }
+            p => p,
+        })
     }
 
     /// Takes up what the proposer gave: the baseline's commit, a proposal's description, or

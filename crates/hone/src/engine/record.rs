@@ -73,9 +73,10 @@ impl Engine<'_> {
     /// what `git gc --prune=now` (the user's, or git's automatic one) deletes; a crash between
     /// the two leaves a `running` row that recovery completes from the ref. Objects pruned
     /// under hone while it commits are written again (up to [`ARCHIVE_ATTEMPTS`] attempts).
-    /// A file with more new content than hone reads ([`crate::workspace::MAX_NEW_FILE_BYTES`])
-    /// is removed first and named in the second part of the answer (`path (N bytes)`); the
-    /// snapshot is `None` when nothing else changed.
+    /// Files are removed unread, and named in the second part of the answer, where they hold
+    /// more new content than hone reads ([`crate::workspace::MAX_NEW_FILE_BYTES`]) or, while
+    /// the disk is full, are the largest the candidate grew; the snapshot is `None` when
+    /// nothing else changed.
     pub(super) fn archive(
         &mut self,
         rec: &mut ExperimentRecord,
@@ -97,6 +98,9 @@ impl Engine<'_> {
         // The first git process in the worktree after the proposer's turn reads its `HEAD`:
         // not if the turn left a FIFO there (or where any ref is read).
         git.check_ref_files()?;
+        // A disk the candidate filled: its largest grown files go first (nothing could be
+        // recorded otherwise), the rest is archived, and the gate makes it a violation.
+        let mut dropped: Vec<String> = make_room(git, wt, parent)?;
         // Taken first: a retry rebuilds the index, and with it the flags. The same read,
         // with the untracked files, is the first attempt's listing (one `ls-files` for all).
         // A worktree that `record_start` made exactly the parent's files (its index read from
@@ -109,11 +113,19 @@ impl Engine<'_> {
         let flagged = listing.flagged();
         let mut listing = Some(listing);
         let mut attempt = 1;
-        let mut dropped: Vec<String> = Vec::new();
         let mut attempt_drop = 0;
         let snap = loop {
             match snapshot_referenced(git, wt, parent, &message, &name, listing.take()) {
                 Ok(snap) => break snap,
+                // The disk filled up while archiving: as above, then again.
+                Err(e) if attempt_drop < MAX_DROPS && crate::workspace::disk_nearly_full(wt) => {
+                    attempt_drop += 1;
+                    let made = make_room(git, wt, parent)?;
+                    if made.is_empty() {
+                        return Err(e.into());
+                    }
+                    dropped.extend(made);
+                }
                 Err(GitError::Failed { .. }) if attempt < ARCHIVE_ATTEMPTS => {
                     attempt += 1;
                     git.reindex(wt, parent)?;
@@ -125,7 +137,11 @@ impl Engine<'_> {
                     for (path, _) in &files {
                         remove_left_file(wt, path)?;
                     }
-                    dropped.push(crate::workspace::too_large(&files));
+                    dropped.push(format!(
+                        "{} (over {} MiB of new content in all)",
+                        crate::workspace::too_large(&files),
+                        crate::workspace::MAX_NEW_FILE_BYTES >> 20
+                    ));
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -512,6 +528,24 @@ const MAX_DROPS: usize = 4;
 
 /// Removes `path` of the worktree `wt`, a file too large to archive; when its directory (the
 /// candidate's) does not let hone's user remove it, that directory is opened first.
+/// While the disk is full (under [`crate::workspace::disk_nearly_full`]'s mark), removes the
+/// largest file of `wt` grown against `parent` (up to [`MAX_DROPS`] of them), and says which
+/// (`path (N bytes) when the disk was full`).
+fn make_room(git: &Git, wt: &Path, parent: &str) -> Result<Vec<String>, GitError> {
+    let mut made = Vec::new();
+    if !crate::workspace::disk_nearly_full(wt) {
+        return Ok(made);
+    }
+    for (path, len) in git.grown_files(wt, parent)?.into_iter().take(MAX_DROPS) {
+        remove_left_file(wt, &path)?;
+        made.push(format!("{path} ({len} bytes) when the disk was full"));
+        if !crate::workspace::disk_nearly_full(wt) {
+            break;
+        }
+    }
+    Ok(made)
+}
+
 fn remove_left_file(wt: &Path, path: &str) -> Result<(), GitError> {
     let full = wt.join(path);
     if std::fs::remove_file(&full).is_ok() {

@@ -13,7 +13,7 @@ use crate::store::{ExperimentRecord, RunRecord, RunState, Status, Store};
 use crate::workspace::{hash_paths, matches_any, Git};
 
 use super::executor::{self, Executor};
-use super::gate::pinned_message;
+use super::gate::{self, pinned_message};
 use super::state;
 use super::state::{
     branch_ref, coordinate, lock_state, store_location, unique_tag, validate_tag, worktree_path,
@@ -41,6 +41,7 @@ pub(super) fn run_engine(
     })?;
     git.ensure_excluded(&format!("{STATE_DIR}/"))?;
     let _lock = lock_state(&paths.lock())?;
+    state::free_room(&paths, on_event);
     // Escaped descendants of the verifier (setsid) come back to hone, to be killed.
     exec::become_subreaper();
     let store = Store::open_at(&store_location(&git, spec))?;
@@ -99,7 +100,11 @@ impl<'a> Engine<'a> {
                 check_resumable(&store, &spec, &git, &run, opts, &mut said)?;
                 resume_budget(&store, &mut spec, &run, opts, &mut said)?;
                 let tip = git.ref_target(&branch_ref(&run.tag))?;
-                check_hide_untracked(&spec, &git, tip.as_deref().unwrap_or(&run.base_commit))?;
+                gate::check_hide_untracked(
+                    &spec,
+                    &git,
+                    tip.as_deref().unwrap_or(&run.base_commit),
+                )?;
                 (run, true, coordination)
             }
             None => {
@@ -644,7 +649,7 @@ fn open_new(
         Some(t) => t.clone(),
         None => unique_tag(store, git)?,
     };
-    check_hide_untracked(spec, git, &git.head()?)?;
+    gate::check_hide_untracked(spec, git, &git.head()?)?;
     let coordination = coordinate(store, spec, git, &tag)?;
     let run = start_run(store, spec, git, paths, &tag, opts, said)?;
     Ok((run, coordination))
@@ -761,40 +766,6 @@ fn check_start_files(
             &head[..head.len().min(10)],
             dirty.join(", ")
         ));
-    }
-    Ok(())
-}
-
-/// `[verify.holdout] hide` must name no file tracked at `commit`: a tracked file is checked out
-/// in every worktree, where the agent reads it whatever hone hides.
-fn check_hide_untracked(spec: &Spec, git: &Git, commit: &str) -> Result<(), EngineError> {
-    let Some(holdout) = &spec.verify.holdout else {
-        return Ok(());
-    };
-    if holdout.hide.is_empty() {
-        return Ok(());
-    }
-    let files = git.files_at(commit)?;
-    for (i, hide) in holdout.hide.iter().enumerate() {
-        let rel = match Path::new(hide).strip_prefix(git.root()) {
-            Ok(rel) => rel.to_string_lossy().into_owned(),
-            Err(_) if Path::new(hide).is_absolute() => continue,
-            Err(_) => hide.trim_start_matches("./").to_string(),
-        };
-        let rel = rel.trim_end_matches('/');
-        let tracked = files
-            .iter()
-            .find(|f| rel.is_empty() || *f == rel || f.starts_with(&format!("{rel}/")));
-        if let Some(f) = tracked {
-            return Err(Config::Spec(holdout.hide_error(
-                i,
-                format!(
-                    "`{hide}` is tracked by git (`{f}` is committed at {}), so every worktree holds it and hiding it does nothing: remove it from the repository (git rm -r --cached {hide}, then commit) and keep it outside, or name an untracked path",
-                    &commit[..commit.len().min(10)]
-                ),
-            ))
-            .into());
-        }
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ use crate::spec::Spec;
 use crate::store::{now, Store, StoreLocation};
 use crate::workspace::{Git, RefListing};
 
-use super::{Config, EngineError, Fs, Shared};
+use super::{Config, EngineError, Event, Fs, Shared};
 
 /// Where hone keeps its state inside a repository (excluded from git).
 pub const STATE_DIR: &str = ".hone";
@@ -173,6 +173,37 @@ pub(super) fn worktree_path(
     match shared_run_dir(spec, repo_root, tag) {
         Some(dir) => dir.join("worktree"),
         None => paths.worktree(tag),
+    }
+}
+
+/// When the disk holding `.hone/` is full (a run stopped by it, most likely because a
+/// candidate filled it), removes the runs' worktrees and parallel slots under it before
+/// anything is written: what the last candidates left there is what fills the disk, each is
+/// made again when its run goes on, and no record depends on them (an interrupted candidate's
+/// record comes from its archive ref). Called under the state lock, so no run is using them.
+pub(super) fn free_room(paths: &StatePaths, on_event: &mut dyn FnMut(&Event)) {
+    if !crate::workspace::disk_nearly_full(&paths.dir) {
+        return;
+    }
+    let mut removed = Vec::new();
+    for dir in [paths.dir.join("worktrees"), paths.dir.join("slots")] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if crate::workspace::remove_any(&e.path()).is_ok() {
+                removed.push(e.path());
+            }
+        }
+    }
+    if !removed.is_empty() {
+        let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
+        on_event(&Event::Warning {
+            message: format!(
+                "the disk is full: removed what the last candidates left ({}); hone makes each again",
+                names.join(", ")
+            ),
+        });
     }
 }
 

@@ -98,6 +98,8 @@ struct StageRun<'r> {
     stage: Stage,
     /// The commit being measured; `None`: the worktree's HEAD.
     commit: Option<&'r str>,
+    /// The commit whose files the stage starts from: what else it leaves is its own.
+    files: &'r str,
 }
 
 /// Measures candidates of one run, in one place (the run's worktree or a parallel slot).
@@ -206,7 +208,31 @@ impl Verifier {
     /// restored from the run's start, what the first stage left is cut down to its declared
     /// `outputs` (or stripped of Python start-up hooks), and the objective is read only from
     /// the output of `evaluate`, run as a fresh process.
+    ///
+    /// A run that leaves the disk full (what the candidate's code wrote, most likely) has the
+    /// files it grew removed afterwards, so that its record can be written; a failure says so.
     pub(super) fn measure(
+        &mut self,
+        sink: &mut Sink<'_>,
+        rec: &mut ExperimentRecord,
+        wt: &Path,
+        repeat: u64,
+        check_seal: bool,
+        cancel: &dyn Fn() -> bool,
+    ) -> Result<Measured, EngineError> {
+        let measured = self.measure_once(sink, rec, wt, repeat, check_seal, cancel)?;
+        let candidate = rec.candidate_commit.as_deref().unwrap_or(&self.base_commit);
+        Ok(match (measured, self.free_room(wt, candidate)) {
+            (Measured::Failed { status, reason }, Some(removed)) => Measured::Failed {
+                status,
+                reason: format!("{reason}; the disk was full: removed what it left: {removed}"),
+            },
+            (measured, _) => measured,
+        })
+    }
+
+    /// [`Verifier::measure`] before any room is made.
+    fn measure_once(
         &mut self,
         sink: &mut Sink<'_>,
         rec: &mut ExperimentRecord,
@@ -245,6 +271,7 @@ impl Verifier {
             repeat,
             stage: Stage::Command,
             commit: Some(&candidate),
+            files: &candidate,
         };
         let (exit, failure, mut metrics) = self.run_stage(sink, wt, first, cancel)?;
         if let Some(m) = self.stage_failure(exit, failure, wt, check_seal) {
@@ -270,6 +297,7 @@ impl Verifier {
                 // As before the engine was split: the evaluator's job names the worktree's
                 // HEAD (the sealed checkout does not move it).
                 commit: None,
+                files: &candidate,
             };
             let (exit, failure, stage2) = self.run_stage(sink, wt, second, cancel)?;
             if let Some(m) = self.stage_failure(exit, failure, wt, check_seal) {
@@ -361,7 +389,7 @@ impl Verifier {
             )?,
             false => None,
         };
-        let (exit, failure) = self.execute(
+        let ran = self.execute(
             sink,
             (s.n, &req, "verifier"),
             (s.commit, s.stage),
@@ -372,7 +400,22 @@ impl Verifier {
                 }
             },
             (cancel, &|| stop.get()),
-        )?;
+        );
+        let (exit, failure) = match ran {
+            Ok(r) => r,
+            Err(e) => match self.free_room(wt, s.files) {
+                Some(removed) => {
+                    let failure = Failure {
+                        status: Status::Crash,
+                        reason: format!(
+                            "the disk filled up while it ran; removed what it left: {removed}"
+                        ),
+                    };
+                    return Ok((Exit::Code(1), Some(failure), reader.finish()));
+                }
+                None => return Err(e),
+            },
+        };
         let pruned = match watch {
             Some(w) => w.finish()?,
             None => None,
@@ -456,6 +499,26 @@ impl Verifier {
             cancel,
         };
         self.executor.run(&job, io)
+    }
+
+    /// When the disk is full (what the candidate's code wrote, most likely), removes the
+    /// files of `wt` grown against `files`, largest first, until there is room again, and says
+    /// which (`path (N bytes), ...`); `None` when the disk is not full or nothing could be
+    /// removed.
+    fn free_room(&self, wt: &Path, files: &str) -> Option<String> {
+        if !crate::workspace::disk_nearly_full(wt) {
+            return None;
+        }
+        let mut removed = Vec::new();
+        for (path, len) in self.git.grown_files(wt, files).ok()? {
+            if crate::workspace::remove_any(&wt.join(&path)).is_ok() {
+                removed.push((path, len));
+            }
+            if !crate::workspace::disk_nearly_full(wt) {
+                break;
+            }
+        }
+        (!removed.is_empty()).then(|| crate::workspace::too_large(&removed))
     }
 
     /// Why a stage's run does not count, if it does not.

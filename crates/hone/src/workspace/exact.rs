@@ -19,6 +19,7 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::inproc::{failed, oid};
+use super::space::{read_dir_fixing, remove_any};
 use super::{git_command, glob_match, Git, GitError};
 
 /// The longest path Linux resolves in one system call (`PATH_MAX`, with its NUL).
@@ -130,70 +131,6 @@ fn odd_ancestor(wt: &Path, rel: &str) -> Option<PathBuf> {
         }
     }
     None
-}
-
-/// Removes `full`, whatever it is (a missing one is fine); a directory tree its owner locked
-/// itself out of (`chmod 000`) is given the access back first (see [`unlock_dirs`]).
-pub fn remove_any(full: &Path) -> Result<(), GitError> {
-    let meta = match std::fs::symlink_metadata(full) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io_err(full)(e)),
-    };
-    if !meta.is_dir() {
-        return std::fs::remove_file(full).map_err(io_err(full));
-    }
-    // `remove_dir_all` works below PATH_MAX too: it descends with `openat`, never a full path.
-    match std::fs::remove_dir_all(full) {
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            unlock_dirs(full);
-            std::fs::remove_dir_all(full).map_err(io_err(full))
-        }
-        r => r.map_err(io_err(full)),
-    }
-}
-
-/// Gives the owner read, write and search access back to `top` and every directory below it
-/// (symlinks are not followed), so that they can be read and emptied. The candidate's code runs
-/// as the user hone runs as, so it can leave a directory it made `chmod 000`: root ignores
-/// that, any other user could then neither list nor remove it. Best effort: what cannot be
-/// reached is left for the caller's own error to name.
-fn unlock_dirs(top: &Path) {
-    let mut stack = vec![top.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() => {
-                let mode = m.permissions().mode();
-                if mode & 0o700 != 0o700 {
-                    let _ = std::fs::set_permissions(
-                        &dir,
-                        std::fs::Permissions::from_mode(mode | 0o700),
-                    );
-                }
-            }
-            _ => continue,
-        }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(e.path());
-            }
-        }
-    }
-}
-
-/// `read_dir` of `full`; with `fix`, a directory its owner cannot read is given the access
-/// back first (see [`unlock_dirs`]).
-fn read_dir_fixing(full: &Path, fix: bool) -> Result<std::fs::ReadDir, GitError> {
-    match std::fs::read_dir(full) {
-        Err(e) if fix && e.kind() == std::io::ErrorKind::PermissionDenied => {
-            unlock_dirs(full);
-            std::fs::read_dir(full).map_err(io_err(full))
-        }
-        r => r.map_err(io_err(full)),
-    }
 }
 
 static INDEX_COUNTER: AtomicU64 = AtomicU64::new(0);
