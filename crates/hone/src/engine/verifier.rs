@@ -220,27 +220,6 @@ impl Verifier {
         check_seal: bool,
         cancel: &dyn Fn() -> bool,
     ) -> Result<Measured, EngineError> {
-        let measured = self.measure_once(sink, rec, wt, repeat, check_seal, cancel)?;
-        let candidate = rec.candidate_commit.as_deref().unwrap_or(&self.base_commit);
-        Ok(match (measured, self.free_room(wt, candidate)) {
-            (Measured::Failed { status, reason }, Some(removed)) => Measured::Failed {
-                status,
-                reason: format!("{reason}; the disk was full: removed what it left: {removed}"),
-            },
-            (measured, _) => measured,
-        })
-    }
-
-    /// [`Verifier::measure`] before any room is made.
-    fn measure_once(
-        &mut self,
-        sink: &mut Sink<'_>,
-        rec: &mut ExperimentRecord,
-        wt: &Path,
-        repeat: u64,
-        check_seal: bool,
-        cancel: &dyn Fn() -> bool,
-    ) -> Result<Measured, EngineError> {
         let n = rec.n;
         let logs = self.paths.run_dir(&self.tag).join("logs");
         let suffix = if repeat == 0 {
@@ -275,7 +254,7 @@ impl Verifier {
         };
         let (exit, failure, mut metrics) = self.run_stage(sink, wt, first, cancel)?;
         if let Some(m) = self.stage_failure(exit, failure, wt, check_seal) {
-            return Ok(m);
+            return Ok(self.with_room(m, wt, &candidate));
         }
         let metric = self.spec.verify.metric.clone();
         if let Some(evaluate) = self.spec.verify.evaluate.clone() {
@@ -301,17 +280,30 @@ impl Verifier {
             };
             let (exit, failure, stage2) = self.run_stage(sink, wt, second, cancel)?;
             if let Some(m) = self.stage_failure(exit, failure, wt, check_seal) {
-                return Ok(match m {
+                let m = match m {
                     Measured::Failed { status, reason } => Measured::Failed {
                         status,
                         reason: format!("evaluate {reason}"),
                     },
                     other => other,
-                });
+                };
+                return Ok(self.with_room(m, wt, &candidate));
             }
             metrics.values.extend(stage2.values);
         }
-        Ok(self.objective(metrics))
+        Ok(self.with_room(self.objective(metrics), wt, &candidate))
+    }
+
+    /// `measured`, after making room when the run left the disk full ([`Verifier::free_room`]
+    /// against `files`, the candidate's commit); a failure then says what was removed.
+    fn with_room(&self, measured: Measured, wt: &Path, files: &str) -> Measured {
+        match (measured, self.free_room(wt, files)) {
+            (Measured::Failed { status, reason }, Some(removed)) => Measured::Failed {
+                status,
+                reason: format!("{reason}; the disk was full: removed what it left: {removed}"),
+            },
+            (measured, _) => measured,
+        }
     }
 
     /// The objective a measurement's metrics give, or why they give none.
