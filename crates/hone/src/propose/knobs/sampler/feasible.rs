@@ -292,6 +292,23 @@ mod tests {
     use super::*;
     use crate::propose::knobs::{config_of, discover, Knob, KnobValue};
 
+    /// The model's verdict at `probe` once `crash` (alone) crashed after `history`.
+    fn verdict_after(
+        space: &super::super::space::Space,
+        history: &[Observation],
+        crash: Config,
+        probe: &Config,
+    ) -> Verdict {
+        let mut h = history.to_vec();
+        h.push(Observation {
+            config: crash.clone(),
+            objective: None,
+        });
+        let bad = [crash];
+        let model = fit_model(space, &h, &bad, &[], &mut Rng::new(1, 1)).expect("a model");
+        model.verdict(&space.encode(probe).expect("in the space"))
+    }
+
     const TWO: &str = "A = 0.2  # hone: 0.0..1.0\nB = 0.2  # hone: 0.0..1.0\n";
 
     fn knobs() -> Vec<Knob> {
@@ -543,16 +560,8 @@ mod tests {
             .collect();
         let incumbent = history[0].config.clone();
         let space = super::super::space::Space::new(&knobs, &history, &incumbent);
-        let verdict = |crash: Config, a: f64, b: f64| {
-            let mut h = history.clone();
-            h.push(Observation {
-                config: crash.clone(),
-                objective: None,
-            });
-            let bad = [crash];
-            let model = fit_model(&space, &h, &bad, &[], &mut Rng::new(1, 1)).expect("a model");
-            model.verdict(&space.encode(&at(a, b)).expect("in the space"))
-        };
+        let verdict =
+            |crash: Config, a: f64, b: f64| verdict_after(&space, &history, crash, &at(a, b));
         // (0.8, 0.5) differs from the finished (0.3, 0.5) in A alone: A caused it, so beyond
         // the furthest finished A (0.5) is unsure, far from the crash too.
         let b = 0.2 * 3.0 - 0.1;
@@ -595,16 +604,7 @@ mod tests {
         .collect();
         let incumbent = history[3].config.clone();
         let space = super::super::space::Space::new(&knobs, &history, &incumbent);
-        let verdict = |crash: Config, probe: Config| {
-            let mut h = history.clone();
-            h.push(Observation {
-                config: crash.clone(),
-                objective: None,
-            });
-            let bad = [crash];
-            let model = fit_model(&space, &h, &bad, &[], &mut Rng::new(1, 1)).expect("a model");
-            model.verdict(&space.encode(&probe).expect("in the space"))
-        };
+        let verdict = |crash: Config, probe: Config| verdict_after(&space, &history, crash, &probe);
         // Every number of the crash lies inside what finished, its option z never finished:
         // z is blamed, also beside what finished and far from the crash (where the neighbours
         // alone say fine); x is not.
