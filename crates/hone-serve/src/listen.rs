@@ -6,21 +6,27 @@
 //!
 //! - a request's headers must arrive within [`Limits::header_timeout`] (an idle keep-alive
 //!   connection is closed after as long);
-//! - a response must be started within [`Limits::response_timeout`], which bounds a body sent
-//!   slowly (a streamed response, such as the event stream, runs on after it has started);
+//! - its body must have arrived within [`Limits::body_timeout`] of them (reading it fails
+//!   after that; how long a handler then takes is not limited, nor a streamed response such as
+//!   the event stream);
+//! - a connection whose request got a client error (no token, a bad or late request) is closed
+//!   after the answer, so that a client without the token cannot hold one by asking again;
 //! - at most [`Limits::max_connections`] connections are served at once; a further one waits in
-//!   the kernel's queue until one of them ends, which the two timeouts above guarantee.
+//!   the kernel's queue until one of them ends, which the rules above guarantee.
 //!
 //! Shutdown is graceful, as axum's: no new connection is taken, each open one finishes the
 //! request it is serving, and the loop returns when the last has closed.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::body::{Body, Bytes};
 use axum::extract::Request;
+use axum::http::{header, HeaderValue};
 use axum::middleware::Next;
-use axum::response::IntoResponse;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -34,8 +40,8 @@ pub struct Limits {
     pub max_connections: usize,
     /// From when a request's headers are awaited until all of them have arrived.
     pub header_timeout: Duration,
-    /// From a request's headers until its response starts.
-    pub response_timeout: Duration,
+    /// From a request's headers until all of its body has arrived.
+    pub body_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -45,24 +51,64 @@ impl Default for Limits {
             // host) or a webhook sender needs.
             max_connections: 128,
             header_timeout: Duration::from_secs(10),
-            response_timeout: Duration::from_secs(60),
+            body_timeout: Duration::from_secs(30),
         }
     }
 }
 
-/// `app` with every response bounded by `limit`: a request whose response has not started by
-/// then is answered `408 Request Timeout` (its handler is dropped).
-fn bounded(app: Router, limit: Duration) -> Router {
+/// A request body that must have arrived by a deadline; reading it fails after that.
+struct Deadline {
+    inner: Body,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl http_body::Body for Deadline {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        let this = &mut *self;
+        if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
+            return Poll::Ready(frame);
+        }
+        match this.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(
+                "the request's body took too long to arrive",
+            )))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// `app` with every request's body due within `body_timeout`, and a connection whose request
+/// got a client error closed after the answer.
+fn bounded(app: Router, body_timeout: Duration) -> Router {
     app.layer(axum::middleware::from_fn(
         move |req: Request, next: Next| async move {
-            match tokio::time::timeout(limit, next.run(req)).await {
-                Ok(response) => response,
-                Err(_) => (
-                    axum::http::StatusCode::REQUEST_TIMEOUT,
-                    "the request took too long to arrive or to answer\n",
-                )
-                    .into_response(),
+            let req = req.map(|inner| {
+                Body::new(Deadline {
+                    inner,
+                    deadline: Box::pin(tokio::time::sleep(body_timeout)),
+                })
+            });
+            let mut response = next.run(req).await;
+            if response.status().is_client_error() {
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
+            response
         },
     ))
 }
@@ -75,7 +121,7 @@ pub(crate) async fn serve(
     limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    let app = bounded(app, limits.response_timeout);
+    let app = bounded(app, limits.body_timeout);
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     // Dropped when `shutdown` completes: each connection sees its sender closed.
     let (stop_tx, stop_rx) = watch::channel(());

@@ -1,8 +1,9 @@
 //! The server's limits against slow clients (slowloris): a request whose headers never end is
-//! closed after the header timeout, a body that never ends is answered 408 after the response
-//! timeout, and at most `max_connections` are served at once, so a full request made while
-//! half-sent ones hold every place is answered once one of them has been closed. Real server
-//! on an ephemeral loopback port, raw TCP.
+//! closed after the header timeout; a body that never ends fails after the body timeout, while
+//! a slow handler is not cut short; a request without the token is answered and its connection
+//! closed, so that such clients cannot keep places; and at most `max_connections` are served at
+//! once, so a full request made while half-sent ones hold every place is answered once one of
+//! them has been closed. Real server on an ephemeral loopback port, raw TCP.
 
 #![allow(clippy::unwrap_used)]
 
@@ -17,18 +18,39 @@ use hone_serve::{Limits, ServeOptions};
 mod support;
 use support::Running;
 
-/// A server of the (empty) project `dir` within `limits`, with `POST /echo` reading its body.
+/// The token of [`start_with_token`]'s server.
+const TOKEN: &str = "limits-token-0123456789abcdef";
+
+/// A server of the (empty) project `dir` within `limits`, with `POST /echo` reading its body
+/// and `GET /slow` answering after 1.5 s.
 fn start(dir: &tempfile::TempDir, limits: Limits) -> Running {
+    start_with(dir, limits, None)
+}
+
+/// [`start`], behind [`TOKEN`].
+fn start_with_token(dir: &tempfile::TempDir, limits: Limits) -> Running {
+    start_with(dir, limits, Some(TOKEN))
+}
+
+fn start_with(dir: &tempfile::TempDir, limits: Limits, token: Option<&str>) -> Running {
     let opts = ServeOptions {
         repo_root: dir.path().to_path_buf(),
         store: None,
         addr: "127.0.0.1:0".parse().unwrap(),
-        token: None,
+        token: token.map(str::to_string),
     };
-    let extra = Router::new().route(
-        "/echo",
-        post(|body: String| async move { format!("{} bytes", body.len()) }),
-    );
+    let extra = Router::new()
+        .route(
+            "/echo",
+            post(|body: String| async move { format!("{} bytes", body.len()) }),
+        )
+        .route(
+            "/slow",
+            axum::routing::get(|| async {
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+                "done"
+            }),
+        );
     let server = hone_serve::bind_with(&opts, extra)
         .unwrap()
         .with_limits(limits);
@@ -75,7 +97,7 @@ fn half_sent_requests_are_closed_and_cannot_hold_every_place() {
     let limits = Limits {
         max_connections: 2,
         header_timeout: Duration::from_secs(1),
-        response_timeout: Duration::from_secs(60),
+        body_timeout: Duration::from_secs(60),
     };
     let running = start(&dir, limits);
     let mut held: Vec<TcpStream> = (0..2).map(|_| connect(&running.base, HALF_SENT)).collect();
@@ -97,12 +119,12 @@ fn half_sent_requests_are_closed_and_cannot_hold_every_place() {
 }
 
 #[test]
-fn a_body_that_never_ends_is_answered_408() {
+fn a_body_that_never_ends_fails_and_a_slow_handler_does_not() {
     let dir = tempfile::tempdir().unwrap();
     let limits = Limits {
         max_connections: 8,
         header_timeout: Duration::from_secs(60),
-        response_timeout: Duration::from_secs(1),
+        body_timeout: Duration::from_secs(1),
     };
     let running = start(&dir, limits);
     let mut slow = connect(
@@ -110,7 +132,8 @@ fn a_body_that_never_ends_is_answered_408() {
         "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nten bytes.",
     );
     let answer = read_to_close(&mut slow);
-    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("too long to arrive"), "{answer}");
     // A body that does arrive is read as before.
     let mut whole = connect(
         &running.base,
@@ -121,5 +144,48 @@ fn a_body_that_never_ends_is_answered_408() {
         answer.starts_with("HTTP/1.1 200") && answer.ends_with("10 bytes"),
         "{answer}"
     );
+    // A handler slower than the body timeout is answered in full.
+    let mut long = connect(
+        &running.base,
+        "GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    let answer = read_to_close(&mut long);
+    assert!(
+        answer.starts_with("HTTP/1.1 200") && answer.ends_with("done"),
+        "{answer}"
+    );
+    running.stop();
+}
+
+#[test]
+fn a_request_without_the_token_gets_its_answer_and_loses_its_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        max_connections: 8,
+        header_timeout: Duration::from_secs(60),
+        body_timeout: Duration::from_secs(60),
+    };
+    let running = start_with_token(&dir, limits);
+    // Keep-alive asked for, no token: answered 401, then closed (not kept for the next ask).
+    let mut asking = connect(
+        &running.base,
+        "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    );
+    let answer = read_to_close(&mut asking);
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    // With the token, keep-alive holds: two requests on one connection.
+    let ask = format!("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\n\r\n");
+    let mut kept = connect(&running.base, &ask);
+    let mut buf = [0u8; 4096];
+    let n = kept.read(&mut buf).unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    let last = ask.replace("\r\n\r\n", "\r\nConnection: close\r\n\r\n");
+    kept.write_all(last.as_bytes()).unwrap();
+    let second = read_to_close(&mut kept);
+    assert!(second.contains("HTTP/1.1 200"), "{second}");
     running.stop();
 }

@@ -1,9 +1,10 @@
 //! A full disk loses nothing and stops nothing it need not. The repository lives on a small
 //! tmpfs (mounted by the test, so it needs root; skipped with a notice where mounting fails):
 //! an agent that fills it gets a violation, its largest file removed unarchived; a verifier
-//! that fills it gets a crash, what it left removed; the run goes on to keep the next
-//! candidate; and a run killed while the disk is full resumes, having first removed what the
-//! interrupted candidate left.
+//! that fills it gets a crash, what it left removed (under bubblewrap too, where it writes to
+//! the sandbox's `TMPDIR`); the run goes on to keep the next candidate; a disk nearly full for
+//! other reasons blames no candidate and removes none of its files; and a run killed while the
+//! disk is full resumes, having first removed what the interrupted candidate left.
 
 use crate::support::*;
 
@@ -76,8 +77,9 @@ fn free_bytes(p: &Path) -> u64 {
     text.lines().nth(1).unwrap().trim().parse().unwrap()
 }
 
-/// Fills the disk of the current directory (`dd` stops at "No space left on device").
-const FILL: &str = "head -c 64M /dev/zero > {f} || true";
+/// Fills the disk of the current directory (`head` stops at "No space left on device"), saying
+/// nothing.
+const FILL: &str = "head -c 64M /dev/urandom > {f} 2>/dev/null || true";
 
 #[test]
 fn a_candidate_or_its_verifier_that_fills_the_disk_fails_alone() {
@@ -158,4 +160,59 @@ fn a_run_killed_while_the_disk_is_full_resumes_after_removing_what_its_candidate
         &["run", "--tag", "k", "-n", "4"],
         &["baseline", "keep", "aborted", "keep"],
     );
+}
+
+#[test]
+fn a_disk_nearly_full_of_the_users_own_files_blames_no_candidate() {
+    let Some((_disk, r)) = repo_on_a_small_disk(SCORE, &scores(&[4, 3]), 3) else {
+        return;
+    };
+    // The user's own untracked file leaves about 4 MiB: less than the 8 MiB hone counts as full.
+    let theirs = r.dir.join("their-data.bin");
+    let room = free_bytes(&r.dir);
+    std::fs::write(&theirs, vec![1u8; (room - (4 << 20)) as usize]).unwrap();
+    let out = ok(r.hone(&["run", "--tag", "low"]));
+    assert_eq!(r.statuses(), ["baseline", "keep", "keep"], "{}", text(&out));
+    assert_eq!(
+        std::fs::metadata(&theirs).unwrap().len(),
+        room - (4 << 20),
+        "the user's file was touched"
+    );
+    let kept = git(&r.dir, &["show", "hone/low:value.txt"]);
+    assert_eq!(kept, "score: 3");
+}
+
+#[test]
+fn a_sandboxed_verifier_that_fills_its_tmpdir_is_a_crash_and_the_run_goes_on() {
+    let usable = Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "--unshare-user", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !usable {
+        eprintln!("SKIPPED: bubblewrap cannot run here");
+        return;
+    }
+    let verify = format!(
+        "if grep -q 'score: 3' value.txt; then {}; fi; cat value.txt",
+        FILL.replace("{f}", "\"$TMPDIR/ckpt.bin\"")
+    );
+    let Some((_disk, r)) = repo_on_a_small_disk(&verify, &scores(&[4, 3, 2]), 4) else {
+        return;
+    };
+    edit_spec(&r.dir, |t| format!("{t}\n[sandbox]\nkind = \"bwrap\"\n"));
+    git(&r.dir, &["commit", "-qam", "sandboxed"]);
+    let out = ok(r.hone(&["run", "--tag", "tmp"]));
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "keep", "crash", "keep"],
+        "{}",
+        text(&out)
+    );
+    let log = r.log();
+    let reason = log[2]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("removed what it left: .hone/tmp ("),
+        "{reason}"
+    );
+    assert!(free_bytes(&r.dir) > 16 << 20, "the room was not given back");
 }

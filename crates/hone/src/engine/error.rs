@@ -52,6 +52,21 @@ pub enum EngineError {
 }
 
 impl EngineError {
+    /// Whether this failed for lack of room on the disk (or in the user's quota).
+    pub fn out_of_room(&self) -> bool {
+        let exec = match self {
+            EngineError::Stage(
+                Stage::Start { error, .. }
+                | Stage::Wait { error, .. }
+                | Stage::Submit { error, .. }
+                | Stage::Lost { error, .. },
+            ) => error.io(),
+            _ => None,
+        };
+        exec.is_some_and(|e| matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)))
+            || crate::workspace::out_of_room(self)
+    }
+
     /// Whether the user's configuration is at fault (hone.toml, the repository, the machine's
     /// tools) rather than something that failed while running. The CLI does not pick an exit
     /// status by it: every error of `hone run` exits 1, as it always has.

@@ -82,29 +82,22 @@ impl Engine<'_> {
         rec.cost_usd += usd;
         rec.tokens += tokens;
         exec::kill_orphans();
-        // An agent that filled the disk made hone's own writes fail (its log, say): its
-        // candidate is taken as it stands, and the archive removes the files it grew (a
-        // violation), rather than the run stopping or the turn being lost.
-        let filled = |wt: &std::path::Path| {
-            crate::workspace::disk_nearly_full(wt)
-                && self
-                    .verifier
-                    .git
-                    .grown_files(wt, turn.parent)
-                    .is_ok_and(|g| !g.is_empty())
-        };
-        Ok(match proposal {
-            Some(Err(ProposeError::Fatal(_) | ProposeError::Invalid(_))) if filled(turn.wt) => {
-                Some(Ok(Proposal {
-                    description: String::new(),
-                    config: None,
-                    cost_usd: 0.0,
-                    source: None,
-                    in_place: false,
-                }))
+        // An agent that filled the disk made hone's own writes fail (its log, say): what it
+        // left goes, so that the turn can be recorded (`invalid`, with what was removed; the
+        // rest archived) and the run go on, rather than stop.
+        if let Some(Err(ProposeError::Fatal(why) | ProposeError::Invalid(why))) = &proposal {
+            let removed = self
+                .verifier
+                .git
+                .make_room(turn.wt, turn.parent, false, 4)?;
+            if !removed.is_empty() {
+                return Ok(Some(Err(ProposeError::Invalid(format!(
+                    "{why}; the disk was full: removed what the agent left: {}",
+                    crate::workspace::removed_for_room(&removed)
+                )))));
             }
-            p => p,
-        })
+        }
+        Ok(proposal)
     }
 
     /// Takes up what the proposer gave: the baseline's commit, a proposal's description, or

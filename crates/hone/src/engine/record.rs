@@ -100,7 +100,7 @@ impl Engine<'_> {
         git.check_ref_files()?;
         // A disk the candidate filled: its largest grown files go first (nothing could be
         // recorded otherwise), the rest is archived, and the gate makes it a violation.
-        let mut dropped: Vec<String> = make_room(git, wt, parent)?;
+        let mut dropped: Vec<String> = make_room(git, wt, parent, false)?;
         // Taken first: a retry rebuilds the index, and with it the flags. The same read,
         // with the untracked files, is the first attempt's listing (one `ls-files` for all).
         // A worktree that `record_start` made exactly the parent's files (its index read from
@@ -118,9 +118,13 @@ impl Engine<'_> {
             match snapshot_referenced(git, wt, parent, &message, &name, listing.take()) {
                 Ok(snap) => break snap,
                 // The disk filled up while archiving: as above, then again.
-                Err(e) if attempt_drop < MAX_DROPS && crate::workspace::disk_nearly_full(wt) => {
+                Err(e)
+                    if attempt_drop < MAX_DROPS
+                        && (crate::workspace::disk_nearly_full(wt)
+                            || crate::workspace::out_of_room(&e)) =>
+                {
                     attempt_drop += 1;
-                    let made = make_room(git, wt, parent)?;
+                    let made = make_room(git, wt, parent, true)?;
                     if made.is_empty() {
                         return Err(e.into());
                     }
@@ -528,24 +532,22 @@ const MAX_DROPS: usize = 4;
 
 /// Removes `path` of the worktree `wt`, a file too large to archive; when its directory (the
 /// candidate's) does not let hone's user remove it, that directory is opened first.
-/// While the disk is full (under [`crate::workspace::disk_nearly_full`]'s mark), removes the
-/// largest file of `wt` grown against `parent` (up to [`MAX_DROPS`] of them), and says which
-/// (`path (N bytes) when the disk was full`).
-fn make_room(git: &Git, wt: &Path, parent: &str) -> Result<Vec<String>, GitError> {
-    let mut made = Vec::new();
-    if !crate::workspace::disk_nearly_full(wt) {
-        return Ok(made);
-    }
-    for (path, len) in git.grown_files(wt, parent)?.into_iter().take(MAX_DROPS) {
-        remove_left_file(wt, &path)?;
-        made.push(format!("{path} ({len} bytes) when the disk was full"));
-        if !crate::workspace::disk_nearly_full(wt) {
-            break;
-        }
-    }
-    Ok(made)
+/// Frees a full disk of what the candidate left in `wt` ([`Git::make_room`]; with `failed`,
+/// a write already failed for lack of room), and says what went (`path (N bytes) when the disk
+/// was full`).
+fn make_room(git: &Git, wt: &Path, parent: &str, failed: bool) -> Result<Vec<String>, GitError> {
+    let removed = git.make_room(wt, parent, failed, MAX_DROPS)?;
+    Ok(removed
+        .iter()
+        .map(|r| {
+            let named = crate::workspace::removed_for_room(std::slice::from_ref(r));
+            format!("{named} when the disk was full")
+        })
+        .collect())
 }
 
+/// Removes `path` of the worktree `wt`, a file too large to archive; when its directory (the
+/// candidate's) does not let hone's user remove it, that directory is opened first.
 fn remove_left_file(wt: &Path, path: &str) -> Result<(), GitError> {
     let full = wt.join(path);
     if std::fs::remove_file(&full).is_ok() {

@@ -41,7 +41,7 @@ pub(super) fn run_engine(
     })?;
     git.ensure_excluded(&format!("{STATE_DIR}/"))?;
     let _lock = lock_state(&paths.lock())?;
-    state::free_room(&paths, on_event);
+    state::free_room(&paths, git.root(), on_event);
     // Escaped descendants of the verifier (setsid) come back to hone, to be killed.
     exec::become_subreaper();
     let store = Store::open_at(&store_location(&git, spec))?;

@@ -180,11 +180,14 @@ pub(super) fn worktree_path(
 /// candidate filled it), removes the runs' worktrees and parallel slots under it before
 /// anything is written: what the last candidates left there is what fills the disk, each is
 /// made again when its run goes on, and no record depends on them (an interrupted candidate's
-/// record comes from its archive ref). Called under the state lock, so no run is using them.
-pub(super) fn free_room(paths: &StatePaths, on_event: &mut dyn FnMut(&Event)) {
+/// record comes from its archive ref). Called under the state lock, so no run is using them;
+/// what a killed hone of this repository left running (its `HONE_JOB` says so) is killed
+/// first, since a file it holds open keeps its room until it exits.
+pub(super) fn free_room(paths: &StatePaths, root: &Path, on_event: &mut dyn FnMut(&Event)) {
     if !crate::workspace::disk_nearly_full(&paths.dir) {
         return;
     }
+    crate::exec::kill_groups_with_env_prefix("HONE_JOB", &super::verifier::job_prefix(root));
     let mut removed = Vec::new();
     for dir in [paths.dir.join("worktrees"), paths.dir.join("slots")] {
         let Ok(entries) = std::fs::read_dir(&dir) else {

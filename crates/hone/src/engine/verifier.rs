@@ -254,7 +254,7 @@ impl Verifier {
         };
         let (exit, failure, mut metrics) = self.run_stage(sink, wt, first, cancel)?;
         if let Some(m) = self.stage_failure(exit, failure, wt, check_seal) {
-            return Ok(self.with_room(m, wt, &candidate));
+            return Ok(self.with_room(sink, (n, m), wt, &candidate));
         }
         let metric = self.spec.verify.metric.clone();
         if let Some(evaluate) = self.spec.verify.evaluate.clone() {
@@ -287,22 +287,38 @@ impl Verifier {
                     },
                     other => other,
                 };
-                return Ok(self.with_room(m, wt, &candidate));
+                return Ok(self.with_room(sink, (n, m), wt, &candidate));
             }
             metrics.values.extend(stage2.values);
         }
-        Ok(self.with_room(self.objective(metrics), wt, &candidate))
+        let measured = self.objective(metrics);
+        Ok(self.with_room(sink, (n, measured), wt, &candidate))
     }
 
     /// `measured`, after making room when the run left the disk full ([`Verifier::free_room`]
-    /// against `files`, the candidate's commit); a failure then says what was removed.
-    fn with_room(&self, measured: Measured, wt: &Path, files: &str) -> Measured {
-        match (measured, self.free_room(wt, files)) {
+    /// against `files`, the candidate's commit): a failure then says what was removed, a
+    /// measurement that stands is followed by a warning.
+    fn with_room(
+        &self,
+        sink: &mut Sink<'_>,
+        (n, measured): (u64, Measured),
+        wt: &Path,
+        files: &str,
+    ) -> Measured {
+        match (measured, self.free_room(wt, files, false)) {
             (Measured::Failed { status, reason }, Some(removed)) => Measured::Failed {
                 status,
                 reason: format!("{reason}; the disk was full: removed what it left: {removed}"),
             },
-            (measured, _) => measured,
+            (measured, Some(removed)) => {
+                sink.emit(Event::Warning {
+                    message: format!(
+                        "experiment {n}'s verifier left the disk full: removed what it left: {removed}"
+                    ),
+                });
+                measured
+            }
+            (measured, None) => measured,
         }
     }
 
@@ -395,7 +411,8 @@ impl Verifier {
         );
         let (exit, failure) = match ran {
             Ok(r) => r,
-            Err(e) => match self.free_room(wt, s.files) {
+            Err(e) if !e.out_of_room() => return Err(e),
+            Err(e) => match self.free_room(wt, s.files, true) {
                 Some(removed) => {
                     let failure = Failure {
                         status: Status::Crash,
@@ -493,24 +510,12 @@ impl Verifier {
         self.executor.run(&job, io)
     }
 
-    /// When the disk is full (what the candidate's code wrote, most likely), removes the
-    /// files of `wt` grown against `files`, largest first, until there is room again, and says
-    /// which (`path (N bytes), ...`); `None` when the disk is not full or nothing could be
-    /// removed.
-    fn free_room(&self, wt: &Path, files: &str) -> Option<String> {
-        if !crate::workspace::disk_nearly_full(wt) {
-            return None;
-        }
-        let mut removed = Vec::new();
-        for (path, len) in self.git.grown_files(wt, files).ok()? {
-            if crate::workspace::remove_any(&wt.join(&path)).is_ok() {
-                removed.push((path, len));
-            }
-            if !crate::workspace::disk_nearly_full(wt) {
-                break;
-            }
-        }
-        (!removed.is_empty()).then(|| crate::workspace::too_large(&removed))
+    /// Frees a full disk of what the candidate's code left in `wt` ([`Git::make_room`]
+    /// against `files`, the candidate's commit; with `failed`, a write already failed for lack
+    /// of room), and says what went (`path (N bytes), ...`); `None` when nothing did.
+    fn free_room(&self, wt: &Path, files: &str, failed: bool) -> Option<String> {
+        let removed = self.git.make_room(wt, files, failed, 8).ok()?;
+        (!removed.is_empty()).then(|| crate::workspace::removed_for_room(&removed))
     }
 
     /// Why a stage's run does not count, if it does not.
@@ -609,10 +614,7 @@ impl Verifier {
     /// reviewer, verifier, holdout) carries it, so that after a crash the next hone finds and
     /// kills them, even one whose pid never reached the store.
     pub(super) fn job_token(&self, n: u64) -> String {
-        use sha2::Digest as _;
-        let digest = sha2::Sha256::digest(self.git.root().as_os_str().as_encoded_bytes());
-        let short: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
-        format!("{short}:{}:{n}", self.tag)
+        format!("{}{}:{n}", job_prefix(self.git.root()), self.tag)
     }
 
     /// What hone's own environment passes on to code it runs on a candidate's behalf
@@ -754,4 +756,13 @@ pub(super) fn path_note() -> Option<String> {
             if changed.len() == 1 { "has" } else { "have" }
         )
     })
+}
+
+/// How every `HONE_JOB` token of the repository at `root` starts (`<hash of root>:`); a
+/// token names the run and the experiment after it.
+pub(super) fn job_prefix(root: &Path) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(root.as_os_str().as_encoded_bytes());
+    let short: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    format!("{short}:")
 }

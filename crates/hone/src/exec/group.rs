@@ -151,6 +151,18 @@ pub fn kill_stale_group(pid: u32, start_time: Option<u64>) -> bool {
 /// process that was spawned but whose pid never reached the store. Returns how many groups.
 pub fn kill_groups_with_env(name: &str, value: &str) -> usize {
     let needle = format!("{name}={value}");
+    kill_groups_where(&|var| var == needle.as_bytes())
+}
+
+/// [`kill_groups_with_env`] for every value of `name` that starts with `prefix`.
+pub fn kill_groups_with_env_prefix(name: &str, prefix: &str) -> usize {
+    let needle = format!("{name}={prefix}");
+    kill_groups_where(&|var| var.starts_with(needle.as_bytes()))
+}
+
+/// Kills the process group of every process (not hone's own) with an environment variable
+/// (`NAME=value`) that `matches`.
+fn kill_groups_where(matches: &dyn Fn(&[u8]) -> bool) -> usize {
     let me = std::process::id();
     let own_group = proc_stat(me).map(|s| s.pgrp);
     let Ok(entries) = std::fs::read_dir("/proc") else {
@@ -171,10 +183,7 @@ pub fn kill_groups_with_env(name: &str, value: &str) -> usize {
         let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
             continue;
         };
-        if !environ
-            .split(|b| *b == 0)
-            .any(|var| var == needle.as_bytes())
-        {
+        if !environ.split(|b| *b == 0).any(matches) {
             continue;
         }
         if let Some(stat) = proc_stat(pid) {

@@ -75,7 +75,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-pub use group::{kill_groups_with_env, kill_stale_group, process_start_time};
+pub use group::{
+    kill_groups_with_env, kill_groups_with_env_prefix, kill_stale_group, process_start_time,
+};
 pub(crate) use lines::each_line;
 pub use lines::MAX_LINE_BYTES;
 pub use orphans::{become_subreaper, kill_orphans, set_concurrent};
@@ -274,6 +276,19 @@ pub enum ExecError {
     Log { path: PathBuf, error: io::Error },
     #[error("lost track of verifier process {pid}: {error}")]
     Process { pid: u32, error: io::Error },
+}
+
+impl ExecError {
+    /// The system's error behind this one, if any.
+    pub fn io(&self) -> Option<&io::Error> {
+        match self {
+            ExecError::MissingCwd(_) => None,
+            ExecError::NoShell(error)
+            | ExecError::Spawn { error, .. }
+            | ExecError::Log { error, .. }
+            | ExecError::Process { error, .. } => Some(error),
+        }
+    }
 }
 
 /// Starts `req.command` and returns as soon as the child exists; see the module docs for

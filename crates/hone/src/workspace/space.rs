@@ -3,7 +3,7 @@
 //! first when the disk is full), and telling a disk that is full.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{Git, GitError};
 
@@ -98,63 +98,123 @@ pub fn disk_nearly_full(path: &Path) -> bool {
     (stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64) < FULL_BELOW
 }
 
+/// A new file smaller than this is never blamed for a full disk (nor removed to free it).
+const MIN_BLAMED: u64 = 1 << 20;
+
+/// Does `error` (or an error it wraps) say the disk or the user's quota is full?
+pub fn out_of_room(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut at = Some(error);
+    while let Some(e) = at {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if matches!(io.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)) {
+                return true;
+            }
+        }
+        at = e.source();
+    }
+    false
+}
+
+/// Bytes a file or a tree takes on disk (symlinks not followed; a sparse file counts what it
+/// holds).
+fn on_disk(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::symlink_metadata(path) else {
+        return 0;
+    };
+    let mut total = m.blocks().saturating_mul(512);
+    if m.is_dir() {
+        if let Ok(entries) = std::fs::read_dir(path) {
+            for e in entries.flatten() {
+                total = total.saturating_add(on_disk(&e.path()));
+            }
+        }
+    }
+    total
+}
+
+/// What was removed to make room: `path (N bytes), ...` (the bytes it took on disk).
+pub fn removed_for_room(removed: &[(PathBuf, u64)]) -> String {
+    let named: Vec<String> = removed
+        .iter()
+        .map(|(p, n)| format!("{} ({n} bytes)", p.display()))
+        .collect();
+    named.join(", ")
+}
+
 impl Git {
-    /// The regular files of `wt` (outside `.git` and hone's `.hone`; symlinks not followed)
-    /// whose size differs from `commit`'s blob at their path, new files included, largest
-    /// first: what a candidate grew, to remove first when the disk is full. Sizes only:
-    /// nothing is read.
-    pub fn grown_files(&self, wt: &Path, commit: &str) -> Result<Vec<(String, u64)>, GitError> {
+    /// What a candidate left in the worktree `wt` that may go to free a full disk, largest
+    /// first (bytes on disk): hone's scratch directory `.hone/tmp` (a sandbox's `TMPDIR`),
+    /// whole, and every file of at least 1 MiB that `commit` does not have (outside `.git` and
+    /// `.hone`; symlinks not followed). Files the commit tracks are never among them (removing
+    /// one would record a deletion the candidate never made), nor small ones (a disk filled by
+    /// something else must not be blamed on the candidate's few edits).
+    fn leftovers(&self, wt: &Path, commit: &str) -> Result<Vec<(PathBuf, u64)>, GitError> {
         let repo = self.repo()?;
-        let blobs: std::collections::BTreeMap<String, String> = self
+        let tracked: std::collections::BTreeSet<String> = self
             .tree_entries(&repo, commit)?
             .into_iter()
-            .map(|(path, _, id)| (path, id))
+            .map(|(path, _, _)| path)
             .collect();
-        let mut files: Vec<(String, u64)> = Vec::new();
-        let mut stack = vec![String::new()];
+        let mut found: Vec<(PathBuf, u64)> = Vec::new();
+        let tmp = wt.join(".hone").join("tmp");
+        let real_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+        if real_dir(&wt.join(".hone")) && real_dir(&tmp) {
+            let bytes = on_disk(&tmp);
+            if bytes >= MIN_BLAMED {
+                found.push((PathBuf::from(".hone/tmp"), bytes));
+            }
+        }
+        let mut stack = vec![PathBuf::new()];
         while let Some(rel) = stack.pop() {
-            let dir = if rel.is_empty() {
-                wt.to_path_buf()
-            } else {
-                wt.join(&rel)
-            };
-            let Ok(entries) = read_dir_fixing(&dir, true) else {
+            let Ok(entries) = read_dir_fixing(&wt.join(&rel), true) else {
                 continue;
             };
             for e in entries.flatten() {
                 let name = e.file_name();
-                let name = name.to_string_lossy();
-                if rel.is_empty() && (name == ".git" || name == ".hone") {
+                if rel.as_os_str().is_empty() && (name == ".git" || name == ".hone") {
                     continue;
                 }
-                let p = if rel.is_empty() {
-                    name.to_string()
-                } else {
-                    format!("{rel}/{name}")
-                };
+                let p = rel.join(&name);
                 match e.file_type() {
                     Ok(t) if t.is_dir() => stack.push(p),
                     Ok(t) if t.is_file() => {
-                        if let Ok(m) = e.metadata() {
-                            files.push((p, m.len()));
+                        let known = p.to_str().is_some_and(|s| tracked.contains(s));
+                        let bytes = on_disk(&e.path());
+                        if !known && bytes >= MIN_BLAMED {
+                            found.push((p, bytes));
                         }
                     }
                     _ => {}
                 }
             }
         }
-        let ids: Vec<&str> = files
-            .iter()
-            .map(|(p, _)| blobs.get(p).map(String::as_str).unwrap_or_default())
-            .collect();
-        let lens = self.blob_lens(&ids);
-        let mut grown: Vec<(String, u64)> = files
-            .into_iter()
-            .zip(lens)
-            .filter(|((_, len), blob)| *blob != Some(*len))
-            .map(|(f, _)| f)
-            .collect();
-        grown.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        Ok(grown)
+        found.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        Ok(found)
+    }
+
+    /// Frees a full disk of what a candidate left in `wt` (see [`Git::leftovers`]): removes
+    /// them, largest first, while [`disk_nearly_full`] says so, at most `most` of them; with
+    /// `failed` (a write failed for lack of room, a quota say, which the disk's figures do not
+    /// show) at least the largest. Returns what it removed (path relative to `wt`, bytes).
+    pub fn make_room(
+        &self,
+        wt: &Path,
+        commit: &str,
+        failed: bool,
+        most: usize,
+    ) -> Result<Vec<(PathBuf, u64)>, GitError> {
+        let mut removed = Vec::new();
+        if !failed && !disk_nearly_full(wt) {
+            return Ok(removed);
+        }
+        for (rel, bytes) in self.leftovers(wt, commit)?.into_iter().take(most) {
+            if !removed.is_empty() && !disk_nearly_full(wt) {
+                break;
+            }
+            remove_any(&wt.join(&rel))?;
+            removed.push((rel, bytes));
+        }
+        Ok(removed)
     }
 }

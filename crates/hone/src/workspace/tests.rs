@@ -535,3 +535,41 @@ fn git_is_started_by_absolute_path_with_absolute_search_paths() {
         "git gets a PATH of its own"
     );
 }
+
+/// Making room after a write failed for lack of it: only the scratch directory `.hone/tmp`
+/// (whole) and new files of at least 1 MiB go, largest first (by the room they take), never a
+/// file the commit tracks however it grew, nor a small new file, nor anything a symlink points
+/// at; with the disk not full and no failed write, nothing goes.
+#[test]
+fn making_room_takes_only_large_new_files_and_the_scratch_directory() {
+    let (dir, git, head, wt) = worktree_changed(
+        "printf 'a\\n' > tracked.txt",
+        "head -c 3000000 /dev/urandom > tracked.txt && mkdir -p out .hone/tmp \
+         && head -c 2000000 /dev/urandom > out/ckpt.bin && head -c 1500000 /dev/urandom > .hone/tmp/t \
+         && head -c 1000 /dev/urandom > small.bin && truncate -s 5G sparse.bin",
+    );
+    let outside = dir.path().join("outside.bin");
+    std::fs::write(&outside, vec![7u8; 4 << 20]).unwrap();
+    std::os::unix::fs::symlink(&outside, wt.join("link.bin")).unwrap();
+    assert!(!disk_nearly_full(&wt), "this test needs a disk with room");
+    assert!(git.make_room(&wt, &head, false, 8).unwrap().is_empty());
+    let removed = git.make_room(&wt, &head, true, 8).unwrap();
+    // The disk is not full, so a failed write makes room for one: the largest.
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert_eq!(removed[0].0, PathBuf::from("out/ckpt.bin"));
+    assert!(removed[0].1 >= 2_000_000, "{removed:?}");
+    assert!(!wt.join("out/ckpt.bin").exists());
+    let removed = git.make_room(&wt, &head, true, 8).unwrap();
+    assert_eq!(removed[0].0, PathBuf::from(".hone/tmp"));
+    assert!(!wt.join(".hone/tmp").exists());
+    // Nothing else qualifies: the tracked file, the small one, the sparse one (it holds
+    // nothing), the symlink and what it points at stay.
+    assert!(git.make_room(&wt, &head, true, 8).unwrap().is_empty());
+    for kept in ["tracked.txt", "small.bin", "sparse.bin", "link.bin"] {
+        assert!(
+            wt.join(kept).symlink_metadata().is_ok(),
+            "{kept} was removed"
+        );
+    }
+    assert_eq!(std::fs::metadata(&outside).unwrap().len(), 4 << 20);
+}
