@@ -296,10 +296,12 @@ pub fn parse_codex(lines: &[String]) -> Option<AgentReport> {
         match e["type"].as_str().unwrap_or("") {
             "turn.completed" => {
                 let u = &e["usage"];
-                report.tokens += ["input_tokens", "output_tokens"]
-                    .iter()
-                    .filter_map(|k| u[*k].as_u64())
-                    .sum::<u64>();
+                report.tokens = report.tokens.saturating_add(
+                    ["input_tokens", "output_tokens"]
+                        .iter()
+                        .filter_map(|k| reported_tokens(u[*k].as_u64()))
+                        .sum::<u64>(),
+                );
             }
             "turn.failed" => {
                 report.error = Some(
@@ -341,7 +343,8 @@ pub fn parse_aider(lines: &[String]) -> Option<AgentReport> {
                 let part = part.trim().trim_end_matches('.');
                 let mut words = part.split_whitespace();
                 if let (Some(n), Some(_what)) = (words.next(), words.next()) {
-                    report.tokens += aider_count(n).unwrap_or(0);
+                    let n = reported_tokens(aider_count(n)).unwrap_or(0);
+                    report.tokens = report.tokens.saturating_add(n);
                 }
             }
         }
@@ -370,6 +373,16 @@ pub fn parse_aider(lines: &[String]) -> Option<AgentReport> {
 }
 
 /// `345`, `1.2k`, `12k`, `1,234` as aider prints token counts.
+/// The most tokens one report of a model's use (an API's `usage`, an agent CLI's counts) is
+/// taken to say: a trillion. A larger number is a lie or a bug, and sums of such numbers would
+/// overflow hone's counters; capped, a run of millions of calls cannot.
+pub const MAX_REPORTED_TOKENS: u64 = 1 << 40;
+
+/// A reported token count as hone counts it (at most [`MAX_REPORTED_TOKENS`]).
+pub fn reported_tokens(n: Option<u64>) -> Option<u64> {
+    n.map(|n| n.min(MAX_REPORTED_TOKENS))
+}
+
 fn aider_count(s: &str) -> Option<u64> {
     let s = s.replace(',', "");
     match s.strip_suffix('k') {
@@ -404,10 +417,10 @@ pub fn parse_gemini(lines: &[String]) -> Option<AgentReport> {
                 .values()
                 .map(|m| {
                     let t = &m["tokens"];
-                    t["total"].as_u64().unwrap_or_else(|| {
+                    reported_tokens(t["total"].as_u64()).unwrap_or_else(|| {
                         ["prompt", "candidates", "thoughts", "tool"]
                             .iter()
-                            .filter_map(|k| t[*k].as_u64())
+                            .filter_map(|k| reported_tokens(t[*k].as_u64()))
                             .sum()
                     })
                 })
@@ -442,14 +455,16 @@ pub fn parse_opencode(lines: &[String]) -> Option<AgentReport> {
                 let p = &e["part"];
                 report.cost_usd += p["cost"].as_f64().unwrap_or(0.0);
                 let t = &p["tokens"];
-                report.tokens += ["input", "output", "reasoning"]
-                    .iter()
-                    .filter_map(|k| t[*k].as_u64())
-                    .sum::<u64>()
-                    + ["read", "write"]
+                report.tokens = report.tokens.saturating_add(
+                    ["input", "output", "reasoning"]
                         .iter()
-                        .filter_map(|k| t["cache"][*k].as_u64())
-                        .sum::<u64>();
+                        .filter_map(|k| reported_tokens(t[*k].as_u64()))
+                        .sum::<u64>()
+                        + ["read", "write"]
+                            .iter()
+                            .filter_map(|k| reported_tokens(t["cache"][*k].as_u64()))
+                            .sum::<u64>(),
+                );
             }
             "text" => {
                 if let Some(t) = e["part"]["text"].as_str() {
@@ -489,7 +504,7 @@ pub fn parse_claude(lines: &[String]) -> Option<AgentReport> {
         "cache_read_input_tokens",
     ]
     .iter()
-    .filter_map(|k| u[*k].as_u64())
+    .filter_map(|k| reported_tokens(u[*k].as_u64()))
     .sum();
     let result = v["result"].as_str().map(str::to_string).or_else(|| {
         // Error subtypes (error_max_turns, error_during_execution...) carry `errors` instead.

@@ -110,7 +110,7 @@ impl Dropped {
         }
         self.count += 1;
         self.cost_usd += e.cost_usd;
-        self.tokens += e.tokens;
+        self.tokens = self.tokens.saturating_add(e.tokens);
         if let Some(t) = tree {
             self.trees.entry(t).or_insert(e.n);
         }

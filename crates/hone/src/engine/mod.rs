@@ -479,6 +479,8 @@ fn spent(history: &[ExperimentRecord], dropped: &Dropped) -> (f64, u64) {
     let (usd, tokens) = dropped.spent();
     (
         usd + history.iter().map(|e| e.cost_usd).sum::<f64>(),
-        tokens + history.iter().map(|e| e.tokens).sum::<u64>(),
+        history
+            .iter()
+            .fold(tokens, |sum, e| sum.saturating_add(e.tokens)),
     )
 }

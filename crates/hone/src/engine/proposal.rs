@@ -80,7 +80,7 @@ impl Engine<'_> {
         rec.propose_ms = t_propose.elapsed().as_millis() as u64;
         let (usd, tokens) = turn.meter.spent.get();
         rec.cost_usd += usd;
-        rec.tokens += tokens;
+        rec.tokens = rec.tokens.saturating_add(tokens);
         exec::kill_orphans();
         // An agent that filled the disk made hone's own writes fail (its log, say): what it
         // left goes, so that the turn can be recorded (`invalid`, with what was removed; the

@@ -254,7 +254,7 @@ impl Verifier {
         let outcome = crate::review::review(&mut client, meter, text, cancel);
         let after = meter.spent();
         rec.cost_usd += after.0 - before.0;
-        rec.tokens += after.1.saturating_sub(before.1);
+        rec.tokens = rec.tokens.saturating_add(after.1.saturating_sub(before.1));
         let logged = match &outcome {
             Ok(v) => format!("{v:?}\n"),
             Err(e) => format!("{e:?}\n"),

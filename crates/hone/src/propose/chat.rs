@@ -24,6 +24,7 @@ use super::blocks::{self, EditBlock};
 use super::patch;
 use super::spend::Hold;
 use super::{prompt, Meter, Proposal, ProposeContext, ProposeError, Proposer};
+use crate::presets::reported_tokens;
 use crate::spec::{AgentKind, EditMode, LlmSpec};
 
 /// First retry delay; doubled each attempt, capped at 60 s, plus jitter.
@@ -303,7 +304,7 @@ impl LlmClient {
                 match &done {
                     Ok(c) if c.usage_reported => meter.add(
                         self.price(c.input_tokens, c.output_tokens),
-                        c.input_tokens + c.output_tokens,
+                        c.input_tokens.saturating_add(c.output_tokens),
                     ),
                     _ => meter.add(worst_cost, worst_tokens),
                 }
@@ -362,8 +363,8 @@ impl LlmClient {
                     .unwrap_or_default();
                 (
                     content,
-                    v["usage"]["input_tokens"].as_u64(),
-                    v["usage"]["output_tokens"].as_u64(),
+                    reported_tokens(v["usage"]["input_tokens"].as_u64()),
+                    reported_tokens(v["usage"]["output_tokens"].as_u64()),
                 )
             }
             _ => (
@@ -371,8 +372,8 @@ impl LlmClient {
                     .as_str()
                     .unwrap_or_default()
                     .to_string(),
-                v["usage"]["prompt_tokens"].as_u64(),
-                v["usage"]["completion_tokens"].as_u64(),
+                reported_tokens(v["usage"]["prompt_tokens"].as_u64()),
+                reported_tokens(v["usage"]["completion_tokens"].as_u64()),
             ),
         };
         Ok(Completion {
@@ -764,6 +765,50 @@ fn hypothesis(answer: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server's `usage` that claims more tokens than can be counted (up to u64's largest)
+    /// is taken as at most `MAX_REPORTED_TOKENS` each, and the counters saturate: no overflow,
+    /// no panic, in either API's format.
+    #[test]
+    fn absurd_usage_is_capped_and_counted_without_overflow() {
+        use crate::presets::MAX_REPORTED_TOKENS;
+        use crate::propose::spend::Spend;
+        let llm = LlmSpec {
+            model: "m".into(),
+            base_url: "http://127.0.0.1:9/v1".into(),
+            api_key_env: "HONE_TEST_UNSET_KEY".into(),
+            temperature: None,
+            max_tokens: 100,
+            request_timeout: Duration::from_secs(30),
+            max_attempts: 1,
+            price_in_per_mtok: Some(1.0),
+            price_out_per_mtok: Some(1.0),
+            edit_mode: EditMode::Blocks,
+        };
+        let max = u64::MAX;
+        let openai = LlmClient::new(AgentKind::OpenAi, llm.clone());
+        let text = format!(
+            r#"{{"choices":[{{"message":{{"content":"x"}}}}],"usage":{{"prompt_tokens":{max},"completion_tokens":{max}}}}}"#
+        );
+        let c = openai.parse_completion(&text).unwrap();
+        assert_eq!(
+            (c.input_tokens, c.output_tokens),
+            (MAX_REPORTED_TOKENS, MAX_REPORTED_TOKENS)
+        );
+        let anthropic = LlmClient::new(AgentKind::Anthropic, llm);
+        let text = format!(
+            r#"{{"content":[{{"type":"text","text":"x"}}],"usage":{{"input_tokens":{max},"output_tokens":9223372036854775808}}}}"#
+        );
+        let c = anthropic.parse_completion(&text).unwrap();
+        assert_eq!(
+            (c.input_tokens, c.output_tokens),
+            (MAX_REPORTED_TOKENS, MAX_REPORTED_TOKENS)
+        );
+        let spent = Spend::new(None);
+        spent.add(1.0, u64::MAX);
+        spent.add(1.0, u64::MAX);
+        assert_eq!(spent.get(), (2.0, u64::MAX));
+    }
 
     #[test]
     fn hypothesis_line() {

@@ -48,7 +48,7 @@ impl Spend {
     /// Records money and tokens spent.
     pub fn add(&self, usd: f64, tokens: u64) {
         let (u, t) = self.own.get();
-        self.own.set((u + usd, t + tokens));
+        self.own.set((u + usd, t.saturating_add(tokens)));
         if let Some(l) = &self.ledger {
             l.charge(usd, tokens);
         }
@@ -161,7 +161,7 @@ impl Ledger {
 
     fn charge(&self, usd: f64, tokens: u64) {
         let mut t = self.tally();
-        t.spent = (t.spent.0 + usd, t.spent.1 + tokens);
+        t.spent = (t.spent.0 + usd, t.spent.1.saturating_add(tokens));
     }
 
     fn hold(&self, worst: (f64, u64)) -> Result<Hold<'_>, Budget> {

@@ -367,7 +367,9 @@ impl Engine<'_> {
             }
             _ => {
                 let max = s.max_tokens.unwrap_or(0);
-                let total = max - opened.tokens_left.unwrap_or(0) + tokens;
+                let total = max
+                    .saturating_sub(opened.tokens_left.unwrap_or(0))
+                    .saturating_add(tokens);
                 format!("budget: reached max_tokens ({total} of {max})")
             }
         };
