@@ -250,6 +250,32 @@ fn a_response_far_larger_than_max_tokens_is_refused() {
     assert_reason(&log[1], "MiB and was refused");
 }
 
+/// An answer with more edits than hone applies (each would rewrite a file: many thousands
+/// kept hone busy for hours) is `invalid`, with nothing of it applied; the next answer, with
+/// one edit, is kept.
+#[test]
+fn an_answer_with_too_many_edits_is_refused_whole() {
+    let mut many = edit("value.txt", "score: 5", "score: 4");
+    for i in 0..600 {
+        many.push_str(&format!(
+            "extra{i}.txt\n<<<<<<< SEARCH\n=======\nx\n>>>>>>> REPLACE\n"
+        ));
+    }
+    let (_, r, _) = llm_run(
+        "openai",
+        vec![
+            Reply::Answer(many, 100, 20),
+            Reply::Answer(edit("value.txt", "score: 5", "score: 3"), 100, 20),
+        ],
+        "",
+        "max_experiments = 3",
+    );
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "invalid", "keep"]);
+    assert_reason(&log[1], "holds 601 edits; hone applies at most 500");
+    assert_eq!(log[2]["objective"], 3.0);
+}
+
 /// An apply_patch patch changing one line of `path`.
 fn patch(path: &str, old: &str, new: &str) -> String {
     format!("HYPOTHESIS: patch {path}\n\n*** Begin Patch\n*** Update File: {path}\n@@\n-{old}\n+{new}\n*** End Patch\n")

@@ -22,6 +22,16 @@ pub struct EditBlock {
     pub replace: String,
 }
 
+/// The most edits (SEARCH/REPLACE blocks, or a patch's file operations and hunks) one answer
+/// may hold: each rewrites a file, so many thousands against a large file would keep hone busy
+/// for hours; real answers hold a handful.
+pub const MAX_EDITS: usize = 500;
+
+/// Why an answer with `n` edits, more than [`MAX_EDITS`], had none of them applied.
+pub fn too_many_edits(n: usize) -> String {
+    format!("the model's answer holds {n} edits; hone applies at most {MAX_EDITS} from one answer, so none were")
+}
+
 /// Finds the blocks in a model's answer (the path is the last non-empty line before the
 /// `SEARCH` marker, without markdown decoration).
 pub fn parse(answer: &str) -> Vec<EditBlock> {
@@ -101,9 +111,8 @@ pub fn apply_one(text: &str, search: &str, replace: &str) -> Result<String, Stri
     if needle.is_empty() {
         return Err("the SEARCH text is empty".into());
     }
-    let starts: Vec<usize> = (0..hay.len().saturating_sub(needle.len() - 1))
-        .filter(|&s| (0..needle.len()).all(|k| hay[s + k].trim() == needle[k]))
-        .collect();
+    let trimmed: Vec<&str> = hay.iter().map(|l| l.trim()).collect();
+    let starts = occurrences(&trimmed, &needle);
     match starts.as_slice() {
         [s] => {
             let mut out: String = hay[..*s].concat();
@@ -117,6 +126,43 @@ pub fn apply_one(text: &str, search: &str, replace: &str) -> Result<String, Stri
             many.len()
         )),
     }
+}
+
+/// Where `needle` stands in `hay` as a run of equal items, every start in order
+/// (Knuth-Morris-Pratt): the time grows with the two lengths added, not multiplied. A naive
+/// scan took hours on a model's answer that made a file of one repeated line and then searched
+/// it for half as many of them and one more.
+pub(crate) fn occurrences<T: PartialEq>(hay: &[T], needle: &[T]) -> Vec<usize> {
+    let mut out = Vec::new();
+    if needle.is_empty() || needle.len() > hay.len() {
+        return out;
+    }
+    // fail[i]: the length of the longest proper prefix of needle[..=i] that is also its suffix.
+    let mut fail = vec![0usize; needle.len()];
+    let mut k = 0;
+    for i in 1..needle.len() {
+        while k > 0 && needle[i] != needle[k] {
+            k = fail[k - 1];
+        }
+        if needle[i] == needle[k] {
+            k += 1;
+        }
+        fail[i] = k;
+    }
+    let mut k = 0;
+    for (i, h) in hay.iter().enumerate() {
+        while k > 0 && *h != needle[k] {
+            k = fail[k - 1];
+        }
+        if *h == needle[k] {
+            k += 1;
+        }
+        if k == needle.len() {
+            out.push(i + 1 - k);
+            k = fail[k - 1];
+        }
+    }
+    out
 }
 
 /// The file `rel` names under `root`, if an edit may write it: a relative path inside the
@@ -188,6 +234,34 @@ mod tests {
     use super::*;
 
     const ANSWER: &str = "I will lower the rate.\n\ntrain.py\n```python\n<<<<<<< SEARCH\nLR = 0.1\n=======\nLR = 0.05\n>>>>>>> REPLACE\n```\n";
+
+    #[test]
+    fn occurrences_finds_every_start_overlapping_ones_too() {
+        let hay: Vec<char> = "aaaaba".chars().collect();
+        let run = |n: &str| occurrences(&hay, &n.chars().collect::<Vec<_>>());
+        assert_eq!(run("aa"), [0, 1, 2]);
+        assert_eq!(run("aab"), [2]);
+        assert_eq!(run("ba"), [4]);
+        assert!(run("bb").is_empty() && run("").is_empty() && run("aaaabaa").is_empty());
+        let lines = ["x", "y", "x", "y", "x"];
+        assert_eq!(occurrences(&lines, &["x", "y", "x"]), [0, 2]);
+    }
+
+    /// The answer that made the old whitespace-tolerant scan take hours: a file of one line
+    /// repeated, searched for half as many of them and then one that is not there.
+    #[test]
+    fn a_search_of_repeated_lines_is_judged_right() {
+        let text = "a\n".repeat(20_000);
+        let search = format!("{}b\n", "  a\n".repeat(10_000));
+        let err = apply_one(&text, &search, "x\n").unwrap_err();
+        assert!(err.contains("matches nothing"), "{err}");
+        let search = format!("{}  a \n", " a\n".repeat(9_999));
+        let err = apply_one(&text, &search, "x\n").unwrap_err();
+        assert!(err.contains("matches 10001 places"), "{err}");
+        let text = format!("{}b\n", "a\n".repeat(20_000));
+        let out = apply_one(&text, &format!("{}b", " a\n".repeat(3)), "c\n").unwrap();
+        assert_eq!(out, format!("{}c\n", "a\n".repeat(19_997)));
+    }
 
     #[test]
     fn parses_a_block_with_its_path() {

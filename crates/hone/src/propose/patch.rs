@@ -335,15 +335,33 @@ fn find(hay: &[String], needle: &[String], from: usize, at_eof: bool) -> Vec<usi
     }
     let norms: [fn(&str) -> &str; 3] = [|s| s, str::trim_end, str::trim];
     for norm in norms {
-        let hits: Vec<usize> = (from..=hay.len() - needle.len())
+        let rest: Vec<&str> = hay
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .map(|l| norm(l))
+            .collect();
+        let wanted: Vec<&str> = needle.iter().map(|l| norm(l)).collect();
+        let hits: Vec<usize> = super::blocks::occurrences(&rest, &wanted)
+            .into_iter()
+            .map(|s| s + from)
             .filter(|&s| !at_eof || s + needle.len() == hay.len())
-            .filter(|&s| (0..needle.len()).all(|k| norm(&hay[s + k]) == norm(&needle[k])))
             .collect();
         if !hits.is_empty() {
             return hits;
         }
     }
     Vec::new()
+}
+
+/// How many edits `ops` make: one a file operation, and one more a hunk past an update's first.
+pub fn edits(ops: &[FileOp]) -> usize {
+    ops.iter()
+        .map(|op| match op {
+            FileOp::Update { hunks, .. } => hunks.len().max(1),
+            _ => 1,
+        })
+        .sum()
 }
 
 /// Applies a patch under `root`: every file operation that can be applied is, and the ones

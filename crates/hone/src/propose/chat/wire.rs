@@ -219,4 +219,49 @@ mod tests {
         assert!(!pause(Duration::from_secs(600), &|| true));
         assert!(pause(Duration::from_millis(1), &|| false));
     }
+
+    /// A server's `usage` that claims more tokens than can be counted (up to u64's largest)
+    /// is taken as at most `MAX_REPORTED_TOKENS` each, and the counters saturate: no overflow,
+    /// no panic, in either API's format.
+    #[test]
+    fn absurd_usage_is_capped_and_counted_without_overflow() {
+        use crate::presets::MAX_REPORTED_TOKENS;
+        use crate::propose::spend::Spend;
+        use crate::spec::{AgentKind, EditMode, LlmSpec};
+        let llm = LlmSpec {
+            model: "m".into(),
+            base_url: "http://127.0.0.1:9/v1".into(),
+            api_key_env: "HONE_TEST_UNSET_KEY".into(),
+            temperature: None,
+            max_tokens: 100,
+            request_timeout: Duration::from_secs(30),
+            max_attempts: 1,
+            price_in_per_mtok: Some(1.0),
+            price_out_per_mtok: Some(1.0),
+            edit_mode: EditMode::Blocks,
+        };
+        let max = u64::MAX;
+        let openai = super::super::LlmClient::new(AgentKind::OpenAi, llm.clone());
+        let text = format!(
+            r#"{{"choices":[{{"message":{{"content":"x"}}}}],"usage":{{"prompt_tokens":{max},"completion_tokens":{max}}}}}"#
+        );
+        let c = openai.parse_completion(&text).unwrap();
+        assert_eq!(
+            (c.input_tokens, c.output_tokens),
+            (MAX_REPORTED_TOKENS, MAX_REPORTED_TOKENS)
+        );
+        let anthropic = super::super::LlmClient::new(AgentKind::Anthropic, llm);
+        let text = format!(
+            r#"{{"content":[{{"type":"text","text":"x"}}],"usage":{{"input_tokens":{max},"output_tokens":9223372036854775808}}}}"#
+        );
+        let c = anthropic.parse_completion(&text).unwrap();
+        assert_eq!(
+            (c.input_tokens, c.output_tokens),
+            (MAX_REPORTED_TOKENS, MAX_REPORTED_TOKENS)
+        );
+        let spent = Spend::new(None);
+        spent.add(1.0, u64::MAX);
+        spent.add(1.0, u64::MAX);
+        assert_eq!(spent.get(), (2.0, u64::MAX));
+    }
 }
