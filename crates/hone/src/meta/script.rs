@@ -195,6 +195,19 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.contains("line 1"), "{e}");
+        // Too long to compile (a model's script of 20,000 variables took minutes): refused
+        // before the parser sees it; one just under the limit compiles.
+        let body = |n: usize| {
+            (0..n)
+                .map(|i| format!("let a{i} = {i}; "))
+                .collect::<String>()
+        };
+        let long = format!("fn on_start(v) {{ {} () }}", body(2500));
+        let e = Script::compile(&long, limits()).err().unwrap();
+        assert!(e.contains("at most 32768 bytes"), "{e}");
+        let fits = format!("fn on_start(v) {{ {} () }}", body(1500));
+        assert!(fits.len() <= 32 * 1024);
+        assert!(Script::compile(&fits, limits()).is_ok());
     }
 
     #[test]

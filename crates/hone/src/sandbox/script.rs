@@ -58,6 +58,11 @@ pub struct Script {
     hooks: Vec<&'static str>,
 }
 
+/// The longest script hone compiles (32 KiB): compiling takes no part of a hook's operation
+/// or time limits, and its time grows faster than the script (a 400 KB script of one function
+/// with 20,000 variables took minutes); real mechanisms are a few KiB.
+pub const MAX_SOURCE_BYTES: usize = 32 * 1024;
+
 fn engine(limits: &Limits, deadline: Rc<Cell<Option<Instant>>>) -> Engine {
     use rhai::packages::{
         BasicArrayPackage, BasicMapPackage, BasicMathPackage, CorePackage, MoreStringPackage,
@@ -101,6 +106,12 @@ impl Script {
         limits: Limits,
         register: impl FnOnce(&mut Engine),
     ) -> Result<Script, String> {
+        if source.len() > MAX_SOURCE_BYTES {
+            return Err(format!(
+                "the script is {} bytes; hone compiles scripts of at most {MAX_SOURCE_BYTES} bytes",
+                source.len()
+            ));
+        }
         let deadline = Rc::new(Cell::new(None));
         let mut engine = engine(&limits, deadline.clone());
         register(&mut engine);
