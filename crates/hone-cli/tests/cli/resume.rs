@@ -198,8 +198,8 @@ fn ctrl_c_twice_ends_a_hanging_llm_call_and_charges_its_worst_case() {
         "max_experiments = 3",
     );
     let log = ctrl_c_twice_in_the_first_call(&r, &server);
-    // The provider may bill a request it got: charged at its worst case (the prompt at two
-    // characters a token, plus max_tokens, at $100 per million tokens).
+    // The provider may bill a request it got: charged at its worst case (a token a byte of the
+    // prompt, plus max_tokens, at $100 per million tokens).
     let cost = log[1]["cost_usd"].as_f64().unwrap();
     assert!(cost > 100.0 * 100.0 / 1e6, "{}", log[1]);
     assert_eq!(server.requests().len(), 1, "not retried");

@@ -111,11 +111,14 @@ impl LlmClient {
         (input as f64 * pi + output as f64 * po) / 1e6
     }
 
-    /// The most a call with this much prompt text can cost: (dollars, tokens).
-    fn worst(&self, prompt_chars: usize) -> (f64, u64) {
-        // Pessimistic: real tokenizers average 3-4 characters per token on prose and code, and
-        // fewer on digits and symbols; assume 2, plus a per-message overhead.
-        let input = (prompt_chars as u64).div_ceil(2) + 16;
+    /// The most a call with this many bytes of prompt text can cost: (dollars, tokens).
+    fn worst(&self, prompt_bytes: usize) -> (f64, u64) {
+        // A token of the byte-level tokenizers these APIs use stands for at least one byte, so
+        // a prompt holds at most as many tokens as bytes, plus the messages' framing. Real
+        // text averages 3-4 bytes a token, but a model can make its own later prompts dense
+        // (a file of random punctuation it wrote): half the bytes let such a run spend half
+        // as much again as `max_cost_usd`.
+        let input = prompt_bytes as u64 + 64;
         (
             self.price(input, self.llm.max_tokens),
             input + self.llm.max_tokens,
@@ -127,9 +130,9 @@ impl LlmClient {
     fn reserve<'m>(
         &self,
         meter: &Meter<'m>,
-        prompt_chars: usize,
+        prompt_bytes: usize,
     ) -> Result<Option<Hold<'m>>, ProposeError> {
-        let (worst_cost, worst_tokens) = self.worst(prompt_chars);
+        let (worst_cost, worst_tokens) = self.worst(prompt_bytes);
         let left = match meter.hold((worst_cost, worst_tokens)) {
             Ok(hold) => return Ok(hold),
             Err(left) => left,
