@@ -250,6 +250,37 @@ fn a_response_far_larger_than_max_tokens_is_refused() {
     assert_reason(&log[1], "MiB and was refused");
 }
 
+/// A model that makes its own later prompts dense (it writes a line of punctuation, a token a
+/// byte, into a file every prompt shows) against a server that counts a token for every byte:
+/// whatever the budget, the run stops before the recorded spend crosses `max_cost_usd`.
+#[test]
+fn dense_prompts_cannot_take_the_spend_past_max_cost_usd() {
+    let dense: String = (0..20_000)
+        .map(|i| b"!#$%&*+-/<=>?@^|~"[i % 17] as char)
+        .collect();
+    let replies = vec![
+        Reply::Dense(
+            edit("value.txt", "score: 5", &format!("score: 4\n{dense}")),
+            16,
+        ),
+        Reply::Dense(edit("value.txt", "score: 4", "score: 3"), 16),
+        Reply::Dense(edit("value.txt", "score: 3", "score: 2"), 16),
+        Reply::Dense(edit("value.txt", "score: 2", "score: 1"), 16),
+    ];
+    for budget in [5.0, 5.5, 6.0, 6.5, 7.0, 7.5] {
+        let (_, r, _) = llm_run(
+            "openai",
+            replies.clone(),
+            "max_tokens = 16\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
+            &format!("max_experiments = 10\nmax_cost_usd = {budget}"),
+        );
+        let log = r.log();
+        let spent: f64 = log.iter().map(|e| e["cost_usd"].as_f64().unwrap()).sum();
+        assert!(spent <= budget, "spent ${spent:.4} of ${budget}: {log:?}");
+        assert!(reason(log.last().unwrap()).starts_with("budget"), "{log:?}");
+    }
+}
+
 /// An answer with more edits than hone applies (each would rewrite a file: many thousands
 /// kept hone busy for hours) is `invalid`, with nothing of it applied; the next answer, with
 /// one edit, is kept.

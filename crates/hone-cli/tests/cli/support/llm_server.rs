@@ -13,6 +13,9 @@ pub(crate) enum Reply {
     Status(u16, Vec<(String, String)>, String),
     /// Never answer (the client must time out).
     Hang,
+    /// 200 with an answer and `output` tokens, its input counted as a token for every byte of
+    /// the request's message texts: the most a byte-level tokenizer can make of them.
+    Dense(String, u64),
 }
 
 /// A recorded request: path, headers (lower-case names), body.
@@ -66,8 +69,18 @@ impl LlmServer {
                     headers,
                     String::from_utf8_lossy(&body).into_owned(),
                 ));
-                let reply = replies[n.min(replies.len() - 1)].clone();
+                let mut reply = replies[n.min(replies.len() - 1)].clone();
                 n += 1;
+                if let Reply::Dense(text, output) = reply {
+                    let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let text_len =
+                        |m: &serde_json::Value| m["content"].as_str().map_or(0, str::len);
+                    let messages = v["messages"]
+                        .as_array()
+                        .map_or(0, |ms| ms.iter().map(text_len).sum());
+                    let system = v["system"].as_str().map_or(0, str::len);
+                    reply = Reply::Answer(text, (messages + system) as u64, output);
+                }
                 let (status, extra, body) = match reply {
                     Reply::Hang => {
                         // Hold the connection until the client gives up and closes it.
@@ -76,6 +89,8 @@ impl LlmServer {
                         continue;
                     }
                     Reply::Status(s, h, b) => (s, h, b),
+                    // Made an `Answer` above, with its input counted.
+                    Reply::Dense(..) => continue,
                     Reply::Answer(text, input, output) => {
                         let body = if anthropic {
                             serde_json::json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "m",
