@@ -57,6 +57,15 @@ fn start_with(dir: &tempfile::TempDir, limits: Limits, token: Option<&str>) -> R
     Running::start(server)
 }
 
+/// Limits of `max_connections` places, and header and body timeouts in seconds.
+fn limits(max_connections: usize, header_s: u64, body_s: u64) -> Limits {
+    Limits {
+        max_connections,
+        header_timeout: Duration::from_secs(header_s),
+        body_timeout: Duration::from_secs(body_s),
+    }
+}
+
 /// A connection to `base` that has sent `bytes`. Its reads give up after two minutes: only a
 /// hang detector (each test waits for the server to act, not for a time).
 fn connect(base: &str, bytes: &str) -> TcpStream {
@@ -64,6 +73,11 @@ fn connect(base: &str, bytes: &str) -> TcpStream {
     s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
     s.write_all(bytes.as_bytes()).unwrap();
     s
+}
+
+/// What the server answers `request` on a new connection, until it closes it.
+fn answer_to(base: &str, request: &str) -> String {
+    read_to_close(&mut connect(base, request))
 }
 
 /// Everything the server sends until it closes the connection.
@@ -94,11 +108,7 @@ const FULL: &str = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r
 #[test]
 fn half_sent_requests_are_closed_and_cannot_hold_every_place() {
     let dir = tempfile::tempdir().unwrap();
-    let limits = Limits {
-        max_connections: 2,
-        header_timeout: Duration::from_secs(1),
-        body_timeout: Duration::from_secs(60),
-    };
+    let limits = limits(2, 1, 60);
     let running = start(&dir, limits);
     let mut held: Vec<TcpStream> = (0..2).map(|_| connect(&running.base, HALF_SENT)).collect();
     // Both places are taken: this one is served only once a half-sent one has been closed.
@@ -121,35 +131,25 @@ fn half_sent_requests_are_closed_and_cannot_hold_every_place() {
 #[test]
 fn a_body_that_never_ends_fails_and_a_slow_handler_does_not() {
     let dir = tempfile::tempdir().unwrap();
-    let limits = Limits {
-        max_connections: 8,
-        header_timeout: Duration::from_secs(60),
-        body_timeout: Duration::from_secs(1),
-    };
+    let limits = limits(8, 60, 1);
     let running = start(&dir, limits);
-    let mut slow = connect(
+    let answer = answer_to(
         &running.base,
         "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nten bytes.",
     );
-    let answer = read_to_close(&mut slow);
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     assert!(answer.contains("too long to arrive"), "{answer}");
     // A body that does arrive is read as before.
-    let mut whole = connect(
-        &running.base,
-        "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\nConnection: close\r\n\r\nten bytes.",
-    );
-    let answer = read_to_close(&mut whole);
+    let answer = answer_to(&running.base, "POST /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\nConnection: close\r\n\r\nten bytes.");
     assert!(
         answer.starts_with("HTTP/1.1 200") && answer.ends_with("10 bytes"),
         "{answer}"
     );
     // A handler slower than the body timeout is answered in full.
-    let mut long = connect(
+    let answer = answer_to(
         &running.base,
         "GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
     );
-    let answer = read_to_close(&mut long);
     assert!(
         answer.starts_with("HTTP/1.1 200") && answer.ends_with("done"),
         "{answer}"
@@ -160,18 +160,13 @@ fn a_body_that_never_ends_fails_and_a_slow_handler_does_not() {
 #[test]
 fn a_request_without_the_token_gets_its_answer_and_loses_its_connection() {
     let dir = tempfile::tempdir().unwrap();
-    let limits = Limits {
-        max_connections: 8,
-        header_timeout: Duration::from_secs(60),
-        body_timeout: Duration::from_secs(60),
-    };
+    let limits = limits(8, 60, 60);
     let running = start_with_token(&dir, limits);
     // Keep-alive asked for, no token: answered 401, then closed (not kept for the next ask).
-    let mut asking = connect(
+    let answer = answer_to(
         &running.base,
         "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
     );
-    let answer = read_to_close(&mut asking);
     assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
     assert!(
         answer.to_ascii_lowercase().contains("connection: close"),
