@@ -354,7 +354,7 @@ pub fn parse_aider(lines: &[String]) -> Option<AgentReport> {
                 .split(',')
                 .find(|p| p.contains("session"))
                 .and_then(|p| p.trim().trim_start_matches('$').split_whitespace().next())
-                .and_then(|n| n.trim_start_matches('$').parse::<f64>().ok())
+                .and_then(|n| reported_cost(n.trim_start_matches('$').parse::<f64>().ok()))
             {
                 report.cost_usd = session;
             }
@@ -383,6 +383,16 @@ pub fn reported_tokens(n: Option<u64>) -> Option<u64> {
     n.map(|n| n.min(MAX_REPORTED_TOKENS))
 }
 
+/// The most dollars one report of a model's cost is taken to say: a million. A larger one,
+/// a negative one (it would be credit against `max_cost_usd`) or one that is not a number
+/// (NaN compares false with every budget) is a lie or a bug, and is taken as unknown.
+pub const MAX_REPORTED_USD: f64 = 1e6;
+
+/// A reported cost as hone counts it: `None` unless a number from 0 to [`MAX_REPORTED_USD`].
+pub fn reported_cost(usd: Option<f64>) -> Option<f64> {
+    usd.filter(|c| c.is_finite() && (0.0..=MAX_REPORTED_USD).contains(c))
+}
+
 fn aider_count(s: &str) -> Option<u64> {
     let s = s.replace(',', "");
     match s.strip_suffix('k') {
@@ -391,13 +401,19 @@ fn aider_count(s: &str) -> Option<u64> {
     }
 }
 
+/// How many lines that open a JSON object, from the end, [`parse_gemini`] tries.
+const GEMINI_STARTS: usize = 64;
+
 /// Reads Gemini CLI's `--output-format json` result: one (pretty-printed) JSON object with
 /// `response`, `stats.models.<model>.tokens` and, when the run failed, `error.message`.
 pub fn parse_gemini(lines: &[String]) -> Option<AgentReport> {
-    // The object starts on a line of its own; try the last such start that parses.
+    // The object starts on a line of its own; try the last such start that parses (of the
+    // last few: each try reads to the end, so trying every `{` line of a long output would
+    // take time that grows with its square).
     let v = (0..lines.len())
         .rev()
         .filter(|&i| lines[i].trim_start().starts_with('{'))
+        .take(GEMINI_STARTS)
         .find_map(|i| {
             let text = lines[i..].join("\n");
             serde_json::Deserializer::from_str(&text)
@@ -453,7 +469,7 @@ pub fn parse_opencode(lines: &[String]) -> Option<AgentReport> {
         match e["type"].as_str().unwrap_or("") {
             "step_finish" => {
                 let p = &e["part"];
-                report.cost_usd += p["cost"].as_f64().unwrap_or(0.0);
+                report.cost_usd += reported_cost(p["cost"].as_f64()).unwrap_or(0.0);
                 let t = &p["tokens"];
                 report.tokens = report.tokens.saturating_add(
                     ["input", "output", "reasoning"]
@@ -526,7 +542,7 @@ pub fn parse_claude(lines: &[String]) -> Option<AgentReport> {
     Some(AgentReport {
         error,
         result,
-        cost_usd: v["total_cost_usd"].as_f64().unwrap_or(0.0),
+        cost_usd: reported_cost(v["total_cost_usd"].as_f64()).unwrap_or(0.0),
         tokens,
     })
 }
@@ -570,6 +586,29 @@ mod tests {
         assert_eq!(r.cost_usd, 0.04);
         assert_eq!(r.error, None);
         assert_eq!(parse_aider(&lines("nothing to see\n")), None);
+    }
+
+    /// What an agent CLI reports is untrusted: a cost that is not a number, negative (credit
+    /// against the budget) or absurd is taken as unknown, and token counts past a trillion are
+    /// capped, so nothing it prints can overflow hone's sums or switch its budget off.
+    #[test]
+    fn absurd_reports_are_unknown_or_capped() {
+        let out = lines(
+            "Tokens: 2.3k sent, 85 received. Cost: $0.01 message, $0.02 session.\n\
+             Cost: $nan message, $nan session.\nCost: $-50 message, $-50 session.\n\
+             Cost: $inf message, $1e300 session.\n",
+        );
+        assert_eq!(parse_aider(&out).unwrap().cost_usd, 0.02);
+        assert_eq!(reported_cost(Some(f64::NAN)), None);
+        assert_eq!(reported_cost(Some(-1.0)), None);
+        assert_eq!(reported_cost(Some(2e6)), None);
+        assert_eq!(reported_cost(Some(3.5)), Some(3.5));
+        let huge = format!(
+            "{{\"type\":\"turn.completed\",\"usage\":{{\"input_tokens\":{m},\"output_tokens\":{m}}}}}\n",
+            m = u64::MAX
+        );
+        let codex = parse_codex(&lines(&huge.repeat(3))).unwrap();
+        assert_eq!(codex.tokens, 6 * MAX_REPORTED_TOKENS);
     }
 
     #[test]

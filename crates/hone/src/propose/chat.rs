@@ -108,7 +108,7 @@ impl LlmClient {
     /// Dollars for a number of input and output tokens (0 when no price is known).
     fn price(&self, input: u64, output: u64) -> f64 {
         let (pi, po) = self.llm.prices().unwrap_or((0.0, 0.0));
-        (input as f64 * pi + output as f64 * po) / 1e6
+        ((input as f64 * pi + output as f64 * po) / 1e6).min(crate::presets::MAX_REPORTED_USD)
     }
 
     /// The most a call with this many bytes of prompt text can cost: (dollars, tokens).

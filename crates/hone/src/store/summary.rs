@@ -70,7 +70,7 @@ impl Tally {
         let status = Status::parse(status).unwrap_or(Status::Running).as_str();
         *self.counts.entry(status.to_string()).or_insert(0) += k;
         self.verify_ms += verify_ms;
-        self.cost_nanos += cost_nanos;
+        self.cost_nanos = self.cost_nanos.saturating_add(cost_nanos);
         self.holdouts += holdouts;
         self.paid += paid;
     }

@@ -134,6 +134,11 @@ impl Outer {
         let mut fail = |this: &mut Outer, detail: String| {
             this.research_step(calls, n, &name, Effect::Failed, detail);
         };
+        // Too long to compile: not quoted back (that would cost as much again), dropped.
+        if source.len() > crate::sandbox::script::MAX_SOURCE_BYTES {
+            fail(self, format!("compile: {error}; dropped"));
+            return Ok(None);
+        }
         fail(self, format!("compile: {error}; asking for one repair"));
         let (system, user) = research::repair_prompt(&source, &error);
         let fixed = match client.complete(ctx, &system, &user) {
