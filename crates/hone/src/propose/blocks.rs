@@ -128,6 +128,30 @@ pub fn apply_one(text: &str, search: &str, replace: &str) -> Result<String, Stri
     }
 }
 
+/// The largest file an edit from a model may change (16 MiB): each edit reads and rewrites
+/// its file, so hundreds of edits against a larger one keep hone busy for minutes.
+pub const MAX_EDITED_FILE_BYTES: u64 = 16 << 20;
+
+/// The text of the file at `path` (named `rel` to the model) for an edit: `Err(None)` when
+/// there is none, `Err(Some(why))` when it cannot or may not be read (too large, not UTF-8).
+pub(crate) fn read_to_edit(path: &Path, rel: &str) -> Result<String, Option<String>> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(None),
+        Err(e) => return Err(Some(format!("cannot read `{rel}`: {e}"))),
+    };
+    if !meta.is_file() {
+        return Err(Some(format!("`{rel}` is not a regular file")));
+    }
+    if meta.len() > MAX_EDITED_FILE_BYTES {
+        return Err(Some(format!(
+            "`{rel}` is {} bytes; hone edits files of at most {MAX_EDITED_FILE_BYTES} bytes",
+            meta.len()
+        )));
+    }
+    std::fs::read_to_string(path).map_err(|e| Some(format!("cannot read `{rel}`: {e}")))
+}
+
 /// Where `needle` stands in `hay` as a run of equal items, every start in order
 /// (Knuth-Morris-Pratt): the time grows with the two lengths added, not multiplied. A naive
 /// scan took hours on a model's answer that made a file of one repeated line and then searched
@@ -209,10 +233,11 @@ pub fn apply(root: &Path, blocks: &[EditBlock]) -> Vec<BlockFailure> {
                 continue;
             }
         };
-        let result = match std::fs::read_to_string(&path) {
+        let result = match read_to_edit(&path, &b.path) {
             Ok(text) => apply_one(&text, &b.search, &b.replace),
-            Err(_) if b.search.trim().is_empty() => Ok(b.replace.clone()),
-            Err(e) => Err(format!("cannot read `{}`: {e}", b.path)),
+            Err(Some(why)) => Err(why),
+            Err(None) if b.search.trim().is_empty() => Ok(b.replace.clone()),
+            Err(None) => Err(format!("cannot read `{}`: it does not exist", b.path)),
         };
         match result {
             Ok(new) => {
@@ -234,6 +259,28 @@ mod tests {
     use super::*;
 
     const ANSWER: &str = "I will lower the rate.\n\ntrain.py\n```python\n<<<<<<< SEARCH\nLR = 0.1\n=======\nLR = 0.05\n>>>>>>> REPLACE\n```\n";
+
+    /// A file over 16 MiB is not read for an edit (hundreds of edits would each rewrite it);
+    /// the block fails with the reason and the file is left as it was.
+    #[test]
+    fn a_file_too_large_to_edit_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = dir.path().join("big.txt");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_EDITED_FILE_BYTES + 1).unwrap();
+        let blocks = parse("big.txt\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n");
+        let failures = apply(dir.path(), &blocks);
+        assert_eq!(failures.len(), 1);
+        assert!(
+            failures[0].why.contains("hone edits files of at most"),
+            "{}",
+            failures[0].why
+        );
+        assert_eq!(
+            std::fs::metadata(&big).unwrap().len(),
+            MAX_EDITED_FILE_BYTES + 1
+        );
+    }
 
     #[test]
     fn occurrences_finds_every_start_overlapping_ones_too() {

@@ -400,8 +400,9 @@ fn apply_op(root: &Path, op: &FileOp) -> Result<(), (String, String)> {
             std::fs::remove_file(&path).map_err(|e| whole(format!("cannot delete `{rel}`: {e}")))
         }
         FileOp::Update { move_to, hunks, .. } => {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| whole(format!("cannot read `{rel}`: {e}")))?;
+            let text = super::blocks::read_to_edit(&path, rel).map_err(|why| {
+                whole(why.unwrap_or_else(|| format!("cannot read `{rel}`: it does not exist")))
+            })?;
             let new = apply_hunks(&text, hunks).map_err(|(k, why)| (quote_hunk(&hunks[k]), why))?;
             match move_to {
                 None => write(&path, &new).map_err(whole),
