@@ -63,7 +63,7 @@ impl EngineError {
             ) => error.io(),
             _ => None,
         };
-        exec.is_some_and(|e| matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT)))
+        exec.is_some_and(|e| crate::workspace::out_of_room(e))
             || crate::workspace::out_of_room(self)
     }
 

@@ -139,7 +139,7 @@ impl Engine<'_> {
                 Err(GitError::TooLarge { files }) if attempt_drop < MAX_DROPS => {
                     attempt_drop += 1;
                     for (path, _) in &files {
-                        remove_left_file(wt, path)?;
+                        crate::workspace::remove_any(&wt.join(path))?;
                     }
                     dropped.push(format!(
                         "{} (over {} MiB of new content in all)",
@@ -530,8 +530,6 @@ const ARCHIVE_ATTEMPTS: u32 = 10;
 /// again (once is enough unless a process of the candidate's still writes there).
 const MAX_DROPS: usize = 4;
 
-/// Removes `path` of the worktree `wt`, a file too large to archive; when its directory (the
-/// candidate's) does not let hone's user remove it, that directory is opened first.
 /// Frees a full disk of what the candidate left in `wt` ([`Git::make_room`]; with `failed`,
 /// a write already failed for lack of room), and says what went (`path (N bytes) when the disk
 /// was full`).
@@ -544,20 +542,6 @@ fn make_room(git: &Git, wt: &Path, parent: &str, failed: bool) -> Result<Vec<Str
             format!("{named} when the disk was full")
         })
         .collect())
-}
-
-/// Removes `path` of the worktree `wt`, a file too large to archive; when its directory (the
-/// candidate's) does not let hone's user remove it, that directory is opened first.
-fn remove_left_file(wt: &Path, path: &str) -> Result<(), GitError> {
-    let full = wt.join(path);
-    if std::fs::remove_file(&full).is_ok() {
-        return Ok(());
-    }
-    if let Some(dir) = full.parent().filter(|d| d.starts_with(wt) && *d != wt) {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755));
-    }
-    std::fs::remove_file(&full).map_err(|source| GitError::Io { path: full, source })
 }
 
 /// Snapshots the worktree `wt` on `parent` and points `name` at the commit at once; a commit

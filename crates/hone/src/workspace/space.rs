@@ -14,24 +14,41 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> GitError + '_ {
     }
 }
 
-/// Removes `full`, whatever it is (a missing one is fine); a directory tree its owner locked
-/// itself out of (`chmod 000`) is given the access back first (see [`unlock_dirs`]).
+/// Removes `full`, whatever it is (a missing one is fine). A place the candidate locked its
+/// owner out of (`chmod 000` on the directory that holds it, or on directories of the tree
+/// itself) is given the access back first (see [`unlock_dirs`]).
 pub fn remove_any(full: &Path) -> Result<(), GitError> {
     let meta = match std::fs::symlink_metadata(full) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io_err(full)(e)),
     };
-    if !meta.is_dir() {
-        return std::fs::remove_file(full).map_err(io_err(full));
-    }
     // `remove_dir_all` works below PATH_MAX too: it descends with `openat`, never a full path.
-    match std::fs::remove_dir_all(full) {
+    let remove = || match meta.is_dir() {
+        true => std::fs::remove_dir_all(full),
+        false => std::fs::remove_file(full),
+    };
+    match remove() {
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            unlock_dirs(full);
-            std::fs::remove_dir_all(full).map_err(io_err(full))
+            if let Some(parent) = full.parent() {
+                give_owner_access(parent);
+            }
+            if meta.is_dir() {
+                unlock_dirs(full);
+            }
+            remove().map_err(io_err(full))
         }
         r => r.map_err(io_err(full)),
+    }
+}
+
+/// Gives the owner of the directory `dir` read, write and search access, if it lacks any.
+fn give_owner_access(dir: &Path) {
+    if let Ok(m) = std::fs::symlink_metadata(dir) {
+        let mode = m.permissions().mode();
+        if m.is_dir() && mode & 0o700 != 0o700 {
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o700));
+        }
     }
 }
 
@@ -43,18 +60,10 @@ pub fn remove_any(full: &Path) -> Result<(), GitError> {
 fn unlock_dirs(top: &Path) {
     let mut stack = vec![top.to_path_buf()];
     while let Some(dir) = stack.pop() {
-        match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() => {
-                let mode = m.permissions().mode();
-                if mode & 0o700 != 0o700 {
-                    let _ = std::fs::set_permissions(
-                        &dir,
-                        std::fs::Permissions::from_mode(mode | 0o700),
-                    );
-                }
-            }
-            _ => continue,
+        if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            continue;
         }
+        give_owner_access(&dir);
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
