@@ -28,8 +28,15 @@ fn attack_repo(script: &str) -> Repo {
 
 /// Runs an attack; returns the attacking experiment's record after checking it did not win.
 fn attack(script: &str) -> serde_json::Value {
+    attack_with(script, &[])
+}
+
+/// [`attack`] with more arguments to `hone run` (`--workers 2`).
+fn attack_with(script: &str, more: &[&str]) -> serde_json::Value {
     let r = attack_repo(script);
-    let out = r.hone(&["run", "--tag", "atk"]);
+    let mut args = vec!["run", "--tag", "atk"];
+    args.extend_from_slice(more);
+    let out = r.hone(&args);
     let log = r.log();
     assert_eq!(log[0]["status"], "baseline", "{}", text(&out));
     assert_eq!(log[0]["objective"], 5.0);
@@ -229,21 +236,56 @@ fn attack_writes_outside_the_worktree() {
 fn attack_forks_a_process_that_outlives_the_verifier() {
     // A plain child dies with the verifier's process group; one that starts its own session
     // escapes the group, and here keeps forging the evaluator's trusted cache after training.
-    for detach in ["False", "True"] {
+    // With workers, other slots' processes run beside it: the escapee is found by its
+    // experiment's `HONE_JOB` token instead of as an orphan.
+    for (detach, workers) in [("False", "1"), ("True", "1"), ("True", "2")] {
         let marks = Marks::new();
         let script = marks.fill(&format!(
-            "replace\ttrain.py\tprint('training done')\timport subprocess; subprocess.Popen(['sh', '-c', 'echo $$ > {{m}}/bg.pid; while :; do echo score: 0 > metrics.txt; done'], start_new_session={detach})\n"
+            "replace\ttrain.py\tprint('training done')\timport subprocess; subprocess.Popen(['sh', '-c', 'echo $$ > {{m}}/bg.pid; while :; do echo score: 0 > m.tmp; mv m.tmp metrics.txt; done'], start_new_session={detach})\n"
         ));
-        let e = attack(&script);
+        let e = attack_with(&script, &["--workers", workers]);
         assert_eq!(
             e["objective"], 5.0,
-            "the forged cache was read (start_new_session={detach}): {e}"
+            "the forged cache was read (start_new_session={detach}, workers {workers}): {e}"
         );
         let pid = read_pgid(&marks.path("bg.pid"));
         assert!(
             !group_alive(pid),
-            "the forked process survived the verifier (start_new_session={detach})"
+            "the forked process survived the verifier (start_new_session={detach}, workers {workers})"
         );
+    }
+}
+
+#[test]
+fn an_agents_escaped_process_dies_with_its_turn_with_workers_too() {
+    // The agent leaves a process in a session of its own. Serially it is an orphan, killed
+    // after the turn; with workers, other slots' processes run beside the turn, so it is found
+    // by the experiment's `HONE_JOB` token. The candidate's own verifier looks for it: alive
+    // (neither gone nor a zombie), it reports a perfect score.
+    for workers in ["1", "2"] {
+        let marks = Marks::new();
+        let verify = marks.fill(
+            "s=$(cut -d' ' -f3 /proc/$(cat {m}/escaped-pid 2>/dev/null)/stat 2>/dev/null); \
+             if [ -n \"$s\" ] && [ \"$s\" != Z ]; then echo score: 0; else echo score: 3; fi",
+        );
+        let r = Repo::stops_after(
+            2,
+            &verify,
+            &marks.fill(
+                "run\tsetsid sh -c 'echo $$ > {m}/escaped.tmp && mv {m}/escaped.tmp {m}/escaped-pid; exec sleep 300' > /dev/null 2>&1 &\n\
+                 run\twhile [ ! -f {m}/escaped-pid ]; do sleep 0.01; done\n\
+                 write\tvalue.txt\tscore: 3\\n\n",
+            ),
+        );
+        let out = r.hone(&["run", "--tag", "e", "--workers", workers]);
+        let log = r.log();
+        assert_eq!(log.len(), 2, "workers {workers}: {}", text(&out));
+        assert_eq!(
+            log[1]["objective"], 3.0,
+            "workers {workers}: the agent's process outlived its turn: {}",
+            log[1]
+        );
+        assert!(!group_alive(read_pgid(&marks.path("escaped-pid"))));
     }
 }
 

@@ -81,7 +81,7 @@ impl Engine<'_> {
         let (usd, tokens) = turn.meter.spent.get();
         rec.cost_usd += usd;
         rec.tokens = rec.tokens.saturating_add(tokens);
-        exec::kill_orphans();
+        exec::kill_leftovers(Some(&job));
         // An agent that filled the disk made hone's own writes fail (its log, say): what it
         // left goes, so that the turn can be recorded (`invalid`, with what was removed; the
         // rest archived) and the run go on, rather than stop.

@@ -218,7 +218,7 @@ impl Verifier {
                 what: "reviewer".into(),
                 error,
             })?;
-        exec::kill_orphans();
+        exec::kill_leftovers(Some(&v.job_token(n)));
         // The reviewer looked at the worktree: put the candidate back exactly as committed.
         self.git.reset_worktree(wt, commit)?;
         let verdict = prompt_line(&last);

@@ -96,6 +96,7 @@ pub(super) fn pidfd_open(_pid: u32) -> Option<OwnedFd> {
 /// The fields of `/proc/<pid>/stat` that identify a process: its process group and its
 /// start time (clock ticks after boot, field 22).
 struct ProcStat {
+    ppid: u32,
     pgrp: u32,
     start_time: u64,
 }
@@ -112,6 +113,7 @@ fn parse_proc_stat(text: &str) -> Option<ProcStat> {
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // `fields[0]` is field 3 (state): field n is at index n - 3.
     Some(ProcStat {
+        ppid: fields.get(4 - 3)?.parse().ok()?,
         pgrp: fields.get(5 - 3)?.parse().ok()?,
         start_time: fields.get(22 - 3)?.parse().ok()?,
     })
@@ -146,9 +148,10 @@ pub fn kill_stale_group(pid: u32, start_time: Option<u64>) -> bool {
     }
 }
 
-/// Kills the process group of every process (not hone itself or its own group) whose
-/// environment holds `name=value`: what a crashed hone started for one experiment, including a
-/// process that was spawned but whose pid never reached the store. Returns how many groups.
+/// Kills the process group of every process (not hone itself; alone when it is in hone's own
+/// group) whose environment holds `name=value`: what a crashed hone started for one
+/// experiment, including a process that was spawned but whose pid never reached the store, or
+/// what a finished stage left running outside its group. Returns how many were signalled.
 pub fn kill_groups_with_env(name: &str, value: &str) -> usize {
     let needle = format!("{name}={value}");
     kill_groups_where(&|var| var == needle.as_bytes())
@@ -160,8 +163,10 @@ pub fn kill_groups_with_env_prefix(name: &str, prefix: &str) -> usize {
     kill_groups_where(&|var| var.starts_with(needle.as_bytes()))
 }
 
-/// Kills the process group of every process (not hone's own) with an environment variable
-/// (`NAME=value`) that `matches`.
+/// Kills the process group of every process (not hone itself) with an environment variable
+/// (`NAME=value`) that `matches`; such a process in hone's own group is killed alone. Those
+/// of them that hone reaps (an escaped descendant that came back to it, a child subreaper)
+/// are reaped, so that none stays a zombie. Returns how many groups and lone processes.
 fn kill_groups_where(matches: &dyn Fn(&[u8]) -> bool) -> usize {
     let me = std::process::id();
     let own_group = proc_stat(me).map(|s| s.pgrp);
@@ -169,6 +174,8 @@ fn kill_groups_where(matches: &dyn Fn(&[u8]) -> bool) -> usize {
         return 0;
     };
     let mut groups = std::collections::BTreeSet::new();
+    let mut alone = Vec::new();
+    let mut found = Vec::new();
     for entry in entries.flatten() {
         let Some(pid) = entry
             .file_name()
@@ -187,15 +194,35 @@ fn kill_groups_where(matches: &dyn Fn(&[u8]) -> bool) -> usize {
             continue;
         }
         if let Some(stat) = proc_stat(pid) {
-            if Some(stat.pgrp) != own_group && stat.pgrp > 1 {
+            found.push(pid);
+            if Some(stat.pgrp) == own_group || stat.pgrp <= 1 {
+                alone.push(pid);
+            } else {
                 groups.insert(stat.pgrp);
             }
         }
     }
-    groups
+    let killed = groups
         .into_iter()
         .filter(|g| signal_group(*g, libc::SIGKILL).unwrap_or(false))
         .count()
+        + alone
+            .into_iter()
+            // SAFETY: a plain signal to one process, not hone itself (left out above).
+            .filter(|pid| unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) } == 0)
+            .count();
+    for pid in found {
+        // Only a process whose parent is hone is reaped here: one that escaped and came back
+        // to hone as its subreaper. hone's own children with this variable finished their
+        // stage and were reaped by it already.
+        if proc_stat(pid).is_some_and(|s| s.ppid == me) {
+            // SAFETY: waiting for our own child, killed above.
+            unsafe {
+                libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0);
+            }
+        }
+    }
+    killed
 }
 
 #[cfg(test)]
@@ -207,6 +234,7 @@ mod tests {
         let line = "4242 (we ird) (name)) S 1 4242 4242 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 \
                     987654 1000 200";
         let stat = parse_proc_stat(line).expect("test input is well formed");
+        assert_eq!(stat.ppid, 1);
         assert_eq!(stat.pgrp, 4242);
         assert_eq!(stat.start_time, 987654);
     }

@@ -1,6 +1,7 @@
 //! Orphans: descendants of a finished verifier stage that left its process group and outlived
 //! their parent. hone makes itself their reaper (`PR_SET_CHILD_SUBREAPER`) and kills what is
-//! left between stages, except while several verifications run at once.
+//! left between stages; while several verifications run at once, it kills instead what carries
+//! the finished stage's experiment token (`HONE_JOB`).
 
 /// Makes hone the reaper of every orphan among its descendants (Linux
 /// `PR_SET_CHILD_SUBREAPER`): a process that left the verifier's group with `setsid` and
@@ -51,6 +52,18 @@ pub fn kill_orphans() -> usize {
         killed += kids.len();
     }
     killed
+}
+
+/// Ends what a finished stage of experiment `job` (its `HONE_JOB` token) left running outside
+/// its process group. Serially, every orphan ([`kill_orphans`]: a process that cleared its
+/// environment too). While several verifications run at once an orphan cannot be told from
+/// another slot's process, so every process carrying the token is killed instead (one that
+/// cleared its environment then lives until the concurrent part ends). Returns how many.
+pub fn kill_leftovers(job: Option<&str>) -> usize {
+    if CONCURRENT.load(std::sync::atomic::Ordering::SeqCst) {
+        return job.map_or(0, |token| super::kill_groups_with_env("HONE_JOB", token));
+    }
+    kill_orphans()
 }
 
 /// Whether this process has a child at all, of any of its threads, running or a zombie (an

@@ -46,6 +46,7 @@ pub(super) fn run_here(job: &Job<'_>, io: Io<'_, '_>) -> Ran {
             error,
         })?;
     // Anything the stage started that escaped its process group dies with the stage.
-    exec::kill_orphans();
+    let token = job.req.env.iter().find(|(k, _)| k == "HONE_JOB");
+    exec::kill_leftovers(token.and_then(|(_, v)| v.to_str()));
     Ok((outcome.exit, None))
 }
