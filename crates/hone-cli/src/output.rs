@@ -638,6 +638,9 @@ pub fn worker_event(ev: &hone::worker::WorkerEvent) {
         W::KilledStale { pid } => {
             out!("killed the verifier (pid {pid}) a previous worker in this directory left")
         }
+        W::Uncontained { job, why } => {
+            out!("job {job}: WITHOUT containment ({why}; the run set [sandbox] required = false)")
+        }
     }
 }
 

@@ -109,6 +109,27 @@ pub struct JobSpec {
     pub timeout_ms: u64,
     pub kill_grace_ms: u64,
     pub max_log_bytes: u64,
+    /// The containment the run's `[sandbox]` asks for, which the worker applies to the
+    /// command as hone does to a local verifier. Absent in a job of an older coordinator:
+    /// none.
+    #[serde(default)]
+    pub sandbox: JobSandbox,
+}
+
+/// How a worker contains a job's command (`[sandbox]` of the run).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct JobSandbox {
+    /// Run it under bubblewrap (`kind = "bwrap"`), as a local verifier would be.
+    pub bwrap: bool,
+    /// With `bwrap`: where bubblewrap cannot run on the worker, give the job back (else run
+    /// it without, and say so in its log).
+    pub required: bool,
+    /// With `bwrap`: it keeps the network.
+    pub network: bool,
+    /// With `bwrap`: it may write its checkout (not the holdout).
+    pub writable: bool,
+    /// Resource limits, with or without bubblewrap.
+    pub limits: crate::exec::Limits,
 }
 
 /// How a job ended on a worker.
@@ -547,6 +568,7 @@ mod tests {
             timeout_ms: 1000,
             kill_grace_ms: 100,
             max_log_bytes: 1000,
+            sandbox: JobSandbox::default(),
         }
     }
 
@@ -560,6 +582,28 @@ mod tests {
             worker: worker.into(),
             attempt,
         }
+    }
+
+    #[test]
+    fn a_job_of_an_older_coordinator_asks_for_no_sandbox() {
+        let mut old = serde_json::to_value(job("r")).unwrap();
+        old.as_object_mut().unwrap().remove("sandbox");
+        let read: JobSpec = serde_json::from_value(old).unwrap();
+        assert_eq!(read.sandbox, JobSandbox::default());
+        // And a sandbox travels whole.
+        let mut contained = job("r");
+        contained.sandbox = JobSandbox {
+            bwrap: true,
+            required: true,
+            network: false,
+            writable: true,
+            limits: crate::exec::Limits {
+                memory_bytes: Some(1 << 30),
+                ..Default::default()
+            },
+        };
+        let text = serde_json::to_string(&contained).unwrap();
+        assert_eq!(serde_json::from_str::<JobSpec>(&text).unwrap(), contained);
     }
 
     #[test]

@@ -62,6 +62,12 @@ pub enum WorkerEvent {
     KilledStale {
         pid: u32,
     },
+    /// The job asked for bubblewrap, which cannot run here, and allowed running without it
+    /// (`[sandbox] required = false`): its verifier ran uncontained.
+    Uncontained {
+        job: i64,
+        why: String,
+    },
 }
 
 /// Why a worker stopped.
@@ -129,6 +135,7 @@ pub fn run(
         .borrow_mut()
         .register_worker(&id, &host_name(), &opts.slot, opts.lease)?;
     on_event(&WorkerEvent::Ready { id: id.clone() });
+    let probe = std::cell::OnceCell::new();
     let mut done = 0u64;
     let mut setup_failures = 0u32;
     let mut last_beat = Instant::now();
@@ -154,7 +161,13 @@ pub fn run(
             n: job.n,
             attempt: job.attempt,
         });
-        let result = verify(opts, &git, &id, &job, &queue, &running_file, stop);
+        let here = Here {
+            opts,
+            git: &git,
+            id: &id,
+            probe: &probe,
+        };
+        let result = verify(&here, &job, &queue, &running_file, stop, on_event);
         let _ = std::fs::remove_file(&running_file);
         match result {
             Ok(Some(r)) => {
@@ -234,22 +247,39 @@ fn release(
     Ok(why)
 }
 
+/// What a worker knows of itself while it runs jobs.
+struct Here<'a> {
+    opts: &'a WorkerOptions,
+    git: &'a Git,
+    id: &'a str,
+    /// Whether bubblewrap runs here, found out the first time a job asks for it.
+    probe: &'a std::cell::OnceCell<Result<(), String>>,
+}
+
 /// Runs one job; `None` when the job stopped being this worker's while it ran.
 fn verify(
-    opts: &WorkerOptions,
-    git: &Git,
-    id: &str,
+    here: &Here<'_>,
     job: &Claimed,
     queue: &RefCell<Queue>,
     running_file: &Path,
     stop: &dyn Fn() -> bool,
+    on_event: &mut dyn FnMut(&WorkerEvent),
 ) -> Result<Option<JobResult>, WorkerError> {
+    let (opts, git, id) = (here.opts, here.git, here.id);
     let spec = &job.spec;
     let wt = check_out(opts, git, job)?;
     let logs = opts.dir.join("logs");
     std::fs::create_dir_all(&logs).map_err(setup("cannot create the log directory"))?;
     let log_path = logs.join(format!("{}.{}.log", job.id, job.attempt));
     let env = verifier_env(opts, job);
+    let wrapper = match contain(here, &spec.sandbox, &wt)? {
+        Contained::Wrapped(wrapper) => wrapper,
+        Contained::Not => Vec::new(),
+        Contained::Unable(why) => {
+            on_event(&WorkerEvent::Uncontained { job: job.id, why });
+            Vec::new()
+        }
+    };
     let req = ExecRequest {
         command: spec.command.clone(),
         cwd: wt.clone(),
@@ -259,8 +289,8 @@ fn verify(
         drain_timeout: Duration::from_secs(2),
         log_path: log_path.clone(),
         max_log_bytes: spec.max_log_bytes,
-        limits: Default::default(),
-        wrapper: Vec::new(),
+        limits: spec.sandbox.limits,
+        wrapper,
     };
     // The fetch and checkout may have taken a while: make sure the job is still this
     // worker's before spending compute on it.
@@ -298,6 +328,57 @@ fn verify(
         return Ok(None);
     }
     Ok(job_result(git, &wt, &log_path, id, job, outcome.exit))
+}
+
+/// How a job's command is contained here.
+enum Contained {
+    /// Under bubblewrap: the program prefix.
+    Wrapped(Vec<std::ffi::OsString>),
+    /// The job asked for no sandbox.
+    Not,
+    /// The job asked for one, bubblewrap cannot run here, and the job allows running without.
+    Unable(String),
+}
+
+/// The sandbox `sandbox` asks for around a command in the checkout `wt`, as hone makes one
+/// for a local verifier: the filesystem read-only but the checkout (unless the job only
+/// reads) and a private temporary directory (`<dir>/tmp`, emptied for each job), the worker's
+/// logs hidden, its own PID namespace (the worker's command line, which names the store, out
+/// of sight), and without the network when the job says so. An error when bubblewrap cannot
+/// run here and the job requires it: the job goes back to the queue.
+fn contain(
+    here: &Here<'_>,
+    sandbox: &crate::queue::JobSandbox,
+    wt: &Path,
+) -> Result<Contained, WorkerError> {
+    if !sandbox.bwrap {
+        return Ok(Contained::Not);
+    }
+    if let Err(why) = here.probe.get_or_init(crate::sandbox::probe) {
+        if sandbox.required {
+            return Err(WorkerError::Setup(format!(
+                "the run asks for [sandbox] kind = \"bwrap\" and {why}"
+            )));
+        }
+        return Ok(Contained::Unable(why.clone()));
+    }
+    let tmp = here.opts.dir.join("tmp");
+    let _ = crate::workspace::remove_any(&tmp);
+    std::fs::create_dir_all(&tmp)
+        .map_err(setup("cannot create the sandbox's temporary directory"))?;
+    let hide = [here.opts.dir.join("logs")];
+    let wrapper = crate::sandbox::Confinement {
+        worktree: wt,
+        writable: sandbox.writable,
+        tmp: &tmp,
+        network: sandbox.network,
+        hide: &hide,
+        expose: &[],
+        mask_sockets: true,
+        start_in: None,
+    }
+    .wrapper();
+    Ok(Contained::Wrapped(wrapper))
 }
 
 /// Fetches the candidate from the shared remote and checks it out in `<dir>/worktree`.

@@ -305,3 +305,116 @@ fn remote_workers_verify_two_experiments_at_once() {
     );
     assert_eq!(by, "2");
 }
+
+/// `[sandbox]` reaches the verifier on a remote worker as it does a local one.
+#[test]
+fn remote_workers_contain_the_verifier_as_the_run_asks() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    if !crate::sandbox::bwrap_available() {
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let escaped = outside.path().join("escaped");
+    // The candidate's code wins if it can write outside its checkout, or see the worker's
+    // command line (which names the store, where a forged result could be posted). The
+    // pattern is written so that it does not match its own command line.
+    let verify = format!(
+        "echo fsize=$(ulimit -f); if echo x > {e} 2>/dev/null; then echo score: 0; exit 0; fi; \
+         if grep -qa 'postgre[s]:' /proc/[0-9]*/cmdline 2>/dev/null; then echo score: 0; exit 0; fi; \
+         cat value.txt",
+        e = escaped.display()
+    );
+    let r = Repo::stops_after(2, &verify, &scores(&[3]));
+    append_spec(
+        &r.dir,
+        "\n[sandbox]\nkind = \"bwrap\"\nnetwork = false\nmax_output = \"1M\"\n",
+    );
+    let bare = to_workers(&r, &pg, "");
+    let mut worker = worker_command(&r, &pg, &bare, "a")
+        .args(["--slot", "a", "--lease", "5s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = r.hone(&["run", "--tag", "c"]);
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[0]["objective"], 5.0, "{}", log[0]);
+    assert_eq!(
+        log[1]["objective"], 3.0,
+        "the candidate got out: {}",
+        log[1]
+    );
+    assert!(!escaped.exists(), "wrote outside its checkout");
+    let output = std::fs::read_to_string(log[1]["log_path"].as_str().unwrap()).unwrap();
+    assert!(output.contains("fsize="), "{output}");
+    assert!(
+        !output.contains("fsize=unlimited"),
+        "[sandbox] max_output did not reach the worker: {output}"
+    );
+}
+
+/// A worker where bubblewrap cannot run gives a job that requires it back, and stops after a
+/// few, saying why; it never runs the verifier uncontained.
+#[test]
+fn a_worker_without_bubblewrap_never_runs_a_contained_job() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let ran = tempfile::tempdir().unwrap();
+    let verify = format!("touch {}/ran; cat value.txt", ran.path().display());
+    let r = Repo::stops_after(2, &verify, &scores(&[3]));
+    append_spec(&r.dir, "\n[sandbox]\nkind = \"bwrap\"\n");
+    let bare = to_workers(&r, &pg, "");
+    // The worker's PATH has git and sh, and no bwrap.
+    let bin = r.tmp_dir().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["git", "sh"] {
+        let found = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(tool))
+            .find(|p| p.exists())
+            .unwrap();
+        std::os::unix::fs::symlink(found, bin.join(tool)).unwrap();
+    }
+    let mut coordinator = r.spawn_hone(&["run", "--tag", "c"]);
+    let said = r.tmp_dir().join("w-a.said");
+    let mut worker = worker_command(&r, &pg, &bare, "a")
+        .args(["--slot", "a", "--lease", "5s"])
+        .env("PATH", &bin)
+        .stdout(std::fs::File::create(&said).unwrap())
+        .stderr(std::fs::File::create(r.tmp_dir().join("w-a.err")).unwrap())
+        .spawn()
+        .unwrap();
+    // It stops by itself after three jobs in a row it could not run; two minutes is a hang.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(st) = worker.try_wait().unwrap() {
+            break Some(st);
+        }
+        if Instant::now() > deadline {
+            let _ = worker.kill();
+            let _ = worker.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _ = coordinator.kill();
+    let _ = coordinator.wait();
+    let said = std::fs::read_to_string(&said).unwrap()
+        + std::fs::read_to_string(r.tmp_dir().join("w-a.err"))
+            .unwrap()
+            .as_str();
+    let status = status.unwrap_or_else(|| panic!("the worker did not stop: {said}"));
+    assert!(!status.success(), "{said}");
+    assert!(said.contains("bubblewrap"), "{said}");
+    assert!(said.contains("given back to the queue"), "{said}");
+    assert!(
+        !ran.path().join("ran").exists(),
+        "the verifier ran uncontained"
+    );
+}

@@ -22,7 +22,7 @@ fn sandbox_limits_stop_runaway_memory_and_cpu() {
 
 /// bubblewrap is needed for the containment tests. CI installs it (`.ci/run`); elsewhere a
 /// machine without it skips them with a notice rather than failing the suite.
-fn bwrap_available() -> bool {
+pub(crate) fn bwrap_available() -> bool {
     let ok = Command::new("bwrap")
         .args([
             "--ro-bind",

@@ -501,6 +501,7 @@ impl Verifier {
             commit,
             travels: &travels,
             stop,
+            sandbox: job_sandbox(&spec.sandbox, stage),
         };
         let io = Io {
             sink,
@@ -701,6 +702,19 @@ impl Verifier {
             start_in,
         }
         .wrapper()
+    }
+}
+
+/// The containment of a job of `stage` that runs where hone cannot wrap it itself (a remote
+/// worker), as [`Verifier::wrapper`] would give it here: the holdout reads only, offline.
+fn job_sandbox(sandbox: &crate::spec::SandboxSpec, stage: Stage) -> crate::queue::JobSandbox {
+    let holdout = stage == Stage::Holdout;
+    crate::queue::JobSandbox {
+        bwrap: sandbox.bwrap,
+        required: sandbox.required,
+        network: sandbox.network && !holdout,
+        writable: !holdout,
+        limits: sandbox.limits(),
     }
 }
 

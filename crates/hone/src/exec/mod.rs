@@ -158,7 +158,7 @@ impl ExecRequest {
 
 /// Resource limits applied with `setrlimit(2)` in the child before it runs the command.
 /// Each is inherited by every process the command starts; `None` leaves hone's own limit.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Limits {
     /// Address space per process (`RLIMIT_AS`), bytes.
     pub memory_bytes: Option<u64>,

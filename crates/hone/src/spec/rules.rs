@@ -45,16 +45,11 @@ fn priced(s: &Section, llm: Option<&LlmSpec>) -> Result<(), SpecError> {
     }
 }
 
-/// `[exec] backend = "workers"`: what remote workers cannot do yet, and the store they need.
+/// `[exec] backend = "workers"`: what remote workers cannot do yet (the sealed evaluator), and
+/// the store they need.
 fn workers_backend(spec: &Spec, s: &Sections) -> Result<(), SpecError> {
     if spec.exec.backend != Backend::Workers {
         return Ok(());
-    }
-    if spec.sandbox.bwrap && spec.sandbox.required {
-        return Err(s.sandbox.err(
-            "kind",
-            "remote workers do not run verifiers under bubblewrap yet: with [exec] backend = \"workers\" set [sandbox] required = false (and run workers as a user without access to anything you would protect), or verify locally",
-        ));
     }
     if spec.exec.store_url.is_none() {
         return Err(s.exec.err(
@@ -88,20 +83,22 @@ fn research_needs_an_http_llm(spec: &Spec, s: &Sections) -> Result<(), SpecError
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::{err, MIN};
+    use super::super::tests::{err, parse, MIN};
 
     const WORKERS: &str = "[exec]\nbackend = \"workers\"\nremote = \"r.git\"\n";
     const STORE: &str = "[store]\nurl = \"postgres://db/h\"\n";
 
     #[test]
-    fn workers_need_a_store_and_no_bwrap_or_evaluator() {
+    fn workers_need_a_store_and_no_evaluator() {
         let e = err(&format!("{MIN}{WORKERS}"));
         assert_eq!(e.key, "exec.backend", "{e}");
         assert!(e.message.contains("needs [store] url"), "{e}");
-        err(&format!(
+        // The workers contain the verifier as the run asks (`JobSpec::sandbox`).
+        let spec = parse(&format!(
             "{MIN}{WORKERS}{STORE}[sandbox]\nkind = \"bwrap\"\n"
         ))
-        .at(12, "sandbox.kind");
+        .unwrap();
+        assert!(spec.sandbox.bwrap && spec.sandbox.required);
         err(&format!("{MIN}evaluate = \"e\"\n{WORKERS}{STORE}")).at(6, "verify.evaluate");
     }
 

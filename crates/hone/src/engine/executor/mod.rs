@@ -60,6 +60,9 @@ pub(super) struct Job<'j> {
     /// hone's own decision to stop the command early (a pruned run): unlike a cancel, it gets
     /// `SIGTERM` and the kill grace first where the backend allows.
     pub stop: &'j dyn Fn() -> bool,
+    /// The containment `[sandbox]` asks for, for a backend that contains the command where
+    /// it runs (a remote worker); the local and SLURM backends run `req.wrapper`.
+    pub sandbox: crate::queue::JobSandbox,
 }
 
 /// Where a running command's records and output lines go, and whether to stop it.

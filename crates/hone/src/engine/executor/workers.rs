@@ -176,6 +176,7 @@ impl Workers {
                 .unwrap_or(u64::MAX / 2),
             kill_grace_ms: req.kill_grace.as_millis() as u64,
             max_log_bytes: req.max_log_bytes,
+            sandbox: job.sandbox.clone(),
         };
         let db = |error: QueueError| Shared::QueueJob {
             what: what.to_string(),
