@@ -145,6 +145,11 @@ pub struct JobResult {
     pub modified: Vec<String>,
     pub worker: String,
     pub attempt: i32,
+    /// Why the command ran without the bubblewrap the job asked for (bubblewrap cannot run
+    /// on that worker, and `[sandbox] required = false` allows it); `None` when it ran as
+    /// asked.
+    #[serde(default)]
+    pub uncontained: Option<String>,
 }
 
 /// A job's state as the coordinator sees it.
@@ -581,6 +586,7 @@ mod tests {
             modified: Vec::new(),
             worker: worker.into(),
             attempt,
+            uncontained: None,
         }
     }
 

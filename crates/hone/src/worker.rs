@@ -272,12 +272,15 @@ fn verify(
     std::fs::create_dir_all(&logs).map_err(setup("cannot create the log directory"))?;
     let log_path = logs.join(format!("{}.{}.log", job.id, job.attempt));
     let env = verifier_env(opts, job);
-    let wrapper = match contain(here, &spec.sandbox, &wt)? {
-        Contained::Wrapped(wrapper) => wrapper,
-        Contained::Not => Vec::new(),
+    let (wrapper, uncontained) = match contain(here, &spec.sandbox, &wt)? {
+        Contained::Wrapped(wrapper) => (wrapper, None),
+        Contained::Not => (Vec::new(), None),
         Contained::Unable(why) => {
-            on_event(&WorkerEvent::Uncontained { job: job.id, why });
-            Vec::new()
+            on_event(&WorkerEvent::Uncontained {
+                job: job.id,
+                why: why.clone(),
+            });
+            (Vec::new(), Some(why))
         }
     };
     let req = ExecRequest {
@@ -327,7 +330,8 @@ fn verify(
     if lost.get() {
         return Ok(None);
     }
-    Ok(job_result(git, &wt, &log_path, id, job, outcome.exit))
+    Ok(job_result(git, &wt, &log_path, id, job, outcome.exit)
+        .map(|r| JobResult { uncontained, ..r }))
 }
 
 /// How a job's command is contained here.
@@ -461,5 +465,6 @@ fn job_result(
         modified,
         worker: id.to_string(),
         attempt: job.attempt,
+        uncontained: None,
     })
 }

@@ -370,17 +370,7 @@ fn a_worker_without_bubblewrap_never_runs_a_contained_job() {
     let r = Repo::stops_after(2, &verify, &scores(&[3]));
     append_spec(&r.dir, "\n[sandbox]\nkind = \"bwrap\"\n");
     let bare = to_workers(&r, &pg, "");
-    // The worker's PATH has git and sh, and no bwrap.
-    let bin = r.tmp_dir().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    for tool in ["git", "sh"] {
-        let found = ["/usr/bin", "/bin"]
-            .iter()
-            .map(|d| Path::new(d).join(tool))
-            .find(|p| p.exists())
-            .unwrap();
-        std::os::unix::fs::symlink(found, bin.join(tool)).unwrap();
-    }
+    let bin = without_bwrap(&r);
     let mut coordinator = r.spawn_hone(&["run", "--tag", "c"]);
     let said = r.tmp_dir().join("w-a.said");
     let mut worker = worker_command(&r, &pg, &bare, "a")
@@ -416,5 +406,48 @@ fn a_worker_without_bubblewrap_never_runs_a_contained_job() {
     assert!(
         !ran.path().join("ran").exists(),
         "the verifier ran uncontained"
+    );
+}
+
+/// A directory for a worker's `PATH` with git, sh and cat, and no bwrap.
+fn without_bwrap(r: &Repo) -> PathBuf {
+    let bin = r.tmp_dir().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["git", "sh", "cat", "touch"] {
+        let found = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(tool))
+            .find(|p| p.exists())
+            .unwrap();
+        std::os::unix::fs::symlink(found, bin.join(tool)).unwrap();
+    }
+    bin
+}
+
+/// With `required = false` such a worker runs the job without bubblewrap, and the run says so.
+#[test]
+fn a_worker_without_bubblewrap_runs_an_optional_one_and_the_run_says_so() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let r = Repo::stops_after(2, "cat value.txt", &scores(&[3]));
+    append_spec(&r.dir, "\n[sandbox]\nkind = \"bwrap\"\nrequired = false\n");
+    let bare = to_workers(&r, &pg, "");
+    let mut worker = worker_command(&r, &pg, &bare, "a")
+        .args(["--slot", "a", "--lease", "5s"])
+        .env("PATH", without_bwrap(&r))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = r.hone(&["run", "--tag", "o"]);
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep"]);
+    let said = text(&out);
+    assert!(
+        said.contains("experiment 1: worker") && said.contains("WITHOUT bubblewrap"),
+        "{said}"
     );
 }

@@ -77,6 +77,14 @@ impl Executor for Workers {
             Waited::Ended(exit, failure) => return Ok((exit, failure)),
             Waited::Done(r) => r,
         };
+        if let Some(why) = &result.uncontained {
+            sink.emit(Event::Warning {
+                message: format!(
+                    "experiment {}: worker {} ran the {} WITHOUT bubblewrap ({why}; [sandbox] required = false allows it)",
+                    job.n, result.worker, job.what
+                ),
+            });
+        }
         let req = job.req;
         if let Some(parent) = req.log_path.parent() {
             let _ = std::fs::create_dir_all(parent);
