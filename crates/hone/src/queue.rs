@@ -122,7 +122,7 @@ pub struct JobSandbox {
     /// Run it under bubblewrap (`kind = "bwrap"`), as a local verifier would be.
     pub bwrap: bool,
     /// With `bwrap`: where bubblewrap cannot run on the worker, give the job back (else run
-    /// it without, and say so in its log).
+    /// it without, and say so in the result: `JobResult::uncontained`).
     pub required: bool,
     /// With `bwrap`: it keeps the network.
     pub network: bool,
@@ -130,6 +130,10 @@ pub struct JobSandbox {
     pub writable: bool,
     /// Resource limits, with or without bubblewrap.
     pub limits: crate::exec::Limits,
+    /// With `bwrap`: paths it must not read (`[verify.holdout] hide`, as written: relative to
+    /// the repository, which on the worker is its checkout, or absolute).
+    #[serde(default)]
+    pub hide: Vec<String>,
 }
 
 /// How a job ended on a worker.
@@ -607,6 +611,7 @@ mod tests {
                 memory_bytes: Some(1 << 30),
                 ..Default::default()
             },
+            hide: vec!["data/holdout".into()],
         };
         let text = serde_json::to_string(&contained).unwrap();
         assert_eq!(serde_json::from_str::<JobSpec>(&text).unwrap(), contained);

@@ -126,6 +126,9 @@ pub fn run(
     // One worker per directory: two would share (and reset) one worktree, and kill each
     // other's verifier as "left by a previous worker".
     let _dir_lock = lock_dir(&opts.dir)?;
+    // An escaped descendant of a verifier (`setsid`) comes back to the worker, to be killed
+    // after its job (without bubblewrap; with it, the sandbox's PID namespace ends it).
+    exec::become_subreaper();
     let running_file = opts.dir.join("running");
     kill_left_behind(&running_file, on_event);
     let git = worker_clone(opts)?;
@@ -227,7 +230,11 @@ fn worker_clone(opts: &WorkerOptions) -> Result<Git, WorkerError> {
         crate::workspace::run_git(&repo_dir, &["init", "-q"])
             .map_err(setup("git init of the worker's clone failed"))?;
     }
-    Git::discover(&repo_dir).map_err(setup("the worker's clone"))
+    let git = Git::discover(&repo_dir).map_err(setup("the worker's clone"))?;
+    // A sandbox's temporary directory lives in the checkout, under `.hone/`.
+    git.ensure_excluded(".hone/")
+        .map_err(setup("cannot exclude .hone/ in the worker's clone"))?;
+    Ok(git)
 }
 
 /// Gives a job this worker could not run back to the queue; returns why.
@@ -346,9 +353,9 @@ enum Contained {
 
 /// The sandbox `sandbox` asks for around a command in the checkout `wt`, as hone makes one
 /// for a local verifier: the filesystem read-only but the checkout (unless the job only
-/// reads) and a private temporary directory (`<dir>/tmp`, emptied for each job), the worker's
-/// logs hidden, its own PID namespace (the worker's command line, which names the store, out
-/// of sight), and without the network when the job says so. An error when bubblewrap cannot
+/// reads) and a private temporary directory inside it (`.hone/tmp`), the worker's logs and
+/// the holdout's hidden data hidden, its own PID namespace (the worker's command line, which
+/// names the store, out of sight), and without the network when the job says so. An error when bubblewrap cannot
 /// run here and the job requires it: the job goes back to the queue.
 fn contain(
     here: &Here<'_>,
@@ -366,11 +373,9 @@ fn contain(
         }
         return Ok(Contained::Unable(why.clone()));
     }
-    let tmp = here.opts.dir.join("tmp");
-    let _ = crate::workspace::remove_any(&tmp);
-    std::fs::create_dir_all(&tmp)
-        .map_err(setup("cannot create the sandbox's temporary directory"))?;
-    let hide = [here.opts.dir.join("logs")];
+    let tmp = crate::sandbox::scratch_dir(wt);
+    let mut hide = vec![here.opts.dir.join("logs")];
+    hide.extend(sandbox.hide.iter().map(|p| wt.join(p)));
     let wrapper = crate::sandbox::Confinement {
         worktree: wt,
         writable: sandbox.writable,

@@ -290,6 +290,59 @@ fn an_agents_escaped_process_dies_with_its_turn_with_workers_too() {
 }
 
 #[test]
+fn an_escapee_that_keeps_hopping_to_new_sessions_dies_with_its_stage_with_workers() {
+    // Each generation forks, its parent exits and the child starts a new session, rewriting
+    // the evaluator's trusted cache: one scan for the experiment's token finds a generation
+    // that is gone by the kill. The kill passes again until nothing carries the token. (It
+    // stops by itself after a minute, should it survive.)
+    let marks = Marks::new();
+    let hopper = marks.path("hop.py");
+    std::fs::write(
+        &hopper,
+        "import os, time\nt0 = time.time()\nwhile time.time() - t0 < 60:\n    if os.fork():\n        os._exit(0)\n    os.setsid()\n    try:\n        open('m.tmp', 'w').write('score: 0\\n'); os.rename('m.tmp', 'metrics.txt')\n    except OSError:\n        pass\n    time.sleep(0.002)\n",
+    )
+    .unwrap();
+    let script = format!(
+        "replace\ttrain.py\tprint('training done')\timport subprocess, time; subprocess.Popen(['python3', '{}']); time.sleep(0.3)\n",
+        hopper.display()
+    );
+    let e = attack_with(&script, &["--workers", "2"]);
+    assert_eq!(e["objective"], 5.0, "the hopper forged the cache: {e}");
+}
+
+#[test]
+fn an_escapee_that_joins_another_slots_group_does_not_take_it_down() {
+    // Experiment 1's verifier leaves a process in experiment 2's process group (same session:
+    // `setpgid`, no `setsid`). When experiment 1's stage ends that process is killed alone;
+    // experiment 2's verifier, which waits for it to be gone, finishes normally.
+    let marks = Marks::new();
+    let verify = marks.fill(
+        "if [ \"$HONE_EXPERIMENT\" = 2 ]; then echo $$ > {m}/b.tmp; mv {m}/b.tmp {m}/b.pgid; \
+           while [ ! -f {m}/intruder ]; do sleep 0.02; done; \
+           while [ -d /proc/$(cat {m}/intruder) ] && ! grep -q '^[0-9]* ([^)]*) Z' /proc/$(cat {m}/intruder)/stat 2>/dev/null; do sleep 0.02; done; fi; \
+         if [ \"$HONE_EXPERIMENT\" = 1 ]; then while [ ! -f {m}/b.pgid ]; do sleep 0.02; done; \
+           python3 -c \"import os, time; os.setpgid(0, int(open('{m}/b.pgid').read())); open('{m}/i.tmp', 'w').write(str(os.getpid())); os.rename('{m}/i.tmp', '{m}/intruder'); time.sleep(300)\" > /dev/null 2>&1 & \
+           while [ ! -f {m}/intruder ]; do sleep 0.02; done; fi; cat value.txt",
+    );
+    let r = Repo::stops_after(3, &verify, &scores(&[3, 4]));
+    let out = r.hone(&["run", "--tag", "x", "--workers", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    let second = log.iter().find(|e| e["n"] == 2).expect("experiment 2");
+    assert_ne!(
+        second["status"], "crash",
+        "another slot's verifier was killed: {second}"
+    );
+    assert_eq!(second["objective"], 4.0, "{second}");
+    let intruder = std::fs::read_to_string(marks.path("intruder")).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", intruder.trim()));
+    assert!(
+        stat.map_or(true, |s| s.contains(") Z ")),
+        "the intruder outlived the run"
+    );
+}
+
+#[test]
 fn the_objective_never_comes_from_the_training_stage() {
     // The evaluator prints no objective at all: the training stage's perfect line must not
     // stand in for it.

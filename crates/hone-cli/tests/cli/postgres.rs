@@ -317,19 +317,29 @@ fn remote_workers_contain_the_verifier_as_the_run_asks() {
     }
     let outside = tempfile::tempdir().unwrap();
     let escaped = outside.path().join("escaped");
-    // The candidate's code wins if it can write outside its checkout, or see the worker's
-    // command line (which names the store, where a forged result could be posted). The
-    // pattern is written so that it does not match its own command line.
+    let secret = outside.path().join("holdout.txt");
+    std::fs::write(&secret, "the holdout's answers\n").unwrap();
+    // The candidate's code wins if it can write outside its checkout, see the worker's
+    // command line (which names the store, where a forged result could be posted) or read the
+    // holdout's hidden data. The pattern is written so that it does not match its own command
+    // line. It needs a writable TMPDIR.
     let verify = format!(
-        "echo fsize=$(ulimit -f); if echo x > {e} 2>/dev/null; then echo score: 0; exit 0; fi; \
+        "echo fsize=$(ulimit -f); echo t > \"$TMPDIR/probe\" || exit 9; \
+         if echo x > {e} 2>/dev/null; then echo score: 0; exit 0; fi; \
          if grep -qa 'postgre[s]:' /proc/[0-9]*/cmdline 2>/dev/null; then echo score: 0; exit 0; fi; \
+         if grep -q answers {s} 2>/dev/null; then echo score: 0; exit 0; fi; \
          cat value.txt",
-        e = escaped.display()
+        e = escaped.display(),
+        s = secret.display()
     );
     let r = Repo::stops_after(2, &verify, &scores(&[3]));
     append_spec(
         &r.dir,
-        "\n[sandbox]\nkind = \"bwrap\"\nnetwork = false\nmax_output = \"1M\"\n",
+        &format!(
+            "\n[sandbox]\nkind = \"bwrap\"\nnetwork = false\nmax_output = \"1M\"\n\n\
+             [verify.holdout]\ncommand = \"grep -q answers {s} && cat value.txt\"\nhide = [\"{s}\"]\n",
+            s = secret.display()
+        ),
     );
     let bare = to_workers(&r, &pg, "");
     let mut worker = worker_command(&r, &pg, &bare, "a")
@@ -449,5 +459,39 @@ fn a_worker_without_bubblewrap_runs_an_optional_one_and_the_run_says_so() {
     assert!(
         said.contains("experiment 1: worker") && said.contains("WITHOUT bubblewrap"),
         "{said}"
+    );
+}
+
+/// What a job's verifier left running outside its group on a worker (no bubblewrap) is killed
+/// when the job ends: the next job's verifier finds it gone.
+#[test]
+fn a_worker_kills_what_a_job_left_running() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let marks = Marks::new();
+    let verify = marks.fill(
+        "if [ \"$HONE_EXPERIMENT\" = 1 ]; then setsid sh -c 'echo $$ > {m}/e.tmp && mv {m}/e.tmp {m}/escaped; exec sleep 300' > /dev/null 2>&1 & \
+           while [ ! -f {m}/escaped ]; do sleep 0.02; done; fi; \
+         if [ \"$HONE_EXPERIMENT\" = 2 ]; then s=$(cut -d' ' -f3 /proc/$(cat {m}/escaped)/stat 2>/dev/null); \
+           if [ -n \"$s\" ] && [ \"$s\" != Z ]; then echo score: 0; exit 0; fi; fi; cat value.txt",
+    );
+    let r = Repo::stops_after(3, &verify, &scores(&[4, 3]));
+    let bare = to_workers(&r, &pg, "");
+    let mut worker = worker_command(&r, &pg, &bare, "a")
+        .args(["--slot", "a", "--lease", "5s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = r.hone(&["run", "--tag", "k"]);
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let log = r.log();
+    assert_eq!(
+        log[2]["objective"], 3.0,
+        "job 1's escaped process was still running: {}",
+        log[2]
     );
 }

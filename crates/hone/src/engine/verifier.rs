@@ -17,7 +17,7 @@ use crate::workspace::{first_difference, hash_paths_bounded, Git};
 
 use super::executor::{Executor, Failure, Io, Job, RunPlace};
 use super::progress::Watch;
-use super::state::{Seals, StatePaths, STATE_DIR};
+use super::state::{Seals, StatePaths};
 use super::{Config, EngineError, Event, Fs};
 
 /// Where the engine writes while it works: the run's store (experiments, pids, job ids,
@@ -501,7 +501,7 @@ impl Verifier {
             commit,
             travels: &travels,
             stop,
-            sandbox: job_sandbox(&spec.sandbox, stage),
+            sandbox: job_sandbox(&spec.sandbox, spec.verify.holdout.as_ref(), stage),
         };
         let io = Io {
             sink,
@@ -669,15 +669,7 @@ impl Verifier {
         if !self.contained {
             return Vec::new();
         }
-        // A private temporary directory inside the worktree: git ignores `.hone/`, and the
-        // next reset removes it.
-        let state = wt.join(STATE_DIR);
-        // Never create through a `.hone` the candidate replaced by a symlink.
-        if std::fs::symlink_metadata(&state).is_ok_and(|m| !m.is_dir()) {
-            let _ = std::fs::remove_file(&state);
-        }
-        let tmp = state.join("tmp");
-        let _ = std::fs::create_dir_all(&tmp);
+        let tmp = crate::sandbox::scratch_dir(wt);
         let mut hide = vec![self.paths.dir.clone()];
         let mut expose = Vec::new();
         if role != Role::Holdout {
@@ -706,8 +698,13 @@ impl Verifier {
 }
 
 /// The containment of a job of `stage` that runs where hone cannot wrap it itself (a remote
-/// worker), as [`Verifier::wrapper`] would give it here: the holdout reads only, offline.
-fn job_sandbox(sandbox: &crate::spec::SandboxSpec, stage: Stage) -> crate::queue::JobSandbox {
+/// worker), as [`Verifier::wrapper`] would give it here: the holdout reads only, offline;
+/// the others do not see its hidden data (`hidden`).
+fn job_sandbox(
+    sandbox: &crate::spec::SandboxSpec,
+    hidden: Option<&HoldoutSpec>,
+    stage: Stage,
+) -> crate::queue::JobSandbox {
     let holdout = stage == Stage::Holdout;
     crate::queue::JobSandbox {
         bwrap: sandbox.bwrap,
@@ -715,6 +712,10 @@ fn job_sandbox(sandbox: &crate::spec::SandboxSpec, stage: Stage) -> crate::queue
         network: sandbox.network && !holdout,
         writable: !holdout,
         limits: sandbox.limits(),
+        hide: match (holdout, hidden) {
+            (false, Some(h)) => h.hide.clone(),
+            _ => Vec::new(),
+        },
     }
 }
 

@@ -96,7 +96,6 @@ pub(super) fn pidfd_open(_pid: u32) -> Option<OwnedFd> {
 /// The fields of `/proc/<pid>/stat` that identify a process: its process group and its
 /// start time (clock ticks after boot, field 22).
 struct ProcStat {
-    ppid: u32,
     pgrp: u32,
     start_time: u64,
 }
@@ -113,7 +112,6 @@ fn parse_proc_stat(text: &str) -> Option<ProcStat> {
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // `fields[0]` is field 3 (state): field n is at index n - 3.
     Some(ProcStat {
-        ppid: fields.get(4 - 3)?.parse().ok()?,
         pgrp: fields.get(5 - 3)?.parse().ok()?,
         start_time: fields.get(22 - 3)?.parse().ok()?,
     })
@@ -163,66 +161,120 @@ pub fn kill_groups_with_env_prefix(name: &str, prefix: &str) -> usize {
     kill_groups_where(&|var| var.starts_with(needle.as_bytes()))
 }
 
-/// Kills the process group of every process (not hone itself) with an environment variable
-/// (`NAME=value`) that `matches`; such a process in hone's own group is killed alone. Those
-/// of them that hone reaps (an escaped descendant that came back to it, a child subreaper)
-/// are reaped, so that none stays a zombie. Returns how many groups and lone processes.
+/// Passes over `/proc` that [`kill_groups_where`] makes at most: each kills what the last one
+/// missed (a child forked before its parent was killed, a process that moved group), until
+/// [`QUIET_PASSES`] in a row find nothing new.
+const KILL_PASSES: usize = 64;
+/// Passes in a row that find nothing new before [`kill_groups_where`] stops.
+const QUIET_PASSES: usize = 3;
+/// The most pidfds [`kill_groups_where`] holds at once (more processes are signalled by pid
+/// and not reaped there), so that a fork bomb cannot use up hone's file descriptors.
+const MAX_PINNED: usize = 256;
+
+/// Kills every process (not hone itself) with an environment variable (`NAME=value`) that
+/// `matches`, with its process group when the group's leader matches too (a group it made,
+/// `setsid`); alone otherwise, so that a process that joined a stranger's group (another
+/// slot's verifier, hone's own) does not take that group down. Passes over `/proc` until a
+/// few in a row find nothing new: a process that keeps forking new sessions is caught in the
+/// next pass.
+/// Each is pinned by a pidfd before it is signalled, and those that are hone's children by
+/// then (an escaped descendant that came back to hone, a child subreaper) are reaped through
+/// it, never by a bare pid that might be another thread's child by now. Returns how many
+/// groups and lone processes were signalled.
 fn kill_groups_where(matches: &dyn Fn(&[u8]) -> bool) -> usize {
     let me = std::process::id();
     let own_group = proc_stat(me).map(|s| s.pgrp);
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return 0;
+    let carries = |pid: u32| {
+        std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|b| *b == 0).any(matches))
     };
-    let mut groups = std::collections::BTreeSet::new();
-    let mut alone = Vec::new();
-    let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut pinned = Vec::new();
+    let mut signalled = 0;
+    let mut quiet = 0;
+    for _ in 0..KILL_PASSES {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            break;
         };
-        if pid == me {
-            continue;
-        }
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if !environ.split(|b| *b == 0).any(matches) {
-            continue;
-        }
-        if let Some(stat) = proc_stat(pid) {
-            found.push(pid);
-            if Some(stat.pgrp) == own_group || stat.pgrp <= 1 {
-                alone.push(pid);
+        let mut new = 0;
+        for entry in entries.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid == me || seen.contains(&pid) || !carries(pid) {
+                continue;
+            }
+            let Some(stat) = proc_stat(pid) else {
+                continue;
+            };
+            seen.insert(pid);
+            new += 1;
+            let fd = (pinned.len() < MAX_PINNED)
+                .then(|| pidfd_open(pid))
+                .flatten();
+            let own = stat.pgrp > 1
+                && Some(stat.pgrp) != own_group
+                && (stat.pgrp == pid || carries(stat.pgrp));
+            let hit = if own {
+                signal_group(stat.pgrp, libc::SIGKILL).unwrap_or(false)
             } else {
-                groups.insert(stat.pgrp);
-            }
+                signal_pinned(pid, fd.as_ref())
+            };
+            signalled += usize::from(hit);
+            pinned.extend(fd);
+        }
+        // A process born behind the scan (the pid numbers wrapped) is caught by the next one:
+        // only a few scans in a row that find nothing end it.
+        quiet = if new == 0 { quiet + 1 } else { 0 };
+        if quiet == QUIET_PASSES {
+            break;
         }
     }
-    let killed = groups
-        .into_iter()
-        .filter(|g| signal_group(*g, libc::SIGKILL).unwrap_or(false))
-        .count()
-        + alone
-            .into_iter()
-            // SAFETY: a plain signal to one process, not hone itself (left out above).
-            .filter(|pid| unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) } == 0)
-            .count();
-    for pid in found {
-        // Only a process whose parent is hone is reaped here: one that escaped and came back
-        // to hone as its subreaper. hone's own children with this variable finished their
-        // stage and were reaped by it already.
-        if proc_stat(pid).is_some_and(|s| s.ppid == me) {
-            // SAFETY: waiting for our own child, killed above.
-            unsafe {
-                libc::waitpid(pid as libc::pid_t, std::ptr::null_mut(), 0);
-            }
-        }
+    for fd in &pinned {
+        reap_pinned(fd);
     }
-    killed
+    signalled
+}
+
+/// `SIGKILL` to one process, through its pidfd when there is one (so a pid reused since
+/// cannot be hit).
+fn signal_pinned(pid: u32, fd: Option<&OwnedFd>) -> bool {
+    use std::os::fd::AsRawFd;
+    match fd {
+        // SAFETY: pidfd_send_signal takes a pidfd we own, a signal, no info and no flags.
+        Some(fd) => unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                fd.as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            ) == 0
+        },
+        // SAFETY: a plain signal to one process, not hone itself (its caller leaves it out).
+        None => unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) == 0 },
+    }
+}
+
+/// Reaps the process of pidfd `fd` if it is hone's child and has exited; does nothing (and
+/// never blocks) otherwise.
+fn reap_pinned(fd: &OwnedFd) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a zeroed siginfo_t is a valid out-parameter; waitid on a pidfd we own with
+    // WNOHANG neither blocks nor touches any other process.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(
+            libc::P_PIDFD,
+            fd.as_raw_fd() as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG,
+        );
+    }
 }
 
 #[cfg(test)]
@@ -234,7 +286,6 @@ mod tests {
         let line = "4242 (we ird) (name)) S 1 4242 4242 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 \
                     987654 1000 200";
         let stat = parse_proc_stat(line).expect("test input is well formed");
-        assert_eq!(stat.ppid, 1);
         assert_eq!(stat.pgrp, 4242);
         assert_eq!(stat.start_time, 987654);
     }

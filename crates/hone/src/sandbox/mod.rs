@@ -107,6 +107,19 @@ pub fn bwrap_program() -> OsString {
     crate::util::program_on_path("bwrap")
 }
 
+/// The private temporary directory of a sandbox that works in `worktree`: `.hone/tmp` inside
+/// it (writable with the worktree; git ignores `.hone/`, and the next reset removes it), made
+/// if missing, never through a `.hone` the candidate replaced by a symlink or a file.
+pub fn scratch_dir(worktree: &Path) -> PathBuf {
+    let state = worktree.join(".hone");
+    if std::fs::symlink_metadata(&state).is_ok_and(|m| !m.is_dir()) {
+        let _ = std::fs::remove_file(&state);
+    }
+    let tmp = state.join("tmp");
+    let _ = std::fs::create_dir_all(&tmp);
+    tmp
+}
+
 /// What one sandboxed process may see and touch.
 pub struct Confinement<'a> {
     /// The directory it works in.
