@@ -342,16 +342,7 @@ fn remote_workers_contain_the_verifier_as_the_run_asks() {
         ),
     );
     let bare = to_workers(&r, &pg, "");
-    let mut worker = worker_command(&r, &pg, &bare, "a")
-        .args(["--slot", "a", "--lease", "5s"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = r.hone(&["run", "--tag", "c"]);
-    worker.kill().unwrap();
-    worker.wait().unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    run_with_worker(&r, &pg, &bare, "c", None);
     let log = r.log();
     assert_eq!(log[0]["objective"], 5.0, "{}", log[0]);
     assert_eq!(
@@ -443,17 +434,7 @@ fn a_worker_without_bubblewrap_runs_an_optional_one_and_the_run_says_so() {
     let r = Repo::stops_after(2, "cat value.txt", &scores(&[3]));
     append_spec(&r.dir, "\n[sandbox]\nkind = \"bwrap\"\nrequired = false\n");
     let bare = to_workers(&r, &pg, "");
-    let mut worker = worker_command(&r, &pg, &bare, "a")
-        .args(["--slot", "a", "--lease", "5s"])
-        .env("PATH", without_bwrap(&r))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = r.hone(&["run", "--tag", "o"]);
-    worker.kill().unwrap();
-    worker.wait().unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    let out = run_with_worker(&r, &pg, &bare, "o", Some(&without_bwrap(&r)));
     assert_eq!(r.statuses(), ["baseline", "keep"]);
     let said = text(&out);
     assert!(
@@ -478,20 +459,37 @@ fn a_worker_kills_what_a_job_left_running() {
     );
     let r = Repo::stops_after(3, &verify, &scores(&[4, 3]));
     let bare = to_workers(&r, &pg, "");
-    let mut worker = worker_command(&r, &pg, &bare, "a")
-        .args(["--slot", "a", "--lease", "5s"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = r.hone(&["run", "--tag", "k"]);
-    worker.kill().unwrap();
-    worker.wait().unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    run_with_worker(&r, &pg, &bare, "k", None);
     let log = r.log();
     assert_eq!(
         log[2]["objective"], 3.0,
         "job 1's escaped process was still running: {}",
         log[2]
     );
+}
+
+/// `hone run --tag <tag>` of `r` with one worker (slot `a`, its `PATH` replaced by `path` when
+/// given) verifying; the run must succeed.
+fn run_with_worker(
+    r: &Repo,
+    pg: &PgServer,
+    bare: &Path,
+    tag: &str,
+    path: Option<&Path>,
+) -> std::process::Output {
+    let mut cmd = worker_command(r, pg, bare, "a");
+    cmd.args(["--slot", "a", "--lease", "5s"]);
+    if let Some(path) = path {
+        cmd.env("PATH", path);
+    }
+    let mut worker = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = r.hone(&["run", "--tag", tag]);
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    out
 }
