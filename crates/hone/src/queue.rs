@@ -130,8 +130,9 @@ pub struct JobSandbox {
     pub writable: bool,
     /// Resource limits, with or without bubblewrap.
     pub limits: crate::exec::Limits,
-    /// With `bwrap`: paths it must not read (`[verify.holdout] hide`, as written: relative to
-    /// the repository, which on the worker is its checkout, or absolute).
+    /// With `bwrap`: paths it must not read (`[verify.holdout] hide`, as written). Only the
+    /// absolute ones can exist on a worker (a shared filesystem): a relative one names an
+    /// untracked path of the repository, which a worker's checkout does not have.
     #[serde(default)]
     pub hide: Vec<String>,
 }

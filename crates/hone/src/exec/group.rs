@@ -219,11 +219,12 @@ fn kill_groups_where(matches: &dyn Fn(&[u8]) -> bool) -> usize {
             let own = stat.pgrp > 1
                 && Some(stat.pgrp) != own_group
                 && (stat.pgrp == pid || carries(stat.pgrp));
-            let hit = if own {
-                signal_group(stat.pgrp, libc::SIGKILL).unwrap_or(false)
-            } else {
-                signal_pinned(pid, fd.as_ref())
-            };
+            // The process itself first: one that moves between groups may have left the
+            // group read above by the time it is signalled.
+            let mut hit = signal_pinned(pid, fd.as_ref());
+            if own {
+                hit |= signal_group(stat.pgrp, libc::SIGKILL).unwrap_or(false);
+            }
             signalled += usize::from(hit);
             pinned.extend(fd);
         }
