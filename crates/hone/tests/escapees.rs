@@ -12,19 +12,6 @@ use hone::exec::kill_groups_with_env;
 /// Bound for "this happens promptly": far above any normal latency, so it only catches hangs.
 const LIVENESS: Duration = Duration::from_secs(20);
 
-/// A temporary directory for one round.
-struct Fixture {
-    dir: tempfile::TempDir,
-}
-
-impl Fixture {
-    fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().expect("tempdir"),
-        }
-    }
-}
-
 /// The processes of `token` still running (zombies do not count).
 fn running_with_token(token: &str) -> Vec<u32> {
     let needle = format!("HONE_JOB={token}");
@@ -93,22 +80,22 @@ while True:
 "#;
     let mut left = Vec::new();
     for round in 0..20 {
-        let f = Fixture::new();
+        let dir = tempfile::tempdir().expect("tempdir");
         let token = format!("flip-{}-{round}", std::process::id());
         let mut reaper = std::process::Command::new("python3")
             .args(["-c", script])
-            .arg(f.dir.path())
+            .arg(dir.path())
             .arg(&token)
             .spawn()
             .expect("python3");
         let deadline = Instant::now() + LIVENESS;
-        while !f.dir.path().join("leader").exists()
-            || (0..4).any(|k| !f.dir.path().join(format!("f{k}")).exists())
+        while !dir.path().join("leader").exists()
+            || (0..4).any(|k| !dir.path().join(format!("f{k}")).exists())
         {
             assert!(Instant::now() < deadline, "the flippers never started");
             std::thread::yield_now();
         }
-        let leader: libc::pid_t = std::fs::read_to_string(f.dir.path().join("leader"))
+        let leader: libc::pid_t = std::fs::read_to_string(dir.path().join("leader"))
             .expect("the leader's pid")
             .trim()
             .parse()
