@@ -290,27 +290,6 @@ fn an_agents_escaped_process_dies_with_its_turn_with_workers_too() {
 }
 
 #[test]
-fn an_escapee_that_keeps_hopping_to_new_sessions_dies_with_its_stage_with_workers() {
-    // Each generation forks, its parent exits and the child starts a new session, rewriting
-    // the evaluator's trusted cache: one scan for the experiment's token finds a generation
-    // that is gone by the kill. The kill passes again until nothing carries the token. (It
-    // stops by itself after a minute, should it survive.)
-    let marks = Marks::new();
-    let hopper = marks.path("hop.py");
-    std::fs::write(
-        &hopper,
-        "import os, time\nt0 = time.time()\nwhile time.time() - t0 < 60:\n    if os.fork():\n        os._exit(0)\n    os.setsid()\n    try:\n        open('m.tmp', 'w').write('score: 0\\n'); os.rename('m.tmp', 'metrics.txt')\n    except OSError:\n        pass\n    time.sleep(0.002)\n",
-    )
-    .unwrap();
-    let script = format!(
-        "replace\ttrain.py\tprint('training done')\timport subprocess, time; subprocess.Popen(['python3', '{}']); time.sleep(0.3)\n",
-        hopper.display()
-    );
-    let e = attack_with(&script, &["--workers", "2"]);
-    assert_eq!(e["objective"], 5.0, "the hopper forged the cache: {e}");
-}
-
-#[test]
 fn an_escapee_that_joins_another_slots_group_does_not_take_it_down() {
     // Experiment 1's verifier leaves a process in experiment 2's process group (same session:
     // `setpgid`, no `setsid`). When experiment 1's stage ends that process is killed alone;
