@@ -322,6 +322,36 @@ fn an_escapee_that_joins_another_slots_group_does_not_take_it_down() {
 }
 
 #[test]
+fn orphans_that_exit_by_themselves_do_not_pile_up_with_workers() {
+    // Every verifier leaves a process that outlives it and then exits by itself: hone's orphan,
+    // then its zombie, which no token scan can name (a zombie has no environment). Each
+    // verifier counts hone's zombie children. The coordinator reaps them between decisions,
+    // so a verifier sees only those of the few experiments decided since; before, one more
+    // with every experiment, until the run stopped.
+    let marks = Marks::new();
+    let verify = marks.fill(
+        "(sleep 0 &); \
+         grep -l \"^[0-9]* ([^)]*) Z $PPID \" /proc/[0-9]*/stat 2>/dev/null | wc -l >> {m}/zombies; \
+         cat value.txt",
+    );
+    let values: Vec<u32> = (0..13).map(|i| 50 - i).collect();
+    let r = Repo::stops_after(14, &verify, &scores(&values));
+    let out = r.hone(&["run", "--tag", "z", "--workers", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.log().len(), 14, "{}", text(&out));
+    let seen: Vec<usize> = std::fs::read_to_string(marks.path("zombies"))
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(seen.len(), 14, "{seen:?}");
+    assert!(
+        seen.iter().all(|&n| n <= 4),
+        "zombies piled up while the run went on: {seen:?}"
+    );
+}
+
+#[test]
 fn the_objective_never_comes_from_the_training_stage() {
     // The evaluator prints no objective at all: the training stage's perfect line must not
     // stand in for it.

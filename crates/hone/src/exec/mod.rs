@@ -80,7 +80,7 @@ pub use group::{
 };
 pub(crate) use lines::each_line;
 pub use lines::MAX_LINE_BYTES;
-pub use orphans::{become_subreaper, kill_leftovers, kill_orphans, set_concurrent};
+pub use orphans::{become_subreaper, kill_leftovers, kill_orphans, reap_adopted, set_concurrent};
 
 use lines::LineSplitter;
 use log::CappedLog;

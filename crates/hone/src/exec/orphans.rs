@@ -66,6 +66,40 @@ pub fn kill_leftovers(job: Option<&str>) -> usize {
     kill_orphans()
 }
 
+/// Reaps the zombies among the calling thread's own children (`__WNOTHREAD`), waiting for
+/// none that still runs. The kernel hands an orphan to the subreaper's main thread, while each
+/// slot's thread forks, and waits for, its own processes: so on the main thread, at a moment it
+/// waits for no child of its own (the parallel loop's coordinator between decisions), this
+/// reaps exactly the orphans that exited by themselves, which no token scan can name (a
+/// zombie's environment is gone) and which would otherwise pile up, one process-table entry
+/// each, until the concurrent part ends. On any other thread it finds none of them. Returns
+/// how many it reaped.
+pub fn reap_adopted() -> usize {
+    let mut reaped = 0;
+    loop {
+        // SAFETY: a zeroed siginfo_t is a valid out-parameter; with WNOHANG waitid never
+        // blocks, and with __WNOTHREAD it reaps only children of this thread.
+        let pid = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let r = libc::waitid(
+                libc::P_ALL,
+                0,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::__WNOTHREAD | libc::__WALL,
+            );
+            if r == 0 {
+                info.si_pid()
+            } else {
+                0
+            }
+        };
+        if pid == 0 {
+            return reaped;
+        }
+        reaped += 1;
+    }
+}
+
 /// Whether this process has a child at all, of any of its threads, running or a zombie (an
 /// orphan re-parented to hone included: the kernel makes it a plain child): `waitid` answers
 /// `ECHILD` exactly when there is none. Nothing is reaped (`WNOWAIT`). Any other answer, an

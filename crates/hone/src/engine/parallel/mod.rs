@@ -223,6 +223,9 @@ impl Engine<'_> {
         };
         let mut stop: Option<Stop> = None;
         loop {
+            // Orphans that exited by themselves since the last decision (see `reap_adopted`:
+            // this thread waits for no process of its own here).
+            exec::reap_adopted();
             if stop.is_none() {
                 stop = self.fill_slots(slots, spawn, &mut pool)?;
             }
