@@ -496,3 +496,51 @@ fn a_preset_that_spends_the_budget_stops_the_run_before_the_next_agent_starts() 
     assert_eq!(r.statuses(), ["baseline", "keep"]);
     assert_says(&out, "stopped: budget");
 }
+
+/// A stand-in `claude` whose first turn reports $0.60 and whose later turns (every turn with
+/// `FAKE_SLOW_FIRST` set) keep working until hone's timeout cuts them off, with no report.
+const SLOW_CLAUDE: &str = r#"#!/bin/sh
+cat > /dev/null
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+if [ $n = 1 ] && [ -z "$FAKE_SLOW_FIRST" ]; then
+  printf 'score: 4\n' > value.txt
+  echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"Lowered the score to 4.","session_id":"s-1","total_cost_usd":0.6,"usage":{"input_tokens":100,"output_tokens":50}}'
+else
+  exec sleep 60
+fi
+"#;
+
+#[test]
+fn a_turn_cut_off_before_its_report_is_charged_at_the_rate_of_the_reported_ones() {
+    // A model that spends until its timeout never prints its cost: the turn is charged its
+    // time at the highest rate an earlier turn reported, not $0.
+    let (bin, record) = fake_tool("claude", SLOW_CLAUDE);
+    let r = preset_repo("kind = \"claude\"\ntimeout = \"2s\"");
+    append_spec(&r.dir, "max_cost_usd = 100\n");
+    git(&r.dir, &["commit", "-q", "-am", "budget"]);
+    ok(run_with_tool(&r, bin.path(), record.path(), &[]));
+    let log = r.log();
+    assert_eq!(log[1]["cost_usd"], 0.6, "{log:?}");
+    assert_eq!(log[2]["status"], "invalid", "{log:?}");
+    assert_reason(&log[2], "agent timed out");
+    assert_reason(&log[2], "it reported no spend: charged $");
+    let charged = log[2]["cost_usd"].as_f64().unwrap();
+    assert!(charged > 0.0, "the cut-off turn was free: {}", log[2]);
+}
+
+#[test]
+fn with_a_budget_and_no_rate_to_go_by_an_unreported_turn_stops_the_run() {
+    // The first turn is cut off: nothing says what it spent or at what rate the agent spends,
+    // so a run with max_cost_usd stops rather than count it as free.
+    let (bin, record) = fake_tool("claude", SLOW_CLAUDE);
+    let r = preset_repo("kind = \"claude\"\ntimeout = \"2s\"");
+    append_spec(&r.dir, "max_cost_usd = 100\n");
+    git(&r.dir, &["commit", "-q", "-am", "budget"]);
+    let out = run_with_tool(&r, bin.path(), record.path(), &[("FAKE_SLOW_FIRST", "1")]);
+    exits_with(out, 1, "hone cannot keep to the budget");
+    assert_eq!(
+        read(&record, "count").trim(),
+        "1",
+        "a second agent was started"
+    );
+}

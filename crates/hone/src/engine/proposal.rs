@@ -42,11 +42,14 @@ impl Engine<'_> {
         let agent_wrapper = self.verifier.wrapper(turn.wt, true, Role::Agent);
         let no_guidance = crate::meta::Guidance::default();
         let job = self.verifier.job_token(n);
+        // Whether the proposer started a process (an agent): only then can one be left over.
+        let spawned = &std::cell::Cell::new(false);
         let proposal = {
             let (store, run_id) = (&self.store, self.run.id);
             // Record the agent's process group as soon as it exists, so that a crash of hone
             // while the agent works leaves enough to kill it on resume.
             let on_spawn = move |pid: u32, start: Option<u64>| {
+                spawned.set(true);
                 let _ = store.set_experiment_pid(run_id, n, pid, start);
             };
             let ctx = ProposeContext {
@@ -81,7 +84,9 @@ impl Engine<'_> {
         let (usd, tokens) = turn.meter.spent.get();
         rec.cost_usd += usd;
         rec.tokens = rec.tokens.saturating_add(tokens);
-        exec::kill_leftovers(Some(&job));
+        if spawned.get() {
+            exec::kill_leftovers(Some(&job));
+        }
         // An agent that filled the disk made hone's own writes fail (its log, say): what it
         // left goes, so that the turn can be recorded (`invalid`, with what was removed; the
         // rest archived) and the run go on, rather than stop.

@@ -152,6 +152,13 @@ impl Proposer for CommandProposer {
         let report = self
             .preset
             .and_then(|p| p.parse(&tail.iter().cloned().collect::<Vec<_>>()));
+        // No account at all (a turn cut at its timeout, killed, or that never printed its
+        // result): charged at the highest rate an earlier turn reported, so that a model which
+        // keeps spending until it is cut off is not free.
+        let charged = match (&report, self.preset) {
+            (None, Some(_)) => charge_unreported(ctx, outcome.duration, &log_path)?,
+            _ => None,
+        };
         if let Some(r) = &report {
             ctx.add_spend(r.cost_usd, r.tokens);
             if let Some(e) = &r.error {
@@ -170,7 +177,12 @@ impl Proposer for CommandProposer {
                     .to_string();
             }
         }
-        exit_error(ctx, outcome.exit, &log_path)?;
+        exit_error(ctx, outcome.exit, &log_path).map_err(|e| match (e, &charged) {
+            (ProposeError::Invalid(why), Some(note)) => {
+                ProposeError::Invalid(format!("{why}; {note}"))
+            }
+            (e, _) => e,
+        })?;
         keep_notes(ctx, &notes_path, &kept_notes);
         let hypothesis = take_hypothesis(ctx);
         let description =
@@ -284,6 +296,50 @@ fn run_agent(
         )
         .map_err(|e| ProposeError::Fatal(format!("agent command failed: {e}")))?;
     Ok((outcome, last_line, tail))
+}
+
+/// Charges a preset's turn that ended without its own account of what it spent: its time at
+/// the highest rate (dollars and tokens a second) of an earlier turn of this run that reported
+/// a spend (an upper estimate: a turn's recorded spend includes its review's). Returns what it
+/// charged, said for the record. With none to go by, nothing is charged when the run has no
+/// budget, and the run stops when it has one: hone cannot keep to a budget it cannot count.
+fn charge_unreported(
+    ctx: &ProposeContext<'_>,
+    elapsed: Duration,
+    log_path: &std::path::Path,
+) -> Result<Option<String>, ProposeError> {
+    let per_second = |spend: f64, ms: u64| {
+        if ms == 0 {
+            0.0
+        } else {
+            spend * 1000.0 / ms as f64
+        }
+    };
+    let (usd_rate, token_rate) = ctx.history.iter().fold((0.0f64, 0.0f64), |(u, t), e| {
+        (
+            u.max(per_second(e.cost_usd, e.propose_ms)),
+            t.max(per_second(e.tokens as f64, e.propose_ms)),
+        )
+    });
+    let secs = elapsed.as_secs_f64().max(1.0);
+    if usd_rate > 0.0 || token_rate > 0.0 {
+        let (usd, tokens) = (usd_rate * secs, (token_rate * secs).ceil() as u64);
+        ctx.add_spend(usd, tokens);
+        return Ok(Some(format!(
+            "it reported no spend: charged ${usd:.4} and {tokens} tokens, its {secs:.1} s at \
+             the highest rate of an earlier turn"
+        )));
+    }
+    if ctx.budget.usd_left.is_some() || ctx.budget.tokens_left.is_some() {
+        return Err(ProposeError::Fatal(format!(
+            "the agent's turn ended after {secs:.1} s without its own account of what it spent \
+             (log: {}), and no earlier turn of this run reported one: with max_cost_usd or \
+             max_tokens set, hone cannot keep to the budget. If it timed out, raise [agent] \
+             timeout; then `hone run` resumes",
+            log_path.display()
+        )));
+    }
+    Ok(None)
 }
 
 /// The experiment's end when the agent did not exit cleanly.
