@@ -127,7 +127,10 @@ pub fn run_loop(root: &Path, spec: &Spec, opts: &RunOptions) -> CliResult {
             Err(CliError::usage(e))
         }
         // hone.toml is wrong at a line, found once the repository was seen: a spec error.
-        Err(e @ engine::EngineError::Config(engine::Config::Spec(_))) => Err(e).config(),
+        Err(
+            e
+            @ engine::EngineError::Config(engine::Config::Spec(_) | engine::Config::ApiKey { .. }),
+        ) => Err(e).config(),
         Err(e) => Err(e).runtime(),
     }
 }

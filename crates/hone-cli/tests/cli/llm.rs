@@ -351,3 +351,58 @@ fn openai_patch_mode_applies_repairs_once_and_gates() {
     );
     assert!(repair.contains("match nothing"), "{repair}");
 }
+
+#[test]
+fn a_provider_without_its_key_stops_the_run_before_it_starts() {
+    // No base_url: the provider's own server, which refuses every request without a key. The
+    // run does not start (a spec error, exit 2), records nothing and charges nothing; with
+    // `--agent knobs` the LLM is not asked, so its key does not matter.
+    let r = Repo::builder()
+        .spec(
+            Spec::standard_loop(SCORE)
+                .lines(
+                    "agent",
+                    "kind = \"openai\"\nmodel = \"gpt-4.1-mini\"\napi_key_env = \"TEST_UNSET_KEY\"",
+                )
+                .set("stop", "max_experiments", "2"),
+        )
+        .create();
+    let out = exits_with(
+        r.hone(&["run"]),
+        2,
+        "$TEST_UNSET_KEY is not set: https://api.openai.com/v1 would refuse every request",
+    );
+    assert!(!text(&out).contains("gave up"), "{}", text(&out));
+    // (The knobs optimizer finds no knobs in value.txt: the run starts and stops there.)
+    let out = r.hone(&["run", "--agent", "knobs"]);
+    assert_says(&out, "#0    baseline");
+    assert!(!text(&out).contains("TEST_UNSET_KEY"), "{}", text(&out));
+}
+
+#[test]
+fn a_call_that_never_reached_a_server_is_not_charged() {
+    // Nothing listens on the port: every attempt is refused before a byte is sent, so the
+    // budget is charged nothing (a call that may have reached the provider is charged its
+    // worst case).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let r = Repo::builder()
+        .spec(
+            Spec::standard_loop(SCORE)
+                .provider("agent", "openai", "test-model", &base)
+                .set("agent", "api_key_env", "\"TEST_LLM_KEY\"")
+                .lines(
+                    "agent",
+                    "max_attempts = 2\nmax_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
+                )
+                .set("stop", "max_experiments", "2")
+                .set("stop", "max_cost_usd", "10"),
+        )
+        .create();
+    let _ = hone_with_key(&r, &["run"]);
+    let log = r.log();
+    assert_eq!(log[1]["status"], "invalid", "{log:?}");
+    assert_reason(&log[1], "request not sent");
+    assert_eq!(log[1]["cost_usd"], 0.0, "{}", log[1]);
+}

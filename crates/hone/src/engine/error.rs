@@ -129,6 +129,10 @@ pub enum Config {
     /// `[sandbox] kind = "bwrap"` with `required = true`, and the sandbox cannot run here.
     #[error("[sandbox] kind = \"bwrap\": {0}. Fix that, or set [sandbox] required = false to run without containment")]
     Sandbox(String),
+    /// An HTTP LLM on a server outside this machine and its network, with its API key's
+    /// variable unset: every request would be refused.
+    #[error("${var} is not set: {url} would refuse every request. Export it, or set base_url to your own server (a server that wants no key: set ${var} to any value)")]
+    ApiKey { var: String, url: String },
     /// hone.toml, checked against the repository, is wrong at a line (a `hide` path that is
     /// tracked, so in every worktree): the CLI reports it as a spec error.
     #[error("{0}")]

@@ -59,6 +59,15 @@ pub(super) fn run_engine(
             .into());
         }
     }
+    for llm in spec.llms_in_use() {
+        if std::env::var_os(&llm.api_key_env).is_none() && !llm.on_local_server() {
+            return Err(Config::ApiKey {
+                var: llm.api_key_env.clone(),
+                url: llm.base_url.clone(),
+            }
+            .into());
+        }
+    }
     let mut engine = Engine::open(
         git,
         store,
@@ -214,10 +223,10 @@ impl<'a> Engine<'a> {
         self.emit(started);
         notes.extend(super::verifier::path_note());
         let spec = &self.verifier.spec;
-        for llm in spec.agent.llm.iter().chain(&spec.review.llm) {
+        for llm in spec.llms_in_use() {
             if std::env::var_os(&llm.api_key_env).is_none() {
                 notes.push(format!(
-                    "${} is not set: requests to {} go without an API key (fine for a local server)",
+                    "${} is not set: requests to {} go without an API key",
                     llm.api_key_env, llm.base_url
                 ));
             }

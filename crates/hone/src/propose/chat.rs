@@ -268,6 +268,10 @@ impl LlmClient {
         let answer = match wire::exchange(request, cancel) {
             wire::Exchange::Done(Ok(answer)) => answer,
             wire::Exchange::NotSent(why) => return Attempt::Retry(why, None),
+            // Nothing reached a server: nothing to bill.
+            wire::Exchange::Done(Err(wire::Failure::Unsent(e))) => {
+                return Attempt::Retry(format!("request not sent: {e}"), None)
+            }
             wire::Exchange::Done(Err(failure)) => {
                 // A timeout or a dropped connection after the request went out, or an answer
                 // cut off or too large, may still be billed: count the worst case.
@@ -277,7 +281,9 @@ impl LlmClient {
                         "the answer is larger than {} MiB and was refused (charged at its worst case)",
                         wire::MAX_BODY_BYTES >> 20
                     )))),
-                    wire::Failure::Send(e) => Attempt::Retry(format!("request failed: {e}"), None),
+                    wire::Failure::Send(e) | wire::Failure::Unsent(e) => {
+                        Attempt::Retry(format!("request failed: {e}"), None)
+                    }
                     wire::Failure::Read(e) => {
                         Attempt::Retry(format!("reading the answer failed: {e}"), None)
                     }

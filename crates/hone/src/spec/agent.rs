@@ -310,3 +310,66 @@ pub(super) fn llm(s: &Section, kind: AgentKind, edits: bool) -> Result<LlmSpec, 
         edit_mode,
     })
 }
+
+impl LlmSpec {
+    /// Whether `base_url` is on this machine or its private network (see [`local_server`]).
+    pub fn on_local_server(&self) -> bool {
+        local_server(&self.base_url)
+    }
+}
+
+/// Whether `url` names a server on this machine or its private network (loopback, a private
+/// or link-local address, `localhost`, a `.local` name), where a server without a key is
+/// common; anything else is taken to be a provider that wants one.
+pub(crate) fn local_server(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => authority.split(':').next().unwrap_or(""),
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    if host == "localhost" || host.ends_with(".localhost") || host.ends_with(".local") {
+        return true;
+    }
+    match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(a)) => {
+            a.is_loopback() || a.is_private() || a.is_link_local() || a.is_unspecified()
+        }
+        Ok(std::net::IpAddr::V6(a)) => {
+            a.is_loopback() || a.is_unspecified() || (a.segments()[0] & 0xfe00) == 0xfc00
+        }
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod server_tests {
+    use super::local_server;
+
+    #[test]
+    fn servers_on_this_machine_or_its_network_are_local_and_providers_are_not() {
+        for url in [
+            "http://127.0.0.1:8089/v1",
+            "http://localhost:11434/v1",
+            "http://[::1]:8000/v1",
+            "http://10.0.0.5:8000/v1",
+            "http://192.168.1.20/v1",
+            "http://gpu-box.local:8000/v1",
+            "http://user:pw@172.16.0.3:9000",
+        ] {
+            assert!(local_server(url), "{url}");
+        }
+        for url in [
+            "https://api.openai.com/v1",
+            "https://api.anthropic.com",
+            "https://openrouter.ai/api/v1",
+            "http://8.8.8.8/v1",
+            "https://127.0.0.1.evil.example/v1",
+            "https://localhost.evil.example",
+        ] {
+            assert!(!local_server(url), "{url}");
+        }
+    }
+}

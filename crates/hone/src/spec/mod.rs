@@ -164,6 +164,13 @@ impl<'a> Sections<'a> {
 }
 
 impl Spec {
+    /// The HTTP LLMs a run asks: the proposer's (unless its kind, `--agent` included, is
+    /// another) and the reviewer's.
+    pub fn llms_in_use(&self) -> impl Iterator<Item = &LlmSpec> {
+        let agent = self.agent.llm.iter().filter(|_| self.agent.kind.is_http());
+        agent.chain(&self.review.llm)
+    }
+
     /// The noise settings of `[verify]`.
     pub fn noise_policy(&self) -> crate::verify::noise::NoisePolicy {
         self.verify.noise_policy()

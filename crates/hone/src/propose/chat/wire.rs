@@ -33,6 +33,8 @@ pub(super) struct Answer {
 pub(super) enum Failure {
     /// The request may have gone out (a timeout, a dropped connection).
     Send(String),
+    /// The request never left: the host was not found, or no connection was made.
+    Unsent(String),
     /// The answer is larger than [`MAX_BODY_BYTES`].
     TooLarge,
     /// Cut off mid-answer.
@@ -95,9 +97,13 @@ fn send(req: Request) -> Result<Answer, Failure> {
     for (name, value) in &req.headers {
         builder = builder.header(*name, value.as_str());
     }
-    let resp = builder
-        .send(&req.body)
-        .map_err(|e| Failure::Send(e.to_string()))?;
+    let resp = builder.send(&req.body).map_err(|e| {
+        if never_sent(&e) {
+            Failure::Unsent(e.to_string())
+        } else {
+            Failure::Send(e.to_string())
+        }
+    })?;
     let status = resp.status().as_u16();
     let retry_after = resp
         .headers()
@@ -117,6 +123,19 @@ fn send(req: Request) -> Result<Answer, Failure> {
         }),
         Err(ureq::Error::BodyExceedsLimit(_)) => Err(Failure::TooLarge),
         Err(e) => Err(Failure::Read(e.to_string())),
+    }
+}
+
+/// Whether `e` ended the call before any byte of the request reached a server: no address
+/// for the host, or no connection (refused, or not made in time). Anything later may have
+/// reached the provider, and may be billed.
+fn never_sent(e: &ureq::Error) -> bool {
+    use ureq::{Error, Timeout};
+    match e {
+        Error::HostNotFound | Error::ConnectionFailed | Error::BadUri(_) => true,
+        Error::Timeout(t) => matches!(t, Timeout::Resolve | Timeout::Connect),
+        Error::Io(io) => io.kind() == std::io::ErrorKind::ConnectionRefused,
+        _ => false,
     }
 }
 
