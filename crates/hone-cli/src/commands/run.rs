@@ -57,6 +57,7 @@ pub fn run(here: &Here, a: RunArgs) -> CliResult {
         max_time: a.time,
         seed: a.seed,
         new_run: a.new,
+        agent_chosen: a.agent.is_some(),
     };
     run_loop(git.root(), &spec, &opts)
 }

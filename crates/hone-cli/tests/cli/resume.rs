@@ -258,3 +258,33 @@ fn ctrl_c_twice_ends_a_hanging_review_and_aborts_the_candidate() {
         assert_eq!(runs.runs(), 1, "{workers}: only the baseline was measured");
     }
 }
+
+#[test]
+fn a_run_resumes_with_its_own_agent_or_an_explicitly_chosen_one() {
+    // Started with `--agent knobs` (which finds no knobs and stops), the run does not quietly
+    // go on with hone.toml's agent on a plain resume: that would change who proposes (and
+    // what it costs). `--agent` says which; the choice is then the run's.
+    let r = Repo::scored(4, &scores(&[9, 4, 3]));
+    let out = r.hone(&["run", "--tag", "a", "--agent", "knobs"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "invalid"]);
+    exits_with(
+        r.hone(&["run", "--tag", "a"]),
+        1,
+        "run `a` was started with agent `knobs` but hone.toml now says kind = \"command\"",
+    );
+    assert_eq!(r.statuses(), ["baseline", "invalid"], "nothing ran");
+    let out = ok(r.hone(&["run", "--tag", "a", "--agent", "command"]));
+    assert_says(
+        &out,
+        "goes on with agent `command` (--agent); it was `knobs`",
+    );
+    assert_eq!(r.statuses(), ["baseline", "invalid", "keep", "keep"]);
+    // The run is now the command agent's: a plain resume is no mismatch.
+    let out = ok(r.hone(&["run", "--tag", "a", "--more", "1"]));
+    assert!(
+        !text(&out).contains("was started with agent"),
+        "{}",
+        text(&out)
+    );
+}

@@ -429,6 +429,7 @@ pub fn run_one(
         max_time: None,
         seed: Some(seed),
         new_run: true,
+        agent_chosen: false,
     };
     let interrupt = Interrupt::new();
     let mut track = Track::default();

@@ -101,6 +101,12 @@ pub enum Mismatch {
         recorded: Direction,
         configured: Direction,
     },
+    #[error("run `{tag}` was started with agent `{recorded}` but hone.toml now says kind = \"{configured}\": resume it as it was with `hone run --agent {recorded}`, go on with the new one with `hone run --agent {configured}`, or start a new run with `hone run --new`")]
+    AgentChanged {
+        tag: String,
+        recorded: String,
+        configured: String,
+    },
     #[error("run `{tag}` in the shared store was started from another clone: branch hone/{tag} is not in this repository; fetch it (git fetch <remote> 'refs/heads/hone/{tag}:refs/heads/hone/{tag}' 'refs/hone/{tag}/*:refs/hone/{tag}/*'), or start a new run here with `hone run --new`")]
     OtherClone { tag: String },
     #[error("branch hone/{tag} was deleted; every experiment is still under refs/hone/{tag}/, recreate the branch with `git branch hone/{tag} {expected}` to resume")]

@@ -618,6 +618,22 @@ fn check_resumable(
         }
         .into());
     }
+    let configured = spec.agent.kind.as_str();
+    if run.agent != configured {
+        if !opts.agent_chosen {
+            return Err(Mismatch::AgentChanged {
+                tag: run.tag.clone(),
+                recorded: run.agent.clone(),
+                configured: configured.to_string(),
+            }
+            .into());
+        }
+        store.set_run_agent(run.id, spec.agent.kind)?;
+        said.notes.push(format!(
+            "run `{}` goes on with agent `{configured}` (--agent); it was `{}`",
+            run.tag, run.agent
+        ));
+    }
     if let Ok(head) = git.head() {
         if head != run.base_commit {
             said.warnings.push(format!(

@@ -43,6 +43,9 @@ pub struct RunOptions {
     pub seed: Option<u64>,
     /// Start a new run even if an unfinished one could be resumed.
     pub new_run: bool,
+    /// The proposer's kind was chosen on the command line (`--agent`), over hone.toml's: a
+    /// resumed run started with another kind switches to it (else that is an error).
+    pub agent_chosen: bool,
 }
 
 /// A run's limits as it (re)starts, for progress and ETA displays.

@@ -135,6 +135,19 @@ impl Store {
         Ok(())
     }
 
+    /// Records the proposer a run goes on with (`hone run --agent` on a resume).
+    pub fn set_run_agent(
+        &self,
+        run_id: i64,
+        agent: crate::spec::AgentKind,
+    ) -> Result<(), StoreError> {
+        self.exec(
+            "UPDATE runs SET agent = ?2 WHERE id = ?1",
+            &[Val::Int(Some(run_id)), text(agent.as_str())],
+        )?;
+        Ok(())
+    }
+
     /// Replaces the spec recorded with a run (its budget changed on resume).
     pub fn set_run_spec(&self, run_id: i64, spec_json: &str) -> Result<(), StoreError> {
         self.exec(
