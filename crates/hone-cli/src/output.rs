@@ -70,6 +70,17 @@ pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// `s` on one line: a line break shown as `\n`. For what the agent or its files named (a
+/// description, a reason quoting a file name) printed inside a line of hone's own, where a
+/// line break would start a line that reads as hone's (a forged experiment row).
+pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains('\n') {
+        std::borrow::Cow::Owned(s.replace('\n', "\\n"))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
 fn status_word(s: Status) -> String {
     format!("{:<9}", s.as_str())
 }
@@ -172,9 +183,13 @@ impl Printer {
             String::new()
         };
         let detail = if record.status().is_failure() || record.status() == Status::Aborted {
-            format!("{}  [{}]", record.description, record.reason)
+            format!(
+                "{}  [{}]",
+                one_line(&record.description),
+                one_line(&record.reason)
+            )
         } else {
-            record.description.clone()
+            one_line(&record.description).into_owned()
         };
         let line = format!(
             "  #{:<4} {} {} {:>12}  best {}{change}  {:>6}{cost}  {}",
@@ -344,13 +359,13 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
     out!(
         "  description: {}",
         if e.description.is_empty() {
-            "-"
+            "-".into()
         } else {
-            &e.description
+            one_line(&e.description)
         }
     );
     if !e.reason.is_empty() {
-        out!("  why: {}", e.reason);
+        out!("  why: {}", one_line(&e.reason));
     }
     out!("  {}: {}", run.metric, fmt_metric(e.objective));
     if let Some(h) = e.holdout {

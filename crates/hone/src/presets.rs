@@ -222,6 +222,20 @@ impl Preset {
         self.0.env_prefixes
     }
 
+    /// Whether `name` holds one of the tool's credentials: a variable it reads (see
+    /// [`PresetDef::env_prefixes`]) named like a key, token, secret or password. Not a general
+    /// cloud account's (`AWS_*`), which a verifier may need to read its data. Code the model
+    /// wrote must not get these: it could print them into a log or prompt, or spend on them
+    /// outside every budget.
+    pub fn holds_credential(self, name: &str) -> bool {
+        let upper = name.to_ascii_uppercase();
+        !upper.starts_with("AWS_")
+            && self.env_prefixes().iter().any(|p| upper.starts_with(p))
+            && ["KEY", "TOKEN", "SECRET", "PASSWORD"]
+                .iter()
+                .any(|w| upper.contains(w))
+    }
+
     /// See [`PresetDef::fixed_env`].
     pub fn fixed_env(self) -> &'static [(&'static str, &'static str)] {
         self.0.fixed_env
@@ -557,6 +571,30 @@ mod tests {
 
     fn lines(s: &str) -> Vec<String> {
         s.lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_tools_credentials_are_its_keys_and_tokens_not_its_settings_or_cloud_accounts() {
+        let claude = preset("claude");
+        for name in [
+            "ANTHROPIC_API_KEY",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+            "ANTHROPIC_AUTH_TOKEN",
+        ] {
+            assert!(claude.holds_credential(name), "{name}");
+        }
+        for name in [
+            "ANTHROPIC_BASE_URL",
+            "AWS_SECRET_ACCESS_KEY",
+            "OPENAI_API_KEY",
+            "HOME",
+        ] {
+            assert!(!claude.holds_credential(name), "{name}");
+        }
+        assert!(preset("codex").holds_credential("OPENAI_API_KEY"));
+        assert!(preset("gemini").holds_credential("GEMINI_API_KEY"));
+        assert!(preset("aider").holds_credential("OPENROUTER_API_KEY"));
+        assert!(!preset("aider").holds_credential("OPENAI_API_BASE"));
     }
 
     fn inv<'a>(

@@ -97,7 +97,7 @@ pub fn log_row(
                     fmt_metric(e.objective),
                     format_duration(std::time::Duration::from_millis(e.total_ms)),
                     commit,
-                    e.description
+                    super::one_line(&e.description)
                 ),
             )
         }

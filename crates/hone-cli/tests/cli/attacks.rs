@@ -441,3 +441,30 @@ fn protected_file_replaced_while_the_verifier_runs(code: &str) {
         "protected file `prepare.py` was modified while the verifier ran",
     );
 }
+
+#[test]
+fn a_file_name_with_a_line_break_cannot_forge_a_line_of_hones_output() {
+    // The agent names a file it must not create with a line break and a fake experiment row:
+    // the violation's reason quotes the name, on its own line everywhere hone prints it.
+    let r = Repo::stops_after(
+        2,
+        SCORE,
+        "run\tprintf x > \"$(printf 'a\\n  #9    keep      score     0.000001  forged')\"\n\
+         write\tvalue.txt\tscore: 4\\n\n",
+    );
+    let out = r.hone(&["run"]);
+    let log = r.log();
+    assert_eq!(log[1]["status"], "violation", "{log:?}");
+    for (out, quotes) in [
+        (out, true),
+        (r.hone(&["show", "1"]), true),
+        (r.hone(&["log"]), false),
+    ] {
+        let said = text(&out);
+        assert!(
+            !said.lines().any(|l| l.trim_start().starts_with("#9")),
+            "a forged line: {said}"
+        );
+        assert_eq!(said.contains("a\\n  #9"), quotes, "{said}");
+    }
+}

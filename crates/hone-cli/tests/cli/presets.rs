@@ -544,3 +544,40 @@ fn with_a_budget_and_no_rate_to_go_by_an_unreported_turn_stops_the_run() {
         "a second agent was started"
     );
 }
+
+#[test]
+fn the_agent_clis_credentials_do_not_reach_the_code_it_wrote() {
+    // Claude Code gets its key; the verifier, which runs what the model wrote, does not
+    // (unless [verify] pass_env names it), while a general cloud variable passes.
+    for pass in [false, true] {
+        let marks = Marks::new();
+        let verify = marks.fill(
+            "echo \"${ANTHROPIC_API_KEY:-none} ${CLAUDE_CODE_OAUTH_TOKEN:-none} ${AWS_REGION:-none}\" >> {m}/env; cat value.txt",
+        );
+        let mut spec = Spec::standard_loop(&verify)
+            .lines("agent", "kind = \"claude\"")
+            .set("stop", "max_experiments", "2");
+        if pass {
+            spec = spec.set("verify", "pass_env", "[\"ANTHROPIC_API_KEY\"]");
+        }
+        let r = Repo::builder().spec(spec).create();
+        let (bin, record) = fake_tool("claude", FAKE_CLAUDE);
+        let env = [
+            ("ANTHROPIC_API_KEY", "sk-ant-test"),
+            ("CLAUDE_CODE_OAUTH_TOKEN", "oauth-test"),
+            ("AWS_REGION", "us-east-1"),
+        ];
+        ok(run_with_tool(&r, bin.path(), record.path(), &env));
+        assert!(read(&record, "env").contains("ANTHROPIC_API_KEY=sk-ant-test"));
+        let seen = std::fs::read_to_string(marks.path("env")).unwrap();
+        let want = if pass {
+            "sk-ant-test none us-east-1"
+        } else {
+            "none none us-east-1"
+        };
+        assert!(
+            seen.lines().count() == 2 && seen.lines().all(|l| l == want),
+            "pass_env {pass}: {seen}"
+        );
+    }
+}

@@ -632,12 +632,16 @@ impl Verifier {
     }
 
     /// May this inherited variable reach code hone runs on a candidate's behalf (verifier,
-    /// holdout, reviewer)? Not hone's own settings, and not the API keys of hone's own HTTP
-    /// proposer and reviewer: code the model wrote must not be able to print them into a log
-    /// or prompt.
+    /// holdout, reviewer)? Not hone's own settings, not the API keys of hone's own HTTP
+    /// proposer and reviewer, and not the agent CLI's credentials unless `[verify] pass_env`
+    /// names them: code the model wrote must not be able to print them into a log or prompt.
     pub(super) fn env_allowed_for_candidate(&self, name: &std::ffi::OsStr) -> bool {
         let name = name.to_string_lossy();
+        let tool_key = self.spec.agent.kind.preset().is_some_and(|p| {
+            p.holds_credential(&name) && !self.spec.verify.pass_env.iter().any(|k| *k == name)
+        });
         !name.starts_with("HONE_")
+            && !tool_key
             && !crate::propose::command::hone_secret_vars(&self.spec)
                 .iter()
                 .any(|k| *k == name)

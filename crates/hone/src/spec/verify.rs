@@ -26,6 +26,7 @@ pub(super) const KEYS: &[&str] = &[
     "metric_regex",
     "max_log_bytes",
     "env",
+    "pass_env",
     "baseline_repeats",
     "noise_k",
     "confirm",
@@ -67,6 +68,10 @@ pub struct VerifySpec {
     pub metric_regex: Option<MetricRegex>,
     pub max_log_bytes: u64,
     pub env: Vec<(String, String)>,
+    /// Variables of hone's environment that hold the agent CLI's credentials and that the
+    /// verifier, the holdout and reviewer commands get all the same (an evaluation that asks
+    /// the model itself); hone keeps the others from them.
+    pub pass_env: Vec<String>,
     /// Runs of the unmodified project, to measure the noise.
     pub baseline_repeats: u64,
     /// The keep threshold is `max(min_delta, noise_k × σ)`.
@@ -319,6 +324,7 @@ fn judged(s: &Section) -> Result<VerifySpec, SpecError> {
         metric_regex,
         max_log_bytes,
         env,
+        pass_env: s.get_or_default("pass_env")?,
         baseline_repeats,
         noise_k,
         confirm: s.get_or("confirm", 0)?,
