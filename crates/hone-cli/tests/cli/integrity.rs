@@ -267,3 +267,23 @@ fn integrity_the_agent_never_looks_programs_up_in_the_worktree() {
     let ours = hone::util::absolute_entries(&std::env::var_os("PATH").unwrap());
     assert_eq!(path, ours.to_string_lossy(), "the agent's PATH");
 }
+
+/// A case variant of `.gitattributes` is the file itself on macOS and Windows checkouts (where
+/// `* -diff` would hide the code from `git log -p` and a pull request's diff).
+#[test]
+fn integrity_a_case_variant_of_gitattributes_is_a_violation() {
+    let r = Repo::stops_after(
+        2,
+        SCORE,
+        "write\t.GitAttributes\t* -diff linguist-generated=true\\n\nwrite\tvalue.txt\tscore: 4\\n\n",
+    );
+    edit_spec(&r.dir, |s| {
+        s.replace(
+            "editable = [\"value.txt\"]",
+            "editable = [\"value.txt\", \".GitAttributes\"]",
+        )
+    });
+    git(&r.dir, &["commit", "-qam", "editable attributes"]);
+    let _ = r.hone(&["run"]);
+    assert_violation(&r.log()[1], ".GitAttributes");
+}

@@ -171,10 +171,7 @@ impl Engine<'_> {
         Ok(snap
             .changes
             .iter()
-            .find(|c| {
-                let name = c.path.rsplit('/').next().unwrap_or(&c.path);
-                name == ".gitattributes" || name == ".gitmodules"
-            })
+            .find(|c| git_metadata_name(c.path.rsplit('/').next().unwrap_or(&c.path)))
             .map(|c| {
                 format!(
                     "changed `{}`: git attributes and submodules are not the candidate's to change",
@@ -384,4 +381,43 @@ pub(super) fn check_hide_untracked(
         }
     }
     Ok(())
+}
+
+/// Whether a file named `name` is, or on some checkout would be, `.gitattributes` or
+/// `.gitmodules`: the name compared without case (macOS and Windows file systems), without
+/// the characters HFS+ ignores, and without the trailing dots and spaces Windows drops. A
+/// candidate's `src/.GitAttributes` is git's `src/.gitattributes` on a Mac.
+fn git_metadata_name(name: &str) -> bool {
+    let ignored = |c: char| matches!(c, '\u{200c}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{206a}'..='\u{206f}' | '\u{feff}');
+    let folded: String = name.chars().filter(|c| !ignored(*c)).collect();
+    let folded = folded.trim_end_matches(['.', ' ']);
+    folded.eq_ignore_ascii_case(".gitattributes") || folded.eq_ignore_ascii_case(".gitmodules")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::git_metadata_name;
+
+    #[test]
+    fn git_metadata_names_are_caught_in_the_forms_other_file_systems_fold() {
+        for name in [
+            ".gitattributes",
+            ".GitAttributes",
+            ".GITMODULES",
+            ".gitattributes.",
+            ".gitattributes ",
+            ".git\u{200c}attributes",
+            "\u{feff}.gitmodules",
+        ] {
+            assert!(git_metadata_name(name), "{name:?}");
+        }
+        for name in [
+            ".gitignore",
+            "gitattributes",
+            ".gitattributes.bak",
+            "x.gitmodules",
+        ] {
+            assert!(!git_metadata_name(name), "{name:?}");
+        }
+    }
 }
