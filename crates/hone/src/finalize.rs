@@ -225,7 +225,8 @@ fn title_of(e: &ExperimentRecord) -> String {
     if d.is_empty() {
         format!("hone experiment {}", e.n)
     } else {
-        d.to_string()
+        // A commit message that says `Closes #7` closes that issue once merged.
+        crate::util::github_inert(d)
     }
 }
 

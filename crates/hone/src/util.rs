@@ -81,6 +81,41 @@ pub fn http_status_and_text(resp: ureq::http::Response<ureq::Body>, limit: u64) 
     (status, text)
 }
 
+/// `s` with a zero-width space after what GitHub would read as a reference: `@name` (a
+/// mention, which notifies), `#12`, `owner/repo#12`, `GH-12` and `.../issues/12` or
+/// `.../pull/12` (links, and after `Closes` or `Fixes` an issue closed when the change is
+/// merged). For agent-written text in a pull request's body and the commits `hone finalize`
+/// makes: it reads the same, and acts on nothing.
+pub fn github_inert(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        out.push(c);
+        let next = chars.get(i + 1).copied().unwrap_or(' ');
+        let refers = match c {
+            '@' => next.is_ascii_alphanumeric(),
+            '#' => next.is_ascii_digit(),
+            '-' | '/' => {
+                // The few characters up to here, lowercased.
+                let ends = |word: &str| {
+                    let n = word.chars().count();
+                    i + 1 >= n
+                        && chars[i + 1 - n..=i]
+                            .iter()
+                            .map(char::to_ascii_lowercase)
+                            .eq(word.chars())
+                };
+                next.is_ascii_digit() && (ends("gh-") || ends("/issues/") || ends("/pull/"))
+            }
+            _ => false,
+        };
+        if refers {
+            out.push('\u{200b}');
+        }
+    }
+    out
+}
+
 /// Appends `c` to `out` as [`html_escape`] writes it: the special characters as entities,
 /// any other character as it is.
 pub fn push_html_escaped(out: &mut String, c: char) {
@@ -297,6 +332,21 @@ pub(crate) fn env_strings(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn github_references_in_agent_text_are_made_inert() {
+        let z = '\u{200b}';
+        assert_eq!(
+            github_inert("Closes #7, fixes o/r#9; cc @team and GH-3"),
+            format!("Closes #{z}7, fixes o/r#{z}9; cc @{z}team and GH-{z}3")
+        );
+        assert_eq!(
+            github_inert("see https://github.com/o/r/issues/12 and /pull/4"),
+            format!("see https://github.com/o/r/issues/{z}12 and /pull/{z}4")
+        );
+        let plain = "lr 1e-3 -> 2e-3 (#notes, a@ b, x-1, issues/ 5)";
+        assert_eq!(github_inert(plain), plain);
+    }
 
     /// A relative `PATH` entry that leads to an executable `git` (from this process's
     /// directory) and an empty one are passed over; so are a directory named `git` and a file

@@ -189,3 +189,35 @@ fn finalize_errors_say_what_to_do_and_push_nothing() {
     assert!(!out.status.success());
     assert_says(&out, "run `flat` has no kept experiments");
 }
+
+#[test]
+fn what_the_agent_wrote_closes_no_issue_and_mentions_no_one_on_github() {
+    // The keep's hypothesis is written to act on GitHub when the change is merged: close an
+    // issue, notify a team. In the commit and the pull request's body it reads the same but
+    // refers to nothing.
+    let r = Repo::scored(
+        2,
+        "write\tvalue.txt\tscore: 4\\n\nhypothesis\tCloses #7 and fixes acme/other#9, cc @acme/security\n",
+    );
+    r.run_expect("t1", &["baseline", "keep"]);
+    let bare = r.bare_remote("remote.git");
+    r.origin_pushing_to("https://github.com/acme/widgets.git", &bare);
+    let api = LlmServer::github_opening_pr(42);
+    ok(hone_env(
+        &r,
+        &["finalize", "--run", "t1", "--pr"],
+        &[("GITHUB_TOKEN", "ghp_test"), ("GITHUB_API_URL", &api.url)],
+    ));
+    let message = git(
+        &bare,
+        &["log", "-1", "--format=%B", "refs/heads/hone/t1-final"],
+    );
+    let body: serde_json::Value = serde_json::from_str(&api.requests()[0].2).unwrap();
+    let body = body["body"].as_str().unwrap().to_string();
+    for text in [message, body] {
+        assert!(text.contains("Closes #\u{200b}7"), "{text}");
+        assert!(text.contains("acme/other#\u{200b}9"), "{text}");
+        assert!(text.contains("@\u{200b}acme/security"), "{text}");
+        assert!(!text.contains("#7") && !text.contains("@acme"), "{text}");
+    }
+}

@@ -62,8 +62,10 @@ fn md_cell(s: &str) -> String {
 /// characters that open links, images, code spans and emphasis are backslash-escaped, `|`
 /// cannot end a cell, and line breaks, other control characters and bidirectional overrides
 /// become spaces (so nothing starts a line: no heading, list or quote). A bare URL stays
-/// visible text.
+/// visible text. What GitHub would act on (a mention, an issue reference) is made inert
+/// ([`crate::util::github_inert`]).
 pub fn md_text(s: &str) -> String {
+    let s = crate::util::github_inert(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
