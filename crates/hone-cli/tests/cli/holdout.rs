@@ -129,3 +129,34 @@ fn a_holdout_or_retest_run_that_moves_the_run_branch_is_caught_and_put_back() {
     assert_eq!(mine.len(), 40, "{}", text(&out));
     assert_eq!(r.rev(&format!("refs/hone-user/u/{mine}")), mine);
 }
+
+#[test]
+fn a_champion_whose_retest_fails_is_a_crash_and_the_branch_goes_back() {
+    // Experiment 1's code fails on purpose when run a second time (a re-test: the branch head
+    // is its own commit), to keep a lucky first value. A failed re-test makes it a crash, as a
+    // failed confirm run would, and the branch goes back; experiment 2 is judged against the
+    // baseline and kept on it.
+    let dodge = "c=$(git rev-parse --git-common-dir)/ran; if grep -q dodge value.txt; then if [ -f $c ]; then exit 1; fi; touch $c; fi; grep score value.txt";
+    let r = Repo::builder()
+        .file("value.txt", "score: 5\n")
+        .script("write\tvalue.txt\tscore: 3\\ndodge\\n\n---\nwrite\tvalue.txt\tscore: 4\\n\n")
+        .spec_with(move |agent| {
+            Spec::standard(dodge, agent)
+                .after("verify", "metric", "retest_every = 1")
+                .tail("[stop]\nmax_experiments = 3\n")
+        })
+        .create();
+    let out = ok(r.hone(&["run", "--tag", "t"]));
+    let said = text(&out);
+    assert!(said.contains("re-test of the champion #1 failed"), "{said}");
+    let log = r.log();
+    assert_eq!(log[1]["status"], "crash", "{said}");
+    assert_reason(&log[1], "then its re-test failed");
+    assert_eq!(log[2]["status"], "keep", "{said}");
+    assert_eq!(r.rev("hone/t"), r.rev("refs/hone/t/2"));
+    assert_eq!(
+        r.rev("refs/hone/t/2^"),
+        r.rev("main"),
+        "#2 is built on the baseline"
+    );
+}

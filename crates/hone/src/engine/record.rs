@@ -233,7 +233,7 @@ impl Engine<'_> {
                 self.verifier
                     .git
                     .update_ref(&branch_ref(&self.run.tag), &c, Some(&parent))?;
-                self.maybe_retest(n, wt, &c, serial)?;
+                self.maybe_retest(n, wt, (&c, &parent), serial)?;
             }
         }
         Ok(None)
@@ -418,7 +418,7 @@ impl Engine<'_> {
         &mut self,
         n: u64,
         wt: &Path,
-        commit: &str,
+        (commit, parent): (&str, &str),
         serial: bool,
     ) -> Result<(), EngineError> {
         let Some(every) = self.verifier.spec.verify.retest_every else {
@@ -482,15 +482,30 @@ impl Engine<'_> {
                 )
             }
             Measured::Failed { reason, .. } => {
-                format!("re-test of the champion #{n} failed ({reason}); its value stands")
+                // As a confirm run that fails makes its candidate a crash: the champion's
+                // value may have been luck, or code that tells a re-test from a first run
+                // (the branch head is its own commit) and fails on purpose to keep it.
+                self.verifier
+                    .git
+                    .update_ref(&branch_ref(&self.run.tag), parent, Some(commit))?;
+                let kept_at = crate::report::fmt_metric(rec.objective);
+                rec.status = Some(Status::Crash);
+                rec.reason =
+                    format!("kept at {kept_at}, then its re-test failed ({reason}): reverted");
+                format!("re-test of the champion #{n} failed ({reason}): it is a crash, and the branch is back where it was before it")
             }
             Measured::Cancelled => "re-test of the champion interrupted".to_string(),
         };
+        let reverted = rec.status() == Status::Crash;
         self.store.put_experiment(self.run.id, &rec)?;
         if let Some(h) = self.history.iter_mut().find(|e| e.n == n) {
             *h = rec;
         }
-        self.emit(Event::Note { message });
+        self.emit(if reverted {
+            Event::Warning { message }
+        } else {
+            Event::Note { message }
+        });
         Ok(())
     }
 
