@@ -393,3 +393,21 @@ fn a_progress_line_rewritten_with_carriage_returns_is_read_and_pruned() {
     assert_eq!(curve_points(&r, 1), 6);
     assert_reason(&log[2], "pruned at step 2");
 }
+
+#[test]
+fn a_progress_setting_that_reads_nothing_is_said_after_the_baseline() {
+    // A regex written for other lines (`step 3 (50%) | loss: ...`) matches none of
+    // `step=3 loss=...`: the run says so once the baseline ends, rather than never pruning
+    // in silence; a setting that reads the lines says nothing.
+    let regex = "\"step (?P<step>\\\\d+) \\\\([0-9.]+%\\\\) \\\\| loss: (?P<value>[0-9.]+)\"";
+    let (r, _) = training_repo(&[("progress", regex)], "write\tvalue.txt\t4\\n\n");
+    let out = ok(r.hone(&["run", "--tag", "p"]));
+    assert_says(
+        &out,
+        "[verify] progress read no point from the baseline's output (no line matched",
+    );
+    assert_says(&out, "nothing is pruned");
+    let (r, _) = training_repo(&[], "write\tvalue.txt\t4\\n\n");
+    let out = ok(r.hone(&["run", "--tag", "q"]));
+    assert!(!text(&out).contains("read no point"), "{}", text(&out));
+}

@@ -215,6 +215,9 @@ impl Engine<'_> {
         };
         let keep_commit = rec.candidate_commit.clone();
         self.finish(rec, status, reason, t_start)?;
+        if status == Status::Baseline {
+            self.progress_unread(n)?;
+        }
         if baseline_holdout_failed {
             return Ok(Some(Stop::failed(format!(
                 "the holdout command failed on the baseline (log: {}), so holdout_gate has nothing to compare with; fix [verify.holdout] and run `hone run` again",
@@ -237,6 +240,38 @@ impl Engine<'_> {
             }
         }
         Ok(None)
+    }
+
+    /// Says when `[verify] progress` read no point from the baseline's output: a regex or a
+    /// metric name that never matches leaves pruning off all night without a word.
+    fn progress_unread(&mut self, n: u64) -> Result<(), EngineError> {
+        let Some(p) = &self.verifier.spec.verify.progress else {
+            return Ok(());
+        };
+        if !self.store.curve(self.run.id, n)?.is_empty() {
+            return Ok(());
+        }
+        let how = match &p.read {
+            crate::verify::prune::Progress::Metric(name) => {
+                format!("no line with `step` and `{name}`")
+            }
+            crate::verify::prune::Progress::Regex { source, .. } => {
+                format!("no line matched `{source}`")
+            }
+        };
+        let log = self
+            .verifier
+            .paths
+            .run_dir(&self.run.tag)
+            .join("logs")
+            .join(format!("{n}.log"));
+        let message = format!(
+            "[verify] progress read no point from the baseline's output ({how}; log: {}): no curve is recorded{}; check it against a line of that log",
+            log.display(),
+            if p.prune.is_some() { " and nothing is pruned" } else { "" }
+        );
+        self.emit(Event::Warning { message });
+        Ok(())
     }
 
     /// If `rec`'s candidate commit no longer exists (deleted by a `git gc --prune=now` that
