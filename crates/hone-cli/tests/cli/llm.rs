@@ -406,3 +406,64 @@ fn a_call_that_never_reached_a_server_is_not_charged() {
     assert_reason(&log[1], "request not sent");
     assert_eq!(log[1]["cost_usd"], 0.0, "{}", log[1]);
 }
+
+/// An OpenAI chat completion body as a server sends it: `choices` as given, usage 100 + 20.
+fn completion_body(choices: serde_json::Value) -> String {
+    serde_json::json!({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": choices,
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
+    .to_string()
+}
+
+#[test]
+fn answers_are_kept_and_a_cut_off_or_empty_answer_says_why() {
+    // 1: no choices at all; 2: cut off at max_tokens mid-block; 3: a block that does not
+    // match, then a repair with its own hypothesis, which names the change. Every answer is
+    // in the experiment's agent log.
+    let cut = edit("value.txt", "score: 5", "score: 4");
+    let cut = &cut[..cut.find("=======").unwrap()];
+    let mut wrong = edit("value.txt", "score: 55", "score: 3");
+    wrong = wrong.replace("HYPOTHESIS: change value.txt", "HYPOTHESIS: first try");
+    let mut repair = edit("value.txt", "score: 5", "score: 3");
+    repair = repair.replace("HYPOTHESIS: change value.txt", "HYPOTHESIS: repaired");
+    let (_, r, _) = llm_run(
+        "openai",
+        vec![
+            Reply::Status(200, Vec::new(), completion_body(serde_json::json!([]))),
+            Reply::Status(
+                200,
+                Vec::new(),
+                completion_body(
+                    serde_json::json!([{"index": 0, "message": {"role": "assistant", "content": cut}, "finish_reason": "length"}]),
+                ),
+            ),
+            Reply::Answer(wrong, 100, 20),
+            Reply::Answer(repair, 100, 20),
+        ],
+        "max_tokens = 100",
+        "max_experiments = 4",
+    );
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "invalid", "invalid", "keep"]);
+    assert_reason(&log[1], "the server's answer has no choices");
+    assert_reason(
+        &log[2],
+        "cut off at max_tokens (100); raise [agent] max_tokens",
+    );
+    assert_eq!(log[3]["description"], "repaired");
+    // The one run's directory under .hone/runs.
+    let runs = r.dir.join(".hone/runs");
+    let run_dir = std::fs::read_dir(&runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let answers = std::fs::read_to_string(run_dir.join("logs/3.agent.log")).unwrap();
+    assert!(
+        answers.contains("HYPOTHESIS: first try") && answers.contains("HYPOTHESIS: repaired"),
+        "{answers}"
+    );
+    let cut_log = std::fs::read_to_string(run_dir.join("logs/2.agent.log")).unwrap();
+    assert!(cut_log.contains("cut off at max_tokens"), "{cut_log}");
+}

@@ -18,7 +18,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+mod knob_answer;
 mod wire;
+
+pub use knob_answer::validate_knob_answer;
+use knob_answer::{knob_table, write_knobs};
 
 use super::blocks::{self, EditBlock};
 use super::patch;
@@ -38,6 +42,9 @@ pub struct Completion {
     pub output_tokens: u64,
     /// The server said what the call used (else hone charges the worst case).
     pub usage_reported: bool,
+    /// The answer stopped at `max_tokens` (OpenAI's `finish_reason: "length"`, Anthropic's
+    /// `stop_reason: "max_tokens"`): what it holds may be incomplete.
+    pub cut_off: bool,
 }
 
 /// Why a call failed for good.
@@ -358,7 +365,7 @@ impl LlmClient {
     fn parse_completion(&self, text: &str) -> Result<Completion, String> {
         let v: Value = serde_json::from_str(text)
             .map_err(|e| format!("the answer is not JSON ({e}): {}", snippet(text)))?;
-        let (content, input, output) = match self.kind {
+        let (content, input, output, cut_off) = match self.kind {
             AgentKind::Anthropic => {
                 let content: String = v["content"]
                     .as_array()
@@ -374,19 +381,30 @@ impl LlmClient {
                     content,
                     reported_tokens(v["usage"]["input_tokens"].as_u64()),
                     reported_tokens(v["usage"]["output_tokens"].as_u64()),
+                    v["stop_reason"] == "max_tokens",
                 )
             }
-            _ => (
-                v["choices"][0]["message"]["content"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                reported_tokens(v["usage"]["prompt_tokens"].as_u64()),
-                reported_tokens(v["usage"]["completion_tokens"].as_u64()),
-            ),
+            _ => {
+                if !v["choices"].as_array().is_some_and(|c| !c.is_empty()) {
+                    return Err(format!(
+                        "the server's answer has no choices: {}",
+                        snippet(text)
+                    ));
+                }
+                (
+                    v["choices"][0]["message"]["content"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    reported_tokens(v["usage"]["prompt_tokens"].as_u64()),
+                    reported_tokens(v["usage"]["completion_tokens"].as_u64()),
+                    v["choices"][0]["finish_reason"] == "length",
+                )
+            }
         };
         Ok(Completion {
             text: content,
+            cut_off,
             usage_reported: input.is_some() && output.is_some(),
             input_tokens: input.unwrap_or(0),
             output_tokens: output.unwrap_or(0),
@@ -480,10 +498,19 @@ impl ChatProposer {
         let mut description = String::new();
         for round in 0..2 {
             let done = self.ask(ctx, system, &messages)?;
-            if description.is_empty() {
-                description = hypothesis(&done.text);
+            // The repair's own hypothesis, when it gives one, says what the change became.
+            let said = hypothesis(&done.text);
+            if !said.is_empty() {
+                description = said;
             }
-            let Some(unapplied) = apply(&done.text, round)? else {
+            let applied = apply(&done.text, round).map_err(|e| match e {
+                ProposeError::Invalid(why) if done.cut_off => ProposeError::Invalid(format!(
+                    "{why}: the answer was cut off at max_tokens ({}); raise [agent] max_tokens",
+                    self.client.llm.max_tokens
+                )),
+                e => e,
+            });
+            let Some(unapplied) = applied? else {
                 return Ok(Proposal {
                     description,
                     config: None,
@@ -585,9 +612,34 @@ impl ChatProposer {
         messages: &[(String, String)],
     ) -> Result<Completion, ProposeError> {
         let kind = self.client.kind;
-        self.client
+        let done = self
+            .client
             .call(&ctx.meter(), system, messages, ctx.cancel)
-            .map_err(|e| call_error(kind, e))
+            .map_err(|e| call_error(kind, e))?;
+        // What the model said, for `hone show` and whoever looks into an invalid experiment.
+        let log = ctx
+            .run_dir
+            .join("logs")
+            .join(format!("{}.agent.log", ctx.n));
+        let entry = format!(
+            "--- answer {} ({} tokens in, {} out{}) ---\n{}\n",
+            messages.len().div_ceil(2),
+            done.input_tokens,
+            done.output_tokens,
+            if done.cut_off {
+                ", cut off at max_tokens"
+            } else {
+                ""
+            },
+            done.text
+        );
+        let _ = std::fs::create_dir_all(ctx.run_dir.join("logs"));
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, entry.as_bytes()));
+        Ok(done)
     }
 
     /// `edit_mode = "knobs"` (Level 1 of Bilevel Autoresearch, with validation): the model
@@ -650,115 +702,6 @@ impl ChatProposer {
             }
         }
         Err(ProposeError::Invalid("no usable knob answer".into()))
-    }
-}
-
-/// The prompt's table of the knobs the model may change: name, current value, allowed values.
-fn knob_table(tunable: &[&super::knobs::Knob]) -> String {
-    use super::knobs::Domain;
-    let mut table = String::from("\n## Knobs (current values are the best so far)\n\n| knob | current | allowed |\n|---|---|---|\n");
-    for k in tunable {
-        let allowed = match &k.domain {
-            Domain::Float { lo, hi, log } => {
-                format!("float {lo}..{hi}{}", if *log { " (log scale)" } else { "" })
-            }
-            Domain::Int { lo, hi, .. } => format!("integer {lo}..{hi}"),
-            Domain::Choice(c) => format!("one of {}", super::knobs::list_options(c)),
-            Domain::Bool => "true or false".into(),
-            Domain::Fixed => "fixed".into(),
-        };
-        table.push_str(&format!("| {} | {} | {allowed} |\n", k.name, k.value));
-    }
-    table
-}
-
-/// Writes the chosen configuration `next` into the worktree's files (those whose text changes).
-fn write_knobs(
-    ctx: &ProposeContext<'_>,
-    found: &[super::knobs::Knob],
-    texts: &std::collections::BTreeMap<String, String>,
-    next: &super::knobs::Config,
-) -> Result<(), ProposeError> {
-    use super::knobs;
-    for (file, text) in texts {
-        let mine: knobs::Config = found
-            .iter()
-            .filter(|k| &k.file == file)
-            .filter_map(|k| next.get(&k.name).map(|v| (k.name.clone(), v.clone())))
-            .collect();
-        let new_text =
-            knobs::apply(file, text, &mine).map_err(|e| ProposeError::Invalid(e.to_string()))?;
-        if &new_text != text {
-            std::fs::write(ctx.worktree.join(file), new_text)
-                .map_err(|e| ProposeError::Fatal(format!("cannot write {file}: {e}")))?;
-        }
-    }
-    Ok(())
-}
-
-/// Checks a `{changes, hypothesis}` answer against the knobs' names, types and ranges.
-pub fn validate_knob_answer(
-    answer: &str,
-    knobs: &[&super::knobs::Knob],
-) -> Result<(super::knobs::Config, String), Vec<String>> {
-    use super::knobs::{Domain, KnobValue};
-    let json = match (answer.find('{'), answer.rfind('}')) {
-        (Some(a), Some(b)) if a < b => &answer[a..=b],
-        _ => return Err(vec!["no JSON object in the answer".into()]),
-    };
-    let v: Value =
-        serde_json::from_str(json).map_err(|e| vec![format!("the JSON does not parse: {e}")])?;
-    let Some(changes) = v["changes"].as_object() else {
-        return Err(vec![
-            "`changes` must be an object of knob names to values".into()
-        ]);
-    };
-    let mut out = super::knobs::Config::new();
-    let mut problems = Vec::new();
-    for (name, value) in changes {
-        let Some(k) = knobs.iter().find(|k| &k.name == name) else {
-            problems.push(format!("`{name}` is not a knob you may change"));
-            continue;
-        };
-        let parsed = match (&k.domain, value) {
-            (Domain::Float { lo, hi, .. }, Value::Number(n)) => match n.as_f64() {
-                Some(x) if x >= *lo && x <= *hi => Ok(KnobValue::Float(x)),
-                _ => Err(format!(
-                    "`{name}` must be a number in {lo}..{hi}, not {value}"
-                )),
-            },
-            (Domain::Int { lo, hi, .. }, Value::Number(n)) => match n.as_i64() {
-                Some(x) if x >= *lo && x <= *hi => Ok(KnobValue::Int(x)),
-                _ => Err(format!(
-                    "`{name}` must be an integer in {lo}..{hi}, not {value}"
-                )),
-            },
-            (Domain::Bool, Value::Bool(b)) => Ok(KnobValue::Bool(*b)),
-            (Domain::Choice(options), _) => {
-                let as_knob: Option<KnobValue> = serde_json::from_value(value.clone()).ok();
-                match as_knob.filter(|c| options.contains(c)) {
-                    Some(c) => Ok(c),
-                    None => Err(format!(
-                        "`{name}` must be one of {}, not {value}",
-                        super::knobs::list_options(options)
-                    )),
-                }
-            }
-            _ => Err(format!("`{name}` has the wrong type: {value}")),
-        };
-        match parsed {
-            Ok(x) => {
-                out.insert(name.clone(), x);
-            }
-            Err(p) => problems.push(p),
-        }
-    }
-    if problems.is_empty() {
-        let hypothesis =
-            prompt::sanitize(v["hypothesis"].as_str().unwrap_or(""), 300).replace('\n', " ");
-        Ok((out, hypothesis))
-    } else {
-        Err(problems)
     }
 }
 

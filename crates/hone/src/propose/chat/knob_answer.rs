@@ -1,0 +1,116 @@
+//! `edit_mode = "knobs"`'s side of the chat proposer: the table of knobs the model sees, the
+//! check of its JSON answer (every name, type and range), and the answer written into the
+//! knob files.
+
+use serde_json::Value;
+
+use crate::propose::{prompt, ProposeContext, ProposeError};
+
+/// The prompt's table of the knobs the model may change: name, current value, allowed values.
+pub(super) fn knob_table(tunable: &[&crate::propose::knobs::Knob]) -> String {
+    use crate::propose::knobs::Domain;
+    let mut table = String::from("\n## Knobs (current values are the best so far)\n\n| knob | current | allowed |\n|---|---|---|\n");
+    for k in tunable {
+        let allowed = match &k.domain {
+            Domain::Float { lo, hi, log } => {
+                format!("float {lo}..{hi}{}", if *log { " (log scale)" } else { "" })
+            }
+            Domain::Int { lo, hi, .. } => format!("integer {lo}..{hi}"),
+            Domain::Choice(c) => format!("one of {}", crate::propose::knobs::list_options(c)),
+            Domain::Bool => "true or false".into(),
+            Domain::Fixed => "fixed".into(),
+        };
+        table.push_str(&format!("| {} | {} | {allowed} |\n", k.name, k.value));
+    }
+    table
+}
+
+/// Writes the chosen configuration `next` into the worktree's files (those whose text changes).
+pub(super) fn write_knobs(
+    ctx: &ProposeContext<'_>,
+    found: &[crate::propose::knobs::Knob],
+    texts: &std::collections::BTreeMap<String, String>,
+    next: &crate::propose::knobs::Config,
+) -> Result<(), ProposeError> {
+    use crate::propose::knobs;
+    for (file, text) in texts {
+        let mine: knobs::Config = found
+            .iter()
+            .filter(|k| &k.file == file)
+            .filter_map(|k| next.get(&k.name).map(|v| (k.name.clone(), v.clone())))
+            .collect();
+        let new_text =
+            knobs::apply(file, text, &mine).map_err(|e| ProposeError::Invalid(e.to_string()))?;
+        if &new_text != text {
+            std::fs::write(ctx.worktree.join(file), new_text)
+                .map_err(|e| ProposeError::Fatal(format!("cannot write {file}: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks a `{changes, hypothesis}` answer against the knobs' names, types and ranges.
+pub fn validate_knob_answer(
+    answer: &str,
+    knobs: &[&crate::propose::knobs::Knob],
+) -> Result<(crate::propose::knobs::Config, String), Vec<String>> {
+    use crate::propose::knobs::{Domain, KnobValue};
+    let json = match (answer.find('{'), answer.rfind('}')) {
+        (Some(a), Some(b)) if a < b => &answer[a..=b],
+        _ => return Err(vec!["no JSON object in the answer".into()]),
+    };
+    let v: Value =
+        serde_json::from_str(json).map_err(|e| vec![format!("the JSON does not parse: {e}")])?;
+    let Some(changes) = v["changes"].as_object() else {
+        return Err(vec![
+            "`changes` must be an object of knob names to values".into()
+        ]);
+    };
+    let mut out = crate::propose::knobs::Config::new();
+    let mut problems = Vec::new();
+    for (name, value) in changes {
+        let Some(k) = knobs.iter().find(|k| &k.name == name) else {
+            problems.push(format!("`{name}` is not a knob you may change"));
+            continue;
+        };
+        let parsed = match (&k.domain, value) {
+            (Domain::Float { lo, hi, .. }, Value::Number(n)) => match n.as_f64() {
+                Some(x) if x >= *lo && x <= *hi => Ok(KnobValue::Float(x)),
+                _ => Err(format!(
+                    "`{name}` must be a number in {lo}..{hi}, not {value}"
+                )),
+            },
+            (Domain::Int { lo, hi, .. }, Value::Number(n)) => match n.as_i64() {
+                Some(x) if x >= *lo && x <= *hi => Ok(KnobValue::Int(x)),
+                _ => Err(format!(
+                    "`{name}` must be an integer in {lo}..{hi}, not {value}"
+                )),
+            },
+            (Domain::Bool, Value::Bool(b)) => Ok(KnobValue::Bool(*b)),
+            (Domain::Choice(options), _) => {
+                let as_knob: Option<KnobValue> = serde_json::from_value(value.clone()).ok();
+                match as_knob.filter(|c| options.contains(c)) {
+                    Some(c) => Ok(c),
+                    None => Err(format!(
+                        "`{name}` must be one of {}, not {value}",
+                        crate::propose::knobs::list_options(options)
+                    )),
+                }
+            }
+            _ => Err(format!("`{name}` has the wrong type: {value}")),
+        };
+        match parsed {
+            Ok(x) => {
+                out.insert(name.clone(), x);
+            }
+            Err(p) => problems.push(p),
+        }
+    }
+    if problems.is_empty() {
+        let hypothesis =
+            prompt::sanitize(v["hypothesis"].as_str().unwrap_or(""), 300).replace('\n', " ");
+        Ok((out, hypothesis))
+    } else {
+        Err(problems)
+    }
+}
