@@ -32,10 +32,12 @@ fn openai_edits_are_applied_repaired_once_and_gated() {
     let body: serde_json::Value = serde_json::from_str(body).unwrap();
     assert_eq!(body["model"], "test-model");
     assert_eq!(body["messages"][0]["role"], "system");
-    assert!(body["messages"][1]["content"]
-        .as_str()
-        .unwrap()
-        .contains("value.txt"));
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    assert!(user.contains("value.txt"));
+    assert!(
+        !user.contains("hypothesis.txt") && !user.contains("append what you learned"),
+        "a model over HTTP is asked to write files it cannot: {user}"
+    );
     assert!(
         reqs[2].2.contains("could not be applied"),
         "the repair quotes the failing block"

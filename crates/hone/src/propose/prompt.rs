@@ -245,6 +245,12 @@ fn rules_section(p: &mut String, ctx: &ProposeContext<'_>) {
         "- Do not run the verifier (`{}`): hone runs it.",
         spec.verify.command
     );
+    if spec.agent.kind.is_http() {
+        // A model over HTTP writes no files of its own: its answer's HYPOTHESIS line (the
+        // system message asks for it) is the description, and it keeps no notes.
+        p.push('\n');
+        return;
+    }
     let _ = writeln!(
         p,
         "- Write one line saying what you changed and why to `.hone/hypothesis.txt` in the working directory."
