@@ -78,7 +78,7 @@ pub fn review(
     let messages = vec![("user".to_string(), prompt_text.to_string())];
     match client.call(meter, SYSTEM, &messages, cancel) {
         Ok(done) => Ok(parse_verdict(&done.text)),
-        Err(CallError::Failed(m)) => Err(ReviewError::Failed(m)),
+        Err(CallError::Failed(m) | CallError::Unavailable(m)) => Err(ReviewError::Failed(m)),
         Err(CallError::Fatal(m)) => Err(ReviewError::Fatal(m)),
         Err(CallError::Budget(m)) => Err(ReviewError::Budget(m)),
         Err(CallError::Cancelled) => Err(ReviewError::Cancelled),

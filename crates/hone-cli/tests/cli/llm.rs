@@ -65,11 +65,13 @@ fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
             Reply::Status(500, vec![("retry-after".into(), "0".into())], "boom".into()),
             Reply::Hang,
         ],
-        "max_attempts = 3\nrequest_timeout = \"1s\"",
+        "max_attempts = 3\nrequest_timeout = \"1s\"\noutage_wait = \"0s\"",
         "max_experiments = 4",
     );
     let log = r.log();
-    assert_statuses(&log, &["baseline", "keep", "invalid", "invalid"]);
+    // Given up on a server that stays unavailable: no candidate's failure (see
+    // `a_provider_outage_is_waited_out_and_is_no_candidates_failure`).
+    assert_statuses(&log, &["baseline", "keep", "aborted", "aborted"]);
     assert_reason(&log[2], "gave up after 3 attempts");
     assert_reason(&log[3], "gave up after 3 attempts");
     // 429 then success; three 5xx; three hanging attempts.
@@ -396,7 +398,7 @@ fn a_call_that_never_reached_a_server_is_not_charged() {
                 .set("agent", "api_key_env", "\"TEST_LLM_KEY\"")
                 .lines(
                     "agent",
-                    "max_attempts = 2\nmax_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
+                    "max_attempts = 2\nmax_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100\noutage_wait = \"0s\"",
                 )
                 .set("stop", "max_experiments", "2")
                 .set("stop", "max_cost_usd", "10"),
@@ -404,7 +406,7 @@ fn a_call_that_never_reached_a_server_is_not_charged() {
         .create();
     let _ = hone_with_key(&r, &["run"]);
     let log = r.log();
-    assert_eq!(log[1]["status"], "invalid", "{log:?}");
+    assert_eq!(log[1]["status"], "aborted", "{log:?}");
     assert_reason(&log[1], "request not sent");
     assert_eq!(log[1]["cost_usd"], 0.0, "{}", log[1]);
 }
@@ -468,4 +470,41 @@ fn answers_are_kept_and_a_cut_off_or_empty_answer_says_why() {
     );
     let cut_log = std::fs::read_to_string(run_dir.join("logs/2.agent.log")).unwrap();
     assert!(cut_log.contains("cut off at max_tokens"), "{cut_log}");
+}
+
+#[test]
+fn a_provider_outage_is_waited_out_and_is_no_candidates_failure() {
+    // Two proposals meet a 503 through every retry: each is `aborted` (the candidate did not
+    // fail, so max_consecutive_failures = 1 does not stop the run), the run waits, and goes
+    // on when the server is back.
+    let busy = || Reply::Status(503, Vec::new(), "{\"error\": \"overloaded\"}".into());
+    let (_, r, out) = llm_run(
+        "openai",
+        vec![
+            busy(),
+            busy(),
+            Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 100, 20),
+        ],
+        "max_attempts = 1\noutage_wait = \"0s\"",
+        "max_experiments = 4\nmax_consecutive_failures = 1",
+    );
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "aborted", "aborted", "keep"]);
+    assert_reason(
+        &log[1],
+        "the model's server was unavailable: openai: gave up after 1 attempts",
+    );
+    assert_reason(&log[1], "the next experiment waits");
+    assert!(text(&out).contains("keep"), "{}", text(&out));
+    // An outage longer than outage_limit stops the run, to be resumed.
+    let server = LlmServer::start(vec![busy()], false);
+    let r = llm_repo(
+        "openai",
+        &server,
+        "max_attempts = 1\noutage_limit = \"0s\"",
+        "max_experiments = 4",
+    );
+    let out = hone_with_key(&r, &["run"]);
+    exits_with(out, 1, "the model's server has been unavailable for");
+    assert_statuses(&r.log(), &["baseline", "aborted"]);
 }

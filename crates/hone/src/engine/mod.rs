@@ -145,6 +145,9 @@ struct Engine<'a> {
     /// experiment's LLM calls (proposals, reviews) share, so that calls out at the same time
     /// cannot together cross the budget.
     ledger: Option<std::sync::Arc<propose::Ledger>>,
+    /// Since when the model's server has been unavailable, and how many proposals in a row
+    /// found it so (see [`Engine::wait_out_outage`]); `None` once one got through.
+    outage: Option<(Instant, u32)>,
 }
 
 /// An outcome recorded while the history was lent (see [`Engine::experiment`]).

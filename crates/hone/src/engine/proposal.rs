@@ -81,6 +81,10 @@ impl Engine<'_> {
             }
         };
         rec.propose_ms = t_propose.elapsed().as_millis() as u64;
+        if !matches!(&proposal, Some(Err(ProposeError::Unavailable(_)))) {
+            // The model's server answered (or was not asked): an outage, if any, is over.
+            self.outage = None;
+        }
         let (usd, tokens) = turn.meter.spent.get();
         rec.cost_usd += usd;
         rec.tokens = rec.tokens.saturating_add(tokens);
@@ -167,11 +171,74 @@ impl Engine<'_> {
                 self.finish(rec, Status::Rejected, reason, t_start)?;
                 None
             }
+            ProposeError::Unavailable(reason) => {
+                // The provider's outage is no candidate's failure: `aborted`, which
+                // max_consecutive_failures does not count; the run waits it out.
+                let (wait, stop) = self.outage_wait();
+                let reason = match &stop {
+                    Some(_) => format!("the model's server was unavailable: {reason}"),
+                    None => format!(
+                        "the model's server was unavailable: {reason}; the next experiment waits {}",
+                        crate::spec::format_duration(wait)
+                    ),
+                };
+                self.finish(rec, Status::Aborted, reason, t_start)?;
+                match stop {
+                    Some(stop) => Some(stop),
+                    None => self.pause(wait),
+                }
+            }
             ProposeError::Fatal(reason) => {
                 self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
                 Some(Stop::failed(reason))
             }
         };
         Ok(Some(Prepared::Done(stop)))
+    }
+}
+
+/// The longest wait between proposals while the model's server is unavailable (the first is
+/// `[agent] outage_wait`, each after it double the last).
+const OUTAGE_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(600);
+
+impl Engine<'_> {
+    /// How long to wait after one more proposal found the model's server unavailable, or
+    /// the stop when the outage has lasted `[agent] outage_limit`.
+    fn outage_wait(&mut self) -> (std::time::Duration, Option<Stop>) {
+        let (since, count) = self.outage.unwrap_or((Instant::now(), 0));
+        self.outage = Some((since, count + 1));
+        let agent = &self.verifier.spec.agent;
+        if since.elapsed() >= agent.outage_limit {
+            return (
+                std::time::Duration::ZERO,
+                Some(Stop::failed(format!(
+                    "the model's server has been unavailable for {} (see `hone log`); run `hone run` to resume",
+                    crate::spec::format_duration(since.elapsed())
+                ))),
+            );
+        }
+        let wait = agent
+            .outage_wait
+            .saturating_mul(1 << count.min(10))
+            .min(OUTAGE_WAIT_MAX.max(agent.outage_wait));
+        (wait, None)
+    }
+
+    /// Waits `wait` before the next proposal, or less when the user asks to stop: then the
+    /// run stops (resumable).
+    fn pause(&mut self, wait: std::time::Duration) -> Option<Stop> {
+        let end = Instant::now() + wait;
+        while Instant::now() < end {
+            if self.interrupt.stop_requested() {
+                return Some(Stop::resumable(
+                    "interrupted by the user (run `hone run` to resume)",
+                ));
+            }
+            std::thread::sleep(
+                std::time::Duration::from_millis(100)
+                    .min(end.saturating_duration_since(Instant::now())),
+            );
+        }
+        None
     }
 }

@@ -163,6 +163,7 @@ impl<'a> Engine<'a> {
             _coordination: coordination,
             user_worktrees: Vec::new(),
             slot_ready: None,
+            outage: None,
             ledger: None,
         };
         engine.user_worktrees = super::foreign::worktrees(&engine.verifier.git);

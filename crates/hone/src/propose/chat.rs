@@ -59,6 +59,8 @@ pub enum CallError {
     Fatal(String),
     /// The next attempt could cross the budget: the run stops, nothing sent.
     Budget(String),
+    /// Every attempt met an unreachable or overloaded server (connection, 429, 5xx).
+    Unavailable(String),
 }
 
 /// What one attempt of a call came to.
@@ -201,7 +203,7 @@ impl LlmClient {
                 }
             }
         }
-        Err(CallError::Failed(format!(
+        Err(CallError::Unavailable(format!(
             "gave up after {} attempts; last: {last}",
             self.llm.max_attempts
         )))
@@ -418,6 +420,7 @@ fn call_error(kind: AgentKind, e: CallError) -> ProposeError {
         CallError::Failed(m) => ProposeError::Invalid(format!("{}: {m}", kind.as_str())),
         CallError::Fatal(m) => ProposeError::Fatal(m),
         CallError::Budget(m) => ProposeError::Budget(m),
+        CallError::Unavailable(m) => ProposeError::Unavailable(format!("{}: {m}", kind.as_str())),
         CallError::Cancelled => ProposeError::Cancelled,
     }
 }

@@ -127,6 +127,10 @@ pub enum ProposeError {
     /// A mechanism's filter refused it before any compute: the experiment is `rejected`.
     #[error("{0}")]
     Rejected(String),
+    /// The model's server stayed unreachable or overloaded through every retry: the
+    /// experiment is `aborted` (no failure of a candidate), and the next one waits longer.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 /// Makes candidates. Implementations must only write inside `ctx.worktree`.

@@ -9,7 +9,7 @@ use super::SpecError;
 use crate::presets::Preset;
 
 /// The keys of `[agent]`.
-pub(super) const KEYS: &[&str] = &keys::<15>(&[
+pub(super) const KEYS: &[&str] = &keys::<17>(&[
     &[
         "kind",
         "extra_args",
@@ -17,6 +17,8 @@ pub(super) const KEYS: &[&str] = &keys::<15>(&[
         "timeout",
         "seed",
         "edit_mode",
+        "outage_wait",
+        "outage_limit",
     ],
     LLM_KEYS,
 ]);
@@ -136,6 +138,13 @@ pub struct AgentSpec {
     pub model: Option<String>,
     /// Agent CLI presets: more arguments for the tool, appended to the preset's.
     pub extra_args: Vec<String>,
+    /// HTTP kinds: the wait after a proposal found the model's server unavailable through
+    /// every retry (doubled after each one, up to 10 minutes)...
+    #[serde(with = "duration_secs")]
+    pub outage_wait: Duration,
+    /// ...and how long such an outage may last before the run stops (resumable).
+    #[serde(with = "duration_secs")]
+    pub outage_limit: Duration,
 }
 
 /// `[agent]` settings of the HTTP kinds (`openai`, `anthropic`).
@@ -260,6 +269,8 @@ pub(super) fn parse(s: &Section) -> Result<AgentSpec, SpecError> {
         llm,
         model,
         extra_args,
+        outage_wait: s.get_or("outage_wait", Duration::from_secs(30))?,
+        outage_limit: s.get_or("outage_limit", Duration::from_secs(2 * 3600))?,
     })
 }
 
