@@ -123,6 +123,18 @@ impl<'de> serde::Deserialize<'de> for AgentKind {
     }
 }
 
+/// `[agent] outage_wait` and `outage_limit` when not set.
+const OUTAGE_WAIT: Duration = Duration::from_secs(30);
+const OUTAGE_LIMIT: Duration = Duration::from_secs(2 * 3600);
+
+fn is_outage_wait(d: &Duration) -> bool {
+    *d == OUTAGE_WAIT
+}
+
+fn is_outage_limit(d: &Duration) -> bool {
+    *d == OUTAGE_LIMIT
+}
+
 /// `[agent]`: the proposer.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct AgentSpec {
@@ -140,10 +152,11 @@ pub struct AgentSpec {
     pub extra_args: Vec<String>,
     /// HTTP kinds: the wait after a proposal found the model's server unavailable through
     /// every retry (doubled after each one, up to 10 minutes)...
-    #[serde(with = "duration_secs")]
+    #[serde(with = "duration_secs", skip_serializing_if = "is_outage_wait")]
     pub outage_wait: Duration,
-    /// ...and how long such an outage may last before the run stops (resumable).
-    #[serde(with = "duration_secs")]
+    /// ...and how long such an outage may last before the run stops (resumable). (Both left
+    /// out of the stored JSON at their defaults, so that a run's stored spec reads as before.)
+    #[serde(with = "duration_secs", skip_serializing_if = "is_outage_limit")]
     pub outage_limit: Duration,
 }
 
@@ -269,8 +282,8 @@ pub(super) fn parse(s: &Section) -> Result<AgentSpec, SpecError> {
         llm,
         model,
         extra_args,
-        outage_wait: s.get_or("outage_wait", Duration::from_secs(30))?,
-        outage_limit: s.get_or("outage_limit", Duration::from_secs(2 * 3600))?,
+        outage_wait: s.get_or("outage_wait", OUTAGE_WAIT)?,
+        outage_limit: s.get_or("outage_limit", OUTAGE_LIMIT)?,
     })
 }
 

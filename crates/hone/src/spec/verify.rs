@@ -70,7 +70,9 @@ pub struct VerifySpec {
     pub env: Vec<(String, String)>,
     /// Variables of hone's environment that hold the agent CLI's credentials and that the
     /// verifier, the holdout and reviewer commands get all the same (an evaluation that asks
-    /// the model itself); hone keeps the others from them.
+    /// the model itself); hone keeps the others from them. (Left out of the stored JSON when
+    /// empty, so that a run's stored spec reads as before.)
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pass_env: Vec<String>,
     /// Runs of the unmodified project, to measure the noise.
     pub baseline_repeats: u64,
