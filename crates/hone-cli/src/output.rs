@@ -81,6 +81,22 @@ pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// `s` cut to at most `max` characters at a word's end (a number is never cut in two), with
+/// ` ...` where it was cut.
+fn cut_at_word(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(max).collect();
+    let end = head.trim_end_matches(|c: char| !c.is_whitespace());
+    let end = if end.trim().is_empty() {
+        head.as_str()
+    } else {
+        end
+    };
+    format!("{} ...", end.trim_end().trim_end_matches([',', ';']))
+}
+
 fn status_word(s: Status) -> String {
     format!("{:<9}", s.as_str())
 }
@@ -130,7 +146,7 @@ impl Printer {
                 });
                 let short = &base_commit[..base_commit.len().min(10)];
                 if *resumed {
-                    out!("hone: resuming run {tag} on {branch} ({finished_experiments} experiments done), {metric} ({})", direction.as_str());
+                    out!("hone: resuming run {tag} on {branch} ({finished_experiments} experiment{} done), {metric} ({})", if *finished_experiments == 1 { "" } else { "s" }, direction.as_str());
                 } else {
                     out!(
                         "hone: run {tag} on branch {branch} from {short}, {metric} ({})",
@@ -316,11 +332,8 @@ pub fn status(
         .iter()
         .filter(|e| e.status() == Status::Running)
         .map(|e| {
-            format!(
-                "#{} {}",
-                e.n,
-                hone::propose::prompt::sanitize(&e.description, 60).replace('\n', " ")
-            )
+            let d = hone::propose::prompt::sanitize(&e.description, 400).replace('\n', " ");
+            format!("#{} {}", e.n, cut_at_word(&d, 80))
         })
         .collect();
     if live && !running.is_empty() {
@@ -345,7 +358,8 @@ pub fn status(
         None => out!("  time used: {used} (no max_time)"),
     }
     match spec.max_cost_usd {
-        Some(c) => out!("  budget: cost ${:.2} of ${c:.2}", s.cost_usd),
+        // As `hone log` and the report show it: a cent-less spend is not $0.00.
+        Some(c) => out!("  budget: cost ${:.4} of ${c:.2}", s.cost_usd),
         None => out!("  cost: ${:.2}", s.cost_usd),
     }
     if let Some(r) = &s.stop_reason {
@@ -414,7 +428,9 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
         e.parent_commit,
         e.candidate_commit.as_deref().unwrap_or("-")
     );
-    out!("  archive ref: refs/hone/{}/{}", run.tag, e.n);
+    if e.candidate_commit.is_some() {
+        out!("  archive ref: refs/hone/{}/{}", run.tag, e.n);
+    }
     show_diff_and_log(git, e, tail);
 }
 
@@ -705,11 +721,16 @@ pub fn workers(url: &str, json: bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::terminal_safe;
+    use super::{cut_at_word, terminal_safe};
 
     #[test]
     fn control_characters_are_shown_escaped() {
         assert_eq!(terminal_safe("plain\tline\n"), "plain\tline\n");
+        assert_eq!(
+            cut_at_word("LEARNING_RATE 0.0123 -> 0.0456, MOMENTUM 0.9 -> 0.95", 30),
+            "LEARNING_RATE 0.0123 -> ..."
+        );
+        assert_eq!(cut_at_word("short", 30), "short");
         assert_eq!(
             terminal_safe("\u{1b}]0;t\u{7}\u{1b}[2J\r\u{9b}1m\u{7f}\u{202e}x"),
             "\\x1b]0;t\\x07\\x1b[2J\\x0d\\u009b1m\\u007f\\u202ex"

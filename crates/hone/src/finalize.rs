@@ -138,7 +138,8 @@ pub fn build_branch(
     for k in &keeps {
         let line = change_line(&run.metric, before, k.objective, minimize);
         let title = title_of(k);
-        lines.push(format!("- #{} {title}: {line}", k.n));
+        // "experiment N", not "#N", which GitHub would link to its issue N.
+        lines.push(format!("- experiment {} {title}: {line}", k.n));
         if !opts.squash {
             let message = format!(
                 "{title}\n\n{line}\n\nHone-Run: {}\nHone-Experiment: {}\n",

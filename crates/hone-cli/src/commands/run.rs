@@ -127,10 +127,13 @@ pub fn run_loop(root: &Path, spec: &Spec, opts: &RunOptions) -> CliResult {
         Err(e @ engine::EngineError::Config(engine::Config::BudgetReached { .. })) => {
             Err(CliError::usage(e))
         }
-        // hone.toml is wrong at a line, found once the repository was seen: a spec error.
+        // hone.toml is wrong for this repository, found once it was seen (a key, a missing
+        // API key, or editable globs that match no file): a spec error.
         Err(
-            e
-            @ engine::EngineError::Config(engine::Config::Spec(_) | engine::Config::ApiKey { .. }),
+            e @ (engine::EngineError::Config(
+                engine::Config::Spec(_) | engine::Config::ApiKey { .. },
+            )
+            | engine::EngineError::Mismatch(engine::Mismatch::EditableMatchesNothing { .. })),
         ) => Err(e).config(),
         Err(e) => Err(e).runtime(),
     }

@@ -134,11 +134,11 @@ fn finalize_squash_makes_one_commit_with_the_last_keeps_tree() {
         "{msg}"
     );
     assert!(
-        msg.contains("- #1 lower is better: score: 5.000000 → 4.000000"),
+        msg.contains("- experiment 1 lower is better: score: 5.000000 → 4.000000"),
         "{msg}"
     );
     assert!(
-        msg.contains("- #3 lower still: score: 4.000000 → 3.000000"),
+        msg.contains("- experiment 3 lower still: score: 4.000000 → 3.000000"),
         "{msg}"
     );
     // Never overwritten.

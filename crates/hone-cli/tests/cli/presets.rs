@@ -516,7 +516,8 @@ fn a_turn_cut_off_before_its_report_is_charged_at_the_rate_of_the_reported_ones(
     // time at the highest rate an earlier turn reported, not $0.
     let (bin, record) = fake_tool("claude", SLOW_CLAUDE);
     let r = preset_repo("kind = \"claude\"\ntimeout = \"2s\"");
-    append_spec(&r.dir, "max_cost_usd = 100\n");
+    // (The stand-in reports $0.60 for a turn of milliseconds: a high rate.)
+    append_spec(&r.dir, "max_cost_usd = 1000000\n");
     git(&r.dir, &["commit", "-q", "-am", "budget"]);
     ok(run_with_tool(&r, bin.path(), record.path(), &[]));
     let log = r.log();
@@ -580,4 +581,38 @@ fn the_agent_clis_credentials_do_not_reach_the_code_it_wrote() {
             "pass_env {pass}: {seen}"
         );
     }
+}
+
+/// A stand-in `codex` whose first turn completes (1,500 tokens) and whose second starts, says
+/// a little, and keeps working until hone's timeout cuts it off before `turn.completed`.
+const SLOW_CODEX: &str = r#"#!/bin/sh
+cat > /dev/null
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+echo '{"type":"thread.started","thread_id":"th_1"}'
+echo '{"type":"turn.started"}'
+if [ $n = 1 ]; then
+  printf 'score: 3\n' > value.txt
+  echo '{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Set the score to 3."}}'
+  echo '{"type":"turn.completed","usage":{"input_tokens":1200,"cached_input_tokens":0,"output_tokens":300}}'
+else
+  echo '{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Thinking."}}'
+  exec sleep 60
+fi
+"#;
+
+#[test]
+fn a_turn_cut_off_before_its_final_usage_is_charged_at_the_rate_too() {
+    // Codex reports tokens per completed turn: one cut off before `turn.completed` has
+    // printed events but no usage, and is charged at the first turn's rate, not 0 tokens.
+    let (bin, record) = fake_tool("codex", SLOW_CODEX);
+    let r = preset_repo("kind = \"codex\"\ntimeout = \"2s\"");
+    ok(run_with_tool(&r, bin.path(), record.path(), &[]));
+    let log = r.log();
+    assert_eq!(log[1]["tokens"], 1500, "{log:?}");
+    assert_eq!(log[2]["status"], "invalid", "{log:?}");
+    assert_reason(
+        &log[2],
+        "cut off before its full account of what it spent: charged $",
+    );
+    assert!(log[2]["tokens"].as_u64().unwrap() > 0, "{}", log[2]);
 }

@@ -15,6 +15,9 @@ fn kill_9_during_verification_then_resume() {
     assert_eq!(st, ["baseline", "keep", "running"]);
 
     resume_kills_the_interrupted_verifier(&r, pgid);
+    // The interrupted experiment keeps its verifier's log (for `hone show`).
+    let show = text(&ok(r.hone(&["show", "2"])));
+    assert!(show.contains("--- log tail"), "{show}");
     // The worktree was cleaned: the last candidate's parent chain is linear over keeps.
     assert_eq!(r.rev("refs/hone/k/4^"), r.rev("refs/hone/k/3"));
     assert_eq!(r.rev("refs/hone/k/3^"), r.rev("refs/hone/k/1"));

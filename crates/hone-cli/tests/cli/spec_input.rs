@@ -166,3 +166,18 @@ fn the_prompt_is_capped_and_says_what_it_left_out() {
         "the list of names is bounded too"
     );
 }
+
+#[test]
+fn editable_globs_that_match_no_file_are_a_spec_error() {
+    // A typo in `editable` is hone.toml's mistake: exit 2, as for any spec error.
+    let r = Repo::stops_after(2, SCORE, "write\tvalue.txt\tscore: 4\\n\n");
+    edit_spec(&r.dir, |s| {
+        s.replace("editable = [\"value.txt\"]", "editable = [\"valeu.txt\"]")
+    });
+    git(&r.dir, &["commit", "-qam", "typo"]);
+    exits_with(
+        r.hone(&["run"]),
+        2,
+        "editable = [\"valeu.txt\"] matches no file committed at HEAD",
+    );
+}

@@ -520,13 +520,16 @@ impl Engine<'_> {
                 // As a confirm run that fails makes its candidate a crash: the champion's
                 // value may have been luck, or code that tells a re-test from a first run
                 // (the branch head is its own commit) and fails on purpose to keep it.
-                self.verifier
-                    .git
-                    .update_ref(&branch_ref(&self.run.tag), parent, Some(commit))?;
                 let kept_at = crate::report::fmt_metric(rec.objective);
                 rec.status = Some(Status::Crash);
                 rec.reason =
                     format!("kept at {kept_at}, then its re-test failed ({reason}): reverted");
+                // Recorded first, then the branch goes back: a hone killed in between finds
+                // the branch ahead of the last keep, which its resume puts back.
+                self.store.put_experiment(self.run.id, &rec)?;
+                self.verifier
+                    .git
+                    .update_ref(&branch_ref(&self.run.tag), parent, Some(commit))?;
                 format!("re-test of the champion #{n} failed ({reason}): it is a crash, and the branch is back where it was before it")
             }
             Measured::Cancelled => "re-test of the champion interrupted".to_string(),

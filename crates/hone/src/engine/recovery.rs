@@ -70,6 +70,25 @@ impl Engine<'_> {
                     e.candidate_commit = Some(c);
                 }
             }
+            // What its verifier printed before the stop is shown with it (`hone show`), and
+            // its time runs to the log's last write (not to this resume).
+            let log = self
+                .verifier
+                .paths
+                .run_dir(&tag)
+                .join("logs")
+                .join(format!("{}.log", e.n));
+            if let (None, Ok(meta)) = (&e.log_path, std::fs::metadata(&log)) {
+                e.log_path = Some(log.display().to_string());
+                let last_write = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_secs_f64());
+                if let Some(end) = last_write.filter(|&end| e.total_ms == 0 && end > e.started_at) {
+                    e.total_ms = ((end - e.started_at) * 1000.0) as u64;
+                }
+            }
             e.status = Some(Status::Aborted);
             e.reason = "interrupted: hone stopped during this experiment".into();
             e.finished_at = Some(now());
@@ -257,7 +276,8 @@ impl Engine<'_> {
     }
 
     /// Puts the run branch where the records say it is: at the best's commit. A keep recorded
-    /// just before a crash may have missed its branch move; anything else is an error.
+    /// just before a crash may have missed its branch move, a champion recorded as reverted
+    /// its move back; anything else is an error.
     fn repair_branch(&mut self, exps: &[ExperimentRecord]) -> Result<(), EngineError> {
         let tag = &self.run.tag;
         let git = &self.verifier.git;
@@ -274,7 +294,14 @@ impl Engine<'_> {
                     .rev()
                     .find(|e| e.status() == Status::Keep)
                     .map(|e| e.parent_commit.clone());
-                if last_keep_parent.as_deref() == Some(head.as_str()) {
+                // A champion recorded as reverted (its re-test failed) just before a crash
+                // may have kept the branch: it goes back to the best.
+                let reverted = exps.iter().any(|e| {
+                    e.status() != Status::Keep
+                        && e.candidate_commit.as_deref() == Some(head.as_str())
+                        && e.parent_commit == expected
+                });
+                if last_keep_parent.as_deref() == Some(head.as_str()) || reverted {
                     git.update_ref(&branch, &expected, Some(&head))?;
                 } else {
                     return Err(GitError::RefMoved {

@@ -59,14 +59,8 @@ pub(super) fn run_engine(
             .into());
         }
     }
-    for llm in spec.llms_in_use() {
-        if std::env::var_os(&llm.api_key_env).is_none() && !llm.on_local_server() {
-            return Err(Config::ApiKey {
-                var: llm.api_key_env.clone(),
-                url: llm.base_url.clone(),
-            }
-            .into());
-        }
+    if let Some((var, url)) = spec.missing_api_key() {
+        return Err(Config::ApiKey { var, url }.into());
     }
     let mut engine = Engine::open(
         git,
@@ -438,9 +432,12 @@ fn failure_or_budget_stop(
     session_first: u64,
 ) -> Option<Stop> {
     // Only this session's failures count: resuming after fixing the cause starts afresh.
+    // Aborted experiments (an LLM server's outage, an interruption) neither count nor end a
+    // streak: failures around an outage still add up.
     let failures = exps
         .iter()
         .rev()
+        .filter(|e| e.status() != Status::Aborted)
         .take_while(|e| e.n >= session_first && e.status().is_failure())
         .count() as u64;
     if failures >= s.max_consecutive_failures {

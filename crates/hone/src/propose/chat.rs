@@ -328,6 +328,13 @@ impl LlmClient {
                 }
                 Attempt::Over(done.map_err(CallError::Failed))
             }
+            // OpenAI's "out of quota" is a 429 that waiting does not end.
+            429 if text.contains("insufficient_quota") => {
+                Attempt::Over(Err(CallError::Fatal(format!(
+                    "the server says the account is out of quota (429): {}",
+                    snippet(text)
+                ))))
+            }
             401 | 403 => Attempt::Over(Err(CallError::Fatal(format!(
                 "the server refused the request ({status}): check the key in ${}",
                 self.llm.api_key_env
@@ -501,9 +508,15 @@ impl ChatProposer {
         let mut description = String::new();
         for round in 0..2 {
             let done = self.ask(ctx, system, &messages)?;
-            // The repair's own hypothesis, when it gives one, says what the change became.
+            // The first answer's hypothesis (or first line) describes the change; a repair's
+            // replaces it only with a HYPOTHESIS line of its own.
             let said = hypothesis(&done.text);
-            if !said.is_empty() {
+            if round == 0
+                || done
+                    .text
+                    .lines()
+                    .any(|l| l.trim().starts_with("HYPOTHESIS:"))
+            {
                 description = said;
             }
             let applied = apply(&done.text, round).map_err(|e| match e {

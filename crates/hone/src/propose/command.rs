@@ -12,11 +12,18 @@ pub use crate::presets::{preset_command, shell_quote, AgentReport, Preset, Prese
 #[derive(Default)]
 pub struct CommandProposer {
     preset: Option<Preset>,
+    /// The highest rate (dollars, tokens a second) at which a turn of this session spent,
+    /// among those whose tool exited by itself and reported its spend: what a turn cut off
+    /// without its report, or before its full report, is charged at.
+    rate: Option<(f64, f64)>,
 }
 
 impl CommandProposer {
     pub fn preset(p: Preset) -> CommandProposer {
-        CommandProposer { preset: Some(p) }
+        CommandProposer {
+            preset: Some(p),
+            rate: None,
+        }
     }
 }
 
@@ -152,15 +159,8 @@ impl Proposer for CommandProposer {
         let report = self
             .preset
             .and_then(|p| p.parse(&tail.iter().cloned().collect::<Vec<_>>()));
-        // No account at all (a turn cut at its timeout, killed, or that never printed its
-        // result): charged at the highest rate an earlier turn reported, so that a model which
-        // keeps spending until it is cut off is not free.
-        let charged = match (&report, self.preset) {
-            (None, Some(_)) => charge_unreported(ctx, outcome.duration, &log_path)?,
-            _ => None,
-        };
+        let charged = self.charge(ctx, report.as_ref(), &outcome, &log_path)?;
         if let Some(r) = &report {
-            ctx.add_spend(r.cost_usd, r.tokens);
             if let Some(e) = &r.error {
                 return Err(ProposeError::Invalid(format!(
                     "the agent reported an error: {}",
@@ -298,37 +298,96 @@ fn run_agent(
     Ok((outcome, last_line, tail))
 }
 
-/// Charges a preset's turn that ended without its own account of what it spent: its time at
-/// the highest rate (dollars and tokens a second) of an earlier turn of this run that reported
-/// a spend (an upper estimate: a turn's recorded spend includes its review's). Returns what it
-/// charged, said for the record. With none to go by, nothing is charged when the run has no
+impl CommandProposer {
+    /// Charges the turn what its tool reported, or (see [`charge_unreported`]) what it is
+    /// estimated to have spent; returns what the record should say of an estimate.
+    fn charge(
+        &mut self,
+        ctx: &ProposeContext<'_>,
+        report: Option<&AgentReport>,
+        outcome: &exec::ExecOutcome,
+        log_path: &std::path::Path,
+    ) -> Result<Option<String>, ProposeError> {
+        // A turn with no account (cut at its timeout, killed, or that never printed its
+        // result), or cut off before its full account, is charged at the highest rate an
+        // earlier turn reported, so that a model which keeps spending until it is cut off is
+        // not free.
+        let reported = report.map(|r| (r.cost_usd, r.tokens));
+        let secs = outcome.duration.as_secs_f64();
+        Ok(match (self.preset, reported) {
+            (None, _) => None,
+            (Some(_), Some((usd, tokens))) if matches!(outcome.exit, Exit::Code(_)) => {
+                ctx.add_spend(usd, tokens);
+                let rate = (usd / secs.max(1e-3), tokens as f64 / secs.max(1e-3));
+                self.rate = Some(match self.rate {
+                    Some((u, t)) => (u.max(rate.0), t.max(rate.1)),
+                    None => rate,
+                });
+                None
+            }
+            // Stopped by the user: what it said it spent, if anything (the run stops anyway).
+            (Some(_), reported) if matches!(outcome.exit, Exit::Cancelled) => {
+                let (usd, tokens) = reported.unwrap_or((0.0, 0));
+                ctx.add_spend(usd, tokens);
+                None
+            }
+            (Some(_), reported) => {
+                let rate = self.rate.or_else(|| rate_of_history(ctx.history));
+                charge_unreported(ctx, rate, secs, reported, log_path)?
+            }
+        })
+    }
+}
+
+/// The highest rate (dollars, tokens a second of the agent's turn) of the run's earlier
+/// experiments whose turn ended normally (not `invalid` nor `aborted`, the statuses of a turn
+/// charged by estimate): for a resumed session, before any turn of its own reported. An upper
+/// estimate: a record's spend includes its review's.
+fn rate_of_history(history: &[crate::store::ExperimentRecord]) -> Option<(f64, f64)> {
+    use crate::store::Status;
+    let per_second = |spend: f64, ms: u64| spend * 1000.0 / ms as f64;
+    let (usd, tokens) = history
+        .iter()
+        .filter(|e| e.propose_ms > 0 && !matches!(e.status(), Status::Invalid | Status::Aborted))
+        .fold((0.0f64, 0.0f64), |(u, t), e| {
+            (
+                u.max(per_second(e.cost_usd, e.propose_ms)),
+                t.max(per_second(e.tokens as f64, e.propose_ms)),
+            )
+        });
+    (usd > 0.0 || tokens > 0.0).then_some((usd, tokens))
+}
+
+/// Charges a preset's turn that ended without its own account of what it spent, or was cut
+/// off (timeout, signal) after only part of it (`reported`): the larger of what it reported
+/// and its `secs` at `rate`. Returns what it charged, said for the record. With no rate to go
+/// by, what it reported is charged; with nothing reported either, nothing when the run has no
 /// budget, and the run stops when it has one: hone cannot keep to a budget it cannot count.
 fn charge_unreported(
     ctx: &ProposeContext<'_>,
-    elapsed: Duration,
+    rate: Option<(f64, f64)>,
+    secs: f64,
+    reported: Option<(f64, u64)>,
     log_path: &std::path::Path,
 ) -> Result<Option<String>, ProposeError> {
-    let per_second = |spend: f64, ms: u64| {
-        if ms == 0 {
-            0.0
-        } else {
-            spend * 1000.0 / ms as f64
-        }
-    };
-    let (usd_rate, token_rate) = ctx.history.iter().fold((0.0f64, 0.0f64), |(u, t), e| {
-        (
-            u.max(per_second(e.cost_usd, e.propose_ms)),
-            t.max(per_second(e.tokens as f64, e.propose_ms)),
-        )
-    });
-    let secs = elapsed.as_secs_f64().max(1.0);
-    if usd_rate > 0.0 || token_rate > 0.0 {
-        let (usd, tokens) = (usd_rate * secs, (token_rate * secs).ceil() as u64);
+    let (rep_usd, rep_tokens) = reported.unwrap_or((0.0, 0));
+    if let Some((usd_rate, token_rate)) = rate {
+        let usd = (usd_rate * secs).max(rep_usd);
+        let tokens = ((token_rate * secs).ceil() as u64).max(rep_tokens);
         ctx.add_spend(usd, tokens);
+        let what = if reported.is_some() {
+            "it was cut off before its full account of what it spent"
+        } else {
+            "it reported no spend"
+        };
         return Ok(Some(format!(
-            "it reported no spend: charged ${usd:.4} and {tokens} tokens, its {secs:.1} s at \
-             the highest rate of an earlier turn"
+            "{what}: charged ${usd:.4} and {tokens} tokens, its {secs:.1} s at the highest \
+             rate of an earlier turn"
         )));
+    }
+    if reported.is_some() {
+        ctx.add_spend(rep_usd, rep_tokens);
+        return Ok(None);
     }
     if ctx.budget.usd_left.is_some() || ctx.budget.tokens_left.is_some() {
         return Err(ProposeError::Fatal(format!(

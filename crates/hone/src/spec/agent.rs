@@ -342,9 +342,10 @@ impl LlmSpec {
     }
 }
 
-/// Whether `url` names a server on this machine or its private network (loopback, a private
-/// or link-local address, `localhost`, a `.local` name), where a server without a key is
-/// common; anything else is taken to be a provider that wants one.
+/// Whether `url` names a server on this machine or its private network (loopback, a private,
+/// link-local or shared address, `localhost`, a name of one label or under `.local`,
+/// `.internal`, `.lan`), where a server without a key is common; anything else is taken to be
+/// a provider that wants one.
 pub(crate) fn local_server(url: &str) -> bool {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
@@ -354,15 +355,34 @@ pub(crate) fn local_server(url: &str) -> bool {
         None => authority.split(':').next().unwrap_or(""),
     };
     let host = host.trim_end_matches('.').to_ascii_lowercase();
-    if host == "localhost" || host.ends_with(".localhost") || host.ends_with(".local") {
+    // A name of one label (`ollama`, a container's service name) resolves only on a local
+    // network; `.local`, `.localhost`, `.internal` and `.lan` are local by convention.
+    let local_name = !host.is_empty()
+        && (!host.contains('.')
+            || [".localhost", ".local", ".internal", ".lan", ".home.arpa"]
+                .iter()
+                .any(|s| host.ends_with(s)));
+    if local_name && host.parse::<std::net::IpAddr>().is_err() {
         return true;
     }
+    let v4_local = |a: std::net::Ipv4Addr| {
+        let [a0, a1, ..] = a.octets();
+        a.is_loopback()
+            || a.is_private()
+            || a.is_link_local()
+            || a.is_unspecified()
+            // Shared address space (carrier-grade NAT, Tailscale).
+            || (a0 == 100 && (64..128).contains(&a1))
+    };
     match host.parse::<std::net::IpAddr>() {
-        Ok(std::net::IpAddr::V4(a)) => {
-            a.is_loopback() || a.is_private() || a.is_link_local() || a.is_unspecified()
-        }
+        Ok(std::net::IpAddr::V4(a)) => v4_local(a),
         Ok(std::net::IpAddr::V6(a)) => {
-            a.is_loopback() || a.is_unspecified() || (a.segments()[0] & 0xfe00) == 0xfc00
+            let first = a.segments()[0];
+            a.is_loopback()
+                || a.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || a.to_ipv4_mapped().is_some_and(v4_local)
         }
         Err(_) => false,
     }
@@ -382,6 +402,11 @@ mod server_tests {
             "http://192.168.1.20/v1",
             "http://gpu-box.local:8000/v1",
             "http://user:pw@172.16.0.3:9000",
+            "http://ollama:11434/v1",
+            "http://host.docker.internal:8000/v1",
+            "http://100.101.102.103:8000/v1",
+            "http://[fe80::1]:8000/v1",
+            "http://[::ffff:192.168.1.2]:8000/v1",
         ] {
             assert!(local_server(url), "{url}");
         }
@@ -392,6 +417,8 @@ mod server_tests {
             "http://8.8.8.8/v1",
             "https://127.0.0.1.evil.example/v1",
             "https://localhost.evil.example",
+            "http://100.200.0.1/v1",
+            "http://[::ffff:8.8.8.8]/v1",
         ] {
             assert!(!local_server(url), "{url}");
         }

@@ -164,6 +164,18 @@ impl<'a> Sections<'a> {
 }
 
 impl Spec {
+    /// The first HTTP LLM a run asks whose server is outside this machine's network and whose
+    /// key's variable is unset or empty (every request would be refused): the variable and
+    /// the server.
+    pub fn missing_api_key(&self) -> Option<(String, String)> {
+        self.llms_in_use()
+            .find(|l| {
+                !std::env::var_os(&l.api_key_env).is_some_and(|k| !k.is_empty())
+                    && !l.on_local_server()
+            })
+            .map(|l| (l.api_key_env.clone(), l.base_url.clone()))
+    }
+
     /// The HTTP LLMs a run asks: the proposer's (unless its kind, `--agent` included, is
     /// another) and the reviewer's.
     pub fn llms_in_use(&self) -> impl Iterator<Item = &LlmSpec> {

@@ -270,8 +270,11 @@ impl Engine<'_> {
             match next? {
                 Next::Free(s) => {
                     pool.free.push(slot);
-                    // A holdout may have run in the worktree since the thread made it ready.
-                    if self.verifier.spec.verify.holdout.is_none() {
+                    // A holdout or a champion's re-test may have run in the worktree since the
+                    // thread made it ready (and a failed re-test moves the best back: the
+                    // worktree then holds the reverted champion's files).
+                    let v = &self.verifier.spec.verify;
+                    if v.holdout.is_none() && v.retest_every.is_none() {
                         pool.ready[slot] = ready_at;
                     }
                     if stop.is_none() {
