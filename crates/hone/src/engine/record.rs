@@ -259,15 +259,9 @@ impl Engine<'_> {
                 format!("no line matched `{source}`")
             }
         };
-        let log = self
-            .verifier
-            .paths
-            .run_dir(&self.run.tag)
-            .join("logs")
-            .join(format!("{n}.log"));
         let message = format!(
             "[verify] progress read no point from the baseline's output ({how}; log: {}): no curve is recorded{}; check it against a line of that log",
-            log.display(),
+            self.log_of(n),
             if p.prune.is_some() { " and nothing is pruned" } else { "" }
         );
         self.emit(Event::Warning { message });
@@ -304,12 +298,7 @@ impl Engine<'_> {
         let n = rec.n;
         let reason = format!("baseline {status}: {reason}");
         self.finish(rec, status, reason.clone(), t_start)?;
-        let log = self
-            .verifier
-            .paths
-            .run_dir(&self.run.tag)
-            .join("logs")
-            .join(format!("{n}.log"));
+        let log = std::path::PathBuf::from(self.log_of(n));
         let tail = log_tail(&log, 12);
         Ok(Some(Stop::failed(format!(
             "the baseline failed ({reason}); the unmodified project must pass the verifier.\n\

@@ -72,14 +72,9 @@ impl Engine<'_> {
             }
             // What its verifier printed before the stop is shown with it (`hone show`), and
             // its time runs to the log's last write (not to this resume).
-            let log = self
-                .verifier
-                .paths
-                .run_dir(&tag)
-                .join("logs")
-                .join(format!("{}.log", e.n));
+            let log = self.log_of(e.n);
             if let (None, Ok(meta)) = (&e.log_path, std::fs::metadata(&log)) {
-                e.log_path = Some(log.display().to_string());
+                e.log_path = Some(log);
                 let last_write = meta
                     .modified()
                     .ok()
