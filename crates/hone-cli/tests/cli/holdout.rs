@@ -90,15 +90,7 @@ fn a_holdout_or_retest_run_that_moves_the_run_branch_is_caught_and_put_back() {
     // back, and said.
     let once = "c=$(git rev-parse --git-common-dir)/ran; if grep -q forge value.txt; then if [ -f $c ]; then FORGE; fi; touch $c; fi; grep score value.txt";
     let verify = once.replace("FORGE", &forge.replace("{tag}", "t"));
-    let r = Repo::builder()
-        .file("value.txt", "score: 5\n")
-        .script("write\tvalue.txt\tscore: 4\\nforge\\n\n")
-        .spec_with(move |agent| {
-            Spec::standard(&verify, agent)
-                .after("verify", "metric", "retest_every = 1")
-                .tail("[stop]\nmax_experiments = 2\n")
-        })
-        .create();
+    let r = retest_repo(&verify, "write\tvalue.txt\tscore: 4\\nforge\\n\n", 2);
     let out = r.hone(&["run", "--tag", "t"]);
     let said = text(&out);
     let log = r.log();
@@ -111,15 +103,7 @@ fn a_holdout_or_retest_run_that_moves_the_run_branch_is_caught_and_put_back() {
     // A user's commit on the branch (checked out in their checkout) during the re-test is
     // theirs: kept, and the run stops, as anywhere else.
     let once = "c=$(git rev-parse --git-common-dir)/ran; if grep -q forge value.txt; then if [ -f $c ]; then (cd ../../.. && git checkout -q hone/u && git -c user.name=u -c user.email=u@u commit -q --allow-empty -m 'user fix'); fi; touch $c; fi; grep score value.txt";
-    let r = Repo::builder()
-        .file("value.txt", "score: 5\n")
-        .script("write\tvalue.txt\tscore: 4\\nforge\\n\n")
-        .spec_with(move |agent| {
-            Spec::standard(once, agent)
-                .after("verify", "metric", "retest_every = 1")
-                .tail("[stop]\nmax_experiments = 3\n")
-        })
-        .create();
+    let r = retest_repo(once, "write\tvalue.txt\tscore: 4\\nforge\\n\n", 3);
     let out = r.hone(&["run", "--tag", "u"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let mine = git(
@@ -137,15 +121,11 @@ fn a_champion_whose_retest_fails_is_a_crash_and_the_branch_goes_back() {
     // failed confirm run would, and the branch goes back; experiment 2 is judged against the
     // baseline and kept on it.
     let dodge = "c=$(git rev-parse --git-common-dir)/ran; if grep -q dodge value.txt; then if [ -f $c ]; then exit 1; fi; touch $c; fi; grep score value.txt";
-    let r = Repo::builder()
-        .file("value.txt", "score: 5\n")
-        .script("write\tvalue.txt\tscore: 3\\ndodge\\n\n---\nwrite\tvalue.txt\tscore: 4\\n\n")
-        .spec_with(move |agent| {
-            Spec::standard(dodge, agent)
-                .after("verify", "metric", "retest_every = 1")
-                .tail("[stop]\nmax_experiments = 3\n")
-        })
-        .create();
+    let r = retest_repo(
+        dodge,
+        "write\tvalue.txt\tscore: 3\\ndodge\\n\n---\nwrite\tvalue.txt\tscore: 4\\n\n",
+        3,
+    );
     let out = ok(r.hone(&["run", "--tag", "t"]));
     let said = text(&out);
     assert!(said.contains("re-test of the champion #1 failed"), "{said}");
@@ -159,4 +139,19 @@ fn a_champion_whose_retest_fails_is_a_crash_and_the_branch_goes_back() {
         r.rev("main"),
         "#2 is built on the baseline"
     );
+}
+
+/// A repository whose champion is re-tested after every keep (`retest_every = 1`), with
+/// `verify`, the agent's `script` and `max` experiments.
+fn retest_repo(verify: &str, script: &str, max: u32) -> Repo {
+    let verify = verify.to_string();
+    Repo::builder()
+        .file("value.txt", "score: 5\n")
+        .script(script)
+        .spec_with(move |agent| {
+            Spec::standard(&verify, agent)
+                .after("verify", "metric", "retest_every = 1")
+                .tail(&format!("[stop]\nmax_experiments = {max}\n"))
+        })
+        .create()
 }
