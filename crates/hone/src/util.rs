@@ -81,6 +81,21 @@ pub fn http_status_and_text(resp: ureq::http::Response<ureq::Body>, limit: u64) 
     (status, text)
 }
 
+/// Waits `wait`, or less when `cancel` says stop (looked at every 50 ms): `false` then.
+pub fn pause(wait: std::time::Duration, cancel: &dyn Fn() -> bool) -> bool {
+    let end = std::time::Instant::now() + wait;
+    loop {
+        if cancel() {
+            return false;
+        }
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(std::time::Duration::from_millis(50)));
+    }
+}
+
 /// `s` with a zero-width space after what GitHub would read as a reference: `@name` (a
 /// mention, which notifies), `#12`, `owner/repo#12`, `GH-12` and `.../issues/12` or
 /// `.../pull/12` (links, and after `Closes` or `Fixes` an issue closed when the change is

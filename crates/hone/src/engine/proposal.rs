@@ -226,19 +226,9 @@ impl Engine<'_> {
 
     /// Waits `wait` before the next proposal, or less when the user asks to stop: then the
     /// run stops (resumable).
-    fn pause(&mut self, wait: std::time::Duration) -> Option<Stop> {
-        let end = Instant::now() + wait;
-        while Instant::now() < end {
-            if self.interrupt.stop_requested() {
-                return Some(Stop::resumable(
-                    "interrupted by the user (run `hone run` to resume)",
-                ));
-            }
-            std::thread::sleep(
-                std::time::Duration::from_millis(100)
-                    .min(end.saturating_duration_since(Instant::now())),
-            );
-        }
-        None
+    fn pause(&self, wait: std::time::Duration) -> Option<Stop> {
+        let interrupt = self.interrupt;
+        let waited = crate::util::pause(wait, &|| interrupt.stop_requested());
+        (!waited).then(|| Stop::resumable("interrupted by the user (run `hone run` to resume)"))
     }
 }

@@ -366,7 +366,7 @@ impl LlmClient {
             let wait = retry_after
                 .unwrap_or(backoff * (1.0 + 0.25 * self.jitter()))
                 .clamp(0.0, 60.0);
-            return wire::pause(Duration::from_secs_f64(wait), cancel);
+            return crate::util::pause(Duration::from_secs_f64(wait), cancel);
         }
         true
     }

@@ -5,7 +5,7 @@
 //! the provider may bill for it is the caller's to charge.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How often a call in flight, or a wait between attempts, looks at the cancel check.
 const CANCEL_POLL: Duration = Duration::from_millis(50);
@@ -73,21 +73,6 @@ pub(super) fn exchange(req: Request, cancel: &dyn Fn() -> bool) -> Exchange {
                 )))
             }
         }
-    }
-}
-
-/// Waits `wait`, or less when `cancel` says stop: `false` then.
-pub(super) fn pause(wait: Duration, cancel: &dyn Fn() -> bool) -> bool {
-    let end = Instant::now() + wait;
-    loop {
-        if cancel() {
-            return false;
-        }
-        let left = end.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return true;
-        }
-        std::thread::sleep(left.min(CANCEL_POLL));
     }
 }
 
@@ -235,8 +220,8 @@ mod tests {
 
     #[test]
     fn a_cancelled_pause_ends_early_and_an_uncancelled_one_runs_out() {
-        assert!(!pause(Duration::from_secs(600), &|| true));
-        assert!(pause(Duration::from_millis(1), &|| false));
+        assert!(!crate::util::pause(Duration::from_secs(600), &|| true));
+        assert!(crate::util::pause(Duration::from_millis(1), &|| false));
     }
 
     /// A server's `usage` that claims more tokens than can be counted (up to u64's largest)
