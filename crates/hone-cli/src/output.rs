@@ -179,9 +179,11 @@ impl Printer {
     /// One line for a finished experiment: its status, value, the best so far and its change
     /// from the baseline, time, cost and description (the reason of a failure).
     fn finished(&mut self, record: &ExperimentRecord, best: Option<f64>, baseline: Option<f64>) {
+        // An aborted experiment (an outage, an interruption) is not counted by the budget.
+        let counted = record.status() != Status::Aborted;
         self.progress.update(|s| {
-            s.done += 1;
-            s.done_here += 1;
+            s.done += u64::from(counted);
+            s.done_here += u64::from(counted);
             s.last_done = Some(std::time::Instant::now());
             if s.phase.as_ref().is_some_and(|p| p.n == record.n) {
                 s.phase = None;
@@ -311,10 +313,17 @@ pub fn status(
     out!("run {} on {}: {state}", s.tag, s.branch);
     out!("  {} ({}): {}", s.metric, s.direction, best_line(s));
     // The experiment in flight (if any) is counted too, so the numbers add up.
+    // With no hone running it, a `running` record was cut off: the resume records it aborted.
     let counts: Vec<String> = Status::ALL
         .iter()
         .chain(std::iter::once(&Status::Running))
-        .filter_map(|st| s.counts.get(st.as_str()).map(|c| format!("{st} {c}")))
+        .filter_map(|st| {
+            let c = s.counts.get(st.as_str())?;
+            Some(match st {
+                Status::Running if !live => format!("cut off {c} (aborted on resume)"),
+                st => format!("{st} {c}"),
+            })
+        })
         .collect();
     if let Some(d) = &s.best_vs_baseline {
         out!("  best vs baseline: {d}");
@@ -340,10 +349,16 @@ pub fn status(
         out!("  in flight: {}", running.join("; "));
     }
     if let Some(max) = spec.max_experiments {
+        // Aborted experiments (an outage, an interruption) are not counted by the budget.
+        let aborted = s.counts.get(Status::Aborted.as_str()).copied().unwrap_or(0);
+        let counted = s.experiments.saturating_sub(aborted);
+        let not_counted = match aborted {
+            0 => String::new(),
+            a => format!("; {a} aborted not counted"),
+        };
         out!(
-            "  budget: experiments {}/{max} ({} left)",
-            s.experiments,
-            max.saturating_sub(s.experiments)
+            "  budget: experiments {counted}/{max} ({} left{not_counted})",
+            max.saturating_sub(counted)
         );
     }
     let used = format_duration(std::time::Duration::from_secs_f64(s.active_seconds));

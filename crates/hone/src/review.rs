@@ -28,8 +28,11 @@ pub enum Verdict {
 /// Why an HTTP review did not happen.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReviewError {
-    /// The call failed (retries exhausted, a bad answer): the candidate is rejected.
+    /// The call failed (a bad answer): the candidate is rejected.
     Failed(String),
+    /// The server was unavailable through every retry (5xx, 429, timeouts, refused
+    /// connections): no verdict on the candidate; the review is asked again after a wait.
+    Unavailable(String),
     /// The configuration is wrong (a refused key, a missing model): the run stops.
     Fatal(String),
     /// The call could cross the budget: nothing was sent, the run stops.
@@ -78,7 +81,8 @@ pub fn review(
     let messages = vec![("user".to_string(), prompt_text.to_string())];
     match client.call(meter, SYSTEM, &messages, cancel) {
         Ok(done) => Ok(parse_verdict(&done.text)),
-        Err(CallError::Failed(m) | CallError::Unavailable(m)) => Err(ReviewError::Failed(m)),
+        Err(CallError::Failed(m)) => Err(ReviewError::Failed(m)),
+        Err(CallError::Unavailable(m)) => Err(ReviewError::Unavailable(m)),
         Err(CallError::Fatal(m)) => Err(ReviewError::Fatal(m)),
         Err(CallError::Budget(m)) => Err(ReviewError::Budget(m)),
         Err(CallError::Cancelled) => Err(ReviewError::Cancelled),

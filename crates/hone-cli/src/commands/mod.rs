@@ -59,7 +59,21 @@ impl Here {
     /// latest).
     pub fn open_run(&self, tag: Option<&str>) -> CliResult<(Store, RunRecord)> {
         let git = self.git()?;
-        let location = engine::configured_store_of(git, self.spec_path()).config()?;
+        let location = match engine::configured_store_of(git, self.spec_path()) {
+            Ok(location) => location,
+            // A hone.toml broken since the run (a typo being fixed) does not hide what is
+            // in this checkout's store: read it, and say why.
+            Err(e)
+                if self.spec_path().is_none()
+                    && engine::StatePaths::new(git.root()).db().exists() =>
+            {
+                err!(
+                    "warning: {e}; reading this checkout's store (.hone/hone.db) instead (fix hone.toml before `hone run`)"
+                );
+                hone::store::StoreLocation::Sqlite(engine::StatePaths::new(git.root()).db())
+            }
+            Err(e) => return Err(e).config(),
+        };
         let store = Store::open_existing_at(&location)
             .runtime()?
             .ok_or_else(|| {

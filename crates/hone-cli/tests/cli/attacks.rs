@@ -149,7 +149,9 @@ fn attack_leaves_a_fifo_where_git_reads_a_ref_and_the_run_stops_instead_of_hangi
         // The worktree's own HEAD, which the next git process in the worktree reads.
         "g=$(git rev-parse --git-dir) && rm $g/HEAD && mkfifo $g/HEAD".to_string(),
     ] {
-        let r = attack_repo(&format!("run\t{how}\n"));
+        // Its next turns change nothing: the resumed run's aborted experiment is not counted,
+        // so it makes more.
+        let r = attack_repo(&format!("run\t{how}\n---\nrun\ttrue\n"));
         let main = r.rev("main");
         let out = run_bounded(&r.dir, &["run", "--tag", "atk"])
             .unwrap_or_else(|e| panic!("{how}: hone run {e}"));

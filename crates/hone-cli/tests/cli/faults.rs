@@ -127,7 +127,7 @@ fn a_users_commit_on_the_run_branch_stops_the_run_and_is_kept() {
     };
     // During the agent's turn.
     let script = format!(
-        "run\t{}\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+        "run\t{}\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n",
         commit("u", "my own work")
     );
     let during_turn = Repo::scored(3, &script);
@@ -158,7 +158,9 @@ fn a_users_commit_on_the_run_branch_stops_the_run_and_is_kept() {
         git(&r.dir, &["checkout", "-q", "-f", "main"]);
         let out = r.hone(&["run", "--tag", "u"]);
         assert!(out.status.success(), "{subject}: {}", text(&out));
-        assert_eq!(r.log().len(), 3, "{subject}");
+        // Three experiments count towards max_experiments; an aborted one does not.
+        let counted = r.statuses().iter().filter(|s| *s != "aborted").count();
+        assert_eq!(counted, 3, "{subject}: {:?}", r.statuses());
         assert!(r.statuses().iter().all(|s| s != "violation"));
         assert_eq!(r.rev(&format!("refs/hone-user/u/{mine}")), mine);
         git(&r.dir, &["fsck", "--no-progress"]);
@@ -237,7 +239,8 @@ fn a_resume_goes_on_past_objects_git_gc_deleted() {
     assert!(out.status.success(), "{said}");
     assert!(said.contains("deleted by git gc"), "{said}");
     let log = r.log();
-    assert_eq!(log.len(), 6, "{log:?}");
+    // Six experiments counted, and the aborted #2, which -n does not count.
+    assert_eq!(log.len(), 7, "{log:?}");
     assert_eq!(log[2]["status"], "aborted", "{:?}", log[2]);
     assert_reason(&log[2], "lost");
     // Its record still knows experiment 3's commit, which is there: its ref is written again.
@@ -245,7 +248,7 @@ fn a_resume_goes_on_past_objects_git_gc_deleted() {
     // A second resume has nothing left to repair.
     let out = ok(r.hone(&["run", "--tag", "g", "-n", "7"]));
     assert!(!text(&out).contains("git gc"), "{}", text(&out));
-    assert_eq!(r.log().len(), 7);
+    assert_eq!(r.log().len(), 8);
     assert_repository_whole(&r.dir);
 }
 

@@ -64,18 +64,21 @@ fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
             Reply::Status(503, vec![("retry-after".into(), "0".into())], "boom".into()),
             Reply::Status(500, vec![("retry-after".into(), "0".into())], "boom".into()),
             Reply::Hang,
+            Reply::Hang,
+            Reply::Hang,
+            Reply::Answer(edit("value.txt", "score: 4", "score: 3"), 10, 10),
         ],
         "max_attempts = 3\nrequest_timeout = \"1s\"\noutage_wait = \"0s\"",
-        "max_experiments = 4",
+        "max_experiments = 3",
     );
     let log = r.log();
-    // Given up on a server that stays unavailable: no candidate's failure (see
-    // `a_provider_outage_is_waited_out_and_is_no_candidates_failure`).
-    assert_statuses(&log, &["baseline", "keep", "aborted", "aborted"]);
+    // Given up on a server that stays unavailable: no candidate's failure, and not counted
+    // by max_experiments (see `a_provider_outage_is_waited_out_and_is_no_candidates_failure`).
+    assert_statuses(&log, &["baseline", "keep", "aborted", "aborted", "keep"]);
     assert_reason(&log[2], "gave up after 3 attempts");
     assert_reason(&log[3], "gave up after 3 attempts");
-    // 429 then success; three 5xx; three hanging attempts.
-    assert_eq!(server.requests().len(), 2 + 3 + 3);
+    // 429 then success; three 5xx; three hanging attempts; success.
+    assert_eq!(server.requests().len(), 2 + 3 + 3 + 1);
 }
 
 #[test]
@@ -398,7 +401,7 @@ fn a_call_that_never_reached_a_server_is_not_charged() {
                 .set("agent", "api_key_env", "\"TEST_LLM_KEY\"")
                 .lines(
                     "agent",
-                    "max_attempts = 2\nmax_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100\noutage_wait = \"0s\"",
+                    "max_attempts = 2\nmax_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100\noutage_limit = \"0s\"",
                 )
                 .set("stop", "max_experiments", "2")
                 .set("stop", "max_cost_usd", "10"),
@@ -476,7 +479,8 @@ fn answers_are_kept_and_a_cut_off_or_empty_answer_says_why() {
 fn a_provider_outage_is_waited_out_and_is_no_candidates_failure() {
     // Two proposals meet a 503 through every retry: each is `aborted` (the candidate did not
     // fail, so max_consecutive_failures = 1 does not stop the run), the run waits, and goes
-    // on when the server is back.
+    // on when the server is back. Aborted experiments tried nothing: max_experiments = 2
+    // counts the baseline and the keep only.
     let busy = || Reply::Status(503, Vec::new(), "{\"error\": \"overloaded\"}".into());
     let (_, r, out) = llm_run(
         "openai",
@@ -486,10 +490,15 @@ fn a_provider_outage_is_waited_out_and_is_no_candidates_failure() {
             Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 100, 20),
         ],
         "max_attempts = 1\noutage_wait = \"0s\"",
-        "max_experiments = 4\nmax_consecutive_failures = 1",
+        "max_experiments = 2\nmax_consecutive_failures = 1",
     );
     let log = r.log();
     assert_statuses(&log, &["baseline", "aborted", "aborted", "keep"]);
+    assert_says(&out, "reached max_experiments (2)");
+    assert_says(
+        &r.hone(&["status"]),
+        "experiments 2/2 (0 left; 2 aborted not counted)",
+    );
     assert_reason(
         &log[1],
         "the model's server was unavailable: openai: gave up after 1 attempts",
@@ -507,4 +516,18 @@ fn a_provider_outage_is_waited_out_and_is_no_candidates_failure() {
     let out = hone_with_key(&r, &["run"]);
     exits_with(out, 1, "the model's server has been unavailable for");
     assert_statuses(&r.log(), &["baseline", "aborted"]);
+    // The wait never outlasts max_time: an hour's outage_wait is cut to what max_time
+    // leaves, and the run stops on max_time.
+    let server = LlmServer::start(vec![busy()], false);
+    let r = llm_repo(
+        "openai",
+        &server,
+        "max_attempts = 1\noutage_wait = \"1h\"",
+        "max_experiments = 4\nmax_time = \"2s\"",
+    );
+    let out = run_bounded(&r.dir, &["run"]).unwrap();
+    let out = ok(out);
+    assert_says(&out, "reached max_time");
+    assert_eq!(r.log()[0]["status"], "baseline");
+    assert!(r.log()[1..].iter().all(|e| e["status"] == "aborted"));
 }

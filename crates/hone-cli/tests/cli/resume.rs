@@ -13,6 +13,13 @@ fn kill_9_during_verification_then_resume() {
     kill_9_leaving(&mut child, pgid, "the orphaned verifier");
     let st = r.statuses();
     assert_eq!(st, ["baseline", "keep", "running"]);
+    // No hone runs it now: `hone status` says so, and calls the running record cut off.
+    let status = text(&r.hone(&["status"]));
+    assert!(
+        status.contains("interrupted without a clean stop")
+            && status.contains("cut off 1 (aborted on resume)"),
+        "{status}"
+    );
 
     resume_kills_the_interrupted_verifier(&r, pgid);
     // The interrupted experiment keeps its verifier's log (for `hone show`).
@@ -67,10 +74,11 @@ fn kill_9_while_the_agent_works_then_resume_kills_the_agent() {
     let pgid: i32 = read_pgid(&marks.path("agent-pgid"));
     kill_9_leaving(&mut child, pgid, "the orphaned agent");
     resume_kills(&r, pgid, "the interrupted agent");
-    assert_eq!(r.statuses(), ["baseline", "keep", "aborted"]);
+    // The aborted #2 is not counted by max_experiments (3): the resume makes #3.
+    assert_eq!(r.statuses(), ["baseline", "keep", "aborted", "keep"]);
     r.hone_expect(
         &["run", "--tag", "a", "-n", "4"],
-        &["baseline", "keep", "aborted", "keep"],
+        &["baseline", "keep", "aborted", "keep", "invalid"],
     );
 }
 
@@ -176,7 +184,7 @@ fn resume_kills_what_a_dead_hone_started_even_outside_the_agents_group() {
     // the agent's group on resume would miss it; its HONE_JOB token does not.
     let r = Repo::scored(
         3,
-        &marks.fill("run\tsetsid sh -c 'echo $$ > {m}/escaped.tmp && mv {m}/escaped.tmp {m}/escaped-pid; exec sleep 300' > /dev/null 2>&1 &\nsleep\t300\n---\nwrite\tvalue.txt\tscore: 3\\n\n"),
+        &marks.fill("run\tsetsid sh -c 'echo $$ > {m}/escaped.tmp && mv {m}/escaped.tmp {m}/escaped-pid; exec sleep 300' > /dev/null 2>&1 &\nsleep\t300\n---\nwrite\tvalue.txt\tscore: 3\\n\n---\nwrite\tvalue.txt\tscore: 2\\n\n"),
     );
     let mut child = r.spawn_hone(&["run", "--tag", "e"]);
     let pid = read_pgid(&marks.path("escaped-pid"));
@@ -186,7 +194,8 @@ fn resume_kills_what_a_dead_hone_started_even_outside_the_agents_group() {
         pid,
         "every process started for the interrupted experiment",
     );
-    assert_eq!(r.statuses(), ["baseline", "aborted", "keep"]);
+    // The aborted #1 is not counted by max_experiments (3).
+    assert_eq!(r.statuses(), ["baseline", "aborted", "keep", "keep"]);
 }
 
 #[test]

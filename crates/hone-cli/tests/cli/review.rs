@@ -293,7 +293,8 @@ fn a_reviews_spend_is_in_the_store_before_the_verifier_runs() {
         let log = r.log();
         assert_eq!(log[1]["status"], "aborted", "{workers}: {log:?}");
         assert_eq!(spent(&log[1]), (0.05, 550.into()), "{workers}: {}", log[1]);
-        assert_eq!(reviewer.requests().len(), 1);
+        // The aborted #1 is not counted by max_experiments: the resumed run reviews a #2.
+        assert_eq!(reviewer.requests().len(), 2);
     }
 }
 
@@ -333,4 +334,69 @@ fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
         assert_eq!(reviewer.requests().len(), 1, "a refused key is not retried");
         assert_eq!(runs.runs(), 1);
     }
+}
+
+#[test]
+fn a_reviewers_outage_is_waited_out_on_the_same_candidate() {
+    // The reviewer's server answers 503 twice (through every retry): that is no verdict on
+    // the candidate, so the same candidate is reviewed again after the outage wait and then
+    // approved, verified and kept; no second proposal is made and nothing is rejected. With
+    // two workers too (the review then waits on the slot's thread).
+    let busy = || Reply::Status(503, Vec::new(), "{\"error\": \"overloaded\"}".into());
+    for workers in [1, 2] {
+        let reviewer = LlmServer::start(
+            vec![
+                busy(),
+                busy(),
+                Reply::Answer(verdict("approve", "ok"), 40, 5),
+            ],
+            false,
+        );
+        let runs = RunCounter::new();
+        let (command, url) = (runs.command.clone(), format!("{}/v1", reviewer.url));
+        let r = Repo::builder()
+            .script(&scores(&[4, 3, 2]))
+            .spec_with(move |agent| {
+                Spec::standard(&command, agent)
+                    .set("stop", "max_experiments", "2")
+                    .set("exec", "workers", &workers.to_string())
+                    .set("agent", "outage_wait", "\"0s\"")
+                    .provider("review", "openai", "judge", &url)
+                    .set("review", "max_attempts", "1")
+            })
+            .create();
+        let out = ok(r.hone(&["run"]));
+        let log = r.log();
+        assert_statuses(&log, &["baseline", "keep"]);
+        assert_eq!(log[1]["objective"], 4.0, "{workers}: the first candidate");
+        assert_eq!(
+            reviewer.requests().len(),
+            3,
+            "{workers}: asked until it answered"
+        );
+        assert_eq!(runs.runs(), 2, "{workers}");
+        assert!(!text(&out).contains("rejected"), "{}", text(&out));
+    }
+    // An outage longer than outage_limit: the candidate is aborted unreviewed (it never
+    // ran), and the run stops, to be resumed.
+    let reviewer = LlmServer::start(vec![busy()], false);
+    let runs = RunCounter::new();
+    let (command, url) = (runs.command.clone(), format!("{}/v1", reviewer.url));
+    let r = Repo::builder()
+        .script(&scores(&[4, 3]))
+        .spec_with(move |agent| {
+            Spec::standard(&command, agent)
+                .set("stop", "max_experiments", "3")
+                .set("agent", "outage_limit", "\"0s\"")
+                .provider("review", "openai", "judge", &url)
+                .set("review", "max_attempts", "1")
+        })
+        .create();
+    exits_with(
+        r.hone(&["run"]),
+        1,
+        "the reviewer's server has been unavailable for",
+    );
+    assert_statuses(&r.log(), &["baseline", "aborted"]);
+    assert_eq!(runs.runs(), 1, "the unreviewed candidate never ran");
 }

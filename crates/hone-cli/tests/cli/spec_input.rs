@@ -181,3 +181,28 @@ fn editable_globs_that_match_no_file_are_a_spec_error() {
         "editable = [\"valeu.txt\"] matches no file committed at HEAD",
     );
 }
+
+#[test]
+fn a_broken_hone_toml_does_not_hide_the_runs_already_made() {
+    // A run is made; then hone.toml gets a syntax error. `hone run` refuses it (exit 2, its
+    // line), but `hone status`, `log` and `show` still read this checkout's store, with a
+    // warning that names the error.
+    let r = Repo::stops_after(2, SCORE, "write\tvalue.txt\tscore: 4\\n\n");
+    ok(r.hone(&["run"]));
+    edit_spec(&r.dir, |s| s.replacen("[stop]", "[stop\n", 1));
+    exits_with(r.hone(&["run"]), 2, "hone.toml");
+    for args in [&["status"][..], &["log"], &["show", "1"]] {
+        let out = ok(r.hone(args));
+        let said = text(&out);
+        assert!(
+            said.contains("reading this checkout's store"),
+            "{args:?}: {said}"
+        );
+        assert!(said.contains("hone.toml"), "{args:?}: {said}");
+        assert!(
+            said.contains("score: 4") || said.contains('4'),
+            "{args:?}: {said}"
+        );
+    }
+    assert_says(&r.hone(&["status"]), "experiments: 2");
+}

@@ -233,6 +233,12 @@ pub(super) fn rejection(gate: Gate) -> Option<Rejection> {
             reason: stop.reason.clone(),
             stop: Some(stop),
         }),
+        // No verdict on the candidate: the reviewer's server was out.
+        Gate::Unavailable(stop) => Some(Rejection {
+            status: Status::Aborted,
+            reason: stop.reason.clone(),
+            stop: Some(stop),
+        }),
     }
 }
 

@@ -70,6 +70,9 @@ pub(super) struct Dropped {
     /// held between them split them: a range per keep).
     ranges: Vec<(u64, u64)>,
     count: u64,
+    /// The numbers of those `aborted` (an outage, an interruption: rare, so listed), which
+    /// the budget and patience do not count.
+    aborted: Vec<u64>,
     cost_usd: f64,
     tokens: u64,
     /// The trees of those whose verifier ran, each with the first experiment that had it: by
@@ -92,6 +95,17 @@ impl Dropped {
             .sum()
     }
 
+    /// How many of them count towards `max_experiments` (all but the aborted).
+    pub(super) fn counted(&self) -> u64 {
+        self.count - self.aborted.len() as u64
+    }
+
+    /// How many of those numbered after `n` count towards patience (all but the aborted).
+    pub(super) fn counted_after(&self, n: u64) -> u64 {
+        let aborted = self.aborted.iter().filter(|&&a| a > n).count() as u64;
+        self.after(n).saturating_sub(aborted)
+    }
+
     /// What their proposers spent: dollars and tokens.
     pub(super) fn spent(&self) -> (f64, u64) {
         (self.cost_usd, self.tokens)
@@ -109,6 +123,9 @@ impl Dropped {
             _ => self.ranges.push((e.n, e.n + 1)),
         }
         self.count += 1;
+        if e.status() == Status::Aborted {
+            self.aborted.push(e.n);
+        }
         self.cost_usd += e.cost_usd;
         self.tokens = self.tokens.saturating_add(e.tokens);
         if let Some(t) = tree {
@@ -289,6 +306,9 @@ mod tests {
         history[9].runs = vec![1.0, 2.0, 3.0];
         // #11 has no tree a SHA-1 name: it stays too (the duplicate check could not find it).
         history[11].tree = Some("not a tree".to_string());
+        // #20 and #30 were aborted (an outage): dropped, but not counted by the budget.
+        history[20].status = Some(Status::Aborted);
+        history[30].status = Some(Status::Aborted);
         let all = history.clone();
         let mut dropped = Dropped::default();
         // The proposer holds them up to #100 only: nothing after it is dropped.
@@ -305,6 +325,10 @@ mod tests {
         assert_eq!(dropped.after(7), 91, "#8, #10 and #12..=#100");
         assert_eq!(dropped.after(0), 97);
         assert_eq!(dropped.after(100), 0);
+        assert_eq!(dropped.counted(), 95, "all but the aborted #20 and #30");
+        assert_eq!(dropped.counted_after(7), 89);
+        assert_eq!(dropped.counted_after(25), 74, "#26..=#100 but #30");
+        assert_eq!(dropped.counted_after(100), 0);
         let tree_of = |n: usize| all[n].tree.clone().expect("a tree");
         assert_eq!(dropped.measured_with(&tree_of(50)), Some(50));
         assert_eq!(

@@ -56,6 +56,7 @@ mod recovery;
 mod review;
 mod session;
 mod state;
+mod stops;
 mod types;
 mod verifier;
 
@@ -145,9 +146,9 @@ struct Engine<'a> {
     /// experiment's LLM calls (proposals, reviews) share, so that calls out at the same time
     /// cannot together cross the budget.
     ledger: Option<std::sync::Arc<propose::Ledger>>,
-    /// Since when the model's server has been unavailable, and how many proposals in a row
-    /// found it so (see [`Engine::wait_out_outage`]); `None` once one got through.
-    outage: Option<(Instant, u32)>,
+    /// Since when the proposer's model server has been unavailable, and how many proposals
+    /// in a row found it so (see `proposal.rs`); `None` once one got through.
+    outage: Option<review::Outage>,
 }
 
 /// An outcome recorded while the history was lent (see [`Engine::experiment`]).

@@ -9,6 +9,7 @@ use crate::exec;
 use crate::propose::{self, Proposal, ProposeContext, ProposeError};
 use crate::store::{ExperimentRecord, Status};
 
+use super::review::Outage;
 use super::state::archive_ref;
 use super::verifier::Role;
 use super::{Engine, EngineError, Event, Prepared, Stop};
@@ -197,30 +198,26 @@ impl Engine<'_> {
     }
 }
 
-/// The longest wait between proposals while the model's server is unavailable (the first is
-/// `[agent] outage_wait`, each after it double the last).
-const OUTAGE_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(600);
-
 impl Engine<'_> {
     /// How long to wait after one more proposal found the model's server unavailable, or
     /// the stop when the outage has lasted `[agent] outage_limit`.
     fn outage_wait(&mut self) -> (std::time::Duration, Option<Stop>) {
-        let (since, count) = self.outage.unwrap_or((Instant::now(), 0));
-        self.outage = Some((since, count + 1));
         let agent = &self.verifier.spec.agent;
-        if since.elapsed() >= agent.outage_limit {
+        let outage = self.outage.get_or_insert_with(Outage::default);
+        let Some(mut wait) = outage.next_wait(agent.outage_wait, agent.outage_limit) else {
             return (
                 std::time::Duration::ZERO,
                 Some(Stop::failed(format!(
                     "the model's server has been unavailable for {} (see `hone log`); run `hone run` to resume",
-                    crate::spec::format_duration(since.elapsed())
+                    crate::spec::format_duration(outage.lasted())
                 ))),
             );
+        };
+        // Never past `max_time`: the stop conditions end the run when the wait is over.
+        if let Some(t) = self.verifier.spec.stop.max_time {
+            let left = (t.as_secs_f64() - self.active_seconds()).max(0.0);
+            wait = wait.min(std::time::Duration::from_secs_f64(left));
         }
-        let wait = agent
-            .outage_wait
-            .saturating_mul(1 << count.min(10))
-            .min(OUTAGE_WAIT_MAX.max(agent.outage_wait));
         (wait, None)
     }
 

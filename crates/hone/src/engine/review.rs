@@ -25,6 +25,9 @@ pub(super) enum Gate {
     Refused(String),
     /// The candidate cannot be reviewed and the run must stop (budget, a broken reviewer).
     Stop(Stop),
+    /// The reviewer's server stayed unavailable for `[agent] outage_limit`: the candidate
+    /// is aborted (no verdict on it) and the run stops, to be resumed.
+    Unavailable(Stop),
 }
 
 /// Where a review runs: the run's store (a reviewer command's process group is recorded
@@ -251,7 +254,41 @@ impl Verifier {
         };
         let before = meter.spent();
         let mut client = crate::propose::chat::LlmClient::new(kind, llm);
-        let outcome = crate::review::review(&mut client, meter, text, cancel);
+        let mut outage = Outage::default();
+        let outcome = loop {
+            let outcome = crate::review::review(&mut client, meter, text, cancel);
+            let Err(crate::review::ReviewError::Unavailable(m)) = &outcome else {
+                break outcome;
+            };
+            // The server's outage is no verdict on the candidate: the review is asked again
+            // after a wait (doubling, as between proposals), for up to `outage_limit`.
+            let agent = &self.spec.agent;
+            match outage.next_wait(agent.outage_wait, agent.outage_limit) {
+                Some(wait) => {
+                    let _ = std::fs::write(
+                        log_path,
+                        format!(
+                            "the reviewer's server was unavailable: {m}; asking again in {}\n",
+                            crate::spec::format_duration(wait)
+                        ),
+                    );
+                    if !crate::util::pause(wait, cancel) {
+                        break Err(crate::review::ReviewError::Cancelled);
+                    }
+                }
+                None => {
+                    let stop = Stop::failed(format!(
+                        "the reviewer's server has been unavailable for {} ({m}); run `hone run` to resume",
+                        crate::spec::format_duration(outage.lasted())
+                    ));
+                    let after = meter.spent();
+                    rec.cost_usd += after.0 - before.0;
+                    rec.tokens = rec.tokens.saturating_add(after.1.saturating_sub(before.1));
+                    let _ = std::fs::write(log_path, format!("{}\n", stop.reason));
+                    return Gate::Unavailable(stop);
+                }
+            }
+        };
         let after = meter.spent();
         rec.cost_usd += after.0 - before.0;
         rec.tokens = rec.tokens.saturating_add(after.1.saturating_sub(before.1));
@@ -265,7 +302,9 @@ impl Verifier {
             Ok(crate::review::Verdict::Reject(why)) => {
                 Gate::Refused(format!("the reviewer rejected it: {why}"))
             }
-            Err(crate::review::ReviewError::Failed(m)) => Gate::Reject(format!(
+            Err(
+                crate::review::ReviewError::Failed(m) | crate::review::ReviewError::Unavailable(m),
+            ) => Gate::Reject(format!(
                 "the reviewer failed ({m}); a candidate is only verified when approved"
             )),
             Err(crate::review::ReviewError::Fatal(m)) => {
@@ -279,6 +318,38 @@ impl Verifier {
                 Gate::Reject("the review was interrupted by the user".into())
             }
         }
+    }
+}
+
+/// An outage of a model's server as it is waited out: since when, and how many waits so far.
+#[derive(Default)]
+pub(super) struct Outage {
+    since: Option<std::time::Instant>,
+    waits: u32,
+}
+
+/// The longest wait while a model's server is unavailable (the first is `[agent]
+/// outage_wait`, each after it double the last).
+const OUTAGE_WAIT_MAX: Duration = Duration::from_secs(600);
+
+impl Outage {
+    /// The wait after one more call found the server unavailable (`first`, doubling, at most
+    /// ten minutes or `first`), or `None` once the outage has lasted `limit`.
+    pub(super) fn next_wait(&mut self, first: Duration, limit: Duration) -> Option<Duration> {
+        let since = *self.since.get_or_insert_with(std::time::Instant::now);
+        if since.elapsed() >= limit {
+            return None;
+        }
+        let wait = first
+            .saturating_mul(1 << self.waits.min(10))
+            .min(OUTAGE_WAIT_MAX.max(first));
+        self.waits += 1;
+        Some(wait)
+    }
+
+    /// How long the outage has lasted.
+    pub(super) fn lasted(&self) -> Duration {
+        self.since.map(|s| s.elapsed()).unwrap_or_default()
     }
 }
 

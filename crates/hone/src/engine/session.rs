@@ -1,6 +1,6 @@
 //! A session of `hone run`: the repository's lock, opening a new run or resuming one (its
 //! checks, warnings and notes, then the repair of what a crash left), the loop over
-//! experiments, and the conditions that stop it.
+//! experiments (the conditions that stop it are `stops.rs`).
 
 use std::path::Path;
 use std::time::Instant;
@@ -8,8 +8,8 @@ use std::time::Instant;
 use crate::exec;
 use crate::propose;
 use crate::report::{best_experiment, summarize_stored, Summary};
-use crate::spec::{format_duration, Direction, Spec, StopSpec};
-use crate::store::{ExperimentRecord, RunRecord, RunState, Status, Store};
+use crate::spec::{Direction, Spec};
+use crate::store::{RunRecord, RunState, Status, Store};
 use crate::workspace::{hash_paths, matches_any, Git};
 
 use super::executor::{self, Executor};
@@ -198,7 +198,7 @@ impl<'a> Engine<'a> {
             warnings,
             mut notes,
         } = said;
-        let finished = self.store.count_experiments(self.run.id, None)?;
+        let finished = self.store.counted_experiments(self.run.id)?;
         let spec = &self.verifier.spec;
         let started = Event::RunStarted {
             tag: self.run.tag.clone(),
@@ -375,89 +375,6 @@ impl<'a> Engine<'a> {
         }
         Ok(summary)
     }
-
-    /// Why the loop should stop before the next experiment, if it should.
-    pub(super) fn stop_condition(&self, exps: &[ExperimentRecord]) -> Option<Stop> {
-        let spec = &self.verifier.spec;
-        let s = &spec.stop;
-        if self.interrupt.stop_requested() {
-            return Some(Stop::resumable(
-                "interrupted by the user (run `hone run` to resume)",
-            ));
-        }
-        if exps.len() as u64 + self.dropped.count() >= s.max_experiments {
-            return Some(Stop::done(format!(
-                "reached max_experiments ({})",
-                s.max_experiments
-            )));
-        }
-        if let Some(t) = s.max_time {
-            if self.active_seconds() >= t.as_secs_f64() {
-                return Some(Stop::done(format!(
-                    "reached max_time ({})",
-                    format_duration(t)
-                )));
-            }
-        }
-        let best = best_experiment(exps);
-        if let (Some(target), Some(b)) = (s.target, best.and_then(|b| b.objective)) {
-            let reached = match spec.verify.direction {
-                Direction::Minimize => b <= target,
-                Direction::Maximize => b >= target,
-            };
-            if reached {
-                return Some(Stop::done(format!(
-                    "reached target ({} = {b})",
-                    spec.verify.metric
-                )));
-            }
-        }
-        if let (Some(p), Some(b)) = (s.patience, best) {
-            let since = exps.iter().filter(|e| e.n > b.n).count() as u64 + self.dropped.after(b.n);
-            if since >= p {
-                return Some(Stop::done(format!(
-                    "no improvement in {since} experiments (patience {p})"
-                )));
-            }
-        }
-        failure_or_budget_stop(s, exps, &self.dropped, self.session_first)
-    }
-}
-
-/// The stop conditions on failures in a row and on the budgets.
-fn failure_or_budget_stop(
-    s: &StopSpec,
-    exps: &[ExperimentRecord],
-    dropped: &super::history::Dropped,
-    session_first: u64,
-) -> Option<Stop> {
-    // Only this session's failures count: resuming after fixing the cause starts afresh.
-    // Aborted experiments (an LLM server's outage, an interruption) neither count nor end a
-    // streak: failures around an outage still add up.
-    let failures = exps
-        .iter()
-        .rev()
-        .filter(|e| e.status() != Status::Aborted)
-        .take_while(|e| e.n >= session_first && e.status().is_failure())
-        .count() as u64;
-    if failures >= s.max_consecutive_failures {
-        return Some(Stop::failed(format!(
-            "{failures} failed experiments in a row (max_consecutive_failures); see `hone log` and `hone show {}`",
-            exps.last().map(|e| e.n).unwrap_or(0)
-        )));
-    }
-    let (usd, tokens) = super::spent(exps, dropped);
-    if let Some(max) = s.max_cost_usd.filter(|&max| usd >= max) {
-        return Some(Stop::done(format!(
-            "budget: reached max_cost_usd (${usd:.2} of ${max:.2})"
-        )));
-    }
-    if let Some(max) = s.max_tokens.filter(|&max| tokens >= max) {
-        return Some(Stop::done(format!(
-            "budget: reached max_tokens ({tokens} of {max})"
-        )));
-    }
-    None
 }
 
 /// The run `opts` names, or the latest unfinished one (`None`: a new run starts; a note
@@ -506,7 +423,7 @@ fn resume_budget(
         .get("max_experiments")
         .and_then(serde_json::Value::as_u64);
     let kept_time = stop.get("max_time").and_then(serde_json::Value::as_f64);
-    let done = store.count_experiments(run.id, None)?;
+    let done = store.counted_experiments(run.id)?;
     let toml_n = spec.stop.max_experiments;
     let n = match (opts.more, opts.max_experiments) {
         (Some(more), _) => done.saturating_add(more),

@@ -71,6 +71,8 @@ pub enum Event {
         branch: String,
         base_commit: String,
         resumed: bool,
+        /// The experiments finished so far that count towards `max_experiments` (aborted
+        /// ones do not).
         finished_experiments: u64,
         metric: String,
         direction: Direction,

@@ -118,7 +118,8 @@ fn exit_codes_are_reported() {
     for code in [0, 1, 3, 255] {
         let (outcome, _) = run(&fx.request(&format!("exit {code}")));
         assert_eq!(outcome.exit, Exit::Code(code));
-        assert!(!outcome.pipes_left_open);
+        // (Not `pipes_left_open`: another test thread's child holds a copy of every pipe
+        // for the instant between its fork and its exec, so that is not this test's to say.)
     }
 }
 

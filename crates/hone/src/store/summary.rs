@@ -29,6 +29,14 @@ pub struct RunTotals {
     pub any_cost: bool,
 }
 
+impl RunTotals {
+    /// The experiments that count towards `max_experiments`: all but the aborted ones.
+    pub fn counted(&self) -> u64 {
+        let aborted = self.counts.get(Status::Aborted.as_str()).copied();
+        self.experiments.saturating_sub(aborted.unwrap_or(0))
+    }
+}
+
 /// An experiment's cost in whole nano-dollars, as the store's tallies add it up (migration
 /// 10; the SQL there does the same float steps): clamped to a million dollars either way,
 /// rounded half away from zero; a cost that is not a number counts nothing.
@@ -141,6 +149,13 @@ impl Store {
             Some(s) => t.counts.get(s.as_str()).copied().unwrap_or(0),
             None => t.experiments,
         })
+    }
+
+    /// How many experiments of a run count towards its `max_experiments`: all but the
+    /// aborted ones (an outage of the model's server, an interruption), which tried nothing.
+    pub fn counted_experiments(&self, run_id: i64) -> Result<u64, StoreError> {
+        let t = self.run_totals(run_id)?;
+        Ok(t.counted())
     }
 
     /// Whether any experiment of a run has a holdout value, and whether any cost money (the

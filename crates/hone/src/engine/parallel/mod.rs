@@ -261,7 +261,7 @@ impl Engine<'_> {
                 .max()
                 .map_or(0, |n| n + 1);
             let room = self.verifier.spec.stop.max_experiments
-                > (self.history.len() + pool.flying.len() + 1) as u64;
+                > self.counted(&self.history) + (pool.flying.len() + 1) as u64;
             // A keep's holdout runs in this slot, with its environment.
             self.verifier.slot_env = slots[slot].env.clone();
             let next = self.decide_parallel(f, done, &slots[slot].worktree, next_n, room);
@@ -352,7 +352,7 @@ impl Engine<'_> {
             return Some(stop);
         }
         let max = self.verifier.spec.stop.max_experiments;
-        if (exps.len() + in_flight) as u64 >= max {
+        if self.counted(exps) + in_flight as u64 >= max {
             return Some(Stop::done(format!("reached max_experiments ({max})")));
         }
         self.ledger_stop()

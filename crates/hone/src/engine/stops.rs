@@ -1,0 +1,107 @@
+//! The stop conditions checked before each experiment: an interruption, `max_experiments`
+//! (aborted experiments not counted), `max_time`, `target`, `patience`, failures in a row and
+//! the budgets.
+
+use crate::report::best_experiment;
+use crate::spec::{format_duration, Direction, StopSpec};
+use crate::store::{ExperimentRecord, Status};
+
+use super::{Engine, Stop};
+
+impl Engine<'_> {
+    /// How many experiments count towards `max_experiments`: all but the aborted ones (an
+    /// outage of the model's server, an interruption), which tried nothing.
+    pub(super) fn counted(&self, exps: &[ExperimentRecord]) -> u64 {
+        exps.iter()
+            .filter(|e| e.status() != Status::Aborted)
+            .count() as u64
+            + self.dropped.counted()
+    }
+
+    /// Why the loop should stop before the next experiment, if it should.
+    pub(super) fn stop_condition(&self, exps: &[ExperimentRecord]) -> Option<Stop> {
+        let spec = &self.verifier.spec;
+        let s = &spec.stop;
+        if self.interrupt.stop_requested() {
+            return Some(Stop::resumable(
+                "interrupted by the user (run `hone run` to resume)",
+            ));
+        }
+        if self.counted(exps) >= s.max_experiments {
+            return Some(Stop::done(format!(
+                "reached max_experiments ({})",
+                s.max_experiments
+            )));
+        }
+        if let Some(t) = s.max_time {
+            if self.active_seconds() >= t.as_secs_f64() {
+                return Some(Stop::done(format!(
+                    "reached max_time ({})",
+                    format_duration(t)
+                )));
+            }
+        }
+        let best = best_experiment(exps);
+        if let (Some(target), Some(b)) = (s.target, best.and_then(|b| b.objective)) {
+            let reached = match spec.verify.direction {
+                Direction::Minimize => b <= target,
+                Direction::Maximize => b >= target,
+            };
+            if reached {
+                return Some(Stop::done(format!(
+                    "reached target ({} = {b})",
+                    spec.verify.metric
+                )));
+            }
+        }
+        if let (Some(p), Some(b)) = (s.patience, best) {
+            let since = exps
+                .iter()
+                .filter(|e| e.n > b.n && e.status() != Status::Aborted)
+                .count() as u64
+                + self.dropped.counted_after(b.n);
+            if since >= p {
+                return Some(Stop::done(format!(
+                    "no improvement in {since} experiments (patience {p})"
+                )));
+            }
+        }
+        failure_or_budget_stop(s, exps, &self.dropped, self.session_first)
+    }
+}
+
+/// The stop conditions on failures in a row and on the budgets.
+fn failure_or_budget_stop(
+    s: &StopSpec,
+    exps: &[ExperimentRecord],
+    dropped: &super::history::Dropped,
+    session_first: u64,
+) -> Option<Stop> {
+    // Only this session's failures count: resuming after fixing the cause starts afresh.
+    // Aborted experiments (an LLM server's outage, an interruption) neither count nor end a
+    // streak: failures around an outage still add up.
+    let failures = exps
+        .iter()
+        .rev()
+        .filter(|e| e.status() != Status::Aborted)
+        .take_while(|e| e.n >= session_first && e.status().is_failure())
+        .count() as u64;
+    if failures >= s.max_consecutive_failures {
+        return Some(Stop::failed(format!(
+            "{failures} failed experiments in a row (max_consecutive_failures); see `hone log` and `hone show {}`",
+            exps.last().map(|e| e.n).unwrap_or(0)
+        )));
+    }
+    let (usd, tokens) = super::spent(exps, dropped);
+    if let Some(max) = s.max_cost_usd.filter(|&max| usd >= max) {
+        return Some(Stop::done(format!(
+            "budget: reached max_cost_usd (${usd:.2} of ${max:.2})"
+        )));
+    }
+    if let Some(max) = s.max_tokens.filter(|&max| tokens >= max) {
+        return Some(Stop::done(format!(
+            "budget: reached max_tokens ({tokens} of {max})"
+        )));
+    }
+    None
+}
