@@ -723,3 +723,40 @@ fn local_moves_thin_out_late_unless_something_crashed() {
         "late {late}, after a crash {after_a_crash}"
     );
 }
+
+#[test]
+fn the_first_proposal_is_the_centre_of_the_box_unless_that_is_the_baseline() {
+    let text = "A = 0.1  # hone: 0.0..1.0\nLR = 0.001  # hone: log 1e-4..1.0\nN = 2  # hone: int 1..9\nC = \"x\"  # hone: choice [\"x\", \"y\", \"z\"]\n";
+    let knobs = knobs_of(text);
+    let base = config_of(&knobs);
+    let space = Space::new(&knobs, &[], &base);
+    let mut sim = Simulated::new(base.clone(), 1.0);
+    let first = suggest(&knobs, &sim.history, &base, true, 3, 1).expect("a proposal");
+    assert_eq!(first.get("A"), Some(&KnobValue::Float(0.5)));
+    assert_eq!(first.get("LR"), Some(&KnobValue::Float(0.01)));
+    assert_eq!(first.get("N"), Some(&KnobValue::Int(5)));
+    // Then the hypercube, one experiment later than without the centre: its second point
+    // (whose choices the centre took) comes next.
+    let design = latin_hypercube(&space, initial_design_size(4), 3);
+    assert_eq!(first.get("C"), space.config(&design[1]).get("C"));
+    sim.record(first.clone(), Some(0.5));
+    let second = suggest(&knobs, &sim.history, &sim.incumbent, true, 3, 2).expect("a proposal");
+    assert_eq!(second, space.config(&design[1]));
+    // A baseline at the centre already (its choice too): the design is the hypercube alone,
+    // as it was.
+    let Some(KnobValue::Str(choice)) = first.get("C") else {
+        panic!("{first:?}")
+    };
+    let centred = text
+        .replace("A = 0.1 ", "A = 0.5 ")
+        .replace("LR = 0.001 ", "LR = 0.01 ")
+        .replace("N = 2 ", "N = 5 ")
+        .replace("C = \"x\"", &format!("C = \"{choice}\""));
+    let knobs = knobs_of(&centred);
+    let base = config_of(&knobs);
+    let space = Space::new(&knobs, &[], &base);
+    let history = Simulated::new(base.clone(), 1.0).history;
+    let first = suggest(&knobs, &history, &base, true, 3, 1).expect("a proposal");
+    let design = latin_hypercube(&space, initial_design_size(4), 3);
+    assert_eq!(first, space.config(&design[1]));
+}
