@@ -349,9 +349,14 @@ pub fn status(
         out!("  in flight: {}", running.join("; "));
     }
     if let Some(max) = spec.max_experiments {
-        // Aborted experiments (an outage, an interruption) are not counted by the budget.
-        let aborted = s.counts.get(Status::Aborted.as_str()).copied().unwrap_or(0);
-        let counted = s.experiments.saturating_sub(aborted);
+        // Aborted experiments (an outage, an interruption) are not counted by the budget, and
+        // running ones only once they finish (a cut-off one becomes aborted on resume).
+        let of = |st: Status| s.counts.get(st.as_str()).copied().unwrap_or(0);
+        let aborted = of(Status::Aborted);
+        let counted = s
+            .experiments
+            .saturating_sub(aborted)
+            .saturating_sub(of(Status::Running));
         let not_counted = match aborted {
             0 => String::new(),
             a => format!("; {a} aborted not counted"),

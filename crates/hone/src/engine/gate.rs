@@ -128,9 +128,12 @@ impl Engine<'_> {
         turn: &Turn<'_>,
     ) -> Result<Option<Rejection>, EngineError> {
         let cancel = self.cancel();
+        let interrupt = self.interrupt;
+        let stopping = || interrupt.stop_requested();
         let place = ReviewPlace {
             store: &self.store,
             run_id: self.run.id,
+            stopping: &stopping,
         };
         let gate =
             self.verifier

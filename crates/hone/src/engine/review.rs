@@ -35,6 +35,9 @@ pub(super) enum Gate {
 pub(super) struct ReviewPlace<'p> {
     pub store: &'p Store,
     pub run_id: i64,
+    /// The run is to stop after this experiment (a first Ctrl-C): a wait out of a reviewer's
+    /// outage ends, the candidate aborted and the run stopped, to be resumed.
+    pub stopping: &'p dyn Fn() -> bool,
 }
 
 impl Verifier {
@@ -94,7 +97,7 @@ impl Verifier {
             .join("logs")
             .join(format!("{}.review.log", rec.n));
         let Some(template) = r.command else {
-            let gate = self.review_http(rec, meter, &text, &log_path, cancel);
+            let gate = self.review_http(rec, meter, (&text, &log_path), (cancel, place.stopping));
             // What it spent is the experiment's from now on, written at once: a crash before
             // the experiment is decided would otherwise lose it from the run's budget.
             let store = place.store;
@@ -240,13 +243,14 @@ impl Verifier {
 
     /// The HTTP reviewer's verdict on the review prompt `text`. Its spend is added to `rec`
     /// whatever the outcome; its raw answer goes to `log_path`.
+    /// `cancel` ends the call and any wait (a second Ctrl-C); `stopping` (a first Ctrl-C) ends
+    /// a wait out of the server's outage only: the candidate is then aborted, unreviewed.
     fn review_http(
         &self,
         rec: &mut ExperimentRecord,
         meter: &propose::Meter<'_>,
-        text: &str,
-        log_path: &Path,
-        cancel: &dyn Fn() -> bool,
+        (text, log_path): (&str, &Path),
+        (cancel, stopping): (&dyn Fn() -> bool, &dyn Fn() -> bool),
     ) -> Gate {
         let review = &self.spec.review;
         let (Some(kind), Some(llm)) = (review.kind, review.llm.clone()) else {
@@ -272,8 +276,15 @@ impl Verifier {
                             crate::spec::format_duration(wait)
                         ),
                     );
-                    if !crate::util::pause(wait, cancel) {
-                        break Err(crate::review::ReviewError::Cancelled);
+                    if !crate::util::pause(wait, &|| cancel() || stopping()) {
+                        let stop = Stop::resumable(
+                            "interrupted by the user while the reviewer's server was unavailable (run `hone run` to resume)",
+                        );
+                        let after = meter.spent();
+                        rec.cost_usd += after.0 - before.0;
+                        rec.tokens = rec.tokens.saturating_add(after.1.saturating_sub(before.1));
+                        let _ = std::fs::write(log_path, format!("{}\n", stop.reason));
+                        return Gate::Unavailable(stop);
                     }
                 }
                 None => {

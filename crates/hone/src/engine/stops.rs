@@ -9,11 +9,12 @@ use crate::store::{ExperimentRecord, Status};
 use super::{Engine, Stop};
 
 impl Engine<'_> {
-    /// How many experiments count towards `max_experiments`: all but the aborted ones (an
-    /// outage of the model's server, an interruption), which tried nothing.
+    /// How many experiments count towards `max_experiments`: the finished ones but the
+    /// aborted (an outage of the model's server, an interruption). Those in flight are
+    /// counted by the caller.
     pub(super) fn counted(&self, exps: &[ExperimentRecord]) -> u64 {
         exps.iter()
-            .filter(|e| e.status() != Status::Aborted)
+            .filter(|e| !matches!(e.status(), Status::Aborted | Status::Running))
             .count() as u64
             + self.dropped.counted()
     }

@@ -30,10 +30,13 @@ pub struct RunTotals {
 }
 
 impl RunTotals {
-    /// The experiments that count towards `max_experiments`: all but the aborted ones.
+    /// The experiments that count towards `max_experiments`: the finished ones but the
+    /// aborted.
     pub fn counted(&self) -> u64 {
-        let aborted = self.counts.get(Status::Aborted.as_str()).copied();
-        self.experiments.saturating_sub(aborted.unwrap_or(0))
+        let of = |s: Status| self.counts.get(s.as_str()).copied().unwrap_or(0);
+        self.experiments
+            .saturating_sub(of(Status::Aborted))
+            .saturating_sub(of(Status::Running))
     }
 }
 
@@ -151,8 +154,9 @@ impl Store {
         })
     }
 
-    /// How many experiments of a run count towards its `max_experiments`: all but the
-    /// aborted ones (an outage of the model's server, an interruption), which tried nothing.
+    /// How many experiments of a run count towards its `max_experiments`: the finished ones
+    /// but the aborted (an outage of the model's server, an interruption). A `running` one
+    /// counts once it finishes; one a crash cut off becomes `aborted` when the run resumes.
     pub fn counted_experiments(&self, run_id: i64) -> Result<u64, StoreError> {
         let t = self.run_totals(run_id)?;
         Ok(t.counted())

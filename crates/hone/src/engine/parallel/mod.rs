@@ -181,11 +181,13 @@ impl Engine<'_> {
                 let ledger = &ledger;
                 s.spawn(move || {
                     let cancel = || interrupt.kill_requested() || abort.load(Ordering::SeqCst);
+                    let stopping = || interrupt.stop_requested();
                     let shared = slot::Shared {
                         run_id,
                         ledger,
                         best_commit,
                         cancel: &cancel,
+                        stopping: &stopping,
                     };
                     slot::run(work, &shared, &tx);
                 });

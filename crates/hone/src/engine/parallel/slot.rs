@@ -77,6 +77,8 @@ pub(super) struct Shared<'s> {
     pub best_commit: &'s Mutex<String>,
     /// The run stopped at once (a second Ctrl-C, or the coordinator gave up).
     pub cancel: &'s dyn Fn() -> bool,
+    /// The run is to stop after the experiments in flight (a first Ctrl-C).
+    pub stopping: &'s dyn Fn() -> bool,
 }
 
 /// A slot's thread: checks `work`'s candidate ([`Work::check`]), gets the slot's worktree
@@ -91,7 +93,7 @@ pub(super) fn run(work: Work, shared: &Shared<'_>, tx: &mpsc::Sender<Msg>) {
         let reviewed = || {
             let _ = tx.send(Msg::Reviewed(slot));
         };
-        let checked = work.check(shared.run_id, shared.ledger, cancel, &reviewed);
+        let checked = work.check(shared, &reviewed);
         let parent = match shared.best_commit.lock() {
             Ok(c) => c.clone(),
             // A coordinator that panicked holding it: nothing is prepared.
@@ -130,14 +132,13 @@ impl Work {
     /// with the slot's own store connection.
     pub(super) fn check(
         &mut self,
-        run_id: i64,
-        ledger: &Arc<Ledger>,
-        cancel: &dyn Fn() -> bool,
+        shared: &Shared<'_>,
         reviewed: &dyn Fn(),
     ) -> Result<Checked, EngineError> {
+        let (run_id, cancel) = (shared.run_id, shared.cancel);
         if let Some(parent) = self.review_from.take() {
             let t = Instant::now();
-            let gate = self.review(run_id, ledger, &parent, cancel)?;
+            let gate = self.review(shared, &parent)?;
             self.review_ms = t.elapsed().as_millis() as u64;
             self.rec.gate_ms += self.review_ms;
             self.verdict = matches!(gate, Gate::Pass | Gate::Refused(_));
@@ -170,15 +171,10 @@ impl Work {
     }
 
     /// The review gate on the candidate (see [`Verifier::review`]), made on `parent`.
-    fn review(
-        &mut self,
-        run_id: i64,
-        ledger: &Arc<Ledger>,
-        parent: &str,
-        cancel: &dyn Fn() -> bool,
-    ) -> Result<Gate, EngineError> {
+    fn review(&mut self, shared: &Shared<'_>, parent: &str) -> Result<Gate, EngineError> {
         let store = self.take_store()?;
         let v = &self.verifier;
+        let ledger = shared.ledger;
         let spend = Spend::new(Some(ledger.clone()));
         let meter = Meter {
             budget: ledger.opened_with(),
@@ -186,13 +182,14 @@ impl Work {
         };
         let place = ReviewPlace {
             store: &store,
-            run_id,
+            run_id: shared.run_id,
+            stopping: shared.stopping,
         };
         let gate = v.review(
             &place,
             &mut self.rec,
             (&self.worktree, parent),
-            cancel,
+            shared.cancel,
             &meter,
         );
         self.store = Some(store);

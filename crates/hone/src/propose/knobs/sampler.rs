@@ -4,8 +4,8 @@
 //! is `log`; choices and booleans are categorical). The sampler works in three stages:
 //!
 //! 1. **Initial design.** The first proposal (`index` 1) is the centre of the box: the middle
-//!    of every numeric knob's range (on a log scale for `log` knobs), unless that is the
-//!    baseline (users' ranges bracket the values they expect to be good, and the baseline is
+//!    of every numeric knob's range (on a log scale for `log` knobs) with the baseline's
+//!    choices, unless that is the baseline (users' ranges bracket the values they expect to be good, and the baseline is
 //!    often their middle already); see [`centre`]. Then, while fewer than
 //!    [`initial_design_size`] observations (one more with the centre) exist, it walks a Latin
 //!    hypercube drawn from `seed` alone, starting at point `index`, so sequential calls (and
@@ -107,24 +107,32 @@ pub fn initial_design_size(dims: usize) -> usize {
     (3 * dims).div_ceil(2).clamp(4, 8)
 }
 
-/// The centre of the box (the middle of every numeric knob's unit range; choices as the
-/// design's second point, the next experiment's, has them), unless its free knobs are the baseline's (`history`'s
-/// first observation): `None` then. Measured on the suite of `bench/problems` (see
+/// The centre of the box: the middle of every numeric knob's unit range, with the baseline's
+/// choices (`history`'s first observation ran with them; a choice of the design's could
+/// crash), or `None` when the baseline's numeric knobs are that middle already. Measured on the suite of `bench/problems` (see
 /// bench/RESULTS.md, "The centre of the box first"): it helps where good values lie mid-range,
 /// as they do in a training run's usual ranges, and costs one design point where they do not.
 fn centre(space: &Space, history: &[Observation], design: &[Vec<Coord>]) -> Option<Config> {
-    let choices = design.get(1).or(design.first())?;
-    let point: Vec<Coord> = choices
-        .iter()
-        .zip(&space.dims)
-        .map(|(c, d)| match c {
-            Coord::U(_) => d.coord_at(0.5),
-            Coord::C(_) => *c,
-        })
-        .collect();
-    let config = space.config(&point);
-    let baseline = history.first().map(|b| space.key(&b.config));
-    (baseline != Some(space.key(&config))).then_some(config)
+    let baseline = history.first().map(|b| &b.config);
+    let first = design.first()?;
+    let mut config = space.config(
+        &first
+            .iter()
+            .zip(&space.dims)
+            .map(|(c, d)| match c {
+                Coord::U(_) => d.coord_at(0.5),
+                Coord::C(_) => *c,
+            })
+            .collect::<Vec<Coord>>(),
+    );
+    if let Some(base) = baseline {
+        for d in &space.dims {
+            if let (space::Kind::Cat(_), Some(v)) = (&d.kind, base.get(&d.name)) {
+                config.insert(d.name.clone(), v.clone());
+            }
+        }
+    }
+    (baseline.map(|b| space.key(b)) != Some(space.key(&config))).then_some(config)
 }
 
 /// How likely a model-based proposal (not the design, not a refinement step) is a local move
