@@ -400,3 +400,52 @@ fn a_reviewers_outage_is_waited_out_on_the_same_candidate() {
     assert_statuses(&r.log(), &["baseline", "aborted"]);
     assert_eq!(runs.runs(), 1, "the unreviewed candidate never ran");
 }
+
+#[test]
+fn ctrl_c_once_ends_a_wait_out_of_the_reviewers_outage() {
+    // The reviewer's server stays down and the wait before asking again is an hour: one
+    // Ctrl-C ends the wait at once, the unreviewed candidate is aborted (never verified) and
+    // the run stops, to be resumed. With two workers too.
+    for workers in ["1", "2"] {
+        let reviewer = LlmServer::start(
+            vec![Reply::Status(
+                503,
+                Vec::new(),
+                "{\"error\": \"down\"}".into(),
+            )],
+            false,
+        );
+        let runs = RunCounter::new();
+        let (command, url) = (runs.command.clone(), format!("{}/v1", reviewer.url));
+        let r = Repo::builder()
+            .script(&scores(&[4, 3]))
+            .spec_with(move |agent| {
+                Spec::standard(&command, agent)
+                    .set("stop", "max_experiments", "3")
+                    .set("exec", "workers", workers)
+                    .set("agent", "outage_wait", "\"1h\"")
+                    .provider("review", "openai", "judge", &url)
+                    .set("review", "max_attempts", "1")
+            })
+            .create();
+        let mut child = spawn_hone_in(&r.dir, &["run"], Stdio::null(), Stdio::piped());
+        while reviewer.requests().is_empty() {
+            std::thread::yield_now();
+        }
+        // SAFETY: signalling the process group of our own child.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
+        let status = child.wait().unwrap();
+        assert_eq!(
+            status.code(),
+            Some(130),
+            "{workers}: interrupted runs exit 130"
+        );
+        assert_statuses(&r.log(), &["baseline", "aborted"]);
+        assert_reason(&r.log()[1], "reviewer's server was unavailable");
+        assert_eq!(
+            runs.runs(),
+            1,
+            "{workers}: the unreviewed candidate never ran"
+        );
+    }
+}

@@ -107,6 +107,33 @@ pub fn initial_design_size(dims: usize) -> usize {
     (3 * dims).div_ceil(2).clamp(4, 8)
 }
 
+/// The initial design's proposal for `index` while the design lasts (fewer observations than
+/// [`initial_design_size`], one more with the centre): the centre of the box first
+/// ([`centre`]), then the Latin hypercube's points in turn, the first new one `admit` takes.
+fn design_point(
+    space: &Space,
+    history: &[Observation],
+    seed: u64,
+    index: u64,
+    admit: &dyn Fn(Option<Config>) -> Option<Config>,
+) -> Option<Config> {
+    let n_init = initial_design_size(space.dims.len());
+    let design = latin_hypercube(space, n_init, seed);
+    let centre = centre(space, history, &design);
+    let extra = usize::from(centre.is_some());
+    if history.len() >= n_init + extra {
+        return None;
+    }
+    if let (1, Some(c)) = (index, centre) {
+        if let Some(c) = admit(space.fresh_config(c)) {
+            return Some(c);
+        }
+    }
+    // With the centre first, the hypercube's points come one experiment later.
+    let start = (index.saturating_sub(extra as u64) % n_init as u64) as usize;
+    (0..n_init).find_map(|k| admit(space.fresh(&design[(start + k) % n_init])))
+}
+
 /// The centre of the box: the middle of every numeric knob's unit range, with the baseline's
 /// choices (`history`'s first observation ran with them; a choice of the design's could
 /// crash), or `None` when the baseline's numeric knobs are that middle already. Measured on the suite of `bench/problems` (see
@@ -338,24 +365,11 @@ fn suggest_in(
         Some(f) => c.filter(|c| f.admits(space, c)),
         None => c,
     };
-    let n_init = initial_design_size(space.dims.len());
     // A crash ends the design: the model-based stage, steered by the feasibility model, takes
     // over (the rest of the design would crash as often as the box does).
-    let design = latin_hypercube(space, n_init, seed);
-    let centre = centre(space, history, &design);
-    let extra = usize::from(centre.is_some());
-    if history.len() < n_init + extra && feasibility.is_none() {
-        if let (1, Some(c)) = (index, centre) {
-            if let Some(c) = admit(space.fresh_config(c)) {
-                return found(Some(c));
-            }
-        }
-        // With the centre first, the hypercube's points come one experiment later.
-        let start = (index.saturating_sub(extra as u64) % n_init as u64) as usize;
-        for k in 0..n_init {
-            if let Some(c) = admit(space.fresh(&design[(start + k) % n_init])) {
-                return found(Some(c));
-            }
+    if history.len() <= initial_design_size(space.dims.len()) && feasibility.is_none() {
+        if let Some(c) = design_point(space, history, seed, index, &admit) {
+            return found(Some(c));
         }
     }
     let picked = modelled(history, minimize);
