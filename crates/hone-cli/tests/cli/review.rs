@@ -336,6 +336,34 @@ fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
     }
 }
 
+/// A repository whose agent writes `score: <v>` for each of `turns`, scored by `runs`, and
+/// whose candidates the HTTP reviewer `reviewer` reviews, asked once a call
+/// (`max_attempts = 1`); `settings` are more `(table, key, value)` lines.
+fn reviewed_by(
+    reviewer: &LlmServer,
+    runs: &RunCounter,
+    turns: &[u32],
+    settings: &[(&str, &str, &str)],
+) -> Repo {
+    let (command, url) = (runs.command.clone(), format!("{}/v1", reviewer.url));
+    let settings: Vec<(String, String, String)> = settings
+        .iter()
+        .map(|(t, k, v)| (t.to_string(), k.to_string(), v.to_string()))
+        .collect();
+    Repo::builder()
+        .script(&scores(turns))
+        .spec_with(move |agent| {
+            let spec = settings
+                .iter()
+                .fold(Spec::standard(&command, agent), |s, (t, k, v)| {
+                    s.set(t, k, v)
+                });
+            spec.provider("review", "openai", "judge", &url)
+                .set("review", "max_attempts", "1")
+        })
+        .create()
+}
+
 #[test]
 fn a_reviewers_outage_is_waited_out_on_the_same_candidate() {
     // The reviewer's server answers 503 twice (through every retry): that is no verdict on
@@ -353,18 +381,17 @@ fn a_reviewers_outage_is_waited_out_on_the_same_candidate() {
             false,
         );
         let runs = RunCounter::new();
-        let (command, url) = (runs.command.clone(), format!("{}/v1", reviewer.url));
-        let r = Repo::builder()
-            .script(&scores(&[4, 3, 2]))
-            .spec_with(move |agent| {
-                Spec::standard(&command, agent)
-                    .set("stop", "max_experiments", "2")
-                    .set("exec", "workers", &workers.to_string())
-                    .set("agent", "outage_wait", "\"0s\"")
-                    .provider("review", "openai", "judge", &url)
-                    .set("review", "max_attempts", "1")
-            })
-            .create();
+        let w = workers.to_string();
+        let r = reviewed_by(
+            &reviewer,
+            &runs,
+            &[4, 3, 2],
+            &[
+                ("stop", "max_experiments", "2"),
+                ("exec", "workers", &w),
+                ("agent", "outage_wait", "\"0s\""),
+            ],
+        );
         let out = ok(r.hone(&["run"]));
         let log = r.log();
         assert_statuses(&log, &["baseline", "keep"]);
@@ -381,17 +408,15 @@ fn a_reviewers_outage_is_waited_out_on_the_same_candidate() {
     // ran), and the run stops, to be resumed.
     let reviewer = LlmServer::start(vec![busy()], false);
     let runs = RunCounter::new();
-    let (command, url) = (runs.command.clone(), format!("{}/v1", reviewer.url));
-    let r = Repo::builder()
-        .script(&scores(&[4, 3]))
-        .spec_with(move |agent| {
-            Spec::standard(&command, agent)
-                .set("stop", "max_experiments", "3")
-                .set("agent", "outage_limit", "\"0s\"")
-                .provider("review", "openai", "judge", &url)
-                .set("review", "max_attempts", "1")
-        })
-        .create();
+    let r = reviewed_by(
+        &reviewer,
+        &runs,
+        &[4, 3],
+        &[
+            ("stop", "max_experiments", "3"),
+            ("agent", "outage_limit", "\"0s\""),
+        ],
+    );
     exits_with(
         r.hone(&["run"]),
         1,
@@ -416,18 +441,16 @@ fn ctrl_c_once_ends_a_wait_out_of_the_reviewers_outage() {
             false,
         );
         let runs = RunCounter::new();
-        let (command, url) = (runs.command.clone(), format!("{}/v1", reviewer.url));
-        let r = Repo::builder()
-            .script(&scores(&[4, 3]))
-            .spec_with(move |agent| {
-                Spec::standard(&command, agent)
-                    .set("stop", "max_experiments", "3")
-                    .set("exec", "workers", workers)
-                    .set("agent", "outage_wait", "\"1h\"")
-                    .provider("review", "openai", "judge", &url)
-                    .set("review", "max_attempts", "1")
-            })
-            .create();
+        let r = reviewed_by(
+            &reviewer,
+            &runs,
+            &[4, 3],
+            &[
+                ("stop", "max_experiments", "3"),
+                ("exec", "workers", workers),
+                ("agent", "outage_wait", "\"1h\""),
+            ],
+        );
         let mut child = spawn_hone_in(&r.dir, &["run"], Stdio::null(), Stdio::piped());
         while reviewer.requests().is_empty() {
             std::thread::yield_now();
