@@ -305,14 +305,7 @@ fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
     // #1 is rejected by a rule (max_diff_lines) before the reviewer is asked: that is no
     // verdict of the reviewer's, and #2 is still reviewed alone.
     for workers in [1, 3] {
-        let reviewer = LlmServer::start(
-            vec![Reply::Status(
-                401,
-                Vec::new(),
-                "{\"error\":\"bad key\"}".into(),
-            )],
-            false,
-        );
+        let reviewer = answering(401, "{\"error\":\"bad key\"}");
         let runs = RunCounter::new();
         let r = Repo::new(
             &format!(
@@ -334,6 +327,11 @@ fn a_reviewer_whose_key_is_refused_stops_the_run_unverified() {
         assert_eq!(reviewer.requests().len(), 1, "a refused key is not retried");
         assert_eq!(runs.runs(), 1);
     }
+}
+
+/// A reviewer's server that answers every call with HTTP `status` and `body`.
+fn answering(status: u16, body: &str) -> LlmServer {
+    LlmServer::start(vec![Reply::Status(status, Vec::new(), body.into())], false)
 }
 
 /// A repository whose agent writes `score: <v>` for each of `turns`, scored by `runs`, and
@@ -432,14 +430,7 @@ fn ctrl_c_once_ends_a_wait_out_of_the_reviewers_outage() {
     // Ctrl-C ends the wait at once, the unreviewed candidate is aborted (never verified) and
     // the run stops, to be resumed. With two workers too.
     for workers in ["1", "2"] {
-        let reviewer = LlmServer::start(
-            vec![Reply::Status(
-                503,
-                Vec::new(),
-                "{\"error\": \"down\"}".into(),
-            )],
-            false,
-        );
+        let reviewer = answering(503, "{\"error\": \"down\"}");
         let runs = RunCounter::new();
         let r = reviewed_by(
             &reviewer,
