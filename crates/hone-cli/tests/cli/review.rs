@@ -442,9 +442,18 @@ fn ctrl_c_once_ends_a_wait_out_of_the_reviewers_outage() {
                 ("agent", "outage_wait", "\"1h\""),
             ],
         );
-        let mut child = spawn_hone_in(&r.dir, &["run"], Stdio::null(), Stdio::piped());
+        let mut child = spawn_hone_in(&r.dir, &["run"], Stdio::null(), Stdio::null());
+        let asked = Instant::now();
         while reviewer.requests().is_empty() {
-            std::thread::yield_now();
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "{workers}: hone ended before it asked the reviewer"
+            );
+            assert!(
+                asked.elapsed() < Duration::from_secs(120),
+                "{workers}: the reviewer was never asked"
+            );
+            std::thread::sleep(Duration::from_millis(5));
         }
         // SAFETY: signalling the process group of our own child.
         unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };

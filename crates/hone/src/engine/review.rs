@@ -277,6 +277,11 @@ impl Verifier {
                         ),
                     );
                     if !crate::util::pause(wait, &|| cancel() || stopping()) {
+                        // Killed (a second Ctrl-C, the coordinator's error): the caller's
+                        // cancel check aborts the candidate, as for any cancelled review.
+                        if cancel() {
+                            break Err(crate::review::ReviewError::Cancelled);
+                        }
                         let stop = Stop::resumable(
                             "interrupted by the user while the reviewer's server was unavailable (run `hone run` to resume)",
                         );
