@@ -425,6 +425,43 @@ fn a_reviewers_outage_is_waited_out_on_the_same_candidate() {
 }
 
 #[test]
+fn a_wait_out_of_the_reviewers_outage_ends_when_max_time_runs_out() {
+    // The reviewer's server stays down and the wait before asking again is an hour, but
+    // max_time is 15 s: the wait is cut there, the unreviewed candidate is aborted (never
+    // verified) and the run stops on max_time, with no error. With two workers too.
+    for workers in ["1", "2"] {
+        let reviewer = answering(503, "{\"error\": \"down\"}");
+        let runs = RunCounter::new();
+        let r = reviewed_by(
+            &reviewer,
+            &runs,
+            &[4, 3],
+            &[
+                ("stop", "max_experiments", "3"),
+                ("stop", "max_time", "\"15s\""),
+                ("exec", "workers", workers),
+                ("agent", "outage_wait", "\"1h\""),
+            ],
+        );
+        let out = ok(run_bounded(&r.dir, &["run"]).unwrap());
+        assert_says(&out, "reached max_time");
+        let log = r.log();
+        assert_eq!(log[0]["status"], "baseline", "{workers}");
+        assert!(
+            log[1..].iter().all(|e| e["status"] == "aborted"),
+            "{workers}: {log:?}"
+        );
+        assert_reason(&log[1], "while the reviewer's server was unavailable");
+        assert!(!reviewer.requests().is_empty(), "{workers}: never asked");
+        assert_eq!(
+            runs.runs(),
+            1,
+            "{workers}: the unreviewed candidate never ran"
+        );
+    }
+}
+
+#[test]
 fn ctrl_c_once_ends_a_wait_out_of_the_reviewers_outage() {
     // The reviewer's server stays down and the wait before asking again is an hour: one
     // Ctrl-C ends the wait at once, the unreviewed candidate is aborted (never verified) and

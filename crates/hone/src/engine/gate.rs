@@ -134,6 +134,7 @@ impl Engine<'_> {
             store: &self.store,
             run_id: self.run.id,
             stopping: &stopping,
+            time_up: self.time_up(),
         };
         let gate =
             self.verifier

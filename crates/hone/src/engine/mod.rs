@@ -48,6 +48,7 @@ mod gate;
 mod history;
 mod narrowing;
 mod notices;
+mod outage;
 mod parallel;
 mod progress;
 mod proposal;
@@ -148,7 +149,7 @@ struct Engine<'a> {
     ledger: Option<std::sync::Arc<propose::Ledger>>,
     /// Since when the proposer's model server has been unavailable, and how many proposals
     /// in a row found it so (see `proposal.rs`); `None` once one got through.
-    outage: Option<review::Outage>,
+    outage: Option<outage::Outage>,
 }
 
 /// An outcome recorded while the history was lent (see [`Engine::experiment`]).

@@ -9,7 +9,7 @@ use crate::exec;
 use crate::propose::{self, Proposal, ProposeContext, ProposeError};
 use crate::store::{ExperimentRecord, Status};
 
-use super::review::Outage;
+use super::outage::{Next, Outage};
 use super::state::archive_ref;
 use super::verifier::Role;
 use super::{Engine, EngineError, Event, Prepared, Stop};
@@ -203,22 +203,21 @@ impl Engine<'_> {
     /// the stop when the outage has lasted `[agent] outage_limit`.
     fn outage_wait(&mut self) -> (std::time::Duration, Option<Stop>) {
         let agent = &self.verifier.spec.agent;
+        let limits = (agent.outage_wait, agent.outage_limit);
+        let time_up = self.time_up();
         let outage = self.outage.get_or_insert_with(Outage::default);
-        let Some(mut wait) = outage.next_wait(agent.outage_wait, agent.outage_limit) else {
-            return (
+        match outage.next(limits, time_up) {
+            Next::Wait(wait) => (wait, None),
+            // The stop conditions end the run before the next experiment.
+            Next::TimeUp => (std::time::Duration::ZERO, None),
+            Next::OverLimit => (
                 std::time::Duration::ZERO,
                 Some(Stop::failed(format!(
                     "the model's server has been unavailable for {} (see `hone log`); run `hone run` to resume",
                     crate::spec::format_duration(outage.lasted())
                 ))),
-            );
-        };
-        // Never past `max_time`: the stop conditions end the run when the wait is over.
-        if let Some(t) = self.verifier.spec.stop.max_time {
-            let left = (t.as_secs_f64() - self.active_seconds()).max(0.0);
-            wait = wait.min(std::time::Duration::from_secs_f64(left));
+            ),
         }
-        (wait, None)
     }
 
     /// Waits `wait` before the next proposal, or less when the user asks to stop: then the

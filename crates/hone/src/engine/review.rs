@@ -13,6 +13,7 @@ use crate::workspace::{matches_any, BinaryChange};
 
 use crate::store::Store;
 
+use super::outage::{Next, Outage};
 use super::verifier::{Role, Verifier};
 use super::{EngineError, Fs, Stage, Stop};
 
@@ -38,6 +39,9 @@ pub(super) struct ReviewPlace<'p> {
     /// The run is to stop after this experiment (a first Ctrl-C): a wait out of a reviewer's
     /// outage ends, the candidate aborted and the run stopped, to be resumed.
     pub stopping: &'p dyn Fn() -> bool,
+    /// When `[stop] max_time` runs out, if it is set: a wait out of a reviewer's outage
+    /// ends there, the candidate aborted and the run stopped as `max_time` says.
+    pub time_up: Option<std::time::Instant>,
 }
 
 impl Verifier {
@@ -97,7 +101,7 @@ impl Verifier {
             .join("logs")
             .join(format!("{}.review.log", rec.n));
         let Some(template) = r.command else {
-            let gate = self.review_http(rec, meter, (&text, &log_path), (cancel, place.stopping));
+            let gate = self.review_http(rec, meter, (&text, &log_path), cancel, place);
             // What it spent is the experiment's from now on, written at once: a crash before
             // the experiment is decided would otherwise lose it from the run's budget.
             let store = place.store;
@@ -243,15 +247,18 @@ impl Verifier {
 
     /// The HTTP reviewer's verdict on the review prompt `text`. Its spend is added to `rec`
     /// whatever the outcome; its raw answer goes to `log_path`.
-    /// `cancel` ends the call and any wait (a second Ctrl-C); `stopping` (a first Ctrl-C) ends
-    /// a wait out of the server's outage only: the candidate is then aborted, unreviewed.
+    /// `cancel` ends the call and any wait (a second Ctrl-C); the place's `stopping` (a first
+    /// Ctrl-C) and `time_up` end a wait out of the server's outage only: the candidate is
+    /// then aborted, unreviewed.
     fn review_http(
         &self,
         rec: &mut ExperimentRecord,
         meter: &propose::Meter<'_>,
         (text, log_path): (&str, &Path),
-        (cancel, stopping): (&dyn Fn() -> bool, &dyn Fn() -> bool),
+        cancel: &dyn Fn() -> bool,
+        place: &ReviewPlace<'_>,
     ) -> Gate {
+        let stopping = place.stopping;
         let review = &self.spec.review;
         let (Some(kind), Some(llm)) = (review.kind, review.llm.clone()) else {
             return Gate::Pass;
@@ -267,8 +274,9 @@ impl Verifier {
             // The server's outage is no verdict on the candidate: the review is asked again
             // after a wait (doubling, as between proposals), for up to `outage_limit`.
             let agent = &self.spec.agent;
-            match outage.next_wait(agent.outage_wait, agent.outage_limit) {
-                Some(wait) => {
+            let stop = match outage.next((agent.outage_wait, agent.outage_limit), place.time_up)
+            {
+                Next::Wait(wait) => {
                     let _ = std::fs::write(
                         log_path,
                         format!(
@@ -276,38 +284,36 @@ impl Verifier {
                             crate::spec::format_duration(wait)
                         ),
                     );
-                    if !crate::util::pause(wait, &|| cancel() || stopping()) {
-                        // Killed (a second Ctrl-C, the coordinator's error): the caller's
-                        // cancel check aborts the candidate, as for any cancelled review.
-                        if cancel() {
-                            break Err(crate::review::ReviewError::Cancelled);
-                        }
-                        let stop = Stop::resumable(
-                            "interrupted by the user while the reviewer's server was unavailable (run `hone run` to resume)",
-                        );
-                        let after = meter.spent();
-                        rec.cost_usd += after.0 - before.0;
-                        rec.tokens = rec.tokens.saturating_add(after.1.saturating_sub(before.1));
-                        let _ = std::fs::write(log_path, format!("{}\n", stop.reason));
-                        return Gate::Unavailable(stop);
+                    if crate::util::pause(wait, &|| cancel() || stopping()) {
+                        continue;
                     }
+                    // Killed (a second Ctrl-C, the coordinator's error): the caller's
+                    // cancel check aborts the candidate, as for any cancelled review.
+                    if cancel() {
+                        break Err(crate::review::ReviewError::Cancelled);
+                    }
+                    Stop::resumable(
+                        "interrupted by the user while the reviewer's server was unavailable (run `hone run` to resume)",
+                    )
                 }
-                None => {
-                    let stop = Stop::failed(format!(
-                        "the reviewer's server has been unavailable for {} ({m}); run `hone run` to resume",
-                        crate::spec::format_duration(outage.lasted())
-                    ));
-                    let after = meter.spent();
-                    rec.cost_usd += after.0 - before.0;
-                    rec.tokens = rec.tokens.saturating_add(after.1.saturating_sub(before.1));
-                    let _ = std::fs::write(log_path, format!("{}\n", stop.reason));
-                    return Gate::Unavailable(stop);
-                }
-            }
+                Next::OverLimit => Stop::failed(format!(
+                    "the reviewer's server has been unavailable for {} ({m}); run `hone run` to resume",
+                    crate::spec::format_duration(outage.lasted())
+                )),
+                Next::TimeUp => Stop::done(format!(
+                    "reached max_time ({}) while the reviewer's server was unavailable ({m})",
+                    self.spec
+                        .stop
+                        .max_time
+                        .map(crate::spec::format_duration)
+                        .unwrap_or_default()
+                )),
+            };
+            charge(rec, before, meter.spent());
+            let _ = std::fs::write(log_path, format!("{}\n", stop.reason));
+            return Gate::Unavailable(stop);
         };
-        let after = meter.spent();
-        rec.cost_usd += after.0 - before.0;
-        rec.tokens = rec.tokens.saturating_add(after.1.saturating_sub(before.1));
+        charge(rec, before, meter.spent());
         let logged = match &outcome {
             Ok(v) => format!("{v:?}\n"),
             Err(e) => format!("{e:?}\n"),
@@ -337,36 +343,10 @@ impl Verifier {
     }
 }
 
-/// An outage of a model's server as it is waited out: since when, and how many waits so far.
-#[derive(Default)]
-pub(super) struct Outage {
-    since: Option<std::time::Instant>,
-    waits: u32,
-}
-
-/// The longest wait while a model's server is unavailable (the first is `[agent]
-/// outage_wait`, each after it double the last).
-const OUTAGE_WAIT_MAX: Duration = Duration::from_secs(600);
-
-impl Outage {
-    /// The wait after one more call found the server unavailable (`first`, doubling, at most
-    /// ten minutes or `first`), or `None` once the outage has lasted `limit`.
-    pub(super) fn next_wait(&mut self, first: Duration, limit: Duration) -> Option<Duration> {
-        let since = *self.since.get_or_insert_with(std::time::Instant::now);
-        if since.elapsed() >= limit {
-            return None;
-        }
-        let wait = first
-            .saturating_mul(1 << self.waits.min(10))
-            .min(OUTAGE_WAIT_MAX.max(first));
-        self.waits += 1;
-        Some(wait)
-    }
-
-    /// How long the outage has lasted.
-    pub(super) fn lasted(&self) -> Duration {
-        self.since.map(|s| s.elapsed()).unwrap_or_default()
-    }
+/// Adds what the meter counted between `before` and `after` (dollars, tokens) to `rec`.
+fn charge(rec: &mut ExperimentRecord, before: (f64, u64), after: (f64, u64)) {
+    rec.cost_usd += after.0 - before.0;
+    rec.tokens = rec.tokens.saturating_add(after.1.saturating_sub(before.1));
 }
 
 /// The reviewer command of one review: its template, time limit, prompt and log.

@@ -19,6 +19,14 @@ impl Engine<'_> {
             + self.dropped.counted()
     }
 
+    /// When `max_time` runs out (the loop's active time, counted across sessions), if it
+    /// is set: the waits out of a model's outage end there.
+    pub(super) fn time_up(&self) -> Option<std::time::Instant> {
+        let t = self.verifier.spec.stop.max_time?;
+        let left = (t.as_secs_f64() - self.active_seconds()).max(0.0);
+        Some(std::time::Instant::now() + std::time::Duration::from_secs_f64(left))
+    }
+
     /// Why the loop should stop before the next experiment, if it should.
     pub(super) fn stop_condition(&self, exps: &[ExperimentRecord]) -> Option<Stop> {
         let spec = &self.verifier.spec;

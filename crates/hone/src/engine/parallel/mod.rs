@@ -173,6 +173,8 @@ impl Engine<'_> {
         let (tx, rx) = mpsc::channel::<Msg>();
         let interrupt: &Interrupt = self.interrupt;
         let run_id = self.run.id;
+        // The loop's active time runs with the clock while the slots work.
+        let time_up = self.time_up();
         let result = std::thread::scope(|s| {
             let spawn = |work: Work| {
                 let tx = tx.clone();
@@ -188,6 +190,7 @@ impl Engine<'_> {
                         best_commit,
                         cancel: &cancel,
                         stopping: &stopping,
+                        time_up,
                     };
                     slot::run(work, &shared, &tx);
                 });

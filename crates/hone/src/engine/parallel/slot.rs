@@ -79,6 +79,8 @@ pub(super) struct Shared<'s> {
     pub cancel: &'s dyn Fn() -> bool,
     /// The run is to stop after the experiments in flight (a first Ctrl-C).
     pub stopping: &'s dyn Fn() -> bool,
+    /// When `[stop] max_time` runs out, if it is set.
+    pub time_up: Option<std::time::Instant>,
 }
 
 /// A slot's thread: checks `work`'s candidate ([`Work::check`]), gets the slot's worktree
@@ -184,6 +186,7 @@ impl Work {
             store: &store,
             run_id: shared.run_id,
             stopping: shared.stopping,
+            time_up: shared.time_up,
         };
         let gate = v.review(
             &place,
