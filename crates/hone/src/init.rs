@@ -10,6 +10,8 @@ use std::path::Path;
 use crate::propose::knobs::{self, Domain, Knob, KnobValue};
 use crate::verify::Direction;
 
+pub mod progress;
+
 /// Metric names (or `_<name>` endings) that are better when larger.
 const MAXIMIZED: &[&str] = &[
     "acc",
@@ -82,6 +84,8 @@ pub struct Analysis {
     pub command: Choice<String>,
     /// Seconds.
     pub timeout: Choice<u64>,
+    /// The `[verify] progress` the script's step prints suggest, if any.
+    pub progress: Option<progress::Progress>,
 }
 
 /// The training script: `train.py` (at the top or anywhere), else `main.py`, else the one
@@ -351,6 +355,9 @@ pub fn analyze(root: &Path, files: &[String], read: &dyn Fn(&str) -> Option<Stri
             guessed: true,
         },
     };
+    let progress = script
+        .as_deref()
+        .and_then(|s| read(s).and_then(|t| progress::find(s, &t)));
     Analysis {
         script,
         evaluators,
@@ -358,6 +365,7 @@ pub fn analyze(root: &Path, files: &[String], read: &dyn Fn(&str) -> Option<Stri
         direction,
         command,
         timeout,
+        progress,
     }
 }
 
@@ -396,6 +404,8 @@ pub struct Draft {
     /// Constants that are not knobs, with why: fixed knobs of the editable files, and the
     /// constants of a protected evaluator.
     pub not_knobs: Vec<(String, String)>,
+    /// The suggested `[verify] progress`, if the script prints its steps.
+    pub progress: Option<progress::Progress>,
 }
 
 /// The draft for `analysis`, the knobs found in the files it would make editable, and the
@@ -471,6 +481,7 @@ pub fn draft(
         metric,
         direction,
         not_knobs,
+        progress: analysis.progress.clone(),
     }
 }
 
@@ -615,9 +626,11 @@ metric    = {metric:?}
 # {direction_why}{direction_check}
 direction = "{direction}"
 min_delta = 0.0                # the smallest improvement worth keeping
-
+{progress}
 [agent]
-kind = "knobs"                 # the built-in optimizer; or "command"
+# The built-in optimizer. Or a coding agent, e.g. "claude", "codex", "openai" (any
+# OpenAI-compatible server) or "command" (README, `[agent]`).
+kind = "knobs"
 
 [stop]
 max_experiments = 100
@@ -639,7 +652,24 @@ patience = 30
         direction_why = d.direction.why,
         direction_check = check(d.direction.guessed),
         direction = d.direction.value.as_str(),
+        progress = progress_text(d.progress.as_ref()),
     )
+}
+
+/// The `progress` lines of hone.toml's `[verify]` (a commented `prune` with them), or
+/// nothing when the script prints no steps (or the regex would not fit a TOML literal).
+fn progress_text(p: Option<&progress::Progress>) -> String {
+    match p {
+        Some(p) if !p.regex.contains(['\'', '\n']) => format!(
+            "# {at} prints a step and `{name}` as it trains: each run's curve is recorded\n\
+             progress  = '{regex}'\n\
+             # prune   = \"median\"           # stop runs clearly worse than the finished ones at the same step (README: `prune`)\n",
+            at = p.at,
+            name = p.name,
+            regex = p.regex,
+        ),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]

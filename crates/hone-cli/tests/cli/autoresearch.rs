@@ -84,7 +84,9 @@ loss += 0.3 * (ADAM_BETAS[0] - 0.85) ** 2 + 0.3 * (ADAM_BETAS[1] - 0.97) ** 2
 loss += 0.002 * (DEPTH - 10) ** 2 + 0.01 * math.log2(TOTAL_BATCH_SIZE / 2**19) ** 2
 loss += 0.001 * math.log2(model_dim / 512) ** 2 + 0.001 * grad_accum_steps
 val_bpb = evaluate_bpb(loss * math.log(2))
-
+for step in range(3):
+    print(f"\rstep {step:05d} ({100 * (step + 1) / 3:.1f}%) | loss: {loss * (3 - step):.6f} | dt: 1ms", end="", flush=True)
+print()
 print("---")
 print(f"val_bpb:          {val_bpb:.6f}")
 print(f"training_seconds: {TIME_BUDGET + 0.1:.1f}")
@@ -172,7 +174,10 @@ fn init_writes_the_safe_spec_for_an_autoresearch_repository_and_keeps_program_md
     for why in [
         "TIME_BUDGET (prepare.py:5) is 300 s",
         "uv.lock: the project runs with uv",
-        "train.py:55 prints `val_bpb: <number>`",
+        "train.py:57 prints `val_bpb: <number>`",
+        // The progress line autoresearch prints each step, read as the run's curve.
+        "# train.py:54 prints a step and `loss` as it trains",
+        "progress  = 'step (?P<step>\\d+) \\(.*?%\\) \\| loss: (?P<value>[0-9.eE+-]+)'",
         "#   H100_BF16_PEAK_FLOPS (train.py:26): only printed",
         "#   TIME_BUDGET (prepare.py): defined by the protected evaluator",
         "#   MAX_SHARD (prepare.py): defined by the protected evaluator",
@@ -324,14 +329,14 @@ fn init_check_runs_the_baseline_once_and_reports_the_metric() {
     assert!(t.contains("check: val_bpb = 0.7176"), "{t}");
     // On the hone.toml that exists (here edited to a wrong metric): checked, not rewritten.
     edit_spec(&dir, |s| {
-        s.replace("metric    = \"val_bpb\"", "metric    = \"loss\"")
+        s.replace("metric    = \"val_bpb\"", "metric    = \"val_loss\"")
     });
     let wrong = init(&["init", "--check"]);
     let t = text(&wrong);
     assert_eq!(wrong.status.code(), Some(1), "{t}");
-    assert!(t.contains("printed no `loss: <number>`"), "{t}");
+    assert!(t.contains("printed no `val_loss: <number>`"), "{t}");
     assert!(t.contains("depth:"), "the last lines are shown: {t}");
     assert!(std::fs::read_to_string(dir.join("hone.toml"))
         .unwrap()
-        .contains("\"loss\""));
+        .contains("\"val_loss\""));
 }

@@ -151,3 +151,35 @@ fn the_spec_explains_each_choice() {
         assert!(text.contains(expected), "{expected:?} in:\n{text}");
     }
 }
+
+#[test]
+fn a_script_that_prints_its_steps_gets_progress_in_its_spec() {
+    let train = "for step in range(100):\n    \
+                 print(f\"\\rstep {step:05d} ({pct:.1f}%) | loss: {smooth:.6f} | dt: {dt:.0f}ms\", end=\"\")\n\
+                 print(f\"val_bpb: {v:.6f}\")\n";
+    let a = analyzed(&[("train.py", train)]);
+    let d = draft(&a, &[], &["train.py".into()], vec![], None, None);
+    let text = spec_text(&d);
+    assert!(
+        text.contains("# train.py:2 prints a step and `loss` as it trains"),
+        "{text}"
+    );
+    let spec: toml_edit::DocumentMut = text.parse().unwrap();
+    let progress = spec["verify"]["progress"]
+        .as_str()
+        .expect("progress is set");
+    assert!(
+        spec["verify"].get("prune").is_none(),
+        "prune is only suggested"
+    );
+    // hone's own reader takes it, and reads the line the script prints.
+    let read = crate::verify::prune::Progress::compile(progress).unwrap();
+    assert_eq!(
+        read.read("step 00042 (4.2%) | loss: 3.250000 | dt: 310ms"),
+        Some((42.0, 3.25))
+    );
+    // A script without step prints gets none.
+    let a = analyzed(&[("train.py", TRAIN)]);
+    let d = draft(&a, &[], &["train.py".into()], vec![], None, None);
+    assert!(!spec_text(&d).contains("progress"));
+}
