@@ -349,22 +349,7 @@ pub fn status(
         out!("  in flight: {}", running.join("; "));
     }
     if let Some(max) = spec.max_experiments {
-        // Aborted experiments (an outage, an interruption) are not counted by the budget, and
-        // running ones only once they finish (a cut-off one becomes aborted on resume).
-        let of = |st: Status| s.counts.get(st.as_str()).copied().unwrap_or(0);
-        let aborted = of(Status::Aborted);
-        let counted = s
-            .experiments
-            .saturating_sub(aborted)
-            .saturating_sub(of(Status::Running));
-        let not_counted = match aborted {
-            0 => String::new(),
-            a => format!("; {a} aborted not counted"),
-        };
-        out!(
-            "  budget: experiments {counted}/{max} ({} left{not_counted})",
-            max.saturating_sub(counted)
-        );
+        out!("  budget: {}", experiments_budget(s, max));
     }
     let used = format_duration(std::time::Duration::from_secs_f64(s.active_seconds));
     match spec.max_time_s {
@@ -385,6 +370,33 @@ pub fn status(
     if let Some(r) = &s.stop_reason {
         out!("  stopped: {r}");
     }
+}
+
+/// `experiments 3/10 (7 left)`: what counts towards `max_experiments`. Aborted experiments
+/// (an outage, an interruption) and baselines that failed before the one that ran are not
+/// counted, and running ones only once they finish (a cut-off one becomes aborted on
+/// resume).
+fn experiments_budget(s: &Summary, max: u64) -> String {
+    let of = |st: Status| s.counts.get(st.as_str()).copied().unwrap_or(0);
+    let aborted = of(Status::Aborted);
+    let counted = s
+        .experiments
+        .saturating_sub(aborted)
+        .saturating_sub(of(Status::Running))
+        .saturating_sub(s.failed_baselines);
+    let mut not_counted = String::new();
+    if aborted > 0 {
+        not_counted.push_str(&format!("; {aborted} aborted not counted"));
+    }
+    match s.failed_baselines {
+        0 => {}
+        1 => not_counted.push_str("; a failed baseline not counted"),
+        f => not_counted.push_str(&format!("; {f} failed baselines not counted")),
+    }
+    format!(
+        "experiments {counted}/{max} ({} left{not_counted})",
+        max.saturating_sub(counted)
+    )
 }
 
 /// `hone show N`.

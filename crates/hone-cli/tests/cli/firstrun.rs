@@ -96,8 +96,15 @@ fn a_failed_baseline_then_a_fixed_spec_measures_the_baseline_again() {
     // as a duplicate of the failed one.
     edit_spec(&r.dir, |s| s.replace("python3 -c pass", "cat value.txt"));
     ok(r.hone(&["run"]));
-    // (The scripted agent plays its step for experiment #2: `score: 7`, a discard.)
-    assert_eq!(r.statuses(), ["crash", "baseline", "discard"]);
+    // (The scripted agent plays its steps for experiments #2 and #3: `score: 7`, a discard,
+    // and `score: 3`, a keep.) The failed baseline is not one of the three experiments the
+    // run was given: the baseline that ran and two more are.
+    assert_eq!(r.statuses(), ["crash", "baseline", "discard", "keep"]);
+    let status = text(&r.hone(&["status", "--run", "f"]));
+    assert!(
+        status.contains("experiments 3/3 (0 left; a failed baseline not counted)"),
+        "{status}"
+    );
 }
 
 #[test]
@@ -115,7 +122,7 @@ fn a_wrong_metric_name_fixed_after_the_baseline_failed_resumes_the_run() {
     edit_spec(&r.dir, |s| s.replace("\"scroe\"", "\"score\""));
     let out = ok(r.hone(&["run"]));
     assert_says(&out, "now measures `score`");
-    assert_eq!(r.statuses(), ["crash", "baseline", "discard"]);
+    assert_eq!(r.statuses(), ["crash", "baseline", "discard", "keep"]);
     let status = text(&r.hone(&["status", "--run", "m"]));
     assert!(status.contains("score (minimize)"), "{status}");
 }

@@ -150,6 +150,10 @@ struct Engine<'a> {
     /// Since when the proposer's model server has been unavailable, and how many proposals
     /// in a row found it so (see `proposal.rs`); `None` once one got through.
     outage: Option<outage::Outage>,
+    /// The baselines that failed before this session (see
+    /// [`Store::failed_baselines`](crate::store::Store::failed_baselines)): not counted by
+    /// `max_experiments`.
+    failed_baselines: u64,
 }
 
 /// An outcome recorded while the history was lent (see [`Engine::experiment`]).

@@ -159,22 +159,30 @@ impl<'a> Engine<'a> {
             slot_ready: None,
             outage: None,
             ledger: None,
+            failed_baselines: 0,
         };
         engine.user_worktrees = super::foreign::worktrees(&engine.verifier.git);
         let key = engine.run_key();
         engine.verifier.start(key)?;
         engine.contain(&mut said)?;
         engine.announce(resumed, said)?;
+        engine.settle(resumed)?;
+        Ok(engine)
+    }
+
+    /// Repairs what a crash left (a resumed run), reads what the loop keeps of the run's
+    /// records (the crash narrowings, the failed baselines) and marks the run running.
+    fn settle(&mut self, resumed: bool) -> Result<(), EngineError> {
         if resumed {
             // Recovery may rewrite statuses the narrowing log covers: none until rebuilt.
-            engine.store.forget_narrowing_log(engine.run.id)?;
-            engine.recover()?;
+            self.store.forget_narrowing_log(self.run.id)?;
+            self.recover()?;
         }
-        engine.narrowing = super::narrowing::NarrowingLog::rebuild(&engine.store, engine.run.id)?;
-        engine
-            .store
-            .set_run_state(engine.run.id, RunState::Running, None)?;
-        Ok(engine)
+        self.narrowing = super::narrowing::NarrowingLog::rebuild(&self.store, self.run.id)?;
+        self.failed_baselines = self.store.failed_baselines(self.run.id)?;
+        self.store
+            .set_run_state(self.run.id, RunState::Running, None)?;
+        Ok(())
     }
 
     /// Probes bubblewrap when `[sandbox]` asks for it.

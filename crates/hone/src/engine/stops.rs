@@ -10,13 +10,15 @@ use super::{Engine, Stop};
 
 impl Engine<'_> {
     /// How many experiments count towards `max_experiments`: the finished ones but the
-    /// aborted (an outage of the model's server, an interruption). Those in flight are
-    /// counted by the caller.
+    /// aborted (an outage of the model's server, an interruption) and the baselines that
+    /// failed before the one that ran. Those in flight are counted by the caller.
     pub(super) fn counted(&self, exps: &[ExperimentRecord]) -> u64 {
-        exps.iter()
+        (exps
+            .iter()
             .filter(|e| !matches!(e.status(), Status::Aborted | Status::Running))
             .count() as u64
-            + self.dropped.counted()
+            + self.dropped.counted())
+        .saturating_sub(self.failed_baselines)
     }
 
     /// When `max_time` runs out (the loop's active time, counted across sessions), if it

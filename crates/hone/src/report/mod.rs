@@ -33,6 +33,9 @@ pub struct Summary {
     /// in a minimized metric is negative).
     pub change_pct: Option<f64>,
     pub counts: BTreeMap<String, u64>,
+    /// Baselines that failed before the one that ran (all finished experiments while none
+    /// has): not counted by `max_experiments`.
+    pub failed_baselines: u64,
     /// The sealed holdout of the baseline and of the best, when there is one.
     pub holdout_baseline: Option<f64>,
     pub holdout_best: Option<f64>,
@@ -44,7 +47,15 @@ pub struct Summary {
 /// Summarizes a run from its records.
 pub fn summarize(run: &RunRecord, exps: &[ExperimentRecord]) -> Summary {
     let baseline = exps.iter().find(|e| e.status() == Status::Baseline);
-    summarize_parts(run, baseline, best_experiment(exps), &RunTotals::of(exps))
+    let failed_baselines = exps
+        .iter()
+        .take_while(|e| baseline.map_or(true, |b| e.n < b.n))
+        .filter(|e| !matches!(e.status(), Status::Aborted | Status::Running))
+        .count() as u64;
+    Summary {
+        failed_baselines,
+        ..summarize_parts(run, baseline, best_experiment(exps), &RunTotals::of(exps))
+    }
 }
 
 /// Summarizes a run as its store holds it, without reading every record: the totals from
@@ -54,12 +65,10 @@ pub fn summarize_stored(store: &Store, run: &RunRecord) -> Result<Summary, Store
     let totals = store.run_totals(run.id)?;
     let baseline = store.first_with_status(run.id, Status::Baseline)?;
     let best = store.best_of_run(run.id)?;
-    Ok(summarize_parts(
-        run,
-        baseline.as_ref(),
-        best.as_ref(),
-        &totals,
-    ))
+    Ok(Summary {
+        failed_baselines: store.failed_baselines(run.id)?,
+        ..summarize_parts(run, baseline.as_ref(), best.as_ref(), &totals)
+    })
 }
 
 /// The summary of a run from its baseline (the first), its best (see [`best_experiment`])
@@ -103,6 +112,7 @@ pub fn summarize_parts(
         best_vs_baseline,
         change_pct,
         counts: totals.counts.clone(),
+        failed_baselines: 0,
         holdout_baseline: baseline_rec.and_then(|e| e.holdout),
         holdout_best: best.and_then(|b| b.holdout),
         active_seconds: run.active_seconds,

@@ -159,7 +159,24 @@ impl Store {
     /// counts once it finishes; one a crash cut off becomes `aborted` when the run resumes.
     pub fn counted_experiments(&self, run_id: i64) -> Result<u64, StoreError> {
         let t = self.run_totals(run_id)?;
-        Ok(t.counted())
+        Ok(t.counted().saturating_sub(self.failed_baselines(run_id)?))
+    }
+
+    /// How many of a run's finished experiments are baselines that failed before the one
+    /// that ran (or, with none yet, all of them): `max_experiments` does not count them, as
+    /// `hone run` measures the baseline again after a fix of hone.toml. Read by number: they
+    /// are the first records, and few.
+    pub fn failed_baselines(&self, run_id: i64) -> Result<u64, StoreError> {
+        let Some(baseline) = self.first_with_status(run_id, Status::Baseline)? else {
+            return Ok(self.run_totals(run_id)?.counted());
+        };
+        let mut failed = 0;
+        for n in 0..baseline.n {
+            if let Some(e) = self.experiment(run_id, n)? {
+                failed += u64::from(!matches!(e.status(), Status::Aborted | Status::Running));
+            }
+        }
+        Ok(failed)
     }
 
     /// Whether any experiment of a run has a holdout value, and whether any cost money (the
