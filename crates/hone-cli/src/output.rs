@@ -287,7 +287,8 @@ pub fn summary(s: &Summary) {
         format_duration(std::time::Duration::from_secs_f64(s.verify_seconds))
     );
     if let Some(r) = &s.stop_reason {
-        out!("  stopped: {r}");
+        // A reason may quote a server's or a reviewer's words.
+        out!("  stopped: {}", one_line(r));
     }
 }
 
@@ -368,7 +369,8 @@ pub fn status(
         None => out!("  cost: ${:.2}", s.cost_usd),
     }
     if let Some(r) = &s.stop_reason {
-        out!("  stopped: {r}");
+        // A reason may quote a server's or a reviewer's words.
+        out!("  stopped: {}", one_line(r));
     }
 }
 

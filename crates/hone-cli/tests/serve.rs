@@ -293,19 +293,7 @@ fn api_store() -> (tempfile::TempDir, PathBuf) {
     git(&dir, &["reset", "-q", "--hard", &parent]);
 
     let store = Store::open(&dir.join(".hone/hone.db")).unwrap();
-    let run = store
-        .create_run(
-            "t",
-            "hone/t",
-            &parent,
-            1,
-            AgentKind::Knobs,
-            "loss",
-            Direction::Minimize,
-            "{}",
-            "{}",
-        )
-        .unwrap();
+    let run = store.create_plain_run("t", &parent, "loss").unwrap();
     for n in 0..120 {
         let (status, objective) = synthetic(n);
         store

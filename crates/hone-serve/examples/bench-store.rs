@@ -80,17 +80,7 @@ fn main() -> Result<()> {
     let parent = args.next().unwrap_or_else(|| "0".repeat(40));
     let candidate = args.next();
     let store = Store::open(&StatePaths::new(&dir).db()).context("cannot open the store")?;
-    let run = store.create_run(
-        "bench",
-        "hone/bench",
-        &parent,
-        1,
-        hone::spec::AgentKind::Knobs,
-        "val_bpb",
-        hone::spec::Direction::Minimize,
-        "{}",
-        "{}",
-    )?;
+    let run = store.create_plain_run("bench", &parent, "val_bpb")?;
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut best = 2.5_f64;
     let start = hone::store::now() - n as f64 * 30.0;

@@ -30,19 +30,7 @@ fn experiment(n: u64, status: Status, objective: Option<f64>) -> ExperimentRecor
 fn an_update_after_a_new_experiment_carries_its_row_not_the_page() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join(".hone/hone.db")).unwrap();
-    let run = store
-        .create_run(
-            "t",
-            "hone/t",
-            "abc",
-            1,
-            hone::spec::AgentKind::Knobs,
-            "m",
-            hone::spec::Direction::Minimize,
-            "{}",
-            "{}",
-        )
-        .unwrap();
+    let run = store.create_plain_run("t", "abc", "m").unwrap();
     store
         .put_experiment(run.id, &experiment(0, Status::Baseline, Some(10.0)))
         .unwrap();

@@ -135,19 +135,7 @@ mod tests {
     fn a_closed_pipe_stops_the_reading() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("hone.db")).unwrap();
-        let run = store
-            .create_run(
-                "t",
-                "hone/t",
-                "abc",
-                1,
-                hone::spec::AgentKind::Knobs,
-                "m",
-                hone::verify::Direction::Minimize,
-                "{}",
-                "{}",
-            )
-            .unwrap();
+        let run = store.create_plain_run("t", "abc", "m").unwrap();
         let rows = hone::store::STREAM_PAGE * 3;
         store
             .in_transaction(|s| {

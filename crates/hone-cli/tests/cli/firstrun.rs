@@ -235,3 +235,18 @@ fn installing_hone_does_not_install_the_test_agent() {
         .collect();
     assert_eq!(installed, ["hone"], "{bins:?}");
 }
+
+#[test]
+fn after_a_finished_run_the_next_says_so_before_its_own_header() {
+    let r = Repo::scored(2, KEEPS_SCRIPT);
+    r.run_expect("first", &["baseline", "keep"]);
+    let out = ok(r.hone(&["run"]));
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let note = stdout
+        .find("run first finished (reached max_experiments (2)); starting a new run")
+        .unwrap_or_else(|| panic!("the note: {stdout}"));
+    let header = stdout
+        .find(" on branch ")
+        .unwrap_or_else(|| panic!("the header: {stdout}"));
+    assert!(note < header, "the note comes first:\n{stdout}");
+}

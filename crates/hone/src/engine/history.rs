@@ -395,17 +395,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let store = Store::open(&dir.path().join("hone.db")).expect("the store opens");
         let run = store
-            .create_run(
-                "t",
-                "hone/t",
-                &"b".repeat(40),
-                1,
-                crate::spec::AgentKind::Knobs,
-                "score",
-                crate::spec::Direction::Minimize,
-                "{}",
-                "{}",
-            )
+            .create_plain_run("t", &"b".repeat(40), "score")
             .expect("a run is created");
         let mut live = Vec::new();
         for n in 0..(FULL_WINDOW as u64 + 300) {

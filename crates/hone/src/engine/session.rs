@@ -79,6 +79,9 @@ pub(super) fn run_engine(
 struct Said {
     warnings: Vec<String>,
     notes: Vec<String>,
+    /// Notes about what came before this run (the last run finished), said before its
+    /// header.
+    before: Vec<String>,
 }
 
 impl<'a> Engine<'a> {
@@ -205,7 +208,11 @@ impl<'a> Engine<'a> {
         let Said {
             warnings,
             mut notes,
+            before,
         } = said;
+        for message in before {
+            self.emit(Event::Note { message });
+        }
         let finished = self.store.counted_experiments(self.run.id)?;
         let spec = &self.verifier.spec;
         let started = Event::RunStarted {
@@ -402,7 +409,7 @@ fn find_run(
     };
     if existing.is_none() && opts.tag.is_none() && !opts.new_run {
         if let Some(last) = store.latest_run()? {
-            said.notes.push(format!(
+            said.before.push(format!(
                 "run {} finished ({}); starting a new run from HEAD (`hone run --tag {} --more N` continues it with N more experiments instead)",
                 last.tag,
                 last.stop_reason.as_deref().unwrap_or("stopped"),

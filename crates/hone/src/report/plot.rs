@@ -295,9 +295,9 @@ impl Frame {
 /// Axes, grid, ticks and the axis labels.
 fn svg_axes(svg: &mut String, f: &Frame, metric: &str, minimize: bool) {
     let (lo, hi, n_max, plot_bottom) = (f.lo, f.hi, f.n_max, f.plot_bottom);
+    let (ticks, decimals) = nice_ticks(lo, hi);
     let _ = writeln!(svg, r##"<g stroke="#ccc">"##);
-    for i in 0..=5 {
-        let v = lo + (hi - lo) * (i as f64 / 5.0);
+    for &v in &ticks {
         let yy = f.y(v);
         let _ = writeln!(
             svg,
@@ -306,14 +306,16 @@ fn svg_axes(svg: &mut String, f: &Frame, metric: &str, minimize: bool) {
         );
     }
     let _ = writeln!(svg, "</g>");
-    for i in 0..=5 {
-        let v = lo + (hi - lo) * (i as f64 / 5.0);
+    for &v in &ticks {
+        let label = match decimals {
+            Some(d) => format!("{v:.d$}"),
+            None => crate::report::fmt_metric(Some(v)),
+        };
         let _ = writeln!(
             svg,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{label}</text>"#,
             LEFT - 6.0,
             f.y(v) + 4.0,
-            crate::report::fmt_metric(Some(v))
         );
     }
     let step = ((n_max / 10.0).ceil() as u64).max(1);
@@ -357,6 +359,34 @@ fn best_changes(steps: &[(u64, f64)]) -> Vec<(u64, f64)> {
         }
     }
     out
+}
+
+/// Round values for the value axis between `lo` and `hi`: the multiples of 1, 2 or 5 times
+/// a power of ten that give four to nine of them, and the decimals that print them exactly
+/// (`None`: too large or too small a step for fixed decimals; print them as metrics are).
+fn nice_ticks(lo: f64, hi: f64) -> (Vec<f64>, Option<usize>) {
+    let span = hi - lo;
+    if !(span.is_finite() && span > 0.0) {
+        return (vec![lo, hi], None);
+    }
+    let raw = span / 5.0;
+    let power = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * power)
+        .find(|s| span / s <= 8.0)
+        .unwrap_or(10.0 * power);
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step).floor() as i64;
+    // The span gives at most nine; the bound only guards against rounding.
+    let ticks: Vec<f64> = (first..=last.min(first + 12))
+        .map(|k| k as f64 * step)
+        .collect();
+    let exponent = step.log10().floor();
+    let decimals = (-6.0..=6.0)
+        .contains(&exponent)
+        .then(|| (-exponent).max(0.0) as usize);
+    (ticks, decimals)
 }
 
 /// The running best, as a step line.
@@ -427,7 +457,13 @@ fn svg_points<P: Plotted>(svg: &mut String, f: &Frame, measured: &[&P], labelled
         };
         let at = (f.x(e.n()), f.y(v));
         let text = short(e.description(), TITLE_CHARS);
-        push_point(svg, at, "3", (e.n(), v), &text);
+        if (f.lo..=f.hi).contains(&v) {
+            push_point(svg, at, "3", (e.n(), v), &text);
+        } else {
+            // Beyond the range shown: a hollow mark on its edge, not a value drawn there.
+            let r = r##"3" class="offscale" fill="white" stroke="#757575"##;
+            push_point(svg, at, r, (e.n(), v), &format!("(off the scale) {text}"));
+        }
     }
     if !discards.is_empty() {
         svg.push_str("</g>\n");
@@ -458,7 +494,8 @@ fn svg_points<P: Plotted>(svg: &mut String, f: &Frame, measured: &[&P], labelled
 }
 
 /// One point: a circle of radius `r` at `(x, y)`, titled `#n value: text` (`text` escaped
-/// here); its colour is its group's. Written piece by piece: a long run's plot has thousands.
+/// here); its colour is its group's (`r` may carry more attributes after its closing quote:
+/// `3" fill="white`). Written piece by piece: a long run's plot has thousands.
 fn push_point(svg: &mut String, (x, y): (f64, f64), r: &str, (n, v): (u64, f64), text: &str) {
     svg.push_str("<circle cx=\"");
     push_fixed(svg, x, 1);

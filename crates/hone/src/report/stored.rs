@@ -130,28 +130,14 @@ pub fn report(
 mod tests {
     use super::*;
     use crate::report::summarize;
-    use crate::spec::AgentKind;
     use crate::store::{ExperimentRecord, Status};
-    use crate::verify::Direction;
 
     /// A run of 40: the baseline, a keep every seventh, a discard the holdout gate turned
     /// away (a holdout value on a discard), crashes; the baseline's and the keeps' holdouts.
     fn stored_run() -> (tempfile::TempDir, Store, RunRecord) {
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open(&dir.path().join("hone.db")).unwrap();
-        let run = s
-            .create_run(
-                "r",
-                "hone/r",
-                "abc",
-                7,
-                AgentKind::Knobs,
-                "loss",
-                Direction::Minimize,
-                "{}",
-                "{}",
-            )
-            .unwrap();
+        let run = s.create_plain_run("r", "abc", "loss").unwrap();
         s.in_transaction(|s| {
             for n in 0..40u64 {
                 let status = match n {

@@ -23,6 +23,28 @@ pub struct RunChangeMark {
 }
 
 impl Store {
+    /// A run of the built-in optimizer on the branch `hone/<tag>`, minimizing `metric`, with
+    /// seed 1 and nothing sealed or recorded of its spec: what tests, benchmarks and
+    /// examples fill with experiments of their own.
+    pub fn create_plain_run(
+        &self,
+        tag: &str,
+        base_commit: &str,
+        metric: &str,
+    ) -> Result<RunRecord, StoreError> {
+        self.create_run(
+            tag,
+            &format!("hone/{tag}"),
+            base_commit,
+            1,
+            AgentKind::Knobs,
+            metric,
+            Direction::Minimize,
+            "{}",
+            "{}",
+        )
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn create_run(
         &self,

@@ -249,3 +249,46 @@ fn the_texts_it_shows_are_all_a_caller_needs_to_read() {
 }
 
 mod from_store;
+
+#[test]
+fn value_ticks_are_round_numbers_in_the_range() {
+    let (ticks, decimals) = nice_ticks(2.3741, 2.6093);
+    assert_eq!(decimals, Some(2));
+    assert_eq!(ticks.len(), 5, "{ticks:?}");
+    for t in &ticks {
+        assert!((2.3741..=2.6093).contains(t), "{t}");
+        assert!(
+            ((t * 100.0).round() - t * 100.0).abs() < 1e-9,
+            "{t} is a hundredth"
+        );
+    }
+    assert_eq!(
+        nice_ticks(0.0, 100.0),
+        (vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0], Some(0))
+    );
+    let (ticks, decimals) = nice_ticks(-1.7e308, 1.7e308);
+    assert_eq!(decimals, None, "no fixed decimals for {ticks:?}");
+    assert!(ticks.iter().all(|t| t.is_finite()));
+}
+
+#[test]
+fn a_discard_beyond_the_range_is_a_hollow_mark_that_says_so() {
+    // The range follows the improvement (3 -> 2): the discard at 10 is far above it.
+    let exps = vec![
+        exp(0, Status::Baseline, Some(3.0)),
+        exp(1, Status::Discard, Some(10.0)),
+        exp(2, Status::Keep, Some(2.0)),
+        exp(3, Status::Discard, Some(2.9)),
+    ];
+    let svg = progress_svg(&exps, "score", true, "t");
+    assert_eq!(marks(&svg, "discards\""), 2, "both are drawn:\n{svg}");
+    let off: Vec<&str> = svg.lines().filter(|l| l.contains("offscale")).collect();
+    assert_eq!(off.len(), 1, "{svg}");
+    assert!(
+        off[0].contains("<title>#1 10") && off[0].contains("(off the scale)"),
+        "{}",
+        off[0]
+    );
+    // The labels of the value axis are round: 2.0, 2.2, ... printed with one decimal.
+    assert!(svg.contains(r#"text-anchor="end">2.2</text>"#), "{svg}");
+}

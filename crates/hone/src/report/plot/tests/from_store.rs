@@ -3,10 +3,8 @@
 
 use super::*;
 use crate::report::curves;
-use crate::spec::AgentKind;
 use crate::store::tests::PgServer;
 use crate::store::{Store, StoreLocation};
-use crate::verify::Direction;
 
 /// A run of `len` experiments: a discard first, the baseline second, a keep every 97th, crashes,
 /// timeouts, pruned and invalid ones, ties in value, the last two crashes in one column (so
@@ -57,19 +55,7 @@ fn records(len: u64) -> Vec<ExperimentRecord> {
 /// Writes `exps` as run `tag` and checks that the picked experiments draw the very same plot
 /// (and learning-curve picks) as every record, bounded in number.
 fn same_plot(s: &Store, tag: &str, exps: &[ExperimentRecord]) {
-    let run = s
-        .create_run(
-            tag,
-            &format!("hone/{tag}"),
-            "abc",
-            7,
-            AgentKind::Knobs,
-            "m",
-            Direction::Minimize,
-            "{}",
-            "{}",
-        )
-        .unwrap();
+    let run = s.create_plain_run(tag, "abc", "m").unwrap();
     s.in_transaction(|s| {
         for e in exps {
             s.put_experiment(run.id, e)?;
