@@ -141,10 +141,44 @@ fn a_champion_whose_retest_fails_is_a_crash_and_the_branch_goes_back() {
     );
 }
 
+#[test]
+fn with_two_workers_a_champion_whose_retest_fails_is_a_crash_and_the_branch_goes_back() {
+    // As above, with experiments verified two at a time: the failed re-test makes #1 a
+    // crash, and no keep of the run is built on it.
+    let dodge = "c=$(git rev-parse --git-common-dir)/ran; if grep -q dodge value.txt; then if [ -f $c ]; then exit 1; fi; touch $c; fi; grep score value.txt";
+    let r = retest_repo_with(
+        dodge,
+        "write\tvalue.txt\tscore: 3\\ndodge\\n\n---\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 4.5\\n\n",
+        4,
+        "[exec]\nworkers = 2\n",
+    );
+    let out = ok(r.hone(&["run", "--tag", "t"]));
+    let said = text(&out);
+    assert!(said.contains("re-test of the champion #1 failed"), "{said}");
+    let log = r.log();
+    assert_eq!(log[1]["status"], "crash", "{said}");
+    assert_reason(&log[1], "then its re-test failed");
+    assert!(
+        log[2..].iter().any(|e| e["status"] == "keep"),
+        "a later candidate is kept: {log:?}"
+    );
+    let on_it = std::process::Command::new("git")
+        .args(["merge-base", "--is-ancestor", "refs/hone/t/1", "hone/t"])
+        .current_dir(&r.dir)
+        .status()
+        .unwrap();
+    assert!(!on_it.success(), "the branch still holds #1: {said}");
+}
+
 /// A repository whose champion is re-tested after every keep (`retest_every = 1`), with
 /// `verify`, the agent's `script` and `max` experiments.
 fn retest_repo(verify: &str, script: &str, max: u32) -> Repo {
-    let verify = verify.to_string();
+    retest_repo_with(verify, script, max, "")
+}
+
+/// [`retest_repo`] with more of hone.toml (`tail`: whole sections).
+fn retest_repo_with(verify: &str, script: &str, max: u32, tail: &str) -> Repo {
+    let (verify, tail) = (verify.to_string(), tail.to_string());
     Repo::builder()
         .file("value.txt", "score: 5\n")
         .script(script)
@@ -152,6 +186,7 @@ fn retest_repo(verify: &str, script: &str, max: u32) -> Repo {
             Spec::standard(&verify, agent)
                 .after("verify", "metric", "retest_every = 1")
                 .tail(&format!("[stop]\nmax_experiments = {max}\n"))
+                .tail(&tail)
         })
         .create()
 }
