@@ -27,9 +27,14 @@ pub(super) enum Next {
 /// outage_wait`, each after it double the last).
 const OUTAGE_WAIT_MAX: Duration = Duration::from_secs(600);
 
+/// The shortest: `outage_wait = "0s"` must not turn an unreachable server into a loop that
+/// writes an `aborted` record as fast as it can for all of `outage_limit`.
+const OUTAGE_WAIT_MIN: Duration = Duration::from_secs(1);
+
 impl Outage {
     /// The wait after one more call found the server unavailable (`first`, the `[agent]
-    /// outage_wait`, doubling, at most ten minutes or `first`), cut to what is left before
+    /// outage_wait`, doubling, at most ten minutes or `first`, at least a second), cut to
+    /// what is left before
     /// `time_up` (when `max_time` runs out, if it is set); `limit` is `[agent] outage_limit`.
     pub(super) fn next(
         &mut self,
@@ -47,7 +52,8 @@ impl Outage {
         }
         let wait = first
             .saturating_mul(1 << self.waits.min(10))
-            .min(OUTAGE_WAIT_MAX.max(first));
+            .min(OUTAGE_WAIT_MAX.max(first))
+            .max(OUTAGE_WAIT_MIN);
         self.waits += 1;
         Next::Wait(left.map_or(wait, |l| wait.min(l)))
     }
