@@ -22,9 +22,40 @@ const MAXIMIZED: &[&str] = &[
     "throughput",
     "tps",
     "qps",
+    "fps",
     "bleu",
+    "rouge",
     "precision",
     "recall",
+    "score",
+    "r2",
+    "map",
+    "iou",
+    "miou",
+    "ndcg",
+    "mrr",
+];
+
+/// Metric names (or `_<name>` endings) that are better when smaller.
+const MINIMIZED: &[&str] = &[
+    "loss",
+    "bpb",
+    "bpc",
+    "error",
+    "err",
+    "perplexity",
+    "ppl",
+    "rmse",
+    "mse",
+    "mae",
+    "nll",
+    "wer",
+    "cer",
+    "regret",
+    "latency",
+    "time",
+    "seconds",
+    "ms",
 ];
 
 /// Module names that are an evaluator whatever they hold.
@@ -40,16 +71,33 @@ const EVALUATOR_NAMES: &[&str] = &[
 /// Seconds added to twice the script's time budget: start-up, compilation and the evaluation.
 pub const TIMEOUT_MARGIN_SECS: u64 = 120;
 
-/// `maximize` for metrics named like accuracy or throughput, else `minimize`.
+/// `maximize` for metrics named like accuracy, a score or a rate (`tokens_per_sec`), else
+/// `minimize` (see [`known_direction`]).
 pub fn direction_of(metric: &str) -> Direction {
+    match known_direction(metric) {
+        Some(d) => d,
+        None => Direction::Minimize,
+    }
+}
+
+/// The direction a metric's name says, if it says one: its last word decides
+/// (`val_accuracy` maximize, `val_loss` minimize), or a rate (`tokens_per_sec`, `tok/s`).
+fn known_direction(metric: &str) -> Option<Direction> {
     let lower = metric.to_ascii_lowercase();
-    if MAXIMIZED
+    let ends = |w: &&str| {
+        lower == *w || lower.ends_with(&format!("_{w}")) || lower.ends_with(&format!("/{w}"))
+    };
+    let rate = ["per_sec", "per_second", "per_s"]
         .iter()
-        .any(|w| lower == *w || lower.ends_with(&format!("_{w}")))
-    {
-        Direction::Maximize
+        .any(|r| lower.ends_with(r))
+        || lower.ends_with("/sec")
+        || lower.ends_with("/s");
+    if rate || MAXIMIZED.iter().any(ends) {
+        Some(Direction::Maximize)
+    } else if MINIMIZED.iter().any(ends) {
+        Some(Direction::Minimize)
     } else {
-        Direction::Minimize
+        None
     }
 }
 
@@ -198,41 +246,96 @@ fn find_evaluators(
 }
 
 /// The names `text` prints as `name: value` (`print(f"val_bpb: {x:.6f}")`,
-/// `print("loss:", loss)`, `print("acc: %.3f" % acc)`), with their 1-based lines, in order.
+/// `print("loss:", loss)`, `print("acc: %.3f" % acc)`), with their 1-based lines, in order;
+/// a literal word for the value (`print("loss: nan")`, an error path) is no metric.
 pub fn printed_names(text: &str) -> Vec<(String, usize)> {
-    let mut out: Vec<(String, usize)> = Vec::new();
+    printed(text)
+        .into_iter()
+        .map(|p| (p.name, p.line))
+        .collect()
+}
+
+/// A `name: value` print of the script: its name, 1-based line and indentation.
+struct Printed {
+    name: String,
+    line: usize,
+    indent: usize,
+}
+
+fn printed(text: &str) -> Vec<Printed> {
+    let mut out: Vec<Printed> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let Some((_, name, after)) = knobs::infer::print_label(line) else {
             continue;
         };
         let named = !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit());
-        if named && after.starts_with(':') && !out.iter().any(|(n, _)| n == name) {
-            out.push((name.to_string(), i + 1));
+        let Some(value) = after.strip_prefix(':') else {
+            continue;
+        };
+        let literal_word = value
+            .trim_start()
+            .starts_with(|c: char| c.is_ascii_alphabetic());
+        if named && !literal_word && !out.iter().any(|p| p.name == name) {
+            out.push(Printed {
+                name: name.to_string(),
+                line: i + 1,
+                indent: line.len() - line.trim_start().len(),
+            });
         }
     }
     out
 }
 
-/// The script's metric: the first printed name with a metric word in it (`val_bpb`), else the
-/// first printed name.
+/// Prefixes of a name that mark a held-out evaluation (`val_loss`, `test_acc`).
+const EVALUATED: &[&str] = &[
+    "val",
+    "valid",
+    "validation",
+    "test",
+    "eval",
+    "dev",
+    "holdout",
+];
+
+/// The script's metric: among the printed names with a metric word in them (`val_bpb`), one
+/// measured on held-out data (`val_`, `test_`...) before a training one, one printed outside
+/// any loop or function (not indented) before one inside, the last printed of those; else
+/// the first printed name. A guess when there was a choice, and the others are named.
 fn find_metric(script: &str, text: &str) -> Option<Choice<String>> {
-    let printed = printed_names(text);
+    let printed = printed(text);
     let is_metric = |n: &str| {
         let lower = n.to_ascii_lowercase();
         lower
             .split('_')
             .any(|w| knobs::infer::METRIC_WORDS.contains(&w))
     };
-    let (name, line, guessed) = match printed.iter().find(|(n, _)| is_metric(n)) {
-        Some((n, l)) => (n.clone(), *l, false),
-        None => {
-            let (n, l) = printed.first()?;
-            (n.clone(), *l, true)
-        }
+    let rank = |p: &Printed| {
+        let lower = p.name.to_ascii_lowercase();
+        let evaluated = EVALUATED
+            .iter()
+            .any(|e| lower.starts_with(&format!("{e}_")));
+        (evaluated, p.indent == 0, p.line)
+    };
+    let metrics: Vec<&Printed> = printed.iter().filter(|p| is_metric(&p.name)).collect();
+    let (chosen, guessed) = match metrics.iter().max_by_key(|p| rank(p)) {
+        Some(p) => (*p, metrics.len() > 1),
+        None => (printed.first()?, true),
+    };
+    let others: Vec<&str> = metrics
+        .iter()
+        .filter(|p| p.name != chosen.name)
+        .map(|p| p.name.as_str())
+        .collect();
+    let also = match others.as_slice() {
+        [] => String::new(),
+        o => format!(" (it also prints {})", o.join(", ")),
     };
     Some(Choice {
-        why: format!("{script}:{line} prints `{name}: <number>`"),
-        value: name,
+        why: format!(
+            "{script}:{} prints `{}: <number>`{also}",
+            chosen.line, chosen.name
+        ),
+        value: chosen.name.clone(),
         guessed,
     })
 }
@@ -310,6 +413,26 @@ fn find_budget(
     None
 }
 
+/// The direction `metric`'s name says; a guess (minimize) when it says none.
+fn direction_choice(metric: &Choice<String>) -> Choice<Direction> {
+    let name = &metric.value;
+    match known_direction(name) {
+        Some(d) => Choice {
+            value: d,
+            why: match d {
+                Direction::Maximize => format!("`{name}` reads as higher-is-better"),
+                Direction::Minimize => format!("`{name}` reads as lower-is-better"),
+            },
+            guessed: metric.guessed,
+        },
+        None => Choice {
+            value: Direction::Minimize,
+            why: format!("`{name}` does not say which way is better: lower is assumed"),
+            guessed: true,
+        },
+    }
+}
+
 /// Reads the repository: `files` are its repo-relative paths (tracked and untracked, not
 /// ignored), `read` gives a file's text.
 pub fn analyze(root: &Path, files: &[String], read: &dyn Fn(&str) -> Option<String>) -> Analysis {
@@ -326,15 +449,7 @@ pub fn analyze(root: &Path, files: &[String], read: &dyn Fn(&str) -> Option<Stri
             why: "no `name: <number>` print found: the name the command prints".into(),
             guessed: true,
         });
-    let dir = direction_of(&metric.value);
-    let direction = Choice {
-        value: dir,
-        why: match dir {
-            Direction::Maximize => format!("`{}` reads as higher-is-better", metric.value),
-            Direction::Minimize => format!("`{}` reads as lower-is-better", metric.value),
-        },
-        guessed: metric.guessed,
-    };
+    let direction = direction_choice(&metric);
     let command = find_command(root, files, script.as_deref());
     let timeout = match script
         .as_deref()
@@ -453,19 +568,13 @@ pub fn draft(
     };
     let (metric, direction) = match metric {
         Some(m) => {
-            let d = direction_of(&m);
-            (
-                Choice {
-                    value: m,
-                    why: "from --metric".into(),
-                    guessed: false,
-                },
-                Choice {
-                    value: d,
-                    why: "from the metric's name".into(),
-                    guessed: true,
-                },
-            )
+            let metric = Choice {
+                value: m,
+                why: "from --metric".into(),
+                guessed: false,
+            };
+            let direction = direction_choice(&metric);
+            (metric, direction)
         }
         None => (analysis.metric.clone(), analysis.direction.clone()),
     };
@@ -652,24 +761,38 @@ patience = 30
         direction_why = d.direction.why,
         direction_check = check(d.direction.guessed),
         direction = d.direction.value.as_str(),
-        progress = progress_text(d.progress.as_ref()),
+        progress = progress_text(d),
     )
 }
 
 /// The `progress` lines of hone.toml's `[verify]` (a commented `prune` with them), or
 /// nothing when the script prints no steps (or the regex would not fit a TOML literal).
-fn progress_text(p: Option<&progress::Progress>) -> String {
-    match p {
-        Some(p) if !p.regex.contains(['\'', '\n']) => format!(
-            "# {at} prints a step and `{name}` as it trains: each run's curve is recorded\n\
-             progress  = '{regex}'\n\
-             # prune   = \"median\"           # stop runs clearly worse than the finished ones at the same step (README: `prune`)\n",
-            at = p.at,
-            name = p.name,
-            regex = p.regex,
-        ),
-        _ => String::new(),
-    }
+/// The suggested warm-up is a tenth of the script's time budget where there is one.
+fn progress_text(d: &Draft) -> String {
+    let Some(p) = d
+        .progress
+        .as_ref()
+        .filter(|p| !p.regex.contains(['\'', '\n']))
+    else {
+        return String::new();
+    };
+    let warmup = if d.timeout.guessed {
+        "60s".to_string()
+    } else {
+        let budget = d.timeout.value.saturating_sub(TIMEOUT_MARGIN_SECS) / 2;
+        format!("{}s", (budget / 10).max(1))
+    };
+    format!(
+        "# {at} prints a step and `{name}` as it trains: each run's curve is recorded\n\
+         progress  = '{regex}'\n\
+         # To stop runs that cannot catch the best finished ones (README: `prune`):\n\
+         # prune          = \"reach~0.12\"\n\
+         # prune_min_runs = 5\n\
+         # prune_warmup   = \"{warmup}\"\n",
+        at = p.at,
+        name = p.name,
+        regex = p.regex,
+    )
 }
 
 #[cfg(test)]

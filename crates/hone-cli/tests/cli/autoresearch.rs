@@ -178,6 +178,8 @@ fn init_writes_the_safe_spec_for_an_autoresearch_repository_and_keeps_program_md
         // The progress line autoresearch prints each step, read as the run's curve.
         "# train.py:54 prints a step and `loss` as it trains",
         "progress  = 'step (?P<step>\\d+) \\(.*?%\\) \\| loss: (?P<value>[0-9.eE+-]+)'",
+        // A tenth of TIME_BUDGET (300 s) before anything may be stopped.
+        "# prune_warmup   = \"30s\"",
         "#   H100_BF16_PEAK_FLOPS (train.py:26): only printed",
         "#   TIME_BUDGET (prepare.py): defined by the protected evaluator",
         "#   MAX_SHARD (prepare.py): defined by the protected evaluator",

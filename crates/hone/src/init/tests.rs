@@ -178,8 +178,71 @@ fn a_script_that_prints_its_steps_gets_progress_in_its_spec() {
         read.read("step 00042 (4.2%) | loss: 3.250000 | dt: 310ms"),
         Some((42.0, 3.25))
     );
+    // The suggested pruning, uncommented, is a spec hone takes.
+    let pruning = text.replace("# prune", "prune");
+    let parsed = crate::spec::Spec::parse(Path::new("hone.toml"), &pruning);
+    assert!(parsed.is_ok(), "{:?}\n{pruning}", parsed.err());
+    assert!(
+        pruning.contains("prune_warmup   = \"60s\""),
+        "no time budget: {pruning}"
+    );
     // A script without step prints gets none.
     let a = analyzed(&[("train.py", TRAIN)]);
     let d = draft(&a, &[], &["train.py".into()], vec![], None, None);
     assert!(!spec_text(&d).contains("progress"));
+}
+
+#[test]
+fn the_metric_is_the_held_out_one_printed_at_the_end_not_a_training_loss_or_an_error_line() {
+    let train = "for epoch in range(3):\n    loss = step()\n    print(f\"loss: {loss:.4f}\")\n\
+                 val_loss = evaluate()\nprint(f\"val_loss: {val_loss:.4f}\")\n";
+    let a = analyzed(&[("train.py", train)]);
+    assert_eq!(a.metric.value, "val_loss");
+    assert!(a.metric.guessed, "there was a choice");
+    assert!(
+        a.metric.why.contains("train.py:5") && a.metric.why.contains("also prints loss"),
+        "{}",
+        a.metric.why
+    );
+    assert_eq!(a.direction.value, Direction::Minimize);
+    // A literal word where the value goes is an error path, not the metric.
+    let fit = "import sys\nif diverged:\n    print(\"loss: nan\")\n    sys.exit(3)\n\
+               print(f\"epoch 1 loss={l} acc={a}\")\nprint(f\"accuracy: {acc:.5f}\")\n";
+    let a = analyzed(&[("train.py", fit)]);
+    assert_eq!(a.metric.value, "accuracy");
+    assert!(!a.metric.guessed);
+    assert_eq!(a.direction.value, Direction::Maximize);
+}
+
+#[test]
+fn scores_rates_and_rankings_are_maximized_and_an_unknown_name_is_a_guess() {
+    for name in [
+        "score",
+        "val_score",
+        "r2",
+        "mAP",
+        "tokens_per_sec",
+        "tok/s",
+        "test_acc",
+    ] {
+        assert_eq!(known_direction(name), Some(Direction::Maximize), "{name}");
+    }
+    for name in [
+        "val_bpb",
+        "loss",
+        "step_time",
+        "latency",
+        "training_seconds",
+        "wer",
+    ] {
+        assert_eq!(known_direction(name), Some(Direction::Minimize), "{name}");
+    }
+    let unknown = Choice {
+        value: "quality".to_string(),
+        why: String::new(),
+        guessed: false,
+    };
+    let d = direction_choice(&unknown);
+    assert_eq!(d.value, Direction::Minimize);
+    assert!(d.guessed, "{}", d.why);
 }
