@@ -202,3 +202,24 @@ fn a_run_works_under_any_common_umask() {
         assert_statuses(&r.log(), &["baseline", "keep"]);
     }
 }
+
+#[test]
+fn an_agent_still_working_when_max_time_runs_out_is_stopped_and_nothing_is_kept() {
+    // The agent writes a better value, then works on for five minutes; max_time is 5 s. Its
+    // turn is cut when max_time runs out: the experiment is aborted (never verified, never
+    // kept) and the run stops on max_time, not minutes later.
+    let r = Repo::builder()
+        .script("write\tvalue.txt\tscore: 1\\n\nsleep\t300\n")
+        .spec_with(|agent| {
+            Spec::standard(SCORE, agent)
+                .set("stop", "max_experiments", "5")
+                .set("stop", "max_time", "\"5s\"")
+        })
+        .create();
+    let out = ok(run_bounded(&r.dir, &["run", "--tag", "t"]).unwrap());
+    assert_says(&out, "reached max_time");
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "aborted"]);
+    assert_reason(&log[1], "max_time ran out while the agent worked");
+    assert_eq!(r.rev("hone/t"), r.rev("main"), "nothing was kept");
+}

@@ -72,6 +72,7 @@ impl Engine<'_> {
                 spent: turn.meter.spent,
                 guidance: &no_guidance,
                 job: &job,
+                time_up: self.time_up(),
             };
             if turn.best.is_none() {
                 rec.config = self.proposer.describe_baseline(&ctx);
@@ -188,6 +189,12 @@ impl Engine<'_> {
                     Some(stop) => Some(stop),
                     None => self.pause(wait),
                 }
+            }
+            ProposeError::TimeUp(reason) => {
+                // Not the candidate's failure, and not counted: the stop conditions end the
+                // run on max_time before the next experiment.
+                self.finish(rec, Status::Aborted, reason, t_start)?;
+                None
             }
             ProposeError::Fatal(reason) => {
                 self.finish(rec, Status::Invalid, reason.clone(), t_start)?;

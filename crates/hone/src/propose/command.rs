@@ -144,7 +144,7 @@ impl Proposer for CommandProposer {
             command,
             cwd: ctx.worktree.to_path_buf(),
             env,
-            timeout: Some(ctx.spec.agent.timeout),
+            timeout: Some(turn_limit(ctx)),
             kill_grace: ctx.spec.verify.kill_grace,
             drain_timeout: Duration::from_secs(2),
             log_path: log_path.clone(),
@@ -420,6 +420,11 @@ fn exit_error(
                 "agent killed by signal {s} (log: {log})"
             )))
         }
+        Exit::TimedOut if turn_limit(ctx) < ctx.spec.agent.timeout => {
+            return Err(ProposeError::TimeUp(format!(
+                "max_time ran out while the agent worked: it was stopped (log: {log})"
+            )))
+        }
         Exit::TimedOut => {
             return Err(ProposeError::Invalid(format!(
                 "agent timed out after {} (log: {log})",
@@ -429,6 +434,16 @@ fn exit_error(
         Exit::Cancelled => return Err(ProposeError::Cancelled),
     }
     Ok(())
+}
+
+/// How long the agent's turn may last: `[agent] timeout`, cut to what is left before
+/// `max_time` runs out (the turn's own timeout, then, is the run's).
+fn turn_limit(ctx: &ProposeContext<'_>) -> Duration {
+    let timeout = ctx.spec.agent.timeout;
+    match ctx.time_up {
+        Some(t) => timeout.min(t.saturating_duration_since(std::time::Instant::now())),
+        None => timeout,
+    }
 }
 
 /// Keeps what the agent added to its notes (also per experiment, for `hone show`).

@@ -66,6 +66,8 @@ pub struct ProposeContext<'a> {
     /// This experiment's `HONE_JOB` token, set in the agent's environment so that a later hone
     /// can find (and kill) what a crash left running.
     pub job: &'a str,
+    /// When `[stop] max_time` runs out, if it is set: an agent's turn is cut there.
+    pub time_up: Option<std::time::Instant>,
 }
 
 impl ProposeContext<'_> {
@@ -131,6 +133,10 @@ pub enum ProposeError {
     /// experiment is `aborted` (no failure of a candidate), and the next one waits longer.
     #[error("{0}")]
     Unavailable(String),
+    /// `max_time` ran out while the agent worked: it was stopped, the experiment is
+    /// `aborted` and the run stops on `max_time`.
+    #[error("{0}")]
+    TimeUp(String),
 }
 
 /// Makes candidates. Implementations must only write inside `ctx.worktree`.

@@ -81,6 +81,7 @@ impl Repo {
             spent: &self.spent,
             guidance,
             job: "",
+            time_up: None,
         }
     }
 }
