@@ -300,3 +300,28 @@ fn a_run_resumes_with_its_own_agent_or_an_explicitly_chosen_one() {
         text(&out)
     );
 }
+
+#[test]
+fn a_resume_never_compares_values_measured_two_ways() {
+    // A run measured with `cat value.txt`; hone.toml's verifier is then changed to one that
+    // prints a far better value for anything. Resuming would keep the next candidate for the
+    // new verifier's number alone: refused, with what changed and what to do; nothing runs.
+    let r = Repo::scored(2, &scores(&[4, 3, 2]));
+    r.run_expect("v", &["baseline", "keep"]);
+    let before = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
+    edit_spec(&r.dir, |s| {
+        s.replace(SCORE, &format!("{SCORE}; echo score: -100"))
+    });
+    let refused = r.hone(&["run", "--tag", "v", "--more", "1"]);
+    exits_with(refused, 1, "measured its experiments with [verify] command");
+    assert_eq!(r.statuses(), ["baseline", "keep"], "nothing ran");
+    // Put back, it resumes; a new min_delta is taken from now on, and said.
+    std::fs::write(r.dir.join("hone.toml"), &before).unwrap();
+    edit_spec(&r.dir, |s| s.replace("[verify]", "[verify]\nmin_delta = 0.5"));
+    let out = ok(r.hone(&["run", "--tag", "v", "--more", "1"]));
+    assert_says(&out, "goes on with [verify] min_delta = 0.5 (it was 0.0)");
+    assert_eq!(r.statuses(), ["baseline", "keep", "keep"]);
+    // Said once: the run's record now holds it.
+    let out = ok(r.hone(&["run", "--tag", "v", "--more", "1"]));
+    assert!(!text(&out).contains("goes on with [verify] min_delta"), "{}", text(&out));
+}

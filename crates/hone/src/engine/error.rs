@@ -101,6 +101,13 @@ pub enum Mismatch {
         recorded: Direction,
         configured: Direction,
     },
+    #[error("run `{tag}` measured its experiments with [verify] {key} = {recorded} but hone.toml now says {configured}: a value measured another way does not compare with theirs; put it back to resume, or start a new run with `hone run --new`")]
+    VerifierChanged {
+        tag: String,
+        key: String,
+        recorded: String,
+        configured: String,
+    },
     #[error("run `{tag}` was started with agent `{recorded}` but hone.toml now says kind = \"{configured}\": resume it as it was with `hone run --agent {recorded}`, go on with the new one with `hone run --agent {configured}`, or start a new run with `hone run --new`")]
     AgentChanged {
         tag: String,

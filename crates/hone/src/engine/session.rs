@@ -102,8 +102,9 @@ impl<'a> Engine<'a> {
         let (run, resumed, coordination) = match existing {
             Some(run) => {
                 let coordination = coordinate(&store, &spec, &git, &run.tag)?;
-                let run = adopt_objective(&store, &spec, run, &mut said)?;
+                let mut run = adopt_objective(&store, &spec, run, &mut said)?;
                 check_resumable(&store, &spec, &git, &run, opts, &mut said)?;
+                check_measurement(&store, &spec, &mut run, &mut said)?;
                 resume_budget(&store, &mut spec, &run, opts, &mut said)?;
                 let tip = git.ref_target(&branch_ref(&run.tag))?;
                 gate::check_hide_untracked(
@@ -496,11 +497,7 @@ fn adopt_objective(
     if run.metric == *metric && run.direction == direction {
         return Ok(run);
     }
-    let measured = store
-        .experiments(run.id)?
-        .iter()
-        .any(|e| e.status() == Status::Baseline);
-    if measured {
+    if store.first_with_status(run.id, Status::Baseline)?.is_some() {
         return Ok(run);
     }
     store.set_run_objective(run.id, metric, direction)?;
@@ -512,6 +509,62 @@ fn adopt_objective(
     run.metric = metric.clone();
     run.direction = direction;
     Ok(run)
+}
+
+/// The `[verify]` keys that decide how a value is measured: once the baseline has one, a
+/// change would compare values measured two ways.
+const MEASUREMENT: [&str; 4] = ["command", "evaluate", "metric_regex", "env"];
+
+/// The `[verify]` keys that decide what is kept, not what is measured: a change applies from
+/// now on, and is said.
+const DECISION: [&str; 2] = ["min_delta", "constraints"];
+
+/// Whether `run` can go on measuring as hone.toml's `[verify]` now says: a change of how values
+/// are measured is refused once the baseline has one (before, it is the fix of a failed
+/// baseline, taken and recorded); a change of what is kept is taken, said and recorded.
+fn check_measurement(
+    store: &Store,
+    spec: &Spec,
+    run: &mut RunRecord,
+    said: &mut Said,
+) -> Result<(), EngineError> {
+    let Ok(mut recorded) = serde_json::from_str::<serde_json::Value>(&run.spec_json) else {
+        return Ok(());
+    };
+    let now = serde_json::to_value(&spec.verify).unwrap_or_default();
+    let Some(verify) = recorded.get_mut("verify").and_then(|v| v.as_object_mut()) else {
+        return Ok(());
+    };
+    let measured = store.first_with_status(run.id, Status::Baseline)?.is_some();
+    let mut changed = false;
+    for key in MEASUREMENT.iter().chain(DECISION.iter()) {
+        let (Some(was), Some(is)) = (verify.get(*key), now.get(*key)) else {
+            continue;
+        };
+        if was == is {
+            continue;
+        }
+        if measured && MEASUREMENT.contains(key) {
+            return Err(Mismatch::VerifierChanged {
+                tag: run.tag.clone(),
+                key: key.to_string(),
+                recorded: was.to_string(),
+                configured: is.to_string(),
+            }
+            .into());
+        }
+        said.notes.push(format!(
+            "run {} goes on with [verify] {key} = {is} (it was {was})",
+            run.tag
+        ));
+        verify.insert(key.to_string(), is.clone());
+        changed = true;
+    }
+    if changed {
+        run.spec_json = recorded.to_string();
+        store.set_run_spec(run.id, &run.spec_json)?;
+    }
+    Ok(())
 }
 
 /// Whether `run` can go on here with this spec (errors), and what changed since it started
