@@ -21,8 +21,8 @@ pub struct RunArgs {
     /// Stop after this many experiments in all (the baseline counts); kept across resumes.
     #[arg(short = 'n', long = "max-experiments", value_parser = clap::value_parser!(u64).range(1..))]
     max_experiments: Option<u64>,
-    /// Run this many experiments more than the run already has (resuming, or continuing a
-    /// finished run with --tag).
+    /// Run this many experiments more than the run already has: the latest run, finished
+    /// or not, or the one --tag names.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "max_experiments")]
     more: Option<u64>,
     /// Stop after this much loop time, e.g. 30m or 8h (summed over resumes).

@@ -250,3 +250,16 @@ fn after_a_finished_run_the_next_says_so_before_its_own_header() {
         .unwrap_or_else(|| panic!("the header: {stdout}"));
     assert!(note < header, "the note comes first:\n{stdout}");
 }
+
+#[test]
+fn more_after_a_finished_run_continues_it() {
+    // `hone run -n 2` finished; `hone run --more 1` means one more of that run, not a new
+    // run of one experiment (a second baseline).
+    let r = Repo::scored(9, KEEPS_SCRIPT);
+    r.hone_expect(&["run", "-n", "2"], &["baseline", "keep"]);
+    let out = ok(r.hone(&["run", "--more", "1"]));
+    assert!(!text(&out).contains("starting a new run"), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard"]);
+    let runs = String::from_utf8_lossy(&r.hone(&["status", "--json"]).stdout).to_string();
+    assert!(runs.contains("\"experiments\": 3"), "{runs}");
+}

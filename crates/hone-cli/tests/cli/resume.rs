@@ -317,11 +317,17 @@ fn a_resume_never_compares_values_measured_two_ways() {
     assert_eq!(r.statuses(), ["baseline", "keep"], "nothing ran");
     // Put back, it resumes; a new min_delta is taken from now on, and said.
     std::fs::write(r.dir.join("hone.toml"), &before).unwrap();
-    edit_spec(&r.dir, |s| s.replace("[verify]", "[verify]\nmin_delta = 0.5"));
+    edit_spec(&r.dir, |s| {
+        s.replace("[verify]", "[verify]\nmin_delta = 0.5")
+    });
     let out = ok(r.hone(&["run", "--tag", "v", "--more", "1"]));
     assert_says(&out, "goes on with [verify] min_delta = 0.5 (it was 0.0)");
     assert_eq!(r.statuses(), ["baseline", "keep", "keep"]);
     // Said once: the run's record now holds it.
     let out = ok(r.hone(&["run", "--tag", "v", "--more", "1"]));
-    assert!(!text(&out).contains("goes on with [verify] min_delta"), "{}", text(&out));
+    assert!(
+        !text(&out).contains("goes on with [verify] min_delta"),
+        "{}",
+        text(&out)
+    );
 }

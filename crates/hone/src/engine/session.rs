@@ -393,8 +393,8 @@ impl<'a> Engine<'a> {
     }
 }
 
-/// The run `opts` names, or the latest unfinished one (`None`: a new run starts; a note
-/// says so when the latest one finished).
+/// The run `opts` names, or the latest unfinished one (the latest, finished or not, with
+/// `--more`; `None`: a new run starts, and a note says so when the latest one finished).
 fn find_run(
     store: &Store,
     opts: &RunOptions,
@@ -406,6 +406,8 @@ fn find_run(
             store.run_by_tag(tag)?
         }
         None if opts.new_run => None,
+        // `--more N` asks for N more of the run just made, finished or not.
+        None if opts.more.is_some() => store.latest_run()?,
         None => store.latest_run()?.filter(|r| r.state != RunState::Stopped),
     };
     if existing.is_none() && opts.tag.is_none() && !opts.new_run {
