@@ -171,3 +171,20 @@ fn a_copy_of_a_candidate_in_flight_is_not_run_and_says_whether_it_is_in_review_o
     );
     assert_eq!(log[2]["objective"], 3.0, "#2 was approved and measured");
 }
+
+#[test]
+fn an_editable_file_made_into_a_directory_is_a_violation() {
+    // `editable = ["value.txt"]` names a file: replacing it by a directory of new files is no
+    // edit of it (the glob's directory rule would take `value.txt/x` as editable).
+    let (r, runs) = counted_repo(
+        2,
+        "run\trm value.txt && mkdir value.txt && echo 'score: 1' > value.txt/x\n",
+    );
+    ok(r.hone(&["run", "--tag", "d"]));
+    assert_eq!(r.statuses(), ["baseline", "violation"]);
+    assert_reason(
+        &r.log()[1],
+        "made a file into a directory to add `value.txt/x`",
+    );
+    assert_eq!(runs.runs(), 1, "never verified");
+}

@@ -303,10 +303,25 @@ pub(super) fn duplicate(
     })
 }
 
-/// Why a set of changes breaks the scope rules, if it does.
+/// Why a set of changes breaks the scope rules, if it does. An editable file made into a
+/// directory is one: `editable = ["train.py"]` names that file, not new files under
+/// `train.py/`.
 fn scope_violation(spec: &Spec, changes: &[Change]) -> Option<String> {
     let l = &spec.loop_;
     for c in changes {
+        let under_deleted = c.status == 'A'
+            && changes.iter().any(|d| {
+                d.status == 'D'
+                    && c.path.len() > d.path.len()
+                    && c.path.starts_with(&d.path)
+                    && c.path.as_bytes()[d.path.len()] == b'/'
+            });
+        if under_deleted {
+            return Some(format!(
+                "made a file into a directory to add `{}` (editable names files and directories as they are)",
+                c.path
+            ));
+        }
         if matches_any(&l.protected, &c.path) {
             return Some(format!("changed protected file `{}`", c.path));
         }
