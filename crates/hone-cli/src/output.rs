@@ -480,12 +480,11 @@ fn show_diff_and_log(git: &Git, e: &ExperimentRecord, tail: usize) {
         }
     }
     if let Some(p) = &e.log_path {
-        match std::fs::read_to_string(p) {
-            Ok(text) => {
-                let lines: Vec<&str> = text.lines().collect();
-                let from = lines.len().saturating_sub(tail);
+        match std::fs::read(p) {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes);
                 out!("--- log tail ({p}) ---");
-                for l in &lines[from..] {
+                for l in hone::util::last_lines(&text, tail) {
                     out!("{l}");
                 }
             }

@@ -219,7 +219,7 @@ fn printable(text: &str, max: usize) -> String {
     }
 }
 
-/// The last non-empty line of the file at `path` (its last 4 KiB).
+/// The last non-empty line of the file at `path` (its last 4 KiB; a `\r` ends a line).
 fn last_line(path: &std::path::Path) -> Option<String> {
     let mut f = std::fs::File::open(path).ok()?;
     let len = f.metadata().ok()?.len();
@@ -227,8 +227,8 @@ fn last_line(path: &std::path::Path) -> Option<String> {
     let mut buf = Vec::new();
     f.read_to_end(&mut buf).ok()?;
     let text = String::from_utf8_lossy(&buf);
-    text.lines()
-        .rev()
+    // A `\r` ends a line too: a progress bar rewrites its line in place.
+    text.rsplit(['\n', '\r'])
         .map(str::trim)
         .find(|l| !l.is_empty())
         .map(str::to_string)
@@ -318,8 +318,12 @@ mod tests {
         let p = dir.path().join("0.log");
         let mut body = "noise\n".repeat(2000);
         body.push_str("step 9 loss 0.5\n\n");
-        std::fs::write(&p, body).expect("write");
+        std::fs::write(&p, &body).expect("write");
         assert_eq!(last_line(&p).as_deref(), Some("step 9 loss 0.5"));
+        // A progress bar that rewrites its line: the last update.
+        body.push_str("\rstep 10 loss 0.4\rstep 11 loss 0.3   ");
+        std::fs::write(&p, &body).expect("write");
+        assert_eq!(last_line(&p).as_deref(), Some("step 11 loss 0.3"));
         assert_eq!(last_line(&dir.path().join("missing.log")), None);
     }
 }

@@ -259,6 +259,19 @@ pub fn search_paths_of(
         .collect()
 }
 
+/// The last `n` lines of a log, where a `\r` ends a line as a newline does: a progress bar
+/// that rewrites one line in place (`\rstep 00042 ...`) is one line an update, not one
+/// line of megabytes.
+pub fn last_lines(text: &str, n: usize) -> Vec<&str> {
+    let mut out: Vec<&str> = text
+        .rsplit(['\n', '\r'])
+        .filter(|l| !l.is_empty())
+        .take(n)
+        .collect();
+    out.reverse();
+    out
+}
+
 /// The median (the mean of the two middle values for an even count), ordering by
 /// `f64::total_cmp`. `NaN` for an empty slice, like a mean of nothing: a report shows it as
 /// "no data", and callers that need a number check for values first.
@@ -346,6 +359,17 @@ pub(crate) fn env_strings(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_last_lines_end_at_carriage_returns_too() {
+        let log = "start\r\nstep 1 | loss: 3\rstep 2 | loss: 2\rstep 3 | loss: 1\nval: 0.5\n";
+        assert_eq!(
+            super::last_lines(log, 3),
+            ["step 2 | loss: 2", "step 3 | loss: 1", "val: 0.5"]
+        );
+        assert_eq!(super::last_lines(log, 9).len(), 5);
+        assert!(super::last_lines("", 3).is_empty());
+    }
+
     use super::*;
 
     #[test]

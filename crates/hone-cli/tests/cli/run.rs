@@ -223,3 +223,22 @@ fn an_agent_still_working_when_max_time_runs_out_is_stopped_and_nothing_is_kept(
     assert_reason(&log[1], "max_time ran out while the agent worked");
     assert_eq!(r.rev("hone/t"), r.rev("main"), "nothing was kept");
 }
+
+#[test]
+fn show_tails_a_progress_bar_by_its_updates_not_as_one_huge_line() {
+    // The verifier rewrites one progress line 5,000 times (`\r`), then prints the metric.
+    let verify = "i=0; while [ $i -lt 5000 ]; do printf '\\rstep %05d | loss: 1.0' $i; i=$((i+1)); done; echo; cat value.txt";
+    let r = Repo::stops_after(1, verify, "");
+    r.run_expect("p", &["baseline"]);
+    let show = String::from_utf8_lossy(&r.hone(&["show", "0", "--tail", "3"]).stdout).to_string();
+    let tail = show
+        .split("--- log tail")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{show}"));
+    assert_eq!(tail.lines().count(), 4, "a header and three lines:\n{tail}");
+    assert!(
+        tail.contains("step 04999 | loss: 1.0") && tail.contains("score: 5"),
+        "{tail}"
+    );
+    assert!(show.len() < 4000, "{} bytes", show.len());
+}

@@ -620,9 +620,9 @@ fn snapshot_referenced(
 
 /// The last `n` lines of a log file, indented, for error messages.
 fn log_tail(path: &Path, n: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    let tail = &lines[lines.len().saturating_sub(n)..];
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
+    let tail = crate::util::last_lines(&text, n);
     if tail.is_empty() {
         "    (the log is empty)".into()
     } else {
