@@ -52,10 +52,7 @@ fn parse_pairs(line: &str) -> Option<Vec<(String, f64)>> {
             .strip_prefix(':')
             .or_else(|| after.strip_prefix('='))?
             .trim_start();
-        let end = after
-            .find(|c: char| c.is_whitespace() || c == ',')
-            .unwrap_or(after.len());
-        let value: f64 = after[..end].parse().ok()?;
+        let (value, end) = leading_number(after, |c| c.is_whitespace() || c == ',')?;
         pairs.push((name.to_owned(), value));
 
         let after = &after[end..];
@@ -73,6 +70,37 @@ fn parse_pairs(line: &str) -> Option<Vec<(String, f64)>> {
         }
         rest = separated;
     }
+}
+
+/// The number `s` starts with, up to the first character `stop` accepts, and where it ends;
+/// with thousands separators (`1,234,567` is 1234567: a first group of one to three digits,
+/// then groups of exactly three after each comma), as Python's `f"{x:,}"` prints.
+fn leading_number(s: &str, stop: impl Fn(char) -> bool) -> Option<(f64, usize)> {
+    let end = s.find(&stop).unwrap_or(s.len());
+    let head = &s[..end];
+    let unsigned = head.strip_prefix(['-', '+']).unwrap_or(head);
+    let b = s.as_bytes();
+    let group_at = |i: usize| {
+        b.get(i) == Some(&b',')
+            && b.get(i + 1..i + 4).is_some_and(|g| g.iter().all(u8::is_ascii_digit))
+            && !b.get(i + 4).is_some_and(u8::is_ascii_digit)
+    };
+    if (1..=3).contains(&unsigned.len())
+        && unsigned.bytes().all(|c| c.is_ascii_digit())
+        && group_at(end)
+    {
+        let mut digits = head.to_string();
+        let mut i = end;
+        while group_at(i) {
+            digits.push_str(&s[i + 1..i + 4]);
+            i += 4;
+        }
+        // A decimal part after the last group (`1,234.5`).
+        let rest = s[i..].find(&stop).map_or(s.len(), |k| i + k);
+        digits.push_str(&s[i..rest]);
+        return digits.parse().ok().map(|v| (v, rest));
+    }
+    head.parse().ok().map(|v| (v, end))
 }
 
 /// Splits a leading metric name off `s`.
@@ -337,10 +365,8 @@ fn scan_pairs(line: &str) -> Vec<(String, f64)> {
             continue;
         };
         let after = after.trim_start();
-        let end = after
-            .find(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '|' | ')' | ']' | '}'))
-            .unwrap_or(after.len());
-        if let Ok(value) = after[..end].parse::<f64>() {
+        let stop = |c: char| c.is_whitespace() || matches!(c, ',' | ';' | '|' | ')' | ']' | '}');
+        if let Some((value, _)) = leading_number(after, stop) {
             out.push((name.to_owned(), value));
         }
     }

@@ -98,6 +98,27 @@ fn number_forms() {
 }
 
 #[test]
+fn thousands_separators_are_read_as_python_prints_them() {
+    assert_eq!(parsed("tok/sec: 1,234,567"), pairs(&[("tok/sec", 1_234_567.0)]));
+    assert_eq!(parsed("n: -12,000.5"), pairs(&[("n", -12_000.5)]));
+    // Two pairs, not a grouped number: `,` then a name.
+    assert_eq!(
+        parsed("a: 1, b: 2"),
+        pairs(&[("a", 1.0), ("b", 2.0)])
+    );
+    // Not groups of three: no number.
+    assert!(parsed("m: 1,23").is_empty());
+    // Inside a progress line, beside other pairs.
+    let set = read(
+        "loss",
+        None,
+        &["step 00019 (95.0%) | loss: 0.5 | tok/sec: 1,000 | mfu: 1.0%"],
+    );
+    assert_eq!(set.values.get("tok/sec"), Some(&1000.0));
+    assert_eq!(set.values.get("loss"), Some(&0.5));
+}
+
+#[test]
 fn json_object_lines() {
     assert_eq!(
         parsed(r#"{"val_bpb": 0.99, "step": 12, "note": "ok", "ok": true, "nested": {"a": 1}}"#),
