@@ -105,6 +105,10 @@ fn a_failed_baseline_then_a_fixed_spec_measures_the_baseline_again() {
         status.contains("experiments 3/3 (0 left; a failed baseline not counted)"),
         "{status}"
     );
+    // Nor is it a candidate in the report's keep rate: #2 and #3 are.
+    ok(r.hone(&["report", "--run", "f", "--out", "rep"]));
+    let md = std::fs::read_to_string(r.dir.join("rep/report.md")).unwrap();
+    assert!(md.contains("**keep rate**: 50.0% of 2 candidates"), "{md}");
 }
 
 #[test]
