@@ -188,3 +188,22 @@ fn an_editable_file_made_into_a_directory_is_a_violation() {
     );
     assert_eq!(runs.runs(), 1, "never verified");
 }
+
+#[test]
+fn a_protected_pattern_that_matches_no_file_is_warned_about() {
+    let r = Repo::builder()
+        .script("write\tvalue.txt\tscore: 4\\n\n")
+        .spec_with(|agent| {
+            Spec::standard(SCORE, agent)
+                .protected(&["prepare.py", "prepar.py"])
+                .set("stop", "max_experiments", "1")
+        })
+        .create();
+    let out = ok(r.hone(&["run"]));
+    let said = text(&out);
+    assert!(
+        said.contains("[loop] protected `prepar.py` matches no file committed at HEAD"),
+        "{said}"
+    );
+    assert!(!said.contains("`prepare.py` matches no file"), "{said}");
+}

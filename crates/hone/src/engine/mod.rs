@@ -54,6 +54,7 @@ mod progress;
 mod proposal;
 mod record;
 mod recovery;
+mod resuming;
 mod review;
 mod session;
 mod state;

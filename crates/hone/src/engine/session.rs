@@ -1,6 +1,7 @@
 //! A session of `hone run`: the repository's lock, opening a new run or resuming one (its
 //! checks, warnings and notes, then the repair of what a crash left), the loop over
-//! experiments (the conditions that stop it are `stops.rs`).
+//! experiments (the conditions that stop it are `stops.rs`; which run is resumed and whether
+//! it can go on as hone.toml says, `resuming.rs`).
 
 use std::path::Path;
 use std::time::Instant;
@@ -9,15 +10,18 @@ use crate::exec;
 use crate::propose;
 use crate::report::{best_experiment, summarize_stored, Summary};
 use crate::spec::{Direction, Spec};
-use crate::store::{RunRecord, RunState, Status, Store};
+use crate::store::{RunRecord, RunState, Store};
 use crate::workspace::{hash_paths, matches_any, Git};
 
 use super::executor::{self, Executor};
 use super::gate::{self, pinned_message};
+use super::resuming::{
+    adopt_objective, check_measurement, check_resumable, find_run, resume_budget,
+};
 use super::state;
 use super::state::{
-    branch_ref, coordinate, lock_state, store_location, unique_tag, validate_tag, worktree_path,
-    Seals, StatePaths, STATE_DIR,
+    branch_ref, coordinate, lock_state, store_location, unique_tag, worktree_path, Seals,
+    StatePaths, STATE_DIR,
 };
 use super::verifier::Verifier;
 use super::{
@@ -76,12 +80,12 @@ pub(super) fn run_engine(
 
 /// What opening a run found to say before it starts.
 #[derive(Default)]
-struct Said {
-    warnings: Vec<String>,
-    notes: Vec<String>,
+pub(super) struct Said {
+    pub warnings: Vec<String>,
+    pub notes: Vec<String>,
     /// Notes about what came before this run (the last run finished), said before its
     /// header.
-    before: Vec<String>,
+    pub before: Vec<String>,
 }
 
 impl<'a> Engine<'a> {
@@ -393,252 +397,6 @@ impl<'a> Engine<'a> {
     }
 }
 
-/// The run `opts` names, or the latest unfinished one (the latest, finished or not, with
-/// `--more`; `None`: a new run starts, and a note says so when the latest one finished).
-fn find_run(
-    store: &Store,
-    opts: &RunOptions,
-    said: &mut Said,
-) -> Result<Option<RunRecord>, EngineError> {
-    let existing = match &opts.tag {
-        Some(tag) => {
-            validate_tag(tag)?;
-            store.run_by_tag(tag)?
-        }
-        None if opts.new_run => None,
-        // `--more N` asks for N more of the run just made, finished or not.
-        None if opts.more.is_some() => store.latest_run()?,
-        None => store.latest_run()?.filter(|r| r.state != RunState::Stopped),
-    };
-    if existing.is_none() && opts.tag.is_none() && !opts.new_run {
-        if let Some(last) = store.latest_run()? {
-            said.before.push(format!(
-                "run {} finished ({}); starting a new run from HEAD (`hone run --tag {} --more N` continues it with N more experiments instead)",
-                last.tag,
-                last.stop_reason.as_deref().unwrap_or("stopped"),
-                last.tag
-            ));
-        }
-    }
-    Ok(existing)
-}
-
-/// The budget a resumed run goes on with: `--more` or `-n` when given (and recorded with the
-/// run, so that the next resume and `hone status` agree), else the one the run has recorded.
-/// hone.toml's `[stop] max_experiments` and `max_time` apply to new runs; a run whose
-/// hone.toml value differs says so, with the command that changes it.
-fn resume_budget(
-    store: &Store,
-    spec: &mut Spec,
-    run: &RunRecord,
-    opts: &RunOptions,
-    said: &mut Said,
-) -> Result<(), EngineError> {
-    let mut recorded: serde_json::Value =
-        serde_json::from_str(&run.spec_json).unwrap_or(serde_json::Value::Null);
-    let stop = recorded.get("stop").cloned().unwrap_or_default();
-    let kept_n = stop
-        .get("max_experiments")
-        .and_then(serde_json::Value::as_u64);
-    let kept_time = stop.get("max_time").and_then(serde_json::Value::as_f64);
-    let done = store.counted_experiments(run.id)?;
-    let toml_n = spec.stop.max_experiments;
-    let n = match (opts.more, opts.max_experiments) {
-        (Some(more), _) => done.saturating_add(more),
-        (None, Some(n)) if n <= done => {
-            return Err(Config::BudgetReached {
-                tag: run.tag.clone(),
-                done,
-                n,
-            }
-            .into())
-        }
-        (None, Some(n)) => n,
-        (None, None) => kept_n.unwrap_or(toml_n),
-    };
-    spec.stop.max_experiments = n.max(1);
-    match opts.max_time {
-        Some(t) => spec.stop.max_time = Some(t),
-        None => {
-            if let Some(secs) = kept_time.filter(|s| s.is_finite() && *s >= 0.0) {
-                spec.stop.max_time = Some(std::time::Duration::from_secs_f64(secs.min(3.15e9)));
-            }
-        }
-    }
-    if opts.more.is_none() && opts.max_experiments.is_none() && toml_n != spec.stop.max_experiments
-    {
-        said.notes.push(format!(
-            "run {} keeps its budget of {} experiments (hone.toml says max_experiments = {toml_n}, which applies to new runs; `hone run --tag {} -n {toml_n}` changes this run's)",
-            run.tag, spec.stop.max_experiments, run.tag
-        ));
-    }
-    let changed = kept_n != Some(spec.stop.max_experiments)
-        || (opts.max_time.is_some() && kept_time != spec.stop.max_time.map(|t| t.as_secs_f64()));
-    if changed {
-        if let Some(stop) = recorded.get_mut("stop").and_then(|s| s.as_object_mut()) {
-            stop.insert("max_experiments".into(), spec.stop.max_experiments.into());
-            if let Some(t) = spec.stop.max_time {
-                stop.insert("max_time".into(), t.as_secs_f64().into());
-            }
-            store.set_run_spec(run.id, &recorded.to_string())?;
-        }
-    }
-    Ok(())
-}
-
-/// A run whose baseline never measured takes hone.toml's metric and direction as they are
-/// now (the user fixed a wrong metric name after the baseline failed); a run with a
-/// measured baseline keeps its own, and `check_resumable` refuses a change.
-fn adopt_objective(
-    store: &Store,
-    spec: &Spec,
-    mut run: RunRecord,
-    said: &mut Said,
-) -> Result<RunRecord, EngineError> {
-    let (metric, direction) = (&spec.verify.metric, spec.verify.direction);
-    if run.metric == *metric && run.direction == direction {
-        return Ok(run);
-    }
-    if store.first_with_status(run.id, Status::Baseline)?.is_some() {
-        return Ok(run);
-    }
-    store.set_run_objective(run.id, metric, direction)?;
-    said.notes.push(format!(
-        "run {} had no baseline yet: it now measures `{metric}` ({})",
-        run.tag,
-        direction.as_str()
-    ));
-    run.metric = metric.clone();
-    run.direction = direction;
-    Ok(run)
-}
-
-/// The `[verify]` keys that decide how a value is measured: once the baseline has one, a
-/// change would compare values measured two ways.
-const MEASUREMENT: [&str; 4] = ["command", "evaluate", "metric_regex", "env"];
-
-/// The `[verify]` keys that decide what is kept, not what is measured: a change applies from
-/// now on, and is said.
-const DECISION: [&str; 2] = ["min_delta", "constraints"];
-
-/// Whether `run` can go on measuring as hone.toml's `[verify]` now says: a change of how values
-/// are measured is refused once the baseline has one (before, it is the fix of a failed
-/// baseline, taken and recorded); a change of what is kept is taken, said and recorded.
-fn check_measurement(
-    store: &Store,
-    spec: &Spec,
-    run: &mut RunRecord,
-    said: &mut Said,
-) -> Result<(), EngineError> {
-    let Ok(mut recorded) = serde_json::from_str::<serde_json::Value>(&run.spec_json) else {
-        return Ok(());
-    };
-    let now = serde_json::to_value(&spec.verify).unwrap_or_default();
-    let Some(verify) = recorded.get_mut("verify").and_then(|v| v.as_object_mut()) else {
-        return Ok(());
-    };
-    let measured = store.first_with_status(run.id, Status::Baseline)?.is_some();
-    let mut changed = false;
-    for key in MEASUREMENT.iter().chain(DECISION.iter()) {
-        let (Some(was), Some(is)) = (verify.get(*key), now.get(*key)) else {
-            continue;
-        };
-        if was == is {
-            continue;
-        }
-        if measured && MEASUREMENT.contains(key) {
-            return Err(Mismatch::VerifierChanged {
-                tag: run.tag.clone(),
-                key: key.to_string(),
-                recorded: was.to_string(),
-                configured: is.to_string(),
-            }
-            .into());
-        }
-        said.notes.push(format!(
-            "run {} goes on with [verify] {key} = {is} (it was {was})",
-            run.tag
-        ));
-        verify.insert(key.to_string(), is.clone());
-        changed = true;
-    }
-    if changed {
-        run.spec_json = recorded.to_string();
-        store.set_run_spec(run.id, &run.spec_json)?;
-    }
-    Ok(())
-}
-
-/// Whether `run` can go on here with this spec (errors), and what changed since it started
-/// (warnings).
-fn check_resumable(
-    store: &Store,
-    spec: &Spec,
-    git: &Git,
-    run: &RunRecord,
-    opts: &RunOptions,
-    said: &mut Said,
-) -> Result<(), EngineError> {
-    // A shared store holds the runs of every clone of this project; the branch and
-    // the archive refs of a run live in the clone that coordinated it.
-    if store.is_shared() && git.ref_target(&branch_ref(&run.tag))?.is_none() {
-        return Err(Mismatch::OtherClone {
-            tag: run.tag.clone(),
-        }
-        .into());
-    }
-    if run.metric != spec.verify.metric {
-        return Err(Mismatch::MetricChanged {
-            tag: run.tag.clone(),
-            recorded: run.metric.clone(),
-            configured: spec.verify.metric.clone(),
-        }
-        .into());
-    }
-    if run.direction != spec.verify.direction {
-        return Err(Mismatch::DirectionChanged {
-            tag: run.tag.clone(),
-            recorded: run.direction,
-            configured: spec.verify.direction,
-        }
-        .into());
-    }
-    let configured = spec.agent.kind.as_str();
-    if run.agent != configured {
-        if !opts.agent_chosen {
-            return Err(Mismatch::AgentChanged {
-                tag: run.tag.clone(),
-                recorded: run.agent.clone(),
-                configured: configured.to_string(),
-            }
-            .into());
-        }
-        store.set_run_agent(run.id, spec.agent.kind)?;
-        said.notes.push(format!(
-            "run `{}` goes on with agent `{configured}` (--agent); it was `{}`",
-            run.tag, run.agent
-        ));
-    }
-    if let Ok(head) = git.head() {
-        if head != run.base_commit {
-            said.warnings.push(format!(
-                "HEAD has moved since run `{}` started; the run goes on from its own start commit {} (start a new run from HEAD with `hone run --new`)",
-                run.tag,
-                &run.base_commit[..run.base_commit.len().min(10)]
-            ));
-        }
-    }
-    if let Some(seed) = opts.seed {
-        if seed != run.seed {
-            said.warnings.push(format!(
-                "run `{}` was started with seed {}; --seed {seed} is ignored on resume",
-                run.tag, run.seed
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// Opens a new run: `hone run`'s limits applied to the spec, its tag (the one asked for, or
 /// today's made unique), the checks, the coordination of a shared store, then [`start_run`].
 fn open_new(
@@ -731,8 +489,8 @@ fn start_run(
 }
 
 /// The files a new run starts from (`files`, committed at `head`): something must be
-/// editable (an error); named documents that are missing and uncommitted changes are
-/// warnings.
+/// editable (an error); `protected` patterns that match nothing, named documents that are
+/// missing and uncommitted changes are warnings.
 fn check_start_files(
     spec: &Spec,
     git: &Git,
@@ -748,6 +506,14 @@ fn check_start_files(
             globs: spec.loop_.editable.clone(),
         }
         .into());
+    }
+    // A protected pattern that names no file protects nothing: likely a typo.
+    for p in &spec.loop_.protected {
+        if !files.iter().any(|f| crate::workspace::glob_match(p, f)) {
+            said.warnings.push(format!(
+                "[loop] protected `{p}` matches no file committed at HEAD: it protects nothing (a typo?)"
+            ));
+        }
     }
     for doc in
         std::iter::once(spec.program_path()).chain(spec.loop_.skills.iter().map(String::as_str))

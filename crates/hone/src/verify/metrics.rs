@@ -82,7 +82,8 @@ fn leading_number(s: &str, stop: impl Fn(char) -> bool) -> Option<(f64, usize)> 
     let b = s.as_bytes();
     let group_at = |i: usize| {
         b.get(i) == Some(&b',')
-            && b.get(i + 1..i + 4).is_some_and(|g| g.iter().all(u8::is_ascii_digit))
+            && b.get(i + 1..i + 4)
+                .is_some_and(|g| g.iter().all(u8::is_ascii_digit))
             && !b.get(i + 4).is_some_and(u8::is_ascii_digit)
     };
     if (1..=3).contains(&unsigned.len())

@@ -99,13 +99,13 @@ fn number_forms() {
 
 #[test]
 fn thousands_separators_are_read_as_python_prints_them() {
-    assert_eq!(parsed("tok/sec: 1,234,567"), pairs(&[("tok/sec", 1_234_567.0)]));
+    assert_eq!(
+        parsed("tok/sec: 1,234,567"),
+        pairs(&[("tok/sec", 1_234_567.0)])
+    );
     assert_eq!(parsed("n: -12,000.5"), pairs(&[("n", -12_000.5)]));
     // Two pairs, not a grouped number: `,` then a name.
-    assert_eq!(
-        parsed("a: 1, b: 2"),
-        pairs(&[("a", 1.0), ("b", 2.0)])
-    );
+    assert_eq!(parsed("a: 1, b: 2"), pairs(&[("a", 1.0), ("b", 2.0)]));
     // Not groups of three: no number.
     assert!(parsed("m: 1,23").is_empty());
     // Inside a progress line, beside other pairs.
