@@ -97,10 +97,25 @@ pub fn log_row(
                     fmt_metric(e.objective),
                     format_duration(std::time::Duration::from_millis(e.total_ms)),
                     commit,
-                    super::one_line(&e.description)
+                    described(e)
                 ),
             )
         }
+    }
+}
+
+/// A row's last column: the description, and for a failure why (cut at a word).
+fn described(e: &ExperimentRecord) -> String {
+    let description = super::one_line(&e.description);
+    let failed = e.status().is_failure() || e.status() == hone::store::Status::Aborted;
+    if !failed || e.reason.trim().is_empty() {
+        return description.into_owned();
+    }
+    let why = super::cut_at_word(&super::one_line(e.reason.trim()), 100);
+    if description.trim().is_empty() {
+        why
+    } else {
+        format!("{description} · {why}")
     }
 }
 

@@ -267,3 +267,24 @@ fn more_after_a_finished_run_continues_it() {
     let runs = String::from_utf8_lossy(&r.hone(&["status", "--json"]).stdout).to_string();
     assert!(runs.contains("\"experiments\": 3"), "{runs}");
 }
+
+#[test]
+fn a_misspelt_metric_gets_the_printed_name_to_set() {
+    let r = Repo::builder()
+        .script("")
+        .spec_with(|agent| {
+            Spec::standard("echo 'val_loss: 0.0724'", agent)
+                .metric("val_los")
+                .set("stop", "max_experiments", "1")
+        })
+        .create();
+    let out = r.hone(&["run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let log = r.log();
+    let reason = reason(&log[0]);
+    assert!(
+        reason.contains("set in hone.toml [verify] metric = \"val_loss\""),
+        "{reason}"
+    );
+    assert!(!reason.contains("metric_regex"), "{reason}");
+}

@@ -242,3 +242,16 @@ fn show_tails_a_progress_bar_by_its_updates_not_as_one_huge_line() {
     );
     assert!(show.len() < 4000, "{} bytes", show.len());
 }
+
+#[test]
+fn a_crash_says_the_last_line_the_program_wrote() {
+    let verify = "if grep -q beta value.txt; then echo 'Traceback (most recent call last):' >&2; echo 'ValueError: Invalid beta parameter: 1.2' >&2; exit 1; fi; cat value.txt";
+    let r = Repo::stops_after(2, verify, "write\tvalue.txt\tbeta\\n\n");
+    r.run_expect("c", &["baseline", "crash"]);
+    assert_reason(
+        &r.log()[1],
+        "exited with status 1: ValueError: Invalid beta parameter: 1.2",
+    );
+    let log = text(&r.hone(&["log"]));
+    assert!(log.contains("ValueError: Invalid beta parameter"), "{log}");
+}

@@ -243,6 +243,7 @@ impl Verifier {
         // (a FIFO there would hold libgit2 forever: `Git::check_ref_files`).
         self.git.check_ref_files()?;
         self.git.materialize(wt, &candidate)?;
+        let command_log = log_path.clone();
         let first = StageRun {
             n,
             command: &command,
@@ -253,7 +254,8 @@ impl Verifier {
             files: &candidate,
         };
         let (exit, failure, mut metrics) = self.run_stage(sink, wt, first, cancel)?;
-        if let Some(m) = self.stage_failure(exit, failure, wt, check_seal) {
+        let failure_at = (wt, Some(command_log.as_path()));
+        if let Some(m) = self.stage_failure(exit, failure, failure_at, check_seal) {
             return Ok(self.with_room(sink, (n, m), wt, &candidate));
         }
         let metric = self.spec.verify.metric.clone();
@@ -279,7 +281,8 @@ impl Verifier {
                 files: &candidate,
             };
             let (exit, failure, stage2) = self.run_stage(sink, wt, second, cancel)?;
-            if let Some(m) = self.stage_failure(exit, failure, wt, check_seal) {
+            // The sealed evaluator's own words are not quoted in a reason (agents read those).
+            if let Some(m) = self.stage_failure(exit, failure, (wt, None), check_seal) {
                 let m = match m {
                     Measured::Failed { status, reason } => Measured::Failed {
                         status,
@@ -519,12 +522,13 @@ impl Verifier {
         (!removed.is_empty()).then(|| crate::workspace::removed_for_room(&removed))
     }
 
-    /// Why a stage's run does not count, if it does not.
+    /// Why a stage's run does not count, if it does not. A run that exited with an error
+    /// status quotes the last line of `log` (`ValueError: ...`), when it is given.
     fn stage_failure(
         &self,
         exit: Exit,
         failure: Option<Failure>,
-        wt: &Path,
+        (wt, log): (&Path, Option<&Path>),
         check_seal: bool,
     ) -> Option<Measured> {
         // A run that rewrote a protected file (say, train.py patching prepare.py before
@@ -552,7 +556,13 @@ impl Verifier {
             ),
             Exit::Signal(s) => failed(Status::Crash, format!("killed by signal {s}")),
             Exit::Code(127) => failed(Status::Crash, self.not_found_reason(wt)),
-            Exit::Code(c) if c != 0 => failed(Status::Crash, format!("exited with status {c}")),
+            Exit::Code(c) if c != 0 => failed(
+                Status::Crash,
+                format!(
+                    "exited with status {c}{}",
+                    log.map(last_words).unwrap_or_default()
+                ),
+            ),
             Exit::Code(_) => None,
         }
     }
@@ -723,14 +733,48 @@ fn job_sandbox(
     }
 }
 
-/// What to tell a user whose verifier printed no objective: the line that mentions it, and a
-/// `metric_regex` that would read it.
+/// `: <the last line of the log at path>` (its last 4 KiB, a line at most 200 characters,
+/// cleaned of control characters), or nothing when the log is empty or unreadable.
+fn last_words(path: &Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut buf = Vec::new();
+    if f.seek(SeekFrom::Start(len.saturating_sub(4096))).is_err()
+        || f.read_to_end(&mut buf).is_err()
+    {
+        return String::new();
+    }
+    let text = String::from_utf8_lossy(&buf);
+    match crate::util::last_lines(&text, 1).first() {
+        Some(line) if !line.trim().is_empty() => {
+            format!(": {}", crate::propose::prompt::sanitize(line.trim(), 200))
+        }
+        _ => String::new(),
+    }
+}
+
+/// What to tell a user whose verifier printed no objective: the line that mentions it, and
+/// the metric name it prints (a misspelt `metric`) or a `metric_regex` that would read it.
 fn missing_metric_hint(mention: Option<&str>, metric: &str) -> String {
     let Some(line) = mention else {
         return format!(
             " (print a line `{metric}: <number>`, or set [verify] metric_regex to read it from the output)"
         );
     };
+    // A printed name that holds it (`val_loss` for `val_los`): a misspelt metric.
+    let lower = metric.to_ascii_lowercase();
+    let printed = crate::verify::metrics::parse_line(line)
+        .into_iter()
+        .map(|(name, _)| name)
+        .find(|name| name.to_ascii_lowercase().contains(&lower));
+    if let Some(name) = printed {
+        return format!(
+            "; a line prints `{name}`: `{line}`; if that is the metric, set in hone.toml [verify] metric = \"{name}\""
+        );
+    }
     match crate::verify::metrics::suggest_regex(line, metric) {
         Some(regex) => {
             let quoted = if regex.contains('\'') {
