@@ -14,12 +14,14 @@ pub use log::{log_header, log_narrowings, log_row, LogFormat};
 
 static INTERRUPT: Interrupt = Interrupt::new();
 
-extern "C" fn on_sigint(_: libc::c_int) {
+extern "C" fn on_sigint(signal: libc::c_int) {
     let n = INTERRUPT.request();
-    let msg: &[u8] = if n == 1 {
-        b"\nhone: stopping after the current experiment (Ctrl-C again to kill it now)\n"
-    } else {
-        b"\nhone: killing the current experiment\n"
+    let msg: &[u8] = match (n, signal) {
+        (1, libc::SIGTERM) => {
+            b"\nhone: SIGTERM: stopping after the current experiment (SIGTERM again, or Ctrl-C, to kill it now)\n"
+        }
+        (1, _) => b"\nhone: stopping after the current experiment (Ctrl-C again to kill it now)\n",
+        _ => b"\nhone: killing the current experiment\n",
     };
     // SAFETY: write(2) is async-signal-safe; the buffer is valid for its length.
     unsafe {

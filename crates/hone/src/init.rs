@@ -12,6 +12,9 @@ use crate::verify::Direction;
 
 pub mod progress;
 
+mod check;
+pub use check::{check, CheckOutcome};
+
 /// Metric names (or `_<name>` endings) that are better when larger.
 const MAXIMIZED: &[&str] = &[
     "acc",
@@ -628,72 +631,6 @@ fn not_knobs(analysis: &Analysis, knobs: &[Knob]) -> Vec<(String, String)> {
         }
     }
     not_knobs
-}
-
-/// What running the command once (`hone init --check`) showed.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CheckOutcome {
-    pub exit: crate::exec::Exit,
-    pub seconds: f64,
-    /// The objective, as the verifier would read it.
-    pub value: Option<f64>,
-    /// The last lines of the output (at most 5), for a command that failed or printed no
-    /// metric.
-    pub tail: Vec<String>,
-}
-
-/// Runs `command` once in `root` (the checkout: `hone run` runs it in a worktree of the
-/// committed files instead) with hone's environment, kills its process group after
-/// `timeout_secs`, and reads `metric` from its output the way the verifier does (with
-/// `metric_regex`, when hone.toml has one).
-pub fn check(
-    root: &Path,
-    command: &str,
-    timeout_secs: u64,
-    metric: &str,
-    metric_regex: Option<&str>,
-) -> Result<CheckOutcome, String> {
-    use crate::exec::{spawn, ExecRequest, Limits};
-    let mut reader = crate::verify::metrics::MetricReader::new(metric, metric_regex)
-        .map_err(|e| format!("{e}"))?;
-    let log_path = std::env::temp_dir().join(format!("hone-init-check-{}.log", std::process::id()));
-    let req = ExecRequest {
-        command: command.to_string(),
-        cwd: root.to_path_buf(),
-        env: std::env::vars_os()
-            .filter(|(k, _)| !k.to_string_lossy().starts_with("HONE_"))
-            .collect(),
-        timeout: Some(std::time::Duration::from_secs(timeout_secs)),
-        kill_grace: std::time::Duration::from_secs(5),
-        drain_timeout: std::time::Duration::from_secs(5),
-        log_path: log_path.clone(),
-        max_log_bytes: 1 << 20,
-        limits: Limits::default(),
-        wrapper: Vec::new(),
-    };
-    let running = spawn(&req).map_err(|e| e.to_string())?;
-    let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
-    let outcome = running
-        .wait(
-            &mut |line| {
-                reader.feed(line);
-                if tail.len() == 5 {
-                    tail.pop_front();
-                }
-                tail.push_back(line.to_string());
-            },
-            &|| false,
-        )
-        .map_err(|e| e.to_string());
-    // The log was only a by-product: the lines were read as they came.
-    let _ = std::fs::remove_file(&log_path);
-    let outcome = outcome?;
-    Ok(CheckOutcome {
-        exit: outcome.exit,
-        seconds: outcome.duration.as_secs_f64(),
-        value: reader.finish().get(metric),
-        tail: tail.into(),
-    })
 }
 
 fn quoted(list: &[String]) -> String {

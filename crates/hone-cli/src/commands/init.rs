@@ -53,8 +53,8 @@ pub fn run(here: &Here, a: InitArgs) -> CliResult {
             root,
             &v.command,
             v.timeout.as_secs().max(1),
-            &v.metric,
-            v.metric_regex.as_ref().map(|r| r.as_str()),
+            (&v.metric, v.metric_regex.as_ref().map(|r| r.as_str())),
+            v.progress.as_ref().map(|p| p.read.as_str()),
         );
     }
     if spec_path.exists() && !a.force {
@@ -116,8 +116,8 @@ pub fn run(here: &Here, a: InitArgs) -> CliResult {
             root,
             &draft.command.value,
             draft.timeout.value,
-            &draft.metric.value,
-            None,
+            (&draft.metric.value, None),
+            draft.progress.as_ref().map(|p| p.regex.as_str()),
         )?;
     }
     Ok(())
@@ -128,14 +128,14 @@ fn check(
     root: &Path,
     command: &str,
     timeout: u64,
-    metric: &str,
-    metric_regex: Option<&str>,
+    (metric, metric_regex): (&str, Option<&str>),
+    progress: Option<&str>,
 ) -> CliResult {
     out!(
         "\ncheck: running `{command}` once in {} (up to {timeout} s)...",
         root.display()
     );
-    let c = hone::init::check(root, command, timeout, metric, metric_regex)
+    let c = hone::init::check(root, command, timeout, (metric, metric_regex), progress)
         .map_err(|e| CliError::runtime(format!("cannot run the command: {e}")))?;
     let exit = match c.exit {
         hone::exec::Exit::Code(0) => None,
@@ -150,6 +150,15 @@ fn check(
                 "check: {metric} = {v} after {:.1} s: the baseline works",
                 c.seconds
             );
+            match c.progress {
+                Some((0, _)) => err!(
+                    "warning: check: [verify] progress read no point from its output: its curve would not be recorded (check the setting against the output)"
+                ),
+                Some((n, Some((step, value)))) => {
+                    out!("check: progress read {n} points, the last at step {step}: {value}")
+                }
+                _ => {}
+            }
             Ok(())
         }
         (exit, _) => {

@@ -45,6 +45,7 @@ mod error;
 mod executor;
 mod foreign;
 mod gate;
+mod hints;
 mod history;
 mod narrowing;
 mod notices;

@@ -16,6 +16,7 @@ use crate::verify::metrics::{MetricReader, MetricSet};
 use crate::workspace::{first_difference, hash_paths_bounded, Git};
 
 use super::executor::{Executor, Failure, Io, Job, RunPlace};
+use super::hints::{last_words, missing_metric_hint};
 use super::progress::Watch;
 use super::state::{Seals, StatePaths};
 use super::{Config, EngineError, Event, Fs};
@@ -730,63 +731,6 @@ fn job_sandbox(
             (false, Some(h)) => h.hide.clone(),
             _ => Vec::new(),
         },
-    }
-}
-
-/// `: <the last line of the log at path>` (its last 4 KiB, a line at most 200 characters,
-/// cleaned of control characters), or nothing when the log is empty or unreadable.
-fn last_words(path: &Path) -> String {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut f) = std::fs::File::open(path) else {
-        return String::new();
-    };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut buf = Vec::new();
-    if f.seek(SeekFrom::Start(len.saturating_sub(4096))).is_err()
-        || f.read_to_end(&mut buf).is_err()
-    {
-        return String::new();
-    }
-    let text = String::from_utf8_lossy(&buf);
-    match crate::util::last_lines(&text, 1).first() {
-        Some(line) if !line.trim().is_empty() => {
-            format!(": {}", crate::propose::prompt::sanitize(line.trim(), 200))
-        }
-        _ => String::new(),
-    }
-}
-
-/// What to tell a user whose verifier printed no objective: the line that mentions it, and
-/// the metric name it prints (a misspelt `metric`) or a `metric_regex` that would read it.
-fn missing_metric_hint(mention: Option<&str>, metric: &str) -> String {
-    let Some(line) = mention else {
-        return format!(
-            " (print a line `{metric}: <number>`, or set [verify] metric_regex to read it from the output)"
-        );
-    };
-    // A printed name that holds it (`val_loss` for `val_los`): a misspelt metric.
-    let lower = metric.to_ascii_lowercase();
-    let printed = crate::verify::metrics::parse_line(line)
-        .into_iter()
-        .map(|(name, _)| name)
-        .find(|name| name.to_ascii_lowercase().contains(&lower));
-    if let Some(name) = printed {
-        return format!(
-            "; a line prints `{name}`: `{line}`; if that is the metric, set in hone.toml [verify] metric = \"{name}\""
-        );
-    }
-    match crate::verify::metrics::suggest_regex(line, metric) {
-        Some(regex) => {
-            let quoted = if regex.contains('\'') {
-                format!("'''{regex}'''")
-            } else {
-                format!("'{regex}'")
-            };
-            format!(
-                "; a line mentions it: `{line}`; to read it, set in hone.toml [verify] metric_regex = {quoted}"
-            )
-        }
-        None => format!("; a line mentions it but holds no number after it: `{line}`"),
     }
 }
 

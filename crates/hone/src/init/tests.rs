@@ -106,16 +106,32 @@ fn check_runs_the_command_once_and_reads_the_metric() {
         tmp.path(),
         "echo step 1; echo 'val_bpb: 0.75'",
         60,
-        "val_bpb",
+        ("val_bpb", None),
         None,
     )
     .unwrap();
     assert_eq!(ok.exit, crate::exec::Exit::Code(0));
     assert_eq!(ok.value, Some(0.75));
-    let bad = check(tmp.path(), "echo 'loss: 3'; exit 2", 60, "val_bpb", None).unwrap();
+    assert_eq!(ok.progress, None, "no progress setting, nothing read");
+    let bad = check(
+        tmp.path(),
+        "echo 'loss: 3'; exit 2",
+        60,
+        ("val_bpb", None),
+        None,
+    )
+    .unwrap();
     assert_eq!(bad.exit, crate::exec::Exit::Code(2));
     assert_eq!(bad.value, None);
     assert_eq!(bad.tail, ["loss: 3"]);
+    // With a progress setting: its points, as the run would read them (`\r` ends a line).
+    let bar =
+        "printf 'step 1 | loss: 3\\rstep 2 | loss: 2\\rstep 3 | loss: 1\\n'; echo 'val_bpb: 0.5'";
+    let read = r"step (?P<step>\d+) \| loss: (?P<value>[0-9.]+)";
+    let c = check(tmp.path(), bar, 60, ("val_bpb", None), Some(read)).unwrap();
+    assert_eq!(c.progress, Some((3, Some((3.0, 1.0)))));
+    let c = check(tmp.path(), bar, 60, ("val_bpb", None), Some("lr")).unwrap();
+    assert_eq!(c.progress, Some((0, None)), "a setting that reads nothing");
 }
 
 #[test]

@@ -478,6 +478,40 @@ pub(crate) fn powers_of_two_around(value: i64, down: u32, up: u32) -> Option<Dom
     ))
 }
 
+/// The range of a fraction `x` in (0, 1], by how far it is from the end it is near: a small
+/// one (a weight decay of 0.01, a warm-up ratio of 0.1) on a log scale from a tenth of it to
+/// ten times it (at most halfway to 1); a large one (a momentum of 0.9, a beta of 0.999) by
+/// its distance `d` to 1, linearly from `1 - 4d` (at least a quarter) to `1 - d/10`; 1 itself
+/// from a half. Either way the middle of the range is near `x`, not half of the unit interval.
+fn fraction_domain(x: f64) -> Domain {
+    if x < 0.5 {
+        return Domain::Float {
+            lo: ten_digits(x / 10.0),
+            hi: ten_digits((x * 10.0).min((1.0 + x) / 2.0)),
+            log: true,
+        };
+    }
+    let d = 1.0 - x;
+    if d <= 0.0 {
+        // Exactly 1 (all of it): how much less is worth trying.
+        return Domain::Float {
+            lo: 0.5,
+            hi: 1.0,
+            log: false,
+        };
+    }
+    Domain::Float {
+        lo: ten_digits((1.0 - 4.0 * d).max(0.25).min(x)),
+        hi: ten_digits(1.0 - d / 10.0),
+        log: false,
+    }
+}
+
+/// `v` to ten significant digits: `1 - 4 × 0.1` reads 0.6, not 0.6000000000000001.
+fn ten_digits(v: f64) -> f64 {
+    format!("{v:.9e}").parse().unwrap_or(v)
+}
+
 /// The domain of an unannotated knob, inferred from its name and value (the rules are listed
 /// in the module docs of `knobs`).
 pub(crate) fn inferred_domain(name: &str, value: &KnobValue) -> Domain {
@@ -486,11 +520,7 @@ pub(crate) fn inferred_domain(name: &str, value: &KnobValue) -> Domain {
     }
     if let KnobValue::Float(x) = *value {
         if has_word(name, FRACTION_WORDS) && x > 0.0 && x <= 1.0 {
-            return Domain::Float {
-                lo: x / 10.0,
-                hi: 1.0 - (1.0 - x) / 10.0,
-                log: false,
-            };
+            return fraction_domain(x);
         }
     }
     if let KnobValue::Int(n) = *value {
@@ -698,14 +728,32 @@ mod tests {
             ("ADAM_BETAS", 0.95),
             ("BETA2", 0.999),
             ("WEIGHT_DECAY", 0.2),
+            ("WEIGHT_DECAY", 0.01),
+            ("WARMUP_RATIO", 0.1),
             ("DROPOUT", 1.0),
         ] {
             match inferred_domain(name, &KnobValue::Float(x)) {
-                Domain::Float { lo, hi, log: false } => {
+                Domain::Float { lo, hi, log } => {
                     assert!(
                         0.0 < lo && lo <= x && x <= hi && hi <= 1.0,
                         "{name}: {lo}..{hi}"
-                    )
+                    );
+                    // The range's middle (as the sampler's centre takes it) is near x: within
+                    // a factor of three of it, or of its distance to 1.
+                    let mid = if log {
+                        (lo * hi).sqrt()
+                    } else {
+                        (lo + hi) / 2.0
+                    };
+                    let (a, b) = if x < 0.5 {
+                        (mid, x)
+                    } else {
+                        (1.0 - mid, 1.0 - x)
+                    };
+                    assert!(
+                        a / b < 3.0 && b / a < 3.0 || x == 1.0,
+                        "{name} {x}: middle {mid} of {lo}..{hi}"
+                    );
                 }
                 other => panic!("{name}: {other:?}"),
             }

@@ -29,8 +29,10 @@
 //!   `VAL`, `VALID`, `VALIDATION`, `TEST`, `HOLDOUT` or `SPLIT` is fixed (a time budget, a data
 //!   split, the evaluation: changing it changes what is measured); a float in (0, 1] named as
 //!   a fraction (`RATIO`, `FRAC`, `FRACTION`, `MOMENTUM`, `BETA`, `BETAS`, `DROPOUT`, `DECAY`,
-//!   `PROB`, trailing digits ignored) ranges linearly from a tenth of it to a tenth of the way
-//!   from it to 1 (`0.5` → `0.05..0.95`); an integer power of two of at least 16 is a choice of
+//!   `PROB`, trailing digits ignored) keeps inside (0, 1] around it: below a half on a log
+//!   scale from a tenth of it to ten times it, at most halfway to 1 (`0.01` → `log
+//!   0.001..0.1`), else by its distance `d` to 1, linearly from `1 - 4d` to `1 - d/10` (`0.9` →
+//!   `0.6..0.99`); an integer power of two of at least 16 is a choice of
 //!   the powers of two from a quarter to four times it; a constant only printed is fixed; and
 //!   a divisibility check `A % (B * C) == 0` in the file keeps holding (divisor knobs only
 //!   shrink by factors of two, a dividend knob only grows by them).
