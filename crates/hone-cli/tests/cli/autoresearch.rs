@@ -331,7 +331,10 @@ fn init_check_runs_the_baseline_once_and_reports_the_metric() {
     assert!(out.status.success(), "{t}");
     assert!(t.contains("check: val_bpb = 0.7176"), "{t}");
     // The progress setting init wrote reads the three step lines the script prints.
-    assert!(t.contains("check: progress read 3 points, the last at step 2:"), "{t}");
+    assert!(
+        t.contains("check: progress read 3 points, the last at step 2:"),
+        "{t}"
+    );
     // On the hone.toml that exists (here edited to a wrong metric): checked, not rewritten.
     edit_spec(&dir, |s| {
         s.replace("metric    = \"val_bpb\"", "metric    = \"val_loss\"")

@@ -331,3 +331,39 @@ fn a_resume_never_compares_values_measured_two_ways() {
         text(&out)
     );
 }
+
+#[test]
+fn what_a_kill_9_cut_off_still_counts_towards_max_time() {
+    // Experiment 2's verifier works two seconds (its log written at the end of them), then
+    // blocks until killed. hone is killed -9 there: the run's loop time was last written at
+    // #1's finish, so without counting what #2 ran, `max_time` would lose those seconds at
+    // every kill. On resume they are added: the loop time grows by more than the resumed
+    // session lasted.
+    let marks = Marks::new();
+    let verify = marks.verifier(
+        "[ \"$HONE_EXPERIMENT\" = 2 ] && [ ! -f {m}/started ]",
+        "echo working; sleep 2; echo still working; echo $$ > {m}/pgid; touch {m}/started; \
+         i=0; while [ $i -lt 6000 ]; do sleep 0.05; i=$((i+1)); done",
+    );
+    let r = Repo::stops_after(5, &verify, &scores(&[4, 3, 2, 1]));
+    let mut child = r.spawn_hone(&["run", "--tag", "k"]);
+    let pgid = marks.blocked();
+    kill_9_leaving(&mut child, pgid, "the blocked verifier");
+    let active = |r: &Repo| {
+        let json = String::from_utf8_lossy(&r.hone(&["status", "--json"]).stdout).to_string();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_else(|_| panic!("{json}"));
+        v["active_seconds"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{json}"))
+    };
+    let before = active(&r);
+    let resumed = Instant::now();
+    ok(r.hone(&["run"]));
+    let session = resumed.elapsed().as_secs_f64();
+    let after = active(&r);
+    assert!(
+        after - before > session,
+        "loop time grew {:.2} s, the resumed session took {session:.2} s",
+        after - before
+    );
+}

@@ -23,13 +23,20 @@ use super::{parallel, Engine, EngineError, Event, Mismatch};
 struct Records {
     whole: Vec<ExperimentRecord>,
     commits: Vec<(u64, Option<String>)>,
+    /// When the last experiment that finished did (the run's loop time was last written
+    /// then), if any did.
+    last_finish: Option<f64>,
 }
 
 impl Records {
     fn scan(store: &Store, run_id: i64) -> Result<Records, StoreError> {
         let (mut whole, mut commits) = (Vec::new(), Vec::new());
+        let mut last_finish: Option<f64> = None;
         store.for_each_experiment(run_id, &mut |e| {
             commits.push((e.n, e.candidate_commit.clone()));
+            if let (true, Some(f)) = (e.status() != Status::Running, e.finished_at) {
+                last_finish = Some(last_finish.map_or(f, |l: f64| l.max(f)));
+            }
             if matches!(
                 e.status(),
                 Status::Baseline | Status::Keep | Status::Running
@@ -38,7 +45,11 @@ impl Records {
             }
             Ok(ControlFlow::Continue(()))
         })?;
-        Ok(Records { whole, commits })
+        Ok(Records {
+            whole,
+            commits,
+            last_finish,
+        })
     }
 
     /// Experiment `n`'s candidate commit is now `commit`.
@@ -58,6 +69,8 @@ impl Engine<'_> {
         let running: Vec<usize> = (0..recs.whole.len())
             .filter(|&i| recs.whole[i].status() == Status::Running)
             .collect();
+        // When each experiment cut off started and (by its log's last write) ended.
+        let mut cut_off: Vec<(f64, f64)> = Vec::new();
         for i in running {
             let e = &mut recs.whole[i];
             let killed = self.stop_leftovers(e)?;
@@ -84,6 +97,7 @@ impl Engine<'_> {
                     e.total_ms = ((end - e.started_at) * 1000.0) as u64;
                 }
             }
+            cut_off.push((e.started_at, e.started_at + e.total_ms as f64 / 1000.0));
             e.status = Some(Status::Aborted);
             e.reason = "interrupted: hone stopped during this experiment".into();
             e.finished_at = Some(now());
@@ -101,6 +115,7 @@ impl Engine<'_> {
             );
             self.emit(Event::Warning { message: msg });
         }
+        self.count_lost_time(&cut_off, recs.last_finish)?;
         self.forget_pruned(&mut recs)?;
         self.repair_dangling_branch(&recs.whole)?;
         let v = &self.verifier;
@@ -243,6 +258,29 @@ impl Engine<'_> {
                 *held = e;
             }
             self.emit(Event::Warning { message });
+        }
+        Ok(())
+    }
+
+    /// Adds to the run's loop time what a crash kept from it: the loop time was last written
+    /// when an experiment finished (`last_finish`), and the experiments cut off ran on past
+    /// that (each `(start, end)`, its end its log's last write) — as much as they ran, no
+    /// more. Without it `max_time` could be overspent by one experiment at every kill.
+    fn count_lost_time(
+        &mut self,
+        cut_off: &[(f64, f64)],
+        last_finish: Option<f64>,
+    ) -> Result<(), EngineError> {
+        let Some(end) = cut_off.iter().map(|c| c.1).reduce(f64::max) else {
+            return Ok(());
+        };
+        let ran: f64 = cut_off.iter().map(|(s, e)| (e - s).max(0.0)).sum();
+        let since_save = last_finish.map_or(ran, |f| (end - f).max(0.0));
+        let lost = ran.min(since_save);
+        if lost > 0.0 && lost.is_finite() {
+            self.active_before += lost;
+            self.store
+                .set_active_seconds(self.run.id, self.active_seconds())?;
         }
         Ok(())
     }
