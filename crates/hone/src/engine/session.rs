@@ -507,6 +507,13 @@ fn check_start_files(
         }
         .into());
     }
+    if let Some(p) = spec.verify.progress.as_ref().filter(|p| p.prune.is_some()) {
+        if p.warmup.is_zero() {
+            said.warnings.push(
+                "[verify] prune without prune_warmup judges a run from its first point, where curves are noise: set prune_warmup (a tenth of a run, say)".into(),
+            );
+        }
+    }
     // A protected pattern that names no file protects nothing: likely a typo.
     for p in &spec.loop_.protected {
         if !files.iter().any(|f| crate::workspace::glob_match(p, f)) {

@@ -204,6 +204,14 @@ pub enum Warmup {
 }
 
 impl Warmup {
+    /// No warm-up at all: a run may be judged from its first point.
+    pub fn is_zero(self) -> bool {
+        match self {
+            Warmup::Steps(s) => s <= 0.0,
+            Warmup::Time(t) => t.is_zero(),
+        }
+    }
+
     fn over(self, step: f64, elapsed: Duration) -> bool {
         match self {
             Warmup::Steps(s) => step >= s,
