@@ -114,15 +114,18 @@ fn a_holdout_or_retest_run_that_moves_the_run_branch_is_caught_and_put_back() {
     assert_eq!(r.rev(&format!("refs/hone-user/u/{mine}")), mine);
 }
 
+/// A verifier under which a candidate whose value.txt says `dodge` fails when run a second
+/// time (a re-test), to keep a lucky first value.
+const DODGE: &str = "c=$(git rev-parse --git-common-dir)/ran; if grep -q dodge value.txt; then if [ -f $c ]; then exit 1; fi; touch $c; fi; grep score value.txt";
+
 #[test]
 fn a_champion_whose_retest_fails_is_a_crash_and_the_branch_goes_back() {
     // Experiment 1's code fails on purpose when run a second time (a re-test: the branch head
     // is its own commit), to keep a lucky first value. A failed re-test makes it a crash, as a
     // failed confirm run would, and the branch goes back; experiment 2 is judged against the
     // baseline and kept on it.
-    let dodge = "c=$(git rev-parse --git-common-dir)/ran; if grep -q dodge value.txt; then if [ -f $c ]; then exit 1; fi; touch $c; fi; grep score value.txt";
     let r = retest_repo(
-        dodge,
+        DODGE,
         "write\tvalue.txt\tscore: 3\\ndodge\\n\n---\nwrite\tvalue.txt\tscore: 4\\n\n",
         3,
     );
@@ -145,9 +148,8 @@ fn a_champion_whose_retest_fails_is_a_crash_and_the_branch_goes_back() {
 fn with_two_workers_a_champion_whose_retest_fails_is_a_crash_and_the_branch_goes_back() {
     // As above, with experiments verified two at a time: the failed re-test makes #1 a
     // crash, and no keep of the run is built on it.
-    let dodge = "c=$(git rev-parse --git-common-dir)/ran; if grep -q dodge value.txt; then if [ -f $c ]; then exit 1; fi; touch $c; fi; grep score value.txt";
     let r = retest_repo_with(
-        dodge,
+        DODGE,
         "write\tvalue.txt\tscore: 3\\ndodge\\n\n---\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 4.5\\n\n",
         4,
         "[exec]\nworkers = 2\n",

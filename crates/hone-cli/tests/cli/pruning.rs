@@ -352,7 +352,10 @@ fn a_long_curve_is_stored_thinned_and_ends_where_the_run_did() {
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(r.statuses(), ["baseline", "keep"]);
     // No warm-up: the run says a first point is noise to judge by.
-    assert_says(&out, "prune without prune_warmup judges a run from its first point");
+    assert_says(
+        &out,
+        "prune without prune_warmup judges a run from its first point",
+    );
     for n in [0, 1] {
         assert_eq!(curve_points(&r, n), 16_626);
         let show = text(&r.hone(&["show", &n.to_string()]));

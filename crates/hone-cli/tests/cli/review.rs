@@ -424,25 +424,28 @@ fn a_reviewers_outage_is_waited_out_on_the_same_candidate() {
     assert_eq!(runs.runs(), 1, "the unreviewed candidate never ran");
 }
 
+/// A run of three experiments with `workers`, whose reviewer's server is down (503 to every
+/// call) and whose outage wait is an hour; `more` are more settings.
+fn reviewer_down(workers: &str, more: &[(&str, &str, &str)]) -> (LlmServer, RunCounter, Repo) {
+    let reviewer = answering(503, "{\"error\": \"down\"}");
+    let runs = RunCounter::new();
+    let mut settings = vec![
+        ("stop", "max_experiments", "3"),
+        ("exec", "workers", workers),
+        ("agent", "outage_wait", "\"1h\""),
+    ];
+    settings.extend_from_slice(more);
+    let r = reviewed_by(&reviewer, &runs, &[4, 3], &settings);
+    (reviewer, runs, r)
+}
+
 #[test]
 fn a_wait_out_of_the_reviewers_outage_ends_when_max_time_runs_out() {
     // The reviewer's server stays down and the wait before asking again is an hour, but
     // max_time is 15 s: the wait is cut there, the unreviewed candidate is aborted (never
     // verified) and the run stops on max_time, with no error. With two workers too.
     for workers in ["1", "2"] {
-        let reviewer = answering(503, "{\"error\": \"down\"}");
-        let runs = RunCounter::new();
-        let r = reviewed_by(
-            &reviewer,
-            &runs,
-            &[4, 3],
-            &[
-                ("stop", "max_experiments", "3"),
-                ("stop", "max_time", "\"15s\""),
-                ("exec", "workers", workers),
-                ("agent", "outage_wait", "\"1h\""),
-            ],
-        );
+        let (reviewer, runs, r) = reviewer_down(workers, &[("stop", "max_time", "\"15s\"")]);
         let out = ok(run_bounded(&r.dir, &["run"]).unwrap());
         assert_says(&out, "reached max_time");
         let log = r.log();
@@ -467,18 +470,7 @@ fn ctrl_c_once_ends_a_wait_out_of_the_reviewers_outage() {
     // Ctrl-C ends the wait at once, the unreviewed candidate is aborted (never verified) and
     // the run stops, to be resumed. With two workers too.
     for workers in ["1", "2"] {
-        let reviewer = answering(503, "{\"error\": \"down\"}");
-        let runs = RunCounter::new();
-        let r = reviewed_by(
-            &reviewer,
-            &runs,
-            &[4, 3],
-            &[
-                ("stop", "max_experiments", "3"),
-                ("exec", "workers", workers),
-                ("agent", "outage_wait", "\"1h\""),
-            ],
-        );
+        let (reviewer, runs, r) = reviewer_down(workers, &[]);
         let mut child = spawn_hone_in(&r.dir, &["run"], Stdio::null(), Stdio::null());
         let asked = Instant::now();
         while reviewer.requests().is_empty() {
