@@ -90,12 +90,15 @@ fn known_direction(metric: &str) -> Option<Direction> {
     let ends = |w: &&str| {
         lower == *w || lower.ends_with(&format!("_{w}")) || lower.ends_with(&format!("/{w}"))
     };
-    let rate = ["per_sec", "per_second", "per_s"]
+    // A rate (something per unit of time) is better larger; a time to reach something,
+    // smaller.
+    let per_time = ["s", "sec", "second", "ms", "min", "minute", "hour", "h"]
         .iter()
-        .any(|r| lower.ends_with(r))
-        || lower.ends_with("/sec")
-        || lower.ends_with("/s");
-    if rate || MAXIMIZED.iter().any(ends) {
+        .any(|u| lower.ends_with(&format!("per_{u}")) || lower.ends_with(&format!("/{u}")));
+    if lower.starts_with("time_to") || lower.contains("_time_to_") {
+        return Some(Direction::Minimize);
+    }
+    if per_time || MAXIMIZED.iter().any(ends) {
         Some(Direction::Maximize)
     } else if MINIMIZED.iter().any(ends) {
         Some(Direction::Minimize)

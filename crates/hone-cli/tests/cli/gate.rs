@@ -202,7 +202,7 @@ fn a_protected_pattern_that_matches_no_file_is_warned_about() {
     let out = ok(r.hone(&["run"]));
     let said = text(&out);
     assert!(
-        said.contains("[loop] protected `prepar.py` matches no file committed at HEAD"),
+        said.contains("[loop] protected `prepar.py` matches no file committed at HEAD: it only keeps such a file from being added"),
         "{said}"
     );
     assert!(!said.contains("`prepare.py` matches no file"), "{said}");

@@ -367,3 +367,34 @@ fn what_a_kill_9_cut_off_still_counts_towards_max_time() {
         after - before
     );
 }
+
+#[test]
+fn the_verifiers_environment_is_compared_by_its_names_and_values_never_shown() {
+    // Reordering [verify] env is no change; a changed value is, and the refusal names the
+    // variables without their values (they may be secrets).
+    let r = Repo::scored(2, &scores(&[4, 3, 2]));
+    edit_spec(&r.dir, |s| {
+        s.replace(
+            "[verify]",
+            "[verify]\nenv = { A = \"1\", TOKEN = \"s3cret\" }",
+        )
+    });
+    git(&r.dir, &["commit", "-qam", "env"]);
+    r.run_expect("e", &["baseline", "keep"]);
+    edit_spec(&r.dir, |s| {
+        s.replace(
+            "{ A = \"1\", TOKEN = \"s3cret\" }",
+            "{ TOKEN = \"s3cret\", A = \"1\" }",
+        )
+    });
+    ok(r.hone(&["run", "--tag", "e", "--more", "1"]));
+    edit_spec(&r.dir, |s| s.replace("s3cret", "n3w"));
+    let refused = r.hone(&["run", "--tag", "e", "--more", "1"]);
+    let said = text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("[verify] env = [A, TOKEN] (values not shown)"),
+        "{said}"
+    );
+    assert!(!said.contains("s3cret") && !said.contains("n3w"), "{said}");
+}

@@ -308,14 +308,18 @@ pub(super) fn duplicate(
 /// `train.py/`.
 fn scope_violation(spec: &Spec, changes: &[Change]) -> Option<String> {
     let l = &spec.loop_;
+    let deleted: std::collections::HashSet<&str> = changes
+        .iter()
+        .filter(|d| d.status == 'D')
+        .map(|d| d.path.as_str())
+        .collect();
     for c in changes {
+        // A directory above an added file that was a file the candidate deleted.
         let under_deleted = c.status == 'A'
-            && changes.iter().any(|d| {
-                d.status == 'D'
-                    && c.path.len() > d.path.len()
-                    && c.path.starts_with(&d.path)
-                    && c.path.as_bytes()[d.path.len()] == b'/'
-            });
+            && !deleted.is_empty()
+            && c.path
+                .match_indices('/')
+                .any(|(i, _)| deleted.contains(&c.path[..i]));
         if under_deleted {
             return Some(format!(
                 "made a file into a directory to add `{}` (editable names files and directories as they are)",

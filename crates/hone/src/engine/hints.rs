@@ -18,11 +18,14 @@ pub(super) fn last_words(path: &Path) -> String {
         return String::new();
     }
     let text = String::from_utf8_lossy(&buf);
-    match crate::util::last_lines(&text, 1).first() {
-        Some(line) if !line.trim().is_empty() => {
-            format!(": {}", crate::propose::prompt::sanitize(line.trim(), 200))
-        }
-        _ => String::new(),
+    // The last line with something on it (a progress bar may end cleared with spaces).
+    match crate::util::last_lines(&text, 8)
+        .into_iter()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+    {
+        Some(line) => format!(": {}", crate::propose::prompt::sanitize(line.trim(), 200)),
+        None => String::new(),
     }
 }
 
@@ -39,7 +42,11 @@ pub(super) fn missing_metric_hint(mention: Option<&str>, metric: &str) -> String
     let printed = crate::verify::metrics::parse_line(line)
         .into_iter()
         .map(|(name, _)| name)
-        .find(|name| name.to_ascii_lowercase().contains(&lower));
+        .find(|name| {
+            let name = name.to_ascii_lowercase();
+            // The metric's own name printed (a `metric_regex` that missed it): no typo.
+            name != lower && name.contains(&lower)
+        });
     if let Some(name) = printed {
         return format!(
             "; a line prints `{name}`: `{line}`; if that is the metric, set in hone.toml [verify] metric = \"{name}\""

@@ -179,6 +179,10 @@ impl Engine<'_> {
                 let (wait, stop) = self.outage_wait();
                 let reason = match &stop {
                     Some(_) => format!("the model's server was unavailable: {reason}"),
+                    // max_time ran out: the run stops before another experiment.
+                    None if wait.is_zero() => {
+                        format!("the model's server was unavailable: {reason}")
+                    }
                     None => format!(
                         "the model's server was unavailable: {reason}; the next experiment waits {}",
                         crate::spec::format_duration(wait)

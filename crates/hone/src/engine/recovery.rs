@@ -97,7 +97,7 @@ impl Engine<'_> {
                     e.total_ms = ((end - e.started_at) * 1000.0) as u64;
                 }
             }
-            cut_off.push((e.started_at, e.started_at + e.total_ms as f64 / 1000.0));
+            cut_off.push((e.started_at, self.last_activity(e.n, e.started_at)));
             e.status = Some(Status::Aborted);
             e.reason = "interrupted: hone stopped during this experiment".into();
             e.finished_at = Some(now());
@@ -260,6 +260,29 @@ impl Engine<'_> {
             self.emit(Event::Warning { message });
         }
         Ok(())
+    }
+
+    /// When experiment `n` (started at `started`) last did something: the latest write of
+    /// its logs (the agent's, the review's, each verifier stage's), no later than its
+    /// longest possible end (an orphan that went on writing until this resume is not its
+    /// run time); `started` when it wrote none.
+    fn last_activity(&self, n: u64, started: f64) -> f64 {
+        let spec = &self.verifier.spec;
+        let longest = spec.agent.timeout.as_secs_f64()
+            + spec.review.timeout.as_secs_f64()
+            + spec.verify.timeout.as_secs_f64() * (2 + spec.verify.confirm) as f64;
+        let dir = self.verifier.paths.run_dir(&self.run.tag).join("logs");
+        let prefix = format!("{n}.");
+        let last = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| entry.file_name().to_string_lossy().starts_with(&prefix))
+            .filter_map(|entry| entry.metadata().ok()?.modified().ok())
+            .filter_map(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs_f64())
+            .fold(started, f64::max);
+        last.min(started + longest)
     }
 
     /// Adds to the run's loop time what a crash kept from it: the loop time was last written

@@ -132,11 +132,11 @@ pub(super) fn adopt_objective(
 
 /// The `[verify]` keys that decide how a value is measured: once the baseline has one, a
 /// change would compare values measured two ways.
-const MEASUREMENT: [&str; 4] = ["command", "evaluate", "metric_regex", "env"];
+const MEASUREMENT: [&str; 5] = ["command", "evaluate", "metric_regex", "env", "outputs"];
 
 /// The `[verify]` keys that decide what is kept, not what is measured: a change applies from
 /// now on, and is said.
-const DECISION: [&str; 2] = ["min_delta", "constraints"];
+const DECISION: [&str; 3] = ["min_delta", "constraints", "holdout"];
 
 /// Whether `run` can go on measuring as hone.toml's `[verify]` now says: a change of how values
 /// are measured is refused once the baseline has one (before, it is the fix of a failed
@@ -160,21 +160,23 @@ pub(super) fn check_measurement(
         let (Some(was), Some(is)) = (verify.get(*key), now.get(*key)) else {
             continue;
         };
-        if was == is {
+        if comparable(key, was) == comparable(key, is) {
             continue;
         }
         if measured && MEASUREMENT.contains(key) {
             return Err(Mismatch::VerifierChanged {
                 tag: run.tag.clone(),
                 key: key.to_string(),
-                recorded: was.to_string(),
-                configured: is.to_string(),
+                recorded: shown(key, was),
+                configured: shown(key, is),
             }
             .into());
         }
         said.notes.push(format!(
-            "run {} goes on with [verify] {key} = {is} (it was {was})",
-            run.tag
+            "run {} goes on with [verify] {key} = {} (it was {})",
+            run.tag,
+            shown(key, is),
+            shown(key, was)
         ));
         verify.insert(key.to_string(), is.clone());
         changed = true;
@@ -184,6 +186,43 @@ pub(super) fn check_measurement(
         store.set_run_spec(run.id, &run.spec_json)?;
     }
     Ok(())
+}
+
+/// A recorded `[verify]` value as compared: `env` in any order (a table of hone.toml).
+fn comparable(key: &str, value: &serde_json::Value) -> serde_json::Value {
+    match (key, value.as_array()) {
+        ("env", Some(pairs)) => {
+            let mut pairs = pairs.clone();
+            pairs.sort_by_key(|p| p.to_string());
+            serde_json::Value::Array(pairs)
+        }
+        _ => value.clone(),
+    }
+}
+
+/// A `[verify]` value as said: `env` by its names only (its values may be secrets), the
+/// holdout by its command.
+fn shown(key: &str, value: &serde_json::Value) -> String {
+    match key {
+        "env" => {
+            let mut names: Vec<String> = value
+                .as_array()
+                .map(|pairs| {
+                    pairs
+                        .iter()
+                        .filter_map(|p| p.get(0).and_then(|n| n.as_str()).map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            names.sort();
+            format!("[{}] (values not shown)", names.join(", "))
+        }
+        "holdout" => match value.get("command").and_then(|c| c.as_str()) {
+            Some(c) => format!("{{ command = {c:?}, ... }}"),
+            None => value.to_string(),
+        },
+        _ => value.to_string(),
+    }
 }
 
 /// Whether `run` can go on here with this spec (errors), and what changed since it started

@@ -284,30 +284,32 @@ impl Verifier {
                             crate::spec::format_duration(wait)
                         ),
                     );
-                    if crate::util::pause(wait, &|| cancel() || stopping()) {
+                    let waited = crate::util::pause(wait, &|| cancel() || stopping());
+                    let time_is_up = place
+                        .time_up
+                        .is_some_and(|t| std::time::Instant::now() >= t);
+                    if waited && !time_is_up {
                         continue;
                     }
                     // Killed (a second Ctrl-C, the coordinator's error): the caller's
                     // cancel check aborts the candidate, as for any cancelled review.
-                    if cancel() {
+                    if !waited && cancel() {
                         break Err(crate::review::ReviewError::Cancelled);
                     }
-                    Stop::resumable(
-                        "interrupted by the user while the reviewer's server was unavailable (run `hone run` to resume)",
-                    )
+                    if waited {
+                        // The wait ran to max_time: not asked again past it.
+                        self.time_up_stop(m)
+                    } else {
+                        Stop::resumable(
+                            "interrupted by the user while the reviewer's server was unavailable (run `hone run` to resume)",
+                        )
+                    }
                 }
                 Next::OverLimit => Stop::failed(format!(
                     "the reviewer's server has been unavailable for {} ({m}); run `hone run` to resume",
                     crate::spec::format_duration(outage.lasted())
                 )),
-                Next::TimeUp => Stop::done(format!(
-                    "reached max_time ({}) while the reviewer's server was unavailable ({m})",
-                    self.spec
-                        .stop
-                        .max_time
-                        .map(crate::spec::format_duration)
-                        .unwrap_or_default()
-                )),
+                Next::TimeUp => self.time_up_stop(m),
             };
             charge(rec, before, meter.spent());
             let _ = std::fs::write(log_path, format!("{}\n", stop.reason));
@@ -340,6 +342,20 @@ impl Verifier {
                 Gate::Reject("the review was interrupted by the user".into())
             }
         }
+    }
+}
+
+impl Verifier {
+    /// The stop when `max_time` ran out while the reviewer's server was unavailable (`m`).
+    fn time_up_stop(&self, m: &str) -> Stop {
+        Stop::done(format!(
+            "reached max_time ({}) while the reviewer's server was unavailable ({m})",
+            self.spec
+                .stop
+                .max_time
+                .map(crate::spec::format_duration)
+                .unwrap_or_default()
+        ))
     }
 }
 

@@ -518,7 +518,7 @@ fn check_start_files(
     for p in &spec.loop_.protected {
         if !files.iter().any(|f| crate::workspace::glob_match(p, f)) {
             said.warnings.push(format!(
-                "[loop] protected `{p}` matches no file committed at HEAD: it protects nothing (a typo?)"
+                "[loop] protected `{p}` matches no file committed at HEAD: it only keeps such a file from being added (a typo?)"
             ));
         }
     }

@@ -240,6 +240,8 @@ fn scores_rates_and_rankings_are_maximized_and_an_unknown_name_is_a_guess() {
         "tokens_per_sec",
         "tok/s",
         "test_acc",
+        "samples_per_ms",
+        "tokens/ms",
     ] {
         assert_eq!(known_direction(name), Some(Direction::Maximize), "{name}");
     }
@@ -250,6 +252,7 @@ fn scores_rates_and_rankings_are_maximized_and_an_unknown_name_is_a_guess() {
         "latency",
         "training_seconds",
         "wer",
+        "time_to_accuracy",
     ] {
         assert_eq!(known_direction(name), Some(Direction::Minimize), "{name}");
     }

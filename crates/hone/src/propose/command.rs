@@ -140,11 +140,13 @@ impl Proposer for CommandProposer {
 
         let env = agent_env(self.preset, ctx, &prompt_path);
         let log_path = logs.join(format!("{}.agent.log", ctx.n));
+        // Worked out once: whether a timeout was max_time's depends on the limit the turn had.
+        let limit = turn_limit(ctx);
         let req = ExecRequest {
             command,
             cwd: ctx.worktree.to_path_buf(),
             env,
-            timeout: Some(turn_limit(ctx)),
+            timeout: Some(limit),
             kill_grace: ctx.spec.verify.kill_grace,
             drain_timeout: Duration::from_secs(2),
             log_path: log_path.clone(),
@@ -177,11 +179,14 @@ impl Proposer for CommandProposer {
                     .to_string();
             }
         }
-        exit_error(ctx, outcome.exit, &log_path).map_err(|e| match (e, &charged) {
-            (ProposeError::Invalid(why), Some(note)) => {
-                ProposeError::Invalid(format!("{why}; {note}"))
+        let cut_by_max_time = limit < ctx.spec.agent.timeout;
+        exit_error(ctx, (outcome.exit, cut_by_max_time), &log_path).map_err(|e| {
+            match (e, &charged) {
+                (ProposeError::Invalid(why), Some(note)) => {
+                    ProposeError::Invalid(format!("{why}; {note}"))
+                }
+                (e, _) => e,
             }
-            (e, _) => e,
         })?;
         keep_notes(ctx, &notes_path, &kept_notes);
         let hypothesis = take_hypothesis(ctx);
@@ -404,7 +409,7 @@ fn charge_unreported(
 /// The experiment's end when the agent did not exit cleanly.
 fn exit_error(
     ctx: &ProposeContext<'_>,
-    exit: Exit,
+    (exit, cut_by_max_time): (Exit, bool),
     log_path: &std::path::Path,
 ) -> Result<(), ProposeError> {
     let log = log_path.display();
@@ -420,7 +425,7 @@ fn exit_error(
                 "agent killed by signal {s} (log: {log})"
             )))
         }
-        Exit::TimedOut if turn_limit(ctx) < ctx.spec.agent.timeout => {
+        Exit::TimedOut if cut_by_max_time => {
             return Err(ProposeError::TimeUp(format!(
                 "max_time ran out while the agent worked: it was stopped (log: {log})"
             )))

@@ -86,8 +86,10 @@ fn leading_number(s: &str, stop: impl Fn(char) -> bool) -> Option<(f64, usize)> 
                 .is_some_and(|g| g.iter().all(u8::is_ascii_digit))
             && !b.get(i + 4).is_some_and(u8::is_ascii_digit)
     };
+    // A first group of `0` is a decimal comma (`0,412`), never a thousands separator.
     if (1..=3).contains(&unsigned.len())
         && unsigned.bytes().all(|c| c.is_ascii_digit())
+        && !unsigned.starts_with('0')
         && group_at(end)
     {
         let mut digits = head.to_string();

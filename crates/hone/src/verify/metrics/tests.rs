@@ -106,8 +106,9 @@ fn thousands_separators_are_read_as_python_prints_them() {
     assert_eq!(parsed("n: -12,000.5"), pairs(&[("n", -12_000.5)]));
     // Two pairs, not a grouped number: `,` then a name.
     assert_eq!(parsed("a: 1, b: 2"), pairs(&[("a", 1.0), ("b", 2.0)]));
-    // Not groups of three: no number.
+    // Not groups of three, or a decimal comma: no number.
     assert!(parsed("m: 1,23").is_empty());
+    assert!(parsed("loss: 0,412").is_empty());
     // Inside a progress line, beside other pairs.
     let set = read(
         "loss",
