@@ -250,6 +250,9 @@ fn fit_terminal(line: &str) -> String {
 
 /// "baseline X, best Y (#n), -12.34%".
 fn best_line(s: &Summary) -> String {
+    if s.baseline.is_none() && s.best.is_none() {
+        return "no measured baseline yet".into();
+    }
     format!(
         "baseline {}, best {} (#{}){}",
         fmt_metric(s.baseline),

@@ -92,6 +92,10 @@ fn a_failed_baseline_then_a_fixed_spec_measures_the_baseline_again() {
         1,
         "said once: {said}"
     );
+    assert!(
+        said.contains("score (minimize): no measured baseline yet"),
+        "{said}"
+    );
     // The user fixes the command as advised: the baseline is measured again, not skipped
     // as a duplicate of the failed one.
     edit_spec(&r.dir, |s| s.replace("python3 -c pass", "cat value.txt"));
@@ -109,6 +113,10 @@ fn a_failed_baseline_then_a_fixed_spec_measures_the_baseline_again() {
     ok(r.hone(&["report", "--run", "f", "--out", "rep"]));
     let md = std::fs::read_to_string(r.dir.join("rep/report.md")).unwrap();
     assert!(md.contains("**keep rate**: 50.0% of 2 candidates"), "{md}");
+    assert!(
+        !md.contains("none yet: no candidate has beaten"),
+        "#3 did: {md}"
+    );
 }
 
 #[test]

@@ -107,3 +107,15 @@ fn each_view_finds_the_repository_once() {
         assert_eq!(found, 1, "hone {args:?} asked git: {log}");
     }
 }
+
+#[test]
+fn a_report_without_improvements_says_so_under_its_table() {
+    let r = Repo::scored(3, &scores(&[7, 9]));
+    r.run_expect("n", &["baseline", "discard", "discard"]);
+    ok(r.hone(&["report", "--run", "n", "--out", "rep"]));
+    let md = std::fs::read_to_string(r.dir.join("rep/report.md")).unwrap();
+    assert!(
+        md.contains("none yet: no candidate has beaten the baseline"),
+        "{md}"
+    );
+}

@@ -327,7 +327,10 @@ fn tables<'a>(view: &'a View) -> Vec<Table<'a>> {
     let heads = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let mut tables = vec![Table {
         title: "Top improvements",
-        note: None,
+        note: view
+            .gains
+            .is_empty()
+            .then(|| "none yet: no candidate has beaten the baseline".to_string()),
         head: heads(&["#", "gain over the previous best", metric, "description"]),
         rows: Box::new(view.gains.iter().take(10).map(|g| {
             let (n, delta) = (g.e.n().to_string(), format!("{:+.6}", g.delta));
