@@ -129,12 +129,7 @@ fn a_champion_whose_retest_fails_is_a_crash_and_the_branch_goes_back() {
         "write\tvalue.txt\tscore: 3\\ndodge\\n\n---\nwrite\tvalue.txt\tscore: 4\\n\n",
         3,
     );
-    let out = ok(r.hone(&["run", "--tag", "t"]));
-    let said = text(&out);
-    assert!(said.contains("re-test of the champion #1 failed"), "{said}");
-    let log = r.log();
-    assert_eq!(log[1]["status"], "crash", "{said}");
-    assert_reason(&log[1], "then its re-test failed");
+    let (said, log) = run_dodged(&r);
     assert_eq!(log[2]["status"], "keep", "{said}");
     assert_eq!(r.rev("hone/t"), r.rev("refs/hone/t/2"));
     assert_eq!(
@@ -154,12 +149,7 @@ fn with_two_workers_a_champion_whose_retest_fails_is_a_crash_and_the_branch_goes
         4,
         "[exec]\nworkers = 2\n",
     );
-    let out = ok(r.hone(&["run", "--tag", "t"]));
-    let said = text(&out);
-    assert!(said.contains("re-test of the champion #1 failed"), "{said}");
-    let log = r.log();
-    assert_eq!(log[1]["status"], "crash", "{said}");
-    assert_reason(&log[1], "then its re-test failed");
+    let (said, log) = run_dodged(&r);
     assert!(
         log[2..].iter().any(|e| e["status"] == "keep"),
         "a later candidate is kept: {log:?}"
@@ -170,6 +160,18 @@ fn with_two_workers_a_champion_whose_retest_fails_is_a_crash_and_the_branch_goes
         .status()
         .unwrap();
     assert!(!on_it.success(), "the branch still holds #1: {said}");
+}
+
+/// Runs `r` (tag `t`) whose #1 dodges its re-test ([`DODGE`]): the failed re-test is said
+/// and makes #1 a crash. What was said, and the log.
+fn run_dodged(r: &Repo) -> (String, Vec<serde_json::Value>) {
+    let out = ok(r.hone(&["run", "--tag", "t"]));
+    let said = text(&out);
+    assert!(said.contains("re-test of the champion #1 failed"), "{said}");
+    let log = r.log();
+    assert_eq!(log[1]["status"], "crash", "{said}");
+    assert_reason(&log[1], "then its re-test failed");
+    (said, log)
 }
 
 /// A repository whose champion is re-tested after every keep (`retest_every = 1`), with
