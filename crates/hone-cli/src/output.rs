@@ -384,13 +384,7 @@ pub fn status(
 /// counted, and running ones only once they finish (a cut-off one becomes aborted on
 /// resume).
 fn experiments_budget(s: &Summary, max: u64) -> String {
-    let of = |st: Status| s.counts.get(st.as_str()).copied().unwrap_or(0);
-    let aborted = of(Status::Aborted);
-    let counted = s
-        .experiments
-        .saturating_sub(aborted)
-        .saturating_sub(of(Status::Running))
-        .saturating_sub(s.failed_baselines);
+    let (aborted, counted) = (s.count(Status::Aborted), s.counted());
     let mut not_counted = String::new();
     if aborted > 0 {
         not_counted.push_str(&format!("; {aborted} aborted not counted"));

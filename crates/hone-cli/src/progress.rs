@@ -4,7 +4,7 @@
 //! redraws it every second; permanent lines are printed with the line cleared and the lock
 //! held, so the two never interleave. Nothing of this is drawn when stderr is not a terminal.
 
-use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -136,7 +136,7 @@ fn draw(s: &mut State) {
         clear(s);
         return;
     };
-    let last = phase.log.as_ref().and_then(|p| last_line(p));
+    let last = phase.log.as_ref().and_then(|p| hone::util::last_line_of(p));
     let line = render(s, Instant::now(), last.as_deref());
     let width = terminal_width().unwrap_or(100).max(20);
     let line: String = line.chars().take(width - 1).collect();
@@ -219,21 +219,6 @@ fn printable(text: &str, max: usize) -> String {
     }
 }
 
-/// The last non-empty line of the file at `path` (its last 4 KiB; a `\r` ends a line).
-fn last_line(path: &std::path::Path) -> Option<String> {
-    let mut f = std::fs::File::open(path).ok()?;
-    let len = f.metadata().ok()?.len();
-    f.seek(SeekFrom::Start(len.saturating_sub(4096))).ok()?;
-    let mut buf = Vec::new();
-    f.read_to_end(&mut buf).ok()?;
-    let text = String::from_utf8_lossy(&buf);
-    // A `\r` ends a line too: a progress bar rewrites its line in place.
-    text.rsplit(['\n', '\r'])
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .map(str::to_string)
-}
-
 /// The terminal's width in columns, if stderr is one.
 fn terminal_width() -> Option<usize> {
     // SAFETY: TIOCGWINSZ fills a winsize struct we own; failure leaves it zeroed.
@@ -310,20 +295,5 @@ mod tests {
         let long = "x".repeat(500);
         let line = render(&s, now, Some(&long));
         assert!(line.contains(&format!("{}…", "x".repeat(59))), "{line}");
-    }
-
-    #[test]
-    fn the_last_line_of_a_log_is_read_from_its_end() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let p = dir.path().join("0.log");
-        let mut body = "noise\n".repeat(2000);
-        body.push_str("step 9 loss 0.5\n\n");
-        std::fs::write(&p, &body).expect("write");
-        assert_eq!(last_line(&p).as_deref(), Some("step 9 loss 0.5"));
-        // A progress bar that rewrites its line: the last update.
-        body.push_str("\rstep 10 loss 0.4\rstep 11 loss 0.3   ");
-        std::fs::write(&p, &body).expect("write");
-        assert_eq!(last_line(&p).as_deref(), Some("step 11 loss 0.3"));
-        assert_eq!(last_line(&dir.path().join("missing.log")), None);
     }
 }

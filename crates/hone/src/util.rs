@@ -259,6 +259,23 @@ pub fn search_paths_of(
         .collect()
 }
 
+/// The last line with something on it of the file at `path`, trimmed, read from its last
+/// 4 KiB (a `\r` ends a line: a progress bar rewrites its line in place); `None` when the
+/// file is unreadable or holds none.
+pub fn last_line_of(path: &std::path::Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(4096))).ok()?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    text.rsplit(['\n', '\r'])
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+}
+
 /// The last `n` lines of a log, where a `\r` ends a line as a newline does: a progress bar
 /// that rewrites one line in place (`\rstep 00042 ...`) is one line an update, not one
 /// line of megabytes.
@@ -359,6 +376,21 @@ pub(crate) fn env_strings(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_last_line_of_a_log_is_read_from_its_end() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("0.log");
+        let mut body = "noise\n".repeat(2000);
+        body.push_str("step 9 loss 0.5\n\n");
+        std::fs::write(&p, &body).expect("write");
+        assert_eq!(super::last_line_of(&p).as_deref(), Some("step 9 loss 0.5"));
+        // A progress bar that rewrites its line: the last update.
+        body.push_str("\rstep 10 loss 0.4\rstep 11 loss 0.3   ");
+        std::fs::write(&p, &body).expect("write");
+        assert_eq!(super::last_line_of(&p).as_deref(), Some("step 11 loss 0.3"));
+        assert_eq!(super::last_line_of(&dir.path().join("missing.log")), None);
+    }
+
     #[test]
     fn the_last_lines_end_at_carriage_returns_too() {
         let log = "start\r\nstep 1 | loss: 3\rstep 2 | loss: 2\rstep 3 | loss: 1\nval: 0.5\n";

@@ -6,25 +6,8 @@ use std::path::Path;
 /// `: <the last line of the log at path>` (its last 4 KiB, a line at most 200 characters,
 /// cleaned of control characters), or nothing when the log is empty or unreadable.
 pub(super) fn last_words(path: &Path) -> String {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut f) = std::fs::File::open(path) else {
-        return String::new();
-    };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut buf = Vec::new();
-    if f.seek(SeekFrom::Start(len.saturating_sub(4096))).is_err()
-        || f.read_to_end(&mut buf).is_err()
-    {
-        return String::new();
-    }
-    let text = String::from_utf8_lossy(&buf);
-    // The last line with something on it (a progress bar may end cleared with spaces).
-    match crate::util::last_lines(&text, 8)
-        .into_iter()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-    {
-        Some(line) => format!(": {}", crate::propose::prompt::sanitize(line.trim(), 200)),
+    match crate::util::last_line_of(path) {
+        Some(line) => format!(": {}", crate::propose::prompt::sanitize(&line, 200)),
         None => String::new(),
     }
 }

@@ -231,15 +231,8 @@ pub fn render_contents<P: Plotted>(
 /// The facts at the top of the report, shared by both formats: what was measured, how far it
 /// went, how often a candidate was kept, what it cost and why it stopped.
 fn facts(run: &RunRecord, s: &Summary, change: &str) -> Vec<(String, String)> {
-    // Candidates judged: not the baseline, a baseline that failed before it, nor one aborted
-    // (an outage, an interruption) or still running.
-    let of = |st: Status| s.counts.get(st.as_str()).copied().unwrap_or(0);
-    let candidates = s
-        .experiments
-        .saturating_sub(of(Status::Baseline))
-        .saturating_sub(s.failed_baselines)
-        .saturating_sub(of(Status::Aborted))
-        .saturating_sub(of(Status::Running));
+    // Candidates judged: the counted experiments but the baseline.
+    let candidates = s.counted().saturating_sub(s.count(Status::Baseline));
     let keeps = s.counts.get("keep").copied().unwrap_or(0);
     let keep_rate = if candidates > 0 {
         keeps as f64 / candidates as f64 * 100.0

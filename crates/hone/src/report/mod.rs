@@ -44,6 +44,23 @@ pub struct Summary {
     pub cost_usd: f64,
 }
 
+impl Summary {
+    /// How many of `status`'s experiments the run has.
+    pub fn count(&self, status: Status) -> u64 {
+        self.counts.get(status.as_str()).copied().unwrap_or(0)
+    }
+
+    /// The experiments that count towards `max_experiments`: all but the aborted (an outage,
+    /// an interruption), the running (they count once they finish) and the baselines that
+    /// failed before the one that ran.
+    pub fn counted(&self) -> u64 {
+        self.experiments
+            .saturating_sub(self.count(Status::Aborted))
+            .saturating_sub(self.count(Status::Running))
+            .saturating_sub(self.failed_baselines)
+    }
+}
+
 /// Summarizes a run from its records.
 pub fn summarize(run: &RunRecord, exps: &[ExperimentRecord]) -> Summary {
     let baseline = exps.iter().find(|e| e.status() == Status::Baseline);
