@@ -202,8 +202,13 @@ fn secs(s: f64) -> Duration {
 }
 
 /// A duration to the second (`1m05s`, `2h10m`).
+/// Whole seconds: `0s`, `42s`, `1m05s`, `2h03m` (a line redrawn every second has no use for
+/// milliseconds or tenths).
 fn short(d: Duration) -> String {
-    format_duration(Duration::from_secs(d.as_secs()))
+    match d.as_secs() {
+        s @ 0..=59 => format!("{s}s"),
+        s => format_duration(Duration::from_secs(s)),
+    }
 }
 
 /// `text` with control characters (terminal escapes included) shown escaped
@@ -283,6 +288,25 @@ mod tests {
         let line = render(&s, now, None);
         assert!(line.ends_with("12m00s used · ETA 44m30s"), "{line}");
         assert!(line.contains("· raise lr ·"), "{line}");
+    }
+
+    #[test]
+    fn a_phase_just_begun_reads_in_whole_seconds() {
+        let now = Instant::now();
+        let mut s = state(now);
+        if let Some(p) = s.phase.as_mut() {
+            p.since = now;
+        }
+        let line = render(&s, now, None);
+        assert!(
+            line.starts_with("  #12   verifying 0s of 5m00s ·"),
+            "{line}"
+        );
+        if let Some(p) = s.phase.as_mut() {
+            p.since = now - Duration::from_millis(42_700);
+        }
+        let line = render(&s, now, None);
+        assert!(line.starts_with("  #12   verifying 42s of"), "{line}");
     }
 
     #[test]

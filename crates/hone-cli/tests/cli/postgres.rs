@@ -373,7 +373,16 @@ fn a_worker_without_bubblewrap_never_runs_a_contained_job() {
     append_spec(&r.dir, "\n[sandbox]\nkind = \"bwrap\"\n");
     let bare = to_workers(&r, &pg, "");
     let bin = without_bwrap(&r);
-    let mut coordinator = r.spawn_hone(&["run", "--tag", "c"]);
+    // The coordinator's output goes to a file, quoted if the worker does not stop.
+    let coordinator_said = r.tmp_dir().join("c.said");
+    let mut coordinator = spawn_hone_in(
+        &r.dir,
+        &["run", "--tag", "c"],
+        std::fs::File::create(&coordinator_said).unwrap().into(),
+        std::fs::File::create(r.tmp_dir().join("c.err"))
+            .unwrap()
+            .into(),
+    );
     let said = r.tmp_dir().join("w-a.said");
     let mut worker = worker_command(&r, &pg, &bare, "a")
         .args(["--slot", "a", "--lease", "5s"])
@@ -401,7 +410,13 @@ fn a_worker_without_bubblewrap_never_runs_a_contained_job() {
         + std::fs::read_to_string(r.tmp_dir().join("w-a.err"))
             .unwrap()
             .as_str();
-    let status = status.unwrap_or_else(|| panic!("the worker did not stop: {said}"));
+    let status = status.unwrap_or_else(|| {
+        let coordinator = std::fs::read_to_string(&coordinator_said).unwrap_or_default()
+            + std::fs::read_to_string(r.tmp_dir().join("c.err"))
+                .unwrap_or_default()
+                .as_str();
+        panic!("the worker did not stop: {said}\n--- the coordinator said:\n{coordinator}")
+    });
     assert!(!status.success(), "{said}");
     assert!(said.contains("bubblewrap"), "{said}");
     assert!(said.contains("given back to the queue"), "{said}");
