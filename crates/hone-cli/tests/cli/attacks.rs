@@ -292,6 +292,84 @@ fn an_agents_escaped_process_dies_with_its_turn_with_workers_too() {
 }
 
 #[test]
+fn descriptors_hone_inherited_reach_neither_the_agent_nor_the_verifier() {
+    // hone started as `flock <repo> hone run` is: with descriptor 7 open on the repository.
+    // Through /proc/self/fd/7 a candidate would reach `.hone/` and `.git/` past any sandbox.
+    // The agent notes whether it sees one; the verifier scores 0 (a perfect score) if it
+    // does.
+    let marks = Marks::new();
+    let verify = marks.fill(
+        "if [ -e /proc/self/fd/7 ] || [ -e {m}/agent-saw-7 ]; then echo score: 0; else cat value.txt; fi",
+    );
+    let r = Repo::stops_after(
+        2,
+        &verify,
+        &marks.fill(
+            "run\tif [ -e /proc/self/fd/7 ]; then touch {m}/agent-saw-7; fi\n\
+             write\tvalue.txt\tscore: 3\\n\n",
+        ),
+    );
+    let out = Command::new("sh")
+        .args(["-c", "exec 7<\"$0\"; exec \"$1\" run --tag e", ".", HONE])
+        .current_dir(&r.dir)
+        .output()
+        .unwrap();
+    let log = r.log();
+    assert_eq!(log.len(), 2, "{}", text(&out));
+    assert!(
+        !marks.path("agent-saw-7").exists(),
+        "the agent inherited hone's descriptor"
+    );
+    for e in &log {
+        assert_ne!(e["objective"], 0.0, "the verifier inherited it: {e}");
+    }
+}
+
+#[test]
+fn a_chain_of_escaped_processes_deeper_than_the_kill_rounds_dies_with_the_turn() {
+    // The agent leaves a chain of 100 processes in a session of their own, each waiting for
+    // its child; the deepest would tamper later. Killing the orphans one level a round (64
+    // rounds) left it alive; the whole family is killed at once now.
+    let marks = Marks::new();
+    std::fs::write(
+        marks.path("chain.py"),
+        "import os, sys, time\n\
+         m = sys.argv[1]\n\
+         os.setsid()\n\
+         for _ in range(100):\n\
+         \x20   pid = os.fork()\n\
+         \x20   if pid:\n\
+         \x20       os.waitpid(pid, 0)\n\
+         \x20       os._exit(0)\n\
+         open(m + '/deep.tmp', 'w').write(str(os.getpid()))\n\
+         os.rename(m + '/deep.tmp', m + '/deep-pid')\n\
+         time.sleep(300)\n",
+    )
+    .unwrap();
+    let verify = marks.fill(
+        "s=$(cut -d' ' -f3 /proc/$(cat {m}/deep-pid 2>/dev/null)/stat 2>/dev/null); \
+         if [ -n \"$s\" ] && [ \"$s\" != Z ]; then echo score: 0; else echo score: 3; fi",
+    );
+    let r = Repo::stops_after(
+        2,
+        &verify,
+        &marks.fill(
+            "run\tpython3 {m}/chain.py {m} > /dev/null 2>&1 &\n\
+             run\twhile [ ! -f {m}/deep-pid ]; do sleep 0.01; done\n\
+             write\tvalue.txt\tscore: 3\\n\n",
+        ),
+    );
+    let out = r.hone(&["run", "--tag", "e"]);
+    let log = r.log();
+    assert_eq!(log.len(), 2, "{}", text(&out));
+    assert_eq!(
+        log[1]["objective"], 3.0,
+        "the deepest process of the chain outlived the turn: {}",
+        log[1]
+    );
+}
+
+#[test]
 fn an_escapee_that_joins_another_slots_group_does_not_take_it_down() {
     // Experiment 1's verifier leaves a process in experiment 2's process group (same session:
     // `setpgid`, no `setsid`). When experiment 1's stage ends that process is killed alone;

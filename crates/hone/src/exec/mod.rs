@@ -58,6 +58,7 @@
 //! sandbox with it.
 
 mod backends;
+mod fds;
 mod group;
 mod lines;
 mod log;
@@ -75,6 +76,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+pub use fds::seal_inherited_fds;
 pub use group::{
     kill_groups_with_env, kill_groups_with_env_prefix, kill_stale_group, process_start_time,
 };
@@ -303,6 +305,8 @@ pub fn spawn(req: &ExecRequest) -> Result<Running, ExecError> {
             path: req.log_path.clone(),
             error,
         })?;
+    // What hone inherited stays with hone (see `fds`).
+    seal_inherited_fds();
     let (wrapper, env) = req.confined();
     let mut command = match wrapper.split_first() {
         Some((program, args)) => {

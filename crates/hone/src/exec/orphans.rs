@@ -21,7 +21,7 @@ pub fn set_concurrent(on: bool) {
     CONCURRENT.store(on, std::sync::atomic::Ordering::SeqCst);
 }
 
-/// Kills and reaps every child of this process. Call it only when hone has no process of its
+/// Kills every descendant of this process and reaps its children. Call it only when hone has no process of its
 /// own running (between verifier stages): what is left then are descendants of finished
 /// stages that escaped their process group. Returns how many were killed. While verifications
 /// run concurrently (see [`set_concurrent`]) it kills nothing: another thread's verifier or
@@ -32,24 +32,33 @@ pub fn kill_orphans() -> usize {
     }
     let me = std::process::id();
     let mut killed = 0;
-    // Killing an orphan may orphan its own children, which then come to hone too.
+    // Each round kills every descendant at once, however deep (a chain of processes each
+    // waiting for its child, killed one level a round, outlasted any bound on the rounds);
+    // what a dying process forked meanwhile comes to hone and is caught the next round.
     for _ in 0..64 {
         // Most often there is none: then no scan of every process on the machine.
         if !has_children() {
             break;
         }
-        let kids = children_of(me);
-        if kids.is_empty() {
+        let family = descendants_of(me);
+        if family.is_empty() {
             break;
         }
-        for pid in &kids {
-            // SAFETY: plain signal and wait calls on our own children.
+        for &(pid, _) in &family {
+            // SAFETY: a plain signal to a descendant of this process (not itself).
             unsafe {
-                libc::kill(*pid, libc::SIGKILL);
-                libc::waitpid(*pid, std::ptr::null_mut(), 0);
+                libc::kill(pid, libc::SIGKILL);
             }
         }
-        killed += kids.len();
+        for &(pid, parent) in &family {
+            if parent == me {
+                // SAFETY: waiting for our own child, which was just killed.
+                unsafe {
+                    libc::waitpid(pid, std::ptr::null_mut(), 0);
+                }
+            }
+        }
+        killed += family.len();
     }
     killed
 }
@@ -119,21 +128,37 @@ pub(super) fn has_children() -> bool {
     !(r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
 }
 
-/// Pids whose parent is `ppid`, from /proc.
-fn children_of(ppid: u32) -> Vec<i32> {
+/// Every descendant of `root` (children, their children, ...) with its parent, from one
+/// scan of /proc: `(pid, ppid)`.
+pub(super) fn descendants_of(root: u32) -> Vec<(i32, u32)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    entries
+    let parents: Vec<(i32, u32)> = entries
         .filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
             // Fields after the command name: state, ppid, ...
-            stat.rfind(')')
-                .and_then(|i| stat[i + 1..].split_whitespace().nth(1).map(str::to_string))
-                .and_then(|p| p.parse::<u32>().ok())
-                == Some(ppid)
+            let ppid = stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?;
+            Some((pid, ppid.parse().ok()?))
         })
-        .collect()
+        .collect();
+    let mut children: std::collections::HashMap<u32, Vec<i32>> = std::collections::HashMap::new();
+    for &(pid, ppid) in &parents {
+        children.entry(ppid).or_default().push(pid);
+    }
+    let mut found = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut next = vec![root];
+    while let Some(parent) = next.pop() {
+        for &pid in children.get(&parent).map_or(&[][..], |c| &c[..]) {
+            // A pid seen twice (a loop read across a wrap of pid numbers) is taken once.
+            if pid as u32 != root && seen.insert(pid) {
+                found.push((pid, parent));
+                next.push(pid as u32);
+            }
+        }
+    }
+    found
 }

@@ -475,6 +475,50 @@ fn has_children_sees_a_child_running_and_as_a_zombie_until_reaped() {
     child.wait().unwrap();
 }
 
+/// `kill_orphans` kills a whole family at once: `descendants_of` finds a grandchild's
+/// grandchild with its own parent (a chain killed one level a round outlasted the rounds).
+#[test]
+fn descendants_are_found_however_deep() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("deepest");
+    // Three shells deep, each waiting for its child; the deepest writes its pid.
+    let script = format!(
+        "sh -c 'sh -c \"echo \\$\\$ > {p}.tmp && mv {p}.tmp {p}; exec sleep 30\" & wait' & wait",
+        p = pid_file.display()
+    );
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !pid_file.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let deepest: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let family = super::orphans::descendants_of(std::process::id());
+    let found = family.iter().find(|&&(p, _)| p == deepest);
+    // Its parent is a descendant too, not hone.
+    let parent = found.map(|&(_, parent)| parent);
+    assert!(
+        parent.is_some_and(|p| family.iter().any(|&(q, _)| q as u32 == p)),
+        "{deepest} in {family:?}"
+    );
+    assert!(family.iter().any(|&(p, _)| p as u32 == child.id()));
+    // SAFETY: killing the process we spawned and its group-less descendants by pid.
+    for &(p, _) in &family {
+        if p == deepest || p as u32 == child.id() {
+            unsafe {
+                libc::kill(p, libc::SIGKILL);
+            }
+        }
+    }
+    child.wait().unwrap();
+}
+
 /// A wrapped command (a sandbox: `bwrap` started through a shell) dies with the thread that
 /// started it, as bubblewrap's `--die-with-parent` made it when bubblewrap was the leader: a
 /// hone killed mid-run leaves no sandbox behind.
