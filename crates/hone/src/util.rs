@@ -1,7 +1,7 @@
 //! Small helpers several modules need in exactly the same form: the HTML escape of the
 //! report and the dashboard, UTC times as text, an HTTP answer's status and text, the median
 //! of the statistics, and the splitmix64 step behind
-//! every seeded generator (and the fuzzers' stream of draws built on it). One copy each, so
+//! every seeded generator (and the fuzzers' stream of draws built on it), a folder made private. One copy each, so
 //! a fix reaches every caller.
 
 /// Escapes text for HTML or SVG element content and for quoted attribute values (either
@@ -257,6 +257,20 @@ pub fn search_paths_of(
     vars.filter(|(k, _)| SEARCH_PATHS.iter().any(|v| k == v))
         .map(passed_on)
         .collect()
+}
+
+/// Makes the folder `dir` readable and passable by its owner alone (mode 0700), where this
+/// process owns it; otherwise, or where the file system refuses, leaves it as it is.
+pub fn owner_only(dir: &std::path::Path) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let Ok(meta) = std::fs::symlink_metadata(dir) else {
+        return;
+    };
+    // SAFETY: geteuid takes nothing and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.is_dir() && meta.uid() == me && meta.mode() & 0o077 != 0 {
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    }
 }
 
 /// The last line with something on it of the file at `path`, trimmed, read from its last

@@ -123,6 +123,8 @@ pub fn run(
     on_event: &mut dyn FnMut(&WorkerEvent),
 ) -> Result<(), WorkerError> {
     std::fs::create_dir_all(&opts.dir).map_err(setup("cannot create the worker directory"))?;
+    // Candidates' code runs below it (see `engine::session`).
+    crate::util::owner_only(&opts.dir);
     // One worker per directory: two would share (and reset) one worktree, and kill each
     // other's verifier as "left by a previous worker".
     let _dir_lock = lock_dir(&opts.dir)?;

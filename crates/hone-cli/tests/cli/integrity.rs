@@ -157,12 +157,13 @@ fn integrity_clean_filter_attack_with_parallel_workers() {
 }
 
 /// An agent that replaces the worktree's `.hone` by a symlink to a directory of its choosing
-/// cannot make hone (which reads the hypothesis outside every sandbox) read a file there into
-/// the record.
+/// cannot make hone (which reads the hypothesis and the notes outside every sandbox) read a
+/// file there into the record or into a later prompt.
 #[test]
 fn integrity_a_symlinked_hone_directory_is_not_read_for_the_hypothesis() {
     let outside = tempfile::tempdir().unwrap();
     put(outside.path().join("hypothesis.txt"), "SECRET-OUTSIDE\n");
+    put(outside.path().join("notes.md"), "SECRET-NOTES\n");
     let script = format!(
         "run\trm -rf .hone && ln -s {} .hone\nwrite\tvalue.txt\tscore: 4\\n\n",
         outside.path().display()
@@ -175,6 +176,27 @@ fn integrity_a_symlinked_hone_directory_is_not_read_for_the_hypothesis() {
         outside.path().join("hypothesis.txt").exists(),
         "nothing outside the worktree was removed"
     );
+    // The notes hone keeps for later prompts (the run's notes.md and notes/<n>.md).
+    let mut kept = Vec::new();
+    let mut dirs = vec![r.dir.join(".hone").join("runs")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let kind = e.file_type().unwrap();
+            if kind.is_dir() && e.file_name() != "worktrees" {
+                dirs.push(e.path());
+            } else if kind.is_file() {
+                kept.push(e.path());
+            }
+        }
+    }
+    for f in kept {
+        let t = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).into_owned();
+        assert!(
+            !t.contains("SECRET-NOTES"),
+            "{} holds the notes outside: {t}",
+            f.display()
+        );
+    }
 }
 
 /// `hone run` in `r` with an empty entry first in `PATH` (the current directory, as a `PATH`

@@ -30,6 +30,22 @@ fn the_review_gate_rejects_before_any_compute() {
 }
 
 #[test]
+fn lines_joined_by_bare_carriage_returns_count_against_max_diff_lines() {
+    // Seven statements joined by `\r` are one line to git and seven to Python: the change is
+    // 2 added and 1 deleted lines by git's count, 9 by what runs.
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\n\n[review]\nmax_diff_lines = 6\n",
+        "cat value.txt",
+        "run\tprintf 'score: 2\\na=1\\rb=2\\rc=3\\rd=4\\re=5\\rf=6\\rg=7\\n' > value.txt\n\
+         ---\n\
+         run\tprintf 'score: 2\\r\\nsix\\r\\n' > value.txt\n",
+    );
+    let log = r.run_log("cr");
+    assert_statuses(&log, &["baseline", "rejected", "keep"]);
+    assert_reason(&log[1], "changes 9 lines (max_diff_lines = 6");
+}
+
+#[test]
 fn parallel_slots_review_their_candidates_at_the_same_time() {
     // Two workers, and a reviewer that approves #1 at once (the coordinator waits for a
     // reviewer's first verdict before it asks for a second candidate), then approves #2 and #3

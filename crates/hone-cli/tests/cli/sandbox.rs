@@ -20,6 +20,33 @@ fn sandbox_limits_stop_runaway_memory_and_cpu() {
     assert_reason(&log[2], "signal");
 }
 
+/// What candidates' code leaves below `.hone/` (a setuid program a verifier running as root
+/// made, say) is out of other users' reach: the folder is its owner's alone, made so on a
+/// repository where it was open to all.
+#[test]
+fn the_state_folder_is_its_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let r = Repo::scored(2, &scores(&[3]));
+    std::fs::create_dir_all(r.dir.join(".hone")).unwrap();
+    std::fs::set_permissions(r.dir.join(".hone"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    ok(r.hone(&["run", "--tag", "p"]));
+    let mode = std::fs::metadata(r.dir.join(".hone"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+    // SAFETY: geteuid takes nothing.
+    if unsafe { libc::geteuid() } == 0 {
+        let other = Command::new("runuser")
+            .args(["-u", "nobody", "--", "ls"])
+            .arg(r.dir.join(".hone").join("runs"))
+            .output();
+        if let Ok(out) = other {
+            assert!(!out.status.success(), "another user listed .hone/runs");
+        }
+    }
+}
+
 /// bubblewrap is needed for the containment tests. CI installs it (`.ci/run`); elsewhere a
 /// machine without it skips them with a notice rather than failing the suite.
 pub(crate) fn bwrap_available() -> bool {

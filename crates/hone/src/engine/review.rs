@@ -70,7 +70,11 @@ impl Verifier {
         // Binary files (git shows no lines of them) weigh their whole content, unless
         // `allow_binary` names them.
         let binary = self.git.binary_changes(parent, &commit)?;
-        let changed = rec.lines_added + rec.lines_deleted + binary_weight(&r, &binary);
+        let diff = self.git.diff(parent, &commit)?;
+        let changed = rec.lines_added
+            + rec.lines_deleted
+            + binary_weight(&r, &binary)
+            + bare_carriage_returns(&diff);
         if let Some(max) = r.max_diff_lines {
             if changed > max {
                 return Ok(Gate::Reject(format!(
@@ -86,7 +90,6 @@ impl Verifier {
         if let Some(why) = binary_forbidden(&r, &binary) {
             return Ok(Gate::Reject(why));
         }
-        let diff = self.git.diff(parent, &commit)?;
         if let Some(why) = forbidden_line(&r.forbid, &diff) {
             return Ok(Gate::Reject(why));
         }
@@ -396,6 +399,24 @@ fn forbidden_line(forbid: &[String], diff: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// Line breaks git does not count in a diff's size: carriage returns inside an added or
+/// deleted line (not the `\r` of a CRLF ending). Python, among others, reads a bare `\r` as
+/// a line break, so 200 statements joined by it would be one line against `max_diff_lines`.
+fn bare_carriage_returns(diff: &str) -> u64 {
+    let header = |l: &str| {
+        ["+++ b/", "+++ /dev/null", "--- a/", "--- /dev/null"]
+            .iter()
+            .any(|h| l.starts_with(h))
+    };
+    diff.split('\n')
+        .filter(|l| (l.starts_with('+') || l.starts_with('-')) && !header(l))
+        .map(|l| {
+            let body = l.strip_suffix('\r').unwrap_or(l);
+            body.bytes().filter(|&b| b == b'\r').count() as u64
+        })
+        .sum()
 }
 
 /// The lines binary changes add to the diff's size: old plus new content of each, except

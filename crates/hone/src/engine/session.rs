@@ -43,6 +43,10 @@ pub(super) fn run_engine(
         path: paths.dir.clone(),
         error,
     })?;
+    // The worktrees below it run candidates' code: what that code leaves there (a program
+    // with the setuid bit, made by a verifier running as root) must not be reachable by the
+    // machine's other users.
+    crate::util::owner_only(&paths.dir);
     git.ensure_excluded(&format!("{STATE_DIR}/"))?;
     let _lock = lock_state(&paths.lock())?;
     state::free_room(&paths, git.root(), on_event);

@@ -91,21 +91,55 @@ pub fn hone_secret_vars(spec: &crate::spec::Spec) -> Vec<String> {
     v
 }
 
-/// Reads at most `max` bytes of a regular file, refusing symlinks (an agent could point its
-/// notes at a secret for hone to copy into every later prompt).
-fn read_plain_file(path: &std::path::Path, max: usize) -> Option<String> {
+/// Reads at most `max` bytes of the regular file `path` below `root`, refusing a symlink at
+/// `path` or at any folder between `root` and it (an agent could point its notes, or the
+/// `.hone/` folder that holds them, at a secret for hone to copy into every later prompt).
+fn read_plain_file(root: &std::path::Path, path: &std::path::Path, max: usize) -> Option<String> {
     use std::io::Read;
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    if !meta.file_type().is_file() {
-        return None;
+    use std::os::unix::fs::OpenOptionsExt;
+    let below = path.strip_prefix(root).ok()?;
+    let mut at = root.to_path_buf();
+    let mut parts = below.components().peekable();
+    while let Some(part) = parts.next() {
+        at.push(part);
+        let meta = std::fs::symlink_metadata(&at).ok()?;
+        let fine = if parts.peek().is_some() {
+            meta.file_type().is_dir()
+        } else {
+            meta.file_type().is_file()
+        };
+        if !fine {
+            return None;
+        }
     }
     let mut buf = Vec::new();
-    std::fs::File::open(path)
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
         .ok()?
         .take(max as u64)
         .read_to_end(&mut buf)
         .ok()?;
     Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// Removes every symlink on the way from `root` to `path` (`path` included).
+fn unlink_below(root: &std::path::Path, path: &std::path::Path) {
+    let Ok(below) = path.strip_prefix(root) else {
+        return;
+    };
+    let mut at = root.to_path_buf();
+    for part in below.components() {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let _ = std::fs::remove_file(&at);
+            }
+            Ok(_) => {}
+            Err(_) => return,
+        }
+    }
 }
 
 /// Is `program` on PATH, in an absolute entry (where hone would start it from: see
@@ -252,6 +286,10 @@ fn seed_notes(ctx: &ProposeContext<'_>) -> Result<(std::path::PathBuf, String), 
     let notes_rel = ctx.spec.loop_.notes.clone();
     let notes_path = ctx.worktree.join(&notes_rel);
     let kept_notes = std::fs::read_to_string(ctx.run_dir.join("notes.md")).unwrap_or_default();
+    // A symlink on the way (a `.hone` a candidate committed as a link) would make hone write
+    // outside the worktree: links there are removed first.
+    unlink_below(ctx.worktree, &notes_path);
+    unlink_below(ctx.worktree, &ctx.worktree.join(".hone"));
     if let Some(dir) = notes_path.parent() {
         let _ = std::fs::create_dir_all(dir);
     }
@@ -453,7 +491,7 @@ fn turn_limit(ctx: &ProposeContext<'_>) -> Duration {
 
 /// Keeps what the agent added to its notes (also per experiment, for `hone show`).
 fn keep_notes(ctx: &ProposeContext<'_>, notes_path: &std::path::Path, kept_notes: &str) {
-    if let Some(notes) = read_plain_file(notes_path, 64 * 1024) {
+    if let Some(notes) = read_plain_file(ctx.worktree, notes_path, 64 * 1024) {
         if notes != kept_notes {
             let _ = std::fs::write(ctx.run_dir.join("notes.md"), &notes);
             let _ = std::fs::create_dir_all(ctx.run_dir.join("notes"));
@@ -471,7 +509,7 @@ fn take_hypothesis(ctx: &ProposeContext<'_>) -> Option<String> {
     // A `.hone` the agent replaced by a symlink would make hone (outside every sandbox) read
     // a file of its choosing into the record: only a real directory is read.
     let real = std::fs::symlink_metadata(&hyp_dir).is_ok_and(|m| m.is_dir());
-    let read = real.then(|| read_plain_file(&hyp_dir.join("hypothesis.txt"), 4096));
+    let read = real.then(|| read_plain_file(ctx.worktree, &hyp_dir.join("hypothesis.txt"), 4096));
     let hypothesis = read.flatten().and_then(|t| {
         t.lines()
             .find(|l| !l.trim().is_empty())
