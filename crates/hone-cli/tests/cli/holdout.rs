@@ -42,6 +42,44 @@ fn the_sealed_holdout_gates_keeps_and_stays_out_of_prompts() {
     );
 }
 
+/// With `[verify.holdout] evaluate`, the holdout's value comes from the sealed scorer alone:
+/// a line the candidate's command prints does not count, and a process it leaves behind to
+/// tamper with the scorer (stop it, write a value into its output) is dead before the scorer
+/// starts. The scorer reports a perfect 0 if that process is still alive.
+#[test]
+fn a_sealed_holdout_stage_reads_only_the_scorer_and_outlives_no_leftover() {
+    let marks = Marks::new();
+    let command = marks.fill(
+        "echo score: 0; sed -n 's/^hold //p' value.txt > pred.txt; \
+         setsid sh -c 'echo $$ > {m}/left.tmp && mv {m}/left.tmp {m}/left-pid; exec sleep 300' > /dev/null 2>&1 & \
+         while [ ! -f {m}/left-pid ]; do sleep 0.01; done",
+    );
+    let evaluate = marks.fill(
+        "s=$(cut -d' ' -f3 /proc/$(cat {m}/left-pid)/stat 2>/dev/null); \
+         if [ -n \"$s\" ] && [ \"$s\" != Z ]; then echo score: 0; else echo score: $(cat pred.txt); fi",
+    );
+    let r = Repo::builder()
+        .file("value.txt", "score: 5\nhold 5\n")
+        .script("write\tvalue.txt\tscore: 4\\nhold 4\\n\n")
+        .spec_with(move |agent| {
+            Spec::standard("grep score value.txt", agent)
+                .after(
+                    "verify",
+                    "metric",
+                    "holdout_gate = true\noutputs = [\"pred.txt\"]",
+                )
+                .tail("[stop]\nmax_experiments = 2\n")
+                .tail(&format!(
+                    "\n[verify.holdout]\ncommand = '''{command}'''\nevaluate = '''{evaluate}'''\n"
+                ))
+        })
+        .create();
+    let log = r.run_log("hs");
+    let h: Vec<Option<f64>> = log.iter().map(|e| e["holdout"].as_f64()).collect();
+    assert_eq!(h, [Some(5.0), Some(4.0)], "{log:?}");
+    assert_eq!(log[1]["status"], "keep", "{}", log[1]);
+}
+
 #[test]
 fn a_failing_holdout_on_the_baseline_stops_a_gated_run() {
     let r = Repo::scored(3, &scores(&[4]));

@@ -444,7 +444,11 @@ impl Verifier {
     }
 
     /// Runs the holdout command in the worktree (checked out at `commit`); its log stays
-    /// outside every worktree and out of every prompt.
+    /// outside every worktree and out of every prompt. With `[verify.holdout] evaluate`, the
+    /// command only predicts: then the protected files are restored and what it left is cut
+    /// down to `[verify] outputs`, as for `[verify] evaluate`, and the holdout's value is read
+    /// only from `evaluate`, a fresh process started once everything the candidate's code
+    /// started is dead (so that code cannot stop the scorer and write a value into its output).
     pub(super) fn measure_holdout(
         &mut self,
         sink: &mut Sink<'_>,
@@ -459,7 +463,7 @@ impl Verifier {
             error,
         })?;
         let env = self.candidate_env(n);
-        let req = ExecRequest {
+        let mut req = ExecRequest {
             command: h.command.clone(),
             cwd: wt.to_path_buf(),
             env,
@@ -472,18 +476,43 @@ impl Verifier {
             wrapper: self.wrapper(wt, self.spec.sandbox.network, Role::Holdout),
         };
         let mut reader = MetricReader::new(&h.metric, None).map_err(Config::Metric)?;
+        let sealed_stage = h.evaluate.is_some();
         let (exit, failure) = self.execute(
             sink,
             (n, &req, "holdout command"),
             (Some(commit), Stage::Holdout),
-            &mut |line| reader.feed(line),
+            // With a sealed stage after it, nothing the candidate's code prints counts.
+            &mut |line| {
+                if !sealed_stage {
+                    reader.feed(line);
+                }
+            },
             (cancel, &|| false),
         )?;
+        if exit != Exit::Code(0) || failure.is_some() {
+            return Ok(None);
+        }
+        if let Some(evaluate) = &h.evaluate {
+            if !self.git.worktree_link_ok(wt) {
+                return Ok(None);
+            }
+            self.seal_for_evaluation(wt, commit)?;
+            req.command = evaluate.clone();
+            req.log_path = dir.join(format!("{n}.eval.log"));
+            let (exit, failure) = self.execute(
+                sink,
+                (n, &req, "holdout evaluate"),
+                // As `[verify] evaluate`: the job names the worktree's HEAD.
+                (None, Stage::Holdout),
+                &mut |line| reader.feed(line),
+                (cancel, &|| false),
+            )?;
+            if exit != Exit::Code(0) || failure.is_some() {
+                return Ok(None);
+            }
+        }
         let value = reader.finish().values.get(&h.metric).copied();
-        Ok(match (exit, failure) {
-            (Exit::Code(0), None) => value.filter(|v| v.is_finite()),
-            _ => None,
-        })
+        Ok(value.filter(|v| v.is_finite()))
     }
 
     /// Runs one verification command (a verifier stage or the holdout) of experiment `n`

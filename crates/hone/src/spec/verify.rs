@@ -43,7 +43,14 @@ pub(super) const KEYS: &[&str] = &[
     "prune_min_runs",
 ];
 /// The keys of `[verify.holdout]`.
-const HOLDOUT_KEYS: &[&str] = &["command", "metric", "timeout", "min_delta", "hide"];
+const HOLDOUT_KEYS: &[&str] = &[
+    "command",
+    "evaluate",
+    "metric",
+    "timeout",
+    "min_delta",
+    "hide",
+];
 
 /// Defaults of `[verify]`.
 pub const TIMEOUT_SECS: u64 = 600;
@@ -127,6 +134,12 @@ impl ProgressSpec {
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct HoldoutSpec {
     pub command: String,
+    /// A sealed second stage, as `[verify] evaluate`: `command` only predicts, and the value
+    /// is read from this one alone, run as a fresh process once the first stage's processes
+    /// are dead. (Left out of the serialized form when unset: runs recorded before it read
+    /// the same.)
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evaluate: Option<String>,
     /// Default: the search metric's name.
     pub metric: String,
     #[serde(with = "duration_secs")]
@@ -186,10 +199,11 @@ pub(super) fn parse(s: &Section) -> Result<VerifySpec, SpecError> {
             "needs a [verify.holdout] command to gate on",
         ));
     }
-    if verify.evaluate.is_none() && !verify.outputs.is_empty() {
+    let sealed_holdout = holdout.as_ref().is_some_and(|h| h.evaluate.is_some());
+    if verify.evaluate.is_none() && !sealed_holdout && !verify.outputs.is_empty() {
         return Err(s.err(
             "outputs",
-            "only means something with `evaluate` (the sealed second stage)",
+            "only means something with `evaluate` (the sealed second stage, here or in [verify.holdout])",
         ));
     }
     Ok(VerifySpec {
@@ -393,6 +407,7 @@ fn holdout(h: &Section, verify: &VerifySpec) -> Result<HoldoutSpec, SpecError> {
     }
     Ok(HoldoutSpec {
         command: h.required("command", "the command that measures the holdout")?,
+        evaluate: h.get("evaluate")?,
         metric,
         timeout: h.get_or("timeout", verify.timeout)?,
         min_delta,
