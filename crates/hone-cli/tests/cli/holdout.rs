@@ -80,6 +80,38 @@ fn a_sealed_holdout_stage_reads_only_the_scorer_and_outlives_no_leftover() {
     assert_eq!(log[1]["status"], "keep", "{}", log[1]);
 }
 
+/// With workers, the holdout never runs beside another candidate's code (which could read
+/// what the holdout signals through locks on shared files and the like): experiment 2's
+/// verifier is running when experiment 1 is kept, and waits a while for 1's holdout to start;
+/// the holdout notes any verifier it finds running.
+#[test]
+fn the_holdout_runs_alone_with_workers() {
+    let marks = Marks::new();
+    let verify = marks.fill(
+        "n=$HONE_EXPERIMENT; touch {m}/v.$n; i=0; \
+         if [ \"$n\" = 1 ]; then while [ ! -f {m}/v.2 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; fi; \
+         if [ \"$n\" = 2 ]; then while [ ! -f {m}/h.1 ] && [ $i -lt 60 ]; do sleep 0.05; i=$((i+1)); done; fi; \
+         rm -f {m}/v.$n; cat value.txt",
+    );
+    let holdout = marks.fill(
+        "touch {m}/h.$HONE_EXPERIMENT; if ls {m}/v.* > /dev/null 2>&1; then touch {m}/overlap; fi; echo score: 1",
+    );
+    let r = Repo::new(
+        &format!(
+            "[stop]\nmax_experiments = 3\n\n[exec]\nworkers = 2\n\n[verify.holdout]\ncommand = '''{holdout}'''\n"
+        ),
+        &verify,
+        &scores(&[4, 6]),
+    );
+    let log = r.run_log("ha");
+    assert_eq!(r.statuses(), ["baseline", "keep", "discard"], "{log:?}");
+    assert!(marks.path("h.1").exists(), "the keep's holdout ran");
+    assert!(
+        !marks.path("overlap").exists(),
+        "the holdout ran beside another candidate's verifier"
+    );
+}
+
 #[test]
 fn a_failing_holdout_on_the_baseline_stops_a_gated_run() {
     let r = Repo::scored(3, &scores(&[4]));

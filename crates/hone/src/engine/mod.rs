@@ -47,6 +47,7 @@ mod foreign;
 mod gate;
 mod hints;
 mod history;
+mod holdout;
 mod narrowing;
 mod notices;
 mod outage;

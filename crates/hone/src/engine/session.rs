@@ -145,6 +145,7 @@ impl<'a> Engine<'a> {
             slot_env: Vec::new(),
             executor,
             prunable: false,
+            candidate_code: std::sync::Arc::default(),
         };
         let mut engine = Engine {
             verifier,

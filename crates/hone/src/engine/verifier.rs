@@ -19,7 +19,7 @@ use super::executor::{Executor, Failure, Io, Job, RunPlace};
 use super::hints::{last_words, missing_metric_hint};
 use super::progress::Watch;
 use super::state::{Seals, StatePaths};
-use super::{Config, EngineError, Event, Fs};
+use super::{Config, EngineError, Event};
 
 /// Where the engine writes while it works: the run's store (experiments, pids, job ids,
 /// events) and whoever listens to its events.
@@ -118,6 +118,11 @@ pub(super) struct Verifier {
     pub executor: Box<dyn Executor>,
     /// The run being measured is a candidate's first, which `[verify] prune` may stop.
     pub prunable: bool,
+    /// Held shared while a verification runs candidates' code, alone while the holdout runs
+    /// (shared by a run's slots): the holdout, which reads the hidden data, never runs beside
+    /// another candidate's code, which could read what it signals through state that crosses
+    /// sandboxes (locks on shared files, timing), far more than its one documented channel.
+    pub candidate_code: std::sync::Arc<std::sync::RwLock<()>>,
 }
 
 impl Verifier {
@@ -134,6 +139,7 @@ impl Verifier {
             slot_env,
             executor: self.executor.for_slot(),
             prunable: false,
+            candidate_code: self.candidate_code.clone(),
         }
     }
 
@@ -162,6 +168,11 @@ impl Verifier {
         sigma: Option<f64>,
         cancel: &dyn Fn() -> bool,
     ) -> Result<Verified, EngineError> {
+        // A guard that a panic poisoned guards as well.
+        let lock = self.candidate_code.clone();
+        let _running = lock
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let policy = self.spec.noise_policy();
         let net_lines = rec.lines_added as i64 - rec.lines_deleted as i64;
         self.prunable = !baseline;
@@ -443,81 +454,9 @@ impl Verifier {
         Ok((exit, failure, reader.finish()))
     }
 
-    /// Runs the holdout command in the worktree (checked out at `commit`); its log stays
-    /// outside every worktree and out of every prompt. With `[verify.holdout] evaluate`, the
-    /// command only predicts: then the protected files are restored and what it left is cut
-    /// down to `[verify] outputs`, as for `[verify] evaluate`, and the holdout's value is read
-    /// only from `evaluate`, a fresh process started once everything the candidate's code
-    /// started is dead (so that code cannot stop the scorer and write a value into its output).
-    pub(super) fn measure_holdout(
-        &mut self,
-        sink: &mut Sink<'_>,
-        (n, commit): (u64, &str),
-        wt: &Path,
-        h: &HoldoutSpec,
-        cancel: &dyn Fn() -> bool,
-    ) -> Result<Option<f64>, EngineError> {
-        let dir = self.paths.run_dir(&self.tag).join("holdout");
-        std::fs::create_dir_all(&dir).map_err(|error| Fs::Create {
-            path: dir.clone(),
-            error,
-        })?;
-        let env = self.candidate_env(n);
-        let mut req = ExecRequest {
-            command: h.command.clone(),
-            cwd: wt.to_path_buf(),
-            env,
-            timeout: Some(h.timeout),
-            kill_grace: self.spec.verify.kill_grace,
-            drain_timeout: Duration::from_secs(2),
-            log_path: dir.join(format!("{n}.log")),
-            max_log_bytes: self.spec.verify.max_log_bytes,
-            limits: self.spec.sandbox.limits(),
-            wrapper: self.wrapper(wt, self.spec.sandbox.network, Role::Holdout),
-        };
-        let mut reader = MetricReader::new(&h.metric, None).map_err(Config::Metric)?;
-        let sealed_stage = h.evaluate.is_some();
-        let (exit, failure) = self.execute(
-            sink,
-            (n, &req, "holdout command"),
-            (Some(commit), Stage::Holdout),
-            // With a sealed stage after it, nothing the candidate's code prints counts.
-            &mut |line| {
-                if !sealed_stage {
-                    reader.feed(line);
-                }
-            },
-            (cancel, &|| false),
-        )?;
-        if exit != Exit::Code(0) || failure.is_some() {
-            return Ok(None);
-        }
-        if let Some(evaluate) = &h.evaluate {
-            if !self.git.worktree_link_ok(wt) {
-                return Ok(None);
-            }
-            self.seal_for_evaluation(wt, commit)?;
-            req.command = evaluate.clone();
-            req.log_path = dir.join(format!("{n}.eval.log"));
-            let (exit, failure) = self.execute(
-                sink,
-                (n, &req, "holdout evaluate"),
-                // As `[verify] evaluate`: the job names the worktree's HEAD.
-                (None, Stage::Holdout),
-                &mut |line| reader.feed(line),
-                (cancel, &|| false),
-            )?;
-            if exit != Exit::Code(0) || failure.is_some() {
-                return Ok(None);
-            }
-        }
-        let value = reader.finish().values.get(&h.metric).copied();
-        Ok(value.filter(|v| v.is_finite()))
-    }
-
     /// Runs one verification command (a verifier stage or the holdout) of experiment `n`
     /// where `[exec]` says, on `commit`'s code.
-    fn execute(
+    pub(super) fn execute(
         &mut self,
         sink: &mut Sink<'_>,
         (n, req, what): (u64, &ExecRequest, &str),
@@ -610,7 +549,11 @@ impl Verifier {
     /// Prepares the worktree for the sealed evaluator: every tracked file exactly as the
     /// candidate committed it, the protected files byte-for-byte from the run's start, and of
     /// what the training stage wrote, only its declared `outputs`.
-    fn seal_for_evaluation(&self, wt: &Path, candidate: &str) -> Result<(), EngineError> {
+    pub(super) fn seal_for_evaluation(
+        &self,
+        wt: &Path,
+        candidate: &str,
+    ) -> Result<(), EngineError> {
         // Written by hone from the blobs, not by git's checkout: no filter or attribute the
         // training stage planted in the repository's config rewrites the evaluator.
         let sealed: Vec<String> = self.seals.protected.keys().cloned().collect();
@@ -637,7 +580,7 @@ impl Verifier {
 
     /// The environment of the verifier and the holdout for experiment `n`: what hone was
     /// given (less its own settings and its LLM key), `[verify] env`, and the experiment.
-    fn candidate_env(&self, n: u64) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    pub(super) fn candidate_env(&self, n: u64) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
         let mut env = self.inherited_for_candidate();
         for (k, v) in &self.spec.verify.env {
             env.push((k.into(), v.into()));
