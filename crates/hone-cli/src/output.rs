@@ -29,13 +29,21 @@ extern "C" fn on_sigint(signal: libc::c_int) {
     }
 }
 
-/// Routes SIGINT (and SIGTERM) to the engine's interrupt counter.
+/// A hang-up (the SSH session or the terminal went away) is not a request to stop: the run
+/// goes on without its terminal (what it prints is lost; `hone status` and `hone log` show it
+/// later), as under `nohup`. A handler, not "ignore": the agents and verifiers hone starts get
+/// the default back when they start.
+extern "C" fn on_sighup(_signal: libc::c_int) {}
+
+/// Routes SIGINT (and SIGTERM) to the engine's interrupt counter; a run outlives SIGHUP.
 pub fn install_interrupt_handler() -> &'static Interrupt {
-    // SAFETY: installing a handler that only touches an atomic and calls write(2).
+    // SAFETY: installing handlers that only touch an atomic and call write(2), or do nothing.
     unsafe {
         let handler = on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t;
         libc::signal(libc::SIGINT, handler);
         libc::signal(libc::SIGTERM, handler);
+        let hangup = on_sighup as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::signal(libc::SIGHUP, hangup);
     }
     &INTERRUPT
 }

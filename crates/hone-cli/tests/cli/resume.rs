@@ -53,6 +53,22 @@ fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
 }
 
 #[test]
+fn a_hang_up_does_not_stop_the_run() {
+    // The SSH session drops: SIGHUP to hone's process group. The run goes on without its
+    // terminal and finishes every experiment, as under `nohup`.
+    let marks = Marks::new();
+    let r = Repo::stops_after(3, &marks.blocking_verifier(1), &scores(&[4, 3]));
+    let mut child = r.spawn_hone(&["run"]);
+    marks.blocked();
+    // SAFETY: signalling the process group of our own child.
+    unsafe { libc::kill(-(child.id() as i32), libc::SIGHUP) };
+    put(marks.path("release"), "");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(r.statuses(), ["baseline", "keep", "keep"]);
+}
+
+#[test]
 fn ctrl_c_twice_kills_the_verifier_and_records_aborted() {
     let marks = Marks::new();
     let r = Repo::stops_after(3, &marks.blocking_verifier(1), &scores(&[4]));
