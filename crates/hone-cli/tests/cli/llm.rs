@@ -77,6 +77,8 @@ fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
     assert_statuses(&log, &["baseline", "keep", "aborted", "aborted", "keep"]);
     assert_reason(&log[2], "gave up after 3 attempts");
     assert_reason(&log[3], "gave up after 3 attempts");
+    // A server that does not answer in time is named as slow, with the setting to raise.
+    assert_reason(&log[3], "no answer within request_timeout (1.0s; a slow server");
     // 429 then success; three 5xx; three hanging attempts; success.
     assert_eq!(server.requests().len(), 2 + 3 + 3 + 1);
 }

@@ -290,6 +290,15 @@ impl LlmClient {
                         "the answer is larger than {} MiB and was refused (charged at its worst case)",
                         wire::MAX_BODY_BYTES >> 20
                     )))),
+                    wire::Failure::Send(e) | wire::Failure::Read(e) if e == wire::TIMED_OUT => {
+                        Attempt::Retry(
+                            format!(
+                                "{e} ({}; a slow server, a local model on a long prompt, needs a larger `request_timeout`; each attempt is charged at its worst case)",
+                                crate::spec::format_duration(self.llm.request_timeout)
+                            ),
+                            None,
+                        )
+                    }
                     wire::Failure::Send(e) | wire::Failure::Unsent(e) => {
                         Attempt::Retry(format!("request failed: {e}"), None)
                     }

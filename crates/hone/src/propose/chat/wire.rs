@@ -76,6 +76,10 @@ pub(super) fn exchange(req: Request, cancel: &dyn Fn() -> bool) -> Exchange {
     }
 }
 
+/// What a call that got no whole answer within `request_timeout` says (the server may be
+/// up and slow: a local model on a long prompt).
+pub(super) const TIMED_OUT: &str = "no answer within request_timeout";
+
 /// The exchange itself (on its own thread).
 fn send(req: Request) -> Result<Answer, Failure> {
     let mut builder = req.agent.post(&req.url);
@@ -85,6 +89,8 @@ fn send(req: Request) -> Result<Answer, Failure> {
     let resp = builder.send(&req.body).map_err(|e| {
         if never_sent(&e) {
             Failure::Unsent(e.to_string())
+        } else if matches!(e, ureq::Error::Timeout(_)) {
+            Failure::Send(TIMED_OUT.into())
         } else {
             Failure::Send(e.to_string())
         }
@@ -107,6 +113,7 @@ fn send(req: Request) -> Result<Answer, Failure> {
             text,
         }),
         Err(ureq::Error::BodyExceedsLimit(_)) => Err(Failure::TooLarge),
+        Err(ureq::Error::Timeout(_)) => Err(Failure::Read(TIMED_OUT.into())),
         Err(e) => Err(Failure::Read(e.to_string())),
     }
 }
