@@ -288,8 +288,16 @@ pub fn summary(s: &Summary) {
     if let Some(d) = &s.best_vs_baseline {
         out!("{}", fit_terminal(&format!("  best vs baseline: {d}")));
     } else if let Some(d) = &s.best_description {
-        if s.best_experiment.unwrap_or(0) > 0 && d != "baseline" {
-            out!("{}", fit_terminal(&format!("  best change: {d}")));
+        let n = s.best_experiment.unwrap_or(0);
+        let keeps = s.count(Status::Keep);
+        if n > 0 && d != "baseline" {
+            // The best is the last of a chain of keeps: its description is its own step.
+            let which = if keeps > 1 {
+                format!("best change (#{n}, the last of {keeps} kept)")
+            } else {
+                format!("best change (#{n})")
+            };
+            out!("{}", fit_terminal(&format!("  {which}: {d}")));
         }
     }
     let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -302,7 +310,28 @@ pub fn summary(s: &Summary) {
     if let Some(r) = &s.stop_reason {
         // A reason may quote a server's or a reviewer's words.
         out!("  stopped: {}", one_line(r));
+        if let Some(hint) = stop_hint(r, &s.tag) {
+            out!("  {hint}");
+        }
     }
+    if s.count(Status::Keep) > 0 {
+        out!(
+            "  next: `hone finalize --run {}` makes a review branch of the kept changes (the run's branch is {}); `hone report --run {}` writes the report",
+            s.tag,
+            s.branch,
+            s.tag
+        );
+    }
+}
+
+/// What to do after a stop on the run's budget (`reason`, of run `tag`), if it was one.
+fn stop_hint(reason: &str, tag: &str) -> Option<String> {
+    let key = ["max_cost_usd", "max_tokens"]
+        .into_iter()
+        .find(|k| reason.starts_with("budget") && reason.contains(k))?;
+    Some(format!(
+        "to go on: raise [stop] {key} in hone.toml (a resumed run takes the new limit), then `hone run --tag {tag} --more N`"
+    ))
 }
 
 /// `hone status`: `s` is the run's summary, `running` its experiments in flight.
@@ -384,6 +413,9 @@ pub fn status(
     if let Some(r) = &s.stop_reason {
         // A reason may quote a server's or a reviewer's words.
         out!("  stopped: {}", one_line(r));
+        if let Some(hint) = stop_hint(r, &s.tag) {
+            out!("  {hint}");
+        }
     }
 }
 

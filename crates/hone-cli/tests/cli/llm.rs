@@ -78,7 +78,10 @@ fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
     assert_reason(&log[2], "gave up after 3 attempts");
     assert_reason(&log[3], "gave up after 3 attempts");
     // A server that does not answer in time is named as slow, with the setting to raise.
-    assert_reason(&log[3], "no answer within request_timeout (1.0s; a slow server");
+    assert_reason(
+        &log[3],
+        "no answer within request_timeout (1.0s; a slow server",
+    );
     // 429 then success; three 5xx; three hanging attempts; success.
     assert_eq!(server.requests().len(), 2 + 3 + 3 + 1);
 }
@@ -127,6 +130,23 @@ fn the_budget_holds_before_a_call_is_sent() {
     assert!((cost - 0.6).abs() < 1e-9, "recorded cost {cost}");
     assert_eq!(log[1]["tokens"], 2000);
     assert_says(&out, "stopped: budget");
+    assert_says(&out, "to go on: raise [stop] max_cost_usd in hone.toml");
+    // The best is the last of a chain of keeps, and the summary says what to do with them.
+    assert_says(&out, "best change (#3, the last of 3 kept)");
+    assert_says(&out, "next: `hone finalize --run");
+    // Raised in hone.toml, the limit is the resumed run's, said at once and shown by status.
+    edit_spec(&r.dir, |t| {
+        t.replace("max_cost_usd = 0.65", "max_cost_usd = 0.85")
+    });
+    let out = r.hone(&["run", "--more", "1"]);
+    assert_says(&out, "max_cost_usd is now 0.85 (hone.toml; it was 0.65");
+    let status = text(&r.hone(&["status"]));
+    assert!(status.contains("of $0.85"), "{status}");
+    assert_eq!(
+        server.requests().len(),
+        4,
+        "the raised budget pays for one more call"
+    );
 }
 
 #[test]

@@ -89,18 +89,63 @@ pub(super) fn resume_budget(
             run.tag, spec.stop.max_experiments, run.tag
         ));
     }
+    let live = live_limits_changed(&stop, spec, &run.tag, said);
     let changed = kept_n != Some(spec.stop.max_experiments)
-        || (opts.max_time.is_some() && kept_time != spec.stop.max_time.map(|t| t.as_secs_f64()));
+        || (opts.max_time.is_some() && kept_time != spec.stop.max_time.map(|t| t.as_secs_f64()))
+        || !live.is_empty();
     if changed {
         if let Some(stop) = recorded.get_mut("stop").and_then(|s| s.as_object_mut()) {
             stop.insert("max_experiments".into(), spec.stop.max_experiments.into());
             if let Some(t) = spec.stop.max_time {
                 stop.insert("max_time".into(), t.as_secs_f64().into());
             }
+            stop.extend(live);
             store.set_run_spec(run.id, &recorded.to_string())?;
         }
     }
     Ok(())
+}
+
+/// The `[stop]` limits a resumed run takes from hone.toml as it is now (raising
+/// `max_cost_usd` is how a run that stopped on its budget goes on), unlike `max_experiments`
+/// and `max_time`, which the run keeps.
+const LIVE_LIMITS: [&str; 5] = [
+    "max_cost_usd",
+    "max_tokens",
+    "patience",
+    "target",
+    "max_consecutive_failures",
+];
+
+/// The live limits whose hone.toml value differs from the one `recorded` (the run's `[stop]`
+/// as recorded), each said in a note; returns them with their new values, to be recorded, so
+/// that `hone status` shows the limit in force.
+fn live_limits_changed(
+    recorded: &serde_json::Value,
+    spec: &Spec,
+    tag: &str,
+    said: &mut Said,
+) -> serde_json::Map<String, serde_json::Value> {
+    let now = serde_json::to_value(&spec.stop).unwrap_or_default();
+    let shown = |v: Option<&serde_json::Value>| match v {
+        None | Some(serde_json::Value::Null) => "none".to_string(),
+        Some(v) => v.to_string(),
+    };
+    let mut changed = serde_json::Map::new();
+    for key in LIVE_LIMITS {
+        let (was, is) = (recorded.get(key), now.get(key));
+        // A run recorded before a limit existed has no value for it: nothing to compare.
+        if was.is_none() || was == is {
+            continue;
+        }
+        said.notes.push(format!(
+            "run {tag}: {key} is now {} (hone.toml; it was {} when the run started or last resumed)",
+            shown(is),
+            shown(was)
+        ));
+        changed.insert(key.to_string(), is.cloned().unwrap_or_default());
+    }
+    changed
 }
 
 /// A run whose baseline never measured takes hone.toml's metric and direction as they are
