@@ -496,6 +496,10 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
         format_duration(std::time::Duration::from_millis(e.propose_ms)),
         format_duration(std::time::Duration::from_millis(e.verify_ms))
     );
+    if e.cost_usd > 0.0 || e.tokens > 0 {
+        // Worst cases charged for calls without an answer are part of it (see the agent log).
+        out!("  spent: ${:.4}, {} tokens", e.cost_usd, e.tokens);
+    }
     out!(
         "  parent {}  candidate {}",
         e.parent_commit,

@@ -82,8 +82,54 @@ fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
         &log[3],
         "no answer within request_timeout (1.0s; a slow server",
     );
+    // The agent logs say what failed on the way: the 429 before #1's answer, and #2's outage.
+    let run_dir = std::fs::read_dir(r.dir.join(".hone/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let first = std::fs::read_to_string(run_dir.join("logs/1.agent.log")).unwrap();
+    assert!(
+        first.contains("--- answer 1, attempt 1 failed: HTTP 429"),
+        "{first}"
+    );
+    let second = std::fs::read_to_string(run_dir.join("logs/2.agent.log")).unwrap();
+    assert!(
+        second.contains("--- no answer 1: ") && second.contains("gave up after 3 attempts"),
+        "{second}"
+    );
     // 429 then success; three 5xx; three hanging attempts; success.
     assert_eq!(server.requests().len(), 2 + 3 + 3 + 1);
+}
+
+#[test]
+fn a_refusal_is_quoted_and_an_unusable_answer_that_reports_usage_is_charged_it() {
+    // $100 per million tokens both ways: the refusal used 100 + 5 tokens ($0.0105), the
+    // answer without choices 200 + 0 ($0.02); neither is charged its worst case.
+    let (_server, r, _) = llm_run(
+        "openai",
+        vec![
+            Reply::Status(
+                200,
+                vec![],
+                "{\"choices\":[{\"message\":{\"role\":\"assistant\",\"content\":null,\"refusal\":\"I can't help with that.\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":100,\"completion_tokens\":5}}".into(),
+            ),
+            Reply::Status(
+                200,
+                vec![],
+                "{\"choices\":[],\"usage\":{\"prompt_tokens\":200,\"completion_tokens\":0}}".into(),
+            ),
+        ],
+        "max_tokens = 1000\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
+        "max_experiments = 3",
+    );
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "invalid", "invalid"]);
+    assert_reason(&log[1], "the model refused: I can't help with that.");
+    let cost = |e: &serde_json::Value| e["cost_usd"].as_f64().unwrap();
+    assert!((cost(&log[1]) - 0.0105).abs() < 1e-9, "{}", log[1]);
+    assert!((cost(&log[2]) - 0.02).abs() < 1e-9, "{}", log[2]);
 }
 
 #[test]
@@ -134,6 +180,8 @@ fn the_budget_holds_before_a_call_is_sent() {
     // The best is the last of a chain of keeps, and the summary says what to do with them.
     assert_says(&out, "best change (#3, the last of 3 kept)");
     assert_says(&out, "next: `hone finalize --run");
+    let show = text(&r.hone(&["show", "1"]));
+    assert!(show.contains("spent: $0.2000, 2000 tokens"), "{show}");
     // Raised in hone.toml, the limit is the resumed run's, said at once and shown by status.
     edit_spec(&r.dir, |t| {
         t.replace("max_cost_usd = 0.65", "max_cost_usd = 0.85")

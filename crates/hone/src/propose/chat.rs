@@ -45,6 +45,9 @@ pub struct Completion {
     /// The answer stopped at `max_tokens` (OpenAI's `finish_reason: "length"`, Anthropic's
     /// `stop_reason: "max_tokens"`): what it holds may be incomplete.
     pub cut_off: bool,
+    /// Why each attempt before the one that answered failed (a 5xx, a 429, a timeout), for the
+    /// agent's log: the spend of those that may have been billed is in the call's charge.
+    pub failed_before: Vec<String>,
 }
 
 /// Why a call failed for good.
@@ -180,7 +183,7 @@ impl LlmClient {
             .filter(|k| !k.is_empty());
         let (url, body) = self.request(system, messages);
         let body = body.to_string();
-        let mut last = String::new();
+        let mut failed: Vec<String> = Vec::new();
         for attempt in 0..self.llm.max_attempts {
             let hold = self
                 .reserve(meter, chars)
@@ -194,9 +197,14 @@ impl LlmClient {
             // Charged by the attempt: its hold goes.
             drop(hold);
             match tried {
-                Attempt::Over(done) => return done,
+                Attempt::Over(done) => {
+                    return done.map(|mut c| {
+                        c.failed_before = failed;
+                        c
+                    })
+                }
                 Attempt::Retry(why, retry_after) => {
-                    last = why;
+                    failed.push(why);
                     if !self.backoff(attempt, retry_after, cancel) {
                         return Err(CallError::Cancelled);
                     }
@@ -204,8 +212,9 @@ impl LlmClient {
             }
         }
         Err(CallError::Unavailable(format!(
-            "gave up after {} attempts; last: {last}",
-            self.llm.max_attempts
+            "gave up after {} attempts; last: {}",
+            self.llm.max_attempts,
+            failed.last().map_or("", String::as_str)
         )))
     }
 
@@ -328,12 +337,16 @@ impl LlmClient {
         match status {
             200..=299 => {
                 let done = self.parse_completion(text);
-                match &done {
-                    Ok(c) if c.usage_reported => meter.add(
-                        self.price(c.input_tokens, c.output_tokens),
-                        c.input_tokens.saturating_add(c.output_tokens),
-                    ),
-                    _ => meter.add(worst_cost, worst_tokens),
+                let usage = match &done {
+                    Ok(c) if c.usage_reported => Some((c.input_tokens, c.output_tokens)),
+                    Ok(_) => None,
+                    // An answer hone cannot use (no choices, a refusal) that says what it used
+                    // is charged that, not the worst case.
+                    Err(_) => self.reported_usage(text),
+                };
+                match usage {
+                    Some((i, o)) => meter.add(self.price(i, o), i.saturating_add(o)),
+                    None => meter.add(worst_cost, worst_tokens),
                 }
                 Attempt::Over(done.map_err(CallError::Failed))
             }
@@ -380,6 +393,19 @@ impl LlmClient {
         true
     }
 
+    /// The tokens (in, out) an answer's `usage` reports, in the provider's dialect.
+    fn reported_usage(&self, text: &str) -> Option<(u64, u64)> {
+        let v: Value = serde_json::from_str(text).ok()?;
+        let (i, o) = match self.kind {
+            AgentKind::Anthropic => ("input_tokens", "output_tokens"),
+            _ => ("prompt_tokens", "completion_tokens"),
+        };
+        Some((
+            reported_tokens(v["usage"][i].as_u64())?,
+            reported_tokens(v["usage"][o].as_u64())?,
+        ))
+    }
+
     fn parse_completion(&self, text: &str) -> Result<Completion, String> {
         let v: Value = serde_json::from_str(text)
             .map_err(|e| format!("the answer is not JSON ({e}): {}", snippet(text)))?;
@@ -409,11 +435,14 @@ impl LlmClient {
                         snippet(text)
                     ));
                 }
+                let message = &v["choices"][0]["message"];
+                if let (None, Some(refusal)) =
+                    (message["content"].as_str(), message["refusal"].as_str())
+                {
+                    return Err(format!("the model refused: {}", snippet(refusal)));
+                }
                 (
-                    v["choices"][0]["message"]["content"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string(),
+                    message["content"].as_str().unwrap_or_default().to_string(),
                     reported_tokens(v["usage"]["prompt_tokens"].as_u64()),
                     reported_tokens(v["usage"]["completion_tokens"].as_u64()),
                     v["choices"][0]["finish_reason"] == "length",
@@ -426,8 +455,20 @@ impl LlmClient {
             usage_reported: input.is_some() && output.is_some(),
             input_tokens: input.unwrap_or(0),
             output_tokens: output.unwrap_or(0),
+            failed_before: Vec::new(),
         })
     }
+}
+
+/// Appends `entry` to experiment `ctx.n`'s agent log (what the model said and what failed).
+fn append_agent_log(ctx: &ProposeContext<'_>, entry: &str) {
+    let logs = ctx.run_dir.join("logs");
+    let _ = std::fs::create_dir_all(&logs);
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(logs.join(format!("{}.agent.log", ctx.n)))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, entry.as_bytes()));
 }
 
 /// What a failed call means for the experiment.
@@ -637,33 +678,39 @@ impl ChatProposer {
         messages: &[(String, String)],
     ) -> Result<Completion, ProposeError> {
         let kind = self.client.kind;
-        let done = self
-            .client
-            .call(&ctx.meter(), system, messages, ctx.cancel)
-            .map_err(|e| call_error(kind, e))?;
+        let answer = messages.len().div_ceil(2);
+        let done = match self.client.call(&ctx.meter(), system, messages, ctx.cancel) {
+            Ok(done) => done,
+            Err(e) => {
+                let e = call_error(kind, e);
+                append_agent_log(ctx, &format!("--- no answer {answer}: {e} ---\n"));
+                return Err(e);
+            }
+        };
         // What the model said, for `hone show` and whoever looks into an invalid experiment.
-        let log = ctx
-            .run_dir
-            .join("logs")
-            .join(format!("{}.agent.log", ctx.n));
-        let entry = format!(
-            "--- answer {} ({} tokens in, {} out{}) ---\n{}\n",
-            messages.len().div_ceil(2),
+        let mut entry: String = done
+            .failed_before
+            .iter()
+            .enumerate()
+            .map(|(k, why)| format!("--- answer {answer}, attempt {} failed: {why} ---\n", k + 1))
+            .collect();
+        entry.push_str(&format!(
+            "--- answer {answer} ({} tokens in, {} out{}{}) ---\n{}\n",
             done.input_tokens,
             done.output_tokens,
+            if done.usage_reported {
+                ""
+            } else {
+                "; the server reported no usage: charged at the call's worst case"
+            },
             if done.cut_off {
                 ", cut off at max_tokens"
             } else {
                 ""
             },
             done.text
-        );
-        let _ = std::fs::create_dir_all(ctx.run_dir.join("logs"));
-        let _ = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, entry.as_bytes()));
+        ));
+        append_agent_log(ctx, &entry);
         Ok(done)
     }
 
