@@ -133,6 +133,49 @@ fn a_refusal_is_quoted_and_an_unusable_answer_that_reports_usage_is_charged_it()
 }
 
 #[test]
+fn a_kill_9_during_a_model_call_keeps_its_worst_case_in_the_record() {
+    // The server takes the request and never answers; hone is killed while it waits. The
+    // provider may bill that call: the resumed run records the experiment aborted at the
+    // call's worst case (1000 output tokens at $100 per million: at least $0.10), not $0.
+    let server = LlmServer::start(
+        vec![
+            Reply::Hang,
+            Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 10, 10),
+        ],
+        false,
+    );
+    let r = llm_repo(
+        "openai",
+        &server,
+        "max_tokens = 1000\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100\nrequest_timeout = \"5m\"",
+        "max_experiments = 2",
+    );
+    let mut child = Command::new(HONE)
+        .args(["run", "--tag", "k"])
+        .current_dir(&r.dir)
+        .env("TEST_LLM_KEY", SECRET)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    server.wait_for_requests(1);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    ok(hone_with_key(&r, &["run", "--tag", "k"]));
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "aborted", "keep"]);
+    let cost = log[1]["cost_usd"].as_f64().unwrap();
+    assert!(
+        cost >= 0.1,
+        "the cut-off call is recorded at ${cost}: {}",
+        log[1]
+    );
+    assert!(log[1]["tokens"].as_u64().unwrap() >= 1000, "{}", log[1]);
+    let status = text(&r.hone(&["status"]));
+    assert!(!status.contains("cost: $0.00"), "{status}");
+}
+
+#[test]
 fn the_budget_holds_before_a_call_is_sent() {
     // Each answer reports 1000 + 1000 tokens; at $100 per million that is $0.20 a call. After
     // three calls $0.05 of $0.65 is left, less than the next call's worst case.

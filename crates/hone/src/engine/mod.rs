@@ -343,7 +343,9 @@ impl<'a> Engine<'a> {
         } else {
             self.run_refs()?
         };
-        let spent = propose::Spend::new(self.ledger.clone());
+        let journal = self.verifier.paths.spend_journal(&self.run.tag, rec.n);
+        let spent = propose::Spend::new(self.ledger.clone())
+            .with_journal(journal, (rec.cost_usd, rec.tokens));
         let meter = propose::Meter {
             budget: match &self.ledger {
                 Some(ledger) => ledger.opened_with(),

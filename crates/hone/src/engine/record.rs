@@ -402,6 +402,9 @@ impl Engine<'_> {
     /// [`Engine::finish`]).
     fn record_outcome(&mut self, rec: ExperimentRecord) -> Result<(), EngineError> {
         self.store.put_experiment(self.run.id, &rec)?;
+        // Its spend is in the record now.
+        let journal = self.verifier.paths.spend_journal(&self.run.tag, rec.n);
+        let _ = std::fs::remove_file(journal);
         self.narrowing.advance(&self.store, self.run.id)?;
         super::history::push(&mut self.history, rec.clone());
         let best = best_experiment(&self.history).and_then(|b| b.objective);

@@ -98,6 +98,13 @@ impl Engine<'_> {
                 }
             }
             cut_off.push((e.started_at, self.last_activity(e.n, e.started_at)));
+            // What its model calls may have cost, one that was out when hone died included.
+            let journal = self.verifier.paths.spend_journal(&self.run.tag, e.n);
+            if let Some((usd, tokens)) = crate::propose::read_journal(&journal) {
+                e.cost_usd = e.cost_usd.max(usd);
+                e.tokens = e.tokens.max(tokens);
+            }
+            let _ = std::fs::remove_file(journal);
             e.status = Some(Status::Aborted);
             e.reason = "interrupted: hone stopped during this experiment".into();
             e.finished_at = Some(now());

@@ -39,6 +39,11 @@ impl StatePaths {
     pub fn worktree(&self, tag: &str) -> PathBuf {
         self.dir.join("worktrees").join(tag)
     }
+    /// Experiment `n`'s spend journal (`propose::Spend::with_journal`): what it may have
+    /// spent, a model call that is out included, for a resume after a crash.
+    pub fn spend_journal(&self, tag: &str, n: u64) -> PathBuf {
+        self.run_dir(tag).join("spend").join(n.to_string())
+    }
 }
 
 /// The key that names this repository's runs in a shared PostgreSQL store: `[store] repo`;

@@ -25,7 +25,7 @@ use crate::spec::Spec;
 use crate::store::ExperimentRecord;
 use crate::workspace::Git;
 
-pub use spend::{Budget, Ledger, Meter, Spend};
+pub use spend::{read_journal, Budget, Ledger, Meter, Spend};
 
 /// Everything a proposer may look at for one experiment.
 pub struct ProposeContext<'a> {

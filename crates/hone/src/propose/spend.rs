@@ -34,6 +34,10 @@ impl Budget {
 pub struct Spend {
     own: Cell<(f64, u64)>,
     ledger: Option<Arc<Ledger>>,
+    /// Where the experiment's spend is kept on disk as it grows, a call that is out counted
+    /// at its worst case, and what the experiment had spent before this (see
+    /// [`Spend::with_journal`]).
+    journal: Option<(std::path::PathBuf, (f64, u64))>,
 }
 
 impl Spend {
@@ -42,7 +46,34 @@ impl Spend {
         Spend {
             own: Cell::new((0.0, 0)),
             ledger,
+            journal: None,
         }
+    }
+
+    /// Keeps the experiment's whole spend in the file `path` as it grows: `before` (what it
+    /// had spent already) plus this spend, plus a call's worst case while the call is out. A
+    /// hone killed during a call leaves there what the provider may bill; resuming takes it
+    /// into the experiment's record ([`read_journal`]), so a crash loses no spend.
+    pub fn with_journal(mut self, path: std::path::PathBuf, before: (f64, u64)) -> Spend {
+        self.journal = Some((path, before));
+        self
+    }
+
+    /// Writes the journal: the spend so far plus `out` (a call's worst case, or nothing).
+    fn write_journal(&self, out: (f64, u64)) {
+        let Some((path, before)) = &self.journal else {
+            return;
+        };
+        let (u, t) = self.own.get();
+        let text = format!(
+            "{} {}\n",
+            before.0 + u + out.0,
+            before.1.saturating_add(t).saturating_add(out.1)
+        );
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = std::fs::write(path, text);
     }
 
     /// Records money and tokens spent.
@@ -52,6 +83,7 @@ impl Spend {
         if let Some(l) = &self.ledger {
             l.charge(usd, tokens);
         }
+        self.write_journal((0.0, 0));
     }
 
     /// What this experiment has spent so far.
@@ -89,16 +121,33 @@ impl<'a> Meter<'a> {
     /// ledger, what is left is the budget less this experiment's spend; with one, less what
     /// every experiment charged and holds now.
     pub fn hold(&self, worst: (f64, u64)) -> Result<Option<Hold<'a>>, Budget> {
-        if let Some(ledger) = self.spent.ledger() {
-            return ledger.hold(worst).map(Some);
+        let held = match self.spent.ledger() {
+            Some(ledger) => ledger.hold(worst).map(Some),
+            None => {
+                let left = self.budget.less(self.spent());
+                if left.covers(worst) {
+                    Ok(None)
+                } else {
+                    Err(left)
+                }
+            }
+        };
+        if held.is_ok() {
+            // The call goes out next: what it may cost is on disk before it does.
+            self.spent.write_journal(worst);
         }
-        let left = self.budget.less(self.spent());
-        if left.covers(worst) {
-            Ok(None)
-        } else {
-            Err(left)
-        }
+        held
     }
+}
+
+/// What a spend journal ([`Spend::with_journal`]) says an experiment spent: (dollars,
+/// tokens); `None` when there is none, or it cannot be read.
+pub fn read_journal(path: &std::path::Path) -> Option<(f64, u64)> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut parts = text.split_whitespace();
+    let usd: f64 = parts.next()?.parse().ok()?;
+    let tokens: u64 = parts.next()?.parse().ok()?;
+    usd.is_finite().then_some((usd.max(0.0), tokens))
 }
 
 /// The spend of a run whose experiments make LLM calls at the same time. Each call holds its
@@ -223,6 +272,31 @@ mod tests {
             usd_left: Some(usd),
             tokens_left: None,
         }
+    }
+
+    #[test]
+    fn the_journal_holds_the_spend_with_a_call_out_at_its_worst_case() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("spend").join("3");
+        let spent = Spend::new(None).with_journal(path.clone(), (0.5, 100));
+        let meter = Meter {
+            budget: dollars(10.0),
+            spent: &spent,
+        };
+        assert_eq!(read_journal(&path), None, "nothing written before a call");
+        let hold = meter.hold((0.25, 40)).expect("fits");
+        assert_eq!(
+            read_journal(&path),
+            Some((0.75, 140)),
+            "the call out, at its worst"
+        );
+        meter.add(0.125, 20);
+        drop(hold);
+        assert_eq!(
+            read_journal(&path),
+            Some((0.625, 120)),
+            "charged what it cost"
+        );
     }
 
     #[test]

@@ -177,7 +177,9 @@ impl Work {
         let store = self.take_store()?;
         let v = &self.verifier;
         let ledger = shared.ledger;
-        let spend = Spend::new(Some(ledger.clone()));
+        let journal = v.paths.spend_journal(&v.tag, self.rec.n);
+        let spend = Spend::new(Some(ledger.clone()))
+            .with_journal(journal, (self.rec.cost_usd, self.rec.tokens));
         let meter = Meter {
             budget: ledger.opened_with(),
             spent: &spend,
