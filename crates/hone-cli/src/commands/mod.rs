@@ -81,10 +81,25 @@ impl Here {
                     .hint("start one with `hone run`")
             })?;
         let run = match tag {
-            Some(t) => store.run_by_tag(t).runtime()?.ok_or_else(|| {
-                CliError::runtime(format!("no run tagged `{t}`"))
-                    .hint("`hone status` shows the latest")
-            })?,
+            Some(t) => match store.run_by_tag(t).runtime()? {
+                Some(run) => run,
+                None => {
+                    let tags: Vec<String> = store
+                        .runs()
+                        .runtime()?
+                        .into_iter()
+                        .rev()
+                        .take(10)
+                        .map(|r| r.tag)
+                        .collect();
+                    return Err(
+                        CliError::runtime(format!("no run tagged `{t}`")).hint(format!(
+                            "runs here, newest first: {}; `hone status` shows the latest",
+                            tags.join(", ")
+                        )),
+                    );
+                }
+            },
             None => store.latest_run().runtime()?.ok_or_else(|| {
                 CliError::runtime("no hone runs yet").hint("start one with `hone run`")
             })?,

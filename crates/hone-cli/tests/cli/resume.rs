@@ -53,6 +53,25 @@ fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
 }
 
 #[test]
+fn the_latest_run_is_the_one_that_last_ran_and_an_unknown_tag_lists_the_runs() {
+    let r = Repo::stops_after(2, "cat value.txt", &scores(&[4, 3, 2]));
+    ok(r.hone(&["run", "--tag", "a"]));
+    ok(r.hone(&["run", "--tag", "b"]));
+    // `a` resumed after `b` was made: the commands without --run read `a`.
+    ok(r.hone(&["run", "--tag", "a", "--more", "1"]));
+    let status = text(&ok(r.hone(&["status"])));
+    assert!(status.contains("run a "), "{status}");
+    ok(r.hone(&["show", "2"]));
+    let out = r.hone(&["status", "--run", "c"]);
+    assert!(!out.status.success());
+    let said = text(&out);
+    assert!(
+        said.contains("no run tagged `c`") && said.contains("runs here, newest first: b, a"),
+        "{said}"
+    );
+}
+
+#[test]
 fn a_hang_up_does_not_stop_the_run() {
     // The SSH session drops: SIGHUP to hone's process group. The run goes on without its
     // terminal and finishes every experiment, as under `nohup`.

@@ -104,10 +104,15 @@ impl Store {
         )
     }
 
-    /// The newest run, if any.
+    /// The latest run, if any: the one whose newest experiment started last.
     pub fn latest_run(&self) -> Result<Option<RunRecord>, StoreError> {
+        // The run that last did something: its newest experiment started last (a run resumed
+        // after a newer one was made is the latest again), else the newest made.
         self.query_opt(
-            "SELECT * FROM runs WHERE repo = ?1 ORDER BY id DESC LIMIT 1",
+            "SELECT * FROM runs r WHERE repo = ?1 ORDER BY COALESCE(
+                 (SELECT e.started_at FROM experiments e WHERE e.run_id = r.id
+                  ORDER BY e.n DESC LIMIT 1),
+                 r.created_at) DESC, r.id DESC LIMIT 1",
             &[text(&self.repo)],
             run_from_row,
         )
