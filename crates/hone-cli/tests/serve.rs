@@ -420,6 +420,7 @@ fn serve_shows_a_real_run_its_experiments_diffs_logs_and_events() {
 
     let exp = s.get("runs/t/experiments/1");
     assert_eq!(exp.status, 200, "{}", exp.body);
+    assert!(exp.body.contains("archive ref <code>refs/hone/t/1</code>"));
     assert!(
         exp.body.contains(r#"<pre class="diff" id="diff">"#),
         "{}",

@@ -64,7 +64,7 @@ pub(super) async fn experiment_page(
     body.push_str(&metrics_box(&run, &e));
     body.push_str(&decision_box(&e));
     body.push_str("</div>");
-    body.push_str(&change_box(&run, &e, diff));
+    body.push_str(&change_box(&run.tag, &e, diff));
     if let Some(log) = log {
         body.push_str(&log_box(log));
     }
@@ -133,15 +133,18 @@ fn description_box(e: &ExperimentRecord) -> String {
 }
 
 /// The change: the commits, its size and its diff (or why there is none).
-fn change_box(run: &RunRecord, e: &ExperimentRecord, diff: Result<String, String>) -> String {
+fn change_box(tag: &str, e: &ExperimentRecord, diff: Result<String, String>) -> String {
     let mut body = String::new();
+    // Only an experiment with a candidate was archived (as `hone show` says it).
+    let archived = match e.candidate_commit {
+        Some(_) => format!(" · archive ref <code>refs/hone/{}/{}</code>", esc(tag), e.n),
+        None => String::new(),
+    };
     let _ = write!(
         body,
-        r#"<section class="box"><h2>change</h2><p class="dim">parent <code>{}</code> · candidate <code>{}</code> · archive ref <code>refs/hone/{}/{}</code> · {} file(s), <span class="plus">+{}</span> <span class="minus">−{}</span></p>{}</section>"#,
+        r#"<section class="box"><h2>change</h2><p class="dim">parent <code>{}</code> · candidate <code>{}</code>{archived} · {} file(s), <span class="plus">+{}</span> <span class="minus">−{}</span></p>{}</section>"#,
         esc(&e.parent_commit),
         esc(e.candidate_commit.as_deref().unwrap_or("-")),
-        esc(&run.tag),
-        e.n,
         e.files_changed,
         e.lines_added,
         e.lines_deleted,
@@ -305,4 +308,25 @@ fn log_tail(root: &Path, path: &Path) -> Result<String, String> {
         return Ok("(empty)".into());
     }
     Ok(lines[start..].join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_archived_candidate_names_its_archive_ref() {
+        let mut e = ExperimentRecord {
+            n: 6,
+            ..ExperimentRecord::default()
+        };
+        let page = change_box("t", &e, Ok(String::new()));
+        assert!(!page.contains("archive ref"), "{page}");
+        e.candidate_commit = Some("abc".into());
+        let page = change_box("t", &e, Ok(String::new()));
+        assert!(
+            page.contains("archive ref <code>refs/hone/t/6</code>"),
+            "{page}"
+        );
+    }
 }
