@@ -131,7 +131,9 @@ pub fn run_loop(root: &Path, spec: &Spec, opts: &RunOptions) -> CliResult {
         // API key, or editable globs that match no file): a spec error.
         Err(
             e @ (engine::EngineError::Config(
-                engine::Config::Spec(_) | engine::Config::ApiKey { .. },
+                engine::Config::Spec(_)
+                | engine::Config::ApiKey { .. }
+                | engine::Config::KeyRefused { .. },
             )
             | engine::EngineError::Mismatch(engine::Mismatch::EditableMatchesNothing { .. })),
         ) => Err(e).config(),

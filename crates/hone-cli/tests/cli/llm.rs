@@ -176,6 +176,41 @@ fn a_kill_9_during_a_model_call_keeps_its_worst_case_in_the_record() {
 }
 
 #[test]
+fn a_refused_key_stops_the_run_before_the_baseline_and_an_unlisted_model_is_a_warning() {
+    // The server's list of models refuses the key: nothing runs, not even the baseline.
+    let server = LlmServer::start_listing(
+        vec![Reply::Status(401, vec![], "{}".into())],
+        false,
+        (401, vec![]),
+    );
+    let r = llm_repo("openai", &server, "", "max_experiments = 2");
+    let out = hone_with_key(&r, &["run"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_says(&out, "refused the key in $TEST_LLM_KEY (HTTP 401)");
+    assert!(server.requests().is_empty(), "no call was made");
+    let status = text(&r.hone(&["status"]));
+    assert!(status.contains("no hone runs yet"), "no run was made: {status}");
+    // A server that lists other models: a warning, and the run goes on.
+    let server = LlmServer::start_listing(
+        vec![Reply::Answer(
+            edit("value.txt", "score: 5", "score: 4"),
+            10,
+            10,
+        )],
+        false,
+        (200, vec!["qwen2.5-coder-32b", "llama-3.1-8b"]),
+    );
+    let r = llm_repo("openai", &server, "", "max_experiments = 2");
+    let out = ok(hone_with_key(&r, &["run"]));
+    assert_says(
+        &out,
+        "[agent] model = \"test-model\" is not among the models",
+    );
+    assert_says(&out, "(qwen2.5-coder-32b, llama-3.1-8b)");
+    assert_statuses(&r.log(), &["baseline", "keep"]);
+}
+
+#[test]
 fn the_budget_holds_before_a_call_is_sent() {
     // Each answer reports 1000 + 1000 tokens; at $100 per million that is $0.20 a call. After
     // three calls $0.05 of $0.65 is left, less than the next call's worst case.

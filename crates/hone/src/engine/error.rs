@@ -146,6 +146,14 @@ pub enum Config {
     /// variable unset: every request would be refused.
     #[error("${var} is not set: {url} would refuse every request. Export it, or set base_url to your own server (a server that wants no key: set ${var} to any value)")]
     ApiKey { var: String, url: String },
+    /// The server refused the key before the run started (its list of models answered 401
+    /// or 403): every call would be refused.
+    #[error("{url} refused the key in ${var} (HTTP {status}) when asked for its models: every call would be refused. Check the key, or `api_key_env` and `base_url` in hone.toml")]
+    KeyRefused {
+        var: String,
+        url: String,
+        status: u16,
+    },
     /// hone.toml, checked against the repository, is wrong at a line (a `hide` path that is
     /// tracked, so in every worktree): the CLI reports it as a spec error.
     #[error("{0}")]

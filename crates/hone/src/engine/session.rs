@@ -70,6 +70,7 @@ pub(super) fn run_engine(
     if let Some((var, url)) = spec.missing_api_key() {
         return Err(Config::ApiKey { var, url }.into());
     }
+    check_models(spec, on_event)?;
     let mut engine = Engine::open(
         git,
         store,
@@ -80,6 +81,46 @@ pub(super) fn run_engine(
         on_event,
     )?;
     engine.run_loop()
+}
+
+/// Asks each HTTP model's server, before the baseline runs, whether it serves the model and
+/// takes the key: a refused key stops the run now, a model it does not list is a warning
+/// (see [`crate::propose::chat::ModelCheck`]).
+fn check_models(spec: &Spec, on_event: &mut dyn FnMut(&Event)) -> Result<(), EngineError> {
+    use crate::propose::chat::{LlmClient, ModelCheck};
+    let agent = (spec.agent.kind.is_http()).then_some((
+        "[agent]",
+        spec.agent.kind,
+        spec.agent.llm.as_ref(),
+    ));
+    let review = spec
+        .review
+        .kind
+        .map(|k| ("[review]", k, spec.review.llm.as_ref()));
+    for (section, kind, llm) in agent.into_iter().chain(review) {
+        let Some(llm) = llm else { continue };
+        match LlmClient::new(kind, llm.clone()).check_model() {
+            ModelCheck::Fine => {}
+            ModelCheck::Unlisted(listed) => on_event(&Event::Warning {
+                message: format!(
+                    "{section} model = \"{}\" is not among the models {} lists ({}{}); if its first call is refused, check `model`",
+                    llm.model,
+                    llm.base_url,
+                    listed.join(", "),
+                    if listed.len() == 8 { ", ..." } else { "" }
+                ),
+            }),
+            ModelCheck::Refused(status) => {
+                return Err(Config::KeyRefused {
+                    var: llm.api_key_env.clone(),
+                    url: llm.base_url.clone(),
+                    status,
+                }
+                .into())
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What opening a run found to say before it starts.

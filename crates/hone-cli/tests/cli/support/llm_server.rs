@@ -28,8 +28,24 @@ pub(crate) struct LlmServer {
 
 impl LlmServer {
     /// Serves `replies` in order (the last one repeats), as OpenAI (`anthropic = false`) or
-    /// Anthropic would.
+    /// Anthropic would; a `GET .../models` gets 404 (no list), as from many servers.
     pub(crate) fn start(replies: Vec<Reply>, anthropic: bool) -> LlmServer {
+        LlmServer::start_listing(replies, anthropic, (404, Vec::new()))
+    }
+
+    /// [`LlmServer::start`], with `GET .../models` answered `models`: a status and, with 200,
+    /// the models listed. Those requests are neither recorded nor given a reply of `replies`.
+    pub(crate) fn start_listing(
+        replies: Vec<Reply>,
+        anthropic: bool,
+        models: (u16, Vec<&str>),
+    ) -> LlmServer {
+        let listing = serde_json::json!({
+            "object": "list",
+            "data": models.1.iter().map(|id| serde_json::json!({"id": id, "object": "model"})).collect::<Vec<_>>()
+        })
+        .to_string();
+        let models_status = models.0;
         use std::io::{BufRead, BufReader, Read, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -64,6 +80,16 @@ impl LlmServer {
                 }
                 let mut body = vec![0u8; len];
                 reader.read_exact(&mut body).unwrap();
+                if line.starts_with("GET ") && path.ends_with("/models") {
+                    let body = if models_status == 200 {
+                        listing.as_str()
+                    } else {
+                        "{}"
+                    };
+                    let resp = format!("HTTP/1.1 {models_status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                    let _ = stream.write_all(resp.as_bytes());
+                    continue;
+                }
                 log.lock().unwrap().push((
                     path,
                     headers,
