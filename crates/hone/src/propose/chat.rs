@@ -161,7 +161,7 @@ impl LlmClient {
                 })
             })
             .unwrap_or_default();
-        if ids.is_empty() || ids.iter().any(|id| *id == self.llm.model) {
+        if ids.is_empty() || ids.contains(&self.llm.model) {
             ModelCheck::Fine
         } else {
             ModelCheck::Unlisted(ids.into_iter().take(8).collect())
