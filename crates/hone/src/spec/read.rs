@@ -476,13 +476,39 @@ pub(super) const fn keys<const N: usize>(parts: &[&[&'static str]]) -> [&'static
 
 /// The closest candidate by edit distance, if it is close enough to be a plausible typo.
 pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
-    candidates
+    // Names other tools give these keys, too far from hone's to be caught as typos.
+    let known = SYNONYMS
         .iter()
-        .map(|c| (edit_distance(word, c), *c))
-        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
+        .find(|(other, _)| other.eq_ignore_ascii_case(word))
+        .and_then(|(_, ours)| candidates.iter().find(|c| **c == *ours).copied());
+    known.or_else(|| {
+        candidates
+            .iter()
+            .map(|c| (edit_distance(word, c), *c))
+            .filter(|(d, c)| *d <= 2.max(c.len() / 3))
+            .min_by_key(|(d, _)| *d)
+            .map(|(_, c)| c)
+    })
 }
+
+/// Other tools' names for keys of hone.toml: (theirs, hone's). Suggested only where hone's
+/// key is one of the section's.
+const SYNONYMS: &[(&str, &str)] = &[
+    ("api_base", "base_url"),
+    ("base", "base_url"),
+    ("endpoint", "base_url"),
+    ("url_base", "base_url"),
+    ("api_url", "base_url"),
+    ("api_key", "api_key_env"),
+    ("key_env", "api_key_env"),
+    ("budget", "max_cost_usd"),
+    ("max_budget", "max_cost_usd"),
+    ("max_iterations", "max_experiments"),
+    ("max_trials", "max_experiments"),
+    ("n_trials", "max_experiments"),
+    ("trials", "max_experiments"),
+    ("max_steps", "max_experiments"),
+];
 
 fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();

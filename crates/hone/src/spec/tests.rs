@@ -265,6 +265,14 @@ fn unknown_key_names_line_and_suggests() {
 }
 
 #[test]
+fn another_tools_name_for_a_key_suggests_hones() {
+    let t = GOOD.replace("patience = 30", "patience = 30\nn_trials = 40");
+    let e = err(&t);
+    assert_eq!(e.key, "stop.n_trials");
+    assert!(e.message.contains("did you mean `max_experiments`"), "{e}");
+}
+
+#[test]
 fn unknown_section_suggests() {
     let e = err(&format!("{GOOD}\n[stpo]\nx = 1\n"));
     assert_eq!(e.line, 24, "{e}");
