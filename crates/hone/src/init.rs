@@ -140,6 +140,8 @@ pub struct Analysis {
     pub timeout: Choice<u64>,
     /// The `[verify] progress` the script's step prints suggest, if any.
     pub progress: Option<progress::Progress>,
+    /// The names the script prints as `name: <number>` (empty without a script).
+    pub printed: Vec<String>,
 }
 
 /// The training script: `train.py` (at the top or anywhere), else `main.py`, else the one
@@ -479,7 +481,14 @@ pub fn analyze(root: &Path, files: &[String], read: &dyn Fn(&str) -> Option<Stri
     let progress = script
         .as_deref()
         .and_then(|s| read(s).and_then(|t| progress::find(s, &t)));
+    let mut names: Vec<String> = script
+        .as_deref()
+        .and_then(read)
+        .map(|t| printed(&t).into_iter().map(|p| p.name).collect())
+        .unwrap_or_default();
+    names.dedup();
     Analysis {
+        printed: names,
         script,
         evaluators,
         metric,
@@ -574,10 +583,18 @@ pub fn draft(
     };
     let (metric, direction) = match metric {
         Some(m) => {
+            // A name the script never prints is most likely a slip: said, and marked to check.
+            let unprinted = !analysis.printed.is_empty() && !analysis.printed.contains(&m);
             let metric = Choice {
+                why: match (&analysis.script, unprinted) {
+                    (Some(script), true) => format!(
+                        "from --metric, but {script} prints {}, not `{m}`: check it (`hone init --check` runs the command once)",
+                        analysis.printed.join(", ")
+                    ),
+                    _ => "from --metric".into(),
+                },
                 value: m,
-                why: "from --metric".into(),
-                guessed: false,
+                guessed: unprinted,
             };
             let direction = direction_choice(&metric);
             (metric, direction)

@@ -189,7 +189,10 @@ fn a_refused_key_stops_the_run_before_the_baseline_and_an_unlisted_model_is_a_wa
     assert_says(&out, "refused the key in $TEST_LLM_KEY (HTTP 401)");
     assert!(server.requests().is_empty(), "no call was made");
     let status = text(&r.hone(&["status"]));
-    assert!(status.contains("no hone runs yet"), "no run was made: {status}");
+    assert!(
+        status.contains("no hone runs yet"),
+        "no run was made: {status}"
+    );
     // A server that lists other models: a warning, and the run goes on.
     let server = LlmServer::start_listing(
         vec![Reply::Answer(

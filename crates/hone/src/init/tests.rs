@@ -265,3 +265,36 @@ fn scores_rates_and_rankings_are_maximized_and_an_unknown_name_is_a_guess() {
     assert_eq!(d.value, Direction::Minimize);
     assert!(d.guessed, "{}", d.why);
 }
+
+#[test]
+fn a_metric_given_that_the_script_never_prints_is_marked_to_check() {
+    let a = analyzed(&[(
+        "train.py",
+        "for step in range(3):\n    print(f\"step {step} | loss: {0.5}\")\nprint(f\"val_mse: {0.25}\")\n",
+    )]);
+    let d = draft(
+        &a,
+        &[],
+        &["train.py".into()],
+        vec![],
+        None,
+        Some("val_loss".into()),
+    );
+    assert!(d.metric.guessed);
+    assert!(
+        d.metric.why.contains("train.py prints")
+            && d.metric.why.contains("val_mse, not `val_loss`"),
+        "{}",
+        d.metric.why
+    );
+    let d = draft(
+        &a,
+        &[],
+        &["train.py".into()],
+        vec![],
+        None,
+        Some("val_mse".into()),
+    );
+    assert!(!d.metric.guessed, "{}", d.metric.why);
+    assert_eq!(d.metric.why, "from --metric");
+}
