@@ -251,7 +251,7 @@ fn the_budget_holds_before_a_call_is_sent() {
             .collect::<Vec<_>>()
     );
     let log = r.log();
-    assert_statuses(&log, &["baseline", "keep", "keep", "keep", "invalid"]);
+    assert_statuses(&log, &["baseline", "keep", "keep", "keep", "aborted"]);
     assert!(reason(&log[4]).starts_with("budget"), "{}", log[4]);
     let cost: f64 = log.iter().map(|e| e["cost_usd"].as_f64().unwrap()).sum();
     assert!((cost - 0.6).abs() < 1e-9, "recorded cost {cost}");
@@ -322,7 +322,7 @@ fn experiments_in_flight_at_once_share_the_budget() {
         .filter(|e| reason(e).starts_with("budget"))
         .collect();
     assert_eq!(refused.len(), 1, "{log:?}");
-    assert_eq!(refused[0]["status"], "invalid");
+    assert_eq!(refused[0]["status"], "aborted");
     assert_says(&out, "stopped: budget");
 }
 

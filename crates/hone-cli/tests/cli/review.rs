@@ -251,7 +251,7 @@ fn share_one_budget(workers: u32) {
     // and refused before its call is sent.
     if workers > 1 && log.len() == 4 {
         let third = log.pop().unwrap();
-        assert_eq!(third["status"], "invalid", "{third}");
+        assert_eq!(third["status"], "aborted", "{third}");
         assert!(reason(&third).starts_with("budget"), "{third}");
         assert_eq!(third["cost_usd"], 0.0, "{third}");
     }

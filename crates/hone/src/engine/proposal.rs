@@ -164,8 +164,14 @@ impl Engine<'_> {
                     "interrupted by the user (run `hone run` to resume)",
                 ))
             }
-            ProposeError::Exhausted(reason) | ProposeError::Budget(reason) => {
+            ProposeError::Exhausted(reason) => {
                 self.finish(rec, Status::Invalid, reason.clone(), t_start)?;
+                Some(Stop::done(reason))
+            }
+            ProposeError::Budget(reason) => {
+                // Nothing was sent: not a candidate's failure, and not counted (a run
+                // resumed with `--more` on a spent budget adds no invalid experiment each time).
+                self.finish(rec, Status::Aborted, reason.clone(), t_start)?;
                 Some(Stop::done(reason))
             }
             ProposeError::Rejected(reason) => {
