@@ -83,12 +83,7 @@ fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
         "no answer within request_timeout (1.0s; a slow server",
     );
     // The agent logs say what failed on the way: the 429 before #1's answer, and #2's outage.
-    let run_dir = std::fs::read_dir(r.dir.join(".hone/runs"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run_dir = only_run_dir(&r);
     let first = std::fs::read_to_string(run_dir.join("logs/1.agent.log")).unwrap();
     assert!(
         first.contains("--- answer 1, attempt 1 failed: HTTP 429"),
@@ -609,14 +604,7 @@ fn answers_are_kept_and_a_cut_off_or_empty_answer_says_why() {
         "cut off at max_tokens (100); raise [agent] max_tokens",
     );
     assert_eq!(log[3]["description"], "repaired");
-    // The one run's directory under .hone/runs.
-    let runs = r.dir.join(".hone/runs");
-    let run_dir = std::fs::read_dir(&runs)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let run_dir = only_run_dir(&r);
     let answers = std::fs::read_to_string(run_dir.join("logs/3.agent.log")).unwrap();
     assert!(
         answers.contains("HYPOTHESIS: first try") && answers.contains("HYPOTHESIS: repaired"),
@@ -681,4 +669,14 @@ fn a_provider_outage_is_waited_out_and_is_no_candidates_failure() {
     assert_says(&out, "reached max_time");
     assert_eq!(r.log()[0]["status"], "baseline");
     assert!(r.log()[1..].iter().all(|e| e["status"] == "aborted"));
+}
+
+/// The one run's directory under `.hone/runs`.
+fn only_run_dir(r: &Repo) -> std::path::PathBuf {
+    std::fs::read_dir(r.dir.join(".hone/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
 }

@@ -272,29 +272,15 @@ fn a_metric_given_that_the_script_never_prints_is_marked_to_check() {
         "train.py",
         "for step in range(3):\n    print(f\"step {step} | loss: {0.5}\")\nprint(f\"val_mse: {0.25}\")\n",
     )]);
-    let d = draft(
-        &a,
-        &[],
-        &["train.py".into()],
-        vec![],
-        None,
-        Some("val_loss".into()),
-    );
-    assert!(d.metric.guessed);
+    let given = |m: &str| draft(&a, &[], &["train.py".into()], vec![], None, Some(m.into())).metric;
+    let metric = given("val_loss");
+    assert!(metric.guessed);
     assert!(
-        d.metric.why.contains("train.py prints")
-            && d.metric.why.contains("val_mse, not `val_loss`"),
+        metric.why.contains("train.py prints") && metric.why.contains("val_mse, not `val_loss`"),
         "{}",
-        d.metric.why
+        metric.why
     );
-    let d = draft(
-        &a,
-        &[],
-        &["train.py".into()],
-        vec![],
-        None,
-        Some("val_mse".into()),
-    );
-    assert!(!d.metric.guessed, "{}", d.metric.why);
-    assert_eq!(d.metric.why, "from --metric");
+    let metric = given("val_mse");
+    assert!(!metric.guessed, "{}", metric.why);
+    assert_eq!(metric.why, "from --metric");
 }
