@@ -7,10 +7,11 @@ use hone::propose::knobs::{Domain, Knob};
 use hone::report::{fmt_metric, Summary};
 use hone::spec::format_duration;
 use hone::store::{ExperimentRecord, RunRecord, RunState, Status};
-use hone::workspace::Git;
 
 mod log;
+mod show;
 pub use log::{log_header, log_narrowings, log_row, LogFormat};
+pub use show::{show, show_curve, show_narrowings};
 
 static INTERRUPT: Interrupt = Interrupt::new();
 
@@ -438,141 +439,6 @@ fn experiments_budget(s: &Summary, max: u64) -> String {
         "experiments {counted}/{max} ({} left{not_counted})",
         max.saturating_sub(counted)
     )
-}
-
-/// `hone show N`.
-pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
-    out!("experiment {} of run {}: {}", e.n, run.tag, e.status());
-    out!(
-        "  description: {}",
-        if e.description.is_empty() {
-            "-".into()
-        } else {
-            one_line(&e.description)
-        }
-    );
-    if !e.reason.is_empty() {
-        out!("  why: {}", one_line(&e.reason));
-    }
-    out!("  {}: {}", run.metric, fmt_metric(e.objective));
-    if let Some(h) = e.holdout {
-        out!("  holdout (sealed): {}", fmt_metric(Some(h)));
-    }
-    let others: Vec<String> = e
-        .metrics
-        .iter()
-        .filter(|(k, _)| **k != run.metric)
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    if !others.is_empty() {
-        out!("  other metrics: {}", others.join(" "));
-    }
-    if e.runs.len() > 1 {
-        let runs: Vec<String> = e.runs.iter().map(|v| fmt_metric(Some(*v))).collect();
-        out!(
-            "  runs: {} (mean {})",
-            runs.join(", "),
-            fmt_metric(e.objective)
-        );
-    }
-    if let Some(j) = &e.judgement {
-        out!(
-            "  decision: {} (delta {:+.6} vs threshold {:.6}; sigma {}; {} run{} of this code; best was {})",
-            if j.simplification { "keep as a simplification" } else if j.keep { "keep" } else { "discard" },
-            j.delta,
-            j.threshold,
-            j.sigma.map(|s| format!("{s:.6}")).unwrap_or_else(|| "unknown".into()),
-            j.runs.len(),
-            if j.runs.len() == 1 { "" } else { "s" },
-            fmt_metric(Some(j.best))
-        );
-    }
-    if let Some(c) = &e.config {
-        out!("  configuration: {c}");
-    }
-    out!(
-        "  time: total {}, propose {}, verify {}",
-        format_duration(std::time::Duration::from_millis(e.total_ms)),
-        format_duration(std::time::Duration::from_millis(e.propose_ms)),
-        format_duration(std::time::Duration::from_millis(e.verify_ms))
-    );
-    if e.cost_usd > 0.0 || e.tokens > 0 {
-        // Worst cases charged for calls without an answer are part of it (see the agent log).
-        out!("  spent: ${:.4}, {} tokens", e.cost_usd, e.tokens);
-    }
-    out!(
-        "  parent {}  candidate {}",
-        e.parent_commit,
-        e.candidate_commit.as_deref().unwrap_or("-")
-    );
-    if e.candidate_commit.is_some() {
-        out!("  archive ref: refs/hone/{}/{}", run.tag, e.n);
-    }
-    show_diff_and_log(git, e, tail);
-}
-
-/// `hone show N`'s diff from the parent and the last `tail` lines of the verifier's log.
-fn show_diff_and_log(git: &Git, e: &ExperimentRecord, tail: usize) {
-    if let Some(c) = &e.candidate_commit {
-        if *c != e.parent_commit {
-            match git.diff(&e.parent_commit, c) {
-                Ok(d) if !d.is_empty() => out!("\n{d}"),
-                Ok(_) => {}
-                Err(err) => out!("  (diff unavailable: {err})"),
-            }
-        }
-    }
-    if let Some(p) = &e.log_path {
-        match std::fs::read(p) {
-            Ok(bytes) => {
-                let text = String::from_utf8_lossy(&bytes);
-                out!("--- log tail ({p}) ---");
-                for l in hone::util::last_lines(&text, tail) {
-                    out!("{l}");
-                }
-            }
-            Err(_) => out!("  (log {p} is gone)"),
-        }
-    }
-}
-
-/// An experiment's curve (`hone show N`): how many points, and the first and last ones.
-pub fn show_curve(curve: &[(f64, f64)]) {
-    let (Some(first), Some(last)) = (curve.first(), curve.last()) else {
-        return;
-    };
-    out!(
-        "--- curve: {} point{} (step {} value {} .. step {} value {}) ---",
-        curve.len(),
-        if curve.len() == 1 { "" } else { "s" },
-        first.0,
-        fmt_metric(Some(first.1)),
-        last.0,
-        fmt_metric(Some(last.1))
-    );
-}
-
-/// `hone show N`: the knobs' explored ranges narrowed by crashes once experiment N finished,
-/// each with the experiment after which it took its present form.
-///
-/// `now` are those in force (`optimizer::narrowed_ranges`), `events` the narrowings as they
-/// appeared, each with the experiment after which it did, in order.
-pub fn show_narrowings(
-    now: Vec<hone::propose::knobs::feasible::Narrowing>,
-    events: &[(u64, hone::propose::knobs::feasible::Narrowing)],
-) {
-    if !now.is_empty() {
-        out!("--- feasibility (learned from crashes) ---");
-    }
-    for w in now {
-        let since = events
-            .iter()
-            .rev()
-            .find(|(_, x)| *x == w)
-            .map(|(at, _)| format!(" (since experiment {at})"))
-            .unwrap_or_default();
-        out!("  feasibility: {}{since}", w.describe());
-    }
 }
 
 /// What each mechanism did for one experiment (`hone show N`).

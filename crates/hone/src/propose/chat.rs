@@ -19,10 +19,14 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 mod knob_answer;
+mod models;
+mod system;
 mod wire;
 
 pub use knob_answer::validate_knob_answer;
 use knob_answer::{knob_table, write_knobs};
+pub use models::ModelCheck;
+use system::{SYSTEM, SYSTEM_KNOBS, SYSTEM_PATCH};
 
 use super::blocks::{self, EditBlock};
 use super::patch;
@@ -95,79 +99,7 @@ impl ChatProposer {
     }
 }
 
-/// What a server's list of models (`GET .../models`) says before a run makes its first call.
-#[derive(Debug, PartialEq)]
-pub enum ModelCheck {
-    /// The model is listed, or the server lists none, or did not answer the question (many
-    /// servers have no such list; the first call will tell).
-    Fine,
-    /// The server lists models, not this one: (the first few it lists). A warning only: some
-    /// servers (llama.cpp's) list a file name and answer to any model name.
-    Unlisted(Vec<String>),
-    /// The server refused the key (401 or 403).
-    Refused(u16),
-}
-
 impl LlmClient {
-    /// Asks the server which models it serves (free, and quick: 10 seconds at most), so that
-    /// a wrong `model` or key is found before the baseline runs, not after.
-    pub fn check_model(&self) -> ModelCheck {
-        let url = match self.kind {
-            AgentKind::Anthropic => format!("{}/v1/models", self.llm.base_url),
-            _ => format!("{}/models", self.llm.base_url),
-        };
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .timeout_global(Some(Duration::from_secs(10)))
-            .http_status_as_error(false)
-            .build()
-            .into();
-        let mut get = agent.get(&url);
-        let key = std::env::var(&self.llm.api_key_env)
-            .ok()
-            .filter(|k| !k.is_empty());
-        match (self.kind, key) {
-            (AgentKind::Anthropic, key) => {
-                if let Some(k) = key {
-                    get = get.header("x-api-key", k);
-                }
-                get = get.header("anthropic-version", "2023-06-01");
-            }
-            (_, Some(k)) => get = get.header("authorization", format!("Bearer {k}")),
-            (_, None) => {}
-        }
-        let Ok(resp) = get.call() else {
-            return ModelCheck::Fine;
-        };
-        let status = resp.status().as_u16();
-        if matches!(status, 401 | 403) {
-            return ModelCheck::Refused(status);
-        }
-        let text = match resp
-            .into_body()
-            .with_config()
-            .limit(1 << 20)
-            .read_to_string()
-        {
-            Ok(t) if status == 200 => t,
-            _ => return ModelCheck::Fine,
-        };
-        let ids: Vec<String> = serde_json::from_str::<Value>(&text)
-            .ok()
-            .and_then(|v| {
-                v["data"].as_array().map(|a| {
-                    a.iter()
-                        .filter_map(|m| m["id"].as_str().map(str::to_string))
-                        .collect()
-                })
-            })
-            .unwrap_or_default();
-        if ids.is_empty() || ids.contains(&self.llm.model) {
-            ModelCheck::Fine
-        } else {
-            ModelCheck::Unlisted(ids.into_iter().take(8).collect())
-        }
-    }
-
     pub fn new(kind: AgentKind, llm: LlmSpec) -> LlmClient {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(llm.request_timeout))
@@ -558,13 +490,6 @@ fn snippet(text: &str) -> String {
     prompt::sanitize(text, 200).replace('\n', " ")
 }
 
-const SYSTEM: &str =
-    "You are a careful research engineer improving a project one change at a time. \
-Answer with one line starting with HYPOTHESIS: saying what you change and why, then the edits as \
-SEARCH/REPLACE blocks. Each block is the file's path on its own line, then\n\
-<<<<<<< SEARCH\n(lines copied exactly from the file)\n=======\n(the new lines)\n>>>>>>> REPLACE\n\
-The SEARCH part must match the file exactly once. Edit only the files you are allowed to change.";
-
 impl Proposer for ChatProposer {
     fn name(&self) -> &str {
         self.client.kind.as_str()
@@ -671,16 +596,6 @@ impl ChatProposer {
     }
 }
 
-const SYSTEM_PATCH: &str =
-    "You are a careful research engineer improving a project one change at a time. \
-Answer with one line starting with HYPOTHESIS: saying what you change and why, then the edits as one patch in \
-the apply_patch format:\n\
-*** Begin Patch\n*** Update File: path/to/file\n@@ a line just above the change (optional)\n \
-context line\n-removed line\n+added line\n context line\n*** End Patch\n\
-Use `*** Add File: path` (every line prefixed with +) for a new file and `*** Delete File: path` to delete one. \
-Context and removed lines must be copied exactly from the file and match one place only. \
-Edit only the files you are allowed to change.";
-
 impl ChatProposer {
     /// `edit_mode = "patch"`: the model answers with an apply_patch patch; file operations
     /// that do not apply get one repair round-trip quoting the failing hunk.
@@ -722,11 +637,6 @@ impl ChatProposer {
         })
     }
 }
-
-const SYSTEM_KNOBS: &str = "You are a careful research engineer tuning a project's knobs (named constants with \
-allowed ranges). Study the history of configurations tried and their results, then choose the next configuration \
-to try. Answer with one JSON object only: {\"changes\": {\"KNOB_NAME\": value, ...}, \"hypothesis\": \"why\"}. \
-Use only knobs from the table, values inside their ranges, and never repeat a configuration already tried.";
 
 impl ChatProposer {
     /// One question and its answer's text, outside a proposal (the outer loop's strategy):
