@@ -179,27 +179,7 @@ impl Engine<'_> {
                 self.finish(rec, Status::Rejected, reason, t_start)?;
                 None
             }
-            ProposeError::Unavailable(reason) => {
-                // The provider's outage is no candidate's failure: `aborted`, which
-                // max_consecutive_failures does not count; the run waits it out.
-                let (wait, stop) = self.outage_wait();
-                let reason = match &stop {
-                    Some(_) => format!("the model's server was unavailable: {reason}"),
-                    // max_time ran out: the run stops before another experiment.
-                    None if wait.is_zero() => {
-                        format!("the model's server was unavailable: {reason}")
-                    }
-                    None => format!(
-                        "the model's server was unavailable: {reason}; the next experiment waits {}",
-                        crate::spec::format_duration(wait)
-                    ),
-                };
-                self.finish(rec, Status::Aborted, reason, t_start)?;
-                match stop {
-                    Some(stop) => Some(stop),
-                    None => self.pause(wait),
-                }
-            }
+            ProposeError::Unavailable(reason) => self.outage(rec, &reason, t_start)?,
             ProposeError::TimeUp(reason) => {
                 // Not the candidate's failure, and not counted: the stop conditions end the
                 // run on max_time before the next experiment.
@@ -216,6 +196,32 @@ impl Engine<'_> {
 }
 
 impl Engine<'_> {
+    /// Records `rec` cut off by the model server's outage (`reason`): no candidate's failure,
+    /// so `aborted`, which max_consecutive_failures does not count; the run waits it out, or
+    /// stops past `outage_limit`.
+    fn outage(
+        &mut self,
+        rec: ExperimentRecord,
+        reason: &str,
+        t_start: Instant,
+    ) -> Result<Option<Stop>, EngineError> {
+        let (wait, stop) = self.outage_wait();
+        let reason = match &stop {
+            Some(_) => format!("the model's server was unavailable: {reason}"),
+            // max_time ran out: the run stops before another experiment.
+            None if wait.is_zero() => format!("the model's server was unavailable: {reason}"),
+            None => format!(
+                "the model's server was unavailable: {reason}; the next experiment waits {}",
+                crate::spec::format_duration(wait)
+            ),
+        };
+        self.finish(rec, Status::Aborted, reason, t_start)?;
+        Ok(match stop {
+            Some(stop) => Some(stop),
+            None => self.pause(wait),
+        })
+    }
+
     /// How long to wait after one more proposal found the model's server unavailable, or
     /// the stop when the outage has lasted `[agent] outage_limit`.
     fn outage_wait(&mut self) -> (std::time::Duration, Option<Stop>) {
