@@ -54,9 +54,13 @@ fn a_sealed_holdout_stage_reads_only_the_scorer_and_outlives_no_leftover() {
          setsid sh -c 'echo $$ > {m}/left.tmp && mv {m}/left.tmp {m}/left-pid; exec sleep 300' > /dev/null 2>&1 & \
          while [ ! -f {m}/left-pid ]; do sleep 0.01; done",
     );
+    // The scorer also reports 0 if its Python could load what the candidate planted (a
+    // search path into the worktree, the user's site-packages).
     let evaluate = marks.fill(
         "s=$(cut -d' ' -f3 /proc/$(cat {m}/left-pid)/stat 2>/dev/null); \
-         if [ -n \"$s\" ] && [ \"$s\" != Z ]; then echo score: 0; else echo score: $(cat pred.txt); fi",
+         if [ -n \"$s\" ] && [ \"$s\" != Z ]; then echo score: 0; \
+         elif [ -n \"$PYTHONPATH\" ] || [ \"$PYTHONNOUSERSITE\" != 1 ]; then echo score: 0; \
+         else echo score: $(cat pred.txt); fi",
     );
     let r = Repo::builder()
         .file("value.txt", "score: 5\nhold 5\n")
@@ -66,7 +70,7 @@ fn a_sealed_holdout_stage_reads_only_the_scorer_and_outlives_no_leftover() {
                 .after(
                     "verify",
                     "metric",
-                    "holdout_gate = true\noutputs = [\"pred.txt\"]",
+                    "holdout_gate = true\noutputs = [\"pred.txt\"]\nenv = { PYTHONPATH = \"lib\" }",
                 )
                 .tail("[stop]\nmax_experiments = 2\n")
                 .tail(&format!(

@@ -73,6 +73,7 @@ impl Verifier {
             self.seal_for_evaluation(wt, commit)?;
             req.command = evaluate.clone();
             req.log_path = dir.join(format!("{n}.eval.log"));
+            super::verifier::sealed_python(&mut req.env);
             let (exit, failure) = self.execute(
                 sink,
                 (n, &req, "holdout evaluate"),

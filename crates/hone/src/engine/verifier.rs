@@ -374,12 +374,7 @@ impl Verifier {
             env.push((name.into(), s.repeat.to_string().into()));
         }
         if s.stage == Stage::Evaluate {
-            // The sealed evaluator loads nothing from the user's site-packages or a startup
-            // file, and writes no bytecode a later stage could find.
-            env.retain(|(k, _)| k != "PYTHONPATH" && k != "PYTHONSTARTUP");
-            for (k, v) in [("PYTHONNOUSERSITE", "1"), ("PYTHONDONTWRITEBYTECODE", "1")] {
-                env.push((k.into(), v.into()));
-            }
+            sealed_python(&mut env);
         }
         env.push(("HONE_REPEAT".into(), s.repeat.to_string().into()));
         let req = ExecRequest {
@@ -684,6 +679,17 @@ impl Verifier {
     }
 }
 
+/// The environment of a sealed stage (`[verify] evaluate`, `[verify.holdout] evaluate`): its
+/// Python loads nothing from the user's site-packages, a search path or a startup file the
+/// candidate could have planted (a relative `PYTHONPATH` reaches the worktree), and writes no
+/// bytecode a later stage could find.
+pub(super) fn sealed_python(env: &mut Vec<(std::ffi::OsString, std::ffi::OsString)>) {
+    env.retain(|(k, _)| k != "PYTHONPATH" && k != "PYTHONSTARTUP");
+    for (k, v) in [("PYTHONNOUSERSITE", "1"), ("PYTHONDONTWRITEBYTECODE", "1")] {
+        env.push((k.into(), v.into()));
+    }
+}
+
 /// The containment of a job of `stage` that runs where hone cannot wrap it itself (a remote
 /// worker), as [`Verifier::wrapper`] would give it here: the holdout reads only, offline;
 /// the others do not see its hidden data (`hidden`).
@@ -715,7 +721,8 @@ fn travels_to_jobs(spec: &Spec, slot_env: &[(String, String)], k: &str, stage: S
         || spec.verify.env.iter().any(|(name, _)| name == k)
         || spec.verify.seed_env.as_deref() == Some(k)
         || slot_env.iter().any(|(name, _)| name == k)
-        || (stage == Stage::Evaluate && matches!(k, "PYTHONNOUSERSITE" | "PYTHONDONTWRITEBYTECODE"))
+        || (matches!(stage, Stage::Evaluate | Stage::Holdout)
+            && matches!(k, "PYTHONNOUSERSITE" | "PYTHONDONTWRITEBYTECODE"))
 }
 
 /// What a run says when it starts if hone's `PATH` or the loader's search paths have relative

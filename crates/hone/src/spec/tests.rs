@@ -443,3 +443,20 @@ fn llm_prices_and_temperature_must_be_finite_and_not_negative() {
         assert!(e.message.contains("finite number >= 0"), "{e}");
     }
 }
+
+#[test]
+fn a_sealed_holdout_stage_is_refused_with_remote_workers() {
+    let text = format!(
+        "{MIN}[verify.holdout]\ncommand = \"p\"\nevaluate = \"s\"\n[exec]\nbackend = \"workers\"\n\
+         remote = \"git@h:r.git\"\n[store]\nurl = \"postgres://db/h\"\n"
+    );
+    let e = err(&text);
+    assert_eq!(e.key, "verify.holdout", "{e}");
+    assert!(e.message.contains("not supported with [exec] backend"), "{e}");
+    // Locally it is fine.
+    let local = format!("{MIN}[verify.holdout]\ncommand = \"p\"\nevaluate = \"s\"\n");
+    assert_eq!(
+        parse(&local).unwrap().verify.holdout.unwrap().evaluate.as_deref(),
+        Some("s")
+    );
+}
