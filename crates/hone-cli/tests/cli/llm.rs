@@ -206,6 +206,19 @@ fn a_refused_key_stops_the_run_before_the_baseline_and_an_unlisted_model_is_a_wa
     );
     assert_says(&out, "(qwen2.5-coder-32b, llama-3.1-8b)");
     assert_statuses(&r.log(), &["baseline", "keep"]);
+    // A 403 to the list (a key allowed to chat, not to list models) is no verdict.
+    let server = LlmServer::start_listing(
+        vec![Reply::Answer(
+            edit("value.txt", "score: 5", "score: 4"),
+            10,
+            10,
+        )],
+        false,
+        (403, vec![]),
+    );
+    let r = llm_repo("openai", &server, "", "max_experiments = 2");
+    ok(hone_with_key(&r, &["run"]));
+    assert_statuses(&r.log(), &["baseline", "keep"]);
 }
 
 #[test]

@@ -70,11 +70,13 @@ impl Verifier {
         // Binary files (git shows no lines of them) weigh their whole content, unless
         // `allow_binary` names them.
         let binary = self.git.binary_changes(parent, &commit)?;
-        let diff = self.git.diff(parent, &commit)?;
-        let changed = rec.lines_added
-            + rec.lines_deleted
-            + binary_weight(&r, &binary)
-            + bare_carriage_returns(&diff);
+        let counted = rec.lines_added + rec.lines_deleted + binary_weight(&r, &binary);
+        // Git's count first: a change already too large is refused before its diff is read.
+        let diff = match r.max_diff_lines {
+            Some(max) if counted > max => String::new(),
+            _ => self.git.diff(parent, &commit)?,
+        };
+        let changed = counted + bare_carriage_returns(&diff);
         if let Some(max) = r.max_diff_lines {
             if changed > max {
                 return Ok(Gate::Reject(format!(
@@ -405,18 +407,21 @@ fn forbidden_line(forbid: &[String], diff: &str) -> Option<String> {
 /// deleted line (not the `\r` of a CRLF ending). Python, among others, reads a bare `\r` as
 /// a line break, so 200 statements joined by it would be one line against `max_diff_lines`.
 fn bare_carriage_returns(diff: &str) -> u64 {
-    let header = |l: &str| {
-        ["+++ b/", "+++ /dev/null", "--- a/", "--- /dev/null"]
-            .iter()
-            .any(|h| l.starts_with(h))
-    };
-    diff.split('\n')
-        .filter(|l| (l.starts_with('+') || l.starts_with('-')) && !header(l))
-        .map(|l| {
+    // A file's header (`diff --git` up to its first `@@`) holds `--- a/` and `+++ b/` lines;
+    // past it, a line starting so is content (`++ b/1` added reads `+++ b/1`).
+    let mut in_header = false;
+    let mut count = 0;
+    for l in diff.split('\n') {
+        if l.starts_with("diff --git ") {
+            in_header = true;
+        } else if l.starts_with("@@") {
+            in_header = false;
+        } else if !in_header && (l.starts_with('+') || l.starts_with('-')) {
             let body = l.strip_suffix('\r').unwrap_or(l);
-            body.bytes().filter(|&b| b == b'\r').count() as u64
-        })
-        .sum()
+            count += body.bytes().filter(|&b| b == b'\r').count() as u64;
+        }
+    }
+    count
 }
 
 /// The lines binary changes add to the diff's size: old plus new content of each, except
@@ -466,4 +471,17 @@ fn binary_notes(binary: &[BinaryChange]) -> String {
 /// One line of untrusted text, cleaned and bounded for a reason string.
 fn prompt_line(line: &str) -> String {
     crate::propose::prompt::sanitize(line, 200).replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bare_carriage_returns;
+
+    #[test]
+    fn carriage_returns_are_counted_in_content_lines_not_in_headers() {
+        let diff = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1,2 @@\n-a = 1\n\
+                    +a = 2\r\n+++ b/1\rc = 3\rd = 4\n+e = 5\rf = 6\r\n";
+        // `++ b/1` added (it reads `+++ b/1`) hides two, `e = 5` one; CRLF endings none.
+        assert_eq!(bare_carriage_returns(diff), 3);
+    }
 }

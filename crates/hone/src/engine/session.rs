@@ -106,8 +106,8 @@ fn check_models(spec: &Spec, on_event: &mut dyn FnMut(&Event)) -> Result<(), Eng
                     "{section} model = \"{}\" is not among the models {} lists ({}{}); if its first call is refused, check `model`",
                     llm.model,
                     llm.base_url,
-                    listed.join(", "),
-                    if listed.len() == 8 { ", ..." } else { "" }
+                    listed[..listed.len().min(8)].join(", "),
+                    if listed.len() > 8 { ", ..." } else { "" }
                 ),
             }),
             ModelCheck::Refused(status) => {

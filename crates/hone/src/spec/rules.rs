@@ -63,7 +63,12 @@ fn workers_backend(spec: &Spec, s: &Sections) -> Result<(), SpecError> {
             "the sealed two-stage evaluator is not supported with [exec] backend = \"workers\" yet; use one verify command",
         ));
     }
-    if spec.verify.holdout.as_ref().is_some_and(|h| h.evaluate.is_some()) {
+    if spec
+        .verify
+        .holdout
+        .as_ref()
+        .is_some_and(|h| h.evaluate.is_some())
+    {
         return Err(s.verify.err(
             "holdout",
             "[verify.holdout] evaluate (a sealed second stage) is not supported with [exec] backend = \"workers\" yet: each job starts from a clean checkout, without what the first stage wrote",

@@ -452,11 +452,20 @@ fn a_sealed_holdout_stage_is_refused_with_remote_workers() {
     );
     let e = err(&text);
     assert_eq!(e.key, "verify.holdout", "{e}");
-    assert!(e.message.contains("not supported with [exec] backend"), "{e}");
+    assert!(
+        e.message.contains("not supported with [exec] backend"),
+        "{e}"
+    );
     // Locally it is fine.
     let local = format!("{MIN}[verify.holdout]\ncommand = \"p\"\nevaluate = \"s\"\n");
     assert_eq!(
-        parse(&local).unwrap().verify.holdout.unwrap().evaluate.as_deref(),
+        parse(&local)
+            .unwrap()
+            .verify
+            .holdout
+            .unwrap()
+            .evaluate
+            .as_deref(),
         Some("s")
     );
 }

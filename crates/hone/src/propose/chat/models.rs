@@ -14,10 +14,10 @@ pub enum ModelCheck {
     /// The model is listed, or the server lists none, or did not answer the question (many
     /// servers have no such list; the first call will tell).
     Fine,
-    /// The server lists models, not this one: (the first few it lists). A warning only: some
+    /// The server lists models, not this one: (the first nine it lists). A warning only: some
     /// servers (llama.cpp's) list a file name and answer to any model name.
     Unlisted(Vec<String>),
-    /// The server refused the key (401 or 403).
+    /// The server refused the key (401).
     Refused(u16),
 }
 
@@ -52,7 +52,9 @@ impl LlmClient {
             return ModelCheck::Fine;
         };
         let status = resp.status().as_u16();
-        if matches!(status, 401 | 403) {
+        // 401 is the key; a 403 may be a key allowed to chat but not to list models (an
+        // OpenAI restricted key): the first call will tell.
+        if status == 401 {
             return ModelCheck::Refused(status);
         }
         let text = match resp
@@ -74,10 +76,14 @@ impl LlmClient {
                 })
             })
             .unwrap_or_default();
-        if ids.is_empty() || ids.contains(&self.llm.model) {
+        // A list cut into pages (Anthropic's 20 a page: `has_more`) may hold it further on.
+        let paged = serde_json::from_str::<Value>(&text)
+            .ok()
+            .is_some_and(|v| v["has_more"] == Value::Bool(true));
+        if ids.is_empty() || paged || ids.contains(&self.llm.model) {
             ModelCheck::Fine
         } else {
-            ModelCheck::Unlisted(ids.into_iter().take(8).collect())
+            ModelCheck::Unlisted(ids.into_iter().take(9).collect())
         }
     }
 }
