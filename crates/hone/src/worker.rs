@@ -123,8 +123,6 @@ pub fn run(
     on_event: &mut dyn FnMut(&WorkerEvent),
 ) -> Result<(), WorkerError> {
     std::fs::create_dir_all(&opts.dir).map_err(setup("cannot create the worker directory"))?;
-    // Candidates' code runs below it (see `engine::session`).
-    crate::util::owner_only(&opts.dir);
     // One worker per directory: two would share (and reset) one worktree, and kill each
     // other's verifier as "left by a previous worker".
     let _dir_lock = lock_dir(&opts.dir)?;
@@ -232,6 +230,9 @@ fn worker_clone(opts: &WorkerOptions) -> Result<Git, WorkerError> {
         crate::workspace::run_git(&repo_dir, &["init", "-q"])
             .map_err(setup("git init of the worker's clone failed"))?;
     }
+    // Candidates' code runs in it: what it leaves there (a setuid program) is out of other
+    // users' reach (`--dir` itself is the user's choice, left as it is).
+    crate::util::owner_only(&repo_dir);
     let git = Git::discover(&repo_dir).map_err(setup("the worker's clone"))?;
     // A sandbox's temporary directory lives in the checkout, under `.hone/`.
     git.ensure_excluded(".hone/")

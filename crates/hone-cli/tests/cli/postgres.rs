@@ -507,5 +507,10 @@ fn run_with_worker(
     worker.kill().unwrap();
     worker.wait().unwrap();
     assert!(out.status.success(), "{}", text(&out));
+    // Candidates ran in the worker's clone: it is its owner's alone.
+    use std::os::unix::fs::PermissionsExt;
+    let clone = r.tmp_dir().join("w-a").join("repo");
+    let mode = std::fs::metadata(&clone).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "{mode:o}");
     out
 }
