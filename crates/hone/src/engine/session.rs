@@ -172,14 +172,7 @@ impl<'a> Engine<'a> {
         let mut seals: Seals = serde_json::from_str(&run.seals).unwrap_or_default();
         seals.bound_at(&git, &run.base_commit);
         let worktree = worktree_path(&paths, &spec, git.root(), &run.tag);
-        // A SLURM run's worktree on the shared file system: its repository's folder there is
-        // made private as `.hone/` is (see `run_engine`).
-        if let Some(shared) = super::state::shared_run_dir(&spec, git.root(), &run.tag) {
-            if let Some(repo_dir) = shared.parent() {
-                let _ = std::fs::create_dir_all(repo_dir);
-                crate::util::owner_only(repo_dir);
-            }
-        }
+        super::state::private_shared_dir(&spec, git.root(), &run.tag);
         let proposer = propose::from_spec(&spec);
         // Outer loop (Level 2): scripts are read from and stored under the repository.
         let outer = crate::meta::Outer::from_spec(&spec).with_level2(git.root(), &run.tag);

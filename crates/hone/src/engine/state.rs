@@ -168,6 +168,18 @@ pub(super) fn shared_run_dir(spec: &Spec, repo_root: &Path, tag: &str) -> Option
     Some(shared.join(format!("{name}-{short}")).join(tag))
 }
 
+/// Makes a SLURM run's repository folder on the shared file system (where its worktree and
+/// jobs live, and candidates' code runs) private, as `.hone/` is; nothing without SLURM.
+pub(super) fn private_shared_dir(spec: &Spec, repo_root: &Path, tag: &str) {
+    if let Some(repo_dir) = shared_run_dir(spec, repo_root, tag)
+        .as_deref()
+        .and_then(Path::parent)
+    {
+        let _ = std::fs::create_dir_all(repo_dir);
+        crate::util::owner_only(repo_dir);
+    }
+}
+
 /// Where a run's worktree lives: under `.hone/`, or under the shared directory for SLURM.
 pub(super) fn worktree_path(
     paths: &StatePaths,

@@ -243,7 +243,7 @@ fn kill_groups_where(matches: &dyn Fn(&[u8]) -> bool) -> usize {
 
 /// `SIGKILL` to one process, through its pidfd when there is one (so a pid reused since
 /// cannot be hit).
-fn signal_pinned(pid: u32, fd: Option<&OwnedFd>) -> bool {
+pub(super) fn signal_pinned(pid: u32, fd: Option<&OwnedFd>) -> bool {
     use std::os::fd::AsRawFd;
     match fd {
         // SAFETY: pidfd_send_signal takes a pidfd we own, a signal, no info and no flags.

@@ -44,13 +44,17 @@ pub fn kill_orphans() -> usize {
         if family.is_empty() {
             break;
         }
-        for &(pid, _) in &family {
-            // SAFETY: a plain signal to a descendant of this process (not itself).
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
+
+        for &(pid, _, started) in &family {
+            // Pinned by a pidfd and checked to be the process the scan found (its start time):
+            // a grandchild reaped meanwhile by its own parent may have left its pid to a
+            // stranger.
+            let fd = super::group::pidfd_open(pid as u32);
+            if super::process_start_time(pid as u32) == started {
+                super::group::signal_pinned(pid as u32, fd.as_ref());
             }
         }
-        for &(pid, parent) in &family {
+        for &(pid, parent, _) in &family {
             if parent == me {
                 // SAFETY: waiting for our own child, which was just killed.
                 unsafe {
@@ -128,34 +132,37 @@ pub(super) fn has_children() -> bool {
     !(r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD))
 }
 
-/// Every descendant of `root` (children, their children, ...) with its parent, from one
-/// scan of /proc: `(pid, ppid)`.
-pub(super) fn descendants_of(root: u32) -> Vec<(i32, u32)> {
+/// Every descendant of `root` (children, their children, ...) with its parent and its start
+/// time (clock ticks after boot: with the pid, it names one process), from one scan of
+/// /proc: `(pid, ppid, start)`.
+pub(super) fn descendants_of(root: u32) -> Vec<(i32, u32, Option<u64>)> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    let parents: Vec<(i32, u32)> = entries
+    let procs: Vec<(i32, u32, Option<u64>)> = entries
         .filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
         .filter_map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            // Fields after the command name: state, ppid, ...
-            let ppid = stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?;
-            Some((pid, ppid.parse().ok()?))
+            // Fields after the command name: state (3), ppid (4), ... starttime (22).
+            let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+            let ppid = fields.get(1)?.parse().ok()?;
+            Some((pid, ppid, fields.get(22 - 3).and_then(|t| t.parse().ok())))
         })
         .collect();
-    let mut children: std::collections::HashMap<u32, Vec<i32>> = std::collections::HashMap::new();
-    for &(pid, ppid) in &parents {
-        children.entry(ppid).or_default().push(pid);
+    let mut children: std::collections::HashMap<u32, Vec<(i32, Option<u64>)>> =
+        std::collections::HashMap::new();
+    for &(pid, ppid, start) in &procs {
+        children.entry(ppid).or_default().push((pid, start));
     }
     let mut found = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut next = vec![root];
     while let Some(parent) = next.pop() {
-        for &pid in children.get(&parent).map_or(&[][..], |c| &c[..]) {
+        for &(pid, start) in children.get(&parent).map_or(&[][..], |c| &c[..]) {
             // A pid seen twice (a loop read across a wrap of pid numbers) is taken once.
             if pid as u32 != root && seen.insert(pid) {
-                found.push((pid, parent));
+                found.push((pid, parent, start));
                 next.push(pid as u32);
             }
         }

@@ -500,16 +500,17 @@ fn descendants_are_found_however_deep() {
         .parse()
         .unwrap();
     let family = super::orphans::descendants_of(std::process::id());
-    let found = family.iter().find(|&&(p, _)| p == deepest);
-    // Its parent is a descendant too, not hone.
-    let parent = found.map(|&(_, parent)| parent);
+    let found = family.iter().find(|&&(p, _, _)| p == deepest);
+    // Its parent is a descendant too, not hone; its start time is known.
+    let parent = found.map(|&(_, parent, _)| parent);
+    assert!(found.is_some_and(|f| f.2.is_some()));
     assert!(
-        parent.is_some_and(|p| family.iter().any(|&(q, _)| q as u32 == p)),
+        parent.is_some_and(|p| family.iter().any(|&(q, _, _)| q as u32 == p)),
         "{deepest} in {family:?}"
     );
-    assert!(family.iter().any(|&(p, _)| p as u32 == child.id()));
+    assert!(family.iter().any(|&(p, _, _)| p as u32 == child.id()));
     // SAFETY: killing the process we spawned and its group-less descendants by pid.
-    for &(p, _) in &family {
+    for &(p, _, _) in &family {
         if p == deepest || p as u32 == child.id() {
             unsafe {
                 libc::kill(p, libc::SIGKILL);
