@@ -201,7 +201,6 @@ fn secs(s: f64) -> Duration {
     })
 }
 
-/// A duration to the second (`1m05s`, `2h10m`).
 /// Whole seconds: `0s`, `42s`, `1m05s`, `2h03m` (a line redrawn every second has no use for
 /// milliseconds or tenths).
 fn short(d: Duration) -> String {

@@ -481,12 +481,17 @@ pub fn analyze(root: &Path, files: &[String], read: &dyn Fn(&str) -> Option<Stri
     let progress = script
         .as_deref()
         .and_then(|s| read(s).and_then(|t| progress::find(s, &t)));
-    let mut names: Vec<String> = script
+    let mut names: Vec<String> = Vec::new();
+    for p in script
         .as_deref()
         .and_then(read)
-        .map(|t| printed(&t).into_iter().map(|p| p.name).collect())
-        .unwrap_or_default();
-    names.dedup();
+        .map(|t| printed(&t))
+        .unwrap_or_default()
+    {
+        if !names.contains(&p.name) {
+            names.push(p.name);
+        }
+    }
     Analysis {
         printed: names,
         script,

@@ -351,7 +351,10 @@ impl Engine<'_> {
         rec.reason = reason;
         rec.finished_at = Some(now());
         rec.total_ms = t_start.elapsed().as_millis() as u64;
+        let journal = self.verifier.paths.spend_journal(&self.run.tag, rec.n);
         self.in_one_transaction(true, |engine| engine.record_outcome(rec))?;
+        // Its spend is in the committed record now.
+        let _ = std::fs::remove_file(journal);
         // Outer loop: results, segment ends, the portfolio; then their record.
         if let Some(last) = self.history.last().cloned() {
             self.outer.after(&last, &self.history);
@@ -402,9 +405,6 @@ impl Engine<'_> {
     /// [`Engine::finish`]).
     fn record_outcome(&mut self, rec: ExperimentRecord) -> Result<(), EngineError> {
         self.store.put_experiment(self.run.id, &rec)?;
-        // Its spend is in the record now.
-        let journal = self.verifier.paths.spend_journal(&self.run.tag, rec.n);
-        let _ = std::fs::remove_file(journal);
         self.narrowing.advance(&self.store, self.run.id)?;
         super::history::push(&mut self.history, rec.clone());
         let best = best_experiment(&self.history).and_then(|b| b.objective);

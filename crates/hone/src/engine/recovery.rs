@@ -104,13 +104,14 @@ impl Engine<'_> {
                 e.cost_usd = e.cost_usd.max(usd);
                 e.tokens = e.tokens.max(tokens);
             }
-            let _ = std::fs::remove_file(journal);
             e.status = Some(Status::Aborted);
             e.reason = "interrupted: hone stopped during this experiment".into();
             e.finished_at = Some(now());
             let e = e.clone();
             recs.set_commit(e.n, e.candidate_commit.clone());
             self.store.put_experiment(self.run.id, &e)?;
+            // Its spend is in its record now.
+            let _ = std::fs::remove_file(journal);
             let msg = format!(
                 "experiment {} was interrupted; recorded as aborted{}",
                 e.n,

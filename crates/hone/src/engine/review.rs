@@ -24,10 +24,11 @@ pub(super) enum Gate {
     Reject(String),
     /// The reviewer's own verdict: rejected.
     Refused(String),
-    /// The candidate cannot be reviewed and the run must stop (budget, a broken reviewer).
+    /// The candidate cannot be reviewed and the run must stop (a broken reviewer).
     Stop(Stop),
-    /// The reviewer's server stayed unavailable for `[agent] outage_limit`: the candidate
-    /// is aborted (no verdict on it) and the run stops, to be resumed.
+    /// No verdict on the candidate and the run must stop: the reviewer's server stayed
+    /// unavailable for `[agent] outage_limit` (to be resumed), or the budget cannot pay for
+    /// the review. The candidate is aborted (not counted).
     Unavailable(Stop),
 }
 
@@ -339,8 +340,10 @@ impl Verifier {
             Err(crate::review::ReviewError::Fatal(m)) => {
                 Gate::Stop(Stop::failed(format!("the reviewer: {m}")))
             }
+            // Nothing was sent: no verdict on the candidate, which is not counted (as a
+            // proposal the budget refused).
             Err(crate::review::ReviewError::Budget(m)) => {
-                Gate::Stop(Stop::done(format!("{m} (for the review)")))
+                Gate::Unavailable(Stop::done(format!("{m} (for the review)")))
             }
             // Not a verdict: the caller sees the cancel check and aborts the candidate.
             Err(crate::review::ReviewError::Cancelled) => {

@@ -5,8 +5,9 @@
 //!
 //! This is the whole story of one verifier process; the code below follows it in order.
 //!
-//! 1. **Spawn.** [`spawn`] runs `/bin/sh -c <command>` in `cwd` with an environment that
-//!    is exactly [`ExecRequest::env`] (the inherited one is cleared first), stdin from
+//! 1. **Spawn.** [`spawn`] first marks every descriptor hone inherited close-on-exec
+//!    ([`seal_inherited_fds`]), then runs `/bin/sh -c <command>` in `cwd` with an environment
+//!    that is exactly [`ExecRequest::env`] (the inherited one is cleared first), stdin from
 //!    `/dev/null`, and stdout and stderr on two pipes. `process_group(0)` makes the shell
 //!    the leader of a new process group whose id is its pid; everything it starts inherits
 //!    the group, so one `killpg` reaches the whole tree. A side effect is that Ctrl-C at

@@ -73,7 +73,11 @@ impl Spend {
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        let _ = std::fs::write(path, text);
+        // Whole or not at all: a kill mid-write leaves the last whole figure.
+        let tmp = path.with_extension("tmp");
+        if std::fs::write(&tmp, text).is_ok() {
+            let _ = std::fs::rename(&tmp, path);
+        }
     }
 
     /// Records money and tokens spent.
