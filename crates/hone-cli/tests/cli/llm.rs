@@ -84,6 +84,13 @@ fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
     );
     // The agent logs say what failed on the way: the 429 before #1's answer, and #2's outage.
     let run_dir = only_run_dir(&r);
+    // What was sent is kept, as for the agent CLIs.
+    let prompt = std::fs::read_to_string(run_dir.join("prompts/1.md")).unwrap();
+    assert!(
+        prompt.starts_with("<!-- system -->\nYou are a careful research engineer")
+            && prompt.contains("<!-- user -->"),
+        "{prompt}"
+    );
     let first = std::fs::read_to_string(run_dir.join("logs/1.agent.log")).unwrap();
     assert!(
         first.contains("--- answer 1, attempt 1 failed: HTTP 429"),

@@ -18,11 +18,13 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+mod kept;
 mod knob_answer;
 mod models;
 mod system;
 mod wire;
 
+use kept::{append_agent_log, write_prompt};
 pub use knob_answer::validate_knob_answer;
 use knob_answer::{knob_table, write_knobs};
 pub use models::ModelCheck;
@@ -464,17 +466,6 @@ impl LlmClient {
     }
 }
 
-/// Appends `entry` to experiment `ctx.n`'s agent log (what the model said and what failed).
-fn append_agent_log(ctx: &ProposeContext<'_>, entry: &str) {
-    let logs = ctx.run_dir.join("logs");
-    let _ = std::fs::create_dir_all(&logs);
-    let _ = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(logs.join(format!("{}.agent.log", ctx.n)))
-        .and_then(|mut f| std::io::Write::write_all(&mut f, entry.as_bytes()));
-}
-
 /// What a failed call means for the experiment.
 fn call_error(kind: AgentKind, e: CallError) -> ProposeError {
     match e {
@@ -661,6 +652,7 @@ impl ChatProposer {
     ) -> Result<Completion, ProposeError> {
         let kind = self.client.kind;
         let answer = messages.len().div_ceil(2);
+        write_prompt(ctx, system, messages);
         let done = match self.client.call(&ctx.meter(), system, messages, ctx.cancel) {
             Ok(done) => done,
             Err(e) => {
