@@ -195,17 +195,15 @@ fn a_refused_key_stops_the_run_before_the_baseline_and_an_unlisted_model_is_a_wa
         status.contains("no hone runs yet"),
         "no run was made: {status}"
     );
+    // A server whose list of models answers `models`, and one keep to make.
+    let listing = |models: (u16, Vec<&str>)| {
+        let keep = Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 10, 10);
+        let server = LlmServer::start_listing(vec![keep], false, models);
+        let r = llm_repo("openai", &server, "", "max_experiments = 2");
+        (server, r)
+    };
     // A server that lists other models: a warning, and the run goes on.
-    let server = LlmServer::start_listing(
-        vec![Reply::Answer(
-            edit("value.txt", "score: 5", "score: 4"),
-            10,
-            10,
-        )],
-        false,
-        (200, vec!["qwen2.5-coder-32b", "llama-3.1-8b"]),
-    );
-    let r = llm_repo("openai", &server, "", "max_experiments = 2");
+    let (_server, r) = listing((200, vec!["qwen2.5-coder-32b", "llama-3.1-8b"]));
     let out = ok(hone_with_key(&r, &["run"]));
     assert_says(
         &out,
@@ -214,16 +212,7 @@ fn a_refused_key_stops_the_run_before_the_baseline_and_an_unlisted_model_is_a_wa
     assert_says(&out, "(qwen2.5-coder-32b, llama-3.1-8b)");
     assert_statuses(&r.log(), &["baseline", "keep"]);
     // A 403 to the list (a key allowed to chat, not to list models) is no verdict.
-    let server = LlmServer::start_listing(
-        vec![Reply::Answer(
-            edit("value.txt", "score: 5", "score: 4"),
-            10,
-            10,
-        )],
-        false,
-        (403, vec![]),
-    );
-    let r = llm_repo("openai", &server, "", "max_experiments = 2");
+    let (_server, r) = listing((403, vec![]));
     ok(hone_with_key(&r, &["run"]));
     assert_statuses(&r.log(), &["baseline", "keep"]);
 }
