@@ -97,14 +97,21 @@ fn the_holdout_runs_alone_with_workers() {
          if [ \"$n\" = 2 ]; then while [ ! -f {m}/h.1 ] && [ $i -lt 60 ]; do sleep 0.05; i=$((i+1)); done; fi; \
          rm -f {m}/v.$n; cat value.txt",
     );
-    let holdout = marks.fill(
-        "touch {m}/h.$HONE_EXPERIMENT; if ls {m}/v.* > /dev/null 2>&1; then touch {m}/overlap; fi; echo score: 1",
-    );
+    assert_the_holdout_ran_alone(&marks, "", &verify, "v");
+}
+
+/// Runs a repository with two workers whose keep #1 has a holdout that notes, in
+/// `marks/overlap`, any mark `<running>.*` left by something running beside it; asserts it
+/// ran and found none. `extra` goes into hone.toml.
+fn assert_the_holdout_ran_alone(marks: &Marks, extra: &str, verify: &str, running: &str) {
+    let holdout = marks.fill(&format!(
+        "touch {{m}}/h.$HONE_EXPERIMENT; if ls {{m}}/{running}.* > /dev/null 2>&1; then touch {{m}}/overlap; fi; echo score: 1"
+    ));
     let r = Repo::new(
         &format!(
-            "[stop]\nmax_experiments = 3\n\n[exec]\nworkers = 2\n\n[verify.holdout]\ncommand = '''{holdout}'''\n"
+            "[stop]\nmax_experiments = 3\n\n[exec]\nworkers = 2\n{extra}\n[verify.holdout]\ncommand = '''{holdout}'''\n"
         ),
-        &verify,
+        verify,
         &scores(&[4, 6]),
     );
     let log = r.run_log("ha");
@@ -112,8 +119,29 @@ fn the_holdout_runs_alone_with_workers() {
     assert!(marks.path("h.1").exists(), "the keep's holdout ran");
     assert!(
         !marks.path("overlap").exists(),
-        "the holdout ran beside another candidate's verifier"
+        "the holdout ran beside another candidate's code ({running})"
     );
+}
+
+/// A reviewer command may run the candidate's code too: with workers, experiment 2's review is
+/// under way when experiment 1 is kept, and waits a while for 1's holdout to start; the
+/// holdout notes any review it finds running.
+#[test]
+fn the_holdout_runs_alone_beside_reviewer_commands() {
+    let marks = Marks::new();
+    put(
+        marks.path("review.sh"),
+        marks.fill(
+            "n=$HONE_EXPERIMENT; i=0\n\
+             if [ \"$n\" = 2 ]; then touch {m}/r.2; while [ ! -f {m}/h.1 ] && [ $i -lt 60 ]; do sleep 0.05; i=$((i+1)); done; rm -f {m}/r.2; fi\n\
+             echo APPROVE\n",
+        ),
+    );
+    let verify = marks.fill(
+        "i=0; if [ \"$HONE_EXPERIMENT\" = 1 ]; then while [ ! -f {m}/r.2 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; fi; cat value.txt",
+    );
+    let review = marks.fill("\n[review]\ncommand = \"sh {m}/review.sh\"\n");
+    assert_the_holdout_ran_alone(&marks, &review, &verify, "r");
 }
 
 #[test]

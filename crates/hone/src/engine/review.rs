@@ -120,6 +120,12 @@ impl Verifier {
             prompt_path,
             log_path,
         };
+        // A reviewer command may run the candidate's code (to test it): like a verification,
+        // never beside the holdout (see `Verifier::candidate_code`).
+        let lock = self.candidate_code.clone();
+        let _running = lock
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.review_command(place, (rec.n, wt, &commit), reviewer, cancel)
     }
 
