@@ -230,8 +230,7 @@ fn worker_clone(opts: &WorkerOptions) -> Result<Git, WorkerError> {
         crate::workspace::run_git(&repo_dir, &["init", "-q"])
             .map_err(setup("git init of the worker's clone failed"))?;
     }
-    // Candidates' code runs in it: what it leaves there (a setuid program) is out of other
-    // users' reach (`--dir` itself is the user's choice, left as it is).
+    // Its objects hold candidates' files; `--dir` itself is the user's choice, left as it is.
     crate::util::owner_only(&repo_dir);
     let git = Git::discover(&repo_dir).map_err(setup("the worker's clone"))?;
     // A sandbox's temporary directory lives in the checkout, under `.hone/`.
@@ -402,6 +401,9 @@ fn check_out(opts: &WorkerOptions, git: &Git, job: &Claimed) -> Result<PathBuf, 
     let wt = opts.dir.join("worktree");
     git.prepare_worktree(&wt, &spec.commit)
         .map_err(setup("cannot check the candidate out"))?;
+    // Candidates' code runs in it: what it leaves there (a setuid program) is out of other
+    // users' reach.
+    crate::util::owner_only(&wt);
     Ok(wt)
 }
 

@@ -93,7 +93,7 @@ fn the_holdout_runs_alone_with_workers() {
     let marks = Marks::new();
     let verify = marks.fill(
         "n=$HONE_EXPERIMENT; touch {m}/v.$n; i=0; \
-         if [ \"$n\" = 1 ]; then while [ ! -f {m}/v.2 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; fi; \
+         if [ \"$n\" = 1 ]; then while [ ! -f {m}/v.2 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; [ -f {m}/v.2 ] && touch {m}/saw; fi; \
          if [ \"$n\" = 2 ]; then while [ ! -f {m}/h.1 ] && [ $i -lt 60 ]; do sleep 0.05; i=$((i+1)); done; fi; \
          rm -f {m}/v.$n; cat value.txt",
     );
@@ -105,7 +105,7 @@ fn the_holdout_runs_alone_with_workers() {
 /// ran and found none. `extra` goes into hone.toml.
 fn assert_the_holdout_ran_alone(marks: &Marks, extra: &str, verify: &str, running: &str) {
     let holdout = marks.fill(&format!(
-        "touch {{m}}/h.$HONE_EXPERIMENT; if ls {{m}}/{running}.* > /dev/null 2>&1; then touch {{m}}/overlap; fi; echo score: 1"
+        "if ls {{m}}/{running}.* > /dev/null 2>&1; then touch {{m}}/overlap; fi; touch {{m}}/h.$HONE_EXPERIMENT; echo score: 1"
     ));
     let r = Repo::new(
         &format!(
@@ -117,6 +117,10 @@ fn assert_the_holdout_ran_alone(marks: &Marks, extra: &str, verify: &str, runnin
     let log = r.run_log("ha");
     assert_eq!(r.statuses(), ["baseline", "keep", "discard"], "{log:?}");
     assert!(marks.path("h.1").exists(), "the keep's holdout ran");
+    assert!(
+        marks.path("saw").exists(),
+        "#2's {running} was under way when #1 was decided"
+    );
     assert!(
         !marks.path("overlap").exists(),
         "the holdout ran beside another candidate's code ({running})"
@@ -138,7 +142,7 @@ fn the_holdout_runs_alone_beside_reviewer_commands() {
         ),
     );
     let verify = marks.fill(
-        "i=0; if [ \"$HONE_EXPERIMENT\" = 1 ]; then while [ ! -f {m}/r.2 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; fi; cat value.txt",
+        "i=0; if [ \"$HONE_EXPERIMENT\" = 1 ]; then while [ ! -f {m}/r.2 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; [ -f {m}/r.2 ] && touch {m}/saw; fi; cat value.txt",
     );
     let review = marks.fill("\n[review]\ncommand = \"sh {m}/review.sh\"\n");
     assert_the_holdout_ran_alone(&marks, &review, &verify, "r");

@@ -507,10 +507,12 @@ fn run_with_worker(
     worker.kill().unwrap();
     worker.wait().unwrap();
     assert!(out.status.success(), "{}", text(&out));
-    // Candidates ran in the worker's clone: it is its owner's alone.
+    // Candidates ran in the worker's worktree, from its clone: both are their owner's alone.
     use std::os::unix::fs::PermissionsExt;
-    let clone = r.tmp_dir().join("w-a").join("repo");
-    let mode = std::fs::metadata(&clone).unwrap().permissions().mode();
-    assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+    for dir in ["repo", "worktree"] {
+        let path = r.tmp_dir().join("w-a").join(dir);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{dir}: {mode:o}");
+    }
     out
 }

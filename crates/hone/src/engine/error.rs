@@ -146,8 +146,8 @@ pub enum Config {
     /// variable unset: every request would be refused.
     #[error("${var} is not set: {url} would refuse every request. Export it, or set base_url to your own server (a server that wants no key: set ${var} to any value)")]
     ApiKey { var: String, url: String },
-    /// The server refused the key before the run started (its list of models answered 401
-    /// or 403): every call would be refused.
+    /// The server refused the key before the run started (its list of models answered 401):
+    /// every call would be refused.
     #[error("{url} refused the key in ${var} (HTTP {status}) when asked for its models: every call would be refused. Check the key, or `api_key_env` and `base_url` in hone.toml")]
     KeyRefused {
         var: String,
@@ -210,6 +210,10 @@ pub enum Fs {
         path: PathBuf,
         error: std::io::Error,
     },
+    /// A folder where candidates' code runs (a SLURM run's on the shared file system) that
+    /// another user owns or others may enter: whoever owns it could swap what runs there.
+    #[error("{} belongs to another user, or others may enter it: candidates' code runs there; remove it (or make it yours, mode 0700) and run again", .path.display())]
+    NotPrivate { path: PathBuf },
     /// The reviewer's prompt file (its path is kept; the message never named it).
     #[error("cannot write the review prompt: {error}")]
     ReviewPrompt {

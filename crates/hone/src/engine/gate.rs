@@ -237,7 +237,8 @@ pub(super) fn rejection(gate: Gate) -> Option<Rejection> {
             reason: stop.reason.clone(),
             stop: Some(stop),
         }),
-        // No verdict on the candidate: the reviewer's server was out.
+        // No verdict on the candidate: the reviewer's server was out, or the budget could not
+        // pay for the review.
         Gate::Unavailable(stop) => Some(Rejection {
             status: Status::Aborted,
             reason: stop.reason.clone(),

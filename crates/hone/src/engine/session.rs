@@ -172,7 +172,7 @@ impl<'a> Engine<'a> {
         let mut seals: Seals = serde_json::from_str(&run.seals).unwrap_or_default();
         seals.bound_at(&git, &run.base_commit);
         let worktree = worktree_path(&paths, &spec, git.root(), &run.tag);
-        super::state::private_shared_dir(&spec, git.root(), &run.tag);
+        super::state::private_shared_dir(&spec, git.root(), &run.tag)?;
         let proposer = propose::from_spec(&spec);
         // Outer loop (Level 2): scripts are read from and stored under the repository.
         let outer = crate::meta::Outer::from_spec(&spec).with_level2(git.root(), &run.tag);

@@ -170,14 +170,38 @@ pub(super) fn shared_run_dir(spec: &Spec, repo_root: &Path, tag: &str) -> Option
 
 /// Makes a SLURM run's repository folder on the shared file system (where its worktree and
 /// jobs live, and candidates' code runs) private, as `.hone/` is; nothing without SLURM.
-pub(super) fn private_shared_dir(spec: &Spec, repo_root: &Path, tag: &str) {
-    if let Some(repo_dir) = shared_run_dir(spec, repo_root, tag)
-        .as_deref()
-        .and_then(Path::parent)
-    {
-        let _ = std::fs::create_dir_all(repo_dir);
-        crate::util::owner_only(repo_dir);
+/// A folder that is someone else's, or open to others, is refused: its name is predictable,
+/// and whoever owns it could swap what runs there.
+pub(super) fn private_shared_dir(
+    spec: &Spec,
+    repo_root: &Path,
+    tag: &str,
+) -> Result<(), EngineError> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(run_dir) = shared_run_dir(spec, repo_root, tag) else {
+        return Ok(());
+    };
+    let Some(repo_dir) = run_dir.parent() else {
+        return Ok(());
+    };
+    std::fs::create_dir_all(repo_dir).map_err(|error| Fs::Create {
+        path: repo_dir.to_path_buf(),
+        error,
+    })?;
+    crate::util::owner_only(repo_dir);
+    let meta = std::fs::symlink_metadata(repo_dir).map_err(|error| Fs::Open {
+        path: repo_dir.to_path_buf(),
+        error,
+    })?;
+    // SAFETY: geteuid takes nothing and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if !meta.is_dir() || meta.uid() != me || meta.mode() & 0o077 != 0 {
+        return Err(Fs::NotPrivate {
+            path: repo_dir.to_path_buf(),
+        }
+        .into());
     }
+    Ok(())
 }
 
 /// Where a run's worktree lives: under `.hone/`, or under the shared directory for SLURM.
@@ -394,6 +418,38 @@ pub(super) fn unique_tag(store: &Store, git: &Git) -> Result<String, EngineError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slurm_runs_shared_folder_is_made_private_and_refused_when_another_users() {
+        use std::os::unix::fs::PermissionsExt;
+        let shared = tempfile::tempdir().expect("a temporary directory");
+        let text = format!(
+            "[loop]\neditable = [\"a.py\"]\n[verify]\ncommand = \"x\"\nmetric = \"m\"\n\
+             [exec]\nbackend = \"slurm\"\nshared_dir = \"{}\"\n",
+            shared.path().display()
+        );
+        let spec = Spec::parse(Path::new("hone.toml"), &text).expect("a spec");
+        let root = Path::new("/work/project");
+        let repo_dir = shared_run_dir(&spec, root, "t")
+            .and_then(|d| d.parent().map(Path::to_path_buf))
+            .expect("a shared folder");
+        std::fs::create_dir_all(&repo_dir).expect("made");
+        std::fs::set_permissions(&repo_dir, std::fs::Permissions::from_mode(0o755))
+            .expect("opened");
+        private_shared_dir(&spec, root, "t").expect("ours: made private");
+        let mode = std::fs::metadata(&repo_dir)
+            .expect("there")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        // SAFETY: geteuid takes nothing.
+        if unsafe { libc::geteuid() } == 0 {
+            // Another user's (as root, the test can make it so): refused.
+            std::os::unix::fs::chown(&repo_dir, Some(65534), None).expect("chown");
+            let e = private_shared_dir(&spec, root, "t").expect_err("refused");
+            assert!(e.to_string().contains("belongs to another user"), "{e}");
+        }
+    }
 
     #[test]
     fn repository_keys_carry_no_credentials() {

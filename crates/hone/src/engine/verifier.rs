@@ -118,7 +118,7 @@ pub(super) struct Verifier {
     pub executor: Box<dyn Executor>,
     /// The run being measured is a candidate's first, which `[verify] prune` may stop.
     pub prunable: bool,
-    /// Held shared while a verification runs candidates' code, alone while the holdout runs
+    /// Held shared while a verification or a reviewer command runs, alone while the holdout runs
     /// (shared by a run's slots): the holdout, which reads the hidden data, never runs beside
     /// another candidate's code, which could read what it signals through state that crosses
     /// sandboxes (locks on shared files, timing), far more than its one documented channel.

@@ -50,8 +50,8 @@ pub fn kill_orphans() -> usize {
             // a grandchild reaped meanwhile by its own parent may have left its pid to a
             // stranger.
             let fd = super::group::pidfd_open(pid as u32);
-            if super::process_start_time(pid as u32) == started {
-                super::group::signal_pinned(pid as u32, fd.as_ref());
+            if started.is_some() && super::process_start_time(pid as u32) == started {
+                killed += usize::from(super::group::signal_pinned(pid as u32, fd.as_ref()));
             }
         }
         for &(pid, parent, _) in &family {
@@ -62,7 +62,6 @@ pub fn kill_orphans() -> usize {
                 }
             }
         }
-        killed += family.len();
     }
     killed
 }

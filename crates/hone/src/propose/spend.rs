@@ -73,9 +73,14 @@ impl Spend {
         if let Some(dir) = path.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        // Whole or not at all: a kill mid-write leaves the last whole figure.
+        // Whole or not at all: a kill mid-write (or a power cut: synced before the rename)
+        // leaves the last whole figure.
         let tmp = path.with_extension("tmp");
-        if std::fs::write(&tmp, text).is_ok() {
+        let written = std::fs::File::create(&tmp).and_then(|mut f| {
+            std::io::Write::write_all(&mut f, text.as_bytes())?;
+            f.sync_all()
+        });
+        if written.is_ok() {
             let _ = std::fs::rename(&tmp, path);
         }
     }

@@ -47,7 +47,7 @@ pub(super) fn shapers(calls: &[MechanismCall], used: Option<&str>) -> Vec<String
 
 /// Credits a finished experiment to the mechanisms that shaped it. Only outcomes of the
 /// search count: not a cancelled experiment or a proposal that broke the rules
-/// (violation, invalid). A budget stop at the review gate is recorded `rejected` and does
+/// (violation, invalid). A budget stop at the review gate is recorded `aborted` and does not
 /// count.
 pub(super) fn credit(tally: &mut BTreeMap<String, (u64, u64)>, names: Vec<String>, status: Status) {
     let counts = matches!(
