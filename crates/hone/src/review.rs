@@ -79,7 +79,9 @@ pub fn review(
     cancel: &dyn Fn() -> bool,
 ) -> Result<Verdict, ReviewError> {
     let messages = vec![("user".to_string(), prompt_text.to_string())];
-    match client.call(meter, SYSTEM, &messages, cancel) {
+    // Its waits between attempts go unsaid (a review is seconds; the outage after its last
+    // attempt is written to its log).
+    match client.call(meter, SYSTEM, &messages, cancel, &|_| {}) {
         Ok(done) => Ok(parse_verdict(&done.text)),
         Err(CallError::Failed(m)) => Err(ReviewError::Failed(m)),
         Err(CallError::Unavailable(m)) => Err(ReviewError::Unavailable(m)),

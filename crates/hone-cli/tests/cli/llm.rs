@@ -51,7 +51,7 @@ fn openai_edits_are_applied_repaired_once_and_gated() {
 
 #[test]
 fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
-    let (server, r, _) = llm_run(
+    let (server, r, out) = llm_run(
         "openai",
         vec![
             Reply::Status(
@@ -103,6 +103,23 @@ fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
     );
     // 429 then success; three 5xx; three hanging attempts; success.
     assert_eq!(server.requests().len(), 2 + 3 + 3 + 1);
+    // Each wait before another attempt is said as it starts, also when the output is not a
+    // terminal (a run left overnight with its output in a file would look hung).
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("hone: experiment 1: the model's server: HTTP 429: {\"error\":\"slow down\"}; asking again in 0ms (attempt 2 of 3)"),
+        "{said}"
+    );
+    assert_eq!(
+        said.matches("experiment 2: the model's server: ").count(),
+        2,
+        "{said}"
+    );
+    assert_eq!(
+        said.matches("experiment 3: the model's server: ").count(),
+        2,
+        "{said}"
+    );
 }
 
 #[test]

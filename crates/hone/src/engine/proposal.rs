@@ -45,8 +45,17 @@ impl Engine<'_> {
         let job = self.verifier.job_token(n);
         // Whether the proposer started a process (an agent): only then can one be left over.
         let spawned = &std::cell::Cell::new(false);
+        let time_up = self.time_up();
         let proposal = {
             let (store, run_id) = (&self.store, self.run.id);
+            // Told at once, as the live progress is (the experiment's record keeps what the
+            // proposer's log says).
+            let on_event = std::cell::RefCell::new(&mut *self.on_event);
+            let note = |message: &str| {
+                (on_event.borrow_mut())(&Event::Note {
+                    message: format!("experiment {n}: {message}"),
+                });
+            };
             // Record the agent's process group as soon as it exists, so that a crash of hone
             // while the agent works leaves enough to kill it on resume.
             let on_spawn = move |pid: u32, start: Option<u64>| {
@@ -72,7 +81,8 @@ impl Engine<'_> {
                 spent: turn.meter.spent,
                 guidance: &no_guidance,
                 job: &job,
-                time_up: self.time_up(),
+                time_up,
+                note: &note,
             };
             if turn.best.is_none() {
                 rec.config = self.proposer.describe_baseline(&ctx);

@@ -181,6 +181,7 @@ impl LlmClient {
         system: &str,
         messages: &[(String, String)],
         cancel: &dyn Fn() -> bool,
+        note: &dyn Fn(&str),
     ) -> Result<Completion, CallError> {
         let chars = system.len() + messages.iter().map(|(_, c)| c.len()).sum::<usize>();
         let worst = self.worst(chars);
@@ -210,10 +211,10 @@ impl LlmClient {
                     })
                 }
                 Attempt::Retry(why, retry_after) => {
-                    failed.push(why);
-                    if !self.backoff(attempt, retry_after, cancel) {
+                    if !self.backoff(attempt, retry_after, &why, cancel, note) {
                         return Err(CallError::Cancelled);
                     }
+                    failed.push(why);
                 }
             }
         }
@@ -387,13 +388,23 @@ impl LlmClient {
         &mut self,
         attempt: u64,
         retry_after: Option<f64>,
+        why: &str,
         cancel: &dyn Fn() -> bool,
+        note: &dyn Fn(&str),
     ) -> bool {
         if attempt + 1 < self.llm.max_attempts {
             let backoff = BACKOFF_BASE.as_secs_f64() * 2f64.powi(attempt as i32);
             let wait = retry_after
                 .unwrap_or(backoff * (1.0 + 0.25 * self.jitter()))
                 .clamp(0.0, 60.0);
+            // A wait can be a minute (a `Retry-After`), several in a row: said, so that a
+            // run whose output goes to a file does not look hung.
+            note(&format!(
+                "the model's server: {why}; asking again in {} (attempt {} of {})",
+                crate::spec::format_duration(Duration::from_secs_f64(wait)),
+                attempt + 2,
+                self.llm.max_attempts
+            ));
             return crate::util::pause(Duration::from_secs_f64(wait), cancel);
         }
         true
@@ -653,7 +664,10 @@ impl ChatProposer {
         let kind = self.client.kind;
         let answer = messages.len().div_ceil(2);
         write_prompt(ctx, system, messages);
-        let done = match self.client.call(&ctx.meter(), system, messages, ctx.cancel) {
+        let done = match self
+            .client
+            .call(&ctx.meter(), system, messages, ctx.cancel, ctx.note)
+        {
             Ok(done) => done,
             Err(e) => {
                 let e = call_error(kind, e);

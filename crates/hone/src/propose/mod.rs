@@ -68,6 +68,9 @@ pub struct ProposeContext<'a> {
     pub job: &'a str,
     /// When `[stop] max_time` runs out, if it is set: an agent's turn is cut there.
     pub time_up: Option<std::time::Instant>,
+    /// Tells the user something while the proposal is made (a wait before the model is asked
+    /// again), without waiting for the experiment's record.
+    pub note: &'a dyn Fn(&str),
 }
 
 impl ProposeContext<'_> {

@@ -76,6 +76,7 @@ impl Repo {
             seed: 0,
             cancel: &|| false,
             on_spawn: &|_, _| {},
+            note: &|_| {},
             wrapper: &[],
             budget: Budget::default(),
             spent: &self.spent,

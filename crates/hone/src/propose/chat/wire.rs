@@ -219,7 +219,13 @@ mod tests {
             },
             spent: &spent,
         };
-        let done = client.call(&meter, "system", &[("user".into(), "hi".into())], &|| true);
+        let done = client.call(
+            &meter,
+            "system",
+            &[("user".into(), "hi".into())],
+            &|| true,
+            &|_| {},
+        );
         assert!(matches!(done, Err(CallError::Cancelled)));
         assert_eq!(meter.spent(), (0.0, 0));
         assert!(listener.accept().is_err(), "nothing may connect");
