@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -377,7 +377,10 @@ fn serve_shows_a_real_run_its_experiments_diffs_logs_and_events() {
     let runs = s.get("");
     assert_eq!(runs.status, 200);
     assert!(
-        runs.body.contains(r#"<a href="/runs/t">t</a>"#),
+        runs.body.contains(&format!(
+            r#"<a href="/runs/t?token={}">t</a>"#,
+            s.made_token.as_deref().unwrap()
+        )),
         "{}",
         runs.body
     );
@@ -481,7 +484,8 @@ fn serve_sorts_filters_and_pages_in_the_store() {
     assert_eq!(row_numbers(&body), crashes);
     assert!(
         body.contains(&format!(
-            r#"<a class="filter on" href="?status=crash&amp;dir=asc&amp;per=500">crash {}</a>"#,
+            r#"<a class="filter on" href="?status=crash&amp;dir=asc&amp;per=500&amp;token={}">crash {}</a>"#,
+            s.made_token.as_deref().unwrap(),
             crashes.len()
         )),
         "{body}"
@@ -717,23 +721,53 @@ fn serve_with_a_token_answers_401_to_every_request_without_it() {
     let (status, _, _) = first_event(&format!("{events}?token={TOKEN}"), &[]);
     assert_eq!(status, 200, "EventSource can carry it in the query");
 
-    // A browser: ?token= once sets a cookie and drops the token from the address.
-    let a = get(&format!("{base}runs/t?per=10&token={TOKEN}"));
-    assert_eq!(a.status, 303);
-    assert_eq!(a.header("location"), Some("/runs/t?per=10"));
-    // Never to another site: `//evil.example/x` is a path here, and stays one.
-    let away = get(&format!("{base}/evil.example/x?token={TOKEN}"));
-    assert_eq!(away.status, 303);
-    assert_eq!(away.header("location"), Some("/evil.example/x"));
-    let cookie = a.header("set-cookie").unwrap().to_string();
-    assert!(
-        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
-        "{cookie}"
+    // A browser: the token stays in the address, and every link the pages make carries it;
+    // never a cookie, which the browser would send to every port of 127.0.0.1 (where an
+    // agent may listen). A cookie an earlier hone set is refused and cleared.
+    let page = get(&format!("{base}runs/t?per=10&token={TOKEN}"));
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert_eq!(page.header("set-cookie"), None, "no cookie");
+    for link in [
+        format!(r#"href="/runs/t/experiments/2?token={TOKEN}""#),
+        format!(r#"href="/?token={TOKEN}""#),
+        format!(r#"href="/assets/style.css?token={TOKEN}""#),
+        format!(r#"data-events="/api/runs/t/events?token={TOKEN}""#),
+        format!(r#"href="?status=keep&amp;per=10&amp;token={TOKEN}""#),
+    ] {
+        assert!(page.body.contains(&link), "{link} in {}", page.body);
+    }
+    let links = page.body.matches("href=\"").count();
+    let with_token = page.body.matches(&format!("token={TOKEN}\"")).count();
+    assert!(links > 10, "{}", page.body);
+    assert_eq!(
+        with_token,
+        links + 2,
+        "every link, the script and the two data addresses: {}",
+        page.body
     );
-    let pair = cookie.split(';').next().unwrap();
-    let page = get_with(&format!("{base}runs/t?per=10"), &[("Cookie", pair)]);
-    assert_eq!(page.status, 200);
-    assert!(page.body.contains(r#"id="experiments""#));
+    let exp = get(&format!("{base}runs/t/experiments/1?token={TOKEN}"));
+    assert!(
+        exp.body
+            .contains(&format!(r#"href="/runs/t/experiments/2?token={TOKEN}""#))
+            && exp
+                .body
+                .contains(&format!(r#"href="/runs/t?token={TOKEN}""#)),
+        "{}",
+        exp.body
+    );
+    // No redirect anywhere (`//evil.example/x` is a path here).
+    let away = get(&format!("{base}/evil.example/x?token={TOKEN}"));
+    assert_eq!((away.status, away.header("location")), (404, None));
+    let old = get_with(
+        &format!("{base}runs/t"),
+        &[("Cookie", &format!("hone_token={TOKEN}"))],
+    );
+    assert_eq!(old.status, 401, "the token in a cookie opens nothing");
+    let cleared = old.header("set-cookie").unwrap_or_default().to_string();
+    assert!(
+        cleared.starts_with("hone_token=;") && cleared.contains("Max-Age=0"),
+        "{cleared}"
+    );
 }
 
 /// Sandboxed agents keep their network, loopback included: a dashboard they could read
@@ -776,9 +810,15 @@ fn serve_without_hone_token_makes_one_and_answers_nothing_without_it() {
     }
     let (status, _, _) = first_event(&format!("{}api/runs/t/events", s.url), &[]);
     assert_eq!(status, 401, "the event stream too");
-    // The printed URL works in a browser: ?token= once sets the cookie.
+    // The printed URL works in a browser, and its links carry the token on.
     let a = get(&format!("{}runs/t?token={made}", s.url));
-    assert_eq!(a.status, 303);
+    assert_eq!(a.status, 200);
+    assert!(
+        a.body
+            .contains(&format!(r#"href="/runs/t/experiments/1?token={made}""#)),
+        "{}",
+        a.body
+    );
     // Each start makes its own.
     let again = serve(&dir, &[], None);
     assert_ne!(again.made_token.as_deref(), Some(made.as_str()));
@@ -996,14 +1036,14 @@ fn dashboard_in_headless_chromium_with_a_token_shows_new_experiments_without_a_r
     let (_tmp, dir) = knob_repo();
     hone_run(&dir, 4);
     // With a token, as on a shared machine: the page, its script, its fetches and its event
-    // stream all need it, and the cookie set from ?token= carries it.
+    // stream all need it; the address and the page's links carry it.
     let s = serve(&dir, &[], Some(TOKEN));
-    browser.goto(&format!("{}runs/t?token={TOKEN}", s.url));
-    assert_eq!(
-        browser.eval("return location.pathname + location.search"),
-        "/runs/t",
-        "the token left the address bar"
-    );
+    browser.goto(&format!("{}?token={TOKEN}", s.url));
+    browser.eval("document.querySelector('.runs a').click(); return null");
+    wait_for("the run's page", Duration::from_secs(30), || {
+        browser.eval("return location.pathname + location.search")
+            == format!("/runs/t?token={TOKEN}").as_str()
+    });
     let rows = "return document.querySelectorAll('#experiments tbody tr[data-n]').length";
     assert_eq!(browser.eval(rows), 4, "the table's rows");
     assert_eq!(
@@ -1043,7 +1083,30 @@ fn dashboard_in_headless_chromium_with_a_token_shows_new_experiments_without_a_r
     });
     let shots = screenshots_dir();
     browser.screenshot(&shots.join("hone-dashboard.png"));
-    browser.goto(&format!("{}runs/t/experiments/1", s.url));
+    // What a page on another port of 127.0.0.1 gets from the browser (an agent's server,
+    // say, which the user was shown): no cookie, so not the token. Cookies do not tell
+    // ports apart.
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other_url = format!("http://{}/", other.local_addr().unwrap());
+    let heard = std::thread::spawn(move || {
+        let (mut conn, _) = other.accept().unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && conn.read(&mut byte).unwrap() == 1 {
+            head.push(byte[0]);
+        }
+        let _ =
+            conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+        String::from_utf8_lossy(&head).into_owned()
+    });
+    browser.goto(&other_url);
+    let head = heard.join().unwrap();
+    assert!(head.starts_with("GET / "), "{head}");
+    assert!(
+        !head.to_ascii_lowercase().contains("cookie") && !head.contains(TOKEN),
+        "the other port got: {head}"
+    );
+    browser.goto(&format!("{}runs/t/experiments/1?token={TOKEN}", s.url));
     assert_eq!(
         browser.eval("return document.querySelectorAll('#diff .dl.add').length > 0"),
         true,

@@ -135,7 +135,14 @@ async fn view(
     Ok(Json(
         st.db
             .read(move |store| {
-                let v = load_run_view(store, &root, &tag, table, &views.views, false)?;
+                let v = load_run_view(
+                    store,
+                    &root,
+                    &tag,
+                    (table, views.links.clone()),
+                    &views.views,
+                    false,
+                )?;
                 let mut out = json!({
                     "mark": v.mark,
                     "counters": counters_html(&v),

@@ -1,17 +1,22 @@
 //! Who may talk to the server. With a token (`HONE_TOKEN`), every request — pages, JSON,
 //! the event stream, assets and any embedder's routes — must carry it, as
-//! `Authorization: Bearer <token>`, a `?token=` query (which sets a cookie, so a browser and
-//! its `EventSource` keep working), or that cookie; anything else gets 401. Tokens are
-//! compared through their SHA-256 digests in constant time. Without a token the server only
-//! listens on loopback ([`crate::check_options`]) and answers only requests whose Host is a
-//! loopback name, so a web page a browser visits cannot reach it by DNS rebinding.
+//! `Authorization: Bearer <token>` or a `?token=` query, or gets 401. A browser keeps it in
+//! the address: the pages put it in every link they make (`html::Links`), and it is never
+//! kept in a cookie, because a cookie for 127.0.0.1 is sent to every port of it (ports do
+//! not separate cookies, nor sites for `SameSite`), where a sandboxed agent, which keeps its
+//! network, may listen and get the user's browser to visit it. A `hone_token` cookie an
+//! earlier hone set is ignored and cleared. Pages send no `Referer`, so the token does not
+//! leave in one. Tokens are compared through their SHA-256 digests in constant time. Without
+//! a token the server only listens on loopback ([`crate::check_options`]) and answers only
+//! requests whose Host is a loopback name, so a web page a browser visits cannot reach it by
+//! DNS rebinding.
 //!
 //! Every response also carries a strict Content-Security-Policy: the pages show text that
 //! agents wrote, and even if escaping failed no inline script would run.
 
 use axum::extract::{Request, State};
 use axum::http::header::{self, HeaderMap, HeaderValue};
-use axum::http::{Method, StatusCode};
+use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
@@ -20,23 +25,18 @@ use std::sync::Arc;
 
 use crate::ServeOptions;
 
-const COOKIE: &str = "hone_token";
-
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
                    connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// The secret, kept only as its digest.
 pub(crate) struct Token {
     digest: [u8; 32],
-    /// The cookie value that carries it (percent-encoded).
-    cookie_value: String,
 }
 
 impl Token {
     fn new(secret: &str) -> Token {
         Token {
             digest: Sha256::digest(secret.as_bytes()).into(),
-            cookie_value: form_urlencoded::byte_serialize(secret.as_bytes()).collect(),
         }
     }
 
@@ -90,68 +90,44 @@ async fn security_headers(mut res: Response) -> Response {
     res
 }
 
-/// Where a presented token came from.
-#[derive(PartialEq)]
-enum Via {
-    Header,
-    Cookie,
-    Query,
+/// `hone daemon` without a token: only requests addressed to a loopback name get through, so
+/// that no web page reaches it by DNS rebinding; but the signed trigger, which a webhook may
+/// send through a tunnel under another name (its signature is its check).
+pub(crate) async fn loopback_only(req: Request, next: Next) -> Response {
+    if req.uri().path() == "/api/trigger" || host_is_loopback(req.headers()) {
+        next.run(req).await
+    } else {
+        not_loopback()
+    }
+}
+
+fn not_loopback() -> Response {
+    (
+        StatusCode::FORBIDDEN,
+        "this hone server has no token, so it answers only to localhost, 127.0.0.1 or [::1]; \
+         set HONE_TOKEN to serve it under another name\n",
+    )
+        .into_response()
 }
 
 async fn check(State(guard): State<Arc<Guard>>, req: Request, next: Next) -> Response {
-    let Some(token) = &guard.token else {
-        if !host_is_loopback(req.headers()) {
-            return (
-                StatusCode::FORBIDDEN,
-                "this hone dashboard has no token, so it answers only to localhost, 127.0.0.1 or [::1]; \
-                 set HONE_TOKEN to serve it under another name\n",
-            )
-                .into_response();
+    let stale_cookie = has_old_cookie(req.headers());
+    let mut res = match &guard.token {
+        None if !host_is_loopback(req.headers()) => not_loopback(),
+        None => next.run(req).await,
+        Some(token) if presented_tokens(&req).iter().any(|t| token.matches(t)) => {
+            next.run(req).await
         }
-        return next.run(req).await;
+        Some(_) => unauthorized(),
     };
-    let presented = presented_tokens(&req);
-    let Some(via) = presented
-        .into_iter()
-        .find(|(_, secret)| token.matches(secret))
-        .map(|(via, _)| via)
-    else {
-        return unauthorized();
-    };
-    if via != Via::Query {
-        return next.run(req).await;
+    if stale_cookie {
+        // An earlier hone kept the token in this cookie, which the browser sends to every
+        // port of the host: it goes.
+        res.headers_mut().append(
+            header::SET_COOKIE,
+            HeaderValue::from_static("hone_token=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"),
+        );
     }
-    let cookie = format!(
-        "{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict",
-        token.cookie_value
-    );
-    let Ok(cookie) = HeaderValue::from_str(&cookie) else {
-        return next.run(req).await;
-    };
-    // A page opened with ?token= is sent on to the same address without it, so the secret
-    // does not stay in the address bar, the history or links; the cookie carries it on.
-    if req.method() == Method::GET && !req.uri().path().starts_with("/api/") {
-        let rest: Vec<(String, String)> = query_pairs(&req).filter(|(k, _)| k != "token").collect();
-        // One leading slash: `//host/x` (or `/\host/x`, which browsers read the same) would
-        // send the browser to another site.
-        let mut location = format!("/{}", req.uri().path().trim_start_matches(['/', '\\']));
-        if !rest.is_empty() {
-            location.push('?');
-            location.push_str(
-                &form_urlencoded::Serializer::new(String::new())
-                    .extend_pairs(rest)
-                    .finish(),
-            );
-        }
-        if let Ok(location) = HeaderValue::from_str(&location) {
-            let mut res = StatusCode::SEE_OTHER.into_response();
-            res.headers_mut().insert(header::LOCATION, location);
-            res.headers_mut().insert(header::SET_COOKIE, cookie);
-            return res;
-        }
-    }
-    let mut res = next.run(req).await;
-    res.headers_mut().append(header::SET_COOKIE, cookie);
     res
 }
 
@@ -159,7 +135,7 @@ fn unauthorized() -> Response {
     let mut res = (
         StatusCode::UNAUTHORIZED,
         "this hone dashboard needs its token (HONE_TOKEN, or the one `hone serve` printed when \
-         started without it): open it once as /?token=<token> (a cookie keeps it), or send \
+         started without it): open the dashboard as /?token=<token> (its links keep it), or send \
          `Authorization: Bearer <token>`\n",
     )
         .into_response();
@@ -173,36 +149,30 @@ fn query_pairs(req: &Request) -> impl Iterator<Item = (String, String)> + '_ {
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
 }
 
-/// Every token the request carries, wherever it is.
-fn presented_tokens(req: &Request) -> Vec<(Via, String)> {
+/// Every token the request carries: in `Authorization: Bearer` headers and `token` queries.
+fn presented_tokens(req: &Request) -> Vec<String> {
     let mut out = Vec::new();
     for v in req.headers().get_all(header::AUTHORIZATION) {
         if let Some(t) = v.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")) {
-            out.push((Via::Header, t.trim().to_string()));
-        }
-    }
-    for v in req.headers().get_all(header::COOKIE) {
-        let Ok(v) = v.to_str() else { continue };
-        for part in v.split(';') {
-            if let Some(value) = part
-                .trim()
-                .strip_prefix(COOKIE)
-                .and_then(|r| r.strip_prefix('='))
-            {
-                let decoded: String = form_urlencoded::parse(format!("t={value}").as_bytes())
-                    .map(|(_, v)| v.into_owned())
-                    .next()
-                    .unwrap_or_default();
-                out.push((Via::Cookie, decoded));
-            }
+            out.push(t.trim().to_string());
         }
     }
     out.extend(
         query_pairs(req)
             .filter(|(k, _)| k == "token")
-            .map(|(_, v)| (Via::Query, v)),
+            .map(|(_, v)| v),
     );
     out
+}
+
+/// Does the request carry the cookie an earlier hone kept the token in?
+fn has_old_cookie(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .any(|part| part.trim().starts_with("hone_token="))
 }
 
 /// Is the request addressed to a loopback name?

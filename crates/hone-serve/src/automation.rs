@@ -351,6 +351,8 @@ pub fn daemon(opts: DaemonOptions) -> Result<()> {
             app = app.layer(axum::middleware::from_fn(move |req, next| {
                 check_token(token.clone(), req, next)
             }));
+        } else {
+            app = app.layer(axum::middleware::from_fn(crate::auth::loopback_only));
         }
         crate::listen::serve(listener, app, crate::Limits::default(), shutdown()).await;
         Ok(())

@@ -13,21 +13,73 @@ pub(crate) fn url(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
+/// How the pages link to one another: with the server's token in every link, when it has
+/// one. A browser keeps the token in the address, never in a cookie: a cookie for 127.0.0.1
+/// goes to every port of it, where a sandboxed agent (which keeps its network) may listen and
+/// be visited.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Links {
+    /// `token=<the token, percent-encoded>`.
+    token: Option<String>,
+}
+
+impl Links {
+    pub fn new(token: Option<&str>) -> Links {
+        Links {
+            token: token.map(|t| format!("token={}", url(t))),
+        }
+    }
+
+    /// `target` (a path, with or without a query, or a query alone: `?sort=n`) with the
+    /// token added to its query.
+    pub fn to(&self, target: &str) -> String {
+        let Some(token) = &self.token else {
+            return target.to_string();
+        };
+        let sep = if target.ends_with('?') {
+            ""
+        } else if target.contains('?') {
+            "&"
+        } else {
+            "?"
+        };
+        format!("{target}{sep}{token}")
+    }
+}
+
 /// A whole page: `crumbs` are (label, link) pairs after the home link, `body` is trusted HTML
-/// built by the pages (with everything untrusted already escaped).
-pub(crate) fn page(title: &str, crumbs: &[(String, Option<String>)], body: &str) -> String {
-    let (head, tail) = page_parts(title, crumbs);
+/// built by the pages (with everything untrusted already escaped, and its links made by
+/// `links`).
+pub(crate) fn page(
+    links: &Links,
+    title: &str,
+    crumbs: &[(String, Option<String>)],
+    body: &str,
+) -> String {
+    let (head, tail) = page_parts(links, title, crumbs);
     format!("{head}{body}{tail}")
 }
 
 /// What [`page`] puts before and after the body.
-pub(crate) fn page_parts(title: &str, crumbs: &[(String, Option<String>)]) -> (String, String) {
-    let mut nav = String::from(r#"<a class="brand" href="/">hone</a>"#);
+pub(crate) fn page_parts(
+    links: &Links,
+    title: &str,
+    crumbs: &[(String, Option<String>)],
+) -> (String, String) {
+    let mut nav = format!(
+        r#"<a class="brand" href="{}">hone</a>"#,
+        esc(&links.to("/"))
+    );
     for (label, link) in crumbs {
         nav.push_str(r#"<span class="sep">/</span>"#);
         match link {
             Some(href) => {
-                let _ = write!(nav, r#"<a href="{}">{}</a>"#, esc(href), esc(label));
+                let _ = write!(
+                    nav,
+                    r#"<a href="{}">{}</a>"#,
+                    esc(&links.to(href)),
+                    esc(label)
+                );
             }
             None => {
                 let _ = write!(nav, "<span>{}</span>", esc(label));
@@ -42,14 +94,16 @@ pub(crate) fn page_parts(title: &str, crumbs: &[(String, Option<String>)]) -> (S
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title} · hone</title>
 <link rel="icon" href="data:,">
-<link rel="stylesheet" href="/assets/style.css">
-<script src="/assets/app.js" defer></script>
+<link rel="stylesheet" href="{style}">
+<script src="{script}" defer></script>
 </head>
 <body>
 <header class="top"><nav>{nav}</nav></header>
 <main>
 "#,
-        title = esc(title)
+        title = esc(title),
+        style = esc(&links.to("/assets/style.css")),
+        script = esc(&links.to("/assets/app.js")),
     );
     (head, "\n</main>\n</body>\n</html>\n".to_string())
 }
@@ -109,6 +163,16 @@ mod tests {
             esc(r#"<img src=x onerror="a('b')">&"#),
             "&lt;img src=x onerror=&quot;a(&#39;b&#39;)&quot;&gt;&amp;"
         );
+    }
+
+    #[test]
+    fn links_carry_the_token_in_their_query() {
+        let links = Links::new(Some("a b&c"));
+        assert_eq!(links.to("/"), "/?token=a+b%26c");
+        assert_eq!(links.to("/runs/x?page=2"), "/runs/x?page=2&token=a+b%26c");
+        assert_eq!(links.to("?"), "?token=a+b%26c");
+        assert_eq!(links.to("?sort=n"), "?sort=n&token=a+b%26c");
+        assert_eq!(Links::default().to("/runs/x"), "/runs/x");
     }
 
     #[test]

@@ -85,6 +85,8 @@ pub(crate) struct Shared {
     pub stopping: tokio::sync::watch::Receiver<bool>,
     /// What run pages draw from every experiment, per run (see `pages::run::ViewCache`).
     pub views: pages::ViewCache,
+    /// How the pages link to one another (with the token).
+    pub links: html::Links,
 }
 
 pub(crate) type AppState = Arc<Shared>;
@@ -101,6 +103,7 @@ fn app(opts: &ServeOptions, extra: Router) -> Result<(Router, tokio::sync::watch
         db: Arc::new(db),
         stopping,
         views: pages::ViewCache::default(),
+        links: html::Links::new(opts.token.as_deref()),
     });
     let routes = pages::routes()
         .merge(api::routes())

@@ -60,7 +60,7 @@ pub fn run(here: &Here, a: ServeArgs) -> CliResult {
             "open {}?token={t} (every request needs this token, made for this session; set HONE_TOKEN to choose your own)",
             server.url()
         ),
-        None => out!("every request needs the token in HONE_TOKEN: open the page once with ?token=<token>, or send `Authorization: Bearer <token>`"),
+        None => out!("every request needs the token in HONE_TOKEN: open the page with ?token=<token> (its links keep it), or send `Authorization: Bearer <token>`"),
     }
     if let Some(a) = &automation {
         if a.trigger_configured() {

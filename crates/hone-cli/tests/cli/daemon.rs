@@ -160,6 +160,20 @@ fn webhook_starts_a_signed_run_one_at_a_time() {
     assert_eq!(s["job"]["tag"], "hook1");
     assert_eq!(s["job"]["run_exit"], 0);
     assert_eq!(s["busy"], serde_json::Value::Null);
+    // Without a token, only loopback names are answered (no web page reaches the daemon by
+    // DNS rebinding); but the signed trigger, which a webhook may send through a tunnel.
+    let foreign = [("Host", "attacker.example:8473")];
+    for path in ["/api/automation", "/healthz"] {
+        let (status, msg) = http(&d.addr, "GET", path, &foreign, "");
+        assert_eq!(status, 403, "{path}: {msg}");
+        assert!(msg.contains("only to localhost"), "{msg}");
+    }
+    let tunnelled = [
+        ("Host", "hooks.example"),
+        ("X-Hub-Signature-256", "sha256=00"),
+    ];
+    let (status, msg) = trigger(&d.addr, &tunnelled, again);
+    assert_eq!(status, 401, "judged by its signature: {msg}");
 }
 
 #[test]

@@ -84,7 +84,11 @@
     var before = rowIds();
     var plot = document.getElementById('plot');
     var held = 'plot=' + encodeURIComponent(run.dataset.plotKey || '') + '&since=' + since();
-    fetch(run.dataset.view + (location.search ? location.search + '&' : '?') + held, {
+    // The page's own query (its view, and the token its address carries) goes along.
+    var view = run.dataset.view;
+    var query = location.search.replace(/^\?/, '');
+    view += (view.indexOf('?') < 0 ? '?' : '&') + (query ? query + '&' : '') + held;
+    fetch(view, {
       credentials: 'same-origin',
       headers: { 'Accept': 'application/json' }
     }).then(function (r) {

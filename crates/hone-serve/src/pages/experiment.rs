@@ -13,7 +13,7 @@ use hone::store::{ExperimentRecord, RunRecord};
 use super::PageError;
 use crate::db::{run_by_tag, AppError};
 use crate::highlight::diff_html;
-use crate::html::{badge, cost, duration_ms, esc, page, url, utc};
+use crate::html::{badge, cost, duration_ms, esc, page, url, utc, Links};
 use crate::AppState;
 
 /// The most of a diff and of a log shown on an experiment page.
@@ -58,7 +58,7 @@ pub(super) async fn experiment_page(
     .map_err(|e| AppError::Internal(format!("a git task failed: {e}")))?;
     let utag = url(&run.tag);
     let mut body = String::new();
-    body.push_str(&title_html(&e, &utag, count));
+    body.push_str(&title_html(&st.links, &e, &utag, count));
     body.push_str(&description_box(&e));
     body.push_str(r#"<div class="two">"#);
     body.push_str(&metrics_box(&run, &e));
@@ -69,6 +69,7 @@ pub(super) async fn experiment_page(
         body.push_str(&log_box(log));
     }
     Ok(Html(page(
+        &st.links,
         &format!("experiment {} of {}", e.n, run.tag),
         &[
             (format!("run {}", run.tag), Some(format!("/runs/{utag}"))),
@@ -79,7 +80,7 @@ pub(super) async fn experiment_page(
 }
 
 /// The title: the experiment's number and status, and links to its neighbours.
-fn title_html(e: &ExperimentRecord, utag: &str, count: u64) -> String {
+fn title_html(links: &Links, e: &ExperimentRecord, utag: &str, count: u64) -> String {
     let mut body = String::new();
     let _ = write!(
         body,
@@ -88,8 +89,8 @@ fn title_html(e: &ExperimentRecord, utag: &str, count: u64) -> String {
         badge = badge(e.status().as_str()),
         prev = if e.n > 0 {
             format!(
-                r#"<a href="/runs/{utag}/experiments/{}">‹ {}</a> "#,
-                e.n - 1,
+                r#"<a href="{}">‹ {}</a> "#,
+                esc(&links.to(&format!("/runs/{utag}/experiments/{}", e.n - 1))),
                 e.n - 1
             )
         } else {
@@ -97,8 +98,8 @@ fn title_html(e: &ExperimentRecord, utag: &str, count: u64) -> String {
         },
         next = if e.n + 1 < count {
             format!(
-                r#"<a href="/runs/{utag}/experiments/{}">{} ›</a>"#,
-                e.n + 1,
+                r#"<a href="{}">{} ›</a>"#,
+                esc(&links.to(&format!("/runs/{utag}/experiments/{}", e.n + 1))),
                 e.n + 1
             )
         } else {

@@ -55,6 +55,9 @@ impl IntoResponse for PageError {
             esc(title),
             esc(&self.0.message())
         );
-        (self.0.status(), Html(page(title, &[], &body))).into_response()
+        // An error knows no token: its home link asks for one again (rare pages: a wrong
+        // address or a store that cannot be read).
+        let links = crate::html::Links::default();
+        (self.0.status(), Html(page(&links, title, &[], &body))).into_response()
     }
 }

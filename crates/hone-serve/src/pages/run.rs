@@ -16,7 +16,7 @@ use super::runs::change;
 use super::{state_badge, table_html, PageError, Table, TableParams};
 use crate::compress::{self, Deflated};
 use crate::db::{run_by_tag, AppError};
-use crate::html::{badge, cost, duration_ms, esc, page_parts, short, url, utc};
+use crate::html::{badge, cost, duration_ms, esc, page_parts, short, url, utc, Links};
 use crate::AppState;
 
 /// Kept experiments labelled on the plot at most (the biggest gains and the best).
@@ -40,6 +40,8 @@ pub(crate) struct RunView {
     pub rows: Vec<ExperimentRecord>,
     pub matching: u64,
     pub table: Table,
+    /// How its links are made (with the token).
+    pub links: Links,
 }
 
 impl RunView {
@@ -182,7 +184,7 @@ pub(crate) fn load_run_view(
     store: &Store,
     repo_root: &Path,
     tag: &str,
-    table: Table,
+    (table, links): (Table, Links),
     cache: &ViewCache,
     deflate: bool,
 ) -> Result<RunView, AppError> {
@@ -221,6 +223,7 @@ pub(crate) fn load_run_view(
             rows,
             matching,
             table,
+            links,
         })
     })
 }
@@ -243,7 +246,8 @@ pub(super) async fn run_page(
         .read({
             let st = st.clone();
             move |store| {
-                let view = load_run_view(store, &root, &t, table, &st.views, gzip)?;
+                let view =
+                    load_run_view(store, &root, &t, (table, st.links.clone()), &st.views, gzip)?;
                 if gzip {
                     // Off the server's async threads: the plot is deflated here, once.
                     view.drawn.plot_deflated();
@@ -254,18 +258,19 @@ pub(super) async fn run_page(
         .await?;
     // The page in three parts, the plot (most of a long run's page) compressed only once.
     let (head, tail) = page_parts(
+        &st.links,
         &format!("run {}", view.run.tag),
         &[(format!("run {}", view.run.tag), None)],
     );
     let mut before = head;
+    let utag = url(&view.run.tag);
     let _ = write!(
         before,
-        r#"<div class="run" id="run" data-tag="{tag}" data-mark="{mark}" data-events="/api/runs/{utag}/events" data-view="/api/runs/{utag}/view" data-plot-key="{plot_key}">
+        r#"<div class="run" id="run" data-tag="{tag}" data-mark="{mark}" data-events="{events}" data-view="{view_api}" data-plot-key="{plot_key}">
 <div class="title"><h1>{tag}</h1><span id="state">{state}</span><span id="conn" class="conn"></span><span class="dim">{metric} · {direction} · {agent} · branch {branch} · started {started}</span></div>
 <section id="counters" class="counters">{counters}</section>
 <section id="plot" class="plot">"#,
         tag = esc(&view.run.tag),
-        utag = url(&view.run.tag),
         mark = esc(&view.mark),
         state = state_badge(view.run.state, view.live),
         metric = esc(&view.run.metric),
@@ -275,6 +280,8 @@ pub(super) async fn run_page(
         started = utc(view.run.created_at),
         counters = counters_html(&view),
         plot_key = esc(&view.plot_key),
+        events = esc(&st.links.to(&format!("/api/runs/{utag}/events"))),
+        view_api = esc(&st.links.to(&format!("/api/runs/{utag}/view"))),
     );
     let after = format!(
         "</section>\n<section id=\"table\">{}</section>\n</div>{tail}",
@@ -317,8 +324,10 @@ pub(crate) fn counters_html(v: &RunView) -> String {
         &s.best_experiment
             .map(|n| {
                 format!(
-                    r#"<a href="/runs/{}/experiments/{n}">#{n}</a> {}"#,
-                    url(&v.run.tag),
+                    r#"<a href="{}">#{n}</a> {}"#,
+                    esc(&v
+                        .links
+                        .to(&format!("/runs/{}/experiments/{n}", url(&v.run.tag)))),
                     esc(&short(s.best_description.as_deref().unwrap_or(""), 60))
                 )
             })

@@ -32,7 +32,7 @@ pub(super) async fn runs_page(State(st): State<AppState>) -> Result<Html<String>
                 r#"<h1>Runs</h1><p class="note">{}</p>"#,
                 esc(&AppError::NoStore.message())
             );
-            return Ok(Html(page("Runs", &[], &body)));
+            return Ok(Html(page(&st.links, "Runs", &[], &body)));
         }
         r => r?,
     };
@@ -46,8 +46,8 @@ pub(super) async fn runs_page(State(st): State<AppState>) -> Result<Html<String>
         for (s, run, live) in &rows {
             let _ = write!(
                 body,
-                r#"<tr><td><a href="/runs/{}">{}</a></td><td>{}</td><td>{} <span class="dim">({})</span></td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td>{}</td><td>{}</td></tr>"#,
-                url(&run.tag),
+                r#"<tr><td><a href="{}">{}</a></td><td>{}</td><td>{} <span class="dim">({})</span></td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td>{}</td><td>{}</td></tr>"#,
+                esc(&st.links.to(&format!("/runs/{}", url(&run.tag)))),
                 esc(&run.tag),
                 state_badge(run.state, *live),
                 esc(&run.metric),
@@ -62,7 +62,7 @@ pub(super) async fn runs_page(State(st): State<AppState>) -> Result<Html<String>
         }
         body.push_str("</tbody></table>\n");
     }
-    Ok(Html(page("Runs", &[], &body)))
+    Ok(Html(page(&st.links, "Runs", &[], &body)))
 }
 
 pub(crate) fn state_badge(state: RunState, live: bool) -> String {

@@ -131,7 +131,7 @@ pub(crate) fn table_html(v: &RunView) -> String {
     let mut out = filter_bar(v);
     out.push_str(&table_head(v));
     for e in &v.rows {
-        out.push_str(&experiment_row(&tag, e));
+        out.push_str(&experiment_row(v, &tag, e));
     }
     if v.rows.is_empty() {
         out.push_str(r#"<tr><td colspan="7" class="note">no experiments match</td></tr>"#);
@@ -150,10 +150,10 @@ pub(crate) fn filter_bar(v: &RunView) -> String {
         out,
         r#"<a class="filter{}" href="{}">all {all_count}</a> "#,
         if t.status.is_none() { " on" } else { "" },
-        esc(&t.href(|t| {
+        esc(&v.links.to(&t.href(|t| {
             t.status = None;
             t.page = 1
-        }))
+        })))
     );
     for st in std::iter::once(&Status::Running).chain(Status::ALL) {
         let Some(c) = v.summary.counts.get(st.as_str()) else {
@@ -163,10 +163,10 @@ pub(crate) fn filter_bar(v: &RunView) -> String {
             out,
             r#"<a class="filter{}" href="{}">{} {c}</a> "#,
             if t.status == Some(*st) { " on" } else { "" },
-            esc(&t.href(|t| {
+            esc(&v.links.to(&t.href(|t| {
                 t.status = Some(*st);
                 t.page = 1
-            })),
+            }))),
             esc(st.as_str())
         );
     }
@@ -186,7 +186,7 @@ fn table_head(v: &RunView) -> String {
             _ => "",
         };
         // A second click on the active column flips it; a new column starts in its natural order.
-        let href = t.href(|t| {
+        let href = v.links.to(&t.href(|t| {
             t.descending = if active {
                 !t.descending
             } else {
@@ -194,7 +194,7 @@ fn table_head(v: &RunView) -> String {
             };
             t.sort = key;
             t.page = 1;
-        });
+        }));
         format!(
             r#"<th class="{class}"><a href="{}" data-sort="{}">{}{arrow}</a></th>"#,
             esc(&href),
@@ -222,14 +222,14 @@ pub(crate) fn rows_since(v: &RunView, since: u64) -> String {
     v.rows
         .iter()
         .filter(|e| e.n >= since)
-        .map(|e| experiment_row(&tag, e))
+        .map(|e| experiment_row(v, &tag, e))
         .collect()
 }
 
 /// One experiment's row, linking to its page.
-fn experiment_row(tag: &str, e: &ExperimentRecord) -> String {
+fn experiment_row(v: &RunView, tag: &str, e: &ExperimentRecord) -> String {
     let mut out = String::new();
-    let link = format!("/runs/{tag}/experiments/{}", e.n);
+    let link = esc(&v.links.to(&format!("/runs/{tag}/experiments/{}", e.n)));
     let desc = if e.description.is_empty() {
         e.reason.as_str()
     } else {
@@ -275,7 +275,7 @@ pub(crate) fn pager(v: &RunView) -> String {
             let _ = write!(
                 out,
                 r#"<a href="{}">{label}</a> "#,
-                esc(&t.href(|t| t.page = to))
+                esc(&v.links.to(&t.href(|t| t.page = to)))
             );
         } else {
             let _ = write!(out, r#"<span class="off">{label}</span> "#);

@@ -644,10 +644,18 @@ pub(crate) fn http(
 ) -> (u16, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).unwrap();
+    // The address as the Host, unless `headers` name another.
+    let host = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("host"))
+        .map_or(addr, |(_, v)| *v);
     let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+        "{method} {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
         body.len()
     );
+    let headers = headers
+        .iter()
+        .filter(|(k, _)| !k.eq_ignore_ascii_case("host"));
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
