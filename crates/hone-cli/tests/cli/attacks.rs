@@ -98,6 +98,13 @@ fn attack_replaces_a_protected_file_with_a_symlink() {
     let e = attack("run\tprintf 'print(1)\\n' > /tmp/hone-outside.py && rm train.py && ln -s /tmp/hone-outside.py train.py\n");
     assert_eq!(e["status"], "violation", "{e}");
     assert_reason(&e, "outside the worktree");
+    // Or into the repository's .git (a foothold there once the link is merged).
+    let e = attack("run\trm train.py && ln -s .git train.py\n");
+    assert_eq!(e["status"], "violation", "{e}");
+    assert_reason(&e, "into the repository's .git");
+    let e = attack("run\trm train.py && ln -s ./.git/hooks/pre-commit train.py\n");
+    assert_eq!(e["status"], "violation", "{e}");
+    assert_reason(&e, "into the repository's .git");
 }
 
 #[test]

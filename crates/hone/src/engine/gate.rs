@@ -344,7 +344,8 @@ fn scope_violation(spec: &Spec, changes: &[Change]) -> Option<String> {
     None
 }
 
-/// A changed path that is a symlink pointing outside the worktree, if any.
+/// A changed path that is a symlink pointing outside the worktree, or into its `.git` (once
+/// merged, the link would lead into the user's repository), if any.
 fn escaping_symlink(wt: &Path, changes: &[Change]) -> Option<String> {
     let root = std::fs::canonicalize(wt).ok()?;
     changes.iter().find_map(|c| {
@@ -356,22 +357,37 @@ fn escaping_symlink(wt: &Path, changes: &[Change]) -> Option<String> {
         let target = std::fs::read_link(&p).ok()?;
         let resolved = p.parent()?.join(&target);
         // Resolve what exists; a dangling link is judged by its lexical path.
-        let inside = match std::fs::canonicalize(&resolved) {
-            Ok(r) => r.starts_with(&root),
-            Err(_) => {
-                !target.is_absolute()
-                    && !target
-                        .components()
-                        .any(|c| c == std::path::Component::ParentDir)
-            }
+        let within = match std::fs::canonicalize(&resolved) {
+            Ok(r) => r.strip_prefix(&root).map(Path::to_path_buf).ok(),
+            Err(_) => (!target.is_absolute()
+                && !target
+                    .components()
+                    .any(|c| c == std::path::Component::ParentDir))
+            .then(|| {
+                Path::new(&c.path)
+                    .parent()
+                    .unwrap_or(Path::new(""))
+                    .join(&target)
+            }),
         };
-        (!inside).then(|| {
-            format!(
+        let into_git = |rel: &Path| {
+            rel.components()
+                .find(|c| !matches!(c, std::path::Component::CurDir))
+                .is_some_and(|c| c.as_os_str() == ".git")
+        };
+        match within {
+            None => Some(format!(
                 "`{}` is a symlink to `{}`, outside the worktree",
                 c.path,
                 target.display()
-            )
-        })
+            )),
+            Some(rel) if into_git(&rel) => Some(format!(
+                "`{}` is a symlink to `{}`, into the repository's .git",
+                c.path,
+                target.display()
+            )),
+            Some(_) => None,
+        }
     })
 }
 
