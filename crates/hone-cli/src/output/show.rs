@@ -46,7 +46,14 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
     if let Some(j) = &e.judgement {
         out!(
             "  decision: {} (delta {:+.6} vs threshold {:.6}; sigma {}; {} run{} of this code; best was {})",
-            if j.simplification { "keep as a simplification" } else if j.keep { "keep" } else { "discard" },
+            match (j.simplification, j.keep, e.status().as_str()) {
+                (true, _, _) => "keep as a simplification".to_string(),
+                (false, true, "keep") => "keep".to_string(),
+                // Judged better, then another check had the last word (a merge onto a moved
+                // best, the holdout, the reviewer): the status and `why` say which.
+                (false, true, status) => format!("better than the best, then {status} (see why)"),
+                (false, false, _) => "discard".to_string(),
+            },
             j.delta,
             j.threshold,
             j.sigma.map(|s| format!("{s:.6}")).unwrap_or_else(|| "unknown".into()),

@@ -456,3 +456,123 @@ fn parallel_slot_made_ready_by_its_thread_holds_nothing_of_the_last_verifier() {
         assert_eq!(files.trim(), "value.txt", "{e}");
     }
 }
+
+/// [`parallel_repo`] whose `a` and `b` are the knobs `A` and `B` of `k.txt`, on neighbouring
+/// lines; #2 waits for #1's keep.
+fn knob_pair_repo(stop: &str, script: &str) -> (Repo, PathBuf) {
+    let (r, log) = parallel_repo(&format!("[stop]\n{stop}\n\n[exec]\nworkers = 2\n"), script);
+    put(
+        r.dir.join("k.txt"),
+        "A = 5  # hone: int 0..9\nB = 5  # hone: int 0..9\n",
+    );
+    let verify = std::fs::read_to_string(r.dir.join("verify.sh")).unwrap();
+    put(
+        r.dir.join("verify.sh"),
+        verify.replace(
+            "a=$(cat a.txt); b=$(cat b.txt)",
+            "a=$(sed -n 's/^A = \\([0-9]*\\).*/\\1/p' k.txt); b=$(sed -n 's/^B = \\([0-9]*\\).*/\\1/p' k.txt)",
+        ),
+    );
+    git(&r.dir, &["add", "-A"]);
+    git(&r.dir, &["commit", "-q", "-m", "knobs"]);
+    std::fs::write(
+        r.tmp_dir().join("wait.2"),
+        "refs/heads/hone/p refs/hone/p/1\n",
+    )
+    .unwrap();
+    (r, log)
+}
+
+#[test]
+fn knob_changes_on_neighbouring_lines_merge_onto_a_moved_best() {
+    // #1 and #2 are made on the baseline at the same time: #1 lowers A and is kept; #2 lowers
+    // B, on the next line, and beats #1 after that keep. A text merge calls that a conflict;
+    // as knob literals, the change is written onto #1's file and re-verified as #4.
+    let (r, log) = knob_pair_repo(
+        "max_experiments = 5",
+        "replace\tk.txt\tA = 5\tA = 1\n---\nreplace\tk.txt\tB = 5\tB = 0\n---\nwrite\tc.txt\t9\\n\n",
+    );
+    // The agent's third change (c = 9, worse) waits for the merge to exist (as #4), so that
+    // max_experiments leaves the merge its place.
+    std::fs::write(r.tmp_dir().join("wait.3"), "refs/hone/p/4 refs/hone/p/4\n").unwrap();
+    let out = ok(r.hone(&["run", "--tag", "p"]));
+    let exps = r.log();
+    let merged = exps
+        .iter()
+        .find(|e| {
+            e["description"]
+                .as_str()
+                .unwrap()
+                .starts_with("#2 on top of #1")
+        })
+        .unwrap_or_else(|| panic!("no merge: {}", text(&out)));
+    let m = merged["n"].as_u64().unwrap();
+    assert_eq!(exps[2]["status"], "discard", "{}", text(&out));
+    assert!(
+        reason(&exps[2]).contains(&format!("re-verified as #{m}")),
+        "{}",
+        exps[2]
+    );
+    assert!(
+        reason(&exps[2]).contains("beat the current best #1 with 10.000000"),
+        "its own value, beside the best's number: {}",
+        exps[2]
+    );
+    let show = text(&ok(r.hone(&["show", "2", "--run", "p"])));
+    assert!(
+        show.contains("decision: better than the best, then discard (see why)"),
+        "{show}"
+    );
+    assert_eq!(merged["status"], "keep", "{}", text(&out));
+    assert_eq!(merged["objective"], 6.0, "A=1 B=0 (c=5), measured again");
+    assert_eq!(
+        git(&r.dir, &["show", "hone/p:k.txt"]),
+        "A = 1  # hone: int 0..9\nB = 0  # hone: int 0..9"
+    );
+    let runs: Vec<[i64; 3]> = measured(&log)
+        .into_iter()
+        .filter(|e| e.0 == m)
+        .map(|e| e.3)
+        .collect();
+    assert_eq!(runs, [[1, 0, 5]], "#{m} was measured on the merged knobs");
+}
+
+#[test]
+fn a_change_whose_merge_is_its_own_code_is_kept_without_a_second_run() {
+    // #2, made on the baseline beside #1, sets A as #1 did and B too: put onto #1 it is its
+    // own code, already measured, so it is kept at once, made again on top of #1.
+    let (r, log) = knob_pair_repo(
+        "max_experiments = 4",
+        "replace\tk.txt\tA = 5\tA = 1\n---\nreplace\tk.txt\tA = 5\tA = 1\nreplace\tk.txt\tB = 5\tB = 0\n---\nwrite\tc.txt\t9\\n\n",
+    );
+    let out = ok(r.hone(&["run", "--tag", "p"]));
+    let exps = r.log();
+    let st: Vec<&str> = exps.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(
+        st,
+        ["baseline", "keep", "keep", "discard"],
+        "{}",
+        text(&out)
+    );
+    assert!(
+        reason(&exps[2]).contains("is its own code, measured already"),
+        "{}",
+        exps[2]
+    );
+    assert_eq!(exps[2]["parent_commit"], exps[1]["candidate_commit"]);
+    let two = exps[2]["candidate_commit"].as_str().unwrap();
+    assert_eq!(r.rev("refs/hone/p/2"), two, "its archive ref moved with it");
+    assert_eq!(
+        git(&r.dir, &["rev-parse", &format!("{two}^")]),
+        exps[1]["candidate_commit"].as_str().unwrap(),
+        "the branch is a line"
+    );
+    assert_eq!(r.rev("hone/p"), two);
+    let runs: Vec<u64> = measured(&log).into_iter().map(|m| m.0).collect();
+    assert_eq!(
+        runs.iter().filter(|n| **n == 2).count(),
+        1,
+        "measured once: {runs:?}"
+    );
+    assert!(!runs.contains(&4), "nothing re-verified: {runs:?}");
+}

@@ -423,6 +423,38 @@ impl Git {
             .unwrap_or(0))
     }
 
+    /// The tree of `commit` with each of `files` (a path that is a regular file there, and its
+    /// new content) replaced, written to the object database; each file keeps its mode.
+    pub fn tree_with(&self, commit: &str, files: &[(String, Vec<u8>)]) -> Result<String, GitError> {
+        let what = format!("tree of {commit} with {} file(s) replaced", files.len());
+        let fail = |e: git2::Error| failed(&what, &e);
+        let repo = self.repo()?;
+        let tree = repo
+            .revparse_single(commit)
+            .and_then(|o| o.peel_to_tree())
+            .map_err(fail)?;
+        let mut update = git2::build::TreeUpdateBuilder::new();
+        for (path, content) in files {
+            let entry = tree.get_path(Path::new(path)).map_err(fail)?;
+            let mode = match entry.filemode() {
+                m if m == i32::from(git2::FileMode::BlobExecutable) => {
+                    git2::FileMode::BlobExecutable
+                }
+                m if m == i32::from(git2::FileMode::Blob) => git2::FileMode::Blob,
+                _ => {
+                    return Err(GitError::Failed {
+                        args: what.clone(),
+                        stderr: format!("`{path}` is not a regular file at {commit}"),
+                    })
+                }
+            };
+            let blob = repo.blob(content).map_err(fail)?;
+            update.upsert(path.as_str(), blob, mode);
+        }
+        let id = update.create_updated(&repo, &tree).map_err(fail)?;
+        Ok(id.to_string())
+    }
+
     /// The blob ids of files under `wt`, their raw bytes hashed (and written, with `write`).
     pub(super) fn file_ids(
         &self,

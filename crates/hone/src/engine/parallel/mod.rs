@@ -68,6 +68,7 @@ use crate::store::{now, ExperimentRecord, Status, Store};
 use crate::workspace::Git;
 use slot::{Checked, Done, Msg, Work};
 
+mod merge;
 mod slot;
 
 /// Where the slots' worktrees of run `tag` live: under `.hone/`, or for SLURM under the
@@ -619,23 +620,32 @@ impl Engine<'_> {
         };
         let value = crate::report::fmt_metric(cand.rec.objective);
         let discard = |why: String| (Status::Discard, why);
-        let (status, reason) = match self.verifier.git.merge_onto(&cand.parent, &onto, &commit)? {
+        let (status, reason) = match merge::merge_onto(&self.verifier.git, &cand.parent, &onto, &commit)? {
             Err(paths) => discard(format!(
-                "conflict: it beat the current best #{} ({value}) but its change does not merge onto it ({})",
+                "conflict: it beat the current best #{} with {value} but its change does not merge onto it ({})",
                 best.n,
                 paths.join(", ")
             )),
+            Ok(tree) if Some(&tree) == cand.rec.tree.as_ref() => {
+                let reason = format!(
+                    "improved: it beat the current best #{} with {value}; made on #{parent_n}, its change put onto #{} is its own code, measured already",
+                    best.n, best.n
+                );
+                return self
+                    .keep_on_moved_best(cand, best, &onto, wt, reason)
+                    .map(Next::Free);
+            }
             Ok(tree) if Some(&tree) == best.tree.as_ref() => discard(format!(
-                "it beat the current best #{} ({value}) but its change is already in it",
+                "it beat the current best #{} with {value} but its change is already in it",
                 best.n
             )),
             Ok(_) if !room => discard(format!(
-                "it beat the current best #{} ({value}) but was made on #{parent_n}, and max_experiments leaves no experiment to re-verify it on top of the best",
+                "it beat the current best #{} with {value} but was made on #{parent_n}, and max_experiments leaves no experiment to re-verify it on top of the best",
                 best.n
             )),
             Ok(tree) => {
                 let reason = format!(
-                    "it beat the current best #{} ({value}) but was made on #{parent_n}, which is no longer the best: its change, merged onto #{}, is re-verified as #{next_n}",
+                    "it beat the current best #{} with {value} but was made on #{parent_n}, which is no longer the best: its change, merged onto #{}, is re-verified as #{next_n}",
                     best.n, best.n
                 );
                 let description = cand.rec.description.clone();

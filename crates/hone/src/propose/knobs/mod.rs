@@ -389,6 +389,25 @@ pub fn apply(file: &str, text: &str, changes: &Config) -> Result<String, KnobErr
     Ok(out)
 }
 
+/// The knob literals `after` changed from `before` (another version of the same file,
+/// nothing but literals changed), written onto `onto`, a third version: `None` when the change
+/// is more than literals, or `onto` cannot take them. Two knob proposals made from the same
+/// parent merge this way even when their lines touch, which a text merge calls a conflict.
+pub fn replay_literals(file: &str, before: &str, after: &str, onto: &str) -> Option<String> {
+    let was = config_of(&discover(file, before).ok()?);
+    let now = config_of(&discover(file, after).ok()?);
+    let mut changed = Config::new();
+    for (name, value) in now.iter() {
+        if was.get(name) != Some(value) {
+            changed.insert(name, value.clone());
+        }
+    }
+    if apply(file, before, &changed).ok()? != after {
+        return None;
+    }
+    apply(file, onto, &changed).ok()
+}
+
 /// The changes from one configuration to another, by name: `DEPTH 8 -> 6, LR 0.04 -> 0.02`.
 /// Only changed knobs are listed; a name missing from `from` reads `?`. `"no change"` if none.
 pub fn describe(from: &Config, to: &Config) -> String {

@@ -446,3 +446,20 @@ fn tuples_and_powers_are_knobs_and_rewrite_to_valid_python() {
         out
     );
 }
+
+#[test]
+fn a_change_of_literals_replays_onto_another_version_of_the_file() {
+    let parent = "LR = 0.04  # hone: log 1e-4..1\nDEPTH = 8  # hone: int 2..16\nWD = 0.1\n";
+    // One proposal changed LR; the best meanwhile changed DEPTH on the next line.
+    let mine = "LR = 0.02  # hone: log 1e-4..1\nDEPTH = 8  # hone: int 2..16\nWD = 0.1\n";
+    let best = "LR = 0.04  # hone: log 1e-4..1\nDEPTH = 12  # hone: int 2..16\nWD = 0.1\n";
+    assert_eq!(
+        replay_literals("t.py", parent, mine, best).as_deref(),
+        Some("LR = 0.02  # hone: log 1e-4..1\nDEPTH = 12  # hone: int 2..16\nWD = 0.1\n")
+    );
+    // A change that is more than literals is not replayed.
+    let more = "LR = 0.02  # hone: log 1e-4..1\nDEPTH = 8  # hone: int 2..16\nWD = 0.1\nX = 1\n";
+    assert_eq!(replay_literals("t.py", parent, more, best), None);
+    let comment = "LR = 0.04  # hone: log 1e-4..2\nDEPTH = 8  # hone: int 2..16\nWD = 0.1\n";
+    assert_eq!(replay_literals("t.py", parent, comment, best), None);
+}

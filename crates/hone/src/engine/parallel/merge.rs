@@ -1,0 +1,107 @@
+//! A candidate's change put onto a best that moved on while it was verified: git's text merge,
+//! and for a change of knob literals alone (the knobs optimizer's), the literals replayed
+//! onto the best's files, since two knob changes on neighbouring lines are a text conflict
+//! but no conflict of configurations.
+
+use std::path::Path;
+
+use super::super::state::archive_ref;
+use super::super::{Candidate, Engine, EngineError, Internal, Stop};
+use crate::propose::knobs;
+use crate::store::{ExperimentRecord, Status};
+use crate::workspace::{Git, GitError};
+
+/// The tree of `change` (made on `base`) merged onto `onto`: `Err` with the conflicting paths
+/// when neither merge works.
+pub(super) fn merge_onto(
+    git: &Git,
+    base: &str,
+    onto: &str,
+    change: &str,
+) -> Result<Result<String, Vec<String>>, GitError> {
+    let paths = match git.merge_onto(base, onto, change)? {
+        Ok(tree) => return Ok(Ok(tree)),
+        Err(paths) => paths,
+    };
+    Ok(replay_knobs(git, base, onto, change)?.ok_or(paths))
+}
+
+/// `change`'s files, each `base`'s with knob literals changed and nothing else, with those
+/// literals written onto `onto`'s versions; `None` when one is more than that.
+fn replay_knobs(
+    git: &Git,
+    base: &str,
+    onto: &str,
+    change: &str,
+) -> Result<Option<String>, GitError> {
+    let text = |commit: &str, path: &str| {
+        git.file_at(commit, path)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+    };
+    let mut files = Vec::new();
+    for c in git.changes(base, change)? {
+        let (Some(before), Some(after), Some(there)) = (
+            text(base, &c.path),
+            text(change, &c.path),
+            text(onto, &c.path),
+        ) else {
+            return Ok(None);
+        };
+        let Some(merged) = knobs::replay_literals(&c.path, &before, &after, &there) else {
+            return Ok(None);
+        };
+        files.push((c.path, merged.into_bytes()));
+    }
+    if files.is_empty() {
+        return Ok(None);
+    }
+    git.tree_with(onto, &files).map(Some)
+}
+
+impl Engine<'_> {
+    /// A candidate that beat the moved best `best` (at `onto`), whose change put onto it is
+    /// its own code (it set every knob the best's keeps changed): measured on exactly that
+    /// code already, it is kept, its commit made again on top of the best so that the branch
+    /// stays a line. Verifying it again would measure the same code once more.
+    pub(super) fn keep_on_moved_best(
+        &mut self,
+        mut cand: Candidate,
+        best: ExperimentRecord,
+        onto: &str,
+        wt: &Path,
+        reason: String,
+    ) -> Result<Option<Stop>, EngineError> {
+        let n = cand.rec.n;
+        let (Some(old), Some(tree)) = (cand.rec.candidate_commit.clone(), cand.rec.tree.clone())
+        else {
+            return Err(Internal::NoBest.into());
+        };
+        let git = &self.verifier.git;
+        let title = if cand.rec.description.is_empty() {
+            "candidate"
+        } else {
+            &cand.rec.description
+        };
+        let message = format!(
+            "hone #{n}: {title}\n\nHone-Run: {}\nHone-Experiment: {n}\n",
+            self.run.tag
+        );
+        let commit = git
+            .run(&["commit-tree", &tree, "-p", onto, "-m", &message])?
+            .trim()
+            .to_string();
+        // Its archive ref at once (an unreferenced commit is what `git gc --prune=now`
+        // deletes), from the commit it held.
+        git.update_ref(&archive_ref(&self.run.tag, n), &commit, Some(&old))?;
+        let changes = git.changes(onto, &commit)?;
+        cand.rec.files_changed = changes.len() as u64;
+        cand.rec.lines_added = changes.iter().map(|c| c.added).sum();
+        cand.rec.lines_deleted = changes.iter().map(|c| c.deleted).sum();
+        cand.rec.candidate_commit = Some(commit);
+        cand.rec.parent_commit = onto.to_string();
+        cand.parent = onto.to_string();
+        cand.best = Some(best);
+        self.conclude(cand, wt, Status::Keep, reason, None)
+    }
+}
