@@ -417,3 +417,49 @@ fn a_progress_setting_that_reads_nothing_is_said_after_the_baseline() {
     let out = ok(r.hone(&["run", "--tag", "q"]));
     assert!(!text(&out).contains("read no point"), "{}", text(&out));
 }
+
+#[test]
+fn a_run_whose_output_comes_in_one_block_at_its_end_is_judged_on_its_result() {
+    // Output to a pipe is buffered: the whole curve and the result arrive together as the
+    // program ends, and it takes a moment more to exit (as Python's teardown does). Its
+    // curve is worse than the finished ones, but it printed its result: it is judged on it,
+    // not pruned on points that came with it.
+    let r = curve_repo(
+        "train.sh",
+        "r=$(cat value.txt)\n\
+         out=''\n\
+         k=1\n\
+         while [ $k -le 6 ]; do\n\
+           out=\"$out step=$k loss=$((r * 10 + 60 / k))\\n\"\n\
+           k=$((k + 1))\n\
+         done\n\
+         if [ $r -eq 5 ]; then sleep 1.2; fi\n\
+         printf \"$out loss: $((r * 10 + 10))\\n\"\n\
+         if [ $r -ge 9 ]; then sleep 1; fi\n",
+        "loss",
+        "\"loss\"",
+        &[
+            ("prune", "\"median\""),
+            ("prune_warmup", "\"2 steps\""),
+            ("prune_min_runs", "2"),
+        ],
+        3,
+    )
+    .script("write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t9\\n\n")
+    .file("value.txt", "5\n")
+    .create();
+    let out = ok(r.hone(&["run", "--tag", "b"]));
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "keep", "discard"]);
+    assert_eq!(log[2]["objective"], 100.0, "{:?}", log[2]);
+    // The baseline's curve, all of it at its end a second in, says why nothing is pruned.
+    let said = text(&out);
+    assert_eq!(
+        said.matches("every point of the baseline's curve arrived as its run ended")
+            .count(),
+        1,
+        "{said}"
+    );
+    assert!(said.contains("flush=True"), "{said}");
+    assert_eq!(curve_points(&r, 2), 6, "its whole curve is kept");
+}

@@ -33,6 +33,18 @@ pub(super) struct Watch<'a> {
     pruned: Option<Pruned>,
     /// The first failed write of a point, reported when the run is over.
     error: Option<StoreError>,
+    /// When the first point arrived, and how many did.
+    first_at: Option<std::time::Duration>,
+    points: u64,
+}
+
+/// What a watch saw of its run, once over.
+pub(super) struct Watched {
+    /// Why it was pruned, if it was (the reason to record).
+    pub pruned: Option<String>,
+    /// Every point arrived in the run's last tenth, of a run of a second or more: its output is
+    /// buffered (nothing could be pruned before it ended).
+    pub bunched: bool,
 }
 
 impl<'a> Watch<'a> {
@@ -66,27 +78,34 @@ impl<'a> Watch<'a> {
             stop,
             pruned: None,
             error: None,
+            first_at: None,
+            points: 0,
         }))
     }
 
-    /// Takes one line of the run's output.
-    pub(super) fn feed(&mut self, line: &str) {
+    /// Takes one line of the run's output; whether it was a point of the curve.
+    pub(super) fn feed(&mut self, line: &str) -> bool {
         let Some((step, value)) = self.read.read(line) else {
-            return;
+            return false;
         };
         let elapsed = self.started.elapsed();
+        self.first_at.get_or_insert(elapsed);
+        self.points += 1;
         let point = self.live.push(step, value, elapsed);
         if point.store {
             self.put(step, value);
         }
         if self.pruned.is_some() || !point.judge {
-            return;
+            return true;
         }
-        let Some(pruner) = &self.pruner else { return };
+        let Some(pruner) = &self.pruner else {
+            return true;
+        };
         if let Some(p) = pruner.judge(&self.references, point.best, step, elapsed) {
             self.pruned = Some(p);
             self.stop.set(true);
         }
+        true
     }
 
     fn put(&mut self, step: f64, value: f64) {
@@ -96,20 +115,34 @@ impl<'a> Watch<'a> {
     }
 
     /// When the run is over (its last point stored, if thinning left it out): why it was
-    /// pruned, if it was (the reason to record).
-    pub(super) fn finish(mut self) -> Result<Option<String>, StoreError> {
+    /// pruned, if it was, and whether its points came bunched at its end.
+    pub(super) fn finish(mut self) -> Result<Watched, StoreError> {
         if let Some((step, value)) = self.live.unstored_last() {
             self.put(step, value);
         }
-        if let Some(e) = self.error {
+        if let Some(e) = self.error.take() {
             return Err(e);
         }
+        let total = self.started.elapsed().as_secs_f64();
+        let bunched = self.points >= 3
+            && total >= 1.0
+            && self
+                .first_at
+                .is_some_and(|first| first.as_secs_f64() >= 0.9 * total);
+        Ok(Watched {
+            pruned: self.pruned_reason(),
+            bunched,
+        })
+    }
+
+    /// Why the run was pruned, if it was.
+    fn pruned_reason(self) -> Option<String> {
         let metric = match &self.read {
             Progress::Metric(name) => name.as_str(),
             Progress::Regex { .. } => "value",
         };
         let Some((p, pruner)) = self.pruned.zip(self.pruner) else {
-            return Ok(None);
+            return None;
         };
         let against = match (pruner.rule, p.rule) {
             (_, PruneRule::Top(k)) => format!(
@@ -136,11 +169,11 @@ impl<'a> Watch<'a> {
             ),
             (_, rule) => format!("the {rule} ({}) of {} finished runs", fmt(p.threshold), p.runs),
         };
-        Ok(Some(format!(
+        Some(format!(
             "pruned at step {}: its best {metric} so far, {}, was worse than {against} at that step; its process group was stopped",
             p.step,
             fmt(p.best),
-        )))
+        ))
     }
 }
 

@@ -407,17 +407,23 @@ impl Verifier {
             )?,
             false => None,
         };
+        // Once the run printed its result, it is not stopped: a program whose output comes
+        // in one block at its end (a buffered pipe) is judged on the result it printed, not
+        // pruned on points that arrived with it.
+        let printed = Cell::new(false);
         let ran = self.execute(
             sink,
             (s.n, &req, "verifier"),
             (s.commit, s.stage),
             &mut |line| {
+                let before = reader.objective_lines();
                 reader.feed(line);
-                if let Some(w) = watch.as_mut() {
-                    w.feed(line);
+                let point = watch.as_mut().is_some_and(|w| w.feed(line));
+                if !point && reader.objective_lines() > before {
+                    printed.set(true);
                 }
             },
-            (cancel, &|| stop.get()),
+            (cancel, &|| stop.get() && !printed.get()),
         );
         let (exit, failure) = match ran {
             Ok(r) => r,
@@ -436,7 +442,15 @@ impl Verifier {
             },
         };
         let pruned = match watch {
-            Some(w) => w.finish()?,
+            Some(w) => {
+                let watched = w.finish()?;
+                if watched.bunched && s.n == 0 {
+                    sink.emit(Event::Warning {
+                        message: "[verify] progress: every point of the baseline's curve arrived as its run ended: its output is buffered, so no run can be pruned before it ends; print with flush=True (or run `python3 -u`, or set PYTHONUNBUFFERED=1)".into(),
+                    });
+                }
+                watched.pruned
+            }
             None => None,
         };
         let failure = match pruned {

@@ -217,6 +217,8 @@ pub struct MetricReader {
     other_case: Option<f64>,
     /// The last line mentioning the objective's name, for the hint when it is not read.
     mention: Option<String>,
+    /// How many lines gave the objective as a whole-line metric (or a `metric_regex` match).
+    objective_lines: u64,
 }
 
 /// A compiled `metric_regex`: the regex, the capture group holding the number, and the text
@@ -275,6 +277,7 @@ impl MetricReader {
             inside: BTreeMap::new(),
             other_case: None,
             mention: None,
+            objective_lines: 0,
         })
     }
 
@@ -298,6 +301,9 @@ impl MetricReader {
                 continue;
             }
             self.note_other_case(&name, value);
+            if name == self.objective {
+                self.objective_lines += 1;
+            }
             self.metrics.values.insert(name, value);
         }
         if mentions(line, &self.objective) {
@@ -310,9 +316,16 @@ impl MetricReader {
                 .filter_map(|c| c.get(re.group)?.as_str().trim().parse::<f64>().ok())
                 .last();
             if let Some(value) = last {
+                self.objective_lines += 1;
                 self.metrics.values.insert(self.objective.clone(), value);
             }
         }
+    }
+
+    /// How many lines so far gave the objective as a metric line of its own (or matched
+    /// `metric_regex`): one more after a line means the program printed its result there.
+    pub fn objective_lines(&self) -> u64 {
+        self.objective_lines
     }
 
     fn note_other_case(&mut self, name: &str, value: f64) {
