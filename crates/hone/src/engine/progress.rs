@@ -141,9 +141,7 @@ impl<'a> Watch<'a> {
             Progress::Metric(name) => name.as_str(),
             Progress::Regex { .. } => "value",
         };
-        let Some((p, pruner)) = self.pruned.zip(self.pruner) else {
-            return None;
-        };
+        let (p, pruner) = self.pruned.zip(self.pruner)?;
         let against = match (pruner.rule, p.rule) {
             (_, PruneRule::Top(k)) => format!(
                 "the worst value there of the {k} best of {} finished runs, plus the margin they were seen to make up ({})",

@@ -37,6 +37,18 @@ impl Sink<'_> {
     }
 }
 
+/// What the progress watch of experiment `n`'s run saw: why it was pruned, if it was. A
+/// baseline whose points all came as it ended is said to print buffered output.
+fn watched(sink: &mut Sink<'_>, w: Watch<'_>, n: u64) -> Result<Option<String>, EngineError> {
+    let watched = w.finish()?;
+    if watched.bunched && n == 0 {
+        sink.emit(Event::Warning {
+            message: "[verify] progress: every point of the baseline's curve arrived as its run ended: its output is buffered, so no run can be pruned before it ends; print with flush=True (or run `python3 -u`, or set PYTHONUNBUFFERED=1)".into(),
+        });
+    }
+    Ok(watched.pruned)
+}
+
 /// Appends `event` to the run's event log.
 pub(super) fn log_event(store: &Store, run_id: i64, event: &Event) {
     let n = match event {
@@ -442,15 +454,7 @@ impl Verifier {
             },
         };
         let pruned = match watch {
-            Some(w) => {
-                let watched = w.finish()?;
-                if watched.bunched && s.n == 0 {
-                    sink.emit(Event::Warning {
-                        message: "[verify] progress: every point of the baseline's curve arrived as its run ended: its output is buffered, so no run can be pruned before it ends; print with flush=True (or run `python3 -u`, or set PYTHONUNBUFFERED=1)".into(),
-                    });
-                }
-                watched.pruned
-            }
+            Some(w) => watched(sink, w, s.n)?,
             None => None,
         };
         let failure = match pruned {
