@@ -209,13 +209,14 @@ pub(super) fn parse(s: &Section) -> Result<VerifySpec, SpecError> {
     Ok(VerifySpec {
         holdout,
         holdout_gate,
-        progress: progress(s)?,
+        progress: progress(s, verify.timeout)?,
         ..verify
     })
 }
 
-/// `progress`, `prune`, `prune_warmup` and `prune_min_runs`.
-fn progress(s: &Section) -> Result<Option<ProgressSpec>, SpecError> {
+/// `progress`, `prune`, `prune_warmup` and `prune_min_runs` (a warm-up in time must be
+/// shorter than the verifier's `timeout`, or nothing could ever be pruned).
+fn progress(s: &Section, timeout: Duration) -> Result<Option<ProgressSpec>, SpecError> {
     let Some(text) = s.get::<String>("progress")? else {
         for key in ["prune", "prune_warmup", "prune_min_runs"] {
             if s.has(key) {
@@ -242,10 +243,28 @@ fn progress(s: &Section) -> Result<Option<ProgressSpec>, SpecError> {
             }
         }
     }
+    if let Some(n) = s.item("prune_warmup").and_then(|i| i.as_integer()) {
+        return Err(s.err(
+            "prune_warmup",
+            format!("write it with its unit, as a string: \"{n} steps\" or \"{n}s\""),
+        ));
+    }
     let warmup = match s.get::<String>("prune_warmup")? {
         None => Warmup::Steps(0.0),
         Some(w) => warmup(&w).map_err(|e| s.err("prune_warmup", e))?,
     };
+    if let Warmup::Time(t) = warmup {
+        if t >= timeout {
+            return Err(s.err(
+                "prune_warmup",
+                format!(
+                    "a warm-up of {} is not shorter than timeout ({}): no run could be pruned; write steps (\"100 steps\") or a shorter time",
+                    crate::spec::format_duration(t),
+                    crate::spec::format_duration(timeout)
+                ),
+            ));
+        }
+    }
     let no_warmup = matches!(warmup, Warmup::Steps(n) if n == 0.0)
         || matches!(warmup, Warmup::Time(t) if t.is_zero());
     if prune == Some(PruneRule::Halving) && no_warmup {
@@ -263,9 +282,15 @@ fn progress(s: &Section) -> Result<Option<ProgressSpec>, SpecError> {
     }))
 }
 
-/// A warm-up: `"100 steps"` or a duration (`"60s"`, `"2m"`).
+/// A warm-up: `"100 steps"` or a duration (`"60s"`, `"2m"`); a bare number is refused, as
+/// either could be meant.
 fn warmup(text: &str) -> Result<Warmup, String> {
     let t = text.trim();
+    if t.parse::<f64>().is_ok() {
+        return Err(format!(
+            "`{t}` has no unit: write \"{t} steps\" or \"{t}s\""
+        ));
+    }
     if let Some(n) = t.strip_suffix("steps").or_else(|| t.strip_suffix("step")) {
         return match n.trim().parse::<f64>() {
             Ok(n) if n.is_finite() && n >= 0.0 => Ok(Warmup::Steps(n)),
@@ -571,6 +596,21 @@ mod tests {
                 "progress = \"loss\"\nprune = \"median\"\nprune_warmup = \"soon\"",
                 "verify.prune_warmup",
                 "number of steps",
+            ),
+            (
+                "progress = \"loss\"\nprune = \"median\"\nprune_warmup = \"300\"",
+                "verify.prune_warmup",
+                "`300` has no unit: write \"300 steps\" or \"300s\"",
+            ),
+            (
+                "progress = \"loss\"\nprune = \"median\"\nprune_warmup = 300",
+                "verify.prune_warmup",
+                "with its unit, as a string: \"300 steps\" or \"300s\"",
+            ),
+            (
+                "progress = \"loss\"\nprune = \"median\"\nprune_warmup = \"1000h\"",
+                "verify.prune_warmup",
+                "a warm-up of 1000h00m is not shorter than timeout (",
             ),
             (
                 "progress = \"loss\"\nprune = \"median\"\nprune_min_runs = 0",
