@@ -104,10 +104,15 @@ pub fn log_row(
     }
 }
 
-/// A row's last column: the description, and for a failure why (cut at a word).
+/// A row's last column: the description, and for a failure or a pruned run why (cut at a
+/// word: a pruned run's reason says its value and the bar first).
 fn described(e: &ExperimentRecord) -> String {
     let description = super::one_line(&e.description);
-    let failed = e.status().is_failure() || e.status() == hone::store::Status::Aborted;
+    let failed = e.status().is_failure()
+        || matches!(
+            e.status(),
+            hone::store::Status::Aborted | hone::store::Status::Pruned
+        );
     if !failed || e.reason.trim().is_empty() {
         return description.into_owned();
     }

@@ -146,7 +146,10 @@ fn a_hopeless_candidate_is_pruned_and_good_ones_and_confirm_runs_are_not() {
     assert_tallies_agree(&r);
     // #2 was compared at step 2 with the baseline (80) and #1 (70): median 75, its 530.
     assert_reason(&log[2], "pruned at step 2");
-    assert_reason(&log[2], "median (75.000000) of 2 finished runs");
+    assert_reason(
+        &log[2],
+        "worse than 75.000000: the median of 2 finished runs",
+    );
     assert!(log[2]["objective"].is_null(), "a pruned run has no value");
     // Stopped the normal way: SIGTERM first, and nothing of its group is left.
     assert!(
@@ -165,7 +168,13 @@ fn a_hopeless_candidate_is_pruned_and_good_ones_and_confirm_runs_are_not() {
     assert!(!marks.path("term.1").exists() && !marks.path("term.3").exists());
     // `hone log` shows the status; the report plots every curve, the pruned one dashed.
     let t = text(&r.hone(&["log"]));
-    assert!(t.contains("pruned"), "{t}");
+    let row = t.lines().find(|l| l.contains("pruned")).unwrap_or_default();
+    assert!(
+        row.contains(
+            "pruned at step 2: its best loss so far, 530.000000, was worse than 75.000000"
+        ),
+        "the reason, value and bar first: {t}"
+    );
     let out_dir = marks.path("report");
     let out = r.hone(&["report", "--out", out_dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
@@ -270,7 +279,7 @@ fn top_k_prunes_against_the_best_finished_run_by_its_objective() {
         "\"top:1\"",
         false,
         "t",
-        "the 1 best of 2 finished runs, plus the margin they were seen to make up (70.000000)",
+        "worse than 70.000000: the worst value there of the 1 best of 2 finished runs, plus the margin they were seen to make up",
     );
 }
 
@@ -282,7 +291,7 @@ fn halving_prunes_only_the_worst_quarter_in_its_first_rung() {
         "\"halving\"",
         false,
         "h",
-        "the percentile:75 (77.500000) of 2 finished runs, halving's bar at that step",
+        "worse than 77.500000: the percentile:75 of 2 finished runs, halving's bar, at that step",
     );
 }
 
@@ -295,7 +304,7 @@ fn reach_prunes_a_run_that_cannot_catch_up_and_never_a_confirm_run() {
         "\"reach\"",
         true,
         "r",
-        "where 2 finished runs' curves, each shifted by its own last value to end at the best last value among them, were (70.000000, the most lenient)",
+        "worse than 70.000000: where 2 finished runs' curves, each shifted by its own last value to end at the best last value among them, were (the most lenient)",
     );
 }
 
@@ -307,7 +316,7 @@ fn reach_tight_stops_a_hopeless_run_and_never_a_confirm_run() {
         "\"reach~0.3\"",
         true,
         "t",
-        "were (70.000000, the 1st most lenient: reach~0.3)",
+        "worse than 70.000000: where 2 finished runs' curves, each shifted by its own last value to end at the best last value among them, were (the 1st most lenient: reach~0.3)",
     );
 }
 
@@ -328,7 +337,10 @@ fn with_a_sealed_evaluator_only_accepted_curves_are_references() {
     assert_eq!(curve_points(&r, 2), 6);
     assert!(!marks.path("term.2").exists());
     // #3 was compared with the baseline (80) and #2 (70), never with #1's -1000000.
-    assert_reason(&log[3], "median (75.000000) of 2 finished runs");
+    assert_reason(
+        &log[3],
+        "worse than 75.000000: the median of 2 finished runs",
+    );
 }
 
 #[test]

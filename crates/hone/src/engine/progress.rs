@@ -142,35 +142,33 @@ impl<'a> Watch<'a> {
             Progress::Regex { .. } => "value",
         };
         let (p, pruner) = self.pruned.zip(self.pruner)?;
+        // The bar first: `hone log` shows a reason's first hundred characters.
         let against = match (pruner.rule, p.rule) {
             (_, PruneRule::Top(k)) => format!(
-                "the worst value there of the {k} best of {} finished runs, plus the margin they were seen to make up ({})",
-                p.runs,
-                fmt(p.threshold)
+                "the worst value there of the {k} best of {} finished runs, plus the margin they were seen to make up",
+                p.runs
             ),
             (PruneRule::Halving, PruneRule::Percentile(q)) => format!(
-                "the percentile:{q} ({}) of {} finished runs, halving's bar at that step",
-                fmt(p.threshold),
+                "the percentile:{q} of {} finished runs, halving's bar",
                 p.runs
             ),
             (_, PruneRule::Reach(q)) => format!(
-                "where {} finished runs' curves, each shifted by its own last value to end at the best last value among them, were ({}, {})",
+                "where {} finished runs' curves, each shifted by its own last value to end at the best last value among them, were ({})",
                 p.runs,
-                fmt(p.threshold),
                 if q == 100.0 { "the most lenient".to_owned() } else { format!("their percentile:{q}") }
             ),
             (_, PruneRule::ReachTight(a)) => format!(
-                "where {} finished runs' curves, each shifted by its own last value to end at the best last value among them, were ({}, the {} most lenient: reach~{a})",
+                "where {} finished runs' curves, each shifted by its own last value to end at the best last value among them, were (the {} most lenient: reach~{a})",
                 p.runs,
-                fmt(p.threshold),
                 ordinal(((a * (p.runs as f64 + 1.0)).floor() as usize).clamp(1, p.runs.max(1)))
             ),
-            (_, rule) => format!("the {rule} ({}) of {} finished runs", fmt(p.threshold), p.runs),
+            (_, rule) => format!("the {rule} of {} finished runs", p.runs),
         };
         Some(format!(
-            "pruned at step {}: its best {metric} so far, {}, was worse than {against} at that step; its process group was stopped",
+            "pruned at step {}: its best {metric} so far, {}, was worse than {}: {against}, at that step; its process group was stopped",
             p.step,
             fmt(p.best),
+            fmt(p.threshold),
         ))
     }
 }
