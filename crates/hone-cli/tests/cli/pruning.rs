@@ -475,3 +475,45 @@ fn a_run_whose_output_comes_in_one_block_at_its_end_is_judged_on_its_result() {
     assert!(said.contains("flush=True"), "{said}");
     assert_eq!(curve_points(&r, 2), 6, "its whole curve is kept");
 }
+
+#[test]
+fn a_progress_value_that_goes_against_the_objective_turns_pruning_off() {
+    // `hone init` may pick an accuracy to maximize while the progress lines print a falling
+    // loss: pruning judges curves in the objective's direction, so it would stop the runs
+    // whose loss falls fastest, the best ones. The baseline's curve shows it: pruning is
+    // turned off, and the run says why (again when it resumes).
+    let r = curve_repo(
+        "train.sh",
+        "r=$(cat value.txt)\n\
+         k=1\n\
+         while [ $k -le 6 ]; do echo \"step=$k loss=$((r * 10 + 60 / k))\"; k=$((k + 1)); done\n\
+         echo \"acc: $((100 - r))\"\n",
+        "acc",
+        "\"loss\"",
+        &[
+            ("direction", "\"maximize\""),
+            ("prune", "\"median\""),
+            ("prune_warmup", "\"2 steps\""),
+            ("prune_min_runs", "2"),
+        ],
+        3,
+    )
+    .script("write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t3\\n\n")
+    .file("value.txt", "5\n")
+    .create();
+    let out = ok(r.hone(&["run", "--tag", "d"]));
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "keep", "keep"]);
+    let said = text(&out);
+    assert!(
+        said.contains("[verify] prune is off for this run: the baseline's progress value went from 110.000000 to 60.000000 while acc is maximized"),
+        "{said}"
+    );
+    // Resumed with more experiments, it says so again and prunes nothing.
+    let again = ok(r.hone(&["run", "--tag", "d", "--more", "1"]));
+    assert!(
+        text(&again).contains("[verify] prune is off"),
+        "{}",
+        text(&again)
+    );
+}

@@ -242,6 +242,46 @@ impl Engine<'_> {
         Ok(None)
     }
 
+    /// Turns pruning off, and says why, when the baseline's curve went against the
+    /// objective's direction (a loss printed as progress while an accuracy is maximized):
+    /// pruning judges curves in the objective's direction, and would stop the best runs.
+    /// After the baseline, and when a run with one resumes.
+    pub(super) fn progress_against_objective(&mut self) -> Result<(), EngineError> {
+        let Some(p) = &self.verifier.spec.verify.progress else {
+            return Ok(());
+        };
+        if p.prune.is_none() {
+            return Ok(());
+        }
+        let curve = self.store.curve(self.run.id, 0)?;
+        let (Some(&(_, first)), Some(&(_, last))) = (curve.first(), curve.last()) else {
+            return Ok(());
+        };
+        let direction = self.verifier.spec.verify.direction;
+        let scale = first.abs().max(last.abs());
+        let against = curve.len() >= 3
+            && scale > 0.0
+            && match direction {
+                crate::spec::Direction::Minimize => last - first > 0.05 * scale,
+                crate::spec::Direction::Maximize => first - last > 0.05 * scale,
+            };
+        if !against {
+            return Ok(());
+        }
+        let metric = self.verifier.spec.verify.metric.clone();
+        if let Some(p) = self.verifier.spec.verify.progress.as_mut() {
+            p.prune = None;
+        }
+        let message = format!(
+            "[verify] prune is off for this run: the baseline's progress value went from {} to {} while {metric} is {}d, and pruning judges a curve in the objective's direction (it would stop the best runs); point `progress` at a value that moves as {metric} does, or set [verify] direction to match it",
+            crate::report::fmt_metric(Some(first)),
+            crate::report::fmt_metric(Some(last)),
+            direction.as_str(),
+        );
+        self.emit(Event::Warning { message });
+        Ok(())
+    }
+
     /// Says when `[verify] progress` read no point from the baseline's output: a regex or a
     /// metric name that never matches leaves pruning off all night without a word.
     fn progress_unread(&mut self, n: u64) -> Result<(), EngineError> {
@@ -249,7 +289,7 @@ impl Engine<'_> {
             return Ok(());
         };
         if !self.store.curve(self.run.id, n)?.is_empty() {
-            return Ok(());
+            return self.progress_against_objective();
         }
         let how = match &p.read {
             crate::verify::prune::Progress::Metric(name) => {

@@ -222,6 +222,9 @@ impl<'a> Engine<'a> {
         engine.contain(&mut said)?;
         engine.announce(resumed, said)?;
         engine.settle(resumed)?;
+        if resumed {
+            engine.progress_against_objective()?;
+        }
         Ok(engine)
     }
 
