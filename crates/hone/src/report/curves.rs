@@ -102,22 +102,29 @@ pub fn curves_svg(
             i > cut || matches!(status(*n), Status::Baseline | Status::Keep)
         });
     }
-    let points = drawn.iter().flat_map(|(_, c)| c.iter());
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for (x, y) in points {
-        (x0, x1, y0, y1) = (x0.min(*x), x1.max(*x), y0.min(*y), y1.max(*y));
-    }
+    let (x0, x1, y0, y1, clipped) = extent(&drawn, status);
     let sx = |x: f64| LEFT + (x - x0) / (x1 - x0).max(f64::MIN_POSITIVE) * (W - LEFT - RIGHT);
-    let sy = |y: f64| TOP + (y1 - y) / (y1 - y0).max(f64::MIN_POSITIVE) * (H - TOP - BOTTOM);
+    // A failed run's values beyond the others' range are drawn at the edge.
+    let sy = |y: f64| {
+        TOP + (y1 - y.clamp(y0, y1)) / (y1 - y0).max(f64::MIN_POSITIVE) * (H - TOP - BOTTOM)
+    };
+    let title = format!(
+        "{} by step (black: baseline, green: keeps, grey: discards, dashed: pruned{})",
+        esc(label),
+        if clipped {
+            "; failed runs' values beyond the others' are drawn at the edge"
+        } else {
+            ""
+        }
+    );
     let mut svg = String::new();
     let _ = writeln!(
         svg,
         r#"<svg class="curves" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="11">
 <rect width="{W}" height="{H}" fill="white"/>
-<text x="{LEFT}" y="16" font-size="13">{} by step (dashed: pruned)</text>
+<text x="{LEFT}" y="16" font-size="13">{title}</text>
 <text x="{LEFT}" y="{}" >step {x0}</text><text x="{}" y="{}" text-anchor="end">step {x1}</text>
 <text x="4" y="{}">{}</text><text x="4" y="{}">{}</text>"#,
-        esc(label),
         H - 8.0,
         W - RIGHT,
         H - 8.0,
@@ -156,6 +163,29 @@ pub fn curves_svg(
     Some(svg)
 }
 
+/// The plot's ranges (x0, x1, y0, y1), the values' from the runs that did not fail (a run
+/// that diverged before it crashed would flatten every other curve), and whether a failed
+/// run's value falls outside them. A plot of failed runs alone spans them all.
+fn extent(drawn: &[(u64, &Curve)], status: impl Fn(u64) -> Status) -> (f64, f64, f64, f64, bool) {
+    let (mut x0, mut x1) = (f64::MAX, f64::MIN);
+    let (mut y0, mut y1) = (f64::MAX, f64::MIN);
+    let (mut all0, mut all1) = (f64::MAX, f64::MIN);
+    for (n, c) in drawn {
+        let failed = status(*n).is_failure();
+        for (x, y) in c.iter() {
+            (x0, x1) = (x0.min(*x), x1.max(*x));
+            (all0, all1) = (all0.min(*y), all1.max(*y));
+            if !failed {
+                (y0, y1) = (y0.min(*y), y1.max(*y));
+            }
+        }
+    }
+    if y0 > y1 {
+        return (x0, x1, all0, all1, false);
+    }
+    (x0, x1, y0, y1, all0 < y0 || all1 > y1)
+}
+
 fn short(v: f64) -> String {
     format!("{v:.4}")
 }
@@ -184,6 +214,39 @@ mod tests {
         assert!(svg.contains("stroke-dasharray"), "{svg}");
         assert!(svg.contains("pruned at step 2"), "{svg}");
         assert!(svg.contains("loss &lt;x&gt;"), "escaped: {svg}");
+    }
+
+    #[test]
+    fn a_crashed_runs_divergence_does_not_flatten_the_other_curves() {
+        let exp = |n, st| ExperimentRecord {
+            n,
+            status: Some(st),
+            ..Default::default()
+        };
+        let exps = statuses(&[exp(0, Status::Baseline), exp(1, Status::Crash)]);
+        let mut curves = BTreeMap::new();
+        curves.insert(0, vec![(1.0, 2.0), (2.0, 1.0), (3.0, 0.5)]);
+        // Diverged to 92 at step 2, then crashed.
+        curves.insert(1, vec![(1.0, 2.0), (2.0, 92.0)]);
+        let svg = curves_svg(&curves, &exps, "loss").unwrap();
+        // The axis spans the baseline's values; the crash's 92 is drawn at the top edge.
+        assert!(
+            svg.contains(">2.0000<") && svg.contains(">0.5000<"),
+            "{svg}"
+        );
+        assert!(!svg.contains("92.0000"), "{svg}");
+        assert!(svg.contains("drawn at the edge"), "{svg}");
+        let top = format!("{:.1}", TOP);
+        let crash = svg
+            .lines()
+            .find(|l| l.contains(r#"class="curve crash""#))
+            .unwrap();
+        assert!(crash.contains(&format!(",{top}\"")), "{crash}");
+        // Failed runs alone: their own range.
+        let alone = statuses(&[exp(1, Status::Crash)]);
+        let only: BTreeMap<u64, Curve> = [(1, vec![(1.0, 2.0), (2.0, 92.0)])].into();
+        let svg = curves_svg(&only, &alone, "loss").unwrap();
+        assert!(svg.contains(">92.0000<"), "{svg}");
     }
 
     #[test]
