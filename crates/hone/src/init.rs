@@ -513,7 +513,7 @@ pub fn why_fixed(knob: &Knob) -> Option<&'static str> {
     Some(if knob.name.contains("SEED") {
         "a seed: changing it is noise"
     } else if knobs::measures_the_run(&knob.name) {
-        "a time budget, data split or evaluation constant: changing it changes the measurement"
+        "a time budget, run length, data size, data split, evaluation or logging constant: changing it changes the measurement"
     } else {
         match knob.value {
             KnobValue::Str(_) => "a string (annotate `# hone: choice [...]` to search it)",

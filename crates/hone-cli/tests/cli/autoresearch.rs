@@ -296,10 +296,15 @@ fn init_on_a_scikit_learn_script_keeps_momentum_a_fraction() {
         .unwrap_or_else(|| panic!("{t}"));
     assert!(momentum.contains("0.6..0.99"), "{momentum}");
     let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
+    // The solver's iteration count is the run's length: fixed.
+    assert!(
+        toml.contains("MAX_ITER (train.py:8): a time budget, run length"),
+        "{toml}"
+    );
     assert!(toml.contains("metric    = \"accuracy\""), "{toml}");
     assert!(toml.contains("direction = \"maximize\""), "{toml}");
     assert!(
-        toml.contains("TEST_SIZE (train.py:9): a time budget, data split"),
+        toml.contains("TEST_SIZE (train.py:9): a time budget, run length, data size, data split"),
         "{toml}"
     );
     git(dir, &["add", "-A"]);

@@ -444,6 +444,25 @@ const MEASUREMENT_WORDS: &[&str] = &[
     "TEST",
     "HOLDOUT",
     "SPLIT",
+    "EVERY",
+    "INTERVAL",
+];
+
+/// Words that mark a run's length (`NUM_STEPS`, `EPOCHS`, `MAX_ITERS`): more of it measures a
+/// longer run, not a better program, so such a knob is fixed; but not beside a word of
+/// [`PART_OF_A_RUN`] (`WARMUP_STEPS`, `GRAD_ACCUM_STEPS` are searched).
+const RUN_LENGTH_WORDS: &[&str] = &["STEPS", "EPOCHS", "ITER", "ITERS", "ITERATIONS"];
+const PART_OF_A_RUN: &[&str] = &["WARMUP", "COOLDOWN", "DECAY", "ACCUM", "GRAD", "ANNEAL"];
+
+/// Whole names of a training set's size: more data measures another problem.
+const DATA_SIZE_NAMES: &[&str] = &[
+    "N_TRAIN",
+    "NUM_TRAIN",
+    "TRAIN_SIZE",
+    "N_SAMPLES",
+    "NUM_SAMPLES",
+    "DATASET_SIZE",
+    "DATA_SIZE",
 ];
 
 /// Words of a knob's name that mark a fraction: a float in (0, 1] with one of them keeps its
@@ -458,9 +477,14 @@ fn has_word(name: &str, words: &[&str]) -> bool {
         .any(|w| words.contains(&w))
 }
 
-/// Whether a name marks a time budget, a data split or the evaluation ([`MEASUREMENT_WORDS`]).
+/// Whether a name marks a time budget, a data split, the evaluation or a logging cadence
+/// ([`MEASUREMENT_WORDS`]), a run's length ([`RUN_LENGTH_WORDS`]) or a training set's size
+/// ([`DATA_SIZE_NAMES`]).
 pub(crate) fn measures_the_run(name: &str) -> bool {
-    name.contains("SEED") || has_word(name, MEASUREMENT_WORDS)
+    name.contains("SEED")
+        || has_word(name, MEASUREMENT_WORDS)
+        || (has_word(name, RUN_LENGTH_WORDS) && !has_word(name, PART_OF_A_RUN))
+        || DATA_SIZE_NAMES.contains(&name)
 }
 
 /// The powers of two from `value / 4` to `value * 4` (at least 1) as a choice, for an integer
@@ -713,9 +737,9 @@ mod tests {
                 "{name}"
             );
         }
-        // Words, not substrings: INTERVAL holds VAL but is not about validation.
+        // Words, not substrings: INTERVALS holds VAL but is not about validation.
         assert_ne!(
-            inferred_domain("LOG_INTERVAL", &KnobValue::Int(300)),
+            inferred_domain("N_INTERVALS", &KnobValue::Int(300)),
             Domain::Fixed
         );
     }
@@ -786,8 +810,45 @@ mod tests {
             Domain::Int { .. }
         ));
         assert!(matches!(
-            inferred_domain("STEPS", &KnobValue::Int(100)),
+            inferred_domain("DEPTH", &KnobValue::Int(100)),
             Domain::Int { .. }
         ));
+    }
+
+    #[test]
+    fn a_runs_length_its_logging_and_its_data_size_are_fixed() {
+        for name in [
+            "NUM_STEPS",
+            "MAX_STEPS",
+            "EPOCHS",
+            "N_EPOCHS",
+            "MAX_ITERS",
+            "LOG_EVERY",
+            "EVAL_EVERY",
+            "LOG_INTERVAL",
+            "N_TRAIN",
+            "NUM_SAMPLES",
+        ] {
+            assert_eq!(
+                inferred_domain(name, &KnobValue::Int(300)),
+                Domain::Fixed,
+                "{name}"
+            );
+        }
+        // Parts of a run are searched.
+        for name in [
+            "WARMUP_STEPS",
+            "GRAD_ACCUM_STEPS",
+            "LR_DECAY_ITERS",
+            "TRAIN_BATCH",
+        ] {
+            assert!(
+                matches!(
+                    inferred_domain(name, &KnobValue::Int(300)),
+                    Domain::Int { .. }
+                ),
+                "{name}"
+            );
+        }
     }
 }

@@ -26,8 +26,12 @@
 //!   name containing `SEED` is fixed (changing a seed is noise, not an improvement).
 //! - Inference keeps the program valid and the measurement honest (`line::inferred_domain`,
 //!   then `infer`): a name with a word (split at `_`) `BUDGET`, `TIMEOUT`, `SHARD(S)`, `EVAL`,
-//!   `VAL`, `VALID`, `VALIDATION`, `TEST`, `HOLDOUT` or `SPLIT` is fixed (a time budget, a data
-//!   split, the evaluation: changing it changes what is measured); a float in (0, 1] named as
+//!   `VAL`, `VALID`, `VALIDATION`, `TEST`, `HOLDOUT`, `SPLIT`, `EVERY` or `INTERVAL` is fixed (a
+//!   time budget, a data split, the evaluation, a logging cadence: changing it changes what is
+//!   measured, or only its printout), as is a run's length (a word `STEPS`, `EPOCHS`, `ITER`,
+//!   `ITERS` or `ITERATIONS`, but not beside `WARMUP`, `COOLDOWN`, `DECAY`, `ACCUM`, `GRAD` or
+//!   `ANNEAL`) and a training set's size (`N_TRAIN`, `NUM_TRAIN`, `TRAIN_SIZE`, `N_SAMPLES`,
+//!   `NUM_SAMPLES`, `DATASET_SIZE`, `DATA_SIZE`); a float in (0, 1] named as
 //!   a fraction (`RATIO`, `FRAC`, `FRACTION`, `MOMENTUM`, `BETA`, `BETAS`, `DROPOUT`, `DECAY`,
 //!   `PROB`, trailing digits ignored) keeps inside (0, 1] around it: below a half on a log
 //!   scale from a tenth of it to ten times it, at most halfway to 1 (`0.01` → `log

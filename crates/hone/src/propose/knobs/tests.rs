@@ -13,7 +13,7 @@ WINDOW = "SSSL"        # hone: choice ["L", "SL", "SSSL"]
 USE_BIAS = False       # hone: bool
 SEED = 42              # hone: fixed
 WARMUP: float = 1e-3
-STEPS = 1_000
+ROUNDS = 1_000
 SHIFT = -2.5E+3
 HALF = .5
 THREE = 3.
@@ -82,7 +82,7 @@ fn discovers_every_python_form() -> Result<(), KnobError> {
             "USE_BIAS",
             "SEED",
             "WARMUP",
-            "STEPS",
+            "ROUNDS",
             "SHIFT",
             "HALF",
             "THREE",
@@ -103,7 +103,7 @@ fn discovers_every_python_form() -> Result<(), KnobError> {
     assert_eq!(warmup.value, KnobValue::Float(1e-3));
     assert_eq!(warmup.literal, "1e-3");
     assert!(!warmup.annotated);
-    assert_eq!(by_name(&knobs, "STEPS").value, KnobValue::Int(1000));
+    assert_eq!(by_name(&knobs, "ROUNDS").value, KnobValue::Int(1000));
     assert_eq!(by_name(&knobs, "SHIFT").value, KnobValue::Float(-2500.0));
     assert_eq!(by_name(&knobs, "HALF").value, KnobValue::Float(0.5));
     assert_eq!(by_name(&knobs, "THREE").value, KnobValue::Float(3.0));
@@ -122,7 +122,7 @@ fn discovers_every_python_form() -> Result<(), KnobError> {
             ("WINDOW", Domain::Choice(window.to_vec())),
             ("USE_BIAS", Domain::Bool),
             ("SEED", Domain::Fixed),
-            ("STEPS", int(250, 4000, true)),
+            ("ROUNDS", int(250, 4000, true)),
             ("SHIFT", float(-25000.0, -250.0, true)),
             ("NAME", Domain::Fixed),
             ("VERBOSE", Domain::Bool),
@@ -221,7 +221,7 @@ fn apply_rewrites_only_the_literal() -> Result<(), KnobError> {
             ("WINDOW", KnobValue::Str("SL".into())),
             ("USE_BIAS", KnobValue::Bool(true)),
             ("WARMUP", KnobValue::Float(0.00025)),
-            ("STEPS", KnobValue::Int(12345)),
+            ("ROUNDS", KnobValue::Int(12345)),
             ("SHIFT", KnobValue::Float(-100.0)),
             ("HALF", KnobValue::Float(0.25)),
             ("THREE", KnobValue::Float(4.0)),
@@ -234,7 +234,7 @@ fn apply_rewrites_only_the_literal() -> Result<(), KnobError> {
             ("WINDOW = \"SSSL\"  ", "WINDOW = \"SL\"  "),
             ("USE_BIAS = False ", "USE_BIAS = True "),
             ("WARMUP: float = 1e-3", "WARMUP: float = 2.5e-4"),
-            ("STEPS = 1_000", "STEPS = 12_345"),
+            ("ROUNDS = 1_000", "ROUNDS = 12_345"),
             ("SHIFT = -2.5E+3", "SHIFT = -1E+2"),
             ("HALF = .5", "HALF = 0.25"),
             ("THREE = 3.", "THREE = 4.0"),
