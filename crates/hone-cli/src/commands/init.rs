@@ -164,7 +164,10 @@ fn check(
         (exit, _) => {
             let what = match exit {
                 Some(e) => format!("the command {e}"),
-                None => format!("the command printed no `{metric}: <number>`"),
+                None => format!(
+                    "the command printed no `{metric}: <number>`{}",
+                    c.hint.as_deref().unwrap_or("")
+                ),
             };
             Err(CliError::runtime(format!(
                 "check: {what}; its last lines:\n  {}",

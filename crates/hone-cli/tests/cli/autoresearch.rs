@@ -352,4 +352,15 @@ fn init_check_runs_the_baseline_once_and_reports_the_metric() {
     assert!(std::fs::read_to_string(dir.join("hone.toml"))
         .unwrap()
         .contains("\"val_loss\""));
+    // A misspelt metric gets the fix `hone run` would give: the name a line prints.
+    edit_spec(&dir, |s| {
+        s.replace("metric    = \"val_loss\"", "metric    = \"val_bp\"")
+    });
+    let typo = init(&["init", "--check"]);
+    let t = text(&typo);
+    assert_eq!(typo.status.code(), Some(1), "{t}");
+    assert!(
+        t.contains("a line prints `val_bpb`") && t.contains("metric = \"val_bpb\""),
+        "{t}"
+    );
 }

@@ -15,6 +15,9 @@ pub struct CheckOutcome {
     pub tail: Vec<String>,
     /// With a `progress` setting: how many points it read, and the last one (step, value).
     pub progress: Option<(usize, Option<(f64, f64)>)>,
+    /// When no objective was read: what to do, as `hone run` says it (the name a line
+    /// prints, or a `metric_regex` that would read it).
+    pub hint: Option<String>,
 }
 
 /// Runs `command` once in `root` (the checkout: `hone run` runs it in a worktree of the
@@ -71,11 +74,16 @@ pub fn check(
     // The log was only a by-product: the lines were read as they came.
     let _ = std::fs::remove_file(&log_path);
     let outcome = outcome?;
+    let metrics = reader.finish();
+    let value = metrics.get(metric);
     Ok(CheckOutcome {
         exit: outcome.exit,
         seconds: outcome.duration.as_secs_f64(),
-        value: reader.finish().get(metric),
+        value,
         tail: tail.into(),
         progress: progress.map(|_| (points, last_point)),
+        hint: value.is_none().then(|| {
+            crate::verify::metrics::missing_metric_hint(metrics.mention.as_deref(), metric)
+        }),
     })
 }
