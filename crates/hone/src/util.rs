@@ -59,6 +59,22 @@ pub fn push_fixed(out: &mut String, x: f64, prec: usize) {
     let _ = write!(out, "{x:.prec$}");
 }
 
+/// The Levenshtein distance between `a` and `b`, in characters: how near a typo is.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
 /// `secs` seconds since the epoch in UTC, written by chrono's `format` (e.g. `%Y%m%d`): run
 /// tags, schedule stamps and the dashboard's times.
 pub fn utc_text(secs: i64, format: &str) -> String {

@@ -484,7 +484,7 @@ pub fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     known.or_else(|| {
         candidates
             .iter()
-            .map(|c| (edit_distance(word, c), *c))
+            .map(|c| (crate::util::edit_distance(word, c), *c))
             .filter(|(d, c)| *d <= 2.max(c.len() / 3))
             .min_by_key(|(d, _)| *d)
             .map(|(_, c)| c)
@@ -509,18 +509,3 @@ const SYNONYMS: &[(&str, &str)] = &[
     ("trials", "max_experiments"),
     ("max_steps", "max_experiments"),
 ];
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}

@@ -583,6 +583,21 @@ mod tests {
                 "\"reach~A\" with 0 < A < 1",
             ),
             (
+                "progress = \"loss\"\nprune = \"reach~1.5\"",
+                "verify.prune",
+                "(A is between 0 and 1, not `1.5`",
+            ),
+            (
+                "progress = \"loss\"\nprune = \"mediam\"",
+                "verify.prune",
+                "(did you mean \"median\"?)",
+            ),
+            (
+                "progress = \"loss\"\nprune = \"median:50\"",
+                "verify.prune",
+                "(did you mean \"percentile:50\"?)",
+            ),
+            (
                 "progress = \"loss (\"",
                 "verify.progress",
                 "neither a metric name",

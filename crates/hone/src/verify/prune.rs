@@ -155,17 +155,40 @@ impl PruneRule {
         if let Some(k) = number_after(t, "top:", |k: &usize| *k >= 1) {
             return Ok(PruneRule::Top(k));
         }
-        let hint = if t.starts_with("top") || t == "best" || t == "incumbent" {
-            " (did you mean \"top:3\"? K is a whole number from 1)"
-        } else if t.starts_with("percentile") || t.starts_with("quantile") {
-            " (did you mean \"percentile:25\"? P is between 0 and 100)"
-        } else {
-            ""
-        };
         Err(format!(
-            "`{text}` is not a pruning rule{hint}: write \"median\", \"percentile:P\" with P between 0 and 100 (\"percentile:25\" keeps only runs within the best quarter), \"top:K\" (\"top:3\" stops a run clearly behind the 3 best finished runs), \"halving\" (a percentile that tightens at 1, 2 and 3 times the warm-up), or \"reach\" (stops a run behind every finished curve shifted to end at the best finished curve's last value; \"reach:P\" with 0 < P <= 100 compares with their P-th percentile, \"reach~A\" with 0 < A < 1 with a bar that tightens as finished curves accumulate, \"reach~0.12\")"
+            "`{text}` is not a pruning rule{}: write \"median\", \"percentile:P\" with 0 < P < 100, \"top:K\" with K >= 1, \"halving\", \"reach\", \"reach:P\" with 0 < P <= 100, or \"reach~A\" with 0 < A < 1 (README, \"Stopping hopeless runs\", says what each stops)",
+            rule_hint(t)
         ))
     }
+}
+
+/// What `t`, no pruning rule, was most likely meant as.
+fn rule_hint(t: &str) -> String {
+    let hint = if let Some(n) = t.strip_prefix("reach~") {
+        format!(" (A is between 0 and 1, not `{n}`: \"reach~0.12\" stops a would-be keep about one time in eight)")
+    } else if let Some(n) = t.strip_prefix("reach:") {
+        format!(" (P is above 0 and at most 100, not `{n}`)")
+    } else if let Some(n) = t.strip_prefix("percentile:") {
+        format!(" (P is between 0 and 100, not `{n}`: \"percentile:25\" keeps runs within the best quarter)")
+    } else if let Some(n) = t
+        .strip_prefix("median:")
+        .or_else(|| t.strip_prefix("median "))
+    {
+        format!(" (did you mean \"percentile:{}\"?)", n.trim())
+    } else if t.starts_with("top") || t == "best" || t == "incumbent" {
+        " (did you mean \"top:3\"? K is a whole number from 1)".to_string()
+    } else if t.starts_with("percentile") || t.starts_with("quantile") {
+        " (did you mean \"percentile:25\"? P is between 0 and 100)".to_string()
+    } else {
+        match ["median", "halving", "reach"]
+            .into_iter()
+            .find(|name| crate::util::edit_distance(t, name) <= 2)
+        {
+            Some(name) => format!(" (did you mean \"{name}\"?)"),
+            None => String::new(),
+        }
+    };
+    hint
 }
 
 /// The number after `prefix` in `t` (surrounding space allowed), when `t` starts with `prefix`
@@ -517,6 +540,8 @@ mod tests {
             assert!(e.contains("\"reach\""), "{bad}: {e}");
         }
         let e = PruneRule::parse("percentile:150").unwrap_err();
+        assert!(e.contains("(P is between 0 and 100, not `150`"), "{e}");
+        let e = PruneRule::parse("percentile").unwrap_err();
         assert!(e.contains("did you mean \"percentile:25\""), "{e}");
     }
 
