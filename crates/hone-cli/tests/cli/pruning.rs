@@ -425,6 +425,11 @@ fn a_progress_setting_that_reads_nothing_is_said_after_the_baseline() {
         "[verify] progress read no point from the baseline's output (no line matched",
     );
     assert_says(&out, "nothing is pruned");
+    // With a line of the log that looks like progress, and the setting that reads it.
+    assert_says(
+        &out,
+        "a line of it reads `step=1 loss=110`: progress = 'step=(?P<step>\\d+).*?loss=(?P<value>[0-9.eE+-]+)' would read it",
+    );
     let (r, _) = training_repo(&[], "write\tvalue.txt\t4\\n\n");
     let out = ok(r.hone(&["run", "--tag", "q"]));
     assert!(!text(&out).contains("read no point"), "{}", text(&out));

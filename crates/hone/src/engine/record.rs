@@ -299,10 +299,22 @@ impl Engine<'_> {
                 format!("no line matched `{source}`")
             }
         };
+        // A line of the log that looks like progress, and the setting that would read it.
+        let fix = std::fs::read(self.log_of(n)).ok().and_then(|bytes| {
+            let text = String::from_utf8_lossy(&bytes[..bytes.len().min(1 << 20)]).into_owned();
+            text.split(['\n', '\r']).find_map(|line| {
+                let (regex, _) = crate::verify::prune::Progress::suggest(line)?;
+                let line: String = line.trim().chars().take(200).collect();
+                Some(format!(
+                    "; a line of it reads `{line}`: progress = '{regex}' would read it"
+                ))
+            })
+        });
         let message = format!(
-            "[verify] progress read no point from the baseline's output ({how}; log: {}): no curve is recorded{}; check it against a line of that log",
+            "[verify] progress read no point from the baseline's output ({how}; log: {}): no curve is recorded{}{}",
             self.log_of(n),
-            if p.prune.is_some() { " and nothing is pruned" } else { "" }
+            if p.prune.is_some() { " and nothing is pruned" } else { "" },
+            fix.as_deref().unwrap_or("; check it against a line of that log"),
         );
         self.emit(Event::Warning { message });
         Ok(())

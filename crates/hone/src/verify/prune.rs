@@ -33,6 +33,27 @@ mod reach;
 pub use live::{LiveCurve, Point, JUDGE_INTERVAL, MAX_STORED, STORED_IN_FULL};
 use reach::Bar;
 
+/// Words of a value's name that make a printed progress line's value (what
+/// [`Progress::suggest`] looks for).
+const PROGRESS_WORDS: &[&str] = &[
+    "loss",
+    "bpb",
+    "acc",
+    "accuracy",
+    "error",
+    "err",
+    "perplexity",
+    "ppl",
+    "nll",
+    "mse",
+    "mae",
+    "rmse",
+    "f1",
+    "auc",
+    "score",
+    "reward",
+];
+
 /// How intermediate values are read from the verifier's output.
 #[derive(Clone, Debug)]
 pub enum Progress {
@@ -73,6 +94,37 @@ impl Progress {
             Progress::Metric(name) => name,
             Progress::Regex { source, .. } => source,
         }
+    }
+
+    /// A regex that reads a printed progress line (`step 50 | loss 0.6662 | 0.2s`: a `step`
+    /// and its number, then a loss-like name and its number), and the value's name; `None`
+    /// for a line that is not one.
+    pub fn suggest(line: &str) -> Option<(String, String)> {
+        static STEP: std::sync::OnceLock<Option<Regex>> = std::sync::OnceLock::new();
+        static PAIR: std::sync::OnceLock<Option<Regex>> = std::sync::OnceLock::new();
+        let step = STEP
+            // No `(?i)`: the regex crate is built without Unicode case folding.
+            .get_or_init(|| Regex::new(r"\b([Ss]tep|STEP)\b(\s*[:=]?\s*)\d+").ok())
+            .as_ref()?;
+        let pair = PAIR
+            .get_or_init(|| {
+                Regex::new(r"\b([A-Za-z_][A-Za-z0-9_]*)(\s*[:=]\s*|\s+)[-+]?[0-9][0-9.eE+-]*").ok()
+            })
+            .as_ref()?;
+        let s = step.captures(line)?;
+        let after = &line[s.get(0)?.end()..];
+        let c = pair.captures_iter(after).find(|c| {
+            let name = c[1].to_ascii_lowercase();
+            name.split('_').any(|w| PROGRESS_WORDS.contains(&w))
+        })?;
+        let regex = format!(
+            "{}{}(?P<step>\\d+).*?{}{}(?P<value>[0-9.eE+-]+)",
+            regex::escape(&s[1]),
+            regex::escape(&s[2]),
+            regex::escape(&c[1]),
+            regex::escape(&c[2])
+        );
+        Some((regex, c[1].to_string()))
     }
 
     /// The (step, value) a line carries, if any; both finite.
@@ -543,6 +595,30 @@ mod tests {
         assert!(e.contains("(P is between 0 and 100, not `150`"), "{e}");
         let e = PruneRule::parse("percentile").unwrap_err();
         assert!(e.contains("did you mean \"percentile:25\""), "{e}");
+    }
+
+    #[test]
+    fn a_printed_progress_line_gets_a_regex_that_reads_it() {
+        for (line, step, value) in [
+            ("step 50 | loss 0.6662 | 0.2s", "50", "0.6662"),
+            ("Step: 120, train_loss=1.5e-3, lr=0.1", "120", "1.5e-3"),
+            ("epoch 1 step 7 val_acc: 0.91", "7", "0.91"),
+            ("step=1 loss=110", "1", "110"),
+        ] {
+            let (regex, _) = Progress::suggest(line).unwrap_or_else(|| panic!("{line}"));
+            let p = Progress::compile(&regex).unwrap();
+            assert_eq!(
+                p.read(line),
+                Some((step.parse().unwrap(), value.parse().unwrap())),
+                "{line}: {regex}"
+            );
+        }
+        assert_eq!(Progress::suggest("loss 0.5"), None, "no step");
+        assert_eq!(
+            Progress::suggest("step 5 | lr 0.1"),
+            None,
+            "no loss-like value"
+        );
     }
 
     #[test]
