@@ -296,3 +296,31 @@ fn a_misspelt_metric_gets_the_printed_name_to_set() {
     );
     assert!(!reason.contains("metric_regex"), "{reason}");
 }
+
+#[test]
+fn a_knobs_search_after_a_failed_baseline_starts_as_a_fresh_run_would() {
+    // The baseline failed on a misspelt metric, then was fixed: the failure was the setup's,
+    // not the configuration's, so the knobs search neither counts it as a crash of the
+    // baseline's configuration nor moves its design on: the first candidate is the one a run
+    // that never failed proposes first.
+    let (_t, dir) = knob_repo();
+    ok(hone_in(
+        &dir,
+        &["run", "--tag", "clean", "--seed", "3", "-n", "2"],
+    ));
+    let clean = log_in(&dir);
+    edit_spec(&dir, |s| s.replace("\"loss\"", "\"los\""));
+    let failed = hone_in(&dir, &["run", "--tag", "t", "--seed", "3", "-n", "2"]);
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    edit_spec(&dir, |s| s.replace("\"los\"", "\"loss\""));
+    ok(hone_in(&dir, &["run", "--tag", "t", "-n", "2"]));
+    let t = log_in(&dir);
+    let st: Vec<&str> = t.iter().map(|e| e["status"].as_str().unwrap()).collect();
+    assert_eq!(&st[..2], ["crash", "baseline"], "{t:?}");
+    assert!(
+        t[0]["config"].is_null(),
+        "out of the knobs' history: {}",
+        t[0]
+    );
+    assert_eq!(t[2]["config"], clean[1]["config"], "{t:?}\n{clean:?}");
+}

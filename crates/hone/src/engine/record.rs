@@ -342,12 +342,15 @@ impl Engine<'_> {
     /// Records a baseline that failed, and stops: the unmodified project must pass.
     fn baseline_failed(
         &mut self,
-        rec: ExperimentRecord,
+        mut rec: ExperimentRecord,
         status: Status,
         reason: String,
         t_start: Instant,
     ) -> Result<Option<Stop>, EngineError> {
         let n = rec.n;
+        // The setup failed, not the configuration (the baseline that passes has the same):
+        // out of the knobs' history, where a crash would read as an infeasible configuration.
+        rec.config = None;
         let reason = format!("baseline {status}: {reason}");
         self.finish(rec, status, reason.clone(), t_start)?;
         let log = std::path::PathBuf::from(self.log_of(n));

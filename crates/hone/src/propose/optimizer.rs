@@ -350,6 +350,13 @@ impl Proposer for KnobsProposer {
             pending: &pending,
             stand_ins: self.observed.stand_ins(),
         };
+        // Counted from the baseline: a baseline that failed first (a misspelt metric, fixed
+        // since) does not move the design on (its first point, the centre, is index 1).
+        let baseline = ctx
+            .history
+            .iter()
+            .find(|e| e.status() == Status::Baseline)
+            .map_or(0, |b| b.n);
         let suggested = knobs::suggest_cached(
             &mut self.cache,
             &found,
@@ -357,7 +364,7 @@ impl Proposer for KnobsProposer {
             &incumbent,
             minimize,
             ctx.seed,
-            ctx.n,
+            ctx.n.saturating_sub(baseline),
             &guide,
         );
         let Some((next, from)) = suggested else {
