@@ -401,6 +401,10 @@ fn what_a_kill_9_cut_off_still_counts_towards_max_time() {
         "loop time grew {:.2} s, the resumed session took {session:.2} s",
         after - before
     );
+    // The cut-off experiment's record says it was verifying those seconds.
+    let cut = &r.log()[2];
+    assert_eq!(cut["status"], "aborted", "{cut}");
+    assert!(cut["verify_ms"].as_u64().unwrap() >= 2000, "{cut}");
 }
 
 #[test]

@@ -95,6 +95,11 @@ impl Engine<'_> {
                     .map(|d| d.as_secs_f64());
                 if let Some(end) = last_write.filter(|&end| e.total_ms == 0 && end > e.started_at) {
                     e.total_ms = ((end - e.started_at) * 1000.0) as u64;
+                    // Its verifier wrote that log: it was verifying for what its proposal and
+                    // gate did not take.
+                    if e.verify_ms == 0 {
+                        e.verify_ms = e.total_ms.saturating_sub(e.propose_ms + e.gate_ms);
+                    }
                 }
             }
             cut_off.push((e.started_at, self.last_activity(e.n, e.started_at)));
