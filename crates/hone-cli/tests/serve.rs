@@ -755,6 +755,17 @@ fn serve_with_a_token_answers_401_to_every_request_without_it() {
         "{}",
         exp.body
     );
+    // An error page too (its stylesheet and home link).
+    let missing = get(&format!("{base}runs/t/experiments/999?token={TOKEN}"));
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    assert!(
+        missing
+            .body
+            .contains(&format!(r#"href="/assets/style.css?token={TOKEN}""#))
+            && missing.body.contains(&format!(r#"href="/?token={TOKEN}""#)),
+        "{}",
+        missing.body
+    );
     // No redirect anywhere (`//evil.example/x` is a path here).
     let away = get(&format!("{base}/evil.example/x?token={TOKEN}"));
     assert_eq!((away.status, away.header("location")), (404, None));

@@ -92,9 +92,11 @@ async fn security_headers(mut res: Response) -> Response {
 
 /// `hone daemon` without a token: only requests addressed to a loopback name get through, so
 /// that no web page reaches it by DNS rebinding; but the signed trigger, which a webhook may
-/// send through a tunnel under another name (its signature is its check).
+/// send through a tunnel under another name (its signature is its check), and `/healthz`,
+/// which a proxy's health check may ask under its own name (it says only `ok`).
 pub(crate) async fn loopback_only(req: Request, next: Next) -> Response {
-    if req.uri().path() == "/api/trigger" || host_is_loopback(req.headers()) {
+    let open = matches!(req.uri().path(), "/api/trigger" | "/healthz");
+    if open || host_is_loopback(req.headers()) {
         next.run(req).await
     } else {
         not_loopback()

@@ -106,6 +106,10 @@ fn app(opts: &ServeOptions, extra: Router) -> Result<(Router, tokio::sync::watch
         links: html::Links::new(opts.token.as_deref()),
     });
     let routes = pages::routes()
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            pages::relink,
+        ))
         .merge(api::routes())
         .with_state(state)
         .merge(assets::routes())

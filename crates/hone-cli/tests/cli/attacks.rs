@@ -105,6 +105,9 @@ fn attack_replaces_a_protected_file_with_a_symlink() {
     let e = attack("run\trm train.py && ln -s ./.git/hooks/pre-commit train.py\n");
     assert_eq!(e["status"], "violation", "{e}");
     assert_reason(&e, "into the repository's .git");
+    let e = attack("run\trm train.py && ln -s .GIT/config train.py\n");
+    assert_eq!(e["status"], "violation", "{e}");
+    assert_reason(&e, "into the repository's .git");
 }
 
 #[test]

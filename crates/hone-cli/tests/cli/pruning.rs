@@ -486,14 +486,16 @@ fn a_progress_value_that_goes_against_the_objective_turns_pruning_off() {
     // `hone init` may pick an accuracy to maximize while the progress lines print a falling
     // loss: pruning judges curves in the objective's direction, so it would stop the runs
     // whose loss falls fastest, the best ones. The baseline's curve shows it: pruning is
-    // turned off, and the run says why (again when it resumes).
+    // turned off, and the run says why (again when it resumes, unless `progress` was
+    // pointed at a value that moves as the objective does since). The baseline here is
+    // experiment 1: a misspelt metric failed the first.
     let r = curve_repo(
         "train.sh",
         "r=$(cat value.txt)\n\
          k=1\n\
-         while [ $k -le 6 ]; do echo \"step=$k loss=$((r * 10 + 60 / k))\"; k=$((k + 1)); done\n\
+         while [ $k -le 6 ]; do echo \"step=$k loss=$((r * 10 + 60 / k)) rise=$((k * 10 - r))\"; k=$((k + 1)); done\n\
          echo \"acc: $((100 - r))\"\n",
-        "acc",
+        "acx",
         "\"loss\"",
         &[
             ("direction", "\"maximize\""),
@@ -503,22 +505,65 @@ fn a_progress_value_that_goes_against_the_objective_turns_pruning_off() {
         ],
         3,
     )
-    .script("write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t3\\n\n")
+    .script("write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t3\\n\n---\nwrite\tvalue.txt\t2\\n\n")
     .file("value.txt", "5\n")
     .create();
+    let failed = r.hone(&["run", "--tag", "d"]);
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    edit_spec(&r.dir, |s| s.replace("\"acx\"", "\"acc\""));
     let out = ok(r.hone(&["run", "--tag", "d"]));
     let log = r.log();
-    assert_statuses(&log, &["baseline", "keep", "keep"]);
+    assert_statuses(&log, &["crash", "baseline", "keep", "keep"]);
     let said = text(&out);
     assert!(
-        said.contains("[verify] prune is off for this run: the baseline's progress value went from 110.000000 to 60.000000 while acc is maximized"),
+        said.contains("[verify] prune is off for this run: the baseline's progress value went from 110.000000 to 60.000000 (its first and last quarters' means) while acc is maximized"),
         "{said}"
     );
-    // Resumed with more experiments, it says so again and prunes nothing.
+    // Resumed with more experiments, it says so again and prunes nothing...
     let again = ok(r.hone(&["run", "--tag", "d", "--more", "1"]));
     assert!(
         text(&again).contains("[verify] prune is off"),
         "{}",
         text(&again)
     );
+    // ...until `progress` reads a value that rises as acc does: read again from the
+    // baseline's log with the new setting, it goes the objective's way.
+    edit_spec(&r.dir, |s| {
+        s.replace("progress = \"loss\"", "progress = \"rise\"")
+    });
+    let spec = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
+    assert!(spec.contains("progress = \"rise\""), "{spec}");
+    let fixed = ok(r.hone(&["run", "--tag", "d", "--more", "1"]));
+    assert!(!text(&fixed).contains("prune is off"), "{}", text(&fixed));
+}
+
+#[test]
+fn a_periodic_evaluation_line_mid_run_does_not_keep_a_run_from_being_pruned() {
+    // The script prints its objective as a periodic evaluation after step 2, then goes on:
+    // a point after it means the run is not over, so a hopeless run is still pruned.
+    let r = curve_repo(
+        "train.sh",
+        "r=$(cat value.txt)\n\
+         k=1\n\
+         while [ $k -le 6 ]; do\n\
+           echo \"step=$k loss=$((r * 10 + 60 / k))\"\n\
+           if [ $k -eq 2 ]; then echo \"loss: $((r * 10 + 30))\"; fi\n\
+           if [ $k -ge 3 ] && [ $r -ge 50 ]; then while :; do sleep 0.05; done; fi\n\
+           k=$((k + 1))\n\
+         done\n\
+         echo \"loss: $((r * 10 + 10))\"\n",
+        "loss",
+        "\"loss\"",
+        &[
+            ("prune", "\"median\""),
+            ("prune_warmup", "\"2 steps\""),
+            ("prune_min_runs", "2"),
+        ],
+        3,
+    )
+    .script("write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t50\\n\n")
+    .file("value.txt", "5\n")
+    .create();
+    let log = r.run_log("e");
+    assert_statuses(&log, &["baseline", "keep", "pruned"]);
 }

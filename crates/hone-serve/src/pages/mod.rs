@@ -11,6 +11,8 @@ mod run;
 mod runs;
 mod table;
 
+use axum::extract::{Request, State};
+use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -55,9 +57,27 @@ impl IntoResponse for PageError {
             esc(title),
             esc(&self.0.message())
         );
-        // An error knows no token: its home link asks for one again (rare pages: a wrong
-        // address or a store that cannot be read).
+        // Drawn without the token here; [`relink`] draws it again with the server's links.
         let links = crate::html::Links::default();
-        (self.0.status(), Html(page(&links, title, &[], &body))).into_response()
+        let mut res = (self.0.status(), Html(page(&links, title, &[], &body))).into_response();
+        res.extensions_mut().insert(ErrorPage { title, body });
+        res
+    }
+}
+
+/// An error page's parts, for [`relink`].
+#[derive(Clone)]
+struct ErrorPage {
+    title: &'static str,
+    body: String,
+}
+
+/// Draws an error page again with the server's links (its stylesheet, script and home link
+/// carry the token, as every page's do): an error knows no state of its own.
+pub(crate) async fn relink(State(st): State<AppState>, req: Request, next: Next) -> Response {
+    let mut res = next.run(req).await;
+    match res.extensions_mut().remove::<ErrorPage>() {
+        Some(e) => (res.status(), Html(page(&st.links, e.title, &[], &e.body))).into_response(),
+        None => res,
     }
 }

@@ -370,10 +370,14 @@ fn escaping_symlink(wt: &Path, changes: &[Change]) -> Option<String> {
                     .join(&target)
             }),
         };
+        // Any `.git` on the way (a nested repository's too), in any case (a file system
+        // that ignores case reads `.GIT` as `.git`).
         let into_git = |rel: &Path| {
-            rel.components()
-                .find(|c| !matches!(c, std::path::Component::CurDir))
-                .is_some_and(|c| c.as_os_str() == ".git")
+            rel.components().any(|c| {
+                c.as_os_str()
+                    .to_str()
+                    .is_some_and(|c| c.eq_ignore_ascii_case(".git"))
+            })
         };
         match within {
             None => Some(format!(

@@ -33,8 +33,9 @@ pub(super) struct Watch<'a> {
     pruned: Option<Pruned>,
     /// The first failed write of a point, reported when the run is over.
     error: Option<StoreError>,
-    /// When the first point arrived, and how many did.
+    /// When the first and the last point arrived, and how many did.
     first_at: Option<std::time::Duration>,
+    last_at: std::time::Duration,
     points: u64,
 }
 
@@ -42,8 +43,9 @@ pub(super) struct Watch<'a> {
 pub(super) struct Watched {
     /// Why it was pruned, if it was (the reason to record).
     pub pruned: Option<String>,
-    /// Every point arrived in the run's last tenth, of a run of a second or more: its output is
-    /// buffered (nothing could be pruned before it ended).
+    /// Every point arrived at once as a run of a second or more ended (within its last
+    /// twentieth, and a twentieth of it or 100 ms apart at most): its output is buffered,
+    /// when its executor streams output (nothing could be pruned before it ended).
     pub bunched: bool,
 }
 
@@ -79,6 +81,7 @@ impl<'a> Watch<'a> {
             pruned: None,
             error: None,
             first_at: None,
+            last_at: std::time::Duration::ZERO,
             points: 0,
         }))
     }
@@ -90,6 +93,7 @@ impl<'a> Watch<'a> {
         };
         let elapsed = self.started.elapsed();
         self.first_at.get_or_insert(elapsed);
+        self.last_at = elapsed;
         self.points += 1;
         let point = self.live.push(step, value, elapsed);
         if point.store {
@@ -126,9 +130,10 @@ impl<'a> Watch<'a> {
         let total = self.started.elapsed().as_secs_f64();
         let bunched = self.points >= 3
             && total >= 1.0
-            && self
-                .first_at
-                .is_some_and(|first| first.as_secs_f64() >= 0.9 * total);
+            && self.first_at.is_some_and(|first| {
+                let (first, last) = (first.as_secs_f64(), self.last_at.as_secs_f64());
+                last - first <= (0.05 * total).max(0.1) && total - last <= 0.05 * total
+            });
         Ok(Watched {
             pruned: self.pruned_reason(),
             bunched,

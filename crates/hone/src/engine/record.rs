@@ -245,22 +245,29 @@ impl Engine<'_> {
     /// Turns pruning off, and says why, when the baseline's curve went against the
     /// objective's direction (a loss printed as progress while an accuracy is maximized):
     /// pruning judges curves in the objective's direction, and would stop the best runs.
-    /// After the baseline, and when a run with one resumes.
-    pub(super) fn progress_against_objective(&mut self) -> Result<(), EngineError> {
+    /// After the baseline (experiment `n`), and when a run with one resumes. The curve is
+    /// read again from the baseline's log with the setting in force, so a `progress` fixed
+    /// since counts; its first and last quarters' means are compared.
+    pub(super) fn progress_against_objective(&mut self, n: u64) -> Result<(), EngineError> {
         let Some(p) = &self.verifier.spec.verify.progress else {
             return Ok(());
         };
         if p.prune.is_none() {
             return Ok(());
         }
-        let curve = self.store.curve(self.run.id, 0)?;
-        let (Some(&(_, first)), Some(&(_, last))) = (curve.first(), curve.last()) else {
+        let curve = curve_in_log(&self.log_of(n), &p.read);
+        let quarter = curve.len() / 4;
+        if quarter == 0 {
             return Ok(());
-        };
+        }
+        let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+        let (first, last) = (
+            mean(&curve[..quarter]),
+            mean(&curve[curve.len() - quarter..]),
+        );
         let direction = self.verifier.spec.verify.direction;
         let scale = first.abs().max(last.abs());
-        let against = curve.len() >= 3
-            && scale > 0.0
+        let against = scale > 0.0
             && match direction {
                 crate::spec::Direction::Minimize => last - first > 0.05 * scale,
                 crate::spec::Direction::Maximize => first - last > 0.05 * scale,
@@ -273,13 +280,24 @@ impl Engine<'_> {
             p.prune = None;
         }
         let message = format!(
-            "[verify] prune is off for this run: the baseline's progress value went from {} to {} while {metric} is {}d, and pruning judges a curve in the objective's direction (it would stop the best runs); point `progress` at a value that moves as {metric} does, or set [verify] direction to match it",
+            "[verify] prune is off for this run: the baseline's progress value went from {} to {} (its first and last quarters' means) while {metric} is {}d, and pruning judges a curve in the objective's direction (it would stop the best runs); point `progress` at a value that moves as {metric} does, or set [verify] direction to match it",
             crate::report::fmt_metric(Some(first)),
             crate::report::fmt_metric(Some(last)),
             direction.as_str(),
         );
         self.emit(Event::Warning { message });
         Ok(())
+    }
+
+    /// When a run resumes: [`Engine::progress_against_objective`] of its baseline, if it has one.
+    pub(super) fn progress_against_objective_on_resume(&mut self) -> Result<(), EngineError> {
+        match self
+            .store
+            .first_with_status(self.run.id, Status::Baseline)?
+        {
+            Some(b) => self.progress_against_objective(b.n),
+            None => Ok(()),
+        }
     }
 
     /// Says when `[verify] progress` read no point from the baseline's output: a regex or a
@@ -289,7 +307,12 @@ impl Engine<'_> {
             return Ok(());
         };
         if !self.store.curve(self.run.id, n)?.is_empty() {
-            return self.progress_against_objective();
+            if self.verifier.bunched {
+                self.emit(Event::Warning {
+                    message: "[verify] progress: every point of the baseline's curve arrived as its run ended: its output is buffered, so no run can be pruned before it ends; print with flush=True (or run `python3 -u`, or set PYTHONUNBUFFERED=1)".into(),
+                });
+            }
+            return self.progress_against_objective(n);
         }
         let how = match &p.read {
             crate::verify::prune::Progress::Metric(name) => {
@@ -300,8 +323,7 @@ impl Engine<'_> {
             }
         };
         // A line of the log that looks like progress, and the setting that would read it.
-        let fix = std::fs::read(self.log_of(n)).ok().and_then(|bytes| {
-            let text = String::from_utf8_lossy(&bytes[..bytes.len().min(1 << 20)]).into_owned();
+        let fix = log_head(&self.log_of(n)).and_then(|text| {
             text.split(['\n', '\r']).find_map(|line| {
                 let (regex, _) = crate::verify::prune::Progress::suggest(line)?;
                 let line: String = line.trim().chars().take(200).collect();
@@ -689,4 +711,26 @@ fn log_tail(path: &Path, n: usize) -> String {
             .collect::<Vec<_>>()
             .join("\n")
     }
+}
+
+/// The first MiB of the log at `path`, as text; `None` when it cannot be read.
+fn log_head(path: &str) -> Option<String> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(1 << 20)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The values `read` finds in the log at `path` ([`log_head`]; lines end at `\n` or `\r`),
+/// in order.
+fn curve_in_log(path: &str, read: &crate::verify::prune::Progress) -> Vec<f64> {
+    log_head(path).map_or_else(Vec::new, |text| {
+        text.split(['\n', '\r'])
+            .filter_map(|line| read.read(line).map(|(_, v)| v))
+            .collect()
+    })
 }

@@ -76,13 +76,7 @@ impl Engine<'_> {
             let killed = self.stop_leftovers(e)?;
             // Its archive ref is written before its row holds the commit: a crash between
             // the two is completed from the ref.
-            if e.candidate_commit.is_none() {
-                let git = &self.verifier.git;
-                if let Some(c) = git.ref_target(&archive_ref(&tag, e.n))? {
-                    e.tree = git.tree_of(&c).ok();
-                    e.candidate_commit = Some(c);
-                }
-            }
+            commit_from_ref(&self.verifier.git, e, &archive_ref(&tag, e.n))?;
             // What its verifier printed before the stop is shown with it (`hone show`), and
             // its time runs to the log's last write (not to this resume).
             let log = self.log_of(e.n);
@@ -451,4 +445,32 @@ fn set_aside_lost_refs(
         ));
     }
     Ok(warnings)
+}
+
+/// A cut-off experiment's commit from its archive ref, where its row lacks it: the ref is
+/// written before the row holds the commit, so a crash between the two is completed from the
+/// ref. A candidate kept on a moved best has its commit made again (the same tree) and its
+/// ref moved before its row: a row naming a commit no ref holds takes the ref's commit then.
+fn commit_from_ref(
+    git: &crate::workspace::Git,
+    e: &mut ExperimentRecord,
+    name: &str,
+) -> Result<(), EngineError> {
+    let Some(r) = git.ref_target(name)? else {
+        return Ok(());
+    };
+    match (&e.candidate_commit, &e.tree) {
+        (None, _) => {
+            e.tree = git.tree_of(&r).ok();
+            e.candidate_commit = Some(r);
+        }
+        (Some(c), Some(tree)) if *c != r && git.tree_of(&r).ok().as_ref() == Some(tree) => {
+            if let Ok(parent) = git.run(&["rev-parse", &format!("{r}^")]) {
+                e.parent_commit = parent.trim().to_string();
+            }
+            e.candidate_commit = Some(r);
+        }
+        _ => {}
+    }
+    Ok(())
 }

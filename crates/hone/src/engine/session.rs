@@ -188,6 +188,7 @@ impl<'a> Engine<'a> {
             executor,
             prunable: false,
             candidate_code: std::sync::Arc::default(),
+            bunched: false,
         };
         let mut engine = Engine {
             verifier,
@@ -222,9 +223,6 @@ impl<'a> Engine<'a> {
         engine.contain(&mut said)?;
         engine.announce(resumed, said)?;
         engine.settle(resumed)?;
-        if resumed {
-            engine.progress_against_objective()?;
-        }
         Ok(engine)
     }
 
@@ -240,6 +238,9 @@ impl<'a> Engine<'a> {
         self.failed_baselines = self.store.failed_baselines(self.run.id)?;
         self.store
             .set_run_state(self.run.id, RunState::Running, None)?;
+        if resumed {
+            self.progress_against_objective_on_resume()?;
+        }
         Ok(())
     }
 

@@ -37,18 +37,6 @@ impl Sink<'_> {
     }
 }
 
-/// What the progress watch of experiment `n`'s run saw: why it was pruned, if it was. A
-/// baseline whose points all came as it ended is said to print buffered output.
-fn watched(sink: &mut Sink<'_>, w: Watch<'_>, n: u64) -> Result<Option<String>, EngineError> {
-    let watched = w.finish()?;
-    if watched.bunched && n == 0 {
-        sink.emit(Event::Warning {
-            message: "[verify] progress: every point of the baseline's curve arrived as its run ended: its output is buffered, so no run can be pruned before it ends; print with flush=True (or run `python3 -u`, or set PYTHONUNBUFFERED=1)".into(),
-        });
-    }
-    Ok(watched.pruned)
-}
-
 /// Appends `event` to the run's event log.
 pub(super) fn log_event(store: &Store, run_id: i64, event: &Event) {
     let n = match event {
@@ -135,6 +123,9 @@ pub(super) struct Verifier {
     /// another candidate's code, which could read what it signals through state that crosses
     /// sandboxes (locks on shared files, timing), far more than its one documented channel.
     pub candidate_code: std::sync::Arc<std::sync::RwLock<()>>,
+    /// The last watched run's progress points all came as it ended (see
+    /// `progress::Watched::bunched`): read after the baseline.
+    pub bunched: bool,
 }
 
 impl Verifier {
@@ -152,6 +143,7 @@ impl Verifier {
             executor: self.executor.for_slot(),
             prunable: false,
             candidate_code: self.candidate_code.clone(),
+            bunched: false,
         }
     }
 
@@ -419,9 +411,10 @@ impl Verifier {
             )?,
             false => None,
         };
-        // Once the run printed its result, it is not stopped: a program whose output comes
-        // in one block at its end (a buffered pipe) is judged on the result it printed, not
-        // pruned on points that arrived with it.
+        // A run whose last line so far gave the objective (after every point) printed its
+        // result: it is not stopped. A program whose output comes in one block at its end (a
+        // buffered pipe) is judged on that result, not pruned on points that came with it; a
+        // point after the objective (a periodic evaluation mid-run) makes it prunable again.
         let printed = Cell::new(false);
         let ran = self.execute(
             sink,
@@ -431,7 +424,9 @@ impl Verifier {
                 let before = reader.objective_lines();
                 reader.feed(line);
                 let point = watch.as_mut().is_some_and(|w| w.feed(line));
-                if !point && reader.objective_lines() > before {
+                if point {
+                    printed.set(false);
+                } else if reader.objective_lines() > before {
                     printed.set(true);
                 }
             },
@@ -453,10 +448,7 @@ impl Verifier {
                 None => return Err(e),
             },
         };
-        let pruned = match watch {
-            Some(w) => watched(sink, w, s.n)?,
-            None => None,
-        };
+        let pruned = self.watched(watch)?;
         let failure = match pruned {
             Some(reason) if exit == Exit::Cancelled && !cancel() => Some(Failure {
                 status: Status::Pruned,
@@ -465,6 +457,17 @@ impl Verifier {
             _ => failure,
         };
         Ok((exit, failure, reader.finish()))
+    }
+
+    /// What a run's progress watch saw, once the run is over: why it was pruned, if it was;
+    /// whether its points came bunched at its end is kept in [`Verifier::bunched`].
+    fn watched(&mut self, watch: Option<Watch<'_>>) -> Result<Option<String>, EngineError> {
+        let Some(w) = watch else {
+            return Ok(None);
+        };
+        let watched = w.finish()?;
+        self.bunched = watched.bunched && self.executor.streams();
+        Ok(watched.pruned)
     }
 
     /// Runs one verification command (a verifier stage or the holdout) of experiment `n`

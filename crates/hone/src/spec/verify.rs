@@ -286,7 +286,7 @@ fn progress(s: &Section, timeout: Duration) -> Result<Option<ProgressSpec>, Spec
 /// either could be meant.
 fn warmup(text: &str) -> Result<Warmup, String> {
     let t = text.trim();
-    if t.parse::<f64>().is_ok() {
+    if t.parse::<f64>().is_ok_and(|n| n != 0.0) {
         return Err(format!(
             "`{t}` has no unit: write \"{t} steps\" or \"{t}s\""
         ));

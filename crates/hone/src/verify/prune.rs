@@ -216,7 +216,7 @@ impl PruneRule {
 
 /// What `t`, no pruning rule, was most likely meant as.
 fn rule_hint(t: &str) -> String {
-    let hint = if let Some(n) = t.strip_prefix("reach~") {
+    if let Some(n) = t.strip_prefix("reach~") {
         format!(" (A is between 0 and 1, not `{n}`: \"reach~0.12\" stops a would-be keep about one time in eight)")
     } else if let Some(n) = t.strip_prefix("reach:") {
         format!(" (P is above 0 and at most 100, not `{n}`)")
@@ -239,8 +239,7 @@ fn rule_hint(t: &str) -> String {
             Some(name) => format!(" (did you mean \"{name}\"?)"),
             None => String::new(),
         }
-    };
-    hint
+    }
 }
 
 /// The number after `prefix` in `t` (surrounding space allowed), when `t` starts with `prefix`

@@ -23,6 +23,10 @@ impl Executor for Local {
     fn for_slot(&self) -> Box<dyn Executor> {
         Box::new(Local)
     }
+
+    fn streams(&self) -> bool {
+        true
+    }
 }
 
 /// Runs `job` here, its process group recorded (so that a later hone can kill it).

@@ -106,4 +106,9 @@ pub(super) trait Executor: Send {
     /// The same executor for a parallel verification thread (which makes its own
     /// connections, in that thread).
     fn for_slot(&self) -> Box<dyn Executor>;
+    /// Whether a job's output lines reach `on_line` as the command prints them (a local
+    /// process): when they do, points that all came at a run's end were printed so.
+    fn streams(&self) -> bool {
+        false
+    }
 }

@@ -60,24 +60,41 @@ fn replay_knobs(
 }
 
 impl Engine<'_> {
-    /// A candidate that beat the moved best `best` (at `onto`), whose change put onto it is
-    /// its own code (it set every knob the best's keeps changed): measured on exactly that
-    /// code already, it is kept, its commit made again on top of the best so that the branch
-    /// stays a line. Verifying it again would measure the same code once more.
+    /// A candidate (made on #`parent_n`) that beat the moved best `best` (at `onto`), whose
+    /// change put onto it is its own code (it set every knob the best's keeps changed):
+    /// measured on exactly that code already, it is judged again against the best with its
+    /// change counted from there (a simplification may be none from there), and kept when
+    /// it still wins, its commit made again on top of the best so that the branch stays a
+    /// line. Verifying it again would measure the same code once more.
     pub(super) fn keep_on_moved_best(
         &mut self,
         mut cand: Candidate,
         best: ExperimentRecord,
         onto: &str,
         wt: &Path,
-        reason: String,
+        parent_n: u64,
     ) -> Result<Option<Stop>, EngineError> {
         let n = cand.rec.n;
         let (Some(old), Some(tree)) = (cand.rec.candidate_commit.clone(), cand.rec.tree.clone())
         else {
+            // A candidate that beat the best was verified, so it has both.
             return Err(Internal::NoBest.into());
         };
         let git = &self.verifier.git;
+        let changes = git.changes(onto, &old)?;
+        cand.rec.files_changed = changes.len() as u64;
+        cand.rec.lines_added = changes.iter().map(|c| c.added).sum();
+        cand.rec.lines_deleted = changes.iter().map(|c| c.deleted).sum();
+        let (status, why) = self
+            .judge()
+            .verdict(&mut cand.rec, None, None, best.objective);
+        if status != Status::Keep {
+            let reason = format!(
+                "beat its parent #{parent_n} and the current best #{} while it ran, but counted from #{} its change is not kept: {why}",
+                best.n, best.n
+            );
+            return self.conclude(cand, wt, Status::Discard, reason, None);
+        }
         let title = if cand.rec.description.is_empty() {
             "candidate"
         } else {
@@ -87,21 +104,22 @@ impl Engine<'_> {
             "hone #{n}: {title}\n\nHone-Run: {}\nHone-Experiment: {n}\n",
             self.run.tag
         );
+        let git = &self.verifier.git;
         let commit = git
             .run(&["commit-tree", &tree, "-p", onto, "-m", &message])?
             .trim()
             .to_string();
         // Its archive ref at once (an unreferenced commit is what `git gc --prune=now`
-        // deletes), from the commit it held.
+        // deletes), from the commit it held; recovery takes the ref's commit when the row
+        // still names the old one (the same tree).
         git.update_ref(&archive_ref(&self.run.tag, n), &commit, Some(&old))?;
-        let changes = git.changes(onto, &commit)?;
-        cand.rec.files_changed = changes.len() as u64;
-        cand.rec.lines_added = changes.iter().map(|c| c.added).sum();
-        cand.rec.lines_deleted = changes.iter().map(|c| c.deleted).sum();
         cand.rec.candidate_commit = Some(commit);
         cand.rec.parent_commit = onto.to_string();
         cand.parent = onto.to_string();
         cand.best = Some(best);
+        let reason = format!(
+            "{why}; made on #{parent_n} while the best moved on, its change put onto the best is its own code, measured already"
+        );
         self.conclude(cand, wt, Status::Keep, reason, None)
     }
 }

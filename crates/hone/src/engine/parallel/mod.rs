@@ -626,19 +626,16 @@ impl Engine<'_> {
                 best.n,
                 paths.join(", ")
             )),
-            Ok(tree) if Some(&tree) == cand.rec.tree.as_ref() => {
-                let reason = format!(
-                    "improved: it beat the current best #{} with {value}; made on #{parent_n}, its change put onto #{} is its own code, measured already",
-                    best.n, best.n
-                );
-                return self
-                    .keep_on_moved_best(cand, best, &onto, wt, reason)
-                    .map(Next::Free);
-            }
+            // First: a candidate whose code is the best's beat it by noise alone.
             Ok(tree) if Some(&tree) == best.tree.as_ref() => discard(format!(
                 "it beat the current best #{} with {value} but its change is already in it",
                 best.n
             )),
+            Ok(tree) if Some(&tree) == cand.rec.tree.as_ref() => {
+                return self
+                    .keep_on_moved_best(cand, best, &onto, wt, parent_n)
+                    .map(Next::Free);
+            }
             Ok(_) if !room => discard(format!(
                 "it beat the current best #{} with {value} but was made on #{parent_n}, and max_experiments leaves no experiment to re-verify it on top of the best",
                 best.n

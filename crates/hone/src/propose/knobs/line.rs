@@ -444,15 +444,30 @@ const MEASUREMENT_WORDS: &[&str] = &[
     "TEST",
     "HOLDOUT",
     "SPLIT",
-    "EVERY",
-    "INTERVAL",
 ];
 
-/// Words that mark a run's length (`NUM_STEPS`, `EPOCHS`, `MAX_ITERS`): more of it measures a
-/// longer run, not a better program, so such a knob is fixed; but not beside a word of
-/// [`PART_OF_A_RUN`] (`WARMUP_STEPS`, `GRAD_ACCUM_STEPS` are searched).
+/// Words that mark a run's length (`NUM_STEPS`, `EPOCHS`, `MAX_ITER`) when every other word of
+/// the name is one of [`LENGTH_PREFIXES`]: more of it measures a longer run, not a better
+/// program, so such a knob is fixed. Other names with them are parts of a run
+/// (`WARMUP_STEPS`, `GRADIENT_ACCUMULATION_STEPS`, `NS_STEPS`) and are searched.
 const RUN_LENGTH_WORDS: &[&str] = &["STEPS", "EPOCHS", "ITER", "ITERS", "ITERATIONS"];
-const PART_OF_A_RUN: &[&str] = &["WARMUP", "COOLDOWN", "DECAY", "ACCUM", "GRAD", "ANNEAL"];
+const LENGTH_PREFIXES: &[&str] = &["NUM", "N", "MAX", "TOTAL", "TRAIN", "TRAINING"];
+
+/// Words that mark a cadence (`LOG_EVERY`, `SAVE_INTERVAL`) when the name also has one of
+/// [`OUTPUT_WORDS`]: how often the program logs or saves changes its printout, not its result
+/// (`UPDATE_EVERY`, `TARGET_UPDATE_INTERVAL` are searched).
+const CADENCE_WORDS: &[&str] = &["EVERY", "INTERVAL", "FREQ", "FREQUENCY"];
+const OUTPUT_WORDS: &[&str] = &[
+    "LOG",
+    "LOGGING",
+    "PRINT",
+    "SAVE",
+    "CKPT",
+    "CHECKPOINT",
+    "REPORT",
+    "DISPLAY",
+    "VERBOSE",
+];
 
 /// Whole names of a training set's size: more data measures another problem.
 const DATA_SIZE_NAMES: &[&str] = &[
@@ -477,13 +492,22 @@ fn has_word(name: &str, words: &[&str]) -> bool {
         .any(|w| words.contains(&w))
 }
 
-/// Whether a name marks a time budget, a data split, the evaluation or a logging cadence
-/// ([`MEASUREMENT_WORDS`]), a run's length ([`RUN_LENGTH_WORDS`]) or a training set's size
-/// ([`DATA_SIZE_NAMES`]).
+/// Whether a name marks a time budget, a data split or the evaluation ([`MEASUREMENT_WORDS`]),
+/// a run's length ([`RUN_LENGTH_WORDS`]), a logging cadence ([`CADENCE_WORDS`]) or a training
+/// set's size ([`DATA_SIZE_NAMES`]).
 pub(crate) fn measures_the_run(name: &str) -> bool {
+    let words: Vec<&str> = name
+        .split('_')
+        .map(|w| w.trim_end_matches(|c: char| c.is_ascii_digit()))
+        .collect();
+    let run_length = words.iter().any(|w| RUN_LENGTH_WORDS.contains(w))
+        && words
+            .iter()
+            .all(|w| RUN_LENGTH_WORDS.contains(w) || LENGTH_PREFIXES.contains(w));
     name.contains("SEED")
         || has_word(name, MEASUREMENT_WORDS)
-        || (has_word(name, RUN_LENGTH_WORDS) && !has_word(name, PART_OF_A_RUN))
+        || run_length
+        || (has_word(name, CADENCE_WORDS) && has_word(name, OUTPUT_WORDS))
         || DATA_SIZE_NAMES.contains(&name)
 }
 

@@ -237,9 +237,12 @@ fn a_runs_length_its_logging_and_its_data_size_are_fixed() {
         "EPOCHS",
         "N_EPOCHS",
         "MAX_ITERS",
+        "TOTAL_STEPS",
+        "TRAIN_ITERS",
         "LOG_EVERY",
         "EVAL_EVERY",
         "LOG_INTERVAL",
+        "SAVE_FREQ",
         "N_TRAIN",
         "NUM_SAMPLES",
     ] {
@@ -249,12 +252,20 @@ fn a_runs_length_its_logging_and_its_data_size_are_fixed() {
             "{name}"
         );
     }
-    // Parts of a run are searched.
+    // Parts of a run, and cadences of the training itself, are searched.
     for name in [
         "WARMUP_STEPS",
         "GRAD_ACCUM_STEPS",
+        "GRADIENT_ACCUMULATION_STEPS",
+        "WARMDOWN_ITERS",
         "LR_DECAY_ITERS",
+        "NS_STEPS",
+        "SINKHORN_ITERS",
+        "SAMPLING_STEPS",
         "TRAIN_BATCH",
+        "UPDATE_EVERY",
+        "TARGET_UPDATE_INTERVAL",
+        "SYNC_EVERY",
     ] {
         assert!(
             matches!(

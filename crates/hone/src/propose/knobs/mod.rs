@@ -26,18 +26,19 @@
 //!   name containing `SEED` is fixed (changing a seed is noise, not an improvement).
 //! - Inference keeps the program valid and the measurement honest (`line::inferred_domain`,
 //!   then `infer`): a name with a word (split at `_`) `BUDGET`, `TIMEOUT`, `SHARD(S)`, `EVAL`,
-//!   `VAL`, `VALID`, `VALIDATION`, `TEST`, `HOLDOUT`, `SPLIT`, `EVERY` or `INTERVAL` is fixed (a
-//!   time budget, a data split, the evaluation, a logging cadence: changing it changes what is
-//!   measured, or only its printout), as is a run's length (a word `STEPS`, `EPOCHS`, `ITER`,
-//!   `ITERS` or `ITERATIONS`, but not beside `WARMUP`, `COOLDOWN`, `DECAY`, `ACCUM`, `GRAD` or
-//!   `ANNEAL`) and a training set's size (`N_TRAIN`, `NUM_TRAIN`, `TRAIN_SIZE`, `N_SAMPLES`,
-//!   `NUM_SAMPLES`, `DATASET_SIZE`, `DATA_SIZE`); a float in (0, 1] named as
-//!   a fraction (`RATIO`, `FRAC`, `FRACTION`, `MOMENTUM`, `BETA`, `BETAS`, `DROPOUT`, `DECAY`,
-//!   `PROB`, trailing digits ignored) keeps inside (0, 1] around it: below a half on a log
-//!   scale from a tenth of it to ten times it, at most halfway to 1 (`0.01` → `log
-//!   0.001..0.1`), else by its distance `d` to 1, linearly from `1 - 4d` to `1 - d/10` (`0.9` →
-//!   `0.6..0.99`); an integer power of two of at least 16 is a choice of
-//!   the powers of two from a quarter to four times it; a constant only printed is fixed; and
+//!   `VAL`, `VALID`, `VALIDATION`, `TEST`, `HOLDOUT` or `SPLIT` is fixed (a time budget, a data
+//!   split, the evaluation: changing it changes what is measured), as are a run's length (a
+//!   word `STEPS`, `EPOCHS`, `ITER`, `ITERS` or `ITERATIONS` with at most `NUM`, `N`, `MAX`,
+//!   `TOTAL`, `TRAIN` or `TRAINING` beside it: `NUM_STEPS`, not `WARMUP_STEPS`), a logging
+//!   cadence (`EVERY`, `INTERVAL`, `FREQ` or `FREQUENCY` beside `LOG`, `PRINT`, `SAVE`, `CKPT`,
+//!   `CHECKPOINT`, `REPORT`, `DISPLAY` or `VERBOSE`) and a training set's size (`N_TRAIN`,
+//!   `NUM_TRAIN`, `TRAIN_SIZE`, `N_SAMPLES`, `NUM_SAMPLES`, `DATASET_SIZE`, `DATA_SIZE`); a
+//!   float in (0, 1] named as a fraction (`RATIO`, `FRAC`, `FRACTION`, `MOMENTUM`, `BETA`,
+//!   `BETAS`, `DROPOUT`, `DECAY`, `PROB`, trailing digits ignored) keeps inside (0, 1] around
+//!   it: below a half on a log scale from a tenth of it to ten times it, at most halfway to
+//!   1 (`0.01` → `log 0.001..0.1`), else by its distance `d` to 1, linearly from `1 - 4d`
+//!   to `1 - d/10` (`0.9` → `0.6..0.99`); an integer power of two of at least 16 is a choice
+//!   of the powers of two from a quarter to four times it; a constant only printed is fixed; and
 //!   a divisibility check `A % (B * C) == 0` in the file keeps holding (divisor knobs only
 //!   shrink by factors of two, a dividend knob only grows by them).
 //! - An annotated value may lie outside its range; the sampler only proposes values inside it.
