@@ -112,6 +112,14 @@ fn curve_repo(
     })
 }
 
+/// `[verify]` keys of a [`curve_repo`] that prunes below the median from step 2 on, with two
+/// finished curves.
+const MEDIAN_FROM_STEP_2: [(&str, &str); 3] = [
+    ("prune", "\"median\""),
+    ("prune_warmup", "\"2 steps\""),
+    ("prune_min_runs", "2"),
+];
+
 /// The experiment's curve as `hone show` prints it: its number of points.
 fn curve_points(r: &Repo, n: u64) -> usize {
     let out = r.hone(&["show", &n.to_string()]);
@@ -455,11 +463,7 @@ fn a_run_whose_output_comes_in_one_block_at_its_end_is_judged_on_its_result() {
          if [ $r -ge 9 ]; then sleep 1; fi\n",
         "loss",
         "\"loss\"",
-        &[
-            ("prune", "\"median\""),
-            ("prune_warmup", "\"2 steps\""),
-            ("prune_min_runs", "2"),
-        ],
+        &MEDIAN_FROM_STEP_2,
         3,
     )
     .script("write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t9\\n\n")
@@ -497,12 +501,7 @@ fn a_progress_value_that_goes_against_the_objective_turns_pruning_off() {
          echo \"acc: $((100 - r))\"\n",
         "acx",
         "\"loss\"",
-        &[
-            ("direction", "\"maximize\""),
-            ("prune", "\"median\""),
-            ("prune_warmup", "\"2 steps\""),
-            ("prune_min_runs", "2"),
-        ],
+        &[("direction", "\"maximize\""), MEDIAN_FROM_STEP_2[0], MEDIAN_FROM_STEP_2[1], MEDIAN_FROM_STEP_2[2]],
         3,
     )
     .script("write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t3\\n\n---\nwrite\tvalue.txt\t2\\n\n")
@@ -554,11 +553,7 @@ fn a_periodic_evaluation_line_mid_run_does_not_keep_a_run_from_being_pruned() {
          echo \"loss: $((r * 10 + 10))\"\n",
         "loss",
         "\"loss\"",
-        &[
-            ("prune", "\"median\""),
-            ("prune_warmup", "\"2 steps\""),
-            ("prune_min_runs", "2"),
-        ],
+        &MEDIAN_FROM_STEP_2,
         3,
     )
     .script("write\tvalue.txt\t4\\n\n---\nwrite\tvalue.txt\t50\\n\n")
