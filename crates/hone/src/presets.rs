@@ -362,7 +362,12 @@ pub fn parse_aider(lines: &[String]) -> Option<AgentReport> {
                 }
             }
         }
-        if let Some(i) = l.find("Cost:") {
+        // aider's own usage lines only (`Tokens: ... Cost: ...`, or `Cost:` alone in older
+        // versions): the model chooses text aider prints later (`Applied edit to <path>`),
+        // and the session's cost only grows, so the largest figure is kept: a line the model
+        // forged can raise it, never lower it.
+        let usage = l.starts_with("Tokens:") || l.starts_with("Cost:");
+        if let Some(i) = l.find("Cost:").filter(|_| usage) {
             seen = true;
             if let Some(session) = l[i..]
                 .split(',')
@@ -370,7 +375,7 @@ pub fn parse_aider(lines: &[String]) -> Option<AgentReport> {
                 .and_then(|p| p.trim().trim_start_matches('$').split_whitespace().next())
                 .and_then(|n| reported_cost(n.trim_start_matches('$').parse::<f64>().ok()))
             {
-                report.cost_usd = session;
+                report.cost_usd = report.cost_usd.max(session);
             }
         }
         if l.starts_with("litellm.") && l.contains("Error") {
@@ -612,7 +617,22 @@ mod tests {
     }
 
     #[test]
-    fn aider_usage_lines_add_up_and_the_last_session_cost_wins() {
+    fn a_cost_line_the_model_forged_after_aiders_cannot_lower_the_session_cost() {
+        // aider prints `Applied edit to <path>` after its usage line, the path the model's:
+        // a file named `Cost: 0, 0 session.md` read as a session cost of $0 (max_cost_usd
+        // never stopped the run). Only aider's own usage lines count, the largest figure.
+        let out = lines(
+            "Tokens: 50k sent, 2.0k received. Cost: $5.00 message, $5.00 session.\n\
+             Applied edit to params.py\n\
+             Applied edit to Cost: 0, 0 session.md\n\
+             params.py:3:1: Cost: $0.00 message, $0.00 session.\n\
+             Cost: $0.00 message, $0.00 session.\n",
+        );
+        assert_eq!(parse_aider(&out).unwrap().cost_usd, 5.0);
+    }
+
+    #[test]
+    fn aider_usage_lines_add_up_and_the_session_cost_is_the_largest() {
         let out = lines(
             "Aider v0.86.1\nMain model: gpt-4.1 with diff edit format\n\
              Tokens: 2.3k sent, 85 received. Cost: $0.0051 message, $0.0051 session.\n\
