@@ -506,6 +506,7 @@ if [ $n = 1 ] && [ -z "$FAKE_SLOW_FIRST" ]; then
   printf 'score: 4\n' > value.txt
   echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"Lowered the score to 4.","session_id":"s-1","total_cost_usd":0.6,"usage":{"input_tokens":100,"output_tokens":50}}'
 else
+  touch "$FAKE_RECORD/slow"
   exec sleep 60
 fi
 "#;
@@ -530,6 +531,68 @@ fn a_turn_cut_off_before_its_report_is_charged_at_the_rate_of_the_reported_ones(
 }
 
 #[test]
+fn a_turn_killed_by_a_second_ctrl_c_is_charged_as_a_cut_off_one() {
+    // The run stops, but the budget it resumes with must count what the killed turn spent:
+    // its time at the highest rate an earlier turn reported, not $0.
+    use std::os::unix::process::CommandExt;
+    let (bin, record) = fake_tool("claude", SLOW_CLAUDE);
+    let r = preset_repo("kind = \"claude\"");
+    append_spec(&r.dir, "max_cost_usd = 1000000\n");
+    git(&r.dir, &["commit", "-q", "-am", "budget"]);
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let mut child = Command::new(HONE)
+        .process_group(0)
+        .arg("run")
+        .current_dir(&r.dir)
+        .env("PATH", &path)
+        .env("FAKE_RECORD", record.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&record.path().join("slow"));
+    ctrl_c_twice(&mut child);
+    let log = r.log();
+    assert_eq!(log[2]["status"], "aborted", "{log:?}");
+    let charged = log[2]["cost_usd"].as_f64().unwrap();
+    assert!(charged > 0.0, "the killed turn was free: {}", log[2]);
+}
+
+/// A stand-in `claude` whose first turn reports $0.60 and whose second makes its change but
+/// prints its result cut short (no usable account), exiting 0.
+const TRUNCATED_CLAUDE: &str = r#"#!/bin/sh
+cat > /dev/null
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+printf 'score: %s\n' $((5 - n)) > value.txt
+if [ $n = 1 ]; then
+  echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"Lowered it.","session_id":"s-1","total_cost_usd":0.6,"usage":{"input_tokens":100,"output_tokens":50}}'
+else
+  echo '{"type":"result","subtype":"success","is_error":false,"result":"Lowered it ag'
+fi
+"#;
+
+#[test]
+fn a_turn_that_ended_well_without_a_usable_account_says_its_charge_is_an_estimate() {
+    let (bin, record) = fake_tool("claude", TRUNCATED_CLAUDE);
+    let r = preset_repo("kind = \"claude\"");
+    append_spec(&r.dir, "max_cost_usd = 1000000\n");
+    git(&r.dir, &["commit", "-q", "-am", "budget"]);
+    ok(run_with_tool(&r, bin.path(), record.path(), &[]));
+    let log = r.log();
+    assert_eq!(log[2]["status"], "keep", "{log:?}");
+    let description = log[2]["description"].as_str().unwrap();
+    assert!(
+        description.contains("[it reported no spend: charged $"),
+        "{description}"
+    );
+    assert!(log[2]["cost_usd"].as_f64().unwrap() > 0.0, "{}", log[2]);
+}
+
+#[test]
 fn with_a_budget_and_no_rate_to_go_by_an_unreported_turn_stops_the_run() {
     // The first turn is cut off: nothing says what it spent or at what rate the agent spends,
     // so a run with max_cost_usd stops rather than count it as free.
@@ -538,7 +601,23 @@ fn with_a_budget_and_no_rate_to_go_by_an_unreported_turn_stops_the_run() {
     append_spec(&r.dir, "max_cost_usd = 100\n");
     git(&r.dir, &["commit", "-q", "-am", "budget"]);
     let out = run_with_tool(&r, bin.path(), record.path(), &[("FAKE_SLOW_FIRST", "1")]);
-    exits_with(out, 1, "hone cannot keep to the budget");
+    let out = exits_with(out, 1, "hone cannot keep to the budget");
+    assert!(
+        text(&out).contains("raise [agent] timeout (the turn ran into it)"),
+        "{}",
+        text(&out)
+    );
+    // A first turn that crashed says so, with its last line, and no word of a timeout.
+    let crash = "#!/bin/sh\ncat > /dev/null\necho 'TypeError: Cannot read properties of undefined' >&2\nexit 1\n";
+    let (crash_bin, crash_record) = fake_tool("claude", crash);
+    let out = run_with_tool(&r, crash_bin.path(), crash_record.path(), &[]);
+    let said = text(&exits_with(out, 1, "hone cannot keep to the budget"));
+    assert!(
+        said.contains("its last line: `TypeError: Cannot read properties of undefined`")
+            && said.contains("see why the agent failed in its log")
+            && !said.contains("timeout"),
+        "{said}"
+    );
     assert_eq!(
         read(&record, "count").trim(),
         "1",

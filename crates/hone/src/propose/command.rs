@@ -219,13 +219,21 @@ impl Proposer for CommandProposer {
                 (ProposeError::Invalid(why), Some(note)) => {
                     ProposeError::Invalid(format!("{why}; {note}"))
                 }
+                (ProposeError::TimeUp(why), Some(note)) => {
+                    ProposeError::TimeUp(format!("{why}; {note}"))
+                }
                 (e, _) => e,
             }
         })?;
         keep_notes(ctx, &notes_path, &kept_notes);
         let hypothesis = take_hypothesis(ctx);
-        let description =
+        let mut description =
             prompt::sanitize(&hypothesis.unwrap_or(last_line), 300).replace('\n', " ");
+        // A turn that ended well but printed no usable account was charged an estimate: the
+        // record says so, where its spend is shown.
+        if let Some(note) = &charged {
+            description.push_str(&format!(" [{note}]"));
+        }
         Ok(Proposal {
             description,
             config: None,
@@ -368,15 +376,25 @@ impl CommandProposer {
                 });
                 None
             }
-            // Stopped by the user: what it said it spent, if anything (the run stops anyway).
+            // Stopped by the user (the run stops anyway): charged as a turn cut off is, when
+            // an earlier turn gives a rate (the budget the run resumes with must count it),
+            // else what it said it spent.
             (Some(_), reported) if matches!(outcome.exit, Exit::Cancelled) => {
-                let (usd, tokens) = reported.unwrap_or((0.0, 0));
-                ctx.add_spend(usd, tokens);
-                None
+                match self.rate.or_else(|| rate_of_history(ctx.history)) {
+                    Some(rate) => {
+                        charge_unreported(ctx, Some(rate), (secs, false), reported, log_path)?
+                    }
+                    None => {
+                        let (usd, tokens) = reported.unwrap_or((0.0, 0));
+                        ctx.add_spend(usd, tokens);
+                        None
+                    }
+                }
             }
             (Some(_), reported) => {
                 let rate = self.rate.or_else(|| rate_of_history(ctx.history));
-                charge_unreported(ctx, rate, secs, reported, log_path)?
+                let timed_out = matches!(outcome.exit, Exit::TimedOut);
+                charge_unreported(ctx, rate, (secs, timed_out), reported, log_path)?
             }
         })
     }
@@ -409,7 +427,7 @@ fn rate_of_history(history: &[crate::store::ExperimentRecord]) -> Option<(f64, f
 fn charge_unreported(
     ctx: &ProposeContext<'_>,
     rate: Option<(f64, f64)>,
-    secs: f64,
+    (secs, timed_out): (f64, bool),
     reported: Option<(f64, u64)>,
     log_path: &std::path::Path,
 ) -> Result<Option<String>, ProposeError> {
@@ -433,11 +451,18 @@ fn charge_unreported(
         return Ok(None);
     }
     if ctx.budget.usd_left.is_some() || ctx.budget.tokens_left.is_some() {
+        let said = crate::util::last_line_of(log_path)
+            .map(|l| format!("; its last line: `{}`", prompt::sanitize(&l, 200)))
+            .unwrap_or_default();
+        let next = if timed_out {
+            "raise [agent] timeout (the turn ran into it)"
+        } else {
+            "see why the agent failed in its log"
+        };
         return Err(ProposeError::Fatal(format!(
             "the agent's turn ended after {secs:.1} s without its own account of what it spent \
-             (log: {}), and no earlier turn of this run reported one: with max_cost_usd or \
-             max_tokens set, hone cannot keep to the budget. If it timed out, raise [agent] \
-             timeout; then `hone run` resumes",
+             (log: {}{said}), and no earlier turn of this run reported one: with max_cost_usd \
+             or max_tokens set, hone cannot keep to the budget. {next}; then `hone run` resumes",
             log_path.display()
         )));
     }
