@@ -214,17 +214,8 @@ impl Proposer for CommandProposer {
             }
         }
         let cut_by_max_time = limit < ctx.spec.agent.timeout;
-        exit_error(ctx, (outcome.exit, cut_by_max_time), &log_path).map_err(|e| {
-            match (e, &charged) {
-                (ProposeError::Invalid(why), Some(note)) => {
-                    ProposeError::Invalid(format!("{why}; {note}"))
-                }
-                (ProposeError::TimeUp(why), Some(note)) => {
-                    ProposeError::TimeUp(format!("{why}; {note}"))
-                }
-                (e, _) => e,
-            }
-        })?;
+        exit_error(ctx, (outcome.exit, cut_by_max_time), &log_path)
+            .map_err(|e| with_charge(e, charged.as_deref()))?;
         keep_notes(ctx, &notes_path, &kept_notes);
         let hypothesis = take_hypothesis(ctx);
         let mut description =
@@ -242,6 +233,15 @@ impl Proposer for CommandProposer {
             // Another process wrote in the worktree: git lists what it holds.
             in_place: false,
         })
+    }
+}
+
+/// `e` with what an estimated charge says (`note`) added to its reason, where it has one.
+fn with_charge(e: ProposeError, note: Option<&str>) -> ProposeError {
+    match (e, note) {
+        (ProposeError::Invalid(why), Some(note)) => ProposeError::Invalid(format!("{why}; {note}")),
+        (ProposeError::TimeUp(why), Some(note)) => ProposeError::TimeUp(format!("{why}; {note}")),
+        (e, _) => e,
     }
 }
 
