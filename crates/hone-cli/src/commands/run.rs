@@ -76,6 +76,7 @@ fn agent_help() -> String {
 /// `--agent` and `--workers` over hone.toml, checked as hone.toml's own values are.
 fn override_spec(spec: &mut Spec, agent: Option<&str>, workers: Option<u64>) -> CliResult {
     if let Some(a) = agent {
+        let written = spec.agent.kind;
         spec.agent.kind = AgentKind::parse(a).ok_or_else(|| {
             CliError::usage(format!(
                 "--agent {a}: expected one of {}",
@@ -87,6 +88,7 @@ fn override_spec(spec: &mut Spec, agent: Option<&str>, workers: Option<u64>) -> 
                 "--agent command needs [agent] command in hone.toml",
             ));
         }
+        preset_fits(spec, written, a)?;
     }
     if let Some(w) = workers {
         // Bounded by the argument's parser.
@@ -94,6 +96,30 @@ fn override_spec(spec: &mut Spec, agent: Option<&str>, workers: Option<u64>) -> 
         spec.exec
             .check_workers(spec.exec.workers)
             .map_err(|e| CliError::usage(format!("--workers {w}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// What hone.toml says for the preset it names must fit the one `--agent` chose over it: a
+/// money budget needs a tool that reports money (as hone.toml's own rules check), and the
+/// preset's `model` and `extra_args` were written for the other tool (said, not refused).
+fn preset_fits(spec: &Spec, written: AgentKind, chosen: &str) -> CliResult {
+    let Some(tool) = spec.agent.kind.preset() else {
+        return Ok(());
+    };
+    if spec.stop.max_cost_usd.is_some() && !tool.def().reports_cost {
+        return Err(CliError::usage(format!(
+            "--agent {chosen}: {} reports tokens, not money, so [stop] max_cost_usd in hone.toml cannot bound it; use max_tokens",
+            tool.def().tool
+        )));
+    }
+    let other = written != spec.agent.kind && written.preset().is_some();
+    if other && (spec.agent.model.is_some() || !spec.agent.extra_args.is_empty()) {
+        err!(
+            "warning: --agent {chosen}: [agent] model and extra_args in hone.toml were written for {}; {} gets them as they are",
+            written.as_str(),
+            tool.def().tool
+        );
     }
     Ok(())
 }

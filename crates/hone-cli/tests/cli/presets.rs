@@ -695,3 +695,37 @@ fn a_turn_cut_off_before_its_final_usage_is_charged_at_the_rate_too() {
     );
     assert!(log[2]["tokens"].as_u64().unwrap() > 0, "{}", log[2]);
 }
+
+#[test]
+fn agent_on_the_command_line_is_checked_against_what_hone_toml_says_for_its_preset() {
+    // hone.toml was written for Claude Code: a money budget, and Claude's own settings.
+    let r = preset_repo(
+        "kind = \"claude\"\nmodel = \"sonnet\"\nextra_args = [\"--max-turns\", \"30\"]",
+    );
+    append_spec(&r.dir, "max_cost_usd = 5\n");
+    git(&r.dir, &["commit", "-q", "-am", "budget"]);
+    // Codex reports no money: the budget could not bound it, as hone.toml's own rule says.
+    let out = r.hone(&["run", "--agent", "codex"]);
+    exits_with(out, 2, "--agent codex: Codex reports tokens, not money");
+    assert!(!r.dir.join(".hone/hone.db").exists(), "nothing ran");
+    // Without the budget, Claude's settings would reach codex: said before the run.
+    edit_spec(&r.dir, |s| s.replace("max_cost_usd = 5\n", ""));
+    let (bin, record) = fake_tool("codex", "#!/bin/sh\ncat > /dev/null\nexit 1\n");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = Command::new(HONE)
+        .args(["run", "--agent", "codex", "-n", "1"])
+        .current_dir(&r.dir)
+        .env("PATH", &path)
+        .env("FAKE_RECORD", record.path())
+        .output()
+        .unwrap();
+    assert!(
+        text(&out).contains("warning: --agent codex: [agent] model and extra_args in hone.toml were written for claude"),
+        "{}",
+        text(&out)
+    );
+}
