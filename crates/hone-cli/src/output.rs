@@ -276,7 +276,8 @@ fn best_line(s: &Summary) -> String {
 }
 
 /// The end-of-run summary.
-pub fn summary(s: &Summary) {
+/// The summary a run ends with; `spec_file`: the `--spec` it was given, if any.
+pub fn summary(s: &Summary, spec_file: Option<&std::path::Path>) {
     out!();
     out!(
         "run {} ({}): {} experiment{}",
@@ -311,7 +312,7 @@ pub fn summary(s: &Summary) {
     if let Some(r) = &s.stop_reason {
         // A reason may quote a server's or a reviewer's words.
         out!("  stopped: {}", one_line(r));
-        if let Some(hint) = stop_hint(r, &s.tag) {
+        if let Some(hint) = stop_hint(r, &s.tag, spec_file) {
             out!("  {hint}");
         }
     }
@@ -325,13 +326,18 @@ pub fn summary(s: &Summary) {
     }
 }
 
-/// What to do after a stop on the run's budget (`reason`, of run `tag`), if it was one.
-fn stop_hint(reason: &str, tag: &str) -> Option<String> {
+/// What to do after a stop on the run's budget (`reason`, of run `tag`, whose spec is
+/// `spec_file` when `--spec` named one), if it was one.
+fn stop_hint(reason: &str, tag: &str, spec_file: Option<&std::path::Path>) -> Option<String> {
     let key = ["max_cost_usd", "max_tokens"]
         .into_iter()
         .find(|k| reason.starts_with("budget") && reason.contains(k))?;
+    let (file, flag) = match spec_file {
+        Some(f) => (f.display().to_string(), format!(" --spec {}", f.display())),
+        None => ("hone.toml".to_string(), String::new()),
+    };
     Some(format!(
-        "to go on: raise [stop] {key} in hone.toml (a resumed run takes the new limit), then `hone run --tag {tag} --more N`"
+        "to go on: raise [stop] {key} in {file} (a resumed run takes the new limit), then `hone{flag} run --tag {tag} --more N`"
     ))
 }
 
@@ -414,7 +420,7 @@ pub fn status(
     if let Some(r) = &s.stop_reason {
         // A reason may quote a server's or a reviewer's words.
         out!("  stopped: {}", one_line(r));
-        if let Some(hint) = stop_hint(r, &s.tag) {
+        if let Some(hint) = stop_hint(r, &s.tag, None) {
             out!("  {hint}");
         }
     }
@@ -663,7 +669,22 @@ pub fn workers(url: &str, json: bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::{cut_at_word, terminal_safe};
+    use super::{cut_at_word, stop_hint, terminal_safe};
+
+    #[test]
+    fn a_budget_stop_says_which_spec_file_to_raise_and_how_to_go_on() {
+        let reason = "budget: reached max_tokens (48034 of 40000)";
+        assert_eq!(
+            stop_hint(reason, "t", None).as_deref(),
+            Some("to go on: raise [stop] max_tokens in hone.toml (a resumed run takes the new limit), then `hone run --tag t --more N`")
+        );
+        let other = std::path::Path::new("hone-codex.toml");
+        assert_eq!(
+            stop_hint(reason, "t", Some(other)).as_deref(),
+            Some("to go on: raise [stop] max_tokens in hone-codex.toml (a resumed run takes the new limit), then `hone --spec hone-codex.toml run --tag t --more N`")
+        );
+        assert_eq!(stop_hint("reached max_experiments (5)", "t", None), None);
+    }
 
     #[test]
     fn control_characters_are_shown_escaped() {

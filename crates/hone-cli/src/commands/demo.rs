@@ -52,7 +52,7 @@ pub fn run(a: DemoArgs) -> CliResult {
         seed: a.seed,
         ..Default::default()
     };
-    let result = run_loop(&dir, &spec, &opts);
+    let result = run_loop(&dir, &spec, &opts, None);
     if keep {
         out!(
             "\nthe demo is in {d}: try `hone -C {d} log`, `hone -C {d} show 1`, `hone -C {d} report` or `hone -C {d} serve`",

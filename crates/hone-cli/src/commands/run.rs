@@ -59,7 +59,7 @@ pub fn run(here: &Here, a: RunArgs) -> CliResult {
         new_run: a.new,
         agent_chosen: a.agent.is_some(),
     };
-    run_loop(git.root(), &spec, &opts)
+    run_loop(git.root(), &spec, &opts, here.spec.as_deref())
 }
 
 /// `--agent`'s help: every `[agent] kind`, from the library's table (a new agent preset
@@ -125,28 +125,34 @@ fn preset_fits(spec: &Spec, written: AgentKind, chosen: &str) -> CliResult {
 }
 
 /// Runs the loop with the live printer and the Ctrl-C handler, then prints the summary.
-pub fn run_loop(root: &Path, spec: &Spec, opts: &RunOptions) -> CliResult {
+/// `spec_file`: the `--spec` given, if any (the hints name it).
+pub fn run_loop(
+    root: &Path,
+    spec: &Spec,
+    opts: &RunOptions,
+    spec_file: Option<&Path>,
+) -> CliResult {
     let interrupt = output::install_interrupt_handler();
     let mut printer = output::Printer::new(spec.verify.metric.clone());
     let result = engine::run(root, spec, opts, interrupt, &mut |ev| printer.event(ev));
     printer.clear_line();
     match result {
         Ok(summary) if interrupt.stop_requested() => {
-            output::summary(&summary);
+            output::summary(&summary, spec_file);
             Err(
                 CliError::new(Kind::Interrupted, anyhow::anyhow!("interrupted"))
                     .hint("`hone run` resumes this run"),
             )
         }
         Ok(summary) => {
-            output::summary(&summary);
+            output::summary(&summary, spec_file);
             Ok(())
         }
         Err(engine::EngineError::Stopped { reason, summary }) => {
             // The reason is said once, as the error; the summary leaves it out.
             let mut summary = *summary;
             summary.stop_reason = None;
-            output::summary(&summary);
+            output::summary(&summary, spec_file);
             Err(CliError::runtime(reason))
         }
         // A command-line budget that asks for nothing more is a usage error.
