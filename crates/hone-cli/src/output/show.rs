@@ -83,6 +83,22 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
     if e.candidate_commit.is_some() {
         out!("  archive ref: refs/hone/{}/{}", run.tag, e.n);
     }
+    // What an agent was asked, and what it said (a turn that failed says why there).
+    let run_dir = git.root().join(".hone").join("runs").join(&run.tag);
+    for (what, path) in [
+        (
+            "agent's prompt",
+            run_dir.join("prompts").join(format!("{}.md", e.n)),
+        ),
+        (
+            "agent's log",
+            run_dir.join("logs").join(format!("{}.agent.log", e.n)),
+        ),
+    ] {
+        if path.is_file() {
+            out!("  {what}: {}", path.display());
+        }
+    }
     show_diff_and_log(git, e, tail);
 }
 

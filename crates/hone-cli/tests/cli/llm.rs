@@ -284,6 +284,14 @@ fn the_budget_holds_before_a_call_is_sent() {
     assert_says(&out, "next: `hone finalize --run");
     let show = text(&r.hone(&["show", "1"]));
     assert!(show.contains("spent: $0.2000, 2000 tokens"), "{show}");
+    assert!(
+        show.contains("agent's prompt: ") && show.contains("prompts/1.md"),
+        "{show}"
+    );
+    assert!(
+        show.contains("agent's log: ") && show.contains("logs/1.agent.log"),
+        "{show}"
+    );
     // Raised in hone.toml, the limit is the resumed run's, said at once and shown by status.
     edit_spec(&r.dir, |t| {
         t.replace("max_cost_usd = 0.65", "max_cost_usd = 0.85")
