@@ -83,23 +83,28 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
     if e.candidate_commit.is_some() {
         out!("  archive ref: refs/hone/{}/{}", run.tag, e.n);
     }
-    // What an agent was asked, and what it said (a turn that failed says why there).
+    show_agent_files(git, run, e.n);
+    show_diff_and_log(git, e, tail);
+}
+
+/// Where what an agent was asked for experiment `n`, and what it said, are kept (a turn that
+/// failed says why there), when they are.
+fn show_agent_files(git: &Git, run: &RunRecord, n: u64) {
     let run_dir = git.root().join(".hone").join("runs").join(&run.tag);
     for (what, path) in [
         (
             "agent's prompt",
-            run_dir.join("prompts").join(format!("{}.md", e.n)),
+            run_dir.join("prompts").join(format!("{n}.md")),
         ),
         (
             "agent's log",
-            run_dir.join("logs").join(format!("{}.agent.log", e.n)),
+            run_dir.join("logs").join(format!("{n}.agent.log")),
         ),
     ] {
         if path.is_file() {
             out!("  {what}: {}", path.display());
         }
     }
-    show_diff_and_log(git, e, tail);
 }
 
 /// `hone show N`'s diff from the parent and the last `tail` lines of the verifier's log.
