@@ -541,6 +541,8 @@ pub struct Draft {
     pub not_knobs: Vec<(String, String)>,
     /// The suggested `[verify] progress`, if the script prints its steps.
     pub progress: Option<progress::Progress>,
+    /// `[agent] kind`: the built-in optimizer (`knobs`) unless `hone init --agent` named one.
+    pub agent: String,
 }
 
 /// The draft for `analysis`, the knobs found in the files it would make editable, and the
@@ -619,6 +621,7 @@ pub fn draft(
         direction,
         not_knobs,
         progress: analysis.progress.clone(),
+        agent: "knobs".into(),
     }
 }
 
@@ -699,14 +702,19 @@ direction = "{direction}"
 min_delta = 0.0                # the smallest improvement worth keeping
 {progress}
 [agent]
-# The built-in optimizer. Or a coding agent, e.g. "claude", "codex", "openai" (any
-# OpenAI-compatible server) or "command" (README, `[agent]`).
-kind = "knobs"
+# {agent_why}
+kind = "{agent}"
 
 [stop]
 max_experiments = 100
 patience = 30
 "#,
+        agent = d.agent,
+        agent_why = if d.agent == "knobs" {
+            "The built-in optimizer. Or a coding agent, e.g. \"claude\", \"codex\", \"openai\" (any\n# OpenAI-compatible server) or \"command\" (README, `[agent]`)."
+        } else {
+            "`hone init --agent`: it reads program.md every experiment. \"knobs\" is the built-in\n# optimizer (README, `[agent]`)."
+        },
         editable_why = d.editable_why,
         editable = quoted(&d.editable),
         protected_why = d.protected_why,

@@ -32,6 +32,10 @@ pub struct InitArgs {
     /// Run the command once, in this checkout, and report the metric it printed.
     #[arg(long)]
     check: bool,
+    /// The proposer hone.toml names in [agent] kind (default: knobs, the built-in optimizer),
+    /// e.g. claude, codex, openai.
+    #[arg(long)]
+    agent: Option<String>,
 }
 
 const PROGRAM: &str = "# Program\n\nWhat this project is, what the metric means, and what good research looks like here.\n\
@@ -87,7 +91,7 @@ pub fn run(here: &Here, a: InitArgs) -> CliResult {
         .cloned()
         .collect();
     let (knobs, with_knobs) = find_knobs(root, &candidates, &a.editable);
-    let draft = hone::init::draft(
+    let mut draft = hone::init::draft(
         &analysis,
         &knobs,
         &with_knobs,
@@ -95,19 +99,13 @@ pub fn run(here: &Here, a: InitArgs) -> CliResult {
         a.command,
         a.metric,
     );
+    if let Some(kind) = &a.agent {
+        draft.agent = agent_kind(kind)?;
+    }
     std::fs::write(&spec_path, hone::init::spec_text(&draft))
         .with_context(|| format!("cannot write {}", spec_path.display()))?;
     out!("wrote {}", spec_path.display());
-    if program_path.exists() && !a.force {
-        out!(
-            "kept {} (it exists; `hone init --force` writes a fresh one)",
-            program_path.display()
-        );
-    } else {
-        std::fs::write(&program_path, PROGRAM)
-            .with_context(|| format!("cannot write {}", program_path.display()))?;
-        out!("wrote {}", program_path.display());
-    }
+    write_program(&program_path, a.force)?;
     print_choices(&draft);
     output::knob_table(&knobs);
     print_next_steps(&draft, &with_knobs, &tracked);
@@ -121,6 +119,31 @@ pub fn run(here: &Here, a: InitArgs) -> CliResult {
         )?;
     }
     Ok(())
+}
+
+/// program.md, unless one exists (and `--force` does not ask for a fresh one).
+fn write_program(path: &Path, force: bool) -> CliResult {
+    if path.exists() && !force {
+        out!(
+            "kept {} (it exists; `hone init --force` writes a fresh one)",
+            path.display()
+        );
+        return Ok(());
+    }
+    std::fs::write(path, PROGRAM).with_context(|| format!("cannot write {}", path.display()))?;
+    out!("wrote {}", path.display());
+    Ok(())
+}
+
+/// `--agent`'s kind, if hone knows it.
+fn agent_kind(kind: &str) -> CliResult<String> {
+    match hone::spec::AgentKind::parse(kind) {
+        Some(_) => Ok(kind.to_string()),
+        None => Err(CliError::usage(format!(
+            "--agent {kind}: expected one of {}",
+            hone::spec::AgentKind::names().join(", ")
+        ))),
+    }
 }
 
 /// `--check`: the baseline, run once here, and the metric read from it.
@@ -269,6 +292,9 @@ fn print_next_steps(d: &hone::init::Draft, with_knobs: &[String], tracked: &[Str
     }
     if d.command.guessed || d.metric.guessed || d.direction.guessed || d.timeout.guessed {
         todo.push("check the [verify] values marked as guesses in hone.toml");
+    }
+    if d.agent != "knobs" {
+        todo.push("say in program.md what the project is and what good changes look like (the agent reads it every experiment)");
     }
     todo.push("commit hone.toml and program.md, then `hone run`");
     out!("\nnext: {}", todo.join("; "));

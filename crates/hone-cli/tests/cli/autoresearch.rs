@@ -364,3 +364,27 @@ fn init_check_runs_the_baseline_once_and_reports_the_metric() {
         "{t}"
     );
 }
+
+#[test]
+fn init_names_the_agent_it_is_asked_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    put(dir.join("train.py"), SKLEARN);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "sklearn"]);
+    let bad = hone_in(dir, &["init", "--agent", "clade"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+    assert!(text(&bad).contains("expected one of"), "{}", text(&bad));
+    assert!(!dir.join("hone.toml").exists(), "nothing written");
+    let out = ok(hone_in(dir, &["init", "--agent", "claude"]));
+    let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
+    assert!(toml.contains("kind = \"claude\""), "{toml}");
+    assert!(
+        text(&out).contains("say in program.md what the project is"),
+        "{}",
+        text(&out)
+    );
+    // What it wrote is a hone.toml hone reads, and runs.
+    ok(hone_in(dir, &["init", "--check"]));
+}
