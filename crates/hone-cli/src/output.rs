@@ -341,10 +341,11 @@ fn stop_hint(reason: &str, tag: &str, spec_file: Option<&std::path::Path>) -> Op
     ))
 }
 
-/// `hone status`: `s` is the run's summary, `running` its experiments in flight.
+/// `hone status`: `s` is the run's summary and the tokens it spent, `running` its experiments
+/// in flight.
 pub fn status(
     run: &RunRecord,
-    s: &Summary,
+    (s, tokens): (&Summary, u64),
     running: &[ExperimentRecord],
     spec: &crate::commands::StoredSpec,
     json: bool,
@@ -416,6 +417,11 @@ pub fn status(
         // As `hone log` and the report show it: a cent-less spend is not $0.00.
         Some(c) => out!("  budget: cost ${:.4} of ${c:.2}", s.cost_usd),
         None => out!("  cost: ${:.2}", s.cost_usd),
+    }
+    match spec.max_tokens {
+        Some(m) => out!("  budget: tokens {tokens} of {m}"),
+        None if tokens > 0 => out!("  tokens: {tokens}"),
+        None => {}
     }
     if let Some(r) = &s.stop_reason {
         // A reason may quote a server's or a reviewer's words.

@@ -135,6 +135,8 @@ pub struct StoredSpec {
     pub max_time_s: Option<f64>,
     /// `[stop] max_cost_usd`.
     pub max_cost_usd: Option<f64>,
+    /// `[stop] max_tokens`.
+    pub max_tokens: Option<u64>,
     /// `[outer] probation`.
     pub probation: u64,
 }
@@ -151,6 +153,7 @@ impl StoredSpec {
             max_experiments: stop["max_experiments"].as_u64(),
             max_time_s: stop["max_time"].as_f64(),
             max_cost_usd: stop["max_cost_usd"].as_f64(),
+            max_tokens: stop["max_tokens"].as_u64(),
             probation: spec["outer"]["probation"]
                 .as_u64()
                 .unwrap_or(hone::spec::OuterSpec::default().probation),
@@ -177,7 +180,7 @@ mod tests {
     #[test]
     fn stored_spec_reads_its_keys_and_defaults() {
         let s = StoredSpec::parse(
-            r#"{"stop":{"max_experiments":40,"max_time":3600,"max_cost_usd":2.5},"outer":{"probation":7}}"#,
+            r#"{"stop":{"max_experiments":40,"max_time":3600,"max_cost_usd":2.5,"max_tokens":90000},"outer":{"probation":7}}"#,
         );
         assert_eq!(
             s,
@@ -185,6 +188,7 @@ mod tests {
                 max_experiments: Some(40),
                 max_time_s: Some(3600.0),
                 max_cost_usd: Some(2.5),
+                max_tokens: Some(90000),
                 probation: 7,
             }
         );
@@ -192,6 +196,7 @@ mod tests {
         assert_eq!(none.max_experiments, None);
         assert_eq!(none.max_time_s, None);
         assert_eq!(none.max_cost_usd, None);
+        assert_eq!(none.max_tokens, None);
         assert_eq!(none.probation, hone::spec::OuterSpec::default().probation);
     }
 }

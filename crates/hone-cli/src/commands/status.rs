@@ -31,9 +31,10 @@ pub fn run(here: &Here, a: StatusArgs) -> CliResult {
         .git()
         .map(|g| engine::is_running(g.root()))
         .unwrap_or(false);
+    let tokens = store.tokens_spent(run.id).runtime()?;
     output::status(
         &run,
-        &summary,
+        (&summary, tokens),
         &running,
         &StoredSpec::of(&run),
         a.json,

@@ -300,6 +300,13 @@ fn the_budget_holds_before_a_call_is_sent() {
     assert_says(&out, "max_cost_usd is now 0.85 (hone.toml; it was 0.65");
     let status = text(&r.hone(&["status"]));
     assert!(status.contains("of $0.85"), "{status}");
+    // The tokens the records hold, summed.
+    let tokens: u64 = r.log().iter().map(|e| e["tokens"].as_u64().unwrap()).sum();
+    assert!(tokens > 0);
+    assert!(
+        status.contains(&format!("\n  tokens: {tokens}\n")),
+        "{status}"
+    );
     assert_eq!(
         server.requests().len(),
         4,

@@ -141,6 +141,20 @@ impl Store {
         Ok(t.totals())
     }
 
+    /// The tokens a run's experiments spent (their records' sum: what `max_tokens` counts).
+    pub fn tokens_spent(&self, run_id: i64) -> Result<u64, StoreError> {
+        let mut tokens = 0;
+        self.for_each_row(
+            "SELECT CAST(COALESCE(SUM(tokens), 0) AS BIGINT) AS t FROM experiments WHERE run_id = ?1",
+            &[Val::Int(Some(run_id))],
+            &mut |r| {
+                tokens = r.req_u64("t")?;
+                Ok(())
+            },
+        )?;
+        Ok(tokens)
+    }
+
     /// How many experiments of a run have this status (or any, with `None`), from its tallies.
     pub fn count_experiments(
         &self,
