@@ -341,6 +341,21 @@ fn stop_hint(reason: &str, tag: &str, spec_file: Option<&std::path::Path>) -> Op
     ))
 }
 
+/// One experiment in flight, as `hone status` lists it: its number, what it tries (or that
+/// its proposer is still at work) and for how long it has been at it.
+fn in_flight(e: &ExperimentRecord) -> String {
+    let d = hone::propose::prompt::sanitize(&e.description, 400).replace('\n', " ");
+    let d = if d.trim().is_empty() {
+        "(being proposed)".to_string()
+    } else {
+        d
+    };
+    let since = format_duration(std::time::Duration::from_secs_f64(
+        (hone::store::now() - e.started_at).max(0.0),
+    ));
+    format!("#{} {} ({since} so far)", e.n, cut_at_word(&d, 80))
+}
+
 /// `hone status`: `s` is the run's summary and the tokens it spent, `running` its experiments
 /// in flight.
 pub fn status(
@@ -391,10 +406,7 @@ pub fn status(
     let running: Vec<String> = running
         .iter()
         .filter(|e| e.status() == Status::Running)
-        .map(|e| {
-            let d = hone::propose::prompt::sanitize(&e.description, 400).replace('\n', " ");
-            format!("#{} {}", e.n, cut_at_word(&d, 80))
-        })
+        .map(in_flight)
         .collect();
     if live && !running.is_empty() {
         out!("  in flight: {}", running.join("; "));

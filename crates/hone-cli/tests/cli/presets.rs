@@ -555,6 +555,12 @@ fn a_turn_killed_by_a_second_ctrl_c_is_charged_as_a_cut_off_one() {
         .spawn()
         .unwrap();
     wait_for_file(&record.path().join("slow"));
+    // Meanwhile `hone status` says what is in flight, and since when.
+    let status = text(&r.hone(&["status"]));
+    assert!(
+        status.contains("in flight: #2 (being proposed) (") && status.contains(" so far)"),
+        "{status}"
+    );
     ctrl_c_twice(&mut child);
     let log = r.log();
     assert_eq!(log[2]["status"], "aborted", "{log:?}");
