@@ -83,8 +83,10 @@ pub const PRESETS: &[PresetDef] = &[
         env_prefixes: MANY_PROVIDERS,
         fixed_env: &[],
         head: |inv| {
+            // Wide lines: with no terminal, aider's printer wraps at 80 columns, and a usage
+            // line with a cache figure is longer (its `$x session` went to a line of its own).
             format!(
-                "aider --message-file {} --yes-always --no-auto-commits --no-dirty-commits --no-gitignore \
+                "COLUMNS=100000 aider --message-file {} --yes-always --no-auto-commits --no-dirty-commits --no-gitignore \
                  --no-stream --no-pretty --no-fancy-input --no-check-update --analytics-disable --map-tokens 0 \
                  --chat-history-file {} --input-history-file {}",
                 shell_quote(inv.prompt),
@@ -285,6 +287,9 @@ pub struct AgentReport {
     pub result: Option<String>,
     pub cost_usd: f64,
     pub tokens: u64,
+    /// It reported tokens and no money where money was its to report (aider with a model
+    /// its price table lacks): under `max_cost_usd` the turn counts as unreported.
+    pub no_cost: bool,
 }
 
 /// The JSON objects with a `type` among an agent's output lines (a JSONL event stream, with
@@ -344,10 +349,19 @@ pub fn parse_codex(lines: &[String]) -> Option<AgentReport> {
 /// retry past is the run's error.
 pub fn parse_aider(lines: &[String]) -> Option<AgentReport> {
     let mut report = AgentReport::default();
-    let mut seen = false;
+    let (mut seen, mut cost_seen) = (false, false);
     let mut pending_error: Option<String> = None;
-    for line in lines {
-        let l = line.trim();
+    let mut lines = lines.iter().peekable();
+    while let Some(line) = lines.next() {
+        // A usage line wrapped before its session figure goes on on the next line.
+        let joined;
+        let mut l = line.trim();
+        if l.starts_with("Tokens:") && l.contains("Cost:") && !l.contains("session") {
+            if let Some(next) = lines.next() {
+                joined = format!("{l} {}", next.trim());
+                l = &joined;
+            }
+        }
         if let Some(rest) = l.strip_prefix("Tokens:") {
             seen = true;
             pending_error = None;
@@ -369,6 +383,7 @@ pub fn parse_aider(lines: &[String]) -> Option<AgentReport> {
         let usage = l.starts_with("Tokens:") || l.starts_with("Cost:");
         if let Some(i) = l.find("Cost:").filter(|_| usage) {
             seen = true;
+            cost_seen = true;
             if let Some(session) = l[i..]
                 .split(',')
                 .find(|p| p.contains("session"))
@@ -388,6 +403,8 @@ pub fn parse_aider(lines: &[String]) -> Option<AgentReport> {
         report.error = Some(e);
         seen = true;
     }
+    // Tokens with no cost line: aider knows no price for the model.
+    report.no_cost = report.tokens > 0 && !cost_seen;
     seen.then_some(report)
 }
 
@@ -473,6 +490,8 @@ pub fn parse_gemini(lines: &[String]) -> Option<AgentReport> {
         result: v["response"].as_str().map(str::to_string),
         cost_usd: 0.0,
         tokens,
+        // Gemini CLI reports no money at all (`reports_cost`), which hone.toml's rules know.
+        no_cost: false,
     })
 }
 
@@ -563,232 +582,10 @@ pub fn parse_claude(lines: &[String]) -> Option<AgentReport> {
         result,
         cost_usd: reported_cost(v["total_cost_usd"].as_f64()).unwrap_or(0.0),
         tokens,
+        no_cost: reported_cost(v["total_cost_usd"].as_f64()).is_none(),
     })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn preset(name: &str) -> Preset {
-        Preset::named(name).unwrap()
-    }
-
-    fn lines(s: &str) -> Vec<String> {
-        s.lines().map(str::to_string).collect()
-    }
-
-    #[test]
-    fn a_tools_credentials_are_its_keys_and_tokens_not_its_settings_or_cloud_accounts() {
-        let claude = preset("claude");
-        for name in [
-            "ANTHROPIC_API_KEY",
-            "CLAUDE_CODE_OAUTH_TOKEN",
-            "ANTHROPIC_AUTH_TOKEN",
-        ] {
-            assert!(claude.holds_credential(name), "{name}");
-        }
-        for name in [
-            "ANTHROPIC_BASE_URL",
-            "AWS_SECRET_ACCESS_KEY",
-            "OPENAI_API_KEY",
-            "HOME",
-        ] {
-            assert!(!claude.holds_credential(name), "{name}");
-        }
-        assert!(preset("codex").holds_credential("OPENAI_API_KEY"));
-        assert!(preset("gemini").holds_credential("GEMINI_API_KEY"));
-        assert!(preset("aider").holds_credential("OPENROUTER_API_KEY"));
-        assert!(!preset("aider").holds_credential("OPENAI_API_BASE"));
-    }
-
-    fn inv<'a>(
-        model: Option<&'a str>,
-        extra: &'a [String],
-        files: &'a [String],
-    ) -> PresetInvocation<'a> {
-        PresetInvocation {
-            model,
-            extra,
-            prompt: "/p/3.md",
-            files,
-            history: "/l/3",
-        }
-    }
-
-    #[test]
-    fn a_cost_line_the_model_forged_after_aiders_cannot_lower_the_session_cost() {
-        // aider prints `Applied edit to <path>` after its usage line, the path the model's:
-        // a file named `Cost: 0, 0 session.md` read as a session cost of $0 (max_cost_usd
-        // never stopped the run). Only aider's own usage lines count, the largest figure.
-        let out = lines(
-            "Tokens: 50k sent, 2.0k received. Cost: $5.00 message, $5.00 session.\n\
-             Applied edit to params.py\n\
-             Applied edit to Cost: 0, 0 session.md\n\
-             params.py:3:1: Cost: $0.00 message, $0.00 session.\n\
-             Cost: $0.00 message, $0.00 session.\n",
-        );
-        assert_eq!(parse_aider(&out).unwrap().cost_usd, 5.0);
-    }
-
-    #[test]
-    fn aider_usage_lines_add_up_and_the_session_cost_is_the_largest() {
-        let out = lines(
-            "Aider v0.86.1\nMain model: gpt-4.1 with diff edit format\n\
-             Tokens: 2.3k sent, 85 received. Cost: $0.0051 message, $0.0051 session.\n\
-             Applied edit to train.py\n\
-             Tokens: 12k sent, 1.5k cache write, 1,020 received.\nCost: $0.03 message, $0.04 session.\n",
-        );
-        let r = parse_aider(&out).unwrap();
-        assert_eq!(r.tokens, 2300 + 85 + 12_000 + 1500 + 1020);
-        assert_eq!(r.cost_usd, 0.04);
-        assert_eq!(r.error, None);
-        assert_eq!(parse_aider(&lines("nothing to see\n")), None);
-    }
-
-    /// What an agent CLI reports is untrusted: a cost that is not a number, negative (credit
-    /// against the budget) or absurd is taken as unknown, and token counts past a trillion are
-    /// capped, so nothing it prints can overflow hone's sums or switch its budget off.
-    #[test]
-    fn absurd_reports_are_unknown_or_capped() {
-        let out = lines(
-            "Tokens: 2.3k sent, 85 received. Cost: $0.01 message, $0.02 session.\n\
-             Cost: $nan message, $nan session.\nCost: $-50 message, $-50 session.\n\
-             Cost: $inf message, $1e300 session.\n",
-        );
-        assert_eq!(parse_aider(&out).unwrap().cost_usd, 0.02);
-        assert_eq!(reported_cost(Some(f64::NAN)), None);
-        assert_eq!(reported_cost(Some(-1.0)), None);
-        assert_eq!(reported_cost(Some(2e6)), None);
-        assert_eq!(reported_cost(Some(3.5)), Some(3.5));
-        let huge = format!(
-            "{{\"type\":\"turn.completed\",\"usage\":{{\"input_tokens\":{m},\"output_tokens\":{m}}}}}\n",
-            m = u64::MAX
-        );
-        let codex = parse_codex(&lines(&huge.repeat(3))).unwrap();
-        assert_eq!(codex.tokens, 6 * MAX_REPORTED_TOKENS);
-    }
-
-    #[test]
-    fn aider_errors_count_unless_retried_past() {
-        let failed = lines(
-            "litellm.AuthenticationError: AnthropicException - invalid x-api-key\n\
-             The API provider is not able to authenticate you. Check your API key.\n",
-        );
-        assert!(parse_aider(&failed)
-            .unwrap()
-            .error
-            .unwrap()
-            .contains("invalid x-api-key"));
-        let retried = lines(
-            "litellm.RateLimitError: rate limited\nRetrying in 0.2 seconds...\n\
-             Tokens: 100 sent, 10 received. Cost: $0.00 message, $0.00 session.\n",
-        );
-        assert_eq!(parse_aider(&retried).unwrap().error, None);
-    }
-
-    #[test]
-    fn gemini_json_with_stats_and_error() {
-        let ok = lines(
-            "Loaded cached credentials.\n{\n  \"response\": \"Done.\",\n  \"stats\": {\n    \"models\": {\n      \
-             \"gemini-2.5-pro\": {\"api\": {\"totalRequests\": 2}, \"tokens\": {\"prompt\": 24939, \"candidates\": 20, \
-             \"total\": 25113, \"cached\": 21263, \"thoughts\": 154, \"tool\": 0}},\n      \
-             \"gemini-2.5-flash\": {\"tokens\": {\"prompt\": 100, \"candidates\": 10, \"thoughts\": 5}}\n    }\n  }\n}\n",
-        );
-        let r = parse_gemini(&ok).unwrap();
-        assert_eq!(r.tokens, 25113 + 115);
-        assert_eq!(r.result.as_deref(), Some("Done."));
-        assert_eq!(r.error, None);
-        let bad = lines("{\"error\": {\"type\": \"ApiError\", \"message\": \"Quota exceeded\", \"code\": 429}}\n");
-        assert_eq!(
-            parse_gemini(&bad).unwrap().error.as_deref(),
-            Some("Quota exceeded")
-        );
-    }
-
-    #[test]
-    fn opencode_events_carry_cost_tokens_and_errors() {
-        let out = lines(
-            "{\"type\":\"step_start\",\"part\":{\"type\":\"step-start\"}}\n\
-             {\"type\":\"text\",\"part\":{\"type\":\"text\",\"text\":\"Lowered it.\"}}\n\
-             {\"type\":\"step_finish\",\"part\":{\"type\":\"step-finish\",\"reason\":\"stop\",\"cost\":0.25,\
-             \"tokens\":{\"input\":1000,\"output\":50,\"reasoning\":5,\"cache\":{\"read\":300,\"write\":0}}}}\n\
-             {\"type\":\"step_finish\",\"part\":{\"cost\":0.5,\"tokens\":{\"input\":10,\"output\":1}}}\n",
-        );
-        let r = parse_opencode(&out).unwrap();
-        assert_eq!(r.cost_usd, 0.75);
-        assert_eq!(r.tokens, 1355 + 11);
-        assert_eq!(r.result.as_deref(), Some("Lowered it."));
-        let err = lines("{\"type\":\"error\",\"error\":{\"name\":\"APIError\",\"data\":{\"message\":\"Invalid API key.\"}}}\n");
-        assert_eq!(
-            parse_opencode(&err).unwrap().error.as_deref(),
-            Some("Invalid API key.")
-        );
-    }
-
-    #[test]
-    fn preset_command_lines() {
-        let none: Vec<String> = Vec::new();
-        let files = vec!["train.py".to_string(), "my model.py".to_string()];
-        assert_eq!(
-            preset_command(preset("aider"), &inv(Some("sonnet"), &none, &files)),
-            "aider --message-file '/p/3.md' --yes-always --no-auto-commits --no-dirty-commits \
-             --no-gitignore --no-stream --no-pretty --no-fancy-input --no-check-update \
-             --analytics-disable --map-tokens 0 --chat-history-file '/l/3.aider.chat.md' \
-             --input-history-file '/l/3.aider.input' --model 'sonnet' -- 'train.py' 'my model.py'"
-        );
-        assert_eq!(
-            preset_command(
-                preset("gemini"),
-                &inv(None, &["--debug".to_string()], &none)
-            ),
-            "gemini --output-format json --approval-mode auto_edit --skip-trust '--debug' \
-             -p 'Do the task described above.' < '/p/3.md'"
-        );
-        assert_eq!(
-            preset_command(
-                preset("opencode"),
-                &inv(Some("anthropic/claude-sonnet-4"), &none, &none)
-            ),
-            "opencode run --format json --model 'anthropic/claude-sonnet-4' < '/p/3.md'"
-        );
-    }
-
-    #[test]
-    fn every_preset_is_named_once_and_found_by_its_name() {
-        for p in Preset::all() {
-            assert_eq!(Preset::named(p.name()), Some(p));
-            assert_eq!(PRESETS.iter().filter(|d| d.name == p.name()).count(), 1);
-        }
-        assert_eq!(Preset::named("knobs"), None);
-    }
-
-    #[test]
-    fn agent_kinds_keep_their_names_in_the_records() {
-        use crate::spec::AgentKind;
-        let names = AgentKind::names();
-        assert_eq!(
-            names,
-            [
-                "knobs",
-                "command",
-                "openai",
-                "anthropic",
-                "claude",
-                "codex",
-                "aider",
-                "gemini",
-                "opencode"
-            ]
-        );
-        for name in names {
-            let kind = AgentKind::parse(name).unwrap();
-            assert_eq!(kind.as_str(), name);
-            let json = serde_json::to_string(&kind).unwrap();
-            assert_eq!(json, format!("\"{name}\""));
-            assert_eq!(serde_json::from_str::<AgentKind>(&json).unwrap(), kind);
-            assert_eq!(kind.is_preset(), Preset::named(name).is_some());
-        }
-        assert!(serde_json::from_str::<AgentKind>("\"cursor\"").is_err());
-    }
-}
+#[path = "presets_tests.rs"]
+mod tests;

@@ -711,13 +711,3 @@ fn a_provider_outage_is_waited_out_and_is_no_candidates_failure() {
     assert_eq!(r.log()[0]["status"], "baseline");
     assert!(r.log()[1..].iter().all(|e| e["status"] == "aborted"));
 }
-
-/// The one run's directory under `.hone/runs`.
-fn only_run_dir(r: &Repo) -> std::path::PathBuf {
-    std::fs::read_dir(r.dir.join(".hone/runs"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
-}

@@ -566,6 +566,11 @@ fn a_turn_killed_by_a_second_ctrl_c_is_charged_as_a_cut_off_one() {
     assert_eq!(log[2]["status"], "aborted", "{log:?}");
     let charged = log[2]["cost_usd"].as_f64().unwrap();
     assert!(charged > 0.0, "the killed turn was free: {}", log[2]);
+    let agent_log = std::fs::read_to_string(only_run_dir(&r).join("logs/2.agent.log")).unwrap();
+    assert!(
+        agent_log.contains("--- hone: it reported no spend: charged $"),
+        "{agent_log}"
+    );
 }
 
 /// A stand-in `claude` whose first turn reports $0.60 and whose second makes its change but
@@ -590,10 +595,14 @@ fn a_turn_that_ended_well_without_a_usable_account_says_its_charge_is_an_estimat
     ok(run_with_tool(&r, bin.path(), record.path(), &[]));
     let log = r.log();
     assert_eq!(log[2]["status"], "keep", "{log:?}");
+    // Said in its log (and at once), not in its description, which commit messages and
+    // prompts carry.
     let description = log[2]["description"].as_str().unwrap();
+    assert!(!description.contains("charged"), "{description}");
+    let agent_log = std::fs::read_to_string(only_run_dir(&r).join("logs/2.agent.log")).unwrap();
     assert!(
-        description.contains("[it reported no spend: charged $"),
-        "{description}"
+        agent_log.contains("--- hone: it reported no spend: charged $"),
+        "{agent_log}"
     );
     assert!(log[2]["cost_usd"].as_f64().unwrap() > 0.0, "{}", log[2]);
 }
@@ -609,7 +618,7 @@ fn with_a_budget_and_no_rate_to_go_by_an_unreported_turn_stops_the_run() {
     let out = run_with_tool(&r, bin.path(), record.path(), &[("FAKE_SLOW_FIRST", "1")]);
     let out = exits_with(out, 1, "hone cannot keep to the budget");
     assert!(
-        text(&out).contains("raise [agent] timeout (the turn ran into it)"),
+        text(&out).contains("Raise [agent] timeout (the turn ran into it)"),
         "{}",
         text(&out)
     );
@@ -620,7 +629,7 @@ fn with_a_budget_and_no_rate_to_go_by_an_unreported_turn_stops_the_run() {
     let said = text(&exits_with(out, 1, "hone cannot keep to the budget"));
     assert!(
         said.contains("its last line: `TypeError: Cannot read properties of undefined`")
-            && said.contains("see why the agent failed in its log")
+            && said.contains("See why the agent failed in its log")
             && !said.contains("timeout"),
         "{said}"
     );

@@ -195,7 +195,13 @@ impl Proposer for CommandProposer {
         let report = self
             .preset
             .and_then(|p| p.parse(&tail.iter().cloned().collect::<Vec<_>>()));
-        let charged = self.charge(ctx, report.as_ref(), &outcome, &log_path)?;
+        let cut_by_max_time = limit < ctx.spec.agent.timeout;
+        let charged = self.charge(ctx, report.as_ref(), (&outcome, cut_by_max_time), &log_path)?;
+        // An estimate is said at the end of the turn's log (`hone show` names it), whatever
+        // becomes of the turn (a killed one's record says only that it was interrupted).
+        if let Some(note) = &charged {
+            append_note(&log_path, note);
+        }
         if let Some(r) = &report {
             if let Some(e) = &r.error {
                 return Err(ProposeError::Invalid(format!(
@@ -213,17 +219,17 @@ impl Proposer for CommandProposer {
                     .to_string();
             }
         }
-        let cut_by_max_time = limit < ctx.spec.agent.timeout;
         exit_error(ctx, (outcome.exit, cut_by_max_time), &log_path)
             .map_err(|e| with_charge(e, charged.as_deref()))?;
         keep_notes(ctx, &notes_path, &kept_notes);
         let hypothesis = take_hypothesis(ctx);
-        let mut description =
+        let description =
             prompt::sanitize(&hypothesis.unwrap_or(last_line), 300).replace('\n', " ");
-        // A turn that ended well but printed no usable account was charged an estimate: the
-        // record says so, where its spend is shown.
+        // A turn that ended well but printed no usable account was charged an estimate: said
+        // now too, not in its description (commit messages, prompts and the outer loop read
+        // that).
         if let Some(note) = &charged {
-            description.push_str(&format!(" [{note}]"));
+            (ctx.note)(note);
         }
         Ok(Proposal {
             description,
@@ -233,6 +239,14 @@ impl Proposer for CommandProposer {
             // Another process wrote in the worktree: git lists what it holds.
             in_place: false,
         })
+    }
+}
+
+/// Adds hone's `note` to the end of the agent's log at `path` (best effort: the note was said).
+fn append_note(path: &std::path::Path, note: &str) {
+    use std::io::Write as _;
+    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(path) {
+        let _ = writeln!(f, "--- hone: {note} ---");
     }
 }
 
@@ -356,14 +370,19 @@ impl CommandProposer {
         &mut self,
         ctx: &ProposeContext<'_>,
         report: Option<&AgentReport>,
-        outcome: &exec::ExecOutcome,
+        (outcome, cut_by_max_time): (&exec::ExecOutcome, bool),
         log_path: &std::path::Path,
     ) -> Result<Option<String>, ProposeError> {
         // A turn with no account (cut at its timeout, killed, or that never printed its
         // result), or cut off before its full account, is charged at the highest rate an
         // earlier turn reported, so that a model which keeps spending until it is cut off is
         // not free.
-        let reported = report.map(|r| (r.cost_usd, r.tokens));
+        // A tool that reported tokens but no money counts as unreported under a money
+        // budget: its $0 would let the run spend without bound.
+        let money_budget = ctx.budget.usd_left.is_some();
+        let reported = report
+            .filter(|r| !(r.no_cost && money_budget))
+            .map(|r| (r.cost_usd, r.tokens));
         let secs = outcome.duration.as_secs_f64();
         Ok(match (self.preset, reported) {
             (None, _) => None,
@@ -381,9 +400,13 @@ impl CommandProposer {
             // else what it said it spent.
             (Some(_), reported) if matches!(outcome.exit, Exit::Cancelled) => {
                 match self.rate.or_else(|| rate_of_history(ctx.history)) {
-                    Some(rate) => {
-                        charge_unreported(ctx, Some(rate), (secs, false), reported, log_path)?
-                    }
+                    Some(rate) => charge_unreported(
+                        ctx,
+                        Some(rate),
+                        (secs, Ended::Failed),
+                        reported,
+                        log_path,
+                    )?,
                     None => {
                         let (usd, tokens) = reported.unwrap_or((0.0, 0));
                         ctx.add_spend(usd, tokens);
@@ -393,8 +416,13 @@ impl CommandProposer {
             }
             (Some(_), reported) => {
                 let rate = self.rate.or_else(|| rate_of_history(ctx.history));
-                let timed_out = matches!(outcome.exit, Exit::TimedOut);
-                charge_unreported(ctx, rate, (secs, timed_out), reported, log_path)?
+                let ended = match outcome.exit {
+                    Exit::TimedOut if cut_by_max_time => Ended::MaxTime,
+                    Exit::TimedOut => Ended::Timeout,
+                    Exit::Code(0) => Ended::Unreadable,
+                    _ => Ended::Failed,
+                };
+                charge_unreported(ctx, rate, (secs, ended), reported, log_path)?
             }
         })
     }
@@ -419,6 +447,16 @@ fn rate_of_history(history: &[crate::store::ExperimentRecord]) -> Option<(f64, f
     (usd > 0.0 || tokens > 0.0).then_some((usd, tokens))
 }
 
+/// How a turn without an account ended: the advice when it stops a budgeted run.
+#[derive(Clone, Copy)]
+enum Ended {
+    Timeout,
+    MaxTime,
+    /// It exited 0.
+    Unreadable,
+    Failed,
+}
+
 /// Charges a preset's turn that ended without its own account of what it spent, or was cut
 /// off (timeout, signal) after only part of it (`reported`): the larger of what it reported
 /// and its `secs` at `rate`. Returns what it charged, said for the record. With no rate to go
@@ -427,7 +465,7 @@ fn rate_of_history(history: &[crate::store::ExperimentRecord]) -> Option<(f64, f
 fn charge_unreported(
     ctx: &ProposeContext<'_>,
     rate: Option<(f64, f64)>,
-    (secs, timed_out): (f64, bool),
+    (secs, ended): (f64, Ended),
     reported: Option<(f64, u64)>,
     log_path: &std::path::Path,
 ) -> Result<Option<String>, ProposeError> {
@@ -454,10 +492,16 @@ fn charge_unreported(
         let said = crate::util::last_line_of(log_path)
             .map(|l| format!("; its last line: `{}`", prompt::sanitize(&l, 200)))
             .unwrap_or_default();
-        let next = if timed_out {
-            "raise [agent] timeout (the turn ran into it)"
-        } else {
-            "see why the agent failed in its log"
+        let next = match ended {
+            Ended::Timeout => "Raise [agent] timeout (the turn ran into it)",
+            Ended::MaxTime => {
+                "The run's max_time ran out during the turn: raise it (hone.toml or --time)"
+            }
+            Ended::Unreadable => {
+                "It exited well but printed no account hone can read (has the tool's output \
+                 changed? [agent] command drives another version)"
+            }
+            Ended::Failed => "See why the agent failed in its log",
         };
         return Err(ProposeError::Fatal(format!(
             "the agent's turn ended after {secs:.1} s without its own account of what it spent \

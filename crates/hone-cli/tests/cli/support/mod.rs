@@ -452,6 +452,16 @@ pub(crate) fn text(out: &Output) -> String {
     )
 }
 
+/// The one run's directory under `.hone/runs`.
+pub(crate) fn only_run_dir(r: &Repo) -> PathBuf {
+    std::fs::read_dir(r.dir.join(".hone/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
 /// Waits for a file to appear (the event a test needs), failing after a generous deadline.
 pub(crate) fn wait_for_file(p: &Path) {
     let deadline = Instant::now() + Duration::from_secs(60);
