@@ -32,8 +32,8 @@ pub struct InitArgs {
     /// Run the command once, in this checkout, and report the metric it printed.
     #[arg(long)]
     check: bool,
-    /// The proposer hone.toml names in [agent] kind (default: knobs, the built-in optimizer),
-    /// e.g. claude, codex, openai.
+    /// The proposer hone.toml names in [agent] kind (default: knobs, the built-in optimizer):
+    /// an agent CLI preset, e.g. claude, codex, aider, gemini or opencode.
     #[arg(long)]
     agent: Option<String>,
 }
@@ -135,13 +135,18 @@ fn write_program(path: &Path, force: bool) -> CliResult {
     Ok(())
 }
 
-/// `--agent`'s kind, if hone knows it.
+/// `--agent`'s kind: the built-in optimizer or an agent CLI preset, which need nothing more
+/// in hone.toml (an HTTP model needs its model and server, a command its line).
 fn agent_kind(kind: &str) -> CliResult<String> {
-    match hone::spec::AgentKind::parse(kind) {
-        Some(_) => Ok(kind.to_string()),
+    use hone::spec::AgentKind;
+    match AgentKind::parse(kind) {
+        Some(k) if k == AgentKind::Knobs || k.is_preset() => Ok(kind.to_string()),
+        Some(_) => Err(CliError::usage(format!(
+            "--agent {kind} needs more than a kind: after `hone init`, write [agent] kind = \"{kind}\" and its model (and base_url) or command in hone.toml (README, `[agent]`)"
+        ))),
         None => Err(CliError::usage(format!(
             "--agent {kind}: expected one of {}",
-            hone::spec::AgentKind::names().join(", ")
+            AgentKind::names().join(", ")
         ))),
     }
 }

@@ -88,6 +88,12 @@ fn override_spec(spec: &mut Spec, agent: Option<&str>, workers: Option<u64>) -> 
                 "--agent command needs [agent] command in hone.toml",
             ));
         }
+        let http = matches!(spec.agent.kind, AgentKind::OpenAi | AgentKind::Anthropic);
+        if http && spec.agent.llm.is_none() {
+            return Err(CliError::usage(format!(
+                "--agent {a} needs its model and server: write [agent] kind = \"{a}\" and model (and base_url, for a server other than the provider's) in hone.toml"
+            )));
+        }
         preset_fits(spec, written, a)?;
     }
     if let Some(w) = workers {
@@ -103,10 +109,18 @@ fn override_spec(spec: &mut Spec, agent: Option<&str>, workers: Option<u64>) -> 
 /// What hone.toml says for the preset it names must fit the one `--agent` chose over it: a
 /// money budget needs a tool that reports money (as hone.toml's own rules check), and the
 /// preset's `model` and `extra_args` were written for the other tool (said, not refused).
-fn preset_fits(spec: &Spec, written: AgentKind, chosen: &str) -> CliResult {
+fn preset_fits(spec: &mut Spec, written: AgentKind, chosen: &str) -> CliResult {
     let Some(tool) = spec.agent.kind.preset() else {
         return Ok(());
     };
+    // A command hone.toml names is no preset's (it would run in the preset's place), and an
+    // HTTP model is the server's, not the tool's.
+    if written != spec.agent.kind {
+        spec.agent.command = None;
+        if written.preset().is_none() {
+            spec.agent.model = None;
+        }
+    }
     if spec.stop.max_cost_usd.is_some() && !tool.def().reports_cost {
         return Err(CliError::usage(format!(
             "--agent {chosen}: {} reports tokens, not money, so [stop] max_cost_usd in hone.toml cannot bound it; use max_tokens",

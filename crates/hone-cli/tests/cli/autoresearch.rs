@@ -377,7 +377,21 @@ fn init_names_the_agent_it_is_asked_for() {
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
     assert!(text(&bad).contains("expected one of"), "{}", text(&bad));
     assert!(!dir.join("hone.toml").exists(), "nothing written");
-    let out = ok(hone_in(dir, &["init", "--agent", "claude"]));
+    // An HTTP model or a command needs more than its kind: refused, nothing written.
+    let http = hone_in(dir, &["init", "--agent", "openai"]);
+    assert_eq!(http.status.code(), Some(2), "{}", text(&http));
+    assert!(
+        text(&http).contains("needs more than a kind"),
+        "{}",
+        text(&http)
+    );
+    assert!(!dir.join("hone.toml").exists(), "nothing written");
+    // Every preset's hone.toml loads.
+    for kind in ["codex", "aider", "gemini", "opencode"] {
+        ok(hone_in(dir, &["init", "--agent", kind, "--force"]));
+        ok(hone_in(dir, &["init", "--check"]));
+    }
+    let out = ok(hone_in(dir, &["init", "--agent", "claude", "--force"]));
     let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
     assert!(toml.contains("kind = \"claude\""), "{toml}");
     assert!(

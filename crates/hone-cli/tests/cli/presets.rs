@@ -743,4 +743,30 @@ fn agent_on_the_command_line_is_checked_against_what_hone_toml_says_for_its_pres
         "{}",
         text(&out)
     );
+    // An HTTP kind needs its model and server, which hone.toml does not have here.
+    let out = r.hone(&["run", "--agent", "openai"]);
+    exits_with(out, 2, "--agent openai needs its model and server");
+}
+
+#[test]
+fn a_preset_chosen_on_the_command_line_runs_itself_not_the_command_hone_toml_names() {
+    // hone.toml drives a command agent; `--agent claude` runs Claude Code, not that command
+    // under Claude's name (and account parsing).
+    let (bin, record) = fake_tool("claude", FAKE_CLAUDE);
+    let r = preset_repo("kind = \"command\"\ncommand = \"touch used-the-command\"");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = Command::new(HONE)
+        .args(["run", "--agent", "claude", "-n", "2"])
+        .current_dir(&r.dir)
+        .env("PATH", &path)
+        .env("FAKE_RECORD", record.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!r.dir.join("used-the-command").exists(), "the command ran");
+    assert_eq!(read(&record, "count").trim(), "1", "claude ran once");
 }
