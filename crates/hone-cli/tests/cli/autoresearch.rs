@@ -278,14 +278,21 @@ acc -= 0.01 * abs(LEARNING_RATE_INIT - 0.002) * 100 + 0.2 * TEST_SIZE * 0
 print(f"accuracy: {acc:.4f}")
 "#;
 
-#[test]
-fn init_on_a_scikit_learn_script_keeps_momentum_a_fraction() {
+/// A repository holding [`SKLEARN`] as `train.py`, committed.
+fn sklearn_repo() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     git(dir, &["init", "-q", "-b", "main"]);
     put(dir.join("train.py"), SKLEARN);
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-q", "-m", "sklearn"]);
+    tmp
+}
+
+#[test]
+fn init_on_a_scikit_learn_script_keeps_momentum_a_fraction() {
+    let tmp = sklearn_repo();
+    let dir = tmp.path();
     let init = hone_in(dir, &["init"]);
     let t = text(&init);
     println!("{t}");
@@ -367,12 +374,8 @@ fn init_check_runs_the_baseline_once_and_reports_the_metric() {
 
 #[test]
 fn init_names_the_agent_it_is_asked_for() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = sklearn_repo();
     let dir = tmp.path();
-    git(dir, &["init", "-q", "-b", "main"]);
-    put(dir.join("train.py"), SKLEARN);
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "sklearn"]);
     let bad = hone_in(dir, &["init", "--agent", "clade"]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
     assert!(text(&bad).contains("expected one of"), "{}", text(&bad));

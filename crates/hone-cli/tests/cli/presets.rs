@@ -726,18 +726,12 @@ fn agent_on_the_command_line_is_checked_against_what_hone_toml_says_for_its_pres
     // Without the budget, Claude's settings would reach codex: said before the run.
     edit_spec(&r.dir, |s| s.replace("max_cost_usd = 5\n", ""));
     let (bin, record) = fake_tool("codex", "#!/bin/sh\ncat > /dev/null\nexit 1\n");
-    let path = format!(
-        "{}:{}",
-        bin.path().display(),
-        std::env::var("PATH").unwrap()
+    let out = hone_with_tool(
+        &r,
+        (bin.path(), record.path()),
+        &["run", "--agent", "codex", "-n", "1"],
+        &[],
     );
-    let out = Command::new(HONE)
-        .args(["run", "--agent", "codex", "-n", "1"])
-        .current_dir(&r.dir)
-        .env("PATH", &path)
-        .env("FAKE_RECORD", record.path())
-        .output()
-        .unwrap();
     assert!(
         text(&out).contains("warning: --agent codex: [agent] model and extra_args in hone.toml were written for claude"),
         "{}",
@@ -754,18 +748,12 @@ fn a_preset_chosen_on_the_command_line_runs_itself_not_the_command_hone_toml_nam
     // under Claude's name (and account parsing).
     let (bin, record) = fake_tool("claude", FAKE_CLAUDE);
     let r = preset_repo("kind = \"command\"\ncommand = \"touch used-the-command\"");
-    let path = format!(
-        "{}:{}",
-        bin.path().display(),
-        std::env::var("PATH").unwrap()
+    let out = hone_with_tool(
+        &r,
+        (bin.path(), record.path()),
+        &["run", "--agent", "claude", "-n", "2"],
+        &[],
     );
-    let out = Command::new(HONE)
-        .args(["run", "--agent", "claude", "-n", "2"])
-        .current_dir(&r.dir)
-        .env("PATH", &path)
-        .env("FAKE_RECORD", record.path())
-        .output()
-        .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     assert!(!r.dir.join("used-the-command").exists(), "the command ran");
     assert_eq!(read(&record, "count").trim(), "1", "claude ran once");

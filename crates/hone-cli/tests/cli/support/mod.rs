@@ -587,9 +587,19 @@ pub(crate) fn run_with_tool(
     record: &Path,
     extra_env: &[(&str, &str)],
 ) -> Output {
+    hone_with_tool(r, (bin, record), &["run"], extra_env)
+}
+
+/// `hone args` in `r` with the stand-in tool of `bin` first on PATH, recording in `record`.
+pub(crate) fn hone_with_tool(
+    r: &Repo,
+    (bin, record): (&Path, &Path),
+    args: &[&str],
+    extra_env: &[(&str, &str)],
+) -> Output {
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
     let mut cmd = Command::new(HONE);
-    cmd.arg("run")
+    cmd.args(args)
         .current_dir(&r.dir)
         .env("PATH", &path)
         .env("FAKE_RECORD", record);
