@@ -362,12 +362,12 @@ pub fn status(
     run: &RunRecord,
     (s, tokens): (&Summary, u64),
     running: &[ExperimentRecord],
-    spec: &crate::commands::StoredSpec,
+    (spec, spec_file): (&crate::commands::StoredSpec, Option<&std::path::Path>),
     json: bool,
     live: bool,
 ) {
     if json {
-        out!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+        out!("{}", status_json(s, tokens, running, live));
         return;
     }
     let state = match run.state {
@@ -438,10 +438,34 @@ pub fn status(
     if let Some(r) = &s.stop_reason {
         // A reason may quote a server's or a reviewer's words.
         out!("  stopped: {}", one_line(r));
-        if let Some(hint) = stop_hint(r, &s.tag, None) {
+        if let Some(hint) = stop_hint(r, &s.tag, spec_file) {
             out!("  {hint}");
         }
     }
+}
+
+/// `hone status --json`: the summary, with what the text adds to it: the tokens spent, whether
+/// a hone is at work on the run now and, if so, the experiments in flight.
+fn status_json(s: &Summary, tokens: u64, running: &[ExperimentRecord], live: bool) -> String {
+    let mut v = serde_json::to_value(s).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.insert("tokens".into(), tokens.into());
+        o.insert("live".into(), live.into());
+        let now = hone::store::now();
+        let in_flight: Vec<serde_json::Value> = running
+            .iter()
+            .filter(|e| live && e.status() == Status::Running)
+            .map(|e| {
+                serde_json::json!({
+                    "experiment": e.n,
+                    "description": e.description,
+                    "seconds": (now - e.started_at).max(0.0),
+                })
+            })
+            .collect();
+        o.insert("in_flight".into(), in_flight.into());
+    }
+    serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 
 /// `experiments 3/10 (7 left)`: what counts towards `max_experiments`. Aborted experiments

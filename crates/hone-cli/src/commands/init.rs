@@ -52,6 +52,13 @@ pub fn run(here: &Here, a: InitArgs) -> CliResult {
         // `hone init --check` on a spec already written (and perhaps edited): check it.
         let spec =
             hone::spec::Spec::load(&spec_path).map_err(|e| CliError::usage(e.to_string()))?;
+        if let Some(kind) = &a.agent {
+            // Checking writes nothing: the agent the existing hone.toml names stays.
+            err!(
+                "warning: --agent {kind}: hone.toml exists and --check only checks it; set [agent] kind = \"{kind}\" in it (it names \"{}\"), or run `hone init --agent {kind} --force` to write a new one",
+                spec.agent.kind.as_str()
+            );
+        }
         let v = &spec.verify;
         return check(
             root,

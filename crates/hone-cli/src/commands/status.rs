@@ -36,7 +36,7 @@ pub fn run(here: &Here, a: StatusArgs) -> CliResult {
         &run,
         (&summary, tokens),
         &running,
-        &StoredSpec::of(&run),
+        (&StoredSpec::of(&run), here.spec_path()),
         a.json,
         live,
     );

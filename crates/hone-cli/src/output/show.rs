@@ -90,7 +90,7 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
 /// Where what an agent was asked for experiment `n`, and what it said, are kept (a turn that
 /// failed says why there), when they are.
 fn show_agent_files(git: &Git, run: &RunRecord, n: u64) {
-    let run_dir = git.root().join(".hone").join("runs").join(&run.tag);
+    let run_dir = hone::engine::StatePaths::new(git.root()).run_dir(&run.tag);
     for (what, path) in [
         (
             "agent's prompt",

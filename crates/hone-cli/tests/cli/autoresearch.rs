@@ -404,4 +404,13 @@ fn init_names_the_agent_it_is_asked_for() {
     );
     // What it wrote is a hone.toml hone reads, and runs.
     ok(hone_in(dir, &["init", "--check"]));
+    // On the hone.toml that exists, --check writes nothing: an --agent beside it is said.
+    let checked = ok(hone_in(dir, &["init", "--check", "--agent", "codex"]));
+    assert!(
+        text(&checked).contains("--agent codex: hone.toml exists and --check only checks it"),
+        "{}",
+        text(&checked)
+    );
+    let after = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
+    assert_eq!(after, toml, "hone.toml is left as it was");
 }

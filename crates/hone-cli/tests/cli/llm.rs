@@ -279,6 +279,13 @@ fn the_budget_holds_before_a_call_is_sent() {
     assert_eq!(log[1]["tokens"], 2000);
     assert_says(&out, "stopped: budget");
     assert_says(&out, "to go on: raise [stop] max_cost_usd in hone.toml");
+    // `hone status` gives the same hint, with the spec it was asked about.
+    let status = text(&r.hone(&["--spec", "hone.toml", "status"]));
+    assert!(
+        status.contains("raise [stop] max_cost_usd in hone.toml")
+            && status.contains("`hone --spec hone.toml run --tag "),
+        "{status}"
+    );
     // The best is the last of a chain of keeps, and the summary says what to do with them.
     assert_says(&out, "best change (#3, the last of 3 kept)");
     assert_says(&out, "next: `hone finalize --run");
@@ -306,6 +313,16 @@ fn the_budget_holds_before_a_call_is_sent() {
     assert!(
         status.contains(&format!("\n  tokens: {tokens}\n")),
         "{status}"
+    );
+    // And the same figure in the machine-readable summary, with no hone at work on the run.
+    let json: serde_json::Value = serde_json::from_slice(&r.hone(&["status", "--json"]).stdout)
+        .expect("status --json is JSON");
+    assert_eq!(json["tokens"].as_u64(), Some(tokens), "{json}");
+    assert_eq!(json["live"], serde_json::Value::Bool(false), "{json}");
+    assert_eq!(
+        json["in_flight"].as_array().map(Vec::len),
+        Some(0),
+        "{json}"
     );
     assert_eq!(
         server.requests().len(),

@@ -561,6 +561,10 @@ fn a_turn_killed_by_a_second_ctrl_c_is_charged_as_a_cut_off_one() {
         status.contains("in flight: #2 (being proposed) (") && status.contains(" so far)"),
         "{status}"
     );
+    let json: serde_json::Value =
+        serde_json::from_slice(&r.hone(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(json["live"], serde_json::Value::Bool(true), "{json}");
+    assert_eq!(json["in_flight"][0]["experiment"], 2, "{json}");
     ctrl_c_twice(&mut child);
     let log = r.log();
     assert_eq!(log[2]["status"], "aborted", "{log:?}");

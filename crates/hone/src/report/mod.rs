@@ -186,10 +186,45 @@ pub fn tsv_row(e: &ExperimentRecord) -> String {
         .as_deref()
         .map(|c| &c[..c.len().min(7)])
         .unwrap_or("-");
-    let metric = e
-        .objective
-        .map(|v| format!("{v:.6}"))
-        .unwrap_or_else(|| "0.000000".into());
+    // autoresearch's six decimals (and its 0.000000 for a crash); a value too small for them
+    // in full (1e-7 is not 0.000000).
+    let metric = match e.objective {
+        Some(v) if v != 0.0 && v.abs() < 1e-3 => format!("{v:e}"),
+        Some(v) => format!("{v:.6}"),
+        None => "0.000000".into(),
+    };
     let desc = e.description.replace(['\t', '\n'], " ");
     format!("{commit}\t{metric}\t{}\t{desc}", e.status())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tsv_row_keeps_a_small_metric_and_writes_a_crash_as_autoresearch_does() {
+        let row = |objective, status| {
+            tsv_row(&ExperimentRecord {
+                candidate_commit: Some("0123456789abcdef".into()),
+                objective,
+                status: Some(status),
+                description: "lr\t0.1\nnext".into(),
+                ..Default::default()
+            })
+        };
+        assert_eq!(
+            row(Some(0.9979), Status::Keep),
+            "0123456\t0.997900\tkeep\tlr 0.1 next"
+        );
+        let small = row(Some(1.25e-7), Status::Keep);
+        assert_eq!(small.split('\t').nth(1), Some("1.25e-7"), "{small}");
+        assert_eq!(
+            row(None, Status::Crash).split('\t').nth(1),
+            Some("0.000000")
+        );
+        assert_eq!(
+            row(Some(0.0), Status::Discard).split('\t').nth(1),
+            Some("0.000000")
+        );
+    }
 }
