@@ -474,3 +474,83 @@ fn commit_from_ref(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::process::Command;
+
+    use super::*;
+    use crate::workspace::Git;
+
+    fn sh(dir: &Path, cmd: &str) -> String {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(cmd).current_dir(dir);
+        crate::test_support::checked_stdout(&mut c, cmd)
+            .trim()
+            .to_string()
+    }
+
+    const COMMIT: &str = "git -c user.name=t -c user.email=t@t commit -qm";
+
+    #[test]
+    fn a_row_naming_a_commit_made_again_on_a_moved_best_takes_the_refs_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        sh(
+            d,
+            &format!(
+                "git init -q -b main && echo a > f && echo x > g && git add -A && {COMMIT} base"
+            ),
+        );
+        let base = sh(d, "git rev-parse HEAD");
+        // The candidate, made on the base; the best moved on meanwhile; the candidate's tree
+        // made again on top of the best (what keeping it on a moved best does), its archive
+        // ref moved there, and then the crash: the row still names the first commit.
+        let old = sh(
+            d,
+            &format!("echo b > f && git add -A && {COMMIT} cand && git rev-parse HEAD"),
+        );
+        sh(
+            d,
+            &format!("git checkout -q {base} && echo y > g && git add -A && {COMMIT} best"),
+        );
+        let best = sh(d, "git rev-parse HEAD");
+        let tree = sh(d, &format!("git rev-parse {old}^{{tree}}"));
+        let again = sh(d, &format!("git commit-tree {tree} -p {best} -m again"));
+        let git = Git::discover(d).unwrap();
+        let name = "refs/hone/t/3";
+        git.update_ref(name, &again, None).unwrap();
+        let row = ExperimentRecord {
+            n: 3,
+            parent_commit: base.clone(),
+            candidate_commit: Some(old.clone()),
+            tree: Some(tree.clone()),
+            ..Default::default()
+        };
+        let mut e = row.clone();
+        commit_from_ref(&git, &mut e, name).unwrap();
+        assert_eq!(e.candidate_commit.as_deref(), Some(again.as_str()));
+        assert_eq!(
+            e.parent_commit, best,
+            "its parent is the best it was put onto"
+        );
+        // A ref at a commit of another tree is not this row's commit: left as it was.
+        let other = sh(d, "git rev-parse HEAD^{tree}");
+        let elsewhere = sh(d, &format!("git commit-tree {other} -p {best} -m other"));
+        git.update_ref(name, &elsewhere, Some(&again)).unwrap();
+        let mut e = row.clone();
+        commit_from_ref(&git, &mut e, name).unwrap();
+        assert_eq!(e.candidate_commit.as_deref(), Some(old.as_str()));
+        assert_eq!(e.parent_commit, base);
+        // A row without a commit takes the ref's, and its tree.
+        let mut e = ExperimentRecord {
+            candidate_commit: None,
+            tree: None,
+            ..row
+        };
+        commit_from_ref(&git, &mut e, name).unwrap();
+        assert_eq!(e.candidate_commit.as_deref(), Some(elsewhere.as_str()));
+        assert_eq!(e.tree.as_deref(), Some(other.as_str()));
+    }
+}
