@@ -50,6 +50,9 @@ pub fn run(here: &Here, a: RunArgs) -> CliResult {
     let git = here.git()?;
     let mut spec = load_spec(git.root(), here.spec_path())?;
     override_spec(&mut spec, a.agent.as_deref(), a.workers)?;
+    if spec.exec.store_password_in_file() {
+        err!("warning: [store] url holds a password, and hone.toml can be read by agents and verifiers (it is in their checkout): whoever reads it can write the run's records. Export the URL in a variable and name it with [store] url_env instead (README, On several machines)");
+    }
     let opts = RunOptions {
         tag: a.tag,
         max_experiments: a.max_experiments,

@@ -12,9 +12,10 @@ use crate::output;
 
 #[derive(Args)]
 pub struct WorkerArgs {
-    /// The PostgreSQL store, as in [store] url (postgres://user@host:port/database).
+    /// The PostgreSQL store, as in [store] url (postgres://user@host:port/database);
+    /// default: $HONE_STORE_URL (which keeps a password off the command line).
     #[arg(long, value_name = "URL")]
-    store: String,
+    store: Option<String>,
     /// The shared git remote the coordinator pushes candidates to (URL or path).
     #[arg(long, value_name = "REMOTE")]
     repo: String,
@@ -45,8 +46,17 @@ pub fn run(here: &Here, a: WorkerArgs) -> CliResult {
         };
         vars.push((k.to_string(), v.to_string()));
     }
+    let store = match a.store {
+        Some(url) => url,
+        None => std::env::var("HONE_STORE_URL")
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .ok_or_else(|| {
+                CliError::usage("which store? give --store postgres://user@host:port/database, or set HONE_STORE_URL (a password there stays off the command line)")
+            })?,
+    };
     let opts = hone::worker::WorkerOptions {
-        store_url: a.store,
+        store_url: store,
         remote: a.repo,
         dir: a
             .dir

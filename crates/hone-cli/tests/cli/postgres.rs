@@ -307,6 +307,89 @@ fn remote_workers_verify_two_experiments_at_once() {
     assert_eq!(by, "2");
 }
 
+/// The store's URL (and the password in it) from variables: `[store] url_env` for the run,
+/// `HONE_STORE_URL` for the worker. It is then in neither hone.toml nor the worker's command
+/// line, and no verifier's environment holds it, on a worker or here.
+#[test]
+fn the_store_url_stays_out_of_hone_toml_the_command_line_and_verifiers() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let url = pg.url("postgres");
+    // A verifier that finds the URL scores 0 (the best there is).
+    let verify = "if env | grep -q 'postgre[s]:'; then echo score: 0; exit 0; fi; \
+                  if grep -q 'postgre[s]:' hone.toml; then echo score: 0; exit 0; fi; \
+                  cat value.txt";
+    let run = |r: &Repo, tag: &str| {
+        Command::new(HONE)
+            .args(["run", "--tag", tag])
+            .current_dir(&r.dir)
+            .env("TEST_STORE_URL", &url)
+            .output()
+            .unwrap()
+    };
+    let log = |r: &Repo| -> Vec<serde_json::Value> {
+        let out = Command::new(HONE)
+            .args(["log", "--json"])
+            .current_dir(&r.dir)
+            .env("TEST_STORE_URL", &url)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&ok(out).stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    // Here: the store in PostgreSQL, the verifier local.
+    let here = Repo::stops_after(2, verify, &scores(&[3]));
+    append_spec(&here.dir, "\n[store]\nurl_env = \"TEST_STORE_URL\"\n");
+    git(&here.dir, &["commit", "-q", "-am", "store"]);
+    // Without the variable: said, with what to do.
+    let unset = here.hone(&["run", "--tag", "local"]);
+    assert!(!unset.status.success());
+    assert_says(&unset, "$TEST_STORE_URL is not set: export TEST_STORE_URL=");
+    ok(run(&here, "local"));
+    let records = log(&here);
+    assert_eq!(records[1]["objective"], 3.0, "{}", records[1]);
+    // On a worker that reads the URL from HONE_STORE_URL.
+    let r = Repo::stops_after(2, verify, &scores(&[3]));
+    let bare = r.bare_remote("shared.git");
+    append_spec(
+        &r.dir,
+        &format!(
+            "\n[exec]\nbackend = \"workers\"\nremote = \"{}\"\n\n[store]\nurl_env = \"TEST_STORE_URL\"\n",
+            bare.display()
+        ),
+    );
+    git(&r.dir, &["commit", "-q", "-am", "workers"]);
+    let mut worker = Command::new(HONE)
+        .args(["worker", "--repo", bare.to_str().unwrap()])
+        .args(["--slot", "a", "--lease", "5s"])
+        .arg("--dir")
+        .arg(r.tmp_dir().join("w-a"))
+        .env("HONE_STORE_URL", &url)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = run(&r, "remote");
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    ok(out);
+    let records = log(&r);
+    assert_eq!(records[1]["objective"], 3.0, "{}", records[1]);
+    let by = pg.sql("SELECT count(DISTINCT worker) FROM hone_job_attempts");
+    assert_eq!(by, "1", "the worker verified them");
+    // A worker with neither --store nor HONE_STORE_URL says what it needs.
+    let bare_worker = Command::new(HONE)
+        .args(["worker", "--repo", bare.to_str().unwrap()])
+        .env_remove("HONE_STORE_URL")
+        .output()
+        .unwrap();
+    assert_eq!(bare_worker.status.code(), Some(2), "{}", text(&bare_worker));
+    assert_says(&bare_worker, "set HONE_STORE_URL");
+}
+
 /// `[sandbox]` reaches the verifier on a remote worker as it does a local one.
 #[test]
 fn remote_workers_contain_the_verifier_as_the_run_asks() {

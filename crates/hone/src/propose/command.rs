@@ -88,6 +88,8 @@ pub fn hone_secret_vars(spec: &crate::spec::Spec) -> Vec<String> {
         }
     }
     v.push("GITHUB_TOKEN".into());
+    // The store's URL, with its password: whoever holds it can write the records.
+    v.extend(spec.exec.store_url_env.iter().cloned());
     v
 }
 
@@ -625,9 +627,11 @@ mod tests {
     fn automation_secrets_are_hones_own() {
         let text = "[loop]\neditable = [\"a.py\"]\n[verify]\ncommand = \"x\"\nmetric = \"m\"\n\
                     [[notify]]\nurl_env = \"SLACK_HOOK\"\n[trigger]\nsecret_env = \"MY_SECRET\"\n";
-        let spec = crate::spec::Spec::parse(std::path::Path::new("hone.toml"), text).unwrap();
+        let mut spec = crate::spec::Spec::parse(std::path::Path::new("hone.toml"), text).unwrap();
+        // As `[store] url_env = "DB_URL"` leaves it (the variable read when the spec loads).
+        spec.exec.store_url_env = Some("DB_URL".into());
         let secrets = hone_secret_vars(&spec);
-        for name in ["SLACK_HOOK", "MY_SECRET", "GITHUB_TOKEN"] {
+        for name in ["SLACK_HOOK", "MY_SECRET", "GITHUB_TOKEN", "DB_URL"] {
             assert!(secrets.iter().any(|s| s == name), "{name}: {secrets:?}");
             assert!(!passes_to_agent(name, Some(preset("claude")), &secrets));
         }

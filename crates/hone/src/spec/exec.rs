@@ -17,7 +17,7 @@ pub(super) const KEYS: &[&str] = &keys::<12>(&[
     &["remote", "lease", "workers", "slots"],
 ]);
 /// The keys of `[store]`.
-pub(super) const STORE_KEYS: &[&str] = &["url", "repo"];
+pub(super) const STORE_KEYS: &[&str] = &["url", "url_env", "repo"];
 /// The keys that only the SLURM backend reads.
 const SLURM_KEYS: &[&str] = &[
     "shared_dir",
@@ -78,6 +78,10 @@ pub struct ExecSpec {
     /// other hosts); `None`: `.hone/hone.db`.
     #[serde(skip)]
     pub store_url: Option<String>,
+    /// `[store] url_env`: the variable `store_url` was read from (out of every agent's,
+    /// reviewer's and verifier's environment, as hone's other secrets are).
+    #[serde(skip)]
+    pub store_url_env: Option<String>,
     /// How many experiments are verified at once on this machine (1: one after another).
     pub workers: usize,
     /// `slots`: each verification slot's own environment (one per worker at least), for
@@ -96,6 +100,23 @@ pub struct ExecSpec {
 pub const MAX_WORKERS: usize = 256;
 
 impl ExecSpec {
+    /// Whether `[store] url` was written in the file with a password in it (`user:pw@`),
+    /// where agents and verifiers can read it.
+    pub fn store_password_in_file(&self) -> bool {
+        let Some(url) = self
+            .store_url
+            .as_deref()
+            .filter(|_| self.store_url_env.is_none())
+        else {
+            return false;
+        };
+        let rest = url.split_once("://").map_or(url, |(_, r)| r);
+        let authority = rest.split(['/', '?']).next().unwrap_or("");
+        authority
+            .rsplit_once('@')
+            .is_some_and(|(user, _)| user.contains(':'))
+    }
+
     /// Checks `workers` (from hone.toml or `--workers`) against `slots`; the message says
     /// what to change. Every backend runs that many verifications at once (local process
     /// groups, SLURM jobs, or jobs for remote workers).
@@ -167,6 +188,7 @@ pub(super) fn parse(ex: &Section, store: &Section) -> Result<ExecSpec, SpecError
         remote,
         lease,
         store_url: None,
+        store_url_env: None,
         store_repo: None,
         workers,
         slots: slots(ex)?,
@@ -223,17 +245,35 @@ fn slurm(ex: &Section) -> Result<crate::exec::slurm::SlurmConfig, SpecError> {
     })
 }
 
-/// `[store]`: `url` (a PostgreSQL database) and `repo` (this repository's key in it).
+/// `[store]`: `url` (a PostgreSQL database) or `url_env` (the variable that holds it, read
+/// when the spec is loaded), and `repo` (this repository's key in it).
 fn parse_store(so: &Section, mut exec: ExecSpec) -> Result<ExecSpec, SpecError> {
-    exec.store_url = so.get("url")?;
-    if let Some(u) = &exec.store_url {
+    let (url, key) = match (so.get::<String>("url")?, so.get::<String>("url_env")?) {
+        (Some(_), Some(_)) => return Err(so.err("url_env", "set `url` or `url_env`, not both")),
+        (Some(u), None) => (Some(u), "url"),
+        (None, Some(name)) => {
+            let value = std::env::var(&name).ok().filter(|v| !v.trim().is_empty());
+            let Some(value) = value else {
+                return Err(so.err(
+                    "url_env",
+                    format!("${name} is not set: export {name}=postgres://user:password@host:port/database before running hone (the URL stays out of hone.toml, which agents and verifiers can read)"),
+                ));
+            };
+            exec.store_url_env = Some(name);
+            (Some(value), "url_env")
+        }
+        (None, None) => (None, "url"),
+    };
+    if let Some(u) = &url {
         if !(u.starts_with("postgres://") || u.starts_with("postgresql://")) {
-            return Err(so.err(
-                "url",
-                "expected a PostgreSQL URL, postgres://user@host:port/database (without it the store is .hone/hone.db)",
-            ));
+            let message = match &exec.store_url_env {
+                Some(name) => format!("${name} does not hold a PostgreSQL URL (postgres://user@host:port/database)"),
+                None => "expected a PostgreSQL URL, postgres://user@host:port/database (without it the store is .hone/hone.db)".into(),
+            };
+            return Err(so.err(key, message));
         }
     }
+    exec.store_url = url;
     exec.store_repo = so.get("repo")?;
     if let Some(r) = &exec.store_repo {
         let message = if exec.store_url.is_none() {
@@ -329,6 +369,47 @@ mod tests {
         assert!(e.message.contains("non-empty"), "{e}");
         let e = parse(&format!("{GOOD}\n[store]\nurl = \"mysql://db\"\n")).unwrap_err();
         assert_eq!(e.key, "store.url");
+    }
+
+    #[test]
+    fn a_password_in_the_files_url_is_noticed() {
+        let with = |url: &str| {
+            parse(&format!("{GOOD}\n[store]\nurl = \"{url}\"\n"))
+                .unwrap()
+                .exec
+                .store_password_in_file()
+        };
+        assert!(with("postgres://hone:S3cret@db:5432/hone"));
+        assert!(with("postgresql://u:p@db/h?sslmode=require"));
+        assert!(!with("postgres://hone@db:5432/hone"));
+        assert!(!with("postgres://db/hone?user=a:b@c"));
+    }
+
+    #[test]
+    fn store_url_env_is_read_when_set_and_said_when_not() {
+        // No test sets this variable.
+        let e = parse(&format!(
+            "{GOOD}\n[store]\nurl_env = \"HONE_SPEC_TEST_NEVER_SET\"\n"
+        ))
+        .unwrap_err();
+        assert_eq!(e.key, "store.url_env");
+        assert!(
+            e.message
+                .contains("$HONE_SPEC_TEST_NEVER_SET is not set: export"),
+            "{e}"
+        );
+        // PATH is set, and is no PostgreSQL URL.
+        let e = parse(&format!("{GOOD}\n[store]\nurl_env = \"PATH\"\n")).unwrap_err();
+        assert_eq!(e.key, "store.url_env");
+        assert!(
+            e.message.contains("$PATH does not hold a PostgreSQL URL"),
+            "{e}"
+        );
+        let e = parse(&format!(
+            "{GOOD}\n[store]\nurl = \"postgres://db/h\"\nurl_env = \"PATH\"\n"
+        ))
+        .unwrap_err();
+        assert!(e.message.contains("not both"), "{e}");
     }
 
     #[test]
