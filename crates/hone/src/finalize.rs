@@ -248,7 +248,13 @@ fn change_line(metric: &str, before: Option<f64>, after: Option<f64>, minimize: 
         (Some(b), Some(a)) => {
             let d = a - b;
             let better = if minimize { d < 0.0 } else { d > 0.0 };
-            format!(" (delta {d:+.6}{})", if better { ", better" } else { "" })
+            // The change as the values moved (the other views' `delta` is an improvement,
+            // positive when better): named so, not `delta`.
+            format!(
+                " ({}{})",
+                crate::util::fmt_signed(d),
+                if better { ", better" } else { "" }
+            )
         }
         _ => String::new(),
     };
@@ -540,11 +546,16 @@ mod tests {
     fn change_lines_say_which_way_is_better() {
         assert_eq!(
             change_line("loss", Some(5.0), Some(4.0), true),
-            "loss: 5.000000 → 4.000000 (delta -1.000000, better)"
+            "loss: 5.000000 → 4.000000 (-1.000000, better)"
         );
         assert_eq!(
             change_line("acc", Some(0.5), Some(0.4), false),
-            "acc: 0.500000 → 0.400000 (delta -0.100000)"
+            "acc: 0.500000 → 0.400000 (-0.100000)"
+        );
+        // A metric below a thousandth keeps its digits (six decimals would print zeros).
+        assert_eq!(
+            change_line("err", Some(4.5407e-9), Some(3.0244e-9), true),
+            "err: 4.5407e-9 → 3.0244e-9 (-1.5163e-9, better)"
         );
     }
 }

@@ -59,6 +59,35 @@ pub fn push_fixed(out: &mut String, x: f64, prec: usize) {
     let _ = write!(out, "{x:.prec$}");
 }
 
+/// A measured value as people read it, appended to `out`: six decimals in the usual range,
+/// scientific notation where six decimals would hide it (below 1e-3, as 0.000000) or bury it
+/// (from 1e6 on); zero as 0.000000.
+pub fn push_value(out: &mut String, v: f64) {
+    use std::fmt::Write as _;
+    if v == 0.0 || (v.abs() >= 1e-3 && v.abs() < 1e6) {
+        push_fixed(out, v, 6);
+    } else {
+        let _ = write!(out, "{v:.4e}");
+    }
+}
+
+/// [`push_value`] as a string.
+pub fn fmt_value(v: f64) -> String {
+    let mut out = String::with_capacity(16);
+    push_value(&mut out, v);
+    out
+}
+
+/// [`fmt_value`] with its sign always written: a difference (`+0.001494`, `-3.0000e-9`).
+pub fn fmt_signed(v: f64) -> String {
+    let mut out = String::with_capacity(16);
+    if v >= 0.0 {
+        out.push('+');
+    }
+    push_value(&mut out, v);
+    out
+}
+
 /// The Levenshtein distance between `a` and `b`, in characters: how near a typo is.
 pub fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();

@@ -45,7 +45,7 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
     }
     if let Some(j) = &e.judgement {
         out!(
-            "  decision: {} (delta {:+.6} vs threshold {:.6}; sigma {}; {} run{} of this code; best was {})",
+            "  decision: {} (delta {} vs threshold {}; sigma {}; {} run{} of this code; best was {})",
             match (j.simplification, j.keep, e.status().as_str()) {
                 (true, _, _) => "keep as a simplification".to_string(),
                 (false, true, "keep") => "keep".to_string(),
@@ -54,9 +54,9 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
                 (false, true, status) => format!("better than the best, then {status} (see why)"),
                 (false, false, _) => "discard".to_string(),
             },
-            j.delta,
-            j.threshold,
-            j.sigma.map(|s| format!("{s:.6}")).unwrap_or_else(|| "unknown".into()),
+            hone::util::fmt_signed(j.delta),
+            hone::util::fmt_value(j.threshold),
+            j.sigma.map_or_else(|| "unknown".into(), hone::util::fmt_value),
             j.runs.len(),
             if j.runs.len() == 1 { "" } else { "s" },
             fmt_metric(Some(j.best))

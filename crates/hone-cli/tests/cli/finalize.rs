@@ -73,14 +73,13 @@ fn finalize_pushes_one_commit_per_keep_and_opens_a_pull_request() {
         .collect();
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert!(
-        messages[0]
-            .starts_with("lower still\n\nscore: 4.000000 → 3.000000 (delta -1.000000, better)"),
+        messages[0].starts_with("lower still\n\nscore: 4.000000 → 3.000000 (-1.000000, better)"),
         "{}",
         messages[0]
     );
     assert!(
         messages[1]
-            .starts_with("lower is better\n\nscore: 5.000000 → 4.000000 (delta -1.000000, better)"),
+            .starts_with("lower is better\n\nscore: 5.000000 → 4.000000 (-1.000000, better)"),
         "{}",
         messages[1]
     );
@@ -130,7 +129,7 @@ fn finalize_squash_makes_one_commit_with_the_last_keeps_tree() {
     assert_eq!(r.rev("review/t1^"), r.rev("main"));
     let msg = git(&r.dir, &["log", "-1", "--format=%B", "review/t1"]);
     assert!(
-        msg.starts_with("hone run t1: score: 5.000000 → 3.000000 (delta -2.000000, better)"),
+        msg.starts_with("hone run t1: score: 5.000000 → 3.000000 (-2.000000, better)"),
         "{msg}"
     );
     assert!(

@@ -562,3 +562,41 @@ fn a_periodic_evaluation_line_mid_run_does_not_keep_a_run_from_being_pruned() {
     let log = r.run_log("e");
     assert_statuses(&log, &["baseline", "keep", "pruned"]);
 }
+
+/// A run that falls behind only at the step where the finished runs ended (here its last
+/// point, just before its result) has nothing left to save: it runs to its end and is judged on
+/// its result, which the search then knows.
+#[test]
+fn a_run_behind_only_in_the_last_tenth_of_the_curves_is_not_pruned() {
+    // `value.txt` holds `r late o`: the curve is 10 r + 100 / k at step k, and drops to
+    // 10 r - 50 at its last step (10) unless `late` is `late` (a run that then takes two
+    // seconds to evaluate); the result is 10 o + 10. The candidate follows the kept run's
+    // curve (ahead of the median) until that last step, where it is far behind.
+    let r = curve_repo(
+        "train.sh",
+        "set -- $(cat value.txt)\n\
+         k=1\n\
+         while [ $k -le 10 ]; do\n\
+           loss=$(($1 * 10 + 100 / k))\n\
+           if [ $k -eq 10 ] && [ \"$2\" != late ]; then loss=$(($1 * 10 - 50)); fi\n\
+           echo \"step=$k loss=$loss\"\n\
+           k=$((k + 1))\n\
+         done\n\
+         if [ \"$2\" = late ]; then sleep 2; fi\n\
+         echo \"loss: $(($3 * 10 + 10))\"\n",
+        "loss",
+        "\"loss\"",
+        &MEDIAN_FROM_STEP_2,
+        3,
+    )
+    .script("write\tvalue.txt\t4 x 4\\n\n---\nwrite\tvalue.txt\t4 late 9\\n\n")
+    .file("value.txt", "5 x 5\n")
+    .create();
+    let log = r.run_log("end");
+    assert_statuses(&log, &["baseline", "keep", "discard"]);
+    assert_eq!(
+        log[2]["objective"], 100.0,
+        "its result was read: {}",
+        log[2]
+    );
+}

@@ -279,9 +279,7 @@ impl Judge<'_> {
 fn baseline_reason(runs: &[f64], sigma: Option<f64>, broken: Option<&str>) -> String {
     let mut r = "the unmodified project".to_string();
     if runs.len() > 1 {
-        let s = sigma
-            .map(|s| format!("{s:.6}"))
-            .unwrap_or_else(|| "?".into());
+        let s = sigma.map_or_else(|| "?".into(), crate::util::fmt_value);
         r.push_str(&format!(": mean of {} runs, sigma {s}", runs.len()));
     }
     if let Some(b) = broken {

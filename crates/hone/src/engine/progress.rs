@@ -105,6 +105,9 @@ impl<'a> Watch<'a> {
         let Some(pruner) = &self.pruner else {
             return true;
         };
+        if crate::verify::prune::near_the_end(&self.references, step) {
+            return true;
+        }
         if let Some(p) = pruner.judge(&self.references, point.best, step, elapsed) {
             self.pruned = Some(p);
             self.stop.set(true);

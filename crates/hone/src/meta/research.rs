@@ -78,7 +78,7 @@ pub fn trace(history: &[ExperimentRecord], direction: Direction) -> String {
             "| {} | {} | {} | {delta} | {} | {} |\n",
             e.n,
             e.status().as_str(),
-            e.objective.map_or("-".to_string(), |m| format!("{m:.6}")),
+            crate::report::fmt_metric(e.objective),
             crate::propose::prompt::sanitize(&config, 200),
             crate::propose::prompt::sanitize(&e.description, 120).replace(['\n', '|'], " "),
         ));

@@ -326,7 +326,7 @@ fn tables<'a>(view: &'a View) -> Vec<Table<'a>> {
             .then(|| "none yet: no candidate has beaten the baseline".to_string()),
         head: heads(&["#", "gain over the previous best", metric, "description"]),
         rows: Box::new(view.gains.iter().take(10).map(|g| {
-            let (n, delta) = (g.e.n().to_string(), format!("{:+.6}", g.delta));
+            let (n, delta) = (g.e.n().to_string(), crate::util::fmt_signed(g.delta));
             vec![
                 n,
                 delta,

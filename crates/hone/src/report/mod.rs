@@ -147,15 +147,9 @@ pub fn fmt_metric(v: Option<f64>) -> String {
 
 /// [`fmt_metric`], appended to `out`.
 pub fn push_metric(out: &mut String, v: Option<f64>) {
-    use std::fmt::Write as _;
     match v {
         None => out.push('-'),
-        Some(v) if v == 0.0 || (v.abs() >= 1e-3 && v.abs() < 1e6) => {
-            crate::util::push_fixed(out, v, 6)
-        }
-        Some(v) => {
-            let _ = write!(out, "{v:.4e}");
-        }
+        Some(v) => crate::util::push_value(out, v),
     }
 }
 

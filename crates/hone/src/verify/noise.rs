@@ -15,7 +15,7 @@
 
 use super::Direction;
 // Every call here passes two values or more (an empty slice would give `NaN`).
-use crate::util::median;
+use crate::util::{fmt_signed, fmt_value, median};
 
 /// Residuals needed before the MAD is trusted over the pooled standard deviation.
 const MAD_MIN_RESIDUALS: usize = 8;
@@ -228,13 +228,15 @@ impl NoisePolicy {
         let better = m.is_finite() && delta > threshold;
         let simplification =
             !better && self.prefer_simpler && m.is_finite() && net_lines < 0 && delta >= -threshold;
-        let sigma_txt = sigma
-            .map(|s| format!("{s:.6}"))
-            .unwrap_or_else(|| "unknown".into());
+        let sigma_txt = sigma.map_or_else(|| "unknown".into(), fmt_value);
         let basis = format!(
-            "mean of {} run{} {m:.6} vs best {best:.6}: delta {delta:+.6}, threshold {threshold:.6} (min_delta {}, {} x sigma {sigma_txt})",
+            "mean of {} run{} {} vs best {}: delta {}, threshold {} (min_delta {}, {} x sigma {sigma_txt})",
             runs.len(),
             if runs.len() == 1 { "" } else { "s" },
+            fmt_value(m),
+            fmt_value(best),
+            fmt_signed(delta),
+            fmt_value(threshold),
             self.min_delta,
             self.noise_k
         );
@@ -246,7 +248,14 @@ impl NoisePolicy {
                 net_lines
             )
         } else if delta > 0.0 {
-            format!("within noise: {basis}")
+            // The bar it did not clear: the noise measured, or min_delta alone.
+            let by_noise = sigma.is_some_and(|s| self.noise_k * s > self.min_delta);
+            let what = if by_noise {
+                "within noise"
+            } else {
+                "below min_delta"
+            };
+            format!("{what}: {basis}")
         } else {
             format!("not better: {basis}")
         };
@@ -430,6 +439,26 @@ mod tests {
         let j = p.judge(&[9.5], 10.0, Some(0.4), 0);
         assert!(!j.keep, "{j:?}");
         assert!(j.reason.starts_with("within noise"), "{}", j.reason);
+        // Without a measured noise, the bar is min_delta's: said so.
+        let p = NoisePolicy {
+            min_delta: 1.0,
+            ..policy()
+        };
+        let j = p.judge(&[9.5], 10.0, None, 0);
+        assert!(!j.keep, "{j:?}");
+        assert!(j.reason.starts_with("below min_delta"), "{}", j.reason);
+        // A value too small for six decimals is written whole.
+        let p = NoisePolicy {
+            min_delta: 0.0,
+            ..policy()
+        };
+        let j = p.judge(&[3.0e-9], 4.5e-9, None, 0);
+        assert!(
+            j.reason
+                .contains("3.0000e-9 vs best 4.5000e-9: delta +1.5000e-9"),
+            "{}",
+            j.reason
+        );
         assert!(p.judge(&[9.0], 10.0, Some(0.4), 0).keep);
     }
 

@@ -462,6 +462,26 @@ fn value_at(curve: &[(f64, f64)], step: f64) -> Option<f64> {
     i.checked_sub(1).map(|i| curve[i].1)
 }
 
+/// Whether `step` lies in the last tenth of the `references` that reach it (by the median of
+/// their last steps): a run there has spent nearly all its time, so stopping it would save
+/// little and lose the value it is about to print (which the search would then count as the
+/// worst). A run is not pruned there, whatever the rule.
+pub fn near_the_end(references: &[Reference], step: f64) -> bool {
+    let mut ends: Vec<f64> = references
+        .iter()
+        .filter_map(|r| r.curve.last().map(|p| p.0))
+        .filter(|end| *end >= step)
+        .collect();
+    if ends.is_empty() {
+        return false;
+    }
+    ends.sort_by(f64::total_cmp);
+    step >= END_SHARE * quantile(&ends, 0.5)
+}
+
+/// Past this share of the reference runs' length a run is not pruned ([`near_the_end`]).
+pub const END_SHARE: f64 = 0.9;
+
 /// The `q` quantile (0..=1) of sorted, non-empty `v`, interpolated linearly (as numpy).
 fn quantile(v: &[f64], q: f64) -> f64 {
     let pos = q * (v.len() - 1) as f64;

@@ -406,3 +406,21 @@ fn references_that_ended_before_the_step_do_not_count() {
     assert_eq!(top1.judge(&ranked, 2.9, 30.0, t), None);
     assert_eq!(top1.judge(&ranked, 0.6, 20.0, t).unwrap().threshold, 0.5);
 }
+
+#[test]
+fn no_run_is_pruned_in_the_last_tenth_of_the_references_length() {
+    // Two references end at step 100, one at 50 (points every 10 steps).
+    let refs = unranked(&[&[1.0; 10], &[1.0; 10], &[1.0; 5]]);
+    assert!(!near_the_end(&refs, 40.0), "the median end is 100");
+    assert!(!near_the_end(&refs, 89.0));
+    assert!(near_the_end(&refs, 90.0));
+    assert!(
+        near_the_end(&refs, 100.0),
+        "the step the finished runs ended at"
+    );
+    // Past 50 only the long runs reach: their end decides.
+    assert!(!near_the_end(&refs, 60.0));
+    // Beyond every reference's end there is nothing to compare with (and nothing to judge).
+    assert!(!near_the_end(&refs, 120.0));
+    assert!(!near_the_end(&[], 10.0));
+}
