@@ -27,6 +27,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 
+use hone::automation::replay::Seen;
 use hone::automation::schedule::{Clock, FireKind, Scheduler, SystemClock};
 use hone::automation::signature;
 use hone::automation::{stamp, LaunchError, Launcher, RunRequest};
@@ -54,6 +55,8 @@ pub struct Automation {
     messages: Messages,
     /// The next start of each schedule, as the scheduler last computed it.
     next_start: Mutex<Option<i64>>,
+    /// The signatures that started runs (a request sent again is refused).
+    seen: Mutex<Seen>,
 }
 
 /// How to build an `Automation`.
@@ -102,6 +105,7 @@ impl AutomationOptions {
 
 impl Automation {
     pub fn new(opts: AutomationOptions) -> Arc<Automation> {
+        let seen = Mutex::new(Seen::open(Seen::path(&opts.repo_root)));
         let messages = opts.messages.clone();
         let launcher =
             Launcher::new(opts.program, opts.repo_root, opts.spec_path).on_done(move |s| {
@@ -115,6 +119,7 @@ impl Automation {
                 messages(&format!("run {} {how}", s.tag));
             });
         Arc::new(Automation {
+            seen,
             launcher,
             secret: opts.secret.map(String::into_bytes),
             secret_env: opts.secret_env,
@@ -176,6 +181,23 @@ async fn trigger(State(auto): State<Arc<Automation>>, headers: HeaderMap, body: 
         auto.say(&format!("refused a trigger: {e}"));
         return error(StatusCode::UNAUTHORIZED, e.to_string());
     }
+    // Held until the run is started and remembered: the same request twice at once starts
+    // one run.
+    let sig = header.unwrap_or_default();
+    let mut seen = auto.seen.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(at) = seen.accepted_at(sig) {
+        auto.say(&format!(
+            "refused a trigger: the same signed request started a run at {} UTC",
+            stamp(at, true)
+        ));
+        return error(
+            StatusCode::CONFLICT,
+            format!(
+                "this exact request (the same body and signature) started a run at {} UTC already, and a request sent again is refused: to trigger again, send a new body (e.g. with a \"nonce\" field)",
+                stamp(at, true)
+            ),
+        );
+    }
     let req: RunRequest = if body.iter().all(u8::is_ascii_whitespace) {
         RunRequest::default()
     } else {
@@ -195,6 +217,11 @@ async fn trigger(State(auto): State<Arc<Automation>>, headers: HeaderMap, body: 
     let tag = req.tag_at(auto.clock.now());
     match auto.launcher.launch(&req, &tag) {
         Ok(l) => {
+            if let Err(e) = seen.record(sig, auto.clock.now()) {
+                auto.say(&format!(
+                    "warning: cannot remember the trigger's signature ({e}): the same request could start another run"
+                ));
+            }
             auto.say(&format!(
                 "trigger: started run {} (log {})",
                 l.tag,

@@ -88,6 +88,21 @@ pub fn fmt_signed(v: f64) -> String {
     out
 }
 
+/// Writes `bytes` to `path` whole or not at all: to a file beside it, synced, then renamed
+/// over it (a kill or a power cut mid-write leaves the last whole version). Makes the folder.
+pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = path.with_file_name(name);
+    let mut f = std::fs::File::create(&tmp)?;
+    std::io::Write::write_all(&mut f, bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
 /// The Levenshtein distance between `a` and `b`, in characters: how near a typo is.
 pub fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();

@@ -160,6 +160,22 @@ fn webhook_starts_a_signed_run_one_at_a_time() {
     assert_eq!(s["job"]["tag"], "hook1");
     assert_eq!(s["job"]["run_exit"], 0);
     assert_eq!(s["busy"], serde_json::Value::Null);
+    // The accepted request sent again (captured in transit, say) starts nothing, now or after
+    // a restart of the daemon; a new body does.
+    let replay = |addr: &str| trigger(addr, &[("X-Hub-Signature-256", &signed(body))], body);
+    let (status, msg) = replay(&d.addr);
+    assert_eq!(status, 409, "{msg}");
+    assert!(msg.contains("this exact request"), "{msg}");
+    let restarted = Daemon::start(
+        &r,
+        &["--port", "0"],
+        &[("HONE_WEBHOOK_SECRET", HOOK_SECRET)],
+    );
+    let (status, msg) = replay(&restarted.addr);
+    assert_eq!(status, 409, "{msg}");
+    assert!(msg.contains("this exact request"), "{msg}");
+    drop(restarted);
+    assert_eq!(r.statuses(), ["baseline", "keep"], "no run started again");
     // Without a token, only loopback names are answered (no web page reaches the daemon by
     // DNS rebinding); but the signed trigger, which a webhook may send through a tunnel.
     let foreign = [("Host", "attacker.example:8473")];

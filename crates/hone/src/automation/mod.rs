@@ -5,12 +5,15 @@
 //!   run once (`catch_up = true`) or skipped.
 //! - `signature`: HMAC-SHA256 of a webhook body (`X-Hub-Signature-256: sha256=<hex>`), compared
 //!   in constant time.
+//! - `replay`: the signatures that started runs, kept in `.hone/triggers.seen`, so a request
+//!   sent again is refused.
 //! - this module: what a run request may ask for, and the `Launcher` that starts it as a child
 //!   process of the `hone` executable (`hone run`, then `hone finalize` when asked), one at a
 //!   time per repository, with its output in `.hone/automation/<tag>.log`.
 //!
 //! The HTTP side (axum) lives in the `hone-serve` crate; everything it decides is here.
 
+pub mod replay;
 pub mod schedule;
 pub mod signature;
 

@@ -218,13 +218,8 @@ impl Scheduler {
             path: self.path.display().to_string(),
             message: e.to_string(),
         };
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(err)?;
-        }
-        let tmp = self.path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(&self.last).unwrap_or_else(|_| "{}".into());
-        std::fs::write(&tmp, text).map_err(err)?;
-        std::fs::rename(&tmp, &self.path).map_err(err)
+        crate::util::write_atomic(&self.path, text.as_bytes()).map_err(err)
     }
 }
 
