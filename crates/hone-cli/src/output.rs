@@ -367,7 +367,7 @@ pub fn status(
     live: bool,
 ) {
     if json {
-        out!("{}", status_json(s, tokens, running, live));
+        out!("{}", status_json(s, (tokens, spec), running, live));
         return;
     }
     let state = match run.state {
@@ -444,12 +444,30 @@ pub fn status(
     }
 }
 
-/// `hone status --json`: the summary, with what the text adds to it: the tokens spent, whether
-/// a hone is at work on the run now and, if so, the experiments in flight.
-fn status_json(s: &Summary, tokens: u64, running: &[ExperimentRecord], live: bool) -> String {
+/// `hone status --json`: the summary, with what the text adds to it: the tokens spent, the
+/// budgets, whether a hone is at work on the run now and, if so, the experiments in flight.
+fn status_json(
+    s: &Summary,
+    (tokens, spec): (u64, &crate::commands::StoredSpec),
+    running: &[ExperimentRecord],
+    live: bool,
+) -> String {
     let mut v = serde_json::to_value(s).unwrap_or_default();
     if let Some(o) = v.as_object_mut() {
         o.insert("tokens".into(), tokens.into());
+        // The budgets as the text shows them: each limit (null: none) and what counts
+        // against it.
+        o.insert(
+            "budget".into(),
+            serde_json::json!({
+                "max_experiments": spec.max_experiments,
+                "experiments_counted": s.counted(),
+                "max_time_s": spec.max_time_s,
+                "time_left_s": spec.max_time_s.map(|t| (t - s.active_seconds).max(0.0)),
+                "max_cost_usd": spec.max_cost_usd,
+                "max_tokens": spec.max_tokens,
+            }),
+        );
         o.insert("live".into(), live.into());
         let now = hone::store::now();
         let in_flight: Vec<serde_json::Value> = running

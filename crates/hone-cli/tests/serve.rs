@@ -1064,7 +1064,7 @@ fn dashboard_in_headless_chromium_with_a_token_shows_new_experiments_without_a_r
     );
     // The page's event stream is open once its first event has arrived.
     wait_for("the event stream", Duration::from_secs(30), || {
-        browser.eval("return document.getElementById('conn').textContent") == "watching"
+        browser.eval("return document.getElementById('conn').className + ' ' + document.getElementById('conn').textContent") == "conn idle up to date"
     });
     browser.eval("window.honeTestMarker = 'same page'; return null");
 

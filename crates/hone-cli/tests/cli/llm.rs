@@ -318,6 +318,13 @@ fn the_budget_holds_before_a_call_is_sent() {
     let json: serde_json::Value = serde_json::from_slice(&r.hone(&["status", "--json"]).stdout)
         .expect("status --json is JSON");
     assert_eq!(json["tokens"].as_u64(), Some(tokens), "{json}");
+    assert_eq!(json["budget"]["max_cost_usd"], 0.85, "{json}");
+    assert_eq!(json["budget"]["max_tokens"], serde_json::Value::Null, "{json}");
+    assert_eq!(
+        json["budget"]["experiments_counted"].as_u64(),
+        Some(r.log().len() as u64 - 1),
+        "all but the aborted one: {json}"
+    );
     assert_eq!(json["live"], serde_json::Value::Bool(false), "{json}");
     assert_eq!(
         json["in_flight"].as_array().map(Vec::len),

@@ -127,7 +127,9 @@
   events.addEventListener('change', function (ev) {
     var d;
     try { d = JSON.parse(ev.data); } catch (e) { return; }
-    setConn(d.live ? 'live' : 'watching', 'up');
+    // A green dot only while a hone is at work on the run; a stopped run's page is just
+    // up to date.
+    setConn(d.live ? 'live' : 'up to date', d.live ? 'up' : 'idle');
     if (d.mark !== mark) refresh();
   });
   events.onerror = function () { setConn('reconnecting…', 'down'); };
