@@ -319,7 +319,11 @@ fn the_budget_holds_before_a_call_is_sent() {
         .expect("status --json is JSON");
     assert_eq!(json["tokens"].as_u64(), Some(tokens), "{json}");
     assert_eq!(json["budget"]["max_cost_usd"], 0.85, "{json}");
-    assert_eq!(json["budget"]["max_tokens"], serde_json::Value::Null, "{json}");
+    assert_eq!(
+        json["budget"]["max_tokens"],
+        serde_json::Value::Null,
+        "{json}"
+    );
     assert_eq!(
         json["budget"]["experiments_counted"].as_u64(),
         Some(r.log().len() as u64 - 1),

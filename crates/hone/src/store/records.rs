@@ -213,11 +213,25 @@ pub struct MechanismCall {
     pub detail: String,
 }
 
-/// The current best: the last kept experiment, else the baseline.
+/// The current best: the keep decided last, else the newest baseline (a newer baseline than
+/// every keep wins). Keeps are decided in the order of their numbers but in a parallel run,
+/// where a candidate made on an older best can be kept on top of a newer one
+/// (`engine::parallel`): the latest `finished_at` decides, the number breaks a tie.
 pub fn best_experiment(exps: &[ExperimentRecord]) -> Option<&ExperimentRecord> {
-    exps.iter()
-        .rev()
-        .find(|e| matches!(e.status(), Status::Keep | Status::Baseline))
+    let keep = exps
+        .iter()
+        .filter(|e| e.status() == Status::Keep)
+        .max_by(|a, b| decided(a).total_cmp(&decided(b)).then(a.n.cmp(&b.n)));
+    let baseline = exps.iter().rev().find(|e| e.status() == Status::Baseline);
+    match (keep, baseline) {
+        (Some(k), Some(b)) if b.n > k.n => Some(b),
+        (k, b) => k.or(b),
+    }
+}
+
+/// When an experiment was decided (its `finished_at`; none yet: never).
+fn decided(e: &ExperimentRecord) -> f64 {
+    e.finished_at.unwrap_or(f64::NEG_INFINITY)
 }
 
 /// Where in an experiment a mechanism's hook was called. Stored as its text

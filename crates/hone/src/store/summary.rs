@@ -236,14 +236,14 @@ impl Store {
         )
     }
 
-    /// The best so far, as [`super::best_experiment`] finds it in the records (the newest keep
-    /// or baseline), found by index: the newest of each status is one index look-up, however
-    /// many discards followed it (a filter on both statuses at once is read newest first
-    /// until it meets one).
+    /// The best so far, as [`super::best_experiment`] finds it in the records (the keep
+    /// decided last, else the newest baseline), found by index: the run's keeps (few beside
+    /// its discards) and its newest baseline, however many discards followed them.
     pub fn best_of_run(&self, run_id: i64) -> Result<Option<ExperimentRecord>, StoreError> {
         self.query_opt(
             "SELECT * FROM experiments WHERE run_id = ?1 AND n IN (
-                 (SELECT MAX(n) FROM experiments WHERE run_id = ?1 AND status = 'keep'),
+                 (SELECT n FROM experiments WHERE run_id = ?1 AND status = 'keep'
+                  ORDER BY COALESCE(finished_at, 0) DESC, n DESC LIMIT 1),
                  (SELECT MAX(n) FROM experiments WHERE run_id = ?1 AND status = 'baseline'))
              ORDER BY n DESC LIMIT 1",
             &[Val::Int(Some(run_id))],

@@ -60,19 +60,21 @@ fn replay_knobs(
 }
 
 impl Engine<'_> {
-    /// A candidate (made on #`parent_n`) that beat the moved best `best` (at `onto`), whose
-    /// change put onto it is its own code (it set every knob the best's keeps changed):
-    /// measured on exactly that code already, it is judged again against the best with its
-    /// change counted from there (a simplification may be none from there), and kept when
-    /// it still wins, its commit made again on top of the best so that the branch stays a
-    /// line. Verifying it again would measure the same code once more.
+    /// A candidate (made on #`parent_n`) whose own code beat the moved best `best` (at
+    /// `onto`): measured on exactly that code already, it is judged again against the best
+    /// with its change counted from there (a simplification may be none from there), and kept
+    /// when it still wins, its commit made again on top of the best so that the branch stays a
+    /// line. Its number is then below the best's: the best is the keep decided last
+    /// ([`crate::store::best_experiment`]). `how` says what its code is to the best's (the
+    /// merge of its change onto the best, or its own code, which undoes a change of the best's
+    /// it lacks).
     pub(super) fn keep_on_moved_best(
         &mut self,
         mut cand: Candidate,
         best: ExperimentRecord,
-        onto: &str,
-        wt: &Path,
+        (onto, wt): (&str, &Path),
         parent_n: u64,
+        how: &str,
     ) -> Result<Option<Stop>, EngineError> {
         let n = cand.rec.n;
         let (Some(old), Some(tree)) = (cand.rec.candidate_commit.clone(), cand.rec.tree.clone())
@@ -117,9 +119,7 @@ impl Engine<'_> {
         cand.rec.parent_commit = onto.to_string();
         cand.parent = onto.to_string();
         cand.best = Some(best);
-        let reason = format!(
-            "{why}; made on #{parent_n} while the best moved on, its change put onto the best is its own code, measured already"
-        );
+        let reason = format!("{why}; made on #{parent_n} while the best moved on, {how}");
         self.conclude(cand, wt, Status::Keep, reason, None)
     }
 }

@@ -34,11 +34,13 @@
 //!
 //! When the best moved while a candidate ran, the candidate is first judged against its own
 //! parent, then against the current best. One that loses to either is `discard` (the reason
-//! says which). One that beats both was measured on code that will not be kept: its change is
-//! merged onto the current best (`git merge-tree`, a three-way merge with its parent as the
-//! base) and the result becomes a new experiment, verified from scratch before it can be kept;
-//! a merge that conflicts makes the candidate `discard` with reason `conflict: ...`. So each
-//! keep was verified on exactly the commit the branch moves to.
+//! says which). One that beats both had its own code measured better than the best's: it is
+//! kept, its commit made again on top of the best (undoing a change of the best's it lacks), so
+//! a keep's number may be below the best's before it (the best is the keep decided last). Its
+//! change merged onto the old best (`git merge-tree`, a three-way merge with its parent as the
+//! base; knob literals replayed where the text merge conflicts), when that is other code than
+//! its own, becomes a new experiment: both changes together, verified from scratch before it
+//! can be kept. So each keep was verified on exactly the tree the branch moves to.
 //!
 //! A verifier that moves hone's refs (the run branch, its own archive ref) is caught when the
 //! next result is decided and the refs are put back; with several verifiers running, the
@@ -596,9 +598,10 @@ impl Engine<'_> {
         Ok((!moved.is_empty()).then(|| moved.join(", ")))
     }
 
-    /// A candidate that beat the current best although made on an older one: its change is
-    /// merged onto the best and becomes experiment `next_n`, verified before it can be kept;
-    /// the candidate itself is recorded `discard` (its code is not what would be kept).
+    /// A candidate that beat the current best although made on an older one: kept on top of
+    /// the best with its own code ([`Engine::keep_on_moved_best`]); its change merged onto the
+    /// best, when that is other code, becomes experiment `next_n`, verified before it can be
+    /// kept. One whose change the best holds already beat it by noise: `discard`.
     fn merge_onto_best(
         &mut self,
         cand: Candidate,
@@ -619,44 +622,62 @@ impl Engine<'_> {
                 .map(Next::Free);
         };
         let value = crate::report::fmt_metric(cand.rec.objective);
-        let discard = |why: String| (Status::Discard, why);
-        let (status, reason) = match merge::merge_onto(&self.verifier.git, &cand.parent, &onto, &commit)? {
-            Err(paths) => discard(format!(
-                "conflict: it beat the current best #{} with {value} but its change does not merge onto it ({})",
-                best.n,
-                paths.join(", ")
-            )),
+        let merged = merge::merge_onto(&self.verifier.git, &cand.parent, &onto, &commit)?;
+        let b = best.n;
+        let tree = match merged {
             // First: a candidate whose code is the best's beat it by noise alone.
-            Ok(tree) if Some(&tree) == best.tree.as_ref() => discard(format!(
-                "it beat the current best #{} with {value} but its change is already in it",
-                best.n
-            )),
-            Ok(tree) if Some(&tree) == cand.rec.tree.as_ref() => {
+            Ok(tree) if Some(&tree) == best.tree.as_ref() => {
+                let why = format!(
+                    "it beat the current best #{b} with {value} but its change is already in it"
+                );
                 return self
-                    .keep_on_moved_best(cand, best, &onto, wt, parent_n)
+                    .conclude(cand, wt, Status::Discard, why, None)
                     .map(Next::Free);
             }
-            Ok(_) if !room => discard(format!(
-                "it beat the current best #{} with {value} but was made on #{parent_n}, and max_experiments leaves no experiment to re-verify it on top of the best",
-                best.n
-            )),
-            Ok(tree) => {
-                let reason = format!(
-                    "it beat the current best #{} with {value} but was made on #{parent_n}, which is no longer the best: its change, merged onto #{}, is re-verified as #{next_n}",
-                    best.n, best.n
-                );
-                let description = cand.rec.description.clone();
-                let config = merged_config(&cand, &best);
-                if let Some(stop) = self.conclude(cand, wt, Status::Discard, reason, None)? {
-                    return Ok(Next::Free(Some(stop)));
-                }
+            Ok(tree) if Some(&tree) == cand.rec.tree.as_ref() => {
+                let how = "its change put onto the best is its own code, measured already";
                 return self
-                    .start_merged(n, &description, config, &tree, best, wt, next_n)
-                    .map(|c| Next::Again(Box::new(c)));
+                    .keep_on_moved_best(cand, best, (&onto, wt), parent_n, how)
+                    .map(Next::Free);
             }
+            other => other,
         };
-        self.conclude(cand, wt, status, reason, None)
-            .map(Next::Free)
+        // Its own code measured better than the best's: kept on top of the best (the best's
+        // change that it lacks undone), never lost for want of a merge. A clean merge of both
+        // changes is then verified as the next experiment, where max_experiments leaves room.
+        let old_best = (b, best.description.clone());
+        let again = match &tree {
+            Ok(tree) if room => Some((tree.clone(), merged_config(&cand, &best))),
+            _ => None,
+        };
+        let mut how = format!(
+            "its own code, measured better than #{b}, is kept on top of it (#{b}'s change, which it lacks, is undone)"
+        );
+        match (&tree, &again) {
+            (Err(paths), _) => how.push_str(&format!(
+                "; their changes do not merge ({})",
+                paths.join(", ")
+            )),
+            (Ok(_), Some(_)) => how.push_str(&format!(
+                "; both changes together are verified as #{next_n}"
+            )),
+            (Ok(_), None) => how
+                .push_str("; max_experiments leaves no experiment to verify both changes together"),
+        }
+        if let Some(stop) = self.keep_on_moved_best(cand, best, (&onto, wt), parent_n, &how)? {
+            return Ok(Next::Free(Some(stop)));
+        }
+        let (Some((tree, config)), Some(kept)) = (again, best_experiment(&self.history).cloned())
+        else {
+            return Ok(Next::Free(None));
+        };
+        if kept.n != n {
+            // Judged again from the best, it was not kept: both changes are not tried.
+            return Ok(Next::Free(None));
+        }
+        let (from, description) = old_best;
+        self.start_merged(from, &description, config, &tree, kept, wt, next_n)
+            .map(|c| Next::Again(Box::new(c)))
     }
 
     /// Records experiment `n`: the change of experiment `from` merged onto `best` (as `tree`),

@@ -96,6 +96,16 @@ pub(super) fn summaries_read_what_the_records_say(b: &Backend) {
     assert_eq!(points[3].reason, "why 3");
     assert_eq!(points[35].description, "change 35");
     assert!(points[4].description.is_empty());
+
+    // A keep decided after a newer number (in a parallel run, a candidate made on an older
+    // best kept on top of a newer one) is the best, in the store as in the records.
+    let mut late = exps[14].clone();
+    late.finished_at = Some(1.0e9);
+    s.put_experiment(run.id, &late).unwrap();
+    let best = ro.best_of_run(run.id).unwrap().unwrap();
+    assert_eq!(best.n, 14);
+    let exps_read = ro.experiments(run.id).unwrap();
+    assert_eq!(best_experiment(&exps_read).map(|e| e.n), Some(14));
 }
 
 /// `for_each_experiment` reads by key, a page per statement: a reader blocked between rows
