@@ -2,7 +2,9 @@
 # Parallel knobs runs, two builds side by side: how often a candidate that beat a moved best
 # was discarded as a merge conflict, merged and verified again, or kept as its own code, and
 # the best value each run reached. For the thirty-fourth stop's fix (knob literals replayed onto
-# the best; a merge that is the candidate's own code kept at once).
+# the best; a merge that is the candidate's own code kept at once) and the thirty-fifth's (a
+# candidate's own code kept on top of the moved best, undoing a change of the best's it lacks;
+# both changes together verified next: counted as "re-verified" and "kept undoing").
 #
 #   HONE_A=<a build> HONE_B=<another> bench/parallel_merge.sh [seeds] [experiments] [workers] [problem]
 #
@@ -18,11 +20,11 @@ problem=${4:-llm}
 : "${HONE_B:?set HONE_B to a hone binary}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-printf 'build\tseed\tconflicts\tre-verified\town code\tbest\n'
+printf 'build\tseed\tconflicts\tre-verified\town code\tkept undoing\tbest\n'
 for arm in A B; do
   bin=HONE_$arm
   bin=${!bin}
-  tot_c=0; tot_r=0; tot_o=0
+  tot_c=0; tot_r=0; tot_o=0; tot_u=0
   for seed in $(seq 1 "$seeds"); do
     d="$tmp/$arm-$seed"
     cp -r "$here/problems/$problem" "$d"
@@ -33,13 +35,14 @@ for arm in A B; do
 import json, sys
 rows = [json.loads(l) for l in sys.stdin]
 c = sum("conflict:" in r["reason"] for r in rows)
-v = sum("is re-verified as" in r["reason"] for r in rows)
+v = sum(("is re-verified as" in r["reason"]) or ("both changes together are verified as" in r["reason"]) for r in rows)
 o = sum("is its own code, measured already" in r["reason"] for r in rows)
+u = sum("is kept on top of it" in r["reason"] for r in rows)
 best = min(r["objective"] for r in rows if r["status"] in ("baseline", "keep"))
-print(c, v, o, "%.6f" % best)')
-    read -r c v o best <<< "$line"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$arm" "$seed" "$c" "$v" "$o" "$best"
-    tot_c=$((tot_c + c)); tot_r=$((tot_r + v)); tot_o=$((tot_o + o))
+print(c, v, o, u, "%.6f" % best)')
+    read -r c v o u best <<< "$line"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$arm" "$seed" "$c" "$v" "$o" "$u" "$best"
+    tot_c=$((tot_c + c)); tot_r=$((tot_r + v)); tot_o=$((tot_o + o)); tot_u=$((tot_u + u))
   done
-  printf '%s\tall\t%s\t%s\t%s\t-\n' "$arm" "$tot_c" "$tot_r" "$tot_o"
+  printf '%s\tall\t%s\t%s\t%s\t%s\t-\n' "$arm" "$tot_c" "$tot_r" "$tot_o" "$tot_u"
 done
