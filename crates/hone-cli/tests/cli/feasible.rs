@@ -92,6 +92,28 @@ fn crashes_stop_once_the_crash_region_is_learned_and_log_and_show_say_so() {
     assert!(!first.contains("narrowed"), "{first}");
     // The table without narrowings is unchanged: JSON and TSV carry none.
     assert!(!rows.iter().any(|r| r.to_string().contains("feasibility")));
+
+    // The report says what was learned: where each knob was tried, where the best runs sit
+    // and where it failed, and the failures by cause.
+    ok(hone_in(&dir, &["report", "--out", "rep"]));
+    let md = std::fs::read_to_string(dir.join("rep/report.md")).unwrap();
+    let knobs = md
+        .split("## Knobs: where they were tried, where the best runs sit")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no knobs table: {md}"));
+    let width = knobs
+        .lines()
+        .find(|l| l.starts_with("| WIDTH |"))
+        .unwrap_or_else(|| panic!("{knobs}"));
+    let cells: Vec<&str> = width.split(" | ").collect();
+    assert!(cells[3].ends_with(" values)"), "tried: {width}");
+    let failed_lo: i64 = cells[5].split(" .. ").next().unwrap().parse().unwrap();
+    assert!(failed_lo > 24, "every failure lies above 24: {width}");
+    let failures = md.split("## Failures by cause").nth(1).unwrap();
+    assert!(
+        failures.contains(&format!("out of memory | crash | {total} |")),
+        "{failures}"
+    );
 }
 
 #[test]

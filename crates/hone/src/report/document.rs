@@ -155,6 +155,7 @@ struct View<'a> {
     gains: Vec<Gain<'a>>,
     holdout: &'a [ExperimentRecord],
     mech_rows: Vec<[String; 7]>,
+    learned: super::learned::Learned,
 }
 
 /// The report, with a section on the outer loop's mechanisms when it ran (`mechs` from
@@ -219,6 +220,7 @@ pub fn render_contents<P: Plotted>(
         gains: gains(c.marked, minimize),
         holdout: c.holdout,
         mech_rows: mechanism_rows(mechs),
+        learned: super::learned::learned(c.listed, minimize),
     };
     Report {
         markdown: markdown(&view),
@@ -336,6 +338,11 @@ fn tables<'a>(view: &'a View) -> Vec<Table<'a>> {
         })),
         status_column: None,
     }];
+    // Worked from the listed experiments: above the table when that is the whole run (so
+    // everything above it covers the whole run), after it when the listing is the newest.
+    if view.left_out == 0 {
+        learned_tables(view, &mut tables);
+    }
     if !view.holdout.is_empty() {
         tables.push(Table {
             title: "Search vs holdout",
@@ -381,7 +388,43 @@ fn tables<'a>(view: &'a View) -> Vec<Table<'a>> {
         })),
         status_column: Some(1),
     });
+    if view.left_out > 0 {
+        learned_tables(view, &mut tables);
+    }
     tables
+}
+
+/// The tables of what the run learned ([`super::learned`]), each where it has rows.
+fn learned_tables<'a>(view: &'a View, tables: &mut Vec<Table<'a>>) {
+    use super::learned::{FAILURE_HEAD, KNOB_HEAD, PRUNING_HEAD};
+    let l = &view.learned;
+    let of_listed = (view.left_out > 0).then(|| {
+        format!(
+            "From the newest {} experiments (`hone report --all` reads every one).",
+            view.listed.len()
+        )
+    });
+    let heads = |h: &[&str]| h.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    for (title, head, rows) in [
+        (
+            "Knobs: where they were tried, where the best runs sit",
+            &KNOB_HEAD[..],
+            &l.knobs,
+        ),
+        ("Failures by cause", &FAILURE_HEAD[..], &l.failures),
+        ("Pruning", &PRUNING_HEAD[..], &l.pruning),
+    ] {
+        if rows.is_empty() {
+            continue;
+        }
+        tables.push(Table {
+            title,
+            note: of_listed.clone(),
+            head: heads(head),
+            rows: Box::new(rows.iter().cloned()),
+            status_column: (title == "Failures by cause").then_some(1),
+        });
+    }
 }
 
 /// The markdown report: the facts, then the tables.

@@ -4,6 +4,7 @@
 
 pub mod curves;
 pub mod document;
+pub mod learned;
 pub mod plot;
 pub mod stored;
 

@@ -2,7 +2,7 @@
 //! reading one, all, or a sorted and filtered page of a run's experiments, and their outlines
 //! (what a plot needs).
 
-use super::sql::{experiment_from_row, json_cell, point_from_row, with_texts};
+use super::sql::{experiment_from_row, json_cell, point_from_row, with_outline};
 use super::{int, text, ExperimentRecord, Status, Store, StoreError, Val};
 
 /// A column the experiment table can be sorted by (a closed list: never SQL from a request).
@@ -304,15 +304,15 @@ impl Store {
         Ok((rows, total))
     }
 
-    /// Every experiment of a run with only what a plot and a summary need (number, status,
-    /// objective, description, reason, cost, verification time, holdout), in order: cheaper
-    /// than [`Store::experiments`] on long runs.
+    /// Every experiment of a run with only what a plot, a summary and the report need (number,
+    /// status, objective, description, reason, cost, verification time, holdout, knob
+    /// configuration), in order: cheaper than [`Store::experiments`] on long runs.
     pub fn experiment_outlines(&self, run_id: i64) -> Result<Vec<ExperimentRecord>, StoreError> {
         self.query(
-            "SELECT n, status, objective, description, reason, cost_usd, verify_ms, holdout
+            "SELECT n, status, objective, description, reason, cost_usd, verify_ms, holdout, config
              FROM experiments WHERE run_id = ?1 ORDER BY n",
             &[Val::Int(Some(run_id))],
-            |r| with_texts(r, point_from_row(r)?),
+            |r| with_outline(r, point_from_row(r)?),
         )
     }
 
@@ -324,13 +324,13 @@ impl Store {
         limit: u64,
     ) -> Result<Vec<ExperimentRecord>, StoreError> {
         let mut out = self.query(
-            "SELECT n, status, objective, description, reason, cost_usd, verify_ms, holdout
+            "SELECT n, status, objective, description, reason, cost_usd, verify_ms, holdout, config
              FROM experiments WHERE run_id = ?1 ORDER BY n DESC LIMIT ?2",
             &[
                 Val::Int(Some(run_id)),
                 Val::Int(Some(i64::try_from(limit).unwrap_or(i64::MAX))),
             ],
-            |r| with_texts(r, point_from_row(r)?),
+            |r| with_outline(r, point_from_row(r)?),
         )?;
         out.reverse();
         Ok(out)
@@ -342,10 +342,10 @@ impl Store {
     /// instead, 60 ms at 100,000 experiments).
     pub fn holdout_outlines(&self, run_id: i64) -> Result<Vec<ExperimentRecord>, StoreError> {
         self.query(
-            "SELECT n, status, objective, description, reason, cost_usd, verify_ms, holdout
+            "SELECT n, status, objective, description, reason, cost_usd, verify_ms, holdout, config
              FROM experiments WHERE run_id = ?1 AND holdout IS NOT NULL ORDER BY +n",
             &[Val::Int(Some(run_id))],
-            |r| with_texts(r, point_from_row(r)?),
+            |r| with_outline(r, point_from_row(r)?),
         )
     }
 }

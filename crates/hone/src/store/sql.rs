@@ -413,6 +413,17 @@ pub(super) fn with_texts(
     })
 }
 
+/// [`with_texts`] and the configuration: what an outline holds ([`Store::experiment_outlines`]).
+pub(super) fn with_outline(
+    r: &dyn Cells,
+    e: ExperimentRecord,
+) -> Result<ExperimentRecord, StoreError> {
+    Ok(ExperimentRecord {
+        config: json_cell(r, "config")?,
+        ..with_texts(r, e)?
+    })
+}
+
 pub(super) fn experiment_from_row(r: &dyn Cells) -> Result<ExperimentRecord, StoreError> {
     let metrics = r.req_text("metrics")?;
     let status = r.req_text("status")?;
