@@ -95,17 +95,7 @@ pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
 /// `s` cut to at most `max` characters at a word's end (a number is never cut in two), with
 /// ` ...` where it was cut.
 fn cut_at_word(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let head: String = s.chars().take(max).collect();
-    let end = head.trim_end_matches(|c: char| !c.is_whitespace());
-    let end = if end.trim().is_empty() {
-        head.as_str()
-    } else {
-        end
-    };
-    format!("{} ...", end.trim_end().trim_end_matches([',', ';']))
+    hone::util::cut_at_word(s, max)
 }
 
 fn status_word(s: Status) -> String {

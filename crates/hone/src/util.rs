@@ -103,6 +103,22 @@ pub fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()>
     std::fs::rename(&tmp, path)
 }
 
+/// `s` cut to at most `max` characters at a word's end, with ` ...` where it was cut (a word
+/// longer than `max` is cut inside).
+pub fn cut_at_word(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let head: String = s.chars().take(max).collect();
+    let end = head.trim_end_matches(|c: char| !c.is_whitespace());
+    let end = if end.trim().is_empty() {
+        head.as_str()
+    } else {
+        end
+    };
+    format!("{} ...", end.trim_end().trim_end_matches([',', ';']))
+}
+
 /// The Levenshtein distance between `a` and `b`, in characters: how near a typo is.
 pub fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();

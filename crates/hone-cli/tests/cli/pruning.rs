@@ -312,7 +312,7 @@ fn reach_prunes_a_run_that_cannot_catch_up_and_never_a_confirm_run() {
         "\"reach\"",
         true,
         "r",
-        "worse than 70.000000: where 2 finished runs' curves, each shifted by its own last value to end at the best last value among them, were (the most lenient)",
+        "worse than 70.000000 there: to end level with the best of 2 finished runs it would have had to improve from that step on more than any of them did (reach)",
     );
 }
 
@@ -324,7 +324,7 @@ fn reach_tight_stops_a_hopeless_run_and_never_a_confirm_run() {
         "\"reach~0.3\"",
         true,
         "t",
-        "worse than 70.000000: where 2 finished runs' curves, each shifted by its own last value to end at the best last value among them, were (the 1st most lenient: reach~0.3)",
+        "worse than 70.000000 there: to end level with the best of 2 finished runs it would have had to improve from that step on more than any of them did (reach~0.3)",
     );
 }
 

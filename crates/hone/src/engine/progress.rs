@@ -160,16 +160,22 @@ impl<'a> Watch<'a> {
                 "the percentile:{q} of {} finished runs, halving's bar",
                 p.runs
             ),
-            (_, PruneRule::Reach(q)) => format!(
-                "where {} finished runs' curves, each shifted by its own last value to end at the best last value among them, were ({})",
-                p.runs,
-                if q == 100.0 { "the most lenient".to_owned() } else { format!("their percentile:{q}") }
-            ),
-            (_, PruneRule::ReachTight(a)) => format!(
-                "where {} finished runs' curves, each shifted by its own last value to end at the best last value among them, were (the {} most lenient: reach~{a})",
-                p.runs,
-                ordinal(((a * (p.runs as f64 + 1.0)).floor() as usize).clamp(1, p.runs.max(1)))
-            ),
+            (_, PruneRule::Reach(q)) => {
+                let who = if q == 100.0 {
+                    "any of them".to_owned()
+                } else {
+                    format!("{} of them", percent(100.0 - q))
+                };
+                return Some(reach_reason(&p, metric, (p.runs, &who)));
+            }
+            (_, PruneRule::ReachTight(a)) => {
+                let k = ((a * (p.runs as f64 + 1.0)).floor() as usize).clamp(1, p.runs.max(1));
+                let who = match k {
+                    1 => "any of them".to_owned(),
+                    k => format!("all but {} of them", k - 1),
+                };
+                return Some(reach_reason(&p, metric, (p.runs, &who)));
+            }
             (_, rule) => format!("the {rule} of {} finished runs", p.runs),
         };
         Some(format!(
@@ -181,16 +187,22 @@ impl<'a> Watch<'a> {
     }
 }
 
-/// 1st, 2nd, 3rd, 4th... (11th to 13th too).
-fn ordinal(k: usize) -> String {
-    let suffix = match (k % 10, k % 100) {
-        (_, 11..=13) => "th",
-        (1, _) => "st",
-        (2, _) => "nd",
-        (3, _) => "rd",
-        _ => "th",
-    };
-    format!("{k}{suffix}")
+/// A `reach` rule's reason, in the question it asks: could the run still end level with the
+/// best of `runs` finished runs, improving from here as much as `who` of them did?
+fn reach_reason(p: &Pruned, metric: &str, (runs, who): (usize, &str)) -> String {
+    format!(
+        "pruned at step {}: its best {metric} so far, {}, was worse than {} there: to end level with the best of {runs} finished runs it would have had to improve from that step on more than {who} did ({}); its process group was stopped",
+        p.step,
+        fmt(p.best),
+        fmt(p.threshold),
+        p.rule,
+    )
+}
+
+/// `25%`, `12.5%`.
+fn percent(q: f64) -> String {
+    let s = format!("{q:.1}");
+    format!("{}%", s.trim_end_matches('0').trim_end_matches('.'))
 }
 
 fn fmt(v: f64) -> String {

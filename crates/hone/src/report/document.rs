@@ -376,7 +376,8 @@ fn tables<'a>(view: &'a View) -> Vec<Table<'a>> {
         }),
         head: heads(&["#", "status", metric, "description", "why"]),
         rows: Box::new(view.listed.iter().map(|e| {
-            let why = crate::propose::prompt::sanitize(&e.reason, 160);
+            // The reason whole up to a word's end (a prune's bar is in its second half).
+            let why = crate::util::cut_at_word(&crate::propose::prompt::sanitize(&e.reason, 600), 280);
             let (n, status) = (e.n.to_string(), e.status().to_string());
             vec![
                 n,
