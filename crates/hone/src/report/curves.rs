@@ -104,13 +104,18 @@ pub fn curves_svg(
     }
     let (x0, x1, y0, y1, clipped) = extent(&drawn, status);
     let sx = |x: f64| LEFT + (x - x0) / (x1 - x0).max(f64::MIN_POSITIVE) * (W - LEFT - RIGHT);
+    // Values that span decades (a loss from 2 to 0.003) on a log scale, as the progress plot.
+    let log = y0 > 0.0 && y1 / y0 >= super::plot::LOG_SCALE_RATIO;
+    let at = |y: f64| if log { y.ln() } else { y };
     // A failed run's values beyond the others' range are drawn at the edge.
     let sy = |y: f64| {
-        TOP + (y1 - y.clamp(y0, y1)) / (y1 - y0).max(f64::MIN_POSITIVE) * (H - TOP - BOTTOM)
+        let (lo, hi) = (at(y0), at(y1));
+        TOP + (hi - at(y.clamp(y0, y1))) / (hi - lo).max(f64::MIN_POSITIVE) * (H - TOP - BOTTOM)
     };
     let title = format!(
-        "{} by step (black: baseline, green: keeps, grey: discards, dashed: pruned{})",
+        "{} by step{} (black: baseline, green: keeps, grey: discards, dashed: pruned{})",
         esc(label),
+        if log { ", log scale" } else { "" },
         if clipped {
             "; failed runs' values beyond the others' are drawn at the edge"
         } else {
@@ -133,6 +138,23 @@ pub fn curves_svg(
         H - BOTTOM,
         short(y0),
     );
+    if log {
+        // The decades between the two ends, labelled where they fall.
+        let (first, last) = (y0.log10().ceil() as i32, y1.log10().floor() as i32);
+        for e in first..=last {
+            let v = 10f64.powi(e);
+            let y = sy(v);
+            if y - TOP > 14.0 && (H - BOTTOM) - y > 14.0 {
+                let _ = writeln!(
+                    svg,
+                    r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#eee"/><text x="4" y="{:.1}">{}</text>"##,
+                    W - RIGHT,
+                    y + 4.0,
+                    short(v)
+                );
+            }
+        }
+    }
     for (n, c) in &drawn {
         let st = status(*n);
         let (colour, width, dash) = match st {
@@ -300,5 +322,25 @@ mod tests {
             "{drawn}"
         );
         assert!(svg.contains("pruned at step 100001"), "the end is kept");
+    }
+
+    #[test]
+    fn curves_that_span_decades_are_drawn_on_a_log_scale() {
+        let exps = vec![ExperimentRecord {
+            n: 0,
+            status: Some(Status::Baseline),
+            ..Default::default()
+        }];
+        let mut curves = BTreeMap::new();
+        curves.insert(
+            0,
+            (1..=30).map(|i| (i as f64, 2.0 * 0.8f64.powi(i))).collect(),
+        );
+        let svg = curves_svg(&curves, &statuses(&exps), "loss").unwrap();
+        assert!(svg.contains("loss by step, log scale"), "{svg}");
+        assert!(svg.contains("stroke=\"#eee\""), "a decade's line: {svg}");
+        curves.insert(0, vec![(1.0, 2.0), (2.0, 1.0)]);
+        let svg = curves_svg(&curves, &statuses(&exps), "loss").unwrap();
+        assert!(!svg.contains("log scale"), "{svg}");
     }
 }

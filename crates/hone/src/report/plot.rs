@@ -51,6 +51,48 @@ pub fn y_range(baseline: f64, best: f64, values: &[f64]) -> (f64, f64) {
     finite_range(lo, hi)
 }
 
+/// How many times the baseline and the best must differ for the value axis to be drawn on a
+/// log scale (one and a half decades): on a linear one, a run that went from 2.0 to 0.004 has
+/// every later keep in the bottom few pixels.
+pub const LOG_SCALE_RATIO: f64 = 31.6;
+
+/// The value range of a log-scaled axis, where every value is positive and the baseline and
+/// the best differ [`LOG_SCALE_RATIO`] times or more: as [`y_range`]'s, in decades. `None`:
+/// a linear axis.
+pub fn log_scale(baseline: f64, best: f64, values: &[f64]) -> Option<(f64, f64)> {
+    let positive = |v: f64| v.is_finite() && v > 0.0;
+    if !(positive(baseline) && positive(best) && values.iter().all(|v| positive(*v))) {
+        return None;
+    }
+    let (lo, hi) = (baseline.min(best).ln(), baseline.max(best).ln());
+    let span = hi - lo;
+    if span < LOG_SCALE_RATIO.ln() {
+        return None;
+    }
+    // Room above the worse end for discards, a little below the better end.
+    let (below, above) = if best < baseline {
+        (0.15, 0.35)
+    } else {
+        (0.35, 0.15)
+    };
+    Some(((lo - below * span).exp(), (hi + above * span).exp()))
+}
+
+/// Round values for a log-scaled axis between `lo` and `hi`: the powers of ten, and 2 and 5
+/// times them where the range spans fewer than three decades.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let multiples: &[f64] = if last - first < 3 {
+        &[1.0, 2.0, 5.0]
+    } else {
+        &[1.0]
+    };
+    (first..=last)
+        .flat_map(|e| multiples.iter().map(move |m| m * 10f64.powi(e)))
+        .filter(|v| (lo..=hi).contains(v))
+        .collect()
+}
+
 /// Keeps a plot's range within a quarter of the float range each way, so that its span and
 /// every tick stay finite: values near ±1.8e308 are drawn at the plot's edge, never as NaN.
 fn finite_range(lo: f64, hi: f64) -> (f64, f64) {
@@ -160,10 +202,15 @@ fn layout<P: Plotted>(exps: &[P], minimize: bool, max_labels: usize) -> Option<L
         .and_then(|e| e.objective())?;
     let (best, steps) = running_best(exps, base, minimize);
     let values: Vec<f64> = measured.iter().filter_map(|e| e.objective()).collect();
-    let (lo, hi) = y_range(base, best, &values);
+    let log = log_scale(base, best, &values);
+    let (lo, hi) = match log {
+        Some(range) => range,
+        None => y_range(base, best, &values),
+    };
     let frame = Frame {
         lo,
         hi,
+        log: log.is_some(),
         n_max: exps.last().map(|e| e.n()).unwrap_or(0).max(1) as f64,
         plot_bottom: H - BOTTOM,
     };
@@ -269,6 +316,8 @@ fn running_best<P: Plotted>(exps: &[P], base: f64, minimize: bool) -> (f64, Vec<
 struct Frame {
     lo: f64,
     hi: f64,
+    /// Values drawn on a log scale ([`log_scale`]).
+    log: bool,
     n_max: f64,
     plot_bottom: f64,
 }
@@ -286,7 +335,13 @@ impl Frame {
 
     /// The y of value `v`, clipped to the plot.
     fn y(&self, v: f64) -> f64 {
-        let t = ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0);
+        let t = if self.log {
+            // A value at or below zero (none is, or the axis would be linear) at the bottom.
+            ((v.max(f64::MIN_POSITIVE).ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln()))
+                .clamp(0.0, 1.0)
+        } else {
+            ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0)
+        };
         // Higher values up.
         self.plot_bottom - t * (self.plot_bottom - TOP)
     }
@@ -295,7 +350,11 @@ impl Frame {
 /// Axes, grid, ticks and the axis labels.
 fn svg_axes(svg: &mut String, f: &Frame, metric: &str, minimize: bool) {
     let (lo, hi, n_max, plot_bottom) = (f.lo, f.hi, f.n_max, f.plot_bottom);
-    let (ticks, decimals) = nice_ticks(lo, hi);
+    let (ticks, decimals) = if f.log {
+        (log_ticks(lo, hi), None)
+    } else {
+        nice_ticks(lo, hi)
+    };
     let _ = writeln!(svg, r##"<g stroke="#ccc">"##);
     for &v in &ticks {
         let yy = f.y(v);
@@ -341,10 +400,11 @@ fn svg_axes(svg: &mut String, f: &Frame, metric: &str, minimize: bool) {
         (TOP + plot_bottom) / 2.0,
         (TOP + plot_bottom) / 2.0,
         esc(metric),
-        if minimize {
-            "lower is better"
-        } else {
-            "higher is better"
+        match (minimize, f.log) {
+            (true, false) => "lower is better",
+            (false, false) => "higher is better",
+            (true, true) => "lower is better, log scale",
+            (false, true) => "higher is better, log scale",
         }
     );
 }

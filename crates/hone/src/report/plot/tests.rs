@@ -292,3 +292,38 @@ fn a_discard_beyond_the_range_is_a_hollow_mark_that_says_so() {
     // The labels of the value axis are round: 2.0, 2.2, ... printed with one decimal.
     assert!(svg.contains(r#"text-anchor="end">2.2</text>"#), "{svg}");
 }
+
+#[test]
+fn a_run_that_fell_by_decades_is_drawn_on_a_log_scale() {
+    // 2.0 down to 0.004 by halving: on a linear axis every keep after the seventh would sit in
+    // the bottom hundredth of the plot.
+    let mut exps = vec![exp(0, Status::Baseline, Some(2.0))];
+    let mut v = 2.0;
+    for n in 1..10 {
+        v /= 2.0;
+        exps.push(exp(n, Status::Keep, Some(v)));
+    }
+    let svg = progress_svg(&exps, "loss", true, "t");
+    assert!(svg.contains("lower is better, log scale"), "{svg}");
+    let layout = layout(&exps, true, 20).unwrap();
+    let f = &layout.frame;
+    assert!(f.log);
+    // Equal ratios are equal distances.
+    let (a, b, c) = (f.y(1.0), f.y(0.5), f.y(0.25));
+    assert!(((a - b) - (b - c)).abs() < 1e-9, "{a} {b} {c}");
+    assert!(
+        f.y(0.0039) < f.plot_bottom,
+        "the best is above the bottom edge"
+    );
+    assert!(
+        log_ticks(f.lo, f.hi).contains(&0.01),
+        "{:?}",
+        log_ticks(f.lo, f.hi)
+    );
+    // Within a decade and a half, or with a value at or below zero: linear.
+    assert!(log_scale(2.0, 0.1, &[2.0, 0.1]).is_none());
+    assert!(log_scale(2.0, 0.001, &[2.0, 0.001, 0.0]).is_none());
+    assert!(log_scale(2.0, 0.001, &[2.0, 0.001]).is_some());
+    let linear = progress_svg(&exps[..3], "loss", true, "t");
+    assert!(!linear.contains("log scale"), "{linear}");
+}
