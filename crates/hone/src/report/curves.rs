@@ -74,6 +74,25 @@ const RIGHT: f64 = 12.0;
 const TOP: f64 = 28.0;
 const BOTTOM: f64 = 30.0;
 
+/// A log-scaled plot's decades between `y0` and `y1`, each a faint line labelled where it
+/// falls (`sy`: a value's y), but next to the two ends' own labels.
+fn decade_lines(svg: &mut String, (y0, y1): (f64, f64), sy: impl Fn(f64) -> f64) {
+    let (first, last) = (y0.log10().ceil() as i32, y1.log10().floor() as i32);
+    for e in first..=last {
+        let v = 10f64.powi(e);
+        let y = sy(v);
+        if y - TOP > 14.0 && (H - BOTTOM) - y > 14.0 {
+            let _ = writeln!(
+                svg,
+                r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#eee"/><text x="4" y="{:.1}">{}</text>"##,
+                W - RIGHT,
+                y + 4.0,
+                short(v)
+            );
+        }
+    }
+}
+
 /// The plot of `curves` (by experiment), or `None` when no experiment printed progress;
 /// `exps` (see [`statuses`]) in the order of their numbers, each once, say how each is coloured.
 pub fn curves_svg(
@@ -139,21 +158,7 @@ pub fn curves_svg(
         short(y0),
     );
     if log {
-        // The decades between the two ends, labelled where they fall.
-        let (first, last) = (y0.log10().ceil() as i32, y1.log10().floor() as i32);
-        for e in first..=last {
-            let v = 10f64.powi(e);
-            let y = sy(v);
-            if y - TOP > 14.0 && (H - BOTTOM) - y > 14.0 {
-                let _ = writeln!(
-                    svg,
-                    r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#eee"/><text x="4" y="{:.1}">{}</text>"##,
-                    W - RIGHT,
-                    y + 4.0,
-                    short(v)
-                );
-            }
-        }
+        decade_lines(&mut svg, (y0, y1), sy);
     }
     for (n, c) in &drawn {
         let st = status(*n);
