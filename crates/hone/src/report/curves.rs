@@ -93,6 +93,28 @@ fn decade_lines(svg: &mut String, (y0, y1): (f64, f64), sy: impl Fn(f64) -> f64)
     }
 }
 
+/// The curves drawn: the non-empty ones, and past [`MAX_CURVES`] the baselines', the keeps' and
+/// the newest others'.
+fn drawn_curves(
+    curves: &BTreeMap<u64, Curve>,
+    status: impl Fn(u64) -> Status,
+) -> Vec<(u64, &Curve)> {
+    let mut drawn: Vec<(u64, &Curve)> = curves
+        .iter()
+        .filter(|(_, c)| !c.is_empty())
+        .map(|(n, c)| (*n, c))
+        .collect();
+    if drawn.len() > MAX_CURVES {
+        let cut = drawn.len() - MAX_CURVES;
+        let mut i = 0;
+        drawn.retain(|(n, _)| {
+            i += 1;
+            i > cut || matches!(status(*n), Status::Baseline | Status::Keep)
+        });
+    }
+    drawn
+}
+
 /// The plot of `curves` (by experiment), or `None` when no experiment printed progress;
 /// `exps` (see [`statuses`]) in the order of their numbers, each once, say how each is coloured.
 pub fn curves_svg(
@@ -105,21 +127,9 @@ pub fn curves_svg(
         Ok(i) => exps[i].1,
         Err(_) => Status::Running,
     };
-    let mut drawn: Vec<(u64, &Curve)> = curves
-        .iter()
-        .filter(|(_, c)| !c.is_empty())
-        .map(|(n, c)| (*n, c))
-        .collect();
+    let drawn = drawn_curves(curves, status);
     if drawn.is_empty() {
         return None;
-    }
-    if drawn.len() > MAX_CURVES {
-        let cut = drawn.len() - MAX_CURVES;
-        let mut i = 0;
-        drawn.retain(|(n, _)| {
-            i += 1;
-            i > cut || matches!(status(*n), Status::Baseline | Status::Keep)
-        });
     }
     let (x0, x1, y0, y1, clipped) = extent(&drawn, status);
     let sx = |x: f64| LEFT + (x - x0) / (x1 - x0).max(f64::MIN_POSITIVE) * (W - LEFT - RIGHT);
