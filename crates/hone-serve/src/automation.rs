@@ -156,6 +156,40 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({ "error": message.into() }))).into_response()
 }
 
+/// A trigger's signature checked against those that started runs and remembered before its
+/// run starts (a crash in between leaves it refused, not open; [`Seen::forget`] when the run
+/// cannot start), the memory held locked until then so that the same request twice at once
+/// starts one run; or the answer that refuses it.
+fn remember<'a>(
+    auto: &'a Automation,
+    sig: &str,
+) -> Result<std::sync::MutexGuard<'a, Seen>, Box<Response>> {
+    let mut seen = auto.seen.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(at) = seen.accepted_at(sig) {
+        auto.say(&format!(
+            "refused a trigger: the same signed request started a run at {} UTC",
+            stamp(at, true)
+        ));
+        return Err(Box::new(error(
+            StatusCode::CONFLICT,
+            format!(
+                "this exact request (the same body and signature) started a run at {} UTC already, and a request sent again is refused: to trigger again, send a new body (e.g. with a \"nonce\" field)",
+                stamp(at, true)
+            ),
+        )));
+    }
+    if let Err(e) = seen.record(sig, auto.clock.now()) {
+        auto.say(&format!(
+            "refused a trigger: cannot remember its signature: {e}"
+        ));
+        return Err(Box::new(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot remember this request's signature ({e}), so it could be sent again to start another run: nothing started"),
+        )));
+    }
+    Ok(seen)
+}
+
 /// `POST /api/trigger` and `GET /api/automation`, over shared state.
 pub fn router(auto: Arc<Automation>) -> Router {
     Router::new()
@@ -181,23 +215,6 @@ async fn trigger(State(auto): State<Arc<Automation>>, headers: HeaderMap, body: 
         auto.say(&format!("refused a trigger: {e}"));
         return error(StatusCode::UNAUTHORIZED, e.to_string());
     }
-    // Held until the run is started and remembered: the same request twice at once starts
-    // one run.
-    let sig = header.unwrap_or_default();
-    let mut seen = auto.seen.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(at) = seen.accepted_at(sig) {
-        auto.say(&format!(
-            "refused a trigger: the same signed request started a run at {} UTC",
-            stamp(at, true)
-        ));
-        return error(
-            StatusCode::CONFLICT,
-            format!(
-                "this exact request (the same body and signature) started a run at {} UTC already, and a request sent again is refused: to trigger again, send a new body (e.g. with a \"nonce\" field)",
-                stamp(at, true)
-            ),
-        );
-    }
     let req: RunRequest = if body.iter().all(u8::is_ascii_whitespace) {
         RunRequest::default()
     } else {
@@ -215,13 +232,21 @@ async fn trigger(State(auto): State<Arc<Automation>>, headers: HeaderMap, body: 
         return error(StatusCode::BAD_REQUEST, e);
     }
     let tag = req.tag_at(auto.clock.now());
-    match auto.launcher.launch(&req, &tag) {
+    let sig = header.unwrap_or_default();
+    let mut seen = match remember(&auto, sig) {
+        Ok(seen) => seen,
+        Err(refused) => return *refused,
+    };
+    let launched = auto.launcher.launch(&req, &tag);
+    if launched.is_err() {
+        if let Err(e) = seen.forget(sig) {
+            auto.say(&format!(
+                "warning: cannot forget the signature of a trigger that started nothing: {e}"
+            ));
+        }
+    }
+    match launched {
         Ok(l) => {
-            if let Err(e) = seen.record(sig, auto.clock.now()) {
-                auto.say(&format!(
-                    "warning: cannot remember the trigger's signature ({e}): the same request could start another run"
-                ));
-            }
             auto.say(&format!(
                 "trigger: started run {} (log {})",
                 l.tag,

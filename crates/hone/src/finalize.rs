@@ -119,10 +119,12 @@ pub fn build_branch(
             &at[..at.len().min(10)]
         )));
     }
-    let keeps: Vec<&ExperimentRecord> = exps
+    let mut keeps: Vec<&ExperimentRecord> = exps
         .iter()
         .filter(|e| e.status() == Status::Keep && e.candidate_commit.is_some())
         .collect();
+    // In the order they were kept, as the run branch has them (the last is the best).
+    keeps.sort_by(|a, b| crate::store::decision_order(a, b));
     if keeps.is_empty() {
         return Err(FinalizeError::NoKeeps(run.tag.clone()));
     }

@@ -81,6 +81,8 @@ pub fn fmt_value(v: f64) -> String {
 /// [`fmt_value`] with its sign always written: a difference (`+0.001494`, `-3.0000e-9`).
 pub fn fmt_signed(v: f64) -> String {
     let mut out = String::with_capacity(16);
+    // -0.0 is zero: `+0.000000`, not `+-0.000000`.
+    let v = if v == 0.0 { 0.0 } else { v };
     if v >= 0.0 {
         out.push('+');
     }
@@ -493,6 +495,17 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn values_are_written_whole_and_differences_signed() {
+        assert_eq!(fmt_value(0.0), "0.000000");
+        assert_eq!(fmt_value(1.5), "1.500000");
+        assert_eq!(fmt_value(3.0e-9), "3.0000e-9");
+        assert_eq!(fmt_value(2.5e7), "2.5000e7");
+        assert_eq!(fmt_signed(0.001494), "+0.001494");
+        assert_eq!(fmt_signed(-1.5e-9), "-1.5000e-9");
+        assert_eq!(fmt_signed(-0.0), "+0.000000");
+    }
 
     #[test]
     fn github_references_in_agent_text_are_made_inert() {

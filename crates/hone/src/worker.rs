@@ -407,15 +407,20 @@ fn check_out(opts: &WorkerOptions, git: &Git, job: &Claimed) -> Result<PathBuf, 
     Ok(wt)
 }
 
-/// The verifier's environment: the worker's own less hone's settings (`HONE_*`), `PATH`
-/// with its absolute entries only (see `util::passed_on`), then the slot's variables and the
-/// job's.
+/// The verifier's environment: the worker's own less hone's settings (`HONE_*`) and any
+/// variable that holds the store's URL under another name (the coordinator's `[store] url_env`,
+/// sourced on this host too), `PATH` with its absolute entries only (see
+/// `util::passed_on`), then the slot's variables and the job's.
 fn verifier_env(
     opts: &WorkerOptions,
     job: &Claimed,
 ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
-        .filter(|(k, _)| !k.to_string_lossy().starts_with("HONE_"))
+        .filter(|(k, v)| {
+            !k.to_string_lossy().starts_with("HONE_")
+                && (opts.store_url.is_empty()
+                    || !v.to_string_lossy().contains(opts.store_url.as_str()))
+        })
         .map(crate::util::passed_on)
         .collect();
     for (k, v) in opts.env.iter().chain(&job.spec.env) {

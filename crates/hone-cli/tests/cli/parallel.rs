@@ -178,7 +178,17 @@ fn parallel_keeps_a_candidate_that_beat_a_moved_best_and_tries_both_changes() {
     assert_eq!(r.rev("hone/p"), r.rev("refs/hone/p/5"));
     assert_says(&out, "best -3.000000 (#5)");
     let status = text(&r.hone(&["status"]));
-    assert!(status.contains("#5"), "{status}");
+    assert!(status.contains("-3.000000 (#5"), "{status}");
+    // The review branch ends on the best's code, its keeps in the order they were kept.
+    ok(r.hone(&["finalize", "--run", "p"]));
+    let tree = |rev: &str| git(&r.dir, &["rev-parse", &format!("{rev}^{{tree}}")]);
+    assert_eq!(tree("hone/p-final"), tree("hone/p"));
+    let subjects = git(&r.dir, &["log", "--format=%b", "hone/p-final"]);
+    let order: Vec<&str> = subjects
+        .lines()
+        .filter_map(|l| l.strip_prefix("Hone-Experiment: "))
+        .collect();
+    assert_eq!(order, ["5", "6", "3", "4", "1"], "newest first: {subjects}");
     assert_linear_and_verified_on_final_code(&r, "p", &log);
     // Every slot's environment reached its verifiers, and only its own.
     let runs = measured(&log);

@@ -2,8 +2,9 @@
 //! GitHub signs), so a request seen once in transit (a proxy's log, a webhook's delivery page)
 //! would start a run each time it is sent again. Every signature that started a run is kept in
 //! `.hone/triggers.seen` (a line each: the time and the signature; the newest
-//! [`MAX_REMEMBERED`]), and the same signature is refused after that, across restarts: a
-//! caller that triggers again sends a new body (a GitHub event's payload is new each time).
+//! [`MAX_REMEMBERED`]) before its run starts (and forgotten if the run could not start), and the
+//! same signature is refused after that, across restarts: a caller that triggers again sends a
+//! new body (a GitHub event's payload is new each time).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -74,6 +75,20 @@ impl Seen {
     }
 }
 
+impl Seen {
+    /// Forgets `signature` (recorded for a run that then did not start), on disk too.
+    pub fn forget(&mut self, signature: &str) -> std::io::Result<()> {
+        let key = key(signature);
+        self.entries.retain(|(_, s)| *s != key);
+        let text: String = self
+            .entries
+            .iter()
+            .map(|(at, s)| format!("{at} {s}\n"))
+            .collect();
+        crate::util::write_atomic(&self.path, text.as_bytes())
+    }
+}
+
 /// A signature as it is compared: the header's value without spaces, in lower case (hex digits
 /// in either case verify alike).
 fn key(signature: &str) -> String {
@@ -101,6 +116,12 @@ mod tests {
         assert_eq!(again.accepted_at("sha256=ab"), Some(100));
         assert_eq!(again.accepted_at("sha256=cd"), Some(200));
         assert_eq!(again.accepted_at("sha256=ef"), None);
+        let mut again = again;
+        again.forget("SHA256=AB").unwrap();
+        assert_eq!(again.accepted_at("sha256=ab"), None);
+        let after = Seen::open(Seen::path(dir.path()));
+        assert_eq!(after.accepted_at("sha256=ab"), None, "forgotten on disk");
+        assert_eq!(after.accepted_at("sha256=cd"), Some(200));
     }
 
     #[test]

@@ -426,7 +426,7 @@ impl Engine<'_> {
         }
         rec.status = Some(status);
         rec.reason = reason;
-        rec.finished_at = Some(now());
+        rec.finished_at = Some(decision_time(now(), &self.history));
         rec.total_ms = t_start.elapsed().as_millis() as u64;
         let journal = self.verifier.paths.spend_journal(&self.run.tag, rec.n);
         self.in_one_transaction(true, |engine| engine.record_outcome(rec))?;
@@ -733,4 +733,34 @@ fn curve_in_log(path: &str, read: &crate::verify::prune::Progress) -> Vec<f64> {
             .filter_map(|line| read.read(line).map(|(_, v)| v))
             .collect()
     })
+}
+
+/// When an experiment decided at `now` is recorded as decided: after every experiment of the
+/// run's `history` (which holds every keep), whatever the clock did (a step back, a resume on
+/// a host whose clock is behind), since the best is the keep decided last
+/// ([`crate::store::best_experiment`]).
+fn decision_time(now: f64, history: &[ExperimentRecord]) -> f64 {
+    let latest = history
+        .iter()
+        .filter_map(|e| e.finished_at)
+        .fold(f64::NEG_INFINITY, f64::max);
+    now.max(latest + 1e-3)
+}
+
+#[cfg(test)]
+mod decision_tests {
+    use super::*;
+
+    #[test]
+    fn an_experiment_is_decided_after_every_one_before_it_whatever_the_clock() {
+        let at = |f: f64| ExperimentRecord {
+            finished_at: Some(f),
+            ..Default::default()
+        };
+        assert_eq!(decision_time(100.0, &[]), 100.0);
+        assert_eq!(decision_time(100.0, &[at(50.0), at(60.0)]), 100.0);
+        // The clock stepped back an hour: still after the last decision.
+        let t = decision_time(100.0, &[at(3700.0), at(3600.0)]);
+        assert!(t > 3700.0 && t < 3700.1, "{t}");
+    }
 }

@@ -351,11 +351,10 @@ impl Engine<'_> {
         match git.ref_target(&branch)? {
             Some(head) if head == expected => {}
             Some(head) => {
-                // A keep recorded just before a crash may have missed its branch move.
-                let last_keep_parent = exps
-                    .iter()
-                    .rev()
-                    .find(|e| e.status() == Status::Keep)
+                // A keep recorded just before a crash may have missed its branch move: the
+                // keep decided last (in a parallel run, not always the highest number).
+                let last_keep_parent = best_experiment(exps)
+                    .filter(|e| e.status() == Status::Keep)
                     .map(|e| e.parent_commit.clone());
                 // A champion recorded as reverted (its re-test failed) just before a crash
                 // may have kept the branch: it goes back to the best.

@@ -42,7 +42,12 @@ fn gains<P: Plotted>(exps: &[P], minimize: bool) -> Vec<Gain<'_>> {
             (Status::Keep, Some(v)) => {
                 if let Some(p) = prev {
                     let delta = if minimize { p - v } else { v - p };
-                    out.push(Gain { e, delta });
+                    // A simplification kept within the noise is no improvement; nor is a keep
+                    // of a parallel run decided before a lower number (its gain was over an
+                    // older best).
+                    if delta > 0.0 {
+                        out.push(Gain { e, delta });
+                    }
                 }
                 prev = Some(v);
             }
@@ -220,7 +225,7 @@ pub fn render_contents<P: Plotted>(
         gains: gains(c.marked, minimize),
         holdout: c.holdout,
         mech_rows: mechanism_rows(mechs),
-        learned: super::learned::learned(c.listed, minimize),
+        learned: super::learned::learned(c.listed, minimize, s.best_experiment),
     };
     Report {
         markdown: markdown(&view),

@@ -44,10 +44,11 @@ pub const PRUNING_HEAD: [&str; 4] = [
     "saved (against the median finished run)",
 ];
 
-/// What `exps` (in order) say was learned; `minimize`: the objective's direction.
-pub fn learned(exps: &[ExperimentRecord], minimize: bool) -> Learned {
+/// What `exps` (in order) say was learned; `minimize`: the objective's direction; `best`: the
+/// run's best experiment (the summary's: the keep decided last).
+pub fn learned(exps: &[ExperimentRecord], minimize: bool, best: Option<u64>) -> Learned {
     Learned {
-        knobs: knob_rows(exps, minimize),
+        knobs: knob_rows(exps, minimize, best),
         failures: failure_rows(exps),
         pruning: pruning_rows(exps),
     }
@@ -71,7 +72,7 @@ fn config(e: &ExperimentRecord) -> Option<&serde_json::Map<String, Value>> {
     e.config.as_ref().and_then(Value::as_object)
 }
 
-fn knob_rows(exps: &[ExperimentRecord], minimize: bool) -> Vec<Vec<String>> {
+fn knob_rows(exps: &[ExperimentRecord], minimize: bool, best: Option<u64>) -> Vec<Vec<String>> {
     let mut names: Vec<&String> = Vec::new();
     for c in exps.iter().filter_map(config) {
         for k in c.keys() {
@@ -92,7 +93,8 @@ fn knob_rows(exps: &[ExperimentRecord], minimize: bool) -> Vec<Vec<String>> {
     });
     let tenth = done.len().div_ceil(10).max(3).min(done.len());
     let baseline = exps.iter().find(|e| e.status() == Status::Baseline);
-    let best = crate::store::best_experiment(exps);
+    // Not among them when the listing is the newest of a long run: then not shown.
+    let best = best.and_then(|n| exps.iter().find(|e| e.n == n));
     let failures: Vec<&ExperimentRecord> = exps.iter().filter(|e| failed(e)).collect();
     names
         .into_iter()
@@ -281,10 +283,12 @@ fn pruning_rows(exps: &[ExperimentRecord]) -> Vec<Vec<String>> {
     };
     let secs = |ms: u64| ms as f64 / 1000.0;
     let spent: f64 = pruned.iter().map(|e| secs(e.verify_ms)).sum();
+    // A finished run's own time: its verifier time over its measurements (confirm runs
+    // measure the same code again; a pruned run was measured once).
     let full: Vec<f64> = exps
         .iter()
         .filter(|e| finished(e) && e.status() != Status::Baseline && e.verify_ms > 0)
-        .map(|e| secs(e.verify_ms))
+        .map(|e| secs(e.verify_ms) / e.runs.len().max(1) as f64)
         .collect();
     let saved = if full.is_empty() {
         "-".into()
@@ -406,7 +410,7 @@ mod tests {
         );
         pruned.verify_ms = 2_500;
         exps.push(pruned);
-        let l = learned(&exps, true);
+        let l = learned(&exps, true, Some(4));
         // Knobs in the order of their names.
         let (batch, lr) = (&l.knobs[0], &l.knobs[1]);
         assert_eq!((batch[0].as_str(), lr[0].as_str()), ("BATCH", "LR"));

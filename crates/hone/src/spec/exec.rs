@@ -112,9 +112,14 @@ impl ExecSpec {
         };
         let rest = url.split_once("://").map_or(url, |(_, r)| r);
         let authority = rest.split(['/', '?']).next().unwrap_or("");
-        authority
-            .rsplit_once('@')
-            .is_some_and(|(user, _)| user.contains(':'))
+        let in_query = rest.split_once('?').is_some_and(|(_, q)| {
+            q.split('&')
+                .any(|p| p.to_ascii_lowercase().starts_with("password="))
+        });
+        in_query
+            || authority
+                .rsplit_once('@')
+                .is_some_and(|(user, _)| user.contains(':'))
     }
 
     /// Checks `workers` (from hone.toml or `--workers`) against `slots`; the message says
@@ -383,6 +388,8 @@ mod tests {
         assert!(with("postgresql://u:p@db/h?sslmode=require"));
         assert!(!with("postgres://hone@db:5432/hone"));
         assert!(!with("postgres://db/hone?user=a:b@c"));
+        assert!(with("postgres://hone@db/hone?password=S3cret"));
+        assert!(with("postgres://hone@db/hone?sslmode=require&Password=x"));
     }
 
     #[test]

@@ -43,7 +43,8 @@ pub use plot::{
     envelope, plot_order, PlotColumns, PlotPoint, PlotRows, Plotted, PLOT_BLOCK, TITLE_CHARS,
 };
 pub use records::{
-    best_experiment, Effect, ExperimentRecord, Hook, MechanismCall, RunRecord, RunState, Status,
+    best_experiment, decision_order, Effect, ExperimentRecord, Hook, MechanismCall, RunRecord,
+    RunState, Status,
 };
 pub use runs::RunChangeMark;
 use sql::{int, text, Cells, Val};

@@ -221,7 +221,7 @@ pub fn best_experiment(exps: &[ExperimentRecord]) -> Option<&ExperimentRecord> {
     let keep = exps
         .iter()
         .filter(|e| e.status() == Status::Keep)
-        .max_by(|a, b| decided(a).total_cmp(&decided(b)).then(a.n.cmp(&b.n)));
+        .max_by(|a, b| decision_order(a, b));
     let baseline = exps.iter().rev().find(|e| e.status() == Status::Baseline);
     match (keep, baseline) {
         (Some(k), Some(b)) if b.n > k.n => Some(b),
@@ -229,9 +229,12 @@ pub fn best_experiment(exps: &[ExperimentRecord]) -> Option<&ExperimentRecord> {
     }
 }
 
-/// When an experiment was decided (its `finished_at`; none yet: never).
-fn decided(e: &ExperimentRecord) -> f64 {
-    e.finished_at.unwrap_or(f64::NEG_INFINITY)
+/// The order in which experiments were decided: by `finished_at` (none yet: first), then by
+/// number. The keeps in this order are the run branch's commits in order (a parallel run keeps
+/// a candidate made on an older best after newer numbers).
+pub fn decision_order(a: &ExperimentRecord, b: &ExperimentRecord) -> std::cmp::Ordering {
+    let decided = |e: &ExperimentRecord| e.finished_at.unwrap_or(f64::NEG_INFINITY);
+    decided(a).total_cmp(&decided(b)).then(a.n.cmp(&b.n))
 }
 
 /// Where in an experiment a mechanism's hook was called. Stored as its text

@@ -645,7 +645,8 @@ impl Engine<'_> {
         // Its own code measured better than the best's: kept on top of the best (the best's
         // change that it lacks undone), never lost for want of a merge. A clean merge of both
         // changes is then verified as the next experiment, where max_experiments leaves room.
-        let old_best = (b, best.description.clone());
+        let old_best = best.clone();
+        let cand_description = cand.rec.description.clone();
         let again = match &tree {
             Ok(tree) if room => Some((tree.clone(), merged_config(&cand, &best))),
             _ => None,
@@ -671,13 +672,15 @@ impl Engine<'_> {
         else {
             return Ok(Next::Free(None));
         };
-        if kept.n != n {
-            // Judged again from the best, it was not kept: both changes are not tried.
-            return Ok(Next::Free(None));
-        }
-        let (from, description) = old_best;
-        self.start_merged(from, &description, config, &tree, kept, wt, next_n)
-            .map(|c| Next::Again(Box::new(c)))
+        let c = if kept.n == n {
+            // Both changes together: the best's, put onto the candidate kept.
+            self.start_merged(b, &old_best.description, config, &tree, kept, wt, next_n)?
+        } else {
+            // Judged again from the best, it was not kept (its change, counted from there, is
+            // no simplification): its change put onto the best is verified all the same.
+            self.start_merged(n, &cand_description, config, &tree, old_best, wt, next_n)?
+        };
+        Ok(Next::Again(Box::new(c)))
     }
 
     /// Records experiment `n`: the change of experiment `from` merged onto `best` (as `tree`),
