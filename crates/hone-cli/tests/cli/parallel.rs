@@ -189,6 +189,23 @@ fn parallel_keeps_a_candidate_that_beat_a_moved_best_and_tries_both_changes() {
         .filter_map(|l| l.strip_prefix("Hone-Experiment: "))
         .collect();
     assert_eq!(order, ["5", "6", "3", "4", "1"], "newest first: {subjects}");
+    // A crash after #5's keep was recorded but before the branch moved: the resume moves it
+    // (the keep decided last is the one whose move may be missing, not the highest number).
+    let five = r.rev("refs/hone/p/5");
+    let before = exps[5]["parent_commit"].as_str().unwrap().to_string();
+    git(&r.dir, &["update-ref", "refs/heads/hone/p", &before]);
+    let resumed = r.hone(&["run", "--tag", "p", "--more", "1"]);
+    assert!(
+        !text(&resumed).contains("moved under hone"),
+        "{}",
+        text(&resumed)
+    );
+    let chain = git(&r.dir, &["rev-list", "hone/p"]);
+    assert!(
+        chain.lines().any(|c| c == five),
+        "the branch holds #5 again: {}",
+        text(&resumed)
+    );
     assert_linear_and_verified_on_final_code(&r, "p", &log);
     // Every slot's environment reached its verifiers, and only its own.
     let runs = measured(&log);
