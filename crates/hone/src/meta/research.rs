@@ -78,7 +78,7 @@ pub fn trace(history: &[ExperimentRecord], direction: Direction) -> String {
             "| {} | {} | {} | {delta} | {} | {} |\n",
             e.n,
             e.status().as_str(),
-            crate::report::fmt_metric(e.objective),
+            e.objective.map_or("-".to_string(), crate::util::fmt_value),
             crate::propose::prompt::sanitize(&config, 200),
             crate::propose::prompt::sanitize(&e.description, 120).replace(['\n', '|'], " "),
         ));
