@@ -144,7 +144,7 @@ fn webhook_starts_a_signed_run_one_at_a_time() {
     let accepted: serde_json::Value = serde_json::from_str(&msg).unwrap();
     assert_eq!(accepted["tag"], "hook1");
     // While it runs, another trigger is refused with 409 and says why.
-    let again = r#"{"tag": "hook2"}"#;
+    let again = r#"{"tag": "hook2", "max_experiments": 1}"#;
     let (status, msg) = trigger(&d.addr, &[("X-Hub-Signature-256", &signed(again))], again);
     assert_eq!(status, 409, "{msg}");
     assert!(msg.contains("run `hook1` is still in progress"), "{msg}");
@@ -174,8 +174,16 @@ fn webhook_starts_a_signed_run_one_at_a_time() {
     let (status, msg) = replay(&restarted.addr);
     assert_eq!(status, 409, "{msg}");
     assert!(msg.contains("this exact request"), "{msg}");
-    drop(restarted);
     assert_eq!(r.statuses(), ["baseline", "keep"], "no run started again");
+    // The request refused while hook1 ran started nothing: sent again, it starts its run.
+    let (status, msg) = trigger(
+        &restarted.addr,
+        &[("X-Hub-Signature-256", &signed(again))],
+        again,
+    );
+    assert_eq!(status, 202, "{msg}");
+    restarted.wait_for("run hook2 ");
+    drop(restarted);
     // Without a token, only loopback names are answered (no web page reaches the daemon by
     // DNS rebinding); but the signed trigger, which a webhook may send through a tunnel.
     let foreign = [("Host", "attacker.example:8473")];

@@ -270,7 +270,15 @@ fn parallel_knobs_run_with_four_workers_proposes_nothing_twice() {
         })
         .collect();
     let mut parent = git(&dir, &["rev-parse", "main"]);
-    for k in exps.iter().filter(|e| e["status"] == "keep") {
+    // In the order they were kept (a candidate kept on a moved best comes after higher
+    // numbers).
+    let mut keeps: Vec<&serde_json::Value> =
+        exps.iter().filter(|e| e["status"] == "keep").collect();
+    keeps.sort_by(|a, b| {
+        let at = |e: &serde_json::Value| e["finished_at"].as_f64().unwrap_or(0.0);
+        at(a).total_cmp(&at(b))
+    });
+    for k in keeps {
         assert_eq!(k["parent_commit"].as_str().unwrap(), parent, "{k}");
         let commit = k["candidate_commit"].as_str().unwrap();
         let params = git(&dir, &["show", &format!("{commit}:params.txt")]);

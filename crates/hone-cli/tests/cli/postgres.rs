@@ -368,8 +368,10 @@ fn the_store_url_stays_out_of_hone_toml_the_command_line_and_verifiers() {
         .arg("--dir")
         .arg(r.tmp_dir().join("w-a"))
         .env("HONE_STORE_URL", &url)
-        // The coordinator's variable, sourced on the worker's host too: not passed on either.
+        // The coordinator's variable, sourced on the worker's host too, and libpq's: not
+        // passed on either.
         .env("TEST_STORE_URL", &url)
+        .env("PGPASSWORD", "postgres://not-really")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -50,18 +50,21 @@ impl Seen {
             .map(|(at, _)| *at)
     }
 
-    /// Remembers that `signature` started a run at `now`, on disk first.
+    /// Remembers that `signature` started a run at `now`: on disk, then here (a failed write
+    /// leaves it unremembered, as the caller reports).
     pub fn record(&mut self, signature: &str, now: i64) -> std::io::Result<()> {
-        self.entries.push((now, key(signature)));
-        if self.entries.len() > MAX_REMEMBERED {
-            let drop = self.entries.len() - MAX_REMEMBERED;
-            self.entries.drain(..drop);
-            let text: String = self
-                .entries
+        let entry = (now, key(signature));
+        if self.entries.len() + 1 > MAX_REMEMBERED {
+            let drop = self.entries.len() + 1 - MAX_REMEMBERED;
+            let text: String = self.entries[drop..]
                 .iter()
+                .chain(std::iter::once(&entry))
                 .map(|(at, s)| format!("{at} {s}\n"))
                 .collect();
-            return crate::util::write_atomic(&self.path, text.as_bytes());
+            crate::util::write_atomic(&self.path, text.as_bytes())?;
+            self.entries.drain(..drop);
+            self.entries.push(entry);
+            return Ok(());
         }
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
@@ -70,8 +73,10 @@ impl Seen {
             .create(true)
             .append(true)
             .open(&self.path)?;
-        writeln!(f, "{now} {}", key(signature))?;
-        f.sync_data()
+        writeln!(f, "{now} {}", entry.1)?;
+        f.sync_data()?;
+        self.entries.push(entry);
+        Ok(())
     }
 }
 
@@ -122,6 +127,20 @@ mod tests {
         let after = Seen::open(Seen::path(dir.path()));
         assert_eq!(after.accepted_at("sha256=ab"), None, "forgotten on disk");
         assert_eq!(after.accepted_at("sha256=cd"), Some(200));
+    }
+
+    #[test]
+    fn a_signature_that_could_not_be_written_is_not_remembered() {
+        let dir = tempfile::tempdir().unwrap();
+        // `.hone` is a file: nothing can be written below it.
+        std::fs::write(dir.path().join(".hone"), "").unwrap();
+        let mut seen = Seen::open(Seen::path(dir.path()));
+        assert!(seen.record("sha256=ab", 1).is_err());
+        assert_eq!(
+            seen.accepted_at("sha256=ab"),
+            None,
+            "a retry is not refused"
+        );
     }
 
     #[test]

@@ -69,25 +69,39 @@ pub fn log_scale(baseline: f64, best: f64, values: &[f64]) -> Option<(f64, f64)>
     if span < LOG_SCALE_RATIO.ln() {
         return None;
     }
-    // Room above the worse end for discards, a little below the better end.
+    // Room above the worse end for discards, a little below the better end; within the
+    // positive floats' normal range (a value of 1e-300 or 1e300 is drawn at the edge).
     let (below, above) = if best < baseline {
         (0.15, 0.35)
     } else {
         (0.35, 0.15)
     };
-    Some(((lo - below * span).exp(), (hi + above * span).exp()))
+    let (floor, ceiling) = (1e-300_f64.ln(), 1e300_f64.ln());
+    let range = (
+        (lo - below * span).clamp(floor, ceiling).exp(),
+        (hi + above * span).clamp(floor, ceiling).exp(),
+    );
+    (range.0 < range.1).then_some(range)
 }
 
-/// Round values for a log-scaled axis between `lo` and `hi`: the powers of ten, and 2 and 5
-/// times them where the range spans fewer than three decades.
+/// Round values for a log-scaled axis between `lo` and `hi` (positive, finite): the powers of
+/// ten, every k-th of them so that at most about ten are drawn, and 2 and 5 times them where
+/// the range spans fewer than three decades.
 fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    if !(lo > 0.0 && hi.is_finite() && lo < hi) {
+        return vec![lo, hi];
+    }
+    // Within 1e-300..1e300 (see `log_scale`): the exponents fit.
+    let first = lo.log10().floor().clamp(-320.0, 320.0) as i32;
+    let last = hi.log10().ceil().clamp(-320.0, 320.0) as i32;
     let multiples: &[f64] = if last - first < 3 {
         &[1.0, 2.0, 5.0]
     } else {
         &[1.0]
     };
+    let every = usize::try_from((last - first) / 10 + 1).unwrap_or(1);
     (first..=last)
+        .step_by(every)
         .flat_map(|e| multiples.iter().map(move |m| m * 10f64.powi(e)))
         .filter(|v| (lo..=hi).contains(v))
         .collect()

@@ -645,7 +645,7 @@ impl Engine<'_> {
         // Its own code measured better than the best's: kept on top of the best (the best's
         // change that it lacks undone), never lost for want of a merge. A clean merge of both
         // changes is then verified as the next experiment, where max_experiments leaves room.
-        let old_best = best.clone();
+        let best_description = best.description.clone();
         let cand_description = cand.rec.description.clone();
         let again = match &tree {
             Ok(tree) if room => Some((tree.clone(), merged_config(&cand, &best))),
@@ -672,13 +672,24 @@ impl Engine<'_> {
         else {
             return Ok(Next::Free(None));
         };
-        let c = if kept.n == n {
+        let recorded = self
+            .history
+            .iter()
+            .rev()
+            .find(|e| e.n == n)
+            .map(|e| e.status());
+        let c = match recorded {
             // Both changes together: the best's, put onto the candidate kept.
-            self.start_merged(b, &old_best.description, config, &tree, kept, wt, next_n)?
-        } else {
+            Some(Status::Keep) if kept.n == n => {
+                self.start_merged(b, &best_description, config, &tree, kept, wt, next_n)?
+            }
             // Judged again from the best, it was not kept (its change, counted from there, is
-            // no simplification): its change put onto the best is verified all the same.
-            self.start_merged(n, &cand_description, config, &tree, old_best, wt, next_n)?
+            // no simplification): its change put onto the best, unmoved, is verified all the
+            // same. (Kept, then failed its re-test or lost to git gc: nothing more.)
+            Some(Status::Discard) if kept.n == b => {
+                self.start_merged(n, &cand_description, config, &tree, kept, wt, next_n)?
+            }
+            _ => return Ok(Next::Free(None)),
         };
         Ok(Next::Again(Box::new(c)))
     }

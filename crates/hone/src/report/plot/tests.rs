@@ -326,4 +326,17 @@ fn a_run_that_fell_by_decades_is_drawn_on_a_log_scale() {
     assert!(log_scale(2.0, 0.001, &[2.0, 0.001]).is_some());
     let linear = progress_svg(&exps[..3], "loss", true, "t");
     assert!(!linear.contains("log scale"), "{linear}");
+    // Values at the ends of the positive floats: a bounded axis, a few ticks, no NaN.
+    for (base, best) in [(2.0, 1e-300), (1e-3, 1e300), (1e-320, 1.0)] {
+        let exps = vec![
+            exp(0, Status::Baseline, Some(base)),
+            exp(1, Status::Keep, Some(best)),
+        ];
+        let svg = progress_svg(&exps, "x", base > best, "t");
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+        if let Some((lo, hi)) = log_scale(base, best, &[base, best]) {
+            assert!(lo > 0.0 && hi.is_finite(), "{lo} {hi}");
+            assert!(log_ticks(lo, hi).len() <= 12, "{}", log_ticks(lo, hi).len());
+        }
+    }
 }
