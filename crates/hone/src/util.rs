@@ -121,6 +121,32 @@ pub fn cut_at_word(s: &str, max: usize) -> String {
     format!("{} ...", end.trim_end().trim_end_matches([',', ';']))
 }
 
+/// `s` with its `%XX` escapes decoded (an invalid one left as it is).
+pub fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            // Two hex digits make one byte: the casts cannot wrap.
+            (b'%', Some(h), Some(l)) => {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// The Levenshtein distance between `a` and `b`, in characters: how near a typo is.
 pub fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();

@@ -449,8 +449,9 @@ fn url_password(url: &str) -> Option<&str> {
         query
             .split('&')
             .find_map(|kv| {
-                kv.split_once('=')
-                    .filter(|(k, _)| k.eq_ignore_ascii_case("password"))
+                kv.split_once('=').filter(|(k, _)| {
+                    crate::util::percent_decoded(k).eq_ignore_ascii_case("password")
+                })
             })
             .map(|(_, p)| p)
     })

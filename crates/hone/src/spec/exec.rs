@@ -113,8 +113,10 @@ impl ExecSpec {
         let rest = url.split_once("://").map_or(url, |(_, r)| r);
         let authority = rest.split(['/', '?']).next().unwrap_or("");
         let in_query = rest.split_once('?').is_some_and(|(_, q)| {
-            q.split('&')
-                .any(|p| p.to_ascii_lowercase().starts_with("password="))
+            q.split('&').any(|p| {
+                let key = p.split('=').next().unwrap_or("");
+                crate::util::percent_decoded(key).eq_ignore_ascii_case("password")
+            })
         });
         in_query
             || authority
@@ -390,6 +392,7 @@ mod tests {
         assert!(!with("postgres://db/hone?user=a:b@c"));
         assert!(with("postgres://hone@db/hone?password=S3cret"));
         assert!(with("postgres://hone@db/hone?sslmode=require&Password=x"));
+        assert!(with("postgres://hone@db/hone?p%61ssword=x"));
     }
 
     #[test]

@@ -291,12 +291,31 @@ pub(crate) fn redact(url: &str) -> String {
         Some(i) => rest.split_at(i),
         None => (rest, ""),
     };
+    // A password in the query (`?password=...`, its key spelt in any case or percent-encoded)
+    // goes too.
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let kept: Vec<&str> = query
+                .split('&')
+                .filter(|kv| {
+                    let key = kv.split('=').next().unwrap_or("");
+                    !crate::util::percent_decoded(key).eq_ignore_ascii_case("password")
+                })
+                .collect();
+            if kept.is_empty() {
+                path.to_string()
+            } else {
+                format!("{path}?{}", kept.join("&"))
+            }
+        }
+        None => tail.to_string(),
+    };
     match authority.rsplit_once('@') {
         Some((user, host)) => {
             let user = user.split(':').next().unwrap_or("");
             format!("{scheme}://{user}@{host}{tail}")
         }
-        None => url.to_string(),
+        None => format!("{scheme}://{authority}{tail}"),
     }
 }
 
@@ -473,5 +492,13 @@ mod tests {
             "postgres://hone@db.example:5432/hone"
         );
         assert_eq!(redact("postgres://db/hone"), "postgres://db/hone");
+        assert_eq!(
+            redact("postgres://hone@db/hone?sslmode=require&p%61ssword=s3cret"),
+            "postgres://hone@db/hone?sslmode=require"
+        );
+        assert_eq!(
+            redact("postgres://db/hone?PASSWORD=s3cret"),
+            "postgres://db/hone"
+        );
     }
 }
