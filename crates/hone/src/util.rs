@@ -147,6 +147,38 @@ pub fn percent_decoded(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The password in a PostgreSQL URL (`user:password@host` or `?password=`), as written.
+pub fn url_password(url: &str) -> Option<&str> {
+    let rest = url.split_once("://")?.1;
+    let (authority, query) = match rest.split_once('?') {
+        Some((a, q)) => (a.split('/').next().unwrap_or(""), q),
+        None => (rest.split('/').next().unwrap_or(""), ""),
+    };
+    let in_authority = authority
+        .rsplit_once('@')
+        .and_then(|(user, _)| user.split_once(':'))
+        .map(|(_, p)| p);
+    in_authority.or_else(|| {
+        query
+            .split('&')
+            .find_map(|kv| {
+                kv.split_once('=')
+                    .filter(|(k, _)| percent_decoded(k).eq_ignore_ascii_case("password"))
+            })
+            .map(|(_, p)| p)
+    })
+}
+
+/// Whether `value` (an environment variable's) holds the URL `url` or its password (one of
+/// four characters or more): what must not reach code hone runs on a candidate's or an
+/// agent's behalf when `url` is the store's.
+pub fn reveals_url(value: &str, url: &str) -> bool {
+    if url.is_empty() {
+        return false;
+    }
+    value.contains(url) || url_password(url).is_some_and(|p| p.len() >= 4 && value.contains(p))
+}
+
 /// The Levenshtein distance between `a` and `b`, in characters: how near a typo is.
 pub fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
@@ -521,6 +553,25 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_store_urls_password_is_found_where_it_is_written() {
+        assert_eq!(
+            url_password("postgres://hone:S3cret@db:5432/h"),
+            Some("S3cret")
+        );
+        assert_eq!(
+            url_password("postgres://hone@db/h?sslmode=require&p%61ssword=pw1234"),
+            Some("pw1234")
+        );
+        assert_eq!(url_password("postgres://hone@db/h"), None);
+        assert_eq!(url_password("postgres://db/h?user=a:b@c"), None);
+        let url = "postgres://hone:S3cret@db/h";
+        assert!(reveals_url(url, url));
+        assert!(reveals_url("S3cret", url), "the password alone");
+        assert!(!reveals_url("postgres://other@db/h", url));
+        assert!(!reveals_url("anything", ""));
+    }
 
     #[test]
     fn values_are_written_whole_and_differences_signed() {

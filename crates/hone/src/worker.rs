@@ -415,15 +415,13 @@ fn verifier_env(
     opts: &WorkerOptions,
     job: &Claimed,
 ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-    let password = url_password(&opts.store_url).filter(|p| p.len() >= 4);
     let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
         .filter(|(k, v)| {
             let (k, v) = (k.to_string_lossy(), v.to_string_lossy());
             !k.starts_with("HONE_")
                 // libpq's own: a password, or the files that hold one.
                 && !matches!(k.as_ref(), "PGPASSWORD" | "PGPASSFILE" | "PGSERVICEFILE")
-                && (opts.store_url.is_empty() || !v.contains(opts.store_url.as_str()))
-                && !password.is_some_and(|p| v.contains(p))
+                && !crate::util::reveals_url(&v, &opts.store_url)
         })
         .map(crate::util::passed_on)
         .collect();
@@ -432,29 +430,6 @@ fn verifier_env(
         env.push((k.into(), v.into()));
     }
     env
-}
-
-/// The password in a PostgreSQL URL (`user:password@host` or `?password=`), as written.
-fn url_password(url: &str) -> Option<&str> {
-    let rest = url.split_once("://")?.1;
-    let (authority, query) = match rest.split_once('?') {
-        Some((a, q)) => (a.split('/').next().unwrap_or(""), q),
-        None => (rest.split('/').next().unwrap_or(""), ""),
-    };
-    let in_authority = authority
-        .rsplit_once('@')
-        .and_then(|(user, _)| user.split_once(':'))
-        .map(|(_, p)| p);
-    in_authority.or_else(|| {
-        query
-            .split('&')
-            .find_map(|kv| {
-                kv.split_once('=').filter(|(k, _)| {
-                    crate::util::percent_decoded(k).eq_ignore_ascii_case("password")
-                })
-            })
-            .map(|(_, p)| p)
-    })
 }
 
 /// Writes the verifier's pid and start time to `running_file`, for the next worker to kill
@@ -509,23 +484,4 @@ fn job_result(
         attempt: job.attempt,
         uncontained: None,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::url_password;
-
-    #[test]
-    fn a_store_urls_password_is_found_where_it_is_written() {
-        assert_eq!(
-            url_password("postgres://hone:S3cret@db:5432/h"),
-            Some("S3cret")
-        );
-        assert_eq!(
-            url_password("postgres://hone@db/h?sslmode=require&password=pw1234"),
-            Some("pw1234")
-        );
-        assert_eq!(url_password("postgres://hone@db/h"), None);
-        assert_eq!(url_password("postgres://db/h?user=a:b@c"), None);
-    }
 }

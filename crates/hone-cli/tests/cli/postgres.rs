@@ -325,6 +325,9 @@ fn the_store_url_stays_out_of_hone_toml_the_command_line_and_verifiers() {
             .args(["run", "--tag", tag])
             .current_dir(&r.dir)
             .env("TEST_STORE_URL", &url)
+            // The same URL under another name (a `.env` file's DATABASE_URL, say): withheld
+            // by its value.
+            .env("DATABASE_URL", &url)
             .output()
             .unwrap()
     };

@@ -624,8 +624,13 @@ impl Verifier {
     /// writes: a `python3` it left there would run the evaluation after it. A `PATH` set in
     /// `[verify] env` is passed as written.
     pub(super) fn inherited_for_candidate(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let store = self.spec.exec.store_url.as_deref().unwrap_or("");
         std::env::vars_os()
-            .filter(|(k, _)| self.env_allowed_for_candidate(k))
+            .filter(|(k, v)| {
+                // Nor, under any name, the store's URL or its password.
+                self.env_allowed_for_candidate(k)
+                    && !crate::util::reveals_url(&v.to_string_lossy(), store)
+            })
             .map(crate::util::passed_on)
             .collect()
     }

@@ -41,8 +41,13 @@ fn agent_env(
     prompt_path: &std::path::Path,
 ) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     let own_secrets = hone_secret_vars(ctx.spec);
+    let store = ctx.spec.exec.store_url.as_deref().unwrap_or("");
     let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
-        .filter(|(k, _)| passes_to_agent(&k.to_string_lossy(), preset, &own_secrets))
+        .filter(|(k, v)| {
+            // Nor, under any name, the store's URL or its password.
+            passes_to_agent(&k.to_string_lossy(), preset, &own_secrets)
+                && !crate::util::reveals_url(&v.to_string_lossy(), store)
+        })
         .map(crate::util::passed_on)
         .collect();
     if let Some(p) = preset {
