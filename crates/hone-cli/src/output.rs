@@ -92,12 +92,6 @@ pub fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// `s` cut to at most `max` characters at a word's end (a number is never cut in two), with
-/// ` ...` where it was cut.
-fn cut_at_word(s: &str, max: usize) -> String {
-    hone::util::cut_at_word(s, max)
-}
-
 fn status_word(s: Status) -> String {
     format!("{:<9}", s.as_str())
 }
@@ -343,7 +337,11 @@ fn in_flight(e: &ExperimentRecord) -> String {
     let since = format_duration(std::time::Duration::from_secs_f64(
         (hone::store::now() - e.started_at).max(0.0),
     ));
-    format!("#{} {} ({since} so far)", e.n, cut_at_word(&d, 80))
+    format!(
+        "#{} {} ({since} so far)",
+        e.n,
+        hone::util::cut_at_word(&d, 80)
+    )
 }
 
 /// `hone status`: `s` is the run's summary and the tokens it spent, `running` its experiments
@@ -719,7 +717,8 @@ pub fn workers(url: &str, json: bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::{cut_at_word, stop_hint, terminal_safe};
+    use super::{stop_hint, terminal_safe};
+    use hone::util::cut_at_word;
 
     #[test]
     fn a_budget_stop_says_which_spec_file_to_raise_and_how_to_go_on() {

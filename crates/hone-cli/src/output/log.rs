@@ -116,7 +116,7 @@ fn described(e: &ExperimentRecord) -> String {
     if !failed || e.reason.trim().is_empty() {
         return description.into_owned();
     }
-    let why = super::cut_at_word(&super::one_line(e.reason.trim()), 100);
+    let why = hone::util::cut_at_word(&super::one_line(e.reason.trim()), 100);
     if description.trim().is_empty() {
         why
     } else {

@@ -61,19 +61,24 @@ fn measured(log: &Path) -> Vec<(u64, String, String, [i64; 3])> {
         .collect()
 }
 
+/// `records` in the order they were decided (a candidate kept on a moved best comes after
+/// higher numbers).
+fn in_decision_order<'a>(
+    records: impl Iterator<Item = &'a serde_json::Value>,
+) -> Vec<&'a serde_json::Value> {
+    let mut out: Vec<&serde_json::Value> = records.collect();
+    let at = |e: &serde_json::Value| e["finished_at"].as_f64().unwrap_or(0.0);
+    out.sort_by(|a, b| at(a).total_cmp(&at(b)));
+    out
+}
+
 /// The branch is a straight line of keeps, and each keep was measured on exactly its code.
 fn assert_linear_and_verified_on_final_code(r: &Repo, tag: &str, log: &Path) {
     let exps = r.log();
-    // In the order they were decided (a candidate kept on a moved best comes after a newer
-    // number).
-    let mut keeps: Vec<&serde_json::Value> = exps
-        .iter()
-        .filter(|e| matches!(e["status"].as_str(), Some("keep" | "baseline")))
-        .collect();
-    keeps.sort_by(|a, b| {
-        let at = |e: &serde_json::Value| e["finished_at"].as_f64().unwrap_or(0.0);
-        at(a).total_cmp(&at(b))
-    });
+    let keeps = in_decision_order(
+        exps.iter()
+            .filter(|e| matches!(e["status"].as_str(), Some("keep" | "baseline"))),
+    );
     let chain: Vec<String> = git(&r.dir, &["rev-list", "--parents", &format!("hone/{tag}")])
         .lines()
         .map(str::to_string)
@@ -270,14 +275,7 @@ fn parallel_knobs_run_with_four_workers_proposes_nothing_twice() {
         })
         .collect();
     let mut parent = git(&dir, &["rev-parse", "main"]);
-    // In the order they were kept (a candidate kept on a moved best comes after higher
-    // numbers).
-    let mut keeps: Vec<&serde_json::Value> =
-        exps.iter().filter(|e| e["status"] == "keep").collect();
-    keeps.sort_by(|a, b| {
-        let at = |e: &serde_json::Value| e["finished_at"].as_f64().unwrap_or(0.0);
-        at(a).total_cmp(&at(b))
-    });
+    let keeps = in_decision_order(exps.iter().filter(|e| e["status"] == "keep"));
     for k in keeps {
         assert_eq!(k["parent_commit"].as_str().unwrap(), parent, "{k}");
         let commit = k["candidate_commit"].as_str().unwrap();
