@@ -82,6 +82,7 @@ enum Cmd {
     Report(report::ReportArgs),
     /// Verify candidates for runs on other hosts: take jobs from the PostgreSQL store's queue,
     /// check each candidate out of the shared git remote, run the verifier, post the result.
+    /// Jobs and results are signed with $HONE_QUEUE_KEY, the same on the coordinator.
     Worker(worker::WorkerArgs),
     /// Serve the live dashboard: runs, progress plot, experiment table, diffs and logs.
     Serve(serve::ServeArgs),

@@ -668,6 +668,7 @@ pub fn worker_event(ev: &hone::worker::WorkerEvent) {
         W::Uncontained { job, why } => {
             out!("job {job}: WITHOUT containment ({why}; the run set [sandbox] required = false)")
         }
+        W::Refused { job, why } => err!("job {job}: REFUSED: {why}"),
     }
 }
 

@@ -15,6 +15,12 @@
 //!   verification is decided twice.
 //! - **Coordinators** register per run; a second coordinator of the same run is refused while
 //!   the first one's heartbeat is fresh.
+//! - **Jobs and results are signed** with a key shared outside the database
+//!   (`HONE_QUEUE_KEY`, the same on the coordinator and every worker): a job's signature covers
+//!   its run, number and spec, a result's its job's id and signature and the result. A worker
+//!   refuses a job whose signature does not match (marked `refused`, never run), and the
+//!   coordinator refuses a result whose signature does not match (the run stops), so whoever
+//!   can write the database cannot make a worker run a command nor decide a verification.
 
 use std::time::Duration;
 
@@ -36,6 +42,8 @@ CREATE TABLE IF NOT EXISTS hone_jobs (
     finished_at TIMESTAMPTZ
 );
 ALTER TABLE hone_jobs ADD COLUMN IF NOT EXISTS remote TEXT NOT NULL DEFAULT '';
+ALTER TABLE hone_jobs ADD COLUMN IF NOT EXISTS sig TEXT NOT NULL DEFAULT '';
+ALTER TABLE hone_jobs ADD COLUMN IF NOT EXISTS result_sig TEXT NOT NULL DEFAULT '';
 CREATE INDEX IF NOT EXISTS hone_jobs_claimable ON hone_jobs (state, id);
 CREATE TABLE IF NOT EXISTS hone_job_attempts (
     job_id     BIGINT NOT NULL,
@@ -65,6 +73,84 @@ CREATE TABLE IF NOT EXISTS hone_coordinators (
 /// An arbitrary constant: the advisory lock that serialises schema creation between processes.
 const SCHEMA_LOCK: i64 = 0x686f_6e65;
 
+/// The variable that holds the key jobs and results are signed with.
+pub const KEY_ENV: &str = "HONE_QUEUE_KEY";
+
+/// The fewest characters a key may have.
+const MIN_KEY_CHARS: usize = 16;
+
+/// The secret the coordinator and its workers share (from [`KEY_ENV`]), never stored in the
+/// database.
+#[derive(Clone)]
+pub struct QueueKey(String);
+
+impl std::fmt::Debug for QueueKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("QueueKey(..)")
+    }
+}
+
+impl QueueKey {
+    /// The key in [`KEY_ENV`], or why there is none that can be used.
+    pub fn from_env() -> Result<QueueKey, QueueError> {
+        QueueKey::new(&std::env::var(KEY_ENV).unwrap_or_default())
+    }
+
+    /// `text` as a key: at least [`MIN_KEY_CHARS`] characters, spaces around it ignored.
+    pub fn new(text: &str) -> Result<QueueKey, QueueError> {
+        let text = text.trim();
+        if text.chars().count() < MIN_KEY_CHARS {
+            return Err(QueueError::NoKey {
+                got: text.chars().count(),
+            });
+        }
+        Ok(QueueKey(text.to_string()))
+    }
+
+    fn mac(&self, parts: &[&[u8]]) -> String {
+        let mut message = Vec::new();
+        for p in parts {
+            message.extend_from_slice(&(p.len() as u64).to_be_bytes());
+            message.extend_from_slice(p);
+        }
+        crate::util::hmac_sha256(self.0.as_bytes(), &message)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// A job's signature: its run, number and spec (as stored).
+    fn sign_job(&self, run_key: &str, n: i64, spec: &str) -> String {
+        self.mac(&[
+            b"hone job",
+            run_key.as_bytes(),
+            &n.to_be_bytes(),
+            spec.as_bytes(),
+        ])
+    }
+
+    /// A result's signature: the job's id and signature (so a result answers one job, and the
+    /// job the coordinator posted) and the result (as stored).
+    fn sign_result(&self, id: i64, job_sig: &str, result: &str) -> String {
+        self.mac(&[
+            b"hone result",
+            &id.to_be_bytes(),
+            job_sig.as_bytes(),
+            result.as_bytes(),
+        ])
+    }
+}
+
+/// Whether `value` (an environment variable's) holds the queue's key (from [`KEY_ENV`]): what
+/// no agent or verifier may see under any name.
+pub fn reveals_key(value: &str) -> bool {
+    QueueKey::from_env().is_ok_and(|k| value.contains(k.0.as_str()))
+}
+
+fn same_sig(a: &str, b: &str) -> bool {
+    crate::util::same_bytes(a.as_bytes(), b.as_bytes())
+}
+
 /// How long a coordinator's registration lasts without a heartbeat.
 pub const COORDINATOR_TTL: Duration = Duration::from_secs(30);
 
@@ -84,6 +170,18 @@ pub enum QueueError {
     },
     #[error("bad job record: {0}")]
     Corrupt(String),
+    #[error("{KEY_ENV} is not set or too short ({got} characters; at least {MIN_KEY_CHARS}): jobs and results of remote workers are signed with it; set the same secret on the coordinator and on every worker, from a file only you can read (e.g. `openssl rand -hex 32 > ~/.hone-queue-key`, then `export {KEY_ENV}=$(cat ~/.hone-queue-key)`)")]
+    NoKey { got: usize },
+    #[error("job {job} (run `{run}`, experiment {n}) is not signed with this worker's {KEY_ENV}: refused, not run. If the coordinator's key differs, set the same one on both; if no coordinator posted it, someone who can write the database did")]
+    UnsignedJob { job: i64, run: String, n: i64 },
+    #[error("worker {worker} refused job {job}: {why}. Set the same {KEY_ENV} on this coordinator and on every worker, then run again to resume")]
+    Refused {
+        job: i64,
+        worker: String,
+        why: String,
+    },
+    #[error("job {job}'s result is not signed with this coordinator's {KEY_ENV} (its worker's key differs, or someone who can write the database wrote it): refused; set the same key on the coordinator and every worker")]
+    ForgedResult { job: i64 },
 }
 
 impl From<postgres::Error> for QueueError {
@@ -161,9 +259,24 @@ pub struct JobResult {
 #[derive(Clone, Debug, PartialEq)]
 pub enum JobStatus {
     Queued,
-    Claimed { worker: String, attempt: i32 },
+    Claimed {
+        worker: String,
+        attempt: i32,
+    },
     Done(Box<JobResult>),
     Cancelled,
+    /// A worker would not run it (its signature did not match the worker's key).
+    Refused {
+        worker: String,
+        why: String,
+    },
+}
+
+/// A job as the coordinator posted it: its id and signature.
+#[derive(Clone, Debug)]
+pub struct Posted {
+    pub id: i64,
+    sig: String,
 }
 
 /// A job a worker holds.
@@ -174,6 +287,8 @@ pub struct Claimed {
     pub n: u64,
     pub attempt: i32,
     pub spec: JobSpec,
+    /// The job's signature, which its result's signature covers.
+    sig: String,
 }
 
 /// A worker as `hone status` lists it.
@@ -191,6 +306,9 @@ pub struct WorkerInfo {
 /// A connection to the queue.
 pub struct Queue {
     client: Client,
+    /// What jobs and results are signed with: `None` for a connection that only reads (the
+    /// workers `hone status` lists).
+    key: Option<QueueKey>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -206,7 +324,17 @@ impl Queue {
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])?;
         tx.batch_execute(SCHEMA)?;
         tx.commit()?;
-        Ok(Queue { client })
+        Ok(Queue { client, key: None })
+    }
+
+    /// This connection signs and checks jobs and results with `key`.
+    pub fn with_key(mut self, key: QueueKey) -> Queue {
+        self.key = Some(key);
+        self
+    }
+
+    fn key(&self) -> Result<&QueueKey, QueueError> {
+        self.key.as_ref().ok_or(QueueError::NoKey { got: 0 })
     }
 
     /// Registers `owner` as the coordinator of `run_key`, or says who already is. A
@@ -265,21 +393,27 @@ impl Queue {
         Ok(())
     }
 
-    /// Posts a job; returns its id.
-    pub fn submit(&mut self, run_key: &str, n: u64, spec: &JobSpec) -> Result<i64, QueueError> {
+    /// Posts a job, signed.
+    pub fn submit(&mut self, run_key: &str, n: u64, spec: &JobSpec) -> Result<Posted, QueueError> {
         let text = serde_json::to_string(spec).map_err(|e| QueueError::Corrupt(e.to_string()))?;
         let n = i64::try_from(n).map_err(|_| QueueError::Corrupt("experiment number".into()))?;
+        let sig = self.key()?.sign_job(run_key, n, &text);
         let row = self.client.query_one(
-            "INSERT INTO hone_jobs (run_key, n, spec, remote) VALUES ($1, $2, $3, $4) RETURNING id",
-            &[&run_key, &n, &text, &spec.remote],
+            "INSERT INTO hone_jobs (run_key, n, spec, remote, sig) VALUES ($1, $2, $3, $4, $5) RETURNING id",
+            &[&run_key, &n, &text, &spec.remote, &sig],
         )?;
-        Ok(row.get(0))
+        Ok(Posted {
+            id: row.get(0),
+            sig,
+        })
     }
 
-    /// A job's state.
-    pub fn status(&mut self, id: i64) -> Result<JobStatus, QueueError> {
+    /// A posted job's state; a result whose signature does not answer the job as posted is
+    /// refused ([`QueueError::ForgedResult`]).
+    pub fn status(&mut self, job: &Posted) -> Result<JobStatus, QueueError> {
+        let id = job.id;
         let row = self.client.query_one(
-            "SELECT state, worker, attempt, result FROM hone_jobs WHERE id = $1",
+            "SELECT state, worker, attempt, result, result_sig FROM hone_jobs WHERE id = $1",
             &[&id],
         )?;
         let state: String = row.get(0);
@@ -290,11 +424,19 @@ impl Queue {
                 attempt: row.get(2),
             },
             "done" => {
-                let text: Option<String> = row.get(3);
-                let result = serde_json::from_str(text.as_deref().unwrap_or(""))
+                let text: String = row.get::<_, Option<String>>(3).unwrap_or_default();
+                let want = self.key()?.sign_result(id, &job.sig, &text);
+                if !same_sig(&want, row.get(4)) {
+                    return Err(QueueError::ForgedResult { job: id });
+                }
+                let result = serde_json::from_str(&text)
                     .map_err(|e| QueueError::Corrupt(format!("job {id}'s result: {e}")))?;
                 JobStatus::Done(Box::new(result))
             }
+            "refused" => JobStatus::Refused {
+                worker: row.get::<_, Option<String>>(1).unwrap_or_default(),
+                why: row.get::<_, Option<String>>(3).unwrap_or_default(),
+            },
             _ => JobStatus::Cancelled,
         })
     }
@@ -335,16 +477,18 @@ impl Queue {
     }
 
     /// Claims the oldest claimable job of `remote`: queued, or claimed by a worker whose lease
-    /// ran out.
+    /// ran out. A job whose signature does not match this worker's key is marked `refused`
+    /// (never run) and returned as [`QueueError::UnsignedJob`].
     pub fn claim(
         &mut self,
         worker: &str,
         remote: &str,
         lease: Duration,
     ) -> Result<Option<Claimed>, QueueError> {
+        let key = self.key()?.clone();
         let mut tx = self.client.transaction()?;
         let row = tx.query_opt(
-            "SELECT id, attempt, worker FROM hone_jobs
+            "SELECT id, attempt, run_key, n, spec, sig FROM hone_jobs
              WHERE remote = $1 AND (state = 'queued' OR (state = 'claimed' AND lease_until < now()))
              ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED",
             &[&remote],
@@ -355,6 +499,8 @@ impl Queue {
         };
         let id: i64 = row.get(0);
         let previous: i32 = row.get(1);
+        let (run_key, n, spec_text, sig): (String, i64, String, String) =
+            (row.get(2), row.get(3), row.get(4), row.get(5));
         if previous > 0 {
             tx.execute(
                 "UPDATE hone_job_attempts SET ended_at = now(), outcome = 'lease expired'
@@ -362,31 +508,54 @@ impl Queue {
                 &[&id, &previous],
             )?;
         }
+        let signed = same_sig(&key.sign_job(&run_key, n, &spec_text), &sig);
         let row = tx.query_one(
-            "UPDATE hone_jobs SET state = 'claimed', attempt = attempt + 1, worker = $2,
-                 lease_until = now() + make_interval(secs => $3::float8 / 1000.0)
-             WHERE id = $1 RETURNING run_key, n, attempt, spec",
-            &[&id, &worker, &ms(lease)],
+            "UPDATE hone_jobs SET state = CASE WHEN $4 THEN 'claimed' ELSE 'refused' END,
+                 attempt = attempt + 1, worker = $2,
+                 lease_until = now() + make_interval(secs => $3::float8 / 1000.0),
+                 result = CASE WHEN $4 THEN result ELSE $5 END,
+                 finished_at = CASE WHEN $4 THEN finished_at ELSE now() END
+             WHERE id = $1 RETURNING attempt",
+            &[
+                &id,
+                &worker,
+                &ms(lease),
+                &signed,
+                &format!("the job's signature does not match the worker's {KEY_ENV}"),
+            ],
         )?;
-        let attempt: i32 = row.get(2);
+        let attempt: i32 = row.get(0);
+        let (outcome, holds) = if signed {
+            (None, Some(id))
+        } else {
+            (Some("refused: bad signature"), None)
+        };
         tx.execute(
-            "INSERT INTO hone_job_attempts (job_id, attempt, worker) VALUES ($1, $2, $3)",
-            &[&id, &attempt, &worker],
+            "INSERT INTO hone_job_attempts (job_id, attempt, worker, ended_at, outcome)
+             VALUES ($1, $2, $3, CASE WHEN $4::text IS NULL THEN NULL ELSE now() END, $4)",
+            &[&id, &attempt, &worker, &outcome],
         )?;
         tx.execute(
             "UPDATE hone_workers SET job_id = $2, last_heartbeat = now() WHERE id = $1",
-            &[&worker, &id],
+            &[&worker, &holds],
         )?;
         tx.commit()?;
-        let spec_text: String = row.get(3);
+        if !signed {
+            return Err(QueueError::UnsignedJob {
+                job: id,
+                run: run_key,
+                n,
+            });
+        }
         let spec = serde_json::from_str(&spec_text)
             .map_err(|e| QueueError::Corrupt(format!("job {id}'s spec: {e}")))?;
         Ok(Some(Claimed {
             id,
-            run_key: row.get(0),
-            n: u64::try_from(row.get::<_, i64>(1)).unwrap_or(0),
+            run_key,
+            n: u64::try_from(n).unwrap_or(0),
             attempt,
             spec,
+            sig,
         }))
     }
 
@@ -413,15 +582,17 @@ impl Queue {
         Ok(n == 1)
     }
 
-    /// Delivers a result; false (and nothing written) when this attempt no longer holds the
-    /// job, so a verification is never decided twice.
-    pub fn finish(&mut self, id: i64, result: &JobResult) -> Result<bool, QueueError> {
+    /// Delivers a result to `job`, signed; false (and nothing written) when this attempt no
+    /// longer holds the job, so a verification is never decided twice.
+    pub fn finish(&mut self, job: &Claimed, result: &JobResult) -> Result<bool, QueueError> {
+        let id = job.id;
         let text = serde_json::to_string(result).map_err(|e| QueueError::Corrupt(e.to_string()))?;
+        let sig = self.key()?.sign_result(id, &job.sig, &text);
         let mut tx = self.client.transaction()?;
         let n = tx.execute(
-            "UPDATE hone_jobs SET state = 'done', result = $4, finished_at = now()
+            "UPDATE hone_jobs SET state = 'done', result = $4, result_sig = $5, finished_at = now()
              WHERE id = $1 AND worker = $2 AND attempt = $3 AND state = 'claimed'",
-            &[&id, &result.worker, &result.attempt, &text],
+            &[&id, &result.worker, &result.attempt, &text, &sig],
         )?;
         let outcome = if n == 1 {
             result.exit.as_str()
@@ -564,120 +735,5 @@ impl Drop for Coordination {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::tests::PgServer;
-
-    fn job(remote: &str) -> JobSpec {
-        JobSpec {
-            remote: remote.into(),
-            git_ref: "refs/hone/t/1".into(),
-            commit: "abc".into(),
-            command: "true".into(),
-            env: Vec::new(),
-            timeout_ms: 1000,
-            kill_grace_ms: 100,
-            max_log_bytes: 1000,
-            sandbox: JobSandbox::default(),
-        }
-    }
-
-    fn result(worker: &str, attempt: i32) -> JobResult {
-        JobResult {
-            exit: "code".into(),
-            value: 0,
-            failure: None,
-            log: format!("by {worker}"),
-            modified: Vec::new(),
-            worker: worker.into(),
-            attempt,
-            uncontained: None,
-        }
-    }
-
-    #[test]
-    fn a_job_of_an_older_coordinator_asks_for_no_sandbox() {
-        let mut old = serde_json::to_value(job("r")).unwrap();
-        old.as_object_mut().unwrap().remove("sandbox");
-        let read: JobSpec = serde_json::from_value(old).unwrap();
-        assert_eq!(read.sandbox, JobSandbox::default());
-        // And a sandbox travels whole.
-        let mut contained = job("r");
-        contained.sandbox = JobSandbox {
-            bwrap: true,
-            required: true,
-            network: false,
-            writable: true,
-            limits: crate::exec::Limits {
-                memory_bytes: Some(1 << 30),
-                ..Default::default()
-            },
-            hide: vec!["data/holdout".into()],
-        };
-        let text = serde_json::to_string(&contained).unwrap();
-        assert_eq!(serde_json::from_str::<JobSpec>(&text).unwrap(), contained);
-    }
-
-    #[test]
-    fn only_the_attempt_holding_a_job_decides_it() {
-        let Some(pg) = PgServer::start() else {
-            return;
-        };
-        let url = pg.database("queue_attempts");
-        let mut q = Queue::connect(&url).unwrap();
-        let id = q.submit("r#t", 1, &job("R")).unwrap();
-        // Workers of another remote never see it.
-        assert!(q
-            .claim("other", "S", Duration::from_secs(60))
-            .unwrap()
-            .is_none());
-        // Worker a claims with a lease that has already run out; worker b takes it over.
-        let a = q.claim("a", "R", Duration::ZERO).unwrap().unwrap();
-        assert_eq!((a.id, a.attempt), (id, 1));
-        let b = q.claim("b", "R", Duration::from_secs(60)).unwrap().unwrap();
-        assert_eq!((b.id, b.attempt), (id, 2));
-        // a's heartbeat tells it the job is gone, and its late result is refused.
-        assert!(!q
-            .heartbeat("a", Some((id, 1)), Duration::from_secs(60))
-            .unwrap());
-        assert!(!q.finish(id, &result("a", 1)).unwrap());
-        assert_eq!(
-            q.status(id).unwrap(),
-            JobStatus::Claimed {
-                worker: "b".into(),
-                attempt: 2
-            }
-        );
-        // b gives it back (its own problem); c finishes it, once.
-        assert!(q.release(id, "b", 2, "no disk").unwrap());
-        let c = q.claim("c", "R", Duration::from_secs(60)).unwrap().unwrap();
-        assert_eq!(c.attempt, 3);
-        assert!(q.finish(id, &result("c", 3)).unwrap());
-        assert!(!q.finish(id, &result("c", 3)).unwrap(), "decided once");
-        match q.status(id).unwrap() {
-            JobStatus::Done(r) => assert_eq!(r.log, "by c"),
-            other => panic!("{other:?}"),
-        }
-        let outcomes: Vec<(i32, String, Option<String>)> = q.attempts(id).unwrap();
-        assert_eq!(
-            outcomes,
-            vec![
-                (1, "a".into(), Some("lease expired".into())),
-                (2, "b".into(), Some("released: no disk".into())),
-                (3, "c".into(), Some("code".into())),
-            ]
-        );
-        // A cancelled job is not claimable, and a worker holding it learns at its heartbeat.
-        let id2 = q.submit("r#t", 2, &job("R")).unwrap();
-        let d = q.claim("d", "R", Duration::from_secs(60)).unwrap().unwrap();
-        assert_eq!(d.id, id2);
-        q.cancel(id2).unwrap();
-        assert!(!q
-            .heartbeat("d", Some((id2, 1)), Duration::from_secs(60))
-            .unwrap());
-        assert!(q
-            .claim("e", "R", Duration::from_secs(60))
-            .unwrap()
-            .is_none());
-    }
-}
+#[path = "queue_tests.rs"]
+mod tests;

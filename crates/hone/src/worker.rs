@@ -20,6 +20,8 @@ use crate::workspace::Git;
 pub struct WorkerOptions {
     /// The PostgreSQL store (`postgres://...`).
     pub store_url: String,
+    /// The key jobs and results are signed with (the coordinator's `HONE_QUEUE_KEY`).
+    pub key: crate::queue::QueueKey,
     /// The shared git remote the coordinator pushes candidates to.
     pub remote: String,
     /// The worker's own directory: a clone, a worktree and logs.
@@ -61,6 +63,11 @@ pub enum WorkerEvent {
     },
     KilledStale {
         pid: u32,
+    },
+    /// A job not signed with this worker's key: marked refused, not run.
+    Refused {
+        job: i64,
+        why: String,
     },
     /// The job asked for bubblewrap, which cannot run here, and allowed running without it
     /// (`[sandbox] required = false`): its verifier ran uncontained.
@@ -133,7 +140,7 @@ pub fn run(
     kill_left_behind(&running_file, on_event);
     let git = worker_clone(opts)?;
     let id = format!("{}:{}:{}", host_name(), opts.slot, std::process::id());
-    let queue = RefCell::new(Queue::connect(&opts.store_url)?);
+    let queue = RefCell::new(Queue::connect(&opts.store_url)?.with_key(opts.key.clone()));
     queue
         .borrow_mut()
         .register_worker(&id, &host_name(), &opts.slot, opts.lease)?;
@@ -146,7 +153,7 @@ pub fn run(
         if stop() || opts.max_jobs.is_some_and(|m| done >= m) {
             break Ok(());
         }
-        let claimed = match queue.borrow_mut().claim(&id, &opts.remote, opts.lease) {
+        let claimed = match claim_next(&queue, &id, opts, on_event) {
             Ok(c) => c,
             Err(e) => break Err(e.into()),
         };
@@ -174,7 +181,7 @@ pub fn run(
         let _ = std::fs::remove_file(&running_file);
         match result {
             Ok(Some(r)) => {
-                let accepted = queue.borrow_mut().finish(job.id, &r)?;
+                let accepted = queue.borrow_mut().finish(&job, &r)?;
                 on_event(&WorkerEvent::Finished {
                     job: job.id,
                     exit: r.exit.clone(),
@@ -203,6 +210,26 @@ pub fn run(
     };
     let _ = queue.borrow_mut().unregister_worker(&id);
     outcome
+}
+
+/// Claims the next job of the worker's remote; a job not signed with its key is said, and
+/// passed over as if there were none.
+fn claim_next(
+    queue: &RefCell<Queue>,
+    id: &str,
+    opts: &WorkerOptions,
+    on_event: &mut dyn FnMut(&WorkerEvent),
+) -> Result<Option<Claimed>, QueueError> {
+    match queue.borrow_mut().claim(id, &opts.remote, opts.lease) {
+        Err(e @ QueueError::UnsignedJob { job, .. }) => {
+            on_event(&WorkerEvent::Refused {
+                job,
+                why: e.to_string(),
+            });
+            Ok(None)
+        }
+        claimed => claimed,
+    }
 }
 
 /// Kills the verifier a worker killed outright left running (its pid in `running_file`).
@@ -408,7 +435,7 @@ fn check_out(opts: &WorkerOptions, git: &Git, job: &Claimed) -> Result<PathBuf, 
 }
 
 /// The verifier's environment: the worker's own less hone's settings (`HONE_*`) and any
-/// variable that holds the store's URL under another name (the coordinator's `[store] url_env`,
+/// variable that holds the queue's key or the store's URL under another name (the coordinator's `[store] url_env`,
 /// sourced on this host too), `PATH` with its absolute entries only (see
 /// `util::passed_on`), then the slot's variables and the job's.
 fn verifier_env(
@@ -422,6 +449,7 @@ fn verifier_env(
                 // libpq's own: a password, or the files that hold one.
                 && !matches!(k.as_ref(), "PGPASSWORD" | "PGPASSFILE" | "PGSERVICEFILE")
                 && !crate::util::reveals_url(&v, &opts.store_url)
+                && !crate::queue::reveals_key(&v)
         })
         .map(crate::util::passed_on)
         .collect();

@@ -12,6 +12,8 @@ use crate::output;
 
 #[derive(Args)]
 pub struct WorkerArgs {
+    // The key jobs are signed with comes from $HONE_QUEUE_KEY only: never the command line,
+    // which every process on the host can read.
     /// The PostgreSQL store, as in [store] url (postgres://user@host:port/database);
     /// default: $HONE_STORE_URL (which keeps a password off the command line).
     #[arg(long, value_name = "URL")]
@@ -55,8 +57,10 @@ pub fn run(here: &Here, a: WorkerArgs) -> CliResult {
                 CliError::usage("which store? give --store postgres://user@host:port/database, or set HONE_STORE_URL (a password there stays off the command line)")
             })?,
     };
+    let key = hone::queue::QueueKey::from_env().config()?;
     let opts = hone::worker::WorkerOptions {
         store_url: store,
+        key,
         remote: a.repo,
         dir: a
             .dir

@@ -30,15 +30,16 @@ fn to_workers(r: &Repo, pg: &PgServer, exec: &str) -> PathBuf {
 /// lease and output are the caller's).
 fn worker_command(r: &Repo, pg: &PgServer, bare: &Path, name: &str) -> Command {
     let mut cmd = Command::new(HONE);
-    cmd.args([
-        "worker",
-        "--store",
-        &pg.url("postgres"),
-        "--repo",
-        bare.to_str().unwrap(),
-    ])
-    .arg("--dir")
-    .arg(r.tmp_dir().join(format!("w-{name}")));
+    cmd.env("HONE_QUEUE_KEY", QUEUE_KEY)
+        .args([
+            "worker",
+            "--store",
+            &pg.url("postgres"),
+            "--repo",
+            bare.to_str().unwrap(),
+        ])
+        .arg("--dir")
+        .arg(r.tmp_dir().join(format!("w-{name}")));
     cmd
 }
 
@@ -239,6 +240,7 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
     assert_says(&delete, "append-only");
     // The dashboard reads the run from PostgreSQL as well.
     let mut serve = Command::new(HONE)
+        .env("HONE_QUEUE_KEY", QUEUE_KEY)
         .args(["serve", "--port", "0"])
         .current_dir(&r.dir)
         .env("HONE_TOKEN", "postgres-token-0123456789abcdef")
@@ -316,23 +318,30 @@ fn the_store_url_stays_out_of_hone_toml_the_command_line_and_verifiers() {
         return;
     };
     let url = pg.url("postgres");
-    // A verifier that finds the URL scores 0 (the best there is).
-    let verify = "if env | grep -q 'postgre[s]:'; then echo score: 0; exit 0; fi; \
-                  if grep -q 'postgre[s]:' hone.toml; then echo score: 0; exit 0; fi; \
-                  cat value.txt";
+    // A verifier that finds the URL, or the queue's key, scores 0 (the best there is).
+    let verify = format!(
+        "if env | grep -q 'postgre[s]:'; then echo score: 0; exit 0; fi; \
+         if env | grep -q '{QUEUE_KEY}'; then echo score: 0; exit 0; fi; \
+         if grep -q 'postgre[s]:' hone.toml; then echo score: 0; exit 0; fi; \
+         cat value.txt"
+    );
+    let verify = verify.as_str();
     let run = |r: &Repo, tag: &str| {
         Command::new(HONE)
+            .env("HONE_QUEUE_KEY", QUEUE_KEY)
             .args(["run", "--tag", tag])
             .current_dir(&r.dir)
             .env("TEST_STORE_URL", &url)
-            // The same URL under another name (a `.env` file's DATABASE_URL, say): withheld
-            // by its value.
+            // The same URL under another name (a `.env` file's DATABASE_URL, say), and the
+            // key: withheld by their values.
             .env("DATABASE_URL", &url)
+            .env("SIGNING_SECRET", QUEUE_KEY)
             .output()
             .unwrap()
     };
     let log = |r: &Repo| -> Vec<serde_json::Value> {
         let out = Command::new(HONE)
+            .env("HONE_QUEUE_KEY", QUEUE_KEY)
             .args(["log", "--json"])
             .current_dir(&r.dir)
             .env("TEST_STORE_URL", &url)
@@ -366,6 +375,7 @@ fn the_store_url_stays_out_of_hone_toml_the_command_line_and_verifiers() {
     );
     git(&r.dir, &["commit", "-q", "-am", "workers"]);
     let mut worker = Command::new(HONE)
+        .env("HONE_QUEUE_KEY", QUEUE_KEY)
         .args(["worker", "--repo", bare.to_str().unwrap()])
         .args(["--slot", "a", "--lease", "5s"])
         .arg("--dir")
@@ -375,6 +385,7 @@ fn the_store_url_stays_out_of_hone_toml_the_command_line_and_verifiers() {
         // passed on either.
         .env("TEST_STORE_URL", &url)
         .env("PGPASSWORD", "postgres://not-really")
+        .env("SIGNING_SECRET", QUEUE_KEY)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -389,12 +400,98 @@ fn the_store_url_stays_out_of_hone_toml_the_command_line_and_verifiers() {
     assert_eq!(by, "1", "the worker verified them");
     // A worker with neither --store nor HONE_STORE_URL says what it needs.
     let bare_worker = Command::new(HONE)
+        .env("HONE_QUEUE_KEY", QUEUE_KEY)
         .args(["worker", "--repo", bare.to_str().unwrap()])
         .env_remove("HONE_STORE_URL")
         .output()
         .unwrap();
     assert_eq!(bare_worker.status.code(), Some(2), "{}", text(&bare_worker));
     assert_says(&bare_worker, "set HONE_STORE_URL");
+}
+
+/// A worker runs no job its coordinator did not sign with the shared key: a job written
+/// straight into the database is refused and never runs, and a coordinator whose key differs
+/// from the worker's stops its run saying so (nothing decided); with the same key it resumes.
+#[test]
+fn a_worker_runs_only_jobs_signed_with_the_shared_key() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let r = Repo::stops_after(2, "cat value.txt", &scores(&[3]));
+    let bare = to_workers(&r, &pg, "");
+    let marker = r.tmp_dir().join("pwned");
+    // What someone who can write the database (not the key) would post.
+    let forged = serde_json::json!({
+        "remote": bare.to_str().unwrap(), "git_ref": "refs/heads/main", "commit": "HEAD",
+        "command": format!("touch {}", marker.display()), "env": [], "timeout_ms": 60000,
+        "kill_grace_ms": 100, "max_log_bytes": 10000,
+        "sandbox": {"bwrap": false, "required": false, "network": true, "writable": true,
+                    "limits": {}}
+    });
+    // The worker makes the tables when it connects; the row goes in once they are there.
+    let (out_path, err_path) = (r.tmp_dir().join("w-a.out"), r.tmp_dir().join("w-a.err"));
+    let mut worker = worker_command(&r, &pg, &bare, "a")
+        .args(["--slot", "a", "--lease", "5s"])
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&out_path)
+        .unwrap()
+        .contains("waiting for verifications")
+    {
+        assert!(Instant::now() < deadline, "the worker never registered");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    pg.sql(&format!(
+        "INSERT INTO hone_jobs (run_key, n, spec, remote) VALUES ('x', 1, '{}', '{}')",
+        forged.to_string().replace('\'', "''"),
+        bare.display()
+    ));
+    // A coordinator with another key: its first job is refused, and the run stops.
+    let wrong = Command::new(HONE)
+        .env("HONE_QUEUE_KEY", "not-the-workers-key-0123456789")
+        .args(["run", "--tag", "s"])
+        .current_dir(&r.dir)
+        .output()
+        .unwrap();
+    assert!(!wrong.status.success(), "{}", text(&wrong));
+    assert_says(&wrong, "refused job");
+    assert_says(
+        &wrong,
+        "Set the same HONE_QUEUE_KEY on this coordinator and on every worker",
+    );
+    // Without a key at all, it says what to set before anything starts.
+    let none = Command::new(HONE)
+        .env_remove("HONE_QUEUE_KEY")
+        .args(["run", "--tag", "s"])
+        .current_dir(&r.dir)
+        .output()
+        .unwrap();
+    assert!(!none.status.success());
+    assert_says(&none, "openssl rand -hex 32");
+    // The same key: the run resumes and finishes (the refused baseline stays on record as
+    // aborted).
+    ok(r.hone(&["run", "--tag", "s"]));
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    assert_eq!(r.statuses(), ["aborted", "baseline", "keep"]);
+    assert!(!marker.exists(), "the forged job ran");
+    assert_eq!(
+        pg.sql("SELECT count(*) FROM hone_jobs WHERE state = 'refused'"),
+        "2",
+        "the forged job and the wrong key's"
+    );
+    let said = std::fs::read_to_string(&err_path).unwrap();
+    assert!(said.contains("REFUSED"), "{said}");
+    // A worker without the key does not start.
+    let keyless = worker_command(&r, &pg, &bare, "b")
+        .env_remove("HONE_QUEUE_KEY")
+        .output()
+        .unwrap();
+    assert!(!keyless.status.success());
+    assert_says(&keyless, "HONE_QUEUE_KEY is not set");
 }
 
 /// `[sandbox]` reaches the verifier on a remote worker as it does a local one.

@@ -2,32 +2,12 @@
 //! sent as `X-Hub-Signature-256: sha256=<hex>` the way GitHub signs its webhooks, so a GitHub
 //! webhook (or `openssl dgst -sha256 -hmac`) can call hone directly.
 //!
-//! Written over the `sha2` crate hone already uses; the comparison takes the same time whatever
-//! the bytes are.
+//! The MAC is `util::hmac_sha256`; the comparison takes the same time whatever the bytes are.
 
-use sha2::{Digest, Sha256};
+use crate::util::{hmac_sha256, same_bytes};
 
 /// The header that carries the signature.
 pub const HEADER: &str = "x-hub-signature-256";
-
-/// HMAC-SHA256 of `message` under `key`.
-pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    const BLOCK: usize = 64;
-    let mut k = [0u8; BLOCK];
-    if key.len() > BLOCK {
-        k[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        k[..key.len()].copy_from_slice(key);
-    }
-    let mut inner = Sha256::new();
-    inner.update(k.map(|b| b ^ 0x36));
-    inner.update(message);
-    let inner = inner.finalize();
-    let mut outer = Sha256::new();
-    outer.update(k.map(|b| b ^ 0x5c));
-    outer.update(inner);
-    outer.finalize().into()
-}
 
 /// The header value for a body: `sha256=<lower-case hex>`.
 pub fn sign(secret: &[u8], body: &[u8]) -> String {
@@ -76,13 +56,7 @@ pub fn verify(secret: &[u8], body: &[u8], header: Option<&str>) -> Result<(), Si
         };
         given[i] = hi << 4 | lo;
     }
-    let want = hmac_sha256(secret, body);
-    // Constant time: every byte is compared whatever came before.
-    let diff = want
-        .iter()
-        .zip(given.iter())
-        .fold(0u8, |acc, (a, b)| acc | (a ^ b));
-    if diff == 0 {
+    if same_bytes(&hmac_sha256(secret, body), &given) {
         Ok(())
     } else {
         Err(SignatureError::Mismatch)

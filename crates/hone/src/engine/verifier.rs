@@ -627,9 +627,10 @@ impl Verifier {
         let store = self.spec.exec.store_url.as_deref().unwrap_or("");
         std::env::vars_os()
             .filter(|(k, v)| {
-                // Nor, under any name, the store's URL or its password.
+                // Nor, under any name, the store's URL or its password, or the queue's key.
                 self.env_allowed_for_candidate(k)
                     && !crate::util::reveals_url(&v.to_string_lossy(), store)
+                    && !crate::queue::reveals_key(&v.to_string_lossy())
             })
             .map(crate::util::passed_on)
             .collect()

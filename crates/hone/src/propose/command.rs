@@ -44,9 +44,10 @@ fn agent_env(
     let store = ctx.spec.exec.store_url.as_deref().unwrap_or("");
     let mut env: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
         .filter(|(k, v)| {
-            // Nor, under any name, the store's URL or its password.
+            // Nor, under any name, the store's URL or its password, or the queue's key.
             passes_to_agent(&k.to_string_lossy(), preset, &own_secrets)
                 && !crate::util::reveals_url(&v.to_string_lossy(), store)
+                && !crate::queue::reveals_key(&v.to_string_lossy())
         })
         .map(crate::util::passed_on)
         .collect();

@@ -18,6 +18,10 @@ pub(crate) use spec::*;
 pub(crate) use svg::marks;
 
 pub(crate) const HONE: &str = env!("CARGO_BIN_EXE_hone");
+
+/// The key remote workers' jobs and results are signed with (`HONE_QUEUE_KEY`), which every
+/// `hone` the tests start has, as a coordinator and its workers would.
+pub(crate) const QUEUE_KEY: &str = "the-tests-queue-key-0123456789";
 /// The scripted agent, a binary built only with the `test-agent` feature (so that installing
 /// hone never installs it): `scripts/test.sh` turns it on; by hand,
 /// `cargo test -p hone-cli --features test-agent --test cli`.
@@ -94,6 +98,7 @@ impl Repo {
 
     pub(crate) fn hone(&self, args: &[&str]) -> Output {
         Command::new(HONE)
+            .env("HONE_QUEUE_KEY", QUEUE_KEY)
             .args(args)
             .current_dir(&self.dir)
             .output()
@@ -165,6 +170,7 @@ pub(crate) fn spawn_hone_in(
     use std::os::unix::process::CommandExt;
     Command::new(HONE)
         .process_group(0)
+        .env("HONE_QUEUE_KEY", QUEUE_KEY)
         .args(args)
         .current_dir(dir)
         .stdout(stdout)
@@ -634,6 +640,7 @@ pub(crate) fn append_spec(dir: &Path, extra: &str) {
 
 pub(crate) fn hone_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(HONE)
+        .env("HONE_QUEUE_KEY", QUEUE_KEY)
         .args(args)
         .current_dir(dir)
         .output()

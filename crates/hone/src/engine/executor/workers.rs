@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use crate::exec::Exit;
-use crate::queue::{JobResult, JobSpec, JobStatus, Queue, QueueError};
+use crate::queue::{JobResult, JobSpec, JobStatus, Queue, QueueError, QueueKey};
 use crate::spec::Spec;
 use crate::store::Status;
 use crate::workspace::{matches_any, Git};
@@ -32,6 +32,9 @@ pub(super) struct Workers {
     git: Option<Git>,
     tag: String,
     key: String,
+    /// What jobs are signed with and results checked against (`HONE_QUEUE_KEY`), read when
+    /// the run opens.
+    sign: Option<QueueKey>,
     queue: Option<Queue>,
 }
 
@@ -44,17 +47,31 @@ impl Workers {
             git: None,
             tag: String::new(),
             key: String::new(),
+            sign: None,
             queue: None,
         }
     }
 
     fn connected(&self) -> Result<Queue, EngineError> {
-        Queue::connect(&self.url).map_err(|e| Shared::Queue(e).into())
+        let key = match &self.sign {
+            Some(k) => k.clone(),
+            None => QueueKey::from_env().map_err(Shared::Queue)?,
+        };
+        Ok(Queue::connect(&self.url)
+            .map_err(Shared::Queue)?
+            .with_key(key))
     }
 }
 
 impl Executor for Workers {
+    fn preflight(&self) -> Result<(), EngineError> {
+        // Before anything is opened: a run whose jobs no worker would run says so at once.
+        QueueKey::from_env().map_err(Shared::Queue)?;
+        Ok(())
+    }
+
     fn start(&mut self, place: &RunPlace<'_>) -> Result<(), EngineError> {
+        self.sign = Some(QueueKey::from_env().map_err(Shared::Queue)?);
         self.queue = Some(self.connected()?);
         self.git = Some(place.git.clone());
         self.tag = place.tag.to_string();
@@ -114,6 +131,7 @@ impl Executor for Workers {
             git: self.git.clone(),
             tag: self.tag.clone(),
             key: self.key.clone(),
+            sign: self.sign.clone(),
             queue: None,
         })
     }
@@ -193,16 +211,25 @@ impl Workers {
         let Some(queue) = self.queue.as_mut() else {
             return Err(Internal::NoQueue.into());
         };
-        let id = queue.submit(&self.key, n, &spec).map_err(db)?;
-        let posted = Instant::now();
+        let posted = queue.submit(&self.key, n, &spec).map_err(db)?;
+        let id = posted.id;
+        let since = Instant::now();
         let mut waiting_noted = false;
         loop {
             if cancel() {
                 queue.cancel(id).map_err(db)?;
                 return Ok(Waited::Cancelled);
             }
-            match queue.status(id).map_err(db)? {
+            match queue.status(&posted).map_err(db)? {
                 JobStatus::Done(r) => return Ok(Waited::Done(r)),
+                JobStatus::Refused { worker, why } => {
+                    return Err(db(QueueError::Refused {
+                        job: id,
+                        worker,
+                        why,
+                    })
+                    .into())
+                }
                 JobStatus::Cancelled => {
                     return Ok(Waited::Ended(
                         Exit::Code(-1),
@@ -213,12 +240,12 @@ impl Workers {
                     ))
                 }
                 JobStatus::Queued
-                    if !waiting_noted && posted.elapsed() > Duration::from_secs(10) =>
+                    if !waiting_noted && since.elapsed() > Duration::from_secs(10) =>
                 {
                     waiting_noted = true;
                     sink.emit(Event::Note {
                         message: format!(
-                            "experiment {n}: waiting for a worker to claim job {id}; start one with `hone worker --store <url> --repo {remote}`"
+                            "experiment {n}: waiting for a worker to claim job {id}; start one with `hone worker --store <url> --repo {remote}` and this run's HONE_QUEUE_KEY"
                         ),
                     });
                 }
