@@ -86,7 +86,9 @@ pub use limits::Limits;
 use limits::{apply_limits, die_with};
 pub(crate) use lines::each_line;
 pub use lines::MAX_LINE_BYTES;
-pub use orphans::{become_subreaper, kill_leftovers, kill_orphans, reap_adopted, set_concurrent};
+pub use orphans::{
+    become_subreaper, kill_leftovers, kill_orphans, reap_adopted, set_concurrent, unhide_processes,
+};
 
 use lines::LineSplitter;
 use log::CappedLog;
