@@ -102,6 +102,9 @@ enum Cmd {
 /// 0 when the command succeeded, else the error's kind decides (see `error::Kind`).
 fn main() -> ExitCode {
     map_large_buffers();
+    // Before any thread: what hone was started with (API keys, the store's URL) out of the
+    // sight of the processes it starts, through /proc.
+    hone::exec::conceal_self();
     let cli = Cli::parse();
     match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,

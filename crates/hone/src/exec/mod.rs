@@ -59,6 +59,7 @@
 //! sandbox with it.
 
 mod backends;
+mod conceal;
 mod fds;
 mod group;
 mod limits;
@@ -78,6 +79,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+pub use conceal::conceal_self;
 pub use fds::seal_inherited_fds;
 pub use group::{
     kill_groups_with_env, kill_groups_with_env_prefix, kill_stale_group, process_start_time,
