@@ -415,7 +415,8 @@ pub fn status(
     }
     match spec.max_cost_usd {
         // As `hone log` and the report show it: a cent-less spend is not $0.00.
-        Some(c) => out!("  budget: cost ${:.4} of ${c:.2}", s.cost_usd),
+        // The limit as written (0.006 is not $0.01).
+        Some(c) => out!("  budget: cost ${:.4} of ${c}", s.cost_usd),
         None => out!("  cost: ${:.2}", s.cost_usd),
     }
     match spec.max_tokens {

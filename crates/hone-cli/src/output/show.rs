@@ -71,10 +71,8 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
         format_duration(std::time::Duration::from_millis(e.propose_ms)),
         format_duration(std::time::Duration::from_millis(e.verify_ms))
     );
-    if e.cost_usd > 0.0 || e.tokens > 0 {
-        // Worst cases charged for calls without an answer are part of it (see the agent log).
-        out!("  spent: ${:.4}, {} tokens", e.cost_usd, e.tokens);
-    }
+    let (agent_log, agent_text) = agent_log(git, run, e.n);
+    show_spend(e, &agent_text);
     out!(
         "  parent {}  candidate {}",
         e.parent_commit,
@@ -85,6 +83,51 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
     }
     show_agent_files(git, run, e.n);
     show_diff_and_log(git, e, tail);
+    // No candidate and no verifier: what the agent said is the whole story (a model's answer
+    // hone could not use, a tool's error).
+    if e.candidate_commit.is_none() && e.log_path.is_none() && !agent_text.is_empty() {
+        out!("--- agent's log tail ({}) ---", agent_log.display());
+        hone::util::last_lines(&agent_text, tail)
+            .iter()
+            .for_each(|l| out!("{l}"));
+    }
+}
+
+/// Experiment `n`'s agent log: its path, and its text (empty when there is none).
+fn agent_log(git: &Git, run: &RunRecord, n: u64) -> (std::path::PathBuf, String) {
+    let path = hone::engine::StatePaths::new(git.root())
+        .run_dir(&run.tag)
+        .join("logs")
+        .join(format!("{n}.agent.log"));
+    let text = std::fs::read(&path)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    (path, text)
+}
+
+/// What the experiment's proposer spent, saying when part of it is an estimate: the worst
+/// case charged for a call the server reported no usage for, or that ended without an answer
+/// (the agent's log, `agent_text`, says which).
+fn show_spend(e: &ExperimentRecord, agent_text: &str) {
+    if e.cost_usd <= 0.0 && e.tokens == 0 {
+        return;
+    }
+    let estimated = agent_text
+        .lines()
+        .filter(|l| l.contains("worst case"))
+        .count();
+    out!(
+        "  spent: ${:.4}, {} tokens{}",
+        e.cost_usd,
+        e.tokens,
+        match estimated {
+            0 => String::new(),
+            k => format!(
+                " (with the worst case of {k} call{} whose use the server did not report: an estimate, see the agent's log)",
+                if k == 1 { "" } else { "s" }
+            ),
+        }
+    );
 }
 
 /// Where what an agent was asked for experiment `n`, and what it said, are kept (a turn that

@@ -81,6 +81,34 @@ fn attack_prints_a_perfect_metric_from_training() {
 }
 
 #[test]
+fn a_run_whose_agent_can_print_its_own_score_says_so() {
+    // Without `evaluate`, the objective is what the editable train.py prints: the run says so
+    // and names the fix; with it (the attack suite's repository), not.
+    let r = Repo::builder()
+        .file("train.py", "print('score: 5')\n")
+        .script("say\tnothing\n")
+        .spec_with(|agent| {
+            Spec::standard("python3 train.py", agent)
+                .editable(&["train.py"])
+                .tail("[stop]\nmax_experiments = 1\n")
+        })
+        .create();
+    let out = ok(r.hone(&["run"]));
+    assert_says(
+        &out,
+        "the agent may edit `train.py`: an agent can print any value there",
+    );
+    assert_says(&out, "[verify] evaluate");
+    let sealed = attack_repo("say\tnothing\n");
+    let out = sealed.hone(&["run"]);
+    assert!(
+        !text(&out).contains("can print any value"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
 fn attack_writes_the_metrics_file_the_evaluator_reads() {
     // Only the declared outputs survive into the sealed evaluation.
     let e = attack(

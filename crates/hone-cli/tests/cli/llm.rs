@@ -606,9 +606,23 @@ fn a_call_that_never_reached_a_server_is_not_charged() {
     // Nothing listens on the port: every attempt is refused before a byte is sent, so the
     // budget is charged nothing (a call that may have reached the provider is charged its
     // worst case).
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}/v1", closed.local_addr().unwrap());
-    drop(closed);
+    // The port answers the list of models once (a 404: no verdict), closing before it
+    // answers, so that nothing listens once the run has started.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", port.local_addr().unwrap());
+    let lister = std::thread::spawn(move || {
+        use std::io::{BufRead, Write};
+        let (conn, _) = port.accept().unwrap();
+        drop(port);
+        let mut reader = std::io::BufReader::new(conn);
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 0 && line != "\r\n" {
+            line.clear();
+        }
+        let _ = reader
+            .get_mut()
+            .write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+    });
     let r = Repo::builder()
         .spec(
             Spec::standard_loop(SCORE)
@@ -623,10 +637,36 @@ fn a_call_that_never_reached_a_server_is_not_charged() {
         )
         .create();
     let _ = hone_with_key(&r, &["run"]);
+    lister.join().unwrap();
     let log = r.log();
     assert_eq!(log[1]["status"], "aborted", "{log:?}");
     assert_reason(&log[1], "request not sent");
     assert_eq!(log[1]["cost_usd"], 0.0, "{}", log[1]);
+}
+
+#[test]
+fn a_server_that_does_not_answer_at_all_stops_the_run_before_it_starts() {
+    // A wrong port in base_url: the run says so at once, rather than waiting out an outage
+    // all night.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let r = Repo::builder()
+        .spec(
+            Spec::standard_loop(SCORE)
+                .provider("agent", "openai", "test-model", &base)
+                .set("agent", "api_key_env", "\"TEST_LLM_KEY\"")
+                .set("stop", "max_experiments", "2"),
+        )
+        .create();
+    let out = hone_with_key(&r, &["run"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_says(
+        &out,
+        &format!("nothing answers at {base} (the connection was refused)"),
+    );
+    assert_says(&out, "check `base_url` in hone.toml ([agent])");
+    assert!(text(&r.hone(&["status"])).contains("no hone runs yet"));
 }
 
 /// An OpenAI chat completion body as a server sends it: `choices` as given, usage 100 + 20.
@@ -738,4 +778,36 @@ fn a_provider_outage_is_waited_out_and_is_no_candidates_failure() {
     assert_says(&out, "reached max_time");
     assert_eq!(r.log()[0]["status"], "baseline");
     assert!(r.log()[1..].iter().all(|e| e["status"] == "aborted"));
+}
+
+#[test]
+fn show_says_when_a_spend_is_an_estimate_and_prints_an_answer_hone_could_not_use() {
+    // Answers without `usage`, and without an edit: each call is charged its worst case, and
+    // the experiment has no candidate to show, only what the model said.
+    let answer = || {
+        let body = serde_json::json!({"id": "c", "object": "chat.completion", "choices": [{"index": 0,
+            "message": {"role": "assistant", "content": "I would rather not change anything."},
+            "finish_reason": "stop"}]});
+        Reply::Status(200, Vec::new(), body.to_string())
+    };
+    let (_, r, _) = llm_run(
+        "openai",
+        vec![answer(), answer()],
+        "max_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
+        "max_experiments = 2",
+    );
+    assert_statuses(&r.log(), &["baseline", "invalid"]);
+    let show = text(&r.hone(&["show", "1"]));
+    assert!(
+        show.contains("whose use the server did not report: an estimate"),
+        "{show}"
+    );
+    assert!(
+        show.contains("--- agent's log tail")
+            && show.contains("I would rather not change anything."),
+        "{show}"
+    );
+    // A keep's `show` has its diff, not the agent's log.
+    let show = text(&r.hone(&["show", "0"]));
+    assert!(!show.contains("agent's log tail"), "{show}");
 }

@@ -121,8 +121,15 @@ fn consecutive_failures_stop_the_run() {
         SCORE,
         "say\tno idea\n",
     );
-    exits_with(r.hone(&["run"]), 1, "3 failed experiments in a row");
+    let out = exits_with(r.hone(&["run"]), 1, "3 failed experiments in a row");
     assert_eq!(r.statuses(), ["baseline", "invalid", "invalid", "invalid"]);
+    // All three for one reason: the stop says which, as that is what to fix.
+    let reason = r.log()[3]["reason"].as_str().unwrap().to_string();
+    assert!(!reason.is_empty());
+    assert_says(
+        &out,
+        &format!("(max_consecutive_failures), each one: {reason}"),
+    );
 }
 
 /// `hone run` (which must succeed and say `says`) in a repository that stops after 10

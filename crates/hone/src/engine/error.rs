@@ -154,6 +154,14 @@ pub enum Config {
         url: String,
         status: u16,
     },
+    /// Nothing answers at the model server's address before the run starts (connection
+    /// refused, or no such host): every call would fail.
+    #[error("nothing answers at {url} ({why}) when asked for its models: start the server, or check `base_url` in hone.toml{section}; then run again")]
+    ServerUnreachable {
+        url: String,
+        why: String,
+        section: String,
+    },
     /// hone.toml, checked against the repository, is wrong at a line (a `hide` path that is
     /// tracked, so in every worktree): the CLI reports it as a spec error.
     #[error("{0}")]

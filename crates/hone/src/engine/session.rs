@@ -110,6 +110,14 @@ fn check_models(spec: &Spec, on_event: &mut dyn FnMut(&Event)) -> Result<(), Eng
                     if listed.len() > 8 { ", ..." } else { "" }
                 ),
             }),
+            ModelCheck::Unreachable(why) => {
+                return Err(Config::ServerUnreachable {
+                    url: llm.base_url.clone(),
+                    why,
+                    section: format!(" ({section})"),
+                }
+                .into())
+            }
             ModelCheck::Refused(status) => {
                 return Err(Config::KeyRefused {
                     var: llm.api_key_env.clone(),
@@ -539,6 +547,30 @@ fn start_run(
     Ok(run)
 }
 
+/// An editable file the verify command runs, when the metric is read from its output (no
+/// `[verify] evaluate`) and the proposer is an agent (the knobs optimizer writes literals
+/// only): such an agent can write the score it is judged by.
+fn self_scoring(spec: &Spec) -> Option<String> {
+    if spec.verify.evaluate.is_some() || spec.agent.kind == crate::spec::AgentKind::Knobs {
+        return None;
+    }
+    spec.verify
+        .command
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+        .map(|w| w.strip_prefix("./").unwrap_or(w))
+        .find(|w| {
+            // A program, not data it reads (`cat value.txt`).
+            let script = [
+                ".py", ".sh", ".js", ".ts", ".rb", ".pl", ".jl", ".R", ".lua",
+            ]
+            .iter()
+            .any(|ext| w.ends_with(ext));
+            script && matches_any(&spec.loop_.editable, w)
+        })
+        .map(str::to_string)
+}
+
 /// The files a new run starts from (`files`, committed at `head`): something must be
 /// editable (an error); `protected` patterns that match nothing, named documents that are
 /// missing and uncommitted changes are warnings.
@@ -564,6 +596,12 @@ fn check_start_files(
                 "[verify] prune without prune_warmup judges a run from its first point, where curves are noise: set prune_warmup (a tenth of a run, say)".into(),
             );
         }
+    }
+    if let Some(file) = self_scoring(spec) {
+        said.warnings.push(format!(
+            "the metric is read from what `{}` prints, and the agent may edit `{file}`: an agent can print any value there. To seal it, let training write its outputs and score them with a protected script: [verify] evaluate = \"python3 eval.py\", outputs = [\"...\"] (README: A sealed evaluator)",
+            spec.verify.command
+        ));
     }
     // A protected pattern that names no file protects nothing: likely a typo.
     for p in &spec.loop_.protected {

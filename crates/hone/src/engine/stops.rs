@@ -81,6 +81,24 @@ impl Engine<'_> {
     }
 }
 
+/// `, each one: <reason>` when the last `streak` failures (aborted experiments aside) failed
+/// for the same reason (a server that refuses every request the same way, a verifier that
+/// cannot start): then that is what to fix, not the candidates. Empty otherwise.
+fn same_reason(exps: &[ExperimentRecord], streak: usize) -> String {
+    let mut reasons = exps
+        .iter()
+        .rev()
+        .filter(|e| e.status() != Status::Aborted)
+        .take(streak)
+        .map(|e| e.reason.lines().next().unwrap_or(""));
+    match reasons.next() {
+        Some(first) if !first.is_empty() && reasons.all(|r| r == first) => {
+            format!(", each one: {}", crate::util::cut_at_word(first, 300))
+        }
+        _ => String::new(),
+    }
+}
+
 /// The stop conditions on failures in a row and on the budgets.
 fn failure_or_budget_stop(
     s: &StopSpec,
@@ -99,7 +117,8 @@ fn failure_or_budget_stop(
         .count() as u64;
     if failures >= s.max_consecutive_failures {
         return Some(Stop::failed(format!(
-            "{failures} failed experiments in a row (max_consecutive_failures); see `hone log` and `hone show {}`",
+            "{failures} failed experiments in a row (max_consecutive_failures){}; see `hone log` and `hone show {}`",
+            same_reason(exps, failures as usize),
             exps.last().map(|e| e.n).unwrap_or(0)
         )));
     }
@@ -115,4 +134,37 @@ fn failure_or_budget_stop(
         )));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(n: u64, reason: &str) -> ExperimentRecord {
+        ExperimentRecord {
+            n,
+            status: Some(Status::Crash),
+            reason: reason.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_streak_names_its_reason_only_when_every_failure_shares_it() {
+        let same = [
+            failed(1, "HTTP 400: too long\nmore"),
+            failed(2, "HTTP 400: too long"),
+        ];
+        assert_eq!(same_reason(&same, 2), ", each one: HTTP 400: too long");
+        let mixed = [failed(1, "exit 1"), failed(2, "HTTP 400: too long")];
+        assert_eq!(same_reason(&mixed, 2), "");
+        // Only the streak counts: an older failure for another reason does not.
+        assert_eq!(same_reason(&mixed, 1), ", each one: HTTP 400: too long");
+        // An aborted experiment in the streak is passed over, as the count passes it over.
+        let mut aborted = failed(2, "interrupted");
+        aborted.status = Some(Status::Aborted);
+        let around = [failed(1, "x"), aborted, failed(3, "x")];
+        assert_eq!(same_reason(&around, 2), ", each one: x");
+        assert_eq!(same_reason(&[failed(1, "")], 1), "");
+    }
 }

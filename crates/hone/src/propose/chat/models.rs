@@ -19,6 +19,9 @@ pub enum ModelCheck {
     Unlisted(Vec<String>),
     /// The server refused the key (401).
     Refused(u16),
+    /// Nothing answers at `base_url`: the connection was refused, or the host has no address
+    /// (why, in words). A timeout is not this: a busy server may answer later.
+    Unreachable(String),
 }
 
 impl LlmClient {
@@ -48,8 +51,15 @@ impl LlmClient {
             (_, Some(k)) => get = get.header("authorization", format!("Bearer {k}")),
             (_, None) => {}
         }
-        let Ok(resp) = get.call() else {
-            return ModelCheck::Fine;
+        let resp = match get.call() {
+            Ok(resp) => resp,
+            Err(ureq::Error::HostNotFound) => {
+                return ModelCheck::Unreachable("its host has no address".into())
+            }
+            Err(ureq::Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                return ModelCheck::Unreachable("the connection was refused".into())
+            }
+            Err(_) => return ModelCheck::Fine,
         };
         let status = resp.status().as_u16();
         // 401 is the key; a 403 may be a key allowed to chat but not to list models (an
