@@ -668,6 +668,27 @@ fn quoted(list: &[String]) -> String {
         .join(", ")
 }
 
+/// The `[agent]` lines an HTTP model needs beyond its kind (`openai`, `anthropic`): a model,
+/// its server and the variable holding its key, each to check; empty for other kinds.
+fn http_model_lines(kind: &str) -> &'static str {
+    match kind {
+        "openai" => {
+            "model = \"gpt-4.1-mini\"         # CHECK: a model your server serves
+base_url = \"https://api.openai.com/v1\"   # or your own server, e.g. \"http://127.0.0.1:8000/v1\"
+api_key_env = \"OPENAI_API_KEY\"   # the variable that holds its key (never written here)
+# price_in_per_mtok = 0.4        # $ per million tokens, for a model hone does not know
+# price_out_per_mtok = 1.6
+"
+        }
+        "anthropic" => {
+            "model = \"claude-sonnet-4-20250514\"   # CHECK: the model to ask
+api_key_env = \"ANTHROPIC_API_KEY\"   # the variable that holds its key (never written here)
+"
+        }
+        _ => "",
+    }
+}
+
 /// hone.toml for `d`, each choice with a comment saying where it came from.
 pub fn spec_text(d: &Draft) -> String {
     let check = |guessed: bool| if guessed { " (a guess: check it)" } else { "" };
@@ -704,12 +725,18 @@ min_delta = 0.0                # the smallest improvement worth keeping
 [agent]
 # {agent_why}
 kind = "{agent}"
-
+{agent_model}
 [stop]
 max_experiments = 100
 patience = 30
-"#,
+{stop_cost}"#,
         agent = d.agent,
+        agent_model = http_model_lines(&d.agent),
+        stop_cost = if http_model_lines(&d.agent).is_empty() {
+            ""
+        } else {
+            "max_cost_usd = 5.0            # the model's calls together, at its prices (README, [stop])\n"
+        },
         agent_why = if d.agent == "knobs" {
             "The built-in optimizer. Or a coding agent, e.g. \"claude\", \"codex\", \"openai\" (any\n# OpenAI-compatible server) or \"command\" (README, `[agent]`)."
         } else {

@@ -142,15 +142,15 @@ fn write_program(path: &Path, force: bool) -> CliResult {
     Ok(())
 }
 
-/// `--agent`'s kind: the built-in optimizer or an agent CLI preset, which need nothing more
-/// in hone.toml (an HTTP model needs its model and server, a command its line).
+/// `--agent`'s kind: the built-in optimizer, an agent CLI preset or an HTTP model (hone.toml
+/// then gets a model, server and key variable to check); a command needs its line.
 fn agent_kind(kind: &str) -> CliResult<String> {
     use hone::spec::AgentKind;
     match AgentKind::parse(kind) {
-        Some(k) if k == AgentKind::Knobs || k.is_preset() => Ok(kind.to_string()),
-        Some(_) => Err(CliError::usage(format!(
-            "--agent {kind} needs more than a kind: after `hone init`, write [agent] kind = \"{kind}\" and its model (and base_url) or command in hone.toml (README, `[agent]`)"
+        Some(AgentKind::Command) => Err(CliError::usage(format!(
+            "--agent {kind} needs more than a kind: after `hone init`, write [agent] kind = \"{kind}\" and its command in hone.toml (README, `[agent]`)"
         ))),
+        Some(_) => Ok(kind.to_string()),
         None => Err(CliError::usage(format!(
             "--agent {kind}: expected one of {}",
             AgentKind::names().join(", ")
@@ -307,6 +307,11 @@ fn print_next_steps(d: &hone::init::Draft, with_knobs: &[String], tracked: &[Str
     }
     if d.agent != "knobs" {
         todo.push("say in program.md what the project is and what good changes look like (the agent reads it every experiment)");
+    }
+    match d.agent.as_str() {
+        "openai" => todo.push("check [agent] model and base_url, and export OPENAI_API_KEY (a server of your own that wants no key: any value)"),
+        "anthropic" => todo.push("check [agent] model, and export ANTHROPIC_API_KEY"),
+        _ => {}
     }
     todo.push("commit hone.toml and program.md, then `hone run`");
     out!("\nnext: {}", todo.join("; "));

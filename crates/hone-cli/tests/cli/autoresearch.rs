@@ -380,15 +380,28 @@ fn init_names_the_agent_it_is_asked_for() {
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
     assert!(text(&bad).contains("expected one of"), "{}", text(&bad));
     assert!(!dir.join("hone.toml").exists(), "nothing written");
-    // An HTTP model or a command needs more than its kind: refused, nothing written.
-    let http = hone_in(dir, &["init", "--agent", "openai"]);
-    assert_eq!(http.status.code(), Some(2), "{}", text(&http));
+    // A command needs more than its kind: refused, nothing written.
+    let command = hone_in(dir, &["init", "--agent", "command"]);
+    assert_eq!(command.status.code(), Some(2), "{}", text(&command));
     assert!(
-        text(&http).contains("needs more than a kind"),
+        text(&command).contains("needs more than a kind"),
         "{}",
-        text(&http)
+        text(&command)
     );
     assert!(!dir.join("hone.toml").exists(), "nothing written");
+    // An HTTP model gets a model, its server and its key's variable to check, and a budget;
+    // what it wrote loads.
+    for kind in ["openai", "anthropic"] {
+        ok(hone_in(dir, &["init", "--agent", kind, "--force"]));
+        let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
+        assert!(
+            toml.contains(&format!("kind = \"{kind}\"\nmodel = "))
+                && toml.contains("api_key_env = ")
+                && toml.contains("max_cost_usd = "),
+            "{toml}"
+        );
+        ok(hone_in(dir, &["init", "--check"]));
+    }
     // Every preset's hone.toml loads.
     for kind in ["codex", "aider", "gemini", "opencode"] {
         ok(hone_in(dir, &["init", "--agent", kind, "--force"]));
