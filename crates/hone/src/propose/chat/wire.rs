@@ -96,11 +96,11 @@ fn send(req: Request) -> Result<Answer, Failure> {
         }
     })?;
     let status = resp.status().as_u16();
-    let retry_after = resp
-        .headers()
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok());
+    let retry_after = retry_after_secs(
+        resp.headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+    );
     match resp
         .into_body()
         .with_config()
@@ -129,6 +129,14 @@ fn never_sent(e: &ureq::Error) -> bool {
         Error::Io(io) => io.kind() == std::io::ErrorKind::ConnectionRefused,
         _ => false,
     }
+}
+
+/// A `Retry-After` header's wait in seconds; `None` for anything else (an HTTP date, `NaN`,
+/// `inf`, a negative number: no wait a server can mean, so the backoff decides).
+fn retry_after_secs(header: Option<&str>) -> Option<f64> {
+    header
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
 }
 
 #[cfg(test)]
@@ -229,6 +237,22 @@ mod tests {
         assert!(matches!(done, Err(CallError::Cancelled)));
         assert_eq!(meter.spent(), (0.0, 0));
         assert!(listener.accept().is_err(), "nothing may connect");
+    }
+
+    #[test]
+    fn a_retry_after_that_is_no_number_of_seconds_is_ignored() {
+        assert_eq!(super::retry_after_secs(Some(" 2.5 ")), Some(2.5));
+        for bad in [
+            "NaN",
+            "nan",
+            "inf",
+            "-1",
+            "Wed, 21 Oct 2026 07:28:00 GMT",
+            "",
+        ] {
+            assert_eq!(super::retry_after_secs(Some(bad)), None, "{bad}");
+        }
+        assert_eq!(super::retry_after_secs(None), None);
     }
 
     #[test]
