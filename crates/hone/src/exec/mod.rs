@@ -69,6 +69,7 @@ mod orphans;
 pub mod slurm;
 #[cfg(test)]
 mod tests;
+mod unhide;
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -88,9 +89,8 @@ pub use limits::Limits;
 use limits::{apply_limits, die_with};
 pub(crate) use lines::each_line;
 pub use lines::MAX_LINE_BYTES;
-pub use orphans::{
-    become_subreaper, kill_leftovers, kill_orphans, reap_adopted, set_concurrent, unhide_processes,
-};
+pub use orphans::{become_subreaper, kill_leftovers, kill_orphans, reap_adopted, set_concurrent};
+pub use unhide::unhide_processes;
 
 use lines::LineSplitter;
 use log::CappedLog;

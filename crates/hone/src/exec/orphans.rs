@@ -5,13 +5,15 @@
 //!
 //! Both find processes through `/proc`. A process running as root can hide its entry there (a
 //! mount over `/proc/<pid>`, or over `/proc` itself); before looking, such mounts are taken
-//! away ([`unhide_processes`]).
+//! away ([`super::unhide_processes`]).
 
 /// Makes hone the reaper of every orphan among its descendants (Linux
 /// `PR_SET_CHILD_SUBREAPER`): a process that left the verifier's group with `setsid` and
 /// outlived its parent is re-parented to hone instead of to init, so [`kill_orphans`] can end
 /// it. Returns false where the kernel refuses.
 pub fn become_subreaper() -> bool {
+    // Before any agent runs: the table of mounts, as the sweep will read it.
+    super::unhide::remember_mounts();
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes an integer flag and no pointers.
     unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 }
 }
@@ -45,7 +47,7 @@ pub fn kill_orphans() -> usize {
             break;
         }
         if round == 0 {
-            unhide_processes();
+            super::unhide_processes();
         }
         let family = descendants_of(me);
         if family.is_empty() {
@@ -80,77 +82,10 @@ pub fn kill_orphans() -> usize {
 /// cleared its environment then lives until the concurrent part ends). Returns how many.
 pub fn kill_leftovers(job: Option<&str>) -> usize {
     if CONCURRENT.load(std::sync::atomic::Ordering::SeqCst) {
-        unhide_processes();
+        super::unhide_processes();
         return job.map_or(0, |token| super::kill_groups_with_env("HONE_JOB", token));
     }
     kill_orphans()
-}
-
-/// The kernel's magic number for procfs (`statfs`'s `f_type`).
-const PROC_SUPER_MAGIC: i64 = 0x9fa0;
-
-/// Takes away what hides processes from a scan of `/proc`: a filesystem mounted over `/proc`
-/// itself, and any mount over a process's entry (`/proc/<pid>` or below it), which a process
-/// running as root lays there to vanish from every listing (its `stat` and `environ` gone,
-/// and with them its parent and its token) and outlive the stage that started it. Such mounts
-/// have no other use. Detached lazily (`MNT_DETACH`), so one in use still goes from sight.
-/// Only a process that may unmount does anything (one as unprivileged as hone could not have
-/// mounted them). Returns how many mounts it took away.
-pub fn unhide_processes() -> usize {
-    let umount = |path: &str| {
-        let Ok(c) = std::ffi::CString::new(path) else {
-            return false;
-        };
-        // SAFETY: umount2 with a valid NUL-terminated path and a flag; no pointers kept.
-        unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) == 0 }
-    };
-    let mut taken = 0;
-    // Something over /proc itself: until procfs shows again (a few layers at most).
-    for _ in 0..8 {
-        // SAFETY: statfs with a valid path and a zeroed out-parameter.
-        let is_proc = unsafe {
-            let mut st: libc::statfs = std::mem::zeroed();
-            libc::statfs(c"/proc".as_ptr(), &mut st) != 0 || st.f_type as i64 == PROC_SUPER_MAGIC
-        };
-        if is_proc || !umount("/proc") {
-            break;
-        }
-        taken += 1;
-    }
-    // hone's own entry first: `/proc/self` is how the rest is read.
-    let me = format!("/proc/{}", std::process::id());
-    while umount(&me) {
-        taken += 1;
-    }
-    for _ in 0..8 {
-        let Ok(info) = std::fs::read_to_string("/proc/self/mountinfo") else {
-            break;
-        };
-        // The mount point is the fifth field; a process's entry is /proc/<digits>[/...].
-        let mut hiding: Vec<&str> = info
-            .lines()
-            .filter_map(|l| l.split(' ').nth(4))
-            .filter(|p| {
-                p.strip_prefix("/proc/").is_some_and(|rest| {
-                    let pid = rest.split('/').next().unwrap_or("");
-                    !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
-                })
-            })
-            .collect();
-        if hiding.is_empty() {
-            break;
-        }
-        // The deepest first, so each one is the top of its stack.
-        hiding.sort_by_key(|p| std::cmp::Reverse(p.len()));
-        let before = taken;
-        for p in hiding {
-            taken += usize::from(umount(p));
-        }
-        if taken == before {
-            break;
-        }
-    }
-    taken
 }
 
 /// Reaps the zombies among the calling thread's own children (`__WNOTHREAD`), waiting for
