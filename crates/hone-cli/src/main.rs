@@ -104,7 +104,10 @@ fn main() -> ExitCode {
     map_large_buffers();
     // Before any thread: what hone was started with (API keys, the store's URL) out of the
     // sight of the processes it starts, through /proc.
-    hone::exec::conceal_self();
+    // SAFETY: no other thread exists yet.
+    unsafe {
+        hone::exec::conceal_self();
+    }
     let cli = Cli::parse();
     match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,

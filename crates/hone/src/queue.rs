@@ -20,7 +20,9 @@
 //!   its run, number and spec, a result's its job's id and signature and the result. A worker
 //!   refuses a job whose signature does not match (marked `refused`, never run), and the
 //!   coordinator refuses a result whose signature does not match (the run stops), so whoever
-//!   can write the database cannot make a worker run a command nor decide a verification.
+//!   can write these tables without the key cannot have a worker run a command the
+//!   coordinator did not sign for that row, nor decide a verification (they can still queue a
+//!   signed row again, or hold a job back).
 
 use std::time::Duration;
 
@@ -119,10 +121,12 @@ impl QueueKey {
             .collect()
     }
 
-    /// A job's signature: its run, number and spec (as stored).
-    fn sign_job(&self, run_key: &str, n: i64, spec: &str) -> String {
+    /// A job's signature: its row, run, number and spec (as stored). The row's id is in it, so
+    /// a signed job copied into another row is refused.
+    fn sign_job(&self, id: i64, run_key: &str, n: i64, spec: &str) -> String {
         self.mac(&[
             b"hone job",
+            &id.to_be_bytes(),
             run_key.as_bytes(),
             &n.to_be_bytes(),
             spec.as_bytes(),
@@ -180,6 +184,8 @@ pub enum QueueError {
         worker: String,
         why: String,
     },
+    #[error("job {job} was cancelled in the database, not by this coordinator: someone who can write the database did, or another hone; the run stops (run `hone run` again to resume)")]
+    CancelledElsewhere { job: i64 },
     #[error("job {job}'s result is not signed with this coordinator's {KEY_ENV} (its worker's key differs, or someone who can write the database wrote it): refused; set the same key on the coordinator and every worker")]
     ForgedResult { job: i64 },
 }
@@ -397,15 +403,20 @@ impl Queue {
     pub fn submit(&mut self, run_key: &str, n: u64, spec: &JobSpec) -> Result<Posted, QueueError> {
         let text = serde_json::to_string(spec).map_err(|e| QueueError::Corrupt(e.to_string()))?;
         let n = i64::try_from(n).map_err(|_| QueueError::Corrupt("experiment number".into()))?;
-        let sig = self.key()?.sign_job(run_key, n, &text);
-        let row = self.client.query_one(
-            "INSERT INTO hone_jobs (run_key, n, spec, remote, sig) VALUES ($1, $2, $3, $4, $5) RETURNING id",
-            &[&run_key, &n, &text, &spec.remote, &sig],
+        // The row's id first, so that the signature can cover it.
+        let id: i64 = self
+            .client
+            .query_one(
+                "SELECT nextval(pg_get_serial_sequence('hone_jobs', 'id'))",
+                &[],
+            )?
+            .get(0);
+        let sig = self.key()?.sign_job(id, run_key, n, &text);
+        self.client.execute(
+            "INSERT INTO hone_jobs (id, run_key, n, spec, remote, sig) VALUES ($1, $2, $3, $4, $5, $6)",
+            &[&id, &run_key, &n, &text, &spec.remote, &sig],
         )?;
-        Ok(Posted {
-            id: row.get(0),
-            sig,
-        })
+        Ok(Posted { id, sig })
     }
 
     /// A posted job's state; a result whose signature does not answer the job as posted is
@@ -437,7 +448,12 @@ impl Queue {
                 worker: row.get::<_, Option<String>>(1).unwrap_or_default(),
                 why: row.get::<_, Option<String>>(3).unwrap_or_default(),
             },
-            _ => JobStatus::Cancelled,
+            "cancelled" => JobStatus::Cancelled,
+            other => {
+                return Err(QueueError::Corrupt(format!(
+                    "job {id} is in state `{other}`, which hone never writes"
+                )))
+            }
         })
     }
 
@@ -508,7 +524,7 @@ impl Queue {
                 &[&id, &previous],
             )?;
         }
-        let signed = same_sig(&key.sign_job(&run_key, n, &spec_text), &sig);
+        let signed = same_sig(&key.sign_job(id, &run_key, n, &spec_text), &sig);
         let row = tx.query_one(
             "UPDATE hone_jobs SET state = CASE WHEN $4 THEN 'claimed' ELSE 'refused' END,
                  attempt = attempt + 1, worker = $2,

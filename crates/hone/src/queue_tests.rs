@@ -219,8 +219,7 @@ fn jobs_and_results_not_signed_with_the_key_are_refused() {
     forged(coordinator.status(&posted).unwrap_err(), posted.id);
 
     // Replays: another job's signed result copied onto this one, and another job's
-    // signed spec copied into this one's row (the worker runs it and signs its result,
-    // which answers the other job, not this one).
+    // signed spec copied into this one's row (its signature covers the other row).
     let a = coordinator.submit("r#t", 4, &job("R")).unwrap();
     let held_a = worker.claim("w", "R", lease).unwrap().unwrap();
     assert!(worker
@@ -237,12 +236,27 @@ fn jobs_and_results_not_signed_with_the_key_are_refused() {
         "UPDATE hone_jobs c SET n = a.n, spec = a.spec, sig = a.sig FROM hone_jobs a WHERE a.id = {} AND c.id = {}",
         a.id, c.id
     ));
-    let held_c = worker.claim("w", "R", lease).unwrap().unwrap();
-    assert_eq!((held_c.id, held_c.n), (c.id, 4));
-    assert!(worker
-        .finish(&held_c, &result("w", held_c.attempt))
-        .unwrap());
-    forged(coordinator.status(&c).unwrap_err(), c.id);
+    unsigned(worker.claim("w", "R", lease).unwrap_err(), c.id);
+    assert!(matches!(
+        coordinator.status(&c).unwrap(),
+        JobStatus::Refused { .. }
+    ));
+    // A job cancelled, or put in a state hone never writes, under its coordinator: said
+    // (the coordinator, which cancels only jobs it stopped waiting for, stops its run).
+    let d = coordinator.submit("r#t", 7, &job("R")).unwrap();
+    sql(&format!(
+        "UPDATE hone_jobs SET state = 'cancelled' WHERE id = {}",
+        d.id
+    ));
+    assert_eq!(coordinator.status(&d).unwrap(), JobStatus::Cancelled);
+    sql(&format!(
+        "UPDATE hone_jobs SET state = 'whatever' WHERE id = {}",
+        d.id
+    ));
+    assert!(matches!(
+        coordinator.status(&d),
+        Err(QueueError::Corrupt(why)) if why.contains("`whatever`")
+    ));
 
     // A connection without the key signs nothing.
     let mut bare = Queue::connect(&url).unwrap();
@@ -261,7 +275,8 @@ fn a_key_is_long_enough_and_never_printed() {
     let key = QueueKey::new("sixteen chars ok").unwrap();
     assert_eq!(format!("{key:?}"), "QueueKey(..)");
     // The signatures bind every part: a field moved between parts changes them.
-    assert_ne!(key.sign_job("ab", 1, "c"), key.sign_job("a", 1, "bc"));
+    assert_ne!(key.sign_job(1, "ab", 1, "c"), key.sign_job(1, "a", 1, "bc"));
+    assert_ne!(key.sign_job(1, "a", 1, "c"), key.sign_job(2, "a", 1, "c"));
     assert_ne!(
         key.sign_result(1, "s", "r"),
         QueueKey::new("sixteen chars OK")

@@ -179,6 +179,35 @@ pub fn reveals_url(value: &str, url: &str) -> bool {
     value.contains(url) || url_password(url).is_some_and(|p| p.len() >= 4 && value.contains(p))
 }
 
+/// The values of hone's secrets (API keys, the store's URL and its password, the queue's key,
+/// the webhook's secret), as a run or a worker registers them when it starts ([`withhold`]).
+static WITHHELD: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Registers `value` as a secret of hone's own: no process hone starts for itself (git, and
+/// the ssh it starts in turn) inherits a variable that holds it, since any process of the same
+/// user can read a dumpable process's environment. Values under 8 characters are ignored.
+pub fn withhold(value: &str) {
+    let value = value.trim();
+    if value.len() < 8 {
+        return;
+    }
+    let mut w = WITHHELD
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !w.iter().any(|v| v == value) {
+        w.push(value.to_string());
+    }
+}
+
+/// Whether `value` (an environment variable's) holds a secret registered with [`withhold`].
+pub fn is_withheld(value: &str) -> bool {
+    WITHHELD
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .any(|s| value.contains(s.as_str()))
+}
+
 /// HMAC-SHA256 (RFC 2104) of `message` under `key`: webhook signatures and the remote
 /// workers' signed jobs and results. Written over the `sha2` crate hone already uses.
 pub fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {

@@ -123,12 +123,27 @@ fn setup<E: std::fmt::Display>(what: &str) -> impl Fn(E) -> WorkerError + '_ {
     move |e| WorkerError::Setup(format!("{what}: {e}"))
 }
 
+/// Registers what git (fetching candidates) must not inherit: the store's URL and password,
+/// the queue's key (see [`crate::util::withhold`]).
+fn withhold_secrets(opts: &WorkerOptions) {
+    crate::util::withhold(&opts.store_url);
+    if let Some(pw) = crate::util::url_password(&opts.store_url) {
+        crate::util::withhold(pw);
+    }
+    for name in [crate::queue::KEY_ENV, "PGPASSWORD"] {
+        if let Ok(v) = std::env::var(name) {
+            crate::util::withhold(&v);
+        }
+    }
+}
+
 /// Runs a worker until `stop()` or `max_jobs`.
 pub fn run(
     opts: &WorkerOptions,
     stop: &dyn Fn() -> bool,
     on_event: &mut dyn FnMut(&WorkerEvent),
 ) -> Result<(), WorkerError> {
+    withhold_secrets(opts);
     std::fs::create_dir_all(&opts.dir).map_err(setup("cannot create the worker directory"))?;
     // One worker per directory: two would share (and reset) one worktree, and kill each
     // other's verifier as "left by a previous worker".

@@ -180,7 +180,24 @@ fn git_command(cwd: &Path) -> Command {
     for v in ENV_REMOVE {
         c.env_remove(v);
     }
+    // Nor any of hone's secrets: git and the ssh it starts are dumpable, so a process of the
+    // same user (an agent, a verifier beside it) could read them in its environment.
+    for k in withheld_from_git(std::env::vars_os()) {
+        c.env_remove(k);
+    }
     c
+}
+
+/// The inherited variables git must not get: hone's own settings (`HONE_*`) and any that holds
+/// a secret hone registered ([`crate::util::withhold`]).
+fn withheld_from_git(
+    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<std::ffi::OsString> {
+    vars.filter(|(k, v)| {
+        k.to_string_lossy().starts_with("HONE_") || crate::util::is_withheld(&v.to_string_lossy())
+    })
+    .map(|(k, _)| k)
+    .collect()
 }
 
 pub(crate) fn run_git(cwd: &Path, args: &[&str]) -> Result<String, GitError> {

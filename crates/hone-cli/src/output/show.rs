@@ -112,9 +112,10 @@ fn show_spend(e: &ExperimentRecord, agent_text: &str) {
     if e.cost_usd <= 0.0 && e.tokens == 0 {
         return;
     }
+    // hone's own lines (`--- ... ---`), not what the model wrote between them.
     let estimated = agent_text
         .lines()
-        .filter(|l| l.contains("worst case"))
+        .filter(|l| l.starts_with("--- ") && l.ends_with(" ---") && l.contains("worst case"))
         .count();
     out!(
         "  spent: ${:.4}, {} tokens{}",

@@ -28,6 +28,25 @@ use super::{
     Config, Engine, EngineError, Event, Fs, Internal, Interrupt, Mismatch, RunOptions, Stop, Tool,
 };
 
+/// Registers the values of hone's secrets for this run (see [`crate::util::withhold`]): the
+/// variables hone.toml names for its keys and URLs, the store's URL and its password, and the
+/// queue's key.
+fn withhold_secrets(spec: &Spec) {
+    let names = crate::propose::command::hone_secret_vars(spec);
+    let fixed = ["HONE_QUEUE_KEY", "HONE_STORE_URL", "PGPASSWORD"];
+    for name in names.iter().map(String::as_str).chain(fixed) {
+        if let Ok(v) = std::env::var(name) {
+            crate::util::withhold(&v);
+        }
+    }
+    if let Some(url) = &spec.exec.store_url {
+        crate::util::withhold(url);
+        if let Some(pw) = crate::util::url_password(url) {
+            crate::util::withhold(pw);
+        }
+    }
+}
+
 /// [`super::run`] without notifications: the lock, the checks before anything is opened, the
 /// run, its loop.
 pub(super) fn run_engine(
@@ -37,6 +56,7 @@ pub(super) fn run_engine(
     interrupt: &Interrupt,
     on_event: &mut dyn FnMut(&Event),
 ) -> Result<Summary, EngineError> {
+    withhold_secrets(spec);
     let git = Git::discover(repo_root)?;
     let paths = StatePaths::new(git.root());
     std::fs::create_dir_all(&paths.dir).map_err(|error| Fs::Create {

@@ -125,7 +125,7 @@ fn failure_or_budget_stop(
     let (usd, tokens) = super::spent(exps, dropped);
     if let Some(max) = s.max_cost_usd.filter(|&max| usd >= max) {
         return Some(Stop::done(format!(
-            "budget: reached max_cost_usd (${usd:.2} of ${max:.2})"
+            "budget: reached max_cost_usd (${usd:.4} of ${max})"
         )));
     }
     if let Some(max) = s.max_tokens.filter(|&max| tokens >= max) {

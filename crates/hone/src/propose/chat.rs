@@ -664,6 +664,7 @@ impl ChatProposer {
         let kind = self.client.kind;
         let answer = messages.len().div_ceil(2);
         write_prompt(ctx, system, messages);
+        let before = ctx.spent();
         let done = match self
             .client
             .call(&ctx.meter(), system, messages, ctx.cancel, ctx.note)
@@ -671,7 +672,14 @@ impl ChatProposer {
             Ok(done) => done,
             Err(e) => {
                 let e = call_error(kind, e);
-                append_agent_log(ctx, &format!("--- no answer {answer}: {e} ---\n"));
+                // A call that may have reached the server is charged its worst case.
+                let charged = ctx.spent().1.saturating_sub(before.1);
+                let charge = if charged > 0 {
+                    format!(" (charged at its worst case: {charged} tokens)")
+                } else {
+                    String::new()
+                };
+                append_agent_log(ctx, &format!("--- no answer {answer}: {e}{charge} ---\n"));
                 return Err(e);
             }
         };

@@ -573,3 +573,23 @@ fn making_room_takes_only_large_new_files_and_the_scratch_directory() {
     }
     assert_eq!(std::fs::metadata(&outside).unwrap().len(), 4 << 20);
 }
+
+/// git (and the ssh it starts) inherits none of hone's secrets, under whatever name: a value
+/// a run registered is withheld, and so is every `HONE_*` setting; the rest passes.
+#[test]
+fn git_inherits_no_secret_of_hones() {
+    crate::util::withhold("sk-withheld-from-git-7f3a");
+    let vars = [
+        ("MY_LLM", "sk-withheld-from-git-7f3a"),
+        (
+            "DATABASE_URL",
+            "postgres://u:sk-withheld-from-git-7f3a@db/x",
+        ),
+        ("HONE_QUEUE_KEY", "anything"),
+        ("SSH_AUTH_SOCK", "/run/ssh.sock"),
+        ("PATH", "/usr/bin"),
+        ("SHORT", "sk"),
+    ];
+    let removed = super::withheld_from_git(vars.iter().map(|(k, v)| ((*k).into(), (*v).into())));
+    assert_eq!(removed, ["MY_LLM", "DATABASE_URL", "HONE_QUEUE_KEY"]);
+}

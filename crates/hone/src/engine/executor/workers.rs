@@ -19,8 +19,6 @@ use super::{Executor, Failure, Io, Job, Ran, RunPlace};
 enum Waited {
     /// Cancelled here (the job is cancelled in the queue).
     Cancelled,
-    /// The job ended without a result.
-    Ended(Exit, Option<Failure>),
     Done(Box<JobResult>),
 }
 
@@ -91,7 +89,6 @@ impl Executor for Workers {
         let commit = self.push(job)?;
         let result = match self.wait(job, &commit, sink, cancel)? {
             Waited::Cancelled => return Ok((Exit::Cancelled, None)),
-            Waited::Ended(exit, failure) => return Ok((exit, failure)),
             Waited::Done(r) => r,
         };
         if let Some(why) = &result.uncontained {
@@ -230,14 +227,10 @@ impl Workers {
                     })
                     .into())
                 }
+                // This coordinator cancels its own jobs only after it stopped waiting for
+                // them: a job cancelled under it was cancelled in the database.
                 JobStatus::Cancelled => {
-                    return Ok(Waited::Ended(
-                        Exit::Code(-1),
-                        Some(Failure {
-                            status: Status::Crash,
-                            reason: format!("job {id} was cancelled in the store by someone else"),
-                        }),
-                    ))
+                    return Err(db(QueueError::CancelledElsewhere { job: id }).into())
                 }
                 JobStatus::Queued
                     if !waiting_noted && since.elapsed() > Duration::from_secs(10) =>

@@ -59,6 +59,18 @@ impl LlmClient {
             Err(ureq::Error::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                 return ModelCheck::Unreachable("the connection was refused".into())
             }
+            // The resolver's "no such name" (not its "try again later"), as the C library
+            // words it: std gives it no kind of its own.
+            Err(ureq::Error::Io(e))
+                if [
+                    "Name or service not known",
+                    "No address associated with hostname",
+                ]
+                .iter()
+                .any(|m| e.to_string().contains(m)) =>
+            {
+                return ModelCheck::Unreachable("its host name does not resolve".into())
+            }
             Err(_) => return ModelCheck::Fine,
         };
         let status = resp.status().as_u16();
