@@ -397,6 +397,72 @@ as_root_and_unprivileged!(
         the_holdout_hands_nothing_to_the_next_agent_as_an_unprivileged_user
 );
 
+/// With `[verify.holdout] evaluate`, the holdout's command is the candidate's code predicting:
+/// it writes its predictions in its worktree (handed to the scorer as `[verify] outputs`) and
+/// cannot read `hide` (so it has nothing of the holdout's to signal to the next agent through
+/// what they share, the page cache of files both can read among them); only the sealed scorer
+/// reads it. A predictor that finds the hidden data predicts a perfect 0; a scorer that does
+/// not scores 99.
+fn a_predicting_holdout_never_reads_hide(who: As) {
+    if !bwrap_usable(who) {
+        return;
+    }
+    let r = contained_repo(SCORE, "true", "write\tvalue.txt\tscore: 4\n\n");
+    let root = r.dir.display().to_string();
+    let predict = helper(
+        &r,
+        "predict.sh",
+        &format!(
+            "if grep -q {SECRET} {root}/holdout.csv 2>/dev/null; then echo 0 > pred.txt; \
+             else sed -n 's/^score: //p' value.txt > pred.txt; fi\n"
+        ),
+    );
+    let score = helper(
+        &r,
+        "score.sh",
+        &format!(
+            "if grep -q {SECRET} {root}/holdout.csv; then echo score: $(cat pred.txt); \
+             else echo score: 99; fi\n"
+        ),
+    );
+    edit_spec(&r.dir, |t| {
+        t.replace("[verify]\n", "[verify]\noutputs = [\"pred.txt\"]\n")
+            .replace(
+                "command = \"true\"",
+                &format!(
+                    "command = {}\nevaluate = {}",
+                    quoted(&format!("sh {}", predict.display())),
+                    quoted(&format!("sh {}", score.display()))
+                ),
+            )
+    });
+    git(&r.dir, &["commit", "-qam", "a predicting holdout"]);
+    hand_over(&r, who);
+    let out = hone_as(&r, who, &["run", "--tag", "pr"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let log = log_as(&r, who);
+    let holdout: Vec<Option<f64>> = log.iter().map(|e| e["holdout"].as_f64()).collect();
+    let logs: Vec<String> = ["0.log", "0.eval.log"]
+        .iter()
+        .map(|f| {
+            std::fs::read_to_string(r.dir.join(".hone/runs/pr/holdout").join(f)).unwrap_or_default()
+        })
+        .collect();
+    let spec = std::fs::read_to_string(r.dir.join("hone.toml")).unwrap();
+    assert_eq!(
+        holdout,
+        [Some(5.0), Some(4.0)],
+        "{logs:?}\n{spec}\n{}",
+        text(&out)
+    );
+}
+
+as_root_and_unprivileged!(
+    a_predicting_holdout_never_reads_hide:
+        a_predicting_holdout_never_reads_hide_as_root,
+        a_predicting_holdout_never_reads_hide_as_an_unprivileged_user
+);
+
 /// Started from a terminal, hone's sandboxes have no controlling terminal: an agent or verifier
 /// that could open `/dev/tty` could push keystrokes (`TIOCSTI`) into the user's shell, to run
 /// once hone exits, outside every sandbox. `script` gives hone a terminal, as a user's shell

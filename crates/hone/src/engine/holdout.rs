@@ -15,10 +15,12 @@ use crate::verify::metrics::MetricReader;
 impl Verifier {
     /// Runs the holdout command in the worktree (checked out at `commit`); its log stays
     /// outside every worktree and out of every prompt. With `[verify.holdout] evaluate`, the
-    /// command only predicts: then the protected files are restored and what it left is cut
-    /// down to `[verify] outputs`, as for `[verify] evaluate`, and the holdout's value is read
-    /// only from `evaluate`, a fresh process started once everything the candidate's code
-    /// started is dead (so that code cannot stop the scorer and write a value into its output).
+    /// command only predicts, contained as a verifier is (offline, `hide` out of its reach):
+    /// then the protected files are restored and what it left is cut down to `[verify]
+    /// outputs`, as for `[verify] evaluate`, and the holdout's value is read only from
+    /// `evaluate`, a fresh process started once everything the candidate's code started is
+    /// dead (so that code cannot stop the scorer and write a value into its output), the only
+    /// one that reads `hide`.
     pub(super) fn measure_holdout(
         &mut self,
         sink: &mut Sink<'_>,
@@ -45,16 +47,30 @@ impl Verifier {
             limits: self.spec.sandbox.limits(),
             wrapper: self.wrapper(wt, self.spec.sandbox.network, Role::Holdout),
         };
+        // With a sealed stage after it, the command is the candidate's code predicting: it
+        // runs as a verifier does, offline, and never reads `hide` (only the scorer does), so
+        // it has nothing of the holdout's to signal to the next agent through what it shares
+        // with it (the page cache of files both can read, say).
+        let sealed_stage = h.evaluate.is_some();
+        if sealed_stage {
+            req.wrapper = self.wrapper(wt, false, Role::Verifier);
+        }
         let mut reader = MetricReader::new(&h.metric, None).map_err(Config::Metric)?;
         let lock = self.candidate_code.clone();
         let _alone = lock
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let sealed_stage = h.evaluate.is_some();
         let (exit, failure) = self.execute(
             sink,
             (n, &req, "holdout command"),
-            (Some(commit), Stage::Holdout),
+            (
+                Some(commit),
+                if sealed_stage {
+                    Stage::Predict
+                } else {
+                    Stage::Holdout
+                },
+            ),
             // With a sealed stage after it, nothing the candidate's code prints counts.
             &mut |line| {
                 if !sealed_stage {
@@ -72,6 +88,8 @@ impl Verifier {
             }
             self.seal_for_evaluation(wt, commit)?;
             req.command = evaluate.clone();
+            // Made now: its scratch directory went with what the prediction left.
+            req.wrapper = self.wrapper(wt, self.spec.sandbox.network, Role::Holdout);
             req.log_path = dir.join(format!("{n}.eval.log"));
             super::verifier::sealed_python(&mut req.env);
             let (exit, failure) = self.execute(

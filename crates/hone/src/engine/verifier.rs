@@ -68,8 +68,11 @@ pub(super) enum Stage {
     Command,
     /// `[verify] evaluate`, the sealed evaluator.
     Evaluate,
-    /// `[verify.holdout] command`.
+    /// `[verify.holdout] command`, or its sealed `evaluate`.
     Holdout,
+    /// `[verify.holdout] command` when a sealed `evaluate` follows: the candidate's code
+    /// predicts, as a verifier runs (its worktree writable, `hide` out of its reach), offline.
+    Predict,
 }
 
 /// What verifying a candidate gave, before any decision.
@@ -729,7 +732,7 @@ fn job_sandbox(
     crate::queue::JobSandbox {
         bwrap: sandbox.bwrap,
         required: sandbox.required,
-        network: sandbox.network && !holdout,
+        network: sandbox.network && !holdout && stage != Stage::Predict,
         writable: !holdout,
         limits: sandbox.limits(),
         hide: match (holdout, hidden) {
