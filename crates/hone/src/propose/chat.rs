@@ -438,9 +438,18 @@ impl LlmClient {
                             .join("")
                     })
                     .unwrap_or_default();
+                // Prompt caching bills what it writes and reads beside `input_tokens`: counted
+                // as input, a write at 1.25 times (its price over the input's), so that the
+                // charge is never below the bill.
+                let cached = |key: &str| reported_tokens(v["usage"][key].as_u64()).unwrap_or(0);
+                let writes = cached("cache_creation_input_tokens");
+                let input = reported_tokens(v["usage"]["input_tokens"].as_u64()).map(|i| {
+                    i.saturating_add(cached("cache_read_input_tokens"))
+                        .saturating_add(writes.saturating_add(writes.div_ceil(4)))
+                });
                 (
                     content,
-                    reported_tokens(v["usage"]["input_tokens"].as_u64()),
+                    input,
                     reported_tokens(v["usage"]["output_tokens"].as_u64()),
                     v["stop_reason"] == "max_tokens",
                 )

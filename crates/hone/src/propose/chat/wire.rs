@@ -304,5 +304,10 @@ mod tests {
         spent.add(1.0, u64::MAX);
         spent.add(1.0, u64::MAX);
         assert_eq!(spent.get(), (2.0, u64::MAX));
+        // Prompt caching's reads and writes are billed too: counted as input (a write at
+        // 1.25 times, rounded up), never left out.
+        let text = r#"{"content":[{"type":"text","text":"x"}],"usage":{"input_tokens":100,"cache_creation_input_tokens":41,"cache_read_input_tokens":1000,"output_tokens":7}}"#;
+        let c = anthropic.parse_completion(text).unwrap();
+        assert_eq!((c.input_tokens, c.output_tokens), (100 + 1000 + 41 + 11, 7));
     }
 }
