@@ -9,7 +9,7 @@ use hone::store::{ExperimentRecord, RunRecord};
 use super::terminal_safe;
 
 /// How `hone log` prints its rows: JSON lines, results.tsv, or the table (with a holdout
-/// column when the run has a holdout, and a cost column when it spent money).
+/// column when the run has a holdout, and cost and tokens columns when it spent money).
 pub enum LogFormat {
     Json,
     Tsv,
@@ -36,17 +36,30 @@ fn line(w: &mut dyn std::io::Write, text: &str) -> std::io::Result<()> {
 }
 
 /// The table's optional cells between the metric and the time, header and rows alike: search
-/// and sealed holdout side by side when the run has a holdout, and the money spent per
-/// experiment when an LLM proposer spent any.
-fn optional_cells(holdout: bool, paid: bool, holdout_cell: &str, cost_cell: &str) -> String {
+/// and sealed holdout side by side when the run has a holdout, and the money and tokens spent
+/// per experiment when an LLM proposer spent any.
+fn optional_cells(holdout: bool, paid: bool, holdout_cell: &str, spend: (&str, &str)) -> String {
     let mut cells = String::new();
     if holdout {
         cells.push_str(&format!("  {holdout_cell:>12}"));
     }
     if paid {
-        cells.push_str(&format!("  {cost_cell:>8}"));
+        cells.push_str(&format!("  {:>8}  {:>7}", spend.0, spend.1));
     }
     cells
+}
+
+/// A count of tokens, short (7 characters up to a trillion): `950`, `12345`, `123.4k`, `12.3M`.
+fn short_tokens(n: u64) -> String {
+    if n < 100_000 {
+        n.to_string()
+    } else if n < 1_000_000 {
+        format!("{:.1}k", n as f64 / 1e3)
+    } else if n < 1_000_000_000 {
+        format!("{:.1}M", n as f64 / 1e6)
+    } else {
+        format!("{:.1}G", n as f64 / 1e9)
+    }
 }
 
 /// `hone log`'s header line, if its format has one, to `w`.
@@ -59,7 +72,7 @@ pub fn log_header(
         LogFormat::Json => Ok(()),
         LogFormat::Tsv => line(w, &format!("commit\t{}\tstatus\tdescription", run.metric)),
         LogFormat::Table { holdout, paid } => {
-            let h_head = optional_cells(holdout, paid, "holdout", "cost");
+            let h_head = optional_cells(holdout, paid, "holdout", ("cost", "tokens"));
             line(
                 w,
                 &format!(
@@ -87,7 +100,8 @@ pub fn log_row(
                 .map(|c| &c[..c.len().min(10)])
                 .unwrap_or("-");
             let cost = format!("${:.4}", e.cost_usd);
-            let h = optional_cells(holdout, paid, &fmt_metric(e.holdout), &cost);
+            let tokens = short_tokens(e.tokens);
+            let h = optional_cells(holdout, paid, &fmt_metric(e.holdout), (&cost, &tokens));
             line(
                 w,
                 &format!(
@@ -136,4 +150,21 @@ pub fn log_narrowings(
         line(w, &format!("      feasibility: {}", x.describe()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn token_counts_fit_their_column() {
+        for (n, shown) in [
+            (0, "0"),
+            (99_999, "99999"),
+            (123_456, "123.5k"),
+            (12_345_678, "12.3M"),
+            (u64::MAX, "18446744073.7G"),
+        ] {
+            assert_eq!(super::short_tokens(n), shown);
+        }
+        assert!(super::short_tokens(999_999_999).len() <= 7);
+    }
 }

@@ -291,6 +291,18 @@ fn the_budget_holds_before_a_call_is_sent() {
     assert_says(&out, "next: `hone finalize --run");
     let show = text(&r.hone(&["show", "1"]));
     assert!(show.contains("spent: $0.2000, 2000 tokens"), "{show}");
+    // The report and the log say what was spent, in money and in tokens.
+    let tokens: u64 = log.iter().map(|e| e["tokens"].as_u64().unwrap()).sum();
+    ok(r.hone(&["report"]));
+    let tag = only_run_dir(&r).file_name().unwrap().to_owned();
+    let md =
+        std::fs::read_to_string(r.dir.join(".hone/reports").join(tag).join("report.md")).unwrap();
+    assert!(md.contains(&format!("$0.6000, {tokens} tokens")), "{md}");
+    let table = text(&r.hone(&["log"]));
+    assert!(
+        table.contains("tokens") && table.contains("  2000  "),
+        "{table}"
+    );
     assert!(
         show.contains("agent's prompt: ") && show.contains("prompts/1.md"),
         "{show}"

@@ -287,7 +287,13 @@ fn facts(run: &RunRecord, s: &Summary, change: &str) -> Vec<(String, String)> {
             "loop time / verifier time".into(),
             format!("{} / {}", hours(s.active_seconds), hours(s.verify_seconds)),
         ),
-        ("cost".into(), format!("${:.4}", s.cost_usd)),
+        (
+            "cost".into(),
+            match s.tokens.filter(|t| *t > 0) {
+                Some(t) => format!("${:.4}, {t} tokens", s.cost_usd),
+                None => format!("${:.4}", s.cost_usd),
+            },
+        ),
         (
             "stopped".into(),
             s.stop_reason

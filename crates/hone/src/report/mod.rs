@@ -43,6 +43,10 @@ pub struct Summary {
     pub active_seconds: f64,
     pub verify_seconds: f64,
     pub cost_usd: f64,
+    /// The tokens the run's proposers spent, where the summary counted them (a report; not
+    /// [`summarize_stored`], which reads no experiment's record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
 }
 
 impl Summary {
@@ -72,6 +76,7 @@ pub fn summarize(run: &RunRecord, exps: &[ExperimentRecord]) -> Summary {
         .count() as u64;
     Summary {
         failed_baselines,
+        tokens: Some(exps.iter().fold(0u64, |t, e| t.saturating_add(e.tokens))),
         ..summarize_parts(run, baseline, best_experiment(exps), &RunTotals::of(exps))
     }
 }
@@ -136,6 +141,7 @@ pub fn summarize_parts(
         active_seconds: run.active_seconds,
         verify_seconds: totals.verify_seconds,
         cost_usd: totals.cost_usd,
+        tokens: None,
     }
 }
 

@@ -86,7 +86,10 @@ pub fn report(
     probation: u64,
     listed: Option<u64>,
 ) -> Result<Report, StoreError> {
-    let summary = summarize_stored(store, run)?;
+    let summary = super::Summary {
+        tokens: Some(store.tokens_spent(run.id)?),
+        ..summarize_stored(store, run)?
+    };
     // The holdouts, the table's rows and the mechanisms' calls read while the plot is drawn.
     let (drawn, (), (holdout, rows, calls)) = drawing_beside(
         store,
