@@ -143,6 +143,13 @@ pub fn git_program() -> std::ffi::OsString {
 
 fn git_command(cwd: &Path) -> Command {
     let mut c = Command::new(git_program());
+    // Only what git and the ssh it starts for a push need of hone's environment: they are
+    // dumpable, so a process of the same user (an agent, a verifier beside it) could read any
+    // secret of hone's in theirs.
+    c.env_clear();
+    for (name, value) in std::env::vars_os().filter(|(k, v)| git_needs(k, v)) {
+        c.env(name, value);
+    }
     // And neither git's libraries nor whatever it starts in turn are looked up in the
     // worktree either.
     for (name, value) in crate::util::search_paths_of(std::env::vars_os()) {
@@ -180,24 +187,43 @@ fn git_command(cwd: &Path) -> Command {
     for v in ENV_REMOVE {
         c.env_remove(v);
     }
-    // Nor any of hone's secrets: git and the ssh it starts are dumpable, so a process of the
-    // same user (an agent, a verifier beside it) could read them in its environment.
-    for k in withheld_from_git(std::env::vars_os()) {
-        c.env_remove(k);
-    }
     c
 }
 
-/// The inherited variables git must not get: hone's own settings (`HONE_*`) and any that holds
-/// a secret hone registered ([`crate::util::withhold`]).
-fn withheld_from_git(
-    vars: impl Iterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
-) -> Vec<std::ffi::OsString> {
-    vars.filter(|(k, v)| {
-        k.to_string_lossy().starts_with("HONE_") || crate::util::is_withheld(&v.to_string_lossy())
-    })
-    .map(|(k, _)| k)
-    .collect()
+/// The variables of hone's environment git gets: its own (`GIT_*`, but those that would point
+/// it at another repository, see `ENV_REMOVE`), ssh's and the agent's socket, the user's
+/// identity and configuration directories, proxies and certificates, the locale and time
+/// zone; never one that holds a secret hone registered ([`crate::util::withhold`]), whatever
+/// its name. A credential helper that reads a token from the environment (`gh` and
+/// `GITHUB_TOKEN`) does not get it: keep it in the helper's own store.
+fn git_needs(name: &std::ffi::OsStr, value: &std::ffi::OsStr) -> bool {
+    const NAMES: &[&str] = &[
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "TMPDIR",
+        "TZ",
+        "LANG",
+        "TERM",
+        "SHELL",
+        "DISPLAY",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "all_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "ALL_PROXY",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "CURL_CA_BUNDLE",
+        "GNUPGHOME",
+    ];
+    const PREFIXES: &[&str] = &["GIT_", "SSH_", "LC_", "XDG_"];
+    let name = name.to_string_lossy();
+    (NAMES.contains(&name.as_ref()) || PREFIXES.iter().any(|p| name.starts_with(p)))
+        && !crate::util::is_withheld(&value.to_string_lossy())
 }
 
 pub(crate) fn run_git(cwd: &Path, args: &[&str]) -> Result<String, GitError> {

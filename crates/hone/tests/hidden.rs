@@ -122,13 +122,22 @@ fn processes_that_hide_from_proc_are_found_and_killed() {
 
 /// The three ways to hide, each set up by a stage that leaves the process behind, then swept.
 fn hide_and_sweep() {
-    assert!(hone::exec::become_subreaper());
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display();
     std::fs::create_dir(dir.path().join("empty")).unwrap();
     std::fs::write(dir.path().join("empty-file"), "").unwrap();
     // SAFETY: gettid has no preconditions.
     let (me, tid) = (std::process::id(), unsafe { libc::gettid() });
+    // A mount that is there when hone starts, for one of them to move over its entry.
+    std::fs::create_dir(dir.path().join("premounted")).unwrap();
+    let premounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "tmpfs"])
+        .arg(dir.path().join("premounted"))
+        .status()
+        .unwrap();
+    assert!(premounted.success());
+    std::fs::create_dir(dir.path().join("moved")).unwrap();
+    assert!(hone::exec::become_subreaper());
     let cases = [
         (
             "its own /proc entry",
@@ -144,6 +153,24 @@ fn hide_and_sweep() {
             ),
             "b",
             "b",
+        ),
+        (
+            "a mount there at the start, moved over its entry",
+            format!("mount --move {d}/premounted /proc/$$ || exit 1; echo $$ > {d}/m.tmp; mv {d}/m.tmp {d}/m"),
+            "m",
+            "m",
+        ),
+        (
+            "/proc unmounted",
+            format!("echo $$ > {d}/u; umount -l /proc && touch {d}/u-ready"),
+            "u-ready",
+            "u",
+        ),
+        (
+            "/proc moved away",
+            format!("echo $$ > {d}/v; mount --move /proc {d}/moved && touch {d}/v-ready"),
+            "v-ready",
+            "v",
         ),
         (
             "another PID namespace's procfs over /proc",

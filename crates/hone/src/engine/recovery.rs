@@ -324,7 +324,9 @@ impl Engine<'_> {
             killed = exec::kill_stale_group(pid, e.pid_start);
         }
         // Whatever else was started for it (say, an agent whose pid was not yet recorded
-        // when hone died) carries its job token.
+        // when hone died) carries its job token; one that hid its entry in /proc is found once
+        // the mount that hid it is gone.
+        exec::unhide_processes();
         if exec::kill_groups_with_env("HONE_JOB", &self.verifier.job_token(e.n)) > 0 {
             killed = true;
         }

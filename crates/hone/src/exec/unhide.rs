@@ -3,8 +3,10 @@
 //! its own `/proc/<pid>` (no `stat`, no parent, no environment to find it by), over hone's
 //! `/proc/<pid>/mountinfo` (so that hone's list of mounts reads empty), or mount another
 //! procfs over `/proc` (one of a PID namespace of its own, where neither it nor hone has a
-//! number). hone reads its table of mounts through a descriptor it opened before any agent
-//! ran, and takes away only mounts made since then: never one that was there when it started.
+//! number), or unmount `/proc` or move it away. hone reads its table of mounts through a
+//! descriptor it opened before any agent ran, takes away every mount over a process's entry
+//! and any made on `/proc` since it started (never one that was there then), and mounts a
+//! procfs on `/proc` again where it went.
 
 use std::collections::HashSet;
 use std::io::{Read, Seek};
@@ -12,16 +14,17 @@ use std::sync::{Mutex, OnceLock};
 
 /// hone's table of mounts (`/proc/self/mountinfo`: its main thread's, which lives as long as
 /// hone, and whose mount namespace every thread of hone shares), opened before any agent ran
-/// (a descriptor reads the live table whatever is later mounted over its path), and the
-/// mounts it listed then.
+/// (a descriptor reads the live table whatever is later mounted over its path, or wherever
+/// `/proc` goes), the mounts on `/proc` itself then, and whether `/proc` was hone's procfs.
 struct Table {
     file: Mutex<std::fs::File>,
-    at_start: HashSet<u64>,
+    proc_at_start: HashSet<u64>,
+    proc_was_ours: bool,
 }
 
 static MOUNTS: OnceLock<Option<Table>> = OnceLock::new();
 
-/// Opens hone's table of mounts and notes the mounts there are, once; call it before
+/// Opens hone's table of mounts and notes what is mounted on `/proc`, once; call it before
 /// anything untrusted runs (hone does, when it becomes the reaper of its descendants).
 pub(super) fn remember_mounts() {
     MOUNTS.get_or_init(|| {
@@ -30,7 +33,11 @@ pub(super) fn remember_mounts() {
         file.read_to_string(&mut text).ok()?;
         Some(Table {
             file: Mutex::new(file),
-            at_start: mounts(&text).map(|(id, _)| id).collect(),
+            proc_at_start: mounts(&text)
+                .filter(|(_, point)| *point == "/proc")
+                .map(|(id, _)| id)
+                .collect(),
+            proc_was_ours: proc_is_ours(),
         })
     });
 }
@@ -44,16 +51,28 @@ fn mounts(table: &str) -> impl Iterator<Item = (u64, &str)> {
     })
 }
 
-/// Whether `point` is `/proc` (`whole`) or a process's entry in it, `/proc/<digits>[/...]`.
-fn hides(point: &str, whole: bool) -> bool {
-    if point == "/proc" {
-        return whole;
-    }
+/// Whether `point` is a process's entry in `/proc`, or below one: `/proc/<digits>[/...]`.
+fn on_a_process(point: &str) -> bool {
     point.strip_prefix("/proc/").is_some_and(|rest| {
         let pid = rest.split('/').next().unwrap_or("");
         !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
     })
 }
+
+/// Whether `/proc` is this process's procfs: a procfs in which `self` is this process.
+fn proc_is_ours() -> bool {
+    // SAFETY: statfs with a valid path and a zeroed out-parameter.
+    let procfs = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        libc::statfs(c"/proc".as_ptr(), &mut st) == 0 && st.f_type as i64 == PROC_SUPER_MAGIC
+    };
+    procfs
+        && std::fs::read_link("/proc/self")
+            .is_ok_and(|p| p.as_os_str() == std::process::id().to_string().as_str())
+}
+
+/// The kernel's magic number for procfs (`statfs`'s `f_type`).
+const PROC_SUPER_MAGIC: i64 = 0x9fa0;
 
 fn umount(path: &str) -> bool {
     let Ok(c) = std::ffi::CString::new(path) else {
@@ -63,18 +82,20 @@ fn umount(path: &str) -> bool {
     unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) == 0 }
 }
 
-/// Takes away what hides processes from a scan of `/proc`: every mount made since hone
-/// started over `/proc` itself or over a process's entry in it (`/proc/<pid>` or below), the
-/// deepest first. Such mounts have no other use. Detached lazily (`MNT_DETACH`), so one in
-/// use still goes from sight. Only a process that may unmount does anything (one as
-/// unprivileged as hone could not have mounted them). Without the table hone opened when it
-/// started, only mounts over processes' entries are taken away, read from `/proc` as it is.
-/// Returns how many mounts it took away.
+/// Takes away what hides processes from a scan of `/proc`: any mount over a process's entry
+/// (`/proc/<pid>` or below), the deepest first (such mounts have no other use), and, while
+/// `/proc` is not hone's procfs, every mount made on it since hone started; then, where `/proc` was hone's procfs when
+/// it started and is not now (it was unmounted or moved away), mounts a procfs there again.
+/// Detached lazily (`MNT_DETACH`), so a mount in use still goes from sight. Only a process
+/// that may unmount does anything (one as unprivileged as hone could not have mounted them).
+/// Without the table hone opened when it started, only mounts over processes' entries are
+/// taken away, read from `/proc` as it is. Returns how many mounts it took away or made.
 pub fn unhide_processes() -> usize {
+    let table = MOUNTS.get().and_then(Option::as_ref);
     let mut taken = 0;
     for _ in 0..16 {
-        let (text, at_start) = match MOUNTS.get() {
-            Some(Some(t)) => {
+        let text = match table {
+            Some(t) => {
                 let mut f = t
                     .file
                     .lock()
@@ -83,16 +104,22 @@ pub fn unhide_processes() -> usize {
                 if f.rewind().is_err() || f.read_to_string(&mut text).is_err() {
                     break;
                 }
-                (text, Some(&t.at_start))
+                text
             }
-            _ => match std::fs::read_to_string("/proc/self/mountinfo") {
-                Ok(text) => (text, None),
+            None => match std::fs::read_to_string("/proc/self/mountinfo") {
+                Ok(text) => text,
                 Err(_) => break,
             },
         };
+        // A mount on `/proc` goes only while `/proc` is not hone's procfs (one hone mounted
+        // back below stays).
+        let ours = proc_is_ours();
         let mut new: Vec<&str> = mounts(&text)
             .filter(|(id, point)| {
-                hides(point, at_start.is_some()) && !at_start.is_some_and(|s| s.contains(id))
+                on_a_process(point)
+                    || (*point == "/proc"
+                        && !ours
+                        && table.is_some_and(|t| !t.proc_at_start.contains(id)))
             })
             .map(|(_, point)| point)
             .collect();
@@ -109,6 +136,19 @@ pub fn unhide_processes() -> usize {
         if taken == before {
             break;
         }
+    }
+    if table.is_some_and(|t| t.proc_was_ours) && !proc_is_ours() {
+        // SAFETY: mount with valid NUL-terminated strings and no data.
+        let mounted = unsafe {
+            libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            ) == 0
+        };
+        taken += usize::from(mounted);
     }
     taken
 }

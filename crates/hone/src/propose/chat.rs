@@ -35,7 +35,6 @@ use super::blocks::{self, EditBlock};
 use super::patch;
 use super::spend::Hold;
 use super::{prompt, Meter, Proposal, ProposeContext, ProposeError, Proposer};
-use crate::presets::reported_tokens;
 use crate::spec::{AgentKind, EditMode, LlmSpec};
 
 /// First retry delay; doubled each attempt, capped at 60 s, plus jitter.
@@ -409,19 +408,6 @@ impl LlmClient {
             return crate::util::pause(Duration::from_secs_f64(wait), cancel);
         }
         true
-    }
-
-    /// The tokens (in, out) an answer's `usage` reports, in the provider's dialect.
-    fn reported_usage(&self, text: &str) -> Option<(u64, u64)> {
-        let v: Value = serde_json::from_str(text).ok()?;
-        let (i, o) = match self.kind {
-            AgentKind::Anthropic => ("input_tokens", "output_tokens"),
-            _ => ("prompt_tokens", "completion_tokens"),
-        };
-        Some((
-            reported_tokens(v["usage"][i].as_u64())?,
-            reported_tokens(v["usage"][o].as_u64())?,
-        ))
     }
 }
 

@@ -386,8 +386,12 @@ pub fn bwrap_wrapper(
 /// sandbox gets, started as a sandbox is (through `SETUP_RETRY`: a bubblewrap without a
 /// status descriptor fails it); the error says what to do.
 pub fn probe() -> Result<(), String> {
+    // Nothing of hone's environment but its search paths: these processes are dumpable.
+    let env = crate::util::search_paths_of(std::env::vars_os());
     let installed = Command::new(bwrap_program())
         .arg("--version")
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -401,6 +405,8 @@ pub fn probe() -> Result<(), String> {
     argv.extend(probe_args().into_iter().map(OsString::from));
     let out = Command::new(&argv[0])
         .args(&argv[1..])
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .output();
     match out {

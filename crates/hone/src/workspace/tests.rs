@@ -574,22 +574,30 @@ fn making_room_takes_only_large_new_files_and_the_scratch_directory() {
     assert_eq!(std::fs::metadata(&outside).unwrap().len(), 4 << 20);
 }
 
-/// git (and the ssh it starts) inherits none of hone's secrets, under whatever name: a value
-/// a run registered is withheld, and so is every `HONE_*` setting; the rest passes.
+/// git (and the ssh it starts) inherits none of hone's secrets, under whatever name: only
+/// what it needs passes, and not even that when it holds a value a run registered.
 #[test]
 fn git_inherits_no_secret_of_hones() {
     crate::util::withhold("sk-withheld-from-git-7f3a");
-    let vars = [
-        ("MY_LLM", "sk-withheld-from-git-7f3a"),
-        (
-            "DATABASE_URL",
-            "postgres://u:sk-withheld-from-git-7f3a@db/x",
-        ),
+    let passes = |k: &str, v: &str| super::git_needs(k.as_ref(), v.as_ref());
+    for (k, v) in [
+        ("MY_LLM", "sk-other"),
+        ("OPENAI_API_KEY", "sk-other"),
+        ("DATABASE_URL", "postgres://u:pw@db/x"),
         ("HONE_QUEUE_KEY", "anything"),
+        ("GITHUB_TOKEN", "ghp_x"),
+        ("GIT_ASKPASS", "/bin/echo sk-withheld-from-git-7f3a"),
+        ("HOME", "/home/sk-withheld-from-git-7f3a"),
+    ] {
+        assert!(!passes(k, v), "{k}");
+    }
+    for (k, v) in [
+        ("HOME", "/root"),
         ("SSH_AUTH_SOCK", "/run/ssh.sock"),
-        ("PATH", "/usr/bin"),
-        ("SHORT", "sk"),
-    ];
-    let removed = super::withheld_from_git(vars.iter().map(|(k, v)| ((*k).into(), (*v).into())));
-    assert_eq!(removed, ["MY_LLM", "DATABASE_URL", "HONE_QUEUE_KEY"]);
+        ("GIT_SSH_COMMAND", "ssh -i key"),
+        ("https_proxy", "http://proxy:3128"),
+        ("LC_CTYPE", "C.UTF-8"),
+    ] {
+        assert!(passes(k, v), "{k}");
+    }
 }

@@ -25,21 +25,8 @@ impl LlmClient {
                             .join("")
                     })
                     .unwrap_or_default();
-                // Prompt caching bills what it writes and reads beside `input_tokens`: counted
-                // as input, a write at 1.25 times (its price over the input's), so that the
-                // charge is never below the bill.
-                let cached = |key: &str| reported_tokens(v["usage"][key].as_u64()).unwrap_or(0);
-                let writes = cached("cache_creation_input_tokens");
-                let input = reported_tokens(v["usage"]["input_tokens"].as_u64()).map(|i| {
-                    i.saturating_add(cached("cache_read_input_tokens"))
-                        .saturating_add(writes.saturating_add(writes.div_ceil(4)))
-                });
-                (
-                    content,
-                    input,
-                    reported_tokens(v["usage"]["output_tokens"].as_u64()),
-                    v["stop_reason"] == "max_tokens",
-                )
+                let (input, output) = usage(self.kind, &v);
+                (content, input, output, v["stop_reason"] == "max_tokens")
             }
             _ => {
                 if !v["choices"].as_array().is_some_and(|c| !c.is_empty()) {
@@ -54,10 +41,11 @@ impl LlmClient {
                 {
                     return Err(format!("the model refused: {}", snippet(refusal)));
                 }
+                let (input, output) = usage(self.kind, &v);
                 (
                     message["content"].as_str().unwrap_or_default().to_string(),
-                    reported_tokens(v["usage"]["prompt_tokens"].as_u64()),
-                    reported_tokens(v["usage"]["completion_tokens"].as_u64()),
+                    input,
+                    output,
                     v["choices"][0]["finish_reason"] == "length",
                 )
             }
@@ -70,5 +58,38 @@ impl LlmClient {
             output_tokens: output.unwrap_or(0),
             failed_before: Vec::new(),
         })
+    }
+
+    /// The usage a server's answer `text` reports, as [`usage`] reads it, when it reports both
+    /// counts (an answer hone cannot use is charged that, not the worst case).
+    pub(super) fn reported_usage(&self, text: &str) -> Option<(u64, u64)> {
+        let v: Value = serde_json::from_str(text).ok()?;
+        match usage(self.kind, &v) {
+            (Some(i), Some(o)) => Some((i, o)),
+            _ => None,
+        }
+    }
+}
+
+/// The input and output tokens an answer `v` reports (each capped, see `reported_tokens`).
+/// Anthropic's prompt caching bills what it writes and reads beside `input_tokens`: counted
+/// as input, a write at 1.25 times (its price over the input's), so that the charge is never
+/// below the bill.
+fn usage(kind: AgentKind, v: &Value) -> (Option<u64>, Option<u64>) {
+    let u = &v["usage"];
+    match kind {
+        AgentKind::Anthropic => {
+            let cached = |key: &str| reported_tokens(u[key].as_u64()).unwrap_or(0);
+            let writes = cached("cache_creation_input_tokens");
+            let input = reported_tokens(u["input_tokens"].as_u64()).map(|i| {
+                i.saturating_add(cached("cache_read_input_tokens"))
+                    .saturating_add(writes.saturating_add(writes.div_ceil(4)))
+            });
+            (input, reported_tokens(u["output_tokens"].as_u64()))
+        }
+        _ => (
+            reported_tokens(u["prompt_tokens"].as_u64()),
+            reported_tokens(u["completion_tokens"].as_u64()),
+        ),
     }
 }
