@@ -262,3 +262,32 @@ fn a_crash_says_the_last_line_the_program_wrote() {
     let log = text(&r.hone(&["log"]));
     assert!(log.contains("ValueError: Invalid beta parameter"), "{log}");
 }
+
+/// An agent's description is its own words; the constants its change moved are said after
+/// them, in numbers (the report's "Top improvements" then shows the values it went through).
+#[test]
+fn an_agents_description_says_which_constants_it_moved() {
+    let r = Repo::builder()
+        .file("train.py", "LR = 0.05\nDEPTH = 4\nprint('score: 5')\n")
+        .script(
+            "replace\ttrain.py\tLR = 0.05\tLR = 0.1\nhypothesis\traise the learning rate\n---\nreplace\ttrain.py\tprint('score: 5')\tprint('score: 5')  # same\n",
+        )
+        .spec_with(|agent| {
+            Spec::standard("python3 train.py", agent)
+                .editable(&["train.py"])
+                .tail("[stop]\nmax_experiments = 3\n")
+        })
+        .create();
+    ok(r.hone(&["run"]));
+    let log = r.log();
+    assert_eq!(
+        log[1]["description"], "raise the learning rate [LR 0.05 -> 0.1]",
+        "{log:?}"
+    );
+    // A change that moves no constant keeps its words alone.
+    assert!(
+        !log[2]["description"].as_str().unwrap().contains('['),
+        "{}",
+        log[2]
+    );
+}

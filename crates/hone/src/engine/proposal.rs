@@ -261,3 +261,55 @@ impl Engine<'_> {
         (!waited).then(|| Stop::resumable("interrupted by the user (run `hone run` to resume)"))
     }
 }
+
+/// An agent's change says in words what it did: what it did to the constants is said after
+/// them, in numbers (`raise LR [LR 0.05 -> 0.1]`). A knob proposal's description (it has a
+/// configuration) is nothing else already.
+pub(super) fn add_literal_changes(
+    rec: &mut ExperimentRecord,
+    git: &crate::workspace::Git,
+    spec: &crate::spec::Spec,
+    parent: &str,
+    snap: &crate::workspace::Snapshot,
+) {
+    if rec.config.is_some() {
+        return;
+    }
+    if let Some(lits) = literal_changes(git, &spec.loop_.editable, parent, snap) {
+        rec.description = if rec.description.is_empty() {
+            lits
+        } else {
+            format!("{} [{lits}]", rec.description)
+        };
+    }
+}
+
+/// The knob literals a candidate moved in the editable files it modified (at most eight files
+/// of at most 1 MiB each are read), as [`crate::propose::knobs::literal_changes`] says them.
+fn literal_changes(
+    git: &crate::workspace::Git,
+    editable: &[String],
+    parent: &str,
+    snap: &crate::workspace::Snapshot,
+) -> Option<String> {
+    let texts: Vec<(String, String, String)> = snap
+        .changes
+        .iter()
+        .filter(|c| c.status == 'M' && crate::workspace::matches_any(editable, &c.path))
+        .take(8)
+        .filter_map(|c| {
+            let read = |commit: &str| {
+                git.file_at(commit, &c.path)
+                    .ok()
+                    .filter(|b| b.len() <= 1 << 20)
+                    .and_then(|b| String::from_utf8(b).ok())
+            };
+            Some((c.path.clone(), read(parent)?, read(&snap.commit)?))
+        })
+        .collect();
+    crate::propose::knobs::literal_changes(
+        texts
+            .iter()
+            .map(|(p, a, b)| (p.as_str(), a.as_str(), b.as_str())),
+    )
+}

@@ -161,6 +161,7 @@ impl Engine<'_> {
         rec.files_changed = snap.changes.len() as u64;
         rec.lines_added = snap.lines_added();
         rec.lines_deleted = snap.lines_deleted();
+        super::proposal::add_literal_changes(rec, git, &self.verifier.spec, parent, &snap);
         rec.candidate_commit = Some(snap.commit.clone());
         rec.tree = Some(snap.tree.clone());
         // With the progress events told so far (one commit, without its own sync: a power

@@ -431,5 +431,23 @@ pub fn describe(from: &Config, to: &Config) -> String {
     }
 }
 
+/// The knob literals (`NAME = value` constants, as [`discover`] finds them) a change moved,
+/// over `(path, before, after)` versions of the files it changed: `LR 0.05 -> 0.1, DEPTH 4 ->
+/// 6`, or `None` when it moved none (or no file could be read for knobs).
+pub fn literal_changes<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+) -> Option<String> {
+    let parts: Vec<String> = files
+        .into_iter()
+        .filter_map(|(path, before, after)| {
+            let was = config_of(&discover(path, before).ok()?);
+            let now = config_of(&discover(path, after).ok()?);
+            let said = describe(&was, &now);
+            (said != "no change").then_some(said)
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
 #[cfg(test)]
 mod tests;
