@@ -141,13 +141,30 @@ pub fn git_program() -> std::ffi::OsString {
     crate::util::program_on_path("git")
 }
 
+/// git's subcommands that talk to another repository, whose transports (ssh, https and their
+/// credential helpers) may need anything of the user's environment.
+const NETWORK: &[&str] = &["push", "fetch", "ls-remote", "clone", "pull"];
+
 fn git_command(cwd: &Path) -> Command {
+    git_command_for(cwd, false)
+}
+
+/// git for `cwd`: for a command that talks to another repository (`network`), hone's
+/// environment less hone's settings and every variable that holds a secret a run registered;
+/// for any other, only what git needs ([`git_needs`]). git and the ssh it starts are
+/// dumpable, so a process of the same user (an agent, a verifier beside it) could read a
+/// secret of hone's in their environment.
+fn git_command_for(cwd: &Path, network: bool) -> Command {
     let mut c = Command::new(git_program());
-    // Only what git and the ssh it starts for a push need of hone's environment: they are
-    // dumpable, so a process of the same user (an agent, a verifier beside it) could read any
-    // secret of hone's in theirs.
     c.env_clear();
-    for (name, value) in std::env::vars_os().filter(|(k, v)| git_needs(k, v)) {
+    for (name, value) in std::env::vars_os().filter(|(k, v)| {
+        if network {
+            !k.to_string_lossy().starts_with("HONE_")
+                && !crate::util::is_withheld(&v.to_string_lossy())
+        } else {
+            git_needs(k, v)
+        }
+    }) {
         c.env(name, value);
     }
     // And neither git's libraries nor whatever it starts in turn are looked up in the
@@ -190,12 +207,11 @@ fn git_command(cwd: &Path) -> Command {
     c
 }
 
-/// The variables of hone's environment git gets: its own (`GIT_*`, but those that would point
-/// it at another repository, see `ENV_REMOVE`), ssh's and the agent's socket, the user's
-/// identity and configuration directories, proxies and certificates, the locale and time
-/// zone; never one that holds a secret hone registered ([`crate::util::withhold`]), whatever
-/// its name. A credential helper that reads a token from the environment (`gh` and
-/// `GITHUB_TOKEN`) does not get it: keep it in the helper's own store.
+/// The variables of hone's environment a git command that stays in this repository gets: its
+/// own (`GIT_*`, but those that would point it at another repository, see `ENV_REMOVE`),
+/// ssh's, the user's identity and configuration directories, proxies and certificates, the
+/// locale and time zone; never one that holds a secret hone registered
+/// ([`crate::util::withhold`]), whatever its name.
 fn git_needs(name: &std::ffi::OsStr, value: &std::ffi::OsStr) -> bool {
     const NAMES: &[&str] = &[
         "HOME",
@@ -227,7 +243,8 @@ fn git_needs(name: &std::ffi::OsStr, value: &std::ffi::OsStr) -> bool {
 }
 
 pub(crate) fn run_git(cwd: &Path, args: &[&str]) -> Result<String, GitError> {
-    let out = git_command(cwd)
+    let network = args.first().is_some_and(|a| NETWORK.contains(a));
+    let out = git_command_for(cwd, network)
         .args(args)
         .output()
         .map_err(GitError::Spawn)?;
@@ -736,20 +753,6 @@ impl Git {
             .into_iter()
             .map(|(path, _, _)| path)
             .collect())
-    }
-
-    /// The content of a file in a commit.
-    pub fn file_at(&self, commit: &str, path: &str) -> Result<Vec<u8>, GitError> {
-        let what = format!("cat-file blob {commit}:{path}");
-        let repo = self.repo()?;
-        let blob = repo
-            .revparse_single(commit)
-            .and_then(|o| o.peel_to_tree())
-            .and_then(|t| t.get_path(Path::new(path)))
-            .and_then(|e| e.to_object(&repo))
-            .and_then(|o| o.peel_to_blob())
-            .map_err(|e| inproc::failed(&what, &e))?;
-        Ok(blob.content().to_vec())
     }
 }
 

@@ -137,6 +137,15 @@ fn hide_and_sweep() {
         .unwrap();
     assert!(premounted.success());
     std::fs::create_dir(dir.path().join("moved")).unwrap();
+    // A procfs with options of its own (this namespace's: the machine's is left alone), which
+    // one mounted back where /proc went must keep.
+    let hardened = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "umount -l /proc && { mount -t proc -o hidepid=invisible proc /proc || { mount -t proc proc /proc; exit 1; }; }",
+        ])
+        .status()
+        .is_ok_and(|s| s.success());
     assert!(hone::exec::become_subreaper());
     let cases = [
         (
@@ -193,4 +202,22 @@ fn hide_and_sweep() {
             &dir.path().join(pid),
         );
     }
+    if hardened {
+        let options = std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap()
+            .lines()
+            .filter(|l| l.split(' ').nth(4) == Some("/proc"))
+            .map(str::to_string)
+            .next_back()
+            .unwrap();
+        assert!(options.contains("hidepid=invisible"), "{options}");
+    }
+    // And the run is told.
+    let notes = hone::exec::unhide_notes();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("mounted a procfs on /proc again")),
+        "{notes:?}"
+    );
 }

@@ -34,7 +34,9 @@ pub fn run(here: &Here, a: LogArgs) -> CliResult {
     let (holdout, paid) = if a.json || a.tsv {
         (false, false)
     } else {
-        store.run_columns(run.id).runtime()?
+        let (holdout, cost) = store.run_columns(run.id).runtime()?;
+        // A free model's tokens are worth their column too.
+        (holdout, cost || store.tokens_spent(run.id).runtime()? > 0)
     };
     let format = output::LogFormat::new(a.json, a.tsv, holdout, paid);
     // The table says where crashes narrowed a knob's explored range, worked out from the

@@ -330,6 +330,57 @@ fn an_agents_escaped_process_dies_with_its_turn_with_workers_too() {
 }
 
 #[test]
+fn an_agents_process_hidden_behind_a_mount_over_proc_dies_with_its_turn_and_the_run_says_so() {
+    // As root, the agent leaves a process that mounts an empty directory over its own
+    // `/proc/<pid>`: no stat, no parent to find it by. The candidate's verifier scores 0 if it
+    // is still alive. hone (run in a mount namespace of its own, so that nothing reaches the
+    // machine's /proc) takes the mount away, kills it, and says so.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root can mount over /proc");
+        return;
+    }
+    let marks = Marks::new();
+    std::fs::create_dir(marks.path("empty")).unwrap();
+    let verify = marks.fill(
+        "if kill -0 $(cat {m}/hidden 2>/dev/null) 2>/dev/null; then echo score: 0; else echo score: 3; fi",
+    );
+    let r = Repo::stops_after(
+        2,
+        &verify,
+        &marks.fill(
+            "run\tsetsid sh -c 'mount --bind {m}/empty /proc/$$ && echo $$ > {m}/h.tmp && mv {m}/h.tmp {m}/hidden; exec sleep 300' > /dev/null 2>&1 &\n\
+             run\twhile [ ! -f {m}/hidden ]; do sleep 0.01; done\n\
+             write\tvalue.txt\tscore: 3\n",
+        ),
+    );
+    let out = Command::new("unshare")
+        .args(["-m", "--propagation", "private"])
+        .arg(HONE)
+        .args(["run", "--tag", "h"])
+        .current_dir(&r.dir)
+        .output()
+        .unwrap();
+    if text(&out).contains("unshare failed") {
+        eprintln!(
+            "skipped: no mount namespace of its own here: {}",
+            text(&out)
+        );
+        return;
+    }
+    let log = r.log();
+    assert_eq!(log.len(), 2, "{}", text(&out));
+    assert_eq!(
+        log[1]["objective"],
+        3.0,
+        "the hidden process outlived the agent's turn: {}\n{}",
+        log[1],
+        text(&out)
+    );
+    assert_says(&out, "took away a mount at /proc/");
+}
+
+#[test]
 fn descriptors_hone_inherited_reach_neither_the_agent_nor_the_verifier() {
     // hone started as `flock <repo> hone run` is: with descriptor 7 open on the repository.
     // Through /proc/self/fd/7 a candidate would reach `.hone/` and `.git/` past any sandbox.

@@ -263,7 +263,7 @@ fn a_crash_says_the_last_line_the_program_wrote() {
     assert!(log.contains("ValueError: Invalid beta parameter"), "{log}");
 }
 
-/// An agent's description is its own words; the constants its change moved are said after
+/// An agent's description is its own words; the constants its change moved are said before
 /// them, in numbers (the report's "Top improvements" then shows the values it went through).
 #[test]
 fn an_agents_description_says_which_constants_it_moved() {
@@ -281,7 +281,7 @@ fn an_agents_description_says_which_constants_it_moved() {
     ok(r.hone(&["run"]));
     let log = r.log();
     assert_eq!(
-        log[1]["description"], "raise the learning rate [LR 0.05 -> 0.1]",
+        log[1]["description"], "[LR 0.05 -> 0.1] raise the learning rate",
         "{log:?}"
     );
     // A change that moves no constant keeps its words alone.
@@ -289,5 +289,15 @@ fn an_agents_description_says_which_constants_it_moved() {
         !log[2]["description"].as_str().unwrap().contains('['),
         "{}",
         log[2]
+    );
+    // Many moved at once: the first five, then how many more.
+    let lits = hone::propose::knobs::literal_changes([(
+        "t.py",
+        "A = 1\nB = 1\nC = 1\nD = 1\nE = 1\nF = 1\nG = 1\n",
+        "A = 2\nB = 2\nC = 2\nD = 2\nE = 2\nF = 2\nG = 2\n",
+    )]);
+    assert_eq!(
+        lits.as_deref(),
+        Some("A 1 -> 2, B 1 -> 2, C 1 -> 2, D 1 -> 2, E 1 -> 2, 2 more")
     );
 }

@@ -266,6 +266,14 @@ impl<'a> Engine<'a> {
         self.verifying().1.emit(event);
     }
 
+    /// Says what the sweep of leftover processes had to undo to find them (a mount that hid
+    /// one, `/proc` mounted back), each a warning: an agent's or a verifier's doing.
+    pub(super) fn say_sweep_notes(&mut self) {
+        for message in crate::exec::unhide_notes() {
+            self.emit(Event::Warning { message });
+        }
+    }
+
     /// Writes the progress events told but not yet written (see [`Engine::emit`]), in order.
     fn log_unlogged(&mut self) {
         for event in std::mem::take(&mut self.unlogged) {
@@ -294,6 +302,7 @@ impl<'a> Engine<'a> {
     /// outcome recorded meanwhile (a rejection, always the last thing `prepare` does) waits in
     /// [`Engine::deferred`] until the history is back.
     fn experiment(&mut self) -> Result<Option<Stop>, EngineError> {
+        self.say_sweep_notes();
         let wt = self.worktree.clone();
         let exps = std::mem::take(&mut self.history);
         self.lent = true;

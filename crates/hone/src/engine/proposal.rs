@@ -262,8 +262,8 @@ impl Engine<'_> {
     }
 }
 
-/// An agent's change says in words what it did: what it did to the constants is said after
-/// them, in numbers (`raise LR [LR 0.05 -> 0.1]`). A knob proposal's description (it has a
+/// An agent's change says in words what it did: what it did to the constants is said before
+/// them, in numbers (`[LR 0.05 -> 0.1] raise LR`). A knob proposal's description (it has a
 /// configuration) is nothing else already.
 pub(super) fn add_literal_changes(
     rec: &mut ExperimentRecord,
@@ -276,32 +276,38 @@ pub(super) fn add_literal_changes(
         return;
     }
     if let Some(lits) = literal_changes(git, &spec.loop_.editable, parent, snap) {
+        // First, so that a prompt that cuts a long hypothesis short keeps the numbers.
         rec.description = if rec.description.is_empty() {
             lits
         } else {
-            format!("{} [{lits}]", rec.description)
+            format!("[{lits}] {}", rec.description)
         };
     }
 }
 
-/// The knob literals a candidate moved in the editable files it modified (at most eight files
-/// of at most 1 MiB each are read), as [`crate::propose::knobs::literal_changes`] says them.
+/// The knob literals a candidate moved in the editable files it modified, as
+/// [`crate::propose::knobs::literal_changes`] says them: at most eight files are read, each of
+/// at most 256 KiB, whose change added at most 50 lines (a change of constants is a few
+/// lines; this bounds the time, and the names a hostile agent could make hone learn).
 fn literal_changes(
     git: &crate::workspace::Git,
     editable: &[String],
     parent: &str,
     snap: &crate::workspace::Snapshot,
 ) -> Option<String> {
+    const MAX_BYTES: usize = 256 << 10;
     let texts: Vec<(String, String, String)> = snap
         .changes
         .iter()
-        .filter(|c| c.status == 'M' && crate::workspace::matches_any(editable, &c.path))
+        .filter(|c| {
+            c.status == 'M' && c.added <= 50 && crate::workspace::matches_any(editable, &c.path)
+        })
         .take(8)
         .filter_map(|c| {
             let read = |commit: &str| {
-                git.file_at(commit, &c.path)
+                git.file_at_most(commit, &c.path, MAX_BYTES)
                     .ok()
-                    .filter(|b| b.len() <= 1 << 20)
+                    .flatten()
                     .and_then(|b| String::from_utf8(b).ok())
             };
             Some((c.path.clone(), read(parent)?, read(&snap.commit)?))

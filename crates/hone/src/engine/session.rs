@@ -338,7 +338,9 @@ impl<'a> Engine<'a> {
     /// (a proposer's, the gate's) ends it without that end; what it would have written and
     /// is not yet still is (see [`Engine::save_before_error`]).
     pub(super) fn run_loop(&mut self) -> Result<Summary, EngineError> {
-        match self.loop_until_stop() {
+        let stopped = self.loop_until_stop();
+        self.say_sweep_notes();
+        match stopped {
             Ok(stop) => self.end_session(stop),
             Err(e) => {
                 self.save_before_error();

@@ -90,7 +90,7 @@ use limits::{apply_limits, die_with};
 pub(crate) use lines::each_line;
 pub use lines::MAX_LINE_BYTES;
 pub use orphans::{become_subreaper, kill_leftovers, kill_orphans, reap_adopted, set_concurrent};
-pub use unhide::unhide_processes;
+pub use unhide::{take_notes as unhide_notes, unhide_processes};
 
 use lines::LineSplitter;
 use log::CappedLog;

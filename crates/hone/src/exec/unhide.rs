@@ -20,9 +20,32 @@ struct Table {
     file: Mutex<std::fs::File>,
     proc_at_start: HashSet<u64>,
     proc_was_ours: bool,
+    /// The options of the procfs on `/proc` then (`hidepid=...`), to mount it back with.
+    proc_options: String,
 }
 
 static MOUNTS: OnceLock<Option<Table>> = OnceLock::new();
+
+/// What the sweep took away or put back since it was last asked ([`take_notes`]).
+static NOTES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn note(what: String) {
+    NOTES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(what);
+}
+
+/// What [`unhide_processes`] took away or mounted back, and what hone found of `/proc` when
+/// it started, since the last call: for the run to say (each is an agent's or a verifier's
+/// doing, or a machine hone cannot watch).
+pub fn take_notes() -> Vec<String> {
+    std::mem::take(
+        &mut *NOTES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
+}
 
 /// Opens hone's table of mounts and notes what is mounted on `/proc`, once; call it before
 /// anything untrusted runs (hone does, when it becomes the reaper of its descendants).
@@ -31,13 +54,26 @@ pub(super) fn remember_mounts() {
         let mut file = std::fs::File::open("/proc/self/mountinfo").ok()?;
         let mut text = String::new();
         file.read_to_string(&mut text).ok()?;
+        let proc_was_ours = proc_is_ours();
+        if !proc_was_ours {
+            note("/proc is not this process's own procfs (another PID namespace's, or none): hone cannot find what a stage leaves running through it; if an earlier run's agent mounted it, remount /proc".into());
+        }
+        // The procfs on top at /proc: the last line with that mount point.
+        let proc_options = text
+            .lines()
+            .rfind(|l| l.split(' ').nth(4) == Some("/proc"))
+            .and_then(|l| l.split(" - ").nth(1))
+            .and_then(|rest| rest.split(' ').nth(2))
+            .unwrap_or("")
+            .to_string();
         Some(Table {
             file: Mutex::new(file),
             proc_at_start: mounts(&text)
                 .filter(|(_, point)| *point == "/proc")
                 .map(|(id, _)| id)
                 .collect(),
-            proc_was_ours: proc_is_ours(),
+            proc_was_ours,
+            proc_options,
         })
     });
 }
@@ -131,24 +167,37 @@ pub fn unhide_processes() -> usize {
         new.dedup();
         let before = taken;
         for p in new {
-            taken += usize::from(umount(p));
+            if umount(p) {
+                taken += 1;
+                note(format!(
+                    "took away a mount at {p} (it hid processes from hone's sweep)"
+                ));
+            }
         }
         if taken == before {
             break;
         }
     }
-    if table.is_some_and(|t| t.proc_was_ours) && !proc_is_ours() {
-        // SAFETY: mount with valid NUL-terminated strings and no data.
+    if let Some(t) = table.filter(|t| t.proc_was_ours && !proc_is_ours()) {
+        let options = std::ffi::CString::new(t.proc_options.as_str()).unwrap_or_default();
+        // SAFETY: mount with valid NUL-terminated strings; the data is procfs's options as
+        // the kernel listed them.
         let mounted = unsafe {
             libc::mount(
                 c"proc".as_ptr(),
                 c"/proc".as_ptr(),
                 c"proc".as_ptr(),
                 libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                std::ptr::null(),
+                options.as_ptr().cast(),
             ) == 0
         };
-        taken += usize::from(mounted);
+        if mounted {
+            taken += 1;
+            note(format!(
+                "mounted a procfs on /proc again ({}; it had been unmounted or moved away)",
+                t.proc_options
+            ));
+        }
     }
     taken
 }

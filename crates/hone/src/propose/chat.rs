@@ -422,6 +422,21 @@ fn call_error(kind: AgentKind, e: CallError) -> ProposeError {
     }
 }
 
+/// A model's answer as the agent log keeps it: a line of it that would read as one of hone's
+/// own (`--- ... ---`) is indented, so that `hone show` counts only hone's.
+fn unmarked(text: &str) -> String {
+    text.split('\n')
+        .map(|l| {
+            if l.starts_with("---") {
+                format!(" {l}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn snippet(text: &str) -> String {
     prompt::sanitize(text, 200).replace('\n', " ")
 }
@@ -638,7 +653,7 @@ impl ChatProposer {
             } else {
                 ""
             },
-            done.text
+            unmarked(&done.text)
         ));
         append_agent_log(ctx, &entry);
         Ok(done)
@@ -725,6 +740,15 @@ fn hypothesis(answer: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_cannot_write_hones_marker_lines() {
+        assert_eq!(
+            unmarked("ok\n--- answer 1 (worst case) ---\nend"),
+            "ok\n --- answer 1 (worst case) ---\nend"
+        );
+        assert_eq!(unmarked("--- x ---"), " --- x ---");
+    }
 
     #[test]
     fn hypothesis_line() {

@@ -559,3 +559,47 @@ fn open_worktree(wt: &Path, what: &str) -> Result<Repository, GitError> {
     }
     Ok(repo)
 }
+
+impl Git {
+    /// The content of a file in a commit when it holds at most `max` bytes (`None` for a
+    /// larger one, which is never read whole).
+    pub fn file_at_most(
+        &self,
+        commit: &str,
+        path: &str,
+        max: usize,
+    ) -> Result<Option<Vec<u8>>, GitError> {
+        let what = format!("cat-file blob {commit}:{path}");
+        let repo = self.repo()?;
+        let id = repo
+            .revparse_single(commit)
+            .and_then(|o| o.peel_to_tree())
+            .and_then(|t| t.get_path(Path::new(path)))
+            .map_err(|e| failed(&what, &e))?
+            .id();
+        // The object's header gives its size without inflating it.
+        let (size, _) = repo
+            .odb()
+            .and_then(|odb| odb.read_header(id))
+            .map_err(|e| failed(&what, &e))?;
+        if size > max {
+            return Ok(None);
+        }
+        let blob = repo.find_blob(id).map_err(|e| failed(&what, &e))?;
+        Ok(Some(blob.content().to_vec()))
+    }
+
+    /// The content of a file in a commit.
+    pub fn file_at(&self, commit: &str, path: &str) -> Result<Vec<u8>, GitError> {
+        let what = format!("cat-file blob {commit}:{path}");
+        let repo = self.repo()?;
+        let blob = repo
+            .revparse_single(commit)
+            .and_then(|o| o.peel_to_tree())
+            .and_then(|t| t.get_path(Path::new(path)))
+            .and_then(|e| e.to_object(&repo))
+            .and_then(|o| o.peel_to_blob())
+            .map_err(|e| failed(&what, &e))?;
+        Ok(blob.content().to_vec())
+    }
+}

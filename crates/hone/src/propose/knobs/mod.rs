@@ -433,19 +433,36 @@ pub fn describe(from: &Config, to: &Config) -> String {
 
 /// The knob literals (`NAME = value` constants, as [`discover`] finds them) a change moved,
 /// over `(path, before, after)` versions of the files it changed: `LR 0.05 -> 0.1, DEPTH 4 ->
-/// 6`, or `None` when it moved none (or no file could be read for knobs).
+/// 6` (the first five, then how many more), or `None` when it moved none (or no file could be
+/// read for knobs).
 pub fn literal_changes<'a>(
     files: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
 ) -> Option<String> {
-    let parts: Vec<String> = files
-        .into_iter()
-        .filter_map(|(path, before, after)| {
-            let was = config_of(&discover(path, before).ok()?);
-            let now = config_of(&discover(path, after).ok()?);
-            let said = describe(&was, &now);
-            (said != "no change").then_some(said)
-        })
-        .collect();
+    const SHOWN: usize = 5;
+    let mut parts: Vec<String> = Vec::new();
+    let mut more = 0usize;
+    for (path, before, after) in files {
+        let (Ok(was), Ok(now)) = (discover(path, before), discover(path, after)) else {
+            continue;
+        };
+        let (was, now) = (config_of(&was), config_of(&now));
+        for (name, value) in now.iter() {
+            let Some(old) = was.get(name).filter(|old| *old != value) else {
+                continue;
+            };
+            if parts.len() < SHOWN {
+                parts.push(crate::util::cut_at_word(
+                    &format!("{name} {old} -> {value}"),
+                    60,
+                ));
+            } else {
+                more += 1;
+            }
+        }
+    }
+    if more > 0 {
+        parts.push(format!("{more} more"));
+    }
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
