@@ -591,15 +591,8 @@ impl Git {
 
     /// The content of a file in a commit.
     pub fn file_at(&self, commit: &str, path: &str) -> Result<Vec<u8>, GitError> {
-        let what = format!("cat-file blob {commit}:{path}");
-        let repo = self.repo()?;
-        let blob = repo
-            .revparse_single(commit)
-            .and_then(|o| o.peel_to_tree())
-            .and_then(|t| t.get_path(Path::new(path)))
-            .and_then(|e| e.to_object(&repo))
-            .and_then(|o| o.peel_to_blob())
-            .map_err(|e| failed(&what, &e))?;
-        Ok(blob.content().to_vec())
+        Ok(self
+            .file_at_most(commit, path, usize::MAX)?
+            .unwrap_or_default())
     }
 }
