@@ -148,10 +148,7 @@ pub fn build_branch(
                 run.tag, k.n
             );
             let tree = tree_of(git, k)?;
-            let commit = git
-                .run(&["commit-tree", &tree, "-p", &parent, "-m", &message])?
-                .trim()
-                .to_string();
+            let commit = git.commit_with_message(&tree, &parent, &message)?;
             commits.push(FinalCommit {
                 experiments: vec![k.n],
                 commit: commit.clone(),
@@ -198,10 +195,7 @@ fn squash_commit(
         run.tag
     );
     let tree = tree_of(git, last)?;
-    let commit = git
-        .run(&["commit-tree", &tree, "-p", &run.base_commit, "-m", &message])?
-        .trim()
-        .to_string();
+    let commit = git.commit_with_message(&tree, &run.base_commit, &message)?;
     Ok(FinalCommit {
         experiments: keeps.iter().map(|k| k.n).collect(),
         commit,

@@ -328,6 +328,17 @@ impl Git {
         run_git(&self.root, args)
     }
 
+    /// A commit by hone of `tree` on `parent` with `message` (written in process: a message of
+    /// any length, which an argument to git could not hold); its id.
+    pub fn commit_with_message(
+        &self,
+        tree: &str,
+        parent: &str,
+        message: &str,
+    ) -> Result<String, GitError> {
+        self.commit_tree(&self.repo()?, tree, parent, message)
+    }
+
     /// Runs git in another directory of this repository (a worktree).
     pub fn run_in(&self, dir: &Path, args: &[&str]) -> Result<String, GitError> {
         run_git(dir, args)

@@ -601,3 +601,16 @@ fn git_inherits_no_secret_of_hones() {
         assert!(passes(k, v), "{k}");
     }
 }
+
+/// A commit message longer than any argument may be (Linux refuses one over 128 KiB) is
+/// written whole: a description as long as an agent makes it cannot stop `hone finalize`.
+#[test]
+fn a_commit_message_of_any_length_is_written() {
+    let (dir, git) = committed("echo a > a.txt");
+    let head = git.head().unwrap();
+    let tree = git.tree_of(&head).unwrap();
+    let message = format!("long\n\n{}", "x".repeat(300_000));
+    let commit = git.commit_with_message(&tree, &head, &message).unwrap();
+    let body = sh(dir.path(), &format!("git log -1 --format=%B {commit}"));
+    assert_eq!(body.trim_end().len(), message.len());
+}

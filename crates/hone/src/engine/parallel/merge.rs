@@ -107,10 +107,7 @@ impl Engine<'_> {
             self.run.tag
         );
         let git = &self.verifier.git;
-        let commit = git
-            .run(&["commit-tree", &tree, "-p", onto, "-m", &message])?
-            .trim()
-            .to_string();
+        let commit = git.commit_with_message(&tree, onto, &message)?;
         // Its archive ref at once (an unreferenced commit is what `git gc --prune=now`
         // deletes), from the commit it held; recovery takes the ref's commit when the row
         // still names the old one (the same tree).

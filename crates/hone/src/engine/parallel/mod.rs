@@ -731,9 +731,7 @@ impl Engine<'_> {
         let commit = self
             .verifier
             .git
-            .run(&["commit-tree", tree, "-p", &onto, "-m", &message])?
-            .trim()
-            .to_string();
+            .commit_with_message(tree, &onto, &message)?;
         // Its ref at once: an unreferenced commit is what `git gc --prune=now` deletes.
         self.verifier
             .git
