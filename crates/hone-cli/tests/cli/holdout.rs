@@ -165,6 +165,22 @@ fn a_failing_holdout_on_the_baseline_stops_a_gated_run() {
     );
 }
 
+/// Without the gate, a holdout that gives no value is said all the same (a blank in the log
+/// would go unnoticed all night).
+#[test]
+fn a_failing_holdout_is_said_without_the_gate() {
+    let r = Repo::scored(3, &scores(&[4]));
+    edit_spec(&r.dir, |t| {
+        format!("{t}\n[verify.holdout]\ncommand = \"exit 3\"\n")
+    });
+    let out = ok(r.hone(&["run"]));
+    assert_says(
+        &out,
+        "experiment 0: the holdout gave no value (see .hone/runs/",
+    );
+    assert_says(&out, "experiment 1: the holdout gave no value");
+}
+
 /// The holdout and the champion's re-test run the candidate's code again: a move of hone's
 /// refs made there is caught as in the verifier's run and put back (before, the next
 /// experiment's listing took it as the state to keep).

@@ -157,6 +157,15 @@ impl Engine<'_> {
         if status == Status::Keep && self.verifier.sealed_changed(wt).is_some() {
             rec.holdout = None;
         }
+        if rec.holdout.is_none() {
+            // Said, gate or no gate: a holdout that stopped working is no silent blank.
+            self.emit(Event::Warning {
+                message: format!(
+                    "experiment {}: the holdout gave no value (see .hone/runs/{}/holdout/{}.log)",
+                    rec.n, self.run.tag, rec.n
+                ),
+            });
+        }
         if status != Status::Keep || !self.verifier.spec.verify.holdout_gate {
             return Ok((status, reason));
         }
