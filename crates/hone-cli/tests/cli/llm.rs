@@ -289,6 +289,11 @@ fn the_budget_holds_before_a_call_is_sent() {
     // The best is the last of a chain of keeps, and the summary says what to do with them.
     assert_says(&out, "best change (#3, the last of 3 kept)");
     assert_says(&out, "next: `hone finalize --run");
+    assert!(
+        !text(&out).contains("has no price hone knows"),
+        "{}",
+        text(&out)
+    );
     let show = text(&r.hone(&["show", "1"]));
     assert!(show.contains("spent: $0.2000, 2000 tokens"), "{show}");
     // The report and the log say what was spent, in money and in tokens.
@@ -822,4 +827,31 @@ fn show_says_when_a_spend_is_an_estimate_and_prints_an_answer_hone_could_not_use
     // A keep's `show` has its diff, not the agent's log.
     let show = text(&r.hone(&["show", "0"]));
     assert!(!show.contains("agent's log tail"), "{show}");
+}
+
+#[test]
+fn a_web_server_where_the_model_should_be_stops_the_run_at_its_first_answer() {
+    // A plain web server on the port: its list of models is a 404 (no verdict), and it answers
+    // a chat request 501. No wait changes that: the run stops at once, naming base_url.
+    let server = LlmServer::start(
+        vec![Reply::Status(
+            501,
+            Vec::new(),
+            "<html>Unsupported method</html>".into(),
+        )],
+        false,
+    );
+    let r = llm_repo("openai", &server, "", "max_experiments = 4");
+    let out = hone_with_key(&r, &["run"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert_says(
+        &out,
+        "answered 501 (it does not take a chat request): is base_url the model's server?",
+    );
+    assert_eq!(server.requests().len(), 1, "asked once, not retried");
+    // Its model has no price hone knows, and none was given: said, since its spend reads $0.
+    assert_says(
+        &out,
+        "[agent] model = \"test-model\" has no price hone knows",
+    );
 }

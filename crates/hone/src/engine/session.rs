@@ -119,6 +119,15 @@ fn check_models(spec: &Spec, on_event: &mut dyn FnMut(&Event)) -> Result<(), Eng
         .map(|k| ("[review]", k, spec.review.llm.as_ref()));
     for (section, kind, llm) in agent.into_iter().chain(review) {
         let Some(llm) = llm else { continue };
+        // With max_cost_usd an unknown price is a spec error; without, the spend reads $0.
+        if llm.prices().is_none() {
+            on_event(&Event::Warning {
+                message: format!(
+                    "{section} model = \"{}\" has no price hone knows: its calls count as $0 (tokens are still counted); set price_in_per_mtok and price_out_per_mtok ($ per million tokens) to see what the run costs",
+                    llm.model
+                ),
+            });
+        }
         match LlmClient::new(kind, llm.clone()).check_model() {
             ModelCheck::Fine => {}
             ModelCheck::Unlisted(listed) => on_event(&Event::Warning {

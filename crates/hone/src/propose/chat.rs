@@ -372,12 +372,18 @@ impl LlmClient {
                 "{url} answered 404: check base_url and model = \"{}\"",
                 self.llm.model
             )))),
+            // Not a model's server at all (a web server on the port): no wait will change it.
+            405 | 501 => Attempt::Over(Err(CallError::Fatal(format!(
+                "{url} answered {status} (it does not take a chat request): is base_url the model's server? {}",
+                snippet(text)
+            )))),
             429 | 500..=599 => {
                 Attempt::Retry(format!("HTTP {status}: {}", snippet(text)), retry_after)
             }
+            // Kept long enough for the server's own words (an error's code and advice).
             _ => Attempt::Over(Err(CallError::Failed(format!(
                 "HTTP {status}: {}",
-                snippet(text)
+                prompt::sanitize(text, 1000).replace('\n', " ")
             )))),
         }
     }
@@ -639,15 +645,16 @@ impl ChatProposer {
             .enumerate()
             .map(|(k, why)| format!("--- answer {answer}, attempt {} failed: {why} ---\n", k + 1))
             .collect();
+        let usage = if done.usage_reported {
+            format!(
+                "{} tokens in, {} out",
+                done.input_tokens, done.output_tokens
+            )
+        } else {
+            "usage not reported: charged at the call's worst case".to_string()
+        };
         entry.push_str(&format!(
-            "--- answer {answer} ({} tokens in, {} out{}{}) ---\n{}\n",
-            done.input_tokens,
-            done.output_tokens,
-            if done.usage_reported {
-                ""
-            } else {
-                "; the server reported no usage: charged at the call's worst case"
-            },
+            "--- answer {answer} ({usage}{}) ---\n{}\n",
             if done.cut_off {
                 ", cut off at max_tokens"
             } else {
