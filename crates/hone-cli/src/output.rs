@@ -361,6 +361,14 @@ pub fn status(
     let state = match run.state {
         RunState::Running if live => "running",
         RunState::Running => "interrupted without a clean stop (resume with `hone run`)",
+        // Resumable, but resuming alone would fail the same way.
+        RunState::Interrupted
+            if s.stop_reason
+                .as_deref()
+                .is_some_and(|r| r.contains("failed experiments in a row")) =>
+        {
+            "stopped on failures (fix their cause, then resume with `hone run`)"
+        }
         RunState::Interrupted => "interrupted (resume with `hone run`)",
         RunState::Stopped => "stopped",
     };

@@ -130,6 +130,12 @@ fn consecutive_failures_stop_the_run() {
         &out,
         &format!("(max_consecutive_failures), each one: {reason}"),
     );
+    // Resuming alone would fail the same way: status says what to do first.
+    let status = text(&r.hone(&["status"]));
+    assert!(
+        status.contains("stopped on failures (fix their cause, then resume with `hone run`)"),
+        "{status}"
+    );
 }
 
 /// `hone run` (which must succeed and say `says`) in a repository that stops after 10
