@@ -164,6 +164,32 @@ impl StoredSpec {
 /// Whether run `run_id` has an experiment the knobs search counts as infeasible (a crash, a
 /// timeout, a violation), found by index: `hone log` and `hone show` work out where crashes
 /// narrowed a knob's range (from every configuration up to the experiment) only then.
+/// What an agent run's best changed against its baseline, in numbers (its records hold no
+/// configuration for the summary to compare): the constants its commits moved in the editable
+/// files, when the summary has no such line and the checkout has the commits.
+pub(crate) fn best_vs_baseline_of_commits(
+    here: &Here,
+    store: &hone::store::Store,
+    run: &hone::store::RunRecord,
+    summary: &hone::report::Summary,
+) -> Option<String> {
+    if summary.best_vs_baseline.is_some() {
+        return None;
+    }
+    let best = store.experiment(run.id, summary.best_experiment?).ok()??;
+    let to = best.candidate_commit?;
+    if to == run.base_commit {
+        return None;
+    }
+    let spec: serde_json::Value = serde_json::from_str(&run.spec_json).ok()?;
+    let editable: Vec<String> = spec["loop"]["editable"]
+        .as_array()?
+        .iter()
+        .filter_map(|g| g.as_str().map(str::to_string))
+        .collect();
+    hone::engine::literal_changes_between(here.git().ok()?, &editable, (&run.base_commit, &to))
+}
+
 pub(crate) fn has_infeasible(store: &hone::store::Store, run_id: i64) -> CliResult<bool> {
     for status in hone::propose::optimizer::INFEASIBLE {
         if store.first_with_status(run_id, status).runtime()?.is_some() {

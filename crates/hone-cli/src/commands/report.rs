@@ -29,11 +29,17 @@ pub fn run(here: &Here, a: ReportArgs) -> CliResult {
     let (store, run) = here.open_run(a.run.as_deref())?;
     // Read by bounded queries: the plot's experiments as the store picks them, the newest
     // experiments for the table (every one with --all).
-    let report = hone::report::stored::report(
+    let agent_best = hone::report::summarize_stored(&store, &run)
+        .ok()
+        .and_then(|s| super::best_vs_baseline_of_commits(here, &store, &run, &s));
+    let report = hone::report::stored::report_with(
         &store,
         &run,
-        StoredSpec::of(&run).probation,
-        (!a.all).then_some(hone::report::stored::LISTED),
+        (
+            StoredSpec::of(&run).probation,
+            (!a.all).then_some(hone::report::stored::LISTED),
+        ),
+        agent_best,
     )
     .runtime()?;
     let git = here.git()?;

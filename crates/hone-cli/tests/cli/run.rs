@@ -274,9 +274,12 @@ fn a_crash_says_the_last_line_the_program_wrote() {
 #[test]
 fn an_agents_description_says_which_constants_it_moved() {
     let r = Repo::builder()
-        .file("train.py", "LR = 0.05\nDEPTH = 4\nprint('score: 5')\n")
+        .file(
+            "train.py",
+            "LR = 0.05\nDEPTH = 4\nprint('score: %s' % (5 - LR * 10))\n",
+        )
         .script(
-            "replace\ttrain.py\tLR = 0.05\tLR = 0.1\nhypothesis\traise the learning rate\n---\nreplace\ttrain.py\tprint('score: 5')\tprint('score: 5')  # same\n",
+            "replace\ttrain.py\tLR = 0.05\tLR = 0.1\nhypothesis\traise the learning rate\n---\nreplace\ttrain.py\t* 10))\t* 10))  # same\n",
         )
         .spec_with(|agent| {
             Spec::standard("python3 train.py", agent)
@@ -290,6 +293,18 @@ fn an_agents_description_says_which_constants_it_moved() {
         log[1]["description"], "[LR 0.05 -> 0.1] raise the learning rate",
         "{log:?}"
     );
+    assert_eq!(log[1]["status"], "keep", "{log:?}");
+    // The morning after: the best against the baseline, in numbers, in status and report.
+    let status = text(&r.hone(&["status"]));
+    assert!(
+        status.contains("best vs baseline: LR 0.05 -> 0.1"),
+        "{status}"
+    );
+    ok(r.hone(&["report"]));
+    let tag = only_run_dir(&r).file_name().unwrap().to_owned();
+    let md =
+        std::fs::read_to_string(r.dir.join(".hone/reports").join(tag).join("report.md")).unwrap();
+    assert!(md.contains("best vs baseline"), "{md}");
     // A change that moves no constant keeps its words alone.
     assert!(
         !log[2]["description"].as_str().unwrap().contains('['),

@@ -319,3 +319,35 @@ fn literal_changes(
             .map(|(p, a, b)| (p.as_str(), a.as_str(), b.as_str())),
     )
 }
+
+/// The knob literals the commits from `from` to `to` moved in the files `editable` names (at
+/// most eight files of at most 64 KiB each are read), as
+/// [`crate::propose::knobs::literal_changes`] says them: an agent run's best against its
+/// baseline, where its records hold no configuration to compare.
+pub fn literal_changes_between(
+    git: &crate::workspace::Git,
+    editable: &[String],
+    (from, to): (&str, &str),
+) -> Option<String> {
+    const MAX_BYTES: usize = 64 << 10;
+    let names = git.run(&["diff", "--name-only", "-z", from, to]).ok()?;
+    let texts: Vec<(String, String, String)> = names
+        .split('\0')
+        .filter(|p| !p.is_empty() && crate::workspace::matches_any(editable, p))
+        .take(8)
+        .filter_map(|p| {
+            let read = |commit: &str| {
+                git.file_at_most(commit, p, MAX_BYTES)
+                    .ok()
+                    .flatten()
+                    .and_then(|b| String::from_utf8(b).ok())
+            };
+            Some((p.to_string(), read(from)?, read(to)?))
+        })
+        .collect();
+    crate::propose::knobs::literal_changes(
+        texts
+            .iter()
+            .map(|(p, a, b)| (p.as_str(), a.as_str(), b.as_str())),
+    )
+}

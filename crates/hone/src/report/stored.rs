@@ -86,9 +86,23 @@ pub fn report(
     probation: u64,
     listed: Option<u64>,
 ) -> Result<Report, StoreError> {
+    report_with(store, run, (probation, listed), None)
+}
+
+/// [`report`], with what the best changed against the baseline where the records cannot say
+/// it (an agent run's, worked out from its commits: see
+/// `engine::literal_changes_between`).
+pub fn report_with(
+    store: &Store,
+    run: &RunRecord,
+    (probation, listed): (u64, Option<u64>),
+    best_vs_baseline: Option<String>,
+) -> Result<Report, StoreError> {
+    let stored = summarize_stored(store, run)?;
     let summary = super::Summary {
         tokens: Some(store.tokens_spent(run.id)?),
-        ..summarize_stored(store, run)?
+        best_vs_baseline: stored.best_vs_baseline.clone().or(best_vs_baseline),
+        ..stored
     };
     // The holdouts, the table's rows and the mechanisms' calls read while the plot is drawn.
     let (drawn, (), (holdout, rows, calls)) = drawing_beside(
