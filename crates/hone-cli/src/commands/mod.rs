@@ -166,17 +166,17 @@ impl StoredSpec {
 /// narrowed a knob's range (from every configuration up to the experiment) only then.
 /// What an agent run's best changed against its baseline, in numbers (its records hold no
 /// configuration for the summary to compare): the constants its commits moved in the editable
-/// files, when the summary has no such line and the checkout has the commits.
+/// files, when the checkout has the commits. `None` for a knob run (its best's configuration
+/// says it) and a run whose best is its baseline.
 pub(crate) fn best_vs_baseline_of_commits(
     here: &Here,
     store: &hone::store::Store,
     run: &hone::store::RunRecord,
-    summary: &hone::report::Summary,
 ) -> Option<String> {
-    if summary.best_vs_baseline.is_some() {
+    let best = store.best_of_run(run.id).ok()??;
+    if best.config.is_some() {
         return None;
     }
-    let best = store.experiment(run.id, summary.best_experiment?).ok()??;
     let to = best.candidate_commit?;
     if to == run.base_commit {
         return None;

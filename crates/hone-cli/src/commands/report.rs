@@ -29,9 +29,7 @@ pub fn run(here: &Here, a: ReportArgs) -> CliResult {
     let (store, run) = here.open_run(a.run.as_deref())?;
     // Read by bounded queries: the plot's experiments as the store picks them, the newest
     // experiments for the table (every one with --all).
-    let agent_best = hone::report::summarize_stored(&store, &run)
-        .ok()
-        .and_then(|s| super::best_vs_baseline_of_commits(here, &store, &run, &s));
+    let agent_best = super::best_vs_baseline_of_commits(here, &store, &run);
     let report = hone::report::stored::report_with(
         &store,
         &run,

@@ -24,8 +24,8 @@ pub fn run(here: &Here, a: StatusArgs) -> CliResult {
     let (store, run) = here.open_run(a.run.as_deref())?;
     // Counted in the store, not from every record: fast on runs of 100,000 experiments.
     let mut summary = hone::report::summarize_stored(&store, &run).runtime()?;
-    if let Some(d) = super::best_vs_baseline_of_commits(here, &store, &run, &summary) {
-        summary.best_vs_baseline = Some(d);
+    if summary.best_vs_baseline.is_none() {
+        summary.best_vs_baseline = super::best_vs_baseline_of_commits(here, &store, &run);
     }
     let running = store
         .experiments_with_status(run.id, hone::store::Status::Running)
