@@ -285,69 +285,61 @@ pub(super) fn add_literal_changes(
     }
 }
 
-/// The knob literals a candidate moved in the editable files it modified, as
-/// [`crate::propose::knobs::literal_changes`] says them: at most eight files are read, each of
-/// at most 256 KiB, whose change added at most 50 lines (a change of constants is a few
-/// lines; this bounds the time, and the names a hostile agent could make hone learn).
+/// The knob literals a candidate moved in the editable files it modified: at most eight files
+/// are read, each of at most 256 KiB, whose change added at most 50 lines (a change of
+/// constants is a few lines; this bounds the time, and the names a hostile agent could make
+/// hone learn).
 fn literal_changes(
     git: &crate::workspace::Git,
     editable: &[String],
     parent: &str,
     snap: &crate::workspace::Snapshot,
 ) -> Option<String> {
-    const MAX_BYTES: usize = 256 << 10;
-    let texts: Vec<(String, String, String)> = snap
-        .changes
-        .iter()
-        .filter(|c| {
-            c.status == 'M' && c.added <= 50 && crate::workspace::matches_any(editable, &c.path)
-        })
-        .take(8)
-        .filter_map(|c| {
-            let read = |commit: &str| {
-                git.file_at_most(commit, &c.path, MAX_BYTES)
-                    .ok()
-                    .flatten()
-                    .and_then(|b| String::from_utf8(b).ok())
-            };
-            Some((c.path.clone(), read(parent)?, read(&snap.commit)?))
-        })
-        .collect();
-    crate::propose::knobs::literal_changes(
-        texts
-            .iter()
-            .map(|(p, a, b)| (p.as_str(), a.as_str(), b.as_str())),
+    let paths = snap.changes.iter().filter(|c| {
+        c.status == 'M' && c.added <= 50 && crate::workspace::matches_any(editable, &c.path)
+    });
+    literals_moved(
+        git,
+        paths.map(|c| c.path.as_str()),
+        (parent, &snap.commit),
+        256 << 10,
     )
 }
 
 /// The knob literals the commits from `from` to `to` moved in the files `editable` names (at
-/// most eight files of at most 64 KiB each are read), as
-/// [`crate::propose::knobs::literal_changes`] says them: an agent run's best against its
+/// most eight files of at most 64 KiB each are read): an agent run's best against its
 /// baseline, where its records hold no configuration to compare.
 pub fn literal_changes_between(
     git: &crate::workspace::Git,
     editable: &[String],
     (from, to): (&str, &str),
 ) -> Option<String> {
-    const MAX_BYTES: usize = 64 << 10;
     let names = git.run(&["diff", "--name-only", "-z", from, to]).ok()?;
-    let texts: Vec<(String, String, String)> = names
+    let paths = names
         .split('\0')
-        .filter(|p| !p.is_empty() && crate::workspace::matches_any(editable, p))
+        .filter(|p| !p.is_empty() && crate::workspace::matches_any(editable, p));
+    literals_moved(git, paths, (from, to), 64 << 10)
+}
+
+/// What [`crate::propose::knobs::literal_changes`] says of the first eight of `paths` between
+/// commits `from` and `to`, each read when it holds at most `max` bytes of UTF-8 in both.
+fn literals_moved<'p>(
+    git: &crate::workspace::Git,
+    paths: impl Iterator<Item = &'p str>,
+    (from, to): (&str, &str),
+    max: usize,
+) -> Option<String> {
+    let read = |commit: &str, path: &str| {
+        git.file_at_most(commit, path, max)
+            .ok()
+            .flatten()
+            .and_then(|b| String::from_utf8(b).ok())
+    };
+    let texts: Vec<(&str, String, String)> = paths
         .take(8)
-        .filter_map(|p| {
-            let read = |commit: &str| {
-                git.file_at_most(commit, p, MAX_BYTES)
-                    .ok()
-                    .flatten()
-                    .and_then(|b| String::from_utf8(b).ok())
-            };
-            Some((p.to_string(), read(from)?, read(to)?))
-        })
+        .filter_map(|p| Some((p, read(from, p)?, read(to, p)?)))
         .collect();
     crate::propose::knobs::literal_changes(
-        texts
-            .iter()
-            .map(|(p, a, b)| (p.as_str(), a.as_str(), b.as_str())),
+        texts.iter().map(|(p, a, b)| (*p, a.as_str(), b.as_str())),
     )
 }
