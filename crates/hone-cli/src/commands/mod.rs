@@ -161,9 +161,6 @@ impl StoredSpec {
     }
 }
 
-/// Whether run `run_id` has an experiment the knobs search counts as infeasible (a crash, a
-/// timeout, a violation), found by index: `hone log` and `hone show` work out where crashes
-/// narrowed a knob's range (from every configuration up to the experiment) only then.
 /// What an agent run's best changed against its baseline, in numbers (its records hold no
 /// configuration for the summary to compare): the constants its commits moved in the editable
 /// files, when the checkout has the commits. `None` for a knob run (its best's configuration
@@ -190,6 +187,9 @@ pub(crate) fn best_vs_baseline_of_commits(
     hone::engine::literal_changes_between(here.git().ok()?, &editable, (&run.base_commit, &to))
 }
 
+/// Whether run `run_id` has an experiment the knobs search counts as infeasible (a crash, a
+/// timeout, a violation), found by index: `hone log` and `hone show` work out where crashes
+/// narrowed a knob's range (from every configuration up to the experiment) only then.
 pub(crate) fn has_infeasible(store: &hone::store::Store, run_id: i64) -> CliResult<bool> {
     for status in hone::propose::optimizer::INFEASIBLE {
         if store.first_with_status(run_id, status).runtime()?.is_some() {

@@ -291,8 +291,8 @@ fn attack_forks_a_process_that_outlives_the_verifier() {
         // The shell opens its pid file before it writes it: one killed in between (the
         // verifier's group dies the moment training exits) leaves it empty, and is dead. The
         // run is over: a live one would have written it long ago.
-        let written = std::fs::read_to_string(marks.path("bg.pid")).unwrap_or_default();
-        if written.is_empty() {
+        // (A missing file is no such case: the process never started, and `read_pgid` fails.)
+        if std::fs::read_to_string(marks.path("bg.pid")).is_ok_and(|w| w.is_empty()) {
             continue;
         }
         let pid = read_pgid(&marks.path("bg.pid"));

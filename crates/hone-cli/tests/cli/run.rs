@@ -304,7 +304,10 @@ fn an_agents_description_says_which_constants_it_moved() {
     let tag = only_run_dir(&r).file_name().unwrap().to_owned();
     let md =
         std::fs::read_to_string(r.dir.join(".hone/reports").join(tag).join("report.md")).unwrap();
-    assert!(md.contains("best vs baseline"), "{md}");
+    assert!(
+        md.contains("best vs baseline") && md.contains("LR 0.05 -&gt; 0.1"),
+        "{md}"
+    );
     // A change that moves no constant keeps its words alone.
     assert!(
         !log[2]["description"].as_str().unwrap().contains('['),
@@ -320,5 +323,19 @@ fn an_agents_description_says_which_constants_it_moved() {
     assert_eq!(
         lits.as_deref(),
         Some("A 1 -> 2, B 1 -> 2, C 1 -> 2, D 1 -> 2, E 1 -> 2, 2 more")
+    );
+    // Two more keeps, one of them a change of code: the best against the baseline sums the
+    // constants over the chain, and says that more than constants changed.
+    // (The scripted agent takes the step of the experiment's number: 1 and 2 are done.)
+    put(
+        &r.script,
+        "say\tdone\n---\nsay\tdone\n---\nreplace\ttrain.py\tLR = 0.1\tLR = 0.2\n---\nreplace\ttrain.py\t(5 - LR\t(4.5 - LR\n",
+    );
+    ok(r.hone(&["run", "--more", "2"]));
+    assert_eq!(r.statuses()[3..], ["keep", "keep"]);
+    let status = text(&r.hone(&["status"]));
+    assert!(
+        status.contains("best vs baseline: LR 0.05 -> 0.2 (and other changes)"),
+        "{status}"
     );
 }

@@ -154,10 +154,12 @@ impl Engine<'_> {
         let cancel = self.cancel();
         let (verifier, mut sink) = self.verifying();
         rec.holdout = verifier.measure_holdout(&mut sink, (rec.n, &commit), wt, &h, &cancel)?;
-        if status == Status::Keep && self.verifier.sealed_changed(wt).is_some() {
+        let sealed_changed = status == Status::Keep && self.verifier.sealed_changed(wt).is_some();
+        if sealed_changed {
             rec.holdout = None;
         }
-        if rec.holdout.is_none() {
+        // Not when it was interrupted, nor when its value was voided (sealed files changed).
+        if rec.holdout.is_none() && !sealed_changed && !cancel() {
             // Said, gate or no gate: a holdout that stopped working is no silent blank.
             self.emit(Event::Warning {
                 message: format!(

@@ -307,19 +307,48 @@ fn literal_changes(
 }
 
 /// The knob literals the commits from `from` to `to` moved in the files `editable` names (at
-/// most eight files of at most 64 KiB each are read): an agent run's best against its
-/// baseline, where its records hold no configuration to compare.
+/// most eight files of at most 256 KiB each are read), followed by "(and other changes)" when
+/// the commits changed more than those literals: an agent run's best against its baseline,
+/// where its records hold no configuration to compare.
 pub fn literal_changes_between(
     git: &crate::workspace::Git,
     editable: &[String],
     (from, to): (&str, &str),
 ) -> Option<String> {
-    let names = git.run(&["diff", "--name-only", "-z", from, to]).ok()?;
-    let paths = names
-        .split('\0')
-        .filter(|p| !p.is_empty() && crate::workspace::matches_any(editable, p));
-    literals_moved(git, paths, (from, to), 64 << 10)
+    let names = git
+        .run(&["diff", "--no-renames", "--name-only", "-z", from, to])
+        .ok()?;
+    let changed: Vec<&str> = names.split('\0').filter(|p| !p.is_empty()).collect();
+    let paths = changed
+        .iter()
+        .copied()
+        .filter(|p| crate::workspace::matches_any(editable, p));
+    let moved = literals_moved(git, paths, (from, to), MAX_READ)?;
+    // The constants are not the whole story when anything else changed too.
+    let only_literals = changed.len() <= 8
+        && changed.iter().all(|p| {
+            let read = |commit: &str| {
+                git.file_at_most(commit, p, MAX_READ)
+                    .ok()
+                    .flatten()
+                    .and_then(|b| String::from_utf8(b).ok())
+            };
+            match (read(from), read(to)) {
+                (Some(a), Some(b)) => {
+                    crate::propose::knobs::replay_literals(p, &a, &b, &a).as_deref() == Some(&*b)
+                }
+                _ => false,
+            }
+        });
+    Some(if only_literals {
+        moved
+    } else {
+        format!("{moved} (and other changes)")
+    })
 }
+
+/// The most bytes of a file read to say which constants a change moved.
+const MAX_READ: usize = 256 << 10;
 
 /// What [`crate::propose::knobs::literal_changes`] says of the first eight of `paths` between
 /// commits `from` and `to`, each read when it holds at most `max` bytes of UTF-8 in both.

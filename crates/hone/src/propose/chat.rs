@@ -383,7 +383,7 @@ impl LlmClient {
             // Kept long enough for the server's own words (an error's code and advice).
             _ => Attempt::Over(Err(CallError::Failed(format!(
                 "HTTP {status}: {}",
-                prompt::sanitize(text, 1000).replace('\n', " ")
+                snippet_of(text, 1000)
             )))),
         }
     }
@@ -444,7 +444,12 @@ fn unmarked(text: &str) -> String {
 }
 
 fn snippet(text: &str) -> String {
-    prompt::sanitize(text, 200).replace('\n', " ")
+    snippet_of(text, 200)
+}
+
+/// At most `max` characters of a server's `text`, on one line.
+fn snippet_of(text: &str, max: usize) -> String {
+    prompt::sanitize(text, max).replace('\n', " ")
 }
 
 impl Proposer for ChatProposer {
