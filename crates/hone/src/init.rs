@@ -726,10 +726,15 @@ min_delta = 0.0                # the smallest improvement worth keeping
 # {agent_why}
 kind = "{agent}"
 {agent_model}
-[stop]
+{sandbox}[stop]
 max_experiments = 100
 patience = 30
 {stop_cost}"#,
+        sandbox = if d.agent == "knobs" {
+            ""
+        } else {
+            "[sandbox]\n# The agent's code runs as you, outside any sandbox: it could read hone's database and\n# rewrite its records. \"bwrap\" contains it (README: Containment); \"rlimits\" runs it as is.\n# kind = \"bwrap\"\n\n"
+        },
         agent = d.agent,
         agent_model = http_model_lines(&d.agent),
         stop_cost = if http_model_lines(&d.agent).is_empty() {

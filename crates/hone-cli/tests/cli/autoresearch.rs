@@ -310,6 +310,8 @@ fn init_on_a_scikit_learn_script_keeps_momentum_a_fraction() {
     );
     assert!(toml.contains("metric    = \"accuracy\""), "{toml}");
     assert!(toml.contains("direction = \"maximize\""), "{toml}");
+    // The built-in optimizer writes no code: no sandbox to offer.
+    assert!(!toml.contains("[sandbox]"), "{toml}");
     assert!(
         toml.contains("TEST_SIZE (train.py:9): a time budget, run length, data size, data split"),
         "{toml}"
@@ -410,6 +412,11 @@ fn init_names_the_agent_it_is_asked_for() {
     let out = ok(hone_in(dir, &["init", "--agent", "claude", "--force"]));
     let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
     assert!(toml.contains("kind = \"claude\""), "{toml}");
+    // The sandbox is offered, not chosen: the run will say so (see `sandbox.rs`).
+    assert!(
+        toml.contains("[sandbox]\n") && toml.contains("\n# kind = \"bwrap\"\n"),
+        "{toml}"
+    );
     assert!(
         text(&out).contains("say in program.md what the project is"),
         "{}",

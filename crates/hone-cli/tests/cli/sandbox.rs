@@ -135,18 +135,7 @@ fn bwrap_missing_stops_the_run_unless_not_required() {
         SCORE,
         "",
     );
-    let bin = tempfile::tempdir().unwrap();
-    for tool in ["git", "sh", "cat"] {
-        let path = String::from_utf8(
-            Command::new("sh")
-                .args(["-c", &format!("command -v {tool}")])
-                .output()
-                .unwrap()
-                .stdout,
-        )
-        .unwrap();
-        std::os::unix::fs::symlink(path.trim(), bin.path().join(tool)).unwrap();
-    }
+    let bin = path_without_bwrap();
     let run = |args: &[&str]| {
         Command::new(HONE)
             .args(args)
@@ -161,6 +150,65 @@ fn bwrap_missing_stops_the_run_unless_not_required() {
     });
     let out = ok(run(&["run"]));
     assert_says(&out, "running WITHOUT containment");
+}
+
+/// A folder to put alone on `PATH`: git, sh and cat, and no bubblewrap, as on a machine
+/// without it.
+fn path_without_bwrap() -> tempfile::TempDir {
+    let bin = tempfile::tempdir().unwrap();
+    for tool in ["git", "sh", "cat"] {
+        let path = String::from_utf8(
+            Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(path.trim(), bin.path().join(tool)).unwrap();
+    }
+    bin
+}
+
+#[test]
+fn an_agent_outside_a_sandbox_nobody_chose_is_a_warning() {
+    // A command agent with no `[sandbox] kind`: the run says what the agent could reach and
+    // what to set; where bubblewrap is missing, that it cannot help here.
+    let r = Repo::new("[stop]\nmax_experiments = 1\n", SCORE, "");
+    let out = ok(r.hone(&["run"]));
+    assert_says(&out, "[sandbox] kind is not set");
+    assert_says(&out, "rewrite the records of earlier experiments");
+    // SAFETY: geteuid takes nothing.
+    let who = if unsafe { libc::geteuid() } == 0 {
+        "as root"
+    } else {
+        "as your user"
+    };
+    assert_says(&out, who);
+    if bwrap_available() {
+        assert_says(
+            &out,
+            "bubblewrap works here: set [sandbox] kind = \"bwrap\"",
+        );
+    }
+    let bin = path_without_bwrap();
+    let out = Command::new(HONE)
+        .args(["run", "--max-experiments", "2"])
+        .current_dir(&r.dir)
+        .env("PATH", bin.path())
+        .output()
+        .unwrap();
+    assert_says(
+        &ok(out),
+        "bubblewrap cannot contain them here (bubblewrap is not installed",
+    );
+    // Chosen either way, or the built-in optimizer (it writes no code): no warning.
+    edit_spec(&r.dir, |t| format!("{t}\n[sandbox]\nkind = \"rlimits\"\n"));
+    let out = ok(r.hone(&["run", "--max-experiments", "3"]));
+    assert!(!text(&out).contains("kind is not set"), "{}", text(&out));
+    let (_k, knobs) = knob_repo();
+    let out = ok(hone_in(&knobs, &["run", "--max-experiments", "1"]));
+    assert!(!text(&out).contains("kind is not set"), "{}", text(&out));
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::time::Instant;
 use crate::exec;
 use crate::propose;
 use crate::report::{best_experiment, summarize_stored, Summary};
-use crate::spec::{Direction, Spec};
+use crate::spec::{AgentKind, Direction, Spec};
 use crate::store::{RunRecord, RunState, Store};
 use crate::workspace::{hash_paths, matches_any, Git};
 
@@ -281,9 +281,16 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    /// Probes bubblewrap when `[sandbox]` asks for it.
+    /// Probes bubblewrap when `[sandbox]` asks for it; warns when an agent that writes code
+    /// runs without it and nobody chose that.
     fn contain(&mut self, said: &mut Said) -> Result<(), EngineError> {
-        let sandbox = &self.verifier.spec.sandbox;
+        let spec = &self.verifier.spec;
+        let sandbox = &spec.sandbox;
+        if !sandbox.bwrap && !sandbox.kind_chosen && spec.agent.kind != AgentKind::Knobs {
+            let holdout = spec.verify.holdout.is_some();
+            said.warnings
+                .push(uncontained(holdout, crate::sandbox::probe()));
+        }
         if sandbox.bwrap {
             match crate::sandbox::probe() {
                 Ok(()) => self.verifier.contained = true,
@@ -581,8 +588,29 @@ fn start_run(
 /// An editable file the verify command runs, when the metric is read from its output (no
 /// `[verify] evaluate`) and the proposer is an agent (the knobs optimizer writes literals
 /// only): such an agent can write the score it is judged by.
+/// The warning for an agent's code run without bubblewrap when `[sandbox] kind` is not set,
+/// with what bubblewrap's probe (`probe`) said about this machine.
+fn uncontained(holdout: bool, probe: Result<(), String>) -> String {
+    // SAFETY: geteuid takes nothing and cannot fail.
+    let who = if unsafe { libc::geteuid() } == 0 {
+        "as root"
+    } else {
+        "as your user"
+    };
+    let next = match probe {
+        Ok(()) => {
+            "bubblewrap works here: set [sandbox] kind = \"bwrap\" to contain them".to_string()
+        }
+        Err(e) => format!("bubblewrap cannot contain them here ({e}): run only an agent you trust"),
+    };
+    format!(
+        "[sandbox] kind is not set: the agent and the code it writes run {who}, outside any sandbox, and could read hone's database{} and rewrite the records of earlier experiments. {next}, or set kind = \"rlimits\" to run as now without this warning (README: Containment)",
+        if holdout { ", the holdout's hidden data" } else { "" }
+    )
+}
+
 fn self_scoring(spec: &Spec) -> Option<String> {
-    if spec.verify.evaluate.is_some() || spec.agent.kind == crate::spec::AgentKind::Knobs {
+    if spec.verify.evaluate.is_some() || spec.agent.kind == AgentKind::Knobs {
         return None;
     }
     spec.verify

@@ -25,6 +25,9 @@ pub struct SandboxSpec {
     pub network: bool,
     /// With bwrap: stop when bubblewrap cannot run here (else warn and go on without it).
     pub required: bool,
+    /// `kind` was written (either way): the user chose, so a run without bubblewrap does not
+    /// warn that its agent is not contained.
+    pub kind_chosen: bool,
     pub memory_bytes: Option<u64>,
     pub cpu_seconds: Option<u64>,
     pub max_output_bytes: Option<u64>,
@@ -62,6 +65,7 @@ pub(super) fn parse(s: &Section) -> Result<SandboxSpec, SpecError> {
         bwrap,
         network,
         required: s.get_or("required", true)?,
+        kind_chosen: s.has("kind"),
         memory_bytes: s.get::<Size>("memory")?.map(|b| b.0),
         cpu_seconds: s
             .get::<std::time::Duration>("cpu_time")?
@@ -99,6 +103,14 @@ mod tests {
         ))
         .unwrap();
         assert!(s.sandbox.bwrap && !s.sandbox.network && s.sandbox.required);
+        assert!(s.sandbox.kind_chosen);
+        assert!(!parse(GOOD).unwrap().sandbox.kind_chosen);
+        assert!(
+            parse(&format!("{GOOD}\n[sandbox]\nkind = \"rlimits\"\n"))
+                .unwrap()
+                .sandbox
+                .kind_chosen
+        );
         assert_eq!(parse_size("512M"), Ok(512 * 1024 * 1024));
         assert_eq!(parse_size("8GiB"), Ok(8 << 30));
         assert!(parse_size("0").is_err());
