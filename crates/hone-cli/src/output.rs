@@ -369,6 +369,15 @@ pub fn status(
         {
             "stopped on failures (fix their cause, then resume with `hone run`)"
         }
+        // Every stop that is not an error says it was the user's (the engine's `Stop`);
+        // an error (a server that refused the key, a changed input) is said below it.
+        RunState::Interrupted
+            if s.stop_reason
+                .as_deref()
+                .is_some_and(|r| !r.starts_with("interrupted")) =>
+        {
+            "stopped on an error (fix it, then resume with `hone run`)"
+        }
         RunState::Interrupted => "interrupted (resume with `hone run`)",
         RunState::Stopped => "stopped",
     };

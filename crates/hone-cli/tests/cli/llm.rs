@@ -849,6 +849,14 @@ fn a_web_server_where_the_model_should_be_stops_the_run_at_its_first_answer() {
         "answered 501 (it does not take a chat request): is base_url the model's server?",
     );
     assert_eq!(server.requests().len(), 1, "asked once, not retried");
+    // The morning after: an error, not an interrupt, with the server's answer below it.
+    let status = text(&r.hone(&["status"]));
+    assert!(
+        status.contains(": stopped on an error (fix it, then resume with `hone run`)")
+            && status.contains("stopped: ")
+            && status.contains("answered 501"),
+        "{status}"
+    );
     // Its model has no price hone knows, and none was given: said, since its spend reads $0.
     assert_says(
         &out,

@@ -48,7 +48,10 @@ fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
         "the current experiment finishes"
     );
     let st = text(&r.hone(&["status"]));
-    assert!(st.contains("interrupted"), "{st}");
+    assert!(
+        st.contains(": interrupted (resume with `hone run`)"),
+        "{st}"
+    );
     r.hone_expect(&["run"], &["baseline", "keep", "keep"]);
 }
 
