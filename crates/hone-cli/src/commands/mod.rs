@@ -161,30 +161,21 @@ impl StoredSpec {
     }
 }
 
-/// What an agent run's best changed against its baseline, in numbers (its records hold no
-/// configuration for the summary to compare): the constants its commits moved in the editable
-/// files, when the checkout has the commits. `None` for a knob run (its best's configuration
-/// says it) and a run whose best is its baseline.
+/// What an agent run's best changed against its baseline, in numbers, when the checkout has
+/// its commits ([`hone::engine::best_vs_baseline_of_commits`], over the editable files the
+/// run's spec names).
 pub(crate) fn best_vs_baseline_of_commits(
     here: &Here,
     store: &hone::store::Store,
     run: &hone::store::RunRecord,
 ) -> Option<String> {
-    let best = store.best_of_run(run.id).ok()??;
-    if best.config.is_some() {
-        return None;
-    }
-    let to = best.candidate_commit?;
-    if to == run.base_commit {
-        return None;
-    }
     let spec: serde_json::Value = serde_json::from_str(&run.spec_json).ok()?;
     let editable: Vec<String> = spec["loop"]["editable"]
         .as_array()?
         .iter()
         .filter_map(|g| g.as_str().map(str::to_string))
         .collect();
-    hone::engine::literal_changes_between(here.git().ok()?, &editable, (&run.base_commit, &to))
+    hone::engine::best_vs_baseline_of_commits(here.git().ok()?, store, run, &editable)
 }
 
 /// Whether run `run_id` has an experiment the knobs search counts as infeasible (a crash, a

@@ -287,7 +287,9 @@ fn an_agents_description_says_which_constants_it_moved() {
                 .tail("[stop]\nmax_experiments = 3\n")
         })
         .create();
-    ok(r.hone(&["run"]));
+    let out = ok(r.hone(&["run"]));
+    // The run's own closing summary says it too.
+    assert_says(&out, "best vs baseline: LR 0.05 -> 0.1");
     let log = r.log();
     assert_eq!(
         log[1]["description"], "[LR 0.05 -> 0.1] raise the learning rate",

@@ -347,6 +347,27 @@ pub fn literal_changes_between(
     })
 }
 
+/// What an agent run's best changed against its baseline, in numbers (its records hold no
+/// configuration to compare): [`literal_changes_between`] the run's base commit and its best's
+/// candidate commit. `None` for a knob run (its best's configuration says it), a run whose
+/// best is its baseline, and a best whose commit this repository does not have.
+pub fn best_vs_baseline_of_commits(
+    git: &crate::workspace::Git,
+    store: &crate::store::Store,
+    run: &crate::store::RunRecord,
+    editable: &[String],
+) -> Option<String> {
+    let best = store.best_of_run(run.id).ok()??;
+    if best.config.is_some() {
+        return None;
+    }
+    let to = best.candidate_commit?;
+    if to == run.base_commit {
+        return None;
+    }
+    literal_changes_between(git, editable, (&run.base_commit, &to))
+}
+
 /// The most bytes of a file read to say which constants a change moved.
 const MAX_READ: usize = 256 << 10;
 

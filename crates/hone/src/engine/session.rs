@@ -483,7 +483,15 @@ impl<'a> Engine<'a> {
             .ok_or(Internal::RunVanished)?;
         // From the store's tallies and indexes: reading every record whole at the end of a
         // long run would cost more memory than the whole loop held.
-        let summary = summarize_stored(&self.store, &run)?;
+        let mut summary = summarize_stored(&self.store, &run)?;
+        if summary.best_vs_baseline.is_none() {
+            summary.best_vs_baseline = super::best_vs_baseline_of_commits(
+                &self.verifier.git,
+                &self.store,
+                &run,
+                &self.verifier.spec.loop_.editable,
+            );
+        }
         if stop.error {
             return Err(EngineError::Stopped {
                 reason: stop.reason,
