@@ -179,6 +179,8 @@ impl Printer {
         self.progress.update(|s| {
             s.done += u64::from(counted);
             s.done_here += u64::from(counted);
+            s.cost_here += record.cost_usd;
+            s.tokens_here = s.tokens_here.saturating_add(record.tokens);
             s.last_done = Some(std::time::Instant::now());
             if s.phase.as_ref().is_some_and(|p| p.n == record.n) {
                 s.phase = None;
@@ -344,6 +346,28 @@ fn in_flight(e: &ExperimentRecord) -> String {
     )
 }
 
+/// How `hone status` names a run's state: `live` when a hone is at work on it, `stop_reason`
+/// what its last session recorded.
+fn state_label(state: RunState, stop_reason: Option<&str>, live: bool) -> &'static str {
+    match state {
+        RunState::Running if live => "running",
+        RunState::Running => "interrupted without a clean stop (resume with `hone run`)",
+        // Resumable, but resuming alone would fail the same way.
+        RunState::Interrupted
+            if stop_reason.is_some_and(|r| r.contains("failed experiments in a row")) =>
+        {
+            "stopped on failures (fix their cause, then resume with `hone run`)"
+        }
+        // Every stop that is not an error says it was the user's (the engine's `Stop`);
+        // an error (a server that refused the key, a changed input) is said below it.
+        RunState::Interrupted if stop_reason.is_some_and(|r| !r.starts_with("interrupted")) => {
+            "stopped on an error (fix it, then resume with `hone run`)"
+        }
+        RunState::Interrupted => "interrupted (resume with `hone run`)",
+        RunState::Stopped => "stopped",
+    }
+}
+
 /// `hone status`: `s` is the run's summary and the tokens it spent, `running` its experiments
 /// in flight.
 pub fn status(
@@ -358,29 +382,7 @@ pub fn status(
         out!("{}", status_json(s, (tokens, spec), running, live));
         return;
     }
-    let state = match run.state {
-        RunState::Running if live => "running",
-        RunState::Running => "interrupted without a clean stop (resume with `hone run`)",
-        // Resumable, but resuming alone would fail the same way.
-        RunState::Interrupted
-            if s.stop_reason
-                .as_deref()
-                .is_some_and(|r| r.contains("failed experiments in a row")) =>
-        {
-            "stopped on failures (fix their cause, then resume with `hone run`)"
-        }
-        // Every stop that is not an error says it was the user's (the engine's `Stop`);
-        // an error (a server that refused the key, a changed input) is said below it.
-        RunState::Interrupted
-            if s.stop_reason
-                .as_deref()
-                .is_some_and(|r| !r.starts_with("interrupted")) =>
-        {
-            "stopped on an error (fix it, then resume with `hone run`)"
-        }
-        RunState::Interrupted => "interrupted (resume with `hone run`)",
-        RunState::Stopped => "stopped",
-    };
+    let state = state_label(run.state, s.stop_reason.as_deref(), live);
     out!("run {} on {}: {state}", s.tag, s.branch);
     out!("  {} ({}): {}", s.metric, s.direction, best_line(s));
     // The experiment in flight (if any) is counted too, so the numbers add up.

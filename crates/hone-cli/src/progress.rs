@@ -39,6 +39,9 @@ pub struct State {
     pub session_start: Instant,
     /// When the last experiment of this session finished.
     pub last_done: Option<Instant>,
+    /// What the experiments of this session spent: dollars and tokens.
+    pub cost_here: f64,
+    pub tokens_here: u64,
     /// A transient line is on the screen.
     drawn: bool,
 }
@@ -61,6 +64,8 @@ impl Progress {
             done_here: 0,
             session_start: Instant::now(),
             last_done: None,
+            cost_here: 0.0,
+            tokens_here: 0,
             drawn: false,
         }));
         let stop = Arc::new(AtomicBool::new(false));
@@ -176,6 +181,7 @@ pub fn render(s: &State, now: Instant, last_output: Option<&str>) -> String {
             )),
             None => parts.push(format!("{} used", short(secs(used)))),
         }
+        parts.extend(spend(b, s));
         if let (true, Some(last)) = (s.done_here > 0, s.last_done) {
             // The mean experiment of this session, times those left, less what the current
             // one has run already.
@@ -191,6 +197,23 @@ pub fn render(s: &State, now: Instant, last_output: Option<&str>) -> String {
         }
     }
     parts.join(" · ")
+}
+
+/// The money and tokens spent, against their limits where `[stop]` sets them: `$0.42 of $5`,
+/// `12300 of 100000 tokens`. Nothing for what neither costs nor has a limit.
+fn spend(b: &Budget, s: &State) -> Vec<String> {
+    let cost = b.cost_before + s.cost_here;
+    let tokens = b.tokens_before.saturating_add(s.tokens_here);
+    let mut parts = Vec::new();
+    match b.max_cost_usd {
+        Some(max) => parts.push(format!("${cost:.2} of ${max}")),
+        None if cost > 0.0 => parts.push(format!("${cost:.2}")),
+        None => {}
+    }
+    if let Some(max) = b.max_tokens {
+        parts.push(format!("{tokens} of {max} tokens"));
+    }
+    parts
 }
 
 fn secs(s: f64) -> Duration {
@@ -255,11 +278,17 @@ mod tests {
                 max_time_s: Some(3600.0),
                 used_s: 600.0,
                 timeout_s: 300.0,
+                max_cost_usd: None,
+                max_tokens: None,
+                cost_before: 0.0,
+                tokens_before: 0,
             }),
             done: 11,
             done_here: 4,
             session_start: now - Duration::from_secs(120),
             last_done: Some(now),
+            cost_here: 0.0,
+            tokens_here: 0,
             drawn: false,
         }
     }
@@ -287,6 +316,33 @@ mod tests {
         let line = render(&s, now, None);
         assert!(line.ends_with("12m00s used · ETA 44m30s"), "{line}");
         assert!(line.contains("· raise lr ·"), "{line}");
+    }
+
+    #[test]
+    fn the_line_shows_what_was_spent_against_the_limits() {
+        let now = Instant::now();
+        let mut s = state(now);
+        // Earlier sessions' spend counts with this one's.
+        s.budget = Some(Budget {
+            max_cost_usd: Some(5.0),
+            max_tokens: Some(100_000),
+            cost_before: 0.25,
+            tokens_before: 2000,
+            ..s.budget.clone().expect("set above")
+        });
+        s.cost_here = 0.17;
+        s.tokens_here = 10_300;
+        let line = render(&s, now, None);
+        assert!(
+            line.contains("48m00s left · $0.42 of $5 · 12300 of 100000 tokens · ETA"),
+            "{line}"
+        );
+        // No limits: the spend alone, when there is one.
+        let mut s = state(now);
+        s.cost_here = 0.5;
+        assert!(render(&s, now, None).contains("left · $0.50 · ETA"));
+        s.cost_here = 0.0;
+        assert!(!render(&s, now, None).contains('$'));
     }
 
     #[test]

@@ -315,6 +315,13 @@ impl<'a> Engine<'a> {
         }
         let finished = self.store.counted_experiments(self.run.id)?;
         let spec = &self.verifier.spec;
+        // What earlier sessions spent (a new run: nothing), for the live line's budgets.
+        let (cost_before, tokens_before) = if resumed {
+            let cost = self.store.run_totals(self.run.id)?.cost_usd;
+            (cost, self.store.tokens_spent(self.run.id)?)
+        } else {
+            (0.0, 0)
+        };
         let started = Event::RunStarted {
             tag: self.run.tag.clone(),
             branch: self.run.branch.clone(),
@@ -328,6 +335,10 @@ impl<'a> Engine<'a> {
                 max_time_s: spec.stop.max_time.map(|t| t.as_secs_f64()),
                 used_s: self.active_before,
                 timeout_s: spec.verify.timeout.as_secs_f64(),
+                max_cost_usd: spec.stop.max_cost_usd,
+                max_tokens: spec.stop.max_tokens,
+                cost_before,
+                tokens_before,
             },
         };
         self.emit(started);

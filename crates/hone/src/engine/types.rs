@@ -59,6 +59,11 @@ pub struct Budget {
     pub used_s: f64,
     /// One verifier run's timeout, in seconds.
     pub timeout_s: f64,
+    /// `[stop] max_cost_usd` and `max_tokens`, and what the run spent before this session.
+    pub max_cost_usd: Option<f64>,
+    pub max_tokens: Option<u64>,
+    pub cost_before: f64,
+    pub tokens_before: u64,
 }
 
 /// What the engine reports while it works. The terminal output, logs and anything else
