@@ -4,7 +4,6 @@
 //! budget, and which constants are not knobs and why; and the hone.toml text that explains
 //! each of those choices in a comment. No terminal I/O: `hone init` prints.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::propose::knobs::{self, Domain, Knob, KnobValue};
@@ -13,7 +12,10 @@ use crate::verify::Direction;
 pub mod progress;
 
 mod check;
+pub mod scorer;
 pub use check::{check, CheckOutcome};
+mod draft;
+pub use draft::{draft, spec_text, Draft, Sealed};
 
 /// Metric names (or `_<name>` endings) that are better when larger.
 const MAXIMIZED: &[&str] = &[
@@ -133,6 +135,8 @@ pub struct Analysis {
     /// The training script (`train.py`), if there is one.
     pub script: Option<String>,
     pub evaluators: Vec<Evaluator>,
+    /// A script beside it that scores what it writes: the sealed evaluator.
+    pub scorer: Option<scorer::Scorer>,
     pub metric: Choice<String>,
     pub direction: Choice<Direction>,
     pub command: Choice<String>,
@@ -449,9 +453,19 @@ pub fn analyze(root: &Path, files: &[String], read: &dyn Fn(&str) -> Option<Stri
         .as_deref()
         .map(|s| find_evaluators(s, files, read))
         .unwrap_or_default();
-    let metric = script
+    let imported: Vec<String> = evaluators.iter().map(|e| e.path.clone()).collect();
+    let scorer = script
         .as_deref()
-        .and_then(|s| read(s).and_then(|t| find_metric(s, &t)))
+        .and_then(|s| scorer::find(s, &imported, files, read));
+    // The scorer's metric is the one that counts: the script's own prints are its training's.
+    let metric = scorer
+        .as_ref()
+        .and_then(|s| s.metric.clone())
+        .or_else(|| {
+            script
+                .as_deref()
+                .and_then(|s| read(s).and_then(|t| find_metric(s, &t)))
+        })
         .unwrap_or_else(|| Choice {
             value: "score".into(),
             why: "no `name: <number>` print found: the name the command prints".into(),
@@ -492,10 +506,15 @@ pub fn analyze(root: &Path, files: &[String], read: &dyn Fn(&str) -> Option<Stri
             names.push(p.name);
         }
     }
+    if let Some(m) = scorer.as_ref().and_then(|s| s.metric.as_ref()) {
+        names.retain(|n| *n != m.value);
+        names.insert(0, m.value.clone());
+    }
     Analysis {
         printed: names,
         script,
         evaluators,
+        scorer,
         metric,
         direction,
         command,
@@ -523,278 +542,6 @@ pub fn why_fixed(knob: &Knob) -> Option<&'static str> {
             _ => "only printed, or a divisor with no factor of two to spare",
         }
     })
-}
-
-/// What hone.toml will hold.
-#[derive(Clone, Debug)]
-pub struct Draft {
-    pub editable: Vec<String>,
-    pub editable_why: String,
-    pub protected: Vec<String>,
-    pub protected_why: String,
-    pub command: Choice<String>,
-    pub timeout: Choice<u64>,
-    pub metric: Choice<String>,
-    pub direction: Choice<Direction>,
-    /// Constants that are not knobs, with why: fixed knobs of the editable files, and the
-    /// constants of a protected evaluator.
-    pub not_knobs: Vec<(String, String)>,
-    /// The suggested `[verify] progress`, if the script prints its steps.
-    pub progress: Option<progress::Progress>,
-    /// `[agent] kind`: the built-in optimizer (`knobs`) unless `hone init --agent` named one.
-    pub agent: String,
-}
-
-/// The draft for `analysis`, the knobs found in the files it would make editable, and the
-/// command line's overrides (`editable`, `command`, `metric`; empty or `None`: inferred).
-pub fn draft(
-    analysis: &Analysis,
-    knobs: &[Knob],
-    with_knobs: &[String],
-    editable: Vec<String>,
-    command: Option<String>,
-    metric: Option<String>,
-) -> Draft {
-    let protected: Vec<String> = analysis.evaluators.iter().map(|e| e.path.clone()).collect();
-    let (editable, editable_why) = if !editable.is_empty() {
-        (editable, "from --editable".to_string())
-    } else if !with_knobs.is_empty() {
-        (
-            with_knobs.to_vec(),
-            "the files with knobs, less the evaluator".to_string(),
-        )
-    } else {
-        (
-            vec!["CHANGE-ME".to_string()],
-            "no knobs found: the files a candidate may change".to_string(),
-        )
-    };
-    let protected_why = match analysis.evaluators.as_slice() {
-        [] => "e.g. [\"prepare.py\"]: any change is a violation".to_string(),
-        evs => format!(
-            "the evaluator: {} imports its data and evaluation from {}; any change is a violation",
-            analysis.script.as_deref().unwrap_or("the script"),
-            evs.iter()
-                .map(|e| e.path.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    let command = match command {
-        Some(c) => Choice {
-            value: c,
-            why: "from --command".into(),
-            guessed: false,
-        },
-        None => analysis.command.clone(),
-    };
-    let (metric, direction) = match metric {
-        Some(m) => {
-            // A name the script never prints is most likely a slip: said, and marked to check.
-            let unprinted = !analysis.printed.is_empty() && !analysis.printed.contains(&m);
-            let metric = Choice {
-                why: match (&analysis.script, unprinted) {
-                    (Some(script), true) => format!(
-                        "from --metric, but {script} prints {}, not `{m}`: check it (`hone init --check` runs the command once)",
-                        analysis.printed.join(", ")
-                    ),
-                    _ => "from --metric".into(),
-                },
-                value: m,
-                guessed: unprinted,
-            };
-            let direction = direction_choice(&metric);
-            (metric, direction)
-        }
-        None => (analysis.metric.clone(), analysis.direction.clone()),
-    };
-    let not_knobs = not_knobs(analysis, knobs);
-    let timeout = analysis.timeout.clone();
-    Draft {
-        editable,
-        editable_why,
-        protected,
-        protected_why,
-        command,
-        timeout,
-        metric,
-        direction,
-        not_knobs,
-        progress: analysis.progress.clone(),
-        agent: "knobs".into(),
-    }
-}
-
-/// The constants that are not knobs, with why: the fixed knobs of the editable files, what
-/// the protected evaluators define, and knobs an evaluator defines too.
-fn not_knobs(analysis: &Analysis, knobs: &[Knob]) -> Vec<(String, String)> {
-    let mut not_knobs: Vec<(String, String)> = knobs
-        .iter()
-        .filter_map(|k| {
-            why_fixed(k).map(|why| {
-                (
-                    format!("{} ({}:{})", k.name, k.file, k.line),
-                    why.to_string(),
-                )
-            })
-        })
-        .collect();
-    for e in &analysis.evaluators {
-        for name in &e.defines {
-            not_knobs.push((
-                format!("{name} ({})", e.path),
-                "defined by the protected evaluator".to_string(),
-            ));
-        }
-        let shadowed: BTreeMap<&str, ()> = knobs
-            .iter()
-            .filter(|k| e.defines.contains(&k.name))
-            .map(|k| (k.name.as_str(), ()))
-            .collect();
-        for name in shadowed.keys() {
-            not_knobs.push((
-                format!("{name} (also in {})", e.path),
-                "the evaluator defines it too: mark it `# hone: fixed`".to_string(),
-            ));
-        }
-    }
-    not_knobs
-}
-
-fn quoted(list: &[String]) -> String {
-    list.iter()
-        .map(|e| format!("{e:?}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The `[agent]` lines an HTTP model needs beyond its kind (`openai`, `anthropic`): a model,
-/// its server and the variable holding its key, each to check; empty for other kinds.
-fn http_model_lines(kind: &str) -> &'static str {
-    match kind {
-        "openai" => {
-            "model = \"gpt-4.1-mini\"         # CHECK: a model your server serves
-base_url = \"https://api.openai.com/v1\"   # or your own server, e.g. \"http://127.0.0.1:8000/v1\"
-api_key_env = \"OPENAI_API_KEY\"   # the variable that holds its key (never written here)
-# price_in_per_mtok = 0.4        # $ per million tokens, for a model hone does not know
-# price_out_per_mtok = 1.6
-"
-        }
-        "anthropic" => {
-            "model = \"claude-sonnet-4-20250514\"   # CHECK: the model to ask
-api_key_env = \"ANTHROPIC_API_KEY\"   # the variable that holds its key (never written here)
-"
-        }
-        _ => "",
-    }
-}
-
-/// hone.toml for `d`, each choice with a comment saying where it came from.
-pub fn spec_text(d: &Draft) -> String {
-    let check = |guessed: bool| if guessed { " (a guess: check it)" } else { "" };
-    let mut not_knobs = String::new();
-    if !d.not_knobs.is_empty() {
-        not_knobs.push_str("#\n# Not knobs (the optimizer never changes them):\n");
-        for (name, why) in &d.not_knobs {
-            not_knobs.push_str(&format!("#   {name}: {why}\n"));
-        }
-    }
-    format!(
-        r#"# hone.toml: the loop's contract. Every key is described in hone's README.
-# Written by `hone init`; each comment says where a value came from.
-{not_knobs}
-[loop]
-program   = "program.md"
-# {editable_why}
-editable  = [{editable}]
-# {protected_why}
-protected = [{protected}]
-pinned    = []                 # e.g. ["data/"]: hashed at start; a change stops the run
-
-[verify]
-# {command_why}{command_check}
-command   = {command:?}
-# {timeout_why}{timeout_check}
-timeout   = "{timeout}s"
-# {metric_why}{metric_check}
-metric    = {metric:?}
-# {direction_why}{direction_check}
-direction = "{direction}"
-min_delta = 0.0                # the smallest improvement worth keeping
-{progress}
-[agent]
-# {agent_why}
-kind = "{agent}"
-{agent_model}
-{sandbox}[stop]
-max_experiments = 100
-patience = 30
-{stop_cost}"#,
-        sandbox = if d.agent == "knobs" {
-            ""
-        } else {
-            "[sandbox]\n# The agent's code runs as you, outside any sandbox: it could read hone's database and\n# rewrite its records. \"bwrap\" contains it (README: Containment); \"rlimits\" runs it as is.\n# kind = \"bwrap\"\n\n"
-        },
-        agent = d.agent,
-        agent_model = http_model_lines(&d.agent),
-        stop_cost = if http_model_lines(&d.agent).is_empty() {
-            ""
-        } else {
-            "max_cost_usd = 5.0            # the model's calls together, at its prices (README, [stop])\n"
-        },
-        agent_why = if d.agent == "knobs" {
-            "The built-in optimizer. Or a coding agent, e.g. \"claude\", \"codex\", \"openai\" (any\n# OpenAI-compatible server) or \"command\" (README, `[agent]`)."
-        } else {
-            "`hone init --agent`: it reads program.md every experiment. \"knobs\" is the built-in\n# optimizer (README, `[agent]`)."
-        },
-        editable_why = d.editable_why,
-        editable = quoted(&d.editable),
-        protected_why = d.protected_why,
-        protected = quoted(&d.protected),
-        command_why = d.command.why,
-        command_check = check(d.command.guessed),
-        command = d.command.value,
-        timeout_why = d.timeout.why,
-        timeout_check = check(d.timeout.guessed),
-        timeout = d.timeout.value,
-        metric_why = d.metric.why,
-        metric_check = check(d.metric.guessed),
-        metric = d.metric.value,
-        direction_why = d.direction.why,
-        direction_check = check(d.direction.guessed),
-        direction = d.direction.value.as_str(),
-        progress = progress_text(d),
-    )
-}
-
-/// The `progress` lines of hone.toml's `[verify]` (a commented `prune` with them), or
-/// nothing when the script prints no steps (or the regex would not fit a TOML literal).
-/// The suggested warm-up is a tenth of the script's time budget where there is one.
-fn progress_text(d: &Draft) -> String {
-    let Some(p) = d
-        .progress
-        .as_ref()
-        .filter(|p| !p.regex.contains(['\'', '\n']))
-    else {
-        return String::new();
-    };
-    let warmup = if d.timeout.guessed {
-        "60s".to_string()
-    } else {
-        let budget = d.timeout.value.saturating_sub(TIMEOUT_MARGIN_SECS) / 2;
-        format!("{}s", (budget / 10).max(1))
-    };
-    format!(
-        "# {at} prints a step and `{name}` as it trains: each run's curve is recorded\n\
-         progress  = '{regex}'\n\
-         # To stop runs that cannot catch the best finished ones (README: `prune`):\n\
-         # prune          = \"reach~0.12\"\n\
-         # prune_min_runs = 5\n\
-         # prune_warmup   = \"{warmup}\"\n",
-        at = p.at,
-        name = p.name,
-        regex = p.regex,
-    )
 }
 
 #[cfg(test)]

@@ -49,24 +49,7 @@ pub fn run(here: &Here, a: InitArgs) -> CliResult {
     let spec_path = root.join("hone.toml");
     let program_path = root.join("program.md");
     if spec_path.exists() && !a.force && a.check {
-        // `hone init --check` on a spec already written (and perhaps edited): check it.
-        let spec =
-            hone::spec::Spec::load(&spec_path).map_err(|e| CliError::usage(e.to_string()))?;
-        if let Some(kind) = &a.agent {
-            // Checking writes nothing: the agent the existing hone.toml names stays.
-            err!(
-                "warning: --agent {kind}: hone.toml exists and --check only checks it; set [agent] kind = \"{kind}\" in it (it names \"{}\"), or run `hone init --agent {kind} --force` to write a new one",
-                spec.agent.kind.as_str()
-            );
-        }
-        let v = &spec.verify;
-        return check(
-            root,
-            &v.command,
-            v.timeout.as_secs().max(1),
-            (&v.metric, v.metric_regex.as_ref().map(|r| r.as_str())),
-            v.progress.as_ref().map(|p| p.read.as_str()),
-        );
+        return check_existing(root, &spec_path, a.agent.as_deref());
     }
     if spec_path.exists() && !a.force {
         return Err(
@@ -91,7 +74,13 @@ pub fn run(here: &Here, a: InitArgs) -> CliResult {
     )?;
     let read = |f: &str| std::fs::read_to_string(root.join(f)).ok();
     let analysis = hone::init::analyze(root, &files, &read);
-    let evaluators: Vec<String> = analysis.evaluators.iter().map(|e| e.path.clone()).collect();
+    // The evaluators and the scorer are protected: their constants are no knobs.
+    let evaluators: Vec<String> = analysis
+        .evaluators
+        .iter()
+        .map(|e| e.path.clone())
+        .chain(analysis.scorer.as_ref().map(|s| s.path.clone()))
+        .collect();
     let candidates: Vec<String> = files
         .iter()
         .filter(|f| !evaluators.contains(f) && *f != "hone.toml")
@@ -119,13 +108,37 @@ pub fn run(here: &Here, a: InitArgs) -> CliResult {
     if a.check {
         check(
             root,
-            &draft.command.value,
+            (
+                &draft.command.value,
+                draft.evaluate.as_ref().map(|e| e.command.as_str()),
+            ),
             draft.timeout.value,
             (&draft.metric.value, None),
             draft.progress.as_ref().map(|p| p.regex.as_str()),
         )?;
     }
     Ok(())
+}
+
+/// `hone init --check` on a spec already written (and perhaps edited): checks that one; an
+/// `--agent` beside it is said, not written.
+fn check_existing(root: &Path, spec_path: &Path, agent: Option<&str>) -> CliResult {
+    let spec = hone::spec::Spec::load(spec_path).map_err(|e| CliError::usage(e.to_string()))?;
+    if let Some(kind) = agent {
+        // Checking writes nothing: the agent the existing hone.toml names stays.
+        err!(
+            "warning: --agent {kind}: hone.toml exists and --check only checks it; set [agent] kind = \"{kind}\" in it (it names \"{}\"), or run `hone init --agent {kind} --force` to write a new one",
+            spec.agent.kind.as_str()
+        );
+    }
+    let v = &spec.verify;
+    check(
+        root,
+        (&v.command, v.evaluate.as_deref()),
+        v.timeout.as_secs().max(1),
+        (&v.metric, v.metric_regex.as_ref().map(|r| r.as_str())),
+        v.progress.as_ref().map(|p| p.read.as_str()),
+    )
 }
 
 /// program.md, unless one exists (and `--force` does not ask for a fresh one).
@@ -161,17 +174,26 @@ fn agent_kind(kind: &str) -> CliResult<String> {
 /// `--check`: the baseline, run once here, and the metric read from it.
 fn check(
     root: &Path,
-    command: &str,
+    (command, evaluate): (&str, Option<&str>),
     timeout: u64,
     (metric, metric_regex): (&str, Option<&str>),
     progress: Option<&str>,
 ) -> CliResult {
+    let then = evaluate
+        .map(|e| format!(", then `{e}`"))
+        .unwrap_or_default();
     out!(
-        "\ncheck: running `{command}` once in {} (up to {timeout} s)...",
+        "\ncheck: running `{command}`{then} once in {} (up to {timeout} s)...",
         root.display()
     );
-    let c = hone::init::check(root, command, timeout, (metric, metric_regex), progress)
-        .map_err(|e| CliError::runtime(format!("cannot run the command: {e}")))?;
+    let c = hone::init::check(
+        root,
+        (command, evaluate),
+        timeout,
+        (metric, metric_regex),
+        progress,
+    )
+    .map_err(|e| CliError::runtime(format!("cannot run the command: {e}")))?;
     let exit = match c.exit {
         hone::exec::Exit::Code(0) => None,
         hone::exec::Exit::Code(n) => Some(format!("exited with {n}")),
@@ -197,10 +219,12 @@ fn check(
             Ok(())
         }
         (exit, _) => {
+            // `command` or `evaluate`: the one whose exit and output these are.
             let what = match exit {
-                Some(e) => format!("the command {e}"),
+                Some(e) => format!("the {} {e}", c.stage),
                 None => format!(
-                    "the command printed no `{metric}: <number>`{}",
+                    "the {} printed no `{metric}: <number>`{}",
+                    c.stage,
                     c.hint.as_deref().unwrap_or("")
                 ),
             };
@@ -209,7 +233,7 @@ fn check(
                 c.tail.join("\n  ")
             ))
             .hint(
-                "fix [verify] command or metric in hone.toml, then run `hone init --check` \
+                "fix [verify] command, evaluate or metric in hone.toml, then run `hone init --check` \
                  again (it checks the hone.toml that exists)",
             ))
         }
@@ -233,6 +257,18 @@ fn print_choices(d: &hone::init::Draft) {
         d.command.why,
         guess(d.command.guessed)
     );
+    if let Some(e) = &d.evaluate {
+        out!(
+            "  evaluate  {}  (sealed: the metric is read from it alone; outputs [{}]{})",
+            e.command,
+            e.outputs.join(", "),
+            if e.outputs.is_empty() {
+                ": list what it reads, a guess: check it"
+            } else {
+                ""
+            }
+        );
+    }
     out!(
         "  timeout   {}s  ({}){}",
         d.timeout.value,
@@ -302,7 +338,13 @@ fn print_next_steps(d: &hone::init::Draft, with_knobs: &[String], tracked: &[Str
     if d.editable.iter().any(|e| e == "CHANGE-ME") {
         todo.push("set [loop] editable (no knobs were found to guess it from)");
     }
-    if d.command.guessed || d.metric.guessed || d.direction.guessed || d.timeout.guessed {
+    let no_outputs = d.evaluate.as_ref().is_some_and(|e| e.outputs.is_empty());
+    if d.command.guessed
+        || d.metric.guessed
+        || d.direction.guessed
+        || d.timeout.guessed
+        || no_outputs
+    {
         todo.push("check the [verify] values marked as guesses in hone.toml");
     }
     if d.agent != "knobs" {

@@ -108,3 +108,62 @@ fn init_in_a_new_project_asks_for_a_commit_and_guesses_nothing_silently() {
     assert_eq!(run.status.code(), Some(1));
     assert_says(&run, "commit");
 }
+
+#[test]
+fn init_makes_a_scoring_script_beside_the_training_the_sealed_evaluator() {
+    // train.py writes model.json and prints only its training loss; evaluate.py scores the
+    // file. hone.toml gets evaluate.py as the sealed evaluator, protected, with its metric.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    put(
+        dir.join("train.py"),
+        "import json\nLR = 0.1\nEPOCHS = 5\nw = 0.0\nfor e in range(EPOCHS):\n    w += LR * (3.0 - w)\n    print(f'epoch {e} train_loss {abs(3.0 - w):.4f}')\njson.dump({'w': w}, open('model.json', 'w'))\n",
+    );
+    put(
+        dir.join("evaluate.py"),
+        "import json\nTOL = 0.5\nm = json.load(open('model.json'))\nprint(f'val_error: {abs(m[\"w\"] - 3.0):.6f}')\n",
+    );
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "project"]);
+    let out = ok(hone_in(dir, &["init", "--check"]));
+    let t = text(&out);
+    assert!(t.contains("then `python3 evaluate.py` once"), "{t}");
+    assert!(t.contains("check: val_error = 1.77147"), "{t}");
+    let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
+    for line in [
+        "editable  = [\"train.py\"]",
+        "protected = [\"evaluate.py\"]",
+        "evaluate  = \"python3 evaluate.py\"",
+        "outputs   = [\"model.json\"]",
+        "metric    = \"val_error\"",
+        "direction = \"minimize\"",
+    ] {
+        assert!(toml.contains(line), "{line}\n{toml}");
+    }
+    // The scorer's constants are no knobs.
+    assert!(!t.contains("TOL"), "{t}");
+    // What it wrote runs sealed: an agent's train.py that prints a perfect score counts for
+    // nothing, and no warning says the agent can print its own.
+    let agent = "kind = \"command\"\ncommand = \"sed -i 's/^LR = 0.1$/LR = 0.2/' train.py && echo \\\"print('val_error: 0')\\\" >> train.py\"";
+    put(
+        dir.join("hone.toml"),
+        toml.replace("kind = \"knobs\"", agent),
+    );
+    std::fs::remove_file(dir.join("model.json")).unwrap();
+    git(dir, &["add", "hone.toml", "program.md"]);
+    git(dir, &["commit", "-q", "-m", "hone"]);
+    let out = ok(hone_in(dir, &["run", "-n", "2"]));
+    assert!(
+        !text(&out).contains("can print any value"),
+        "{}",
+        text(&out)
+    );
+    let log = log_in(dir);
+    assert_eq!(log[1]["status"], "keep", "{log:?}");
+    let v = log[1]["objective"].as_f64().unwrap();
+    assert!(
+        v > 0.5 && v < 1.77,
+        "the scorer's value, not the printed 0: {v}"
+    );
+}

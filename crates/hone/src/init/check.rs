@@ -18,26 +18,73 @@ pub struct CheckOutcome {
     /// When no objective was read: what to do, as `hone run` says it (the name a line
     /// prints, or a `metric_regex` that would read it).
     pub hint: Option<String>,
+    /// Which `[verify]` command the exit and the tail are about: `command`, or `evaluate`
+    /// once the command succeeded.
+    pub stage: &'static str,
 }
 
 /// Runs `command` once in `root` (the checkout: `hone run` runs it in a worktree of the
 /// committed files instead) with hone's environment, kills its process group after
 /// `timeout_secs`, and reads `metric` from its output the way the verifier does (with
 /// `metric_regex`, when hone.toml has one), and the points `progress` reads, if it is given.
+/// With `evaluate` (a sealed evaluator), that runs next when the command succeeded, and the
+/// metric is read from its output alone, as the verifier reads it.
 pub fn check(
     root: &Path,
-    command: &str,
+    (command, evaluate): (&str, Option<&str>),
     timeout_secs: u64,
     (metric, metric_regex): (&str, Option<&str>),
     progress: Option<&str>,
 ) -> Result<CheckOutcome, String> {
-    use crate::exec::{spawn, ExecRequest, Limits};
-    let mut reader = crate::verify::metrics::MetricReader::new(metric, metric_regex)
-        .map_err(|e| format!("{e}"))?;
     let progress = progress
         .map(crate::verify::prune::Progress::compile)
         .transpose()?;
     let (mut points, mut last_point) = (0usize, None);
+    let mut reader = crate::verify::metrics::MetricReader::new(metric, metric_regex)
+        .map_err(|e| format!("{e}"))?;
+    let (mut first, tail) = run_once(root, command, timeout_secs, &mut |line| {
+        if evaluate.is_none() {
+            reader.feed(line);
+        }
+        if let Some(point) = progress.as_ref().and_then(|p| p.read(line)) {
+            points += 1;
+            last_point = Some(point);
+        }
+    })?;
+    first.tail = tail;
+    first.progress = progress.as_ref().map(|_| (points, last_point));
+    let ran = match evaluate {
+        Some(evaluate) if first.exit == crate::exec::Exit::Code(0) => {
+            let (mut second, tail) =
+                run_once(root, evaluate, timeout_secs, &mut |line| reader.feed(line))?;
+            second.seconds += first.seconds;
+            second.tail = tail;
+            second.progress = first.progress;
+            second.stage = "evaluate";
+            second
+        }
+        _ => first,
+    };
+    let metrics = reader.finish();
+    let value = metrics.get(metric);
+    Ok(CheckOutcome {
+        value,
+        hint: value.is_none().then(|| {
+            crate::verify::metrics::missing_metric_hint(metrics.mention.as_deref(), metric)
+        }),
+        ..ran
+    })
+}
+
+/// Runs `command` once in `root`, giving `on_line` each line of its output: what it showed
+/// but the metric (`value` and `hint` unset), and its last five lines.
+fn run_once(
+    root: &Path,
+    command: &str,
+    timeout_secs: u64,
+    on_line: &mut dyn FnMut(&str),
+) -> Result<(CheckOutcome, Vec<String>), String> {
+    use crate::exec::{spawn, ExecRequest, Limits};
     let log_path = std::env::temp_dir().join(format!("hone-init-check-{}.log", std::process::id()));
     let req = ExecRequest {
         command: command.to_string(),
@@ -58,11 +105,7 @@ pub fn check(
     let outcome = running
         .wait(
             &mut |line| {
-                reader.feed(line);
-                if let Some(point) = progress.as_ref().and_then(|p| p.read(line)) {
-                    points += 1;
-                    last_point = Some(point);
-                }
+                on_line(line);
                 if tail.len() == 5 {
                     tail.pop_front();
                 }
@@ -74,16 +117,16 @@ pub fn check(
     // The log was only a by-product: the lines were read as they came.
     let _ = std::fs::remove_file(&log_path);
     let outcome = outcome?;
-    let metrics = reader.finish();
-    let value = metrics.get(metric);
-    Ok(CheckOutcome {
-        exit: outcome.exit,
-        seconds: outcome.duration.as_secs_f64(),
-        value,
-        tail: tail.into(),
-        progress: progress.map(|_| (points, last_point)),
-        hint: value.is_none().then(|| {
-            crate::verify::metrics::missing_metric_hint(metrics.mention.as_deref(), metric)
-        }),
-    })
+    Ok((
+        CheckOutcome {
+            exit: outcome.exit,
+            seconds: outcome.duration.as_secs_f64(),
+            value: None,
+            tail: Vec::new(),
+            progress: None,
+            hint: None,
+            stage: "command",
+        },
+        tail.into(),
+    ))
 }

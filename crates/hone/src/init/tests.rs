@@ -1,6 +1,7 @@
 //! Tests of `hone init`'s reading of a repository: the evaluator, the metric, the runner, the time budget and the constants that must not be knobs.
 
 use super::*;
+use std::collections::BTreeMap;
 
 const PREPARE: &str = "MAX_SEQ_LEN = 2048\nTIME_BUDGET = 300\nMAX_SHARD = 6542\n\
                        def make_dataloader(split):\n    pass\n\
@@ -104,7 +105,7 @@ fn check_runs_the_command_once_and_reads_the_metric() {
     let tmp = tempfile::tempdir().unwrap();
     let ok = check(
         tmp.path(),
-        "echo step 1; echo 'val_bpb: 0.75'",
+        ("echo step 1; echo 'val_bpb: 0.75'", None),
         60,
         ("val_bpb", None),
         None,
@@ -115,7 +116,7 @@ fn check_runs_the_command_once_and_reads_the_metric() {
     assert_eq!(ok.progress, None, "no progress setting, nothing read");
     let bad = check(
         tmp.path(),
-        "echo 'loss: 3'; exit 2",
+        ("echo 'loss: 3'; exit 2", None),
         60,
         ("val_bpb", None),
         None,
@@ -128,10 +129,50 @@ fn check_runs_the_command_once_and_reads_the_metric() {
     let bar =
         "printf 'step 1 | loss: 3\\rstep 2 | loss: 2\\rstep 3 | loss: 1\\n'; echo 'val_bpb: 0.5'";
     let read = r"step (?P<step>\d+) \| loss: (?P<value>[0-9.]+)";
-    let c = check(tmp.path(), bar, 60, ("val_bpb", None), Some(read)).unwrap();
+    let c = check(tmp.path(), (bar, None), 60, ("val_bpb", None), Some(read)).unwrap();
     assert_eq!(c.progress, Some((3, Some((3.0, 1.0)))));
-    let c = check(tmp.path(), bar, 60, ("val_bpb", None), Some("lr")).unwrap();
+    let c = check(tmp.path(), (bar, None), 60, ("val_bpb", None), Some("lr")).unwrap();
     assert_eq!(c.progress, Some((0, None)), "a setting that reads nothing");
+    // A sealed evaluator: the metric comes from its output alone, after the command's; the
+    // command's points still count.
+    let train = "echo 'step 1 | loss: 3'; echo 'val_bpb: 9'; echo 0.25 > out.txt";
+    let c = check(
+        tmp.path(),
+        (train, Some("echo \"val_bpb: $(cat out.txt)\"")),
+        60,
+        ("val_bpb", None),
+        Some(read),
+    )
+    .unwrap();
+    assert_eq!((c.value, c.stage), (Some(0.25), "evaluate"));
+    assert_eq!(c.progress, Some((1, Some((1.0, 3.0)))));
+    let c = check(
+        tmp.path(),
+        (train, Some("echo done")),
+        60,
+        ("val_bpb", None),
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        (c.value, c.stage),
+        (None, "evaluate"),
+        "the command's value does not count"
+    );
+    assert_eq!(c.tail, ["done"]);
+    // A command that fails: the evaluator never runs.
+    let c = check(
+        tmp.path(),
+        ("exit 3", Some("echo 'val_bpb: 1'")),
+        60,
+        ("val_bpb", None),
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        (c.exit, c.value, c.stage),
+        (crate::exec::Exit::Code(3), None, "command")
+    );
 }
 
 #[test]
