@@ -304,16 +304,20 @@ fn json_events(lines: &[String]) -> Vec<serde_json::Value> {
 }
 
 /// Reads Codex's JSONL events: tokens from every `turn.completed`, the last agent message as
-/// the result, and `turn.failed` / `error` as an error.
+/// the result, and `turn.failed` as an error, or an `error` no turn completed after.
 pub fn parse_codex(lines: &[String]) -> Option<AgentReport> {
     let events = json_events(lines);
     if events.is_empty() {
         return None;
     }
     let mut report = AgentReport::default();
+    // An `error` event is also a notice of a retry (`Reconnecting... 1/5`): it is the run's
+    // error only when no turn completed after it.
+    let mut notice: Option<String> = None;
     for e in &events {
         match e["type"].as_str().unwrap_or("") {
             "turn.completed" => {
+                notice = None;
                 let u = &e["usage"];
                 report.tokens = report.tokens.saturating_add(
                     ["input_tokens", "output_tokens"]
@@ -331,13 +335,16 @@ pub fn parse_codex(lines: &[String]) -> Option<AgentReport> {
                 );
             }
             "error" => {
-                report.error = Some(e["message"].as_str().unwrap_or("error").to_string());
+                notice = Some(e["message"].as_str().unwrap_or("error").to_string());
             }
             "item.completed" if e["item"]["type"] == "agent_message" => {
                 report.result = e["item"]["text"].as_str().map(str::to_string);
             }
             _ => {}
         }
+    }
+    if report.error.is_none() {
+        report.error = notice;
     }
     Some(report)
 }
@@ -542,14 +549,29 @@ pub fn parse_opencode(lines: &[String]) -> Option<AgentReport> {
     Some(report)
 }
 
-/// Reads Claude Code's JSON result (the last JSON line of type `result`).
+/// Reads Claude Code's JSON result: the last JSON object of type `result`, on a line of its
+/// own or (with `--verbose`, or `verbose` in its settings) the last such element of the array
+/// of every message it prints instead, on one line or over several.
 pub fn parse_claude(lines: &[String]) -> Option<AgentReport> {
-    let v: serde_json::Value = lines
+    let elements = |v: serde_json::Value| match v {
+        serde_json::Value::Array(items) => items,
+        other => vec![other],
+    };
+    let mut values: Vec<serde_json::Value> = lines
         .iter()
-        .rev()
-        .filter(|l| l.trim_start().starts_with('{'))
+        .filter(|l| l.trim_start().starts_with(['{', '[']))
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|v| v["type"] == "result")?;
+        .flat_map(elements)
+        .collect();
+    if !values.iter().any(|v| v["type"] == "result") {
+        // One JSON document printed over several lines.
+        let whole = lines.join("\n");
+        let start = whole.find(['[', '{'])?;
+        values = serde_json::from_str::<serde_json::Value>(&whole[start..])
+            .map(elements)
+            .unwrap_or_default();
+    }
+    let v = values.into_iter().rev().find(|v| v["type"] == "result")?;
     let u = &v["usage"];
     let tokens = [
         "input_tokens",

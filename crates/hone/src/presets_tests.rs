@@ -180,6 +180,56 @@ fn opencode_events_carry_cost_tokens_and_errors() {
 }
 
 #[test]
+fn a_codex_retry_notice_is_no_error_when_the_turn_completes_after_it() {
+    let retried = lines(
+        "{\"type\":\"thread.started\",\"thread_id\":\"t1\"}\n\
+         {\"type\":\"turn.started\"}\n\
+         {\"type\":\"error\",\"message\":\"Reconnecting... 1/5 (stream disconnected before completion)\"}\n\
+         {\"type\":\"item.completed\",\"item\":{\"id\":\"i1\",\"type\":\"agent_message\",\"text\":\"Raised LR.\"}}\n\
+         {\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":900,\"cached_input_tokens\":0,\"output_tokens\":100}}\n",
+    );
+    let r = parse_codex(&retried).unwrap();
+    assert_eq!(r.error, None);
+    assert_eq!((r.tokens, r.result.as_deref()), (1000, Some("Raised LR.")));
+    // An error after which no turn completed is the run's.
+    let failed = lines(
+        "{\"type\":\"turn.started\"}\n\
+         {\"type\":\"error\",\"message\":\"stream disconnected: retries exhausted\"}\n",
+    );
+    assert_eq!(
+        parse_codex(&failed).unwrap().error.as_deref(),
+        Some("stream disconnected: retries exhausted")
+    );
+    let turn_failed = lines(
+        "{\"type\":\"error\",\"message\":\"Reconnecting... 1/5\"}\n\
+         {\"type\":\"turn.failed\",\"error\":{\"message\":\"unexpected status 401 Unauthorized\"}}\n",
+    );
+    assert_eq!(
+        parse_codex(&turn_failed).unwrap().error.as_deref(),
+        Some("unexpected status 401 Unauthorized")
+    );
+}
+
+#[test]
+fn claude_codes_verbose_array_is_read_for_its_result() {
+    let result = "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"Raised LR.\",\"total_cost_usd\":0.05,\"usage\":{\"input_tokens\":10,\"output_tokens\":5}}";
+    let array = format!(
+        "[{{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s\"}},{{\"type\":\"assistant\",\"message\":{{\"content\":[]}}}},{result}]"
+    );
+    for out in [
+        lines(&array),
+        // The same document printed over several lines.
+        lines(&array.replace("},{", "},\n{")),
+        lines(&format!("some banner\n{result}")),
+    ] {
+        let r = parse_claude(&out).unwrap_or_else(|| panic!("{out:?}"));
+        assert_eq!(r.result.as_deref(), Some("Raised LR."));
+        assert_eq!((r.cost_usd, r.tokens, r.error), (0.05, 15, None));
+    }
+    assert!(parse_claude(&lines("[{\"type\":\"system\"}]")).is_none());
+}
+
+#[test]
 fn preset_command_lines() {
     let none: Vec<String> = Vec::new();
     let files = vec!["train.py".to_string(), "my model.py".to_string()];

@@ -250,7 +250,7 @@ pub(super) fn parse(s: &Section) -> Result<AgentSpec, SpecError> {
     }
     let timeout = s.get_or("timeout", Duration::from_secs(TIMEOUT_SECS))?;
     let seed = s.get("seed")?;
-    let extra_args: Vec<String> = s.get_or_default("extra_args")?;
+    let extra_args = s.args("extra_args")?;
     let llm = if kind.is_http() {
         Some(llm(s, kind, true)?)
     } else {
@@ -385,6 +385,45 @@ pub(crate) fn local_server(url: &str) -> bool {
                 || a.to_ipv4_mapped().is_some_and(v4_local)
         }
         Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod args_tests {
+    use super::super::tests::{err, parse, GOOD};
+
+    #[test]
+    fn extra_args_are_a_list_with_one_argument_per_string() {
+        let with = |args: &str| {
+            GOOD.replace(
+                "kind = \"knobs\"",
+                &format!("kind = \"claude\"\nextra_args = {args}"),
+            )
+        };
+        let s = parse(&with(
+            "[\"--max-turns\", \"30\", \"--append-system-prompt\", \"be brief\"]",
+        ))
+        .unwrap();
+        assert_eq!(s.agent.extra_args.len(), 4);
+        let e = err(&with("\"--max-turns 30\""));
+        assert_eq!(e.key, "agent.extra_args", "{e}");
+        assert!(
+            e.message
+                .contains("one per string: [\"--max-turns\", \"30\"]"),
+            "{e}"
+        );
+        let e = err(&with("[\"--verbose\", \"--max-turns 30\"]"));
+        assert!(e.message.contains("write its words apart"), "{e}");
+        let line = 1 + with("[]")
+            .lines()
+            .position(|l| l.starts_with("extra_args"))
+            .unwrap();
+        assert!(
+            e.to_string().contains(&format!(":{line}:")),
+            "the line: {e}"
+        );
+        // An option with its value after `=` is one argument, as written.
+        assert!(parse(&with("[\"--model=x y\"]")).is_ok());
     }
 }
 

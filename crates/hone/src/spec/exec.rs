@@ -248,7 +248,7 @@ fn slurm(ex: &Section) -> Result<crate::exec::slurm::SlurmConfig, SpecError> {
         },
         mem: ex.get("mem")?,
         time: ex.get("time")?,
-        extra_args: ex.get_or_default("extra_args")?,
+        extra_args: ex.args("extra_args")?,
     })
 }
 

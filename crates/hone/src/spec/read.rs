@@ -220,6 +220,41 @@ impl<'a> Section<'a> {
         Ok(self.get(key)?.unwrap_or_default())
     }
 
+    /// A list of command-line arguments at `key` (empty when absent): a list of strings, each
+    /// one argument. A lone string, or an option and its value in one element
+    /// (`"--max-turns 30"`), is an error: the program would get them as one argument.
+    pub(super) fn args(&self, key: &str) -> Result<Vec<String>, SpecError> {
+        if let Some(one) = self.item(key).and_then(Item::as_str) {
+            return Err(self.err(
+                key,
+                format!(
+                    "expected a list of arguments, one per string: [{}]",
+                    one.split_whitespace()
+                        .map(|w| format!("{w:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        let args: Vec<String> = self.get_or_default(key)?;
+        for (i, a) in args.iter().enumerate() {
+            if a.starts_with('-') && a.contains(char::is_whitespace) && !a.contains('=') {
+                return Err(self.err_at(
+                    self.element_line(key, i),
+                    key,
+                    format!(
+                        "{a:?} is one argument: the program would get it whole; write its words apart: [{}]",
+                        a.split_whitespace()
+                            .map(|w| format!("{w:?}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(args)
+    }
+
     /// A whole number at `key` that must be at least 1 when it is there.
     pub(super) fn count(&self, key: &str) -> Result<Option<u64>, SpecError> {
         match self.get::<u64>(key)? {

@@ -26,7 +26,8 @@ pub struct SandboxSpec {
     /// With bwrap: stop when bubblewrap cannot run here (else warn and go on without it).
     pub required: bool,
     /// `kind` was written (either way): the user chose, so a run without bubblewrap does not
-    /// warn that its agent is not contained.
+    /// warn that its agent is not contained. (Not in the stored form: read at the start.)
+    #[serde(skip)]
     pub kind_chosen: bool,
     pub memory_bytes: Option<u64>,
     pub cpu_seconds: Option<u64>,
