@@ -280,6 +280,79 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
+/// What an error an agent CLI reported says of its cause.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ErrorCause {
+    /// The model's service is overloaded, rate-limited, over a usage limit or unreachable
+    /// for now: waiting helps, as with an HTTP model's outage.
+    Unavailable,
+    /// The tool cannot work as it is set up (its login or key refused, a model that does not
+    /// exist, no credit left): every turn would fail the same way.
+    Setup,
+    /// Anything else: this turn's failure.
+    Turn,
+}
+
+/// The cause an agent CLI's reported error names: an HTTP status among its words (429, 5xx:
+/// unavailable; 401, 402: setup), or the words the tools and their APIs use for it.
+pub fn error_cause(message: &str) -> ErrorCause {
+    let lower = message.to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+    let codes: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| w.len() == 3 && w.bytes().all(|b| b.is_ascii_digit()))
+        .collect();
+    let code = |list: &[&str]| codes.iter().any(|c| list.contains(c));
+    if code(&["401", "402"])
+        || has(&[
+            "unauthorized",
+            "invalid api key",
+            "invalid x-api-key",
+            "incorrect api key",
+            "authentication_error",
+            "authentication failed",
+            "not logged in",
+            "please run /login",
+            "oauth token has expired",
+            "insufficient_quota",
+            "exceeded your current quota",
+            "credit balance is too low",
+        ])
+        || (lower.contains("model")
+            && has(&[
+                "not_found_error",
+                "model_not_found",
+                "does not exist",
+                "not found",
+            ]))
+    {
+        return ErrorCause::Setup;
+    }
+    if code(&["429", "500", "502", "503", "504", "529"])
+        || has(&[
+            "overloaded",
+            "rate limit",
+            "rate_limit",
+            "ratelimit",
+            "too many requests",
+            "usage limit",
+            "service unavailable",
+            "temporarily unavailable",
+            "bad gateway",
+            "stream disconnected",
+            "connection reset",
+            "connection refused",
+            "econnreset",
+            "etimedout",
+            "apiconnectionerror",
+            "serviceunavailable",
+        ])
+    {
+        return ErrorCause::Unavailable;
+    }
+    ErrorCause::Turn
+}
+
 /// What an agent CLI said about its own run.
 #[derive(Debug, Default, PartialEq)]
 pub struct AgentReport {

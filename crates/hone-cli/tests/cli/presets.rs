@@ -84,10 +84,76 @@ if [ $n = 1 ]; then
   printf 'score: 4\n' > value.txt
   echo '{"type":"result","subtype":"success","is_error":false,"duration_ms":1200,"duration_api_ms":1100,"num_turns":3,"result":"Lowered the score to 4.","session_id":"s-1","total_cost_usd":0.0123,"usage":{"input_tokens":100,"output_tokens":50,"cache_creation_input_tokens":10,"cache_read_input_tokens":20}}'
 else
-  echo '{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":1,"session_id":"s-2","total_cost_usd":0.001,"usage":{"input_tokens":5,"output_tokens":0},"errors":["API Error: 529 overloaded"]}'
+  echo '{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":30,"session_id":"s-2","total_cost_usd":0.001,"usage":{"input_tokens":5,"output_tokens":0},"errors":["Reached the maximum number of turns (30)"]}'
   exit 1
 fi
 "#;
+
+/// A stand-in `claude` whose n-th turn prints the n-th line of `$FAKE_RECORD/turns` (`edit`:
+/// lowers the score and succeeds; any other text: Claude Code's error result with it).
+const FAKE_CLAUDE_TURNS: &str = r#"#!/bin/sh
+cat > /dev/null
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+turn=$(sed -n "${n}p" "$FAKE_RECORD/turns")
+if [ "$turn" = edit ]; then
+  printf 'score: 4\n' > value.txt
+  echo '{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"Lowered it.","session_id":"s","total_cost_usd":0.01,"usage":{"input_tokens":10,"output_tokens":5}}'
+else
+  echo "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"num_turns\":1,\"result\":\"$turn\",\"session_id\":\"s\",\"total_cost_usd\":0,\"usage\":{\"input_tokens\":0,\"output_tokens\":0}}"
+  exit 1
+fi
+"#;
+
+#[test]
+fn an_agent_clis_outage_is_waited_out_and_a_refused_login_stops_the_run() {
+    // Overloaded, then rate-limited: no candidate's failure. Each is `aborted`, not counted,
+    // and the next turn waits (a second at least), as an HTTP model's outage does.
+    let (bin, record) = fake_tool("claude", FAKE_CLAUDE_TURNS);
+    put(
+        record.path().join("turns"),
+        "API Error: 529 {\\\"type\\\":\\\"overloaded_error\\\"}\nClaude AI usage limit reached|1767225600\nedit\n",
+    );
+    let r = preset_repo("kind = \"claude\"\noutage_wait = \"0s\"");
+    edit_spec(&r.dir, |t| {
+        t.replace("max_experiments = 3", "max_experiments = 2")
+    });
+    let out = ok(run_with_tool(&r, bin.path(), record.path(), &[]));
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "aborted", "aborted", "keep"],
+        "{}",
+        text(&out)
+    );
+    let log = r.log();
+    assert_reason(
+        &log[1],
+        "the model's server was unavailable: the agent reported an error: API Error: 529",
+    );
+    assert_reason(&log[1], "the next experiment waits 1.0s");
+    assert_reason(&log[2], "usage limit reached");
+    // A login the service refuses would fail every turn: the run stops at the first, and
+    // says so; it is an error to fix, and `hone run` resumes.
+    let (bin, record) = fake_tool("claude", FAKE_CLAUDE_TURNS);
+    put(
+        record.path().join("turns"),
+        "Invalid API key · Please run /login\nedit\n",
+    );
+    let r = preset_repo("kind = \"claude\"");
+    let out = run_with_tool(&r, bin.path(), record.path(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_says(
+        &out,
+        "the agent reported an error every turn would meet: Invalid API key",
+    );
+    assert_eq!(r.statuses(), ["baseline", "invalid"]);
+    assert!(
+        text(&r.hone(&["status"])).contains("stopped on an error"),
+        "{}",
+        text(&r.hone(&["status"]))
+    );
+    ok(run_with_tool(&r, bin.path(), record.path(), &[]));
+    assert_eq!(r.statuses(), ["baseline", "invalid", "keep"]);
+}
 
 #[test]
 fn claude_code_preset_runs_headless_and_reads_its_cost() {
@@ -133,7 +199,7 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
             description: Some("Lowered the score to 4."),
             cost_usd: Some(0.0123),
             tokens: 180,
-            error: "API Error: 529 overloaded",
+            error: "Reached the maximum number of turns (30)",
             install: "npm install -g @anthropic-ai/claude-code",
         },
     );
@@ -188,7 +254,7 @@ if [ $n = 1 ]; then
   echo '{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Set the score to 3."}}'
   echo '{"type":"turn.completed","usage":{"input_tokens":1200,"cached_input_tokens":200,"output_tokens":300,"reasoning_output_tokens":100}}'
 else
-  echo '{"type":"turn.failed","error":{"message":"stream disconnected before completion"}}'
+  echo '{"type":"turn.failed","error":{"message":"ran out of room in the model context window"}}'
 fi
 "#;
 
@@ -219,7 +285,7 @@ fn codex_preset_runs_exec_json_and_reads_its_usage() {
             description: Some("Set the score to 3."),
             cost_usd: None,
             tokens: 1500,
-            error: "stream disconnected",
+            error: "ran out of room in the model context window",
             install: "npm install -g @openai/codex",
         },
     );
@@ -253,8 +319,8 @@ if [ $n = 1 ]; then
   echo "Tokens: 2.3k sent, 85 received. Cost: \$0.0082 message, \$0.0082 session."
   echo "Applied edit to value.txt"
 else
-  echo 'litellm.AuthenticationError: AnthropicException - {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}'
-  echo "The API provider is not able to authenticate you. Check your API key."
+  echo 'litellm.ContextWindowExceededError: AnthropicException - {"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210345 tokens > 200000 maximum"}}'
+  echo "The chat session is larger than the context window!"
 fi
 "##;
 
@@ -301,7 +367,7 @@ fn aider_preset_edits_the_editable_files_and_reads_its_usage_line() {
             description: None,
             cost_usd: Some(0.0082),
             tokens: 2385,
-            error: "invalid x-api-key",
+            error: "prompt is too long",
             install: "pip install aider-chat",
         },
     );
@@ -377,8 +443,8 @@ else
 {
   "error": {
     "type": "ApiError",
-    "message": "[API Error: You exceeded your current quota]",
-    "code": 429
+    "message": "[API Error: Request contains an invalid argument.]",
+    "code": 400
   }
 }
 JSON
@@ -418,7 +484,7 @@ fn gemini_preset_runs_headless_json_and_reads_its_stats() {
             description: Some("I set the score to 3."),
             cost_usd: None,
             tokens: 25113,
-            error: "exceeded your current quota",
+            error: "Request contains an invalid argument.",
             install: "npm install -g @google/gemini-cli",
         },
     );
@@ -437,7 +503,7 @@ if [ $n = 1 ]; then
   echo '{"type":"text","timestamp":1767036062000,"sessionID":"ses_4a1","part":{"id":"prt_3","type":"text","text":"Lowered the score to 2.","time":{"start":1767036061500,"end":1767036062000}}}'
   echo '{"type":"step_finish","timestamp":1767036062100,"sessionID":"ses_4a1","part":{"id":"prt_4","type":"step-finish","reason":"stop","snapshot":"9f1c","cost":0.0042,"tokens":{"input":1200,"output":80,"reasoning":0,"cache":{"read":300,"write":0}}}}'
 else
-  echo '{"type":"error","timestamp":1767036063000,"sessionID":"ses_4a1","error":{"name":"APIError","data":{"message":"Invalid API key.","statusCode":401,"isRetryable":false}}}'
+  echo '{"type":"error","timestamp":1767036063000,"sessionID":"ses_4a1","error":{"name":"APIError","data":{"message":"The edit tool failed: oldString not found in content","statusCode":400,"isRetryable":false}}}'
   exit 1
 fi
 "#;
@@ -477,7 +543,7 @@ fn opencode_preset_runs_json_events_and_reads_cost_and_tokens() {
             description: Some("Lowered the score to 2."),
             cost_usd: Some(0.0042),
             tokens: 1580,
-            error: "Invalid API key.",
+            error: "oldString not found in content",
             install: "npm install -g opencode-ai",
         },
     );

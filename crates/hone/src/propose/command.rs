@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use super::{prompt, Proposal, ProposeContext, ProposeError, Proposer};
 use crate::exec::{self, ExecRequest, Exit};
-pub use crate::presets::{preset_command, shell_quote, AgentReport, Preset, PresetInvocation};
+pub use crate::presets::{
+    preset_command, shell_quote, AgentReport, ErrorCause, Preset, PresetInvocation,
+};
 
 /// Runs a user-given command, or an agent CLI preset, as the proposer.
 #[derive(Default)]
@@ -212,10 +214,19 @@ impl Proposer for CommandProposer {
         }
         if let Some(r) = &report {
             if let Some(e) = &r.error {
-                return Err(ProposeError::Invalid(format!(
-                    "the agent reported an error: {}",
-                    prompt::sanitize(e, 300)
-                )));
+                let said = prompt::sanitize(e, 300);
+                return Err(match crate::presets::error_cause(e) {
+                    // Not the candidate's failure: waited out as an HTTP model's outage is.
+                    ErrorCause::Unavailable => ProposeError::Unavailable(format!(
+                        "the agent reported an error: {said}"
+                    )),
+                    ErrorCause::Setup => ProposeError::Fatal(format!(
+                        "the agent reported an error every turn would meet: {said}. Fix its login, key, model or credit, then `hone run` resumes"
+                    )),
+                    ErrorCause::Turn => {
+                        ProposeError::Invalid(format!("the agent reported an error: {said}"))
+                    }
+                });
             }
             if let Some(res) = &r.result {
                 last_line = res
