@@ -299,18 +299,33 @@ fn agent_kinds_keep_their_names_in_the_records() {
 fn an_agent_clis_error_names_its_cause() {
     use ErrorCause::*;
     for (message, cause) in [
-        ("API Error: 529 {\"type\":\"overloaded_error\"}", Unavailable),
+        (
+            "API Error: 529 {\"type\":\"overloaded_error\"}",
+            Unavailable,
+        ),
         ("Claude AI usage limit reached|1767225600", Unavailable),
         ("unexpected status 429 Too Many Requests", Unavailable),
         ("litellm.RateLimitError: AnthropicException", Unavailable),
-        ("stream disconnected before completion: error sending request", Unavailable),
+        (
+            "stream disconnected before completion: error sending request",
+            Unavailable,
+        ),
         ("[API Error: 503 Service Unavailable]", Unavailable),
         ("Invalid API key · Please run /login", Setup),
         ("unexpected status 401 Unauthorized: Missing bearer", Setup),
         ("[API Error: You exceeded your current quota]", Setup),
-        ("Your credit balance is too low to access the Anthropic API", Setup),
-        ("API Error: 404 {\"type\":\"not_found_error\",\"message\":\"model: sonet-4.5\"}", Setup),
-        ("The model `gpt-9` does not exist or you do not have access to it.", Setup),
+        (
+            "Your credit balance is too low to access the Anthropic API",
+            Setup,
+        ),
+        (
+            "API Error: 404 {\"type\":\"not_found_error\",\"message\":\"model: sonet-4.5\"}",
+            Setup,
+        ),
+        (
+            "The model `gpt-9` does not exist or you do not have access to it.",
+            Setup,
+        ),
         ("Reached the maximum number of turns (30)", Turn),
         ("prompt is too long: 210345 tokens > 200000 maximum", Turn),
         ("The edit tool failed: oldString not found in content", Turn),

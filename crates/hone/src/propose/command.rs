@@ -214,19 +214,7 @@ impl Proposer for CommandProposer {
         }
         if let Some(r) = &report {
             if let Some(e) = &r.error {
-                let said = prompt::sanitize(e, 300);
-                return Err(match crate::presets::error_cause(e) {
-                    // Not the candidate's failure: waited out as an HTTP model's outage is.
-                    ErrorCause::Unavailable => ProposeError::Unavailable(format!(
-                        "the agent reported an error: {said}"
-                    )),
-                    ErrorCause::Setup => ProposeError::Fatal(format!(
-                        "the agent reported an error every turn would meet: {said}. Fix its login, key, model or credit, then `hone run` resumes"
-                    )),
-                    ErrorCause::Turn => {
-                        ProposeError::Invalid(format!("the agent reported an error: {said}"))
-                    }
-                });
+                return Err(reported_error(e));
             }
             if let Some(res) = &r.result {
                 last_line = res
@@ -258,6 +246,21 @@ impl Proposer for CommandProposer {
             // Another process wrote in the worktree: git lists what it holds.
             in_place: false,
         })
+    }
+}
+
+/// The proposer's error for an error the agent CLI reported, by its cause: an outage waited
+/// out, a set-up every turn would meet (the run stops), or this turn's failure.
+fn reported_error(e: &str) -> ProposeError {
+    let said = prompt::sanitize(e, 300);
+    match crate::presets::error_cause(e) {
+        ErrorCause::Unavailable => {
+            ProposeError::Unavailable(format!("the agent reported an error: {said}"))
+        }
+        ErrorCause::Setup => ProposeError::Fatal(format!(
+            "the agent reported an error every turn would meet: {said}. Fix its login, key, model or credit, then `hone run` resumes"
+        )),
+        ErrorCause::Turn => ProposeError::Invalid(format!("the agent reported an error: {said}")),
     }
 }
 
