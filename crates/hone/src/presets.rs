@@ -363,6 +363,9 @@ pub struct AgentReport {
     /// It reported tokens and no money where money was its to report (aider with a model
     /// its price table lacks): under `max_cost_usd` the turn counts as unreported.
     pub no_cost: bool,
+    /// Its account ended before the turn's usage (Codex: a turn that never completed, failed
+    /// or crashed): what it spent is unreported, and charged as such.
+    pub unfinished: bool,
 }
 
 /// The JSON objects with a `type` among an agent's output lines (a JSONL event stream, with
@@ -387,9 +390,14 @@ pub fn parse_codex(lines: &[String]) -> Option<AgentReport> {
     // An `error` event is also a notice of a retry (`Reconnecting... 1/5`): it is the run's
     // error only when no turn completed after it.
     let mut notice: Option<String> = None;
+    // Usage comes with `turn.completed` alone: a turn started and never completed (failed,
+    // cut off, crashed) spent what it did unreported.
+    report.unfinished = true;
     for e in &events {
         match e["type"].as_str().unwrap_or("") {
+            "turn.started" => report.unfinished = true,
             "turn.completed" => {
+                report.unfinished = false;
                 notice = None;
                 let u = &e["usage"];
                 report.tokens = report.tokens.saturating_add(
@@ -572,6 +580,7 @@ pub fn parse_gemini(lines: &[String]) -> Option<AgentReport> {
         tokens,
         // Gemini CLI reports no money at all (`reports_cost`), which hone.toml's rules know.
         no_cost: false,
+        unfinished: false,
     })
 }
 
@@ -678,6 +687,7 @@ pub fn parse_claude(lines: &[String]) -> Option<AgentReport> {
         cost_usd: reported_cost(v["total_cost_usd"].as_f64()).unwrap_or(0.0),
         tokens,
         no_cost: reported_cost(v["total_cost_usd"].as_f64()).is_none(),
+        unfinished: false,
     })
 }
 

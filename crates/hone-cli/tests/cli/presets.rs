@@ -291,6 +291,33 @@ fn codex_preset_runs_exec_json_and_reads_its_usage() {
     );
 }
 
+#[test]
+fn a_codex_turn_that_never_completed_is_charged_as_one_cut_off() {
+    // Turn 1 completes with its usage; turn 2 starts and crashes before `turn.completed`
+    // (so before any usage): it is charged at turn 1's rate, not free.
+    let crashing = FAKE_CODEX.replace(
+        "  echo '{\"type\":\"turn.failed\",\"error\":{\"message\":\"ran out of room in the model context window\"}}'",
+        "  sleep 0.2; echo 'thread main panicked at codex-rs/core/src/codex.rs:1234'; exit 101",
+    );
+    assert_ne!(crashing, FAKE_CODEX);
+    let (r, _record) = run_preset("codex", &crashing, "kind = \"codex\"", &[]);
+    edit_spec(&r.dir, |t| {
+        t.replace("[stop]", "[stop]\nmax_tokens = 100000000")
+    });
+    let log = r.log();
+    assert_eq!(
+        (&log[1]["status"], &log[1]["tokens"]),
+        (&"keep".into(), &1500.into())
+    );
+    assert_eq!(log[2]["status"], "invalid", "{:?}", log[2]);
+    assert!(
+        log[2]["tokens"].as_u64().unwrap() > 0,
+        "charged: {:?}",
+        log[2]
+    );
+    assert_reason(&log[2], "cut off before its full account");
+}
+
 /// A stand-in `aider`: like the real one, it writes its chat history where
 /// `--chat-history-file` says, edits the files it was given, and prints its usage line
 /// (`Tokens: ... Cost: ...`); the second time it prints a litellm error as aider does.

@@ -408,7 +408,12 @@ impl CommandProposer {
         let secs = outcome.duration.as_secs_f64();
         Ok(match (self.preset, reported) {
             (None, _) => None,
-            (Some(_), Some((usd, tokens))) if matches!(outcome.exit, Exit::Code(_)) => {
+            // A whole account (not one that ended before the turn's usage: that one is
+            // charged as a turn cut off, below).
+            (Some(_), Some((usd, tokens)))
+                if matches!(outcome.exit, Exit::Code(_))
+                    && !report.is_some_and(|r| r.unfinished) =>
+            {
                 ctx.add_spend(usd, tokens);
                 let rate = (usd / secs.max(1e-3), tokens as f64 / secs.max(1e-3));
                 self.rate = Some(match self.rate {
