@@ -404,14 +404,31 @@ fn init_names_the_agent_it_is_asked_for() {
         );
         ok(hone_in(dir, &["init", "--check"]));
     }
-    // Every preset's hone.toml loads.
+    // Every preset's hone.toml loads, with a bound on a turn and a budget for the night: in
+    // tokens for the tools that report no cost.
     for kind in ["codex", "aider", "gemini", "opencode"] {
         ok(hone_in(dir, &["init", "--agent", kind, "--force"]));
+        let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
+        let budget = if matches!(kind, "codex" | "gemini") {
+            "max_tokens = "
+        } else {
+            "max_cost_usd = "
+        };
+        assert!(
+            toml.contains("timeout = \"20m\"")
+                && toml.contains(budget)
+                && toml.contains("max_time = \"8h\""),
+            "{toml}"
+        );
         ok(hone_in(dir, &["init", "--check"]));
     }
     let out = ok(hone_in(dir, &["init", "--agent", "claude", "--force"]));
     let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
     assert!(toml.contains("kind = \"claude\""), "{toml}");
+    assert!(
+        toml.contains("extra_args = [\"--max-turns\", \"30\"]") && toml.contains("max_cost_usd = "),
+        "{toml}"
+    );
     // The sandbox is offered, not chosen: the run will say so (see `sandbox.rs`).
     assert!(
         toml.contains("[sandbox]\n") && toml.contains("\n# kind = \"bwrap\"\n"),

@@ -186,8 +186,8 @@ fn quoted(list: &[String]) -> String {
         .join(", ")
 }
 
-/// The `[agent]` lines an HTTP model needs beyond its kind (`openai`, `anthropic`): a model,
-/// its server and the variable holding its key, each to check; empty for other kinds.
+/// The `[agent]` lines a kind needs beyond its name: an HTTP model's model, server and key
+/// variable, each to check; a CLI preset's bound on one turn; nothing for the optimizer.
 fn http_model_lines(kind: &str) -> &'static str {
     match kind {
         "openai" => {
@@ -203,7 +203,37 @@ api_key_env = \"OPENAI_API_KEY\"   # the variable that holds its key (never writ
 api_key_env = \"ANTHROPIC_API_KEY\"   # the variable that holds its key (never written here)
 "
         }
-        _ => "",
+        "claude" => {
+            "extra_args = [\"--max-turns\", \"30\"]   # bounds one agent turn
+timeout = \"20m\"                # one agent turn at most (its process group is killed after)
+# model = \"sonnet\"             # the tool's own default otherwise
+"
+        }
+        "knobs" => "",
+        _ => {
+            "timeout = \"20m\"                # one agent turn at most (its process group is killed after)
+# model = \"...\"                # the tool's own default otherwise
+"
+        }
+    }
+}
+
+/// The `[stop]` lines a paid agent needs beyond the template's: a budget in money where the
+/// agent reports what it spent, else in tokens, and a night's time.
+fn stop_budget_lines(kind: &str) -> &'static str {
+    match kind {
+        "knobs" | "command" => "",
+        // They report tokens and no money (README, Agent CLI presets).
+        "codex" | "gemini" => {
+            "max_tokens = 5000000          # the agent's tokens together (it reports no cost)
+max_time = \"8h\"
+"
+        }
+        _ => {
+            "max_cost_usd = 5.0            # the model's calls together, at its prices (README, [stop])
+max_time = \"8h\"
+"
+        }
     }
 }
 
@@ -255,11 +285,7 @@ patience = 30
         },
         agent = d.agent,
         agent_model = http_model_lines(&d.agent),
-        stop_cost = if http_model_lines(&d.agent).is_empty() {
-            ""
-        } else {
-            "max_cost_usd = 5.0            # the model's calls together, at its prices (README, [stop])\n"
-        },
+        stop_cost = stop_budget_lines(&d.agent),
         agent_why = if d.agent == "knobs" {
             "The built-in optimizer. Or a coding agent, e.g. \"claude\", \"codex\", \"openai\" (any\n# OpenAI-compatible server) or \"command\" (README, `[agent]`)."
         } else {
