@@ -207,3 +207,51 @@ fn a_protected_pattern_that_matches_no_file_is_warned_about() {
     );
     assert!(!said.contains("`prepare.py` matches no file"), "{said}");
 }
+
+#[test]
+fn a_fixed_constant_changed_is_a_violation_never_verified() {
+    // `[loop] fixed = ["EPOCHS", "SEED"]`: a longer run or another seed is no improvement.
+    // Other constants move freely.
+    let r = Repo::builder()
+        .file(
+            "train.py",
+            "LR = 0.1\nEPOCHS = 5\nSEED = 1\nprint('score: %s' % (10 - LR * EPOCHS))\n",
+        )
+        .script(
+            "replace\ttrain.py\tEPOCHS = 5\tEPOCHS = 60\n---\n\
+             replace\ttrain.py\tSEED = 1\tSEED = 7\n---\n\
+             replace\ttrain.py\tprint(\tEPOCHS *= 12\\nprint(\n---\n\
+             replace\ttrain.py\tLR = 0.1\tLR = 0.2\n",
+        )
+        .spec_with(|agent| {
+            Spec::standard("python3 train.py", agent)
+                .editable(&["train.py"])
+                .set("loop", "fixed", "[\"EPOCHS\", \"SEED\"]")
+                .tail("[stop]\nmax_experiments = 5\n")
+        })
+        .create();
+    ok(r.hone(&["run"]));
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "violation", "violation", "violation", "keep"]
+    );
+    let log = r.log();
+    assert_reason(
+        &log[1],
+        "changed `EPOCHS` in `train.py` from `= 5` to `= 60`: [loop] fixed",
+    );
+    assert_reason(&log[2], "`SEED`");
+    assert_reason(&log[3], "to `*= 12`");
+    for e in &log[1..4] {
+        assert!(e["objective"].is_null(), "never verified: {e}");
+    }
+    // A name that is no constant's is refused with its line.
+    edit_spec(&r.dir, |t| {
+        t.replace("\"SEED\"]", "\"SEED\", \"not a name\"]")
+    });
+    exits_with(
+        r.hone(&["run", "--new"]),
+        2,
+        "`not a name` is not a constant's name",
+    );
+}

@@ -138,6 +138,8 @@ fn init_makes_a_scoring_script_beside_the_training_the_sealed_evaluator() {
         "outputs   = [\"model.json\"]",
         "metric    = \"val_error\"",
         "direction = \"minimize\"",
+        // The run length is no knob: a candidate must not change it.
+        "fixed     = [\"EPOCHS\"]",
     ] {
         assert!(toml.contains(line), "{line}\n{toml}");
     }

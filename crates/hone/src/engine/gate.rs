@@ -96,6 +96,7 @@ impl Engine<'_> {
             self.unarchivable(wt, parent, &snap)?
                 .or_else(|| scope_violation(&self.verifier.spec, &snap.changes))
                 .or_else(|| escaping_symlink(wt, &snap.changes))
+                .or_else(|| self.fixed_violation(parent, &snap))
         };
         // The verifier sees the commit, byte for byte, not what the proposer left (files git
         // ignores, content git's filters would have changed). A violation is not measured:
@@ -302,6 +303,32 @@ pub(super) fn duplicate(
             dup.n
         )
     })
+}
+
+impl Engine<'_> {
+    /// The first `[loop] fixed` constant the candidate's commit assigns otherwise than its
+    /// parent did, if any (files larger than 4 MiB are not read).
+    fn fixed_violation(&self, parent: &str, snap: &crate::workspace::Snapshot) -> Option<String> {
+        let fixed = &self.verifier.spec.loop_.fixed;
+        if fixed.is_empty() {
+            return None;
+        }
+        let git = &self.verifier.git;
+        let text = |commit: &str, path: &str| {
+            git.file_at_most(commit, path, 4 << 20)
+                .ok()
+                .flatten()
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+        };
+        snap.changes.iter().find_map(|c| {
+            let old = text(parent, &c.path)?;
+            let new = match c.status {
+                'D' => None,
+                _ => Some(text(&snap.commit, &c.path)?),
+            };
+            crate::propose::knobs::fixed_changed(fixed, &c.path, &old, new.as_deref())
+        })
+    }
 }
 
 /// Why a set of changes breaks the scope rules, if it does. An editable file made into a

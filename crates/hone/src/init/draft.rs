@@ -11,6 +11,9 @@ use std::collections::BTreeMap;
 pub struct Draft {
     pub editable: Vec<String>,
     pub editable_why: String,
+    /// `[loop] fixed`: the editable files' constants that set the measurement (a time
+    /// budget, a run length, a seed).
+    pub fixed: Vec<String>,
     pub protected: Vec<String>,
     pub protected_why: String,
     pub command: Choice<String>,
@@ -130,6 +133,7 @@ pub fn draft(
     Draft {
         editable,
         editable_why,
+        fixed: sets_measurement(knobs),
         protected,
         protected_why,
         evaluate: sealed(analysis, &analysis.command.value),
@@ -237,6 +241,40 @@ max_time = \"8h\"
     }
 }
 
+/// The knobs among `knobs` that are fixed because they set the measurement (a time budget, a
+/// run length, a seed): `[loop] fixed`, each name once.
+fn sets_measurement(knobs: &[Knob]) -> Vec<String> {
+    let mut fixed: Vec<String> = Vec::new();
+    for k in knobs {
+        let measures = k.name.contains("SEED") || crate::propose::knobs::measures_the_run(&k.name);
+        if why_fixed(k).is_some() && measures && !fixed.contains(&k.name) {
+            fixed.push(k.name.clone());
+        }
+    }
+    fixed
+}
+
+/// The `fixed` line of `[loop]` (with its comment).
+fn fixed_text(fixed: &[String]) -> String {
+    if fixed.is_empty() {
+        return "fixed     = []                 # e.g. [\"TIME_BUDGET\", \"SEED\"]: constants a candidate must not change".to_string();
+    }
+    format!(
+        "# they set the measurement (not knobs, above): a candidate that changes one is a violation\nfixed     = [{}]",
+        quoted(fixed)
+    )
+}
+
+/// The `evaluate` and `outputs` lines of `[verify]` (with their comment).
+fn evaluate_text(e: &Sealed) -> String {
+    format!(
+        "# {}\nevaluate  = {:?}\noutputs   = [{}]\n",
+        e.why,
+        e.command,
+        quoted(&e.outputs)
+    )
+}
+
 /// hone.toml for `d`, each choice with a comment saying where it came from.
 pub fn spec_text(d: &Draft) -> String {
     let check = |guessed: bool| if guessed { " (a guess: check it)" } else { "" };
@@ -258,6 +296,7 @@ editable  = [{editable}]
 # {protected_why}
 protected = [{protected}]
 pinned    = []                 # e.g. ["data/"]: hashed at start; a change stops the run
+{fixed}
 
 [verify]
 # {command_why}{command_check}
@@ -297,13 +336,9 @@ patience = 30
         protected = quoted(&d.protected),
         command_why = d.command.why,
         command_check = check(d.command.guessed),
+        fixed = fixed_text(&d.fixed),
         command = d.command.value,
-        evaluate = d.evaluate.as_ref().map_or(String::new(), |e| format!(
-            "# {}\nevaluate  = {:?}\noutputs   = [{}]\n",
-            e.why,
-            e.command,
-            quoted(&e.outputs)
-        )),
+        evaluate = d.evaluate.as_ref().map_or(String::new(), evaluate_text),
         timeout_why = d.timeout.why,
         timeout_check = check(d.timeout.guessed),
         timeout = d.timeout.value,

@@ -15,6 +15,7 @@ pub(super) const KEYS: &[&str] = &[
     "protected",
     "pinned",
     "notes",
+    "fixed",
 ];
 
 /// The program file when `program` is not set.
@@ -33,6 +34,11 @@ pub struct LoopSpec {
     pub editable: Vec<String>,
     pub protected: Vec<String>,
     pub pinned: Vec<String>,
+    /// Constants of the editable files that must keep the values they had when the run
+    /// started (a time budget, a run length, a seed): a candidate that changes one is a
+    /// `violation`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fixed: Vec<String>,
 }
 
 impl LoopSpec {
@@ -92,6 +98,7 @@ pub(super) fn parse(s: &Section) -> Result<LoopSpec, SpecError> {
         editable: s.get_or_default("editable")?,
         protected: s.get_or_default("protected")?,
         pinned: s.get_or_default("pinned")?,
+        fixed: s.get_or_default("fixed")?,
     };
     if loop_.editable.is_empty() {
         let line = s.key_line("editable").or(s.line()).unwrap_or(1);
@@ -112,6 +119,19 @@ pub(super) fn parse(s: &Section) -> Result<LoopSpec, SpecError> {
                     format!("`{pat}` is also listed in `editable`: a file cannot be both"),
                 ));
             }
+        }
+    }
+    for (i, name) in loop_.fixed.iter().enumerate() {
+        let ident = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ident {
+            return Err(s.err_at(
+                s.element_line("fixed", i),
+                "fixed",
+                format!(
+                    "`{name}` is not a constant's name (e.g. fixed = [\"TIME_BUDGET\", \"SEED\"])"
+                ),
+            ));
         }
     }
     overlaps(s, &loop_)?;
