@@ -245,6 +245,12 @@ fn a_fixed_constant_changed_is_a_violation_never_verified() {
     for e in &log[1..4] {
         assert!(e["objective"].is_null(), "never verified: {e}");
     }
+    // The agent was told.
+    let prompt = std::fs::read_to_string(only_run_dir(&r).join("prompts/1.md")).unwrap();
+    assert!(
+        prompt.contains("- Keep these constants as they are: EPOCHS, SEED"),
+        "{prompt}"
+    );
     // A name that is no constant's is refused with its line.
     edit_spec(&r.dir, |t| {
         t.replace("\"SEED\"]", "\"SEED\", \"not a name\"]")

@@ -233,6 +233,13 @@ fn rules_section(p: &mut String, ctx: &ProposeContext<'_>) {
             spec.loop_.protected.join(", ")
         );
     }
+    if !spec.loop_.fixed.is_empty() {
+        let _ = writeln!(
+            p,
+            "- Keep these constants as they are: {} (they set the measurement; a change to one is a violation and is not measured)",
+            spec.loop_.fixed.join(", ")
+        );
+    }
     if !spec.loop_.pinned.is_empty() {
         let _ = writeln!(
             p,
