@@ -605,6 +605,48 @@ fi
 "#;
 
 #[test]
+fn a_turn_cut_off_by_a_kill_of_hone_is_charged_when_the_run_resumes() {
+    // hone killed with -9 during the agent's second turn: the resumed run records it
+    // aborted, charged its time at the first turn's rate (the budget must count it), not $0.
+    use std::os::unix::process::CommandExt;
+    let fake = SLOW_CLAUDE.replace(
+        "if [ $n = 1 ] && [ -z \"$FAKE_SLOW_FIRST\" ]; then",
+        "if [ $n != 2 ]; then",
+    );
+    assert_ne!(fake, SLOW_CLAUDE);
+    let (bin, record) = fake_tool("claude", &fake);
+    let r = preset_repo("kind = \"claude\"");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let mut child = Command::new(HONE)
+        .process_group(0)
+        .arg("run")
+        .current_dir(&r.dir)
+        .env("PATH", &path)
+        .env("FAKE_RECORD", record.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_file(&record.path().join("slow"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    ok(run_with_tool(&r, bin.path(), record.path(), &[]));
+    let log = r.log();
+    assert_eq!(log[2]["status"], "aborted", "{log:?}");
+    assert!(
+        log[2]["cost_usd"].as_f64().unwrap() > 0.0,
+        "free: {}",
+        log[2]
+    );
+    assert!(log[2]["tokens"].as_u64().unwrap() > 0, "free: {}", log[2]);
+    assert_reason(&log[2], "its agent's turn, cut off, was charged $");
+}
+
+#[test]
 fn a_turn_cut_off_before_its_report_is_charged_at_the_rate_of_the_reported_ones() {
     // A model that spends until its timeout never prints its cost: the turn is charged its
     // time at the highest rate an earlier turn reported, not $0.

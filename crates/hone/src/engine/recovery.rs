@@ -26,14 +26,20 @@ struct Records {
     /// When the last experiment that finished did (the run's loop time was last written
     /// then), if any did.
     last_finish: Option<f64>,
+    /// The highest rate an agent CLI's turn spent at (`crate::propose::command::turn_rate`).
+    rate: Option<(f64, f64)>,
 }
 
 impl Records {
     fn scan(store: &Store, run_id: i64) -> Result<Records, StoreError> {
         let (mut whole, mut commits) = (Vec::new(), Vec::new());
         let mut last_finish: Option<f64> = None;
+        let mut rate: Option<(f64, f64)> = None;
         store.for_each_experiment(run_id, &mut |e| {
             commits.push((e.n, e.candidate_commit.clone()));
+            if let Some(r) = crate::propose::command::turn_rate(&e) {
+                rate = Some(rate.map_or(r, |old| crate::propose::command::max_rate(old, r)));
+            }
             if let (true, Some(f)) = (e.status() != Status::Running, e.finished_at) {
                 last_finish = Some(last_finish.map_or(f, |l: f64| l.max(f)));
             }
@@ -49,6 +55,7 @@ impl Records {
             whole,
             commits,
             last_finish,
+            rate,
         })
     }
 
@@ -105,6 +112,9 @@ impl Engine<'_> {
             }
             e.status = Some(Status::Aborted);
             e.reason = "interrupted: hone stopped during this experiment".into();
+            if let Some(charged) = self.charge_cut_turn(e, recs.rate, killed) {
+                e.reason = format!("{}; {charged}", e.reason);
+            }
             e.finished_at = Some(now());
             let e = e.clone();
             recs.set_commit(e.n, e.candidate_commit.clone());
@@ -267,6 +277,39 @@ impl Engine<'_> {
             self.emit(Event::Warning { message });
         }
         Ok(())
+    }
+
+    /// An agent CLI's turn cut off by hone's stop, before it recorded a spend (its record
+    /// has none): charged its time at the highest rate of the run's reported turns, as a turn
+    /// cut off at its timeout is; what was charged, for the record. Its time runs to now when
+    /// its processes outlived hone (`killed`: the agent may have gone on calling its model
+    /// until this resume), else to its logs' last write; at most `[agent] timeout`. Nothing
+    /// without a rate.
+    fn charge_cut_turn(
+        &self,
+        e: &mut ExperimentRecord,
+        rate: Option<(f64, f64)>,
+        killed: bool,
+    ) -> Option<String> {
+        let spec = &self.verifier.spec;
+        // A turn that ended was recorded with what it spent (then its verifier was cut off).
+        let turn_ended = e.propose_ms > 0 || e.cost_usd > 0.0 || e.tokens > 0;
+        if !spec.agent.kind.is_preset() || turn_ended {
+            return None;
+        }
+        let (usd_rate, token_rate) = rate?;
+        let end = if killed {
+            now()
+        } else {
+            self.last_activity(e.n, e.started_at)
+        };
+        let secs = (end - e.started_at).clamp(0.0, spec.agent.timeout.as_secs_f64());
+        e.cost_usd = usd_rate * secs;
+        e.tokens = (token_rate * secs).ceil() as u64;
+        Some(format!(
+            "its agent's turn, cut off, was charged ${:.4} and {} tokens: its {secs:.1} s at the highest rate of an earlier turn",
+            e.cost_usd, e.tokens
+        ))
     }
 
     /// When experiment `n` (started at `started`) last did something: the latest write of

@@ -456,22 +456,28 @@ impl CommandProposer {
 }
 
 /// The highest rate (dollars, tokens a second of the agent's turn) of the run's earlier
-/// experiments whose turn ended normally (not `invalid` nor `aborted`, the statuses of a turn
-/// charged by estimate): for a resumed session, before any turn of its own reported. An upper
-/// estimate: a record's spend includes its review's.
+/// experiments whose turn ended normally (see [`turn_rate`]): for a resumed session, before
+/// any turn of its own reported.
 fn rate_of_history(history: &[crate::store::ExperimentRecord]) -> Option<(f64, f64)> {
+    history.iter().filter_map(turn_rate).reduce(max_rate)
+}
+
+/// What experiment `e`'s agent turn spent a second (dollars, tokens), when its turn ended
+/// normally (not `invalid` nor `aborted`, the statuses of a turn charged by estimate) and
+/// spent anything. An upper estimate: a record's spend includes its review's.
+pub fn turn_rate(e: &crate::store::ExperimentRecord) -> Option<(f64, f64)> {
     use crate::store::Status;
-    let per_second = |spend: f64, ms: u64| spend * 1000.0 / ms as f64;
-    let (usd, tokens) = history
-        .iter()
-        .filter(|e| e.propose_ms > 0 && !matches!(e.status(), Status::Invalid | Status::Aborted))
-        .fold((0.0f64, 0.0f64), |(u, t), e| {
-            (
-                u.max(per_second(e.cost_usd, e.propose_ms)),
-                t.max(per_second(e.tokens as f64, e.propose_ms)),
-            )
-        });
+    if e.propose_ms == 0 || matches!(e.status(), Status::Invalid | Status::Aborted) {
+        return None;
+    }
+    let per_second = |spend: f64| spend * 1000.0 / e.propose_ms as f64;
+    let (usd, tokens) = (per_second(e.cost_usd), per_second(e.tokens as f64));
     (usd > 0.0 || tokens > 0.0).then_some((usd, tokens))
+}
+
+/// The higher of two rates, dollars and tokens each.
+pub fn max_rate(a: (f64, f64), b: (f64, f64)) -> (f64, f64) {
+    (a.0.max(b.0), a.1.max(b.1))
 }
 
 /// How a turn without an account ended: the advice when it stops a budgeted run.
