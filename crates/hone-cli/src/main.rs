@@ -109,11 +109,16 @@ fn main() -> ExitCode {
         hone::exec::conceal_self();
     }
     let cli = Cli::parse();
+    let spec_file = cli.spec.clone();
     match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let e = e.with_disk_hint();
-            err!("error: {e}");
+            let said = e.to_string();
+            err!(
+                "error: {}",
+                output::naming_spec(&said, spec_file.as_deref())
+            );
             ExitCode::from(e.kind.exit_code())
         }
     }

@@ -1,6 +1,7 @@
 //! Terminal output: the live line per experiment, summaries, tables, and the Ctrl-C handler.
 
 use std::io::IsTerminal;
+use std::path::Path;
 
 use hone::engine::{Event, Interrupt};
 use hone::propose::knobs::{Domain, Knob};
@@ -54,6 +55,25 @@ pub fn install_interrupt_handler() -> &'static Interrupt {
 pub struct Printer {
     metric: String,
     progress: crate::progress::Progress,
+    /// The `--spec` given, if any: hone's words name it (see [`naming_spec`]).
+    spec_file: Option<std::path::PathBuf>,
+}
+
+/// hone's words with the spec file `--spec` named in place of `hone.toml`, and the commands
+/// they suggest given `--spec` too (`hone --spec codex.toml run`), so that what they say to do
+/// works as written. Text that names `--spec` already is left as it is.
+pub fn naming_spec<'a>(text: &'a str, spec_file: Option<&Path>) -> std::borrow::Cow<'a, str> {
+    let Some(file) = spec_file else {
+        return std::borrow::Cow::Borrowed(text);
+    };
+    if text.contains("--spec") || !(text.contains("hone.toml") || text.contains("`hone ")) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let name = file.display().to_string();
+    std::borrow::Cow::Owned(
+        text.replace("hone.toml", &name)
+            .replace("`hone ", &format!("`hone --spec {name} ")),
+    )
 }
 
 /// Text an agent may have written (file names, reasons, descriptions, logs, diffs), made safe
@@ -97,10 +117,11 @@ fn status_word(s: Status) -> String {
 }
 
 impl Printer {
-    pub fn new(metric: String) -> Printer {
+    pub fn new(metric: String, spec_file: Option<&Path>) -> Printer {
         Printer {
             metric,
             progress: crate::progress::Progress::new(std::io::stderr().is_terminal()),
+            spec_file: spec_file.map(Path::to_path_buf),
         }
     }
 
@@ -149,8 +170,14 @@ impl Printer {
                     );
                 }
             }
-            Event::Note { message } => self.progress.print(|| out!("hone: {message}")),
-            Event::Warning { message } => self.progress.print(|| err!("warning: {message}")),
+            Event::Note { message } => {
+                let message = naming_spec(message, self.spec_file.as_deref());
+                self.progress.print(|| out!("hone: {message}"));
+            }
+            Event::Warning { message } => {
+                let message = naming_spec(message, self.spec_file.as_deref());
+                self.progress.print(|| err!("warning: {message}"));
+            }
             Event::ExperimentStarted { n } => self.phase(*n, "proposing", None, None),
             Event::Proposed { n, description } => {
                 self.phase(*n, "proposed", Some(description.clone()), None)

@@ -150,7 +150,7 @@ pub fn run_loop(
     spec_file: Option<&Path>,
 ) -> CliResult {
     let interrupt = output::install_interrupt_handler();
-    let mut printer = output::Printer::new(spec.verify.metric.clone());
+    let mut printer = output::Printer::new(spec.verify.metric.clone(), spec_file);
     let result = engine::run(root, spec, opts, interrupt, &mut |ev| printer.event(ev));
     printer.clear_line();
     match result {

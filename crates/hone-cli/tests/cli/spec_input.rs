@@ -203,3 +203,28 @@ fn a_broken_hone_toml_does_not_hide_the_runs_already_made() {
     }
     assert_says(&r.hone(&["status"]), "experiments: 2");
 }
+
+#[test]
+fn with_spec_hones_words_name_that_file_and_suggest_commands_that_work() {
+    // A run started from other.toml whose metric then changes: the error names other.toml,
+    // and the command it suggests carries `--spec other.toml`; a note of a resumed run too.
+    let r = Repo::scored(1, &scores(&[4]));
+    std::fs::copy(r.dir.join("hone.toml"), r.dir.join("other.toml")).unwrap();
+    ok(r.hone(&["--spec", "other.toml", "run", "--tag", "t"]));
+    let toml = std::fs::read_to_string(r.dir.join("other.toml")).unwrap();
+    put(
+        r.dir.join("other.toml"),
+        toml.replace("max_experiments = 1", "max_experiments = 1\npatience = 7"),
+    );
+    let out = ok(r.hone(&["--spec", "other.toml", "run", "--tag", "t", "--more", "1"]));
+    assert_says(&out, "patience is now 7 (other.toml;");
+    put(
+        r.dir.join("other.toml"),
+        toml.replace("metric = \"score\"", "metric = \"loss\""),
+    );
+    let out = r.hone(&["--spec", "other.toml", "run", "--tag", "t", "--more", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_says(&out, "but other.toml now says metric = \"loss\"");
+    assert_says(&out, "`hone --spec other.toml run --new`");
+    assert!(!text(&out).contains("hone.toml"), "{}", text(&out));
+}
