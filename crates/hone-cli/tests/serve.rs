@@ -1126,3 +1126,28 @@ fn dashboard_in_headless_chromium_with_a_token_shows_new_experiments_without_a_r
     browser.screenshot(&shots.join("hone-experiment.png"));
     eprintln!("screenshots in {}", shots.display());
 }
+
+#[test]
+fn serve_says_what_an_agent_runs_best_changed_against_its_baseline() {
+    // An agent's records hold no configuration: the constants its kept commits moved are read
+    // from the repository, as `hone status` reads them, for the run page and the API.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    knob_project::commit_knob_project(
+        &dir,
+        "LR = 0.1\n",
+        "awk -F' = ' '/LR/ {print \"loss: \" 1 - $2}' params.txt\n",
+        "[loop]\neditable = [\"params.txt\"]\nprotected = [\"score.sh\"]\n\n[verify]\ncommand = \"sh score.sh\"\nmetric = \"loss\"\n\n[agent]\nkind = \"command\"\ncommand = \"sed -i 's/^LR = 0.1$/LR = 0.2/' params.txt\"\n\n[sandbox]\nkind = \"rlimits\"\n\n[stop]\nmax_experiments = 2\n",
+    );
+    hone_run(&dir, 2);
+    let s = serve(&dir, &[], None);
+    let api = s.json("api/runs/t");
+    assert_eq!(api["summary"]["best_vs_baseline"], "LR 0.1 -> 0.2", "{api}");
+    let runs = s.json("api/runs");
+    assert_eq!(
+        runs["runs"][0]["summary"]["best_vs_baseline"],
+        "LR 0.1 -> 0.2"
+    );
+    let page = s.get("runs/t");
+    assert!(page.body.contains("<br>LR 0.1 -&gt; 0.2"), "{}", page.body);
+}

@@ -52,6 +52,20 @@ impl IntoResponse for ApiError {
 
 type ApiResult = Result<Json<serde_json::Value>, ApiError>;
 
+/// A run's summary as `hone status --json` gives it: an agent run's best against its baseline
+/// read from its commits too.
+fn summary_of(
+    store: &hone::store::Store,
+    root: &std::path::Path,
+    run: &hone::store::RunRecord,
+) -> Result<report::Summary, hone::store::StoreError> {
+    let mut s = report::summarize_stored(store, run)?;
+    if s.best_vs_baseline.is_none() {
+        s.best_vs_baseline = crate::pages::agent_best(store, root, run);
+    }
+    Ok(s)
+}
+
 async fn runs(State(st): State<AppState>) -> ApiResult {
     let root = st.repo_root.clone();
     let runs = st
@@ -60,7 +74,7 @@ async fn runs(State(st): State<AppState>) -> ApiResult {
             let mut out = Vec::new();
             for run in store.runs()? {
                 out.push(json!({
-                    "summary": report::summarize_stored(store, &run)?,
+                    "summary": summary_of(store, &root, &run)?,
                     "live": is_live(&root, &run),
                     "created_at": run.created_at,
                 }));
@@ -78,7 +92,7 @@ async fn run(State(st): State<AppState>, UrlPath(tag): UrlPath<String>) -> ApiRe
             .read(move |store| {
                 let run = run_by_tag(store, &tag)?;
                 Ok(json!({
-                    "summary": report::summarize_stored(store, &run)?,
+                    "summary": summary_of(store, &root, &run)?,
                     "live": is_live(&root, &run),
                     "mark": mark(store, &root, &run)?,
                 }))

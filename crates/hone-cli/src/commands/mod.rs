@@ -162,20 +162,13 @@ impl StoredSpec {
 }
 
 /// What an agent run's best changed against its baseline, in numbers, when the checkout has
-/// its commits ([`hone::engine::best_vs_baseline_of_commits`], over the editable files the
-/// run's spec names).
+/// its commits ([`hone::engine::best_vs_baseline_of_run`]).
 pub(crate) fn best_vs_baseline_of_commits(
     here: &Here,
     store: &hone::store::Store,
     run: &hone::store::RunRecord,
 ) -> Option<String> {
-    let spec: serde_json::Value = serde_json::from_str(&run.spec_json).ok()?;
-    let editable: Vec<String> = spec["loop"]["editable"]
-        .as_array()?
-        .iter()
-        .filter_map(|g| g.as_str().map(str::to_string))
-        .collect();
-    hone::engine::best_vs_baseline_of_commits(here.git().ok()?, store, run, &editable)
+    hone::engine::best_vs_baseline_of_run(here.git().ok()?, store, run)
 }
 
 /// Whether run `run_id` has an experiment the knobs search counts as infeasible (a crash, a

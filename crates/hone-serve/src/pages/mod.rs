@@ -21,7 +21,7 @@ use crate::db::AppError;
 use crate::html::{esc, page};
 use crate::AppState;
 
-pub(crate) use run::{counters_html, is_live, load_run_view, mark, RunView, ViewCache};
+pub(crate) use run::{agent_best, counters_html, is_live, load_run_view, mark, RunView, ViewCache};
 pub(crate) use runs::state_badge;
 pub(crate) use table::{filter_bar, pager, rows_since, table_html, Table, TableParams};
 

@@ -85,6 +85,17 @@ pub(crate) struct Drawn {
     plot_deflated: OnceLock<Deflated>,
     plot_key: String,
     plot_title: String,
+    /// What an agent run's best changed against its baseline, read from its commits
+    /// ([`agent_best`]).
+    agent_best: Option<String>,
+}
+
+/// What the best of an agent run (whose records hold no configuration) changed against its
+/// baseline, in numbers, read from the commits of the repository at `repo_root`; the summary's
+/// own comparison for a knob run is left to it.
+pub(crate) fn agent_best(store: &Store, repo_root: &Path, run: &RunRecord) -> Option<String> {
+    let git = hone::workspace::Git::discover(repo_root).ok()?;
+    hone::engine::best_vs_baseline_of_run(&git, store, run)
 }
 
 impl Drawn {
@@ -158,6 +169,7 @@ fn draw<T>(
         plot_title: title,
         plot,
         plot_deflated,
+        agent_best: None,
     };
     Ok((drawn, other))
 }
@@ -198,18 +210,22 @@ pub(crate) fn load_run_view(
         let (drawn, (rows, matching)) = match cache.get(run.id, &mark) {
             Some(d) => (d, page(store)?),
             None => {
-                let (d, rows) = draw(store, &run, mark.clone(), deflate, page)?;
+                let (mut d, rows) = draw(store, &run, mark.clone(), deflate, page)?;
+                d.agent_best = agent_best(store, repo_root, &run);
                 let d = Arc::new(d);
                 cache.put(run.id, Arc::clone(&d));
                 (d, rows)
             }
         };
-        let summary = report::summarize_parts(
+        let mut summary = report::summarize_parts(
             &run,
             drawn.baseline.as_ref(),
             drawn.best.as_ref(),
             &drawn.totals,
         );
+        if summary.best_vs_baseline.is_none() {
+            summary.best_vs_baseline = drawn.agent_best.clone();
+        }
         let plot_key = drawn.plot_key.clone();
         let plot_title = drawn.plot_title.clone();
         Ok(RunView {
@@ -333,11 +349,20 @@ pub(crate) fn counters_html(v: &RunView) -> String {
             })
             .unwrap_or_default(),
     );
+    let changed = s
+        .best_vs_baseline
+        .as_deref()
+        .map(|d| format!("<br>{}", esc(&short(d, 120))))
+        .unwrap_or_default();
     card(
         &mut out,
         "baseline → best",
         &change(s.change_pct),
-        &format!("{} → {}", fmt_metric(s.baseline), fmt_metric(s.best)),
+        &format!(
+            "{} → {}{changed}",
+            fmt_metric(s.baseline),
+            fmt_metric(s.best)
+        ),
     );
     let mut counts = String::new();
     for st in std::iter::once(&Status::Running).chain(Status::ALL) {

@@ -368,6 +368,22 @@ pub fn best_vs_baseline_of_commits(
     literal_changes_between(git, editable, (&run.base_commit, &to))
 }
 
+/// [`best_vs_baseline_of_commits`] over the editable files run `run`'s stored spec names
+/// (what `hone status`, the report and the dashboard say of a finished run).
+pub fn best_vs_baseline_of_run(
+    git: &crate::workspace::Git,
+    store: &crate::store::Store,
+    run: &crate::store::RunRecord,
+) -> Option<String> {
+    let spec: serde_json::Value = serde_json::from_str(&run.spec_json).ok()?;
+    let editable: Vec<String> = spec["loop"]["editable"]
+        .as_array()?
+        .iter()
+        .filter_map(|g| g.as_str().map(str::to_string))
+        .collect();
+    best_vs_baseline_of_commits(git, store, run, &editable)
+}
+
 /// The most bytes of a file read to say which constants a change moved.
 const MAX_READ: usize = 256 << 10;
 
