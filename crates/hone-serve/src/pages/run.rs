@@ -385,19 +385,24 @@ pub(crate) fn counters_html(v: &RunView) -> String {
             duration_ms((s.active_seconds * 1000.0) as u64)
         ),
     );
-    let state_note = match (&s.stop_reason, v.live) {
-        (_, true) => "a hone run is writing to it".to_string(),
-        (Some(r), _) => esc(r),
-        (None, false) if v.run.state == RunState::Running => "`hone run` resumes it".into(),
-        _ => String::new(),
-    };
     card(
         &mut out,
         "state",
         &state_badge(v.run.state, v.live),
-        &state_note,
+        &state_note(v),
     );
     out
+}
+
+/// What the state card says below the state: who writes to the run, why it stopped, or how
+/// to resume it.
+fn state_note(v: &RunView) -> String {
+    match (&v.summary.stop_reason, v.live) {
+        (_, true) => "a hone run is writing to it".to_string(),
+        (Some(r), _) => esc(r),
+        (None, false) if v.run.state == RunState::Running => "`hone run` resumes it".into(),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]
