@@ -463,6 +463,10 @@ pub fn status(
         // As `hone log` and the report show it: a cent-less spend is not $0.00.
         // The limit as written (0.006 is not $0.01).
         Some(c) => out!("  budget: cost ${:.4} of ${c}", s.cost_usd),
+        // Tokens and no money: the agent reports no cost (Codex, Gemini CLI), not $0.
+        None if s.cost_usd == 0.0 && tokens > 0 => {
+            out!("  cost: not reported (the agent reports tokens only)")
+        }
         None => out!("  cost: ${:.2}", s.cost_usd),
     }
     match spec.max_tokens {

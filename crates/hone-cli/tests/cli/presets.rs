@@ -279,6 +279,13 @@ fn codex_preset_runs_exec_json_and_reads_its_usage() {
         ]
     );
     assert!(read(&record, "stdin").contains("You may change only"));
+    // Its spend is tokens alone: not a cost of $0.00.
+    let status = text(&r.hone(&["status"]));
+    assert!(
+        status.contains("cost: not reported (the agent reports tokens only)")
+            && status.contains("  tokens: "),
+        "{status}"
+    );
     assert_run_shows(
         &r,
         Shows {
