@@ -217,13 +217,7 @@ impl Proposer for CommandProposer {
                 return Err(reported_error(e));
             }
             if let Some(res) = &r.result {
-                last_line = res
-                    .lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("")
-                    .trim()
-                    .to_string();
+                last_line = summary_line(res);
             }
         }
         exit_error(ctx, (outcome.exit, cut_by_max_time), &log_path)
@@ -247,6 +241,34 @@ impl Proposer for CommandProposer {
             in_place: false,
         })
     }
+}
+
+/// The line of an agent's final answer that says what it did, for its description: the
+/// first that is neither an introduction (`Here is what I changed:`) nor a pleasantry (`Let
+/// me know if...`), its Markdown marks taken off; else its last line.
+fn summary_line(answer: &str) -> String {
+    const CHATTER: &[&str] = &[
+        "let me know",
+        "feel free",
+        "hope this helps",
+        "if you'd like",
+        "if you would like",
+        "if you want",
+        "would you like",
+        "happy to help",
+    ];
+    let lines: Vec<&str> = answer
+        .lines()
+        .map(|l| l.trim().trim_start_matches(['#', '-', '*', '>', ' ']).trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    let said = lines.iter().find(|l| {
+        let lower = l.to_lowercase();
+        !l.ends_with(':') && !CHATTER.iter().any(|c| lower.contains(c))
+    });
+    said.or(lines.last())
+        .map(|l| l.replace("**", "").replace('`', ""))
+        .unwrap_or_default()
 }
 
 /// The proposer's error for an error the agent CLI reported, by its cause: an outage waited
@@ -628,6 +650,19 @@ mod tests {
 
     fn preset(name: &str) -> Preset {
         Preset::named(name).unwrap()
+    }
+
+    #[test]
+    fn an_answers_summary_is_what_it_did_not_its_chatter() {
+        let answer = "Here is what I changed:\n\n- **Raised** `LR` from 0.1 to 0.2 to converge faster.\n- Kept the rest.\n\nLet me know if you'd like me to try something else!";
+        assert_eq!(
+            summary_line(answer),
+            "Raised LR from 0.1 to 0.2 to converge faster."
+        );
+        assert_eq!(summary_line("Lowered the score to 4."), "Lowered the score to 4.");
+        // Nothing but chatter: its last line, as before.
+        assert_eq!(summary_line("Feel free to ask!\nLet me know."), "Let me know.");
+        assert_eq!(summary_line("  \n"), "");
     }
 
     #[test]
