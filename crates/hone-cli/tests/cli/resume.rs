@@ -31,6 +31,25 @@ fn kill_9_during_verification_then_resume() {
 }
 
 #[test]
+fn a_second_run_while_one_works_names_the_process_that_holds_the_repository() {
+    let marks = Marks::new();
+    let r = Repo::stops_after(2, &marks.blocking_verifier(1), &scores(&[4]));
+    let mut child = r.spawn_hone(&["run"]);
+    marks.blocked();
+    let second = r.hone(&["run"]);
+    put(marks.path("release"), "");
+    assert!(child.wait().unwrap().success());
+    assert_eq!(second.status.code(), Some(1), "{}", text(&second));
+    assert_says(
+        &second,
+        &format!(
+            "another `hone run` is already running in this repository (process {}, lock ",
+            child.id()
+        ),
+    );
+}
+
+#[test]
 fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
     let marks = Marks::new();
     let r = Repo::stops_after(3, &marks.blocking_verifier(1), &scores(&[4, 3]));

@@ -27,8 +27,8 @@ pub enum EngineError {
     Git(#[from] GitError),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("another `hone run` is already running in this repository (lock {0}); wait for it or stop it first")]
-    Locked(PathBuf),
+    #[error("another `hone run` is already running in this repository ({}lock {}); wait for it or stop it first", .holder.map(|p| format!("process {p}, ")).unwrap_or_default(), .path.display())]
+    Locked { path: PathBuf, holder: Option<u32> },
     #[error(transparent)]
     Mismatch(#[from] Mismatch),
     #[error(transparent)]

@@ -372,11 +372,22 @@ pub(super) fn lock_state(path: &Path) -> Result<StateLock, EngineError> {
         // SAFETY: flock on a valid, open file descriptor owned by `file`.
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         if rc == 0 {
+            // Who holds it, for the next `hone run` to name (best effort: the lock is the
+            // flock, not this text).
+            use std::io::Write as _;
+            let _ = file.set_len(0);
+            let _ = (&file).write_all(format!("{}\n", std::process::id()).as_bytes());
             return Ok(StateLock { _file: file });
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    Err(EngineError::Locked(path.to_path_buf()))
+    let holder = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok());
+    Err(EngineError::Locked {
+        path: path.to_path_buf(),
+        holder,
+    })
 }
 
 /// True while a `hone run` holds the repository's state lock.

@@ -259,7 +259,11 @@ fn summary_line(answer: &str) -> String {
     ];
     let lines: Vec<&str> = answer
         .lines()
-        .map(|l| l.trim().trim_start_matches(['#', '-', '*', '>', ' ']).trim())
+        .map(|l| {
+            l.trim()
+                .trim_start_matches(['#', '-', '*', '>', ' '])
+                .trim()
+        })
         .filter(|l| !l.is_empty())
         .collect();
     let said = lines.iter().find(|l| {
@@ -659,9 +663,15 @@ mod tests {
             summary_line(answer),
             "Raised LR from 0.1 to 0.2 to converge faster."
         );
-        assert_eq!(summary_line("Lowered the score to 4."), "Lowered the score to 4.");
+        assert_eq!(
+            summary_line("Lowered the score to 4."),
+            "Lowered the score to 4."
+        );
         // Nothing but chatter: its last line, as before.
-        assert_eq!(summary_line("Feel free to ask!\nLet me know."), "Let me know.");
+        assert_eq!(
+            summary_line("Feel free to ask!\nLet me know."),
+            "Let me know."
+        );
         assert_eq!(summary_line("  \n"), "");
     }
 
