@@ -445,6 +445,18 @@ fn direction_choice(metric: &Choice<String>) -> Choice<Direction> {
     }
 }
 
+impl Analysis {
+    /// The files hone.toml protects: the evaluators the script imports and the scorer beside
+    /// it (their constants are no knobs).
+    pub fn protected_paths(&self) -> Vec<String> {
+        self.evaluators
+            .iter()
+            .map(|e| e.path.clone())
+            .chain(self.scorer.as_ref().map(|s| s.path.clone()))
+            .collect()
+    }
+}
+
 /// Reads the repository: `files` are its repo-relative paths (tracked and untracked, not
 /// ignored), `read` gives a file's text.
 pub fn analyze(root: &Path, files: &[String], read: &dyn Fn(&str) -> Option<String>) -> Analysis {

@@ -75,12 +75,7 @@ pub fn run(here: &Here, a: InitArgs) -> CliResult {
     let read = |f: &str| std::fs::read_to_string(root.join(f)).ok();
     let analysis = hone::init::analyze(root, &files, &read);
     // The evaluators and the scorer are protected: their constants are no knobs.
-    let evaluators: Vec<String> = analysis
-        .evaluators
-        .iter()
-        .map(|e| e.path.clone())
-        .chain(analysis.scorer.as_ref().map(|s| s.path.clone()))
-        .collect();
+    let evaluators = analysis.protected_paths();
     let candidates: Vec<String> = files
         .iter()
         .filter(|f| !evaluators.contains(f) && *f != "hone.toml")

@@ -611,11 +611,27 @@ else
 fi
 "#;
 
+/// `hone run` started in `r` in a process group of its own (as at a terminal), with the
+/// stand-in tool of `bin` first on PATH, recording in `record`.
+fn spawn_run_with_tool(r: &Repo, (bin, record): (&Path, &Path)) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    Command::new(HONE)
+        .process_group(0)
+        .arg("run")
+        .current_dir(&r.dir)
+        .env("PATH", &path)
+        .env("FAKE_RECORD", record)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn a_turn_cut_off_by_a_kill_of_hone_is_charged_when_the_run_resumes() {
     // hone killed with -9 during the agent's second turn: the resumed run records it
     // aborted, charged its time at the first turn's rate (the budget must count it), not $0.
-    use std::os::unix::process::CommandExt;
     let fake = SLOW_CLAUDE.replace(
         "if [ $n = 1 ] && [ -z \"$FAKE_SLOW_FIRST\" ]; then",
         "if [ $n != 2 ]; then",
@@ -623,21 +639,7 @@ fn a_turn_cut_off_by_a_kill_of_hone_is_charged_when_the_run_resumes() {
     assert_ne!(fake, SLOW_CLAUDE);
     let (bin, record) = fake_tool("claude", &fake);
     let r = preset_repo("kind = \"claude\"");
-    let path = format!(
-        "{}:{}",
-        bin.path().display(),
-        std::env::var("PATH").unwrap()
-    );
-    let mut child = Command::new(HONE)
-        .process_group(0)
-        .arg("run")
-        .current_dir(&r.dir)
-        .env("PATH", &path)
-        .env("FAKE_RECORD", record.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run_with_tool(&r, (bin.path(), record.path()));
     wait_for_file(&record.path().join("slow"));
     child.kill().unwrap();
     child.wait().unwrap();
@@ -676,26 +678,11 @@ fn a_turn_cut_off_before_its_report_is_charged_at_the_rate_of_the_reported_ones(
 fn a_turn_killed_by_a_second_ctrl_c_is_charged_as_a_cut_off_one() {
     // The run stops, but the budget it resumes with must count what the killed turn spent:
     // its time at the highest rate an earlier turn reported, not $0.
-    use std::os::unix::process::CommandExt;
     let (bin, record) = fake_tool("claude", SLOW_CLAUDE);
     let r = preset_repo("kind = \"claude\"");
     append_spec(&r.dir, "max_cost_usd = 1000000\n");
     git(&r.dir, &["commit", "-q", "-am", "budget"]);
-    let path = format!(
-        "{}:{}",
-        bin.path().display(),
-        std::env::var("PATH").unwrap()
-    );
-    let mut child = Command::new(HONE)
-        .process_group(0)
-        .arg("run")
-        .current_dir(&r.dir)
-        .env("PATH", &path)
-        .env("FAKE_RECORD", record.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run_with_tool(&r, (bin.path(), record.path()));
     wait_for_file(&record.path().join("slow"));
     // Meanwhile `hone status` says what is in flight, and since when.
     let status = text(&r.hone(&["status"]));

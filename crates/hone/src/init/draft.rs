@@ -67,12 +67,7 @@ pub fn draft(
     command: Option<String>,
     metric: Option<String>,
 ) -> Draft {
-    let protected: Vec<String> = analysis
-        .evaluators
-        .iter()
-        .map(|e| e.path.clone())
-        .chain(analysis.scorer.as_ref().map(|s| s.path.clone()))
-        .collect();
+    let protected = analysis.protected_paths();
     let (editable, editable_why) = if !editable.is_empty() {
         (editable, "from --editable".to_string())
     } else if !with_knobs.is_empty() {

@@ -229,10 +229,7 @@ impl<'a> Section<'a> {
                 key,
                 format!(
                     "expected a list of arguments, one per string: [{}]",
-                    one.split_whitespace()
-                        .map(|w| format!("{w:?}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    words_apart(one)
                 ),
             ));
         }
@@ -244,10 +241,7 @@ impl<'a> Section<'a> {
                     key,
                     format!(
                         "{a:?} is one argument: the program would get it whole; write its words apart: [{}]",
-                        a.split_whitespace()
-                            .map(|w| format!("{w:?}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        words_apart(a)
                     ),
                 ));
             }
@@ -544,3 +538,11 @@ const SYNONYMS: &[(&str, &str)] = &[
     ("trials", "max_experiments"),
     ("max_steps", "max_experiments"),
 ];
+
+/// `text`'s words as a TOML list's strings: `"--max-turns", "30"`.
+fn words_apart(text: &str) -> String {
+    text.split_whitespace()
+        .map(|w| format!("{w:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
