@@ -50,6 +50,26 @@ fn a_second_run_while_one_works_names_the_process_that_holds_the_repository() {
 }
 
 #[test]
+fn a_new_run_names_the_older_runs_left_unfinished() {
+    // Run a stops on a failure (resumable); run b, made with --new, finishes; a plain `hone
+    // run` then starts afresh and names a, which only `--tag a` resumes.
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\nmax_consecutive_failures = 1\n",
+        SCORE,
+        "write\tvalue.txt\tno score here\\n\n",
+    );
+    let out = r.hone(&["run", "--tag", "a"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    ok(r.hone(&["run", "--new", "--tag", "b", "-n", "1"]));
+    let out = ok(r.hone(&["run", "-n", "1"]));
+    assert_says(&out, "run b finished");
+    assert_says(
+        &out,
+        "older runs left unfinished: a (`hone run --tag a` resumes one)",
+    );
+}
+
+#[test]
 fn ctrl_c_once_finishes_the_experiment_then_resume_continues() {
     let marks = Marks::new();
     let r = Repo::stops_after(3, &marks.blocking_verifier(1), &scores(&[4, 3]));

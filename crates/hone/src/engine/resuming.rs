@@ -35,6 +35,19 @@ pub(super) fn find_run(
                 last.stop_reason.as_deref().unwrap_or("stopped"),
                 last.tag
             ));
+            // Older runs left unfinished are resumed only by name: said, so none is forgotten.
+            let unfinished: Vec<String> = store
+                .runs()?
+                .into_iter()
+                .filter(|r| r.state != RunState::Stopped && r.tag != last.tag)
+                .map(|r| r.tag)
+                .collect();
+            if let Some(first) = unfinished.first() {
+                said.before.push(format!(
+                    "older runs left unfinished: {} (`hone run --tag {first}` resumes one)",
+                    unfinished.join(", ")
+                ));
+            }
         }
     }
     Ok(existing)
