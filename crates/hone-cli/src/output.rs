@@ -157,8 +157,9 @@ impl Printer {
                 self.progress.update(|s| {
                     s.budget = Some(budget.clone());
                     s.done = *finished_experiments;
-                    s.done_here = 0;
                     s.session_start = std::time::Instant::now();
+                    s.candidates_here = 0;
+                    s.candidates_since = s.session_start;
                 });
                 let short = &base_commit[..base_commit.len().min(10)];
                 if *resumed {
@@ -205,7 +206,12 @@ impl Printer {
         let counted = record.status() != Status::Aborted;
         self.progress.update(|s| {
             s.done += u64::from(counted);
-            s.done_here += u64::from(counted);
+            if record.status() == Status::Baseline {
+                // Candidates are timed from here: the baseline has no agent's turn.
+                s.candidates_since = std::time::Instant::now();
+            } else {
+                s.candidates_here += u64::from(counted);
+            }
             s.cost_here += record.cost_usd;
             s.tokens_here = s.tokens_here.saturating_add(record.tokens);
             s.last_done = Some(std::time::Instant::now());
@@ -769,8 +775,27 @@ pub fn workers(url: &str, json: bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::{stop_hint, terminal_safe};
+    use super::{stop_hint, terminal_safe, Printer};
+    use hone::store::{ExperimentRecord, Status};
     use hone::util::cut_at_word;
+
+    #[test]
+    fn the_estimate_counts_candidates_not_the_baseline() {
+        // The baseline has no agent's turn: the estimate starts after it.
+        let mut p = Printer::new("loss".into(), None);
+        let finished = |n: u64, status: Status| ExperimentRecord {
+            n,
+            status: Some(status),
+            ..Default::default()
+        };
+        p.finished(&finished(0, Status::Baseline), None, None);
+        p.progress
+            .update(|s| assert_eq!((s.done, s.candidates_here), (1, 0)));
+        p.finished(&finished(1, Status::Discard), None, None);
+        p.finished(&finished(2, Status::Aborted), None, None);
+        p.progress
+            .update(|s| assert_eq!((s.done, s.candidates_here), (2, 1)));
+    }
 
     #[test]
     fn a_budget_stop_says_which_spec_file_to_raise_and_how_to_go_on() {

@@ -34,9 +34,13 @@ pub struct State {
     pub budget: Option<Budget>,
     /// Experiments finished in the run (before this session too).
     pub done: u64,
-    /// Experiments finished in this session, and when it started (for the estimate).
-    pub done_here: u64,
+    /// When this session started.
     pub session_start: Instant,
+    /// The candidates finished in this session and since when they are counted (the estimate
+    /// leaves the baseline out: it has no agent's turn, and would make the first estimate
+    /// far too short).
+    pub candidates_here: u64,
+    pub candidates_since: Instant,
     /// When the last experiment of this session finished.
     pub last_done: Option<Instant>,
     /// What the experiments of this session spent: dollars and tokens.
@@ -61,8 +65,9 @@ impl Progress {
             phase: None,
             budget: None,
             done: 0,
-            done_here: 0,
             session_start: Instant::now(),
+            candidates_here: 0,
+            candidates_since: Instant::now(),
             last_done: None,
             cost_here: 0.0,
             tokens_here: 0,
@@ -182,13 +187,13 @@ pub fn render(s: &State, now: Instant, last_output: Option<&str>) -> String {
             None => parts.push(format!("{} used", short(secs(used)))),
         }
         parts.extend(spend(b, s));
-        if let (true, Some(last)) = (s.done_here > 0, s.last_done) {
-            // The mean experiment of this session, times those left, less what the current
+        if let (true, Some(last)) = (s.candidates_here > 0, s.last_done) {
+            // The mean candidate of this session, times those left, less what the current
             // one has run already.
             let per = last
-                .saturating_duration_since(s.session_start)
+                .saturating_duration_since(s.candidates_since)
                 .as_secs_f64()
-                / s.done_here as f64;
+                / s.candidates_here as f64;
             let current = now.saturating_duration_since(last).as_secs_f64();
             let remaining =
                 (b.max_experiments.saturating_sub(s.done) as f64 * per - current).max(0.0);
@@ -284,8 +289,9 @@ mod tests {
                 tokens_before: 0,
             }),
             done: 11,
-            done_here: 4,
             session_start: now - Duration::from_secs(120),
+            candidates_here: 4,
+            candidates_since: now - Duration::from_secs(120),
             last_done: Some(now),
             cost_here: 0.0,
             tokens_here: 0,
@@ -305,7 +311,7 @@ mod tests {
         // 30 s per experiment this session, 89 to go: 44.5 min, under the 48 min left; the
         // time left caps the estimate.
         let mut s = state(now);
-        s.done_here = 1;
+        s.candidates_here = 1;
         let line = render(&s, now, None);
         assert!(line.ends_with("48m00s left · ETA 48m00s"), "{line}");
         let mut s = state(now);
