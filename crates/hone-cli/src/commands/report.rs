@@ -41,12 +41,16 @@ pub fn run(here: &Here, a: ReportArgs) -> CliResult {
     )
     .runtime()?;
     let git = here.git()?;
-    let out = a.out.unwrap_or_else(|| {
-        StatePaths::new(git.root())
-            .dir
-            .join("reports")
-            .join(&run.tag)
-    });
+    let paths = StatePaths::new(git.root());
+    // The notes an agent kept between experiments: what it learned, in its own words.
+    let notes = read_at_most(&paths.run_dir(&run.tag).join("notes.md"), 64 << 10);
+    let report = match notes {
+        Some(n) => report.with_agent_notes(&n),
+        None => report,
+    };
+    let out = a
+        .out
+        .unwrap_or_else(|| paths.dir.join("reports").join(&run.tag));
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut files = vec![
         ("report.html", &report.html),
@@ -71,4 +75,16 @@ pub fn run(here: &Here, a: ReportArgs) -> CliResult {
         }
     );
     Ok(())
+}
+
+/// The text of the plain file at `path`, up to `max` bytes (`None` when there is none).
+fn read_at_most(path: &std::path::Path, max: u64) -> Option<String> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = Vec::new();
+    file.take(max).read_to_end(&mut text).ok()?;
+    Some(String::from_utf8_lossy(&text).into_owned())
 }

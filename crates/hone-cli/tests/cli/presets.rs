@@ -226,6 +226,14 @@ fn agent_notes_are_kept_between_experiments() {
     let kept =
         std::fs::read_to_string(r.dir.join(".hone/runs").join(&tag).join("notes/1.md")).unwrap();
     assert!(kept.contains("learned: lower is better here"));
+    // The morning after: the report shows them.
+    ok(r.hone(&["report"]));
+    let md =
+        std::fs::read_to_string(r.dir.join(".hone/reports").join(&tag).join("report.md")).unwrap();
+    assert!(
+        md.contains("## The agent's notes (its own words, as the run ended)\n\n    learned: lower is better here\n"),
+        "{md}"
+    );
     // The notes live under .hone/ in the worktree: never part of a candidate's diff.
     assert_eq!(
         git(

@@ -25,6 +25,40 @@ impl Report {
         self.curves = Some(svg);
         self
     }
+
+    /// Adds the notes the agent kept for itself between experiments (its own words, at the end
+    /// of the run: what it learned, as it put it), before the list of every experiment. Text of
+    /// the agent's, shown as it is and acted on by neither format: an indented code block in
+    /// markdown (every line indented, so none leaves it; control characters and bidirectional
+    /// overrides become spaces) and an escaped `<pre>` in HTML.
+    pub fn with_agent_notes(mut self, notes: &str) -> Report {
+        let notes = notes.trim();
+        if notes.is_empty() {
+            return self;
+        }
+        const TITLE: &str = "The agent's notes (its own words, as the run ended)";
+        let quoted: String = notes
+            .lines()
+            .map(|l| {
+                let literal: String = l
+                    .chars()
+                    .map(|c| if c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') { ' ' } else { c })
+                    .collect();
+                format!("    {literal}\n")
+            })
+            .collect();
+        let md = format!("\n## {TITLE}\n\n{quoted}");
+        let html = format!("<h2>{TITLE}</h2>\n<pre>{}</pre>\n", esc(notes));
+        insert_before(&mut self.markdown, "\n## Experiments\n", &md);
+        insert_before(&mut self.html, "<h2>Experiments</h2>", &html);
+        self
+    }
+}
+
+/// `text` put into `doc` before the first `marker` (at the end when there is none).
+fn insert_before(doc: &mut String, marker: &str, text: &str) {
+    let at = doc.find(marker).unwrap_or(doc.len());
+    doc.insert_str(at, text);
 }
 
 /// A keep and how much it gained over the previous best.
@@ -513,6 +547,46 @@ fn html(view: &View, svg: &str) -> String {
     }
     let _ = writeln!(html, "</body></html>");
     html
+}
+
+#[cfg(test)]
+mod notes_tests {
+    use super::Report;
+
+    #[test]
+    fn the_agents_notes_stand_before_the_experiments_as_literal_text() {
+        let report = Report {
+            markdown: "# r\n\n## Top improvements\n\n## Experiments\n\n| # |\n".into(),
+            html: "<h1>r</h1><h2>Experiments</h2><table></table></body></html>".into(),
+            svg: String::new(),
+            curves: None,
+        }
+        .with_agent_notes("LR above 0.5 diverges.\n# not a heading <script>x</script>\n");
+        let md = &report.markdown;
+        let notes = md.find("## The agent's notes").unwrap();
+        assert!(notes < md.find("## Experiments").unwrap(), "{md}");
+        assert!(
+            md.contains("\n\n    LR above 0.5 diverges.\n    # not a heading <script>x</script>\n"),
+            "{md}"
+        );
+        assert!(
+            report
+                .html
+                .contains("<pre>LR above 0.5 diverges.\n# not a heading &lt;script&gt;"),
+            "{}",
+            report.html
+        );
+        assert!(report.html.find("<pre>").unwrap() < report.html.find("<h2>Experiments").unwrap());
+        // None, or only blank lines: nothing added.
+        let r = Report {
+            markdown: "x".into(),
+            html: "y".into(),
+            svg: String::new(),
+            curves: None,
+        }
+        .with_agent_notes(" \n");
+        assert_eq!((r.markdown.as_str(), r.html.as_str()), ("x", "y"));
+    }
 }
 
 #[cfg(test)]
