@@ -73,6 +73,7 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
     );
     let (agent_log, agent_text) = agent_log(git, run, e.n);
     show_spend(e, &agent_text);
+    show_answer(run, &agent_text);
     out!(
         "  parent {}  candidate {}",
         e.parent_commit,
@@ -90,6 +91,37 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
         hone::util::last_lines(&agent_text, tail)
             .iter()
             .for_each(|l| out!("{l}"));
+    }
+}
+
+/// An agent CLI's final answer, read from its log as the run read it (the tool's own
+/// account): what it says it did, at most 20 lines, as literal text.
+fn show_answer(run: &RunRecord, agent_text: &str) {
+    let spec: serde_json::Value = serde_json::from_str(&run.spec_json).unwrap_or_default();
+    let Some(preset) = spec["agent"]["kind"]
+        .as_str()
+        .and_then(hone::propose::command::Preset::named)
+    else {
+        return;
+    };
+    let lines: Vec<String> = agent_text.lines().map(str::to_string).collect();
+    let Some(answer) = preset.parse(&lines).and_then(|r| r.result) else {
+        return;
+    };
+    let answer = hone::propose::prompt::sanitize(&answer, 4000);
+    let shown: Vec<&str> = answer.lines().filter(|l| !l.trim().is_empty()).collect();
+    if shown.is_empty() {
+        return;
+    }
+    out!("  agent's answer:");
+    for l in shown.iter().take(20) {
+        out!("    {l}");
+    }
+    if shown.len() > 20 {
+        out!(
+            "    ... ({} more lines in the agent's log)",
+            shown.len() - 20
+        );
     }
 }
 

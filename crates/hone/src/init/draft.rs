@@ -242,8 +242,10 @@ fn sets_measurement(knobs: &[Knob]) -> Vec<String> {
     let mut fixed: Vec<String> = Vec::new();
     for k in knobs {
         let measures = k.name.contains("SEED") || crate::propose::knobs::measures_the_run(&k.name);
-        if why_fixed(k).is_some() && measures && !fixed.contains(&k.name) {
-            fixed.push(k.name.clone());
+        // A tuple's elements are knobs of their own (`SEEDS[0]`): the constant is `SEEDS`.
+        let name = k.name.split('[').next().unwrap_or(&k.name).to_string();
+        if why_fixed(k).is_some() && measures && !fixed.contains(&name) {
+            fixed.push(name);
         }
     }
     fixed

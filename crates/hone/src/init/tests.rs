@@ -176,6 +176,22 @@ fn check_runs_the_command_once_and_reads_the_metric() {
 }
 
 #[test]
+fn fixed_names_the_constants_that_set_the_measurement_once_each() {
+    let a = analyzed(&[("train.py", TRAIN)]);
+    let found = knobs::discover(
+        "train.py",
+        "LR = 0.1\nNUM_EPOCHS = 5\nSEEDS = (1, 2)\nprint(LR, NUM_EPOCHS, SEEDS)\n",
+    )
+    .unwrap();
+    let d = draft(&a, &found, &["train.py".into()], vec![], None, None);
+    assert_eq!(d.fixed, ["NUM_EPOCHS", "SEEDS"]);
+    let text = spec_text(&d);
+    let spec = crate::spec::Spec::parse(std::path::Path::new("hone.toml"), &text)
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(spec.loop_.fixed, ["NUM_EPOCHS", "SEEDS"]);
+}
+
+#[test]
 fn the_spec_explains_each_choice() {
     let a = analyzed(&[
         ("prepare.py", PREPARE),

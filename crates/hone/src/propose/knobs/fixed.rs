@@ -6,9 +6,9 @@
 /// assigns: the first one assigned otherwise than before (another value, a second assignment
 /// further down, an augmented one, none left), or held by a deleted file (`new` is `None`),
 /// said for the record. A name the parent's file does not assign is not this file's to keep.
-/// Lines are compared as written (comments and spacing aside), at any indentation: a best
-/// effort against an agent that edits the constant, not against code written to get around it
-/// (put such a constant in a protected file for that).
+/// Assignments are compared as written (comments and spacing aside), wherever a statement
+/// stands (see [`assignments`]): a best effort against an agent that edits the constant, not
+/// against code written to get around it (put such a constant in a protected file for that).
 pub fn fixed_changed(fixed: &[String], path: &str, old: &str, new: Option<&str>) -> Option<String> {
     for name in fixed {
         let before = assignments(old, name);
@@ -36,43 +36,235 @@ pub fn fixed_changed(fixed: &[String], path: &str, old: &str, new: Option<&str>)
     None
 }
 
-/// The assignments to `name` in `text`, one per line that makes one (`NAME = 5`, `NAME: int =
-/// 5`, `NAME *= 2`, at any indentation), each as `= 5` or `*= 2`: the operator and what
-/// follows it, comments cut and spaces collapsed.
+/// The assignments to `name` in `text`, in order, each as its operator and what follows it
+/// (`= 5`, `*= 2`, `:= 5`, `for in range(3)`), comments cut and spaces collapsed. A statement
+/// is found wherever it stands: at any indentation, after a `;`, after a one-line block's `:`
+/// (`if x: NAME = 6`), behind declaration words (`const`, `let mut`, `pub static`, `const
+/// int`), as one of several targets (`NAME, _ = 8, 0`, `X = NAME = 9`), as a `for` loop's
+/// target, and as a C `#define`; a keyword argument inside a call's parentheses (`f(NAME=1)`,
+/// or on a line of its own inside them) is none. Fullwidth letters are read as the ASCII ones
+/// they stand for (Python does).
 fn assignments(text: &str, name: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for line in text.lines() {
-        let code = line.split('#').next().unwrap_or("").trim_start();
-        let Some(rest) = code.strip_prefix(name) else {
-            continue;
-        };
-        if rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
-            continue;
-        }
-        // A type annotation (`NAME: int = 5`) stands before the operator.
-        let rest = match rest.trim_start().strip_prefix(':') {
-            Some(annotated) => match annotated.find('=') {
-                Some(i) => &annotated[i..],
-                None => continue,
-            },
-            None => rest.trim_start(),
-        };
-        let op_len = rest.find('=').filter(|&i| {
-            let op = &rest[..i];
-            op.len() <= 2 && op.chars().all(|c| "+-*/%&|^<>@".contains(c))
-        });
-        let Some(i) = op_len else { continue };
-        // `==` compares; `<=` and `>=` too.
-        if rest[i + 1..].starts_with('=') || matches!(&rest[..i], "<" | ">") {
+    // Open `(` and `[` carried from earlier lines: inside them `NAME=` is an argument, when it
+    // reads as one (it ends with a comma, or the brackets close on the next line); an
+    // unbalanced bracket in a docstring does not hide the assignments after it.
+    let mut depth = 0i64;
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, raw) in lines.iter().enumerate() {
+        let line = fold_fullwidth(raw);
+        let closes_next = lines
+            .get(i + 1)
+            .is_some_and(|l| l.trim_start().starts_with([')', ']']));
+        if let Some(rest) = line.trim_start().strip_prefix("#define") {
+            let mut words = rest.split_whitespace();
+            if words.next() == Some(name) {
+                out.push(format!("define {}", words.collect::<Vec<_>>().join(" ")));
+            }
             continue;
         }
-        let value = rest[i + 1..]
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
-        out.push(format!("{}= {value}", &rest[..i]));
+        let code = strip_comment(&line);
+        for stmt in split_top(code, ';', 0) {
+            if let Some(v) = loop_target(stmt, name) {
+                out.push(v);
+            }
+            let argument = depth > 0 && (stmt.trim_end().ends_with(',') || closes_next);
+            if !argument {
+                out.extend(assigned(after_block_header(stmt), name));
+            }
+        }
+        depth = (depth + bracket_balance(code)).max(0);
     }
     out
+}
+
+/// `line` with its fullwidth ASCII forms (`ＥＰＯＣＨＳ`) as ASCII.
+fn fold_fullwidth(line: &str) -> String {
+    line.chars()
+        .map(|c| match c as u32 {
+            0xFF01..=0xFF5E => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
+            _ => c,
+        })
+        .collect()
+}
+
+/// `line` up to its comment (`#` or `//` outside quotes; `//=` is no comment).
+fn strip_comment(line: &str) -> &str {
+    let b = line.as_bytes();
+    let mut quote: Option<u8> = None;
+    for (i, &c) in b.iter().enumerate() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == b'"' || c == b'\'' => quote = Some(c),
+            // `//` opens a comment, but `//=` is Python's floor division in place.
+            None if c == b'#'
+                || (c == b'/' && b.get(i + 1) == Some(&b'/') && b.get(i + 2) != Some(&b'=')) =>
+            {
+                return &line[..i]
+            }
+            None => {}
+        }
+    }
+    line
+}
+
+/// How many more `(` and `[` than `)` and `]` `code` opens (outside quotes).
+fn bracket_balance(code: &str) -> i64 {
+    let mut quote: Option<char> = None;
+    let mut n = 0;
+    for c in code.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '(' | '[') => n += 1,
+            (None, ')' | ']') => n -= 1,
+            _ => {}
+        }
+    }
+    n
+}
+
+/// `code` cut at every `sep` outside quotes and brackets (from `depth` open ones on).
+fn split_top(code: &str, sep: char, depth: i64) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut quote, mut depth, mut from) = (None, depth, 0);
+    for (i, c) in code.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '(' | '[' | '{') => depth += 1,
+            (None, ')' | ']' | '}') => depth -= 1,
+            (None, c) if c == sep && depth == 0 => {
+                parts.push(&code[from..i]);
+                from = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    parts.push(&code[from..]);
+    parts
+}
+
+/// What a one-line block runs (`if x: NAME = 6` gives `NAME = 6`); `stmt` itself otherwise.
+fn after_block_header(stmt: &str) -> &str {
+    const HEADERS: &[&str] = &[
+        "if ", "elif ", "else", "for ", "while ", "with ", "try", "except", "finally", "def ",
+        "class ",
+    ];
+    let t = stmt.trim_start();
+    if !HEADERS.iter().any(|h| t.starts_with(h)) {
+        return stmt;
+    }
+    // The body starts after the header's first `:` outside brackets (`def f(x: int) -> int:`).
+    match split_top(t, ':', 0).first() {
+        Some(header) if header.len() < t.len() && !t[header.len() + 1..].trim().is_empty() => {
+            &t[header.len() + 1..]
+        }
+        _ => stmt,
+    }
+}
+
+/// `for NAME in ...` (or `for (i, NAME) in`): the loop's iterable, when `name` is a target.
+fn loop_target(stmt: &str, name: &str) -> Option<String> {
+    let header = stmt.trim_start().strip_prefix("for ")?;
+    let (targets, iterable) = header.split_once(" in ")?;
+    let hit = targets
+        .split(',')
+        .any(|t| t.trim().trim_matches(|c| c == '(' || c == ')').trim() == name);
+    hit.then(|| {
+        format!(
+            "for in {}",
+            collapse(iterable.split(':').next().unwrap_or(""))
+        )
+    })
+}
+
+/// The assignments `stmt` makes to `name`: its targets are what stands before each
+/// assignment operator outside brackets (`X = NAME = 9`: `X` and `NAME`), each split at
+/// commas, and a target is its last word (`const int NAME`, `let mut NAME: usize`, `self.NAME`).
+fn assigned(stmt: &str, name: &str) -> Vec<String> {
+    let ops = assignment_ops(stmt);
+    let Some(&(last_at, last_len)) = ops.last() else {
+        return Vec::new();
+    };
+    let value = collapse(&stmt[last_at + last_len..]);
+    let mut from = 0;
+    let mut out = Vec::new();
+    for &(at, len) in &ops {
+        let targets = &stmt[from..at];
+        let hit = split_top(targets, ',', 0)
+            .iter()
+            .any(|t| target_name(t) == name);
+        if hit {
+            out.push(format!("{} {value}", stmt[at..at + len].trim()));
+        }
+        from = at + len;
+    }
+    out
+}
+
+/// The name a target binds: its last word, past a type annotation (`NAME: int`); none for an
+/// item or a call's result (`table[NAME]`, `f(NAME)`).
+fn target_name(target: &str) -> &str {
+    let t = target.split(':').next().unwrap_or("");
+    let t = t
+        .trim()
+        .trim_matches(|c: char| matches!(c, '(' | ')' | '*' | '&' | '[' | ']'));
+    if t.contains(['[', '(']) {
+        return "";
+    }
+    t.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .next()
+        .unwrap_or("")
+}
+
+/// Where `stmt`'s assignment operators stand outside quotes and brackets, with their lengths:
+/// `=`, `:=`, and the augmented ones (`+=`, `//=`, `**=`, `<<=`...), not `==`, `!=`, `<=`,
+/// `>=` nor `=>`.
+fn assignment_ops(stmt: &str) -> Vec<(usize, usize)> {
+    let b = stmt.as_bytes();
+    let mut ops = Vec::new();
+    let (mut quote, mut depth) = (None, 0i64);
+    for (i, &c) in b.iter().enumerate() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, b'"' | b'\'') => quote = Some(c),
+            (None, b'(' | b'[' | b'{') => depth += 1,
+            (None, b')' | b']' | b'}') => depth -= 1,
+            (None, b'=') if depth == 0 => {
+                let next = b.get(i + 1).copied();
+                let prev = i.checked_sub(1).map(|j| b[j]);
+                let prev_op = prev == Some(b'=') || next == Some(b'=') || next == Some(b'>');
+                let compare = matches!(prev, Some(b'!' | b'<' | b'>'))
+                    && !(i >= 2 && matches!(&b[i - 2..i], b"<<" | b">>"));
+                if prev_op || compare {
+                    continue;
+                }
+                // The operator's other characters: `+=`, `//=`, `**=`, `<<=`, `:=`.
+                let mut start = i;
+                while start > 0 && b"+-*/%&|^<>@:".contains(&b[start - 1]) && i - start < 2 {
+                    start -= 1;
+                }
+                ops.push((start, i + 1 - start));
+            }
+            _ => {}
+        }
+    }
+    ops
+}
+
+/// `s` trimmed, its runs of spaces made one, a trailing `;` or `,` dropped.
+fn collapse(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_end_matches([';', ','])
+        .trim()
+        .to_string()
 }
 
 #[cfg(test)]
@@ -120,6 +312,66 @@ mod tests {
         assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&reads)), None);
         let annotated = "EPOCHS: int = 5\n";
         assert!(fixed_changed(&fixed(), "t.py", annotated, Some("EPOCHS: int = 6\n")).is_some());
+        // The forms an agent may well write, in Python and in languages with declarations.
+        for changed in [
+            "import os; EPOCHS = 6",
+            "if True: EPOCHS = 7",
+            "EPOCHS, _ = 8, 0",
+            "X = EPOCHS = 9",
+            "for EPOCHS in [11]: pass",
+            "def f():\n\tglobal EPOCHS; EPOCHS = 60",
+            "\u{ff25}POCHS = 10",
+            "EPOCHS := 12",
+            "EPOCHS //= 2",
+        ] {
+            let new = format!("{OLD}{changed}\n");
+            assert!(
+                fixed_changed(&fixed(), "t.py", OLD, Some(&new)).is_some(),
+                "missed: {changed}"
+            );
+        }
+        let js = "const NUM_EPOCHS = 5; // five\nlet lr = 0.1;\n";
+        let names = vec!["NUM_EPOCHS".to_string()];
+        assert_eq!(
+            fixed_changed(
+                &names,
+                "t.js",
+                js,
+                Some(&js.replace("lr = 0.1", "lr = 0.3"))
+            ),
+            None
+        );
+        assert!(fixed_changed(&names, "t.js", js, Some(&js.replace("5;", "60;"))).is_some());
+        let c = "#define EPOCHS 5\nconst int SEED = 1;\n";
+        assert!(fixed_changed(
+            &fixed(),
+            "t.c",
+            c,
+            Some(&c.replace("EPOCHS 5", "EPOCHS 50"))
+        )
+        .is_some());
+        assert!(fixed_changed(&fixed(), "t.c", c, Some(&c.replace("= 1;", "= 2;"))).is_some());
+        let rust = "pub const EPOCHS: usize = 5;\n";
+        assert!(fixed_changed(
+            &fixed(),
+            "t.rs",
+            rust,
+            Some("pub const EPOCHS: usize = 6;\n")
+        )
+        .is_some());
+        // An argument of a call is no assignment, on the call's line or on one of its own.
+        let call = format!("{OLD}train(\n    EPOCHS=EPOCHS,\n    lr=LR,\n)\nrun(EPOCHS=EPOCHS)\nok = EPOCHS == 5\n");
+        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&call)), None);
+        let last_argument = format!("{OLD}train(\n    lr=LR,\n    EPOCHS=EPOCHS\n)\n");
+        assert_eq!(
+            fixed_changed(&fixed(), "t.py", OLD, Some(&last_argument)),
+            None
+        );
+        // A bracket left open in a docstring hides nothing after it.
+        let hidden = format!("{OLD}\"\"\"Notes\nsee (below\n\"\"\"\nEPOCHS = 60\n");
+        assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&hidden)).is_some());
+        let item = format!("{OLD}steps[EPOCHS] = 3\nlog(EPOCHS)[0] = 1\n");
+        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&item)), None);
         // A file that holds none of them keeps nothing.
         assert_eq!(fixed_changed(&fixed(), "u.py", "LR = 1\n", None), None);
     }
