@@ -261,3 +261,23 @@ fn a_fixed_constant_changed_is_a_violation_never_verified() {
         "`not a name` is not a constant's name",
     );
 }
+
+#[test]
+fn the_optimizer_never_searches_a_fixed_knob_and_a_name_assigned_nowhere_is_a_warning() {
+    // WIDTH is annotated as a knob, and fixed: the optimizer keeps it, so no candidate is a
+    // violation. EPOCH is assigned by no editable file: said (a typo of a real name?).
+    let (_t, dir) = knob_repo();
+    edit_spec(&dir, |t| t.replace("[loop]", "[loop]\nfixed = [\"WIDTH\", \"EPOCH\"]"));
+    git(&dir, &["commit", "-q", "-am", "fixed"]);
+    let out = ok(hone_in(&dir, &["run", "-n", "8"]));
+    assert_says(
+        &out,
+        "[loop] fixed names EPOCH, which no editable file assigns at HEAD",
+    );
+    let log = log_in(&dir);
+    assert_eq!(log.len(), 8);
+    for e in &log[1..] {
+        assert_ne!(e["status"], "violation", "{e}");
+        assert_eq!(e["config"]["WIDTH"], 2, "{e}");
+    }
+}

@@ -681,6 +681,26 @@ fn check_start_files(
             spec.verify.command
         ));
     }
+    // A fixed name no editable file assigns keeps nothing: likely a typo.
+    let unassigned: Vec<&str> = spec
+        .loop_
+        .fixed
+        .iter()
+        .filter(|name| {
+            !files
+                .iter()
+                .filter(|f| matches_any(&spec.loop_.editable, f))
+                .filter_map(|f| git.file_at_most(head, f, 4 << 20).ok().flatten())
+                .any(|b| crate::propose::knobs::assigns(&String::from_utf8_lossy(&b), name))
+        })
+        .map(String::as_str)
+        .collect();
+    if !unassigned.is_empty() {
+        said.warnings.push(format!(
+            "[loop] fixed names {}, which no editable file assigns at HEAD: it keeps nothing (a typo?)",
+            unassigned.join(", ")
+        ));
+    }
     // A protected pattern that names no file protects nothing: likely a typo.
     for p in &spec.loop_.protected {
         if !files.iter().any(|f| crate::workspace::glob_match(p, f)) {

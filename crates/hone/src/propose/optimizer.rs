@@ -59,9 +59,15 @@ pub fn find_knobs(
                 }
             }
         }
-        for k in found {
+        for mut k in found {
             if all.iter().any(|o: &Knob| o.name == k.name) {
                 continue; // the first file that defines a name owns it
+            }
+            // `[loop] fixed`: a constant that sets the measurement is never searched, whatever
+            // its annotation says (`SEEDS[0]` is fixed with `SEEDS`).
+            let base_name = k.name.split('[').next().unwrap_or(&k.name);
+            if ctx.spec.loop_.fixed.iter().any(|f| f == base_name) {
+                k.domain = knobs::Domain::Fixed;
             }
             all.push(k);
         }

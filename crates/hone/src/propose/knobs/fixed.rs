@@ -36,6 +36,11 @@ pub fn fixed_changed(fixed: &[String], path: &str, old: &str, new: Option<&str>)
     None
 }
 
+/// Whether `text` assigns `name` anywhere (see [`assignments`]).
+pub fn assigns(text: &str, name: &str) -> bool {
+    !assignments(text, name).is_empty()
+}
+
 /// The assignments to `name` in `text`, in order, each as its operator and what follows it
 /// (`= 5`, `*= 2`, `:= 5`, `for in range(3)`), comments cut and spaces collapsed. A statement
 /// is found wherever it stands: at any indentation, after a `;`, after a one-line block's `:`
