@@ -293,17 +293,54 @@ pub enum ErrorCause {
     Turn,
 }
 
-/// The cause an agent CLI's reported error names: an HTTP status among its words (429, 5xx:
-/// unavailable; 401, 402: setup), or the words the tools and their APIs use for it.
+/// The cause an agent CLI's reported error names: an HTTP status among its words (next to
+/// `status`, `error`, `code`, `HTTP`, or before its reason: 429 and 5xx unavailable, 401 and
+/// 402 setup), or the words the tools and their APIs use. Checked in this order, the costly
+/// mistakes first: the turn's own failures (a prompt too long for the context window, even
+/// when a stream broke over it); a limit that lifts (a 429, `retry in`, a usage limit),
+/// unavailable even where it says "quota"; a setup every turn would meet (a refused key, no
+/// credit, a model the service does not have), which stops the run; then the service
+/// unavailable (overloaded, a lost connection).
 pub fn error_cause(message: &str) -> ErrorCause {
     let lower = message.to_ascii_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
-    let codes: Vec<&str> = lower
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| w.len() == 3 && w.bytes().all(|b| b.is_ascii_digit()))
-        .collect();
+    let codes = http_codes(&lower);
     let code = |list: &[&str]| codes.iter().any(|c| list.contains(c));
-    if code(&["401", "402"])
+    if has(&[
+        "context window",
+        "context length",
+        "maximum context",
+        "prompt is too long",
+        "input is too long",
+    ]) {
+        return ErrorCause::Turn;
+    }
+    let no_credit = has(&[
+        "insufficient_quota",
+        "credit balance is too low",
+        "billing_hard_limit",
+    ]);
+    if !no_credit
+        && (code(&["429"])
+            || has(&[
+                "retry in",
+                "retrydelay",
+                "retry after",
+                "try again",
+                "rate limit",
+                "rate_limit",
+                "ratelimit",
+                "too many requests",
+                "usage limit",
+                "limit reached",
+                "quota exceeded",
+                "exceeded your current quota",
+            ]))
+    {
+        return ErrorCause::Unavailable;
+    }
+    if no_credit
+        || code(&["401", "402"])
         || has(&[
             "unauthorized",
             "invalid api key",
@@ -314,34 +351,27 @@ pub fn error_cause(message: &str) -> ErrorCause {
             "not logged in",
             "please run /login",
             "oauth token has expired",
-            "insufficient_quota",
-            "exceeded your current quota",
-            "credit balance is too low",
+            "model_not_found",
+            "model not found",
+            "unknown model",
+            "invalid model",
         ])
-        || (lower.contains("model")
-            && has(&[
-                "not_found_error",
-                "model_not_found",
-                "does not exist",
-                "not found",
-            ]))
+        || (lower.contains("not_found_error") && lower.contains("model"))
+        || (lower.contains("does not exist") && lower.contains("the model"))
     {
         return ErrorCause::Setup;
     }
-    if code(&["429", "500", "502", "503", "504", "529"])
+    if code(&["500", "502", "503", "504", "529"])
         || has(&[
             "overloaded",
-            "rate limit",
-            "rate_limit",
-            "ratelimit",
-            "too many requests",
-            "usage limit",
             "service unavailable",
             "temporarily unavailable",
             "bad gateway",
             "stream disconnected",
+            "connection error",
             "connection reset",
             "connection refused",
+            "request timed out",
             "econnreset",
             "etimedout",
             "apiconnectionerror",
@@ -351,6 +381,37 @@ pub fn error_cause(message: &str) -> ErrorCause {
         return ErrorCause::Unavailable;
     }
     ErrorCause::Turn
+}
+
+/// The HTTP statuses `lower` names: three digits right after `status`, `error`, `code`,
+/// `statuscode`, `http` or `api` (a word between allowed), or right before a status's reason
+/// (`429 Too Many Requests`); not any number (`line 401`).
+fn http_codes(lower: &str) -> Vec<&str> {
+    const BEFORE: &[&str] = &["status", "error", "code", "statuscode", "http", "api"];
+    const AFTER: &[&str] = &[
+        "too",
+        "unauthorized",
+        "forbidden",
+        "service",
+        "bad",
+        "internal",
+        "overloaded",
+        "payment",
+        "gateway",
+    ];
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    (0..words.len())
+        .filter(|&i| words[i].len() == 3 && words[i].bytes().all(|b| b.is_ascii_digit()))
+        .filter(|&i| {
+            let before = (i.saturating_sub(2)..i).any(|j| BEFORE.contains(&words[j]));
+            let after = words.get(i + 1).is_some_and(|w| AFTER.contains(w));
+            before || after
+        })
+        .map(|i| words[i])
+        .collect()
 }
 
 /// What an agent CLI said about its own run.

@@ -267,7 +267,9 @@ fn the_optimizer_never_searches_a_fixed_knob_and_a_name_assigned_nowhere_is_a_wa
     // WIDTH is annotated as a knob, and fixed: the optimizer keeps it, so no candidate is a
     // violation. EPOCH is assigned by no editable file: said (a typo of a real name?).
     let (_t, dir) = knob_repo();
-    edit_spec(&dir, |t| t.replace("[loop]", "[loop]\nfixed = [\"WIDTH\", \"EPOCH\"]"));
+    edit_spec(&dir, |t| {
+        t.replace("[loop]", "[loop]\nfixed = [\"WIDTH\", \"EPOCH\"]")
+    });
     git(&dir, &["commit", "-q", "-am", "fixed"]);
     let out = ok(hone_in(&dir, &["run", "-n", "8"]));
     assert_says(

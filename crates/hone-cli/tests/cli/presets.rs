@@ -333,6 +333,24 @@ fn a_codex_turn_that_never_completed_is_charged_as_one_cut_off() {
     assert_reason(&log[2], "cut off before its full account");
 }
 
+#[test]
+fn a_turn_the_service_turned_away_is_charged_what_it_reported_not_its_time() {
+    // Turn 2 meets a 429 after a while, with no usage: an outage (aborted), charged nothing,
+    // where a crashed turn would be charged its time at turn 1's rate.
+    let limited = FAKE_CODEX.replace(
+        "  echo '{\"type\":\"turn.failed\",\"error\":{\"message\":\"ran out of room in the model context window\"}}'",
+        "  sleep 0.2; echo '{\"type\":\"turn.failed\",\"error\":{\"message\":\"unexpected status 429 Too Many Requests\"}}'",
+    );
+    assert_ne!(limited, FAKE_CODEX);
+    let (bin, record) = fake_tool("codex", &limited);
+    let r = preset_repo("kind = \"codex\"\noutage_wait = \"0s\"\noutage_limit = \"1s\"");
+    let out = run_with_tool(&r, bin.path(), record.path(), &[]);
+    let log = r.log();
+    assert_eq!(log[2]["status"], "aborted", "{}\n{log:?}", text(&out));
+    assert_reason(&log[2], "429 Too Many Requests");
+    assert_eq!(log[2]["tokens"], 0, "{:?}", log[2]);
+}
+
 /// A stand-in `aider`: like the real one, it writes its chat history where
 /// `--chat-history-file` says, edits the files it was given, and prints its usage line
 /// (`Tokens: ... Cost: ...`); the second time it prints a litellm error as aider does.

@@ -206,7 +206,20 @@ impl Proposer for CommandProposer {
             .preset
             .and_then(|p| p.parse(&tail.iter().cloned().collect::<Vec<_>>()));
         let cut_by_max_time = limit < ctx.spec.agent.timeout;
-        let charged = self.charge(ctx, report.as_ref(), (&outcome, cut_by_max_time), &log_path)?;
+        // A turn the service turned away (overloaded, rate-limited, a refused login) is
+        // charged what the tool reported, not its time at a working turn's rate: a wait of
+        // minutes for a 429 spent nothing (and a run of them must not exhaust the budget).
+        let turned_away = report
+            .as_ref()
+            .and_then(|r| r.error.as_deref())
+            .is_some_and(|e| crate::presets::error_cause(e) != ErrorCause::Turn);
+        let charged = match &report {
+            Some(r) if turned_away => {
+                ctx.add_spend(r.cost_usd, r.tokens);
+                None
+            }
+            _ => self.charge(ctx, report.as_ref(), (&outcome, cut_by_max_time), &log_path)?,
+        };
         // An estimate is said at the end of the turn's log (`hone show` names it), whatever
         // becomes of the turn (a killed one's record says only that it was interrupted).
         if let Some(note) = &charged {
