@@ -60,8 +60,10 @@ pub struct Printer {
 }
 
 /// hone's words with the spec file `--spec` named in place of `hone.toml`, and the commands
-/// they suggest given `--spec` too (`hone --spec codex.toml run`), so that what they say to do
-/// works as written. Text that names `--spec` already is left as it is.
+/// they suggest given `--spec` too (`hone --spec codex.toml run`, the name quoted for a shell
+/// where it needs it), so that what they say to do works as written. Only `hone.toml` standing
+/// as a word of its own is the spec file (not `cfg/hone.toml`, nor `hone.toml.codex`); text
+/// that names `--spec` already is left as it is.
 pub fn naming_spec<'a>(text: &'a str, spec_file: Option<&Path>) -> std::borrow::Cow<'a, str> {
     let Some(file) = spec_file else {
         return std::borrow::Cow::Borrowed(text);
@@ -70,10 +72,37 @@ pub fn naming_spec<'a>(text: &'a str, spec_file: Option<&Path>) -> std::borrow::
         return std::borrow::Cow::Borrowed(text);
     }
     let name = file.display().to_string();
-    std::borrow::Cow::Owned(
-        text.replace("hone.toml", &name)
-            .replace("`hone ", &format!("`hone --spec {name} ")),
-    )
+    let mut out = String::with_capacity(text.len() + 32);
+    let mut rest = text;
+    while let Some(at) = rest.find("hone.toml") {
+        let before = rest[..at].chars().next_back();
+        let after = &rest[at + "hone.toml".len()..];
+        let part_of_path = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/');
+        let glued_before = before.is_some_and(part_of_path);
+        let mut next = after.chars();
+        let glued_after = match next.next() {
+            Some('.') => next.next().is_some_and(char::is_alphanumeric),
+            Some(c) => c.is_alphanumeric() || matches!(c, '_' | '-' | '/'),
+            None => false,
+        };
+        out.push_str(&rest[..at]);
+        out.push_str(if glued_before || glued_after {
+            "hone.toml"
+        } else {
+            &name
+        });
+        rest = after;
+    }
+    out.push_str(rest);
+    let plain = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_./+-=:,@%".contains(c));
+    let quoted = if plain {
+        name.clone()
+    } else {
+        hone::propose::command::shell_quote(&name)
+    };
+    std::borrow::Cow::Owned(out.replace("`hone ", &format!("`hone --spec {quoted} ")))
 }
 
 /// Text an agent may have written (file names, reasons, descriptions, logs, diffs), made safe
@@ -778,6 +807,30 @@ mod tests {
     use super::{stop_hint, terminal_safe, Printer};
     use hone::store::{ExperimentRecord, Status};
     use hone::util::cut_at_word;
+
+    #[test]
+    fn the_spec_file_is_named_where_hone_toml_stands_alone() {
+        use super::naming_spec;
+        use std::path::Path;
+        let msg = "but hone.toml now says metric = \"loss\"; start a new run with `hone run --new`";
+        assert_eq!(
+            naming_spec(msg, Some(Path::new("codex.toml"))),
+            "but codex.toml now says metric = \"loss\"; start a new run with `hone --spec codex.toml run --new`"
+        );
+        // A path that holds hone.toml is left as it is; a name for a shell is quoted.
+        for path in ["cfg/hone.toml", "/tmp/x/hone.toml", "hone.toml.codex"] {
+            let msg = format!("{path}:3: `verify.metrc`: unknown key");
+            assert_eq!(naming_spec(&msg, Some(Path::new(path))), msg);
+        }
+        assert_eq!(
+            naming_spec(
+                "fix hone.toml, then `hone run`",
+                Some(Path::new("my spec.toml"))
+            ),
+            "fix my spec.toml, then `hone --spec 'my spec.toml' run`"
+        );
+        assert_eq!(naming_spec(msg, None), msg);
+    }
 
     #[test]
     fn the_estimate_counts_candidates_not_the_baseline() {
