@@ -257,8 +257,9 @@ impl Proposer for CommandProposer {
 }
 
 /// The line of an agent's final answer that says what it did, for its description: the
-/// first that is neither an introduction (`Here is what I changed:`) nor a pleasantry (`Let
-/// me know if...`), its Markdown marks taken off; else its last line.
+/// first that is neither an introduction (`Here is what I changed:`), a heading or an
+/// exclamation of two words or fewer (`## Summary`, `Done!`), code in fences, nor a pleasantry
+/// (`Let me know if...`), its Markdown marks taken off; else its last line.
 fn summary_line(answer: &str) -> String {
     const CHATTER: &[&str] = &[
         "let me know",
@@ -270,22 +271,32 @@ fn summary_line(answer: &str) -> String {
         "would you like",
         "happy to help",
     ];
-    let lines: Vec<&str> = answer
+    // What stands between code fences is code, not words.
+    let mut in_code = false;
+    let lines: Vec<String> = answer
         .lines()
+        .filter(|l| {
+            let fence = l.trim_start().starts_with("```");
+            in_code ^= fence;
+            !fence && !in_code
+        })
         .map(|l| {
             l.trim()
                 .trim_start_matches(['#', '-', '*', '>', ' '])
+                .replace("**", "")
+                .replace('`', "")
                 .trim()
+                .to_string()
         })
         .filter(|l| !l.is_empty())
         .collect();
     let said = lines.iter().find(|l| {
         let lower = l.to_lowercase();
-        !l.ends_with(':') && !CHATTER.iter().any(|c| lower.contains(c))
+        !l.ends_with(':')
+            && l.split_whitespace().count() > 2
+            && !CHATTER.iter().any(|c| lower.contains(c))
     });
-    said.or(lines.last())
-        .map(|l| l.replace("**", "").replace('`', ""))
-        .unwrap_or_default()
+    said.or(lines.last()).cloned().unwrap_or_default()
 }
 
 /// The proposer's error for an error the agent CLI reported, by its cause: an outage waited
@@ -680,6 +691,26 @@ mod tests {
             summary_line("Lowered the score to 4."),
             "Lowered the score to 4."
         );
+        for (answer, said) in [
+            (
+                "## Summary\n\nRaised LR from 0.1 to 0.2.",
+                "Raised LR from 0.1 to 0.2.",
+            ),
+            (
+                "**Summary:**\n- Raised LR to 0.2 for speed",
+                "Raised LR to 0.2 for speed",
+            ),
+            (
+                "Done!\n\nI raised the learning rate to 0.2.",
+                "I raised the learning rate to 0.2.",
+            ),
+            (
+                "```python\nLR = 0.2\n```\nSet LR to 0.2 in train.py",
+                "Set LR to 0.2 in train.py",
+            ),
+        ] {
+            assert_eq!(summary_line(answer), said, "{answer:?}");
+        }
         // Nothing but chatter: its last line, as before.
         assert_eq!(
             summary_line("Feel free to ask!\nLet me know."),
