@@ -193,6 +193,12 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
         0.001,
         "a failed run is paid for too"
     );
+    // The morning after: what the tool answered, read from its log as the run read it.
+    let show = text(&r.hone(&["show", "1"]));
+    assert!(
+        show.contains("  agent's answer:\n    Lowered the score to 4.\n"),
+        "{show}"
+    );
     assert_run_shows(
         &r,
         Shows {
