@@ -26,20 +26,18 @@ struct Records {
     /// When the last experiment that finished did (the run's loop time was last written
     /// then), if any did.
     last_finish: Option<f64>,
-    /// The highest rate an agent CLI's turn spent at (`crate::propose::command::turn_rate`).
-    rate: Option<(f64, f64)>,
+    /// The rates at which the run's agent CLI turns spent.
+    rates: crate::propose::command::TurnRates,
 }
 
 impl Records {
     fn scan(store: &Store, run_id: i64) -> Result<Records, StoreError> {
         let (mut whole, mut commits) = (Vec::new(), Vec::new());
         let mut last_finish: Option<f64> = None;
-        let mut rate: Option<(f64, f64)> = None;
+        let mut rates = crate::propose::command::TurnRates::default();
         store.for_each_experiment(run_id, &mut |e| {
             commits.push((e.n, e.candidate_commit.clone()));
-            if let Some(r) = crate::propose::command::turn_rate(&e) {
-                rate = Some(rate.map_or(r, |old| crate::propose::command::max_rate(old, r)));
-            }
+            rates.add_record(&e);
             if let (true, Some(f)) = (e.status() != Status::Running, e.finished_at) {
                 last_finish = Some(last_finish.map_or(f, |l: f64| l.max(f)));
             }
@@ -55,7 +53,7 @@ impl Records {
             whole,
             commits,
             last_finish,
-            rate,
+            rates,
         })
     }
 
@@ -112,7 +110,7 @@ impl Engine<'_> {
             }
             e.status = Some(Status::Aborted);
             e.reason = "interrupted: hone stopped during this experiment".into();
-            if let Some(charged) = self.charge_cut_turn(e, recs.rate, killed) {
+            if let Some(charged) = self.charge_cut_turn(e, recs.rates.rate(), killed) {
                 e.reason = format!("{}; {charged}", e.reason);
             }
             e.finished_at = Some(now());
@@ -281,7 +279,8 @@ impl Engine<'_> {
 
     /// An agent CLI's turn cut off by hone's stop, before it recorded a spend (its record
     /// has none): charged its time at the highest rate of the run's reported turns, as a turn
-    /// cut off at its timeout is; what was charged, for the record. Its time runs to now when
+    /// cut off at its timeout is (the rate of its long turns where it had any, see
+    /// `TurnRates`); what was charged, for the record. Its time runs to now when
     /// its processes outlived hone (`killed`: the agent may have gone on calling its model
     /// until this resume), else to its logs' last write; at most `[agent] timeout`. Nothing
     /// without a rate.

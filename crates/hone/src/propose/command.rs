@@ -14,17 +14,59 @@ pub use crate::presets::{
 #[derive(Default)]
 pub struct CommandProposer {
     preset: Option<Preset>,
-    /// The highest rate (dollars, tokens a second) at which a turn of this session spent,
-    /// among those whose tool exited by itself and reported its spend: what a turn cut off
-    /// without its report, or before its full report, is charged at.
-    rate: Option<(f64, f64)>,
+    /// The rates (dollars, tokens a second) at which the turns of this session spent, among
+    /// those whose tool exited by itself and reported its spend: what a turn cut off without
+    /// its report, or before its full report, is charged at ([`TurnRates::rate`]).
+    rates: TurnRates,
+}
+
+/// The highest rate at which agent turns spent (dollars, tokens a second), kept apart for the
+/// turns of at least [`TurnRates::LONG`]: a short turn (a prompt read and a one-line edit in a
+/// few seconds) spends far faster than a long one, and a turn cut off after many minutes would
+/// be charged many times what it can have spent at its rate.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TurnRates {
+    long: Option<(f64, f64)>,
+    any: Option<(f64, f64)>,
+}
+
+impl TurnRates {
+    /// Turns at least this long set the rate when there are any.
+    pub const LONG: f64 = 30.0;
+
+    /// One more turn that spent `(usd, tokens)` in `secs`.
+    pub fn add(&mut self, (usd, tokens): (f64, f64), secs: f64) {
+        let rate = (usd / secs.max(1e-3), tokens / secs.max(1e-3));
+        let higher = |old: Option<(f64, f64)>| Some(old.map_or(rate, |o| max_rate(o, rate)));
+        self.any = higher(self.any);
+        if secs >= Self::LONG {
+            self.long = higher(self.long);
+        }
+    }
+
+    /// The rate a cut-off turn is charged at: the highest of the long turns, else of any.
+    pub fn rate(&self) -> Option<(f64, f64)> {
+        self.long.or(self.any)
+    }
+
+    /// The rates of the run's earlier experiments whose turn ended normally (not `invalid` nor
+    /// `aborted`, the statuses of a turn charged by estimate) and spent anything. An upper
+    /// estimate: a record's spend includes its review's.
+    pub fn add_record(&mut self, e: &crate::store::ExperimentRecord) {
+        use crate::store::Status;
+        let spent = e.cost_usd > 0.0 || e.tokens > 0;
+        if e.propose_ms == 0 || !spent || matches!(e.status(), Status::Invalid | Status::Aborted) {
+            return;
+        }
+        self.add((e.cost_usd, e.tokens as f64), e.propose_ms as f64 / 1000.0);
+    }
 }
 
 impl CommandProposer {
     pub fn preset(p: Preset) -> CommandProposer {
         CommandProposer {
             preset: Some(p),
-            rate: None,
+            rates: TurnRates::default(),
         }
     }
 }
@@ -465,18 +507,14 @@ impl CommandProposer {
                     && !report.is_some_and(|r| r.unfinished) =>
             {
                 ctx.add_spend(usd, tokens);
-                let rate = (usd / secs.max(1e-3), tokens as f64 / secs.max(1e-3));
-                self.rate = Some(match self.rate {
-                    Some((u, t)) => (u.max(rate.0), t.max(rate.1)),
-                    None => rate,
-                });
+                self.rates.add((usd, tokens as f64), secs);
                 None
             }
             // Stopped by the user (the run stops anyway): charged as a turn cut off is, when
             // an earlier turn gives a rate (the budget the run resumes with must count it),
             // else what it said it spent.
             (Some(_), reported) if matches!(outcome.exit, Exit::Cancelled) => {
-                match self.rate.or_else(|| rate_of_history(ctx.history)) {
+                match self.rates.rate().or_else(|| rate_of_history(ctx.history)) {
                     Some(rate) => charge_unreported(
                         ctx,
                         Some(rate),
@@ -492,7 +530,7 @@ impl CommandProposer {
                 }
             }
             (Some(_), reported) => {
-                let rate = self.rate.or_else(|| rate_of_history(ctx.history));
+                let rate = self.rates.rate().or_else(|| rate_of_history(ctx.history));
                 let ended = match outcome.exit {
                     Exit::TimedOut if cut_by_max_time => Ended::MaxTime,
                     Exit::TimedOut => Ended::Timeout,
@@ -505,28 +543,16 @@ impl CommandProposer {
     }
 }
 
-/// The highest rate (dollars, tokens a second of the agent's turn) of the run's earlier
-/// experiments whose turn ended normally (see [`turn_rate`]): for a resumed session, before
-/// any turn of its own reported.
+/// The rate of the run's earlier experiments' turns ([`TurnRates`]): for a resumed session,
+/// before any turn of its own reported.
 fn rate_of_history(history: &[crate::store::ExperimentRecord]) -> Option<(f64, f64)> {
-    history.iter().filter_map(turn_rate).reduce(max_rate)
-}
-
-/// What experiment `e`'s agent turn spent a second (dollars, tokens), when its turn ended
-/// normally (not `invalid` nor `aborted`, the statuses of a turn charged by estimate) and
-/// spent anything. An upper estimate: a record's spend includes its review's.
-pub fn turn_rate(e: &crate::store::ExperimentRecord) -> Option<(f64, f64)> {
-    use crate::store::Status;
-    if e.propose_ms == 0 || matches!(e.status(), Status::Invalid | Status::Aborted) {
-        return None;
-    }
-    let per_second = |spend: f64| spend * 1000.0 / e.propose_ms as f64;
-    let (usd, tokens) = (per_second(e.cost_usd), per_second(e.tokens as f64));
-    (usd > 0.0 || tokens > 0.0).then_some((usd, tokens))
+    let mut rates = TurnRates::default();
+    history.iter().for_each(|e| rates.add_record(e));
+    rates.rate()
 }
 
 /// The higher of two rates, dollars and tokens each.
-pub fn max_rate(a: (f64, f64), b: (f64, f64)) -> (f64, f64) {
+fn max_rate(a: (f64, f64), b: (f64, f64)) -> (f64, f64) {
     (a.0.max(b.0), a.1.max(b.1))
 }
 
@@ -678,6 +704,20 @@ mod tests {
 
     fn preset(name: &str) -> Preset {
         Preset::named(name).unwrap()
+    }
+
+    #[test]
+    fn a_cut_off_turn_is_charged_at_the_rate_of_long_turns_where_there_are_any() {
+        let mut rates = TurnRates::default();
+        assert_eq!(rates.rate(), None);
+        // A 2-second turn that read the prompt and made one edit spends fast...
+        rates.add((0.10, 20_000.0), 2.0);
+        assert_eq!(rates.rate(), Some((0.05, 10_000.0)));
+        // ...a 3-minute one does not: once there is one, the long turns set the rate.
+        rates.add((0.36, 36_000.0), 180.0);
+        assert_eq!(rates.rate(), Some((0.002, 200.0)));
+        rates.add((0.60, 30_000.0), 60.0);
+        assert_eq!(rates.rate(), Some((0.01, 500.0)));
     }
 
     #[test]
