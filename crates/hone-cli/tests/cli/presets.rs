@@ -312,15 +312,20 @@ fn codex_preset_runs_exec_json_and_reads_its_usage() {
     );
 }
 
+/// [`FAKE_CODEX`] with its second turn's shell lines `then` in place of its failed turn.
+fn codex_whose_second_turn(then: &str) -> String {
+    let failed = "  echo '{\"type\":\"turn.failed\",\"error\":{\"message\":\"ran out of room in the model context window\"}}'";
+    assert!(FAKE_CODEX.contains(failed));
+    FAKE_CODEX.replace(failed, then)
+}
+
 #[test]
 fn a_codex_turn_that_never_completed_is_charged_as_one_cut_off() {
     // Turn 1 completes with its usage; turn 2 starts and crashes before `turn.completed`
     // (so before any usage): it is charged at turn 1's rate, not free.
-    let crashing = FAKE_CODEX.replace(
-        "  echo '{\"type\":\"turn.failed\",\"error\":{\"message\":\"ran out of room in the model context window\"}}'",
+    let crashing = codex_whose_second_turn(
         "  sleep 0.2; echo 'thread main panicked at codex-rs/core/src/codex.rs:1234'; exit 101",
     );
-    assert_ne!(crashing, FAKE_CODEX);
     let (r, _record) = run_preset("codex", &crashing, "kind = \"codex\"", &[]);
     edit_spec(&r.dir, |t| {
         t.replace("[stop]", "[stop]\nmax_tokens = 100000000")
@@ -343,11 +348,9 @@ fn a_codex_turn_that_never_completed_is_charged_as_one_cut_off() {
 fn a_turn_the_service_turned_away_is_charged_what_it_reported_not_its_time() {
     // Turn 2 meets a 429 after a while, with no usage: an outage (aborted), charged nothing,
     // where a crashed turn would be charged its time at turn 1's rate.
-    let limited = FAKE_CODEX.replace(
-        "  echo '{\"type\":\"turn.failed\",\"error\":{\"message\":\"ran out of room in the model context window\"}}'",
+    let limited = codex_whose_second_turn(
         "  sleep 0.2; echo '{\"type\":\"turn.failed\",\"error\":{\"message\":\"unexpected status 429 Too Many Requests\"}}'",
     );
-    assert_ne!(limited, FAKE_CODEX);
     let (bin, record) = fake_tool("codex", &limited);
     let r = preset_repo("kind = \"codex\"\noutage_wait = \"0s\"\noutage_limit = \"1s\"");
     let out = run_with_tool(&r, bin.path(), record.path(), &[]);

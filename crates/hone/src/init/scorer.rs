@@ -153,21 +153,19 @@ mod tests {
 
     #[test]
     fn the_evaluate_command_takes_the_scripts_runner() {
-        assert_eq!(
-            evaluate_command("uv run train.py", "train.py", "evaluate.py"),
-            "uv run evaluate.py"
-        );
-        assert_eq!(
-            evaluate_command("/r/.venv/bin/python train.py", "train.py", "evaluate.py"),
-            "/r/.venv/bin/python evaluate.py"
-        );
-        assert_eq!(
-            evaluate_command("./run.sh", "train.py", "evaluate.py"),
-            "python3 evaluate.py"
-        );
-        assert_eq!(
-            evaluate_command("python3 mytrain.py", "train.py", "evaluate.py"),
-            "python3 evaluate.py"
-        );
+        for (command, evaluate) in [
+            ("uv run train.py", "uv run evaluate.py"),
+            (
+                "/r/.venv/bin/python train.py",
+                "/r/.venv/bin/python evaluate.py",
+            ),
+            ("./run.sh", "python3 evaluate.py"),
+            ("python3 mytrain.py", "python3 evaluate.py"),
+        ] {
+            assert_eq!(
+                evaluate_command(command, "train.py", "evaluate.py"),
+                evaluate
+            );
+        }
     }
 }
