@@ -427,6 +427,9 @@ pub struct AgentReport {
     /// Its account ended before the turn's usage (Codex: a turn that never completed, failed
     /// or crashed): what it spent is unreported, and charged as such.
     pub unfinished: bool,
+    /// The unfinished turn did some work before it ended (Codex: an item completed in it); a
+    /// turn turned away before any work spent nothing.
+    pub worked: bool,
 }
 
 /// The JSON objects with a `type` among an agent's output lines (a JSONL event stream, with
@@ -456,7 +459,16 @@ pub fn parse_codex(lines: &[String]) -> Option<AgentReport> {
     report.unfinished = true;
     for e in &events {
         match e["type"].as_str().unwrap_or("") {
-            "turn.started" => report.unfinished = true,
+            "turn.started" => {
+                report.unfinished = true;
+                report.worked = false;
+            }
+            "item.completed" => {
+                report.worked = true;
+                if e["item"]["type"] == "agent_message" {
+                    report.result = e["item"]["text"].as_str().map(str::to_string);
+                }
+            }
             "turn.completed" => {
                 report.unfinished = false;
                 notice = None;
@@ -478,9 +490,6 @@ pub fn parse_codex(lines: &[String]) -> Option<AgentReport> {
             }
             "error" => {
                 notice = Some(e["message"].as_str().unwrap_or("error").to_string());
-            }
-            "item.completed" if e["item"]["type"] == "agent_message" => {
-                report.result = e["item"]["text"].as_str().map(str::to_string);
             }
             _ => {}
         }
@@ -642,6 +651,7 @@ pub fn parse_gemini(lines: &[String]) -> Option<AgentReport> {
         // Gemini CLI reports no money at all (`reports_cost`), which hone.toml's rules know.
         no_cost: false,
         unfinished: false,
+        worked: false,
     })
 }
 
@@ -749,6 +759,7 @@ pub fn parse_claude(lines: &[String]) -> Option<AgentReport> {
         tokens,
         no_cost: reported_cost(v["total_cost_usd"].as_f64()).is_none(),
         unfinished: false,
+        worked: false,
     })
 }
 

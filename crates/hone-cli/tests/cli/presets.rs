@@ -358,6 +358,20 @@ fn a_turn_the_service_turned_away_is_charged_what_it_reported_not_its_time() {
     assert_eq!(log[2]["status"], "aborted", "{}\n{log:?}", text(&out));
     assert_reason(&log[2], "429 Too Many Requests");
     assert_eq!(log[2]["tokens"], 0, "{:?}", log[2]);
+    // One that worked before its stream broke spent what it did: charged as a turn cut off.
+    let broke = codex_whose_second_turn(
+        "  echo '{\"type\":\"item.completed\",\"item\":{\"id\":\"i\",\"type\":\"command_execution\",\"command\":\"cat value.txt\",\"status\":\"completed\"}}'; sleep 0.2; echo '{\"type\":\"turn.failed\",\"error\":{\"message\":\"stream disconnected before completion\"}}'",
+    );
+    let (bin, record) = fake_tool("codex", &broke);
+    let r = preset_repo("kind = \"codex\"\noutage_wait = \"0s\"\noutage_limit = \"1s\"");
+    run_with_tool(&r, bin.path(), record.path(), &[]);
+    let log = r.log();
+    assert_eq!(log[2]["status"], "aborted", "{log:?}");
+    assert!(log[2]["tokens"].as_u64().unwrap() > 0, "free: {:?}", log[2]);
+    assert_reason(
+        &log[2],
+        "stream disconnected before completion; it was cut off before its full account",
+    );
 }
 
 /// A stand-in `aider`: like the real one, it writes its chat history where
@@ -661,6 +675,52 @@ fn spawn_run_with_tool(r: &Repo, (bin, record): (&Path, &Path)) -> std::process:
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
+}
+
+/// A stand-in `claude` whose n-th turn does what the n-th line of `$FAKE_RECORD/turns` says:
+/// `spend USD` edits and reports that cost; `hang` never answers.
+const FAKE_CLAUDE_SPEND: &str = r#"#!/bin/sh
+cat > /dev/null
+n=$(cat "$FAKE_RECORD/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$FAKE_RECORD/count"
+set -- $(sed -n "${n}p" "$FAKE_RECORD/turns")
+if [ "$1" = hang ]; then exec sleep 60; fi
+printf 'score: %s\n' $((10 - n)) > value.txt
+echo "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"Lowered it.\",\"session_id\":\"s\",\"total_cost_usd\":$2,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}"
+"#;
+
+#[test]
+fn a_resumed_session_charges_a_cut_off_turn_at_the_runs_rate_not_its_own() {
+    // Session 1's turn spent fast; session 2's first turn barely spent, and its second is
+    // cut off at [agent] timeout: charged at least at session 1's rate.
+    let (bin, record) = fake_tool("claude", FAKE_CLAUDE_SPEND);
+    put(
+        record.path().join("turns"),
+        "spend 0.6\nspend 0.000001\nhang\n",
+    );
+    let r = preset_repo("kind = \"claude\"\ntimeout = \"1s\"");
+    edit_spec(&r.dir, |t| {
+        t.replace("max_experiments = 3", "max_experiments = 2")
+    });
+    ok(run_with_tool(&r, bin.path(), record.path(), &[]));
+    let out = hone_with_tool(
+        &r,
+        (bin.path(), record.path()),
+        &["run", "--more", "2"],
+        &[],
+    );
+    let log = r.log();
+    assert_eq!(log.len(), 4, "{}\n{log:?}", text(&out));
+    let rate = |e: &serde_json::Value| {
+        e["cost_usd"].as_f64().unwrap() * 1000.0 / e["propose_ms"].as_f64().unwrap()
+    };
+    assert_eq!(log[3]["status"], "invalid", "{:?}", log[3]);
+    assert!(
+        rate(&log[3]) >= 0.8 * rate(&log[1]),
+        "cut off at {} a second, the run's turns spent {} a second: {:?}",
+        rate(&log[3]),
+        rate(&log[1]),
+        log[3]
+    );
 }
 
 #[test]

@@ -110,7 +110,7 @@ impl Engine<'_> {
             }
             e.status = Some(Status::Aborted);
             e.reason = "interrupted: hone stopped during this experiment".into();
-            if let Some(charged) = self.charge_cut_turn(e, recs.rates.rate(), killed) {
+            if let Some(charged) = self.charge_cut_turn(e, &recs.rates, killed) {
                 e.reason = format!("{}; {charged}", e.reason);
             }
             e.finished_at = Some(now());
@@ -287,7 +287,7 @@ impl Engine<'_> {
     fn charge_cut_turn(
         &self,
         e: &mut ExperimentRecord,
-        rate: Option<(f64, f64)>,
+        rates: &crate::propose::command::TurnRates,
         killed: bool,
     ) -> Option<String> {
         let spec = &self.verifier.spec;
@@ -296,13 +296,13 @@ impl Engine<'_> {
         if !spec.agent.kind.is_preset() || turn_ended {
             return None;
         }
-        let (usd_rate, token_rate) = rate?;
         let end = if killed {
             now()
         } else {
             self.last_activity(e.n, e.started_at)
         };
         let secs = (end - e.started_at).clamp(0.0, spec.agent.timeout.as_secs_f64());
+        let (usd_rate, token_rate) = rates.rate_for(secs)?;
         e.cost_usd = usd_rate * secs;
         e.tokens = (token_rate * secs).ceil() as u64;
         Some(format!(

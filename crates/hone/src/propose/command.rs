@@ -14,10 +14,13 @@ pub use crate::presets::{
 #[derive(Default)]
 pub struct CommandProposer {
     preset: Option<Preset>,
-    /// The rates (dollars, tokens a second) at which the turns of this session spent, among
-    /// those whose tool exited by itself and reported its spend: what a turn cut off without
-    /// its report, or before its full report, is charged at ([`TurnRates::rate`]).
+    /// The rates (dollars, tokens a second) at which the run's turns spent, among those whose
+    /// tool exited by itself and reported its spend (the earlier sessions' from their records,
+    /// read at this session's first turn): what a turn cut off without its report, or before
+    /// its full report, is charged at ([`TurnRates::rate_for`]).
     rates: TurnRates,
+    /// Whether the earlier sessions' turns are in `rates` yet.
+    seeded: bool,
 }
 
 /// The highest rate at which agent turns spent (dollars, tokens a second), kept apart for the
@@ -31,7 +34,7 @@ pub struct TurnRates {
 }
 
 impl TurnRates {
-    /// Turns at least this long set the rate when there are any.
+    /// Turns at least this long set the rate of a cut-off turn as long, when there are any.
     pub const LONG: f64 = 30.0;
 
     /// One more turn that spent `(usd, tokens)` in `secs`.
@@ -44,9 +47,15 @@ impl TurnRates {
         }
     }
 
-    /// The rate a cut-off turn is charged at: the highest of the long turns, else of any.
-    pub fn rate(&self) -> Option<(f64, f64)> {
-        self.long.or(self.any)
+    /// The rate a turn cut off after `secs` is charged at: for a long one, the highest of the
+    /// long turns (else of any); for a short one, the highest of any (a short turn may have
+    /// spent as fast as the fastest).
+    pub fn rate_for(&self, secs: f64) -> Option<(f64, f64)> {
+        if secs >= Self::LONG {
+            self.long.or(self.any)
+        } else {
+            self.any
+        }
     }
 
     /// The rates of the run's earlier experiments whose turn ended normally (not `invalid` nor
@@ -67,6 +76,7 @@ impl CommandProposer {
         CommandProposer {
             preset: Some(p),
             rates: TurnRates::default(),
+            seeded: false,
         }
     }
 }
@@ -248,13 +258,21 @@ impl Proposer for CommandProposer {
             .preset
             .and_then(|p| p.parse(&tail.iter().cloned().collect::<Vec<_>>()));
         let cut_by_max_time = limit < ctx.spec.agent.timeout;
-        // A turn the service turned away (overloaded, rate-limited, a refused login) is
-        // charged what the tool reported, not its time at a working turn's rate: a wait of
-        // minutes for a 429 spent nothing (and a run of them must not exhaust the budget).
-        let turned_away = report
+        // The tool's reported error decides only when the tool exited by itself (a turn cut
+        // off at its timeout or by the user ends as such, below).
+        let exited = matches!(outcome.exit, Exit::Code(_));
+        let reported = report
             .as_ref()
             .and_then(|r| r.error.as_deref())
-            .is_some_and(|e| crate::presets::error_cause(e) != ErrorCause::Turn);
+            .filter(|_| exited);
+        // A turn the service turned away (overloaded, rate-limited, a refused login) with its
+        // whole account, or before it did any work, is charged what the tool reported, not
+        // its time at a working turn's rate: a wait of minutes for a 429 spent nothing (and a
+        // run of them must not exhaust the budget). One that worked and then broke off is
+        // charged as any turn cut off before its account.
+        let turned_away = reported
+            .is_some_and(|e| crate::presets::error_cause(e) != ErrorCause::Turn)
+            && report.as_ref().is_some_and(|r| !r.unfinished || !r.worked);
         let charged = match &report {
             Some(r) if turned_away => {
                 ctx.add_spend(r.cost_usd, r.tokens);
@@ -267,13 +285,11 @@ impl Proposer for CommandProposer {
         if let Some(note) = &charged {
             append_note(&log_path, note);
         }
-        if let Some(r) = &report {
-            if let Some(e) = &r.error {
-                return Err(reported_error(e));
-            }
-            if let Some(res) = &r.result {
-                last_line = summary_line(res);
-            }
+        if let Some(e) = reported {
+            return Err(with_charge(reported_error(e), charged.as_deref()));
+        }
+        if let Some(res) = report.as_ref().and_then(|r| r.result.as_ref()) {
+            last_line = summary_line(res);
         }
         exit_error(ctx, (outcome.exit, cut_by_max_time), &log_path)
             .map_err(|e| with_charge(e, charged.as_deref()))?;
@@ -368,6 +384,9 @@ fn append_note(path: &std::path::Path, note: &str) {
 fn with_charge(e: ProposeError, note: Option<&str>) -> ProposeError {
     match (e, note) {
         (ProposeError::Invalid(why), Some(note)) => ProposeError::Invalid(format!("{why}; {note}")),
+        (ProposeError::Unavailable(why), Some(note)) => {
+            ProposeError::Unavailable(format!("{why}; {note}"))
+        }
         (ProposeError::TimeUp(why), Some(note)) => ProposeError::TimeUp(format!("{why}; {note}")),
         (e, _) => e,
     }
@@ -493,6 +512,11 @@ impl CommandProposer {
         // not free.
         // A tool that reported tokens but no money counts as unreported under a money
         // budget: its $0 would let the run spend without bound.
+        if !self.seeded {
+            // A resumed session goes on from the rates of the run's earlier turns.
+            ctx.history.iter().for_each(|e| self.rates.add_record(e));
+            self.seeded = true;
+        }
         let money_budget = ctx.budget.usd_left.is_some();
         let reported = report
             .filter(|r| !(r.no_cost && money_budget))
@@ -514,7 +538,7 @@ impl CommandProposer {
             // an earlier turn gives a rate (the budget the run resumes with must count it),
             // else what it said it spent.
             (Some(_), reported) if matches!(outcome.exit, Exit::Cancelled) => {
-                match self.rates.rate().or_else(|| rate_of_history(ctx.history)) {
+                match self.rates.rate_for(secs) {
                     Some(rate) => charge_unreported(
                         ctx,
                         Some(rate),
@@ -530,7 +554,7 @@ impl CommandProposer {
                 }
             }
             (Some(_), reported) => {
-                let rate = self.rates.rate().or_else(|| rate_of_history(ctx.history));
+                let rate = self.rates.rate_for(secs);
                 let ended = match outcome.exit {
                     Exit::TimedOut if cut_by_max_time => Ended::MaxTime,
                     Exit::TimedOut => Ended::Timeout,
@@ -541,14 +565,6 @@ impl CommandProposer {
             }
         })
     }
-}
-
-/// The rate of the run's earlier experiments' turns ([`TurnRates`]): for a resumed session,
-/// before any turn of its own reported.
-fn rate_of_history(history: &[crate::store::ExperimentRecord]) -> Option<(f64, f64)> {
-    let mut rates = TurnRates::default();
-    history.iter().for_each(|e| rates.add_record(e));
-    rates.rate()
 }
 
 /// The higher of two rates, dollars and tokens each.

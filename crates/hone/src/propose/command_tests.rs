@@ -8,17 +8,19 @@ fn preset(name: &str) -> Preset {
 }
 
 #[test]
-fn a_cut_off_turn_is_charged_at_the_rate_of_long_turns_where_there_are_any() {
+fn a_cut_off_turn_is_charged_at_the_rate_of_turns_as_long_where_there_are_any() {
     let mut rates = TurnRates::default();
-    assert_eq!(rates.rate(), None);
+    assert_eq!(rates.rate_for(600.0), None);
     // A 2-second turn that read the prompt and made one edit spends fast...
     rates.add((0.10, 20_000.0), 2.0);
-    assert_eq!(rates.rate(), Some((0.05, 10_000.0)));
-    // ...a 3-minute one does not: once there is one, the long turns set the rate.
+    assert_eq!(rates.rate_for(600.0), Some((0.05, 10_000.0)));
+    // ...a 3-minute one does not: once there is one, the long turns set a long turn's rate,
+    // while a turn cut off after a few seconds is charged at the fastest.
     rates.add((0.36, 36_000.0), 180.0);
-    assert_eq!(rates.rate(), Some((0.002, 200.0)));
+    assert_eq!(rates.rate_for(600.0), Some((0.002, 200.0)));
+    assert_eq!(rates.rate_for(5.0), Some((0.05, 10_000.0)));
     rates.add((0.60, 30_000.0), 60.0);
-    assert_eq!(rates.rate(), Some((0.01, 500.0)));
+    assert_eq!(rates.rate_for(TurnRates::LONG), Some((0.01, 500.0)));
 }
 
 #[test]
