@@ -238,10 +238,10 @@ fn a_fixed_constant_changed_is_a_violation_never_verified() {
     let log = r.log();
     assert_reason(
         &log[1],
-        "changed `EPOCHS` in `train.py` from `= 5` to `= 60`: [loop] fixed",
+        "changed `EPOCHS` in `train.py` from `=5` to `=60`: [loop] fixed",
     );
     assert_reason(&log[2], "`SEED`");
-    assert_reason(&log[3], "to `*= 12`");
+    assert_reason(&log[3], "to `*=12`");
     for e in &log[1..4] {
         assert!(e["objective"].is_null(), "never verified: {e}");
     }

@@ -690,8 +690,8 @@ fn check_start_files(
             !files
                 .iter()
                 .filter(|f| matches_any(&spec.loop_.editable, f))
-                .filter_map(|f| git.file_at_most(head, f, 4 << 20).ok().flatten())
-                .any(|b| crate::propose::knobs::assigns(&String::from_utf8_lossy(&b), name))
+                .filter_map(|f| Some((f, git.file_at_most(head, f, 4 << 20).ok()??)))
+                .any(|(f, b)| crate::propose::knobs::assigns(f, &String::from_utf8_lossy(&b), name))
         })
         .map(String::as_str)
         .collect();

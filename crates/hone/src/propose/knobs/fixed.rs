@@ -11,7 +11,7 @@
 /// against code written to get around it (put such a constant in a protected file for that).
 pub fn fixed_changed(fixed: &[String], path: &str, old: &str, new: Option<&str>) -> Option<String> {
     for name in fixed {
-        let before = assignments(old, name);
+        let before = assignments(path, old, name);
         let Some(first) = before.first() else {
             continue;
         };
@@ -20,65 +20,115 @@ pub fn fixed_changed(fixed: &[String], path: &str, old: &str, new: Option<&str>)
                 "deleted `{path}`, which holds `{name}`: [loop] fixed keeps it as the run started"
             ));
         };
-        let after = assignments(new, name);
+        let after = assignments(path, new, name);
         if after == before {
             continue;
         }
-        return Some(match after.iter().find(|a| !before.contains(a)) {
-            Some(changed) => format!(
-                "changed `{name}` in `{path}` from `{first}` to `{changed}`: [loop] fixed keeps it as the run started"
-            ),
-            None => format!(
-                "no longer assigns `{name}` in `{path}` as it did (`{first}`): [loop] fixed keeps it as the run started"
-            ),
-        });
+        let how = match after.iter().find(|a| !before.contains(a)) {
+            Some(changed) => format!("changed `{name}` in `{path}` from `{first}` to `{changed}`"),
+            None if after.len() > before.len() => {
+                format!("assigns `{name}` in `{path}` once more (`{first}`)")
+            }
+            None => format!("no longer assigns `{name}` in `{path}` as it did (`{first}`)"),
+        };
+        return Some(format!("{how}: [loop] fixed keeps it as the run started"));
     }
     None
 }
 
-/// Whether `text` assigns `name` anywhere (see [`assignments`]).
-pub fn assigns(text: &str, name: &str) -> bool {
-    !assignments(text, name).is_empty()
+/// Whether `text`, the file `path`, assigns `name` anywhere (see [`assignments`]).
+pub fn assigns(path: &str, text: &str, name: &str) -> bool {
+    !assignments(path, text, name).is_empty()
 }
 
-/// The assignments to `name` in `text`, in order, each as its operator and what follows it
-/// (`= 5`, `*= 2`, `:= 5`, `for in range(3)`), comments cut and spaces collapsed. A statement
-/// is found wherever it stands: at any indentation, after a `;`, after a one-line block's `:`
-/// (`if x: NAME = 6`), behind declaration words (`const`, `let mut`, `pub static`, `const
-/// int`), as one of several targets (`NAME, _ = 8, 0`, `X = NAME = 9`), as a `for` loop's
-/// target, and as a C `#define`; a keyword argument inside a call's parentheses (`f(NAME=1)`,
-/// or on a line of its own inside them) is none. Fullwidth letters are read as the ASCII ones
-/// they stand for (Python does).
-fn assignments(text: &str, name: &str) -> Vec<String> {
+/// The assignments to `name` in `text` (the file `path`), in order, each as its operator and
+/// what follows it (`=5`, `*=2`, `:=5`, `for in range(3)`), comments cut, spaces dropped and
+/// quotes made one kind (a formatter's respacing is no change). A statement is found
+/// wherever it stands: at any indentation, after a `;`, after a one-line block's `:` (`if x:
+/// NAME = 6`), behind declaration words (`const`, `let mut`, `pub static`, `const int`), as one
+/// of several targets (`NAME, _ = 8, 0`, `X = NAME = 9`), as a `for` loop's target, and as a
+/// C `#define`; a statement that goes on over several lines (open brackets, a trailing `\`)
+/// is read whole, so a keyword argument inside a call's parentheses is none, and neither is
+/// text in a triple-quoted string. An attribute (`self.NAME`) is another thing. Fullwidth
+/// letters are read as the ASCII ones they stand for (Python does).
+fn assignments(path: &str, text: &str, name: &str) -> Vec<String> {
+    let c_like = is_c_like(path);
     let mut out = Vec::new();
-    // Open `(` and `[` carried from earlier lines: inside them `NAME=` is an argument, when it
-    // reads as one (it ends with a comma, or the brackets close on the next line); an
-    // unbalanced bracket in a docstring does not hide the assignments after it.
-    let mut depth = 0i64;
-    let lines: Vec<&str> = text.lines().collect();
-    for (i, raw) in lines.iter().enumerate() {
-        let line = fold_fullwidth(raw);
-        let closes_next = lines
-            .get(i + 1)
-            .is_some_and(|l| l.trim_start().starts_with([')', ']']));
-        if let Some(rest) = line.trim_start().strip_prefix("#define") {
+    for line in logical_lines(text, c_like) {
+        if let Some(rest) = line.trim_start().strip_prefix("#define").filter(|_| c_like) {
             let mut words = rest.split_whitespace();
             if words.next() == Some(name) {
-                out.push(format!("define {}", words.collect::<Vec<_>>().join(" ")));
+                out.push(format!("define {}", words.collect::<String>()));
             }
             continue;
         }
-        let code = strip_comment(&line);
-        for stmt in split_top(code, ';', 0) {
+        for stmt in split_top(&line, ';', 0) {
             if let Some(v) = loop_target(stmt, name) {
                 out.push(v);
             }
-            let argument = depth > 0 && (stmt.trim_end().ends_with(',') || closes_next);
-            if !argument {
-                out.extend(assigned(after_block_header(stmt), name));
+            out.extend(assigned(after_block_header(stmt), name));
+        }
+    }
+    out
+}
+
+/// Whether `path` is in a language whose comments start with `//` and where `#` starts a
+/// preprocessor line (C, C++, Rust, Go, JavaScript, TypeScript, Java...); else `#` starts a
+/// comment and `//` is an operator (Python's floor division).
+fn is_c_like(path: &str) -> bool {
+    const C_LIKE: &[&str] = &[
+        "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "cu", "cuh", "rs", "go", "js", "mjs", "cjs",
+        "ts", "tsx", "jsx", "java", "kt", "kts", "scala", "swift", "cs", "dart", "zig",
+    ];
+    path.rsplit_once('.')
+        .is_some_and(|(_, ext)| C_LIKE.contains(&ext.to_ascii_lowercase().as_str()))
+}
+
+/// `text` as statements' lines: comments cut, triple-quoted strings left out, and a line
+/// whose brackets stay open (or that ends with `\`) joined with the lines that close them
+/// (at most 64 KiB each: a bracket never closed ends it there).
+fn logical_lines(text: &str, c_like: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut joined = String::new();
+    let mut depth = 0i64;
+    let mut in_string: Option<&str> = None;
+    for raw in text.lines() {
+        let line = fold_fullwidth(raw);
+        let mut code = line.as_str();
+        // A triple-quoted string: what stands before it is code, what it holds is not.
+        if let Some(delim) = in_string {
+            match code.find(delim) {
+                Some(end) => {
+                    code = &code[end + 3..];
+                    in_string = None;
+                }
+                None => continue,
             }
         }
-        depth = (depth + bracket_balance(code)).max(0);
+        if !c_like {
+            let opening = ["\"\"\"", "'''"]
+                .iter()
+                .filter_map(|d| code.find(d).map(|at| (at, *d)))
+                .min();
+            if let Some((at, delim)) = opening {
+                if !code[at + 3..].contains(delim) {
+                    in_string = Some(delim);
+                    code = &code[..at];
+                }
+            }
+        }
+        let code = strip_comment(code, c_like);
+        joined.push(' ');
+        joined.push_str(code);
+        depth += bracket_balance(code);
+        let goes_on = depth > 0 || code.trim_end().ends_with('\\');
+        if !goes_on || joined.len() > 64 << 10 {
+            out.push(std::mem::take(&mut joined));
+            depth = 0;
+        }
+    }
+    if !joined.trim().is_empty() {
+        out.push(joined);
     }
     out
 }
@@ -93,8 +143,8 @@ fn fold_fullwidth(line: &str) -> String {
         .collect()
 }
 
-/// `line` up to its comment (`#` or `//` outside quotes; `//=` is no comment).
-fn strip_comment(line: &str) -> &str {
+/// `line` up to its comment outside quotes: `//` in a C-like language, else `#`.
+fn strip_comment(line: &str, c_like: bool) -> &str {
     let b = line.as_bytes();
     let mut quote: Option<u8> = None;
     for (i, &c) in b.iter().enumerate() {
@@ -102,12 +152,8 @@ fn strip_comment(line: &str) -> &str {
             Some(q) if c == q => quote = None,
             Some(_) => {}
             None if c == b'"' || c == b'\'' => quote = Some(c),
-            // `//` opens a comment, but `//=` is Python's floor division in place.
-            None if c == b'#'
-                || (c == b'/' && b.get(i + 1) == Some(&b'/') && b.get(i + 2) != Some(&b'=')) =>
-            {
-                return &line[..i]
-            }
+            None if c_like && c == b'/' && b.get(i + 1) == Some(&b'/') => return &line[..i],
+            None if !c_like && c == b'#' => return &line[..i],
             None => {}
         }
     }
@@ -182,7 +228,7 @@ fn loop_target(stmt: &str, name: &str) -> Option<String> {
     hit.then(|| {
         format!(
             "for in {}",
-            collapse(iterable.split(':').next().unwrap_or(""))
+            normalized(iterable.split(':').next().unwrap_or(""))
         )
     })
 }
@@ -195,7 +241,7 @@ fn assigned(stmt: &str, name: &str) -> Vec<String> {
     let Some(&(last_at, last_len)) = ops.last() else {
         return Vec::new();
     };
-    let value = collapse(&stmt[last_at + last_len..]);
+    let value = normalized(&stmt[last_at + last_len..]);
     let mut from = 0;
     let mut out = Vec::new();
     for &(at, len) in &ops {
@@ -204,7 +250,7 @@ fn assigned(stmt: &str, name: &str) -> Vec<String> {
             .iter()
             .any(|t| target_name(t) == name);
         if hit {
-            out.push(format!("{} {value}", stmt[at..at + len].trim()));
+            out.push(format!("{}{value}", stmt[at..at + len].trim()));
         }
         from = at + len;
     }
@@ -212,13 +258,13 @@ fn assigned(stmt: &str, name: &str) -> Vec<String> {
 }
 
 /// The name a target binds: its last word, past a type annotation (`NAME: int`); none for an
-/// item or a call's result (`table[NAME]`, `f(NAME)`).
+/// item, a call's result or an attribute (`table[NAME]`, `f(NAME)`, `self.NAME`).
 fn target_name(target: &str) -> &str {
     let t = target.split(':').next().unwrap_or("");
     let t = t
         .trim()
         .trim_matches(|c: char| matches!(c, '(' | ')' | '*' | '&' | '[' | ']'));
-    if t.contains(['[', '(']) {
+    if t.contains(['[', '(', '.']) || t.starts_with("lambda ") || t.contains(" lambda ") {
         return "";
     }
     t.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -262,13 +308,14 @@ fn assignment_ops(stmt: &str) -> Vec<(usize, usize)> {
     ops
 }
 
-/// `s` trimmed, its runs of spaces made one, a trailing `;` or `,` dropped.
-fn collapse(s: &str) -> String {
-    s.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+/// `s` as compared: without whitespace and a trailing `;` or `,`, its `'` quotes as `"` (what
+/// a formatter changes is no change).
+fn normalized(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_whitespace())
+        .map(|c| if c == '\'' { '"' } else { c })
+        .collect::<String>()
         .trim_end_matches([';', ','])
-        .trim()
         .to_string()
 }
 
@@ -292,7 +339,7 @@ mod tests {
         let why = fixed_changed(&fixed(), "t.py", OLD, Some(&longer)).unwrap();
         assert_eq!(
             why,
-            "changed `EPOCHS` in `t.py` from `= 5` to `= 60`: [loop] fixed keeps it as the run started"
+            "changed `EPOCHS` in `t.py` from `=5` to `=60`: [loop] fixed keeps it as the run started"
         );
         let seed = OLD.replace("SEED = 42", "SEED = 7");
         assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&seed))
@@ -301,7 +348,7 @@ mod tests {
         let gone = OLD.replace("EPOCHS = 5\n", "");
         assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&gone))
             .unwrap()
-            .starts_with("no longer assigns `EPOCHS` in `t.py` as it did (`= 5`)"));
+            .starts_with("no longer assigns `EPOCHS` in `t.py` as it did (`=5`)"));
         assert!(fixed_changed(&fixed(), "t.py", OLD, None)
             .unwrap()
             .starts_with("deleted `t.py`"));
@@ -311,7 +358,7 @@ mod tests {
         let inside = format!("{OLD}def main():\n    global EPOCHS\n    EPOCHS *= 12\n");
         assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&inside))
             .unwrap()
-            .contains("to `*= 12`"));
+            .contains("to `*=12`"));
         // Reading it is no assignment; nor is a comparison, nor a longer name.
         let reads = format!("{OLD}if EPOCHS == 5 or EPOCHS <= 3: EPOCHS_DONE = 1\nprint(EPOCHS)\n");
         assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&reads)), None);
@@ -377,6 +424,35 @@ mod tests {
         assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&hidden)).is_some());
         let item = format!("{OLD}steps[EPOCHS] = 3\nlog(EPOCHS)[0] = 1\n");
         assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&item)), None);
+        // A value over several lines is read whole; `//` is Python's floor division.
+        let budget = "TIME_BUDGET = 300 // 2\nSEEDS = [\n    1,\n    2,\n]\n";
+        let names = vec!["TIME_BUDGET".to_string(), "SEEDS".to_string()];
+        for changed in [
+            budget.replace("// 2", "// 1"),
+            budget.replace("    2,", "    3,"),
+        ] {
+            assert!(
+                fixed_changed(&names, "t.py", budget, Some(&changed)).is_some(),
+                "{changed}"
+            );
+        }
+        // What an honest agent writes: keyword arguments however a call is laid out, a default
+        // parameter, a lambda's default, an attribute of the same name, the name in a
+        // docstring, a formatter's respacing and quotes.
+        let honest = format!(
+            "{OLD}val = train(lr=LR * 0.5,\n            EPOCHS=EPOCHS)\ndef f(\n  m,\n  EPOCHS=EPOCHS):\n    return m\n\
+             g = lambda EPOCHS=EPOCHS: EPOCHS\nself.EPOCHS = 3\n\"\"\"\nEPOCHS = 5 is fixed by the harness.\n\"\"\"\n"
+        );
+        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&honest)), None);
+        let list = "SEEDS = [0,1,2]\nNAME = 'cpu'\n";
+        let names = vec!["SEEDS".to_string(), "NAME".to_string()];
+        let formatted = "SEEDS = [0, 1, 2]\nNAME = \"cpu\"\n";
+        assert_eq!(fixed_changed(&names, "t.py", list, Some(formatted)), None);
+        // A second assignment of the same value is said as one.
+        let twice = format!("{OLD}EPOCHS = 5\n");
+        assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&twice))
+            .unwrap()
+            .starts_with("assigns `EPOCHS` in `t.py` once more (`=5`)"));
         // A file that holds none of them keeps nothing.
         assert_eq!(fixed_changed(&fixed(), "u.py", "LR = 1\n", None), None);
     }
