@@ -315,26 +315,29 @@ pub fn error_cause(message: &str) -> ErrorCause {
     ]) {
         return ErrorCause::Turn;
     }
+    // A quota that sends to the billing page is no credit left, unless it says when to
+    // retry (Gemini's per-minute limit says both).
+    let retry_hint = has(&["retry in", "retrydelay", "retry after", "try again later"]);
+    let quota = has(&["exceeded your current quota", "quota exceeded"]);
     let no_credit = has(&[
         "insufficient_quota",
         "credit balance is too low",
         "billing_hard_limit",
-    ]);
+        "insufficient balance",
+    ]) || (quota && lower.contains("billing") && !retry_hint);
     if !no_credit
         && (code(&["429"])
+            || retry_hint
+            || quota
             || has(&[
-                "retry in",
-                "retrydelay",
-                "retry after",
-                "try again",
                 "rate limit",
                 "rate_limit",
                 "ratelimit",
                 "too many requests",
                 "usage limit",
                 "limit reached",
-                "quota exceeded",
-                "exceeded your current quota",
+                "exhausted your capacity",
+                "quota will reset",
             ]))
     {
         return ErrorCause::Unavailable;
@@ -351,6 +354,11 @@ pub fn error_cause(message: &str) -> ErrorCause {
             "not logged in",
             "please run /login",
             "oauth token has expired",
+            "api key not valid",
+            "must specify the gemini_api_key",
+            "providerautherror",
+            "providermodelnotfounderror",
+            "is not found for api version",
             "model_not_found",
             "model not found",
             "unknown model",
