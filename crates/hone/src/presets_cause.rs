@@ -1,0 +1,149 @@
+//! What an error an agent CLI reported says of its cause: an outage to wait out, a set-up
+//! every turn would meet (the run stops), or the turn's own failure.
+
+/// What an error an agent CLI reported says of its cause.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ErrorCause {
+    /// The model's service is overloaded, rate-limited, over a usage limit or unreachable
+    /// for now: waiting helps, as with an HTTP model's outage.
+    Unavailable,
+    /// The tool cannot work as it is set up (its login or key refused, a model that does not
+    /// exist, no credit left): every turn would fail the same way.
+    Setup,
+    /// Anything else: this turn's failure.
+    Turn,
+}
+
+/// The cause an agent CLI's reported error names: an HTTP status among its words (next to
+/// `status`, `error`, `code`, `HTTP`, or before its reason: 429 and 5xx unavailable, 401 and
+/// 402 setup), or the words the tools and their APIs use. Checked in this order, the costly
+/// mistakes first: the turn's own failures (a prompt too long for the context window, even
+/// when a stream broke over it); a limit that lifts (a 429, `retry in`, a usage limit),
+/// unavailable even where it says "quota"; a setup every turn would meet (a refused key, no
+/// credit, a model the service does not have), which stops the run; then the service
+/// unavailable (overloaded, a lost connection).
+pub fn error_cause(message: &str) -> ErrorCause {
+    let lower = message.to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+    let codes = http_codes(&lower);
+    let code = |list: &[&str]| codes.iter().any(|c| list.contains(c));
+    if has(TURN_FAILURES) {
+        return ErrorCause::Turn;
+    }
+    // A quota that sends to the billing page is no credit left, unless it says when to
+    // retry (Gemini's per-minute limit says both).
+    let retry_hint = has(&["retry in", "retrydelay", "retry after", "try again later"]);
+    let quota = has(&["exceeded your current quota", "quota exceeded"]);
+    let no_credit = has(NO_CREDIT) || (quota && lower.contains("billing") && !retry_hint);
+    if !no_credit && (code(&["429"]) || retry_hint || quota || has(LIMITS_THAT_LIFT)) {
+        return ErrorCause::Unavailable;
+    }
+    let missing_model = (lower.contains("not_found_error") && lower.contains("model"))
+        || (lower.contains("does not exist") && lower.contains("the model"));
+    if no_credit || code(&["401", "402"]) || has(SETUP_FAILURES) || missing_model {
+        return ErrorCause::Setup;
+    }
+    if code(&["500", "502", "503", "504", "529"]) || has(OUTAGES) {
+        return ErrorCause::Unavailable;
+    }
+    ErrorCause::Turn
+}
+
+/// Words of a turn's own failure, whatever else its message says.
+const TURN_FAILURES: &[&str] = &[
+    "context window",
+    "context length",
+    "maximum context",
+    "prompt is too long",
+    "input is too long",
+];
+
+/// Words of an account with no credit left.
+const NO_CREDIT: &[&str] = &[
+    "insufficient_quota",
+    "credit balance is too low",
+    "billing_hard_limit",
+    "insufficient balance",
+];
+
+/// Words of a limit that lifts by itself (per minute, per five hours...).
+const LIMITS_THAT_LIFT: &[&str] = &[
+    "rate limit",
+    "rate_limit",
+    "ratelimit",
+    "too many requests",
+    "usage limit",
+    "limit reached",
+    "exhausted your capacity",
+    "quota will reset",
+];
+
+/// Words of a set-up every turn would meet: a refused login or key, a model that is not.
+const SETUP_FAILURES: &[&str] = &[
+    "unauthorized",
+    "invalid api key",
+    "invalid x-api-key",
+    "incorrect api key",
+    "authentication_error",
+    "authentication failed",
+    "not logged in",
+    "please run /login",
+    "oauth token has expired",
+    "api key not valid",
+    "must specify the gemini_api_key",
+    "providerautherror",
+    "providermodelnotfounderror",
+    "is not found for api version",
+    "model_not_found",
+    "model not found",
+    "unknown model",
+    "invalid model",
+];
+
+/// Words of a service unavailable for now: overloaded, or out of reach.
+const OUTAGES: &[&str] = &[
+    "overloaded",
+    "service unavailable",
+    "temporarily unavailable",
+    "bad gateway",
+    "stream disconnected",
+    "connection error",
+    "connection reset",
+    "connection refused",
+    "request timed out",
+    "econnreset",
+    "etimedout",
+    "apiconnectionerror",
+    "serviceunavailable",
+];
+
+/// The HTTP statuses `lower` names: three digits right after `status`, `error`, `code`,
+/// `statuscode`, `http` or `api` (a word between allowed), or right before a status's reason
+/// (`429 Too Many Requests`); not any number (`line 401`).
+fn http_codes(lower: &str) -> Vec<&str> {
+    const BEFORE: &[&str] = &["status", "error", "code", "statuscode", "http", "api"];
+    const AFTER: &[&str] = &[
+        "too",
+        "unauthorized",
+        "forbidden",
+        "service",
+        "bad",
+        "internal",
+        "overloaded",
+        "payment",
+        "gateway",
+    ];
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    (0..words.len())
+        .filter(|&i| words[i].len() == 3 && words[i].bytes().all(|b| b.is_ascii_digit()))
+        .filter(|&i| {
+            let before = (i.saturating_sub(2)..i).any(|j| BEFORE.contains(&words[j]));
+            let after = words.get(i + 1).is_some_and(|w| AFTER.contains(w));
+            before || after
+        })
+        .map(|i| words[i])
+        .collect()
+}
