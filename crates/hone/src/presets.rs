@@ -39,6 +39,10 @@ pub struct PresetDef {
     pub reports_cost: bool,
     /// It edits only the files named on its command line (the editable files are passed).
     pub takes_files: bool,
+    /// Where it keeps its login, settings and sessions, relative to `$HOME`: under
+    /// `[sandbox] kind = "bwrap"` the agent may write them (the tool writes there as it
+    /// starts and fails on a read-only home), and no other role may read them.
+    pub state: &'static [&'static str],
 }
 
 /// The agent CLIs, in the order `[agent] kind`'s error messages list them.
@@ -59,6 +63,7 @@ pub const PRESETS: &[PresetDef] = &[
         parse: parse_claude,
         reports_cost: true,
         takes_files: false,
+        state: &[".claude", ".claude.json", ".config/claude"],
     },
     // Codex CLI: `codex exec --json --full-auto -` (prompt on stdin); its JSONL events carry
     // token usage per turn (`turn.completed`) and failures (`turn.failed`, `error`), no cost.
@@ -74,6 +79,7 @@ pub const PRESETS: &[PresetDef] = &[
         parse: parse_codex,
         reports_cost: false,
         takes_files: false,
+        state: &[".codex"],
     },
     // aider: `aider --message-file <prompt> --yes-always ... -- <editable files>`; it prints
     // `Tokens: ... Cost: $x message, $y session.` after every reply. It neither commits nor
@@ -109,6 +115,7 @@ pub const PRESETS: &[PresetDef] = &[
         parse: parse_aider,
         reports_cost: true,
         takes_files: true,
+        state: &[".aider"],
     },
     // Gemini CLI: `gemini --output-format json --approval-mode auto_edit --skip-trust -p ...`
     // with the prompt on stdin; its one JSON object carries `response`, `stats` (tokens per
@@ -131,6 +138,7 @@ pub const PRESETS: &[PresetDef] = &[
         parse: parse_gemini,
         reports_cost: false,
         takes_files: false,
+        state: &[".gemini"],
     },
     // opencode: `opencode run --format json` with the prompt on stdin; its JSON events carry
     // `step_finish` parts with `cost` and `tokens`, and `error` events.
@@ -149,6 +157,12 @@ pub const PRESETS: &[PresetDef] = &[
         parse: parse_opencode,
         reports_cost: true,
         takes_files: false,
+        state: &[
+            ".local/share/opencode",
+            ".local/state/opencode",
+            ".config/opencode",
+            ".cache/opencode",
+        ],
     },
 ];
 
@@ -243,6 +257,16 @@ impl Preset {
     }
 
     /// See [`PresetDef::fixed_env`].
+    /// The tool's state paths (see [`PresetDef::state`]) under `home` that exist.
+    pub fn state_paths(self, home: &std::path::Path) -> Vec<std::path::PathBuf> {
+        self.def()
+            .state
+            .iter()
+            .map(|p| home.join(p))
+            .filter(|p| p.exists())
+            .collect()
+    }
+
     pub fn fixed_env(self) -> &'static [(&'static str, &'static str)] {
         self.0.fixed_env
     }

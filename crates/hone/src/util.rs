@@ -467,7 +467,8 @@ pub fn owner_only(dir: &std::path::Path) {
 
 /// The last line with something on it of the file at `path`, trimmed, read from its last
 /// 4 KiB (a `\r` ends a line: a progress bar rewrites its line in place); `None` when the
-/// file is unreadable or holds none.
+/// file is unreadable or holds none. hone's own notes in an agent's log (`--- hone: ... ---`) are
+/// not its lines.
 pub fn last_line_of(path: &std::path::Path) -> Option<String> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = std::fs::File::open(path).ok()?;
@@ -478,7 +479,7 @@ pub fn last_line_of(path: &std::path::Path) -> Option<String> {
     let text = String::from_utf8_lossy(&buf);
     text.rsplit(['\n', '\r'])
         .map(str::trim)
-        .find(|l| !l.is_empty())
+        .find(|l| !l.is_empty() && !l.starts_with("--- hone: "))
         .map(str::to_string)
 }
 

@@ -14,6 +14,16 @@ fn the_last_line_of_a_log_is_read_from_its_end() {
     std::fs::write(&p, &body).expect("write");
     assert_eq!(super::last_line_of(&p).as_deref(), Some("step 11 loss 0.3"));
     assert_eq!(super::last_line_of(&dir.path().join("missing.log")), None);
+    // hone's own notes at the end of an agent's log are not the agent's last line.
+    std::fs::write(
+        &p,
+        "EROFS: read-only file system\n--- hone: it reported no spend ---\n",
+    )
+    .unwrap();
+    assert_eq!(
+        super::last_line_of(&p).as_deref(),
+        Some("EROFS: read-only file system")
+    );
 }
 
 #[test]

@@ -427,6 +427,7 @@ fn contain(
         network: sandbox.network,
         hide: &hide,
         expose: &[],
+        writable_paths: &[],
         mask_sockets: true,
         start_in: None,
     }

@@ -905,6 +905,67 @@ fn the_agent_clis_credentials_do_not_reach_the_code_it_wrote() {
     }
 }
 
+/// A stand-in `claude` that, as the real one does when it starts, writes its state under
+/// `$HOME` (its sessions in `~/.claude`, its settings in `~/.claude.json`), then edits and
+/// answers; it fails where it cannot write them.
+const HOME_WRITING_CLAUDE: &str = r#"#!/bin/sh
+cat > /dev/null
+echo started >> "$HOME/.claude/sessions.log" || { echo "EROFS: read-only file system, open '$HOME/.claude/sessions.log'"; exit 3; }
+echo '{"numStartups": 2, "oauthAccount": "secret"}' > "$HOME/.claude.json" || exit 4
+n=$(wc -l < "$HOME/.claude/sessions.log")
+printf 'score: %s\n' $((5 - n)) > value.txt
+echo '{"type":"result","subtype":"success","is_error":false,"result":"Lowered it.","session_id":"s","total_cost_usd":0.01,"usage":{"input_tokens":1,"output_tokens":1}}'
+"#;
+
+#[test]
+fn under_bwrap_an_agent_cli_writes_its_own_state_and_the_verifier_cannot_read_it() {
+    if !crate::sandbox::bwrap_available() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join(".claude")).unwrap();
+    put(
+        home.path().join(".claude.json"),
+        "{\"oauthAccount\": \"secret\"}\n",
+    );
+    // A verifier that reads the tool's login scores itself best: it must find nothing there.
+    let verify = "if [ -s \"$HOME/.claude.json\" ]; then echo score: -100; else cat value.txt; fi";
+    let r = Repo::builder()
+        .spec(
+            Spec::standard_loop(verify)
+                .lines("agent", "kind = \"claude\"")
+                .set("stop", "max_experiments", "3")
+                .tail("[sandbox]\nkind = \"bwrap\"\n"),
+        )
+        .create();
+    let (bin, record) = fake_tool("claude", HOME_WRITING_CLAUDE);
+    let home_env = home.path().to_str().unwrap();
+    let out = run_with_tool(&r, bin.path(), record.path(), &[("HOME", home_env)]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(r.statuses(), ["baseline", "keep", "keep"], "{}", text(&out));
+    let log = r.log();
+    assert_eq!(log[2]["objective"], 3.0, "{log:?}");
+    assert_eq!(
+        std::fs::read_to_string(home.path().join(".claude/sessions.log")).unwrap(),
+        "started\nstarted\n"
+    );
+    // A tool whose state is not where hone looks fails on the read-only home: said so.
+    let bare = tempfile::tempdir().unwrap();
+    let bare_env = bare.path().to_str().unwrap();
+    let out = hone_with_tool(
+        &r,
+        (bin.path(), record.path()),
+        &["run", "--more", "1"],
+        &[("HOME", bare_env)],
+    );
+    let log = r.log();
+    assert_eq!(log[3]["status"], "invalid", "{}", text(&out));
+    assert_reason(
+        &log[3],
+        "It could not write outside its worktree: under [sandbox] kind = \"bwrap\"",
+    );
+}
+
 /// A stand-in `codex` whose first turn completes (1,500 tokens) and whose second starts, says
 /// a little, and keeps working until hone's timeout cuts it off before `turn.completed`.
 const SLOW_CODEX: &str = r#"#!/bin/sh

@@ -692,6 +692,18 @@ impl Verifier {
         if role == Role::Agent {
             expose.push(self.paths.run_dir(&self.tag).join("prompts"));
         }
+        // An agent CLI's login, settings and sessions: its own to write, no one else's to read
+        // (the verifier runs what the model wrote).
+        let state = match (self.spec.agent.kind.preset(), std::env::var_os("HOME")) {
+            (Some(p), Some(home)) => p.state_paths(Path::new(&home)),
+            _ => Vec::new(),
+        };
+        let writable_paths = if role == Role::Agent {
+            state
+        } else {
+            hide.extend(state);
+            Vec::new()
+        };
         let holdout = role == Role::Holdout;
         crate::sandbox::Confinement {
             worktree: wt,
@@ -700,6 +712,7 @@ impl Verifier {
             network: network && !holdout,
             hide: &hide,
             expose: &expose,
+            writable_paths: &writable_paths,
             // A SLURM job's sandbox starts on a compute node, whose sockets are not these.
             mask_sockets: role == Role::Agent
                 || self.spec.exec.backend != crate::spec::Backend::Slurm,

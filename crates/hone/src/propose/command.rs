@@ -618,6 +618,7 @@ fn charge_unreported(
             .map(|l| format!("; its last line: `{}`", prompt::sanitize(&l, 200)))
             .unwrap_or_default();
         let next = match ended {
+            _ if read_only(log_path) => READ_ONLY_HINT,
             Ended::Timeout => "Raise [agent] timeout (the turn ran into it)",
             Ended::MaxTime => {
                 "The run's max_time ran out during the turn: raise it (hone.toml or --time)"
@@ -638,6 +639,25 @@ fn charge_unreported(
     Ok(None)
 }
 
+/// What to do when the agent failed to write outside its worktree.
+const READ_ONLY_HINT: &str = "It could not write outside its worktree: under [sandbox] kind = \"bwrap\" only the worktree, its TMPDIR and the tool's own state under $HOME are writable (README: Agent CLI presets)";
+
+/// Whether the end of the agent's log (its last 4 KiB) says a write met a read-only file
+/// system.
+fn read_only(log_path: &std::path::Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(log_path) else {
+        return false;
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    let mut tail = Vec::new();
+    let read = f
+        .seek(SeekFrom::Start(len.saturating_sub(4096)))
+        .and_then(|_| f.read_to_end(&mut tail));
+    let tail = String::from_utf8_lossy(&tail).to_ascii_lowercase();
+    read.is_ok() && (tail.contains("read-only file system") || tail.contains("erofs"))
+}
+
 /// The experiment's end when the agent did not exit cleanly.
 fn exit_error(
     ctx: &ProposeContext<'_>,
@@ -648,9 +668,14 @@ fn exit_error(
     match exit {
         Exit::Code(0) => {}
         Exit::Code(c) => {
+            let hint = if read_only(log_path) {
+                format!("; {READ_ONLY_HINT}")
+            } else {
+                String::new()
+            };
             return Err(ProposeError::Invalid(format!(
-                "agent exited with status {c} (log: {log})"
-            )))
+                "agent exited with status {c} (log: {log}){hint}"
+            )));
         }
         Exit::Signal(s) => {
             return Err(ProposeError::Invalid(format!(

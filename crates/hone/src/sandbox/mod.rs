@@ -138,6 +138,9 @@ pub struct Confinement<'a> {
     pub hide: &'a [PathBuf],
     /// Paths inside a hidden directory that it may read after all (an agent's prompts).
     pub expose: &'a [PathBuf],
+    /// Paths outside the worktree it may write (an agent CLI's login, settings and
+    /// sessions under `$HOME`, which the tool writes as it starts).
+    pub writable_paths: &'a [PathBuf],
     /// Mask the host's unix sockets ([`socket_masks`]); off for a sandbox that starts on
     /// another machine (a SLURM job), whose sockets hone cannot see.
     pub mask_sockets: bool,
@@ -206,6 +209,13 @@ impl Confinement<'_> {
                 OsString::from("--ro-bind"),
                 e.as_os_str().to_owned(),
                 e.as_os_str().to_owned(),
+            ]);
+        }
+        for w in self.writable_paths.iter().filter(|w| w.exists()) {
+            args.extend([
+                OsString::from("--bind"),
+                w.as_os_str().to_owned(),
+                w.as_os_str().to_owned(),
             ]);
         }
         // Where it starts, when not the worktree: its own, writable (a tool may write there).
@@ -376,6 +386,7 @@ pub fn bwrap_wrapper(
         network,
         hide,
         expose,
+        writable_paths: &[],
         mask_sockets: true,
         start_in: None,
     }
@@ -482,6 +493,7 @@ mod tests {
             network: false,
             hide: &[],
             expose: &[],
+            writable_paths: &[],
             mask_sockets: false,
             start_in: None,
         }
@@ -700,6 +712,7 @@ mod tests {
                     network,
                     hide: &hide,
                     expose: &[],
+                    writable_paths: &[],
                     mask_sockets: false,
                     start_in: None,
                 }
