@@ -10,7 +10,7 @@
 
 #[path = "presets_cause.rs"]
 mod cause;
-pub use cause::{error_cause, ErrorCause};
+pub use cause::{error_cause, lifts_after, ErrorCause};
 
 /// One agent CLI.
 pub struct PresetDef {

@@ -147,3 +147,103 @@ fn http_codes(lower: &str) -> Vec<&str> {
         .map(|i| words[i])
         .collect()
 }
+
+/// How long until a limit the message names lifts, when it says: Claude Code's `usage limit
+/// reached|<unix time>`, or a wait in words (`try again in 2 hours 5 minutes`, `Please retry
+/// in 29.9s`, `try again in 1m30s`); `now` is the current unix time. `None` when it says
+/// neither, or names a time already past.
+pub fn lifts_after(message: &str, now: f64) -> Option<std::time::Duration> {
+    let lower = message.to_ascii_lowercase();
+    if let Some((_, after)) = lower.split_once("limit reached|") {
+        let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+        let at: f64 = digits.parse().ok()?;
+        return (at > now).then(|| std::time::Duration::from_secs_f64(at - now));
+    }
+    let at = ["try again in ", "retry in ", "retry after "]
+        .iter()
+        .find_map(|p| lower.find(p).map(|i| i + p.len()))?;
+    let secs = duration_in_words(&lower[at..])?;
+    (secs > 0.0).then(|| std::time::Duration::from_secs_f64(secs))
+}
+
+/// The seconds a duration in words at the start of `text` says (`2 hours 5 minutes`, `29.9s`,
+/// `1m30s`, `47 min`), up to the first word that is neither a number nor a unit.
+fn duration_in_words(text: &str) -> Option<f64> {
+    let mut total = 0.0;
+    let mut number: Option<f64> = None;
+    let mut seen = false;
+    let mut rest = text;
+    loop {
+        rest = rest.trim_start_matches([' ', ',']);
+        let num_len = if rest.starts_with(|c: char| c.is_ascii_digit()) {
+            rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(rest.len())
+        } else {
+            0
+        };
+        if num_len > 0 {
+            number = Some(rest[..num_len].trim_end_matches('.').parse().ok()?);
+            rest = &rest[num_len..];
+            continue;
+        }
+        let word_len = rest
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len());
+        let unit = match &rest[..word_len] {
+            "h" | "hr" | "hrs" | "hour" | "hours" => 3600.0,
+            "m" | "min" | "mins" | "minute" | "minutes" => 60.0,
+            "s" | "sec" | "secs" | "second" | "seconds" => 1.0,
+            "ms" => 0.001,
+            "and" => {
+                rest = &rest[word_len..];
+                continue;
+            }
+            _ => break,
+        };
+        let Some(n) = number.take() else { break };
+        total += n * unit;
+        seen = true;
+        rest = &rest[word_len..];
+    }
+    seen.then_some(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lifts_after;
+    use std::time::Duration;
+
+    #[test]
+    fn a_limit_says_when_it_lifts() {
+        let now = 1_796_460_000.0;
+        assert_eq!(
+            lifts_after("Claude AI usage limit reached|1796463600", now),
+            Some(Duration::from_secs(3600))
+        );
+        assert_eq!(
+            lifts_after("Claude AI usage limit reached|1796450000", now),
+            None
+        );
+        for (said, secs) in [
+            (
+                "You've hit your usage limit. Try again in 2 hours 5 minutes.",
+                7500.0,
+            ),
+            ("Rate limit reached. Please try again in 1m30s.", 90.0),
+            (
+                "You exceeded your current quota. Please retry in 29.9s.",
+                29.9,
+            ),
+            ("429: try again in 47 min", 2820.0),
+            ("try again in 6ms", 0.006),
+        ] {
+            let got = lifts_after(said, now).map(|d| d.as_secs_f64());
+            assert!(
+                got.is_some_and(|g| (g - secs).abs() < 1e-6),
+                "{said}: {got:?}"
+            );
+        }
+        assert_eq!(lifts_after("please try again later", now), None);
+        assert_eq!(lifts_after("overloaded", now), None);
+    }
+}

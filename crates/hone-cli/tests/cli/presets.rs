@@ -131,6 +131,35 @@ fn an_agent_clis_outage_is_waited_out_and_a_refused_login_stops_the_run() {
     );
     assert_reason(&log[1], "the next experiment waits 1.0s");
     assert_reason(&log[2], "usage limit reached");
+    // A plan's usage limit that says when it lifts is waited out to then, past outage_limit.
+    let (bin, record) = fake_tool("claude", FAKE_CLAUDE_TURNS);
+    let lifts = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 2;
+    put(
+        record.path().join("turns"),
+        format!("Claude AI usage limit reached|{lifts}\nedit\n"),
+    );
+    let r = preset_repo("kind = \"claude\"\noutage_wait = \"0s\"\noutage_limit = \"1s\"");
+    edit_spec(&r.dir, |t| {
+        t.replace("max_experiments = 3", "max_experiments = 2")
+    });
+    let out = ok(run_with_tool(&r, bin.path(), record.path(), &[]));
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "aborted", "keep"],
+        "{}",
+        text(&out)
+    );
+    let log = r.log();
+    assert_reason(&log[1], "a limit of the agent's plan, which says when it lifts: the agent reported an error: Claude AI usage limit reached|");
+    assert_reason(&log[1], "; the next experiment waits ");
+    assert!(
+        log[2]["started_at"].as_f64().unwrap() >= lifts as f64,
+        "waited until the limit lifted: {log:?}"
+    );
     // A login the service refuses would fail every turn: the run stops at the first, and
     // says so; it is an error to fix, and `hone run` resumes.
     let (bin, record) = fake_tool("claude", FAKE_CLAUDE_TURNS);

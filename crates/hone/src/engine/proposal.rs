@@ -215,13 +215,31 @@ impl Engine<'_> {
         reason: &str,
         t_start: Instant,
     ) -> Result<Option<Stop>, EngineError> {
-        let (wait, stop) = self.outage_wait();
+        // A limit that says when it lifts (a plan's usage window) is waited out to then, up
+        // to max_time, however long: it is no outage to give up on.
+        let lifts = crate::presets::lifts_after(reason, crate::store::now());
+        let (wait, stop) = match lifts {
+            Some(d) => {
+                self.outage = None;
+                let margin = std::time::Duration::from_secs(1);
+                let left = self
+                    .time_up()
+                    .map(|t| t.saturating_duration_since(Instant::now()));
+                (left.map_or(d + margin, |l| (d + margin).min(l)), None)
+            }
+            None => self.outage_wait(),
+        };
+        let what = if lifts.is_some() {
+            "a limit of the agent's plan, which says when it lifts"
+        } else {
+            "the model's server was unavailable"
+        };
         let reason = match &stop {
-            Some(_) => format!("the model's server was unavailable: {reason}"),
+            Some(_) => format!("{what}: {reason}"),
             // max_time ran out: the run stops before another experiment.
-            None if wait.is_zero() => format!("the model's server was unavailable: {reason}"),
+            None if wait.is_zero() => format!("{what}: {reason}"),
             None => format!(
-                "the model's server was unavailable: {reason}; the next experiment waits {}",
+                "{what}: {reason}; the next experiment waits {}",
                 crate::spec::format_duration(wait)
             ),
         };
