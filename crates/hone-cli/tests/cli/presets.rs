@@ -767,7 +767,9 @@ fn a_turn_cut_off_by_a_kill_of_hone_is_charged_when_the_run_resumes() {
     wait_for_file(&record.path().join("slow"));
     child.kill().unwrap();
     child.wait().unwrap();
-    ok(run_with_tool(&r, bin.path(), record.path(), &[]));
+    let out = ok(run_with_tool(&r, bin.path(), record.path(), &[]));
+    // The resume says what it charged, where the budget can see it.
+    assert_says(&out, "was interrupted; recorded as aborted (its leftover processes were killed); its agent's turn, cut off, was charged $");
     let log = r.log();
     assert_eq!(log[2]["status"], "aborted", "{log:?}");
     assert!(

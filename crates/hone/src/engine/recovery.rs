@@ -110,8 +110,9 @@ impl Engine<'_> {
             }
             e.status = Some(Status::Aborted);
             e.reason = "interrupted: hone stopped during this experiment".into();
-            if let Some(charged) = self.charge_cut_turn(e, &recs.rates, killed) {
-                e.reason = format!("{}; {charged}", e.reason);
+            let charged = self.charge_cut_turn(e, &recs.rates, killed);
+            if let Some(c) = &charged {
+                e.reason = format!("{}; {c}", e.reason);
             }
             e.finished_at = Some(now());
             let e = e.clone();
@@ -120,13 +121,14 @@ impl Engine<'_> {
             // Its spend is in its record now.
             let _ = std::fs::remove_file(journal);
             let msg = format!(
-                "experiment {} was interrupted; recorded as aborted{}",
+                "experiment {} was interrupted; recorded as aborted{}{}",
                 e.n,
                 if killed {
                     " (its leftover processes were killed)"
                 } else {
                     ""
-                }
+                },
+                charged.map(|c| format!("; {c}")).unwrap_or_default()
             );
             self.emit(Event::Warning { message: msg });
         }
