@@ -518,7 +518,8 @@ pub fn knob_table(knobs: &[Knob]) {
             }
             Domain::Choice(c) => format!("choice of {}", c.len()),
             Domain::Bool => "bool".into(),
-            Domain::Fixed => "fixed".into(),
+            // Not searched by the built-in optimizer; an agent may change it unless `[loop] fixed` names it.
+            Domain::Fixed => "not searched".into(),
         };
         let how = if k.annotated { "" } else { " (inferred)" };
         out!(

@@ -200,7 +200,7 @@ fn init_writes_the_safe_spec_for_an_autoresearch_repository_and_keeps_program_md
             "{name} is the evaluator's, not a knob:\n{t}"
         );
     }
-    assert!(row("H100_BF16_PEAK_FLOPS").contains("fixed"), "{t}");
+    assert!(row("H100_BF16_PEAK_FLOPS").contains("not searched"), "{t}");
     // 2**19 only grows and DEVICE_BATCH_SIZE only shrinks (by factors of two): the assert that
     // one divides the other keeps holding.
     assert!(row("TOTAL_BATCH_SIZE").contains("524288"), "{t}");
