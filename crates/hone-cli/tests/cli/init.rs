@@ -116,13 +116,15 @@ fn init_makes_a_scoring_script_beside_the_training_the_sealed_evaluator() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     git(dir, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir(dir.join("data")).unwrap();
+    put(dir.join("data/target.json"), "{\"t\": 3.0}\n");
     put(
         dir.join("train.py"),
-        "import json\nLR = 0.1\nEPOCHS = 5\nw = 0.0\nfor e in range(EPOCHS):\n    w += LR * (3.0 - w)\n    print(f'epoch {e} train_loss {abs(3.0 - w):.4f}')\njson.dump({'w': w}, open('model.json', 'w'))\n",
+        "import json\nLR = 0.1\nEPOCHS = 5\nT = json.load(open('data/target.json'))['t']\nw = 0.0\nfor e in range(EPOCHS):\n    w += LR * (T - w)\n    print(f'epoch {e} train_loss {abs(T - w):.4f}')\njson.dump({'w': w}, open('model.json', 'w'))\n",
     );
     put(
         dir.join("evaluate.py"),
-        "import json\nTOL = 0.5\nm = json.load(open('model.json'))\nprint(f'val_error: {abs(m[\"w\"] - 3.0):.6f}')\n",
+        "import json\nTOL = 0.5\nm = json.load(open('model.json'))\nT = json.load(open('data/target.json'))['t']\nprint(f'val_error: {abs(m[\"w\"] - T):.6f}')\n",
     );
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-q", "-m", "project"]);
@@ -136,6 +138,8 @@ fn init_makes_a_scoring_script_beside_the_training_the_sealed_evaluator() {
         "protected = [\"evaluate.py\"]",
         "evaluate  = \"python3 evaluate.py\"",
         "outputs   = [\"model.json\"]",
+        // What both read is the scorer's input: pinned, not an output.
+        "pinned    = [\"data/target.json\"]",
         "metric    = \"val_error\"",
         "direction = \"minimize\"",
         // The run length is no knob: a candidate must not change it.

@@ -14,6 +14,8 @@ pub struct Draft {
     /// `[loop] fixed`: the editable files' constants that set the measurement (a time
     /// budget, a run length, a seed).
     pub fixed: Vec<String>,
+    /// `[loop] pinned`: the scorer's inputs from the repository.
+    pub pinned: Vec<String>,
     pub protected: Vec<String>,
     pub protected_why: String,
     pub command: Choice<String>,
@@ -129,6 +131,11 @@ pub fn draft(
         editable,
         editable_why,
         fixed: sets_measurement(knobs),
+        pinned: analysis
+            .scorer
+            .as_ref()
+            .map(|s| s.inputs.clone())
+            .unwrap_or_default(),
         protected,
         protected_why,
         evaluate: sealed(analysis, &analysis.command.value),
@@ -251,6 +258,18 @@ fn sets_measurement(knobs: &[Knob]) -> Vec<String> {
     fixed
 }
 
+/// The `pinned` line of `[loop]` (with its comment): the scorer's inputs, where it has some.
+fn pinned_text(d: &Draft) -> String {
+    match (&d.evaluate, d.pinned.is_empty()) {
+        (Some(e), false) => format!(
+            "# {} reads them too: hashed at the start; a change stops the run\npinned    = [{}]",
+            e.command.rsplit(' ').next().unwrap_or("the scorer"),
+            quoted(&d.pinned)
+        ),
+        _ => "pinned    = []                 # e.g. [\"data/\"]: hashed at start; a change stops the run".to_string(),
+    }
+}
+
 /// The `fixed` line of `[loop]` (with its comment).
 fn fixed_text(fixed: &[String]) -> String {
     if fixed.is_empty() {
@@ -292,7 +311,7 @@ program   = "program.md"
 editable  = [{editable}]
 # {protected_why}
 protected = [{protected}]
-pinned    = []                 # e.g. ["data/"]: hashed at start; a change stops the run
+{pinned}
 {fixed}
 
 [verify]
@@ -334,6 +353,7 @@ patience = 30
         command_why = d.command.why,
         command_check = check(d.command.guessed),
         fixed = fixed_text(&d.fixed),
+        pinned = pinned_text(d),
         command = d.command.value,
         evaluate = d.evaluate.as_ref().map_or(String::new(), evaluate_text),
         timeout_why = d.timeout.why,

@@ -10,9 +10,12 @@ use super::Choice;
 pub struct Scorer {
     /// Repo-relative path (`evaluate.py`).
     pub path: String,
-    /// The file names both scripts name (`model.json`): what the training script leaves
-    /// for it, `[verify] outputs`. Empty when none was found.
+    /// The file names both scripts name that the training script writes (`model.json`):
+    /// what it leaves for the scorer, `[verify] outputs`. Empty when none was found.
     pub outputs: Vec<String>,
+    /// The files of the repository both scripts read and the training script does not write
+    /// (`data/val.json`): the scorer's inputs, `[loop] pinned`.
+    pub inputs: Vec<String>,
     /// The metric it prints, if it prints one.
     pub metric: Option<Choice<String>>,
 }
@@ -49,16 +52,65 @@ pub fn find(
         if super::printed_names(&text).is_empty() {
             return None;
         }
-        let written = file_names(&train);
-        let outputs = file_names(&text)
+        let named = file_names(&train);
+        let (outputs, inputs): (Vec<String>, Vec<String>) = file_names(&text)
             .into_iter()
-            .filter(|f| written.contains(f))
-            .collect();
+            .filter(|f| named.contains(f))
+            .partition(|f| writes(&train, f));
+        let inputs = inputs.into_iter().filter(|f| files.contains(f)).collect();
         Some(Scorer {
             path: path.clone(),
             outputs,
+            inputs,
             metric: super::find_metric(path, &text),
         })
+    })
+}
+
+/// Whether `text` writes the file `name`: a line that names it (or a constant that holds it,
+/// `OUT = "model.json"`) opens it for writing or saves to it (`open(.., "w")`, `json.dump`,
+/// `torch.save`, `np.save`, `.to_csv(`, `.write_text(`...).
+fn writes(text: &str, name: &str) -> bool {
+    const WRITING: &[&str] = &[
+        "\"w\"",
+        "'w'",
+        "\"wb\"",
+        "'wb'",
+        "\"w+\"",
+        "'w+'",
+        "\"a\"",
+        "'a'",
+        "\"ab\"",
+        "'ab'",
+        "\"x\"",
+        "'x'",
+        "save",
+        "dump",
+        "to_csv",
+        "to_parquet",
+        "to_json",
+        "write_text",
+        "write_bytes",
+        "export",
+    ];
+    let quoted = [format!("\"{name}\""), format!("'{name}'")];
+    let holders: Vec<&str> = text
+        .lines()
+        .filter(|l| quoted.iter().any(|q| l.contains(q.as_str())))
+        .filter_map(|l| l.split_once('=').map(|(lhs, _)| lhs.trim()))
+        .filter(|lhs| !lhs.is_empty() && lhs.chars().all(|c| c.is_alphanumeric() || c == '_'))
+        .collect();
+    text.lines().any(|l| {
+        let names_it = quoted.iter().any(|q| l.contains(q.as_str()))
+            || holders.iter().any(|h| {
+                l.match_indices(h).any(|(i, _)| {
+                    let before = l[..i].chars().next_back();
+                    let after = l[i + h.len()..].chars().next();
+                    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                    !word(before) && !word(after) && !l.trim_start().starts_with(h)
+                })
+            });
+        names_it && WRITING.iter().any(|w| l.contains(w))
     })
 }
 
@@ -129,6 +181,7 @@ mod tests {
         let s = find("train.py", &[], &all, &read).expect("found");
         assert_eq!(s.path, "evaluate.py");
         assert_eq!(s.outputs, ["model.json"]);
+        assert!(s.inputs.is_empty());
         let m = s.metric.expect("a metric");
         assert_eq!(m.value, "val_error");
         assert!(m.why.starts_with("evaluate.py:3 prints"), "{}", m.why);
@@ -140,6 +193,27 @@ mod tests {
         );
         let silent = |f: &str| (f == "train.py").then(|| TRAIN.to_string());
         assert_eq!(find("train.py", &[], &all, &silent), None);
+    }
+
+    #[test]
+    fn what_the_script_writes_is_an_output_and_what_both_read_an_input() {
+        let train = "import json\nOUT = 'out/model.json'\ndata = json.load(open('data/val.json'))\nw = 1\njson.dump({'w': w}, open(OUT, 'w'))\n";
+        let score = "import json\nm = json.load(open('out/model.json'))\nv = json.load(open('data/val.json'))\nprint(f'val_loss: {m[\"w\"]}')\n";
+        let all = files(&["train.py", "eval.py", "data/val.json"]);
+        let read = |f: &str| match f {
+            "train.py" => Some(train.to_string()),
+            "eval.py" => Some(score.to_string()),
+            _ => None,
+        };
+        let s = find("train.py", &[], &all, &read).expect("found");
+        assert_eq!(s.outputs, ["out/model.json"]);
+        assert_eq!(s.inputs, ["data/val.json"]);
+        assert!(writes("np.save('preds.npy', p)", "preds.npy"));
+        assert!(!writes("x = np.load('preds.npy')", "preds.npy"));
+        assert!(!writes(
+            "cfg = {'weights': 1, 'path': 'val.json'}",
+            "val.json"
+        ));
     }
 
     #[test]
