@@ -99,7 +99,12 @@ pub fn log_row(
                 .as_deref()
                 .map(|c| &c[..c.len().min(10)])
                 .unwrap_or("-");
-            let cost = format!("${:.4}", e.cost_usd);
+            // Tokens with no money: the agent reports no cost (or the model has no price).
+            let cost = if e.cost_usd == 0.0 && e.tokens > 0 {
+                "-".to_string()
+            } else {
+                format!("${:.4}", e.cost_usd)
+            };
             let tokens = short_tokens(e.tokens);
             let h = optional_cells(holdout, paid, &fmt_metric(e.holdout), (&cost, &tokens));
             line(

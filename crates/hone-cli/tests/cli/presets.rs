@@ -322,7 +322,13 @@ fn codex_preset_runs_exec_json_and_reads_its_usage() {
         ]
     );
     assert!(read(&record, "stdin").contains("You may change only"));
-    // Its spend is tokens alone: not a cost of $0.00.
+    // Its spend is tokens alone: not a cost of $0.00, in status or in the log.
+    let log = text(&r.hone(&["log"]));
+    let row = log
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap_or_default();
+    assert!(row.contains("  -  ") && !row.contains('$'), "{log}");
     let status = text(&r.hone(&["status"]));
     assert!(
         status.contains("cost: not reported (the agent reports tokens only)")
