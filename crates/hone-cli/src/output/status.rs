@@ -58,6 +58,7 @@ pub fn status(
         return;
     }
     let state = state_label(run.state, s.stop_reason.as_deref(), live);
+    let state = naming_spec(state, spec_file);
     out!("run {} on {}: {state}", s.tag, s.branch);
     out!("  {} ({}): {}", s.metric, s.direction, best_line(s));
     // The experiment in flight (if any) is counted too, so the numbers add up.
@@ -124,7 +125,7 @@ pub fn status(
     }
     if let Some(r) = &s.stop_reason {
         // A reason may quote a server's or a reviewer's words.
-        out!("  stopped: {}", one_line(r));
+        out!("  stopped: {}", naming_spec(&one_line(r), spec_file));
         if let Some(hint) = stop_hint(r, &s.tag, spec_file) {
             out!("  {hint}");
         }

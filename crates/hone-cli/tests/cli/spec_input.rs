@@ -227,4 +227,17 @@ fn with_spec_hones_words_name_that_file_and_suggest_commands_that_work() {
     assert_says(&out, "but other.toml now says metric = \"loss\"");
     assert_says(&out, "`hone --spec other.toml run --new`");
     assert!(!text(&out).contains("hone.toml"), "{}", text(&out));
+    // A run stopped on its failures: status, asked with --spec, says how to resume with it.
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 3\nmax_consecutive_failures = 1\n",
+        SCORE,
+        "write\tvalue.txt\tno score here\\n\n",
+    );
+    std::fs::copy(r.dir.join("hone.toml"), r.dir.join("other.toml")).unwrap();
+    r.hone(&["--spec", "other.toml", "run"]);
+    let status = text(&r.hone(&["--spec", "other.toml", "status"]));
+    assert!(
+        status.contains("then resume with `hone --spec other.toml run`"),
+        "{status}"
+    );
 }
