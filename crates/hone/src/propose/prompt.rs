@@ -354,7 +354,8 @@ fn best_section(p: &mut String, ctx: &ProposeContext<'_>) {
     }
 }
 
-/// The history table: the most recent experiments, their status, value and reason.
+/// The history table: the most recent experiments (not the aborted), their status, value and
+/// reason.
 fn history_section(p: &mut String, ctx: &ProposeContext<'_>) {
     let spec = ctx.spec;
     let _ = writeln!(
@@ -367,8 +368,16 @@ fn history_section(p: &mut String, ctx: &ProposeContext<'_>) {
         spec.verify.metric
     );
     let _ = writeln!(p, "|---|---|---|---|---|");
-    let skip = ctx.history.len().saturating_sub(MAX_HISTORY);
-    for e in &ctx.history[skip..] {
+    // An aborted experiment (an outage, a usage limit, an interruption) says nothing of the
+    // project: left out, so that a night of waits does not crowd the table.
+    let shown: Vec<&crate::store::ExperimentRecord> = ctx
+        .history
+        .iter()
+        .rev()
+        .filter(|e| e.status() != crate::store::Status::Aborted)
+        .take(MAX_HISTORY)
+        .collect();
+    for e in shown.into_iter().rev() {
         let cell = |t: &str, n: usize| sanitize(t, n).replace(['|', '\n'], " ");
         let _ = writeln!(
             p,
@@ -495,6 +504,43 @@ mod snapshot_tests {
     use crate::propose::testing::Repo;
     use crate::store::{ExperimentRecord, Status};
     use std::path::Path;
+
+    #[test]
+    fn the_history_leaves_out_aborted_experiments() {
+        let repo = Repo::new(
+            "printf 'LR = 0.1\\n' > train.py",
+            "[loop]\neditable = [\"train.py\"]\n[verify]\ncommand = \"python3 train.py\"\nmetric = \"val_loss\"\n[agent]\nkind = \"command\"\ncommand = \"agent {prompt_file}\"\n",
+        );
+        let rec = |n: u64, status: Status, reason: &str| ExperimentRecord {
+            n,
+            status: Some(status),
+            reason: reason.into(),
+            ..Default::default()
+        };
+        let history = vec![
+            rec(0, Status::Baseline, "the unmodified project"),
+            rec(
+                1,
+                Status::Aborted,
+                "the model's server was unavailable: 529 overloaded",
+            ),
+            rec(2, Status::Discard, "not better"),
+        ];
+        let guidance = crate::propose::guidance::Guidance::default();
+        let ctx = repo.ctx(
+            3,
+            repo.root.as_path(),
+            &history,
+            Some(&history[0]),
+            &guidance,
+        );
+        let got = build(&ctx).unwrap();
+        assert!(got.contains("| 2 | discard |"), "{got}");
+        assert!(
+            !got.contains("529 overloaded") && !got.contains("| 1 | aborted"),
+            "{got}"
+        );
+    }
 
     const SNAPSHOT: &str = "src/propose/snapshots/prompt.md";
 
