@@ -324,6 +324,9 @@ pub struct AgentReport {
     /// The unfinished turn did some work before it ended (Codex: an item completed in it); a
     /// turn turned away before any work spent nothing.
     pub worked: bool,
+    /// It stopped at a limit of its own (Claude Code's `--max-turns`) rather than failing:
+    /// what it changed is measured, whatever its exit status.
+    pub stopped_at_limit: bool,
 }
 
 /// The JSON objects with a `type` among an agent's output lines (a JSONL event stream, with
@@ -546,6 +549,7 @@ pub fn parse_gemini(lines: &[String]) -> Option<AgentReport> {
         no_cost: false,
         unfinished: false,
         worked: false,
+        stopped_at_limit: false,
     })
 }
 
@@ -638,6 +642,23 @@ pub fn parse_claude(lines: &[String]) -> Option<AgentReport> {
                 .join("; ")
         })
     });
+    // A turn that ran out of its `--max-turns` stopped, it did not fail: what it changed is
+    // measured (it was paid for), and its description says why it stopped.
+    if v["subtype"] == "error_max_turns" {
+        return Some(AgentReport {
+            error: None,
+            result: Some(format!(
+                "stopped at its --max-turns limit ({} turns; raise it in [agent] extra_args)",
+                v["num_turns"].as_u64().unwrap_or(0)
+            )),
+            cost_usd: reported_cost(v["total_cost_usd"].as_f64()).unwrap_or(0.0),
+            tokens,
+            no_cost: reported_cost(v["total_cost_usd"].as_f64()).is_none(),
+            unfinished: false,
+            worked: false,
+            stopped_at_limit: true,
+        });
+    }
     let error = (v["is_error"].as_bool() == Some(true)
         || v["subtype"].as_str().is_some_and(|s| s != "success"))
     .then(|| {
@@ -654,6 +675,7 @@ pub fn parse_claude(lines: &[String]) -> Option<AgentReport> {
         no_cost: reported_cost(v["total_cost_usd"].as_f64()).is_none(),
         unfinished: false,
         worked: false,
+        stopped_at_limit: false,
     })
 }
 

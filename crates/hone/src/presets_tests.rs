@@ -211,6 +211,18 @@ fn a_codex_retry_notice_is_no_error_when_the_turn_completes_after_it() {
 }
 
 #[test]
+fn a_claude_turn_that_ran_out_of_turns_is_measured_not_failed() {
+    let out = lines("{\"type\":\"result\",\"subtype\":\"error_max_turns\",\"is_error\":true,\"num_turns\":31,\"session_id\":\"s\",\"total_cost_usd\":0.41,\"usage\":{\"input_tokens\":10,\"output_tokens\":5}}");
+    let r = parse_claude(&out).unwrap();
+    assert_eq!(r.error, None);
+    assert_eq!(
+        r.result.as_deref(),
+        Some("stopped at its --max-turns limit (31 turns; raise it in [agent] extra_args)")
+    );
+    assert_eq!((r.cost_usd, r.tokens), (0.41, 15));
+}
+
+#[test]
 fn claude_codes_verbose_array_is_read_for_its_result() {
     let result = "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"Raised LR.\",\"total_cost_usd\":0.05,\"usage\":{\"input_tokens\":10,\"output_tokens\":5}}";
     let array = format!(

@@ -84,7 +84,7 @@ if [ $n = 1 ]; then
   printf 'score: 4\n' > value.txt
   echo '{"type":"result","subtype":"success","is_error":false,"duration_ms":1200,"duration_api_ms":1100,"num_turns":3,"result":"Lowered the score to 4.","session_id":"s-1","total_cost_usd":0.0123,"usage":{"input_tokens":100,"output_tokens":50,"cache_creation_input_tokens":10,"cache_read_input_tokens":20}}'
 else
-  echo '{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":30,"session_id":"s-2","total_cost_usd":0.001,"usage":{"input_tokens":5,"output_tokens":0},"errors":["Reached the maximum number of turns (30)"]}'
+  echo '{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":3,"session_id":"s-2","total_cost_usd":0.001,"usage":{"input_tokens":5,"output_tokens":0},"errors":["Tool permission denied: Bash(python3 train.py)"]}'
   exit 1
 fi
 "#;
@@ -185,6 +185,25 @@ fn an_agent_clis_outage_is_waited_out_and_a_refused_login_stops_the_run() {
 }
 
 #[test]
+fn a_claude_turn_that_ran_out_of_turns_has_its_edit_measured() {
+    // Claude Code stops at --max-turns with an error result and a non-zero exit, its edit
+    // made: measured (it was paid for), its description saying why it stopped.
+    let fake = "#!/bin/sh\ncat > /dev/null\nprintf 'score: 4\\n' > value.txt\necho '{\"type\":\"result\",\"subtype\":\"error_max_turns\",\"is_error\":true,\"num_turns\":31,\"session_id\":\"s\",\"total_cost_usd\":0.41,\"usage\":{\"input_tokens\":10,\"output_tokens\":5}}'\nexit 1\n";
+    let (bin, record) = fake_tool("claude", fake);
+    let r = preset_repo("kind = \"claude\"");
+    edit_spec(&r.dir, |t| {
+        t.replace("max_experiments = 3", "max_experiments = 2")
+    });
+    let out = ok(run_with_tool(&r, bin.path(), record.path(), &[]));
+    assert_eq!(r.statuses(), ["baseline", "keep"], "{}", text(&out));
+    assert_eq!(
+        r.log()[1]["description"],
+        "stopped at its --max-turns limit (31 turns; raise it in [agent] extra_args)"
+    );
+    assert_eq!(r.log()[1]["cost_usd"], 0.41);
+}
+
+#[test]
 fn claude_code_preset_runs_headless_and_reads_its_cost() {
     let (r, record) = run_preset(
         "claude",
@@ -234,7 +253,7 @@ fn claude_code_preset_runs_headless_and_reads_its_cost() {
             description: Some("Lowered the score to 4."),
             cost_usd: Some(0.0123),
             tokens: 180,
-            error: "Reached the maximum number of turns (30)",
+            error: "Tool permission denied: Bash(python3 train.py)",
             install: "npm install -g @anthropic-ai/claude-code",
         },
     );

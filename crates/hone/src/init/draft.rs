@@ -231,7 +231,7 @@ fn stop_budget_lines(kind: &str) -> &'static str {
         "knobs" | "command" => "",
         // They report tokens and no money (README, Agent CLI presets).
         "codex" | "gemini" => {
-            "max_tokens = 5000000          # the agent's tokens together (it reports no cost)
+            "max_tokens = 50000000         # its tokens together, cached input included (it reports no cost): a turn often takes 100k-1M
 max_time = \"8h\"
 "
         }

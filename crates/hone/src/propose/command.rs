@@ -291,7 +291,10 @@ impl Proposer for CommandProposer {
         if let Some(res) = report.as_ref().and_then(|r| r.result.as_ref()) {
             last_line = summary_line(res);
         }
-        exit_error(ctx, (outcome.exit, cut_by_max_time), &log_path)
+        // A tool that stopped at a limit of its own exits non-zero: its edit is measured.
+        let stopped = report.as_ref().is_some_and(|r| r.stopped_at_limit) && exited;
+        let exit = if stopped { Exit::Code(0) } else { outcome.exit };
+        exit_error(ctx, (exit, cut_by_max_time), &log_path)
             .map_err(|e| with_charge(e, charged.as_deref()))?;
         keep_notes(ctx, &notes_path, &kept_notes);
         let hypothesis = take_hypothesis(ctx);
