@@ -221,19 +221,26 @@ fn a_fixed_constant_changed_is_a_violation_never_verified() {
             "replace\ttrain.py\tEPOCHS = 5\tEPOCHS = 60\n---\n\
              replace\ttrain.py\tSEED = 1\tSEED = 7\n---\n\
              replace\ttrain.py\tprint(\tEPOCHS *= 12\\nprint(\n---\n\
-             replace\ttrain.py\tLR = 0.1\tLR = 0.2\n",
+             replace\ttrain.py\tLR = 0.1\tLR = 0.2\n---\n\
+             replace\ttrain.py\tprint(\tsteps = EPOCHS * 4\\nprint(\n",
         )
         .spec_with(|agent| {
             Spec::standard("python3 train.py", agent)
                 .editable(&["train.py"])
                 .set("loop", "fixed", "[\"EPOCHS\", \"SEED\"]")
-                .tail("[stop]\nmax_experiments = 5\n")
+                .tail("[stop]\nmax_experiments = 6\n")
         })
         .create();
-    ok(r.hone(&["run"]));
+    let out = ok(r.hone(&["run"]));
     assert_eq!(
-        r.statuses(),
+        r.statuses()[..5],
         ["baseline", "violation", "violation", "violation", "keep"]
+    );
+    // Using a fixed constant is no violation, but a line that does is pointed out.
+    assert_ne!(r.statuses()[5], "violation");
+    assert_says(
+        &out,
+        "experiment 5 changes a line of `train.py` that uses `EPOCHS` ([loop] fixed): `steps = EPOCHS * 4`",
     );
     let log = r.log();
     assert_reason(

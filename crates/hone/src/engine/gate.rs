@@ -96,7 +96,7 @@ impl Engine<'_> {
             self.unarchivable(wt, parent, &snap)?
                 .or_else(|| scope_violation(&self.verifier.spec, &snap.changes))
                 .or_else(|| escaping_symlink(wt, &snap.changes))
-                .or_else(|| self.fixed_violation(parent, &snap))
+                .or_else(|| self.fixed_violation(rec.n, parent, &snap))
         };
         // The verifier sees the commit, byte for byte, not what the proposer left (files git
         // ignores, content git's filters would have changed). A violation is not measured:
@@ -307,8 +307,14 @@ pub(super) fn duplicate(
 
 impl Engine<'_> {
     /// The first `[loop] fixed` constant the candidate's commit assigns otherwise than its
-    /// parent did, if any (files larger than 4 MiB are not read).
-    fn fixed_violation(&self, parent: &str, snap: &crate::workspace::Snapshot) -> Option<String> {
+    /// parent did, if any (files larger than 4 MiB are not read); a warning when none is, but
+    /// a line it changed uses one (experiment `n`).
+    fn fixed_violation(
+        &mut self,
+        n: u64,
+        parent: &str,
+        snap: &crate::workspace::Snapshot,
+    ) -> Option<String> {
         let fixed = &self.verifier.spec.loop_.fixed;
         if fixed.is_empty() {
             return None;
@@ -320,14 +326,27 @@ impl Engine<'_> {
                 .flatten()
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
         };
-        snap.changes.iter().find_map(|c| {
+        let mut used = None;
+        let violation = snap.changes.iter().find_map(|c| {
             let old = text(parent, &c.path)?;
             let new = match c.status {
                 'D' => None,
                 _ => Some(text(&snap.commit, &c.path)?),
             };
+            if let (None, Some(new)) = (&used, &new) {
+                used = crate::propose::knobs::fixed_used(fixed, &old, new)
+                    .map(|(name, line)| (c.path.clone(), name, line));
+            }
             crate::propose::knobs::fixed_changed(fixed, &c.path, &old, new.as_deref())
-        })
+        });
+        if let (None, Some((path, name, line))) = (&violation, used) {
+            self.emit(super::Event::Warning {
+                message: format!(
+                    "experiment {n} changes a line of `{path}` that uses `{name}` ([loop] fixed): `{line}`; it does not assign it, but check that it keeps the measurement (`hone show {n}`)"
+                ),
+            });
+        }
+        violation
     }
 }
 

@@ -36,6 +36,26 @@ pub fn fixed_changed(fixed: &[String], path: &str, old: &str, new: Option<&str>)
     None
 }
 
+/// A line the candidate added or changed in `path` (one of `new` not in `old`) that uses a
+/// `fixed` constant (`for ep in range(EPOCHS * 4):`): the name and the line, trimmed. Not a
+/// violation (using a constant is what code does), but worth a look: it may change the
+/// measurement without assigning the constant.
+pub fn fixed_used(fixed: &[String], old: &str, new: &str) -> Option<(String, String)> {
+    let before: std::collections::HashSet<&str> = old.lines().map(str::trim).collect();
+    new.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !before.contains(l))
+        .find_map(|l| {
+            let name = fixed.iter().find(|name| {
+                l.match_indices(name.as_str()).any(|(i, _)| {
+                    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                    !word(l[..i].chars().next_back()) && !word(l[i + name.len()..].chars().next())
+                })
+            })?;
+            Some((name.clone(), crate::util::cut_at_word(l, 120)))
+        })
+}
+
 /// Whether `text`, the file `path`, assigns `name` anywhere (see [`assignments`]).
 pub fn assigns(path: &str, text: &str, name: &str) -> bool {
     !assignments(path, text, name).is_empty()
@@ -453,6 +473,20 @@ mod tests {
         assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&twice))
             .unwrap()
             .starts_with("assigns `EPOCHS` in `t.py` once more (`=5`)"));
+        // A changed line that uses one is worth a look, not a violation.
+        let used = format!("{OLD}for ep in range(EPOCHS * 4):\n    pass\n");
+        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&used)), None);
+        assert_eq!(
+            fixed_used(&fixed(), OLD, &used),
+            Some((
+                "EPOCHS".to_string(),
+                "for ep in range(EPOCHS * 4):".to_string()
+            ))
+        );
+        assert_eq!(
+            fixed_used(&fixed(), OLD, &format!("{OLD}EPOCHS_DONE = 1\n")),
+            None
+        );
         // A file that holds none of them keeps nothing.
         assert_eq!(fixed_changed(&fixed(), "u.py", "LR = 1\n", None), None);
     }
