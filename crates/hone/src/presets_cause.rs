@@ -148,22 +148,33 @@ fn http_codes(lower: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The longest a limit is believed to last: a plan's window is hours, a week at most; a
+/// message that names a later time (or a number too large to be one) is not believed.
+pub const LONGEST_LIMIT: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
 /// How long until a limit the message names lifts, when it says: Claude Code's `usage limit
 /// reached|<unix time>`, or a wait in words (`try again in 2 hours 5 minutes`, `Please retry
 /// in 29.9s`, `try again in 1m30s`); `now` is the current unix time. `None` when it says
-/// neither, or names a time already past.
+/// neither, names a time already past, or one further than [`LONGEST_LIMIT`].
 pub fn lifts_after(message: &str, now: f64) -> Option<std::time::Duration> {
+    let secs = lifts_in_secs(message, now)?;
+    std::time::Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero() && *d <= LONGEST_LIMIT)
+}
+
+/// [`lifts_after`] in seconds, unchecked.
+fn lifts_in_secs(message: &str, now: f64) -> Option<f64> {
     let lower = message.to_ascii_lowercase();
     if let Some((_, after)) = lower.split_once("limit reached|") {
         let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
         let at: f64 = digits.parse().ok()?;
-        return (at > now).then(|| std::time::Duration::from_secs_f64(at - now));
+        return Some(at - now);
     }
     let at = ["try again in ", "retry in ", "retry after "]
         .iter()
         .find_map(|p| lower.find(p).map(|i| i + p.len()))?;
-    let secs = duration_in_words(&lower[at..])?;
-    (secs > 0.0).then(|| std::time::Duration::from_secs_f64(secs))
+    duration_in_words(&lower[at..])
 }
 
 /// The seconds a duration in words at the start of `text` says (`2 hours 5 minutes`, `29.9s`,
@@ -244,6 +255,16 @@ mod tests {
             );
         }
         assert_eq!(lifts_after("please try again later", now), None);
+        // A time too far to be a plan's window, or a number too large for one: not believed
+        // (and no panic).
+        for absurd in [
+            "Claude AI usage limit reached|99999999999999999999",
+            "try again in 99999999999999999 hours",
+            "retry in 99999999999999999999s",
+            "try again in 8 days",
+        ] {
+            assert_eq!(lifts_after(absurd, now), None, "{absurd}");
+        }
         assert_eq!(lifts_after("overloaded", now), None);
     }
 }

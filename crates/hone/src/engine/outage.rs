@@ -10,7 +10,13 @@ use std::time::{Duration, Instant};
 pub(super) struct Outage {
     since: Option<Instant>,
     waits: u32,
+    /// Waits in a row for a limit that said when it lifts (see [`Outage::believe_lift`]).
+    lifts: u32,
 }
+
+/// How many times in a row a limit's own word on when it lifts is believed: one that is
+/// still there after so many waits is waited out as any outage is (`outage_limit`).
+const MAX_LIFT_WAITS: u32 = 3;
 
 /// What to do after one more call found the server unavailable.
 #[derive(Debug, PartialEq)]
@@ -32,6 +38,13 @@ const OUTAGE_WAIT_MAX: Duration = Duration::from_secs(600);
 const OUTAGE_WAIT_MIN: Duration = Duration::from_secs(1);
 
 impl Outage {
+    /// Whether to wait for a limit until the time it names, once more: yes for the first
+    /// [`MAX_LIFT_WAITS`] in a row, then it counts as an outage.
+    pub(super) fn believe_lift(&mut self) -> bool {
+        self.lifts += 1;
+        self.lifts <= MAX_LIFT_WAITS
+    }
+
     /// The wait after one more call found the server unavailable (`first`, the `[agent]
     /// outage_wait`, doubling, at most ten minutes or `first`, at least a second), cut to
     /// what is left before
@@ -67,6 +80,15 @@ impl Outage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_limit_is_believed_three_times_in_a_row_then_waited_out_as_an_outage() {
+        let mut o = Outage::default();
+        assert!(o.believe_lift() && o.believe_lift() && o.believe_lift());
+        assert!(!o.believe_lift(), "a fourth in a row is an outage");
+        // Once the service answers, the outage (and its count) is dropped by the engine.
+        assert!(Outage::default().believe_lift());
+    }
 
     fn agent(wait: u64, limit: u64) -> (Duration, Duration) {
         (Duration::from_secs(wait), Duration::from_secs(limit))

@@ -217,10 +217,13 @@ impl Engine<'_> {
     ) -> Result<Option<Stop>, EngineError> {
         // A limit that says when it lifts (a plan's usage window) is waited out to then, up
         // to max_time, however long: it is no outage to give up on.
-        let lifts = crate::presets::lifts_after(reason, crate::store::now());
+        let lifts = crate::presets::lifts_after(reason, crate::store::now()).filter(|_| {
+            self.outage
+                .get_or_insert_with(Outage::default)
+                .believe_lift()
+        });
         let (wait, stop) = match lifts {
             Some(d) => {
-                self.outage = None;
                 let margin = std::time::Duration::from_secs(1);
                 let left = self
                     .time_up()
