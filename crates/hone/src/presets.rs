@@ -40,9 +40,13 @@ pub struct PresetDef {
     /// It edits only the files named on its command line (the editable files are passed).
     pub takes_files: bool,
     /// Where it keeps its login, settings and sessions, relative to `$HOME`: under
-    /// `[sandbox] kind = "bwrap"` the agent may write them (the tool writes there as it
-    /// starts and fails on a read-only home), and no other role may read them.
+    /// `[sandbox] kind = "bwrap"` no role may read them (the agent gets a copy, below).
     pub state: &'static [&'static str],
+    /// The files of its state it needs to run (its login and settings), relative to `$HOME`:
+    /// under bwrap the agent runs with a private home of the run's (the tool writes there as
+    /// it starts, and fails on a read-only one) that starts with a copy of these; nothing it
+    /// writes there reaches the user's own home.
+    pub seed: &'static [&'static str],
 }
 
 /// The agent CLIs, in the order `[agent] kind`'s error messages list them.
@@ -63,7 +67,13 @@ pub const PRESETS: &[PresetDef] = &[
         parse: parse_claude,
         reports_cost: true,
         takes_files: false,
-        state: &[".claude", ".claude.json", ".config/claude"],
+        state: &[".claude", ".claude.json", ".claude.json.backup"],
+        seed: &[
+            ".claude.json",
+            ".claude/.credentials.json",
+            ".claude/settings.json",
+            ".claude/CLAUDE.md",
+        ],
     },
     // Codex CLI: `codex exec --json --full-auto -` (prompt on stdin); its JSONL events carry
     // token usage per turn (`turn.completed`) and failures (`turn.failed`, `error`), no cost.
@@ -80,6 +90,7 @@ pub const PRESETS: &[PresetDef] = &[
         reports_cost: false,
         takes_files: false,
         state: &[".codex"],
+        seed: &[".codex/auth.json", ".codex/config.toml", ".codex/AGENTS.md"],
     },
     // aider: `aider --message-file <prompt> --yes-always ... -- <editable files>`; it prints
     // `Tokens: ... Cost: $x message, $y session.` after every reply. It neither commits nor
@@ -115,7 +126,8 @@ pub const PRESETS: &[PresetDef] = &[
         parse: parse_aider,
         reports_cost: true,
         takes_files: true,
-        state: &[".aider"],
+        state: &[".aider", ".aider.conf.yml"],
+        seed: &[".aider.conf.yml", ".aider/oauth-keys.env"],
     },
     // Gemini CLI: `gemini --output-format json --approval-mode auto_edit --skip-trust -p ...`
     // with the prompt on stdin; its one JSON object carries `response`, `stats` (tokens per
@@ -139,6 +151,13 @@ pub const PRESETS: &[PresetDef] = &[
         reports_cost: false,
         takes_files: false,
         state: &[".gemini"],
+        seed: &[
+            ".gemini/settings.json",
+            ".gemini/oauth_creds.json",
+            ".gemini/google_accounts.json",
+            ".gemini/.env",
+            ".gemini/GEMINI.md",
+        ],
     },
     // opencode: `opencode run --format json` with the prompt on stdin; its JSON events carry
     // `step_finish` parts with `cost` and `tokens`, and `error` events.
@@ -162,6 +181,11 @@ pub const PRESETS: &[PresetDef] = &[
             ".local/state/opencode",
             ".config/opencode",
             ".cache/opencode",
+        ],
+        seed: &[
+            ".local/share/opencode/auth.json",
+            ".config/opencode/opencode.json",
+            ".config/opencode/opencode.jsonc",
         ],
     },
 ];
@@ -265,6 +289,26 @@ impl Preset {
             .map(|p| home.join(p))
             .filter(|p| p.exists())
             .collect()
+    }
+
+    /// Copies the tool's seed files (see [`PresetDef::seed`]) from `home` into `private`,
+    /// each a regular file not copied yet (what the agent changed there stays), readable by
+    /// its owner alone. Best effort: a file that cannot be copied is left out.
+    pub fn seed_home(self, home: &std::path::Path, private: &std::path::Path) {
+        use std::os::unix::fs::PermissionsExt as _;
+        for rel in self.def().seed {
+            let (from, to) = (home.join(rel), private.join(rel));
+            let regular = std::fs::symlink_metadata(&from).is_ok_and(|m| m.is_file());
+            if !regular || to.exists() {
+                continue;
+            }
+            if let Some(dir) = to.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            if std::fs::copy(&from, &to).is_ok() {
+                let _ = std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600));
+            }
+        }
     }
 
     pub fn fixed_env(self) -> &'static [(&'static str, &'static str)] {

@@ -427,7 +427,7 @@ fn contain(
         network: sandbox.network,
         hide: &hide,
         expose: &[],
-        writable_paths: &[],
+        home: None,
         mask_sockets: true,
         start_in: None,
     }

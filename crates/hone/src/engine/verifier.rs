@@ -692,17 +692,27 @@ impl Verifier {
         if role == Role::Agent {
             expose.push(self.paths.run_dir(&self.tag).join("prompts"));
         }
-        // An agent CLI's login, settings and sessions: its own to write, no one else's to read
-        // (the verifier runs what the model wrote).
-        let state = match (self.spec.agent.kind.preset(), std::env::var_os("HOME")) {
-            (Some(p), Some(home)) => p.state_paths(Path::new(&home)),
-            _ => Vec::new(),
-        };
-        let writable_paths = if role == Role::Agent {
-            state
-        } else {
-            hide.extend(state);
-            Vec::new()
+        // An agent CLI's login, settings and sessions: no role's to read (the verifier runs
+        // what the model wrote); the agent itself gets a private home of the run's, seeded
+        // with a copy of what the tool needs (a reviewer command, which also starts as an
+        // agent, does not).
+        let preset = self.spec.agent.kind.preset();
+        let real_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        if let (Some(p), Some(home)) = (preset, &real_home) {
+            hide.extend(p.state_paths(home));
+        }
+        let private_home = self.paths.run_dir(&self.tag).join("home");
+        let home = match (preset, &real_home) {
+            (Some(p), Some(home)) if role == Role::Agent && start_in.is_none() => {
+                use std::os::unix::fs::DirBuilderExt as _;
+                let _ = std::fs::DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(&private_home);
+                p.seed_home(home, &private_home);
+                Some(private_home.as_path())
+            }
+            _ => None,
         };
         let holdout = role == Role::Holdout;
         crate::sandbox::Confinement {
@@ -712,7 +722,7 @@ impl Verifier {
             network: network && !holdout,
             hide: &hide,
             expose: &expose,
-            writable_paths: &writable_paths,
+            home,
             // A SLURM job's sandbox starts on a compute node, whose sockets are not these.
             mask_sockets: role == Role::Agent
                 || self.spec.exec.backend != crate::spec::Backend::Slurm,

@@ -643,7 +643,7 @@ fn charge_unreported(
 }
 
 /// What to do when the agent failed to write outside its worktree.
-const READ_ONLY_HINT: &str = "It could not write outside its worktree: under [sandbox] kind = \"bwrap\" only the worktree, its TMPDIR and the tool's own state under $HOME are writable (README: Agent CLI presets)";
+const READ_ONLY_HINT: &str = "It could not write outside its worktree: under [sandbox] kind = \"bwrap\" only the worktree, its TMPDIR and (for an agent CLI) a private home of the run's are writable (README: Agent CLI presets)";
 
 /// Whether the end of the agent's log (its last 4 KiB) says a write met a read-only file
 /// system.

@@ -138,9 +138,10 @@ pub struct Confinement<'a> {
     pub hide: &'a [PathBuf],
     /// Paths inside a hidden directory that it may read after all (an agent's prompts).
     pub expose: &'a [PathBuf],
-    /// Paths outside the worktree it may write (an agent CLI's login, settings and
-    /// sessions under `$HOME`, which the tool writes as it starts).
-    pub writable_paths: &'a [PathBuf],
+    /// A home of its own (`$HOME`, writable; the `XDG_*` directories and the tools' own
+    /// settings variables left to their defaults under it): an agent CLI's, whose tool
+    /// writes its state there as it starts.
+    pub home: Option<&'a Path>,
     /// Mask the host's unix sockets ([`socket_masks`]); off for a sandbox that starts on
     /// another machine (a SLURM job), whose sockets hone cannot see.
     pub mask_sockets: bool,
@@ -211,12 +212,13 @@ impl Confinement<'_> {
                 e.as_os_str().to_owned(),
             ]);
         }
-        for w in self.writable_paths.iter().filter(|w| w.exists()) {
-            args.extend([
-                OsString::from("--bind"),
-                w.as_os_str().to_owned(),
-                w.as_os_str().to_owned(),
-            ]);
+        if let Some(home) = self.home.filter(|h| h.is_dir()) {
+            let h = home.as_os_str().to_owned();
+            args.extend([OsString::from("--bind"), h.clone(), h.clone()]);
+            args.extend([OsString::from("--setenv"), "HOME".into(), h]);
+            for var in HOME_OVERRIDES {
+                args.extend([OsString::from("--unsetenv"), var.into()]);
+            }
         }
         // Where it starts, when not the worktree: its own, writable (a tool may write there).
         if let Some(d) = self.start_in {
@@ -246,6 +248,17 @@ impl Confinement<'_> {
         args
     }
 }
+
+/// Variables that would send a tool's state somewhere other than its home: unset where a
+/// sandbox has a home of its own.
+const HOME_OVERRIDES: &[&str] = &[
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CACHE_HOME",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+];
 
 /// `bwrap` (`args`, up to its `--`) started through [`SETUP_RETRY`], its status on fd 3.
 fn retrying(args: Vec<OsString>) -> Vec<OsString> {
@@ -386,7 +399,7 @@ pub fn bwrap_wrapper(
         network,
         hide,
         expose,
-        writable_paths: &[],
+        home: None,
         mask_sockets: true,
         start_in: None,
     }
@@ -493,7 +506,7 @@ mod tests {
             network: false,
             hide: &[],
             expose: &[],
-            writable_paths: &[],
+            home: None,
             mask_sockets: false,
             start_in: None,
         }
@@ -712,7 +725,7 @@ mod tests {
                     network,
                     hide: &hide,
                     expose: &[],
-                    writable_paths: &[],
+                    home: None,
                     mask_sockets: false,
                     start_in: None,
                 }
