@@ -689,12 +689,15 @@ pub fn parse_claude(lines: &[String]) -> Option<AgentReport> {
     // A turn that ran out of its `--max-turns` stopped, it did not fail: what it changed is
     // measured (it was paid for), and its description says why it stopped.
     if v["subtype"] == "error_max_turns" {
+        let note = format!(
+            "stopped at its --max-turns limit ({} turns; raise it in [agent] extra_args)",
+            v["num_turns"].as_u64().unwrap_or(0)
+        );
+        // The model's own words say what it did, when it left some; the note follows them.
+        let said = v["result"].as_str().filter(|r| !r.trim().is_empty());
         return Some(AgentReport {
             error: None,
-            result: Some(format!(
-                "stopped at its --max-turns limit ({} turns; raise it in [agent] extra_args)",
-                v["num_turns"].as_u64().unwrap_or(0)
-            )),
+            result: Some(said.map_or(note.clone(), |r| format!("{r}\n\n({note})"))),
             cost_usd: reported_cost(v["total_cost_usd"].as_f64()).unwrap_or(0.0),
             tokens,
             no_cost: reported_cost(v["total_cost_usd"].as_f64()).is_none(),

@@ -220,6 +220,12 @@ fn a_claude_turn_that_ran_out_of_turns_is_measured_not_failed() {
         Some("stopped at its --max-turns limit (31 turns; raise it in [agent] extra_args)")
     );
     assert_eq!((r.cost_usd, r.tokens), (0.41, 15));
+    // Its own words, when it left some, come first.
+    let said = lines("{\"type\":\"result\",\"subtype\":\"error_max_turns\",\"num_turns\":31,\"result\":\"Raised LR to 0.2.\",\"total_cost_usd\":0.4}");
+    assert_eq!(
+        parse_claude(&said).unwrap().result.as_deref(),
+        Some("Raised LR to 0.2.\n\n(stopped at its --max-turns limit (31 turns; raise it in [agent] extra_args))")
+    );
 }
 
 #[test]
