@@ -71,28 +71,30 @@ pub fn find(
 /// `OUT = "model.json"`) opens it for writing or saves to it (`open(.., "w")`, `json.dump`,
 /// `torch.save`, `np.save`, `.to_csv(`, `.write_text(`...).
 fn writes(text: &str, name: &str) -> bool {
+    // Calls that write, and open's modes that do (as its second argument or `mode=`).
     const WRITING: &[&str] = &[
-        "\"w\"",
-        "'w'",
-        "\"wb\"",
-        "'wb'",
-        "\"w+\"",
-        "'w+'",
-        "\"a\"",
-        "'a'",
-        "\"ab\"",
-        "'ab'",
-        "\"x\"",
-        "'x'",
-        "save",
-        "dump",
-        "to_csv",
-        "to_parquet",
-        "to_json",
-        "write_text",
-        "write_bytes",
-        "export",
+        "save(",
+        "dump(",
+        "to_csv(",
+        "to_parquet(",
+        "to_json(",
+        "write_text(",
+        "write_bytes(",
+        "savez(",
+        "savetxt(",
+        "export(",
     ];
+    const MODES: &[&str] = &["w", "wb", "w+", "a", "ab", "x", "xb"];
+    let writes_here = |code: &str| {
+        let compact: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+        WRITING.iter().any(|w| compact.contains(w))
+            || MODES.iter().any(|m| {
+                [",", "mode="].iter().any(|before| {
+                    compact.contains(&format!("{before}'{m}'"))
+                        || compact.contains(&format!("{before}\"{m}\""))
+                })
+            })
+    };
     let quoted = [format!("\"{name}\""), format!("'{name}'")];
     let holders: Vec<&str> = text
         .lines()
@@ -101,6 +103,7 @@ fn writes(text: &str, name: &str) -> bool {
         .filter(|lhs| !lhs.is_empty() && lhs.chars().all(|c| c.is_alphanumeric() || c == '_'))
         .collect();
     text.lines().any(|l| {
+        let l = l.split_once('#').map_or(l, |(code, _)| code);
         let names_it = quoted.iter().any(|q| l.contains(q.as_str()))
             || holders.iter().any(|h| {
                 l.match_indices(h).any(|(i, _)| {
@@ -110,7 +113,7 @@ fn writes(text: &str, name: &str) -> bool {
                     !word(before) && !word(after) && !l.trim_start().starts_with(h)
                 })
             });
-        names_it && WRITING.iter().any(|w| l.contains(w))
+        names_it && writes_here(l)
     })
 }
 
