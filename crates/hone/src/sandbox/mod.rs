@@ -134,7 +134,7 @@ pub struct Confinement<'a> {
     /// but its own loopback, and no abstract unix socket of the host).
     pub network: bool,
     /// Paths it must not even read (hone's state directory, holdout data): a directory
-    /// becomes an empty tmpfs, a file reads as empty.
+    /// becomes an empty tmpfs, a file cannot be read (`/dev/null` bound over it, without its device).
     pub hide: &'a [PathBuf],
     /// Paths inside a hidden directory that it may read after all (an agent's prompts).
     pub expose: &'a [PathBuf],
