@@ -291,15 +291,17 @@ impl Preset {
             .collect()
     }
 
-    /// Copies the tool's seed files (see [`PresetDef::seed`]) from `home` into `private`,
-    /// each a regular file not copied yet (what the agent changed there stays), readable by
-    /// its owner alone. Best effort: a file that cannot be copied is left out.
+    /// Copies the tool's seed files (see [`PresetDef::seed`]) from `home` into `private`, a
+    /// directory hone has just made (nothing in it but what this writes), each one that is
+    /// a regular file (or a link to one), readable by its owner alone. Best effort: a file
+    /// that cannot be copied is left out.
     pub fn seed_home(self, home: &std::path::Path, private: &std::path::Path) {
         use std::os::unix::fs::PermissionsExt as _;
         for rel in self.def().seed {
             let (from, to) = (home.join(rel), private.join(rel));
-            let regular = std::fs::symlink_metadata(&from).is_ok_and(|m| m.is_file());
-            if !regular || to.exists() {
+            let regular = std::fs::metadata(&from).is_ok_and(|m| m.is_file());
+            // Nothing there, not even a link.
+            if !regular || std::fs::symlink_metadata(&to).is_ok() {
                 continue;
             }
             if let Some(dir) = to.parent() {

@@ -368,3 +368,32 @@ fn an_agent_clis_error_names_its_cause() {
         assert_eq!(error_cause(message), cause, "{message}");
     }
 }
+
+#[test]
+fn seeding_a_private_home_copies_the_login_and_writes_through_no_link() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let home = tempfile::tempdir().unwrap();
+    let private = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join(".claude")).unwrap();
+    std::fs::write(home.path().join(".claude.json"), "{\"oauthAccount\": 1}").unwrap();
+    std::fs::write(home.path().join(".claude/.credentials.json"), "token").unwrap();
+    // A link where a copy would go (an agent could plant one): not written through.
+    let target = outside.path().join("victim");
+    std::fs::write(&target, "untouched").unwrap();
+    std::fs::create_dir(private.path().join(".claude")).unwrap();
+    std::os::unix::fs::symlink(&target, private.path().join(".claude/.credentials.json")).unwrap();
+    preset("claude").seed_home(home.path(), private.path());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
+    let copy = private.path().join(".claude.json");
+    assert_eq!(
+        std::fs::read_to_string(&copy).unwrap(),
+        "{\"oauthAccount\": 1}"
+    );
+    assert_eq!(
+        std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // What is not there is not made up.
+    assert!(!private.path().join(".claude/settings.json").exists());
+}

@@ -705,11 +705,16 @@ impl Verifier {
         let home = match (preset, &real_home) {
             (Some(p), Some(home)) if role == Role::Agent && start_in.is_none() => {
                 use std::os::unix::fs::DirBuilderExt as _;
+                // Seeded once, when made: afterwards it holds what the agent wrote, which hone
+                // must not write through (a link it planted could lead anywhere).
+                let fresh = std::fs::symlink_metadata(&private_home).is_err();
                 let _ = std::fs::DirBuilder::new()
                     .recursive(true)
                     .mode(0o700)
                     .create(&private_home);
-                p.seed_home(home, &private_home);
+                if fresh {
+                    p.seed_home(home, &private_home);
+                }
                 Some(private_home.as_path())
             }
             _ => None,
