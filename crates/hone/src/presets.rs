@@ -42,6 +42,9 @@ pub struct PresetDef {
     /// Where it keeps its login, settings and sessions, relative to `$HOME`: under
     /// `[sandbox] kind = "bwrap"` no role may read them (the agent gets a copy, below).
     pub state: &'static [&'static str],
+    /// Variables that name a directory of its state elsewhere (`CLAUDE_CONFIG_DIR`): hidden
+    /// as its state is.
+    pub state_env: &'static [&'static str],
     /// The files of its state it needs to run (its login and settings), relative to `$HOME`:
     /// under bwrap the agent runs with a private home of the run's (the tool writes there as
     /// it starts, and fails on a read-only one) that starts with a copy of these; nothing it
@@ -67,7 +70,13 @@ pub const PRESETS: &[PresetDef] = &[
         parse: parse_claude,
         reports_cost: true,
         takes_files: false,
-        state: &[".claude", ".claude.json", ".claude.json.backup"],
+        state: &[
+            ".claude",
+            ".claude.json",
+            ".claude.json.backup",
+            ".config/claude",
+        ],
+        state_env: &["CLAUDE_CONFIG_DIR"],
         seed: &[
             ".claude.json",
             ".claude/.credentials.json",
@@ -90,6 +99,7 @@ pub const PRESETS: &[PresetDef] = &[
         reports_cost: false,
         takes_files: false,
         state: &[".codex"],
+        state_env: &["CODEX_HOME"],
         seed: &[".codex/auth.json", ".codex/config.toml", ".codex/AGENTS.md"],
     },
     // aider: `aider --message-file <prompt> --yes-always ... -- <editable files>`; it prints
@@ -127,6 +137,7 @@ pub const PRESETS: &[PresetDef] = &[
         reports_cost: true,
         takes_files: true,
         state: &[".aider", ".aider.conf.yml"],
+        state_env: &[],
         seed: &[".aider.conf.yml", ".aider/oauth-keys.env"],
     },
     // Gemini CLI: `gemini --output-format json --approval-mode auto_edit --skip-trust -p ...`
@@ -151,6 +162,7 @@ pub const PRESETS: &[PresetDef] = &[
         reports_cost: false,
         takes_files: false,
         state: &[".gemini"],
+        state_env: &[],
         seed: &[
             ".gemini/settings.json",
             ".gemini/oauth_creds.json",
@@ -176,6 +188,7 @@ pub const PRESETS: &[PresetDef] = &[
         parse: parse_opencode,
         reports_cost: true,
         takes_files: false,
+        state_env: &[],
         state: &[
             ".local/share/opencode",
             ".local/state/opencode",
@@ -281,12 +294,21 @@ impl Preset {
     }
 
     /// See [`PresetDef::fixed_env`].
-    /// The tool's state paths (see [`PresetDef::state`]) under `home` that exist.
+    /// The tool's state paths that exist: those of [`PresetDef::state`] under `home`, and the
+    /// directories its [`PresetDef::state_env`] variables name.
     pub fn state_paths(self, home: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let named = self
+            .def()
+            .state_env
+            .iter()
+            .filter_map(std::env::var_os)
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_absolute());
         self.def()
             .state
             .iter()
             .map(|p| home.join(p))
+            .chain(named)
             .filter(|p| p.exists())
             .collect()
     }

@@ -988,8 +988,11 @@ fn under_bwrap_an_agent_cli_runs_in_a_private_home_and_nothing_reaches_the_users
     std::fs::create_dir(home.path().join(".claude")).unwrap();
     let login = "{\"oauthAccount\": \"secret\"}\n";
     put(home.path().join(".claude.json"), login);
-    // A verifier that reads the tool's login scores itself best: it must find nothing there.
-    let verify = "if cat \"$HOME/.claude.json\" 2>/dev/null | grep -q secret; then echo score: -100; else cat value.txt; fi";
+    // A verifier that reads the tool's login scores itself best: it must find nothing there,
+    // nor in the directory CLAUDE_CONFIG_DIR names.
+    let config = tempfile::tempdir().unwrap();
+    put(config.path().join(".credentials.json"), "secret\n");
+    let verify = "if cat \"$HOME/.claude.json\" \"$CLAUDE_CONFIG_DIR/.credentials.json\" 2>/dev/null | grep -q secret; then echo score: -100; else cat value.txt; fi";
     let r = Repo::builder()
         .spec(
             Spec::standard_loop(verify)
@@ -1000,7 +1003,13 @@ fn under_bwrap_an_agent_cli_runs_in_a_private_home_and_nothing_reaches_the_users
         .create();
     let (bin, record) = fake_tool("claude", HOME_WRITING_CLAUDE);
     let home_env = home.path().to_str().unwrap();
-    let out = run_with_tool(&r, bin.path(), record.path(), &[("HOME", home_env)]);
+    let config_env = config.path().to_str().unwrap();
+    let out = run_with_tool(
+        &r,
+        bin.path(),
+        record.path(),
+        &[("HOME", home_env), ("CLAUDE_CONFIG_DIR", config_env)],
+    );
     assert!(out.status.success(), "{}", text(&out));
     // The agent found its login (a copy) and kept its state between turns...
     assert_eq!(r.statuses(), ["baseline", "keep", "keep"], "{}", text(&out));
