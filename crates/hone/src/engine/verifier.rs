@@ -15,6 +15,9 @@ use crate::store::{ExperimentRecord, Status, Store};
 use crate::verify::metrics::{MetricReader, MetricSet};
 use crate::workspace::{first_difference, hash_paths_bounded, Git};
 
+#[path = "verifier_confine.rs"]
+mod confine;
+
 use super::executor::{Executor, Failure, Io, Job, RunPlace};
 use super::hints::{last_words, missing_metric_hint};
 use super::progress::Watch;
@@ -653,87 +656,6 @@ impl Verifier {
             && !crate::propose::command::hone_secret_vars(&self.spec)
                 .iter()
                 .any(|k| *k == name)
-    }
-
-    /// The sandbox prefix for a process confined to `wt` (empty without bubblewrap). Agents
-    /// and reviewers keep the network (they talk to their models); the verifier follows
-    /// `[sandbox] network`; the holdout never has it.
-    ///
-    /// No role can read hone's state (`.hone/`: the database, logs and holdout results); an
-    /// agent may read its prompts. Agents, reviewers and verifiers cannot read
-    /// `[verify.holdout] hide` either. The holdout reads `hide` (its evaluator loads it) but
-    /// runs candidate code, so it gets no channel out: a read-only worktree, an in-memory
-    /// `TMPDIR`, no network, and its own IPC, UTS and PID namespaces (every sandbox has those,
-    /// and no capabilities, see `sandbox::Confinement`).
-    pub(super) fn wrapper(&self, wt: &Path, network: bool, role: Role) -> Vec<std::ffi::OsString> {
-        self.confined(wt, network, role, None)
-    }
-
-    /// [`Verifier::wrapper`], starting in `start_in` (which the sandbox must show) instead of
-    /// the worktree when given.
-    pub(super) fn confined(
-        &self,
-        wt: &Path,
-        network: bool,
-        role: Role,
-        start_in: Option<&Path>,
-    ) -> Vec<std::ffi::OsString> {
-        if !self.contained {
-            return Vec::new();
-        }
-        let tmp = crate::sandbox::scratch_dir(wt);
-        let mut hide = vec![self.paths.dir.clone()];
-        let mut expose = Vec::new();
-        if role != Role::Holdout {
-            if let Some(h) = &self.spec.verify.holdout {
-                hide.extend(h.hide.iter().map(|p| self.git.root().join(p)));
-            }
-        }
-        if role == Role::Agent {
-            expose.push(self.paths.run_dir(&self.tag).join("prompts"));
-        }
-        // An agent CLI's login, settings and sessions: no role's to read (the verifier runs
-        // what the model wrote); the agent itself gets a private home of the run's, seeded
-        // with a copy of what the tool needs (a reviewer command, which also starts as an
-        // agent, does not).
-        let preset = self.spec.agent.kind.preset();
-        let real_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-        if let (Some(p), Some(home)) = (preset, &real_home) {
-            hide.extend(p.state_paths(home));
-        }
-        let private_home = self.paths.run_dir(&self.tag).join("home");
-        let home = match (preset, &real_home) {
-            (Some(p), Some(home)) if role == Role::Agent && start_in.is_none() => {
-                use std::os::unix::fs::DirBuilderExt as _;
-                // Seeded once, when made: afterwards it holds what the agent wrote, which hone
-                // must not write through (a link it planted could lead anywhere).
-                let fresh = std::fs::symlink_metadata(&private_home).is_err();
-                let _ = std::fs::DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o700)
-                    .create(&private_home);
-                if fresh {
-                    p.seed_home(home, &private_home);
-                }
-                Some(private_home.as_path())
-            }
-            _ => None,
-        };
-        let holdout = role == Role::Holdout;
-        crate::sandbox::Confinement {
-            worktree: wt,
-            writable: !holdout,
-            tmp: &tmp,
-            network: network && !holdout,
-            hide: &hide,
-            expose: &expose,
-            home,
-            // A SLURM job's sandbox starts on a compute node, whose sockets are not these.
-            mask_sockets: role == Role::Agent
-                || self.spec.exec.backend != crate::spec::Backend::Slurm,
-            start_in,
-        }
-        .wrapper()
     }
 }
 
