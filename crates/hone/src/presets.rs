@@ -711,42 +711,40 @@ pub fn parse_claude(lines: &[String]) -> Option<AgentReport> {
         })
     });
     // A turn that ran out of its `--max-turns` stopped, it did not fail: what it changed is
-    // measured (it was paid for), and its description says why it stopped.
-    if v["subtype"] == "error_max_turns" {
+    // measured (it was paid for), and its description says why it stopped, after the model's
+    // own words when it left some.
+    let stopped_at_limit = v["subtype"] == "error_max_turns";
+    let (error, result) = if stopped_at_limit {
         let note = format!(
             "stopped at its --max-turns limit ({} turns; raise it in [agent] extra_args)",
             v["num_turns"].as_u64().unwrap_or(0)
         );
-        // The model's own words say what it did, when it left some; the note follows them.
         let said = v["result"].as_str().filter(|r| !r.trim().is_empty());
-        return Some(AgentReport {
-            error: None,
-            result: Some(said.map_or(note.clone(), |r| format!("{r}\n\n({note})"))),
-            cost_usd: reported_cost(v["total_cost_usd"].as_f64()).unwrap_or(0.0),
-            tokens,
-            no_cost: reported_cost(v["total_cost_usd"].as_f64()).is_none(),
-            unfinished: false,
-            worked: false,
-            stopped_at_limit: true,
+        (
+            None,
+            Some(said.map_or(note.clone(), |r| format!("{r}\n\n({note})"))),
+        )
+    } else {
+        let failed = v["is_error"].as_bool() == Some(true)
+            || v["subtype"].as_str().is_some_and(|s| s != "success");
+        let error = failed.then(|| {
+            result
+                .clone()
+                .or_else(|| v["subtype"].as_str().map(str::to_string))
+                .unwrap_or_else(|| "unknown error".into())
         });
-    }
-    let error = (v["is_error"].as_bool() == Some(true)
-        || v["subtype"].as_str().is_some_and(|s| s != "success"))
-    .then(|| {
-        result
-            .clone()
-            .or_else(|| v["subtype"].as_str().map(str::to_string))
-            .unwrap_or_else(|| "unknown error".into())
-    });
+        (error, result)
+    };
+    let cost = reported_cost(v["total_cost_usd"].as_f64());
     Some(AgentReport {
         error,
         result,
-        cost_usd: reported_cost(v["total_cost_usd"].as_f64()).unwrap_or(0.0),
+        cost_usd: cost.unwrap_or(0.0),
         tokens,
-        no_cost: reported_cost(v["total_cost_usd"].as_f64()).is_none(),
+        no_cost: cost.is_none(),
         unfinished: false,
         worked: false,
-        stopped_at_limit: false,
+        stopped_at_limit,
     })
 }
 
