@@ -179,7 +179,7 @@ fn markup_written_by_the_agent_is_text_in_report_md() {
         assert!(!md.contains(raw), "report.md carries `{raw}` raw:\n{md}");
     }
     for escaped in [
-        "&lt;script&gt;alert(1)&lt;/script&gt;",
+        "&lt;script>alert(1)&lt;/script>",
         "\\[the docs\\](http://evil.example)",
         "!\\[x\\]",
         "\\`code\\`",

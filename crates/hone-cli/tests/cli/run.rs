@@ -307,7 +307,7 @@ fn an_agents_description_says_which_constants_it_moved() {
     let md =
         std::fs::read_to_string(r.dir.join(".hone/reports").join(tag).join("report.md")).unwrap();
     assert!(
-        md.contains("best vs baseline") && md.contains("LR 0.05 -&gt; 0.1"),
+        md.contains("best vs baseline") && md.contains("LR 0.05 -> 0.1"),
         "{md}"
     );
     // A change that moves no constant keeps its words alone.

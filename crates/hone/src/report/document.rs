@@ -97,7 +97,7 @@ fn md_cell(s: &str) -> String {
 }
 
 /// Agent-written (or agent-influenced) text as literal markdown text, for a table cell or a
-/// list item: `&`, `<` and `>` become entities as in HTML (no tag or comment survives), the
+/// list item: `&` and `<` become entities as in HTML (no tag or comment survives), the
 /// characters that open links, images, code spans and emphasis are backslash-escaped, `|`
 /// cannot end a cell, and line breaks, other control characters and bidirectional overrides
 /// become spaces (so nothing starts a line: no heading, list or quote). A bare URL stays
@@ -118,8 +118,10 @@ pub fn md_text(s: &str) -> String {
             {
                 out.push(' ')
             }
-            // Quotes mean nothing in markdown text: they stay as they are.
-            '"' | '\'' => out.push(c),
+            // Quotes mean nothing in markdown text, nor does `>` where no line starts (and no
+            // tag can open without `<`): they stay as they are (`LR 0.1 -> 0.2` reads as
+            // written).
+            '"' | '\'' | '>' => out.push(c),
             c => crate::util::push_html_escaped(&mut out, c),
         }
     }
@@ -600,7 +602,7 @@ mod tests {
         );
         assert_eq!(
             s,
-            "&lt;img src=x onerror=alert(1)&gt; \\[a\\](http://e.x) !\\[i\\](http://e.x/i.png) \\`c\\` \\*e\\* a\\|b # h"
+            "&lt;img src=x onerror=alert(1)> \\[a\\](http://e.x) !\\[i\\](http://e.x/i.png) \\`c\\` \\*e\\* a\\|b # h"
         );
         assert_eq!(
             md_text("plain words, 1.5 → 2 (+3%)"),
