@@ -104,19 +104,34 @@ else
 fi
 "#;
 
+/// A [`preset_repo`] with `[agent] <agent>` and `[stop] max_experiments = <max>`, and the
+/// stand-in `claude` of `script` whose turns read `turns` (see [`FAKE_CLAUDE_TURNS`]): the
+/// repository, the stand-in's directory and its record directory.
+fn scripted_claude(
+    script: &str,
+    turns: &str,
+    agent: &str,
+    max: u32,
+) -> (Repo, tempfile::TempDir, tempfile::TempDir) {
+    let (bin, record) = fake_tool("claude", script);
+    put(record.path().join("turns"), turns);
+    let r = preset_repo(agent);
+    edit_spec(&r.dir, |t| {
+        t.replace("max_experiments = 3", &format!("max_experiments = {max}"))
+    });
+    (r, bin, record)
+}
+
 #[test]
 fn an_agent_clis_outage_is_waited_out_and_a_refused_login_stops_the_run() {
     // Overloaded, then rate-limited: no candidate's failure. Each is `aborted`, not counted,
     // and the next turn waits (a second at least), as an HTTP model's outage does.
-    let (bin, record) = fake_tool("claude", FAKE_CLAUDE_TURNS);
-    put(
-        record.path().join("turns"),
+    let (r, bin, record) = scripted_claude(
+        FAKE_CLAUDE_TURNS,
         "API Error: 529 {\\\"type\\\":\\\"overloaded_error\\\"}\nClaude AI usage limit reached|1767225600\nedit\n",
+        "kind = \"claude\"\noutage_wait = \"0s\"",
+        2,
     );
-    let r = preset_repo("kind = \"claude\"\noutage_wait = \"0s\"");
-    edit_spec(&r.dir, |t| {
-        t.replace("max_experiments = 3", "max_experiments = 2")
-    });
     let out = ok(run_with_tool(&r, bin.path(), record.path(), &[]));
     assert_eq!(
         r.statuses(),
@@ -132,20 +147,17 @@ fn an_agent_clis_outage_is_waited_out_and_a_refused_login_stops_the_run() {
     assert_reason(&log[1], "the next experiment waits 1.0s");
     assert_reason(&log[2], "usage limit reached");
     // A plan's usage limit that says when it lifts is waited out to then, past outage_limit.
-    let (bin, record) = fake_tool("claude", FAKE_CLAUDE_TURNS);
     let lifts = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs()
         + 2;
-    put(
-        record.path().join("turns"),
-        format!("Claude AI usage limit reached|{lifts}\nedit\n"),
+    let (r, bin, record) = scripted_claude(
+        FAKE_CLAUDE_TURNS,
+        &format!("Claude AI usage limit reached|{lifts}\nedit\n"),
+        "kind = \"claude\"\noutage_wait = \"0s\"\noutage_limit = \"1s\"",
+        2,
     );
-    let r = preset_repo("kind = \"claude\"\noutage_wait = \"0s\"\noutage_limit = \"1s\"");
-    edit_spec(&r.dir, |t| {
-        t.replace("max_experiments = 3", "max_experiments = 2")
-    });
     let out = ok(run_with_tool(&r, bin.path(), record.path(), &[]));
     assert_eq!(
         r.statuses(),
@@ -162,12 +174,12 @@ fn an_agent_clis_outage_is_waited_out_and_a_refused_login_stops_the_run() {
     );
     // A login the service refuses would fail every turn: the run stops at the first, and
     // says so; it is an error to fix, and `hone run` resumes.
-    let (bin, record) = fake_tool("claude", FAKE_CLAUDE_TURNS);
-    put(
-        record.path().join("turns"),
+    let (r, bin, record) = scripted_claude(
+        FAKE_CLAUDE_TURNS,
         "Invalid API key · Please run /login\nedit\n",
+        "kind = \"claude\"",
+        3,
     );
-    let r = preset_repo("kind = \"claude\"");
     let out = run_with_tool(&r, bin.path(), record.path(), &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert_says(
@@ -189,11 +201,7 @@ fn a_claude_turn_that_ran_out_of_turns_has_its_edit_measured() {
     // Claude Code stops at --max-turns with an error result and a non-zero exit, its edit
     // made: measured (it was paid for), its description saying why it stopped.
     let fake = "#!/bin/sh\ncat > /dev/null\nprintf 'score: 4\\n' > value.txt\necho '{\"type\":\"result\",\"subtype\":\"error_max_turns\",\"is_error\":true,\"num_turns\":31,\"session_id\":\"s\",\"total_cost_usd\":0.41,\"usage\":{\"input_tokens\":10,\"output_tokens\":5}}'\nexit 1\n";
-    let (bin, record) = fake_tool("claude", fake);
-    let r = preset_repo("kind = \"claude\"");
-    edit_spec(&r.dir, |t| {
-        t.replace("max_experiments = 3", "max_experiments = 2")
-    });
+    let (r, bin, record) = scripted_claude(fake, "", "kind = \"claude\"", 2);
     let out = ok(run_with_tool(&r, bin.path(), record.path(), &[]));
     assert_eq!(r.statuses(), ["baseline", "keep"], "{}", text(&out));
     assert_eq!(
@@ -746,15 +754,12 @@ echo "{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\"
 fn a_resumed_session_charges_a_cut_off_turn_at_the_runs_rate_not_its_own() {
     // Session 1's turn spent fast; session 2's first turn barely spent, and its second is
     // cut off at [agent] timeout: charged at least at session 1's rate.
-    let (bin, record) = fake_tool("claude", FAKE_CLAUDE_SPEND);
-    put(
-        record.path().join("turns"),
+    let (r, bin, record) = scripted_claude(
+        FAKE_CLAUDE_SPEND,
         "spend 0.6\nspend 0.000001\nhang\n",
+        "kind = \"claude\"\ntimeout = \"1s\"",
+        2,
     );
-    let r = preset_repo("kind = \"claude\"\ntimeout = \"1s\"");
-    edit_spec(&r.dir, |t| {
-        t.replace("max_experiments = 3", "max_experiments = 2")
-    });
     ok(run_with_tool(&r, bin.path(), record.path(), &[]));
     let out = hone_with_tool(
         &r,
