@@ -22,6 +22,11 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
     if !e.reason.is_empty() {
         out!("  why: {}", one_line(&e.reason));
     }
+    if let Some(used) = fixed_use(git, run, e) {
+        out!(
+            "  warning: it {used}; it does not assign it, but check that it keeps the measurement"
+        );
+    }
     out!("  {}: {}", run.metric, fmt_metric(e.objective));
     if let Some(h) = e.holdout {
         out!("  holdout (sealed): {}", fmt_metric(Some(h)));
@@ -43,25 +48,7 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
             fmt_metric(e.objective)
         );
     }
-    if let Some(j) = &e.judgement {
-        out!(
-            "  decision: {} (delta {} vs threshold {}; sigma {}; {} run{} of this code; best was {})",
-            match (j.simplification, j.keep, e.status().as_str()) {
-                (true, _, _) => "keep as a simplification".to_string(),
-                (false, true, "keep") => "keep".to_string(),
-                // Judged better, then another check had the last word (a merge onto a moved
-                // best, the holdout, the reviewer): the status and `why` say which.
-                (false, true, status) => format!("better than the best, then {status} (see why)"),
-                (false, false, _) => "discard".to_string(),
-            },
-            hone::util::fmt_signed(j.delta),
-            hone::util::fmt_value(j.threshold),
-            j.sigma.map_or_else(|| "unknown".into(), hone::util::fmt_value),
-            j.runs.len(),
-            if j.runs.len() == 1 { "" } else { "s" },
-            fmt_metric(Some(j.best))
-        );
-    }
+    show_decision(e);
     if let Some(c) = &e.config {
         out!("  configuration: {c}");
     }
@@ -92,6 +79,42 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
             .iter()
             .for_each(|l| out!("{l}"));
     }
+}
+
+/// The verdict on `e`'s measurements: kept or not, by how much against what threshold.
+fn show_decision(e: &ExperimentRecord) {
+    if let Some(j) = &e.judgement {
+        out!(
+            "  decision: {} (delta {} vs threshold {}; sigma {}; {} run{} of this code; best was {})",
+            match (j.simplification, j.keep, e.status().as_str()) {
+                (true, _, _) => "keep as a simplification".to_string(),
+                (false, true, "keep") => "keep".to_string(),
+                // Judged better, then another check had the last word (a merge onto a moved
+                // best, the holdout, the reviewer): the status and `why` say which.
+                (false, true, status) => format!("better than the best, then {status} (see why)"),
+                (false, false, _) => "discard".to_string(),
+            },
+            hone::util::fmt_signed(j.delta),
+            hone::util::fmt_value(j.threshold),
+            j.sigma.map_or_else(|| "unknown".into(), hone::util::fmt_value),
+            j.runs.len(),
+            if j.runs.len() == 1 { "" } else { "s" },
+            fmt_metric(Some(j.best))
+        );
+    }
+}
+
+/// The warning the run gave when it made `e`: a changed line that uses a `[loop] fixed`
+/// constant without assigning it (the run's own `fixed`, as stored when it started).
+fn fixed_use(git: &Git, run: &RunRecord, e: &ExperimentRecord) -> Option<String> {
+    let spec: serde_json::Value = serde_json::from_str(&run.spec_json).ok()?;
+    let fixed: Vec<String> = spec["loop"]["fixed"]
+        .as_array()?
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    let commit = e.candidate_commit.as_deref()?;
+    hone::engine::fixed_use_of(git, &fixed, &e.parent_commit, commit)
 }
 
 /// An agent CLI's final answer, read from its log as the run read it (the tool's own

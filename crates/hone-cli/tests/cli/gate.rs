@@ -242,6 +242,13 @@ fn a_fixed_constant_changed_is_a_violation_never_verified() {
         &out,
         "experiment 5 changes a line of `train.py` that uses `EPOCHS` ([loop] fixed): `steps = EPOCHS * 4`",
     );
+    // `hone show` repeats the warning the next morning; a kept change that uses none has none.
+    let shown = text(&ok(r.hone(&["show", "5"])));
+    assert!(
+        shown.contains("warning: it changes a line of `train.py` that uses `EPOCHS` ([loop] fixed): `steps = EPOCHS * 4`"),
+        "{shown}"
+    );
+    assert!(!text(&ok(r.hone(&["show", "4"]))).contains("warning:"));
     let log = r.log();
     assert_reason(
         &log[1],

@@ -307,8 +307,8 @@ pub(super) fn duplicate(
 
 impl Engine<'_> {
     /// The first `[loop] fixed` constant the candidate's commit assigns otherwise than its
-    /// parent did, if any (files larger than 4 MiB are not read); a warning when none is, but
-    /// a line it changed uses one (experiment `n`).
+    /// parent did, if any; a warning when none is, but a line it changed uses one
+    /// (experiment `n`).
     fn fixed_violation(
         &mut self,
         n: u64,
@@ -319,35 +319,71 @@ impl Engine<'_> {
         if fixed.is_empty() {
             return None;
         }
-        let git = &self.verifier.git;
-        let text = |commit: &str, path: &str| {
-            git.file_at_most(commit, path, 4 << 20)
-                .ok()
-                .flatten()
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-        };
-        let mut used = None;
-        let violation = snap.changes.iter().find_map(|c| {
-            let old = text(parent, &c.path)?;
-            let new = match c.status {
-                'D' => None,
-                _ => Some(text(&snap.commit, &c.path)?),
-            };
-            if let (None, Some(new)) = (&used, &new) {
-                used = crate::propose::knobs::fixed_used(fixed, &old, new)
-                    .map(|(name, line)| (c.path.clone(), name, line));
-            }
-            crate::propose::knobs::fixed_changed(fixed, &c.path, &old, new.as_deref())
-        });
-        if let (None, Some((path, name, line))) = (&violation, used) {
+        let (violation, used) = fixed_findings(
+            &self.verifier.git,
+            fixed,
+            parent,
+            &snap.commit,
+            &snap.changes,
+        );
+        if let (None, Some(used)) = (&violation, used) {
             self.emit(super::Event::Warning {
                 message: format!(
-                    "experiment {n} changes a line of `{path}` that uses `{name}` ([loop] fixed): `{line}`; it does not assign it, but check that it keeps the measurement (`hone show {n}`)"
+                    "experiment {n} {used}; it does not assign it, but check that it keeps the measurement (`hone show {n}`)"
                 ),
             });
         }
         violation
     }
+}
+
+/// What `commit`'s `changes` against `parent` do to the `[loop] fixed` constants: the first
+/// one a file assigns otherwise than its parent did (a violation), and the first changed line
+/// that uses one without assigning it, in words (`changes a line of `train.py` that uses
+/// `EPOCHS` ...`). Files larger than 4 MiB are not read.
+fn fixed_findings(
+    git: &Git,
+    fixed: &[String],
+    parent: &str,
+    commit: &str,
+    changes: &[Change],
+) -> (Option<String>, Option<String>) {
+    let text = |commit: &str, path: &str| {
+        git.file_at_most(commit, path, 4 << 20)
+            .ok()
+            .flatten()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    };
+    let mut used = None;
+    let violation = changes.iter().find_map(|c| {
+        let old = text(parent, &c.path)?;
+        let new = match c.status {
+            'D' => None,
+            _ => Some(text(commit, &c.path)?),
+        };
+        if let (None, Some(new)) = (&used, &new) {
+            used = crate::propose::knobs::fixed_used(fixed, &old, new).map(|(name, line)| {
+                format!(
+                    "changes a line of `{}` that uses `{name}` ([loop] fixed): `{line}`",
+                    c.path
+                )
+            });
+        }
+        crate::propose::knobs::fixed_changed(fixed, &c.path, &old, new.as_deref())
+    });
+    (violation, used)
+}
+
+/// For `hone show`: the line of `commit` (against `parent`) that uses a `[loop] fixed`
+/// constant without assigning it, in words, as the run warned when it made it; `None` when
+/// none does or the commits cannot be read.
+pub fn fixed_use_of(git: &Git, fixed: &[String], parent: &str, commit: &str) -> Option<String> {
+    if fixed.is_empty() {
+        return None;
+    }
+    let changes = git.changes(parent, commit).ok()?;
+    let (violation, used) = fixed_findings(git, fixed, parent, commit, &changes);
+    violation.is_none().then_some(used).flatten()
 }
 
 /// Why a set of changes breaks the scope rules, if it does. An editable file made into a
