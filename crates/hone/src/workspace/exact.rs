@@ -666,6 +666,40 @@ fn kept(keep: &[String], p: &str) -> bool {
     })
 }
 
+/// Whether the link at `path` resolves to no place inside `wt` (a dangling one included).
+/// A declared output left as a link to what its stage could not read (a hidden holdout
+/// file) would hand that file to the sealed scorer, which may read it.
+fn escapes(wt: &Path, path: &Path) -> bool {
+    let Ok(root) = wt.canonicalize() else {
+        return true;
+    };
+    !path
+        .canonicalize()
+        .is_ok_and(|real| real.starts_with(&root))
+}
+
+/// Counts (and with `fix`, removes) the links under the kept directory `dir` that
+/// [`escapes`] says lead out of `wt`, at any depth; links are not followed.
+fn sweep_links(wt: &Path, dir: &Path, fix: bool, found: &mut Found) -> Result<(), GitError> {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).map_err(io_err(&d))? {
+            let e = e.map_err(io_err(&d))?;
+            let path = e.path();
+            let ft = e.file_type().map_err(io_err(&path))?;
+            if ft.is_dir() {
+                stack.push(path);
+            } else if ft.is_symlink() && escapes(wt, &path) {
+                found.extra += 1;
+                if fix {
+                    remove_any(&path)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Counts `path` (a directory or a file of the commit, `meta` its metadata) as a difference
 /// when its owner lacks one of the permission bits `needed`, and with `fix` sets its mode to
 /// `set`. git records only the executable bit, so the candidate's code could otherwise leave a
@@ -752,6 +786,14 @@ fn walk_against(
         // not standing where the commit has a directory (a symlink there would lead the
         // rebuild out of the worktree).
         if mode.is_none() && !listing.dirs.contains(&p) && kept(keep, &p) {
+            if ft.is_symlink() && escapes(wt, &path) {
+                found.extra += 1;
+                if fix {
+                    remove_any(&path)?;
+                }
+            } else if ft.is_dir() {
+                sweep_links(wt, &path, fix, found)?;
+            }
             continue;
         }
         if mode.is_none()

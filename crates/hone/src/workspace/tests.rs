@@ -330,6 +330,48 @@ fn the_sealed_rebuild_never_writes_through_a_planted_symlink() {
     );
 }
 
+/// A declared output left as a link out of the worktree (to a hidden holdout file the
+/// stage could not read, but the sealed scorer can) is removed, at any depth of a kept
+/// directory; a link to another output inside the worktree stays.
+#[test]
+fn the_sealed_rebuild_drops_outputs_that_link_out_of_the_worktree() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("labels.txt");
+    std::fs::write(&secret, "hidden").unwrap();
+    sh(d, "git init -q -b main && printf P > prepare.py && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+    let git = Git::discover(d).unwrap();
+    let (head, wt) = worktree_at_head(&git);
+    sh(
+        &wt,
+        &format!(
+            "ln -s {s} preds.txt && mkdir -p out/deep && ln -s {s} out/deep/p.txt && ln -s ../../prepare.py out/deep/inside.txt && printf m > model.txt && ln -s model.txt latest.txt && ln -s ../../nowhere dangling.txt",
+            s = secret.display()
+        ),
+    );
+    let keep = [
+        "preds.txt",
+        "out/",
+        "model.txt",
+        "latest.txt",
+        "dangling.txt",
+    ]
+    .map(String::from);
+    git.materialize_sealed(&wt, (&head, &head), &[], &keep)
+        .unwrap();
+    let gone = |p: &str| std::fs::symlink_metadata(wt.join(p)).is_err();
+    assert!(gone("preds.txt"), "a link to a file outside is removed");
+    assert!(gone("out/deep/p.txt"), "also inside a kept directory");
+    assert!(gone("dangling.txt"), "a link to nothing is removed");
+    assert_eq!(std::fs::read_to_string(wt.join("latest.txt")).unwrap(), "m");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("out/deep/inside.txt")).unwrap(),
+        "P"
+    );
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "hidden");
+}
+
 /// The sealed evaluation's tree: the candidate's files, the sealed ones from the base,
 /// and of the rest only the declared outputs.
 #[test]
