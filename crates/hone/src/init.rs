@@ -12,6 +12,8 @@ use crate::verify::Direction;
 pub mod progress;
 
 mod check;
+pub mod imports;
+use imports::imports;
 pub mod scorer;
 pub use check::{check, CheckOutcome};
 mod draft;
@@ -137,6 +139,9 @@ pub struct Analysis {
     pub evaluators: Vec<Evaluator>,
     /// A script beside it that scores what it writes: the sealed evaluator.
     pub scorer: Option<scorer::Scorer>,
+    /// A scorer found but not sealed, with why: it imports the training script, so the
+    /// candidate's code would run inside it.
+    pub unsealed: Option<String>,
     pub metric: Choice<String>,
     pub direction: Choice<Direction>,
     pub command: Choice<String>,
@@ -168,46 +173,6 @@ fn find_script(files: &[String], read: &dyn Fn(&str) -> Option<String>) -> Optio
         [one] => Some((*one).clone()),
         _ => None,
     }
-}
-
-/// The modules `text` imports: `(module, names)` for `from m import a, b` (one line, or a
-/// parenthesised list over several) and `import m` / `import m as x`.
-fn imports(text: &str) -> Vec<(String, Vec<String>)> {
-    let mut out = Vec::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        let line = line.split('#').next().unwrap_or("").trim();
-        if let Some(rest) = line.strip_prefix("from ") {
-            let Some((module, names)) = rest.split_once(" import ") else {
-                continue;
-            };
-            let mut names = names.trim().to_string();
-            if names.starts_with('(') && !names.contains(')') {
-                for more in lines.by_ref() {
-                    let more = more.split('#').next().unwrap_or("");
-                    names.push_str(more);
-                    if more.contains(')') {
-                        break;
-                    }
-                }
-            }
-            let names = names
-                .trim_matches(|c| c == '(' || c == ')' || c == ' ')
-                .split(',')
-                .map(|n| n.split(" as ").next().unwrap_or("").trim().to_string())
-                .filter(|n| !n.is_empty() && n != ")")
-                .collect();
-            out.push((module.trim().to_string(), names));
-        } else if let Some(rest) = line.strip_prefix("import ") {
-            for m in rest.split(',') {
-                let m = m.split(" as ").next().unwrap_or("").trim();
-                if !m.is_empty() {
-                    out.push((m.to_string(), Vec::new()));
-                }
-            }
-        }
-    }
-    out
 }
 
 /// The local modules `script` imports that hold its data loading or evaluation: named like
@@ -466,9 +431,10 @@ pub fn analyze(root: &Path, files: &[String], read: &dyn Fn(&str) -> Option<Stri
         .map(|s| find_evaluators(s, files, read))
         .unwrap_or_default();
     let imported: Vec<String> = evaluators.iter().map(|e| e.path.clone()).collect();
-    let scorer = script
-        .as_deref()
-        .and_then(|s| scorer::find(s, &imported, files, read));
+    let (scorer, unsealed) = match script.as_deref() {
+        Some(s) => scorer::find_sealed(s, &imported, files, read),
+        None => (None, None),
+    };
     // The scorer's metric is the one that counts: the script's own prints are its training's.
     let metric = scorer
         .as_ref()
@@ -527,6 +493,7 @@ pub fn analyze(root: &Path, files: &[String], read: &dyn Fn(&str) -> Option<Stri
         script,
         evaluators,
         scorer,
+        unsealed,
         metric,
         direction,
         command,

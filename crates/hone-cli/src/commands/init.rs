@@ -264,6 +264,9 @@ fn print_choices(d: &hone::init::Draft) {
             }
         );
     }
+    if let Some(why) = &d.unsealed {
+        out!("  not sealed: {why}");
+    }
     out!(
         "  timeout   {}s  ({}){}",
         d.timeout.value,

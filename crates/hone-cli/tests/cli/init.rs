@@ -173,3 +173,48 @@ fn init_makes_a_scoring_script_beside_the_training_the_sealed_evaluator() {
         "the scorer's value, not the printed 0: {v}"
     );
 }
+
+#[test]
+fn a_scorer_that_imports_the_training_script_is_not_called_sealed() {
+    // evaluate.py rebuilds the model from train.py's class: a candidate's train.py then runs
+    // inside the scorer and can print any score. init does not make it the sealed evaluator
+    // and says why; set by hand, `hone run` warns.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    put(
+        dir.join("train.py"),
+        "import json\nLR = 0.1\nclass Model:\n    def __init__(self, w): self.w = w\nif __name__ == '__main__':\n    w = 3.0 * LR\n    print(f'train_loss: {abs(3.0 - w):.4f}')\n    json.dump({'w': w}, open('model.json', 'w'))\n",
+    );
+    put(
+        dir.join("evaluate.py"),
+        "import json\nfrom train import Model\nm = Model(json.load(open('model.json'))['w'])\nprint(f'val_error: {abs(m.w - 3.0):.6f}')\n",
+    );
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "project"]);
+    let t = text(&ok(hone_in(dir, &["init"])));
+    assert!(
+        t.contains("not sealed: evaluate.py scores what train.py writes, but `evaluate.py` imports `train.py`"),
+        "{t}"
+    );
+    let toml = std::fs::read_to_string(dir.join("hone.toml")).unwrap();
+    assert!(!toml.contains("\nevaluate "), "{toml}");
+    assert!(
+        toml.contains("# evaluate.py scores what train.py writes, but"),
+        "{toml}"
+    );
+    edit_spec(dir, |t| {
+        t.replace(
+            "[verify]\n",
+            "[verify]\nevaluate = \"python3 evaluate.py\"\noutputs = [\"model.json\"]\n",
+        )
+        .replace("metric    = \"train_loss\"", "metric    = \"val_error\"")
+    });
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "hone"]);
+    let out = text(&ok(hone_in(dir, &["run", "-n", "1"])));
+    assert!(
+        out.contains("[verify] evaluate is not sealed: `evaluate.py` imports `train.py`, which a candidate may change"),
+        "{out}"
+    );
+}

@@ -649,6 +649,39 @@ fn self_scoring(spec: &Spec) -> Option<String> {
         .map(str::to_string)
 }
 
+/// A sealed stage (`[verify] evaluate`, the holdout's `evaluate`) whose Python script imports
+/// a file the agent may edit, directly or through another module: the candidate's code runs
+/// inside the scorer, which then can print any score. One warning each, with the chain.
+fn unsealed_scorers(spec: &Spec, git: &Git, head: &str, files: &[String]) -> Vec<String> {
+    let read = |path: &str| {
+        git.file_at_most(head, path, 4 << 20)
+            .ok()
+            .flatten()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    };
+    let editable = |path: &str| matches_any(&spec.loop_.editable, path);
+    let holdout = spec.verify.holdout.as_ref();
+    [
+        ("[verify] evaluate", spec.verify.evaluate.as_deref()),
+        ("[verify.holdout] evaluate", holdout.and_then(|h| h.evaluate.as_deref())),
+    ]
+    .into_iter()
+    .filter_map(|(key, command)| Some((key, command?)))
+    .flat_map(|(key, command)| {
+        crate::init::imports::scripts_of(command, files)
+            .into_iter()
+            .map(move |script| (key, script))
+    })
+    .filter_map(|(key, script)| {
+        let chain = crate::init::imports::editable_import(&script, &editable, files, &read)?;
+        Some(format!(
+            "{key} is not sealed: {}, which a candidate may change, so the candidate's code runs inside the scorer and can print any score. Move what the scorer needs into a file the agent may not edit (README: A sealed evaluator)",
+            crate::init::imports::chain_words(&chain)
+        ))
+    })
+    .collect()
+}
+
 /// The files a new run starts from (`files`, committed at `head`): something must be
 /// editable (an error); `protected` patterns that match nothing, named documents that are
 /// missing and uncommitted changes are warnings.
@@ -681,6 +714,8 @@ fn check_start_files(
             spec.verify.command
         ));
     }
+    said.warnings
+        .extend(unsealed_scorers(spec, git, head, files));
     // A fixed name no editable file assigns keeps nothing: likely a typo.
     let unassigned: Vec<&str> = spec
         .loop_

@@ -21,6 +21,8 @@ pub struct Draft {
     pub command: Choice<String>,
     /// `[verify] evaluate` and `outputs`, where a scorer was found.
     pub evaluate: Option<Sealed>,
+    /// Why a scorer found is not `evaluate` (it imports the training script).
+    pub unsealed: Option<String>,
     pub timeout: Choice<u64>,
     pub metric: Choice<String>,
     pub direction: Choice<Direction>,
@@ -139,6 +141,7 @@ pub fn draft(
         protected,
         protected_why,
         evaluate: sealed(analysis, &analysis.command.value),
+        unsealed: analysis.unsealed.clone(),
         command,
         timeout,
         metric,
@@ -355,7 +358,11 @@ patience = 30
         fixed = fixed_text(&d.fixed),
         pinned = pinned_text(d),
         command = d.command.value,
-        evaluate = d.evaluate.as_ref().map_or(String::new(), evaluate_text),
+        evaluate = match (&d.evaluate, &d.unsealed) {
+            (Some(e), _) => evaluate_text(e),
+            (None, Some(why)) => format!("# {}\n", why.replace('\n', "\n# ")),
+            (None, None) => String::new(),
+        },
         timeout_why = d.timeout.why,
         timeout_check = check(d.timeout.guessed),
         timeout = d.timeout.value,

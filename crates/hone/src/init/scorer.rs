@@ -67,6 +67,30 @@ pub fn find(
     })
 }
 
+/// [`find`], unless the scorer found imports `script` (directly or through another module):
+/// then the candidate's code would run inside it, and the second value says so.
+pub fn find_sealed(
+    script: &str,
+    imported: &[String],
+    files: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> (Option<Scorer>, Option<String>) {
+    let Some(found) = find(script, imported, files, read) else {
+        return (None, None);
+    };
+    match super::imports::editable_import(&found.path, &|f| f == script, files, read) {
+        None => (Some(found), None),
+        Some(chain) => (
+            None,
+            Some(format!(
+                "{} scores what {script} writes, but {}: the candidate's code would run inside it, which could then print any score. Not made [verify] evaluate: move what it needs from {script} into a file the agent may not edit, then set evaluate and outputs (README: A sealed evaluator)",
+                found.path,
+                super::imports::chain_words(&chain)
+            )),
+        ),
+    }
+}
+
 /// Whether `text` writes the file `name`: a line that names it (or a constant that holds it,
 /// `OUT = "model.json"`) opens it for writing or saves to it (`open(.., "w")`, `json.dump`,
 /// `torch.save`, `np.save`, `.to_csv(`, `.write_text(`...).

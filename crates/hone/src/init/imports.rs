@@ -1,0 +1,251 @@
+//! Which of a repository's Python files a script imports, read from its text: `hone init`
+//! finds the evaluators a training script imports, and both `init` and `hone run` refuse to
+//! call a scorer sealed when it imports a file the agent may edit (`from train import
+//! Model` runs the candidate's code inside the scorer, which can then print any score).
+
+use std::collections::BTreeSet;
+
+/// The modules `text` imports: `(module, names)` for `from m import a, b` (one line, or a
+/// parenthesised list over several; `m` keeps its leading dots) and `import m` / `import m
+/// as x`, also after `;` or indented (an import inside a function or a `try:`).
+pub fn imports(text: &str) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        let line = line.split('#').next().unwrap_or("");
+        for stmt in line.split(';') {
+            let stmt = stmt.trim();
+            if let Some(rest) = stmt.strip_prefix("from ") {
+                let Some((module, names)) = rest.split_once(" import ") else {
+                    continue;
+                };
+                let mut names = names.trim().to_string();
+                if names.starts_with('(') && !names.contains(')') {
+                    for more in lines.by_ref() {
+                        let more = more.split('#').next().unwrap_or("");
+                        names.push_str(more);
+                        if more.contains(')') {
+                            break;
+                        }
+                    }
+                }
+                let names = names
+                    .trim_matches(|c| c == '(' || c == ')' || c == ' ')
+                    .split(',')
+                    .map(|n| n.split(" as ").next().unwrap_or("").trim().to_string())
+                    .filter(|n| !n.is_empty() && n != ")")
+                    .collect();
+                out.push((module.trim().to_string(), names));
+            } else if let Some(rest) = stmt.strip_prefix("import ") {
+                for m in rest.split(',') {
+                    let m = m.split(" as ").next().unwrap_or("").trim();
+                    if !m.is_empty() {
+                        out.push((m.to_string(), Vec::new()));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The repository files (`files`, repo-relative) that module `module` (as written after
+/// `from`/`import`, leading dots for a relative import) may be, imported by a file in
+/// directory `dir` (`None`: the top): `a/b.py` or `a/b/__init__.py`, beside the importer or
+/// from the top (where `python3 script.py` and `python3 -m` look first).
+fn candidates(module: &str, dir: Option<&str>, files: &[String]) -> Vec<String> {
+    let dots = module.len() - module.trim_start_matches('.').len();
+    let rel = module.trim_start_matches('.').replace('.', "/");
+    let mut bases: Vec<Option<String>> = Vec::new();
+    if dots > 0 {
+        // `.m` beside the importer, `..m` one level up.
+        let mut d = dir.map(str::to_string);
+        for _ in 1..dots {
+            d = d.and_then(|d| d.rsplit_once('/').map(|(up, _)| up.to_string()));
+        }
+        bases.push(d);
+    } else {
+        bases.push(dir.map(str::to_string));
+        bases.push(None);
+    }
+    let mut out = Vec::new();
+    for base in bases {
+        let join = |p: &str| match &base {
+            Some(b) if !p.is_empty() => format!("{b}/{p}"),
+            Some(b) => b.clone(),
+            None => p.to_string(),
+        };
+        for path in [
+            format!("{rel}.py"),
+            format!("{rel}/__init__.py")
+                .trim_start_matches('/')
+                .to_string(),
+        ] {
+            let path = join(&path);
+            if files.contains(&path) && !out.contains(&path) {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// Every repository file `script` runs when it imports: its own imports of the repository's
+/// files (`from m import name` also as the submodule `m/name.py`), and theirs in turn, each
+/// with the chain that leads there (`["evaluate.py", "model.py", "train.py"]`), nearest
+/// first; at most 200.
+pub fn local_imports(
+    script: &str,
+    files: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Vec<String>> {
+    let mut seen: BTreeSet<String> = BTreeSet::from([script.to_string()]);
+    let mut queue = std::collections::VecDeque::from([vec![script.to_string()]]);
+    let mut out = Vec::new();
+    while let Some(chain) = queue.pop_front() {
+        let Some(file) = chain.last() else { continue };
+        let Some(text) = read(file) else { continue };
+        let dir = file.rsplit_once('/').map(|(d, _)| d);
+        for (module, names) in imports(&text) {
+            let mut found = candidates(&module, dir, files);
+            for name in &names {
+                let sub = if module.chars().all(|c| c == '.') {
+                    format!("{module}{name}")
+                } else {
+                    format!("{module}.{name}")
+                };
+                found.extend(candidates(&sub, dir, files));
+            }
+            for path in found {
+                if out.len() >= 200 || !seen.insert(path.clone()) {
+                    continue;
+                }
+                let mut next = chain.clone();
+                next.push(path);
+                out.push(next.clone());
+                queue.push_back(next);
+            }
+        }
+    }
+    out
+}
+
+/// The first of [`local_imports`]' chains that ends in a file `is_editable` says a
+/// candidate may change: `script` then runs the candidate's code.
+pub fn editable_import(
+    script: &str,
+    is_editable: &dyn Fn(&str) -> bool,
+    files: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Option<Vec<String>> {
+    local_imports(script, files, read)
+        .into_iter()
+        .find(|chain| chain.last().is_some_and(|f| is_editable(f)))
+}
+
+/// `chain` ([`editable_import`]) in words: "`evaluate.py` imports `train.py`", "`eval.py`
+/// imports `model.py`, which imports `train.py`".
+pub fn chain_words(chain: &[String]) -> String {
+    let mut out = String::new();
+    for (i, f) in chain.iter().enumerate() {
+        out.push_str(match i {
+            0 => "",
+            1 => " imports ",
+            _ => ", which imports ",
+        });
+        out.push_str(&format!("`{f}`"));
+    }
+    out
+}
+
+/// The repository's Python files a shell command runs: words ending in `.py` that are files
+/// of `files` (a leading `./` dropped), and `-m a.b`'s module as `a/b.py` or
+/// `a/b/__init__.py`.
+pub fn scripts_of(command: &str, files: &[String]) -> Vec<String> {
+    let words: Vec<&str> = command
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut out: Vec<String> = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        let w = w.strip_prefix("./").unwrap_or(w);
+        if w.ends_with(".py") && files.iter().any(|f| f == w) {
+            out.push(w.to_string());
+        } else if w == "-m" {
+            if let Some(m) = words.get(i + 1) {
+                out.extend(candidates(m, None, files));
+            }
+        }
+    }
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo(files: &[(&str, &str)]) -> (Vec<String>, impl Fn(&str) -> Option<String>) {
+        let owned: Vec<(String, String)> = files
+            .iter()
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect();
+        let names = owned.iter().map(|(p, _)| p.clone()).collect();
+        let read = move |p: &str| owned.iter().find(|(q, _)| q == p).map(|(_, t)| t.clone());
+        (names, read)
+    }
+
+    #[test]
+    fn a_scorer_that_imports_the_training_script_runs_editable_code() {
+        let (files, read) = repo(&[
+            ("train.py", "LR = 0.1\n"),
+            ("evaluate.py", "import json\nfrom train import Model\n"),
+            ("model.py", "import train\n"),
+            ("eval2.py", "import os; from model import Net\n"),
+            ("clean.py", "import json, math\nfrom helpers import f\n"),
+            ("helpers.py", "import numpy\n"),
+            ("pkg/__init__.py", ""),
+            ("pkg/score.py", "from . import util\n"),
+            ("pkg/util.py", "def f(): pass\n"),
+            ("pkg/bad.py", "from .. import train\n"),
+        ]);
+        let editable = |p: &str| p == "train.py";
+        let chain = |s: &str| editable_import(s, &editable, &files, &read);
+        assert_eq!(chain("evaluate.py").unwrap(), ["evaluate.py", "train.py"]);
+        assert_eq!(
+            chain("eval2.py").unwrap(),
+            ["eval2.py", "model.py", "train.py"],
+            "through a module that is not editable itself"
+        );
+        assert_eq!(chain("clean.py"), None);
+        assert_eq!(chain("pkg/score.py"), None);
+        assert_eq!(chain("pkg/bad.py").unwrap(), ["pkg/bad.py", "train.py"]);
+        assert_eq!(
+            chain_words(&chain("eval2.py").unwrap()),
+            "`eval2.py` imports `model.py`, which imports `train.py`"
+        );
+    }
+
+    #[test]
+    fn the_scripts_a_command_runs() {
+        let files: Vec<String> = [
+            "eval/score.py",
+            "eval/__init__.py",
+            "evaluate.py",
+            "train.py",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            scripts_of("python3 ./evaluate.py --x data.json", &files),
+            ["evaluate.py"]
+        );
+        assert_eq!(
+            scripts_of("python3 -m eval.score", &files),
+            ["eval/score.py"]
+        );
+        assert_eq!(scripts_of("python3 -m eval", &files), ["eval/__init__.py"]);
+        assert!(scripts_of("python3 /opt/score.py", &files).is_empty());
+    }
+}
