@@ -8,6 +8,8 @@
 //! This module sits at the bottom of the library (it imports nothing of hone's), so the spec
 //! and the proposers can both use it.
 
+#[path = "presets_account.rs"]
+mod account;
 #[path = "presets_cause.rs"]
 mod cause;
 pub use cause::{error_cause, lifts_after, ErrorCause};
@@ -35,6 +37,10 @@ pub struct PresetDef {
     pub tail: fn(&PresetInvocation<'_>) -> String,
     /// Reads the tool's own account of its run from its output lines.
     pub parse: fn(&[String]) -> Option<AgentReport>,
+    /// The `type` of the JSON objects that carry its account of what it spent (`"result"`);
+    /// empty for a tool that prints no JSON objects of that shape. See
+    /// [`Preset::doubtful_account`].
+    pub account: &'static str,
     /// It reports money spent (else only tokens, and `max_cost_usd` cannot bound it).
     pub reports_cost: bool,
     /// It edits only the files named on its command line (the editable files are passed).
@@ -68,6 +74,7 @@ pub const PRESETS: &[PresetDef] = &[
         head: |_| "claude -p --output-format json --permission-mode acceptEdits".into(),
         tail: |inv| format!(" < {}", shell_quote(inv.prompt)),
         parse: parse_claude,
+        account: "result",
         reports_cost: true,
         takes_files: false,
         state: &[
@@ -96,6 +103,7 @@ pub const PRESETS: &[PresetDef] = &[
         head: |_| "codex exec --json --full-auto".into(),
         tail: |inv| format!(" - < {}", shell_quote(inv.prompt)),
         parse: parse_codex,
+        account: "turn.completed",
         reports_cost: false,
         takes_files: false,
         state: &[".codex"],
@@ -134,6 +142,7 @@ pub const PRESETS: &[PresetDef] = &[
             c
         },
         parse: parse_aider,
+        account: "",
         reports_cost: true,
         takes_files: true,
         state: &[".aider", ".aider.conf.yml"],
@@ -159,6 +168,7 @@ pub const PRESETS: &[PresetDef] = &[
             )
         },
         parse: parse_gemini,
+        account: "",
         reports_cost: false,
         takes_files: false,
         state: &[".gemini"],
@@ -186,6 +196,7 @@ pub const PRESETS: &[PresetDef] = &[
         head: |_| "opencode run --format json".into(),
         tail: |inv| format!(" < {}", shell_quote(inv.prompt)),
         parse: parse_opencode,
+        account: "step_finish",
         reports_cost: true,
         takes_files: false,
         state_env: &[],
@@ -342,6 +353,12 @@ impl Preset {
     /// Reads the tool's own account of its run from its output.
     pub fn parse(self, lines: &[String]) -> Option<AgentReport> {
         (self.0.parse)(lines)
+    }
+
+    /// Why its account in `lines` cannot be believed (something else wrote into its
+    /// output), if it cannot.
+    pub fn doubtful_account(self, lines: &[String]) -> Option<String> {
+        account::doubtful(self.0, lines)
     }
 }
 

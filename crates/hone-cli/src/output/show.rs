@@ -128,6 +128,9 @@ fn show_answer(run: &RunRecord, agent_text: &str) {
         return;
     };
     let lines: Vec<String> = agent_text.lines().map(str::to_string).collect();
+    if preset.doubtful_account(&lines).is_some() {
+        return;
+    }
     let Some(answer) = preset.parse(&lines).and_then(|r| r.result) else {
         return;
     };
@@ -184,6 +187,14 @@ fn show_spend(e: &ExperimentRecord, agent_text: &str) {
             ),
         }
     );
+    // An agent CLI's turn charged by an estimate: hone's note at the end of its log.
+    for note in agent_text
+        .lines()
+        .filter_map(|l| l.strip_prefix("--- hone: ")?.strip_suffix(" ---"))
+        .filter(|n| n.contains("charged"))
+    {
+        out!("  estimated: {note}");
+    }
 }
 
 /// Where what an agent was asked for experiment `n`, and what it said, are kept (a turn that

@@ -254,9 +254,10 @@ impl Proposer for CommandProposer {
         let (outcome, mut last_line, tail) = run_agent(ctx, &req)?;
         // The tool's own account first: a failed run is paid for all the same, and its
         // message says more than its exit status.
-        let report = self
-            .preset
-            .and_then(|p| p.parse(&tail.iter().cloned().collect::<Vec<_>>()));
+        let (report, doubt) = self.account(&tail.iter().cloned().collect::<Vec<_>>());
+        if doubt.is_some() {
+            last_line = "(the tool's own account of the turn could not be believed)".into();
+        }
         let cut_by_max_time = limit < ctx.spec.agent.timeout;
         // The tool's reported error decides only when the tool exited by itself (a turn cut
         // off at its timeout or by the user ends as such, below).
@@ -265,21 +266,12 @@ impl Proposer for CommandProposer {
             .as_ref()
             .and_then(|r| r.error.as_deref())
             .filter(|_| exited);
-        // A turn the service turned away (overloaded, rate-limited, a refused login) with its
-        // whole account, or before it did any work, is charged what the tool reported, not
-        // its time at a working turn's rate: a wait of minutes for a 429 spent nothing (and a
-        // run of them must not exhaust the budget). One that worked and then broke off is
-        // charged as any turn cut off before its account.
-        let turned_away = reported
-            .is_some_and(|e| crate::presets::error_cause(e) != ErrorCause::Turn)
-            && report.as_ref().is_some_and(|r| !r.unfinished || !r.worked);
-        let charged = match &report {
-            Some(r) if turned_away => {
-                ctx.add_spend(r.cost_usd, r.tokens);
-                None
-            }
-            _ => self.charge(ctx, report.as_ref(), (&outcome, cut_by_max_time), &log_path)?,
-        };
+        let charged = self.charge_turn(
+            ctx,
+            (report.as_ref(), reported, doubt.as_deref()),
+            (&outcome, cut_by_max_time),
+            &log_path,
+        )?;
         // An estimate is said at the end of the turn's log (`hone show` names it), whatever
         // becomes of the turn (a killed one's record says only that it was interrupted).
         if let Some(note) = &charged {
@@ -500,6 +492,54 @@ fn run_agent(
 }
 
 impl CommandProposer {
+    /// The tool's account of its turn, read from its output `lines`, and why it cannot be
+    /// believed when it cannot: an account something else wrote into the tool's output is
+    /// none (the turn is charged as one that printed no account, and what it says is not
+    /// acted on).
+    fn account(&self, lines: &[String]) -> (Option<AgentReport>, Option<String>) {
+        let doubt = self.preset.and_then(|p| p.doubtful_account(lines));
+        let report = match doubt {
+            Some(_) => None,
+            None => self.preset.and_then(|p| p.parse(lines)),
+        };
+        (report, doubt)
+    }
+
+    /// Charges a turn that ended: `report` is the tool's account (`reported` its error, if the
+    /// tool exited by itself; `doubt` why an account could not be believed); returns what the
+    /// record should say of an estimate.
+    fn charge_turn(
+        &mut self,
+        ctx: &ProposeContext<'_>,
+        (report, reported, doubt): (Option<&AgentReport>, Option<&str>, Option<&str>),
+        (outcome, cut_by_max_time): (&exec::ExecOutcome, bool),
+        log_path: &std::path::Path,
+    ) -> Result<Option<String>, ProposeError> {
+        // A turn the service turned away (overloaded, rate-limited, a refused login) with its
+        // whole account, or before it did any work, is charged what the tool reported, not
+        // its time at a working turn's rate: a wait of minutes for a 429 spent nothing (and a
+        // run of them must not exhaust the budget). One that worked and then broke off is
+        // charged as any turn cut off before its account.
+        let turned_away = reported
+            .is_some_and(|e| crate::presets::error_cause(e) != ErrorCause::Turn)
+            && report.is_some_and(|r| !r.unfinished || !r.worked);
+        Ok(match report {
+            Some(r) if turned_away => {
+                ctx.add_spend(r.cost_usd, r.tokens);
+                None
+            }
+            _ => self
+                .charge(ctx, report, (outcome, cut_by_max_time), log_path)
+                .map_err(|e| doubted(e, doubt))?
+                .map(|note| match doubt {
+                    Some(why) => {
+                        format!("its account of what it spent cannot be believed ({why}); {note}")
+                    }
+                    None => note,
+                }),
+        })
+    }
+
     /// Charges the turn what its tool reported, or (see [`charge_unreported`]) what it is
     /// estimated to have spent; returns what the record should say of an estimate.
     fn charge(
@@ -528,9 +568,11 @@ impl CommandProposer {
         Ok(match (self.preset, reported) {
             (None, _) => None,
             // A whole account (not one that ended before the turn's usage: that one is
-            // charged as a turn cut off, below).
+            // charged as a turn cut off, below; nor one of a tool killed by a signal, an exit
+            // status of 128 and above under a shell or bubblewrap: something killed it after
+            // an account it may not have written).
             (Some(_), Some((usd, tokens)))
-                if matches!(outcome.exit, Exit::Code(_))
+                if matches!(outcome.exit, Exit::Code(c) if c < 128)
                     && !report.is_some_and(|r| r.unfinished) =>
             {
                 ctx.add_spend(usd, tokens);
@@ -567,6 +609,17 @@ impl CommandProposer {
                 charge_unreported(ctx, rate, (secs, ended), reported, log_path)?
             }
         })
+    }
+}
+
+/// A run stopped because a turn's spend is unknown says why it is: its account could not be
+/// believed.
+fn doubted(e: ProposeError, doubt: Option<&str>) -> ProposeError {
+    match (e, doubt) {
+        (ProposeError::Fatal(msg), Some(why)) => ProposeError::Fatal(format!(
+            "the agent's account of what its turn spent cannot be believed ({why}): it is charged as a turn with no account. {msg}"
+        )),
+        (e, _) => e,
     }
 }
 
