@@ -277,6 +277,33 @@ fn a_fixed_constant_changed_is_a_violation_never_verified() {
 }
 
 #[test]
+fn a_fixed_constant_set_in_a_new_file_the_script_imports_is_a_violation() {
+    // tweaks.py (new) sets EPOCHS and train.py star-imports it: no line of train.py names
+    // EPOCHS, yet the run is longer. The new file's assignment is the violation.
+    let r = Repo::builder()
+        .file(
+            "train.py",
+            "LR = 0.1\nEPOCHS = 5\nprint('score: %s' % (10 - LR * EPOCHS))\n",
+        )
+        .script(
+            "write\ttweaks.py\tEPOCHS = 60\\n\nreplace\ttrain.py\tprint(\tfrom tweaks import *\\nprint(\n",
+        )
+        .spec_with(|agent| {
+            Spec::standard("python3 train.py", agent)
+                .editable(&["train.py", "tweaks.py"])
+                .set("loop", "fixed", "[\"EPOCHS\"]")
+                .tail("[stop]\nmax_experiments = 2\n")
+        })
+        .create();
+    ok(r.hone(&["run"]));
+    assert_eq!(r.statuses(), ["baseline", "violation"]);
+    assert_reason(
+        &r.log()[1],
+        "assigns `EPOCHS` in `tweaks.py` (`=60`), which did not before: [loop] fixed",
+    );
+}
+
+#[test]
 fn the_optimizer_never_searches_a_fixed_knob_and_a_name_assigned_nowhere_is_a_warning() {
     // WIDTH is annotated as a knob, and fixed: the optimizer keeps it, so no candidate is a
     // violation. EPOCH is assigned by no editable file: said (a typo of a real name?).

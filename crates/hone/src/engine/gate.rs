@@ -356,7 +356,11 @@ fn fixed_findings(
     };
     let mut used = None;
     let violation = changes.iter().find_map(|c| {
-        let old = text(parent, &c.path)?;
+        // An added file has no parent text: everything it assigns is new.
+        let old = match c.status {
+            'A' => String::new(),
+            _ => text(parent, &c.path)?,
+        };
         let new = match c.status {
             'D' => None,
             _ => Some(text(commit, &c.path)?),

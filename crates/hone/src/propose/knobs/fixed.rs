@@ -5,7 +5,8 @@
 /// How a candidate's file `path` treats the `fixed` constants its parent's version (`old`)
 /// assigns: the first one assigned otherwise than before (another value, a second assignment
 /// further down, an augmented one, none left), or held by a deleted file (`new` is `None`),
-/// said for the record. A name the parent's file does not assign is not this file's to keep.
+/// said for the record; or one the parent's file did not assign that this one does (`from
+/// tweaks import *` with `tweaks.py` setting it).
 /// Assignments are compared as written (comments and spacing aside), wherever a statement
 /// stands (see [`assignments`]): a best effort against an agent that edits the constant, not
 /// against code written to get around it (put such a constant in a protected file for that).
@@ -13,6 +14,13 @@ pub fn fixed_changed(fixed: &[String], path: &str, old: &str, new: Option<&str>)
     for name in fixed {
         let before = assignments(path, old, name);
         let Some(first) = before.first() else {
+            // Assigned where it was not (another editable file, a new one, that the
+            // script then imports): another value of it all the same.
+            if let Some(a) = new.and_then(|n| assignments(path, n, name).into_iter().next()) {
+                return Some(format!(
+                    "assigns `{name}` in `{path}` (`{a}`), which did not before: [loop] fixed keeps it as the run started"
+                ));
+            }
             continue;
         };
         let Some(new) = new else {
@@ -86,7 +94,11 @@ fn assignments(path: &str, text: &str, name: &str) -> Vec<String> {
             if let Some(v) = loop_target(stmt, name) {
                 out.push(v);
             }
-            out.extend(assigned(after_block_header(stmt), name));
+            let body = after_block_header(stmt);
+            if !c_like && imported_names(body).contains(&name) {
+                out.push(format!("import {}", normalized(body)));
+            }
+            out.extend(assigned(body, name));
         }
     }
     out
@@ -111,37 +123,18 @@ fn logical_lines(text: &str, c_like: bool) -> Vec<String> {
     let mut out = Vec::new();
     let mut joined = String::new();
     let mut depth = 0i64;
-    let mut in_string: Option<&str> = None;
+    let mut in_string: Option<&'static str> = None;
     for raw in text.lines() {
-        let line = fold_fullwidth(raw);
-        let mut code = line.as_str();
-        // A triple-quoted string: what stands before it is code, what it holds is not.
-        if let Some(delim) = in_string {
-            match code.find(delim) {
-                Some(end) => {
-                    code = &code[end + 3..];
-                    in_string = None;
-                }
-                None => continue,
-            }
-        }
-        if !c_like {
-            let opening = ["\"\"\"", "'''"]
-                .iter()
-                .filter_map(|d| code.find(d).map(|at| (at, *d)))
-                .min();
-            if let Some((at, delim)) = opening {
-                if !code[at + 3..].contains(delim) {
-                    in_string = Some(delim);
-                    code = &code[..at];
-                }
-            }
-        }
-        let code = strip_comment(code, c_like);
+        let line = normalize_identifiers(raw);
+        let code = if c_like {
+            strip_comment(&line, true).to_string()
+        } else {
+            python_code(&line, &mut in_string)
+        };
         joined.push(' ');
-        joined.push_str(code);
-        depth += bracket_balance(code);
-        let goes_on = depth > 0 || code.trim_end().ends_with('\\');
+        joined.push_str(&code);
+        depth += bracket_balance(&code);
+        let goes_on = depth > 0 || code.trim_end().ends_with('\\') || in_string.is_some();
         if !goes_on || joined.len() > 64 << 10 {
             out.push(std::mem::take(&mut joined));
             depth = 0;
@@ -153,14 +146,65 @@ fn logical_lines(text: &str, c_like: bool) -> Vec<String> {
     out
 }
 
-/// `line` with its fullwidth ASCII forms (`ＥＰＯＣＨＳ`) as ASCII.
-fn fold_fullwidth(line: &str) -> String {
-    line.chars()
-        .map(|c| match c as u32 {
-            0xFF01..=0xFF5E => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
-            _ => c,
-        })
-        .collect()
+/// The code of one line of Python: strings kept as they are written (`'"""'` is a string
+/// holding three quotes, not the start of one), the text of a triple-quoted string left out
+/// (`in_string` carries one that goes on to the next line), and the comment cut.
+fn python_code(line: &str, in_string: &mut Option<&'static str>) -> String {
+    let b = line.as_bytes();
+    let mut out = String::new();
+    let mut i = 0;
+    let mut quote: Option<u8> = None;
+    while i < b.len() {
+        if let Some(delim) = *in_string {
+            match line[i..].find(delim) {
+                Some(end) => {
+                    i += end + 3;
+                    *in_string = None;
+                    out.push_str("\"\"");
+                    continue;
+                }
+                None => return out,
+            }
+        }
+        let c = b[i];
+        match quote {
+            Some(_) if c == b'\\' => {
+                // The escape and the character it escapes, kept as written.
+                out.push('\\');
+                i += 1;
+                if let Some(ch) = line[i..].chars().next() {
+                    out.push(ch);
+                    i += ch.len_utf8();
+                }
+                continue;
+            }
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == b'#' => return out,
+            None if line[i..].starts_with("\"\"\"") || line[i..].starts_with("\'\'\'") => {
+                *in_string = Some(if c == b'"' { "\"\"\"" } else { "\'\'\'" });
+                i += 3;
+                continue;
+            }
+            None if c == b'"' || c == b'\'' => quote = Some(c),
+            None => {}
+        }
+        // `i` stands on a character boundary: multi-byte characters are copied whole.
+        let len = line[i..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&line[i..i + len]);
+        i += len;
+    }
+    out
+}
+
+/// `line` with its identifiers as Python reads them (NFKC): `ＥＰＯＣＨＳ` and `𝐄POCHS` are
+/// `EPOCHS`.
+fn normalize_identifiers(line: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    if line.is_ascii() {
+        return line.to_string();
+    }
+    line.nfkc().collect()
 }
 
 /// `line` up to its comment outside quotes: `//` in a C-like language, else `#`.
@@ -223,7 +267,7 @@ fn split_top(code: &str, sep: char, depth: i64) -> Vec<&str> {
 fn after_block_header(stmt: &str) -> &str {
     const HEADERS: &[&str] = &[
         "if ", "elif ", "else", "for ", "while ", "with ", "try", "except", "finally", "def ",
-        "class ",
+        "class ", "case ", "match ",
     ];
     let t = stmt.trim_start();
     if !HEADERS.iter().any(|h| t.starts_with(h)) {
@@ -268,13 +312,61 @@ fn assigned(stmt: &str, name: &str) -> Vec<String> {
         let targets = &stmt[from..at];
         let hit = split_top(targets, ',', 0)
             .iter()
-            .any(|t| target_name(t) == name);
+            .any(|t| target_names(t).contains(&name));
         if hit {
             out.push(format!("{}{value}", stmt[at..at + len].trim()));
         }
         from = at + len;
     }
     out
+}
+
+/// The names a target binds: a tuple's or a list's (`(NAME, _)`, `[NAME, *rest]`) at any
+/// depth, else [`target_name`]'s.
+fn target_names(target: &str) -> Vec<&str> {
+    let t = target.split(':').next().unwrap_or("").trim();
+    let inner = t
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .or_else(|| t.strip_prefix('[').and_then(|r| r.strip_suffix(']')));
+    match inner {
+        Some(inner) if split_top(inner, ',', 0).len() > 1 || inner.trim_end().ends_with(',') => {
+            split_top(inner, ',', 0)
+                .into_iter()
+                .flat_map(target_names)
+                .collect()
+        }
+        Some(inner) if inner.trim_start().starts_with(['(', '[']) => target_names(inner),
+        _ => vec![target_name(target)],
+    }
+}
+
+/// The names a Python import binds (`import a.b` binds `a`; `import m as X`, `from m import
+/// a as X, b`), empty for any other statement.
+fn imported_names(stmt: &str) -> Vec<&str> {
+    let t = stmt.trim();
+    let list = if let Some(rest) = t.strip_prefix("import ") {
+        rest
+    } else if let Some((_, names)) = t
+        .strip_prefix("from ")
+        .and_then(|r| r.split_once(" import "))
+    {
+        names
+    } else {
+        return Vec::new();
+    };
+    list.trim()
+        .trim_matches(|c| c == '(' || c == ')')
+        .split(',')
+        .filter_map(|item| {
+            let item = item.trim();
+            let bound = match item.split_once(" as ") {
+                Some((_, alias)) => alias.trim(),
+                None => item.split('.').next().unwrap_or("").trim(),
+            };
+            (!bound.is_empty()).then_some(bound)
+        })
+        .collect()
 }
 
 /// The name a target binds: its last word, past a type annotation (`NAME: int`); none for an
@@ -395,6 +487,18 @@ mod tests {
             "\u{ff25}POCHS = 10",
             "EPOCHS := 12",
             "EPOCHS //= 2",
+            // A reviewer's: what Python reads as EPOCHS, and the bindings that are no `=`.
+            "\u{1d404}POCHS = 8",
+            "_q = '\"\"\"'\nEPOCHS = 10",
+            "x = 1 # \"\"\"\nEPOCHS = 10",
+            "(EPOCHS, _) = 12, 0",
+            "[EPOCHS, _unused] = [16, 0]",
+            "((a, EPOCHS), b) = (1, 2), 3",
+            "match 0:\n    case _: EPOCHS = 14",
+            "from signal import SIGTERM as EPOCHS",
+            "from tweaks import EPOCHS",
+            "import numpy as EPOCHS",
+            "s = 'it\\'s \"\"\"'\nEPOCHS = 10",
         ] {
             let new = format!("{OLD}{changed}\n");
             assert!(
@@ -468,6 +572,19 @@ mod tests {
         let names = vec!["SEEDS".to_string(), "NAME".to_string()];
         let formatted = "SEEDS = [0, 1, 2]\nNAME = \"cpu\"\n";
         assert_eq!(fixed_changed(&names, "t.py", list, Some(formatted)), None);
+        // Another file (a new one, or one that did not) assigning it: `from tweaks import *`.
+        let why = fixed_changed(&fixed(), "tweaks.py", "", Some("EPOCHS = 30\n")).unwrap();
+        assert!(
+            why.starts_with("assigns `EPOCHS` in `tweaks.py` (`=30`), which did not before"),
+            "{why}"
+        );
+        assert_eq!(
+            fixed_changed(&fixed(), "tweaks.py", "", Some("LR = 3\n")),
+            None
+        );
+        // Reading it in an import line, or naming a module like it, is not binding it.
+        let reads = format!("{OLD}from config import EPOCHS_DONE\nimport EPOCHS_lib.x\n");
+        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&reads)), None);
         // A second assignment of the same value is said as one.
         let twice = format!("{OLD}EPOCHS = 5\n");
         assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&twice))
