@@ -30,6 +30,23 @@ fn the_review_gate_rejects_before_any_compute() {
 }
 
 #[test]
+fn a_diff_larger_than_the_reviewer_is_shown_is_rejected_unseen() {
+    // 2,500 lines of padding, then the line that matters: the reviewer would see only the
+    // padding, and approves whatever it sees.
+    let r = Repo::new(
+        "[stop]\nmax_experiments = 2\n\n[review]\ncommand = \"echo APPROVE\"\n",
+        "tail -n 1 value.txt",
+        "run\tfor i in $(seq 2500); do echo \"# padding line $i of a change to hide the next\"; done > value.txt; echo 'score: 1' >> value.txt\n",
+    );
+    let log = r.run_log("big");
+    assert_statuses(&log, &["baseline", "rejected"]);
+    assert_reason(
+        &log[1],
+        "a reviewer is shown at most 100000: not reviewed whole",
+    );
+}
+
+#[test]
 fn lines_joined_by_bare_carriage_returns_count_against_max_diff_lines() {
     // Seven statements joined by `\r` are one line to git and seven to Python: the change is
     // 2 added and 1 deleted lines by git's count, 9 by what runs.

@@ -32,6 +32,9 @@ pub(super) enum Gate {
     Unavailable(Stop),
 }
 
+/// The most of a diff a reviewer is shown, in characters; a larger diff is rejected unseen.
+const REVIEW_DIFF_MAX: usize = 100_000;
+
 /// Where a review runs: the run's store (a reviewer command's process group is recorded
 /// there) and the run's id in it.
 pub(super) struct ReviewPlace<'p> {
@@ -100,6 +103,14 @@ impl Verifier {
         if r.command.is_none() && r.llm.is_none() {
             return Ok(Gate::Pass);
         }
+        // A reviewer shown part of a change cannot approve the rest: a line past the cut
+        // (after pages of padding) would pass unseen.
+        let chars = diff.chars().count();
+        if chars > REVIEW_DIFF_MAX {
+            return Ok(Gate::Reject(format!(
+                "the diff is {chars} characters and a reviewer is shown at most {REVIEW_DIFF_MAX}: not reviewed whole, so not approved (set [review] max_diff_lines to refuse such changes before the review is asked for)"
+            )));
+        }
         let (text, prompt_path) = self.review_prompt(rec, &r, &diff)?;
         let log_path = self
             .paths
@@ -149,7 +160,7 @@ impl Verifier {
             .as_ref()
             .and_then(|f| std::fs::read_to_string(self.git.root().join(f)).ok())
             .unwrap_or_default();
-        let bounded = crate::propose::prompt::sanitize(diff, 100_000);
+        let bounded = crate::propose::prompt::sanitize(diff, REVIEW_DIFF_MAX);
         let fence = crate::propose::prompt::fence_for(&bounded);
         let answer_line = if r.command.is_some() {
             "Answer on the LAST line with `APPROVE` or `REJECT: <reason>`.\n"
