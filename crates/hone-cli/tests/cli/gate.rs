@@ -277,6 +277,40 @@ fn a_fixed_constant_changed_is_a_violation_never_verified() {
 }
 
 #[test]
+fn a_new_module_named_like_the_standard_librarys_beside_a_sealed_scorer_is_a_violation() {
+    // `python3 -m eval.score` puts the worktree's top first on sys.path: a candidate's
+    // json.py would be the scorer's `import json`. A new helper module of another name is fine.
+    let r = Repo::builder()
+        .file(
+            "train.py",
+            "import json\nW = 1.0\njson.dump({'w': W}, open('model.json', 'w'))\n",
+        )
+        .file("eval/__init__.py", "")
+        .file(
+            "eval/score.py",
+            "import json\nw = json.load(open('model.json'))['w']\nprint(f'score: {(w - 3.0) ** 2:.6f}')\n",
+        )
+        .script(
+            "write\tjson.py\tprint('score: 0.0')\\nimport os\\nos._exit(0)\\n\n---\nwrite\thelpers.py\tX = 1\\n\nreplace\ttrain.py\tW = 1.0\tW = 2.0\n",
+        )
+        .spec_with(|agent| {
+            Spec::standard("python3 train.py", agent)
+                .editable(&["*.py"])
+                .protected(&["eval/"])
+                .set("verify", "evaluate", "\"python3 -m eval.score\"")
+                .set("verify", "outputs", "[\"model.json\"]")
+                .tail("[stop]\nmax_experiments = 3\n")
+        })
+        .create();
+    ok(r.hone(&["run"]));
+    assert_eq!(r.statuses(), ["baseline", "violation", "keep"]);
+    assert_reason(
+        &r.log()[1],
+        "added `json.py`, which the sealed scorer would import in place of Python's `json`",
+    );
+}
+
+#[test]
 fn a_fixed_constant_set_in_a_new_file_the_script_imports_is_a_violation() {
     // tweaks.py (new) sets EPOCHS and train.py star-imports it: no line of train.py names
     // EPOCHS, yet the run is longer. The new file's assignment is the violation.

@@ -95,6 +95,7 @@ impl Engine<'_> {
         } else {
             self.unarchivable(wt, parent, &snap)?
                 .or_else(|| scope_violation(&self.verifier.spec, &snap.changes))
+                .or_else(|| shadowing_module(&self.verifier.spec, &snap.changes))
                 .or_else(|| escaping_symlink(wt, &snap.changes))
                 .or_else(|| self.fixed_violation(rec.n, parent, &snap))
         };
@@ -388,6 +389,43 @@ pub fn fixed_use_of(git: &Git, fixed: &[String], parent: &str, commit: &str) -> 
     let changes = git.changes(parent, commit).ok()?;
     let (violation, used) = fixed_findings(git, fixed, parent, commit, &changes);
     violation.is_none().then_some(used).flatten()
+}
+
+/// A Python module the candidate added, named like the standard library's, where a sealed
+/// scorer (`[verify] evaluate`, the holdout's) looks first for what it imports: the top of
+/// the worktree (`python3 -m`) and the directories of the scripts its commands name.
+fn shadowing_module(spec: &Spec, changes: &[Change]) -> Option<String> {
+    let holdout = spec
+        .verify
+        .holdout
+        .as_ref()
+        .and_then(|h| h.evaluate.as_deref());
+    let commands: Vec<&str> = spec
+        .verify
+        .evaluate
+        .as_deref()
+        .into_iter()
+        .chain(holdout)
+        .collect();
+    if commands.is_empty() {
+        return None;
+    }
+    let mut dirs = vec![String::new()];
+    for word in commands.iter().flat_map(|c| c.split_whitespace()) {
+        let word = word.trim_matches(|c| c == '"' || c == '\'');
+        let word = word.strip_prefix("./").unwrap_or(word);
+        if word.ends_with(".py") && !word.starts_with('/') {
+            dirs.push(word.rsplit_once('/').map_or("", |(d, _)| d).to_string());
+        }
+    }
+    changes.iter().filter(|c| c.status == 'A').find_map(|c| {
+        super::shadow::shadowed(&c.path, &dirs).map(|module| {
+            format!(
+                "added `{}`, which the sealed scorer would import in place of Python's `{module}`",
+                c.path
+            )
+        })
+    })
 }
 
 /// Why a set of changes breaks the scope rules, if it does. An editable file made into a

@@ -59,6 +59,7 @@ mod recovery;
 mod resuming;
 mod review;
 mod session;
+mod shadow;
 mod state;
 mod stops;
 mod types;
