@@ -28,7 +28,7 @@ pub use inproc::is_full_hex;
 pub use listing::RefListing;
 pub use paths::{first_difference, glob_match, hash_paths, hash_paths_bounded, matches_any};
 pub use snapshot::IndexListing;
-pub use space::{disk_nearly_full, out_of_room, remove_any, removed_for_room};
+pub use space::{disk_nearly_full, on_disk, out_of_room, remove_any, removed_for_room};
 
 /// A git invocation that failed, with what git said.
 #[derive(Debug, thiserror::Error)]

@@ -1057,6 +1057,8 @@ fn under_bwrap_an_agent_cli_runs_in_a_private_home_and_nothing_reaches_the_users
     );
     assert!(!home.path().join(".claude/settings.json").exists());
     assert!(!home.path().join(".claude/sessions.log").exists());
+    // The run finished: its private home, with its copy of the login, is gone.
+    assert!(!only_run_dir(&r).join("home").exists());
     // A write outside the worktree and that home meets a read-only file system: said so.
     let out = hone_with_tool(
         &r,
@@ -1073,6 +1075,49 @@ fn under_bwrap_an_agent_cli_runs_in_a_private_home_and_nothing_reaches_the_users
         &log[3],
         "It could not write outside its worktree: under [sandbox] kind = \"bwrap\"",
     );
+}
+
+#[test]
+fn a_private_home_grown_past_its_bound_is_removed_and_the_turn_is_invalid() {
+    // The agent fills its private home (1.1 GiB, allocated at once): the turn is invalid, the
+    // home goes and is seeded again, so the next turn finds its login and works.
+    if !crate::sandbox::bwrap_available() {
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    put(
+        home.path().join(".claude.json"),
+        "{\"oauthAccount\": \"secret\"}\n",
+    );
+    let filling = HOME_WRITING_CLAUDE.replace(
+        "n=$(wc -l",
+        "[ \"$HONE_EXPERIMENT\" = 1 ] && fallocate -l 1100M \"$HOME/.claude/junk\"\nn=$(wc -l",
+    );
+    assert_ne!(filling, HOME_WRITING_CLAUDE);
+    let r = Repo::builder()
+        .spec(
+            Spec::standard_loop(SCORE)
+                .lines("agent", "kind = \"claude\"")
+                .set("stop", "max_experiments", "3")
+                .tail("[sandbox]\nkind = \"bwrap\"\n"),
+        )
+        .create();
+    let (bin, record) = fake_tool("claude", &filling);
+    let home_env = home.path().to_str().unwrap();
+    let out = run_with_tool(&r, bin.path(), record.path(), &[("HOME", home_env)]);
+    let log = r.log();
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "invalid", "keep"],
+        "{}",
+        text(&out)
+    );
+    assert_reason(
+        &log[1],
+        "(at most 1 GiB): removed, and seeded again at the next turn",
+    );
+    // Seeded again: the second turn's sessions log starts afresh (score 5 - 1).
+    assert_eq!(log[2]["objective"], 4.0);
 }
 
 /// A stand-in `codex` whose first turn completes (1,500 tokens) and whose second starts, says

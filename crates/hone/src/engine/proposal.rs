@@ -103,6 +103,18 @@ impl Engine<'_> {
         if spawned.get() {
             exec::kill_leftovers(Some(&job));
         }
+        // An agent CLI's private home persists across turns: one the turn filled goes, and
+        // the turn is invalid.
+        if proposal.is_some() {
+            if let Some(why) = self.verifier.trim_private_home() {
+                return Ok(Some(Err(ProposeError::Invalid(match &proposal {
+                    Some(Err(ProposeError::Fatal(w) | ProposeError::Invalid(w))) => {
+                        format!("{w}; {why}")
+                    }
+                    _ => why,
+                }))));
+            }
+        }
         // An agent that filled the disk made hone's own writes fail (its log, say): what it
         // left goes, so that the turn can be recorded (`invalid`, with what was removed; the
         // rest archived) and the run go on, rather than stop.

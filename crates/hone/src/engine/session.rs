@@ -478,8 +478,10 @@ impl<'a> Engine<'a> {
         let state = if stop.resumable {
             RunState::Interrupted
         } else {
-            // A finished run needs no worktree: everything it tried is in refs/hone/<tag>/.
+            // A finished run needs no worktree: everything it tried is in refs/hone/<tag>/;
+            // nor an agent CLI's private home, with its copy of the tool's login.
             let _ = self.verifier.git.remove_worktree(&self.worktree);
+            let _ = crate::workspace::remove_any(&self.verifier.private_home());
             RunState::Stopped
         };
         self.store

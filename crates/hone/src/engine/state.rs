@@ -240,6 +240,16 @@ pub(super) fn free_room(paths: &StatePaths, root: &Path, on_event: &mut dyn FnMu
             }
         }
     }
+    // Agent CLIs' private homes (seeded again at their next turn).
+    if let Ok(runs) = std::fs::read_dir(paths.dir.join("runs")) {
+        for home in runs.flatten().map(|r| r.path().join("home")) {
+            if std::fs::symlink_metadata(&home).is_ok()
+                && crate::workspace::remove_any(&home).is_ok()
+            {
+                removed.push(home);
+            }
+        }
+    }
     if !removed.is_empty() {
         let names: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
         on_event(&Event::Warning {

@@ -57,7 +57,7 @@ impl Verifier {
         if let (Some(p), Some(home)) = (preset, &real_home) {
             hide.extend(p.state_paths(home));
         }
-        let private_home = self.paths.run_dir(&self.tag).join("home");
+        let private_home = self.private_home();
         let home = match (preset, &real_home) {
             (Some(p), Some(home)) if role == Role::Agent && start_in.is_none() => {
                 use std::os::unix::fs::DirBuilderExt as _;
@@ -90,5 +90,39 @@ impl Verifier {
             start_in,
         }
         .wrapper()
+    }
+}
+
+/// The most an agent CLI's private home may hold between turns: more is removed (seeded again
+/// at the next turn) and the turn that grew it is invalid. A tool's sessions and caches take
+/// megabytes; the agent must not fill the disk through it.
+const PRIVATE_HOME_MAX: u64 = 1 << 30;
+
+impl Verifier {
+    /// Where an agent CLI runs with its own home under bubblewrap (`.hone/runs/<tag>/home`).
+    pub(in crate::engine) fn private_home(&self) -> std::path::PathBuf {
+        self.paths.run_dir(&self.tag).join("home")
+    }
+
+    /// Removes the private home after a turn that grew it past [`PRIVATE_HOME_MAX`], or to
+    /// 1 MiB or more on a disk now full, and says why (`None`: left as it is).
+    pub(in crate::engine) fn trim_private_home(&self) -> Option<String> {
+        let home = self.private_home();
+        std::fs::symlink_metadata(&home).ok()?;
+        let bytes = crate::workspace::on_disk(&home);
+        let full = crate::workspace::disk_nearly_full(&home) && bytes >= 1 << 20;
+        if !full && bytes <= PRIVATE_HOME_MAX {
+            return None;
+        }
+        crate::workspace::remove_any(&home).ok()?;
+        Some(format!(
+            "the agent's private home ({}) held {bytes} bytes{}: removed, and seeded again at the next turn",
+            home.display(),
+            if full {
+                " when the disk was full"
+            } else {
+                " (at most 1 GiB)"
+            }
+        ))
     }
 }

@@ -126,7 +126,7 @@ pub fn out_of_room(error: &(dyn std::error::Error + 'static)) -> bool {
 
 /// Bytes a file or a tree takes on disk (symlinks not followed; a sparse file counts what it
 /// holds).
-fn on_disk(path: &Path) -> u64 {
+pub fn on_disk(path: &Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
     let Ok(m) = std::fs::symlink_metadata(path) else {
         return 0;
