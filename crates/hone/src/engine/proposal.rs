@@ -103,6 +103,17 @@ impl Engine<'_> {
         if spawned.get() {
             exec::kill_leftovers(Some(&job));
         }
+        self.make_room_after(proposal, turn)
+    }
+
+    /// What a turn left that fills the disk goes: an agent CLI's private home the turn grew
+    /// (the turn is then invalid), or, when hone's own writes failed, what the agent left in
+    /// the worktree.
+    fn make_room_after(
+        &mut self,
+        proposal: Option<Result<Proposal, ProposeError>>,
+        turn: &Turn<'_>,
+    ) -> Result<Option<Result<Proposal, ProposeError>>, EngineError> {
         // An agent CLI's private home persists across turns: one the turn filled goes, and
         // the turn is invalid.
         if proposal.is_some() {
