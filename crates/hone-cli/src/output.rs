@@ -7,7 +7,7 @@ use hone::engine::{Event, Interrupt};
 use hone::propose::knobs::{Domain, Knob};
 use hone::report::{fmt_metric, Summary};
 use hone::spec::format_duration;
-use hone::store::{ExperimentRecord, RunRecord, RunState, Status};
+use hone::store::{ExperimentRecord, RunRecord, Status};
 
 mod log;
 mod show;

@@ -19,7 +19,7 @@ mod svg;
 
 use git::git;
 use hone::spec::{AgentKind, Direction};
-use hone::store::{ExperimentRecord, Status, Store};
+use hone::store::{ExperimentRecord, RunState, Status, Store};
 use hone::verify::noise::Judgement;
 
 const HONE: &str = env!("CARGO_BIN_EXE_hone");
@@ -1150,4 +1150,34 @@ fn serve_says_what_an_agent_runs_best_changed_against_its_baseline() {
     );
     let page = s.get("runs/t");
     assert!(page.body.contains("<br>LR 0.1 -&gt; 0.2"), "{}", page.body);
+}
+
+#[test]
+fn serve_says_a_run_stopped_on_an_error_as_hone_status_does() {
+    // A run stopped by a refused key is resumable, but not "interrupted": resuming alone
+    // fails the same way. The runs page and the run page say what `hone status` says.
+    let (_tmp, dir) = api_store();
+    let store = Store::open(&dir.join(".hone/hone.db")).unwrap();
+    let run = store.run_by_tag("t").unwrap().unwrap();
+    store
+        .set_run_state(
+            run.id,
+            RunState::Interrupted,
+            Some("the model's server refused the key (HTTP 401)"),
+        )
+        .unwrap();
+    let s = serve(&dir, &[], None);
+    for page in ["", "runs/t"] {
+        let body = s.get(page).body;
+        assert!(
+            body.contains(">stopped on an error</span>")
+                && body.contains("title=\"fix it, then resume with `hone run`\""),
+            "{page}: {body}"
+        );
+    }
+    // A Ctrl-C is an interruption.
+    store
+        .set_run_state(run.id, RunState::Interrupted, Some("interrupted"))
+        .unwrap();
+    assert!(s.get("runs/t").body.contains(">interrupted</span>"));
 }

@@ -162,7 +162,7 @@ async fn view(
                     "counters": counters_html(&v),
                     "plot_key": v.plot_key,
                     "plot_title": v.plot_title,
-                    "state": state_badge(v.run.state, v.live),
+                    "state": state_badge(v.run.state, v.run.stop_reason.as_deref(), v.live),
                     "experiments": v.summary.experiments,
                 });
                 if held.plot.as_deref() != Some(v.plot_key.as_str()) {

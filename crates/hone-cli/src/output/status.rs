@@ -21,28 +21,6 @@ fn in_flight(e: &ExperimentRecord) -> String {
     )
 }
 
-/// How `hone status` names a run's state: `live` when a hone is at work on it, `stop_reason`
-/// what its last session recorded.
-fn state_label(state: RunState, stop_reason: Option<&str>, live: bool) -> &'static str {
-    match state {
-        RunState::Running if live => "running",
-        RunState::Running => "interrupted without a clean stop (resume with `hone run`)",
-        // Resumable, but resuming alone would fail the same way.
-        RunState::Interrupted
-            if stop_reason.is_some_and(|r| r.contains("failed experiments in a row")) =>
-        {
-            "stopped on failures (fix their cause, then resume with `hone run`)"
-        }
-        // Every stop that is not an error says it was the user's (the engine's `Stop`);
-        // an error (a server that refused the key, a changed input) is said below it.
-        RunState::Interrupted if stop_reason.is_some_and(|r| !r.starts_with("interrupted")) => {
-            "stopped on an error (fix it, then resume with `hone run`)"
-        }
-        RunState::Interrupted => "interrupted (resume with `hone run`)",
-        RunState::Stopped => "stopped",
-    }
-}
-
 /// `hone status`: `s` is the run's summary and the tokens it spent, `running` its experiments
 /// in flight.
 pub fn status(
@@ -57,8 +35,11 @@ pub fn status(
         out!("{}", status_json(s, (tokens, spec), running, live));
         return;
     }
-    let state = state_label(run.state, s.stop_reason.as_deref(), live);
-    let state = naming_spec(state, spec_file);
+    let state = match run.state.words(s.stop_reason.as_deref(), live) {
+        (words, None) => words.to_string(),
+        (words, Some(next)) => format!("{words} ({next})"),
+    };
+    let state = naming_spec(&state, spec_file);
     out!("run {} on {}: {state}", s.tag, s.branch);
     out!("  {} ({}): {}", s.metric, s.direction, best_line(s));
     // The experiment in flight (if any) is counted too, so the numbers add up.

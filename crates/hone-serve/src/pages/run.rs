@@ -288,7 +288,7 @@ pub(super) async fn run_page(
 <section id="plot" class="plot">"#,
         tag = esc(&view.run.tag),
         mark = esc(&view.mark),
-        state = state_badge(view.run.state, view.live),
+        state = state_badge(view.run.state, view.run.stop_reason.as_deref(), view.live),
         metric = esc(&view.run.metric),
         direction = esc(view.run.direction.as_str()),
         agent = esc(&view.run.agent),
@@ -388,7 +388,7 @@ pub(crate) fn counters_html(v: &RunView) -> String {
     card(
         &mut out,
         "state",
-        &state_badge(v.run.state, v.live),
+        &state_badge(v.run.state, v.run.stop_reason.as_deref(), v.live),
         &state_note(v),
     );
     out

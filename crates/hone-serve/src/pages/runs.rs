@@ -49,7 +49,7 @@ pub(super) async fn runs_page(State(st): State<AppState>) -> Result<Html<String>
                 r#"<tr><td><a href="{}">{}</a></td><td>{}</td><td>{} <span class="dim">({})</span></td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td>{}</td><td>{}</td></tr>"#,
                 esc(&st.links.to(&format!("/runs/{}", url(&run.tag)))),
                 esc(&run.tag),
-                state_badge(run.state, *live),
+                state_badge(run.state, run.stop_reason.as_deref(), *live),
                 esc(&run.metric),
                 esc(run.direction.as_str()),
                 s.experiments,
@@ -65,11 +65,22 @@ pub(super) async fn runs_page(State(st): State<AppState>) -> Result<Html<String>
     Ok(Html(page(&st.links, "Runs", &[], &body)))
 }
 
-pub(crate) fn state_badge(state: RunState, live: bool) -> String {
-    match (state, live) {
-        (RunState::Running, true) => r#"<span class="badge live">running</span>"#.into(),
-        (RunState::Running, false) => r#"<span class="badge idle">interrupted</span>"#.into(),
-        (s, _) => format!(r#"<span class="badge idle">{}</span>"#, esc(s.as_str())),
+/// The run's state as a badge: the words `hone status` uses (a run stopped on an error is
+/// not "interrupted"), what to do next as its title.
+pub(crate) fn state_badge(state: RunState, stop_reason: Option<&str>, live: bool) -> String {
+    let (words, next) = state.words(stop_reason, live);
+    let class = if state == RunState::Running && live {
+        "live"
+    } else {
+        "idle"
+    };
+    match next {
+        Some(next) => format!(
+            r#"<span class="badge {class}" title="{}">{}</span>"#,
+            esc(next),
+            esc(words)
+        ),
+        None => format!(r#"<span class="badge {class}">{}</span>"#, esc(words)),
     }
 }
 

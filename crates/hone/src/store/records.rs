@@ -128,6 +128,42 @@ impl RunState {
     pub fn parse(s: &str) -> Option<RunState> {
         RunState::ALL.into_iter().find(|r| r.as_str() == s)
     }
+
+    /// Where a run in this state stands, in words for the one who reads it in the morning,
+    /// and what to do next (if anything): `stop_reason` is the run's, `live` whether a
+    /// session holds it now. A resumable stop that was no one's choice (a refused key, a
+    /// changed input, failures in a row) is not "interrupted": resuming alone would fail the
+    /// same way.
+    pub fn words(
+        self,
+        stop_reason: Option<&str>,
+        live: bool,
+    ) -> (&'static str, Option<&'static str>) {
+        match self {
+            RunState::Running if live => ("running", None),
+            RunState::Running => (
+                "interrupted without a clean stop",
+                Some("resume with `hone run`"),
+            ),
+            RunState::Interrupted
+                if stop_reason.is_some_and(|r| r.contains("failed experiments in a row")) =>
+            {
+                (
+                    "stopped on failures",
+                    Some("fix their cause, then resume with `hone run`"),
+                )
+            }
+            // Every stop that is not an error says it was the user's (the engine's `Stop`).
+            RunState::Interrupted if stop_reason.is_some_and(|r| !r.starts_with("interrupted")) => {
+                (
+                    "stopped on an error",
+                    Some("fix it, then resume with `hone run`"),
+                )
+            }
+            RunState::Interrupted => ("interrupted", Some("resume with `hone run`")),
+            RunState::Stopped => ("stopped", None),
+        }
+    }
 }
 
 impl std::fmt::Display for RunState {
