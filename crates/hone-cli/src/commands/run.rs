@@ -172,10 +172,12 @@ pub fn run_loop(
             output::summary(&summary, spec_file);
             Err(CliError::runtime(reason))
         }
-        // A command-line budget that asks for nothing more is a usage error.
-        Err(e @ engine::EngineError::Config(engine::Config::BudgetReached { .. })) => {
-            Err(CliError::usage(e))
-        }
+        // A command-line budget that asks for nothing more, and a plain `hone run` after a
+        // run that spent its budget (go on with it, or a new one?), are usage errors.
+        Err(
+            e @ (engine::EngineError::Config(engine::Config::BudgetReached { .. })
+            | engine::EngineError::Mismatch(engine::Mismatch::BudgetSpent { .. })),
+        ) => Err(CliError::usage(e)),
         // hone.toml is wrong for this repository, found once it was seen (a key, a missing
         // API key, or editable globs that match no file): a spec error.
         Err(

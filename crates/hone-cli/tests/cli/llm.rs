@@ -405,6 +405,10 @@ fn experiments_in_flight_at_once_share_the_budget() {
     assert_eq!(refused.len(), 1, "{log:?}");
     assert_eq!(refused[0]["status"], "aborted");
     assert_says(&out, "stopped: budget");
+    // A plain `hone run` the next morning asks which: more of this run, or a new one.
+    exits_with(r.hone(&["run"]), 2, "stopped on its budget (budget: ");
+    let runs = std::fs::read_dir(r.dir.join(".hone/runs")).unwrap().count();
+    assert_eq!(runs, 1, "no new run started");
 }
 
 #[test]

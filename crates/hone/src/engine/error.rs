@@ -85,6 +85,8 @@ pub enum Mismatch {
     EditableMatchesNothing { globs: Vec<String> },
     #[error("`{path}` (at HEAD) has a name that is not valid UTF-8; hone keeps file names as text: rename it (git mv) and commit, then run again")]
     NonUtf8Path { path: String },
+    #[error("run `{tag}` stopped on its budget ({reason}): to go on with it, raise [stop] max_cost_usd or max_tokens in hone.toml, then `hone run --tag {tag} --more N`; `hone run --new` starts a new run from HEAD, with a budget of its own")]
+    BudgetSpent { tag: String, reason: String },
     #[error("branch hone/{tag} already exists but no run of that tag is recorded; choose another --tag or delete the branch")]
     BranchExists { tag: String },
     #[error("refs/hone/{tag}/ already holds experiments of an earlier run that hone has no record of; choose another --tag (or delete them with `git for-each-ref --format='delete %(refname)' refs/hone/{tag}/ | git update-ref --stdin`)")]

@@ -29,6 +29,19 @@ pub(super) fn find_run(
     };
     if existing.is_none() && opts.tag.is_none() && !opts.new_run {
         if let Some(last) = store.latest_run()? {
+            // A run that spent its budget is most often wanted again with more: a new one
+            // from HEAD (its own budget, the night's search forgotten) is asked for by name.
+            if let Some(reason) = last
+                .stop_reason
+                .as_deref()
+                .filter(|r| r.starts_with("budget"))
+            {
+                return Err(Mismatch::BudgetSpent {
+                    tag: last.tag.clone(),
+                    reason: reason.to_string(),
+                }
+                .into());
+            }
             said.before.push(format!(
                 "run {} finished ({}); starting a new run from HEAD (`hone run --tag {} --more N` continues it with N more experiments instead)",
                 last.tag,
