@@ -235,6 +235,36 @@ fn a_refused_key_stops_the_run_before_the_baseline_and_an_unlisted_model_is_a_wa
 }
 
 #[test]
+fn a_server_that_reports_more_than_max_tokens_is_said_and_the_stop_says_exceeded() {
+    // max_tokens = 100, but the server reports 5,000 output tokens ($0.50 at $100 a million):
+    // charged as reported, said at once, and the stop says by how much the budget went over.
+    let replies = vec![Reply::Answer(
+        edit("value.txt", "score: 5", "score: 4"),
+        1000,
+        5000,
+    )];
+    let (_server, r, out) = llm_run(
+        "openai",
+        replies,
+        "max_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
+        "max_experiments = 5\nmax_cost_usd = 0.3",
+    );
+    assert_says(
+        &out,
+        "the server reported 5000 output tokens for an answer of at most 100 ([agent] max_tokens): charged as reported",
+    );
+    assert_says(
+        &out,
+        "budget: exceeded max_cost_usd by $0.3000 ($0.6000 of $0.3)",
+    );
+    let agent_log = std::fs::read_to_string(only_run_dir(&r).join("logs/1.agent.log")).unwrap();
+    assert!(
+        agent_log.contains("the server reported 5000 output tokens"),
+        "{agent_log}"
+    );
+}
+
+#[test]
 fn the_budget_holds_before_a_call_is_sent() {
     // Each answer reports 1000 + 1000 tokens; at $100 per million that is $0.20 a call. After
     // three calls $0.05 of $0.65 is left, less than the next call's worst case.

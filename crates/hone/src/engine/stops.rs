@@ -124,16 +124,38 @@ fn failure_or_budget_stop(
     }
     let (usd, tokens) = super::spent(exps, dropped);
     if let Some(max) = s.max_cost_usd.filter(|&max| usd >= max) {
-        return Some(Stop::done(format!(
-            "budget: reached max_cost_usd (${usd:.4} of ${max})"
-        )));
+        return Some(Stop::done(cost_spent(usd, max)));
     }
     if let Some(max) = s.max_tokens.filter(|&max| tokens >= max) {
-        return Some(Stop::done(format!(
-            "budget: reached max_tokens ({tokens} of {max})"
-        )));
+        return Some(Stop::done(tokens_spent(tokens, max)));
     }
     None
+}
+
+/// The budget stop for `usd` spent of `max_cost_usd` = `max`: reached, or exceeded (by more
+/// than rounding: something was charged after the fact, an agent CLI's turn or a server that
+/// answered past `max_tokens`) and by how much.
+pub(super) fn cost_spent(usd: f64, max: f64) -> String {
+    if usd > max + 0.005 {
+        format!(
+            "budget: exceeded max_cost_usd by ${:.4} (${usd:.4} of ${max})",
+            usd - max
+        )
+    } else {
+        format!("budget: reached max_cost_usd (${usd:.4} of ${max})")
+    }
+}
+
+/// [`cost_spent`] for `max_tokens`.
+pub(super) fn tokens_spent(tokens: u64, max: u64) -> String {
+    if tokens > max {
+        format!(
+            "budget: exceeded max_tokens by {} ({tokens} of {max})",
+            tokens - max
+        )
+    } else {
+        format!("budget: reached max_tokens ({tokens} of {max})")
+    }
 }
 
 #[cfg(test)]

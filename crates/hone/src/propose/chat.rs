@@ -650,6 +650,17 @@ impl ChatProposer {
             .enumerate()
             .map(|(k, why)| format!("--- answer {answer}, attempt {} failed: {why} ---\n", k + 1))
             .collect();
+        let max = self.client.llm.max_tokens;
+        if done.usage_reported && done.output_tokens > max {
+            // Charged as reported (it may well be billed so), and said at once: a server
+            // that answers past the bound can take the spend over max_cost_usd.
+            let said = format!(
+                "the server reported {} output tokens for an answer of at most {max} ([agent] max_tokens): charged as reported; check the server (or the prices in hone.toml)",
+                done.output_tokens
+            );
+            (ctx.note)(&said);
+            append_agent_log(ctx, &format!("--- {said} ---\n"));
+        }
         let usage = if done.usage_reported {
             format!(
                 "{} tokens in, {} out",

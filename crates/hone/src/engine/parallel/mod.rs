@@ -374,17 +374,14 @@ impl Engine<'_> {
         let s = &self.verifier.spec.stop;
         let reason = match (s.max_cost_usd, opened.usd_left) {
             (Some(max), Some(left)) if usd >= left => {
-                format!(
-                    "budget: reached max_cost_usd (${:.2} of ${max:.2})",
-                    max - left + usd
-                )
+                super::stops::cost_spent(max - left + usd, max)
             }
             _ => {
                 let max = s.max_tokens.unwrap_or(0);
                 let total = max
                     .saturating_sub(opened.tokens_left.unwrap_or(0))
                     .saturating_add(tokens);
-                format!("budget: reached max_tokens ({total} of {max})")
+                super::stops::tokens_spent(total, max)
             }
         };
         Some(Stop::done(reason))
