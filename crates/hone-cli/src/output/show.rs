@@ -170,11 +170,12 @@ fn show_spend(e: &ExperimentRecord, agent_text: &str) {
     if e.cost_usd <= 0.0 && e.tokens == 0 {
         return;
     }
-    // hone's own lines (`--- ... ---`), not what the model wrote between them.
-    let estimated = agent_text
+    // hone's own count per call (`--- this call: 2 attempt(s) charged at the worst case ---`).
+    let estimated: u64 = agent_text
         .lines()
-        .filter(|l| l.starts_with("--- ") && l.ends_with(" ---") && l.contains("worst case"))
-        .count();
+        .filter_map(|l| l.strip_prefix("--- this call: ")?.split_once(' '))
+        .filter_map(|(k, _)| k.parse::<u64>().ok())
+        .sum();
     out!(
         "  spent: ${:.4}, {} tokens{}",
         e.cost_usd,
@@ -182,7 +183,7 @@ fn show_spend(e: &ExperimentRecord, agent_text: &str) {
         match estimated {
             0 => String::new(),
             k => format!(
-                " (with the worst case of {k} call{} whose use the server did not report: an estimate, see the agent's log)",
+                " (with the worst case of {k} attempt{} whose use the server did not report: an estimate, see the agent's log)",
                 if k == 1 { "" } else { "s" }
             ),
         }

@@ -864,6 +864,36 @@ fn show_says_when_a_spend_is_an_estimate_and_prints_an_answer_hone_could_not_use
 }
 
 #[test]
+fn show_flags_an_estimate_only_where_one_was_charged() {
+    // An answer with no choices that reports its use is charged that: no estimate. A timed
+    // out attempt before a good answer is charged its worst case: flagged, though the answer
+    // that followed reported its own.
+    let empty = serde_json::json!({"id": "c", "object": "chat.completion", "choices": [],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}});
+    let (_, r, _) = llm_run(
+        "openai",
+        vec![
+            Reply::Status(200, Vec::new(), empty.to_string()),
+            Reply::Hang,
+            Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 10, 5),
+        ],
+        "max_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100\nrequest_timeout = \"1s\"\nmax_attempts = 2",
+        "max_experiments = 3",
+    );
+    assert_statuses(&r.log(), &["baseline", "invalid", "keep"]);
+    let show = text(&r.hone(&["show", "1"]));
+    assert!(
+        show.contains("spent: $0.0015, 15 tokens") && !show.contains("estimate"),
+        "{show}"
+    );
+    let show = text(&r.hone(&["show", "2"]));
+    assert!(
+        show.contains("(with the worst case of 1 attempt whose use the server did not report"),
+        "{show}"
+    );
+}
+
+#[test]
 fn a_web_server_where_the_model_should_be_stops_the_run_at_its_first_answer() {
     // A plain web server on the port: its list of models is a 404 (no verdict), and it answers
     // a chat request 501. No wait changes that: the run stops at once, naming base_url.

@@ -86,6 +86,8 @@ pub struct LlmClient {
     pub llm: LlmSpec,
     agent: ureq::Agent,
     rng: u64,
+    /// Attempts of the current call charged at their worst case (their use not reported).
+    estimated: std::sync::atomic::AtomicU32,
 }
 
 /// The proposer for `openai` and `anthropic`.
@@ -113,6 +115,7 @@ impl LlmClient {
             llm,
             agent,
             rng: 0x2545_F491_4F6C_DD1D,
+            estimated: std::sync::atomic::AtomicU32::new(0),
         }
     }
 
@@ -121,6 +124,18 @@ impl LlmClient {
         self.rng ^= self.rng >> 7;
         self.rng ^= self.rng << 17;
         (self.rng >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Charges `meter` an attempt's worst case, and counts it (see [`LlmClient::estimated`]).
+    fn charge_worst(&self, meter: &Meter<'_>, (cost, tokens): (f64, u64)) {
+        meter.add(cost, tokens);
+        self.estimated
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many attempts of the last call were charged at their worst case.
+    pub fn estimated(&self) -> u32 {
+        self.estimated.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Dollars for a number of input and output tokens (0 when no price is known).
@@ -183,6 +198,8 @@ impl LlmClient {
         cancel: &dyn Fn() -> bool,
         note: &dyn Fn(&str),
     ) -> Result<Completion, CallError> {
+        self.estimated
+            .store(0, std::sync::atomic::Ordering::Relaxed);
         let chars = system.len() + messages.iter().map(|(_, c)| c.len()).sum::<usize>();
         let worst = self.worst(chars);
         let key = std::env::var(&self.llm.api_key_env)
@@ -300,7 +317,7 @@ impl LlmClient {
             wire::Exchange::Done(Err(failure)) => {
                 // A timeout or a dropped connection after the request went out, or an answer
                 // cut off or too large, may still be billed: count the worst case.
-                meter.add(worst_cost, worst_tokens);
+                self.charge_worst(meter, (worst_cost, worst_tokens));
                 return match failure {
                     wire::Failure::TooLarge => Attempt::Over(Err(CallError::Failed(format!(
                         "the answer is larger than {} MiB and was refused (charged at its worst case)",
@@ -325,7 +342,7 @@ impl LlmClient {
             }
             wire::Exchange::Cancelled => {
                 // Given up while out: the provider may bill it all the same.
-                meter.add(worst_cost, worst_tokens);
+                self.charge_worst(meter, (worst_cost, worst_tokens));
                 return Attempt::Over(Err(CallError::Cancelled));
             }
         };
@@ -353,7 +370,7 @@ impl LlmClient {
                 };
                 match usage {
                     Some((i, o)) => meter.add(self.price(i, o), i.saturating_add(o)),
-                    None => meter.add(worst_cost, worst_tokens),
+                    None => self.charge_worst(meter, (worst_cost, worst_tokens)),
                 }
                 Attempt::Over(done.map_err(CallError::Failed))
             }
@@ -600,6 +617,17 @@ impl ChatProposer {
     }
 }
 
+/// The line `hone show` counts in the agent's log: how many attempts of this call were
+/// charged at their worst case (none: no line).
+fn estimated_note(ctx: &ProposeContext<'_>, attempts: u32) {
+    if attempts > 0 {
+        append_agent_log(
+            ctx,
+            &format!("--- this call: {attempts} attempt(s) charged at the worst case ---\n"),
+        );
+    }
+}
+
 impl ChatProposer {
     /// One question and its answer's text, outside a proposal (the outer loop's strategy):
     /// reserved against the budget and charged to `ctx` like any proposal's call.
@@ -632,17 +660,20 @@ impl ChatProposer {
             Ok(done) => done,
             Err(e) => {
                 let e = call_error(kind, e);
-                // A call that may have reached the server is charged its worst case.
+                // A call that may have reached the server is charged its worst case (one that
+                // said what it used, that).
                 let charged = ctx.spent().1.saturating_sub(before.1);
-                let charge = if charged > 0 {
-                    format!(" (charged at its worst case: {charged} tokens)")
-                } else {
-                    String::new()
+                let charge = match (charged, self.client.estimated()) {
+                    (0, _) => String::new(),
+                    (_, 0) => format!(" (charged what the server reported: {charged} tokens)"),
+                    _ => format!(" (charged at its worst case: {charged} tokens)"),
                 };
+                estimated_note(ctx, self.client.estimated());
                 append_agent_log(ctx, &format!("--- no answer {answer}: {e}{charge} ---\n"));
                 return Err(e);
             }
         };
+        estimated_note(ctx, self.client.estimated());
         // What the model said, for `hone show` and whoever looks into an invalid experiment.
         let mut entry: String = done
             .failed_before
