@@ -192,6 +192,12 @@ fn a_kill_9_during_a_model_call_keeps_its_worst_case_in_the_record() {
     assert!(log[1]["tokens"].as_u64().unwrap() >= 1000, "{}", log[1]);
     let status = text(&r.hone(&["status"]));
     assert!(!status.contains("cost: $0.00"), "{status}");
+    // `hone show` says that charge is an estimate.
+    let show = text(&r.hone(&["show", "1"]));
+    assert!(
+        show.contains("one out when hone stopped at its worst case (an estimate)"),
+        "{show}"
+    );
 }
 
 #[test]

@@ -104,12 +104,19 @@ impl Engine<'_> {
             cut_off.push((e.started_at, self.last_activity(e.n, e.started_at)));
             // What its model calls may have cost, one that was out when hone died included.
             let journal = self.verifier.paths.spend_journal(&self.run.tag, e.n);
+            let mut estimated = false;
             if let Some((usd, tokens)) = crate::propose::read_journal(&journal) {
+                estimated = usd > e.cost_usd || tokens > e.tokens;
                 e.cost_usd = e.cost_usd.max(usd);
                 e.tokens = e.tokens.max(tokens);
             }
             e.status = Some(Status::Aborted);
             e.reason = "interrupted: hone stopped during this experiment".into();
+            if estimated {
+                e.reason.push_str(
+                    "; its spend holds what its model calls were charged, one out when hone stopped at its worst case (an estimate)",
+                );
+            }
             let charged = self.charge_cut_turn(e, &recs.rates, killed);
             if let Some(c) = &charged {
                 e.reason = format!("{}; {c}", e.reason);
