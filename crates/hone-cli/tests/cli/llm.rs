@@ -107,7 +107,7 @@ fn openai_retries_429_and_5xx_and_gives_up_on_a_hanging_server() {
     // terminal (a run left overnight with its output in a file would look hung).
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        said.contains("hone: experiment 1: the model's server: HTTP 429: {\"error\":\"slow down\"}; asking again in 0ms (attempt 2 of 3)"),
+        said.contains("hone: experiment 1: the model's server: HTTP 429: {\"error\":\"slow down\"}; asking again in 0ms (attempt 2 of 3; Ctrl-C twice stops the run now)"),
         "{said}"
     );
     assert_eq!(

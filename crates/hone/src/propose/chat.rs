@@ -407,7 +407,7 @@ impl LlmClient {
 
     /// Waits before the next attempt (unless this was the last one); `false` when `cancel`
     /// said stop meanwhile.
-    fn backoff(
+    pub(super) fn backoff(
         &mut self,
         attempt: u64,
         retry_after: Option<f64>,
@@ -420,10 +420,19 @@ impl LlmClient {
             let wait = retry_after
                 .unwrap_or(backoff * (1.0 + 0.25 * self.jitter()))
                 .clamp(0.0, 60.0);
+            // A longer `Retry-After` is asked again after a minute (a call that fails then
+            // is an outage, waited out between experiments): said, not silently cut.
+            let asked = match retry_after.filter(|&r| r > wait) {
+                Some(r) => format!(
+                    ", not the {} it asked for (a call waits at most a minute)",
+                    crate::spec::format_duration(Duration::from_secs_f64(r))
+                ),
+                None => String::new(),
+            };
             // A wait can be a minute (a `Retry-After`), several in a row: said, so that a
             // run whose output goes to a file does not look hung.
             note(&format!(
-                "the model's server: {why}; asking again in {} (attempt {} of {})",
+                "the model's server: {why}; asking again in {}{asked} (attempt {} of {}; Ctrl-C twice stops the run now)",
                 crate::spec::format_duration(Duration::from_secs_f64(wait)),
                 attempt + 2,
                 self.llm.max_attempts

@@ -199,6 +199,36 @@ mod tests {
     }
 
     #[test]
+    fn a_retry_after_longer_than_a_minute_is_said_with_the_wait_kept() {
+        use super::super::LlmClient;
+        use crate::spec::{AgentKind, EditMode, LlmSpec};
+        let llm = LlmSpec {
+            model: "m".into(),
+            base_url: "http://127.0.0.1:9/v1".into(),
+            api_key_env: "HONE_TEST_UNSET_KEY".into(),
+            temperature: None,
+            max_tokens: 100,
+            request_timeout: Duration::from_secs(30),
+            max_attempts: 3,
+            price_in_per_mtok: None,
+            price_out_per_mtok: None,
+            edit_mode: EditMode::Blocks,
+        };
+        let mut client = LlmClient::new(AgentKind::OpenAi, llm);
+        let said = std::cell::RefCell::new(Vec::new());
+        // Cancelled at once: the wait ends as it starts.
+        let waited = client.backoff(0, Some(120.0), "HTTP 429", &|| true, &|m| {
+            said.borrow_mut().push(m.to_string())
+        });
+        assert!(!waited);
+        let said = said.into_inner();
+        assert!(
+            said[0].contains("asking again in 1m00s, not the 2m00s it asked for (a call waits at most a minute) (attempt 2 of 3; Ctrl-C twice stops the run now)"),
+            "{said:?}"
+        );
+    }
+
+    #[test]
     fn a_call_stopped_before_it_starts_sends_nothing_and_costs_nothing() {
         use super::super::{CallError, LlmClient};
         use crate::propose::spend::{Budget, Meter, Spend};
