@@ -445,6 +445,22 @@ fn llm_prices_and_temperature_must_be_finite_and_not_negative() {
 }
 
 #[test]
+fn a_run_budget_that_holds_no_call_of_its_model_is_refused_before_the_baseline() {
+    let llm = "[agent]\nkind = \"openai\"\nmodel = \"m\"\nmax_tokens = 2048\nprice_in_per_mtok = 1\nprice_out_per_mtok = 100\n";
+    let e = err(&format!("{MIN}{llm}[stop]\nmax_tokens = 2048\n"));
+    assert_eq!(e.key, "stop.max_tokens", "{e}");
+    assert!(e.message.contains("holds no call of the model"), "{e}");
+    // 2048 tokens at $100 a million: $0.2048.
+    let e = err(&format!("{MIN}{llm}[stop]\nmax_cost_usd = 0.2\n"));
+    assert_eq!(e.key, "stop.max_cost_usd", "{e}");
+    assert!(e.message.contains("may cost $0.2048"), "{e}");
+    parse(&format!(
+        "{MIN}{llm}[stop]\nmax_tokens = 100000\nmax_cost_usd = 1\n"
+    ))
+    .unwrap();
+}
+
+#[test]
 fn a_sealed_holdout_stage_is_refused_with_remote_workers() {
     let text = format!(
         "{MIN}[verify.holdout]\ncommand = \"p\"\nevaluate = \"s\"\n[exec]\nbackend = \"workers\"\n\
