@@ -529,7 +529,12 @@ impl CommandProposer {
                 None
             }
             _ => self
-                .charge(ctx, report, (outcome, cut_by_max_time), log_path)
+                .charge(
+                    ctx,
+                    (report, doubt.is_some()),
+                    (outcome, cut_by_max_time),
+                    log_path,
+                )
                 .map_err(|e| doubted(e, doubt))?
                 .map(|note| match doubt {
                     Some(why) => {
@@ -545,7 +550,7 @@ impl CommandProposer {
     fn charge(
         &mut self,
         ctx: &ProposeContext<'_>,
-        report: Option<&AgentReport>,
+        (report, doubted): (Option<&AgentReport>, bool),
         (outcome, cut_by_max_time): (&exec::ExecOutcome, bool),
         log_path: &std::path::Path,
     ) -> Result<Option<String>, ProposeError> {
@@ -601,6 +606,7 @@ impl CommandProposer {
             (Some(_), reported) => {
                 let rate = self.rates.rate_for(secs);
                 let ended = match outcome.exit {
+                    _ if doubted => Ended::Doubted,
                     Exit::TimedOut if cut_by_max_time => Ended::MaxTime,
                     Exit::TimedOut => Ended::Timeout,
                     Exit::Code(0) => Ended::Unreadable,
@@ -617,7 +623,7 @@ impl CommandProposer {
 fn doubted(e: ProposeError, doubt: Option<&str>) -> ProposeError {
     match (e, doubt) {
         (ProposeError::Fatal(msg), Some(why)) => ProposeError::Fatal(format!(
-            "the agent's account of what its turn spent cannot be believed ({why}): it is charged as a turn with no account. {msg}"
+            "the agent's account of what its turn spent cannot be believed ({why}). {msg}"
         )),
         (e, _) => e,
     }
@@ -636,6 +642,8 @@ enum Ended {
     /// It exited 0.
     Unreadable,
     Failed,
+    /// Its account could not be believed (see `Preset::doubtful_account`).
+    Doubted,
 }
 
 /// Charges a preset's turn that ended without its own account of what it spent, or was cut
@@ -684,6 +692,9 @@ fn charge_unreported(
                  changed? [agent] command drives another version)"
             }
             Ended::Failed => "See why the agent failed in its log",
+            Ended::Doubted => {
+                "Something else wrote an account into the tool's output (a command the model ran can open it through /proc): see the agent's log"
+            }
         };
         return Err(ProposeError::Fatal(format!(
             "the agent's turn ended after {secs:.1} s without its own account of what it spent \
