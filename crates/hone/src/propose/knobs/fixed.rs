@@ -96,7 +96,7 @@ fn assignments(path: &str, text: &str, name: &str) -> Vec<String> {
             }
             let body = after_block_header(stmt);
             if !c_like && imported_names(body).contains(&name) {
-                out.push(format!("import {}", normalized(body)));
+                out.push(body.split_whitespace().collect::<Vec<_>>().join(" "));
             }
             out.extend(assigned(body, name));
         }
