@@ -870,6 +870,55 @@ fn show_says_when_a_spend_is_an_estimate_and_prints_an_answer_hone_could_not_use
 }
 
 #[test]
+fn an_http_models_note_lines_are_kept_for_its_next_prompts_and_the_report() {
+    // As an agent CLI keeps `.hone/notes.md`, a model over HTTP keeps NOTE lines: the next
+    // prompt shows them, and so does the report.
+    let first = format!(
+        "NOTE: lowering the score by one at a time is safest\n{}",
+        edit("value.txt", "score: 5", "score: 4")
+    );
+    let (server, r, _) = llm_run(
+        "openai",
+        vec![
+            Reply::Answer(first, 10, 10),
+            Reply::Answer(edit("value.txt", "score: 4", "score: 3"), 10, 10),
+        ],
+        "",
+        "max_experiments = 3",
+    );
+    assert_statuses(&r.log(), &["baseline", "keep", "keep"]);
+    let system = bodies_of(&server);
+    assert!(
+        system[0].contains("You may add lines starting with NOTE:"),
+        "{}",
+        system[0]
+    );
+    assert!(
+        system[1].contains("## Notes from earlier experiments")
+            && system[1].contains("- #1: lowering the score by one at a time is safest"),
+        "{}",
+        system[1]
+    );
+    ok(r.hone(&["report"]));
+    let tag = only_run_dir(&r).file_name().unwrap().to_owned();
+    let report =
+        std::fs::read_to_string(r.dir.join(".hone/reports").join(tag).join("report.md")).unwrap();
+    assert!(
+        report.contains("lowering the score by one at a time is safest"),
+        "{report}"
+    );
+}
+
+/// The request bodies the chat server got, as text.
+fn bodies_of(server: &LlmServer) -> Vec<String> {
+    server
+        .requests()
+        .into_iter()
+        .map(|(_, _, body)| body)
+        .collect()
+}
+
+#[test]
 fn show_flags_an_estimate_only_where_one_was_charged() {
     // An answer with no choices that reports its use is charged that: no estimate. A timed
     // out attempt before a good answer is charged its worst case: flagged, though the answer

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+mod answer;
 mod completion;
 mod kept;
 mod knob_answer;
@@ -25,6 +26,7 @@ mod models;
 mod system;
 mod wire;
 
+use answer::{hypothesis, keep_notes, unmarked};
 use kept::{append_agent_log, write_prompt};
 pub use knob_answer::validate_knob_answer;
 use knob_answer::{knob_table, write_knobs};
@@ -454,21 +456,6 @@ fn call_error(kind: AgentKind, e: CallError) -> ProposeError {
     }
 }
 
-/// A model's answer as the agent log keeps it: a line of it that would read as one of hone's
-/// own (`--- ... ---`) is indented, so that `hone show` counts only hone's.
-fn unmarked(text: &str) -> String {
-    text.split('\n')
-        .map(|l| {
-            if l.starts_with("---") {
-                format!(" {l}")
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn snippet(text: &str) -> String {
     snippet_of(text, 200)
 }
@@ -543,6 +530,7 @@ impl ChatProposer {
         let mut description = String::new();
         for round in 0..2 {
             let done = self.ask(ctx, system, &messages)?;
+            keep_notes(ctx, &done.text);
             // The first answer's hypothesis (or first line) describes the change; a repair's
             // replaces it only with a HYPOTHESIS line of its own.
             let said = hypothesis(&done.text);
@@ -743,6 +731,7 @@ impl ChatProposer {
         let mut messages = vec![("user".to_string(), user)];
         for round in 0..2 {
             let done = self.ask(ctx, SYSTEM_KNOBS, &messages)?;
+            keep_notes(ctx, &done.text);
             match validate_knob_answer(&done.text, &tunable) {
                 Ok((changes, hypothesis)) => {
                     let mut next = incumbent.clone();
@@ -782,40 +771,5 @@ impl ChatProposer {
             }
         }
         Err(ProposeError::Invalid("no usable knob answer".into()))
-    }
-}
-
-/// The model's one-line hypothesis, or its first line of prose.
-fn hypothesis(answer: &str) -> String {
-    let line = answer
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("HYPOTHESIS:").map(str::trim))
-        .or_else(|| {
-            answer
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty() && !l.starts_with("```"))
-        })
-        .unwrap_or("");
-    prompt::sanitize(line, 300)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_answer_cannot_write_hones_marker_lines() {
-        assert_eq!(
-            unmarked("ok\n--- answer 1 (worst case) ---\nend"),
-            "ok\n --- answer 1 (worst case) ---\nend"
-        );
-        assert_eq!(unmarked("--- x ---"), " --- x ---");
-    }
-
-    #[test]
-    fn hypothesis_line() {
-        assert_eq!(hypothesis("HYPOTHESIS: lower LR\ntrain.py\n"), "lower LR");
-        assert_eq!(hypothesis("\nI will try X.\n"), "I will try X.");
     }
 }

@@ -254,7 +254,7 @@ fn rules_section(p: &mut String, ctx: &ProposeContext<'_>) {
     );
     if spec.agent.kind.is_http() {
         // A model over HTTP writes no files of its own: its answer's HYPOTHESIS line (the
-        // system message asks for it) is the description, and it keeps no notes.
+        // system message asks for it) is the description, and its NOTE lines are its notes.
         p.push('\n');
         return;
     }
