@@ -909,6 +909,31 @@ fn an_http_models_note_lines_are_kept_for_its_next_prompts_and_the_report() {
     );
 }
 
+#[test]
+fn a_body_that_is_not_json_is_asked_again_and_a_prompt_too_long_says_what_to_shrink() {
+    // A proxy's HTML error page with a 200: the server's fault, retried. Then a 400 for a
+    // prompt over the model's context: the experiment is invalid, with what to do.
+    let too_long = "{\"error\":{\"message\":\"This model's maximum context length is 8192 tokens\",\"code\":\"context_length_exceeded\"}}";
+    let (_, r, _) = llm_run(
+        "openai",
+        vec![
+            Reply::Status(200, Vec::new(), "<html>502 Bad Gateway</html>".into()),
+            Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 10, 10),
+            Reply::Status(400, Vec::new(), too_long.into()),
+        ],
+        "max_attempts = 2",
+        "max_experiments = 3",
+    );
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "keep", "invalid"]);
+    let agent_log = std::fs::read_to_string(only_run_dir(&r).join("logs/1.agent.log")).unwrap();
+    assert!(
+        agent_log.contains("attempt 1 failed: the answer is not JSON"),
+        "{agent_log}"
+    );
+    assert_reason(&log[2], "a model with a longer context");
+}
+
 /// The request bodies the chat server got, as text.
 fn bodies_of(server: &LlmServer) -> Vec<String> {
     server

@@ -374,7 +374,12 @@ impl LlmClient {
                     Some((i, o)) => meter.add(self.price(i, o), i.saturating_add(o)),
                     None => self.charge_worst(meter, (worst_cost, worst_tokens)),
                 }
-                Attempt::Over(done.map_err(CallError::Failed))
+                match done {
+                    // A body that is not JSON at all is the server's (or a proxy's) fault, not
+                    // the model's: asked again, and an outage if it lasts.
+                    Err(why) if why.starts_with(NOT_JSON) => Attempt::Retry(why, None),
+                    done => Attempt::Over(done.map_err(CallError::Failed)),
+                }
             }
             // OpenAI's "out of quota" is a 429 that waiting does not end.
             429 if text.contains("insufficient_quota") => {
@@ -401,8 +406,13 @@ impl LlmClient {
             }
             // Kept long enough for the server's own words (an error's code and advice).
             _ => Attempt::Over(Err(CallError::Failed(format!(
-                "HTTP {status}: {}",
-                snippet_of(text, 1000)
+                "HTTP {status}: {}{}",
+                snippet_of(text, 1000),
+                if too_long(text) {
+                    " (the prompt is longer than the model takes: fewer or smaller editable files, a shorter program.md or skills, or a model with a longer context)"
+                } else {
+                    ""
+                }
             )))),
         }
     }
@@ -443,6 +453,18 @@ impl LlmClient {
         }
         true
     }
+}
+
+/// How an answer that is not JSON is said (see `completion.rs`): a server's fault, retried.
+const NOT_JSON: &str = "the answer is not JSON";
+
+/// Whether a server's error says the prompt is longer than its model's context.
+fn too_long(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    t.contains("context_length_exceeded")
+        || t.contains("maximum context length")
+        || t.contains("context window")
+        || t.contains("prompt is too long")
 }
 
 /// What a failed call means for the experiment.

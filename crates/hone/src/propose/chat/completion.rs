@@ -12,7 +12,7 @@ impl LlmClient {
     /// The completion in a server's answer `text`, or why it holds none.
     pub(super) fn parse_completion(&self, text: &str) -> Result<Completion, String> {
         let v: Value = serde_json::from_str(text)
-            .map_err(|e| format!("the answer is not JSON ({e}): {}", snippet(text)))?;
+            .map_err(|e| format!("{} ({e}): {}", super::NOT_JSON, snippet(text)))?;
         let (content, input, output, cut_off) = match self.kind {
             AgentKind::Anthropic => {
                 let content: String = v["content"]
