@@ -201,6 +201,9 @@ impl Printer {
                         direction.as_str()
                     );
                 }
+                // What the run may use, once at the start: a log read in the morning (output
+                // sent to a file has no live line) says what bounded the night.
+                out!("hone: limits: {}", limits_line(budget));
             }
             Event::Note { message } => {
                 let message = naming_spec(message, self.spec_file.as_deref());
@@ -615,3 +618,43 @@ pub fn workers(url: &str, json: bool) {
 
 #[cfg(test)]
 mod tests;
+
+/// A run's limits as it (re)starts, with what earlier sessions used of them: `100
+/// experiments, 15m of loop time (2m used), $1.00 ($0.40 spent), 150000 tokens`.
+fn limits_line(b: &hone::engine::Budget) -> String {
+    let mut parts = vec![format!("{} experiments", b.max_experiments)];
+    if let Some(t) = b.max_time_s {
+        let mut part = format!(
+            "{} of loop time",
+            format_duration(std::time::Duration::from_secs_f64(t))
+        );
+        if b.used_s > 0.0 {
+            part.push_str(&format!(
+                " ({} used)",
+                format_duration(std::time::Duration::from_secs_f64(b.used_s))
+            ));
+        }
+        parts.push(part);
+    }
+    if let Some(usd) = b.max_cost_usd {
+        let spent = if b.cost_before > 0.0 {
+            format!(" (${:.2} spent)", b.cost_before)
+        } else {
+            String::new()
+        };
+        parts.push(format!("${usd:.2}{spent}"));
+    }
+    if let Some(tokens) = b.max_tokens {
+        let spent = if b.tokens_before > 0 {
+            format!(" ({} spent)", b.tokens_before)
+        } else {
+            String::new()
+        };
+        parts.push(format!("{tokens} tokens{spent}"));
+    }
+    format!(
+        "{}; each verification at most {}",
+        parts.join(", "),
+        format_duration(std::time::Duration::from_secs_f64(b.timeout_s))
+    )
+}

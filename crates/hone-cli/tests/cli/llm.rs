@@ -315,6 +315,11 @@ fn the_budget_holds_before_a_call_is_sent() {
     assert_eq!(log[1]["tokens"], 2000);
     assert_says(&out, "stopped: budget");
     assert_says(&out, "to go on: raise [stop] max_cost_usd in hone.toml");
+    // The limits are said once at the start, also where the output goes to a file.
+    assert_says(
+        &out,
+        "hone: limits: 10 experiments, $0.65; each verification at most",
+    );
     // `hone status` gives the same hint, with the spec it was asked about.
     let status = text(&r.hone(&["--spec", "hone.toml", "status"]));
     assert!(

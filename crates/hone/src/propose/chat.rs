@@ -174,11 +174,13 @@ impl LlmClient {
         };
         Err(ProposeError::Budget(match left.usd_left {
             Some(l) if worst_cost > l => format!(
-                "budget: the next call could cost ${worst_cost:.4} and ${:.4} of max_cost_usd is left",
+                "budget: the next call could cost ${worst_cost:.4} (its worst case: the prompt's {prompt_bytes} bytes as as many tokens, plus [agent] max_tokens = {}) and ${:.4} of max_cost_usd is left",
+                self.llm.max_tokens,
                 l.max(0.0)
             ),
             _ => format!(
-                "budget: the next call could use {worst_tokens} tokens and {} of max_tokens are left",
+                "budget: the next call could use {worst_tokens} tokens (its worst case: the prompt's {prompt_bytes} bytes as as many tokens, plus [agent] max_tokens = {}) and {} of max_tokens are left",
+                self.llm.max_tokens,
                 left.tokens_left.unwrap_or(0)
             ),
         }))
