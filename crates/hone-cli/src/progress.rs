@@ -147,38 +147,80 @@ fn draw(s: &mut State) {
         return;
     };
     let last = phase.log.as_ref().and_then(|p| hone::util::last_line_of(p));
-    let line = render(s, Instant::now(), last.as_deref());
     let width = terminal_width().unwrap_or(100).max(20);
-    let line: String = line.chars().take(width - 1).collect();
+    let line = fitted(s, Instant::now(), last.as_deref(), width - 1);
     let mut err = std::io::stderr();
     let _ = write!(err, "\r\x1b[2K{line}");
     let _ = err.flush();
     s.drawn = true;
 }
 
+/// [`render`] in at most `width` characters: the verifier's last output (or the proposal's
+/// description) is cut first, so that the spend and the ETA at the end stay in view on a
+/// narrow terminal; then the line itself.
+pub fn fitted(s: &State, now: Instant, last_output: Option<&str>, width: usize) -> String {
+    let mut line = render(s, now, last_output);
+    let over = line.chars().count().saturating_sub(width);
+    if over > 0 {
+        line = render_with(
+            s,
+            now,
+            last_output,
+            (DETAIL_MAX.saturating_sub(over), false),
+        );
+    }
+    if line.chars().count() > width {
+        // Shorter words for the rest: `#12 verifying 1m05s/5m00s`, the time left alone.
+        line = render_with(s, now, None, (0, true));
+    }
+    line.chars().take(width).collect()
+}
+
+/// The most of the verifier's last output (or the proposal's description) the line shows.
+const DETAIL_MAX: usize = 60;
+
 /// The live line at `now`: `#12 verifying 1m05s of 5m · step 400 loss 2.31 · 11/100 done ·
 /// 12m used, 48m left · ETA 37m`.
 pub fn render(s: &State, now: Instant, last_output: Option<&str>) -> String {
+    render_with(s, now, last_output, (DETAIL_MAX, false))
+}
+
+/// [`render`] with at most `detail` characters of the output or description (fewer than 8:
+/// none), in shorter words when `compact`.
+fn render_with(
+    s: &State,
+    now: Instant,
+    last_output: Option<&str>,
+    (detail, compact): (usize, bool),
+) -> String {
     let mut parts = Vec::new();
     if let Some(p) = &s.phase {
         let elapsed = short(now.saturating_duration_since(p.since));
-        let mut head = format!("  #{:<4} {} {elapsed}", p.n, p.what);
+        let mut head = if compact {
+            format!("#{} {} {elapsed}", p.n, p.what)
+        } else {
+            format!("  #{:<4} {} {elapsed}", p.n, p.what)
+        };
         if let (Some(b), "verifying") = (&s.budget, p.what) {
-            head.push_str(&format!(" of {}", short(secs(b.timeout_s))));
+            let of = if compact { "/" } else { " of " };
+            head.push_str(&format!("{of}{}", short(secs(b.timeout_s))));
         }
         parts.push(head);
         match (last_output, &p.detail) {
-            (Some(l), _) if p.what == "verifying" => parts.push(printable(l, 60)),
-            (_, Some(d)) => parts.push(printable(d, 60)),
+            _ if detail < 8 => {}
+            (Some(l), _) if p.what == "verifying" => parts.push(printable(l, detail)),
+            (_, Some(d)) => parts.push(printable(d, detail)),
             _ => {}
         }
     }
     if let Some(b) = &s.budget {
-        parts.push(format!("{}/{} done", s.done, b.max_experiments));
+        let done = if compact { "" } else { " done" };
+        parts.push(format!("{}/{}{done}", s.done, b.max_experiments));
         let here = now.saturating_duration_since(s.session_start);
         let used = b.used_s + here.as_secs_f64();
         let left_time = b.max_time_s.map(|m| (m - used).max(0.0));
         match left_time {
+            Some(left) if compact => parts.push(format!("{} left", short(secs(left)))),
             Some(left) => parts.push(format!(
                 "{} used, {} left",
                 short(secs(used)),
@@ -349,6 +391,41 @@ mod tests {
         assert!(render(&s, now, None).contains("left · $0.50 · ETA"));
         s.cost_here = 0.0;
         assert!(!render(&s, now, None).contains('$'));
+    }
+
+    #[test]
+    fn on_a_narrow_terminal_the_output_is_cut_before_the_spend_and_the_eta() {
+        let now = Instant::now();
+        let mut s = state(now);
+        s.budget = Some(Budget {
+            max_cost_usd: Some(5.0),
+            ..s.budget.clone().expect("set above")
+        });
+        s.candidates_here = 1;
+        let output = "step 400 | loss 2.3141 | lr 0.0003 | tokens/s 91234 | mfu 41.2% | dt 812ms";
+        let line = fitted(&s, now, Some(output), 79);
+        assert_eq!(
+            line,
+            "#12 verifying 1m05s/5m00s · 11/100 · 48m00s left · $0.00 of $5 · ETA 48m00s"
+        );
+        // Wider: the output is cut, to what fits.
+        let line = fitted(&s, now, Some(output), 120);
+        assert!(
+            line.contains("· step 400 | loss") && line.ends_with("ETA 48m00s"),
+            "{line}"
+        );
+        assert!(line.chars().count() <= 120, "{line}");
+        // Where even that does not fit, shorter words, then the line is cut.
+        let line = fitted(&s, now, Some(output), 60);
+        assert_eq!(
+            line,
+            "#12 verifying 1m05s/5m00s · 11/100 · 48m00s left · $0.00 of "
+        );
+        // A wide terminal shows it all.
+        assert_eq!(
+            fitted(&s, now, Some(output), 300),
+            render(&s, now, Some(output))
+        );
     }
 
     #[test]
