@@ -39,8 +39,11 @@ fn openai_edits_are_applied_repaired_once_and_gated() {
         "a model over HTTP is asked to write files it cannot: {user}"
     );
     assert!(
-        reqs[2].2.contains("could not be applied"),
-        "the repair quotes the failing block"
+        reqs[2]
+            .2
+            .contains("Your block could not be applied. Send it corrected:"),
+        "the repair quotes the failing block, the only one: {}",
+        reqs[2].2
     );
     let state = state_bytes(&r);
     assert!(

@@ -514,7 +514,11 @@ impl Proposer for ChatProposer {
             let Some(first) = failures.first() else {
                 return Ok(None);
             };
-            let mut repair = String::from("Some of your blocks could not be applied; the others were. Send corrected blocks for these only:\n");
+            let mut repair = String::from(match (failures.len(), edits.len()) {
+                (1, 1) => "Your block could not be applied. Send it corrected:\n",
+                (f, e) if f == e => "None of your blocks could be applied. Send them corrected:\n",
+                _ => "Some of your blocks could not be applied; the others were. Send corrected blocks for these only:\n",
+            });
             for f in &failures {
                 repair.push_str(&format!(
                     "\n{}\n<<<<<<< SEARCH\n{}=======\n{}>>>>>>> REPLACE\nProblem: {}\n",
