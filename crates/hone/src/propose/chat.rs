@@ -29,9 +29,8 @@ mod wire;
 use answer::{hypothesis, keep_notes, unmarked};
 use kept::{append_agent_log, write_prompt};
 pub use knob_answer::validate_knob_answer;
-use knob_answer::{knob_table, write_knobs};
 pub use models::ModelCheck;
-use system::{SYSTEM, SYSTEM_KNOBS, SYSTEM_PATCH};
+use system::{SYSTEM, SYSTEM_PATCH};
 
 use super::blocks::{self, EditBlock};
 use super::patch;
@@ -736,68 +735,5 @@ impl ChatProposer {
         ));
         append_agent_log(ctx, &entry);
         Ok(done)
-    }
-
-    /// `edit_mode = "knobs"` (Level 1 of Bilevel Autoresearch, with validation): the model
-    /// sees the knob table and the configurations tried, answers `{changes, hypothesis}`, and
-    /// hone checks every name, type and range before writing anything.
-    fn propose_knobs(&mut self, ctx: &ProposeContext<'_>) -> Result<Proposal, ProposeError> {
-        use super::knobs::{self, Domain};
-        let (found, texts) = super::optimizer::find_knobs(ctx)?;
-        let tunable: Vec<&knobs::Knob> = found
-            .iter()
-            .filter(|k| !matches!(k.domain, Domain::Fixed))
-            .collect();
-        if tunable.is_empty() {
-            return Err(ProposeError::Fatal(
-                "edit_mode = \"knobs\" needs knobs in the editable files (see hone init)".into(),
-            ));
-        }
-        let incumbent = knobs::config_of(&found);
-        let table = knob_table(&tunable);
-        let user = format!("{}{table}", prompt::build(ctx)?);
-        let mut messages = vec![("user".to_string(), user)];
-        for round in 0..2 {
-            let done = self.ask(ctx, SYSTEM_KNOBS, &messages)?;
-            keep_notes(ctx, &done.text);
-            match validate_knob_answer(&done.text, &tunable) {
-                Ok((changes, hypothesis)) => {
-                    let mut next = incumbent.clone();
-                    next.extend(changes);
-                    if next == incumbent {
-                        return Err(ProposeError::Invalid(
-                            "the model chose the current configuration again".into(),
-                        ));
-                    }
-                    write_knobs(ctx, &found, &texts, &next)?;
-                    let described = knobs::describe(&incumbent, &next);
-                    return Ok(Proposal {
-                        description: if hypothesis.is_empty() {
-                            described
-                        } else {
-                            format!("{described}: {hypothesis}")
-                        },
-                        config: serde_json::to_value(&next).ok(),
-                        cost_usd: 0.0,
-                        source: None,
-                        in_place: false,
-                    });
-                }
-                Err(problems) if round == 0 => {
-                    messages.push(("assistant".into(), done.text));
-                    messages.push((
-                        "user".into(),
-                        format!("Your answer could not be used:\n- {}\nAnswer again with one valid JSON object.", problems.join("\n- ")),
-                    ));
-                }
-                Err(problems) => {
-                    return Err(ProposeError::Invalid(format!(
-                        "the knob answer was still invalid after a repair round: {}",
-                        problems.join("; ")
-                    )));
-                }
-            }
-        }
-        Err(ProposeError::Invalid("no usable knob answer".into()))
     }
 }

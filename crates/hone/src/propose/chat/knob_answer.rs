@@ -1,10 +1,12 @@
-//! `edit_mode = "knobs"`'s side of the chat proposer: the table of knobs the model sees, the
-//! check of its JSON answer (every name, type and range), and the answer written into the
-//! knob files.
+//! `edit_mode = "knobs"`'s side of the chat proposer: the proposal itself, the table of
+//! knobs the model sees, the check of its JSON answer (every name, type and range), and the
+//! answer written into the knob files.
 
 use serde_json::Value;
 
-use crate::propose::{prompt, ProposeContext, ProposeError};
+use super::answer::keep_notes;
+use super::system::SYSTEM_KNOBS;
+use crate::propose::{prompt, Proposal, ProposeContext, ProposeError};
 
 /// The prompt's table of the knobs the model may change: name, current value, allowed values.
 pub(super) fn knob_table(tunable: &[&crate::propose::knobs::Knob]) -> String {
@@ -112,5 +114,73 @@ pub fn validate_knob_answer(
         Ok((out, hypothesis))
     } else {
         Err(problems)
+    }
+}
+
+impl super::ChatProposer {
+    /// `edit_mode = "knobs"` (Level 1 of Bilevel Autoresearch, with validation): the model
+    /// sees the knob table and the configurations tried, answers `{changes, hypothesis}`, and
+    /// hone checks every name, type and range before writing anything.
+    pub(super) fn propose_knobs(
+        &mut self,
+        ctx: &ProposeContext<'_>,
+    ) -> Result<Proposal, ProposeError> {
+        use crate::propose::knobs::{self, Domain};
+        let (found, texts) = crate::propose::optimizer::find_knobs(ctx)?;
+        let tunable: Vec<&knobs::Knob> = found
+            .iter()
+            .filter(|k| !matches!(k.domain, Domain::Fixed))
+            .collect();
+        if tunable.is_empty() {
+            return Err(ProposeError::Fatal(
+                "edit_mode = \"knobs\" needs knobs in the editable files (see hone init)".into(),
+            ));
+        }
+        let incumbent = knobs::config_of(&found);
+        let table = knob_table(&tunable);
+        let user = format!("{}{table}", prompt::build(ctx)?);
+        let mut messages = vec![("user".to_string(), user)];
+        for round in 0..2 {
+            let done = self.ask(ctx, SYSTEM_KNOBS, &messages)?;
+            keep_notes(ctx, &done.text);
+            match validate_knob_answer(&done.text, &tunable) {
+                Ok((changes, hypothesis)) => {
+                    let mut next = incumbent.clone();
+                    next.extend(changes);
+                    if next == incumbent {
+                        return Err(ProposeError::Invalid(
+                            "the model chose the current configuration again".into(),
+                        ));
+                    }
+                    write_knobs(ctx, &found, &texts, &next)?;
+                    let described = knobs::describe(&incumbent, &next);
+                    return Ok(Proposal {
+                        description: if hypothesis.is_empty() {
+                            described
+                        } else {
+                            format!("{described}: {hypothesis}")
+                        },
+                        config: serde_json::to_value(&next).ok(),
+                        cost_usd: 0.0,
+                        source: None,
+                        in_place: false,
+                    });
+                }
+                Err(problems) if round == 0 => {
+                    messages.push(("assistant".into(), done.text));
+                    messages.push((
+                        "user".into(),
+                        format!("Your answer could not be used:\n- {}\nAnswer again with one valid JSON object.", problems.join("\n- ")),
+                    ));
+                }
+                Err(problems) => {
+                    return Err(ProposeError::Invalid(format!(
+                        "the knob answer was still invalid after a repair round: {}",
+                        problems.join("; ")
+                    )));
+                }
+            }
+        }
+        Err(ProposeError::Invalid("no usable knob answer".into()))
     }
 }
