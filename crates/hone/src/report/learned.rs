@@ -208,34 +208,75 @@ fn failed_at(bad: &[Value], tried: &[Value], few: bool) -> String {
 
 /// A failure's reason with its numbers made alike, so that failures of one cause group.
 fn cause_key(reason: &str) -> String {
-    let mut key = String::with_capacity(reason.len());
+    numbers_as(reason, "#").to_lowercase()
+}
+
+/// `reason` cut into runs of number and of other text (`(true, "12")`, `(false, "step ")`).
+fn number_runs(reason: &str) -> Vec<(bool, String)> {
+    let mut parts: Vec<(bool, String)> = Vec::new();
+    for c in reason.chars() {
+        let digit = c.is_ascii_digit() || (c == '.' && parts.last().is_some_and(|(d, _)| *d));
+        match parts.last_mut() {
+            Some((d, text)) if *d == digit => text.push(c),
+            _ => parts.push((digit, c.to_string())),
+        }
+    }
+    parts
+}
+
+/// The reason a group of failures of one cause is shown with: its first member's, each number
+/// that differs between members (`varies`, by run) written `N`: `duplicate of #N (identical
+/// files)`, `exited with status 1: loss diverged at step N`.
+fn shown_reason(first: &str, varies: &[bool]) -> String {
+    number_runs(first)
+        .into_iter()
+        .zip(varies.iter().copied().chain(std::iter::repeat(false)))
+        .map(|((_, text), v)| if v { "N".to_string() } else { text })
+        .collect()
+}
+
+/// `reason` with each number in it written `as_what`.
+fn numbers_as(reason: &str, as_what: &str) -> String {
+    let mut out = String::with_capacity(reason.len());
     let mut in_number = false;
     for c in reason.chars() {
         if c.is_ascii_digit() || (in_number && c == '.') {
             if !in_number {
-                key.push('#');
+                out.push_str(as_what);
             }
             in_number = true;
         } else {
             in_number = false;
-            key.push(c.to_ascii_lowercase());
+            out.push(c);
         }
     }
-    key
+    out
 }
 
 fn failure_rows(exps: &[ExperimentRecord]) -> Vec<Vec<String>> {
-    let mut groups: BTreeMap<String, (Status, String, Vec<u64>)> = BTreeMap::new();
+    // Per cause: its status, the first reason, which of its number runs vary, the experiments.
+    type Group = (Status, String, Vec<bool>, Vec<u64>);
+    let mut groups: BTreeMap<String, Group> = BTreeMap::new();
     for e in exps
         .iter()
         .filter(|e| failed(e) || e.status() == Status::Invalid)
     {
         let g = groups
             .entry(format!("{}\u{0}{}", e.status(), cause_key(&e.reason)))
-            .or_insert_with(|| (e.status(), e.reason.clone(), Vec::new()));
-        g.2.push(e.n);
+            .or_insert_with(|| (e.status(), e.reason.clone(), Vec::new(), Vec::new()));
+        // Reasons that differ in their numbers (`duplicate of #15`, `of #16`) are shown with
+        // those numbers as `N`, not as the first one's.
+        let (first, this) = (number_runs(&g.1), number_runs(&e.reason));
+        g.2.resize(first.len(), false);
+        for (i, (a, b)) in first.iter().zip(&this).enumerate() {
+            g.2[i] |= a.0 && a.1 != b.1;
+        }
+        g.3.push(e.n);
     }
-    let mut rows: Vec<(Status, String, Vec<u64>)> = groups.into_values().collect();
+    let mut rows: Vec<(Status, String, Vec<u64>)> = groups
+        .into_values()
+        .map(|(status, first, varies, ns)| (status, shown_reason(&first, &varies), ns))
+        .collect();
     rows.sort_by(|a, b| b.2.len().cmp(&a.2.len()).then(a.2[0].cmp(&b.2[0])));
     rows.into_iter()
         .map(|(status, reason, ns)| {
@@ -429,7 +470,13 @@ mod tests {
         );
         assert_eq!(l.failures[0][2], "2");
         assert_eq!(l.failures[0][3], "#9 #10");
-        assert!(l.failures[1][0].contains("loss diverged at step 12"));
+        // What differs between them is said as N, what they share stays.
+        assert!(
+            l.failures[1][0]
+                .contains("exited with status 1: FloatingPointError: loss diverged at step N"),
+            "{:?}",
+            l.failures
+        );
         assert_eq!(l.failures[1][3], "#11 #12");
         // One pruned run at step 200, 2.5 s of the median run's 10 s.
         assert_eq!(l.pruning[0][0], "1 of 10 runs");
