@@ -137,6 +137,8 @@ fn retry_after_secs(header: Option<&str>) -> Option<f64> {
     header
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s >= 0.0)
+        // A day at most: any later is said as asked, and the call waits a minute anyway.
+        .map(|s| s.min(86_400.0))
 }
 
 #[cfg(test)]
@@ -283,6 +285,8 @@ mod tests {
             assert_eq!(super::retry_after_secs(Some(bad)), None, "{bad}");
         }
         assert_eq!(super::retry_after_secs(None), None);
+        // Far too large for a duration: bounded (it panicked hone when said).
+        assert_eq!(super::retry_after_secs(Some("1e20")), Some(86_400.0));
     }
 
     #[test]
