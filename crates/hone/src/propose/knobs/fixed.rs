@@ -16,7 +16,11 @@ pub fn fixed_changed(fixed: &[String], path: &str, old: &str, new: Option<&str>)
         let Some(first) = before.first() else {
             // Assigned where it was not (another editable file, a new one, that the
             // script then imports): another value of it all the same.
-            if let Some(a) = new.and_then(|n| assignments(path, n, name).into_iter().next()) {
+            let code = is_c_like(path) || is_python(path);
+            let assigned_now = new
+                .filter(|_| code)
+                .and_then(|n| bindings(path, n, name, false).into_iter().next());
+            if let Some(a) = assigned_now {
                 return Some(format!(
                     "assigns `{name}` in `{path}` (`{a}`), which did not before: [loop] fixed keeps it as the run started"
                 ));
@@ -80,6 +84,13 @@ pub fn assigns(path: &str, text: &str, name: &str) -> bool {
 /// text in a triple-quoted string. An attribute (`self.NAME`) is another thing. Fullwidth
 /// letters are read as the ASCII ones they stand for (Python does).
 fn assignments(path: &str, text: &str, name: &str) -> Vec<String> {
+    bindings(path, text, name, true)
+}
+
+/// [`assignments`], without `from m import NAME` unless `reads` (it reads `m`'s `NAME`, whose
+/// assignment is `m`'s to keep: a file that did not bind the name and now imports it so
+/// assigns nothing).
+fn bindings(path: &str, text: &str, name: &str, reads: bool) -> Vec<String> {
     let c_like = is_c_like(path);
     let mut out = Vec::new();
     for line in logical_lines(text, c_like) {
@@ -95,13 +106,29 @@ fn assignments(path: &str, text: &str, name: &str) -> Vec<String> {
                 out.push(v);
             }
             let body = after_block_header(stmt);
-            if !c_like && imported_names(body).contains(&name) {
-                out.push(body.split_whitespace().collect::<Vec<_>>().join(" "));
+            if !c_like {
+                out.extend(
+                    import_bindings(body)
+                        .into_iter()
+                        .filter(|(bound, how)| {
+                            *bound == name && (reads || !how.ends_with(" import"))
+                        })
+                        .map(|(_, how)| how),
+                );
             }
             out.extend(assigned(body, name));
         }
     }
     out
+}
+
+/// Whether `path` is a Python file (`.py`, `.pyi`), or a script without an extension.
+fn is_python(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    match name.rsplit_once('.') {
+        Some((_, ext)) => matches!(ext.to_ascii_lowercase().as_str(), "py" | "pyi" | "pyw"),
+        None => true,
+    }
 }
 
 /// Whether `path` is in a language whose comments start with `//` and where `#` starts a
@@ -125,12 +152,14 @@ fn logical_lines(text: &str, c_like: bool) -> Vec<String> {
     let mut depth = 0i64;
     let mut in_string: Option<&'static str> = None;
     for raw in text.lines() {
-        let line = normalize_identifiers(raw);
+        // Strings first, on the line as written (a fullwidth quote in one is no quote), then
+        // the code's names as Python reads them.
         let code = if c_like {
-            strip_comment(&line, true).to_string()
+            strip_comment(raw, true).to_string()
         } else {
-            python_code(&line, &mut in_string)
+            python_code(raw, &mut in_string)
         };
+        let code = normalize_identifiers(&code);
         joined.push(' ');
         joined.push_str(&code);
         depth += bracket_balance(&code);
@@ -146,9 +175,10 @@ fn logical_lines(text: &str, c_like: bool) -> Vec<String> {
     out
 }
 
-/// The code of one line of Python: strings kept as they are written (`'"""'` is a string
-/// holding three quotes, not the start of one), the text of a triple-quoted string left out
-/// (`in_string` carries one that goes on to the next line), and the comment cut.
+/// The code of one line of Python, its comment cut and every string literal emptied (`""`):
+/// what a string holds (quotes, escaped quotes, brackets: `'"""'`, `"\"("`) is never read as
+/// code, and a triple-quoted string's text is left out (`in_string` carries one that goes on
+/// to the next line).
 fn python_code(line: &str, in_string: &mut Option<&'static str>) -> String {
     let b = line.as_bytes();
     let mut out = String::new();
@@ -169,17 +199,21 @@ fn python_code(line: &str, in_string: &mut Option<&'static str>) -> String {
         let c = b[i];
         match quote {
             Some(_) if c == b'\\' => {
-                // The escape and the character it escapes, kept as written.
-                out.push('\\');
+                // The escape and the character it escapes: part of the string, dropped.
                 i += 1;
-                if let Some(ch) = line[i..].chars().next() {
-                    out.push(ch);
-                    i += ch.len_utf8();
-                }
+                i += line[i..].chars().next().map_or(0, char::len_utf8);
                 continue;
             }
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
+            Some(q) if c == q => {
+                quote = None;
+                out.push(q as char);
+                i += 1;
+                continue;
+            }
+            Some(_) => {
+                i += line[i..].chars().next().map_or(1, char::len_utf8);
+                continue;
+            }
             None if c == b'#' => return out,
             None if line[i..].starts_with("\"\"\"") || line[i..].starts_with("\'\'\'") => {
                 *in_string = Some(if c == b'"' { "\"\"\"" } else { "\'\'\'" });
@@ -341,17 +375,18 @@ fn target_names(target: &str) -> Vec<&str> {
     }
 }
 
-/// The names a Python import binds (`import a.b` binds `a`; `import m as X`, `from m import
-/// a as X, b`), empty for any other statement.
-fn imported_names(stmt: &str) -> Vec<&str> {
+/// What a Python import binds, per name, as compared: `import m as NAME`, `from m import x as
+/// NAME` (written `from m import x as`), `import NAME`, and `from m import NAME` (written
+/// `from m import`: whatever else the statement imports, however a formatter lays it out).
+fn import_bindings(stmt: &str) -> Vec<(&str, String)> {
     let t = stmt.trim();
-    let list = if let Some(rest) = t.strip_prefix("import ") {
-        rest
-    } else if let Some((_, names)) = t
+    let (from, list) = if let Some(rest) = t.strip_prefix("import ") {
+        (None, rest)
+    } else if let Some((module, names)) = t
         .strip_prefix("from ")
         .and_then(|r| r.split_once(" import "))
     {
-        names
+        (Some(module.trim()), names)
     } else {
         return Vec::new();
     };
@@ -360,12 +395,19 @@ fn imported_names(stmt: &str) -> Vec<&str> {
         .split(',')
         .filter_map(|item| {
             let item = item.trim();
-            let bound = match item.split_once(" as ") {
-                Some((_, alias)) => alias.trim(),
-                None => item.split('.').next().unwrap_or("").trim(),
-            };
-            (!bound.is_empty()).then_some(bound)
+            match (from, item.split_once(" as ")) {
+                (Some(m), Some((x, alias))) => {
+                    Some((alias.trim(), format!("from {m} import {} as", x.trim())))
+                }
+                (None, Some((m, alias))) => Some((alias.trim(), format!("import {} as", m.trim()))),
+                (None, None) => {
+                    let top = item.split('.').next().unwrap_or("").trim();
+                    Some((top, format!("import {item}")))
+                }
+                (Some(m), None) => Some((item, format!("from {m} import"))),
+            }
         })
+        .filter(|(bound, _)| !bound.is_empty())
         .collect()
 }
 
@@ -499,6 +541,10 @@ mod tests {
             "from tweaks import EPOCHS",
             "import numpy as EPOCHS",
             "s = 'it\\'s \"\"\"'\nEPOCHS = 10",
+            // A second review's: strings that hid what followed them.
+            "_ = \"\u{ff02}\"\nEPOCHS = 1000\n_ = \"\u{ff02}\"",
+            "_ = \"\\\"(\"\nEPOCHS = 1000\n_ = \"\\\")\"",
+            "_ = \"\\\"\"; EPOCHS = 1000",
         ] {
             let new = format!("{OLD}{changed}\n");
             assert!(
@@ -580,6 +626,40 @@ mod tests {
         );
         assert_eq!(
             fixed_changed(&fixed(), "tweaks.py", "", Some("LR = 3\n")),
+            None
+        );
+        // What an honest change does with a constant another editable file keeps: import it
+        // with more names, have a formatter lay the import out, read it in a new helper; and
+        // a new document that quotes it.
+        let reading = "from config import EPOCHS, LR\n";
+        for honest in [
+            "from config import EPOCHS, LR, WD\n",
+            "from config import (\n    EPOCHS,\n    LR,\n)\n",
+        ] {
+            assert_eq!(
+                fixed_changed(&fixed(), "train.py", reading, Some(honest)),
+                None,
+                "{honest}"
+            );
+        }
+        let other = "from other import EPOCHS, LR\n";
+        assert!(fixed_changed(&fixed(), "train.py", reading, Some(other)).is_some());
+        assert_eq!(
+            fixed_changed(
+                &fixed(),
+                "helpers.py",
+                "",
+                Some("from config import EPOCHS\n")
+            ),
+            None
+        );
+        assert_eq!(
+            fixed_changed(
+                &fixed(),
+                "NOTES.md",
+                "",
+                Some("EPOCHS = 10 stays as it is\n")
+            ),
             None
         );
         // Reading it in an import line, or naming a module like it, is not binding it.
