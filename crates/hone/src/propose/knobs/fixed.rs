@@ -393,18 +393,18 @@ fn import_bindings(stmt: &str) -> Vec<(&str, String)> {
     list.trim()
         .trim_matches(|c| c == '(' || c == ')')
         .split(',')
-        .filter_map(|item| {
+        .map(|item| {
             let item = item.trim();
             match (from, item.split_once(" as ")) {
                 (Some(m), Some((x, alias))) => {
-                    Some((alias.trim(), format!("from {m} import {} as", x.trim())))
+                    (alias.trim(), format!("from {m} import {} as", x.trim()))
                 }
-                (None, Some((m, alias))) => Some((alias.trim(), format!("import {} as", m.trim()))),
+                (None, Some((m, alias))) => (alias.trim(), format!("import {} as", m.trim())),
                 (None, None) => {
                     let top = item.split('.').next().unwrap_or("").trim();
-                    Some((top, format!("import {item}")))
+                    (top, format!("import {item}"))
                 }
-                (Some(m), None) => Some((item, format!("from {m} import"))),
+                (Some(m), None) => (item, format!("from {m} import")),
             }
         })
         .filter(|(bound, _)| !bound.is_empty())
