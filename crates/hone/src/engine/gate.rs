@@ -410,13 +410,23 @@ fn shadowing_module(spec: &Spec, changes: &[Change]) -> Option<String> {
     if commands.is_empty() {
         return None;
     }
-    let mut dirs = vec![String::new()];
-    for word in commands.iter().flat_map(|c| c.split_whitespace()) {
-        let word = word.trim_matches(|c| c == '"' || c == '\'');
-        let word = word.strip_prefix("./").unwrap_or(word);
-        if word.ends_with(".py") && !word.starts_with('/') {
-            dirs.push(word.rsplit_once('/').map_or("", |(d, _)| d).to_string());
+    // The directory of each script a command names; the top for `-m` (or where no script is
+    // named, to be safe).
+    let mut dirs: Vec<String> = Vec::new();
+    let mut top = false;
+    for command in &commands {
+        let words: Vec<&str> = command.split_whitespace().collect();
+        top |= words.contains(&"-m") || !words.iter().any(|w| w.contains(".py"));
+        for word in words {
+            let word = word.trim_matches(|c| c == '"' || c == '\'');
+            let word = word.strip_prefix("./").unwrap_or(word);
+            if word.ends_with(".py") && !word.starts_with('/') {
+                dirs.push(word.rsplit_once('/').map_or("", |(d, _)| d).to_string());
+            }
         }
+    }
+    if top {
+        dirs.push(String::new());
     }
     changes.iter().filter(|c| c.status == 'A').find_map(|c| {
         super::shadow::shadowed(&c.path, &dirs).map(|module| {

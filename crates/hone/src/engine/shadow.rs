@@ -4,9 +4,98 @@
 //! json` (or that of any library it loads) would run the candidate's code, which can then
 //! print any score. Such a module is a `violation`, when the run has a sealed stage.
 
-/// The standard library's public top-level modules (Python's `sys.stdlib_module_names`,
-/// 3.11, without the private ones).
+/// The standard library's top-level modules (Python's `sys.stdlib_module_names`, 3.11), the
+/// private ones included (`__future__`, `_strptime`, `_compat_pickle` are imported by
+/// `from __future__ import`, `datetime.strptime`, `pickle`).
 const STDLIB: &[&str] = &[
+    "__future__",
+    "_abc",
+    "_aix_support",
+    "_ast",
+    "_asyncio",
+    "_bisect",
+    "_blake2",
+    "_bootsubprocess",
+    "_bz2",
+    "_codecs",
+    "_codecs_cn",
+    "_codecs_hk",
+    "_codecs_iso2022",
+    "_codecs_jp",
+    "_codecs_kr",
+    "_codecs_tw",
+    "_collections",
+    "_collections_abc",
+    "_compat_pickle",
+    "_compression",
+    "_contextvars",
+    "_crypt",
+    "_csv",
+    "_ctypes",
+    "_curses",
+    "_curses_panel",
+    "_datetime",
+    "_dbm",
+    "_decimal",
+    "_elementtree",
+    "_frozen_importlib",
+    "_frozen_importlib_external",
+    "_functools",
+    "_gdbm",
+    "_hashlib",
+    "_heapq",
+    "_imp",
+    "_io",
+    "_json",
+    "_locale",
+    "_lsprof",
+    "_lzma",
+    "_markupbase",
+    "_md5",
+    "_msi",
+    "_multibytecodec",
+    "_multiprocessing",
+    "_opcode",
+    "_operator",
+    "_osx_support",
+    "_overlapped",
+    "_pickle",
+    "_posixshmem",
+    "_posixsubprocess",
+    "_py_abc",
+    "_pydecimal",
+    "_pyio",
+    "_queue",
+    "_random",
+    "_scproxy",
+    "_sha1",
+    "_sha256",
+    "_sha3",
+    "_sha512",
+    "_signal",
+    "_sitebuiltins",
+    "_socket",
+    "_sqlite3",
+    "_sre",
+    "_ssl",
+    "_stat",
+    "_statistics",
+    "_string",
+    "_strptime",
+    "_struct",
+    "_symtable",
+    "_thread",
+    "_threading_local",
+    "_tkinter",
+    "_tokenize",
+    "_tracemalloc",
+    "_typing",
+    "_uuid",
+    "_warnings",
+    "_weakref",
+    "_weakrefset",
+    "_winapi",
+    "_zoneinfo",
     "abc",
     "aifc",
     "antigravity",
@@ -227,19 +316,36 @@ const STDLIB: &[&str] = &[
 ];
 
 /// The standard library module `path` (a file the candidate added) would stand for where a
-/// sealed scorer looks first: a `.py` file or a package's `__init__.py` directly in one of
-/// `dirs` (`""`: the top).
+/// sealed scorer looks first: a module in one of `dirs` (`""`: the top) as Python finds one
+/// (`json.py`, a sourceless `json.pyc`, an extension `json.so` or `json.cpython-311-x86_64-
+/// linux-gnu.so`), or a package's `__init__` of any of those kinds.
 pub(super) fn shadowed(path: &str, dirs: &[String]) -> Option<&'static str> {
     let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
-    let (dir, module) = match file.strip_suffix(".py") {
-        Some("__init__") => dir.rsplit_once('/').unwrap_or(("", dir)),
-        Some(stem) => (dir, stem),
-        None => return None,
+    let stem = module_stem(file)?;
+    let (dir, module) = match stem {
+        "__init__" => dir.rsplit_once('/').unwrap_or(("", dir)),
+        stem => (dir, stem),
     };
     if !dirs.iter().any(|d| d == dir) {
         return None;
     }
     STDLIB.iter().find(|n| **n == module).copied()
+}
+
+/// The module a file name is for, if Python imports it as one: `name.py`, `name.pyc`,
+/// `name.so`, `name.<tag>.so` (`.pyd` too).
+fn module_stem(file: &str) -> Option<&str> {
+    if let Some(stem) = file
+        .strip_suffix(".py")
+        .or_else(|| file.strip_suffix(".pyc"))
+    {
+        return Some(stem);
+    }
+    let stem = file
+        .strip_suffix(".so")
+        .or_else(|| file.strip_suffix(".pyd"))?;
+    // `json.cpython-311-x86_64-linux-gnu.so`, `json.abi3.so`: the name before the tag.
+    Some(stem.split('.').next().unwrap_or(stem))
 }
 
 #[cfg(test)]
@@ -259,5 +365,15 @@ mod tests {
         );
         assert_eq!(shadowed("model.py", &dirs), None);
         assert_eq!(shadowed("json.txt", &dirs), None);
+        // A second review's: a private module, and the other kinds of module file.
+        assert_eq!(shadowed("__future__.py", &dirs), Some("__future__"));
+        assert_eq!(shadowed("_strptime.py", &dirs), Some("_strptime"));
+        assert_eq!(shadowed("json.pyc", &dirs), Some("json"));
+        assert_eq!(
+            shadowed("json.cpython-311-x86_64-linux-gnu.so", &dirs),
+            Some("json")
+        );
+        assert_eq!(shadowed("pickle.abi3.so", &dirs), Some("pickle"));
+        assert_eq!(shadowed("random/__init__.pyc", &dirs), Some("random"));
     }
 }
