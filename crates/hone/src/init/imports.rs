@@ -174,6 +174,11 @@ pub fn scripts_of(command: &str, files: &[String]) -> Vec<String> {
             out.push(w.to_string());
         } else if w == "-m" {
             if let Some(m) = words.get(i + 1) {
+                // `-m a.b` runs `a/__init__.py` first, then `a/b.py`.
+                let parts: Vec<&str> = m.split('.').collect();
+                for k in 1..parts.len() {
+                    out.extend(candidates(&parts[..k].join("."), None, files));
+                }
                 out.extend(candidates(m, None, files));
             }
         }
@@ -243,7 +248,7 @@ mod tests {
         );
         assert_eq!(
             scripts_of("python3 -m eval.score", &files),
-            ["eval/score.py"]
+            ["eval/__init__.py", "eval/score.py"]
         );
         assert_eq!(scripts_of("python3 -m eval", &files), ["eval/__init__.py"]);
         assert!(scripts_of("python3 /opt/score.py", &files).is_empty());
