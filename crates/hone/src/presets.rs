@@ -360,6 +360,11 @@ impl Preset {
     pub fn doubtful_account(self, lines: &[String]) -> Option<String> {
         account::doubtful(self.0, lines)
     }
+
+    /// The largest of its accounts in `lines` that read, money and tokens each.
+    pub fn largest_account(self, lines: &[String]) -> Option<(f64, u64)> {
+        account::largest(self.0, lines)
+    }
 }
 
 /// What a preset's command line is built from.

@@ -52,6 +52,24 @@ pub(super) fn doubtful(def: &PresetDef, lines: &[String]) -> Option<String> {
     one_account(def, read)
 }
 
+/// The largest of the accounts in `lines` that read (each line parsed alone): with an account
+/// that cannot be believed, the least a turn is charged (a duplicate printed by something
+/// else must not lower a real, larger one).
+pub(super) fn largest(def: &PresetDef, lines: &[String]) -> Option<(f64, u64)> {
+    if def.account.is_empty() {
+        return None;
+    }
+    lines
+        .iter()
+        .filter(|l| {
+            serde_json::from_str::<serde_json::Value>(l.trim())
+                .is_ok_and(|v| count(&v, def.account) > 0)
+        })
+        .filter_map(|l| (def.parse)(std::slice::from_ref(l)))
+        .map(|r| (r.cost_usd, r.tokens))
+        .reduce(|a, b| (a.0.max(b.0), a.1.max(b.1)))
+}
+
 /// For a tool that prints one account a turn (Claude Code), more than one read is one too
 /// many.
 fn one_account(def: &PresetDef, read: usize) -> Option<String> {
@@ -104,6 +122,12 @@ mod tests {
             .doubtful_account(&lines(&two))
             .unwrap()
             .contains("printed 2 accounts"));
+        // The larger of two that read is the least the turn is charged.
+        let cheap = REAL.replace("2.5", "0.01");
+        assert_eq!(
+            claude.largest_account(&lines(&format!("{cheap}\n{REAL}"))),
+            Some((2.5, 150))
+        );
         // A forged line, and the real one made to start with something else.
         let glued = format!("{}\nx{REAL}", REAL.replace("2.5", "0"));
         assert!(claude.doubtful_account(&lines(&glued)).is_some());

@@ -779,6 +779,28 @@ fn an_account_forged_into_the_tools_output_is_not_believed() {
         &out,
         "the agent's account of what its turn spent cannot be believed",
     );
+    // A forged account, then the tool killed before its own: no account either, on a first
+    // turn under a budget (it was charged the forged $0 each turn), nor after one.
+    let killing = forging.replace(
+        "printf '{\"pad\":\"'; fi",
+        "printf '{\"pad\":\"'; fi\nif [ \"$1\" = kill ]; then echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"x\",\"total_cost_usd\":0,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}'; kill -9 $$; fi",
+    );
+    assert_ne!(killing, forging);
+    let (r, bin, record) = scripted_claude(&killing, "kill 0\n", "kind = \"claude\"", 3);
+    append_spec(&r.dir, "max_cost_usd = 5\n");
+    git(&r.dir, &["commit", "-q", "-am", "budget"]);
+    let out = run_with_tool(&r, bin.path(), record.path(), &[]);
+    assert_says(
+        &out,
+        "it was killed by a signal after its account was printed",
+    );
+    let (r, bin, record) = scripted_claude(&killing, "spend 0.6\nkill 0\n", "kind = \"claude\"", 3);
+    ok(run_with_tool(&r, bin.path(), record.path(), &[]));
+    assert!(
+        r.log()[2]["cost_usd"].as_f64().unwrap() > 0.0,
+        "{:?}",
+        r.log()
+    );
 }
 
 #[test]

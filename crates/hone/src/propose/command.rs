@@ -254,21 +254,19 @@ impl Proposer for CommandProposer {
         let (outcome, mut last_line, tail) = run_agent(ctx, &req)?;
         // The tool's own account first: a failed run is paid for all the same, and its
         // message says more than its exit status.
-        let (report, doubt) = self.account(&tail.iter().cloned().collect::<Vec<_>>());
-        if doubt.is_some() {
+        let account = self.account(&tail.iter().cloned().collect::<Vec<_>>(), &outcome.exit);
+        if account.doubt.is_some() {
             last_line = "(the tool's own account of the turn could not be believed)".into();
         }
+        let report = account.report.as_ref();
         let cut_by_max_time = limit < ctx.spec.agent.timeout;
         // The tool's reported error decides only when the tool exited by itself (a turn cut
         // off at its timeout or by the user ends as such, below).
         let exited = matches!(outcome.exit, Exit::Code(_));
-        let reported = report
-            .as_ref()
-            .and_then(|r| r.error.as_deref())
-            .filter(|_| exited);
+        let reported = report.and_then(|r| r.error.as_deref()).filter(|_| exited);
         let charged = self.charge_turn(
             ctx,
-            (report.as_ref(), reported, doubt.as_deref()),
+            (&account, reported),
             (&outcome, cut_by_max_time),
             &log_path,
         )?;
@@ -280,11 +278,11 @@ impl Proposer for CommandProposer {
         if let Some(e) = reported {
             return Err(with_charge(reported_error(e), charged.as_deref()));
         }
-        if let Some(res) = report.as_ref().and_then(|r| r.result.as_ref()) {
+        if let Some(res) = report.and_then(|r| r.result.as_ref()) {
             last_line = summary_line(res);
         }
         // A tool that stopped at a limit of its own exits non-zero: its edit is measured.
-        let stopped = report.as_ref().is_some_and(|r| r.stopped_at_limit) && exited;
+        let stopped = report.is_some_and(|r| r.stopped_at_limit) && exited;
         let exit = if stopped { Exit::Code(0) } else { outcome.exit };
         exit_error(ctx, (exit, cut_by_max_time), &log_path)
             .map_err(|e| with_charge(e, charged.as_deref()))?;

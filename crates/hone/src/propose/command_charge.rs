@@ -7,18 +7,52 @@ use super::CommandProposer;
 use crate::exec::{self, Exit};
 use crate::presets::{AgentReport, ErrorCause};
 
+/// The least a doubted turn is charged, money and tokens, where a rate gives an estimate.
+type Floor = Option<(f64, u64)>;
+
+/// An agent CLI's account of its turn, as hone takes it.
+pub(super) struct Account {
+    /// What its tool reported, when that can be believed.
+    pub(super) report: Option<AgentReport>,
+    /// Why what it printed cannot be believed, if it cannot.
+    pub(super) doubt: Option<String>,
+    /// With a doubt, the least the turn is charged where a rate gives an estimate: the
+    /// largest account that reads.
+    pub(super) floor: Floor,
+}
+
 impl CommandProposer {
     /// The tool's account of its turn, read from its output `lines`, and why it cannot be
     /// believed when it cannot: an account something else wrote into the tool's output is
     /// none (the turn is charged as one that printed no account, and what it says is not
-    /// acted on).
-    pub(super) fn account(&self, lines: &[String]) -> (Option<AgentReport>, Option<String>) {
-        let doubt = self.preset.and_then(|p| p.doubtful_account(lines));
-        let report = match doubt {
-            Some(_) => None,
-            None => self.preset.and_then(|p| p.parse(lines)),
+    /// acted on). A tool killed by a signal (or an exit status of 128 and above, as a shell
+    /// or bubblewrap says one) after an account was printed is doubted too: a command the
+    /// model ran can print a forged account and kill the tool before its own.
+    pub(super) fn account(&self, lines: &[String], exit: &Exit) -> Account {
+        let none = Account {
+            report: None,
+            doubt: None,
+            floor: None,
         };
-        (report, doubt)
+        let Some(preset) = self.preset else {
+            return none;
+        };
+        if let Some(why) = preset.doubtful_account(lines) {
+            return Account {
+                doubt: Some(why),
+                floor: preset.largest_account(lines),
+                ..none
+            };
+        }
+        let report = preset.parse(lines);
+        match report {
+            Some(r) if matches!(exit, Exit::Signal(_) | Exit::Code(128..)) => Account {
+                doubt: Some("it was killed by a signal after its account was printed".into()),
+                floor: Some((r.cost_usd, r.tokens)),
+                ..none
+            },
+            report => Account { report, ..none },
+        }
     }
 
     /// Charges a turn that ended: `report` is the tool's account (`reported` its error, if the
@@ -27,7 +61,7 @@ impl CommandProposer {
     pub(super) fn charge_turn(
         &mut self,
         ctx: &ProposeContext<'_>,
-        (report, reported, doubt): (Option<&AgentReport>, Option<&str>, Option<&str>),
+        (account, reported): (&Account, Option<&str>),
         (outcome, cut_by_max_time): (&exec::ExecOutcome, bool),
         log_path: &std::path::Path,
     ) -> Result<Option<String>, ProposeError> {
@@ -36,6 +70,8 @@ impl CommandProposer {
         // its time at a working turn's rate: a wait of minutes for a 429 spent nothing (and a
         // run of them must not exhaust the budget). One that worked and then broke off is
         // charged as any turn cut off before its account.
+        let report = account.report.as_ref();
+        let doubt = account.doubt.as_deref();
         let turned_away = reported
             .is_some_and(|e| crate::presets::error_cause(e) != ErrorCause::Turn)
             && report.is_some_and(|r| !r.unfinished || !r.worked);
@@ -47,7 +83,7 @@ impl CommandProposer {
             _ => self
                 .charge(
                     ctx,
-                    (report, doubt.is_some()),
+                    (report, doubt.map(|_| account.floor)),
                     (outcome, cut_by_max_time),
                     log_path,
                 )
@@ -62,11 +98,12 @@ impl CommandProposer {
     }
 
     /// Charges the turn what its tool reported, or (see [`charge_unreported`]) what it is
-    /// estimated to have spent; returns what the record should say of an estimate.
+    /// estimated to have spent; returns what the record should say of an estimate. `doubted`
+    /// holds, for an account that could not be believed, the least such an estimate is.
     fn charge(
         &mut self,
         ctx: &ProposeContext<'_>,
-        (report, doubted): (Option<&AgentReport>, bool),
+        (report, doubted): (Option<&AgentReport>, Option<Floor>),
         (outcome, cut_by_max_time): (&exec::ExecOutcome, bool),
         log_path: &std::path::Path,
     ) -> Result<Option<String>, ProposeError> {
@@ -104,6 +141,7 @@ impl CommandProposer {
             // an earlier turn gives a rate (the budget the run resumes with must count it),
             // else what it said it spent.
             (Some(_), reported) if matches!(outcome.exit, Exit::Cancelled) => {
+                let reported = doubted.unwrap_or(reported);
                 match self.rates.rate_for(secs) {
                     Some(rate) => charge_unreported(
                         ctx,
@@ -121,8 +159,14 @@ impl CommandProposer {
             }
             (Some(_), reported) => {
                 let rate = self.rates.rate_for(secs);
+                // A doubted account is at most a floor under an estimate: with no rate to
+                // estimate by, it is no account at all.
+                let reported = match doubted {
+                    Some(floor) => floor.filter(|_| rate.is_some()),
+                    None => reported,
+                };
                 let ended = match outcome.exit {
-                    _ if doubted => Ended::Doubted,
+                    _ if doubted.is_some() => Ended::Doubted,
                     Exit::TimedOut if cut_by_max_time => Ended::MaxTime,
                     Exit::TimedOut => Ended::Timeout,
                     Exit::Code(0) => Ended::Unreadable,
