@@ -926,10 +926,11 @@ fn a_body_that_is_not_json_is_asked_again_and_a_prompt_too_long_says_what_to_shr
         "openai",
         vec![
             Reply::Status(200, Vec::new(), "<html>502 Bad Gateway</html>".into()),
+            Reply::Status(200, Vec::new(), "<html>502 Bad Gateway</html>".into()),
             Reply::Answer(edit("value.txt", "score: 5", "score: 4"), 10, 10),
             Reply::Status(400, Vec::new(), too_long.into()),
         ],
-        "max_attempts = 2",
+        "max_attempts = 3\nmax_tokens = 100\nprice_in_per_mtok = 100\nprice_out_per_mtok = 100",
         "max_experiments = 3",
     );
     let log = r.log();
@@ -938,6 +939,12 @@ fn a_body_that_is_not_json_is_asked_again_and_a_prompt_too_long_says_what_to_shr
     assert!(
         agent_log.contains("attempt 1 failed: the answer is not JSON"),
         "{agent_log}"
+    );
+    // Two error pages in one call: one worst case charged, not one an attempt.
+    let show = text(&r.hone(&["show", "1"]));
+    assert!(
+        show.contains("(with the worst case of 1 attempt whose use"),
+        "{show}"
     );
     assert_reason(&log[2], "a model with a longer context");
 }

@@ -89,6 +89,9 @@ pub struct LlmClient {
     rng: u64,
     /// Attempts of the current call charged at their worst case (their use not reported).
     estimated: std::sync::atomic::AtomicU32,
+    /// An answer of the current call that was not JSON has been charged (the next ones of
+    /// the call are not: a proxy's error page, retried, is one charge, not one an attempt).
+    unreadable_charged: std::sync::atomic::AtomicBool,
 }
 
 /// The proposer for `openai` and `anthropic`.
@@ -117,6 +120,7 @@ impl LlmClient {
             agent,
             rng: 0x2545_F491_4F6C_DD1D,
             estimated: std::sync::atomic::AtomicU32::new(0),
+            unreadable_charged: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -203,6 +207,8 @@ impl LlmClient {
     ) -> Result<Completion, CallError> {
         self.estimated
             .store(0, std::sync::atomic::Ordering::Relaxed);
+        self.unreadable_charged
+            .store(false, std::sync::atomic::Ordering::Relaxed);
         let chars = system.len() + messages.iter().map(|(_, c)| c.len()).sum::<usize>();
         let worst = self.worst(chars);
         let key = std::env::var(&self.llm.api_key_env)
@@ -371,8 +377,14 @@ impl LlmClient {
                     // is charged that, not the worst case.
                     Err(_) => self.reported_usage(text),
                 };
+                let unreadable = matches!(&done, Err(why) if why.starts_with(NOT_JSON));
                 match usage {
                     Some((i, o)) => meter.add(self.price(i, o), i.saturating_add(o)),
+                    // One worst case a call for answers that were not JSON at all.
+                    None if unreadable
+                        && self
+                            .unreadable_charged
+                            .swap(true, std::sync::atomic::Ordering::Relaxed) => {}
                     None => self.charge_worst(meter, (worst_cost, worst_tokens)),
                 }
                 match done {
