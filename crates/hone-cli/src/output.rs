@@ -638,7 +638,7 @@ fn limits_line(b: &hone::engine::Budget) -> String {
     }
     if let Some(usd) = b.max_cost_usd {
         let spent = if b.cost_before > 0.0 {
-            format!(" (${:.2} spent)", b.cost_before)
+            format!(" (${:.4} spent)", b.cost_before)
         } else {
             String::new()
         };

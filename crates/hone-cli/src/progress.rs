@@ -160,14 +160,11 @@ fn draw(s: &mut State) {
 /// narrow terminal; then the line itself.
 pub fn fitted(s: &State, now: Instant, last_output: Option<&str>, width: usize) -> String {
     let mut line = render(s, now, last_output);
-    let over = line.chars().count().saturating_sub(width);
-    if over > 0 {
-        line = render_with(
-            s,
-            now,
-            last_output,
-            (DETAIL_MAX.saturating_sub(over), false),
-        );
+    if line.chars().count() > width {
+        // What the line holds without the output, and the room left for it (after its ` · `).
+        let bare = render_with(s, now, None, (0, false)).chars().count();
+        let room = width.saturating_sub(bare + 3).min(DETAIL_MAX);
+        line = render_with(s, now, last_output, (room, false));
     }
     if line.chars().count() > width {
         // Shorter words for the rest: `#12 verifying 1m05s/5m00s`, the time left alone.
@@ -415,6 +412,17 @@ mod tests {
             "{line}"
         );
         assert!(line.chars().count() <= 120, "{line}");
+        // A short output a little too long is cut by what is over, not dropped for the
+        // shorter words.
+        let line = fitted(&s, now, Some("step 400 loss 2.31"), 118);
+        assert!(
+            line.starts_with("  #12   verifying 1m05s of 5m00s · step 400 loss"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("ETA 48m00s") && line.chars().count() <= 118,
+            "{line}"
+        );
         // Where even that does not fit, shorter words, then the line is cut.
         let line = fitted(&s, now, Some(output), 60);
         assert_eq!(

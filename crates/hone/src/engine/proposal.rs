@@ -114,16 +114,20 @@ impl Engine<'_> {
         proposal: Option<Result<Proposal, ProposeError>>,
         turn: &Turn<'_>,
     ) -> Result<Option<Result<Proposal, ProposeError>>, EngineError> {
-        // An agent CLI's private home persists across turns: one the turn filled goes, and
-        // the turn is invalid.
+        // An agent CLI's private home persists across turns: one grown past its bound goes
+        // (said), and a turn that filled the disk through it is invalid.
         if proposal.is_some() {
-            if let Some(why) = self.verifier.trim_private_home() {
-                return Ok(Some(Err(ProposeError::Invalid(match &proposal {
-                    Some(Err(ProposeError::Fatal(w) | ProposeError::Invalid(w))) => {
-                        format!("{w}; {why}")
-                    }
-                    _ => why,
-                }))));
+            match self.verifier.trim_private_home() {
+                Some((why, true)) => {
+                    return Ok(Some(Err(ProposeError::Invalid(match &proposal {
+                        Some(Err(ProposeError::Fatal(w) | ProposeError::Invalid(w))) => {
+                            format!("{w}; {why}")
+                        }
+                        _ => why,
+                    }))));
+                }
+                Some((why, false)) => self.emit(Event::Warning { message: why }),
+                None => {}
             }
         }
         // An agent that filled the disk made hone's own writes fail (its log, say): what it

@@ -105,8 +105,10 @@ impl Verifier {
     }
 
     /// Removes the private home after a turn that grew it past [`PRIVATE_HOME_MAX`], or to
-    /// 1 MiB or more on a disk now full, and says why (`None`: left as it is).
-    pub(in crate::engine) fn trim_private_home(&self) -> Option<String> {
+    /// 1 MiB or more on a disk now full, and says why (`None`: left as it is), with whether
+    /// the turn filled the disk (its candidate is then invalid; a home grown past the bound
+    /// by honest work, a download cache say, costs only the cache).
+    pub(in crate::engine) fn trim_private_home(&self) -> Option<(String, bool)> {
         let home = self.private_home();
         std::fs::symlink_metadata(&home).ok()?;
         let bytes = crate::workspace::on_disk(&home);
@@ -115,7 +117,7 @@ impl Verifier {
             return None;
         }
         crate::workspace::remove_any(&home).ok()?;
-        Some(format!(
+        let why = format!(
             "the agent's private home ({}) held {bytes} bytes{}: removed, and seeded again at the next turn",
             home.display(),
             if full {
@@ -123,6 +125,7 @@ impl Verifier {
             } else {
                 " (at most 1 GiB)"
             }
-        ))
+        );
+        Some((why, full))
     }
 }

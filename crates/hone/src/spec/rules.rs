@@ -35,34 +35,40 @@ fn budget_needs_prices(spec: &Spec, s: &Sections) -> Result<(), SpecError> {
     priced(&s.review, spec.review.llm.as_ref())
 }
 
-/// A run's budget must hold one call of its HTTP model: its answer alone (`[agent]
-/// max_tokens`, before any prompt) must fit in `[stop] max_tokens` and, at its price, in
-/// `max_cost_usd`; else the run would measure its baseline (minutes, perhaps) and stop at
-/// the first call.
+/// A run's budget must hold one call of each HTTP model it uses (the proposer's, the
+/// reviewer's): its answer alone (`max_tokens`, before any prompt) must fit in `[stop]
+/// max_tokens` and, at its price, in `max_cost_usd`; else the run would measure its baseline
+/// (minutes, perhaps) and stop at the first call.
 fn budget_fits_a_call(spec: &Spec, s: &Sections) -> Result<(), SpecError> {
-    let Some(llm) = spec.agent.llm.as_ref() else {
-        return Ok(());
-    };
-    if let Some(max) = spec.stop.max_tokens.filter(|&m| m <= llm.max_tokens) {
-        return Err(s.stop.err(
-            "max_tokens",
-            format!(
-                "max_tokens = {max} holds no call of the model: each may answer with [agent] max_tokens = {} tokens, and its prompt counts too; [stop] max_tokens bounds the whole run (raise it), [agent] max_tokens one answer",
-                llm.max_tokens
-            ),
-        ));
-    }
-    let answer_usd = llm
-        .prices()
-        .map_or(0.0, |(_, out)| llm.max_tokens as f64 * out / 1e6);
-    if let Some(max) = spec.stop.max_cost_usd.filter(|&m| m < answer_usd) {
-        return Err(s.stop.err(
-            "max_cost_usd",
-            format!(
-                "max_cost_usd = {max} holds no call of the model: its answer alone ([agent] max_tokens = {}) may cost ${answer_usd:.4} at its price, and its prompt counts too",
-                llm.max_tokens
-            ),
-        ));
+    let models = [
+        ("[agent]", spec.agent.llm.as_ref()),
+        ("[review]", spec.review.llm.as_ref()),
+    ];
+    for (section, llm) in models {
+        let Some(llm) = llm else {
+            continue;
+        };
+        if let Some(max) = spec.stop.max_tokens.filter(|&m| m <= llm.max_tokens) {
+            return Err(s.stop.err(
+                "max_tokens",
+                format!(
+                    "max_tokens = {max} holds no call of the model: each may answer with {section} max_tokens = {} tokens, and its prompt counts too; [stop] max_tokens bounds the whole run (raise it), {section} max_tokens one answer",
+                    llm.max_tokens
+                ),
+            ));
+        }
+        let answer_usd = llm
+            .prices()
+            .map_or(0.0, |(_, out)| llm.max_tokens as f64 * out / 1e6);
+        if let Some(max) = spec.stop.max_cost_usd.filter(|&m| m < answer_usd) {
+            return Err(s.stop.err(
+                "max_cost_usd",
+                format!(
+                    "max_cost_usd = {max} holds no call of the model: its answer alone ({section} max_tokens = {}) may cost ${answer_usd:.4} at its price, and its prompt counts too",
+                    llm.max_tokens
+                ),
+            ));
+        }
     }
     Ok(())
 }

@@ -458,6 +458,12 @@ fn a_run_budget_that_holds_no_call_of_its_model_is_refused_before_the_baseline()
         "{MIN}{llm}[stop]\nmax_tokens = 100000\nmax_cost_usd = 1\n"
     ))
     .unwrap();
+    // The reviewer's model too.
+    let review = llm
+        .replace("[agent]", "[review]")
+        .replace("max_tokens = 2048", "max_tokens = 200000");
+    let e = err(&format!("{MIN}{review}[stop]\nmax_tokens = 100000\n"));
+    assert!(e.message.contains("[review] max_tokens = 200000"), "{e}");
 }
 
 #[test]
