@@ -133,7 +133,29 @@ fn check_existing(root: &Path, spec_path: &Path, agent: Option<&str>) -> CliResu
         v.timeout.as_secs().max(1),
         (&v.metric, v.metric_regex.as_ref().map(|r| r.as_str())),
         v.progress.as_ref().map(|p| p.read.as_str()),
-    )
+    )?;
+    check_servers(&spec)
+}
+
+/// `--check` with an HTTP model (`[agent]` or `[review]`): its key is set and its server
+/// answers, as `hone run` asks before its baseline (a wrong port found now, not after it).
+fn check_servers(spec: &hone::spec::Spec) -> CliResult {
+    let servers: Vec<&str> = [spec.agent.llm.as_ref(), spec.review.llm.as_ref()]
+        .into_iter()
+        .flatten()
+        .map(|l| l.base_url.as_str())
+        .collect();
+    if servers.is_empty() {
+        return Ok(());
+    }
+    hone::engine::check_model_servers(spec, &mut |e| {
+        if let hone::engine::Event::Warning { message } = e {
+            err!("warning: {message}");
+        }
+    })
+    .config()?;
+    out!("check: the model's server answers ({})", servers.join(", "));
+    Ok(())
 }
 
 /// program.md, unless one exists (and `--force` does not ask for a fresh one).

@@ -949,6 +949,26 @@ fn a_body_that_is_not_json_is_asked_again_and_a_prompt_too_long_says_what_to_shr
     assert_reason(&log[2], "a model with a longer context");
 }
 
+#[test]
+fn init_check_asks_the_models_server_as_a_run_would() {
+    // `hone init --check` on a hone.toml with an HTTP model: the server answers (said), or
+    // nothing answers at base_url (an error, before any baseline).
+    let server = LlmServer::start(vec![Reply::Answer("x".into(), 1, 1)], false);
+    let r = llm_repo("openai", &server, "", "max_experiments = 2");
+    let out = ok(hone_with_key(&r, &["init", "--check"]));
+    assert_says(&out, "check: the model's server answers");
+    // A port where nothing listens.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = dead.local_addr().unwrap().port();
+    drop(dead);
+    edit_spec(&r.dir, |t| {
+        t.replace(&server.url, &format!("http://127.0.0.1:{port}"))
+    });
+    let out = hone_with_key(&r, &["init", "--check"]);
+    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert_says(&out, "the connection was refused");
+}
+
 /// The request bodies the chat server got, as text.
 fn bodies_of(server: &LlmServer) -> Vec<String> {
     server

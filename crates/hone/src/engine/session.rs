@@ -87,10 +87,7 @@ pub(super) fn run_engine(
             .into());
         }
     }
-    if let Some((var, url)) = spec.missing_api_key() {
-        return Err(Config::ApiKey { var, url }.into());
-    }
-    check_models(spec, on_event)?;
+    check_model_servers(spec, on_event)?;
     let mut engine = Engine::open(
         git,
         store,
@@ -103,9 +100,21 @@ pub(super) fn run_engine(
     engine.run_loop()
 }
 
-/// Asks each HTTP model's server, before the baseline runs, whether it serves the model and
-/// takes the key: a refused key stops the run now, a model it does not list is a warning
-/// (see [`crate::propose::chat::ModelCheck`]).
+/// Before anything runs (a run's baseline, `hone init --check`): each HTTP model's key is
+/// set, and its server serves the model and takes the key (a refused key or a server that
+/// is not there is an error, a model it does not list a warning; see
+/// [`crate::propose::chat::ModelCheck`]).
+pub fn check_model_servers(
+    spec: &Spec,
+    on_event: &mut dyn FnMut(&Event),
+) -> Result<(), EngineError> {
+    if let Some((var, url)) = spec.missing_api_key() {
+        return Err(Config::ApiKey { var, url }.into());
+    }
+    check_models(spec, on_event)
+}
+
+/// Asks each HTTP model's server whether it serves the model and takes the key.
 fn check_models(spec: &Spec, on_event: &mut dyn FnMut(&Event)) -> Result<(), EngineError> {
     use crate::propose::chat::{LlmClient, ModelCheck};
     let agent = (spec.agent.kind.is_http()).then_some((
