@@ -622,39 +622,28 @@ mod tests;
 /// A run's limits as it (re)starts, with what earlier sessions used of them: `100
 /// experiments, 15m of loop time (2m used), $1.00 ($0.40 spent), 150000 tokens`.
 fn limits_line(b: &hone::engine::Budget) -> String {
+    let secs = |s: f64| format_duration(std::time::Duration::from_secs_f64(s));
+    // A limit, and what earlier sessions used of it when they used any.
+    let limit = |limit: String, used: Option<String>| match used {
+        Some(used) => format!("{limit} ({used})"),
+        None => limit,
+    };
     let mut parts = vec![format!("{} experiments", b.max_experiments)];
     if let Some(t) = b.max_time_s {
-        let mut part = format!(
-            "{} of loop time",
-            format_duration(std::time::Duration::from_secs_f64(t))
-        );
-        if b.used_s > 0.0 {
-            part.push_str(&format!(
-                " ({} used)",
-                format_duration(std::time::Duration::from_secs_f64(b.used_s))
-            ));
-        }
-        parts.push(part);
+        let used = (b.used_s > 0.0).then(|| format!("{} used", secs(b.used_s)));
+        parts.push(limit(format!("{} of loop time", secs(t)), used));
     }
     if let Some(usd) = b.max_cost_usd {
-        let spent = if b.cost_before > 0.0 {
-            format!(" (${:.4} spent)", b.cost_before)
-        } else {
-            String::new()
-        };
-        parts.push(format!("${usd:.2}{spent}"));
+        let used = (b.cost_before > 0.0).then(|| format!("${:.4} spent", b.cost_before));
+        parts.push(limit(format!("${usd:.2}"), used));
     }
     if let Some(tokens) = b.max_tokens {
-        let spent = if b.tokens_before > 0 {
-            format!(" ({} spent)", b.tokens_before)
-        } else {
-            String::new()
-        };
-        parts.push(format!("{tokens} tokens{spent}"));
+        let used = (b.tokens_before > 0).then(|| format!("{} spent", b.tokens_before));
+        parts.push(limit(format!("{tokens} tokens"), used));
     }
     format!(
         "{}; each verification at most {}",
         parts.join(", "),
-        format_duration(std::time::Duration::from_secs_f64(b.timeout_s))
+        secs(b.timeout_s)
     )
 }

@@ -144,6 +144,23 @@ fn retry_after_secs(header: Option<&str>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An HTTP model's settings for these tests: `base_url`, attempts a call, a price (in and
+    /// out) or none.
+    fn test_llm(base_url: &str, max_attempts: u64, price: Option<f64>) -> crate::spec::LlmSpec {
+        crate::spec::LlmSpec {
+            model: "m".into(),
+            base_url: base_url.into(),
+            api_key_env: "HONE_TEST_UNSET_KEY".into(),
+            temperature: None,
+            max_tokens: 100,
+            request_timeout: Duration::from_secs(30),
+            max_attempts,
+            price_in_per_mtok: price,
+            price_out_per_mtok: price,
+            edit_mode: crate::spec::EditMode::Blocks,
+        }
+    }
     use std::io::{BufRead, BufReader, Read};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
@@ -203,19 +220,8 @@ mod tests {
     #[test]
     fn a_retry_after_longer_than_a_minute_is_said_with_the_wait_kept() {
         use super::super::LlmClient;
-        use crate::spec::{AgentKind, EditMode, LlmSpec};
-        let llm = LlmSpec {
-            model: "m".into(),
-            base_url: "http://127.0.0.1:9/v1".into(),
-            api_key_env: "HONE_TEST_UNSET_KEY".into(),
-            temperature: None,
-            max_tokens: 100,
-            request_timeout: Duration::from_secs(30),
-            max_attempts: 3,
-            price_in_per_mtok: None,
-            price_out_per_mtok: None,
-            edit_mode: EditMode::Blocks,
-        };
+        use crate::spec::AgentKind;
+        let llm = test_llm("http://127.0.0.1:9/v1", 3, None);
         let mut client = LlmClient::new(AgentKind::OpenAi, llm);
         let said = std::cell::RefCell::new(Vec::new());
         // Cancelled at once: the wait ends as it starts.
@@ -234,22 +240,15 @@ mod tests {
     fn a_call_stopped_before_it_starts_sends_nothing_and_costs_nothing() {
         use super::super::{CallError, LlmClient};
         use crate::propose::spend::{Budget, Meter, Spend};
-        use crate::spec::{AgentKind, EditMode, LlmSpec};
+        use crate::spec::AgentKind;
         // A server that would notice any connection.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
-        let llm = LlmSpec {
-            model: "m".into(),
-            base_url: format!("http://{}/v1", listener.local_addr().unwrap()),
-            api_key_env: "HONE_TEST_UNSET_KEY".into(),
-            temperature: None,
-            max_tokens: 100,
-            request_timeout: Duration::from_secs(30),
-            max_attempts: 3,
-            price_in_per_mtok: Some(100.0),
-            price_out_per_mtok: Some(100.0),
-            edit_mode: EditMode::Blocks,
-        };
+        let llm = test_llm(
+            &format!("http://{}/v1", listener.local_addr().unwrap()),
+            3,
+            Some(100.0),
+        );
         let mut client = LlmClient::new(AgentKind::OpenAi, llm);
         let spent = Spend::new(None);
         let meter = Meter {
@@ -302,19 +301,8 @@ mod tests {
     fn absurd_usage_is_capped_and_counted_without_overflow() {
         use crate::presets::MAX_REPORTED_TOKENS;
         use crate::propose::spend::Spend;
-        use crate::spec::{AgentKind, EditMode, LlmSpec};
-        let llm = LlmSpec {
-            model: "m".into(),
-            base_url: "http://127.0.0.1:9/v1".into(),
-            api_key_env: "HONE_TEST_UNSET_KEY".into(),
-            temperature: None,
-            max_tokens: 100,
-            request_timeout: Duration::from_secs(30),
-            max_attempts: 1,
-            price_in_per_mtok: Some(1.0),
-            price_out_per_mtok: Some(1.0),
-            edit_mode: EditMode::Blocks,
-        };
+        use crate::spec::AgentKind;
+        let llm = test_llm("http://127.0.0.1:9/v1", 1, Some(1.0));
         let max = u64::MAX;
         let openai = super::super::LlmClient::new(AgentKind::OpenAi, llm.clone());
         let text = format!(
