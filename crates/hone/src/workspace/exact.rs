@@ -31,6 +31,10 @@ const PATH_MAX: usize = 4096;
 /// The worktree's own directory of hone state (git ignores it; the sandbox's tmp lives there).
 const STATE_DIR: &str = ".hone";
 
+/// How many times a rebuild repairs what differs from the commit before a difference left
+/// counts as a failure.
+const FIX_PASSES: usize = 4;
+
 /// One blob (or gitlink) of a commit's tree.
 struct Entry {
     mode: String,
@@ -438,8 +442,13 @@ impl Git {
         listing: &Listing,
         keep: &[String],
     ) -> Result<(), GitError> {
-        if self.align(wt, (listing, keep), true)? == 0 {
-            return Ok(());
+        // A repair can make another place differ (a directory rebuilt where a link stood
+        // turns a kept output's link, inside the worktree through that link, into one that
+        // leads out): repaired again, a few times, before it counts as a failure.
+        for _ in 0..FIX_PASSES {
+            if self.align(wt, (listing, keep), true)? == 0 {
+                return Ok(());
+            }
         }
         match self.align(wt, (listing, keep), false)? {
             0 => Ok(()),

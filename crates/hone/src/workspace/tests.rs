@@ -372,6 +372,64 @@ fn the_sealed_rebuild_drops_outputs_that_link_out_of_the_worktree() {
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "hidden");
 }
 
+/// An output linked out of the worktree only once the rebuild puts back a directory the
+/// candidate had made a link (`lib` -> a chain inside, `model.json` -> `lib/../..`, listed
+/// before `lib`): the rebuild repairs again and removes it, rather than stopping the run.
+#[test]
+fn a_link_that_leads_out_only_after_a_repair_is_removed_too() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    sh(d, "git init -q -b main && mkdir lib && printf x > lib/a.py && git add -A && git -c user.name=t -c user.email=t@t commit -qm i");
+    let git = Git::discover(d).unwrap();
+    let (head, wt) = worktree_at_head(&git);
+    let depth = wt.components().count();
+    // A chain as deep as the worktree's path, so that `lib/..` climbs back to the worktree's
+    // top through it, and past the root once `lib` is the directory again.
+    let chain: std::path::PathBuf = ["z".to_string()]
+        .into_iter()
+        .chain(std::iter::repeat_n("q".to_string(), depth))
+        .collect();
+    std::fs::create_dir_all(wt.join(&chain)).unwrap();
+    // What it names inside the worktree, through the link.
+    std::fs::create_dir_all(wt.join("etc")).unwrap();
+    std::fs::write(wt.join("etc/hostname"), "decoy").unwrap();
+    std::fs::remove_dir_all(wt.join("lib")).unwrap();
+    let target = format!("lib/{}etc/hostname", "../".repeat(depth + 1));
+    // Made again until the directory lists `model.json` before `lib` (the walk meets it first).
+    for attempt in 0..200 {
+        let _ = std::fs::remove_file(wt.join("lib"));
+        let _ = std::fs::remove_file(wt.join("model.json"));
+        symlink(&chain, wt.join("lib")).unwrap();
+        symlink(&target, wt.join("model.json")).unwrap();
+        let names: Vec<String> = std::fs::read_dir(&wt)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        let at = |n: &str| names.iter().position(|x| x == n).unwrap();
+        if at("model.json") < at("lib") {
+            break;
+        }
+        assert!(attempt < 199, "the directory never listed model.json first");
+        std::fs::write(wt.join(format!("pad{attempt}")), "").unwrap();
+    }
+    assert!(
+        wt.join("model.json")
+            .canonicalize()
+            .unwrap()
+            .starts_with(wt.canonicalize().unwrap()),
+        "inside through the link, as the walk first sees it"
+    );
+    let keep = ["model.json", "z/", "pad*", "etc/"].map(String::from);
+    git.materialize_sealed(&wt, (&head, &head), &[], &keep)
+        .unwrap();
+    assert!(std::fs::symlink_metadata(wt.join("lib")).unwrap().is_dir());
+    assert!(
+        std::fs::symlink_metadata(wt.join("model.json")).is_err(),
+        "removed"
+    );
+}
+
 /// The sealed evaluation's tree: the candidate's files, the sealed ones from the base,
 /// and of the rest only the declared outputs.
 #[test]
