@@ -431,7 +431,7 @@ fn shadowing_module(spec: &Spec, changes: &[Change]) -> Option<String> {
     changes.iter().filter(|c| c.status == 'A').find_map(|c| {
         super::shadow::shadowed(&c.path, &dirs).map(|module| {
             format!(
-                "added `{}`, which the sealed scorer would import in place of Python's `{module}`",
+                "added `{}`, which the sealed scorer would import in place of {module}",
                 c.path
             )
         })

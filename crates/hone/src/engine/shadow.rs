@@ -319,7 +319,7 @@ const STDLIB: &[&str] = &[
 /// sealed scorer looks first: a module in one of `dirs` (`""`: the top) as Python finds one
 /// (`json.py`, a sourceless `json.pyc`, an extension `json.so` or `json.cpython-311-x86_64-
 /// linux-gnu.so`), or a package's `__init__` of any of those kinds.
-pub(super) fn shadowed(path: &str, dirs: &[String]) -> Option<&'static str> {
+pub(super) fn shadowed(path: &str, dirs: &[String]) -> Option<String> {
     let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
     let stem = module_stem(file)?;
     let (dir, module) = match stem {
@@ -329,8 +329,43 @@ pub(super) fn shadowed(path: &str, dirs: &[String]) -> Option<&'static str> {
     if !dirs.iter().any(|d| d == dir) {
         return None;
     }
-    STDLIB.iter().find(|n| **n == module).copied()
+    STDLIB
+        .iter()
+        .chain(LATER)
+        .find(|n| **n == module)
+        .map(|n| format!("Python's `{n}`"))
+        // Later versions add private modules (3.12's `_sha2`, which `random` imports; 3.13's
+        // `_colorize`, which `logging` does): any new private name is taken for one.
+        .or_else(|| {
+            module
+                .starts_with('_')
+                .then(|| format!("a private module `{module}` of Python's, should there be one"))
+        })
 }
+
+/// Top-level modules Python added after 3.11 (the list above), as far as they are known:
+/// 3.12's, 3.13's and 3.14's.
+const LATER: &[&str] = &[
+    "_pydatetime",
+    "_pylong",
+    "_sha2",
+    "_colorize",
+    "_opcode_metadata",
+    "_pyrepl",
+    "_interpreters",
+    "_interpqueues",
+    "_interpchannels",
+    "_suggestions",
+    "_sysconfig",
+    "_android_support",
+    "_apple_support",
+    "_ios_support",
+    "annotationlib",
+    "compression",
+    "_zstd",
+    "_hmac",
+    "_remote_debugging",
+];
 
 /// The module a file name is for, if Python imports it as one: `name.py`, `name.pyc`,
 /// `name.so`, `name.<tag>.so` (`.pyd` too).
@@ -355,9 +390,15 @@ mod tests {
     #[test]
     fn a_new_module_named_like_the_standard_librarys_where_the_scorer_looks() {
         let dirs = vec![String::new(), "eval".to_string()];
-        assert_eq!(shadowed("json.py", &dirs), Some("json"));
-        assert_eq!(shadowed("random/__init__.py", &dirs), Some("random"));
-        assert_eq!(shadowed("eval/math.py", &dirs), Some("math"));
+        assert_eq!(shadowed("json.py", &dirs), Some("Python's `json`".into()));
+        assert_eq!(
+            shadowed("random/__init__.py", &dirs),
+            Some("Python's `random`".into())
+        );
+        assert_eq!(
+            shadowed("eval/math.py", &dirs),
+            Some("Python's `math`".into())
+        );
         assert_eq!(
             shadowed("src/json.py", &dirs),
             None,
@@ -366,14 +407,35 @@ mod tests {
         assert_eq!(shadowed("model.py", &dirs), None);
         assert_eq!(shadowed("json.txt", &dirs), None);
         // A second review's: a private module, and the other kinds of module file.
-        assert_eq!(shadowed("__future__.py", &dirs), Some("__future__"));
-        assert_eq!(shadowed("_strptime.py", &dirs), Some("_strptime"));
-        assert_eq!(shadowed("json.pyc", &dirs), Some("json"));
+        assert_eq!(
+            shadowed("__future__.py", &dirs),
+            Some("Python's `__future__`".into())
+        );
+        assert_eq!(
+            shadowed("_strptime.py", &dirs),
+            Some("Python's `_strptime`".into())
+        );
+        assert_eq!(shadowed("json.pyc", &dirs), Some("Python's `json`".into()));
         assert_eq!(
             shadowed("json.cpython-311-x86_64-linux-gnu.so", &dirs),
-            Some("json")
+            Some("Python's `json`".into())
         );
-        assert_eq!(shadowed("pickle.abi3.so", &dirs), Some("pickle"));
-        assert_eq!(shadowed("random/__init__.pyc", &dirs), Some("random"));
+        assert_eq!(
+            shadowed("pickle.abi3.so", &dirs),
+            Some("Python's `pickle`".into())
+        );
+        assert_eq!(
+            shadowed("random/__init__.pyc", &dirs),
+            Some("Python's `random`".into())
+        );
+        // A third's: what later versions added, and any private name.
+        assert_eq!(shadowed("_sha2.py", &dirs), Some("Python's `_sha2`".into()));
+        assert_eq!(
+            shadowed("compression/__init__.py", &dirs),
+            Some("Python's `compression`".into())
+        );
+        assert!(
+            shadowed("_newer_private.py", &dirs).is_some_and(|s| s.contains("a private module"))
+        );
     }
 }
