@@ -277,6 +277,32 @@ fn a_fixed_constant_changed_is_a_violation_never_verified() {
 }
 
 #[test]
+fn code_too_large_to_read_for_fixed_constants_is_a_violation() {
+    // A 5 MB table appended to train.py, with EPOCHS changed in it: not let through unread.
+    let r = Repo::builder()
+        .file(
+            "train.py",
+            "LR = 0.1\nEPOCHS = 5\nprint('score: %s' % (10 - LR * EPOCHS))\n",
+        )
+        .script(
+            "run\tsed -i 's/EPOCHS = 5/EPOCHS = 50/' train.py && python3 -c \"open('train.py', 'a').write('T = [' + '0,' * 2600000 + ']\\\\n')\"\n",
+        )
+        .spec_with(|agent| {
+            Spec::standard("python3 train.py", agent)
+                .editable(&["train.py"])
+                .set("loop", "fixed", "[\"EPOCHS\"]")
+                .tail("[stop]\nmax_experiments = 2\n")
+        })
+        .create();
+    ok(r.hone(&["run"]));
+    assert_eq!(r.statuses(), ["baseline", "violation"]);
+    assert_reason(
+        &r.log()[1],
+        "`train.py` is larger than 4 MiB: [loop] fixed does not read it",
+    );
+}
+
+#[test]
 fn a_new_module_named_like_the_standard_librarys_beside_a_sealed_scorer_is_a_violation() {
     // `python3 -m eval.score` puts the worktree's top first on sys.path: a candidate's
     // json.py would be the scorer's `import json`. A new helper module of another name is fine.

@@ -364,7 +364,17 @@ fn fixed_findings(
         };
         let new = match c.status {
             'D' => None,
-            _ => Some(text(commit, &c.path)?),
+            // Code too large to read is not let through unread.
+            _ => match git.file_at_most(commit, &c.path, 4 << 20) {
+                Ok(Some(b)) => Some(String::from_utf8_lossy(&b).into_owned()),
+                Ok(None) if crate::propose::knobs::reads_as_code(&c.path) => {
+                    return Some(format!(
+                        "`{}` is larger than 4 MiB: [loop] fixed does not read it for its constants (keep such data out of the code)",
+                        c.path
+                    ))
+                }
+                _ => return None,
+            },
         };
         if let (None, Some(new)) = (&used, &new) {
             used = crate::propose::knobs::fixed_used(fixed, &old, new).map(|(name, line)| {

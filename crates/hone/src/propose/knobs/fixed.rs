@@ -2,6 +2,10 @@
 //! run started (a time budget, a run length, a seed). A change to one makes the candidate a
 //! `violation`: a longer run or a luckier seed is not an improvement of the project.
 
+#[path = "fixed_lines.rs"]
+mod lines;
+use lines::{logical_lines, normalize_identifiers};
+
 /// How a candidate's file `path` treats the `fixed` constants its parent's version (`old`)
 /// assigns: the first one assigned otherwise than before (another value, a second assignment
 /// further down, an augmented one, none left), or held by a deleted file (`new` is `None`),
@@ -11,6 +15,16 @@
 /// stands (see [`assignments`]): a best effort against an agent that edits the constant, not
 /// against code written to get around it (put such a constant in a protected file for that).
 pub fn fixed_changed(fixed: &[String], path: &str, old: &str, new: Option<&str>) -> Option<String> {
+    // Python decodes a file as its coding cookie says (`utf-7` makes `+AAo-` a newline):
+    // hone reads UTF-8 only.
+    if let Some(enc) = new
+        .filter(|_| !fixed.is_empty() && is_python(path))
+        .and_then(odd_encoding)
+    {
+        return Some(format!(
+            "`{path}` declares the encoding `{enc}`, which [loop] fixed does not read (it reads UTF-8): keep the file in UTF-8"
+        ));
+    }
     for name in fixed {
         let before = assignments(path, old, name);
         let Some(first) = before.first() else {
@@ -53,11 +67,15 @@ pub fn fixed_changed(fixed: &[String], path: &str, old: &str, new: Option<&str>)
 /// violation (using a constant is what code does), but worth a look: it may change the
 /// measurement without assigning the constant.
 pub fn fixed_used(fixed: &[String], old: &str, new: &str) -> Option<(String, String)> {
-    let before: std::collections::HashSet<&str> = old.lines().map(str::trim).collect();
+    let before: std::collections::HashSet<String> = old
+        .lines()
+        .map(|l| normalize_identifiers(l.trim()))
+        .collect();
     new.lines()
-        .map(str::trim)
+        .map(|l| normalize_identifiers(l.trim()))
         .filter(|l| !l.is_empty() && !before.contains(l))
         .find_map(|l| {
+            let l = l.as_str();
             let name = fixed.iter().find(|name| {
                 l.match_indices(name.as_str()).any(|(i, _)| {
                     let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
@@ -117,9 +135,89 @@ fn bindings(path: &str, text: &str, name: &str, reads: bool) -> Vec<String> {
                 );
             }
             out.extend(assigned(body, name));
+            if !c_like {
+                out.extend(other_bindings(body, name));
+            }
         }
     }
     out
+}
+
+/// Python's other ways to bind `name` in a statement: `(NAME := v)` inside brackets or a
+/// header (at the top it is an assignment, [`assigned`]'s), `with ... as NAME`, `except ...
+/// as NAME`, and a `case` pattern that captures it (`case NAME:`, `case {"k": NAME}:`,
+/// `case int() as NAME:`). Each is said as what binds it; its value is not compared (the
+/// binding is the change).
+fn other_bindings(stmt: &str, name: &str) -> Vec<String> {
+    let t = stmt.trim_start();
+    let words = |s: &str| -> Vec<usize> {
+        s.match_indices(name)
+            .filter(|(i, _)| {
+                let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                !word(s[..*i].chars().next_back()) && !word(s[i + name.len()..].chars().next())
+            })
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let mut out = Vec::new();
+    for at in words(t) {
+        let after = t[at + name.len()..].trim_start();
+        let before = t[..at].trim_end();
+        if after.starts_with(":=") && !t.starts_with(&format!("{name} ")) {
+            out.push(format!("{name} := (inside)"));
+        } else if before.ends_with(" as")
+            && ["with ", "async with ", "except", "case "]
+                .iter()
+                .any(|h| t.starts_with(h))
+        {
+            out.push(format!("as {name}"));
+        } else if t.starts_with("case ")
+            && !before.ends_with('.')
+            && !after.starts_with(['(', '.', '='])
+            && t[at..].contains(':')
+        {
+            out.push(format!("case captures {name}"));
+        }
+    }
+    out
+}
+
+/// The encoding a Python file's coding cookie (`# -*- coding: utf-7 -*-`, on one of its
+/// first two lines) names, when it is not one whose ASCII reads as UTF-8's does.
+fn odd_encoding(text: &str) -> Option<String> {
+    const PLAIN: &[&str] = &[
+        "utf-8",
+        "utf8",
+        "ascii",
+        "us-ascii",
+        "latin-1",
+        "latin1",
+        "iso-8859-1",
+        "iso8859-1",
+        "cp1252",
+    ];
+    text.lines().take(2).find_map(|l| {
+        let l = l.trim_start();
+        if !l.starts_with('#') {
+            return None;
+        }
+        let at = l.find("coding")?;
+        let rest = l[at + "coding".len()..]
+            .strip_prefix([':', '='])?
+            .trim_start();
+        let enc: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            .collect::<String>()
+            .to_ascii_lowercase();
+        let plain = PLAIN.contains(&enc.replace('_', "-").as_str()) || enc.starts_with("utf-8-");
+        (!enc.is_empty() && !plain).then_some(enc)
+    })
+}
+
+/// Whether `[loop] fixed` reads `path` as code (Python, or a C-like language).
+pub fn reads_as_code(path: &str) -> bool {
+    is_python(path) || is_c_like(path)
 }
 
 /// Whether `path` is a Python file (`.py`, `.pyi`), or a script without an extension.
@@ -141,138 +239,6 @@ fn is_c_like(path: &str) -> bool {
     ];
     path.rsplit_once('.')
         .is_some_and(|(_, ext)| C_LIKE.contains(&ext.to_ascii_lowercase().as_str()))
-}
-
-/// `text` as statements' lines: comments cut, triple-quoted strings left out, and a line
-/// whose brackets stay open (or that ends with `\`) joined with the lines that close them
-/// (at most 64 KiB each: a bracket never closed ends it there).
-fn logical_lines(text: &str, c_like: bool) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut joined = String::new();
-    let mut depth = 0i64;
-    let mut in_string: Option<&'static str> = None;
-    for raw in text.lines() {
-        // Strings first, on the line as written (a fullwidth quote in one is no quote), then
-        // the code's names as Python reads them.
-        let code = if c_like {
-            strip_comment(raw, true).to_string()
-        } else {
-            python_code(raw, &mut in_string)
-        };
-        let code = normalize_identifiers(&code);
-        joined.push(' ');
-        joined.push_str(&code);
-        depth += bracket_balance(&code);
-        let goes_on = depth > 0 || code.trim_end().ends_with('\\') || in_string.is_some();
-        if !goes_on || joined.len() > 64 << 10 {
-            out.push(std::mem::take(&mut joined));
-            depth = 0;
-        }
-    }
-    if !joined.trim().is_empty() {
-        out.push(joined);
-    }
-    out
-}
-
-/// The code of one line of Python, its comment cut and every string literal emptied (`""`):
-/// what a string holds (quotes, escaped quotes, brackets: `'"""'`, `"\"("`) is never read as
-/// code, and a triple-quoted string's text is left out (`in_string` carries one that goes on
-/// to the next line).
-fn python_code(line: &str, in_string: &mut Option<&'static str>) -> String {
-    let b = line.as_bytes();
-    let mut out = String::new();
-    let mut i = 0;
-    let mut quote: Option<u8> = None;
-    while i < b.len() {
-        if let Some(delim) = *in_string {
-            match line[i..].find(delim) {
-                Some(end) => {
-                    i += end + 3;
-                    *in_string = None;
-                    out.push_str("\"\"");
-                    continue;
-                }
-                None => return out,
-            }
-        }
-        let c = b[i];
-        match quote {
-            Some(_) if c == b'\\' => {
-                // The escape and the character it escapes: part of the string, dropped.
-                i += 1;
-                i += line[i..].chars().next().map_or(0, char::len_utf8);
-                continue;
-            }
-            Some(q) if c == q => {
-                quote = None;
-                out.push(q as char);
-                i += 1;
-                continue;
-            }
-            Some(_) => {
-                i += line[i..].chars().next().map_or(1, char::len_utf8);
-                continue;
-            }
-            None if c == b'#' => return out,
-            None if line[i..].starts_with("\"\"\"") || line[i..].starts_with("\'\'\'") => {
-                *in_string = Some(if c == b'"' { "\"\"\"" } else { "\'\'\'" });
-                i += 3;
-                continue;
-            }
-            None if c == b'"' || c == b'\'' => quote = Some(c),
-            None => {}
-        }
-        // `i` stands on a character boundary: multi-byte characters are copied whole.
-        let len = line[i..].chars().next().map_or(1, char::len_utf8);
-        out.push_str(&line[i..i + len]);
-        i += len;
-    }
-    out
-}
-
-/// `line` with its identifiers as Python reads them (NFKC): `ＥＰＯＣＨＳ` and `𝐄POCHS` are
-/// `EPOCHS`.
-fn normalize_identifiers(line: &str) -> String {
-    use unicode_normalization::UnicodeNormalization;
-    if line.is_ascii() {
-        return line.to_string();
-    }
-    line.nfkc().collect()
-}
-
-/// `line` up to its comment outside quotes: `//` in a C-like language, else `#`.
-fn strip_comment(line: &str, c_like: bool) -> &str {
-    let b = line.as_bytes();
-    let mut quote: Option<u8> = None;
-    for (i, &c) in b.iter().enumerate() {
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None if c == b'"' || c == b'\'' => quote = Some(c),
-            None if c_like && c == b'/' && b.get(i + 1) == Some(&b'/') => return &line[..i],
-            None if !c_like && c == b'#' => return &line[..i],
-            None => {}
-        }
-    }
-    line
-}
-
-/// How many more `(` and `[` than `)` and `]` `code` opens (outside quotes).
-fn bracket_balance(code: &str) -> i64 {
-    let mut quote: Option<char> = None;
-    let mut n = 0;
-    for c in code.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '"' | '\'') => quote = Some(c),
-            (None, '(' | '[') => n += 1,
-            (None, ')' | ']') => n -= 1,
-            _ => {}
-        }
-    }
-    n
 }
 
 /// `code` cut at every `sep` outside quotes and brackets (from `depth` open ones on).
@@ -318,7 +284,8 @@ fn after_block_header(stmt: &str) -> &str {
 
 /// `for NAME in ...` (or `for (i, NAME) in`): the loop's iterable, when `name` is a target.
 fn loop_target(stmt: &str, name: &str) -> Option<String> {
-    let header = stmt.trim_start().strip_prefix("for ")?;
+    let header = stmt.trim_start().replace('\t', " ");
+    let header = header.strip_prefix("for ")?;
     let (targets, iterable) = header.split_once(" in ")?;
     let hit = targets
         .split(',')
@@ -417,7 +384,8 @@ fn target_name(target: &str) -> &str {
     let t = target.split(':').next().unwrap_or("");
     let t = t
         .trim()
-        .trim_matches(|c: char| matches!(c, '(' | ')' | '*' | '&' | '[' | ']'));
+        .trim_matches(|c: char| matches!(c, '(' | ')' | '*' | '&' | '[' | ']' | '\\'))
+        .trim();
     if t.contains(['[', '(', '.']) || t.starts_with("lambda ") || t.contains(" lambda ") {
         return "";
     }
@@ -541,6 +509,18 @@ mod tests {
             "from tweaks import EPOCHS",
             "import numpy as EPOCHS",
             "s = 'it\\'s \"\"\"'\nEPOCHS = 10",
+            // A third's: bindings that are no `=` at the top, and lines as Python ends them.
+            "if (EPOCHS := EPOCHS * 4) > 0:\n    pass",
+            "print(f\"epochs: {(EPOCHS := 12)}\")",
+            "match cfg:\n    case {\"epochs\": EPOCHS}:\n        pass",
+            "match cfg:\n    case int() as EPOCHS:\n        pass",
+            "with nullcontext(12) as EPOCHS:\n    pass",
+            "for EPOCHS\tin [12]:\n    pass",
+            "HELP = \"a \\\n b\"; EPOCHS = 12",
+            "DOC = \"\"\"x \\\"\"\" y\"\"\"\nEPOCHS = 12",
+            "LR = 0.5  # tuned\rEPOCHS = 12",
+            "CFG = {\n  'a': 1,\n}; EPOCHS = 12",
+            "EPOCHS \\\n= 12",
             // A second review's: strings that hid what followed them.
             "_ = \"\u{ff02}\"\nEPOCHS = 1000\n_ = \"\u{ff02}\"",
             "_ = \"\\\"(\"\nEPOCHS = 1000\n_ = \"\\\")\"",
@@ -628,6 +608,18 @@ mod tests {
             fixed_changed(&fixed(), "tweaks.py", "", Some("LR = 3\n")),
             None
         );
+        // A file Python would decode otherwise than hone reads it.
+        let utf7 = format!("# -*- coding: utf-7 -*-\n{OLD}# tuned +AAo-EPOCHS = 12\n");
+        assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&utf7))
+            .unwrap()
+            .contains("declares the encoding `utf-7`"));
+        let utf8 = format!("# -*- coding: utf-8 -*-\n{OLD}");
+        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&utf8)), None);
+        // Honest uses in those forms bind nothing: an f-string printing it, a case on a value.
+        let honest = format!(
+            "{OLD}print(f\"epochs: {{EPOCHS}} {{{{braces}}}}\")\nmatch x:\n    case Cfg.EPOCHS:\n        pass\nwith open(p) as f:\n    pass\n"
+        );
+        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&honest)), None);
         // What an honest change does with a constant another editable file keeps: import it
         // with more names, have a formatter lay the import out, read it in a new helper; and
         // a new document that quotes it.

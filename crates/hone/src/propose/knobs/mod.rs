@@ -66,7 +66,7 @@ use line::{annotated_domain, inferred_domain, scan_line, LineScan, TripleQuotes}
 use literal::{format_float_readable, style_type_name, write_literal, Literal, WriteError};
 
 pub use config::Config;
-pub use fixed::{assigns, fixed_changed, fixed_used};
+pub use fixed::{assigns, fixed_changed, fixed_used, reads_as_code};
 pub use sampler::{
     config_at, dimensions, distance, fingerprint, initial_design_size, suggest, suggest_cached,
     suggest_guided, unit_coords, Observation, SamplerCache, SamplerGuide,
