@@ -1134,11 +1134,31 @@ fn a_private_home_grown_past_its_bound_is_removed_and_seeded_again() {
     assert_eq!(r.statuses(), ["baseline", "keep", "keep"], "{}", text(&out));
     assert_says(
         &out,
-        "(at most 1 GiB): removed, and seeded again at the next turn",
+        "(at most 1 GiB, 100,000 entries): removed, and seeded again at the next turn",
     );
     // Seeded again: the second turn found its login, and its sessions log started afresh
     // (6 - 1 - 2).
     assert_eq!(log[2]["objective"], 3.0);
+    // Empty files by the hundred thousand take no bytes, but the file system's inodes.
+    let many = filling.replace(
+        "fallocate -l 1100M \"$HOME/.claude/junk\"",
+        "{ mkdir \"$HOME/.c\" && cd \"$HOME/.c\" && seq 100001 | xargs touch; cd - >/dev/null; }",
+    );
+    assert_ne!(many, filling);
+    let (bin, record) = fake_tool("claude", &many);
+    edit_spec(&r.dir, |t| {
+        t.replace("max_experiments = 3", "max_experiments = 4")
+    });
+    let out = hone_with_tool(
+        &r,
+        (bin.path(), record.path()),
+        &["run", "--new", "--tag", "inodes"],
+        &[("HOME", home_env)],
+    );
+    assert_says(
+        &out,
+        "in 100001 entries (at most 1 GiB, 100,000 entries): removed",
+    );
 }
 
 /// A stand-in `codex` whose first turn completes (1,500 tokens) and whose second starts, says

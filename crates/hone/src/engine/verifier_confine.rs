@@ -98,6 +98,32 @@ impl Verifier {
 /// megabytes; the agent must not fill the disk through it.
 const PRIVATE_HOME_MAX: u64 = 1 << 30;
 
+/// The most files and directories the private home may hold: empty files cost no bytes but
+/// use up the file system's inodes.
+const PRIVATE_HOME_ENTRIES: u64 = 100_000;
+
+/// How many files and directories stand below `dir` (links not followed), counting up to
+/// `most`.
+fn entries_below(dir: &Path, most: u64) -> u64 {
+    let mut count = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            count += 1;
+            if count >= most {
+                return count;
+            }
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(e.path());
+            }
+        }
+    }
+    count
+}
+
 impl Verifier {
     /// Where an agent CLI runs with its own home under bubblewrap (`.hone/runs/<tag>/home`).
     pub(in crate::engine) fn private_home(&self) -> std::path::PathBuf {
@@ -112,18 +138,19 @@ impl Verifier {
         let home = self.private_home();
         std::fs::symlink_metadata(&home).ok()?;
         let bytes = crate::workspace::on_disk(&home);
+        let entries = entries_below(&home, PRIVATE_HOME_ENTRIES + 1);
         let full = crate::workspace::disk_nearly_full(&home) && bytes >= 1 << 20;
-        if !full && bytes <= PRIVATE_HOME_MAX {
+        if !full && bytes <= PRIVATE_HOME_MAX && entries <= PRIVATE_HOME_ENTRIES {
             return None;
         }
         crate::workspace::remove_any(&home).ok()?;
         let why = format!(
-            "the agent's private home ({}) held {bytes} bytes{}: removed, and seeded again at the next turn",
+            "the agent's private home ({}) held {bytes} bytes in {entries} entries{}: removed, and seeded again at the next turn",
             home.display(),
             if full {
                 " when the disk was full"
             } else {
-                " (at most 1 GiB)"
+                " (at most 1 GiB, 100,000 entries)"
             }
         );
         Some((why, full))
