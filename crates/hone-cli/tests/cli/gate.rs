@@ -279,27 +279,35 @@ fn a_fixed_constant_changed_is_a_violation_never_verified() {
 #[test]
 fn code_too_large_to_read_for_fixed_constants_is_a_violation() {
     // A 5 MB table appended to train.py, with EPOCHS changed in it: not let through unread.
+    let r = fixed_epochs_run(
+        "run\tsed -i 's/EPOCHS = 5/EPOCHS = 50/' train.py && python3 -c \"open('train.py', 'a').write('T = [' + '0,' * 2600000 + ']\\\\n')\"\n",
+        &["train.py"],
+    );
+    assert_reason(
+        &r.log()[1],
+        "`train.py` is larger than 4 MiB: [loop] fixed does not read it",
+    );
+}
+
+/// A run of one candidate (the agent's `script`) on a train.py whose EPOCHS is `[loop] fixed`,
+/// `editable` the files it may change: its candidate must be a violation.
+fn fixed_epochs_run(script: &str, editable: &'static [&'static str]) -> Repo {
     let r = Repo::builder()
         .file(
             "train.py",
             "LR = 0.1\nEPOCHS = 5\nprint('score: %s' % (10 - LR * EPOCHS))\n",
         )
-        .script(
-            "run\tsed -i 's/EPOCHS = 5/EPOCHS = 50/' train.py && python3 -c \"open('train.py', 'a').write('T = [' + '0,' * 2600000 + ']\\\\n')\"\n",
-        )
+        .script(script)
         .spec_with(|agent| {
             Spec::standard("python3 train.py", agent)
-                .editable(&["train.py"])
+                .editable(editable)
                 .set("loop", "fixed", "[\"EPOCHS\"]")
                 .tail("[stop]\nmax_experiments = 2\n")
         })
         .create();
     ok(r.hone(&["run"]));
     assert_eq!(r.statuses(), ["baseline", "violation"]);
-    assert_reason(
-        &r.log()[1],
-        "`train.py` is larger than 4 MiB: [loop] fixed does not read it",
-    );
+    r
 }
 
 #[test]
@@ -340,23 +348,10 @@ fn a_new_module_named_like_the_standard_librarys_beside_a_sealed_scorer_is_a_vio
 fn a_fixed_constant_set_in_a_new_file_the_script_imports_is_a_violation() {
     // tweaks.py (new) sets EPOCHS and train.py star-imports it: no line of train.py names
     // EPOCHS, yet the run is longer. The new file's assignment is the violation.
-    let r = Repo::builder()
-        .file(
-            "train.py",
-            "LR = 0.1\nEPOCHS = 5\nprint('score: %s' % (10 - LR * EPOCHS))\n",
-        )
-        .script(
-            "write\ttweaks.py\tEPOCHS = 60\\n\nreplace\ttrain.py\tprint(\tfrom tweaks import *\\nprint(\n",
-        )
-        .spec_with(|agent| {
-            Spec::standard("python3 train.py", agent)
-                .editable(&["train.py", "tweaks.py"])
-                .set("loop", "fixed", "[\"EPOCHS\"]")
-                .tail("[stop]\nmax_experiments = 2\n")
-        })
-        .create();
-    ok(r.hone(&["run"]));
-    assert_eq!(r.statuses(), ["baseline", "violation"]);
+    let r = fixed_epochs_run(
+        "write\ttweaks.py\tEPOCHS = 60\\n\nreplace\ttrain.py\tprint(\tfrom tweaks import *\\nprint(\n",
+        &["train.py", "tweaks.py"],
+    );
     assert_reason(
         &r.log()[1],
         "assigns `EPOCHS` in `tweaks.py` (`=60`), which did not before: [loop] fixed",
