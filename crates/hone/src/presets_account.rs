@@ -41,11 +41,27 @@ pub(super) fn doubtful(def: &PresetDef, lines: &[String]) -> Option<String> {
     {
         return Some(why);
     }
+    // A key given twice: the parser keeps the last, so the tool's own account written as the
+    // value of a forged one's key, then that key given again, would vanish.
+    let repeated = lines
+        .iter()
+        .zip(&parsed)
+        .any(|(l, v)| v.is_some() && names_it(l) && repeats_a_key(l.trim()));
+    if repeated {
+        return Some(format!(
+            "a line holding its account (`{kind}`) gives a key twice: something else wrote into its output"
+        ));
+    }
     if broken > 0 && read == 0 {
         // One JSON document over several lines (pretty-printed) is read whole.
         let whole = lines.join("\n");
         let start = whole.find(['[', '{']).unwrap_or(0);
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&whole[start..]) {
+            if repeats_a_key(&whole[start..]) {
+                return Some(format!(
+                    "its account (`{kind}`) gives a key twice: something else wrote into its output"
+                ));
+            }
             return nested_account(&v, kind).or_else(|| one_account(def, count(&v, kind)));
         }
     }
@@ -86,6 +102,58 @@ fn one_account(def: &PresetDef, read: usize) -> Option<String> {
             def.account
         )
     })
+}
+
+/// Whether the JSON `text` has an object that gives a key twice (the tool never does).
+fn repeats_a_key(text: &str) -> bool {
+    use serde::de::{Deserialize, Deserializer, Error, MapAccess, SeqAccess, Visitor};
+    /// Any JSON value, refused where an object repeats a key.
+    struct Strict;
+    impl<'de> Deserialize<'de> for Strict {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Strict, D::Error> {
+            d.deserialize_any(StrictVisitor)
+        }
+    }
+    struct StrictVisitor;
+    impl<'de> Visitor<'de> for StrictVisitor {
+        type Value = Strict;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_bool<E: Error>(self, _: bool) -> Result<Strict, E> {
+            Ok(Strict)
+        }
+        fn visit_i64<E: Error>(self, _: i64) -> Result<Strict, E> {
+            Ok(Strict)
+        }
+        fn visit_u64<E: Error>(self, _: u64) -> Result<Strict, E> {
+            Ok(Strict)
+        }
+        fn visit_f64<E: Error>(self, _: f64) -> Result<Strict, E> {
+            Ok(Strict)
+        }
+        fn visit_str<E: Error>(self, _: &str) -> Result<Strict, E> {
+            Ok(Strict)
+        }
+        fn visit_unit<E: Error>(self) -> Result<Strict, E> {
+            Ok(Strict)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
+            while seq.next_element::<Strict>()?.is_some() {}
+            Ok(Strict)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
+            let mut keys = std::collections::HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if !keys.insert(key) {
+                    return Err(A::Error::custom("a key given twice"));
+                }
+                map.next_value::<Strict>()?;
+            }
+            Ok(Strict)
+        }
+    }
+    serde_json::from_str::<Strict>(text).is_err()
 }
 
 /// An account object inside another value (not `v` itself, nor an element of the array `v`):
@@ -161,6 +229,14 @@ mod tests {
         assert!(serde_json::from_str::<serde_json::Value>(&wrapped).is_ok());
         let why = claude.doubtful_account(&lines(&wrapped)).unwrap();
         assert!(why.contains("stands inside another"), "{why}");
+        // The same, the forgery's key given again after the real account: the parser keeps
+        // the last value, and the real account vanishes from what it read.
+        let again = format!("{open}{REAL},\"pad\":0}}");
+        let why = claude.doubtful_account(&lines(&again)).unwrap();
+        assert!(why.contains("gives a key twice"), "{why}");
+        // ...its closing part on a line of its own: read as one document, doubted all the same.
+        let split = format!("{open}{REAL}\n,\"pad\":0}}");
+        assert!(claude.doubtful_account(&lines(&split)).is_some());
         // A forged line, and the real one made to start with something else.
         let glued = format!("{}\nx{REAL}", REAL.replace("2.5", "0"));
         assert!(claude.doubtful_account(&lines(&glued)).is_some());

@@ -136,6 +136,12 @@ fn bindings(path: &str, text: &str, name: &str, reads: bool) -> Vec<String> {
             }
             out.extend(assigned(body, name));
             if !c_like {
+                // A one-line block's header binds too (`with x as NAME: pass`,
+                // `if (NAME := 12): pass`), its body on its own.
+                if body.len() < stmt.len() {
+                    let header = &stmt[..stmt.len() - body.len()];
+                    out.extend(other_bindings(header, name));
+                }
                 out.extend(other_bindings(body, name));
             }
         }
@@ -171,15 +177,30 @@ fn other_bindings(stmt: &str, name: &str) -> Vec<String> {
                 .any(|h| t.starts_with(h))
         {
             out.push(format!("as {name}"));
-        } else if t.starts_with("case ")
+        } else if in_case_pattern(t, at)
             && !before.ends_with('.')
             && !after.starts_with(['(', '.', '='])
-            && t[at..].contains(':')
         {
             out.push(format!("case captures {name}"));
         }
     }
     out
+}
+
+/// Whether `at` in the statement `t` stands in a `case` pattern: after `case `, before the
+/// pattern's `:` and any guard (` if `); `case = ...` and `case.x` are no `case` statement.
+fn in_case_pattern(t: &str, at: usize) -> bool {
+    let Some(pattern) = t.strip_prefix("case ") else {
+        return false;
+    };
+    if pattern.trim_start().starts_with(['=', '.', '(']) {
+        return false;
+    }
+    let start = "case ".len();
+    let parts = split_top(pattern, ':', 0);
+    let head = parts.first().copied().unwrap_or("");
+    let head = head.split(" if ").next().unwrap_or(head);
+    parts.len() > 1 && at >= start && at < start + head.len()
 }
 
 /// The encoding a Python file's coding cookie (`# -*- coding: utf-7 -*-`, on one of its
@@ -201,9 +222,9 @@ fn odd_encoding(text: &str) -> Option<String> {
         if !l.starts_with('#') {
             return None;
         }
-        let at = l.find("coding")?;
-        let rest = l[at + "coding".len()..]
-            .strip_prefix([':', '='])?
+        let rest = l
+            .match_indices("coding")
+            .find_map(|(at, _)| l[at + "coding".len()..].strip_prefix([':', '=']))?
             .trim_start();
         let enc: String = rest
             .chars()
@@ -215,9 +236,12 @@ fn odd_encoding(text: &str) -> Option<String> {
     })
 }
 
-/// Whether `[loop] fixed` reads `path` as code (Python, or a C-like language).
+/// Whether `[loop] fixed` must read `path` as code (a Python file by its extension, or a
+/// C-like language's): one too large to read is a violation (a file without an extension,
+/// data as often as a script, is not).
 pub fn reads_as_code(path: &str) -> bool {
-    is_python(path) || is_c_like(path)
+    let name = path.rsplit('/').next().unwrap_or(path);
+    (is_python(path) && name.contains('.')) || is_c_like(path)
 }
 
 /// Whether `path` is a Python file (`.py`, `.pyi`), or a script without an extension.
@@ -615,6 +639,37 @@ mod tests {
             .contains("declares the encoding `utf-7`"));
         let utf8 = format!("# -*- coding: utf-8 -*-\n{OLD}");
         assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&utf8)), None);
+        // A fourth review's: one-line headers, fields of f-strings over lines, CRLF lines, a
+        // coding cookie after another "coding".
+        for changed in [
+            "with nullcontext(12) as EPOCHS: pass",
+            "except E as EPOCHS: pass",
+            "match 60:\n    case EPOCHS: pass",
+            "if (EPOCHS := 12): pass",
+            "while (EPOCHS := 60) < 0: pass",
+            "def g(a=(EPOCHS := 60)): pass",
+            "print(f\"\"\"\n{(EPOCHS := 12)}\"\"\")",
+            "S = 'a\\\r\n'; EPOCHS = 12",
+            "EPOCHS \\\r\n= 60",
+        ] {
+            let new = format!("{OLD}{changed}\n");
+            assert!(
+                fixed_changed(&fixed(), "t.py", OLD, Some(&new)).is_some(),
+                "missed: {changed}"
+            );
+        }
+        let hidden = format!("# the coding style; coding: utf-7\n{OLD}");
+        assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&hidden)).is_some());
+        // ...and honest f-strings and cases that bind nothing: a debug `=`, an alignment spec,
+        // a quote as fill, Python 3.12's quotes in a field, a guard, `case` as a name.
+        let honest_f = format!(
+            "{OLD}msg = f\"{{EPOCHS=}} {{LR=}}\"\nm2 = f\"{{EPOCHS:=10}} {{SEED:=+8d}}\"\nm3 = f\"{{x:'^9}}\"\nm4 = f\"lr {{cfg[\"lr\"]}}\"\nmatch v:\n    case v if v > EPOCHS:\n        pass\ncase = {{EPOCHS: 1}}\nok = 1 if\"a\" else 2\n"
+        );
+        assert_eq!(
+            fixed_changed(&fixed(), "t.py", OLD, Some(&honest_f)),
+            None,
+            "{honest_f}"
+        );
         // Honest uses in those forms bind nothing: an f-string printing it, a case on a value.
         let honest = format!(
             "{OLD}print(f\"epochs: {{EPOCHS}} {{{{braces}}}}\")\nmatch x:\n    case Cfg.EPOCHS:\n        pass\nwith open(p) as f:\n    pass\n"

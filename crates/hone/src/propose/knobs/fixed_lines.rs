@@ -10,9 +10,12 @@ pub(super) fn logical_lines(text: &str, c_like: bool) -> Vec<String> {
     let mut out = Vec::new();
     let mut joined = String::new();
     let mut depth = 0i64;
-    let mut in_string: Option<&'static str> = None;
-    // Python's universal newlines: a lone `\r` ends a line too.
-    for raw in text.split(['\n', '\r']) {
+    let mut in_string: Option<Open> = None;
+    // Python's universal newlines: `\r\n`, `\n`, and a lone `\r` end a line.
+    let lines = text
+        .split('\n')
+        .flat_map(|l| l.strip_suffix('\r').unwrap_or(l).split('\r'));
+    for raw in lines {
         // Strings first, on the line as written (a fullwidth quote in one is no quote), then
         // the code's names as Python reads them.
         let code = if c_like {
@@ -36,29 +39,38 @@ pub(super) fn logical_lines(text: &str, c_like: bool) -> Vec<String> {
     out
 }
 
+/// A string literal that goes on to the next line: its closing quotes, and whether it is an
+/// f-string (whose fields are code).
+#[derive(Clone, Copy)]
+struct Open {
+    delim: &'static str,
+    formatted: bool,
+}
+
 /// The code of one line of Python, its comment cut and every string literal emptied (`""`):
 /// what a string holds (quotes, escaped quotes, brackets: `'"""'`, `"\"("`, `"""a \""" b"""`)
-/// is never read as code. `in_string` carries a string that goes on to the next line (a
-/// triple-quoted one, or one whose line ends in `\`).
-fn python_code(line: &str, in_string: &mut Option<&'static str>) -> String {
+/// is never read as code, but an f-string's fields are (`f"{(N := 12)}"`). `in_string`
+/// carries a string that goes on to the next line (a triple-quoted one, or one whose line
+/// ends in `\`).
+fn python_code(line: &str, in_string: &mut Option<Open>) -> String {
     let mut out = String::new();
     let mut rest = line;
-    // The string being read is an f-string: its `{...}` parts are code.
-    let mut formatted = false;
     loop {
-        if let Some(delim) = *in_string {
-            match string_end(rest, delim) {
+        if let Some(open) = *in_string {
+            let end = string_end(rest, open);
+            let text = &rest[..end.map_or(rest.len(), |e| e - open.delim.len())];
+            if open.formatted {
+                out.push_str(&fields(text));
+            }
+            match end {
                 Some(end) => {
                     out.push_str("\"\"");
-                    if formatted {
-                        out.push_str(&fields(&rest[..end - delim.len()]));
-                    }
                     rest = &rest[end..];
                     *in_string = None;
                 }
                 None => {
                     // A one-quote string goes on only after a trailing backslash.
-                    if delim.len() == 1 && !ends_escaped(rest) {
+                    if open.delim.len() == 1 && !ends_escaped(rest) {
                         *in_string = None;
                     }
                     return out;
@@ -78,58 +90,109 @@ fn python_code(line: &str, in_string: &mut Option<&'static str>) -> String {
             .into_iter()
             .find(|d| tail.starts_with(d))
             .unwrap_or("\"");
-        // Its prefix: the letters just before the quote (`f`, `rf`, `Fr`...).
-        let prefix: String = out
-            .chars()
-            .rev()
-            .take_while(|c| c.is_ascii_alphabetic())
-            .collect();
-        formatted = prefix.len() <= 2 && prefix.contains(['f', 'F']);
-        *in_string = Some(delim);
+        *in_string = Some(Open {
+            delim,
+            formatted: f_prefix(&out),
+        });
         rest = &tail[delim.len()..];
     }
 }
 
+/// Whether the code before a quote ends in an f-string's prefix: one or two of the prefix
+/// letters (`f`, `rf`, `Fb`...), an `f` among them, not the end of a longer name (`if"..."`).
+fn f_prefix(before: &str) -> bool {
+    let letters: String = before
+        .chars()
+        .rev()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    letters.len() <= 2
+        && letters.chars().all(|c| "rRbBuUfF".contains(c))
+        && letters.contains(['f', 'F'])
+}
+
 /// The replacement fields of an f-string's text (`{(N := 12)}` of `epochs {(N := 12)}`), as
-/// code after the emptied string: ` (N := 12)`; `{{` is a brace, not a field.
+/// code after the emptied string, each in brackets (` (N := 12)`): its expression only, not
+/// the `=` that prints it, its `!r` conversion or its format spec (`{N:=10}` aligns, it does
+/// not assign), but the fields nested in the spec. `{{` is a brace, not a field.
 fn fields(text: &str) -> String {
     let mut out = String::new();
-    let mut depth = 0usize;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '{' if depth == 0 && chars.peek() == Some(&'{') => {
-                chars.next();
-            }
-            '{' => {
-                if depth == 0 {
-                    out.push(' ');
-                } else {
-                    out.push(c);
-                }
-                depth += 1;
-            }
-            '}' if depth > 0 => {
-                depth -= 1;
-                if depth > 0 {
-                    out.push(c);
-                }
-            }
-            c if depth > 0 => out.push(c),
-            _ => {}
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '{' if chars.get(i + 1) == Some(&'{') => i += 2,
+            '{' => i = field(&chars, i + 1, &mut out),
+            _ => i += 1,
         }
     }
     out
 }
 
-/// Where the string closed by `delim` ends in `s` (just past `delim`), escapes skipped.
-fn string_end(s: &str, delim: &str) -> Option<usize> {
-    let mut chars = s.char_indices();
+/// Reads the field whose expression starts at `chars[i]` (just past its `{`) into `out`;
+/// returns where it ends (just past its `}`).
+fn field(chars: &[char], mut i: usize, out: &mut String) -> usize {
+    let mut expr = String::new();
+    let mut depth = 0usize;
+    let mut quote: Option<char> = None;
+    // The expression, up to a top-level `!` (not `!=`), `:` or `}`.
+    while i < chars.len() {
+        let c = chars[i];
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                '\'' | '"' => quote = Some(c),
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' if depth > 0 => depth -= 1,
+                '}' => break,
+                '!' if depth == 0 && chars.get(i + 1) != Some(&'=') => break,
+                ':' if depth == 0 => break,
+                _ => {}
+            },
+        }
+        expr.push(c);
+        i += 1;
+    }
+    let expr = expr.trim_end();
+    let expr = expr.strip_suffix('=').unwrap_or(expr);
+    out.push_str(&format!(" ({})", expr.trim()));
+    // The rest of the field (a conversion, a spec): only its nested fields are code.
+    while i < chars.len() {
+        match chars[i] {
+            '}' => return i + 1,
+            '{' => i = field(chars, i + 1, out),
+            _ => i += 1,
+        }
+    }
+    i
+}
+
+/// Where the string `open` ends in `s` (just past its closing quotes), escapes skipped; in an
+/// f-string, a quote inside a field (`f"{d["k"]}"`, Python 3.12) does not end it.
+fn string_end(s: &str, open: Open) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut inner: Option<char> = None;
+    let mut chars = s.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
-        if c == '\\' {
-            chars.next();
-        } else if s[i..].starts_with(delim) {
-            return Some(i + delim.len());
+        if let Some(q) = inner {
+            if c == q {
+                inner = None;
+            }
+            continue;
+        }
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '{' if open.formatted && depth == 0 && s[i + 1..].starts_with('{') => {
+                chars.next();
+            }
+            '{' if open.formatted => depth += 1,
+            '}' if open.formatted && depth > 0 => depth -= 1,
+            '\'' | '"' if depth > 0 => inner = Some(c),
+            _ if depth == 0 && s[i..].starts_with(open.delim) => return Some(i + open.delim.len()),
+            _ => {}
         }
     }
     None
