@@ -345,6 +345,39 @@ fn a_new_module_named_like_the_standard_librarys_beside_a_sealed_scorer_is_a_vio
 }
 
 #[test]
+fn a_new_private_module_beside_a_sealed_scorer_is_a_violation_unless_editable_names_it() {
+    // `_helpers.py` may be a private module of a later Python's (3.12's `_sha2` is imported by
+    // `random`): refused under a glob, the user's own where editable names it.
+    for (editable, status) in [
+        (&["*.py"][..], "violation"),
+        (&["train.py", "_helpers.py"][..], "keep"),
+    ] {
+        let r = Repo::builder()
+            .file(
+                "train.py",
+                "W = 1.0\nopen('model.txt', 'w').write(str(W))\n",
+            )
+            .file("eval/__init__.py", "")
+            .file(
+                "eval/score.py",
+                "w = float(open('model.txt').read())\nprint(f'score: {(w - 3.0) ** 2:.6f}')\n",
+            )
+            .script("write\t_helpers.py\tX = 1\\n\nreplace\ttrain.py\tW = 1.0\tW = 2.0\n")
+            .spec_with(|agent| {
+                Spec::standard("python3 train.py", agent)
+                    .editable(editable)
+                    .protected(&["eval/"])
+                    .set("verify", "evaluate", "\"python3 -m eval.score\"")
+                    .set("verify", "outputs", "[\"model.txt\"]")
+                    .tail("[stop]\nmax_experiments = 2\n")
+            })
+            .create();
+        ok(r.hone(&["run"]));
+        assert_eq!(r.statuses(), ["baseline", status], "{editable:?}");
+    }
+}
+
+#[test]
 fn a_fixed_constant_set_in_a_new_file_the_script_imports_is_a_violation() {
     // tweaks.py (new) sets EPOCHS and train.py star-imports it: no line of train.py names
     // EPOCHS, yet the run is longer. The new file's assignment is the violation.

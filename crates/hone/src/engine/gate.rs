@@ -438,13 +438,17 @@ fn shadowing_module(spec: &Spec, changes: &[Change]) -> Option<String> {
     if top {
         dirs.push(String::new());
     }
+    // A private name the user made editable by name is theirs (`_helpers.py`).
+    let named = |path: &str| spec.loop_.editable.iter().any(|e| e == path);
     changes.iter().filter(|c| c.status == 'A').find_map(|c| {
-        super::shadow::shadowed(&c.path, &dirs).map(|module| {
-            format!(
-                "added `{}`, which the sealed scorer would import in place of {module}",
-                c.path
-            )
-        })
+        let module = super::shadow::shadowed(&c.path, &dirs)?;
+        if named(&c.path) && module.starts_with("a private module") {
+            return None;
+        }
+        Some(format!(
+            "added `{}`, which the sealed scorer would import in place of {module}",
+            c.path
+        ))
     })
 }
 
