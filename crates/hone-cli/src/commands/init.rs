@@ -148,6 +148,11 @@ fn check_servers(spec: &hone::spec::Spec) -> CliResult {
     if servers.is_empty() {
         return Ok(());
     }
+    // No key yet (init is often run before it is exported): said, the server not asked.
+    if let Some((var, _)) = spec.missing_api_key() {
+        err!("warning: ${var} is not set: `hone run` needs it (the model's server was not asked)");
+        return Ok(());
+    }
     hone::engine::check_model_servers(spec, &mut |e| {
         if let hone::engine::Event::Warning { message } = e {
             err!("warning: {message}");

@@ -402,7 +402,12 @@ fn init_names_the_agent_it_is_asked_for() {
                 && toml.contains("max_cost_usd = "),
             "{toml}"
         );
-        ok(hone_in(dir, &["init", "--check"]));
+        let checked = ok(hone_in(dir, &["init", "--check"]));
+        assert!(
+            text(&checked).contains("is not set: `hone run` needs it"),
+            "{}",
+            text(&checked)
+        );
     }
     // Every preset's hone.toml loads, with a bound on a turn and a budget for the night: in
     // tokens for the tools that report no cost.
