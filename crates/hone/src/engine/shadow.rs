@@ -390,50 +390,31 @@ mod tests {
     #[test]
     fn a_new_module_named_like_the_standard_librarys_where_the_scorer_looks() {
         let dirs = vec![String::new(), "eval".to_string()];
-        assert_eq!(shadowed("json.py", &dirs), Some("Python's `json`".into()));
-        assert_eq!(
-            shadowed("random/__init__.py", &dirs),
-            Some("Python's `random`".into())
-        );
-        assert_eq!(
-            shadowed("eval/math.py", &dirs),
-            Some("Python's `math`".into())
-        );
-        assert_eq!(
-            shadowed("src/json.py", &dirs),
-            None,
-            "not where the scorer looks"
-        );
-        assert_eq!(shadowed("model.py", &dirs), None);
-        assert_eq!(shadowed("json.txt", &dirs), None);
-        // A second review's: a private module, and the other kinds of module file.
-        assert_eq!(
-            shadowed("__future__.py", &dirs),
-            Some("Python's `__future__`".into())
-        );
-        assert_eq!(
-            shadowed("_strptime.py", &dirs),
-            Some("Python's `_strptime`".into())
-        );
-        assert_eq!(shadowed("json.pyc", &dirs), Some("Python's `json`".into()));
-        assert_eq!(
-            shadowed("json.cpython-311-x86_64-linux-gnu.so", &dirs),
-            Some("Python's `json`".into())
-        );
-        assert_eq!(
-            shadowed("pickle.abi3.so", &dirs),
-            Some("Python's `pickle`".into())
-        );
-        assert_eq!(
-            shadowed("random/__init__.pyc", &dirs),
-            Some("Python's `random`".into())
-        );
-        // A third's: what later versions added, and any private name.
-        assert_eq!(shadowed("_sha2.py", &dirs), Some("Python's `_sha2`".into()));
-        assert_eq!(
-            shadowed("compression/__init__.py", &dirs),
-            Some("Python's `compression`".into())
-        );
+        // Each file, and the module it stands for (`None`: no module of Python's).
+        let cases = [
+            ("json.py", Some("json")),
+            ("random/__init__.py", Some("random")),
+            ("eval/math.py", Some("math")),
+            // Not where the scorer looks; no module; no module file.
+            ("src/json.py", None),
+            ("model.py", None),
+            ("json.txt", None),
+            // A second review's: a private module, and the other kinds of module file.
+            ("__future__.py", Some("__future__")),
+            ("_strptime.py", Some("_strptime")),
+            ("json.pyc", Some("json")),
+            ("json.cpython-311-x86_64-linux-gnu.so", Some("json")),
+            ("pickle.abi3.so", Some("pickle")),
+            ("random/__init__.pyc", Some("random")),
+            // A third's: what later versions added.
+            ("_sha2.py", Some("_sha2")),
+            ("compression/__init__.py", Some("compression")),
+        ];
+        for (path, module) in cases {
+            let want = module.map(|m| format!("Python's `{m}`"));
+            assert_eq!(shadowed(path, &dirs), want, "{path}");
+        }
+        // Any other private name: perhaps a later version's.
         assert!(
             shadowed("_newer_private.py", &dirs).is_some_and(|s| s.contains("a private module"))
         );
