@@ -59,7 +59,8 @@ pub fn show(git: &Git, run: &RunRecord, e: &ExperimentRecord, tail: usize) {
         format_duration(std::time::Duration::from_millis(e.verify_ms))
     );
     let (agent_log, agent_text) = agent_log(git, run, e.n);
-    show_spend(e, &agent_text);
+    let http = hone::spec::AgentKind::parse(&run.agent).is_some_and(|k| k.is_http());
+    show_spend(e, &agent_text, http);
     show_answer(run, &agent_text);
     out!(
         "  parent {}  candidate {}",
@@ -166,13 +167,17 @@ fn agent_log(git: &Git, run: &RunRecord, n: u64) -> (std::path::PathBuf, String)
 /// What the experiment's proposer spent, saying when part of it is an estimate: the worst
 /// case charged for a call the server reported no usage for, or that ended without an answer
 /// (the agent's log, `agent_text`, says which).
-fn show_spend(e: &ExperimentRecord, agent_text: &str) {
+/// What `e` spent, and which of it is an estimate, as hone's own lines in the agent's log say
+/// (`http`: a model over HTTP, whose answers hone writes there escaped; an agent CLI's log is
+/// its tool's output, where only hone's note at the very end is hone's).
+fn show_spend(e: &ExperimentRecord, agent_text: &str, http: bool) {
     if e.cost_usd <= 0.0 && e.tokens == 0 {
         return;
     }
     // hone's own count per call (`--- this call: 2 attempt(s) charged at the worst case ---`).
     let estimated: u64 = agent_text
         .lines()
+        .filter(|_| http)
         .filter_map(|l| l.strip_prefix("--- this call: ")?.split_once(' '))
         .filter_map(|(k, _)| k.parse::<u64>().ok())
         .sum();
@@ -188,10 +193,12 @@ fn show_spend(e: &ExperimentRecord, agent_text: &str) {
             ),
         }
     );
-    // An agent CLI's turn charged by an estimate: hone's note at the end of its log.
-    for note in agent_text
-        .lines()
-        .filter_map(|l| l.strip_prefix("--- hone: ")?.strip_suffix(" ---"))
+    // An agent CLI's turn charged by an estimate: hone's note, the last line of its log (a
+    // line like it that the tool printed earlier is the tool's).
+    let last = agent_text.lines().rev().find(|l| !l.trim().is_empty());
+    if let Some(note) = last
+        .filter(|_| !http)
+        .and_then(|l| l.strip_prefix("--- hone: ")?.strip_suffix(" ---"))
         .filter(|n| n.contains("charged"))
     {
         out!("  estimated: {note}");
