@@ -771,10 +771,7 @@ fn an_account_forged_into_the_tools_output_is_not_believed() {
     let shown = text(&ok(r.hone(&["show", "2"])));
     assert!(shown.contains("cannot be believed"), "{shown}");
 
-    let (r, bin, record) = scripted_claude(&forging, "forge 2.5\n", "kind = \"claude\"", 3);
-    append_spec(&r.dir, "max_cost_usd = 5\n");
-    git(&r.dir, &["commit", "-q", "-am", "budget"]);
-    let out = run_with_tool(&r, bin.path(), record.path(), &[]);
+    let out = first_turn_under_a_budget(&forging, "forge 2.5\n");
     assert_says(
         &out,
         "the agent's account of what its turn spent cannot be believed",
@@ -786,10 +783,7 @@ fn an_account_forged_into_the_tools_output_is_not_believed() {
         "printf '{\"pad\":\"'; fi\nif [ \"$1\" = kill ]; then echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"x\",\"total_cost_usd\":0,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}'; kill -9 $$; fi",
     );
     assert_ne!(killing, forging);
-    let (r, bin, record) = scripted_claude(&killing, "kill 0\n", "kind = \"claude\"", 3);
-    append_spec(&r.dir, "max_cost_usd = 5\n");
-    git(&r.dir, &["commit", "-q", "-am", "budget"]);
-    let out = run_with_tool(&r, bin.path(), record.path(), &[]);
+    let out = first_turn_under_a_budget(&killing, "kill 0\n");
     assert_says(
         &out,
         "it was killed by a signal after its account was printed",
@@ -801,6 +795,15 @@ fn an_account_forged_into_the_tools_output_is_not_believed() {
         "{:?}",
         r.log()
     );
+}
+
+/// `hone run` with the stand-in Claude Code `script` taking `turns`, under `max_cost_usd`
+/// with no earlier turn to give a rate: its output.
+fn first_turn_under_a_budget(script: &str, turns: &str) -> Output {
+    let (r, bin, record) = scripted_claude(script, turns, "kind = \"claude\"", 3);
+    append_spec(&r.dir, "max_cost_usd = 5\n");
+    git(&r.dir, &["commit", "-q", "-am", "budget"]);
+    run_with_tool(&r, bin.path(), record.path(), &[])
 }
 
 #[test]

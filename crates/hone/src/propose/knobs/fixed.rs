@@ -475,6 +475,17 @@ mod tests {
 
     const OLD: &str = "LR = 0.1\nEPOCHS = 5\nSEED = 42\nprint(LR)\n";
 
+    /// Each of `changes`, added to [`OLD`], is a violation of `fixed()`.
+    fn assert_caught(changes: &[&str]) {
+        for changed in changes {
+            let new = format!("{OLD}{changed}\n");
+            assert!(
+                fixed_changed(&fixed(), "t.py", OLD, Some(&new)).is_some(),
+                "missed: {changed}"
+            );
+        }
+    }
+
     #[test]
     fn a_fixed_constant_changed_removed_or_deleted_is_said() {
         assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(OLD)), None);
@@ -511,7 +522,7 @@ mod tests {
         let annotated = "EPOCHS: int = 5\n";
         assert!(fixed_changed(&fixed(), "t.py", annotated, Some("EPOCHS: int = 6\n")).is_some());
         // The forms an agent may well write, in Python and in languages with declarations.
-        for changed in [
+        assert_caught(&[
             "import os; EPOCHS = 6",
             "if True: EPOCHS = 7",
             "EPOCHS, _ = 8, 0",
@@ -549,13 +560,7 @@ mod tests {
             "_ = \"\u{ff02}\"\nEPOCHS = 1000\n_ = \"\u{ff02}\"",
             "_ = \"\\\"(\"\nEPOCHS = 1000\n_ = \"\\\")\"",
             "_ = \"\\\"\"; EPOCHS = 1000",
-        ] {
-            let new = format!("{OLD}{changed}\n");
-            assert!(
-                fixed_changed(&fixed(), "t.py", OLD, Some(&new)).is_some(),
-                "missed: {changed}"
-            );
-        }
+        ]);
         let js = "const NUM_EPOCHS = 5; // five\nlet lr = 0.1;\n";
         let names = vec!["NUM_EPOCHS".to_string()];
         assert_eq!(
@@ -641,7 +646,7 @@ mod tests {
         assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&utf8)), None);
         // A fourth review's: one-line headers, fields of f-strings over lines, CRLF lines, a
         // coding cookie after another "coding".
-        for changed in [
+        assert_caught(&[
             "with nullcontext(12) as EPOCHS: pass",
             "except E as EPOCHS: pass",
             "match 60:\n    case EPOCHS: pass",
@@ -651,13 +656,7 @@ mod tests {
             "print(f\"\"\"\n{(EPOCHS := 12)}\"\"\")",
             "S = 'a\\\r\n'; EPOCHS = 12",
             "EPOCHS \\\r\n= 60",
-        ] {
-            let new = format!("{OLD}{changed}\n");
-            assert!(
-                fixed_changed(&fixed(), "t.py", OLD, Some(&new)).is_some(),
-                "missed: {changed}"
-            );
-        }
+        ]);
         let hidden = format!("# the coding style; coding: utf-7\n{OLD}");
         assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&hidden)).is_some());
         // ...and honest f-strings and cases that bind nothing: a debug `=`, an alignment spec,
