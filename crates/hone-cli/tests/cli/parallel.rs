@@ -359,6 +359,16 @@ fn parallel_kill_9_with_four_in_flight_then_resume_aborts_them_all() {
         st[5..].iter().all(|s| matches!(*s, "keep" | "discard")),
         "{st:?}"
     );
+    // The first candidate cut off is verified again first, before any new proposal.
+    let again = log[5]["description"].as_str().unwrap();
+    assert!(
+        again.contains("verified again: experiment 1's run was cut off"),
+        "{again}"
+    );
+    assert_eq!(
+        git(&r.dir, &["show", "refs/hone/k/5:value.txt"]),
+        "score: 99"
+    );
     // Nothing lost: each aborted candidate is archived.
     for n in 1..=4 {
         assert_eq!(

@@ -213,9 +213,11 @@ fn a_run_stored_in_postgres_reads_back_and_resumes_after_kill_9() {
         "0"
     );
 
+    // #3 verified #2's candidate again (the resume's own proposals come after it).
     let show = r.hone(&["show", "3"]);
     assert!(show.status.success(), "{}", text(&show));
-    assert_says(&show, "+score: 2");
+    assert_says(&show, "+score: 3");
+    assert_says(&show, "verified again: experiment 2's run was cut off");
     let report = r.hone(&["report"]);
     assert!(report.status.success(), "{}", text(&report));
     let status = text(&r.hone(&["status"]));

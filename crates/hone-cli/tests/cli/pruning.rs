@@ -235,14 +235,18 @@ fn kill_9_mid_run_then_resume_keeps_the_curves_and_prunes_against_them() {
     child.wait().unwrap();
     assert_eq!(r.statuses(), ["baseline", "keep", "running"]);
     assert_tallies_agree(&r);
+    // The resumed run verifies #2's candidate again as #3 (rate 4: no better than #1), which
+    // this time goes on past step 3.
+    std::fs::write(marks.path("go.3"), "").unwrap();
     let log = r.run_log("k");
-    // The aborted #2 is not counted by max_experiments: #4 (a duplicate of #3) is made too.
-    assert_statuses(&log, &["baseline", "keep", "aborted", "pruned", "invalid"]);
+    // The aborted #2 is not counted by max_experiments.
+    assert_statuses(&log, &["baseline", "keep", "aborted", "discard", "pruned"]);
     assert_tallies_agree(&r);
-    // The interrupted run's curve survived the crash; the resumed run pruned #3 against
-    // the same two finished curves.
+    // The interrupted run's curve survived the crash, and is no finished run: the resumed
+    // run pruned #4 against the three finished curves (the baseline's, #1's and #3's).
     assert_eq!(curve_points(&r, 2), 3);
-    assert_reason(&log[3], "of 2 finished runs");
+    assert_eq!(curve_points(&r, 3), 6);
+    assert_reason(&log[4], "of 3 finished runs");
 }
 
 /// A run of [`training_repo`] under `[verify] prune = <rule>` with 2 references (and, with

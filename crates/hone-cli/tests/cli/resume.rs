@@ -30,6 +30,88 @@ fn kill_9_during_verification_then_resume() {
     assert_eq!(r.rev("refs/hone/k/3^"), r.rev("refs/hone/k/1"));
 }
 
+/// A run (`[stop] max_experiments = 4`) whose agent marks each turn it takes (`turn.<n>`) and
+/// writes a score one lower each experiment (`score: 5 - n`, down to 0), and
+/// whose verifier blocks, once each, on experiments `blocking` (marks `pgid.<n>`,
+/// `started.<n>`) until killed.
+fn run_cut_off_at(marks: &Marks, blocking: &[u32]) -> Repo {
+    let turns: Vec<String> = (1..=6)
+        .map(|n| {
+            let score = 5 - n.min(5);
+            format!("write\tvalue.txt\tscore: {score}\\n\nmark\t{{m}}/turn.{n}\n")
+        })
+        .collect();
+    let when: Vec<String> = blocking
+        .iter()
+        .map(|n| format!("[ \"$HONE_EXPERIMENT\" = {n} ]"))
+        .collect();
+    let verify = marks.verifier(
+        &format!(
+            "{{ {}; }} && [ ! -f {{m}}/started.$HONE_EXPERIMENT ]",
+            when.join(" || ")
+        ),
+        "echo $$ > {m}/pgid.$HONE_EXPERIMENT; touch {m}/started.$HONE_EXPERIMENT; i=0; \
+         while [ $i -lt 6000 ]; do sleep 0.05; i=$((i+1)); done",
+    );
+    Repo::stops_after(4, &verify, &marks.fill(&turns.join("---\n")))
+}
+
+/// `hone run` killed -9 while experiment `n`'s verifier blocks; that verifier is left running.
+fn kill_9_while_verifying(r: &Repo, marks: &Marks, n: u32) {
+    let mut child = r.spawn_hone(&["run", "--tag", "k"]);
+    let pgid = marks.pgids(n..=n)[0];
+    kill_9_leaving(&mut child, pgid, "the blocked verifier");
+}
+
+#[test]
+fn a_candidate_cut_off_by_a_crash_is_verified_again_without_a_new_proposal() {
+    let marks = Marks::new();
+    let r = run_cut_off_at(&marks, &[2]);
+    kill_9_while_verifying(&r, &marks, 2);
+    let out = ok(r.hone(&["run"]));
+    assert_says(
+        &out,
+        "experiment 3: experiment 2's candidate, cut off when hone stopped, is verified again",
+    );
+    let log = r.log();
+    assert_statuses(&log, &["baseline", "keep", "aborted", "keep", "keep"]);
+    // #3 is #2's candidate, measured: the same files, its score, and no agent turn for it.
+    assert_eq!(r.rev("refs/hone/k/3^{tree}"), r.rev("refs/hone/k/2^{tree}"));
+    assert_eq!(r.rev("refs/hone/k/3^"), r.rev("refs/hone/k/1"));
+    assert_eq!(log[3]["objective"], 3.0, "{}", log[3]);
+    let described = log[3]["description"].as_str().unwrap();
+    assert!(
+        described.contains("verified again: experiment 2's run was cut off"),
+        "{described}"
+    );
+    let turns: Vec<bool> = (1..=4)
+        .map(|n| marks.path(&format!("turn.{n}")).exists())
+        .collect();
+    assert_eq!(turns, [true, true, false, true], "the agent's turns");
+    // The next experiment is the agent's again (its turn for #4, one lower).
+    assert_eq!(log[4]["objective"], 1.0, "{}", log[4]);
+}
+
+#[test]
+fn a_second_attempt_cut_off_in_its_turn_gets_no_third() {
+    let marks = Marks::new();
+    let r = run_cut_off_at(&marks, &[2, 3]);
+    kill_9_while_verifying(&r, &marks, 2);
+    // The resumed run verifies #2's candidate again as #3, and is killed there too.
+    kill_9_while_verifying(&r, &marks, 3);
+    let out = ok(r.hone(&["run"]));
+    assert!(!text(&out).contains("is verified again"), "{}", text(&out));
+    let log = r.log();
+    assert_statuses(
+        &log,
+        &["baseline", "keep", "aborted", "aborted", "keep", "keep"],
+    );
+    assert_eq!(r.rev("refs/hone/k/3^{tree}"), r.rev("refs/hone/k/2^{tree}"));
+    // #4 is the agent's own turn.
+    assert!(marks.path("turn.4").exists());
+    assert!(!marks.path("turn.3").exists());
+}
+
 #[test]
 fn a_second_run_while_one_works_names_the_process_that_holds_the_repository() {
     let marks = Marks::new();

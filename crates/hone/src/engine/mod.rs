@@ -19,7 +19,7 @@
 //! lives in a room of its own:
 //!
 //! - `session`: the lock, opening or resuming a run, the loop and its stop conditions;
-//! - `recovery`: repairing what a crash left;
+//! - `recovery`: repairing what a crash left (`retry`: a cut-off candidate verified again);
 //! - `proposal`: asking the proposer (and the outer loop) for a candidate;
 //! - `gate` (and `review`): the checks between proposal and verification;
 //! - `verifier`: measuring a candidate, on an `executor` (local, SLURM, remote workers);
@@ -57,6 +57,7 @@ mod proposal;
 mod record;
 mod recovery;
 mod resuming;
+mod retry;
 mod review;
 mod session;
 mod shadow;
@@ -161,6 +162,9 @@ struct Engine<'a> {
     /// [`Store::failed_baselines`](crate::store::Store::failed_baselines)): not counted by
     /// `max_experiments`.
     failed_baselines: u64,
+    /// Candidates a crash of hone cut off while their verifier ran, verified again before
+    /// anything new is proposed (see [`retry`]).
+    retries: Vec<retry::Retry>,
 }
 
 /// An outcome recorded while the history was lent (see [`Engine::experiment`]).

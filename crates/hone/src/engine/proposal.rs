@@ -36,6 +36,12 @@ impl Engine<'_> {
         turn: &Turn<'_>,
     ) -> Result<Option<Result<Proposal, ProposeError>>, EngineError> {
         let n = rec.n;
+        // A candidate a crash of hone cut off is verified again first (nothing is charged).
+        if turn.best.is_some() {
+            if let Some(p) = self.take_retry(n, turn.wt, turn.parent)? {
+                return Ok(Some(Ok(p)));
+            }
+        }
         let cancel = self.cancel();
         let t_propose = Instant::now();
         let run_dir = self.verifier.paths.run_dir(&self.run.tag);

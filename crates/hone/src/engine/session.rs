@@ -262,6 +262,7 @@ impl<'a> Engine<'a> {
             outage: None,
             ledger: None,
             failed_baselines: 0,
+            retries: Vec::new(),
         };
         engine.user_worktrees = super::foreign::worktrees(&engine.verifier.git);
         let key = engine.run_key();
