@@ -4,7 +4,7 @@
 
 #[path = "fixed_lines.rs"]
 mod lines;
-use lines::{logical_lines, normalize_identifiers};
+use lines::{enclosed, logical_lines, normalize_identifiers};
 
 /// How a candidate's file `path` treats the `fixed` constants its parent's version (`old`)
 /// assigns: the first one assigned otherwise than before (another value, a second assignment
@@ -26,14 +26,17 @@ pub fn fixed_changed(fixed: &[String], path: &str, old: &str, new: Option<&str>)
         ));
     }
     for name in fixed {
-        let before = assignments(path, old, name);
-        let Some(first) = before.first() else {
+        let scoped_before = scoped_bindings(path, old, name, true);
+        let Some((first, _)) = scoped_before.first() else {
             // Assigned where it was not (another editable file, a new one, that the
-            // script then imports): another value of it all the same.
+            // script then imports): another value of it all the same. Not a name local to
+            // a new function or class (`def helper(): EPOCHS = 3`): the module's is untouched.
             let code = is_c_like(path) || is_python(path);
-            let assigned_now = new
-                .filter(|_| code)
-                .and_then(|n| bindings(path, n, name, false).into_iter().next());
+            let assigned_now = new.filter(|_| code).and_then(|n| {
+                scoped_bindings(path, n, name, false)
+                    .into_iter()
+                    .find_map(|(b, local)| (!local).then_some(b))
+            });
             if let Some(a) = assigned_now {
                 return Some(format!(
                     "assigns `{name}` in `{path}` (`{a}`), which did not before: [loop] fixed keeps it as the run started"
@@ -46,7 +49,20 @@ pub fn fixed_changed(fixed: &[String], path: &str, old: &str, new: Option<&str>)
                 "deleted `{path}`, which holds `{name}`: [loop] fixed keeps it as the run started"
             ));
         };
-        let after = assignments(path, new, name);
+        // Where the parent binds the name at module level only, the candidate's names local
+        // to a function or class are other names; where it binds one there too (the
+        // constant may live in a function), every binding counts.
+        let module_only = scoped_before.iter().all(|(_, local)| !local);
+        let counted = |bound: Vec<(String, bool)>| -> Vec<String> {
+            bound
+                .into_iter()
+                .filter(|(_, local)| !(module_only && *local))
+                .map(|(b, _)| b)
+                .collect()
+        };
+        let first = first.clone();
+        let before = counted(scoped_before);
+        let after = counted(scoped_bindings(path, new, name, true));
         if after == before {
             continue;
         }
@@ -109,41 +125,63 @@ fn assignments(path: &str, text: &str, name: &str) -> Vec<String> {
 /// assignment is `m`'s to keep: a file that did not bind the name and now imports it so
 /// assigns nothing).
 fn bindings(path: &str, text: &str, name: &str, reads: bool) -> Vec<String> {
+    scoped_bindings(path, text, name, reads)
+        .into_iter()
+        .map(|(b, _)| b)
+        .collect()
+}
+
+/// [`bindings`], each with whether it is local to a function or a class body (Python's
+/// `def` and `class` blocks, in a file that declares no `global NAME`: see
+/// [`lines::enclosed`]), where it leaves the module's own `NAME` alone.
+fn scoped_bindings(path: &str, text: &str, name: &str, reads: bool) -> Vec<(String, bool)> {
     let c_like = is_c_like(path);
+    let lines = logical_lines(text, c_like);
+    let local = if c_like {
+        vec![false; lines.len()]
+    } else {
+        enclosed(&lines, name)
+    };
+    let mut scoped = Vec::new();
+    for (line, local) in lines.iter().zip(local) {
+        let bound = line_bindings(line, name, reads, c_like);
+        scoped.extend(bound.into_iter().map(|b| (b, local)));
+    }
+    scoped
+}
+
+/// What one logical line binds to `name` (see [`bindings`]).
+fn line_bindings(line: &str, name: &str, reads: bool, c_like: bool) -> Vec<String> {
     let mut out = Vec::new();
-    for line in logical_lines(text, c_like) {
-        if let Some(rest) = line.trim_start().strip_prefix("#define").filter(|_| c_like) {
-            let mut words = rest.split_whitespace();
-            if words.next() == Some(name) {
-                out.push(format!("define {}", words.collect::<String>()));
-            }
-            continue;
+    if let Some(rest) = line.trim_start().strip_prefix("#define").filter(|_| c_like) {
+        let mut words = rest.split_whitespace();
+        if words.next() == Some(name) {
+            out.push(format!("define {}", words.collect::<String>()));
         }
-        for stmt in split_top(&line, ';', 0) {
-            if let Some(v) = loop_target(stmt, name) {
-                out.push(v);
+        return out;
+    }
+    for stmt in split_top(line, ';', 0) {
+        if let Some(v) = loop_target(stmt, name) {
+            out.push(v);
+        }
+        let body = after_block_header(stmt);
+        if !c_like {
+            out.extend(
+                import_bindings(body)
+                    .into_iter()
+                    .filter(|(bound, how)| *bound == name && (reads || !how.ends_with(" import")))
+                    .map(|(_, how)| how),
+            );
+        }
+        out.extend(assigned(body, name));
+        if !c_like {
+            // A one-line block's header binds too (`with x as NAME: pass`,
+            // `if (NAME := 12): pass`), its body on its own.
+            if body.len() < stmt.len() {
+                let header = &stmt[..stmt.len() - body.len()];
+                out.extend(other_bindings(header, name));
             }
-            let body = after_block_header(stmt);
-            if !c_like {
-                out.extend(
-                    import_bindings(body)
-                        .into_iter()
-                        .filter(|(bound, how)| {
-                            *bound == name && (reads || !how.ends_with(" import"))
-                        })
-                        .map(|(_, how)| how),
-                );
-            }
-            out.extend(assigned(body, name));
-            if !c_like {
-                // A one-line block's header binds too (`with x as NAME: pass`,
-                // `if (NAME := 12): pass`), its body on its own.
-                if body.len() < stmt.len() {
-                    let header = &stmt[..stmt.len() - body.len()];
-                    out.extend(other_bindings(header, name));
-                }
-                out.extend(other_bindings(body, name));
-            }
+            out.extend(other_bindings(body, name));
         }
     }
     out
@@ -466,271 +504,5 @@ fn normalized(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fixed() -> Vec<String> {
-        vec!["EPOCHS".into(), "SEED".into()]
-    }
-
-    const OLD: &str = "LR = 0.1\nEPOCHS = 5\nSEED = 42\nprint(LR)\n";
-
-    /// Each of `changes`, added to [`OLD`], is a violation of `fixed()`.
-    fn assert_caught(changes: &[&str]) {
-        for changed in changes {
-            let new = format!("{OLD}{changed}\n");
-            assert!(
-                fixed_changed(&fixed(), "t.py", OLD, Some(&new)).is_some(),
-                "missed: {changed}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_fixed_constant_changed_removed_or_deleted_is_said() {
-        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(OLD)), None);
-        // Other constants may move; a spacing or a comment is no change of value.
-        let moved = "LR = 0.3\nEPOCHS   = 5  # five\nSEED = 42\nprint(LR)\n";
-        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(moved)), None);
-        let longer = OLD.replace("EPOCHS = 5", "EPOCHS = 60");
-        let why = fixed_changed(&fixed(), "t.py", OLD, Some(&longer)).unwrap();
-        assert_eq!(
-            why,
-            "changed `EPOCHS` in `t.py` from `=5` to `=60`: [loop] fixed keeps it as the run started"
-        );
-        let seed = OLD.replace("SEED = 42", "SEED = 7");
-        assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&seed))
-            .unwrap()
-            .contains("`SEED`"));
-        let gone = OLD.replace("EPOCHS = 5\n", "");
-        assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&gone))
-            .unwrap()
-            .starts_with("no longer assigns `EPOCHS` in `t.py` as it did (`=5`)"));
-        assert!(fixed_changed(&fixed(), "t.py", OLD, None)
-            .unwrap()
-            .starts_with("deleted `t.py`"));
-        // Assigned again further down: the later value counts too.
-        let again = format!("{OLD}EPOCHS = 60\n");
-        assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&again)).is_some());
-        let inside = format!("{OLD}def main():\n    global EPOCHS\n    EPOCHS *= 12\n");
-        assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&inside))
-            .unwrap()
-            .contains("to `*=12`"));
-        // Reading it is no assignment; nor is a comparison, nor a longer name.
-        let reads = format!("{OLD}if EPOCHS == 5 or EPOCHS <= 3: EPOCHS_DONE = 1\nprint(EPOCHS)\n");
-        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&reads)), None);
-        let annotated = "EPOCHS: int = 5\n";
-        assert!(fixed_changed(&fixed(), "t.py", annotated, Some("EPOCHS: int = 6\n")).is_some());
-        // The forms an agent may well write, in Python and in languages with declarations.
-        assert_caught(&[
-            "import os; EPOCHS = 6",
-            "if True: EPOCHS = 7",
-            "EPOCHS, _ = 8, 0",
-            "X = EPOCHS = 9",
-            "for EPOCHS in [11]: pass",
-            "def f():\n\tglobal EPOCHS; EPOCHS = 60",
-            "\u{ff25}POCHS = 10",
-            "EPOCHS := 12",
-            "EPOCHS //= 2",
-            // A reviewer's: what Python reads as EPOCHS, and the bindings that are no `=`.
-            "\u{1d404}POCHS = 8",
-            "_q = '\"\"\"'\nEPOCHS = 10",
-            "x = 1 # \"\"\"\nEPOCHS = 10",
-            "(EPOCHS, _) = 12, 0",
-            "[EPOCHS, _unused] = [16, 0]",
-            "((a, EPOCHS), b) = (1, 2), 3",
-            "match 0:\n    case _: EPOCHS = 14",
-            "from signal import SIGTERM as EPOCHS",
-            "from tweaks import EPOCHS",
-            "import numpy as EPOCHS",
-            "s = 'it\\'s \"\"\"'\nEPOCHS = 10",
-            // A third's: bindings that are no `=` at the top, and lines as Python ends them.
-            "if (EPOCHS := EPOCHS * 4) > 0:\n    pass",
-            "print(f\"epochs: {(EPOCHS := 12)}\")",
-            "match cfg:\n    case {\"epochs\": EPOCHS}:\n        pass",
-            "match cfg:\n    case int() as EPOCHS:\n        pass",
-            "with nullcontext(12) as EPOCHS:\n    pass",
-            "for EPOCHS\tin [12]:\n    pass",
-            "HELP = \"a \\\n b\"; EPOCHS = 12",
-            "DOC = \"\"\"x \\\"\"\" y\"\"\"\nEPOCHS = 12",
-            "LR = 0.5  # tuned\rEPOCHS = 12",
-            "CFG = {\n  'a': 1,\n}; EPOCHS = 12",
-            "EPOCHS \\\n= 12",
-            // A second review's: strings that hid what followed them.
-            "_ = \"\u{ff02}\"\nEPOCHS = 1000\n_ = \"\u{ff02}\"",
-            "_ = \"\\\"(\"\nEPOCHS = 1000\n_ = \"\\\")\"",
-            "_ = \"\\\"\"; EPOCHS = 1000",
-        ]);
-        let js = "const NUM_EPOCHS = 5; // five\nlet lr = 0.1;\n";
-        let names = vec!["NUM_EPOCHS".to_string()];
-        assert_eq!(
-            fixed_changed(
-                &names,
-                "t.js",
-                js,
-                Some(&js.replace("lr = 0.1", "lr = 0.3"))
-            ),
-            None
-        );
-        assert!(fixed_changed(&names, "t.js", js, Some(&js.replace("5;", "60;"))).is_some());
-        let c = "#define EPOCHS 5\nconst int SEED = 1;\n";
-        assert!(fixed_changed(
-            &fixed(),
-            "t.c",
-            c,
-            Some(&c.replace("EPOCHS 5", "EPOCHS 50"))
-        )
-        .is_some());
-        assert!(fixed_changed(&fixed(), "t.c", c, Some(&c.replace("= 1;", "= 2;"))).is_some());
-        let rust = "pub const EPOCHS: usize = 5;\n";
-        assert!(fixed_changed(
-            &fixed(),
-            "t.rs",
-            rust,
-            Some("pub const EPOCHS: usize = 6;\n")
-        )
-        .is_some());
-        // An argument of a call is no assignment, on the call's line or on one of its own.
-        let call = format!("{OLD}train(\n    EPOCHS=EPOCHS,\n    lr=LR,\n)\nrun(EPOCHS=EPOCHS)\nok = EPOCHS == 5\n");
-        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&call)), None);
-        let last_argument = format!("{OLD}train(\n    lr=LR,\n    EPOCHS=EPOCHS\n)\n");
-        assert_eq!(
-            fixed_changed(&fixed(), "t.py", OLD, Some(&last_argument)),
-            None
-        );
-        // A bracket left open in a docstring hides nothing after it.
-        let hidden = format!("{OLD}\"\"\"Notes\nsee (below\n\"\"\"\nEPOCHS = 60\n");
-        assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&hidden)).is_some());
-        let item = format!("{OLD}steps[EPOCHS] = 3\nlog(EPOCHS)[0] = 1\n");
-        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&item)), None);
-        // A value over several lines is read whole; `//` is Python's floor division.
-        let budget = "TIME_BUDGET = 300 // 2\nSEEDS = [\n    1,\n    2,\n]\n";
-        let names = vec!["TIME_BUDGET".to_string(), "SEEDS".to_string()];
-        for changed in [
-            budget.replace("// 2", "// 1"),
-            budget.replace("    2,", "    3,"),
-        ] {
-            assert!(
-                fixed_changed(&names, "t.py", budget, Some(&changed)).is_some(),
-                "{changed}"
-            );
-        }
-        // What an honest agent writes: keyword arguments however a call is laid out, a default
-        // parameter, a lambda's default, an attribute of the same name, the name in a
-        // docstring, a formatter's respacing and quotes.
-        let honest = format!(
-            "{OLD}val = train(lr=LR * 0.5,\n            EPOCHS=EPOCHS)\ndef f(\n  m,\n  EPOCHS=EPOCHS):\n    return m\n\
-             g = lambda EPOCHS=EPOCHS: EPOCHS\nself.EPOCHS = 3\n\"\"\"\nEPOCHS = 5 is fixed by the harness.\n\"\"\"\n"
-        );
-        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&honest)), None);
-        let list = "SEEDS = [0,1,2]\nNAME = 'cpu'\n";
-        let names = vec!["SEEDS".to_string(), "NAME".to_string()];
-        let formatted = "SEEDS = [0, 1, 2]\nNAME = \"cpu\"\n";
-        assert_eq!(fixed_changed(&names, "t.py", list, Some(formatted)), None);
-        // Another file (a new one, or one that did not) assigning it: `from tweaks import *`.
-        let why = fixed_changed(&fixed(), "tweaks.py", "", Some("EPOCHS = 30\n")).unwrap();
-        assert!(
-            why.starts_with("assigns `EPOCHS` in `tweaks.py` (`=30`), which did not before"),
-            "{why}"
-        );
-        assert_eq!(
-            fixed_changed(&fixed(), "tweaks.py", "", Some("LR = 3\n")),
-            None
-        );
-        // A file Python would decode otherwise than hone reads it.
-        let utf7 = format!("# -*- coding: utf-7 -*-\n{OLD}# tuned +AAo-EPOCHS = 12\n");
-        assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&utf7))
-            .unwrap()
-            .contains("declares the encoding `utf-7`"));
-        let utf8 = format!("# -*- coding: utf-8 -*-\n{OLD}");
-        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&utf8)), None);
-        // A fourth review's: one-line headers, fields of f-strings over lines, CRLF lines, a
-        // coding cookie after another "coding".
-        assert_caught(&[
-            "with nullcontext(12) as EPOCHS: pass",
-            "except E as EPOCHS: pass",
-            "match 60:\n    case EPOCHS: pass",
-            "if (EPOCHS := 12): pass",
-            "while (EPOCHS := 60) < 0: pass",
-            "def g(a=(EPOCHS := 60)): pass",
-            "print(f\"\"\"\n{(EPOCHS := 12)}\"\"\")",
-            "S = 'a\\\r\n'; EPOCHS = 12",
-            "EPOCHS \\\r\n= 60",
-        ]);
-        let hidden = format!("# the coding style; coding: utf-7\n{OLD}");
-        assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&hidden)).is_some());
-        // ...and honest f-strings and cases that bind nothing: a debug `=`, an alignment spec,
-        // a quote as fill, Python 3.12's quotes in a field, a guard, `case` as a name.
-        let honest_f = format!(
-            "{OLD}msg = f\"{{EPOCHS=}} {{LR=}}\"\nm2 = f\"{{EPOCHS:=10}} {{SEED:=+8d}}\"\nm3 = f\"{{x:'^9}}\"\nm4 = f\"lr {{cfg[\"lr\"]}}\"\nmatch v:\n    case v if v > EPOCHS:\n        pass\ncase = {{EPOCHS: 1}}\nok = 1 if\"a\" else 2\n"
-        );
-        assert_eq!(
-            fixed_changed(&fixed(), "t.py", OLD, Some(&honest_f)),
-            None,
-            "{honest_f}"
-        );
-        // Honest uses in those forms bind nothing: an f-string printing it, a case on a value.
-        let honest = format!(
-            "{OLD}print(f\"epochs: {{EPOCHS}} {{{{braces}}}}\")\nmatch x:\n    case Cfg.EPOCHS:\n        pass\nwith open(p) as f:\n    pass\n"
-        );
-        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&honest)), None);
-        // What an honest change does with a constant another editable file keeps: import it
-        // with more names, have a formatter lay the import out, read it in a new helper; and
-        // a new document that quotes it.
-        let reading = "from config import EPOCHS, LR\n";
-        for honest in [
-            "from config import EPOCHS, LR, WD\n",
-            "from config import (\n    EPOCHS,\n    LR,\n)\n",
-        ] {
-            assert_eq!(
-                fixed_changed(&fixed(), "train.py", reading, Some(honest)),
-                None,
-                "{honest}"
-            );
-        }
-        let other = "from other import EPOCHS, LR\n";
-        assert!(fixed_changed(&fixed(), "train.py", reading, Some(other)).is_some());
-        assert_eq!(
-            fixed_changed(
-                &fixed(),
-                "helpers.py",
-                "",
-                Some("from config import EPOCHS\n")
-            ),
-            None
-        );
-        assert_eq!(
-            fixed_changed(
-                &fixed(),
-                "NOTES.md",
-                "",
-                Some("EPOCHS = 10 stays as it is\n")
-            ),
-            None
-        );
-        // Reading it in an import line, or naming a module like it, is not binding it.
-        let reads = format!("{OLD}from config import EPOCHS_DONE\nimport EPOCHS_lib.x\n");
-        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&reads)), None);
-        // A second assignment of the same value is said as one.
-        let twice = format!("{OLD}EPOCHS = 5\n");
-        assert!(fixed_changed(&fixed(), "t.py", OLD, Some(&twice))
-            .unwrap()
-            .starts_with("assigns `EPOCHS` in `t.py` once more (`=5`)"));
-        // A changed line that uses one is worth a look, not a violation.
-        let used = format!("{OLD}for ep in range(EPOCHS * 4):\n    pass\n");
-        assert_eq!(fixed_changed(&fixed(), "t.py", OLD, Some(&used)), None);
-        assert_eq!(
-            fixed_used(&fixed(), OLD, &used),
-            Some((
-                "EPOCHS".to_string(),
-                "for ep in range(EPOCHS * 4):".to_string()
-            ))
-        );
-        assert_eq!(
-            fixed_used(&fixed(), OLD, &format!("{OLD}EPOCHS_DONE = 1\n")),
-            None
-        );
-        // A file that holds none of them keeps nothing.
-        assert_eq!(fixed_changed(&fixed(), "u.py", "LR = 1\n", None), None);
-    }
-}
+#[path = "fixed_tests.rs"]
+mod tests;

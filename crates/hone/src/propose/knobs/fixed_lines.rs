@@ -249,3 +249,56 @@ fn bracket_balance(code: &str, braces: bool) -> i64 {
     }
     n
 }
+
+/// For each of Python's logical `lines` (from [`logical_lines`]), whether a name it binds is
+/// local to a function or a class body: it stands inside a `def` or `class` block (not the
+/// header itself, whose default values are evaluated outside). Never where `lines` declare
+/// `global name`:
+/// then a function may set the module's own. Blocks are told by indentation (a tab to the next
+/// multiple of 8, as Python reads it); a line with no code ends none.
+pub(super) fn enclosed(lines: &[String], name: &str) -> Vec<bool> {
+    // Strings are emptied in `lines`: a `;` there separates statements.
+    let declares_global = lines.iter().flat_map(|l| l.split(';')).any(|stmt| {
+        stmt.trim_start()
+            .strip_prefix("global")
+            .filter(|rest| rest.starts_with(char::is_whitespace))
+            .is_some_and(|rest| rest.split(',').any(|n| n.trim() == name))
+    });
+    if declares_global {
+        return vec![false; lines.len()];
+    }
+    // The indentation of each open `def` or `class` block's header.
+    let mut open: Vec<usize> = Vec::new();
+    lines
+        .iter()
+        .map(|line| {
+            // A logical line is its first line's code after one joining space.
+            let code = line.strip_prefix(' ').unwrap_or(line);
+            let t = code.trim_start();
+            if t.is_empty() {
+                return !open.is_empty();
+            }
+            let width = code[..code.len() - t.len()].chars().fold(0, |w, c| {
+                if c == '\t' {
+                    (w / 8 + 1) * 8
+                } else {
+                    w + 1
+                }
+            });
+            while open.last().is_some_and(|&o| o >= width) {
+                open.pop();
+            }
+            // A header binds in the scope around it (`def f(a=(NAME := 6)):` sets the
+            // module's), and so, read conservatively, does a one-line block's body after it.
+            let local = !open.is_empty();
+            let spaced = t.replace('\t', " ");
+            if ["def ", "async def ", "class "]
+                .iter()
+                .any(|h| spaced.starts_with(h))
+            {
+                open.push(width);
+            }
+            local
+        })
+        .collect()
+}
