@@ -345,6 +345,39 @@ fn a_new_module_named_like_the_standard_librarys_beside_a_sealed_scorer_is_a_vio
 }
 
 #[test]
+fn a_new_module_named_like_one_the_sealed_scorer_imports_is_a_violation() {
+    // `python3 -m eval.score` puts the worktree's top first on sys.path, where the agent may
+    // add modules: its numpy.py would be the scorer's `import numpy` (here optional, as
+    // scorers often make it), outside the standard library. Without numpy installed, the
+    // scorer runs on without it.
+    let r = Repo::builder()
+        .file("train.py", "W = 1.0\nopen('model.txt', 'w').write(str(W))\n")
+        .file("eval/__init__.py", "")
+        .file(
+            "eval/score.py",
+            "try:\n    import numpy\nexcept ImportError:\n    numpy = None\nw = float(open('model.txt').read())\nprint(f'score: {(w - 3.0) ** 2:.6f}')\n",
+        )
+        .script(
+            "write\tnumpy.py\tprint('score: 0.0')\\nimport os\\nos._exit(0)\\n\n---\nreplace\ttrain.py\tW = 1.0\tW = 2.0\n",
+        )
+        .spec_with(|agent| {
+            Spec::standard("python3 train.py", agent)
+                .editable(&["*.py"])
+                .protected(&["eval/"])
+                .set("verify", "evaluate", "\"python3 -m eval.score\"")
+                .set("verify", "outputs", "[\"model.txt\"]")
+                .tail("[stop]\nmax_experiments = 3\n")
+        })
+        .create();
+    ok(r.hone(&["run"]));
+    assert_eq!(r.statuses(), ["baseline", "violation", "keep"]);
+    assert_reason(
+        &r.log()[1],
+        "added `numpy.py`, which the sealed scorer would import in place of the `numpy` it imports",
+    );
+}
+
+#[test]
 fn a_new_private_module_beside_a_sealed_scorer_is_a_violation_unless_editable_names_it() {
     // `_helpers.py` may be a private module of a later Python's (3.12's `_sha2` is imported by
     // `random`): refused under a glob, the user's own where editable names it.

@@ -31,14 +31,15 @@ fn kill_9_during_verification_then_resume() {
 }
 
 /// A run (`[stop] max_experiments = 4`) whose agent marks each turn it takes (`turn.<n>`) and
-/// writes a score one lower each experiment (`score: 5 - n`, down to 0), and
+/// writes a score one lower each experiment (`score: 5 - n`, down to 0, and a constant `LR`
+/// of the same value), and
 /// whose verifier blocks, once each, on experiments `blocking` (marks `pgid.<n>`,
 /// `started.<n>`) until killed.
 fn run_cut_off_at(marks: &Marks, blocking: &[u32]) -> Repo {
     let turns: Vec<String> = (1..=6)
         .map(|n| {
             let score = 5 - n.min(5);
-            format!("write\tvalue.txt\tscore: {score}\\n\nmark\t{{m}}/turn.{n}\n")
+            format!("write\tvalue.txt\tscore: {score}\\nLR = {score}\\n\nmark\t{{m}}/turn.{n}\n")
         })
         .collect();
     let when: Vec<String> = blocking
@@ -79,10 +80,12 @@ fn a_candidate_cut_off_by_a_crash_is_verified_again_without_a_new_proposal() {
     assert_eq!(r.rev("refs/hone/k/3^{tree}"), r.rev("refs/hone/k/2^{tree}"));
     assert_eq!(r.rev("refs/hone/k/3^"), r.rev("refs/hone/k/1"));
     assert_eq!(log[3]["objective"], 3.0, "{}", log[3]);
+    // Said as #2 was (its constant's change once), and whose candidate it is.
     let described = log[3]["description"].as_str().unwrap();
-    assert!(
-        described.contains("verified again: experiment 2's run was cut off"),
-        "{described}"
+    assert_eq!(log[2]["description"], "LR 4 -> 3");
+    assert_eq!(
+        described,
+        "LR 4 -> 3 (verified again: experiment 2's run was cut off when hone stopped)"
     );
     let turns: Vec<bool> = (1..=4)
         .map(|n| marks.path(&format!("turn.{n}")).exists())

@@ -95,7 +95,9 @@ impl Engine<'_> {
         } else {
             self.unarchivable(wt, parent, &snap)?
                 .or_else(|| scope_violation(&self.verifier.spec, &snap.changes))
-                .or_else(|| shadowing_module(&self.verifier.spec, &snap.changes))
+                .or_else(|| {
+                    shadowing_module(&self.verifier.spec, &snap.changes, &self.scorer_modules)
+                })
                 .or_else(|| escaping_symlink(wt, &snap.changes))
                 .or_else(|| self.fixed_violation(rec.n, parent, &snap))
         };
@@ -404,7 +406,7 @@ pub fn fixed_use_of(git: &Git, fixed: &[String], parent: &str, commit: &str) -> 
 /// A Python module the candidate added, named like the standard library's, where a sealed
 /// scorer (`[verify] evaluate`, the holdout's) looks first for what it imports: the top of
 /// the worktree (`python3 -m`) and the directories of the scripts its commands name.
-fn shadowing_module(spec: &Spec, changes: &[Change]) -> Option<String> {
+fn shadowing_module(spec: &Spec, changes: &[Change], imported: &[String]) -> Option<String> {
     let holdout = spec
         .verify
         .holdout
@@ -420,28 +422,11 @@ fn shadowing_module(spec: &Spec, changes: &[Change]) -> Option<String> {
     if commands.is_empty() {
         return None;
     }
-    // The directory of each script a command names; the top for `-m` (or where no script is
-    // named, to be safe).
-    let mut dirs: Vec<String> = Vec::new();
-    let mut top = false;
-    for command in &commands {
-        let words: Vec<&str> = command.split_whitespace().collect();
-        top |= words.contains(&"-m") || !words.iter().any(|w| w.contains(".py"));
-        for word in words {
-            let word = word.trim_matches(|c| c == '"' || c == '\'');
-            let word = word.strip_prefix("./").unwrap_or(word);
-            if word.ends_with(".py") && !word.starts_with('/') {
-                dirs.push(word.rsplit_once('/').map_or("", |(d, _)| d).to_string());
-            }
-        }
-    }
-    if top {
-        dirs.push(String::new());
-    }
+    let dirs = super::shadow::scorer_dirs(&commands);
     // A private name the user made editable by name is theirs (`_helpers.py`).
     let named = |path: &str| spec.loop_.editable.iter().any(|e| e == path);
     changes.iter().filter(|c| c.status == 'A').find_map(|c| {
-        let module = super::shadow::shadowed(&c.path, &dirs)?;
+        let module = super::shadow::shadowed(&c.path, &dirs, imported)?;
         if named(&c.path) && module.starts_with("a private module") {
             return None;
         }

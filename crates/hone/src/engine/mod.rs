@@ -61,6 +61,7 @@ mod retry;
 mod review;
 mod session;
 mod shadow;
+mod start_files;
 mod state;
 mod stops;
 mod types;
@@ -165,6 +166,10 @@ struct Engine<'a> {
     /// Candidates a crash of hone cut off while their verifier ran, verified again before
     /// anything new is proposed (see [`retry`]).
     retries: Vec<retry::Retry>,
+    /// The top-level modules the sealed scorers import (`numpy`), themselves or through the
+    /// repository's files they import: a candidate's module of that name where a scorer
+    /// looks first is a violation (see [`shadow`]).
+    scorer_modules: Vec<String>,
 }
 
 /// An outcome recorded while the history was lent (see [`Engine::experiment`]).

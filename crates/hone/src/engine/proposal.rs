@@ -330,6 +330,12 @@ pub(super) fn add_literal_changes(
         return;
     }
     if let Some(lits) = literal_changes(git, &spec.loop_.editable, parent, snap) {
+        // Said once: a candidate verified again (`retry`) has its description from before.
+        let d = &rec.description;
+        if *d == lits || d.starts_with(&format!("[{lits}] ")) || d.starts_with(&format!("{lits} "))
+        {
+            return;
+        }
         // First, so that a prompt that cuts a long hypothesis short keeps the numbers.
         rec.description = if rec.description.is_empty() {
             lits

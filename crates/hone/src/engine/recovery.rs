@@ -85,7 +85,6 @@ impl Engine<'_> {
             // What its verifier printed before the stop is shown with it (`hone show`), and
             // its time runs to the log's last write (not to this resume).
             let log = self.log_of(e.n);
-            let verifying = e.log_path.is_some() || std::path::Path::new(&log).exists();
             if let (None, Ok(meta)) = (&e.log_path, std::fs::metadata(&log)) {
                 e.log_path = Some(log);
                 let last_write = meta
@@ -124,7 +123,7 @@ impl Engine<'_> {
             }
             e.finished_at = Some(now());
             let e = e.clone();
-            self.retries.extend(super::retry::retry_of(&e, verifying));
+            self.retries.extend(super::retry::retry_of(&e));
             recs.set_commit(e.n, e.candidate_commit.clone());
             self.store.put_experiment(self.run.id, &e)?;
             // Its spend is in its record now.

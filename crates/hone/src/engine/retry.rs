@@ -11,9 +11,11 @@
 //!
 //! Only once: a candidate that was already such a second attempt is not tried a third time (a
 //! candidate whose verification is what brings hone down would otherwise do it on every
-//! resume). A candidate interrupted before its verifier started (in the proposal, the gate or
-//! the review) is not verified again: it may be partial, or not yet checked. Nor is one the
-//! user interrupted (Ctrl-C twice): that one is recorded by the loop, not by recovery.
+//! resume). One cut off in the gate or the review goes through them again; one cut off in its
+//! proposal has no commit yet, so nothing to take again. Nor is one the user interrupted
+//! (Ctrl-C twice) taken again: that one is recorded by the loop, not by recovery. The queue
+//! lives in the resumed session: a session that stops before the next proposal (a spent time
+//! budget) drops it, and says so when it ends.
 
 use std::path::Path;
 
@@ -37,11 +39,10 @@ pub(super) struct Retry {
 }
 
 /// The second attempt at recovery's aborted experiment `e`, if it gets one: it had a
-/// candidate (not the baseline's commit), its verifier had started (`verifying`: its log
-/// exists) and it was not a second attempt itself.
-pub(super) fn retry_of(e: &ExperimentRecord, verifying: bool) -> Option<Retry> {
+/// candidate (not the baseline's commit) and was not a second attempt itself.
+pub(super) fn retry_of(e: &ExperimentRecord) -> Option<Retry> {
     let commit = e.candidate_commit.clone()?;
-    if !verifying || commit == e.parent_commit || e.description.contains(AGAIN) {
+    if commit == e.parent_commit || e.description.contains(AGAIN) {
         return None;
     }
     Some(Retry {
@@ -114,6 +115,21 @@ impl Engine<'_> {
     }
 }
 
+impl Engine<'_> {
+    /// The run stops with candidates still waiting to be verified again: each is said (the
+    /// next resume does not take them up; their records stay `aborted`).
+    pub(super) fn drop_retries(&mut self) {
+        for r in std::mem::take(&mut self.retries) {
+            self.emit(Event::Warning {
+                message: format!(
+                    "experiment {}'s candidate, cut off when hone stopped, was not verified again: the run stopped first (its commit is `{}`, under refs/hone/)",
+                    r.n, r.commit
+                ),
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,17 +145,15 @@ mod tests {
     }
 
     #[test]
-    fn only_a_whole_candidate_whose_verifier_ran_is_verified_again_and_only_once() {
+    fn only_a_committed_candidate_is_verified_again_and_only_once() {
         let e = aborted(Some("c"), "lower the rate");
-        let r = retry_of(&e, true).expect("a second attempt");
+        let r = retry_of(&e).expect("a second attempt");
         assert_eq!((r.n, r.parent.as_str(), r.commit.as_str()), (4, "p", "c"));
-        // Cut off before its verifier started: maybe partial, maybe unchecked.
-        assert!(retry_of(&e, false).is_none());
-        // No candidate commit, or the baseline's.
-        assert!(retry_of(&aborted(None, "x"), true).is_none());
-        assert!(retry_of(&aborted(Some("p"), "baseline"), true).is_none());
+        // No candidate commit (cut off in its proposal), or the baseline's.
+        assert!(retry_of(&aborted(None, "x")).is_none());
+        assert!(retry_of(&aborted(Some("p"), "baseline")).is_none());
         // A second attempt cut off in its turn gets no third.
         let again = format!("lower the rate {AGAIN} 3's run was cut off when hone stopped)");
-        assert!(retry_of(&aborted(Some("c"), &again), true).is_none());
+        assert!(retry_of(&aborted(Some("c"), &again)).is_none());
     }
 }

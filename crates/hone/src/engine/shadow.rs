@@ -1,5 +1,6 @@
 //! A candidate's new Python module named like one of the standard library's (`json.py`,
-//! `random/`) where a sealed scorer imports from: `python3 -m eval.score` puts the worktree's
+//! `random/`), or like a module the scorer imports (`numpy.py`), where a sealed scorer
+//! imports from: `python3 -m eval.score` puts the worktree's
 //! top first on `sys.path`, `python3 evaluate.py` its own directory, so the scorer's `import
 //! json` (or that of any library it loads) would run the candidate's code, which can then
 //! print any score. Such a module is a `violation`, when the run has a sealed stage.
@@ -315,11 +316,12 @@ const STDLIB: &[&str] = &[
     "zoneinfo",
 ];
 
-/// The standard library module `path` (a file the candidate added) would stand for where a
+/// The module of the standard library's, or of those the scorer imports (`imported`:
+/// `numpy`, `sklearn`), that `path` (a file the candidate added) would stand for where a
 /// sealed scorer looks first: a module in one of `dirs` (`""`: the top) as Python finds one
 /// (`json.py`, a sourceless `json.pyc`, an extension `json.so` or `json.cpython-311-x86_64-
 /// linux-gnu.so`), or a package's `__init__` of any of those kinds.
-pub(super) fn shadowed(path: &str, dirs: &[String]) -> Option<String> {
+pub(super) fn shadowed(path: &str, dirs: &[String], imported: &[String]) -> Option<String> {
     let (dir, file) = path.rsplit_once('/').unwrap_or(("", path));
     let stem = module_stem(file)?;
     let (dir, module) = match stem {
@@ -334,6 +336,12 @@ pub(super) fn shadowed(path: &str, dirs: &[String]) -> Option<String> {
         .chain(LATER)
         .find(|n| **n == module)
         .map(|n| format!("Python's `{n}`"))
+        .or_else(|| {
+            imported
+                .iter()
+                .any(|n| n == module)
+                .then(|| format!("the `{module}` it imports"))
+        })
         // Later versions add private modules (3.12's `_sha2`, which `random` imports; 3.13's
         // `_colorize`, which `logging` does): any new private name is taken for one.
         .or_else(|| {
@@ -341,6 +349,42 @@ pub(super) fn shadowed(path: &str, dirs: &[String]) -> Option<String> {
                 .starts_with('_')
                 .then(|| format!("a private module `{module}` of Python's, should there be one"))
         })
+}
+
+/// Where the sealed stages' `commands` look for modules first: the directory of each script
+/// a command names (after a `cd DIR`, within it: `cd eval && python3 score.py` runs
+/// `eval/score.py`, and `-m` there looks in `eval/`), and the top for `-m` (or where no
+/// script is named, to be safe).
+pub(super) fn scorer_dirs(commands: &[&str]) -> Vec<String> {
+    let mut dirs: Vec<String> = Vec::new();
+    let mut top = false;
+    for command in commands {
+        let words: Vec<&str> = command.split_whitespace().collect();
+        top |= words.contains(&"-m") || !words.iter().any(|w| w.contains(".py"));
+        let mut cd = String::new();
+        for (i, word) in words.iter().enumerate() {
+            let word = word.trim_matches(|c| c == '"' || c == '\'');
+            let word = word.strip_prefix("./").unwrap_or(word);
+            if i > 0 && words[i - 1] == "cd" && !word.starts_with('/') {
+                cd = word.trim_end_matches('/').to_string();
+                dirs.push(cd.clone());
+            }
+            if word.ends_with(".py") && !word.starts_with('/') {
+                let dir = word.rsplit_once('/').map_or("", |(d, _)| d);
+                dirs.push(match (cd.is_empty(), dir.is_empty()) {
+                    (true, _) => dir.to_string(),
+                    (false, true) => cd.clone(),
+                    (false, false) => format!("{cd}/{dir}"),
+                });
+            }
+        }
+    }
+    if top {
+        dirs.push(String::new());
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }
 
 /// Top-level modules Python added after 3.11 (the list above), as far as they are known:
@@ -388,6 +432,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn where_a_sealed_scorer_looks_first() {
+        let dirs = |commands: &[&str]| scorer_dirs(commands);
+        assert_eq!(dirs(&["python3 evaluate.py"]), [""]);
+        assert_eq!(dirs(&["python3 ./eval/score.py --x 1"]), ["eval"]);
+        assert_eq!(dirs(&["python3 -m eval.score"]), [""]);
+        assert_eq!(dirs(&["cd eval && python3 score.py"]), ["eval"]);
+        assert_eq!(
+            dirs(&["cd eval/ && python3 sub/score.py"]),
+            ["eval", "eval/sub"]
+        );
+        assert_eq!(dirs(&["cd eval && python3 -m score"]), ["", "eval"]);
+        // No script named: the top, to be safe; the holdout's command adds its own.
+        assert_eq!(
+            dirs(&["./score.sh", "python3 holdout/h.py"]),
+            ["", "holdout"]
+        );
+    }
+
+    #[test]
     fn a_new_module_named_like_the_standard_librarys_where_the_scorer_looks() {
         let dirs = vec![String::new(), "eval".to_string()];
         // Each file, and the module it stands for (`None`: no module of Python's).
@@ -412,11 +475,20 @@ mod tests {
         ];
         for (path, module) in cases {
             let want = module.map(|m| format!("Python's `{m}`"));
-            assert_eq!(shadowed(path, &dirs), want, "{path}");
+            assert_eq!(shadowed(path, &dirs, &[]), want, "{path}");
         }
         // Any other private name: perhaps a later version's.
-        assert!(
-            shadowed("_newer_private.py", &dirs).is_some_and(|s| s.contains("a private module"))
-        );
+        assert!(shadowed("_newer_private.py", &dirs, &[])
+            .is_some_and(|s| s.contains("a private module")));
+        // A module the scorer imports, from outside the standard library: there too.
+        let imported = ["numpy".to_string(), "sklearn".to_string()];
+        for (path, want) in [
+            ("numpy.py", Some("the `numpy` it imports")),
+            ("eval/sklearn/__init__.py", Some("the `sklearn` it imports")),
+            ("src/numpy.py", None),
+            ("pandas.py", None),
+        ] {
+            assert_eq!(shadowed(path, &dirs, &imported).as_deref(), want, "{path}");
+        }
     }
 }

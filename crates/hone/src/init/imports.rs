@@ -130,6 +130,33 @@ pub fn local_imports(
     out
 }
 
+/// The top-level modules `scripts` import, and the repository files they import in turn
+/// ([`local_imports`]): `numpy` for `import numpy.linalg` or `from numpy import x`; relative
+/// imports left out.
+pub fn imported_tops(
+    scripts: &[String],
+    files: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> BTreeSet<String> {
+    let mut readers: BTreeSet<String> = scripts.iter().cloned().collect();
+    for s in scripts {
+        readers.extend(
+            local_imports(s, files, read)
+                .into_iter()
+                .filter_map(|chain| chain.last().cloned()),
+        );
+    }
+    readers
+        .iter()
+        .filter_map(|f| read(f))
+        .flat_map(|text| imports(&text))
+        .filter_map(|(module, _)| {
+            let top = module.split('.').next()?.trim();
+            (!top.is_empty()).then(|| top.to_string())
+        })
+        .collect()
+}
+
 /// The first of [`local_imports`]' chains that ends in a file `is_editable` says a
 /// candidate may change: `script` then runs the candidate's code.
 pub fn editable_import(
@@ -230,6 +257,25 @@ mod tests {
             chain_words(&chain("eval2.py").unwrap()),
             "`eval2.py` imports `model.py`, which imports `train.py`"
         );
+    }
+
+    #[test]
+    fn the_modules_a_scorer_imports_through_the_files_it_imports() {
+        let (files, read) = repo(&[
+            (
+                "eval/score.py",
+                "import numpy as np, json\nfrom sklearn.metrics import f1_score\nfrom . import helpers\nfrom eval.metrics import auc\n",
+            ),
+            ("eval/__init__.py", ""),
+            ("eval/helpers.py", "import scipy.stats\n"),
+            ("eval/metrics.py", "try:\n    import torch\nexcept ImportError:\n    torch = None\n"),
+            ("train.py", "import pandas\n"),
+        ]);
+        let tops = imported_tops(&["eval/score.py".to_string()], &files, &read);
+        let tops: Vec<&str> = tops.iter().map(String::as_str).collect();
+        // Its own, and those of the repository's files it imports (`train.py` it does not);
+        // a relative import is none.
+        assert_eq!(tops, ["eval", "json", "numpy", "scipy", "sklearn", "torch"]);
     }
 
     #[test]
