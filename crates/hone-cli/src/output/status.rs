@@ -42,19 +42,7 @@ pub fn status(
     let state = naming_spec(&state, spec_file);
     out!("run {} on {}: {state}", s.tag, s.branch);
     out!("  {} ({}): {}", s.metric, s.direction, best_line(s));
-    // The experiment in flight (if any) is counted too, so the numbers add up.
-    // With no hone running it, a `running` record was cut off: the resume records it aborted.
-    let counts: Vec<String> = Status::ALL
-        .iter()
-        .chain(std::iter::once(&Status::Running))
-        .filter_map(|st| {
-            let c = s.counts.get(st.as_str())?;
-            Some(match st {
-                Status::Running if !live => format!("cut off {c} (aborted on resume)"),
-                st => format!("{st} {c}"),
-            })
-        })
-        .collect();
+    let counts = counts(s, running, live);
     if let Some(d) = &s.best_vs_baseline {
         out!("  best vs baseline: {d}");
     }
@@ -111,6 +99,33 @@ pub fn status(
             out!("  {hint}");
         }
     }
+}
+
+/// The run's experiments counted by status, as `hone status` lists them. The experiment in
+/// flight (if any) is counted too, so the numbers add up. With no hone running it, a `running`
+/// record was cut off: the resume records it aborted, and verifies its candidate again where
+/// it had one.
+fn counts(s: &Summary, running: &[ExperimentRecord], live: bool) -> Vec<String> {
+    let again = running
+        .iter()
+        .filter(|e| e.status() == Status::Running)
+        .filter(|e| hone::engine::verified_again_on_resume(e))
+        .count();
+    Status::ALL
+        .iter()
+        .chain(std::iter::once(&Status::Running))
+        .filter_map(|st| {
+            let c = s.counts.get(st.as_str())?;
+            Some(match st {
+                Status::Running if !live && again > 0 => format!(
+                    "cut off {c} (aborted on resume; {again} candidate{} verified again first)",
+                    if again == 1 { "" } else { "s" }
+                ),
+                Status::Running if !live => format!("cut off {c} (aborted on resume)"),
+                st => format!("{st} {c}"),
+            })
+        })
+        .collect()
 }
 
 /// `hone status --json`: the summary, with what the text adds to it: the tokens spent, the

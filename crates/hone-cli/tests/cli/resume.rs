@@ -69,6 +69,10 @@ fn a_candidate_cut_off_by_a_crash_is_verified_again_without_a_new_proposal() {
     let marks = Marks::new();
     let r = run_cut_off_at(&marks, &[2]);
     kill_9_while_verifying(&r, &marks, 2);
+    assert_says(
+        &r.hone(&["status"]),
+        "cut off 1 (aborted on resume; 1 candidate verified again first)",
+    );
     let out = ok(r.hone(&["run"]));
     assert_says(
         &out,

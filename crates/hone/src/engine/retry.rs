@@ -54,6 +54,12 @@ pub(super) fn retry_of(e: &ExperimentRecord) -> Option<Retry> {
     })
 }
 
+/// Whether `e`, an experiment left `running` by a hone that is no longer at work, will have its
+/// candidate verified again when the run resumes (`hone status` says so).
+pub fn verified_again_on_resume(e: &ExperimentRecord) -> bool {
+    retry_of(e).is_some()
+}
+
 impl Engine<'_> {
     /// The proposal of experiment `n` when a cut-off candidate made on `parent` (the best's
     /// commit) waits, the oldest first: `wt`, reset to `parent`, gets its files, as the
