@@ -13,11 +13,12 @@ fn kill_9_during_verification_then_resume() {
     kill_9_leaving(&mut child, pgid, "the orphaned verifier");
     let st = r.statuses();
     assert_eq!(st, ["baseline", "keep", "running"]);
-    // No hone runs it now: `hone status` says so, and calls the running record cut off.
+    // No hone runs it now: `hone status` says so, and calls the running record cut off
+    // (its candidate is verified again on resume).
     let status = text(&r.hone(&["status"]));
     assert!(
         status.contains("interrupted without a clean stop")
-            && status.contains("cut off 1 (aborted on resume)"),
+            && status.contains("cut off 1 (aborted on resume; 1 candidate verified again first)"),
         "{status}"
     );
 
