@@ -26,8 +26,8 @@ pub fn fixed_changed(fixed: &[String], path: &str, old: &str, new: Option<&str>)
         ));
     }
     for name in fixed {
-        let scoped_before = scoped_bindings(path, old, name, true);
-        let Some((first, _)) = scoped_before.first() else {
+        let before = assignments(path, old, name);
+        let Some(first) = before.first() else {
             // Assigned where it was not (another editable file, a new one, that the
             // script then imports): another value of it all the same. Not a name local to
             // a new function or class (`def helper(): EPOCHS = 3`): the module's is untouched.
@@ -49,20 +49,9 @@ pub fn fixed_changed(fixed: &[String], path: &str, old: &str, new: Option<&str>)
                 "deleted `{path}`, which holds `{name}`: [loop] fixed keeps it as the run started"
             ));
         };
-        // Where the parent binds the name at module level only, the candidate's names local
-        // to a function or class are other names; where it binds one there too (the
-        // constant may live in a function), every binding counts.
-        let module_only = scoped_before.iter().all(|(_, local)| !local);
-        let counted = |bound: Vec<(String, bool)>| -> Vec<String> {
-            bound
-                .into_iter()
-                .filter(|(_, local)| !(module_only && *local))
-                .map(|(b, _)| b)
-                .collect()
-        };
-        let first = first.clone();
-        let before = counted(scoped_before);
-        let after = counted(scoped_bindings(path, new, name, true));
+        // Where the parent binds the name, every binding counts: a local one in a function
+        // that reads the constant (`def main(): EPOCHS = 60`) changes what that function sees.
+        let after = assignments(path, new, name);
         if after == before {
             continue;
         }

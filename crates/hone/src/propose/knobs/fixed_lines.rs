@@ -169,9 +169,16 @@ fn field(chars: &[char], mut i: usize, out: &mut String) -> usize {
 }
 
 /// Where the string `open` ends in `s` (just past its closing quotes), escapes skipped; in an
-/// f-string, a quote inside a field (`f"{d["k"]}"`, Python 3.12) does not end it.
+/// f-string, a quote inside a field's expression (`f"{d["k"]}"`, Python 3.12) does not end it,
+/// and one in its format spec is a character (`f"{0:'^9}"` pads with `'`).
 fn string_end(s: &str, open: Open) -> Option<usize> {
-    let mut depth = 0usize;
+    /// A replacement field being read: in its format spec (or conversion) yet, and how many
+    /// brackets its expression has open.
+    struct Field {
+        spec: bool,
+        brackets: usize,
+    }
+    let mut fields: Vec<Field> = Vec::new();
     let mut inner: Option<char> = None;
     let mut chars = s.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
@@ -181,17 +188,42 @@ fn string_end(s: &str, open: Open) -> Option<usize> {
             }
             continue;
         }
-        match c {
-            '\\' => {
-                chars.next();
+        if c == '\\' {
+            chars.next();
+            continue;
+        }
+        let Some(top) = fields.last_mut().filter(|_| open.formatted) else {
+            match c {
+                '{' if open.formatted && s[i + 1..].starts_with('{') => {
+                    chars.next();
+                }
+                '{' if open.formatted => fields.push(Field {
+                    spec: false,
+                    brackets: 0,
+                }),
+                _ if s[i..].starts_with(open.delim) => return Some(i + open.delim.len()),
+                _ => {}
             }
-            '{' if open.formatted && depth == 0 && s[i + 1..].starts_with('{') => {
-                chars.next();
+            continue;
+        };
+        match (top.spec, c) {
+            // The spec: characters, but for the fields nested in it.
+            (true, '{') => fields.push(Field {
+                spec: false,
+                brackets: 0,
+            }),
+            (true, '}') => {
+                fields.pop();
             }
-            '{' if open.formatted => depth += 1,
-            '}' if open.formatted && depth > 0 => depth -= 1,
-            '\'' | '"' if depth > 0 => inner = Some(c),
-            _ if depth == 0 && s[i..].starts_with(open.delim) => return Some(i + open.delim.len()),
+            (true, _) => {}
+            (false, '\'' | '"') => inner = Some(c),
+            (false, '(' | '[' | '{') => top.brackets += 1,
+            (false, ')' | ']' | '}') if top.brackets > 0 => top.brackets -= 1,
+            (false, '}') => {
+                fields.pop();
+            }
+            (false, ':') if top.brackets == 0 => top.spec = true,
+            (false, '!') if top.brackets == 0 && !s[i + 1..].starts_with('=') => top.spec = true,
             _ => {}
         }
     }
@@ -253,18 +285,21 @@ fn bracket_balance(code: &str, braces: bool) -> i64 {
 /// For each of Python's logical `lines` (from [`logical_lines`]), whether a name it binds is
 /// local to a function or a class body: it stands inside a `def` or `class` block (not the
 /// header itself, whose default values are evaluated outside). Never where `lines` declare
-/// `global name`:
-/// then a function may set the module's own. Blocks are told by indentation (a tab to the next
-/// multiple of 8, as Python reads it); a line with no code ends none.
+/// `global name`: then a function may set the module's own. Blocks are told by indentation
+/// (a tab to the next multiple of 8, a form feed back to 0, as Python reads it); a line with
+/// no code ends none.
 pub(super) fn enclosed(lines: &[String], name: &str) -> Vec<bool> {
-    // Strings are emptied in `lines`: a `;` there separates statements.
-    let declares_global = lines.iter().flat_map(|l| l.split(';')).any(|stmt| {
-        stmt.trim_start()
-            .strip_prefix("global")
-            .filter(|rest| rest.starts_with(char::is_whitespace))
-            .is_some_and(|rest| rest.split(',').any(|n| n.trim() == name))
-    });
-    if declares_global {
+    // Read conservatively: the words `global` and `name` in one statement anywhere (after a
+    // one-line block's `:`, over a `\` join) declare it; and a statement hone cut at its
+    // 64 KiB bound leaves the indentation of what follows unknown.
+    let word = |text: &str, w: &str| {
+        text.match_indices(w).any(|(i, _)| {
+            let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            !ident(text[..i].chars().next_back()) && !ident(text[i + w.len()..].chars().next())
+        })
+    };
+    let declares_global = lines.iter().any(|l| word(l, "global") && word(l, name));
+    if declares_global || lines.iter().any(|l| l.len() > 64 << 10) {
         return vec![false; lines.len()];
     }
     // The indentation of each open `def` or `class` block's header.
@@ -278,13 +313,14 @@ pub(super) fn enclosed(lines: &[String], name: &str) -> Vec<bool> {
             if t.is_empty() {
                 return !open.is_empty();
             }
-            let width = code[..code.len() - t.len()].chars().fold(0, |w, c| {
-                if c == '\t' {
-                    (w / 8 + 1) * 8
-                } else {
-                    w + 1
-                }
-            });
+            // A form feed sets the column back to 0, as Python's tokenizer does.
+            let width = code[..code.len() - t.len()]
+                .chars()
+                .fold(0, |w, c| match c {
+                    '\t' => (w / 8 + 1) * 8,
+                    '\x0c' => 0,
+                    _ => w + 1,
+                });
             while open.last().is_some_and(|&o| o >= width) {
                 open.pop();
             }
