@@ -84,11 +84,12 @@ fn slurm_job_left_by_a_killed_hone_is_cancelled_on_resume() {
     if !slurm_cluster() {
         return;
     }
-    let verify = "cat value.txt; if grep -q hang value.txt; then sleep 300; fi";
+    // Experiment 1's candidate hangs in its job (the first time only).
+    let verify = "cat value.txt; if grep -q hang value.txt && [ \"$HONE_EXPERIMENT\" = 1 ]; then sleep 300; fi";
     let r = Repo::stops_after(
         3,
         verify,
-        "write\tvalue.txt\thang\\n\n---\nwrite\tvalue.txt\tscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
+        "write\tvalue.txt\thang\\nscore: 4\\n\n---\nwrite\tvalue.txt\tscore: 4.5\\n\n---\nwrite\tvalue.txt\tscore: 3\\n\n",
     );
     let shared = r.tmp_dir().join("shared");
     append_spec(
@@ -119,8 +120,18 @@ fn slurm_job_left_by_a_killed_hone_is_cancelled_on_resume() {
     // The job outlives hone...
     assert!(running().ends_with("RUNNING"), "{}", running());
     // ...until the next hone resumes the run: it cancels the job and records it aborted
-    // (not counted by max_experiments: two more experiments follow).
+    // (not counted by max_experiments: two more experiments follow, the first of them #1's
+    // candidate verified again, in a job of its own).
     r.run_expect("k", &["baseline", "aborted", "keep", "keep"]);
+    let again = &r.log()[2];
+    assert!(
+        again["description"]
+            .as_str()
+            .unwrap()
+            .contains("verified again: experiment 1's run was cut off"),
+        "{again}"
+    );
+    assert_eq!(again["objective"], 4.0, "{again}");
     let deadline = Instant::now() + Duration::from_secs(60);
     while running().contains("RUNNING") {
         assert!(Instant::now() < deadline, "the stale job still runs");

@@ -349,32 +349,47 @@ fn a_new_module_named_like_one_the_sealed_scorer_imports_is_a_violation() {
     // `python3 -m eval.score` puts the worktree's top first on sys.path, where the agent may
     // add modules: its numpy.py would be the scorer's `import numpy` (here optional, as
     // scorers often make it), outside the standard library. Without numpy installed, the
-    // scorer runs on without it.
-    let r = Repo::builder()
-        .file("train.py", "W = 1.0\nopen('model.txt', 'w').write(str(W))\n")
-        .file("eval/__init__.py", "")
-        .file(
-            "eval/score.py",
-            "try:\n    import numpy\nexcept ImportError:\n    numpy = None\nw = float(open('model.txt').read())\nprint(f'score: {(w - 3.0) ** 2:.6f}')\n",
-        )
-        .script(
-            "write\tnumpy.py\tprint('score: 0.0')\\nimport os\\nos._exit(0)\\n\n---\nreplace\ttrain.py\tW = 1.0\tW = 2.0\n",
-        )
-        .spec_with(|agent| {
-            Spec::standard("python3 train.py", agent)
-                .editable(&["*.py"])
-                .protected(&["eval/"])
-                .set("verify", "evaluate", "\"python3 -m eval.score\"")
-                .set("verify", "outputs", "[\"model.txt\"]")
-                .tail("[stop]\nmax_experiments = 3\n")
-        })
-        .create();
-    ok(r.hone(&["run"]));
-    assert_eq!(r.statuses(), ["baseline", "violation", "keep"]);
-    assert_reason(
-        &r.log()[1],
-        "added `numpy.py`, which the sealed scorer would import in place of the `numpy` it imports",
-    );
+    // scorer runs on without it. So too where the scorer is run by a shell script of the
+    // repository's with `PYTHONPATH=.`, and imports a module only through `import_module`.
+    for (evaluate, imports, module) in [
+        ("python3 -m eval.score", "import numpy", "numpy"),
+        (
+            "sh eval/run.sh",
+            "import importlib\n    importlib.import_module('click')",
+            "click",
+        ),
+    ] {
+        let r = Repo::builder()
+            .file("train.py", "W = 1.0\nopen('model.txt', 'w').write(str(W))\n")
+            .file("eval/__init__.py", "")
+            .file("eval/run.sh", "PYTHONPATH=. python3 eval/score.py\n")
+            .file(
+                "eval/score.py",
+                &format!("try:\n    {imports}\nexcept ImportError:\n    pass\nw = float(open('model.txt').read())\nprint(f'score: {{(w - 3.0) ** 2:.6f}}')\n"),
+            )
+            .script(&format!(
+                "write\t{module}.py\tprint('score: 0.0')\\nimport os\\nos._exit(0)\\n\n---\nreplace\ttrain.py\tW = 1.0\tW = 2.0\n"
+            ))
+            .spec_with(move |agent| {
+                Spec::standard("python3 train.py", agent)
+                    .editable(&["*.py"])
+                    .protected(&["eval/"])
+                    .set("verify", "evaluate", &format!("\"{evaluate}\""))
+                    .set("verify", "outputs", "[\"model.txt\"]")
+                    .tail("[stop]\nmax_experiments = 3\n")
+            })
+            .create();
+        ok(r.hone(&["run"]));
+        assert_eq!(
+            r.statuses(),
+            ["baseline", "violation", "keep"],
+            "{evaluate}"
+        );
+        assert_reason(
+            &r.log()[1],
+            &format!("added `{module}.py`, which the sealed scorer would import in place of the `{module}` it imports"),
+        );
+    }
 }
 
 #[test]

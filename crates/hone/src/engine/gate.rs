@@ -95,9 +95,7 @@ impl Engine<'_> {
         } else {
             self.unarchivable(wt, parent, &snap)?
                 .or_else(|| scope_violation(&self.verifier.spec, &snap.changes))
-                .or_else(|| {
-                    shadowing_module(&self.verifier.spec, &snap.changes, &self.scorer_modules)
-                })
+                .or_else(|| shadowing_module(&self.verifier.spec, &snap.changes, &self.scorers))
                 .or_else(|| escaping_symlink(wt, &snap.changes))
                 .or_else(|| self.fixed_violation(rec.n, parent, &snap))
         };
@@ -403,30 +401,19 @@ pub fn fixed_use_of(git: &Git, fixed: &[String], parent: &str, commit: &str) -> 
     violation.is_none().then_some(used).flatten()
 }
 
-/// A Python module the candidate added, named like the standard library's, where a sealed
-/// scorer (`[verify] evaluate`, the holdout's) looks first for what it imports: the top of
-/// the worktree (`python3 -m`) and the directories of the scripts its commands name.
-fn shadowing_module(spec: &Spec, changes: &[Change], imported: &[String]) -> Option<String> {
-    let holdout = spec
-        .verify
-        .holdout
-        .as_ref()
-        .and_then(|h| h.evaluate.as_deref());
-    let commands: Vec<&str> = spec
-        .verify
-        .evaluate
-        .as_deref()
-        .into_iter()
-        .chain(holdout)
-        .collect();
-    if commands.is_empty() {
-        return None;
-    }
-    let dirs = super::shadow::scorer_dirs(&commands);
+/// A Python module the candidate added, named like the standard library's or like one the
+/// sealed scorers (`[verify] evaluate`, the holdout's) import, where they look first for what
+/// they import (`scorers`, found when the run opened: `shadow::Scorers`).
+fn shadowing_module(
+    spec: &Spec,
+    changes: &[Change],
+    scorers: &super::shadow::Scorers,
+) -> Option<String> {
+    let (dirs, imported) = (&scorers.dirs, &scorers.modules);
     // A private name the user made editable by name is theirs (`_helpers.py`).
     let named = |path: &str| spec.loop_.editable.iter().any(|e| e == path);
     changes.iter().filter(|c| c.status == 'A').find_map(|c| {
-        let module = super::shadow::shadowed(&c.path, &dirs, imported)?;
+        let module = super::shadow::shadowed(&c.path, dirs, imported)?;
         if named(&c.path) && module.starts_with("a private module") {
             return None;
         }

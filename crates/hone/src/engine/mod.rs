@@ -167,10 +167,10 @@ struct Engine<'a> {
     /// Candidates a crash of hone cut off while their verifier ran, verified again before
     /// anything new is proposed (see [`retry`]).
     retries: Vec<retry::Retry>,
-    /// The top-level modules the sealed scorers import (`numpy`), themselves or through the
-    /// repository's files they import: a candidate's module of that name where a scorer
-    /// looks first is a violation (see [`shadow`]).
-    scorer_modules: Vec<String>,
+    /// Where the sealed scorers look for modules first and which they import (`numpy`),
+    /// themselves or through the repository's files they import: a candidate's new module
+    /// there named like one is a violation (see [`shadow`]).
+    scorers: shadow::Scorers,
 }
 
 /// An outcome recorded while the history was lent (see [`Engine::experiment`]).

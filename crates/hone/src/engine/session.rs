@@ -263,7 +263,7 @@ impl<'a> Engine<'a> {
             ledger: None,
             failed_baselines: 0,
             retries: Vec::new(),
-            scorer_modules: Vec::new(),
+            scorers: super::shadow::Scorers::default(),
         };
         engine.user_worktrees = super::foreign::worktrees(&engine.verifier.git);
         let key = engine.run_key();
@@ -447,7 +447,7 @@ impl<'a> Engine<'a> {
             .ref_target(&branch)?
             .ok_or(Mismatch::BranchMissing { branch })?;
         self.verifier.git.prepare_worktree(&wt, &head)?;
-        self.scorer_modules = super::start_files::scorer_modules(
+        self.scorers = super::start_files::scorers(
             &self.verifier.spec,
             &self.verifier.git,
             &self.run.base_commit,

@@ -351,25 +351,49 @@ pub(super) fn shadowed(path: &str, dirs: &[String], imported: &[String]) -> Opti
         })
 }
 
-/// Where the sealed stages' `commands` look for modules first: the directory of each script
-/// a command names (after a `cd DIR`, within it: `cd eval && python3 score.py` runs
-/// `eval/score.py`, and `-m` there looks in `eval/`), and the top for `-m` (or where no
-/// script is named, to be safe).
+/// The sealed scorers as the gate checks a candidate's new modules against them: where they
+/// look for modules first, and the top-level modules they import (`numpy`).
+#[derive(Debug, Default)]
+pub(super) struct Scorers {
+    pub dirs: Vec<String>,
+    pub modules: Vec<String>,
+}
+
+/// Where the sealed stages' `commands` (and the lines of the shell scripts they run) look for
+/// modules first: the directory of each script a command names (after a `cd DIR`, within it:
+/// `cd eval && python3 score.py` runs `eval/score.py`, and `-m` there looks in `eval/`), the
+/// directories a `PYTHONPATH=` names, and the top for `-m` (or where no script is named, to
+/// be safe). Words are split at shell operators too (`python3 score.py|tail`).
 pub(super) fn scorer_dirs(commands: &[&str]) -> Vec<String> {
     let mut dirs: Vec<String> = Vec::new();
     let mut top = false;
+    let clean = |w: &str| -> String {
+        let w = w.strip_prefix("./").unwrap_or(w).trim_end_matches('/');
+        if w == "." {
+            String::new()
+        } else {
+            w.to_string()
+        }
+    };
     for command in commands {
-        let words: Vec<&str> = command.split_whitespace().collect();
+        let words: Vec<&str> = command
+            .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+            .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+            .filter(|w| !w.is_empty())
+            .collect();
         top |= words.contains(&"-m") || !words.iter().any(|w| w.contains(".py"));
         let mut cd = String::new();
         for (i, word) in words.iter().enumerate() {
-            let word = word.trim_matches(|c| c == '"' || c == '\'');
-            let word = word.strip_prefix("./").unwrap_or(word);
-            if i > 0 && words[i - 1] == "cd" && !word.starts_with('/') {
-                cd = word.trim_end_matches('/').to_string();
+            if let Some(path) = word.strip_prefix("PYTHONPATH=") {
+                dirs.extend(path.split(':').filter(|p| !p.starts_with('/')).map(clean));
+                continue;
+            }
+            if i > 0 && matches!(words[i - 1], "cd" | "pushd") && !word.starts_with('/') {
+                cd = clean(word);
                 dirs.push(cd.clone());
             }
             if word.ends_with(".py") && !word.starts_with('/') {
+                let word = clean(word);
                 let dir = word.rsplit_once('/').map_or("", |(d, _)| d);
                 dirs.push(match (cd.is_empty(), dir.is_empty()) {
                     (true, _) => dir.to_string(),
@@ -443,6 +467,19 @@ mod tests {
             ["eval", "eval/sub"]
         );
         assert_eq!(dirs(&["cd eval && python3 -m score"]), ["", "eval"]);
+        assert_eq!(dirs(&["(cd eval; python3 score.py)"]), ["eval"]);
+        // Glued to an operator, the script is still read.
+        assert_eq!(dirs(&["python3 eval/score.py|tail -n 1"]), ["eval"]);
+        assert_eq!(dirs(&["python3 eval/score.py;"]), ["eval"]);
+        // PYTHONPATH's directories come first too.
+        assert_eq!(
+            dirs(&["PYTHONPATH=.:lib python3 eval/score.py"]),
+            ["", "eval", "lib"]
+        );
+        assert_eq!(
+            dirs(&["env PYTHONPATH=./src python3 eval/score.py"]),
+            ["eval", "src"]
+        );
         // No script named: the top, to be safe; the holdout's command adds its own.
         assert_eq!(
             dirs(&["./score.sh", "python3 holdout/h.py"]),

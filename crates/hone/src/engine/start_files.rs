@@ -7,6 +7,7 @@ use crate::spec::{AgentKind, Spec};
 use crate::workspace::{matches_any, Git};
 
 use super::session::Said;
+use super::shadow::Scorers;
 use super::{EngineError, Mismatch};
 
 /// An editable file the verify command runs, when the metric is read from its output (no
@@ -66,10 +67,13 @@ fn unsealed_scorers(spec: &Spec, git: &Git, head: &str, files: &[String]) -> Vec
     .collect()
 }
 
-/// The top-level modules the run's sealed scorers (`[verify] evaluate`, the holdout's) import
-/// at `base`, the run's start, themselves or through the repository's files they import.
-pub(super) fn scorer_modules(spec: &Spec, git: &Git, base: &str) -> Vec<String> {
-    let commands: Vec<&str> = [
+/// The run's sealed scorers (`[verify] evaluate`, the holdout's) at `base`, the run's start:
+/// where they look for modules first (their commands', and those of the repository's shell
+/// scripts the commands run; the top too where a scorer or a file it imports changes
+/// `sys.path`), and the top-level modules they import, themselves or through the repository's
+/// files they import.
+pub(super) fn scorers(spec: &Spec, git: &Git, base: &str) -> Scorers {
+    let mut commands: Vec<String> = [
         spec.verify.evaluate.as_deref(),
         spec.verify
             .holdout
@@ -78,12 +82,17 @@ pub(super) fn scorer_modules(spec: &Spec, git: &Git, base: &str) -> Vec<String> 
     ]
     .into_iter()
     .flatten()
+    .map(str::to_string)
     .collect();
     if commands.is_empty() {
-        return Vec::new();
+        return Scorers::default();
     }
     let Ok(files) = git.files_at(base) else {
-        return Vec::new();
+        // Unreadable: the top and the standard library's names, to be safe.
+        return Scorers {
+            dirs: vec![String::new()],
+            modules: Vec::new(),
+        };
     };
     let read = |path: &str| {
         git.file_at_most(base, path, 4 << 20)
@@ -91,13 +100,38 @@ pub(super) fn scorer_modules(spec: &Spec, git: &Git, base: &str) -> Vec<String> 
             .flatten()
             .map(|b| String::from_utf8_lossy(&b).into_owned())
     };
+    // The repository's shell scripts a command runs (`sh eval/run.sh`): their lines too.
+    let scripts_run: Vec<String> = commands
+        .iter()
+        .flat_map(|c| c.split(|ch: char| ch.is_whitespace() || matches!(ch, ';' | '&' | '|')))
+        .map(|w| {
+            w.trim_matches(|c| c == '"' || c == '\'')
+                .trim_start_matches("./")
+        })
+        .filter(|w| w.ends_with(".sh") && files.iter().any(|f| f == w))
+        .filter_map(&read)
+        .collect();
+    commands.extend(scripts_run);
     let scripts: Vec<String> = commands
         .iter()
         .flat_map(|c| crate::init::imports::scripts_of(c, &files))
         .collect();
-    crate::init::imports::imported_tops(&scripts, &files, &read)
+    let words: Vec<&str> = commands.iter().map(String::as_str).collect();
+    let mut dirs = super::shadow::scorer_dirs(&words);
+    let readers = crate::init::imports::with_local_imports(&scripts, &files, &read);
+    if readers
+        .iter()
+        .filter_map(|f| read(f))
+        .any(|text| text.contains("sys.path"))
+    {
+        dirs.push(String::new());
+        dirs.sort();
+        dirs.dedup();
+    }
+    let modules = crate::init::imports::imported_tops(&scripts, &files, &read)
         .into_iter()
-        .collect()
+        .collect();
+    Scorers { dirs, modules }
 }
 
 /// The files a new run starts from (`files`, committed at `head`): something must be

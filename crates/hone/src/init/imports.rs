@@ -5,29 +5,27 @@
 
 use std::collections::BTreeSet;
 
-/// The modules `text` imports: `(module, names)` for `from m import a, b` (one line, or a
-/// parenthesised list over several; `m` keeps its leading dots) and `import m` / `import m
-/// as x`, also after `;` or indented (an import inside a function or a `try:`).
+/// The modules `text` imports: `(module, names)` for `from m import a, b` (`m` keeps its
+/// leading dots) and `import m` / `import m as x`, read as statements: over several lines
+/// (brackets left open, a trailing `\`), after `;`, indented (an import inside a function or a
+/// `try:`), or after a one-line block's `:` (`if x: import m`); and a module named by a string
+/// to `importlib.import_module("m")` or `__import__("m")`.
 pub fn imports(text: &str) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
-    let mut lines = text.lines();
-    while let Some(line) = lines.next() {
-        let line = line.split('#').next().unwrap_or("");
+    for line in statements(text) {
+        for name in dynamic_imports(&line) {
+            out.push((name, Vec::new()));
+        }
         for stmt in line.split(';') {
-            let stmt = stmt.trim();
+            let stmt = after_header(stmt.trim());
             if let Some(rest) = stmt.strip_prefix("from ") {
-                let Some((module, names)) = rest.split_once(" import ") else {
+                // `from m import a`, `from m import(a, b)`.
+                let Some(at) = rest.find(" import") else {
                     continue;
                 };
-                let mut names = names.trim().to_string();
-                if names.starts_with('(') && !names.contains(')') {
-                    for more in lines.by_ref() {
-                        let more = more.split('#').next().unwrap_or("");
-                        names.push_str(more);
-                        if more.contains(')') {
-                            break;
-                        }
-                    }
+                let (module, names) = (&rest[..at], &rest[at + " import".len()..]);
+                if !names.starts_with([' ', '(']) {
+                    continue;
                 }
                 let names = names
                     .trim_matches(|c| c == '(' || c == ')' || c == ' ')
@@ -43,6 +41,74 @@ pub fn imports(text: &str) -> Vec<(String, Vec<String>)> {
                         out.push((m.to_string(), Vec::new()));
                     }
                 }
+            }
+        }
+    }
+    out
+}
+
+/// `text` as Python statements' lines: comments cut, tabs read as spaces, a line whose
+/// brackets stay open (or that ends in `\`) joined with the next.
+fn statements(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut joined, mut depth) = (String::new(), 0i64);
+    for line in text.lines() {
+        let code = line.split('#').next().unwrap_or("").replace('\t', " ");
+        let (code, goes_on) = match code.trim_end().strip_suffix('\\') {
+            Some(c) => (c.to_string(), true),
+            None => (code, false),
+        };
+        for c in code.chars() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth -= 1,
+                _ => {}
+            }
+        }
+        joined.push(' ');
+        joined.push_str(code.trim());
+        if !goes_on && depth <= 0 {
+            out.push(std::mem::take(&mut joined));
+            depth = 0;
+        }
+    }
+    if !joined.trim().is_empty() {
+        out.push(joined);
+    }
+    out
+}
+
+/// What a one-line block runs (`if x: import m` gives `import m`); `stmt` itself otherwise.
+fn after_header(stmt: &str) -> &str {
+    const HEADERS: &[&str] = &[
+        "if ", "elif ", "else", "try", "except", "finally", "with ", "for ", "while ",
+    ];
+    if !HEADERS.iter().any(|h| stmt.starts_with(h)) {
+        return stmt;
+    }
+    let mut depth = 0i64;
+    for (i, c) in stmt.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            ':' if depth == 0 => return after_header(stmt[i + 1..].trim()),
+            _ => {}
+        }
+    }
+    stmt
+}
+
+/// The modules a statement line names to `import_module("m")` or `__import__("m")`.
+fn dynamic_imports(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for call in ["import_module(", "__import__("] {
+        for (at, _) in line.match_indices(call) {
+            let rest = line[at + call.len()..].trim_start();
+            let Some(quote) = rest.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+                continue;
+            };
+            if let Some((name, _)) = rest[1..].split_once(quote) {
+                out.push(name.trim().to_string());
             }
         }
     }
@@ -130,10 +196,8 @@ pub fn local_imports(
     out
 }
 
-/// The top-level modules `scripts` import, and the repository files they import in turn
-/// ([`local_imports`]): `numpy` for `import numpy.linalg` or `from numpy import x`; relative
-/// imports left out.
-pub fn imported_tops(
+/// `scripts` and the repository files they import in turn ([`local_imports`]).
+pub fn with_local_imports(
     scripts: &[String],
     files: &[String],
     read: &dyn Fn(&str) -> Option<String>,
@@ -147,6 +211,17 @@ pub fn imported_tops(
         );
     }
     readers
+}
+
+/// The top-level modules `scripts` import, and the repository files they import in turn
+/// ([`with_local_imports`]): `numpy` for `import numpy.linalg` or `from numpy import x`;
+/// relative imports left out.
+pub fn imported_tops(
+    scripts: &[String],
+    files: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> BTreeSet<String> {
+    with_local_imports(scripts, files, read)
         .iter()
         .filter_map(|f| read(f))
         .flat_map(|text| imports(&text))
@@ -268,14 +343,23 @@ mod tests {
             ),
             ("eval/__init__.py", ""),
             ("eval/helpers.py", "import scipy.stats\n"),
-            ("eval/metrics.py", "try:\n    import torch\nexcept ImportError:\n    torch = None\n"),
+            (
+                "eval/metrics.py",
+                "try:\n    import torch\nexcept ImportError:\n    torch = None\nimport os, \\\n    click\nif True: import jinja2\nfrom yaml import(safe_load)\nimport\tidna\nm = importlib.import_module(\"requests\")\nu = __import__('urllib3')\n",
+            ),
             ("train.py", "import pandas\n"),
         ]);
         let tops = imported_tops(&["eval/score.py".to_string()], &files, &read);
         let tops: Vec<&str> = tops.iter().map(String::as_str).collect();
         // Its own, and those of the repository's files it imports (`train.py` it does not);
-        // a relative import is none.
-        assert_eq!(tops, ["eval", "json", "numpy", "scipy", "sklearn", "torch"]);
+        // a relative import is none. Every form of statement, and a module named by a string.
+        assert_eq!(
+            tops,
+            [
+                "click", "eval", "idna", "jinja2", "json", "numpy", "os", "requests", "scipy",
+                "sklearn", "torch", "urllib3", "yaml"
+            ]
+        );
     }
 
     #[test]
