@@ -24,6 +24,8 @@ fn openai_edits_are_applied_repaired_once_and_gated() {
     assert_statuses(&log, &["baseline", "keep", "invalid", "violation"]);
     assert_eq!(log[1]["description"], "change value.txt");
     assert_reason(&log[2], "after a repair round");
+    // A failed edit is described by what the model said it tries.
+    assert_eq!(log[2]["description"], "change value.txt");
     let reqs = server.requests();
     assert_eq!(reqs.len(), 4, "one call, a call and its repair, one call");
     assert!(reqs.iter().all(|(p, _, _)| p == "/v1/chat/completions"));

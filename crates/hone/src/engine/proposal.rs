@@ -51,6 +51,8 @@ impl Engine<'_> {
         let job = self.verifier.job_token(n);
         // Whether the proposer started a process (an agent): only then can one be left over.
         let spawned = &std::cell::Cell::new(false);
+        // What the proposal tries, as the proposer said it before it failed, if it did.
+        let described = &std::cell::RefCell::new(String::new());
         let time_up = self.time_up();
         let proposal = {
             let (store, run_id) = (&self.store, self.run.id);
@@ -89,6 +91,7 @@ impl Engine<'_> {
                 job: &job,
                 time_up,
                 note: &note,
+                describe: &|d: &str| *described.borrow_mut() = d.to_string(),
             };
             if turn.best.is_none() {
                 rec.config = self.proposer.describe_baseline(&ctx);
@@ -99,6 +102,10 @@ impl Engine<'_> {
             }
         };
         rec.propose_ms = t_propose.elapsed().as_millis() as u64;
+        // A failed proposal is described by what it tried (an edit that did not apply).
+        if matches!(&proposal, Some(Err(ProposeError::Invalid(_)))) && rec.description.is_empty() {
+            rec.description = described.take();
+        }
         if !matches!(&proposal, Some(Err(ProposeError::Unavailable(_)))) {
             // The model's server answered (or was not asked): an outage, if any, is over.
             self.outage = None;

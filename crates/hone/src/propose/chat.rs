@@ -580,6 +580,7 @@ impl ChatProposer {
                     .any(|l| l.trim().starts_with("HYPOTHESIS:"))
             {
                 description = said;
+                (ctx.describe)(&description);
             }
             let applied = apply(&done.text, round).map_err(|e| match e {
                 ProposeError::Invalid(why) if done.cut_off => ProposeError::Invalid(format!(

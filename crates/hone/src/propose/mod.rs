@@ -71,6 +71,9 @@ pub struct ProposeContext<'a> {
     /// Tells the user something while the proposal is made (a wait before the model is asked
     /// again), without waiting for the experiment's record.
     pub note: &'a dyn Fn(&str),
+    /// What the proposal tries, said as soon as it is known (a model's hypothesis): the
+    /// description of an experiment whose proposal then fails (an edit that did not apply).
+    pub describe: &'a dyn Fn(&str),
 }
 
 impl ProposeContext<'_> {

@@ -77,6 +77,7 @@ impl Repo {
             cancel: &|| false,
             on_spawn: &|_, _| {},
             note: &|_| {},
+            describe: &|_| {},
             wrapper: &[],
             budget: Budget::default(),
             spent: &self.spent,
