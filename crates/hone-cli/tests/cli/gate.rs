@@ -350,7 +350,8 @@ fn a_new_module_named_like_one_the_sealed_scorer_imports_is_a_violation() {
     // add modules: its numpy.py would be the scorer's `import numpy` (here optional, as
     // scorers often make it), outside the standard library. Without numpy installed, the
     // scorer runs on without it. So too where the scorer is run by a shell script of the
-    // repository's with `PYTHONPATH=.`, and imports a module only through `import_module`.
+    // repository's with `PYTHONPATH=.` (or by a script that runs that one), and imports a
+    // module only through `import_module`.
     for (evaluate, imports, module) in [
         ("python3 -m eval.score", "import numpy", "numpy"),
         (
@@ -358,11 +359,19 @@ fn a_new_module_named_like_one_the_sealed_scorer_imports_is_a_violation() {
             "import importlib\n    importlib.import_module('click')",
             "click",
         ),
+        // A script that runs that script, and a scorer whose first line has a bracket in a
+        // string.
+        (
+            "sh eval/outer.sh",
+            "n = 'resnet (v2)'.split('(')[0]\n    import rich",
+            "rich",
+        ),
     ] {
         let r = Repo::builder()
             .file("train.py", "W = 1.0\nopen('model.txt', 'w').write(str(W))\n")
             .file("eval/__init__.py", "")
             .file("eval/run.sh", "PYTHONPATH=. python3 eval/score.py\n")
+            .file("eval/outer.sh", "sh eval/run.sh\n")
             .file(
                 "eval/score.py",
                 &format!("try:\n    {imports}\nexcept ImportError:\n    pass\nw = float(open('model.txt').read())\nprint(f'score: {{(w - 3.0) ** 2:.6f}}')\n"),

@@ -362,18 +362,19 @@ pub(super) struct Scorers {
 /// Where the sealed stages' `commands` (and the lines of the shell scripts they run) look for
 /// modules first: the directory of each script a command names (after a `cd DIR`, within it:
 /// `cd eval && python3 score.py` runs `eval/score.py`, and `-m` there looks in `eval/`), the
-/// directories a `PYTHONPATH=` names, and the top for `-m` (or where no script is named, to
-/// be safe). Words are split at shell operators too (`python3 score.py|tail`).
+/// directories a `PYTHONPATH=` names (one made of a variable or a command's output, such as
+/// `$PWD`, is taken for the top), and the top for `-m` (`-um` too), `-c` (or where no script
+/// is named, to be safe). Words are split at shell operators too (`python3 score.py|tail`).
 pub(super) fn scorer_dirs(commands: &[&str]) -> Vec<String> {
     let mut dirs: Vec<String> = Vec::new();
     let mut top = false;
-    let clean = |w: &str| -> String {
-        let w = w.strip_prefix("./").unwrap_or(w).trim_end_matches('/');
-        if w == "." {
-            String::new()
-        } else {
-            w.to_string()
-        }
+    // `-m`, `-c`, or flags ending in either (`-um`).
+    let runs_code = |w: &&str| {
+        w.len() > 1
+            && w.starts_with('-')
+            && !w.starts_with("--")
+            && (w.ends_with('m') || w.ends_with('c'))
+            && w[1..].chars().all(|c| c.is_ascii_alphabetic())
     };
     for command in commands {
         let words: Vec<&str> = command
@@ -381,25 +382,30 @@ pub(super) fn scorer_dirs(commands: &[&str]) -> Vec<String> {
             .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
             .filter(|w| !w.is_empty())
             .collect();
-        top |= words.contains(&"-m") || !words.iter().any(|w| w.contains(".py"));
+        top |= words.iter().any(runs_code) || !words.iter().any(|w| w.contains(".py"));
         let mut cd = String::new();
         for (i, word) in words.iter().enumerate() {
             if let Some(path) = word.strip_prefix("PYTHONPATH=") {
-                dirs.extend(path.split(':').filter(|p| !p.starts_with('/')).map(clean));
+                for entry in path.split(':') {
+                    let entry = entry.trim_matches(|c| c == '"' || c == '\'');
+                    if entry.contains('$') || entry.contains('`') {
+                        top = true;
+                    } else if let Some(dir) = relative(&cd, entry) {
+                        dirs.push(dir);
+                    }
+                }
                 continue;
             }
-            if i > 0 && matches!(words[i - 1], "cd" | "pushd") && !word.starts_with('/') {
-                cd = clean(word);
-                dirs.push(cd.clone());
+            if i > 0 && matches!(words[i - 1], "cd" | "pushd") {
+                if let Some(dir) = relative("", word) {
+                    cd = dir.clone();
+                    dirs.push(dir);
+                }
             }
-            if word.ends_with(".py") && !word.starts_with('/') {
-                let word = clean(word);
-                let dir = word.rsplit_once('/').map_or("", |(d, _)| d);
-                dirs.push(match (cd.is_empty(), dir.is_empty()) {
-                    (true, _) => dir.to_string(),
-                    (false, true) => cd.clone(),
-                    (false, false) => format!("{cd}/{dir}"),
-                });
+            if word.ends_with(".py") {
+                if let Some(script) = relative(&cd, word) {
+                    dirs.push(script.rsplit_once('/').map_or("", |(d, _)| d).to_string());
+                }
             }
         }
     }
@@ -409,6 +415,26 @@ pub(super) fn scorer_dirs(commands: &[&str]) -> Vec<String> {
     dirs.sort();
     dirs.dedup();
     dirs
+}
+
+/// `path` (relative, from directory `from` of the worktree) as a path from the worktree's
+/// top, `.` and `..` resolved (`""`: the top); `None` for an absolute path or one that leaves
+/// the worktree.
+pub(super) fn relative(from: &str, path: &str) -> Option<String> {
+    if path.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = from.split('/').filter(|p| !p.is_empty()).collect();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
 }
 
 /// Top-level modules Python added after 3.11 (the list above), as far as they are known:
@@ -471,7 +497,8 @@ mod tests {
         // Glued to an operator, the script is still read.
         assert_eq!(dirs(&["python3 eval/score.py|tail -n 1"]), ["eval"]);
         assert_eq!(dirs(&["python3 eval/score.py;"]), ["eval"]);
-        // PYTHONPATH's directories come first too.
+        // PYTHONPATH's directories come first too, read from where the command stands; one
+        // made of a variable is taken for the top.
         assert_eq!(
             dirs(&["PYTHONPATH=.:lib python3 eval/score.py"]),
             ["", "eval", "lib"]
@@ -479,6 +506,24 @@ mod tests {
         assert_eq!(
             dirs(&["env PYTHONPATH=./src python3 eval/score.py"]),
             ["eval", "src"]
+        );
+        assert_eq!(
+            dirs(&["PYTHONPATH=\".\" python3 eval/score.py"]),
+            ["", "eval"]
+        );
+        assert_eq!(
+            dirs(&["PYTHONPATH=$PWD python3 eval/score.py"]),
+            ["", "eval"]
+        );
+        assert_eq!(
+            dirs(&["cd eval && PYTHONPATH=.. python3 score.py"]),
+            ["", "eval"]
+        );
+        // Flags glued to `-m`, and code given with `-c`: the top.
+        assert_eq!(dirs(&["python3 -um eval.score"]), [""]);
+        assert_eq!(
+            dirs(&["python3 -c \"import runpy; runpy.run_path('eval/score.py')\""]),
+            ["", "eval"]
         );
         // No script named: the top, to be safe; the holdout's command adds its own.
         assert_eq!(

@@ -100,34 +100,47 @@ pub(super) fn scorers(spec: &Spec, git: &Git, base: &str) -> Scorers {
             .flatten()
             .map(|b| String::from_utf8_lossy(&b).into_owned())
     };
-    // The repository's shell scripts a command runs (`sh eval/run.sh`): their lines too.
-    let scripts_run: Vec<String> = commands
-        .iter()
-        .flat_map(|c| c.split(|ch: char| ch.is_whitespace() || matches!(ch, ';' | '&' | '|')))
-        .map(|w| {
-            w.trim_matches(|c| c == '"' || c == '\'')
-                .trim_start_matches("./")
-        })
-        .filter(|w| w.ends_with(".sh") && files.iter().any(|f| f == w))
-        .filter_map(&read)
-        .collect();
-    commands.extend(scripts_run);
+    // The repository's shell scripts a command runs (`sh eval/run.sh`), and those they run
+    // in turn: their lines too.
+    let mut seen: Vec<String> = Vec::new();
+    let mut from = 0;
+    while from < commands.len() && seen.len() < 32 {
+        let found: Vec<String> = commands[from..]
+            .iter()
+            .flat_map(|c| c.split(|ch: char| ch.is_whitespace() || matches!(ch, ';' | '&' | '|')))
+            .map(|w| {
+                w.trim_matches(|c| c == '"' || c == '\'')
+                    .trim_start_matches("./")
+                    .to_string()
+            })
+            .filter(|w| w.ends_with(".sh") && files.contains(w) && !seen.contains(w))
+            .collect();
+        from = commands.len();
+        for script in found {
+            if let Some(text) = read(&script) {
+                commands.push(text);
+            }
+            seen.push(script);
+        }
+    }
     let scripts: Vec<String> = commands
         .iter()
         .flat_map(|c| crate::init::imports::scripts_of(c, &files))
         .collect();
     let words: Vec<&str> = commands.iter().map(String::as_str).collect();
     let mut dirs = super::shadow::scorer_dirs(&words);
+    // A scorer (or a file it imports) that changes `sys.path`: the top, and the relative
+    // directories it names (`sys.path.insert(0, "lib")`), come first too.
     let readers = crate::init::imports::with_local_imports(&scripts, &files, &read);
-    if readers
-        .iter()
-        .filter_map(|f| read(f))
-        .any(|text| text.contains("sys.path"))
-    {
-        dirs.push(String::new());
-        dirs.sort();
-        dirs.dedup();
+    for text in readers.iter().filter_map(|f| read(f)) {
+        for line in text.lines().filter(|l| l.contains("sys.path")) {
+            dirs.push(String::new());
+            let literals = line.split(['"', '\'']).skip(1).step_by(2);
+            dirs.extend(literals.filter_map(|p| super::shadow::relative("", p)));
+        }
     }
+    dirs.sort();
+    dirs.dedup();
     let modules = crate::init::imports::imported_tops(&scripts, &files, &read)
         .into_iter()
         .collect();

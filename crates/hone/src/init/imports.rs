@@ -48,26 +48,74 @@ pub fn imports(text: &str) -> Vec<(String, Vec<String>)> {
 }
 
 /// `text` as Python statements' lines: comments cut, tabs read as spaces, a line whose
-/// brackets stay open (or that ends in `\`) joined with the next.
+/// brackets stay open (or that ends in `\`, or inside a triple-quoted string) joined with the
+/// next. Brackets and `#` inside string literals are text (`"resnet (v2)".split("(")`).
 fn statements(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let (mut joined, mut depth) = (String::new(), 0i64);
+    // An open string: its quote, and whether it is triple-quoted (goes on over lines).
+    let mut open: Option<(char, bool)> = None;
     for line in text.lines() {
-        let code = line.split('#').next().unwrap_or("").replace('\t', " ");
-        let (code, goes_on) = match code.trim_end().strip_suffix('\\') {
-            Some(c) => (c.to_string(), true),
-            None => (code, false),
-        };
-        for c in code.chars() {
-            match c {
-                '(' | '[' | '{' => depth += 1,
-                ')' | ']' | '}' => depth -= 1,
-                _ => {}
+        let line = line.replace('\t', " ");
+        let mut code = String::new();
+        let mut chars = line.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            match open {
+                Some((q, triple)) => {
+                    code.push(c);
+                    if c == '\\' {
+                        if let Some((_, next)) = chars.next() {
+                            code.push(next);
+                        }
+                    } else if c == q && (!triple || line[i..].starts_with(&q.to_string().repeat(3)))
+                    {
+                        if triple {
+                            code.push(q);
+                            code.push(q);
+                            chars.next();
+                            chars.next();
+                        }
+                        open = None;
+                    }
+                }
+                None => match c {
+                    '#' => break,
+                    '"' | '\'' => {
+                        let triple = line[i..].starts_with(&c.to_string().repeat(3));
+                        code.push(c);
+                        if triple {
+                            code.push(c);
+                            code.push(c);
+                            chars.next();
+                            chars.next();
+                        }
+                        open = Some((c, triple));
+                    }
+                    '(' | '[' | '{' => {
+                        depth += 1;
+                        code.push(c);
+                    }
+                    ')' | ']' | '}' => {
+                        depth -= 1;
+                        code.push(c);
+                    }
+                    c => code.push(c),
+                },
             }
         }
+        // A one-quote string ends with its line (unless the line goes on).
+        let continued = code.trim_end().ends_with('\\');
+        if matches!(open, Some((_, false))) && !continued {
+            open = None;
+        }
+        let code = if continued {
+            code.trim_end().trim_end_matches('\\').to_string()
+        } else {
+            code
+        };
         joined.push(' ');
         joined.push_str(code.trim());
-        if !goes_on && depth <= 0 {
+        if !continued && depth <= 0 && open.is_none() {
             out.push(std::mem::take(&mut joined));
             depth = 0;
         }
@@ -274,7 +322,13 @@ pub fn scripts_of(command: &str, files: &[String]) -> Vec<String> {
         let w = w.strip_prefix("./").unwrap_or(w);
         if w.ends_with(".py") && files.iter().any(|f| f == w) {
             out.push(w.to_string());
-        } else if w == "-m" {
+        } else if w == "-m"
+            || (w.len() > 2
+                && w.starts_with('-')
+                && !w.starts_with("--")
+                && w.ends_with('m')
+                && w[1..].chars().all(|c| c.is_ascii_alphabetic()))
+        {
             if let Some(m) = words.get(i + 1) {
                 // `-m a.b` runs `a/__init__.py` first, then `a/b.py`.
                 let parts: Vec<&str> = m.split('.').collect();
@@ -348,16 +402,25 @@ mod tests {
                 "try:\n    import torch\nexcept ImportError:\n    torch = None\nimport os, \\\n    click\nif True: import jinja2\nfrom yaml import(safe_load)\nimport\tidna\nm = importlib.import_module(\"requests\")\nu = __import__('urllib3')\n",
             ),
             ("train.py", "import pandas\n"),
+            (
+                "eval/report.py",
+                "name = \"resnet (v2)\".split(\"(\")[0]  # a (\ndoc = \"\"\"\nimport fake (\n\"\"\"\nimport rich\n",
+            ),
         ]);
-        let tops = imported_tops(&["eval/score.py".to_string()], &files, &read);
+        let tops = imported_tops(
+            &["eval/score.py".to_string(), "eval/report.py".to_string()],
+            &files,
+            &read,
+        );
         let tops: Vec<&str> = tops.iter().map(String::as_str).collect();
         // Its own, and those of the repository's files it imports (`train.py` it does not);
-        // a relative import is none. Every form of statement, and a module named by a string.
+        // a relative import is none. Every form of statement, and a module named by a string;
+        // brackets in a string are text, and a docstring's lines are no statements.
         assert_eq!(
             tops,
             [
-                "click", "eval", "idna", "jinja2", "json", "numpy", "os", "requests", "scipy",
-                "sklearn", "torch", "urllib3", "yaml"
+                "click", "eval", "idna", "jinja2", "json", "numpy", "os", "requests", "rich",
+                "scipy", "sklearn", "torch", "urllib3", "yaml"
             ]
         );
     }
@@ -381,6 +444,10 @@ mod tests {
             ["eval/__init__.py", "eval/score.py"]
         );
         assert_eq!(scripts_of("python3 -m eval", &files), ["eval/__init__.py"]);
+        assert_eq!(
+            scripts_of("python3 -um eval.score", &files),
+            ["eval/__init__.py", "eval/score.py"]
+        );
         assert!(scripts_of("python3 /opt/score.py", &files).is_empty());
     }
 }

@@ -28,9 +28,14 @@ pub(super) fn logical_lines(text: &str, c_like: bool) -> Vec<String> {
         joined.push_str(&code);
         depth += bracket_balance(&code, !c_like);
         let goes_on = depth > 0 || code.trim_end().ends_with('\\') || in_string.is_some();
-        if !goes_on || joined.len() > 64 << 10 {
+        if !goes_on {
             out.push(std::mem::take(&mut joined));
             depth = 0;
+        } else if joined.len() > 64 << 10 {
+            // Cut at the bound: what follows is read with the brackets still open before it
+            // (`]; NAME = 6` closes one and then assigns).
+            out.push(std::mem::take(&mut joined));
+            joined = "(".repeat(usize::try_from(depth).unwrap_or(0));
         }
     }
     if !joined.trim().is_empty() {
@@ -134,22 +139,34 @@ fn fields(text: &str) -> String {
 fn field(chars: &[char], mut i: usize, out: &mut String) -> usize {
     let mut expr = String::new();
     let mut depth = 0usize;
-    let mut quote: Option<char> = None;
-    // The expression, up to a top-level `!` (not `!=`), `:` or `}`.
+    // The expression, up to a top-level `!` (not `!=`), `:` or `}`; its string literals
+    // emptied (`""`), as the code around the f-string's are.
     while i < chars.len() {
         let c = chars[i];
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None => match c {
-                '\'' | '"' => quote = Some(c),
-                '(' | '[' | '{' => depth += 1,
-                ')' | ']' | '}' if depth > 0 => depth -= 1,
-                '}' => break,
-                '!' if depth == 0 && chars.get(i + 1) != Some(&'=') => break,
-                ':' if depth == 0 => break,
-                _ => {}
-            },
+        match c {
+            '\'' | '"' => {
+                let triple = chars.get(i + 1) == Some(&c) && chars.get(i + 2) == Some(&c);
+                let len = if triple { 3 } else { 1 };
+                i += len;
+                while i < chars.len() {
+                    if chars[i] == '\\' {
+                        i += 2;
+                    } else if chars[i] == c && (!triple || chars[i..].starts_with(&[c, c, c])) {
+                        i += len;
+                        break;
+                    } else {
+                        i += 1;
+                    }
+                }
+                expr.push_str("\"\"");
+                continue;
+            }
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' if depth > 0 => depth -= 1,
+            '}' => break,
+            '!' if depth == 0 && chars.get(i + 1) != Some(&'=') => break,
+            ':' if depth == 0 => break,
+            _ => {}
         }
         expr.push(c);
         i += 1;
@@ -179,17 +196,37 @@ fn string_end(s: &str, open: Open) -> Option<usize> {
         brackets: usize,
     }
     let mut fields: Vec<Field> = Vec::new();
-    let mut inner: Option<char> = None;
+    // A string inside a field's expression: its closing quotes (`'`, `'''`).
+    let mut inner: Option<&'static str> = None;
     let mut chars = s.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         if let Some(q) = inner {
-            if c == q {
+            if c == '\\' {
+                chars.next();
+            } else if s[i..].starts_with(q) {
+                for _ in 1..q.len() {
+                    chars.next();
+                }
                 inner = None;
             }
             continue;
         }
         if c == '\\' {
-            chars.next();
+            // `\N{EM DASH}` names a character; `\{` is a backslash and a brace (which may
+            // open a field); any other escaped character is skipped.
+            match chars.peek().map(|&(_, n)| n) {
+                Some('{') if open.formatted => {}
+                Some('N') if open.formatted && s[i + 2..].starts_with('{') => {
+                    for (_, n) in chars.by_ref() {
+                        if n == '}' {
+                            break;
+                        }
+                    }
+                }
+                _ => {
+                    chars.next();
+                }
+            }
             continue;
         }
         let Some(top) = fields.last_mut().filter(|_| open.formatted) else {
@@ -216,7 +253,16 @@ fn string_end(s: &str, open: Open) -> Option<usize> {
                 fields.pop();
             }
             (true, _) => {}
-            (false, '\'' | '"') => inner = Some(c),
+            (false, '\'' | '"') => {
+                let q = ["\"\"\"", "'''", "\"", "'"]
+                    .into_iter()
+                    .find(|q| s[i..].starts_with(q))
+                    .unwrap_or("\"");
+                for _ in 1..q.len() {
+                    chars.next();
+                }
+                inner = Some(q);
+            }
             (false, '(' | '[' | '{') => top.brackets += 1,
             (false, ')' | ']' | '}') if top.brackets > 0 => top.brackets -= 1,
             (false, '}') => {

@@ -82,6 +82,11 @@ fn a_fixed_constant_changed_removed_or_deleted_is_said() {
         "_ = f'{0!r:\"<9}'; EPOCHS = 61",
         "_ = f\"\"\"{0:'^9}\"\"\"\nEPOCHS = 62\n# '\"\"\"",
         "_ = f\"{d['k']:'>{w}}\"; EPOCHS = 63",
+        // A fifth's: a triple-quoted string in a field, a backslash before a brace, a named
+        // character, a statement cut at hone's 64 KiB bound.
+        "_ = f\"{'''a'b'''}\"; EPOCHS = 64",
+        "_ = f\"\\{{\"; EPOCHS = 65",
+        "_ = f\"\\N{EM DASH}{0}\"; EPOCHS = 66",
         // A third's: bindings that are no `=` at the top, and lines as Python ends them.
         "if (EPOCHS := EPOCHS * 4) > 0:\n    pass",
         "print(f\"epochs: {(EPOCHS := 12)}\")",
@@ -307,6 +312,11 @@ fn a_name_local_to_a_function_or_class_of_a_file_that_did_not_bind_it_is_another
     let long = format!(
         "def f(a=[{}\n    (EPOCHS := 60)]): pass\n",
         "0,".repeat(40_000)
+    );
+    let cut = format!("{OLD}_x = [{}\n]; EPOCHS = 60\n", "0,".repeat(40_000));
+    assert!(
+        fixed_changed(&fixed(), "t.py", OLD, Some(&cut)).is_some(),
+        "missed the assignment after a cut statement"
     );
     for module in [
         "def f():\n    x = 1\n\x0cEPOCHS = 60\n".to_string(),
