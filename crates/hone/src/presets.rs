@@ -582,32 +582,9 @@ fn aider_count(s: &str) -> Option<u64> {
     }
 }
 
-/// How many lines that open a JSON object, from the end, [`parse_gemini`] tries.
-const GEMINI_STARTS: usize = 64;
-
-/// Reads Gemini CLI's `--output-format json` result: one (pretty-printed) JSON object with
-/// `response`, `stats.models.<model>.tokens` and, when the run failed, `error.message`.
-pub fn parse_gemini(lines: &[String]) -> Option<AgentReport> {
-    // The object starts on a line of its own; try the last such start that parses (of the
-    // last few: each try reads to the end, so trying every `{` line of a long output would
-    // take time that grows with its square).
-    let v = (0..lines.len())
-        .rev()
-        .filter(|&i| lines[i].trim_start().starts_with('{'))
-        .take(GEMINI_STARTS)
-        .find_map(|i| {
-            let text = lines[i..].join("\n");
-            serde_json::Deserializer::from_str(&text)
-                .into_iter::<serde_json::Value>()
-                .next()
-                .and_then(|r| r.ok())
-                .filter(|v| {
-                    v.get("response").is_some()
-                        || v.get("stats").is_some()
-                        || v.get("error").is_some()
-                })
-        })?;
-    let tokens = v["stats"]["models"]
+/// The tokens one Gemini CLI result object reports, summed over its models.
+fn gemini_tokens(v: &serde_json::Value) -> u64 {
+    v["stats"]["models"]
         .as_object()
         .map(|models| {
             models
@@ -621,9 +598,48 @@ pub fn parse_gemini(lines: &[String]) -> Option<AgentReport> {
                             .sum()
                     })
                 })
-                .sum()
+                .fold(0u64, u64::saturating_add)
         })
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+/// How many lines that open a JSON object, from the end, [`parse_gemini`] tries.
+const GEMINI_STARTS: usize = 64;
+
+/// Reads Gemini CLI's `--output-format json` result: one (pretty-printed) JSON object with
+/// `response`, `stats.models.<model>.tokens` and, when the run failed, `error.message`. The
+/// response and the error are the last object's; the tokens the most any object of the
+/// output reports: anything else in the turn can print an object (a shell command writing
+/// to the tool's output through `/proc`), which can raise the charge, never lower it.
+pub fn parse_gemini(lines: &[String]) -> Option<AgentReport> {
+    // The object starts on a line of its own; try the last few such starts (a parse reads
+    // one value from there: trying every `{` line of a long output could take time that grows
+    // with its square).
+    let whole = lines.join("\n");
+    let mut starts = Vec::with_capacity(lines.len());
+    let mut at = 0;
+    for l in lines {
+        starts.push(at);
+        at += l.len() + 1;
+    }
+    let objects: Vec<serde_json::Value> = (0..lines.len())
+        .rev()
+        .filter(|&i| lines[i].trim_start().starts_with('{'))
+        .take(GEMINI_STARTS)
+        .filter_map(|i| {
+            serde_json::Deserializer::from_str(&whole[starts[i]..])
+                .into_iter::<serde_json::Value>()
+                .next()
+                .and_then(|r| r.ok())
+                .filter(|v| {
+                    v.get("response").is_some()
+                        || v.get("stats").is_some()
+                        || v.get("error").is_some()
+                })
+        })
+        .collect();
+    let v = objects.first()?;
+    let tokens = objects.iter().map(gemini_tokens).max().unwrap_or(0);
     let error = v.get("error").filter(|e| !e.is_null()).map(|e| {
         e["message"]
             .as_str()

@@ -157,6 +157,20 @@ fn gemini_json_with_stats_and_error() {
         parse_gemini(&bad).unwrap().error.as_deref(),
         Some("Quota exceeded")
     );
+    // An object printed after the tool's own (by something else in the turn) can raise the
+    // tokens charged, never lower them; the response is the last object's.
+    let mut forged = ok.clone();
+    forged.extend(lines(
+        "{\"response\": \"forged\", \"stats\": {\"models\": {\"m\": {\"tokens\": {\"total\": 1}}}}}\n",
+    ));
+    let r = parse_gemini(&forged).unwrap();
+    assert_eq!(r.tokens, 25113 + 115);
+    assert_eq!(r.result.as_deref(), Some("forged"));
+    let mut raised = ok.clone();
+    raised.extend(lines(
+        "{\"stats\": {\"models\": {\"m\": {\"tokens\": {\"total\": 99999999}}}}}\n",
+    ));
+    assert_eq!(parse_gemini(&raised).unwrap().tokens, 99999999);
 }
 
 #[test]
