@@ -18,6 +18,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ops::ControlFlow;
 
+use crate::propose;
+use crate::spec::Spec;
 use crate::store::{ExperimentRecord, Status, Store, StoreError};
 
 /// How many of the latest experiments are held whole: more than an LLM proposer's prompt
@@ -218,6 +220,55 @@ pub(super) fn load(
     page(&mut history);
     history.shrink_to_fit();
     Ok(history)
+}
+
+/// What the proposer is shown: the finished experiments of `exps` and those `in_flight`, in
+/// order. Borrowed as it is when nothing is in flight (the serial loop: its history holds only
+/// finished experiments, in order), so that no experiment copies the whole history again.
+pub(super) fn shown<'e>(
+    exps: &'e [ExperimentRecord],
+    in_flight: &[ExperimentRecord],
+) -> std::borrow::Cow<'e, [ExperimentRecord]> {
+    let ordered = exps.windows(2).all(|w| w[0].n < w[1].n);
+    let running = exps.iter().any(|e| e.status() == Status::Running);
+    if in_flight.is_empty() && ordered && !running {
+        return std::borrow::Cow::Borrowed(exps);
+    }
+    let mut finished: Vec<ExperimentRecord> = exps
+        .iter()
+        .filter(|e| e.status() != Status::Running)
+        .chain(in_flight)
+        .cloned()
+        .collect();
+    finished.sort_by_key(|e| e.n);
+    std::borrow::Cow::Owned(finished)
+}
+
+/// What is left of the run's budgets for the next experiment, after `history` and the
+/// records dropped from it.
+pub(super) fn budget_left(
+    spec: &Spec,
+    history: &[ExperimentRecord],
+    dropped: &Dropped,
+) -> propose::Budget {
+    let stop = &spec.stop;
+    let (usd, tokens) = spent(history, dropped);
+    propose::Budget {
+        usd_left: stop.max_cost_usd.map(|m| m - usd),
+        tokens_left: stop.max_tokens.map(|m| m.saturating_sub(tokens)),
+    }
+}
+
+/// What the proposers of `history` and of the records dropped from it spent: dollars and
+/// tokens.
+pub(super) fn spent(history: &[ExperimentRecord], dropped: &Dropped) -> (f64, u64) {
+    let (usd, tokens) = dropped.spent();
+    (
+        usd + history.iter().map(|e| e.cost_usd).sum::<f64>(),
+        history
+            .iter()
+            .fold(tokens, |sum, e| sum.saturating_add(e.tokens)),
+    )
 }
 
 #[cfg(test)]

@@ -38,7 +38,6 @@ use crate::report::{best_experiment, Summary};
 use crate::spec::Spec;
 use crate::store::{ExperimentRecord, RunRecord, Status, Store, StoreError};
 use crate::workspace::RefListing;
-use history::Dropped;
 
 mod decision;
 mod error;
@@ -359,7 +358,7 @@ impl<'a> Engine<'a> {
         let (mut rec, parent) = self.record_start(exps, in_flight, best.as_ref(), wt)?;
         // What the proposer sees: finished experiments, and those still being verified
         // (`running`: their candidates are known, their outcomes not yet).
-        let finished = shown(exps, in_flight);
+        let finished = history::shown(exps, in_flight);
         // Propose. hone's own refs are noted first: an agent that moves them is caught below.
         let refs_before = if best.is_none() {
             RefListing::default()
@@ -372,7 +371,7 @@ impl<'a> Engine<'a> {
         let meter = propose::Meter {
             budget: match &self.ledger {
                 Some(ledger) => ledger.opened_with(),
-                None => budget_left(&self.verifier.spec, exps, &self.dropped),
+                None => history::budget_left(&self.verifier.spec, exps, &self.dropped),
             },
             spent: &spent,
         };
@@ -475,49 +474,4 @@ impl<'a> Engine<'a> {
     fn run_refs(&self) -> Result<RefListing, EngineError> {
         state::run_refs(&self.verifier.git, &self.run.tag)
     }
-}
-
-/// What the proposer is shown: the finished experiments of `exps` and those `in_flight`, in
-/// order. Borrowed as it is when nothing is in flight (the serial loop: its history holds only
-/// finished experiments, in order), so that no experiment copies the whole history again.
-fn shown<'e>(
-    exps: &'e [ExperimentRecord],
-    in_flight: &[ExperimentRecord],
-) -> std::borrow::Cow<'e, [ExperimentRecord]> {
-    let ordered = exps.windows(2).all(|w| w[0].n < w[1].n);
-    let running = exps.iter().any(|e| e.status() == Status::Running);
-    if in_flight.is_empty() && ordered && !running {
-        return std::borrow::Cow::Borrowed(exps);
-    }
-    let mut finished: Vec<ExperimentRecord> = exps
-        .iter()
-        .filter(|e| e.status() != Status::Running)
-        .chain(in_flight)
-        .cloned()
-        .collect();
-    finished.sort_by_key(|e| e.n);
-    std::borrow::Cow::Owned(finished)
-}
-
-/// What is left of the run's budgets for the next experiment, after `history` and the
-/// records dropped from it.
-fn budget_left(spec: &Spec, history: &[ExperimentRecord], dropped: &Dropped) -> propose::Budget {
-    let stop = &spec.stop;
-    let (usd, tokens) = spent(history, dropped);
-    propose::Budget {
-        usd_left: stop.max_cost_usd.map(|m| m - usd),
-        tokens_left: stop.max_tokens.map(|m| m.saturating_sub(tokens)),
-    }
-}
-
-/// What the proposers of `history` and of the records dropped from it spent: dollars and
-/// tokens.
-fn spent(history: &[ExperimentRecord], dropped: &Dropped) -> (f64, u64) {
-    let (usd, tokens) = dropped.spent();
-    (
-        usd + history.iter().map(|e| e.cost_usd).sum::<f64>(),
-        history
-            .iter()
-            .fold(tokens, |sum, e| sum.saturating_add(e.tokens)),
-    )
 }

@@ -122,7 +122,7 @@ fn failure_or_budget_stop(
             exps.last().map(|e| e.n).unwrap_or(0)
         )));
     }
-    let (usd, tokens) = super::spent(exps, dropped);
+    let (usd, tokens) = super::history::spent(exps, dropped);
     if let Some(max) = s.max_cost_usd.filter(|&max| usd >= max) {
         return Some(Stop::done(cost_spent(usd, max)));
     }

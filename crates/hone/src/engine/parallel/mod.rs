@@ -166,7 +166,7 @@ impl Engine<'_> {
         self.emit(Event::Note { message });
         exec::set_concurrent(true);
         // The budgets' ledger: what is left now, shared by the experiments in flight.
-        let left = super::budget_left(&self.verifier.spec, &self.history, &self.dropped);
+        let left = super::history::budget_left(&self.verifier.spec, &self.history, &self.dropped);
         let ledger = Arc::new(Ledger::new(left));
         self.ledger = Some(ledger.clone());
         let abort = AtomicBool::new(false);
