@@ -1,9 +1,8 @@
 //! The shape rules of the code, checked on every test run: every source file of the
 //! workspace's crates (`crates/*/src`) opens with a `//!` comment saying what it is for, and none
 //! is over 800 lines (split a longer one into submodules), the engine's coordinator under 500;
-//! every file of the CLI's test suite is
-//! part of its build. The function-length rule is clippy's `too_many_lines` (clippy.toml);
-//! this covers what clippy cannot.
+//! every file of the CLI's test suite is part of its build. The function-length rule is
+//! clippy's `too_many_lines` (clippy.toml); this covers what clippy cannot.
 
 #![allow(clippy::unwrap_used)]
 
