@@ -13,7 +13,7 @@ mod log;
 mod show;
 mod status;
 pub use log::{log_header, log_narrowings, log_row, LogFormat};
-pub use show::{show, show_curve, show_narrowings};
+pub use show::{show, show_curve, show_narrowings, show_verified_again};
 pub use status::status;
 
 static INTERRUPT: Interrupt = Interrupt::new();

@@ -29,6 +29,21 @@ pub fn run(here: &Here, a: ShowArgs) -> CliResult {
     let calls = store.mechanism_calls(run.id, Some(n)).runtime()?;
     let curve = store.curve(run.id, n).runtime()?;
     output::show(git, &run, &e, a.tail);
+    if e.status() == hone::store::Status::Aborted {
+        // A candidate a crash cut off is verified again on resume: by which experiment (the
+        // next one on the same parent, a few later in a parallel run).
+        let words = hone::engine::verified_again_words(n);
+        for m in n + 1..=n.saturating_add(64) {
+            let Some(later) = store.experiment(run.id, m).runtime()? else {
+                break;
+            };
+            // Its words, and the same files (a description is the proposer's to write).
+            if later.description.ends_with(&words) && later.tree.is_some() && later.tree == e.tree {
+                output::show_verified_again(&later);
+                break;
+            }
+        }
+    }
     output::show_curve(&curve);
     if super::has_infeasible(&store, run.id)? {
         if let Some(log) = store.narrowing_log(run.id, n).runtime()? {

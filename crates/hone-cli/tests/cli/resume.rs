@@ -98,6 +98,11 @@ fn a_candidate_cut_off_by_a_crash_is_verified_again_without_a_new_proposal() {
     assert_eq!(turns, [true, true, false, true], "the agent's turns");
     // The next experiment is the agent's again (its turn for #4, one lower).
     assert_eq!(log[4]["objective"], 1.0, "{}", log[4]);
+    // `hone show 2` says where its candidate was measured.
+    assert_says(
+        &r.hone(&["show", "2"]),
+        "its candidate was verified again as #3: keep (3.000000)",
+    );
 }
 
 #[test]

@@ -69,7 +69,7 @@ mod verifier;
 pub use error::{Config, EngineError, Fs, Internal, Mismatch, Shared, Stage, Tool};
 pub use gate::fixed_use_of;
 pub use proposal::{best_vs_baseline_of_commits, best_vs_baseline_of_run, literal_changes_between};
-pub use retry::verified_again_on_resume;
+pub use retry::{verified_again_on_resume, verified_again_words};
 pub use session::check_model_servers;
 pub use state::{
     archive_ref, branch_ref, configured_store, configured_store_of, is_running, repo_key,

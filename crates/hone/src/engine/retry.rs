@@ -54,6 +54,11 @@ pub(super) fn retry_of(e: &ExperimentRecord) -> Option<Retry> {
     })
 }
 
+/// The words a second attempt at experiment `n`'s candidate ends its description with.
+pub fn verified_again_words(n: u64) -> String {
+    format!("{AGAIN} {n}'s run was cut off when hone stopped)")
+}
+
 /// Whether `e`, an experiment left `running` by a hone that is no longer at work, will have its
 /// candidate verified again when the run resumes (`hone status` says so).
 pub fn verified_again_on_resume(e: &ExperimentRecord) -> bool {
@@ -106,7 +111,7 @@ impl Engine<'_> {
                 r.n
             ),
         });
-        let again = format!("{AGAIN} {}'s run was cut off when hone stopped)", r.n);
+        let again = verified_again_words(r.n);
         Ok(Some(Proposal {
             description: if r.description.is_empty() {
                 again
