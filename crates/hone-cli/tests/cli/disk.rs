@@ -132,6 +132,37 @@ fn a_candidate_or_its_verifier_that_fills_the_disk_fails_alone() {
 }
 
 #[test]
+fn a_verifier_that_fills_the_disk_with_a_file_it_deleted_is_the_one_to_blame() {
+    // The verifier of the candidate scoring 3 fills the disk through a file it deleted and
+    // holds open, then prints: hone cannot write its log, and finds nothing of it to remove.
+    // Its space comes back when it ends: a crash, and the run goes on (hone used to stop with
+    // an error there, leaving the experiment to be verified again on resume: a second try for
+    // a run that did not like its score).
+    let verify = format!(
+        "if grep -q 'score: 3' value.txt; then exec 3> held.bin; rm held.bin; {} >&3; fi; cat value.txt",
+        "head -c 64M /dev/urandom 2>/dev/null"
+    );
+    let Some((_disk, r)) = repo_on_a_small_disk(&verify, &scores(&[4, 3, 2]), 4) else {
+        return;
+    };
+    let out = ok(r.hone(&["run", "--tag", "held"]));
+    assert_eq!(
+        r.statuses(),
+        ["baseline", "keep", "crash", "keep"],
+        "{}",
+        text(&out)
+    );
+    let reason = r.log()[2]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        reason.contains("its space came back when its processes ended"),
+        "{reason}"
+    );
+}
+
+#[test]
 fn a_run_killed_while_the_disk_is_full_resumes_after_removing_what_its_candidate_left() {
     let marks = Marks::new();
     let script = marks.fill(&format!(

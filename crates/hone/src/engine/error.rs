@@ -63,7 +63,14 @@ impl EngineError {
             ) => error.io(),
             _ => None,
         };
-        exec.is_some_and(|e| crate::workspace::out_of_room(e))
+        let store_full = matches!(
+            self,
+            EngineError::Store(crate::store::StoreError::Sqlite(
+                rusqlite::Error::SqliteFailure(f, _)
+            )) if f.code == rusqlite::ErrorCode::DiskFull
+        );
+        store_full
+            || exec.is_some_and(|e| crate::workspace::out_of_room(e))
             || crate::workspace::out_of_room(self)
     }
 

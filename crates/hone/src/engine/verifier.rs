@@ -134,6 +134,27 @@ pub(super) struct Verifier {
     pub bunched: bool,
 }
 
+/// Why a run that filled the disk with what it held open (a file it deleted) is a crash.
+const HELD_ROOM: &str = "the disk filled up while it ran, and its space came back when its processes ended (it held open what filled it)";
+
+/// Whether a file can be written in `dir` again, tried for up to a second (the space a
+/// killed process held comes back once the kernel has closed its files).
+fn room_came_back(dir: &Path) -> bool {
+    let probe = dir.join(".room-probe");
+    for _ in 0..20 {
+        let wrote = std::fs::write(&probe, vec![0u8; 1 << 20]);
+        let _ = std::fs::remove_file(&probe);
+        match wrote {
+            Ok(()) => return true,
+            Err(e) if crate::workspace::out_of_room(&e) => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
 impl Verifier {
     /// The same verifier for a parallel slot with environment `slot_env`.
     pub(super) fn for_slot(&self, slot_env: Vec<(String, String)>) -> Verifier {
@@ -438,23 +459,21 @@ impl Verifier {
             },
             (cancel, &|| stop.get() && !printed.get()),
         );
-        let (exit, failure) = match ran {
-            Ok(r) => r,
-            Err(e) if !e.out_of_room() => return Err(e),
-            Err(e) => match self.free_room(wt, s.files, true) {
-                Some(removed) => {
-                    let failure = Failure {
-                        status: Status::Crash,
-                        reason: format!(
-                            "the disk filled up while it ran; removed what it left: {removed}"
-                        ),
-                    };
-                    return Ok((Exit::Code(1), Some(failure), reader.finish()));
-                }
-                None => return Err(e),
-            },
+        // A full disk while it ran, which its stage or its progress points met: the run's
+        // doing where removing what it left, or its end, gave the room back (a crash).
+        let crash = |reason| Failure {
+            status: Status::Crash,
+            reason,
         };
-        let pruned = self.watched(watch)?;
+        let (exit, failure) = match self.unless_run_filled_disk(wt, s.files, ran)? {
+            Ok(r) => r,
+            Err(why) => return Ok((Exit::Code(1), Some(crash(why)), reader.finish())),
+        };
+        let watched = self.watched(watch);
+        let pruned = match self.unless_run_filled_disk(wt, s.files, watched)? {
+            Ok(pruned) => pruned,
+            Err(why) => return Ok((Exit::Code(1), Some(crash(why)), reader.finish())),
+        };
         let failure = match pruned {
             Some(reason) if exit == Exit::Cancelled && !cancel() => Some(Failure {
                 status: Status::Pruned,
@@ -503,6 +522,32 @@ impl Verifier {
             cancel,
         };
         self.executor.run(&job, io)
+    }
+
+    /// `r`, but where it failed because the run filled the disk, why the run is a crash
+    /// (`Ok(Err(why))`): what it left in `wt` was removed (said), or the room came back once
+    /// its processes ended ([`HELD_ROOM`]). Any other error, or a disk that stays full, is
+    /// returned as it is.
+    fn unless_run_filled_disk<T>(
+        &self,
+        wt: &Path,
+        files: &str,
+        r: Result<T, EngineError>,
+    ) -> Result<Result<T, String>, EngineError> {
+        let e = match r {
+            Ok(v) => return Ok(Ok(v)),
+            Err(e) if !e.out_of_room() => return Err(e),
+            Err(e) => e,
+        };
+        if let Some(removed) = self.free_room(wt, files, true) {
+            return Ok(Err(format!(
+                "the disk filled up while it ran; removed what it left: {removed}"
+            )));
+        }
+        if room_came_back(&self.paths.run_dir(&self.tag).join("logs")) {
+            return Ok(Err(HELD_ROOM.to_string()));
+        }
+        Err(e)
     }
 
     /// Frees a full disk of what the candidate's code left in `wt` ([`Git::make_room`]

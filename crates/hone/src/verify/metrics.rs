@@ -206,6 +206,27 @@ pub enum MetricError {
 }
 
 /// Reads the metrics of one run from its output, line by line.
+/// The most metric names [`MetricReader`] keeps besides the objective.
+pub const MAX_METRICS: usize = 1000;
+/// The longest metric name, in bytes, [`MetricReader`] keeps.
+pub const MAX_METRIC_NAME: usize = 200;
+
+/// `name = value` into `map`, unless the name is longer than [`MAX_METRIC_NAME`] or new to a
+/// map that holds [`MAX_METRICS`] names already (the objective, `objective`, always).
+fn keep_bounded(map: &mut BTreeMap<String, f64>, name: String, value: f64, objective: &str) {
+    if name == objective {
+        map.insert(name, value);
+        return;
+    }
+    if name.len() > MAX_METRIC_NAME {
+        return;
+    }
+    let room = map.len() - usize::from(map.contains_key(objective)) < MAX_METRICS;
+    if room || map.contains_key(&name) {
+        map.insert(name, value);
+    }
+}
+
 pub struct MetricReader {
     objective: String,
     /// With a `metric_regex`, the objective comes only from its matches.
@@ -281,7 +302,10 @@ impl MetricReader {
         })
     }
 
-    /// Takes one line of output.
+    /// Takes one line of output. What it keeps is bounded whatever the output (it is the
+    /// candidate's): at most [`MAX_METRICS`] names besides the objective, each of at most
+    /// [`MAX_METRIC_NAME`] bytes, so that a verifier printing ever new names cannot grow hone
+    /// until the system kills it.
     pub fn feed(&mut self, line: &str) {
         let whole = parse_line(line);
         let regex = self.objective_regex.is_some();
@@ -293,7 +317,7 @@ impl MetricReader {
         for (name, value) in pairs {
             if !(regex && name == self.objective) {
                 self.note_other_case(&name, value);
-                self.inside.insert(name, value);
+                keep_bounded(&mut self.inside, name, value, &self.objective);
             }
         }
         for (name, value) in whole {
@@ -304,7 +328,7 @@ impl MetricReader {
             if name == self.objective {
                 self.objective_lines += 1;
             }
-            self.metrics.values.insert(name, value);
+            keep_bounded(&mut self.metrics.values, name, value, &self.objective);
         }
         if mentions(line, &self.objective) {
             self.mention = Some(line.trim().chars().take(300).collect());
@@ -341,7 +365,9 @@ impl MetricReader {
     pub fn finish(self) -> MetricSet {
         let mut metrics = self.metrics;
         for (name, value) in self.inside {
-            metrics.values.entry(name).or_insert(value);
+            if !metrics.values.contains_key(&name) {
+                keep_bounded(&mut metrics.values, name, value, &self.objective);
+            }
         }
         if let Some(value) = self.other_case {
             metrics

@@ -403,3 +403,23 @@ proptest! {
         prop_assert_eq!(reader.finish().get(&name), Some(v));
     }
 }
+
+#[test]
+fn what_a_reader_keeps_is_bounded_whatever_the_output() {
+    // Ever new names (long ones, and many short ones, whole lines and pairs inside lines):
+    // at most MAX_METRICS names besides the objective, none longer than MAX_METRIC_NAME, and
+    // the objective read all the same, even last.
+    let long = format!("m{}: 1", "x".repeat(60_000));
+    let mut lines: Vec<String> = vec![long];
+    lines.extend((0..3 * MAX_METRICS).map(|i| format!("m{i}: {i}")));
+    lines.extend((0..3 * MAX_METRICS).map(|i| format!("step done, p{i}=1")));
+    lines.push("m0: 42".into());
+    lines.push("loss: 0.5".into());
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let set = read("loss", None, &refs);
+    assert_eq!(set.get("loss"), Some(0.5));
+    assert!(set.values.len() <= MAX_METRICS + 1, "{}", set.values.len());
+    assert!(set.values.keys().all(|k| k.len() <= MAX_METRIC_NAME));
+    // A name kept takes its later values.
+    assert_eq!(set.get("m0"), Some(42.0));
+}
