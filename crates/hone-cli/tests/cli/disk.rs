@@ -142,20 +142,9 @@ fn a_verifier_that_fills_the_disk_with_a_file_it_deleted_is_the_one_to_blame() {
         "if grep -q 'score: 3' value.txt; then exec 3> held.bin; rm held.bin; {} >&3; fi; cat value.txt",
         "head -c 64M /dev/urandom 2>/dev/null"
     );
-    let Some((_disk, r)) = repo_on_a_small_disk(&verify, &scores(&[4, 3, 2]), 4) else {
+    let Some(reason) = second_crashes(&verify, false) else {
         return;
     };
-    let out = ok(r.hone(&["run", "--tag", "held"]));
-    assert_eq!(
-        r.statuses(),
-        ["baseline", "keep", "crash", "keep"],
-        "{}",
-        text(&out)
-    );
-    let reason = r.log()[2]["reason"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
     assert!(
         reason.contains("its space came back when its processes ended"),
         "{reason}"
@@ -224,23 +213,37 @@ fn a_sandboxed_verifier_that_fills_its_tmpdir_is_a_crash_and_the_run_goes_on() {
         "if grep -q 'score: 3' value.txt; then {}; fi; cat value.txt",
         FILL.replace("{f}", "\"$TMPDIR/ckpt.bin\"")
     );
-    let Some((_disk, r)) = repo_on_a_small_disk(&verify, &scores(&[4, 3, 2]), 4) else {
+    let Some(reason) = second_crashes(&verify, true) else {
         return;
     };
-    edit_spec(&r.dir, |t| format!("{t}\n[sandbox]\nkind = \"bwrap\"\n"));
-    git(&r.dir, &["commit", "-qam", "sandboxed"]);
-    let out = ok(r.hone(&["run", "--tag", "tmp"]));
+    assert!(
+        reason.contains("removed what it left: .hone/tmp ("),
+        "{reason}"
+    );
+}
+
+/// A run on a small disk (under bubblewrap with `sandboxed`) of candidates scoring 4, 3 and 2,
+/// whose verifier `verify` fills the disk for the second: it must be a crash, the run going on
+/// to keep the third and the room given back. Its reason; `None` where no disk could be
+/// mounted.
+fn second_crashes(verify: &str, sandboxed: bool) -> Option<String> {
+    let (_disk, r) = repo_on_a_small_disk(verify, &scores(&[4, 3, 2]), 4)?;
+    if sandboxed {
+        edit_spec(&r.dir, |t| format!("{t}\n[sandbox]\nkind = \"bwrap\"\n"));
+        git(&r.dir, &["commit", "-qam", "sandboxed"]);
+    }
+    let out = ok(r.hone(&["run", "--tag", "full"]));
     assert_eq!(
         r.statuses(),
         ["baseline", "keep", "crash", "keep"],
         "{}",
         text(&out)
     );
-    let log = r.log();
-    let reason = log[2]["reason"].as_str().unwrap_or_default();
-    assert!(
-        reason.contains("removed what it left: .hone/tmp ("),
-        "{reason}"
-    );
     assert!(free_bytes(&r.dir) > 16 << 20, "the room was not given back");
+    Some(
+        r.log()[2]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    )
 }

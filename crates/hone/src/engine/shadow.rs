@@ -483,53 +483,45 @@ mod tests {
 
     #[test]
     fn where_a_sealed_scorer_looks_first() {
-        let dirs = |commands: &[&str]| scorer_dirs(commands);
-        assert_eq!(dirs(&["python3 evaluate.py"]), [""]);
-        assert_eq!(dirs(&["python3 ./eval/score.py --x 1"]), ["eval"]);
-        assert_eq!(dirs(&["python3 -m eval.score"]), [""]);
-        assert_eq!(dirs(&["cd eval && python3 score.py"]), ["eval"]);
-        assert_eq!(
-            dirs(&["cd eval/ && python3 sub/score.py"]),
-            ["eval", "eval/sub"]
-        );
-        assert_eq!(dirs(&["cd eval && python3 -m score"]), ["", "eval"]);
-        assert_eq!(dirs(&["(cd eval; python3 score.py)"]), ["eval"]);
-        // Glued to an operator, the script is still read.
-        assert_eq!(dirs(&["python3 eval/score.py|tail -n 1"]), ["eval"]);
-        assert_eq!(dirs(&["python3 eval/score.py;"]), ["eval"]);
-        // PYTHONPATH's directories come first too, read from where the command stands; one
-        // made of a variable is taken for the top.
-        assert_eq!(
-            dirs(&["PYTHONPATH=.:lib python3 eval/score.py"]),
-            ["", "eval", "lib"]
-        );
-        assert_eq!(
-            dirs(&["env PYTHONPATH=./src python3 eval/score.py"]),
-            ["eval", "src"]
-        );
-        assert_eq!(
-            dirs(&["PYTHONPATH=\".\" python3 eval/score.py"]),
-            ["", "eval"]
-        );
-        assert_eq!(
-            dirs(&["PYTHONPATH=$PWD python3 eval/score.py"]),
-            ["", "eval"]
-        );
-        assert_eq!(
-            dirs(&["cd eval && PYTHONPATH=.. python3 score.py"]),
-            ["", "eval"]
-        );
-        // Flags glued to `-m`, and code given with `-c`: the top.
-        assert_eq!(dirs(&["python3 -um eval.score"]), [""]);
-        assert_eq!(
-            dirs(&["python3 -c \"import runpy; runpy.run_path('eval/score.py')\""]),
-            ["", "eval"]
-        );
-        // No script named: the top, to be safe; the holdout's command adds its own.
-        assert_eq!(
-            dirs(&["./score.sh", "python3 holdout/h.py"]),
-            ["", "holdout"]
-        );
+        let cases: &[(&[&str], &[&str])] = &[
+            (&["python3 evaluate.py"], &[""]),
+            (&["python3 ./eval/score.py --x 1"], &["eval"]),
+            (&["python3 -m eval.score"], &[""]),
+            (&["cd eval && python3 score.py"], &["eval"]),
+            (&["cd eval/ && python3 sub/score.py"], &["eval", "eval/sub"]),
+            (&["cd eval && python3 -m score"], &["", "eval"]),
+            (&["(cd eval; python3 score.py)"], &["eval"]),
+            // Glued to an operator, the script is still read.
+            (&["python3 eval/score.py|tail -n 1"], &["eval"]),
+            (&["python3 eval/score.py;"], &["eval"]),
+            // PYTHONPATH's directories come first too, read from where the command stands;
+            // one made of a variable is taken for the top.
+            (
+                &["PYTHONPATH=.:lib python3 eval/score.py"],
+                &["", "eval", "lib"],
+            ),
+            (
+                &["env PYTHONPATH=./src python3 eval/score.py"],
+                &["eval", "src"],
+            ),
+            (&["PYTHONPATH=\".\" python3 eval/score.py"], &["", "eval"]),
+            (&["PYTHONPATH=$PWD python3 eval/score.py"], &["", "eval"]),
+            (
+                &["cd eval && PYTHONPATH=.. python3 score.py"],
+                &["", "eval"],
+            ),
+            // Flags glued to `-m`, and code given with `-c`: the top.
+            (&["python3 -um eval.score"], &[""]),
+            (
+                &["python3 -c \"import runpy; runpy.run_path('eval/score.py')\""],
+                &["", "eval"],
+            ),
+            // No script named: the top, to be safe; the holdout's command adds its own.
+            (&["./score.sh", "python3 holdout/h.py"], &["", "holdout"]),
+        ];
+        for (commands, want) in cases {
+            assert_eq!(scorer_dirs(commands), *want, "{commands:?}");
+        }
     }
 
     #[test]
