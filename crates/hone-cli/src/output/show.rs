@@ -250,7 +250,6 @@ fn show_diff_and_log(git: &Git, e: &ExperimentRecord, tail: usize) {
     }
 }
 
-/// An experiment's curve (`hone show N`): how many points, and the first and last ones.
 /// `hone show N` of an experiment a crash cut off: the later one that verified its candidate
 /// again.
 pub fn show_verified_again(later: &ExperimentRecord) {
@@ -262,6 +261,7 @@ pub fn show_verified_again(later: &ExperimentRecord) {
     );
 }
 
+/// An experiment's curve (`hone show N`): how many points, and the first and last ones.
 pub fn show_curve(curve: &[(f64, f64)]) {
     let (Some(first), Some(last)) = (curve.first(), curve.last()) else {
         return;

@@ -350,8 +350,9 @@ fn a_new_module_named_like_one_the_sealed_scorer_imports_is_a_violation() {
     // add modules: its numpy.py would be the scorer's `import numpy` (here optional, as
     // scorers often make it), outside the standard library. Without numpy installed, the
     // scorer runs on without it. So too where the scorer is run by a shell script of the
-    // repository's with `PYTHONPATH=.` (or by a script that runs that one), and imports a
-    // module only through `import_module`.
+    // repository's (or by a script that runs that one): its imports are read from the script
+    // the shell script runs, one only through `import_module`. (Where it looks is read from
+    // the shell script too; `shadow::where_a_sealed_scorer_looks_first` tests that.)
     for (evaluate, imports, module) in [
         ("python3 -m eval.score", "import numpy", "numpy"),
         (

@@ -14,6 +14,9 @@
 //! So the memory of a long run grows with its keeps, not with its experiments. A record with
 //! repeated runs stays (the noise estimate reads every one's runs), without its
 //! configuration. A resumed run's proposer converts the loaded history first.
+//!
+//! What the proposer is shown of the history ([`shown`]) and what is left of the budgets
+//! after it ([`budget_left`], [`spent`]) are read here too.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::ControlFlow;

@@ -24,7 +24,8 @@ use crate::store::ExperimentRecord;
 
 use super::{Engine, EngineError, Event};
 
-/// What a second attempt's description ends with (and how recovery knows one).
+/// What a second attempt's description contains (how recovery knows one). A proposer that
+/// writes it into its own description only cancels its own candidate's second attempt.
 const AGAIN: &str = "(verified again: experiment";
 
 /// A candidate to verify again.

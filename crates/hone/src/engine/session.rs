@@ -451,7 +451,7 @@ impl<'a> Engine<'a> {
             &self.verifier.spec,
             &self.verifier.git,
             &self.run.base_commit,
-        );
+        )?;
         // The run's experiments, kept in memory from here on, the older ones slimmed (the
         // store stays the truth on disk; `finish` writes each outcome there before updating
         // this copy).

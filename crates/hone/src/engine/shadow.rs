@@ -397,9 +397,17 @@ pub(super) fn scorer_dirs(commands: &[&str]) -> Vec<String> {
                 continue;
             }
             if i > 0 && matches!(words[i - 1], "cd" | "pushd") {
-                if let Some(dir) = relative("", word) {
-                    cd = dir.clone();
-                    dirs.push(dir);
+                // From where the command stands; out of the worktree (or absolute), the top,
+                // to be safe.
+                match relative(&cd, word) {
+                    Some(dir) => {
+                        cd = dir.clone();
+                        dirs.push(dir);
+                    }
+                    None => {
+                        cd.clear();
+                        top = true;
+                    }
                 }
             }
             if word.ends_with(".py") {
@@ -491,6 +499,15 @@ mod tests {
             (&["cd eval/ && python3 sub/score.py"], &["eval", "eval/sub"]),
             (&["cd eval && python3 -m score"], &["", "eval"]),
             (&["(cd eval; python3 score.py)"], &["eval"]),
+            (
+                &["cd eval && python3 a.py; cd .. && python3 b.py"],
+                &["", "eval"],
+            ),
+            (
+                &["cd eval && cd sub && python3 s.py"],
+                &["eval", "eval/sub"],
+            ),
+            (&["cd /opt/x && python3 s.py"], &[""]),
             // Glued to an operator, the script is still read.
             (&["python3 eval/score.py|tail -n 1"], &["eval"]),
             (&["python3 eval/score.py;"], &["eval"]),

@@ -72,7 +72,7 @@ fn unsealed_scorers(spec: &Spec, git: &Git, head: &str, files: &[String]) -> Vec
 /// scripts the commands run; the top too where a scorer or a file it imports changes
 /// `sys.path`), and the top-level modules they import, themselves or through the repository's
 /// files they import.
-pub(super) fn scorers(spec: &Spec, git: &Git, base: &str) -> Scorers {
+pub(super) fn scorers(spec: &Spec, git: &Git, base: &str) -> Result<Scorers, EngineError> {
     let mut commands: Vec<String> = [
         spec.verify.evaluate.as_deref(),
         spec.verify
@@ -85,15 +85,9 @@ pub(super) fn scorers(spec: &Spec, git: &Git, base: &str) -> Scorers {
     .map(str::to_string)
     .collect();
     if commands.is_empty() {
-        return Scorers::default();
+        return Ok(Scorers::default());
     }
-    let Ok(files) = git.files_at(base) else {
-        // Unreadable: the top and the standard library's names, to be safe.
-        return Scorers {
-            dirs: vec![String::new()],
-            modules: Vec::new(),
-        };
-    };
+    let files = git.files_at(base)?;
     let read = |path: &str| {
         git.file_at_most(base, path, 4 << 20)
             .ok()
@@ -144,7 +138,7 @@ pub(super) fn scorers(spec: &Spec, git: &Git, base: &str) -> Scorers {
     let modules = crate::init::imports::imported_tops(&scripts, &files, &read)
         .into_iter()
         .collect();
-    Scorers { dirs, modules }
+    Ok(Scorers { dirs, modules })
 }
 
 /// The files a new run starts from (`files`, committed at `head`): something must be

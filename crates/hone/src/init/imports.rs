@@ -129,7 +129,8 @@ fn statements(text: &str) -> Vec<String> {
 /// What a one-line block runs (`if x: import m` gives `import m`); `stmt` itself otherwise.
 fn after_header(stmt: &str) -> &str {
     const HEADERS: &[&str] = &[
-        "if ", "elif ", "else", "try", "except", "finally", "with ", "for ", "while ",
+        "if ", "elif ", "else", "try", "except", "finally", "with ", "for ", "while ", "def ",
+        "class ", "async ", "match ", "case ",
     ];
     if !HEADERS.iter().any(|h| stmt.starts_with(h)) {
         return stmt;
@@ -399,7 +400,7 @@ mod tests {
             ("eval/helpers.py", "import scipy.stats\n"),
             (
                 "eval/metrics.py",
-                "try:\n    import torch\nexcept ImportError:\n    torch = None\nimport os, \\\n    click\nif True: import jinja2\nfrom yaml import(safe_load)\nimport\tidna\nm = importlib.import_module(\"requests\")\nu = __import__('urllib3')\n",
+                "try:\n    import torch\nexcept ImportError:\n    torch = None\nimport os, \\\n    click\nif True: import jinja2\nfrom yaml import(safe_load)\nimport\tidna\nm = importlib.import_module(\"requests\")\nu = __import__('urllib3')\ndef f(): import tqdm\n",
             ),
             ("train.py", "import pandas\n"),
             (
@@ -420,7 +421,7 @@ mod tests {
             tops,
             [
                 "click", "eval", "idna", "jinja2", "json", "numpy", "os", "requests", "rich",
-                "scipy", "sklearn", "torch", "urllib3", "yaml"
+                "scipy", "sklearn", "torch", "tqdm", "urllib3", "yaml"
             ]
         );
     }

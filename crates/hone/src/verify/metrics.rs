@@ -205,7 +205,6 @@ pub enum MetricError {
     BadConstraint(String),
 }
 
-/// Reads the metrics of one run from its output, line by line.
 /// The most metric names [`MetricReader`] keeps besides the objective.
 pub const MAX_METRICS: usize = 1000;
 /// The longest metric name, in bytes, [`MetricReader`] keeps.
@@ -227,6 +226,7 @@ fn keep_bounded(map: &mut BTreeMap<String, f64>, name: String, value: f64, objec
     }
 }
 
+/// Reads the metrics of one run from its output, line by line.
 pub struct MetricReader {
     objective: String,
     /// With a `metric_regex`, the objective comes only from its matches.

@@ -9,8 +9,9 @@ use lines::{enclosed, logical_lines, normalize_identifiers};
 /// How a candidate's file `path` treats the `fixed` constants its parent's version (`old`)
 /// assigns: the first one assigned otherwise than before (another value, a second assignment
 /// further down, an augmented one, none left), or held by a deleted file (`new` is `None`),
-/// said for the record; or one the parent's file did not assign that this one does (`from
-/// tweaks import *` with `tweaks.py` setting it).
+/// said for the record; or one the parent's file did not assign that this one does at
+/// module level (`from tweaks import *` with `tweaks.py` setting it; a name local to a
+/// function or class of such a file is another name, see [`lines::enclosed`]).
 /// Assignments are compared as written (comments and spacing aside), wherever a statement
 /// stands (see [`assignments`]): a best effort against an agent that edits the constant, not
 /// against code written to get around it (put such a constant in a protected file for that).

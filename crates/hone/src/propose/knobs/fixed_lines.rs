@@ -3,9 +3,15 @@
 //! brackets of every kind, a trailing `\` and an open string go on to the next line;
 //! identifiers in NFKC form), C-like languages with their `//` comments cut.
 
+/// The most brackets a statement cut at 64 KiB is read on with (each piece after the cut
+/// starts with them: a bound, so that a file of a million `(` cannot make every later line
+/// a megabyte long).
+const CUT_DEPTH: usize = 64;
+
 /// `text` as statements' lines: comments cut, string literals emptied, and a line whose
 /// brackets stay open (or that ends with `\`, or inside a string) joined with the lines that
-/// close them (at most 64 KiB each: a bracket never closed ends it there).
+/// close them (at most 64 KiB each: a longer statement is cut there, and what follows is read
+/// with its brackets still open, up to [`CUT_DEPTH`] of them).
 pub(super) fn logical_lines(text: &str, c_like: bool) -> Vec<String> {
     let mut out = Vec::new();
     let mut joined = String::new();
@@ -35,7 +41,7 @@ pub(super) fn logical_lines(text: &str, c_like: bool) -> Vec<String> {
             // Cut at the bound: what follows is read with the brackets still open before it
             // (`]; NAME = 6` closes one and then assigns).
             out.push(std::mem::take(&mut joined));
-            joined = "(".repeat(usize::try_from(depth).unwrap_or(0));
+            joined = "(".repeat(usize::try_from(depth).unwrap_or(0).min(CUT_DEPTH));
         }
     }
     if !joined.trim().is_empty() {
