@@ -350,3 +350,12 @@ fn a_name_local_to_a_function_or_class_of_a_file_that_did_not_bind_it_is_another
         );
     }
 }
+
+#[test]
+fn a_statement_cut_at_the_bound_keeps_the_lines_after_it_small() {
+    // A megabyte of `(` then short lines: each piece after the cut starts with at most
+    // 64 brackets, so what is read stays about the size of the file.
+    let text = format!("x = {}\n{}", "(".repeat(1 << 20), "y\n".repeat(200));
+    let read: usize = logical_lines(&text, false).iter().map(String::len).sum();
+    assert!(read < 8 * text.len(), "{read} bytes read of {}", text.len());
+}
