@@ -97,7 +97,7 @@ fn prompt_holds_program_history_and_rules() {
 fn agent_failure_is_invalid_and_the_loop_goes_on() {
     let r = Repo::scored(
         3,
-        "say\tI give up\nexit\t7\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
+        "hypothesis\ttry a lower score\nsay\tI give up\nexit\t7\n---\nwrite\tvalue.txt\tscore: 1\\n\n",
     );
     // An uncommitted edit in the user's checkout is not part of the run, and hone says so.
     put(r.dir.join("value.txt"), "score: 0\n");
@@ -111,6 +111,8 @@ fn agent_failure_is_invalid_and_the_loop_goes_on() {
     let log = r.log();
     assert_eq!(log[1]["status"], "invalid");
     assert_reason(&log[1], "status 7");
+    // A failed turn is described by the hypothesis it wrote.
+    assert_eq!(log[1]["description"], "try a lower score");
     assert_eq!(log[2]["status"], "keep");
 }
 

@@ -276,6 +276,7 @@ impl Proposer for CommandProposer {
             append_note(&log_path, note);
         }
         if let Some(e) = reported {
+            describe_failed_turn(ctx);
             return Err(with_charge(reported_error(e), charged.as_deref()));
         }
         if let Some(res) = report.and_then(|r| r.result.as_ref()) {
@@ -284,8 +285,10 @@ impl Proposer for CommandProposer {
         // A tool that stopped at a limit of its own exits non-zero: its edit is measured.
         let stopped = report.is_some_and(|r| r.stopped_at_limit) && exited;
         let exit = if stopped { Exit::Code(0) } else { outcome.exit };
-        exit_error(ctx, (exit, cut_by_max_time), &log_path)
-            .map_err(|e| with_charge(e, charged.as_deref()))?;
+        exit_error(ctx, (exit, cut_by_max_time), &log_path).map_err(|e| {
+            describe_failed_turn(ctx);
+            with_charge(e, charged.as_deref())
+        })?;
         keep_notes(ctx, &notes_path, &kept_notes);
         let hypothesis = take_hypothesis(ctx);
         let description =
@@ -550,6 +553,14 @@ fn keep_notes(ctx: &ProposeContext<'_>, notes_path: &std::path::Path, kept_notes
                 &notes,
             );
         }
+    }
+}
+
+/// A failed turn is described by the hypothesis the agent wrote, if it wrote one (what it
+/// printed last says why it failed, which the record's reason holds).
+fn describe_failed_turn(ctx: &ProposeContext<'_>) {
+    if let Some(h) = take_hypothesis(ctx) {
+        (ctx.describe)(&prompt::sanitize(&h, 300).replace('\n', " "));
     }
 }
 
