@@ -310,33 +310,59 @@ fn fixed_epochs_run(script: &str, editable: &'static [&'static str]) -> Repo {
     r
 }
 
+/// A run (`max` experiments) of a training script that writes `model.txt`, scored by the
+/// sealed `eval/score.py` (`score_py`, protected with all of `eval/`, which also holds two
+/// shell scripts running it: `eval/run.sh` and `eval/outer.sh`, which runs that one) through
+/// `evaluate`; the agent's `script`, `editable` its files.
+fn sealed_scorer_run(
+    score_py: &str,
+    script: &str,
+    editable: &'static [&'static str],
+    evaluate: &str,
+    max: u32,
+) -> Repo {
+    let evaluate = evaluate.to_string();
+    let r = Repo::builder()
+        .file(
+            "train.py",
+            "W = 1.0\nopen('model.txt', 'w').write(str(W))\n",
+        )
+        .file("eval/__init__.py", "")
+        .file("eval/run.sh", "PYTHONPATH=. python3 eval/score.py\n")
+        .file("eval/outer.sh", "sh eval/run.sh\n")
+        .file("eval/score.py", score_py)
+        .script(script)
+        .spec_with(move |agent| {
+            Spec::standard("python3 train.py", agent)
+                .editable(editable)
+                .protected(&["eval/"])
+                .set("verify", "evaluate", &format!("\"{evaluate}\""))
+                .set("verify", "outputs", "[\"model.txt\"]")
+                .tail(&format!("[stop]\nmax_experiments = {max}\n"))
+        })
+        .create();
+    ok(r.hone(&["run"]));
+    r
+}
+
+/// The sealed scorer's score of `model.txt`, after `first` (its imports).
+fn scorer_py(first: &str) -> String {
+    format!(
+        "{first}\nw = float(open('model.txt').read())\nprint(f'score: {{(w - 3.0) ** 2:.6f}}')\n"
+    )
+}
+
 #[test]
 fn a_new_module_named_like_the_standard_librarys_beside_a_sealed_scorer_is_a_violation() {
     // `python3 -m eval.score` puts the worktree's top first on sys.path: a candidate's
     // json.py would be the scorer's `import json`. A new helper module of another name is fine.
-    let r = Repo::builder()
-        .file(
-            "train.py",
-            "import json\nW = 1.0\njson.dump({'w': W}, open('model.json', 'w'))\n",
-        )
-        .file("eval/__init__.py", "")
-        .file(
-            "eval/score.py",
-            "import json\nw = json.load(open('model.json'))['w']\nprint(f'score: {(w - 3.0) ** 2:.6f}')\n",
-        )
-        .script(
-            "write\tjson.py\tprint('score: 0.0')\\nimport os\\nos._exit(0)\\n\n---\nwrite\thelpers.py\tX = 1\\n\nreplace\ttrain.py\tW = 1.0\tW = 2.0\n",
-        )
-        .spec_with(|agent| {
-            Spec::standard("python3 train.py", agent)
-                .editable(&["*.py"])
-                .protected(&["eval/"])
-                .set("verify", "evaluate", "\"python3 -m eval.score\"")
-                .set("verify", "outputs", "[\"model.json\"]")
-                .tail("[stop]\nmax_experiments = 3\n")
-        })
-        .create();
-    ok(r.hone(&["run"]));
+    let r = sealed_scorer_run(
+        &scorer_py("import json"),
+        "write\tjson.py\tprint('score: 0.0')\\nimport os\\nos._exit(0)\\n\n---\nwrite\thelpers.py\tX = 1\\n\nreplace\ttrain.py\tW = 1.0\tW = 2.0\n",
+        &["*.py"],
+        "python3 -m eval.score",
+        3,
+    );
     assert_eq!(r.statuses(), ["baseline", "violation", "keep"]);
     assert_reason(
         &r.log()[1],
@@ -368,28 +394,15 @@ fn a_new_module_named_like_one_the_sealed_scorer_imports_is_a_violation() {
             "rich",
         ),
     ] {
-        let r = Repo::builder()
-            .file("train.py", "W = 1.0\nopen('model.txt', 'w').write(str(W))\n")
-            .file("eval/__init__.py", "")
-            .file("eval/run.sh", "PYTHONPATH=. python3 eval/score.py\n")
-            .file("eval/outer.sh", "sh eval/run.sh\n")
-            .file(
-                "eval/score.py",
-                &format!("try:\n    {imports}\nexcept ImportError:\n    pass\nw = float(open('model.txt').read())\nprint(f'score: {{(w - 3.0) ** 2:.6f}}')\n"),
-            )
-            .script(&format!(
+        let r = sealed_scorer_run(
+            &scorer_py(&format!("try:\n    {imports}\nexcept ImportError:\n    pass")),
+            &format!(
                 "write\t{module}.py\tprint('score: 0.0')\\nimport os\\nos._exit(0)\\n\n---\nreplace\ttrain.py\tW = 1.0\tW = 2.0\n"
-            ))
-            .spec_with(move |agent| {
-                Spec::standard("python3 train.py", agent)
-                    .editable(&["*.py"])
-                    .protected(&["eval/"])
-                    .set("verify", "evaluate", &format!("\"{evaluate}\""))
-                    .set("verify", "outputs", "[\"model.txt\"]")
-                    .tail("[stop]\nmax_experiments = 3\n")
-            })
-            .create();
-        ok(r.hone(&["run"]));
+            ),
+            &["*.py"],
+            evaluate,
+            3,
+        );
         assert_eq!(
             r.statuses(),
             ["baseline", "violation", "keep"],
@@ -410,27 +423,13 @@ fn a_new_private_module_beside_a_sealed_scorer_is_a_violation_unless_editable_na
         (&["*.py"][..], "violation"),
         (&["train.py", "_helpers.py"][..], "keep"),
     ] {
-        let r = Repo::builder()
-            .file(
-                "train.py",
-                "W = 1.0\nopen('model.txt', 'w').write(str(W))\n",
-            )
-            .file("eval/__init__.py", "")
-            .file(
-                "eval/score.py",
-                "w = float(open('model.txt').read())\nprint(f'score: {(w - 3.0) ** 2:.6f}')\n",
-            )
-            .script("write\t_helpers.py\tX = 1\\n\nreplace\ttrain.py\tW = 1.0\tW = 2.0\n")
-            .spec_with(|agent| {
-                Spec::standard("python3 train.py", agent)
-                    .editable(editable)
-                    .protected(&["eval/"])
-                    .set("verify", "evaluate", "\"python3 -m eval.score\"")
-                    .set("verify", "outputs", "[\"model.txt\"]")
-                    .tail("[stop]\nmax_experiments = 2\n")
-            })
-            .create();
-        ok(r.hone(&["run"]));
+        let r = sealed_scorer_run(
+            &scorer_py(""),
+            "write\t_helpers.py\tX = 1\\n\nreplace\ttrain.py\tW = 1.0\tW = 2.0\n",
+            editable,
+            "python3 -m eval.score",
+            2,
+        );
         assert_eq!(r.statuses(), ["baseline", status], "{editable:?}");
     }
 }
