@@ -126,7 +126,8 @@ pub(super) fn scorers(spec: &Spec, git: &Git, base: &str) -> Result<Scorers, Eng
     // A scorer (or a file it imports) that changes `sys.path`: the top, and the relative
     // directories it names (`sys.path.insert(0, "lib")`), come first too.
     let readers = crate::init::imports::with_local_imports(&scripts, &files, &read);
-    for text in readers.iter().filter_map(|f| read(f)) {
+    let texts: Vec<String> = readers.iter().filter_map(|f| read(f)).collect();
+    for text in &texts {
         for line in text.lines().filter(|l| l.contains("sys.path")) {
             dirs.push(String::new());
             let literals = line.split(['"', '\'']).skip(1).step_by(2);
@@ -135,9 +136,7 @@ pub(super) fn scorers(spec: &Spec, git: &Git, base: &str) -> Result<Scorers, Eng
     }
     dirs.sort();
     dirs.dedup();
-    let modules = crate::init::imports::imported_tops(&scripts, &files, &read)
-        .into_iter()
-        .collect();
+    let modules = crate::init::imports::tops_of(&texts).into_iter().collect();
     Ok(Scorers { dirs, modules })
 }
 

@@ -270,10 +270,18 @@ pub fn imported_tops(
     files: &[String],
     read: &dyn Fn(&str) -> Option<String>,
 ) -> BTreeSet<String> {
-    with_local_imports(scripts, files, read)
+    let texts: Vec<String> = with_local_imports(scripts, files, read)
         .iter()
         .filter_map(|f| read(f))
-        .flat_map(|text| imports(&text))
+        .collect();
+    tops_of(&texts)
+}
+
+/// The top-level modules Python sources `texts` import ([`imported_tops`]).
+pub fn tops_of(texts: &[String]) -> BTreeSet<String> {
+    texts
+        .iter()
+        .flat_map(|text| imports(text))
         .filter_map(|(module, _)| {
             let top = module.split('.').next()?.trim();
             (!top.is_empty()).then(|| top.to_string())
