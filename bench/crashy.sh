@@ -6,7 +6,7 @@
 #
 #   bench/crashy.sh HONE_BINARY [SEEDS] [BUDGET] [WORKERS]   (default 10 50 1)
 set -euo pipefail
-hone=$1
+hone=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 seeds=${2:-10}
 budget=${3:-50}
 workers=${4:-1}

@@ -8,92 +8,9 @@
 
 use crate::support::*;
 
-const PREPARE: &str = r#""""Data and evaluation: fixed constants and functions (the stand-in of autoresearch's)."""
-import math
+const PREPARE: &str = include_str!("../fixtures/autoresearch/prepare.py");
 
-MAX_SEQ_LEN = 2048        # context length
-TIME_BUDGET = 300         # seconds of training
-EVAL_TOKENS = 40 * 524288 # tokens of the validation evaluation
-VAL_SHARD = 6542          # the validation shard
-MAX_SHARD = 6542          # shards below it are training data
-
-
-class Tokenizer:
-    vocab_size = 8192
-
-
-def make_dataloader(split, batch_size, seq_len):
-    assert split in ("train", "val")
-    return iter(())
-
-
-def evaluate_bpb(loss_nats):
-    """Bits per byte of the validation shard (here: of the stand-in's loss)."""
-    return loss_nats / math.log(2) / 1.0
-"#;
-
-const TRAIN: &str = r#""""CPU stand-in for autoresearch's train.py: same hyperparameters, same checks, no torch."""
-import math
-import sys
-
-from prepare import MAX_SEQ_LEN, TIME_BUDGET, Tokenizer, make_dataloader, evaluate_bpb
-
-# Model
-ASPECT_RATIO = 64
-HEAD_DIM = 128
-WINDOW_PATTERN = "SSSL"
-DEPTH = 8
-
-# Optimization
-TOTAL_BATCH_SIZE = 2**19
-EMBEDDING_LR = 0.6
-UNEMBEDDING_LR = 0.004
-MATRIX_LR = 0.04
-SCALAR_LR = 0.5
-WEIGHT_DECAY = 0.2
-ADAM_BETAS = (0.8, 0.95)
-WARMUP_RATIO = 0.0
-WARMDOWN_RATIO = 0.5
-FINAL_LR_FRAC = 0.0
-DEVICE_BATCH_SIZE = 128
-
-H100_BF16_PEAK_FLOPS = 989.5e12
-
-# The checks the real program makes (or the errors torch raises) when these are out of range.
-assert TOTAL_BATCH_SIZE % (DEVICE_BATCH_SIZE * MAX_SEQ_LEN) == 0, "batch does not divide"
-assert 0.0 <= WARMUP_RATIO < 1.0 and 0.0 <= WARMDOWN_RATIO <= 1.0, "ratio out of range"
-assert WARMUP_RATIO + WARMDOWN_RATIO <= 1.0, "warmup and warmdown overlap"
-assert 0.0 <= FINAL_LR_FRAC <= 1.0, "final lr fraction out of range"
-if not all(0.0 <= b < 1.0 for b in ADAM_BETAS):
-    raise ValueError(f"Invalid beta parameter: {ADAM_BETAS}")
-if not 0.0 <= WEIGHT_DECAY:
-    raise ValueError(f"Invalid weight_decay value: {WEIGHT_DECAY}")
-if DEVICE_BATCH_SIZE * MAX_SEQ_LEN > 2**20:
-    sys.exit("CUDA out of memory")
-model_dim = ((DEPTH * ASPECT_RATIO + HEAD_DIM - 1) // HEAD_DIM) * HEAD_DIM
-num_heads = model_dim // HEAD_DIM
-grad_accum_steps = TOTAL_BATCH_SIZE // (DEVICE_BATCH_SIZE * MAX_SEQ_LEN)
-
-loss = 0.7
-loss += 0.02 * math.log(MATRIX_LR / 0.03) ** 2
-loss += 0.01 * math.log(EMBEDDING_LR / 0.4) ** 2
-loss += 0.01 * math.log(UNEMBEDDING_LR / 0.005) ** 2
-loss += 0.01 * math.log(SCALAR_LR / 0.4) ** 2
-loss += 0.05 * (WEIGHT_DECAY - 0.1) ** 2 + 0.2 * (WARMDOWN_RATIO - 0.4) ** 2
-loss += 0.3 * (ADAM_BETAS[0] - 0.85) ** 2 + 0.3 * (ADAM_BETAS[1] - 0.97) ** 2
-loss += 0.002 * (DEPTH - 10) ** 2 + 0.01 * math.log2(TOTAL_BATCH_SIZE / 2**19) ** 2
-loss += 0.001 * math.log2(model_dim / 512) ** 2 + 0.001 * grad_accum_steps
-val_bpb = evaluate_bpb(loss * math.log(2))
-for step in range(3):
-    print(f"\rstep {step:05d} ({100 * (step + 1) / 3:.1f}%) | loss: {loss * (3 - step):.6f} | dt: 1ms", end="", flush=True)
-print()
-print("---")
-print(f"val_bpb:          {val_bpb:.6f}")
-print(f"training_seconds: {TIME_BUDGET + 0.1:.1f}")
-print(f"mfu_percent:      {100 * 4e14 / H100_BF16_PEAK_FLOPS:.2f}")
-print(f"num_heads:        {num_heads}")
-print(f"depth:            {DEPTH}")
-"#;
+const TRAIN: &str = include_str!("../fixtures/autoresearch/train.py");
 
 const PROGRAM_MD: &str = "# autoresearch\n\nThe user's own instructions: keep them.\n";
 
@@ -260,23 +177,7 @@ fn the_initial_design_on_autoresearch_crashes_on_no_inferred_range() {
     );
 }
 
-const SKLEARN: &str = r#""""Pure-python stand-in for a scikit-learn MLPClassifier script."""
-import sys
-
-LEARNING_RATE_INIT = 0.001
-MOMENTUM = 0.9
-ALPHA = 0.0001
-HIDDEN = 64
-MAX_ITER = 200
-TEST_SIZE = 0.25
-RANDOM_STATE = 0
-
-if not 0.0 <= MOMENTUM <= 1.0:
-    sys.exit("ValueError: momentum must be >= 0 and <= 1, got %s" % MOMENTUM)
-acc = 0.98 - 0.5 * (MOMENTUM - 0.95) ** 2 - 0.001 * abs(HIDDEN - 100) / 10
-acc -= 0.01 * abs(LEARNING_RATE_INIT - 0.002) * 100 + 0.2 * TEST_SIZE * 0
-print(f"accuracy: {acc:.4f}")
-"#;
+const SKLEARN: &str = include_str!("../fixtures/sklearn/train.py");
 
 /// A repository holding [`SKLEARN`] as `train.py`, committed.
 fn sklearn_repo() -> tempfile::TempDir {
