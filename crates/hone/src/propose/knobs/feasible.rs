@@ -4,7 +4,11 @@
 //! A configuration is *infeasible* when its experiment crashed, timed out or violated a
 //! constraint. For each numeric knob, let `edge` be the largest value among configurations that
 //! finished; when enough infeasible configurations lie above it, the knob's explored range is
-//! narrowed to end there (and the same below the smallest finished value). Enough: at least
+//! narrowed to end there (and the same below the smallest finished value). A crash whose values
+//! lie beyond the finished values of several knobs (a point of the initial design moves them
+//! all) counts for the one of them with the most crashes beyond it on that side (for each of
+//! them on a tie): crashes one knob causes explain it, and do not also narrow a knob they
+//! happened to move past its finished values. Enough: at least
 //! [`MIN_CRASHES`], and so many that crashes falling there by chance is unlikely: with a
 //! share `r` of the run's configurations infeasible, `k` crashes all beyond the edge happen by
 //! chance with odds about `r^k`, which must be under [`CHANCE`] (at `r` = 0.5, 5 crashes).
@@ -12,7 +16,7 @@
 //! nearest crash now and then (`sampler::feasible`). Everything here is a pure function of the
 //! run's history, so a resumed run or a parallel one sees the same narrowing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Config, KnobValue};
 
@@ -36,7 +40,7 @@ pub fn crashes_needed(crashed: usize, total: usize) -> usize {
 }
 
 /// Which end of a knob's range a narrowing cuts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Side {
     /// Values above `edge` crashed.
     Above,
@@ -107,30 +111,99 @@ pub fn narrowings(finished: &[&Config], infeasible: &[&Config]) -> Vec<Narrowing
     let mut names: Vec<&str> = infeasible.iter().flat_map(|c| c.keys()).collect();
     names.sort();
     names.dedup();
+    let values = |set: &[&Config], name: &str| -> Vec<f64> {
+        set.iter()
+            .filter_map(|c| c.get(name).and_then(numeric))
+            .collect()
+    };
+    let ends: BTreeMap<&str, (f64, f64)> = names
+        .iter()
+        .map(|&name| {
+            let fine = values(finished, name);
+            let lo = fine.iter().copied().fold(f64::INFINITY, f64::min);
+            (
+                name,
+                (lo, fine.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
+            )
+        })
+        .collect();
+    // Each crash's values beyond their knob's finished values, with the side.
+    let beyond: Vec<Vec<(&str, f64, Side)>> = infeasible
+        .iter()
+        .map(|c| {
+            c.iter()
+                .filter_map(|(name, v)| {
+                    let x = numeric(v)?;
+                    let &(lo, hi) = ends.get(name)?;
+                    side_of(x, lo, hi).map(|side| (name, x, side))
+                })
+                .collect()
+        })
+        .collect();
+    let mut raw: BTreeMap<(&str, Side), usize> = BTreeMap::new();
+    for &(name, _, side) in beyond.iter().flatten() {
+        *raw.entry((name, side)).or_insert(0) += 1;
+    }
+    // The crashes each knob explains.
+    let mut counted: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for sides in &beyond {
+        let most = sides
+            .iter()
+            .map(|&(n, _, s)| raw[&(n, s)])
+            .max()
+            .unwrap_or(0);
+        for &(name, x, side) in sides {
+            if raw[&(name, side)] == most {
+                counted.entry(name).or_default().push(x);
+            }
+        }
+    }
     let mut out = Vec::new();
     let needed = crashes_needed(infeasible.len(), infeasible.len() + finished.len());
     for name in names {
-        let values = |set: &[&Config]| -> Vec<f64> {
-            set.iter()
-                .filter_map(|c| c.get(name).and_then(numeric))
-                .collect()
-        };
-        out.extend(knob_narrowings(
+        out.extend(narrow(
             name,
-            &values(finished),
-            &values(infeasible),
+            &values(finished, name),
+            counted.get(name).map_or(&[][..], |v| &v[..]),
+            &values(infeasible, name),
             needed,
         ));
     }
     out
 }
 
+/// The side of a knob's finished values `lo..=hi` that `x` lies beyond (below, where none
+/// finished: `lo` is then infinite).
+fn side_of(x: f64, lo: f64, hi: f64) -> Option<Side> {
+    if x < lo {
+        Some(Side::Below)
+    } else if x > hi {
+        Some(Side::Above)
+    } else {
+        None
+    }
+}
+
 /// What [`narrowings`] says of one knob, given its finished and crashed values and the crashes
-/// needed ([`crashes_needed`] of the whole history): at most one narrowing each side.
+/// needed: at most one narrowing each side, every crash beyond an edge counted (the sampler's
+/// own edges, `sampler::feasible`).
 pub(crate) fn knob_narrowings(
     name: &str,
     fine: &[f64],
     crashed: &[f64],
+    needed: usize,
+) -> Vec<Narrowing> {
+    narrow(name, fine, crashed, crashed, needed)
+}
+
+/// One knob's narrowings, given its finished values, the crashed values that count for it,
+/// every crashed value (for the other end of the explored range) and the crashes needed
+/// ([`crashes_needed`] of the whole history): at most one narrowing each side.
+fn narrow(
+    name: &str,
+    fine: &[f64],
+    crashed: &[f64],
+    tried: &[f64],
     needed: usize,
 ) -> Vec<Narrowing> {
     let mut out = Vec::new();
@@ -139,8 +212,8 @@ pub(crate) fn knob_narrowings(
     }
     let lo = fine.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = fine.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let all_lo = crashed.iter().copied().fold(lo, f64::min);
-    let all_hi = crashed.iter().copied().fold(hi, f64::max);
+    let all_lo = tried.iter().copied().fold(lo, f64::min);
+    let all_hi = tried.iter().copied().fold(hi, f64::max);
     for side in [Side::Below, Side::Above] {
         let (edge, other) = match side {
             Side::Above => (hi, all_lo),
@@ -196,10 +269,24 @@ pub fn narrowing_history(history: &[(Config, Option<bool>)]) -> Vec<(usize, Narr
 /// run twice).
 #[derive(Default)]
 pub struct NarrowingHistory {
-    tracks: BTreeMap<String, Track>,
+    /// Each knob's number in `tracks`, by name (the order narrowings are reported in).
+    names: BTreeMap<String, usize>,
+    tracks: Vec<Track>,
+    /// Every crash so far: its numeric values, and how many of them lie beyond their knob's
+    /// finished values (that only falls, as the finished values only spread).
+    crashes: Vec<Crash>,
+    /// The crashes beyond the finished values of two knobs or more: which knob explains each
+    /// depends on every knob's count, so they are counted again whenever a count changes.
+    multi: BTreeSet<usize>,
     finished: usize,
     infeasible: usize,
     needed_before: Option<usize>,
+}
+
+/// One crash of [`NarrowingHistory`]: its values by knob number.
+struct Crash {
+    values: Vec<(usize, f64)>,
+    outside: usize,
 }
 
 impl NarrowingHistory {
@@ -218,60 +305,154 @@ impl NarrowingHistory {
         let Some(crashed) = state else {
             return out;
         };
-        if crashed {
+        let mut values: Vec<(usize, f64)> = Vec::with_capacity(config.len());
+        for (name, v) in config.iter() {
+            let Some(x) = numeric(v) else {
+                continue;
+            };
+            let i = match self.names.get(name) {
+                Some(&i) => i,
+                None => {
+                    self.names.insert(name.to_string(), self.tracks.len());
+                    self.tracks.push(Track::new(name));
+                    self.tracks.len() - 1
+                }
+            };
+            values.push((i, x));
+        }
+        // The knobs to look at again: the entry's, and those whose counted crashes changed.
+        let mut touched: Vec<usize> = values.iter().map(|&(i, _)| i).collect();
+        let counts_moved = if crashed {
             self.infeasible += 1;
+            self.crash(values, &mut touched);
+            true
         } else {
             self.finished += 1;
-        }
-        for (name, x) in config.iter().filter_map(|(k, v)| Some((k, numeric(v)?))) {
-            if !self.tracks.contains_key(name) {
-                self.tracks.insert(name.to_string(), Track::new());
-            }
-            if let Some(t) = self.tracks.get_mut(name) {
-                if crashed {
-                    t.crash(x);
-                } else {
-                    t.finish(x);
-                }
-            }
-        }
+            self.finish(&values, &mut touched)
+        };
         let needed = crashes_needed(self.infeasible, self.infeasible + self.finished);
-        let mut look = |name: &str, t: &mut Track| {
+        let mut all = self.needed_before != Some(needed);
+        if counts_moved && (!self.multi.is_empty() || self.had_multi()) {
+            self.count_multi();
+            all = true;
+        }
+        self.needed_before = Some(needed);
+        if all {
+            touched = self.names.values().copied().collect();
+        } else {
+            touched.sort_by(|&a, &b| self.tracks[a].name.cmp(&self.tracks[b].name));
+            touched.dedup();
+        }
+        for i in touched {
+            let t = &mut self.tracks[i];
             for (k, side) in [Side::Below, Side::Above].into_iter().enumerate() {
-                let now = t.narrowing(name, side, needed);
+                let now = t.narrowing(side, needed);
                 if now != t.current[k] {
                     out.push(Change {
-                        knob: name.to_string(),
+                        knob: t.name.clone(),
                         side,
                         now: now.clone(),
                     });
                 }
                 t.current[k] = now;
             }
-        };
-        if self.needed_before != Some(needed) {
-            for (name, t) in self.tracks.iter_mut() {
-                look(name, t);
-            }
-        } else {
-            for name in config.keys() {
-                if let Some(t) = self.tracks.get_mut(name) {
-                    look(name, t);
+        }
+        out
+    }
+
+    /// Whether some knob still holds crashes counted from [`Self::multi`] (they must go when
+    /// the last such crash left it).
+    fn had_multi(&self) -> bool {
+        self.tracks.iter().any(|t| t.extra != [0, 0])
+    }
+
+    /// A crash: its values are tracked; beyond the finished values of one knob it counts for
+    /// that knob, of several it waits in [`Self::multi`].
+    fn crash(&mut self, values: Vec<(usize, f64)>, touched: &mut Vec<usize>) {
+        let id = self.crashes.len();
+        let mut outside = 0;
+        for &(i, x) in &values {
+            let t = &mut self.tracks[i];
+            t.crash(x, id);
+            outside += usize::from(t.side(x).is_some());
+        }
+        let crash = Crash { values, outside };
+        if outside == 1 {
+            count_alone(&mut self.tracks, &crash, touched);
+        } else if outside > 1 {
+            self.multi.insert(id);
+        }
+        self.crashes.push(crash);
+    }
+
+    /// A finished configuration: the crashes whose values it passes lie beyond one knob
+    /// fewer; one left beyond a single knob now counts for that knob. Whether any knob's count
+    /// of crashes beyond its finished values moved.
+    fn finish(&mut self, values: &[(usize, f64)], touched: &mut Vec<usize>) -> bool {
+        let mut moved = false;
+        for &(i, x) in values {
+            let (passed, counts_moved) = self.tracks[i].finish(x);
+            moved |= counts_moved;
+            for id in passed {
+                let Some(crash) = self.crashes.get_mut(id) else {
+                    continue;
+                };
+                crash.outside -= 1;
+                if crash.outside == 1 {
+                    self.multi.remove(&id);
+                    count_alone(&mut self.tracks, crash, touched);
                 }
             }
         }
-        self.needed_before = Some(needed);
-        out
+        moved
+    }
+
+    /// Counts every crash of [`Self::multi`] again, for the knob-sides with the most crashes
+    /// beyond them among those it lies beyond (all of them on a tie).
+    fn count_multi(&mut self) {
+        for t in &mut self.tracks {
+            t.extra = [0, 0];
+            t.extra_nearest = [None, None];
+        }
+        let mut sides: Vec<(usize, f64, Side, usize)> = Vec::new();
+        for &id in &self.multi {
+            let Some(crash) = self.crashes.get(id) else {
+                continue;
+            };
+            sides.clear();
+            sides.extend(crash.values.iter().filter_map(|&(i, x)| {
+                let t = &self.tracks[i];
+                let side = t.side(x)?;
+                Some((i, x, side, t.beyond(side)))
+            }));
+            let most = sides.iter().map(|s| s.3).max().unwrap_or(0);
+            for &(i, x, side, count) in &sides {
+                if count == most {
+                    self.tracks[i].count_extra(x, side);
+                }
+            }
+        }
     }
 
     /// The narrowings in force after the entries pushed so far, by knob name then side: what
     /// [`narrowings`] says of them (each knob's last look is current: after an entry, every
     /// knob it changed is looked at again, and every knob when the crashes needed changed).
     pub fn current(&self) -> Vec<Narrowing> {
-        self.tracks
+        self.names
             .values()
-            .flat_map(|t| t.current.iter().flatten().cloned())
+            .flat_map(|&i| self.tracks[i].current.iter().flatten().cloned())
             .collect()
+    }
+}
+
+/// Counts `crash` (one of its values beyond what finished) for the knob of that value.
+fn count_alone(tracks: &mut [Track], crash: &Crash, touched: &mut Vec<usize>) {
+    for &(i, x) in &crash.values {
+        if tracks[i].side(x).is_some() {
+            tracks[i].alone(x);
+            touched.push(i);
+            return;
+        }
     }
 }
 
@@ -301,274 +482,198 @@ impl Ord for Key {
 
 /// One knob's values so far, for [`narrowing_history`].
 struct Track {
+    name: String,
     /// The smallest and largest finished values (infinite while none finished).
     lo: f64,
     hi: f64,
-    /// Crashed values with how many times each crashed.
-    crashed: BTreeMap<Key, usize>,
-    count: usize,
-    /// Crashed values below `lo` and above `hi`.
+    /// Crashed values with the crashes (their numbers in `NarrowingHistory::crashes`).
+    crashed: BTreeMap<Key, Vec<usize>>,
+    /// How many crashes lie below `lo` and above `hi` (every one of them both ways while
+    /// nothing finished).
     below: usize,
     above: usize,
+    /// The crashes beyond this knob alone (no other value of theirs beyond what finished):
+    /// their values, and how many lie below `lo` and above `hi`.
+    counted: BTreeMap<Key, usize>,
+    counted_below: usize,
+    counted_above: usize,
+    /// The crashes of `NarrowingHistory::multi` this knob explains, below and above, and the
+    /// nearest of them to the edge on each side.
+    extra: [usize; 2],
+    extra_nearest: [Option<f64>; 2],
     /// The narrowings last reported, below and above.
     current: [Option<Narrowing>; 2],
 }
 
 impl Track {
-    fn new() -> Track {
+    fn new(name: &str) -> Track {
         Track {
+            name: name.to_string(),
             lo: f64::INFINITY,
             hi: f64::NEG_INFINITY,
             crashed: BTreeMap::new(),
-            count: 0,
             below: 0,
             above: 0,
+            counted: BTreeMap::new(),
+            counted_below: 0,
+            counted_above: 0,
+            extra: [0, 0],
+            extra_nearest: [None, None],
             current: [None, None],
         }
     }
 
-    fn crash(&mut self, x: f64) {
-        *self.crashed.entry(Key::new(x)).or_insert(0) += 1;
-        self.count += 1;
+    /// The side of the finished values `x` lies beyond ([`side_of`]).
+    fn side(&self, x: f64) -> Option<Side> {
+        side_of(x, self.lo, self.hi)
+    }
+
+    /// How many crashes lie beyond the finished values on `side`.
+    fn beyond(&self, side: Side) -> usize {
+        match side {
+            Side::Below => self.below,
+            Side::Above => self.above,
+        }
+    }
+
+    fn crash(&mut self, x: f64, id: usize) {
+        self.crashed.entry(Key::new(x)).or_default().push(id);
         self.below += usize::from(x < self.lo);
         self.above += usize::from(x > self.hi);
     }
 
-    /// A finished value: the crashes it passes no longer lie beyond the ends. Each crashed
-    /// value is passed at most once each way, as the ends only move outwards.
-    fn finish(&mut self, x: f64) {
-        use std::ops::Bound::{Excluded, Included};
-        if x > self.hi {
-            let passed: usize = self
-                .crashed
-                .range((Excluded(Key::new(self.hi)), Included(Key::new(x))))
-                .map(|(_, c)| c)
-                .sum();
-            self.above -= passed;
-            self.hi = x;
-        }
+    /// A crash beyond this knob alone, at `x`.
+    fn alone(&mut self, x: f64) {
+        *self.counted.entry(Key::new(x)).or_insert(0) += 1;
         if x < self.lo {
-            let passed: usize = self
-                .crashed
-                .range((Included(Key::new(x)), Excluded(Key::new(self.lo))))
-                .map(|(_, c)| c)
-                .sum();
-            self.below -= passed;
-            self.lo = x;
+            self.counted_below += 1;
+        } else {
+            self.counted_above += 1;
         }
     }
 
+    /// A crash of `NarrowingHistory::multi` this knob explains, at `x` beyond `side`.
+    fn count_extra(&mut self, x: f64, side: Side) {
+        let k = usize::from(side == Side::Above);
+        self.extra[k] += 1;
+        let nearer = match (self.extra_nearest[k], side) {
+            (None, _) => true,
+            (Some(n), Side::Above) => x < n,
+            (Some(n), Side::Below) => x > n,
+        };
+        if nearer {
+            self.extra_nearest[k] = Some(x);
+        }
+    }
+
+    /// A finished value: the crashes it passes lie beyond this knob no more (their numbers
+    /// are returned, with whether the counts beyond the ends moved), and those counted here
+    /// alone count no more. Each crashed value is passed at most once, as the ends only move
+    /// outwards.
+    fn finish(&mut self, x: f64) -> (Vec<usize>, bool) {
+        use std::ops::Bound::{self, Excluded, Included};
+        if self.lo > self.hi {
+            // The first finished value: what lay beyond an empty range now lies below or
+            // above `x` (the crashes at `x` itself are passed).
+            let at = Key::new(x);
+            let passed = self.crashed.get(&at).cloned().unwrap_or_default();
+            self.counted.remove(&at);
+            self.lo = x;
+            self.hi = x;
+            self.below = self.crashed.range(..at).map(|(_, ids)| ids.len()).sum();
+            self.above = self
+                .crashed
+                .range(at..)
+                .map(|(_, ids)| ids.len())
+                .sum::<usize>()
+                - passed.len();
+            self.counted_below = self.counted.range(..at).map(|(_, c)| c).sum();
+            self.counted_above = self.counted.range(at..).map(|(_, c)| c).sum();
+            let moved = !self.crashed.is_empty();
+            return (passed, moved);
+        }
+        let mut spans: Vec<(Bound<Key>, Bound<Key>, bool)> = Vec::new();
+        if x > self.hi {
+            spans.push((Excluded(Key::new(self.hi)), Included(Key::new(x)), false));
+            self.hi = x;
+        }
+        if x < self.lo {
+            spans.push((Included(Key::new(x)), Excluded(Key::new(self.lo)), true));
+            self.lo = x;
+        }
+        let mut passed = Vec::new();
+        for (from, to, below) in spans {
+            let ids: Vec<usize> = self
+                .crashed
+                .range((from, to))
+                .flat_map(|(_, ids)| ids.iter().copied())
+                .collect();
+            let gone: usize = self.counted.range((from, to)).map(|(_, c)| c).sum();
+            let keys: Vec<Key> = self.counted.range((from, to)).map(|(k, _)| *k).collect();
+            for k in keys {
+                self.counted.remove(&k);
+            }
+            if below {
+                self.below -= ids.len();
+                self.counted_below -= gone;
+            } else {
+                self.above -= ids.len();
+                self.counted_above -= gone;
+            }
+            passed.extend(ids);
+        }
+        let moved = !passed.is_empty();
+        (passed, moved)
+    }
+
     /// What [`narrowings`] says of this knob on one side.
-    fn narrowing(&self, name: &str, side: Side, needed: usize) -> Option<Narrowing> {
+    fn narrowing(&self, side: Side, needed: usize) -> Option<Narrowing> {
         use std::ops::Bound::{Excluded, Unbounded};
-        if self.lo > self.hi || self.count < needed {
+        let total = self.counted_below + self.counted_above + self.extra[0] + self.extra[1];
+        if self.lo > self.hi || total < needed {
             return None;
         }
+        let k = usize::from(side == Side::Above);
         let (edge, crashes) = match side {
-            Side::Above => (self.hi, self.above),
-            Side::Below => (self.lo, self.below),
+            Side::Above => (self.hi, self.counted_above + self.extra[1]),
+            Side::Below => (self.lo, self.counted_below + self.extra[0]),
         };
         if crashes < needed {
             return None;
         }
-        let (other, nearest) = match side {
-            Side::Above => (
-                self.lo.min(self.crashed.keys().next()?.0),
-                self.crashed
-                    .range((Excluded(Key::new(edge)), Unbounded))
-                    .next()?
-                    .0,
-            ),
-            Side::Below => (
-                self.hi.max(self.crashed.keys().next_back()?.0),
-                self.crashed
-                    .range((Unbounded, Excluded(Key::new(edge))))
-                    .next_back()?
-                    .0,
-            ),
+        let alone = match side {
+            Side::Above => self
+                .counted
+                .range((Excluded(Key::new(edge)), Unbounded))
+                .next()
+                .map(|(k, _)| k.0),
+            Side::Below => self
+                .counted
+                .range((Unbounded, Excluded(Key::new(edge))))
+                .next_back()
+                .map(|(k, _)| k.0),
+        };
+        let nearest = match (alone, self.extra_nearest[k], side) {
+            (Some(a), Some(e), Side::Above) => a.min(e),
+            (Some(a), Some(e), Side::Below) => a.max(e),
+            (Some(a), None, _) | (None, Some(a), _) => a,
+            (None, None, _) => return None,
+        };
+        let other = match side {
+            Side::Above => self.lo.min(self.crashed.keys().next()?.0),
+            Side::Below => self.hi.max(self.crashed.keys().next_back()?.0),
         };
         Some(Narrowing {
-            knob: name.to_string(),
+            knob: self.name.clone(),
             side,
             edge,
             other,
-            nearest_crash: nearest.0,
+            nearest_crash: nearest,
             crashes,
         })
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cfg(m: f64, lr: f64) -> Config {
-        [
-            ("MOMENTUM".to_string(), KnobValue::Float(m)),
-            ("LR".to_string(), KnobValue::Float(lr)),
-        ]
-        .into_iter()
-        .collect()
-    }
-
-    #[test]
-    fn crashes_beyond_every_finished_value_narrow_that_knob_only() {
-        // Three crashes in ten: three beyond the edge are unlikely by chance (0.3^3 < 0.05).
-        let fine = [
-            cfg(0.5, 0.01),
-            cfg(0.9, 0.1),
-            cfg(0.2, 0.001),
-            cfg(0.3, 0.002),
-            cfg(0.4, 0.003),
-            cfg(0.6, 0.004),
-            cfg(0.7, 0.005),
-        ];
-        let bad = [cfg(0.97, 0.05), cfg(0.99, 0.002), cfg(0.96, 0.3)];
-        let f: Vec<&Config> = fine.iter().collect();
-        let b: Vec<&Config> = bad.iter().collect();
-        let n = narrowings(&f, &b);
-        assert_eq!(n.len(), 1, "{n:?}");
-        assert_eq!(n[0].knob, "MOMENTUM");
-        assert_eq!(n[0].side, Side::Above);
-        assert_eq!(
-            (n[0].edge, n[0].nearest_crash, n[0].crashes),
-            (0.9, 0.96, 3)
-        );
-        assert_eq!(
-            n[0].describe(),
-            "knob MOMENTUM: explored range narrowed to [0.2, 0.9] after 3 crashes above 0.9 \
-             (nearest 0.96)"
-        );
-        // Two crashes are not evidence enough; three in six are (0.5^3 > 0.05).
-        assert!(narrowings(&f, &b[..2]).is_empty());
-        assert!(narrowings(&f[..3], &b).is_empty());
-        assert_eq!(crashes_needed(3, 6), 5);
-        assert_eq!(crashes_needed(0, 6), MIN_CRASHES);
-        // A finished value beyond the crashes undoes it.
-        let more = [cfg(0.5, 0.01), cfg(0.995, 0.01)];
-        let f2: Vec<&Config> = more.iter().collect();
-        assert!(narrowings(&f2, &b).is_empty());
-    }
-
-    #[test]
-    fn the_history_says_at_which_entry_a_narrowing_appeared() {
-        let mut h: Vec<(Config, Option<bool>)> = (1..=4)
-            .map(|k| (cfg(0.1 * k as f64, 0.01), Some(false)))
-            .collect();
-        h.extend([
-            (cfg(0.5, 0.01), Some(false)),
-            (cfg(0.97, 0.05), Some(true)),
-            (cfg(0.8, 0.02), Some(false)),
-            (cfg(0.99, 0.001), Some(true)),
-            (cfg(0.93, 0.05), None),
-            (cfg(0.98, 0.015), Some(true)),
-            (cfg(0.7, 0.02), Some(false)),
-        ]);
-        let got = narrowing_history(&h);
-        assert_eq!(got.len(), 1, "{got:?}");
-        assert_eq!(got[0].0, 9);
-        assert_eq!(got[0].1.edge, 0.8);
-    }
-
-    /// `narrowing_history` as it was written first: [`narrowings`] on every prefix.
-    fn history_by_prefixes(history: &[(Config, Option<bool>)]) -> Vec<(usize, Narrowing)> {
-        let (mut finished, mut infeasible) = (Vec::new(), Vec::new());
-        let mut current: Vec<Narrowing> = Vec::new();
-        let mut out = Vec::new();
-        for (i, (config, state)) in history.iter().enumerate() {
-            match state {
-                Some(true) => infeasible.push(config),
-                Some(false) => finished.push(config),
-                None => continue,
-            }
-            let now = narrowings(&finished, &infeasible);
-            out.extend(
-                now.iter()
-                    .filter(|n| !current.contains(n))
-                    .map(|n| (i, n.clone())),
-            );
-            current = now;
-        }
-        out
-    }
-
-    /// A seeded random history over five knobs (a float, an integer with repeated values, a
-    /// negative float, a string, one knob often missing) that crashes beyond A = 0.8, below
-    /// B = 2 and now and then by chance, with some entries still running.
-    fn random_history(seed: u64, len: usize) -> Vec<(Config, Option<bool>)> {
-        let mut state = seed;
-        let mut draw = || crate::util::unit_f64(crate::util::splitmix64(&mut state));
-        (0..len)
-            .map(|_| {
-                let a = (draw() * 1000.0).round() / 1000.0;
-                let b = (draw() * 12.0).floor() as i64;
-                let c = -draw() * 5.0;
-                let mut config: Config = [
-                    ("A".to_string(), KnobValue::Float(a)),
-                    ("B".to_string(), KnobValue::Int(b)),
-                    ("C".to_string(), KnobValue::Float(c)),
-                    ("D".to_string(), KnobValue::Str(format!("s{}", b % 3))),
-                ]
-                .into_iter()
-                .collect();
-                if draw() < 0.5 {
-                    config.insert("E", KnobValue::Float(draw()));
-                }
-                let state = if draw() < 0.05 {
-                    None
-                } else {
-                    Some(a > 0.8 || b < 2 || draw() < 0.05)
-                };
-                (config, state)
-            })
-            .collect()
-    }
-
-    #[test]
-    fn the_incremental_history_is_the_narrowings_of_every_prefix() {
-        let mut events = 0;
-        for seed in 1..=6 {
-            let h = random_history(seed, 300);
-            let want = history_by_prefixes(&h);
-            let got = narrowing_history(&h);
-            assert_eq!(got, want, "seed {seed}");
-            events += got.len();
-            // Both sides of more than one knob narrow and move.
-            let sides: std::collections::BTreeSet<(&str, bool)> = got
-                .iter()
-                .map(|(_, n)| (n.knob.as_str(), n.side == Side::Above))
-                .collect();
-            assert!(sides.contains(&("A", true)), "seed {seed}: {sides:?}");
-            assert!(sides.contains(&("B", false)), "seed {seed}: {sides:?}");
-        }
-        assert!(events > 30, "{events}");
-        // Crashes on every side of a knob, a finished value beyond the crashes, -0 and 0.
-        let knob = |x: f64| -> Config { [("X".to_string(), KnobValue::Float(x))].into() };
-        let mut h: Vec<(Config, Option<bool>)> =
-            (1..=9).map(|k| (knob(f64::from(k)), Some(false))).collect();
-        h.extend(
-            [
-                (-0.0, false),
-                (-0.0, true),
-                (12.0, true),
-                (12.0, true),
-                (-3.0, true),
-                (11.0, true),
-                (0.0, false),
-                (-4.0, true),
-                (-5.0, true),
-                (15.0, true),
-                (-6.0, true),
-                (11.5, false),
-                (13.0, true),
-                (-2.0, false),
-                (-7.0, true),
-            ]
-            .into_iter()
-            .map(|(x, bad)| (knob(x), Some(bad))),
-        );
-        let want = history_by_prefixes(&h);
-        assert!(want.len() >= 4, "{want:?}");
-        assert_eq!(narrowing_history(&h), want);
-    }
-}
+#[path = "feasible_tests.rs"]
+mod tests;
