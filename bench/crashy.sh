@@ -6,7 +6,9 @@
 #
 #   bench/crashy.sh HONE_BINARY [SEEDS] [BUDGET] [WORKERS]   (default 10 50 1)
 set -euo pipefail
-hone=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+# A path is made absolute (runs happen in other directories); a bare name is looked up on PATH.
+abs() { case $1 in */*) echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")" ;; *) command -v "$1" ;; esac; }
+hone=$(abs "$1")
 seeds=${2:-10}
 budget=${3:-50}
 workers=${4:-1}

@@ -7,6 +7,10 @@
 //! Prints, over `SEEDS` seeds: crashes among the first 50 experiments (mean, median) and the
 //! normalised regret (best feasible value / baseline) at 50 and 100 experiments.
 //!
+//! `PROBLEM=momentum` runs the scikit-learn stand-in of `bench/newcomer_crashes.sh`
+//! (`sklearn-wide`: a momentum range reaching above 1, where the program refuses it) instead,
+//! its accuracy `a` as the value `1 - a` to minimise.
+//!
 //! `cargo run --release -p hone --example feasible_sampler [SEEDS]`, from the repository root.
 
 use hone::propose::knobs::{
@@ -36,6 +40,47 @@ fn crashy(c: &Config) -> Option<f64> {
     )
 }
 
+/// The knobs of `sklearn-wide` (`bench/newcomer_crashes.sh`): the ranges an older `hone init`
+/// drafted for the scikit-learn stand-in (crates/hone-cli/tests/fixtures/sklearn/train.py).
+const MOMENTUM_KNOBS: &str = "LEARNING_RATE_INIT = 0.001  # hone: log 0.0001..0.01
+MOMENTUM = 0.9  # hone: log 0.09..9
+ALPHA = 0.0001  # hone: log 0.00001..0.001
+HIDDEN = 64  # hone: int log 16..256
+";
+
+/// The stand-in's verifier: `None` where it exits non-zero (a momentum outside [0, 1]), else
+/// one minus the accuracy it prints (rounded to four digits, as it prints it).
+fn momentum(c: &Config) -> Option<f64> {
+    let (lr, m, hidden) = (
+        num(c, "LEARNING_RATE_INIT"),
+        num(c, "MOMENTUM"),
+        num(c, "HIDDEN"),
+    );
+    if !(0.0..=1.0).contains(&m) {
+        return None;
+    }
+    let acc = 0.98
+        - 0.5 * (m - 0.95).powi(2)
+        - 0.001 * (hidden - 100.0).abs() / 10.0
+        - 0.01 * (lr - 0.002).abs() * 100.0;
+    Some(1.0 - (acc * 1e4).round() / 1e4)
+}
+
+/// A problem's verifier: its value, or `None` where it exits non-zero.
+type Verify = fn(&Config) -> Option<f64>;
+
+/// The problem `PROBLEM` names: its knobs' source and its verifier.
+fn problem() -> (String, Verify) {
+    match std::env::var("PROBLEM").as_deref() {
+        Ok("momentum") => (MOMENTUM_KNOBS.to_string(), momentum),
+        _ => (
+            std::fs::read_to_string("bench/problems/crashy/knobs.py")
+                .expect("run from the repository root"),
+            crashy,
+        ),
+    }
+}
+
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
@@ -51,7 +96,13 @@ struct Outcome {
 
 /// One run of 100 experiments with `seed` (`learn`: crashes feed the feasibility model;
 /// `DEBUG` prints each crash and the final incumbent).
-fn run_seed(knobs: &[Knob], base: &Config, base_value: f64, seed: u64, learn: bool) -> Outcome {
+fn run_seed(
+    (knobs, verify): (&[Knob], Verify),
+    base: &Config,
+    base_value: f64,
+    seed: u64,
+    learn: bool,
+) -> Outcome {
     let debug = std::env::var("DEBUG").is_ok();
     let mut incumbent = base.clone();
     let mut best = base_value;
@@ -71,7 +122,7 @@ fn run_seed(knobs: &[Knob], base: &Config, base_value: f64, seed: u64, learn: bo
         else {
             break;
         };
-        let y = crashy(&c);
+        let y = verify(&c);
         match y {
             Some(v) if v < best => {
                 best = v;
@@ -124,14 +175,13 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
     let learn = std::env::var("FEAS").map_or(true, |v| v != "0");
-    let source = std::fs::read_to_string("bench/problems/crashy/knobs.py")
-        .expect("run from the repository root");
+    let (source, verify) = problem();
     let knobs = discover("knobs.py", &source).expect("knobs");
     let base = config_of(&knobs);
-    let base_value = crashy(&base).expect("the baseline runs");
+    let base_value = verify(&base).expect("the baseline runs");
     let (mut crashes50, mut crashes100, mut at50, mut at100) = (vec![], vec![], vec![], vec![]);
     for seed in 1..=seeds {
-        let o = run_seed(&knobs, &base, base_value, seed, learn);
+        let o = run_seed((&knobs, verify), &base, base_value, seed, learn);
         // A run that ended before its 50th experiment has no figure at 50 (as before).
         if !o.crashes50.is_nan() {
             crashes50.push(o.crashes50);
@@ -141,8 +191,9 @@ fn main() {
         at100.push(o.at100);
     }
     println!(
-        "crashy feasibility {}: {seeds} seeds | crashes in first 50: mean {:.2} median {:.1} | \
+        "{} feasibility {}: {seeds} seeds | crashes in first 50: mean {:.2} median {:.1} | \
          in 100: mean {:.2} | regret @50 med {:.4} mean {:.4} | @100 med {:.4} mean {:.4}",
+        std::env::var("PROBLEM").unwrap_or_else(|_| "crashy".into()),
         if learn { "on" } else { "off (FEAS=0)" },
         mean(&crashes50),
         median(&crashes50),
