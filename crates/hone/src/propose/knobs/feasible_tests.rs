@@ -12,10 +12,9 @@ fn cfg(m: f64, lr: f64) -> Config {
     .collect()
 }
 
-#[test]
-fn crashes_beyond_every_finished_value_narrow_that_knob_only() {
-    // Three crashes in ten: three beyond the edge are unlikely by chance (0.3^3 < 0.05).
-    let fine = [
+/// Seven finished configurations: MOMENTUM from 0.2 to 0.9, LR from 0.001 to 0.1.
+fn seven_finished() -> [Config; 7] {
+    [
         cfg(0.5, 0.01),
         cfg(0.9, 0.1),
         cfg(0.2, 0.001),
@@ -23,7 +22,13 @@ fn crashes_beyond_every_finished_value_narrow_that_knob_only() {
         cfg(0.4, 0.003),
         cfg(0.6, 0.004),
         cfg(0.7, 0.005),
-    ];
+    ]
+}
+
+#[test]
+fn crashes_beyond_every_finished_value_narrow_that_knob_only() {
+    // Three crashes in ten: three beyond the edge are unlikely by chance (0.3^3 < 0.05).
+    let fine = seven_finished();
     let bad = [cfg(0.97, 0.05), cfg(0.99, 0.002), cfg(0.96, 0.3)];
     let f: Vec<&Config> = fine.iter().collect();
     let b: Vec<&Config> = bad.iter().collect();
@@ -53,15 +58,7 @@ fn crashes_beyond_every_finished_value_narrow_that_knob_only() {
 
 #[test]
 fn a_crash_beyond_two_knobs_counts_for_the_one_more_crashes_lie_beyond() {
-    let fine = [
-        cfg(0.5, 0.01),
-        cfg(0.9, 0.1),
-        cfg(0.2, 0.001),
-        cfg(0.3, 0.002),
-        cfg(0.4, 0.003),
-        cfg(0.6, 0.004),
-        cfg(0.7, 0.005),
-    ];
+    let fine = seven_finished();
     let f: Vec<&Config> = fine.iter().collect();
     // Three crashes caused by a momentum too high whose LRs (drawn with it, as a point of
     // the initial design draws every knob) lie below every finished LR, and one that moved
