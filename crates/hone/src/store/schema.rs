@@ -145,7 +145,18 @@ CREATE TABLE curves (
     r#"
 CREATE INDEX mechanism_calls_in_order ON mechanism_calls(run_id);
 "#,
+    // 14: the narrowing logs written before a crash beyond several knobs' finished values
+    // counted for one of them only (`propose::knobs::feasible`), PostgreSQL's 7 in the same
+    // words: dropped, so that `hone show` works the narrowings out from the experiments, as
+    // `hone log` does, until a run opens again and writes its log anew.
+    NARROWINGS_AGAIN,
 ];
+
+/// Migration 14 (see [`MIGRATIONS`]), PostgreSQL's 7.
+pub(super) const NARROWINGS_AGAIN: &str = r#"
+DELETE FROM narrowings;
+UPDATE runs SET narrowed_upto = NULL;
+"#;
 
 /// The statuses a plot block summarizes: the discards and the failures.
 const PLOTTED: &str =

@@ -66,3 +66,42 @@ fn narrowing_logs_are_read_back_only_where_they_cover(b: &Backend) {
     assert_eq!(s.narrowing_log(run.id, 7).unwrap(), None);
     assert_eq!(s.narrowing_log(other.id, 2).unwrap(), Some(Vec::new()));
 }
+
+/// A run with a narrowing log of 5 experiments, written by SQL alone (the tables of SQLite's
+/// schema 13 and PostgreSQL's 6).
+const LOGGED_RUN: &str = "
+INSERT INTO runs (id, repo, tag, branch, base_commit, created_at, seed, agent, metric, direction, state, seals, spec_json, narrowed_upto)
+    VALUES (1, '', 'old', 'hone/old', 'abc', 1.0, 3, 'knobs', 'm', 'minimize', 'stopped', '{}', '{}', 5);
+INSERT INTO narrowings (run_id, n, knob, side, edge, other, nearest, crashes)
+    VALUES (1, 3, 'ALPHA', 0, 0.0001, 0.0003, 0.00007, 3);
+";
+
+/// A log written under the older rule (every crash beyond an edge counted for every knob it
+/// lay beyond) is dropped when the store is brought up to date: `hone show` then works the
+/// narrowings out from the experiments, as `hone log` does, until the run opens again.
+fn an_older_rules_log_is_dropped(s: &Store) {
+    let run = s.run_by_tag("old").unwrap().unwrap();
+    assert_eq!(s.narrowed_upto(run.id).unwrap(), None);
+    assert_eq!(s.narrowing_log(run.id, 4).unwrap(), None);
+    s.rewrite_narrowing_log(run.id, &[change(2, "LR", true, None)], 5)
+        .unwrap();
+    assert_eq!(
+        s.narrowing_log(run.id, 4).unwrap().map(|l| l.len()),
+        Some(1)
+    );
+}
+
+#[test]
+fn sqlite_schema_13_drops_the_older_rules_narrowing_logs() {
+    let (_dir, path) = sqlite_file_of_schema(13, LOGGED_RUN);
+    an_older_rules_log_is_dropped(&Store::open(&path).unwrap());
+}
+
+#[test]
+fn postgres_schema_6_drops_the_older_rules_narrowing_logs() {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let url = pg_database_of_schema(&pg, 6, LOGGED_RUN);
+    an_older_rules_log_is_dropped(&Store::connect(&url, "").unwrap());
+}
