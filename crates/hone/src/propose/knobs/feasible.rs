@@ -6,14 +6,16 @@
 //! finished; when enough infeasible configurations lie above it, the knob's explored range is
 //! narrowed to end there (and the same below the smallest finished value). A crash whose values
 //! lie beyond the finished values of several knobs (a point of the initial design moves them
-//! all) counts for the one of them with the most crashes beyond it on that side (for each of
-//! them on a tie): crashes one knob causes explain it, and do not also narrow a knob they
-//! happened to move past its finished values. Enough: at least
+//! all) counts for those of them that some crash lies beyond alone (for all of them where none
+//! does): crashes one knob causes, whose other values happened to lie past theirs, do not
+//! narrow a knob nothing else blames. A knob with no finished value yet is left out of this.
+//! Enough: at least
 //! [`MIN_CRASHES`], and so many that crashes falling there by chance is unlikely: with a
 //! share `r` of the run's configurations infeasible, `k` crashes all beyond the edge happen by
 //! chance with odds about `r^k`, which must be under [`CHANCE`] (at `r` = 0.5, 5 crashes).
-//! The sampler then stops proposing beyond the edge, testing the gap between the edge and the
-//! nearest crash now and then (`sampler::feasible`). Everything here is a pure function of the
+//! This is what `hone log` and `hone show` report; the sampler keeps edges of its own, sooner
+//! and counting every crash beyond them (`sampler::feasible`, through [`knob_narrowings`]),
+//! and tests the gap between an edge and the nearest crash now and then. Everything here is a pure function of the
 //! run's history, so a resumed run or a parallel one sees the same narrowing.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -140,20 +142,18 @@ pub fn narrowings(finished: &[&Config], infeasible: &[&Config]) -> Vec<Narrowing
                 .collect()
         })
         .collect();
-    let mut raw: BTreeMap<(&str, Side), usize> = BTreeMap::new();
-    for &(name, _, side) in beyond.iter().flatten() {
-        *raw.entry((name, side)).or_insert(0) += 1;
-    }
-    // The crashes each knob explains.
+    // The knob-sides some crash lies beyond alone.
+    let blamed: BTreeSet<(&str, Side)> = beyond
+        .iter()
+        .filter(|sides| sides.len() == 1)
+        .map(|sides| (sides[0].0, sides[0].2))
+        .collect();
+    // The crashes that count for each knob.
     let mut counted: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for sides in &beyond {
-        let most = sides
-            .iter()
-            .map(|&(n, _, s)| raw[&(n, s)])
-            .max()
-            .unwrap_or(0);
+        let any = sides.iter().any(|&(n, _, s)| blamed.contains(&(n, s)));
         for &(name, x, side) in sides {
-            if raw[&(name, side)] == most {
+            if !any || blamed.contains(&(name, side)) {
                 counted.entry(name).or_default().push(x);
             }
         }
@@ -172,10 +172,12 @@ pub fn narrowings(finished: &[&Config], infeasible: &[&Config]) -> Vec<Narrowing
     out
 }
 
-/// The side of a knob's finished values `lo..=hi` that `x` lies beyond (below, where none
-/// finished: `lo` is then infinite).
+/// The side of a knob's finished values `lo..=hi` that `x` lies beyond (none where nothing
+/// finished, `lo > hi`).
 fn side_of(x: f64, lo: f64, hi: f64) -> Option<Side> {
-    if x < lo {
+    if lo > hi {
+        None
+    } else if x < lo {
         Some(Side::Below)
     } else if x > hi {
         Some(Side::Above)
@@ -252,9 +254,10 @@ fn narrow(
 /// that are new or changed after that entry, with the entry's index. A narrowing that later
 /// disappears (a value beyond the edge finished) is not reported again until it returns.
 ///
-/// The same as calling [`narrowings`] on every prefix, in O(n log n): each knob keeps its
-/// finished values' ends and its crashed values in order, and after an entry only the knobs
-/// it holds are looked at again (every knob when the crashes needed changed).
+/// The same as calling [`narrowings`] on every prefix, one entry at a time
+/// ([`NarrowingHistory`]): about O(n log n), plus, after each entry that moved a crash, one
+/// pass over the groups of crashes beyond several knob-sides (a group per set of knob-sides,
+/// so a few however many crashes they hold).
 pub fn narrowing_history(history: &[(Config, Option<bool>)]) -> Vec<(usize, Narrowing)> {
     let mut h = NarrowingHistory::default();
     let mut out = Vec::new();
@@ -267,26 +270,46 @@ pub fn narrowing_history(history: &[(Config, Option<bool>)]) -> Vec<(usize, Narr
 /// [`narrowing_history`] one entry at a time, for a reader that streams the history (`hone
 /// log` prints each experiment's narrowings under it as it reads it, and so never reads the
 /// run twice).
+///
+/// Each knob keeps its finished values' ends and its crashed values in order; each crash, the
+/// knob-sides it lies beyond. A crash beyond one knob-side is counted there as it comes and
+/// until a finished value passes it; those beyond several wait in groups by the knob-sides
+/// they lie beyond, and the groups are counted again (a few of them, not every crash) after an
+/// entry that moved anything. After an entry only the knobs it holds are looked at again
+/// (every knob when the crashes needed changed, or the groups were counted again).
 #[derive(Default)]
 pub struct NarrowingHistory {
     /// Each knob's number in `tracks`, by name (the order narrowings are reported in).
     names: BTreeMap<String, usize>,
     tracks: Vec<Track>,
-    /// Every crash so far: its numeric values, and how many of them lie beyond their knob's
-    /// finished values (that only falls, as the finished values only spread).
+    /// Every crash so far: its numeric values by knob number, and the knob-sides it lies
+    /// beyond (in order).
     crashes: Vec<Crash>,
-    /// The crashes beyond the finished values of two knobs or more: which knob explains each
-    /// depends on every knob's count, so they are counted again whenever a count changes.
-    multi: BTreeSet<usize>,
+    /// The crashes beyond two knob-sides or more, by those knob-sides.
+    groups: BTreeMap<Vec<(usize, Side)>, Group>,
     finished: usize,
     infeasible: usize,
     needed_before: Option<usize>,
 }
 
-/// One crash of [`NarrowingHistory`]: its values by knob number.
+/// One crash of [`NarrowingHistory`].
 struct Crash {
     values: Vec<(usize, f64)>,
-    outside: usize,
+    sides: Vec<(usize, Side)>,
+}
+
+impl Crash {
+    fn value(&self, knob: usize) -> Option<f64> {
+        self.values.iter().find(|v| v.0 == knob).map(|v| v.1)
+    }
+}
+
+/// The crashes beyond the same knob-sides (two or more): how many, and each knob-side's
+/// values of them (in the order of the group's key).
+#[derive(Default)]
+struct Group {
+    count: usize,
+    values: Vec<BTreeMap<Key, usize>>,
 }
 
 impl NarrowingHistory {
@@ -320,20 +343,18 @@ impl NarrowingHistory {
             };
             values.push((i, x));
         }
-        // The knobs to look at again: the entry's, and those whose counted crashes changed.
         let mut touched: Vec<usize> = values.iter().map(|&(i, _)| i).collect();
-        let counts_moved = if crashed {
+        let moved = if crashed {
             self.infeasible += 1;
-            self.crash(values, &mut touched);
-            true
+            self.crash(values)
         } else {
             self.finished += 1;
-            self.finish(&values, &mut touched)
+            self.finish(&values)
         };
         let needed = crashes_needed(self.infeasible, self.infeasible + self.finished);
         let mut all = self.needed_before != Some(needed);
-        if counts_moved && (!self.multi.is_empty() || self.had_multi()) {
-            self.count_multi();
+        if moved {
+            self.count_groups();
             all = true;
         }
         self.needed_before = Some(needed);
@@ -360,76 +381,127 @@ impl NarrowingHistory {
         out
     }
 
-    /// Whether some knob still holds crashes counted from [`Self::multi`] (they must go when
-    /// the last such crash left it).
-    fn had_multi(&self) -> bool {
-        self.tracks.iter().any(|t| t.extra != [0, 0])
-    }
-
-    /// A crash: its values are tracked; beyond the finished values of one knob it counts for
-    /// that knob, of several it waits in [`Self::multi`].
-    fn crash(&mut self, values: Vec<(usize, f64)>, touched: &mut Vec<usize>) {
+    /// A crash: its values are tracked, and it is counted by the knob-sides it lies beyond.
+    /// Whether any count moved.
+    fn crash(&mut self, values: Vec<(usize, f64)>) -> bool {
         let id = self.crashes.len();
-        let mut outside = 0;
+        let mut sides = Vec::new();
         for &(i, x) in &values {
             let t = &mut self.tracks[i];
             t.crash(x, id);
-            outside += usize::from(t.side(x).is_some());
+            if let Some(side) = t.side(x) {
+                sides.push((i, side));
+            }
         }
-        let crash = Crash { values, outside };
-        if outside == 1 {
-            count_alone(&mut self.tracks, &crash, touched);
-        } else if outside > 1 {
-            self.multi.insert(id);
-        }
+        let crash = Crash {
+            values,
+            sides: Vec::new(),
+        };
         self.crashes.push(crash);
+        self.resettle(id, sides);
+        true
     }
 
-    /// A finished configuration: the crashes whose values it passes lie beyond one knob
-    /// fewer; one left beyond a single knob now counts for that knob. Whether any knob's count
-    /// of crashes beyond its finished values moved.
-    fn finish(&mut self, values: &[(usize, f64)], touched: &mut Vec<usize>) -> bool {
+    /// A finished configuration: the crashes whose values it passes lie beyond one knob-side
+    /// fewer; a knob's first finished value puts its crashes beyond it on either side of it.
+    /// Whether any count moved.
+    fn finish(&mut self, values: &[(usize, f64)]) -> bool {
         let mut moved = false;
         for &(i, x) in values {
-            let (passed, counts_moved) = self.tracks[i].finish(x);
-            moved |= counts_moved;
-            for id in passed {
-                let Some(crash) = self.crashes.get_mut(id) else {
+            let first = self.tracks[i].lo > self.tracks[i].hi;
+            let changed = self.tracks[i].finish(x);
+            moved |= !changed.is_empty();
+            for id in changed {
+                let Some(crash) = self.crashes.get(id) else {
                     continue;
                 };
-                crash.outside -= 1;
-                if crash.outside == 1 {
-                    self.multi.remove(&id);
-                    count_alone(&mut self.tracks, crash, touched);
+                let mut sides = crash.sides.clone();
+                if first {
+                    let side = crash.value(i).and_then(|v| self.tracks[i].side(v));
+                    sides.extend(side.map(|s| (i, s)));
+                    sides.sort();
+                } else {
+                    sides.retain(|&(k, _)| k != i);
                 }
+                self.resettle(id, sides);
             }
         }
         moved
     }
 
-    /// Counts every crash of [`Self::multi`] again, for the knob-sides with the most crashes
-    /// beyond them among those it lies beyond (all of them on a tie).
-    fn count_multi(&mut self) {
+    /// Moves crash `id` from where its old knob-sides counted it to where `sides` count it:
+    /// one knob-side's crashes beyond it alone, or the group of several.
+    fn resettle(&mut self, id: usize, sides: Vec<(usize, Side)>) {
+        let Some(crash) = self.crashes.get_mut(id) else {
+            return;
+        };
+        let old = std::mem::take(&mut crash.sides);
+        let value = |knob: usize| crash.values.iter().find(|v| v.0 == knob).map(|v| v.1);
+        match old.len() {
+            0 => {}
+            1 => {
+                if let Some(x) = value(old[0].0) {
+                    self.tracks[old[0].0].unalone(x, old[0].1);
+                }
+            }
+            _ => {
+                if let Some(g) = self.groups.get_mut(&old) {
+                    g.count -= 1;
+                    for (p, &(k, _)) in old.iter().enumerate() {
+                        if let Some(x) = value(k) {
+                            take(&mut g.values[p], x);
+                        }
+                    }
+                    if g.count == 0 {
+                        self.groups.remove(&old);
+                    }
+                }
+            }
+        }
+        match sides.len() {
+            0 => {}
+            1 => {
+                if let Some(x) = value(sides[0].0) {
+                    self.tracks[sides[0].0].alone(x, sides[0].1);
+                }
+            }
+            _ => {
+                let g = self.groups.entry(sides.clone()).or_insert_with(|| Group {
+                    count: 0,
+                    values: vec![BTreeMap::new(); sides.len()],
+                });
+                g.count += 1;
+                for (p, &(k, _)) in sides.iter().enumerate() {
+                    if let Some(x) = value(k) {
+                        *g.values[p].entry(Key::new(x)).or_insert(0) += 1;
+                    }
+                }
+            }
+        }
+        crash.sides = sides;
+    }
+
+    /// Counts the groups again: each for those of its knob-sides that some crash lies beyond
+    /// alone, or for all of them where none does.
+    fn count_groups(&mut self) {
         for t in &mut self.tracks {
             t.extra = [0, 0];
             t.extra_nearest = [None, None];
         }
-        let mut sides: Vec<(usize, f64, Side, usize)> = Vec::new();
-        for &id in &self.multi {
-            let Some(crash) = self.crashes.get(id) else {
-                continue;
-            };
-            sides.clear();
-            sides.extend(crash.values.iter().filter_map(|&(i, x)| {
-                let t = &self.tracks[i];
-                let side = t.side(x)?;
-                Some((i, x, side, t.beyond(side)))
-            }));
-            let most = sides.iter().map(|s| s.3).max().unwrap_or(0);
-            for &(i, x, side, count) in &sides {
-                if count == most {
-                    self.tracks[i].count_extra(x, side);
-                }
+        for (key, g) in &self.groups {
+            let blamed = |&(k, s): &(usize, Side)| self.tracks[k].alone_beyond(s) > 0;
+            let any = key.iter().any(blamed);
+            let winners: Vec<(usize, &(usize, Side))> = key
+                .iter()
+                .enumerate()
+                .filter(|(_, ks)| !any || blamed(ks))
+                .collect();
+            for (p, &(k, s)) in winners {
+                let nearest = match s {
+                    Side::Above => g.values[p].keys().next(),
+                    Side::Below => g.values[p].keys().next_back(),
+                };
+                self.tracks[k].count_extra(g.count, nearest.map(|k| k.0), s);
             }
         }
     }
@@ -445,13 +517,13 @@ impl NarrowingHistory {
     }
 }
 
-/// Counts `crash` (one of its values beyond what finished) for the knob of that value.
-fn count_alone(tracks: &mut [Track], crash: &Crash, touched: &mut Vec<usize>) {
-    for &(i, x) in &crash.values {
-        if tracks[i].side(x).is_some() {
-            tracks[i].alone(x);
-            touched.push(i);
-            return;
+/// One less of `x` in a count by value.
+fn take(values: &mut BTreeMap<Key, usize>, x: f64) {
+    let k = Key::new(x);
+    if let Some(c) = values.get_mut(&k) {
+        *c -= 1;
+        if *c == 0 {
+            values.remove(&k);
         }
     }
 }
@@ -488,17 +560,12 @@ struct Track {
     hi: f64,
     /// Crashed values with the crashes (their numbers in `NarrowingHistory::crashes`).
     crashed: BTreeMap<Key, Vec<usize>>,
-    /// How many crashes lie below `lo` and above `hi` (every one of them both ways while
-    /// nothing finished).
-    below: usize,
-    above: usize,
-    /// The crashes beyond this knob alone (no other value of theirs beyond what finished):
-    /// their values, and how many lie below `lo` and above `hi`.
+    /// The crashes beyond this knob alone: their values, and how many below and above.
     counted: BTreeMap<Key, usize>,
     counted_below: usize,
     counted_above: usize,
-    /// The crashes of `NarrowingHistory::multi` this knob explains, below and above, and the
-    /// nearest of them to the edge on each side.
+    /// The crashes of groups this knob counts, below and above, and the nearest of them to
+    /// the edge on each side.
     extra: [usize; 2],
     extra_nearest: [Option<f64>; 2],
     /// The narrowings last reported, below and above.
@@ -512,8 +579,6 @@ impl Track {
             lo: f64::INFINITY,
             hi: f64::NEG_INFINITY,
             crashed: BTreeMap::new(),
-            below: 0,
-            above: 0,
             counted: BTreeMap::new(),
             counted_below: 0,
             counted_above: 0,
@@ -528,102 +593,88 @@ impl Track {
         side_of(x, self.lo, self.hi)
     }
 
-    /// How many crashes lie beyond the finished values on `side`.
-    fn beyond(&self, side: Side) -> usize {
+    /// How many crashes lie beyond this knob alone on `side`.
+    fn alone_beyond(&self, side: Side) -> usize {
         match side {
-            Side::Below => self.below,
-            Side::Above => self.above,
+            Side::Below => self.counted_below,
+            Side::Above => self.counted_above,
         }
     }
 
     fn crash(&mut self, x: f64, id: usize) {
         self.crashed.entry(Key::new(x)).or_default().push(id);
-        self.below += usize::from(x < self.lo);
-        self.above += usize::from(x > self.hi);
     }
 
-    /// A crash beyond this knob alone, at `x`.
-    fn alone(&mut self, x: f64) {
+    /// A crash beyond this knob alone, at `x` on `side`.
+    fn alone(&mut self, x: f64, side: Side) {
         *self.counted.entry(Key::new(x)).or_insert(0) += 1;
-        if x < self.lo {
-            self.counted_below += 1;
-        } else {
-            self.counted_above += 1;
+        match side {
+            Side::Below => self.counted_below += 1,
+            Side::Above => self.counted_above += 1,
         }
     }
 
-    /// A crash of `NarrowingHistory::multi` this knob explains, at `x` beyond `side`.
-    fn count_extra(&mut self, x: f64, side: Side) {
+    /// A crash beyond this knob alone no more (it was at `x` on `side`).
+    fn unalone(&mut self, x: f64, side: Side) {
+        take(&mut self.counted, x);
+        match side {
+            Side::Below => self.counted_below -= 1,
+            Side::Above => self.counted_above -= 1,
+        }
+    }
+
+    /// `count` crashes of a group counted here on `side`, the nearest of them at `nearest`.
+    fn count_extra(&mut self, count: usize, nearest: Option<f64>, side: Side) {
         let k = usize::from(side == Side::Above);
-        self.extra[k] += 1;
-        let nearer = match (self.extra_nearest[k], side) {
-            (None, _) => true,
-            (Some(n), Side::Above) => x < n,
-            (Some(n), Side::Below) => x > n,
+        self.extra[k] += count;
+        let nearer = match (self.extra_nearest[k], nearest, side) {
+            (_, None, _) => false,
+            (None, Some(_), _) => true,
+            (Some(n), Some(x), Side::Above) => x < n,
+            (Some(n), Some(x), Side::Below) => x > n,
         };
         if nearer {
-            self.extra_nearest[k] = Some(x);
+            self.extra_nearest[k] = nearest;
         }
     }
 
-    /// A finished value: the crashes it passes lie beyond this knob no more (their numbers
-    /// are returned, with whether the counts beyond the ends moved), and those counted here
-    /// alone count no more. Each crashed value is passed at most once, as the ends only move
-    /// outwards.
-    fn finish(&mut self, x: f64) -> (Vec<usize>, bool) {
-        use std::ops::Bound::{self, Excluded, Included};
+    /// A finished value: the numbers of the crashes whose side of this knob it changes. Those
+    /// it passes lie beyond it no more; the first finished value puts every crash at another
+    /// value below or above it. Each crashed value is passed at most once, as the ends only
+    /// move outwards.
+    fn finish(&mut self, x: f64) -> Vec<usize> {
+        use std::ops::Bound::{Excluded, Included};
         if self.lo > self.hi {
-            // The first finished value: what lay beyond an empty range now lies below or
-            // above `x` (the crashes at `x` itself are passed).
-            let at = Key::new(x);
-            let passed = self.crashed.get(&at).cloned().unwrap_or_default();
-            self.counted.remove(&at);
             self.lo = x;
             self.hi = x;
-            self.below = self.crashed.range(..at).map(|(_, ids)| ids.len()).sum();
-            self.above = self
+            let at = Key::new(x);
+            return self
                 .crashed
-                .range(at..)
-                .map(|(_, ids)| ids.len())
-                .sum::<usize>()
-                - passed.len();
-            self.counted_below = self.counted.range(..at).map(|(_, c)| c).sum();
-            self.counted_above = self.counted.range(at..).map(|(_, c)| c).sum();
-            let moved = !self.crashed.is_empty();
-            return (passed, moved);
+                .iter()
+                .filter(|(k, _)| **k != at)
+                .flat_map(|(_, ids)| ids.iter().copied())
+                .collect();
         }
-        let mut spans: Vec<(Bound<Key>, Bound<Key>, bool)> = Vec::new();
+        let mut changed = Vec::new();
         if x > self.hi {
-            spans.push((Excluded(Key::new(self.hi)), Included(Key::new(x)), false));
+            let span = (Excluded(Key::new(self.hi)), Included(Key::new(x)));
+            changed.extend(
+                self.crashed
+                    .range(span)
+                    .flat_map(|(_, ids)| ids.iter().copied()),
+            );
             self.hi = x;
         }
         if x < self.lo {
-            spans.push((Included(Key::new(x)), Excluded(Key::new(self.lo)), true));
+            let span = (Included(Key::new(x)), Excluded(Key::new(self.lo)));
+            changed.extend(
+                self.crashed
+                    .range(span)
+                    .flat_map(|(_, ids)| ids.iter().copied()),
+            );
             self.lo = x;
         }
-        let mut passed = Vec::new();
-        for (from, to, below) in spans {
-            let ids: Vec<usize> = self
-                .crashed
-                .range((from, to))
-                .flat_map(|(_, ids)| ids.iter().copied())
-                .collect();
-            let gone: usize = self.counted.range((from, to)).map(|(_, c)| c).sum();
-            let keys: Vec<Key> = self.counted.range((from, to)).map(|(k, _)| *k).collect();
-            for k in keys {
-                self.counted.remove(&k);
-            }
-            if below {
-                self.below -= ids.len();
-                self.counted_below -= gone;
-            } else {
-                self.above -= ids.len();
-                self.counted_above -= gone;
-            }
-            passed.extend(ids);
-        }
-        let moved = !passed.is_empty();
-        (passed, moved)
+        changed
     }
 
     /// What [`narrowings`] says of this knob on one side.
