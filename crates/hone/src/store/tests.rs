@@ -435,6 +435,24 @@ fn pg_database_of_schema(pg: &PgServer, version: usize, rows: &str) -> String {
     url
 }
 
+/// `check` of a SQLite file of schema `version` holding `rows` ([`sqlite_file_of_schema`]),
+/// opened, so brought up to date.
+fn check_sqlite_of_schema(version: usize, rows: &str, check: fn(&Store)) {
+    let (_dir, path) = sqlite_file_of_schema(version, rows);
+    check(&Store::open(&path).unwrap());
+}
+
+/// `check` of a PostgreSQL store of schema `version` holding `rows`
+/// ([`pg_database_of_schema`]), connected to, so brought up to date; nothing where no server
+/// starts.
+fn check_postgres_of_schema(version: usize, rows: &str, check: fn(&Store)) {
+    let Some(pg) = PgServer::start() else {
+        return;
+    };
+    let url = pg_database_of_schema(&pg, version, rows);
+    check(&Store::connect(&url, "").unwrap());
+}
+
 /// A SQLite file `hone.db` in a temporary directory, of schema `version` (the migrations up to
 /// it, as hone of that schema wrote it), holding the rows `rows` (SQL) inserts.
 fn sqlite_file_of_schema(version: usize, rows: &str) -> (tempfile::TempDir, PathBuf) {

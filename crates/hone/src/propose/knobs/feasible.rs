@@ -429,56 +429,21 @@ impl NarrowingHistory {
         moved
     }
 
-    /// Moves crash `id` from where its old knob-sides counted it to where `sides` count it:
-    /// one knob-side's crashes beyond it alone, or the group of several.
+    /// Moves crash `id` from where its old knob-sides counted it to where `sides` count it.
     fn resettle(&mut self, id: usize, sides: Vec<(usize, Side)>) {
         let Some(crash) = self.crashes.get_mut(id) else {
             return;
         };
-        let old = std::mem::take(&mut crash.sides);
-        let value = |knob: usize| crash.values.iter().find(|v| v.0 == knob).map(|v| v.1);
-        match old.len() {
-            0 => {}
-            1 => {
-                if let Some(x) = value(old[0].0) {
-                    self.tracks[old[0].0].unalone(x, old[0].1);
-                }
-            }
-            _ => {
-                if let Some(g) = self.groups.get_mut(&old) {
-                    g.count -= 1;
-                    for (p, &(k, _)) in old.iter().enumerate() {
-                        if let Some(x) = value(k) {
-                            take(&mut g.values[p], x);
-                        }
-                    }
-                    if g.count == 0 {
-                        self.groups.remove(&old);
-                    }
-                }
-            }
-        }
-        match sides.len() {
-            0 => {}
-            1 => {
-                if let Some(x) = value(sides[0].0) {
-                    self.tracks[sides[0].0].alone(x, sides[0].1);
-                }
-            }
-            _ => {
-                let g = self.groups.entry(sides.clone()).or_insert_with(|| Group {
-                    count: 0,
-                    values: vec![BTreeMap::new(); sides.len()],
-                });
-                g.count += 1;
-                for (p, &(k, _)) in sides.iter().enumerate() {
-                    if let Some(x) = value(k) {
-                        *g.values[p].entry(Key::new(x)).or_insert(0) += 1;
-                    }
-                }
-            }
-        }
-        crash.sides = sides;
+        let old = std::mem::replace(&mut crash.sides, sides);
+        let crash = &self.crashes[id];
+        place(&mut self.tracks, &mut self.groups, crash, &old, false);
+        place(
+            &mut self.tracks,
+            &mut self.groups,
+            crash,
+            &crash.sides,
+            true,
+        );
     }
 
     /// Counts the groups again: each for those of its knob-sides that some crash lies beyond
@@ -514,6 +479,52 @@ impl NarrowingHistory {
             .values()
             .flat_map(|&i| self.tracks[i].current.iter().flatten().cloned())
             .collect()
+    }
+}
+
+/// Counts `crash` where `sides` say (their knob-side's crashes beyond it alone, or the group
+/// of those several knob-sides), or with `add` false takes it out from there.
+fn place(
+    tracks: &mut [Track],
+    groups: &mut BTreeMap<Vec<(usize, Side)>, Group>,
+    crash: &Crash,
+    sides: &[(usize, Side)],
+    add: bool,
+) {
+    match sides {
+        [] => {}
+        &[(k, side)] => {
+            if let Some(x) = crash.value(k) {
+                if add {
+                    tracks[k].alone(x, side);
+                } else {
+                    tracks[k].unalone(x, side);
+                }
+            }
+        }
+        _ => {
+            let g = groups.entry(sides.to_vec()).or_insert_with(|| Group {
+                count: 0,
+                values: vec![BTreeMap::new(); sides.len()],
+            });
+            if add {
+                g.count += 1;
+            } else {
+                g.count = g.count.saturating_sub(1);
+            }
+            for (p, &(k, _)) in sides.iter().enumerate() {
+                if let Some(x) = crash.value(k) {
+                    if add {
+                        *g.values[p].entry(Key::new(x)).or_insert(0) += 1;
+                    } else {
+                        take(&mut g.values[p], x);
+                    }
+                }
+            }
+            if g.count == 0 {
+                groups.remove(sides);
+            }
+        }
     }
 }
 

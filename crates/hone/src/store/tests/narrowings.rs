@@ -93,15 +93,10 @@ fn an_older_rules_log_is_dropped(s: &Store) {
 
 #[test]
 fn sqlite_schema_13_drops_the_older_rules_narrowing_logs() {
-    let (_dir, path) = sqlite_file_of_schema(13, LOGGED_RUN);
-    an_older_rules_log_is_dropped(&Store::open(&path).unwrap());
+    check_sqlite_of_schema(13, LOGGED_RUN, an_older_rules_log_is_dropped);
 }
 
 #[test]
 fn postgres_schema_6_drops_the_older_rules_narrowing_logs() {
-    let Some(pg) = PgServer::start() else {
-        return;
-    };
-    let url = pg_database_of_schema(&pg, 6, LOGGED_RUN);
-    an_older_rules_log_is_dropped(&Store::connect(&url, "").unwrap());
+    check_postgres_of_schema(6, LOGGED_RUN, an_older_rules_log_is_dropped);
 }

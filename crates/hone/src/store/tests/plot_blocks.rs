@@ -248,16 +248,11 @@ fn assert_filled(s: &Store) {
 /// A SQLite file of schema 11 (before the blocks) gets them filled from its rows.
 #[test]
 fn sqlite_schema_11_gets_its_plot_blocks_filled() {
-    let (_dir, path) = sqlite_file_of_schema(11, OLD_ROWS);
-    assert_filled(&Store::open(&path).unwrap());
+    check_sqlite_of_schema(11, OLD_ROWS, assert_filled);
 }
 
 /// A PostgreSQL store of schema 5 (before the blocks) gets them filled from its rows.
 #[test]
 fn postgres_schema_5_gets_its_plot_blocks_filled() {
-    let Some(pg) = PgServer::start() else {
-        return;
-    };
-    let url = pg_database_of_schema(&pg, 5, OLD_ROWS);
-    assert_filled(&Store::connect(&url, "").unwrap());
+    check_postgres_of_schema(5, OLD_ROWS, assert_filled);
 }

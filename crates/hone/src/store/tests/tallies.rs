@@ -226,16 +226,11 @@ fn assert_backfilled(s: &Store) {
 /// A SQLite file of schema 9 (before tallies) gets them filled from its rows.
 #[test]
 fn sqlite_schema_9_gets_its_tallies_filled() {
-    let (_dir, path) = sqlite_file_of_schema(9, OLD_ROWS);
-    assert_backfilled(&Store::open(&path).unwrap());
+    check_sqlite_of_schema(9, OLD_ROWS, assert_backfilled);
 }
 
 /// A PostgreSQL store of schema 3 (before tallies) gets them filled from its rows.
 #[test]
 fn postgres_schema_3_gets_its_tallies_filled() {
-    let Some(pg) = PgServer::start() else {
-        return;
-    };
-    let url = pg_database_of_schema(&pg, 3, OLD_ROWS);
-    assert_backfilled(&Store::connect(&url, "").unwrap());
+    check_postgres_of_schema(3, OLD_ROWS, assert_backfilled);
 }
