@@ -13,9 +13,10 @@
 //! [`MIN_CRASHES`], and so many that crashes falling there by chance is unlikely: with a
 //! share `r` of the run's configurations infeasible, `k` crashes all beyond the edge happen by
 //! chance with odds about `r^k`, which must be under [`CHANCE`] (at `r` = 0.5, 5 crashes).
-//! This is what `hone log` and `hone show` report; the sampler keeps edges of its own, sooner
-//! and counting every crash beyond them (`sampler::feasible`, through [`knob_narrowings`]),
-//! and tests the gap between an edge and the nearest crash now and then. Everything here is a pure function of the
+//! This is what `hone log` and `hone show` report; the sampler's own edges count the same
+//! crashes ([`counted_crashes`]) and make a side unsure sooner (`sampler::feasible`, through
+//! [`knob_narrowings`]), and it tests the gap between an edge and the nearest crash now and
+//! then. Everything here is a pure function of the
 //! run's history, so a resumed run or a parallel one sees the same narrowing.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -108,6 +109,49 @@ pub(crate) fn numeric(v: &KnobValue) -> Option<f64> {
     v.as_f64().filter(|x| x.is_finite())
 }
 
+/// The smallest and largest of `values` (`lo > hi` where there are none).
+pub(crate) fn span(values: &[f64]) -> (f64, f64) {
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    (lo, values.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+}
+
+/// The crashed values each knob's edges count: a crash beyond the finished values of one
+/// knob-side counts there; one beyond several counts for those of them some crash lies beyond
+/// alone (for all of them where none does); a knob with nothing finished takes none. By
+/// columns: `ends[j]` is knob `j`'s [`span`] of finished values, `columns[j][i]` its value in
+/// crash `i` (`None` where it has none).
+pub(crate) fn counted_crashes(ends: &[(f64, f64)], columns: &[Vec<Option<f64>>]) -> Vec<Vec<f64>> {
+    let n = columns.iter().map(Vec::len).max().unwrap_or(0);
+    let beyond: Vec<Vec<(usize, f64, Side)>> = (0..n)
+        .map(|i| {
+            columns
+                .iter()
+                .enumerate()
+                .filter_map(|(j, column)| {
+                    let x = column.get(i).copied().flatten()?;
+                    let &(lo, hi) = ends.get(j)?;
+                    side_of(x, lo, hi).map(|side| (j, x, side))
+                })
+                .collect()
+        })
+        .collect();
+    let blamed: BTreeSet<(usize, Side)> = beyond
+        .iter()
+        .filter(|sides| sides.len() == 1)
+        .map(|sides| (sides[0].0, sides[0].2))
+        .collect();
+    let mut counted = vec![Vec::new(); columns.len()];
+    for sides in &beyond {
+        let any = sides.iter().any(|&(j, _, s)| blamed.contains(&(j, s)));
+        for &(j, x, side) in sides {
+            if !any || blamed.contains(&(j, side)) {
+                counted[j].push(x);
+            }
+        }
+    }
+    counted
+}
+
 /// Every narrowing the finished and infeasible configurations show, by knob name then side.
 pub fn narrowings(finished: &[&Config], infeasible: &[&Config]) -> Vec<Narrowing> {
     let mut names: Vec<&str> = infeasible.iter().flat_map(|c| c.keys()).collect();
@@ -118,53 +162,27 @@ pub fn narrowings(finished: &[&Config], infeasible: &[&Config]) -> Vec<Narrowing
             .filter_map(|c| c.get(name).and_then(numeric))
             .collect()
     };
-    let ends: BTreeMap<&str, (f64, f64)> = names
+    let ends: Vec<(f64, f64)> = names
+        .iter()
+        .map(|&name| span(&values(finished, name)))
+        .collect();
+    let columns: Vec<Vec<Option<f64>>> = names
         .iter()
         .map(|&name| {
-            let fine = values(finished, name);
-            let lo = fine.iter().copied().fold(f64::INFINITY, f64::min);
-            (
-                name,
-                (lo, fine.iter().copied().fold(f64::NEG_INFINITY, f64::max)),
-            )
-        })
-        .collect();
-    // Each crash's values beyond their knob's finished values, with the side.
-    let beyond: Vec<Vec<(&str, f64, Side)>> = infeasible
-        .iter()
-        .map(|c| {
-            c.iter()
-                .filter_map(|(name, v)| {
-                    let x = numeric(v)?;
-                    let &(lo, hi) = ends.get(name)?;
-                    side_of(x, lo, hi).map(|side| (name, x, side))
-                })
+            infeasible
+                .iter()
+                .map(|c| c.get(name).and_then(numeric))
                 .collect()
         })
         .collect();
-    // The knob-sides some crash lies beyond alone.
-    let blamed: BTreeSet<(&str, Side)> = beyond
-        .iter()
-        .filter(|sides| sides.len() == 1)
-        .map(|sides| (sides[0].0, sides[0].2))
-        .collect();
-    // The crashes that count for each knob.
-    let mut counted: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-    for sides in &beyond {
-        let any = sides.iter().any(|&(n, _, s)| blamed.contains(&(n, s)));
-        for &(name, x, side) in sides {
-            if !any || blamed.contains(&(name, side)) {
-                counted.entry(name).or_default().push(x);
-            }
-        }
-    }
+    let counted = counted_crashes(&ends, &columns);
     let mut out = Vec::new();
     let needed = crashes_needed(infeasible.len(), infeasible.len() + finished.len());
-    for name in names {
+    for (name, counted) in names.iter().zip(&counted) {
         out.extend(narrow(
             name,
             &values(finished, name),
-            counted.get(name).map_or(&[][..], |v| &v[..]),
+            counted,
             &values(infeasible, name),
             needed,
         ));
@@ -186,9 +204,9 @@ fn side_of(x: f64, lo: f64, hi: f64) -> Option<Side> {
     }
 }
 
-/// What [`narrowings`] says of one knob, given its finished and crashed values and the crashes
-/// needed: at most one narrowing each side, every crash beyond an edge counted (the sampler's
-/// own edges, `sampler::feasible`).
+/// What [`narrowings`] says of one knob, given its finished values, the crashed values that
+/// count for it and the crashes needed: at most one narrowing each side (the sampler's own
+/// edges, `sampler::feasible`).
 pub(crate) fn knob_narrowings(
     name: &str,
     fine: &[f64],

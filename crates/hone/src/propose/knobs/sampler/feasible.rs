@@ -9,7 +9,9 @@
 //!   unsure; one with [`SURE_CRASHES`] crashes [`SURE_RATIO`] times nearer than anything that
 //!   finished is a crash (one crash alone never rules out a region: a probe could not undo it).
 //! - **Edges** (`knobs::feasible::knob_narrowings`): beyond the furthest value of a knob that
-//!   finished, when [`EDGE_CRASHES`] crashes and nothing that finished lie there, is unsure.
+//!   finished, when [`EDGE_CRASHES`] crashes and nothing that finished lie there, is unsure;
+//!   a crash beyond several knobs' finished values counts as for `hone log`'s narrowings
+//!   (`knobs::feasible::counted_crashes`).
 //!   A crash attributed to one knob (`super::attribute`: it differs from a finished
 //!   configuration in that knob alone, or only that knob's value lies outside what finished)
 //!   makes that knob's side beyond the furthest finished value unsure after ONE crash, and an
@@ -28,7 +30,7 @@
 
 use std::collections::HashMap;
 
-use super::super::feasible::{knob_narrowings, Narrowing, Side};
+use super::super::feasible::{counted_crashes, knob_narrowings, span, Narrowing, Side};
 use super::super::{Config, KnobValue};
 use super::attribute::{blame_all, edge, Finished};
 use super::cache::SamplerCache;
@@ -148,23 +150,24 @@ impl<'a> Feasibility<'a> {
         let ends = Finished::of(space.dims.len(), &fine);
         let blames = blame_all(&bad.points, &fine, &ends);
         let (blamed, banned) = blamed_marks(&bad.points, &blames, &fine, space);
+        let fine_values: Vec<Vec<f64>> = (0..space.dims.len())
+            .map(|j| {
+                let column = rows.columns.get(j).map_or(&[][..], |c| &c[..]);
+                finished.iter().filter_map(|&i| *column.get(i)?).collect()
+            })
+            .collect();
+        let columns: Vec<Vec<Option<f64>>> = (0..space.dims.len())
+            .map(|j| bad.columns.get(j).cloned().unwrap_or_default())
+            .collect();
+        // The crashes each knob's edges count: the rule of what `hone log` reports.
+        let ends: Vec<(f64, f64)> = fine_values.iter().map(|v| span(v)).collect();
+        let crashed_values = counted_crashes(&ends, &columns);
         let cuts = space
             .dims
             .iter()
             .enumerate()
             .flat_map(|(j, d)| {
-                let column = rows.columns.get(j).map_or(&[][..], |c| &c[..]);
-                let fine_values: Vec<f64> =
-                    finished.iter().filter_map(|&i| *column.get(i)?).collect();
-                let crashed_values: Vec<f64> = bad
-                    .columns
-                    .get(j)
-                    .map_or(&[][..], |c| &c[..])
-                    .iter()
-                    .flatten()
-                    .copied()
-                    .collect();
-                knob_narrowings(&d.name, &fine_values, &crashed_values, EDGE_CRASHES)
+                knob_narrowings(&d.name, &fine_values[j], &crashed_values[j], EDGE_CRASHES)
                     .into_iter()
                     .filter_map(move |n| cut(space, j, &n))
             })
