@@ -137,10 +137,14 @@ fn a_verifier_that_fills_the_disk_with_a_file_it_deleted_is_the_one_to_blame() {
     // holds open, then prints: hone cannot write its log, and finds nothing of it to remove.
     // Its space comes back when it ends: a crash, and the run goes on (hone used to stop with
     // an error there, leaving the experiment to be verified again on resume: a second try for
-    // a run that did not like its score).
+    // a run that did not like its score). It prints more than a pipe holds (about 280 KB), so
+    // that hone writes some of it to the log while the disk is still full: a verifier that
+    // ended before hone wrote a line would have given its room back first (and done hone no
+    // harm), which made the outcome depend on which came first.
     let verify = format!(
-        "if grep -q 'score: 3' value.txt; then exec 3> held.bin; rm held.bin; {} >&3; fi; cat value.txt",
-        "head -c 64M /dev/urandom 2>/dev/null"
+        "if grep -q 'score: 3' value.txt; then exec 3> held.bin; rm held.bin; {} >&3; {}; fi; cat value.txt",
+        "head -c 64M /dev/urandom 2>/dev/null",
+        "yes filler | head -n 40000"
     );
     let Some(reason) = second_crashes(&verify, false) else {
         return;
