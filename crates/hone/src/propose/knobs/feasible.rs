@@ -16,8 +16,8 @@
 //! This is what `hone log` and `hone show` report; the sampler's own edges count the same
 //! crashes ([`counted_crashes`]) and make a side unsure sooner (`sampler::feasible`, through
 //! [`knob_narrowings`]), and it tests the gap between an edge and the nearest crash now and
-//! then. Everything here is a pure function of the
-//! run's history, so a resumed run or a parallel one sees the same narrowing.
+//! then. Everything here is a pure function of the run's history, so a resumed run or a
+//! parallel one sees the same narrowing.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -157,15 +157,16 @@ pub fn narrowings(finished: &[&Config], infeasible: &[&Config]) -> Vec<Narrowing
     let mut names: Vec<&str> = infeasible.iter().flat_map(|c| c.keys()).collect();
     names.sort();
     names.dedup();
-    let values = |set: &[&Config], name: &str| -> Vec<f64> {
-        set.iter()
-            .filter_map(|c| c.get(name).and_then(numeric))
-            .collect()
-    };
-    let ends: Vec<(f64, f64)> = names
+    let fine: Vec<Vec<f64>> = names
         .iter()
-        .map(|&name| span(&values(finished, name)))
+        .map(|&name| {
+            finished
+                .iter()
+                .filter_map(|c| c.get(name).and_then(numeric))
+                .collect()
+        })
         .collect();
+    let ends: Vec<(f64, f64)> = fine.iter().map(|v| span(v)).collect();
     let columns: Vec<Vec<Option<f64>>> = names
         .iter()
         .map(|&name| {
@@ -176,16 +177,11 @@ pub fn narrowings(finished: &[&Config], infeasible: &[&Config]) -> Vec<Narrowing
         })
         .collect();
     let counted = counted_crashes(&ends, &columns);
-    let mut out = Vec::new();
     let needed = crashes_needed(infeasible.len(), infeasible.len() + finished.len());
-    for (name, counted) in names.iter().zip(&counted) {
-        out.extend(narrow(
-            name,
-            &values(finished, name),
-            counted,
-            &values(infeasible, name),
-            needed,
-        ));
+    let mut out = Vec::new();
+    for (j, name) in names.iter().enumerate() {
+        let tried: Vec<f64> = columns[j].iter().flatten().copied().collect();
+        out.extend(narrow(name, &fine[j], &counted[j], &tried, needed));
     }
     out
 }
@@ -230,8 +226,7 @@ fn narrow(
     if fine.is_empty() || crashed.len() < needed {
         return out;
     }
-    let lo = fine.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = fine.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = span(fine);
     let all_lo = tried.iter().copied().fold(lo, f64::min);
     let all_hi = tried.iter().copied().fold(hi, f64::max);
     for side in [Side::Below, Side::Above] {
