@@ -200,9 +200,10 @@ fn side_of(x: f64, lo: f64, hi: f64) -> Option<Side> {
     }
 }
 
-/// What [`narrowings`] says of one knob, given its finished values, the crashed values that
-/// count for it and the crashes needed: at most one narrowing each side (the sampler's own
-/// edges, `sampler::feasible`).
+/// One knob's narrowings from its finished values and the crashed values that count for it
+/// (also taken as all that was tried, for the other end of the range), with the crashes
+/// needed: at most one each side. The sampler's own edges (`sampler::feasible`), which use
+/// only the edge and the side.
 pub(crate) fn knob_narrowings(
     name: &str,
     fine: &[f64],

@@ -10,8 +10,9 @@
 //!   finished is a crash (one crash alone never rules out a region: a probe could not undo it).
 //! - **Edges** (`knobs::feasible::knob_narrowings`): beyond the furthest value of a knob that
 //!   finished, when [`EDGE_CRASHES`] crashes and nothing that finished lie there, is unsure;
-//!   a crash beyond several knobs' finished values counts as for `hone log`'s narrowings
-//!   (`knobs::feasible::counted_crashes`).
+//!   a crash beyond several knobs' finished values counts by the rule of `hone log`'s
+//!   narrowings (`knobs::feasible::counted_crashes`), among the space's knobs and over what
+//!   finished as this model sees it (running ones left out), so the two can differ a little.
 //!   A crash attributed to one knob (`super::attribute`: it differs from a finished
 //!   configuration in that knob alone, or only that knob's value lies outside what finished)
 //!   makes that knob's side beyond the furthest finished value unsure after ONE crash, and an
@@ -160,8 +161,8 @@ impl<'a> Feasibility<'a> {
             .map(|j| bad.columns.get(j).cloned().unwrap_or_default())
             .collect();
         // The crashes each knob's edges count: the rule of what `hone log` reports.
-        let ends: Vec<(f64, f64)> = fine_values.iter().map(|v| span(v)).collect();
-        let crashed_values = counted_crashes(&ends, &columns);
+        let spans: Vec<(f64, f64)> = fine_values.iter().map(|v| span(v)).collect();
+        let crashed_values = counted_crashes(&spans, &columns);
         let cuts = space
             .dims
             .iter()
@@ -550,6 +551,40 @@ mod tests {
         );
         assert_eq!(verdict(&history, &crashes, 0.7, 0.5), Verdict::Unsure);
         assert_eq!(verdict(&history, &crashes, 0.45, 0.5), Verdict::Fine);
+    }
+
+    #[test]
+    fn crashes_another_knob_explains_make_no_side_of_this_one_unsure() {
+        let knobs = knobs();
+        let mut history: Vec<Observation> = (1..=5)
+            .map(|k| Observation {
+                config: at(0.1 * k as f64, 0.2 * k as f64 - 0.1),
+                objective: Some(1.0),
+            })
+            .collect();
+        // Two crashes beyond both A's finished values (above 0.5) and B's (below 0.1), and one
+        // beyond A's alone: A explains all three, and B's low side stays as the neighbours
+        // say (fine at B = 0.03, nearer what finished). Without the third, nothing blames
+        // either knob alone and both count the two: B's low side is unsure.
+        let crashes = [at(0.8, 0.05), at(0.9, 0.02), at(0.85, 0.5)];
+        for c in &crashes {
+            history.push(Observation {
+                config: c.clone(),
+                objective: None,
+            });
+        }
+        let incumbent = history[0].config.clone();
+        let space = super::super::space::Space::new(&knobs, &history, &incumbent);
+        let verdict = |h: &[Observation], bad: &[Config], a: f64, b: f64| {
+            let model = fit_model(&space, h, bad, &[], &mut Rng::new(1, 1)).expect("a model");
+            model.verdict(&space.encode(&at(a, b)).expect("in the space"))
+        };
+        assert_eq!(verdict(&history, &crashes, 0.3, 0.03), Verdict::Fine);
+        assert_eq!(verdict(&history, &crashes, 0.6, 0.5), Verdict::Unsure);
+        assert_eq!(
+            verdict(&history[..7], &crashes[..2], 0.3, 0.03),
+            Verdict::Unsure
+        );
     }
 
     #[test]
