@@ -59,21 +59,22 @@ fn mech_stats(dir: &Path) -> std::collections::BTreeMap<String, serde_json::Valu
 
 #[test]
 fn mechanisms_demonstrably_run_on_a_knobs_problem() {
-    let outer = "\n[outer]\nmechanisms = [\"tabu\", \"bandit\", \"explore\", \"restart\", \"plateau\", \"orthogonal\"]\nstrategy_every = 5\n";
-    let (_a, dir) = knob_repo();
-    append_spec(&dir, outer);
-    let out = ok(hone_in(&dir, &["run", "--seed", "7", "-n", "25"]));
-    assert_says(&out, "outer: strategy: strategy revised");
-    let stats = mech_stats(&dir);
-    for name in [
-        "strategy",
+    // Each mechanism the run names, and the strategy that revises them, must be on record.
+    const NAMED: [&str; 6] = [
         "tabu",
         "bandit",
         "explore",
         "restart",
         "plateau",
         "orthogonal",
-    ] {
+    ];
+    let (_a, dir) = knob_repo();
+    let outer = format!("\n[outer]\nmechanisms = {NAMED:?}\nstrategy_every = 5\n");
+    append_spec(&dir, &outer);
+    let out = ok(hone_in(&dir, &["run", "--seed", "7", "-n", "25"]));
+    assert_says(&out, "outer: strategy: strategy revised");
+    let stats = mech_stats(&dir);
+    for name in std::iter::once("strategy").chain(NAMED) {
         let s = stats
             .get(name)
             .unwrap_or_else(|| panic!("no record of {name}: {stats:?}"));
@@ -138,7 +139,7 @@ fn mechanisms_demonstrably_run_on_a_knobs_problem() {
     assert!(html.contains("<h2>Mechanisms (outer loop)</h2>"));
     // The same seed gives the same run, mechanisms included.
     let (_b, again) = knob_repo();
-    append_spec(&again, outer);
+    append_spec(&again, &outer);
     ok(hone_in(&again, &["run", "--seed", "7", "-n", "25"]));
     assert_eq!(log_lines(&dir), log_lines(&again));
     // And differs from the same seed without them.

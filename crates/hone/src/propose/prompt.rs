@@ -226,26 +226,23 @@ fn rules_section(p: &mut String, ctx: &ProposeContext<'_>) {
         "- You may change only these files (globs): {}",
         spec.loop_.editable.join(", ")
     );
-    if !spec.loop_.protected.is_empty() {
-        let _ = writeln!(
-            p,
-            "- Never change: {} (any change is a violation and is not measured)",
-            spec.loop_.protected.join(", ")
-        );
-    }
-    if !spec.loop_.fixed.is_empty() {
-        let _ = writeln!(
-            p,
-            "- Keep these constants as they are: {} (they set the measurement; a change to one is a violation and is not measured)",
-            spec.loop_.fixed.join(", ")
-        );
-    }
-    if !spec.loop_.pinned.is_empty() {
-        let _ = writeln!(
-            p,
-            "- Pinned inputs, hashed by hone: {}",
-            spec.loop_.pinned.join(", ")
-        );
+    // The rules that name a list, each said only when its list is not empty.
+    for (names, before, after) in [
+        (
+            &spec.loop_.protected,
+            "Never change",
+            " (any change is a violation and is not measured)",
+        ),
+        (
+            &spec.loop_.fixed,
+            "Keep these constants as they are",
+            " (they set the measurement; a change to one is a violation and is not measured)",
+        ),
+        (&spec.loop_.pinned, "Pinned inputs, hashed by hone", ""),
+    ] {
+        if !names.is_empty() {
+            let _ = writeln!(p, "- {before}: {}{after}", names.join(", "));
+        }
     }
     let _ = writeln!(
         p,

@@ -319,6 +319,16 @@ mod tests {
         knobs_of(TWO)
     }
 
+    /// Five finished configurations on a diagonal: A from 0.1 to 0.5, B from 0.1 to 0.9.
+    fn five_finished() -> Vec<Observation> {
+        (1..=5)
+            .map(|k| Observation {
+                config: at(0.1 * k as f64, 0.2 * k as f64 - 0.1),
+                objective: Some(1.0),
+            })
+            .collect()
+    }
+
     fn at(a: f64, b: f64) -> Config {
         [
             ("A".to_string(), KnobValue::Float(a)),
@@ -523,12 +533,7 @@ mod tests {
     #[test]
     fn two_crashes_beyond_a_knobs_finished_values_make_that_side_unsure() {
         let knobs = knobs();
-        let mut history: Vec<Observation> = (1..=5)
-            .map(|k| Observation {
-                config: at(0.1 * k as f64, 0.2 * k as f64 - 0.1),
-                objective: Some(1.0),
-            })
-            .collect();
+        let mut history = five_finished();
         // Both knobs of each crash lie outside what finished: neither is attributed to one knob
         // (see `one_crash_attributed_to_a_knob_makes_that_side_unsure`).
         let crashes = [at(0.8, 0.05), at(0.9, 0.95)];
@@ -556,12 +561,7 @@ mod tests {
     #[test]
     fn crashes_another_knob_explains_make_no_side_of_this_one_unsure() {
         let knobs = knobs();
-        let mut history: Vec<Observation> = (1..=5)
-            .map(|k| Observation {
-                config: at(0.1 * k as f64, 0.2 * k as f64 - 0.1),
-                objective: Some(1.0),
-            })
-            .collect();
+        let mut history = five_finished();
         // Two crashes beyond both A's finished values (above 0.5) and B's (below 0.1), and one
         // beyond A's alone: A explains all three, and B's low side stays as the neighbours
         // say (fine at B = 0.03, nearer what finished). Without the third, nothing blames
@@ -590,12 +590,7 @@ mod tests {
     #[test]
     fn one_crash_attributed_to_a_knob_makes_that_side_unsure() {
         let knobs = knobs();
-        let history: Vec<Observation> = (1..=5)
-            .map(|k| Observation {
-                config: at(0.1 * k as f64, 0.2 * k as f64 - 0.1),
-                objective: Some(1.0),
-            })
-            .collect();
+        let history = five_finished();
         let incumbent = history[0].config.clone();
         let space = super::super::space::Space::new(&knobs, &history, &incumbent);
         let verdict =
