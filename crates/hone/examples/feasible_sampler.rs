@@ -16,7 +16,7 @@
 use hone::propose::knobs::{
     config_of, discover, suggest_guided, Config, Knob, Observation, SamplerGuide,
 };
-use hone::util::median;
+use hone::util::{mean, median};
 
 mod common;
 use common::num;
@@ -79,10 +79,6 @@ fn problem() -> (String, Verify) {
             crashy,
         ),
     }
-}
-
-fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len() as f64
 }
 
 /// What one seed's run gave: crashes among the first 50 and 100 experiments, and the regret

@@ -18,7 +18,8 @@
 //! Run: `cargo run --release -p hone --example noise_bench [RUNS]` (default 200 runs).
 
 use hone::spec::Direction;
-use hone::verify::noise::{mean, run_sigma, NoisePolicy};
+use hone::util::mean;
+use hone::verify::noise::{run_sigma, NoisePolicy};
 
 /// splitmix64 (the library's step), seeded with a plain state.
 struct Rng(u64);

@@ -1,8 +1,8 @@
 //! Small helpers several modules need in exactly the same form: the HTML escape of the
-//! report and the dashboard, UTC times as text, an HTTP answer's status and text, the median
-//! of the statistics, and the splitmix64 step behind
-//! every seeded generator (and the fuzzers' stream of draws built on it), a folder made private. One copy each, so
-//! a fix reaches every caller.
+//! report and the dashboard, UTC times as text, an HTTP answer's status and text, the mean and
+//! median of the statistics, the splitmix64 step behind every seeded generator (and the
+//! fuzzers' stream of draws built on it), a folder made private. One copy each, so a fix
+//! reaches every caller.
 
 /// Escapes text for HTML or SVG element content and for quoted attribute values (either
 /// quote): `&`, `<`, `>`, `"` and `'`.
@@ -17,13 +17,8 @@ pub fn html_escape(s: &str) -> String {
 pub fn push_html_escaped_str(out: &mut String, s: &str) {
     let mut start = 0;
     for (i, b) in s.bytes().enumerate() {
-        let escaped = match b {
-            b'&' => "&amp;",
-            b'<' => "&lt;",
-            b'>' => "&gt;",
-            b'"' => "&quot;",
-            b'\'' => "&#39;",
-            _ => continue,
+        let Some(escaped) = html_entity(char::from(b)) else {
+            continue;
         };
         out.push_str(&s[start..i]);
         out.push_str(escaped);
@@ -326,14 +321,23 @@ pub fn github_inert(s: &str) -> String {
 /// Appends `c` to `out` as [`html_escape`] writes it: the special characters as entities,
 /// any other character as it is.
 pub fn push_html_escaped(out: &mut String, c: char) {
-    match c {
-        '&' => out.push_str("&amp;"),
-        '<' => out.push_str("&lt;"),
-        '>' => out.push_str("&gt;"),
-        '"' => out.push_str("&quot;"),
-        '\'' => out.push_str("&#39;"),
-        c => out.push(c),
+    match html_entity(c) {
+        Some(entity) => out.push_str(entity),
+        None => out.push(c),
     }
+}
+
+/// The entity [`html_escape`] writes for `c`, if `c` is one of the five it escapes (all
+/// ASCII: a byte of a longer UTF-8 character, read as a `char`, is none of them).
+fn html_entity(c: char) -> Option<&'static str> {
+    Some(match c {
+        '&' => "&amp;",
+        '<' => "&lt;",
+        '>' => "&gt;",
+        '"' => "&quot;",
+        '\'' => "&#39;",
+        _ => return None,
+    })
 }
 
 /// The first executable file `name` in the absolute entries of `path` (a `PATH` value),
@@ -494,6 +498,11 @@ pub fn last_lines(text: &str, n: usize) -> Vec<&str> {
         .collect();
     out.reverse();
     out
+}
+
+/// The arithmetic mean; `NaN` for an empty slice.
+pub fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
 }
 
 /// The median (the mean of the two middle values for an even count), ordering by

@@ -251,6 +251,12 @@ fn escaping_a_string_is_escaping_each_character() {
 }
 
 #[test]
+fn mean_of_values_and_of_none() {
+    assert_eq!(mean(&[1.0, 2.0, 6.0]), 3.0);
+    assert!(mean(&[]).is_nan());
+}
+
+#[test]
 fn median_of_odd_even_and_empty() {
     assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
     assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);

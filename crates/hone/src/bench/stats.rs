@@ -6,15 +6,7 @@ use crate::meta::Rng;
 
 /// The median (mean of the two middle values for an even count); `NaN` for no values, which a
 /// report shows as no data.
-pub use crate::util::median;
-
-/// The arithmetic mean; `NaN` for no values.
-pub fn mean(xs: &[f64]) -> f64 {
-    if xs.is_empty() {
-        return f64::NAN;
-    }
-    xs.iter().sum::<f64>() / xs.len() as f64
-}
+pub use crate::util::{mean, median};
 
 /// The sample standard deviation (n − 1); 0 for fewer than two values.
 pub fn sd(xs: &[f64]) -> f64 {

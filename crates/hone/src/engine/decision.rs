@@ -15,7 +15,8 @@ use std::path::Path;
 
 use crate::spec::Spec;
 use crate::store::{ExperimentRecord, Status};
-use crate::verify::noise::{mean, run_sigma, unusable};
+use crate::util::mean;
+use crate::verify::noise::{run_sigma, unusable};
 use crate::workspace::RefListing;
 
 use super::executor::Failure;

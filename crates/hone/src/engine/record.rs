@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use crate::report::best_experiment;
 use crate::store::{now, ExperimentRecord, Status};
-use crate::verify::noise::mean;
+use crate::util::mean;
 use crate::workspace::RefListing;
 use crate::workspace::{Git, GitError, IndexListing, Snapshot};
 

@@ -15,7 +15,7 @@
 
 use super::Direction;
 // Every call here passes two values or more (an empty slice would give `NaN`).
-use crate::util::{fmt_signed, fmt_value, median};
+use crate::util::{fmt_signed, fmt_value, mean, median};
 
 /// Residuals needed before the MAD is trusted over the pooled standard deviation.
 const MAD_MIN_RESIDUALS: usize = 8;
@@ -175,11 +175,6 @@ pub fn unusable(metric: &str, runs: &[f64]) -> Option<String> {
         ));
     }
     None
-}
-
-/// The mean of a slice; NaN for an empty one.
-pub fn mean(values: &[f64]) -> f64 {
-    values.iter().sum::<f64>() / values.len() as f64
 }
 
 /// The verdict on a candidate, with everything needed to explain it.

@@ -117,11 +117,6 @@ fn quadratic(c: &Config) -> Option<f64> {
     Some(a * a + b * b + cc * cc + d * d)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 #[test]
 fn suggest_is_deterministic() {
     let (knobs, history, incumbent) = quadratic_run(15, 7);
@@ -327,7 +322,7 @@ fn the_sampler_beats_random_search_on_a_quadratic() {
             .fold(f64::INFINITY, f64::min);
         random.push(best);
     }
-    let (s, r) = (median(sampler.clone()), median(random.clone()));
+    let (s, r) = (crate::util::median(&sampler), crate::util::median(&random));
     assert!(
         s < 0.5 * r,
         "sampler median {s} {sampler:.4?} vs random median {r} {random:.4?}"
