@@ -305,9 +305,7 @@ fn fit_terminal(line: &str) -> String {
     if width < 20 || line.chars().count() <= width {
         return line.to_string();
     }
-    let mut cut: String = line.chars().take(width - 1).collect();
-    cut.push('…');
-    cut
+    hone::util::cut_chars(line, width - 1)
 }
 
 /// "baseline X, best Y (#n), -12.34%".

@@ -284,9 +284,7 @@ fn printable(text: &str, max: usize) -> String {
     if clean.chars().count() <= max {
         clean
     } else {
-        let mut cut: String = clean.chars().take(max - 1).collect();
-        cut.push('…');
-        cut
+        hone::util::cut_chars(&clean, max - 1)
     }
 }
 

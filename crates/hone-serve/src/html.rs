@@ -144,14 +144,8 @@ pub(crate) fn cost(usd: f64) -> String {
     }
 }
 
-/// Shortens text to `n` characters with an ellipsis.
-pub(crate) fn short(s: &str, n: usize) -> String {
-    let mut out: String = s.chars().take(n).collect();
-    if s.chars().count() > n {
-        out.push('…');
-    }
-    out
-}
+/// Shortens text to `n` characters with an ellipsis (the library's).
+pub(crate) use hone::util::cut_chars as short;
 
 #[cfg(test)]
 mod tests {

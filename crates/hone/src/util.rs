@@ -500,6 +500,17 @@ pub fn last_lines(text: &str, n: usize) -> Vec<&str> {
     out
 }
 
+/// The first `n` characters of `s`, and `…` after them when `s` has more: what a table cell,
+/// a plot's title or a message shows of a long text. A caller that must stay within `n`
+/// characters in all cuts to `n - 1` when `s` has more than `n`.
+pub fn cut_chars(s: &str, n: usize) -> String {
+    let mut out: String = s.chars().take(n).collect();
+    if out.len() < s.len() {
+        out.push('…');
+    }
+    out
+}
+
 /// The arithmetic mean; `NaN` for an empty slice.
 pub fn mean(values: &[f64]) -> f64 {
     values.iter().sum::<f64>() / values.len() as f64

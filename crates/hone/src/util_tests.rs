@@ -251,6 +251,16 @@ fn escaping_a_string_is_escaping_each_character() {
 }
 
 #[test]
+fn cut_chars_keeps_n_characters_and_marks_a_cut() {
+    assert_eq!(cut_chars("abc", 3), "abc");
+    assert_eq!(cut_chars("abcd", 3), "abc…");
+    assert_eq!(cut_chars("éééé", 2), "éé…");
+    assert_eq!(cut_chars("éé", 2), "éé");
+    assert_eq!(cut_chars("", 0), "");
+    assert_eq!(cut_chars("a", 0), "…");
+}
+
+#[test]
 fn mean_of_values_and_of_none() {
     assert_eq!(mean(&[1.0, 2.0, 6.0]), 3.0);
     assert!(mean(&[]).is_nan());

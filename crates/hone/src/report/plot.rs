@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use crate::store::{
     envelope, ExperimentRecord, PlotColumns, Plotted, Status, PLOT_BLOCK, TITLE_CHARS,
 };
-use crate::util::{html_escape as esc, push_fixed, push_html_escaped_str};
+use crate::util::{cut_chars as short, html_escape as esc, push_fixed, push_html_escaped_str};
 
 const W: f64 = 1000.0;
 const H: f64 = 520.0;
@@ -141,15 +141,6 @@ fn y_range_unbounded(baseline: f64, best: f64, values: &[f64]) -> (f64, f64) {
             hi += pad;
         }
         (lo, hi)
-    }
-}
-
-fn short(s: &str, n: usize) -> String {
-    let t: String = s.chars().take(n).collect();
-    if s.chars().count() > n {
-        format!("{t}…")
-    } else {
-        t
     }
 }
 

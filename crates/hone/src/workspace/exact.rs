@@ -114,11 +114,7 @@ fn join(rel: &str, name: &str) -> String {
 
 /// A path short enough to print.
 fn shorten(p: &str) -> String {
-    if p.chars().count() <= 80 {
-        p.to_string()
-    } else {
-        format!("{}…", p.chars().take(80).collect::<String>())
-    }
+    crate::util::cut_chars(p, 80)
 }
 
 /// The first directory on the way from `wt` to its file `rel` that is not a real directory
