@@ -4,8 +4,8 @@
 
 use crate::meta::Rng;
 
-/// The median (mean of the two middle values for an even count); `NaN` for no values, which a
-/// report shows as no data.
+/// The mean and the median (the mean of the two middle values for an even count); `NaN` for
+/// no values, which a report shows as no data.
 pub use crate::util::{mean, median};
 
 /// The sample standard deviation (n − 1); 0 for fewer than two values.
