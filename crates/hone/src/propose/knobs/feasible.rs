@@ -157,25 +157,20 @@ pub fn narrowings(finished: &[&Config], infeasible: &[&Config]) -> Vec<Narrowing
     let mut names: Vec<&str> = infeasible.iter().flat_map(|c| c.keys()).collect();
     names.sort();
     names.dedup();
+    // A knob's numeric values in `configs`, in their order (`None` where one has none).
+    let column = |configs: &[&Config], name: &str| -> Vec<Option<f64>> {
+        configs
+            .iter()
+            .map(|c| c.get(name).and_then(numeric))
+            .collect()
+    };
     let fine: Vec<Vec<f64>> = names
         .iter()
-        .map(|&name| {
-            finished
-                .iter()
-                .filter_map(|c| c.get(name).and_then(numeric))
-                .collect()
-        })
+        .map(|&name| column(finished, name).into_iter().flatten().collect())
         .collect();
     let ends: Vec<(f64, f64)> = fine.iter().map(|v| span(v)).collect();
-    let columns: Vec<Vec<Option<f64>>> = names
-        .iter()
-        .map(|&name| {
-            infeasible
-                .iter()
-                .map(|c| c.get(name).and_then(numeric))
-                .collect()
-        })
-        .collect();
+    let columns: Vec<Vec<Option<f64>>> =
+        names.iter().map(|&name| column(infeasible, name)).collect();
     let counted = counted_crashes(&ends, &columns);
     let needed = crashes_needed(infeasible.len(), infeasible.len() + finished.len());
     let mut out = Vec::new();
