@@ -115,16 +115,7 @@ pub(crate) fn badge(status: &str) -> String {
 
 /// Milliseconds as `850 ms`, `12.3 s`, `4 m 05 s` or `2 h 10 m`.
 pub(crate) fn duration_ms(ms: u64) -> String {
-    let s = ms / 1000;
-    if ms < 1000 {
-        format!("{ms} ms")
-    } else if s < 60 {
-        format!("{:.1} s", ms as f64 / 1000.0)
-    } else if s < 3600 {
-        format!("{} m {:02} s", s / 60, s % 60)
-    } else {
-        format!("{} h {:02} m", s / 3600, (s % 3600) / 60)
-    }
+    hone::spec::format_duration_spaced(std::time::Duration::from_millis(ms))
 }
 
 /// Seconds since the epoch as `2026-11-29 21:18 UTC`.

@@ -47,7 +47,7 @@ pub use sandbox::SandboxSpec;
 pub use schedule::{ScheduleSpec, TriggerSpec};
 pub use stop::StopSpec;
 pub use text::MAX_SPEC_BYTES;
-pub use units::{format_duration, parse_duration, parse_size};
+pub use units::{format_duration, format_duration_spaced, parse_duration, parse_size};
 pub use verify::{Direction, HoldoutSpec, ProgressSpec, VerifySpec};
 
 use read::{Doc, Section};

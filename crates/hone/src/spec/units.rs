@@ -99,15 +99,30 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 /// Formats a duration compactly for people: `850ms`, `4.2s`, `6m05s`, `2h03m`.
 pub fn format_duration(d: Duration) -> String {
+    duration_with_gap(d, "")
+}
+
+/// The same as [`format_duration`] with a space between each number and its unit, for pages:
+/// `850 ms`, `4.2 s`, `6 m 05 s`, `2 h 03 m`.
+pub fn format_duration_spaced(d: Duration) -> String {
+    duration_with_gap(d, " ")
+}
+
+fn duration_with_gap(d: Duration, gap: &str) -> String {
     let s = d.as_secs_f64();
+    let whole = d.as_secs();
     if s < 1.0 {
-        format!("{}ms", d.as_millis())
+        format!("{}{gap}ms", d.as_millis())
     } else if s < 60.0 {
-        format!("{s:.1}s")
+        format!("{s:.1}{gap}s")
     } else if s < 3600.0 {
-        format!("{}m{:02}s", (s / 60.0) as u64, (s as u64) % 60)
+        format!("{}{gap}m{gap}{:02}{gap}s", whole / 60, whole % 60)
     } else {
-        format!("{}h{:02}m", (s / 3600.0) as u64, ((s as u64) % 3600) / 60)
+        format!(
+            "{}{gap}h{gap}{:02}{gap}m",
+            whole / 3600,
+            (whole % 3600) / 60
+        )
     }
 }
 
@@ -135,6 +150,20 @@ pub(super) mod opt_duration_secs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_written_with_and_without_gaps() {
+        for (ms, tight, spaced) in [
+            (850, "850ms", "850 ms"),
+            (12_345, "12.3s", "12.3 s"),
+            (245_000, "4m05s", "4 m 05 s"),
+            (7_800_000, "2h10m", "2 h 10 m"),
+        ] {
+            let d = Duration::from_millis(ms);
+            assert_eq!(format_duration(d), tight);
+            assert_eq!(format_duration_spaced(d), spaced);
+        }
+    }
 
     #[test]
     fn durations() {
