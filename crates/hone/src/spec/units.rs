@@ -102,7 +102,7 @@ pub fn format_duration(d: Duration) -> String {
     duration_with_gap(d, "")
 }
 
-/// The same as [`format_duration`] with a space between each number and its unit, for pages:
+/// The same as [`format_duration`] with its numbers and units spaced apart, for pages:
 /// `850 ms`, `4.2 s`, `6 m 05 s`, `2 h 03 m`.
 pub fn format_duration_spaced(d: Duration) -> String {
     duration_with_gap(d, " ")
