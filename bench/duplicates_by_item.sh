@@ -12,7 +12,8 @@
 #   - the same text with every Rust file cut into one file per top-level or once-indented item
 #     (fn, struct, enum, impl, mod, const, ...), so that both trees are read at the same grain.
 # For each: rows (the tool's own number), runs (every pair of places that share six lines or
-# more: a row and its "more runs"), and those counts for the rows the tool does not mark
+# more: a row and its "more runs"; runs the tool leaves out as standing in too many places
+# are not counted, on either side), and those counts for the rows the tool does not mark
 # "boilerplate" (the tool lists those last). Where `--most` cut rows off, the runs are a lower
 # bound (one run for each row left off), marked ">=".
 #
@@ -34,7 +35,7 @@ trap 'rm -rf "$scratch"' EXIT
 # split_items SRC DST: DST gets SRC's files; each .rs file becomes a folder of its items.
 split_items() {
     local src=$1 dst=$2 f
-    (cd "$src" && find . -type f) | while read -r f; do
+    (cd "$src" && find . -type f) | while IFS= read -r f; do
         f=${f#./}
         mkdir -p "$dst/$(dirname "$f")"
         case "$f" in
@@ -42,7 +43,7 @@ split_items() {
             mkdir -p "$dst/$f.d"
             awk -v d="$dst/$f.d" '
                 BEGIN { k = 0; out = sprintf("%s/p%04d.rs", d, k) }
-                /^(    )?((pub(\([a-z]+\))? )?(async )?(fn|struct|enum|impl|const|static|mod|trait|type|macro_rules!)[ <!(]|impl|#\[)/ && !attr {
+                /^(    )?((pub(\([a-z]+\))? )?(async )?(unsafe )?(fn|struct|enum|impl|const|static|mod|trait|type|macro_rules!)[ <!(]|impl|#\[)/ && !attr {
                     close(out); k++; out = sprintf("%s/p%04d.rs", d, k)
                 }
                 { print > out; attr = ($0 ~ /^(    )?#\[/) }' "$src/$f"
@@ -68,7 +69,7 @@ count() {
             runs += 1 + m
             if ($0 !~ / boilerplate/) { thick_rows++; thick_runs += 1 + m }
         }
-        /^\(\+[0-9]+ more pairs\)/ { runs += substr($0, 3) + 0; bound = ">=" }
+        /^\(\+[0-9]+ more pairs?\)/ { runs += substr($0, 3) + 0; bound = ">=" }
         /^incomplete:/ { print label ": " $0 > "/dev/stderr" }
         END {
             # The tool lists boilerplate rows last: when every row it does not mark so was
